@@ -1,0 +1,126 @@
+//! Tunables of a `Dsync` coordinator: call deadlines and retry backoff.
+
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+
+/// Deadlines for the calls a coordinator makes.
+///
+/// Build one with struct update syntax so that new fields keep their
+/// defaults:
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::Timeouts;
+///
+/// let t = Timeouts { acquire: Duration::from_millis(250), ..Timeouts::default() };
+/// assert_eq!(t.unlock, Timeouts::default().unlock);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// How long one acquire round waits for lockers to answer before it
+    /// counts the silent ones as failed. Default 1 s, as in dsync.
+    pub acquire: Duration,
+    /// How long `unlock()` waits for a quorum to confirm a release, and the
+    /// deadline of each unlock call. Default 5 s.
+    pub unlock: Duration,
+    /// For how long failed releases keep being retried in the background.
+    /// Default 30 s, as in dsync. Entries that still could not be released
+    /// are left to the lock server's expiry.
+    pub release_retry: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            acquire: Duration::from_secs(1),
+            unlock: Duration::from_secs(5),
+            release_retry: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Backoff between failed acquire rounds and failed release calls.
+///
+/// The wait before retry `k` (counting from 0) is drawn uniformly from
+/// `0 ..= min(max, initial × 2^k)` ("full jitter"), so that clients who failed
+/// together do not retry together.
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::RetryPolicy;
+///
+/// let p = RetryPolicy::default();
+/// assert_eq!(p.ceiling(0), p.initial);
+/// assert_eq!(p.ceiling(100), p.max);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The ceiling for the first retry. Default 10 ms.
+    pub initial: Duration,
+    /// The ceiling never grows past this. Default 1 s.
+    pub max: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            initial: Duration::from_millis(10),
+            max: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The largest wait before retry number `attempt` (0-based).
+    pub fn ceiling(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
+        self.initial.saturating_mul(factor).min(self.max)
+    }
+
+    /// A random wait in `0 ..= ceiling(attempt)`.
+    pub(crate) fn delay(&self, attempt: u32, rng: &mut impl Rng) -> Duration {
+        let ceiling = self.ceiling(attempt).as_nanos().min(u128::from(u64::MAX)) as u64;
+        Duration::from_nanos(rng.random_range(0..=ceiling))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::SmallRng, SeedableRng};
+
+    #[test]
+    fn ceiling_grows_then_caps() {
+        let p = RetryPolicy {
+            initial: Duration::from_millis(10),
+            max: Duration::from_millis(75),
+        };
+        let got: Vec<_> = (0..5).map(|k| p.ceiling(k).as_millis()).collect();
+        assert_eq!(got, [10, 20, 40, 75, 75]);
+        assert_eq!(p.ceiling(u32::MAX), Duration::from_millis(75));
+    }
+
+    #[test]
+    fn delay_stays_within_the_ceiling_and_spreads() {
+        let p = RetryPolicy::default();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let draws: Vec<_> = (0..200).map(|_| p.delay(3, &mut rng)).collect();
+        assert!(draws.iter().all(|d| *d <= p.ceiling(3)));
+        let below_half = draws.iter().filter(|d| **d < p.ceiling(3) / 2).count();
+        assert!(
+            (50..150).contains(&below_half),
+            "jitter is not uniform: {below_half}/200"
+        );
+    }
+
+    #[test]
+    fn zero_policy_never_waits() {
+        let p = RetryPolicy {
+            initial: Duration::ZERO,
+            max: Duration::ZERO,
+        };
+        let mut rng = SmallRng::seed_from_u64(1);
+        assert_eq!(p.delay(9, &mut rng), Duration::ZERO);
+    }
+}

@@ -1,0 +1,231 @@
+//! `Dsync`: the coordinator that owns the lockers and settings and hands out
+//! `DRWMutex` handles.
+
+use std::fmt;
+use std::panic::Location;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::locker::validate_names;
+use crate::quorum::{read_quorum, write_quorum};
+use crate::{DRWMutex, Error, NetLocker, RetryPolicy, Timeouts};
+
+/// Coordinates locks over a fixed set of [`NetLocker`]s, one per lock server.
+///
+/// Every lock, unlock and refresh goes to all lockers in parallel; a write is
+/// granted by [`write_quorum`](Dsync::write_quorum) of them and a read by
+/// [`read_quorum`](Dsync::read_quorum). A `Dsync` is cheap to clone and can be
+/// shared freely between tasks.
+///
+/// ```
+/// use std::sync::Arc;
+/// use quorum_lock::{Dsync, LocalLocker, NetLocker};
+///
+/// let lockers: Vec<Arc<dyn NetLocker>> =
+///     (0..5).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect();
+/// let ds = Dsync::new(lockers)?;
+/// assert_eq!((ds.read_quorum(), ds.write_quorum()), (3, 3));
+/// # Ok::<(), quorum_lock::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Dsync {
+    pub(crate) inner: Arc<Coordinator>,
+}
+
+/// What every lock made from one `Dsync` shares.
+pub(crate) struct Coordinator {
+    pub(crate) lockers: Box<[Arc<dyn NetLocker>]>,
+    pub(crate) owner: Arc<str>,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) retry: RetryPolicy,
+    rng: Mutex<SmallRng>,
+}
+
+impl Coordinator {
+    /// A jittered wait before retry number `attempt`.
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
+        let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
+        self.retry.delay(attempt, &mut *rng)
+    }
+}
+
+impl Dsync {
+    /// A coordinator over `lockers` with default settings.
+    ///
+    /// Fails with [`Error::InvalidArgument`] when `lockers` is empty.
+    pub fn new(lockers: Vec<Arc<dyn NetLocker>>) -> Result<Dsync, Error> {
+        Self::builder(lockers).build()
+    }
+
+    /// A builder for a coordinator with custom owner, timeouts or retry policy.
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use quorum_lock::{Dsync, LocalLocker, NetLocker, RetryPolicy, Timeouts};
+    ///
+    /// let lockers: Vec<Arc<dyn NetLocker>> = vec![Arc::new(LocalLocker::new())];
+    /// let ds = Dsync::builder(lockers)
+    ///     .owner("billing-worker-7")
+    ///     .timeouts(Timeouts { acquire: Duration::from_millis(200), ..Timeouts::default() })
+    ///     .retry(RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(200) })
+    ///     .build()?;
+    /// assert_eq!(ds.owner(), "billing-worker-7");
+    /// # Ok::<(), quorum_lock::Error>(())
+    /// ```
+    pub fn builder(lockers: Vec<Arc<dyn NetLocker>>) -> DsyncBuilder {
+        DsyncBuilder {
+            lockers,
+            owner: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            seed: None,
+        }
+    }
+
+    /// Grants a write lock needs: `⌊n/2⌋ + 1` of the `n` lockers.
+    pub fn write_quorum(&self) -> usize {
+        write_quorum(self.inner.lockers.len())
+    }
+
+    /// Grants a read lock needs: `⌈n/2⌉` of the `n` lockers.
+    pub fn read_quorum(&self) -> usize {
+        read_quorum(self.inner.lockers.len())
+    }
+
+    /// The lockers, in the order they were given.
+    pub fn lockers(&self) -> &[Arc<dyn NetLocker>] {
+        &self.inner.lockers
+    }
+
+    /// The owner recorded with every lock this coordinator takes.
+    pub fn owner(&self) -> &str {
+        &self.inner.owner
+    }
+
+    /// A read/write mutex over one or more resource names.
+    ///
+    /// The names are sorted and de-duplicated; all of them are locked together
+    /// or none is. The caller's source location is recorded with every lock,
+    /// so that listings show where a lock was taken.
+    ///
+    /// Fails with [`Error::InvalidArgument`] for an empty list, an empty name,
+    /// a name over [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN)
+    /// bytes or more than [`MAX_RESOURCES`](crate::MAX_RESOURCES) names.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+    /// # let ds = Dsync::new(vec![Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>])?;
+    /// let m = ds.rw_mutex(["b", "a", "b"])?;
+    /// assert_eq!(m.resources(), ["a", "b"]);
+    /// assert!(matches!(ds.rw_mutex([""]), Err(Error::InvalidArgument(_))));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[track_caller]
+    pub fn rw_mutex<I, S>(&self, resources: I) -> Result<DRWMutex, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let caller = Location::caller();
+        let mut names: Vec<String> = resources.into_iter().map(Into::into).collect();
+        names.sort_unstable();
+        names.dedup();
+        validate_names(&names)?;
+        let source = format!("{}:{}:{}", caller.file(), caller.line(), caller.column());
+        Ok(DRWMutex::new(self.clone(), names.into(), source.into()))
+    }
+}
+
+impl fmt::Debug for Dsync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoints: Vec<String> = self.inner.lockers.iter().map(|l| l.endpoint()).collect();
+        f.debug_struct("Dsync")
+            .field("lockers", &endpoints)
+            .field("owner", &self.inner.owner)
+            .field("timeouts", &self.inner.timeouts)
+            .field("retry", &self.inner.retry)
+            .finish()
+    }
+}
+
+/// Configures a [`Dsync`]; made by [`Dsync::builder`].
+#[must_use = "a builder does nothing until .build() is called"]
+pub struct DsyncBuilder {
+    lockers: Vec<Arc<dyn NetLocker>>,
+    owner: Option<String>,
+    timeouts: Timeouts,
+    retry: RetryPolicy,
+    seed: Option<u64>,
+}
+
+impl DsyncBuilder {
+    /// Who the locks belong to, shown in listings. Default: `host:pid`.
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+
+    /// Call deadlines. Default: [`Timeouts::default`].
+    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// Backoff between failed attempts. Default: [`RetryPolicy::default`].
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Seeds the backoff jitter, so that a test on a current-thread runtime
+    /// with paused time replays the same schedule. Default: random.
+    pub fn rng_seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Checks the settings and builds the coordinator.
+    pub fn build(self) -> Result<Dsync, Error> {
+        if self.lockers.is_empty() {
+            return Err(Error::invalid("a Dsync needs at least one locker"));
+        }
+        if self.timeouts.acquire.is_zero() || self.timeouts.unlock.is_zero() {
+            return Err(Error::invalid(
+                "the acquire and unlock timeouts must be greater than zero",
+            ));
+        }
+        let owner = self.owner.unwrap_or_else(default_owner);
+        if owner.is_empty() {
+            return Err(Error::invalid("the owner must not be empty"));
+        }
+        let rng = match self.seed {
+            Some(seed) => SmallRng::seed_from_u64(seed),
+            None => SmallRng::from_rng(&mut rand::rng()),
+        };
+        Ok(Dsync {
+            inner: Arc::new(Coordinator {
+                lockers: self.lockers.into_boxed_slice(),
+                owner: owner.into(),
+                timeouts: self.timeouts,
+                retry: self.retry,
+                rng: Mutex::new(rng),
+            }),
+        })
+    }
+}
+
+/// `host:pid`, with the host name from the kernel or the environment.
+fn default_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}:{}", std::process::id())
+}

@@ -1,0 +1,114 @@
+//! The one error type every fallible operation in this crate returns.
+
+use std::time::Duration;
+
+/// Everything that can go wrong while locking, unlocking or talking to a locker.
+///
+/// Each message says what happened and what the caller can do about it. The
+/// enum is `#[non_exhaustive]`: later transports add variants, so match with a
+/// wildcard arm.
+///
+/// ```
+/// use quorum_lock::Error;
+///
+/// fn describe(err: &Error) -> &'static str {
+///     match err {
+///         Error::WouldBlock => "somebody else holds it; try again later",
+///         Error::QuorumUnavailable { .. } => "too many lock servers are unreachable",
+///         Error::Timeout => "gave up waiting",
+///         _ => "other",
+///     }
+/// }
+/// assert_eq!(describe(&Error::Timeout), "gave up waiting");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The caller passed something the library cannot lock: an empty resource
+    /// list, an empty or over-long name, no lockers, and the like.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// One round found the lock held in a conflicting mode by someone else.
+    /// Returned by `try_lock` and `try_read`; retry later or use `lock`/`read`.
+    #[error("the lock is held by another owner; retry later or wait with lock()/read()")]
+    WouldBlock,
+
+    /// Fewer lockers answered than the quorum needs, so nothing could be decided.
+    #[error(
+        "only {answered} of {lockers} lockers answered but {quorum} are needed for a quorum; \
+         check that enough lock servers are up and reachable"
+    )]
+    QuorumUnavailable {
+        /// Lockers that gave an answer (grant or refusal) in time.
+        answered: usize,
+        /// Answers the operation needed.
+        quorum: usize,
+        /// Lockers the coordinator talks to.
+        lockers: usize,
+    },
+
+    /// The deadline passed before the lock was granted.
+    #[error(
+        "timed out waiting for the lock; it is still held elsewhere or the quorum is unreachable"
+    )]
+    Timeout,
+
+    /// An explicit unlock reached fewer lockers than the quorum. The release is
+    /// still retried in the background, and stale entries expire on their own.
+    #[error(
+        "release confirmed by only {confirmed} of {lockers} lockers, {quorum} needed; \
+         retrying in the background, the entries expire if the servers stay unreachable"
+    )]
+    ReleaseUnconfirmed {
+        /// Lockers known not to hold the entry any more.
+        confirmed: usize,
+        /// Confirmations needed.
+        quorum: usize,
+        /// Lockers the coordinator talks to.
+        lockers: usize,
+    },
+
+    /// A single locker call did not finish within its deadline.
+    #[error("locker {endpoint} did not answer within {after:?}")]
+    LockerTimeout {
+        /// The locker that was slow.
+        endpoint: String,
+        /// How long the caller waited.
+        after: Duration,
+    },
+
+    /// A locker could not be reached or failed while serving the call.
+    #[error("locker {endpoint} failed: {reason}")]
+    LockerUnavailable {
+        /// The locker that failed.
+        endpoint: String,
+        /// What it reported.
+        reason: String,
+    },
+
+    /// The operation needs a tokio runtime (for timers and background release)
+    /// but was polled outside one.
+    #[error("no tokio runtime is running; call this from inside a tokio runtime")]
+    NoRuntime,
+}
+
+impl Error {
+    /// Whether trying the same call again may succeed.
+    ///
+    /// Invalid arguments and a missing runtime are permanent; everything else
+    /// can change as lock holders leave and servers come back.
+    ///
+    /// ```
+    /// use quorum_lock::Error;
+    /// assert!(Error::WouldBlock.is_retryable());
+    /// assert!(!Error::InvalidArgument("empty name".into()).is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, Error::InvalidArgument(_) | Error::NoRuntime)
+    }
+
+    pub(crate) fn invalid(reason: impl Into<String>) -> Self {
+        Error::InvalidArgument(reason.into())
+    }
+}

@@ -1,0 +1,97 @@
+//! Running one call per locker at once, and handing the stragglers to the
+//! runtime when the caller stops waiting for them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::Error;
+
+/// One in-flight call. It owns what it needs, so it can outlive its caller.
+pub(crate) type Call<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The calls of one fan-out, polled together.
+///
+/// Each call must finish its own bookkeeping (recording a grant, undoing it)
+/// inside its future. That is what makes dropping a `CallSet` safe: the calls
+/// still running are moved to a background task and complete there, so a
+/// grant that arrives after the caller gave up is still seen and undone.
+pub(crate) struct CallSet<T: Send + 'static> {
+    calls: Vec<Option<Call<T>>>,
+    running: usize,
+    handle: Handle,
+}
+
+impl<T: Send + 'static> CallSet<T> {
+    pub(crate) fn new(handle: Handle, calls: impl IntoIterator<Item = Call<T>>) -> Self {
+        let calls: Vec<_> = calls.into_iter().map(Some).collect();
+        CallSet {
+            running: calls.len(),
+            calls,
+            handle,
+        }
+    }
+
+    /// Calls that have not finished yet.
+    pub(crate) fn running(&self) -> usize {
+        self.running
+    }
+
+    /// Polls every unfinished call once and passes each result that is ready
+    /// to `done`, with the call's index. Polling all of them, rather than
+    /// stopping at the first result, means lockers that answer at once are
+    /// all counted in the same pass and never need a background task.
+    pub(crate) fn poll_all(&mut self, cx: &mut Context<'_>, mut done: impl FnMut(usize, T)) {
+        for (index, slot) in self.calls.iter_mut().enumerate() {
+            if let Some(call) = slot {
+                if let Poll::Ready(out) = call.as_mut().poll(cx) {
+                    *slot = None;
+                    self.running -= 1;
+                    done(index, out);
+                }
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for CallSet<T> {
+    fn drop(&mut self) {
+        if self.running == 0 {
+            return;
+        }
+        let rest: Vec<Call<T>> = self.calls.drain(..).flatten().collect();
+        // If the runtime is shutting down the task is dropped unrun; the
+        // lock servers' expiry then removes whatever it would have undone.
+        self.handle.spawn(async move {
+            futures::future::join_all(rest).await;
+        });
+    }
+}
+
+/// Awaits one locker call, failing it with [`Error::LockerTimeout`] at
+/// `deadline`. A call that is ready on its first poll (every in-process
+/// locker) never touches the timer.
+pub(crate) async fn call_with_deadline<F>(
+    call: F,
+    deadline: Instant,
+    endpoint: impl FnOnce() -> String,
+) -> Result<bool, Error>
+where
+    F: Future<Output = Result<bool, Error>>,
+{
+    let mut call = std::pin::pin!(call);
+    if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
+        return out;
+    }
+    let started = Instant::now();
+    match tokio::time::timeout_at(deadline, call).await {
+        Ok(out) => out,
+        Err(_) => Err(Error::LockerTimeout {
+            endpoint: endpoint(),
+            after: deadline.saturating_duration_since(started),
+        }),
+    }
+}

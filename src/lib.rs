@@ -1,0 +1,84 @@
+//! Distributed read/write locks over a quorum of lock servers, in the style of
+//! MinIO's dsync.
+//!
+//! A [`Dsync`] coordinator sends every lock, unlock and refresh call in
+//! parallel to `n` [`NetLocker`]s, one per lock-server node, and grants the
+//! lock when a quorum agrees: `⌊n/2⌋ + 1` nodes for a write, `⌈n/2⌉` for a
+//! read (see [`quorum`] for why those numbers are safe). [`LocalLocker`] is
+//! the in-process lock table; a lock server exposes one over the network.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use quorum_lock::{Dsync, LocalLocker, NetLocker};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), quorum_lock::Error> {
+//! // An in-process five-node cluster; in production each locker is a server.
+//! let lockers: Vec<Arc<dyn NetLocker>> =
+//!     (0..5).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect();
+//! let ds = Dsync::new(lockers)?;
+//!
+//! let mutex = ds.rw_mutex(["invoices/2026-11"])?;
+//! let guard = mutex.lock().await?; // exclusive, granted by 3 of 5 nodes
+//! // ... do the work the lock protects ...
+//! guard.unlock().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # How acquiring works
+//!
+//! Each attempt ("round") draws a fresh random uid and sends it to every
+//! locker at once. The round ends as soon as a quorum has granted, without
+//! waiting for slow or dead nodes, or as soon as enough nodes refused or
+//! failed that a quorum is out of reach. A failed round releases its partial
+//! grants in the background and the caller retries after a jittered,
+//! growing, capped backoff. Grants that arrive after the round was decided
+//! are kept if the round won and released if it lost.
+//!
+//! # Guarantees and limits
+//!
+//! * **Mutual exclusion while the lock servers are healthy.** Quorums
+//!   intersect, and a locker never grants conflicting modes, so two
+//!   conflicting holders cannot both be granted by the same lockers.
+//! * **No leaked grants from cancellation.** Dropping an acquire future,
+//!   an unlock future or a guard never leaves an entry on a locker: the
+//!   outstanding calls finish on the runtime and undo what they granted.
+//! * **Not a fencing service.** Like every lease-based lock (dsync, Redlock,
+//!   etcd), a holder that stalls longer than the lock's validity can lose the
+//!   lock without noticing in time. Work on an external resource should
+//!   check a token there too.
+//! * **Lock servers keep state in memory.** A server that restarts forgets
+//!   its entries; see the crate README for the fault model.
+//!
+//! # Cancel safety
+//!
+//! Every async method documents its cancel safety in a `# Cancel safety`
+//! section, as `tokio::sync` does. All of them are cancel safe.
+//!
+//! # Runtime
+//!
+//! The library needs a tokio runtime with the time driver enabled. Calling
+//! an acquire outside one returns [`Error::NoRuntime`] instead of panicking.
+
+#![warn(missing_docs)]
+
+mod config;
+mod dsync;
+mod error;
+mod fanout;
+mod guard;
+mod local;
+mod locker;
+mod mutex;
+pub mod quorum;
+mod release;
+mod round;
+
+pub use config::{RetryPolicy, Timeouts};
+pub use dsync::{Dsync, DsyncBuilder};
+pub use error::Error;
+pub use guard::{ReadGuard, WriteGuard};
+pub use local::{LocalLocker, LockInfo};
+pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+pub use mutex::DRWMutex;

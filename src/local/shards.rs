@@ -1,0 +1,111 @@
+//! The sharded map behind `LocalLocker`: resource names hash to one of a
+//! fixed number of mutex-protected maps, and multi-resource calls lock the
+//! shards they touch in ascending order so they cannot deadlock.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::table::Holders;
+
+/// Enough shards that two cores rarely collide, few enough to scan quickly.
+const SHARD_COUNT: usize = 64;
+
+type Map = HashMap<String, Holders>;
+
+pub(super) struct Shards {
+    shards: Box<[Mutex<Map>]>,
+}
+
+/// The shards one call holds locked, addressed by the position of a resource
+/// in the call's resource list.
+pub(super) enum ShardSet<'a> {
+    /// Every resource hashes to the same shard (always the case for one name).
+    One(MutexGuard<'a, Map>),
+    /// `slot_of[pos]` is the index into `guards` for resource `pos`.
+    Many {
+        guards: Vec<MutexGuard<'a, Map>>,
+        slot_of: Vec<usize>,
+    },
+}
+
+impl ShardSet<'_> {
+    /// The map holding the resource at position `pos` of the call's list.
+    pub(super) fn map(&mut self, pos: usize) -> &mut Map {
+        match self {
+            ShardSet::One(guard) => guard,
+            ShardSet::Many { guards, slot_of } => &mut guards[slot_of[pos]],
+        }
+    }
+}
+
+/// FNV-1a: deterministic across runs, so shard placement (and with it lock
+/// order) does not vary between test runs.
+fn shard_of(name: &str) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash % SHARD_COUNT as u64) as usize
+}
+
+fn lock(shard: &Mutex<Map>) -> MutexGuard<'_, Map> {
+    // The maps are only touched by short, non-panicking sections; a poisoned
+    // mutex still guards consistent data.
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shards {
+    pub(super) fn new() -> Self {
+        Shards {
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(Map::new())).collect(),
+        }
+    }
+
+    /// Runs `f` with every shard that `resources` touch locked at once, so
+    /// the whole call is atomic with respect to other calls.
+    pub(super) fn with<R>(
+        &self,
+        resources: &[String],
+        f: impl FnOnce(&mut ShardSet<'_>) -> R,
+    ) -> R {
+        let first = resources.first().map_or(0, |r| shard_of(r));
+        if resources.iter().skip(1).all(|r| shard_of(r) == first) {
+            return f(&mut ShardSet::One(lock(&self.shards[first])));
+        }
+        let of_resource: Vec<usize> = resources.iter().map(|r| shard_of(r)).collect();
+        let mut order = of_resource.clone();
+        order.sort_unstable();
+        order.dedup();
+        let guards = order.iter().map(|&i| lock(&self.shards[i])).collect();
+        let slot_of = of_resource
+            .iter()
+            .map(|i| order.binary_search(i).unwrap_or_default())
+            .collect();
+        f(&mut ShardSet::Many { guards, slot_of })
+    }
+
+    /// Visits every held resource, one shard at a time.
+    pub(super) fn for_each(&self, mut f: impl FnMut(&str, &Holders)) {
+        for shard in self.shards.iter() {
+            for (name, holders) in lock(shard).iter() {
+                f(name, holders);
+            }
+        }
+    }
+
+    /// Applies `f` to every resource, one shard at a time. `f` returns
+    /// whether it removed something and whether the resource stays held.
+    /// Returns whether anything was removed.
+    pub(super) fn retain_all(&self, mut f: impl FnMut(&mut Holders) -> (bool, bool)) -> bool {
+        let mut removed = false;
+        for shard in self.shards.iter() {
+            lock(shard).retain(|_, holders| {
+                let (hit, keep) = f(holders);
+                removed |= hit;
+                keep
+            });
+        }
+        removed
+    }
+}

@@ -1,0 +1,222 @@
+//! Unit tests of the `LocalLocker` rules.
+
+use std::sync::Arc;
+
+use futures::executor::block_on;
+
+use crate::{Error, LocalLocker, LockArgs, LockMode, NetLocker};
+
+fn args(uid: &str, resources: &[&str]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: resources
+            .iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .into(),
+        owner: "owner".into(),
+        source: "test".into(),
+        quorum: 1,
+    }
+}
+
+/// (resource, uid, mode) of every entry, sorted.
+fn entries(locker: &LocalLocker) -> Vec<(String, String, LockMode)> {
+    locker
+        .snapshot()
+        .into_iter()
+        .map(|i| (i.resource, i.uid, i.mode))
+        .collect()
+}
+
+#[test]
+fn writer_excludes_everyone_and_readers_share() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.rlock(&args("r1", &["x"])).await.unwrap());
+        assert!(l.rlock(&args("r2", &["x"])).await.unwrap());
+        assert!(!l.lock(&args("w", &["x"])).await.unwrap());
+        assert!(l.runlock(&args("r1", &["x"])).await.unwrap());
+        assert!(l.runlock(&args("r2", &["x"])).await.unwrap());
+        assert!(l.lock(&args("w", &["x"])).await.unwrap());
+        assert!(!l.rlock(&args("r3", &["x"])).await.unwrap());
+        assert!(!l.lock(&args("w2", &["x"])).await.unwrap());
+    });
+    assert_eq!(entries(&l), [("x".into(), "w".into(), LockMode::Write)]);
+}
+
+#[test]
+fn relock_with_same_uid_is_idempotent() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.lock(&args("w", &["x"])).await.unwrap());
+        assert!(l.lock(&args("w", &["x"])).await.unwrap());
+        assert_eq!(l.snapshot().len(), 1);
+        assert!(l.rlock(&args("r", &["y"])).await.unwrap());
+        assert!(l.rlock(&args("r", &["y"])).await.unwrap());
+        assert_eq!(l.snapshot().len(), 2);
+        // The other mode is a conflict, even for the same uid.
+        assert!(!l.rlock(&args("w", &["x"])).await.unwrap());
+        assert!(!l.lock(&args("r", &["y"])).await.unwrap());
+        // One unlock frees the re-locked entry completely.
+        assert!(l.unlock(&args("w", &["x"])).await.unwrap());
+        assert!(l.runlock(&args("r", &["y"])).await.unwrap());
+    });
+    assert!(l.snapshot().is_empty());
+}
+
+#[test]
+fn unlock_by_a_non_holder_is_refused() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.lock(&args("w", &["x"])).await.unwrap());
+        assert!(!l.unlock(&args("other", &["x"])).await.unwrap());
+        // A writer's uid cannot release through runlock, nor a reader through unlock.
+        assert!(!l.runlock(&args("w", &["x"])).await.unwrap());
+        assert!(l.unlock(&args("w", &["x"])).await.unwrap());
+        assert!(
+            !l.unlock(&args("w", &["x"])).await.unwrap(),
+            "second unlock must be a no-op"
+        );
+        assert!(l.rlock(&args("r", &["x"])).await.unwrap());
+        assert!(!l.unlock(&args("r", &["x"])).await.unwrap());
+        assert!(!l.runlock(&args("nobody", &["x"])).await.unwrap());
+    });
+    assert_eq!(entries(&l), [("x".into(), "r".into(), LockMode::Read)]);
+}
+
+#[test]
+fn multi_resource_locks_are_all_or_nothing() {
+    let l = LocalLocker::new();
+    // Enough names that they land on several shards.
+    let many: Vec<String> = (0..50).map(|i| format!("res-{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    block_on(async {
+        assert!(l.lock(&args("holder", &["res-17"])).await.unwrap());
+        assert!(!l.lock(&args("w", &many)).await.unwrap());
+        assert!(!l.rlock(&args("r", &many)).await.unwrap());
+        assert_eq!(
+            l.snapshot().len(),
+            1,
+            "a refused multi-lock must grant nothing"
+        );
+        assert!(l.unlock(&args("holder", &["res-17"])).await.unwrap());
+        assert!(l.rlock(&args("r", &many)).await.unwrap());
+        assert_eq!(l.snapshot().len(), 50);
+        assert!(!l.lock(&args("w", &["res-3", "elsewhere"])).await.unwrap());
+        assert!(l.runlock(&args("r", &many)).await.unwrap());
+    });
+    assert!(l.snapshot().is_empty());
+}
+
+#[test]
+fn refresh_knows_only_held_uids() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.lock(&args("w", &["a", "b"])).await.unwrap());
+        assert!(l.refresh(&args("w", &["a", "b"])).await.unwrap());
+        assert!(!l.refresh(&args("stranger", &["a"])).await.unwrap());
+        assert!(
+            !l.refresh(&args("w", &["a", "c"])).await.unwrap(),
+            "partly held is not held"
+        );
+    });
+}
+
+#[test]
+fn force_unlock_by_uid_or_by_resource() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.rlock(&args("r1", &["a", "b"])).await.unwrap());
+        assert!(l.rlock(&args("r2", &["a"])).await.unwrap());
+        assert!(l.lock(&args("w", &["c"])).await.unwrap());
+        // By uid, everywhere it holds something.
+        assert!(l.force_unlock(&args("r1", &[])).await.unwrap());
+        assert_eq!(
+            entries(&l),
+            [
+                ("a".into(), "r2".into(), LockMode::Read),
+                ("c".into(), "w".into(), LockMode::Write)
+            ]
+        );
+        // By resource, whoever holds it.
+        assert!(l.force_unlock(&args("", &["a", "c"])).await.unwrap());
+        assert!(l.snapshot().is_empty());
+        assert!(!l.force_unlock(&args("", &["a"])).await.unwrap());
+    });
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let l = LocalLocker::new();
+    let long = "x".repeat(crate::MAX_RESOURCE_NAME_LEN + 1);
+    let too_many: Vec<String> = (0..=crate::MAX_RESOURCES).map(|i| i.to_string()).collect();
+    let too_many: Vec<&str> = too_many.iter().map(String::as_str).collect();
+    block_on(async {
+        for bad in [
+            args("u", &[]),
+            args("u", &[""]),
+            args("u", &[&long]),
+            args("u", &too_many),
+            args("", &["a"]),
+        ] {
+            assert!(
+                matches!(l.lock(&bad).await, Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+            assert!(matches!(
+                l.runlock(&bad).await,
+                Err(Error::InvalidArgument(_))
+            ));
+            assert!(matches!(
+                l.refresh(&bad).await,
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        assert!(matches!(
+            l.force_unlock(&args("", &[])).await,
+            Err(Error::InvalidArgument(_))
+        ));
+    });
+    assert!(l.snapshot().is_empty());
+}
+
+#[test]
+fn duplicate_names_in_hand_built_args_do_not_duplicate_entries() {
+    let l = LocalLocker::new();
+    block_on(async {
+        assert!(l.rlock(&args("r", &["a", "a"])).await.unwrap());
+        assert_eq!(l.snapshot().len(), 1);
+        assert!(l.runlock(&args("r", &["a", "a"])).await.unwrap());
+    });
+    assert!(l.snapshot().is_empty());
+}
+
+#[test]
+fn concurrent_writers_on_threads_never_share() {
+    // Hammer one resource from several threads; every grant must be exclusive.
+    let l = Arc::new(LocalLocker::new());
+    let holders = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (l, holders) = (l.clone(), holders.clone());
+            std::thread::spawn(move || {
+                let mut wins = 0;
+                for i in 0..2000 {
+                    let a = args(&format!("{t}-{i}"), &["hot", "warm"]);
+                    if block_on(l.lock(&a)).unwrap() {
+                        let inside = holders.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        assert_eq!(inside, 0, "two writers inside at once");
+                        holders.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        assert!(block_on(l.unlock(&a)).unwrap());
+                        wins += 1;
+                    }
+                }
+                wins
+            })
+        })
+        .collect();
+    let wins: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(wins > 0);
+    assert!(l.snapshot().is_empty());
+}

@@ -1,0 +1,161 @@
+//! The `NetLocker` trait that every lock server (local or remote) implements,
+//! and the `LockArgs` sent with each call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::Error;
+
+/// Longest resource name, in bytes, that the library accepts.
+pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
+
+/// Most resources one lock may cover.
+pub const MAX_RESOURCES: usize = 1000;
+
+/// Whether a lock is exclusive (write) or shared (read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockMode {
+    /// Shared: any number of readers may hold the lock together.
+    Read,
+    /// Exclusive: one writer and nobody else.
+    Write,
+}
+
+/// The arguments of every [`NetLocker`] call.
+///
+/// One `LockArgs` describes one acquisition: the same `uid` is sent to every
+/// locker, and later unlock and refresh calls repeat it. The string fields are
+/// reference counted so that fanning one acquisition out to many lockers, and
+/// keeping it for the lifetime of the lock, copies no strings.
+///
+/// ```
+/// use quorum_lock::LockArgs;
+///
+/// let args = LockArgs {
+///     uid: "3f1c…".into(),
+///     resources: vec!["bucket/object".to_string()].into(),
+///     owner: "host-a:4242".into(),
+///     source: "src/main.rs:10".into(),
+///     quorum: 3,
+/// };
+/// assert_eq!(args.resources.len(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockArgs {
+    /// Identifies one acquisition. A fresh random UUID v4 per attempt, so it is
+    /// also the capability that allows unlocking and refreshing.
+    pub uid: Arc<str>,
+    /// The resource names, sorted and without duplicates. All of them are
+    /// locked together or none is.
+    pub resources: Arc<[String]>,
+    /// Who asked: by default the host name and process id.
+    pub owner: Arc<str>,
+    /// Where in the caller's code the lock was created (`file:line:column`).
+    pub source: Arc<str>,
+    /// How many grants the coordinator needs; informational for lockers.
+    pub quorum: usize,
+}
+
+impl LockArgs {
+    /// Checks the resource list against the library's limits.
+    ///
+    /// Lockers call this on input that may come from the network, so that a
+    /// malformed request is refused with a clear error instead of a panic.
+    ///
+    /// ```
+    /// use quorum_lock::LockArgs;
+    /// let mut args = LockArgs {
+    ///     uid: "u".into(), resources: vec![String::new()].into(),
+    ///     owner: "o".into(), source: "s".into(), quorum: 1,
+    /// };
+    /// assert!(args.validate_resources().is_err());
+    /// args.resources = vec!["ok".to_string()].into();
+    /// assert!(args.validate_resources().is_ok());
+    /// ```
+    pub fn validate_resources(&self) -> Result<(), Error> {
+        validate_names(&self.resources)
+    }
+}
+
+pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
+    if names.is_empty() {
+        return Err(Error::invalid("a lock needs at least one resource name"));
+    }
+    if names.len() > MAX_RESOURCES {
+        return Err(Error::invalid(format!(
+            "{} resources in one lock; at most {MAX_RESOURCES} are allowed, split the lock",
+            names.len()
+        )));
+    }
+    for name in names {
+        let name = name.as_ref();
+        if name.is_empty() {
+            return Err(Error::invalid("resource names must not be empty"));
+        }
+        if name.len() > MAX_RESOURCE_NAME_LEN {
+            return Err(Error::invalid(format!(
+                "resource name of {} bytes; at most {MAX_RESOURCE_NAME_LEN} are allowed",
+                name.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One lock server, as seen by the [`Dsync`](crate::Dsync) coordinator.
+///
+/// Every call returns `Ok(true)` when the locker did what was asked,
+/// `Ok(false)` when it answered but refused (the lock is held by someone
+/// else, or the uid does not hold it), and `Err(_)` when it could not answer.
+/// The coordinator treats an error as "unknown": the request may or may not
+/// have been applied, so it later sends an unlock to be sure.
+///
+/// Implementations must make `lock`/`rlock` all-or-nothing over
+/// `args.resources`, make repeated calls with the same uid idempotent, and
+/// process one client's calls in the order they were sent.
+///
+/// New capabilities (server-pushed wake-ups, fencing counters) will arrive as
+/// provided methods with default bodies, so implementing this trait today does
+/// not break tomorrow.
+///
+/// ```
+/// use std::sync::Arc;
+/// use quorum_lock::{LocalLocker, NetLocker};
+///
+/// let lockers: Vec<Arc<dyn NetLocker>> =
+///     (0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect();
+/// assert!(lockers.iter().all(|l| l.is_local() && l.is_online()));
+/// ```
+#[async_trait]
+pub trait NetLocker: Send + Sync {
+    /// Grants an exclusive lock on all of `args.resources` to `args.uid`.
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Grants a shared lock on all of `args.resources` to `args.uid`.
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Releases the exclusive lock `args.uid` holds. `Ok(false)` if it holds none.
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Releases the shared lock `args.uid` holds. `Ok(false)` if it holds none.
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Marks the lock of `args.uid` as still in use. `Ok(false)` when the
+    /// locker does not know the uid (it expired, was forced open, or the
+    /// server restarted).
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Drops locks regardless of owner: the entries of `args.uid` when it is
+    /// not empty, otherwise every entry on `args.resources`.
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// A human-readable address for logs and errors.
+    fn endpoint(&self) -> String;
+
+    /// Whether the locker is believed reachable right now.
+    fn is_online(&self) -> bool;
+
+    /// Whether the locker lives in this process.
+    fn is_local(&self) -> bool;
+}

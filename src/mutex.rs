@@ -1,0 +1,201 @@
+//! `DRWMutex`: a distributed read/write mutex over one or more resource
+//! names, and the retry loop that acquires it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tracing::Instrument;
+
+use crate::round::{Round, RoundState};
+use crate::{Dsync, Error, LockMode, ReadGuard, WriteGuard};
+
+/// A read/write lock over a set of resource names, shared by every process
+/// that uses the same lock servers. Made by [`Dsync::rw_mutex`].
+///
+/// Many readers or one writer may hold it at a time. Waiting is by polling:
+/// a failed round backs off (with jitter) and tries again. The handle itself
+/// holds nothing; it is cheap to clone and to keep.
+///
+/// ```
+/// use std::sync::Arc;
+/// use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// let ds = Dsync::new((0..5).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+/// let mutex = ds.rw_mutex(["orders/17"])?;
+///
+/// let writer = mutex.lock().await?;
+/// assert!(matches!(mutex.try_read().await, Err(Error::WouldBlock)));
+/// writer.unlock().await?;
+/// let reader = mutex.try_read().await?;
+/// reader.unlock().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct DRWMutex {
+    ds: Dsync,
+    resources: Arc<[String]>,
+    source: Arc<str>,
+}
+
+/// How long an acquire keeps trying.
+#[derive(Clone, Copy)]
+enum Patience {
+    OneRound,
+    Forever,
+}
+
+impl DRWMutex {
+    pub(crate) fn new(ds: Dsync, resources: Arc<[String]>, source: Arc<str>) -> Self {
+        DRWMutex {
+            ds,
+            resources,
+            source,
+        }
+    }
+
+    /// The resource names, sorted and de-duplicated.
+    pub fn resources(&self) -> &[String] {
+        &self.resources
+    }
+
+    /// Waits until the exclusive lock is granted.
+    ///
+    /// Retries with jittered backoff for as long as the lock is held
+    /// elsewhere or the quorum is unreachable, so bound it with
+    /// [`lock_timeout`](Self::lock_timeout) or `tokio::time::timeout` when
+    /// waiting forever is not acceptable. Fails at once only on permanent
+    /// errors, such as being called outside a tokio runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe. Dropping the future at any point leaves no grant behind:
+    /// grants already received are released in the background, and calls
+    /// still in flight release their grant when it arrives.
+    pub async fn lock(&self) -> Result<WriteGuard, Error> {
+        let (state, handle) = self.acquire(LockMode::Write, Patience::Forever).await?;
+        Ok(WriteGuard::new(state, handle))
+    }
+
+    /// Waits until a shared lock is granted.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`lock`](Self::lock).
+    pub async fn read(&self) -> Result<ReadGuard, Error> {
+        let (state, handle) = self.acquire(LockMode::Read, Patience::Forever).await?;
+        Ok(ReadGuard::new(state, handle))
+    }
+
+    /// Makes one round for the exclusive lock.
+    ///
+    /// Fails with [`Error::WouldBlock`] when it is held elsewhere and with
+    /// [`Error::QuorumUnavailable`] when too few lockers answered within
+    /// `Timeouts::acquire`. Partial grants are released in the background.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`lock`](Self::lock).
+    pub async fn try_lock(&self) -> Result<WriteGuard, Error> {
+        let (state, handle) = self.acquire(LockMode::Write, Patience::OneRound).await?;
+        Ok(WriteGuard::new(state, handle))
+    }
+
+    /// Makes one round for a shared lock; fails as [`try_lock`](Self::try_lock).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`lock`](Self::lock).
+    pub async fn try_read(&self) -> Result<ReadGuard, Error> {
+        let (state, handle) = self.acquire(LockMode::Read, Patience::OneRound).await?;
+        Ok(ReadGuard::new(state, handle))
+    }
+
+    /// Like [`lock`](Self::lock), but gives up with [`Error::Timeout`] after
+    /// `timeout`. A round still in flight at the deadline is abandoned and
+    /// its grants are released.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`lock`](Self::lock).
+    pub async fn lock_timeout(&self, timeout: Duration) -> Result<WriteGuard, Error> {
+        let (state, handle) = self.acquire_within(LockMode::Write, timeout).await?;
+        Ok(WriteGuard::new(state, handle))
+    }
+
+    /// Like [`read`](Self::read), but gives up with [`Error::Timeout`] after
+    /// `timeout`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`lock`](Self::lock).
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard, Error> {
+        let (state, handle) = self.acquire_within(LockMode::Read, timeout).await?;
+        Ok(ReadGuard::new(state, handle))
+    }
+
+    async fn acquire_within(
+        &self,
+        mode: LockMode,
+        timeout: Duration,
+    ) -> Result<(Arc<RoundState>, Handle), Error> {
+        // Checked here too, because the timer below needs the runtime.
+        Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        match tokio::time::timeout(timeout, self.acquire(mode, Patience::Forever)).await {
+            Ok(result) => result,
+            Err(_) => {
+                tracing::debug!(resources = ?self.resources, ?mode, ?timeout, "lock wait timed out");
+                Err(Error::Timeout)
+            }
+        }
+    }
+
+    async fn acquire(
+        &self,
+        mode: LockMode,
+        patience: Patience,
+    ) -> Result<(Arc<RoundState>, Handle), Error> {
+        let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let span = tracing::debug_span!("acquire", resources = ?self.resources, ?mode);
+        async {
+            let coord = &self.ds.inner;
+            let mut attempt = 0u32;
+            loop {
+                let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);
+                let err = match round.decide().await {
+                    Ok(()) => {
+                        tracing::debug!(uid = round.uid(), attempt, "lock granted");
+                        return Ok((round.into_held(), handle));
+                    }
+                    Err(err) => err,
+                };
+                let uid = round.uid().to_owned();
+                // Dropping the round releases its partial grants in the background.
+                drop(round);
+                if matches!(patience, Patience::OneRound) || !err.is_retryable() {
+                    tracing::debug!(%uid, %err, "lock not granted");
+                    return Err(err);
+                }
+                let wait = coord.backoff(attempt);
+                tracing::debug!(%uid, %err, attempt, ?wait, "lock not granted, retrying");
+                tokio::time::sleep(wait).await;
+                attempt = attempt.saturating_add(1);
+            }
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+impl fmt::Debug for DRWMutex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DRWMutex")
+            .field("resources", &self.resources)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,244 @@
+//! One acquire attempt: a fresh uid sent to every locker at once, decided as
+//! soon as a quorum grants or can no longer grant.
+//!
+//! Each round uses its own uid. Were retries to reuse one, the background
+//! release of a failed round could arrive after the next round's grant on the
+//! same locker and silently remove it, leaving the holder counting a grant
+//! that no longer exists.
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
+
+use tokio::runtime::Handle;
+use tokio::time::{Instant, Sleep};
+
+use crate::dsync::Coordinator;
+use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::quorum::{read_quorum, write_quorum, Answer, Tally, Verdict};
+use crate::release::{release_all, release_one};
+use crate::{Error, LockArgs, LockMode};
+
+/// What one acquisition knows about each locker, shared by the caller, the
+/// calls still in flight and, once granted, the guard.
+pub(crate) struct RoundState {
+    pub(crate) coord: Arc<Coordinator>,
+    pub(crate) args: LockArgs,
+    pub(crate) mode: LockMode,
+    slots: Mutex<Slots>,
+}
+
+struct Slots {
+    /// `None` while the locker has not answered.
+    answers: Vec<Option<Answer>>,
+    /// Set once the acquisition is abandoned or released. Any grant that is
+    /// recorded afterwards must be undone by whoever records it.
+    released: bool,
+}
+
+/// Who to unlock when an acquisition ends.
+pub(crate) struct ReleasePlan {
+    /// Lockers that granted, or failed in a way that may hide a grant.
+    pub(crate) targets: Vec<usize>,
+    /// Lockers that refused: they never held this uid.
+    pub(crate) refused: usize,
+}
+
+impl RoundState {
+    fn slots(&self) -> MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records locker `index`'s answer. Returns `true` when the acquisition
+    /// was already released and the answer may be a grant, so the caller
+    /// must unlock that locker itself.
+    fn record(&self, index: usize, answer: Answer) -> bool {
+        let mut slots = self.slots();
+        slots.answers[index] = Some(answer);
+        slots.released && answer != Answer::Refused
+    }
+
+    /// Marks the acquisition released and says which lockers to unlock.
+    /// Lockers still in flight are not targets: their call undoes its own
+    /// grant when it finishes. A second call returns an empty plan.
+    pub(crate) fn begin_release(&self) -> ReleasePlan {
+        let mut slots = self.slots();
+        if slots.released {
+            return ReleasePlan {
+                targets: Vec::new(),
+                refused: 0,
+            };
+        }
+        slots.released = true;
+        let mut plan = ReleasePlan {
+            targets: Vec::new(),
+            refused: 0,
+        };
+        for (index, answer) in slots.answers.iter().enumerate() {
+            match answer {
+                Some(Answer::Refused) => plan.refused += 1,
+                Some(Answer::Granted | Answer::Failed) => plan.targets.push(index),
+                None => {}
+            }
+        }
+        plan
+    }
+
+    /// The lockers that currently hold a grant for this acquisition.
+    pub(crate) fn granted(&self) -> usize {
+        let slots = self.slots();
+        slots
+            .answers
+            .iter()
+            .filter(|a| **a == Some(Answer::Granted))
+            .count()
+    }
+}
+
+fn classify(result: &Result<bool, Error>) -> Answer {
+    match result {
+        Ok(true) => Answer::Granted,
+        Ok(false) => Answer::Refused,
+        Err(_) => Answer::Failed,
+    }
+}
+
+/// The lock call to locker `index`, including its own bookkeeping.
+fn lock_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Result<bool, Error>> {
+    Box::pin(async move {
+        let locker = &state.coord.lockers[index];
+        let call = match state.mode {
+            LockMode::Write => locker.lock(&state.args),
+            LockMode::Read => locker.rlock(&state.args),
+        };
+        let result = call_with_deadline(call, deadline, || locker.endpoint()).await;
+        if let Err(err) = &result {
+            tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "lock call failed");
+        }
+        if state.record(index, classify(&result)) {
+            release_one(&state, index).await;
+        }
+        result
+    })
+}
+
+/// An acquire attempt in progress. Dropping it before it is granted, whether
+/// because it failed or because the caller was cancelled, releases every
+/// grant it got or will still get.
+pub(crate) struct Round {
+    state: Arc<RoundState>,
+    calls: CallSet<Result<bool, Error>>,
+    handle: Handle,
+    deadline: Instant,
+    won: bool,
+}
+
+impl Round {
+    pub(crate) fn start(
+        coord: &Arc<Coordinator>,
+        handle: &Handle,
+        resources: &Arc<[String]>,
+        source: &Arc<str>,
+        mode: LockMode,
+    ) -> Round {
+        let n = coord.lockers.len();
+        let quorum = match mode {
+            LockMode::Write => write_quorum(n),
+            LockMode::Read => read_quorum(n),
+        };
+        let state = Arc::new(RoundState {
+            coord: coord.clone(),
+            args: LockArgs {
+                uid: uuid::Uuid::new_v4().to_string().into(),
+                resources: resources.clone(),
+                owner: coord.owner.clone(),
+                source: source.clone(),
+                quorum,
+            },
+            mode,
+            slots: Mutex::new(Slots {
+                answers: vec![None; n],
+                released: false,
+            }),
+        });
+        let deadline = Instant::now() + coord.timeouts.acquire;
+        let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
+        Round {
+            calls: CallSet::new(handle.clone(), calls),
+            state,
+            handle: handle.clone(),
+            deadline,
+            won: false,
+        }
+    }
+
+    pub(crate) fn uid(&self) -> &str {
+        &self.state.args.uid
+    }
+
+    /// Waits until a quorum granted (`Ok`), or until the round can no longer
+    /// succeed: [`Error::WouldBlock`] when enough lockers answered but some
+    /// refused, [`Error::QuorumUnavailable`] when too few answered in time, or
+    /// the first permanent error a locker returned.
+    pub(crate) async fn decide(&mut self) -> Result<(), Error> {
+        let n = self.state.coord.lockers.len();
+        let quorum = self.state.args.quorum;
+        let mut tally = Tally::new(n, quorum);
+        let mut permanent: Option<Error> = None;
+        let mut timer: Option<Pin<Box<Sleep>>> = None;
+        let calls = &mut self.calls;
+        let deadline = self.deadline;
+        let verdict = poll_fn(|cx| {
+            calls.poll_all(cx, |_, result| {
+                tally.record(classify(&result));
+                match result {
+                    Err(err) if !err.is_retryable() => permanent = Some(err),
+                    _ => {}
+                }
+            });
+            if let Some(verdict) = tally.verdict() {
+                return Poll::Ready(verdict);
+            }
+            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            match timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(tally.failure()),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        match (verdict, permanent) {
+            (Verdict::Granted, _) => Ok(()),
+            (_, Some(err)) => Err(err),
+            (Verdict::Conflict, None) => Err(Error::WouldBlock),
+            (Verdict::Unavailable, None) => Err(Error::QuorumUnavailable {
+                answered: tally.answered(),
+                quorum,
+                lockers: n,
+            }),
+        }
+        .inspect(|()| tracing::trace!(granted = tally.granted(), "round granted"))
+    }
+
+    /// Keeps the grants: the caller now holds the lock. Calls still in flight
+    /// finish in the background and record late grants, which the eventual
+    /// release also undoes.
+    pub(crate) fn into_held(mut self) -> Arc<RoundState> {
+        self.won = true;
+        self.state.clone()
+    }
+}
+
+impl Drop for Round {
+    fn drop(&mut self) {
+        if self.won {
+            return;
+        }
+        let plan = self.state.begin_release();
+        if !plan.targets.is_empty() {
+            tracing::debug!(uid = %self.state.args.uid, lockers = plan.targets.len(), "undoing partial grants");
+            self.handle
+                .spawn(release_all(self.state.clone(), plan.targets));
+        }
+    }
+}
