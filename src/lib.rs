@@ -82,3 +82,8 @@ pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
+
+/// Compiles and runs the README's Rust snippets as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
