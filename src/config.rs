@@ -28,6 +28,11 @@ pub struct Timeouts {
     /// Default 30 s, as in dsync. Entries that still could not be released
     /// are left to the lock server's expiry.
     pub release_retry: Duration,
+    /// Deadline of each refresh call; a locker that misses it counts as not
+    /// confirming. Default 5 s, as in dsync.
+    pub refresh: Duration,
+    /// Deadline of each force-unlock call. Default 5 s.
+    pub force_unlock: Duration,
 }
 
 impl Default for Timeouts {
@@ -36,7 +41,83 @@ impl Default for Timeouts {
             acquire: Duration::from_secs(1),
             unlock: Duration::from_secs(5),
             release_retry: Duration::from_secs(30),
+            refresh: Duration::from_secs(5),
+            force_unlock: Duration::from_secs(5),
         }
+    }
+}
+
+/// How a held lock is kept alive, and when its holder must consider it lost.
+///
+/// Every held lock is refreshed on every locker each `refresh_interval`.
+/// Lockers drop entries that go unrefreshed for their validity
+/// ([`LockerConfig::validity`](crate::LockerConfig::validity), 60 s by
+/// default). The holder declares the lock lost when no quorum has confirmed
+/// a refresh for `validity - safety_margin`, counted from when the last
+/// confirmed refresh was *sent*. Every locker received that refresh after it
+/// was sent, so its entry cannot expire before `validity` has passed since
+/// then: the holder learns of the loss at least `safety_margin` before any
+/// locker can free the lock for somebody else.
+///
+/// That argument assumes two things, both controlled by these numbers:
+/// * clocks advance at similar rates: a locker's clock may run fast relative
+///   to the holder's by at most `safety_margin / validity` (1/6, about 17 %,
+///   with the defaults; real clocks drift by parts per million);
+/// * the holder's process is not paused (GC, swap, SIGSTOP) for longer than
+///   `validity - safety_margin` (50 s by default) between checking the lock
+///   and using the resource. No lease-based lock can rule this out; fence the
+///   resource if it matters.
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::Lease;
+///
+/// let lease = Lease { refresh_interval: Duration::from_secs(5), ..Lease::default() };
+/// assert!(lease.refresh_interval < lease.validity - lease.safety_margin);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// How long lockers keep an unrefreshed entry. Must not exceed the
+    /// lockers' configured validity. Default 60 s.
+    pub validity: Duration,
+    /// Time between refreshes of a held lock. Default 10 s.
+    pub refresh_interval: Duration,
+    /// How much sooner than `validity` the holder gives up. Default 10 s.
+    pub safety_margin: Duration,
+}
+
+impl Default for Lease {
+    fn default() -> Self {
+        Lease {
+            validity: Duration::from_secs(60),
+            refresh_interval: Duration::from_secs(10),
+            safety_margin: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Lease {
+    /// How long after the last confirmed refresh was sent the holder still
+    /// trusts its lock: `validity - safety_margin`.
+    pub fn trusted_for(&self) -> Duration {
+        self.validity.saturating_sub(self.safety_margin)
+    }
+
+    pub(crate) fn check(&self) -> Result<(), crate::Error> {
+        if self.refresh_interval.is_zero() || self.safety_margin >= self.validity {
+            return Err(crate::Error::InvalidArgument(
+                "lease: refresh_interval must be positive and safety_margin shorter than validity".into(),
+            ));
+        }
+        if self.refresh_interval >= self.trusted_for() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "lease: refresh_interval ({:?}) must be shorter than validity - safety_margin ({:?}), \
+                 or the lock is given up before its first refresh",
+                self.refresh_interval,
+                self.trusted_for()
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -74,12 +74,14 @@ mod mutex;
 pub mod quorum;
 mod release;
 mod round;
+#[cfg(feature = "testing")]
+pub mod testing;
 
-pub use config::{RetryPolicy, Timeouts};
+pub use config::{Lease, RetryPolicy, Timeouts};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use error::Error;
 pub use guard::{ReadGuard, WriteGuard};
-pub use local::{LocalLocker, LockInfo};
+pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
 

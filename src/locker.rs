@@ -146,6 +146,16 @@ pub trait NetLocker: Send + Sync {
     /// server restarted).
     async fn refresh(&self, args: &LockArgs) -> Result<bool, Error>;
 
+    /// Refreshes like [`refresh`](Self::refresh), telling the locker the
+    /// mode the lock is held in. A locker that restarted and lost its table
+    /// can then re-create the entry if the resources are free there. The
+    /// coordinator always calls this method; the default forwards to
+    /// `refresh`, which suits lockers that never re-grant.
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        let _ = mode;
+        self.refresh(args).await
+    }
+
     /// Drops locks regardless of owner: the entries of `args.uid` when it is
     /// not empty, otherwise every entry on `args.resources`.
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error>;

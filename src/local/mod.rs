@@ -6,15 +6,15 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::{Error, LockArgs, LockMode, NetLocker};
-use shards::Shards;
-use table::Holders;
+use shards::{ShardSet, Shards};
+use table::admits;
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +42,42 @@ impl LockInfo {
     }
 }
 
+/// How long a [`LocalLocker`] keeps entries, and how long it stays careful
+/// after a restart.
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::LockerConfig;
+///
+/// let c = LockerConfig { validity: Duration::from_secs(30), ..LockerConfig::default() };
+/// assert_eq!(c.quarantine, Duration::from_secs(60));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockerConfig {
+    /// An entry not refreshed for this long is dropped. Measured on the
+    /// monotonic clock. Default 60 s. Holders must be configured with a
+    /// [`Lease::validity`](crate::Lease::validity) no longer than this.
+    pub validity: Duration,
+    /// After [`LocalLocker::restart`], new grants are refused for this long;
+    /// only holders that refresh get their entries back. Default 60 s, the
+    /// default validity: by then every lock granted before the restart has
+    /// either been refreshed here or been given up by its holder.
+    pub quarantine: Duration,
+}
+
+impl Default for LockerConfig {
+    fn default() -> Self {
+        LockerConfig {
+            validity: Duration::from_secs(60),
+            quarantine: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How often a full expiry pass runs, at most; touched shards are expired
+/// on every call regardless.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// An in-memory [`NetLocker`]: the lock table of one node.
 ///
 /// Rules:
@@ -50,7 +86,11 @@ impl LockInfo {
 /// * locking again with the same uid and mode is idempotent;
 /// * unlocking with a uid that does not hold the lock is refused (`Ok(false)`);
 /// * `force_unlock` drops the entries of `args.uid`, or with an empty uid
-///   every entry on `args.resources`.
+///   every entry on `args.resources`;
+/// * an entry not refreshed within [`LockerConfig::validity`] expires;
+/// * after [`restart`](Self::restart) new grants are refused for
+///   [`LockerConfig::quarantine`], but a holder's refresh re-creates its
+///   entry when the resource is free here.
 ///
 /// State is sharded by resource name, so unrelated resources never contend
 /// for the same mutex. No call awaits: every answer is immediate.
@@ -74,29 +114,84 @@ impl LockInfo {
 pub struct LocalLocker {
     shards: Shards,
     endpoint: String,
+    config: LockerConfig,
+    /// Origin of the nanosecond counters below.
+    epoch: Instant,
+    /// End of the quarantine, in nanoseconds after `epoch`; 0 when none.
+    quarantine_end: AtomicU64,
+    /// When the next full expiry pass is due, in nanoseconds after `epoch`.
+    next_sweep: AtomicU64,
+    next_seq: AtomicU64,
 }
 
 impl LocalLocker {
-    /// An empty lock table named `local-N`.
+    /// An empty lock table named `local-N`, with default settings and no
+    /// quarantine: an in-process cluster starts all at once.
     pub fn new() -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(1);
-        Self::named(format!("local-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+        Self::with_config(default_name(), LockerConfig::default())
     }
 
     /// An empty lock table that reports `endpoint` in logs and errors.
     pub fn named(endpoint: impl Into<String>) -> Self {
+        Self::with_config(endpoint, LockerConfig::default())
+    }
+
+    /// An empty lock table with custom expiry and quarantine, not in
+    /// quarantine. Call [`restart`](Self::restart) to start one in quarantine.
+    pub fn with_config(endpoint: impl Into<String>, config: LockerConfig) -> Self {
         LocalLocker {
             shards: Shards::new(),
             endpoint: endpoint.into(),
+            config,
+            epoch: Instant::now(),
+            quarantine_end: AtomicU64::new(0),
+            next_sweep: AtomicU64::new(0),
+            next_seq: AtomicU64::new(1),
         }
     }
 
-    /// Every entry held right now, sorted by resource and uid.
+    /// The expiry and quarantine settings.
+    pub fn config(&self) -> LockerConfig {
+        self.config
+    }
+
+    /// Simulates a process restart: forgets every entry and refuses new
+    /// grants for [`LockerConfig::quarantine`], as a freshly started lock
+    /// server does.
+    ///
+    /// ```
+    /// # use quorum_lock::LocalLocker;
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let node = LocalLocker::new();
+    /// node.restart();
+    /// assert!(node.is_quarantined());
+    /// # }
+    /// ```
+    pub fn restart(&self) {
+        let now = Instant::now();
+        let end = self.nanos(now + self.config.quarantine).max(1);
+        self.quarantine_end.store(end, Ordering::SeqCst);
+        self.shards.any_shard(|shard| {
+            shard.wipe();
+            false
+        });
+        tracing::info!(locker = %self.endpoint, quarantine = ?self.config.quarantine, "lock table restarted");
+    }
+
+    /// Whether new grants are refused because of a recent restart.
+    pub fn is_quarantined(&self) -> bool {
+        self.quarantine_left(Instant::now()).is_some()
+    }
+
+    /// Every live entry, sorted by resource and uid. Expired entries are
+    /// dropped first, so they never show.
     ///
     /// ```
     /// assert!(quorum_lock::LocalLocker::new().snapshot().is_empty());
     /// ```
     pub fn snapshot(&self) -> Vec<LockInfo> {
+        self.shards.expire_all(Instant::now(), self.config.validity);
         let mut out = Vec::new();
         self.shards.for_each(|resource, holders| {
             out.extend(holders.entries().iter().map(|e| LockInfo {
@@ -113,50 +208,124 @@ impl LocalLocker {
         out
     }
 
-    fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        check_uid(args)?;
+    /// A number no other entry of this locker has.
+    fn seq(&self) -> u64 {
+        self.next_seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        let nanos = at.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+
+    fn quarantine_left(&self, now: Instant) -> Option<Duration> {
+        let end = self.quarantine_end.load(Ordering::SeqCst);
+        let now = self.nanos(now);
+        (end > now).then(|| Duration::from_nanos(end - now))
+    }
+
+    /// Locks the shards of `args.resources`, after checking the input and
+    /// expiring what is due, and runs `f` on them.
+    fn with_shards<R>(
+        &self,
+        args: &LockArgs,
+        f: impl FnOnce(&mut ShardSet<'_>, Instant) -> R,
+    ) -> Result<R, Error> {
+        if args.uid.is_empty() {
+            return Err(Error::invalid("the lock uid must not be empty"));
+        }
         args.validate_resources()?;
         let now = Instant::now();
-        let granted = self.shards.with(&args.resources, |set| {
+        self.maybe_sweep(now);
+        Ok(self.shards.with(&args.resources, |set| {
+            set.expire(now, self.config.validity);
+            f(set, now)
+        }))
+    }
+
+    /// Runs a full expiry pass when one is due, so that names nobody touches
+    /// any more do not keep their expired entries forever.
+    fn maybe_sweep(&self, now: Instant) {
+        let due = self.next_sweep.load(Ordering::Relaxed);
+        let now_nanos = self.nanos(now);
+        if now_nanos < due {
+            return;
+        }
+        let next = self.nanos(now + SWEEP_EVERY.min(self.config.validity));
+        if self.next_sweep.compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            let expired = self.shards.expire_all(now, self.config.validity);
+            if expired > 0 {
+                tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
+            }
+        }
+    }
+
+    fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        if let Some(left) = self.quarantine_left(Instant::now()) {
+            return Err(Error::LockerUnavailable {
+                endpoint: self.endpoint.clone(),
+                reason: format!("restarted recently; refusing new grants for another {left:?}"),
+            });
+        }
+        self.with_shards(args, |set, now| {
             let admitted = args
                 .resources
                 .iter()
                 .enumerate()
-                .all(|(pos, r)| Holders::admits(set.map(pos).get(r.as_str()), &args.uid, mode));
+                .all(|(pos, r)| admits(set.shard(pos).get(r), &args.uid, mode));
             if admitted {
                 for (pos, r) in args.resources.iter().enumerate() {
-                    let map = set.map(pos);
-                    match map.get_mut(r.as_str()) {
-                        Some(h) => h.add(args, now),
-                        None => {
-                            map.insert(r.clone(), Holders::first(args, mode, now));
-                        }
-                    }
+                    set.shard(pos).grant(r, args, mode, now, self.seq());
                 }
             }
             admitted
-        });
-        Ok(granted)
+        })
     }
 
-    /// Removes the entries of `uid` (held in `mode`, or in any mode) from
-    /// `resources`. Returns whether anything was removed.
-    fn release(&self, resources: &[String], uid: &str, mode: Option<LockMode>) -> bool {
-        self.shards.with(resources, |set| {
+    /// Removes the entries of `args.uid` held in `mode` (any mode when
+    /// `None`). Returns whether anything was removed.
+    fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
+        self.with_shards(args, |set, _| {
             let mut removed = false;
-            for (pos, r) in resources.iter().enumerate() {
-                let map = set.map(pos);
-                if let Some(h) = map.get_mut(r.as_str()) {
-                    let (hit, now_free) = h.remove(uid, mode);
-                    removed |= hit;
-                    if now_free {
-                        map.remove(r.as_str());
-                    }
-                }
+            for (pos, r) in args.resources.iter().enumerate() {
+                removed |= set.shard(pos).release(r, &args.uid, mode);
             }
             removed
         })
     }
+
+    /// Refreshes every entry of `args.uid`. When some are missing and this
+    /// locker is in quarantine, re-grants them in `mode` if the resources
+    /// are free: a restarted node cannot know whether it held them.
+    fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
+        let regrant = mode.filter(|_| self.quarantine_left(Instant::now()).is_some());
+        self.with_shards(args, |set, now| {
+            let mut missing = Vec::new();
+            for (pos, r) in args.resources.iter().enumerate() {
+                if !set.shard(pos).refresh(r, &args.uid, now) {
+                    missing.push(pos);
+                }
+            }
+            let Some(mode) = regrant else {
+                return missing.is_empty();
+            };
+            let free = missing
+                .iter()
+                .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
+            if free && !missing.is_empty() {
+                for &pos in &missing {
+                    set.shard(pos).grant(&args.resources[pos], args, mode, now, self.seq());
+                }
+                tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-granted on refresh after restart");
+            }
+            free
+        })
+    }
+}
+
+fn default_name() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    format!("local-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 impl Default for LocalLocker {
@@ -169,15 +338,9 @@ impl std::fmt::Debug for LocalLocker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalLocker")
             .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn check_uid(args: &LockArgs) -> Result<(), Error> {
-    if args.uid.is_empty() {
-        return Err(Error::invalid("the lock uid must not be empty"));
-    }
-    Ok(())
 }
 
 #[async_trait]
@@ -191,57 +354,36 @@ impl NetLocker for LocalLocker {
     }
 
     async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        check_uid(args)?;
-        args.validate_resources()?;
-        Ok(self.release(&args.resources, &args.uid, Some(LockMode::Write)))
+        self.release(args, Some(LockMode::Write))
     }
 
     async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        check_uid(args)?;
-        args.validate_resources()?;
-        Ok(self.release(&args.resources, &args.uid, Some(LockMode::Read)))
+        self.release(args, Some(LockMode::Read))
     }
 
     async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        check_uid(args)?;
-        args.validate_resources()?;
-        let now = Instant::now();
-        Ok(self.shards.with(&args.resources, |set| {
-            let mut found_all = true;
-            for (pos, r) in args.resources.iter().enumerate() {
-                match set
-                    .map(pos)
-                    .get_mut(r.as_str())
-                    .and_then(|h| h.find_mut(&args.uid))
-                {
-                    Some(entry) => entry.refreshed = now,
-                    None => found_all = false,
-                }
-            }
-            found_all
-        }))
+        self.refresh_entries(args, None)
+    }
+
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.refresh_entries(args, Some(mode))
     }
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        if !args.resources.is_empty() {
-            args.validate_resources()?;
-        }
         match (args.uid.is_empty(), args.resources.is_empty()) {
-            (true, true) => Err(Error::invalid(
-                "force_unlock needs a uid, resource names, or both",
-            )),
-            (true, false) => Ok(self.shards.with(&args.resources, |set| {
-                let mut removed = false;
-                for (pos, r) in args.resources.iter().enumerate() {
-                    removed |= set.map(pos).remove(r.as_str()).is_some();
-                }
-                removed
-            })),
-            (false, false) => Ok(self.release(&args.resources, &args.uid, None)),
-            (false, true) => Ok(self.shards.retain_all(|holders| {
-                let (hit, now_free) = holders.remove(&args.uid, None);
-                (hit, !now_free)
-            })),
+            (true, true) => Err(Error::invalid("force_unlock needs a uid, resource names, or both")),
+            (false, true) => Ok(self.shards.any_shard(|shard| shard.release_everywhere(&args.uid))),
+            (false, false) => self.release(args, None),
+            (true, false) => {
+                args.validate_resources()?;
+                Ok(self.shards.with(&args.resources, |set| {
+                    let mut removed = false;
+                    for (pos, r) in args.resources.iter().enumerate() {
+                        removed |= set.shard(pos).clear(r);
+                    }
+                    removed
+                }))
+            }
         }
     }
 

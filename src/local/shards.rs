@@ -2,35 +2,51 @@
 //! fixed number of mutex-protected maps, and multi-resource calls lock the
 //! shards they touch in ascending order so they cannot deadlock.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use super::table::Holders;
+use tokio::time::Instant;
+
+use super::table::{Holders, Shard};
 
 /// Enough shards that two cores rarely collide, few enough to scan quickly.
 const SHARD_COUNT: usize = 64;
 
-type Map = HashMap<String, Holders>;
 
 pub(super) struct Shards {
-    shards: Box<[Mutex<Map>]>,
+    shards: Box<[Mutex<Shard>]>,
 }
 
 /// The shards one call holds locked, addressed by the position of a resource
 /// in the call's resource list.
 pub(super) enum ShardSet<'a> {
     /// Every resource hashes to the same shard (always the case for one name).
-    One(MutexGuard<'a, Map>),
+    One(MutexGuard<'a, Shard>),
     /// `slot_of[pos]` is the index into `guards` for resource `pos`.
     Many {
-        guards: Vec<MutexGuard<'a, Map>>,
+        guards: Vec<MutexGuard<'a, Shard>>,
         slot_of: Vec<usize>,
     },
 }
 
 impl ShardSet<'_> {
-    /// The map holding the resource at position `pos` of the call's list.
-    pub(super) fn map(&mut self, pos: usize) -> &mut Map {
+    /// Expires old entries in every shard of the set, so the call that
+    /// follows never sees an entry past its validity.
+    pub(super) fn expire(&mut self, now: Instant, validity: Duration) {
+        match self {
+            ShardSet::One(guard) => {
+                guard.expire(now, validity);
+            }
+            ShardSet::Many { guards, .. } => {
+                for guard in guards {
+                    guard.expire(now, validity);
+                }
+            }
+        }
+    }
+
+    /// The shard holding the resource at position `pos` of the call's list.
+    pub(super) fn shard(&mut self, pos: usize) -> &mut Shard {
         match self {
             ShardSet::One(guard) => guard,
             ShardSet::Many { guards, slot_of } => &mut guards[slot_of[pos]],
@@ -49,7 +65,7 @@ fn shard_of(name: &str) -> usize {
     (hash % SHARD_COUNT as u64) as usize
 }
 
-fn lock(shard: &Mutex<Map>) -> MutexGuard<'_, Map> {
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
     // The maps are only touched by short, non-panicking sections; a poisoned
     // mutex still guards consistent data.
     shard.lock().unwrap_or_else(PoisonError::into_inner)
@@ -58,7 +74,7 @@ fn lock(shard: &Mutex<Map>) -> MutexGuard<'_, Map> {
 impl Shards {
     pub(super) fn new() -> Self {
         Shards {
-            shards: (0..SHARD_COUNT).map(|_| Mutex::new(Map::new())).collect(),
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(Shard::default())).collect(),
         }
     }
 
@@ -94,18 +110,18 @@ impl Shards {
         }
     }
 
-    /// Applies `f` to every resource, one shard at a time. `f` returns
-    /// whether it removed something and whether the resource stays held.
-    /// Returns whether anything was removed.
-    pub(super) fn retain_all(&self, mut f: impl FnMut(&mut Holders) -> (bool, bool)) -> bool {
-        let mut removed = false;
+    /// Runs `f` on every shard, one at a time. Returns whether any call
+    /// of `f` returned `true`.
+    pub(super) fn any_shard(&self, mut f: impl FnMut(&mut Shard) -> bool) -> bool {
+        let mut any = false;
         for shard in self.shards.iter() {
-            lock(shard).retain(|_, holders| {
-                let (hit, keep) = f(holders);
-                removed |= hit;
-                keep
-            });
+            any |= f(&mut lock(shard));
         }
-        removed
+        any
+    }
+
+    /// Expires old entries in every shard, one shard at a time.
+    pub(super) fn expire_all(&self, now: Instant, validity: Duration) -> usize {
+        self.shards.iter().map(|shard| lock(shard).expire(now, validity)).sum()
     }
 }

@@ -1,0 +1,1 @@
+//! Fault injection and history checking for tests (feature `testing`).
