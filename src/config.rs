@@ -106,7 +106,8 @@ impl Lease {
     pub(crate) fn check(&self) -> Result<(), crate::Error> {
         if self.refresh_interval.is_zero() || self.safety_margin >= self.validity {
             return Err(crate::Error::InvalidArgument(
-                "lease: refresh_interval must be positive and safety_margin shorter than validity".into(),
+                "lease: refresh_interval must be positive and safety_margin shorter than validity"
+                    .into(),
             ));
         }
         if self.refresh_interval >= self.trusted_for() {

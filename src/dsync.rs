@@ -9,9 +9,10 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::keeper::Keeper;
 use crate::locker::validate_names;
 use crate::quorum::{read_quorum, write_quorum};
-use crate::{DRWMutex, Error, NetLocker, RetryPolicy, Timeouts};
+use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts};
 
 /// Coordinates locks over a fixed set of [`NetLocker`]s, one per lock server.
 ///
@@ -41,7 +42,15 @@ pub(crate) struct Coordinator {
     pub(crate) owner: Arc<str>,
     pub(crate) timeouts: Timeouts,
     pub(crate) retry: RetryPolicy,
+    pub(crate) lease: Lease,
+    pub(crate) keeper: Arc<Keeper>,
     rng: Mutex<SmallRng>,
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.keeper.shutdown();
+    }
 }
 
 impl Coordinator {
@@ -81,6 +90,7 @@ impl Dsync {
             owner: None,
             timeouts: Timeouts::default(),
             retry: RetryPolicy::default(),
+            lease: Lease::default(),
             seed: None,
         }
     }
@@ -148,6 +158,7 @@ impl fmt::Debug for Dsync {
             .field("owner", &self.inner.owner)
             .field("timeouts", &self.inner.timeouts)
             .field("retry", &self.inner.retry)
+            .field("lease", &self.inner.lease)
             .finish()
     }
 }
@@ -159,6 +170,7 @@ pub struct DsyncBuilder {
     owner: Option<String>,
     timeouts: Timeouts,
     retry: RetryPolicy,
+    lease: Lease,
     seed: Option<u64>,
 }
 
@@ -181,6 +193,13 @@ impl DsyncBuilder {
         self
     }
 
+    /// Refresh cadence and loss detection. Default: [`Lease::default`]. The
+    /// validity must not exceed the lockers' own validity.
+    pub fn lease(mut self, lease: Lease) -> Self {
+        self.lease = lease;
+        self
+    }
+
     /// Seeds the backoff jitter, so that a test on a current-thread runtime
     /// with paused time replays the same schedule. Default: random.
     pub fn rng_seed(mut self, seed: u64) -> Self {
@@ -198,6 +217,12 @@ impl DsyncBuilder {
                 "the acquire and unlock timeouts must be greater than zero",
             ));
         }
+        self.lease.check()?;
+        if self.timeouts.acquire >= self.lease.trusted_for() {
+            return Err(Error::invalid(
+                "the acquire timeout must be shorter than lease validity - safety_margin",
+            ));
+        }
         let owner = self.owner.unwrap_or_else(default_owner);
         if owner.is_empty() {
             return Err(Error::invalid("the owner must not be empty"));
@@ -212,6 +237,8 @@ impl DsyncBuilder {
                 owner: owner.into(),
                 timeouts: self.timeouts,
                 retry: self.retry,
+                lease: self.lease,
+                keeper: Arc::default(),
                 rng: Mutex::new(rng),
             }),
         })

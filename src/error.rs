@@ -69,6 +69,12 @@ pub enum Error {
         lockers: usize,
     },
 
+    /// The lock was lost while it was held: its entries expired, were forced
+    /// open, or could not be confirmed by a quorum in time. Other clients may
+    /// have held it since; treat the work done under it as unprotected.
+    #[error("the lock was lost while held (expired, forced open, or unconfirmed by a quorum); redo or verify the protected work")]
+    LockLost,
+
     /// A single locker call did not finish within its deadline.
     #[error("locker {endpoint} did not answer within {after:?}")]
     LockerTimeout {

@@ -22,11 +22,22 @@ pub(crate) type Call<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub(crate) struct CallSet<T: Send + 'static> {
     calls: Vec<Option<Call<T>>>,
     running: usize,
-    handle: Handle,
+    /// Where stragglers finish; `None` drops them instead.
+    handle: Option<Handle>,
 }
 
 impl<T: Send + 'static> CallSet<T> {
     pub(crate) fn new(handle: Handle, calls: impl IntoIterator<Item = Call<T>>) -> Self {
+        Self::build(Some(handle), calls)
+    }
+
+    /// A set whose unfinished calls are simply dropped with it: for calls
+    /// whose late effect is unwanted, such as a refresh after a release.
+    pub(crate) fn dropping(calls: impl IntoIterator<Item = Call<T>>) -> Self {
+        Self::build(None, calls)
+    }
+
+    fn build(handle: Option<Handle>, calls: impl IntoIterator<Item = Call<T>>) -> Self {
         let calls: Vec<_> = calls.into_iter().map(Some).collect();
         CallSet {
             running: calls.len(),
@@ -59,13 +70,13 @@ impl<T: Send + 'static> CallSet<T> {
 
 impl<T: Send + 'static> Drop for CallSet<T> {
     fn drop(&mut self) {
-        if self.running == 0 {
+        let Some(handle) = self.handle.as_ref().filter(|_| self.running > 0) else {
             return;
-        }
+        };
         let rest: Vec<Call<T>> = self.calls.drain(..).flatten().collect();
         // If the runtime is shutting down the task is dropped unrun; the
         // lock servers' expiry then removes whatever it would have undone.
-        self.handle.spawn(async move {
+        handle.spawn(async move {
             futures::future::join_all(rest).await;
         });
     }

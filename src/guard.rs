@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
+use crate::keeper::LeaseKey;
 use crate::release::{release_all, release_confirmed};
 use crate::round::RoundState;
 use crate::Error;
@@ -18,22 +19,35 @@ struct Held {
     /// The runtime the lock was acquired on; drop releases there, so dropping
     /// a guard works from any thread, inside a runtime or not.
     handle: Handle,
+    /// Cancelled by the keep-alive task when the lock is lost.
     lost: CancellationToken,
+    lease: LeaseKey,
     released: bool,
 }
 
 impl Held {
     fn new(state: Arc<RoundState>, handle: Handle) -> Self {
+        let lost = CancellationToken::new();
+        let coord = &state.coord;
+        let lease = coord
+            .keeper
+            .register(coord, &handle, state.clone(), lost.clone());
         Held {
             state,
             handle,
-            lost: CancellationToken::new(),
+            lost,
+            lease,
             released: false,
         }
     }
 
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
+        self.state.coord.keeper.remove(self.lease);
+        if self.lost.is_cancelled() {
+            // The keep-alive task already removed the entries.
+            return Err(Error::LockLost);
+        }
         release_confirmed(self.state.clone(), self.handle.clone()).await
     }
 
@@ -47,6 +61,7 @@ impl Drop for Held {
         if self.released {
             return;
         }
+        self.state.coord.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if !plan.targets.is_empty() {
             // Spawning never blocks; on a runtime that has shut down the task
@@ -97,8 +112,10 @@ macro_rules! guard {
 
             /// Releases the lock and waits until a quorum of lockers confirms it.
             ///
-            /// Returns [`Error::ReleaseUnconfirmed`] when too few lockers could
-            /// be reached in time. The release is then retried in the
+            /// Returns [`Error::LockLost`] when the lock had already been lost,
+            /// so the caller learns that the protected work was not
+            /// protected to the end, and [`Error::ReleaseUnconfirmed`] when
+            /// too few lockers could be reached in time. The release is then retried in the
             /// background for `Timeouts::release_retry`, and entries that still
             /// remain expire on the lock servers.
             ///
@@ -111,15 +128,18 @@ macro_rules! guard {
                 self.held.unlock().await
             }
 
-            /// Whether the lock is known to be lost: its entries expired or
-            /// were forced open, so other clients may now hold it.
+            /// Whether the lock is known to be lost: a quorum of lockers no
+            /// longer holds it, or none confirmed a refresh for
+            /// `Lease::validity - Lease::safety_margin`. Other clients may be
+            /// granted it soon.
             pub fn is_lost(&self) -> bool {
                 self.held.lost.is_cancelled()
             }
 
             /// Resolves when the lock is lost. Race it against the work the
-            /// lock protects, and stop that work when it fires. It never
-            /// resolves while the lock stays held.
+            /// lock protects, and stop that work when it fires. It fires
+            /// at least `Lease::safety_margin` before any locker can expire
+            /// the lock, and never while a quorum keeps confirming it.
             pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
                 self.held.lost()
             }

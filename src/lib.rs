@@ -63,20 +63,24 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 mod config;
 mod dsync;
 mod error;
 mod fanout;
 mod guard;
+mod keeper;
 mod local;
 mod locker;
 mod mutex;
 pub mod quorum;
+mod refresh;
 mod release;
 mod round;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use admin::ClusterLock;
 pub use config::{Lease, RetryPolicy, Timeouts};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use error::Error;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::Error;
+use crate::{Error, LockInfo};
 
 /// Longest resource name, in bytes, that the library accepts.
 pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
@@ -159,6 +159,15 @@ pub trait NetLocker: Send + Sync {
     /// Drops locks regardless of owner: the entries of `args.uid` when it is
     /// not empty, otherwise every entry on `args.resources`.
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error>;
+
+    /// Every entry this locker holds, for listings. The default reports
+    /// that listing is not supported.
+    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
+        Err(Error::LockerUnavailable {
+            endpoint: self.endpoint(),
+            reason: "this locker cannot list its locks".into(),
+        })
+    }
 
     /// A human-readable address for logs and errors.
     fn endpoint(&self) -> String;

@@ -101,6 +101,10 @@ impl Tally {
         self.granted
     }
 
+    pub(crate) fn refused(&self) -> usize {
+        self.refused
+    }
+
     /// Lockers that answered, either way.
     pub(crate) fn answered(&self) -> usize {
         self.granted + self.refused

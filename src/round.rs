@@ -26,6 +26,9 @@ pub(crate) struct RoundState {
     pub(crate) coord: Arc<Coordinator>,
     pub(crate) args: LockArgs,
     pub(crate) mode: LockMode,
+    /// When the lock calls were sent. Every grant happened after this, so
+    /// no locker can expire the entry before `started + validity`.
+    pub(crate) started: Instant,
     slots: Mutex<Slots>,
 }
 
@@ -147,8 +150,10 @@ impl Round {
             LockMode::Write => write_quorum(n),
             LockMode::Read => read_quorum(n),
         };
+        let started = Instant::now();
         let state = Arc::new(RoundState {
             coord: coord.clone(),
+            started,
             args: LockArgs {
                 uid: uuid::Uuid::new_v4().to_string().into(),
                 resources: resources.clone(),
@@ -162,7 +167,7 @@ impl Round {
                 released: false,
             }),
         });
-        let deadline = Instant::now() + coord.timeouts.acquire;
+        let deadline = started + coord.timeouts.acquire;
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
             calls: CallSet::new(handle.clone(), calls),

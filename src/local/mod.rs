@@ -252,7 +252,11 @@ impl LocalLocker {
             return;
         }
         let next = self.nanos(now + SWEEP_EVERY.min(self.config.validity));
-        if self.next_sweep.compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        if self
+            .next_sweep
+            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
             let expired = self.shards.expire_all(now, self.config.validity);
             if expired > 0 {
                 tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
@@ -371,8 +375,12 @@ impl NetLocker for LocalLocker {
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
         match (args.uid.is_empty(), args.resources.is_empty()) {
-            (true, true) => Err(Error::invalid("force_unlock needs a uid, resource names, or both")),
-            (false, true) => Ok(self.shards.any_shard(|shard| shard.release_everywhere(&args.uid))),
+            (true, true) => Err(Error::invalid(
+                "force_unlock needs a uid, resource names, or both",
+            )),
+            (false, true) => Ok(self
+                .shards
+                .any_shard(|shard| shard.release_everywhere(&args.uid))),
             (false, false) => self.release(args, None),
             (true, false) => {
                 args.validate_resources()?;
@@ -385,6 +393,10 @@ impl NetLocker for LocalLocker {
                 }))
             }
         }
+    }
+
+    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
+        Ok(self.snapshot())
     }
 
     fn endpoint(&self) -> String {

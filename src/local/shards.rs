@@ -12,7 +12,6 @@ use super::table::{Holders, Shard};
 /// Enough shards that two cores rarely collide, few enough to scan quickly.
 const SHARD_COUNT: usize = 64;
 
-
 pub(super) struct Shards {
     shards: Box<[Mutex<Shard>]>,
 }
@@ -74,7 +73,9 @@ fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 impl Shards {
     pub(super) fn new() -> Self {
         Shards {
-            shards: (0..SHARD_COUNT).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARD_COUNT)
+                .map(|_| Mutex::new(Shard::default()))
+                .collect(),
         }
     }
 
@@ -122,6 +123,9 @@ impl Shards {
 
     /// Expires old entries in every shard, one shard at a time.
     pub(super) fn expire_all(&self, now: Instant, validity: Duration) -> usize {
-        self.shards.iter().map(|shard| lock(shard).expire(now, validity)).sum()
+        self.shards
+            .iter()
+            .map(|shard| lock(shard).expire(now, validity))
+            .sum()
     }
 }

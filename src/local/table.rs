@@ -89,7 +89,14 @@ impl Shard {
 
     /// Grants `args.uid` on `resource` after [`admits`] said yes. A uid that
     /// already holds the resource keeps its entry.
-    pub(super) fn grant(&mut self, resource: &str, args: &LockArgs, mode: LockMode, now: Instant, seq: u64) {
+    pub(super) fn grant(
+        &mut self,
+        resource: &str,
+        args: &LockArgs,
+        mode: LockMode,
+        now: Instant,
+        seq: u64,
+    ) {
         if self.map.get(resource).is_some_and(|h| h.holds(&args.uid)) {
             return;
         }
@@ -132,7 +139,10 @@ impl Shard {
         let removed = match holders {
             Holders::Writer(e) if &*e.uid == uid => Some(e.clone()),
             Holders::Writer(_) => None,
-            Holders::Readers(v) => v.iter().position(|e| &*e.uid == uid).map(|pos| v.swap_remove(pos)),
+            Holders::Readers(v) => v
+                .iter()
+                .position(|e| &*e.uid == uid)
+                .map(|pos| v.swap_remove(pos)),
         };
         let Some(entry) = removed else {
             return false;
@@ -157,7 +167,12 @@ impl Shard {
 
     /// Drops every entry of `uid` in this shard. Returns whether there were any.
     pub(super) fn release_everywhere(&mut self, uid: &str) -> bool {
-        let held: Vec<Arc<str>> = self.map.iter().filter(|(_, h)| h.holds(uid)).map(|(r, _)| r.clone()).collect();
+        let held: Vec<Arc<str>> = self
+            .map
+            .iter()
+            .filter(|(_, h)| h.holds(uid))
+            .map(|(r, _)| r.clone())
+            .collect();
         for resource in &held {
             self.release(resource, uid, None);
         }

@@ -220,3 +220,125 @@ fn concurrent_writers_on_threads_never_share() {
     assert!(wins > 0);
     assert!(l.snapshot().is_empty());
 }
+
+fn locker_with(validity_secs: u64, quarantine_secs: u64) -> LocalLocker {
+    let config = crate::LockerConfig {
+        validity: std::time::Duration::from_secs(validity_secs),
+        quarantine: std::time::Duration::from_secs(quarantine_secs),
+    };
+    LocalLocker::with_config("test", config)
+}
+
+#[tokio::test(start_paused = true)]
+async fn unrefreshed_entries_expire_after_the_validity() {
+    use std::time::Duration;
+    let l = locker_with(60, 60);
+    assert!(l.lock(&args("old", &["a"])).await.unwrap());
+    assert!(l.rlock(&args("r", &["b"])).await.unwrap());
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(l.refresh(&args("r", &["b"])).await.unwrap());
+    assert!(
+        !l.lock(&args("new", &["a"])).await.unwrap(),
+        "still valid at 30 s"
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    // 60 s after the grant "old" is gone; "r" was refreshed at 30 s and lives on.
+    assert!(
+        l.lock(&args("new", &["a"])).await.unwrap(),
+        "expired at 60 s"
+    );
+    assert_eq!(
+        entries(&l),
+        [
+            ("a".into(), "new".into(), LockMode::Write),
+            ("b".into(), "r".into(), LockMode::Read)
+        ]
+    );
+    assert!(
+        !l.refresh(&args("old", &["a"])).await.unwrap(),
+        "an expired uid is unknown"
+    );
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(entries(&l), [("a".into(), "new".into(), LockMode::Write)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn untouched_names_are_swept() {
+    use std::time::Duration;
+    let l = locker_with(10, 10);
+    for i in 0..500 {
+        assert!(l
+            .lock(&args(&format!("u{i}"), &[&format!("name-{i}")]))
+            .await
+            .unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    // Any call on another name triggers the periodic full pass.
+    assert!(l.lock(&args("x", &["elsewhere"])).await.unwrap());
+    let left: usize = {
+        let mut n = 0;
+        l.shards.for_each(|_, h| n += h.entries().len());
+        n
+    };
+    assert_eq!(left, 1, "expired entries must be swept, not just hidden");
+}
+
+#[tokio::test(start_paused = true)]
+async fn restart_forgets_and_quarantines() {
+    use std::time::Duration;
+    let l = locker_with(60, 60);
+    assert!(l.lock(&args("w", &["a"])).await.unwrap());
+    l.restart();
+    assert!(l.snapshot().is_empty());
+    assert!(l.is_quarantined());
+    assert!(matches!(
+        l.lock(&args("new", &["b"])).await,
+        Err(Error::LockerUnavailable { .. })
+    ));
+    assert!(matches!(
+        l.rlock(&args("new", &["b"])).await,
+        Err(Error::LockerUnavailable { .. })
+    ));
+    // A holder's refresh re-grants its entry: the node cannot know it held it.
+    assert!(l
+        .refresh_mode(&args("w", &["a"]), LockMode::Write)
+        .await
+        .unwrap());
+    assert_eq!(entries(&l), [("a".into(), "w".into(), LockMode::Write)]);
+    // But never over a conflicting entry.
+    assert!(!l
+        .refresh_mode(&args("other", &["a"]), LockMode::Write)
+        .await
+        .unwrap());
+    assert!(!l
+        .refresh_mode(&args("reader", &["a"]), LockMode::Read)
+        .await
+        .unwrap());
+    // A plain refresh does not know the mode and does not re-grant.
+    assert!(!l.refresh(&args("r", &["c"])).await.unwrap());
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(!l.is_quarantined());
+    assert!(l.lock(&args("new", &["b"])).await.unwrap());
+    // Out of quarantine, an unknown uid is "not found", never re-granted.
+    assert!(!l
+        .refresh_mode(&args("late", &["d"]), LockMode::Write)
+        .await
+        .unwrap());
+    assert!(l.snapshot().iter().all(|i| i.resource != "d"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn regrant_after_restart_is_all_or_nothing() {
+    let l = locker_with(60, 60);
+    l.restart();
+    // "b" is taken by someone else who refreshed first.
+    assert!(l
+        .refresh_mode(&args("other", &["b"]), LockMode::Write)
+        .await
+        .unwrap());
+    assert!(!l
+        .refresh_mode(&args("w", &["a", "b"]), LockMode::Write)
+        .await
+        .unwrap());
+    assert_eq!(entries(&l), [("b".into(), "other".into(), LockMode::Write)]);
+}

@@ -1,0 +1,166 @@
+//! Operator functions of a `Dsync`: listing the locks held across all
+//! lockers ("top locks") and forcing locks open.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::join_all;
+use tokio::time::Instant;
+
+use crate::fanout::call_with_deadline;
+use crate::quorum::write_quorum;
+use crate::{Dsync, Error, LockArgs, LockMode};
+
+/// One lock as seen across the cluster: the entries of one uid on one
+/// resource, merged over the lockers that hold them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterLock {
+    /// The locked resource.
+    pub resource: String,
+    /// The acquisition holding it.
+    pub uid: String,
+    /// Who holds it.
+    pub owner: String,
+    /// Where in the holder's code it was taken.
+    pub source: String,
+    /// Read or write.
+    pub mode: LockMode,
+    /// How long ago the oldest of its entries was granted.
+    pub age: Duration,
+    /// How many lockers hold an entry for it. Fewer than the quorum means a
+    /// leftover that is waiting to expire, not a held lock.
+    pub nodes: usize,
+}
+
+impl Dsync {
+    /// Lists every lock held on any locker, merged by resource and uid and
+    /// sorted by resource, then oldest first.
+    ///
+    /// Lockers that cannot be reached or cannot list are skipped, so the
+    /// result can undercount; it fails with [`Error::QuorumUnavailable`]
+    /// when fewer than a write quorum answered.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+    /// let guard = ds.rw_mutex(["reports"])?.lock().await?;
+    /// let locks = ds.locks().await?;
+    /// assert_eq!((locks[0].resource.as_str(), locks[0].nodes), ("reports", 3));
+    /// # guard.unlock().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn locks(&self) -> Result<Vec<ClusterLock>, Error> {
+        let lockers = &self.inner.lockers;
+        let deadline = Instant::now() + self.inner.timeouts.unlock;
+        let listings = join_all(
+            lockers
+                .iter()
+                .map(|l| tokio::time::timeout_at(deadline, l.locks())),
+        )
+        .await;
+        let mut answered = 0;
+        let mut merged: BTreeMap<(String, String), ClusterLock> = BTreeMap::new();
+        for listing in listings {
+            let Ok(Ok(entries)) = listing else { continue };
+            answered += 1;
+            for e in entries {
+                let age = e.age();
+                merged
+                    .entry((e.resource.clone(), e.uid.clone()))
+                    .and_modify(|m| {
+                        m.nodes += 1;
+                        m.age = m.age.max(age);
+                    })
+                    .or_insert(ClusterLock {
+                        resource: e.resource,
+                        uid: e.uid,
+                        owner: e.owner,
+                        source: e.source,
+                        mode: e.mode,
+                        age,
+                        nodes: 1,
+                    });
+            }
+        }
+        let quorum = write_quorum(lockers.len());
+        if answered < quorum {
+            return Err(Error::QuorumUnavailable {
+                answered,
+                quorum,
+                lockers: lockers.len(),
+            });
+        }
+        let mut out: Vec<ClusterLock> = merged.into_values().collect();
+        out.sort_by(|a, b| a.resource.cmp(&b.resource).then(b.age.cmp(&a.age)));
+        Ok(out)
+    }
+
+    /// Drops every lock on `resources` on every locker, whoever holds it.
+    ///
+    /// Holders learn at their next refresh that a quorum no longer knows
+    /// their lock, and their guards report it lost. Returns how many lockers
+    /// confirmed; fails with [`Error::QuorumUnavailable`] when fewer than a
+    /// write quorum did, because a holder could then keep its lock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in effect: lockers reached before the drop have
+    /// already removed their entries. Call it again to finish the job.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+    /// let stuck = ds.rw_mutex(["nightly-job"])?.lock().await?;
+    /// std::mem::forget(stuck); // a holder that vanished without unlocking
+    /// assert_eq!(ds.force_unlock(["nightly-job"]).await?, 3);
+    /// assert!(ds.rw_mutex(["nightly-job"])?.try_lock().await.is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn force_unlock<I, S>(&self, resources: I) -> Result<usize, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut names: Vec<String> = resources.into_iter().map(Into::into).collect();
+        names.sort_unstable();
+        names.dedup();
+        crate::locker::validate_names(&names)?;
+        let lockers = &self.inner.lockers;
+        let args = LockArgs {
+            uid: "".into(),
+            resources: names.into(),
+            owner: self.inner.owner.clone(),
+            source: "Dsync::force_unlock".into(),
+            quorum: write_quorum(lockers.len()),
+        };
+        tracing::info!(resources = ?args.resources, "forcing locks open");
+        let deadline = Instant::now() + self.inner.timeouts.force_unlock;
+        let results = join_all(
+            lockers
+                .iter()
+                .map(|l| call_with_deadline(l.force_unlock(&args), deadline, || l.endpoint())),
+        )
+        .await;
+        let answered = results.iter().filter(|r| r.is_ok()).count();
+        if answered < args.quorum {
+            return Err(Error::QuorumUnavailable {
+                answered,
+                quorum: args.quorum,
+                lockers: lockers.len(),
+            });
+        }
+        Ok(answered)
+    }
+}

@@ -1,0 +1,91 @@
+//! One refresh of a held lock on every locker, and what happens when the
+//! lock turns out to be lost. The [`keeper`](crate::keeper) decides when.
+//!
+//! The holder counts from when the last *confirmed* refresh was *sent*. A
+//! locker that confirmed it received it after that instant and expires the
+//! entry no sooner than `validity` later, so declaring the loss at
+//! `validity - safety_margin` after the send always comes first. dsync
+//! instead ignores lockers it cannot reach, so a partitioned holder never
+//! learns it lost the lock; here a silent locker simply does not confirm.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::quorum::{Answer, Tally};
+use crate::round::RoundState;
+
+/// How one refresh round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refreshed {
+    /// A quorum confirmed the lock.
+    Confirmed,
+    /// So many lockers answered "unknown uid" that no quorum can confirm it
+    /// any more: the lock is gone.
+    NotFound,
+    /// Too few confirmations, mostly for lack of answers; try again soon.
+    Unconfirmed,
+}
+
+/// Sends one refresh to every locker and waits until a quorum confirmed,
+/// enough said "not found" that none can, or every call ended.
+pub(crate) async fn refresh_round(state: Arc<RoundState>) -> Refreshed {
+    let n = state.coord.lockers.len();
+    let quorum = state.args.quorum;
+    let deadline = Instant::now() + state.coord.timeouts.refresh;
+    // A refresh that lands after the lock was released could re-create the
+    // entry on a restarted locker, so stragglers are dropped, not finished.
+    let mut calls = CallSet::dropping((0..n).map(|i| refresh_call(state.clone(), i, deadline)));
+    let mut tally = Tally::new(n, quorum);
+    poll_fn(|cx| {
+        calls.poll_all(cx, |_, answer| tally.record(answer));
+        if tally.granted() >= quorum {
+            Poll::Ready(Refreshed::Confirmed)
+        } else if tally.refused() > n - quorum {
+            Poll::Ready(Refreshed::NotFound)
+        } else if calls.running() == 0 {
+            Poll::Ready(Refreshed::Unconfirmed)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+fn refresh_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Answer> {
+    Box::pin(async move {
+        let locker = &state.coord.lockers[index];
+        let call = locker.refresh_mode(&state.args, state.mode);
+        match call_with_deadline(call, deadline, || locker.endpoint()).await {
+            Ok(true) => Answer::Granted,
+            Ok(false) => Answer::Refused,
+            Err(err) => {
+                tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "refresh failed");
+                Answer::Failed
+            }
+        }
+    })
+}
+
+/// Tells the holder, stops future releases from counting this lock, and
+/// removes whatever is left of it on the lockers.
+pub(crate) fn declare_lost(state: &Arc<RoundState>, lost: &CancellationToken, why: &str) {
+    tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, why, "lock lost");
+    lost.cancel();
+    state.begin_release();
+    tokio::spawn(force_release(state.clone()));
+}
+
+async fn force_release(state: Arc<RoundState>) {
+    let coord = &state.coord;
+    let deadline = Instant::now() + coord.timeouts.force_unlock;
+    let calls = coord.lockers.iter().map(|locker| {
+        let args = &state.args;
+        call_with_deadline(locker.force_unlock(args), deadline, || locker.endpoint())
+    });
+    futures::future::join_all(calls).await;
+}

@@ -1,0 +1,185 @@
+//! `TestCluster`: n in-process lock servers behind fault injectors.
+
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+
+use super::{CallKind, CallStats, FaultyLocker, Latency};
+use crate::{Error, LocalLocker, LockerConfig, NetLocker};
+
+/// An in-process cluster of `n` [`LocalLocker`]s named `node-0` …
+/// `node-{n-1}`, each behind its own [`FaultyLocker`].
+///
+/// Node `i`'s fault generator is seeded from the cluster seed, so one seed
+/// fixes every node's random faults. The fault methods take a list of node
+/// indices and change nothing when one of them is out of range.
+///
+/// ```
+/// use quorum_lock::Dsync;
+/// use quorum_lock::testing::TestCluster;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), quorum_lock::Error> {
+/// let cluster = TestCluster::new(5, 1);
+/// let ds = Dsync::new(cluster.net_lockers())?;
+/// cluster.crash(&[0, 1])?; // a minority is down: locks are still granted
+/// let guard = ds.rw_mutex(["a"])?.lock().await?;
+/// assert_eq!(cluster.total_entries(), 3);
+/// guard.unlock().await?;
+/// assert_eq!(cluster.total_entries(), 0);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct TestCluster {
+    nodes: Vec<Arc<FaultyLocker>>,
+    lockers: Vec<Arc<LocalLocker>>,
+}
+
+impl TestCluster {
+    /// `n` nodes with the default [`LockerConfig`].
+    pub fn new(n: usize, seed: u64) -> Self {
+        Self::with_config(n, seed, LockerConfig::default())
+    }
+
+    /// `n` nodes whose lockers use `config` (expiry and quarantine).
+    pub fn with_config(n: usize, seed: u64, config: LockerConfig) -> Self {
+        let mut seeds = SmallRng::seed_from_u64(seed);
+        let lockers: Vec<Arc<LocalLocker>> = (0..n)
+            .map(|i| Arc::new(LocalLocker::with_config(format!("node-{i}"), config)))
+            .collect();
+        let nodes = lockers
+            .iter()
+            .map(|l| Arc::new(FaultyLocker::local(l.clone(), seeds.random::<u64>())))
+            .collect();
+        TestCluster { nodes, lockers }
+    }
+
+    /// How many nodes there are.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the cluster has no node at all.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The fault injectors, one per node.
+    pub fn nodes(&self) -> &[Arc<FaultyLocker>] {
+        &self.nodes
+    }
+
+    /// The lock tables behind the injectors, to inspect with
+    /// [`LocalLocker::snapshot`] without going through the faults.
+    pub fn lockers(&self) -> &[Arc<LocalLocker>] {
+        &self.lockers
+    }
+
+    /// The injectors as lockers, to pass to [`Dsync::new`](crate::Dsync::new)
+    /// or [`Dsync::builder`](crate::Dsync::builder).
+    pub fn net_lockers(&self) -> Vec<Arc<dyn NetLocker>> {
+        self.nodes
+            .iter()
+            .map(|n| n.clone() as Arc<dyn NetLocker>)
+            .collect()
+    }
+
+    /// Live entries summed over every node's table. Zero once every lock
+    /// has been released everywhere.
+    pub fn total_entries(&self) -> usize {
+        self.lockers.iter().map(|l| l.snapshot().len()).sum()
+    }
+
+    /// [`FaultyLocker::stats`] summed over every node.
+    pub fn stats(&self, kind: CallKind) -> CallStats {
+        self.nodes
+            .iter()
+            .fold(CallStats::default(), |sum, n| sum + n.stats(kind))
+    }
+
+    /// The nodes at `indices`, or an error naming the first bad index.
+    fn select(&self, indices: &[usize]) -> Result<Vec<&FaultyLocker>, Error> {
+        indices
+            .iter()
+            .map(|&i| {
+                self.nodes.get(i).map(|n| &**n).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "node index {i} is out of range: the cluster has {} nodes",
+                        self.nodes.len()
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    fn each(&self, indices: &[usize], f: impl Fn(&FaultyLocker)) -> Result<(), Error> {
+        self.select(indices)?.into_iter().for_each(f);
+        Ok(())
+    }
+
+    /// Crashes the nodes at `indices` ([`FaultyLocker::crash`]).
+    pub fn crash(&self, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, FaultyLocker::crash)
+    }
+
+    /// Restarts the nodes at `indices`, wiping their tables and starting
+    /// their quarantine ([`FaultyLocker::restart`]).
+    pub fn restart(&self, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, FaultyLocker::restart)
+    }
+
+    /// Cuts the nodes at `indices` off from the client `owner`
+    /// ([`FaultyLocker::partition`]).
+    pub fn partition(&self, owner: &str, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, |n| n.partition(owner))
+    }
+
+    /// Heals the partition between `owner` and the nodes at `indices`.
+    pub fn heal_partition(&self, owner: &str, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, |n| {
+            n.heal_partition(owner);
+        })
+    }
+
+    /// Sets the latency of the nodes at `indices`.
+    pub fn set_latency(&self, latency: Latency, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, |n| n.set_latency(latency))
+    }
+
+    /// Makes the nodes at `indices` lose replies
+    /// ([`FaultyLocker::drop_replies`]).
+    pub fn drop_replies(
+        &self,
+        probability: f64,
+        applied: bool,
+        indices: &[usize],
+    ) -> Result<(), Error> {
+        let nodes = self.select(indices)?;
+        nodes
+            .iter()
+            .try_for_each(|n| n.drop_replies(probability, applied))
+    }
+
+    /// Makes the nodes at `indices` refuse every call, or stop refusing.
+    pub fn set_refuse(&self, on: bool, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, |n| n.set_refuse(on))
+    }
+
+    /// Makes the nodes at `indices` hang on every call, or stop hanging.
+    pub fn set_hang(&self, on: bool, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, |n| n.set_hang(on))
+    }
+
+    /// Clears every fault of the nodes at `indices`, restarting crashed
+    /// ones ([`FaultyLocker::heal`]).
+    pub fn heal(&self, indices: &[usize]) -> Result<(), Error> {
+        self.each(indices, FaultyLocker::heal)
+    }
+
+    /// Clears every fault on every node, restarting crashed ones.
+    pub fn heal_all(&self) {
+        self.nodes.iter().for_each(|n| n.heal());
+    }
+}

@@ -1,0 +1,224 @@
+//! Unit tests of the history checker.
+
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use tokio::time::{advance, Instant};
+
+use super::{EventKind, History};
+use crate::LockMode::{self, Read, Write};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `(millis, holder, Some((resources, mode)) for an acquisition, lost?)`.
+type Row<'a> = (u64, &'a str, Option<(&'a [&'a str], LockMode)>, bool);
+
+/// Builds a history from rows, recorded in order.
+fn history(rows: &[Row<'_>]) -> (History, Instant) {
+    let t0 = Instant::now();
+    let h = History::new();
+    for &(at, holder, acquired, lost) in rows {
+        let kind = match acquired {
+            Some((resources, mode)) => EventKind::Acquired {
+                resources: resources.iter().map(|r| r.to_string()).collect(),
+                mode,
+            },
+            None if lost => EventKind::LostSignalled,
+            None => EventKind::Released,
+        };
+        h.record_at(t0 + ms(at), holder, kind);
+    }
+    (h, t0)
+}
+
+fn acq<'a>(at: u64, who: &'a str, res: &'a [&'a str], mode: LockMode) -> Row<'a> {
+    (at, who, Some((res, mode)), false)
+}
+
+fn rel(at: u64, who: &str) -> Row<'_> {
+    (at, who, None, false)
+}
+
+fn lost(at: u64, who: &str) -> Row<'_> {
+    (at, who, None, true)
+}
+
+#[test]
+fn turns_readers_and_disjoint_resources_pass() {
+    let (h, _) = history(&[
+        acq(0, "w1", &["x"], Write),
+        rel(10, "w1"),
+        acq(10, "r1", &["x"], Read),
+        acq(12, "r2", &["x"], Read),
+        acq(13, "w2", &["y"], Write),
+        rel(20, "r1"),
+        rel(20, "r1"), // a second release changes nothing
+        rel(25, "r2"),
+        acq(30, "w3", &["x", "y"], Write),
+        rel(14, "w2"), // recorded late, ordered by time
+    ]);
+    assert_eq!(h.check(), Ok(()));
+    assert_eq!(h.len(), 10);
+}
+
+#[tokio::test(start_paused = true)]
+async fn overlapping_writers_are_reported_precisely() {
+    let h = History::new();
+    let t0 = Instant::now();
+    h.acquired("a", ["x", "y"], Write);
+    advance(ms(5)).await;
+    h.acquired("b", ["z", "y"], Write);
+    advance(ms(3)).await;
+    h.released("a");
+    h.released("b");
+    let v = h.check().unwrap_err();
+    assert_eq!(
+        (v.earlier.holder.as_str(), v.later.holder.as_str()),
+        ("a", "b")
+    );
+    assert_eq!((v.earlier.mode, v.later.mode), (Write, Write));
+    assert_eq!(v.resources, ["y"]);
+    assert_eq!((v.from, v.until), (t0 + ms(5), Some(t0 + ms(8))));
+    assert_eq!(v.earlier.ended, Some(t0 + ms(8)));
+    assert_eq!(v.origin, t0);
+    assert_eq!(
+        v.to_string(),
+        "conflicting holders of [\"y\"]: \"a\" (write, acquired at +0ns, released at +8ms) and \
+         \"b\" (write, acquired at +5ms, released at +8ms) both believed they held it from +5ms to +8ms"
+    );
+    let _: &dyn std::error::Error = &v;
+}
+
+#[test]
+fn a_writer_conflicts_with_readers_both_ways() {
+    let (h, t0) = history(&[acq(0, "r", &["x"], Read), acq(4, "w", &["x"], Write)]);
+    let v = h.check().unwrap_err();
+    assert_eq!((v.earlier.mode, v.later.mode, v.until), (Read, Write, None));
+    assert_eq!(v.from, t0 + ms(4));
+    assert!(v.to_string().ends_with(
+        "never released) both believed they held it from +4ms to the end of the history"
+    ));
+    let (h, _) = history(&[acq(0, "w", &["x"], Write), acq(4, "r", &["x"], Read)]);
+    assert_eq!(h.check().unwrap_err().later.holder, "r");
+}
+
+#[test]
+fn a_loss_signal_ends_the_belief_before_the_release() {
+    let (h, _) = history(&[
+        acq(0, "a", &["x"], Write),
+        lost(50, "a"),
+        acq(60, "b", &["x"], Write),
+        rel(70, "a"), // a unlocks late, but it knew since 50
+    ]);
+    assert_eq!(h.check(), Ok(()));
+    let (h, _) = history(&[
+        acq(0, "a", &["x"], Write),
+        acq(60, "b", &["x"], Write),
+        lost(70, "a"),
+    ]);
+    let v = h.check().unwrap_err();
+    assert!(v.earlier.lost && !v.later.lost);
+    assert!(v.to_string().contains("told it was lost at +70ms"), "{v}");
+}
+
+#[test]
+fn equal_instants_are_ordered_by_recording() {
+    let (h, _) = history(&[
+        acq(0, "a", &["x"], Write),
+        rel(5, "a"),
+        acq(5, "b", &["x"], Write),
+    ]);
+    assert_eq!(h.check(), Ok(()));
+    let (h, t0) = history(&[
+        acq(0, "a", &["x"], Write),
+        acq(5, "b", &["x"], Write),
+        rel(5, "a"),
+    ]);
+    let v = h.check().unwrap_err();
+    assert_eq!((v.from, v.until), (t0 + ms(5), Some(t0 + ms(5))));
+}
+
+#[test]
+fn a_holder_never_conflicts_with_itself_and_the_earliest_overlap_wins() {
+    let (h, _) = history(&[
+        acq(0, "a", &["x"], Write),
+        acq(1, "a", &["x"], Read),
+        rel(2, "a"),
+        acq(3, "b", &["x"], Write),
+        acq(9, "c", &["y"], Write),
+        acq(10, "d", &["y"], Write),
+        acq(11, "e", &["x"], Read),
+    ]);
+    let v = h.check().unwrap_err();
+    assert_eq!(
+        (v.earlier.holder.as_str(), v.later.holder.as_str()),
+        ("c", "d")
+    );
+}
+
+/// A random safe history of `ops` turns on four resources: readers share,
+/// writers wait for everyone, starts often coincide with ends (the tie
+/// rule), every holder is told of a loss and some also unlock late.
+fn random_history(seed: u64, ops: usize) -> (History, Instant) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let t0 = Instant::now();
+    let h = History::new();
+    let mut free_at = [0u64; 4];
+    let mut write_free_at = [0u64; 4];
+    for i in 0..ops {
+        let r = rng.random_range(0..4usize);
+        let mode = if rng.random_bool(0.3) { Write } else { Read };
+        let ready = if mode == Write {
+            free_at[r]
+        } else {
+            write_free_at[r]
+        };
+        let start = ready + rng.random_range(0..3);
+        let end = start + rng.random_range(1..10);
+        let who = format!("h{i}");
+        let resources = vec![format!("r{r}")];
+        h.record_at(
+            t0 + ms(start),
+            who.as_str(),
+            EventKind::Acquired { resources, mode },
+        );
+        h.record_at(t0 + ms(end), who.as_str(), EventKind::LostSignalled);
+        if rng.random_bool(0.2) {
+            h.record_at(t0 + ms(end + 50), who.as_str(), EventKind::Released);
+        }
+        free_at[r] = free_at[r].max(end);
+        if mode == Write {
+            write_free_at[r] = end;
+        }
+    }
+    (h, t0)
+}
+
+#[test]
+fn two_hundred_random_safe_histories_pass_and_an_intruder_fails() {
+    for seed in 0..200 {
+        let (h, t0) = random_history(seed, 1000);
+        assert!(h.len() >= 2000);
+        assert_eq!(h.check(), Ok(()), "seed {seed}");
+        let end = h.events().iter().map(|e| e.at).max().unwrap();
+        let resources = vec!["r0".to_string()];
+        h.record_at(
+            t0,
+            "intruder",
+            EventKind::Acquired {
+                resources,
+                mode: Write,
+            },
+        );
+        h.record_at(end, "intruder", EventKind::Released);
+        let v = h.check().unwrap_err();
+        assert!(
+            [&v.earlier.holder, &v.later.holder].contains(&&"intruder".to_string()),
+            "{v}"
+        );
+        assert_eq!(v.resources, ["r0"]);
+    }
+}
