@@ -96,7 +96,7 @@ impl Keeper {
             table.running = true;
             table.next_wake = None;
             handle.spawn(run(Arc::downgrade(coord), self.clone()));
-        } else if table.next_wake.is_none_or(|wake| next_refresh < wake) {
+        } else if table.next_wake.map_or(true, |wake| next_refresh < wake) {
             self.wake.notify_one();
         }
         LeaseKey { index, generation }

@@ -170,7 +170,13 @@ impl LocalLocker {
     /// ```
     pub fn restart(&self) {
         let now = Instant::now();
-        let end = self.nanos(now + self.config.quarantine).max(1);
+        // Set before the wipe: a grant checks the quarantine while holding
+        // its shard locks, so it either sees the quarantine or is wiped.
+        let end = if self.config.quarantine.is_zero() {
+            0
+        } else {
+            self.nanos(now + self.config.quarantine).max(1)
+        };
         self.quarantine_end.store(end, Ordering::SeqCst);
         self.shards.any_shard(|shard| {
             shard.wipe();
@@ -265,13 +271,13 @@ impl LocalLocker {
     }
 
     fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        if let Some(left) = self.quarantine_left(Instant::now()) {
-            return Err(Error::LockerUnavailable {
-                endpoint: self.endpoint.clone(),
-                reason: format!("restarted recently; refusing new grants for another {left:?}"),
-            });
-        }
         self.with_shards(args, |set, now| {
+            if let Some(left) = self.quarantine_left(now) {
+                return Err(Error::LockerUnavailable {
+                    endpoint: self.endpoint.clone(),
+                    reason: format!("restarted recently; refusing new grants for another {left:?}"),
+                });
+            }
             let admitted = args
                 .resources
                 .iter()
@@ -282,8 +288,8 @@ impl LocalLocker {
                     set.shard(pos).grant(r, args, mode, now, self.seq());
                 }
             }
-            admitted
-        })
+            Ok(admitted)
+        })?
     }
 
     /// Removes the entries of `args.uid` held in `mode` (any mode when

@@ -9,6 +9,8 @@ use tokio::time::{advance, Instant};
 use super::{EventKind, History};
 use crate::LockMode::{self, Read, Write};
 
+type Key = (Instant, u64);
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -221,4 +223,68 @@ fn two_hundred_random_safe_histories_pass_and_an_intruder_fails() {
         );
         assert_eq!(v.resources, ["r0"]);
     }
+}
+
+/// The first conflict by brute force over every pair of belief intervals:
+/// the key of the later acquisition, or `None`.
+fn brute_force_first(events: &[super::Event]) -> Option<Key> {
+    let mut sorted: Vec<&super::Event> = events.iter().collect();
+    sorted.sort_by_key(|e| (e.at, e.seq));
+    let mut spans = Vec::new();
+    for (i, e) in sorted.iter().enumerate() {
+        if let EventKind::Acquired { resources, mode } = &e.kind {
+            let end = sorted[i..]
+                .iter()
+                .find(|x| x.holder == e.holder && !matches!(x.kind, EventKind::Acquired { .. }))
+                .map(|x| (x.at, x.seq));
+            spans.push((e, resources, *mode, (e.at, e.seq), end));
+        }
+    }
+    let mut first = None;
+    for a in &spans {
+        for b in &spans {
+            let shared = a.1.iter().any(|r| b.1.contains(r));
+            let conflict = a.2 == Write || b.2 == Write;
+            let overlap = a.3 < b.3 && a.4.map_or(true, |end| end > b.3);
+            if a.0.holder != b.0.holder && shared && conflict && overlap {
+                first = Some(first.map_or(b.3, |f: Key| f.min(b.3)));
+            }
+        }
+    }
+    first
+}
+
+#[test]
+fn the_sweep_agrees_with_brute_force_on_random_unsafe_histories() {
+    let mut violations = 0;
+    for seed in 0..300 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let t0 = Instant::now();
+        let h = History::new();
+        for _ in 0..20 {
+            let who = format!("h{}", rng.random_range(0..8));
+            let at = t0 + ms(rng.random_range(0..40));
+            let kind = match rng.random_range(0..6) {
+                0 | 1 => {
+                    let n = rng.random_range(1..3);
+                    let resources = (0..n)
+                        .map(|_| format!("r{}", rng.random_range(0..6)))
+                        .collect();
+                    let mode = if rng.random_bool(0.3) { Write } else { Read };
+                    EventKind::Acquired { resources, mode }
+                }
+                2 => EventKind::LostSignalled,
+                _ => EventKind::Released,
+            };
+            h.record_at(at, who, kind);
+        }
+        let expected = brute_force_first(&h.events());
+        let got = h.check().err().map(|v| (v.later.acquired, v.later.seq));
+        assert_eq!(got, expected, "seed {seed}");
+        violations += usize::from(got.is_some());
+    }
+    assert!(
+        (30..270).contains(&violations),
+        "{violations} of 300 unsafe"
+    );
 }

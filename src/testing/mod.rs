@@ -78,8 +78,11 @@
 
 mod cluster;
 mod faults;
+mod forward;
 mod history;
+mod plan;
 mod stats;
+mod sweep;
 mod violation;
 
 #[cfg(test)]
@@ -90,7 +93,8 @@ mod fault_tests;
 mod history_tests;
 
 pub use cluster::TestCluster;
-pub use faults::{FaultyLocker, Latency};
+pub use faults::FaultyLocker;
 pub use history::{Event, EventKind, History};
+pub use plan::Latency;
 pub use stats::{CallKind, CallStats};
 pub use violation::{Holding, Violation};

@@ -18,6 +18,9 @@ pub struct Holding {
     pub mode: LockMode,
     /// When it was granted.
     pub acquired: Instant,
+    /// The [`seq`](super::Event::seq) of the event that recorded the grant,
+    /// which tells apart grants of one holder at one instant.
+    pub seq: u64,
     /// When it stopped believing it held the lock; `None` if it still did at
     /// the end of the history.
     pub ended: Option<Instant>,

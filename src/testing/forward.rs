@@ -1,0 +1,123 @@
+//! How a call goes through a `FaultyLocker`: decided when it starts, then
+//! delayed, lost, silenced by a crash, or forwarded.
+
+use std::future::{pending, Future};
+use std::pin::Pin;
+
+use async_trait::async_trait;
+
+use super::plan::Plan;
+use super::{CallKind, FaultyLocker};
+use crate::{Error, LockArgs, LockMode, NetLocker};
+
+type Reply<'a> = Pin<Box<dyn Future<Output = Result<bool, Error>> + Send + 'a>>;
+
+impl FaultyLocker {
+    /// Never answers, like a request or reply lost on the network.
+    async fn silence(&self, kind: CallKind, why: &'static str) -> Result<bool, Error> {
+        self.counters.faulted(kind);
+        tracing::trace!(locker = %self.inner.endpoint(), ?kind, why, "injected: no reply");
+        pending().await
+    }
+
+    async fn call<'a>(
+        &'a self,
+        kind: CallKind,
+        args: &LockArgs,
+        forward: impl FnOnce() -> Reply<'a> + Send,
+    ) -> Result<bool, Error> {
+        self.counters.seen(kind);
+        let plan = self.state().plan(&args.owner);
+        let (delay, drop, incarnation) = match plan {
+            Plan::Hang(why) => return self.silence(kind, why).await,
+            Plan::Refuse => {
+                self.counters.faulted(kind);
+                return Err(Error::LockerUnavailable {
+                    endpoint: self.inner.endpoint(),
+                    reason: "connection refused (injected fault)".into(),
+                });
+            }
+            Plan::Forward {
+                delay,
+                drop,
+                incarnation,
+            } => (delay, drop, incarnation),
+        };
+        if drop == Some(false) {
+            return self.silence(kind, "request lost").await;
+        }
+        if let Some(delay) = delay {
+            self.counters.delayed(kind);
+            tokio::time::sleep(delay).await;
+            if !self.state().alive(incarnation) {
+                return self.silence(kind, "crashed during latency").await;
+            }
+        }
+        let reply = forward().await;
+        // A generic inner locker may await: if the node died meanwhile, the
+        // request may have been applied but no reply leaves a dead host.
+        if !self.state().alive(incarnation) {
+            return self.silence(kind, "crashed before replying").await;
+        }
+        if drop == Some(true) {
+            return self.silence(kind, "reply lost").await;
+        }
+        reply
+    }
+}
+
+#[async_trait]
+impl NetLocker for FaultyLocker {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::Lock, args, || self.inner.lock(args))
+            .await
+    }
+
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::RLock, args, || self.inner.rlock(args))
+            .await
+    }
+
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::Unlock, args, || self.inner.unlock(args))
+            .await
+    }
+
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::RUnlock, args, || self.inner.runlock(args))
+            .await
+    }
+
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::Refresh, args, || self.inner.refresh(args))
+            .await
+    }
+
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        // Forwarded as is: the default method would drop the mode and with
+        // it a restarted locker's re-grant.
+        self.call(CallKind::Refresh, args, || {
+            self.inner.refresh_mode(args, mode)
+        })
+        .await
+    }
+
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call(CallKind::ForceUnlock, args, || {
+            self.inner.force_unlock(args)
+        })
+        .await
+    }
+
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+
+    fn is_online(&self) -> bool {
+        !self.is_down() && self.inner.is_online()
+    }
+
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+}
