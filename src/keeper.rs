@@ -219,7 +219,15 @@ struct Running(Arc<Keeper>);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.0.table().running = false;
+        let mut table = self.0.table();
+        table.running = false;
+        // The refresh rounds died with this task; let the next keeper start
+        // new ones instead of waiting for these.
+        for (_, leased) in table.slots.iter_mut() {
+            if let Some(leased) = leased {
+                leased.in_flight = None;
+            }
+        }
     }
 }
 
