@@ -34,7 +34,17 @@ impl Held {
 
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
-        release_confirmed(self.state.clone(), self.handle.clone()).await
+        let release = release_confirmed(self.state.clone(), self.handle.clone());
+        if Handle::try_current().is_ok() {
+            return release.await;
+        }
+        // Polled outside a runtime (another executor, a plain thread): the
+        // release needs tokio's timers, so run it on the runtime that
+        // acquired the lock and wait for it from here.
+        match self.handle.spawn(release).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::NoRuntime),
+        }
     }
 
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
