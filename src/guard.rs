@@ -45,10 +45,20 @@ impl Held {
         self.released = true;
         self.state.coord.keeper.remove(self.lease);
         if self.lost.is_cancelled() {
-            // The keep-alive task already removed the entries.
+            // The keeper already removed the entries.
             return Err(Error::LockLost);
         }
-        release_confirmed(self.state.clone(), self.handle.clone()).await
+        let release = release_confirmed(self.state.clone(), self.handle.clone());
+        if Handle::try_current().is_ok() {
+            return release.await;
+        }
+        // Polled outside a runtime (another executor, a plain thread): the
+        // release needs tokio's timers, so run it on the runtime that
+        // acquired the lock and wait for it from here.
+        match self.handle.spawn(release).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::NoRuntime),
+        }
     }
 
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static {

@@ -123,11 +123,14 @@ impl Tally {
         Some(self.failure())
     }
 
-    /// Why the round failed, treating every still-pending locker as failed.
+    /// Why the round failed. It is a conflict when the refusals alone rule
+    /// out a quorum, or when enough lockers answered that only refusals can
+    /// explain the failure; otherwise too few answered. Lockers still pending
+    /// when the round is decided early count as neither.
     pub(crate) fn failure(&self) -> Verdict {
         if self.granted >= self.quorum {
             Verdict::Granted
-        } else if self.answered() >= self.quorum {
+        } else if self.refused > self.lockers - self.quorum || self.answered() >= self.quorum {
             Verdict::Conflict
         } else {
             Verdict::Unavailable
@@ -228,5 +231,16 @@ mod tests {
         assert_eq!(t.failure(), Verdict::Unavailable);
         t.record(Answer::Refused);
         assert_eq!(t.failure(), Verdict::Conflict);
+
+        // Even n: two refusals out of four already rule out a write quorum of
+        // three, whatever the two slow lockers would say.
+        let mut t = Tally::new(4, 3);
+        t.record(Answer::Refused);
+        t.record(Answer::Refused);
+        assert_eq!(t.verdict(), Some(Verdict::Conflict));
+        let mut t = Tally::new(4, 3);
+        t.record(Answer::Refused);
+        t.record(Answer::Failed);
+        assert_eq!(t.verdict(), Some(Verdict::Unavailable));
     }
 }

@@ -1,0 +1,272 @@
+//! Helpers shared by the integration tests: in-memory clusters, a fault
+//! injecting `NetLocker` wrapper and a leak check.
+
+// Every test binary compiles this module but uses a different part of it.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, LockInfo, NetLocker};
+
+/// Cluster sizes every behaviour is checked against: the degenerate single
+/// node, the even sizes where read and write quorums differ, and a large one.
+pub const SIZES: [usize; 6] = [1, 2, 3, 4, 5, 16];
+
+/// Longer than anything a background release can still be doing: the retry
+/// window (`Timeouts::release_retry`, 30 s) plus one unlock deadline (5 s)
+/// plus the longest injected delay.
+pub const SETTLE: Duration = Duration::from_secs(60);
+
+pub fn nodes(n: usize) -> Vec<Arc<LocalLocker>> {
+    (0..n)
+        .map(|i| Arc::new(LocalLocker::named(format!("node-{i}"))))
+        .collect()
+}
+
+pub fn as_lockers<L: NetLocker + 'static>(lockers: &[Arc<L>]) -> Vec<Arc<dyn NetLocker>> {
+    lockers
+        .iter()
+        .map(|l| l.clone() as Arc<dyn NetLocker>)
+        .collect()
+}
+
+/// A coordinator over `lockers` whose backoff jitter replays from `seed`.
+pub fn client(lockers: Vec<Arc<dyn NetLocker>>, seed: u64) -> Dsync {
+    Dsync::builder(lockers)
+        .owner("test-client")
+        .rng_seed(seed)
+        .build()
+        .expect("valid coordinator")
+}
+
+/// `n` healthy in-memory nodes behind a coordinator with default settings.
+pub fn cluster(n: usize) -> (Dsync, Vec<Arc<LocalLocker>>) {
+    let nodes = nodes(n);
+    let ds = Dsync::new(as_lockers(&nodes)).expect("valid coordinator");
+    (ds, nodes)
+}
+
+/// Like [`cluster`], with reproducible backoff jitter.
+pub fn cluster_seeded(n: usize, seed: u64) -> (Dsync, Vec<Arc<LocalLocker>>) {
+    let nodes = nodes(n);
+    (client(as_lockers(&nodes), seed), nodes)
+}
+
+/// `n` nodes, each reached through its own [`FaultyLocker`].
+pub struct FaultyCluster {
+    pub ds: Dsync,
+    pub nodes: Vec<Arc<LocalLocker>>,
+    pub faults: Vec<Arc<FaultyLocker>>,
+}
+
+pub fn faulty_cluster(n: usize, seed: u64) -> FaultyCluster {
+    let nodes = nodes(n);
+    let faults: Vec<_> = nodes
+        .iter()
+        .map(|node| FaultyLocker::wrap(node.clone()))
+        .collect();
+    FaultyCluster {
+        ds: client(as_lockers(&faults), seed),
+        nodes,
+        faults,
+    }
+}
+
+impl FaultyCluster {
+    /// Switches the first `count` lockers to `behaviour`.
+    pub fn set_first(&self, count: usize, behaviour: Behaviour) {
+        for fault in &self.faults[..count] {
+            fault.set(behaviour);
+        }
+    }
+
+    pub fn heal(&self) {
+        self.set_first(self.faults.len(), Behaviour::Healthy);
+    }
+}
+
+/// What a [`FaultyLocker`] does with the calls it receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Forwards every call.
+    Healthy,
+    /// Answers every call with `Error::LockerUnavailable`, like a dead server.
+    Fail,
+    /// Never answers, like a partitioned server.
+    Hang,
+    /// Refuses `lock`/`rlock` without asking the inner locker, like a server
+    /// where someone else holds the lock; forwards everything else.
+    Refuse,
+    /// Waits, then forwards, like a slow network. A caller that gives up
+    /// during the wait drops the call, so it never reaches the inner locker.
+    Delay(Duration),
+    /// Forwards at once, then waits before answering, like a slow reply: the
+    /// inner locker has acted even if the caller gives up on the answer.
+    SlowReply(Duration),
+}
+
+/// Wraps any `NetLocker` and misbehaves on demand; the behaviour can be
+/// switched while calls are in flight (each call reads it once, on arrival).
+pub struct FaultyLocker {
+    inner: Arc<dyn NetLocker>,
+    behaviour: Mutex<Behaviour>,
+    grants: AtomicUsize,
+}
+
+impl FaultyLocker {
+    pub fn wrap(inner: Arc<dyn NetLocker>) -> Arc<Self> {
+        Arc::new(FaultyLocker {
+            inner,
+            behaviour: Mutex::new(Behaviour::Healthy),
+            grants: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn set(&self, behaviour: Behaviour) {
+        *self
+            .behaviour
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = behaviour;
+    }
+
+    pub fn behaviour(&self) -> Behaviour {
+        *self
+            .behaviour
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many `lock`/`rlock` calls the inner locker granted so far; lets a
+    /// test prove that a grant really happened before checking it was undone.
+    pub fn grants(&self) -> usize {
+        self.grants.load(Ordering::SeqCst)
+    }
+
+    async fn forward(
+        &self,
+        acquire: bool,
+        call: impl Future<Output = Result<bool, Error>>,
+    ) -> Result<bool, Error> {
+        let call = async {
+            let out = call.await;
+            if acquire && out == Ok(true) {
+                self.grants.fetch_add(1, Ordering::SeqCst);
+            }
+            out
+        };
+        match self.behaviour() {
+            Behaviour::Healthy => call.await,
+            Behaviour::Fail => Err(Error::LockerUnavailable {
+                endpoint: self.endpoint(),
+                reason: "injected failure".into(),
+            }),
+            Behaviour::Hang => std::future::pending().await,
+            Behaviour::Refuse if acquire => Ok(false),
+            Behaviour::Refuse => call.await,
+            Behaviour::Delay(wait) => {
+                tokio::time::sleep(wait).await;
+                call.await
+            }
+            Behaviour::SlowReply(wait) => {
+                let out = call.await;
+                tokio::time::sleep(wait).await;
+                out
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl NetLocker for FaultyLocker {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(true, self.inner.lock(args)).await
+    }
+
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(true, self.inner.rlock(args)).await
+    }
+
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(false, self.inner.unlock(args)).await
+    }
+
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(false, self.inner.runlock(args)).await
+    }
+
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(false, self.inner.refresh(args)).await
+    }
+
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.forward(false, self.inner.force_unlock(args)).await
+    }
+
+    fn endpoint(&self) -> String {
+        format!("faulty({})", self.inner.endpoint())
+    }
+
+    fn is_online(&self) -> bool {
+        !matches!(self.behaviour(), Behaviour::Fail | Behaviour::Hang) && self.inner.is_online()
+    }
+
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+}
+
+/// Every entry on every node, labelled with the node's index.
+pub fn leftovers(nodes: &[Arc<LocalLocker>]) -> Vec<(usize, LockInfo)> {
+    nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, node)| node.snapshot().into_iter().map(move |e| (i, e)))
+        .collect()
+}
+
+/// How many nodes hold an entry for `uid`.
+pub fn holders_of(nodes: &[Arc<LocalLocker>], uid: &str) -> usize {
+    nodes
+        .iter()
+        .filter(|node| node.snapshot().iter().any(|e| e.uid == uid))
+        .count()
+}
+
+/// Lets every background release finish (in virtual time), then checks that
+/// no node holds anything. `context` should name the case and seed.
+pub async fn assert_no_leaks(nodes: &[Arc<LocalLocker>], context: &str) {
+    tokio::time::sleep(SETTLE).await;
+    let left = leftovers(nodes);
+    assert!(
+        left.is_empty(),
+        "{context}: {} entries leaked after settling: {left:#?}",
+        left.len()
+    );
+}
+
+/// Arguments for calling a locker directly, as a remote client would.
+pub fn args(uid: &str, resources: &[&str]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: resources.iter().map(|r| r.to_string()).collect(),
+        owner: "direct".into(),
+        source: "tests".into(),
+        quorum: 1,
+    }
+}
+
+/// Lockers a write may lose and still be granted, and one more than that.
+pub fn write_faults(ds: &Dsync) -> (usize, usize) {
+    let n = ds.lockers().len();
+    (n - ds.write_quorum(), n - ds.write_quorum() + 1)
+}
+
+/// Lockers a read may lose and still be granted, and one more than that.
+pub fn read_faults(ds: &Dsync) -> (usize, usize) {
+    let n = ds.lockers().len();
+    (n - ds.read_quorum(), n - ds.read_quorum() + 1)
+}
