@@ -72,12 +72,21 @@ fn refresh_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call
 }
 
 /// Tells the holder, stops future releases from counting this lock, and
-/// removes whatever is left of it on the lockers.
+/// removes whatever is left of it on the lockers once the safety margin
+/// has passed.
 pub(crate) fn declare_lost(state: &Arc<RoundState>, lost: &CancellationToken, why: &str) {
     tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, why, "lock lost");
     lost.cancel();
     state.begin_release();
-    tokio::spawn(force_release(state.clone()));
+    // The entries are removed only after the safety margin, as expiry would:
+    // freeing them at once would let another client in (a reader, when the
+    // holder still reaches half of an even cluster) before the holder has
+    // had the margin to stop the work the lock protects.
+    let state = state.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(state.coord.lease.safety_margin).await;
+        force_release(state).await;
+    });
 }
 
 async fn force_release(state: Arc<RoundState>) {

@@ -10,14 +10,15 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::fanout::{call_with_deadline, Call, CallSet};
-use crate::round::RoundState;
+use crate::round::{RoundState, Target};
 use crate::{Error, LockMode};
 
-/// Unlocks locker `index`, retrying failures with backoff until
-/// `timeouts.release_retry` has passed. Returns whether the locker confirmed
+/// Unlocks `target`, retrying failures with backoff until
+/// `timeouts.release_retry` has passed if it granted; once otherwise. Returns whether the locker confirmed
 /// that it no longer holds the entry: both "released" and "did not hold it"
 /// count, which is what makes unlock idempotent.
-pub(crate) async fn release_one(state: &RoundState, index: usize) -> bool {
+pub(crate) async fn release_one(state: &RoundState, target: Target) -> bool {
+    let index = target.index;
     let coord = &state.coord;
     let locker = &coord.lockers[index];
     let give_up = Instant::now() + coord.timeouts.release_retry;
@@ -33,6 +34,11 @@ pub(crate) async fn release_one(state: &RoundState, index: usize) -> bool {
             Err(err) => err,
         };
         let wait = coord.backoff(attempt);
+        if !target.granted {
+            tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
+                "unlock of an unconfirmed grant failed; leaving it to the server");
+            return false;
+        }
         if !err.is_retryable() || Instant::now() + wait >= give_up {
             tracing::warn!(
                 uid = %state.args.uid,
@@ -50,13 +56,15 @@ pub(crate) async fn release_one(state: &RoundState, index: usize) -> bool {
 }
 
 /// Releases `targets` and waits for all of them; meant to be spawned.
-pub(crate) async fn release_all(state: Arc<RoundState>, targets: Vec<usize>) {
-    let calls = targets.into_iter().map(|index| release_one(&state, index));
+pub(crate) async fn release_all(state: Arc<RoundState>, targets: Vec<Target>) {
+    let calls = targets
+        .into_iter()
+        .map(|target| release_one(&state, target));
     futures::future::join_all(calls).await;
 }
 
-fn release_call(state: Arc<RoundState>, index: usize) -> Call<bool> {
-    Box::pin(async move { release_one(&state, index).await })
+fn release_call(state: Arc<RoundState>, target: Target) -> Call<bool> {
+    Box::pin(async move { release_one(&state, target).await })
 }
 
 /// Releases the acquisition and waits, at most `timeouts.unlock`, until a

@@ -40,10 +40,20 @@ struct Slots {
     released: bool,
 }
 
+/// A locker to unlock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target {
+    pub(crate) index: usize,
+    /// Whether it granted. A locker that failed may or may not hold the
+    /// entry: it gets one unlock, not retries, since lock servers refuse a
+    /// lock that arrives after its release and expire what remains.
+    pub(crate) granted: bool,
+}
+
 /// Who to unlock when an acquisition ends.
 pub(crate) struct ReleasePlan {
     /// Lockers that granted, or failed in a way that may hide a grant.
-    pub(crate) targets: Vec<usize>,
+    pub(crate) targets: Vec<Target>,
     /// Lockers that refused: they never held this uid.
     pub(crate) refused: usize,
 }
@@ -81,7 +91,10 @@ impl RoundState {
         for (index, answer) in slots.answers.iter().enumerate() {
             match answer {
                 Some(Answer::Refused) => plan.refused += 1,
-                Some(Answer::Granted | Answer::Failed) => plan.targets.push(index),
+                Some(answer @ (Answer::Granted | Answer::Failed)) => plan.targets.push(Target {
+                    index,
+                    granted: *answer == Answer::Granted,
+                }),
                 None => {}
             }
         }
@@ -119,8 +132,10 @@ fn lock_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Re
         if let Err(err) = &result {
             tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "lock call failed");
         }
-        if state.record(index, classify(&result)) {
-            release_one(&state, index).await;
+        let answer = classify(&result);
+        if state.record(index, answer) {
+            let granted = answer == Answer::Granted;
+            release_one(&state, Target { index, granted }).await;
         }
         result
     })

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::plan::Plan;
 use super::{CallKind, FaultyLocker};
-use crate::{Error, LockArgs, LockMode, NetLocker};
+use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
 type Reply<'a> = Pin<Box<dyn Future<Output = Result<bool, Error>> + Send + 'a>>;
 
@@ -107,6 +107,18 @@ impl NetLocker for FaultyLocker {
             self.inner.force_unlock(args)
         })
         .await
+    }
+
+    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
+        // Listing is an operator's call outside the lock protocol; only a
+        // node that is down fails it.
+        if self.is_down() {
+            return Err(Error::LockerUnavailable {
+                endpoint: self.inner.endpoint(),
+                reason: "the node is down (injected fault)".into(),
+            });
+        }
+        self.inner.locks().await
     }
 
     fn endpoint(&self) -> String {
