@@ -58,7 +58,11 @@ async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>) {
         let mut next = frame;
         loop {
             let response = match next {
-                None => return,
+                None => {
+                    // The client stopped sending; it may still read replies.
+                    let _ = SinkExt::<Bytes>::flush(&mut conn).await;
+                    return;
+                }
                 Some(Ok(frame)) => session.handle(&frame).await,
                 Some(Err(err)) => Err(format!("bad frame: {err}")),
             };
