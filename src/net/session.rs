@@ -101,7 +101,10 @@ async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), (
 }
 
 async fn handshake(conn: &mut Conn, peer: SocketAddr, server: &ServerState) -> Option<Role> {
-    let first = tokio::time::timeout(server.config.handshake_timeout, conn.next()).await;
+    let first = tokio::select! {
+        first = tokio::time::timeout(server.config.handshake_timeout, conn.next()) => first,
+        () = server.shutdown.cancelled() => return None,
+    };
     let hello: Result<Hello, String> = match first {
         Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| e.to_string()),
         Ok(Some(Err(err))) => Err(format!("bad frame: {err}")),

@@ -180,6 +180,13 @@ impl Reply {
                 kind: ErrorKind::InvalidArgument,
                 message,
             } => Err(Error::InvalidArgument(format!("{endpoint}: {message}"))),
+            Reply::Error {
+                kind: ErrorKind::Forbidden,
+                message,
+            } => Err(Error::Unauthorized {
+                endpoint: endpoint.to_owned(),
+                reason: message,
+            }),
             Reply::Error { kind, message } => Err(Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),
                 reason: format!("{kind:?}: {message}"),

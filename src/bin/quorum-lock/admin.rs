@@ -48,26 +48,20 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     }
 }
 
-/// `Dsync` counts a server that refuses an admin call like one that is
-/// down. Ask each server directly, so that a client token used where the
-/// admin token is needed gets exit 77 and says so, not "quorum unavailable".
+/// Names the unreachable servers when too few answered; other errors
+/// (such as a token that is not the admin token) speak for themselves.
 async fn diagnose(cluster: &Cluster, err: Error, what: &str) -> Failure {
     if !matches!(err, Error::QuorumUnavailable { .. }) {
-        return Failure::from(err);
-    }
-    for locker in cluster.lockers.iter().filter(|l| l.is_online()) {
-        if let Err(Error::LockerUnavailable { endpoint, reason }) = locker.locks().await {
-            // The server's "forbidden" reply reaches us only as this text.
-            if reason.starts_with("Forbidden") {
-                return Failure::new(
-                    AUTH,
-                    format!(
-                        "lock server {endpoint} refused to {what}: that needs the admin token; \
-                         pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
-                    ),
-                );
-            }
-        }
+        return match err {
+            Error::Unauthorized { endpoint, reason } => Failure::new(
+                AUTH,
+                format!(
+                    "lock server {endpoint} refused to {what}: {reason}; \
+                     pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
+                ),
+            ),
+            err => Failure::from(err),
+        };
     }
     let down = cluster.down();
     let mut message = format!("cannot {what}: {err}");

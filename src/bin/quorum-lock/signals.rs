@@ -72,28 +72,22 @@ impl Signals {
 
 #[cfg(unix)]
 pub mod sys {
-    //! The one libc call std does not wrap. Declared here rather than adding
-    //! a libc dependency; the signature and numbers are POSIX and the same
-    //! on Linux and the BSDs.
+    //! Signals to processes and process groups, which std does not offer.
 
-    pub const SIGINT: i32 = 2;
-    pub const SIGKILL: i32 = 9;
-    pub const SIGTERM: i32 = 15;
-
-    extern "C" {
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
+    pub const SIGINT: i32 = libc::SIGINT;
+    pub const SIGKILL: i32 = libc::SIGKILL;
+    pub const SIGTERM: i32 = libc::SIGTERM;
 
     /// Sends `sig` to process `pid`, or to process group `-pid` when `pid`
     /// is negative. A target that is already gone is not an error.
     pub fn send(pid: i32, sig: i32) -> std::io::Result<()> {
         // SAFETY: kill(2) takes two integers and touches no memory of ours.
-        if unsafe { kill(pid, sig) } == 0 {
+        if unsafe { libc::kill(pid, sig) } == 0 {
             return Ok(());
         }
         let err = std::io::Error::last_os_error();
-        // ESRCH: no such process (group), i.e. it already exited.
-        if err.raw_os_error() == Some(3) {
+        if err.raw_os_error() == Some(libc::ESRCH) {
+            // The process (group) already exited.
             Ok(())
         } else {
             Err(err)
