@@ -149,6 +149,12 @@ pub struct ServerArgs {
     /// How long a new connection has to authenticate before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub handshake_timeout: Duration,
+    /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// The servers and credentials every client subcommand needs.
@@ -184,6 +190,17 @@ pub struct ClientArgs {
     /// Longest wait for each server's connection and handshake.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,
+    /// Connect with TLS, trusting the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// The name the servers' certificates must carry (default: localhost).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "localhost",
+        requires = "tls_ca"
+    )]
+    pub tls_server_name: String,
 }
 
 /// Flags of `run`.

@@ -120,6 +120,13 @@ impl Cluster {
         let token = client_token(args, admin)?;
         let mut config = RemoteConfig::new(token);
         config.connect_timeout = args.connect_timeout;
+        if let Some(ca) = &args.tls_ca {
+            let pem = std::fs::read(ca)
+                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
+            let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            config.tls = Some(tls);
+        }
         // A `run` may hold its lock for hours: pick a restarted server up
         // within a second, so the quorum is whole again quickly.
         config.reconnect.max = Duration::from_secs(1);

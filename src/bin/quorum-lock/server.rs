@@ -34,6 +34,15 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         config = config.admin_token(admin);
     }
     config.handshake_timeout = args.handshake_timeout;
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path)
+                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
+        };
+        let tls = quorum_lock::net::ServerTls::from_pem(&read(cert)?, &read(key)?)
+            .map_err(|e| Failure::usage(e.to_string()))?;
+        config = config.tls(tls);
+    }
 
     // Handlers first: a SIGTERM that arrives while binding must still shut
     // us down cleanly rather than kill the process mid-way.
