@@ -38,7 +38,9 @@ impl Dsync {
     ///
     /// Lockers that cannot be reached or cannot list are skipped, so the
     /// result can undercount; it fails with [`Error::QuorumUnavailable`]
-    /// when fewer than a write quorum answered.
+    /// when fewer than a write quorum answered, or with the permanent error
+    /// (such as [`Error::Unauthorized`] for a non-admin token) that kept
+    /// them from answering.
     ///
     /// # Cancel safety
     ///
@@ -67,9 +69,17 @@ impl Dsync {
         )
         .await;
         let mut answered = 0;
+        let mut permanent = None;
         let mut merged: BTreeMap<(String, String), ClusterLock> = BTreeMap::new();
         for listing in listings {
-            let Ok(Ok(entries)) = listing else { continue };
+            let entries = match listing {
+                Ok(Ok(entries)) => entries,
+                Ok(Err(err)) if !err.is_retryable() => {
+                    permanent.get_or_insert(err);
+                    continue;
+                }
+                _ => continue,
+            };
             answered += 1;
             for e in entries {
                 let age = e.age();
@@ -92,6 +102,10 @@ impl Dsync {
         }
         let quorum = write_quorum(lockers.len());
         if answered < quorum {
+            // A refused credential explains the failure better than a count.
+            if let Some(err) = permanent {
+                return Err(err);
+            }
             return Err(Error::QuorumUnavailable {
                 answered,
                 quorum,
@@ -155,6 +169,12 @@ impl Dsync {
         .await;
         let answered = results.iter().filter(|r| r.is_ok()).count();
         if answered < args.quorum {
+            if let Some(Err(err)) = results
+                .into_iter()
+                .find(|r| matches!(r, Err(e) if !e.is_retryable()))
+            {
+                return Err(err);
+            }
             return Err(Error::QuorumUnavailable {
                 answered,
                 quorum: args.quorum,

@@ -93,6 +93,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A lock server refused the connection's credentials. Check the token
+    /// (and, for admin operations, that it is the admin token).
+    #[error("lock server {endpoint} rejected the connection: {reason}; check the token")]
+    Unauthorized {
+        /// The server that refused.
+        endpoint: String,
+        /// What it said.
+        reason: String,
+    },
+
     /// The operation needs a tokio runtime (for timers and background release)
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]
@@ -111,7 +121,10 @@ impl Error {
     /// assert!(!Error::InvalidArgument("empty name".into()).is_retryable());
     /// ```
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, Error::InvalidArgument(_) | Error::NoRuntime)
+        !matches!(
+            self,
+            Error::InvalidArgument(_) | Error::NoRuntime | Error::Unauthorized { .. }
+        )
     }
 
     pub(crate) fn invalid(reason: impl Into<String>) -> Self {

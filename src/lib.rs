@@ -73,6 +73,8 @@ mod keeper;
 mod local;
 mod locker;
 mod mutex;
+#[cfg(feature = "net")]
+pub mod net;
 pub mod quorum;
 mod refresh;
 mod release;

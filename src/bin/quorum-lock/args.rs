@@ -1,0 +1,268 @@
+//! The command line, declared with clap's derive API. Every flag carries its
+//! help text here, so `--help` is the reference for operators.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Distributed read/write locks granted by a quorum of lock servers.
+///
+/// Start one `server` per node, then take locks with `run`, inspect them with
+/// `locks` and break stuck ones with `force-unlock`. A write lock needs
+/// ⌊n/2⌋+1 of the n servers, a read lock ⌈n/2⌉.
+#[derive(Debug, Parser)]
+#[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
+#[command(after_help = "Run 'quorum-lock help <COMMAND>' for the flags and examples of a command.")]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve a lock table on one node until SIGTERM or Ctrl-C.
+    #[command(after_help = SERVER_EXAMPLES)]
+    Server(ServerArgs),
+    /// Run a command while holding a lock, like flock(1) across machines.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// List the locks held on the servers (needs the admin token).
+    #[command(after_help = LOCKS_EXAMPLES)]
+    Locks(LocksArgs),
+    /// Drop every lock on the given names, whoever holds it (needs the admin token).
+    #[command(after_help = FORCE_EXAMPLES)]
+    ForceUnlock(ForceUnlockArgs),
+}
+
+/// Shown after the command list of `quorum-lock --help`. The exit codes
+/// are the constants in `fail.rs`.
+const TOP_HELP: &str = "\
+Quick start, three nodes on one host:
+  echo s3cret > token; echo adm1n > admin-token
+  for port in 7001 7002 7003; do
+    quorum-lock server --listen 127.0.0.1:$port --token-file token \\
+        --admin-token-file admin-token --no-quarantine &
+  done
+  export QUORUM_LOCK_NODES=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+  quorum-lock run --token-file token backup -- ./backup.sh
+  quorum-lock locks --admin-token-file admin-token
+
+Exit codes:
+  0        success (run: the command exited with 0)
+  1        other failure, e.g. the server cannot listen on its address
+  2        bad usage: flags, durations, addresses, missing or empty token
+  69       servers unreachable or too few answered for a quorum
+  75       run: the lock was lost while the command ran (the command was
+           stopped), or --timeout passed before the lock was granted
+  77       a server rejected the token, or it is not the admin token
+  126/127  run: the command cannot be executed / was not found
+  128+N    run: stopped by signal N (e.g. 130 after Ctrl-C)
+  other    run: the command's own exit code
+
+Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
+QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE stand in for the flags;
+RUST_LOG sets the log filter (server default: info; clients: off).";
+
+const SERVER_EXAMPLES: &str = "\
+Examples:
+  # first start of a brand-new cluster: grant at once
+  quorum-lock server --listen 10.0.0.1:7070 --token-file /etc/qlock/token \\
+      --admin-token-file /etc/qlock/admin-token --no-quarantine
+  # any later (re)start: refuse new grants for one validity period
+  QUORUM_LOCK_TOKEN=s3cret quorum-lock server --listen 127.0.0.1:0
+
+Prints exactly one line, 'listening on <addr>', to stdout once bound; logs go
+to stderr (filter with RUST_LOG, default info).";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  export QUORUM_LOCK_NODES=10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070
+  export QUORUM_LOCK_TOKEN=s3cret
+  quorum-lock run nightly-backup -- /usr/local/bin/backup --full
+  quorum-lock run --read --timeout 30s reports -- sh -c 'make report'
+
+The command runs in its own process group with QUORUM_LOCK_NAME and
+QUORUM_LOCK_UID set. Its exit code is passed through; if the lock is lost
+while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
+exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
+the lock is released and run exits with 128+signal. If run itself is
+SIGKILLed, the command keeps running and the lock expires after --validity.";
+
+const LOCKS_EXAMPLES: &str = "\
+Examples:
+  quorum-lock locks --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 \\
+      --admin-token-file /etc/qlock/admin-token
+
+NODES is how many servers hold the entry; fewer than the write quorum means a
+leftover that expires on its own, not a held lock.";
+
+const FORCE_EXAMPLES: &str = "\
+Examples:
+  QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock force-unlock nightly-backup reports
+
+Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
+holding it stops its command and exits with 75.";
+
+/// Flags of `server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on, e.g. 10.0.0.1:7070; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// File holding the client token (whitespace around it is ignored).
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The client token itself; prefer --token-file, since arguments are
+    /// visible to other users in ps.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUORUM_LOCK_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// File holding the admin token, which also allows `locks` and
+    /// `force-unlock`. Without one, nobody can list or force locks.
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+    /// The admin token itself; prefer --admin-token-file.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUORUM_LOCK_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+    /// How long an entry lives without a refresh; also the quarantine after
+    /// start. Clients' --validity must not exceed it.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub validity: Duration,
+    /// Grant at once instead of starting in quarantine. Only safe when no
+    /// client can hold a lock that this server granted before a restart,
+    /// e.g. on the first start of a new cluster.
+    #[arg(long)]
+    pub no_quarantine: bool,
+    /// How long a new connection has to authenticate before it is closed.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    pub handshake_timeout: Duration,
+    /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The servers and credentials every client subcommand needs.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Comma-separated lock servers, host:port each, the same list and order
+    /// on every client.
+    #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
+    pub nodes: String,
+    /// File holding the client token.
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// The client token itself; prefer --token-file or the environment.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUORUM_LOCK_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// File holding the admin token, used by `locks` and `force-unlock`
+    /// (which fall back to the client token when none is given).
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+    /// The admin token itself; prefer --admin-token-file or the environment.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "QUORUM_LOCK_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+    /// Longest wait for each server's connection and handshake.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
+    pub connect_timeout: Duration,
+    /// Connect with TLS, trusting the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// The name the servers' certificates must carry (default: localhost).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "localhost",
+        requires = "tls_ca"
+    )]
+    pub tls_server_name: String,
+}
+
+/// Flags of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Take a shared (read) lock instead of an exclusive one.
+    #[arg(long)]
+    pub read: bool,
+    /// Give up (exit 75) if the lock is not granted within this long;
+    /// without it, wait forever.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Lease validity; must not exceed the servers' --validity. The lock is
+    /// refreshed every validity/6 and given up when no quorum confirmed it
+    /// for 5/6 of the validity.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub validity: Duration,
+    /// Time between SIGTERM and SIGKILL when the command must be stopped.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
+    pub grace: Duration,
+    /// Keep the command in quorum-lock's process group so that it can read
+    /// the terminal; only the command itself, not its children, is then
+    /// signalled when the lock is lost.
+    #[arg(long)]
+    pub foreground: bool,
+    /// Owner shown in `locks`. Default: host:pid.
+    #[arg(long, value_name = "TEXT")]
+    pub owner: Option<String>,
+    /// Name of the lock (the resource).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Flags of `locks`.
+#[derive(Debug, Args)]
+pub struct LocksArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Flags of `force-unlock`.
+#[derive(Debug, Args)]
+pub struct ForceUnlockArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The lock names to force open.
+    #[arg(value_name = "NAME", required = true, num_args = 1..)]
+    pub names: Vec<String>,
+}
+
+/// Parses "6s", "500ms", "1m 30s" and the like; zero is refused because
+/// every duration here is a period or a deadline.
+fn duration(text: &str) -> Result<Duration, String> {
+    let parsed = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e} (expected e.g. 500ms, 6s, 1m)"))?;
+    if parsed.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(parsed)
+}

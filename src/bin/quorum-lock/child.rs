@@ -1,0 +1,120 @@
+//! The command `run` executes under the lock: spawning it, and stopping it
+//! (and, by default, everything it started) when the lock is lost.
+
+use std::ffi::OsString;
+use std::io;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use crate::fail::{Failure, CANNOT_EXECUTE, FAILURE, NOT_FOUND};
+use crate::signals::sys;
+
+pub struct Job {
+    child: Child,
+    /// Where signals go: the child's pid, or minus its process group id.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    target: i32,
+}
+
+impl Job {
+    /// Starts `argv` with the terminal's stdio. With `own_group` the command
+    /// leads a new process group, so that stopping it also stops the
+    /// processes it started (a shell's `sleep`, a build's compilers).
+    pub fn spawn(argv: &[OsString], env: &[(&str, &str)], own_group: bool) -> Result<Job, Failure> {
+        let Some((program, rest)) = argv.split_first() else {
+            return Err(Failure::usage("no command given after --"));
+        };
+        let mut command = Command::new(program);
+        command.args(rest).envs(env.iter().copied());
+        // If we fail in some unexpected way, do not leave the command
+        // running without the lock.
+        command.kill_on_drop(true);
+        #[cfg(unix)]
+        if own_group {
+            command.process_group(0);
+        }
+        let child = command.spawn().map_err(|e| {
+            let shown = program.to_string_lossy();
+            match e.kind() {
+                io::ErrorKind::NotFound => {
+                    Failure::new(NOT_FOUND, format!("command not found: {shown}"))
+                }
+                io::ErrorKind::PermissionDenied => {
+                    Failure::new(CANNOT_EXECUTE, format!("cannot execute {shown}: {e}"))
+                }
+                _ => Failure::new(CANNOT_EXECUTE, format!("cannot start {shown}: {e}")),
+            }
+        })?;
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| {
+                Failure::new(FAILURE, "the command exited before its pid could be read")
+            })?;
+        Ok(Job {
+            child,
+            target: if own_group { -pid } else { pid },
+        })
+    }
+
+    /// Waits for the command to exit.
+    ///
+    /// Cancel safe (tokio's `Child::wait` is), so it can sit in a `select!`.
+    pub async fn wait(&mut self) -> Result<ExitStatus, Failure> {
+        self.child
+            .wait()
+            .await
+            .map_err(|e| Failure::new(FAILURE, format!("cannot wait for the command: {e}")))
+    }
+
+    /// Sends `signal`, waits up to `grace`, then SIGKILLs whatever is left.
+    pub async fn stop(&mut self, signal: i32, grace: Duration) -> Result<ExitStatus, Failure> {
+        self.send(signal);
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(result) => result
+                .map_err(|e| Failure::new(FAILURE, format!("cannot wait for the command: {e}")))?,
+            Err(_) => {
+                tracing::warn!(?grace, "the command ignored the signal; killing it");
+                self.send(sys::SIGKILL);
+                self.wait().await?
+            }
+        };
+        // The leader is gone; members of its group that outlived it must
+        // not keep working without the lock either.
+        if self.target < 0 {
+            self.send(sys::SIGKILL);
+        }
+        Ok(status)
+    }
+
+    #[cfg(unix)]
+    fn send(&mut self, signal: i32) {
+        if let Err(err) = sys::send(self.target, signal) {
+            tracing::warn!(%err, signal, "cannot signal the command; killing it");
+            let _ = self.child.start_kill();
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn send(&mut self, _signal: i32) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// The exit code a shell would report for `status`: the code, or 128+N for
+/// a command killed by signal N.
+pub fn exit_code(status: ExitStatus) -> u8 {
+    if let Some(code) = status.code() {
+        return (code & 0xff) as u8;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return (128 + (signal & 0x7f)) as u8;
+        }
+    }
+    FAILURE
+}

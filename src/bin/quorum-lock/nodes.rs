@@ -1,0 +1,204 @@
+//! What the client subcommands share: checking the node list, loading the
+//! tokens, and connecting to every server with a clear verdict.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::{Error, NetLocker};
+
+use crate::args::ClientArgs;
+use crate::fail::{Failure, AUTH, UNAVAILABLE};
+
+/// Splits and checks `A,B,C`. Duplicates are refused: the same server twice
+/// would count twice towards the quorum and break mutual exclusion.
+pub fn parse_nodes(raw: &str) -> Result<Vec<String>, Failure> {
+    if raw.trim().is_empty() {
+        return Err(Failure::usage(
+            "empty node list: pass --nodes host:port,... or set QUORUM_LOCK_NODES",
+        ));
+    }
+    let mut nodes: Vec<String> = Vec::new();
+    for entry in raw.split(',').map(str::trim) {
+        check_address(entry)?;
+        if nodes.iter().any(|n| n == entry) {
+            return Err(Failure::usage(format!("node {entry} is listed twice")));
+        }
+        nodes.push(entry.to_owned());
+    }
+    Ok(nodes)
+}
+
+/// `host:port` with a non-empty host and a port in 1..=65535; IPv6 hosts in
+/// brackets. Resolution happens when connecting.
+fn check_address(entry: &str) -> Result<(), Failure> {
+    let bad = |why: &str| Failure::usage(format!("bad node address '{entry}': {why}"));
+    if entry.is_empty() {
+        return Err(bad("empty entry in the node list"));
+    }
+    let (host, port) = entry
+        .rsplit_once(':')
+        .ok_or_else(|| bad("expected host:port"))?;
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.is_empty() || (host.contains(':') && !bracketed) || host.contains(char::is_whitespace) {
+        return Err(bad("expected host:port (IPv6 as [addr]:port)"));
+    }
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) => Err(bad("the port must be a number from 1 to 65535")),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// The token from `file` if given, else from `value` (flag or environment).
+/// Surrounding whitespace is dropped; an empty token is an error.
+pub fn load_token(
+    file: Option<&Path>,
+    value: Option<&str>,
+    what: &str,
+) -> Result<Option<String>, Failure> {
+    let (token, origin) = match (file, value) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Failure::usage(format!(
+                    "cannot read the {what} file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            (text, format!("the {what} file {}", path.display()))
+        }
+        (None, Some(value)) => (value.to_owned(), format!("the {what}")),
+        (None, None) => return Ok(None),
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(Failure::usage(format!("{origin} is empty")));
+    }
+    Ok(Some(token.to_owned()))
+}
+
+/// The token a client presents: the admin token for admin commands, the
+/// client token otherwise, each falling back to the other, since the admin
+/// token may do everything.
+pub fn client_token(args: &ClientArgs, admin: bool) -> Result<String, Failure> {
+    let client = load_token(args.token_file.as_deref(), args.token.as_deref(), "token")?;
+    let admin_token = load_token(
+        args.admin_token_file.as_deref(),
+        args.admin_token.as_deref(),
+        "admin token",
+    )?;
+    let (first, second) = if admin {
+        (admin_token, client)
+    } else {
+        (client, admin_token)
+    };
+    first.or(second).ok_or_else(|| {
+        Failure::usage(if admin {
+            "no token: pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
+        } else {
+            "no token: pass --token-file FILE or set QUORUM_LOCK_TOKEN"
+        })
+    })
+}
+
+/// The connected servers, in the order given.
+pub struct Cluster {
+    pub lockers: Vec<Arc<dyn NetLocker>>,
+}
+
+impl Cluster {
+    /// Connects to every node at once. A rejected token anywhere is fatal
+    /// (exit 77); servers that cannot be reached are tolerated as long as
+    /// `needed` of them answered, since the lock only needs a quorum.
+    pub async fn connect(
+        args: &ClientArgs,
+        admin: bool,
+        needed: impl Fn(usize) -> usize,
+    ) -> Result<Cluster, Failure> {
+        let nodes = parse_nodes(&args.nodes)?;
+        let token = client_token(args, admin)?;
+        let mut config = RemoteConfig::new(token);
+        config.connect_timeout = args.connect_timeout;
+        if let Some(ca) = &args.tls_ca {
+            let pem = std::fs::read(ca)
+                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
+            let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
+                .map_err(|e| Failure::usage(e.to_string()))?;
+            config.tls = Some(tls);
+        }
+        // A `run` may hold its lock for hours: pick a restarted server up
+        // within a second, so the quorum is whole again quickly.
+        config.reconnect.max = Duration::from_secs(1);
+        let connects = nodes
+            .iter()
+            .map(|n| RemoteLocker::connect(n.clone(), config.clone()));
+        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::with_capacity(nodes.len());
+        for (node, result) in nodes.iter().zip(join_all(connects).await) {
+            match result {
+                Ok(locker) => lockers.push(Arc::new(locker)),
+                Err(Error::Unauthorized { reason, .. }) => {
+                    let check = if admin {
+                        "--admin-token-file / QUORUM_LOCK_ADMIN_TOKEN"
+                    } else {
+                        "--token-file / QUORUM_LOCK_TOKEN"
+                    };
+                    return Err(Failure::new(
+                        AUTH,
+                        format!("lock server {node} rejected the token ({reason}); check {check}"),
+                    ));
+                }
+                Err(err) => return Err(Failure::from(err)),
+            }
+        }
+        let down: Vec<String> = lockers
+            .iter()
+            .filter(|l| !l.is_online())
+            .map(|l| l.endpoint())
+            .collect();
+        let up = lockers.len() - down.len();
+        let need = needed(lockers.len());
+        if up < need {
+            return Err(Failure::new(
+                UNAVAILABLE,
+                format!(
+                    "only {up} of {} lock servers answered but {need} are needed for a quorum; unreachable: {}",
+                    lockers.len(),
+                    down.join(", ")
+                ),
+            ));
+        }
+        if !down.is_empty() {
+            eprintln!(
+                "quorum-lock: warning: unreachable, continuing with a quorum of the rest: {}",
+                down.join(", ")
+            );
+        }
+        Ok(Cluster { lockers })
+    }
+
+    /// The servers that are down right now, for error messages.
+    pub fn down(&self) -> Vec<String> {
+        self.lockers
+            .iter()
+            .filter(|l| !l.is_online())
+            .map(|l| l.endpoint())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lists_are_checked() {
+        assert_eq!(parse_nodes(" a:1, b:2 ").map(|n| n.len()).ok(), Some(2));
+        assert!(parse_nodes("[::1]:7070").is_ok());
+        for bad in [
+            "", " ", "a:1,,b:2", "a", "a:0", "a:x", ":80", "::1:80", "a:1,a:1", "a b:1",
+        ] {
+            assert!(parse_nodes(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! SIGINT and SIGTERM as one stream, and sending signals to a child's
+//! process group.
+
+use std::io;
+
+/// A signal that asks us to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Interrupt,
+    Terminate,
+}
+
+impl Stop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Interrupt => "SIGINT",
+            Stop::Terminate => "SIGTERM",
+        }
+    }
+
+    /// The signal number, for forwarding and for the 128+N exit code.
+    pub fn number(self) -> i32 {
+        match self {
+            Stop::Interrupt => sys::SIGINT,
+            Stop::Terminate => sys::SIGTERM,
+        }
+    }
+}
+
+/// Listens for SIGINT (Ctrl-C) and SIGTERM. Installing replaces the default
+/// "die at once" action, so do it before anything worth cleaning up exists.
+pub struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn install() -> io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// Waits for the next stop signal.
+    pub async fn recv(&mut self) -> Stop {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => Stop::Interrupt,
+                _ = self.terminate.recv() => Stop::Terminate,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            // Without Ctrl-C support there is nothing to wait for.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            Stop::Interrupt
+        }
+    }
+}
+
+#[cfg(unix)]
+pub mod sys {
+    //! Signals to processes and process groups, which std does not offer.
+
+    pub const SIGINT: i32 = libc::SIGINT;
+    pub const SIGKILL: i32 = libc::SIGKILL;
+    pub const SIGTERM: i32 = libc::SIGTERM;
+
+    /// Sends `sig` to process `pid`, or to process group `-pid` when `pid`
+    /// is negative. A target that is already gone is not an error.
+    pub fn send(pid: i32, sig: i32) -> std::io::Result<()> {
+        // SAFETY: kill(2) takes two integers and touches no memory of ours.
+        if unsafe { libc::kill(pid, sig) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ESRCH) {
+            // The process (group) already exited.
+            Ok(())
+        } else {
+            Err(err)
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub mod sys {
+    //! Placeholders so the signal numbers exist; children are stopped with
+    //! `Child::start_kill` there.
+    pub const SIGINT: i32 = 2;
+    pub const SIGKILL: i32 = 9;
+    pub const SIGTERM: i32 = 15;
+}

@@ -1,0 +1,285 @@
+//! `RemoteLocker`: the `NetLocker` for one lock server, over one persistent
+//! connection that is re-established in the background when it breaks.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::conn::Connection;
+use super::wire::{Op, Reply, WireArgs};
+use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
+
+/// How a [`RemoteLocker`] talks to its server.
+///
+/// ```
+/// use quorum_lock::net::RemoteConfig;
+/// let config = RemoteConfig::new("client-secret");
+/// assert!(config.call_timeout > config.connect_timeout);
+/// ```
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// The shared secret the server expects (client or admin token).
+    pub token: String,
+    /// Longest wait for a connection and its handshake. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Longest wait for the reply to one call. Default 5 s.
+    pub call_timeout: Duration,
+    /// Backoff between reconnection attempts. Default 50 ms growing to 2 s.
+    pub reconnect: RetryPolicy,
+    /// Connect with TLS (feature `tls`). Default: plain TCP.
+    #[cfg(feature = "tls")]
+    pub tls: Option<super::ClientTls>,
+}
+
+impl RemoteConfig {
+    /// Default timeouts with `token`.
+    pub fn new(token: impl Into<String>) -> Self {
+        RemoteConfig {
+            token: token.into(),
+            connect_timeout: Duration::from_secs(2),
+            call_timeout: Duration::from_secs(5),
+            reconnect: RetryPolicy {
+                initial: Duration::from_millis(50),
+                max: Duration::from_secs(2),
+            },
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("token", &"<redacted>")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("reconnect", &self.reconnect)
+            .finish()
+    }
+}
+
+struct Shared {
+    endpoint: String,
+    config: RemoteConfig,
+    conn: Mutex<Option<Arc<Connection>>>,
+    reconnecting: AtomicBool,
+    next_id: AtomicU64,
+}
+
+/// A [`NetLocker`] that forwards every call to a [`LockServer`](super::LockServer).
+///
+/// While the server is unreachable, calls fail at once with
+/// [`Error::LockerUnavailable`] instead of waiting, so a dead node never
+/// slows an acquire; a background task keeps probing with backoff and the
+/// next call after it reconnects goes through.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use quorum_lock::{Dsync, NetLocker};
+/// use quorum_lock::net::{RemoteConfig, RemoteLocker};
+///
+/// # async fn run() -> Result<(), quorum_lock::Error> {
+/// let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+/// for addr in ["10.0.0.1:7070", "10.0.0.2:7070", "10.0.0.3:7070"] {
+///     lockers.push(Arc::new(RemoteLocker::connect(addr, RemoteConfig::new("secret")).await?));
+/// }
+/// let ds = Dsync::new(lockers)?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct RemoteLocker {
+    shared: Arc<Shared>,
+}
+
+impl RemoteLocker {
+    /// Makes a locker for the server at `endpoint` (`host:port`) and tries
+    /// to connect once. An unreachable server is not an error: the locker
+    /// starts offline and keeps trying in the background. A server that
+    /// rejects the token is: [`Error::Unauthorized`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a connection being set up when the future is dropped is
+    /// closed.
+    pub async fn connect(
+        endpoint: impl Into<String>,
+        config: RemoteConfig,
+    ) -> Result<RemoteLocker, Error> {
+        let shared = Arc::new(Shared {
+            endpoint: endpoint.into(),
+            config,
+            conn: Mutex::new(None),
+            reconnecting: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+        });
+        match open(&shared).await {
+            Ok(conn) => *shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn),
+            Err(err @ Error::Unauthorized { .. }) => return Err(err),
+            Err(err) => {
+                tracing::warn!(endpoint = %shared.endpoint, %err, "lock server unreachable; retrying in the background");
+                reconnect_later(&shared);
+            }
+        }
+        Ok(RemoteLocker { shared })
+    }
+
+    async fn call(&self, op: Op) -> Result<Reply, Error> {
+        let conn = self
+            .shared
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let conn = match conn {
+            Some(conn) if conn.is_alive() => conn,
+            _ => {
+                reconnect_later(&self.shared);
+                return Err(Error::LockerUnavailable {
+                    endpoint: self.shared.endpoint.clone(),
+                    reason: "not connected; reconnecting in the background".into(),
+                });
+            }
+        };
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        conn.call(id, op, self.shared.config.call_timeout).await
+    }
+
+    async fn call_bool(&self, op: Op) -> Result<bool, Error> {
+        self.call(op).await?.into_result(&self.shared.endpoint)
+    }
+
+    /// Asks the server whether it is in quarantine and how many entries it holds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn health(&self) -> Result<(bool, u64), Error> {
+        match self.call(Op::Health).await? {
+            Reply::Health {
+                quarantined,
+                entries,
+            } => Ok((quarantined, entries)),
+            other => other.into_result(&self.shared.endpoint).map(|_| (false, 0)),
+        }
+    }
+}
+
+async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
+    let weak = Arc::downgrade(shared);
+    let config = &shared.config;
+    Connection::open(&shared.endpoint, config, move || {
+        if let Some(shared) = weak.upgrade() {
+            reconnect_later(&shared);
+        }
+    })
+    .await
+}
+
+/// Starts the background reconnection, unless it is already running. It
+/// stops when it succeeds, when the token is rejected, or when the locker
+/// is dropped.
+fn reconnect_later(shared: &Arc<Shared>) {
+    if shared.reconnecting.swap(true, Ordering::AcqRel)
+        || tokio::runtime::Handle::try_current().is_err()
+    {
+        return;
+    }
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let policy = shared.config.reconnect;
+    tokio::spawn(async move {
+        for attempt in 0u32.. {
+            let wait = policy.delay(attempt, &mut rand::rng());
+            tokio::time::sleep(wait).await;
+            let Some(shared) = weak.upgrade() else { return };
+            match open(&shared).await {
+                Ok(conn) => {
+                    *shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn);
+                    shared.reconnecting.store(false, Ordering::Release);
+                    tracing::info!(endpoint = %shared.endpoint, "reconnected to lock server");
+                    return;
+                }
+                Err(err) => {
+                    tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
+                    if matches!(err, Error::Unauthorized { .. }) {
+                        tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
+                        shared.reconnecting.store(false, Ordering::Release);
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[async_trait]
+impl NetLocker for RemoteLocker {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::Lock(WireArgs::from(args))).await
+    }
+
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::RLock(WireArgs::from(args))).await
+    }
+
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::Unlock(WireArgs::from(args))).await
+    }
+
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::RUnlock(WireArgs::from(args))).await
+    }
+
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::Refresh(WireArgs::from(args), None))
+            .await
+    }
+
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.call_bool(Op::Refresh(WireArgs::from(args), Some(mode.into())))
+            .await
+    }
+
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.call_bool(Op::ForceUnlock(WireArgs::from(args))).await
+    }
+
+    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
+        let now = Instant::now();
+        match self.call(Op::List).await? {
+            Reply::Locks(entries) => Ok(entries
+                .into_iter()
+                .map(|e| LockInfo {
+                    resource: e.resource,
+                    uid: e.uid,
+                    owner: e.owner,
+                    source: e.source,
+                    mode: e.mode.into(),
+                    acquired: now.checked_sub(e.age).unwrap_or(now),
+                    refreshed: now.checked_sub(e.since_refresh).unwrap_or(now),
+                })
+                .collect()),
+            other => other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        self.shared.endpoint.clone()
+    }
+
+    fn is_online(&self) -> bool {
+        let conn = self
+            .shared
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        conn.as_ref().is_some_and(|c| c.is_alive())
+    }
+
+    fn is_local(&self) -> bool {
+        false
+    }
+}

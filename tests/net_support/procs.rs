@@ -1,0 +1,197 @@
+//! Guards for the processes the tests start: lock servers and
+//! `quorum-lock` clients. `Drop` kills whatever is still running, so a
+//! failing test leaves nothing behind.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{bin, signal, wait_bounded, Scratch, SIGTERM, VALIDITY};
+
+/// A `quorum-lock server` process.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts a server on a free port with the test tokens and validity.
+    pub fn start(dir: &Scratch, extra: &[&str]) -> Server {
+        Self::try_start(dir, "127.0.0.1:0", extra).expect("server did not start")
+    }
+
+    /// Starts a server on `addr`, retrying for a few seconds while the port
+    /// is still taken (a server that was just killed).
+    pub fn restart_at(dir: &Scratch, addr: SocketAddr, extra: &[&str]) -> Server {
+        let start = Instant::now();
+        loop {
+            match Self::try_start(dir, &addr.to_string(), extra) {
+                Ok(server) => return server,
+                Err(err) if start.elapsed() < Duration::from_secs(10) => {
+                    eprintln!("rebinding {addr}: {err}; retrying");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(err) => panic!("cannot restart a server on {addr}: {err}"),
+            }
+        }
+    }
+
+    fn try_start(dir: &Scratch, listen: &str, extra: &[&str]) -> Result<Server, String> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let log = dir.file(&format!(
+            "server-{}.log",
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let stderr = std::fs::File::create(&log).expect("create server log");
+        let mut child = Command::new(bin())
+            .args(["server", "--listen", listen, "--token-file", &dir.token()])
+            .args(["--admin-token-file", &dir.admin(), "--validity", VALIDITY])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env_remove("QUORUM_LOCK_TOKEN")
+            .env_remove("QUORUM_LOCK_ADMIN_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn quorum-lock server");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next());
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = match rx.recv_timeout(Duration::from_secs(15)) {
+            Ok(Some(Ok(line))) => line,
+            other => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(format!(
+                    "no 'listening on' line ({other:?}); log: {log_text}"
+                ));
+            }
+        };
+        let addr = line
+            .strip_prefix("listening on ")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        Ok(Server { child, addr, log })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, by pid, and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Comma-separated addresses, as `--nodes` wants them.
+pub fn nodes(servers: &[Server]) -> String {
+    servers
+        .iter()
+        .map(|s| s.addr.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A `quorum-lock` client process with its output captured in files.
+pub struct Cli {
+    pub child: Child,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+/// What a finished client process left.
+#[derive(Debug)]
+pub struct Finished {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Cli {
+    /// Starts `quorum-lock ARGS` with no QUORUM_LOCK_* variables from the
+    /// test's own environment, plus `env`.
+    pub fn spawn(dir: &Scratch, args: &[&str], env: &[(&str, &str)]) -> Cli {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let out = dir.file(&format!("cli-{n}.out"));
+        let err = dir.file(&format!("cli-{n}.err"));
+        let mut command = Command::new(bin());
+        for var in [
+            "NODES",
+            "TOKEN",
+            "ADMIN_TOKEN",
+            "TOKEN_FILE",
+            "ADMIN_TOKEN_FILE",
+        ] {
+            command.env_remove(format!("QUORUM_LOCK_{var}"));
+        }
+        let child = command
+            .args(args)
+            .envs(env.iter().copied())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .stderr(std::fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("spawn quorum-lock");
+        Cli { child, out, err }
+    }
+
+    /// Waits at most `limit` for the process to exit.
+    pub fn finish(mut self, limit: Duration) -> Finished {
+        let status = wait_bounded(&mut self.child, limit, "quorum-lock client");
+        Finished {
+            code: status.code(),
+            stdout: std::fs::read_to_string(&self.out).unwrap_or_default(),
+            stderr: std::fs::read_to_string(&self.err).unwrap_or_default(),
+        }
+    }
+}
+
+impl Drop for Cli {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SIGTERM first: `run` then stops its command's whole process
+            // group and releases the lock; SIGKILL if that takes too long.
+            signal(self.child.id(), SIGTERM);
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(3) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `quorum-lock ARGS` to completion within `limit`.
+pub fn cli(dir: &Scratch, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Finished {
+    Cli::spawn(dir, args, env).finish(limit)
+}
