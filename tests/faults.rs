@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use quorum_lock::{Error, NetLocker, Timeouts};
+use quorum_lock::{Error, Timeouts};
 use tokio::time::{sleep, Instant};
 
 const FAULTS: [Behaviour; 3] = [Behaviour::Fail, Behaviour::Hang, Behaviour::Refuse];
