@@ -1,0 +1,220 @@
+//! A `NetLocker` wrapper that counts the calls made to the locker it wraps.
+//!
+//! The trait is implemented by hand, in the shape `#[async_trait]` expands
+//! to, so that each method can bump a counter and return the inner locker's
+//! boxed future as it is. An `async fn` wrapper would box a second future per
+//! call and make the measurement heavier than the thing it measures; this
+//! way the wrapper costs one relaxed atomic add.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker};
+
+type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+/// Calls by kind, on one locker.
+///
+/// Aligned to its own cache lines so that counters of different lockers,
+/// bumped from different cores, do not share a line.
+#[derive(Default)]
+#[repr(align(128))]
+pub struct Calls {
+    lock: AtomicU64,
+    unlock: AtomicU64,
+    refresh: AtomicU64,
+    other: AtomicU64,
+}
+
+/// A point-in-time reading of one or more `Calls`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CallCounts {
+    /// `lock` and `rlock`.
+    pub lock: u64,
+    /// `unlock` and `runlock`.
+    pub unlock: u64,
+    /// `refresh` and `refresh_mode`.
+    pub refresh: u64,
+    /// `force_unlock` and `locks`.
+    pub other: u64,
+}
+
+impl CallCounts {
+    pub fn total(&self) -> u64 {
+        self.lock + self.unlock + self.refresh + self.other
+    }
+
+    pub fn since(&self, earlier: &CallCounts) -> CallCounts {
+        CallCounts {
+            lock: self.lock - earlier.lock,
+            unlock: self.unlock - earlier.unlock,
+            refresh: self.refresh - earlier.refresh,
+            other: self.other - earlier.other,
+        }
+    }
+}
+
+impl Calls {
+    pub fn read(&self) -> CallCounts {
+        CallCounts {
+            lock: self.lock.load(Ordering::Relaxed),
+            unlock: self.unlock.load(Ordering::Relaxed),
+            refresh: self.refresh.load(Ordering::Relaxed),
+            other: self.other.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Sums the counters of a whole cluster.
+pub fn total(calls: &[Arc<Calls>]) -> CallCounts {
+    calls.iter().fold(CallCounts::default(), |sum, c| {
+        let c = c.read();
+        CallCounts {
+            lock: sum.lock + c.lock,
+            unlock: sum.unlock + c.unlock,
+            refresh: sum.refresh + c.refresh,
+            other: sum.other + c.other,
+        }
+    })
+}
+
+pub struct CountingLocker {
+    inner: Arc<dyn NetLocker>,
+    calls: Arc<Calls>,
+}
+
+impl CountingLocker {
+    pub fn new(inner: Arc<dyn NetLocker>) -> (Self, Arc<Calls>) {
+        let calls = Arc::new(Calls::default());
+        (
+            CountingLocker {
+                inner,
+                calls: calls.clone(),
+            },
+            calls,
+        )
+    }
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+impl NetLocker for CountingLocker {
+    fn lock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.lock);
+        self.inner.lock(args)
+    }
+
+    fn rlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.lock);
+        self.inner.rlock(args)
+    }
+
+    fn unlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.unlock);
+        self.inner.unlock(args)
+    }
+
+    fn runlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.unlock);
+        self.inner.runlock(args)
+    }
+
+    fn refresh<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.refresh);
+        self.inner.refresh(args)
+    }
+
+    // Forwarded explicitly: the default body would call our `refresh` and
+    // drop the mode the inner locker needs for re-granting.
+    fn refresh_mode<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+        mode: LockMode,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.refresh);
+        self.inner.refresh_mode(args, mode)
+    }
+
+    fn force_unlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.other);
+        self.inner.force_unlock(args)
+    }
+
+    fn locks<'life0, 'async_trait>(&'life0 self) -> Reply<'async_trait, Vec<LockInfo>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        bump(&self.calls.other);
+        self.inner.locks()
+    }
+
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+
+    fn is_online(&self) -> bool {
+        self.inner.is_online()
+    }
+
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+}
