@@ -22,8 +22,11 @@ SCENARIOS (lists are comma-separated; every combination runs):
     --shared             same as --names shared
     --mix write|read90|both
                          write locks only, or 90% reads / 10% writes [default: write]
-    --hold LIST          how long each lock is held: 0, 500us, 2ms...
-                         (tokio's timer rounds holds up to whole ms) [default: 0]
+    --hold LIST          how long each lock is held: 0 (unlock at once), yield
+                         (one trip through the scheduler while holding, so
+                         other clients run and find the lock taken), or a
+                         time such as 1ms (tokio's timer rounds up to whole
+                         milliseconds)                              [default: 0]
     --transport inproc   how the coordinator reaches its lockers; inproc means
                          LocalLockers in this process. Network lock servers
                          will be another value.                     [default: inproc]
@@ -84,6 +87,34 @@ pub enum Wait {
     Poll,
 }
 
+/// What a client does between acquiring and unlocking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hold {
+    None,
+    /// `tokio::task::yield_now` once: the shortest hold that lets other
+    /// tasks run while the lock is taken.
+    Yield,
+    For(Duration),
+}
+
+impl Hold {
+    pub fn label(self) -> String {
+        match self {
+            Hold::None => "0".into(),
+            Hold::Yield => "yield".into(),
+            Hold::For(d) => crate::stats::fmt_duration(d),
+        }
+    }
+
+    pub async fn run(self) {
+        match self {
+            Hold::None => {}
+            Hold::Yield => tokio::task::yield_now().await,
+            Hold::For(d) => tokio::time::sleep(d).await,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RedisMode {
     Auto,
@@ -137,7 +168,7 @@ pub struct Options {
     pub clients: Vec<usize>,
     pub names: Vec<Names>,
     pub mixes: Vec<Mix>,
-    pub holds: Vec<Duration>,
+    pub holds: Vec<Hold>,
     pub transport: Transport,
     pub wait: Wait,
     pub matrix: bool,
@@ -161,7 +192,7 @@ pub struct Scenario {
     pub clients: usize,
     pub names: Names,
     pub mix: Mix,
-    pub hold: Duration,
+    pub hold: Hold,
     pub transport: Transport,
     pub wait: Wait,
 }
@@ -177,7 +208,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         clients: vec![1, 8, 64],
         names: vec![Names::Own],
         mixes: vec![Mix::Write],
-        holds: vec![Duration::ZERO],
+        holds: vec![Hold::None],
         transport: Transport::InProcess,
         wait: Wait::Poll,
         matrix: false,
@@ -247,12 +278,13 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 chose_lists.push("--mix");
             }
             "--hold" => {
-                opts.holds = list(&name, &value()?, |s| {
-                    let d = duration(s)?;
-                    if d > MAX_HOLD {
-                        return Err(format!("{s}: at most {MAX_HOLD:?}"));
-                    }
-                    Ok(d)
+                opts.holds = list(&name, &value()?, |s| match s {
+                    "yield" => Ok(Hold::Yield),
+                    s => match duration(s)? {
+                        d if d.is_zero() => Ok(Hold::None),
+                        d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
+                        d => Ok(Hold::For(d)),
+                    },
                 })?
             }
             "--transport" => {

@@ -111,9 +111,7 @@ async fn client(
             tally.record(waited);
         }
         done += 1;
-        if !scenario.hold.is_zero() {
-            tokio::time::sleep(scenario.hold).await;
-        }
+        scenario.hold.run().await;
         held.unlock()
             .await
             .map_err(|e| format!("unlock failed: {e}"))?;

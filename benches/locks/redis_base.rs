@@ -17,7 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use tokio::time::{timeout_at, Instant};
 
-use crate::cli::Names;
+use crate::cli::{Hold, Names};
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
@@ -185,14 +185,14 @@ fn free_port() -> Result<u16, String> {
 pub struct BaselineKey {
     pub clients: usize,
     pub names: Names,
-    pub hold: Duration,
+    pub hold: Hold,
 }
 
 async fn client(
     mut con: MultiplexedConnection,
     key: String,
     id: usize,
-    hold: Duration,
+    hold: Hold,
     retry: Duration,
     window: Window,
 ) -> Result<ClientTally, String> {
@@ -242,9 +242,7 @@ async fn client(
             tally.record(waited);
             tally.calls += sent + 1;
         }
-        if !hold.is_zero() {
-            tokio::time::sleep(hold).await;
-        }
+        hold.run().await;
         let deleted: i64 = unlock
             .key(&key)
             .arg(&token)

@@ -100,7 +100,7 @@ pub fn line(row: &Row) -> String {
         sc.clients,
         sc.names.label(),
         sc.mix.label(),
-        if sc.hold.is_zero() { "0".into() } else { d(sc.hold) },
+        sc.hold.label(),
         fmt_rate(s.lsps),
         d(s.mean),
         d(s.p50),
@@ -196,7 +196,7 @@ fn result(row: &Row) -> String {
         .map(|r| s.lsps / r);
     format!(
         "{{\"system\": {}, \"transport\": {}, \"wait\": {}, \"nodes\": {}, \"clients\": {}, \
-         \"names\": {}, \"mix\": {}, \"hold_ns\": {}, \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \
+         \"names\": {}, \"mix\": {}, \"hold\": {}, \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \
          \"mean_ns\": {}, \"p50_ns\": {}, \"p70_ns\": {}, \"p90_ns\": {}, \"p99_ns\": {}, \
          \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
          \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \
@@ -215,7 +215,7 @@ fn result(row: &Row) -> String {
             Mix::Write => "write",
             Mix::Read90 => "read90",
         }),
-        ns(sc.hold),
+        string(&sc.hold.label()),
         s.locks,
         number(s.seconds),
         number(s.lsps),
