@@ -22,6 +22,7 @@ mod report;
 mod stats;
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::time::Duration;
 
 use cli::{Flavor, Mix, Options, RedisMode};
@@ -29,11 +30,19 @@ use redis_base::{BaselineKey, RedisServer};
 use report::{Machine, Row};
 use stats::Summary;
 
+/// `println!` that ignores a closed stdout (`| head`) instead of panicking;
+/// the run still finishes, stops its server and writes its JSON.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 fn main() {
     let opts = match cli::parse(std::env::args().skip(1).collect()) {
         Ok(Some(opts)) => opts,
         Ok(None) => {
-            print!("{}", cli::HELP);
+            let _ = std::io::stdout().lock().write_all(cli::HELP.as_bytes());
             return;
         }
         Err(err) => {
@@ -137,12 +146,13 @@ fn run(opts: &Options) -> Result<(), String> {
         }
     };
     let runs = scenarios.len() + baselines;
-    println!(
-        "quorum-lock lock benchmark, {started}\n\
+    say!(
+        "quorum-lock lock benchmark, {started}, commit {}\n\
          machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
          settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, rpc counting {}\n\
          redis baseline: {redis_status}\n\
          {runs} runs, about {:.0}s\n",
+        machine.commit,
         machine.cpus,
         machine.cpu_model,
         machine.mem_total,
@@ -159,7 +169,7 @@ fn run(opts: &Options) -> Result<(), String> {
         if opts.count_rpcs { "on" } else { "off" },
         runs as f64 * (opts.seconds + opts.warmup + 0.05),
     );
-    println!("{}", report::header());
+    say!("{}", report::header());
 
     let mut rows: Vec<Row> = Vec::new();
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
@@ -193,7 +203,7 @@ fn run(opts: &Options) -> Result<(), String> {
                 summary,
                 redis_lsps: None,
             };
-            println!("{}", report::line(&row));
+            say!("{}", report::line(&row));
             rows.push(row);
         }
         let summary = measure(opts, || {
@@ -208,19 +218,19 @@ fn run(opts: &Options) -> Result<(), String> {
                 Mix::Read90 => None,
             },
         };
-        println!("{}", report::line(&row));
+        say!("{}", report::line(&row));
         rows.push(row);
     }
-    println!("\n{}", report::LEGEND);
+    say!("\n{}", report::LEGEND);
     if let Some(server) = server {
         let pid = server.pid();
         drop(server);
-        println!("stopped redis-server pid {pid}");
+        say!("stopped redis-server pid {pid}");
     }
     if let Some(path) = &opts.json {
         let text = report::json(opts, &machine, &started, &redis_status, &rows);
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(())
 }

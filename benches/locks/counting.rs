@@ -46,6 +46,15 @@ impl CallCounts {
         self.lock + self.unlock + self.refresh + self.other
     }
 
+    pub fn plus(&self, other: &CallCounts) -> CallCounts {
+        CallCounts {
+            lock: self.lock + other.lock,
+            unlock: self.unlock + other.unlock,
+            refresh: self.refresh + other.refresh,
+            other: self.other + other.other,
+        }
+    }
+
     pub fn since(&self, earlier: &CallCounts) -> CallCounts {
         CallCounts {
             lock: self.lock - earlier.lock,
@@ -69,15 +78,9 @@ impl Calls {
 
 /// Sums the counters of a whole cluster.
 pub fn total(calls: &[Arc<Calls>]) -> CallCounts {
-    calls.iter().fold(CallCounts::default(), |sum, c| {
-        let c = c.read();
-        CallCounts {
-            lock: sum.lock + c.lock,
-            unlock: sum.unlock + c.unlock,
-            refresh: sum.refresh + c.refresh,
-            other: sum.other + c.other,
-        }
-    })
+    calls
+        .iter()
+        .fold(CallCounts::default(), |sum, c| sum.plus(&c.read()))
 }
 
 pub struct CountingLocker {

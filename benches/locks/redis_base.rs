@@ -240,7 +240,9 @@ async fn client(
         let waited = asked.elapsed();
         if counted {
             tally.record(waited);
-            tally.calls += sent + 1;
+            // SET NX tries count as lock calls, the script as the unlock.
+            tally.calls.lock += sent;
+            tally.calls.unlock += 1;
         }
         hold.run().await;
         let deleted: i64 = unlock

@@ -17,6 +17,8 @@ pub struct Row {
 }
 
 pub struct Machine {
+    /// The commit of the code measured, with `+dirty` for local changes.
+    pub commit: String,
     pub cpus: usize,
     pub cpu_model: String,
     pub mem_total: String,
@@ -35,12 +37,32 @@ impl Machine {
                 .unwrap_or_else(|| "unknown".into())
         };
         Machine {
+            commit: commit(),
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu_model: field(&file("/proc/cpuinfo"), "model name"),
             mem_total: field(&file("/proc/meminfo"), "MemTotal"),
             kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
             loadavg: loadavg(),
         }
+    }
+}
+
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return "unknown".into();
+    };
+    match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(changes) if !changes.is_empty() => format!("{head}+dirty"),
+        _ => head,
     }
 }
 
@@ -140,6 +162,7 @@ the Redis lock has no shared mode).";
 pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
     let mut o = String::from("{\n");
     let _ = writeln!(o, "  \"date\": {},", string(started));
+    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
     let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
     let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
     let _ = writeln!(

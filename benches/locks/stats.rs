@@ -31,7 +31,7 @@ pub struct ClientTally {
     /// A wait still unfinished when the window closed.
     pub unfinished: Option<Duration>,
     /// Requests sent in the window, when the client counts them itself.
-    pub calls: u64,
+    pub calls: CallCounts,
     pub hit_count_bound: bool,
     pub finished_at: Instant,
 }
@@ -43,7 +43,7 @@ impl ClientTally {
             hist: new_histogram(),
             sum_ns: 0,
             unfinished: None,
-            calls: 0,
+            calls: CallCounts::default(),
             hit_count_bound: false,
             finished_at: Instant::now(),
         }
@@ -187,11 +187,10 @@ pub fn summarize(
     let calls = match (first.calls, last.calls) {
         (Some(a), Some(b)) => Some(b.since(&a)),
         _ => {
-            let own: u64 = tallies.iter().map(|t| t.calls).sum();
-            (own > 0).then_some(CallCounts {
-                other: own,
-                ..CallCounts::default()
-            })
+            let own = tallies
+                .iter()
+                .fold(CallCounts::default(), |sum, t| sum.plus(&t.calls));
+            (own.total() > 0).then_some(own)
         }
     };
     Summary {
