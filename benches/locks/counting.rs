@@ -4,28 +4,46 @@
 //! to, so that each method can bump a counter and return the inner locker's
 //! boxed future as it is. An `async fn` wrapper would box a second future per
 //! call and make the measurement heavier than the thing it measures; this
-//! way the wrapper costs one relaxed atomic add.
+//! way the wrapper costs one relaxed atomic add, on a per-thread stripe.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
 type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
-/// Calls by kind, on one locker.
+/// Calls by kind, on one locker, striped by thread.
 ///
-/// Aligned to its own cache lines so that counters of different lockers,
-/// bumped from different cores, do not share a line.
+/// Every client bumps the counters of every locker, so one shared counter
+/// per locker would bounce its cache line between cores on each call and
+/// slow down exactly the parallel runs it is meant to observe. Each thread
+/// adds to its own stripe instead; reading sums the stripes.
+#[derive(Default)]
+pub struct Calls {
+    stripes: [Stripe; STRIPES],
+}
+
+const STRIPES: usize = 16;
+
+/// One stripe on its own cache lines (128 bytes covers adjacent-line
+/// prefetching too).
 #[derive(Default)]
 #[repr(align(128))]
-pub struct Calls {
+struct Stripe {
     lock: AtomicU64,
     unlock: AtomicU64,
     refresh: AtomicU64,
     other: AtomicU64,
+}
+
+thread_local! {
+    static STRIPE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
+    };
 }
 
 /// A point-in-time reading of one or more `Calls`.
@@ -67,12 +85,19 @@ impl CallCounts {
 
 impl Calls {
     pub fn read(&self) -> CallCounts {
-        CallCounts {
-            lock: self.lock.load(Ordering::Relaxed),
-            unlock: self.unlock.load(Ordering::Relaxed),
-            refresh: self.refresh.load(Ordering::Relaxed),
-            other: self.other.load(Ordering::Relaxed),
-        }
+        self.stripes.iter().fold(CallCounts::default(), |sum, s| {
+            sum.plus(&CallCounts {
+                lock: s.lock.load(Ordering::Relaxed),
+                unlock: s.unlock.load(Ordering::Relaxed),
+                refresh: s.refresh.load(Ordering::Relaxed),
+                other: s.other.load(Ordering::Relaxed),
+            })
+        })
+    }
+
+    fn bump(&self, counter: impl Fn(&Stripe) -> &AtomicU64) {
+        let stripe = STRIPE.with(|i| &self.stripes[*i]);
+        counter(stripe).fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -101,10 +126,6 @@ impl CountingLocker {
     }
 }
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
 impl NetLocker for CountingLocker {
     fn lock<'life0, 'life1, 'async_trait>(
         &'life0 self,
@@ -115,7 +136,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.lock);
+        self.calls.bump(|s| &s.lock);
         self.inner.lock(args)
     }
 
@@ -128,7 +149,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.lock);
+        self.calls.bump(|s| &s.lock);
         self.inner.rlock(args)
     }
 
@@ -141,7 +162,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.unlock);
+        self.calls.bump(|s| &s.unlock);
         self.inner.unlock(args)
     }
 
@@ -154,7 +175,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.unlock);
+        self.calls.bump(|s| &s.unlock);
         self.inner.runlock(args)
     }
 
@@ -167,7 +188,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.refresh);
+        self.calls.bump(|s| &s.refresh);
         self.inner.refresh(args)
     }
 
@@ -183,7 +204,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.refresh);
+        self.calls.bump(|s| &s.refresh);
         self.inner.refresh_mode(args, mode)
     }
 
@@ -196,7 +217,7 @@ impl NetLocker for CountingLocker {
         'life1: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.other);
+        self.calls.bump(|s| &s.other);
         self.inner.force_unlock(args)
     }
 
@@ -205,7 +226,7 @@ impl NetLocker for CountingLocker {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        bump(&self.calls.other);
+        self.calls.bump(|s| &s.other);
         self.inner.locks()
     }
 
