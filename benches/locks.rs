@@ -18,6 +18,8 @@ mod ours;
 mod redis_base;
 #[path = "locks/report.rs"]
 mod report;
+#[path = "locks/scenario.rs"]
+mod scenario;
 #[path = "locks/stats.rs"]
 mod stats;
 
@@ -25,9 +27,10 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use cli::{Flavor, Mix, Options, RedisMode};
+use cli::{Flavor, Options, RedisMode};
 use redis_base::{BaselineKey, RedisServer};
 use report::{Machine, Row};
+use scenario::{Mix, Scenario};
 use stats::Summary;
 
 /// `println!` that ignores a closed stdout (`| head`) instead of panicking;
@@ -196,7 +199,7 @@ fn run(opts: &Options) -> Result<(), String> {
             baseline.insert(key, summary.lsps);
             let row = Row {
                 system: "redis",
-                scenario: cli::Scenario {
+                scenario: Scenario {
                     nodes: 1,
                     ..scenario
                 },

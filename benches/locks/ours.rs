@@ -7,8 +7,8 @@ use std::time::Duration;
 use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, WriteGuard};
 use tokio::time::{timeout_at, Instant};
 
-use crate::cli::{Mix, Names, Scenario, Transport, Wait};
 use crate::counting::{self, Calls, CountingLocker};
+use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 struct Cluster {

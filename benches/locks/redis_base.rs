@@ -17,7 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use tokio::time::{timeout_at, Instant};
 
-use crate::cli::{Hold, Names};
+use crate::scenario::{Hold, Names};
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 /// Long enough never to expire during a run; a lock cut off by the end of

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::cli::{Flavor, Mix, Names, Options, Scenario};
+use crate::cli::{Flavor, Options};
+use crate::scenario::{Mix, Names, Scenario};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 
 pub struct Row {
