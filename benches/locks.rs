@@ -1,137 +1,239 @@
-//! Lock throughput and latency on an in-process cluster.
+//! Lock throughput, latency, CPU, fairness and RPC cost of quorum-lock, with
+//! a single-node Redis lock measured in the same run as a baseline.
 //!
-//! `cargo bench --bench locks -- [--nodes 5] [--clients 1,8,64] [--shared] [--seconds 2]`
+//! `cargo bench --bench locks -- --help` lists the options; BENCHMARKS.md
+//! has the results and how they were taken.
 //!
-//! Each client task runs lock-then-unlock cycles for the given time, on its
-//! own name or (with `--shared`) on one name for all. The table shows cycles
-//! per second and the acquire latency percentiles. This is the seed of the
-//! full harness; network servers, read mixes and baselines come later.
+//! Modules live under `benches/locks/` and are named with `#[path]` because
+//! a bench crate root looks for modules beside itself, where Cargo would
+//! take every file for a bench target of its own.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+#[path = "locks/cli.rs"]
+mod cli;
+#[path = "locks/counting.rs"]
+mod counting;
+#[path = "locks/ours.rs"]
+mod ours;
+#[path = "locks/redis_base.rs"]
+mod redis_base;
+#[path = "locks/report.rs"]
+mod report;
+#[path = "locks/scenario.rs"]
+mod scenario;
+#[path = "locks/stats.rs"]
+mod stats;
 
-use quorum_lock::{Dsync, LocalLocker, NetLocker};
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
 
-struct Options {
-    nodes: usize,
-    clients: Vec<usize>,
-    shared: bool,
-    seconds: f64,
-}
+use cli::{Flavor, Options, RedisMode};
+use redis_base::{BaselineKey, RedisServer};
+use report::{Machine, Row};
+use scenario::{Mix, Scenario};
+use stats::Summary;
 
-fn parse() -> Result<Options, String> {
-    let mut opts = Options {
-        nodes: 5,
-        clients: vec![1, 8, 64],
-        shared: false,
-        seconds: 2.0,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--nodes" => {
-                opts.nodes = value("--nodes")?
-                    .parse()
-                    .map_err(|e| format!("--nodes: {e}"))?
-            }
-            "--clients" => {
-                opts.clients = value("--clients")?
-                    .split(',')
-                    .map(|c| c.parse().map_err(|e| format!("--clients: {e}")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--shared" => opts.shared = true,
-            "--seconds" => {
-                opts.seconds = value("--seconds")?
-                    .parse()
-                    .map_err(|e| format!("--seconds: {e}"))?
-            }
-            // cargo bench passes --bench to every harness.
-            "--bench" => {}
-            other => return Err(format!("unknown option {other}")),
-        }
-    }
-    if opts.nodes == 0
-        || opts.clients.contains(&0)
-        || !(opts.seconds > 0.0 && opts.seconds <= 600.0)
-    {
-        return Err("--nodes and --clients must be positive, --seconds in (0, 600]".into());
-    }
-    Ok(opts)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-async fn run(nodes: usize, clients: usize, shared: bool, seconds: f64) -> (usize, Vec<Duration>) {
-    let lockers: Vec<Arc<dyn NetLocker>> = (0..nodes)
-        .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
-        .collect();
-    let ds = Dsync::new(lockers).expect("at least one node");
-    let stop = Instant::now() + Duration::from_secs_f64(seconds);
-    let tasks: Vec<_> = (0..clients)
-        .map(|c| {
-            let name = if shared {
-                "shared".to_string()
-            } else {
-                format!("client-{c}")
-            };
-            let mutex = ds.rw_mutex([name]).expect("valid name");
-            tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                // Bounded by time and by count.
-                while Instant::now() < stop && latencies.len() < 50_000_000 {
-                    let asked = Instant::now();
-                    let guard = mutex.lock().await.expect("lock");
-                    latencies.push(asked.elapsed());
-                    guard.unlock().await.expect("unlock");
-                }
-                latencies
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for task in tasks {
-        all.extend(task.await.expect("client task"));
-    }
-    all.sort_unstable();
-    (all.len(), all)
+/// `println!` that ignores a closed stdout (`| head`) instead of panicking;
+/// the run still finishes, stops its server and writes its JSON.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
 }
 
 fn main() {
-    let opts = match parse() {
-        Ok(opts) => opts,
+    let opts = match cli::parse(std::env::args().skip(1).collect()) {
+        Ok(Some(opts)) => opts,
+        Ok(None) => {
+            let _ = std::io::stdout().lock().write_all(cli::HELP.as_bytes());
+            return;
+        }
         Err(err) => {
             eprintln!("locks: {err}");
             std::process::exit(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Everything that owns a process or a file is dropped inside `run`,
+    // before exit, so the redis-server is gone whichever way it ends.
+    if let Err(err) = run(&opts) {
+        eprintln!("locks: {err}");
+        std::process::exit(1);
+    }
+}
+
+/// A fresh runtime per measurement, so tasks a run left behind (background
+/// releases, keepers) cannot eat into the next one.
+fn runtime(opts: &Options) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = match opts.flavor {
+        Flavor::Multi => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(opts.threads);
+            b
+        }
+        Flavor::Current => tokio::runtime::Builder::new_current_thread(),
+    };
+    builder
         .enable_all()
         .build()
-        .expect("tokio runtime");
-    println!(
-        "{:>5} {:>7} {:>7} {:>12} {:>10} {:>10} {:>10} {:>10}",
-        "nodes", "clients", "names", "cycles/s", "p50", "p90", "p99", "max"
-    );
-    for &clients in &opts.clients {
-        let (count, lat) = runtime.block_on(run(opts.nodes, clients, opts.shared, opts.seconds));
-        println!(
-            "{:>5} {:>7} {:>7} {:>12.0} {:>10?} {:>10?} {:>10?} {:>10?}",
-            opts.nodes,
-            clients,
-            if opts.shared { "shared" } else { "own" },
-            count as f64 / opts.seconds,
-            percentile(&lat, 50.0),
-            percentile(&lat, 90.0),
-            percentile(&lat, 99.0),
-            lat.last().copied().unwrap_or_default(),
-        );
+        .map_err(|e| format!("cannot start a tokio runtime: {e}"))
+}
+
+fn measure<F: std::future::Future<Output = Result<Summary, String>>>(
+    opts: &Options,
+    run: impl FnOnce() -> F,
+) -> Result<Summary, String> {
+    let rt = runtime(opts)?;
+    let summary = rt.block_on(run());
+    rt.shutdown_timeout(Duration::from_secs(1));
+    summary
+}
+
+/// Starts the baseline server if it is wanted, installed and useful.
+fn redis_server(opts: &Options, needed: bool) -> Result<(Option<RedisServer>, String), String> {
+    if opts.redis == RedisMode::Off {
+        return Ok((None, "off (--redis off)".into()));
     }
+    if !needed {
+        return Ok((
+            None,
+            "not run: no write-only scenario to compare with".into(),
+        ));
+    }
+    let Some(binary) = redis_base::locate() else {
+        if opts.redis == RedisMode::On {
+            return Err("--redis on, but there is no redis-server on PATH \
+                        (apt-get install -y redis-server)"
+                .into());
+        }
+        return Ok((None, "not run: no redis-server on PATH".into()));
+    };
+    match RedisServer::start(&binary) {
+        Ok(server) => {
+            let status = format!(
+                "{} (pid {}, 127.0.0.1:{})",
+                server.version,
+                server.pid(),
+                server.port
+            );
+            Ok((Some(server), status))
+        }
+        Err(err) if opts.redis == RedisMode::Auto => {
+            eprintln!("locks: warning: {err}; running without the Redis baseline");
+            Ok((None, format!("not run: {err}")))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn run(opts: &Options) -> Result<(), String> {
+    let started = report::utc_now();
+    let machine = Machine::read();
+    let scenarios = opts.scenarios();
+    let warmup = Duration::from_secs_f64(opts.warmup);
+    let seconds = Duration::from_secs_f64(opts.seconds);
+    let needs_redis = scenarios.iter().any(|s| s.mix == Mix::Write);
+    let (server, redis_status) = redis_server(opts, needs_redis)?;
+
+    let baselines: usize = {
+        let mut keys: Vec<_> = scenarios
+            .iter()
+            .filter(|s| s.mix == Mix::Write)
+            .map(|s| (s.clients, s.names, s.hold))
+            .collect();
+        keys.sort_by_key(|k| (k.0, k.1 as u8, k.2));
+        keys.dedup();
+        if server.is_some() {
+            keys.len()
+        } else {
+            0
+        }
+    };
+    let runs = scenarios.len() + baselines;
+    say!(
+        "quorum-lock lock benchmark, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, rpc counting {}\n\
+         redis baseline: {redis_status}\n\
+         {runs} runs, about {:.0}s\n",
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.mem_total,
+        machine.kernel,
+        machine.loadavg,
+        opts.seconds,
+        opts.warmup,
+        opts.max_locks,
+        match opts.flavor {
+            Flavor::Multi => "multi-thread",
+            Flavor::Current => "current-thread",
+        },
+        if opts.flavor == Flavor::Multi { opts.threads } else { 1 },
+        if opts.count_rpcs { "on" } else { "off" },
+        runs as f64 * (opts.seconds + opts.warmup + 0.05),
+    );
+    say!("{}", report::header());
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
+    for (index, &scenario) in scenarios.iter().enumerate() {
+        let key = BaselineKey {
+            clients: scenario.clients,
+            names: scenario.names,
+            hold: scenario.hold,
+        };
+        if let (Some(server), Mix::Write, false) =
+            (&server, scenario.mix, baseline.contains_key(&key))
+        {
+            let summary = measure(opts, || {
+                redis_base::run(
+                    server,
+                    index,
+                    key,
+                    opts.redis_retry,
+                    warmup,
+                    seconds,
+                    opts.max_locks,
+                )
+            })?;
+            baseline.insert(key, summary.lsps);
+            let row = Row {
+                system: "redis",
+                scenario: Scenario {
+                    nodes: 1,
+                    ..scenario
+                },
+                summary,
+                redis_lsps: None,
+            };
+            say!("{}", report::line(&row));
+            rows.push(row);
+        }
+        let summary = measure(opts, || {
+            ours::run(scenario, warmup, seconds, opts.max_locks, opts.count_rpcs)
+        })?;
+        let row = Row {
+            system: "ours",
+            scenario,
+            summary,
+            redis_lsps: match scenario.mix {
+                Mix::Write => baseline.get(&key).copied(),
+                Mix::Read90 => None,
+            },
+        };
+        say!("{}", report::line(&row));
+        rows.push(row);
+    }
+    say!("\n{}", report::LEGEND);
+    if let Some(server) = server {
+        let pid = server.pid();
+        drop(server);
+        say!("stopped redis-server pid {pid}");
+    }
+    if let Some(path) = &opts.json {
+        let text = report::json(opts, &machine, &started, &redis_status, &rows);
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -1,0 +1,367 @@
+//! Command-line options and the scenarios they select.
+//!
+//! Bad input is reported as an `Err(String)` and never panics: `main` turns it
+//! into exit code 2.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::scenario::{matrix, Hold, Mix, Names, Scenario, Transport, Wait};
+
+pub const HELP: &str = "\
+Lock throughput and latency of quorum-lock, with a Redis baseline when
+redis-server is installed.
+
+USAGE:
+    cargo bench --bench locks -- [OPTIONS]
+
+SCENARIOS (lists are comma-separated; every combination runs):
+    --nodes LIST         lockers in the cluster, e.g. 1,3,5,8,16     [default: 5]
+    --clients LIST       concurrent client tasks, e.g. 1,8,64       [default: 1,8,64]
+    --names own|shared|both
+                         a distinct name per client, or one name for all
+                                                                    [default: own]
+    --shared             same as --names shared
+    --mix write|read90|both
+                         write locks only, or 90% reads / 10% writes [default: write]
+    --hold LIST          how long each lock is held: 0 (unlock at once), yield
+                         (one trip through the scheduler while holding, so
+                         other clients run and find the lock taken), or a
+                         time such as 1ms (tokio's timer rounds up to whole
+                         milliseconds)                              [default: 0]
+    --transport inproc   how the coordinator reaches its lockers; inproc means
+                         LocalLockers in this process. Network lock servers
+                         will be another value.                     [default: inproc]
+    --wait poll          how a waiter learns that a lock was freed; poll means
+                         retry with jittered backoff. Push wake-ups will be
+                         another value.                             [default: poll]
+    --matrix             run the default set described in BENCHMARKS.md instead
+                         of --nodes/--clients/--names/--mix
+
+BOUNDS AND MEASUREMENT:
+    --seconds S          measured time per scenario, (0, 600]       [default: 2]
+    --warmup S           unmeasured run-in per scenario, [0, 60]    [default: 0.2]
+    --max-locks N        stop a scenario after N locks in all       [default: 20000000]
+    --threads N          tokio worker threads                       [default: CPUs]
+    --runtime multi|current
+                         tokio runtime flavour; current ignores --threads
+                                                                    [default: multi]
+    --count-rpcs on|off  wrap every locker in a call counter (one atomic add
+                         per call); off measures without it         [default: on]
+
+BASELINE:
+    --redis auto|on|off  auto: measure Redis when redis-server is on PATH;
+                         on: fail without it                        [default: auto]
+    --redis-retry DUR    sleep before a Redis waiter retries SET NX [default: 1ms]
+
+OUTPUT:
+    --json FILE          also write the results as JSON to FILE
+    -h, --help           print this help
+
+Every scenario is bounded by --warmup + --seconds and by --max-locks. Only
+127.0.0.1 is used; the redis-server started here is killed by its PID at the end.
+";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisMode {
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Multi,
+    Current,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub nodes: Vec<usize>,
+    pub clients: Vec<usize>,
+    pub names: Vec<Names>,
+    pub mixes: Vec<Mix>,
+    pub holds: Vec<Hold>,
+    pub transport: Transport,
+    pub wait: Wait,
+    pub matrix: bool,
+    pub seconds: f64,
+    pub warmup: f64,
+    pub max_locks: u64,
+    pub threads: usize,
+    pub flavor: Flavor,
+    pub count_rpcs: bool,
+    pub redis: RedisMode,
+    pub redis_retry: Duration,
+    pub json: Option<PathBuf>,
+    /// The arguments as given, for the record.
+    pub args: Vec<String>,
+}
+
+const MAX_NODES: usize = 64;
+const MAX_CLIENTS: usize = 4096;
+const MAX_HOLD: Duration = Duration::from_secs(10);
+
+/// The options to run with, or `None` when help was asked for.
+pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
+    let mut opts = Options {
+        nodes: vec![5],
+        clients: vec![1, 8, 64],
+        names: vec![Names::Own],
+        mixes: vec![Mix::Write],
+        holds: vec![Hold::None],
+        transport: Transport::InProcess,
+        wait: Wait::Poll,
+        matrix: false,
+        seconds: 2.0,
+        warmup: 0.2,
+        max_locks: 20_000_000,
+        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        flavor: Flavor::Multi,
+        count_rpcs: true,
+        redis: RedisMode::Auto,
+        redis_retry: Duration::from_millis(1),
+        json: None,
+        args: args.clone(),
+    };
+    // Options that --matrix decides itself; naming one with it is a mistake.
+    let mut chose_lists = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        // Accept both `--opt value` and `--opt=value`.
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = || -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                // An option where a value should be (cargo appends --bench)
+                // means the value was left out.
+                None => it
+                    .next()
+                    .filter(|v| !v.starts_with("--"))
+                    .ok_or_else(|| format!("{name} needs a value")),
+            }
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(None),
+            // cargo bench passes --bench to every harness.
+            "--bench" => {}
+            "--nodes" => {
+                opts.nodes = list(&name, &value()?, |s| count(s, 1, MAX_NODES))?;
+                chose_lists.push("--nodes");
+            }
+            "--clients" => {
+                opts.clients = list(&name, &value()?, |s| count(s, 1, MAX_CLIENTS))?;
+                chose_lists.push("--clients");
+            }
+            "--names" => {
+                opts.names = match value()?.as_str() {
+                    "own" => vec![Names::Own],
+                    "shared" => vec![Names::Shared],
+                    "both" => vec![Names::Own, Names::Shared],
+                    v => return Err(format!("--names: expected own, shared or both, got {v:?}")),
+                };
+                chose_lists.push("--names");
+            }
+            "--shared" => {
+                opts.names = vec![Names::Shared];
+                chose_lists.push("--shared");
+            }
+            "--mix" => {
+                opts.mixes = match value()?.as_str() {
+                    "write" => vec![Mix::Write],
+                    "read90" => vec![Mix::Read90],
+                    "both" => vec![Mix::Write, Mix::Read90],
+                    v => return Err(format!("--mix: expected write, read90 or both, got {v:?}")),
+                };
+                chose_lists.push("--mix");
+            }
+            "--hold" => {
+                opts.holds = list(&name, &value()?, |s| match s {
+                    "yield" => Ok(Hold::Yield),
+                    s => match duration(s)? {
+                        d if d.is_zero() => Ok(Hold::None),
+                        d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
+                        d => Ok(Hold::For(d)),
+                    },
+                })?
+            }
+            "--transport" => {
+                opts.transport = match value()?.as_str() {
+                    "inproc" => Transport::InProcess,
+                    v @ ("tcp" | "net" | "network") => {
+                        return Err(format!(
+                            "--transport {v}: the library has no network transport yet; only inproc"
+                        ))
+                    }
+                    v => return Err(format!("--transport: expected inproc, got {v:?}")),
+                }
+            }
+            "--wait" => {
+                opts.wait = match value()?.as_str() {
+                    "poll" => Wait::Poll,
+                    "push" => {
+                        return Err(
+                            "--wait push: the library has no push wake-ups yet; only poll".into(),
+                        )
+                    }
+                    v => return Err(format!("--wait: expected poll, got {v:?}")),
+                }
+            }
+            "--matrix" => opts.matrix = true,
+            "--seconds" => opts.seconds = seconds(&name, &value()?, f64::MIN_POSITIVE, 600.0)?,
+            "--warmup" => opts.warmup = seconds(&name, &value()?, 0.0, 60.0)?,
+            "--max-locks" => {
+                opts.max_locks = value()?
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u64| n > 0)
+                    .ok_or_else(|| format!("{name}: expected a positive whole number"))?
+            }
+            "--threads" => {
+                opts.threads = count(&value()?, 1, 256).map_err(|e| format!("{name}: {e}"))?
+            }
+            "--runtime" => {
+                opts.flavor = match value()?.as_str() {
+                    "multi" => Flavor::Multi,
+                    "current" => Flavor::Current,
+                    v => return Err(format!("--runtime: expected multi or current, got {v:?}")),
+                }
+            }
+            "--count-rpcs" => opts.count_rpcs = on_off(&name, &value()?)?,
+            "--redis" => {
+                opts.redis = match value()?.as_str() {
+                    "auto" => RedisMode::Auto,
+                    "on" => RedisMode::On,
+                    "off" => RedisMode::Off,
+                    v => return Err(format!("--redis: expected auto, on or off, got {v:?}")),
+                }
+            }
+            "--redis-retry" => {
+                let d = duration(&value()?).map_err(|e| format!("{name}: {e}"))?;
+                if d.is_zero() || d > Duration::from_secs(1) {
+                    return Err(format!("{name}: must be in (0, 1s]"));
+                }
+                opts.redis_retry = d;
+            }
+            "--json" => {
+                let path = value()?;
+                if path.is_empty() {
+                    return Err("--json needs a file name".into());
+                }
+                opts.json = Some(PathBuf::from(path));
+            }
+            other if other.starts_with('-') => {
+                return Err(format!("unknown option {other} (try --help)"))
+            }
+            // A bare word is what `cargo bench -- FILTER` passes to libtest
+            // harnesses; this harness has no filters, so say so.
+            other => {
+                return Err(format!(
+                    "unexpected argument {other:?}: this harness selects scenarios with options (try --help)"
+                ))
+            }
+        }
+    }
+    if opts.matrix && !chose_lists.is_empty() {
+        return Err(format!(
+            "--matrix chooses nodes, clients, names and mix itself; drop {}",
+            chose_lists.join(", ")
+        ));
+    }
+    Ok(Some(opts))
+}
+
+impl Options {
+    pub fn scenarios(&self) -> Vec<Scenario> {
+        let base = |nodes, clients, names, mix, hold| Scenario {
+            nodes,
+            clients,
+            names,
+            mix,
+            hold,
+            transport: self.transport,
+            wait: self.wait,
+        };
+        let mut out = Vec::new();
+        for &hold in &self.holds {
+            if self.matrix {
+                out.extend(matrix().map(|(n, c, names, mix)| base(n, c, names, mix, hold)));
+                continue;
+            }
+            for &mix in &self.mixes {
+                for &names in &self.names {
+                    for &nodes in &self.nodes {
+                        for &clients in &self.clients {
+                            out.push(base(nodes, clients, names, mix, hold));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn list<T>(
+    name: &str,
+    value: &str,
+    item: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let items: Vec<T> = value
+        .split(',')
+        .map(|s| item(s.trim()).map_err(|e| format!("{name}: {e}")))
+        .collect::<Result<_, _>>()?;
+    if items.is_empty() {
+        return Err(format!("{name} needs at least one value"));
+    }
+    Ok(items)
+}
+
+fn count(s: &str, min: usize, max: usize) -> Result<usize, String> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| format!("{s:?}: expected a whole number from {min} to {max}"))
+}
+
+fn seconds(name: &str, s: &str, min: f64, max: f64) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= min && *v <= max)
+        .ok_or_else(|| format!("{name}: {s:?} is not a number of seconds in range (max {max})"))
+}
+
+fn on_off(name: &str, s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{name}: expected on or off, got {s:?}")),
+    }
+}
+
+/// `0`, or a number with one of the units ns, us, ms, s.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("{s:?}: give a unit, e.g. 500us, 2ms, 1s"))?;
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("{s:?}: not a duration"))?;
+    let scale = match unit {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ns, us, ms or s")),
+    };
+    Duration::try_from_secs_f64(number * scale).map_err(|_| format!("{s:?}: out of range"))
+}

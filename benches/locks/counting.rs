@@ -1,0 +1,244 @@
+//! A `NetLocker` wrapper that counts the calls made to the locker it wraps.
+//!
+//! The trait is implemented by hand, in the shape `#[async_trait]` expands
+//! to, so that each method can bump a counter and return the inner locker's
+//! boxed future as it is. An `async fn` wrapper would box a second future per
+//! call and make the measurement heavier than the thing it measures; this
+//! way the wrapper costs one relaxed atomic add, on a per-thread stripe.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker};
+
+type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+/// Calls by kind, on one locker, striped by thread.
+///
+/// Every client bumps the counters of every locker, so one shared counter
+/// per locker would bounce its cache line between cores on each call and
+/// slow down exactly the parallel runs it is meant to observe. Each thread
+/// adds to its own stripe instead; reading sums the stripes.
+#[derive(Default)]
+pub struct Calls {
+    stripes: [Stripe; STRIPES],
+}
+
+const STRIPES: usize = 16;
+
+/// One stripe on its own cache lines (128 bytes covers adjacent-line
+/// prefetching too).
+#[derive(Default)]
+#[repr(align(128))]
+struct Stripe {
+    lock: AtomicU64,
+    unlock: AtomicU64,
+    refresh: AtomicU64,
+    other: AtomicU64,
+}
+
+thread_local! {
+    static STRIPE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES
+    };
+}
+
+/// A point-in-time reading of one or more `Calls`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CallCounts {
+    /// `lock` and `rlock`.
+    pub lock: u64,
+    /// `unlock` and `runlock`.
+    pub unlock: u64,
+    /// `refresh` and `refresh_mode`.
+    pub refresh: u64,
+    /// `force_unlock` and `locks`.
+    pub other: u64,
+}
+
+impl CallCounts {
+    pub fn total(&self) -> u64 {
+        self.lock + self.unlock + self.refresh + self.other
+    }
+
+    pub fn plus(&self, other: &CallCounts) -> CallCounts {
+        CallCounts {
+            lock: self.lock + other.lock,
+            unlock: self.unlock + other.unlock,
+            refresh: self.refresh + other.refresh,
+            other: self.other + other.other,
+        }
+    }
+
+    pub fn since(&self, earlier: &CallCounts) -> CallCounts {
+        CallCounts {
+            lock: self.lock - earlier.lock,
+            unlock: self.unlock - earlier.unlock,
+            refresh: self.refresh - earlier.refresh,
+            other: self.other - earlier.other,
+        }
+    }
+}
+
+impl Calls {
+    pub fn read(&self) -> CallCounts {
+        self.stripes.iter().fold(CallCounts::default(), |sum, s| {
+            sum.plus(&CallCounts {
+                lock: s.lock.load(Ordering::Relaxed),
+                unlock: s.unlock.load(Ordering::Relaxed),
+                refresh: s.refresh.load(Ordering::Relaxed),
+                other: s.other.load(Ordering::Relaxed),
+            })
+        })
+    }
+
+    fn bump(&self, counter: impl Fn(&Stripe) -> &AtomicU64) {
+        let stripe = STRIPE.with(|i| &self.stripes[*i]);
+        counter(stripe).fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sums the counters of a whole cluster.
+pub fn total(calls: &[Arc<Calls>]) -> CallCounts {
+    calls
+        .iter()
+        .fold(CallCounts::default(), |sum, c| sum.plus(&c.read()))
+}
+
+pub struct CountingLocker {
+    inner: Arc<dyn NetLocker>,
+    calls: Arc<Calls>,
+}
+
+impl CountingLocker {
+    pub fn new(inner: Arc<dyn NetLocker>) -> (Self, Arc<Calls>) {
+        let calls = Arc::new(Calls::default());
+        (
+            CountingLocker {
+                inner,
+                calls: calls.clone(),
+            },
+            calls,
+        )
+    }
+}
+
+impl NetLocker for CountingLocker {
+    fn lock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.lock);
+        self.inner.lock(args)
+    }
+
+    fn rlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.lock);
+        self.inner.rlock(args)
+    }
+
+    fn unlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.unlock);
+        self.inner.unlock(args)
+    }
+
+    fn runlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.unlock);
+        self.inner.runlock(args)
+    }
+
+    fn refresh<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.refresh);
+        self.inner.refresh(args)
+    }
+
+    // Forwarded explicitly: the default body would call our `refresh` and
+    // drop the mode the inner locker needs for re-granting.
+    fn refresh_mode<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+        mode: LockMode,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.refresh);
+        self.inner.refresh_mode(args, mode)
+    }
+
+    fn force_unlock<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+    ) -> Reply<'async_trait, bool>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.other);
+        self.inner.force_unlock(args)
+    }
+
+    fn locks<'life0, 'async_trait>(&'life0 self) -> Reply<'async_trait, Vec<LockInfo>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.other);
+        self.inner.locks()
+    }
+
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+
+    fn is_online(&self) -> bool {
+        self.inner.is_online()
+    }
+
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+}

@@ -1,0 +1,164 @@
+//! The quorum-lock load: clients looping acquire, hold, unlock on a cluster
+//! built for the scenario's transport.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, WriteGuard};
+use tokio::time::{timeout_at, Instant};
+
+use crate::counting::{self, Calls, CountingLocker};
+use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+
+struct Cluster {
+    ds: Dsync,
+    /// One per locker when calls are counted, else empty.
+    calls: Vec<Arc<Calls>>,
+}
+
+/// Builds the lockers a scenario asks for. A network transport will start
+/// lock servers here and hand back clients for them.
+fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
+    let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
+        Transport::InProcess => (0..scenario.nodes)
+            .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
+            .collect(),
+    };
+    let (lockers, calls) = if count_rpcs {
+        bare.into_iter()
+            .map(|inner| {
+                let (locker, calls) = CountingLocker::new(inner);
+                (Arc::new(locker) as Arc<dyn NetLocker>, calls)
+            })
+            .unzip()
+    } else {
+        (bare, Vec::new())
+    };
+    let ds = Dsync::new(lockers).map_err(|e| format!("cannot build the cluster: {e}"))?;
+    Ok(Cluster { ds, calls })
+}
+
+enum Held {
+    Write(WriteGuard),
+    Read(ReadGuard),
+}
+
+impl Held {
+    async fn unlock(self) -> Result<(), Error> {
+        match self {
+            Held::Write(g) => g.unlock().await,
+            Held::Read(g) => g.unlock().await,
+        }
+    }
+}
+
+/// How a client waits for a lock. `Wait::Poll` is the library's own retry
+/// loop; push wake-ups will add an arm here.
+async fn acquire(mutex: &DRWMutex, wait: Wait, write: bool) -> Result<Held, Error> {
+    match (wait, write) {
+        (Wait::Poll, true) => mutex.lock().await.map(Held::Write),
+        (Wait::Poll, false) => mutex.read().await.map(Held::Read),
+    }
+}
+
+/// xorshift64*: a few instructions per draw, so that picking reads or
+/// writes does not show up in the profile.
+struct Coin(u64);
+
+impl Coin {
+    fn heads(&mut self, percent: u64) -> bool {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) % 100 < percent
+    }
+}
+
+async fn client(
+    mutex: DRWMutex,
+    scenario: Scenario,
+    window: Window,
+    seed: u64,
+) -> Result<ClientTally, String> {
+    let mut tally = ClientTally::new();
+    let mut coin = Coin(seed | 1);
+    let mut done = 0u64;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if done >= window.max_per_client {
+            tally.hit_count_bound = true;
+            break;
+        }
+        let write = match scenario.mix {
+            Mix::Write => true,
+            Mix::Read90 => !coin.heads(90),
+        };
+        let held = match timeout_at(window.end, acquire(&mutex, scenario.wait, write)).await {
+            Ok(Ok(held)) => held,
+            Ok(Err(err)) => return Err(format!("lock failed: {err}")),
+            Err(_) => {
+                // Cancel safe: the library releases whatever this round got.
+                tally.unfinished = Some(asked.elapsed());
+                break;
+            }
+        };
+        let waited = asked.elapsed();
+        if asked >= window.start {
+            tally.record(waited);
+        }
+        done += 1;
+        scenario.hold.run().await;
+        held.unlock()
+            .await
+            .map_err(|e| format!("unlock failed: {e}"))?;
+        // An in-process acquire and unlock complete without ever returning
+        // Pending, so without this the loop would never give its worker
+        // back: the other clients would starve and no timer would fire.
+        // It yields only once the task's budget (128 units) is spent.
+        tokio::task::coop::consume_budget().await;
+    }
+    tally.finished_at = Instant::now();
+    Ok(tally)
+}
+
+pub async fn run(
+    scenario: Scenario,
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+    count_rpcs: bool,
+) -> Result<Summary, String> {
+    let cluster = cluster(&scenario, count_rpcs)?;
+    let mutexes = (0..scenario.clients)
+        .map(|c| match scenario.names {
+            Names::Own => cluster.ds.rw_mutex([format!("bench/client-{c}")]),
+            Names::Shared => cluster.ds.rw_mutex(["bench/shared"]),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot make a mutex: {e}"))?;
+    let start = Instant::now() + warmup;
+    let window = Window {
+        start,
+        end: start + seconds,
+        max_per_client: max_locks.div_ceil(scenario.clients as u64),
+    };
+    let calls = cluster.calls.clone();
+    let snapshot = || Snapshot {
+        at: Instant::now(),
+        cpu: process_cpu(),
+        calls: (!calls.is_empty()).then(|| counting::total(&calls)),
+        server_cpu: None,
+    };
+    let mut mutexes = mutexes.into_iter();
+    let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
+        let mutex = mutexes.next().expect("one mutex per client");
+        let seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(c as u64 + 1);
+        client(mutex, scenario, window, seed)
+    })
+    .await?;
+    Ok(summarize(window, &tallies, &first, &last))
+}

@@ -1,0 +1,309 @@
+//! The Redis baseline: a redis-server of our own on 127.0.0.1 and the
+//! classic single-node lock loop against it, `SET key token NX PX ttl` to
+//! lock and a Lua compare-and-delete to unlock.
+//!
+//! The server is ours alone: started on a free port with persistence off,
+//! and killed by its PID when `RedisServer` is dropped, which happens on
+//! success, on error and on panic. `PR_SET_PDEATHSIG` covers the harness
+//! itself being killed.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use tokio::time::{timeout_at, Instant};
+
+use crate::scenario::{Hold, Names};
+use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+
+/// Long enough never to expire during a run; a lock cut off by the end of
+/// the window is left to it, under a key no later run uses.
+const TTL_MS: u64 = 30_000;
+
+const UNLOCK: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("del", KEYS[1])
+else
+    return 0
+end"#;
+
+/// `redis-server` from PATH, if there is one.
+pub fn locate() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("redis-server"))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    pub version: String,
+}
+
+impl RedisServer {
+    pub fn start(binary: &Path) -> Result<RedisServer, String> {
+        let version = Command::new(binary)
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        let mut last_err = String::new();
+        // The free port can be taken between our probe and the server's
+        // bind; a few tries make that race harmless.
+        for _ in 0..3 {
+            let port = free_port()?;
+            let mut command = Command::new(binary);
+            command
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--save", "", "--appendonly", "no"])
+                .args(["--daemonize", "no", "--loglevel", "warning"])
+                .arg("--dir")
+                .arg(std::env::temp_dir())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: prctl is async-signal-safe and touches no memory of
+            // the parent. It makes the kernel kill the server if we die
+            // without running destructors (SIGKILL, abort).
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = command
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+            let mut server = RedisServer {
+                child,
+                port,
+                version: version.clone(),
+            };
+            match server.wait_ready(Duration::from_secs(5)) {
+                Ok(()) => return Ok(server),
+                Err(err) => last_err = err,
+            }
+            // Dropping `server` kills it.
+        }
+        Err(format!("redis-server did not come up: {last_err}"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Polls with a raw PING until the server answers PONG.
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
+        let give_up = std::time::Instant::now() + limit;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "it exited with {status} (port {} taken?)",
+                    self.port
+                ));
+            }
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                let mut reply = [0u8; 7];
+                let pong = s.set_read_timeout(Some(Duration::from_millis(500))).is_ok()
+                    && s.write_all(b"PING\r\n").is_ok()
+                    && s.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n";
+                if pong {
+                    return Ok(());
+                }
+            }
+            if std::time::Instant::now() >= give_up {
+                return Err(format!("no PONG on port {} within {limit:?}", self.port));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// User + system CPU time of the server, from /proc.
+    pub fn cpu(&self) -> Option<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let utime: u64 = fields.get(11)?.parse().ok()?;
+        let stime: u64 = fields.get(12)?.parse().ok()?;
+        // SAFETY: sysconf reads a constant and has no side effects.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (ticks > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / ticks as f64))
+    }
+
+    /// Stops the server: SIGTERM to its PID, then SIGKILL if it lingers.
+    fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: kill has no memory effects; the PID is our own child,
+            // not yet reaped, so it cannot have been reused.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let give_up = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < give_up {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
+}
+
+/// The scenario parameters the baseline shares with our runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BaselineKey {
+    pub clients: usize,
+    pub names: Names,
+    pub hold: Hold,
+}
+
+async fn client(
+    mut con: MultiplexedConnection,
+    key: String,
+    id: usize,
+    hold: Hold,
+    retry: Duration,
+    window: Window,
+) -> Result<ClientTally, String> {
+    let unlock = redis::Script::new(UNLOCK);
+    let mut tally = ClientTally::new();
+    let mut seq = 0u64;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if seq >= window.max_per_client {
+            tally.hit_count_bound = true;
+            break;
+        }
+        seq += 1;
+        let token = format!("{id}:{seq}");
+        let counted = asked >= window.start;
+        let mut sent = 0u64;
+        let acquire = async {
+            loop {
+                sent += 1;
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(&key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(TTL_MS)
+                    .query_async(&mut con)
+                    .await
+                    .map_err(|e| format!("redis SET failed: {e}"))?;
+                if set.is_some() {
+                    return Ok::<(), String>(());
+                }
+                tokio::time::sleep(retry).await;
+            }
+        };
+        match timeout_at(window.end, acquire).await {
+            Ok(result) => result?,
+            Err(_) => {
+                tally.unfinished = Some(asked.elapsed());
+                break;
+            }
+        }
+        let waited = asked.elapsed();
+        if counted {
+            tally.record(waited);
+            // SET NX tries count as lock calls, the script as the unlock.
+            tally.calls.lock += sent;
+            tally.calls.unlock += 1;
+        }
+        hold.run().await;
+        let deleted: i64 = unlock
+            .key(&key)
+            .arg(&token)
+            .invoke_async(&mut con)
+            .await
+            .map_err(|e| format!("redis unlock failed: {e}"))?;
+        if deleted != 1 {
+            return Err(format!(
+                "redis lock {key} expired while held ({TTL_MS} ms TTL)"
+            ));
+        }
+    }
+    tally.finished_at = Instant::now();
+    Ok(tally)
+}
+
+pub async fn run(
+    server: &RedisServer,
+    run_id: usize,
+    key: BaselineKey,
+    retry: Duration,
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+) -> Result<Summary, String> {
+    let redis = redis::Client::open(server.url()).map_err(|e| format!("redis client: {e}"))?;
+    // Connect everyone before the clock starts, one connection per client.
+    let mut connections = Vec::with_capacity(key.clients);
+    for _ in 0..key.clients {
+        connections.push(
+            redis
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| format!("cannot connect to redis-server: {e}"))?,
+        );
+    }
+    let start = Instant::now() + warmup;
+    let window = Window {
+        start,
+        end: start + seconds,
+        max_per_client: max_locks.div_ceil(key.clients as u64),
+    };
+    let snapshot = || Snapshot {
+        at: Instant::now(),
+        cpu: process_cpu(),
+        calls: None,
+        server_cpu: server.cpu(),
+    };
+    let mut connections = connections.into_iter();
+    let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
+        let con = connections.next().expect("one connection per client");
+        // A fresh prefix per run: a key whose owner was cut off by the end
+        // of an earlier window must not block this one.
+        let name = match key.names {
+            Names::Own => format!("bench:{run_id}:client-{c}"),
+            Names::Shared => format!("bench:{run_id}:shared"),
+        };
+        client(con, name, c, key.hold, retry, window)
+    })
+    .await?;
+    Ok(summarize(window, &tallies, &first, &last))
+}

@@ -1,0 +1,122 @@
+//! What one measured run is: cluster size, client count, name sharing,
+//! read/write mix, hold, and the two axes that will grow new values, the
+//! transport to the lockers and the way waiters wait.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Names {
+    Own,
+    Shared,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mix {
+    Write,
+    /// 90% reads, 10% writes.
+    Read90,
+}
+
+/// Where the lockers live. Network servers in another process will be a
+/// second variant; everything downstream matches on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    InProcess,
+}
+
+/// How waiters learn that a lock was freed. Push wake-ups will be a second
+/// variant once the library has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Poll,
+}
+
+/// What a client does between acquiring and unlocking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Hold {
+    None,
+    /// `tokio::task::yield_now` once: the shortest hold that lets other
+    /// tasks run while the lock is taken.
+    Yield,
+    For(Duration),
+}
+
+impl Hold {
+    pub fn label(self) -> String {
+        match self {
+            Hold::None => "0".into(),
+            Hold::Yield => "yield".into(),
+            Hold::For(d) => crate::stats::fmt_duration(d),
+        }
+    }
+
+    pub async fn run(self) {
+        match self {
+            Hold::None => {}
+            Hold::Yield => tokio::task::yield_now().await,
+            Hold::For(d) => tokio::time::sleep(d).await,
+        }
+    }
+}
+
+impl Names {
+    pub fn label(self) -> &'static str {
+        match self {
+            Names::Own => "own",
+            Names::Shared => "shared",
+        }
+    }
+}
+
+impl Mix {
+    pub fn label(self) -> &'static str {
+        match self {
+            Mix::Write => "write",
+            Mix::Read90 => "read90",
+        }
+    }
+}
+
+impl Transport {
+    pub fn label(self) -> &'static str {
+        match self {
+            Transport::InProcess => "inproc",
+        }
+    }
+}
+
+impl Wait {
+    pub fn label(self) -> &'static str {
+        match self {
+            Wait::Poll => "poll",
+        }
+    }
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scenario {
+    pub nodes: usize,
+    pub clients: usize,
+    pub names: Names,
+    pub mix: Mix,
+    pub hold: Hold,
+    pub transport: Transport,
+    pub wait: Wait,
+}
+
+/// The default set: the node sweep on distinct names (quorum fan-out cost),
+/// contention on one name at three cluster sizes, and the read mix on the
+/// 5-node cluster the targets are stated for.
+pub fn matrix() -> impl Iterator<Item = (usize, usize, Names, Mix)> {
+    let sweep = [1, 3, 5, 8, 16]
+        .into_iter()
+        .flat_map(|n| [1, 8, 64].map(move |c| (n, c, Names::Own, Mix::Write)));
+    let shared = [1, 5, 16]
+        .into_iter()
+        .flat_map(|n| [8, 64].map(move |c| (n, c, Names::Shared, Mix::Write)));
+    let reads = [Names::Own, Names::Shared]
+        .into_iter()
+        .flat_map(|names| [1, 8, 64].map(move |c| (5, c, names, Mix::Read90)));
+    sweep.chain(shared).chain(reads)
+}

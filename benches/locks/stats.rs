@@ -1,0 +1,270 @@
+//! What a load run measures, the loop driver shared by our locks and the
+//! Redis baseline, and the numbers derived from it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use tokio::time::Instant;
+
+use crate::counting::CallCounts;
+
+/// Longest wait the histograms can hold; waits are bounded far below it.
+const MAX_TRACKED_NS: u64 = 3_600_000_000_000;
+
+/// The bounds of one load run, shared by every client.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// Acquisitions asked for before this are warm-up and are not recorded.
+    pub start: Instant,
+    /// No acquisition is waited for past this.
+    pub end: Instant,
+    /// Locks (warm-up included) after which a client stops.
+    pub max_per_client: u64,
+}
+
+/// One client's record.
+pub struct ClientTally {
+    pub locks: u64,
+    pub hist: Histogram<u64>,
+    pub sum_ns: u128,
+    /// A wait still unfinished when the window closed.
+    pub unfinished: Option<Duration>,
+    /// Requests sent in the window, when the client counts them itself.
+    pub calls: CallCounts,
+    pub hit_count_bound: bool,
+    pub finished_at: Instant,
+}
+
+impl ClientTally {
+    pub fn new() -> Self {
+        ClientTally {
+            locks: 0,
+            hist: new_histogram(),
+            sum_ns: 0,
+            unfinished: None,
+            calls: CallCounts::default(),
+            hit_count_bound: false,
+            finished_at: Instant::now(),
+        }
+    }
+
+    pub fn record(&mut self, waited: Duration) {
+        let ns = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.hist.saturating_record(ns.max(1));
+        self.sum_ns += u128::from(ns);
+        self.locks += 1;
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_TRACKED_NS, 3).expect("constant, valid histogram bounds")
+}
+
+/// Resource use at one instant.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot {
+    pub at: Instant,
+    /// User + system CPU time of this process.
+    pub cpu: Duration,
+    /// Calls seen by the counting lockers, when they are in use.
+    pub calls: Option<CallCounts>,
+    /// CPU time of a server process measured alongside (redis-server).
+    pub server_cpu: Option<Duration>,
+}
+
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given; an all-zero
+    // rusage is a valid value of that plain C struct.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return Duration::ZERO;
+        }
+        usage
+    };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Runs `clients` client futures made by `client` inside `window`, taking a
+/// snapshot when the window opens and after every client has finished.
+pub async fn drive<F, Fut>(
+    clients: usize,
+    window: Window,
+    snapshot: impl Fn() -> Snapshot,
+    mut client: F,
+) -> Result<(Vec<ClientTally>, Snapshot, Snapshot), String>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<ClientTally, String>> + Send + 'static,
+{
+    let tasks: Vec<_> = (0..clients).map(|c| tokio::spawn(client(c))).collect();
+    tokio::time::sleep_until(window.start).await;
+    let first = snapshot();
+    let mut tallies = Vec::with_capacity(clients);
+    let mut failure = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(tally)) => tallies.push(tally),
+            Ok(Err(err)) => failure = failure.or(Some(err)),
+            Err(err) => failure = failure.or(Some(format!("a client task failed: {err}"))),
+        }
+    }
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    Ok((tallies, first, snapshot()))
+}
+
+/// The derived figures of one run.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub locks: u64,
+    pub seconds: f64,
+    pub lsps: f64,
+    pub mean: Duration,
+    pub p50: Duration,
+    pub p70: Duration,
+    pub p90: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+    /// The longest wait, counting waits the window cut short.
+    pub longest_wait: Duration,
+    /// Clients still waiting when the window closed.
+    pub unfinished: usize,
+    pub min_client: u64,
+    pub max_client: u64,
+    pub jain: f64,
+    /// (user + sys) / wall of this process, in cores.
+    pub cpu: f64,
+    /// The same for the server process, when there is one.
+    pub server_cpu: Option<f64>,
+    /// Requests to lock servers per lock acquired, by kind when known.
+    pub calls: Option<CallCounts>,
+    pub calls_per_lock: Option<f64>,
+    pub hit_count_bound: bool,
+}
+
+pub fn summarize(
+    window: Window,
+    tallies: &[ClientTally],
+    first: &Snapshot,
+    last: &Snapshot,
+) -> Summary {
+    let mut hist = new_histogram();
+    let mut sum_ns = 0u128;
+    for t in tallies {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = hist.add(&t.hist);
+        sum_ns += t.sum_ns;
+    }
+    let locks = hist.len();
+    let last_finish = tallies.iter().map(|t| t.finished_at).max();
+    let until = last_finish.map_or(window.end, |f| f.min(window.end));
+    let seconds = until
+        .saturating_duration_since(window.start)
+        .as_secs_f64()
+        .max(1e-9);
+    let wall = last
+        .at
+        .saturating_duration_since(first.at)
+        .as_secs_f64()
+        .max(1e-9);
+    let busy = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() / wall;
+    let per_client: Vec<u64> = tallies.iter().map(|t| t.locks).collect();
+    let q = |quantile: f64| {
+        Duration::from_nanos(if locks == 0 {
+            0
+        } else {
+            hist.value_at_quantile(quantile)
+        })
+    };
+    let max = q(1.0);
+    let unfinished_waits = tallies.iter().filter_map(|t| t.unfinished);
+    let calls = match (first.calls, last.calls) {
+        (Some(a), Some(b)) => Some(b.since(&a)),
+        _ => {
+            let own = tallies
+                .iter()
+                .fold(CallCounts::default(), |sum, t| sum.plus(&t.calls));
+            (own.total() > 0).then_some(own)
+        }
+    };
+    Summary {
+        locks,
+        seconds,
+        lsps: locks as f64 / seconds,
+        mean: Duration::from_nanos(if locks == 0 {
+            0
+        } else {
+            u64::try_from(sum_ns / u128::from(locks)).unwrap_or(u64::MAX)
+        }),
+        p50: q(0.50),
+        p70: q(0.70),
+        p90: q(0.90),
+        p99: q(0.99),
+        max,
+        longest_wait: unfinished_waits.clone().fold(max, Duration::max),
+        unfinished: unfinished_waits.count(),
+        min_client: per_client.iter().copied().min().unwrap_or(0),
+        max_client: per_client.iter().copied().max().unwrap_or(0),
+        jain: jain(&per_client),
+        cpu: busy(first.cpu, last.cpu),
+        server_cpu: match (first.server_cpu, last.server_cpu) {
+            (Some(a), Some(b)) => Some(busy(a, b)),
+            _ => None,
+        },
+        calls_per_lock: calls.map(|c| c.total() as f64 / locks.max(1) as f64),
+        calls,
+        hit_count_bound: tallies.iter().any(|t| t.hit_count_bound),
+    }
+}
+
+/// Jain's fairness index: 1 when every client got the same number of locks,
+/// 1/n when one client got them all, 0 when nobody got any.
+pub fn jain(counts: &[u64]) -> f64 {
+    let sum: f64 = counts.iter().map(|&c| c as f64).sum();
+    let squares: f64 = counts.iter().map(|&c| (c as f64) * (c as f64)).sum();
+    if squares == 0.0 {
+        return 0.0;
+    }
+    sum * sum / (counts.len() as f64 * squares)
+}
+
+/// A short human form: 850ns, 12.3us, 4.56ms, 1.20s.
+pub fn fmt_duration(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{}us", three_digits(ns / 1e3))
+    } else if ns < 1e9 {
+        format!("{}ms", three_digits(ns / 1e6))
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+fn three_digits(x: f64) -> String {
+    if x >= 99.95 {
+        format!("{x:.0}")
+    } else if x >= 9.995 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// 512, 12.3k, 1.25M.
+pub fn fmt_rate(r: f64) -> String {
+    if r < 1e3 {
+        format!("{r:.0}")
+    } else if r < 1e6 {
+        format!("{:.1}k", r / 1e3)
+    } else {
+        format!("{:.2}M", r / 1e6)
+    }
+}
