@@ -160,6 +160,11 @@ impl DRWMutex {
         patience: Patience,
     ) -> Result<(Arc<RoundState>, Handle), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        // In-process lockers answer without ever returning Pending, so a
+        // task that locks in a loop would never give its worker back and
+        // starve the refresh keeper and every other task on it. Spending
+        // coop budget here yields once in a while, as tokio::sync does.
+        tokio::task::coop::consume_budget().await;
         let span = tracing::debug_span!("acquire", resources = ?self.resources, ?mode);
         async {
             let coord = &self.ds.inner;

@@ -137,3 +137,22 @@ async fn the_keeper_stops_when_the_coordinator_is_gone() {
         "the keeper task leaked the coordinator"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tight_lock_loop_does_not_starve_other_tasks() {
+    // In-process acquires never return Pending; without a coop budget the
+    // loop below would never let the spawned task (or the keeper) run.
+    let (ds, _nodes) = cluster(5);
+    let mutex = ds.rw_mutex(["hot"]).unwrap();
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    tokio::spawn(async move { flag.store(true, std::sync::atomic::Ordering::SeqCst) });
+    for _ in 0..1_000 {
+        let guard = mutex.lock().await.unwrap();
+        guard.unlock().await.unwrap();
+        if ran.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+    }
+    panic!("1,000 lock/unlock cycles never yielded to another task");
+}
