@@ -20,6 +20,9 @@ mod redis_base;
 mod report;
 #[path = "locks/scenario.rs"]
 mod scenario;
+#[cfg(feature = "net")]
+#[path = "locks/servers.rs"]
+mod servers;
 #[path = "locks/stats.rs"]
 mod stats;
 

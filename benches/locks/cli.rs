@@ -29,9 +29,13 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          other clients run and find the lock taken), or a
                          time such as 1ms (tokio's timer rounds up to whole
                          milliseconds)                              [default: 0]
-    --transport inproc   how the coordinator reaches its lockers; inproc means
-                         LocalLockers in this process. Network lock servers
-                         will be another value.                     [default: inproc]
+    --transport inproc|tcp
+                         how the coordinator reaches its lockers: inproc
+                         means LocalLockers in this process; tcp starts one
+                         `quorum-lock server` process per node on 127.0.0.1
+                         (build with --features cli, and build the server
+                         first: cargo build --release --features cli)
+                                                                    [default: inproc]
     --wait poll          how a waiter learns that a lock was freed; poll means
                          retry with jittered backoff. Push wake-ups will be
                          another value.                             [default: poll]
@@ -191,12 +195,15 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             "--transport" => {
                 opts.transport = match value()?.as_str() {
                     "inproc" => Transport::InProcess,
-                    v @ ("tcp" | "net" | "network") => {
-                        return Err(format!(
-                            "--transport {v}: the library has no network transport yet; only inproc"
-                        ))
+                    #[cfg(feature = "net")]
+                    "tcp" => Transport::Tcp,
+                    #[cfg(not(feature = "net"))]
+                    "tcp" => {
+                        return Err("--transport tcp: run the benchmark with --features cli \
+                                    (and build the server with cargo build --release --features cli)"
+                            .into())
                     }
-                    v => return Err(format!("--transport: expected inproc, got {v:?}")),
+                    v => return Err(format!("--transport: expected inproc or tcp, got {v:?}")),
                 }
             }
             "--wait" => {

@@ -15,15 +15,36 @@ struct Cluster {
     ds: Dsync,
     /// One per locker when calls are counted, else empty.
     calls: Vec<Arc<Calls>>,
+    /// The server processes of `--transport tcp`, stopped on drop.
+    #[cfg(feature = "net")]
+    servers: Option<crate::servers::Servers>,
 }
 
-/// Builds the lockers a scenario asks for. A network transport will start
-/// lock servers here and hand back clients for them.
-fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
+impl Cluster {
+    fn server_cpu(&self) -> Option<Duration> {
+        #[cfg(feature = "net")]
+        if let Some(servers) = &self.servers {
+            return servers.cpu();
+        }
+        None
+    }
+}
+
+/// Builds the lockers a scenario asks for: in-process tables, or lock
+/// servers in their own processes and clients for them.
+async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
+    #[cfg(feature = "net")]
+    let mut servers = None;
     let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
         Transport::InProcess => (0..scenario.nodes)
             .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
             .collect(),
+        #[cfg(feature = "net")]
+        Transport::Tcp => {
+            let (started, lockers) = crate::servers::Servers::start(scenario.nodes).await?;
+            servers = Some(started);
+            lockers
+        }
     };
     let (lockers, calls) = if count_rpcs {
         bare.into_iter()
@@ -36,7 +57,12 @@ fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
         (bare, Vec::new())
     };
     let ds = Dsync::new(lockers).map_err(|e| format!("cannot build the cluster: {e}"))?;
-    Ok(Cluster { ds, calls })
+    Ok(Cluster {
+        ds,
+        calls,
+        #[cfg(feature = "net")]
+        servers,
+    })
 }
 
 enum Held {
@@ -132,7 +158,7 @@ pub async fn run(
     max_locks: u64,
     count_rpcs: bool,
 ) -> Result<Summary, String> {
-    let cluster = cluster(&scenario, count_rpcs)?;
+    let cluster = cluster(&scenario, count_rpcs).await?;
     let mutexes = (0..scenario.clients)
         .map(|c| match scenario.names {
             Names::Own => cluster.ds.rw_mutex([format!("bench/client-{c}")]),
@@ -151,7 +177,7 @@ pub async fn run(
         at: Instant::now(),
         cpu: process_cpu(),
         calls: (!calls.is_empty()).then(|| counting::total(&calls)),
-        server_cpu: None,
+        server_cpu: cluster.server_cpu(),
     };
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {

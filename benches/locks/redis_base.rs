@@ -134,15 +134,7 @@ impl RedisServer {
 
     /// User + system CPU time of the server, from /proc.
     pub fn cpu(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        // Fields after the command name, which is in parentheses and may hold spaces.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
-        // SAFETY: sysconf reads a constant and has no side effects.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        (ticks > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / ticks as f64))
+        crate::stats::pid_cpu(self.pid())
     }
 
     /// Stops the server: SIGTERM to its PID, then SIGKILL if it lingers.

@@ -152,7 +152,7 @@ pub const LEGEND: &str = "\
 locks/s: locks acquired in the window / window length. mean..max: acquire
 latency (HDR histogram, 3 significant digits). longest: the longest wait,
 counting waits still unfinished when the window closed. cpu: (user+sys)/wall
-of this process (plus redis-server for redis rows), 100% = one core.
+of this process (plus the server processes: redis-server, or the lock servers of --transport tcp), 100% = one core.
 rpc/lk: calls to lockers (ours: lock+unlock+refresh+other, counted by the
 wrapper) or Redis commands per lock. min/cl, max/cl: fewest and most locks
 of one client. jain: Jain's fairness index over clients. x redis: our

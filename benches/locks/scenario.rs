@@ -22,6 +22,9 @@ pub enum Mix {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     InProcess,
+    /// `quorum-lock server` processes on 127.0.0.1, one per node.
+    #[cfg(feature = "net")]
+    Tcp,
 }
 
 /// How waiters learn that a lock was freed. Push wake-ups will be a second
@@ -81,6 +84,8 @@ impl Transport {
     pub fn label(self) -> &'static str {
         match self {
             Transport::InProcess => "inproc",
+            #[cfg(feature = "net")]
+            Transport::Tcp => "tcp",
         }
     }
 }

@@ -73,6 +73,19 @@ pub struct Snapshot {
     pub server_cpu: Option<Duration>,
 }
 
+/// User + system CPU time of another process, from /proc.
+pub fn pid_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant and has no side effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / ticks as f64))
+}
+
 pub fn process_cpu() -> Duration {
     // SAFETY: getrusage only writes the struct it is given; an all-zero
     // rusage is a valid value of that plain C struct.

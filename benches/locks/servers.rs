@@ -1,0 +1,112 @@
+//! Lock servers in separate processes for `--transport tcp`: the
+//! `quorum-lock server` binary, one process per node on 127.0.0.1, stopped
+//! by PID when the run ends.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::NetLocker;
+
+const TOKEN: &str = "bench-token";
+
+pub struct Servers {
+    children: Vec<Child>,
+    token_file: PathBuf,
+}
+
+/// The server binary: `QUORUM_LOCK_BIN`, else the release build next to
+/// this benchmark.
+fn binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("QUORUM_LOCK_BIN") {
+        return Ok(path.into());
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/quorum-lock");
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "--transport tcp needs the server binary at {}: run `cargo build --release --features cli` \
+             first, or point QUORUM_LOCK_BIN at one",
+            path.display()
+        ))
+    }
+}
+
+impl Servers {
+    /// Starts `nodes` servers and connects a client locker to each.
+    pub async fn start(nodes: usize) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
+        let binary = binary()?;
+        let token_file =
+            std::env::temp_dir().join(format!("quorum-lock-bench-{}.token", std::process::id()));
+        std::fs::write(&token_file, TOKEN)
+            .map_err(|e| format!("cannot write {}: {e}", token_file.display()))?;
+        let mut servers = Servers {
+            children: Vec::new(),
+            token_file,
+        };
+        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+        for _ in 0..nodes {
+            let mut child = Command::new(&binary)
+                .args([
+                    "server",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--no-quarantine",
+                    "--token-file",
+                ])
+                .arg(&servers.token_file)
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+            let stdout = child.stdout.take();
+            servers.children.push(child);
+            let mut line = String::new();
+            if let Some(stdout) = stdout {
+                BufReader::new(stdout)
+                    .read_line(&mut line)
+                    .map_err(|e| format!("cannot read the server's address: {e}"))?;
+            }
+            let addr = line
+                .trim()
+                .strip_prefix("listening on ")
+                .ok_or_else(|| format!("unexpected first line from the server: {line:?}"))?
+                .to_owned();
+            let mut config = RemoteConfig::new(TOKEN);
+            config.connect_timeout = Duration::from_secs(5);
+            let locker = RemoteLocker::connect(addr.clone(), config)
+                .await
+                .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+            if !locker.is_online() {
+                return Err(format!("the server at {addr} did not accept a connection"));
+            }
+            lockers.push(Arc::new(locker));
+        }
+        Ok((servers, lockers))
+    }
+
+    /// Total user + system CPU of the server processes.
+    pub fn cpu(&self) -> Option<Duration> {
+        self.children
+            .iter()
+            .map(|c| crate::stats::pid_cpu(c.id()))
+            .sum()
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            // Our own children, not yet reaped, so their PIDs are still theirs.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&self.token_file);
+    }
+}
