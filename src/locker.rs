@@ -119,6 +119,14 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// provided methods with default bodies, so implementing this trait today does
 /// not break tomorrow.
 ///
+/// # Cancel safety
+///
+/// The coordinator drops a call at its deadline, and a caller may drop the
+/// acquire that made it. Implementations must tolerate being dropped at any
+/// await point: a request may then be applied or not, which the coordinator
+/// already treats as "unknown" and answers with an unlock. `LocalLocker`
+/// never awaits, so each of its calls is applied entirely or not at all.
+///
 /// ```
 /// use std::sync::Arc;
 /// use quorum_lock::{LocalLocker, NetLocker};

@@ -218,6 +218,11 @@ impl LockServer {
 
     /// Binds `addr` and serves until `shutdown` resolves. Returns the bound
     /// address once listening, and a future that runs the server.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping it before it resolves closes the listener.
+    /// The returned server future behaves as [`serve`](Self::serve).
     pub async fn bind(
         self,
         addr: SocketAddr,
