@@ -107,12 +107,9 @@ Examples:
 Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
 holding it stops its command and exits with 75.";
 
-/// Flags of `server`.
+/// The shared secrets, from files (preferred), flags or the environment.
 #[derive(Debug, Args)]
-pub struct ServerArgs {
-    /// Address to listen on, e.g. 10.0.0.1:7070; port 0 picks a free port.
-    #[arg(long, value_name = "ADDR")]
-    pub listen: String,
+pub struct Tokens {
     /// File holding the client token (whitespace around it is ignored).
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TOKEN_FILE")]
     pub token_file: Option<PathBuf>,
@@ -125,8 +122,9 @@ pub struct ServerArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// File holding the admin token, which also allows `locks` and
-    /// `force-unlock`. Without one, nobody can list or force locks.
+    /// File holding the admin token. A server with one lets it list and
+    /// force locks (without one, nobody can); `locks` and `force-unlock`
+    /// use it, falling back to the client token.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
     /// The admin token itself; prefer --admin-token-file.
@@ -137,6 +135,16 @@ pub struct ServerArgs {
         hide_env_values = true
     )]
     pub admin_token: Option<String>,
+}
+
+/// Flags of `server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on, e.g. 10.0.0.1:7070; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    #[command(flatten)]
+    pub tokens: Tokens,
     /// How long an entry lives without a refresh; also the quarantine after
     /// start. Clients' --validity must not exceed it.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
@@ -164,29 +172,8 @@ pub struct ClientArgs {
     /// on every client.
     #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
     pub nodes: String,
-    /// File holding the client token.
-    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TOKEN_FILE")]
-    pub token_file: Option<PathBuf>,
-    /// The client token itself; prefer --token-file or the environment.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "QUORUM_LOCK_TOKEN",
-        hide_env_values = true
-    )]
-    pub token: Option<String>,
-    /// File holding the admin token, used by `locks` and `force-unlock`
-    /// (which fall back to the client token when none is given).
-    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
-    pub admin_token_file: Option<PathBuf>,
-    /// The admin token itself; prefer --admin-token-file or the environment.
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "QUORUM_LOCK_ADMIN_TOKEN",
-        hide_env_values = true
-    )]
-    pub admin_token: Option<String>,
+    #[command(flatten)]
+    pub tokens: Tokens,
     /// Longest wait for each server's connection and handshake.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,

@@ -82,10 +82,14 @@ pub fn load_token(
 /// client token otherwise, each falling back to the other, since the admin
 /// token may do everything.
 pub fn client_token(args: &ClientArgs, admin: bool) -> Result<String, Failure> {
-    let client = load_token(args.token_file.as_deref(), args.token.as_deref(), "token")?;
+    let client = load_token(
+        args.tokens.token_file.as_deref(),
+        args.tokens.token.as_deref(),
+        "token",
+    )?;
     let admin_token = load_token(
-        args.admin_token_file.as_deref(),
-        args.admin_token.as_deref(),
+        args.tokens.admin_token_file.as_deref(),
+        args.tokens.admin_token.as_deref(),
         "admin token",
     )?;
     let (first, second) = if admin {

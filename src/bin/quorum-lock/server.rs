@@ -20,13 +20,17 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
             args.listen
         ))
     })?;
-    let token = load_token(args.token_file.as_deref(), args.token.as_deref(), "token")?
-        .ok_or_else(|| {
-            Failure::usage("no client token: pass --token-file FILE or set QUORUM_LOCK_TOKEN")
-        })?;
+    let token = load_token(
+        args.tokens.token_file.as_deref(),
+        args.tokens.token.as_deref(),
+        "token",
+    )?
+    .ok_or_else(|| {
+        Failure::usage("no client token: pass --token-file FILE or set QUORUM_LOCK_TOKEN")
+    })?;
     let admin = load_token(
-        args.admin_token_file.as_deref(),
-        args.admin_token.as_deref(),
+        args.tokens.admin_token_file.as_deref(),
+        args.tokens.admin_token.as_deref(),
         "admin token",
     )?;
     let mut config = ServerConfig::new(token);
