@@ -111,27 +111,13 @@ impl History {
         let mut events = self.lock_events();
         // Read under the lock, so that time never goes back along `seq`.
         let at = Instant::now();
-        let seq = events.len() as u64;
-        events.push(Event {
-            seq,
-            at,
-            holder,
-            kind,
-        });
+        push(&mut events, at, holder, kind);
     }
 
     /// Records `kind` for `holder` at `at`, for histories built by hand or
     /// replayed from a log.
     pub fn record_at(&self, at: Instant, holder: impl Into<String>, kind: EventKind) {
-        let holder = holder.into();
-        let mut events = self.lock_events();
-        let seq = events.len() as u64;
-        events.push(Event {
-            seq,
-            at,
-            holder,
-            kind,
-        });
+        push(&mut self.lock_events(), at, holder.into(), kind);
     }
 
     /// How many events were recorded.
@@ -163,4 +149,15 @@ impl History {
             Some(violation) => Err(violation),
         }
     }
+}
+
+/// Appends an event numbered after the ones already recorded.
+fn push(events: &mut Vec<Event>, at: Instant, holder: String, kind: EventKind) {
+    let seq = events.len() as u64;
+    events.push(Event {
+        seq,
+        at,
+        holder,
+        kind,
+    });
 }
