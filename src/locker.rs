@@ -185,4 +185,13 @@ pub trait NetLocker: Send + Sync {
 
     /// Whether the locker lives in this process.
     fn is_local(&self) -> bool;
+
+    /// How long this locker keeps an entry that is not refreshed, when it
+    /// knows. A [`Dsync`](crate::Dsync) refuses to build with a
+    /// [`Lease::validity`](crate::Lease::validity) longer than any locker
+    /// reports here, because a holder would then trust its lock after the
+    /// locker had already freed it. The default, `None`, skips that check.
+    fn validity(&self) -> Option<std::time::Duration> {
+        None
+    }
 }

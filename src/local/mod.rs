@@ -416,4 +416,8 @@ impl NetLocker for LocalLocker {
     fn is_local(&self) -> bool {
         true
     }
+
+    fn validity(&self) -> Option<Duration> {
+        Some(self.config.validity)
+    }
 }

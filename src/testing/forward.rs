@@ -132,4 +132,8 @@ impl NetLocker for FaultyLocker {
     fn is_local(&self) -> bool {
         self.inner.is_local()
     }
+
+    fn validity(&self) -> Option<std::time::Duration> {
+        self.inner.validity()
+    }
 }
