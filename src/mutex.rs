@@ -15,7 +15,7 @@ use crate::round::Round;
 use crate::{Error, LockMode, ReadGuard, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process
-/// that uses the same lock servers. Made by [`Dsync::rw_mutex`].
+/// that uses the same lock servers. Made by [`Dsync::rw_mutex`](crate::Dsync::rw_mutex).
 ///
 /// Many readers or one writer may hold it at a time. Waiting is by polling:
 /// a failed round backs off (with jitter) and tries again. The handle itself
