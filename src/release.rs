@@ -152,20 +152,30 @@ async fn drain(mut task: Draining) {
             tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
                 "stopped retrying unlocks: the locker has expired those entries by now");
         }
+        // Probe with one unlock first: a locker that is still down costs one
+        // call per backoff step, however many unlocks it owes.
+        let mut due = due.into_iter();
+        let Some(probe) = due.next() else { continue };
+        let mut failed = Vec::new();
+        match unlock_call(&coord, index, &probe.args, probe.mode).await {
+            Ok(()) => {}
+            Err(err) if err.is_retryable() => {
+                failed.push(probe);
+                failed.extend(due.by_ref());
+            }
+            Err(err) => give_up_on(&probe, &err, &endpoint()),
+        }
+        let rest: Vec<PendingUnlock> = due.collect();
         let results = futures::future::join_all(
-            due.iter()
+            rest.iter()
                 .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
         )
         .await;
-        let mut failed = Vec::new();
-        for (pending, result) in due.into_iter().zip(results) {
+        for (pending, result) in rest.into_iter().zip(results) {
             match result {
                 Ok(()) => {}
                 Err(err) if err.is_retryable() => failed.push(pending),
-                Err(err) => {
-                    tracing::warn!(uid = %pending.args.uid, locker = %endpoint(), %err,
-                        "cannot release; the entry stays until the lock server expires it");
-                }
+                Err(err) => give_up_on(&pending, &err, &endpoint()),
             }
         }
         attempt = if failed.is_empty() {
@@ -175,6 +185,11 @@ async fn drain(mut task: Draining) {
         };
         coord.unlock_retries[index].lock().pending.extend(failed);
     }
+}
+
+fn give_up_on(pending: &PendingUnlock, err: &Error, endpoint: &str) {
+    tracing::warn!(uid = %pending.args.uid, locker = %endpoint, %err,
+        "cannot release; the entry stays until the lock server expires it");
 }
 
 /// Releases `targets` and waits for all of them; meant to be spawned.
