@@ -70,6 +70,9 @@ impl Default for Timeouts {
     }
 }
 
+/// The shortest refresh interval [`Lease::check`] accepts.
+const MIN_REFRESH_INTERVAL: Duration = Duration::from_millis(1);
+
 /// How a held lock is kept alive, and when its holder must consider it lost.
 ///
 /// Every held lock is refreshed on every locker each `refresh_interval`.
@@ -103,9 +106,10 @@ pub struct Lease {
     /// How long lockers keep an unrefreshed entry. Must not exceed the
     /// lockers' configured validity. Default 60 s.
     pub validity: Duration,
-    /// Time between refreshes of a held lock. Default 10 s.
+    /// Time between refreshes of a held lock. Default 10 s; at least 1 ms.
     pub refresh_interval: Duration,
-    /// How much sooner than `validity` the holder gives up. Default 10 s.
+    /// How much sooner than `validity` the holder gives up. Default 10 s;
+    /// must be greater than zero and shorter than `validity`.
     pub safety_margin: Duration,
 }
 
@@ -130,8 +134,12 @@ impl Lease {
     /// the relation that is broken.
     pub(crate) fn check(&self) -> Result<(), crate::Error> {
         let invalid = |msg: String| Err(crate::Error::InvalidArgument(msg));
-        if self.refresh_interval.is_zero() {
-            return invalid("lease: refresh_interval must be greater than zero".into());
+        if self.refresh_interval < MIN_REFRESH_INTERVAL {
+            return invalid(format!(
+                "lease: refresh_interval ({:?}) must be at least {MIN_REFRESH_INTERVAL:?}: a shorter one \
+                 keeps the keeper refreshing without pause",
+                self.refresh_interval
+            ));
         }
         if self.safety_margin.is_zero() {
             return invalid(

@@ -13,6 +13,9 @@ use tokio::time::Instant;
 
 use crate::{Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts};
 
+/// The shortest wait between background retries.
+pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
+
 /// The shared core of a `Dsync`.
 pub(crate) struct Coordinator {
     pub(crate) lockers: Box<[Arc<dyn NetLocker>]>,
@@ -50,6 +53,14 @@ impl Coordinator {
     pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
         self.retry.delay(attempt, &mut *rng)
+    }
+
+    /// The wait before a background retry (a refresh or an unlock): the
+    /// backoff, but never less than [`MIN_BACKGROUND_WAIT`]. A caller who
+    /// sets a zero `RetryPolicy` chooses to poll for their own acquire; a
+    /// background task must not spin against a locker that keeps failing.
+    pub(crate) fn background_backoff(&self, attempt: u32) -> Duration {
+        self.backoff(attempt).max(MIN_BACKGROUND_WAIT)
     }
 }
 

@@ -374,7 +374,7 @@ fn settle(keeper: &Keeper, done: Settled) -> Option<Leased> {
         // Confirmed, but only after the holder's deadline had passed.
         Refreshed::Confirmed => table.take(done.key),
         Refreshed::Unconfirmed => {
-            let wait = leased.state.coord.backoff(leased.unconfirmed);
+            let wait = leased.state.coord.background_backoff(leased.unconfirmed);
             leased.unconfirmed = leased.unconfirmed.saturating_add(1);
             leased.next_refresh = after(Instant::now(), wait);
             tracing::warn!(uid = %leased.state.args.uid, resources = ?leased.state.args.resources,

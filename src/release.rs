@@ -136,7 +136,7 @@ async fn drain(mut task: Draining) {
     let endpoint = || coord.lockers[index].endpoint();
     let mut attempt = 0u32;
     loop {
-        tokio::time::sleep(coord.backoff(attempt)).await;
+        tokio::time::sleep(coord.background_backoff(attempt)).await;
         let now = Instant::now();
         let batch = {
             let mut queue = coord.unlock_retries[index].lock();
