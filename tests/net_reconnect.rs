@@ -176,3 +176,30 @@ fn a_reconnect_dropped_with_its_runtime_does_not_block_the_next_one() {
     assert!(lock_eventually(&later, &locker, "u"));
     assert!(locker.is_online());
 }
+
+#[tokio::test]
+async fn a_dropped_locker_closes_its_connection() {
+    let node = Node::start("127.0.0.1:0");
+    // A relay between the locker and the server ends when both sides have
+    // closed: it shows whether the locker's socket outlives the locker.
+    let relay = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let relay_addr = relay.local_addr().expect("address").to_string();
+    let server_addr = node.addr.clone();
+    let relayed = tokio::spawn(async move {
+        let (mut client, _) = relay.accept().await?;
+        let mut server = tokio::net::TcpStream::connect(server_addr).await?;
+        tokio::io::copy_bidirectional(&mut client, &mut server).await
+    });
+    let locker = RemoteLocker::connect(relay_addr, config())
+        .await
+        .expect("connect");
+    assert!(locker.lock(&args("u")).await.expect("lock"));
+    drop(locker);
+    let ended = tokio::time::timeout(Duration::from_secs(5), relayed).await;
+    assert!(
+        matches!(ended, Ok(Ok(Ok(_)))),
+        "the connection stayed open after its locker was dropped: {ended:?}"
+    );
+}

@@ -120,7 +120,9 @@ impl Drop for Shared {
 /// the connection lives on one that is idle but not dropped, a call waits
 /// out [`RemoteConfig::call_timeout`], fails with
 /// [`Error::LockerUnavailable`] saying so, and the locker reconnects from
-/// the caller's runtime.
+/// the caller's runtime. A reconnect task started on such a runtime (the
+/// server was down when it began) waits until that runtime is driven again
+/// or dropped; until then calls from other runtimes fail at once.
 ///
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online

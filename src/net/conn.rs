@@ -111,7 +111,11 @@ impl Connection {
             conn.taken.clone(),
             DownOnDrop::new(&conn, "writer"),
         ));
-        let reader = tokio::spawn(read_responses(stream, conn.clone()));
+        let reader = tokio::spawn(read_responses(
+            stream,
+            conn.clone(),
+            DownOnDrop::new(&conn, "reader"),
+        ));
         conn.tasks()
             .extend([writer.abort_handle(), reader.abort_handle()]);
         // A task that ended before its handle was stored found nothing to
@@ -327,8 +331,13 @@ async fn write_batches(
     }
 }
 
-async fn read_responses(mut stream: SplitStream<Transport>, conn: Arc<Connection>) {
-    let _down = DownOnDrop::new(&conn, "reader");
+/// Hands each response to its caller. `_down` is an argument, not a local,
+/// so that it also fires for a task dropped before it was first polled.
+async fn read_responses(
+    mut stream: SplitStream<Transport>,
+    conn: Arc<Connection>,
+    _down: DownOnDrop,
+) {
     while let Some(Ok(frame)) = stream.next().await {
         let Ok(response) = wire::decode::<Response>(&frame) else {
             tracing::warn!(endpoint = %conn.endpoint, "undecodable response; dropping the connection");
