@@ -1,6 +1,7 @@
 //! `quorum-lock run` against three real servers: waiting for a holder,
 //! exit codes, `--timeout`, `--read`, stopping the command when the lock is
-//! forced open, and stopping it on SIGTERM.
+//! forced open or lost, stopping it on SIGTERM, and refusing a `--grace`
+//! that would let it outlive a lost lock.
 
 #![cfg(feature = "cli")]
 
@@ -8,11 +9,13 @@ mod net_support;
 
 use std::time::{Duration, Instant};
 
-use net_support::{cli, nodes, signal, wait_until, Cli, Scratch, Server, SIGINT, SIGTERM};
+use net_support::{
+    cli, nodes, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGSTOP, SIGTERM,
+};
 
 struct Cluster {
     dir: Scratch,
-    _servers: Vec<Server>,
+    servers: Vec<Server>,
     nodes: String,
 }
 
@@ -24,7 +27,7 @@ fn cluster(test: &str) -> Cluster {
     let nodes = nodes(&servers);
     Cluster {
         dir,
-        _servers: servers,
+        servers,
         nodes,
     }
 }
@@ -32,10 +35,11 @@ fn cluster(test: &str) -> Cluster {
 impl Cluster {
     /// `quorum-lock run` with the test settings, `extra` flags, `name` and
     /// the shell script `script`, with `$D` set to the scratch directory.
+    /// `--grace` is left at its default, which `--validity 6s` makes 500ms.
     fn run(&self, extra: &[&str], name: &str, script: &str) -> Cli {
         let token = self.dir.token();
         let mut args = vec!["run", "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(["--validity", "6s", "--grace", "1s"]);
+        args.extend(["--validity", "6s"]);
         args.extend(extra);
         args.extend([name, "--", "sh", "-c", script]);
         let dir = self.dir.path.display().to_string();
@@ -269,4 +273,90 @@ fn sigint_while_waiting_gives_up_without_running_the_command() {
         ["held"],
         "the command of a run given up on must not run"
     );
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_dead_before_the_lock_is_granted_again() {
+    let c = cluster("net-run-kill-in-time");
+    // The shell survives SIGTERM (its `sleep` does not) and ticks until
+    // SIGKILL.
+    let script = "trap 'echo term >> $D/log' TERM; echo $$ > $D/pid; \
+                  while :; do echo tick >> $D/ticks; sleep 0.05; done";
+    let holder = c.run(&[], "job", script);
+    wait_until(LIMIT, "the command to start", || {
+        !c.dir.read("pid").is_empty()
+    });
+
+    // Freeze two of the three servers: they keep the entries but confirm
+    // no refresh, so the holder declares the lock lost 5s after its last
+    // confirmed refresh, while the lock is still held everywhere.
+    let frozen: Vec<u32> = c.servers[..2].iter().map(Server::pid).collect();
+    for &pid in &frozen {
+        signal(pid, SIGSTOP);
+    }
+    wait_until(LIMIT, "the command to get SIGTERM", || {
+        c.dir.read("log").contains("term")
+    });
+    for &pid in &frozen {
+        signal(pid, SIGCONT);
+    }
+
+    // Takes the lock as soon as the servers let anyone have it.
+    let next = c
+        .run(&["--timeout", "15s"], "job", "echo next >> $D/ticks")
+        .finish(LIMIT);
+    assert_eq!(next.code, Some(0), "{next:?}");
+    let holder = holder.finish(LIMIT);
+    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert!(holder.stderr.contains("lost the lock 'job'"), "{holder:?}");
+
+    let ticks = c.lines("ticks");
+    let next_at = ticks
+        .iter()
+        .position(|line| line == "next")
+        .expect("the second command ran");
+    let overlap = ticks[next_at..].iter().filter(|l| *l == "tick").count();
+    assert_eq!(
+        overlap, 0,
+        "the first command ticked {overlap} times after the second one started"
+    );
+    assert!(!running(&c.dir.read("pid")));
+}
+
+#[test]
+fn a_grace_longer_than_the_safety_margin_is_refused() {
+    let c = cluster("net-run-grace");
+    let token = c.dir.token();
+    let dir = c.dir.path.display().to_string();
+    let run = |flags: &[&str]| {
+        let mut args = vec!["run", "--nodes", &c.nodes, "--token-file", &token];
+        args.extend(flags);
+        args.extend(["job", "--", "sh", "-c", "echo ran >> $D/log"]);
+        cli(&c.dir, &args, &[("D", &dir)], LIMIT)
+    };
+    let check = |flags: &[&str], needle: &str| {
+        let refused = run(flags);
+        assert_eq!(refused.code, Some(2), "{flags:?}: {refused:?}");
+        assert!(refused.stderr.contains(needle), "{flags:?}: {refused:?}");
+        assert_eq!(refused.stderr.lines().count(), 1, "{refused:?}");
+    };
+    // The case that let two commands run for 7.8s at once.
+    check(
+        &["--validity", "12s", "--grace", "10s"],
+        "--grace 10s must be shorter than --validity/6 - 500ms = 1s 500ms",
+    );
+    // The old defaults left exactly no room.
+    check(
+        &["--grace", "10s"],
+        "--grace 10s must be shorter than --validity/6 - 1s = 9s",
+    );
+    assert!(
+        c.dir.read("log").is_empty(),
+        "a refused run ran its command"
+    );
+
+    // Just inside the limit is accepted.
+    let fits = run(&["--validity", "6s", "--grace", "700ms"]);
+    assert_eq!(fits.code, Some(0), "{fits:?}");
+    assert_eq!(c.lines("log"), ["ran"]);
 }

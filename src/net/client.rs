@@ -66,8 +66,38 @@ struct Shared {
     endpoint: String,
     config: RemoteConfig,
     conn: Mutex<Option<Arc<Connection>>>,
+    /// Set while a reconnect task exists; only [`Reconnecting`] clears it.
     reconnecting: AtomicBool,
     next_id: AtomicU64,
+}
+
+impl Shared {
+    /// Makes `conn` the connection calls use.
+    fn install(&self, conn: Arc<Connection>) {
+        let old = self
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(conn);
+        if let Some(old) = old {
+            old.close();
+        }
+    }
+}
+
+impl Drop for Shared {
+    /// The reader task holds the connection, so without this a dropped
+    /// locker would keep its socket open until the server closed it.
+    fn drop(&mut self) {
+        let conn = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(conn) = conn {
+            conn.close();
+        }
+    }
 }
 
 /// A [`NetLocker`] that forwards every call to a [`LockServer`](super::LockServer).
@@ -76,6 +106,26 @@ struct Shared {
 /// [`Error::LockerUnavailable`] instead of waiting, so a dead node never
 /// slows an acquire; a background task keeps probing with backoff and the
 /// next call after it reconnects goes through.
+///
+/// # Runtimes
+///
+/// A locker may be used from any tokio runtime (with the time and I/O
+/// drivers enabled). The connection's reader and writer tasks, and the
+/// reconnect task, run on the runtime that started them: [`connect`]'s,
+/// or that of the call that found the connection down. When that runtime
+/// shuts down, the connection is marked down ([`is_online`] turns false),
+/// the next call fails with [`Error::LockerUnavailable`] and reconnects
+/// from its own runtime, and calls succeed again once that is done. A
+/// current-thread runtime runs those tasks only inside its `block_on`; if
+/// the connection lives on one that is idle but not dropped, a call waits
+/// out [`RemoteConfig::call_timeout`], fails with
+/// [`Error::LockerUnavailable`] saying so, and the locker reconnects from
+/// the caller's runtime. A reconnect task started on such a runtime (the
+/// server was down when it began) waits until that runtime is driven again
+/// or dropped; until then calls from other runtimes fail at once.
+///
+/// [`connect`]: RemoteLocker::connect
+/// [`is_online`]: NetLocker::is_online
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -117,7 +167,7 @@ impl RemoteLocker {
             next_id: AtomicU64::new(1),
         });
         match open(&shared).await {
-            Ok(conn) => *shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn),
+            Ok(conn) => shared.install(conn),
             Err(err @ Error::Unauthorized { .. }) => return Err(err),
             Err(err) => {
                 tracing::warn!(endpoint = %shared.endpoint, %err, "lock server unreachable; retrying in the background");
@@ -179,40 +229,62 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
     .await
 }
 
-/// Starts the background reconnection, unless it is already running. It
-/// stops when it succeeds, when the token is rejected, or when the locker
-/// is dropped.
+/// Starts the background reconnection on the current runtime, unless it is
+/// already running. It stops when it succeeds, when the token is rejected,
+/// or when the locker is dropped. Without a current runtime it does
+/// nothing: the next call, which runs on one, starts it.
 fn reconnect_later(shared: &Arc<Shared>) {
-    if shared.reconnecting.swap(true, Ordering::AcqRel)
-        || tokio::runtime::Handle::try_current().is_err()
-    {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    if shared.reconnecting.swap(true, Ordering::AcqRel) {
         return;
     }
+    // Created before the spawn and owned by the task, so the flag is
+    // cleared however the task ends, including when it is dropped unrun
+    // because its runtime is shutting down.
+    let claim = Reconnecting(Arc::downgrade(shared));
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let policy = shared.config.reconnect;
-    tokio::spawn(async move {
+    runtime.spawn(async move {
+        let claim = claim;
         for attempt in 0u32.. {
             let wait = policy.delay(attempt, &mut rand::rng());
             tokio::time::sleep(wait).await;
             let Some(shared) = weak.upgrade() else { return };
             match open(&shared).await {
                 Ok(conn) => {
-                    *shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn);
-                    shared.reconnecting.store(false, Ordering::Release);
                     tracing::info!(endpoint = %shared.endpoint, "reconnected to lock server");
+                    shared.install(conn.clone());
+                    drop(claim);
+                    // A connection that died before it was installed ran
+                    // its `on_close` while this task still held the flag.
+                    if !conn.is_alive() {
+                        reconnect_later(&shared);
+                    }
                     return;
                 }
                 Err(err) => {
                     tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
                     if matches!(err, Error::Unauthorized { .. }) {
                         tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
-                        shared.reconnecting.store(false, Ordering::Release);
                         return;
                     }
                 }
             }
         }
     });
+}
+
+/// Clears the reconnect flag when the reconnect task ends or is dropped.
+struct Reconnecting(Weak<Shared>);
+
+impl Drop for Reconnecting {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.reconnecting.store(false, Ordering::Release);
+        }
+    }
 }
 
 #[async_trait]

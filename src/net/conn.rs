@@ -1,10 +1,17 @@
 //! One authenticated client connection: requests tagged by id go out
 //! through a writer task that batches them, and a reader task hands each
 //! response to the caller waiting for that id.
+//!
+//! Both tasks run on the runtime that opened the connection. They can end
+//! in many ways: the server closes the socket, a write fails, or that
+//! runtime shuts down and drops them without running them to the end. Each
+//! task therefore holds a [`DownOnDrop`], so that however it ends, the
+//! connection is marked down at once and its owner is told to reconnect;
+//! a send that finds the writer gone does the same.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,6 +19,7 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::io::BoxIo;
@@ -21,17 +29,28 @@ use crate::Error;
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>>>;
+type OnClose = Box<dyn FnOnce() + Send>;
 
 pub(crate) struct Connection {
     endpoint: String,
     frames: mpsc::UnboundedSender<Bytes>,
+    /// How many frames the writer has taken from `frames`: a call that
+    /// times out while this stood still knows the writer is not running.
+    taken: Arc<AtomicU64>,
     pending: Pending,
     alive: AtomicBool,
+    /// Taken by the first [`Connection::down`], so the owner hears once.
+    on_close: Mutex<Option<OnClose>>,
+    /// The reader and writer, aborted when the connection goes down so that
+    /// the socket closes even if only one of them noticed.
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
 impl Connection {
-    /// Connects, authenticates, and starts the reader and writer tasks.
-    /// `on_close` runs once when the connection breaks.
+    /// Connects, authenticates, and starts the reader and writer tasks on
+    /// the current runtime. `on_close` runs once when the connection goes
+    /// down, from whatever noticed: a task, a call, or a runtime dropping
+    /// the tasks as it shuts down.
     pub(crate) async fn open(
         endpoint: &str,
         config: &RemoteConfig,
@@ -77,21 +96,92 @@ impl Connection {
                 reason,
             });
         }
+        Ok(Connection::start(endpoint, transport, Box::new(on_close)))
+    }
+
+    /// Runs the reader and writer of an authenticated transport on the
+    /// current runtime.
+    fn start(endpoint: &str, transport: Transport, on_close: OnClose) -> Arc<Connection> {
         let (sink, stream) = transport.split();
         let (frames, queued) = mpsc::unbounded_channel();
-        let conn = Arc::new(Connection {
+        let conn = Connection::new(endpoint, frames, on_close);
+        let writer = tokio::spawn(write_batches(
+            sink,
+            queued,
+            conn.taken.clone(),
+            DownOnDrop::new(&conn, "writer"),
+        ));
+        let reader = tokio::spawn(read_responses(
+            stream,
+            conn.clone(),
+            DownOnDrop::new(&conn, "reader"),
+        ));
+        conn.tasks()
+            .extend([writer.abort_handle(), reader.abort_handle()]);
+        // A task that ended before its handle was stored found nothing to
+        // abort; the other one must not outlive it.
+        if !conn.is_alive() {
+            writer.abort();
+            reader.abort();
+        }
+        conn
+    }
+
+    fn new(
+        endpoint: &str,
+        frames: mpsc::UnboundedSender<Bytes>,
+        on_close: OnClose,
+    ) -> Arc<Connection> {
+        Arc::new(Connection {
             endpoint: endpoint.to_owned(),
             frames,
+            taken: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
-        });
-        tokio::spawn(write_batches(sink, queued));
-        tokio::spawn(read_responses(stream, conn.clone(), on_close));
-        Ok(conn)
+            on_close: Mutex::new(Some(on_close)),
+            tasks: Mutex::default(),
+        })
     }
 
     pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection on purpose (its locker is gone): no reconnect
+    /// follows unless `on_close` decides otherwise.
+    pub(crate) fn close(&self) {
+        self.down("closed by its locker");
+    }
+
+    /// Marks the connection dead, stops both tasks, fails every waiting
+    /// call, and runs `on_close`. Only the first call does anything.
+    ///
+    /// Runs from task destructors too, possibly while a runtime shuts down,
+    /// so it takes no lock while calling out.
+    fn down(&self, why: &str) {
+        if !self.alive.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        tracing::debug!(endpoint = %self.endpoint, why, "connection down");
+        let tasks = std::mem::take(&mut *self.tasks());
+        for task in tasks {
+            task.abort();
+        }
+        // Dropping the senders wakes every waiting caller with "closed".
+        let waiters = std::mem::take(&mut *self.pending());
+        drop(waiters);
+        let on_close = self
+            .on_close
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(on_close) = on_close {
+            on_close();
+        }
+    }
+
+    fn tasks(&self) -> MutexGuard<'_, Vec<AbortHandle>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn pending(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
@@ -106,14 +196,40 @@ impl Connection {
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id, tx);
         let forget = Forget { conn: self, id };
+        // Checked after the insert: `down` clears the slots after marking the
+        // connection dead, so a call racing with it either sees it dead here
+        // or has its slot dropped, and never waits for the timeout.
+        if !self.is_alive() {
+            return Err(self.closed());
+        }
+        let taken = self.taken.load(Ordering::Acquire);
         if self.frames.send(payload).is_err() {
+            self.down("the writer task is gone");
             return Err(self.closed());
         }
         let reply = tokio::time::timeout(timeout, rx).await;
         drop(forget);
         match reply {
             Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(self.closed()),
+            Ok(Err(_)) => {
+                self.down("a reply slot was dropped");
+                Err(self.closed())
+            }
+            Err(_) if self.taken.load(Ordering::Acquire) == taken => {
+                // Our frame sat in the queue for the whole timeout. The
+                // writer runs on the runtime that opened the connection; it
+                // is not being driven (a current-thread runtime outside its
+                // `block_on`), or the server has stopped reading.
+                self.down("the writer took no request within the call timeout");
+                Err(Error::LockerUnavailable {
+                    endpoint: self.endpoint.clone(),
+                    reason: format!(
+                        "the request was not even sent within {timeout:?}: the runtime that \
+                         opened the connection is not running its tasks, or the server stopped \
+                         reading; reconnecting from this runtime"
+                    ),
+                })
+            }
             Err(_) => Err(Error::LockerTimeout {
                 endpoint: self.endpoint.clone(),
                 after: timeout,
@@ -124,7 +240,40 @@ impl Connection {
     fn closed(&self) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: "the connection closed before the reply arrived".into(),
+            reason:
+                "the connection closed before the reply arrived; reconnecting in the background"
+                    .into(),
+        }
+    }
+}
+
+/// Marks the connection down when the task holding it ends, whether it
+/// returned or was dropped unfinished by a runtime shutting down. Holds a
+/// weak reference so that the writer does not keep alive the connection
+/// whose channel it waits on.
+struct DownOnDrop {
+    conn: Weak<Connection>,
+    task: &'static str,
+}
+
+impl DownOnDrop {
+    fn new(conn: &Arc<Connection>, task: &'static str) -> Self {
+        DownOnDrop {
+            conn: Arc::downgrade(conn),
+            task,
+        }
+    }
+}
+
+impl Drop for DownOnDrop {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.upgrade() {
+            let why = if std::thread::panicking() {
+                "panicked"
+            } else {
+                "ended"
+            };
+            conn.down(&format!("the {} task {why}", self.task));
         }
     }
 }
@@ -161,13 +310,17 @@ impl Drop for Forget<'_> {
 async fn write_batches(
     mut sink: SplitSink<Transport, Bytes>,
     mut queued: mpsc::UnboundedReceiver<Bytes>,
+    taken: Arc<AtomicU64>,
+    _down: DownOnDrop,
 ) {
     while let Some(first) = queued.recv().await {
+        taken.fetch_add(1, Ordering::Release);
         tokio::task::yield_now().await;
         if sink.feed(first).await.is_err() {
             return;
         }
         while let Ok(next) = queued.try_recv() {
+            taken.fetch_add(1, Ordering::Release);
             if sink.feed(next).await.is_err() {
                 return;
             }
@@ -178,10 +331,12 @@ async fn write_batches(
     }
 }
 
+/// Hands each response to its caller. `_down` is an argument, not a local,
+/// so that it also fires for a task dropped before it was first polled.
 async fn read_responses(
     mut stream: SplitStream<Transport>,
     conn: Arc<Connection>,
-    on_close: impl FnOnce(),
+    _down: DownOnDrop,
 ) {
     while let Some(Ok(frame)) = stream.next().await {
         let Ok(response) = wire::decode::<Response>(&frame) else {
@@ -194,9 +349,138 @@ async fn read_responses(
             tracing::warn!(endpoint = %conn.endpoint, reply = ?response.reply, "server reported an error");
         }
     }
-    conn.alive.store(false, Ordering::Release);
-    // Dropping the senders wakes every waiting caller with "closed".
-    conn.pending().clear();
-    tracing::debug!(endpoint = %conn.endpoint, "connection closed");
-    on_close();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    /// Counts how often a connection told its owner it went down.
+    fn counter() -> (Arc<AtomicUsize>, OnClose) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        let on_close = Box::new(move || {
+            seen.fetch_add(1, Ordering::SeqCst);
+        });
+        (count, on_close)
+    }
+
+    /// A started connection over an in-memory pipe, and the server's end.
+    fn piped() -> (
+        Arc<Connection>,
+        Framed<tokio::io::DuplexStream, LengthDelimitedCodec>,
+        Arc<AtomicUsize>,
+    ) {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
+        let (closed, on_close) = counter();
+        let conn = Connection::start("pipe", transport, on_close);
+        (conn, Framed::new(server, wire::codec()), closed)
+    }
+
+    async fn settle(conn: &Connection) {
+        for _ in 0..100 {
+            if !conn.is_alive() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_send_that_finds_the_writer_gone_marks_the_connection_down() {
+        let (frames, queued) = mpsc::unbounded_channel();
+        drop(queued);
+        let (closed, on_close) = counter();
+        let conn = Connection::new("nowhere", frames, on_close);
+        let result = conn.call(1, Op::Health, Duration::from_secs(5)).await;
+        assert!(
+            matches!(result, Err(Error::LockerUnavailable { .. })),
+            "{result:?}"
+        );
+        assert!(!conn.is_alive());
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+        // Later calls fail at once and do not report the close again.
+        assert!(conn
+            .call(2, Op::Health, Duration::from_secs(5))
+            .await
+            .is_err());
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn an_aborted_writer_marks_the_connection_down_and_stops_the_reader() {
+        let (conn, mut server, closed) = piped();
+        let writer = conn.tasks()[0].clone();
+        writer.abort();
+        settle(&conn).await;
+        assert!(!conn.is_alive());
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+        // The reader was aborted too, so the server sees the pipe close.
+        let end = tokio::time::timeout(Duration::from_secs(5), server.next()).await;
+        assert!(matches!(end, Ok(None)), "the pipe stayed open");
+    }
+
+    #[tokio::test]
+    async fn a_closed_socket_marks_the_connection_down() {
+        let (conn, server, closed) = piped();
+        drop(server);
+        settle(&conn).await;
+        assert!(!conn.is_alive());
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn tasks_dropped_with_their_runtime_mark_the_connection_down() {
+        let first = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (conn, server, closed) = first.block_on(async { piped() });
+        assert!(conn.is_alive());
+        drop(first);
+        assert!(
+            !conn.is_alive(),
+            "the tasks are gone but the connection looks alive"
+        );
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+
+        let second = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let result = second.block_on(conn.call(1, Op::Health, Duration::from_secs(5)));
+        assert!(
+            matches!(result, Err(Error::LockerUnavailable { .. })),
+            "{result:?}"
+        );
+        drop(server);
+    }
+
+    #[test]
+    fn a_call_whose_writer_never_runs_marks_the_connection_down() {
+        // Alive but never driven again: its tasks never run.
+        let idle = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (conn, server, closed) = idle.block_on(async { piped() });
+        let caller = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        let result = caller.block_on(conn.call(1, Op::Health, Duration::from_secs(5)));
+        match result {
+            Err(Error::LockerUnavailable { reason, .. }) => {
+                assert!(reason.contains("not running its tasks"), "{reason}");
+            }
+            other => panic!("expected LockerUnavailable, got {other:?}"),
+        }
+        assert!(!conn.is_alive());
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+        drop(server);
+    }
 }

@@ -99,6 +99,10 @@ pub fn signal(pid: u32, sig: i32) {
 
 pub const SIGINT: i32 = 2;
 pub const SIGTERM: i32 = 15;
+/// Linux numbers: freeze and thaw a server, so that it keeps its entries
+/// but answers nobody for a while.
+pub const SIGSTOP: i32 = 19;
+pub const SIGCONT: i32 = 18;
 
 /// Polls `check` every 20 ms until it holds or `limit` passes.
 pub fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {

@@ -90,7 +90,21 @@ QUORUM_LOCK_UID set. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
-SIGKILLed, the command keeps running and the lock expires after --validity.";
+SIGKILLed, the command keeps running and the lock expires after --validity.
+
+When the lock is lost (no quorum confirmed it for 5/6 of --validity), counting
+from the moment run notices:
+  0                       SIGTERM to the command's process group
+  --grace                 SIGKILL to whatever is left of the group
+  --grace + allowance     the command is dead (allowance: 1s, or a quarter
+                          of --validity/6 if that is less)
+  --validity/6            the earliest the lock can be granted to anyone else
+So --grace + allowance must be shorter than --validity/6, or run refuses to
+start (exit 2); the default --grace is half of --validity/6 (5s at the
+default --validity 60s). With --foreground only the command itself is
+signalled, so processes it started can outlive the lock. A lock forced open
+with force-unlock, or lost because a majority of servers restarted without
+quarantine, is free at once: no --grace protects against that.";
 
 const LOCKS_EXAMPLES: &str = "\
 Examples:
@@ -204,12 +218,15 @@ pub struct RunArgs {
     pub timeout: Option<Duration>,
     /// Lease validity; must not exceed the servers' --validity. The lock is
     /// refreshed every validity/6 and given up when no quorum confirmed it
-    /// for 5/6 of the validity.
+    /// for 5/6 of the validity; another client can get it validity/6 later.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
     pub validity: Duration,
     /// Time between SIGTERM and SIGKILL when the command must be stopped.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]
-    pub grace: Duration,
+    /// Must end, with 1s to spare for the kill (less for a --validity under
+    /// 24s), before --validity/6, when a lost lock can be granted again.
+    /// [default: half of --validity/6, 5s at --validity 60s]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub grace: Option<Duration>,
     /// Keep the command in quorum-lock's process group so that it can read
     /// the terminal; only the command itself, not its children, is then
     /// signalled when the lock is lost.

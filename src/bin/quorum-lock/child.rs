@@ -69,8 +69,16 @@ impl Job {
             .map_err(|e| Failure::new(FAILURE, format!("cannot wait for the command: {e}")))
     }
 
-    /// Sends `signal`, waits up to `grace`, then SIGKILLs whatever is left.
-    pub async fn stop(&mut self, signal: i32, grace: Duration) -> Result<ExitStatus, Failure> {
+    /// Sends `signal`, waits up to `grace`, then SIGKILLs whatever is left
+    /// and waits for it to be gone. A command that outlives SIGKILL by
+    /// `allowance` (stuck in the kernel, e.g. on a dead NFS server) is
+    /// reported, because a lost lock may be granted again while it lives.
+    pub async fn stop(
+        &mut self,
+        signal: i32,
+        grace: Duration,
+        allowance: Duration,
+    ) -> Result<ExitStatus, Failure> {
         self.send(signal);
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(result) => result
@@ -78,7 +86,19 @@ impl Job {
             Err(_) => {
                 tracing::warn!(?grace, "the command ignored the signal; killing it");
                 self.send(sys::SIGKILL);
-                self.wait().await?
+                match tokio::time::timeout(allowance, self.child.wait()).await {
+                    Ok(result) => result.map_err(|e| {
+                        Failure::new(FAILURE, format!("cannot wait for the command: {e}"))
+                    })?,
+                    Err(_) => {
+                        eprintln!(
+                            "quorum-lock: warning: the command is still alive {} after SIGKILL; \
+                             the lock may be granted to someone else before it is gone",
+                            humantime::format_duration(allowance)
+                        );
+                        self.wait().await?
+                    }
+                }
             }
         };
         // The leader is gone; members of its group that outlived it must

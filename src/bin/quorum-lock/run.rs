@@ -1,5 +1,20 @@
 //! `quorum-lock run`: acquire, run the command, release; stop the command
 //! if the lock is lost while it runs.
+//!
+//! A lost lock is not free yet: the library declares the loss at least the
+//! lease's safety margin (`--validity`/6) before any server can expire the
+//! entries, and frees them itself only after that margin. The command must
+//! be dead by then, or two commands run at once. So, counting from the
+//! moment the loss is declared:
+//!
+//! ```text
+//! 0                          SIGTERM to the command's process group
+//! --grace                    SIGKILL to whatever is left of it
+//! --grace + kill allowance   the command is dead and reaped
+//! --validity/6               the earliest the lock can be granted again
+//! ```
+//!
+//! [`grace_for`] refuses a `--grace` that does not fit in that margin.
 
 use std::time::Duration;
 
@@ -50,12 +65,14 @@ enum Outcome {
 }
 
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
+    let lease = lease_for(args.validity);
+    // Refused before connecting: bad flags should not cost a server round.
+    let grace = grace_for(args.grace, &lease)?;
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {
         cluster = Cluster::connect(&args.client, false, quorum) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
-    let lease = lease_for(args.validity);
     let timeouts = Timeouts {
         // Both must stay well inside the lease for the library to accept it.
         acquire: Timeouts::default().acquire.min(lease.trusted_for() / 2),
@@ -125,7 +142,8 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             }
         }
         Outcome::Lost => {
-            job.stop(sys::SIGTERM, args.grace).await?;
+            job.stop(sys::SIGTERM, grace, kill_allowance(&lease))
+                .await?;
             drop(guard);
             Err(Failure::new(
                 LOST_OR_TIMEOUT,
@@ -137,7 +155,10 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             ))
         }
         Outcome::Stopped(stop) => {
-            job.stop(stop.number(), args.grace).await?;
+            // The lock may be lost during the grace too; the same bound
+            // keeps the command from outliving it.
+            job.stop(stop.number(), grace, kill_allowance(&lease))
+                .await?;
             if let Err(err) = guard.unlock().await {
                 eprintln!("quorum-lock: warning: {err}");
             }
@@ -158,6 +179,40 @@ fn lease_for(validity: Duration) -> Lease {
         refresh_interval: validity / 6,
         safety_margin: validity / 6,
     }
+}
+
+/// The longest SIGKILL and reaping may take before the lock can be
+/// freed: 1 s, or a quarter of the safety margin when that is shorter, so
+/// that short test validities still leave room for a grace.
+const KILL_ALLOWANCE: Duration = Duration::from_secs(1);
+
+pub fn kill_allowance(lease: &Lease) -> Duration {
+    KILL_ALLOWANCE.min(lease.safety_margin / 4)
+}
+
+/// The time between SIGTERM and SIGKILL: `--grace` if the command is then
+/// still dead before the lock can be freed, or half the safety margin when
+/// the flag is not given (5 s at the default `--validity` of 60 s).
+pub fn grace_for(grace: Option<Duration>, lease: &Lease) -> Result<Duration, Failure> {
+    let margin = lease.safety_margin;
+    let allowance = kill_allowance(lease);
+    let limit = margin.saturating_sub(allowance);
+    let Some(grace) = grace else {
+        return Ok(margin / 2);
+    };
+    if grace < limit {
+        return Ok(grace);
+    }
+    let show = humantime::format_duration;
+    Err(Failure::usage(format!(
+        "--grace {} must be shorter than --validity/6 - {} = {}: a lost lock can be granted again \
+         --validity/6 = {} after the loss, and the command must have been killed by then; \
+         lower --grace or raise --validity",
+        show(grace),
+        show(allowance),
+        show(limit),
+        show(margin),
+    )))
 }
 
 async fn acquire(mutex: &DRWMutex, read: bool, timeout: Option<Duration>) -> Result<Guard, Error> {
@@ -194,4 +249,49 @@ fn acquire_failure(err: Error, args: &RunArgs, cluster: &Cluster) -> Failure {
 
 fn signalled(stop: Stop) -> u8 {
     (128 + stop.number()) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn the_default_grace_leaves_room_before_the_lock_can_be_freed() {
+        for validity in [secs(6), secs(12), secs(60), secs(600)] {
+            let lease = lease_for(validity);
+            let grace = grace_for(None, &lease).expect("the default fits");
+            assert!(grace > Duration::ZERO);
+            assert!(
+                grace + kill_allowance(&lease) < lease.safety_margin,
+                "{validity:?}"
+            );
+        }
+        assert_eq!(grace_for(None, &lease_for(secs(60))).ok(), Some(secs(5)));
+    }
+
+    #[test]
+    fn a_grace_that_outlasts_the_margin_is_refused() {
+        let lease = lease_for(secs(12));
+        let err = grace_for(Some(secs(10)), &lease).expect_err("10s > 2s");
+        assert_eq!(err.code, crate::fail::USAGE);
+        assert!(
+            err.message
+                .starts_with("--grace 10s must be shorter than --validity/6 - 500ms = 1s 500ms"),
+            "{}",
+            err.message
+        );
+        // Exactly at the limit leaves no room: refused.
+        assert!(grace_for(Some(Duration::from_millis(1500)), &lease).is_err());
+        assert_eq!(
+            grace_for(Some(Duration::from_millis(1499)), &lease).ok(),
+            Some(Duration::from_millis(1499))
+        );
+        // The old defaults, 10s with --validity 60s, had no room at all.
+        assert!(grace_for(Some(secs(10)), &lease_for(secs(60))).is_err());
+        assert!(grace_for(Some(secs(8)), &lease_for(secs(60))).is_ok());
+    }
 }
