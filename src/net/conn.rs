@@ -27,6 +27,8 @@ pub(crate) struct Connection {
     frames: mpsc::UnboundedSender<Bytes>,
     pending: Pending,
     alive: AtomicBool,
+    /// The server's lock validity, from its `Welcome`.
+    validity: Duration,
 }
 
 impl Connection {
@@ -71,12 +73,15 @@ impl Connection {
         let (transport, welcome) = tokio::time::timeout(connect_timeout, handshake)
             .await
             .map_err(|_| unavailable(format!("no handshake within {connect_timeout:?}")))??;
-        if let Welcome::Rejected { reason } = welcome {
-            return Err(Error::Unauthorized {
-                endpoint: endpoint.to_owned(),
-                reason,
-            });
-        }
+        let validity = match welcome {
+            Welcome::Accepted { validity, .. } => validity,
+            Welcome::Rejected { reason } => {
+                return Err(Error::Unauthorized {
+                    endpoint: endpoint.to_owned(),
+                    reason,
+                })
+            }
+        };
         let (sink, stream) = transport.split();
         let (frames, queued) = mpsc::unbounded_channel();
         let conn = Arc::new(Connection {
@@ -84,10 +89,16 @@ impl Connection {
             frames,
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
+            validity,
         });
         tokio::spawn(write_batches(sink, queued));
         tokio::spawn(read_responses(stream, conn.clone(), on_close));
         Ok(conn)
+    }
+
+    /// How long the server keeps an entry that is not refreshed.
+    pub(crate) fn validity(&self) -> Duration {
+        self.validity
     }
 
     pub(crate) fn is_alive(&self) -> bool {

@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::ledger::{Ledger, Limits};
 use super::released::Released;
 use super::session::accept;
 use crate::{Error, LocalLocker};
@@ -26,12 +28,23 @@ pub(crate) enum Role {
     Admin,
 }
 
+const MIB: usize = 1024 * 1024;
+
+/// What a connection costs the server besides the frames it sends: its
+/// task, socket buffers on our side, the codec's buffers and, with TLS, the
+/// TLS session. An upper estimate, checked by the `net_limits` budget test.
+pub const CONNECTION_OVERHEAD: usize = 64 * 1024;
+
 /// Settings of a [`LockServer`].
+///
+/// The limits bound the server's memory whatever its peers send; see
+/// [`memory_budget`](Self::memory_budget) for what they add up to.
 ///
 /// ```
 /// use quorum_lock::net::ServerConfig;
 /// let config = ServerConfig::new("client-secret").admin_token("admin-secret");
 /// assert_eq!(config.max_entries_per_connection, 100_000);
+/// assert_eq!(config.max_connections, 512);
 /// ```
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -40,6 +53,24 @@ pub struct ServerConfig {
     /// Most locks one connection may hold at once; beyond it, lock requests
     /// are refused with an error. Default 100,000.
     pub max_entries_per_connection: usize,
+    /// Most bytes the locks granted over one connection may take in the lock
+    /// table (names, uid, owner and source, plus a fixed overhead per entry);
+    /// beyond it, new locks are refused with an error. Default 64 MiB: about
+    /// 100,000 single-name locks with UUID uids.
+    pub max_bytes_per_connection: usize,
+    /// Most bytes all locks together may take in the lock table, counted as
+    /// for `max_bytes_per_connection`. A lock stays counted until it is
+    /// released or expires, also after its connection closed, so a client
+    /// cannot escape the limits by reconnecting. Default 1 GiB.
+    pub max_lock_bytes: usize,
+    /// Most connections served at once, authenticated or not; one beyond it
+    /// is closed as soon as it is accepted, so the server never runs out of
+    /// file descriptors. Default 512.
+    pub max_connections: usize,
+    /// Most bytes of released uids remembered (see `remember_released`);
+    /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
+    /// UUID uids.
+    pub max_released_bytes: usize,
     /// How long a client has to authenticate after connecting. Default 5 s.
     pub handshake_timeout: Duration,
     /// How long a released uid is remembered, so that a lock or refresh
@@ -57,6 +88,10 @@ impl ServerConfig {
             client_token: client_token.into(),
             admin_token: None,
             max_entries_per_connection: 100_000,
+            max_bytes_per_connection: 64 * MIB,
+            max_lock_bytes: 1024 * MIB,
+            max_connections: 512,
+            max_released_bytes: 64 * MIB,
             handshake_timeout: Duration::from_secs(5),
             remember_released: None,
             #[cfg(feature = "tls")]
@@ -78,6 +113,38 @@ impl ServerConfig {
         self
     }
 
+    /// The most memory, in bytes, that peers can make the server use beyond
+    /// its baseline, derived from the limits:
+    ///
+    /// * `unauthenticated`: peers without a token can only open connections
+    ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
+    ///   `max_connections × (MAX_HELLO_FRAME + CONNECTION_OVERHEAD)`;
+    /// * `client`: with the client token, add a request of up to
+    ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
+    ///   per connection, the lock table (`max_lock_bytes`) and the
+    ///   remembered releases (`max_released_bytes`).
+    ///
+    /// The admin token is trusted: a listing of a full table is not bounded
+    /// here.
+    ///
+    /// ```
+    /// let budget = quorum_lock::net::ServerConfig::new("t").memory_budget();
+    /// assert!(budget.unauthenticated < budget.client);
+    /// ```
+    pub fn memory_budget(&self) -> MemoryBudget {
+        let conns = self.max_connections;
+        let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
+        let per_client = 2 * super::MAX_FRAME + CONNECTION_OVERHEAD;
+        let client = conns
+            .saturating_mul(per_client)
+            .saturating_add(self.max_lock_bytes)
+            .saturating_add(self.max_released_bytes);
+        MemoryBudget {
+            unauthenticated,
+            client,
+        }
+    }
+
     /// The role `token` grants, compared in constant time.
     pub(crate) fn role_of(&self, token: &str) -> Option<Role> {
         let matches = |expected: &str| bool::from(expected.as_bytes().ct_eq(token.as_bytes()));
@@ -89,6 +156,15 @@ impl ServerConfig {
             None
         }
     }
+}
+
+/// What [`ServerConfig::memory_budget`] derives from the limits, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Most that peers without a valid token can add.
+    pub unauthenticated: usize,
+    /// Most that peers with the client token can add, lock table included.
+    pub client: usize,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -103,8 +179,13 @@ impl std::fmt::Debug for ServerConfig {
                 "max_entries_per_connection",
                 &self.max_entries_per_connection,
             )
+            .field("max_bytes_per_connection", &self.max_bytes_per_connection)
+            .field("max_lock_bytes", &self.max_lock_bytes)
+            .field("max_connections", &self.max_connections)
+            .field("max_released_bytes", &self.max_released_bytes)
             .field("handshake_timeout", &self.handshake_timeout)
-            .finish()
+            .field("remember_released", &self.remember_released)
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,7 +194,35 @@ pub(crate) struct ServerState {
     pub(crate) locker: Arc<LocalLocker>,
     pub(crate) config: ServerConfig,
     pub(crate) released: Released,
+    pub(crate) ledger: Ledger,
     pub(crate) shutdown: CancellationToken,
+    /// Connections being served, authenticated or not.
+    pub(crate) connections: AtomicUsize,
+    /// Serializes the entry counts of `Health`, which copy the table.
+    pub(crate) counting: tokio::sync::Mutex<()>,
+    next_conn: AtomicU64,
+}
+
+impl ServerState {
+    /// A number that names one connection in the ledger.
+    pub(crate) fn next_conn_id(&self) -> u64 {
+        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Holds one of the `max_connections` slots while a connection is served.
+pub(crate) struct Slot(Arc<ServerState>);
+
+impl Slot {
+    pub(crate) fn state(&self) -> &Arc<ServerState> {
+        &self.0
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Serves a [`LocalLocker`] over the network.
@@ -160,13 +269,29 @@ impl LockServer {
                 "the admin token must be non-empty and differ from the client token".into(),
             ));
         }
-        let remember = config.remember_released.unwrap_or(locker.config().validity);
+        if config.max_connections == 0 {
+            return Err(Error::InvalidArgument(
+                "max_connections must be at least 1".into(),
+            ));
+        }
+        let validity = locker.config().validity;
+        let remember = config.remember_released.unwrap_or(validity);
+        let ledger = Ledger::new(Limits {
+            validity,
+            total_bytes: config.max_lock_bytes,
+            bytes_per_connection: config.max_bytes_per_connection,
+            locks_per_connection: config.max_entries_per_connection,
+        });
         Ok(LockServer {
             state: Arc::new(ServerState {
                 locker,
-                released: Released::new(remember),
+                released: Released::new(remember, config.max_released_bytes),
+                ledger,
                 config,
                 shutdown: CancellationToken::new(),
+                connections: AtomicUsize::new(0),
+                counting: tokio::sync::Mutex::new(()),
+                next_conn: AtomicU64::new(1),
             }),
         })
     }
@@ -188,17 +313,42 @@ impl LockServer {
         tracing::info!(listen = %local, "lock server accepting connections");
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
+        let mut refused = Throttled::default();
+        let mut failed = Throttled::default();
+        let mut failures = 0u32;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
-                        sessions.spawn(accept(stream, peer, self.state.clone()));
+                        failures = 0;
+                        match self.slot() {
+                            Some(slot) => {
+                                sessions.spawn(accept(stream, peer, slot));
+                            }
+                            None => {
+                                // Closed at once: its descriptor is free again
+                                // before the next accept. The client sees the
+                                // connection closed during the handshake and
+                                // retries later.
+                                drop(stream);
+                                refused.note(|n| tracing::warn!(
+                                    %peer,
+                                    refused = n,
+                                    limit = self.state.config.max_connections,
+                                    "connection limit reached; closing new connections \
+                                     (raise --max-connections or find the peer holding them)"
+                                ));
+                            }
+                        }
                     }
                     Err(err) => {
-                        // Out of file descriptors and the like: back off briefly.
-                        tracing::warn!(%err, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        // Out of file descriptors and the like: back off, longer
+                        // the longer it lasts, so the loop never spins.
+                        failures = failures.saturating_add(1);
+                        failed.note(|n| tracing::warn!(%err, failed = n, "accept failed"));
+                        let backoff = Duration::from_millis(10u64 << failures.min(6));
+                        tokio::time::sleep(backoff).await;
                     }
                 },
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
@@ -216,6 +366,27 @@ impl LockServer {
         }
     }
 
+    /// A handle on the server's counters, for metrics and tests; it stays
+    /// valid while the server runs.
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            state: self.state.clone(),
+        }
+    }
+
+    /// Takes a connection slot, if one is free.
+    fn slot(&self) -> Option<Slot> {
+        let state = &self.state;
+        let limit = state.config.max_connections;
+        state
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(state.clone()))
+    }
+
     /// Binds `addr` and serves until `shutdown` resolves. Returns the bound
     /// address once listening, and a future that runs the server.
     ///
@@ -231,5 +402,63 @@ impl LockServer {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
         Ok((local, self.serve(listener, shutdown)))
+    }
+}
+
+/// Live counters of a [`LockServer`], from [`LockServer::stats`].
+#[derive(Clone)]
+pub struct ServerStats {
+    state: Arc<ServerState>,
+}
+
+impl ServerStats {
+    /// Connections being served, authenticated or not.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::Acquire)
+    }
+
+    /// Bytes the lock table is charged for, as limited by
+    /// [`ServerConfig::max_lock_bytes`].
+    pub fn lock_bytes(&self) -> usize {
+        self.state.ledger.total()
+    }
+
+    /// Bytes of remembered released uids, as limited by
+    /// [`ServerConfig::max_released_bytes`].
+    pub fn released_bytes(&self) -> usize {
+        self.state.released.bytes()
+    }
+}
+
+impl std::fmt::Debug for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerStats")
+            .field("connections", &self.connections())
+            .field("lock_bytes", &self.lock_bytes())
+            .field("released_bytes", &self.released_bytes())
+            .finish()
+    }
+}
+
+/// Logs a recurring event at most once a second, with how often it
+/// happened meanwhile, so that a flood cannot flood the log too.
+#[derive(Default)]
+struct Throttled {
+    since: u64,
+    last: Option<tokio::time::Instant>,
+}
+
+impl Throttled {
+    fn note(&mut self, log: impl FnOnce(u64)) {
+        self.since += 1;
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .map_or(true, |at| now.duration_since(at) >= Duration::from_secs(1))
+        {
+            log(self.since);
+            self.since = 0;
+            self.last = Some(now);
+        }
     }
 }
