@@ -44,11 +44,11 @@ async fn a_lock_racing_its_own_unlock_on_another_connection_leaves_nothing() {
     let (mut a, _) = authenticate(&addr, TOKEN).await.unwrap();
     let (mut b, _) = authenticate(&addr, TOKEN).await.unwrap();
 
-    // Bounded in count and time: at most 400 rounds of 50 pairs, 20 s.
+    // Bounded in count and time: at most 3000 rounds of 50 pairs, 20 s.
     const PAIRS: usize = 50;
     let started = Instant::now();
     let mut leaked = Vec::new();
-    for round in 0..400usize {
+    for round in 0..3000usize {
         if started.elapsed() > Duration::from_secs(20) {
             break;
         }
