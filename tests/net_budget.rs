@@ -230,3 +230,104 @@ async fn the_memory_budget_holds_under_attack() {
     );
     assert!(!server.log_text().contains("panicked"));
 }
+
+/// Issue #9: with `ulimit -n 256`, 220 idle connections made accept fail
+/// and a legitimate `run` exit with 69. Now the connection cap is fitted
+/// to the open-files limit and idle peers are replaced by new connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gets_in_under_a_small_open_files_limit_full_of_idle_peers() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = Scratch::new("net-ulimit");
+    let log = dir.file("server.log");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(net_support::bin())
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &dir.token(),
+        ])
+        .args([
+            "--no-quarantine",
+            "--handshake-timeout",
+            "30s",
+            "--validity",
+            "6s",
+        ])
+        .env("RUST_LOG", "info")
+        .env_remove("QUORUM_LOCK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("spawn sh");
+    // Killed by pid, whatever happens below.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().unwrap();
+    let mut child = Reap(child);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        line
+    });
+    let line = tokio::time::timeout(Duration::from_secs(15), line)
+        .await
+        .expect("server started")
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+
+    // 100 idle peers, more than the 64 files the server may open.
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        if let Ok(stream) = TcpStream::connect(&addr).await {
+            idle.push(stream);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let token = dir.token();
+    let args = [
+        "run",
+        "--nodes",
+        &addr,
+        "--token-file",
+        &token,
+        "--validity",
+        "6s",
+        "--timeout",
+        "10s",
+        "ulimit-test",
+        "--",
+        "true",
+    ];
+    let finished =
+        tokio::task::block_in_place(|| net_support::cli(&dir, &args, &[], Duration::from_secs(20)));
+    let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        finished.code,
+        Some(0),
+        "run failed: {}\nserver log:\n{server_log}",
+        finished.stderr
+    );
+    assert!(
+        server_log.contains("lowering --max-connections"),
+        "{server_log}"
+    );
+    assert!(!server_log.contains("accept failed"), "{server_log}");
+    drop(idle);
+    let _ = child.0.kill();
+}

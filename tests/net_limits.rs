@@ -191,40 +191,46 @@ async fn before_authentication_only_small_frames_are_read() {
 }
 
 #[tokio::test]
-async fn connections_beyond_the_cap_are_closed_and_the_others_still_served() {
+async fn idle_unauthenticated_connections_cannot_keep_clients_out() {
     let mut config = ServerConfig::new(TOKEN);
     config.max_connections = 4;
     config.handshake_timeout = Duration::from_secs(60);
     let node = start(LocalLocker::new(), config).await;
-    let client = remote(&node).await;
+    let first = remote(&node).await;
     let name = vec!["held".to_string()];
-    assert!(client.lock(&args("u1", &name)).await.unwrap());
+    assert!(first.lock(&args("u1", &name)).await.unwrap());
 
+    // 23 peers that never authenticate, more than the cap: each new one
+    // replaces the oldest, so at most 3 are open at any time.
     let mut idle = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..23 {
         idle.push(TcpStream::connect(&node.addr).await.unwrap());
     }
-    eventually("three idle connections counted", || {
-        node.stats.connections() == 4
-    })
-    .await;
-    for i in 0..20 {
-        let mut extra = TcpStream::connect(&node.addr).await.unwrap();
-        closed_within(&mut extra, LIMIT)
+    for (i, stream) in idle.iter_mut().take(20).enumerate() {
+        closed_within(stream, LIMIT)
             .await
-            .unwrap_or_else(|e| panic!("connection {i} beyond the cap: {e}"));
+            .unwrap_or_else(|e| panic!("idle connection {i} was kept: {e}"));
     }
-    assert_eq!(node.stats.connections(), 4);
-    // The authenticated client was not disturbed.
-    assert!(client.refresh(&args("u1", &name)).await.unwrap());
-    drop(idle);
-    eventually("idle connections released", || {
-        node.stats.connections() == 1
-    })
-    .await;
+    eventually("the cap is respected", || node.stats.connections() == 4).await;
+    // The authenticated client was not disturbed, and a new one gets in.
+    assert!(first.refresh(&args("u1", &name)).await.unwrap());
     let second = remote(&node).await;
+    assert!(second.is_online());
     assert!(second
         .lock(&args("u2", &["other".to_string()]))
+        .await
+        .unwrap());
+
+    // When every slot is authenticated, a new connection is closed at once.
+    let (_third, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    let (_fourth, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    eventually("four authenticated", || node.stats.connections() == 4).await;
+    let mut fifth = TcpStream::connect(&node.addr).await.unwrap();
+    closed_within(&mut fifth, LIMIT)
+        .await
+        .expect("a connection beyond four authenticated ones is closed");
+    assert!(second
+        .refresh(&args("u2", &["other".to_string()]))
         .await
         .unwrap());
 }

@@ -44,7 +44,9 @@ mod tls;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker};
-pub use server::{LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD};
+pub use server::{
+    LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
+};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
 pub use wire::{

@@ -1,11 +1,12 @@
 //! `LockServer`: serves one `LocalLocker` to authenticated clients over
 //! framed TCP, in the caller's runtime or in the `quorum-lock` binary.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use subtle::ConstantTimeEq;
@@ -35,6 +36,10 @@ const MIB: usize = 1024 * 1024;
 /// TLS session. An upper estimate, checked by the `net_limits` budget test.
 pub const CONNECTION_OVERHEAD: usize = 64 * 1024;
 
+/// How many connections may be open beyond `max_connections` while the
+/// ones evicted to make room for them are closing.
+pub const EVICTING: usize = 8;
+
 /// Settings of a [`LockServer`].
 ///
 /// The limits bound the server's memory whatever its peers send; see
@@ -63,9 +68,10 @@ pub struct ServerConfig {
     /// released or expires, also after its connection closed, so a client
     /// cannot escape the limits by reconnecting. Default 1 GiB.
     pub max_lock_bytes: usize,
-    /// Most connections served at once, authenticated or not; one beyond it
-    /// is closed as soon as it is accepted, so the server never runs out of
-    /// file descriptors. Default 512.
+    /// Most connections served at once, authenticated or not, so that the
+    /// server never runs out of file descriptors. When all are taken, a new
+    /// connection replaces the oldest one still in its handshake; when all
+    /// are authenticated, it is closed as soon as it is accepted. Default 512.
     pub max_connections: usize,
     /// Most bytes of released uids remembered (see `remember_released`);
     /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
@@ -118,11 +124,12 @@ impl ServerConfig {
     ///
     /// * `unauthenticated`: peers without a token can only open connections
     ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
-    ///   `max_connections × (MAX_HELLO_FRAME + CONNECTION_OVERHEAD)`;
+    ///   `(max_connections + EVICTING) × (MAX_HELLO_FRAME + CONNECTION_OVERHEAD)`;
     /// * `client`: with the client token, add a request of up to
     ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
-    ///   per connection, the lock table (`max_lock_bytes`) and the
-    ///   remembered releases (`max_released_bytes`).
+    ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each), the
+    ///   lock table (`max_lock_bytes`) and the remembered releases
+    ///   (`max_released_bytes`).
     ///
     /// The admin token is trusted: a listing of a full table is not bounded
     /// here.
@@ -132,7 +139,7 @@ impl ServerConfig {
     /// assert!(budget.unauthenticated < budget.client);
     /// ```
     pub fn memory_budget(&self) -> MemoryBudget {
-        let conns = self.max_connections;
+        let conns = self.max_connections.saturating_add(EVICTING);
         let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
         let per_client = 2 * super::MAX_FRAME + CONNECTION_OVERHEAD;
         let client = conns
@@ -198,30 +205,60 @@ pub(crate) struct ServerState {
     pub(crate) shutdown: CancellationToken,
     /// Connections being served, authenticated or not.
     pub(crate) connections: AtomicUsize,
+    /// Connections still in their handshake, oldest first.
+    pending: Mutex<VecDeque<(u64, CancellationToken)>>,
     /// Serializes the entry counts of `Health`, which copy the table.
     pub(crate) counting: tokio::sync::Mutex<()>,
     next_conn: AtomicU64,
 }
 
 impl ServerState {
-    /// A number that names one connection in the ledger.
-    pub(crate) fn next_conn_id(&self) -> u64 {
-        self.next_conn.fetch_add(1, Ordering::Relaxed)
+    fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, CancellationToken)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn forget_pending(&self, id: u64) {
+        let mut pending = self.pending();
+        if let Some(at) = pending.iter().position(|(p, _)| *p == id) {
+            pending.remove(at);
+        }
     }
 }
 
 /// Holds one of the `max_connections` slots while a connection is served.
-pub(crate) struct Slot(Arc<ServerState>);
+pub(crate) struct Slot {
+    state: Arc<ServerState>,
+    /// Names the connection in the ledger and in `pending`.
+    id: u64,
+    /// Cancelled to close the connection while it is still unauthenticated,
+    /// to make room for a new one.
+    evicted: CancellationToken,
+}
 
 impl Slot {
     pub(crate) fn state(&self) -> &Arc<ServerState> {
-        &self.0
+        &self.state
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Resolves when the server closes this connection to make room.
+    pub(crate) async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
+
+    /// The peer authenticated: from now on it keeps its slot.
+    pub(crate) fn authenticated(&self) {
+        self.state.forget_pending(self.id);
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+        self.state.forget_pending(self.id);
+        self.state.connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -290,6 +327,7 @@ impl LockServer {
                 config,
                 shutdown: CancellationToken::new(),
                 connections: AtomicUsize::new(0),
+                pending: Mutex::default(),
                 counting: tokio::sync::Mutex::new(()),
                 next_conn: AtomicU64::new(1),
             }),
@@ -336,8 +374,8 @@ impl LockServer {
                                     %peer,
                                     refused = n,
                                     limit = self.state.config.max_connections,
-                                    "connection limit reached; closing new connections \
-                                     (raise --max-connections or find the peer holding them)"
+                                    "connection limit reached and every connection is authenticated; \
+                                     closing new connections (raise --max-connections)"
                                 ));
                             }
                         }
@@ -374,17 +412,48 @@ impl LockServer {
         }
     }
 
-    /// Takes a connection slot, if one is free.
+    /// Takes a connection slot. When all are taken, the connection that
+    /// has waited longest for its handshake is closed to make room: a
+    /// client completes its handshake within a round trip, so peers
+    /// without a token can only keep it out by opening connections faster
+    /// than that, not by holding idle ones for the handshake timeout.
+    /// `None` when every slot holds an authenticated connection.
     fn slot(&self) -> Option<Slot> {
         let state = &self.state;
         let limit = state.config.max_connections;
-        state
+        let free = state
             .connections
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < limit).then_some(n + 1)
             })
-            .ok()
-            .map(|_| Slot(state.clone()))
+            .is_ok();
+        if !free {
+            // The evicted connection gives its slot back only when its task
+            // next runs; until then both are open. A flood must not pile
+            // such pairs up, or the descriptors would run out after all.
+            let room = state
+                .connections
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < limit + EVICTING).then_some(n + 1)
+                })
+                .is_ok();
+            if !room {
+                return None;
+            }
+            let Some((_, oldest)) = state.pending().pop_front() else {
+                state.connections.fetch_sub(1, Ordering::AcqRel);
+                return None;
+            };
+            oldest.cancel();
+        }
+        let id = state.next_conn.fetch_add(1, Ordering::Relaxed);
+        let evicted = CancellationToken::new();
+        state.pending().push_back((id, evicted.clone()));
+        Some(Slot {
+            state: state.clone(),
+            id,
+            evicted,
+        })
     }
 
     /// Binds `addr` and serves until `shutdown` resolves. Returns the bound

@@ -23,34 +23,38 @@ type Conn = Framed<BoxIo, tokio_util::codec::LengthDelimitedCodec>;
 /// The slot is held until the connection closes.
 pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     let server = slot.state().clone();
-    let _slot = slot;
     let _ = stream.set_nodelay(true);
     #[cfg(feature = "tls")]
     if let Some(tls) = &server.config.tls {
         let handshake =
             tokio::time::timeout(server.config.handshake_timeout, tls.acceptor.accept(stream));
-        match handshake.await {
-            Ok(Ok(stream)) => return session(Box::new(stream), peer, server).await,
+        let handshake = tokio::select! {
+            handshake = handshake => handshake,
+            () = slot.evicted() => return,
+        };
+        match handshake {
+            Ok(Ok(stream)) => return session(Box::new(stream), peer, server, &slot).await,
             Ok(Err(err)) => tracing::warn!(%peer, %err, "TLS handshake failed"),
             Err(_) => tracing::warn!(%peer, "no TLS handshake in time"),
         }
         return;
     }
-    session(Box::new(stream), peer, server).await
+    session(Box::new(stream), peer, server, &slot).await
 }
 
-async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>) {
+async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot: &Slot) {
     // Small frames only until the peer proved it holds a token.
     let mut conn = Framed::new(stream, wire::hello_codec());
-    let Some(role) = handshake(&mut conn, peer, &server).await else {
+    let Some(role) = handshake(&mut conn, peer, &server, slot).await else {
         return;
     };
+    slot.authenticated();
     conn.codec_mut().set_max_frame_length(wire::MAX_FRAME);
     tracing::debug!(%peer, ?role, "client connected");
     let session = Session {
         server: &server,
         role,
-        id: server.next_conn_id(),
+        id: slot.id(),
     };
     serve(&mut conn, peer, &session).await;
     server.ledger.close(session.id);
@@ -110,10 +114,19 @@ async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), (
     conn.feed(Bytes::from(payload)).await.map_err(|_| ())
 }
 
-async fn handshake(conn: &mut Conn, peer: SocketAddr, server: &ServerState) -> Option<Role> {
+async fn handshake(
+    conn: &mut Conn,
+    peer: SocketAddr,
+    server: &ServerState,
+    slot: &Slot,
+) -> Option<Role> {
     let first = tokio::select! {
         first = tokio::time::timeout(server.config.handshake_timeout, conn.next()) => first,
         () = server.shutdown.cancelled() => return None,
+        () = slot.evicted() => {
+            tracing::debug!(%peer, "closed before its handshake to make room for a new connection");
+            return None;
+        }
     };
     let hello: Result<Hello, String> = match first {
         Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| e.to_string()),

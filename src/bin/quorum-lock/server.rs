@@ -111,8 +111,10 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Descriptors kept free beside the connections: the listener, logs,
-/// stdio, and the one a refused connection needs while it is accepted.
+/// Descriptors kept free beside the connections: the runtime's, the
+/// listener, logs and stdio (about 12), the connections allowed beyond the
+/// cap while evicted ones close (`EVICTING`), and the one a refused
+/// connection needs while it is accepted.
 const SPARE_FILES: usize = 32;
 
 /// `wanted` connections, lowered to what the open-files limit allows, after
