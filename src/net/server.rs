@@ -256,7 +256,9 @@ impl Slot {
 }
 
 impl Drop for Slot {
+    /// Also when the task is aborted at shutdown.
     fn drop(&mut self) {
+        self.state.ledger.close(self.id);
         self.state.forget_pending(self.id);
         self.state.connections.fetch_sub(1, Ordering::AcqRel);
     }

