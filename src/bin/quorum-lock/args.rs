@@ -157,8 +157,9 @@ pub struct ServerArgs {
     /// How long a new connection has to authenticate before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub handshake_timeout: Duration,
-    /// Most connections served at once; further ones are closed as soon as
-    /// they are accepted. Lowered to fit the open-files limit (ulimit -n).
+    /// Most connections served at once. At the limit, a new connection
+    /// replaces the oldest one that has not authenticated yet; if all have,
+    /// it is closed. Lowered to fit the open-files limit (ulimit -n).
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
     /// Most locks one connection may hold.
@@ -296,4 +297,23 @@ fn duration(text: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size("512KiB"), Ok(512 << 10));
+        assert_eq!(size(" 64MiB "), Ok(64 << 20));
+        assert_eq!(size("1gb"), Ok(1 << 30));
+        assert!(size("0").is_err());
+        assert!(size("12 parsecs")
+            .unwrap_err()
+            .contains("unknown size unit"));
+        assert!(size("MiB").is_err());
+        assert!(size("99999999999999999999GiB").is_err());
+    }
 }
