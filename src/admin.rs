@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use tokio::time::Instant;
 
+use crate::config::after;
 use crate::fanout::call_with_deadline;
 use crate::quorum::write_quorum;
 use crate::{Dsync, Error, LockArgs, LockMode};
@@ -60,8 +61,8 @@ impl Dsync {
     /// # }
     /// ```
     pub async fn locks(&self) -> Result<Vec<ClusterLock>, Error> {
-        let lockers = &self.inner.lockers;
-        let deadline = Instant::now() + self.inner.timeouts.unlock;
+        let lockers = &self.coord.lockers;
+        let deadline = after(Instant::now(), self.coord.timeouts.unlock);
         let listings = join_all(
             lockers
                 .iter()
@@ -151,16 +152,16 @@ impl Dsync {
         names.sort_unstable();
         names.dedup();
         crate::locker::validate_names(&names)?;
-        let lockers = &self.inner.lockers;
+        let lockers = &self.coord.lockers;
         let args = LockArgs {
             uid: "".into(),
             resources: names.into(),
-            owner: self.inner.owner.clone(),
+            owner: self.coord.owner.clone(),
             source: "Dsync::force_unlock".into(),
             quorum: write_quorum(lockers.len()),
         };
         tracing::info!(resources = ?args.resources, "forcing locks open");
-        let deadline = Instant::now() + self.inner.timeouts.force_unlock;
+        let deadline = after(Instant::now(), self.coord.timeouts.force_unlock);
         let results = join_all(
             lockers
                 .iter()

@@ -1,10 +1,30 @@
-//! Tunables of a `Dsync` coordinator: call deadlines and retry backoff.
+//! Tunables of a `Dsync` coordinator: call deadlines, lease timing and
+//! retry backoff, the checks that keep them consistent, and the saturating
+//! deadline arithmetic that lets any of them be `Duration::MAX`.
 
 use std::time::Duration;
 
 use rand::{Rng, RngExt};
+use tokio::time::Instant;
+
+/// `at + duration`, or a point about 30 years away when that overflows.
+///
+/// Every setting may be `Duration::MAX`, which is how people write "no
+/// limit"; deadlines built from settings go through here so that such a
+/// value means "never" instead of a panic.
+pub(crate) fn after(at: Instant, duration: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    at.checked_add(duration.min(FAR))
+        .unwrap_or_else(|| at.checked_add(FAR / 1_000).unwrap_or(at))
+}
 
 /// Deadlines for the calls a coordinator makes.
+///
+/// Every field may be `Duration::MAX` ("no limit"); deadlines saturate
+/// instead of overflowing. [`DsyncBuilder::build`](crate::DsyncBuilder::build)
+/// refuses zero deadlines (no remote locker could answer in time) and an
+/// acquire timeout that is not shorter than the lease's
+/// `validity - safety_margin`.
 ///
 /// Build one with struct update syntax so that new fields keep their
 /// defaults:
@@ -24,12 +44,15 @@ pub struct Timeouts {
     /// How long `unlock()` waits for a quorum to confirm a release, and the
     /// deadline of each unlock call. Default 5 s.
     pub unlock: Duration,
-    /// For how long failed releases keep being retried in the background.
-    /// Default 30 s, as in dsync. Entries that still could not be released
-    /// are left to the lock server's expiry.
+    /// The longest time failed unlocks keep being retried in the
+    /// background. They stop earlier, once the locker must have expired the
+    /// entry by itself (the validity after the release began), so the default,
+    /// `Duration::MAX`, means exactly that: retry while it can matter. Zero
+    /// turns the background retries off and leaves failed releases to expiry.
     pub release_retry: Duration,
     /// Deadline of each refresh call; a locker that misses it counts as not
-    /// confirming. Default 5 s, as in dsync.
+    /// confirming. Default 5 s, as in dsync. A refresh never waits past the
+    /// moment the lock would be lost, so `Duration::MAX` means "until then".
     pub refresh: Duration,
     /// Deadline of each force-unlock call. Default 5 s.
     pub force_unlock: Duration,
@@ -40,7 +63,7 @@ impl Default for Timeouts {
         Timeouts {
             acquire: Duration::from_secs(1),
             unlock: Duration::from_secs(5),
-            release_retry: Duration::from_secs(30),
+            release_retry: Duration::MAX,
             refresh: Duration::from_secs(5),
             force_unlock: Duration::from_secs(5),
         }
@@ -103,20 +126,62 @@ impl Lease {
         self.validity.saturating_sub(self.safety_margin)
     }
 
+    /// Refuses settings that cannot keep a lock safely: each message names
+    /// the relation that is broken.
     pub(crate) fn check(&self) -> Result<(), crate::Error> {
-        if self.refresh_interval.is_zero() || self.safety_margin >= self.validity {
-            return Err(crate::Error::InvalidArgument(
-                "lease: refresh_interval must be positive and safety_margin shorter than validity"
+        let invalid = |msg: String| Err(crate::Error::InvalidArgument(msg));
+        if self.refresh_interval.is_zero() {
+            return invalid("lease: refresh_interval must be greater than zero".into());
+        }
+        if self.safety_margin.is_zero() {
+            return invalid(
+                "lease: safety_margin must be greater than zero: without one, a holder is told of a \
+                 loss at the very instant a locker may free the lock"
                     .into(),
+            );
+        }
+        if self.safety_margin >= self.validity {
+            return invalid(format!(
+                "lease: safety_margin ({:?}) must be shorter than validity ({:?})",
+                self.safety_margin, self.validity
             ));
         }
         if self.refresh_interval >= self.trusted_for() {
-            return Err(crate::Error::InvalidArgument(format!(
+            return invalid(format!(
                 "lease: refresh_interval ({:?}) must be shorter than validity - safety_margin ({:?}), \
                  or the lock is given up before its first refresh",
                 self.refresh_interval,
                 self.trusted_for()
-            )));
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Timeouts {
+    /// Refuses deadlines that could never be met, or that contradict the
+    /// lease; each message names the relation that is broken.
+    pub(crate) fn check(&self, lease: &Lease) -> Result<(), crate::Error> {
+        let invalid = |msg: String| Err(crate::Error::InvalidArgument(msg));
+        for (name, value) in [
+            ("acquire", self.acquire),
+            ("unlock", self.unlock),
+            ("refresh", self.refresh),
+            ("force_unlock", self.force_unlock),
+        ] {
+            if value.is_zero() {
+                return invalid(format!(
+                    "timeouts: {name} must be greater than zero, or no remote locker could ever answer in time"
+                ));
+            }
+        }
+        if self.acquire >= lease.trusted_for() {
+            return invalid(format!(
+                "timeouts: acquire ({:?}) must be shorter than lease validity - safety_margin ({:?}), \
+                 or a granted lock could already be lost when the round returns",
+                self.acquire,
+                lease.trusted_for()
+            ));
         }
         Ok(())
     }
@@ -194,6 +259,18 @@ mod tests {
             (50..150).contains(&below_half),
             "jitter is not uniform: {below_half}/200"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_saturates_instead_of_panicking() {
+        let now = Instant::now();
+        assert_eq!(
+            after(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let never = after(now, Duration::MAX);
+        assert!(never > now + Duration::from_secs(365 * 86_400));
+        assert_eq!(after(now, Duration::ZERO), now);
     }
 
     #[test]

@@ -3,12 +3,12 @@
 
 use std::fmt;
 use std::panic::Location;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
 use crate::locker::validate_names;
 use crate::quorum::{read_quorum, write_quorum};
@@ -33,32 +33,8 @@ use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts};
 /// ```
 #[derive(Clone)]
 pub struct Dsync {
-    pub(crate) inner: Arc<Coordinator>,
-}
-
-/// What every lock made from one `Dsync` shares.
-pub(crate) struct Coordinator {
-    pub(crate) lockers: Box<[Arc<dyn NetLocker>]>,
-    pub(crate) owner: Arc<str>,
-    pub(crate) timeouts: Timeouts,
-    pub(crate) retry: RetryPolicy,
-    pub(crate) lease: Lease,
-    pub(crate) keeper: Arc<Keeper>,
-    rng: Mutex<SmallRng>,
-}
-
-impl Drop for Coordinator {
-    fn drop(&mut self) {
-        self.keeper.shutdown();
-    }
-}
-
-impl Coordinator {
-    /// A jittered wait before retry number `attempt`.
-    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
-        let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
-        self.retry.delay(attempt, &mut *rng)
-    }
+    pub(crate) coord: Arc<Coordinator>,
+    keeper: Arc<Keeper>,
 }
 
 impl Dsync {
@@ -97,22 +73,22 @@ impl Dsync {
 
     /// Grants a write lock needs: `⌊n/2⌋ + 1` of the `n` lockers.
     pub fn write_quorum(&self) -> usize {
-        write_quorum(self.inner.lockers.len())
+        write_quorum(self.coord.lockers.len())
     }
 
     /// Grants a read lock needs: `⌈n/2⌉` of the `n` lockers.
     pub fn read_quorum(&self) -> usize {
-        read_quorum(self.inner.lockers.len())
+        read_quorum(self.coord.lockers.len())
     }
 
     /// The lockers, in the order they were given.
     pub fn lockers(&self) -> &[Arc<dyn NetLocker>] {
-        &self.inner.lockers
+        &self.coord.lockers
     }
 
     /// The owner recorded with every lock this coordinator takes.
     pub fn owner(&self) -> &str {
-        &self.inner.owner
+        &self.coord.owner
     }
 
     /// A read/write mutex over one or more resource names.
@@ -146,19 +122,24 @@ impl Dsync {
         names.dedup();
         validate_names(&names)?;
         let source = format!("{}:{}:{}", caller.file(), caller.line(), caller.column());
-        Ok(DRWMutex::new(self.clone(), names.into(), source.into()))
+        Ok(DRWMutex::new(
+            self.coord.clone(),
+            self.keeper.clone(),
+            names.into(),
+            source.into(),
+        ))
     }
 }
 
 impl fmt::Debug for Dsync {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let endpoints: Vec<String> = self.inner.lockers.iter().map(|l| l.endpoint()).collect();
+        let endpoints: Vec<String> = self.coord.lockers.iter().map(|l| l.endpoint()).collect();
         f.debug_struct("Dsync")
             .field("lockers", &endpoints)
-            .field("owner", &self.inner.owner)
-            .field("timeouts", &self.inner.timeouts)
-            .field("retry", &self.inner.retry)
-            .field("lease", &self.inner.lease)
+            .field("owner", &self.coord.owner)
+            .field("timeouts", &self.coord.timeouts)
+            .field("retry", &self.coord.retry)
+            .field("lease", &self.coord.lease)
             .finish()
     }
 }
@@ -208,20 +189,30 @@ impl DsyncBuilder {
     }
 
     /// Checks the settings and builds the coordinator.
+    ///
+    /// Fails with [`Error::InvalidArgument`], naming the relation that is
+    /// broken, when there are no lockers, the owner is empty, the lease or
+    /// the timeouts are inconsistent (see [`Lease`] and [`Timeouts`]), or the
+    /// lease's validity exceeds the validity a locker reports
+    /// ([`NetLocker::validity`]).
     pub fn build(self) -> Result<Dsync, Error> {
         if self.lockers.is_empty() {
             return Err(Error::invalid("a Dsync needs at least one locker"));
         }
-        if self.timeouts.acquire.is_zero() || self.timeouts.unlock.is_zero() {
-            return Err(Error::invalid(
-                "the acquire and unlock timeouts must be greater than zero",
-            ));
-        }
         self.lease.check()?;
-        if self.timeouts.acquire >= self.lease.trusted_for() {
-            return Err(Error::invalid(
-                "the acquire timeout must be shorter than lease validity - safety_margin",
-            ));
+        self.timeouts.check(&self.lease)?;
+        for locker in &self.lockers {
+            match locker.validity() {
+                Some(validity) if validity < self.lease.validity => {
+                    return Err(Error::invalid(format!(
+                        "lease: validity ({:?}) must not exceed the validity of locker {} ({validity:?}), \
+                         or a holder would trust its lock after that locker had freed it",
+                        self.lease.validity,
+                        locker.endpoint()
+                    )))
+                }
+                _ => {}
+            }
         }
         let owner = self.owner.unwrap_or_else(default_owner);
         if owner.is_empty() {
@@ -232,15 +223,15 @@ impl DsyncBuilder {
             None => SmallRng::from_rng(&mut rand::rng()),
         };
         Ok(Dsync {
-            inner: Arc::new(Coordinator {
-                lockers: self.lockers.into_boxed_slice(),
-                owner: owner.into(),
-                timeouts: self.timeouts,
-                retry: self.retry,
-                lease: self.lease,
-                keeper: Arc::default(),
-                rng: Mutex::new(rng),
-            }),
+            coord: Arc::new(Coordinator::new(
+                self.lockers,
+                owner.into(),
+                self.timeouts,
+                self.retry,
+                self.lease,
+                rng,
+            )),
+            keeper: Arc::default(),
         })
     }
 }

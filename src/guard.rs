@@ -8,34 +8,36 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
-use crate::keeper::LeaseKey;
+use crate::acquisition::Acquisition;
+use crate::keeper::{Keeper, LeaseKey};
+use crate::loss::LossSignal;
+use crate::refresh::declare_lost;
 use crate::release::{release_all, release_confirmed};
-use crate::round::RoundState;
 use crate::Error;
 
 /// What both guard types hold.
 struct Held {
-    state: Arc<RoundState>,
+    state: Arc<Acquisition>,
     /// The runtime the lock was acquired on; drop releases there, so dropping
     /// a guard works from any thread, inside a runtime or not.
     handle: Handle,
-    /// Cancelled by the keep-alive task when the lock is lost.
-    lost: CancellationToken,
+    /// When the lock is lost; the keeper moves it forward on each refresh.
+    signal: Arc<LossSignal>,
+    keeper: Arc<Keeper>,
     lease: LeaseKey,
     released: bool,
 }
 
 impl Held {
-    fn new(state: Arc<RoundState>, handle: Handle) -> Self {
-        let lost = CancellationToken::new();
-        let coord = &state.coord;
-        let lease = coord
-            .keeper
-            .register(coord, &handle, state.clone(), lost.clone());
+    fn new(state: Arc<Acquisition>, handle: Handle, keeper: Arc<Keeper>) -> Self {
+        let trusted_for = state.coord.lease.trusted_for();
+        let signal = Arc::new(LossSignal::new(state.started, trusted_for));
+        let lease = keeper.register(&handle, state.clone(), signal.clone());
         Held {
             state,
             handle,
-            lost,
+            signal,
+            keeper,
             lease,
             released: false,
         }
@@ -43,9 +45,17 @@ impl Held {
 
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
-        self.state.coord.keeper.remove(self.lease);
-        if self.lost.is_cancelled() {
-            // The keeper already removed the entries.
+        let registered = self.keeper.remove(self.lease);
+        if self.signal.check() {
+            if registered {
+                // No lane saw the deadline pass: clean up as a lane would.
+                declare_lost(
+                    &self.state,
+                    &self.signal,
+                    "the deadline passed before a refresh was confirmed",
+                    &self.handle,
+                );
+            }
             return Err(Error::LockLost);
         }
         let release = release_confirmed(self.state.clone(), self.handle.clone());
@@ -61,8 +71,29 @@ impl Held {
         }
     }
 
+    /// Counts the lock as held by the current runtime too, so that its lane
+    /// refreshes it even if the acquiring runtime is no longer driven.
+    fn adopt_here(&self) {
+        if let Ok(handle) = Handle::try_current() {
+            self.keeper.adopt(self.lease, &handle);
+        }
+    }
+
     fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.lost.clone().cancelled_owned()
+        let keeper = self.keeper.clone();
+        let lease = self.lease;
+        let signal = self.signal.clone();
+        async move {
+            if let Ok(handle) = Handle::try_current() {
+                keeper.adopt(lease, &handle);
+            }
+            LossSignal::lost(signal).await;
+        }
+    }
+
+    fn loss_token(&self) -> CancellationToken {
+        self.adopt_here();
+        self.signal.child_token()
     }
 }
 
@@ -71,7 +102,7 @@ impl Drop for Held {
         if self.released {
             return;
         }
-        self.state.coord.keeper.remove(self.lease);
+        self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if !plan.targets.is_empty() {
             // Spawning never blocks; on a runtime that has shut down the task
@@ -87,7 +118,7 @@ impl fmt::Debug for Held {
         f.debug_struct("Guard")
             .field("resources", &self.state.args.resources)
             .field("uid", &self.state.args.uid)
-            .field("lost", &self.lost.is_cancelled())
+            .field("lost", &self.signal.is_declared())
             .finish()
     }
 }
@@ -101,8 +132,8 @@ macro_rules! guard {
         }
 
         impl $name {
-            pub(crate) fn new(state: Arc<RoundState>, handle: Handle) -> Self {
-                $name { held: Held::new(state, handle) }
+            pub(crate) fn new(state: Arc<Acquisition>, handle: Handle, keeper: Arc<Keeper>) -> Self {
+                $name { held: Held::new(state, handle, keeper) }
             }
 
             /// The locked resource names, sorted.
@@ -138,26 +169,49 @@ macro_rules! guard {
                 self.held.unlock().await
             }
 
-            /// Whether the lock is known to be lost: a quorum of lockers no
-            /// longer holds it, or none confirmed a refresh for
-            /// `Lease::validity - Lease::safety_margin`. Other clients may be
-            /// granted it soon.
+            /// Whether the lock is lost: a quorum of lockers no longer holds
+            /// it, or no quorum confirmed a refresh for
+            /// `Lease::validity - Lease::safety_margin` since the last
+            /// confirmed refresh was sent. Other clients may be granted it
+            /// soon.
+            ///
+            /// This is the check that check-then-act code relies on. It
+            /// reads the clock itself, so it turns true on time even if no
+            /// refresh ran: after the holder's thread stalled, when the
+            /// runtime that keeps the lock is not being driven, or when the
+            /// guard is held in synchronous code. While it returns `false`,
+            /// no locker can have freed the lock for at least
+            /// `Lease::safety_margin` (given the clock assumptions in
+            /// [`Lease`](crate::Lease)). Once `true`, it stays `true`.
             pub fn is_lost(&self) -> bool {
-                self.held.lost.is_cancelled()
+                self.held.signal.check()
             }
 
             /// Resolves when the lock is lost. Race it against the work the
             /// lock protects, and stop that work when it fires. It fires
             /// at least `Lease::safety_margin` before any locker can expire
             /// the lock, and never while a quorum keeps confirming it.
+            ///
+            /// The future keeps its own timer at the loss deadline while it
+            /// is polled on a tokio runtime, and counts the lock as held by
+            /// that runtime, whose keeper then refreshes it too. Polled
+            /// outside a runtime it waits for the keeper's word instead.
             pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
                 self.held.lost()
             }
 
             /// A token that is cancelled when the lock is lost. It is a child
             /// token: cancelling it yourself does not mark the lock lost.
+            ///
+            /// The token is cancelled on time by the keeper, which this call
+            /// makes run on the current runtime as well (if there is one).
+            /// A plain `is_cancelled()` on it cannot look at the clock: after
+            /// a stall of the whole process, or in synchronous code while no
+            /// runtime runs, it can lag behind the deadline until a runtime
+            /// runs again. Check-then-act code must ask
+            /// [`is_lost`](Self::is_lost) instead, which reads the clock.
             pub fn loss_token(&self) -> CancellationToken {
-                self.held.lost.child_token()
+                self.held.loss_token()
             }
         }
 

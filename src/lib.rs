@@ -63,8 +63,10 @@
 
 #![warn(missing_docs)]
 
+mod acquisition;
 mod admin;
 mod config;
+mod coordinator;
 mod dsync;
 mod error;
 mod fanout;
@@ -72,6 +74,7 @@ mod guard;
 mod keeper;
 mod local;
 mod locker;
+mod loss;
 mod mutex;
 #[cfg(feature = "net")]
 pub mod net;

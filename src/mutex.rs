@@ -8,11 +8,14 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tracing::Instrument;
 
-use crate::round::{Round, RoundState};
-use crate::{Dsync, Error, LockMode, ReadGuard, WriteGuard};
+use crate::acquisition::Acquisition;
+use crate::coordinator::Coordinator;
+use crate::keeper::Keeper;
+use crate::round::Round;
+use crate::{Error, LockMode, ReadGuard, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process
-/// that uses the same lock servers. Made by [`Dsync::rw_mutex`].
+/// that uses the same lock servers. Made by [`Dsync::rw_mutex`](crate::Dsync::rw_mutex).
 ///
 /// Many readers or one writer may hold it at a time. Waiting is by polling:
 /// a failed round backs off (with jitter) and tries again. The handle itself
@@ -37,7 +40,8 @@ use crate::{Dsync, Error, LockMode, ReadGuard, WriteGuard};
 /// ```
 #[derive(Clone)]
 pub struct DRWMutex {
-    ds: Dsync,
+    coord: Arc<Coordinator>,
+    keeper: Arc<Keeper>,
     resources: Arc<[String]>,
     source: Arc<str>,
 }
@@ -50,9 +54,15 @@ enum Patience {
 }
 
 impl DRWMutex {
-    pub(crate) fn new(ds: Dsync, resources: Arc<[String]>, source: Arc<str>) -> Self {
+    pub(crate) fn new(
+        coord: Arc<Coordinator>,
+        keeper: Arc<Keeper>,
+        resources: Arc<[String]>,
+        source: Arc<str>,
+    ) -> Self {
         DRWMutex {
-            ds,
+            coord,
+            keeper,
             resources,
             source,
         }
@@ -78,7 +88,7 @@ impl DRWMutex {
     /// still in flight release their grant when it arrives.
     pub async fn lock(&self) -> Result<WriteGuard, Error> {
         let (state, handle) = self.acquire(LockMode::Write, Patience::Forever).await?;
-        Ok(WriteGuard::new(state, handle))
+        Ok(WriteGuard::new(state, handle, self.keeper.clone()))
     }
 
     /// Waits until a shared lock is granted.
@@ -88,7 +98,7 @@ impl DRWMutex {
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn read(&self) -> Result<ReadGuard, Error> {
         let (state, handle) = self.acquire(LockMode::Read, Patience::Forever).await?;
-        Ok(ReadGuard::new(state, handle))
+        Ok(ReadGuard::new(state, handle, self.keeper.clone()))
     }
 
     /// Makes one round for the exclusive lock.
@@ -102,7 +112,7 @@ impl DRWMutex {
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn try_lock(&self) -> Result<WriteGuard, Error> {
         let (state, handle) = self.acquire(LockMode::Write, Patience::OneRound).await?;
-        Ok(WriteGuard::new(state, handle))
+        Ok(WriteGuard::new(state, handle, self.keeper.clone()))
     }
 
     /// Makes one round for a shared lock; fails as [`try_lock`](Self::try_lock).
@@ -112,7 +122,7 @@ impl DRWMutex {
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn try_read(&self) -> Result<ReadGuard, Error> {
         let (state, handle) = self.acquire(LockMode::Read, Patience::OneRound).await?;
-        Ok(ReadGuard::new(state, handle))
+        Ok(ReadGuard::new(state, handle, self.keeper.clone()))
     }
 
     /// Like [`lock`](Self::lock), but gives up with [`Error::Timeout`] after
@@ -124,7 +134,7 @@ impl DRWMutex {
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<WriteGuard, Error> {
         let (state, handle) = self.acquire_within(LockMode::Write, timeout).await?;
-        Ok(WriteGuard::new(state, handle))
+        Ok(WriteGuard::new(state, handle, self.keeper.clone()))
     }
 
     /// Like [`read`](Self::read), but gives up with [`Error::Timeout`] after
@@ -135,14 +145,14 @@ impl DRWMutex {
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn read_timeout(&self, timeout: Duration) -> Result<ReadGuard, Error> {
         let (state, handle) = self.acquire_within(LockMode::Read, timeout).await?;
-        Ok(ReadGuard::new(state, handle))
+        Ok(ReadGuard::new(state, handle, self.keeper.clone()))
     }
 
     async fn acquire_within(
         &self,
         mode: LockMode,
         timeout: Duration,
-    ) -> Result<(Arc<RoundState>, Handle), Error> {
+    ) -> Result<(Arc<Acquisition>, Handle), Error> {
         // Checked here too, because the timer below needs the runtime.
         Handle::try_current().map_err(|_| Error::NoRuntime)?;
         match tokio::time::timeout(timeout, self.acquire(mode, Patience::Forever)).await {
@@ -158,7 +168,7 @@ impl DRWMutex {
         &self,
         mode: LockMode,
         patience: Patience,
-    ) -> Result<(Arc<RoundState>, Handle), Error> {
+    ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // In-process lockers answer without ever returning Pending, so a
         // task that locks in a loop would never give its worker back and
@@ -167,7 +177,7 @@ impl DRWMutex {
         tokio::task::coop::consume_budget().await;
         let span = tracing::debug_span!("acquire", resources = ?self.resources, ?mode);
         async {
-            let coord = &self.ds.inner;
+            let coord = &self.coord;
             let mut attempt = 0u32;
             loop {
                 let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);

@@ -12,12 +12,14 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 
+use tokio::runtime::Handle;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
+use crate::acquisition::Acquisition;
+use crate::config::after;
 use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::loss::LossSignal;
 use crate::quorum::{Answer, Tally};
-use crate::round::RoundState;
 
 /// How one refresh round ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +34,11 @@ pub(crate) enum Refreshed {
 }
 
 /// Sends one refresh to every locker and waits until a quorum confirmed,
-/// enough said "not found" that none can, or every call ended.
-pub(crate) async fn refresh_round(state: Arc<RoundState>) -> Refreshed {
+/// enough said "not found" that none can, or every call ended, at the
+/// latest at `deadline`.
+pub(crate) async fn refresh_round(state: Arc<Acquisition>, deadline: Instant) -> Refreshed {
     let n = state.coord.lockers.len();
     let quorum = state.args.quorum;
-    let deadline = Instant::now() + state.coord.timeouts.refresh;
     // A refresh that lands after the lock was released could re-create the
     // entry on a restarted locker, so stragglers are dropped, not finished.
     let mut calls = CallSet::dropping((0..n).map(|i| refresh_call(state.clone(), i, deadline)));
@@ -56,7 +58,7 @@ pub(crate) async fn refresh_round(state: Arc<RoundState>) -> Refreshed {
     .await
 }
 
-fn refresh_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Answer> {
+fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Call<Answer> {
     Box::pin(async move {
         let locker = &state.coord.lockers[index];
         let call = locker.refresh_mode(&state.args, state.mode);
@@ -74,24 +76,29 @@ fn refresh_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call
 /// Tells the holder, stops future releases from counting this lock, and
 /// removes whatever is left of it on the lockers once the safety margin
 /// has passed.
-pub(crate) fn declare_lost(state: &Arc<RoundState>, lost: &CancellationToken, why: &str) {
+pub(crate) fn declare_lost(
+    state: &Arc<Acquisition>,
+    signal: &LossSignal,
+    why: &str,
+    handle: &Handle,
+) {
     tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, why, "lock lost");
-    lost.cancel();
+    signal.declare();
     state.begin_release();
     // The entries are removed only after the safety margin, as expiry would:
     // freeing them at once would let another client in (a reader, when the
     // holder still reaches half of an even cluster) before the holder has
     // had the margin to stop the work the lock protects.
     let state = state.clone();
-    tokio::spawn(async move {
+    handle.spawn(async move {
         tokio::time::sleep(state.coord.lease.safety_margin).await;
         force_release(state).await;
     });
 }
 
-async fn force_release(state: Arc<RoundState>) {
+async fn force_release(state: Arc<Acquisition>) {
     let coord = &state.coord;
-    let deadline = Instant::now() + coord.timeouts.force_unlock;
+    let deadline = after(Instant::now(), coord.timeouts.force_unlock);
     let calls = coord.lockers.iter().map(|locker| {
         let args = &state.args;
         call_with_deadline(locker.force_unlock(args), deadline, || locker.endpoint())

@@ -1,6 +1,23 @@
-//! Releasing an acquisition on its lockers: one locker with bounded retries,
-//! all of them in the background, or all of them while the caller waits for
-//! a quorum to confirm.
+//! Releasing an acquisition on its lockers: one locker, all of them in the
+//! background, or all of them while the caller waits for a quorum to
+//! confirm; and the per-locker queues that retry unlocks that failed.
+//!
+//! # Why nothing is left on a reachable locker
+//!
+//! An unlock that fails is not dropped. It goes to its locker's queue and is
+//! retried with backoff until it lands or until the locker must have expired
+//! the entry by itself: the longer of the coordinator's and the locker's
+//! validity after the release began (capped by `Timeouts::release_retry`).
+//! Nothing can refresh the entry in between, since a released or failed
+//! acquisition is never refreshed again, so when the retries stop the entry
+//! is gone either way. This covers grants whose reply was lost: a lock call
+//! that failed may have been applied, so it is unlocked like a grant.
+//!
+//! Unlocking is by uid and every round has its own uid, so a late unlock can
+//! only ever remove the entry it was meant for. One queue per locker, drained
+//! by one task, keeps a refusing or hung locker from facing one retry loop
+//! per failed round (the unlock storm an earlier version caused): it sees at
+//! most one batch per backoff step.
 
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
@@ -9,44 +26,39 @@ use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
+use crate::acquisition::{Acquisition, Target};
+use crate::config::after;
+use crate::coordinator::{Coordinator, PendingUnlock};
 use crate::fanout::{call_with_deadline, Call, CallSet};
-use crate::round::{RoundState, Target};
-use crate::{Error, LockMode};
+use crate::{Error, LockArgs, LockMode};
 
-/// Unlocks `target`, retrying failures with backoff until
-/// `timeouts.release_retry` has passed if it granted; once otherwise. Returns whether the locker confirmed
-/// that it no longer holds the entry: both "released" and "did not hold it"
-/// count, which is what makes unlock idempotent.
-pub(crate) async fn release_one(state: &RoundState, target: Target) -> bool {
-    let index = target.index;
+/// Unlocks `target`. A locker that granted gets retries within the unlock
+/// deadline, so that `unlock()` can count it; whatever still fails after that
+/// (at once, for a locker whose lock call failed) goes to the locker's retry
+/// queue. Returns whether the locker confirmed that it no longer holds the
+/// entry: both "released" and "did not hold it" count, which is what makes
+/// unlock idempotent.
+pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> bool {
     let coord = &state.coord;
-    let locker = &coord.lockers[index];
-    let give_up = Instant::now() + coord.timeouts.release_retry;
+    let locker = &coord.lockers[target.index];
+    let began = Instant::now();
+    let inline_until = after(began, coord.timeouts.unlock);
     let mut attempt = 0;
     loop {
-        let call = match state.mode {
-            LockMode::Write => locker.unlock(&state.args),
-            LockMode::Read => locker.runlock(&state.args),
-        };
-        let deadline = Instant::now() + coord.timeouts.unlock;
-        let err = match call_with_deadline(call, deadline, || locker.endpoint()).await {
-            Ok(_) => return true,
+        let err = match unlock_call(coord, target.index, &state.args, state.mode).await {
+            Ok(()) => return true,
             Err(err) => err,
         };
-        let wait = coord.backoff(attempt);
-        if !target.granted {
-            tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
-                "unlock of an unconfirmed grant failed; leaving it to the server");
+        if !err.is_retryable() {
+            tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
+                "cannot release; the entry stays until the lock server expires it");
             return false;
         }
-        if !err.is_retryable() || Instant::now() + wait >= give_up {
-            tracing::warn!(
-                uid = %state.args.uid,
-                resources = ?state.args.resources,
-                locker = %locker.endpoint(),
-                %err,
-                "giving up on release; the entry stays until the lock server expires it"
-            );
+        let wait = coord.backoff(attempt);
+        if !target.granted || after(Instant::now(), wait) >= inline_until {
+            tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
+                "release failed; retrying in the background");
+            retry_later(coord, target.index, state, began);
             return false;
         }
         tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, ?wait, "release failed, retrying");
@@ -55,30 +67,143 @@ pub(crate) async fn release_one(state: &RoundState, target: Target) -> bool {
     }
 }
 
+/// One unlock call with its deadline.
+async fn unlock_call(
+    coord: &Coordinator,
+    index: usize,
+    args: &LockArgs,
+    mode: LockMode,
+) -> Result<(), Error> {
+    let locker = &coord.lockers[index];
+    let call = match mode {
+        LockMode::Write => locker.unlock(args),
+        LockMode::Read => locker.runlock(args),
+    };
+    let deadline = after(Instant::now(), coord.timeouts.unlock);
+    call_with_deadline(call, deadline, || locker.endpoint())
+        .await
+        .map(|_| ())
+}
+
+/// Queues the unlock of `state` on locker `index`, and starts the queue's
+/// drain task unless one is running.
+fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, began: Instant) {
+    let validity = coord.lockers[index]
+        .validity()
+        .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
+    let give_up = after(began, validity.min(coord.timeouts.release_retry));
+    let mut queue = coord.unlock_retries[index].lock();
+    queue.pending.push(PendingUnlock {
+        args: state.args.clone(),
+        mode: state.mode,
+        give_up,
+    });
+    if queue.draining {
+        return;
+    }
+    let Ok(handle) = Handle::try_current() else {
+        // Releases run on a runtime; without one, expiry removes the entry.
+        return;
+    };
+    queue.draining = true;
+    drop(queue);
+    handle.spawn(drain(Draining {
+        coord: coord.clone(),
+        index,
+        armed: true,
+    }));
+}
+
+/// Marks the queue as not being drained when its task ends, including when
+/// the runtime drops it, so that the next failure starts a new one.
+struct Draining {
+    coord: Arc<Coordinator>,
+    index: usize,
+    armed: bool,
+}
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        if self.armed {
+            self.coord.unlock_retries[self.index].lock().draining = false;
+        }
+    }
+}
+
+async fn drain(mut task: Draining) {
+    let coord = task.coord.clone();
+    let index = task.index;
+    let endpoint = || coord.lockers[index].endpoint();
+    let mut attempt = 0u32;
+    loop {
+        tokio::time::sleep(coord.backoff(attempt)).await;
+        let now = Instant::now();
+        let batch = {
+            let mut queue = coord.unlock_retries[index].lock();
+            if queue.pending.is_empty() {
+                queue.draining = false;
+                task.armed = false;
+                return;
+            }
+            std::mem::take(&mut queue.pending)
+        };
+        let (due, expired): (Vec<_>, Vec<_>) = batch.into_iter().partition(|p| now < p.give_up);
+        if !expired.is_empty() {
+            tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
+                "stopped retrying unlocks: the locker has expired those entries by now");
+        }
+        let results = futures::future::join_all(
+            due.iter()
+                .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
+        )
+        .await;
+        let mut failed = Vec::new();
+        for (pending, result) in due.into_iter().zip(results) {
+            match result {
+                Ok(()) => {}
+                Err(err) if err.is_retryable() => failed.push(pending),
+                Err(err) => {
+                    tracing::warn!(uid = %pending.args.uid, locker = %endpoint(), %err,
+                        "cannot release; the entry stays until the lock server expires it");
+                }
+            }
+        }
+        attempt = if failed.is_empty() {
+            0
+        } else {
+            attempt.saturating_add(1)
+        };
+        coord.unlock_retries[index].lock().pending.extend(failed);
+    }
+}
+
 /// Releases `targets` and waits for all of them; meant to be spawned.
-pub(crate) async fn release_all(state: Arc<RoundState>, targets: Vec<Target>) {
+pub(crate) async fn release_all(state: Arc<Acquisition>, targets: Vec<Target>) {
     let calls = targets
         .into_iter()
         .map(|target| release_one(&state, target));
     futures::future::join_all(calls).await;
 }
 
-fn release_call(state: Arc<RoundState>, target: Target) -> Call<bool> {
+fn release_call(state: Arc<Acquisition>, target: Target) -> Call<bool> {
     Box::pin(async move { release_one(&state, target).await })
 }
 
 /// Releases the acquisition and waits, at most `timeouts.unlock`, until a
-/// quorum of lockers is known not to hold it. Releases that are still retrying
-/// when this returns go on in the background.
+/// quorum of lockers is known not to hold it. Releases that still fail when
+/// this returns are retried in the background.
 ///
 /// Cancel safe: the release calls are handed to the runtime if this future is
 /// dropped.
-pub(crate) async fn release_confirmed(state: Arc<RoundState>, handle: Handle) -> Result<(), Error> {
+pub(crate) async fn release_confirmed(
+    state: Arc<Acquisition>,
+    handle: Handle,
+) -> Result<(), Error> {
     let plan = state.begin_release();
     let lockers = state.coord.lockers.len();
     let quorum = state.args.quorum;
     let mut confirmed = plan.refused;
-    let deadline = Instant::now() + state.coord.timeouts.unlock;
+    let deadline = after(Instant::now(), state.coord.timeouts.unlock);
     let targets = plan
         .targets
         .into_iter()

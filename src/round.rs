@@ -8,109 +8,19 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::runtime::Handle;
 use tokio::time::{Instant, Sleep};
 
-use crate::dsync::Coordinator;
+use crate::acquisition::{Acquisition, Target};
+use crate::config::after;
+use crate::coordinator::Coordinator;
 use crate::fanout::{call_with_deadline, Call, CallSet};
 use crate::quorum::{read_quorum, write_quorum, Answer, Tally, Verdict};
 use crate::release::{release_all, release_one};
 use crate::{Error, LockArgs, LockMode};
-
-/// What one acquisition knows about each locker, shared by the caller, the
-/// calls still in flight and, once granted, the guard.
-pub(crate) struct RoundState {
-    pub(crate) coord: Arc<Coordinator>,
-    pub(crate) args: LockArgs,
-    pub(crate) mode: LockMode,
-    /// When the lock calls were sent. Every grant happened after this, so
-    /// no locker can expire the entry before `started + validity`.
-    pub(crate) started: Instant,
-    slots: Mutex<Slots>,
-}
-
-struct Slots {
-    /// `None` while the locker has not answered.
-    answers: Vec<Option<Answer>>,
-    /// Set once the acquisition is abandoned or released. Any grant that is
-    /// recorded afterwards must be undone by whoever records it.
-    released: bool,
-}
-
-/// A locker to unlock.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Target {
-    pub(crate) index: usize,
-    /// Whether it granted. A locker that failed may or may not hold the
-    /// entry: it gets one unlock, not retries, since lock servers refuse a
-    /// lock that arrives after its release and expire what remains.
-    pub(crate) granted: bool,
-}
-
-/// Who to unlock when an acquisition ends.
-pub(crate) struct ReleasePlan {
-    /// Lockers that granted, or failed in a way that may hide a grant.
-    pub(crate) targets: Vec<Target>,
-    /// Lockers that refused: they never held this uid.
-    pub(crate) refused: usize,
-}
-
-impl RoundState {
-    fn slots(&self) -> MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Records locker `index`'s answer. Returns `true` when the acquisition
-    /// was already released and the answer may be a grant, so the caller
-    /// must unlock that locker itself.
-    fn record(&self, index: usize, answer: Answer) -> bool {
-        let mut slots = self.slots();
-        slots.answers[index] = Some(answer);
-        slots.released && answer != Answer::Refused
-    }
-
-    /// Marks the acquisition released and says which lockers to unlock.
-    /// Lockers still in flight are not targets: their call undoes its own
-    /// grant when it finishes. A second call returns an empty plan.
-    pub(crate) fn begin_release(&self) -> ReleasePlan {
-        let mut slots = self.slots();
-        if slots.released {
-            return ReleasePlan {
-                targets: Vec::new(),
-                refused: 0,
-            };
-        }
-        slots.released = true;
-        let mut plan = ReleasePlan {
-            targets: Vec::new(),
-            refused: 0,
-        };
-        for (index, answer) in slots.answers.iter().enumerate() {
-            match answer {
-                Some(Answer::Refused) => plan.refused += 1,
-                Some(answer @ (Answer::Granted | Answer::Failed)) => plan.targets.push(Target {
-                    index,
-                    granted: *answer == Answer::Granted,
-                }),
-                None => {}
-            }
-        }
-        plan
-    }
-
-    /// The lockers that currently hold a grant for this acquisition.
-    pub(crate) fn granted(&self) -> usize {
-        let slots = self.slots();
-        slots
-            .answers
-            .iter()
-            .filter(|a| **a == Some(Answer::Granted))
-            .count()
-    }
-}
 
 fn classify(result: &Result<bool, Error>) -> Answer {
     match result {
@@ -121,7 +31,11 @@ fn classify(result: &Result<bool, Error>) -> Answer {
 }
 
 /// The lock call to locker `index`, including its own bookkeeping.
-fn lock_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Result<bool, Error>> {
+fn lock_call(
+    state: Arc<Acquisition>,
+    index: usize,
+    deadline: Instant,
+) -> Call<Result<bool, Error>> {
     Box::pin(async move {
         let locker = &state.coord.lockers[index];
         let call = match state.mode {
@@ -145,7 +59,7 @@ fn lock_call(state: Arc<RoundState>, index: usize, deadline: Instant) -> Call<Re
 /// because it failed or because the caller was cancelled, releases every
 /// grant it got or will still get.
 pub(crate) struct Round {
-    state: Arc<RoundState>,
+    state: Arc<Acquisition>,
     calls: CallSet<Result<bool, Error>>,
     handle: Handle,
     deadline: Instant,
@@ -166,23 +80,15 @@ impl Round {
             LockMode::Read => read_quorum(n),
         };
         let started = Instant::now();
-        let state = Arc::new(RoundState {
-            coord: coord.clone(),
-            started,
-            args: LockArgs {
-                uid: uuid::Uuid::new_v4().to_string().into(),
-                resources: resources.clone(),
-                owner: coord.owner.clone(),
-                source: source.clone(),
-                quorum,
-            },
-            mode,
-            slots: Mutex::new(Slots {
-                answers: vec![None; n],
-                released: false,
-            }),
-        });
-        let deadline = started + coord.timeouts.acquire;
+        let args = LockArgs {
+            uid: uuid::Uuid::new_v4().to_string().into(),
+            resources: resources.clone(),
+            owner: coord.owner.clone(),
+            source: source.clone(),
+            quorum,
+        };
+        let state = Arc::new(Acquisition::new(coord.clone(), args, mode, started));
+        let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
             calls: CallSet::new(handle.clone(), calls),
@@ -243,7 +149,7 @@ impl Round {
     /// Keeps the grants: the caller now holds the lock. Calls still in flight
     /// finish in the background and record late grants, which the eventual
     /// release also undoes.
-    pub(crate) fn into_held(mut self) -> Arc<RoundState> {
+    pub(crate) fn into_held(mut self) -> Arc<Acquisition> {
         self.won = true;
         self.state.clone()
     }

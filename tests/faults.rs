@@ -334,7 +334,12 @@ async fn unlock_reports_whether_a_quorum_confirmed() {
                 lockers: n,
             };
             assert_eq!(w.unlock().await.unwrap_err(), want, "{ctx}");
-            assert_eq!(start.elapsed(), unlock, "{ctx}");
+            // It waits no longer than the unlock deadline; lockers that keep
+            // failing fast may make it give up a little earlier.
+            assert!(start.elapsed() <= unlock, "{ctx}: {:?}", start.elapsed());
+            if matches!(fault, Behaviour::Hang) {
+                assert_eq!(start.elapsed(), unlock, "{ctx}");
+            }
             // The release goes on in the background and succeeds once the
             // lockers are back within Timeouts::release_retry.
             sleep(Duration::from_secs(10)).await;
@@ -384,7 +389,14 @@ async fn lockers_that_never_held_the_lock_count_as_released() {
 
 #[tokio::test(start_paused = true)]
 async fn background_release_gives_up_after_release_retry() {
-    let c = faulty_cluster(3, 3);
+    // An explicit limit shorter than the validity: the retries stop there.
+    let limit = Duration::from_secs(30);
+    let c = faulty_cluster_with(3, 3, |b| {
+        b.timeouts(Timeouts {
+            release_retry: limit,
+            ..Timeouts::default()
+        })
+    });
     let w = c.ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
     c.set_first(3, Behaviour::Fail);
     let err = w.unlock().await.unwrap_err();
@@ -392,7 +404,7 @@ async fn background_release_gives_up_after_release_retry() {
         matches!(err, Error::ReleaseUnconfirmed { confirmed: 0, .. }),
         "{err:?}"
     );
-    sleep(Timeouts::default().release_retry + Duration::from_secs(1)).await;
+    sleep(limit + Duration::from_secs(1)).await;
     c.heal();
     sleep(Duration::from_secs(5)).await;
     // The retries have stopped, so healing the lockers removed nothing...
@@ -400,6 +412,24 @@ async fn background_release_gives_up_after_release_retry() {
     // ...and the lockers expire what the client gave up on, once the
     // validity has passed since the grant.
     sleep(quorum_lock::LockerConfig::default().validity).await;
+    assert!(leftovers(&c.nodes).is_empty(), "{:#?}", leftovers(&c.nodes));
+}
+
+/// With the default limit the background retries go on for as long as the
+/// entries can exist: lockers that come back just before the validity runs
+/// out are still cleaned up, so nothing is left on a reachable locker.
+#[tokio::test(start_paused = true)]
+async fn background_release_retries_while_the_entry_can_exist() {
+    let c = faulty_cluster(3, 3);
+    let w = c.ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
+    c.set_first(3, Behaviour::Fail);
+    assert!(w.unlock().await.is_err());
+    let validity = quorum_lock::LockerConfig::default().validity;
+    sleep(validity - Duration::from_secs(5)).await;
+    assert_eq!(leftovers(&c.nodes).len(), 3, "released while down");
+    c.heal();
+    // One backoff step (at most RetryPolicy::max) later, the queue drained.
+    sleep(Duration::from_millis(1_100)).await;
     assert!(leftovers(&c.nodes).is_empty(), "{:#?}", leftovers(&c.nodes));
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::config::after;
 use crate::{LockArgs, LockMode};
 
 /// One grant on one resource.
@@ -200,7 +201,7 @@ impl Shard {
         let mut expired = 0;
         while let Some(entry) = self.by_refresh.first_entry() {
             let (refreshed, seq) = *entry.key();
-            if refreshed + validity > now {
+            if after(refreshed, validity) > now {
                 break;
             }
             let resource = entry.remove();

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, LockInfo, NetLocker};
+use quorum_lock::{Dsync, DsyncBuilder, Error, LocalLocker, LockArgs, LockInfo, NetLocker};
 
 /// Cluster sizes every behaviour is checked against: the degenerate single
 /// node, the even sizes where read and write quorums differ, and a large one.
@@ -64,13 +64,25 @@ pub struct FaultyCluster {
 }
 
 pub fn faulty_cluster(n: usize, seed: u64) -> FaultyCluster {
+    faulty_cluster_with(n, seed, |b| b)
+}
+
+/// As [`faulty_cluster`], with the coordinator's builder adjusted by `tune`.
+pub fn faulty_cluster_with(
+    n: usize,
+    seed: u64,
+    tune: impl FnOnce(DsyncBuilder) -> DsyncBuilder,
+) -> FaultyCluster {
     let nodes = nodes(n);
     let faults: Vec<_> = nodes
         .iter()
         .map(|node| FaultyLocker::wrap(node.clone()))
         .collect();
+    let builder = Dsync::builder(as_lockers(&faults))
+        .owner("test-client")
+        .rng_seed(seed);
     FaultyCluster {
-        ds: client(as_lockers(&faults), seed),
+        ds: tune(builder).build().expect("valid coordinator"),
         nodes,
         faults,
     }

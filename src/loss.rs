@@ -1,0 +1,180 @@
+//! The loss signal of one held lock: the instant after which its holder
+//! must consider it lost, and the token that tells everyone who waits.
+//!
+//! The deadline, not the keeper, decides. The keeper moves the deadline
+//! forward after each refresh a quorum confirmed, and cancels the token when
+//! it sees the lock go. But anyone who looks at the lock (`is_lost()`, a
+//! polled `lost()`) compares the clock with the deadline first, so a holder
+//! whose keeper never ran (its runtime stalled, shut down, or is not being
+//! driven) still learns of the loss on time: at `confirmed_sent +
+//! trusted_for`, which is at least the safety margin before any locker can
+//! expire the entry.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Deadline nanoseconds meaning "never": the settings allow no expiry.
+const NEVER: u64 = u64::MAX;
+
+/// When one held lock is lost, and who has been told.
+pub(crate) struct LossSignal {
+    token: CancellationToken,
+    /// The origin of `deadline`.
+    base: Instant,
+    /// Nanoseconds after `base` at which the lock is lost. Only ever moves
+    /// forward, and only while it has not passed.
+    deadline: AtomicU64,
+}
+
+impl LossSignal {
+    /// A signal for a lock that is lost at `base + trusted_for`.
+    pub(crate) fn new(base: Instant, trusted_for: Duration) -> Self {
+        LossSignal {
+            token: CancellationToken::new(),
+            base,
+            deadline: AtomicU64::new(nanos(trusted_for)),
+        }
+    }
+
+    /// When the lock is lost unless a refresh moves it; `None` for never.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.at(self.deadline.load(Ordering::Acquire))
+    }
+
+    fn at(&self, deadline: u64) -> Option<Instant> {
+        if deadline == NEVER {
+            return None;
+        }
+        self.base.checked_add(Duration::from_nanos(deadline))
+    }
+
+    /// Moves the deadline to `sent + trusted_for`, after a refresh sent at
+    /// `sent` was confirmed. Fails, and declares the loss, when the current
+    /// deadline has already passed: once a holder may have seen its lock
+    /// lost, a late confirmation must not revive it.
+    pub(crate) fn extend(&self, sent: Instant, trusted_for: Duration) -> bool {
+        let sent = nanos(sent.saturating_duration_since(self.base));
+        let new = sent.saturating_add(nanos(trusted_for));
+        let mut current = self.deadline.load(Ordering::Acquire);
+        loop {
+            if self.passed(current, Instant::now()) {
+                self.token.cancel();
+                return false;
+            }
+            if new <= current {
+                return true;
+            }
+            match self.deadline.compare_exchange_weak(
+                current,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    fn passed(&self, deadline: u64, now: Instant) -> bool {
+        self.at(deadline).is_some_and(|at| now >= at)
+    }
+
+    /// Whether the lock is lost: it was declared lost, or its deadline has
+    /// passed. Seeing the deadline pass declares the loss, so every later
+    /// look agrees.
+    pub(crate) fn check(&self) -> bool {
+        if self.token.is_cancelled() {
+            return true;
+        }
+        if self.passed(self.deadline.load(Ordering::Acquire), Instant::now()) {
+            self.token.cancel();
+            return true;
+        }
+        false
+    }
+
+    /// Declares the lock lost.
+    pub(crate) fn declare(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether the loss has been declared, without looking at the clock.
+    pub(crate) fn is_declared(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    pub(crate) fn child_token(&self) -> CancellationToken {
+        self.token.child_token()
+    }
+
+    /// Resolves when the lock is lost. While polled on a runtime it keeps its
+    /// own timer at the deadline, so it fires on time whether or not the
+    /// keeper runs; polled elsewhere it waits for the keeper's word.
+    pub(crate) async fn lost(signal: std::sync::Arc<Self>) {
+        loop {
+            if signal.check() {
+                return;
+            }
+            match signal.deadline().filter(|_| Handle::try_current().is_ok()) {
+                Some(deadline) => {
+                    tokio::select! {
+                        () = signal.token.cancelled() => return,
+                        () = tokio::time::sleep_until(deadline) => {}
+                    }
+                }
+                None => return signal.token.cancelled().await,
+            }
+        }
+    }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(NEVER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_decides_without_anyone_cancelling() {
+        let signal = LossSignal::new(Instant::now(), Duration::from_secs(5));
+        assert!(!signal.check());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(signal.check(), "the clock passed the deadline");
+        assert!(signal.is_declared(), "seeing it declares it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_confirmation_does_not_revive_a_lost_lock() {
+        let start = Instant::now();
+        let signal = LossSignal::new(start, Duration::from_secs(5));
+        assert!(signal.extend(start + Duration::from_secs(1), Duration::from_secs(5)));
+        assert_eq!(signal.deadline(), Some(start + Duration::from_secs(6)));
+        tokio::time::advance(Duration::from_secs(7)).await;
+        assert!(!signal.extend(start + Duration::from_secs(5), Duration::from_secs(5)));
+        assert!(signal.check());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_endless_lease_never_expires() {
+        let signal = LossSignal::new(Instant::now(), Duration::MAX);
+        assert_eq!(signal.deadline(), None);
+        tokio::time::advance(Duration::from_secs(86_400)).await;
+        assert!(!signal.check());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lost_fires_at_the_deadline_on_its_own() {
+        let start = Instant::now();
+        let signal = std::sync::Arc::new(LossSignal::new(start, Duration::from_secs(3)));
+        LossSignal::lost(signal.clone()).await;
+        assert_eq!(Instant::now(), start + Duration::from_secs(3));
+        assert!(signal.is_declared());
+    }
+}
