@@ -17,7 +17,7 @@ use quorum_lock::net::{
     LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats, MAX_HELLO_FRAME,
     MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN,
 };
-use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -320,6 +320,33 @@ async fn the_client_learns_the_servers_validity_in_the_handshake() {
     let node = start(locker, ServerConfig::new(TOKEN)).await;
     let client = remote(&node).await;
     assert_eq!(client.validity(), Some(Duration::from_secs(7)));
+
+    // A coordinator refuses a lease the server would not honour.
+    let locker: Arc<dyn NetLocker> = Arc::new(client);
+    let too_long = Lease {
+        validity: Duration::from_secs(8),
+        refresh_interval: Duration::from_secs(1),
+        safety_margin: Duration::from_secs(1),
+    };
+    let err = Dsync::builder(vec![locker.clone()])
+        .lease(too_long)
+        .build()
+        .err()
+        .expect("a lease longer than the server's validity is refused");
+    assert!(
+        err.to_string().contains("must not exceed the validity"),
+        "{err}"
+    );
+    let fitting = Lease {
+        validity: Duration::from_secs(7),
+        ..too_long
+    };
+    let ds = Dsync::builder(vec![locker])
+        .lease(fitting)
+        .build()
+        .expect("a lease within the server's validity");
+    let guard = ds.rw_mutex(["fits"]).unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
 
     // Before any handshake succeeded, nothing is claimed.
     let nowhere = {
