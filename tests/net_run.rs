@@ -234,6 +234,9 @@ fn a_missing_command_is_reported_and_releases_the_lock() {
         &c.nodes,
         "--token-file",
         &token,
+        // The servers' validity: a longer lease is refused (PROTOCOL.md).
+        "--validity",
+        "6s",
         "job",
         "--",
         "/nonexistent/cmd",

@@ -44,6 +44,9 @@ fn run_over_tls_and_plain_text_is_refused() {
             &token,
             "--tls-ca",
             &cert_path,
+            // The servers' validity: a longer lease is refused.
+            "--validity",
+            "6s",
             "job",
             "--",
             "sh",

@@ -69,6 +69,9 @@ struct Shared {
     /// Set while a reconnect task exists; only [`Reconnecting`] clears it.
     reconnecting: AtomicBool,
     next_id: AtomicU64,
+    /// The server's validity in nanoseconds, from the last handshake; 0
+    /// until one succeeded.
+    validity: AtomicU64,
 }
 
 impl Shared {
@@ -165,6 +168,7 @@ impl RemoteLocker {
             conn: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            validity: AtomicU64::new(0),
         });
         match open(&shared).await {
             Ok(conn) => shared.install(conn),
@@ -221,12 +225,15 @@ impl RemoteLocker {
 async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
     let weak = Arc::downgrade(shared);
     let config = &shared.config;
-    Connection::open(&shared.endpoint, config, move || {
+    let conn = Connection::open(&shared.endpoint, config, move || {
         if let Some(shared) = weak.upgrade() {
             reconnect_later(&shared);
         }
     })
-    .await
+    .await?;
+    let nanos = u64::try_from(conn.validity().as_nanos()).unwrap_or(u64::MAX);
+    shared.validity.store(nanos, Ordering::Release);
+    Ok(conn)
 }
 
 /// Starts the background reconnection on the current runtime, unless it is
@@ -353,5 +360,14 @@ impl NetLocker for RemoteLocker {
 
     fn is_local(&self) -> bool {
         false
+    }
+
+    /// The validity the server announced in its last handshake; `None`
+    /// before the first one succeeded.
+    fn validity(&self) -> Option<Duration> {
+        match self.shared.validity.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
     }
 }

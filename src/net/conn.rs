@@ -44,6 +44,8 @@ pub(crate) struct Connection {
     /// The reader and writer, aborted when the connection goes down so that
     /// the socket closes even if only one of them noticed.
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The server's lock validity, from its `Welcome`.
+    validity: Duration,
 }
 
 impl Connection {
@@ -90,21 +92,34 @@ impl Connection {
         let (transport, welcome) = tokio::time::timeout(connect_timeout, handshake)
             .await
             .map_err(|_| unavailable(format!("no handshake within {connect_timeout:?}")))??;
-        if let Welcome::Rejected { reason } = welcome {
-            return Err(Error::Unauthorized {
-                endpoint: endpoint.to_owned(),
-                reason,
-            });
-        }
-        Ok(Connection::start(endpoint, transport, Box::new(on_close)))
+        let validity = match welcome {
+            Welcome::Accepted { validity, .. } => validity,
+            Welcome::Rejected { reason } => {
+                return Err(Error::Unauthorized {
+                    endpoint: endpoint.to_owned(),
+                    reason,
+                })
+            }
+        };
+        Ok(Connection::start(
+            endpoint,
+            transport,
+            Box::new(on_close),
+            validity,
+        ))
     }
 
     /// Runs the reader and writer of an authenticated transport on the
     /// current runtime.
-    fn start(endpoint: &str, transport: Transport, on_close: OnClose) -> Arc<Connection> {
+    fn start(
+        endpoint: &str,
+        transport: Transport,
+        on_close: OnClose,
+        validity: Duration,
+    ) -> Arc<Connection> {
         let (sink, stream) = transport.split();
         let (frames, queued) = mpsc::unbounded_channel();
-        let conn = Connection::new(endpoint, frames, on_close);
+        let conn = Connection::new(endpoint, frames, on_close, validity);
         let writer = tokio::spawn(write_batches(
             sink,
             queued,
@@ -131,6 +146,7 @@ impl Connection {
         endpoint: &str,
         frames: mpsc::UnboundedSender<Bytes>,
         on_close: OnClose,
+        validity: Duration,
     ) -> Arc<Connection> {
         Arc::new(Connection {
             endpoint: endpoint.to_owned(),
@@ -140,7 +156,13 @@ impl Connection {
             alive: AtomicBool::new(true),
             on_close: Mutex::new(Some(on_close)),
             tasks: Mutex::default(),
+            validity,
         })
+    }
+
+    /// How long the server keeps an entry that is not refreshed.
+    pub(crate) fn validity(&self) -> Duration {
+        self.validity
     }
 
     pub(crate) fn is_alive(&self) -> bool {
@@ -376,7 +398,7 @@ mod tests {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
         let (closed, on_close) = counter();
-        let conn = Connection::start("pipe", transport, on_close);
+        let conn = Connection::start("pipe", transport, on_close, Duration::from_secs(60));
         (conn, Framed::new(server, wire::codec()), closed)
     }
 
@@ -394,7 +416,7 @@ mod tests {
         let (frames, queued) = mpsc::unbounded_channel();
         drop(queued);
         let (closed, on_close) = counter();
-        let conn = Connection::new("nowhere", frames, on_close);
+        let conn = Connection::new("nowhere", frames, on_close, Duration::from_secs(60));
         let result = conn.call(1, Op::Health, Duration::from_secs(5)).await;
         assert!(
             matches!(result, Err(Error::LockerUnavailable { .. })),

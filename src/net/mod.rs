@@ -35,6 +35,7 @@
 mod client;
 mod conn;
 mod io;
+mod ledger;
 mod released;
 mod server;
 mod session;
@@ -43,7 +44,11 @@ mod tls;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker};
-pub use server::{LockServer, ServerConfig};
+pub use server::{
+    LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
+};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
-pub use wire::{MAX_FRAME, PROTOCOL_VERSION};
+pub use wire::{
+    MAX_FRAME, MAX_HELLO_FRAME, MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN, PROTOCOL_VERSION,
+};

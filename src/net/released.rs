@@ -9,12 +9,23 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// At most this many uids are remembered; past it the oldest are forgotten
-/// early, so a client flooding unlocks cannot grow the server without bound.
-const MAX_REMEMBERED: usize = 1_000_000;
+/// What one remembered uid costs besides its bytes: the map slot, the
+/// queue slot and the shared string's header, rounded up.
+pub(crate) const TOMBSTONE_OVERHEAD: usize = 96;
 
+/// What remembering `uid` costs, in bytes, as counted against the bound.
+pub(crate) fn tombstone_bytes(uid: &str) -> usize {
+    uid.len() + TOMBSTONE_OVERHEAD
+}
+
+/// Remembered uids, oldest first, bounded in bytes: past `max_bytes` the
+/// oldest are forgotten early, so a client flooding unlocks cannot grow the
+/// server without bound. Forgetting early only weakens the protection for
+/// the oldest releases, whose stale requests are the least likely to still
+/// be in flight.
 pub(crate) struct Released {
     ttl: Duration,
+    max_bytes: usize,
     inner: Mutex<Inner>,
 }
 
@@ -22,14 +33,25 @@ pub(crate) struct Released {
 struct Inner {
     since: HashMap<Arc<str>, Instant>,
     order: VecDeque<(Instant, Arc<str>)>,
+    /// Sum of [`tombstone_bytes`] over `order`.
+    bytes: usize,
 }
 
 impl Released {
-    pub(crate) fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration, max_bytes: usize) -> Self {
         Released {
             ttl,
+            max_bytes,
             inner: Mutex::default(),
         }
+    }
+
+    /// Bytes currently counted against the bound.
+    pub(crate) fn bytes(&self) -> usize {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .bytes
     }
 
     pub(crate) fn remember(&self, uid: &str) {
@@ -43,11 +65,12 @@ impl Released {
             return;
         }
         let uid: Arc<str> = uid.into();
+        inner.bytes += tombstone_bytes(&uid);
         inner.since.insert(uid.clone(), now);
         inner.order.push_back((now, uid));
-        while inner.order.len() > MAX_REMEMBERED {
-            if let Some((_, old)) = inner.order.pop_front() {
-                inner.since.remove(&old);
+        while inner.bytes > self.max_bytes {
+            if !inner.forget_oldest() {
+                break;
             }
         }
     }
@@ -67,10 +90,17 @@ impl Inner {
             if now.saturating_duration_since(*at) < ttl {
                 break;
             }
-            if let Some((_, uid)) = self.order.pop_front() {
-                self.since.remove(&uid);
-            }
+            self.forget_oldest();
         }
+    }
+
+    fn forget_oldest(&mut self) -> bool {
+        let Some((_, uid)) = self.order.pop_front() else {
+            return false;
+        };
+        self.since.remove(&uid);
+        self.bytes -= tombstone_bytes(&uid);
+        true
     }
 }
 
@@ -80,7 +110,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn remembers_for_the_ttl_only() {
-        let released = Released::new(Duration::from_secs(60));
+        let released = Released::new(Duration::from_secs(60), 1 << 20);
         released.remember("a");
         assert!(released.contains("a"));
         assert!(!released.contains("b"));
@@ -93,5 +123,25 @@ mod tests {
             1,
             "expired uids must be dropped, not kept"
         );
+        assert_eq!(inner.bytes, tombstone_bytes("b"));
+    }
+
+    /// Issue #9: a 2 MB uid left a 1.9 MiB tombstone and a million were
+    /// kept. Now the total is bounded in bytes, and the oldest go first.
+    #[tokio::test(start_paused = true)]
+    async fn total_bytes_are_bounded_and_the_oldest_are_forgotten_first() {
+        let budget = 100 * tombstone_bytes("uid-00000");
+        let released = Released::new(Duration::from_secs(60), budget);
+        for i in 0..1_000 {
+            released.remember(&format!("uid-{i:05}"));
+            assert!(released.bytes() <= budget);
+        }
+        assert!(released.contains("uid-00999"));
+        assert!(released.contains("uid-00900"));
+        assert!(!released.contains("uid-00899"));
+        assert_eq!(released.inner.lock().unwrap().order.len(), 100);
+        // One uid larger than the whole budget is not kept at all.
+        released.remember(&"x".repeat(budget));
+        assert!(released.bytes() <= budget);
     }
 }

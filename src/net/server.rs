@@ -1,10 +1,12 @@
 //! `LockServer`: serves one `LocalLocker` to authenticated clients over
 //! framed TCP, in the caller's runtime or in the `quorum-lock` binary.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use subtle::ConstantTimeEq;
@@ -12,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::ledger::{Ledger, Limits};
 use super::released::Released;
 use super::session::accept;
 use crate::{Error, LocalLocker};
@@ -26,12 +29,27 @@ pub(crate) enum Role {
     Admin,
 }
 
+const MIB: usize = 1024 * 1024;
+
+/// What a connection costs the server besides the frames it sends: its
+/// task, socket buffers on our side, the codec's buffers and, with TLS, the
+/// TLS session. An upper estimate, checked by the `net_limits` budget test.
+pub const CONNECTION_OVERHEAD: usize = 64 * 1024;
+
+/// How many connections may be open beyond `max_connections` while the
+/// ones evicted to make room for them are closing.
+pub const EVICTING: usize = 8;
+
 /// Settings of a [`LockServer`].
+///
+/// The limits bound the server's memory whatever its peers send; see
+/// [`memory_budget`](Self::memory_budget) for what they add up to.
 ///
 /// ```
 /// use quorum_lock::net::ServerConfig;
 /// let config = ServerConfig::new("client-secret").admin_token("admin-secret");
 /// assert_eq!(config.max_entries_per_connection, 100_000);
+/// assert_eq!(config.max_connections, 512);
 /// ```
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -40,6 +58,25 @@ pub struct ServerConfig {
     /// Most locks one connection may hold at once; beyond it, lock requests
     /// are refused with an error. Default 100,000.
     pub max_entries_per_connection: usize,
+    /// Most bytes the locks granted over one connection may take in the lock
+    /// table (names, uid, owner and source, plus a fixed overhead per entry);
+    /// beyond it, new locks are refused with an error. Default 64 MiB: about
+    /// 100,000 single-name locks with UUID uids.
+    pub max_bytes_per_connection: usize,
+    /// Most bytes all locks together may take in the lock table, counted as
+    /// for `max_bytes_per_connection`. A lock stays counted until it is
+    /// released or expires, also after its connection closed, so a client
+    /// cannot escape the limits by reconnecting. Default 1 GiB.
+    pub max_lock_bytes: usize,
+    /// Most connections served at once, authenticated or not, so that the
+    /// server never runs out of file descriptors. When all are taken, a new
+    /// connection replaces the oldest one still in its handshake; when all
+    /// are authenticated, it is closed as soon as it is accepted. Default 512.
+    pub max_connections: usize,
+    /// Most bytes of released uids remembered (see `remember_released`);
+    /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
+    /// UUID uids.
+    pub max_released_bytes: usize,
     /// How long a client has to authenticate after connecting. Default 5 s.
     pub handshake_timeout: Duration,
     /// How long a released uid is remembered, so that a lock or refresh
@@ -57,6 +94,10 @@ impl ServerConfig {
             client_token: client_token.into(),
             admin_token: None,
             max_entries_per_connection: 100_000,
+            max_bytes_per_connection: 64 * MIB,
+            max_lock_bytes: 1024 * MIB,
+            max_connections: 512,
+            max_released_bytes: 64 * MIB,
             handshake_timeout: Duration::from_secs(5),
             remember_released: None,
             #[cfg(feature = "tls")]
@@ -78,6 +119,39 @@ impl ServerConfig {
         self
     }
 
+    /// The most memory, in bytes, that peers can make the server use beyond
+    /// its baseline, derived from the limits:
+    ///
+    /// * `unauthenticated`: peers without a token can only open connections
+    ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
+    ///   `(max_connections + EVICTING) × (MAX_HELLO_FRAME + CONNECTION_OVERHEAD)`;
+    /// * `client`: with the client token, add a request of up to
+    ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
+    ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each), the
+    ///   lock table (`max_lock_bytes`) and the remembered releases
+    ///   (`max_released_bytes`).
+    ///
+    /// The admin token is trusted: a listing of a full table is not bounded
+    /// here.
+    ///
+    /// ```
+    /// let budget = quorum_lock::net::ServerConfig::new("t").memory_budget();
+    /// assert!(budget.unauthenticated < budget.client);
+    /// ```
+    pub fn memory_budget(&self) -> MemoryBudget {
+        let conns = self.max_connections.saturating_add(EVICTING);
+        let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
+        let per_client = 2 * super::MAX_FRAME + CONNECTION_OVERHEAD;
+        let client = conns
+            .saturating_mul(per_client)
+            .saturating_add(self.max_lock_bytes)
+            .saturating_add(self.max_released_bytes);
+        MemoryBudget {
+            unauthenticated,
+            client,
+        }
+    }
+
     /// The role `token` grants, compared in constant time.
     pub(crate) fn role_of(&self, token: &str) -> Option<Role> {
         let matches = |expected: &str| bool::from(expected.as_bytes().ct_eq(token.as_bytes()));
@@ -89,6 +163,15 @@ impl ServerConfig {
             None
         }
     }
+}
+
+/// What [`ServerConfig::memory_budget`] derives from the limits, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Most that peers without a valid token can add.
+    pub unauthenticated: usize,
+    /// Most that peers with the client token can add, lock table included.
+    pub client: usize,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -103,8 +186,13 @@ impl std::fmt::Debug for ServerConfig {
                 "max_entries_per_connection",
                 &self.max_entries_per_connection,
             )
+            .field("max_bytes_per_connection", &self.max_bytes_per_connection)
+            .field("max_lock_bytes", &self.max_lock_bytes)
+            .field("max_connections", &self.max_connections)
+            .field("max_released_bytes", &self.max_released_bytes)
             .field("handshake_timeout", &self.handshake_timeout)
-            .finish()
+            .field("remember_released", &self.remember_released)
+            .finish_non_exhaustive()
     }
 }
 
@@ -113,7 +201,67 @@ pub(crate) struct ServerState {
     pub(crate) locker: Arc<LocalLocker>,
     pub(crate) config: ServerConfig,
     pub(crate) released: Released,
+    pub(crate) ledger: Ledger,
     pub(crate) shutdown: CancellationToken,
+    /// Connections being served, authenticated or not.
+    pub(crate) connections: AtomicUsize,
+    /// Connections still in their handshake, oldest first.
+    pending: Mutex<VecDeque<(u64, CancellationToken)>>,
+    /// Serializes the entry counts of `Health`, which copy the table.
+    pub(crate) counting: tokio::sync::Mutex<()>,
+    next_conn: AtomicU64,
+}
+
+impl ServerState {
+    fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, CancellationToken)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn forget_pending(&self, id: u64) {
+        let mut pending = self.pending();
+        if let Some(at) = pending.iter().position(|(p, _)| *p == id) {
+            pending.remove(at);
+        }
+    }
+}
+
+/// Holds one of the `max_connections` slots while a connection is served.
+pub(crate) struct Slot {
+    state: Arc<ServerState>,
+    /// Names the connection in the ledger and in `pending`.
+    id: u64,
+    /// Cancelled to close the connection while it is still unauthenticated,
+    /// to make room for a new one.
+    evicted: CancellationToken,
+}
+
+impl Slot {
+    pub(crate) fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Resolves when the server closes this connection to make room.
+    pub(crate) async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
+
+    /// The peer authenticated: from now on it keeps its slot.
+    pub(crate) fn authenticated(&self) {
+        self.state.forget_pending(self.id);
+    }
+}
+
+impl Drop for Slot {
+    /// Also when the task is aborted at shutdown.
+    fn drop(&mut self) {
+        self.state.ledger.close(self.id);
+        self.state.forget_pending(self.id);
+        self.state.connections.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Serves a [`LocalLocker`] over the network.
@@ -160,13 +308,30 @@ impl LockServer {
                 "the admin token must be non-empty and differ from the client token".into(),
             ));
         }
-        let remember = config.remember_released.unwrap_or(locker.config().validity);
+        if config.max_connections == 0 {
+            return Err(Error::InvalidArgument(
+                "max_connections must be at least 1".into(),
+            ));
+        }
+        let validity = locker.config().validity;
+        let remember = config.remember_released.unwrap_or(validity);
+        let ledger = Ledger::new(Limits {
+            validity,
+            total_bytes: config.max_lock_bytes,
+            bytes_per_connection: config.max_bytes_per_connection,
+            locks_per_connection: config.max_entries_per_connection,
+        });
         Ok(LockServer {
             state: Arc::new(ServerState {
                 locker,
-                released: Released::new(remember),
+                released: Released::new(remember, config.max_released_bytes),
+                ledger,
                 config,
                 shutdown: CancellationToken::new(),
+                connections: AtomicUsize::new(0),
+                pending: Mutex::default(),
+                counting: tokio::sync::Mutex::new(()),
+                next_conn: AtomicU64::new(1),
             }),
         })
     }
@@ -188,17 +353,42 @@ impl LockServer {
         tracing::info!(listen = %local, "lock server accepting connections");
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
+        let mut refused = Throttled::default();
+        let mut failed = Throttled::default();
+        let mut failures = 0u32;
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
-                        sessions.spawn(accept(stream, peer, self.state.clone()));
+                        failures = 0;
+                        match self.slot() {
+                            Some(slot) => {
+                                sessions.spawn(accept(stream, peer, slot));
+                            }
+                            None => {
+                                // Closed at once: its descriptor is free again
+                                // before the next accept. The client sees the
+                                // connection closed during the handshake and
+                                // retries later.
+                                drop(stream);
+                                refused.note(|n| tracing::warn!(
+                                    %peer,
+                                    refused = n,
+                                    limit = self.state.config.max_connections,
+                                    "connection limit reached and every connection is authenticated; \
+                                     closing new connections (raise --max-connections)"
+                                ));
+                            }
+                        }
                     }
                     Err(err) => {
-                        // Out of file descriptors and the like: back off briefly.
-                        tracing::warn!(%err, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        // Out of file descriptors and the like: back off, longer
+                        // the longer it lasts, so the loop never spins.
+                        failures = failures.saturating_add(1);
+                        failed.note(|n| tracing::warn!(%err, failed = n, "accept failed"));
+                        let backoff = Duration::from_millis(10u64 << failures.min(6));
+                        tokio::time::sleep(backoff).await;
                     }
                 },
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
@@ -216,6 +406,58 @@ impl LockServer {
         }
     }
 
+    /// A handle on the server's counters, for metrics and tests; it stays
+    /// valid while the server runs.
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            state: self.state.clone(),
+        }
+    }
+
+    /// Takes a connection slot. When all are taken, the connection that
+    /// has waited longest for its handshake is closed to make room: a
+    /// client completes its handshake within a round trip, so peers
+    /// without a token can only keep it out by opening connections faster
+    /// than that, not by holding idle ones for the handshake timeout.
+    /// `None` when every slot holds an authenticated connection.
+    fn slot(&self) -> Option<Slot> {
+        let state = &self.state;
+        let limit = state.config.max_connections;
+        let free = state
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok();
+        if !free {
+            // The evicted connection gives its slot back only when its task
+            // next runs; until then both are open. A flood must not pile
+            // such pairs up, or the descriptors would run out after all.
+            let room = state
+                .connections
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < limit + EVICTING).then_some(n + 1)
+                })
+                .is_ok();
+            if !room {
+                return None;
+            }
+            let Some((_, oldest)) = state.pending().pop_front() else {
+                state.connections.fetch_sub(1, Ordering::AcqRel);
+                return None;
+            };
+            oldest.cancel();
+        }
+        let id = state.next_conn.fetch_add(1, Ordering::Relaxed);
+        let evicted = CancellationToken::new();
+        state.pending().push_back((id, evicted.clone()));
+        Some(Slot {
+            state: state.clone(),
+            id,
+            evicted,
+        })
+    }
+
     /// Binds `addr` and serves until `shutdown` resolves. Returns the bound
     /// address once listening, and a future that runs the server.
     ///
@@ -231,5 +473,63 @@ impl LockServer {
         let listener = TcpListener::bind(addr).await?;
         let local = listener.local_addr()?;
         Ok((local, self.serve(listener, shutdown)))
+    }
+}
+
+/// Live counters of a [`LockServer`], from [`LockServer::stats`].
+#[derive(Clone)]
+pub struct ServerStats {
+    state: Arc<ServerState>,
+}
+
+impl ServerStats {
+    /// Connections being served, authenticated or not.
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::Acquire)
+    }
+
+    /// Bytes the lock table is charged for, as limited by
+    /// [`ServerConfig::max_lock_bytes`].
+    pub fn lock_bytes(&self) -> usize {
+        self.state.ledger.total()
+    }
+
+    /// Bytes of remembered released uids, as limited by
+    /// [`ServerConfig::max_released_bytes`].
+    pub fn released_bytes(&self) -> usize {
+        self.state.released.bytes()
+    }
+}
+
+impl std::fmt::Debug for ServerStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerStats")
+            .field("connections", &self.connections())
+            .field("lock_bytes", &self.lock_bytes())
+            .field("released_bytes", &self.released_bytes())
+            .finish()
+    }
+}
+
+/// Logs a recurring event at most once a second, with how often it
+/// happened meanwhile, so that a flood cannot flood the log too.
+#[derive(Default)]
+struct Throttled {
+    since: u64,
+    last: Option<tokio::time::Instant>,
+}
+
+impl Throttled {
+    fn note(&mut self, log: impl FnOnce(u64)) {
+        self.since += 1;
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .map_or(true, |at| now.duration_since(at) >= Duration::from_secs(1))
+        {
+            log(self.since);
+            self.since = 0;
+            self.last = Some(now);
+        }
     }
 }

@@ -3,23 +3,52 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
 
 use crate::{Error, LockArgs, LockMode};
+use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 
 /// The protocol version this build speaks. A server refuses other versions
 /// in the handshake.
-pub const PROTOCOL_VERSION: u16 = 1;
+///
+/// Version 2 added the server's lock validity to `Welcome::Accepted`.
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Largest frame either side accepts, in bytes. A request at the resource
 /// limits (1000 names of 1 KiB) fits with room to spare.
 pub const MAX_FRAME: usize = 2 * 1024 * 1024;
 
+/// Largest frame a server reads before the handshake succeeded. A `Hello`
+/// is a version and a token, so an unauthenticated peer has no reason to
+/// send more, and may not make the server buffer more.
+pub const MAX_HELLO_FRAME: usize = 4 * 1024;
+
+/// Longest lock uid a server accepts, in bytes. Uids are UUID v4 strings
+/// (36 bytes); the bound keeps every entry and every remembered release
+/// small whatever a client sends.
+pub const MAX_UID_LEN: usize = 128;
+
+/// Longest owner a server accepts, in bytes: room for a host name of 253
+/// bytes, a pid and some context.
+pub const MAX_OWNER_LEN: usize = 512;
+
+/// Longest source (the caller's `file:line:column`) a server accepts.
+pub const MAX_SOURCE_LEN: usize = 512;
+
 /// The codec both sides use: a 4-byte big-endian length, then the payload.
 pub(crate) fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+/// The codec a server reads the handshake with; it switches to
+/// [`MAX_FRAME`] once the peer authenticated.
+pub(crate) fn hello_codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_HELLO_FRAME)
         .new_codec()
 }
 
@@ -33,8 +62,17 @@ pub(crate) struct Hello {
 /// The server's answer to [`Hello`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Welcome {
-    Accepted { version: u16, admin: bool },
-    Rejected { reason: String },
+    /// `validity` is how long the server keeps an entry that is not
+    /// refreshed, so that a client can refuse a lease the server would not
+    /// honour.
+    Accepted {
+        version: u16,
+        admin: bool,
+        validity: Duration,
+    },
+    Rejected {
+        reason: String,
+    },
 }
 
 /// A mode on the wire.
@@ -63,13 +101,21 @@ impl From<WireMode> for LockMode {
 }
 
 /// [`LockArgs`] on the wire.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+///
+/// Decoding enforces the length limits while it reads: an over-long field
+/// or resource list is not copied out of the frame, and `oversize` says
+/// which limit it broke. The request still decodes, so the server can
+/// answer it by id with an error and keep the connection.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub(crate) struct WireArgs {
     pub uid: String,
     pub resources: Vec<String>,
     pub owner: String,
     pub source: String,
     pub quorum: u32,
+    /// Why the arguments break a limit; never on the wire.
+    #[serde(skip)]
+    pub oversize: Option<String>,
 }
 
 impl From<&LockArgs> for WireArgs {
@@ -80,6 +126,7 @@ impl From<&LockArgs> for WireArgs {
             owner: args.owner.to_string(),
             source: args.source.to_string(),
             quorum: u32::try_from(args.quorum).unwrap_or(u32::MAX),
+            oversize: None,
         }
     }
 }
@@ -93,6 +140,143 @@ impl From<WireArgs> for LockArgs {
             source: args.source.into(),
             quorum: args.quorum as usize,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for WireArgs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["uid", "resources", "owner", "source", "quorum"];
+        deserializer.deserialize_struct("WireArgs", FIELDS, ArgsVisitor)
+    }
+}
+
+struct ArgsVisitor;
+
+impl<'de> Visitor<'de> for ArgsVisitor {
+    type Value = WireArgs;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("lock arguments")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<WireArgs, A::Error> {
+        let mut args = WireArgs::default();
+        let mut fields = FieldReader { seq: &mut seq };
+        let uid = fields.string(0)?;
+        let names: Names = fields.element(1)?;
+        let owner = fields.string(2)?;
+        let source = fields.string(3)?;
+        args.quorum = fields.element(4)?;
+        args.uid = bounded("uid", uid, MAX_UID_LEN, &mut args.oversize);
+        args.owner = bounded("owner", owner, MAX_OWNER_LEN, &mut args.oversize);
+        args.source = bounded("source", source, MAX_SOURCE_LEN, &mut args.oversize);
+        match names {
+            Names::Within(names) => args.resources = names,
+            Names::Beyond(reason) => {
+                args.oversize.get_or_insert(reason);
+            }
+        }
+        Ok(args)
+    }
+}
+
+/// Reads the fields of a sequence in order, failing on a short one.
+struct FieldReader<'s, A> {
+    seq: &'s mut A,
+}
+
+impl<'de, A: SeqAccess<'de>> FieldReader<'_, A> {
+    fn element<T: Deserialize<'de>>(&mut self, index: usize) -> Result<T, A::Error> {
+        self.seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(index, &"5 fields of lock arguments"))
+    }
+
+    /// A string borrowed from the frame: nothing is allocated before its
+    /// length is checked.
+    fn string(&mut self, index: usize) -> Result<&'de str, A::Error> {
+        self.element::<Field<'de>>(index).map(|f| f.0)
+    }
+}
+
+/// A string field borrowed from the frame being decoded.
+struct Field<'de>(&'de str);
+
+impl<'de> Deserialize<'de> for Field<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <&'de str>::deserialize(deserializer).map(Field)
+    }
+}
+
+/// `value` as an owned string when it is within `limit`; otherwise empty,
+/// with the first broken limit noted in `oversize`.
+fn bounded(what: &str, value: &str, limit: usize, oversize: &mut Option<String>) -> String {
+    if value.len() <= limit {
+        return value.to_owned();
+    }
+    oversize.get_or_insert_with(|| {
+        format!(
+            "{what} of {} bytes; at most {limit} are allowed",
+            value.len()
+        )
+    });
+    String::new()
+}
+
+/// A resource list, kept only when it is within the library's limits.
+enum Names {
+    Within(Vec<String>),
+    Beyond(String),
+}
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(NamesVisitor)
+    }
+}
+
+struct NamesVisitor;
+
+impl<'de> Visitor<'de> for NamesVisitor {
+    type Value = Names;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a list of resource names")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Names, A::Error> {
+        let hint = seq.size_hint().unwrap_or(0).min(MAX_RESOURCES);
+        let mut names = Vec::with_capacity(hint);
+        let mut count = 0usize;
+        let mut beyond = None;
+        // Every element is read, borrowed, so that the fields after the
+        // list decode; only names within the limits are copied.
+        while let Some(Field(name)) = seq.next_element::<Field<'de>>()? {
+            count += 1;
+            if beyond.is_some() {
+                continue;
+            }
+            if name.len() > MAX_RESOURCE_NAME_LEN {
+                beyond = Some(format!(
+                    "resource name of {} bytes; at most {MAX_RESOURCE_NAME_LEN} are allowed",
+                    name.len()
+                ));
+            } else if count > MAX_RESOURCES {
+                // Release what was copied; the count is all that matters now.
+                names = Vec::new();
+            } else {
+                names.push(name.to_owned());
+            }
+        }
+        if count > MAX_RESOURCES {
+            return Ok(Names::Beyond(format!(
+                "{count} resources in one lock; at most {MAX_RESOURCES} are allowed, split the lock"
+            )));
+        }
+        Ok(match beyond {
+            Some(reason) => Names::Beyond(reason),
+            None => Names::Within(names),
+        })
     }
 }
 

@@ -11,9 +11,14 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The protocol version these bytes follow.
+pub const VERSION: u16 = 2;
+
 /// `Op` variant indexes, in declaration order.
 pub const OP_LOCK: u8 = 0;
+pub const OP_RLOCK: u8 = 1;
 pub const OP_UNLOCK: u8 = 2;
+pub const OP_REFRESH: u8 = 4;
 pub const OP_LIST: u8 = 6;
 pub const OP_HEALTH: u8 = 7;
 
@@ -88,12 +93,33 @@ pub async fn read_frame(stream: &mut TcpStream, limit: usize) -> io::Result<Vec<
     Ok(payload)
 }
 
+/// `Request { id, op }` with arguments of any size, for tests of limits.
+pub fn args_request(
+    id: u64,
+    op: u8,
+    uid: &[u8],
+    resources: &[&[u8]],
+    owner: &[u8],
+    source: &[u8],
+) -> Vec<u8> {
+    let mut out = request(id, op);
+    out.extend(string(uid));
+    out.extend(varint(resources.len() as u64));
+    for r in resources {
+        out.extend(string(r));
+    }
+    out.extend(string(owner));
+    out.extend(string(source));
+    out.extend(varint(1));
+    out
+}
+
 /// Connects and authenticates with `token`; returns the Welcome payload
-/// (`[0, version, admin]` when accepted).
+/// (`[0, version, admin, validity secs.., validity nanos..]` when accepted).
 pub async fn authenticate(addr: &str, token: &str) -> io::Result<(TcpStream, Vec<u8>)> {
     let mut stream = TcpStream::connect(addr).await?;
     stream
-        .write_all(&frame(&hello(1, token.as_bytes())))
+        .write_all(&frame(&hello(VERSION, token.as_bytes())))
         .await?;
     let welcome = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut stream, 4096))
         .await

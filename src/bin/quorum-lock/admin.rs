@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use quorum_lock::quorum::write_quorum;
-use quorum_lock::{ClusterLock, Dsync, Error, LockMode};
+use quorum_lock::{ClusterLock, Dsync, Error, Lease, LockMode, Timeouts};
 
 use crate::args::{ForceUnlockArgs, LocksArgs};
 use crate::fail::{Failure, AUTH, UNAVAILABLE};
@@ -13,7 +13,7 @@ use crate::nodes::Cluster;
 
 pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
     let cluster = Cluster::connect(&args.client, true, write_quorum).await?;
-    let ds = Dsync::new(cluster.lockers.clone())?;
+    let ds = coordinator(&cluster)?;
     let locks = match ds.locks().await {
         Ok(locks) => locks,
         Err(err) => return Err(diagnose(&cluster, err, "list locks").await),
@@ -31,7 +31,7 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
 
 pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     let cluster = Cluster::connect(&args.client, true, write_quorum).await?;
-    let ds = Dsync::new(cluster.lockers.clone())?;
+    let ds = coordinator(&cluster)?;
     match ds.force_unlock(args.names.iter().cloned()).await {
         Ok(confirmed) => {
             // Ignored write errors: the work is done, whoever reads stdout.
@@ -46,6 +46,28 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         Err(err @ Error::InvalidArgument(_)) => Err(Failure::usage(err.to_string())),
         Err(err) => Err(diagnose(&cluster, err, "force locks open").await),
     }
+}
+
+/// A coordinator for listing and forcing. They take no locks, so the lease
+/// only has to be one the servers accept: a `Dsync` refuses a lease longer
+/// than the validity a server announced, and servers may run with a short
+/// `--validity`.
+fn coordinator(cluster: &Cluster) -> Result<Dsync, Failure> {
+    let mut builder = Dsync::builder(cluster.lockers.clone());
+    if let Some(validity) = cluster.lockers.iter().filter_map(|l| l.validity()).min() {
+        let lease = Lease {
+            validity,
+            refresh_interval: validity / 6,
+            safety_margin: validity / 6,
+        };
+        let timeouts = Timeouts {
+            acquire: Timeouts::default().acquire.min(lease.trusted_for() / 2),
+            refresh: Timeouts::default().refresh.min(lease.trusted_for() / 2),
+            ..Timeouts::default()
+        };
+        builder = builder.lease(lease).timeouts(timeouts);
+    }
+    Ok(builder.build()?)
 }
 
 /// Names the unreachable servers when too few answered; other errors

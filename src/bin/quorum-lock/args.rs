@@ -171,6 +171,26 @@ pub struct ServerArgs {
     /// How long a new connection has to authenticate before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub handshake_timeout: Duration,
+    /// Most connections served at once. At the limit, a new connection
+    /// replaces the oldest one that has not authenticated yet; if all have,
+    /// it is closed. Lowered to fit the open-files limit (ulimit -n).
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Most locks one connection may hold.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_locks_per_connection: u32,
+    /// Most bytes the locks of one connection may take in the lock table
+    /// (names, uid, owner, source, plus 256 bytes per name and per lock).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
+    pub max_bytes_per_connection: usize,
+    /// Most bytes all locks together may take in the lock table, counted
+    /// the same way; a lock counts until it is released or expires.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = size)]
+    pub max_lock_bytes: usize,
+    /// Most bytes of released lock ids remembered (to refuse requests that
+    /// arrive after their own release); the oldest are forgotten first.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
+    pub max_released_bytes: usize,
     /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -260,6 +280,31 @@ pub struct ForceUnlockArgs {
     pub names: Vec<String>,
 }
 
+/// Parses a byte size: "4096", "512KiB", "64MiB", "1GiB" (also KB, MB and
+/// GB, taken as the binary units too, since limits need no precision).
+fn size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: usize = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (expected e.g. 4096, 512KiB, 64MiB, 1GiB)"))?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit '{other}' (use KiB, MiB or GiB)")),
+    };
+    match number.checked_mul(scale) {
+        Some(0) => Err("must be greater than zero".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("'{text}' is too large")),
+    }
+}
+
 /// Parses "6s", "500ms", "1m 30s" and the like; zero is refused because
 /// every duration here is a period or a deadline.
 fn duration(text: &str) -> Result<Duration, String> {
@@ -269,4 +314,23 @@ fn duration(text: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size;
+
+    #[test]
+    fn sizes_take_binary_units() {
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size("512KiB"), Ok(512 << 10));
+        assert_eq!(size(" 64MiB "), Ok(64 << 20));
+        assert_eq!(size("1gb"), Ok(1 << 30));
+        assert!(size("0").is_err());
+        assert!(size("12 parsecs")
+            .unwrap_err()
+            .contains("unknown size unit"));
+        assert!(size("MiB").is_err());
+        assert!(size("99999999999999999999GiB").is_err());
+    }
 }

@@ -38,6 +38,11 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         config = config.admin_token(admin);
     }
     config.handshake_timeout = args.handshake_timeout;
+    config.max_connections = fit_open_files(args.max_connections as usize);
+    config.max_entries_per_connection = args.max_locks_per_connection as usize;
+    config.max_bytes_per_connection = args.max_bytes_per_connection;
+    config.max_lock_bytes = args.max_lock_bytes;
+    config.max_released_bytes = args.max_released_bytes;
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         let read = |path: &std::path::Path| {
             std::fs::read(path)
@@ -70,8 +75,16 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     ));
     // Checked before anything is logged, so a bad configuration fails
     // with its one line only.
+    let (budget, max_connections) = (config.memory_budget(), config.max_connections);
     let server =
         LockServer::new(locker.clone(), config).map_err(|e| Failure::usage(e.to_string()))?;
+    tracing::info!(
+        max_connections,
+        unauthenticated_mib = budget.unauthenticated / (1 << 20),
+        client_mib = budget.client / (1 << 20),
+        "memory budget: peers without a token can add at most unauthenticated_mib, \
+         clients with the token at most client_mib (lock table included)"
+    );
     if args.no_quarantine {
         tracing::info!("starting without quarantine (--no-quarantine): granting at once");
     } else {
@@ -96,4 +109,48 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         })
         .await;
     Ok(())
+}
+
+/// Descriptors kept free beside the connections: the runtime's, the
+/// listener, logs and stdio (about 12), the connections allowed beyond the
+/// cap while evicted ones close (`EVICTING`), and the one a refused
+/// connection needs while it is accepted.
+const SPARE_FILES: usize = 32;
+
+/// `wanted` connections, lowered to what the open-files limit allows, after
+/// raising the soft limit to the hard one. Accepting beyond the limit fails
+/// with EMFILE, which no client can be told about; refusing at the cap
+/// closes the extra connections cleanly instead.
+fn fit_open_files(wanted: usize) -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct we pass.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if !known {
+        return wanted;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit.rlim_cur = limit.rlim_max;
+        }
+    }
+    let files = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+    let fits = files.saturating_sub(SPARE_FILES).max(1);
+    if fits < wanted {
+        tracing::warn!(
+            max_connections = fits,
+            wanted,
+            open_files = files,
+            "lowering --max-connections to fit the open-files limit (raise ulimit -n to serve more)"
+        );
+        return fits;
+    }
+    wanted
 }
