@@ -1,5 +1,5 @@
 //! One refresh of a held lock on every locker, and what happens when the
-//! lock turns out to be lost. The [`keeper`](crate::keeper) decides when.
+//! lock turns out to be lost. The keeper decides when.
 //!
 //! The holder counts from when the last *confirmed* refresh was *sent*. A
 //! locker that confirmed it received it after that instant and expires the

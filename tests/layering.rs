@@ -1,0 +1,85 @@
+//! The coordinator's modules depend on each other in one direction only
+//! (issue #9, "Structure"): each uses only what sits below it, so that what
+//! every lock shares lives at the bottom and no import circle can return.
+
+use std::path::Path;
+
+/// Top to bottom. A module may use the ones after it, never those before.
+const LAYERS: [(&str, &[&str]); 9] = [
+    ("dsync", &["Dsync", "DsyncBuilder"]),
+    ("mutex", &["DRWMutex"]),
+    ("round", &[]),
+    ("guard", &["WriteGuard", "ReadGuard"]),
+    ("keeper", &[]),
+    ("refresh", &[]),
+    ("release", &[]),
+    ("acquisition", &[]),
+    ("coordinator", &[]),
+];
+
+/// The `use crate::...` statements of a source file, joined per statement,
+/// with comments left out.
+fn crate_imports(source: &str) -> Vec<String> {
+    let code: Vec<&str> = source
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("//"))
+        .collect();
+    let mut imports = Vec::new();
+    let mut current: Option<String> = None;
+    for line in code {
+        if let Some(statement) = current.as_mut() {
+            statement.push_str(line);
+        } else if line.starts_with("use crate::") || line.starts_with("pub(crate) use crate::") {
+            current = Some(line.to_owned());
+        }
+        if current.as_deref().is_some_and(|s| s.ends_with(';')) {
+            imports.extend(current.take());
+        }
+    }
+    imports
+}
+
+fn uses(import: &str, module: &str, names: &[&str]) -> bool {
+    let words: Vec<&str> = import
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let via_path = words.windows(2).any(|w| w[0] == "crate" && w[1] == module);
+    via_path || names.iter().any(|n| words.contains(n))
+}
+
+#[test]
+fn coordinator_modules_only_use_what_sits_below_them() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut breaches = Vec::new();
+    for (depth, (module, _)) in LAYERS.iter().enumerate() {
+        let path = src.join(format!("{module}.rs"));
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let imports = crate_imports(&source);
+        assert!(
+            !imports.is_empty() || *module == "coordinator",
+            "{module}: found no imports; the parser is broken"
+        );
+        for (higher, names) in &LAYERS[..depth] {
+            for import in imports.iter().filter(|i| uses(i, higher, names)) {
+                breaches.push(format!("{module} uses {higher}: {import}"));
+            }
+        }
+    }
+    assert!(
+        breaches.is_empty(),
+        "imports that point upwards:\n{}",
+        breaches.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_an_upward_import() {
+    let imports =
+        crate_imports("use crate::keeper::Keeper;\nuse crate::{\n    Error, WriteGuard,\n};\n");
+    assert!(uses(&imports[0], "keeper", &[]));
+    assert!(uses(&imports[1], "guard", &["WriteGuard", "ReadGuard"]));
+    assert!(!uses(&imports[1], "dsync", &["Dsync", "DsyncBuilder"]));
+}
