@@ -60,6 +60,16 @@
 //!
 //! The library needs a tokio runtime with the time driver enabled. Calling
 //! an acquire outside one returns [`Error::NoRuntime`] instead of panicking.
+//!
+//! It does not depend on any one runtime. Held locks are refreshed by one
+//! background task on each runtime that holds one of a [`Dsync`]'s locks,
+//! and each of those tasks serves every lock, so a lock is kept alive as
+//! long as any such runtime is alive and driven. When none is (the process
+//! stalled, or a guard is kept in synchronous code after `block_on`
+//! returned), nothing is refreshed, but the guard still reports the loss on
+//! time: [`WriteGuard::is_lost`] reads the clock against the lock's own
+//! deadline rather than waiting to be told. Check it before acting on the
+//! protected resource.
 
 #![warn(missing_docs)]
 
