@@ -35,11 +35,11 @@ fn cluster(test: &str) -> Cluster {
 impl Cluster {
     /// `quorum-lock run` with the test settings, `extra` flags, `name` and
     /// the shell script `script`, with `$D` set to the scratch directory.
-    /// `--grace` is left at its default, which `--validity 6s` makes 500ms.
+    /// `--validity` is left out, so the servers' 6s applies, and `--grace`
+    /// at its default, which that makes 500ms.
     fn run(&self, extra: &[&str], name: &str, script: &str) -> Cli {
         let token = self.dir.token();
         let mut args = vec!["run", "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(["--validity", "6s"]);
         args.extend(extra);
         args.extend([name, "--", "sh", "-c", script]);
         let dir = self.dir.path.display().to_string();
@@ -348,10 +348,20 @@ fn a_grace_longer_than_the_safety_margin_is_refused() {
         &["--validity", "12s", "--grace", "10s"],
         "--grace 10s must be shorter than --validity/6 - 500ms = 1s 500ms",
     );
-    // The old defaults left exactly no room.
+    // The old defaults (10s at 60s) left exactly no room.
     check(
-        &["--grace", "10s"],
+        &["--validity", "60s", "--grace", "10s"],
         "--grace 10s must be shorter than --validity/6 - 1s = 9s",
+    );
+    // A lease longer than the servers keep entries is refused, not trusted.
+    check(
+        &["--validity", "60s"],
+        "must not exceed the validity of locker",
+    );
+    // Without --validity the servers' 6s decides, after connecting.
+    check(
+        &["--grace", "1s"],
+        "--grace 1s must be shorter than --validity/6 - 250ms = 750ms",
     );
     assert!(
         c.dir.read("log").is_empty(),

@@ -239,8 +239,10 @@ pub struct RunArgs {
     /// Lease validity; must not exceed the servers' --validity. The lock is
     /// refreshed every validity/6 and given up when no quorum confirmed it
     /// for 5/6 of the validity; another client can get it validity/6 later.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
-    pub validity: Duration,
+    /// [default: the shortest validity the servers announce, 60s if none
+    /// answered]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub validity: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when the command must be stopped.
     /// Must end, with 1s to spare for the kill (less for a --validity under
     /// 24s), before --validity/6, when a lost lock can be granted again.

@@ -65,14 +65,19 @@ enum Outcome {
 }
 
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
-    let lease = lease_for(args.validity);
-    // Refused before connecting: bad flags should not cost a server round.
-    let grace = grace_for(args.grace, &lease)?;
+    // Refused before connecting when possible: bad flags should not cost a
+    // server round.
+    if let Some(validity) = args.validity {
+        grace_for(args.grace, &lease_for(validity))?;
+    }
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {
         cluster = Cluster::connect(&args.client, false, quorum) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
+    let announced = cluster.lockers.iter().filter_map(|l| l.validity()).min();
+    let lease = lease_for(args.validity.or(announced).unwrap_or(DEFAULT_VALIDITY));
+    let grace = grace_for(args.grace, &lease)?;
     let timeouts = Timeouts {
         // Both must stay well inside the lease for the library to accept it.
         acquire: Timeouts::default().acquire.min(lease.trusted_for() / 2),
@@ -170,6 +175,9 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         }
     }
 }
+
+/// The validity when neither `--validity` nor any server says one.
+const DEFAULT_VALIDITY: Duration = Duration::from_secs(60);
 
 /// The lease for a validity: refresh every sixth of it, and give up a sixth
 /// before the servers could expire the entries, the library's default ratio.
