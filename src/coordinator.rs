@@ -11,7 +11,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
-use crate::{Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts};
+use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts};
 
 /// The shortest wait between background retries.
 pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
@@ -55,6 +55,27 @@ impl Coordinator {
         self.retry.delay(attempt, &mut *rng)
     }
 
+    /// Refuses to count on locker `index` when it keeps entries for less
+    /// than the lease's validity: a holder would trust its lock after that
+    /// locker freed it. `build()` checks the validities known then; this
+    /// catches a server that announced a shorter one later (it was offline
+    /// at build time, or restarted with another `--validity`).
+    pub(crate) fn honours_lease(&self, index: usize) -> Result<(), Error> {
+        let locker = &self.lockers[index];
+        match locker.validity() {
+            Some(validity) if validity < self.lease.validity => {
+                Err(Error::InvalidArgument(format!(
+                "lease: validity ({:?}) must not exceed the validity of locker {} ({validity:?}), \
+                 or a holder would trust its lock after that locker had freed it; \
+                 lower Lease::validity or raise the server's validity",
+                self.lease.validity,
+                locker.endpoint()
+            )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The wait before a background retry (a refresh or an unlock): the
     /// backoff, but never less than [`MIN_BACKGROUND_WAIT`]. A caller who
     /// sets a zero `RetryPolicy` chooses to poll for their own acquire; a
@@ -72,7 +93,7 @@ pub(crate) struct PendingUnlock {
     pub(crate) give_up: Instant,
 }
 
-/// The unlocks a locker owes, drained by at most one task at a time.
+/// The unlocks a locker owes, drained by at most one task per runtime.
 ///
 /// Funnelling retries through one queue per locker, instead of one retry
 /// loop per failed call, is what keeps a locker that refuses or hangs for a
@@ -86,8 +107,11 @@ pub(crate) struct UnlockQueue {
 #[derive(Default)]
 pub(crate) struct QueueState {
     pub(crate) pending: Vec<PendingUnlock>,
-    /// Whether a task is draining the queue.
-    pub(crate) draining: bool,
+    /// The tasks draining the queue: at most one per runtime, so that a
+    /// runtime that is no longer driven cannot hold the retries hostage.
+    pub(crate) drainers: Vec<(tokio::runtime::Id, u64)>,
+    /// The last drainer id handed out.
+    pub(crate) next_drainer: u64,
 }
 
 impl UnlockQueue {

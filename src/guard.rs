@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -48,27 +49,46 @@ impl Held {
         let registered = self.keeper.remove(self.lease);
         if self.signal.check() {
             if registered {
+                let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
                 // No lane saw the deadline pass: clean up as a lane would.
                 declare_lost(
                     &self.state,
                     &self.signal,
                     "the deadline passed before a refresh was confirmed",
-                    &self.handle,
+                    &handle,
                 );
             }
             return Err(Error::LockLost);
         }
-        let release = release_confirmed(self.state.clone(), self.handle.clone());
-        if Handle::try_current().is_ok() {
-            return release.await;
+        if let Ok(here) = Handle::try_current() {
+            return release_confirmed(self.state.clone(), here).await;
         }
         // Polled outside a runtime (another executor, a plain thread): the
-        // release needs tokio's timers, so run it on the runtime that
-        // acquired the lock and wait for it from here.
-        match self.handle.spawn(release).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::NoRuntime),
+        // release needs tokio's timers, and the acquiring runtime may no
+        // longer be driven, so run it on a runtime of its own, on a thread
+        // that stays a moment longer for calls still in flight.
+        let (done, result) = tokio::sync::oneshot::channel();
+        let state = self.state.clone();
+        let linger = state.coord.timeouts.unlock.min(Duration::from_secs(5));
+        let spawned = std::thread::Builder::new()
+            .name("quorum-lock-unlock".into())
+            .spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                runtime.block_on(async {
+                    let handle = Handle::current();
+                    let _ = done.send(release_confirmed(state, handle).await);
+                    tokio::time::sleep(linger).await;
+                });
+            });
+        if spawned.is_err() {
+            return Err(Error::NoRuntime);
         }
+        result.await.unwrap_or(Err(Error::NoRuntime))
     }
 
     /// Counts the lock as held by the current runtime too, so that its lane
@@ -105,10 +125,12 @@ impl Drop for Held {
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if !plan.targets.is_empty() {
-            // Spawning never blocks; on a runtime that has shut down the task
-            // is dropped and the lock servers expire the entries instead.
-            self.handle
-                .spawn(release_all(self.state.clone(), plan.targets));
+            // On the runtime dropping the guard if there is one: the
+            // acquiring runtime may no longer be driven. Spawning never
+            // blocks; on a runtime that has shut down the task is dropped
+            // and the lock servers expire the entries instead.
+            let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
+            handle.spawn(release_all(self.state.clone(), plan.targets));
         }
     }
 }
@@ -156,9 +178,16 @@ macro_rules! guard {
             /// Returns [`Error::LockLost`] when the lock had already been lost,
             /// so the caller learns that the protected work was not
             /// protected to the end, and [`Error::ReleaseUnconfirmed`] when
-            /// too few lockers could be reached in time. The release is then retried in the
-            /// background for `Timeouts::release_retry`, and entries that still
-            /// remain expire on the lock servers.
+            /// too few lockers could be reached in time. The release is then
+            /// retried in the background until the lockers must have expired
+            /// the entries anyway (see `Timeouts::release_retry`).
+            ///
+            /// It runs on the current tokio runtime; polled outside one (a
+            /// plain thread, another executor), it runs on a runtime of its
+            /// own, so it works even when the runtime that acquired the lock
+            /// is gone or no longer driven. Dropping the guard instead
+            /// releases on the current runtime, or the acquiring one outside
+            /// any runtime.
             ///
             /// # Cancel safety
             ///

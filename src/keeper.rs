@@ -17,8 +17,9 @@
 //! runtime holds no lock any more, or with its runtime.
 //!
 //! A refresh started by a lane whose runtime then stalls would block the
-//! lock's refreshes; once it is past its deadline by [`STALE_AFTER`],
-//! another lane abandons it and starts a new one.
+//! lock's refreshes; once it is past its deadline by [`STALE_AFTER`], or
+//! halfway from its start to the loss deadline if that comes first, another
+//! lane abandons it and starts a new one.
 //!
 //! When no lane runs at all (the only runtime is stalled, or the guard lives
 //! in synchronous code after `block_on` returned), nothing is refreshed, but
@@ -320,11 +321,17 @@ fn tick(
         next_round += 1;
         let round = next_round;
         let (abort, registration) = AbortHandle::new_pair();
+        // Another lane may take over once the round is overdue, but always
+        // by halfway to the loss, so that a takeover can still save it.
+        let overdue = after(deadline, STALE_AFTER);
+        let stale_at = give_up.map_or(overdue, |at| {
+            overdue.min(now + at.saturating_duration_since(now) / 2)
+        });
         leased.in_flight = Some(InFlight {
             abort,
             lane,
             round,
-            stale_at: after(deadline, STALE_AFTER),
+            stale_at,
         });
         let state = leased.state.clone();
         let future: Pin<Box<dyn Future<Output = Settled> + Send>> = Box::pin(async move {
@@ -374,9 +381,22 @@ fn settle(keeper: &Keeper, done: Settled) -> Option<Leased> {
         // Confirmed, but only after the holder's deadline had passed.
         Refreshed::Confirmed => table.take(done.key),
         Refreshed::Unconfirmed => {
-            let wait = leased.state.coord.background_backoff(leased.unconfirmed);
+            // The backoff, but never so long that the retry would come after
+            // half the time left, or later than a regular refresh: one
+            // failed round must not cost a lock whose lockers recovered.
+            let now = Instant::now();
+            let left = leased
+                .signal
+                .deadline()
+                .map_or(Duration::MAX, |at| at.saturating_duration_since(now) / 2);
+            let wait = leased
+                .state
+                .coord
+                .background_backoff(leased.unconfirmed)
+                .min(lease.refresh_interval)
+                .min(left);
             leased.unconfirmed = leased.unconfirmed.saturating_add(1);
-            leased.next_refresh = after(Instant::now(), wait);
+            leased.next_refresh = after(now, wait);
             tracing::warn!(uid = %leased.state.args.uid, resources = ?leased.state.args.resources,
                 "refresh not confirmed by a quorum, retrying");
             None

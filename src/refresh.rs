@@ -61,6 +61,11 @@ pub(crate) async fn refresh_round(state: Arc<Acquisition>, deadline: Instant) ->
 fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Call<Answer> {
     Box::pin(async move {
         let locker = &state.coord.lockers[index];
+        if let Err(err) = state.coord.honours_lease(index) {
+            // Its confirmation would not be worth the lease: it does not count.
+            tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "refresh not counted");
+            return Answer::Failed;
+        }
         let call = locker.refresh_mode(&state.args, state.mode);
         match call_with_deadline(call, deadline, || locker.endpoint()).await {
             Ok(true) => Answer::Granted,

@@ -15,9 +15,9 @@
 //!
 //! Unlocking is by uid and every round has its own uid, so a late unlock can
 //! only ever remove the entry it was meant for. One queue per locker, drained
-//! by one task, keeps a refusing or hung locker from facing one retry loop
-//! per failed round (the unlock storm an earlier version caused): it sees at
-//! most one batch per backoff step.
+//! by one task per runtime, keeps a refusing or hung locker from facing one
+//! retry loop per failed round (the unlock storm an earlier version caused):
+//! it sees a probe per backoff step, and the batch once a probe lands.
 
 use std::future::{poll_fn, Future};
 use std::sync::Arc;
@@ -42,7 +42,8 @@ pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> boo
     let coord = &state.coord;
     let locker = &coord.lockers[target.index];
     let began = Instant::now();
-    let inline_until = after(began, coord.timeouts.unlock);
+    let give_up = give_up_at(coord, target.index, began);
+    let inline_until = after(began, coord.timeouts.unlock).min(give_up);
     let mut attempt = 0;
     loop {
         let err = match unlock_call(coord, target.index, &state.args, state.mode).await {
@@ -54,17 +55,27 @@ pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> boo
                 "cannot release; the entry stays until the lock server expires it");
             return false;
         }
-        let wait = coord.backoff(attempt);
+        let wait = coord.background_backoff(attempt);
         if !target.granted || after(Instant::now(), wait) >= inline_until {
             tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
                 "release failed; retrying in the background");
-            retry_later(coord, target.index, state, began);
+            retry_later(coord, target.index, state, give_up);
             return false;
         }
         tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, ?wait, "release failed, retrying");
         tokio::time::sleep(wait).await;
         attempt += 1;
     }
+}
+
+/// When retrying an unlock that began at `began` stops mattering: the locker
+/// has expired the entry by then (the longer of its and the lease's
+/// validity), unless `Timeouts::release_retry` says to stop sooner.
+fn give_up_at(coord: &Coordinator, index: usize, began: Instant) -> Instant {
+    let validity = coord.lockers[index]
+        .validity()
+        .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
+    after(began, validity.min(coord.timeouts.release_retry))
 }
 
 /// One unlock call with its deadline.
@@ -85,48 +96,51 @@ async fn unlock_call(
         .map(|_| ())
 }
 
-/// Queues the unlock of `state` on locker `index`, and starts the queue's
-/// drain task unless one is running.
-fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, began: Instant) {
-    let validity = coord.lockers[index]
-        .validity()
-        .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
-    let give_up = after(began, validity.min(coord.timeouts.release_retry));
+/// Queues the unlock of `state` on locker `index`, and starts a drain task
+/// on the current runtime unless that runtime has one already.
+fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give_up: Instant) {
     let mut queue = coord.unlock_retries[index].lock();
     queue.pending.push(PendingUnlock {
         args: state.args.clone(),
         mode: state.mode,
         give_up,
     });
-    if queue.draining {
-        return;
-    }
     let Ok(handle) = Handle::try_current() else {
         // Releases run on a runtime; without one, expiry removes the entry.
         return;
     };
-    queue.draining = true;
+    let runtime = handle.id();
+    if queue.drainers.iter().any(|(r, _)| *r == runtime) {
+        return;
+    }
+    queue.next_drainer += 1;
+    let id = queue.next_drainer;
+    queue.drainers.push((runtime, id));
     drop(queue);
     handle.spawn(drain(Draining {
         coord: coord.clone(),
         index,
-        armed: true,
+        id,
+        batch: Vec::new(),
     }));
 }
 
-/// Marks the queue as not being drained when its task ends, including when
-/// the runtime drops it, so that the next failure starts a new one.
+/// One drain task. Dropping it, however the task ends (including with its
+/// runtime, in the middle of a batch), puts the unlocks it holds back in the
+/// queue and removes it from the drainers, so that the next failure on that
+/// runtime starts a new one and the others can send what it held.
 struct Draining {
     coord: Arc<Coordinator>,
     index: usize,
-    armed: bool,
+    id: u64,
+    batch: Vec<PendingUnlock>,
 }
 
 impl Drop for Draining {
     fn drop(&mut self) {
-        if self.armed {
-            self.coord.unlock_retries[self.index].lock().draining = false;
-        }
+        let mut queue = self.coord.unlock_retries[self.index].lock();
+        queue.pending.append(&mut self.batch);
+        queue.drainers.retain(|(_, id)| *id != self.id);
     }
 }
 
@@ -138,46 +152,53 @@ async fn drain(mut task: Draining) {
     loop {
         tokio::time::sleep(coord.background_backoff(attempt)).await;
         let now = Instant::now();
-        let batch = {
+        {
             let mut queue = coord.unlock_retries[index].lock();
             if queue.pending.is_empty() {
-                queue.draining = false;
-                task.armed = false;
-                return;
+                return; // the drop takes this task off the drainers
             }
-            std::mem::take(&mut queue.pending)
-        };
-        let (due, expired): (Vec<_>, Vec<_>) = batch.into_iter().partition(|p| now < p.give_up);
-        if !expired.is_empty() {
-            tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
-                "stopped retrying unlocks: the locker has expired those entries by now");
+            let pending = std::mem::take(&mut queue.pending);
+            let (due, expired): (Vec<_>, Vec<_>) =
+                pending.into_iter().partition(|p| now < p.give_up);
+            if !expired.is_empty() {
+                tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
+                    "stopped retrying unlocks: the locker has expired those entries by now");
+            }
+            task.batch = due;
         }
+        let Some(probe) = task.batch.first() else {
+            continue;
+        };
         // Probe with one unlock first: a locker that is still down costs one
         // call per backoff step, however many unlocks it owes.
-        let mut due = due.into_iter();
-        let Some(probe) = due.next() else { continue };
-        let mut failed = Vec::new();
-        match unlock_call(&coord, index, &probe.args, probe.mode).await {
-            Ok(()) => {}
-            Err(err) if err.is_retryable() => {
-                failed.push(probe);
-                failed.extend(due.by_ref());
+        let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
+            Ok(()) => {
+                let rest = &task.batch[1..];
+                let results = futures::future::join_all(
+                    rest.iter()
+                        .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
+                )
+                .await;
+                let mut failed = Vec::new();
+                for (pending, result) in std::mem::take(&mut task.batch)
+                    .into_iter()
+                    .skip(1)
+                    .zip(results)
+                {
+                    match result {
+                        Ok(()) => {}
+                        Err(err) if err.is_retryable() => failed.push(pending),
+                        Err(err) => give_up_on(&pending, &err, &endpoint()),
+                    }
+                }
+                failed
             }
-            Err(err) => give_up_on(&probe, &err, &endpoint()),
-        }
-        let rest: Vec<PendingUnlock> = due.collect();
-        let results = futures::future::join_all(
-            rest.iter()
-                .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
-        )
-        .await;
-        for (pending, result) in rest.into_iter().zip(results) {
-            match result {
-                Ok(()) => {}
-                Err(err) if err.is_retryable() => failed.push(pending),
-                Err(err) => give_up_on(&pending, &err, &endpoint()),
+            Err(err) if err.is_retryable() => std::mem::take(&mut task.batch),
+            Err(err) => {
+                give_up_on(probe, &err, &endpoint());
+                task.batch.drain(1..).collect()
             }
-        }
+        };
         attempt = if failed.is_empty() {
             0
         } else {

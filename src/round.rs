@@ -38,6 +38,11 @@ fn lock_call(
 ) -> Call<Result<bool, Error>> {
     Box::pin(async move {
         let locker = &state.coord.lockers[index];
+        if let Err(err) = state.coord.honours_lease(index) {
+            // Nothing was sent, so there is nothing to undo.
+            state.record(index, Answer::Refused);
+            return Err(err);
+        }
         let call = match state.mode {
             LockMode::Write => locker.lock(&state.args),
             LockMode::Read => locker.rlock(&state.args),

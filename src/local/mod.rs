@@ -12,7 +12,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::config::after;
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
 use table::admits;
@@ -176,7 +175,9 @@ impl LocalLocker {
         let end = if self.config.quarantine.is_zero() {
             0
         } else {
-            self.nanos(after(now, self.config.quarantine)).max(1)
+            now.checked_add(self.config.quarantine)
+                .map_or(u64::MAX, |end| self.nanos(end))
+                .max(1)
         };
         self.quarantine_end.store(end, Ordering::SeqCst);
         self.shards.any_shard(|shard| {

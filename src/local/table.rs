@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::config::after;
 use crate::{LockArgs, LockMode};
 
 /// One grant on one resource.
@@ -201,7 +200,12 @@ impl Shard {
         let mut expired = 0;
         while let Some(entry) = self.by_refresh.first_entry() {
             let (refreshed, seq) = *entry.key();
-            if after(refreshed, validity) > now {
+            // A validity too long to add is "never": clamping it would free
+            // an entry its holder still trusts.
+            if refreshed
+                .checked_add(validity)
+                .map_or(true, |end| end > now)
+            {
                 break;
             }
             let resource = entry.remove();
