@@ -2,6 +2,8 @@
 //! Edge cases found by an adversarial review of the #9 hardening: stalled
 //! lanes, idle runtimes, retry storms, slow backoffs and endless settings.
 
+mod runtime_support;
+
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant as StdInstant};
@@ -10,7 +12,7 @@ use quorum_lock::testing::{CallKind, FaultyLocker, Latency};
 use quorum_lock::{
     Dsync, Error, Lease, LocalLocker, LockerConfig, NetLocker, RetryPolicy, Timeouts,
 };
-use tokio::runtime::{Builder, Runtime};
+use runtime_support::{current_thread, multi_thread};
 
 const VALIDITY: Duration = Duration::from_secs(2);
 
@@ -44,18 +46,6 @@ fn short_lease() -> Lease {
     }
 }
 
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_all().build().unwrap()
-}
-
-fn multi_thread() -> Runtime {
-    Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn entries(nodes: &[Arc<FaultyLocker>]) -> Vec<usize> {
     nodes
         .iter()
@@ -63,7 +53,7 @@ fn entries(nodes: &[Arc<FaultyLocker>]) -> Vec<usize> {
         .collect()
 }
 
-/// Bug: a refresh round grabbed by a lane whose runtime then stalls can only
+/// Regression: a refresh round grabbed by a lane whose runtime then stalls can only
 /// be taken over at `round deadline + 1 s`, and the round deadline is
 /// `min(give_up, now + Timeouts::refresh)`. With the default
 /// `Timeouts::refresh` (5 s) and any lease whose `trusted_for -
@@ -114,7 +104,7 @@ fn a_round_stuck_on_a_stalled_lane_is_taken_over_before_the_loss() {
     drop(guard);
 }
 
-/// Bug: the retry queue's drain task runs on the runtime of the first
+/// Regression: the retry queue's drain task runs on the runtime of the first
 /// failure. If that runtime is alive but no longer driven (a current-thread
 /// runtime used with `block_on` at start-up), `draining` stays true for
 /// ever, so every later failed unlock on that locker, from any runtime, is
@@ -134,20 +124,18 @@ fn failed_unlocks_are_retried_even_if_the_first_drain_runtime_went_idle() {
     // Start-up, on a runtime that is then left idle: a failed try_lock
     // leaves unlocks to retry on nodes 0 and 1.
     let idle = current_thread();
-    if std::env::var("CONTROL").is_err() {
-        idle.block_on(async {
-            nodes[0].set_refuse(true);
-            nodes[1].set_refuse(true);
-            let err = ds
-                .rw_mutex(["startup"])
-                .unwrap()
-                .try_lock()
-                .await
-                .unwrap_err();
-            assert!(matches!(err, Error::QuorumUnavailable { .. }), "{err}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        });
-    }
+    idle.block_on(async {
+        nodes[0].set_refuse(true);
+        nodes[1].set_refuse(true);
+        let err = ds
+            .rw_mutex(["startup"])
+            .unwrap()
+            .try_lock()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::QuorumUnavailable { .. }), "{err}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    });
     for n in &nodes {
         n.heal();
     }
@@ -175,7 +163,7 @@ fn failed_unlocks_are_retried_even_if_the_first_drain_runtime_went_idle() {
     drop(idle);
 }
 
-/// Bug: a guard dropped (or `unlock()`ed straggler calls) releases on the
+/// Regression: a guard dropped (or `unlock()`ed straggler calls) releases on the
 /// runtime that *acquired*: `Held::drop` spawns on `self.handle`. If that
 /// runtime is alive but idle (used once with `block_on` at start-up), the
 /// release never runs: the entries stay on every locker for the full
@@ -200,7 +188,7 @@ fn dropping_a_guard_releases_even_if_the_acquiring_runtime_is_idle() {
     drop(startup);
 }
 
-/// Bug: `release_one` retries a granted unlock inline with
+/// Regression: `release_one` retries a granted unlock inline with
 /// `coord.backoff`, not `background_backoff`, so with a zero (or 1 ns)
 /// `RetryPolicy` — accepted by `build()` — it hammers a refusing locker in a
 /// tight loop for the whole `Timeouts::unlock`, also in the background after
@@ -209,13 +197,9 @@ fn dropping_a_guard_releases_even_if_the_acquiring_runtime_is_idle() {
 fn a_zero_retry_policy_does_not_storm_a_refusing_locker_on_unlock() {
     let nodes = nodes(Duration::from_secs(60));
     let ds = Dsync::builder(as_lockers(&nodes))
-        .retry(if std::env::var("CONTROL").is_ok() {
-            RetryPolicy::default()
-        } else {
-            RetryPolicy {
-                initial: Duration::ZERO,
-                max: Duration::ZERO,
-            }
+        .retry(RetryPolicy {
+            initial: Duration::ZERO,
+            max: Duration::ZERO,
         })
         .timeouts(Timeouts {
             unlock: Duration::from_millis(500),
@@ -232,7 +216,6 @@ fn a_zero_retry_policy_does_not_storm_a_refusing_locker_on_unlock() {
         drop(guard);
         tokio::time::sleep(Duration::from_millis(600)).await;
         let calls = nodes[0].stats(CallKind::Unlock).seen - before;
-        eprintln!("calls = {calls}");
         assert!(
             calls < 200,
             "{calls} unlock calls to one refusing locker in {:?}",
@@ -241,7 +224,7 @@ fn a_zero_retry_policy_does_not_storm_a_refusing_locker_on_unlock() {
     });
 }
 
-/// Bug: `RetryPolicy` is documented as the backoff between failed acquire
+/// Regression: `RetryPolicy` is documented as the backoff between failed acquire
 /// rounds and release calls, but the keeper also uses it after an
 /// unconfirmed refresh. A slow acquire backoff (here 10 min) makes one
 /// transient refresh failure cost the lock although the lockers were back a
@@ -250,13 +233,9 @@ fn a_zero_retry_policy_does_not_storm_a_refusing_locker_on_unlock() {
 async fn a_slow_acquire_backoff_does_not_cost_a_lock_after_one_failed_refresh() {
     let nodes = nodes(Duration::from_secs(60));
     let ds = Dsync::builder(as_lockers(&nodes))
-        .retry(if std::env::var("CONTROL").is_ok() {
-            RetryPolicy::default()
-        } else {
-            RetryPolicy {
-                initial: Duration::from_secs(600),
-                max: Duration::from_secs(600),
-            }
+        .retry(RetryPolicy {
+            initial: Duration::from_secs(600),
+            max: Duration::from_secs(600),
         })
         .rng_seed(1)
         .build()

@@ -3,13 +3,15 @@
 //! use real time with short leases; their outcome does not depend on timing
 //! beyond margins of hundreds of milliseconds.
 
+mod runtime_support;
+
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use futures::FutureExt;
 use quorum_lock::{Dsync, Error, Lease, LocalLocker, LockerConfig, NetLocker, Timeouts};
-use tokio::runtime::{Builder, Runtime};
+use runtime_support::{current_thread, multi_thread};
 
 /// Lockers keep an unrefreshed entry for 2 s.
 const VALIDITY: Duration = Duration::from_secs(2);
@@ -39,18 +41,6 @@ fn client(lockers: &[Arc<dyn NetLocker>], owner: &str) -> Dsync {
         })
         .build()
         .expect("valid settings")
-}
-
-fn current_thread() -> Runtime {
-    Builder::new_current_thread().enable_all().build().unwrap()
-}
-
-fn multi_thread() -> Runtime {
-    Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Whether a rival client, on its own thread and runtime, is granted `name`.
