@@ -103,6 +103,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// A locker does not implement an optional capability, such as fencing
+    /// tokens. Use lock servers of a version that does, or do without it.
+    #[error("locker {endpoint} does not support {what}; upgrade it or do without {what}")]
+    Unsupported {
+        /// The locker that lacks it.
+        endpoint: String,
+        /// What it lacks.
+        what: String,
+    },
+
     /// The operation needs a tokio runtime (for timers and background release)
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]
@@ -123,7 +133,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         !matches!(
             self,
-            Error::InvalidArgument(_) | Error::NoRuntime | Error::Unauthorized { .. }
+            Error::InvalidArgument(_)
+                | Error::NoRuntime
+                | Error::Unauthorized { .. }
+                | Error::Unsupported { .. }
         )
     }
 

@@ -80,6 +80,7 @@ mod coordinator;
 mod dsync;
 mod error;
 mod fanout;
+mod fencing;
 mod guard;
 mod keeper;
 mod local;
@@ -94,6 +95,7 @@ mod release;
 mod round;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wait;
 
 pub use admin::ClusterLock;
 pub use config::{Lease, RetryPolicy, Timeouts};
@@ -102,7 +104,9 @@ pub use error::Error;
 pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+pub use fencing::{FencingGate, StaleToken};
 pub use mutex::DRWMutex;
+pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 
 /// Compiles and runs the README's Rust snippets as doc tests.
 #[cfg(doctest)]

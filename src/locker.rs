@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockInfo};
 
 /// Longest resource name, in bytes, that the library accepts.
@@ -115,9 +116,11 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// `args.resources`, make repeated calls with the same uid idempotent, and
 /// process one client's calls in the order they were sent.
 ///
-/// New capabilities (server-pushed wake-ups, fencing counters) will arrive as
-/// provided methods with default bodies, so implementing this trait today does
-/// not break tomorrow.
+/// Capabilities added later arrive as provided methods with default bodies,
+/// so an implementation written for an older version keeps working:
+/// [`lock_wait`](Self::lock_wait) (queues and pushed wake-ups) falls back to
+/// a plain lock call that the coordinator repeats, and
+/// [`fence`](Self::fence) (fencing tokens) reports that it is unsupported.
 ///
 /// # Cancel safety
 ///
@@ -143,10 +146,12 @@ pub trait NetLocker: Send + Sync {
     /// Grants a shared lock on all of `args.resources` to `args.uid`.
     async fn rlock(&self, args: &LockArgs) -> Result<bool, Error>;
 
-    /// Releases the exclusive lock `args.uid` holds. `Ok(false)` if it holds none.
+    /// Releases the exclusive lock `args.uid` holds, and drops its place in
+    /// line if it has one. `Ok(false)` if it holds no lock.
     async fn unlock(&self, args: &LockArgs) -> Result<bool, Error>;
 
-    /// Releases the shared lock `args.uid` holds. `Ok(false)` if it holds none.
+    /// Releases the shared lock `args.uid` holds, and drops its place in
+    /// line if it has one. `Ok(false)` if it holds no lock.
     async fn runlock(&self, args: &LockArgs) -> Result<bool, Error>;
 
     /// Marks the lock of `args.uid` as still in use. `Ok(false)` when the
@@ -162,6 +167,61 @@ pub trait NetLocker: Send + Sync {
     async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         let _ = mode;
         self.refresh(args).await
+    }
+
+    /// Asks for the lock in `mode` as a waiter with a place in line.
+    ///
+    /// A locker with queues grants at once only when the resources are free
+    /// for `mode` *and* no older conflicting waiter is queued on them;
+    /// otherwise it keeps a place for `args.uid` ordered by `wait.ticket`,
+    /// answers [`WaitReply::Queued`], and later grants the place when its
+    /// turn comes and pushes [`PushEvent::Granted`](crate::PushEvent) through
+    /// `wait.wake`. A place with a newer uid but the same ticket replaces the
+    /// older one: it is the same waiter trying again. Repeating the call
+    /// renews the place; [`unlock`](Self::unlock)/[`runlock`](Self::runlock)
+    /// with the uid removes it. When `wait.ticket` is older than the ticket of
+    /// a grant it waits behind, the locker pushes
+    /// [`PushEvent::Wounded`](crate::PushEvent) to that grant's waiter.
+    ///
+    /// The default sends a plain [`lock`](Self::lock)/[`rlock`](Self::rlock)
+    /// and answers [`WaitReply::Refused`] when it is not granted, so the
+    /// coordinator polls lockers that have no queues.
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        let _ = wait;
+        let granted = match mode {
+            LockMode::Write => self.lock(args).await?,
+            LockMode::Read => self.rlock(args).await?,
+        };
+        Ok(if granted {
+            WaitReply::Granted
+        } else {
+            WaitReply::Refused
+        })
+    }
+
+    /// Draws a fencing token for the lock `args.uid` holds in `mode`.
+    ///
+    /// When `args.uid` holds every resource of `args.resources` here, the
+    /// locker answers `Some(t)` with `t` at least `floor` and greater than
+    /// every token it answered before on any of those resources, and
+    /// remembers `t` as the resources' latest token. `None` when the uid
+    /// does not hold them all (expired, released, forced open).
+    ///
+    /// A locker must keep its tokens increasing across restarts: one that
+    /// forgets its counters starts them above anything it could have issued
+    /// before, for example from the wall clock. The default reports that
+    /// fencing is unsupported.
+    async fn fence(&self, args: &LockArgs, mode: LockMode, floor: u64) -> Result<Option<u64>, Error> {
+        let _ = (args, mode, floor);
+        Err(Error::Unsupported {
+            endpoint: self.endpoint(),
+            what: "fencing tokens".into(),
+        })
     }
 
     /// Drops locks regardless of owner: the entries of `args.uid` when it is
