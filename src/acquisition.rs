@@ -4,11 +4,14 @@
 //! locker answered.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 
+use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 use crate::coordinator::Coordinator;
 use crate::quorum::Answer;
+use crate::wait::{PushEvent, PushSink};
 use crate::{LockArgs, LockMode};
 
 /// What one acquisition knows about each locker, shared by the caller, the
@@ -20,6 +23,8 @@ pub(crate) struct Acquisition {
     /// When the lock calls were sent. Every grant happened after this, so
     /// no locker can expire the entry before `started + validity`.
     pub(crate) started: Instant,
+    /// The fencing token, once a holder asked for it.
+    pub(crate) token: OnceCell<u64>,
     slots: Mutex<Slots>,
 }
 
@@ -36,9 +41,17 @@ impl Acquisition {
             args,
             mode,
             started,
+            token: OnceCell::new(),
             slots: Mutex::new(Slots {
                 answers: vec![None; n],
                 released: false,
+                alive_since: vec![started; n],
+                granted_stamp: vec![0; n],
+                stamps: 0,
+                wounded: false,
+                held: false,
+                trust_from: started,
+                waker: None,
             }),
         }
     }
@@ -50,6 +63,24 @@ struct Slots {
     /// Set once the acquisition is abandoned or released. Any grant that is
     /// recorded afterwards must be undone by whoever records it.
     released: bool,
+    /// Per locker, a moment before which no grant or refresh of this uid
+    /// happened that the locker still counts from: the send time of the
+    /// latest request it answered. A grant's entry lives at least the
+    /// validity after this, which is what the holder's trust starts from.
+    alive_since: Vec<Instant>,
+    /// Per locker, the stamp at which its grant was recorded: a later reply
+    /// counts only if its request was sent after that, since an earlier one
+    /// may have been answered before the grant was pushed.
+    granted_stamp: Vec<u64>,
+    stamps: u64,
+    /// An older waiter waits behind one of this wait's grants.
+    wounded: bool,
+    /// The wait won: wounds no longer matter.
+    held: bool,
+    /// Where the holder's trust starts, fixed when the wait wins.
+    trust_from: Instant,
+    /// The task waiting for replies and pushes.
+    waker: Option<Waker>,
 }
 
 /// A locker to unlock.
@@ -85,6 +116,88 @@ impl Acquisition {
         slots.released && answer != Answer::Refused
     }
 
+    /// A stamp for a request about to be sent: see [`record_reply`](Self::record_reply).
+    pub(crate) fn stamp(&self) -> u64 {
+        let mut slots = self.slots();
+        slots.stamps += 1;
+        slots.stamps
+    }
+
+    /// Records a waiting request's answer from locker `index`: the request
+    /// was sent at `sent` with `stamp`. A grant recorded after the request
+    /// was sent (pushed while it was in flight) wins over a stale "queued".
+    /// Returns `true` when the acquisition was already released and the
+    /// locker may hold a grant or a place, so the caller must unlock it.
+    pub(crate) fn record_reply(
+        &self,
+        index: usize,
+        answer: Answer,
+        sent: Instant,
+        stamp: u64,
+    ) -> bool {
+        let mut slots = self.slots();
+        let granted = slots.answers[index] == Some(Answer::Granted);
+        let stale = granted && stamp < slots.granted_stamp[index];
+        if answer != Answer::Failed && !stale {
+            slots.alive_since[index] = slots.alive_since[index].max(sent);
+        }
+        if !(stale || granted && answer == Answer::Failed) {
+            slots.answers[index] = Some(answer);
+        }
+        if answer == Answer::Granted {
+            slots.stamps += 1;
+            slots.granted_stamp[index] = slots.stamps;
+        }
+        slots.released && answer != Answer::Refused
+    }
+
+    /// Registers the task to wake when an answer or a push arrives.
+    pub(crate) fn set_waker(&self, waker: &std::task::Waker) {
+        let mut slots = self.slots();
+        if !slots.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            slots.waker = Some(waker.clone());
+        }
+    }
+
+    /// Whether a locker refused without keeping a place in line.
+    pub(crate) fn refused_without_place(&self) -> bool {
+        self.slots().answers.contains(&Some(Answer::Refused))
+    }
+
+    /// Whether an older waiter asked this wait to step back.
+    pub(crate) fn is_wounded(&self) -> bool {
+        self.slots().wounded
+    }
+
+    /// Wins the wait if a quorum granted and it is still open; fixes where
+    /// the holder's trust starts: the earliest `alive_since` among the
+    /// lockers that granted.
+    pub(crate) fn try_win(&self) -> bool {
+        let mut slots = self.slots();
+        if slots.released || slots.held {
+            return slots.held;
+        }
+        let granted: Vec<Instant> = slots
+            .answers
+            .iter()
+            .zip(&slots.alive_since)
+            .filter(|(a, _)| **a == Some(Answer::Granted))
+            .map(|(_, since)| *since)
+            .collect();
+        if granted.len() < self.args.quorum {
+            return false;
+        }
+        slots.held = true;
+        slots.trust_from = granted.into_iter().min().unwrap_or(self.started);
+        true
+    }
+
+    /// Where the holder's trust in the lock starts: when the round was sent
+    /// for a lock granted on the reply, later for one that waited in line.
+    pub(crate) fn trust_from(&self) -> Instant {
+        self.slots().trust_from
+    }
+
     /// Marks the acquisition released and says which lockers to unlock.
     /// Lockers still in flight are not targets: their call undoes its own
     /// grant when it finishes. A second call returns an empty plan.
@@ -104,10 +217,12 @@ impl Acquisition {
         for (index, answer) in slots.answers.iter().enumerate() {
             match answer {
                 Some(Answer::Refused) => plan.refused += 1,
-                Some(answer @ (Answer::Granted | Answer::Failed)) => plan.targets.push(Target {
-                    index,
-                    granted: *answer == Answer::Granted,
-                }),
+                Some(answer @ (Answer::Granted | Answer::Failed | Answer::Queued)) => {
+                    plan.targets.push(Target {
+                        index,
+                        granted: *answer == Answer::Granted,
+                    })
+                }
                 None => {}
             }
         }
@@ -122,5 +237,29 @@ impl Acquisition {
             .iter()
             .filter(|a| **a == Some(Answer::Granted))
             .count()
+    }
+}
+
+impl PushSink for Acquisition {
+    fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+        if uid != &*self.args.uid || slot >= self.coord.lockers.len() {
+            return;
+        }
+        let mut slots = self.slots();
+        match event {
+            PushEvent::Granted => {
+                // A grant pushed after the release is undone by the unlock
+                // already sent for the place it was granted from.
+                slots.answers[slot] = Some(Answer::Granted);
+                slots.stamps += 1;
+                slots.granted_stamp[slot] = slots.stamps;
+            }
+            PushEvent::Wounded if !slots.held => slots.wounded = true,
+            PushEvent::Wounded => return,
+        }
+        if let Some(waker) = slots.waker.take() {
+            drop(slots);
+            waker.wake();
+        }
     }
 }

@@ -56,6 +56,12 @@ pub struct Timeouts {
     pub refresh: Duration,
     /// Deadline of each force-unlock call. Default 5 s.
     pub force_unlock: Duration,
+    /// How often a waiter in line repeats its request to each locker, as a
+    /// safety net for a lost wake-up and to keep its place and any grants
+    /// it already has. A place a waiter stops renewing is dropped by the
+    /// locker after three times this. Default 1 s; at least 1 ms and shorter
+    /// than the lease's `validity - safety_margin`.
+    pub wait_recheck: Duration,
 }
 
 impl Default for Timeouts {
@@ -66,8 +72,39 @@ impl Default for Timeouts {
             release_retry: Duration::MAX,
             refresh: Duration::from_secs(5),
             force_unlock: Duration::from_secs(5),
+            wait_recheck: Duration::from_secs(1),
         }
     }
+}
+
+impl Timeouts {
+    /// How long a locker keeps a waiter's place without hearing from it.
+    pub(crate) fn place_ttl(&self) -> Duration {
+        self.wait_recheck.saturating_mul(3)
+    }
+}
+
+/// How a [`DRWMutex::lock`](crate::DRWMutex::lock) or
+/// [`read`](crate::DRWMutex::read) waits for a lock that is held.
+///
+/// ```
+/// use quorum_lock::Waiting;
+/// assert_eq!(Waiting::default(), Waiting::Push);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Waiting {
+    /// In line: the waiter keeps one place, ordered by when it began to
+    /// wait, on every locker, and the lockers grant it in turn and push the
+    /// news. Fair (first come, first served; readers that queue together
+    /// are granted together; a waiting writer stops later readers), and the
+    /// hand-off takes one message instead of a backoff period. Lockers
+    /// without queues are polled. The default.
+    #[default]
+    Push,
+    /// Rounds repeated with a jittered backoff, as dsync does: whoever asks
+    /// first after a release wins. Kept for comparison and for clusters
+    /// whose lockers have no queues.
+    Poll,
 }
 
 /// The shortest refresh interval [`Lease::check`] accepts.
@@ -182,6 +219,15 @@ impl Timeouts {
                     "timeouts: {name} must be greater than zero, or no remote locker could ever answer in time"
                 ));
             }
+        }
+        if self.wait_recheck < MIN_REFRESH_INTERVAL || self.wait_recheck >= lease.trusted_for() {
+            return invalid(format!(
+                "timeouts: wait_recheck ({:?}) must be at least {MIN_REFRESH_INTERVAL:?} and shorter than \
+                 lease validity - safety_margin ({:?}), or a waiter's partial grants could expire \
+                 before its turn comes",
+                self.wait_recheck,
+                lease.trusted_for()
+            ));
         }
         if self.acquire >= lease.trusted_for() {
             return invalid(format!(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
-use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts};
+use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// The shortest wait between background retries.
 pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
@@ -23,6 +23,7 @@ pub(crate) struct Coordinator {
     pub(crate) timeouts: Timeouts,
     pub(crate) retry: RetryPolicy,
     pub(crate) lease: Lease,
+    pub(crate) waiting: Waiting,
     /// One queue per locker, in the order of `lockers`.
     pub(crate) unlock_retries: Box<[UnlockQueue]>,
     rng: Mutex<SmallRng>,
@@ -35,6 +36,7 @@ impl Coordinator {
         timeouts: Timeouts,
         retry: RetryPolicy,
         lease: Lease,
+        waiting: Waiting,
         rng: SmallRng,
     ) -> Self {
         let unlock_retries = lockers.iter().map(|_| UnlockQueue::default()).collect();
@@ -44,6 +46,7 @@ impl Coordinator {
             timeouts,
             retry,
             lease,
+            waiting,
             unlock_retries,
             rng: Mutex::new(rng),
         }

@@ -12,7 +12,7 @@ use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
 use crate::locker::validate_names;
 use crate::quorum::{read_quorum, write_quorum};
-use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts};
+use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// Coordinates locks over a fixed set of [`NetLocker`]s, one per lock server.
 ///
@@ -67,6 +67,7 @@ impl Dsync {
             timeouts: Timeouts::default(),
             retry: RetryPolicy::default(),
             lease: Lease::default(),
+            waiting: Waiting::default(),
             seed: None,
         }
     }
@@ -152,6 +153,7 @@ pub struct DsyncBuilder {
     timeouts: Timeouts,
     retry: RetryPolicy,
     lease: Lease,
+    waiting: Waiting,
     seed: Option<u64>,
 }
 
@@ -178,6 +180,13 @@ impl DsyncBuilder {
     /// validity must not exceed the lockers' own validity.
     pub fn lease(mut self, lease: Lease) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// How `lock()` and `read()` wait for a held lock. Default:
+    /// [`Waiting::Push`], in line with pushed wake-ups.
+    pub fn waiting(mut self, waiting: Waiting) -> Self {
+        self.waiting = waiting;
         self
     }
 
@@ -229,6 +238,7 @@ impl DsyncBuilder {
                 self.timeouts,
                 self.retry,
                 self.lease,
+                self.waiting,
                 rng,
             )),
             keeper: Arc::default(),

@@ -51,6 +51,19 @@ impl<T: Send + 'static> CallSet<T> {
         self.running
     }
 
+    /// Whether call `index` is still running.
+    pub(crate) fn is_running(&self, index: usize) -> bool {
+        self.calls.get(index).is_some_and(Option::is_some)
+    }
+
+    /// Starts `call` in slot `index`, which must have finished.
+    pub(crate) fn restart(&mut self, index: usize, call: Call<T>) {
+        if let Some(slot @ None) = self.calls.get_mut(index) {
+            *slot = Some(call);
+            self.running += 1;
+        }
+    }
+
     /// Polls every unfinished call once and passes each result that is ready
     /// to `done`, with the call's index. Polling all of them, rather than
     /// stopping at the first result, means lockers that answer at once are
@@ -85,13 +98,13 @@ impl<T: Send + 'static> Drop for CallSet<T> {
 /// Awaits one locker call, failing it with [`Error::LockerTimeout`] at
 /// `deadline`. A call that is ready on its first poll (every in-process
 /// locker) never touches the timer.
-pub(crate) async fn call_with_deadline<F>(
+pub(crate) async fn call_with_deadline<F, T>(
     call: F,
     deadline: Instant,
     endpoint: impl FnOnce() -> String,
-) -> Result<bool, Error>
+) -> Result<T, Error>
 where
-    F: Future<Output = Result<bool, Error>>,
+    F: Future<Output = Result<T, Error>>,
 {
     let mut call = std::pin::pin!(call);
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {

@@ -10,6 +10,7 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use crate::acquisition::Acquisition;
+use crate::fence::draw_token;
 use crate::keeper::{Keeper, LeaseKey};
 use crate::loss::LossSignal;
 use crate::refresh::declare_lost;
@@ -32,7 +33,7 @@ struct Held {
 impl Held {
     fn new(state: Arc<Acquisition>, handle: Handle, keeper: Arc<Keeper>) -> Self {
         let trusted_for = state.coord.lease.trusted_for();
-        let signal = Arc::new(LossSignal::new(state.started, trusted_for));
+        let signal = Arc::new(LossSignal::new(state.trust_from(), trusted_for));
         let lease = keeper.register(&handle, state.clone(), signal.clone());
         Held {
             state,
@@ -42,6 +43,18 @@ impl Held {
             lease,
             released: false,
         }
+    }
+
+    async fn fencing_token(&self) -> Result<u64, Error> {
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        let state = &self.state;
+        let token = *state.token.get_or_try_init(|| draw_token(state)).await?;
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        Ok(token)
     }
 
     async fn unlock(mut self) -> Result<(), Error> {
@@ -171,6 +184,30 @@ macro_rules! guard {
             /// How many lockers are known to hold this lock right now.
             pub fn granted_by(&self) -> usize {
                 self.held.state.granted()
+            }
+
+            /// The fencing token of this lock: strictly greater than the
+            /// token of every holder before it whose lock conflicted with
+            /// this one, on each of its resources. Send it with every write
+            /// to the protected resource and let the resource refuse older
+            /// tokens ([`FencingGate`](crate::FencingGate)); that stops a
+            /// holder that paused past its lease, which no lease can.
+            ///
+            /// Drawn on the first call, from a quorum of lockers (one round
+            /// trip, two when the lockers disagree), and the same on every
+            /// later call. Locks that never ask pay nothing. Fails with
+            /// [`Error::LockLost`] when the lock is lost,
+            /// [`Error::Unsupported`] when a locker cannot draw tokens, and
+            /// [`Error::QuorumUnavailable`] when too few lockers answered;
+            /// the last may succeed when called again.
+            ///
+            /// # Cancel safety
+            ///
+            /// Cancel safe. A call dropped before it finished leaves no
+            /// token behind; the next call draws one. Tokens drawn and not
+            /// returned only make later tokens larger.
+            pub async fn fencing_token(&self) -> Result<u64, Error> {
+                self.held.fencing_token().await
             }
 
             /// Releases the lock and waits until a quorum of lockers confirms it.

@@ -179,7 +179,7 @@ impl Keeper {
         state: Arc<Acquisition>,
         signal: Arc<LossSignal>,
     ) -> LeaseKey {
-        let next_refresh = after(state.started, state.coord.lease.refresh_interval);
+        let next_refresh = after(state.trust_from(), state.coord.lease.refresh_interval);
         let due = signal
             .deadline()
             .map_or(next_refresh, |d| d.min(next_refresh));

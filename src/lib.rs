@@ -80,6 +80,7 @@ mod coordinator;
 mod dsync;
 mod error;
 mod fanout;
+mod fence;
 mod fencing;
 mod guard;
 mod keeper;
@@ -96,15 +97,16 @@ mod round;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod wait;
+mod wait_round;
 
 pub use admin::ClusterLock;
-pub use config::{Lease, RetryPolicy, Timeouts};
+pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use error::Error;
+pub use fencing::{FencingGate, StaleToken};
 pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
-pub use fencing::{FencingGate, StaleToken};
 pub use mutex::DRWMutex;
 pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 

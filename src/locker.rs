@@ -216,7 +216,12 @@ pub trait NetLocker: Send + Sync {
     /// forgets its counters starts them above anything it could have issued
     /// before, for example from the wall clock. The default reports that
     /// fencing is unsupported.
-    async fn fence(&self, args: &LockArgs, mode: LockMode, floor: u64) -> Result<Option<u64>, Error> {
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
         let _ = (args, mode, floor);
         Err(Error::Unsupported {
             endpoint: self.endpoint(),

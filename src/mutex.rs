@@ -12,14 +12,21 @@ use crate::acquisition::Acquisition;
 use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
 use crate::round::Round;
-use crate::{Error, LockMode, ReadGuard, WriteGuard};
+use crate::wait::Ticket;
+use crate::wait_round::{WaitEnd, WaitRound};
+use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process
 /// that uses the same lock servers. Made by [`Dsync::rw_mutex`](crate::Dsync::rw_mutex).
 ///
-/// Many readers or one writer may hold it at a time. Waiting is by polling:
-/// a failed round backs off (with jitter) and tries again. The handle itself
-/// holds nothing; it is cheap to clone and to keep.
+/// Many readers or one writer may hold it at a time. By default
+/// ([`Waiting::Push`]) a waiter takes one place in line on every locker,
+/// ordered by when it began to wait, and is granted in turn: first come,
+/// first served, readers that queue together go together, and a waiting
+/// writer stops readers that come after it, as in `tokio::sync::RwLock`.
+/// The lockers push the grant, so the next waiter has the lock one message
+/// after the holder let go. The handle itself holds nothing; it is cheap to
+/// clone and to keep.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -75,7 +82,7 @@ impl DRWMutex {
 
     /// Waits until the exclusive lock is granted.
     ///
-    /// Retries with jittered backoff for as long as the lock is held
+    /// Waits in line (see [`Waiting`]) for as long as the lock is held
     /// elsewhere or the quorum is unreachable, so bound it with
     /// [`lock_timeout`](Self::lock_timeout) or `tokio::time::timeout` when
     /// waiting forever is not acceptable. Fails at once only on permanent
@@ -83,9 +90,10 @@ impl DRWMutex {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe. Dropping the future at any point leaves no grant behind:
-    /// grants already received are released in the background, and calls
-    /// still in flight release their grant when it arrives.
+    /// Cancel safe. Dropping the future at any point leaves no grant and no
+    /// place in line behind: grants and places are released in the
+    /// background, and calls still in flight release what they got when
+    /// their answer arrives.
     pub async fn lock(&self) -> Result<WriteGuard, Error> {
         let (state, handle) = self.acquire(LockMode::Write, Patience::Forever).await?;
         Ok(WriteGuard::new(state, handle, self.keeper.clone()))
@@ -176,6 +184,9 @@ impl DRWMutex {
         // coop budget here yields once in a while, as tokio::sync does.
         tokio::task::coop::consume_budget().await;
         let span = tracing::debug_span!("acquire", resources = ?self.resources, ?mode);
+        if matches!(patience, Patience::Forever) && self.coord.waiting == Waiting::Push {
+            return self.wait_in_line(mode, handle).instrument(span).await;
+        }
         async {
             let coord = &self.coord;
             let mut attempt = 0u32;
@@ -203,6 +214,55 @@ impl DRWMutex {
         }
         .instrument(span)
         .await
+    }
+}
+
+impl DRWMutex {
+    /// Waits with one ticket, starting a new wait each time an older waiter
+    /// wounds this one, until a wait wins.
+    async fn wait_in_line(
+        &self,
+        mode: LockMode,
+        handle: Handle,
+    ) -> Result<(Arc<Acquisition>, Handle), Error> {
+        let ticket = Ticket::now();
+        let mut wounds = 0u32;
+        let mut refusals = 0u32;
+        loop {
+            let mut wait = WaitRound::start(
+                &self.coord,
+                &handle,
+                &self.resources,
+                &self.source,
+                mode,
+                ticket,
+            );
+            match wait.wait().await {
+                Ok(()) => {
+                    tracing::debug!(uid = wait.uid(), wounds, "lock granted in line");
+                    return Ok((wait.into_held(), handle));
+                }
+                Err(WaitEnd::Wounded) => {
+                    tracing::debug!(
+                        uid = wait.uid(),
+                        "an older waiter needs our grants; stepping back"
+                    );
+                    wounds = wounds.saturating_add(1);
+                }
+                Err(WaitEnd::Refused) => {
+                    // Release before sleeping, as a failed polling round does.
+                    drop(wait);
+                    let pause = self.coord.backoff(refusals);
+                    tracing::debug!(?pause, "refused by a locker without a queue; retrying");
+                    tokio::time::sleep(pause).await;
+                    refusals = refusals.saturating_add(1);
+                }
+                Err(WaitEnd::Failed(err)) => {
+                    tracing::debug!(uid = wait.uid(), %err, "lock not granted");
+                    return Err(err);
+                }
+            }
+        }
     }
 }
 

@@ -55,6 +55,9 @@ pub(crate) enum Answer {
     /// The locker errored or did not answer in time; whether it applied the
     /// request is unknown.
     Failed,
+    /// The locker refused for now and keeps the waiter's place in line: a
+    /// refusal that must still be unlocked to give the place up.
+    Queued,
 }
 
 /// What a finished tally decided.
@@ -92,7 +95,7 @@ impl Tally {
     pub(crate) fn record(&mut self, answer: Answer) {
         match answer {
             Answer::Granted => self.granted += 1,
-            Answer::Refused => self.refused += 1,
+            Answer::Refused | Answer::Queued => self.refused += 1,
             Answer::Failed => self.failed += 1,
         }
     }

@@ -130,7 +130,9 @@ impl Wake {
 
 impl fmt::Debug for Wake {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Wake").field("slot", &self.slot).finish_non_exhaustive()
+        f.debug_struct("Wake")
+            .field("slot", &self.slot)
+            .finish_non_exhaustive()
     }
 }
 

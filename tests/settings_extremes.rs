@@ -77,6 +77,7 @@ fn draw(rng: &mut SmallRng) -> Settings {
             release_retry: d(t.release_retry),
             refresh: d(t.refresh),
             force_unlock: d(t.force_unlock),
+            wait_recheck: d(t.wait_recheck),
         },
         retry: RetryPolicy {
             initial: d(r.initial),
@@ -97,6 +98,8 @@ fn consistent(s: &Settings) -> bool {
         && l.refresh_interval < trusted_for
         && ![t.acquire, t.unlock, t.refresh, t.force_unlock].contains(&Duration::ZERO)
         && t.acquire < trusted_for
+        && t.wait_recheck >= Duration::from_millis(1)
+        && t.wait_recheck < trusted_for
         && l.validity <= s.locker.validity
 }
 

@@ -7,14 +7,17 @@ mod table;
 mod tests;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use crate::config::after;
+use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
-use table::admits;
+use table::{admits, Notice, Promotions};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +142,7 @@ impl LocalLocker {
     /// An empty lock table with custom expiry and quarantine, not in
     /// quarantine. Call [`restart`](Self::restart) to start one in quarantine.
     pub fn with_config(endpoint: impl Into<String>, config: LockerConfig) -> Self {
-        LocalLocker {
+        let locker = LocalLocker {
             shards: Shards::new(),
             endpoint: endpoint.into(),
             config,
@@ -147,7 +150,17 @@ impl LocalLocker {
             quarantine_end: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
             next_seq: AtomicU64::new(1),
-        }
+        };
+        locker.raise_fence_floor(wall_clock_nanos());
+        locker
+    }
+
+    /// Makes every fencing token drawn from now on larger than `floor`.
+    fn raise_fence_floor(&self, floor: u64) {
+        self.shards.any_shard(|shard| {
+            shard.raise_fence_floor(floor);
+            false
+        });
     }
 
     /// The expiry and quarantine settings.
@@ -180,8 +193,14 @@ impl LocalLocker {
                 .max(1)
         };
         self.quarantine_end.store(end, Ordering::SeqCst);
+        // A crashed server forgets its token counters. Starting them from
+        // the wall clock, plus the quarantine as a margin for clock steps,
+        // puts them above every token drawn before (see `fence`).
+        let margin = u64::try_from(self.config.quarantine.as_nanos()).unwrap_or(u64::MAX);
+        let floor = wall_clock_nanos().saturating_add(margin);
         self.shards.any_shard(|shard| {
             shard.wipe();
+            shard.raise_fence_floor(floor);
             false
         });
         tracing::info!(locker = %self.endpoint, quarantine = ?self.config.quarantine, "lock table restarted");
@@ -199,7 +218,11 @@ impl LocalLocker {
     /// assert!(quorum_lock::LocalLocker::new().snapshot().is_empty());
     /// ```
     pub fn snapshot(&self) -> Vec<LockInfo> {
-        self.shards.expire_all(Instant::now(), self.config.validity);
+        let now = Instant::now();
+        let mut freed = Vec::new();
+        self.shards
+            .expire_all(now, self.config.validity, &mut freed);
+        self.promote(freed, now);
         let mut out = Vec::new();
         self.shards.for_each(|resource, holders| {
             out.extend(holders.entries().iter().map(|e| LockInfo {
@@ -221,8 +244,23 @@ impl LocalLocker {
     /// of a connection that closed: they can no longer be told of a grant.
     /// Returns whether a place was dropped.
     pub fn leave_queue(&self, args: &LockArgs) -> Result<bool, Error> {
-        let _ = args;
-        Ok(false)
+        self.with_shards(args, |set, _, freed| {
+            let mut left = false;
+            for (pos, r) in args.resources.iter().enumerate() {
+                left |= set.shard(pos).leave(r, &args.uid, freed);
+            }
+            left
+        })
+    }
+
+    /// How many places in line this locker keeps, over all resources.
+    pub fn waiting(&self) -> usize {
+        let mut places = 0;
+        self.shards.any_shard(|shard| {
+            places += shard.waiting();
+            false
+        });
+        places
     }
 
     /// A number no other entry of this locker has.
@@ -243,10 +281,12 @@ impl LocalLocker {
 
     /// Locks the shards of `args.resources`, after checking the input and
     /// expiring what is due, and runs `f` on them.
+    /// Names whose line may have moved are collected in the `Vec` passed to
+    /// `f` and promoted once the shards are unlocked.
     fn with_shards<R>(
         &self,
         args: &LockArgs,
-        f: impl FnOnce(&mut ShardSet<'_>, Instant) -> R,
+        f: impl FnOnce(&mut ShardSet<'_>, Instant, &mut Vec<Arc<str>>) -> R,
     ) -> Result<R, Error> {
         if args.uid.is_empty() {
             return Err(Error::invalid("the lock uid must not be empty"));
@@ -254,10 +294,59 @@ impl LocalLocker {
         args.validate_resources()?;
         let now = Instant::now();
         self.maybe_sweep(now);
-        Ok(self.shards.with(&args.resources, |set| {
-            set.expire(now, self.config.validity);
-            f(set, now)
-        }))
+        let mut freed = Vec::new();
+        let out = self.shards.with(&args.resources, |set| {
+            set.expire(now, self.config.validity, &mut freed);
+            f(set, now, &mut freed)
+        });
+        self.promote(freed, now);
+        Ok(out)
+    }
+
+    /// Grants the waiters at the head of the lines of `names` that may now
+    /// go, and pushes them the news.
+    fn promote(&self, names: Vec<Arc<str>>, now: Instant) {
+        if names.is_empty() {
+            return;
+        }
+        let mut out = Promotions::default();
+        for name in &names {
+            self.shards.with_one(name, |shard| {
+                shard.promote(name, now, || self.seq(), &mut out)
+            });
+            for (args, mode, ticket) in std::mem::take(&mut out.spanning) {
+                self.shards.with(&args.resources, |set| {
+                    let ready = args.resources.iter().enumerate().all(|(pos, r)| {
+                        let shard = set.shard(pos);
+                        shard.has_place(r, &args.uid)
+                            && shard.in_line(r, &args.uid, mode, Some(ticket), now)
+                    });
+                    if !ready {
+                        return;
+                    }
+                    let wake = set.shard(0).place_wake(&args.resources[0], &args.uid);
+                    for (pos, r) in args.resources.iter().enumerate() {
+                        set.shard(pos).grant(
+                            r,
+                            &args,
+                            mode,
+                            now,
+                            self.seq(),
+                            Some(ticket),
+                            wake.clone(),
+                        );
+                    }
+                    if let Some(wake) = wake {
+                        out.notices.push(Notice {
+                            wake,
+                            uid: args.uid.clone(),
+                            event: crate::PushEvent::Granted,
+                        });
+                    }
+                });
+            }
+        }
+        deliver(out.notices);
     }
 
     /// Runs a full expiry pass when one is due, so that names nobody touches
@@ -274,42 +363,154 @@ impl LocalLocker {
             .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
         {
-            let expired = self.shards.expire_all(now, self.config.validity);
+            let mut freed = Vec::new();
+            let expired = self
+                .shards
+                .expire_all(now, self.config.validity, &mut freed);
             if expired > 0 {
                 tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
             }
+            self.promote(freed, now);
         }
     }
 
+    fn quarantine_error(&self, now: Instant) -> Option<Error> {
+        let left = self.quarantine_left(now)?;
+        Some(Error::LockerUnavailable {
+            endpoint: self.endpoint.clone(),
+            reason: format!("restarted recently; refusing new grants for another {left:?}"),
+        })
+    }
+
+    /// A plain lock call: granted when the resources are free for `mode`
+    /// and nobody conflicting waits in line for them.
     fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.with_shards(args, |set, now| {
-            if let Some(left) = self.quarantine_left(now) {
-                return Err(Error::LockerUnavailable {
-                    endpoint: self.endpoint.clone(),
-                    reason: format!("restarted recently; refusing new grants for another {left:?}"),
-                });
+        self.with_shards(args, |set, now, _| {
+            if let Some(err) = self.quarantine_error(now) {
+                return Err(err);
             }
             let admitted = args
                 .resources
                 .iter()
                 .enumerate()
-                .all(|(pos, r)| admits(set.shard(pos).get(r), &args.uid, mode));
+                .all(|(pos, r)| set.shard(pos).in_line(r, &args.uid, mode, None, now));
             if admitted {
                 for (pos, r) in args.resources.iter().enumerate() {
-                    set.shard(pos).grant(r, args, mode, now, self.seq());
+                    set.shard(pos)
+                        .grant(r, args, mode, now, self.seq(), None, None);
                 }
             }
             Ok(admitted)
         })?
     }
 
+    /// A waiting lock call: see [`NetLocker::lock_wait`].
+    fn grant_or_queue(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        if wait.place_ttl.is_zero() {
+            return Err(Error::invalid(
+                "a place in line needs a place_ttl above zero",
+            ));
+        }
+        let ticket = wait.ticket;
+        let mut notices = Vec::new();
+        let reply = self.with_shards(args, |set, now, _| {
+            let resources = args.resources.iter().enumerate();
+            if resources
+                .clone()
+                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
+            {
+                // Asked again while granted: the pushed grant may have been
+                // lost, and so may a wound; renew the wake and repeat both.
+                for (pos, r) in resources {
+                    let shard = set.shard(pos);
+                    shard.grant(r, args, mode, now, 0, Some(ticket), wait.wake.clone());
+                    shard.wound_if_blocking(r, &args.uid, now, &mut notices);
+                }
+                return Ok(WaitReply::Granted);
+            }
+            if let Some(err) = self.quarantine_error(now) {
+                return Err(err);
+            }
+            if resources.clone().all(|(pos, r)| {
+                set.shard(pos)
+                    .in_line(r, &args.uid, mode, Some(ticket), now)
+            }) {
+                for (pos, r) in resources {
+                    set.shard(pos).grant(
+                        r,
+                        args,
+                        mode,
+                        now,
+                        self.seq(),
+                        Some(ticket),
+                        wait.wake.clone(),
+                    );
+                }
+                return Ok(WaitReply::Granted);
+            }
+            // A place never needs to outlive the entries it waits for.
+            let expires = after(now, wait.place_ttl.min(self.config.validity));
+            for (pos, r) in resources {
+                set.shard(pos).enqueue(
+                    r,
+                    args,
+                    mode,
+                    ticket,
+                    expires,
+                    wait.wake.clone(),
+                    &mut notices,
+                );
+            }
+            Ok(if wait.wake.is_some() {
+                WaitReply::Queued
+            } else {
+                WaitReply::Refused
+            })
+        })?;
+        deliver(notices);
+        reply
+    }
+
+    /// See [`NetLocker::fence`].
+    fn draw_fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.with_shards(args, |set, _, _| {
+            let resources = args.resources.iter().enumerate();
+            if !resources
+                .clone()
+                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
+            {
+                return None;
+            }
+            let token = resources
+                .clone()
+                .map(|(pos, r)| set.shard(pos).next_fence(r))
+                .max()
+                .unwrap_or(1)
+                .max(floor);
+            for (pos, r) in resources {
+                set.shard(pos).set_fence(r, token);
+            }
+            Some(token)
+        })
+    }
+
     /// Removes the entries of `args.uid` held in `mode` (any mode when
-    /// `None`). Returns whether anything was removed.
+    /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        self.with_shards(args, |set, _| {
+        self.with_shards(args, |set, _, freed| {
             let mut removed = false;
             for (pos, r) in args.resources.iter().enumerate() {
-                removed |= set.shard(pos).release(r, &args.uid, mode);
+                removed |= set.shard(pos).release(r, &args.uid, mode, freed);
             }
             removed
         })
@@ -320,7 +521,7 @@ impl LocalLocker {
     /// are free: a restarted node cannot know whether it held them.
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         let regrant = mode.filter(|_| self.quarantine_left(Instant::now()).is_some());
-        self.with_shards(args, |set, now| {
+        self.with_shards(args, |set, now, _| {
             let mut missing = Vec::new();
             for (pos, r) in args.resources.iter().enumerate() {
                 if !set.shard(pos).refresh(r, &args.uid, now) {
@@ -335,13 +536,27 @@ impl LocalLocker {
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
             if free && !missing.is_empty() {
                 for &pos in &missing {
-                    set.shard(pos).grant(&args.resources[pos], args, mode, now, self.seq());
+                    set.shard(pos).grant(&args.resources[pos], args, mode, now, self.seq(), None, None);
                 }
                 tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-granted on refresh after restart");
             }
             free
         })
     }
+}
+
+/// Delivers pushes collected under the shard locks.
+fn deliver(notices: Vec<Notice>) {
+    for notice in notices {
+        notice.wake.notify(&notice.uid, notice.event);
+    }
+}
+
+/// Nanoseconds since the Unix epoch; 0 for a clock set before it.
+fn wall_clock_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn default_name() -> String {
@@ -395,21 +610,47 @@ impl NetLocker for LocalLocker {
             (true, true) => Err(Error::invalid(
                 "force_unlock needs a uid, resource names, or both",
             )),
-            (false, true) => Ok(self
-                .shards
-                .any_shard(|shard| shard.release_everywhere(&args.uid))),
+            (false, true) => {
+                let mut freed = Vec::new();
+                let removed = self
+                    .shards
+                    .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
+                self.promote(freed, Instant::now());
+                Ok(removed)
+            }
             (false, false) => self.release(args, None),
             (true, false) => {
                 args.validate_resources()?;
-                Ok(self.shards.with(&args.resources, |set| {
+                let mut freed = Vec::new();
+                let removed = self.shards.with(&args.resources, |set| {
                     let mut removed = false;
                     for (pos, r) in args.resources.iter().enumerate() {
-                        removed |= set.shard(pos).clear(r);
+                        removed |= set.shard(pos).clear(r, &mut freed);
                     }
                     removed
-                }))
+                });
+                self.promote(freed, Instant::now());
+                Ok(removed)
             }
         }
+    }
+
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.grant_or_queue(args, mode, wait)
+    }
+
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.draw_fence(args, mode, floor)
     }
 
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {

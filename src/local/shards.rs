@@ -2,7 +2,7 @@
 //! fixed number of mutex-protected maps, and multi-resource calls lock the
 //! shards they touch in ascending order so they cannot deadlock.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -31,14 +31,14 @@ pub(super) enum ShardSet<'a> {
 impl ShardSet<'_> {
     /// Expires old entries in every shard of the set, so the call that
     /// follows never sees an entry past its validity.
-    pub(super) fn expire(&mut self, now: Instant, validity: Duration) {
+    pub(super) fn expire(&mut self, now: Instant, validity: Duration, freed: &mut Vec<Arc<str>>) {
         match self {
             ShardSet::One(guard) => {
-                guard.expire(now, validity);
+                guard.expire(now, validity, freed);
             }
             ShardSet::Many { guards, .. } => {
                 for guard in guards {
-                    guard.expire(now, validity);
+                    guard.expire(now, validity, freed);
                 }
             }
         }
@@ -102,6 +102,11 @@ impl Shards {
         f(&mut ShardSet::Many { guards, slot_of })
     }
 
+    /// Runs `f` with the shard of `name` locked.
+    pub(super) fn with_one<R>(&self, name: &str, f: impl FnOnce(&mut Shard) -> R) -> R {
+        f(&mut lock(&self.shards[shard_of(name)]))
+    }
+
     /// Visits every held resource, one shard at a time.
     pub(super) fn for_each(&self, mut f: impl FnMut(&str, &Holders)) {
         for shard in self.shards.iter() {
@@ -121,11 +126,21 @@ impl Shards {
         any
     }
 
-    /// Expires old entries in every shard, one shard at a time.
-    pub(super) fn expire_all(&self, now: Instant, validity: Duration) -> usize {
+    /// Expires old entries and places in every shard, one shard at a time,
+    /// and notes the names somebody waits for.
+    pub(super) fn expire_all(
+        &self,
+        now: Instant,
+        validity: Duration,
+        freed: &mut Vec<Arc<str>>,
+    ) -> usize {
         self.shards
             .iter()
-            .map(|shard| lock(shard).expire(now, validity))
+            .map(|shard| {
+                let mut shard = lock(shard);
+                shard.expire_places(now, freed);
+                shard.expire(now, validity, freed)
+            })
             .sum()
     }
 }

@@ -1,5 +1,6 @@
-//! One shard of a `LocalLocker`'s lock table: who holds each resource, and
-//! an index of entries by last refresh that makes expiry cost O(expired).
+//! One shard of a `LocalLocker`'s lock table: who holds each resource, who
+//! waits for it in ticket order, its latest fencing token, and an index of
+//! entries by last refresh that makes expiry cost O(expired).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
 /// One grant on one resource.
@@ -20,10 +22,13 @@ pub(super) struct Entry {
     /// Unique within the locker; with `refreshed` it is the entry's key in
     /// the expiry index.
     seq: u64,
+    /// The ticket of the wait that was granted, if it waited in line; an
+    /// older waiter queued behind it wounds it.
+    ticket: Option<Ticket>,
+    wake: Option<Wake>,
 }
 
-/// Who holds a resource. A resource with no holders is removed from the
-/// map, so freed names never accumulate.
+/// Who holds a resource.
 #[derive(Debug)]
 pub(super) enum Holders {
     Writer(Entry),
@@ -58,6 +63,58 @@ impl Holders {
     }
 }
 
+/// A waiter's place in line on one resource.
+#[derive(Debug, Clone)]
+pub(super) struct Place {
+    pub(super) ticket: Ticket,
+    /// The whole request, so that the place can be granted later on every
+    /// resource it covers.
+    pub(super) args: LockArgs,
+    pub(super) mode: LockMode,
+    expires: Instant,
+    /// `None` for a reservation: it holds the turn but is never granted
+    /// without being asked again.
+    pub(super) wake: Option<Wake>,
+}
+
+impl Place {
+    fn is_same_waiter(&self, uid: &str, ticket: Option<Ticket>) -> bool {
+        &*self.args.uid == uid || Some(self.ticket) == ticket
+    }
+}
+
+fn conflicts(a: LockMode, b: LockMode) -> bool {
+    a == LockMode::Write || b == LockMode::Write
+}
+
+/// Everything a shard knows about one resource name. A name with no
+/// holders and nobody waiting is removed, after its fencing token is folded
+/// into the shard's floor, so freed names never accumulate.
+#[derive(Debug, Default)]
+pub(super) struct Resource {
+    holders: Option<Holders>,
+    /// Ordered by ticket, oldest first.
+    queue: Vec<Place>,
+    /// The latest fencing token drawn here; 0 when none.
+    fence: u64,
+}
+
+/// A push to deliver once the shard locks are released.
+pub(super) struct Notice {
+    pub(super) wake: Wake,
+    pub(super) uid: Arc<str>,
+    pub(super) event: PushEvent,
+}
+
+/// What a promotion found to do beyond its own shard.
+#[derive(Default)]
+pub(super) struct Promotions {
+    pub(super) notices: Vec<Notice>,
+    /// Places of several resources at the head of a queue, to try across
+    /// their shards.
+    pub(super) spanning: Vec<(LockArgs, LockMode, Ticket)>,
+}
+
 /// Whether `uid` may be granted `mode` on a resource with these holders. A
 /// uid that already holds it in the same mode may re-lock (idempotent);
 /// holding it in the other mode is a conflict.
@@ -73,22 +130,70 @@ pub(super) fn admits(holders: Option<&Holders>, uid: &str, mode: LockMode) -> bo
 /// The resources of one shard and their expiry index.
 #[derive(Default)]
 pub(super) struct Shard {
-    map: HashMap<Arc<str>, Holders>,
+    map: HashMap<Arc<str>, Resource>,
     /// (last refresh, seq) of every entry, oldest first.
     by_refresh: BTreeMap<(Instant, u64), Arc<str>>,
+    /// Every fencing token this shard will draw from now on is above this:
+    /// the tokens of removed names are folded in, and a restart raises it.
+    fence_floor: u64,
 }
 
 impl Shard {
     pub(super) fn get(&self, resource: &str) -> Option<&Holders> {
-        self.map.get(resource)
+        self.map.get(resource).and_then(|r| r.holders.as_ref())
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &Holders)> {
-        self.map.iter().map(|(r, h)| (&**r, h))
+        self.map
+            .iter()
+            .filter_map(|(r, res)| res.holders.as_ref().map(|h| (&**r, h)))
     }
 
-    /// Grants `args.uid` on `resource` after [`admits`] said yes. A uid that
-    /// already holds the resource keeps its entry.
+    /// Places waiting in this shard.
+    pub(super) fn waiting(&self) -> usize {
+        self.map.values().map(|r| r.queue.len()).sum()
+    }
+
+    /// Whether `uid` may be granted `mode` on `resource` now: the holders
+    /// allow it and no live place of another waiter that conflicts with it
+    /// is ahead of `ticket` (ahead of everyone, for a request without one).
+    pub(super) fn in_line(
+        &self,
+        resource: &str,
+        uid: &str,
+        mode: LockMode,
+        ticket: Option<Ticket>,
+        now: Instant,
+    ) -> bool {
+        let Some(res) = self.map.get(resource) else {
+            return true;
+        };
+        admits(res.holders.as_ref(), uid, mode)
+            && !res.queue.iter().any(|p| {
+                p.expires > now
+                    && !p.is_same_waiter(uid, ticket)
+                    && ticket.map_or(true, |t| p.ticket < t)
+                    && conflicts(p.mode, mode)
+            })
+    }
+
+    /// Whether `uid` holds `resource` in `mode`.
+    pub(super) fn holds(&self, resource: &str, uid: &str, mode: LockMode) -> bool {
+        self.get(resource)
+            .is_some_and(|h| h.mode() == mode && h.holds(uid))
+    }
+
+    fn key_for(&self, resource: &str) -> Arc<str> {
+        match self.map.get_key_value(resource) {
+            Some((key, _)) => key.clone(),
+            None => resource.into(),
+        }
+    }
+
+    /// Grants `args.uid` on `resource` after [`admits`] said yes, and ends
+    /// its place in line there. A uid that already holds the resource keeps
+    /// its entry, with the newest `wake`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn grant(
         &mut self,
         resource: &str,
@@ -96,9 +201,19 @@ impl Shard {
         mode: LockMode,
         now: Instant,
         seq: u64,
+        ticket: Option<Ticket>,
+        wake: Option<Wake>,
     ) {
-        if self.map.get(resource).is_some_and(|h| h.holds(&args.uid)) {
-            return;
+        let key = self.key_for(resource);
+        let res = self.map.entry(key.clone()).or_default();
+        res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
+        if let Some(holders) = &mut res.holders {
+            if let Some(e) = holders.entries_mut().iter_mut().find(|e| e.uid == args.uid) {
+                if wake.is_some() {
+                    e.wake = wake;
+                }
+                return;
+            }
         }
         let entry = Entry {
             uid: args.uid.clone(),
@@ -107,81 +222,213 @@ impl Shard {
             acquired: now,
             refreshed: now,
             seq,
+            ticket,
+            wake,
         };
-        let key: Arc<str> = match self.map.get_key_value(resource) {
-            Some((key, _)) => key.clone(),
-            None => resource.into(),
-        };
-        self.by_refresh.insert((now, seq), key.clone());
-        match self.map.get_mut(resource) {
+        match &mut res.holders {
             Some(Holders::Readers(v)) => v.push(entry),
             // `admits` allows nothing else on a held resource.
-            Some(Holders::Writer(_)) => {}
+            Some(Holders::Writer(_)) => return,
             None => {
-                let holders = match mode {
+                res.holders = Some(match mode {
                     LockMode::Write => Holders::Writer(entry),
                     LockMode::Read => Holders::Readers(vec![entry]),
-                };
-                self.map.insert(key, holders);
+                });
+            }
+        }
+        self.by_refresh.insert((now, seq), key);
+    }
+
+    /// Keeps (or renews) a place for `args.uid` on `resource`, replacing
+    /// an older place of the same waiter, and collects the wounds it deals:
+    /// grants of younger waits that conflict with it and stand in its way.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enqueue(
+        &mut self,
+        resource: &str,
+        args: &LockArgs,
+        mode: LockMode,
+        ticket: Ticket,
+        expires: Instant,
+        wake: Option<Wake>,
+        notices: &mut Vec<Notice>,
+    ) {
+        let key = self.key_for(resource);
+        let res = self.map.entry(key).or_default();
+        res.queue
+            .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
+        let at = res.queue.partition_point(|p| p.ticket < ticket);
+        res.queue.insert(
+            at,
+            Place {
+                ticket,
+                args: args.clone(),
+                mode,
+                expires,
+                wake,
+            },
+        );
+        if let Some(holders) = &res.holders {
+            if conflicts(holders.mode(), mode) {
+                wound_younger(holders, ticket, notices);
             }
         }
     }
 
+    /// Wounds the grant `uid` holds on `resource` if an older conflicting
+    /// waiter is queued there: the wait that got it must not keep it while
+    /// that waiter cannot proceed.
+    pub(super) fn wound_if_blocking(
+        &self,
+        resource: &str,
+        uid: &str,
+        now: Instant,
+        notices: &mut Vec<Notice>,
+    ) {
+        let Some(res) = self.map.get(resource) else {
+            return;
+        };
+        let Some(holders) = &res.holders else {
+            return;
+        };
+        let Some(entry) = holders.entries().iter().find(|e| &*e.uid == uid) else {
+            return;
+        };
+        let (Some(ticket), Some(wake)) = (entry.ticket, &entry.wake) else {
+            return;
+        };
+        let blocked = res
+            .queue
+            .iter()
+            .any(|p| p.expires > now && p.ticket < ticket && conflicts(p.mode, holders.mode()));
+        if blocked {
+            notices.push(Notice {
+                wake: wake.clone(),
+                uid: entry.uid.clone(),
+                event: PushEvent::Wounded,
+            });
+        }
+    }
+
+    /// Ends the place of `uid` on `resource`. Returns whether there was one.
+    pub(super) fn leave(&mut self, resource: &str, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
+        let Some((key, res)) = self.map.get_key_value(resource) else {
+            return false;
+        };
+        if !res.queue.iter().any(|p| &*p.args.uid == uid) {
+            return false;
+        }
+        let key = key.clone();
+        if let Some(res) = self.map.get_mut(resource) {
+            res.queue.retain(|p| &*p.args.uid != uid);
+        }
+        self.settle(key, freed);
+        true
+    }
+
     /// Removes the entry of `uid` on `resource` if it holds it in `mode`
-    /// (any mode when `None`). Returns whether something was removed.
-    pub(super) fn release(&mut self, resource: &str, uid: &str, mode: Option<LockMode>) -> bool {
-        let Some(holders) = self.map.get_mut(resource) else {
+    /// (any mode when `None`), and its place in line. Returns whether an
+    /// entry was removed.
+    pub(super) fn release(
+        &mut self,
+        resource: &str,
+        uid: &str,
+        mode: Option<LockMode>,
+        freed: &mut Vec<Arc<str>>,
+    ) -> bool {
+        self.leave(resource, uid, freed);
+        let Some((key, res)) = self.map.get_key_value(resource) else {
+            return false;
+        };
+        let key = key.clone();
+        let Some(holders) = res.holders.as_ref() else {
             return false;
         };
         if mode.is_some_and(|m| m != holders.mode()) {
             return false;
         }
-        let removed = match holders {
-            Holders::Writer(e) if &*e.uid == uid => Some(e.clone()),
-            Holders::Writer(_) => None,
-            Holders::Readers(v) => v
-                .iter()
-                .position(|e| &*e.uid == uid)
-                .map(|pos| v.swap_remove(pos)),
+        let Some(res) = self.map.get_mut(resource) else {
+            return false;
+        };
+        let removed = match &mut res.holders {
+            Some(Holders::Writer(e)) if &*e.uid == uid => {
+                let e = e.clone();
+                res.holders = None;
+                Some(e)
+            }
+            Some(Holders::Readers(v)) => {
+                let found = v
+                    .iter()
+                    .position(|e| &*e.uid == uid)
+                    .map(|pos| v.swap_remove(pos));
+                if v.is_empty() {
+                    res.holders = None;
+                }
+                found
+            }
+            _ => None,
         };
         let Some(entry) = removed else {
             return false;
         };
         self.by_refresh.remove(&(entry.refreshed, entry.seq));
-        if matches!(holders, Holders::Writer(_)) || holders.entries().is_empty() {
-            self.map.remove(resource);
-        }
+        self.settle(key, freed);
         true
     }
 
+    /// After holders or places of `key` changed: drops the name if nothing
+    /// is left on it, or notes it for promotion if somebody waits.
+    fn settle(&mut self, key: Arc<str>, freed: &mut Vec<Arc<str>>) {
+        let Some(res) = self.map.get(&key) else {
+            return;
+        };
+        if res.holders.is_none() && res.queue.is_empty() {
+            let fence = res.fence;
+            self.map.remove(&key);
+            self.fence_floor = self.fence_floor.max(fence);
+        } else if !res.queue.is_empty() && !freed.contains(&key) {
+            freed.push(key);
+        }
+    }
+
     /// Drops every entry on `resource`. Returns whether there were any.
-    pub(super) fn clear(&mut self, resource: &str) -> bool {
-        let Some(holders) = self.map.remove(resource) else {
+    pub(super) fn clear(&mut self, resource: &str, freed: &mut Vec<Arc<str>>) -> bool {
+        let key = self.key_for(resource);
+        let Some(res) = self.map.get_mut(resource) else {
+            return false;
+        };
+        let Some(holders) = res.holders.take() else {
             return false;
         };
         for e in holders.entries() {
             self.by_refresh.remove(&(e.refreshed, e.seq));
         }
+        self.settle(key, freed);
         true
     }
 
-    /// Drops every entry of `uid` in this shard. Returns whether there were any.
-    pub(super) fn release_everywhere(&mut self, uid: &str) -> bool {
-        let held: Vec<Arc<str>> = self
+    /// Drops every entry and place of `uid` in this shard. Returns whether
+    /// there were any entries.
+    pub(super) fn release_everywhere(&mut self, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
+        let touched: Vec<Arc<str>> = self
             .map
             .iter()
-            .filter(|(_, h)| h.holds(uid))
+            .filter(|(_, r)| {
+                r.holders.as_ref().is_some_and(|h| h.holds(uid))
+                    || r.queue.iter().any(|p| &*p.args.uid == uid)
+            })
             .map(|(r, _)| r.clone())
             .collect();
-        for resource in &held {
-            self.release(resource, uid, None);
+        let mut any = false;
+        for resource in &touched {
+            any |= self.release(resource, uid, None, freed);
         }
-        !held.is_empty()
+        any
     }
 
     /// Marks the entry of `uid` on `resource` as refreshed now.
     pub(super) fn refresh(&mut self, resource: &str, uid: &str, now: Instant) -> bool {
-        let Some(holders) = self.map.get_mut(resource) else {
+        let Some(holders) = self.map.get_mut(resource).and_then(|r| r.holders.as_mut()) else {
             return false;
         };
         let Some(entry) = holders.entries_mut().iter_mut().find(|e| &*e.uid == uid) else {
@@ -194,9 +441,33 @@ impl Shard {
         true
     }
 
-    /// Drops entries last refreshed `validity` or longer before `now`. Costs
-    /// O(log n) per expired entry and nothing for live ones.
-    pub(super) fn expire(&mut self, now: Instant, validity: Duration) -> usize {
+    /// The smallest token above every token drawn on `resource` here.
+    pub(super) fn next_fence(&self, resource: &str) -> u64 {
+        let drawn = self.map.get(resource).map_or(0, |r| r.fence);
+        drawn.max(self.fence_floor).saturating_add(1)
+    }
+
+    /// Records `token` as the latest drawn on `resource`, which is held.
+    pub(super) fn set_fence(&mut self, resource: &str, token: u64) {
+        if let Some(res) = self.map.get_mut(resource) {
+            res.fence = res.fence.max(token);
+        }
+    }
+
+    /// Raises the floor of every future token to at least `floor`.
+    pub(super) fn raise_fence_floor(&mut self, floor: u64) {
+        self.fence_floor = self.fence_floor.max(floor);
+    }
+
+    /// Drops entries last refreshed `validity` or longer before `now`, and
+    /// notes names that somebody waits for. Costs O(log n) per expired
+    /// entry and nothing for live ones.
+    pub(super) fn expire(
+        &mut self,
+        now: Instant,
+        validity: Duration,
+        freed: &mut Vec<Arc<str>>,
+    ) -> usize {
         let mut expired = 0;
         while let Some(entry) = self.by_refresh.first_entry() {
             let (refreshed, seq) = *entry.key();
@@ -209,28 +480,143 @@ impl Shard {
                 break;
             }
             let resource = entry.remove();
-            if let Some(holders) = self.map.get_mut(&resource) {
-                match holders {
-                    Holders::Writer(e) if e.seq == seq => {
-                        self.map.remove(&resource);
-                    }
-                    Holders::Writer(_) => {}
-                    Holders::Readers(v) => {
+            if let Some(res) = self.map.get_mut(&resource) {
+                match &mut res.holders {
+                    Some(Holders::Writer(e)) if e.seq == seq => res.holders = None,
+                    Some(Holders::Readers(v)) => {
                         v.retain(|e| e.seq != seq);
                         if v.is_empty() {
-                            self.map.remove(&resource);
+                            res.holders = None;
                         }
                     }
+                    _ => {}
                 }
+                self.settle(resource, freed);
             }
             expired += 1;
         }
         expired
     }
 
-    /// Drops everything, as a crash would.
+    /// Drops places whose waiters stopped asking, and notes the names whose
+    /// line moved.
+    pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Arc<str>>) {
+        let stale: Vec<Arc<str>> = self
+            .map
+            .iter_mut()
+            .filter_map(|(name, res)| {
+                let before = res.queue.len();
+                res.queue.retain(|p| p.expires > now);
+                (res.queue.len() != before).then(|| name.clone())
+            })
+            .collect();
+        for name in stale {
+            self.settle(name, freed);
+        }
+    }
+
+    /// Grants the places at the head of `resource`'s line that its holders
+    /// now allow: the oldest waiter, and with it every reader queued before
+    /// the first writer when it reads. Places that cover other resources
+    /// too are handed back in `out.spanning` to be tried across shards.
+    pub(super) fn promote(
+        &mut self,
+        resource: &str,
+        now: Instant,
+        mut seq: impl FnMut() -> u64,
+        out: &mut Promotions,
+    ) {
+        let Some(res) = self.map.get_mut(resource) else {
+            return;
+        };
+        res.queue.retain(|p| p.expires > now);
+        let mut grants = Vec::new();
+        let mut mode = res.holders.as_ref().map(Holders::mode);
+        for (at, place) in res.queue.iter().enumerate() {
+            let allowed = matches!(
+                (mode, place.mode),
+                (None, _) | (Some(LockMode::Read), LockMode::Read)
+            );
+            if !allowed {
+                break;
+            }
+            mode = Some(place.mode);
+            if place.wake.is_none() {
+                // A reservation keeps its turn until its waiter asks again.
+                continue;
+            }
+            if place.args.resources.iter().all(|r| r.as_str() == resource) {
+                grants.push(at);
+            } else {
+                out.spanning
+                    .push((place.args.clone(), place.mode, place.ticket));
+            }
+            if place.mode == LockMode::Write {
+                break;
+            }
+        }
+        let places: Vec<Place> = grants
+            .iter()
+            .rev()
+            .map(|&at| res.queue.remove(at))
+            .collect();
+        for place in places.into_iter().rev() {
+            self.grant(
+                resource,
+                &place.args,
+                place.mode,
+                now,
+                seq(),
+                Some(place.ticket),
+                place.wake.clone(),
+            );
+            if let Some(wake) = place.wake {
+                out.notices.push(Notice {
+                    wake,
+                    uid: place.args.uid.clone(),
+                    event: PushEvent::Granted,
+                });
+            }
+        }
+    }
+
+    /// Whether `uid`'s place on `resource` is still there.
+    pub(super) fn has_place(&self, resource: &str, uid: &str) -> bool {
+        self.map
+            .get(resource)
+            .is_some_and(|r| r.queue.iter().any(|p| &*p.args.uid == uid))
+    }
+
+    /// The wake of `uid`'s place on `resource`.
+    pub(super) fn place_wake(&self, resource: &str, uid: &str) -> Option<Wake> {
+        self.map
+            .get(resource)?
+            .queue
+            .iter()
+            .find(|p| &*p.args.uid == uid)?
+            .wake
+            .clone()
+    }
+
+    /// Drops everything, as a crash would, except the fencing floor, which
+    /// the caller raises past anything drawn before.
     pub(super) fn wipe(&mut self) {
         self.map.clear();
         self.by_refresh.clear();
+    }
+}
+
+/// Wounds every holder in `holders` whose wait is younger than `ticket`.
+fn wound_younger(holders: &Holders, ticket: Ticket, notices: &mut Vec<Notice>) {
+    for e in holders.entries() {
+        if let (Some(t), Some(wake)) = (e.ticket, &e.wake) {
+            if t > ticket {
+                notices.push(Notice {
+                    wake: wake.clone(),
+                    uid: e.uid.clone(),
+                    event: PushEvent::Wounded,
+                });
+            }
+        }
     }
 }

@@ -1,0 +1,100 @@
+//! Drawing the fencing token of a held lock from a quorum of lockers.
+//!
+//! # Why the token only ever grows between conflicting holders
+//!
+//! Each locker keeps, per resource, the latest token it handed out, and
+//! hands out a token only to a uid that holds every resource of the lock
+//! there. A holder asks every locker with floor 0; each locker that holds
+//! it answers a token above everything it drew before on those resources
+//! and records it. The holder takes the largest answer `T` of a quorum. When
+//! those answers are not all equal, some locker of the quorum recorded less
+//! than `T`, so the holder asks again with floor `T` until a quorum has
+//! recorded at least `T`. Only then is `T` returned.
+//!
+//! Now take a later holder whose lock conflicts with this one. Its quorum
+//! and the quorum that recorded `T` share a locker (a write quorum meets
+//! every read and write quorum), and that locker recorded `T` while this
+//! holder still held the lock there, so before it granted the later one. A
+//! token the later holder draws there is therefore above `T`, and so is the
+//! largest answer it takes. A locker that restarted and lost its counters
+//! starts them from its wall clock plus its quarantine, in nanoseconds, which
+//! is above any token it drew before as long as its clock did not step back
+//! further than the quarantine and fewer than one token per nanosecond were
+//! drawn (see the README's safety section).
+
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
+
+use crate::acquisition::Acquisition;
+use crate::config::after;
+use crate::fanout::call_with_deadline;
+use crate::Error;
+
+/// Draws the token of `state`'s lock: one round when a quorum agrees, two
+/// when it does not.
+pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
+    let first = ask(state, 0).await?;
+    if first.agreed {
+        return Ok(first.token);
+    }
+    // Lockers may answer more than `first.token` here; only `first.token`
+    // is known to be recorded by a whole quorum now, so it is the token.
+    ask(state, first.token).await?;
+    Ok(first.token)
+}
+
+struct Drawn {
+    /// The largest token a quorum answered.
+    token: u64,
+    /// Every answer of that quorum was the same token.
+    agreed: bool,
+}
+
+/// Asks every locker for a token of at least `floor`, and returns once a
+/// quorum answered one.
+async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
+    let coord = &state.coord;
+    let n = coord.lockers.len();
+    let quorum = state.args.quorum;
+    let deadline = after(Instant::now(), coord.timeouts.refresh);
+    let mut calls: FuturesUnordered<_> = coord
+        .lockers
+        .iter()
+        .map(|locker| {
+            let call = locker.fence(&state.args, state.mode, floor);
+            call_with_deadline(call, deadline, || locker.endpoint())
+        })
+        .collect();
+    let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);
+    let mut last_err = None;
+    while let Some(result) = calls.next().await {
+        match result {
+            Ok(Some(token)) => tokens.push(token),
+            Ok(None) => not_held += 1,
+            Err(err) if !err.is_retryable() => return Err(err),
+            Err(err) => {
+                failed += 1;
+                last_err = Some(err);
+            }
+        }
+        if tokens.len() >= quorum {
+            let token = tokens.iter().copied().max().unwrap_or(floor);
+            let agreed = tokens.iter().all(|t| *t == token);
+            return Ok(Drawn { token, agreed });
+        }
+        if tokens.len() + (n - tokens.len() - not_held - failed) < quorum {
+            break;
+        }
+    }
+    if not_held > n - quorum {
+        return Err(Error::LockLost);
+    }
+    tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
+    Err(Error::QuorumUnavailable {
+        answered: tokens.len() + not_held,
+        quorum,
+        lockers: n,
+    })
+}

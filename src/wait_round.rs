@@ -1,0 +1,255 @@
+//! One wait in line: a fresh uid with the wait's ticket, sent to every
+//! locker, won when a quorum has granted it, whether in the replies or later
+//! by pushes.
+//!
+//! Lockers with queues keep the waiter's place and grant it when its turn
+//! comes; lockers without are asked again after a backoff. Every locker is
+//! also asked again each `Timeouts::wait_recheck`, which renews the place
+//! and any grant already made, and stands in for a push that was lost.
+//!
+//! A wait that holds some grants and learns that an older waiter is queued
+//! behind one of them (a wound) gives every grant back and starts over with
+//! a new uid and the same ticket, so it keeps its place in line. That is
+//! what keeps two waits that each got part of the lockers from waiting for
+//! each other forever: the younger one always steps back.
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::time::{Instant, Sleep};
+
+use crate::acquisition::{Acquisition, Target};
+use crate::config::after;
+use crate::coordinator::Coordinator;
+use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::quorum::{read_quorum, write_quorum, Answer};
+use crate::release::{release_all, release_one};
+use crate::wait::{Ticket, WaitArgs, WaitReply, Wake};
+use crate::{Error, LockArgs, LockMode};
+
+/// The shortest pause before asking a locker without a queue again, so that
+/// a zero `RetryPolicy` cannot make a wait spin without yielding.
+const MIN_POLL: Duration = Duration::from_millis(1);
+
+/// How a wait ended, when it did not win.
+#[derive(Debug)]
+pub(crate) enum WaitEnd {
+    /// An older waiter needs one of this wait's grants: start over.
+    Wounded,
+    /// A locker without a queue refused and the others could not make a
+    /// quorum: give everything back and start over after a backoff, as a
+    /// polling round does. Nothing would make a waiter holding grants on
+    /// such a locker step back for an older one, so holding on could
+    /// deadlock.
+    Refused,
+    /// A permanent error: give up.
+    Failed(Error),
+}
+
+/// What one request of the wait learned.
+struct Outcome {
+    answer: Answer,
+    permanent: Option<Error>,
+}
+
+fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outcome> {
+    Box::pin(async move {
+        let coord = &state.coord;
+        let locker = &coord.lockers[index];
+        let stamp = state.stamp();
+        let sent = Instant::now();
+        if let Err(err) = coord.honours_lease(index) {
+            state.record_reply(index, Answer::Refused, sent, stamp);
+            return Outcome {
+                answer: Answer::Refused,
+                permanent: Some(err),
+            };
+        }
+        let wait = WaitArgs {
+            ticket,
+            place_ttl: coord.timeouts.place_ttl(),
+            wake: Some(Wake::new(state.clone(), index)),
+        };
+        let deadline = after(sent, coord.timeouts.acquire);
+        let call = locker.lock_wait(&state.args, state.mode, &wait);
+        let result = call_with_deadline(call, deadline, || locker.endpoint()).await;
+        let answer = match &result {
+            Ok(WaitReply::Granted) => Answer::Granted,
+            Ok(WaitReply::Queued) => Answer::Queued,
+            Ok(WaitReply::Refused) => Answer::Refused,
+            Err(err) => {
+                tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "waiting lock call failed");
+                Answer::Failed
+            }
+        };
+        if state.record_reply(index, answer, sent, stamp) {
+            let granted = answer == Answer::Granted;
+            release_one(&state, Target { index, granted }).await;
+        }
+        Outcome {
+            answer,
+            permanent: result.err().filter(|err| !err.is_retryable()),
+        }
+    })
+}
+
+/// A wait in progress. Dropping it before it wins releases every grant and
+/// place it has or will still get, as dropping a `Round` does.
+pub(crate) struct WaitRound {
+    state: Arc<Acquisition>,
+    calls: CallSet<Outcome>,
+    handle: Handle,
+    ticket: Ticket,
+    /// Per locker: when to ask again once its call has finished.
+    due: Vec<Instant>,
+    /// Failed retries so far, for the backoff.
+    misses: u32,
+    /// When lockers that refused or failed are asked again, all together
+    /// so that a retry reaches every one of them, as a polling round does.
+    retry_at: Option<Instant>,
+    won: bool,
+}
+
+impl WaitRound {
+    pub(crate) fn start(
+        coord: &Arc<Coordinator>,
+        handle: &Handle,
+        resources: &Arc<[String]>,
+        source: &Arc<str>,
+        mode: LockMode,
+        ticket: Ticket,
+    ) -> WaitRound {
+        let n = coord.lockers.len();
+        let quorum = match mode {
+            LockMode::Write => write_quorum(n),
+            LockMode::Read => read_quorum(n),
+        };
+        let started = Instant::now();
+        let args = LockArgs {
+            uid: uuid::Uuid::new_v4().to_string().into(),
+            resources: resources.clone(),
+            owner: coord.owner.clone(),
+            source: source.clone(),
+            quorum,
+        };
+        let state = Arc::new(Acquisition::new(coord.clone(), args, mode, started));
+        let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket));
+        WaitRound {
+            calls: CallSet::new(handle.clone(), calls),
+            state,
+            handle: handle.clone(),
+            ticket,
+            due: vec![started; n],
+            misses: 0,
+            retry_at: None,
+            won: false,
+        }
+    }
+
+    pub(crate) fn uid(&self) -> &str {
+        &self.state.args.uid
+    }
+
+    /// Waits until a quorum granted (`Ok`), an older waiter wounded this
+    /// wait, or a locker returned a permanent error.
+    pub(crate) async fn wait(&mut self) -> Result<(), WaitEnd> {
+        let coord = self.state.coord.clone();
+        let recheck = coord.timeouts.wait_recheck;
+        let n = coord.lockers.len();
+        let mut timer: Option<Pin<Box<Sleep>>> = None;
+        let WaitRound {
+            state,
+            calls,
+            ticket,
+            due,
+            misses,
+            retry_at,
+            ..
+        } = self;
+        poll_fn(|cx| loop {
+            state.set_waker(cx.waker());
+            let mut permanent = None;
+            calls.poll_all(cx, |index, outcome| {
+                let now = Instant::now();
+                due[index] = match outcome.answer {
+                    Answer::Granted | Answer::Queued => after(now, recheck),
+                    Answer::Refused | Answer::Failed => match *retry_at {
+                        Some(at) if at > now => at,
+                        _ => {
+                            let pause = coord.backoff(*misses).max(MIN_POLL);
+                            *misses = misses.saturating_add(1);
+                            let at = after(now, pause);
+                            *retry_at = Some(at);
+                            at
+                        }
+                    },
+                };
+                if let Some(err) = outcome.permanent {
+                    permanent = Some(err);
+                }
+            });
+            if let Some(err) = permanent {
+                return Poll::Ready(Err(WaitEnd::Failed(err)));
+            }
+            if state.try_win() {
+                return Poll::Ready(Ok(()));
+            }
+            if state.is_wounded() {
+                return Poll::Ready(Err(WaitEnd::Wounded));
+            }
+            if calls.running() == 0 && state.refused_without_place() {
+                return Poll::Ready(Err(WaitEnd::Refused));
+            }
+            let now = Instant::now();
+            let mut asked = false;
+            for (index, due) in due.iter().enumerate() {
+                if !calls.is_running(index) && *due <= now {
+                    calls.restart(index, wait_call(state.clone(), index, *ticket));
+                    asked = true;
+                }
+            }
+            if asked {
+                continue;
+            }
+            let next = (0..n)
+                .filter(|&i| !calls.is_running(i))
+                .map(|i| due[i])
+                .min();
+            let Some(next) = next else {
+                return Poll::Pending;
+            };
+            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
+            if timer.deadline() != next {
+                timer.as_mut().reset(next);
+            }
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        })
+        .await
+    }
+
+    /// Keeps the grants: the caller now holds the lock.
+    pub(crate) fn into_held(mut self) -> Arc<Acquisition> {
+        self.won = true;
+        self.state.clone()
+    }
+}
+
+impl Drop for WaitRound {
+    fn drop(&mut self) {
+        if self.won {
+            return;
+        }
+        let plan = self.state.begin_release();
+        if !plan.targets.is_empty() {
+            tracing::debug!(uid = %self.state.args.uid, lockers = plan.targets.len(), "leaving the line");
+            self.handle
+                .spawn(release_all(self.state.clone(), plan.targets));
+        }
+    }
+}
