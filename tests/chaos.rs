@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use harness::{client, instant_of, lease, Seeded};
-use quorum_lock::testing::{CallKind, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, LockArgs, NetLocker};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -248,17 +248,17 @@ async fn two_crashed_readers_then_a_writer() {
     guard.unlock().await.seeded(seed, "unlock");
 }
 
-/// Known limitation: waiting is by polling with no writer preference, so
-/// readers that keep overlapping their read locks starve a writer for as
-/// long as they keep it up. Every writer round finds some reader's entries
-/// and fails; every reader round succeeds at once, because a failed writer
-/// round leaves nothing behind. This test pins down that behaviour.
+/// Readers that keep overlapping their read locks no longer starve a
+/// writer (they did while waiting was by polling: 253 refused writer rounds
+/// in 120 s). Once the writer waits in line, readers that come after it
+/// queue behind it, so it gets the lock as soon as the readers already
+/// holding let go: within the longest read hold, 4 s here.
 #[tokio::test(start_paused = true)]
-async fn overlapping_readers_starve_a_writer() {
+async fn overlapping_readers_do_not_starve_a_waiting_writer() {
     let seed = SEED + 4;
     let cluster = Arc::new(TestCluster::new(5, seed));
     let t0 = Instant::now();
-    let readers_stop = t0 + Duration::from_secs(180);
+    let readers_stop = t0 + Duration::from_secs(60);
     let reads = Arc::new(AtomicUsize::new(0));
     let mut readers = Vec::new();
     for r in 0..3u64 {
@@ -268,52 +268,37 @@ async fn overlapping_readers_starve_a_writer() {
             let mut rng = SmallRng::seed_from_u64(seed * 100 + r);
             let mutex = ds.rw_mutex([RESOURCE]).unwrap();
             sleep(Duration::from_secs(r)).await;
-            let mut slowest = Duration::ZERO;
             while Instant::now() < readers_stop {
-                let asked = Instant::now();
                 let guard = mutex
-                    .read_timeout(Duration::from_secs(10))
+                    .read_timeout(Duration::from_secs(30))
                     .await
                     .seeded(seed, "read");
-                slowest = slowest.max(asked.elapsed());
                 reads.fetch_add(1, Ordering::Relaxed);
                 sleep(Duration::from_millis(rng.random_range(2_000..4_000))).await;
                 guard.unlock().await.seeded(seed, "read unlock");
             }
-            slowest
         }));
     }
     let writer = client(&cluster, "writer", seed + 9);
     let mutex = writer.rw_mutex([RESOURCE]).unwrap();
-    sleep_until(t0 + Duration::from_secs(5)).await;
-    let starved = mutex.lock_timeout(Duration::from_secs(120)).await;
-    assert_eq!(
-        starved.err(),
-        Some(Error::Timeout),
-        "seed {seed}: the writer got in between overlapping readers"
-    );
-    let mut slowest = Duration::ZERO;
-    for reader in readers {
-        slowest = slowest.max(reader.await.seeded(seed, "reader"));
+    for turn in 0..5 {
+        sleep(Duration::from_secs(5)).await;
+        let asked = Instant::now();
+        let guard = mutex
+            .lock_timeout(Duration::from_secs(30))
+            .await
+            .seeded(seed, "writer");
+        let waited = asked.elapsed();
+        assert!(
+            waited <= Duration::from_millis(4_010),
+            "seed {seed}: turn {turn}: the writer waited {waited:?} behind readers that hold at most 4 s"
+        );
+        sleep(Duration::from_millis(500)).await;
+        guard.unlock().await.seeded(seed, "unlock");
     }
-    // The readers were never held up by the waiting writer.
-    assert!(
-        slowest < Duration::from_millis(1),
-        "seed {seed}: a read waited {slowest:?}"
-    );
+    for reader in readers {
+        reader.await.seeded(seed, "reader");
+    }
     let reads = reads.load(Ordering::Relaxed);
-    assert!(reads > 100, "seed {seed}: only {reads} reads");
-    // The writer kept asking all along; each of its rounds was refused.
-    let writer_rounds = cluster.stats(CallKind::Lock).seen / 5;
-    assert!(
-        writer_rounds > 100,
-        "seed {seed}: only {writer_rounds} writer rounds"
-    );
-    println!("seed {seed}: {reads} reads, {writer_rounds} refused writer rounds in 120 s");
-    // Once the readers stop, the writer gets in at once.
-    let guard = mutex
-        .lock_timeout(Duration::from_secs(2))
-        .await
-        .seeded(seed, "writer after the readers");
-    guard.unlock().await.seeded(seed, "unlock");
+    assert!(reads > 30, "seed {seed}: only {reads} reads");
 }

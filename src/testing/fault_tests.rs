@@ -251,7 +251,7 @@ async fn counters_count_every_kind() {
     node.set_refuse(true);
     let _ = node.force_unlock(&a).await;
     let seen: Vec<u64> = CallKind::ALL.iter().map(|&k| node.stats(k).seen).collect();
-    assert_eq!(seen, [1, 1, 1, 1, 2, 1]);
+    assert_eq!(seen, [1, 1, 1, 1, 2, 1, 0]);
     assert_eq!(node.stats(CallKind::ForceUnlock).faulted, 1);
     assert_eq!(node.total_stats().seen, 7);
     assert_eq!(node.total_stats().faulted, 1);

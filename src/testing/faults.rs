@@ -42,7 +42,8 @@ use crate::{Error, LocalLocker, NetLocker};
 pub struct FaultyLocker {
     pub(super) inner: Arc<dyn NetLocker>,
     local: Option<Arc<LocalLocker>>,
-    state: Mutex<State>,
+    /// Shared with the pushes of waits that went through this node.
+    pub(super) state: Arc<Mutex<State>>,
     pub(super) counters: Counters,
 }
 
@@ -53,7 +54,7 @@ impl FaultyLocker {
         FaultyLocker {
             inner,
             local: None,
-            state: Mutex::new(State::new(seed)),
+            state: Arc::new(Mutex::new(State::new(seed))),
             counters: Counters::default(),
         }
     }

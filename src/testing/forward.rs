@@ -3,29 +3,73 @@
 
 use std::future::{pending, Future};
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use super::plan::Plan;
+use super::plan::{Plan, State};
 use super::{CallKind, FaultyLocker};
-use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
+use crate::{
+    Error, LockArgs, LockInfo, LockMode, NetLocker, PushEvent, PushSink, WaitArgs, WaitReply, Wake,
+};
 
-type Reply<'a> = Pin<Box<dyn Future<Output = Result<bool, Error>> + Send + 'a>>;
+type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
+
+/// Carries a node's pushes to a waiter through the node's faults: a push
+/// from a node that is down, hanging or cut off from the waiter is lost, a
+/// push whose reply would be dropped is lost, and latency delays it.
+struct FaultyPush {
+    state: Arc<Mutex<State>>,
+    owner: Arc<str>,
+    wake: Wake,
+}
+
+impl PushSink for FaultyPush {
+    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+        let plan = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .plan(&self.owner);
+        match plan {
+            Plan::Hang(why) => tracing::trace!(uid, ?event, why, "injected: push lost"),
+            Plan::Refuse => tracing::trace!(uid, ?event, "injected: push refused"),
+            Plan::Forward { drop: Some(_), .. } => {
+                tracing::trace!(uid, ?event, "injected: push lost")
+            }
+            Plan::Forward {
+                delay: Some(delay), ..
+            } => {
+                let (wake, uid) = (self.wake.clone(), uid.to_owned());
+                match tokio::runtime::Handle::try_current() {
+                    Ok(handle) => {
+                        handle.spawn(async move {
+                            tokio::time::sleep(delay).await;
+                            wake.notify(&uid, event);
+                        });
+                    }
+                    Err(_) => wake.notify(&uid, event),
+                }
+            }
+            Plan::Forward { .. } => self.wake.notify(uid, event),
+        }
+    }
+}
 
 impl FaultyLocker {
     /// Never answers, like a request or reply lost on the network.
-    async fn silence(&self, kind: CallKind, why: &'static str) -> Result<bool, Error> {
+    async fn silence<T>(&self, kind: CallKind, why: &'static str) -> Result<T, Error> {
         self.counters.faulted(kind);
         tracing::trace!(locker = %self.inner.endpoint(), ?kind, why, "injected: no reply");
         pending().await
     }
 
-    async fn call<'a>(
+    async fn call<'a, T>(
         &'a self,
         kind: CallKind,
         args: &LockArgs,
-        forward: impl FnOnce() -> Reply<'a> + Send,
-    ) -> Result<bool, Error> {
+        forward: impl FnOnce() -> Reply<'a, T> + Send,
+    ) -> Result<T, Error> {
         self.counters.seen(kind);
         let plan = self.state().plan(&args.owner);
         let (delay, drop, incarnation) = match plan {
@@ -105,6 +149,45 @@ impl NetLocker for FaultyLocker {
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
         self.call(CallKind::ForceUnlock, args, || {
             self.inner.force_unlock(args)
+        })
+        .await
+    }
+
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        let kind = match mode {
+            LockMode::Write => CallKind::Lock,
+            LockMode::Read => CallKind::RLock,
+        };
+        let wait = WaitArgs {
+            wake: wait.wake.clone().map(|wake| {
+                let push = FaultyPush {
+                    state: self.state.clone(),
+                    owner: args.owner.clone(),
+                    wake,
+                };
+                Wake::new(Arc::new(push), 0)
+            }),
+            ..wait.clone()
+        };
+        self.call(kind, args, || {
+            Box::pin(async move { self.inner.lock_wait(args, mode, &wait).await })
+        })
+        .await
+    }
+
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.call(CallKind::Fence, args, || {
+            self.inner.fence(args, mode, floor)
         })
         .await
     }

@@ -20,17 +20,20 @@ pub enum CallKind {
     Refresh,
     /// [`NetLocker::force_unlock`](crate::NetLocker::force_unlock).
     ForceUnlock,
+    /// [`NetLocker::fence`](crate::NetLocker::fence).
+    Fence,
 }
 
 impl CallKind {
     /// Every kind, in declaration order.
-    pub const ALL: [CallKind; 6] = [
+    pub const ALL: [CallKind; 7] = [
         CallKind::Lock,
         CallKind::RLock,
         CallKind::Unlock,
         CallKind::RUnlock,
         CallKind::Refresh,
         CallKind::ForceUnlock,
+        CallKind::Fence,
     ];
 
     fn index(self) -> usize {
@@ -73,9 +76,9 @@ impl Add for CallStats {
 /// finished, so no ordering with other memory is needed.
 #[derive(Default)]
 pub(super) struct Counters {
-    seen: [AtomicU64; 6],
-    delayed: [AtomicU64; 6],
-    faulted: [AtomicU64; 6],
+    seen: [AtomicU64; 7],
+    delayed: [AtomicU64; 7],
+    faulted: [AtomicU64; 7],
 }
 
 impl Counters {
