@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness::{client, hold_then, lease, Held, LetGo, Tracker};
+use harness::{client, hold_fenced_then, lease, Held, LetGo, Tracker};
 use quorum_lock::testing::{CallKind, EventKind, Latency, TestCluster};
 use quorum_lock::{Error, LockMode, LockerConfig};
 use rand::rngs::SmallRng;
@@ -206,6 +206,11 @@ struct Report {
     majority_faults: usize,
     /// A `History::check` violation, displayed.
     violation: Option<String>,
+    /// Holds that drew a fencing token, and that could not.
+    fenced: usize,
+    fence_failed: usize,
+    /// A `History::check_fencing` violation, displayed.
+    fencing: Option<String>,
     /// Broken loss signalling, silent losses, unexpected errors, leaks.
     problems: Vec<String>,
     /// Virtual time the seed ran for, and locker calls it made.
@@ -227,6 +232,8 @@ impl Report {
         self.long_holds += other.long_holds;
         self.long_kept += other.long_kept;
         self.majority_faults += other.majority_faults;
+        self.fenced += other.fenced;
+        self.fence_failed += other.fence_failed;
         self.virtual_time += other.virtual_time;
         self.calls += other.calls;
         for (kind, count) in &other.faults {
@@ -302,7 +309,8 @@ async fn worker(
             1 => LetGo::CancelUnlock(ms(0..100, &mut rng)),
             _ => LetGo::Unlock,
         };
-        let outcome = hold_then(&tracker, &owner, held, work, let_go).await;
+        let fence = rng.random_bool(0.5);
+        let outcome = hold_fenced_then(&tracker, &owner, held, work, let_go, fence).await;
         {
             let mut r = report.lock().unwrap();
             r.ops += 1;
@@ -314,6 +322,15 @@ async fn worker(
             if work > validity {
                 r.long_holds += 1;
                 r.long_kept += usize::from(!outcome.signalled);
+            }
+            match &outcome.fenced {
+                Some(Ok(_)) => r.fenced += 1,
+                // Under faults a token may be out of reach, or the lock lost.
+                Some(Err(Error::LockLost | Error::QuorumUnavailable { .. })) => r.fence_failed += 1,
+                Some(Err(e)) => r
+                    .problems
+                    .push(format!("{owner}, lock {uid}: fencing_token: {e}")),
+                None => {}
             }
             if let Some(breach) = outcome.contract_breach() {
                 r.problems.push(format!("{owner}, lock {uid}: {breach}"));
@@ -415,6 +432,7 @@ fn shape(tracker: &Tracker) -> Vec<(Duration, usize, u8)> {
                 } => 1,
                 EventKind::LostSignalled => 2,
                 EventKind::Released => 3,
+                EventKind::Fenced { .. } => 4,
             };
             (e.at - t0, id, kind)
         })
@@ -483,6 +501,7 @@ fn run_seed(seed: u64, ops: usize, config: LockerConfig, mix: Mix) -> Report {
             ));
         }
         report.violation = tracker.history.check().err().map(|v| v.to_string());
+        report.fencing = tracker.history.check_fencing().err().map(|v| v.to_string());
         report.virtual_time = started.elapsed();
         report.calls = CallKind::ALL.iter().map(|&k| cluster.stats(k).seen).sum();
         report.shape = shape(&tracker);
@@ -499,8 +518,8 @@ impl Report {
             .collect();
         format!(
             "{} ops: {} granted ({} writes, {} multi-resource, {} not waited for), {} timed out; \
-             {} losses signalled; {} of {} holds longer than the validity kept; faults: {} ({} on a \
-             majority); {:?} virtual, {} locker calls",
+             {} losses signalled; {} fencing tokens drawn, {} out of reach; {} of {} holds longer \
+             than the validity kept; faults: {} ({} on a majority); {:?} virtual, {} locker calls",
             self.ops,
             self.acquired,
             self.writes,
@@ -508,6 +527,8 @@ impl Report {
             self.dropped,
             self.timeouts,
             self.lost,
+            self.fenced,
+            self.fence_failed,
             self.long_kept,
             self.long_holds,
             kinds.join(", "),
@@ -574,6 +595,9 @@ fn randomized_faults_never_break_exclusion_or_hide_a_loss() {
                 replay(*seed, ops)
             );
         }
+        if let Some(v) = &report.fencing {
+            panic!("seed {seed}: {v}\n{}", replay(*seed, ops));
+        }
         assert!(
             report.problems.is_empty(),
             "seed {seed}: {}\n{}",
@@ -605,6 +629,7 @@ fn randomized_faults_never_break_exclusion_or_hide_a_loss() {
         );
         assert!(total.lost > 0 && total.long_kept > 0, "{ctx}");
         assert!(total.majority_faults > 0, "{ctx}");
+        assert!(total.fenced > 0 && total.fence_failed > 0, "{ctx}");
         for kind in KINDS {
             assert!(
                 total.faults.get(&kind) > Some(&0),

@@ -1,6 +1,8 @@
 //! `History`: who believed they held which lock when, and the check that no
 //! two conflicting holders ever believed it at once.
 
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
@@ -24,6 +26,11 @@ pub enum EventKind {
     LostSignalled,
     /// The holder started releasing the lock, and stops believing it holds it.
     Released,
+    /// The holder got this fencing token for the lock it acquired last.
+    Fenced {
+        /// The token.
+        token: u64,
+    },
 }
 
 /// One recorded event.
@@ -105,6 +112,64 @@ impl History {
         self.record(holder, EventKind::Released);
     }
 
+    /// Records that `holder` got fencing `token` for its lock, now.
+    pub fn fenced(&self, holder: impl Into<String>, token: u64) {
+        self.record(holder, EventKind::Fenced { token });
+    }
+
+    /// Checks that fencing tokens grow between conflicting holders: on each
+    /// resource, a writer's token is above the token of every holder that
+    /// acquired before it, and a reader's is above every earlier writer's.
+    /// Holders are ordered by their acquisition; holders without a token
+    /// are skipped. Reports the first pair found in acquisition order.
+    pub fn check_fencing(&self) -> Result<(), FencingViolation> {
+        let mut events = self.events();
+        events.sort_by_key(|e| (e.at, e.seq));
+        let mut tokens: HashMap<&str, u64> = HashMap::new();
+        for e in &events {
+            if let EventKind::Fenced { token } = e.kind {
+                tokens.insert(&e.holder, token);
+            }
+        }
+        // Per resource: the highest token of earlier writers and of earlier
+        // holders of either mode, with who held it.
+        let mut seen: HashMap<&str, [Option<(u64, &str)>; 2]> = HashMap::new();
+        for e in &events {
+            let EventKind::Acquired { resources, mode } = &e.kind else {
+                continue;
+            };
+            let Some(&token) = tokens.get(e.holder.as_str()) else {
+                continue;
+            };
+            for resource in resources {
+                let [writers, anyone] = seen.entry(resource).or_default();
+                let bound = match mode {
+                    LockMode::Write => *anyone,
+                    LockMode::Read => *writers,
+                };
+                if let Some((earlier_token, earlier)) = bound {
+                    if token <= earlier_token && earlier != e.holder {
+                        return Err(FencingViolation {
+                            resource: resource.clone(),
+                            earlier: earlier.to_owned(),
+                            earlier_token,
+                            later: e.holder.clone(),
+                            later_token: token,
+                        });
+                    }
+                }
+                let holder = e.holder.as_str();
+                if anyone.map_or(true, |(t, _)| t < token) {
+                    *anyone = Some((token, holder));
+                }
+                if *mode == LockMode::Write && writers.map_or(true, |(t, _)| t < token) {
+                    *writers = Some((token, holder));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records `kind` for `holder` at the current time of tokio's clock.
     pub fn record(&self, holder: impl Into<String>, kind: EventKind) {
         let holder = holder.into();
@@ -160,4 +225,30 @@ fn push(events: &mut Vec<Event>, at: Instant, holder: String, kind: EventKind) {
         holder,
         kind,
     });
+}
+
+/// Two conflicting holders whose fencing tokens did not grow: `later`
+/// acquired after `earlier` but got a token no larger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FencingViolation {
+    /// The resource both locked.
+    pub resource: String,
+    /// The holder that acquired first.
+    pub earlier: String,
+    /// Its token.
+    pub earlier_token: u64,
+    /// The holder that acquired later.
+    pub later: String,
+    /// Its token, not above `earlier_token`.
+    pub later_token: u64,
+}
+
+impl fmt::Display for FencingViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fencing token did not grow on {}: {} got {} after {} had {}",
+            self.resource, self.later, self.later_token, self.earlier, self.earlier_token
+        )
+    }
 }

@@ -288,3 +288,35 @@ fn the_sweep_agrees_with_brute_force_on_random_unsafe_histories() {
         "{violations} of 300 unsafe"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn fencing_tokens_must_grow_between_conflicting_holders() {
+    use std::time::Duration;
+    let h = History::new();
+    h.acquired("w1", ["x"], LockMode::Write);
+    h.fenced("w1", 10);
+    h.released("w1");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    // Readers together: their tokens may come in any order.
+    h.acquired("r1", ["x"], LockMode::Read);
+    h.fenced("r1", 12);
+    h.acquired("r2", ["x"], LockMode::Read);
+    h.fenced("r2", 11);
+    h.released("r1");
+    h.released("r2");
+    // A holder without a token is skipped.
+    h.acquired("w2", ["x"], LockMode::Write);
+    h.released("w2");
+    h.acquired("w3", ["x", "y"], LockMode::Write);
+    h.fenced("w3", 13);
+    h.released("w3");
+    assert_eq!(h.check_fencing(), Ok(()));
+    // A writer whose token is not above an earlier reader's breaks it.
+    h.acquired("w4", ["y", "x"], LockMode::Write);
+    h.fenced("w4", 12);
+    h.released("w4");
+    let v = h.check_fencing().unwrap_err();
+    assert_eq!((v.earlier.as_str(), v.later.as_str()), ("w3", "w4"));
+    assert_eq!((v.earlier_token, v.later_token), (13, 12));
+    assert!(v.to_string().contains("did not grow"));
+}

@@ -94,7 +94,7 @@ mod history_tests;
 
 pub use cluster::TestCluster;
 pub use faults::FaultyLocker;
-pub use history::{Event, EventKind, History};
+pub use history::{Event, EventKind, FencingViolation, History};
 pub use plan::Latency;
 pub use stats::{CallKind, CallStats};
 pub use violation::{Holding, Violation};

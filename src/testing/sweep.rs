@@ -92,6 +92,8 @@ fn intervals<'e>(order: &[&'e Event]) -> Vec<Interval<'e>> {
                     intervals[i].ended = Some(event);
                 }
             }
+            // A token changes no belief; `History::check_fencing` reads it.
+            EventKind::Fenced { .. } => {}
         }
     }
     intervals

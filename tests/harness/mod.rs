@@ -122,6 +122,13 @@ impl Held {
         both!(self, g => g.loss_token())
     }
 
+    pub async fn fencing_token(&self) -> Result<u64, quorum_lock::Error> {
+        match self {
+            Held::Write(g) => g.fencing_token().await,
+            Held::Read(g) => g.fencing_token().await,
+        }
+    }
+
     pub async fn unlock(self) -> Result<(), Error> {
         both!(self, g => g.unlock().await)
     }
@@ -258,6 +265,8 @@ pub struct Outcome {
     /// What `unlock()` returned; `None` when the guard was dropped or the
     /// unlock cancelled.
     pub unlock: Option<Result<(), Error>>,
+    /// What `fencing_token()` returned, when it was asked.
+    pub fenced: Option<Result<u64, Error>>,
 }
 
 impl Outcome {
@@ -291,8 +300,30 @@ pub async fn hold_then(
     work: Duration,
     let_go: LetGo,
 ) -> Outcome {
+    hold_fenced_then(tracker, owner, held, work, let_go, false).await
+}
+
+/// [`hold_then`], first drawing the lock's fencing token when `fence` is
+/// set and recording it in the history.
+pub async fn hold_fenced_then(
+    tracker: &Tracker,
+    owner: &str,
+    held: Held,
+    work: Duration,
+    let_go: LetGo,
+    fence: bool,
+) -> Outcome {
     let uid = held.uid().to_owned();
     tracker.begin(owner, &held);
+    let fenced = if fence {
+        let drawn = held.fencing_token().await;
+        if let Ok(token) = drawn {
+            tracker.history.fenced(&uid, token);
+        }
+        Some(drawn)
+    } else {
+        None
+    };
     // Biased, so that a loss and the end of the work at the same instant
     // resolve the same way on every run, in favour of the loss.
     let signalled = tokio::select! {
@@ -316,6 +347,7 @@ pub async fn hold_then(
         lost_before_unlock,
         token_cancelled: token.is_cancelled(),
         unlock,
+        fenced,
     }
 }
 
