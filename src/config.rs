@@ -59,8 +59,9 @@ pub struct Timeouts {
     /// How often a waiter in line repeats its request to each locker, as a
     /// safety net for a lost wake-up and to keep its place and any grants
     /// it already has. A place a waiter stops renewing is dropped by the
-    /// locker after three times this. Default 1 s; at least 1 ms and shorter
-    /// than the lease's `validity - safety_margin`.
+    /// locker after three times this. Default 1 s. Used between 1 ms and a
+    /// third of the lease's `validity - safety_margin`, so that a short
+    /// lease needs no matching change here.
     pub wait_recheck: Duration,
 }
 
@@ -78,9 +79,13 @@ impl Default for Timeouts {
 }
 
 impl Timeouts {
-    /// How long a locker keeps a waiter's place without hearing from it.
-    pub(crate) fn place_ttl(&self) -> Duration {
-        self.wait_recheck.saturating_mul(3)
+    /// The re-check interval in use with `lease`: `wait_recheck`, kept
+    /// between 1 ms and a third of what the lease trusts, so that partial
+    /// grants are renewed well before they could expire.
+    pub(crate) fn wait_recheck_for(&self, lease: &Lease) -> Duration {
+        self.wait_recheck
+            .min(lease.trusted_for() / 3)
+            .max(MIN_REFRESH_INTERVAL)
     }
 }
 
@@ -219,15 +224,6 @@ impl Timeouts {
                     "timeouts: {name} must be greater than zero, or no remote locker could ever answer in time"
                 ));
             }
-        }
-        if self.wait_recheck < MIN_REFRESH_INTERVAL || self.wait_recheck >= lease.trusted_for() {
-            return invalid(format!(
-                "timeouts: wait_recheck ({:?}) must be at least {MIN_REFRESH_INTERVAL:?} and shorter than \
-                 lease validity - safety_margin ({:?}), or a waiter's partial grants could expire \
-                 before its turn comes",
-                self.wait_recheck,
-                lease.trusted_for()
-            ));
         }
         if self.acquire >= lease.trusted_for() {
             return invalid(format!(

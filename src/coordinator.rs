@@ -52,6 +52,16 @@ impl Coordinator {
         }
     }
 
+    /// How often a waiter in line repeats its request.
+    pub(crate) fn wait_recheck(&self) -> Duration {
+        self.timeouts.wait_recheck_for(&self.lease)
+    }
+
+    /// How long a locker keeps a waiter's place without hearing from it.
+    pub(crate) fn place_ttl(&self) -> Duration {
+        self.wait_recheck().saturating_mul(3)
+    }
+
     /// A jittered wait before retry number `attempt`.
     pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);

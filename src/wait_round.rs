@@ -71,7 +71,7 @@ fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outc
         }
         let wait = WaitArgs {
             ticket,
-            place_ttl: coord.timeouts.place_ttl(),
+            place_ttl: coord.place_ttl(),
             wake: Some(Wake::new(state.clone(), index)),
         };
         let deadline = after(sent, coord.timeouts.acquire);
@@ -158,7 +158,7 @@ impl WaitRound {
     /// wait, or a locker returned a permanent error.
     pub(crate) async fn wait(&mut self) -> Result<(), WaitEnd> {
         let coord = self.state.coord.clone();
-        let recheck = coord.timeouts.wait_recheck;
+        let recheck = coord.wait_recheck();
         let n = coord.lockers.len();
         let mut timer: Option<Pin<Box<Sleep>>> = None;
         let WaitRound {

@@ -5,11 +5,13 @@
 use std::path::Path;
 
 /// Top to bottom. A module may use the ones after it, never those before.
-const LAYERS: [(&str, &[&str]); 9] = [
+const LAYERS: [(&str, &[&str]); 11] = [
     ("dsync", &["Dsync", "DsyncBuilder"]),
     ("mutex", &["DRWMutex"]),
+    ("wait_round", &[]),
     ("round", &[]),
     ("guard", &["WriteGuard", "ReadGuard"]),
+    ("fence", &[]),
     ("keeper", &[]),
     ("refresh", &[]),
     ("release", &[]),

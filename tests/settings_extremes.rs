@@ -98,8 +98,6 @@ fn consistent(s: &Settings) -> bool {
         && l.refresh_interval < trusted_for
         && ![t.acquire, t.unlock, t.refresh, t.force_unlock].contains(&Duration::ZERO)
         && t.acquire < trusted_for
-        && t.wait_recheck >= Duration::from_millis(1)
-        && t.wait_recheck < trusted_for
         && l.validity <= s.locker.validity
 }
 
