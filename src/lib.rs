@@ -28,13 +28,18 @@
 //!
 //! # How acquiring works
 //!
-//! Each attempt ("round") draws a fresh random uid and sends it to every
-//! locker at once. The round ends as soon as a quorum has granted, without
-//! waiting for slow or dead nodes, or as soon as enough nodes refused or
-//! failed that a quorum is out of reach. A failed round releases its partial
-//! grants in the background and the caller retries after a jittered,
-//! growing, capped backoff. Grants that arrive after the round was decided
-//! are kept if the round won and released if it lost.
+//! `lock()` and `read()` wait in line ([`Waiting::Push`], the default). The
+//! waiter draws a [`Ticket`] and sends a fresh uid with it to every locker at
+//! once. A locker grants at once when the lock is free and nobody older
+//! waits for it; otherwise it keeps the waiter's place, ordered by ticket,
+//! grants it when its turn comes and pushes the news. The waiter holds the
+//! lock once a quorum has granted, by reply or by push. A wait whose partial
+//! grants block an older waiter gives them back and waits again with the
+//! same ticket, so two waiters never wait for each other. Lockers without
+//! queues are polled with a jittered, growing, capped backoff, which is also
+//! how `try_lock()` and [`Waiting::Poll`] work: one round, decided as soon as
+//! a quorum granted or can no longer grant, partial grants released in the
+//! background.
 //!
 //! # Guarantees and limits
 //!
@@ -44,10 +49,11 @@
 //! * **No leaked grants from cancellation.** Dropping an acquire future,
 //!   an unlock future or a guard never leaves an entry on a locker: the
 //!   outstanding calls finish on the runtime and undo what they granted.
-//! * **Not a fencing service.** Like every lease-based lock (dsync, Redlock,
-//!   etcd), a holder that stalls longer than the lock's validity can lose the
-//!   lock without noticing in time. Work on an external resource should
-//!   check a token there too.
+//! * **Fencing tokens.** Like every lease-based lock (dsync, Redlock, etcd),
+//!   a holder that stalls longer than the lock's validity can lose the lock
+//!   without noticing in time. [`WriteGuard::fencing_token`] gives a token
+//!   that grows between conflicting holders; a resource that checks it
+//!   ([`FencingGate`]) refuses the stalled holder's late work.
 //! * **Lock servers keep state in memory.** A server that restarts forgets
 //!   its entries; see the crate README for the fault model.
 //!
