@@ -159,6 +159,11 @@ impl Acquisition {
         }
     }
 
+    /// How locker `index` answered last.
+    pub(crate) fn answer(&self, index: usize) -> Option<Answer> {
+        self.slots().answers[index]
+    }
+
     /// Whether a locker refused without keeping a place in line.
     pub(crate) fn refused_without_place(&self) -> bool {
         self.slots().answers.contains(&Some(Answer::Refused))
@@ -177,18 +182,19 @@ impl Acquisition {
         if slots.released || slots.held {
             return slots.held;
         }
-        let granted: Vec<Instant> = slots
-            .answers
-            .iter()
-            .zip(&slots.alive_since)
-            .filter(|(a, _)| **a == Some(Answer::Granted))
-            .map(|(_, since)| *since)
-            .collect();
-        if granted.len() < self.args.quorum {
+        let mut granted = 0;
+        let mut trust_from: Option<Instant> = None;
+        for (answer, since) in slots.answers.iter().zip(&slots.alive_since) {
+            if *answer == Some(Answer::Granted) {
+                granted += 1;
+                trust_from = Some(trust_from.map_or(*since, |t| t.min(*since)));
+            }
+        }
+        if granted < self.args.quorum {
             return false;
         }
         slots.held = true;
-        slots.trust_from = granted.into_iter().min().unwrap_or(self.started);
+        slots.trust_from = trust_from.unwrap_or(self.started);
         true
     }
 

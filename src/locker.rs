@@ -204,6 +204,17 @@ pub trait NetLocker: Send + Sync {
         })
     }
 
+    /// Whether [`lock_wait`](Self::lock_wait) keeps places in line and
+    /// pushes grants, rather than the polling default. A locker that says
+    /// yes must also treat a `lock_wait` by a uid that already holds the
+    /// lock as a refresh of its entries, since the coordinator then counts
+    /// it as one; and must answer `Queued` or `Refused` only when the uid
+    /// holds no entry there. The default, `false`, makes the coordinator
+    /// renew the grants of a waiter with [`refresh_mode`](Self::refresh_mode).
+    fn queues(&self) -> bool {
+        false
+    }
+
     /// Draws a fencing token for the lock `args.uid` holds in `mode`.
     ///
     /// When `args.uid` holds every resource of `args.resources` here, the

@@ -69,14 +69,29 @@ fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outc
                 permanent: Some(err),
             };
         }
-        let wait = WaitArgs {
-            ticket,
-            place_ttl: coord.place_ttl(),
-            wake: Some(Wake::new(state.clone(), index)),
-        };
         let deadline = after(sent, coord.timeouts.acquire);
-        let call = locker.lock_wait(&state.args, state.mode, &wait);
-        let result = call_with_deadline(call, deadline, || locker.endpoint()).await;
+        let result = if !locker.queues() && state.answer(index) == Some(Answer::Granted) {
+            // A locker without queues need not count a repeated lock call
+            // as a refresh, so the grant is renewed by refreshing it.
+            let call = locker.refresh_mode(&state.args, state.mode);
+            call_with_deadline(call, deadline, || locker.endpoint())
+                .await
+                .map(|held| {
+                    if held {
+                        WaitReply::Granted
+                    } else {
+                        WaitReply::Refused
+                    }
+                })
+        } else {
+            let wait = WaitArgs {
+                ticket,
+                place_ttl: coord.place_ttl(),
+                wake: Some(Wake::new(state.clone(), index)),
+            };
+            let call = locker.lock_wait(&state.args, state.mode, &wait);
+            call_with_deadline(call, deadline, || locker.endpoint()).await
+        };
         let answer = match &result {
             Ok(WaitReply::Granted) => Answer::Granted,
             Ok(WaitReply::Queued) => Answer::Queued,

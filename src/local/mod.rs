@@ -426,9 +426,12 @@ impl LocalLocker {
             {
                 // Asked again while granted: the pushed grant may have been
                 // lost, and so may a wound; renew the wake and repeat both.
+                // The waiter counts this answer as a refresh (its trust may
+                // start from when it sent the request), so refresh it is.
                 for (pos, r) in resources {
                     let shard = set.shard(pos);
                     shard.grant(r, args, mode, now, 0, Some(ticket), wait.wake.clone());
+                    shard.refresh(r, &args.uid, now);
                     shard.wound_if_blocking(r, &args.uid, now, &mut notices);
                 }
                 return Ok(WaitReply::Granted);
@@ -456,6 +459,9 @@ impl LocalLocker {
             // A place never needs to outlive the entries it waits for.
             let expires = after(now, wait.place_ttl.min(self.config.validity));
             for (pos, r) in resources {
+                // Entries the uid still holds on some of the resources are
+                // refreshed: the answer below counts as a refresh.
+                set.shard(pos).refresh(r, &args.uid, now);
                 set.shard(pos).enqueue(
                     r,
                     args,
@@ -671,5 +677,9 @@ impl NetLocker for LocalLocker {
 
     fn validity(&self) -> Option<Duration> {
         Some(self.config.validity)
+    }
+
+    fn queues(&self) -> bool {
+        true
     }
 }
