@@ -68,12 +68,17 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         })
         .collect();
     let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);
-    let mut last_err = None;
+    let (mut last_err, mut permanent) = (None, None);
     while let Some(result) = calls.next().await {
         match result {
             Ok(Some(token)) => tokens.push(token),
             Ok(None) => not_held += 1,
-            Err(err) if !err.is_retryable() => return Err(err),
+            // A locker that cannot draw tokens counts as one that failed:
+            // the others may still make a quorum, whatever the order.
+            Err(err) if !err.is_retryable() => {
+                failed += 1;
+                permanent = Some(err);
+            }
             Err(err) => {
                 failed += 1;
                 last_err = Some(err);
@@ -90,6 +95,9 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     }
     if not_held > n - quorum {
         return Err(Error::LockLost);
+    }
+    if let Some(err) = permanent {
+        return Err(err);
     }
     tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
     Err(Error::QuorumUnavailable {
