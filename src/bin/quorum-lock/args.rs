@@ -191,6 +191,11 @@ pub struct ServerArgs {
     /// arrive after their own release); the oldest are forgotten first.
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
     pub max_released_bytes: usize,
+    /// Most places in line one connection may hold: clients waiting for a
+    /// lock to be pushed to them, and polling clients' reservations. A
+    /// waiting request beyond it is refused with an error.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_waiters_per_connection: u32,
     /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
