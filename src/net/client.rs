@@ -163,7 +163,9 @@ impl RemoteLocker {
     /// Makes a locker for the server at `endpoint` (`host:port`) and tries
     /// to connect once. An unreachable server is not an error: the locker
     /// starts offline and keeps trying in the background. A server that
-    /// rejects the token is: [`Error::Unauthorized`].
+    /// rejects the token is: [`Error::Unauthorized`]. So is a
+    /// [`RemoteConfig::protocol_version`] this build does not speak:
+    /// [`Error::InvalidArgument`].
     ///
     /// # Cancel safety
     ///
@@ -173,6 +175,15 @@ impl RemoteLocker {
         endpoint: impl Into<String>,
         config: RemoteConfig,
     ) -> Result<RemoteLocker, Error> {
+        let version = config.protocol_version;
+        if !wire::speaks(version) {
+            return Err(Error::InvalidArgument(format!(
+                "protocol version {version} is not spoken by this client; set \
+                 RemoteConfig::protocol_version to {} to {}",
+                wire::MIN_PROTOCOL_VERSION,
+                wire::PROTOCOL_VERSION
+            )));
+        }
         let shared = Arc::new(Shared {
             endpoint: endpoint.into(),
             config,

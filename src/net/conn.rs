@@ -539,6 +539,69 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn pushes_reach_their_wait_and_responses_their_call_on_one_connection() {
+        use crate::wait::{PushEvent, PushSink, Wake};
+
+        struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
+        impl PushSink for Forward {
+            fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+                let _ = self.0.send((slot, uid.to_owned(), event));
+            }
+        }
+
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
+        let (_, on_close) = counter();
+        let pushes = Arc::new(Pushes::default());
+        let (tx, mut woken) = mpsc::unbounded_channel();
+        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
+        let conn = Connection::start(
+            "pipe",
+            transport,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+            pushes,
+        );
+        let mut server = Framed::new(server, wire::codec());
+        let serve = async {
+            let request = server.next().await.expect("a request").expect("a frame");
+            let request: Request = wire::decode(&request).expect("decodes");
+            // A push for an unknown uid, one for the waiting uid, then the
+            // response, all unsolicited but the last.
+            for uid in ["unknown", "waiting"] {
+                let push = Response {
+                    id: wire::UNSOLICITED,
+                    reply: Reply::Push {
+                        uid: uid.into(),
+                        event: wire::WirePushEvent::Granted,
+                    },
+                };
+                server
+                    .send(Bytes::from(wire::encode(&push).unwrap()))
+                    .await
+                    .unwrap();
+            }
+            let response = Response {
+                id: request.id,
+                reply: Reply::Bool(true),
+            };
+            server
+                .send(Bytes::from(wire::encode(&response).unwrap()))
+                .await
+                .unwrap();
+        };
+        let (reply, ()) = tokio::join!(conn.call(1, Op::Health, Duration::from_secs(5)), serve);
+        assert_eq!(reply.unwrap(), Reply::Bool(true));
+        assert_eq!(
+            woken.recv().await,
+            Some((3, "waiting".to_owned(), PushEvent::Granted))
+        );
+        assert!(woken.try_recv().is_err(), "the unknown uid woke nobody");
+        assert!(conn.is_alive());
+    }
+
+    #[tokio::test]
     async fn a_closed_socket_marks_the_connection_down() {
         let (conn, server, closed) = piped();
         drop(server);
