@@ -405,7 +405,7 @@ impl Session<'_> {
             ledger.undo(&args.uid, reserved);
             return Reply::from_result(result);
         }
-        self.granted(&args.uid);
+        self.end_place(&args.uid);
         if released.contains(&args.uid) {
             self.undo_grant(&args).await;
             return Reply::Bool(false);
@@ -528,7 +528,13 @@ impl Session<'_> {
         };
         match reply {
             WaitReply::Granted => {
-                self.granted(&args.uid);
+                // The table ended this waiter's places, under any uid.
+                let replaced = {
+                    let mut waits = self.waits();
+                    waits.end(&args.uid);
+                    waits.replace(&args.uid, asked.ticket)
+                };
+                self.ended(replaced, false);
                 if released.contains(&args.uid) {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
@@ -563,12 +569,14 @@ impl Session<'_> {
         Ok(reply)
     }
 
-    /// The uid was granted: its place, if it had one, is over.
-    fn granted(&self, uid: &str) {
+    /// The uid was granted or released: its place, if it had one, is
+    /// over.
+    fn end_place(&self, uid: &str) -> Option<Place> {
         let mut waits = self.waits();
-        if !waits.is_empty() {
-            waits.end(uid);
+        if waits.is_empty() {
+            return None;
         }
+        waits.end(uid)
     }
 
     /// Settles places that ended without a grant this connection saw:
@@ -606,7 +614,7 @@ impl Session<'_> {
     /// starts the entry's life in the ledger.
     async fn forward(&self, conn: &mut Conn, (uid, event): Pushed) -> Result<(), ()> {
         if event == PushEvent::Granted {
-            self.granted(&uid);
+            self.end_place(&uid);
             self.server.ledger.touch(self.id, &uid);
         }
         let push = Response {
@@ -647,10 +655,10 @@ impl Session<'_> {
             Kind::Force => locker.force_unlock(&args).await,
         };
         // A release also ends the uid's place in line, in any mode.
-        let place = if args.uid.is_empty() || self.waits().is_empty() {
+        let place = if args.uid.is_empty() {
             None
         } else {
-            self.waits().end(&args.uid)
+            self.end_place(&args.uid)
         };
         // Only a release that removed something frees the charge: one in
         // the wrong mode removes nothing and must not make the entries

@@ -69,6 +69,8 @@ pub(crate) struct Waits {
     /// Most live places (and most remembered pollers).
     limit: usize,
     places: HashMap<Arc<str>, Place>,
+    /// The uid of each place, by ticket: one waiter has one place.
+    by_ticket: HashMap<Ticket, Arc<str>>,
     pollers: HashMap<PollKey, Poller>,
     next_sweep: Instant,
 }
@@ -78,6 +80,7 @@ impl Waits {
         Waits {
             limit,
             places: HashMap::new(),
+            by_ticket: HashMap::new(),
             pollers: HashMap::new(),
             next_sweep: Instant::now(),
         }
@@ -107,10 +110,7 @@ impl Waits {
             .filter(|(_, p)| p.expires <= now)
             .map(|(uid, _)| uid.clone())
             .collect();
-        let ended = expired
-            .iter()
-            .filter_map(|uid| self.places.remove(uid))
-            .collect();
+        let ended = expired.iter().filter_map(|uid| self.end(uid)).collect();
         self.pollers
             .retain(|_, p| now.saturating_duration_since(p.seen) < POLL_TICKET_TTL);
         ended
@@ -122,7 +122,7 @@ impl Waits {
     pub(crate) fn has_room(&self, uid: &str, ticket: Ticket) -> bool {
         self.places.len() < self.limit
             || self.places.contains_key(uid)
-            || self.places.values().any(|p| p.ticket == ticket)
+            || self.by_ticket.contains_key(&ticket)
     }
 
     /// The most live places.
@@ -131,30 +131,43 @@ impl Waits {
     }
 
     /// Records that the lock table keeps a place for `args.uid`. Returns
-    /// the places it replaced: the same waiter's, under another uid.
-    pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
-        let replaced: Vec<Arc<str>> = self
-            .places
-            .iter()
-            .filter(|(uid, p)| p.ticket == place.ticket && uid.as_ref() != place.args.uid.as_ref())
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        let replaced = replaced
-            .iter()
-            .filter_map(|uid| self.places.remove(uid))
-            .collect();
+    /// the place it replaced: the same waiter's, under another uid.
+    pub(crate) fn queued(&mut self, place: Place) -> Option<Place> {
+        let replaced = self.replace(&place.args.uid, place.ticket);
+        // The uid's own earlier place, under another ticket, is gone too.
+        if let Some(old) = self.places.remove(&place.args.uid) {
+            self.by_ticket.remove(&old.ticket);
+        }
+        self.by_ticket.insert(place.ticket, place.args.uid.clone());
         self.places.insert(place.args.uid.clone(), place);
         replaced
     }
 
+    /// Forgets the place of another uid than `uid` with `ticket`: the lock
+    /// table replaced it, or granted the waiter under `uid`.
+    pub(crate) fn replace(&mut self, uid: &str, ticket: Ticket) -> Option<Place> {
+        let other = self.by_ticket.get(&ticket).filter(|u| u.as_ref() != uid)?;
+        let other = other.clone();
+        self.end(&other)
+    }
+
     /// Forgets the place of `uid`, which was granted or released.
     pub(crate) fn end(&mut self, uid: &str) -> Option<Place> {
-        self.places.remove(uid)
+        let place = self.places.remove(uid)?;
+        if self
+            .by_ticket
+            .get(&place.ticket)
+            .is_some_and(|u| u.as_ref() == uid)
+        {
+            self.by_ticket.remove(&place.ticket);
+        }
+        Some(place)
     }
 
     /// Every place, for when the connection closes.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Place> + '_ {
         self.pollers.clear();
+        self.by_ticket.clear();
         self.places.drain().map(|(_, p)| p)
     }
 
@@ -212,16 +225,15 @@ mod tests {
         let (t1, t2, t3) = (Ticket::now(), Ticket::now(), Ticket::now());
         assert!(waits
             .queued(place("a", t1, now + Duration::from_secs(5)))
-            .is_empty());
+            .is_none());
         assert!(waits
             .queued(place("b", t2, now + Duration::from_secs(1)))
-            .is_empty());
+            .is_none());
         assert!(!waits.has_room("c", t3), "full");
         assert!(waits.has_room("a", t3), "renewing a uid");
         assert!(waits.has_room("c", t1), "the same waiter under a new uid");
         let replaced = waits.queued(place("c", t1, now + Duration::from_secs(5)));
-        assert_eq!(replaced.len(), 1);
-        assert_eq!(&*replaced[0].args.uid, "a");
+        assert_eq!(replaced.map(|p| p.args.uid), Some("a".into()));
         assert_eq!(waits.len(), 2);
         tokio::time::advance(Duration::from_secs(2)).await;
         let expired = waits.sweep(Instant::now());
@@ -229,6 +241,12 @@ mod tests {
         assert_eq!(&*expired[0].args.uid, "b");
         assert!(waits.has_room("d", t3));
         assert!(waits.end("c").is_some());
+        assert!(waits.is_empty());
+        assert!(waits.by_ticket.is_empty());
+        // A waiter granted under a new uid: its old place goes.
+        waits.queued(place("e", t2, now + Duration::from_secs(9)));
+        assert!(waits.replace("f", t2).is_some());
+        assert!(waits.replace("f", t2).is_none());
         assert!(waits.is_empty());
     }
 
