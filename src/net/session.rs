@@ -492,7 +492,9 @@ impl Session<'_> {
     /// A queued place that will be pushed stays charged to the ledger as a
     /// lock is: it may become one at any moment. A reservation is charged
     /// while it lasts and uncharged when it ends, since the table never
-    /// grants one by itself.
+    /// grants one by itself. The table may keep a reservation while it
+    /// answers `Refused` (it cannot push it), so for a reservation both
+    /// answers count as a place.
     async fn ask(&self, args: &LockArgs, asked: &Asked) -> Result<WaitReply, Refusal> {
         let released = &self.server.released;
         if released.contains(&args.uid) {
@@ -526,8 +528,8 @@ impl Session<'_> {
                 return Err(Refusal::Reply(Reply::from_error(err)));
             }
         };
-        match reply {
-            WaitReply::Granted => {
+        match (reply, asked.push) {
+            (WaitReply::Granted, _) => {
                 // The table ended this waiter's places, under any uid.
                 let replaced = {
                     let mut waits = self.waits();
@@ -541,7 +543,9 @@ impl Session<'_> {
                 }
                 ledger.touch(self.id, &args.uid);
             }
-            WaitReply::Queued => {
+            // A reservation may be kept although the answer says the table
+            // will not push it; count it as kept until it expires.
+            (WaitReply::Queued, _) | (WaitReply::Refused, false) => {
                 if released.contains(&args.uid) {
                     // The release may have run before the place existed:
                     // give the place up, and a grant pushed meanwhile.
@@ -560,7 +564,7 @@ impl Session<'_> {
                 let replaced = self.waits().queued(place);
                 self.ended(replaced, false);
             }
-            WaitReply::Refused => {
+            (WaitReply::Refused, true) => {
                 ledger.undo(&args.uid, reserved);
                 let place = self.waits().end(&args.uid);
                 self.ended(place, false);
