@@ -85,8 +85,13 @@ Examples:
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
   quorum-lock run --read --timeout 30s reports -- sh -c 'make report'
 
-The command runs in its own process group with QUORUM_LOCK_NAME and
-QUORUM_LOCK_UID set. Its exit code is passed through; if the lock is lost
+The command runs in its own process group with QUORUM_LOCK_NAME (the lock's
+name), QUORUM_LOCK_UID and QUORUM_LOCK_FENCING_TOKEN set. The fencing token
+is a number larger than that of every earlier holder of the lock: pass it
+with each write to what the lock protects, and have that refuse tokens
+smaller than the largest it has seen, so that a holder that stalled past
+its lock cannot write late. Servers too old to issue tokens leave it unset,
+with a warning. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
