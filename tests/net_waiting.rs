@@ -285,6 +285,47 @@ async fn a_closed_connection_gives_up_its_places_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_moved_to_a_new_connection_keeps_its_place_when_the_old_one_closes() {
+    let dir = Scratch::new("net-waiting-moved");
+    let server = Server::start(&dir, &["--no-quarantine"]);
+    let addr = server.addr.to_string();
+    let (holder, moved) = (connect(&server).await, connect(&server).await);
+    let h = args("holder", "moving");
+    assert!(holder.lock(&h).await.unwrap());
+
+    // The waiter queues over one connection...
+    let (mut old, _) = authenticate_as(&addr, TOKEN, VERSION_3).await.unwrap();
+    let ticket = Ticket::now();
+    let wait = lock_wait_request(
+        1,
+        "mover",
+        &["moving"],
+        (ticket.at, ticket.tiebreak),
+        Duration::from_secs(30),
+        true,
+    );
+    assert_eq!(roundtrip(&mut old, &wait).await, [1, REPLY_WAIT, QUEUED]);
+    // ...then asks again over a new one, as after a reconnect, while the
+    // server has not noticed the old one is gone.
+    let (wake, mut pushes) = sink(2);
+    let m = args("mover", "moving");
+    let reply = moved
+        .lock_wait(&m, LockMode::Write, &waiting(ticket, &wake))
+        .await;
+    assert_eq!(reply, Ok(WaitReply::Queued));
+    old.shutdown().await.unwrap();
+    closed_within(&mut old, Duration::from_secs(5))
+        .await
+        .expect("the server closed the old connection");
+
+    // The place is the new connection's: closing the old one kept it.
+    assert!(holder.unlock(&h).await.unwrap());
+    let push = next_push(&mut pushes, "the grant on the new connection").await;
+    assert_eq!(push, (2, "mover".to_owned(), PushEvent::Granted));
+    assert!(moved.unlock(&m).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_2_poller_keeps_its_turn_against_a_later_push_waiter() {
     let dir = Scratch::new("net-waiting-poller");
     let server = Server::start(&dir, &["--no-quarantine"]);

@@ -590,14 +590,24 @@ impl Session<'_> {
     /// a pushed place when the table still had it and dropped it now.
     /// Otherwise it may have been granted meanwhile, and the charge lapses
     /// on its own.
+    ///
+    /// A place whose waiter has asked again over another connection since
+    /// (it reconnected; the ledger then charges that connection) belongs
+    /// to that connection now, and is left alone: the table keeps one place
+    /// per waiter, and it is the newer connection's.
     fn ended(&self, places: impl IntoIterator<Item = Place>, leave: bool) {
         let locker = &*self.server.locker;
+        let ledger = &self.server.ledger;
         for place in places {
+            if ledger
+                .owner(&place.args.uid)
+                .is_some_and(|conn| conn != self.id)
+            {
+                continue;
+            }
             let left = (leave || place.push) && matches!(locker.leave_queue(&place.args), Ok(true));
             if left || !place.push {
-                self.server
-                    .ledger
-                    .release(&place.args.uid, Some(&place.args.resources));
+                ledger.release(&place.args.uid, Some(&place.args.resources));
             }
         }
     }
