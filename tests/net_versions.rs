@@ -226,3 +226,49 @@ async fn a_client_pinned_to_version_2_is_served_as_one() {
         Ok(_) => panic!("version 1 was offered"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_halfway_through_an_upgrade_locks_and_fences() {
+    let dir = Scratch::new("net-versions-mixed");
+    let new: Vec<Server> = (0..2)
+        .map(|_| Server::start(&dir, &["--no-quarantine"]))
+        .collect();
+    let old = OldServer::start(TOKEN).await;
+    let mut addrs: Vec<String> = new.iter().map(|s| s.addr.to_string()).collect();
+    addrs.push(old.addr.to_string());
+    let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+    for addr in &addrs {
+        lockers.push(Arc::new(
+            RemoteLocker::connect(addr.clone(), remote_config(TOKEN))
+                .await
+                .unwrap(),
+        ));
+    }
+    let ds = Dsync::builder(lockers)
+        .lease(net_support::lease())
+        .build()
+        .unwrap();
+    let mutex = ds.rw_mutex(["rolling"]).unwrap();
+    let mut tokens = Vec::new();
+    for _ in 0..2 {
+        let guard = mutex
+            .lock_timeout(Duration::from_secs(5))
+            .await
+            .expect("locks with two new servers and one old");
+        // The two new servers are a quorum of three: they issue the token.
+        tokens.push(
+            guard
+                .fencing_token()
+                .await
+                .expect("a token from the new servers"),
+        );
+        guard.unlock().await.unwrap();
+    }
+    assert!(tokens[0] < tokens[1], "{tokens:?}");
+    // The old server saw only version-2 requests.
+    assert!(
+        old.seen().ops.iter().all(|op| *op <= OP_HEALTH),
+        "{:?}",
+        old.seen()
+    );
+}
