@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::conn::Connection;
-use super::wire::{Op, Reply, WireArgs};
+use super::pushes::Pushes;
+use super::wire::{self, Op, Reply, WireArgs};
+use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
 /// How a [`RemoteLocker`] talks to its server.
@@ -29,6 +31,11 @@ pub struct RemoteConfig {
     pub call_timeout: Duration,
     /// Backoff between reconnection attempts. Default 50 ms growing to 2 s.
     pub reconnect: RetryPolicy,
+    /// The newest protocol version to offer. Default
+    /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), with a fallback to 2
+    /// against servers that speak only that. Set 2 to behave as a
+    /// version-2 client: waiting by polling, no fencing tokens.
+    pub protocol_version: u16,
     /// Connect with TLS (feature `tls`). Default: plain TCP.
     #[cfg(feature = "tls")]
     pub tls: Option<super::ClientTls>,
@@ -45,6 +52,7 @@ impl RemoteConfig {
                 initial: Duration::from_millis(50),
                 max: Duration::from_secs(2),
             },
+            protocol_version: wire::PROTOCOL_VERSION,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -58,6 +66,7 @@ impl std::fmt::Debug for RemoteConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("call_timeout", &self.call_timeout)
             .field("reconnect", &self.reconnect)
+            .field("protocol_version", &self.protocol_version)
             .finish()
     }
 }
@@ -72,6 +81,8 @@ struct Shared {
     /// The server's validity in nanoseconds, from the last handshake; 0
     /// until one succeeded.
     validity: AtomicU64,
+    /// Where pushes for waiting uids go, across reconnects.
+    pushes: Arc<Pushes>,
 }
 
 impl Shared {
@@ -152,7 +163,9 @@ impl RemoteLocker {
     /// Makes a locker for the server at `endpoint` (`host:port`) and tries
     /// to connect once. An unreachable server is not an error: the locker
     /// starts offline and keeps trying in the background. A server that
-    /// rejects the token is: [`Error::Unauthorized`].
+    /// rejects the token is: [`Error::Unauthorized`]. So is a
+    /// [`RemoteConfig::protocol_version`] this build does not speak:
+    /// [`Error::InvalidArgument`].
     ///
     /// # Cancel safety
     ///
@@ -162,6 +175,15 @@ impl RemoteLocker {
         endpoint: impl Into<String>,
         config: RemoteConfig,
     ) -> Result<RemoteLocker, Error> {
+        let version = config.protocol_version;
+        if !wire::speaks(version) {
+            return Err(Error::InvalidArgument(format!(
+                "protocol version {version} is not spoken by this client; set \
+                 RemoteConfig::protocol_version to {} to {}",
+                wire::MIN_PROTOCOL_VERSION,
+                wire::PROTOCOL_VERSION
+            )));
+        }
         let shared = Arc::new(Shared {
             endpoint: endpoint.into(),
             config,
@@ -169,6 +191,7 @@ impl RemoteLocker {
             reconnecting: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             validity: AtomicU64::new(0),
+            pushes: Arc::default(),
         });
         match open(&shared).await {
             Ok(conn) => shared.install(conn),
@@ -181,29 +204,64 @@ impl RemoteLocker {
         Ok(RemoteLocker { shared })
     }
 
-    async fn call(&self, op: Op) -> Result<Reply, Error> {
+    /// The live connection, or an error after starting a reconnect.
+    fn connection(&self) -> Result<Arc<Connection>, Error> {
         let conn = self
             .shared
             .conn
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let conn = match conn {
-            Some(conn) if conn.is_alive() => conn,
+        match conn {
+            Some(conn) if conn.is_alive() => Ok(conn),
             _ => {
                 reconnect_later(&self.shared);
-                return Err(Error::LockerUnavailable {
+                Err(Error::LockerUnavailable {
                     endpoint: self.shared.endpoint.clone(),
                     reason: "not connected; reconnecting in the background".into(),
-                });
+                })
             }
-        };
+        }
+    }
+
+    async fn call(&self, op: Op) -> Result<Reply, Error> {
+        let conn = self.connection()?;
+        self.call_on(&conn, op).await
+    }
+
+    async fn call_on(&self, conn: &Connection, op: Op) -> Result<Reply, Error> {
+        if op.since() > conn.version() {
+            // The callers check first; this keeps a slip from reaching a
+            // server that would close the connection over it.
+            return Err(Error::Unsupported {
+                endpoint: self.shared.endpoint.clone(),
+                what: format!("protocol version {} requests", op.since()),
+            });
+        }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         conn.call(id, op, self.shared.config.call_timeout).await
     }
 
     async fn call_bool(&self, op: Op) -> Result<bool, Error> {
         self.call(op).await?.into_result(&self.shared.endpoint)
+    }
+
+    /// Sends a release of `args.uid`; from now on no push reaches its wait.
+    async fn release(&self, op: Op, uid: &str) -> Result<bool, Error> {
+        self.shared.pushes.forget(uid);
+        self.call_bool(op).await
+    }
+
+    /// The protocol version of the current connection, `None` while
+    /// disconnected. 2 means the server has neither queues with pushed
+    /// wake-ups nor fencing tokens.
+    pub fn protocol_version(&self) -> Option<u16> {
+        let conn = self
+            .shared
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        conn.as_ref().filter(|c| c.is_alive()).map(|c| c.version())
     }
 
     /// Asks the server whether it is in quarantine and how many entries it holds.
@@ -225,7 +283,8 @@ impl RemoteLocker {
 async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
     let weak = Arc::downgrade(shared);
     let config = &shared.config;
-    let conn = Connection::open(&shared.endpoint, config, move || {
+    let pushes = shared.pushes.clone();
+    let conn = Connection::open(&shared.endpoint, config, pushes, move || {
         if let Some(shared) = weak.upgrade() {
             reconnect_later(&shared);
         }
@@ -305,11 +364,13 @@ impl NetLocker for RemoteLocker {
     }
 
     async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.call_bool(Op::Unlock(WireArgs::from(args))).await
+        self.release(Op::Unlock(WireArgs::from(args)), &args.uid)
+            .await
     }
 
     async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.call_bool(Op::RUnlock(WireArgs::from(args))).await
+        self.release(Op::RUnlock(WireArgs::from(args)), &args.uid)
+            .await
     }
 
     async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
@@ -322,7 +383,100 @@ impl NetLocker for RemoteLocker {
             .await
     }
 
+    /// Against a version-3 server, waits in line there: the server
+    /// pushes the grant on this locker's connection, and the wake-up goes
+    /// to `wait.wake`, registered before the request is sent and kept until
+    /// an unlock, runlock or force-unlock of the uid is sent (a `Wounded`
+    /// may follow a `Granted`) or the server answers `Refused`. The
+    /// registration survives reconnects. Against a version-2 server, sends
+    /// a plain lock and answers `Granted` or `Refused`, as the trait's
+    /// default does.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe in the trait's sense: a dropped call may or may not
+    /// have been applied, and its registration stays until the uid is
+    /// released.
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        let conn = self.connection()?;
+        if conn.version() < wire::V3 {
+            let op = match mode {
+                LockMode::Write => Op::Lock(WireArgs::from(args)),
+                LockMode::Read => Op::RLock(WireArgs::from(args)),
+            };
+            let granted = self
+                .call_on(&conn, op)
+                .await?
+                .into_result(&self.shared.endpoint)?;
+            return Ok(if granted {
+                WaitReply::Granted
+            } else {
+                WaitReply::Refused
+            });
+        }
+        if let Some(wake) = &wait.wake {
+            self.shared.pushes.register(&args.uid, wake);
+        }
+        let op = Op::LockWait {
+            args: WireArgs::from(args),
+            mode: mode.into(),
+            ticket: wait.ticket.into(),
+            place_ttl: wait.place_ttl,
+            push: wait.wake.is_some(),
+        };
+        match self.call_on(&conn, op).await? {
+            Reply::Wait(reply) => {
+                let reply = WaitReply::from(reply);
+                if reply == WaitReply::Refused && wait.wake.is_some() {
+                    // No place, no grant: nothing will be pushed.
+                    self.shared.pushes.forget(&args.uid);
+                }
+                Ok(reply)
+            }
+            other => Err(other.into_error(&self.shared.endpoint)),
+        }
+    }
+
+    /// Draws a fencing token from the server. `Err(Error::Unsupported)`
+    /// from a version-2 server.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped call may still draw a token on the server,
+    /// which only raises the next token.
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        let conn = self.connection()?;
+        if conn.version() < wire::V3 {
+            return Err(Error::Unsupported {
+                endpoint: self.shared.endpoint.clone(),
+                what: "fencing tokens".into(),
+            });
+        }
+        let op = Op::Fence {
+            args: WireArgs::from(args),
+            mode: mode.into(),
+            floor,
+        };
+        match self.call_on(&conn, op).await? {
+            Reply::Fence(token) => Ok(token),
+            other => Err(other.into_error(&self.shared.endpoint)),
+        }
+    }
+
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        if !args.uid.is_empty() {
+            self.shared.pushes.forget(&args.uid);
+        }
         self.call_bool(Op::ForceUnlock(WireArgs::from(args))).await
     }
 

@@ -8,6 +8,10 @@
 //! task therefore holds a [`DownOnDrop`], so that however it ends, the
 //! connection is marked down at once and its owner is told to reconnect;
 //! a send that finds the writer gone does the same.
+//!
+//! From protocol version 3 on, the server also sends messages that answer
+//! no request (id 0): the reader hands pushes to the waits registered in
+//! [`Pushes`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +27,7 @@ use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use super::io::BoxIo;
+use super::pushes::Pushes;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
@@ -46,18 +51,85 @@ pub(crate) struct Connection {
     tasks: Mutex<Vec<AbortHandle>>,
     /// The server's lock validity, from its `Welcome`.
     validity: Duration,
+    /// The protocol version both sides speak on this connection.
+    version: u16,
 }
 
 impl Connection {
     /// Connects, authenticates, and starts the reader and writer tasks on
     /// the current runtime. `on_close` runs once when the connection goes
     /// down, from whatever noticed: a task, a call, or a runtime dropping
-    /// the tasks as it shuts down.
+    /// the tasks as it shuts down. Pushes go to `pushes`.
+    ///
+    /// Offers [`RemoteConfig::protocol_version`] first; a server that
+    /// rejects it for the version, naming an older version both speak, is
+    /// asked again with that one (PROTOCOL.md, "Versioning"). The whole
+    /// exchange takes at most the connect timeout.
     pub(crate) async fn open(
         endpoint: &str,
         config: &RemoteConfig,
+        pushes: Arc<Pushes>,
         on_close: impl FnOnce() + Send + 'static,
     ) -> Result<Arc<Connection>, Error> {
+        let connect_timeout = config.connect_timeout;
+        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let mut version = config.protocol_version;
+        if !wire::speaks(version) {
+            return Err(Error::InvalidArgument(format!(
+                "protocol version {version} is not spoken by this client; use {} to {}",
+                wire::MIN_PROTOCOL_VERSION,
+                wire::PROTOCOL_VERSION
+            )));
+        }
+        loop {
+            let (transport, welcome) = Self::handshake(endpoint, config, version, deadline).await?;
+            let (accepted, validity) = match welcome {
+                Welcome::Accepted {
+                    version, validity, ..
+                } => (version, validity),
+                Welcome::Rejected { reason } => {
+                    if let Some(older) = wire::fallback_version(&reason, version) {
+                        tracing::debug!(endpoint, offered = version, older, %reason, "lock server speaks an older protocol; asking again");
+                        version = older;
+                        continue;
+                    }
+                    return Err(Error::Unauthorized {
+                        endpoint: endpoint.to_owned(),
+                        reason,
+                    });
+                }
+            };
+            // A server may answer with an older version it speaks; never a
+            // newer one than offered.
+            if accepted > version || !wire::speaks(accepted) {
+                return Err(Error::LockerUnavailable {
+                    endpoint: endpoint.to_owned(),
+                    reason: format!(
+                        "the server accepted protocol version {accepted}, but this client offered \
+                         {version} and speaks {} to {}; upgrade the client or the server",
+                        wire::MIN_PROTOCOL_VERSION,
+                        wire::PROTOCOL_VERSION
+                    ),
+                });
+            }
+            return Ok(Connection::start(
+                endpoint,
+                transport,
+                Box::new(on_close),
+                validity,
+                accepted,
+                pushes,
+            ));
+        }
+    }
+
+    /// Connects and exchanges `Hello` (of `version`) and `Welcome`.
+    async fn handshake(
+        endpoint: &str,
+        config: &RemoteConfig,
+        version: u16,
+        deadline: tokio::time::Instant,
+    ) -> Result<(Transport, Welcome), Error> {
         let connect_timeout = config.connect_timeout;
         let unavailable = |reason: String| Error::LockerUnavailable {
             endpoint: endpoint.to_owned(),
@@ -74,7 +146,7 @@ impl Connection {
             };
             let mut transport = Framed::new(stream, wire::codec());
             let hello = Hello {
-                version: wire::PROTOCOL_VERSION,
+                version,
                 token: config.token.clone(),
             };
             transport
@@ -89,24 +161,9 @@ impl Connection {
                 )),
             }
         };
-        let (transport, welcome) = tokio::time::timeout(connect_timeout, handshake)
+        tokio::time::timeout_at(deadline, handshake)
             .await
-            .map_err(|_| unavailable(format!("no handshake within {connect_timeout:?}")))??;
-        let validity = match welcome {
-            Welcome::Accepted { validity, .. } => validity,
-            Welcome::Rejected { reason } => {
-                return Err(Error::Unauthorized {
-                    endpoint: endpoint.to_owned(),
-                    reason,
-                })
-            }
-        };
-        Ok(Connection::start(
-            endpoint,
-            transport,
-            Box::new(on_close),
-            validity,
-        ))
+            .map_err(|_| unavailable(format!("no handshake within {connect_timeout:?}")))?
     }
 
     /// Runs the reader and writer of an authenticated transport on the
@@ -116,10 +173,12 @@ impl Connection {
         transport: Transport,
         on_close: OnClose,
         validity: Duration,
+        version: u16,
+        pushes: Arc<Pushes>,
     ) -> Arc<Connection> {
         let (sink, stream) = transport.split();
         let (frames, queued) = mpsc::unbounded_channel();
-        let conn = Connection::new(endpoint, frames, on_close, validity);
+        let conn = Connection::new(endpoint, frames, on_close, validity, version);
         let writer = tokio::spawn(write_batches(
             sink,
             queued,
@@ -129,6 +188,7 @@ impl Connection {
         let reader = tokio::spawn(read_responses(
             stream,
             conn.clone(),
+            pushes,
             DownOnDrop::new(&conn, "reader"),
         ));
         conn.tasks()
@@ -147,6 +207,7 @@ impl Connection {
         frames: mpsc::UnboundedSender<Bytes>,
         on_close: OnClose,
         validity: Duration,
+        version: u16,
     ) -> Arc<Connection> {
         Arc::new(Connection {
             endpoint: endpoint.to_owned(),
@@ -157,12 +218,18 @@ impl Connection {
             on_close: Mutex::new(Some(on_close)),
             tasks: Mutex::default(),
             validity,
+            version,
         })
     }
 
     /// How long the server keeps an entry that is not refreshed.
     pub(crate) fn validity(&self) -> Duration {
         self.validity
+    }
+
+    /// The protocol version spoken on this connection.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
     }
 
     pub(crate) fn is_alive(&self) -> bool {
@@ -353,11 +420,13 @@ async fn write_batches(
     }
 }
 
-/// Hands each response to its caller. `_down` is an argument, not a local,
-/// so that it also fires for a task dropped before it was first polled.
+/// Hands each response to its caller and each push to its waiter. `_down`
+/// is an argument, not a local, so that it also fires for a task dropped
+/// before it was first polled.
 async fn read_responses(
     mut stream: SplitStream<Transport>,
     conn: Arc<Connection>,
+    pushes: Arc<Pushes>,
     _down: DownOnDrop,
 ) {
     while let Some(Ok(frame)) = stream.next().await {
@@ -365,10 +434,21 @@ async fn read_responses(
             tracing::warn!(endpoint = %conn.endpoint, "undecodable response; dropping the connection");
             break;
         };
-        if let Some(waiter) = conn.pending().remove(&response.id) {
-            let _ = waiter.send(response.reply);
-        } else if response.id == 0 {
-            tracing::warn!(endpoint = %conn.endpoint, reply = ?response.reply, "server reported an error");
+        if response.id != wire::UNSOLICITED {
+            if let Some(waiter) = conn.pending().remove(&response.id) {
+                let _ = waiter.send(response.reply);
+            }
+            continue;
+        }
+        match response.reply {
+            Reply::Push { uid, event } => {
+                if !pushes.deliver(&uid, event.into()) {
+                    tracing::trace!(endpoint = %conn.endpoint, %uid, "push for a uid nobody waits on");
+                }
+            }
+            reply => {
+                tracing::warn!(endpoint = %conn.endpoint, ?reply, "server reported an error");
+            }
         }
     }
 }
@@ -398,7 +478,14 @@ mod tests {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
         let (closed, on_close) = counter();
-        let conn = Connection::start("pipe", transport, on_close, Duration::from_secs(60));
+        let conn = Connection::start(
+            "pipe",
+            transport,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+            Arc::default(),
+        );
         (conn, Framed::new(server, wire::codec()), closed)
     }
 
@@ -416,7 +503,13 @@ mod tests {
         let (frames, queued) = mpsc::unbounded_channel();
         drop(queued);
         let (closed, on_close) = counter();
-        let conn = Connection::new("nowhere", frames, on_close, Duration::from_secs(60));
+        let conn = Connection::new(
+            "nowhere",
+            frames,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+        );
         let result = conn.call(1, Op::Health, Duration::from_secs(5)).await;
         assert!(
             matches!(result, Err(Error::LockerUnavailable { .. })),
@@ -443,6 +536,69 @@ mod tests {
         // The reader was aborted too, so the server sees the pipe close.
         let end = tokio::time::timeout(Duration::from_secs(5), server.next()).await;
         assert!(matches!(end, Ok(None)), "the pipe stayed open");
+    }
+
+    #[tokio::test]
+    async fn pushes_reach_their_wait_and_responses_their_call_on_one_connection() {
+        use crate::wait::{PushEvent, PushSink, Wake};
+
+        struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
+        impl PushSink for Forward {
+            fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+                let _ = self.0.send((slot, uid.to_owned(), event));
+            }
+        }
+
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
+        let (_, on_close) = counter();
+        let pushes = Arc::new(Pushes::default());
+        let (tx, mut woken) = mpsc::unbounded_channel();
+        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
+        let conn = Connection::start(
+            "pipe",
+            transport,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+            pushes,
+        );
+        let mut server = Framed::new(server, wire::codec());
+        let serve = async {
+            let request = server.next().await.expect("a request").expect("a frame");
+            let request: Request = wire::decode(&request).expect("decodes");
+            // A push for an unknown uid, one for the waiting uid, then the
+            // response, all unsolicited but the last.
+            for uid in ["unknown", "waiting"] {
+                let push = Response {
+                    id: wire::UNSOLICITED,
+                    reply: Reply::Push {
+                        uid: uid.into(),
+                        event: wire::WirePushEvent::Granted,
+                    },
+                };
+                server
+                    .send(Bytes::from(wire::encode(&push).unwrap()))
+                    .await
+                    .unwrap();
+            }
+            let response = Response {
+                id: request.id,
+                reply: Reply::Bool(true),
+            };
+            server
+                .send(Bytes::from(wire::encode(&response).unwrap()))
+                .await
+                .unwrap();
+        };
+        let (reply, ()) = tokio::join!(conn.call(1, Op::Health, Duration::from_secs(5)), serve);
+        assert_eq!(reply.unwrap(), Reply::Bool(true));
+        assert_eq!(
+            woken.recv().await,
+            Some((3, "waiting".to_owned(), PushEvent::Granted))
+        );
+        assert!(woken.try_recv().is_err(), "the unknown uid woke nobody");
+        assert!(conn.is_alive());
     }
 
     #[tokio::test]

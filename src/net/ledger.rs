@@ -204,6 +204,12 @@ impl Ledger {
         self.inner().remove(uid, hash);
     }
 
+    /// The connection `uid` is charged to: the one that last reserved,
+    /// refreshed or was pushed a grant for it.
+    pub(crate) fn owner(&self, uid: &str) -> Option<u64> {
+        self.inner().charges.get(uid).map(|c| c.conn)
+    }
+
     /// Forgets the connection's usage when it closes. Its locks stay
     /// charged in total until released or lapsed; a connection that later
     /// refreshes one takes it over.

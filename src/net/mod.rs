@@ -36,11 +36,13 @@ mod client;
 mod conn;
 mod io;
 mod ledger;
+mod pushes;
 mod released;
 mod server;
 mod session;
 #[cfg(feature = "tls")]
 mod tls;
+mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker};
@@ -50,5 +52,6 @@ pub use server::{
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
 pub use wire::{
-    MAX_FRAME, MAX_HELLO_FRAME, MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN, PROTOCOL_VERSION,
+    MAX_FRAME, MAX_HELLO_FRAME, MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN, MIN_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
 };

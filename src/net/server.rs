@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, Limits};
 use super::released::Released;
-use super::session::accept;
+use super::session::{accept, PUSH_QUEUE};
+use super::waits::WAITER_OVERHEAD;
 use crate::{Error, LocalLocker};
 
 /// What a connection may do, decided by the token it presented.
@@ -35,6 +36,10 @@ const MIB: usize = 1024 * 1024;
 /// task, socket buffers on our side, the codec's buffers and, with TLS, the
 /// TLS session. An upper estimate, checked by the `net_limits` budget test.
 pub const CONNECTION_OVERHEAD: usize = 64 * 1024;
+
+/// What one queued push costs besides its uid: the queue slot and the
+/// uid's allocation.
+const PUSH_OVERHEAD: usize = 64;
 
 /// How many connections may be open beyond `max_connections` while the
 /// ones evicted to make room for them are closing.
@@ -77,6 +82,13 @@ pub struct ServerConfig {
     /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
     /// UUID uids.
     pub max_released_bytes: usize,
+    /// Most places in line one connection may hold at once: waits that are
+    /// queued for a lock (protocol version 3), and the reservations that
+    /// keep version-2 pollers' turns. Beyond it, a waiting lock request is
+    /// refused with an error of kind `Unavailable`, and a version-2 lock is
+    /// asked without a reservation. Places are charged to the lock table's
+    /// limits as locks are. Default 1024.
+    pub max_waiters_per_connection: usize,
     /// How long a client has to authenticate after connecting. Default 5 s.
     pub handshake_timeout: Duration,
     /// How long a released uid is remembered, so that a lock or refresh
@@ -98,6 +110,7 @@ impl ServerConfig {
             max_lock_bytes: 1024 * MIB,
             max_connections: 512,
             max_released_bytes: 64 * MIB,
+            max_waiters_per_connection: 1024,
             handshake_timeout: Duration::from_secs(5),
             remember_released: None,
             #[cfg(feature = "tls")]
@@ -128,8 +141,11 @@ impl ServerConfig {
     /// * `client`: with the client token, add a request of up to
     ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
     ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each), the
-    ///   lock table (`max_lock_bytes`) and the remembered releases
-    ///   (`max_released_bytes`).
+    ///   connection's record of its waiters (512 bytes per
+    ///   `max_waiters_per_connection`) and its queue of pushes not yet
+    ///   written (at most 256 of a uid each), the lock table
+    ///   (`max_lock_bytes`, which also pays for places in line) and the
+    ///   remembered releases (`max_released_bytes`).
     ///
     /// The admin token is trusted: a listing of a full table is not bounded
     /// here.
@@ -141,7 +157,11 @@ impl ServerConfig {
     pub fn memory_budget(&self) -> MemoryBudget {
         let conns = self.max_connections.saturating_add(EVICTING);
         let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
-        let per_client = 2 * super::MAX_FRAME + CONNECTION_OVERHEAD;
+        let waiters = self
+            .max_waiters_per_connection
+            .saturating_mul(WAITER_OVERHEAD)
+            .saturating_add(PUSH_QUEUE * (super::MAX_UID_LEN + PUSH_OVERHEAD));
+        let per_client = (2 * super::MAX_FRAME + CONNECTION_OVERHEAD).saturating_add(waiters);
         let client = conns
             .saturating_mul(per_client)
             .saturating_add(self.max_lock_bytes)
@@ -190,6 +210,10 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_lock_bytes", &self.max_lock_bytes)
             .field("max_connections", &self.max_connections)
             .field("max_released_bytes", &self.max_released_bytes)
+            .field(
+                "max_waiters_per_connection",
+                &self.max_waiters_per_connection,
+            )
             .field("handshake_timeout", &self.handshake_timeout)
             .field("remember_released", &self.remember_released)
             .finish_non_exhaustive()
@@ -311,6 +335,13 @@ impl LockServer {
         if config.max_connections == 0 {
             return Err(Error::InvalidArgument(
                 "max_connections must be at least 1".into(),
+            ));
+        }
+        if config.max_waiters_per_connection == 0 {
+            return Err(Error::InvalidArgument(
+                "max_waiters_per_connection must be at least 1: clients of protocol version 3 \
+                 wait in line"
+                    .into(),
             ));
         }
         let validity = locker.config().validity;

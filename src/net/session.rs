@@ -1,21 +1,36 @@
 //! One client connection on the server: the handshake, then requests
-//! handled in order, with the replies to each read batch written together.
+//! handled in order, with the replies to each read batch written together,
+//! and (protocol version 3) the pushes for the connection's waiters written
+//! as they come.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 use super::io::BoxIo;
 use super::server::{Role, ServerState, Slot};
+use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
-    self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo, WireMode,
+    self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
+    WireMode, WirePushEvent, WireTicket, WireWaitReply,
 };
+use crate::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 use crate::{LockArgs, LockMode, NetLocker};
+
+/// How many pushes may wait for the connection's task to write them. A
+/// client that does not read fills it; further pushes are dropped, and
+/// its waiters learn of their grants when they ask again.
+pub(crate) const PUSH_QUEUE: usize = 256;
+
+/// A push on its way from the lock table to the connection's task.
+type Pushed = (Box<str>, PushEvent);
 
 type Conn = Framed<BoxIo, tokio_util::codec::LengthDelimitedCodec>;
 
@@ -54,21 +69,53 @@ async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot
     };
     slot.authenticated();
     conn.codec_mut().set_max_frame_length(wire::MAX_FRAME);
-    tracing::debug!(%peer, ?role, "client connected");
+    let (role, version) = role;
+    tracing::debug!(%peer, ?role, version, "client connected");
+    let (pushes, mut pushed) = mpsc::channel(PUSH_QUEUE);
     let session = Session {
         server: &server,
         role,
         id: slot.id(),
+        version,
+        wake: Wake::new(Arc::new(ConnSink { pushes }), 0),
+        waits: Mutex::new(Waits::new(server.config.max_waiters_per_connection)),
     };
-    serve(&mut conn, peer, &session).await;
+    serve(&mut conn, peer, &session, &mut pushed).await;
 }
 
-async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
+/// What woke the connection's task.
+enum Event {
+    Frame(Option<Result<bytes::BytesMut, std::io::Error>>),
+    Push(Pushed),
+    Shutdown,
+}
+
+async fn serve(
+    conn: &mut Conn,
+    peer: SocketAddr,
+    session: &Session<'_>,
+    pushed: &mut mpsc::Receiver<Pushed>,
+) {
     let server = session.server;
     loop {
-        let frame = tokio::select! {
-            frame = conn.next() => frame,
-            () = server.shutdown.cancelled() => break,
+        let event = tokio::select! {
+            frame = conn.next() => Event::Frame(frame),
+            Some(push) = pushed.recv() => Event::Push(push),
+            () = server.shutdown.cancelled() => Event::Shutdown,
+        };
+        let frame = match event {
+            Event::Frame(frame) => frame,
+            Event::Shutdown => break,
+            Event::Push(push) => {
+                // Every push already queued goes out with this one.
+                if session.forward(conn, push).await.is_err()
+                    || forward_queued(conn, session, pushed).await.is_err()
+                    || SinkExt::<Bytes>::flush(conn).await.is_err()
+                {
+                    return;
+                }
+                continue;
+            }
         };
         // Handle this frame and every frame already buffered, then write all
         // the replies with one flush.
@@ -110,7 +157,11 @@ async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
                 None => break,
             }
         }
-        if SinkExt::<Bytes>::flush(conn).await.is_err() {
+        // Pushes caused by this batch (or queued meanwhile) go out after
+        // its replies, in the same flush.
+        if forward_queued(conn, session, pushed).await.is_err()
+            || SinkExt::<Bytes>::flush(conn).await.is_err()
+        {
             return;
         }
         // A large request leaves a read buffer of its size behind; give it
@@ -121,17 +172,30 @@ async fn serve(conn: &mut Conn, peer: SocketAddr, session: &Session<'_>) {
     }
 }
 
+/// Feeds every push already queued, without waiting for more.
+async fn forward_queued(
+    conn: &mut Conn,
+    session: &Session<'_>,
+    pushed: &mut mpsc::Receiver<Pushed>,
+) -> Result<(), ()> {
+    while let Ok(push) = pushed.try_recv() {
+        session.forward(conn, push).await?;
+    }
+    Ok(())
+}
+
 async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), ()> {
     let payload = wire::encode(message).map_err(|_| ())?;
     conn.feed(Bytes::from(payload)).await.map_err(|_| ())
 }
 
+/// Authenticates the peer; its role and the protocol version it speaks.
 async fn handshake(
     conn: &mut Conn,
     peer: SocketAddr,
     server: &ServerState,
     slot: &Slot,
-) -> Option<Role> {
+) -> Option<(Role, u16)> {
     let first = tokio::select! {
         first = tokio::time::timeout(server.config.handshake_timeout, conn.next()) => first,
         () = server.shutdown.cancelled() => return None,
@@ -156,21 +220,20 @@ async fn handshake(
             reason
         }
     });
+    // The version is checked first, as version-2 servers did: a client
+    // that is refused for its version asks again with an older one.
     let verdict = match hello {
-        Ok(hello) if hello.version != wire::PROTOCOL_VERSION => Err(format!(
-            "protocol version {} is not supported; this server speaks {}",
-            hello.version,
-            wire::PROTOCOL_VERSION
-        )),
+        Ok(hello) if !wire::speaks(hello.version) => Err(wire::unsupported_version(hello.version)),
         Ok(hello) => server
             .config
             .role_of(&hello.token)
+            .map(|role| (role, hello.version))
             .ok_or_else(|| "invalid token".to_owned()),
         Err(reason) => Err(reason),
     };
     let welcome = match &verdict {
-        Ok(role) => Welcome::Accepted {
-            version: wire::PROTOCOL_VERSION,
+        Ok((role, version)) => Welcome::Accepted {
+            version: *version,
             admin: *role == Role::Admin,
             validity: server.locker.config().validity,
         },
@@ -192,6 +255,36 @@ struct Session<'a> {
     role: Role,
     /// Names this connection in the server's ledger.
     id: u64,
+    /// The protocol version the client speaks.
+    version: u16,
+    /// Where the lock table pushes this connection's grants and wounds.
+    wake: Wake,
+    /// The places this connection holds in line. Only this connection's
+    /// task locks it, so it is never contended.
+    waits: Mutex<Waits>,
+}
+
+/// Hands pushes from the lock table to the connection's task. Never
+/// blocks: when the task is gone or too far behind, the push is dropped
+/// (the waiter learns of its grant when it asks again).
+struct ConnSink {
+    pushes: mpsc::Sender<Pushed>,
+}
+
+impl PushSink for ConnSink {
+    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send((uid.into(), event)) {
+            tracing::debug!(%uid, ?event, "push queue full; dropping the push");
+        }
+    }
+}
+
+/// How a version-2 poll or a version-3 wait asks the lock table.
+struct Asked {
+    mode: LockMode,
+    ticket: Ticket,
+    place_ttl: Duration,
+    push: bool,
 }
 
 /// The lock arguments of a request, or the reply refusing them when a field
@@ -219,7 +312,26 @@ impl Session<'_> {
 
     async fn dispatch(&self, op: Op) -> Reply {
         let locker = &*self.server.locker;
+        if op.since() > self.version {
+            return Reply::Error {
+                kind: ErrorKind::InvalidArgument,
+                message: format!(
+                    "this request needs protocol version {}, but the connection speaks {}; \
+                     reconnect with a newer Hello",
+                    op.since(),
+                    self.version
+                ),
+            };
+        }
         match op {
+            Op::LockWait {
+                args,
+                mode,
+                ticket,
+                place_ttl,
+                push,
+            } => self.wait(args, mode.into(), ticket, place_ttl, push).await,
+            Op::Fence { args, mode, floor } => self.fence(args, mode.into(), floor).await,
             Op::Lock(args) => self.grant(args, LockMode::Write).await,
             Op::RLock(args) => self.grant(args, LockMode::Read).await,
             Op::Unlock(args) => self.release(args, Kind::Write).await,
@@ -259,11 +371,20 @@ impl Session<'_> {
     /// The one gap: a tombstone forgotten between the two (it is kept for
     /// the validity, or less under a flood of releases past
     /// `max_released_bytes`); the entry then expires after the validity.
+    ///
+    /// A version-2 client's lock takes a place in line first ([`poll`]).
+    ///
+    /// [`poll`]: Self::poll
     async fn grant(&self, args: WireArgs, mode: LockMode) -> Reply {
         let args = match checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
+        if self.version < wire::V3 {
+            if let Some(reply) = self.poll(&args, mode).await {
+                return reply;
+            }
+        }
         let released = &self.server.released;
         if released.contains(&args.uid) {
             // Overtaken by its own release: granting would leave an entry
@@ -284,12 +405,244 @@ impl Session<'_> {
             ledger.undo(&args.uid, reserved);
             return Reply::from_result(result);
         }
+        self.end_place(&args.uid);
         if released.contains(&args.uid) {
             self.undo_grant(&args).await;
             return Reply::Bool(false);
         }
         ledger.touch(self.id, &args.uid);
         Reply::Bool(true)
+    }
+
+    /// A version-2 client's plain lock, made fair: it is asked as a wait
+    /// with the ticket this poller drew when the connection first saw it
+    /// (same owner, resources and mode), and a place that is only a
+    /// reservation, kept for [`POLL_PLACE_TTL`] and renewed by each poll.
+    /// The poller therefore keeps its turn between polls, and push waiters
+    /// that came later cannot overtake it. `None` when the connection
+    /// already remembers as many pollers or places as it may: then the
+    /// lock is asked plainly.
+    async fn poll(&self, args: &LockArgs, mode: LockMode) -> Option<Reply> {
+        let key = PollKey {
+            owner: args.owner.clone(),
+            resources: args.resources.clone(),
+            mode,
+        };
+        let ticket = self.waits().poller(key.clone(), Instant::now())?;
+        let asked = Asked {
+            mode,
+            ticket,
+            place_ttl: POLL_PLACE_TTL,
+            push: false,
+        };
+        Some(match self.ask(args, &asked).await {
+            Ok(WaitReply::Granted) => {
+                self.waits().poller_done(&key);
+                Reply::Bool(true)
+            }
+            Ok(WaitReply::Queued | WaitReply::Refused) => Reply::Bool(false),
+            Err(Refusal::Full(_)) => return None,
+            Err(Refusal::Reply(reply)) => reply,
+        })
+    }
+
+    /// A version-3 waiting lock.
+    async fn wait(
+        &self,
+        args: WireArgs,
+        mode: LockMode,
+        ticket: WireTicket,
+        place_ttl: Duration,
+        push: bool,
+    ) -> Reply {
+        let args = match checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        if place_ttl.is_zero() {
+            return Reply::Error {
+                kind: ErrorKind::InvalidArgument,
+                message: format!(
+                    "a place_ttl of zero keeps no place; send how long the server should keep the \
+                     place without hearing from the waiter (at most {MAX_PLACE_TTL:?})"
+                ),
+            };
+        }
+        let asked = Asked {
+            mode,
+            ticket: ticket.into(),
+            place_ttl: place_ttl.min(MAX_PLACE_TTL),
+            push,
+        };
+        match self.ask(&args, &asked).await {
+            Ok(reply) => Reply::Wait(WireWaitReply::from(reply)),
+            Err(Refusal::Full(limit)) => unavailable(format!(
+                "too many queued waiters on this connection ({limit}); wait until some are \
+                 granted or give them up, spread the waits over more connections, or raise the \
+                 server's limit (--max-waiters-per-connection)"
+            )),
+            Err(Refusal::Reply(reply)) => reply,
+        }
+    }
+
+    /// Asks the lock table for `args` as a waiter, guarded against a
+    /// racing release of the uid as [`grant`](Self::grant) is, and brings
+    /// the ledger and this connection's places up to date with the answer.
+    ///
+    /// A queued place that will be pushed stays charged to the ledger as a
+    /// lock is: it may become one at any moment. A reservation is charged
+    /// while it lasts and uncharged when it ends, since the table never
+    /// grants one by itself. The table may keep a reservation while it
+    /// answers `Refused` (it cannot push it), so for a reservation both
+    /// answers count as a place.
+    async fn ask(&self, args: &LockArgs, asked: &Asked) -> Result<WaitReply, Refusal> {
+        let released = &self.server.released;
+        if released.contains(&args.uid) {
+            return Ok(WaitReply::Refused);
+        }
+        let (room, expired) = {
+            let mut waits = self.waits();
+            let expired = waits.sweep(Instant::now());
+            let room = waits
+                .has_room(&args.uid, asked.ticket)
+                .then_some(())
+                .ok_or(waits.limit());
+            (room, expired)
+        };
+        self.ended(expired, false);
+        room.map_err(Refusal::Full)?;
+        let ledger = &self.server.ledger;
+        let reserved = ledger
+            .reserve(self.id, args)
+            .map_err(|message| Refusal::Reply(unavailable(message)))?;
+        let locker = &*self.server.locker;
+        let wait = WaitArgs {
+            ticket: asked.ticket,
+            place_ttl: asked.place_ttl,
+            wake: asked.push.then(|| self.wake.clone()),
+        };
+        let reply = match locker.lock_wait(args, asked.mode, &wait).await {
+            Ok(reply) => reply,
+            Err(err) => {
+                ledger.undo(&args.uid, reserved);
+                return Err(Refusal::Reply(Reply::from_error(err)));
+            }
+        };
+        match (reply, asked.push) {
+            (WaitReply::Granted, _) => {
+                // The table ended this waiter's places, under any uid.
+                let replaced = {
+                    let mut waits = self.waits();
+                    waits.end(&args.uid);
+                    waits.replace(&args.uid, asked.ticket)
+                };
+                self.ended(replaced, false);
+                if released.contains(&args.uid) {
+                    self.undo_grant(args).await;
+                    return Ok(WaitReply::Refused);
+                }
+                ledger.touch(self.id, &args.uid);
+            }
+            // A reservation may be kept although the answer says the table
+            // will not push it; count it as kept until it expires.
+            (WaitReply::Queued, _) | (WaitReply::Refused, false) => {
+                if released.contains(&args.uid) {
+                    // The release may have run before the place existed:
+                    // give the place up, and a grant pushed meanwhile.
+                    let _ = locker.leave_queue(args);
+                    self.waits().end(&args.uid);
+                    self.undo_grant(args).await;
+                    return Ok(WaitReply::Refused);
+                }
+                let place = Place {
+                    args: args.clone(),
+                    mode: asked.mode,
+                    ticket: asked.ticket,
+                    expires: Instant::now() + asked.place_ttl,
+                    push: asked.push,
+                };
+                let replaced = self.waits().queued(place);
+                self.ended(replaced, false);
+            }
+            (WaitReply::Refused, true) => {
+                ledger.undo(&args.uid, reserved);
+                let place = self.waits().end(&args.uid);
+                self.ended(place, false);
+            }
+        }
+        Ok(reply)
+    }
+
+    /// The uid was granted or released: its place, if it had one, is
+    /// over.
+    fn end_place(&self, uid: &str) -> Option<Place> {
+        let mut waits = self.waits();
+        if waits.is_empty() {
+            return None;
+        }
+        waits.end(uid)
+    }
+
+    /// Settles places that ended without a grant this connection saw:
+    /// expired, replaced by the same waiter's newer place, refused, or
+    /// (with `leave`) given up because the connection closed. Their charge
+    /// goes when no entry can exist for them: for a reservation always, for
+    /// a pushed place when the table still had it and dropped it now.
+    /// Otherwise it may have been granted meanwhile, and the charge lapses
+    /// on its own.
+    ///
+    /// A place whose waiter has asked again over another connection since
+    /// (it reconnected; the ledger then charges that connection) belongs
+    /// to that connection now, and is left alone: the table keeps one place
+    /// per waiter, and it is the newer connection's.
+    fn ended(&self, places: impl IntoIterator<Item = Place>, leave: bool) {
+        let locker = &*self.server.locker;
+        let ledger = &self.server.ledger;
+        for place in places {
+            if ledger
+                .owner(&place.args.uid)
+                .is_some_and(|conn| conn != self.id)
+            {
+                continue;
+            }
+            let left = (leave || place.push) && matches!(locker.leave_queue(&place.args), Ok(true));
+            if left || !place.push {
+                ledger.release(&place.args.uid, Some(&place.args.resources));
+            }
+        }
+    }
+
+    /// Draws a fencing token.
+    async fn fence(&self, args: WireArgs, mode: LockMode, floor: u64) -> Reply {
+        let args = match checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        match self.server.locker.fence(&args, mode, floor).await {
+            Ok(token) => Reply::Fence(token),
+            Err(err) => Reply::from_error(err),
+        }
+    }
+
+    /// Writes a push from the lock table. A grant ends the place and
+    /// starts the entry's life in the ledger.
+    async fn forward(&self, conn: &mut Conn, (uid, event): Pushed) -> Result<(), ()> {
+        if event == PushEvent::Granted {
+            self.end_place(&uid);
+            self.server.ledger.touch(self.id, &uid);
+        }
+        let push = Response {
+            id: wire::UNSOLICITED,
+            reply: Reply::Push {
+                uid: uid.into(),
+                event: WirePushEvent::from(event),
+            },
+        };
+        feed(conn, &push).await
+    }
+
+    fn waits(&self) -> MutexGuard<'_, Waits> {
+        self.waits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Removes what a grant for a uid released meanwhile created.
@@ -315,10 +668,23 @@ impl Session<'_> {
             Kind::Read => locker.runlock(&args).await,
             Kind::Force => locker.force_unlock(&args).await,
         };
+        // A release also ends the uid's place in line, in any mode.
+        let place = if args.uid.is_empty() {
+            None
+        } else {
+            self.end_place(&args.uid)
+        };
         // Only a release that removed something frees the charge: one in
         // the wrong mode removes nothing and must not make the entries
-        // free of charge.
-        if matches!(result, Ok(true)) && !args.uid.is_empty() {
+        // free of charge. A place that was only waiting holds no entry: a
+        // release in its mode (or forced) leaves nothing of the uid.
+        let waited = place.is_some_and(|p| match kind {
+            Kind::Write => p.mode == LockMode::Write,
+            Kind::Read => p.mode == LockMode::Read,
+            Kind::Force => true,
+        });
+        let removed = matches!(result, Ok(true));
+        if (removed || (waited && result.is_ok())) && !args.uid.is_empty() {
             let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);
@@ -379,6 +745,35 @@ impl Session<'_> {
             (_, None) => {}
         }
         Reply::from_result(result)
+    }
+}
+
+/// Why a wait was not asked.
+enum Refusal {
+    /// The connection holds as many places as it may (the limit).
+    Full(usize),
+    /// Refused with this reply.
+    Reply(Reply),
+}
+
+impl Drop for Session<'_> {
+    /// The connection closed (or its task was aborted): its waiters can no
+    /// longer be told of a grant, so their places go, and with them the
+    /// turns they would have taken from others. Grants stay; their holders
+    /// still release or refresh them.
+    fn drop(&mut self) {
+        let places: Vec<Place> = {
+            let waits = self.waits.get_mut().unwrap_or_else(PoisonError::into_inner);
+            if waits.is_empty() {
+                return;
+            }
+            waits.drain().collect()
+        };
+        tracing::debug!(
+            places = places.len(),
+            "connection closed; giving up its places in line"
+        );
+        self.ended(places, true);
     }
 }
 

@@ -7,14 +7,61 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
 
+use crate::wait::{PushEvent, Ticket, WaitReply};
 use crate::{Error, LockArgs, LockMode};
 use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 
-/// The protocol version this build speaks. A server refuses other versions
-/// in the handshake.
+/// The newest protocol version this build speaks, and the one a client
+/// offers first.
 ///
-/// Version 2 added the server's lock validity to `Welcome::Accepted`.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// Version 2 added the server's lock validity to `Welcome::Accepted`;
+/// version 3 added waiting in line with pushed wake-ups and fencing tokens.
+/// A server of this build also accepts version-2 clients, and a client
+/// falls back to version 2 against a server that rejects version 3
+/// (PROTOCOL.md, "Versioning").
+pub const PROTOCOL_VERSION: u16 = 3;
+
+/// The oldest protocol version this build speaks, as a server and as a
+/// client.
+pub const MIN_PROTOCOL_VERSION: u16 = 2;
+
+/// The first version with waiting in line, pushes and fencing tokens.
+pub(crate) const V3: u16 = 3;
+
+/// Whether this build speaks `version`.
+pub(crate) fn speaks(version: u16) -> bool {
+    (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&version)
+}
+
+/// The reason a server gives for a version it does not speak. Clients
+/// parse it (see [`fallback_version`]), and version-2 servers gave the same
+/// shape with one version: keep its prefix and the "this server speaks"
+/// part as they are.
+pub(crate) fn unsupported_version(version: u16) -> String {
+    let spoken: Vec<String> = (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION)
+        .map(|v| v.to_string())
+        .collect();
+    format!(
+        "protocol version {version} is not supported; this server speaks {}",
+        spoken.join(" and ")
+    )
+}
+
+/// The version to try next after a server rejected our `Hello` of version
+/// `offered` with `reason`: the newest version below `offered` that the
+/// reason lists after "this server speaks" and this build speaks too.
+/// `None` when the rejection was not about the version.
+pub(crate) fn fallback_version(reason: &str, offered: u16) -> Option<u16> {
+    if !reason.starts_with("protocol version ") {
+        return None;
+    }
+    let (_, spoken) = reason.split_once("this server speaks ")?;
+    spoken
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|v| v.parse::<u16>().ok())
+        .filter(|v| *v < offered && speaks(*v))
+        .max()
+}
 
 /// Largest frame either side accepts, in bytes. A request at the resource
 /// limits (1000 names of 1 KiB) fits with room to spare.
@@ -280,7 +327,86 @@ impl<'de> Visitor<'de> for NamesVisitor {
     }
 }
 
-/// What a client asks for.
+/// A [`Ticket`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct WireTicket {
+    pub at: u64,
+    pub tiebreak: u64,
+}
+
+impl From<Ticket> for WireTicket {
+    fn from(t: Ticket) -> Self {
+        WireTicket {
+            at: t.at,
+            tiebreak: t.tiebreak,
+        }
+    }
+}
+
+impl From<WireTicket> for Ticket {
+    fn from(t: WireTicket) -> Self {
+        Ticket {
+            at: t.at,
+            tiebreak: t.tiebreak,
+        }
+    }
+}
+
+/// A [`WaitReply`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum WireWaitReply {
+    Granted,
+    Queued,
+    Refused,
+}
+
+impl From<WaitReply> for WireWaitReply {
+    fn from(r: WaitReply) -> Self {
+        match r {
+            WaitReply::Granted => WireWaitReply::Granted,
+            WaitReply::Queued => WireWaitReply::Queued,
+            WaitReply::Refused => WireWaitReply::Refused,
+        }
+    }
+}
+
+impl From<WireWaitReply> for WaitReply {
+    fn from(r: WireWaitReply) -> Self {
+        match r {
+            WireWaitReply::Granted => WaitReply::Granted,
+            WireWaitReply::Queued => WaitReply::Queued,
+            WireWaitReply::Refused => WaitReply::Refused,
+        }
+    }
+}
+
+/// A [`PushEvent`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) enum WirePushEvent {
+    Granted,
+    Wounded,
+}
+
+impl From<PushEvent> for WirePushEvent {
+    fn from(e: PushEvent) -> Self {
+        match e {
+            PushEvent::Granted => WirePushEvent::Granted,
+            PushEvent::Wounded => WirePushEvent::Wounded,
+        }
+    }
+}
+
+impl From<WirePushEvent> for PushEvent {
+    fn from(e: WirePushEvent) -> Self {
+        match e {
+            WirePushEvent::Granted => PushEvent::Granted,
+            WirePushEvent::Wounded => PushEvent::Wounded,
+        }
+    }
+}
+
+/// What a client asks for. New operations are appended, so that the
+/// variant indexes of older versions stay.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Op {
     Lock(WireArgs),
@@ -291,6 +417,32 @@ pub(crate) enum Op {
     ForceUnlock(WireArgs),
     List,
     Health,
+    /// Version 3: a lock that waits in line. `push` asks the server to push
+    /// the grant; without it the place is a reservation only.
+    LockWait {
+        args: WireArgs,
+        mode: WireMode,
+        ticket: WireTicket,
+        place_ttl: Duration,
+        push: bool,
+    },
+    /// Version 3: a fencing token for the lock `args.uid` holds in `mode`,
+    /// at least `floor`.
+    Fence {
+        args: WireArgs,
+        mode: WireMode,
+        floor: u64,
+    },
+}
+
+impl Op {
+    /// The first protocol version with this operation.
+    pub(crate) fn since(&self) -> u16 {
+        match self {
+            Op::LockWait { .. } | Op::Fence { .. } => V3,
+            _ => MIN_PROTOCOL_VERSION,
+        }
+    }
 }
 
 /// One request; `id` pairs it with its response on a multiplexed connection.
@@ -324,32 +476,62 @@ pub(crate) enum ErrorKind {
     Unavailable,
 }
 
-/// The server's answer to one request.
+/// The server's answer to one request, or (with id 0) a message that
+/// answers none. New variants are appended, so that the variant indexes of
+/// older versions stay.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Reply {
     Bool(bool),
     Locks(Vec<WireLockInfo>),
-    Health { quarantined: bool, entries: u64 },
-    Error { kind: ErrorKind, message: String },
+    Health {
+        quarantined: bool,
+        entries: u64,
+    },
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
+    /// Version 3: the answer to [`Op::LockWait`].
+    Wait(WireWaitReply),
+    /// Version 3: the answer to [`Op::Fence`].
+    Fence(Option<u64>),
+    /// Version 3, always with id 0: the server granted or wounded the wait
+    /// of `uid`, without being asked.
+    Push {
+        uid: String,
+        event: WirePushEvent,
+    },
 }
 
-/// One response.
+/// One message from the server: the response to request `id`, or, with
+/// [`UNSOLICITED`], an error about an unreadable frame or a push.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct Response {
     pub id: u64,
     pub reply: Reply,
 }
 
+/// The id of server messages that answer no request. Request ids start at
+/// 1, so it never pairs with a request.
+pub(crate) const UNSOLICITED: u64 = 0;
+
 impl Reply {
     /// The reply for a locker call's result.
     pub(crate) fn from_result(result: Result<bool, Error>) -> Reply {
         match result {
             Ok(granted) => Reply::Bool(granted),
-            Err(Error::InvalidArgument(message)) => Reply::Error {
+            Err(err) => Reply::from_error(err),
+        }
+    }
+
+    /// The reply for a locker call that failed.
+    pub(crate) fn from_error(err: Error) -> Reply {
+        match err {
+            Error::InvalidArgument(message) => Reply::Error {
                 kind: ErrorKind::InvalidArgument,
                 message,
             },
-            Err(err) => Reply::Error {
+            err => Reply::Error {
                 kind: ErrorKind::Unavailable,
                 message: err.to_string(),
             },
@@ -360,25 +542,33 @@ impl Reply {
     pub(crate) fn into_result(self, endpoint: &str) -> Result<bool, Error> {
         match self {
             Reply::Bool(granted) => Ok(granted),
+            other => Err(other.into_error(endpoint)),
+        }
+    }
+
+    /// The error a reply stands for when it is not the answer the call
+    /// expected: the server's error, or an unexpected reply.
+    pub(crate) fn into_error(self, endpoint: &str) -> Error {
+        match self {
             Reply::Error {
                 kind: ErrorKind::InvalidArgument,
                 message,
-            } => Err(Error::InvalidArgument(format!("{endpoint}: {message}"))),
+            } => Error::InvalidArgument(format!("{endpoint}: {message}")),
             Reply::Error {
                 kind: ErrorKind::Forbidden,
                 message,
-            } => Err(Error::Unauthorized {
+            } => Error::Unauthorized {
                 endpoint: endpoint.to_owned(),
                 reason: message,
-            }),
-            Reply::Error { kind, message } => Err(Error::LockerUnavailable {
+            },
+            Reply::Error { kind, message } => Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),
                 reason: format!("{kind:?}: {message}"),
-            }),
-            other => Err(Error::LockerUnavailable {
+            },
+            other => Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),
                 reason: format!("unexpected reply {other:?}"),
-            }),
+            },
         }
     }
 }
@@ -393,4 +583,88 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, Error> {
 pub(crate) fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, Error> {
     postcard::from_bytes(payload)
         .map_err(|e| Error::InvalidArgument(format!("malformed message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_2_rejection_leads_to_version_2() {
+        // The exact reason a version-2 server gives.
+        let v2 = "protocol version 3 is not supported; this server speaks 2";
+        assert_eq!(fallback_version(v2, 3), Some(2));
+        // Ours, as a future client would read it.
+        assert_eq!(fallback_version(&unsupported_version(4), 4), Some(3));
+        assert_eq!(fallback_version(&unsupported_version(9), 3), Some(2));
+        // Never upwards, never to a version this build does not speak,
+        // never for another reason.
+        assert_eq!(fallback_version(v2, 2), None);
+        assert_eq!(
+            fallback_version(
+                "protocol version 3 is not supported; this server speaks 1",
+                3
+            ),
+            None
+        );
+        assert_eq!(fallback_version("invalid token", 3), None);
+        assert!(unsupported_version(99).starts_with("protocol version 99 is not supported"));
+    }
+
+    #[test]
+    fn version_3_messages_round_trip_and_keep_the_old_indexes() {
+        let args = WireArgs {
+            uid: "u".into(),
+            resources: vec!["r".into()],
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 2,
+            oversize: None,
+        };
+        let wait = Request {
+            id: 7,
+            op: Op::LockWait {
+                args: args.clone(),
+                mode: WireMode::Write,
+                ticket: WireTicket { at: 5, tiebreak: 6 },
+                place_ttl: Duration::from_millis(1500),
+                push: true,
+            },
+        };
+        let bytes = encode(&wait).unwrap();
+        // id, then the variant index after the eight of version 2.
+        assert_eq!(&bytes[..2], &[7, 8]);
+        assert_eq!(decode::<Request>(&bytes).unwrap(), wait);
+        let fence = Request {
+            id: 1,
+            op: Op::Fence {
+                args,
+                mode: WireMode::Read,
+                floor: 300,
+            },
+        };
+        let bytes = encode(&fence).unwrap();
+        assert_eq!(&bytes[..2], &[1, 9]);
+        assert_eq!(decode::<Request>(&bytes).unwrap(), fence);
+        let push = Response {
+            id: UNSOLICITED,
+            reply: Reply::Push {
+                uid: "ab".into(),
+                event: WirePushEvent::Wounded,
+            },
+        };
+        assert_eq!(encode(&push).unwrap(), [0, 6, 2, b'a', b'b', 1]);
+        let queued = Response {
+            id: 3,
+            reply: Reply::Wait(WireWaitReply::Queued),
+        };
+        assert_eq!(encode(&queued).unwrap(), [3, 4, 1]);
+        let token = Response {
+            id: 3,
+            reply: Reply::Fence(Some(2)),
+        };
+        assert_eq!(encode(&token).unwrap(), [3, 5, 1, 2]);
+        assert_eq!(Op::Health.since(), 2);
+        assert_eq!(fence.op.since(), 3);
+    }
 }

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod old_server;
 mod procs;
 pub mod wire;
 

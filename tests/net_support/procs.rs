@@ -22,7 +22,12 @@ pub struct Server {
 impl Server {
     /// Starts a server on a free port with the test tokens and validity.
     pub fn start(dir: &Scratch, extra: &[&str]) -> Server {
-        Self::try_start(dir, "127.0.0.1:0", extra).expect("server did not start")
+        Self::try_start(dir, "127.0.0.1:0", VALIDITY, extra).expect("server did not start")
+    }
+
+    /// Starts a server on a free port with the test tokens and `validity`.
+    pub fn start_with_validity(dir: &Scratch, validity: &str, extra: &[&str]) -> Server {
+        Self::try_start(dir, "127.0.0.1:0", validity, extra).expect("server did not start")
     }
 
     /// Starts a server on `addr`, retrying for a few seconds while the port
@@ -30,7 +35,7 @@ impl Server {
     pub fn restart_at(dir: &Scratch, addr: SocketAddr, extra: &[&str]) -> Server {
         let start = Instant::now();
         loop {
-            match Self::try_start(dir, &addr.to_string(), extra) {
+            match Self::try_start(dir, &addr.to_string(), VALIDITY, extra) {
                 Ok(server) => return server,
                 Err(err) if start.elapsed() < Duration::from_secs(10) => {
                     eprintln!("rebinding {addr}: {err}; retrying");
@@ -41,7 +46,12 @@ impl Server {
         }
     }
 
-    fn try_start(dir: &Scratch, listen: &str, extra: &[&str]) -> Result<Server, String> {
+    fn try_start(
+        dir: &Scratch,
+        listen: &str,
+        validity: &str,
+        extra: &[&str],
+    ) -> Result<Server, String> {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let log = dir.file(&format!(
             "server-{}.log",
@@ -50,7 +60,7 @@ impl Server {
         let stderr = std::fs::File::create(&log).expect("create server log");
         let mut child = Command::new(bin())
             .args(["server", "--listen", listen, "--token-file", &dir.token()])
-            .args(["--admin-token-file", &dir.admin(), "--validity", VALIDITY])
+            .args(["--admin-token-file", &dir.admin(), "--validity", validity])
             .args(extra)
             .env("RUST_LOG", "info")
             .env_remove("QUORUM_LOCK_TOKEN")

@@ -11,16 +11,99 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// The protocol version these bytes follow.
+/// The protocol version these bytes follow unless a test says otherwise:
+/// a version-2 client, as every client before version 3 was.
 pub const VERSION: u16 = 2;
+
+/// The version with waiting locks, pushes and fencing tokens.
+pub const VERSION_3: u16 = 3;
 
 /// `Op` variant indexes, in declaration order.
 pub const OP_LOCK: u8 = 0;
 pub const OP_RLOCK: u8 = 1;
 pub const OP_UNLOCK: u8 = 2;
+pub const OP_RUNLOCK: u8 = 3;
 pub const OP_REFRESH: u8 = 4;
+pub const OP_FORCE_UNLOCK: u8 = 5;
 pub const OP_LIST: u8 = 6;
 pub const OP_HEALTH: u8 = 7;
+/// Version 3.
+pub const OP_LOCK_WAIT: u8 = 8;
+pub const OP_FENCE: u8 = 9;
+
+/// `Reply` variant indexes.
+pub const REPLY_BOOL: u8 = 0;
+pub const REPLY_HEALTH: u8 = 2;
+pub const REPLY_ERROR: u8 = 3;
+/// Version 3.
+pub const REPLY_WAIT: u8 = 4;
+pub const REPLY_FENCE: u8 = 5;
+pub const REPLY_PUSH: u8 = 6;
+
+/// `WaitReply` and `PushEvent` variant indexes.
+pub const GRANTED: u8 = 0;
+pub const QUEUED: u8 = 1;
+pub const REFUSED: u8 = 2;
+pub const WOUNDED: u8 = 1;
+
+/// postcard's `Duration`: seconds as a varint, then nanoseconds.
+pub fn duration(d: Duration) -> Vec<u8> {
+    let mut out = varint(d.as_secs());
+    out.extend(varint(u64::from(d.subsec_nanos())));
+    out
+}
+
+/// `Request { id, op: LockWait { args, mode, ticket, place_ttl, push } }`
+/// for a write lock.
+pub fn lock_wait_request(
+    id: u64,
+    uid: &str,
+    resources: &[&str],
+    ticket: (u64, u64),
+    place_ttl: Duration,
+    push: bool,
+) -> Vec<u8> {
+    let mut out = lock_request(id, OP_LOCK_WAIT, uid, resources);
+    out.push(1); // Mode::Write
+    out.extend(varint(ticket.0));
+    out.extend(varint(ticket.1));
+    out.extend(duration(place_ttl));
+    out.push(u8::from(push));
+    out
+}
+
+/// Reads a varint at the front of `bytes`; the value and the rest.
+pub fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut value = 0u64;
+    for (i, byte) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Splits a `Response` payload into its id and the reply's bytes.
+pub fn response(payload: &[u8]) -> (u64, &[u8]) {
+    read_varint(payload).expect("a response id")
+}
+
+/// `Welcome::Accepted { version, admin: false, validity }`.
+pub fn accepted(version: u16, validity: Duration) -> Vec<u8> {
+    let mut out = vec![0];
+    out.extend(varint(u64::from(version)));
+    out.push(0);
+    out.extend(duration(validity));
+    out
+}
+
+/// `Welcome::Rejected { reason }`.
+pub fn rejected(reason: &str) -> Vec<u8> {
+    let mut out = vec![1];
+    out.extend(string(reason.as_bytes()));
+    out
+}
 
 /// A length-prefixed frame around `payload`.
 pub fn frame(payload: &[u8]) -> Vec<u8> {
@@ -117,9 +200,18 @@ pub fn args_request(
 /// Connects and authenticates with `token`; returns the Welcome payload
 /// (`[0, version, admin, validity secs.., validity nanos..]` when accepted).
 pub async fn authenticate(addr: &str, token: &str) -> io::Result<(TcpStream, Vec<u8>)> {
+    authenticate_as(addr, token, VERSION).await
+}
+
+/// [`authenticate`] offering protocol `version`.
+pub async fn authenticate_as(
+    addr: &str,
+    token: &str,
+    version: u16,
+) -> io::Result<(TcpStream, Vec<u8>)> {
     let mut stream = TcpStream::connect(addr).await?;
     stream
-        .write_all(&frame(&hello(VERSION, token.as_bytes())))
+        .write_all(&frame(&hello(version, token.as_bytes())))
         .await?;
     let welcome = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut stream, 4096))
         .await

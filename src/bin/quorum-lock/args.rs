@@ -85,8 +85,13 @@ Examples:
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
   quorum-lock run --read --timeout 30s reports -- sh -c 'make report'
 
-The command runs in its own process group with QUORUM_LOCK_NAME and
-QUORUM_LOCK_UID set. Its exit code is passed through; if the lock is lost
+The command runs in its own process group with QUORUM_LOCK_NAME (the lock's
+name), QUORUM_LOCK_UID and QUORUM_LOCK_FENCING_TOKEN set. The fencing token
+is a number larger than that of every earlier holder of the lock: pass it
+with each write to what the lock protects, and have that refuse tokens
+smaller than the largest it has seen, so that a holder that stalled past
+its lock cannot write late. Servers too old to issue tokens leave it unset,
+with a warning. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
@@ -191,6 +196,11 @@ pub struct ServerArgs {
     /// arrive after their own release); the oldest are forgotten first.
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
     pub max_released_bytes: usize,
+    /// Most places in line one connection may hold: clients waiting for a
+    /// lock to be pushed to them, and polling clients' reservations. A
+    /// waiting request beyond it is refused with an error.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_waiters_per_connection: u32,
     /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

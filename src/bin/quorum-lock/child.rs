@@ -19,15 +19,28 @@ pub struct Job {
 }
 
 impl Job {
-    /// Starts `argv` with the terminal's stdio. With `own_group` the command
-    /// leads a new process group, so that stopping it also stops the
-    /// processes it started (a shell's `sleep`, a build's compilers).
-    pub fn spawn(argv: &[OsString], env: &[(&str, &str)], own_group: bool) -> Result<Job, Failure> {
+    /// Starts `argv` with the terminal's stdio, and the environment changed
+    /// by `env`: a variable with a value is set, one without is removed (so
+    /// that a value inherited from an outer `run` cannot pass for ours).
+    /// With `own_group` the command leads a new process group, so that
+    /// stopping it also stops the processes it started (a shell's `sleep`,
+    /// a build's compilers).
+    pub fn spawn(
+        argv: &[OsString],
+        env: &[(&str, Option<&str>)],
+        own_group: bool,
+    ) -> Result<Job, Failure> {
         let Some((program, rest)) = argv.split_first() else {
             return Err(Failure::usage("no command given after --"));
         };
         let mut command = Command::new(program);
-        command.args(rest).envs(env.iter().copied());
+        command.args(rest);
+        for (name, value) in env {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
         // If we fail in some unexpected way, do not leave the command
         // running without the lock.
         command.kill_on_drop(true);

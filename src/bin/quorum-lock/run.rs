@@ -49,6 +49,13 @@ impl Guard {
         token.cancelled_owned()
     }
 
+    async fn fencing_token(&self) -> Result<u64, Error> {
+        match self {
+            Guard::Write(g) => g.fencing_token().await,
+            Guard::Read(g) => g.fencing_token().await,
+        }
+    }
+
     async fn unlock(self) -> Result<(), Error> {
         match self {
             Guard::Write(g) => g.unlock().await,
@@ -108,9 +115,22 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     };
 
     let uid = guard.uid();
+    let token = match guard.fencing_token().await {
+        Ok(token) => Some(token.to_string()),
+        Err(err) => {
+            // Old servers issue no tokens; the lock itself is still good.
+            eprintln!(
+                "quorum-lock: warning: no fencing token for '{}', so QUORUM_LOCK_FENCING_TOKEN \
+                 is not set: {err}",
+                args.name
+            );
+            None
+        }
+    };
     let env = [
-        ("QUORUM_LOCK_NAME", args.name.as_str()),
-        ("QUORUM_LOCK_UID", uid.as_str()),
+        ("QUORUM_LOCK_NAME", Some(args.name.as_str())),
+        ("QUORUM_LOCK_UID", Some(uid.as_str())),
+        ("QUORUM_LOCK_FENCING_TOKEN", token.as_deref()),
     ];
     let mut job = match Job::spawn(&args.command, &env, !args.foreground) {
         Ok(job) => job,

@@ -43,6 +43,7 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     config.max_bytes_per_connection = args.max_bytes_per_connection;
     config.max_lock_bytes = args.max_lock_bytes;
     config.max_released_bytes = args.max_released_bytes;
+    config.max_waiters_per_connection = args.max_waiters_per_connection as usize;
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         let read = |path: &std::path::Path| {
             std::fs::read(path)

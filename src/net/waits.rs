@@ -1,0 +1,275 @@
+//! What one server connection keeps about its waiters: the places in line
+//! it holds on the lock table, so that their number is bounded and they are
+//! given up when the connection closes, and (for version-2 clients) the
+//! ticket each polling waiter drew, so that a poller keeps its turn.
+//!
+//! Only the connection's own task touches it, through the session.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::wait::Ticket;
+use crate::{LockArgs, LockMode};
+
+/// The longest a server keeps a place without hearing from its waiter;
+/// longer requests are clamped to it.
+pub(crate) const MAX_PLACE_TTL: Duration = Duration::from_secs(60);
+
+/// How long a version-2 poller's place is kept after each poll: while it
+/// lasts the poller keeps its turn, and a poller that went away blocks the
+/// line at most this long. Renewed by each poll.
+pub(crate) const POLL_PLACE_TTL: Duration = Duration::from_secs(1);
+
+/// How long a version-2 poller's ticket is remembered after its last poll.
+/// Longer than its place: a poller that comes back after a long backoff
+/// gets its old turn back instead of going to the end of the line.
+pub(crate) const POLL_TICKET_TTL: Duration = Duration::from_secs(10);
+
+/// How often expired places are looked for while requests come in.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// What the server's memory holds per waiter of a connection besides what
+/// the lock table's account (the ledger) charges: the place's record here
+/// and a poller's ticket, with the maps' slack. An upper estimate.
+pub(crate) const WAITER_OVERHEAD: usize = 512;
+
+/// A place this connection holds in the lock table's line.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) args: LockArgs,
+    pub(crate) mode: LockMode,
+    pub(crate) ticket: Ticket,
+    /// When the lock table drops it, at the latest.
+    pub(crate) expires: Instant,
+    /// Whether the server pushes its grant; `false` for a reservation,
+    /// which the lock table never grants by itself.
+    pub(crate) push: bool,
+}
+
+/// A version-2 poller: the same owner asking for the same resources in
+/// the same mode again and again, with a new uid each round.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PollKey {
+    pub(crate) owner: Arc<str>,
+    pub(crate) resources: Arc<[String]>,
+    pub(crate) mode: LockMode,
+}
+
+#[derive(Debug)]
+struct Poller {
+    ticket: Ticket,
+    seen: Instant,
+}
+
+#[derive(Debug)]
+pub(crate) struct Waits {
+    /// Most live places (and most remembered pollers).
+    limit: usize,
+    places: HashMap<Arc<str>, Place>,
+    /// The uid of each place, by ticket: one waiter has one place.
+    by_ticket: HashMap<Ticket, Arc<str>>,
+    pollers: HashMap<PollKey, Poller>,
+    next_sweep: Instant,
+}
+
+impl Waits {
+    pub(crate) fn new(limit: usize) -> Waits {
+        Waits {
+            limit,
+            places: HashMap::new(),
+            by_ticket: HashMap::new(),
+            pollers: HashMap::new(),
+            next_sweep: Instant::now(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// Live places, expired ones included until the next sweep.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Removes the places that expired, when a sweep is due or the limit
+    /// is reached, and returns them: they ended without a grant this
+    /// connection heard of.
+    pub(crate) fn sweep(&mut self, now: Instant) -> Vec<Place> {
+        if now < self.next_sweep && self.places.len() < self.limit {
+            return Vec::new();
+        }
+        self.next_sweep = now + SWEEP_EVERY;
+        let expired: Vec<Arc<str>> = self
+            .places
+            .iter()
+            .filter(|(_, p)| p.expires <= now)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        let ended = expired.iter().filter_map(|uid| self.end(uid)).collect();
+        self.pollers
+            .retain(|_, p| now.saturating_duration_since(p.seen) < POLL_TICKET_TTL);
+        ended
+    }
+
+    /// Whether a wait of `uid` with `ticket` fits: it renews a place (of
+    /// the uid, or of the same waiter under an earlier uid), or there is
+    /// room for one more.
+    pub(crate) fn has_room(&self, uid: &str, ticket: Ticket) -> bool {
+        self.places.len() < self.limit
+            || self.places.contains_key(uid)
+            || self.by_ticket.contains_key(&ticket)
+    }
+
+    /// The most live places.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Records that the lock table keeps a place for `args.uid`. Returns
+    /// the place it replaced: the same waiter's, under another uid.
+    pub(crate) fn queued(&mut self, place: Place) -> Option<Place> {
+        let replaced = self.replace(&place.args.uid, place.ticket);
+        // The uid's own earlier place, under another ticket, is gone too.
+        if let Some(old) = self.places.remove(&place.args.uid) {
+            self.by_ticket.remove(&old.ticket);
+        }
+        self.by_ticket.insert(place.ticket, place.args.uid.clone());
+        self.places.insert(place.args.uid.clone(), place);
+        replaced
+    }
+
+    /// Forgets the place of another uid than `uid` with `ticket`: the lock
+    /// table replaced it, or granted the waiter under `uid`.
+    pub(crate) fn replace(&mut self, uid: &str, ticket: Ticket) -> Option<Place> {
+        let other = self.by_ticket.get(&ticket).filter(|u| u.as_ref() != uid)?;
+        let other = other.clone();
+        self.end(&other)
+    }
+
+    /// Forgets the place of `uid`, which was granted or released.
+    pub(crate) fn end(&mut self, uid: &str) -> Option<Place> {
+        let place = self.places.remove(uid)?;
+        if self
+            .by_ticket
+            .get(&place.ticket)
+            .is_some_and(|u| u.as_ref() == uid)
+        {
+            self.by_ticket.remove(&place.ticket);
+        }
+        Some(place)
+    }
+
+    /// Every place, for when the connection closes.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Place> + '_ {
+        self.pollers.clear();
+        self.by_ticket.clear();
+        self.places.drain().map(|(_, p)| p)
+    }
+
+    /// The ticket of the poller `key`: the one it drew at first sight,
+    /// renewed. `None` when the connection remembers as many pollers as it
+    /// may and this is a new one: it then polls without a place.
+    pub(crate) fn poller(&mut self, key: PollKey, now: Instant) -> Option<Ticket> {
+        if let Some(poller) = self.pollers.get_mut(&key) {
+            poller.seen = now;
+            return Some(poller.ticket);
+        }
+        if self.pollers.len() >= self.limit {
+            self.pollers
+                .retain(|_, p| now.saturating_duration_since(p.seen) < POLL_TICKET_TTL);
+            if self.pollers.len() >= self.limit {
+                return None;
+            }
+        }
+        let ticket = Ticket::now();
+        self.pollers.insert(key, Poller { ticket, seen: now });
+        Some(ticket)
+    }
+
+    /// The poller `key` was granted: its wait is over, and its next one
+    /// draws a new ticket.
+    pub(crate) fn poller_done(&mut self, key: &PollKey) {
+        self.pollers.remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(uid: &str, ticket: Ticket, expires: Instant) -> Place {
+        Place {
+            args: LockArgs {
+                uid: uid.into(),
+                resources: vec!["r".to_string()].into(),
+                owner: "o".into(),
+                source: "s".into(),
+                quorum: 1,
+            },
+            mode: LockMode::Write,
+            ticket,
+            expires,
+            push: true,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn places_are_bounded_replaced_by_ticket_and_swept_when_expired() {
+        let now = Instant::now();
+        let mut waits = Waits::new(2);
+        let (t1, t2, t3) = (Ticket::now(), Ticket::now(), Ticket::now());
+        assert!(waits
+            .queued(place("a", t1, now + Duration::from_secs(5)))
+            .is_none());
+        assert!(waits
+            .queued(place("b", t2, now + Duration::from_secs(1)))
+            .is_none());
+        assert!(!waits.has_room("c", t3), "full");
+        assert!(waits.has_room("a", t3), "renewing a uid");
+        assert!(waits.has_room("c", t1), "the same waiter under a new uid");
+        let replaced = waits.queued(place("c", t1, now + Duration::from_secs(5)));
+        assert_eq!(replaced.map(|p| p.args.uid), Some("a".into()));
+        assert_eq!(waits.len(), 2);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let expired = waits.sweep(Instant::now());
+        assert_eq!(expired.len(), 1);
+        assert_eq!(&*expired[0].args.uid, "b");
+        assert!(waits.has_room("d", t3));
+        assert!(waits.end("c").is_some());
+        assert!(waits.is_empty());
+        assert!(waits.by_ticket.is_empty());
+        // A waiter granted under a new uid: its old place goes.
+        waits.queued(place("e", t2, now + Duration::from_secs(9)));
+        assert!(waits.replace("f", t2).is_some());
+        assert!(waits.replace("f", t2).is_none());
+        assert!(waits.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_poller_keeps_its_ticket_until_granted_or_gone() {
+        let key = |name: &str| PollKey {
+            owner: "host:1".into(),
+            resources: vec![name.to_string()].into(),
+            mode: LockMode::Write,
+        };
+        let mut waits = Waits::new(2);
+        let first = waits.poller(key("x"), Instant::now()).unwrap();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(waits.poller(key("x"), Instant::now()), Some(first));
+        assert!(waits.poller(key("y"), Instant::now()).is_some());
+        assert_eq!(waits.poller(key("z"), Instant::now()), None, "full");
+        waits.poller_done(&key("x"));
+        let again = waits.poller(key("x"), Instant::now()).unwrap();
+        assert!(again > first, "a new wait goes to the end of the line");
+        tokio::time::advance(POLL_TICKET_TTL).await;
+        assert!(
+            waits.poller(key("z"), Instant::now()).is_some(),
+            "forgotten pollers make room"
+        );
+    }
+}
