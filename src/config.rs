@@ -59,8 +59,9 @@ pub struct Timeouts {
     /// How often a waiter in line repeats its request to each locker, as a
     /// safety net for a lost wake-up and to keep its place and any grants
     /// it already has. A place a waiter stops renewing is dropped by the
-    /// locker after three times this. Default 1 s. Used between 1 ms and a
-    /// third of the lease's `validity - safety_margin`, so that a short
+    /// locker after three times this. Default 1 s. Used between 1 ms and
+    /// the smaller of 20 s (lock servers keep a place for at most 60 s) and
+    /// a third of the lease's `validity - safety_margin`, so that a short
     /// lease needs no matching change here.
     pub wait_recheck: Duration,
 }
@@ -85,6 +86,7 @@ impl Timeouts {
     pub(crate) fn wait_recheck_for(&self, lease: &Lease) -> Duration {
         self.wait_recheck
             .min(lease.trusted_for() / 3)
+            .min(MAX_WAIT_RECHECK)
             .max(MIN_REFRESH_INTERVAL)
     }
 }
@@ -107,10 +109,15 @@ pub enum Waiting {
     #[default]
     Push,
     /// Rounds repeated with a jittered backoff, as dsync does: whoever asks
-    /// first after a release wins. Kept for comparison and for clusters
-    /// whose lockers have no queues.
+    /// first after a release wins. A polling round is refused while anyone
+    /// conflicting waits in line, so a polling client can starve among
+    /// waiters that use [`Waiting::Push`]. Kept to compare with.
     Poll,
 }
+
+/// The longest re-check a waiter uses: its place lives three times this,
+/// and lock servers keep a place for at most 60 s.
+const MAX_WAIT_RECHECK: Duration = Duration::from_secs(20);
 
 /// The shortest refresh interval [`Lease::check`] accepts.
 const MIN_REFRESH_INTERVAL: Duration = Duration::from_millis(1);

@@ -158,7 +158,9 @@ pub enum WaitReply {
     /// Not granted; the place is kept and the locker will push
     /// [`PushEvent::Granted`] when it grants it.
     Queued,
-    /// Not granted and no place kept: the locker cannot push, so ask again
-    /// later.
+    /// Not granted, and the locker will not push: ask again later. A locker
+    /// without queues keeps no place; a locker with queues answers this to
+    /// a reservation (`wake: None`), whose place it keeps, holding the
+    /// waiter's turn until it asks again or the place expires.
     Refused,
 }

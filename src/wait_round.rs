@@ -70,7 +70,7 @@ fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outc
             };
         }
         let deadline = after(sent, coord.timeouts.acquire);
-        let result = if !locker.queues() && state.answer(index) == Some(Answer::Granted) {
+        let result = if state.answer(index) == Some(Answer::Granted) && !locker.queues() {
             // A locker without queues need not count a repeated lock call
             // as a refresh, so the grant is renewed by refreshing it.
             let call = locker.refresh_mode(&state.args, state.mode);

@@ -516,6 +516,12 @@ impl NetLocker for RemoteLocker {
         false
     }
 
+    /// Whether the current connection speaks version 3, whose server keeps
+    /// places in line and pushes grants.
+    fn queues(&self) -> bool {
+        self.protocol_version().is_some_and(|v| v >= 3)
+    }
+
     /// The validity the server announced in its last handshake; `None`
     /// before the first one succeeded.
     fn validity(&self) -> Option<Duration> {
