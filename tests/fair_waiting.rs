@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use quorum_lock::{
     DRWMutex, Dsync, Error, LocalLocker, LockArgs, LockInfo, LockMode, NetLocker, PushEvent,
     PushSink, ReadGuard, RetryPolicy, Ticket, Timeouts, WaitArgs, WaitReply, Waiting, Wake,
@@ -655,96 +654,24 @@ async fn a_multi_resource_waiter_is_granted_all_or_nothing_when_both_are_free() 
 // Split grants on even clusters
 // ---------------------------------------------------------------------------
 
-/// Forwards every call, queues and fencing included, after a fixed delay.
-struct Delayed {
-    inner: Arc<LocalLocker>,
-    delay: Duration,
-}
-
-impl Delayed {
-    async fn pause(&self) {
-        if !self.delay.is_zero() {
-            sleep(self.delay).await;
-        }
-    }
-}
-
-#[async_trait]
-impl NetLocker for Delayed {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.pause().await;
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.pause().await;
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.pause().await;
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-}
-
-/// The nodes as one client sees them: those in `slow` answer `delay` late.
+/// The nodes as one client sees them, each behind its own
+/// `testing::FaultyLocker`: those in `slow` answer (and push) `delay` late.
+#[cfg(feature = "testing")]
 fn view(
     nodes: &[Arc<LocalLocker>],
     slow: impl Fn(usize) -> bool,
     delay: Duration,
 ) -> Vec<Arc<dyn NetLocker>> {
+    use quorum_lock::testing::{FaultyLocker, Latency};
     nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            Arc::new(Delayed {
-                inner: n.clone(),
-                delay: if slow(i) { delay } else { Duration::ZERO },
-            }) as Arc<dyn NetLocker>
+            let link = FaultyLocker::local(n.clone(), i as u64);
+            if slow(i) {
+                link.set_latency(Latency::Fixed(delay));
+            }
+            Arc::new(link) as Arc<dyn NetLocker>
         })
         .collect()
 }
@@ -754,6 +681,7 @@ fn view(
 /// older one wounds the younger one where it is queued behind it, the
 /// younger one steps back, and both get the lock in ticket order: one push
 /// round trip after the crossing requests arrive, not at a re-check.
+#[cfg(feature = "testing")]
 #[tokio::test(start_paused = true)]
 async fn split_grants_on_even_clusters_resolve_in_ticket_order() {
     const CROSSING: Duration = Duration::from_millis(10);
@@ -836,6 +764,7 @@ async fn split_grants_on_even_clusters_resolve_in_ticket_order() {
 
 /// The same split, made by hand on the lockers: the younger waiter's
 /// requests reach half the nodes first, the older one's the other half.
+#[cfg(feature = "testing")]
 #[tokio::test(start_paused = true)]
 async fn hand_ordered_split_requests_resolve_without_deadlock() {
     for n in [2, 4, 6] {
