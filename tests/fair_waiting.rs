@@ -676,11 +676,12 @@ fn view(
         .collect()
 }
 
-/// Two writers start together; each reaches one half of an even cluster
-/// first, so each is granted half of it, one short of a write quorum. The
-/// older one wounds the younger one where it is queued behind it, the
-/// younger one steps back, and both get the lock in ticket order: one push
-/// round trip after the crossing requests arrive, not at a re-check.
+/// A writer and a second waiter start together; each reaches one half of
+/// an even cluster first, so each is granted half of it, one short of a
+/// write quorum. When the second one writes too, the older one wounds it
+/// where it is queued behind it, it steps back, and both get the lock in
+/// ticket order: one push round trip after the crossing requests arrive,
+/// not at a re-check. When the second one reads, half is a read quorum.
 #[cfg(feature = "testing")]
 #[tokio::test(start_paused = true)]
 async fn split_grants_on_even_clusters_resolve_in_ticket_order() {
@@ -702,7 +703,7 @@ async fn split_grants_on_even_clusters_resolve_in_ticket_order() {
                     guard.unlock().await.unwrap();
                 })
             };
-            // The second writer draws its ticket after the first one.
+            // The second waiter draws its ticket after the first one.
             tokio::task::yield_now().await;
             let second = {
                 let m = younger.rw_mutex(["r"]).unwrap();
