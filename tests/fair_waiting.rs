@@ -33,9 +33,9 @@ const NEVER_POLL: RetryPolicy = RetryPolicy {
     max: Duration::from_secs(60),
 };
 
-/// The longest re-check the default lease allows (it must stay below
+/// The longest re-check used with the default lease (a third of its
 /// `validity - safety_margin`, 50 s): the safety net never fires in time.
-const LATE_RECHECK: Duration = Duration::from_secs(40);
+const LATE_RECHECK: Duration = Duration::from_secs(16);
 
 /// Long enough for every in-process call and background release to land,
 /// far shorter than any re-check or retry.
@@ -334,7 +334,7 @@ async fn a_cancelled_waiter_leaves_no_place_and_the_next_one_proceeds() {
         }
         let _ = b.await;
         sleep(SETTLE).await;
-        // Long before any place could expire (its TTL is the 60 s validity).
+        // Long before any place could expire (its TTL is 3 × 16 s).
         assert_eq!(
             places(&nodes),
             everywhere(5, 1),
