@@ -839,24 +839,23 @@ async fn hand_ordered_split_requests_resolve_without_deadlock() {
 }
 
 // ---------------------------------------------------------------------------
-// Library bugs found by these tests
+// Partial grants kept while waiting
 // ---------------------------------------------------------------------------
 
-/// BUG (issue #10, reported to the lead): a waiter's re-sent request does
-/// not renew a grant it already holds (see the unit test
-/// `a_granted_waiter_asking_again_renews_its_entry` in src/local/tests.rs),
-/// while the coordinator counts the lock as alive from the re-send on.
+/// A waiter's re-sends keep alive a grant it got long before it wins, so a
+/// lock it wins with that grant is safe. (Found by these tests as a bug,
+/// fixed in 0d8aadb: the re-send did not renew the grant.)
 ///
 /// Three nodes. H holds nodes 1 and 2 from t = 0; W starts waiting at t = 0
 /// and is granted node 0 at once, queued on nodes 1 and 2, and re-sends
 /// every second. At 59.5 s H leaves node 1: W wins {0, 1}, trusting the
-/// lock from its last re-send (about 59 s) for 50 s, with a first refresh
-/// due about 69 s. But node 0 still expires W's entry at 60 s, 60 s after
-/// the first grant. H leaves node 2 at 63.5 s (after W's leftover place
-/// there lapsed), and right then another client is granted nodes 0 and 2,
-/// a write quorum, while W's guard says the lock is not lost.
+/// lock from its last re-send (about 59 s). Without the renewal, node 0
+/// expired W's entry at 60 s, 60 s after the first grant; H leaves node 2
+/// at 63.5 s (after W's leftover place there lapsed), and another client was
+/// then granted nodes 0 and 2, a write quorum, while W's guard said the
+/// lock was not lost.
 #[tokio::test(start_paused = true)]
-async fn bug_a_partial_grant_held_while_waiting_expires_under_the_winner() {
+async fn a_partial_grant_held_while_waiting_is_renewed_until_the_waiter_wins() {
     let nodes = nodes(3);
     let ds = default_client(as_lockers(&nodes), "w", 13);
     let h = args("h", &["r"]);
@@ -875,6 +874,11 @@ async fn bug_a_partial_grant_held_while_waiting_expires_under_the_winner() {
     // W's place on node 2 lapses 3 s after its last re-send; H leaves then.
     sleep(secs(4)).await;
     assert!(nodes[2].unlock(&h).await.unwrap());
+    assert_eq!(
+        holders(&nodes, "r")[0],
+        [w.uid().to_owned()],
+        "node 0 still holds W's entry"
+    );
     let other = default_client(as_lockers(&nodes), "x", 14);
     let x = other.rw_mutex(["r"]).unwrap().try_lock().await;
     assert!(

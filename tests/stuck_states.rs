@@ -18,15 +18,9 @@
 //! (the runs are on paused time, so a seed replays the same schedule), and
 //! `STUCK_SEEDS=<count>` changes how many seeds run.
 //!
-//! BUG (issue #10, reported to the lead): seed 165 (and 370, of the first
-//! 1000) fails the mutual exclusion check after the healing. A final
-//! waiter is granted one node at once, waits about one validity for the
-//! restarted nodes' quarantine to end, and wins with that grant, which the
-//! node expires a moment later because the waiter's re-sends never renewed
-//! it; a writer then gets that node. The same bug as
-//! `bug_a_partial_grant_held_while_waiting_expires_under_the_winner` in
-//! tests/fair_waiting.rs; both seeds pass once a re-send refreshes the
-//! grant it finds.
+//! Seeds 165 and 370 (of the first 1000) found the bug fixed in 0d8aadb:
+//! a waiter's re-sends did not renew a grant it already had, so it could
+//! win with a grant that expired a moment later, and a writer got in.
 
 mod harness;
 

@@ -810,13 +810,10 @@ mod queues {
         assert!(ty > wall + quarantine, "{ty}");
     }
 
-    /// BUG (issue #10): a waiter's re-sent request does not renew a grant it
-    /// already has. `Timeouts::wait_recheck` documents that re-sending keeps
-    /// "its place and any grants it already has", and the coordinator counts
-    /// a `Granted` reply to a re-send as the locker keeping the entry from the
-    /// send on (`Acquisition::record_reply` moves `alive_since`), but
-    /// `grant_or_queue` answers `Granted` without touching the entry's
-    /// refresh time, so it still expires `validity` after the first grant.
+    /// A waiter's re-sent request renews a grant it already has: the
+    /// coordinator counts the `Granted` answer as a refresh from the send on
+    /// (`NetLocker::queues`). Found by these tests as a bug (the entry still
+    /// expired `validity` after the first grant), fixed in 0d8aadb.
     #[tokio::test(start_paused = true)]
     async fn a_granted_waiter_asking_again_renews_its_entry() {
         let l = locker_with(60, 60);
@@ -832,5 +829,8 @@ mod queues {
             ["w"],
             "re-sent at 50 s, the entry must live until 110 s, yet it expired at 60 s"
         );
+        assert!(l.queues(), "and the locker promises it");
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        assert!(holders(&l, "x").is_empty(), "expired at 110 s");
     }
 }
