@@ -180,6 +180,10 @@ impl NetLocker for FaultyLocker {
         .await
     }
 
+    fn queues(&self) -> bool {
+        self.inner.queues()
+    }
+
     async fn fence(
         &self,
         args: &LockArgs,
