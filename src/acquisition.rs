@@ -3,6 +3,7 @@
 //! it and the releases that end it: its uid and arguments, and how each
 //! locker answered.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
 
@@ -25,6 +26,8 @@ pub(crate) struct Acquisition {
     pub(crate) started: Instant,
     /// The fencing token, once a holder asked for it.
     pub(crate) token: OnceCell<u64>,
+    /// Orders requests and recorded grants: see [`record_reply`](Self::record_reply).
+    stamps: AtomicU64,
     slots: Mutex<Slots>,
 }
 
@@ -42,12 +45,17 @@ impl Acquisition {
             mode,
             started,
             token: OnceCell::new(),
+            stamps: AtomicU64::new(0),
             slots: Mutex::new(Slots {
-                answers: vec![None; n],
+                slots: vec![
+                    Slot {
+                        answer: None,
+                        alive_since: started,
+                        granted_stamp: 0,
+                    };
+                    n
+                ],
                 released: false,
-                alive_since: vec![started; n],
-                granted_stamp: vec![0; n],
-                stamps: 0,
                 wounded: false,
                 held: false,
                 trust_from: started,
@@ -59,20 +67,10 @@ impl Acquisition {
 
 struct Slots {
     /// `None` while the locker has not answered.
-    answers: Vec<Option<Answer>>,
+    slots: Vec<Slot>,
     /// Set once the acquisition is abandoned or released. Any grant that is
     /// recorded afterwards must be undone by whoever records it.
     released: bool,
-    /// Per locker, a moment before which no grant or refresh of this uid
-    /// happened that the locker still counts from: the send time of the
-    /// latest request it answered. A grant's entry lives at least the
-    /// validity after this, which is what the holder's trust starts from.
-    alive_since: Vec<Instant>,
-    /// Per locker, the stamp at which its grant was recorded: a later reply
-    /// counts only if its request was sent after that, since an earlier one
-    /// may have been answered before the grant was pushed.
-    granted_stamp: Vec<u64>,
-    stamps: u64,
     /// An older waiter waits behind one of this wait's grants.
     wounded: bool,
     /// The wait won: wounds no longer matter.
@@ -81,6 +79,22 @@ struct Slots {
     trust_from: Instant,
     /// The task waiting for replies and pushes.
     waker: Option<Waker>,
+}
+
+/// What an acquisition knows about one locker.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// `None` while the locker has not answered.
+    answer: Option<Answer>,
+    /// A moment before which no grant or refresh of this uid happened that
+    /// the locker still counts from: the send time of the latest request it
+    /// answered. A grant's entry lives at least the validity after this,
+    /// which is what the holder's trust starts from.
+    alive_since: Instant,
+    /// The stamp at which its grant was recorded: a later reply counts only
+    /// if its request was sent after that, since an earlier one may have
+    /// been answered before the grant was pushed.
+    granted_stamp: u64,
 }
 
 /// A locker to unlock.
@@ -112,15 +126,13 @@ impl Acquisition {
     /// must unlock that locker itself.
     pub(crate) fn record(&self, index: usize, answer: Answer) -> bool {
         let mut slots = self.slots();
-        slots.answers[index] = Some(answer);
+        slots.slots[index].answer = Some(answer);
         slots.released && answer != Answer::Refused
     }
 
     /// A stamp for a request about to be sent: see [`record_reply`](Self::record_reply).
     pub(crate) fn stamp(&self) -> u64 {
-        let mut slots = self.slots();
-        slots.stamps += 1;
-        slots.stamps
+        self.stamps.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Records a waiting request's answer from locker `index`: the request
@@ -136,19 +148,20 @@ impl Acquisition {
         stamp: u64,
     ) -> bool {
         let mut slots = self.slots();
-        let granted = slots.answers[index] == Some(Answer::Granted);
-        let stale = granted && stamp < slots.granted_stamp[index];
+        let released = slots.released;
+        let slot = &mut slots.slots[index];
+        let granted = slot.answer == Some(Answer::Granted);
+        let stale = granted && stamp < slot.granted_stamp;
         if answer != Answer::Failed && !stale {
-            slots.alive_since[index] = slots.alive_since[index].max(sent);
+            slot.alive_since = slot.alive_since.max(sent);
         }
         if !(stale || granted && answer == Answer::Failed) {
-            slots.answers[index] = Some(answer);
+            slot.answer = Some(answer);
         }
         if answer == Answer::Granted {
-            slots.stamps += 1;
-            slots.granted_stamp[index] = slots.stamps;
+            slot.granted_stamp = self.stamp();
         }
-        slots.released && answer != Answer::Refused
+        released && answer != Answer::Refused
     }
 
     /// Registers the task to wake when an answer or a push arrives.
@@ -161,12 +174,15 @@ impl Acquisition {
 
     /// How locker `index` answered last.
     pub(crate) fn answer(&self, index: usize) -> Option<Answer> {
-        self.slots().answers[index]
+        self.slots().slots[index].answer
     }
 
     /// Whether a locker refused without keeping a place in line.
     pub(crate) fn refused_without_place(&self) -> bool {
-        self.slots().answers.contains(&Some(Answer::Refused))
+        self.slots()
+            .slots
+            .iter()
+            .any(|s| s.answer == Some(Answer::Refused))
     }
 
     /// Whether an older waiter asked this wait to step back.
@@ -184,10 +200,11 @@ impl Acquisition {
         }
         let mut granted = 0;
         let mut trust_from: Option<Instant> = None;
-        for (answer, since) in slots.answers.iter().zip(&slots.alive_since) {
-            if *answer == Some(Answer::Granted) {
+        for slot in &slots.slots {
+            if slot.answer == Some(Answer::Granted) {
                 granted += 1;
-                trust_from = Some(trust_from.map_or(*since, |t| t.min(*since)));
+                let since = slot.alive_since;
+                trust_from = Some(trust_from.map_or(since, |t| t.min(since)));
             }
         }
         if granted < self.args.quorum {
@@ -220,8 +237,8 @@ impl Acquisition {
             targets: Vec::new(),
             refused: 0,
         };
-        for (index, answer) in slots.answers.iter().enumerate() {
-            match answer {
+        for (index, slot) in slots.slots.iter().enumerate() {
+            match &slot.answer {
                 Some(Answer::Refused) => plan.refused += 1,
                 Some(answer @ (Answer::Granted | Answer::Failed | Answer::Queued)) => {
                     plan.targets.push(Target {
@@ -239,9 +256,9 @@ impl Acquisition {
     pub(crate) fn granted(&self) -> usize {
         let slots = self.slots();
         slots
-            .answers
+            .slots
             .iter()
-            .filter(|a| **a == Some(Answer::Granted))
+            .filter(|s| s.answer == Some(Answer::Granted))
             .count()
     }
 }
@@ -256,9 +273,10 @@ impl PushSink for Acquisition {
             PushEvent::Granted => {
                 // A grant pushed after the release is undone by the unlock
                 // already sent for the place it was granted from.
-                slots.answers[slot] = Some(Answer::Granted);
-                slots.stamps += 1;
-                slots.granted_stamp[slot] = slots.stamps;
+                let stamp = self.stamp();
+                let slot = &mut slots.slots[slot];
+                slot.answer = Some(Answer::Granted);
+                slot.granted_stamp = stamp;
             }
             PushEvent::Wounded if !slots.held => slots.wounded = true,
             PushEvent::Wounded => return,

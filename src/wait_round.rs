@@ -56,12 +56,21 @@ struct Outcome {
     permanent: Option<Error>,
 }
 
-fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outcome> {
+/// The request of the wait to locker `index`. `sent` is a moment no later
+/// than the request leaves (the round's start, for the first requests, saves
+/// reading the clock); `renew` says the locker granted already.
+fn wait_call(
+    state: Arc<Acquisition>,
+    index: usize,
+    ticket: Ticket,
+    sent: Option<Instant>,
+    renew: bool,
+) -> Call<Outcome> {
     Box::pin(async move {
         let coord = &state.coord;
         let locker = &coord.lockers[index];
         let stamp = state.stamp();
-        let sent = Instant::now();
+        let sent = sent.unwrap_or_else(Instant::now);
         if let Err(err) = coord.honours_lease(index) {
             state.record_reply(index, Answer::Refused, sent, stamp);
             return Outcome {
@@ -70,7 +79,7 @@ fn wait_call(state: Arc<Acquisition>, index: usize, ticket: Ticket) -> Call<Outc
             };
         }
         let deadline = after(sent, coord.timeouts.acquire);
-        let result = if state.answer(index) == Some(Answer::Granted) && !locker.queues() {
+        let result = if renew && !locker.queues() {
             // A locker without queues need not count a repeated lock call
             // as a refresh, so the grant is renewed by refreshing it.
             let call = locker.refresh_mode(&state.args, state.mode);
@@ -152,7 +161,7 @@ impl WaitRound {
             quorum,
         };
         let state = Arc::new(Acquisition::new(coord.clone(), args, mode, started));
-        let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket));
+        let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
             calls: CallSet::new(handle.clone(), calls),
             state,
@@ -185,11 +194,19 @@ impl WaitRound {
             retry_at,
             ..
         } = self;
-        poll_fn(|cx| loop {
+        // Registering the waker costs a lock, so it is done only before
+        // returning `Pending`, and followed by one more look at what a push
+        // may have changed in between.
+        let parked = |cx: &mut std::task::Context<'_>| {
             state.set_waker(cx.waker());
+            !(state.try_win() || state.is_wounded())
+        };
+        poll_fn(|cx| loop {
             let mut permanent = None;
+            let mut clock: Option<Instant> = None;
+            let mut now = || *clock.get_or_insert_with(Instant::now);
             calls.poll_all(cx, |index, outcome| {
-                let now = Instant::now();
+                let now = now();
                 due[index] = match outcome.answer {
                     Answer::Granted | Answer::Queued => after(now, recheck),
                     Answer::Refused | Answer::Failed => match *retry_at {
@@ -219,11 +236,11 @@ impl WaitRound {
             if calls.running() == 0 && state.refused_without_place() {
                 return Poll::Ready(Err(WaitEnd::Refused));
             }
-            let now = Instant::now();
             let mut asked = false;
             for (index, due) in due.iter().enumerate() {
-                if !calls.is_running(index) && *due <= now {
-                    calls.restart(index, wait_call(state.clone(), index, *ticket));
+                if !calls.is_running(index) && *due <= now() {
+                    let renew = state.answer(index) == Some(Answer::Granted);
+                    calls.restart(index, wait_call(state.clone(), index, *ticket, None, renew));
                     asked = true;
                 }
             }
@@ -235,14 +252,20 @@ impl WaitRound {
                 .map(|i| due[i])
                 .min();
             let Some(next) = next else {
-                return Poll::Pending;
+                if parked(cx) {
+                    return Poll::Pending;
+                }
+                continue;
             };
             let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
             if timer.deadline() != next {
                 timer.as_mut().reset(next);
             }
             if timer.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
+                if parked(cx) {
+                    return Poll::Pending;
+                }
+                continue;
             }
         })
         .await

@@ -420,39 +420,32 @@ impl LocalLocker {
         let mut notices = Vec::new();
         let reply = self.with_shards(args, |set, now, _| {
             let resources = args.resources.iter().enumerate();
-            if resources
-                .clone()
-                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
+            if self.quarantine_left(now).is_some()
+                && !resources
+                    .clone()
+                    .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
             {
-                // Asked again while granted: the pushed grant may have been
-                // lost, and so may a wound; renew the wake and repeat both.
-                // The waiter counts this answer as a refresh (its trust may
-                // start from when it sent the request), so refresh it is.
-                for (pos, r) in resources {
-                    let shard = set.shard(pos);
-                    shard.grant(r, args, mode, now, 0, Some(ticket), wait.wake.clone());
-                    shard.refresh(r, &args.uid, now);
-                    shard.wound_if_blocking(r, &args.uid, now, &mut notices);
+                if let Some(err) = self.quarantine_error(now) {
+                    return Err(err);
                 }
-                return Ok(WaitReply::Granted);
-            }
-            if let Some(err) = self.quarantine_error(now) {
-                return Err(err);
             }
             if resources.clone().all(|(pos, r)| {
                 set.shard(pos)
                     .in_line(r, &args.uid, mode, Some(ticket), now)
             }) {
                 for (pos, r) in resources {
-                    set.shard(pos).grant(
-                        r,
-                        args,
-                        mode,
-                        now,
-                        self.seq(),
-                        Some(ticket),
-                        wait.wake.clone(),
-                    );
+                    let shard = set.shard(pos);
+                    let seq = self.seq();
+                    if shard.grant(r, args, mode, now, seq, Some(ticket), wait.wake.clone()) {
+                        // Asked again while granted: the pushed grant may
+                        // have been lost, and so may a wound; the wake is
+                        // renewed above, the wound is repeated here. The
+                        // waiter counts this answer as a refresh (its trust
+                        // may start from when it sent the request), so
+                        // refresh it is.
+                        shard.refresh(r, &args.uid, now);
+                        shard.wound_if_blocking(r, &args.uid, now, &mut notices);
+                    }
                 }
                 return Ok(WaitReply::Granted);
             }

@@ -168,6 +168,14 @@ impl Shard {
         let Some(res) = self.map.get(resource) else {
             return true;
         };
+        if res
+            .holders
+            .as_ref()
+            .is_some_and(|h| h.mode() == mode && h.holds(uid))
+        {
+            // Asking again for what it holds: never refused for the line.
+            return true;
+        }
         admits(res.holders.as_ref(), uid, mode)
             && !res.queue.iter().any(|p| {
                 p.expires > now
@@ -192,7 +200,7 @@ impl Shard {
 
     /// Grants `args.uid` on `resource` after [`admits`] said yes, and ends
     /// its place in line there. A uid that already holds the resource keeps
-    /// its entry, with the newest `wake`.
+    /// its entry, with the newest `wake`, and `true` is returned.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn grant(
         &mut self,
@@ -203,16 +211,18 @@ impl Shard {
         seq: u64,
         ticket: Option<Ticket>,
         wake: Option<Wake>,
-    ) {
+    ) -> bool {
         let key = self.key_for(resource);
         let res = self.map.entry(key.clone()).or_default();
-        res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
+        if !res.queue.is_empty() {
+            res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
+        }
         if let Some(holders) = &mut res.holders {
             if let Some(e) = holders.entries_mut().iter_mut().find(|e| e.uid == args.uid) {
                 if wake.is_some() {
                     e.wake = wake;
                 }
-                return;
+                return true;
             }
         }
         let entry = Entry {
@@ -228,7 +238,7 @@ impl Shard {
         match &mut res.holders {
             Some(Holders::Readers(v)) => v.push(entry),
             // `admits` allows nothing else on a held resource.
-            Some(Holders::Writer(_)) => return,
+            Some(Holders::Writer(_)) => return false,
             None => {
                 res.holders = Some(match mode {
                     LockMode::Write => Holders::Writer(entry),
@@ -237,6 +247,7 @@ impl Shard {
             }
         }
         self.by_refresh.insert((now, seq), key);
+        false
     }
 
     /// Keeps (or renews) a place for `args.uid` on `resource`, replacing
@@ -336,26 +347,20 @@ impl Shard {
         mode: Option<LockMode>,
         freed: &mut Vec<Arc<str>>,
     ) -> bool {
-        self.leave(resource, uid, freed);
-        let Some((key, res)) = self.map.get_key_value(resource) else {
-            return false;
-        };
-        let key = key.clone();
-        let Some(holders) = res.holders.as_ref() else {
-            return false;
-        };
-        if mode.is_some_and(|m| m != holders.mode()) {
-            return false;
-        }
         let Some(res) = self.map.get_mut(resource) else {
             return false;
         };
+        let places = res.queue.len();
+        if places > 0 {
+            res.queue.retain(|p| &*p.args.uid != uid);
+        }
+        let left = res.queue.len() != places;
         let removed = match &mut res.holders {
-            Some(Holders::Writer(e)) if &*e.uid == uid => {
-                let e = e.clone();
-                res.holders = None;
-                Some(e)
-            }
+            Some(h) if mode.is_some_and(|m| m != h.mode()) => None,
+            Some(Holders::Writer(e)) if &*e.uid == uid => match res.holders.take() {
+                Some(Holders::Writer(e)) => Some(e),
+                _ => None,
+            },
             Some(Holders::Readers(v)) => {
                 let found = v
                     .iter()
@@ -368,12 +373,30 @@ impl Shard {
             }
             _ => None,
         };
-        let Some(entry) = removed else {
+        if !left && removed.is_none() {
             return false;
-        };
-        self.by_refresh.remove(&(entry.refreshed, entry.seq));
-        self.settle(key, freed);
-        true
+        }
+        let (empty, waiting, fence) = (
+            res.holders.is_none() && res.queue.is_empty(),
+            !res.queue.is_empty(),
+            res.fence,
+        );
+        if empty {
+            self.map.remove(resource);
+            self.fence_floor = self.fence_floor.max(fence);
+        } else if waiting {
+            let key = self.key_for(resource);
+            if !freed.contains(&key) {
+                freed.push(key);
+            }
+        }
+        match removed {
+            Some(entry) => {
+                self.by_refresh.remove(&(entry.refreshed, entry.seq));
+                true
+            }
+            None => false,
+        }
     }
 
     /// After holders or places of `key` changed: drops the name if nothing
