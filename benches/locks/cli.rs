@@ -36,9 +36,13 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (build with --features cli, and build the server
                          first: cargo build --release --features cli)
                                                                     [default: inproc]
-    --wait poll          how a waiter learns that a lock was freed; poll means
-                         retry with jittered backoff. Push wake-ups will be
-                         another value.                             [default: poll]
+    --wait push|poll|both
+                         how a waiter learns that a lock was freed
+                         (DsyncBuilder::waiting): push waits in line on every
+                         locker and is granted by a pushed wake-up; poll
+                         repeats rounds with jittered backoff; both runs each
+                         scenario with push, then at once with poll
+                         (also accepted: a list, e.g. poll,push)    [default: push]
     --matrix             run the default set described in BENCHMARKS.md instead
                          of --nodes/--clients/--names/--mix
 
@@ -87,7 +91,8 @@ pub struct Options {
     pub mixes: Vec<Mix>,
     pub holds: Vec<Hold>,
     pub transport: Transport,
-    pub wait: Wait,
+    /// Run back to back, in this order, for every scenario.
+    pub waits: Vec<Wait>,
     pub matrix: bool,
     pub seconds: f64,
     pub warmup: f64,
@@ -115,7 +120,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         mixes: vec![Mix::Write],
         holds: vec![Hold::None],
         transport: Transport::InProcess,
-        wait: Wait::Poll,
+        waits: vec![Wait::Push],
         matrix: false,
         seconds: 2.0,
         warmup: 0.2,
@@ -207,14 +212,18 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 }
             }
             "--wait" => {
-                opts.wait = match value()?.as_str() {
-                    "poll" => Wait::Poll,
-                    "push" => {
-                        return Err(
-                            "--wait push: the library has no push wake-ups yet; only poll".into(),
-                        )
-                    }
-                    v => return Err(format!("--wait: expected poll, got {v:?}")),
+                opts.waits = match value()?.as_str() {
+                    "both" => vec![Wait::Push, Wait::Poll],
+                    v => list(&name, v, |s| match s {
+                        "push" => Ok(Wait::Push),
+                        "poll" => Ok(Wait::Poll),
+                        s => Err(format!("expected push, poll or both, got {s:?}")),
+                    })?,
+                };
+                let mut seen = opts.waits.clone();
+                seen.dedup();
+                if seen.len() != opts.waits.len() || opts.waits.len() > 2 {
+                    return Err(format!("{name}: name push and poll at most once each"));
                 }
             }
             "--matrix" => opts.matrix = true,
@@ -282,33 +291,42 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
 }
 
 impl Options {
+    /// Every run, with the wait strategies innermost, so that push and
+    /// poll of one scenario run back to back.
     pub fn scenarios(&self) -> Vec<Scenario> {
-        let base = |nodes, clients, names, mix, hold| Scenario {
+        let base = |nodes, clients, names, mix, hold, wait| Scenario {
             nodes,
             clients,
             names,
             mix,
             hold,
             transport: self.transport,
-            wait: self.wait,
+            wait,
         };
-        let mut out = Vec::new();
+        let mut shapes = Vec::new();
         for &hold in &self.holds {
             if self.matrix {
-                out.extend(matrix().map(|(n, c, names, mix)| base(n, c, names, mix, hold)));
+                shapes.extend(matrix().map(|(n, c, names, mix)| (n, c, names, mix, hold)));
                 continue;
             }
             for &mix in &self.mixes {
                 for &names in &self.names {
                     for &nodes in &self.nodes {
                         for &clients in &self.clients {
-                            out.push(base(nodes, clients, names, mix, hold));
+                            shapes.push((nodes, clients, names, mix, hold));
                         }
                     }
                 }
             }
         }
-        out
+        shapes
+            .into_iter()
+            .flat_map(|(n, c, names, mix, hold)| {
+                self.waits
+                    .iter()
+                    .map(move |&wait| base(n, c, names, mix, hold, wait))
+            })
+            .collect()
     }
 }
 
