@@ -26,9 +26,11 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          write locks only, or 90% reads / 10% writes [default: write]
     --hold LIST          how long each lock is held: 0 (unlock at once), yield
                          (one trip through the scheduler while holding, so
-                         other clients run and find the lock taken), or a
-                         time such as 1ms (tokio's timer rounds up to whole
-                         milliseconds)                              [default: 0]
+                         other clients run and find the lock taken), a
+                         time such as 1ms (a tokio sleep: its timer rounds up
+                         to whole milliseconds), or spin:1ms (exactly that
+                         long, yielding in a loop; burns the holder's worker)
+                                                                    [default: 0]
     --transport inproc|tcp
                          how the coordinator reaches its lockers: inproc
                          means LocalLockers in this process; tcp starts one
@@ -188,13 +190,20 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 chose_lists.push("--mix");
             }
             "--hold" => {
-                opts.holds = list(&name, &value()?, |s| match s {
-                    "yield" => Ok(Hold::Yield),
-                    s => match duration(s)? {
-                        d if d.is_zero() => Ok(Hold::None),
-                        d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
-                        d => Ok(Hold::For(d)),
-                    },
+                opts.holds = list(&name, &value()?, |s| {
+                    let (spin, time) = match s.strip_prefix("spin:") {
+                        Some(time) => (true, time),
+                        None => (false, s),
+                    };
+                    match (time, spin) {
+                        ("yield", false) => Ok(Hold::Yield),
+                        (time, _) => match duration(time)? {
+                            d if d.is_zero() => Ok(Hold::None),
+                            d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
+                            d if spin => Ok(Hold::Spin(d)),
+                            d => Ok(Hold::For(d)),
+                        },
+                    }
                 })?
             }
             "--transport" => {

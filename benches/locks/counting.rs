@@ -225,7 +225,8 @@ impl NetLocker for CountingLocker {
 
     // Forwarded explicitly: the default bodies would answer a waiter with
     // our plain `lock` (so `Waiting::Push` would quietly poll) and refuse
-    // fencing, whatever the inner locker can do.
+    // fencing, whatever the inner locker can do. Every provided method of
+    // `NetLocker` must be forwarded here for the same reason.
     fn lock_wait<'life0, 'life1, 'life2, 'async_trait>(
         &'life0 self,
         args: &'life1 LockArgs,
@@ -240,6 +241,12 @@ impl NetLocker for CountingLocker {
     {
         self.calls.bump(|s| &s.wait);
         self.inner.lock_wait(args, mode, wait)
+    }
+
+    // Forwarded too: the coordinator reads it to decide how a waiter keeps
+    // its grants alive (repeated waiting calls, or refreshes).
+    fn queues(&self) -> bool {
+        self.inner.queues()
     }
 
     fn fence<'life0, 'life1, 'async_trait>(

@@ -45,7 +45,13 @@ pub enum Hold {
     /// `tokio::task::yield_now` once: the shortest hold that lets other
     /// tasks run while the lock is taken.
     Yield,
+    /// `tokio::time::sleep`: whole milliseconds on tokio's timer, so a
+    /// `1ms` hold lasts 1–2 ms plus the timer's wake-up.
     For(Duration),
+    /// Exactly this long: yields to the scheduler in a loop until the time
+    /// has passed. Burns the holder's worker while held, but takes timer
+    /// granularity out of a measurement of hand-offs.
+    Spin(Duration),
 }
 
 impl Hold {
@@ -54,6 +60,7 @@ impl Hold {
             Hold::None => "0".into(),
             Hold::Yield => "yield".into(),
             Hold::For(d) => crate::stats::fmt_duration(d),
+            Hold::Spin(d) => format!("spin:{}", crate::stats::fmt_duration(d)),
         }
     }
 
@@ -62,6 +69,12 @@ impl Hold {
             Hold::None => {}
             Hold::Yield => tokio::task::yield_now().await,
             Hold::For(d) => tokio::time::sleep(d).await,
+            Hold::Spin(d) => {
+                let until = tokio::time::Instant::now() + d;
+                while tokio::time::Instant::now() < until {
+                    tokio::task::yield_now().await;
+                }
+            }
         }
     }
 }
