@@ -26,7 +26,7 @@ mod servers;
 #[path = "locks/stats.rs"]
 mod stats;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
@@ -151,7 +151,12 @@ fn run(opts: &Options) -> Result<(), String> {
             0
         }
     };
-    let runs = scenarios.len() + baselines;
+    let references = scenarios
+        .iter()
+        .filter_map(Scenario::serial_reference)
+        .collect::<HashSet<_>>()
+        .len();
+    let runs = scenarios.len() + baselines + references;
     say!(
         "quorum-lock lock benchmark, {started}, commit {}\n\
          machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
@@ -179,6 +184,12 @@ fn run(opts: &Options) -> Result<(), String> {
 
     let mut rows: Vec<Row> = Vec::new();
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
+    let mut serial: HashMap<Scenario, f64> = HashMap::new();
+    let ours = |scenario: Scenario| {
+        measure(opts, || {
+            ours::run(scenario, warmup, seconds, opts.max_locks, opts.count_rpcs)
+        })
+    };
     for (index, &scenario) in scenarios.iter().enumerate() {
         let key = BaselineKey {
             clients: scenario.clients,
@@ -208,13 +219,39 @@ fn run(opts: &Options) -> Result<(), String> {
                 },
                 summary,
                 redis_lsps: None,
+                serial_lsps: None,
+                serial_reference: false,
             };
             say!("{}", report::line(&row));
             rows.push(row);
         }
-        let summary = measure(opts, || {
-            ours::run(scenario, warmup, seconds, opts.max_locks, opts.count_rpcs)
-        })?;
+        // The serial references of this scenario and of the ones that
+        // differ from it only in the wait strategy come first, so that push
+        // and poll of one scenario still run back to back.
+        let same_but_wait = scenarios[index..].iter().filter(|s| {
+            Scenario {
+                wait: scenario.wait,
+                ..**s
+            } == scenario
+        });
+        for reference in same_but_wait.filter_map(Scenario::serial_reference) {
+            if serial.contains_key(&reference) {
+                continue;
+            }
+            let summary = ours(reference)?;
+            serial.insert(reference, summary.lsps);
+            let row = Row {
+                system: "ours",
+                scenario: reference,
+                summary,
+                redis_lsps: None,
+                serial_lsps: None,
+                serial_reference: true,
+            };
+            say!("{}", report::line(&row));
+            rows.push(row);
+        }
+        let summary = ours(scenario)?;
         let row = Row {
             system: "ours",
             scenario,
@@ -223,6 +260,10 @@ fn run(opts: &Options) -> Result<(), String> {
                 Mix::Write => baseline.get(&key).copied(),
                 Mix::Read90 => None,
             },
+            serial_lsps: scenario
+                .serial_reference()
+                .and_then(|r| serial.get(&r).copied()),
+            serial_reference: false,
         };
         say!("{}", report::line(&row));
         rows.push(row);

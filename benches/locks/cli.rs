@@ -26,9 +26,11 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          write locks only, or 90% reads / 10% writes [default: write]
     --hold LIST          how long each lock is held: 0 (unlock at once), yield
                          (one trip through the scheduler while holding, so
-                         other clients run and find the lock taken), or a
-                         time such as 1ms (tokio's timer rounds up to whole
-                         milliseconds)                              [default: 0]
+                         other clients run and find the lock taken), a
+                         time such as 1ms (a tokio sleep: its timer rounds up
+                         to whole milliseconds), or spin:1ms (exactly that
+                         long, yielding in a loop; burns the holder's worker)
+                                                                    [default: 0]
     --transport inproc|tcp
                          how the coordinator reaches its lockers: inproc
                          means LocalLockers in this process; tcp starts one
@@ -36,9 +38,13 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (build with --features cli, and build the server
                          first: cargo build --release --features cli)
                                                                     [default: inproc]
-    --wait poll          how a waiter learns that a lock was freed; poll means
-                         retry with jittered backoff. Push wake-ups will be
-                         another value.                             [default: poll]
+    --wait push|poll|both
+                         how a waiter learns that a lock was freed
+                         (DsyncBuilder::waiting): push waits in line on every
+                         locker and is granted by a pushed wake-up; poll
+                         repeats rounds with jittered backoff; both runs each
+                         scenario with push, then at once with poll
+                         (also accepted: a list, e.g. poll,push)    [default: push]
     --matrix             run the default set described in BENCHMARKS.md instead
                          of --nodes/--clients/--names/--mix
 
@@ -87,7 +93,8 @@ pub struct Options {
     pub mixes: Vec<Mix>,
     pub holds: Vec<Hold>,
     pub transport: Transport,
-    pub wait: Wait,
+    /// Run back to back, in this order, for every scenario.
+    pub waits: Vec<Wait>,
     pub matrix: bool,
     pub seconds: f64,
     pub warmup: f64,
@@ -115,7 +122,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         mixes: vec![Mix::Write],
         holds: vec![Hold::None],
         transport: Transport::InProcess,
-        wait: Wait::Poll,
+        waits: vec![Wait::Push],
         matrix: false,
         seconds: 2.0,
         warmup: 0.2,
@@ -183,13 +190,20 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 chose_lists.push("--mix");
             }
             "--hold" => {
-                opts.holds = list(&name, &value()?, |s| match s {
-                    "yield" => Ok(Hold::Yield),
-                    s => match duration(s)? {
-                        d if d.is_zero() => Ok(Hold::None),
-                        d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
-                        d => Ok(Hold::For(d)),
-                    },
+                opts.holds = list(&name, &value()?, |s| {
+                    let (spin, time) = match s.strip_prefix("spin:") {
+                        Some(time) => (true, time),
+                        None => (false, s),
+                    };
+                    match (time, spin) {
+                        ("yield", false) => Ok(Hold::Yield),
+                        (time, _) => match duration(time)? {
+                            d if d.is_zero() => Ok(Hold::None),
+                            d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
+                            d if spin => Ok(Hold::Spin(d)),
+                            d => Ok(Hold::For(d)),
+                        },
+                    }
                 })?
             }
             "--transport" => {
@@ -207,14 +221,18 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 }
             }
             "--wait" => {
-                opts.wait = match value()?.as_str() {
-                    "poll" => Wait::Poll,
-                    "push" => {
-                        return Err(
-                            "--wait push: the library has no push wake-ups yet; only poll".into(),
-                        )
-                    }
-                    v => return Err(format!("--wait: expected poll, got {v:?}")),
+                opts.waits = match value()?.as_str() {
+                    "both" => vec![Wait::Push, Wait::Poll],
+                    v => list(&name, v, |s| match s {
+                        "push" => Ok(Wait::Push),
+                        "poll" => Ok(Wait::Poll),
+                        s => Err(format!("expected push, poll or both, got {s:?}")),
+                    })?,
+                };
+                let mut seen = opts.waits.clone();
+                seen.dedup();
+                if seen.len() != opts.waits.len() || opts.waits.len() > 2 {
+                    return Err(format!("{name}: name push and poll at most once each"));
                 }
             }
             "--matrix" => opts.matrix = true,
@@ -282,33 +300,42 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
 }
 
 impl Options {
+    /// Every run, with the wait strategies innermost, so that push and
+    /// poll of one scenario run back to back.
     pub fn scenarios(&self) -> Vec<Scenario> {
-        let base = |nodes, clients, names, mix, hold| Scenario {
+        let base = |nodes, clients, names, mix, hold, wait| Scenario {
             nodes,
             clients,
             names,
             mix,
             hold,
             transport: self.transport,
-            wait: self.wait,
+            wait,
         };
-        let mut out = Vec::new();
+        let mut shapes = Vec::new();
         for &hold in &self.holds {
             if self.matrix {
-                out.extend(matrix().map(|(n, c, names, mix)| base(n, c, names, mix, hold)));
+                shapes.extend(matrix().map(|(n, c, names, mix)| (n, c, names, mix, hold)));
                 continue;
             }
             for &mix in &self.mixes {
                 for &names in &self.names {
                     for &nodes in &self.nodes {
                         for &clients in &self.clients {
-                            out.push(base(nodes, clients, names, mix, hold));
+                            shapes.push((nodes, clients, names, mix, hold));
                         }
                     }
                 }
             }
         }
-        out
+        shapes
+            .into_iter()
+            .flat_map(|(n, c, names, mix, hold)| {
+                self.waits
+                    .iter()
+                    .map(move |&wait| base(n, c, names, mix, hold, wait))
+            })
+            .collect()
     }
 }
 

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker};
+use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker, WaitArgs, WaitReply};
 
 type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
@@ -34,8 +34,10 @@ const STRIPES: usize = 16;
 #[repr(align(128))]
 struct Stripe {
     lock: AtomicU64,
+    wait: AtomicU64,
     unlock: AtomicU64,
     refresh: AtomicU64,
+    fence: AtomicU64,
     other: AtomicU64,
 }
 
@@ -49,26 +51,35 @@ thread_local! {
 /// A point-in-time reading of one or more `Calls`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CallCounts {
-    /// `lock` and `rlock`.
+    /// `lock` and `rlock`: plain lock calls (polling rounds, and `try_lock`).
     pub lock: u64,
+    /// `lock_wait`: lock calls of a waiter in line (`Waiting::Push`). A
+    /// locker without queues answers one with a plain lock call of its own,
+    /// which the wrapper does not see.
+    pub wait: u64,
     /// `unlock` and `runlock`.
     pub unlock: u64,
     /// `refresh` and `refresh_mode`.
     pub refresh: u64,
+    /// `fence`: fencing-token draws. The harness never asks for a token, so
+    /// this stays 0 unless the library draws one by itself.
+    pub fence: u64,
     /// `force_unlock` and `locks`.
     pub other: u64,
 }
 
 impl CallCounts {
     pub fn total(&self) -> u64 {
-        self.lock + self.unlock + self.refresh + self.other
+        self.lock + self.wait + self.unlock + self.refresh + self.fence + self.other
     }
 
     pub fn plus(&self, other: &CallCounts) -> CallCounts {
         CallCounts {
             lock: self.lock + other.lock,
+            wait: self.wait + other.wait,
             unlock: self.unlock + other.unlock,
             refresh: self.refresh + other.refresh,
+            fence: self.fence + other.fence,
             other: self.other + other.other,
         }
     }
@@ -76,8 +87,10 @@ impl CallCounts {
     pub fn since(&self, earlier: &CallCounts) -> CallCounts {
         CallCounts {
             lock: self.lock - earlier.lock,
+            wait: self.wait - earlier.wait,
             unlock: self.unlock - earlier.unlock,
             refresh: self.refresh - earlier.refresh,
+            fence: self.fence - earlier.fence,
             other: self.other - earlier.other,
         }
     }
@@ -88,8 +101,10 @@ impl Calls {
         self.stripes.iter().fold(CallCounts::default(), |sum, s| {
             sum.plus(&CallCounts {
                 lock: s.lock.load(Ordering::Relaxed),
+                wait: s.wait.load(Ordering::Relaxed),
                 unlock: s.unlock.load(Ordering::Relaxed),
                 refresh: s.refresh.load(Ordering::Relaxed),
+                fence: s.fence.load(Ordering::Relaxed),
                 other: s.other.load(Ordering::Relaxed),
             })
         })
@@ -208,6 +223,47 @@ impl NetLocker for CountingLocker {
         self.inner.refresh_mode(args, mode)
     }
 
+    // Forwarded explicitly: the default bodies would answer a waiter with
+    // our plain `lock` (so `Waiting::Push` would quietly poll) and refuse
+    // fencing, whatever the inner locker can do. Every provided method of
+    // `NetLocker` must be forwarded here for the same reason.
+    fn lock_wait<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+        mode: LockMode,
+        wait: &'life2 WaitArgs,
+    ) -> Reply<'async_trait, WaitReply>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.wait);
+        self.inner.lock_wait(args, mode, wait)
+    }
+
+    // Forwarded too: the coordinator reads it to decide how a waiter keeps
+    // its grants alive (repeated waiting calls, or refreshes).
+    fn queues(&self) -> bool {
+        self.inner.queues()
+    }
+
+    fn fence<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        args: &'life1 LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Reply<'async_trait, Option<u64>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.calls.bump(|s| &s.fence);
+        self.inner.fence(args, mode, floor)
+    }
+
     fn force_unlock<'life0, 'life1, 'async_trait>(
         &'life0 self,
         args: &'life1 LockArgs,
@@ -240,5 +296,11 @@ impl NetLocker for CountingLocker {
 
     fn is_local(&self) -> bool {
         self.inner.is_local()
+    }
+
+    // Forwarded so that the coordinator's lease check sees the validity the
+    // inner locker (a server's handshake) announces.
+    fn validity(&self) -> Option<std::time::Duration> {
+        self.inner.validity()
     }
 }

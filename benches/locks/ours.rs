@@ -8,7 +8,7 @@ use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, Wri
 use tokio::time::{timeout_at, Instant};
 
 use crate::counting::{self, Calls, CountingLocker};
-use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::scenario::{Mix, Names, Scenario, Transport};
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 struct Cluster {
@@ -56,7 +56,10 @@ async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, Strin
     } else {
         (bare, Vec::new())
     };
-    let ds = Dsync::new(lockers).map_err(|e| format!("cannot build the cluster: {e}"))?;
+    let ds = Dsync::builder(lockers)
+        .waiting(scenario.wait.waiting())
+        .build()
+        .map_err(|e| format!("cannot build the cluster: {e}"))?;
     Ok(Cluster {
         ds,
         calls,
@@ -79,12 +82,13 @@ impl Held {
     }
 }
 
-/// How a client waits for a lock. `Wait::Poll` is the library's own retry
-/// loop; push wake-ups will add an arm here.
-async fn acquire(mutex: &DRWMutex, wait: Wait, write: bool) -> Result<Held, Error> {
-    match (wait, write) {
-        (Wait::Poll, true) => mutex.lock().await.map(Held::Write),
-        (Wait::Poll, false) => mutex.read().await.map(Held::Read),
+/// Acquires in the mode the cycle drew. How it waits was fixed when the
+/// cluster was built (`DsyncBuilder::waiting`).
+async fn acquire(mutex: &DRWMutex, write: bool) -> Result<Held, Error> {
+    if write {
+        mutex.lock().await.map(Held::Write)
+    } else {
+        mutex.read().await.map(Held::Read)
     }
 }
 
@@ -123,7 +127,7 @@ async fn client(
             Mix::Write => true,
             Mix::Read90 => !coin.heads(90),
         };
-        let held = match timeout_at(window.end, acquire(&mutex, scenario.wait, write)).await {
+        let held = match timeout_at(window.end, acquire(&mutex, write)).await {
             Ok(Ok(held)) => held,
             Ok(Err(err)) => return Err(format!("lock failed: {err}")),
             Err(_) => {

@@ -15,6 +15,11 @@ pub struct Row {
     pub summary: Summary,
     /// Locks/s of the Redis baseline for the same clients, names and hold.
     pub redis_lsps: Option<f64>,
+    /// Locks/s of one client alone with the same nodes, hold and waiting:
+    /// the serial rate a shared name with a hold is compared with.
+    pub serial_lsps: Option<f64>,
+    /// This run is that one client alone, measured for the comparison.
+    pub serial_reference: bool,
 }
 
 pub struct Machine {
@@ -101,9 +106,10 @@ pub fn utc_now() -> String {
 
 pub fn header() -> String {
     format!(
-        "{:<5} {:>5} {:>7} {:<6} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7} {:>7} {:>5} {:>7}",
-        "sys", "nodes", "clients", "names", "mix", "hold", "locks/s", "mean", "p50", "p70", "p90",
-        "p99", "max", "longest", "cpu", "rpc/lk", "min/cl", "max/cl", "jain", "x redis"
+        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8}",
+        "sys", "wait", "nodes", "clients", "names", "mix", "hold", "locks/s", "mean", "p50", "p70",
+        "p90", "p99", "max", "longest", "cpu", "rpc/lk", "min/cl", "max/cl", "jain", "x redis",
+        "x serial"
     )
 }
 
@@ -116,9 +122,18 @@ pub fn line(row: &Row) -> String {
         ("ours", Some(r)) if r > 0.0 => format!("{:.2}x", s.lsps / r),
         _ => "-".into(),
     };
+    let serial = match row.serial_lsps {
+        Some(r) if r > 0.0 => format!("{:.1}%", 100.0 * s.lsps / r),
+        _ => "-".into(),
+    };
+    let wait = match row.system {
+        "ours" => sc.wait.label(),
+        _ => "-",
+    };
     let mut out = format!(
-        "{:<5} {:>5} {:>7} {:<6} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>6} {:>7} {:>7} {:>5.3} {:>7}",
+        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8}",
         row.system,
+        wait,
         sc.nodes,
         sc.clients,
         sc.names.label(),
@@ -138,7 +153,11 @@ pub fn line(row: &Row) -> String {
         s.max_client,
         s.jain,
         ratio,
+        serial,
     );
+    if row.serial_reference {
+        out.push_str("  (serial reference: one client alone)");
+    }
     if s.longest_wait > s.max {
         let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
     }
@@ -153,11 +172,14 @@ locks/s: locks acquired in the window / window length. mean..max: acquire
 latency (HDR histogram, 3 significant digits). longest: the longest wait,
 counting waits still unfinished when the window closed. cpu: (user+sys)/wall
 of this process (plus the server processes: redis-server, or the lock servers of --transport tcp), 100% = one core.
-rpc/lk: calls to lockers (ours: lock+unlock+refresh+other, counted by the
-wrapper) or Redis commands per lock. min/cl, max/cl: fewest and most locks
+rpc/lk: calls to lockers (ours: lock+wait+unlock+refresh+fence+other,
+counted by the wrapper) or Redis commands per lock. min/cl, max/cl: fewest and most locks
 of one client. jain: Jain's fairness index over clients. x redis: our
 locks/s over Redis's for the same clients, names and hold (write rows only;
-the Redis lock has no shared mode).";
+the Redis lock has no shared mode). wait: push (waiting in line, pushed
+grants) or poll (rounds with backoff). x serial: for one shared name with a
+hold, our locks/s as a share of the rate one client reaches holding alone
+(the serial reference row: same nodes, hold and wait).";
 
 /// The whole run as JSON. Written by hand: the schema is flat and small.
 pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
@@ -210,8 +232,8 @@ fn result(row: &Row) -> String {
     };
     let calls = s.calls.map_or("null".into(), |c| {
         format!(
-            "{{\"lock\": {}, \"unlock\": {}, \"refresh\": {}, \"other\": {}}}",
-            c.lock, c.unlock, c.refresh, c.other
+            "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
+            c.lock, c.wait, c.unlock, c.refresh, c.fence, c.other
         )
     });
     let ratio = row
@@ -225,7 +247,8 @@ fn result(row: &Row) -> String {
          \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
          \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \
          \"cpu_cores\": {}, \"server_cpu_cores\": {}, \"calls\": {}, \"calls_per_lock\": {}, \
-         \"hit_count_bound\": {}, \"redis_lsps\": {}, \"ratio_vs_redis\": {}}}",
+         \"hit_count_bound\": {}, \"redis_lsps\": {}, \"ratio_vs_redis\": {}, \
+         \"serial_reference\": {}, \"serial_lsps\": {}, \"ratio_vs_serial\": {}}}",
         string(row.system),
         string(transport),
         string(wait),
@@ -261,6 +284,11 @@ fn result(row: &Row) -> String {
         s.hit_count_bound,
         row.redis_lsps.map_or("null".into(), number),
         ratio.map_or("null".into(), number),
+        row.serial_reference,
+        row.serial_lsps.map_or("null".into(), number),
+        row.serial_lsps
+            .filter(|r| *r > 0.0)
+            .map_or("null".into(), |r| number(s.lsps / r)),
     )
 }
 

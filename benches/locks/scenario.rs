@@ -1,6 +1,6 @@
 //! What one measured run is: cluster size, client count, name sharing,
-//! read/write mix, hold, and the two axes that will grow new values, the
-//! transport to the lockers and the way waiters wait.
+//! read/write mix, hold, the transport to the lockers and the way waiters
+//! wait.
 
 use std::time::Duration;
 
@@ -17,9 +17,8 @@ pub enum Mix {
     Read90,
 }
 
-/// Where the lockers live. Network servers in another process will be a
-/// second variant; everything downstream matches on this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the lockers live; everything downstream matches on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transport {
     InProcess,
     /// `quorum-lock server` processes on 127.0.0.1, one per node.
@@ -27,10 +26,15 @@ pub enum Transport {
     Tcp,
 }
 
-/// How waiters learn that a lock was freed. Push wake-ups will be a second
-/// variant once the library has them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How waiters learn that a lock was freed: the coordinator's
+/// `DsyncBuilder::waiting` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wait {
+    /// `Waiting::Push`, the library's default: one place in line per locker,
+    /// grants pushed by the lockers. Lockers without queues (a server older
+    /// than protocol version 3) are polled.
+    Push,
+    /// `Waiting::Poll`: rounds repeated with jittered backoff, as dsync does.
     Poll,
 }
 
@@ -41,7 +45,13 @@ pub enum Hold {
     /// `tokio::task::yield_now` once: the shortest hold that lets other
     /// tasks run while the lock is taken.
     Yield,
+    /// `tokio::time::sleep`: whole milliseconds on tokio's timer, so a
+    /// `1ms` hold lasts 1–2 ms plus the timer's wake-up.
     For(Duration),
+    /// Exactly this long: yields to the scheduler in a loop until the time
+    /// has passed. Burns the holder's worker while held, but takes timer
+    /// granularity out of a measurement of hand-offs.
+    Spin(Duration),
 }
 
 impl Hold {
@@ -50,6 +60,7 @@ impl Hold {
             Hold::None => "0".into(),
             Hold::Yield => "yield".into(),
             Hold::For(d) => crate::stats::fmt_duration(d),
+            Hold::Spin(d) => format!("spin:{}", crate::stats::fmt_duration(d)),
         }
     }
 
@@ -58,6 +69,12 @@ impl Hold {
             Hold::None => {}
             Hold::Yield => tokio::task::yield_now().await,
             Hold::For(d) => tokio::time::sleep(d).await,
+            Hold::Spin(d) => {
+                let until = tokio::time::Instant::now() + d;
+                while tokio::time::Instant::now() < until {
+                    tokio::task::yield_now().await;
+                }
+            }
         }
     }
 }
@@ -93,13 +110,21 @@ impl Transport {
 impl Wait {
     pub fn label(self) -> &'static str {
         match self {
+            Wait::Push => "push",
             Wait::Poll => "poll",
+        }
+    }
+
+    pub fn waiting(self) -> quorum_lock::Waiting {
+        match self {
+            Wait::Push => quorum_lock::Waiting::Push,
+            Wait::Poll => quorum_lock::Waiting::Poll,
         }
     }
 }
 
 /// One measured configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Scenario {
     pub nodes: usize,
     pub clients: usize,
@@ -108,6 +133,19 @@ pub struct Scenario {
     pub hold: Hold,
     pub transport: Transport,
     pub wait: Wait,
+}
+
+impl Scenario {
+    /// For one shared name with a hold, the run whose rate this one is
+    /// compared with: one client alone, same cluster, hold and waiting, so
+    /// nobody ever waits and the rate is the serial rate of one holder.
+    pub fn serial_reference(&self) -> Option<Scenario> {
+        let holds = !matches!(self.hold, Hold::None);
+        (self.names == Names::Shared && holds && self.clients > 1).then_some(Scenario {
+            clients: 1,
+            ..*self
+        })
+    }
 }
 
 /// The default set: the node sweep on distinct names (quorum fan-out cost),
