@@ -79,7 +79,7 @@ pub(super) struct Place {
 
 impl Place {
     fn is_same_waiter(&self, uid: &str, ticket: Option<Ticket>) -> bool {
-        &*self.args.uid == uid || Some(self.ticket) == ticket
+        Some(self.ticket) == ticket || &*self.args.uid == uid
     }
 }
 
@@ -178,10 +178,11 @@ impl Shard {
         }
         admits(res.holders.as_ref(), uid, mode)
             && !res.queue.iter().any(|p| {
-                p.expires > now
-                    && !p.is_same_waiter(uid, ticket)
-                    && ticket.map_or(true, |t| p.ticket < t)
+                // Cheapest tests first: the line is scanned on every request.
+                ticket.map_or(true, |t| p.ticket < t)
                     && conflicts(p.mode, mode)
+                    && p.expires > now
+                    && !p.is_same_waiter(uid, ticket)
             })
     }
 
