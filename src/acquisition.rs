@@ -11,7 +11,7 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 use crate::coordinator::Coordinator;
-use crate::quorum::Answer;
+use crate::quorum::{read_quorum, write_quorum, Answer};
 use crate::wait::{PushEvent, PushSink};
 use crate::{LockArgs, LockMode};
 
@@ -32,6 +32,29 @@ pub(crate) struct Acquisition {
 }
 
 impl Acquisition {
+    /// A new acquisition of `resources` in `mode` with a fresh uid, starting
+    /// now: what one round or one wait sends to every locker.
+    pub(crate) fn begin(
+        coord: &Arc<Coordinator>,
+        resources: &Arc<[String]>,
+        source: &Arc<str>,
+        mode: LockMode,
+    ) -> Arc<Acquisition> {
+        let n = coord.lockers.len();
+        let quorum = match mode {
+            LockMode::Write => write_quorum(n),
+            LockMode::Read => read_quorum(n),
+        };
+        let args = LockArgs {
+            uid: uuid::Uuid::new_v4().to_string().into(),
+            resources: resources.clone(),
+            owner: coord.owner.clone(),
+            source: source.clone(),
+            quorum,
+        };
+        Arc::new(Acquisition::new(coord.clone(), args, mode, Instant::now()))
+    }
+
     pub(crate) fn new(
         coord: Arc<Coordinator>,
         args: LockArgs,

@@ -68,6 +68,16 @@ pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> boo
     }
 }
 
+/// Gives up an acquisition that did not win: unlocks, in the background on
+/// `handle`, every locker that granted it or may hold its grant or place.
+pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
+    let plan = state.begin_release();
+    if !plan.targets.is_empty() {
+        tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
+        handle.spawn(release_all(state.clone(), plan.targets));
+    }
+}
+
 /// When retrying an unlock that began at `began` stops mattering: the locker
 /// has expired the entry by then (the longer of its and the lease's
 /// validity), unless `Timeouts::release_retry` says to stop sooner.

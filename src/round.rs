@@ -18,9 +18,9 @@ use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::fanout::{call_with_deadline, Call, CallSet};
-use crate::quorum::{read_quorum, write_quorum, Answer, Tally, Verdict};
-use crate::release::{release_all, release_one};
-use crate::{Error, LockArgs, LockMode};
+use crate::quorum::{Answer, Tally, Verdict};
+use crate::release::{abandon, release_one};
+use crate::{Error, LockMode};
 
 fn classify(result: &Result<bool, Error>) -> Answer {
     match result {
@@ -80,19 +80,8 @@ impl Round {
         mode: LockMode,
     ) -> Round {
         let n = coord.lockers.len();
-        let quorum = match mode {
-            LockMode::Write => write_quorum(n),
-            LockMode::Read => read_quorum(n),
-        };
-        let started = Instant::now();
-        let args = LockArgs {
-            uid: uuid::Uuid::new_v4().to_string().into(),
-            resources: resources.clone(),
-            owner: coord.owner.clone(),
-            source: source.clone(),
-            quorum,
-        };
-        let state = Arc::new(Acquisition::new(coord.clone(), args, mode, started));
+        let state = Acquisition::begin(coord, resources, source, mode);
+        let started = state.started;
         let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
@@ -165,11 +154,6 @@ impl Drop for Round {
         if self.won {
             return;
         }
-        let plan = self.state.begin_release();
-        if !plan.targets.is_empty() {
-            tracing::debug!(uid = %self.state.args.uid, lockers = plan.targets.len(), "undoing partial grants");
-            self.handle
-                .spawn(release_all(self.state.clone(), plan.targets));
-        }
+        abandon(&self.state, &self.handle);
     }
 }

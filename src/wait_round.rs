@@ -26,10 +26,10 @@ use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::fanout::{call_with_deadline, Call, CallSet};
-use crate::quorum::{read_quorum, write_quorum, Answer};
-use crate::release::{release_all, release_one};
+use crate::quorum::Answer;
+use crate::release::{abandon, release_one};
 use crate::wait::{Ticket, WaitArgs, WaitReply, Wake};
-use crate::{Error, LockArgs, LockMode};
+use crate::{Error, LockMode};
 
 /// The shortest pause before asking a locker without a queue again, so that
 /// a zero `RetryPolicy` cannot make a wait spin without yielding.
@@ -148,19 +148,8 @@ impl WaitRound {
         ticket: Ticket,
     ) -> WaitRound {
         let n = coord.lockers.len();
-        let quorum = match mode {
-            LockMode::Write => write_quorum(n),
-            LockMode::Read => read_quorum(n),
-        };
-        let started = Instant::now();
-        let args = LockArgs {
-            uid: uuid::Uuid::new_v4().to_string().into(),
-            resources: resources.clone(),
-            owner: coord.owner.clone(),
-            source: source.clone(),
-            quorum,
-        };
-        let state = Arc::new(Acquisition::new(coord.clone(), args, mode, started));
+        let state = Acquisition::begin(coord, resources, source, mode);
+        let started = state.started;
         let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
             calls: CallSet::new(handle.clone(), calls),
@@ -283,11 +272,6 @@ impl Drop for WaitRound {
         if self.won {
             return;
         }
-        let plan = self.state.begin_release();
-        if !plan.targets.is_empty() {
-            tracing::debug!(uid = %self.state.args.uid, lockers = plan.targets.len(), "leaving the line");
-            self.handle
-                .spawn(release_all(self.state.clone(), plan.targets));
-        }
+        abandon(&self.state, &self.handle);
     }
 }
