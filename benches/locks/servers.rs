@@ -18,13 +18,17 @@ pub struct Servers {
     token_file: PathBuf,
 }
 
-/// The server binary: `QUORUM_LOCK_BIN`, else the release build next to
-/// this benchmark.
+/// The server binary: `QUORUM_LOCK_BIN`, else the release build under
+/// `CARGO_TARGET_DIR` when that is set, else under the crate's `target/`.
 fn binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("QUORUM_LOCK_BIN") {
         return Ok(path.into());
     }
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/quorum-lock");
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+    };
+    let path = target.join("release/quorum-lock");
     if path.exists() {
         Ok(path)
     } else {

@@ -1,6 +1,7 @@
-//! One authenticated client connection: requests tagged by id go out
-//! through a writer task that batches them, and a reader task hands each
-//! response to the caller waiting for that id.
+//! One authenticated client connection: callers encode their requests,
+//! tagged by id, straight into a shared outbox that a writer task empties
+//! with one write, and a reader task hands each response to the caller
+//! waiting for that id.
 //!
 //! Both tasks run on the runtime that opened the connection. They can end
 //! in many ways: the server closes the socket, a write fails, or that
@@ -14,17 +15,18 @@
 //! [`Pushes`].
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::stream::{SplitSink, SplitStream};
+use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 use tokio::task::AbortHandle;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
 use super::io::BoxIo;
 use super::pushes::Pushes;
@@ -33,15 +35,16 @@ use super::RemoteConfig;
 use crate::Error;
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
-type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>>>;
+type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
 type OnClose = Box<dyn FnOnce() + Send>;
+
+/// A write buffer above this capacity is given back once it was written,
+/// rather than kept for the life of the connection.
+const LARGE_BUFFER: usize = 64 * 1024;
 
 pub(crate) struct Connection {
     endpoint: String,
-    frames: mpsc::UnboundedSender<Bytes>,
-    /// How many frames the writer has taken from `frames`: a call that
-    /// times out while this stood still knows the writer is not running.
-    taken: Arc<AtomicU64>,
+    outgoing: Arc<Outgoing>,
     pending: Pending,
     alive: AtomicBool,
     /// Taken by the first [`Connection::down`], so the owner hears once.
@@ -176,13 +179,15 @@ impl Connection {
         version: u16,
         pushes: Arc<Pushes>,
     ) -> Arc<Connection> {
-        let (sink, stream) = transport.split();
-        let (frames, queued) = mpsc::unbounded_channel();
-        let conn = Connection::new(endpoint, frames, on_close, validity, version);
+        let parts = transport.into_parts();
+        let (read_half, write_half) = tokio::io::split(parts.io);
+        let mut stream = FramedRead::new(read_half, wire::codec());
+        // Whatever the server sent right after its `Welcome` was read with it.
+        stream.read_buffer_mut().extend_from_slice(&parts.read_buf);
+        let conn = Connection::new(endpoint, on_close, validity, version);
         let writer = tokio::spawn(write_batches(
-            sink,
-            queued,
-            conn.taken.clone(),
+            write_half,
+            conn.outgoing.clone(),
             DownOnDrop::new(&conn, "writer"),
         ));
         let reader = tokio::spawn(read_responses(
@@ -202,17 +207,10 @@ impl Connection {
         conn
     }
 
-    fn new(
-        endpoint: &str,
-        frames: mpsc::UnboundedSender<Bytes>,
-        on_close: OnClose,
-        validity: Duration,
-        version: u16,
-    ) -> Arc<Connection> {
+    fn new(endpoint: &str, on_close: OnClose, validity: Duration, version: u16) -> Arc<Connection> {
         Arc::new(Connection {
             endpoint: endpoint.to_owned(),
-            frames,
-            taken: Arc::default(),
+            outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
             on_close: Mutex::new(Some(on_close)),
@@ -273,7 +271,9 @@ impl Connection {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn pending(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>>> {
+    fn pending(
+        &self,
+    ) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -281,7 +281,6 @@ impl Connection {
     /// Cancel safe: dropping the future forgets the request; a reply that
     /// still arrives is discarded.
     pub(crate) async fn call(&self, id: u64, op: Op, timeout: Duration) -> Result<Reply, Error> {
-        let payload = Bytes::from(wire::encode(&Request { id, op })?);
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id, tx);
         let forget = Forget { conn: self, id };
@@ -291,11 +290,7 @@ impl Connection {
         if !self.is_alive() {
             return Err(self.closed());
         }
-        let taken = self.taken.load(Ordering::Acquire);
-        if self.frames.send(payload).is_err() {
-            self.down("the writer task is gone");
-            return Err(self.closed());
-        }
+        let frame = self.outgoing.append(&Request { id, op })?;
         let reply = tokio::time::timeout(timeout, rx).await;
         drop(forget);
         match reply {
@@ -304,7 +299,7 @@ impl Connection {
                 self.down("a reply slot was dropped");
                 Err(self.closed())
             }
-            Err(_) if self.taken.load(Ordering::Acquire) == taken => {
+            Err(_) if self.outgoing.taken.load(Ordering::Acquire) < frame => {
                 // Our frame sat in the queue for the whole timeout. The
                 // writer runs on the runtime that opened the connection; it
                 // is not being driven (a current-thread runtime outside its
@@ -393,30 +388,98 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// Writes queued frames. After the first frame of a batch it yields once, so
-/// that callers running at the same moment can queue theirs, then writes
-/// everything queued with one flush: one syscall for many requests.
-async fn write_batches(
-    mut sink: SplitSink<Transport, Bytes>,
-    mut queued: mpsc::UnboundedReceiver<Bytes>,
-    taken: Arc<AtomicU64>,
-    _down: DownOnDrop,
-) {
-    while let Some(first) = queued.recv().await {
-        taken.fetch_add(1, Ordering::Release);
-        tokio::task::yield_now().await;
-        if sink.feed(first).await.is_err() {
-            return;
+/// The frames callers encoded and the writer has not taken yet.
+#[derive(Default)]
+struct Outgoing {
+    outbox: Mutex<Outbox>,
+    /// Wakes the writer when the outbox stops being empty.
+    ready: Notify,
+    /// How many frames the writer has taken: a call that times out before
+    /// its frame was taken knows the writer is not running.
+    taken: AtomicU64,
+}
+
+#[derive(Default)]
+struct Outbox {
+    frames: BytesMut,
+    /// How many frames were ever appended.
+    appended: u64,
+}
+
+impl Outgoing {
+    fn outbox(&self) -> MutexGuard<'_, Outbox> {
+        self.outbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Encodes `request` at the end of the outbox and wakes the writer if
+    /// it was empty. Returns the frame's number, counted from 1.
+    fn append(&self, request: &Request) -> Result<u64, Error> {
+        let (number, was_empty) = {
+            let mut outbox = self.outbox();
+            let was_empty = outbox.frames.is_empty();
+            wire::encode_frame(request, &mut outbox.frames)?;
+            outbox.appended += 1;
+            (outbox.appended, was_empty)
+        };
+        if was_empty {
+            self.ready.notify_one();
         }
-        while let Ok(next) = queued.try_recv() {
-            taken.fetch_add(1, Ordering::Release);
-            if sink.feed(next).await.is_err() {
+        Ok(number)
+    }
+
+    /// Swaps the outbox's frames for the empty `spare`; false when there
+    /// were none.
+    fn take(&self, spare: &mut BytesMut) -> bool {
+        let mut outbox = self.outbox();
+        if outbox.frames.is_empty() {
+            return false;
+        }
+        std::mem::swap(&mut outbox.frames, spare);
+        self.taken.store(outbox.appended, Ordering::Release);
+        true
+    }
+}
+
+/// Writes the outbox. Once woken it yields once, so that callers running
+/// at the same moment can append their frames, then writes everything
+/// appended with one write: one syscall for many requests. Frames appended
+/// while it writes go out with the next write.
+async fn write_batches(mut io: WriteHalf<BoxIo>, outgoing: Arc<Outgoing>, _down: DownOnDrop) {
+    let mut batch = BytesMut::new();
+    loop {
+        outgoing.ready.notified().await;
+        tokio::task::yield_now().await;
+        while outgoing.take(&mut batch) {
+            if io.write_all(&batch).await.is_err() || io.flush().await.is_err() {
                 return;
             }
+            if batch.capacity() > LARGE_BUFFER {
+                batch = BytesMut::new();
+            } else {
+                batch.clear();
+            }
         }
-        if sink.flush().await.is_err() {
-            return;
+    }
+}
+
+/// Hashes request ids, which are distinct counters: a multiplication
+/// spreads them over the table, and nobody but this client picks them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
@@ -424,7 +487,7 @@ async fn write_batches(
 /// is an argument, not a local, so that it also fires for a task dropped
 /// before it was first polled.
 async fn read_responses(
-    mut stream: SplitStream<Transport>,
+    mut stream: FramedRead<ReadHalf<BoxIo>, LengthDelimitedCodec>,
     conn: Arc<Connection>,
     pushes: Arc<Pushes>,
     _down: DownOnDrop,
@@ -456,6 +519,8 @@ async fn read_responses(
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::AtomicUsize;
+
+    use tokio::sync::mpsc;
 
     use super::*;
 
@@ -499,33 +564,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_send_that_finds_the_writer_gone_marks_the_connection_down() {
-        let (frames, queued) = mpsc::unbounded_channel();
-        drop(queued);
-        let (closed, on_close) = counter();
-        let conn = Connection::new(
-            "nowhere",
-            frames,
-            on_close,
-            Duration::from_secs(60),
-            wire::PROTOCOL_VERSION,
-        );
-        let result = conn.call(1, Op::Health, Duration::from_secs(5)).await;
-        assert!(
-            matches!(result, Err(Error::LockerUnavailable { .. })),
-            "{result:?}"
-        );
-        assert!(!conn.is_alive());
-        assert_eq!(closed.load(Ordering::SeqCst), 1);
-        // Later calls fail at once and do not report the close again.
-        assert!(conn
-            .call(2, Op::Health, Duration::from_secs(5))
-            .await
-            .is_err());
-        assert_eq!(closed.load(Ordering::SeqCst), 1);
-    }
-
-    #[tokio::test]
     async fn an_aborted_writer_marks_the_connection_down_and_stops_the_reader() {
         let (conn, mut server, closed) = piped();
         let writer = conn.tasks()[0].clone();
@@ -536,6 +574,48 @@ mod tests {
         // The reader was aborted too, so the server sees the pipe close.
         let end = tokio::time::timeout(Duration::from_secs(5), server.next()).await;
         assert!(matches!(end, Ok(None)), "the pipe stayed open");
+        // Later calls fail at once and do not report the close again.
+        let result = conn.call(2, Op::Health, Duration::from_secs(5)).await;
+        assert!(
+            matches!(result, Err(Error::LockerUnavailable { .. })),
+            "{result:?}"
+        );
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn frames_appended_together_reach_the_server_once_and_replies_their_callers() {
+        let (conn, mut server, _closed) = piped();
+        let calls = (1..=50u64).map(|id| {
+            let conn = conn.clone();
+            tokio::spawn(async move { conn.call(id, Op::Health, Duration::from_secs(5)).await })
+        });
+        let calls: Vec<_> = calls.collect();
+        let mut seen = Vec::new();
+        while seen.len() < 50 {
+            let frame = server.next().await.expect("a frame").expect("framed");
+            let request: Request = wire::decode(&frame).expect("decodes");
+            seen.push(request.id);
+            let response = Response {
+                id: request.id,
+                reply: Reply::Bool(request.id % 2 == 0),
+            };
+            server
+                .send(Bytes::from(wire::encode(&response).unwrap()))
+                .await
+                .unwrap();
+        }
+        let mut sorted = seen.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (1..=50).collect::<Vec<_>>(), "every frame, once");
+        for (id, call) in (1..=50u64).zip(calls) {
+            let reply = call.await.expect("joins").expect("answered");
+            assert_eq!(
+                reply,
+                Reply::Bool(id % 2 == 0),
+                "call {id} got another's reply"
+            );
+        }
     }
 
     #[tokio::test]

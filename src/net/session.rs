@@ -38,6 +38,10 @@ type Conn = Framed<BoxIo, tokio_util::codec::LengthDelimitedCodec>;
 /// batch is handled.
 const LARGE_FRAME: usize = 64 * 1024;
 
+/// Replies buffered past this many bytes are written before the next one is
+/// encoded.
+const FLUSH_AT: usize = 64 * 1024;
+
 /// Serves one accepted connection, after the TLS handshake if configured.
 /// The slot is held until the connection closes.
 pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
@@ -184,9 +188,16 @@ async fn forward_queued(
     Ok(())
 }
 
+/// Encodes `message` straight into the connection's write buffer; the
+/// caller's next flush sends it. A buffer past [`FLUSH_AT`] is flushed at
+/// once, so a client that pipelines many requests cannot make it grow
+/// without bound.
 async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), ()> {
-    let payload = wire::encode(message).map_err(|_| ())?;
-    conn.feed(Bytes::from(payload)).await.map_err(|_| ())
+    wire::encode_frame(message, conn.write_buffer_mut()).map_err(|_| ())?;
+    if conn.write_buffer().len() >= FLUSH_AT {
+        SinkExt::<Bytes>::flush(conn).await.map_err(|_| ())?;
+    }
+    Ok(())
 }
 
 /// Authenticates the peer; its role and the protocol version it speaks.

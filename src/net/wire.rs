@@ -1,8 +1,10 @@
 //! The messages of the lock protocol and their encoding: postcard-encoded
 //! values inside length-prefixed frames. PROTOCOL.md is the specification.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::{BufMut, BytesMut};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
@@ -153,12 +155,16 @@ impl From<WireMode> for LockMode {
 /// or resource list is not copied out of the frame, and `oversize` says
 /// which limit it broke. The request still decodes, so the server can
 /// answer it by id with an error and keep the connection.
+///
+/// The fields are shared, as in [`LockArgs`]: a client sends a call's
+/// arguments without copying them, and a server copies each field out of
+/// the frame once.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub(crate) struct WireArgs {
-    pub uid: String,
-    pub resources: Vec<String>,
-    pub owner: String,
-    pub source: String,
+    pub uid: Arc<str>,
+    pub resources: Arc<[String]>,
+    pub owner: Arc<str>,
+    pub source: Arc<str>,
     pub quorum: u32,
     /// Why the arguments break a limit; never on the wire.
     #[serde(skip)]
@@ -168,10 +174,10 @@ pub(crate) struct WireArgs {
 impl From<&LockArgs> for WireArgs {
     fn from(args: &LockArgs) -> Self {
         WireArgs {
-            uid: args.uid.to_string(),
-            resources: args.resources.to_vec(),
-            owner: args.owner.to_string(),
-            source: args.source.to_string(),
+            uid: args.uid.clone(),
+            resources: args.resources.clone(),
+            owner: args.owner.clone(),
+            source: args.source.clone(),
             quorum: u32::try_from(args.quorum).unwrap_or(u32::MAX),
             oversize: None,
         }
@@ -181,10 +187,10 @@ impl From<&LockArgs> for WireArgs {
 impl From<WireArgs> for LockArgs {
     fn from(args: WireArgs) -> Self {
         LockArgs {
-            uid: args.uid.into(),
-            resources: args.resources.into(),
-            owner: args.owner.into(),
-            source: args.source.into(),
+            uid: args.uid,
+            resources: args.resources,
+            owner: args.owner,
+            source: args.source,
             quorum: args.quorum as usize,
         }
     }
@@ -218,7 +224,7 @@ impl<'de> Visitor<'de> for ArgsVisitor {
         args.owner = bounded("owner", owner, MAX_OWNER_LEN, &mut args.oversize);
         args.source = bounded("source", source, MAX_SOURCE_LEN, &mut args.oversize);
         match names {
-            Names::Within(names) => args.resources = names,
+            Names::Within(names) => args.resources = names.into(),
             Names::Beyond(reason) => {
                 args.oversize.get_or_insert(reason);
             }
@@ -255,11 +261,11 @@ impl<'de> Deserialize<'de> for Field<'de> {
     }
 }
 
-/// `value` as an owned string when it is within `limit`; otherwise empty,
+/// `value` as a shared string when it is within `limit`; otherwise empty,
 /// with the first broken limit noted in `oversize`.
-fn bounded(what: &str, value: &str, limit: usize, oversize: &mut Option<String>) -> String {
+fn bounded(what: &str, value: &str, limit: usize, oversize: &mut Option<String>) -> Arc<str> {
     if value.len() <= limit {
-        return value.to_owned();
+        return value.into();
     }
     oversize.get_or_insert_with(|| {
         format!(
@@ -267,7 +273,7 @@ fn bounded(what: &str, value: &str, limit: usize, oversize: &mut Option<String>)
             value.len()
         )
     });
-    String::new()
+    Arc::default()
 }
 
 /// A resource list, kept only when it is within the library's limits.
@@ -579,6 +585,57 @@ pub(crate) fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, Error> {
         .map_err(|e| Error::InvalidArgument(format!("cannot encode message: {e}")))
 }
 
+/// Appends `message` to `buf` as one frame, as [`codec`] would write it: a
+/// 4-byte big-endian length, then the payload. Callers encode straight into
+/// the buffer their connection writes from, so a frame costs no allocation
+/// of its own. On error `buf` is left as it was.
+pub(crate) fn encode_frame<T: Serialize>(message: &T, buf: &mut BytesMut) -> Result<(), Error> {
+    let start = buf.len();
+    buf.put_u32(0);
+    let written = postcard::serialize_with_flavor(message, Appender(buf))
+        .map_err(|e| format!("cannot encode message: {e}"))
+        .and_then(|()| {
+            let len = buf.len() - start - 4;
+            if len > MAX_FRAME {
+                return Err(format!(
+                    "a message of {len} bytes is over the frame limit of {MAX_FRAME}"
+                ));
+            }
+            u32::try_from(len).map_err(|_| format!("a message of {len} bytes"))
+        });
+    match written {
+        Ok(len) => {
+            buf[start..start + 4].copy_from_slice(&len.to_be_bytes());
+            Ok(())
+        }
+        Err(reason) => {
+            buf.truncate(start);
+            Err(Error::InvalidArgument(reason))
+        }
+    }
+}
+
+/// A postcard output that appends to a borrowed buffer.
+struct Appender<'a>(&'a mut BytesMut);
+
+impl postcard::ser_flavors::Flavor for Appender<'_> {
+    type Output = ();
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.put_u8(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
 /// Decodes a frame payload; malformed input is an error, never a panic.
 pub(crate) fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, Error> {
     postcard::from_bytes(payload)
@@ -615,7 +672,7 @@ mod tests {
     fn version_3_messages_round_trip_and_keep_the_old_indexes() {
         let args = WireArgs {
             uid: "u".into(),
-            resources: vec!["r".into()],
+            resources: vec!["r".to_owned()].into(),
             owner: "o".into(),
             source: "s".into(),
             quorum: 2,
