@@ -106,9 +106,9 @@ pub fn utc_now() -> String {
 
 pub fn header() -> String {
     format!(
-        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8}",
+        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8}",
         "sys", "wait", "nodes", "clients", "names", "mix", "hold", "locks/s", "mean", "p50", "p70",
-        "p90", "p99", "max", "longest", "cpu", "rpc/lk", "min/cl", "max/cl", "jain", "x redis",
+        "p90", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl", "max/cl", "jain", "x redis",
         "x serial"
     )
 }
@@ -118,6 +118,11 @@ pub fn line(row: &Row) -> String {
     let sc = &row.scenario;
     let d = |d: Duration| fmt_duration(d);
     let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
+    let cpu_per_lock = if s.lsps > 0.0 {
+        d(Duration::from_secs_f64(cpu / s.lsps))
+    } else {
+        "-".into()
+    };
     let ratio = match (row.system, row.redis_lsps) {
         ("ours", Some(r)) if r > 0.0 => format!("{:.2}x", s.lsps / r),
         _ => "-".into(),
@@ -131,7 +136,7 @@ pub fn line(row: &Row) -> String {
         _ => "-",
     };
     let mut out = format!(
-        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8}",
+        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8}",
         row.system,
         wait,
         sc.nodes,
@@ -148,6 +153,7 @@ pub fn line(row: &Row) -> String {
         d(s.max),
         d(s.longest_wait),
         cpu * 100.0,
+        cpu_per_lock,
         s.calls_per_lock.map_or("-".into(), |c| format!("{c:.2}")),
         s.min_client,
         s.max_client,
@@ -172,6 +178,7 @@ locks/s: locks acquired in the window / window length. mean..max: acquire
 latency (HDR histogram, 3 significant digits). longest: the longest wait,
 counting waits still unfinished when the window closed. cpu: (user+sys)/wall
 of this process (plus the server processes: redis-server, or the lock servers of --transport tcp), 100% = one core.
+cpu/lk: that CPU time per lock acquired (client and servers together).
 rpc/lk: calls to lockers (ours: lock+wait+unlock+refresh+fence+other,
 counted by the wrapper) or Redis commands per lock. min/cl, max/cl: fewest and most locks
 of one client. jain: Jain's fairness index over clients. x redis: our
