@@ -7,7 +7,6 @@ mod table;
 mod tests;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -17,7 +16,7 @@ use crate::config::after;
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
-use table::{admits, Notice, Promotions};
+use table::{admits, Name, Notice, Promotions};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,8 +245,10 @@ impl LocalLocker {
     pub fn leave_queue(&self, args: &LockArgs) -> Result<bool, Error> {
         self.with_shards(args, |set, _, freed| {
             let mut left = false;
-            for (pos, r) in args.resources.iter().enumerate() {
-                left |= set.shard(pos).leave(r, &args.uid, freed);
+            for pos in 0..args.resources.len() {
+                left |= set
+                    .shard(pos)
+                    .leave(Name::new(&args.resources, pos), &args.uid, freed);
             }
             left
         })
@@ -286,7 +287,7 @@ impl LocalLocker {
     fn with_shards<R>(
         &self,
         args: &LockArgs,
-        f: impl FnOnce(&mut ShardSet<'_>, Instant, &mut Vec<Arc<str>>) -> R,
+        f: impl FnOnce(&mut ShardSet<'_>, Instant, &mut Vec<Name>) -> R,
     ) -> Result<R, Error> {
         if args.uid.is_empty() {
             return Err(Error::invalid("the lock uid must not be empty"));
@@ -305,7 +306,7 @@ impl LocalLocker {
 
     /// Grants the waiters at the head of the lines of `names` that may now
     /// go, and pushes them the news.
-    fn promote(&self, names: Vec<Arc<str>>, now: Instant) {
+    fn promote(&self, names: Vec<Name>, now: Instant) {
         if names.is_empty() {
             return;
         }
@@ -325,9 +326,9 @@ impl LocalLocker {
                         return;
                     }
                     let wake = set.shard(0).place_wake(&args.resources[0], &args.uid);
-                    for (pos, r) in args.resources.iter().enumerate() {
+                    for pos in 0..args.resources.len() {
                         set.shard(pos).grant(
-                            r,
+                            Name::new(&args.resources, pos),
                             &args,
                             mode,
                             now,
@@ -395,9 +396,16 @@ impl LocalLocker {
                 .enumerate()
                 .all(|(pos, r)| set.shard(pos).in_line(r, &args.uid, mode, None, now));
             if admitted {
-                for (pos, r) in args.resources.iter().enumerate() {
-                    set.shard(pos)
-                        .grant(r, args, mode, now, self.seq(), None, None);
+                for pos in 0..args.resources.len() {
+                    set.shard(pos).grant(
+                        Name::new(&args.resources, pos),
+                        args,
+                        mode,
+                        now,
+                        self.seq(),
+                        None,
+                        None,
+                    );
                 }
             }
             Ok(admitted)
@@ -436,7 +444,8 @@ impl LocalLocker {
                 for (pos, r) in resources {
                     let shard = set.shard(pos);
                     let seq = self.seq();
-                    if shard.grant(r, args, mode, now, seq, Some(ticket), wait.wake.clone()) {
+                    let name = Name::new(&args.resources, pos);
+                    if shard.grant(name, args, mode, now, seq, Some(ticket), wait.wake.clone()) {
                         // Asked again while granted: the pushed grant may
                         // have been lost, and so may a wound; the wake is
                         // renewed above, the wound is repeated here. The
@@ -456,7 +465,7 @@ impl LocalLocker {
                 // refreshed: the answer below counts as a refresh.
                 set.shard(pos).refresh(r, &args.uid, now);
                 set.shard(pos).enqueue(
-                    r,
+                    Name::new(&args.resources, pos),
                     args,
                     mode,
                     ticket,
@@ -508,8 +517,9 @@ impl LocalLocker {
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         self.with_shards(args, |set, _, freed| {
             let mut removed = false;
-            for (pos, r) in args.resources.iter().enumerate() {
-                removed |= set.shard(pos).release(r, &args.uid, mode, freed);
+            for pos in 0..args.resources.len() {
+                let name = Name::new(&args.resources, pos);
+                removed |= set.shard(pos).release(name, &args.uid, mode, freed);
             }
             removed
         })
@@ -535,7 +545,7 @@ impl LocalLocker {
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
             if free && !missing.is_empty() {
                 for &pos in &missing {
-                    set.shard(pos).grant(&args.resources[pos], args, mode, now, self.seq(), None, None);
+                    set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, self.seq(), None, None);
                 }
                 tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-granted on refresh after restart");
             }
@@ -623,8 +633,10 @@ impl NetLocker for LocalLocker {
                 let mut freed = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
                     let mut removed = false;
-                    for (pos, r) in args.resources.iter().enumerate() {
-                        removed |= set.shard(pos).clear(r, &mut freed);
+                    for pos in 0..args.resources.len() {
+                        removed |= set
+                            .shard(pos)
+                            .clear(Name::new(&args.resources, pos), &mut freed);
                     }
                     removed
                 });

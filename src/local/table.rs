@@ -2,17 +2,75 @@
 //! waits for it in ticket order, its latest fencing token, and an index of
 //! entries by last refresh that makes expiry cost O(expired).
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Borrow;
+use std::collections::hash_map::{self, HashMap};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
+
+use foldhash::fast::RandomState;
 
 use tokio::time::Instant;
 
 use crate::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
-/// One grant on one resource.
+/// A resource name as the shard maps key it: a position in a request's
+/// shared list of names, so that keying a name costs a reference count
+/// instead of an allocation. Hashes and compares as the name itself.
 #[derive(Debug, Clone)]
+pub(super) struct Name {
+    list: Arc<[String]>,
+    at: usize,
+}
+
+impl Name {
+    /// The name at position `at` of `list`, which must be in bounds.
+    pub(super) fn new(list: &Arc<[String]>, at: usize) -> Self {
+        debug_assert!(at < list.len());
+        Name {
+            list: list.clone(),
+            at,
+        }
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        &self.list[self.at]
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes, so that maps keyed by `Name` can be searched by `&str`.
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+/// One grant on one resource.
+#[derive(Debug)]
 pub(super) struct Entry {
     pub(super) uid: Arc<str>,
     pub(super) owner: Arc<str>,
@@ -130,9 +188,12 @@ pub(super) fn admits(holders: Option<&Holders>, uid: &str, mode: LockMode) -> bo
 /// The resources of one shard and their expiry index.
 #[derive(Default)]
 pub(super) struct Shard {
-    map: HashMap<Arc<str>, Resource>,
+    /// Keyed with a randomly seeded hash: names come from the network, so a
+    /// fixed hash would let a client pile them into one bucket chain. SipHash
+    /// would do too, but costs several times more per short name.
+    map: HashMap<Name, Resource, RandomState>,
     /// (last refresh, seq) of every entry, oldest first.
-    by_refresh: BTreeMap<(Instant, u64), Arc<str>>,
+    by_refresh: BTreeMap<(Instant, u64), Name>,
     /// Every fencing token this shard will draw from now on is above this:
     /// the tokens of removed names are folded in, and a restart raises it.
     fence_floor: u64,
@@ -146,7 +207,7 @@ impl Shard {
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &Holders)> {
         self.map
             .iter()
-            .filter_map(|(r, res)| res.holders.as_ref().map(|h| (&**r, h)))
+            .filter_map(|(r, res)| res.holders.as_ref().map(|h| (r.as_str(), h)))
     }
 
     /// Places waiting in this shard.
@@ -192,20 +253,13 @@ impl Shard {
             .is_some_and(|h| h.mode() == mode && h.holds(uid))
     }
 
-    fn key_for(&self, resource: &str) -> Arc<str> {
-        match self.map.get_key_value(resource) {
-            Some((key, _)) => key.clone(),
-            None => resource.into(),
-        }
-    }
-
     /// Grants `args.uid` on `resource` after [`admits`] said yes, and ends
     /// its place in line there. A uid that already holds the resource keeps
     /// its entry, with the newest `wake`, and `true` is returned.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn grant(
         &mut self,
-        resource: &str,
+        name: Name,
         args: &LockArgs,
         mode: LockMode,
         now: Instant,
@@ -213,8 +267,7 @@ impl Shard {
         ticket: Option<Ticket>,
         wake: Option<Wake>,
     ) -> bool {
-        let key = self.key_for(resource);
-        let res = self.map.entry(key.clone()).or_default();
+        let res = self.map.entry(name.clone()).or_default();
         if !res.queue.is_empty() {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
         }
@@ -247,7 +300,7 @@ impl Shard {
                 });
             }
         }
-        self.by_refresh.insert((now, seq), key);
+        self.by_refresh.insert((now, seq), name);
         false
     }
 
@@ -257,7 +310,7 @@ impl Shard {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue(
         &mut self,
-        resource: &str,
+        name: Name,
         args: &LockArgs,
         mode: LockMode,
         ticket: Ticket,
@@ -265,8 +318,7 @@ impl Shard {
         wake: Option<Wake>,
         notices: &mut Vec<Notice>,
     ) {
-        let key = self.key_for(resource);
-        let res = self.map.entry(key).or_default();
+        let res = self.map.entry(name).or_default();
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
         let at = res.queue.partition_point(|p| p.ticket < ticket);
@@ -323,18 +375,17 @@ impl Shard {
     }
 
     /// Ends the place of `uid` on `resource`. Returns whether there was one.
-    pub(super) fn leave(&mut self, resource: &str, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let Some((key, res)) = self.map.get_key_value(resource) else {
+    pub(super) fn leave(&mut self, name: Name, uid: &str, freed: &mut Vec<Name>) -> bool {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
-        if !res.queue.iter().any(|p| &*p.args.uid == uid) {
+        let queue = &mut slot.get_mut().queue;
+        let before = queue.len();
+        queue.retain(|p| &*p.args.uid != uid);
+        if queue.len() == before {
             return false;
         }
-        let key = key.clone();
-        if let Some(res) = self.map.get_mut(resource) {
-            res.queue.retain(|p| &*p.args.uid != uid);
-        }
-        self.settle(key, freed);
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         true
     }
 
@@ -343,14 +394,15 @@ impl Shard {
     /// entry was removed.
     pub(super) fn release(
         &mut self,
-        resource: &str,
+        name: Name,
         uid: &str,
         mode: Option<LockMode>,
-        freed: &mut Vec<Arc<str>>,
+        freed: &mut Vec<Name>,
     ) -> bool {
-        let Some(res) = self.map.get_mut(resource) else {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
+        let res = slot.get_mut();
         let places = res.queue.len();
         if places > 0 {
             res.queue.retain(|p| &*p.args.uid != uid);
@@ -377,20 +429,7 @@ impl Shard {
         if !left && removed.is_none() {
             return false;
         }
-        let (empty, waiting, fence) = (
-            res.holders.is_none() && res.queue.is_empty(),
-            !res.queue.is_empty(),
-            res.fence,
-        );
-        if empty {
-            self.map.remove(resource);
-            self.fence_floor = self.fence_floor.max(fence);
-        } else if waiting {
-            let key = self.key_for(resource);
-            if !freed.contains(&key) {
-                freed.push(key);
-            }
-        }
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         match removed {
             Some(entry) => {
                 self.by_refresh.remove(&(entry.refreshed, entry.seq));
@@ -400,41 +439,32 @@ impl Shard {
         }
     }
 
-    /// After holders or places of `key` changed: drops the name if nothing
-    /// is left on it, or notes it for promotion if somebody waits.
-    fn settle(&mut self, key: Arc<str>, freed: &mut Vec<Arc<str>>) {
-        let Some(res) = self.map.get(&key) else {
-            return;
-        };
-        if res.holders.is_none() && res.queue.is_empty() {
-            let fence = res.fence;
-            self.map.remove(&key);
-            self.fence_floor = self.fence_floor.max(fence);
-        } else if !res.queue.is_empty() && !freed.contains(&key) {
-            freed.push(key);
+    /// After holders or places of `name` changed: see [`settle`].
+    fn settle_name(&mut self, name: Name, freed: &mut Vec<Name>) {
+        if let hash_map::Entry::Occupied(slot) = self.map.entry(name) {
+            self.fence_floor = settle(slot, self.fence_floor, freed);
         }
     }
 
-    /// Drops every entry on `resource`. Returns whether there were any.
-    pub(super) fn clear(&mut self, resource: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let key = self.key_for(resource);
-        let Some(res) = self.map.get_mut(resource) else {
+    /// Drops every entry on `name`. Returns whether there were any.
+    pub(super) fn clear(&mut self, name: Name, freed: &mut Vec<Name>) -> bool {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
-        let Some(holders) = res.holders.take() else {
+        let Some(holders) = slot.get_mut().holders.take() else {
             return false;
         };
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         for e in holders.entries() {
             self.by_refresh.remove(&(e.refreshed, e.seq));
         }
-        self.settle(key, freed);
         true
     }
 
     /// Drops every entry and place of `uid` in this shard. Returns whether
     /// there were any entries.
-    pub(super) fn release_everywhere(&mut self, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let touched: Vec<Arc<str>> = self
+    pub(super) fn release_everywhere(&mut self, uid: &str, freed: &mut Vec<Name>) -> bool {
+        let touched: Vec<Name> = self
             .map
             .iter()
             .filter(|(_, r)| {
@@ -444,8 +474,8 @@ impl Shard {
             .map(|(r, _)| r.clone())
             .collect();
         let mut any = false;
-        for resource in &touched {
-            any |= self.release(resource, uid, None, freed);
+        for name in touched {
+            any |= self.release(name, uid, None, freed);
         }
         any
     }
@@ -490,7 +520,7 @@ impl Shard {
         &mut self,
         now: Instant,
         validity: Duration,
-        freed: &mut Vec<Arc<str>>,
+        freed: &mut Vec<Name>,
     ) -> usize {
         let mut expired = 0;
         while let Some(entry) = self.by_refresh.first_entry() {
@@ -503,8 +533,8 @@ impl Shard {
             {
                 break;
             }
-            let resource = entry.remove();
-            if let Some(res) = self.map.get_mut(&resource) {
+            let name = entry.remove();
+            if let Some(res) = self.map.get_mut(name.as_str()) {
                 match &mut res.holders {
                     Some(Holders::Writer(e)) if e.seq == seq => res.holders = None,
                     Some(Holders::Readers(v)) => {
@@ -515,7 +545,7 @@ impl Shard {
                     }
                     _ => {}
                 }
-                self.settle(resource, freed);
+                self.settle_name(name, freed);
             }
             expired += 1;
         }
@@ -524,8 +554,8 @@ impl Shard {
 
     /// Drops places whose waiters stopped asking, and notes the names whose
     /// line moved.
-    pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Arc<str>>) {
-        let stale: Vec<Arc<str>> = self
+    pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Name>) {
+        let stale: Vec<Name> = self
             .map
             .iter_mut()
             .filter_map(|(name, res)| {
@@ -535,7 +565,7 @@ impl Shard {
             })
             .collect();
         for name in stale {
-            self.settle(name, freed);
+            self.settle_name(name, freed);
         }
     }
 
@@ -545,11 +575,12 @@ impl Shard {
     /// too are handed back in `out.spanning` to be tried across shards.
     pub(super) fn promote(
         &mut self,
-        resource: &str,
+        name: &Name,
         now: Instant,
         mut seq: impl FnMut() -> u64,
         out: &mut Promotions,
     ) {
+        let resource = name.as_str();
         let Some(res) = self.map.get_mut(resource) else {
             return;
         };
@@ -586,7 +617,7 @@ impl Shard {
             .collect();
         for place in places.into_iter().rev() {
             self.grant(
-                resource,
+                name.clone(),
                 &place.args,
                 place.mode,
                 now,
@@ -628,6 +659,26 @@ impl Shard {
         self.map.clear();
         self.by_refresh.clear();
     }
+}
+
+/// After holders or places of a resource changed: drops the resource if
+/// nothing is left on it, folding its fencing token into the shard's
+/// `fence_floor` (returned, raised), or notes it in `freed` for promotion
+/// if somebody waits.
+fn settle(
+    slot: hash_map::OccupiedEntry<'_, Name, Resource>,
+    fence_floor: u64,
+    freed: &mut Vec<Name>,
+) -> u64 {
+    let res = slot.get();
+    if res.holders.is_none() && res.queue.is_empty() {
+        let (_, res) = slot.remove_entry();
+        return fence_floor.max(res.fence);
+    }
+    if !res.queue.is_empty() && !freed.contains(slot.key()) {
+        freed.push(slot.key().clone());
+    }
+    fence_floor
 }
 
 /// Wounds every holder in `holders` whose wait is younger than `ticket`.
