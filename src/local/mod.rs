@@ -123,7 +123,6 @@ pub struct LocalLocker {
     quarantine_end: AtomicU64,
     /// When the next full expiry pass is due, in nanoseconds after `epoch`.
     next_sweep: AtomicU64,
-    next_seq: AtomicU64,
 }
 
 impl LocalLocker {
@@ -148,7 +147,6 @@ impl LocalLocker {
             epoch: Instant::now(),
             quarantine_end: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
-            next_seq: AtomicU64::new(1),
         };
         locker.raise_fence_floor(wall_clock_nanos());
         locker
@@ -264,11 +262,6 @@ impl LocalLocker {
         places
     }
 
-    /// A number no other entry of this locker has.
-    fn seq(&self) -> u64 {
-        self.next_seq.fetch_add(1, Ordering::Relaxed)
-    }
-
     fn nanos(&self, at: Instant) -> u64 {
         let nanos = at.saturating_duration_since(self.epoch).as_nanos();
         u64::try_from(nanos).unwrap_or(u64::MAX)
@@ -312,9 +305,8 @@ impl LocalLocker {
         }
         let mut out = Promotions::default();
         for name in &names {
-            self.shards.with_one(name, |shard| {
-                shard.promote(name, now, || self.seq(), &mut out)
-            });
+            self.shards
+                .with_one(name, |shard| shard.promote(name, now, &mut out));
             for (args, mode, ticket) in std::mem::take(&mut out.spanning) {
                 self.shards.with(&args.resources, |set| {
                     let ready = args.resources.iter().enumerate().all(|(pos, r)| {
@@ -332,7 +324,6 @@ impl LocalLocker {
                             &args,
                             mode,
                             now,
-                            self.seq(),
                             Some(ticket),
                             wake.clone(),
                         );
@@ -402,7 +393,6 @@ impl LocalLocker {
                         args,
                         mode,
                         now,
-                        self.seq(),
                         None,
                         None,
                     );
@@ -443,9 +433,8 @@ impl LocalLocker {
             }) {
                 for (pos, r) in resources {
                     let shard = set.shard(pos);
-                    let seq = self.seq();
                     let name = Name::new(&args.resources, pos);
-                    if shard.grant(name, args, mode, now, seq, Some(ticket), wait.wake.clone()) {
+                    if shard.grant(name, args, mode, now, Some(ticket), wait.wake.clone()) {
                         // Asked again while granted: the pushed grant may
                         // have been lost, and so may a wound; the wake is
                         // renewed above, the wound is repeated here. The
@@ -545,7 +534,7 @@ impl LocalLocker {
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
             if free && !missing.is_empty() {
                 for &pos in &missing {
-                    set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, self.seq(), None, None);
+                    set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
                 }
                 tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-granted on refresh after restart");
             }

@@ -1,10 +1,9 @@
 //! One shard of a `LocalLocker`'s lock table: who holds each resource, who
-//! waits for it in ticket order, its latest fencing token, and an index of
+//! waits for it in ticket order, its latest fencing token, and a list of
 //! entries by last refresh that makes expiry cost O(expired).
 
 use std::borrow::Borrow;
 use std::collections::hash_map::{self, HashMap};
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,9 +76,8 @@ pub(super) struct Entry {
     pub(super) source: Arc<str>,
     pub(super) acquired: Instant,
     pub(super) refreshed: Instant,
-    /// Unique within the locker; with `refreshed` it is the entry's key in
-    /// the expiry index.
-    seq: u64,
+    /// The entry's node in its shard's [`ByRefresh`] list.
+    slot: usize,
     /// The ticket of the wait that was granted, if it waited in line; an
     /// older waiter queued behind it wounds it.
     ticket: Option<Ticket>,
@@ -192,8 +190,8 @@ pub(super) struct Shard {
     /// fixed hash would let a client pile them into one bucket chain. SipHash
     /// would do too, but costs several times more per short name.
     map: HashMap<Name, Resource, RandomState>,
-    /// (last refresh, seq) of every entry, oldest first.
-    by_refresh: BTreeMap<(Instant, u64), Name>,
+    /// Every entry of the shard, least recently refreshed first.
+    by_refresh: ByRefresh,
     /// Every fencing token this shard will draw from now on is above this:
     /// the tokens of removed names are folded in, and a restart raises it.
     fence_floor: u64,
@@ -263,7 +261,6 @@ impl Shard {
         args: &LockArgs,
         mode: LockMode,
         now: Instant,
-        seq: u64,
         ticket: Option<Ticket>,
         wake: Option<Wake>,
     ) -> bool {
@@ -279,28 +276,30 @@ impl Shard {
                 return true;
             }
         }
+        if let Some(Holders::Writer(_)) = res.holders {
+            // `admits` allows nothing else on a held resource.
+            return false;
+        }
         let entry = Entry {
             uid: args.uid.clone(),
             owner: args.owner.clone(),
             source: args.source.clone(),
             acquired: now,
             refreshed: now,
-            seq,
+            slot: self.by_refresh.push(name, now),
             ticket,
             wake,
         };
         match &mut res.holders {
             Some(Holders::Readers(v)) => v.push(entry),
-            // `admits` allows nothing else on a held resource.
-            Some(Holders::Writer(_)) => return false,
-            None => {
+            // Not a writer: returned above.
+            _ => {
                 res.holders = Some(match mode {
                     LockMode::Write => Holders::Writer(entry),
                     LockMode::Read => Holders::Readers(vec![entry]),
                 });
             }
         }
-        self.by_refresh.insert((now, seq), name);
         false
     }
 
@@ -432,7 +431,7 @@ impl Shard {
         self.fence_floor = settle(slot, self.fence_floor, freed);
         match removed {
             Some(entry) => {
-                self.by_refresh.remove(&(entry.refreshed, entry.seq));
+                self.by_refresh.remove(entry.slot);
                 true
             }
             None => false,
@@ -456,7 +455,7 @@ impl Shard {
         };
         self.fence_floor = settle(slot, self.fence_floor, freed);
         for e in holders.entries() {
-            self.by_refresh.remove(&(e.refreshed, e.seq));
+            self.by_refresh.remove(e.slot);
         }
         true
     }
@@ -488,9 +487,7 @@ impl Shard {
         let Some(entry) = holders.entries_mut().iter_mut().find(|e| &*e.uid == uid) else {
             return false;
         };
-        if let Some(key) = self.by_refresh.remove(&(entry.refreshed, entry.seq)) {
-            self.by_refresh.insert((now, entry.seq), key);
-        }
+        self.by_refresh.touch(entry.slot, now);
         entry.refreshed = now;
         true
     }
@@ -514,8 +511,8 @@ impl Shard {
     }
 
     /// Drops entries last refreshed `validity` or longer before `now`, and
-    /// notes names that somebody waits for. Costs O(log n) per expired
-    /// entry and nothing for live ones.
+    /// notes names that somebody waits for. Costs O(1) per expired entry
+    /// and nothing for live ones.
     pub(super) fn expire(
         &mut self,
         now: Instant,
@@ -523,8 +520,7 @@ impl Shard {
         freed: &mut Vec<Name>,
     ) -> usize {
         let mut expired = 0;
-        while let Some(entry) = self.by_refresh.first_entry() {
-            let (refreshed, seq) = *entry.key();
+        while let Some((slot, refreshed)) = self.by_refresh.oldest() {
             // A validity too long to add is "never": clamping it would free
             // an entry its holder still trusts.
             if refreshed
@@ -533,12 +529,14 @@ impl Shard {
             {
                 break;
             }
-            let name = entry.remove();
+            let Some(name) = self.by_refresh.remove(slot) else {
+                break;
+            };
             if let Some(res) = self.map.get_mut(name.as_str()) {
                 match &mut res.holders {
-                    Some(Holders::Writer(e)) if e.seq == seq => res.holders = None,
+                    Some(Holders::Writer(e)) if e.slot == slot => res.holders = None,
                     Some(Holders::Readers(v)) => {
-                        v.retain(|e| e.seq != seq);
+                        v.retain(|e| e.slot != slot);
                         if v.is_empty() {
                             res.holders = None;
                         }
@@ -573,13 +571,7 @@ impl Shard {
     /// now allow: the oldest waiter, and with it every reader queued before
     /// the first writer when it reads. Places that cover other resources
     /// too are handed back in `out.spanning` to be tried across shards.
-    pub(super) fn promote(
-        &mut self,
-        name: &Name,
-        now: Instant,
-        mut seq: impl FnMut() -> u64,
-        out: &mut Promotions,
-    ) {
+    pub(super) fn promote(&mut self, name: &Name, now: Instant, out: &mut Promotions) {
         let resource = name.as_str();
         let Some(res) = self.map.get_mut(resource) else {
             return;
@@ -621,7 +613,6 @@ impl Shard {
                 &place.args,
                 place.mode,
                 now,
-                seq(),
                 Some(place.ticket),
                 place.wake.clone(),
             );
@@ -658,6 +649,133 @@ impl Shard {
     pub(super) fn wipe(&mut self) {
         self.map.clear();
         self.by_refresh.clear();
+    }
+}
+
+/// Entries in order of last refresh, oldest first: a doubly linked list
+/// threaded through a slab, so that adding an entry, moving it to the back
+/// on refresh and removing it are O(1), and allocate only when the slab
+/// outgrows its peak.
+struct ByRefresh {
+    nodes: Vec<Node>,
+    /// The oldest and newest linked node; `NIL` when none.
+    head: usize,
+    tail: usize,
+    /// Unlinked nodes, chained through `next`; `NIL` when none.
+    free: usize,
+}
+
+struct Node {
+    /// `None` while the node is free.
+    name: Option<Name>,
+    refreshed: Instant,
+    prev: usize,
+    next: usize,
+}
+
+const NIL: usize = usize::MAX;
+
+impl Default for ByRefresh {
+    fn default() -> Self {
+        ByRefresh {
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            free: NIL,
+        }
+    }
+}
+
+impl ByRefresh {
+    /// Adds an entry of `name` refreshed `at`; returns its slot.
+    fn push(&mut self, name: Name, at: Instant) -> usize {
+        let node = Node {
+            name: Some(name),
+            refreshed: at,
+            prev: NIL,
+            next: NIL,
+        };
+        let slot = match self.nodes.get_mut(self.free) {
+            Some(free) => {
+                let slot = self.free;
+                self.free = free.next;
+                *free = node;
+                slot
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.link(slot);
+        slot
+    }
+
+    /// The slot and refresh time of the oldest entry.
+    fn oldest(&self) -> Option<(usize, Instant)> {
+        self.nodes.get(self.head).map(|n| (self.head, n.refreshed))
+    }
+
+    /// Moves the entry in `slot` to its place as refreshed `at`.
+    fn touch(&mut self, slot: usize, at: Instant) {
+        if self.nodes.get(slot).is_some_and(|n| n.name.is_some()) {
+            self.unlink(slot);
+            self.nodes[slot].refreshed = at;
+            self.link(slot);
+        }
+    }
+
+    /// Removes the entry in `slot`; returns its name.
+    fn remove(&mut self, slot: usize) -> Option<Name> {
+        let name = self.nodes.get_mut(slot)?.name.take()?;
+        self.unlink(slot);
+        if self.head == NIL {
+            // Empty: start the slab over rather than keep a free chain.
+            self.nodes.clear();
+            self.free = NIL;
+        } else {
+            self.nodes[slot].next = self.free;
+            self.free = slot;
+        }
+        Some(name)
+    }
+
+    /// Links the unlinked node `slot` in refresh order. Callers read the
+    /// clock before they lock the shard, so a node may be a little older
+    /// than the newest; the walk back from the tail is short.
+    fn link(&mut self, slot: usize) {
+        let at = self.nodes[slot].refreshed;
+        let mut prev = self.tail;
+        while prev != NIL && self.nodes[prev].refreshed > at {
+            prev = self.nodes[prev].prev;
+        }
+        let next = match prev {
+            NIL => std::mem::replace(&mut self.head, slot),
+            _ => std::mem::replace(&mut self.nodes[prev].next, slot),
+        };
+        match next {
+            NIL => self.tail = slot,
+            _ => self.nodes[next].prev = slot,
+        }
+        let node = &mut self.nodes[slot];
+        node.prev = prev;
+        node.next = next;
+    }
+
+    fn unlink(&mut self, slot: usize) {
+        let Node { prev, next, .. } = self.nodes[slot];
+        match prev {
+            NIL => self.head = next,
+            _ => self.nodes[prev].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            _ => self.nodes[next].prev = prev,
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = ByRefresh::default();
     }
 }
 
