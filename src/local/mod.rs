@@ -352,13 +352,20 @@ impl LocalLocker {
     }
 
     /// Runs a full expiry pass when one is due, so that names nobody touches
-    /// any more do not keep their expired entries forever.
+    /// any more do not keep their expired entries forever. Inlined into
+    /// every call; the pass itself is out of line.
+    #[inline]
     fn maybe_sweep(&self, now: Instant) {
         let due = self.next_sweep.load(Ordering::Relaxed);
-        let now_nanos = self.nanos(now);
-        if now_nanos < due {
-            return;
+        if self.nanos(now) >= due {
+            self.sweep(now, due);
         }
+    }
+
+    /// The full expiry pass that was due at `due`, run by whichever call
+    /// claims it first.
+    #[cold]
+    fn sweep(&self, now: Instant, due: u64) {
         let next = self.nanos(now + SWEEP_EVERY.min(self.config.validity));
         if self
             .next_sweep
