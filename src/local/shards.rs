@@ -2,12 +2,12 @@
 //! fixed number of mutex-protected maps, and multi-resource calls lock the
 //! shards they touch in ascending order so they cannot deadlock.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::table::{Holders, Shard};
+use super::table::{Holders, Name, Shard};
 
 /// Enough shards that two cores rarely collide, few enough to scan quickly.
 const SHARD_COUNT: usize = 64;
@@ -31,7 +31,7 @@ pub(super) enum ShardSet<'a> {
 impl ShardSet<'_> {
     /// Expires old entries in every shard of the set, so the call that
     /// follows never sees an entry past its validity.
-    pub(super) fn expire(&mut self, now: Instant, validity: Duration, freed: &mut Vec<Arc<str>>) {
+    pub(super) fn expire(&mut self, now: Instant, validity: Duration, freed: &mut Vec<Name>) {
         match self {
             ShardSet::One(guard) => {
                 guard.expire(now, validity, freed);
@@ -132,7 +132,7 @@ impl Shards {
         &self,
         now: Instant,
         validity: Duration,
-        freed: &mut Vec<Arc<str>>,
+        freed: &mut Vec<Name>,
     ) -> usize {
         self.shards
             .iter()

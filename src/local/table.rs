@@ -1,27 +1,83 @@
 //! One shard of a `LocalLocker`'s lock table: who holds each resource, who
-//! waits for it in ticket order, its latest fencing token, and an index of
+//! waits for it in ticket order, its latest fencing token, and a list of
 //! entries by last refresh that makes expiry cost O(expired).
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Borrow;
+use std::collections::hash_map::{self, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
+
+use foldhash::fast::RandomState;
 
 use tokio::time::Instant;
 
 use crate::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
-/// One grant on one resource.
+/// A resource name as the shard maps key it: a position in a request's
+/// shared list of names, so that keying a name costs a reference count
+/// instead of an allocation. Hashes and compares as the name itself.
 #[derive(Debug, Clone)]
+pub(super) struct Name {
+    list: Arc<[String]>,
+    at: usize,
+}
+
+impl Name {
+    /// The name at position `at` of `list`, which must be in bounds.
+    pub(super) fn new(list: &Arc<[String]>, at: usize) -> Self {
+        debug_assert!(at < list.len());
+        Name {
+            list: list.clone(),
+            at,
+        }
+    }
+
+    pub(super) fn as_str(&self) -> &str {
+        &self.list[self.at]
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Hash for Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes, so that maps keyed by `Name` can be searched by `&str`.
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+/// One grant on one resource.
+#[derive(Debug)]
 pub(super) struct Entry {
     pub(super) uid: Arc<str>,
     pub(super) owner: Arc<str>,
     pub(super) source: Arc<str>,
     pub(super) acquired: Instant,
     pub(super) refreshed: Instant,
-    /// Unique within the locker; with `refreshed` it is the entry's key in
-    /// the expiry index.
-    seq: u64,
+    /// The entry's node in its shard's [`ByRefresh`] list.
+    slot: usize,
     /// The ticket of the wait that was granted, if it waited in line; an
     /// older waiter queued behind it wounds it.
     ticket: Option<Ticket>,
@@ -130,9 +186,12 @@ pub(super) fn admits(holders: Option<&Holders>, uid: &str, mode: LockMode) -> bo
 /// The resources of one shard and their expiry index.
 #[derive(Default)]
 pub(super) struct Shard {
-    map: HashMap<Arc<str>, Resource>,
-    /// (last refresh, seq) of every entry, oldest first.
-    by_refresh: BTreeMap<(Instant, u64), Arc<str>>,
+    /// Keyed with a randomly seeded hash: names come from the network, so a
+    /// fixed hash would let a client pile them into one bucket chain. SipHash
+    /// would do too, but costs several times more per short name.
+    map: HashMap<Name, Resource, RandomState>,
+    /// Every entry of the shard, least recently refreshed first.
+    by_refresh: ByRefresh,
     /// Every fencing token this shard will draw from now on is above this:
     /// the tokens of removed names are folded in, and a restart raises it.
     fence_floor: u64,
@@ -146,7 +205,7 @@ impl Shard {
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &Holders)> {
         self.map
             .iter()
-            .filter_map(|(r, res)| res.holders.as_ref().map(|h| (&**r, h)))
+            .filter_map(|(r, res)| res.holders.as_ref().map(|h| (r.as_str(), h)))
     }
 
     /// Places waiting in this shard.
@@ -192,29 +251,20 @@ impl Shard {
             .is_some_and(|h| h.mode() == mode && h.holds(uid))
     }
 
-    fn key_for(&self, resource: &str) -> Arc<str> {
-        match self.map.get_key_value(resource) {
-            Some((key, _)) => key.clone(),
-            None => resource.into(),
-        }
-    }
-
     /// Grants `args.uid` on `resource` after [`admits`] said yes, and ends
     /// its place in line there. A uid that already holds the resource keeps
     /// its entry, with the newest `wake`, and `true` is returned.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn grant(
         &mut self,
-        resource: &str,
+        name: Name,
         args: &LockArgs,
         mode: LockMode,
         now: Instant,
-        seq: u64,
         ticket: Option<Ticket>,
         wake: Option<Wake>,
     ) -> bool {
-        let key = self.key_for(resource);
-        let res = self.map.entry(key.clone()).or_default();
+        let res = self.map.entry(name.clone()).or_default();
         if !res.queue.is_empty() {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
         }
@@ -226,28 +276,30 @@ impl Shard {
                 return true;
             }
         }
+        if let Some(Holders::Writer(_)) = res.holders {
+            // `admits` allows nothing else on a held resource.
+            return false;
+        }
         let entry = Entry {
             uid: args.uid.clone(),
             owner: args.owner.clone(),
             source: args.source.clone(),
             acquired: now,
             refreshed: now,
-            seq,
+            slot: self.by_refresh.push(name, now),
             ticket,
             wake,
         };
         match &mut res.holders {
             Some(Holders::Readers(v)) => v.push(entry),
-            // `admits` allows nothing else on a held resource.
-            Some(Holders::Writer(_)) => return false,
-            None => {
+            // Not a writer: returned above.
+            _ => {
                 res.holders = Some(match mode {
                     LockMode::Write => Holders::Writer(entry),
                     LockMode::Read => Holders::Readers(vec![entry]),
                 });
             }
         }
-        self.by_refresh.insert((now, seq), key);
         false
     }
 
@@ -257,7 +309,7 @@ impl Shard {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue(
         &mut self,
-        resource: &str,
+        name: Name,
         args: &LockArgs,
         mode: LockMode,
         ticket: Ticket,
@@ -265,8 +317,7 @@ impl Shard {
         wake: Option<Wake>,
         notices: &mut Vec<Notice>,
     ) {
-        let key = self.key_for(resource);
-        let res = self.map.entry(key).or_default();
+        let res = self.map.entry(name).or_default();
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
         let at = res.queue.partition_point(|p| p.ticket < ticket);
@@ -323,18 +374,17 @@ impl Shard {
     }
 
     /// Ends the place of `uid` on `resource`. Returns whether there was one.
-    pub(super) fn leave(&mut self, resource: &str, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let Some((key, res)) = self.map.get_key_value(resource) else {
+    pub(super) fn leave(&mut self, name: Name, uid: &str, freed: &mut Vec<Name>) -> bool {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
-        if !res.queue.iter().any(|p| &*p.args.uid == uid) {
+        let queue = &mut slot.get_mut().queue;
+        let before = queue.len();
+        queue.retain(|p| &*p.args.uid != uid);
+        if queue.len() == before {
             return false;
         }
-        let key = key.clone();
-        if let Some(res) = self.map.get_mut(resource) {
-            res.queue.retain(|p| &*p.args.uid != uid);
-        }
-        self.settle(key, freed);
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         true
     }
 
@@ -343,14 +393,15 @@ impl Shard {
     /// entry was removed.
     pub(super) fn release(
         &mut self,
-        resource: &str,
+        name: Name,
         uid: &str,
         mode: Option<LockMode>,
-        freed: &mut Vec<Arc<str>>,
+        freed: &mut Vec<Name>,
     ) -> bool {
-        let Some(res) = self.map.get_mut(resource) else {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
+        let res = slot.get_mut();
         let places = res.queue.len();
         if places > 0 {
             res.queue.retain(|p| &*p.args.uid != uid);
@@ -377,64 +428,42 @@ impl Shard {
         if !left && removed.is_none() {
             return false;
         }
-        let (empty, waiting, fence) = (
-            res.holders.is_none() && res.queue.is_empty(),
-            !res.queue.is_empty(),
-            res.fence,
-        );
-        if empty {
-            self.map.remove(resource);
-            self.fence_floor = self.fence_floor.max(fence);
-        } else if waiting {
-            let key = self.key_for(resource);
-            if !freed.contains(&key) {
-                freed.push(key);
-            }
-        }
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         match removed {
             Some(entry) => {
-                self.by_refresh.remove(&(entry.refreshed, entry.seq));
+                self.by_refresh.remove(entry.slot);
                 true
             }
             None => false,
         }
     }
 
-    /// After holders or places of `key` changed: drops the name if nothing
-    /// is left on it, or notes it for promotion if somebody waits.
-    fn settle(&mut self, key: Arc<str>, freed: &mut Vec<Arc<str>>) {
-        let Some(res) = self.map.get(&key) else {
-            return;
-        };
-        if res.holders.is_none() && res.queue.is_empty() {
-            let fence = res.fence;
-            self.map.remove(&key);
-            self.fence_floor = self.fence_floor.max(fence);
-        } else if !res.queue.is_empty() && !freed.contains(&key) {
-            freed.push(key);
+    /// After holders or places of `name` changed: see [`settle`].
+    fn settle_name(&mut self, name: Name, freed: &mut Vec<Name>) {
+        if let hash_map::Entry::Occupied(slot) = self.map.entry(name) {
+            self.fence_floor = settle(slot, self.fence_floor, freed);
         }
     }
 
-    /// Drops every entry on `resource`. Returns whether there were any.
-    pub(super) fn clear(&mut self, resource: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let key = self.key_for(resource);
-        let Some(res) = self.map.get_mut(resource) else {
+    /// Drops every entry on `name`. Returns whether there were any.
+    pub(super) fn clear(&mut self, name: Name, freed: &mut Vec<Name>) -> bool {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
-        let Some(holders) = res.holders.take() else {
+        let Some(holders) = slot.get_mut().holders.take() else {
             return false;
         };
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         for e in holders.entries() {
-            self.by_refresh.remove(&(e.refreshed, e.seq));
+            self.by_refresh.remove(e.slot);
         }
-        self.settle(key, freed);
         true
     }
 
     /// Drops every entry and place of `uid` in this shard. Returns whether
     /// there were any entries.
-    pub(super) fn release_everywhere(&mut self, uid: &str, freed: &mut Vec<Arc<str>>) -> bool {
-        let touched: Vec<Arc<str>> = self
+    pub(super) fn release_everywhere(&mut self, uid: &str, freed: &mut Vec<Name>) -> bool {
+        let touched: Vec<Name> = self
             .map
             .iter()
             .filter(|(_, r)| {
@@ -444,8 +473,8 @@ impl Shard {
             .map(|(r, _)| r.clone())
             .collect();
         let mut any = false;
-        for resource in &touched {
-            any |= self.release(resource, uid, None, freed);
+        for name in touched {
+            any |= self.release(name, uid, None, freed);
         }
         any
     }
@@ -458,9 +487,7 @@ impl Shard {
         let Some(entry) = holders.entries_mut().iter_mut().find(|e| &*e.uid == uid) else {
             return false;
         };
-        if let Some(key) = self.by_refresh.remove(&(entry.refreshed, entry.seq)) {
-            self.by_refresh.insert((now, entry.seq), key);
-        }
+        self.by_refresh.touch(entry.slot, now);
         entry.refreshed = now;
         true
     }
@@ -484,17 +511,16 @@ impl Shard {
     }
 
     /// Drops entries last refreshed `validity` or longer before `now`, and
-    /// notes names that somebody waits for. Costs O(log n) per expired
-    /// entry and nothing for live ones.
+    /// notes names that somebody waits for. Costs O(1) per expired entry
+    /// and nothing for live ones.
     pub(super) fn expire(
         &mut self,
         now: Instant,
         validity: Duration,
-        freed: &mut Vec<Arc<str>>,
+        freed: &mut Vec<Name>,
     ) -> usize {
         let mut expired = 0;
-        while let Some(entry) = self.by_refresh.first_entry() {
-            let (refreshed, seq) = *entry.key();
+        while let Some((slot, refreshed)) = self.by_refresh.oldest() {
             // A validity too long to add is "never": clamping it would free
             // an entry its holder still trusts.
             if refreshed
@@ -503,19 +529,21 @@ impl Shard {
             {
                 break;
             }
-            let resource = entry.remove();
-            if let Some(res) = self.map.get_mut(&resource) {
+            let Some(name) = self.by_refresh.remove(slot) else {
+                break;
+            };
+            if let Some(res) = self.map.get_mut(name.as_str()) {
                 match &mut res.holders {
-                    Some(Holders::Writer(e)) if e.seq == seq => res.holders = None,
+                    Some(Holders::Writer(e)) if e.slot == slot => res.holders = None,
                     Some(Holders::Readers(v)) => {
-                        v.retain(|e| e.seq != seq);
+                        v.retain(|e| e.slot != slot);
                         if v.is_empty() {
                             res.holders = None;
                         }
                     }
                     _ => {}
                 }
-                self.settle(resource, freed);
+                self.settle_name(name, freed);
             }
             expired += 1;
         }
@@ -524,8 +552,8 @@ impl Shard {
 
     /// Drops places whose waiters stopped asking, and notes the names whose
     /// line moved.
-    pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Arc<str>>) {
-        let stale: Vec<Arc<str>> = self
+    pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Name>) {
+        let stale: Vec<Name> = self
             .map
             .iter_mut()
             .filter_map(|(name, res)| {
@@ -535,7 +563,7 @@ impl Shard {
             })
             .collect();
         for name in stale {
-            self.settle(name, freed);
+            self.settle_name(name, freed);
         }
     }
 
@@ -543,13 +571,8 @@ impl Shard {
     /// now allow: the oldest waiter, and with it every reader queued before
     /// the first writer when it reads. Places that cover other resources
     /// too are handed back in `out.spanning` to be tried across shards.
-    pub(super) fn promote(
-        &mut self,
-        resource: &str,
-        now: Instant,
-        mut seq: impl FnMut() -> u64,
-        out: &mut Promotions,
-    ) {
+    pub(super) fn promote(&mut self, name: &Name, now: Instant, out: &mut Promotions) {
+        let resource = name.as_str();
         let Some(res) = self.map.get_mut(resource) else {
             return;
         };
@@ -586,11 +609,10 @@ impl Shard {
             .collect();
         for place in places.into_iter().rev() {
             self.grant(
-                resource,
+                name.clone(),
                 &place.args,
                 place.mode,
                 now,
-                seq(),
                 Some(place.ticket),
                 place.wake.clone(),
             );
@@ -628,6 +650,153 @@ impl Shard {
         self.map.clear();
         self.by_refresh.clear();
     }
+}
+
+/// Entries in order of last refresh, oldest first: a doubly linked list
+/// threaded through a slab, so that adding an entry, moving it to the back
+/// on refresh and removing it are O(1), and allocate only when the slab
+/// outgrows its peak.
+struct ByRefresh {
+    nodes: Vec<Node>,
+    /// The oldest and newest linked node; `NIL` when none.
+    head: usize,
+    tail: usize,
+    /// Unlinked nodes, chained through `next`; `NIL` when none.
+    free: usize,
+}
+
+struct Node {
+    /// `None` while the node is free.
+    name: Option<Name>,
+    refreshed: Instant,
+    prev: usize,
+    next: usize,
+}
+
+const NIL: usize = usize::MAX;
+
+impl Default for ByRefresh {
+    fn default() -> Self {
+        ByRefresh {
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            free: NIL,
+        }
+    }
+}
+
+impl ByRefresh {
+    /// Adds an entry of `name` refreshed `at`; returns its slot.
+    fn push(&mut self, name: Name, at: Instant) -> usize {
+        let node = Node {
+            name: Some(name),
+            refreshed: at,
+            prev: NIL,
+            next: NIL,
+        };
+        let slot = match self.nodes.get_mut(self.free) {
+            Some(free) => {
+                let slot = self.free;
+                self.free = free.next;
+                *free = node;
+                slot
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.link(slot);
+        slot
+    }
+
+    /// The slot and refresh time of the oldest entry.
+    fn oldest(&self) -> Option<(usize, Instant)> {
+        self.nodes.get(self.head).map(|n| (self.head, n.refreshed))
+    }
+
+    /// Moves the entry in `slot` to its place as refreshed `at`.
+    fn touch(&mut self, slot: usize, at: Instant) {
+        if self.nodes.get(slot).is_some_and(|n| n.name.is_some()) {
+            self.unlink(slot);
+            self.nodes[slot].refreshed = at;
+            self.link(slot);
+        }
+    }
+
+    /// Removes the entry in `slot`; returns its name.
+    fn remove(&mut self, slot: usize) -> Option<Name> {
+        let name = self.nodes.get_mut(slot)?.name.take()?;
+        self.unlink(slot);
+        if self.head == NIL {
+            // Empty: start the slab over rather than keep a free chain.
+            self.nodes.clear();
+            self.free = NIL;
+        } else {
+            self.nodes[slot].next = self.free;
+            self.free = slot;
+        }
+        Some(name)
+    }
+
+    /// Links the unlinked node `slot` in refresh order. Callers read the
+    /// clock before they lock the shard, so a node may be a little older
+    /// than the newest; the walk back from the tail is short.
+    fn link(&mut self, slot: usize) {
+        let at = self.nodes[slot].refreshed;
+        let mut prev = self.tail;
+        while prev != NIL && self.nodes[prev].refreshed > at {
+            prev = self.nodes[prev].prev;
+        }
+        let next = match prev {
+            NIL => std::mem::replace(&mut self.head, slot),
+            _ => std::mem::replace(&mut self.nodes[prev].next, slot),
+        };
+        match next {
+            NIL => self.tail = slot,
+            _ => self.nodes[next].prev = slot,
+        }
+        let node = &mut self.nodes[slot];
+        node.prev = prev;
+        node.next = next;
+    }
+
+    fn unlink(&mut self, slot: usize) {
+        let Node { prev, next, .. } = self.nodes[slot];
+        match prev {
+            NIL => self.head = next,
+            _ => self.nodes[prev].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            _ => self.nodes[next].prev = prev,
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = ByRefresh::default();
+    }
+}
+
+/// After holders or places of a resource changed: drops the resource if
+/// nothing is left on it, folding its fencing token into the shard's
+/// `fence_floor` (returned, raised), or notes it in `freed` for promotion
+/// if somebody waits.
+fn settle(
+    slot: hash_map::OccupiedEntry<'_, Name, Resource>,
+    fence_floor: u64,
+    freed: &mut Vec<Name>,
+) -> u64 {
+    let res = slot.get();
+    if res.holders.is_none() && res.queue.is_empty() {
+        let (_, res) = slot.remove_entry();
+        return fence_floor.max(res.fence);
+    }
+    if !res.queue.is_empty() && !freed.contains(slot.key()) {
+        freed.push(slot.key().clone());
+    }
+    fence_floor
 }
 
 /// Wounds every holder in `holders` whose wait is younger than `ticket`.

@@ -283,6 +283,55 @@ async fn untouched_names_are_swept() {
     assert_eq!(left, 1, "expired entries must be swept, not just hidden");
 }
 
+/// Expiry follows each entry's own last refresh, whatever the order of
+/// grants, refreshes, releases and re-grants on names that share shards.
+#[tokio::test(start_paused = true)]
+async fn expiry_follows_each_entry_own_last_refresh() {
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+    let l = locker_with(60, 0);
+    let name = |i: usize| format!("n{i}");
+    // Granted 10 ms apart: entry i at i * 10 ms, over two seconds.
+    for i in 0..200 {
+        assert!(l.lock(&args(&format!("u{i}"), &[&name(i)])).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for i in (0..200).step_by(3) {
+        assert!(l
+            .unlock(&args(&format!("u{i}"), &[&name(i)]))
+            .await
+            .unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(28)).await;
+    // At 30 s: refresh every fifth, and grant the released names again.
+    for i in (0..200).step_by(5) {
+        let held = i % 3 != 0;
+        assert_eq!(
+            l.refresh(&args(&format!("u{i}"), &[&name(i)]))
+                .await
+                .unwrap(),
+            held
+        );
+    }
+    for i in (0..200).step_by(3) {
+        assert!(l.lock(&args(&format!("v{i}"), &[&name(i)])).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    // At 61 s the unrefreshed grants of the first second are gone.
+    let live: BTreeSet<String> = l.snapshot().into_iter().map(|e| e.uid).collect();
+    let expected: BTreeSet<String> = (0..200)
+        .map(|i| match i {
+            i if i % 3 == 0 => format!("v{i}"),
+            i if i % 5 == 0 || i > 100 => format!("u{i}"),
+            _ => String::new(),
+        })
+        .filter(|uid| !uid.is_empty())
+        .collect();
+    assert_eq!(live, expected);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(l.snapshot().is_empty(), "everything expired by 91 s");
+}
+
 #[tokio::test(start_paused = true)]
 async fn restart_forgets_and_quarantines() {
     use std::time::Duration;
