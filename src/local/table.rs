@@ -37,6 +37,22 @@ impl Name {
     pub(super) fn as_str(&self) -> &str {
         &self.list[self.at]
     }
+
+    /// This name as a map key, which may outlive the request it came from:
+    /// a key from a list of several names would keep all of them alive for
+    /// as long as anyone holds or waits on this one resource, far beyond
+    /// what the server's memory accounting charged for it. Such a key gets
+    /// a list of its own; a request for one name (the common case) keys it
+    /// without allocating.
+    fn key(&self) -> Name {
+        if self.list.len() == 1 {
+            return self.clone();
+        }
+        Name {
+            list: Arc::from([self.as_str().to_owned()]),
+            at: 0,
+        }
+    }
 }
 
 impl std::ops::Deref for Name {
@@ -67,6 +83,10 @@ impl PartialEq for Name {
 }
 
 impl Eq for Name {}
+
+/// An empty expiry slab with room for more nodes than this gives its memory
+/// back.
+const SLAB_KEPT: usize = 1024;
 
 /// One grant on one resource.
 #[derive(Debug)]
@@ -264,7 +284,7 @@ impl Shard {
         ticket: Option<Ticket>,
         wake: Option<Wake>,
     ) -> bool {
-        let res = self.map.entry(name.clone()).or_default();
+        let res = self.map.entry(name.key()).or_default();
         if !res.queue.is_empty() {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
         }
@@ -317,7 +337,7 @@ impl Shard {
         wake: Option<Wake>,
         notices: &mut Vec<Notice>,
     ) {
-        let res = self.map.entry(name).or_default();
+        let res = self.map.entry(name.key()).or_default();
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
         let at = res.queue.partition_point(|p| p.ticket < ticket);
@@ -730,8 +750,13 @@ impl ByRefresh {
         let name = self.nodes.get_mut(slot)?.name.take()?;
         self.unlink(slot);
         if self.head == NIL {
-            // Empty: start the slab over rather than keep a free chain.
-            self.nodes.clear();
+            // Empty: start the slab over rather than keep a free chain, and
+            // give back the memory of a past burst (the map keeps its own).
+            if self.nodes.capacity() > SLAB_KEPT {
+                self.nodes = Vec::new();
+            } else {
+                self.nodes.clear();
+            }
             self.free = NIL;
         } else {
             self.nodes[slot].next = self.free;

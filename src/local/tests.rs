@@ -883,3 +883,29 @@ mod queues {
         assert!(holders(&l, "x").is_empty(), "expired at 110 s");
     }
 }
+
+/// A resource's map key outlives the request that created it. Keyed by a
+/// position in that request's list of names, it would keep the whole list
+/// alive (up to 1000 names of 1 KiB) while anyone else holds the one name,
+/// long after the request's own accounting on a server was dropped.
+#[test]
+fn a_released_request_leaves_none_of_its_names_behind_in_the_table() {
+    let locker = LocalLocker::new();
+    let names: Vec<String> = (0..1000)
+        .map(|i| format!("{i:04}{}", "p".repeat(1000)))
+        .collect();
+    let mut big = args("a", &[]);
+    big.resources = names.into();
+    let first = big.resources[0].clone();
+    block_on(async {
+        assert!(locker.rlock(&big).await.unwrap());
+        assert!(locker.rlock(&args("b", &[&first])).await.unwrap());
+        assert!(locker.runlock(&big).await.unwrap());
+    });
+    assert_eq!(locker.snapshot().len(), 1, "b still holds its one name");
+    assert_eq!(
+        Arc::strong_count(&big.resources),
+        1,
+        "the released request's list of names is still referenced by the table"
+    );
+}

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Chain, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 use tokio::task::AbortHandle;
@@ -35,6 +35,8 @@ use super::RemoteConfig;
 use crate::Error;
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
+/// What the reader reads: bytes left over from the handshake, then the socket.
+type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
 type OnClose = Box<dyn FnOnce() + Send>;
 
@@ -181,9 +183,10 @@ impl Connection {
     ) -> Arc<Connection> {
         let parts = transport.into_parts();
         let (read_half, write_half) = tokio::io::split(parts.io);
-        let mut stream = FramedRead::new(read_half, wire::codec());
-        // Whatever the server sent right after its `Welcome` was read with it.
-        stream.read_buffer_mut().extend_from_slice(&parts.read_buf);
+        // Whatever the server sent right after its `Welcome` was read with
+        // it, and is read again first, before the socket.
+        let leftover = std::io::Cursor::new(parts.read_buf.freeze());
+        let stream = FramedRead::new(leftover.chain(read_half), wire::codec());
         let conn = Connection::new(endpoint, on_close, validity, version);
         let writer = tokio::spawn(write_batches(
             write_half,
@@ -487,7 +490,7 @@ impl std::hash::Hasher for IdHasher {
 /// is an argument, not a local, so that it also fires for a task dropped
 /// before it was first polled.
 async fn read_responses(
-    mut stream: FramedRead<ReadHalf<BoxIo>, LengthDelimitedCodec>,
+    mut stream: FramedRead<Incoming, LengthDelimitedCodec>,
     conn: Arc<Connection>,
     pushes: Arc<Pushes>,
     _down: DownOnDrop,
@@ -679,6 +682,66 @@ mod tests {
         );
         assert!(woken.try_recv().is_err(), "the unknown uid woke nobody");
         assert!(conn.is_alive());
+    }
+
+    #[tokio::test]
+    async fn frames_read_together_with_the_welcome_are_handled_without_more_input() {
+        use crate::wait::{PushEvent, PushSink, Wake};
+
+        struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
+        impl PushSink for Forward {
+            fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+                let _ = self.0.send((slot, uid.to_owned(), event));
+            }
+        }
+
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let mut server = Framed::new(server, wire::codec());
+        let mut transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
+        // A welcome and a push in one write, so the client reads both at once.
+        let welcome = Response {
+            id: 7,
+            reply: Reply::Bool(true),
+        };
+        let push = Response {
+            id: wire::UNSOLICITED,
+            reply: Reply::Push {
+                uid: "waiting".into(),
+                event: wire::WirePushEvent::Granted,
+            },
+        };
+        for message in [&welcome, &push] {
+            server
+                .feed(Bytes::from(wire::encode(message).unwrap()))
+                .await
+                .unwrap();
+        }
+        SinkExt::<Bytes>::flush(&mut server).await.unwrap();
+        let first = transport.next().await.expect("a frame").expect("framed");
+        assert_eq!(wire::decode::<Response>(&first).unwrap(), welcome);
+        assert!(
+            !transport.read_buffer().is_empty(),
+            "the push was read with the welcome"
+        );
+        let pushes = Arc::new(Pushes::default());
+        let (tx, mut woken) = mpsc::unbounded_channel();
+        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
+        let (_, on_close) = counter();
+        let _conn = Connection::start(
+            "pipe",
+            transport,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+            pushes,
+        );
+        // The server sends nothing more: the push must come from what was read.
+        let woken = tokio::time::timeout(Duration::from_secs(5), woken.recv()).await;
+        assert_eq!(
+            woken.expect("delivered without more input"),
+            Some((3, "waiting".to_owned(), PushEvent::Granted))
+        );
+        drop(server);
     }
 
     #[tokio::test]
