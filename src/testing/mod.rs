@@ -13,6 +13,9 @@
 //! * [`History`] records when each holder acquired, was told it lost, and
 //!   released a lock, and [`History::check`] reports the first time two
 //!   conflicting holders both believed they held one ([`Violation`]).
+//! * [`check_locker`] runs one conformance suite against any `NetLocker`:
+//!   the rules every locker must answer by, as `LocalLocker` does. Run it
+//!   against a locker written for another store before trusting it.
 //!
 //! Enable it for tests only:
 //!
@@ -77,6 +80,7 @@
 //! ```
 
 mod cluster;
+mod conformance;
 mod faults;
 mod forward;
 mod history;
@@ -93,6 +97,7 @@ mod fault_tests;
 mod history_tests;
 
 pub use cluster::TestCluster;
+pub use conformance::{check_locker, ConformanceReport, NonConformance};
 pub use faults::FaultyLocker;
 pub use history::{Event, EventKind, FencingViolation, History};
 pub use plan::Latency;
