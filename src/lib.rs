@@ -97,6 +97,8 @@ mod mutex;
 #[cfg(feature = "net")]
 pub mod net;
 pub mod quorum;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod refresh;
 mod release;
 mod round;
