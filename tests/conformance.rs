@@ -31,78 +31,49 @@ async fn local_lockers_conform_under_paused_time() {
     assert_complete(&report);
 }
 
-/// A locker that lets anyone unlock a resource: the suite must say so.
-struct AnyoneUnlocks(LocalLocker);
-
-#[async_trait::async_trait]
-impl NetLocker for AnyoneUnlocks {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        let forced = LockArgs {
-            uid: "".into(),
-            ..args.clone()
-        };
-        self.0.force_unlock(&forced).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.refresh(args).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "anyone-unlocks".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
+/// A `LocalLocker` behind the trait's defaults only: no listing, no
+/// waiting in line, no fencing. With `anyone_unlocks`, it also lets a
+/// stranger's unlock free a resource, which the suite must catch.
+struct Basic {
+    inner: LocalLocker,
+    anyone_unlocks: bool,
 }
 
-#[tokio::test]
-async fn a_locker_that_lets_a_stranger_unlock_is_caught() {
-    let broken = check_locker(|| async {
-        Arc::new(AnyoneUnlocks(LocalLocker::new())) as Arc<dyn NetLocker>
-    })
-    .await
-    .expect_err("a stranger's unlock freed the lock");
-    assert_eq!(broken.check, "only the holder unlocks, once, in its mode");
-    assert!(broken.detail.contains("unlock by a stranger"), "{broken}");
+impl Basic {
+    fn boxed(anyone_unlocks: bool) -> Arc<dyn NetLocker> {
+        Arc::new(Basic {
+            inner: LocalLocker::new(),
+            anyone_unlocks,
+        })
+    }
 }
-
-/// A locker without the optional abilities (the trait's defaults): the
-/// suite runs the required checks and names the ones it skipped.
-struct Basic(LocalLocker);
 
 #[async_trait::async_trait]
 impl NetLocker for Basic {
     async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.lock(args).await
+        self.inner.lock(args).await
     }
     async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.rlock(args).await
+        self.inner.rlock(args).await
     }
     async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.unlock(args).await
+        if !self.anyone_unlocks {
+            return self.inner.unlock(args).await;
+        }
+        let forced = LockArgs {
+            uid: "".into(),
+            ..args.clone()
+        };
+        self.inner.force_unlock(&forced).await
     }
     async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.runlock(args).await
+        self.inner.runlock(args).await
     }
     async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.refresh(args).await
+        self.inner.refresh(args).await
     }
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.force_unlock(args).await
+        self.inner.force_unlock(args).await
     }
     fn endpoint(&self) -> String {
         "basic".into()
@@ -116,11 +87,19 @@ impl NetLocker for Basic {
 }
 
 #[tokio::test]
+async fn a_locker_that_lets_a_stranger_unlock_is_caught() {
+    let broken = check_locker(|| async { Basic::boxed(true) })
+        .await
+        .expect_err("a stranger's unlock freed the lock");
+    assert_eq!(broken.check, "only the holder unlocks, once, in its mode");
+    assert!(broken.detail.contains("unlock by a stranger"), "{broken}");
+}
+
+#[tokio::test]
 async fn a_locker_with_only_the_required_calls_passes_them_and_skips_the_rest() {
-    let report =
-        check_locker(|| async { Arc::new(Basic(LocalLocker::new())) as Arc<dyn NetLocker> })
-            .await
-            .unwrap_or_else(|broken| panic!("{broken}"));
+    let report = check_locker(|| async { Basic::boxed(false) })
+        .await
+        .unwrap_or_else(|broken| panic!("{broken}"));
     let skipped: Vec<&str> = report.skipped.iter().map(|(check, _)| *check).collect();
     assert_eq!(
         skipped,

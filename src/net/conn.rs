@@ -525,6 +525,8 @@ mod tests {
 
     use tokio::sync::mpsc;
 
+    use crate::wait::{PushEvent, PushSink, Wake};
+
     use super::*;
 
     /// Counts how often a connection told its owner it went down.
@@ -555,6 +557,15 @@ mod tests {
             Arc::default(),
         );
         (conn, Framed::new(server, wire::codec()), closed)
+    }
+
+    /// Hands every push it is given to a channel the test reads.
+    struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
+
+    impl PushSink for Forward {
+        fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+            let _ = self.0.send((slot, uid.to_owned(), event));
+        }
     }
 
     async fn settle(conn: &Connection) {
@@ -623,15 +634,6 @@ mod tests {
 
     #[tokio::test]
     async fn pushes_reach_their_wait_and_responses_their_call_on_one_connection() {
-        use crate::wait::{PushEvent, PushSink, Wake};
-
-        struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
-        impl PushSink for Forward {
-            fn push(&self, slot: usize, uid: &str, event: PushEvent) {
-                let _ = self.0.send((slot, uid.to_owned(), event));
-            }
-        }
-
         let (client, server) = tokio::io::duplex(64 * 1024);
         let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
         let (_, on_close) = counter();
@@ -686,15 +688,6 @@ mod tests {
 
     #[tokio::test]
     async fn frames_read_together_with_the_welcome_are_handled_without_more_input() {
-        use crate::wait::{PushEvent, PushSink, Wake};
-
-        struct Forward(mpsc::UnboundedSender<(usize, String, PushEvent)>);
-        impl PushSink for Forward {
-            fn push(&self, slot: usize, uid: &str, event: PushEvent) {
-                let _ = self.0.send((slot, uid.to_owned(), event));
-            }
-        }
-
         let (client, server) = tokio::io::duplex(64 * 1024);
         let mut server = Framed::new(server, wire::codec());
         let mut transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
