@@ -5,6 +5,10 @@
 //! that gets the lock at the instant of the release can only have been
 //! woken by a push, since neither a polling round nor a re-check was due.
 
+mod common;
+
+use common::{as_lockers, nodes};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,19 +44,6 @@ const LATE_RECHECK: Duration = Duration::from_secs(16);
 /// Long enough for every in-process call and background release to land,
 /// far shorter than any re-check or retry.
 const SETTLE: Duration = Duration::from_millis(10);
-
-fn nodes(n: usize) -> Vec<Arc<LocalLocker>> {
-    (0..n)
-        .map(|i| Arc::new(LocalLocker::named(format!("node-{i}"))))
-        .collect()
-}
-
-fn as_lockers<L: NetLocker + 'static>(lockers: &[Arc<L>]) -> Vec<Arc<dyn NetLocker>> {
-    lockers
-        .iter()
-        .map(|l| l.clone() as Arc<dyn NetLocker>)
-        .collect()
-}
 
 /// A client that only a push can wake in time.
 fn push_client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str, seed: u64) -> Dsync {

@@ -3,6 +3,10 @@
 //! expiry, forced unlocks and locker restarts, and a `FencingGate` refuses
 //! the late write of a holder that paused past its lease.
 
+mod common;
+
+use common::{as_lockers, nodes};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,19 +20,6 @@ use tokio::time::sleep;
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
-}
-
-fn nodes(n: usize) -> Vec<Arc<LocalLocker>> {
-    (0..n)
-        .map(|i| Arc::new(LocalLocker::named(format!("node-{i}"))))
-        .collect()
-}
-
-fn as_lockers<L: NetLocker + 'static>(lockers: &[Arc<L>]) -> Vec<Arc<dyn NetLocker>> {
-    lockers
-        .iter()
-        .map(|l| l.clone() as Arc<dyn NetLocker>)
-        .collect()
 }
 
 fn client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str) -> Dsync {
