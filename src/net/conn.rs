@@ -568,6 +568,29 @@ mod tests {
         }
     }
 
+    /// A started connection over `transport` whose pushes for uid
+    /// `waiting` reach the returned channel, tagged with slot 3.
+    fn with_waiter(
+        transport: Transport,
+    ) -> (
+        Arc<Connection>,
+        mpsc::UnboundedReceiver<(usize, String, PushEvent)>,
+    ) {
+        let pushes = Arc::new(Pushes::default());
+        let (tx, woken) = mpsc::unbounded_channel();
+        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
+        let (_, on_close) = counter();
+        let conn = Connection::start(
+            "pipe",
+            transport,
+            on_close,
+            Duration::from_secs(60),
+            wire::PROTOCOL_VERSION,
+            pushes,
+        );
+        (conn, woken)
+    }
+
     async fn settle(conn: &Connection) {
         for _ in 0..100 {
             if !conn.is_alive() {
@@ -636,18 +659,7 @@ mod tests {
     async fn pushes_reach_their_wait_and_responses_their_call_on_one_connection() {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let transport = Framed::new(Box::new(client) as BoxIo, wire::codec());
-        let (_, on_close) = counter();
-        let pushes = Arc::new(Pushes::default());
-        let (tx, mut woken) = mpsc::unbounded_channel();
-        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
-        let conn = Connection::start(
-            "pipe",
-            transport,
-            on_close,
-            Duration::from_secs(60),
-            wire::PROTOCOL_VERSION,
-            pushes,
-        );
+        let (conn, mut woken) = with_waiter(transport);
         let mut server = Framed::new(server, wire::codec());
         let serve = async {
             let request = server.next().await.expect("a request").expect("a frame");
@@ -716,18 +728,7 @@ mod tests {
             !transport.read_buffer().is_empty(),
             "the push was read with the welcome"
         );
-        let pushes = Arc::new(Pushes::default());
-        let (tx, mut woken) = mpsc::unbounded_channel();
-        pushes.register(&"waiting".into(), &Wake::new(Arc::new(Forward(tx)), 3));
-        let (_, on_close) = counter();
-        let _conn = Connection::start(
-            "pipe",
-            transport,
-            on_close,
-            Duration::from_secs(60),
-            wire::PROTOCOL_VERSION,
-            pushes,
-        );
+        let (_conn, mut woken) = with_waiter(transport);
         // The server sends nothing more: the push must come from what was read.
         let woken = tokio::time::timeout(Duration::from_secs(5), woken.recv()).await;
         assert_eq!(

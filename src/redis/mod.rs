@@ -78,6 +78,14 @@ impl Scripts {
 
 /// One Redis server as a locker.
 ///
+/// # Cancel safety
+///
+/// Every `NetLocker` call is cancel safe in the trait's sense: it is one
+/// script that Redis runs atomically, so a dropped call was applied
+/// entirely or not at all, and the caller cannot tell which. The
+/// coordinator counts such a call as unknown and unlocks its uid, and an
+/// entry nobody unlocks expires with its deadline.
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use quorum_lock::redis::{RedisConfig, RedisLocker};
