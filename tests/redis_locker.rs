@@ -8,99 +8,15 @@
 //! (as `.ci/run` does), which makes a missing server a failure.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::testing::{check_locker, History};
-use quorum_lock::{Dsync, LockMode, NetLocker};
+use quorum_lock::{Dsync, LockMode};
 
-/// A `redis-server` of this test, killed by its PID when dropped.
-struct RedisServer {
-    child: Child,
-    port: u16,
-}
+mod redis_support;
 
-impl RedisServer {
-    /// `None` (and a note on stderr) when `redis-server` is not installed
-    /// and the environment does not require it.
-    fn start() -> Option<RedisServer> {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free loopback port");
-        let spawned = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
-            .arg("--dir")
-            .arg(std::env::temp_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn();
-        let child = match spawned {
-            Ok(child) => child,
-            Err(err) if std::env::var_os("QUORUM_LOCK_REQUIRE_REDIS").is_some() => {
-                panic!("QUORUM_LOCK_REQUIRE_REDIS is set but redis-server cannot start: {err}")
-            }
-            Err(err) => {
-                eprintln!(
-                    "skipped: redis-server is not available ({err}); install it to run this test"
-                );
-                return None;
-            }
-        };
-        let server = RedisServer { child, port };
-        server.wait_ready();
-        Some(server)
-    }
-
-    /// Polls with a raw PING until the server answers, for at most 10 s.
-    fn wait_ready(&self) {
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < give_up {
-            if let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)) {
-                let mut reply = [0u8; 7];
-                if s.write_all(b"PING\r\n").is_ok()
-                    && s.read_exact(&mut reply).is_ok()
-                    && &reply == b"+PONG\r\n"
-                {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "redis-server on port {} did not answer PING within 10 s",
-            self.port
-        );
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn locker(server: &RedisServer, validity: Duration) -> Arc<dyn NetLocker> {
-    let config = RedisConfig {
-        validity,
-        ..RedisConfig::default()
-    };
-    Arc::new(
-        RedisLocker::connect(&server.url(), config)
-            .await
-            .expect("connect to the test redis-server"),
-    )
-}
+use redis_support::{locker, RedisServer};
 
 #[tokio::test]
 async fn redis_lockers_conform() {
@@ -110,17 +26,10 @@ async fn redis_lockers_conform() {
     let report = check_locker(|| locker(&server, Duration::from_secs(60)))
         .await
         .unwrap_or_else(|broken| panic!("{broken}"));
-    // Waiting in line with pushes and fencing tokens are not built yet for
-    // Redis (issue #12); everything else conforms.
-    let skipped: Vec<&str> = report.skipped.iter().map(|(check, _)| *check).collect();
-    assert_eq!(
-        skipped,
-        [
-            "waiters queue in ticket order and are pushed their grant",
-            "fencing tokens increase"
-        ]
-    );
-    assert_eq!(report.passed.len(), 9, "{:?}", report.passed);
+    // Redis offers everything the suite checks, waiting with pushes and
+    // fencing included, so nothing is skipped.
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.passed.len(), 11, "{:?}", report.passed);
 }
 
 #[tokio::test]
@@ -169,9 +78,8 @@ async fn an_entry_nobody_refreshes_expires_on_the_redis_clock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_redis_nodes_keep_writers_apart() {
-    let servers: Vec<RedisServer> = match (0..3).map(|_| RedisServer::start()).collect() {
-        Some(servers) => servers,
-        None => return,
+    let Some(servers) = RedisServer::start_many(3) else {
+        return;
     };
     let mut lockers = Vec::new();
     for server in &servers {

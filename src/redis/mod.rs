@@ -2,47 +2,83 @@
 //! with the rules of [`LocalLocker`](crate::LocalLocker), each call one
 //! atomic Lua script.
 //!
-//! Every resource is a hash under the key prefix holding the lock's mode
-//! and, per holder, its deadline, owner, source and grant time. Deadlines
-//! are on the Redis server's clock (`TIME`), and every script first drops
-//! the holders whose deadline passed, so one reader that stops refreshing
-//! expires on its own even while others refresh. The key itself expires
-//! with its last holder (`PEXPIRE`), so nothing outlives its holders.
+//! Every resource is a hash under the key prefix holding its holders, with
+//! their deadlines on the Redis server's clock, and its waiters' places in
+//! line. Every script first drops the holders and places whose deadline
+//! passed, so one reader that stops refreshing expires on its own even
+//! while others refresh, and the key itself expires with its last holder
+//! or place (`PEXPIRE`), so nothing outlives its holders.
 //!
-//! Not yet here (issue #12): detecting a Redis restart without persistence
-//! and quarantining the node, waiting in line with pub/sub pushes, fencing
-//! tokens, TLS and the command line. Until then a `Dsync` over Redis nodes
-//! polls, and a node that restarts empty may grant a held lock at once:
-//! run Redis with persistence, and with `maxmemory-policy noeviction`, since
-//! an evicted lock key is a silently lost lock.
+//! * **Restarts.** Each new connection reads when the server started
+//!   (`INFO server`). A Redis server that started less than
+//!   [`RedisConfig::quarantine`] ago refuses new grants, as a restarted lock
+//!   server does, because it may have forgotten (no persistence) or lost the
+//!   last second of (`appendfsync everysec`) the locks it had granted;
+//!   holders that refresh get their entries back meanwhile.
+//! * **Waiting.** Places in line are ordered by ticket, as in `LocalLocker`,
+//!   and a waiter is woken over pub/sub (see `waits.rs`), with the bounded
+//!   re-check as the safety net.
+//! * **Fencing.** Tokens are kept per resource; a resource without a counter
+//!   starts from the server's wall clock in nanoseconds plus a margin.
+//! * **Eviction.** A server that may evict keys (`maxmemory` set with a
+//!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
+//!   key is a silently lost lock.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use ::redis::{AsyncConnectionConfig, Client, Script};
+use async_trait::async_trait;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use ::redis::aio::ConnectionManager;
-use ::redis::Script;
-use async_trait::async_trait;
-
+use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
+mod link;
 mod scripts;
+mod waits;
 
-use scripts::{FORCE, LIST, LOCK, PRELUDE, REFRESH, UNLOCK};
+use link::{Link, Live};
+use waits::{Waiter, Waits};
 
 /// The longest validity handed to Redis: far beyond any lease, and far
 /// inside what `PEXPIRE` accepts.
 const LONGEST_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// How a [`RedisLocker`] connects and keeps entries.
-#[derive(Debug, Clone)]
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::redis::RedisConfig;
+///
+/// let config = RedisConfig {
+///     prefix: "billing-locks:".into(),
+///     ..RedisConfig::default()
+/// };
+/// assert_eq!(config.quarantine, config.validity);
+/// assert_eq!(config.validity, Duration::from_secs(60));
+/// ```
+#[derive(Clone)]
 pub struct RedisConfig {
-    /// Prepended to every resource name to form its key.
+    /// Prepended to every resource name to form its key, and to the name
+    /// of the locker's pub/sub channel.
     pub prefix: String,
     /// How long an entry that is not refreshed is kept.
     pub validity: Duration,
-    /// How long one call may take before it counts as failed.
+    /// How long after the Redis server started it refuses new grants. Keep
+    /// it at least the validity of every client (the default equals the
+    /// default validity): a server that restarted may have lost locks that
+    /// are still held, and they have all been refreshed back or expired
+    /// once a validity has passed. Zero is only safe for a server that
+    /// never granted a lock before it started, such as in tests.
+    pub quarantine: Duration,
+    /// How long connecting, and then each call, may take before it counts
+    /// as failed.
     pub call_timeout: Duration,
+    /// The certificate authority, in PEM, that a `rediss://` server's
+    /// certificate must chain to; `None` uses the system's trust store.
+    pub tls_root_cert: Option<Vec<u8>>,
 }
 
 impl Default for RedisConfig {
@@ -50,33 +86,55 @@ impl Default for RedisConfig {
         RedisConfig {
             prefix: "quorum-lock:".into(),
             validity: Duration::from_secs(60),
+            quarantine: Duration::from_secs(60),
             call_timeout: Duration::from_secs(5),
+            tls_root_cert: None,
         }
+    }
+}
+
+impl std::fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("prefix", &self.prefix)
+            .field("validity", &self.validity)
+            .field("quarantine", &self.quarantine)
+            .field("call_timeout", &self.call_timeout)
+            .field("tls_root_cert", &self.tls_root_cert.as_ref().map(|_| "…"))
+            .finish()
     }
 }
 
 struct Scripts {
     lock: Script,
+    wait: Script,
     unlock: Script,
     refresh: Script,
+    fence: Script,
     force: Script,
     list: Script,
 }
 
 impl Scripts {
     fn new() -> Scripts {
-        let with_prelude = |body: &str| Script::new(&format!("{PRELUDE}\n{body}"));
+        let with_prelude = |body: &str| Script::new(&format!("{}\n{body}", scripts::PRELUDE));
         Scripts {
-            lock: with_prelude(LOCK),
-            unlock: with_prelude(UNLOCK),
-            refresh: with_prelude(REFRESH),
-            force: with_prelude(FORCE),
-            list: with_prelude(LIST),
+            lock: with_prelude(scripts::LOCK),
+            wait: with_prelude(scripts::WAIT),
+            unlock: with_prelude(scripts::UNLOCK),
+            refresh: with_prelude(scripts::REFRESH),
+            fence: with_prelude(scripts::FENCE),
+            force: with_prelude(scripts::FORCE),
+            list: with_prelude(scripts::LIST),
         }
     }
 }
 
 /// One Redis server as a locker.
+///
+/// Build one per Redis node and hand them to a [`Dsync`](crate::Dsync):
+/// the coordinator then grants at a quorum of Redis nodes, refreshes held
+/// locks and reports their loss, exactly as over lock servers.
 ///
 /// # Cancel safety
 ///
@@ -94,50 +152,156 @@ impl Scripts {
 /// # async fn run() -> Result<(), quorum_lock::Error> {
 /// let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
 /// for url in ["redis://127.0.0.1:6379", "redis://127.0.0.1:6380", "redis://127.0.0.1:6381"] {
-///     lockers.push(Arc::new(RedisLocker::connect(url, RedisConfig::default()).await?));
+///     lockers.push(Arc::new(RedisLocker::new(url, RedisConfig::default())?));
 /// }
 /// let ds = Dsync::builder(lockers).build()?;
+/// let guard = ds.rw_mutex(["invoices/2026-11"])?.lock().await?;
+/// // ... the work the lock protects ...
+/// guard.unlock().await?;
 /// # Ok(())
 /// # }
 /// ```
 pub struct RedisLocker {
-    conn: ConnectionManager,
+    shared: Arc<Shared>,
+    /// The pub/sub listener, started by the first wait that wants pushes.
+    listener: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Shared {
+    link: Link,
     config: RedisConfig,
     /// `host:port`, never the credentials of the URL.
     endpoint: String,
     scripts: Scripts,
+    waits: Waits,
 }
 
 impl RedisLocker {
-    /// Connects to the Redis server at `url` (`redis://[user:password@]host:port[/db]`).
+    /// A locker for the Redis server at `url`, connected on first use.
+    ///
+    /// `url` is `redis://[user:password@]host:port[/db]`, or `rediss://` for
+    /// TLS. Nothing is sent yet: a server that cannot be reached counts as
+    /// a locker that does not grant until it can, as any locker does. Use
+    /// [`connect`](Self::connect) to find out at once.
+    pub fn new(url: &str, config: RedisConfig) -> Result<RedisLocker, Error> {
+        let bad_url = |e: ::redis::RedisError| {
+            // The URL may hold a password: say what is wrong, not what it was.
+            Error::InvalidArgument(format!(
+                "not a usable Redis URL ({:?}); expected redis://[user:password@]host:port[/db] or rediss://…",
+                e.kind()
+            ))
+        };
+        let client = match &config.tls_root_cert {
+            Some(pem) => Client::build_with_tls(
+                url,
+                ::redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                },
+            ),
+            None => Client::open(url),
+        }
+        .map_err(bad_url)?;
+        if config.validity.is_zero() {
+            return Err(Error::invalid("a RedisLocker needs a validity above zero"));
+        }
+        if config.call_timeout.is_zero() {
+            return Err(Error::invalid(
+                "a RedisLocker needs a call timeout above zero",
+            ));
+        }
+        let endpoint = client.get_connection_info().addr().to_string();
+        let connection = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.call_timeout))
+            .set_response_timeout(Some(config.call_timeout));
+        let channel = format!("{}~push:{}", config.prefix, uuid::Uuid::new_v4().simple());
+        Ok(RedisLocker {
+            shared: Arc::new(Shared {
+                link: Link::new(client, connection, endpoint.clone()),
+                config,
+                endpoint,
+                scripts: Scripts::new(),
+                waits: Waits::new(channel),
+            }),
+            listener: Mutex::new(None),
+        })
+    }
+
+    /// Like [`new`](Self::new), then connects and checks the server: that
+    /// it answers, is Redis 6 or later, and does not evict keys.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: nothing is kept of a connection that was not finished.
     pub async fn connect(url: &str, config: RedisConfig) -> Result<RedisLocker, Error> {
-        let client = ::redis::Client::open(url).map_err(|e| {
-            // The URL may hold a password: say what is wrong, not what it was.
-            Error::InvalidArgument(format!(
-                "not a Redis URL ({:?}); expected redis://[user:password@]host:port[/db]",
-                e.kind()
-            ))
-        })?;
-        let endpoint = client.get_connection_info().addr.to_string();
-        let manager = ::redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(config.call_timeout)
-            .set_response_timeout(config.call_timeout)
-            .set_number_of_retries(1);
-        let conn = ConnectionManager::new_with_config(client, manager)
-            .await
-            .map_err(|e| unavailable(&endpoint, &e))?;
-        Ok(RedisLocker {
-            conn,
-            config,
-            endpoint,
-            scripts: Scripts::new(),
-        })
+        let locker = RedisLocker::new(url, config)?;
+        locker.shared.link.live().await?;
+        Ok(locker)
     }
 
+    /// Starts the pub/sub listener once; whether pushes reach this locker.
+    async fn listening(&self) -> bool {
+        if self.shared.waits.subscribed() {
+            return true;
+        }
+        let started = {
+            let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+            match listener.as_ref() {
+                Some(_) => false,
+                None => {
+                    let weak = Arc::downgrade(&self.shared);
+                    *listener = Some(tokio::spawn(waits::listen(weak)));
+                    true
+                }
+            }
+        };
+        // The first waiter waits for the subscription, so its first turn is
+        // not lost; later ones poll while it is down.
+        started
+            && self
+                .shared
+                .waits
+                .wait_subscribed(self.shared.config.call_timeout)
+                .await
+    }
+}
+
+impl Drop for RedisLocker {
+    fn drop(&mut self) {
+        let listener = self
+            .listener
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(task) = listener.take() {
+            task.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for RedisLocker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisLocker")
+            .field("endpoint", &self.shared.endpoint)
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a script answered: granted, refused, queued, or in quarantine.
+fn answer(endpoint: &str, code: i64) -> Result<i64, Error> {
+    if code < 0 {
+        let left = Duration::from_millis(code.unsigned_abs());
+        return Err(Error::LockerUnavailable {
+            endpoint: endpoint.to_owned(),
+            reason: format!(
+                "Redis started recently and may have lost locks it granted; refusing new grants for another {left:?}"
+            ),
+        });
+    }
+    Ok(code)
+}
+
+impl Shared {
     fn keys(&self, args: &LockArgs) -> Vec<String> {
         args.resources
             .iter()
@@ -145,11 +309,23 @@ impl RedisLocker {
             .collect()
     }
 
-    fn validity_ms(&self) -> u64 {
-        let validity = self.config.validity.min(LONGEST_VALIDITY);
-        u64::try_from(validity.as_millis())
+    fn ms(duration: Duration) -> String {
+        let duration = duration.min(LONGEST_VALIDITY);
+        u64::try_from(duration.as_millis())
             .unwrap_or(u64::MAX)
             .max(1)
+            .to_string()
+    }
+
+    fn validity_ms(&self) -> String {
+        Self::ms(self.config.validity)
+    }
+
+    /// When the quarantine of the server behind `live` ends, in ms on its
+    /// clock.
+    fn quarantine_end(&self, live: &Live) -> String {
+        let quarantine = u64::try_from(self.config.quarantine.as_millis()).unwrap_or(u64::MAX);
+        live.epoch.boot_ms.saturating_add(quarantine).to_string()
     }
 
     /// Checks `args` as every locker must: resources within the limits and,
@@ -162,7 +338,16 @@ impl RedisLocker {
         Ok(())
     }
 
-    async fn run(&self, script: &Script, keys: &[String], args: &[&str]) -> Result<bool, Error> {
+    /// Runs `script` on `keys`; `args` gets the quarantine end of the
+    /// connection it runs on when it asks for it.
+    async fn run<T: ::redis::FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[&str],
+        with_quarantine_end: bool,
+    ) -> Result<T, Error> {
+        let mut live = self.link.live().await?;
         let mut invocation = script.prepare_invoke();
         for key in keys {
             invocation.key(key);
@@ -170,30 +355,115 @@ impl RedisLocker {
         for arg in args {
             invocation.arg(*arg);
         }
-        let mut conn = self.conn.clone();
-        let answer: i64 = invocation
-            .invoke_async(&mut conn)
+        if with_quarantine_end {
+            invocation.arg(self.quarantine_end(&live));
+        }
+        invocation
+            .invoke_async(&mut live.conn)
             .await
-            .map_err(|e| unavailable(&self.endpoint, &e))?;
-        Ok(answer == 1)
+            .map_err(|e| self.link.failed(&live, &e))
     }
 
-    async fn grant(&self, args: &LockArgs, mode: &str) -> Result<bool, Error> {
+    async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         Self::checked(args, false)?;
-        let validity = self.validity_ms().to_string();
-        let argv = [&*args.uid, mode, &validity, &*args.owner, &*args.source];
-        self.run(&self.scripts.lock, &self.keys(args), &argv).await
+        let validity = self.validity_ms();
+        let argv = [
+            &*args.uid,
+            mode_arg(mode),
+            &validity,
+            &*args.owner,
+            &*args.source,
+        ];
+        let code = self
+            .run(&self.scripts.lock, &self.keys(args), &argv, true)
+            .await?;
+        Ok(answer(&self.endpoint, code)? == 1)
     }
 
-    async fn release(&self, args: &LockArgs, mode: &str) -> Result<bool, Error> {
-        Self::checked(args, false)?;
-        self.run(&self.scripts.unlock, &self.keys(args), &[&args.uid, mode])
+    /// A waiting lock call, or (`turn`) a turn taken for a waiter after a
+    /// push.
+    async fn wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        ticket: &str,
+        place_ttl: Duration,
+        channel: &str,
+        turn: bool,
+    ) -> Result<i64, Error> {
+        let validity = self.validity_ms();
+        let place_ttl = Self::ms(place_ttl);
+        let argv = [
+            &*args.uid,
+            mode_arg(mode),
+            &validity,
+            &*args.owner,
+            &*args.source,
+        ];
+        let tail = [ticket, &place_ttl, channel, if turn { "1" } else { "0" }];
+        let mut invocation = self.scripts.wait.prepare_invoke();
+        let mut live = self.link.live().await?;
+        for key in self.keys(args) {
+            invocation.key(key);
+        }
+        for arg in argv {
+            invocation.arg(arg);
+        }
+        invocation.arg(self.quarantine_end(&live));
+        for arg in tail {
+            invocation.arg(arg);
+        }
+        let code: i64 = invocation
+            .invoke_async(&mut live.conn)
             .await
+            .map_err(|e| self.link.failed(&live, &e))?;
+        answer(&self.endpoint, code)
+    }
+
+    /// Asks again for `waiter` after a push said its turn may have come;
+    /// whether it was granted.
+    async fn take_turn(&self, waiter: &Waiter) -> Result<bool, Error> {
+        let code = self
+            .wait(
+                &waiter.args,
+                waiter.mode,
+                &waiter.ticket,
+                waiter.place_ttl,
+                &self.waits.channel,
+                true,
+            )
+            .await?;
+        Ok(code == 1)
+    }
+
+    async fn release(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        Self::checked(args, false)?;
+        self.waits.forget(&args.uid);
+        let code: i64 = self
+            .run(
+                &self.scripts.unlock,
+                &self.keys(args),
+                &[&args.uid, mode_arg(mode)],
+                false,
+            )
+            .await?;
+        Ok(code == 1)
+    }
+
+    async fn refresh(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
+        Self::checked(args, false)?;
+        let validity = self.validity_ms();
+        let mode = mode.map_or("", mode_arg);
+        let argv = [&*args.uid, &validity, mode, &*args.owner, &*args.source];
+        let code: i64 = self
+            .run(&self.scripts.refresh, &self.keys(args), &argv, true)
+            .await?;
+        Ok(code == 1)
     }
 
     /// Every key under the prefix, in batches of `SCAN`.
     async fn scan(&self) -> Result<Vec<String>, Error> {
-        let mut conn = self.conn.clone();
+        let mut live = self.link.live().await?;
         let pattern = format!("{}*", escape_glob(&self.config.prefix));
         let mut cursor = 0u64;
         let mut keys = Vec::new();
@@ -204,9 +474,9 @@ impl RedisLocker {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(500)
-                .query_async(&mut conn)
+                .query_async(&mut live.conn)
                 .await
-                .map_err(|e| unavailable(&self.endpoint, &e))?;
+                .map_err(|e| self.link.failed(&live, &e))?;
             keys.extend(batch);
             if next == 0 {
                 return Ok(keys);
@@ -214,12 +484,44 @@ impl RedisLocker {
             cursor = next;
         }
     }
-}
 
-fn unavailable(endpoint: &str, err: &::redis::RedisError) -> Error {
-    Error::LockerUnavailable {
-        endpoint: endpoint.to_owned(),
-        reason: format!("Redis call failed: {:?} ({})", err.kind(), err.category()),
+    async fn list(&self) -> Result<Vec<LockInfo>, Error> {
+        let mut infos = Vec::new();
+        let validity = u64::try_from(self.config.validity.as_millis()).unwrap_or(u64::MAX);
+        for batch in self.scan().await?.chunks(100) {
+            let out: Vec<String> = self.run(&self.scripts.list, batch, &[], false).await?;
+            let Some((server_now, rows)) = out.split_first() else {
+                continue;
+            };
+            let server_now: u64 = server_now.parse().unwrap_or(0);
+            let here = Instant::now();
+            // A time on the server's clock, as an instant on ours.
+            let at = |ms: u64| {
+                let ago = server_now.saturating_sub(ms);
+                here.checked_sub(Duration::from_millis(ago)).unwrap_or(here)
+            };
+            for row in rows.chunks_exact(7) {
+                let deadline: u64 = row[6].parse().unwrap_or(0);
+                infos.push(LockInfo {
+                    resource: row[0]
+                        .strip_prefix(&self.config.prefix)
+                        .unwrap_or(&row[0])
+                        .to_owned(),
+                    uid: row[1].clone(),
+                    mode: if row[2] == "w" {
+                        LockMode::Write
+                    } else {
+                        LockMode::Read
+                    },
+                    owner: row[3].clone(),
+                    source: row[4].clone(),
+                    acquired: at(row[5].parse().unwrap_or(server_now)),
+                    refreshed: at(deadline.saturating_sub(validity)),
+                });
+            }
+        }
+        infos.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
+        Ok(infos)
     }
 }
 
@@ -242,100 +544,158 @@ fn mode_arg(mode: LockMode) -> &'static str {
     }
 }
 
+/// A ticket as 40 digits, so that Lua compares tickets as strings in the
+/// order of the numbers.
+fn ticket_arg(wait: &WaitArgs) -> String {
+    format!("{:020}{:020}", wait.ticket.at, wait.ticket.tiebreak)
+}
+
 #[async_trait]
 impl NetLocker for RedisLocker {
     async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.grant(args, mode_arg(LockMode::Write)).await
+        self.shared.grant(args, LockMode::Write).await
     }
 
     async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.grant(args, mode_arg(LockMode::Read)).await
+        self.shared.grant(args, LockMode::Read).await
     }
 
     async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release(args, mode_arg(LockMode::Write)).await
+        self.shared.release(args, LockMode::Write).await
     }
 
     async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release(args, mode_arg(LockMode::Read)).await
+        self.shared.release(args, LockMode::Read).await
     }
 
     async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        Self::checked(args, false)?;
-        let validity = self.validity_ms().to_string();
-        self.run(
-            &self.scripts.refresh,
-            &self.keys(args),
-            &[&args.uid, &validity],
-        )
-        .await
+        self.shared.refresh(args, None).await
+    }
+
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.shared.refresh(args, Some(mode)).await
+    }
+
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        Shared::checked(args, false)?;
+        if wait.place_ttl.is_zero() {
+            return Err(Error::invalid(
+                "a place in line needs a place_ttl above zero",
+            ));
+        }
+        let ticket = ticket_arg(wait);
+        let channel = match &wait.wake {
+            Some(wake) if self.listening().await => {
+                self.shared.waits.register(
+                    args,
+                    mode,
+                    ticket.clone(),
+                    wait.place_ttl,
+                    wake.clone(),
+                );
+                self.shared.waits.channel.as_str()
+            }
+            // Without pushes the place is a reservation: the waiter polls.
+            _ => "",
+        };
+        let code = self
+            .shared
+            .wait(args, mode, &ticket, wait.place_ttl, channel, false)
+            .await?;
+        Ok(match code {
+            1 => WaitReply::Granted,
+            2 => WaitReply::Queued,
+            _ => WaitReply::Refused,
+        })
+    }
+
+    fn queues(&self) -> bool {
+        true
+    }
+
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        Shared::checked(args, false)?;
+        let floor = floor.to_string();
+        // Above any token drawn before a restart as long as the server's
+        // clock did not step back by more than this across it.
+        let margin = self.shared.config.validity.max(Duration::from_secs(1));
+        let margin = margin.as_secs().to_string();
+        let keys = self.shared.keys(args);
+        let argv = [&*args.uid, mode_arg(mode), &floor, &margin];
+        let token: Option<String> = self
+            .shared
+            .run(&self.shared.scripts.fence, &keys, &argv, false)
+            .await?;
+        token
+            .map(|t| {
+                t.parse::<u64>().map_err(|_| Error::LockerUnavailable {
+                    endpoint: self.shared.endpoint.clone(),
+                    reason: "Redis answered a fencing token that does not fit 64 bits".into(),
+                })
+            })
+            .transpose()
     }
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        if args.uid.is_empty() {
-            Self::checked(args, true)?;
-            return self.run(&self.scripts.force, &self.keys(args), &[""]).await;
+        let shared = &self.shared;
+        match (args.uid.is_empty(), args.resources.is_empty()) {
+            (true, true) => Err(Error::invalid(
+                "force_unlock needs a uid, resource names, or both",
+            )),
+            (true, false) => {
+                Shared::checked(args, true)?;
+                let code: i64 = shared
+                    .run(&shared.scripts.force, &shared.keys(args), &[""], false)
+                    .await?;
+                Ok(code == 1)
+            }
+            (false, false) => {
+                Shared::checked(args, false)?;
+                shared.waits.forget(&args.uid);
+                let code: i64 = shared
+                    .run(
+                        &shared.scripts.force,
+                        &shared.keys(args),
+                        &[&args.uid],
+                        false,
+                    )
+                    .await?;
+                Ok(code == 1)
+            }
+            (false, true) => {
+                shared.waits.forget(&args.uid);
+                let mut removed = false;
+                for batch in shared.scan().await?.chunks(100) {
+                    let code: i64 = shared
+                        .run(&shared.scripts.force, batch, &[&args.uid], false)
+                        .await?;
+                    removed |= code == 1;
+                }
+                Ok(removed)
+            }
         }
-        let mut removed = false;
-        for batch in self.scan().await?.chunks(100) {
-            removed |= self.run(&self.scripts.force, batch, &[&args.uid]).await?;
-        }
-        Ok(removed)
     }
 
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        let mut conn = self.conn.clone();
-        let mut infos = Vec::new();
-        for batch in self.scan().await?.chunks(100) {
-            let mut invocation = self.scripts.list.prepare_invoke();
-            for key in batch {
-                invocation.key(key);
-            }
-            let out: Vec<String> = invocation
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| unavailable(&self.endpoint, &e))?;
-            let Some((server_now, rows)) = out.split_first() else {
-                continue;
-            };
-            let server_now: u64 = server_now.parse().unwrap_or(0);
-            let here = Instant::now();
-            let at = |ms: &str| {
-                let ago = server_now.saturating_sub(ms.parse().unwrap_or(server_now));
-                here.checked_sub(Duration::from_millis(ago)).unwrap_or(here)
-            };
-            for row in rows.chunks_exact(7) {
-                let validity = self.validity_ms();
-                let deadline: u64 = row[6].parse().unwrap_or(0);
-                let refreshed_ms = deadline.saturating_sub(validity).to_string();
-                infos.push(LockInfo {
-                    resource: row[0]
-                        .strip_prefix(&self.config.prefix)
-                        .unwrap_or(&row[0])
-                        .to_owned(),
-                    uid: row[1].clone(),
-                    mode: if row[2] == "w" {
-                        LockMode::Write
-                    } else {
-                        LockMode::Read
-                    },
-                    owner: row[3].clone(),
-                    source: row[4].clone(),
-                    acquired: at(&row[5]),
-                    refreshed: at(&refreshed_ms),
-                });
-            }
-        }
-        infos.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
-        Ok(infos)
+        self.shared.list().await
     }
 
     fn endpoint(&self) -> String {
-        self.endpoint.clone()
+        self.shared.endpoint.clone()
     }
 
     fn is_online(&self) -> bool {
-        true
+        self.shared.link.is_up()
     }
 
     fn is_local(&self) -> bool {
@@ -343,6 +703,6 @@ impl NetLocker for RedisLocker {
     }
 
     fn validity(&self) -> Option<Duration> {
-        Some(self.config.validity.min(LONGEST_VALIDITY))
+        Some(self.shared.config.validity.min(LONGEST_VALIDITY))
     }
 }

@@ -1,147 +1,379 @@
 //! The Lua scripts of a `RedisLocker`, one per call, each run atomically by
-//! Redis. A resource is a hash: `m` holds the mode (`w` or `r`), and each
-//! holder `uid` has `d:uid` (its deadline in ms on the server's clock),
-//! `o:uid` (owner), `s:uid` (source) and `a:uid` (grant time).
+//! Redis.
+//!
+//! A resource is one hash. Its fields:
+//!
+//! | field | holds |
+//! |---|---|
+//! | `m` | the mode of the holders, `w` or `r` |
+//! | `f` | the latest fencing token drawn on the resource |
+//! | `d:uid` | holder `uid`'s deadline, ms on the server's clock |
+//! | `o:uid`, `s:uid`, `a:uid` | its owner, source and grant time |
+//! | `t:uid`, `c:uid` | its ticket and push channel, when it was granted as a waiter |
+//! | `q:uid` | waiter `uid`'s place: ticket (40 digits), mode, deadline, `\|`, channel |
+//!
+//! Every script first drops the holders and places whose deadline passed,
+//! and last lets the key expire with its last holder or place (`PEXPIRE`),
+//! or deletes it when nobody holds or waits. Tickets are fixed-width decimal
+//! strings, so comparing them as strings orders them as numbers; fencing
+//! tokens are decimal strings too, because Lua's numbers are doubles and
+//! tokens need all 64 bits.
 
-/// Reads the server clock and drops the expired holders of a key. Shared by
-/// every script.
+/// Shared by every script: the clock, the state of one resource, and the
+/// rules of granting and waiting.
 pub(super) const PRELUDE: &str = r#"
-local function now_ms()
+local function clock()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
--- The mode of `key` and whether `uid` holds it, after dropping expired
--- holders; nil mode when nobody holds it.
-local function live(key, now, uid)
+local function forget(key, uid)
+  redis.call('HDEL', key, 'd:' .. uid, 'o:' .. uid, 's:' .. uid, 'a:' .. uid, 't:' .. uid, 'c:' .. uid)
+end
+-- The live state of one resource; expired holders and places are dropped.
+local function load(key, now)
   local all = redis.call('HGETALL', key)
-  local mode, holders, mine = nil, 0, false
+  local s = { key = key, holders = {}, n = 0, places = {}, np = 0, tickets = {}, channels = {}, moved = false }
   for i = 1, #all, 2 do
-    local f = all[i]
+    local f, v = all[i], all[i + 1]
+    local kind, uid = string.sub(f, 1, 2), string.sub(f, 3)
     if f == 'm' then
-      mode = all[i + 1]
-    elseif string.sub(f, 1, 2) == 'd:' then
-      local holder = string.sub(f, 3)
-      if tonumber(all[i + 1]) <= now then
-        redis.call('HDEL', key, f, 'o:' .. holder, 's:' .. holder, 'a:' .. holder)
+      s.mode = v
+    elseif f == 'f' then
+      s.fence = v
+    elseif kind == 'd:' then
+      local deadline = tonumber(v)
+      if deadline <= now then
+        forget(key, uid)
+        s.moved = true
       else
-        holders = holders + 1
-        if holder == uid then mine = true end
+        s.holders[uid] = deadline
+        s.n = s.n + 1
       end
+    elseif kind == 'q:' then
+      local bar = string.find(v, '|', 42, true)
+      local deadline = tonumber(string.sub(v, 42, bar - 1))
+      if deadline <= now then
+        redis.call('HDEL', key, f)
+        s.moved = true
+      else
+        s.places[uid] = { ticket = string.sub(v, 1, 40), mode = string.sub(v, 41, 41),
+                          deadline = deadline, channel = string.sub(v, bar + 1) }
+        s.np = s.np + 1
+      end
+    elseif kind == 't:' then
+      s.tickets[uid] = v
+    elseif kind == 'c:' then
+      s.channels[uid] = v
     end
   end
-  if holders == 0 then
-    if mode then redis.call('DEL', key) end
-    return nil, false
-  end
-  return mode, mine
+  return s
 end
--- Lets the key expire with its last holder.
-local function keep_until_last(key, now)
-  local all = redis.call('HGETALL', key)
-  local last = 0
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'd:' then
-      last = math.max(last, tonumber(all[i + 1]))
+-- Whether the holders keep `uid` from holding in `mode`.
+local function blocked(s, uid, mode)
+  if s.n == 0 then return false end
+  if s.mode ~= mode then return true end
+  return mode == 'w' and s.holders[uid] == nil
+end
+-- Whether someone else waits in `mode`'s way with an older ticket (with
+-- any ticket, when `ticket` is nil).
+local function queued_before(s, uid, mode, ticket)
+  for other, p in pairs(s.places) do
+    if other ~= uid and (ticket == nil or p.ticket < ticket) and (p.mode == 'w' or mode == 'w') then
+      return true
     end
   end
-  if last > now then redis.call('PEXPIRE', key, last - now) end
+  return false
 end
-local function drop(key, uid)
-  redis.call('HDEL', key, 'd:' .. uid, 'o:' .. uid, 's:' .. uid, 'a:' .. uid)
-  if redis.call('HLEN', key) <= 1 then redis.call('DEL', key) end
+local function grant(s, uid, mode, now, validity, owner, source, ticket, channel)
+  local deadline = now + validity
+  if s.holders[uid] == nil then
+    redis.call('HSET', s.key, 'm', mode, 'd:' .. uid, deadline, 'o:' .. uid, owner,
+               's:' .. uid, source, 'a:' .. uid, now)
+    if ticket then redis.call('HSET', s.key, 't:' .. uid, ticket, 'c:' .. uid, channel) end
+    s.n = s.n + 1
+    s.mode = mode
+  else
+    redis.call('HSET', s.key, 'd:' .. uid, deadline)
+  end
+  s.holders[uid] = deadline
+end
+local function release(s, uid)
+  if s.holders[uid] == nil then return false end
+  forget(s.key, uid)
+  s.holders[uid] = nil
+  s.n = s.n - 1
+  s.moved = true
+  return true
+end
+local function unplace(s, uid)
+  if s.places[uid] == nil then return end
+  redis.call('HDEL', s.key, 'q:' .. uid)
+  s.places[uid] = nil
+  s.np = s.np - 1
+  s.moved = true
+end
+-- Tells the waiters at the head of the line, if the line moved, that their
+-- turn may have come: they ask again and are granted if it has.
+local function announce(s)
+  if not s.moved or s.np == 0 then return end
+  local line = {}
+  for uid, p in pairs(s.places) do table.insert(line, { uid = uid, p = p }) end
+  table.sort(line, function(a, b) return a.p.ticket < b.p.ticket end)
+  for i, w in ipairs(line) do
+    if w.p.mode == 'w' then
+      if i == 1 and s.n == 0 and w.p.channel ~= '' then
+        redis.call('PUBLISH', w.p.channel, 'T' .. w.uid)
+      end
+      return
+    end
+    if s.n > 0 and s.mode == 'w' then return end
+    if w.p.channel ~= '' then redis.call('PUBLISH', w.p.channel, 'T' .. w.uid) end
+  end
+end
+-- Tells the younger waiters granted in `mode`'s way to give their grant
+-- back if they do not hold the lock yet.
+local function wound(s, mode, ticket)
+  for uid, _ in pairs(s.holders) do
+    local t, c = s.tickets[uid], s.channels[uid]
+    if t and t > ticket and c and c ~= '' and (s.mode == 'w' or mode == 'w') then
+      redis.call('PUBLISH', c, 'W' .. uid)
+    end
+  end
+end
+-- Announces, then deletes a key nobody holds or waits for, or lets it
+-- expire with its last holder or place.
+local function finish(states, now)
+  for _, s in ipairs(states) do
+    announce(s)
+    if s.n == 0 and s.np == 0 then
+      redis.call('DEL', s.key)
+    else
+      if s.n == 0 and s.mode then redis.call('HDEL', s.key, 'm') end
+      local last = 0
+      for _, d in pairs(s.holders) do if d > last then last = d end end
+      for _, p in pairs(s.places) do if p.deadline > last then last = p.deadline end end
+      redis.call('PEXPIRE', s.key, last - now)
+    end
+  end
+end
+local function load_all(now)
+  local states = {}
+  for i, key in ipairs(KEYS) do states[i] = load(key, now) end
+  return states
+end
+local function holds_all(states, uid, mode)
+  for _, s in ipairs(states) do
+    if s.holders[uid] == nil or (mode and s.mode ~= mode) then return false end
+  end
+  return true
+end
+-- The answer of a grant refused because the server is in quarantine: the
+-- milliseconds left, negated.
+local function quarantined(qend, now)
+  return -math.max(qend - now, 1)
 end
 "#;
 
-/// ARGV: uid, mode (`w`/`r`), validity in ms, owner, source.
+/// ARGV: uid, mode (`w`/`r`), validity ms, owner, source, quarantine end ms.
+/// 1 granted, 0 refused, negative: in quarantine for that many ms.
 pub(super) const LOCK: &str = r#"
-local uid, mode, validity = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local now = now_ms()
-for _, key in ipairs(KEYS) do
-  local held, mine = live(key, now, uid)
-  if held and (held ~= mode or (mode == 'w' and not mine)) then return 0 end
-end
-for _, key in ipairs(KEYS) do
-  if redis.call('HEXISTS', key, 'd:' .. uid) == 0 then
-    redis.call('HSET', key, 'm', mode, 'o:' .. uid, ARGV[4], 's:' .. uid, ARGV[5], 'a:' .. uid, now)
+local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
+local now = clock()
+local states = load_all(now)
+local result = 1
+if now < qend and not holds_all(states, uid, mode) then
+  result = quarantined(qend, now)
+else
+  for _, s in ipairs(states) do
+    if blocked(s, uid, mode) or queued_before(s, uid, mode, nil) then result = 0 end
   end
-  redis.call('HSET', key, 'd:' .. uid, now + validity)
-  keep_until_last(key, now)
+  if result == 1 then
+    for _, s in ipairs(states) do grant(s, uid, mode, now, validity, ARGV[4], ARGV[5]) end
+  end
 end
-return 1
+finish(states, now)
+return result
 "#;
 
-/// ARGV: uid, mode. 1 when the uid held something in that mode.
+/// ARGV: uid, mode, validity ms, owner, source, quarantine end ms, ticket
+/// (40 digits), place ttl ms, push channel (empty: a reservation), and `1`
+/// when this is a turn taken for the waiter after a push (it then needs
+/// the waiter's place, and never creates or renews one).
+/// 1 granted, 2 queued, 0 refused (or, for a turn, nothing to do),
+/// negative: in quarantine.
+pub(super) const WAIT: &str = r#"
+local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
+local ticket, ttl, channel, turn = ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10] == '1'
+local now = clock()
+local states = load_all(now)
+local admitted, placed = true, true
+for _, s in ipairs(states) do
+  -- The same waiter asking again under a new uid: its old place goes.
+  for other, p in pairs(s.places) do
+    if other ~= uid and p.ticket == ticket then unplace(s, other) end
+  end
+  if s.places[uid] == nil then placed = false end
+  if blocked(s, uid, mode) or queued_before(s, uid, mode, ticket) then admitted = false end
+end
+local holds = holds_all(states, uid, mode)
+local result
+if turn and (holds or not placed) then
+  result = 0
+elseif now < qend and not holds then
+  result = quarantined(qend, now)
+elseif admitted then
+  for _, s in ipairs(states) do
+    grant(s, uid, mode, now, validity, ARGV[4], ARGV[5], ticket, channel)
+    unplace(s, uid)
+  end
+  result = 1
+elseif turn then
+  result = 2
+else
+  local deadline = now + math.min(ttl, validity)
+  for _, s in ipairs(states) do
+    -- What the uid holds already is refreshed: the answer counts as one.
+    if s.holders[uid] then
+      s.holders[uid] = now + validity
+      redis.call('HSET', s.key, 'd:' .. uid, now + validity)
+    end
+    redis.call('HSET', s.key, 'q:' .. uid, ticket .. mode .. deadline .. '|' .. channel)
+    if s.places[uid] == nil then s.np = s.np + 1 end
+    s.places[uid] = { ticket = ticket, mode = mode, deadline = deadline, channel = channel }
+    wound(s, mode, ticket)
+  end
+  if channel == '' then result = 0 else result = 2 end
+end
+finish(states, now)
+return result
+"#;
+
+/// ARGV: uid, mode. Drops the uid's entries held in that mode and its
+/// places. 1 when an entry was dropped.
 pub(super) const UNLOCK: &str = r#"
 local uid, mode = ARGV[1], ARGV[2]
-local now = now_ms()
+local now = clock()
+local states = load_all(now)
 local removed = 0
-for _, key in ipairs(KEYS) do
-  local held, mine = live(key, now, uid)
-  if mine and held == mode then
-    drop(key, uid)
-    removed = 1
-  end
+for _, s in ipairs(states) do
+  if s.mode == mode and release(s, uid) then removed = 1 end
+  unplace(s, uid)
 end
+finish(states, now)
 return removed
 "#;
 
-/// ARGV: uid, validity in ms. 1 when the uid holds every key.
+/// ARGV: uid, validity ms, mode (empty for a plain refresh), owner, source,
+/// quarantine end ms. Refreshes what the uid holds; 1 when it holds every
+/// key. In quarantine, a refresh that names its mode re-creates the missing
+/// entries where the keys are free for it.
 pub(super) const REFRESH: &str = r#"
-local uid, validity = ARGV[1], tonumber(ARGV[2])
-local now = now_ms()
-for _, key in ipairs(KEYS) do
-  local held, mine = live(key, now, uid)
-  if not mine then return 0 end
-end
-for _, key in ipairs(KEYS) do
-  redis.call('HSET', key, 'd:' .. uid, now + validity)
-  keep_until_last(key, now)
-end
-return 1
-"#;
-
-/// ARGV: uid, or empty to drop every holder of the keys.
-pub(super) const FORCE: &str = r#"
-local uid = ARGV[1]
-local now = now_ms()
-local removed = 0
-for _, key in ipairs(KEYS) do
-  local held, mine = live(key, now, uid)
-  if uid == '' and held then
-    redis.call('DEL', key)
-    removed = 1
-  elseif uid ~= '' and mine then
-    drop(key, uid)
-    removed = 1
+local uid, validity, mode, qend = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[6])
+local now = clock()
+local states = load_all(now)
+local missing = false
+for _, s in ipairs(states) do
+  if s.holders[uid] then
+    s.holders[uid] = now + validity
+    redis.call('HSET', s.key, 'd:' .. uid, now + validity)
+  else
+    missing = true
   end
 end
+local result = 1
+if missing then
+  result = 0
+  if mode ~= '' and now < qend then
+    result = 1
+    for _, s in ipairs(states) do
+      if s.holders[uid] == nil and blocked(s, uid, mode) then result = 0 end
+    end
+    if result == 1 then
+      for _, s in ipairs(states) do grant(s, uid, mode, now, validity, ARGV[4], ARGV[5]) end
+    end
+  end
+end
+finish(states, now)
+return result
+"#;
+
+/// ARGV: uid, mode, floor (decimal), margin in seconds. The next token when
+/// the uid holds every key in that mode, else nil.
+pub(super) const FENCE: &str = r#"
+local uid, mode, token, margin = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+-- a > b, for decimal strings without leading zeros.
+local function bigger(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+local function plus_one(a)
+  local i = #a
+  while i > 0 and string.sub(a, i, i) == '9' do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #a) end
+  return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)
+end
+local now, t = clock()
+local states = load_all(now)
+if not holds_all(states, uid, mode) then
+  finish(states, now)
+  return false
+end
+-- A resource without a counter starts above every token this server could
+-- have drawn on it before: the wall clock in ns, plus a margin.
+local fresh = tostring(tonumber(t[1]) + margin) .. string.format('%06d', tonumber(t[2])) .. '000'
+for _, s in ipairs(states) do
+  local drawn = fresh
+  if s.fence then drawn = plus_one(s.fence) end
+  if bigger(drawn, token) then token = drawn end
+end
+for _, s in ipairs(states) do redis.call('HSET', s.key, 'f', token) end
+finish(states, now)
+return token
+"#;
+
+/// ARGV: uid, or empty to drop every holder of the keys. The uid's places
+/// go with it.
+pub(super) const FORCE: &str = r#"
+local uid = ARGV[1]
+local now = clock()
+local states = load_all(now)
+local removed = 0
+for _, s in ipairs(states) do
+  if uid == '' then
+    for holder, _ in pairs(s.holders) do
+      if release(s, holder) then removed = 1 end
+    end
+  else
+    if release(s, uid) then removed = 1 end
+    unplace(s, uid)
+  end
+end
+finish(states, now)
 return removed
 "#;
 
 /// The server's time in ms, then key, uid, mode, owner, source, grant time
 /// and deadline for every live holder of the keys.
 pub(super) const LIST: &str = r#"
-local now = now_ms()
+local now = clock()
+local states = load_all(now)
 local out = { tostring(now) }
-for _, key in ipairs(KEYS) do
-  local held = live(key, now, '')
-  if held then
-    local all = redis.call('HGETALL', key)
+for _, s in ipairs(states) do
+  if s.n > 0 then
     local fields = {}
+    local all = redis.call('HGETALL', s.key)
     for i = 1, #all, 2 do fields[all[i]] = all[i + 1] end
-    for f, v in pairs(fields) do
-      if string.sub(f, 1, 2) == 'd:' then
-        local uid = string.sub(f, 3)
-        table.insert(out, key)
-        table.insert(out, uid)
-        table.insert(out, held)
-        table.insert(out, fields['o:' .. uid] or '')
-        table.insert(out, fields['s:' .. uid] or '')
-        table.insert(out, fields['a:' .. uid] or '0')
-        table.insert(out, v)
-      end
+    for uid, deadline in pairs(s.holders) do
+      table.insert(out, s.key)
+      table.insert(out, uid)
+      table.insert(out, s.mode)
+      table.insert(out, fields['o:' .. uid] or '')
+      table.insert(out, fields['s:' .. uid] or '')
+      table.insert(out, fields['a:' .. uid] or '0')
+      table.insert(out, tostring(deadline))
     end
   end
 end
+finish(states, now)
 return out
 "#;

@@ -1,0 +1,258 @@
+//! The connection of a `RedisLocker` to its Redis server: made on first
+//! use, made again after it breaks, and checked each time it is made.
+//!
+//! Every new connection first reads `INFO server` and the server clock, so
+//! the locker always knows when the server it talks to started. A Redis
+//! server that restarts breaks every connection to it, so no call can reach
+//! a restarted server without passing through here first: this is where a
+//! restart is detected, and the start time found here is what the scripts
+//! use to refuse new grants during the quarantine.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ::redis::aio::MultiplexedConnection;
+use ::redis::{AsyncConnectionConfig, Client, RedisError};
+
+use crate::Error;
+
+/// What a connection found out about the server when it was made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Epoch {
+    /// `run_id` from `INFO server`: new on every start of the server.
+    pub run_id: String,
+    /// When the server started, in ms on its own clock, rounded late.
+    pub boot_ms: u64,
+}
+
+/// A live connection and the epoch of the server behind it.
+#[derive(Clone)]
+pub(super) struct Live {
+    pub conn: MultiplexedConnection,
+    pub epoch: Arc<Epoch>,
+    generation: u64,
+}
+
+pub(super) struct Link {
+    client: Client,
+    config: AsyncConnectionConfig,
+    endpoint: String,
+    current: Mutex<Option<Live>>,
+    /// Only one caller connects at a time; the others wait for its result.
+    connecting: tokio::sync::Mutex<()>,
+    generation: AtomicU64,
+    /// The run id of the last epoch seen, to log a restart once.
+    last_run_id: Mutex<Option<String>>,
+    /// The last problem logged, so a persistent one is logged once.
+    reported: Mutex<Option<String>>,
+}
+
+impl Link {
+    pub(super) fn new(client: Client, config: AsyncConnectionConfig, endpoint: String) -> Link {
+        Link {
+            client,
+            config,
+            endpoint,
+            current: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+            last_run_id: Mutex::new(None),
+            reported: Mutex::new(None),
+        }
+    }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The current connection, made first if there is none.
+    pub(super) async fn live(&self) -> Result<Live, Error> {
+        if let Some(live) = self.peek() {
+            return Ok(live);
+        }
+        let _connecting = self.connecting.lock().await;
+        // Someone else may have connected while this caller waited.
+        if let Some(live) = self.peek() {
+            return Ok(live);
+        }
+        let live = self.connect().await.inspect_err(|e| self.report(e))?;
+        *lock(&self.current) = Some(live.clone());
+        Ok(live)
+    }
+
+    fn peek(&self) -> Option<Live> {
+        lock(&self.current).clone()
+    }
+
+    /// Notes a failed call on `live`: a broken connection is dropped, so
+    /// the next call connects again and checks the server again.
+    pub(super) fn failed(&self, live: &Live, err: &RedisError) -> Error {
+        if err.is_io_error() || err.is_connection_dropped() || err.is_unrecoverable_error() {
+            let mut current = lock(&self.current);
+            if current
+                .as_ref()
+                .is_some_and(|c| c.generation == live.generation)
+            {
+                *current = None;
+            }
+        }
+        let error = unavailable(&self.endpoint, err);
+        self.report(&error);
+        error
+    }
+
+    /// Whether a connection is up right now.
+    pub(super) fn is_up(&self) -> bool {
+        lock(&self.current).is_some()
+    }
+
+    /// Logs `error` unless it is the problem logged last.
+    pub(super) fn report(&self, error: &Error) {
+        let text = error.to_string();
+        let mut reported = lock(&self.reported);
+        if reported.as_deref() != Some(text.as_str()) {
+            tracing::warn!(locker = %self.endpoint, "{text}");
+            *reported = Some(text);
+        }
+    }
+
+    async fn connect(&self) -> Result<Live, Error> {
+        let mut conn = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await
+            .map_err(|e| unavailable(&self.endpoint, &e))?;
+        let epoch = self.epoch(&mut conn).await?;
+        self.check_eviction(&mut conn).await?;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        {
+            let mut last = lock(&self.last_run_id);
+            match last.as_deref() {
+                Some(before) if before != epoch.run_id => {
+                    tracing::warn!(
+                        locker = %self.endpoint,
+                        "Redis restarted (its run_id changed); it refuses new grants until its quarantine ends"
+                    );
+                }
+                _ => {}
+            }
+            *last = Some(epoch.run_id.clone());
+        }
+        *lock(&self.reported) = None;
+        tracing::debug!(locker = %self.endpoint, run_id = %epoch.run_id, boot_ms = epoch.boot_ms, "connected to Redis");
+        Ok(Live {
+            conn,
+            epoch: Arc::new(epoch),
+            generation,
+        })
+    }
+
+    /// Reads when the server started: `TIME` minus `uptime_in_seconds`.
+    async fn epoch(&self, conn: &mut MultiplexedConnection) -> Result<Epoch, Error> {
+        let not_redis = |why: String| Error::LockerUnavailable {
+            endpoint: self.endpoint.clone(),
+            reason: format!("not a usable Redis server: {why}"),
+        };
+        let info: String = ::redis::cmd("INFO")
+            .arg("server")
+            .query_async(conn)
+            .await
+            .map_err(|e| not_redis(format!("INFO server failed ({:?})", e.kind())))?;
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let (Some(run_id), Some(uptime)) = (field("run_id"), field("uptime_in_seconds")) else {
+            return Err(not_redis("INFO server has no run_id or uptime".into()));
+        };
+        let major = field("redis_version")
+            .and_then(|v| v.split('.').next())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0);
+        if major < 6 {
+            return Err(not_redis(format!(
+                "version {} is too old; Redis 6 or later is needed",
+                field("redis_version").unwrap_or("unknown")
+            )));
+        }
+        let uptime: u64 = uptime
+            .parse()
+            .map_err(|_| not_redis("INFO server has an unreadable uptime".into()))?;
+        let (secs, micros): (u64, u64) = ::redis::cmd("TIME")
+            .query_async(conn)
+            .await
+            .map_err(|e| unavailable(&self.endpoint, &e))?;
+        let now_ms = secs.saturating_mul(1000).saturating_add(micros / 1000);
+        // The uptime is whole seconds, rounded down, so this is at or after
+        // the true start: a quarantine counted from it ends late, never early.
+        let boot_ms = now_ms.saturating_sub(uptime.saturating_mul(1000));
+        Ok(Epoch {
+            run_id: run_id.to_owned(),
+            boot_ms,
+        })
+    }
+
+    /// Refuses a server that may evict keys: an evicted lock key is a lock
+    /// lost without anyone being told.
+    async fn check_eviction(&self, conn: &mut MultiplexedConnection) -> Result<(), Error> {
+        let config: Result<Vec<String>, _> = ::redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory*")
+            .query_async(conn)
+            .await;
+        let Ok(config) = config else {
+            tracing::warn!(
+                locker = %self.endpoint,
+                "cannot read maxmemory-policy (CONFIG GET is not allowed here); make sure it is noeviction, or lock keys may be evicted silently"
+            );
+            return Ok(());
+        };
+        let setting = |name: &str| {
+            config
+                .chunks_exact(2)
+                .find(|pair| pair[0] == name)
+                .map(|pair| pair[1].as_str())
+        };
+        let policy = setting("maxmemory-policy").unwrap_or("noeviction");
+        let limit = setting("maxmemory").unwrap_or("0");
+        if policy == "noeviction" {
+            return Ok(());
+        }
+        if limit == "0" {
+            tracing::warn!(
+                locker = %self.endpoint,
+                policy,
+                "maxmemory-policy is not noeviction; harmless while maxmemory is 0, but lock keys would be evicted silently once a limit is set"
+            );
+            return Ok(());
+        }
+        Err(Error::LockerUnavailable {
+            endpoint: self.endpoint.clone(),
+            reason: format!(
+                "this Redis may evict lock keys (maxmemory-policy {policy} with maxmemory {limit}), \
+                 and an evicted key is a lock lost silently; set maxmemory-policy noeviction"
+            ),
+        })
+    }
+}
+
+/// A failed Redis call as a locker error, without the URL (it may hold a
+/// password).
+pub(super) fn unavailable(endpoint: &str, err: &RedisError) -> Error {
+    let reason = if err.is_timeout() {
+        "Redis did not answer in time".to_owned()
+    } else if err.is_connection_refusal() {
+        "Redis refused the connection".to_owned()
+    } else {
+        format!("Redis call failed: {:?} ({})", err.kind(), err.category())
+    };
+    Error::LockerUnavailable {
+        endpoint: endpoint.to_owned(),
+        reason,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

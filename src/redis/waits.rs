@@ -1,0 +1,188 @@
+//! Pushed wake-ups for the waiters of one `RedisLocker`, over Redis pub/sub.
+//!
+//! Each locker subscribes to a channel of its own under the key prefix. A
+//! waiter's place in Redis names that channel, and the scripts publish on
+//! it: `T<uid>` when a release or an expiry may have made it the waiter's
+//! turn, `W<uid>` when an older waiter queued behind a grant of `uid`. On a
+//! turn the locker asks again for the waiter, with a script that grants
+//! only while the waiter still has its place, and pushes the grant on to
+//! the waiter only when it was made. A waiter that gave up has unlocked
+//! its uid, which removed its place, so it is never granted behind its back.
+//!
+//! Pub/sub delivers at most once: a message lost while the subscription
+//! reconnects costs that waiter one re-check (`Timeouts::wait_recheck`),
+//! never a lock.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::wait::{PushEvent, Wake};
+use crate::{LockArgs, LockMode};
+
+use super::Shared;
+
+/// A wait this locker may have to push to.
+#[derive(Clone)]
+pub(super) struct Waiter {
+    pub args: LockArgs,
+    pub mode: LockMode,
+    pub ticket: String,
+    pub place_ttl: Duration,
+    pub wake: Wake,
+    seen: Instant,
+}
+
+pub(super) struct Waits {
+    /// The pub/sub channel of this locker.
+    pub channel: String,
+    waiters: Mutex<Waiting>,
+    subscribed: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    by_uid: HashMap<Arc<str>, Waiter>,
+    /// Size after the last sweep; the next sweep runs at twice this.
+    swept_at: usize,
+}
+
+impl Waits {
+    pub(super) fn new(channel: String) -> Waits {
+        Waits {
+            channel,
+            waiters: Mutex::new(Waiting::default()),
+            subscribed: watch::Sender::new(false),
+        }
+    }
+
+    /// Whether pushes reach this locker now.
+    pub(super) fn subscribed(&self) -> bool {
+        *self.subscribed.borrow()
+    }
+
+    /// Waits up to `within` for the subscription; whether it is up.
+    pub(super) async fn wait_subscribed(&self, within: Duration) -> bool {
+        let mut rx = self.subscribed.subscribe();
+        let up = tokio::time::timeout(within, rx.wait_for(|up| *up)).await;
+        matches!(up, Ok(Ok(_)))
+    }
+
+    /// Remembers a wait, so pushes for its uid reach it.
+    pub(super) fn register(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        ticket: String,
+        place_ttl: Duration,
+        wake: Wake,
+    ) {
+        let now = Instant::now();
+        let mut waiting = lock(&self.waiters);
+        if waiting.by_uid.len() >= waiting.swept_at.max(64) * 2 {
+            // A wait that has not asked for two place lifetimes is over;
+            // its coordinator unlocked or died.
+            waiting
+                .by_uid
+                .retain(|_, w| now.duration_since(w.seen) < w.place_ttl * 2);
+            waiting.swept_at = waiting.by_uid.len();
+        }
+        waiting.by_uid.insert(
+            args.uid.clone(),
+            Waiter {
+                args: args.clone(),
+                mode,
+                ticket,
+                place_ttl,
+                wake,
+                seen: now,
+            },
+        );
+    }
+
+    /// Forgets the wait of `uid`: it released or gave up.
+    pub(super) fn forget(&self, uid: &str) {
+        lock(&self.waiters).by_uid.remove(uid);
+    }
+
+    fn get(&self, uid: &str) -> Option<Waiter> {
+        lock(&self.waiters).by_uid.get(uid).cloned()
+    }
+}
+
+/// Keeps the subscription of `shared`'s channel up and acts on what it
+/// hears, until the locker is dropped.
+pub(super) async fn listen(shared: Weak<Shared>) {
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let Some((client, channel, endpoint)) = shared.upgrade().map(|s| {
+            (
+                s.link.client().clone(),
+                s.waits.channel.clone(),
+                s.endpoint.clone(),
+            )
+        }) else {
+            return;
+        };
+        match client.get_async_pubsub().await {
+            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
+                Ok(()) => {
+                    backoff = Duration::from_millis(50);
+                    if let Some(s) = shared.upgrade() {
+                        s.waits.subscribed.send_replace(true);
+                    }
+                    let mut messages = pubsub.into_on_message();
+                    while let Some(message) = messages.next().await {
+                        let Some(s) = shared.upgrade() else {
+                            return;
+                        };
+                        on_message(&s, message.get_payload_bytes()).await;
+                    }
+                    if let Some(s) = shared.upgrade() {
+                        s.waits.subscribed.send_replace(false);
+                    }
+                    tracing::debug!(locker = %endpoint, "Redis push subscription ended; reconnecting");
+                }
+                Err(err) => {
+                    tracing::debug!(locker = %endpoint, kind = ?err.kind(), "cannot subscribe for pushes")
+                }
+            },
+            Err(err) => {
+                tracing::debug!(locker = %endpoint, kind = ?err.kind(), "cannot open a push connection")
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+async fn on_message(shared: &Arc<Shared>, payload: &[u8]) {
+    let Some((&kind, uid)) = payload.split_first() else {
+        return;
+    };
+    let Ok(uid) = std::str::from_utf8(uid) else {
+        return;
+    };
+    let Some(waiter) = shared.waits.get(uid) else {
+        return;
+    };
+    match kind {
+        b'W' => waiter.wake.notify(uid, PushEvent::Wounded),
+        b'T' => match shared.take_turn(&waiter).await {
+            Ok(true) => waiter.wake.notify(uid, PushEvent::Granted),
+            Ok(false) => {}
+            Err(err) => {
+                tracing::debug!(locker = %shared.endpoint, %uid, "turn not taken: {err}")
+            }
+        },
+        _ => {}
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

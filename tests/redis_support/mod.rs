@@ -1,0 +1,197 @@
+//! `redis-server` processes for the tests that need real Redis nodes: each
+//! on a free loopback port, without persistence, stopped by its PID when
+//! dropped.
+//!
+//! Without `redis-server` on the PATH, [`RedisServer::start`] prints that
+//! the test was skipped and returns `None`, unless `QUORUM_LOCK_REQUIRE_REDIS`
+//! is set (as `.ci/run` does), which makes a missing server a failure.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quorum_lock::redis::{RedisConfig, RedisLocker};
+use quorum_lock::NetLocker;
+
+/// A `redis-server` of this test, killed by its PID when dropped.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl RedisServer {
+    /// A server on a free port; `None` (and a note on stderr) when
+    /// `redis-server` is not installed and the environment does not require
+    /// it.
+    pub fn start() -> Option<RedisServer> {
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        let child = match spawn(port) {
+            Ok(child) => child,
+            Err(err) if std::env::var_os("QUORUM_LOCK_REQUIRE_REDIS").is_some() => {
+                panic!("QUORUM_LOCK_REQUIRE_REDIS is set but redis-server cannot start: {err}")
+            }
+            Err(err) => {
+                eprintln!(
+                    "skipped: redis-server is not available ({err}); install it to run this test"
+                );
+                return None;
+            }
+        };
+        let server = RedisServer {
+            child: Some(child),
+            port,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    /// `count` servers, or `None` when `redis-server` is missing (see
+    /// [`start`](Self::start)).
+    pub fn start_many(count: usize) -> Option<Vec<RedisServer>> {
+        (0..count).map(|_| RedisServer::start()).collect()
+    }
+
+    /// `redis://127.0.0.1:port`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The PID of the running server process.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
+    /// Kills the server with SIGKILL and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server with SIGSTOP: its port stays open, nothing answers.
+    pub fn pause(&self) {
+        signal(self.pid(), libc::SIGSTOP);
+    }
+
+    /// Thaws a server frozen by [`pause`](Self::pause).
+    pub fn resume(&self) {
+        signal(self.pid(), libc::SIGCONT);
+    }
+
+    /// Kills the server and starts a new one on the same port, without
+    /// persistence: it comes back with an empty key space.
+    pub fn restart_empty(&mut self) {
+        self.kill();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            match spawn(self.port) {
+                Ok(child) => {
+                    self.child = Some(child);
+                    if self.try_wait_ready(Duration::from_secs(2)) {
+                        return;
+                    }
+                    // The port may still have been taken: try again.
+                    self.kill();
+                }
+                Err(err) => panic!("cannot restart redis-server: {err}"),
+            }
+            assert!(
+                Instant::now() < give_up,
+                "redis-server did not come back on port {} within 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Polls with a raw PING until the server answers, for at most 10 s.
+    fn wait_ready(&self) {
+        assert!(
+            self.try_wait_ready(Duration::from_secs(10)),
+            "redis-server on port {} did not answer PING within 10 s",
+            self.port
+        );
+    }
+
+    fn try_wait_ready(&self, within: Duration) -> bool {
+        let give_up = Instant::now() + within;
+        while Instant::now() < give_up {
+            if let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                let mut reply = [0u8; 7];
+                if s.write_all(b"PING\r\n").is_ok()
+                    && s.read_exact(&mut reply).is_ok()
+                    && &reply == b"+PONG\r\n"
+                {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // A paused server does not die of SIGKILL until it runs again
+            // on some systems' process accounting; thaw it first.
+            signal(child.id(), libc::SIGCONT);
+        }
+        self.kill();
+    }
+}
+
+fn spawn(port: u16) -> std::io::Result<Child> {
+    Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
+        .arg("--dir")
+        .arg(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("a PID fits pid_t");
+    // SAFETY: kill(2) on a PID this test started and has not reaped.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+/// A `RedisLocker` for `server` with `validity`, no quarantine (the test
+/// servers start fresh) and the default prefix.
+pub async fn locker(server: &RedisServer, validity: Duration) -> Arc<dyn NetLocker> {
+    locker_with(
+        server,
+        RedisConfig {
+            validity,
+            quarantine: Duration::ZERO,
+            ..RedisConfig::default()
+        },
+    )
+    .await
+}
+
+/// A `RedisLocker` for `server` with `config`.
+pub async fn locker_with(server: &RedisServer, config: RedisConfig) -> Arc<dyn NetLocker> {
+    Arc::new(
+        RedisLocker::connect(&server.url(), config)
+            .await
+            .expect("connect to the test redis-server"),
+    )
+}
