@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{check_locker, History};
-use quorum_lock::{Dsync, LockMode};
+use quorum_lock::{Dsync, LockMode, RetryPolicy, Timeouts};
 
 mod redis_support;
 
@@ -115,4 +115,43 @@ async fn three_redis_nodes_keep_writers_apart() {
     history.check().expect("no two writers overlapped");
     // An acquired and a released event per hold.
     assert_eq!(history.len(), 180);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_a_push_not_by_its_recheck() {
+    let Some(servers) = RedisServer::start_many(3) else {
+        return;
+    };
+    let mut lockers = Vec::new();
+    for server in &servers {
+        lockers.push(locker(server, Duration::from_secs(60)).await);
+    }
+    // A re-check and a retry far beyond the test's bound: only a push can
+    // wake the waiter in time.
+    let ds = Dsync::builder(lockers)
+        .retry(RetryPolicy {
+            initial: Duration::from_secs(120),
+            max: Duration::from_secs(120),
+        })
+        .timeouts(Timeouts {
+            wait_recheck: Duration::from_secs(120),
+            ..Timeouts::default()
+        })
+        .build()
+        .expect("valid settings");
+    let mutex = ds.rw_mutex(["pushed"]).expect("a valid name");
+    let held = mutex.lock().await.expect("the first lock");
+    let waiter = tokio::spawn({
+        let mutex = mutex.clone();
+        async move { mutex.lock().await.map(|guard| guard.uid().to_owned()) }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "granted while the lock was held");
+    held.unlock().await.expect("unlock");
+    let uid = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("the waiter was woken long before its re-check")
+        .expect("joins")
+        .expect("the waiter's lock");
+    assert!(!uid.is_empty());
 }

@@ -20,6 +20,10 @@ use quorum_lock::NetLocker;
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
+    /// Arguments after the defaults, kept for a restart.
+    extra: Vec<String>,
+    /// Serves TLS only: readiness is a TCP accept, not a plain PING.
+    tls: bool,
 }
 
 impl RedisServer {
@@ -27,11 +31,31 @@ impl RedisServer {
     /// `redis-server` is not installed and the environment does not require
     /// it.
     pub fn start() -> Option<RedisServer> {
+        Self::start_with(&[])
+    }
+
+    /// A server on a free port with `extra` arguments after the defaults
+    /// (a later setting overrides an earlier one).
+    pub fn start_with(extra: &[&str]) -> Option<RedisServer> {
+        Self::launch(extra, false)
+    }
+
+    /// A server that speaks only TLS, with `cert` and `key` (PEM files),
+    /// and `users` as extra arguments (for example ACL users).
+    pub fn start_tls(cert: &str, key: &str, users: &[&str]) -> Option<RedisServer> {
+        let mut extra = vec!["--tls-cert-file", cert, "--tls-key-file", key];
+        extra.extend(["--tls-ca-cert-file", cert, "--tls-auth-clients", "no"]);
+        extra.extend(users);
+        Self::launch(&extra, true)
+    }
+
+    fn launch(extra: &[&str], tls: bool) -> Option<RedisServer> {
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
             .expect("a free loopback port");
-        let child = match spawn(port) {
+        let extra: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
+        let child = match spawn(port, &extra, tls) {
             Ok(child) => child,
             Err(err) if std::env::var_os("QUORUM_LOCK_REQUIRE_REDIS").is_some() => {
                 panic!("QUORUM_LOCK_REQUIRE_REDIS is set but redis-server cannot start: {err}")
@@ -46,6 +70,8 @@ impl RedisServer {
         let server = RedisServer {
             child: Some(child),
             port,
+            extra,
+            tls,
         };
         server.wait_ready();
         Some(server)
@@ -95,7 +121,7 @@ impl RedisServer {
         self.kill();
         let give_up = Instant::now() + Duration::from_secs(10);
         loop {
-            match spawn(self.port) {
+            match spawn(self.port, &self.extra, self.tls) {
                 Ok(child) => {
                     self.child = Some(child);
                     if self.try_wait_ready(Duration::from_secs(2)) {
@@ -128,11 +154,16 @@ impl RedisServer {
         let give_up = Instant::now() + within;
         while Instant::now() < give_up {
             if let Ok(mut s) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port)) {
+                if self.tls {
+                    return true;
+                }
                 let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-                let mut reply = [0u8; 7];
+                // Any answer means the server is up: PONG, or NOAUTH when
+                // the default user is off.
+                let mut reply = [0u8; 1];
                 if s.write_all(b"PING\r\n").is_ok()
                     && s.read_exact(&mut reply).is_ok()
-                    && &reply == b"+PONG\r\n"
+                    && matches!(reply[0], b'+' | b'-')
                 {
                     return true;
                 }
@@ -154,12 +185,20 @@ impl Drop for RedisServer {
     }
 }
 
-fn spawn(port: u16) -> std::io::Result<Child> {
+fn spawn(port: u16, extra: &[String], tls: bool) -> std::io::Result<Child> {
+    let port = port.to_string();
+    let listen: [&str; 4] = if tls {
+        ["--port", "0", "--tls-port", &port]
+    } else {
+        ["--port", &port, "--loglevel", "warning"]
+    };
     Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
+        .args(["--bind", "127.0.0.1", "--loglevel", "warning"])
+        .args(listen)
+        .args(["--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(std::env::temp_dir())
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()

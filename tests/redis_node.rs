@@ -1,0 +1,254 @@
+//! What a `RedisLocker` does about the Redis server behind it: the
+//! quarantine after the server starts or restarts empty, the refusal of a
+//! server that may evict keys, and credentials and TLS that never show up
+//! in an error.
+//!
+//! Each test starts its own `redis-server` processes on free loopback
+//! ports and stops them by PID; see `redis_support` for how a missing
+//! `redis-server` is handled.
+#![cfg(all(feature = "redis", feature = "testing"))]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quorum_lock::redis::{RedisConfig, RedisLocker};
+use quorum_lock::{Error, LockArgs, LockMode, NetLocker};
+
+mod redis_support;
+
+use redis_support::{locker_with, RedisServer};
+
+fn args(uid: &str, resource: &str) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: vec![resource.to_owned()].into(),
+        owner: "test".into(),
+        source: "tests/redis_node.rs".into(),
+        quorum: 1,
+    }
+}
+
+fn config(validity: Duration, quarantine: Duration) -> RedisConfig {
+    RedisConfig {
+        validity,
+        quarantine,
+        ..RedisConfig::default()
+    }
+}
+
+fn is_quarantine(err: &Error) -> bool {
+    err.to_string().contains("refusing new grants")
+}
+
+/// Locks a scratch name until the server's quarantine is over; at most 8 s
+/// (the quarantine is counted from the start rounded up to a second).
+async fn wait_out_quarantine(redis: &Arc<dyn NetLocker>) {
+    let give_up = Instant::now() + Duration::from_secs(8);
+    loop {
+        match redis.lock(&args("probe", "scratch")).await {
+            Ok(true) => {
+                assert!(redis.unlock(&args("probe", "scratch")).await.unwrap());
+                return;
+            }
+            Err(err) if is_quarantine(&err) && Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("the quarantine did not end as expected: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let quarantine = Duration::from_secs(2);
+    let redis = locker_with(&server, config(Duration::from_secs(5), quarantine)).await;
+
+    let err = redis.lock(&args("writer", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let err = redis.rlock(&args("reader", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    // A holder that names its mode gets its entry back; a plain refresh
+    // of an unknown uid creates nothing.
+    assert!(redis
+        .refresh_mode(&args("holder", "q"), LockMode::Write)
+        .await
+        .unwrap());
+    assert!(redis.refresh(&args("holder", "q")).await.unwrap());
+    assert!(!redis.refresh(&args("stranger", "q")).await.unwrap());
+
+    wait_out_quarantine(&redis).await;
+    assert!(
+        !redis.lock(&args("writer", "q")).await.unwrap(),
+        "the entry re-created during the quarantine was not kept"
+    );
+    assert!(redis.unlock(&args("holder", "q")).await.unwrap());
+    assert!(redis.lock(&args("writer", "q")).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_server_restarted_empty_is_quarantined_for_every_client() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let settings = config(Duration::from_secs(5), Duration::from_secs(1));
+    let holder = locker_with(&server, settings.clone()).await;
+    wait_out_quarantine(&holder).await;
+    assert!(holder.lock(&args("holder", "r")).await.unwrap());
+
+    server.restart_empty();
+
+    // The client that was connected notices the restart: its first call
+    // may fail on the broken connection, and none is granted.
+    let other = locker_with(&server, settings.clone()).await;
+    let mut quarantined = 0;
+    for client in [&holder, &other] {
+        for _ in 0..3 {
+            match client.lock(&args("intruder", "r")).await {
+                Err(err) if is_quarantine(&err) => {
+                    quarantined += 1;
+                    break;
+                }
+                Err(_) => continue, // the broken connection, once
+                Ok(granted) => panic!("granted={granted} right after an empty restart"),
+            }
+        }
+    }
+    assert_eq!(quarantined, 2, "both clients saw the quarantine");
+
+    // The holder refreshes its entry back, and keeps it past the quarantine.
+    assert!(holder
+        .refresh_mode(&args("holder", "r"), LockMode::Write)
+        .await
+        .unwrap());
+    wait_out_quarantine(&other).await;
+    assert!(!other.lock(&args("intruder", "r")).await.unwrap());
+    assert!(holder.unlock(&args("holder", "r")).await.unwrap());
+    assert!(other.lock(&args("intruder", "r")).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_server_that_may_evict_keys_is_refused() {
+    let Some(evicting) =
+        RedisServer::start_with(&["--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"])
+    else {
+        return;
+    };
+    let err = RedisLocker::connect(&evicting.url(), RedisConfig::default())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("maxmemory-policy allkeys-lru"), "{text}");
+    assert!(text.contains("set maxmemory-policy noeviction"), "{text}");
+
+    // The same policy without a memory limit evicts nothing: accepted.
+    let Some(unlimited) = RedisServer::start_with(&["--maxmemory-policy", "volatile-lru"]) else {
+        return;
+    };
+    RedisLocker::connect(&unlimited.url(), RedisConfig::default())
+        .await
+        .expect("no limit, no eviction");
+}
+
+#[tokio::test]
+async fn passwords_never_show_in_errors() {
+    let Some(server) = RedisServer::start_with(&[
+        "--user",
+        "default",
+        "off",
+        "--user",
+        "alice",
+        "on",
+        ">alice-pw-81",
+        "~*",
+        "&*",
+        "+@all",
+    ]) else {
+        return;
+    };
+    let settings = config(Duration::from_secs(5), Duration::ZERO);
+    let wrong = format!("redis://alice:wrong-pw-17@127.0.0.1:{}", server.port());
+    let err = RedisLocker::connect(&wrong, settings.clone())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("wrong-pw-17"), "{err}");
+
+    // Lazily connected, the password is not in the call's error either.
+    let lazy = RedisLocker::new(&wrong, settings.clone()).expect("a valid URL");
+    let err = lazy.lock(&args("u", "p")).await.unwrap_err();
+    assert!(!err.to_string().contains("wrong-pw-17"), "{err}");
+    assert!(!format!("{lazy:?}").contains("wrong-pw-17"));
+
+    let closed = "redis://alice:closed-pw-29@127.0.0.1:1";
+    let err = RedisLocker::connect(closed, settings.clone())
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("closed-pw-29"), "{err}");
+    let err = RedisLocker::new(
+        "redis://alice:bad-pw-33@127.0.0.1:notaport",
+        settings.clone(),
+    )
+    .unwrap_err();
+    assert!(!err.to_string().contains("bad-pw-33"), "{err}");
+
+    // The right password works, as an ACL user.
+    let right = format!("redis://alice:alice-pw-81@127.0.0.1:{}", server.port());
+    let redis = RedisLocker::connect(&right, settings)
+        .await
+        .expect("connect");
+    assert!(redis.lock(&args("u", "p")).await.unwrap());
+    assert!(redis.unlock(&args("u", "p")).await.unwrap());
+}
+
+#[tokio::test]
+async fn tls_with_a_custom_root_and_an_acl_user() {
+    let scratch =
+        std::env::temp_dir().join(format!("quorum-lock-redis-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).expect("certificate");
+    let (cert_path, key_path) = (scratch.join("cert.pem"), scratch.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("write key");
+    let started = RedisServer::start_tls(
+        &cert_path.display().to_string(),
+        &key_path.display().to_string(),
+        &[
+            "--user",
+            "default",
+            "off",
+            "--user",
+            "bob",
+            "on",
+            ">bob-pw-64",
+            "~*",
+            "&*",
+            "+@all",
+        ],
+    );
+    let Some(server) = started else {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return;
+    };
+    let url = format!("rediss://bob:bob-pw-64@127.0.0.1:{}", server.port());
+    let trusted = RedisConfig {
+        tls_root_cert: Some(cert.cert.pem().into_bytes()),
+        ..config(Duration::from_secs(5), Duration::ZERO)
+    };
+    let redis = RedisLocker::connect(&url, trusted)
+        .await
+        .expect("connect over TLS");
+    assert!(redis.lock(&args("u", "t")).await.unwrap());
+    assert_eq!(redis.locks().await.unwrap().len(), 1);
+    assert!(redis.unlock(&args("u", "t")).await.unwrap());
+
+    // Without the root the certificate is not trusted; the error still
+    // keeps the password to itself.
+    let err = RedisLocker::connect(&url, config(Duration::from_secs(5), Duration::ZERO))
+        .await
+        .unwrap_err();
+    assert!(!err.to_string().contains("bob-pw-64"), "{err}");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&scratch);
+}
