@@ -137,6 +137,19 @@ pub(super) async fn waiting(l: &dyn NetLocker, n: &Names) -> Checked {
         )
         .await?;
         expect("unlock of the pushed grant", &first, l.unlock(&first), true).await?;
+        // Its turn has come now. A locker may grant it in the unlock itself
+        // or just after; either way the grant is pushed.
+        let pushed = tokio::time::timeout(PUSH_WAIT, async {
+            while !inbox.granted(&second.uid) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        if pushed.is_err() {
+            return Err(format!(
+                "no Granted push reached the next waiter within {PUSH_WAIT:?} of the unlock"
+            ));
+        }
         expect(
             "unlock of the younger waiter",
             &second,
