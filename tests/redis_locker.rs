@@ -155,3 +155,95 @@ async fn a_waiter_is_woken_by_a_push_not_by_its_recheck() {
         .expect("the waiter's lock");
     assert!(!uid.is_empty());
 }
+
+/// Collects the pushes a locker sends.
+#[derive(Default)]
+struct Inbox(std::sync::Mutex<Vec<(String, quorum_lock::PushEvent)>>);
+
+impl quorum_lock::PushSink for Inbox {
+    fn push(&self, _slot: usize, uid: &str, event: quorum_lock::PushEvent) {
+        self.0.lock().unwrap().push((uid.to_owned(), event));
+    }
+}
+
+impl Inbox {
+    fn granted(&self, uid: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(u, e)| u == uid && *e == quorum_lock::PushEvent::Granted)
+    }
+}
+
+/// The connection and the push listener live on the runtime that made
+/// them; a locker used on another runtime after that one ended connects
+/// and listens again there.
+#[test]
+fn pushes_outlive_the_runtime_that_started_them() {
+    use quorum_lock::{LockArgs, NetLocker, Ticket, WaitArgs, WaitReply, Wake};
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let args = |uid: &str| LockArgs {
+        uid: uid.into(),
+        resources: vec!["runtimes".to_owned()].into(),
+        owner: "test".into(),
+        source: "tests/redis_locker.rs".into(),
+        quorum: 1,
+    };
+    let inbox = Arc::new(Inbox::default());
+    let wait = |inbox: &Arc<Inbox>| WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(30),
+        wake: Some(Wake::new(inbox.clone(), 0)),
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    };
+    let first = runtime();
+    let redis: Arc<dyn NetLocker> = first.block_on(locker(&server, Duration::from_secs(60)));
+    first.block_on(async {
+        assert!(redis.lock(&args("holder-1")).await.unwrap());
+        let reply = redis
+            .lock_wait(&args("waiter-1"), LockMode::Write, &wait(&inbox))
+            .await;
+        assert_eq!(reply.unwrap(), WaitReply::Queued);
+        assert!(redis.unlock(&args("holder-1")).await.unwrap());
+        for _ in 0..500 {
+            if inbox.granted("waiter-1") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inbox.granted("waiter-1"), "pushed on the first runtime");
+        assert!(redis.unlock(&args("waiter-1")).await.unwrap());
+    });
+    drop(first);
+
+    let second = runtime();
+    second.block_on(async {
+        // The first runtime's connection is gone: one call may fail on it.
+        let mut granted = redis.lock(&args("holder-2")).await;
+        if granted.is_err() {
+            granted = redis.lock(&args("holder-2")).await;
+        }
+        assert!(granted.expect("a new connection on this runtime"));
+        let reply = redis
+            .lock_wait(&args("waiter-2"), LockMode::Write, &wait(&inbox))
+            .await;
+        assert_eq!(reply.unwrap(), WaitReply::Queued);
+        assert!(redis.unlock(&args("holder-2")).await.unwrap());
+        for _ in 0..500 {
+            if inbox.granted("waiter-2") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(inbox.granted("waiter-2"), "pushed on the second runtime");
+        assert!(redis.unlock(&args("waiter-2")).await.unwrap());
+    });
+}

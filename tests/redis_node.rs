@@ -252,3 +252,72 @@ async fn tls_with_a_custom_root_and_an_acl_user() {
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+#[tokio::test]
+async fn a_server_that_is_not_redis_says_so() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Answers every connection like a web server would.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let server = tokio::spawn(async move {
+        for _ in 0..8 {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = [0u8; 256];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                .await;
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let settings = config(Duration::from_secs(5), Duration::ZERO);
+    let err = RedisLocker::connect(&url, settings.clone())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("does not speak the Redis protocol"),
+        "{err}"
+    );
+    // A lazy locker answers each call with the same error (logged once).
+    let lazy = RedisLocker::new(&url, settings).expect("a valid URL");
+    for _ in 0..2 {
+        let err = lazy.lock(&args("u", "n")).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("does not speak the Redis protocol"),
+            "{err}"
+        );
+    }
+    assert!(!lazy.is_online());
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_user_without_script_rights_is_told_what_was_refused() {
+    let Some(server) = RedisServer::start_with(&[
+        "--user",
+        "reader",
+        "on",
+        ">reader-pw-5",
+        "~*",
+        "&*",
+        "+@all",
+        "-evalsha",
+        "-eval",
+    ]) else {
+        return;
+    };
+    let url = format!("redis://reader:reader-pw-5@127.0.0.1:{}", server.port());
+    let redis = RedisLocker::connect(&url, config(Duration::from_secs(5), Duration::ZERO))
+        .await
+        .expect("connecting needs no script");
+    let err = redis.lock(&args("u", "n")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("NOPERM"), "{text}");
+    assert!(!text.contains("reader-pw-5"), "{text}");
+}

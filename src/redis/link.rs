@@ -243,7 +243,15 @@ pub(super) fn unavailable(endpoint: &str, err: &RedisError) -> Error {
     let reason = if err.is_timeout() {
         "Redis did not answer in time".to_owned()
     } else if err.is_connection_refusal() {
-        "Redis refused the connection".to_owned()
+        "Redis refused the connection; is redis-server running on this port?".to_owned()
+    } else if err.kind() == ::redis::ErrorKind::Parse {
+        "the server does not speak the Redis protocol; is this the port of a Redis server?"
+            .to_owned()
+    } else if let Some(code) = err.code() {
+        // A server error: its code and text name what was refused (for
+        // example NOPERM for an ACL without EVALSHA), never a password.
+        let detail: String = err.detail().unwrap_or("").chars().take(200).collect();
+        format!("Redis refused the call: {code} {detail}")
     } else {
         format!("Redis call failed: {:?} ({})", err.kind(), err.category())
     };

@@ -239,30 +239,31 @@ impl RedisLocker {
         Ok(locker)
     }
 
-    /// Starts the pub/sub listener once; whether pushes reach this locker.
+    /// Starts the pub/sub listener if it is not running; whether pushes
+    /// reach this locker.
     async fn listening(&self) -> bool {
-        if self.shared.waits.subscribed() {
-            return true;
-        }
         let started = {
             let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
-            match listener.as_ref() {
-                Some(_) => false,
-                None => {
-                    let weak = Arc::downgrade(&self.shared);
-                    *listener = Some(tokio::spawn(waits::listen(weak)));
-                    true
-                }
+            // The listener runs on the runtime of the wait that started it,
+            // and ends with that runtime: start it again on this one.
+            if listener.as_ref().is_some_and(|task| !task.is_finished()) {
+                false
+            } else {
+                self.shared.waits.set_subscribed(false);
+                let weak = Arc::downgrade(&self.shared);
+                *listener = Some(tokio::spawn(waits::listen(weak)));
+                true
             }
         };
-        // The first waiter waits for the subscription, so its first turn is
-        // not lost; later ones poll while it is down.
-        started
-            && self
-                .shared
-                .waits
-                .wait_subscribed(self.shared.config.call_timeout)
-                .await
+        if !started {
+            return self.shared.waits.subscribed();
+        }
+        // The wait that starts the listener waits for the subscription, so
+        // its first turn is not lost; later ones poll while it is down.
+        self.shared
+            .waits
+            .wait_subscribed(self.shared.config.call_timeout)
+            .await
     }
 }
 

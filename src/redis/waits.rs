@@ -65,6 +65,10 @@ impl Waits {
         *self.subscribed.borrow()
     }
 
+    pub(super) fn set_subscribed(&self, up: bool) {
+        self.subscribed.send_replace(up);
+    }
+
     /// Waits up to `within` for the subscription; whether it is up.
     pub(super) async fn wait_subscribed(&self, within: Duration) -> bool {
         let mut rx = self.subscribed.subscribe();
@@ -133,7 +137,7 @@ pub(super) async fn listen(shared: Weak<Shared>) {
                 Ok(()) => {
                     backoff = Duration::from_millis(50);
                     if let Some(s) = shared.upgrade() {
-                        s.waits.subscribed.send_replace(true);
+                        s.waits.set_subscribed(true);
                     }
                     let mut messages = pubsub.into_on_message();
                     while let Some(message) = messages.next().await {
@@ -143,7 +147,7 @@ pub(super) async fn listen(shared: Weak<Shared>) {
                         on_message(&s, message.get_payload_bytes()).await;
                     }
                     if let Some(s) = shared.upgrade() {
-                        s.waits.subscribed.send_replace(false);
+                        s.waits.set_subscribed(false);
                     }
                     tracing::debug!(locker = %endpoint, "Redis push subscription ended; reconnecting");
                 }
