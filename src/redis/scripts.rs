@@ -87,9 +87,13 @@ end
 local function grant(s, uid, mode, now, validity, owner, source, ticket, channel)
   local deadline = now + validity
   if s.holders[uid] == nil then
-    redis.call('HSET', s.key, 'm', mode, 'd:' .. uid, deadline, 'o:' .. uid, owner,
-               's:' .. uid, source, 'a:' .. uid, now)
-    if ticket then redis.call('HSET', s.key, 't:' .. uid, ticket, 'c:' .. uid, channel) end
+    if ticket then
+      redis.call('HSET', s.key, 'm', mode, 'd:' .. uid, deadline, 'o:' .. uid, owner,
+                 's:' .. uid, source, 'a:' .. uid, now, 't:' .. uid, ticket, 'c:' .. uid, channel)
+    else
+      redis.call('HSET', s.key, 'm', mode, 'd:' .. uid, deadline, 'o:' .. uid, owner,
+                 's:' .. uid, source, 'a:' .. uid, now)
+    end
     s.n = s.n + 1
     s.mode = mode
   else
