@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{AsyncConnectionConfig, Client, RedisError};
+use futures::future::{BoxFuture, FutureExt, Shared};
 
 use crate::Error;
 
@@ -33,13 +34,17 @@ pub(super) struct Live {
     generation: u64,
 }
 
+/// A connection attempt that runs as its own task, shared by the callers
+/// waiting for it.
+type Connecting = Shared<BoxFuture<'static, Result<Live, Error>>>;
+
 pub(super) struct Link {
     client: Client,
     config: AsyncConnectionConfig,
     endpoint: String,
     current: Mutex<Option<Live>>,
-    /// Only one caller connects at a time; the others wait for its result.
-    connecting: tokio::sync::Mutex<()>,
+    /// The connection being made, if one is: every caller awaits the same.
+    connecting: Mutex<Option<Connecting>>,
     generation: AtomicU64,
     /// The run id of the last epoch seen, to log a restart once.
     last_run_id: Mutex<Option<String>>,
@@ -54,7 +59,7 @@ impl Link {
             config,
             endpoint,
             current: Mutex::new(None),
-            connecting: tokio::sync::Mutex::new(()),
+            connecting: Mutex::new(None),
             generation: AtomicU64::new(0),
             last_run_id: Mutex::new(None),
             reported: Mutex::new(None),
@@ -66,18 +71,60 @@ impl Link {
     }
 
     /// The current connection, made first if there is none.
-    pub(super) async fn live(&self) -> Result<Live, Error> {
+    ///
+    /// The connection is made by a task of its own, so a caller that is
+    /// dropped meanwhile does not stop it. This matters: the coordinator
+    /// drops the calls of a slow node once a quorum answered, and a node
+    /// that has to reconnect is always the slow one, so a connection made
+    /// inside the call would never be finished.
+    pub(super) async fn live(self: &Arc<Self>) -> Result<Live, Error> {
         if let Some(live) = self.peek() {
             return Ok(live);
         }
-        let _connecting = self.connecting.lock().await;
-        // Someone else may have connected while this caller waited.
-        if let Some(live) = self.peek() {
-            return Ok(live);
+        let attempt = {
+            let mut connecting = lock(&self.connecting);
+            // Connected while this caller took the lock.
+            if let Some(live) = self.peek() {
+                return Ok(live);
+            }
+            match connecting.as_ref() {
+                Some(attempt) => attempt.clone(),
+                None => {
+                    let link = self.clone();
+                    let task = tokio::spawn(async move {
+                        let made = link.connect().await;
+                        match &made {
+                            Ok(live) => *lock(&link.current) = Some(live.clone()),
+                            Err(err) => link.report(err),
+                        }
+                        *lock(&link.connecting) = None;
+                        made
+                    });
+                    let endpoint = self.endpoint.clone();
+                    let attempt = async move {
+                        task.await.unwrap_or_else(|_| {
+                            Err(Error::LockerUnavailable {
+                                endpoint,
+                                reason: "the connection attempt ended with its runtime".into(),
+                            })
+                        })
+                    }
+                    .boxed()
+                    .shared();
+                    *connecting = Some(attempt.clone());
+                    attempt
+                }
+            }
+        };
+        let made = attempt.clone().await;
+        if made.is_err() {
+            // A task that ended with its runtime cannot clear its attempt.
+            let mut connecting = lock(&self.connecting);
+            if connecting.as_ref().is_some_and(|a| a.ptr_eq(&attempt)) {
+                *connecting = None;
+            }
         }
-        let live = self.connect().await.inspect_err(|e| self.report(e))?;
-        *lock(&self.current) = Some(live.clone());
-        Ok(live)
+        made
     }
 
     fn peek(&self) -> Option<Live> {

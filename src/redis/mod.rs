@@ -168,7 +168,7 @@ pub struct RedisLocker {
 }
 
 struct Shared {
-    link: Link,
+    link: Arc<Link>,
     config: RedisConfig,
     /// `host:port`, never the credentials of the URL.
     endpoint: String,
@@ -217,7 +217,7 @@ impl RedisLocker {
         let channel = format!("{}~push:{}", config.prefix, uuid::Uuid::new_v4().simple());
         Ok(RedisLocker {
             shared: Arc::new(Shared {
-                link: Link::new(client, connection, endpoint.clone()),
+                link: Arc::new(Link::new(client, connection, endpoint.clone())),
                 config,
                 endpoint,
                 scripts: Scripts::new(),
