@@ -84,6 +84,9 @@ pub struct Commands {
     /// `INFO` calls not made by the harness: a `RedisLocker` sends one per
     /// (re)connection, so this counts reconnections in the window.
     pub connects: u64,
+    /// Per node, in order: commands executed and Redis time in them, the
+    /// harness's `INFO` included. Shows a node that falls behind.
+    pub per_node: Vec<Stat>,
 }
 
 /// Reads `INFO commandstats` with a plain RESP exchange on a connection of
@@ -185,13 +188,20 @@ fn classify(
     time_on_connect: bool,
 ) -> Commands {
     let mut by_name = Counters::new();
+    let mut per_node = Vec::with_capacity(after.len());
     for (b, a) in before.iter().zip(after) {
+        let mut node = Stat::default();
         for (name, now) in a {
             let earlier = b.get(name).copied().unwrap_or_default();
+            let calls = now.calls.saturating_sub(earlier.calls);
+            let usec = now.usec.saturating_sub(earlier.usec);
             let sum = by_name.entry(name.clone()).or_default();
-            sum.calls += now.calls.saturating_sub(earlier.calls);
-            sum.usec += now.usec.saturating_sub(earlier.usec);
+            sum.calls += calls;
+            sum.usec += usec;
+            node.calls += calls;
+            node.usec += usec;
         }
+        per_node.push(node);
     }
     // The harness's INFO: its calls, and the time of each (the mean of the
     // INFO calls seen, as commandstats keeps only sums).
@@ -224,6 +234,7 @@ fn classify(
         scripts: SCRIPT_CALLS.iter().map(|n| count(n)).sum(),
         connects,
         by_name,
+        per_node,
     }
 }
 

@@ -215,7 +215,7 @@ pub fn targets(rows: &[Row]) -> String {
                 let within = s.longest_wait <= Duration::from_millis(100);
                 let fair = s.jain >= 0.95;
                 let figures = format!(
-                    "min {} locks/client ({} of {CLIENTS} clients still waiting at the end), jain {:.3}, longest wait {}",
+                    "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
                     s.min_client,
                     s.unfinished,
                     s.jain,
@@ -286,7 +286,9 @@ pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows:
     );
     let _ = writeln!(
         o,
-        "  \"settings\": {{\"backend\": \"redis\", \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}, \"retry_ns\": {}}},",
+        "  \"settings\": {{\"backend\": \"redis\", \"rslock\": {}, \"setnx\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}, \"retry_ns\": {}}},",
+        opts.rslock,
+        opts.redis != crate::cli::RedisMode::Off,
         number(opts.seconds),
         number(opts.warmup),
         opts.max_locks,
@@ -321,6 +323,12 @@ fn result(row: &Row) -> String {
             )
         })
         .collect();
+    let by_node: Vec<String> = row
+        .commands
+        .per_node
+        .iter()
+        .map(|n| format!("{{\"calls\": {}, \"usec\": {}}}", n.calls, n.usec))
+        .collect();
     let calls = s.calls.map_or("null".into(), |c| {
         format!(
             "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
@@ -335,7 +343,8 @@ fn result(row: &Row) -> String {
          \"server_cpu_cores\": {}, \"locker_calls\": {}, \"locker_calls_per_lock\": {}, \
          \"redis_network_commands\": {}, \"redis_script_calls\": {}, \"redis_executed_commands\": {}, \
          \"redis_connects\": {}, \"redis_usec\": {}, \"network_per_lock\": {}, \"scripts_per_lock\": {}, \
-         \"executed_per_lock\": {}, \"commands_by_name\": {{{}}}, \"hit_count_bound\": {}, \
+         \"executed_per_lock\": {}, \"commands_by_name\": {{{}}}, \"commands_by_node\": [{}], \
+         \"hit_count_bound\": {}, \
          \"rslock_lsps\": {}, \"ratio_vs_rslock\": {}}}",
         string(row.system.label()),
         string(row.system.wait()),
@@ -369,6 +378,7 @@ fn result(row: &Row) -> String {
         opt(row.scripts_per_lock()),
         opt(row.executed_per_lock()),
         by_name.join(", "),
+        by_node.join(", "),
         s.hit_count_bound,
         opt(row.rslock_lsps),
         opt(row
