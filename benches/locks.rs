@@ -16,6 +16,12 @@ mod counting;
 mod ours;
 #[path = "locks/redis_base.rs"]
 mod redis_base;
+#[cfg(feature = "redis")]
+#[path = "locks/redis_nodes.rs"]
+mod redis_nodes;
+#[cfg(feature = "redis")]
+#[path = "locks/redis_table.rs"]
+mod redis_table;
 #[path = "locks/report.rs"]
 mod report;
 #[path = "locks/scenario.rs"]
@@ -129,6 +135,10 @@ fn redis_server(opts: &Options, needed: bool) -> Result<(Option<RedisServer>, St
 }
 
 fn run(opts: &Options) -> Result<(), String> {
+    #[cfg(feature = "redis")]
+    if opts.transport == scenario::Transport::Redis {
+        return redis_nodes::run(opts);
+    }
     let started = report::utc_now();
     let machine = Machine::read();
     let scenarios = opts.scenarios();
@@ -208,6 +218,7 @@ fn run(opts: &Options) -> Result<(), String> {
                     warmup,
                     seconds,
                     opts.max_locks,
+                    || {},
                 )
             })?;
             baseline.insert(key, summary.lsps);

@@ -47,6 +47,18 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (also accepted: a list, e.g. poll,push)    [default: push]
     --matrix             run the default set described in BENCHMARKS.md instead
                          of --nodes/--clients/--names/--mix
+    --backend lockers|redis
+                         lockers: our own lockers, reached as --transport says;
+                         redis: start max(--nodes) redis-server processes on
+                         127.0.0.1 and measure, on the first N of them for
+                         each N in --nodes, our Dsync over RedisLockers, rslock
+                         (Redlock) and the single-node SET NX lock, with the
+                         Redis commands each one sends per lock (build with
+                         --features redis). Defaults change with it: --nodes
+                         1,3,5, --names both, and a shared name runs with push
+                         and poll unless --wait is given; write locks only.
+                                                                    [default: lockers]
+    --rslock on|off      with --backend redis: measure rslock too    [default: on]
 
 BOUNDS AND MEASUREMENT:
     --seconds S          measured time per scenario, (0, 600]       [default: 2]
@@ -62,7 +74,9 @@ BOUNDS AND MEASUREMENT:
 BASELINE:
     --redis auto|on|off  auto: measure Redis when redis-server is on PATH;
                          on: fail without it                        [default: auto]
-    --redis-retry DUR    sleep before a Redis waiter retries SET NX [default: 1ms]
+    --redis-retry DUR    sleep before a Redis waiter retries SET NX, and with
+                         --backend redis before rslock tries again   [default: 1ms]
+                         (with --backend redis, --redis off leaves out SET NX)
 
 OUTPUT:
     --json FILE          also write the results as JSON to FILE
@@ -96,6 +110,11 @@ pub struct Options {
     /// Run back to back, in this order, for every scenario.
     pub waits: Vec<Wait>,
     pub matrix: bool,
+    /// `--wait` was given; with `--backend redis`, a shared name otherwise
+    /// runs with both push and poll.
+    pub waits_given: bool,
+    /// `--backend redis`: measure rslock beside ours.
+    pub rslock: bool,
     pub seconds: f64,
     pub warmup: f64,
     pub max_locks: u64,
@@ -124,6 +143,8 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         transport: Transport::InProcess,
         waits: vec![Wait::Push],
         matrix: false,
+        waits_given: false,
+        rslock: true,
         seconds: 2.0,
         warmup: 0.2,
         max_locks: 20_000_000,
@@ -137,6 +158,8 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     };
     // Options that --matrix decides itself; naming one with it is a mistake.
     let mut chose_lists = Vec::new();
+    let mut redis_backend = false;
+    let mut transport_given = false;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         // Accept both `--opt value` and `--opt=value`.
@@ -207,6 +230,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 })?
             }
             "--transport" => {
+                transport_given = true;
                 opts.transport = match value()?.as_str() {
                     "inproc" => Transport::InProcess,
                     #[cfg(feature = "net")]
@@ -229,6 +253,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                         s => Err(format!("expected push, poll or both, got {s:?}")),
                     })?,
                 };
+                opts.waits_given = true;
                 let mut seen = opts.waits.clone();
                 seen.dedup();
                 if seen.len() != opts.waits.len() || opts.waits.len() > 2 {
@@ -236,6 +261,14 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 }
             }
             "--matrix" => opts.matrix = true,
+            "--backend" => {
+                redis_backend = match value()?.as_str() {
+                    "lockers" => false,
+                    "redis" => true,
+                    v => return Err(format!("--backend: expected lockers or redis, got {v:?}")),
+                }
+            }
+            "--rslock" => opts.rslock = on_off(&name, &value()?)?,
             "--seconds" => opts.seconds = seconds(&name, &value()?, f64::MIN_POSITIVE, 600.0)?,
             "--warmup" => opts.warmup = seconds(&name, &value()?, 0.0, 60.0)?,
             "--max-locks" => {
@@ -296,7 +329,37 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             chose_lists.join(", ")
         ));
     }
+    if redis_backend {
+        redis_defaults(&mut opts, &chose_lists, transport_given)?;
+    }
     Ok(Some(opts))
+}
+
+/// Checks and completes the options of `--backend redis`.
+#[cfg(feature = "redis")]
+fn redis_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
+    if transport_given {
+        return Err("--backend redis reaches its lockers over Redis; drop --transport".into());
+    }
+    if opts.matrix {
+        return Err("--backend redis runs its own set; drop --matrix".into());
+    }
+    if opts.mixes != [Mix::Write] {
+        return Err("--backend redis measures write locks only (rslock and SET NX have no read mode); drop --mix".into());
+    }
+    opts.transport = Transport::Redis;
+    if !chose.contains(&"--nodes") {
+        opts.nodes = vec![1, 3, 5];
+    }
+    if !chose.contains(&"--names") && !chose.contains(&"--shared") {
+        opts.names = vec![Names::Own, Names::Shared];
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_defaults(_: &mut Options, _: &[&str], _: bool) -> Result<(), String> {
+    Err("--backend redis: run the benchmark with --features redis".into())
 }
 
 impl Options {

@@ -45,6 +45,10 @@ async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, Strin
             servers = Some(started);
             lockers
         }
+        #[cfg(feature = "redis")]
+        Transport::Redis => {
+            return Err("redis nodes are measured by redis_nodes, not here".into());
+        }
     };
     let (lockers, calls) = if count_rpcs {
         bare.into_iter()
@@ -105,7 +109,7 @@ impl Coin {
     }
 }
 
-async fn client(
+pub async fn client(
     mutex: DRWMutex,
     scenario: Scenario,
     window: Window,

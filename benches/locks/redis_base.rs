@@ -253,6 +253,7 @@ async fn client(
     Ok(tally)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     server: &RedisServer,
     run_id: usize,
@@ -261,6 +262,7 @@ pub async fn run(
     warmup: Duration,
     seconds: Duration,
     max_locks: u64,
+    probe: impl Fn(),
 ) -> Result<Summary, String> {
     let redis = redis::Client::open(server.url()).map_err(|e| format!("redis client: {e}"))?;
     // Connect everyone before the clock starts, one connection per client.
@@ -279,11 +281,16 @@ pub async fn run(
         end: start + seconds,
         max_per_client: max_locks.div_ceil(key.clients as u64),
     };
-    let snapshot = || Snapshot {
-        at: Instant::now(),
-        cpu: process_cpu(),
-        calls: None,
-        server_cpu: server.cpu(),
+    // `probe` runs beside each snapshot: `--backend redis` reads the
+    // server's command counters there.
+    let snapshot = || {
+        probe();
+        Snapshot {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            calls: None,
+            server_cpu: server.cpu(),
+        }
     };
     let mut connections = connections.into_iter();
     let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {

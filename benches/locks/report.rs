@@ -299,7 +299,7 @@ fn result(row: &Row) -> String {
     )
 }
 
-fn number(x: f64) -> String {
+pub fn number(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.6}")
             .trim_end_matches('0')
@@ -310,7 +310,7 @@ fn number(x: f64) -> String {
     }
 }
 
-fn string(s: &str) -> String {
+pub fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -24,6 +24,10 @@ pub enum Transport {
     /// `quorum-lock server` processes on 127.0.0.1, one per node.
     #[cfg(feature = "net")]
     Tcp,
+    /// `RedisLocker`s on redis-server processes on 127.0.0.1, one per node
+    /// (`--backend redis`, run by `redis_nodes`).
+    #[cfg(feature = "redis")]
+    Redis,
 }
 
 /// How waiters learn that a lock was freed: the coordinator's
@@ -103,6 +107,8 @@ impl Transport {
             Transport::InProcess => "inproc",
             #[cfg(feature = "net")]
             Transport::Tcp => "tcp",
+            #[cfg(feature = "redis")]
+            Transport::Redis => "redis",
         }
     }
 }

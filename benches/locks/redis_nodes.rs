@@ -1,0 +1,641 @@
+//! `--backend redis`: Redis nodes as lockers, measured beside Redlock.
+//!
+//! One run starts `max(--nodes)` redis-server processes of its own on
+//! 127.0.0.1 (free ports, no persistence) and, for each N in `--nodes`,
+//! measures on the first N of them:
+//!
+//! * ours: a `Dsync` over one `RedisLocker` per node, waiting in line with
+//!   pushes (`Waiting::Push`) or polling (`Waiting::Poll`);
+//! * rslock: Redlock in Rust, one `LockManager` over the same nodes;
+//! * once per client count and naming, the single-node `SET NX` lock of
+//!   `redis_base` on the first node.
+//!
+//! Ours and rslock both share one client object among all clients, as an
+//! application would: one multiplexed connection per node (ours adds one
+//! pub/sub connection per node for pushes). The SET NX loop opens one
+//! connection per client, as it does in the default run.
+//!
+//! Around every measured window the harness reads `INFO commandstats` from
+//! each node in use, so every row also says how many Redis commands a lock
+//! and its unlock cost: sent by the client (network commands), and executed
+//! by Redis including the ones a Lua script runs inside (`redis.call`),
+//! which `commandstats` counts as commands of their own.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use quorum_lock::redis::{RedisConfig, RedisLocker};
+use quorum_lock::{Dsync, NetLocker};
+use rslock::{LockError, LockManager};
+use tokio::time::{timeout_at, Instant};
+
+use crate::cli::Options;
+use crate::counting::{self, CountingLocker};
+use crate::redis_base::{self, BaselineKey, RedisServer};
+use crate::redis_table::{self, Row, System};
+use crate::scenario::{Hold, Mix, Names, Scenario, Transport, Wait};
+use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+
+/// How long a lock is kept by Redis without a refresh: the lockers'
+/// validity for ours (RedisConfig's default), the TTL for rslock.
+const VALIDITY: Duration = Duration::from_secs(60);
+
+/// The commands Lua scripts run inside Redis (`redis.call`) for each
+/// system, as read in the scripts. `INFO commandstats` counts them like
+/// commands a client sent; the network count leaves them out.
+const INNER_OURS: &[&str] = &[
+    "time", "hgetall", "hset", "hdel", "del", "pexpire", "publish",
+];
+/// rslock's unlock script and the SET NX baseline's compare-and-delete.
+const INNER_GET_DEL: &[&str] = &["get", "del"];
+
+/// Script invocations: what `eval/lk` counts.
+const SCRIPT_CALLS: &[&str] = &["evalsha", "eval", "evalsha_ro", "eval_ro"];
+
+/// Calls and the microseconds Redis spent in them, by command name, on one
+/// server. A script's time includes the commands it runs inside.
+type Counters = BTreeMap<String, Stat>;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub calls: u64,
+    pub usec: u64,
+}
+
+/// The Redis commands of one measured window, summed over its nodes.
+#[derive(Debug, Clone, Default)]
+pub struct Commands {
+    /// Calls by command name, the harness's own `INFO` taken out.
+    pub by_name: Counters,
+    /// Microseconds Redis spent executing the network commands: its own
+    /// work per command, without reading, parsing and answering.
+    pub usec: u64,
+    /// Commands executed, including those run inside scripts.
+    pub executed: u64,
+    /// Commands clients sent over the network: `executed` less the ones
+    /// scripts ran inside.
+    pub network: u64,
+    /// `EVALSHA`/`EVAL` calls (part of `network`).
+    pub scripts: u64,
+    /// `INFO` calls not made by the harness: a `RedisLocker` sends one per
+    /// (re)connection, so this counts reconnections in the window.
+    pub connects: u64,
+    /// Per node, in order: commands executed and Redis time in them, the
+    /// harness's `INFO` included. Shows a node that falls behind.
+    pub per_node: Vec<Stat>,
+}
+
+/// Reads `INFO commandstats` with a plain RESP exchange on a connection of
+/// its own (a connection is not a command, so only the `INFO` counts).
+fn commandstats(port: u16) -> Result<Counters, String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let failed = |e: std::io::Error| format!("INFO commandstats on port {port}: {e}");
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(failed)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .map_err(failed)?;
+    (&stream)
+        .write_all(b"INFO commandstats\r\n")
+        .map_err(failed)?;
+    let mut reader = BufReader::new(&stream);
+    let mut header = String::new();
+    reader.read_line(&mut header).map_err(failed)?;
+    let len: usize = header
+        .trim_end()
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("INFO commandstats on port {port}: unexpected reply {header:?}"))?;
+    let mut body = vec![0u8; len + 2];
+    reader.read_exact(&mut body).map_err(failed)?;
+    Ok(parse_commandstats(&String::from_utf8_lossy(&body)))
+}
+
+/// `cmdstat_<name>:calls=N,usec=M,...` lines as name → (N, M).
+fn parse_commandstats(text: &str) -> Counters {
+    text.lines()
+        .filter_map(|line| {
+            let (name, fields) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |key: &str| -> Option<u64> {
+                fields
+                    .split(',')
+                    .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))?
+                    .parse()
+                    .ok()
+            };
+            let stat = Stat {
+                calls: field("calls")?,
+                usec: field("usec")?,
+            };
+            Some((name.to_owned(), stat))
+        })
+        .collect()
+}
+
+/// Reads the counters of the nodes in use each time a snapshot is taken.
+struct Probe {
+    ports: Vec<u16>,
+    readings: Mutex<Vec<Result<Vec<Counters>, String>>>,
+}
+
+impl Probe {
+    fn new(servers: &[RedisServer]) -> Probe {
+        Probe {
+            ports: servers.iter().map(|s| s.port).collect(),
+            readings: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn read(&self) {
+        let reading = self.ports.iter().map(|&p| commandstats(p)).collect();
+        self.readings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(reading);
+    }
+
+    /// The commands between the first and the last reading, classified
+    /// with the script-inner command names of the system measured.
+    fn commands(self, inner: &[&str], time_on_connect: bool) -> Result<Commands, String> {
+        let readings = self
+            .readings
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (Some(before), Some(after)) = (readings.first(), readings.last()) else {
+            return Err("no INFO commandstats readings were taken".into());
+        };
+        if readings.len() < 2 {
+            return Err("only one INFO commandstats reading was taken".into());
+        }
+        let (before, after) = (before.clone()?, after.clone()?);
+        Ok(classify(&before, &after, inner, time_on_connect))
+    }
+}
+
+/// `after - before`, summed over nodes, without the harness's `INFO`, and
+/// split into network and script-inner commands. `INFO` does not count
+/// itself, so the later reading of each node shows exactly one harness
+/// call: the earlier reading. A `RedisLocker` that connects sends `INFO
+/// server` and `TIME` over the network (`time_on_connect`); every other
+/// `TIME` is a script's clock.
+fn classify(
+    before: &[Counters],
+    after: &[Counters],
+    inner: &[&str],
+    time_on_connect: bool,
+) -> Commands {
+    let mut by_name = Counters::new();
+    let mut per_node = Vec::with_capacity(after.len());
+    for (b, a) in before.iter().zip(after) {
+        let mut node = Stat::default();
+        for (name, now) in a {
+            let earlier = b.get(name).copied().unwrap_or_default();
+            let calls = now.calls.saturating_sub(earlier.calls);
+            let usec = now.usec.saturating_sub(earlier.usec);
+            let sum = by_name.entry(name.clone()).or_default();
+            sum.calls += calls;
+            sum.usec += usec;
+            node.calls += calls;
+            node.usec += usec;
+        }
+        per_node.push(node);
+    }
+    // The harness's INFO: its calls, and the time of each (the mean of the
+    // INFO calls seen, as commandstats keeps only sums).
+    if let Some(info) = by_name.get_mut("info") {
+        let harness = (before.len() as u64).min(info.calls);
+        let usec = info.usec * harness / info.calls.max(1);
+        info.calls -= harness;
+        info.usec -= usec;
+    }
+    by_name.retain(|_, stat| stat.calls > 0);
+    let count = |name: &str| by_name.get(name).map_or(0, |s| s.calls);
+    let connects = count("info");
+    let executed = by_name.values().map(|s| s.calls).sum();
+    let mut inside: u64 = inner.iter().map(|n| count(n)).sum();
+    let mut inside_usec: u64 = inner
+        .iter()
+        .map(|n| by_name.get(*n).map_or(0, |s| s.usec))
+        .sum();
+    if time_on_connect {
+        let time = by_name.get("time").copied().unwrap_or_default();
+        let on_connect = time.calls.min(connects);
+        inside -= on_connect;
+        inside_usec -= time.usec * on_connect / time.calls.max(1);
+    }
+    let all_usec: u64 = by_name.values().map(|s| s.usec).sum();
+    Commands {
+        executed,
+        network: executed - inside,
+        usec: all_usec - inside_usec,
+        scripts: SCRIPT_CALLS.iter().map(|n| count(n)).sum(),
+        connects,
+        by_name,
+        per_node,
+    }
+}
+
+/// The redis-server processes of the run, stopped by PID on drop.
+struct Nodes {
+    servers: Vec<RedisServer>,
+}
+
+impl Nodes {
+    fn start(binary: &Path, count: usize) -> Result<Nodes, String> {
+        let mut servers = Vec::with_capacity(count);
+        for _ in 0..count {
+            // On an error, the servers already started are dropped: killed.
+            servers.push(RedisServer::start(binary)?);
+        }
+        Ok(Nodes { servers })
+    }
+
+    fn first(&self, n: usize) -> &[RedisServer] {
+        &self.servers[..n]
+    }
+}
+
+/// User + system CPU of the servers, when all of them can be read.
+fn servers_cpu(servers: &[RedisServer]) -> Option<Duration> {
+    servers.iter().map(RedisServer::cpu).sum()
+}
+
+fn window(warmup: Duration, seconds: Duration, max_locks: u64, clients: usize) -> Window {
+    let start = Instant::now() + warmup;
+    Window {
+        start,
+        end: start + seconds,
+        max_per_client: max_locks.div_ceil(clients as u64),
+    }
+}
+
+/// What every measurement needs besides its own settings.
+#[derive(Clone, Copy)]
+struct Bounds {
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+    count_rpcs: bool,
+    retry: Duration,
+}
+
+/// Ours: a `Dsync` over one `RedisLocker` per node, shared by every client.
+async fn ours(
+    servers: &[RedisServer],
+    scenario: Scenario,
+    run: usize,
+    bounds: Bounds,
+    probe: &Probe,
+) -> Result<Summary, String> {
+    let mut bare: Vec<Arc<dyn NetLocker>> = Vec::with_capacity(servers.len());
+    for server in servers {
+        // A prefix per run: whatever a cut-off wait of an earlier run left
+        // behind cannot block this one.
+        let config = RedisConfig {
+            prefix: format!("bench{run}:"),
+            validity: VALIDITY,
+            // Servers started by this run have never granted a lock before.
+            quarantine: Duration::ZERO,
+            ..RedisConfig::default()
+        };
+        let locker = RedisLocker::connect(&server.url(), config)
+            .await
+            .map_err(|e| format!("cannot connect a RedisLocker to port {}: {e}", server.port))?;
+        bare.push(Arc::new(locker));
+    }
+    let (lockers, calls): (Vec<Arc<dyn NetLocker>>, Vec<_>) = if bounds.count_rpcs {
+        bare.into_iter()
+            .map(|inner| {
+                let (locker, calls) = CountingLocker::new(inner);
+                (Arc::new(locker) as Arc<dyn NetLocker>, calls)
+            })
+            .unzip()
+    } else {
+        (bare, Vec::new())
+    };
+    let ds = Dsync::builder(lockers)
+        .waiting(scenario.wait.waiting())
+        .build()
+        .map_err(|e| format!("cannot build the cluster: {e}"))?;
+    let mutexes = (0..scenario.clients)
+        .map(|c| match scenario.names {
+            Names::Own => ds.rw_mutex([format!("client-{c}")]),
+            Names::Shared => ds.rw_mutex(["shared"]),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot make a mutex: {e}"))?;
+    let window = window(
+        bounds.warmup,
+        bounds.seconds,
+        bounds.max_locks,
+        scenario.clients,
+    );
+    let snapshot = || {
+        probe.read();
+        Snapshot {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            calls: (!calls.is_empty()).then(|| counting::total(&calls)),
+            server_cpu: servers_cpu(servers),
+        }
+    };
+    let mut mutexes = mutexes.into_iter();
+    let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
+        let mutex = mutexes.next().expect("one mutex per client");
+        let seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(c as u64 + 1);
+        crate::ours::client(mutex, scenario, window, seed)
+    })
+    .await?;
+    Ok(summarize(window, &tallies, &first, &last))
+}
+
+/// One rslock client: `lock` (one Redlock round: SET NX PX on every node,
+/// and on failure the unlock script on every node), retried after
+/// `retry` while the window is open, then `unlock`.
+async fn rslock_client(
+    manager: LockManager,
+    resource: String,
+    hold: Hold,
+    retry: Duration,
+    window: Window,
+) -> Result<ClientTally, String> {
+    let mut tally = ClientTally::new();
+    let mut done = 0u64;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if done >= window.max_per_client {
+            tally.hit_count_bound = true;
+            break;
+        }
+        let acquire = async {
+            loop {
+                match manager.lock(resource.as_str(), VALIDITY).await {
+                    Ok(lock) => return Ok(lock),
+                    Err(LockError::Unavailable) => tokio::time::sleep(retry).await,
+                    Err(err) => return Err(format!("rslock lock failed: {err}")),
+                }
+            }
+        };
+        let lock = match timeout_at(window.end, acquire).await {
+            Ok(lock) => lock?,
+            Err(_) => {
+                // A round cut off here may leave keys until their TTL; the
+                // next run uses other names.
+                tally.unfinished = Some(asked.elapsed());
+                break;
+            }
+        };
+        if asked >= window.start {
+            tally.record(asked.elapsed());
+        }
+        done += 1;
+        hold.run().await;
+        manager.unlock(&lock).await;
+    }
+    tally.finished_at = Instant::now();
+    Ok(tally)
+}
+
+async fn rslock(
+    servers: &[RedisServer],
+    key: BaselineKey,
+    run: usize,
+    bounds: Bounds,
+    probe: &Probe,
+) -> Result<Summary, String> {
+    let mut manager = LockManager::new(servers.iter().map(RedisServer::url).collect());
+    // One Redlock round per `lock` call: the clients retry themselves,
+    // bounded by the window, after the same sleep as the SET NX baseline.
+    // (rslock's own retries sleep a random 0..delay whole milliseconds.)
+    manager.set_retry(1, Duration::from_millis(1));
+    // Connects to every node before the clock starts.
+    let warm = format!("bench{run}:connect");
+    let lock = manager
+        .lock(warm.as_str(), VALIDITY)
+        .await
+        .map_err(|e| format!("rslock cannot lock on a fresh cluster: {e}"))?;
+    manager.unlock(&lock).await;
+    let window = window(bounds.warmup, bounds.seconds, bounds.max_locks, key.clients);
+    let snapshot = || {
+        probe.read();
+        Snapshot {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            calls: None,
+            server_cpu: servers_cpu(servers),
+        }
+    };
+    let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
+        let resource = match key.names {
+            Names::Own => format!("bench{run}:client-{c}"),
+            Names::Shared => format!("bench{run}:shared"),
+        };
+        rslock_client(manager.clone(), resource, key.hold, bounds.retry, window)
+    })
+    .await?;
+    Ok(summarize(window, &tallies, &first, &last))
+}
+
+/// One measurement to make.
+#[derive(Clone, Copy)]
+struct Planned {
+    system: System,
+    nodes: usize,
+    key: BaselineKey,
+}
+
+/// The waits of ours for one naming: `--wait` when given, else push for
+/// distinct names and push then poll for one shared name.
+fn waits(opts: &Options, names: Names) -> Vec<Wait> {
+    match (opts.waits_given, names) {
+        (true, _) => opts.waits.clone(),
+        (false, Names::Own) => vec![Wait::Push],
+        (false, Names::Shared) => vec![Wait::Push, Wait::Poll],
+    }
+}
+
+/// Every measurement in order: per hold and naming, the SET NX rows, then
+/// per node count and client count rslock first (so that ours can be
+/// printed with its ratio to it) and ours with each wait.
+fn plan(opts: &Options) -> Vec<Planned> {
+    let setnx = opts.redis != crate::cli::RedisMode::Off;
+    let mut out = Vec::new();
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            let key = |clients| BaselineKey {
+                clients,
+                names,
+                hold,
+            };
+            if setnx {
+                for &clients in &opts.clients {
+                    out.push(Planned {
+                        system: System::SetNx,
+                        nodes: 1,
+                        key: key(clients),
+                    });
+                }
+            }
+            for &nodes in &opts.nodes {
+                for &clients in &opts.clients {
+                    if opts.rslock {
+                        out.push(Planned {
+                            system: System::Rslock,
+                            nodes,
+                            key: key(clients),
+                        });
+                    }
+                    for wait in waits(opts, names) {
+                        out.push(Planned {
+                            system: System::Ours(wait),
+                            nodes,
+                            key: key(clients),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn say(text: &str) {
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// The whole `--backend redis` run: servers up, every planned measurement,
+/// the table, the targets, the JSON, servers down.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let started = crate::report::utc_now();
+    let machine = crate::report::Machine::read();
+    let binary = redis_base::locate()
+        .ok_or("--backend redis needs redis-server on PATH (apt-get install -y redis-server)")?;
+    let most = opts.nodes.iter().copied().max().unwrap_or(1);
+    let nodes = Nodes::start(&binary, most)?;
+    let planned = plan(opts);
+    let bounds = Bounds {
+        warmup: Duration::from_secs_f64(opts.warmup),
+        seconds: Duration::from_secs_f64(opts.seconds),
+        max_locks: opts.max_locks,
+        count_rpcs: opts.count_rpcs,
+        retry: opts.redis_retry,
+    };
+    let servers: Vec<String> = nodes
+        .servers
+        .iter()
+        .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
+        .collect();
+    let version = nodes
+        .servers
+        .first()
+        .map(|s| s.version.clone())
+        .unwrap_or_default();
+    say(&format!(
+        "quorum-lock over Redis nodes, with rslock and SET NX, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
+         retry sleep {:?} (rslock, SET NX)\n\
+         redis: {version}; {} servers, --save \"\" --appendonly no: {}\n\
+         {} runs, about {:.0}s\n",
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.mem_total,
+        machine.kernel,
+        machine.loadavg,
+        opts.seconds,
+        opts.warmup,
+        opts.max_locks,
+        match opts.flavor {
+            crate::cli::Flavor::Multi => "multi-thread",
+            crate::cli::Flavor::Current => "current-thread",
+        },
+        if opts.flavor == crate::cli::Flavor::Multi {
+            opts.threads
+        } else {
+            1
+        },
+        opts.redis_retry,
+        nodes.servers.len(),
+        servers.join(", "),
+        planned.len(),
+        planned.len() as f64 * (opts.seconds + opts.warmup + 0.1),
+    ));
+    say(&redis_table::header());
+    let mut rows: Vec<Row> = Vec::new();
+    for (run, p) in planned.iter().enumerate() {
+        let servers = nodes.first(p.nodes);
+        let probe = Probe::new(servers);
+        let (summary, inner, time_on_connect) = match p.system {
+            System::Ours(wait) => {
+                let scenario = Scenario {
+                    nodes: p.nodes,
+                    clients: p.key.clients,
+                    names: p.key.names,
+                    mix: Mix::Write,
+                    hold: p.key.hold,
+                    transport: Transport::Redis,
+                    wait,
+                };
+                let summary =
+                    crate::measure(opts, || ours(servers, scenario, run, bounds, &probe))?;
+                (summary, INNER_OURS, true)
+            }
+            System::Rslock => {
+                let summary = crate::measure(opts, || rslock(servers, p.key, run, bounds, &probe))?;
+                (summary, INNER_GET_DEL, false)
+            }
+            System::SetNx => {
+                let server = &servers[0];
+                let summary = crate::measure(opts, || {
+                    redis_base::run(
+                        server,
+                        run,
+                        p.key,
+                        bounds.retry,
+                        bounds.warmup,
+                        bounds.seconds,
+                        bounds.max_locks,
+                        || probe.read(),
+                    )
+                })?;
+                (summary, INNER_GET_DEL, false)
+            }
+        };
+        let commands = probe.commands(inner, time_on_connect)?;
+        let rslock_lsps = match p.system {
+            System::Ours(_) => rows
+                .iter()
+                .find(|r| r.system == System::Rslock && r.nodes == p.nodes && r.key == p.key)
+                .map(|r| r.summary.lsps),
+            _ => None,
+        };
+        let row = Row {
+            system: p.system,
+            nodes: p.nodes,
+            key: p.key,
+            summary,
+            commands,
+            rslock_lsps,
+        };
+        say(&redis_table::line(&row));
+        rows.push(row);
+    }
+    say(&format!("\n{}", redis_table::LEGEND));
+    say(&format!("\n{}", redis_table::targets(&rows)));
+    let pids: Vec<String> = nodes.servers.iter().map(|s| s.pid().to_string()).collect();
+    drop(nodes);
+    say(&format!("stopped redis-server pids {}", pids.join(", ")));
+    if let Some(path) = &opts.json {
+        let text = redis_table::json(opts, &machine, &started, &version, &rows);
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(&format!("wrote {}", path.display()));
+    }
+    Ok(())
+}
