@@ -171,6 +171,31 @@ local function holds_all(states, uid, mode)
   end
   return true
 end
+-- The fast path of a grant: every key is absent, so nobody holds or waits
+-- and nothing expired; write the entries without reading anything.
+local function all_absent()
+  for _, key in ipairs(KEYS) do
+    if redis.call('EXISTS', key) == 1 then return false end
+  end
+  return true
+end
+local function grant_absent(uid, mode, now, validity, owner, source, ticket, channel)
+  for _, key in ipairs(KEYS) do
+    grant({ key = key, holders = {}, n = 0 }, uid, mode, now, validity, owner, source, ticket, channel)
+    redis.call('PEXPIRE', key, validity)
+  end
+end
+-- The fast path of an unlock: `uid` is the only holder of `key`, in
+-- `mode`, and nobody waits. A holder's fields are written and deleted
+-- together (`m` plus d:, o:, s:, a: and, for a waiter, t: and c:), so the
+-- field count tells that nothing else is there.
+local function sole_holder(key, uid, mode, now)
+  local n = redis.call('HLEN', key)
+  if n ~= 5 and n ~= 7 then return false end
+  local deadline = tonumber(redis.call('HGET', key, 'd:' .. uid))
+  if not deadline or deadline <= now or redis.call('HGET', key, 'm') ~= mode then return false end
+  return n == 5 or redis.call('HEXISTS', key, 't:' .. uid) == 1
+end
 -- The answer of a grant refused because the server is in quarantine: the
 -- milliseconds left, negated.
 local function quarantined(qend, now)
@@ -183,6 +208,10 @@ end
 pub(super) const LOCK: &str = r#"
 local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local now = clock()
+if now >= qend and all_absent() then
+  grant_absent(uid, mode, now, validity, ARGV[4], ARGV[5])
+  return 1
+end
 local states = load_all(now)
 local result = 1
 if now < qend and not holds_all(states, uid, mode) then
@@ -209,6 +238,10 @@ pub(super) const WAIT: &str = r#"
 local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local ticket, ttl, channel, turn = ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10] == '1'
 local now = clock()
+if not turn and now >= qend and all_absent() then
+  grant_absent(uid, mode, now, validity, ARGV[4], ARGV[5], ticket, channel)
+  return 1
+end
 local states = load_all(now)
 local admitted, placed = true, true
 for _, s in ipairs(states) do
@@ -257,11 +290,18 @@ return result
 pub(super) const UNLOCK: &str = r#"
 local uid, mode = ARGV[1], ARGV[2]
 local now = clock()
-local states = load_all(now)
+local states = {}
 local removed = 0
-for _, s in ipairs(states) do
-  if s.mode == mode and release(s, uid) then removed = 1 end
-  unplace(s, uid)
+for _, key in ipairs(KEYS) do
+  if sole_holder(key, uid, mode, now) then
+    redis.call('DEL', key)
+    removed = 1
+  else
+    local s = load(key, now)
+    if s.mode == mode and release(s, uid) then removed = 1 end
+    unplace(s, uid)
+    table.insert(states, s)
+  end
 end
 finish(states, now)
 return removed
