@@ -48,7 +48,8 @@ const VALIDITY: Duration = Duration::from_secs(60);
 /// system, as read in the scripts. `INFO commandstats` counts them like
 /// commands a client sent; the network count leaves them out.
 const INNER_OURS: &[&str] = &[
-    "time", "hgetall", "hset", "hdel", "del", "pexpire", "publish",
+    "time", "exists", "hlen", "hget", "hexists", "hgetall", "hset", "hdel", "del", "pexpire",
+    "publish",
 ];
 /// rslock's unlock script and the SET NX baseline's compare-and-delete.
 const INNER_GET_DEL: &[&str] = &["get", "del"];

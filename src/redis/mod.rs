@@ -339,30 +339,44 @@ impl Shared {
         Ok(())
     }
 
-    /// Runs `script` on `keys`; `args` gets the quarantine end of the
-    /// connection it runs on when it asks for it.
+    /// Runs `script` on `keys` with `head`, then (when `with_quarantine_end`)
+    /// the quarantine end of the connection it runs on, then `tail`.
+    ///
+    /// `EVALSHA` is built as one command, rather than through
+    /// `ScriptInvocation`, which copies every argument twice; on `NOSCRIPT`
+    /// (a restarted or flushed server) the script is loaded and run again.
     async fn run<T: ::redis::FromRedisValue>(
         &self,
         script: &Script,
         keys: &[String],
-        args: &[&str],
+        head: &[&str],
         with_quarantine_end: bool,
+        tail: &[&str],
     ) -> Result<T, Error> {
         let mut live = self.link.live().await?;
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
+        let mut cmd = ::redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash())
+            .arg(keys.len())
+            .arg(keys)
+            .arg(head);
         if with_quarantine_end {
-            invocation.arg(self.quarantine_end(&live));
+            cmd.arg(self.quarantine_end(&live));
         }
-        invocation
-            .invoke_async(&mut live.conn)
-            .await
-            .map_err(|e| self.link.failed(&live, &e))
+        cmd.arg(tail);
+        match cmd.query_async(&mut live.conn).await {
+            Err(err)
+                if err.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript) =>
+            {
+                script
+                    .prepare_invoke()
+                    .load_async(&mut live.conn)
+                    .await
+                    .map_err(|e| self.link.failed(&live, &e))?;
+                cmd.query_async(&mut live.conn).await
+            }
+            other => other,
+        }
+        .map_err(|e| self.link.failed(&live, &e))
     }
 
     async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
@@ -376,7 +390,7 @@ impl Shared {
             &*args.source,
         ];
         let code = self
-            .run(&self.scripts.lock, &self.keys(args), &argv, true)
+            .run(&self.scripts.lock, &self.keys(args), &argv, true, &[])
             .await?;
         Ok(answer(&self.endpoint, code)? == 1)
     }
@@ -402,22 +416,9 @@ impl Shared {
             &*args.source,
         ];
         let tail = [ticket, &place_ttl, channel, if turn { "1" } else { "0" }];
-        let mut invocation = self.scripts.wait.prepare_invoke();
-        let mut live = self.link.live().await?;
-        for key in self.keys(args) {
-            invocation.key(key);
-        }
-        for arg in argv {
-            invocation.arg(arg);
-        }
-        invocation.arg(self.quarantine_end(&live));
-        for arg in tail {
-            invocation.arg(arg);
-        }
-        let code: i64 = invocation
-            .invoke_async(&mut live.conn)
-            .await
-            .map_err(|e| self.link.failed(&live, &e))?;
+        let code = self
+            .run(&self.scripts.wait, &self.keys(args), &argv, true, &tail)
+            .await?;
         answer(&self.endpoint, code)
     }
 
@@ -446,6 +447,7 @@ impl Shared {
                 &self.keys(args),
                 &[&args.uid, mode_arg(mode)],
                 false,
+                &[],
             )
             .await?;
         Ok(code == 1)
@@ -457,7 +459,7 @@ impl Shared {
         let mode = mode.map_or("", mode_arg);
         let argv = [&*args.uid, &validity, mode, &*args.owner, &*args.source];
         let code: i64 = self
-            .run(&self.scripts.refresh, &self.keys(args), &argv, true)
+            .run(&self.scripts.refresh, &self.keys(args), &argv, true, &[])
             .await?;
         Ok(code == 1)
     }
@@ -490,7 +492,7 @@ impl Shared {
         let mut infos = Vec::new();
         let validity = u64::try_from(self.config.validity.as_millis()).unwrap_or(u64::MAX);
         for batch in self.scan().await?.chunks(100) {
-            let out: Vec<String> = self.run(&self.scripts.list, batch, &[], false).await?;
+            let out: Vec<String> = self.run(&self.scripts.list, batch, &[], false, &[]).await?;
             let Some((server_now, rows)) = out.split_first() else {
                 continue;
             };
@@ -635,7 +637,7 @@ impl NetLocker for RedisLocker {
         let argv = [&*args.uid, mode_arg(mode), &floor, &margin];
         let token: Option<String> = self
             .shared
-            .run(&self.shared.scripts.fence, &keys, &argv, false)
+            .run(&self.shared.scripts.fence, &keys, &argv, false, &[])
             .await?;
         token
             .map(|t| {
@@ -656,7 +658,7 @@ impl NetLocker for RedisLocker {
             (true, false) => {
                 Shared::checked(args, true)?;
                 let code: i64 = shared
-                    .run(&shared.scripts.force, &shared.keys(args), &[""], false)
+                    .run(&shared.scripts.force, &shared.keys(args), &[""], false, &[])
                     .await?;
                 Ok(code == 1)
             }
@@ -669,6 +671,7 @@ impl NetLocker for RedisLocker {
                         &shared.keys(args),
                         &[&args.uid],
                         false,
+                        &[],
                     )
                     .await?;
                 Ok(code == 1)
@@ -678,7 +681,7 @@ impl NetLocker for RedisLocker {
                 let mut removed = false;
                 for batch in shared.scan().await?.chunks(100) {
                     let code: i64 = shared
-                        .run(&shared.scripts.force, batch, &[&args.uid], false)
+                        .run(&shared.scripts.force, batch, &[&args.uid], false, &[])
                         .await?;
                     removed |= code == 1;
                 }
