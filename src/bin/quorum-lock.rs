@@ -15,6 +15,8 @@ mod child;
 mod fail;
 #[path = "quorum-lock/nodes.rs"]
 mod nodes;
+#[path = "quorum-lock/redis_nodes.rs"]
+mod redis_nodes;
 #[path = "quorum-lock/run.rs"]
 mod run;
 #[path = "quorum-lock/server.rs"]

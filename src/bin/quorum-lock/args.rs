@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Distributed read/write locks granted by a quorum of lock servers.
+/// Distributed read/write locks granted by a quorum of lock servers, or of
+/// Redis servers.
 ///
-/// Start one `server` per node, then take locks with `run`, inspect them with
-/// `locks` and break stuck ones with `force-unlock`. A write lock needs
-/// ⌊n/2⌋+1 of the n servers, a read lock ⌈n/2⌉.
+/// Start one `server` per node (or use standalone Redis servers with
+/// --redis), then take locks with `run`, inspect them with `locks` and break
+/// stuck ones with `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
+/// nodes, a read lock ⌈n/2⌉.
 #[derive(Debug, Parser)]
 #[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
 #[command(after_help = "Run 'quorum-lock help <COMMAND>' for the flags and examples of a command.")]
@@ -30,10 +32,11 @@ pub enum Command {
     /// Run a command while holding a lock, like flock(1) across machines.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
-    /// List the locks held on the servers (needs the admin token).
+    /// List the locks held on the nodes (lock servers: needs the admin token).
     #[command(after_help = LOCKS_EXAMPLES)]
     Locks(LocksArgs),
-    /// Drop every lock on the given names, whoever holds it (needs the admin token).
+    /// Drop every lock on the given names, or one lock by uid, whoever holds it
+    /// (lock servers: needs the admin token).
     #[command(after_help = FORCE_EXAMPLES)]
     ForceUnlock(ForceUnlockArgs),
 }
@@ -51,21 +54,30 @@ Quick start, three nodes on one host:
   quorum-lock run --token-file token backup -- ./backup.sh
   quorum-lock locks --admin-token-file admin-token
 
+The same with three standalone Redis servers instead of lock servers (no
+tokens: put a password in the URLs if the servers require one):
+  export QUORUM_LOCK_REDIS=redis://127.0.0.1:6379,redis://127.0.0.1:6380,redis://127.0.0.1:6381
+  quorum-lock run backup -- ./backup.sh
+  quorum-lock locks
+
 Exit codes:
   0        success (run: the command exited with 0)
   1        other failure, e.g. the server cannot listen on its address
-  2        bad usage: flags, durations, addresses, missing or empty token
-  69       servers unreachable or too few answered for a quorum
+  2        bad usage: flags, durations, addresses, URLs, missing or empty
+           token, both or neither of --nodes and --redis
+  69       nodes unreachable or too few answered for a quorum
   75       run: the lock was lost while the command ran (the command was
            stopped), or --timeout passed before the lock was granted
-  77       a server rejected the token, or it is not the admin token
+  77       a server rejected the token, or it is not the admin token; or
+           too few Redis nodes answered and some refused the password
   126/127  run: the command cannot be executed / was not found
   128+N    run: stopped by signal N (e.g. 130 after Ctrl-C)
   other    run: the command's own exit code
 
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
-QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE stand in for the flags;
-RUST_LOG sets the log filter (server default: info; clients: off).";
+QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE, QUORUM_LOCK_TLS_CA,
+QUORUM_LOCK_REDIS, QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in
+for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
 
 const SERVER_EXAMPLES: &str = "\
 Examples:
@@ -84,6 +96,9 @@ Examples:
   export QUORUM_LOCK_TOKEN=s3cret
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
   quorum-lock run --read --timeout 30s reports -- sh -c 'make report'
+  # on three Redis servers instead (password in the environment, not in ps):
+  export QUORUM_LOCK_REDIS=redis://:pw@10.0.0.1:6379,redis://:pw@10.0.0.2:6379,redis://:pw@10.0.0.3:6379
+  quorum-lock run nightly-backup -- /usr/local/bin/backup --full
 
 The command runs in its own process group with QUORUM_LOCK_NAME (the lock's
 name), QUORUM_LOCK_UID and QUORUM_LOCK_FENCING_TOKEN set. The fencing token
@@ -115,13 +130,17 @@ const LOCKS_EXAMPLES: &str = "\
 Examples:
   quorum-lock locks --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 \\
       --admin-token-file /etc/qlock/admin-token
+  quorum-lock locks --per-node \\
+      --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
 
-NODES is how many servers hold the entry; fewer than the write quorum means a
+NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
   QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock force-unlock nightly-backup reports
+  QUORUM_LOCK_REDIS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
+      quorum-lock force-unlock --uid 4dba5d45-2989-4eff-a937-01a99ffbbf76
 
 Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
 holding it stops its command and exits with 75.";
@@ -209,19 +228,23 @@ pub struct ServerArgs {
     pub tls_key: Option<PathBuf>,
 }
 
-/// The servers and credentials every client subcommand needs.
+/// The nodes and credentials every client subcommand needs.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Comma-separated lock servers, host:port each, the same list and order
-    /// on every client.
+    /// on every client. Either this or --redis.
     #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
-    pub nodes: String,
+    pub nodes: Option<String>,
+    #[command(flatten)]
+    pub redis: RedisArgs,
     #[command(flatten)]
     pub tokens: Tokens,
-    /// Longest wait for each server's connection and handshake.
+    /// Longest wait for each server's connection and handshake; for Redis
+    /// nodes, also for each call.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,
-    /// Connect with TLS, trusting the CA certificates in this PEM file.
+    /// Connect to lock servers with TLS, trusting the CA certificates in
+    /// this PEM file (for Redis, see --redis-ca).
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
     /// The name the servers' certificates must carry (default: localhost).
@@ -232,6 +255,35 @@ pub struct ClientArgs {
         requires = "tls_ca"
     )]
     pub tls_server_name: String,
+}
+
+/// Redis nodes instead of lock servers.
+#[derive(Debug, Args)]
+pub struct RedisArgs {
+    /// Comma-separated Redis nodes instead of lock servers (--nodes), as
+    /// redis://[user:password@]host:port[/db] or rediss://... for TLS, the
+    /// same list on every client. Each node is a standalone Redis server
+    /// (6 or later, not a replica, not a cluster, maxmemory-policy
+    /// noeviction); a write lock needs a majority of them. Percent-encode a
+    /// comma in a password as %2C. Passwords are never shown in output or
+    /// errors; prefer QUORUM_LOCK_REDIS for URLs with passwords, since
+    /// arguments are visible to other users in ps.
+    #[arg(
+        long,
+        value_name = "URL,URL,URL",
+        env = "QUORUM_LOCK_REDIS",
+        hide_env_values = true
+    )]
+    pub redis: Option<String>,
+    /// Prefix of the Redis keys (and pub/sub channels) of the locks; every
+    /// client of the same locks must use the same one. [default:
+    /// quorum-lock:]
+    #[arg(long, value_name = "PREFIX", env = "QUORUM_LOCK_REDIS_PREFIX")]
+    pub redis_prefix: Option<String>,
+    /// Trust the CA certificates in this PEM file for rediss:// nodes
+    /// (default: the system's trust store).
+    #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_REDIS_CA")]
+    pub redis_ca: Option<PathBuf>,
 }
 
 /// Flags of `run`.
@@ -250,7 +302,10 @@ pub struct RunArgs {
     /// refreshed every validity/6 and given up when no quorum confirmed it
     /// for 5/6 of the validity; another client can get it validity/6 later.
     /// [default: the shortest validity the servers announce, 60s if none
-    /// answered]
+    /// answered; with --redis, 60s]. With --redis this is how long the
+    /// Redis nodes keep the lock unrefreshed, and a Redis node that
+    /// restarted refuses new grants for as long: every client of the same
+    /// Redis locks must use the same --validity.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when the command must be stopped.
@@ -280,6 +335,10 @@ pub struct RunArgs {
 pub struct LocksArgs {
     #[command(flatten)]
     pub client: ClientArgs,
+    /// One row per entry on each node, with a NODE column, instead of one
+    /// row per lock; unreachable nodes are listed too.
+    #[arg(long)]
+    pub per_node: bool,
 }
 
 /// Flags of `force-unlock`.
@@ -287,8 +346,13 @@ pub struct LocksArgs {
 pub struct ForceUnlockArgs {
     #[command(flatten)]
     pub client: ClientArgs,
+    /// Drop only the lock with this uid (the UID column of `locks`, or a
+    /// holder's QUORUM_LOCK_UID), on whatever names it holds, instead of
+    /// everything on NAMEs.
+    #[arg(long, value_name = "UID", conflicts_with = "names")]
+    pub uid: Option<String>,
     /// The lock names to force open.
-    #[arg(value_name = "NAME", required = true, num_args = 1..)]
+    #[arg(value_name = "NAME", required_unless_present = "uid", num_args = 1..)]
     pub names: Vec<String>,
 }
 

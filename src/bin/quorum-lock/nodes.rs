@@ -106,21 +106,84 @@ pub fn client_token(args: &ClientArgs, admin: bool) -> Result<String, Failure> {
     })
 }
 
-/// The connected servers, in the order given.
+/// The kind of nodes a client command talks to: lock servers (`--nodes`)
+/// or Redis servers (`--redis`), never both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    LockServers,
+    Redis,
+}
+
+impl Kind {
+    /// How the nodes are called in messages.
+    pub fn nodes(self) -> &'static str {
+        match self {
+            Kind::LockServers => "lock servers",
+            Kind::Redis => "Redis nodes",
+        }
+    }
+
+    /// Which flags were given decides; both or neither is a usage error,
+    /// and so are options of the other kind.
+    pub fn of(args: &ClientArgs) -> Result<Kind, Failure> {
+        let redis = &args.redis;
+        match (&args.nodes, &redis.redis) {
+            (Some(_), Some(_)) => Err(Failure::usage(
+                "both lock servers (--nodes / QUORUM_LOCK_NODES) and Redis nodes (--redis / \
+                 QUORUM_LOCK_REDIS) are given; a lock lives on one kind of node: pass only one",
+            )),
+            (None, None) => Err(Failure::usage(
+                "no nodes: pass --nodes host:port,... for lock servers or --redis \
+                 redis://host:port,... for Redis nodes (or set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
+            )),
+            (Some(_), None) => {
+                let stray = [
+                    (redis.redis_prefix.is_some(), "--redis-prefix / QUORUM_LOCK_REDIS_PREFIX"),
+                    (redis.redis_ca.is_some(), "--redis-ca / QUORUM_LOCK_REDIS_CA"),
+                ];
+                match stray.iter().find(|(given, _)| *given) {
+                    Some((_, flag)) => Err(Failure::usage(format!(
+                        "{flag} is set, but it only applies to Redis nodes (--redis), not to lock servers (--nodes)"
+                    ))),
+                    None => Ok(Kind::LockServers),
+                }
+            }
+            (None, Some(_)) => {
+                if args.tls_ca.is_some() {
+                    return Err(Failure::usage(
+                        "--tls-ca / QUORUM_LOCK_TLS_CA is for lock servers; for rediss:// Redis \
+                         nodes pass the CA file with --redis-ca",
+                    ));
+                }
+                Ok(Kind::Redis)
+            }
+        }
+    }
+}
+
+/// The connected nodes, in the order given.
 pub struct Cluster {
     pub lockers: Vec<Arc<dyn NetLocker>>,
+    pub kind: Kind,
 }
 
 impl Cluster {
-    /// Connects to every node at once. A rejected token anywhere is fatal
-    /// (exit 77); servers that cannot be reached are tolerated as long as
-    /// `needed` of them answered, since the lock only needs a quorum.
+    /// Connects to every node at once. Lock servers: a rejected token
+    /// anywhere is fatal (exit 77). Nodes that cannot be reached are
+    /// tolerated as long as `needed` of them answered, since the lock only
+    /// needs a quorum. `validity` is how long Redis nodes keep an entry
+    /// that is not refreshed (lock servers announce their own).
     pub async fn connect(
         args: &ClientArgs,
         admin: bool,
         needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
     ) -> Result<Cluster, Failure> {
-        let nodes = parse_nodes(&args.nodes)?;
+        let nodes = match (Kind::of(args)?, &args.nodes) {
+            (Kind::LockServers, Some(nodes)) => nodes,
+            _ => return crate::redis_nodes::connect(args, needed, validity).await,
+        };
+        let nodes = parse_nodes(nodes)?;
         let token = client_token(args, admin)?;
         let mut config = RemoteConfig::new(token);
         config.connect_timeout = args.connect_timeout;
@@ -178,7 +241,10 @@ impl Cluster {
                 down.join(", ")
             );
         }
-        Ok(Cluster { lockers })
+        Ok(Cluster {
+            lockers,
+            kind: Kind::LockServers,
+        })
     }
 
     /// The servers that are down right now, for error messages.

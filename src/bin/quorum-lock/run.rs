@@ -79,7 +79,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     }
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {
-        cluster = Cluster::connect(&args.client, false, quorum) => cluster?,
+        cluster = Cluster::connect(&args.client, false, quorum, args.validity) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
     let announced = cluster.lockers.iter().filter_map(|l| l.validity()).min();

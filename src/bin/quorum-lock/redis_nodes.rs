@@ -1,0 +1,306 @@
+//! `--redis`: standalone Redis servers as the nodes of `run`, `locks` and
+//! `force-unlock`, instead of lock servers.
+//!
+//! A Redis URL may carry a password, so nothing here ever shows a URL as
+//! given: messages name a node by its `host:port` (what
+//! `NetLocker::endpoint` reports), or by [`redact`]ed URL when it cannot be
+//! parsed.
+
+use crate::fail::Failure;
+
+/// Without the `redis` feature there is nothing to connect with.
+#[cfg(not(feature = "redis"))]
+pub async fn connect(
+    _args: &crate::args::ClientArgs,
+    _needed: impl Fn(usize) -> usize,
+    _validity: Option<std::time::Duration>,
+) -> Result<crate::nodes::Cluster, Failure> {
+    Err(Failure::usage(
+        "this quorum-lock was built without Redis support; rebuild it with \
+         `cargo build --release --features cli,redis` to use --redis",
+    ))
+}
+
+#[cfg(feature = "redis")]
+pub use with_redis::connect;
+
+#[cfg(feature = "redis")]
+mod with_redis {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use futures::future::join_all;
+    use quorum_lock::redis::{RedisConfig, RedisLocker};
+    use quorum_lock::NetLocker;
+
+    use super::{redact, split_urls};
+    use crate::args::ClientArgs;
+    use crate::fail::{Failure, AUTH, UNAVAILABLE};
+    use crate::nodes::{Cluster, Kind};
+
+    /// The Redis nodes of `args`, each connected and checked at once when
+    /// it answers. A node that does not answer (down, refusing, wrong
+    /// password) is kept as a locker that connects on each later call and
+    /// counts as not granting meanwhile, as an unreachable lock server
+    /// does; at least `needed` must answer now. `validity` is how long the
+    /// nodes keep an entry that is not refreshed (the library's default,
+    /// 60 s, without one), and the quarantine after a Redis restart is the
+    /// same (see `RedisConfig::quarantine`).
+    pub async fn connect(
+        args: &ClientArgs,
+        needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
+    ) -> Result<Cluster, Failure> {
+        let urls = split_urls(args.redis.redis.as_deref().unwrap_or(""))?;
+        let config = config(args, &urls, validity)?;
+        // Every URL is checked before anything is sent anywhere.
+        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::with_capacity(urls.len());
+        for (i, url) in urls.iter().enumerate() {
+            let locker = RedisLocker::new(url, config.clone()).map_err(|e| {
+                Failure::usage(format!(
+                    "Redis node {} of {} ({}): {e}",
+                    i + 1,
+                    urls.len(),
+                    redact(url)
+                ))
+            })?;
+            let endpoint = locker.endpoint();
+            if lockers.iter().any(|l| l.endpoint() == endpoint) {
+                return Err(Failure::usage(format!(
+                    "Redis node {endpoint} is listed twice; each node counts once towards the \
+                     quorum, even with another database number"
+                )));
+            }
+            lockers.push(Arc::new(locker));
+        }
+        // Each connection makes a handful of calls, each bounded by the
+        // connect timeout; this bounds the whole.
+        let limit = args.connect_timeout.saturating_mul(5);
+        let connects = urls
+            .iter()
+            .map(|url| tokio::time::timeout(limit, RedisLocker::connect(url, config.clone())));
+        let mut down: Vec<(String, String)> = Vec::new();
+        for (slot, result) in lockers.iter_mut().zip(join_all(connects).await) {
+            match result {
+                Ok(Ok(connected)) => *slot = Arc::new(connected),
+                Ok(Err(err)) => down.push((slot.endpoint(), reason(&err))),
+                Err(_) => down.push((slot.endpoint(), "Redis did not answer in time".into())),
+            }
+        }
+        let up = lockers.len() - down.len();
+        let need = needed(lockers.len());
+        let listed: Vec<String> = down
+            .iter()
+            .map(|(node, why)| format!("{node}: {why}"))
+            .collect();
+        if up < need {
+            let refused_login = down.iter().any(|(_, why)| is_auth(why));
+            let mut message = format!(
+                "only {up} of {} Redis nodes answered but {need} are needed for a quorum; {}",
+                lockers.len(),
+                listed.join("; ")
+            );
+            if refused_login {
+                message.push_str(
+                    " (check the user name and password in the --redis URLs; they are not shown here)",
+                );
+            }
+            let code = if refused_login { AUTH } else { UNAVAILABLE };
+            return Err(Failure::new(code, message));
+        }
+        if !down.is_empty() {
+            eprintln!(
+                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
+                listed.join("; ")
+            );
+        }
+        Ok(Cluster {
+            lockers,
+            kind: Kind::Redis,
+        })
+    }
+
+    /// The settings every node shares.
+    fn config(
+        args: &ClientArgs,
+        urls: &[String],
+        validity: Option<Duration>,
+    ) -> Result<RedisConfig, Failure> {
+        let mut config = RedisConfig::default();
+        if let Some(prefix) = &args.redis.redis_prefix {
+            if prefix.is_empty() {
+                return Err(Failure::usage(
+                    "--redis-prefix is empty; lock keys would mix with the database's other keys: \
+                     pass a prefix such as myapp-locks:",
+                ));
+            }
+            config.prefix = prefix.clone();
+        }
+        if let Some(validity) = validity {
+            config.validity = validity;
+        }
+        // A restarted Redis refuses new grants until every lock it may have
+        // forgotten was refreshed back or expired: one validity.
+        config.quarantine = config.validity;
+        config.call_timeout = args.connect_timeout;
+        if let Some(ca) = &args.redis.redis_ca {
+            if !urls.iter().any(|u| scheme(u) == "rediss") {
+                return Err(Failure::usage(
+                    "--redis-ca is given but no Redis URL uses TLS: write rediss:// for the nodes \
+                     that serve TLS",
+                ));
+            }
+            let pem = std::fs::read(ca).map_err(|e| {
+                Failure::usage(format!(
+                    "cannot read the --redis-ca file {}: {e}",
+                    ca.display()
+                ))
+            })?;
+            config.tls_root_cert = Some(pem);
+        }
+        Ok(config)
+    }
+
+    /// Why a node did not answer. Errors of the library name the node by
+    /// `host:port` only; this keeps just the reason.
+    fn reason(err: &quorum_lock::Error) -> String {
+        match err {
+            quorum_lock::Error::LockerUnavailable { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether `reason` says the server refused the credentials.
+    fn is_auth(reason: &str) -> bool {
+        [
+            "AuthenticationFailed",
+            "NOAUTH",
+            "WRONGPASS",
+            "NoPermission",
+        ]
+        .iter()
+        .any(|word| reason.contains(word))
+    }
+
+    fn scheme(url: &str) -> String {
+        url.split_once("://")
+            .map(|(s, _)| s.to_ascii_lowercase())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+/// Splits `A,B,C` into URLs and checks each is `redis://` or `rediss://`.
+/// The same URL twice is caught later, by `host:port`.
+pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
+    if raw.trim().is_empty() {
+        return Err(Failure::usage(
+            "empty Redis node list: pass --redis redis://host:port,... or set QUORUM_LOCK_REDIS",
+        ));
+    }
+    let entries: Vec<&str> = raw.split(',').map(str::trim).collect();
+    let mut urls = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let bad = |why: &str| {
+            Failure::usage(format!(
+                "Redis node {} of {} ({}): {why}",
+                i + 1,
+                entries.len(),
+                redact(entry)
+            ))
+        };
+        if entry.is_empty() {
+            return Err(bad("empty entry in the list"));
+        }
+        let scheme = entry.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("redis" | "rediss")) {
+            return Err(bad(
+                "expected redis://[user:password@]host:port[/db], or rediss://... for TLS",
+            ));
+        }
+        urls.push((*entry).to_owned());
+    }
+    Ok(urls)
+}
+
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+/// `url` as it may be shown: `scheme://host:port/path`, with any user name
+/// and password replaced by `***` and any query or fragment left out (a
+/// query may carry a password too). Works on malformed input as well.
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    match scheme {
+        Some(scheme) => format!("{scheme}://{host}{path}"),
+        None => format!("{host}{path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacted_urls_show_no_credentials() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            (
+                "redis://:s3cret@127.0.0.1:6379/2",
+                "redis://***@127.0.0.1:6379/2",
+            ),
+            ("rediss://user:s3cret@host:1", "rediss://***@host:1"),
+            ("redis://u:p@ss@host:1?x=1", "redis://***@host:1"),
+            ("user:s3cret@host:1", "***@host:1"),
+            ("redis://host:1/0?pass=s3cret", "redis://host:1/0"),
+            ("redis://h:1#s3cret", "redis://h:1"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    /// The help text states the default prefix; it must be the library's.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn the_documented_prefix_is_the_library_default() {
+        use clap::CommandFactory;
+        let prefix = quorum_lock::redis::RedisConfig::default().prefix;
+        let cli = crate::args::Cli::command();
+        let run = cli.find_subcommand("run").expect("a run subcommand");
+        let help = run
+            .get_arguments()
+            .find(|a| a.get_id() == "redis_prefix")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .expect("--redis-prefix has help");
+        assert!(help.contains(&format!("[default: {prefix}]")), "{help}");
+    }
+
+    #[test]
+    fn url_lists_are_checked_without_showing_passwords() {
+        let urls = split_urls(" redis://a:1 , rediss://:pw@b:2 ").expect("valid");
+        assert_eq!(urls, ["redis://a:1", "rediss://:pw@b:2"]);
+        for bad in [
+            "",
+            " ",
+            "redis://a:1,,redis://b:2",
+            "a:1",
+            "http://a:1",
+            "tcp://:s3cret@a:1",
+        ] {
+            let err = split_urls(bad).expect_err(bad);
+            assert_eq!(err.code, crate::fail::USAGE);
+            assert!(!err.message.contains("s3cret"), "{}", err.message);
+        }
+    }
+}
