@@ -508,6 +508,17 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
     );
     assert!(!shown(&done, WRONG), "the password was shown: {done:?}");
 
+    // No password for servers that require one.
+    let none = n
+        .servers
+        .iter()
+        .map(RedisServer::url)
+        .collect::<Vec<_>>()
+        .join(",");
+    let done = cli_logged(dir, &["locks", "--redis", &none]);
+    assert_eq!(done.code, Some(77), "{done:?}");
+    assert!(done.stderr.contains("password"), "{done:?}");
+
     // A wrong password, and a wrong user with it, on real servers.
     for user in ["", "someone"] {
         let wrong = urls(WRONG, user);

@@ -102,7 +102,8 @@ mod with_redis {
             );
             if refused_login {
                 message.push_str(
-                    " (check the user name and password in the --redis URLs; they are not shown here)",
+                    " (check the user name and password in the --redis URLs, which are not shown \
+                     here, and that the user may run INFO, TIME, EVALSHA and SCAN)",
                 );
             }
             let code = if refused_login { AUTH } else { UNAVAILABLE };
@@ -170,13 +171,17 @@ mod with_redis {
         }
     }
 
-    /// Whether `reason` says the server refused the credentials.
+    /// Whether `reason` says the server refused the credentials: a wrong
+    /// password or user, or none given to a server that requires one (its
+    /// NOAUTH refuses the first command, INFO, which the library reports
+    /// by the error's kind only).
     fn is_auth(reason: &str) -> bool {
         [
             "AuthenticationFailed",
             "NOAUTH",
             "WRONGPASS",
             "NoPermission",
+            "INFO server failed (Extension)",
         ]
         .iter()
         .any(|word| reason.contains(word))
