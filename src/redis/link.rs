@@ -204,7 +204,11 @@ impl Link {
             .arg("server")
             .query_async(conn)
             .await
-            .map_err(|e| not_redis(format!("INFO server failed ({:?})", e.kind())))?;
+            .map_err(|e| match e.code() {
+                // A server error, such as NOAUTH when the URL has no password.
+                Some(_) => unavailable(&self.endpoint, &e),
+                None => not_redis(format!("INFO server failed ({:?})", e.kind())),
+            })?;
         let field = |name: &str| {
             info.lines()
                 .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))

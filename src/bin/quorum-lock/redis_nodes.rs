@@ -8,23 +8,8 @@
 
 use crate::fail::Failure;
 
-/// Without the `redis` feature there is nothing to connect with.
-#[cfg(not(feature = "redis"))]
-pub async fn connect(
-    _args: &crate::args::ClientArgs,
-    _needed: impl Fn(usize) -> usize,
-    _validity: Option<std::time::Duration>,
-) -> Result<crate::nodes::Cluster, Failure> {
-    Err(Failure::usage(
-        "this quorum-lock was built without Redis support; rebuild it with \
-         `cargo build --release --features cli,redis` to use --redis",
-    ))
-}
-
-#[cfg(feature = "redis")]
 pub use with_redis::connect;
 
-#[cfg(feature = "redis")]
 mod with_redis {
     use std::sync::Arc;
     use std::time::Duration;
@@ -173,15 +158,13 @@ mod with_redis {
 
     /// Whether `reason` says the server refused the credentials: a wrong
     /// password or user, or none given to a server that requires one (its
-    /// NOAUTH refuses the first command, INFO, which the library reports
-    /// by the error's kind only).
+    /// NOAUTH refuses the first command, INFO).
     fn is_auth(reason: &str) -> bool {
         [
             "AuthenticationFailed",
             "NOAUTH",
             "WRONGPASS",
             "NoPermission",
-            "INFO server failed (Extension)",
         ]
         .iter()
         .any(|word| reason.contains(word))
@@ -194,7 +177,6 @@ mod with_redis {
     }
 }
 
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 /// Splits `A,B,C` into URLs and checks each is `redis://` or `rediss://`.
 /// The same URL twice is caught later, by `host:port`.
 pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
@@ -228,7 +210,6 @@ pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
     Ok(urls)
 }
 
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 /// `url` as it may be shown: `scheme://host:port/path`, with any user name
 /// and password replaced by `***` and any query or fragment left out (a
 /// query may carry a password too). Works on malformed input as well.
@@ -275,7 +256,6 @@ mod tests {
     }
 
     /// The help text states the default prefix; it must be the library's.
-    #[cfg(feature = "redis")]
     #[test]
     fn the_documented_prefix_is_the_library_default() {
         use clap::CommandFactory;
