@@ -93,13 +93,7 @@ pub async fn run(
                             }
                         }
                     }
-                    let mut end = work(hold, guard.lost()).await;
-                    // The deadline passed but its timer has not fired yet:
-                    // the holder would see it before acting.
-                    if guard.is_lost() {
-                        end = End::Lost;
-                    }
-                    let until = Instant::now();
+                    let (end, until) = work(hold, from, || guard.is_lost()).await;
                     ledger.grant(Grant {
                         client,
                         uid: guard.uid().to_owned(),
@@ -130,13 +124,7 @@ pub async fn run(
                     } else {
                         None
                     };
-                    let mut end = work(hold, guard.lost()).await;
-                    // The deadline passed but its timer has not fired yet:
-                    // the holder would see it before acting.
-                    if guard.is_lost() {
-                        end = End::Lost;
-                    }
-                    let until = Instant::now();
+                    let (end, until) = work(hold, from, || guard.is_lost()).await;
                     ledger.grant(Grant {
                         client,
                         uid: guard.uid().to_owned(),
@@ -155,12 +143,28 @@ pub async fn run(
     }
 }
 
-/// Holds the lock for `hold`, or until it is lost.
-async fn work(hold: Duration, lost: impl std::future::Future<Output = ()>) -> End {
-    tokio::select! {
-        biased;
-        () = lost => End::Lost,
-        () = tokio::time::sleep(hold) => End::Released,
+/// Holds the lock for `hold`, or until it is lost, acting in slices of at
+/// most `SLICE` and checking `is_lost()` before each, as careful code
+/// does. Returns how the hold ended and the last instant the holder saw
+/// its lock still held: that is the end of its belief, and the library
+/// promises that nobody else can be granted the lock before it (plus the
+/// safety margin). Ending the belief at a later observation, such as a
+/// `lost()` wake-up delayed by a busy runtime or by a slow fencing-token
+/// call, would blame the library for the client's lateness.
+async fn work(hold: Duration, from: Instant, is_lost: impl Fn() -> bool) -> (End, Instant) {
+    const SLICE: Duration = Duration::from_millis(10);
+    let mut seen_held = from;
+    loop {
+        let now = Instant::now();
+        if is_lost() {
+            return (End::Lost, seen_held);
+        }
+        seen_held = now;
+        let done = now.saturating_duration_since(from);
+        if done >= hold {
+            return (End::Released, seen_held);
+        }
+        tokio::time::sleep((hold - done).min(SLICE)).await;
     }
 }
 

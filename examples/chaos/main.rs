@@ -326,15 +326,20 @@ fn report(
         regressions.len(),
         refused.len()
     );
+    let share = |share: f64, count: usize| {
+        if count == 0 {
+            "no attempts".to_owned()
+        } else {
+            format!("{:.2}% of {count}", share * 100.0)
+        }
+    };
     println!(
-        "availability (acquire granted within {:?}): {:.2}% of {} with at most {} of {} servers impaired; {:.2}% of {} with more",
+        "availability (acquire granted within {:?}): {} with at most {} of {} servers unavailable; {} with more",
         clients::ACQUIRE_TIMEOUT,
-        ok_share * 100.0,
-        ok_count,
+        share(ok_share, ok_count),
         tolerated,
         s.servers,
-        bad_share * 100.0,
-        bad_count
+        share(bad_share, bad_count),
     );
     println!(
         "entries left on the servers after the run: {}",
