@@ -40,10 +40,10 @@ fn is_quarantine(err: &Error) -> bool {
     err.to_string().contains("refusing new grants")
 }
 
-/// Locks a scratch name until the server's quarantine is over; at most 8 s
-/// (the quarantine is counted from the start rounded up to a second).
+/// Locks a scratch name until the server's quarantine is over; at most
+/// 12 s (the quarantine is counted from the start rounded up to a second).
 async fn wait_out_quarantine(redis: &Arc<dyn NetLocker>) {
-    let give_up = Instant::now() + Duration::from_secs(8);
+    let give_up = Instant::now() + Duration::from_secs(12);
     loop {
         match redis.lock(&args("probe", "scratch")).await {
             Ok(true) => {
@@ -63,7 +63,9 @@ async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let quarantine = Duration::from_secs(2);
+    // Long enough that a busy machine cannot use it up between the
+    // server's start and the first call.
+    let quarantine = Duration::from_secs(4);
     let redis = locker_with(&server, config(Duration::from_secs(5), quarantine)).await;
 
     let err = redis.lock(&args("writer", "q")).await.unwrap_err();
@@ -93,7 +95,9 @@ async fn a_server_restarted_empty_is_quarantined_for_every_client() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let settings = config(Duration::from_secs(5), Duration::from_secs(1));
+    // Long enough that a busy machine cannot use it up between the restart
+    // and the calls that must see it.
+    let settings = config(Duration::from_secs(5), Duration::from_secs(4));
     let holder = locker_with(&server, settings.clone()).await;
     wait_out_quarantine(&holder).await;
     assert!(holder.lock(&args("holder", "r")).await.unwrap());
