@@ -174,6 +174,18 @@ impl Inbox {
             .iter()
             .any(|(u, e)| u == uid && *e == quorum_lock::PushEvent::Granted)
     }
+
+    /// Whether a grant for `uid` is pushed within `bound`.
+    async fn granted_within(&self, uid: &str, bound: Duration) -> bool {
+        let give_up = tokio::time::Instant::now() + bound;
+        while !self.granted(uid) {
+            if tokio::time::Instant::now() >= give_up {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
 }
 
 /// The connection and the push listener live on the runtime that made
@@ -213,13 +225,12 @@ fn pushes_outlive_the_runtime_that_started_them() {
             .await;
         assert_eq!(reply.unwrap(), WaitReply::Queued);
         assert!(redis.unlock(&args("holder-1")).await.unwrap());
-        for _ in 0..500 {
-            if inbox.granted("waiter-1") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(inbox.granted("waiter-1"), "pushed on the first runtime");
+        assert!(
+            inbox
+                .granted_within("waiter-1", Duration::from_secs(5))
+                .await,
+            "pushed on the first runtime"
+        );
         assert!(redis.unlock(&args("waiter-1")).await.unwrap());
     });
     drop(first);
@@ -237,13 +248,12 @@ fn pushes_outlive_the_runtime_that_started_them() {
             .await;
         assert_eq!(reply.unwrap(), WaitReply::Queued);
         assert!(redis.unlock(&args("holder-2")).await.unwrap());
-        for _ in 0..500 {
-            if inbox.granted("waiter-2") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(inbox.granted("waiter-2"), "pushed on the second runtime");
+        assert!(
+            inbox
+                .granted_within("waiter-2", Duration::from_secs(5))
+                .await,
+            "pushed on the second runtime"
+        );
         assert!(redis.unlock(&args("waiter-2")).await.unwrap());
     });
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::{Dsync, Error, FencingGate, LockMode};
+use quorum_lock::{Dsync, Error, FencingGate, LockMode, ReadGuard, WriteGuard};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
@@ -66,80 +66,120 @@ pub async fn run(
             continue;
         };
         let at = Instant::now();
+        let one = One {
+            client,
+            names: &names,
+            mode,
+            hold,
+            fence,
+            at,
+            ledger: &ledger,
+            gates: &gates,
+        };
         match mode {
             LockMode::Write => match mutex.lock_timeout(ACQUIRE_TIMEOUT).await {
-                Ok(guard) if guard.is_lost() => {
-                    // Its grants came back after its deadline: the holder
-                    // sees at once that it holds nothing, and acts on nothing.
-                    ledger.attempt(Attempt { at, granted: false });
-                    ledger.lost_at_birth();
-                    let _ = guard.unlock().await;
-                }
-                Ok(guard) => {
-                    let from = Instant::now();
-                    ledger.attempt(Attempt { at, granted: true });
-                    let token = if fence {
-                        guard.fencing_token().await.ok()
-                    } else {
-                        None
-                    };
-                    if let Some(token) = token {
-                        for name in &names {
-                            if gates[name].admit(token).is_err() && !guard.is_lost() {
-                                ledger.refused_token(format!(
-                                    "client {client} uid {} token {token} on {name}",
-                                    guard.uid()
-                                ));
-                            }
-                        }
-                    }
-                    let (end, until) = work(hold, from, || guard.is_lost()).await;
-                    ledger.grant(Grant {
-                        client,
-                        uid: guard.uid().to_owned(),
-                        resources: names.clone(),
-                        mode,
-                        from,
-                        until,
-                        end,
-                        token,
-                    });
-                    let _ = guard.unlock().await;
-                }
+                Ok(guard) => one.held(guard).await,
                 Err(err) => failed(&ledger, at, &err).await,
             },
             LockMode::Read => match mutex.read_timeout(ACQUIRE_TIMEOUT).await {
-                Ok(guard) if guard.is_lost() => {
-                    // Its grants came back after its deadline: the holder
-                    // sees at once that it holds nothing, and acts on nothing.
-                    ledger.attempt(Attempt { at, granted: false });
-                    ledger.lost_at_birth();
-                    let _ = guard.unlock().await;
-                }
-                Ok(guard) => {
-                    let from = Instant::now();
-                    ledger.attempt(Attempt { at, granted: true });
-                    let token = if fence {
-                        guard.fencing_token().await.ok()
-                    } else {
-                        None
-                    };
-                    let (end, until) = work(hold, from, || guard.is_lost()).await;
-                    ledger.grant(Grant {
-                        client,
-                        uid: guard.uid().to_owned(),
-                        resources: names.clone(),
-                        mode,
-                        from,
-                        until,
-                        end,
-                        token,
-                    });
-                    let _ = guard.unlock().await;
-                }
+                Ok(guard) => one.held(guard).await,
                 Err(err) => failed(&ledger, at, &err).await,
             },
         }
+    }
+}
+
+/// What the client does with either kind of guard.
+trait Guard {
+    fn uid(&self) -> &str;
+    fn is_lost(&self) -> bool;
+    async fn token(&self) -> Option<u64>;
+    async fn release(self);
+}
+
+macro_rules! guard {
+    ($guard:ty) => {
+        impl Guard for $guard {
+            fn uid(&self) -> &str {
+                <$guard>::uid(self)
+            }
+            fn is_lost(&self) -> bool {
+                <$guard>::is_lost(self)
+            }
+            async fn token(&self) -> Option<u64> {
+                self.fencing_token().await.ok()
+            }
+            async fn release(self) {
+                let _ = self.unlock().await;
+            }
+        }
+    };
+}
+
+guard!(WriteGuard);
+guard!(ReadGuard);
+
+/// One acquire of one client, and what it records.
+struct One<'a> {
+    client: usize,
+    names: &'a [String],
+    mode: LockMode,
+    hold: Duration,
+    fence: bool,
+    at: Instant,
+    ledger: &'a Ledger,
+    gates: &'a Gates,
+}
+
+impl One<'_> {
+    async fn held(&self, guard: impl Guard) {
+        let ledger = self.ledger;
+        if guard.is_lost() {
+            // Its grants came back after its deadline: the holder sees at
+            // once that it holds nothing, and acts on nothing.
+            ledger.attempt(Attempt {
+                at: self.at,
+                granted: false,
+            });
+            ledger.lost_at_birth();
+            guard.release().await;
+            return;
+        }
+        let from = Instant::now();
+        ledger.attempt(Attempt {
+            at: self.at,
+            granted: true,
+        });
+        let token = if self.fence {
+            guard.token().await
+        } else {
+            None
+        };
+        // Only a writer's token goes through the resource's gate: readers
+        // share, so their tokens come in any order.
+        if let (Some(token), LockMode::Write) = (token, self.mode) {
+            for name in self.names {
+                if self.gates[name].admit(token).is_err() && !guard.is_lost() {
+                    ledger.refused_token(format!(
+                        "client {} uid {} token {token} on {name}",
+                        self.client,
+                        guard.uid()
+                    ));
+                }
+            }
+        }
+        let (end, until) = work(self.hold, from, || guard.is_lost()).await;
+        ledger.grant(Grant {
+            client: self.client,
+            uid: guard.uid().to_owned(),
+            resources: self.names.to_vec(),
+            mode: self.mode,
+            from,
+            until,
+            end,
+            token,
+        });
+        guard.release().await;
     }
 }
 
