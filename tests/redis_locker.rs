@@ -193,23 +193,12 @@ impl Inbox {
 /// and listens again there.
 #[test]
 fn pushes_outlive_the_runtime_that_started_them() {
-    use quorum_lock::{LockArgs, NetLocker, Ticket, WaitArgs, WaitReply, Wake};
+    use quorum_lock::NetLocker;
     let Some(server) = RedisServer::start() else {
         return;
     };
-    let args = |uid: &str| LockArgs {
-        uid: uid.into(),
-        resources: vec!["runtimes".to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/redis_locker.rs".into(),
-        quorum: 1,
-    };
+    let args = runtimes_args;
     let inbox = Arc::new(Inbox::default());
-    let wait = |inbox: &Arc<Inbox>| WaitArgs {
-        ticket: Ticket::now(),
-        place_ttl: Duration::from_secs(30),
-        wake: Some(Wake::new(inbox.clone(), 0)),
-    };
     let runtime = || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -220,18 +209,7 @@ fn pushes_outlive_the_runtime_that_started_them() {
     let redis: Arc<dyn NetLocker> = first.block_on(locker(&server, Duration::from_secs(60)));
     first.block_on(async {
         assert!(redis.lock(&args("holder-1")).await.unwrap());
-        let reply = redis
-            .lock_wait(&args("waiter-1"), LockMode::Write, &wait(&inbox))
-            .await;
-        assert_eq!(reply.unwrap(), WaitReply::Queued);
-        assert!(redis.unlock(&args("holder-1")).await.unwrap());
-        assert!(
-            inbox
-                .granted_within("waiter-1", Duration::from_secs(5))
-                .await,
-            "pushed on the first runtime"
-        );
-        assert!(redis.unlock(&args("waiter-1")).await.unwrap());
+        queued_then_pushed(&redis, &inbox, "holder-1", "waiter-1").await;
     });
     drop(first);
 
@@ -243,17 +221,41 @@ fn pushes_outlive_the_runtime_that_started_them() {
             granted = redis.lock(&args("holder-2")).await;
         }
         assert!(granted.expect("a new connection on this runtime"));
-        let reply = redis
-            .lock_wait(&args("waiter-2"), LockMode::Write, &wait(&inbox))
-            .await;
-        assert_eq!(reply.unwrap(), WaitReply::Queued);
-        assert!(redis.unlock(&args("holder-2")).await.unwrap());
-        assert!(
-            inbox
-                .granted_within("waiter-2", Duration::from_secs(5))
-                .await,
-            "pushed on the second runtime"
-        );
-        assert!(redis.unlock(&args("waiter-2")).await.unwrap());
+        queued_then_pushed(&redis, &inbox, "holder-2", "waiter-2").await;
     });
+}
+
+fn runtimes_args(uid: &str) -> quorum_lock::LockArgs {
+    quorum_lock::LockArgs {
+        uid: uid.into(),
+        resources: vec!["runtimes".to_owned()].into(),
+        owner: "test".into(),
+        source: "tests/redis_locker.rs".into(),
+        quorum: 1,
+    }
+}
+
+/// `waiter` queues behind `holder`, which then unlocks: the waiter must be
+/// pushed its grant, and is then unlocked.
+async fn queued_then_pushed(
+    redis: &Arc<dyn quorum_lock::NetLocker>,
+    inbox: &Arc<Inbox>,
+    holder: &str,
+    waiter: &str,
+) {
+    use quorum_lock::{Ticket, WaitArgs, WaitReply, Wake};
+    let args = runtimes_args;
+    let wait = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(30),
+        wake: Some(Wake::new(inbox.clone(), 0)),
+    };
+    let reply = redis.lock_wait(&args(waiter), LockMode::Write, &wait).await;
+    assert_eq!(reply.unwrap(), WaitReply::Queued);
+    assert!(redis.unlock(&args(holder)).await.unwrap());
+    assert!(
+        inbox.granted_within(waiter, Duration::from_secs(5)).await,
+        "{waiter} was not pushed its grant"
+    );
+    assert!(redis.unlock(&args(waiter)).await.unwrap());
 }

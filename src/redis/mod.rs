@@ -382,13 +382,7 @@ impl Shared {
     async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         Self::checked(args, false)?;
         let validity = self.validity_ms();
-        let argv = [
-            &*args.uid,
-            mode_arg(mode),
-            &validity,
-            &*args.owner,
-            &*args.source,
-        ];
+        let argv = grant_argv(args, mode, &validity);
         let code = self
             .run(&self.scripts.lock, &self.keys(args), &argv, true, &[])
             .await?;
@@ -408,13 +402,7 @@ impl Shared {
     ) -> Result<i64, Error> {
         let validity = self.validity_ms();
         let place_ttl = Self::ms(place_ttl);
-        let argv = [
-            &*args.uid,
-            mode_arg(mode),
-            &validity,
-            &*args.owner,
-            &*args.source,
-        ];
+        let argv = grant_argv(args, mode, &validity);
         let tail = [ticket, &place_ttl, channel, if turn { "1" } else { "0" }];
         let code = self
             .run(&self.scripts.wait, &self.keys(args), &argv, true, &tail)
@@ -538,6 +526,18 @@ fn escape_glob(prefix: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// The arguments every granting script starts with: uid, mode, validity
+/// in ms, owner, source.
+fn grant_argv<'a>(args: &'a LockArgs, mode: LockMode, validity: &'a str) -> [&'a str; 5] {
+    [
+        &args.uid,
+        mode_arg(mode),
+        validity,
+        &args.owner,
+        &args.source,
+    ]
 }
 
 fn mode_arg(mode: LockMode) -> &'static str {
