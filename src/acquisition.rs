@@ -10,6 +10,7 @@ use std::task::Waker;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
+use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::quorum::{read_quorum, write_quorum, Answer};
 use crate::wait::{PushEvent, PushSink};
@@ -120,6 +121,18 @@ struct Slot {
     granted_stamp: u64,
 }
 
+/// Whether a wait has won; see [`Acquisition::try_win`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Win {
+    /// Not (yet) a quorum of grants, or given up.
+    Open,
+    /// The caller holds the lock.
+    Won,
+    /// A quorum granted, but every quorum of those grants is older than the
+    /// lease trusts: the lock would be lost before the caller saw it.
+    Stale,
+}
+
 /// A locker to unlock.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Target {
@@ -213,29 +226,58 @@ impl Acquisition {
         self.slots().wounded
     }
 
-    /// Wins the wait if a quorum granted and it is still open; fixes where
-    /// the holder's trust starts: the earliest `alive_since` among the
-    /// lockers that granted.
-    pub(crate) fn try_win(&self) -> bool {
+    /// Wins the wait if a quorum granted, it is still open and the lock
+    /// those grants make is still trusted; fixes where the holder's trust
+    /// starts.
+    ///
+    /// The trust starts at the quorum-th latest `alive_since` among the
+    /// lockers that granted, not at the earliest: a conflicting grant needs
+    /// all but `quorum - 1` of this wait's grants gone (a writer needs `W`
+    /// lockers free, a reader `R`, and `n - W < R`, `n - R < W`), and no
+    /// grant goes before the validity after its `alive_since`. So a locker
+    /// whose grant came only by push, long after its last answered request,
+    /// does not cut short a lock that a quorum of fresh grants holds.
+    ///
+    /// A quorum of grants may still all be older than the lease trusts: a
+    /// locker's replies time out while its pushes arrive, or the task was
+    /// stalled. Handing that out would give the caller a guard lost before
+    /// it saw it, so the wait reports [`Win::Stale`] and stays open, for the
+    /// caller to give its grants back and wait again.
+    pub(crate) fn try_win(&self) -> Win {
         let mut slots = self.slots();
-        if slots.released || slots.held {
-            return slots.held;
+        if slots.held {
+            return Win::Won;
         }
-        let mut granted = 0;
-        let mut trust_from: Option<Instant> = None;
-        for slot in &slots.slots {
-            if slot.answer == Some(Answer::Granted) {
-                granted += 1;
-                let since = slot.alive_since;
-                trust_from = Some(trust_from.map_or(since, |t| t.min(since)));
-            }
+        if slots.released {
+            return Win::Open;
         }
-        if granted < self.args.quorum {
-            return false;
+        let quorum = self.args.quorum.max(1);
+        let granted = || {
+            slots
+                .slots
+                .iter()
+                .filter(|slot| slot.answer == Some(Answer::Granted))
+                .map(|slot| slot.alive_since)
+        };
+        if granted().count() < quorum {
+            return Win::Open;
+        }
+        // The quorum-th latest: the latest moment that at least `quorum`
+        // grants are alive since. Quadratic, without allocating, on this
+        // hot path; n is small.
+        let Some(trust_from) = granted()
+            .filter(|&since| granted().filter(|&other| other >= since).count() >= quorum)
+            .max()
+        else {
+            return Win::Open;
+        };
+        let trusted_for = self.coord.lease.trusted_for();
+        if after(trust_from, trusted_for) <= Instant::now() {
+            return Win::Stale;
         }
         slots.held = true;
-        slots.trust_from = trust_from.unwrap_or(self.started);
-        true
+        slots.trust_from = trust_from;
+        Win::Won
     }
 
     /// Where the holder's trust in the lock starts: when the round was sent

@@ -88,6 +88,11 @@ impl DRWMutex {
     /// waiting forever is not acceptable. Fails at once only on permanent
     /// errors, such as being called outside a tokio runtime.
     ///
+    /// A wait whose grants all came too long ago for the lease to trust
+    /// (a locker's replies were lost while its pushed grants arrived, or the
+    /// task stalled) gives them back and waits again with the same place in
+    /// line, so the guard it returns is never lost already.
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe. Dropping the future at any point leaves no grant and no
@@ -228,6 +233,7 @@ impl DRWMutex {
         let ticket = Ticket::now();
         let mut wounds = 0u32;
         let mut refusals = 0u32;
+        let mut stale = 0u32;
         loop {
             let mut wait = WaitRound::start(
                 &self.coord,
@@ -239,7 +245,7 @@ impl DRWMutex {
             );
             match wait.wait().await {
                 Ok(()) => {
-                    tracing::debug!(uid = wait.uid(), wounds, "lock granted in line");
+                    tracing::debug!(uid = wait.uid(), wounds, stale, "lock granted in line");
                     return Ok((wait.into_held(), handle));
                 }
                 Err(WaitEnd::Wounded) => {
@@ -248,6 +254,13 @@ impl DRWMutex {
                         "an older waiter needs our grants; stepping back"
                     );
                     wounds = wounds.saturating_add(1);
+                }
+                Err(WaitEnd::Stale) => {
+                    tracing::debug!(
+                        uid = wait.uid(),
+                        "granted too long ago to be trusted; waiting again"
+                    );
+                    stale = stale.saturating_add(1);
                 }
                 Err(WaitEnd::Refused) => {
                     // Release before sleeping, as a failed polling round does.

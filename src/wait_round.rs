@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::{Instant, Sleep};
 
-use crate::acquisition::{Acquisition, Target};
+use crate::acquisition::{Acquisition, Target, Win};
 use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::fanout::{call_with_deadline, Call, CallSet};
@@ -46,6 +46,11 @@ pub(crate) enum WaitEnd {
     /// such a locker step back for an older one, so holding on could
     /// deadlock.
     Refused,
+    /// A quorum granted, but too long ago for the lease to trust: its
+    /// replies were lost while its pushes came, or the task was stalled.
+    /// Give everything back and start over with the same ticket, rather
+    /// than hand out a guard that is lost already.
+    Stale,
     /// A permanent error: give up.
     Failed(Error),
 }
@@ -188,7 +193,7 @@ impl WaitRound {
         // may have changed in between.
         let parked = |cx: &mut std::task::Context<'_>| {
             state.set_waker(cx.waker());
-            !(state.try_win() || state.is_wounded())
+            state.try_win() == Win::Open && !state.is_wounded()
         };
         poll_fn(|cx| loop {
             let mut permanent = None;
@@ -216,8 +221,10 @@ impl WaitRound {
             if let Some(err) = permanent {
                 return Poll::Ready(Err(WaitEnd::Failed(err)));
             }
-            if state.try_win() {
-                return Poll::Ready(Ok(()));
+            match state.try_win() {
+                Win::Won => return Poll::Ready(Ok(())),
+                Win::Stale => return Poll::Ready(Err(WaitEnd::Stale)),
+                Win::Open => {}
             }
             if state.is_wounded() {
                 return Poll::Ready(Err(WaitEnd::Wounded));
