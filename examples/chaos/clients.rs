@@ -17,14 +17,19 @@ use crate::ledger::{Attempt, End, Grant, Ledger};
 /// How long an acquire may take before it counts as not granted.
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The names clients fight over: few, so that they collide often.
-pub const NAMES: usize = 8;
+/// How many names `clients` fight over by default: few enough that they
+/// collide often (about two clients per name, never fewer than 8 names),
+/// and not so few that waiting in line behind others, rather than faults,
+/// decides whether an acquire makes its timeout.
+pub fn default_names(clients: usize) -> usize {
+    (clients / 2).max(8)
+}
 
 /// One gate per name, as a resource that checks fencing tokens would keep.
 pub type Gates = Arc<HashMap<String, FencingGate>>;
 
-pub fn gates() -> Gates {
-    Arc::new((0..NAMES).map(|i| (name(i), FencingGate::new())).collect())
+pub fn gates(names: usize) -> Gates {
+    Arc::new((0..names).map(|i| (name(i), FencingGate::new())).collect())
 }
 
 fn name(i: usize) -> String {
@@ -41,12 +46,13 @@ pub async fn run(
     ledger: Arc<Ledger>,
     gates: Gates,
 ) {
+    let names_count = gates.len().max(1);
     let mut rng = StdRng::seed_from_u64(seed ^ (client as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     while Instant::now() < stop {
-        let first = rng.random_range(0..NAMES);
+        let first = rng.random_range(0..names_count);
         let mut names = vec![name(first)];
-        if rng.random_bool(0.2) {
-            let second = (first + rng.random_range(1..NAMES)) % NAMES;
+        if names_count > 1 && rng.random_bool(0.2) {
+            let second = (first + rng.random_range(1..names_count)) % names_count;
             names.push(name(second));
         }
         let mode = if rng.random_bool(0.7) {
@@ -139,7 +145,9 @@ impl One<'_> {
             // once that it holds nothing, and acts on nothing.
             ledger.attempt(Attempt {
                 at: self.at,
+                ended: Instant::now(),
                 granted: false,
+                failure: Some("lost when granted".into()),
             });
             ledger.lost_at_birth();
             guard.release().await;
@@ -148,7 +156,9 @@ impl One<'_> {
         let from = Instant::now();
         ledger.attempt(Attempt {
             at: self.at,
+            ended: from,
             granted: true,
+            failure: None,
         });
         let token = if self.fence {
             guard.token().await
@@ -211,7 +221,12 @@ async fn work(hold: Duration, from: Instant, is_lost: impl Fn() -> bool) -> (End
 /// Records a failed attempt; after an error that came at once (the
 /// cluster refused outright), waits a little before the next try.
 async fn failed(ledger: &Ledger, at: Instant, err: &Error) {
-    ledger.attempt(Attempt { at, granted: false });
+    ledger.attempt(Attempt {
+        at,
+        ended: Instant::now(),
+        granted: false,
+        failure: Some(err.to_string()),
+    });
     if at.elapsed() < Duration::from_millis(50) {
         tracing::debug!("acquire failed at once: {err}");
         tokio::time::sleep(Duration::from_millis(50)).await;

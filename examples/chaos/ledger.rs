@@ -34,10 +34,14 @@ pub struct Grant {
     pub token: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Attempt {
     pub at: Instant,
+    /// When it was granted or gave up.
+    pub ended: Instant,
     pub granted: bool,
+    /// Why it was not granted: the error's text, or "lost at birth".
+    pub failure: Option<String>,
 }
 
 #[derive(Default)]
@@ -168,6 +172,17 @@ pub fn token_regressions(grants: &[Grant]) -> Vec<Overlap> {
         }
     }
     found
+}
+
+/// The failures among `attempts`, by reason, most common first.
+pub fn failures(attempts: &[&Attempt]) -> Vec<(String, usize)> {
+    let mut by: HashMap<String, usize> = HashMap::new();
+    for failure in attempts.iter().filter_map(|a| a.failure.as_ref()) {
+        *by.entry(failure.clone()).or_default() += 1;
+    }
+    let mut list: Vec<(String, usize)> = by.into_iter().collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    list
 }
 
 /// Share of attempts granted, with the count.

@@ -43,12 +43,21 @@ struct Settings {
     seconds: u64,
     seed: u64,
     validity: Duration,
+    names: Option<usize>,
+}
+
+impl Settings {
+    fn names(&self) -> usize {
+        self.names
+            .unwrap_or_else(|| clients::default_names(self.clients))
+    }
 }
 
 const USAGE: &str =
     "usage: chaos [--servers N (1..=9, default 5)] [--clients N (1..=256, default 64)] \
                      [--seconds N (5..=3600, default 60)] [--seed N (default: random)] \
-                     [--validity-ms N (500..=60000, default 2000)]";
+                     [--validity-ms N (500..=60000, default 2000)] \
+                     [--names N (1..=4096, default: clients / 2, at least 8)]";
 
 fn settings() -> Result<Settings, String> {
     let mut s = Settings {
@@ -57,6 +66,7 @@ fn settings() -> Result<Settings, String> {
         seconds: 60,
         seed: rand::random(),
         validity: Duration::from_secs(2),
+        names: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -84,6 +94,7 @@ fn settings() -> Result<Settings, String> {
             "--seconds" => s.seconds = within(5, 3600)?,
             "--seed" => s.seed = number,
             "--validity-ms" => s.validity = Duration::from_millis(within(500, 60_000)?),
+            "--names" => s.names = Some(within(1, 4096)? as usize),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
@@ -117,15 +128,25 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "chaos run: seed {}, {} servers, {} clients, {} s, validity {:?}",
-        settings.seed, settings.servers, settings.clients, settings.seconds, settings.validity
+        "chaos run: seed {}, {} servers, {} clients on {} names, {} s, validity {:?}",
+        settings.seed,
+        settings.servers,
+        settings.clients,
+        settings.names(),
+        settings.seconds,
+        settings.validity
     );
     match runtime.block_on(run(&settings)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             println!(
-                "FAILED: rerun with --seed {} --servers {} --clients {} --seconds {}",
-                settings.seed, settings.servers, settings.clients, settings.seconds
+                "FAILED: rerun with --seed {} --servers {} --clients {} --seconds {} --names {} --validity-ms {}",
+                settings.seed,
+                settings.servers,
+                settings.clients,
+                settings.seconds,
+                settings.names(),
+                settings.validity.as_millis()
             );
             ExitCode::FAILURE
         }
@@ -150,7 +171,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
         .map_err(|e| format!("starting the servers panicked: {e}"))??;
     let addrs = set.addrs();
     let (token, admin) = (set.client_token().to_owned(), set.admin_token().to_owned());
-    let set = Arc::new(Mutex::new(set));
+    let set = Arc::new(set);
 
     let server_switches: Vec<Switch> = (0..s.servers).map(|_| Switch::default()).collect();
     let client_switches: Vec<Switch> = (0..s.clients).map(|_| Switch::default()).collect();
@@ -200,7 +221,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
     ));
 
     let ledger = Arc::new(Ledger::default());
-    let gates = clients::gates();
+    let gates = clients::gates(s.names());
     let stop = start + run_for;
     let mut tasks = Vec::new();
     for (c, ds) in dsyncs.into_iter().enumerate() {
@@ -264,6 +285,9 @@ async fn run(s: &Settings) -> Result<bool, String> {
         start,
         ran_for,
     );
+    if !ok {
+        println!("server logs kept in {}", set.keep_dir().display());
+    }
     // The last reference: the servers stop here.
     drop(set);
     Ok(ok)
@@ -294,14 +318,44 @@ fn report(
         .filter(|g| g.mode == quorum_lock::LockMode::Write)
         .count();
 
-    // A quorum of servers is healthy when at most n - W are impaired.
+    // A quorum of servers is healthy when at most n - W are impaired. An
+    // attempt counts as healthy when that held for its whole span, from
+    // its start until it was granted or gave up.
     let tolerated = s.servers - (s.servers / 2 + 1);
+    let most = |a: &ledger::Attempt| {
+        schedule::most_unavailable(
+            events,
+            offset(start, a.at),
+            offset(start, a.ended),
+            s.validity,
+        )
+    };
     let (healthy, unhealthy): (Vec<&ledger::Attempt>, Vec<&ledger::Attempt>) =
-        attempts.iter().partition(|a| {
-            schedule::unavailable_at(events, offset(start, a.at), s.validity) <= tolerated
-        });
+        attempts.iter().partition(|a| most(a) <= tolerated);
     let (ok_share, ok_count) = availability(&healthy);
     let (bad_share, bad_count) = availability(&unhealthy);
+    // Grants made while a majority was impaired, and how many of those
+    // had a majority silent (killed, in quarantine, stopped or cut off) as
+    // opposed to slow: a slow server's replies time out, but its pushed
+    // grants still count. Grants with a silent majority must not happen.
+    let in_outage: Vec<Duration> = attempts
+        .iter()
+        .filter(|a| a.granted)
+        .map(|a| offset(start, a.ended))
+        .filter(|&t| schedule::unavailable_at(events, t, s.validity) > tolerated)
+        .collect();
+    let with_silent_majority = in_outage
+        .iter()
+        .filter(|&&t| schedule::silent_at(events, t, s.validity) > tolerated)
+        .count();
+    // How long after a majority went silent each such grant came: a grant
+    // whose quorum answered just before a kill is returned a little later.
+    let latest_in_silence = in_outage
+        .iter()
+        .filter_map(|&t| {
+            schedule::silent_majority_since(events, t, s.validity, tolerated).map(|since| t - since)
+        })
+        .max();
 
     println!("ran for {ran_for:.1?}");
     println!(
@@ -334,13 +388,29 @@ fn report(
         }
     };
     println!(
-        "availability (acquire granted within {:?}): {} with at most {} of {} servers unavailable; {} with more",
+        "availability (acquire granted within {:?}): {} of the attempts that never saw more than {} of {} servers unavailable; \
+         {} of those that did; {} granted while more were unavailable ({} of them while more were silent, not just slow{})",
         clients::ACQUIRE_TIMEOUT,
         share(ok_share, ok_count),
         tolerated,
         s.servers,
         share(bad_share, bad_count),
+        in_outage.len(),
+        with_silent_majority,
+        latest_in_silence
+            .map(|d| format!(", each at most {d:.0?} after the majority went silent"))
+            .unwrap_or_default(),
     );
+    let reasons: Vec<String> = ledger::failures(&healthy)
+        .into_iter()
+        .map(|(why, n)| format!("{n} x {why}"))
+        .collect();
+    if !reasons.is_empty() {
+        println!(
+            "failed attempts with at most {tolerated} unavailable: {}",
+            reasons.join("; ")
+        );
+    }
     println!(
         "entries left on the servers after the run: {}",
         leaked.len()

@@ -4,7 +4,7 @@
 // Not every item is used by main.rs.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -256,8 +256,17 @@ pub fn draw(
 }
 
 fn count_servers(events: &[Event], t: Duration, quarantine: Duration) -> usize {
+    count_where(events, t, quarantine, |_| true)
+}
+
+fn count_where(
+    events: &[Event],
+    t: Duration,
+    quarantine: Duration,
+    counts: impl Fn(&Fault) -> bool,
+) -> usize {
     let mut down: Vec<usize> = Vec::new();
-    for e in events {
+    for e in events.iter().filter(|e| counts(&e.fault)) {
         let Some(server) = e.fault.impaired_server() else {
             continue;
         };
@@ -284,6 +293,64 @@ pub fn impaired_at(events: &[Event], t: Duration) -> usize {
 /// aside).
 pub fn unavailable_at(events: &[Event], t: Duration, validity: Duration) -> usize {
     count_servers(events, t, validity)
+}
+
+/// Like `unavailable_at`, without the servers that are only slow (delayed
+/// more than 1 s): their replies time out, but their pushed grants still
+/// arrive, so they can still take part in a grant.
+pub fn silent_at(events: &[Event], t: Duration, validity: Duration) -> usize {
+    count_where(events, t, validity, |f| {
+        !matches!(
+            f,
+            Fault::Net {
+                fault: NetFault::Delay(_),
+                ..
+            }
+        )
+    })
+}
+
+/// When the stretch in which more than `tolerated` servers are silent
+/// (`silent_at`), and that holds `t`, began; `None` when `t` is not in one.
+/// The count only rises where a fault starts, so the stretch begins at the
+/// latest fault start at or before `t` just before which it was not above.
+pub fn silent_majority_since(
+    events: &[Event],
+    t: Duration,
+    validity: Duration,
+    tolerated: usize,
+) -> Option<Duration> {
+    if silent_at(events, t, validity) <= tolerated {
+        return None;
+    }
+    let mut starts: Vec<Duration> = events.iter().map(|e| e.at).filter(|&at| at <= t).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts.into_iter().rev().find(|&at| {
+        at.checked_sub(Duration::from_nanos(1))
+            .map_or(true, |before| {
+                silent_at(events, before, validity) <= tolerated
+            })
+    })
+}
+
+/// The most servers `unavailable_at` any moment of `from..=to`. The count
+/// only rises where a fault starts, so it is read at `from` and at every
+/// start inside the span.
+pub fn most_unavailable(
+    events: &[Event],
+    from: Duration,
+    to: Duration,
+    validity: Duration,
+) -> usize {
+    events
+        .iter()
+        .map(|e| e.at)
+        .filter(|&at| at > from && at <= to)
+        .chain([from])
+        .map(|t| unavailable_at(events, t, validity))
+        .max()
+        .unwrap_or(0)
 }
 
 fn secs(d: Duration) -> String {
@@ -341,23 +408,20 @@ pub fn counts(events: &[Event]) -> Vec<(&'static str, usize)> {
     out
 }
 
-fn lock(m: &Mutex<ServerSet>) -> MutexGuard<'_, ServerSet> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `f` on the server set in a blocking thread.
+/// Runs `f` on the server set in a blocking thread. Servers are not locked
+/// as a whole, so a slow restart of one never delays a fault on another.
 async fn on_servers<T: Send + 'static>(
-    servers: &Arc<Mutex<ServerSet>>,
-    f: impl FnOnce(&mut ServerSet) -> T + Send + 'static,
+    servers: &Arc<ServerSet>,
+    f: impl FnOnce(&ServerSet) -> T + Send + 'static,
 ) -> Result<T, String> {
     let servers = Arc::clone(servers);
-    tokio::task::spawn_blocking(move || f(&mut lock(&servers)))
+    tokio::task::spawn_blocking(move || f(&servers))
         .await
         .map_err(|e| format!("server operation failed: {e}"))
 }
 
 struct Ctx<L> {
-    servers: Arc<Mutex<ServerSet>>,
+    servers: Arc<ServerSet>,
     server_switches: Vec<Switch>,
     client_switches: Vec<Switch>,
     start: Instant,
@@ -391,7 +455,7 @@ impl<L: Fn(String)> Ctx<L> {
     }
 
     async fn begin(&self, e: &Event) {
-        self.say("begin", &describe(e));
+        // Logged once in effect, so the log shows when it really began.
         match e.fault {
             Fault::KillRestart { server, .. } => {
                 if let Err(err) = on_servers(&self.servers, move |s| s.kill(server)).await {
@@ -419,6 +483,7 @@ impl<L: Fn(String)> Ctx<L> {
                 }
             }
         }
+        self.say("begin", &describe(e));
     }
 
     async fn end(&self, e: &Event) {
@@ -463,7 +528,7 @@ impl<L: Fn(String)> Ctx<L> {
 /// future before it finishes leaves the faults that are on in place.
 pub async fn apply(
     mut events: Vec<Event>,
-    servers: Arc<Mutex<ServerSet>>,
+    servers: Arc<ServerSet>,
     server_switches: Vec<Switch>,
     client_switches: Vec<Switch>,
     start: Instant,

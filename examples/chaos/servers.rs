@@ -108,7 +108,7 @@ struct Slot {
 pub struct ServerSet {
     bin: PathBuf,
     dir: PathBuf,
-    keep_dir: bool,
+    keep_dir: AtomicBool,
     validity: Duration,
     client_token: String,
     admin_token: String,
@@ -135,7 +135,7 @@ impl ServerSet {
         let mut set = ServerSet {
             bin,
             dir,
-            keep_dir: false,
+            keep_dir: AtomicBool::new(false),
             validity,
             client_token: format!("chaos-client-{tag}"),
             admin_token: format!("chaos-admin-{tag}"),
@@ -280,14 +280,14 @@ impl ServerSet {
 
     /// Leave the scratch directory (with the server logs) in place on drop,
     /// e.g. after a failed check; returns its path.
-    pub fn keep_dir(&mut self) -> &Path {
-        self.keep_dir = true;
+    pub fn keep_dir(&self) -> &Path {
+        self.keep_dir.store(true, Ordering::SeqCst);
         &self.dir
     }
 
     /// SIGKILL server `i` and reap it; no-op if it is already down or `i`
     /// is out of range.
-    pub fn kill(&mut self, i: usize) {
+    pub fn kill(&self, i: usize) {
         let Some(slot) = self.slots.get(i) else {
             return;
         };
@@ -300,7 +300,7 @@ impl ServerSet {
     /// Starts server `i` again on its port, in quarantine (no
     /// `--no-quarantine`), retrying for ~10 s while the port is still taken.
     /// Kills it first if it is still running.
-    pub fn restart(&mut self, i: usize) -> Result<(), String> {
+    pub fn restart(&self, i: usize) -> Result<(), String> {
         let servers = self.slots.len();
         self.kill(i);
         let Some(slot) = self.slots.get(i) else {
@@ -426,7 +426,7 @@ impl Drop for ServerSet {
                 kill_child(&mut child);
             }
         }
-        if !self.keep_dir && !std::thread::panicking() {
+        if !self.keep_dir.load(Ordering::SeqCst) && !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         } else {
             eprintln!("server logs kept in {}", self.dir.display());
