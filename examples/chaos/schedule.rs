@@ -49,6 +49,24 @@ impl Fault {
         }
     }
 
+    /// The same fault, lasting `d` instead.
+    pub fn lasting(self, d: Duration) -> Fault {
+        match self {
+            Fault::KillRestart { server, .. } => Fault::KillRestart {
+                server,
+                down_for: d,
+            },
+            Fault::Pause { server, .. } => Fault::Pause { server, for_: d },
+            Fault::Net { server, fault, .. } => Fault::Net {
+                server,
+                fault,
+                for_: d,
+            },
+            Fault::PauseClient { client, .. } => Fault::PauseClient { client, for_: d },
+            Fault::DropConnections { server } => Fault::DropConnections { server },
+        }
+    }
+
     /// The server it impairs (killed, paused, blackholed or delayed > 1 s).
     fn impaired_server(&self) -> Option<usize> {
         match *self {
@@ -427,6 +445,9 @@ struct Ctx<L> {
     start: Instant,
     log: L,
     errors: Mutex<Vec<String>>,
+    /// The faults as they took effect: when each began and how long it
+    /// lasted in fact (a kill until its restart was done).
+    taken: Arc<Mutex<Vec<Event>>>,
 }
 
 impl<L: Fn(String)> Ctx<L> {
@@ -523,17 +544,23 @@ impl<L: Fn(String)> Ctx<L> {
 /// is running and resumed and every switch healthy. A server found down
 /// then (a crash, or a failed restart) is restarted and reported.
 ///
+/// Each fault is also added to `taken` once it has ended, with the offset
+/// at which it took effect and how long it really lasted: under load these
+/// lag the schedule, and the checks that ask which servers were down use
+/// them.
+///
 /// Err lists what went wrong (failed restarts, servers found down at the
 /// end); every fault has been ended either way. Dropping the returned
 /// future before it finishes leaves the faults that are on in place.
 pub async fn apply(
     mut events: Vec<Event>,
     servers: Arc<ServerSet>,
-    server_switches: Vec<Switch>,
-    client_switches: Vec<Switch>,
+    switches: (Vec<Switch>, Vec<Switch>),
     start: Instant,
+    taken: Arc<Mutex<Vec<Event>>>,
     log: impl Fn(String) + Send + Sync + 'static,
 ) -> Result<(), String> {
+    let (server_switches, client_switches) = switches;
     events.sort_by_key(|e| e.at);
     let ctx = Arc::new(Ctx {
         servers,
@@ -542,18 +569,29 @@ pub async fn apply(
         start,
         log,
         errors: Mutex::new(Vec::new()),
+        taken,
     });
+    let took = |ctx: &Ctx<_>, at: Duration, fault: Fault| {
+        ctx.taken
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Event { at, fault });
+    };
     let mut ends = JoinSet::new();
     for e in events {
         tokio::time::sleep_until(start + e.at).await;
         ctx.begin(&e).await;
+        let began = start.elapsed();
         if matches!(e.fault, Fault::DropConnections { .. }) {
+            took(&ctx, began, e.fault);
             continue;
         }
         let ctx = Arc::clone(&ctx);
         ends.spawn(async move {
             tokio::time::sleep_until(start + e.at + e.fault.duration()).await;
             ctx.end(&e).await;
+            let lasted = start.elapsed().saturating_sub(began);
+            took(&ctx, began, e.fault.lasting(lasted));
         });
     }
     while let Some(done) = ends.join_next().await {
