@@ -135,6 +135,10 @@ fn redis_server(opts: &Options, needed: bool) -> Result<(Option<RedisServer>, St
 }
 
 fn run(opts: &Options) -> Result<(), String> {
+    #[cfg(feature = "metrics")]
+    if opts.prometheus {
+        install_prometheus()?;
+    }
     #[cfg(feature = "redis")]
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);
@@ -290,5 +294,21 @@ fn run(opts: &Options) -> Result<(), String> {
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say!("wrote {}", path.display());
     }
+    Ok(())
+}
+
+/// Installs metrics-exporter-prometheus's recorder, as a service that
+/// exports the library's metrics would, with a thread that does the
+/// recorder's upkeep (folding histogram samples) every second, as its HTTP
+/// listener would between scrapes.
+#[cfg(feature = "metrics")]
+fn install_prometheus() -> Result<(), String> {
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| format!("cannot install the Prometheus recorder: {e}"))?;
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        handle.run_upkeep();
+    });
     Ok(())
 }

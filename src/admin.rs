@@ -8,8 +8,9 @@ use futures::future::join_all;
 use tokio::time::Instant;
 
 use crate::config::after;
-use crate::fanout::call_with_deadline;
+use crate::fanout::call_locker;
 use crate::quorum::write_quorum;
+use crate::telemetry::CallKind;
 use crate::{Dsync, Error, LockArgs, LockMode};
 
 /// One lock as seen across the cluster: the entries of one uid on one
@@ -162,11 +163,16 @@ impl Dsync {
         };
         tracing::info!(resources = ?args.resources, "forcing locks open");
         let deadline = after(Instant::now(), self.coord.timeouts.force_unlock);
-        let results = join_all(
-            lockers
-                .iter()
-                .map(|l| call_with_deadline(l.force_unlock(&args), deadline, || l.endpoint())),
-        )
+        let coord = &self.coord;
+        let results = join_all(lockers.iter().enumerate().map(|(index, l)| {
+            call_locker(
+                coord,
+                index,
+                CallKind::ForceUnlock,
+                l.force_unlock(&args),
+                deadline,
+            )
+        }))
         .await;
         let answered = results.iter().filter(|r| r.is_ok()).count();
         if answered < args.quorum {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
+use crate::telemetry::Telemetry;
 use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// The shortest wait between background retries.
@@ -26,6 +27,9 @@ pub(crate) struct Coordinator {
     pub(crate) waiting: Waiting,
     /// One queue per locker, in the order of `lockers`.
     pub(crate) unlock_retries: Box<[UnlockQueue]>,
+    /// What it records through the `metrics` facade (nothing without the
+    /// feature).
+    pub(crate) telemetry: Telemetry,
     rng: Mutex<SmallRng>,
 }
 
@@ -40,6 +44,7 @@ impl Coordinator {
         rng: SmallRng,
     ) -> Self {
         let unlock_retries = lockers.iter().map(|_| UnlockQueue::default()).collect();
+        let telemetry = Telemetry::new(lockers.iter().map(|l| l.endpoint()));
         Coordinator {
             lockers: lockers.into_boxed_slice(),
             owner,
@@ -48,6 +53,7 @@ impl Coordinator {
             lease,
             waiting,
             unlock_retries,
+            telemetry,
             rng: Mutex::new(rng),
         }
     }

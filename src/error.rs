@@ -119,7 +119,19 @@ pub enum Error {
     NoRuntime,
 }
 
+/// What a locker's refusal says when it refuses grants because it restarted
+/// recently (its quarantine); `LocalLocker`, the lock server (which passes
+/// its locker's message on) and `RedisLocker` all say it.
+pub(crate) const QUARANTINE_REASON: &str = "refusing new grants";
+
 impl Error {
+    /// Whether a locker refused because it is in its quarantine after a
+    /// restart.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn is_quarantine(&self) -> bool {
+        matches!(self, Error::LockerUnavailable { reason, .. } if reason.contains(QUARANTINE_REASON))
+    }
+
     /// Whether trying the same call again may succeed.
     ///
     /// Invalid arguments and a missing runtime are permanent; everything else

@@ -8,6 +8,8 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
+use crate::coordinator::Coordinator;
+use crate::telemetry::{CallKind, Stopwatch};
 use crate::Error;
 
 /// One in-flight call. It owns what it needs, so it can outlive its caller.
@@ -118,4 +120,35 @@ where
             after: deadline.saturating_duration_since(started),
         }),
     }
+}
+
+/// [`call_with_deadline`] for a `kind` call to locker `index` of `coord`,
+/// recorded in its telemetry: the latency of a call that had to wait, and
+/// how it ended. A call answered on its first poll is not timed, which
+/// keeps the clock off the in-process fast path.
+pub(crate) async fn call_locker<F, T>(
+    coord: &Coordinator,
+    index: usize,
+    kind: CallKind,
+    call: F,
+    deadline: Instant,
+) -> Result<T, Error>
+where
+    F: Future<Output = Result<T, Error>>,
+{
+    let mut call = std::pin::pin!(call);
+    if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
+        coord.telemetry.locker_call(index, kind, None, &out);
+        return out;
+    }
+    let watch = Stopwatch::start();
+    let endpoint = || {
+        coord
+            .lockers
+            .get(index)
+            .map_or_else(String::new, |l| l.endpoint())
+    };
+    let out = call_with_deadline(call, deadline, endpoint).await;
+    coord.telemetry.locker_call(index, kind, Some(watch), &out);
+    out
 }

@@ -29,7 +29,8 @@ use tokio::time::Instant;
 
 use crate::acquisition::Acquisition;
 use crate::config::after;
-use crate::fanout::call_with_deadline;
+use crate::fanout::call_locker;
+use crate::telemetry::CallKind;
 use crate::Error;
 
 /// Draws the token of `state`'s lock: one round when a quorum agrees, two
@@ -62,9 +63,10 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     let mut calls: FuturesUnordered<_> = coord
         .lockers
         .iter()
-        .map(|locker| {
+        .enumerate()
+        .map(|(index, locker)| {
             let call = locker.fence(&state.args, state.mode, floor);
-            call_with_deadline(call, deadline, || locker.endpoint())
+            call_locker(coord, index, CallKind::Fence, call, deadline)
         })
         .collect();
     let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);

@@ -15,6 +15,7 @@ use crate::keeper::{Keeper, LeaseKey};
 use crate::loss::LossSignal;
 use crate::refresh::declare_lost;
 use crate::release::{release_all, release_confirmed};
+use crate::telemetry::LossCause;
 use crate::Error;
 
 /// What both guard types hold.
@@ -64,12 +65,7 @@ impl Held {
             if registered {
                 let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
                 // No lane saw the deadline pass: clean up as a lane would.
-                declare_lost(
-                    &self.state,
-                    &self.signal,
-                    "the deadline passed before a refresh was confirmed",
-                    &handle,
-                );
+                declare_lost(&self.state, &self.signal, LossCause::RefreshMissed, &handle);
             }
             return Err(Error::LockLost);
         }

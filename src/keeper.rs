@@ -41,6 +41,7 @@ use crate::acquisition::Acquisition;
 use crate::config::after;
 use crate::loss::LossSignal;
 use crate::refresh::{declare_lost, refresh_round, Refreshed};
+use crate::telemetry::{LossCause, RefreshOutcome};
 
 /// How long past its deadline a refresh started by another lane may run
 /// before this lane gives up on it and starts a new one.
@@ -148,6 +149,7 @@ impl Table {
             return None;
         }
         let leased = slot.1.take()?;
+        leased.state.coord.telemetry.held(-1);
         self.free.push(key.index);
         if let Some(in_flight) = &leased.in_flight {
             in_flight.abort.abort();
@@ -184,6 +186,7 @@ impl Keeper {
             .deadline()
             .map_or(next_refresh, |d| d.min(next_refresh));
         let runtime = handle.id();
+        state.coord.telemetry.held(1);
         let mut table = self.table();
         table.generation += 1;
         let generation = table.generation;
@@ -357,9 +360,9 @@ fn tick(
     Step::Sleep(wake)
 }
 
-/// Records the outcome of a refresh round. Returns the lock if the round
-/// showed it is lost.
-fn settle(keeper: &Keeper, done: Settled) -> Option<Leased> {
+/// Records the outcome of a refresh round. Returns the lock, and why, if
+/// the round showed it is lost.
+fn settle(keeper: &Keeper, done: Settled) -> Option<(Leased, LossCause)> {
     let mut table = keeper.table();
     let leased = table
         .slots
@@ -372,15 +375,21 @@ fn settle(keeper: &Keeper, done: Settled) -> Option<Leased> {
     }
     leased.in_flight = None;
     let lease = leased.state.coord.lease;
+    let telemetry = &leased.state.coord.telemetry;
     match done.outcome {
         Refreshed::Confirmed if leased.signal.extend(done.sent, lease.trusted_for()) => {
+            telemetry.refreshed(RefreshOutcome::Confirmed);
             leased.next_refresh = after(done.sent, lease.refresh_interval);
             leased.unconfirmed = 0;
             None
         }
         // Confirmed, but only after the holder's deadline had passed.
-        Refreshed::Confirmed => table.take(done.key),
+        Refreshed::Confirmed => {
+            telemetry.refreshed(RefreshOutcome::Late);
+            table.take(done.key).map(|l| (l, LossCause::RefreshMissed))
+        }
         Refreshed::Unconfirmed => {
+            telemetry.refreshed(RefreshOutcome::Unconfirmed);
             // The backoff, but never so long that the retry would come after
             // half the time left, or later than a regular refresh: one
             // failed round must not cost a lock whose lockers recovered.
@@ -401,7 +410,10 @@ fn settle(keeper: &Keeper, done: Settled) -> Option<Leased> {
                 "refresh not confirmed by a quorum, retrying");
             None
         }
-        Refreshed::NotFound => table.take(done.key),
+        Refreshed::NotFound => {
+            telemetry.refreshed(RefreshOutcome::NotFound);
+            table.take(done.key).map(|l| (l, LossCause::NotFound))
+        }
     }
 }
 
@@ -445,7 +457,7 @@ async fn run(lane: LaneTask) {
             declare_lost(
                 &leased.state,
                 &leased.signal,
-                "no quorum confirmed a refresh in time",
+                LossCause::RefreshMissed,
                 &handle,
             );
         }
@@ -455,9 +467,8 @@ async fn run(lane: LaneTask) {
             () = wake.notified() => {}
             Some(done) = rounds.next(), if !rounds.is_empty() => {
                 if let Ok(done) = done {
-                    if let Some(leased) = settle(&keeper, done) {
-                        declare_lost(&leased.state, &leased.signal,
-                            "a quorum of lockers no longer hold the lock", &handle);
+                    if let Some((leased, cause)) = settle(&keeper, done) {
+                        declare_lost(&leased.state, &leased.signal, cause, &handle);
                     }
                 }
             }

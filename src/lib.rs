@@ -102,6 +102,7 @@ pub mod redis;
 mod refresh;
 mod release;
 mod round;
+mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod wait;
@@ -116,6 +117,9 @@ pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
+/// The names of the metrics a `Dsync` records (feature `metrics`).
+#[cfg(feature = "metrics")]
+pub use telemetry::names as metric_names;
 pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 
 /// Compiles and runs the README's Rust snippets as doc tests.

@@ -12,6 +12,7 @@ use crate::acquisition::Acquisition;
 use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
 use crate::round::Round;
+use crate::telemetry::{outcome, AcquireRecord, Names};
 use crate::wait::Ticket;
 use crate::wait_round::{WaitEnd, WaitRound};
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
@@ -166,15 +167,25 @@ impl DRWMutex {
         mode: LockMode,
         timeout: Duration,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
-        // Checked here too, because the timer below needs the runtime.
-        Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        match tokio::time::timeout(timeout, self.acquire(mode, Patience::Forever)).await {
-            Ok(result) => result,
-            Err(_) => {
-                tracing::debug!(resources = ?self.resources, ?mode, ?timeout, "lock wait timed out");
-                Err(Error::Timeout)
+        let record = self.coord.telemetry.acquire(mode);
+        let span = self.span(mode);
+        let result = async {
+            // Checked here too, because the timer below needs the runtime.
+            Handle::try_current().map_err(|_| Error::NoRuntime)?;
+            let rounds = self.rounds(mode, Patience::Forever, &record);
+            match tokio::time::timeout(timeout, rounds).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::debug!(?timeout, "lock wait timed out");
+                    Err(Error::Timeout)
+                }
             }
         }
+        .instrument(span.clone())
+        .await;
+        ended(&span, &result);
+        record.finish(&result);
+        result
     }
 
     async fn acquire(
@@ -182,22 +193,52 @@ impl DRWMutex {
         mode: LockMode,
         patience: Patience,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
+        let record = self.coord.telemetry.acquire(mode);
+        let span = self.span(mode);
+        let result = self
+            .rounds(mode, patience, &record)
+            .instrument(span.clone())
+            .await;
+        ended(&span, &result);
+        record.finish(&result);
+        result
+    }
+
+    /// The span of one acquire; `uid` and `outcome` are filled in at the end.
+    fn span(&self, mode: LockMode) -> tracing::Span {
+        tracing::debug_span!(
+            "acquire",
+            resources = %Names(&self.resources),
+            ?mode,
+            uid = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        )
+    }
+
+    /// The rounds or waits of one acquire, each counted on `record`.
+    async fn rounds(
+        &self,
+        mode: LockMode,
+        patience: Patience,
+        record: &AcquireRecord<'_>,
+    ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // In-process lockers answer without ever returning Pending, so a
         // task that locks in a loop would never give its worker back and
         // starve the refresh keeper and every other task on it. Spending
         // coop budget here yields once in a while, as tokio::sync does.
         tokio::task::coop::consume_budget().await;
-        let span = tracing::debug_span!("acquire", resources = ?self.resources, ?mode);
         if matches!(patience, Patience::Forever) && self.coord.waiting == Waiting::Push {
-            return self.wait_in_line(mode, handle).instrument(span).await;
+            return self.wait_in_line(mode, handle, record).await;
         }
-        async {
+        {
             let coord = &self.coord;
             let mut attempt = 0u32;
             loop {
+                record.round();
                 let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);
-                let err = match round.decide().await {
+                let span = tracing::debug_span!("round", uid = round.uid(), attempt);
+                let err = match round.decide().instrument(span).await {
                     Ok(()) => {
                         tracing::debug!(uid = round.uid(), attempt, "lock granted");
                         return Ok((round.into_held(), handle));
@@ -217,8 +258,6 @@ impl DRWMutex {
                 attempt = attempt.saturating_add(1);
             }
         }
-        .instrument(span)
-        .await
     }
 }
 
@@ -229,12 +268,14 @@ impl DRWMutex {
         &self,
         mode: LockMode,
         handle: Handle,
+        record: &AcquireRecord<'_>,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let ticket = Ticket::now();
         let mut wounds = 0u32;
         let mut refusals = 0u32;
         let mut stale = 0u32;
         loop {
+            record.round();
             let mut wait = WaitRound::start(
                 &self.coord,
                 &handle,
@@ -243,7 +284,8 @@ impl DRWMutex {
                 mode,
                 ticket,
             );
-            match wait.wait().await {
+            let span = tracing::debug_span!("wait", uid = wait.uid(), wounds, stale);
+            match wait.wait().instrument(span).await {
                 Ok(()) => {
                     tracing::debug!(uid = wait.uid(), wounds, stale, "lock granted in line");
                     return Ok((wait.into_held(), handle));
@@ -276,6 +318,14 @@ impl DRWMutex {
                 }
             }
         }
+    }
+}
+
+/// Fills in how an acquire ended on its span.
+fn ended(span: &tracing::Span, result: &Result<(Arc<Acquisition>, Handle), Error>) {
+    span.record("outcome", outcome(result));
+    if let Ok((state, _)) = result {
+        span.record("uid", &*state.args.uid);
     }
 }
 

@@ -14,12 +14,14 @@ use std::task::Poll;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::acquisition::Acquisition;
 use crate::config::after;
-use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::fanout::{call_locker, Call, CallSet};
 use crate::loss::LossSignal;
 use crate::quorum::{Answer, Tally};
+use crate::telemetry::{CallKind, LossCause, Names};
 
 /// How one refresh round ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,20 @@ pub(crate) enum Refreshed {
 /// enough said "not found" that none can, or every call ended, at the
 /// latest at `deadline`.
 pub(crate) async fn refresh_round(state: Arc<Acquisition>, deadline: Instant) -> Refreshed {
+    let span = tracing::debug_span!(
+        "refresh",
+        uid = %state.args.uid,
+        resources = %Names(&state.args.resources),
+        outcome = tracing::field::Empty,
+    );
+    let outcome = refresh_calls(state, deadline)
+        .instrument(span.clone())
+        .await;
+    span.record("outcome", tracing::field::debug(outcome));
+    outcome
+}
+
+async fn refresh_calls(state: Arc<Acquisition>, deadline: Instant) -> Refreshed {
     let n = state.coord.lockers.len();
     let quorum = state.args.quorum;
     // A refresh that lands after the lock was released could re-create the
@@ -67,7 +83,7 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
             return Answer::Failed;
         }
         let call = locker.refresh_mode(&state.args, state.mode);
-        match call_with_deadline(call, deadline, || locker.endpoint()).await {
+        match call_locker(&state.coord, index, CallKind::Refresh, call, deadline).await {
             Ok(true) => Answer::Granted,
             Ok(false) => Answer::Refused,
             Err(err) => {
@@ -84,10 +100,17 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
 pub(crate) fn declare_lost(
     state: &Arc<Acquisition>,
     signal: &LossSignal,
-    why: &str,
+    cause: LossCause,
     handle: &Handle,
 ) {
-    tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, why, "lock lost");
+    let why = match cause {
+        LossCause::RefreshMissed => "no quorum confirmed a refresh before the holder's deadline",
+        LossCause::NotFound => {
+            "a quorum of lockers no longer hold it (expired, forced open, or restarted)"
+        }
+    };
+    tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, owner = %state.args.owner, why, "lock lost");
+    state.coord.telemetry.lost(cause);
     signal.declare();
     state.begin_release();
     // The entries are removed only after the safety margin, as expiry would:
@@ -104,9 +127,9 @@ pub(crate) fn declare_lost(
 async fn force_release(state: Arc<Acquisition>) {
     let coord = &state.coord;
     let deadline = after(Instant::now(), coord.timeouts.force_unlock);
-    let calls = coord.lockers.iter().map(|locker| {
-        let args = &state.args;
-        call_with_deadline(locker.force_unlock(args), deadline, || locker.endpoint())
+    let calls = coord.lockers.iter().enumerate().map(|(index, locker)| {
+        let call = locker.force_unlock(&state.args);
+        call_locker(coord, index, CallKind::ForceUnlock, call, deadline)
     });
     futures::future::join_all(calls).await;
 }

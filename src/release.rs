@@ -25,11 +25,13 @@ use std::task::Poll;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::{Coordinator, PendingUnlock};
-use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::fanout::{call_locker, Call, CallSet};
+use crate::telemetry::{CallKind, Names};
 use crate::{Error, LockArgs, LockMode};
 
 /// Unlocks `target`. A locker that granted gets retries within the unlock
@@ -53,6 +55,7 @@ pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> boo
         if !err.is_retryable() {
             tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
                 "cannot release; the entry stays until the lock server expires it");
+            coord.telemetry.release_given_up(1);
             return false;
         }
         let wait = coord.background_backoff(attempt);
@@ -64,6 +67,7 @@ pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> boo
         }
         tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, ?wait, "release failed, retrying");
         tokio::time::sleep(wait).await;
+        coord.telemetry.release_retried(1);
         attempt += 1;
     }
 }
@@ -100,8 +104,12 @@ async fn unlock_call(
         LockMode::Write => locker.unlock(args),
         LockMode::Read => locker.runlock(args),
     };
+    let kind = match mode {
+        LockMode::Write => CallKind::Unlock,
+        LockMode::Read => CallKind::RUnlock,
+    };
     let deadline = after(Instant::now(), coord.timeouts.unlock);
-    call_with_deadline(call, deadline, || locker.endpoint())
+    call_locker(coord, index, kind, call, deadline)
         .await
         .map(|_| ())
 }
@@ -173,6 +181,7 @@ async fn drain(mut task: Draining) {
             if !expired.is_empty() {
                 tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
                     "stopped retrying unlocks: the locker has expired those entries by now");
+                coord.telemetry.release_given_up(expired.len());
             }
             task.batch = due;
         }
@@ -181,9 +190,11 @@ async fn drain(mut task: Draining) {
         };
         // Probe with one unlock first: a locker that is still down costs one
         // call per backoff step, however many unlocks it owes.
+        coord.telemetry.release_retried(1);
         let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
             Ok(()) => {
                 let rest = &task.batch[1..];
+                coord.telemetry.release_retried(rest.len());
                 let results = futures::future::join_all(
                     rest.iter()
                         .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
@@ -198,14 +209,14 @@ async fn drain(mut task: Draining) {
                     match result {
                         Ok(()) => {}
                         Err(err) if err.is_retryable() => failed.push(pending),
-                        Err(err) => give_up_on(&pending, &err, &endpoint()),
+                        Err(err) => give_up_on(&coord, &pending, &err, &endpoint()),
                     }
                 }
                 failed
             }
             Err(err) if err.is_retryable() => std::mem::take(&mut task.batch),
             Err(err) => {
-                give_up_on(probe, &err, &endpoint());
+                give_up_on(&coord, probe, &err, &endpoint());
                 task.batch.drain(1..).collect()
             }
         };
@@ -218,7 +229,8 @@ async fn drain(mut task: Draining) {
     }
 }
 
-fn give_up_on(pending: &PendingUnlock, err: &Error, endpoint: &str) {
+fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoint: &str) {
+    coord.telemetry.release_given_up(1);
     tracing::warn!(uid = %pending.args.uid, locker = %endpoint, %err,
         "cannot release; the entry stays until the lock server expires it");
 }
@@ -245,6 +257,15 @@ pub(crate) async fn release_confirmed(
     state: Arc<Acquisition>,
     handle: Handle,
 ) -> Result<(), Error> {
+    let span = tracing::debug_span!(
+        "release",
+        uid = %state.args.uid,
+        resources = %Names(&state.args.resources),
+    );
+    release_quorum(state, handle).instrument(span).await
+}
+
+async fn release_quorum(state: Arc<Acquisition>, handle: Handle) -> Result<(), Error> {
     let plan = state.begin_release();
     let lockers = state.coord.lockers.len();
     let quorum = state.args.quorum;
@@ -265,7 +286,7 @@ pub(crate) async fn release_confirmed(
         timer.as_mut().poll(cx)
     })
     .await;
-    tracing::debug!(uid = %state.args.uid, resources = ?state.args.resources, confirmed, quorum, "released");
+    tracing::debug!(confirmed, quorum, "released");
     if confirmed >= quorum {
         Ok(())
     } else {

@@ -17,9 +17,10 @@ use tokio::time::{Instant, Sleep};
 use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::fanout::{call_locker, Call, CallSet};
 use crate::quorum::{Answer, Tally, Verdict};
 use crate::release::{abandon, release_one};
+use crate::telemetry::CallKind;
 use crate::{Error, LockMode};
 
 fn classify(result: &Result<bool, Error>) -> Answer {
@@ -47,7 +48,8 @@ fn lock_call(
             LockMode::Write => locker.lock(&state.args),
             LockMode::Read => locker.rlock(&state.args),
         };
-        let result = call_with_deadline(call, deadline, || locker.endpoint()).await;
+        let kind = CallKind::grant(state.mode);
+        let result = call_locker(&state.coord, index, kind, call, deadline).await;
         if let Err(err) = &result {
             tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "lock call failed");
         }

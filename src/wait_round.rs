@@ -25,9 +25,10 @@ use tokio::time::{Instant, Sleep};
 use crate::acquisition::{Acquisition, Target, Win};
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::fanout::{call_locker, Call, CallSet};
 use crate::quorum::Answer;
 use crate::release::{abandon, release_one};
+use crate::telemetry::CallKind;
 use crate::wait::{Ticket, WaitArgs, WaitReply, Wake};
 use crate::{Error, LockMode};
 
@@ -88,7 +89,7 @@ fn wait_call(
             // A locker without queues need not count a repeated lock call
             // as a refresh, so the grant is renewed by refreshing it.
             let call = locker.refresh_mode(&state.args, state.mode);
-            call_with_deadline(call, deadline, || locker.endpoint())
+            call_locker(coord, index, CallKind::Refresh, call, deadline)
                 .await
                 .map(|held| {
                     if held {
@@ -104,7 +105,7 @@ fn wait_call(
                 wake: Some(Wake::new(state.clone(), index)),
             };
             let call = locker.lock_wait(&state.args, state.mode, &wait);
-            call_with_deadline(call, deadline, || locker.endpoint()).await
+            call_locker(coord, index, CallKind::LockWait, call, deadline).await
         };
         let answer = match &result {
             Ok(WaitReply::Granted) => Answer::Granted,

@@ -68,6 +68,11 @@ BOUNDS AND MEASUREMENT:
     --runtime multi|current
                          tokio runtime flavour; current ignores --threads
                                                                     [default: multi]
+    --metrics off|prometheus
+                         prometheus: install metrics-exporter-prometheus's
+                         recorder before any Dsync is built, so the library's
+                         metrics are recorded (build with --features metrics)
+                                                                    [default: off]
     --count-rpcs on|off  wrap every locker in a call counter (one atomic add
                          per call); off measures without it         [default: on]
 
@@ -121,6 +126,8 @@ pub struct Options {
     pub threads: usize,
     pub flavor: Flavor,
     pub count_rpcs: bool,
+    /// Install a Prometheus recorder before the runs (feature `metrics`).
+    pub prometheus: bool,
     pub redis: RedisMode,
     pub redis_retry: Duration,
     pub json: Option<PathBuf>,
@@ -151,6 +158,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         flavor: Flavor::Multi,
         count_rpcs: true,
+        prometheus: false,
         redis: RedisMode::Auto,
         redis_retry: Duration::from_millis(1),
         json: None,
@@ -289,6 +297,18 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 }
             }
             "--count-rpcs" => opts.count_rpcs = on_off(&name, &value()?)?,
+            "--metrics" => {
+                opts.prometheus = match value()?.as_str() {
+                    "off" => false,
+                    #[cfg(feature = "metrics")]
+                    "prometheus" => true,
+                    #[cfg(not(feature = "metrics"))]
+                    "prometheus" => {
+                        return Err("--metrics prometheus: run the benchmark with --features metrics".into())
+                    }
+                    v => return Err(format!("--metrics: expected off or prometheus, got {v:?}")),
+                }
+            }
             "--redis" => {
                 opts.redis = match value()?.as_str() {
                     "auto" => RedisMode::Auto,

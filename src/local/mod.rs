@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::config::after;
+use crate::error::QUARANTINE_REASON;
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
@@ -387,7 +388,7 @@ impl LocalLocker {
         let left = self.quarantine_left(now)?;
         Some(Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: format!("restarted recently; refusing new grants for another {left:?}"),
+            reason: format!("restarted recently; {QUARANTINE_REASON} for another {left:?}"),
         })
     }
 

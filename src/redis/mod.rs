@@ -32,6 +32,7 @@ use async_trait::async_trait;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::error::QUARANTINE_REASON;
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
@@ -295,7 +296,7 @@ fn answer(endpoint: &str, code: i64) -> Result<i64, Error> {
         return Err(Error::LockerUnavailable {
             endpoint: endpoint.to_owned(),
             reason: format!(
-                "Redis started recently and may have lost locks it granted; refusing new grants for another {left:?}"
+                "Redis started recently and may have lost locks it granted; {QUARANTINE_REASON} for another {left:?}"
             ),
         });
     }
