@@ -77,6 +77,16 @@ impl Default for LockerConfig {
     }
 }
 
+/// What [`LocalLocker::counts`] counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+pub(crate) struct TableCounts {
+    /// Grants: one per resource per holder.
+    pub(crate) entries: usize,
+    /// Resource names kept: held, or waited for.
+    pub(crate) resources: usize,
+}
+
 /// How often a full expiry pass runs, at most; touched shards are expired
 /// on every call regardless.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -261,6 +271,29 @@ impl LocalLocker {
             false
         });
         places
+    }
+
+    /// How many entries and resource names the table holds, without
+    /// copying it as [`snapshot`](Self::snapshot) does: one short lock of
+    /// each shard. Entries past their validity are counted until the next
+    /// expiry pass, which this runs when it is due.
+    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    pub(crate) fn counts(&self) -> TableCounts {
+        self.maybe_sweep(Instant::now());
+        let mut counts = TableCounts::default();
+        self.shards.any_shard(|shard| {
+            counts.entries += shard.entries();
+            counts.resources += shard.names();
+            false
+        });
+        counts
+    }
+
+    /// How long the quarantine after a [`restart`](Self::restart) still
+    /// refuses grants; zero when not in quarantine.
+    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    pub(crate) fn quarantine_remaining(&self) -> Duration {
+        self.quarantine_left(Instant::now()).unwrap_or_default()
     }
 
     /// Nanoseconds from `epoch` to `at`, saturating. In u64 arithmetic,

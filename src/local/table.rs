@@ -228,6 +228,18 @@ impl Shard {
             .filter_map(|(r, res)| res.holders.as_ref().map(|h| (r.as_str(), h)))
     }
 
+    /// Entries (grants, one per resource per holder) in this shard.
+    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    pub(super) fn entries(&self) -> usize {
+        self.by_refresh.len
+    }
+
+    /// Resource names this shard keeps: held, or waited for.
+    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    pub(super) fn names(&self) -> usize {
+        self.map.len()
+    }
+
     /// Places waiting in this shard.
     pub(super) fn waiting(&self) -> usize {
         self.map.values().map(|r| r.queue.len()).sum()
@@ -683,6 +695,8 @@ struct ByRefresh {
     tail: usize,
     /// Unlinked nodes, chained through `next`; `NIL` when none.
     free: usize,
+    /// Linked nodes: the entries of the shard.
+    len: usize,
 }
 
 struct Node {
@@ -702,6 +716,7 @@ impl Default for ByRefresh {
             head: NIL,
             tail: NIL,
             free: NIL,
+            len: 0,
         }
     }
 }
@@ -728,6 +743,7 @@ impl ByRefresh {
             }
         };
         self.link(slot);
+        self.len += 1;
         slot
     }
 
@@ -749,6 +765,7 @@ impl ByRefresh {
     fn remove(&mut self, slot: usize) -> Option<Name> {
         let name = self.nodes.get_mut(slot)?.name.take()?;
         self.unlink(slot);
+        self.len -= 1;
         if self.head == NIL {
             // Empty: start the slab over rather than keep a free chain, and
             // give back the memory of a past burst (the map keeps its own).

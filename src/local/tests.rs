@@ -909,3 +909,39 @@ fn a_released_request_leaves_none_of_its_names_behind_in_the_table() {
         "the released request's list of names is still referenced by the table"
     );
 }
+
+/// The counts the server's metrics sample agree with the snapshot through
+/// grants, shared reads, releases, expiry and a restart, without copying
+/// the table.
+#[tokio::test(start_paused = true)]
+async fn counts_follow_grants_releases_expiry_and_restart() {
+    use std::time::Duration;
+    let counts = |l: &LocalLocker| {
+        let c = l.counts();
+        (c.entries, c.resources)
+    };
+    let l = locker_with(10, 5);
+    assert_eq!(counts(&l), (0, 0));
+    let many: Vec<String> = (0..20).map(|i| format!("m-{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert!(l.lock(&args("w", &many)).await.unwrap());
+    assert!(l.rlock(&args("r1", &["shared"])).await.unwrap());
+    assert!(l.rlock(&args("r2", &["shared"])).await.unwrap());
+    assert_eq!(counts(&l), (22, 21));
+    assert_eq!(l.counts().entries, l.snapshot().len());
+    assert!(l.runlock(&args("r1", &["shared"])).await.unwrap());
+    assert_eq!(counts(&l), (21, 21));
+    assert!(l.force_unlock(&args("", &["shared"])).await.unwrap());
+    assert_eq!(counts(&l), (20, 20));
+    // Expired entries leave the counts once the expiry pass ran.
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert_eq!(counts(&l), (0, 0));
+    assert!(l.lock(&args("x", &["a"])).await.unwrap());
+    assert_eq!(counts(&l), (1, 1));
+    assert_eq!(l.quarantine_remaining(), Duration::ZERO);
+    l.restart();
+    assert_eq!(counts(&l), (0, 0));
+    assert_eq!(l.quarantine_remaining(), Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(l.quarantine_remaining(), Duration::from_secs(3));
+}

@@ -19,6 +19,7 @@ use std::time::Duration;
 use std::collections::hash_map::RandomState;
 use tokio::time::Instant;
 
+use super::metrics::Limit;
 use crate::LockArgs;
 
 /// What the lock table stores per resource entry besides the name: the
@@ -88,6 +89,14 @@ pub(crate) struct Usage {
     pub(crate) bytes: usize,
 }
 
+/// Why [`Ledger::reserve`] refused a lock: the limit it would break, and
+/// what to tell the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Over {
+    pub(crate) limit: Limit,
+    pub(crate) message: String,
+}
+
 /// What [`Ledger::reserve`] did, so that a refused grant can be undone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reserved {
@@ -116,7 +125,7 @@ impl Ledger {
 
     /// Charges the lock `args` to connection `conn` before it is granted,
     /// or says which limit it would break and what to do.
-    pub(crate) fn reserve(&self, conn: u64, args: &LockArgs) -> Result<Reserved, String> {
+    pub(crate) fn reserve(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
         let now = Instant::now();
         let hash = self.set_hash(&args.resources);
         let bytes = lock_bytes(args);
@@ -230,33 +239,37 @@ impl Ledger {
 }
 
 impl Inner {
-    fn admits(
-        &self,
-        limits: &Limits,
-        conn: u64,
-        bytes: usize,
-        new_uid: bool,
-    ) -> Result<(), String> {
+    fn admits(&self, limits: &Limits, conn: u64, bytes: usize, new_uid: bool) -> Result<(), Over> {
         let usage = self.usage.get(&conn).copied().unwrap_or_default();
+        let over = |limit, message| Err(Over { limit, message });
         if new_uid && usage.locks >= limits.locks_per_connection {
-            return Err(format!(
-                "this connection already holds {} locks; release some first",
-                limits.locks_per_connection
-            ));
+            return over(
+                Limit::EntriesPerConnection,
+                format!(
+                    "this connection already holds {} locks; release some first",
+                    limits.locks_per_connection
+                ),
+            );
         }
         if usage.bytes + bytes > limits.bytes_per_connection {
-            return Err(format!(
-                "this connection's locks would take {} bytes on the server, over its limit of \
-                 {} bytes; release some locks or use fewer or shorter names",
-                usage.bytes + bytes,
-                limits.bytes_per_connection
-            ));
+            return over(
+                Limit::BytesPerConnection,
+                format!(
+                    "this connection's locks would take {} bytes on the server, over its limit \
+                     of {} bytes; release some locks or use fewer or shorter names",
+                    usage.bytes + bytes,
+                    limits.bytes_per_connection
+                ),
+            );
         }
         if self.total + bytes > limits.total_bytes {
-            return Err(format!(
-                "the server's lock table is full ({} of {} bytes); try again later",
-                self.total, limits.total_bytes
-            ));
+            return over(
+                Limit::LockBytes,
+                format!(
+                    "the server's lock table is full ({} of {} bytes); try again later",
+                    self.total, limits.total_bytes
+                ),
+            );
         }
         Ok(())
     }
@@ -358,7 +371,8 @@ mod tests {
         l.reserve(1, &args("u2", &["b"])).unwrap();
         l.reserve(1, &args("u3", &["c"])).unwrap();
         let err = l.reserve(1, &args("u4", &["d"])).unwrap_err();
-        assert!(err.contains("over its limit"), "{err}");
+        assert!(err.message.contains("over its limit"), "{err:?}");
+        assert_eq!(err.limit, Limit::BytesPerConnection);
         // A release naming another set keeps the charge.
         l.release("u1", Some(&["zz".to_string()]));
         assert_eq!(l.usage(1).locks, 3);
@@ -395,7 +409,8 @@ mod tests {
             l.close(conn);
         }
         let err = l.reserve(9, &args("u9", &["a"])).unwrap_err();
-        assert!(err.contains("lock table is full"), "{err}");
+        assert!(err.message.contains("lock table is full"), "{err:?}");
+        assert_eq!(err.limit, Limit::LockBytes);
         l.undo("u9", Reserved::Added(0));
         assert_eq!(l.total(), 4 * one);
     }

@@ -36,6 +36,7 @@ mod client;
 mod conn;
 mod io;
 mod ledger;
+mod metrics;
 mod pushes;
 mod released;
 mod server;

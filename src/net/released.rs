@@ -54,6 +54,15 @@ impl Released {
             .bytes
     }
 
+    /// How many uids are remembered and their bytes, after forgetting
+    /// those past the ttl (which otherwise go only as new ones come).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.forget_older_than(Instant::now(), self.ttl);
+        (inner.order.len(), inner.bytes)
+    }
+
     pub(crate) fn remember(&self, uid: &str) {
         if uid.is_empty() {
             return;
@@ -124,6 +133,21 @@ mod tests {
             "expired uids must be dropped, not kept"
         );
         assert_eq!(inner.bytes, tombstone_bytes("b"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn usage_counts_the_live_tombstones_only() {
+        let released = Released::new(Duration::from_secs(60), 1 << 20);
+        assert_eq!(released.usage(), (0, 0));
+        released.remember("b");
+        released.remember("c");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        released.remember("dd");
+        let three = 2 * tombstone_bytes("b") + tombstone_bytes("dd");
+        assert_eq!(released.usage(), (3, three));
+        tokio::time::sleep(Duration::from_secs(31)).await;
+        // "b" and "c" are past the ttl: counting forgets them, "dd" stays.
+        assert_eq!(released.usage(), (1, tombstone_bytes("dd")));
     }
 
     /// Issue #9: a 2 MB uid left a 1.9 MiB tombstone and a million were

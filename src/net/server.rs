@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, Limits};
+use super::metrics::{Limit, ServerMetrics};
 use super::released::Released;
 use super::session::{accept, PUSH_QUEUE};
 use super::waits::WAITER_OVERHEAD;
@@ -234,6 +235,8 @@ pub(crate) struct ServerState {
     /// Serializes the entry counts of `Health`, which copy the table.
     pub(crate) counting: tokio::sync::Mutex<()>,
     next_conn: AtomicU64,
+    /// Empty without the feature `metrics`.
+    pub(crate) metrics: ServerMetrics,
 }
 
 impl ServerState {
@@ -257,6 +260,8 @@ pub(crate) struct Slot {
     /// Cancelled to close the connection while it is still unauthenticated,
     /// to make room for a new one.
     evicted: CancellationToken,
+    /// Whether the peer authenticated, for the connection gauges.
+    authenticated: AtomicBool,
 }
 
 impl Slot {
@@ -276,6 +281,9 @@ impl Slot {
     /// The peer authenticated: from now on it keeps its slot.
     pub(crate) fn authenticated(&self) {
         self.state.forget_pending(self.id);
+        if !self.authenticated.swap(true, Ordering::AcqRel) {
+            self.state.metrics.connection_authenticated();
+        }
     }
 }
 
@@ -285,6 +293,8 @@ impl Drop for Slot {
         self.state.ledger.close(self.id);
         self.state.forget_pending(self.id);
         self.state.connections.fetch_sub(1, Ordering::AcqRel);
+        let authenticated = *self.authenticated.get_mut();
+        self.state.metrics.connection_closed(authenticated);
     }
 }
 
@@ -363,6 +373,7 @@ impl LockServer {
                 pending: Mutex::default(),
                 counting: tokio::sync::Mutex::new(()),
                 next_conn: AtomicU64::new(1),
+                metrics: ServerMetrics::new(),
             }),
         })
     }
@@ -382,6 +393,8 @@ impl LockServer {
             .map(|a| a.to_string())
             .unwrap_or_default();
         tracing::info!(listen = %local, "lock server accepting connections");
+        // Stops when this future ends or is dropped.
+        let _sampler = super::metrics::sampler(&self.state);
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut refused = Throttled::default();
@@ -403,6 +416,7 @@ impl LockServer {
                                 // connection closed during the handshake and
                                 // retries later.
                                 drop(stream);
+                                self.state.metrics.refused_by(Limit::MaxConnections);
                                 refused.note(|n| tracing::warn!(
                                     %peer,
                                     refused = n,
@@ -478,14 +492,17 @@ impl LockServer {
                 return None;
             };
             oldest.cancel();
+            state.metrics.refused_by(Limit::MaxConnections);
         }
         let id = state.next_conn.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
         state.pending().push_back((id, evicted.clone()));
+        state.metrics.connection_opened();
         Some(Slot {
             state: state.clone(),
             id,
             evicted,
+            authenticated: AtomicBool::new(false),
         })
     }
 

@@ -15,6 +15,8 @@ use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 use super::io::BoxIo;
+use super::ledger::Over;
+use super::metrics::{AuthRefusal, Limit};
 use super::server::{Role, ServerState, Slot};
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
@@ -60,6 +62,7 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
             Ok(Err(err)) => tracing::warn!(%peer, %err, "TLS handshake failed"),
             Err(_) => tracing::warn!(%peer, "no TLS handshake in time"),
         }
+        server.metrics.auth_refused(AuthRefusal::Tls);
         return;
     }
     session(Box::new(stream), peer, server, &slot).await
@@ -136,7 +139,12 @@ async fn serve(
                     large |= frame.len() > LARGE_FRAME;
                     session.handle(&frame).await
                 }
-                Some(Err(err)) => Err(format!("bad frame: {err}")),
+                Some(Err(err)) => {
+                    if too_big(&err) {
+                        server.metrics.refused_by(Limit::Frame);
+                    }
+                    Err(format!("bad frame: {err}"))
+                }
             };
             match response {
                 Ok(response) => {
@@ -215,32 +223,33 @@ async fn handshake(
             return None;
         }
     };
-    let hello: Result<Hello, String> = match first {
-        Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| e.to_string()),
-        Ok(Some(Err(err))) => Err(format!("bad frame: {err}")),
-        Ok(None) => return None,
-        Err(_) => Err("no handshake in time".into()),
-    }
-    .map_err(|reason| {
-        if reason.contains("frame size too big") {
-            format!(
-                "{reason}: at most {} bytes may be sent before the handshake",
+    let malformed = |reason: String| (AuthRefusal::Malformed, reason);
+    let hello: Result<Hello, (AuthRefusal, String)> = match first {
+        Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| malformed(e.to_string())),
+        Ok(Some(Err(err))) if too_big(&err) => {
+            server.metrics.refused_by(Limit::HelloFrame);
+            Err(malformed(format!(
+                "bad frame: {err}: at most {} bytes may be sent before the handshake",
                 wire::MAX_HELLO_FRAME
-            )
-        } else {
-            reason
+            )))
         }
-    });
+        Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
+        Ok(None) => return None,
+        Err(_) => Err((AuthRefusal::Timeout, "no handshake in time".into())),
+    };
     // The version is checked first, as version-2 servers did: a client
     // that is refused for its version asks again with an older one.
     let verdict = match hello {
-        Ok(hello) if !wire::speaks(hello.version) => Err(wire::unsupported_version(hello.version)),
+        Ok(hello) if !wire::speaks(hello.version) => Err((
+            AuthRefusal::Version,
+            wire::unsupported_version(hello.version),
+        )),
         Ok(hello) => server
             .config
             .role_of(&hello.token)
             .map(|role| (role, hello.version))
-            .ok_or_else(|| "invalid token".to_owned()),
-        Err(reason) => Err(reason),
+            .ok_or_else(|| (AuthRefusal::Token, "invalid token".to_owned())),
+        Err(refused) => Err(refused),
     };
     let welcome = match &verdict {
         Ok((role, version)) => Welcome::Accepted {
@@ -248,8 +257,9 @@ async fn handshake(
             admin: *role == Role::Admin,
             validity: server.locker.config().validity,
         },
-        Err(reason) => {
+        Err((why, reason)) => {
             tracing::warn!(%peer, %reason, "rejected connection");
+            server.metrics.auth_refused(*why);
             Welcome::Rejected {
                 reason: reason.clone(),
             }
@@ -298,23 +308,40 @@ struct Asked {
     push: bool,
 }
 
-/// The lock arguments of a request, or the reply refusing them when a field
-/// is beyond the protocol's limits.
-fn checked(args: WireArgs) -> Result<LockArgs, Reply> {
-    match args.oversize {
-        Some(reason) => Err(Reply::Error {
-            kind: ErrorKind::InvalidArgument,
-            message: format!("{reason}; see the limits in PROTOCOL.md"),
-        }),
-        None => Ok(args.into()),
-    }
+/// Whether the codec refused a frame for its length.
+fn too_big(err: &std::io::Error) -> bool {
+    err.get_ref()
+        .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>())
 }
 
 impl Session<'_> {
+    /// The lock arguments of a request, or the reply refusing them when a
+    /// field is beyond the protocol's limits.
+    fn checked(&self, args: WireArgs) -> Result<LockArgs, Reply> {
+        match args.oversize {
+            Some(reason) => {
+                self.server.metrics.refused_by(Limit::FieldLength);
+                Err(Reply::Error {
+                    kind: ErrorKind::InvalidArgument,
+                    message: format!("{reason}; see the limits in PROTOCOL.md"),
+                })
+            }
+            None => Ok(args.into()),
+        }
+    }
+
+    /// A reply refusing a lock over a limit of the lock table.
+    fn over(&self, over: Over) -> Reply {
+        self.server.metrics.refused_by(over.limit);
+        unavailable(over.message)
+    }
+
     /// The response to one frame, or why the connection must close.
     async fn handle(&self, frame: &[u8]) -> Result<Response, String> {
         let request: Request = wire::decode(frame).map_err(|e| e.to_string())?;
+        let started = self.server.metrics.started(&request.op);
         let reply = self.dispatch(request.op).await;
+        self.server.metrics.answered(started, &reply);
         Ok(Response {
             id: request.id,
             reply,
@@ -387,7 +414,7 @@ impl Session<'_> {
     ///
     /// [`poll`]: Self::poll
     async fn grant(&self, args: WireArgs, mode: LockMode) -> Reply {
-        let args = match checked(args) {
+        let args = match self.checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
@@ -405,7 +432,7 @@ impl Session<'_> {
         let ledger = &self.server.ledger;
         let reserved = match ledger.reserve(self.id, &args) {
             Ok(reserved) => reserved,
-            Err(message) => return unavailable(message),
+            Err(over) => return self.over(over),
         };
         let locker = &*self.server.locker;
         let result = match mode {
@@ -466,7 +493,7 @@ impl Session<'_> {
         place_ttl: Duration,
         push: bool,
     ) -> Reply {
-        let args = match checked(args) {
+        let args = match self.checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
@@ -487,11 +514,14 @@ impl Session<'_> {
         };
         match self.ask(&args, &asked).await {
             Ok(reply) => Reply::Wait(WireWaitReply::from(reply)),
-            Err(Refusal::Full(limit)) => unavailable(format!(
-                "too many queued waiters on this connection ({limit}); wait until some are \
+            Err(Refusal::Full(limit)) => {
+                self.server.metrics.refused_by(Limit::WaitersPerConnection);
+                unavailable(format!(
+                    "too many queued waiters on this connection ({limit}); wait until some are \
                  granted or give them up, spread the waits over more connections, or raise the \
                  server's limit (--max-waiters-per-connection)"
-            )),
+                ))
+            }
             Err(Refusal::Reply(reply)) => reply,
         }
     }
@@ -525,7 +555,7 @@ impl Session<'_> {
         let ledger = &self.server.ledger;
         let reserved = ledger
             .reserve(self.id, args)
-            .map_err(|message| Refusal::Reply(unavailable(message)))?;
+            .map_err(|over| Refusal::Reply(self.over(over)))?;
         let locker = &*self.server.locker;
         let wait = WaitArgs {
             ticket: asked.ticket,
@@ -625,7 +655,7 @@ impl Session<'_> {
 
     /// Draws a fencing token.
     async fn fence(&self, args: WireArgs, mode: LockMode, floor: u64) -> Reply {
-        let args = match checked(args) {
+        let args = match self.checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
@@ -668,7 +698,7 @@ impl Session<'_> {
     /// Releases by uid. The tombstone is recorded before the unlock, which
     /// is what makes [`grant`](Self::grant) safe against this release.
     async fn release(&self, args: WireArgs, kind: Kind) -> Reply {
-        let args = match checked(args) {
+        let args = match self.checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
@@ -715,7 +745,7 @@ impl Session<'_> {
     /// for a lock, and a re-grant racing its release is undone as in
     /// [`grant`](Self::grant).
     async fn refresh(&self, args: WireArgs, mode: Option<LockMode>) -> Reply {
-        let args = match checked(args) {
+        let args = match self.checked(args) {
             Ok(args) => args,
             Err(reply) => return reply,
         };
@@ -728,7 +758,7 @@ impl Session<'_> {
         let reserved = if may_create {
             match ledger.reserve(self.id, &args) {
                 Ok(reserved) => Some(reserved),
-                Err(message) => return unavailable(message),
+                Err(over) => return self.over(over),
             }
         } else {
             None

@@ -46,7 +46,9 @@ impl Server {
         }
     }
 
-    fn try_start(
+    /// Starts a server on `listen` with `validity`, or says why it did not
+    /// start (its log included).
+    pub fn try_start(
         dir: &Scratch,
         listen: &str,
         validity: &str,

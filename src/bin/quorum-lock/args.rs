@@ -226,6 +226,11 @@ pub struct ServerArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serve Prometheus metrics over plain HTTP on this address, e.g.
+    /// 127.0.0.1:9464 (any path answers). Unauthenticated: bind it where
+    /// only the scraper can reach it. Default: no endpoint.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// The nodes and credentials every client subcommand needs.

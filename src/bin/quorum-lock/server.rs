@@ -20,6 +20,17 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
             args.listen
         ))
     })?;
+    let metrics = args
+        .metrics
+        .as_deref()
+        .map(|text| {
+            text.trim().parse::<SocketAddr>().map_err(|e| {
+                Failure::usage(format!(
+                    "bad --metrics address '{text}': {e} (expected ip:port, e.g. 127.0.0.1:9464)"
+                ))
+            })
+        })
+        .transpose()?;
     let token = load_token(
         args.tokens.token_file.as_deref(),
         args.tokens.token.as_deref(),
@@ -65,6 +76,12 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         .local_addr()
         .map_err(|e| Failure::new(FAILURE, format!("cannot read the bound address: {e}")))?;
 
+    // Before the server exists: it registers its metrics with the recorder
+    // installed when it is created.
+    if let Some(addr) = metrics {
+        serve_metrics(addr)?;
+    }
+
     // The quarantine equals the validity: after that long, every lock this
     // node granted before a crash has been refreshed here or given up.
     let locker = Arc::new(LocalLocker::with_config(
@@ -109,6 +126,33 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
             tracing::info!(signal = signal.name(), "shutting down");
         })
         .await;
+    Ok(())
+}
+
+/// Buckets of the `_seconds` histograms, from 50 µs to 10 s: a request
+/// answered from memory takes microseconds, one stuck behind a busy
+/// runtime much longer.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0,
+];
+
+/// Installs the Prometheus recorder, with its HTTP endpoint on `addr`
+/// served from the current runtime.
+fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
+    use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder};
+    let builder = PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+        .map_err(|e| Failure::new(FAILURE, format!("cannot set up metrics: {e}")))?;
+    builder.install().map_err(|e| match e {
+        BuildError::FailedToCreateHTTPListener(err) => Failure::new(
+            FAILURE,
+            format!("cannot serve metrics on {addr}: {err} (--metrics)"),
+        ),
+        other => Failure::new(FAILURE, format!("cannot set up metrics: {other}")),
+    })?;
+    tracing::info!(metrics = %addr, "serving Prometheus metrics over HTTP");
     Ok(())
 }
 
