@@ -85,11 +85,11 @@ pub async fn run(
         match mode {
             LockMode::Write => match mutex.lock_timeout(ACQUIRE_TIMEOUT).await {
                 Ok(guard) => one.held(guard).await,
-                Err(err) => failed(&ledger, at, &err).await,
+                Err(err) => failed(&ledger, client, at, &names, mode, &err).await,
             },
             LockMode::Read => match mutex.read_timeout(ACQUIRE_TIMEOUT).await {
                 Ok(guard) => one.held(guard).await,
-                Err(err) => failed(&ledger, at, &err).await,
+                Err(err) => failed(&ledger, client, at, &names, mode, &err).await,
             },
         }
     }
@@ -146,6 +146,9 @@ impl One<'_> {
             ledger.attempt(Attempt {
                 at: self.at,
                 ended: Instant::now(),
+                client: self.client,
+                resources: self.names.to_vec(),
+                mode: self.mode,
                 granted: false,
                 failure: Some("lost when granted".into()),
             });
@@ -157,6 +160,9 @@ impl One<'_> {
         ledger.attempt(Attempt {
             at: self.at,
             ended: from,
+            client: self.client,
+            resources: self.names.to_vec(),
+            mode: self.mode,
             granted: true,
             failure: None,
         });
@@ -220,10 +226,20 @@ async fn work(hold: Duration, from: Instant, is_lost: impl Fn() -> bool) -> (End
 
 /// Records a failed attempt; after an error that came at once (the
 /// cluster refused outright), waits a little before the next try.
-async fn failed(ledger: &Ledger, at: Instant, err: &Error) {
+async fn failed(
+    ledger: &Ledger,
+    client: usize,
+    at: Instant,
+    names: &[String],
+    mode: LockMode,
+    err: &Error,
+) {
     ledger.attempt(Attempt {
+        client,
         at,
         ended: Instant::now(),
+        resources: names.to_vec(),
+        mode,
         granted: false,
         failure: Some(err.to_string()),
     });

@@ -36,9 +36,12 @@ pub struct Grant {
 
 #[derive(Debug, Clone)]
 pub struct Attempt {
+    pub client: usize,
     pub at: Instant,
     /// When it was granted or gave up.
     pub ended: Instant,
+    pub resources: Vec<String>,
+    pub mode: LockMode,
     pub granted: bool,
     /// Why it was not granted: the error's text, or "lost at birth".
     pub failure: Option<String>,
@@ -183,6 +186,25 @@ pub fn failures(attempts: &[&Attempt]) -> Vec<(String, usize)> {
     let mut list: Vec<(String, usize)> = by.into_iter().collect();
     list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     list
+}
+
+/// Failed attempts that were, for part of their wait, behind one of
+/// `stuck`: conflicting holders whose lock stayed on the servers after they
+/// stopped using it (lost, or released while its client was cut off, so
+/// the unlock never arrived). From the holder's last moment of belief until
+/// the lock can have expired, `validity` later, nobody else can have it.
+pub fn behind_stuck_holders(attempts: &[&Attempt], stuck: &[&Grant], validity: Duration) -> usize {
+    attempts
+        .iter()
+        .filter(|a| !a.granted)
+        .filter(|a| {
+            stuck.iter().any(|g| {
+                let conflict = g.mode == LockMode::Write || a.mode == LockMode::Write;
+                let shared = g.resources.iter().any(|r| a.resources.contains(r));
+                conflict && shared && g.until < a.ended && a.at < g.until + validity
+            })
+        })
+        .count()
 }
 
 /// Share of attempts granted, with the count.

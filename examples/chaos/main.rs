@@ -13,6 +13,10 @@
 //! cargo run --release --features cli --example chaos -- --servers 5 --clients 64 --seconds 60 --seed 7
 //! ```
 //!
+//! `--no-faults` runs the same clients without the fault schedule, to show
+//! what contention alone costs. With `CHAOS_DEBUG` set, the report lists
+//! every failed acquire with the grants on its names during its wait.
+//!
 //! Every process and proxy it starts is stopped when it ends, however it
 //! ends. The same seed gives the same fault schedule (the interleaving of
 //! real processes still varies). Exit status 1 means a check failed; the
@@ -44,6 +48,9 @@ struct Settings {
     seed: u64,
     validity: Duration,
     names: Option<usize>,
+    /// No fault schedule: the same clients on healthy servers, to tell what
+    /// contention alone costs.
+    calm: bool,
 }
 
 impl Settings {
@@ -57,7 +64,7 @@ const USAGE: &str =
     "usage: chaos [--servers N (1..=9, default 5)] [--clients N (1..=256, default 64)] \
                      [--seconds N (5..=3600, default 60)] [--seed N (default: random)] \
                      [--validity-ms N (500..=60000, default 2000)] \
-                     [--names N (1..=4096, default: clients / 2, at least 8)]";
+                     [--names N (1..=4096, default: clients / 2, at least 8)] [--no-faults]";
 
 fn settings() -> Result<Settings, String> {
     let mut s = Settings {
@@ -67,11 +74,16 @@ fn settings() -> Result<Settings, String> {
         seed: rand::random(),
         validity: Duration::from_secs(2),
         names: None,
+        calm: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "--help" || flag == "-h" {
             return Err(USAGE.into());
+        }
+        if flag == "--no-faults" {
+            s.calm = true;
+            continue;
         }
         let value = args
             .next()
@@ -128,13 +140,14 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "chaos run: seed {}, {} servers, {} clients on {} names, {} s, validity {:?}",
+        "chaos run: seed {}, {} servers, {} clients on {} names, {} s, validity {:?}{}",
         settings.seed,
         settings.servers,
         settings.clients,
         settings.names(),
         settings.seconds,
-        settings.validity
+        settings.validity,
+        if settings.calm { ", no faults" } else { "" }
     );
     match runtime.block_on(run(&settings)) {
         Ok(true) => ExitCode::SUCCESS,
@@ -198,7 +211,11 @@ async fn run(s: &Settings) -> Result<bool, String> {
     }
 
     let run_for = Duration::from_secs(s.seconds);
-    let events = schedule::draw(s.seed, s.servers, s.clients, run_for, validity);
+    let events = if s.calm {
+        Vec::new()
+    } else {
+        schedule::draw(s.seed, s.servers, s.clients, run_for, validity)
+    };
     let fault_log: Arc<Mutex<Vec<(Duration, String)>>> = Arc::default();
     let start = Instant::now();
     let taken: Arc<Mutex<Vec<schedule::Event>>> = Arc::default();
@@ -435,14 +452,69 @@ fn report(
             .map(|d| format!(", each at most {d:.0?} after the majority went silent"))
             .unwrap_or_default(),
     );
+    // What held the names of each failed acquire while it waited.
+    if std::env::var_os("CHAOS_DEBUG").is_some() {
+        for a in healthy.iter().filter(|a| !a.granted) {
+            let during: Vec<&ledger::Grant> = grants
+                .iter()
+                .filter(|g| {
+                    g.resources.iter().any(|r| a.resources.contains(r))
+                        && g.from < a.ended
+                        && g.until > a.at
+                })
+                .collect();
+            let busy: Duration = during
+                .iter()
+                .map(|g| {
+                    g.until
+                        .min(a.ended)
+                        .saturating_duration_since(g.from.max(a.at))
+                })
+                .sum();
+            println!("FAILED client {} {:?} {:?} at {:?}..{:?}: {} grants on its names during, busy {:?}", a.client, a.mode, a.resources, offset(start, a.at), offset(start, a.ended), during.len(), busy);
+            for g in during.iter().take(12) {
+                println!(
+                    "    client {} {:?} {:?} {:?}..{:?}",
+                    g.client,
+                    g.mode,
+                    g.resources,
+                    offset(start, g.from),
+                    offset(start, g.until)
+                );
+            }
+        }
+    }
     let reasons: Vec<String> = ledger::failures(&healthy)
         .into_iter()
         .map(|(why, n)| format!("{n} x {why}"))
         .collect();
     if !reasons.is_empty() {
+        // Holders whose lock outlived their use of it: lost, or let go
+        // while their client was cut off (the unlock never arrived).
+        let stuck: Vec<&ledger::Grant> = grants
+            .iter()
+            .filter(|g| {
+                g.end == ledger::End::Lost
+                    || schedule::client_cut_off_at(events, g.client, offset(start, g.until))
+            })
+            .collect();
+        let cut_off_themselves = healthy
+            .iter()
+            .filter(|a| {
+                !a.granted
+                    && schedule::client_cut_off_during(
+                        events,
+                        a.client,
+                        offset(start, a.at),
+                        offset(start, a.ended),
+                    )
+            })
+            .count();
         println!(
-            "failed attempts with at most {tolerated} unavailable: {}",
-            reasons.join("; ")
+            "failed attempts with at most {tolerated} unavailable: {}; {cut_off_themselves} by a client cut off itself; \
+             {} waited behind a holder whose client was cut off or lost its lock",
+            reasons.join("; "),
+            ledger::behind_stuck_holders(&healthy, &stuck, s.validity)
         );
     }
     println!(

@@ -352,6 +352,26 @@ pub fn silent_majority_since(
     })
 }
 
+/// Whether `client` was cut off from every server (a paused client) at `t`.
+pub fn client_cut_off_at(events: &[Event], client: usize, t: Duration) -> bool {
+    client_cut_off_during(events, client, t, t)
+}
+
+/// Whether `client` was cut off from every server at some moment of
+/// `from..=to`.
+pub fn client_cut_off_during(
+    events: &[Event],
+    client: usize,
+    from: Duration,
+    to: Duration,
+) -> bool {
+    events.iter().any(|e| {
+        matches!(e.fault, Fault::PauseClient { client: c, .. } if c == client)
+            && e.at <= to
+            && from < e.at + e.fault.duration()
+    })
+}
+
 /// The most servers `unavailable_at` any moment of `from..=to`. The count
 /// only rises where a fault starts, so it is read at `from` and at every
 /// start inside the span.
