@@ -150,10 +150,10 @@ One line per server: reachable or why not, its protocol version, whether
 it is in quarantine (refusing new grants after a restart) and for how much
 longer, and how many entries it holds; then its locks, with their age and
 the time since their holder last refreshed them. A holder refreshes every
-validity/6 or so: a lock not refreshed for much longer is being given up.
-Servers older than protocol version 4 cannot say how long their quarantine
-lasts. Exits with 69 when no server answered, and with 77 when the token
-is not the admin token.";
+validity/6: a lock not refreshed for much longer has lost its holder and
+will expire. Servers older than protocol version 4 cannot say how long
+their quarantine lasts. Exits with 69 when no server answered, and with 77
+when the token is not the admin token.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
@@ -180,8 +180,8 @@ pub struct Tokens {
     )]
     pub token: Option<String>,
     /// File holding the admin token. A server with one lets it list and
-    /// force locks (without one, nobody can); `locks` and `force-unlock`
-    /// use it, falling back to the client token.
+    /// force locks (without one, nobody can); `locks`, `force-unlock` and
+    /// `status` use it, falling back to the client token.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
     /// The admin token itself; prefer --admin-token-file.
