@@ -1,8 +1,9 @@
-//! Protocol versions 2 and 3 side by side (PROTOCOL.md, "Versioning"): a
-//! version-3 server serves version-2 clients, a version-3 client falls back
-//! to version 2 against an old server and then waits by polling and has no
-//! fencing tokens, and versions neither side speaks are refused at connect
-//! time with a reason.
+//! Protocol versions 2, 3 and 4 side by side (PROTOCOL.md, "Versioning"):
+//! a version-4 server serves version-2 and version-3 clients, a version-4
+//! client falls back to version 2 against a version-2 server and then waits
+//! by polling and has no fencing tokens, falls back to version 3 against a
+//! version-3 server and then asks `Health` for its status, and versions
+//! neither side speaks are refused at connect time with a reason.
 
 #![cfg(feature = "cli")]
 
@@ -14,8 +15,8 @@ use std::time::Duration;
 use net_support::old_server::OldServer;
 use net_support::wire::{
     authenticate_as, frame, lock_request, lock_wait_request, read_frame, request, response,
-    OP_FENCE, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR, REPLY_HEALTH,
-    REPLY_WAIT, VERSION, VERSION_3,
+    OP_FENCE, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR,
+    REPLY_HEALTH, REPLY_STATUS, REPLY_WAIT, VERSION, VERSION_3, VERSION_4,
 };
 use net_support::{remote_config, Scratch, Server, TOKEN};
 use quorum_lock::net::RemoteLocker;
@@ -56,7 +57,7 @@ fn welcome_version(welcome: &[u8]) -> u8 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_3_server_serves_version_2_and_3_hellos_and_refuses_others() {
+async fn a_version_4_server_serves_version_2_3_and_4_hellos_and_refuses_others() {
     let dir = Scratch::new("net-versions-server");
     let server = Server::start(&dir, &["--no-quarantine"]);
     let addr = server.addr.to_string();
@@ -118,15 +119,33 @@ async fn a_version_3_server_serves_version_2_and_3_hellos_and_refuses_others() {
         String::from_utf8_lossy(rest).contains("place_ttl of zero"),
         "{reply:?}"
     );
+    // A version-4 request on a version-3 connection is refused by id, and
+    // the connection stays.
+    let reply = roundtrip(&mut new, &request(3, OP_STATUS)).await;
+    let (id, rest) = response(&reply);
+    assert_eq!((id, rest[0]), (3, REPLY_ERROR));
+    assert!(
+        String::from_utf8_lossy(rest).contains("needs protocol version 4"),
+        "{reply:?}"
+    );
+    let reply = roundtrip(&mut new, &request(4, OP_HEALTH)).await;
+    assert_eq!(reply, [4, REPLY_HEALTH, 0, 1], "not quarantined, one entry");
+
+    // A version-4 client: `Status` says there is no quarantine (`None`)
+    // and one entry, v3-uid's.
+    let (mut newest, welcome) = authenticate_as(&addr, TOKEN, VERSION_4).await.unwrap();
+    assert_eq!(welcome_version(&welcome), 4);
+    let reply = roundtrip(&mut newest, &request(1, OP_STATUS)).await;
+    assert_eq!(reply, [1, REPLY_STATUS, 0, 1]);
 
     // Versions it does not speak are refused with the ones it does.
-    for version in [1, 4, 99] {
+    for version in [1, 5, 99] {
         let (_, welcome) = authenticate_as(&addr, TOKEN, version).await.unwrap();
         assert_eq!(welcome[0], 1, "version {version} was accepted");
         let reason = String::from_utf8_lossy(&welcome);
         assert!(
             reason.contains(&format!(
-                "protocol version {version} is not supported; this server speaks 2 and 3"
+                "protocol version {version} is not supported; this server speaks 2, 3 and 4"
             )),
             "{reason}"
         );
@@ -134,14 +153,14 @@ async fn a_version_3_server_serves_version_2_and_3_hellos_and_refuses_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_3_client_falls_back_to_version_2_against_an_old_server() {
+async fn a_version_4_client_falls_back_to_version_2_against_an_old_server() {
     let old = OldServer::start(TOKEN).await;
     let locker = RemoteLocker::connect(old.addr.to_string(), remote_config(TOKEN))
         .await
         .expect("connects after falling back");
     assert_eq!(locker.protocol_version(), Some(2));
     assert!(locker.is_online());
-    assert_eq!(old.seen().hellos, [3, 2], "offered 3, then 2");
+    assert_eq!(old.seen().hellos, [4, 2], "offered 4, then 2");
 
     // Waiting falls back to a plain lock, which the coordinator repeats.
     let a = args("fallback-uid", "fallback");
@@ -155,8 +174,14 @@ async fn a_version_3_client_falls_back_to_version_2_against_an_old_server() {
         other => panic!("expected Unsupported, got {other:?}"),
     }
     assert!(locker.unlock(&a).await.unwrap());
-    // Nothing of version 3 ever reached it, and the connection stayed up.
-    assert_eq!(old.seen().ops, [OP_LOCK, OP_RLOCK, OP_UNLOCK]);
+    // Its status comes from `Health`, without the time a quarantine has left.
+    let health = locker.status().await.expect("a status from Health");
+    assert_eq!(
+        (health.quarantined, health.quarantine_left, health.entries),
+        (false, None, 0)
+    );
+    // Nothing of version 3 or 4 ever reached it, and the connection stayed up.
+    assert_eq!(old.seen().ops, [OP_LOCK, OP_RLOCK, OP_UNLOCK, OP_HEALTH]);
     assert!(!old.seen().ops.contains(&OP_FENCE));
     assert!(locker.is_online());
 
@@ -215,7 +240,7 @@ async fn a_client_pinned_to_version_2_is_served_as_one() {
     let new = RemoteLocker::connect(server.addr.to_string(), remote_config(TOKEN))
         .await
         .unwrap();
-    assert_eq!(new.protocol_version(), Some(3));
+    assert_eq!(new.protocol_version(), Some(4));
 
     // A version this client does not speak is a usage error.
     let mut config = remote_config(TOKEN);
@@ -271,4 +296,56 @@ async fn a_cluster_halfway_through_an_upgrade_locks_and_fences() {
         "{:?}",
         old.seen()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_4_client_falls_back_to_version_3_and_asks_health() {
+    let old = OldServer::start_speaking(TOKEN, 3).await;
+    let locker = RemoteLocker::connect(old.addr.to_string(), remote_config(TOKEN))
+        .await
+        .expect("connects after falling back");
+    assert_eq!(locker.protocol_version(), Some(3));
+    assert_eq!(old.seen().hellos, [4, 3], "offered 4, then 3");
+    let health = locker.status().await.expect("a status from Health");
+    assert_eq!(
+        (health.quarantined, health.quarantine_left, health.entries),
+        (false, None, 0)
+    );
+    // `Status` never reached it: it would have closed the connection.
+    assert_eq!(old.seen().ops, [OP_HEALTH]);
+    assert!(locker.is_online());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_version_4_tells_how_long_a_quarantine_has_left() {
+    let dir = Scratch::new("net-versions-quarantine");
+    // Started without --no-quarantine: it refuses grants for its validity.
+    let server = Server::start_with_validity(&dir, "60s", &[]);
+    let addr = server.addr.to_string();
+
+    let newest = RemoteLocker::connect(addr.clone(), remote_config(TOKEN))
+        .await
+        .unwrap();
+    assert_eq!(newest.protocol_version(), Some(4));
+    let health = newest.status().await.expect("a status");
+    assert!(health.quarantined, "{health:?}");
+    let left = health.quarantine_left.expect("the time left");
+    // Generous: the server started less than a minute ago, and the test
+    // does not hang for most of it.
+    assert!(
+        left > Duration::ZERO && left <= Duration::from_secs(60),
+        "{left:?}"
+    );
+    assert_eq!(health.entries, 0);
+
+    for pinned in [3, 2] {
+        let mut config = remote_config(TOKEN);
+        config.protocol_version = pinned;
+        let older = RemoteLocker::connect(addr.clone(), config).await.unwrap();
+        assert_eq!(older.protocol_version(), Some(pinned));
+        let health = older.status().await.expect("a status from Health");
+        assert!(health.quarantined, "version {pinned}: {health:?}");
+        assert_eq!(health.quarantine_left, None, "version {pinned}");
+        assert_eq!(older.health().await, Ok((true, 0)));
+    }
 }

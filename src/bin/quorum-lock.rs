@@ -1,5 +1,5 @@
 //! `quorum-lock`: run a lock server, run a command under a distributed
-//! lock, list locks and force them open. `quorum-lock --help` documents
+//! lock, list locks and force them open, show the servers' status. `quorum-lock --help` documents
 //! every flag and the exit codes.
 //!
 //! The modules live in `quorum-lock/`; `#[path]` is needed because a crate
@@ -23,6 +23,8 @@ mod run;
 mod server;
 #[path = "quorum-lock/signals.rs"]
 mod signals;
+#[path = "quorum-lock/status.rs"]
+mod status;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -93,6 +95,7 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
         }
         Command::Locks(args) => admin::locks(args).await,
         Command::ForceUnlock(args) => admin::force_unlock(args).await,
+        Command::Status(args) => status::status(args).await,
     }
 }
 

@@ -216,7 +216,26 @@ impl LocalLocker {
 
     /// Whether new grants are refused because of a recent restart.
     pub fn is_quarantined(&self) -> bool {
-        self.quarantine_left(Instant::now()).is_some()
+        self.quarantine_left_at(Instant::now()).is_some()
+    }
+
+    /// How long new grants are still refused because of a recent restart;
+    /// `None` when they are not.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use quorum_lock::LocalLocker;
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let node = LocalLocker::new();
+    /// assert_eq!(node.quarantine_left(), None);
+    /// node.restart();
+    /// tokio::time::advance(Duration::from_secs(20)).await;
+    /// assert_eq!(node.quarantine_left(), Some(Duration::from_secs(40)));
+    /// # }
+    /// ```
+    pub fn quarantine_left(&self) -> Option<Duration> {
+        self.quarantine_left_at(Instant::now())
     }
 
     /// Every live entry, sorted by resource and uid. Expired entries are
@@ -307,7 +326,7 @@ impl LocalLocker {
             .saturating_add(u64::from(since.subsec_nanos()))
     }
 
-    fn quarantine_left(&self, now: Instant) -> Option<Duration> {
+    fn quarantine_left_at(&self, now: Instant) -> Option<Duration> {
         let end = self.quarantine_end.load(Ordering::SeqCst);
         if end == 0 {
             // Never restarted, or the quarantine is off: skip the clock math.
@@ -418,7 +437,7 @@ impl LocalLocker {
     }
 
     fn quarantine_error(&self, now: Instant) -> Option<Error> {
-        let left = self.quarantine_left(now)?;
+        let left = self.quarantine_left_at(now)?;
         Some(Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
             reason: format!("restarted recently; {QUARANTINE_REASON} for another {left:?}"),
@@ -469,7 +488,7 @@ impl LocalLocker {
         let mut notices = Vec::new();
         let reply = self.with_shards(args, |set, now, _| {
             let resources = args.resources.iter().enumerate();
-            if self.quarantine_left(now).is_some()
+            if self.quarantine_left_at(now).is_some()
                 && !resources
                     .clone()
                     .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
@@ -569,7 +588,7 @@ impl LocalLocker {
     /// locker is in quarantine, re-grants them in `mode` if the resources
     /// are free: a restarted node cannot know whether it held them.
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        let regrant = mode.filter(|_| self.quarantine_left(Instant::now()).is_some());
+        let regrant = mode.filter(|_| self.quarantine_left_at(Instant::now()).is_some());
         self.with_shards(args, |set, now, _| {
             let mut missing = Vec::new();
             for (pos, r) in args.resources.iter().enumerate() {

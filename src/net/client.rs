@@ -32,9 +32,10 @@ pub struct RemoteConfig {
     /// Backoff between reconnection attempts. Default 50 ms growing to 2 s.
     pub reconnect: RetryPolicy,
     /// The newest protocol version to offer. Default
-    /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), with a fallback to 2
-    /// against servers that speak only that. Set 2 to behave as a
-    /// version-2 client: waiting by polling, no fencing tokens.
+    /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), with a fallback to
+    /// the newest older version a server names when it rejects this one
+    /// (3, or 2). Set 2 to behave as a version-2 client: waiting by
+    /// polling, no fencing tokens.
     pub protocol_version: u16,
     /// Connect with TLS (feature `tls`). Default: plain TCP.
     #[cfg(feature = "tls")]
@@ -83,11 +84,14 @@ struct Shared {
     validity: AtomicU64,
     /// Where pushes for waiting uids go, across reconnects.
     pushes: Arc<Pushes>,
+    /// Why the latest attempt to connect failed; cleared by a connection.
+    connect_error: Mutex<Option<Error>>,
 }
 
 impl Shared {
     /// Makes `conn` the connection calls use.
     fn install(&self, conn: Arc<Connection>) {
+        self.note_connect_error(None);
         let old = self
             .conn
             .lock()
@@ -96,6 +100,15 @@ impl Shared {
         if let Some(old) = old {
             old.close();
         }
+    }
+}
+
+impl Shared {
+    fn note_connect_error(&self, err: Option<Error>) {
+        *self
+            .connect_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = err;
     }
 }
 
@@ -192,12 +205,14 @@ impl RemoteLocker {
             next_id: AtomicU64::new(1),
             validity: AtomicU64::new(0),
             pushes: Arc::default(),
+            connect_error: Mutex::new(None),
         });
         match open(&shared).await {
             Ok(conn) => shared.install(conn),
             Err(err @ Error::Unauthorized { .. }) => return Err(err),
             Err(err) => {
                 tracing::warn!(endpoint = %shared.endpoint, %err, "lock server unreachable; retrying in the background");
+                shared.note_connect_error(Some(err));
                 reconnect_later(&shared);
             }
         }
@@ -254,7 +269,8 @@ impl RemoteLocker {
 
     /// The protocol version of the current connection, `None` while
     /// disconnected. 2 means the server has neither queues with pushed
-    /// wake-ups nor fencing tokens.
+    /// wake-ups nor fencing tokens; below 4, it cannot say how long its
+    /// quarantine lasts ([`status`](Self::status)).
     pub fn protocol_version(&self) -> Option<u16> {
         let conn = self
             .shared
@@ -262,6 +278,21 @@ impl RemoteLocker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         conn.as_ref().filter(|c| c.is_alive()).map(|c| c.version())
+    }
+
+    /// Why the latest attempt to connect failed, while the locker has no
+    /// connection; `None` once one succeeded, and before the first attempt
+    /// ended. Lets a caller say why a server is unreachable: a call made
+    /// meanwhile fails only with "not connected".
+    pub fn connect_error(&self) -> Option<Error> {
+        if self.is_online() {
+            return None;
+        }
+        self.shared
+            .connect_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Asks the server whether it is in quarantine and how many entries it holds.
@@ -278,6 +309,71 @@ impl RemoteLocker {
             other => other.into_result(&self.shared.endpoint).map(|_| (false, 0)),
         }
     }
+
+    /// Asks the server whether it is in quarantine, for how much longer,
+    /// and how many entries it holds. A server of protocol version 2 or 3
+    /// is asked for its [`health`](Self::health) instead and cannot say
+    /// how long its quarantine lasts:
+    /// [`ServerHealth::quarantine_left`] is then `None`. Any token may ask.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn status(&self) -> Result<ServerHealth, Error> {
+        let conn = self.connection()?;
+        if conn.version() < wire::V4 {
+            return match self.call_on(&conn, Op::Health).await? {
+                Reply::Health {
+                    quarantined,
+                    entries,
+                } => Ok(ServerHealth {
+                    quarantined,
+                    quarantine_left: None,
+                    entries,
+                }),
+                other => Err(other.into_error(&self.shared.endpoint)),
+            };
+        }
+        match self.call_on(&conn, Op::Status).await? {
+            Reply::Status {
+                quarantine_left,
+                entries,
+            } => Ok(ServerHealth {
+                quarantined: quarantine_left.is_some(),
+                quarantine_left,
+                entries,
+            }),
+            other => Err(other.into_error(&self.shared.endpoint)),
+        }
+    }
+}
+
+/// What a lock server says about itself: [`RemoteLocker::status`].
+///
+/// ```
+/// use std::time::Duration;
+/// use quorum_lock::net::ServerHealth;
+///
+/// fn describe(health: &ServerHealth) -> String {
+///     match (health.quarantined, health.quarantine_left) {
+///         (false, _) => format!("granting, {} entries", health.entries),
+///         (true, Some(left)) => format!("in quarantine for {left:?} more"),
+///         (true, None) => "in quarantine".to_owned(),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerHealth {
+    /// Whether the server refuses new grants because it started recently
+    /// (`LockerConfig::quarantine`, the server's `--validity`).
+    pub quarantined: bool,
+    /// How long the quarantine still lasts, as the server saw it when it
+    /// answered; `None` when not in quarantine, or when the server speaks
+    /// a protocol older than version 4 and cannot say.
+    pub quarantine_left: Option<Duration>,
+    /// How many entries (one per resource and holder) the server holds.
+    pub entries: u64,
 }
 
 async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
@@ -332,8 +428,12 @@ fn reconnect_later(shared: &Arc<Shared>) {
                 }
                 Err(err) => {
                     tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
-                    if matches!(err, Error::Unauthorized { .. }) {
+                    let rejected = matches!(err, Error::Unauthorized { .. });
+                    if rejected {
                         tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
+                    }
+                    shared.note_connect_error(Some(err));
+                    if rejected {
                         return;
                     }
                 }
@@ -383,8 +483,8 @@ impl NetLocker for RemoteLocker {
             .await
     }
 
-    /// Against a version-3 server, waits in line there: the server
-    /// pushes the grant on this locker's connection, and the wake-up goes
+    /// Against a server of version 3 or later, waits in line there: the
+    /// server pushes the grant on this locker's connection, and the wake-up goes
     /// to `wait.wake`, registered before the request is sent and kept until
     /// an unlock, runlock or force-unlock of the uid is sent (a `Wounded`
     /// may follow a `Granted`) or the server answers `Refused`. The
@@ -516,8 +616,8 @@ impl NetLocker for RemoteLocker {
         false
     }
 
-    /// Whether the current connection speaks version 3, whose server keeps
-    /// places in line and pushes grants.
+    /// Whether the current connection speaks version 3 or later, whose
+    /// server keeps places in line and pushes grants.
     fn queues(&self) -> bool {
         self.protocol_version().is_some_and(|v| v >= 3)
     }

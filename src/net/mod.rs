@@ -46,7 +46,7 @@ mod tls;
 mod waits;
 mod wire;
 
-pub use client::{RemoteConfig, RemoteLocker};
+pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
 pub use server::{
     LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
 };

@@ -385,6 +385,10 @@ impl Session<'_> {
                 quarantined: locker.is_quarantined(),
                 entries: self.entries().await,
             },
+            Op::Status => Reply::Status {
+                quarantine_left: locker.quarantine_left(),
+                entries: self.entries().await,
+            },
         }
     }
 

@@ -17,11 +17,12 @@ use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 /// offers first.
 ///
 /// Version 2 added the server's lock validity to `Welcome::Accepted`;
-/// version 3 added waiting in line with pushed wake-ups and fencing tokens.
-/// A server of this build also accepts version-2 clients, and a client
-/// falls back to version 2 against a server that rejects version 3
-/// (PROTOCOL.md, "Versioning").
-pub const PROTOCOL_VERSION: u16 = 3;
+/// version 3 added waiting in line with pushed wake-ups and fencing tokens;
+/// version 4 added `Status`, which also tells how long a quarantine has
+/// left. A server of this build also accepts version-2 and version-3
+/// clients, and a client falls back to the newest older version a server
+/// names when it rejects the client's (PROTOCOL.md, "Versioning").
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// The oldest protocol version this build speaks, as a server and as a
 /// client.
@@ -30,23 +31,27 @@ pub const MIN_PROTOCOL_VERSION: u16 = 2;
 /// The first version with waiting in line, pushes and fencing tokens.
 pub(crate) const V3: u16 = 3;
 
+/// The first version with `Status`.
+pub(crate) const V4: u16 = 4;
+
 /// Whether this build speaks `version`.
 pub(crate) fn speaks(version: u16) -> bool {
     (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&version)
 }
 
 /// The reason a server gives for a version it does not speak. Clients
-/// parse it (see [`fallback_version`]), and version-2 servers gave the same
-/// shape with one version: keep its prefix and the "this server speaks"
-/// part as they are.
+/// parse it (see [`fallback_version`]), and older servers gave the same
+/// shape ("speaks 2", "speaks 2 and 3"): keep its prefix and the "this
+/// server speaks" part as they are.
 pub(crate) fn unsupported_version(version: u16) -> String {
     let spoken: Vec<String> = (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION)
         .map(|v| v.to_string())
         .collect();
-    format!(
-        "protocol version {version} is not supported; this server speaks {}",
-        spoken.join(" and ")
-    )
+    let spoken = match spoken.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => spoken.join(""),
+    };
+    format!("protocol version {version} is not supported; this server speaks {spoken}")
 }
 
 /// The version to try next after a server rejected our `Hello` of version
@@ -439,6 +444,8 @@ pub(crate) enum Op {
         mode: WireMode,
         floor: u64,
     },
+    /// Version 4: `Health`, with how long the quarantine has left.
+    Status,
 }
 
 impl Op {
@@ -446,6 +453,7 @@ impl Op {
     pub(crate) fn since(&self) -> u16 {
         match self {
             Op::LockWait { .. } | Op::Fence { .. } => V3,
+            Op::Status => V4,
             _ => MIN_PROTOCOL_VERSION,
         }
     }
@@ -506,6 +514,13 @@ pub(crate) enum Reply {
     Push {
         uid: String,
         event: WirePushEvent,
+    },
+    /// Version 4: the answer to [`Op::Status`]. `quarantine_left` is how
+    /// long the server still refuses new grants after its start; `None`
+    /// when it grants.
+    Status {
+        quarantine_left: Option<Duration>,
+        entries: u64,
     },
 }
 
@@ -652,7 +667,16 @@ mod tests {
         let v2 = "protocol version 3 is not supported; this server speaks 2";
         assert_eq!(fallback_version(v2, 3), Some(2));
         // Ours, as a future client would read it.
-        assert_eq!(fallback_version(&unsupported_version(4), 4), Some(3));
+        // The exact reason a version-3 server gives.
+        let v3 = "protocol version 4 is not supported; this server speaks 2 and 3";
+        assert_eq!(fallback_version(v3, 4), Some(3));
+        // Ours, as a future client would read it.
+        assert_eq!(
+            unsupported_version(5),
+            "protocol version 5 is not supported; this server speaks 2, 3 and 4"
+        );
+        assert_eq!(fallback_version(&unsupported_version(5), 5), Some(4));
+        assert_eq!(fallback_version(&unsupported_version(9), 4), Some(3));
         assert_eq!(fallback_version(&unsupported_version(9), 3), Some(2));
         // Never upwards, never to a version this build does not speak,
         // never for another reason.
@@ -723,5 +747,36 @@ mod tests {
         assert_eq!(encode(&token).unwrap(), [3, 5, 1, 2]);
         assert_eq!(Op::Health.since(), 2);
         assert_eq!(fence.op.since(), 3);
+    }
+
+    #[test]
+    fn version_4_messages_round_trip_and_keep_the_old_indexes() {
+        let status = Request {
+            id: 2,
+            op: Op::Status,
+        };
+        // id, then the variant index after the ten of versions 2 and 3.
+        assert_eq!(encode(&status).unwrap(), [2, 10]);
+        assert_eq!(Op::Status.since(), 4);
+        let quarantined = Response {
+            id: 2,
+            reply: Reply::Status {
+                quarantine_left: Some(Duration::new(41, 5)),
+                entries: 3,
+            },
+        };
+        // The variant index after the seven of versions 2 and 3, then
+        // `Some`, seconds, nanoseconds, entries.
+        let bytes = encode(&quarantined).unwrap();
+        assert_eq!(bytes, [2, 7, 1, 41, 5, 3]);
+        assert_eq!(decode::<Response>(&bytes).unwrap(), quarantined);
+        let granting = Response {
+            id: 2,
+            reply: Reply::Status {
+                quarantine_left: None,
+                entries: 0,
+            },
+        };
+        assert_eq!(encode(&granting).unwrap(), [2, 7, 0, 0]);
     }
 }

@@ -18,6 +18,9 @@ pub const VERSION: u16 = 2;
 /// The version with waiting locks, pushes and fencing tokens.
 pub const VERSION_3: u16 = 3;
 
+/// The version with `Status`.
+pub const VERSION_4: u16 = 4;
+
 /// `Op` variant indexes, in declaration order.
 pub const OP_LOCK: u8 = 0;
 pub const OP_RLOCK: u8 = 1;
@@ -30,6 +33,8 @@ pub const OP_HEALTH: u8 = 7;
 /// Version 3.
 pub const OP_LOCK_WAIT: u8 = 8;
 pub const OP_FENCE: u8 = 9;
+/// Version 4.
+pub const OP_STATUS: u8 = 10;
 
 /// `Reply` variant indexes.
 pub const REPLY_BOOL: u8 = 0;
@@ -39,6 +44,8 @@ pub const REPLY_ERROR: u8 = 3;
 pub const REPLY_WAIT: u8 = 4;
 pub const REPLY_FENCE: u8 = 5;
 pub const REPLY_PUSH: u8 = 6;
+/// Version 4.
+pub const REPLY_STATUS: u8 = 7;
 
 /// `WaitReply` and `PushEvent` variant indexes.
 pub const GRANTED: u8 = 0;

@@ -60,7 +60,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
 }
 
 /// How long each node may take to list or to force a lock open.
-const ADMIN_CALL: Duration = Duration::from_secs(5);
+pub const ADMIN_CALL: Duration = Duration::from_secs(5);
 
 /// `locks --per-node`: every node's own entries, one row each, in the
 /// order the nodes were given. Nodes that cannot list are named on stderr;
@@ -230,13 +230,7 @@ fn coordinator(cluster: &Cluster) -> Result<Dsync, Failure> {
 async fn diagnose(cluster: &Cluster, err: Error, what: &str) -> Failure {
     if !matches!(err, Error::QuorumUnavailable { .. }) {
         return match err {
-            Error::Unauthorized { endpoint, reason } => Failure::new(
-                AUTH,
-                format!(
-                    "lock server {endpoint} refused to {what}: {reason}; \
-                     pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
-                ),
-            ),
+            Error::Unauthorized { endpoint, reason } => refused(&endpoint, &reason, what),
             err => Failure::from(err),
         };
     }
@@ -248,10 +242,22 @@ async fn diagnose(cluster: &Cluster, err: Error, what: &str) -> Failure {
     Failure::new(UNAVAILABLE, message)
 }
 
+/// A server that answered, but refused `what` to our token: it is not the
+/// admin token.
+pub fn refused(endpoint: &str, reason: &str, what: &str) -> Failure {
+    Failure::new(
+        AUTH,
+        format!(
+            "lock server {endpoint} refused to {what}: {reason}; \
+             pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
+        ),
+    )
+}
+
 const HEADER: [&str; 7] = ["RESOURCE", "MODE", "OWNER", "AGE", "NODES", "UID", "SOURCE"];
 const PER_NODE_HEADER: [&str; 7] = ["NODE", "RESOURCE", "MODE", "OWNER", "AGE", "UID", "SOURCE"];
 
-fn mode_name(mode: LockMode) -> String {
+pub fn mode_name(mode: LockMode) -> String {
     match mode {
         LockMode::Read => "read".to_owned(),
         LockMode::Write => "write".to_owned(),
@@ -283,29 +289,37 @@ fn print_rows(header: &[&str; 7], rows: &[[String; 7]]) -> io::Result<()> {
         writeln!(out, "no locks held")?;
         return out.flush();
     }
-    let mut widths = header.map(str::len);
+    out.write_all(table(header, rows, "").as_bytes())?;
+    out.flush()
+}
+
+/// `header` and `rows` in aligned columns, each line after `indent`. The
+/// last column is not padded.
+pub fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]], indent: &str) -> String {
+    let mut widths = header.map(|h| h.chars().count());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let header = header.map(str::to_owned);
+    let mut out = String::new();
     for row in std::iter::once(&header).chain(rows) {
-        let mut line = String::new();
+        out.push_str(indent);
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
+            if i + 1 == N {
+                out.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<width$}  "));
+                out.push_str(&format!("{cell:<width$}  "));
             }
         }
-        writeln!(out, "{line}")?;
+        out.push('\n');
     }
-    out.flush()
+    out
 }
 
 /// Whole seconds once past a second ("1m 5s"), milliseconds below.
-fn age(age: Duration) -> String {
+pub fn age(age: Duration) -> String {
     if age < Duration::from_secs(1) {
         format!("{}ms", age.as_millis())
     } else {

@@ -11,8 +11,8 @@ use clap::{Args, Parser, Subcommand};
 /// Redis servers.
 ///
 /// Start one `server` per node (or use standalone Redis servers with
-/// --redis), then take locks with `run`, inspect them with `locks` and break
-/// stuck ones with `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
+/// --redis), then take locks with `run`, inspect them with `locks` and
+/// `status` and break stuck ones with `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
 /// nodes, a read lock ⌈n/2⌉.
 #[derive(Debug, Parser)]
 #[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
@@ -39,6 +39,10 @@ pub enum Command {
     /// (lock servers: needs the admin token).
     #[command(after_help = FORCE_EXAMPLES)]
     ForceUnlock(ForceUnlockArgs),
+    /// Show each lock server's state: reachable, quarantined, its entries
+    /// and locks (needs the admin token).
+    #[command(after_help = STATUS_EXAMPLES)]
+    Status(StatusArgs),
 }
 
 /// Shown after the command list of `quorum-lock --help`. The exit codes
@@ -136,6 +140,21 @@ Examples:
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock.";
 
+const STATUS_EXAMPLES: &str = "\
+Examples:
+  quorum-lock status --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 \\
+      --admin-token-file /etc/qlock/admin-token
+  QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock status --watch --interval 5s
+
+One line per server: reachable or why not, its protocol version, whether
+it is in quarantine (refusing new grants after a restart) and for how much
+longer, and how many entries it holds; then its locks, with their age and
+the time since their holder last refreshed them. A holder refreshes every
+validity/6: a lock not refreshed for much longer has lost its holder and
+will expire. Servers older than protocol version 4 cannot say how long
+their quarantine lasts. Exits with 69 when no server answered, and with 77
+when the token is not the admin token.";
+
 const FORCE_EXAMPLES: &str = "\
 Examples:
   QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock force-unlock nightly-backup reports
@@ -161,8 +180,8 @@ pub struct Tokens {
     )]
     pub token: Option<String>,
     /// File holding the admin token. A server with one lets it list and
-    /// force locks (without one, nobody can); `locks` and `force-unlock`
-    /// use it, falling back to the client token.
+    /// force locks (without one, nobody can); `locks`, `force-unlock` and
+    /// `status` use it, falling back to the client token.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
     /// The admin token itself; prefer --admin-token-file.
@@ -344,6 +363,24 @@ pub struct LocksArgs {
     /// row per lock; unreachable nodes are listed too.
     #[arg(long)]
     pub per_node: bool,
+}
+
+/// Flags of `status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Show the status again every --interval, clearing the terminal
+    /// first (or after a separator line when stdout is not a terminal),
+    /// until Ctrl-C or --count.
+    #[arg(long)]
+    pub watch: bool,
+    /// Time between two snapshots of --watch. [default: 2s]
+    #[arg(long, value_name = "DURATION", value_parser = duration, requires = "watch")]
+    pub interval: Option<Duration>,
+    /// Stop --watch after N snapshots.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "watch")]
+    pub count: Option<u64>,
 }
 
 /// Flags of `force-unlock`.

@@ -106,6 +106,57 @@ pub fn client_token(args: &ClientArgs, admin: bool) -> Result<String, Failure> {
     })
 }
 
+/// How to reach lock servers: the token (the admin token for admin
+/// commands), the timeouts and TLS.
+pub fn remote_config(args: &ClientArgs, admin: bool) -> Result<RemoteConfig, Failure> {
+    let token = client_token(args, admin)?;
+    let mut config = RemoteConfig::new(token);
+    config.connect_timeout = args.connect_timeout;
+    if let Some(ca) = &args.tls_ca {
+        let pem = std::fs::read(ca)
+            .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
+        let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
+            .map_err(|e| Failure::usage(e.to_string()))?;
+        config.tls = Some(tls);
+    }
+    // A `run` may hold its lock for hours: pick a restarted server up
+    // within a second, so the quorum is whole again quickly.
+    config.reconnect.max = Duration::from_secs(1);
+    Ok(config)
+}
+
+/// Connects to every lock server at once, and returns them in the order
+/// given. A rejected token anywhere is fatal (exit 77); a server that
+/// cannot be reached is returned offline, reconnecting in the background.
+pub async fn connect_servers(
+    nodes: &[String],
+    config: &RemoteConfig,
+    admin: bool,
+) -> Result<Vec<RemoteLocker>, Failure> {
+    let connects = nodes
+        .iter()
+        .map(|n| RemoteLocker::connect(n.clone(), config.clone()));
+    let mut lockers = Vec::with_capacity(nodes.len());
+    for (node, result) in nodes.iter().zip(join_all(connects).await) {
+        match result {
+            Ok(locker) => lockers.push(locker),
+            Err(Error::Unauthorized { reason, .. }) => {
+                let check = if admin {
+                    "--admin-token-file / QUORUM_LOCK_ADMIN_TOKEN"
+                } else {
+                    "--token-file / QUORUM_LOCK_TOKEN"
+                };
+                return Err(Failure::new(
+                    AUTH,
+                    format!("lock server {node} rejected the token ({reason}); check {check}"),
+                ));
+            }
+            Err(err) => return Err(Failure::from(err)),
+        }
+    }
+    Ok(lockers)
+}
+
 /// The kind of nodes a client command talks to: lock servers (`--nodes`)
 /// or Redis servers (`--redis`), never both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,40 +235,12 @@ impl Cluster {
             _ => return crate::redis_nodes::connect(args, needed, validity).await,
         };
         let nodes = parse_nodes(nodes)?;
-        let token = client_token(args, admin)?;
-        let mut config = RemoteConfig::new(token);
-        config.connect_timeout = args.connect_timeout;
-        if let Some(ca) = &args.tls_ca {
-            let pem = std::fs::read(ca)
-                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
-            let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
-                .map_err(|e| Failure::usage(e.to_string()))?;
-            config.tls = Some(tls);
-        }
-        // A `run` may hold its lock for hours: pick a restarted server up
-        // within a second, so the quorum is whole again quickly.
-        config.reconnect.max = Duration::from_secs(1);
-        let connects = nodes
-            .iter()
-            .map(|n| RemoteLocker::connect(n.clone(), config.clone()));
-        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::with_capacity(nodes.len());
-        for (node, result) in nodes.iter().zip(join_all(connects).await) {
-            match result {
-                Ok(locker) => lockers.push(Arc::new(locker)),
-                Err(Error::Unauthorized { reason, .. }) => {
-                    let check = if admin {
-                        "--admin-token-file / QUORUM_LOCK_ADMIN_TOKEN"
-                    } else {
-                        "--token-file / QUORUM_LOCK_TOKEN"
-                    };
-                    return Err(Failure::new(
-                        AUTH,
-                        format!("lock server {node} rejected the token ({reason}); check {check}"),
-                    ));
-                }
-                Err(err) => return Err(Failure::from(err)),
-            }
-        }
+        let config = remote_config(args, admin)?;
+        let lockers: Vec<Arc<dyn NetLocker>> = connect_servers(&nodes, &config, admin)
+            .await?
+            .into_iter()
+            .map(|locker| Arc::new(locker) as Arc<dyn NetLocker>)
+            .collect();
         let down: Vec<String> = lockers
             .iter()
             .filter(|l| !l.is_online())
