@@ -312,7 +312,7 @@ impl LocalLocker {
     /// refuses grants; zero when not in quarantine.
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn quarantine_remaining(&self) -> Duration {
-        self.quarantine_left(Instant::now()).unwrap_or_default()
+        self.quarantine_left().unwrap_or_default()
     }
 
     /// Nanoseconds from `epoch` to `at`, saturating. In u64 arithmetic,

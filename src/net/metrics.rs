@@ -171,10 +171,11 @@ enum Kind {
     Fence,
     List,
     Health,
+    Status,
 }
 
 #[cfg(feature = "metrics")]
-const KINDS: usize = 10;
+const KINDS: usize = 11;
 
 #[cfg(feature = "metrics")]
 impl Kind {
@@ -189,6 +190,7 @@ impl Kind {
         Kind::Fence,
         Kind::List,
         Kind::Health,
+        Kind::Status,
     ];
 
     fn of(op: &Op) -> Kind {
@@ -203,6 +205,7 @@ impl Kind {
             Op::Fence { .. } => Kind::Fence,
             Op::List => Kind::List,
             Op::Health => Kind::Health,
+            Op::Status => Kind::Status,
         }
     }
 
@@ -218,6 +221,7 @@ impl Kind {
             Kind::Fence => "fence",
             Kind::List => "list",
             Kind::Health => "health",
+            Kind::Status => "status",
         }
     }
 
@@ -232,7 +236,7 @@ impl Kind {
             Kind::ForceUnlock => &[Ok, Refused, Error, Forbidden],
             Kind::List => &[Ok, Error, Forbidden],
             Kind::Fence => &[Ok, Refused, Error],
-            Kind::Health => &[Ok, Error],
+            Kind::Health | Kind::Status => &[Ok, Error],
         }
     }
 
@@ -262,6 +266,7 @@ impl Kind {
             Reply::Fence(None) if self == Kind::Fence => Outcome::Refused,
             Reply::Locks(_) if self == Kind::List => Outcome::Ok,
             Reply::Health { .. } if self == Kind::Health => Outcome::Ok,
+            Reply::Status { .. } if self == Kind::Status => Outcome::Ok,
             // Not an answer this request can have.
             _ => Outcome::Error,
         }
