@@ -298,12 +298,21 @@ fn run(opts: &Options) -> Result<(), String> {
 }
 
 /// Installs metrics-exporter-prometheus's recorder, as a service that
-/// exports the library's metrics would, with a thread that does the
-/// recorder's upkeep (folding histogram samples) every second, as its HTTP
-/// listener would between scrapes.
+/// exports the library's metrics would: `_seconds` histograms with buckets
+/// (what `histogram_quantile` needs; the same buckets as `quorum-lock
+/// server --metrics`), and a thread that does the recorder's upkeep
+/// (folding histogram samples) every second, as its HTTP listener would
+/// between scrapes.
 #[cfg(feature = "metrics")]
 fn install_prometheus() -> Result<(), String> {
-    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    const SECONDS_BUCKETS: &[f64] = &[
+        0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+        0.5, 1.0, 2.5, 5.0, 10.0,
+    ];
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+        .map_err(|e| format!("cannot set the histogram buckets: {e}"))?
         .install_recorder()
         .map_err(|e| format!("cannot install the Prometheus recorder: {e}"))?;
     std::thread::spawn(move || loop {
