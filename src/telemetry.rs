@@ -275,11 +275,11 @@ impl AcquireRecord<'_> {
         #[cfg(feature = "metrics")]
         if !self.done {
             self.done = true;
-            let o = AcquireOutcome::ALL
-                .iter()
-                .position(|x| *x == outcome)
-                .unwrap_or(AcquireOutcome::ALL.len() - 1);
-            self.telemetry.acquire[mode_index(self.mode)][o].record(self.watch.seconds());
+            // `ALL` lists the variants in declaration order, so the
+            // discriminant is the index of the outcome's handle.
+            if let Some(h) = self.telemetry.acquire[mode_index(self.mode)].get(outcome as usize) {
+                h.record(self.watch.seconds());
+            }
         }
     }
 }
@@ -473,11 +473,9 @@ mod on {
             let Some(locker) = self.lockers.get(index) else {
                 return;
             };
-            let Some(call) = CallKind::ALL
-                .iter()
-                .position(|k| *k == kind)
-                .and_then(|i| locker.calls.get(i))
-            else {
+            // Registered in the order of `CallKind::ALL`, the declaration
+            // order: the discriminant is the index.
+            let Some(call) = locker.calls.get(kind as usize) else {
                 return;
             };
             if let Some(watch) = waited {
@@ -593,5 +591,35 @@ mod off {
 
         #[inline(always)]
         pub(crate) fn release_given_up(&self, _unlocks: usize) {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Handles are looked up by discriminant, so `ALL` must list the
+    /// variants in declaration order.
+    #[test]
+    fn all_lists_variants_in_declaration_order() {
+        for (i, kind) in CallKind::ALL.iter().enumerate() {
+            assert_eq!(*kind as usize, i, "{kind:?}");
+        }
+        for (i, outcome) in AcquireOutcome::ALL.iter().enumerate() {
+            assert_eq!(*outcome as usize, i, "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn names_are_cut_and_counted() {
+        let long = "x".repeat(100);
+        let names: Vec<String> = vec!["a".into(), long, "c".into(), "d".into(), "e".into()];
+        let shown = Names(&names).to_string();
+        assert_eq!(shown, format!("a,{}…,c (+2 more)", "x".repeat(64)));
+        let multibyte = vec!["é".repeat(40)];
+        assert_eq!(
+            Names(&multibyte).to_string(),
+            format!("{}…", "é".repeat(32))
+        );
     }
 }
