@@ -15,7 +15,8 @@
 //!
 //! `--no-faults` runs the same clients without the fault schedule, to show
 //! what contention alone costs. With `CHAOS_DEBUG` set, the report lists
-//! every failed acquire with the grants on its names during its wait.
+//! every failed acquire with the grants on its names during its wait, and
+//! every grant made while a majority was silent with the faults around it.
 //!
 //! Every process and proxy it starts is stopped when it ends, however it
 //! ends. The same seed gives the same fault schedule (the interleaving of
@@ -401,6 +402,31 @@ fn report(
         .count();
     // How long after a majority went silent each such grant came: a grant
     // whose quorum answered just before a kill is returned a little later.
+    // Each grant made while a majority was silent, with the faults in
+    // effect around it.
+    if std::env::var_os("CHAOS_DEBUG").is_some() {
+        for &t in &in_outage {
+            let Some(since) = schedule::silent_majority_since(events, t, s.validity, tolerated)
+            else {
+                continue;
+            };
+            println!(
+                "GRANT IN SILENCE at {t:.3?}, {:.3?} after the majority went silent",
+                t - since
+            );
+            for e in events.iter().filter(|e| {
+                e.at <= t
+                    && e.at + e.fault.duration() + s.validity * 2 >= since
+                    && e.fault.impairs()
+            }) {
+                println!(
+                    "    {} (took {:.3?})",
+                    schedule::describe(e),
+                    e.fault.duration()
+                );
+            }
+        }
+    }
     let latest_in_silence = in_outage
         .iter()
         .filter_map(|&t| {

@@ -67,6 +67,11 @@ impl Fault {
         }
     }
 
+    /// Whether it impairs a server.
+    pub fn impairs(&self) -> bool {
+        self.impaired_server().is_some()
+    }
+
     /// The server it impairs (killed, paused, blackholed or delayed > 1 s).
     fn impaired_server(&self) -> Option<usize> {
         match *self {
