@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::{Error, LockArgs, LockMode, NetLocker};
 
@@ -324,4 +325,85 @@ async fn a_user_without_script_rights_is_told_what_was_refused() {
     let text = err.to_string();
     assert!(text.contains("NOPERM"), "{text}");
     assert!(!text.contains("reader-pw-5"), "{text}");
+}
+
+/// The scripts Redis holds in its cache, from `INFO memory`.
+async fn cached_scripts(server: &RedisServer) -> usize {
+    let client = redis::Client::open(server.url()).expect("a loopback URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a raw connection");
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut conn)
+        .await
+        .expect("INFO memory");
+    info.lines()
+        .find_map(|line| line.strip_prefix("number_of_cached_scripts:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO memory has number_of_cached_scripts")
+}
+
+/// A connection made after a restart loads the scripts itself, even when
+/// the call that started it was dropped first: the coordinator drops a
+/// slow node's refresh once a quorum confirmed, and a node that has to
+/// reconnect is the slow one. Before, the script was loaded inside the
+/// call, after a `NOSCRIPT`, so a restarted node's refreshes could all be
+/// dropped before they ran and the holder's entry was never re-created
+/// during the quarantine.
+#[tokio::test]
+async fn a_connection_made_after_a_restart_loads_the_scripts_though_its_caller_left() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let redis = locker_with(&server, config(Duration::from_secs(5), Duration::ZERO)).await;
+    assert_eq!(cached_scripts(&server).await, 7, "loaded on connect");
+    server.restart_empty();
+    assert_eq!(cached_scripts(&server).await, 0, "the restart emptied it");
+    let held = args("holder", "n");
+    // The first calls meet the broken connection and drop it.
+    for _ in 0..20 {
+        if !redis.is_online() {
+            break;
+        }
+        let _ = redis.refresh(&held).await;
+    }
+    assert!(!redis.is_online(), "the broken connection was not dropped");
+    // A call that starts the new connection and is dropped at once, as a
+    // slow node's refresh is.
+    let call = redis.refresh(&held).now_or_never();
+    assert!(call.is_none(), "connected without waiting: {call:?}");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !redis.is_online() {
+        assert!(Instant::now() < give_up, "no new connection within 10 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(cached_scripts(&server).await, 7, "loaded on reconnect");
+}
+
+/// A flushed script cache costs a call one reload, not an error.
+#[tokio::test]
+async fn a_flushed_script_cache_is_loaded_again() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let redis = locker_with(&server, config(Duration::from_secs(5), Duration::ZERO)).await;
+    let client = redis::Client::open(server.url()).expect("a loopback URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("a raw connection");
+    let () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .expect("SCRIPT FLUSH");
+    assert_eq!(cached_scripts(&server).await, 0);
+    assert!(redis
+        .lock(&args("u", "n"))
+        .await
+        .expect("lock after a flush"));
+    assert_eq!(cached_scripts(&server).await, 7, "every script reloaded");
+    assert!(redis.unlock(&args("u", "n")).await.expect("unlock"));
 }

@@ -7,6 +7,13 @@
 //! a restarted server without passing through here first: this is where a
 //! restart is detected, and the start time found here is what the scripts
 //! use to refuse new grants during the quarantine.
+//!
+//! A new connection also loads the locker's scripts. A restarted server has
+//! none, and loading them inside a call would cost the call two more round
+//! trips; the coordinator drops a slow node's call once a quorum answered,
+//! so a restarted node's refresh could be dropped every time before its
+//! script was loaded, and never re-create the holder's entry during the
+//! quarantine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -50,10 +57,17 @@ pub(super) struct Link {
     last_run_id: Mutex<Option<String>>,
     /// The last problem logged, so a persistent one is logged once.
     reported: Mutex<Option<String>>,
+    /// The Lua source of every script the locker runs, loaded on connect.
+    scripts: Vec<String>,
 }
 
 impl Link {
-    pub(super) fn new(client: Client, config: AsyncConnectionConfig, endpoint: String) -> Link {
+    pub(super) fn new(
+        client: Client,
+        config: AsyncConnectionConfig,
+        endpoint: String,
+        scripts: Vec<String>,
+    ) -> Link {
         Link {
             client,
             config,
@@ -63,6 +77,7 @@ impl Link {
             generation: AtomicU64::new(0),
             last_run_id: Mutex::new(None),
             reported: Mutex::new(None),
+            scripts,
         }
     }
 
@@ -131,6 +146,22 @@ impl Link {
         lock(&self.current).clone()
     }
 
+    /// Loads every script again on `live`, after a call heard `NOSCRIPT`
+    /// (the script cache was flushed). The load runs as a task of its own,
+    /// for the reason [`live`](Self::live) connects in one: the caller may
+    /// be dropped before it finishes.
+    pub(super) async fn reload_scripts(self: &Arc<Self>, live: &Live) -> Result<(), Error> {
+        let link = self.clone();
+        let mut conn = live.conn.clone();
+        let task = tokio::spawn(async move { link.load_scripts(&mut conn).await });
+        task.await.unwrap_or_else(|_| {
+            Err(Error::LockerUnavailable {
+                endpoint: self.endpoint.clone(),
+                reason: "loading the lock scripts ended with its runtime".into(),
+            })
+        })
+    }
+
     /// Notes a failed call on `live`: a broken connection is dropped, so
     /// the next call connects again and checks the server again.
     pub(super) fn failed(&self, live: &Live, err: &RedisError) -> Error {
@@ -171,6 +202,7 @@ impl Link {
             .map_err(|e| unavailable(&self.endpoint, &e))?;
         let epoch = self.epoch(&mut conn).await?;
         self.check_eviction(&mut conn).await?;
+        self.load_scripts(&mut conn).await?;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         {
             let mut last = lock(&self.last_run_id);
@@ -242,6 +274,29 @@ impl Link {
             run_id: run_id.to_owned(),
             boot_ms,
         })
+    }
+
+    /// Loads every script in one pipeline, so that the first call on this
+    /// connection runs its script at once instead of hearing `NOSCRIPT`.
+    async fn load_scripts(&self, conn: &mut MultiplexedConnection) -> Result<(), Error> {
+        if self.scripts.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = ::redis::pipe();
+        for source in &self.scripts {
+            pipe.cmd("SCRIPT").arg("LOAD").arg(source);
+        }
+        let loaded: Result<Vec<String>, RedisError> = pipe.query_async(conn).await;
+        match loaded {
+            Ok(_) => Ok(()),
+            // An ACL without SCRIPT: the scripts may still have been loaded
+            // by someone else, and a call that finds them missing says so.
+            Err(err) if err.code().is_some() => {
+                self.report(&unavailable(&self.endpoint, &err));
+                Ok(())
+            }
+            Err(err) => Err(unavailable(&self.endpoint, &err)),
+        }
     }
 
     /// Refuses a server that may evict keys: an evicted lock key is a lock

@@ -117,16 +117,31 @@ struct Scripts {
 }
 
 impl Scripts {
-    fn new() -> Scripts {
-        let with_prelude = |body: &str| Script::new(&format!("{}\n{body}", scripts::PRELUDE));
+    /// The Lua source of every script, each with the shared prelude.
+    fn sources() -> [String; 7] {
+        [
+            scripts::LOCK,
+            scripts::WAIT,
+            scripts::UNLOCK,
+            scripts::REFRESH,
+            scripts::FENCE,
+            scripts::FORCE,
+            scripts::LIST,
+        ]
+        .map(|body| format!("{}\n{body}", scripts::PRELUDE))
+    }
+
+    /// Scripts for `sources`, in the order [`sources`](Self::sources) gives.
+    fn new(sources: &[String; 7]) -> Scripts {
+        let [lock, wait, unlock, refresh, fence, force, list] = sources;
         Scripts {
-            lock: with_prelude(scripts::LOCK),
-            wait: with_prelude(scripts::WAIT),
-            unlock: with_prelude(scripts::UNLOCK),
-            refresh: with_prelude(scripts::REFRESH),
-            fence: with_prelude(scripts::FENCE),
-            force: with_prelude(scripts::FORCE),
-            list: with_prelude(scripts::LIST),
+            lock: Script::new(lock),
+            wait: Script::new(wait),
+            unlock: Script::new(unlock),
+            refresh: Script::new(refresh),
+            fence: Script::new(fence),
+            force: Script::new(force),
+            list: Script::new(list),
         }
     }
 }
@@ -216,12 +231,19 @@ impl RedisLocker {
             .set_connection_timeout(Some(config.call_timeout))
             .set_response_timeout(Some(config.call_timeout));
         let channel = format!("{}~push:{}", config.prefix, uuid::Uuid::new_v4().simple());
+        let sources = Scripts::sources();
+        let scripts = Scripts::new(&sources);
         Ok(RedisLocker {
             shared: Arc::new(Shared {
-                link: Arc::new(Link::new(client, connection, endpoint.clone())),
+                link: Arc::new(Link::new(
+                    client,
+                    connection,
+                    endpoint.clone(),
+                    sources.to_vec(),
+                )),
                 config,
                 endpoint,
-                scripts: Scripts::new(),
+                scripts,
                 waits: Waits::new(channel),
             }),
             listener: Mutex::new(None),
@@ -344,8 +366,9 @@ impl Shared {
     /// the quarantine end of the connection it runs on, then `tail`.
     ///
     /// `EVALSHA` is built as one command, rather than through
-    /// `ScriptInvocation`, which copies every argument twice; on `NOSCRIPT`
-    /// (a restarted or flushed server) the script is loaded and run again.
+    /// `ScriptInvocation`, which copies every argument twice. Scripts are
+    /// loaded when a connection is made; on `NOSCRIPT` (a flushed script
+    /// cache) they are loaded again and the call runs once more.
     async fn run<T: ::redis::FromRedisValue>(
         &self,
         script: &Script,
@@ -368,11 +391,7 @@ impl Shared {
             Err(err)
                 if err.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript) =>
             {
-                script
-                    .prepare_invoke()
-                    .load_async(&mut live.conn)
-                    .await
-                    .map_err(|e| self.link.failed(&live, &e))?;
+                self.link.reload_scripts(&live).await?;
                 cmd.query_async(&mut live.conn).await
             }
             other => other,
