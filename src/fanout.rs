@@ -9,7 +9,7 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::coordinator::Coordinator;
-use crate::telemetry::{CallKind, Stopwatch};
+use crate::telemetry::CallKind;
 use crate::Error;
 
 /// One in-flight call. It owns what it needs, so it can outlive its caller.
@@ -125,7 +125,9 @@ where
 /// [`call_with_deadline`] for a `kind` call to locker `index` of `coord`,
 /// recorded in its telemetry: the latency of a call that had to wait, and
 /// how it ended. A call answered on its first poll is not timed, which
-/// keeps the clock off the in-process fast path.
+/// keeps the clock off the in-process fast path, and waiting calls are
+/// timed at most once a millisecond per locker and kind (see
+/// `telemetry::CALL_SAMPLE_INTERVAL`).
 pub(crate) async fn call_locker<F, T>(
     coord: &Coordinator,
     index: usize,
@@ -141,7 +143,7 @@ where
         coord.telemetry.locker_call(index, kind, None, &out);
         return out;
     }
-    let watch = Stopwatch::start();
+    let watch = coord.telemetry.call_stopwatch(index, kind);
     let endpoint = || {
         coord
             .lockers
@@ -149,6 +151,6 @@ where
             .map_or_else(String::new, |l| l.endpoint())
     };
     let out = call_with_deadline(call, deadline, endpoint).await;
-    coord.telemetry.locker_call(index, kind, Some(watch), &out);
+    coord.telemetry.locker_call(index, kind, watch, &out);
     out
 }

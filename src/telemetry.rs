@@ -227,6 +227,7 @@ pub(crate) struct Stopwatch {
 
 impl Stopwatch {
     #[inline]
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn start() -> Self {
         Stopwatch {
             #[cfg(feature = "metrics")]
@@ -298,7 +299,10 @@ pub(crate) use self::on::Telemetry;
 /// The recording build.
 #[cfg(feature = "metrics")]
 mod on {
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+    use std::time::Duration;
+
+    use tokio::time::Instant;
 
     use ::metrics::{
         counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter,
@@ -316,8 +320,22 @@ mod on {
     /// share it.
     const UNKNOWN: u8 = 2;
 
+    /// At most one call per locker and call kind is timed in this span.
+    ///
+    /// Timing every call costs more than the rest of the metrics together
+    /// at tens of thousands of locks a second: each sample is a write to a
+    /// histogram shared by every thread, and the recorder folds each one
+    /// later. Below a thousand calls a second per locker and kind, which
+    /// is most services, every call is still timed. Which call is timed
+    /// depends on when it starts, not on how long it takes, so the
+    /// histogram's quantiles stay those of all calls; its `_count` is the
+    /// number of timed calls.
+    pub(super) const CALL_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
     struct CallHandles {
         seconds: Histogram,
+        /// When the next call may be timed, in ns after `Telemetry::epoch`.
+        next_timed: AtomicU64,
         timeout: Counter,
         unavailable: Counter,
         quarantined: Counter,
@@ -344,6 +362,8 @@ mod on {
 
     /// The handles of one `Dsync`.
     pub(crate) struct Telemetry {
+        /// What `CallHandles::next_timed` counts from.
+        epoch: Instant,
         pub(super) acquire: [Vec<Histogram>; 2],
         pub(super) rounds: [Counter; 2],
         lockers: Vec<LockerHandles>,
@@ -367,7 +387,7 @@ mod on {
         describe_histogram!(
             names::LOCKER_CALL_SECONDS,
             Unit::Seconds,
-            "Latency of locker calls that waited for their answer, by locker and call"
+            "Latency of locker calls that waited for their answer, by locker and call; at most one call per locker and call a millisecond is timed"
         );
         describe_counter!(
             names::LOCKER_ERRORS,
@@ -418,6 +438,7 @@ mod on {
                             };
                             CallHandles {
                                 seconds: histogram!(names::LOCKER_CALL_SECONDS, "locker" => endpoint.clone(), "call" => kind.label()),
+                                next_timed: AtomicU64::new(0),
                                 timeout: error("timeout"),
                                 unavailable: error("unavailable"),
                                 quarantined: error("quarantined"),
@@ -439,6 +460,7 @@ mod on {
             let lost =
                 ["refresh_missed", "not_found"].map(|c| counter!(names::LOCKS_LOST, "cause" => c));
             Telemetry {
+                epoch: Instant::now(),
                 acquire,
                 rounds,
                 lockers,
@@ -460,8 +482,34 @@ mod on {
             }
         }
 
+        /// A stopwatch for a call to locker `index` that has to wait, unless
+        /// another call of that locker and kind was timed less than
+        /// [`CALL_SAMPLE_INTERVAL`] ago.
+        #[inline]
+        pub(crate) fn call_stopwatch(&self, index: usize, kind: CallKind) -> Option<Stopwatch> {
+            let call = self.lockers.get(index)?.calls.get(kind as usize)?;
+            let now = Instant::now();
+            let at = u64::try_from(now.saturating_duration_since(self.epoch).as_nanos())
+                .unwrap_or(u64::MAX);
+            let next = call.next_timed.load(Ordering::Relaxed);
+            if at < next {
+                return None;
+            }
+            let interval = u64::try_from(CALL_SAMPLE_INTERVAL.as_nanos()).unwrap_or(u64::MAX);
+            // Of calls starting together, the one that moves the mark is timed.
+            call.next_timed
+                .compare_exchange(
+                    next,
+                    at.saturating_add(interval),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .ok()?;
+            Some(Stopwatch { started: now })
+        }
+
         /// Records a finished locker call; `waited` is `None` for a call
-        /// answered on its first poll.
+        /// that was not timed (answered on its first poll, or not sampled).
         #[inline]
         pub(crate) fn locker_call<T>(
             &self,
@@ -568,6 +616,11 @@ mod off {
         }
 
         #[inline(always)]
+        pub(crate) fn call_stopwatch(&self, _index: usize, _kind: CallKind) -> Option<Stopwatch> {
+            None
+        }
+
+        #[inline(always)]
         pub(crate) fn locker_call<T>(
             &self,
             _index: usize,
@@ -608,6 +661,28 @@ mod tests {
         for (i, outcome) in AcquireOutcome::ALL.iter().enumerate() {
             assert_eq!(*outcome as usize, i, "{outcome:?}");
         }
+    }
+
+    /// Waiting calls are timed at most once per interval for each locker
+    /// and call kind, and every locker and kind has its own interval.
+    #[cfg(feature = "metrics")]
+    #[tokio::test(start_paused = true)]
+    async fn waiting_calls_are_timed_once_per_interval_per_locker_and_kind() {
+        use self::on::CALL_SAMPLE_INTERVAL;
+        let telemetry = Telemetry::new(["a".to_owned(), "b".to_owned()].into_iter());
+        let timed = |index, kind| telemetry.call_stopwatch(index, kind).is_some();
+        assert!(timed(0, CallKind::Lock), "the first call is timed");
+        assert!(!timed(0, CallKind::Lock), "a second one at once is not");
+        assert!(timed(1, CallKind::Lock), "another locker has its own");
+        assert!(timed(0, CallKind::Unlock), "another kind has its own");
+        tokio::time::advance(CALL_SAMPLE_INTERVAL / 2).await;
+        assert!(!timed(0, CallKind::Lock), "still within the interval");
+        tokio::time::advance(CALL_SAMPLE_INTERVAL / 2).await;
+        assert!(timed(0, CallKind::Lock), "timed again once it has passed");
+        assert!(
+            telemetry.call_stopwatch(7, CallKind::Lock).is_none(),
+            "no such locker"
+        );
     }
 
     #[test]
