@@ -10,6 +10,7 @@
 # locks/s of every run and the median change.
 #
 #   bash benches/tools/metrics_overhead.sh [ROUNDS] [SECONDS]
+#   SCENARIOS=tcp OUT=dir bash benches/tools/metrics_overhead.sh 12 5
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-8}
@@ -29,12 +30,13 @@ for line in sys.stdin:
 bins=$(mktemp -d)
 cp "$(bench_binary net)" "$bins/off"
 cp "$(bench_binary net,metrics)" "$bins/on"
+scenarios=${SCENARIOS:-inproc tcp}
 common=(--nodes 5 --count-rpcs off --redis off --seconds "$seconds" --warmup 0.5)
 for round in $(seq 1 "$rounds"); do
   for build in off on; do
     extra=()
     [ "$build" = on ] && extra=(--metrics prometheus)
-    for scenario in inproc tcp; do
+    for scenario in $scenarios; do
       clients=1
       [ "$scenario" = tcp ] && clients=64
       "$bins/$build" "${common[@]}" "${extra[@]}" --clients "$clients" --transport "$scenario" \
@@ -43,12 +45,12 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 rm -rf "$bins"
-python3 - "$out" "$rounds" <<'EOF'
+python3 - "$out" "$rounds" $scenarios <<'EOF'
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, scenarios = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 def rate(path):
     return next(r["lsps"] for r in json.load(open(path))["results"] if r["system"] == "ours")
-for scenario in ("inproc", "tcp"):
+for scenario in scenarios:
     off = [rate(f"{out}/{scenario}-off-{r}.json") for r in range(1, rounds + 1)]
     on = [rate(f"{out}/{scenario}-on-{r}.json") for r in range(1, rounds + 1)]
     change = statistics.median(on) / statistics.median(off) - 1
