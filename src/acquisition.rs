@@ -174,6 +174,9 @@ impl Acquisition {
     /// Records a waiting request's answer from locker `index`: the request
     /// was sent at `sent` with `stamp`. A grant recorded after the request
     /// was sent (pushed while it was in flight) wins over a stale "queued".
+    /// A failed request leaves a grant counted (the entry lives its validity
+    /// whether or not this request arrived), unless `forgot`: the locker
+    /// said it restarted since, and so may have forgotten the grant.
     /// Returns `true` when the acquisition was already released and the
     /// locker may hold a grant or a place, so the caller must unlock it.
     pub(crate) fn record_reply(
@@ -182,6 +185,7 @@ impl Acquisition {
         answer: Answer,
         sent: Instant,
         stamp: u64,
+        forgot: bool,
     ) -> bool {
         let mut slots = self.slots();
         let released = slots.released;
@@ -191,7 +195,7 @@ impl Acquisition {
         if answer != Answer::Failed && !stale {
             slot.alive_since = slot.alive_since.max(sent);
         }
-        if !(stale || granted && answer == Answer::Failed) {
+        if forgot || !(stale || granted && answer == Answer::Failed) {
             slot.answer = Some(answer);
         }
         if answer == Answer::Granted {

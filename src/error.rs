@@ -127,7 +127,6 @@ pub(crate) const QUARANTINE_REASON: &str = "refusing new grants";
 impl Error {
     /// Whether a locker refused because it is in its quarantine after a
     /// restart.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn is_quarantine(&self) -> bool {
         matches!(self, Error::LockerUnavailable { reason, .. } if reason.contains(QUARANTINE_REASON))
     }

@@ -78,7 +78,7 @@ fn wait_call(
         let stamp = state.stamp();
         let sent = sent.unwrap_or_else(Instant::now);
         if let Err(err) = coord.honours_lease(index) {
-            state.record_reply(index, Answer::Refused, sent, stamp);
+            state.record_reply(index, Answer::Refused, sent, stamp, false);
             return Outcome {
                 answer: Answer::Refused,
                 permanent: Some(err),
@@ -116,7 +116,10 @@ fn wait_call(
                 Answer::Failed
             }
         };
-        if state.record_reply(index, answer, sent, stamp) {
+        // A locker in quarantine restarted since it granted, if it did:
+        // the grant may be gone, so it no longer counts (issue #21).
+        let forgot = matches!(&result, Err(err) if err.is_quarantine());
+        if state.record_reply(index, answer, sent, stamp, forgot) {
             let granted = answer == Answer::Granted;
             release_one(&state, Target { index, granted }).await;
         }

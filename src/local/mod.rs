@@ -130,6 +130,11 @@ pub struct LocalLocker {
     config: LockerConfig,
     /// Origin of the nanosecond counters below.
     epoch: Instant,
+    /// The wall clock at `epoch`, in nanoseconds since the Unix epoch: the
+    /// clock fencing tokens are drawn against is this plus the monotonic
+    /// time since, so it never steps back while the process lives (and
+    /// follows tokio's paused clock in tests).
+    epoch_wall: u64,
     /// End of the quarantine, in nanoseconds after `epoch`; 0 when none.
     quarantine_end: AtomicU64,
     /// When the next full expiry pass is due, in nanoseconds after `epoch`.
@@ -151,24 +156,15 @@ impl LocalLocker {
     /// An empty lock table with custom expiry and quarantine, not in
     /// quarantine. Call [`restart`](Self::restart) to start one in quarantine.
     pub fn with_config(endpoint: impl Into<String>, config: LockerConfig) -> Self {
-        let locker = LocalLocker {
+        LocalLocker {
             shards: Shards::new(),
             endpoint: endpoint.into(),
             config,
             epoch: Instant::now(),
+            epoch_wall: wall_clock_nanos(),
             quarantine_end: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
-        };
-        locker.raise_fence_floor(wall_clock_nanos());
-        locker
-    }
-
-    /// Makes every fencing token drawn from now on larger than `floor`.
-    fn raise_fence_floor(&self, floor: u64) {
-        self.shards.any_shard(|shard| {
-            shard.raise_fence_floor(floor);
-            false
-        });
+        }
     }
 
     /// The expiry and quarantine settings.
@@ -201,14 +197,10 @@ impl LocalLocker {
                 .max(1)
         };
         self.quarantine_end.store(end, Ordering::SeqCst);
-        // A crashed server forgets its token counters. Starting them from
-        // the wall clock, plus the quarantine as a margin for clock steps,
-        // puts them above every token drawn before (see `fence`).
-        let margin = u64::try_from(self.config.quarantine.as_nanos()).unwrap_or(u64::MAX);
-        let floor = wall_clock_nanos().saturating_add(margin);
+        // A crashed server forgets its counters as well; no token is drawn
+        // in quarantine, and after it tokens start from the clock (`fence`).
         self.shards.any_shard(|shard| {
             shard.wipe();
-            shard.raise_fence_floor(floor);
             false
         });
         tracing::info!(locker = %self.endpoint, quarantine = ?self.config.quarantine, "lock table restarted");
@@ -488,14 +480,13 @@ impl LocalLocker {
         let mut notices = Vec::new();
         let reply = self.with_shards(args, |set, now, _| {
             let resources = args.resources.iter().enumerate();
-            if self.quarantine_left_at(now).is_some()
-                && !resources
-                    .clone()
-                    .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
-            {
-                if let Some(err) = self.quarantine_error(now) {
-                    return Err(err);
+            if let Some(err) = self.quarantine_error(now) {
+                // Entries it holds here (re-created by a refresh) are kept
+                // alive, but the answer must not count: see `refresh_entries`.
+                for (pos, r) in resources {
+                    set.shard(pos).refresh(r, &args.uid, now);
                 }
+                return Err(err);
             }
             if resources.clone().all(|(pos, r)| {
                 set.shard(pos)
@@ -550,25 +541,58 @@ impl LocalLocker {
         mode: LockMode,
         floor: u64,
     ) -> Result<Option<u64>, Error> {
-        self.with_shards(args, |set, _, _| {
+        self.with_shards(args, |set, now, _| {
+            // A restarted locker does not vouch for its entries yet, nor
+            // for counters it may have forgotten: see `refresh_entries`.
+            if let Some(err) = self.quarantine_error(now) {
+                return Err(err);
+            }
+            let wall = self.wall_nanos(now);
+            let tolerance = self.clock_tolerance();
+            let most = wall.saturating_add(nanos_of(tolerance));
+            if floor > most {
+                return Err(Error::invalid(format!(
+                    "fencing floor {floor} is {:?} ahead of the clock of {}, more than its \
+                     tolerance of {tolerance:?} (a quarter of its quarantine): the lock \
+                     servers' wall clocks disagree, or a client sent a bogus floor",
+                    Duration::from_nanos(floor - wall),
+                    self.endpoint
+                )));
+            }
             let resources = args.resources.iter().enumerate();
             if !resources
                 .clone()
                 .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
             {
-                return None;
+                return Ok(None);
             }
-            let token = resources
-                .clone()
-                .map(|(pos, r)| set.shard(pos).next_fence(r))
-                .max()
-                .unwrap_or(1)
-                .max(floor);
+            let mut token = floor.max(wall);
+            for (pos, r) in resources.clone() {
+                let next = set.shard(pos).next_fence(r).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "the fencing counter of {r:?} on {} is at its maximum",
+                        self.endpoint
+                    ))
+                })?;
+                token = token.max(next);
+            }
             for (pos, r) in resources {
                 set.shard(pos).set_fence(r, token);
             }
-            Some(token)
-        })
+            Ok(Some(token))
+        })?
+    }
+
+    /// The wall clock fencing tokens are drawn against, in nanoseconds
+    /// since the Unix epoch.
+    fn wall_nanos(&self, now: Instant) -> u64 {
+        self.epoch_wall.saturating_add(self.nanos(now))
+    }
+
+    /// How far ahead of this locker's clock a fencing floor may be: a
+    /// quarter of the quarantine, at least 1 ms.
+    pub fn clock_tolerance(&self) -> Duration {
+        clock_tolerance(self.config.quarantine)
     }
 
     /// Removes the entries of `args.uid` held in `mode` (any mode when
@@ -584,11 +608,17 @@ impl LocalLocker {
         })
     }
 
-    /// Refreshes every entry of `args.uid`. When some are missing and this
-    /// locker is in quarantine, re-grants them in `mode` if the resources
-    /// are free: a restarted node cannot know whether it held them.
+    /// Refreshes every entry of `args.uid`.
+    ///
+    /// In quarantine the answer is the quarantine error, whatever the table
+    /// holds: an entry here may be one the restart made this locker forget
+    /// and then re-create for somebody else, so nothing it says may count
+    /// towards a quorum (issue #21, break 1). It still refreshes the entries
+    /// it has, and when `mode` is given re-creates the missing ones if the
+    /// resources are free, so that a holder finds its entries here once the
+    /// quarantine is over, when every grant forgotten in the restart has
+    /// expired and its answers count again.
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        let regrant = mode.filter(|_| self.quarantine_left_at(Instant::now()).is_some());
         self.with_shards(args, |set, now, _| {
             let mut missing = Vec::new();
             for (pos, r) in args.resources.iter().enumerate() {
@@ -596,8 +626,11 @@ impl LocalLocker {
                     missing.push(pos);
                 }
             }
-            let Some(mode) = regrant else {
-                return missing.is_empty();
+            let Some(err) = self.quarantine_error(now) else {
+                return Ok(missing.is_empty());
+            };
+            let Some(mode) = mode else {
+                return Err(err);
             };
             let free = missing
                 .iter()
@@ -606,10 +639,10 @@ impl LocalLocker {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
                 }
-                tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-granted on refresh after restart");
+                tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-created entries on refresh in quarantine");
             }
-            free
-        })
+            Err(err)
+        })?
     }
 }
 
@@ -622,6 +655,18 @@ fn deliver(notices: Vec<Notice>) {
     for notice in notices {
         notice.wake.notify(&notice.uid, notice.event);
     }
+}
+
+/// The smallest [`LocalLocker::clock_tolerance`].
+pub(crate) const MIN_CLOCK_TOLERANCE: Duration = Duration::from_millis(1);
+
+/// A quarter of `quarantine`, at least [`MIN_CLOCK_TOLERANCE`].
+pub(crate) fn clock_tolerance(quarantine: Duration) -> Duration {
+    (quarantine / 4).max(MIN_CLOCK_TOLERANCE)
+}
+
+fn nanos_of(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds since the Unix epoch; 0 for a clock set before it.

@@ -524,10 +524,11 @@ impl Shard {
         true
     }
 
-    /// The smallest token above every token drawn on `resource` here.
-    pub(super) fn next_fence(&self, resource: &str) -> u64 {
+    /// The smallest token above every token drawn on `resource` here;
+    /// `None` when that would not fit in a `u64`.
+    pub(super) fn next_fence(&self, resource: &str) -> Option<u64> {
         let drawn = self.map.get(resource).map_or(0, |r| r.fence);
-        drawn.max(self.fence_floor).saturating_add(1)
+        drawn.max(self.fence_floor).checked_add(1)
     }
 
     /// Records `token` as the latest drawn on `resource`, which is held.
@@ -535,11 +536,6 @@ impl Shard {
         if let Some(res) = self.map.get_mut(resource) {
             res.fence = res.fence.max(token);
         }
-    }
-
-    /// Raises the floor of every future token to at least `floor`.
-    pub(super) fn raise_fence_floor(&mut self, floor: u64) {
-        self.fence_floor = self.fence_floor.max(floor);
     }
 
     /// Drops entries last refreshed `validity` or longer before `now`, and
@@ -681,6 +677,9 @@ impl Shard {
     pub(super) fn wipe(&mut self) {
         self.map.clear();
         self.by_refresh.clear();
+        // A crashed server forgets its counters too; tokens drawn after the
+        // quarantine start from the clock instead (see `LocalLocker::fence`).
+        self.fence_floor = 0;
     }
 }
 

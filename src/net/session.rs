@@ -775,8 +775,15 @@ impl Session<'_> {
         // the entries it pays for; also on failure, since a partial refresh
         // still refreshes the entries it found.
         let known = ledger.touch(self.id, &args.uid);
-        match (&result, reserved) {
-            (Ok(true), _) if released.contains(&args.uid) => {
+        // In quarantine the locker answers with its quarantine error even
+        // when it re-created the entries (the answer must not count), so
+        // that answer may have created them as `Ok(true)` may.
+        let kept = match &result {
+            Ok(held) => *held,
+            Err(err) => may_create && err.is_quarantine(),
+        };
+        match (kept, reserved) {
+            (true, _) if released.contains(&args.uid) => {
                 if may_create {
                     self.undo_grant(&args).await;
                 }
@@ -784,10 +791,10 @@ impl Session<'_> {
             }
             // Entries nothing here knew of (a re-grant as quarantine ended
             // under us): charge them, there is no refusing them now.
-            (Ok(true), _) if !known => ledger.charge_unconditionally(self.id, &args),
-            (Ok(true), _) => {}
-            (_, Some(reserved)) => ledger.undo(&args.uid, reserved),
-            (_, None) => {}
+            (true, _) if !known => ledger.charge_unconditionally(self.id, &args),
+            (true, _) => {}
+            (false, Some(reserved)) => ledger.undo(&args.uid, reserved),
+            (false, None) => {}
         }
         Reply::from_result(result)
     }
