@@ -283,21 +283,35 @@ async fn tokens_increase_when_a_majority_of_lockers_restarts() {
     }
 }
 
+/// A holder across the restart of a minority draws its token from the
+/// others, larger than the one before; across the restart of a majority it
+/// draws none until the quarantine is over (the restarted lockers vouch for
+/// nothing, issue #21), and it is told it lost the lock before then.
 #[tokio::test(start_paused = true)]
-async fn a_holder_across_a_restart_of_a_majority_draws_a_larger_token() {
-    let nodes = nodes(5);
-    let ds = client(as_lockers(&nodes), "kept");
-    let before = token_of(&ds, &["r"], LockMode::Write).await;
-    let g = ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
-    for node in &nodes[..3] {
-        node.restart();
+async fn a_holder_across_restarts_draws_a_larger_token_or_none() {
+    for restarted in [2, 3] {
+        let nodes = nodes(5);
+        let ds = client(as_lockers(&nodes), "kept");
+        let before = token_of(&ds, &["r"], LockMode::Write).await;
+        let g = ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
+        for node in &nodes[..restarted] {
+            node.restart();
+        }
+        // The holder's next refresh re-creates its entries in the quarantine.
+        sleep(ds_refresh_interval() + secs(1)).await;
+        assert!(!g.is_lost());
+        match g.fencing_token().await {
+            Ok(t) => assert!(restarted < 3 && t > before, "{t} after {before}"),
+            Err(err) => assert!(
+                restarted >= 3 && matches!(err, Error::QuorumUnavailable { .. }),
+                "{restarted} restarted: {err}"
+            ),
+        }
+        if restarted >= 3 {
+            g.lost().await;
+        }
+        drop(g);
     }
-    // The holder's next refresh re-creates its entries in the quarantine.
-    sleep(ds_refresh_interval() + secs(1)).await;
-    assert!(!g.is_lost());
-    let t = g.fencing_token().await.unwrap();
-    assert!(t > before, "{t} after {before}");
-    g.unlock().await.unwrap();
 }
 
 /// A node that missed a holder's token (it was cut off from that holder)
@@ -532,4 +546,108 @@ async fn a_fencing_gate_refuses_the_late_write_of_a_paused_holder() {
     write(tb, "b: second write").unwrap();
     b.unlock().await.unwrap();
     drop(a);
+}
+
+/// Issue #21, break 3: lockers with different quarantines. A locker in its
+/// long quarantine used to answer fencing tokens from its clock plus that
+/// quarantine; the fence round then wrote that value into the others as a
+/// floor, and once those restarted with their shorter quarantine they drew
+/// tokens below it. A locker in quarantine draws no token now, and a
+/// restarted one draws from its clock.
+#[tokio::test(start_paused = true)]
+async fn tokens_keep_growing_when_lockers_with_different_quarantines_restart() {
+    let config = |quarantine| quorum_lock::LockerConfig {
+        validity: secs(5),
+        quarantine,
+    };
+    let nodes: Vec<Arc<LocalLocker>> = [secs(600), secs(5), secs(5)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, q)| Arc::new(LocalLocker::with_config(format!("node-{i}"), config(q))))
+        .collect();
+    let ds = Dsync::builder(as_lockers(&nodes))
+        .owner("mixed")
+        .rng_seed(1)
+        .lease(quorum_lock::Lease {
+            validity: secs(5),
+            refresh_interval: secs(1),
+            safety_margin: secs(1),
+        })
+        .build()
+        .unwrap();
+    nodes[0].restart();
+    let first = ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
+    // A refresh reaches node 0 in its quarantine.
+    sleep(secs(2)).await;
+    let before = first.fencing_token().await.unwrap();
+    // The other two crash while the lock is held, and forget its token.
+    nodes[1].restart();
+    nodes[2].restart();
+    drop(first);
+    let second = ds
+        .rw_mutex(["r"])
+        .unwrap()
+        .lock_timeout(secs(60))
+        .await
+        .unwrap();
+    let after = second.fencing_token().await.unwrap();
+    assert!(after > before, "token {after} drawn after {before}");
+    second.unlock().await.unwrap();
+}
+
+/// Issue #21, break 4: a client holding one lock sent `u64::MAX` as the
+/// floor; the counter saturated and every later holder got the same
+/// token. A floor further ahead of the locker's clock than its tolerance is
+/// refused now, so no client can push the counters to the end.
+#[tokio::test(start_paused = true)]
+async fn a_floor_far_ahead_of_the_clock_is_refused_and_tokens_keep_growing() {
+    let node = LocalLocker::new();
+    let hostile = common::args("hostile", &["r"]);
+    assert!(node.lock(&hostile).await.unwrap());
+    let err = node
+        .fence(&hostile, LockMode::Write, u64::MAX)
+        .await
+        .expect_err("a floor of u64::MAX was accepted");
+    assert!(
+        matches!(&err, Error::InvalidArgument(why) if why.contains("ahead of the clock")),
+        "{err}"
+    );
+    let own = node
+        .fence(&hostile, LockMode::Write, 0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(node.unlock(&hostile).await.unwrap());
+    let mut last = own;
+    for i in 0..3 {
+        let args = common::args(&format!("next-{i}"), &["r"]);
+        assert!(node.lock(&args).await.unwrap());
+        let t = node
+            .fence(&args, LockMode::Write, 0)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(t > last && t < u64::MAX, "token {t} after {last}");
+        last = t;
+        assert!(node.unlock(&args).await.unwrap());
+    }
+}
+
+/// Issue #21, break 4 without an attacker: a quarantine of `Duration::MAX`
+/// used to put the counters at `u64::MAX` after a restart. Such a locker
+/// now stays in quarantine and draws no token at all.
+#[tokio::test(start_paused = true)]
+async fn an_endless_quarantine_draws_no_token_instead_of_a_saturated_one() {
+    let node = LocalLocker::with_config(
+        "endless",
+        quorum_lock::LockerConfig {
+            quarantine: Duration::MAX,
+            ..quorum_lock::LockerConfig::default()
+        },
+    );
+    node.restart();
+    sleep(secs(3600)).await;
+    let args = common::args("u", &["r"]);
+    let err = node.fence(&args, LockMode::Write, 0).await.unwrap_err();
+    assert!(err.to_string().contains("refusing new grants"), "{err}");
 }

@@ -617,7 +617,9 @@ impl Report {
 fn replay(seed: u64, ops: usize, mix: Mix) -> String {
     let test = match mix {
         Mix::Restarts => "restarts_of_single_lockers_never_let_a_waiter_win_with_a_forgotten_grant",
-        Mix::All | Mix::MajorityRestarts => "randomized_faults_never_break_exclusion_or_hide_a_loss",
+        Mix::All | Mix::MajorityRestarts => {
+            "randomized_faults_never_break_exclusion_or_hide_a_loss"
+        }
     };
     format!(
         "replay: SAFETY_SEED={seed} SAFETY_OPS={ops} cargo test --all-features --test safety_randomized {test}"
