@@ -16,11 +16,25 @@
 //! every read and write quorum), and that locker recorded `T` while this
 //! holder still held the lock there, so before it granted the later one. A
 //! token the later holder draws there is therefore above `T`, and so is the
-//! largest answer it takes. A locker that restarted and lost its counters
-//! starts them from its wall clock plus its quarantine, in nanoseconds, which
-//! is above any token it drew before as long as its clock did not step back
-//! further than the quarantine and fewer than one token per nanosecond were
-//! drawn (see the README's safety section).
+//! largest answer it takes.
+//!
+//! # Restarts, and why no setting can make a token go back
+//!
+//! A locker that restarted has lost its counters. It draws no token during
+//! its quarantine `Q` (it vouches for nothing then, see `LocalLocker`), and
+//! afterwards never draws below its own wall clock. Every token it records
+//! is at most its clock plus its tolerance `ε = Q / 4`: its own draws are
+//! its clock or one above a recorded token, and it refuses a floor further
+//! ahead than that (a hostile or broken client cannot push the counters
+//! towards `u64::MAX`). So after a restart at `R`, its first token, drawn at
+//! `R + Q` or later, is at least its clock then, more than `Q − ε` past
+//! every token it recorded before `R` (allowing its clock to step back by
+//! `ε` across the restart), and `Q − ε > ε`. The argument uses only this
+//! locker's own clock and quarantine: lockers with different quarantines,
+//! validities or clients do not affect it (issue #21, break 3, was a
+//! locker in quarantine answering tokens of its clock plus its quarantine,
+//! which the floor round then wrote into lockers with shorter ones).
+//! Lockers must not count more than one token per nanosecond.
 
 use std::sync::Arc;
 

@@ -61,10 +61,15 @@ pub struct LockerConfig {
     /// monotonic clock. Default 60 s. Holders must be configured with a
     /// [`Lease::validity`](crate::Lease::validity) no longer than this.
     pub validity: Duration,
-    /// After [`LocalLocker::restart`], new grants are refused for this long;
-    /// only holders that refresh get their entries back. Default 60 s, the
-    /// default validity: by then every lock granted before the restart has
-    /// either been refreshed here or been given up by its holder.
+    /// After [`LocalLocker::restart`], for this long, new grants are refused
+    /// and every lock, wait, refresh and fencing call answers the quarantine
+    /// error, which no coordinator counts: the restart may have erased
+    /// grants that their holders still count on. Holders that refresh get
+    /// their entries back, counted once the quarantine is over. Default
+    /// 60 s, the default validity: by then no holder trusts a grant made
+    /// before the restart any more. Keep it at least the validity. A
+    /// quarter of it is the clock tolerance of fencing tokens
+    /// ([`LocalLocker::clock_tolerance`]).
     pub quarantine: Duration,
 }
 
@@ -101,9 +106,12 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// * `force_unlock` drops the entries of `args.uid`, or with an empty uid
 ///   every entry on `args.resources`;
 /// * an entry not refreshed within [`LockerConfig::validity`] expires;
-/// * after [`restart`](Self::restart) new grants are refused for
-///   [`LockerConfig::quarantine`], but a holder's refresh re-creates its
-///   entry when the resource is free here.
+/// * after [`restart`](Self::restart), for [`LockerConfig::quarantine`],
+///   every call that grants, refreshes or draws a token answers the
+///   quarantine error (nothing it says then may count), but a holder's
+///   refresh re-creates its entry when the resource is free here;
+/// * a fencing token is above every token drawn before on its resources
+///   and never below the locker's wall clock.
 ///
 /// State is sharded by resource name, so unrelated resources never contend
 /// for the same mutex. No call awaits: every answer is immediate.

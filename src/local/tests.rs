@@ -348,26 +348,52 @@ async fn restart_forgets_and_quarantines() {
         l.rlock(&args("new", &["b"])).await,
         Err(Error::LockerUnavailable { .. })
     ));
-    // A holder's refresh re-grants its entry: the node cannot know it held it.
+    // A holder's refresh re-creates its entry (the node cannot know it
+    // held it) but answers the quarantine: nothing counts until it ends.
+    assert!(l
+        .refresh_mode(&args("w", &["a"]), LockMode::Write)
+        .await
+        .is_err_and(|e| e.is_quarantine()));
+    assert_eq!(entries(&l), [("a".into(), "w".into(), LockMode::Write)]);
+    // Never over a conflicting entry.
+    for (uid, mode) in [("other", LockMode::Write), ("reader", LockMode::Read)] {
+        assert!(l
+            .refresh_mode(&args(uid, &["a"]), mode)
+            .await
+            .is_err_and(|e| e.is_quarantine()));
+    }
+    assert_eq!(entries(&l), [("a".into(), "w".into(), LockMode::Write)]);
+    // A plain refresh does not know the mode and does not re-grant.
+    assert!(l.refresh(&args("r", &["c"])).await.is_err());
+    // Waiting, and drawing a token, answer the quarantine too, even for
+    // the uid whose entry is back.
+    let wait = crate::WaitArgs {
+        ticket: crate::Ticket::now(),
+        place_ttl: Duration::from_secs(3),
+        wake: None,
+    };
+    assert!(l
+        .lock_wait(&args("w", &["a"]), LockMode::Write, &wait)
+        .await
+        .is_err_and(|e| e.is_quarantine()));
+    assert!(l
+        .fence(&args("w", &["a"]), LockMode::Write, 0)
+        .await
+        .is_err_and(|e| e.is_quarantine()));
+    // Refreshes in the quarantine keep the re-created entry alive.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(l
+        .refresh_mode(&args("w", &["a"]), LockMode::Write)
+        .await
+        .is_err());
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(!l.is_quarantined());
+    assert!(l.lock(&args("new", &["b"])).await.unwrap());
+    // The re-created entry counts now.
     assert!(l
         .refresh_mode(&args("w", &["a"]), LockMode::Write)
         .await
         .unwrap());
-    assert_eq!(entries(&l), [("a".into(), "w".into(), LockMode::Write)]);
-    // But never over a conflicting entry.
-    assert!(!l
-        .refresh_mode(&args("other", &["a"]), LockMode::Write)
-        .await
-        .unwrap());
-    assert!(!l
-        .refresh_mode(&args("reader", &["a"]), LockMode::Read)
-        .await
-        .unwrap());
-    // A plain refresh does not know the mode and does not re-grant.
-    assert!(!l.refresh(&args("r", &["c"])).await.unwrap());
-    tokio::time::sleep(Duration::from_secs(60)).await;
-    assert!(!l.is_quarantined());
-    assert!(l.lock(&args("new", &["b"])).await.unwrap());
     // Out of quarantine, an unknown uid is "not found", never re-granted.
     assert!(!l
         .refresh_mode(&args("late", &["d"]), LockMode::Write)
@@ -384,11 +410,11 @@ async fn regrant_after_restart_is_all_or_nothing() {
     assert!(l
         .refresh_mode(&args("other", &["b"]), LockMode::Write)
         .await
-        .unwrap());
-    assert!(!l
+        .is_err_and(|e| e.is_quarantine()));
+    assert!(l
         .refresh_mode(&args("w", &["a", "b"]), LockMode::Write)
         .await
-        .unwrap());
+        .is_err_and(|e| e.is_quarantine()));
     assert_eq!(entries(&l), [("b".into(), "other".into(), LockMode::Write)]);
 }
 
@@ -833,30 +859,33 @@ mod queues {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn restart_raises_the_fence_floor() {
+    async fn after_a_restart_tokens_start_from_the_clock() {
         let l = locker_with(60, 60);
         let w = args("w", &["x"]);
         assert!(l.lock(&w).await.unwrap());
         let before = l.fence(&w, LockMode::Write, 0).await.unwrap().unwrap();
-        let wall = wall_clock_nanos();
         l.restart();
-        // The holder's refresh re-creates its entry during the quarantine.
-        assert!(l.refresh_mode(&w, LockMode::Write).await.unwrap());
+        // The holder's refresh re-creates its entry during the quarantine,
+        // where no token is drawn.
+        assert!(l.refresh_mode(&w, LockMode::Write).await.is_err());
+        assert!(l.fence(&w, LockMode::Write, 0).await.is_err());
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(l.refresh_mode(&w, LockMode::Write).await.is_err());
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let wall = wall_clock_nanos();
         let after = l.fence(&w, LockMode::Write, 0).await.unwrap().unwrap();
         let quarantine = u64::try_from(Duration::from_secs(60).as_nanos()).unwrap();
+        // The locker's clock follows tokio's paused one.
         assert!(
-            after > wall + quarantine,
-            "tokens restart above the wall clock plus the quarantine: {after} <= {wall} + {quarantine}"
+            after >= wall + quarantine - 1_000_000_000 && after > before,
+            "tokens restart from the clock: {after} after {before}, wall {wall}"
         );
-        assert!(after > before, "{after} > {before}");
 
         // The same for a name nobody holds across the restart.
-        assert!(l.lock(&args("y0", &["y"])).await.is_err(), "quarantined");
-        tokio::time::sleep(Duration::from_secs(60)).await;
         let y = args("y1", &["y"]);
         assert!(l.lock(&y).await.unwrap());
         let ty = l.fence(&y, LockMode::Write, 0).await.unwrap().unwrap();
-        assert!(ty > wall + quarantine, "{ty}");
+        assert!(ty > before + quarantine - 1_000_000_000, "{ty}");
     }
 
     /// A waiter's re-sent request renews a grant it already has: the

@@ -160,12 +160,17 @@ async fn crash_hangs_and_restart_wipes_into_quarantine() {
         matches!(refused, Err(Error::LockerUnavailable { .. })),
         "{refused:?}"
     );
-    // The holder's refresh re-creates its entry only if the mode arrives.
-    assert_eq!(node.refresh(&args("u", "c")).await, Ok(false));
-    assert_eq!(
-        node.refresh_mode(&args("u", "c"), LockMode::Write).await,
-        Ok(true)
-    );
+    // The holder's refresh re-creates its entry only if the mode arrives,
+    // and answers the quarantine either way.
+    assert!(node
+        .refresh(&args("u", "c"))
+        .await
+        .is_err_and(|e| e.is_quarantine()));
+    assert!(table.snapshot().is_empty());
+    assert!(node
+        .refresh_mode(&args("u", "c"), LockMode::Write)
+        .await
+        .is_err_and(|e| e.is_quarantine()));
     assert_eq!(table.snapshot()[0].mode, LockMode::Write);
 }
 
@@ -213,11 +218,11 @@ async fn generic_wrapper_forwards_the_mode_and_restarts_without_wiping() {
     outer.restart();
     assert_eq!(table.snapshot().len(), 1);
     inner.restart();
-    assert_eq!(
-        outer.refresh_mode(&args("u", "c"), LockMode::Write).await,
-        Ok(true)
-    );
-    assert_eq!(table.snapshot().len(), 1);
+    assert!(outer
+        .refresh_mode(&args("u", "c"), LockMode::Write)
+        .await
+        .is_err_and(|e| e.is_quarantine()));
+    assert_eq!(table.snapshot().len(), 1, "the mode reached the table");
 }
 
 #[tokio::test(start_paused = true)]
