@@ -178,11 +178,11 @@ async fn a_restart_from_an_older_snapshot_never_draws_a_token_again() {
     let validity = Duration::from_secs(3);
     let redis = locker_with(&server, config(validity, validity)).await;
     assert!(past_quarantine(|| async { redis.rlock(&args("reader-0")).await }).await);
-    let first = redis
-        .fence(&args("reader-0"), LockMode::Read, 0)
-        .await
-        .unwrap()
-        .expect("held");
+    // Tokens wait for a quarantine of at least `FENCE_QUARANTINE`.
+    let first =
+        past_quarantine(|| async { redis.fence(&args("reader-0"), LockMode::Read, 0).await })
+            .await
+            .expect("held");
 
     let mut admin = raw(&server).await;
     let () = redis::cmd("SAVE").query_async(&mut admin).await.unwrap();
@@ -222,7 +222,11 @@ async fn a_restart_from_an_older_snapshot_never_draws_a_token_again() {
             .await
     })
     .await;
-    assert_eq!(queued, WaitReply::Refused, "a reservation behind the readers");
+    assert_eq!(
+        queued,
+        WaitReply::Refused,
+        "a reservation behind the readers"
+    );
     for uid in ["reader-0", "reader-1"] {
         assert!(redis.runlock(&args(uid)).await.unwrap());
     }
@@ -231,9 +235,10 @@ async fn a_restart_from_an_older_snapshot_never_draws_a_token_again() {
         .await
         .unwrap();
     assert_eq!(granted, WaitReply::Granted);
-    let writer = past_quarantine(|| async { redis.fence(&args("writer"), LockMode::Write, 0).await })
-        .await
-        .expect("held");
+    let writer =
+        past_quarantine(|| async { redis.fence(&args("writer"), LockMode::Write, 0).await })
+            .await
+            .expect("held");
     assert!(
         writer > second,
         "the writer after a restart drew {writer}, not above the reader's {second}"

@@ -92,7 +92,10 @@ async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
         .await
         .unwrap_err();
     assert!(is_quarantine(&err), "{err}");
-    assert!(holds(&redis, "holder").await, "the entry was not re-created");
+    assert!(
+        holds(&redis, "holder").await,
+        "the entry was not re-created"
+    );
     let err = redis.refresh(&args("holder", "q")).await.unwrap_err();
     assert!(is_quarantine(&err), "{err}");
     let err = redis.lock(&args("holder", "q")).await.unwrap_err();
@@ -138,7 +141,7 @@ async fn a_server_restarted_empty_is_quarantined_for_every_client() {
     };
     // Long enough that a busy machine cannot use it up between the restart
     // and the calls that must see it.
-    let settings = config(Duration::from_secs(5), Duration::from_secs(4));
+    let settings = config(Duration::from_secs(10), Duration::from_secs(4));
     let holder = locker_with(&server, settings.clone()).await;
     wait_out_quarantine(&holder).await;
     assert!(holder.lock(&args("holder", "r")).await.unwrap());
@@ -170,7 +173,10 @@ async fn a_server_restarted_empty_is_quarantined_for_every_client() {
         .await
         .unwrap_err();
     assert!(is_quarantine(&err), "{err}");
-    assert!(holds(&other, "holder").await, "the entry was not re-created");
+    assert!(
+        holds(&other, "holder").await,
+        "the entry was not re-created"
+    );
     wait_out_quarantine(&other).await;
     assert!(!other.lock(&args("intruder", "r")).await.unwrap());
     assert!(holder.unlock(&args("holder", "r")).await.unwrap());
