@@ -109,7 +109,10 @@ async fn older_and_younger_waiter(back_up: bool) {
     };
     let o = args("older", "r");
     assert_eq!(
-        older[1].lock_wait(&o, LockMode::Write, &wait).await.unwrap(),
+        older[1]
+            .lock_wait(&o, LockMode::Write, &wait)
+            .await
+            .unwrap(),
         WaitReply::Granted
     );
 
@@ -136,7 +139,10 @@ async fn older_and_younger_waiter(back_up: bool) {
         }
     });
     assert!(
-        eventually(Duration::from_secs(5), || held_by_other(&older[0], "r", "older")).await,
+        eventually(Duration::from_secs(5), || held_by_other(
+            &older[0], "r", "older"
+        ))
+        .await,
         "the younger waiter was not granted node 0"
     );
     if back_up {
@@ -148,7 +154,12 @@ async fn older_and_younger_waiter(back_up: bool) {
     let mut granted = false;
     while Instant::now() < give_up {
         let _ = older[1].lock_wait(&o, LockMode::Write, &wait).await;
-        if older[0].lock_wait(&o, LockMode::Write, &wait).await.unwrap() == WaitReply::Granted {
+        if older[0]
+            .lock_wait(&o, LockMode::Write, &wait)
+            .await
+            .unwrap()
+            == WaitReply::Granted
+        {
             granted = true;
             break;
         }

@@ -87,10 +87,8 @@ impl RedisServer {
     pub fn start_persistent(aof: bool) -> Option<RedisServer> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "quorum-lock-redis-{}-{n}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("quorum-lock-redis-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a data directory for redis-server");
         let dir_arg = dir.to_str().expect("a UTF-8 temp dir").to_owned();
