@@ -59,6 +59,16 @@ async fn wait_out_quarantine(redis: &Arc<dyn NetLocker>) {
     }
 }
 
+/// Whether the node lists an entry of `uid`.
+async fn holds(redis: &Arc<dyn NetLocker>, uid: &str) -> bool {
+    redis
+        .locks()
+        .await
+        .expect("a node lists its entries")
+        .iter()
+        .any(|e| e.uid == uid)
+}
+
 #[tokio::test]
 async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
     let Some(server) = RedisServer::start() else {
@@ -67,22 +77,55 @@ async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
     // Long enough that a busy machine cannot use it up between the
     // server's start and the first call.
     let quarantine = Duration::from_secs(4);
-    let redis = locker_with(&server, config(Duration::from_secs(5), quarantine)).await;
+    let redis = locker_with(&server, config(Duration::from_secs(10), quarantine)).await;
 
     let err = redis.lock(&args("writer", "q")).await.unwrap_err();
     assert!(is_quarantine(&err), "{err}");
     let err = redis.rlock(&args("reader", "q")).await.unwrap_err();
     assert!(is_quarantine(&err), "{err}");
-    // A holder that names its mode gets its entry back; a plain refresh
-    // of an unknown uid creates nothing.
-    assert!(redis
+    // A holder that names its mode gets its entry back, but no answer
+    // counts during the quarantine (rule Q of issue 21): the refresh, a
+    // lock or a waiting lock by the holder, and a fencing token all answer
+    // the quarantine. A plain refresh of an unknown uid creates nothing.
+    let err = redis
         .refresh_mode(&args("holder", "q"), LockMode::Write)
         .await
-        .unwrap());
-    assert!(redis.refresh(&args("holder", "q")).await.unwrap());
-    assert!(!redis.refresh(&args("stranger", "q")).await.unwrap());
+        .unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    assert!(
+        holds(&redis, "holder").await,
+        "the entry was not re-created"
+    );
+    let err = redis.refresh(&args("holder", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let err = redis.lock(&args("holder", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let wait = quorum_lock::WaitArgs {
+        ticket: quorum_lock::Ticket::now(),
+        place_ttl: Duration::from_secs(3),
+        wake: None,
+    };
+    let err = redis
+        .lock_wait(&args("holder", "q"), LockMode::Write, &wait)
+        .await
+        .unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let err = redis
+        .fence(&args("holder", "q"), LockMode::Write, 0)
+        .await
+        .unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let err = redis.refresh(&args("stranger", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    assert!(!holds(&redis, "stranger").await);
 
     wait_out_quarantine(&redis).await;
+    assert!(redis.refresh(&args("holder", "q")).await.unwrap());
+    assert!(redis
+        .fence(&args("holder", "q"), LockMode::Write, 0)
+        .await
+        .unwrap()
+        .is_some());
     assert!(
         !redis.lock(&args("writer", "q")).await.unwrap(),
         "the entry re-created during the quarantine was not kept"
@@ -98,7 +141,7 @@ async fn a_server_restarted_empty_is_quarantined_for_every_client() {
     };
     // Long enough that a busy machine cannot use it up between the restart
     // and the calls that must see it.
-    let settings = config(Duration::from_secs(5), Duration::from_secs(4));
+    let settings = config(Duration::from_secs(10), Duration::from_secs(4));
     let holder = locker_with(&server, settings.clone()).await;
     wait_out_quarantine(&holder).await;
     assert!(holder.lock(&args("holder", "r")).await.unwrap());
@@ -123,11 +166,17 @@ async fn a_server_restarted_empty_is_quarantined_for_every_client() {
     }
     assert_eq!(quarantined, 2, "both clients saw the quarantine");
 
-    // The holder refreshes its entry back, and keeps it past the quarantine.
-    assert!(holder
+    // The holder refreshes its entry back, and keeps it past the quarantine;
+    // the refresh answers the quarantine, as every call does then.
+    let err = holder
         .refresh_mode(&args("holder", "r"), LockMode::Write)
         .await
-        .unwrap());
+        .unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    assert!(
+        holds(&other, "holder").await,
+        "the entry was not re-created"
+    );
     wait_out_quarantine(&other).await;
     assert!(!other.lock(&args("intruder", "r")).await.unwrap());
     assert!(holder.unlock(&args("holder", "r")).await.unwrap());

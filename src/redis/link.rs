@@ -29,7 +29,8 @@ use crate::Error;
 pub(super) struct Epoch {
     /// `run_id` from `INFO server`: new on every start of the server.
     pub run_id: String,
-    /// When the server started, in ms on its own clock, rounded late.
+    /// When the server started, in ms on its own clock, at or after the
+    /// true start (see [`Link::epoch`]).
     pub boot_ms: u64,
 }
 
@@ -262,14 +263,23 @@ impl Link {
         let uptime: u64 = uptime
             .parse()
             .map_err(|_| not_redis("INFO server has an unreadable uptime".into()))?;
-        let (secs, micros): (u64, u64) = ::redis::cmd("TIME")
+        let (secs, _micros): (u64, u64) = ::redis::cmd("TIME")
             .query_async(conn)
             .await
             .map_err(|e| unavailable(&self.endpoint, &e))?;
-        let now_ms = secs.saturating_mul(1000).saturating_add(micros / 1000);
-        // The uptime is whole seconds, rounded down, so this is at or after
-        // the true start: a quarantine counted from it ends late, never early.
-        let boot_ms = now_ms.saturating_sub(uptime.saturating_mul(1000));
+        // Redis counts the uptime as its cached clock's whole seconds minus
+        // the whole second it started in (a server that started at 10.9 s
+        // reports 1 s at 11.1 s, more than the 0.2 s that passed), so now
+        // minus the uptime can be up to a second before the true start. The
+        // start is before the end of the second it began in: the whole
+        // seconds of the cached clock (at most `TIME`'s) minus the uptime,
+        // plus one. That is at or after the true start, and at most a
+        // second after it, so a quarantine counted from it ends late, never
+        // early.
+        let boot_ms = secs
+            .saturating_sub(uptime)
+            .saturating_add(1)
+            .saturating_mul(1000);
         Ok(Epoch {
             run_id: run_id.to_owned(),
             boot_ms,

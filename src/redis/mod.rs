@@ -18,8 +18,21 @@
 //! * **Waiting.** Places in line are ordered by ticket, as in `LocalLocker`,
 //!   and a waiter is woken over pub/sub (see `waits.rs`), with the bounded
 //!   re-check as the safety net.
-//! * **Fencing.** Tokens are kept per resource; a resource without a counter
-//!   starts from the server's wall clock in nanoseconds plus a margin.
+//! * **Quarantine (rule Q of issue 21).** While the node is in quarantine,
+//!   no answer of it counts: `lock`, `lock_wait`, `refresh` and `fence` all
+//!   answer the quarantine error, even to a uid that holds its entries
+//!   (they are refreshed, and a refresh that names its mode re-creates
+//!   missing ones where the resources are free, so the holder has them back
+//!   afterwards). A grant or refresh that a coordinator counted from this
+//!   node can thus never rest on an entry the node forgot in a restart.
+//! * **Fencing (rule F of issue 21).** A token is
+//!   `max(hw + 1, floor, TIME)`: `hw` is the node's high-water mark (one
+//!   key, never expiring: the highest token the node ever drew), `TIME` the
+//!   server's clock in ns. A floor more than [`FENCE_CLOCK_TOLERANCE`]
+//!   ahead of that clock is refused, and a counter at `u64::MAX` is an
+//!   error, never a repeated token. See [`FENCE_QUARANTINE`] for why tokens
+//!   keep growing through a restart that lost the mark (no persistence, an
+//!   older snapshot, the last second of `appendfsync everysec`).
 //! * **Eviction.** A server that may evict keys (`maxmemory` set with a
 //!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
 //!   key is a silently lost lock.
@@ -33,7 +46,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::QUARANTINE_REASON;
-use crate::wait::{WaitArgs, WaitReply};
+use crate::wait::{PushEvent, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
 mod link;
@@ -44,8 +57,34 @@ use link::{Link, Live};
 use waits::{Waiter, Waits};
 
 /// The longest validity handed to Redis: far beyond any lease, and far
-/// inside what `PEXPIRE` accepts.
+/// inside what `PEXPIRE` accepts. Longer validities and quarantines
+/// (`Duration::MAX` included) are clamped to it.
 const LONGEST_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// How far a Redis node's clock may step back across its own restart, and
+/// how far ahead of its clock a fencing floor may be (a floor is another
+/// node's token, so this is also how closely the nodes' clocks must agree
+/// for fencing to work). A constant, the same for every client: it must
+/// never come from a per-client setting, or two clients could disagree
+/// about what is safe.
+pub const FENCE_CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
+
+/// How long after a Redis node started it draws no fencing token, at least
+/// (the client's [`RedisConfig::quarantine`] when that is longer; nothing
+/// when that is zero, which promises the node never granted before).
+///
+/// Why a token drawn after a restart is above every token drawn before it,
+/// with no other assumption about clients or other nodes: every token the
+/// node drew at a moment `t` is at most its clock then plus
+/// [`FENCE_CLOCK_TOLERANCE`] (a floor above that is refused, `TIME` is
+/// below it, and `hw + 1` was itself bounded when drawn), plus one per
+/// draw in between. A restart that lost the mark happens after `t`; the
+/// first draw after it comes at least `FENCE_QUARANTINE` after the start,
+/// on the node's own clock, and is at least its clock then. With a clock
+/// that stepped back by at most the tolerance across the restart, that is
+/// at least `clock(t) - tolerance + 4 × tolerance`, above
+/// `clock(t) + tolerance` by two tolerances: two billion draws' worth.
+pub const FENCE_QUARANTINE: Duration = Duration::from_secs(4);
 
 /// How a [`RedisLocker`] connects and keeps entries.
 ///
@@ -65,14 +104,19 @@ pub struct RedisConfig {
     /// Prepended to every resource name to form its key, and to the name
     /// of the locker's pub/sub channel.
     pub prefix: String,
-    /// How long an entry that is not refreshed is kept.
+    /// How long an entry that is not refreshed is kept. Values beyond ten
+    /// years (`Duration::MAX` included) are taken as ten years.
     pub validity: Duration,
-    /// How long after the Redis server started it refuses new grants. Keep
-    /// it at least the validity of every client (the default equals the
+    /// How long after the Redis server started it refuses new grants, and
+    /// every other answer that would count (see the module docs). Keep it
+    /// at least the validity of every client (the default equals the
     /// default validity): a server that restarted may have lost locks that
     /// are still held, and they have all been refreshed back or expired
-    /// once a validity has passed. Zero is only safe for a server that
-    /// never granted a lock before it started, such as in tests.
+    /// once a validity has passed. Fencing tokens are refused for at least
+    /// [`FENCE_QUARANTINE`] whatever this is, unless it is zero. Zero is
+    /// only safe for a server that never granted a lock nor drew a token
+    /// before it started, such as in tests. Values beyond ten years are
+    /// taken as ten years.
     pub quarantine: Duration,
     /// How long connecting, and then each call, may take before it counts
     /// as failed.
@@ -311,6 +355,17 @@ impl std::fmt::Debug for RedisLocker {
     }
 }
 
+/// Which quarantine end a script is given, if any.
+#[derive(Clone, Copy)]
+enum Quarantine {
+    /// The script does not look at the quarantine.
+    None,
+    /// When grants and refreshes count again: [`RedisConfig::quarantine`].
+    Grants,
+    /// When tokens may be drawn again: see [`FENCE_QUARANTINE`].
+    Fencing,
+}
+
 /// How a script answered: granted, refused, queued, or in quarantine.
 fn answer(endpoint: &str, code: i64) -> Result<i64, Error> {
     if code < 0 {
@@ -345,11 +400,31 @@ impl Shared {
         Self::ms(self.config.validity)
     }
 
-    /// When the quarantine of the server behind `live` ends, in ms on its
-    /// clock.
-    fn quarantine_end(&self, live: &Live) -> String {
-        let quarantine = u64::try_from(self.config.quarantine.as_millis()).unwrap_or(u64::MAX);
-        live.epoch.boot_ms.saturating_add(quarantine).to_string()
+    /// The key of this node's fencing high-water mark: the prefix alone.
+    /// Resource names are never empty, so no resource's key is this one.
+    fn mark_key(&self) -> &str {
+        &self.config.prefix
+    }
+
+    /// When the quarantine `which` of the server behind `live` ends, in ms
+    /// on its clock, counted from its start (`Epoch::boot_ms`, taken at or
+    /// after the true start, so the quarantine never ends early).
+    fn quarantine_end(&self, live: &Live, which: Quarantine) -> Option<String> {
+        let configured = self.config.quarantine.min(LONGEST_VALIDITY);
+        let quarantine = match which {
+            Quarantine::None => return None,
+            Quarantine::Grants => configured,
+            Quarantine::Fencing if configured.is_zero() => configured,
+            Quarantine::Fencing => configured.max(FENCE_QUARANTINE),
+        };
+        if quarantine.is_zero() {
+            // No quarantine at all, not even the second `boot_ms` may lie
+            // ahead of the server's clock.
+            return Some("0".to_owned());
+        }
+        // At most ten years: fits u64 ms, and a Lua double exactly.
+        let quarantine = u64::try_from(quarantine.as_millis()).unwrap_or(u64::MAX);
+        Some(live.epoch.boot_ms.saturating_add(quarantine).to_string())
     }
 
     /// Checks `args` as every locker must: resources within the limits and,
@@ -362,8 +437,9 @@ impl Shared {
         Ok(())
     }
 
-    /// Runs `script` on `keys` with `head`, then (when `with_quarantine_end`)
-    /// the quarantine end of the connection it runs on, then `tail`.
+    /// Runs `script` on `keys` with `head`, then the end of the quarantine
+    /// `which` of the server behind the connection it runs on (unless
+    /// `Quarantine::None`), then `tail`.
     ///
     /// `EVALSHA` is built as one command, rather than through
     /// `ScriptInvocation`, which copies every argument twice. Scripts are
@@ -374,7 +450,7 @@ impl Shared {
         script: &Script,
         keys: &[String],
         head: &[&str],
-        with_quarantine_end: bool,
+        which: Quarantine,
         tail: &[&str],
     ) -> Result<T, Error> {
         let mut live = self.link.live().await?;
@@ -383,8 +459,8 @@ impl Shared {
             .arg(keys.len())
             .arg(keys)
             .arg(head);
-        if with_quarantine_end {
-            cmd.arg(self.quarantine_end(&live));
+        if let Some(end) = self.quarantine_end(&live, which) {
+            cmd.arg(end);
         }
         cmd.arg(tail);
         match cmd.query_async(&mut live.conn).await {
@@ -404,7 +480,13 @@ impl Shared {
         let validity = self.validity_ms();
         let argv = grant_argv(args, mode, &validity);
         let code = self
-            .run(&self.scripts.lock, &self.keys(args), &argv, true, &[])
+            .run(
+                &self.scripts.lock,
+                &self.keys(args),
+                &argv,
+                Quarantine::Grants,
+                &[],
+            )
             .await?;
         Ok(answer(&self.endpoint, code)? == 1)
     }
@@ -425,7 +507,13 @@ impl Shared {
         let argv = grant_argv(args, mode, &validity);
         let tail = [ticket, &place_ttl, channel, if turn { "1" } else { "0" }];
         let code = self
-            .run(&self.scripts.wait, &self.keys(args), &argv, true, &tail)
+            .run(
+                &self.scripts.wait,
+                &self.keys(args),
+                &argv,
+                Quarantine::Grants,
+                &tail,
+            )
             .await?;
         answer(&self.endpoint, code)
     }
@@ -454,7 +542,7 @@ impl Shared {
                 &self.scripts.unlock,
                 &self.keys(args),
                 &[&args.uid, mode_arg(mode)],
-                false,
+                Quarantine::None,
                 &[],
             )
             .await?;
@@ -467,9 +555,15 @@ impl Shared {
         let mode = mode.map_or("", mode_arg);
         let argv = [&*args.uid, &validity, mode, &*args.owner, &*args.source];
         let code: i64 = self
-            .run(&self.scripts.refresh, &self.keys(args), &argv, true, &[])
+            .run(
+                &self.scripts.refresh,
+                &self.keys(args),
+                &argv,
+                Quarantine::Grants,
+                &[],
+            )
             .await?;
-        Ok(code == 1)
+        Ok(answer(&self.endpoint, code)? == 1)
     }
 
     /// Every key under the prefix, in batches of `SCAN`.
@@ -488,7 +582,9 @@ impl Shared {
                 .query_async(&mut live.conn)
                 .await
                 .map_err(|e| self.link.failed(&live, &e))?;
-            keys.extend(batch);
+            // The fencing high-water mark is under the prefix too, and is
+            // no resource.
+            keys.extend(batch.into_iter().filter(|k| k != self.mark_key()));
             if next == 0 {
                 return Ok(keys);
             }
@@ -500,7 +596,9 @@ impl Shared {
         let mut infos = Vec::new();
         let validity = u64::try_from(self.config.validity.as_millis()).unwrap_or(u64::MAX);
         for batch in self.scan().await?.chunks(100) {
-            let out: Vec<String> = self.run(&self.scripts.list, batch, &[], false, &[]).await?;
+            let out: Vec<String> = self
+                .run(&self.scripts.list, batch, &[], Quarantine::None, &[])
+                .await?;
             let Some((server_now, rows)) = out.split_first() else {
                 continue;
             };
@@ -612,8 +710,18 @@ impl NetLocker for RedisLocker {
             ));
         }
         let ticket = ticket_arg(wait);
+        // A waiter with a wake always names this locker's channel, in its
+        // place and in any grant it gets, even while the subscription is
+        // down: a push published then is lost like any push, and the
+        // waiter's re-check stands in for it. So a place is `Queued` (and
+        // unlocked by a waiter that gives up) whether or not pushes arrive,
+        // and a grant made meanwhile can be wounded by push once the
+        // subscription is back. Only a reservation (no wake) names none.
         let channel = match &wait.wake {
-            Some(wake) if self.listening().await => {
+            Some(wake) => {
+                // Starts the listener if it is not running; the first wait
+                // waits for its subscription, so its first turn is not lost.
+                self.listening().await;
                 self.shared.waits.register(
                     args,
                     mode,
@@ -623,16 +731,28 @@ impl NetLocker for RedisLocker {
                 );
                 self.shared.waits.channel.as_str()
             }
-            // Without pushes the place is a reservation: the waiter polls.
-            _ => "",
+            None => "",
         };
         let code = self
             .shared
             .wait(args, mode, &ticket, wait.place_ttl, channel, false)
             .await?;
-        Ok(match code {
-            1 => WaitReply::Granted,
-            2 => WaitReply::Queued,
+        Ok(match (code, &wait.wake) {
+            (1, _) => WaitReply::Granted,
+            // Wounded: the uid holds a grant here that an older waiter is
+            // queued behind. The script answers so on every re-check, so a
+            // wound whose push was lost (no subscription, a reconnect, a
+            // grant recorded without a channel by an earlier version) is
+            // acted on at the waiter's next re-check at the latest: the
+            // wound is delivered through the waiter's own wake, exactly as
+            // a pushed one, and the waiter gives its grants back.
+            (3, Some(wake)) => {
+                wake.notify(&args.uid, PushEvent::Wounded);
+                WaitReply::Queued
+            }
+            (2, _) => WaitReply::Queued,
+            // A reservation, which the caller must ask about again (or
+            // unlock): kept, but never granted by itself.
             _ => WaitReply::Refused,
         })
     }
@@ -648,25 +768,58 @@ impl NetLocker for RedisLocker {
         floor: u64,
     ) -> Result<Option<u64>, Error> {
         Shared::checked(args, false)?;
-        let floor = floor.to_string();
-        // Above any token drawn before a restart as long as the server's
-        // clock did not step back by more than this across it.
-        let margin = self.shared.config.validity.max(Duration::from_secs(1));
-        let margin = margin.as_secs().to_string();
-        let keys = self.shared.keys(args);
-        let argv = [&*args.uid, mode_arg(mode), &floor, &margin];
-        let token: Option<String> = self
-            .shared
-            .run(&self.shared.scripts.fence, &keys, &argv, false, &[])
+        let shared = &self.shared;
+        let floor_arg = floor.to_string();
+        let tolerance = FENCE_CLOCK_TOLERANCE.as_secs().to_string();
+        let mut keys = shared.keys(args);
+        keys.push(shared.mark_key().to_owned());
+        let argv = [&*args.uid, mode_arg(mode), &floor_arg];
+        let (kind, value): (i64, String) = shared
+            .run(
+                &shared.scripts.fence,
+                &keys,
+                &argv,
+                Quarantine::Fencing,
+                &[&tolerance],
+            )
             .await?;
-        token
-            .map(|t| {
-                t.parse::<u64>().map_err(|_| Error::LockerUnavailable {
-                    endpoint: self.shared.endpoint.clone(),
+        let counter = |key: &str| match key.strip_prefix(&shared.config.prefix) {
+            Some("") | None => "this node's high-water mark".to_owned(),
+            Some(resource) => format!("resource {resource:?}"),
+        };
+        match kind {
+            1 => value
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| Error::LockerUnavailable {
+                    endpoint: shared.endpoint.clone(),
                     reason: "Redis answered a fencing token that does not fit 64 bits".into(),
-                })
-            })
-            .transpose()
+                }),
+            0 => Ok(None),
+            2 => Err(Error::InvalidArgument(format!(
+                "fencing floor {floor} is ahead of the clock of Redis {} by more than \
+                 {FENCE_CLOCK_TOLERANCE:?} (its clock plus that is {value} ns): clocks out of \
+                 sync, or a client sent a bogus floor",
+                shared.endpoint
+            ))),
+            3 => Err(Error::InvalidArgument(format!(
+                "the fencing counter of {} on Redis {} is at u64::MAX and cannot grow",
+                counter(&value),
+                shared.endpoint
+            ))),
+            4 => Err(Error::LockerUnavailable {
+                endpoint: shared.endpoint.clone(),
+                reason: format!(
+                    "the fencing counter of {} is not a token; was the key written by hand?",
+                    counter(&value)
+                ),
+            }),
+            code if code < 0 => answer(&shared.endpoint, code).map(|_| None),
+            other => Err(Error::LockerUnavailable {
+                endpoint: shared.endpoint.clone(),
+                reason: format!("the fencing script answered an unknown kind {other}"),
+            }),
+        }
     }
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
@@ -678,7 +831,13 @@ impl NetLocker for RedisLocker {
             (true, false) => {
                 Shared::checked(args, true)?;
                 let code: i64 = shared
-                    .run(&shared.scripts.force, &shared.keys(args), &[""], false, &[])
+                    .run(
+                        &shared.scripts.force,
+                        &shared.keys(args),
+                        &[""],
+                        Quarantine::None,
+                        &[],
+                    )
                     .await?;
                 Ok(code == 1)
             }
@@ -690,7 +849,7 @@ impl NetLocker for RedisLocker {
                         &shared.scripts.force,
                         &shared.keys(args),
                         &[&args.uid],
-                        false,
+                        Quarantine::None,
                         &[],
                     )
                     .await?;
@@ -701,7 +860,13 @@ impl NetLocker for RedisLocker {
                 let mut removed = false;
                 for batch in shared.scan().await?.chunks(100) {
                     let code: i64 = shared
-                        .run(&shared.scripts.force, batch, &[&args.uid], false, &[])
+                        .run(
+                            &shared.scripts.force,
+                            batch,
+                            &[&args.uid],
+                            Quarantine::None,
+                            &[],
+                        )
                         .await?;
                     removed |= code == 1;
                 }

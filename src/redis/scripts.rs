@@ -6,11 +6,16 @@
 //! | field | holds |
 //! |---|---|
 //! | `m` | the mode of the holders, `w` or `r` |
-//! | `f` | the latest fencing token drawn on the resource |
+//! | `f` | the latest fencing token drawn on the resource (kept for clients of earlier versions; the node-wide mark below is what orders tokens) |
 //! | `d:uid` | holder `uid`'s deadline, ms on the server's clock |
 //! | `o:uid`, `s:uid`, `a:uid` | its owner, source and grant time |
 //! | `t:uid`, `c:uid` | its ticket and push channel, when it was granted as a waiter |
 //! | `q:uid` | waiter `uid`'s place: ticket (40 digits), mode, deadline, `\|`, channel |
+//!
+//! One more key, named by the prefix alone (no resource has an empty
+//! name, so no resource key is ever the prefix), holds the node's fencing
+//! high-water mark: the highest token ever drawn on that node, as a decimal
+//! string, without expiry. Listing and forced unlocks skip it.
 //!
 //! Every script first drops the holders and places whose deadline passed,
 //! and last lets the key expire with its last holder or place (`PEXPIRE`),
@@ -96,10 +101,25 @@ local function grant(s, uid, mode, now, validity, owner, source, ticket, channel
     end
     s.n = s.n + 1
     s.mode = mode
+  elseif ticket and channel ~= '' and s.channels and s.channels[uid] ~= channel then
+    -- A re-grant names the channel the waiter listens on now: a grant made
+    -- while the waiter had none must still be woundable by push.
+    redis.call('HSET', s.key, 'd:' .. uid, deadline, 't:' .. uid, ticket, 'c:' .. uid, channel)
+    s.tickets[uid] = ticket
+    s.channels[uid] = channel
   else
     redis.call('HSET', s.key, 'd:' .. uid, deadline)
   end
   s.holders[uid] = deadline
+end
+-- Renews what `uid` holds of the keys, and nothing else.
+local function refresh_held(states, uid, now, validity)
+  for _, s in ipairs(states) do
+    if s.holders[uid] then
+      s.holders[uid] = now + validity
+      redis.call('HSET', s.key, 'd:' .. uid, now + validity)
+    end
+  end
 end
 local function release(s, uid)
   if s.holders[uid] == nil then return false end
@@ -160,9 +180,10 @@ local function finish(states, now)
     end
   end
 end
-local function load_all(now)
+-- The states of the first `n` keys (all of them without `n`).
+local function load_all(now, n)
   local states = {}
-  for i, key in ipairs(KEYS) do states[i] = load(key, now) end
+  for i = 1, n or #KEYS do states[i] = load(KEYS[i], now) end
   return states
 end
 local function holds_all(states, uid, mode)
@@ -196,7 +217,7 @@ local function sole_holder(key, uid, mode, now)
   if not deadline or deadline <= now or redis.call('HGET', key, 'm') ~= mode then return false end
   return n == 5 or redis.call('HEXISTS', key, 't:' .. uid) == 1
 end
--- The answer of a grant refused because the server is in quarantine: the
+-- The answer of a call refused because the server is in quarantine: the
 -- milliseconds left, negated.
 local function quarantined(qend, now)
   return -math.max(qend - now, 1)
@@ -204,7 +225,9 @@ end
 "#;
 
 /// ARGV: uid, mode (`w`/`r`), validity ms, owner, source, quarantine end ms.
-/// 1 granted, 0 refused, negative: in quarantine for that many ms.
+/// 1 granted, 0 refused, negative: in quarantine for that many ms. In
+/// quarantine nothing is granted and no answer is a grant, not even to a
+/// uid that holds every key already (its entries are refreshed).
 pub(super) const LOCK: &str = r#"
 local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local now = clock()
@@ -214,7 +237,8 @@ if now >= qend and all_absent() then
 end
 local states = load_all(now)
 local result = 1
-if now < qend and not holds_all(states, uid, mode) then
+if now < qend then
+  refresh_held(states, uid, now, validity)
   result = quarantined(qend, now)
 else
   for _, s in ipairs(states) do
@@ -232,8 +256,11 @@ return result
 /// (40 digits), place ttl ms, push channel (empty: a reservation), and `1`
 /// when this is a turn taken for the waiter after a push (it then needs
 /// the waiter's place, and never creates or renews one).
-/// 1 granted, 2 queued, 0 refused (or, for a turn, nothing to do),
-/// negative: in quarantine.
+/// 1 granted, 2 queued, 0 refused (or, for a turn, nothing to do), 3
+/// queued and wounded: the uid holds a grant that an older waiter is
+/// queued behind, so it must give its grants back (the re-check carries
+/// the wound that a push may not have delivered), negative: in quarantine,
+/// where nothing is granted and what the uid holds is refreshed.
 pub(super) const WAIT: &str = r#"
 local uid, mode, validity, qend = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[6])
 local ticket, ttl, channel, turn = ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10] == '1'
@@ -256,7 +283,8 @@ local holds = holds_all(states, uid, mode)
 local result
 if turn and (holds or not placed) then
   result = 0
-elseif now < qend and not holds then
+elseif now < qend then
+  refresh_held(states, uid, now, validity)
   result = quarantined(qend, now)
 elseif admitted then
   for _, s in ipairs(states) do
@@ -268,18 +296,28 @@ elseif turn then
   result = 2
 else
   local deadline = now + math.min(ttl, validity)
+  local wounded = false
   for _, s in ipairs(states) do
     -- What the uid holds already is refreshed: the answer counts as one.
+    -- A grant of it that an older waiter is queued behind is a wound,
+    -- told in the answer whether or not a push reached the waiter.
     if s.holders[uid] then
       s.holders[uid] = now + validity
       redis.call('HSET', s.key, 'd:' .. uid, now + validity)
+      if queued_before(s, uid, mode, ticket) then wounded = true end
     end
     redis.call('HSET', s.key, 'q:' .. uid, ticket .. mode .. deadline .. '|' .. channel)
     if s.places[uid] == nil then s.np = s.np + 1 end
     s.places[uid] = { ticket = ticket, mode = mode, deadline = deadline, channel = channel }
     wound(s, mode, ticket)
   end
-  if channel == '' then result = 0 else result = 2 end
+  if wounded then
+    result = 3
+  elseif channel == '' then
+    result = 0
+  else
+    result = 2
+  end
 end
 finish(states, now)
 return result
@@ -309,8 +347,12 @@ return removed
 
 /// ARGV: uid, validity ms, mode (empty for a plain refresh), owner, source,
 /// quarantine end ms. Refreshes what the uid holds; 1 when it holds every
-/// key. In quarantine, a refresh that names its mode re-creates the missing
-/// entries where the keys are free for it.
+/// key, 0 when not. In quarantine, a refresh that names its mode re-creates
+/// the missing entries where the keys are free for it (all or none), so the
+/// holder has them back when the quarantine ends, and every refresh answers
+/// the quarantine (negative): an entry this node may have forgotten and
+/// re-created vouches for nothing until no grant made before the restart
+/// can still be trusted.
 pub(super) const REFRESH: &str = r#"
 local uid, validity, mode, qend = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[6])
 local now = clock()
@@ -325,26 +367,40 @@ for _, s in ipairs(states) do
   end
 end
 local result = 1
-if missing then
-  result = 0
-  if mode ~= '' and now < qend then
-    result = 1
+if missing then result = 0 end
+if now < qend then
+  if missing and mode ~= '' then
+    local free = true
     for _, s in ipairs(states) do
-      if s.holders[uid] == nil and blocked(s, uid, mode) then result = 0 end
+      if s.holders[uid] == nil and blocked(s, uid, mode) then free = false end
     end
-    if result == 1 then
+    if free then
       for _, s in ipairs(states) do grant(s, uid, mode, now, validity, ARGV[4], ARGV[5]) end
     end
   end
+  result = quarantined(qend, now)
 end
 finish(states, now)
 return result
 "#;
 
-/// ARGV: uid, mode, floor (decimal), margin in seconds. The next token when
-/// the uid holds every key in that mode, else nil.
+/// KEYS: the resources, then the node's high-water mark. ARGV: uid, mode,
+/// floor (decimal), fencing quarantine end ms, clock tolerance in whole
+/// seconds. Answers `{kind, value}`:
+///
+/// * `{1, token}`: the token, when the uid holds every key in that mode:
+///   `max(hw + 1, f + 1 of each key, floor, TIME in ns)`, recorded as the
+///   new high-water mark and as each key's `f`;
+/// * `{0, ''}`: the uid does not hold every key in that mode;
+/// * `{negative, ''}`: in quarantine for that many ms, nothing drawn;
+/// * `{2, limit}`: the floor is above `limit`, the server's clock plus the
+///   tolerance, in ns: refused;
+/// * `{3, key}`: the counter of `key` is at `u64::MAX` and cannot grow;
+/// * `{4, key}`: `key` holds a counter that is not a token.
 pub(super) const FENCE: &str = r#"
-local uid, mode, token, margin = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local uid, mode, floor = ARGV[1], ARGV[2], ARGV[3]
+local qend, tolerance = tonumber(ARGV[4]), tonumber(ARGV[5])
+local LAST = '18446744073709551615'
 -- a > b, for decimal strings without leading zeros.
 local function bigger(a, b)
   if #a ~= #b then return #a > #b end
@@ -356,23 +412,38 @@ local function plus_one(a)
   if i == 0 then return '1' .. string.rep('0', #a) end
   return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)
 end
-local now, t = clock()
-local states = load_all(now)
-if not holds_all(states, uid, mode) then
-  finish(states, now)
-  return false
+local function token_like(a)
+  return string.match(a, '^[1-9]%d*$') ~= nil and not bigger(a, LAST)
 end
--- A resource without a counter starts above every token this server could
--- have drawn on it before: the wall clock in ns, plus a margin.
-local fresh = tostring(tonumber(t[1]) + margin) .. string.format('%06d', tonumber(t[2])) .. '000'
-for _, s in ipairs(states) do
-  local drawn = fresh
-  if s.fence then drawn = plus_one(s.fence) end
-  if bigger(drawn, token) then token = drawn end
+local now, t = clock()
+if now < qend then return { quarantined(qend, now), '' } end
+local mark = KEYS[#KEYS]
+local states = load_all(now, #KEYS - 1)
+local function answer(kind, value)
+  finish(states, now)
+  return { kind, value }
+end
+if not holds_all(states, uid, mode) then return answer(0, '') end
+-- TIME in ns (its microseconds, times 1000), and the most a floor may be.
+local micros = string.format('%06d', tonumber(t[2])) .. '000'
+local limit = tostring(tonumber(t[1]) + tolerance) .. micros
+if bigger(floor, limit) then return answer(2, limit) end
+local token = t[1] .. micros
+if bigger(floor, token) then token = floor end
+local counters = { { mark, redis.call('GET', mark) } }
+for _, s in ipairs(states) do table.insert(counters, { s.key, s.fence }) end
+for _, c in ipairs(counters) do
+  local key, drawn = c[1], c[2]
+  if drawn then
+    if not token_like(drawn) then return answer(4, key) end
+    if drawn == LAST then return answer(3, key) end
+    drawn = plus_one(drawn)
+    if bigger(drawn, token) then token = drawn end
+  end
 end
 for _, s in ipairs(states) do redis.call('HSET', s.key, 'f', token) end
-finish(states, now)
-return token
+redis.call('SET', mark, token)
+return answer(1, token)
 "#;
 
 /// ARGV: uid, or empty to drop every holder of the keys. The uid's places

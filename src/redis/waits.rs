@@ -10,8 +10,13 @@
 //! its uid, which removed its place, so it is never granted behind its back.
 //!
 //! Pub/sub delivers at most once: a message lost while the subscription
-//! reconnects costs that waiter one re-check (`Timeouts::wait_recheck`),
-//! never a lock.
+//! reconnects (or cannot connect at all) costs that waiter one re-check
+//! (`Timeouts::wait_recheck`), never a lock, and never a deadlock. A waiter
+//! names this locker's channel whether or not the subscription is up, so a
+//! grant made while it was down can be wounded by push once it is back;
+//! and the re-check of a waiter holding a grant that an older waiter is
+//! queued behind is answered as a wound (`WAIT`'s answer 3), which the
+//! locker delivers through the waiter's own wake, as if it had been pushed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};

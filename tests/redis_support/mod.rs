@@ -1,6 +1,6 @@
 //! `redis-server` processes for the tests that need real Redis nodes: each
-//! on a free loopback port, without persistence, stopped by its PID when
-//! dropped.
+//! on a free loopback port, without persistence unless asked for
+//! ([`RedisServer::start_persistent`]), stopped by its PID when dropped.
 //!
 //! Without `redis-server` on the PATH, [`RedisServer::start`] prints that
 //! the test was skipped and returns `None`, unless `QUORUM_LOCK_REQUIRE_REDIS`
@@ -24,6 +24,8 @@ pub struct RedisServer {
     extra: Vec<String>,
     /// Serves TLS only: readiness is a TCP accept, not a plain PING.
     tls: bool,
+    /// The data directory this test made for the server, removed on drop.
+    data_dir: Option<std::path::PathBuf>,
 }
 
 impl RedisServer {
@@ -72,8 +74,37 @@ impl RedisServer {
             port,
             extra,
             tls,
+            data_dir: None,
         };
         server.wait_ready();
+        Some(server)
+    }
+
+    /// A server that keeps its data in a directory of its own: no automatic
+    /// saves, so the test decides what is on disk with `SAVE` (and, with
+    /// `aof`, an append-only file synced every second as well), and
+    /// [`restart`](Self::restart) brings back what was saved.
+    pub fn start_persistent(aof: bool) -> Option<RedisServer> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("quorum-lock-redis-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a data directory for redis-server");
+        let dir_arg = dir.to_str().expect("a UTF-8 temp dir").to_owned();
+        let appendonly = if aof { "yes" } else { "no" };
+        let extra = [
+            "--dir",
+            &dir_arg,
+            "--dbfilename",
+            "dump.rdb",
+            "--appendonly",
+            appendonly,
+            "--appendfsync",
+            "everysec",
+        ];
+        let mut server = Self::launch(&extra, false)?;
+        server.data_dir = Some(dir);
         Some(server)
     }
 
@@ -118,6 +149,14 @@ impl RedisServer {
     /// Kills the server and starts a new one on the same port, without
     /// persistence: it comes back with an empty key space.
     pub fn restart_empty(&mut self) {
+        self.restart();
+    }
+
+    /// Kills the server with SIGKILL and starts it again on the same port
+    /// with the same arguments: a server of
+    /// [`start_persistent`](Self::start_persistent) comes back with what
+    /// its directory holds, any other one empty.
+    pub fn restart(&mut self) {
         self.kill();
         let give_up = Instant::now() + Duration::from_secs(10);
         loop {
@@ -182,6 +221,9 @@ impl Drop for RedisServer {
             signal(child.id(), libc::SIGCONT);
         }
         self.kill();
+        if let Some(dir) = self.data_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -233,4 +275,48 @@ pub async fn locker_with(server: &RedisServer, config: RedisConfig) -> Arc<dyn N
             .await
             .expect("connect to the test redis-server"),
     )
+}
+
+/// A plain connection to `server`, for what a test does behind the
+/// lockers' backs (`SAVE`, `CONFIG SET`, reading keys).
+pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("a valid URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the test redis-server")
+}
+
+/// Lets no new connection in to `server` (its current clients stay):
+/// `maxclients` set to the number connected now. A new push subscription
+/// is refused until [`admit_clients`] runs.
+pub async fn refuse_new_clients(conn: &mut redis::aio::MultiplexedConnection) {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(conn)
+        .await
+        .expect("INFO clients");
+    let connected: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("connected_clients in INFO");
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxclients")
+        .arg(connected)
+        .query_async(conn)
+        .await
+        .expect("CONFIG SET maxclients");
+}
+
+/// Undoes [`refuse_new_clients`].
+pub async fn admit_clients(conn: &mut redis::aio::MultiplexedConnection) {
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxclients")
+        .arg(10_000)
+        .query_async(conn)
+        .await
+        .expect("CONFIG SET maxclients");
 }
