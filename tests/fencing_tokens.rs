@@ -645,6 +645,18 @@ async fn an_endless_quarantine_draws_no_token_instead_of_a_saturated_one() {
             ..quorum_lock::LockerConfig::default()
         },
     );
+    // Before any restart it draws tokens, and refuses a floor at the end
+    // of the range although a quarter of its quarantine is "forever".
+    let held = common::args("held", &["r"]);
+    assert!(node.lock(&held).await.unwrap());
+    assert!(node.fence(&held, LockMode::Write, u64::MAX).await.is_err());
+    assert!(
+        node.fence(&held, LockMode::Write, 0)
+            .await
+            .unwrap()
+            .unwrap()
+            < u64::MAX
+    );
     node.restart();
     sleep(secs(3600)).await;
     let args = common::args("u", &["r"]);

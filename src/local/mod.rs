@@ -598,7 +598,7 @@ impl LocalLocker {
     }
 
     /// How far ahead of this locker's clock a fencing floor may be: a
-    /// quarter of the quarantine, at least 1 ms.
+    /// quarter of the quarantine, at least 1 ms and at most an hour.
     pub fn clock_tolerance(&self) -> Duration {
         clock_tolerance(self.config.quarantine)
     }
@@ -666,11 +666,17 @@ fn deliver(notices: Vec<Notice>) {
 }
 
 /// The smallest [`LocalLocker::clock_tolerance`].
-pub(crate) const MIN_CLOCK_TOLERANCE: Duration = Duration::from_millis(1);
+const MIN_CLOCK_TOLERANCE: Duration = Duration::from_millis(1);
 
-/// A quarter of `quarantine`, at least [`MIN_CLOCK_TOLERANCE`].
-pub(crate) fn clock_tolerance(quarantine: Duration) -> Duration {
-    (quarantine / 4).max(MIN_CLOCK_TOLERANCE)
+/// The largest [`LocalLocker::clock_tolerance`]: with a huge quarantine
+/// (`Duration::MAX` is allowed) a quarter of it would let a floor push the
+/// counters to the end of the `u64` range.
+const MAX_CLOCK_TOLERANCE: Duration = Duration::from_secs(3600);
+
+/// A quarter of `quarantine`, between [`MIN_CLOCK_TOLERANCE`] and
+/// [`MAX_CLOCK_TOLERANCE`].
+fn clock_tolerance(quarantine: Duration) -> Duration {
+    (quarantine / 4).clamp(MIN_CLOCK_TOLERANCE, MAX_CLOCK_TOLERANCE)
 }
 
 fn nanos_of(d: Duration) -> u64 {
