@@ -18,6 +18,8 @@ use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
+#[cfg(feature = "net")]
+pub(crate) use table::{block, NAME_OVERHEAD};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
