@@ -269,13 +269,13 @@ impl Shard {
     }
 
     /// Entries (grants, one per resource per holder) in this shard.
-    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(super) fn entries(&self) -> usize {
         self.by_refresh.len
     }
 
     /// Resource names this shard keeps: held, or waited for.
-    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(super) fn names(&self) -> usize {
         self.map.len()
     }
