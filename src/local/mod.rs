@@ -18,6 +18,8 @@ use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
+#[cfg(feature = "net")]
+pub(crate) use table::{block, NAME_OVERHEAD};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +86,7 @@ impl Default for LockerConfig {
 
 /// What [`LocalLocker::counts`] counts.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
 pub(crate) struct TableCounts {
     /// Grants: one per resource per holder.
     pub(crate) entries: usize,
@@ -296,7 +298,7 @@ impl LocalLocker {
     /// copying it as [`snapshot`](Self::snapshot) does: one short lock of
     /// each shard. Entries past their validity are counted until the next
     /// expiry pass, which this runs when it is due.
-    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn counts(&self) -> TableCounts {
         self.maybe_sweep(Instant::now());
         let mut counts = TableCounts::default();

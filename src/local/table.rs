@@ -43,7 +43,8 @@ impl Name {
     /// as long as anyone holds or waits on this one resource, far beyond
     /// what the server's memory accounting charged for it. Such a key gets
     /// a list of its own; a request for one name (the common case) keys it
-    /// without allocating.
+    /// without allocating. Everything the table keeps past the request (the
+    /// map and the expiry index) holds this key, never the request's list.
     fn key(&self) -> Name {
         if self.list.len() == 1 {
             return self.clone();
@@ -87,6 +88,45 @@ impl Eq for Name {}
 /// An empty expiry slab with room for more nodes than this gives its memory
 /// back.
 const SLAB_KEPT: usize = 1024;
+
+/// What glibc's malloc takes for a block of `size` bytes: an 8-byte header,
+/// 16-byte granules, 32 bytes at least.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const fn block(size: usize) -> usize {
+    let rounded = (size + 8 + 15) & !15;
+    if rounded < 32 {
+        32
+    } else {
+        rounded
+    }
+}
+
+/// The most the table's memory grows by, at its worst, for each name a
+/// request covers, besides the name's own bytes; the lock server charges
+/// this much per name (issue #21: it charged 256 bytes while a short name
+/// took about 590). Derived from the sizes of the table's parts, so that it
+/// follows them, and checked against a counting allocator by
+/// `tests/net_memory.rs`:
+///
+/// * the name's slot in its shard's map, at the map's lowest load: a map
+///   doubles when 7/8 full, so right after that it is 7/16 full, and the
+///   shards, fed by one hash, double at about the same time;
+/// * the key: a list of its own holding the name, and malloc's rounding of
+///   the name's bytes (at most 31 bytes past its length);
+/// * then the larger of what an entry and a place add:
+///   - an entry: its node in the expiry slab, and a reader's record in the
+///     holders' list, both in vectors that double (so twice their size);
+///   - a place: its record in the line, in a vector that doubles, and its
+///     share of the request's list of names, which the place keeps alive
+///     (the string header and malloc's rounding of the name's bytes).
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const NAME_OVERHEAD: usize = {
+    let slot = (std::mem::size_of::<(Name, Resource)>() + 1) * 16 / 7;
+    let key = block(2 * std::mem::size_of::<usize>() + std::mem::size_of::<String>()) + 31;
+    let entry = 2 * std::mem::size_of::<Node>() + 2 * std::mem::size_of::<Entry>();
+    let place = 2 * std::mem::size_of::<Place>() + std::mem::size_of::<String>() + 31;
+    slot + key + if entry > place { entry } else { place }
+};
 
 /// One grant on one resource.
 #[derive(Debug)]
@@ -229,13 +269,13 @@ impl Shard {
     }
 
     /// Entries (grants, one per resource per holder) in this shard.
-    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(super) fn entries(&self) -> usize {
         self.by_refresh.len
     }
 
     /// Resource names this shard keeps: held, or waited for.
-    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(super) fn names(&self) -> usize {
         self.map.len()
     }
@@ -296,7 +336,11 @@ impl Shard {
         ticket: Option<Ticket>,
         wake: Option<Wake>,
     ) -> bool {
-        let res = self.map.entry(name.key()).or_default();
+        let slot = self.map.entry(name.key());
+        // The expiry index keys the entry as the map does: with the request's
+        // `name` it would keep the request's whole list alive.
+        let key = slot.key().clone();
+        let res = slot.or_default();
         if !res.queue.is_empty() {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
         }
@@ -318,7 +362,7 @@ impl Shard {
             source: args.source.clone(),
             acquired: now,
             refreshed: now,
-            slot: self.by_refresh.push(name, now),
+            slot: self.by_refresh.push(key, now),
             ticket,
             wake,
         };
@@ -352,6 +396,11 @@ impl Shard {
         let res = self.map.entry(name.key()).or_default();
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
+        if res.queue.capacity() == 0 {
+            // Most lines hold one place: a vector's first growth would
+            // make room for four.
+            res.queue.reserve_exact(1);
+        }
         let at = res.queue.partition_point(|p| p.ticket < ticket);
         res.queue.insert(
             at,
@@ -825,7 +874,7 @@ impl ByRefresh {
 /// `fence_floor` (returned, raised), or notes it in `freed` for promotion
 /// if somebody waits.
 fn settle(
-    slot: hash_map::OccupiedEntry<'_, Name, Resource>,
+    mut slot: hash_map::OccupiedEntry<'_, Name, Resource>,
     fence_floor: u64,
     freed: &mut Vec<Name>,
 ) -> u64 {
@@ -834,7 +883,16 @@ fn settle(
         let (_, res) = slot.remove_entry();
         return fence_floor.max(res.fence);
     }
-    if !res.queue.is_empty() && !freed.contains(slot.key()) {
+    let queue = &mut slot.get_mut().queue;
+    if queue.is_empty() {
+        if queue.capacity() > 0 {
+            // The line emptied under a holder: give its room back, which
+            // the places that used it no longer pay for.
+            *queue = Vec::new();
+        }
+        return fence_floor;
+    }
+    if !freed.contains(slot.key()) {
         freed.push(slot.key().clone());
     }
     fence_floor
@@ -852,5 +910,64 @@ fn wound_younger(holders: &Holders, ticket: Ticket, notices: &mut Vec<Notice>) {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    /// Issue #21, break 7: the expiry index held the request's `Name`, so
+    /// every entry of a multi-name lock kept the request's whole list of
+    /// names alive besides the key copy the map holds.
+    #[test]
+    fn entries_of_a_multi_name_request_keep_none_of_its_list() {
+        let args = LockArgs {
+            uid: "u".into(),
+            resources: vec!["a".to_string(), "b".to_string()].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 1,
+        };
+        let mut shard = Shard::default();
+        let now = Instant::now();
+        for pos in 0..2 {
+            let name = Name::new(&args.resources, pos);
+            shard.grant(name, &args, LockMode::Write, now, None, None);
+        }
+        assert_eq!(shard.entries(), 2);
+        assert_eq!(std::sync::Arc::strong_count(&args.resources), 1);
+    }
+
+    /// A line that emptied under a holder gives its room back.
+    #[test]
+    fn an_emptied_line_keeps_no_room() {
+        let args = |uid: &str| LockArgs {
+            uid: uid.into(),
+            resources: vec!["a".to_string()].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 1,
+        };
+        let (holder, waiter) = (args("h"), args("w"));
+        let mut shard = Shard::default();
+        let now = Instant::now();
+        let name = |a: &LockArgs| Name::new(&a.resources, 0);
+        shard.grant(name(&holder), &holder, LockMode::Write, now, None, None);
+        let ticket = Ticket { at: 1, tiebreak: 1 };
+        let later = now + Duration::from_secs(60);
+        let mut notices = Vec::new();
+        shard.enqueue(
+            name(&waiter),
+            &waiter,
+            LockMode::Write,
+            ticket,
+            later,
+            None,
+            &mut notices,
+        );
+        assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
+        assert!(shard.leave(name(&waiter), "w", &mut Vec::new()));
+        assert_eq!(shard.map["a"].queue.capacity(), 0);
     }
 }

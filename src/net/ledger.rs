@@ -20,16 +20,28 @@ use std::collections::hash_map::RandomState;
 use tokio::time::Instant;
 
 use super::metrics::Limit;
+use crate::local::{block, NAME_OVERHEAD};
 use crate::LockArgs;
 
-/// What the lock table stores per resource entry besides the name: the
-/// map slot, the holder record with its three shared strings, the expiry
-/// index node. Measured, rounded up (see the `net_limits` budget test).
-pub(crate) const ENTRY_OVERHEAD: usize = 256;
+/// What the lock table stores at most per name of a lock or a place in
+/// line, besides the name's bytes: see [`NAME_OVERHEAD`]. Checked with a
+/// counting allocator by `tests/net_memory.rs`.
+pub(crate) const ENTRY_OVERHEAD: usize = NAME_OVERHEAD;
 
-/// What one lock costs besides its entries: the shared uid, owner and
-/// source headers and this ledger's own record.
-pub(crate) const LOCK_OVERHEAD: usize = 256;
+/// What one lock costs besides its names, at most: the uid, owner and
+/// source that its entries share (malloc's header and rounding on top of
+/// their lengths, which are charged as they are), this ledger's record of
+/// the lock (its map slot at the map's lowest load, 7/16 right after it
+/// doubled, and its list of resource sets, which starts with room for
+/// four), and the header of the request's list of names, which a place in
+/// line keeps alive. Checked by `tests/net_memory.rs`.
+pub(crate) const LOCK_OVERHEAD: usize = {
+    // An `Arc<str>` of n bytes takes an (n + 16)-byte block: n + 39 at most.
+    let strings = 3 * (2 * std::mem::size_of::<usize>() + 8 + 15);
+    let record = (std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 16 / 7
+        + block(4 * std::mem::size_of::<(u64, usize)>());
+    strings + record + block(2 * std::mem::size_of::<usize>())
+};
 
 /// Bytes the server stores for a lock with `args`: each name with its entry,
 /// plus uid, owner and source once (entries share them).

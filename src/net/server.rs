@@ -65,9 +65,10 @@ pub struct ServerConfig {
     /// are refused with an error. Default 100,000.
     pub max_entries_per_connection: usize,
     /// Most bytes the locks granted over one connection may take in the lock
-    /// table (names, uid, owner and source, plus a fixed overhead per entry);
-    /// beyond it, new locks are refused with an error. Default 64 MiB: about
-    /// 100,000 single-name locks with UUID uids.
+    /// table (names, uid, owner and source, plus the table's worst-case cost
+    /// per name and per lock, about 900 and 380 bytes); beyond it, new locks
+    /// are refused with an error. Default 64 MiB: about 48,000 single-name
+    /// locks with short names and UUID uids.
     pub max_bytes_per_connection: usize,
     /// Most bytes all locks together may take in the lock table, counted as
     /// for `max_bytes_per_connection`. A lock stays counted until it is
@@ -145,11 +146,14 @@ impl ServerConfig {
     ///   connection's record of its waiters (512 bytes per
     ///   `max_waiters_per_connection`) and its queue of pushes not yet
     ///   written (at most 256 of a uid each), the lock table
-    ///   (`max_lock_bytes`, which also pays for places in line) and the
-    ///   remembered releases (`max_released_bytes`).
+    ///   (`max_lock_bytes`, which also pays for places in line: each name is
+    ///   charged what it costs the table at worst, as malloc lays it out)
+    ///   and the remembered releases (`max_released_bytes`). `Health` and
+    ///   `Status` count the table without copying it.
     ///
     /// The admin token is trusted: a listing of a full table is not bounded
-    /// here.
+    /// here. `tests/net_memory.rs` checks the lock table's part with a
+    /// counting allocator under the costliest requests per byte charged.
     ///
     /// ```
     /// let budget = quorum_lock::net::ServerConfig::new("t").memory_budget();
@@ -232,8 +236,6 @@ pub(crate) struct ServerState {
     pub(crate) connections: AtomicUsize,
     /// Connections still in their handshake, oldest first.
     pending: Mutex<VecDeque<(u64, CancellationToken)>>,
-    /// Serializes the entry counts of `Health`, which copy the table.
-    pub(crate) counting: tokio::sync::Mutex<()>,
     next_conn: AtomicU64,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
@@ -371,7 +373,6 @@ impl LockServer {
                 shutdown: CancellationToken::new(),
                 connections: AtomicUsize::new(0),
                 pending: Mutex::default(),
-                counting: tokio::sync::Mutex::new(()),
                 next_conn: AtomicU64::new(1),
                 metrics: ServerMetrics::new(),
             }),

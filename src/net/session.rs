@@ -383,21 +383,20 @@ impl Session<'_> {
             Op::List => Reply::Locks(list(locker)),
             Op::Health => Reply::Health {
                 quarantined: locker.is_quarantined(),
-                entries: self.entries().await,
+                entries: self.entries(),
             },
             Op::Status => Reply::Status {
                 quarantine_left: locker.quarantine_left(),
-                entries: self.entries().await,
+                entries: self.entries(),
             },
         }
     }
 
-    /// How many entries the table holds. Counting copies the table, so one
-    /// count runs at a time: clients asking together cannot multiply that
-    /// copy.
-    async fn entries(&self) -> u64 {
-        let _one = self.server.counting.lock().await;
-        self.server.locker.snapshot().len() as u64
+    /// How many entries the table holds: counted shard by shard, without
+    /// copying the table (issue #21: a copy took a full server far over its
+    /// memory budget and held a runtime worker for seconds).
+    fn entries(&self) -> u64 {
+        self.server.locker.counts().entries as u64
     }
 
     /// Grants a lock, atomically with respect to a release of its uid.

@@ -223,7 +223,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_locks_per_connection: u32,
     /// Most bytes the locks of one connection may take in the lock table
-    /// (names, uid, owner, source, plus 256 bytes per name and per lock).
+    /// (names, uid, owner, source, plus what the table costs at worst:
+    /// about 900 bytes per name and 380 per lock).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
     pub max_bytes_per_connection: usize,
     /// Most bytes all locks together may take in the lock table, counted

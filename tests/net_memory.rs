@@ -1,0 +1,558 @@
+//! The lock server's memory budget, counted byte by byte (issue #21,
+//! breaks 7 and 8): a `#[global_allocator]` wrapper counts what the
+//! server's runtime threads keep alive, as glibc's malloc would lay it
+//! out, while one client with the ordinary token sends the requests that
+//! cost the most per byte charged: single-name locks with short names,
+//! locks on 1,000 short or long names, read locks shared by many holders,
+//! waits queued on 1,000 names, and `Health`/`Status` on a full table.
+//!
+//! The bound each phase checks is the part of
+//! `ServerConfig::memory_budget` that the phase can reach: the lock table
+//! (`max_lock_bytes`), the remembered releases (`max_released_bytes`) and
+//! the allowance of the one connection it uses. The client runs on the
+//! test's own thread, which is not counted.
+#![cfg(feature = "net")]
+
+#[path = "net_support/wire.rs"]
+mod wire;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use quorum_lock::net::{LockServer, ServerConfig};
+use quorum_lock::LocalLocker;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use wire::{
+    args_request, authenticate_as, frame, lock_wait_request, request, response, OP_HEALTH, OP_LOCK,
+    OP_RLOCK, OP_STATUS, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_3, VERSION_4,
+};
+
+const MIB: usize = 1 << 20;
+const TOKEN: &str = "client-secret";
+
+/// Bytes live in blocks allocated by the server's threads.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// The most `LIVE` reached since the last [`reset_peak`].
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Set on the server runtime's threads: only their blocks are counted.
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What glibc's malloc takes for a request of `size` bytes: an 8-byte
+/// header, 16-byte granules, 32 bytes at least.
+fn chunk(size: usize) -> usize {
+    ((size + 8 + 15) & !15).max(32)
+}
+
+/// Counts live bytes. Each block carries a header in front of it with the
+/// bytes it was counted for (0 when it was not), so that a block is
+/// uncounted exactly as it was counted, on whichever thread frees it.
+struct Counting;
+
+fn prefix(layout: Layout) -> usize {
+    layout.align().max(16)
+}
+
+fn with_header(layout: Layout, size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(prefix(layout))?, layout.align()).ok()
+}
+
+fn counted_here() -> bool {
+    COUNTED.try_with(Cell::get).unwrap_or(false)
+}
+
+fn add(bytes: usize) {
+    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let Some(outer) = with_header(layout, layout.size()) else {
+            return std::ptr::null_mut();
+        };
+        let base = System.alloc(outer);
+        if base.is_null() {
+            return base;
+        }
+        let user = base.add(prefix(layout));
+        let counted = if counted_here() {
+            chunk(layout.size())
+        } else {
+            0
+        };
+        (user as *mut usize).sub(1).write(counted);
+        add(counted);
+        user
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let counted = (ptr as *mut usize).sub(1).read();
+        LIVE.fetch_sub(counted, Ordering::Relaxed);
+        let outer = with_header(layout, layout.size()).expect("allocated with this layout");
+        System.dealloc(ptr.sub(prefix(layout)), outer);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = (ptr as *mut usize).sub(1).read();
+        let outer = with_header(layout, layout.size()).expect("allocated with this layout");
+        let Some(new_outer) = with_header(layout, new_size) else {
+            return std::ptr::null_mut();
+        };
+        let base = System.realloc(ptr.sub(prefix(layout)), outer, new_outer.size());
+        if base.is_null() {
+            return base;
+        }
+        let user = base.add(prefix(layout));
+        let counted = if old > 0 || counted_here() {
+            chunk(new_size)
+        } else {
+            0
+        };
+        (user as *mut usize).sub(1).write(counted);
+        LIVE.fetch_sub(old, Ordering::Relaxed);
+        add(counted);
+        user
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+fn reset_peak() {
+    PEAK.store(live(), Ordering::Relaxed);
+}
+
+fn peak() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// The counts are process-wide: one phase at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The lock table's size in most phases.
+const TABLE: usize = 24 * MIB;
+
+/// A table that short single-name locks fill to about 31,000 entries, 490
+/// a shard: just past the point where the shards' maps double (from 448
+/// to 449 names in 512 slots), where a name costs the most.
+const TABLE_PAST_DOUBLING: usize = 40 * MIB;
+
+/// The server's limits, scaled down: one connection may fill the table.
+fn config(table: usize) -> ServerConfig {
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_connections = 2;
+    config.max_lock_bytes = table;
+    config.max_bytes_per_connection = 4 * config.max_lock_bytes;
+    config.max_entries_per_connection = 1_000_000;
+    config.max_released_bytes = MIB;
+    config
+}
+
+/// What one connection may add to the server per
+/// `ServerConfig::memory_budget`: its frames, its record of waiters and
+/// pushes, its task and buffers.
+fn per_connection() -> usize {
+    let mut bare = config(0);
+    bare.max_lock_bytes = 0;
+    bare.max_released_bytes = 0;
+    let conns = bare.max_connections + quorum_lock::net::EVICTING;
+    bare.memory_budget().client / conns
+}
+
+/// The part of the budget one connection can reach.
+fn allowance(table: usize) -> usize {
+    let c = config(table);
+    c.max_lock_bytes + c.max_released_bytes + per_connection()
+}
+
+/// A server on its own runtime, whose threads alone are counted.
+struct Counted {
+    _runtime: tokio::runtime::Runtime,
+    addr: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Counted {
+    fn start(table: usize) -> Counted {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .on_thread_start(|| COUNTED.with(|c| c.set(true)))
+            .build()
+            .expect("server runtime");
+        let server =
+            LockServer::new(Arc::new(LocalLocker::new()), config(table)).expect("server config");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (addr, serve) = runtime
+            .block_on(async {
+                server
+                    .bind("127.0.0.1:0".parse().unwrap(), async {
+                        let _ = stopped.await;
+                    })
+                    .await
+            })
+            .expect("bind");
+        runtime.spawn(serve);
+        Counted {
+            _runtime: runtime,
+            addr: addr.to_string(),
+            stop: Some(stop),
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// One authenticated connection, split for pipelining.
+struct Client {
+    read: OwnedReadHalf,
+    write: OwnedWriteHalf,
+    next_id: u64,
+}
+
+impl Client {
+    async fn connect(addr: &str, version: u16) -> Client {
+        let (stream, welcome) = authenticate_as(addr, TOKEN, version)
+            .await
+            .expect("authenticated");
+        assert_eq!(welcome.first(), Some(&0), "welcome {welcome:?}");
+        let (read, write) = TcpStream::into_split(stream);
+        Client {
+            read,
+            write,
+            next_id: 1,
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Sends `requests` pipelined and reads their replies; the reply bytes
+    /// after each response id.
+    async fn batch(&mut self, requests: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let n = requests.len();
+        let write = &mut self.write;
+        let read = &mut self.read;
+        let send = async move {
+            let mut bytes = Vec::new();
+            for r in requests {
+                bytes.extend(frame(&r));
+                if bytes.len() > 256 * 1024 {
+                    write.write_all(&bytes).await.expect("request sent");
+                    bytes.clear();
+                }
+            }
+            write.write_all(&bytes).await.expect("request sent");
+        };
+        let receive = async move {
+            let mut replies = Vec::with_capacity(n);
+            for _ in 0..n {
+                let payload = tokio::time::timeout(Duration::from_secs(30), read_frame_any(read))
+                    .await
+                    .expect("a reply within 30 s")
+                    .expect("a reply");
+                replies.push(response(&payload).1.to_vec());
+            }
+            replies
+        };
+        let ((), replies) = tokio::join!(send, receive);
+        replies
+    }
+}
+
+async fn read_frame_any(read: &mut OwnedReadHalf) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut header = [0u8; 4];
+    read.read_exact(&mut header).await?;
+    let mut payload = vec![0; u32::from_be_bytes(header) as usize];
+    read.read_exact(&mut payload).await?;
+    Ok(payload)
+}
+
+fn granted(reply: &[u8]) -> bool {
+    reply == [REPLY_BOOL, 1]
+}
+
+fn refused_full(reply: &[u8]) -> bool {
+    reply.first() == Some(&REPLY_ERROR)
+        && String::from_utf8_lossy(reply).contains("lock table is full")
+}
+
+/// A lock request (`op`) for `uid` on `names`, with a UUID-sized uid.
+fn lock(id: u64, op: u8, uid: &str, names: &[String]) -> Vec<u8> {
+    let names: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    args_request(id, op, uid.as_bytes(), &names, b"owner", b"source")
+}
+
+fn uid(phase: &str, n: usize) -> String {
+    format!("{phase:>8}-{n:027}")
+}
+
+/// Sends requests made by `make` in batches until one is refused because
+/// the table is full, asserting that every other one got `ok`. Returns how
+/// many were granted.
+async fn fill(
+    client: &mut Client,
+    batch: usize,
+    ok: impl Fn(&[u8]) -> bool,
+    mut make: impl FnMut(u64, usize) -> Vec<u8>,
+) -> usize {
+    let mut done = 0;
+    loop {
+        let requests: Vec<Vec<u8>> = (0..batch)
+            .map(|i| {
+                let id = client.id();
+                make(id, done + i)
+            })
+            .collect();
+        let replies = client.batch(requests).await;
+        for reply in replies {
+            if refused_full(&reply) {
+                return done;
+            }
+            assert!(ok(&reply), "unexpected reply {reply:?}");
+            done += 1;
+        }
+        assert!(done < 10_000_000, "the table never filled");
+    }
+}
+
+/// What a phase measured, in bytes over the server's baseline.
+struct Measured {
+    table: usize,
+    peak: usize,
+    now: usize,
+}
+
+fn report(phase: &str, granted: usize, m: &Measured) {
+    eprintln!(
+        "{phase}: {granted} requests granted; live +{:.2} MiB, peak +{:.2} MiB; allowance {:.2} \
+         MiB (table {} MiB + released {} MiB + one connection {:.2} MiB)",
+        m.now as f64 / MIB as f64,
+        m.peak as f64 / MIB as f64,
+        allowance(m.table) as f64 / MIB as f64,
+        m.table / MIB,
+        config(m.table).max_released_bytes / MIB,
+        per_connection() as f64 / MIB as f64,
+    );
+}
+
+/// Starts a counted server, connects one client, runs `attack` with it and
+/// measures what the server kept.
+fn phase<F, Fut>(name: &str, version: u16, table: usize, attack: F) -> (usize, Measured)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = (usize, Client)>,
+{
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = Counted::start(table);
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let addr = server.addr.clone();
+    let client = client_rt.block_on(Client::connect(&addr, version));
+    // Let the connection's task settle before the baseline.
+    std::thread::sleep(Duration::from_millis(100));
+    let base = live();
+    reset_peak();
+    let (granted, client) = client_rt.block_on(attack(client));
+    let measured = Measured {
+        table,
+        peak: peak().saturating_sub(base),
+        now: live().saturating_sub(base),
+    };
+    report(name, granted, &measured);
+    drop(client);
+    drop(server);
+    (granted, measured)
+}
+
+fn assert_within(phase: &str, m: &Measured) {
+    let table = m.table + config(m.table).max_released_bytes;
+    assert!(
+        m.now <= table,
+        "{phase}: the server keeps {} bytes once the requests are answered, over the {table} \
+         bytes its lock table and released uids may take",
+        m.now
+    );
+    assert!(
+        m.peak <= allowance(m.table),
+        "{phase}: the server kept {} bytes at its peak, over the {} bytes the budget allows",
+        m.peak,
+        allowance(m.table)
+    );
+}
+
+#[test]
+fn short_single_name_locks_stay_within_the_budget() {
+    let (granted, m) = phase(
+        "short single-name locks",
+        VERSION_4,
+        TABLE_PAST_DOUBLING,
+        |mut c| async move {
+            let n = fill(&mut c, 512, granted, |id, i| {
+                lock(id, OP_LOCK, &uid("short", i), &[format!("{i:016}")])
+            })
+            .await;
+            (n, c)
+        },
+    );
+    assert!(granted > 1000);
+    assert_within("short single-name locks", &m);
+}
+
+#[test]
+fn read_locks_shared_by_many_holders_stay_within_the_budget() {
+    let (granted, m) = phase("shared read locks", VERSION_4, TABLE, |mut c| async move {
+        let n = fill(&mut c, 512, granted, |id, i| {
+            lock(id, OP_RLOCK, &uid("read", i), &[format!("{:016}", i % 997)])
+        })
+        .await;
+        (n, c)
+    });
+    assert!(granted > 1000);
+    assert_within("shared read locks", &m);
+}
+
+fn thousand(prefix: usize, len: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..1000)
+        .map(|i| format!("{prefix:06}-{i:0w$}", w = len - 7))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn locks_on_a_thousand_short_names_stay_within_the_budget() {
+    let (granted, m) = phase(
+        "1,000-name locks, short names",
+        VERSION_4,
+        TABLE,
+        |mut c| async move {
+            let n = fill(&mut c, 4, granted, |id, i| {
+                lock(id, OP_LOCK, &uid("many", i), &thousand(i, 16))
+            })
+            .await;
+            (n, c)
+        },
+    );
+    assert!(granted > 10);
+    assert_within("1,000-name locks, short names", &m);
+}
+
+#[test]
+fn locks_on_a_thousand_long_names_stay_within_the_budget() {
+    let (granted, m) = phase(
+        "1,000-name locks, 1 KiB names",
+        VERSION_4,
+        TABLE,
+        |mut c| async move {
+            let n = fill(&mut c, 1, granted, |id, i| {
+                lock(id, OP_LOCK, &uid("long", i), &thousand(i, 1024))
+            })
+            .await;
+            (n, c)
+        },
+    );
+    assert!(granted > 5);
+    assert_within("1,000-name locks, 1 KiB names", &m);
+}
+
+#[test]
+fn waits_queued_on_a_thousand_names_stay_within_the_budget() {
+    let (granted, m) = phase(
+        "waits on 1,000 names",
+        VERSION_3,
+        TABLE,
+        |mut c| async move {
+            // One name of every wait is held, so all of them queue.
+            let id = c.id();
+            let held = c
+                .batch(vec![lock(id, OP_LOCK, &uid("holder", 0), &["held".into()])])
+                .await;
+            assert!(granted(&held[0]), "{held:?}");
+            let queued = |r: &[u8]| r == [REPLY_WAIT, wire::QUEUED];
+            let n = fill(&mut c, 4, queued, |id, i| {
+                let mut names = thousand(i, 16);
+                names[999] = "held".into();
+                names.sort();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                lock_wait_request(
+                    id,
+                    &uid("wait", i),
+                    &names,
+                    (1, i as u64),
+                    Duration::from_secs(60),
+                    true,
+                )
+            })
+            .await;
+            (n, c)
+        },
+    );
+    assert!(granted > 10);
+    assert_within("waits on 1,000 names", &m);
+}
+
+/// `Health` and `Status` on a full table of short entries: they count
+/// without copying the table, and answer at once.
+#[test]
+fn health_and_status_on_a_full_table_copy_nothing() {
+    let mut during = (0, Duration::ZERO);
+    let (_, m) = phase(
+        "Health and Status on a full table",
+        VERSION_4,
+        TABLE_PAST_DOUBLING,
+        |mut c| {
+            let during = &mut during;
+            async move {
+                let n = fill(&mut c, 512, granted, |id, i| {
+                    lock(id, OP_LOCK, &uid("full", i), &[format!("{i:016}")])
+                })
+                .await;
+                let before = live();
+                reset_peak();
+                let started = Instant::now();
+                for op in [OP_HEALTH, OP_STATUS, OP_HEALTH, OP_STATUS] {
+                    let id = c.id();
+                    let reply = c.batch(vec![request(id, op)]).await;
+                    assert_ne!(reply[0].first(), Some(&REPLY_ERROR), "{reply:?}");
+                }
+                *during = (peak().saturating_sub(before), started.elapsed());
+                (n, c)
+            }
+        },
+    );
+    let (added, took) = during;
+    eprintln!(
+        "Health and Status: +{:.2} MiB at their peak over the full table, 4 answers in {took:?}",
+        added as f64 / MIB as f64
+    );
+    assert_within("Health and Status on a full table", &m);
+    assert!(
+        added <= 256 * 1024,
+        "Health and Status took {added} bytes beyond the full table"
+    );
+    assert!(took < Duration::from_secs(2), "4 answers took {took:?}");
+}
