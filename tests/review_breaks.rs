@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::FaultyLocker;
-use quorum_lock::{Dsync, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use quorum_lock::testing::{FaultyLocker, TestCluster};
+use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -168,4 +168,60 @@ async fn lockers_built_at_different_paused_instants_refuse_each_others_floors() 
     let guard = ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
     let token = guard.fencing_token().await;
     assert!(token.is_ok(), "{token:?}");
+}
+
+/// **Break: two writers both hold a lock (`is_lost()` false for minutes)
+/// after one restart of one node, with a `LockerConfig` written the way
+/// its own doc example writes one: `validity` raised, `..Default`.**
+///
+/// `LockerConfig { validity: 600 s, ..LockerConfig::default() }` keeps the
+/// default quarantine of 60 s. Nothing refuses that: `LocalLocker` takes
+/// it, and `Dsync::build` only checks the lease's validity against the
+/// lockers' *validity* (600 s), not against their quarantine. Rule Q's
+/// argument needs every grant made before a restart to be distrusted by
+/// the end of the quarantine, i.e. quarantine >= lease validity. Here:
+/// X holds "r" on nodes 0 and 1 (its request to node 2 was lost); node 0
+/// restarts, forgetting X's entry, and X cannot reach it afterwards, so
+/// its refreshes cannot re-create the entry. X still trusts its lock for
+/// `600 - 60` s after its last confirmed refresh; node 0's quarantine ends
+/// after 60 s and Y is granted nodes 0 and 2. Both hold for ~8 minutes.
+/// (The same holds for `RedisConfig { validity: .., ..Default }`.)
+/// Suggested fix: make the quarantine at least the validity
+/// (`LockerConfig`/`RedisConfig` clamp it up or refuse), and/or expose a
+/// locker's quarantine to the builder (as `NetLocker::validity` does) and
+/// refuse a lease validity longer than it.
+#[tokio::test(start_paused = true)]
+async fn a_validity_raised_with_the_default_quarantine_lets_two_writers_hold() {
+    let config = LockerConfig {
+        validity: secs(600),
+        ..LockerConfig::default()
+    };
+    let cluster = TestCluster::with_config(3, 5, config);
+    let lease = Lease {
+        validity: secs(600),
+        refresh_interval: secs(10),
+        safety_margin: secs(60),
+    };
+    let build = |owner: &str| {
+        Dsync::builder(cluster.net_lockers())
+            .owner(owner)
+            .lease(lease)
+            .rng_seed(3)
+            .build()
+            .expect("the builder accepts it")
+    };
+    let (x, y) = (build("client-x"), build("client-y"));
+
+    cluster.partition("client-x", &[2]).unwrap();
+    let gx = x.rw_mutex(["r"]).unwrap().try_lock().await.unwrap();
+    cluster.partition("client-x", &[0]).unwrap();
+    cluster.restart(&[0]).unwrap();
+
+    tokio::time::sleep(secs(61)).await;
+    let gy = y.rw_mutex(["r"]).unwrap().try_lock().await;
+    let both = gy.as_ref().is_ok_and(|gy| !gy.is_lost()) && !gx.is_lost();
+    assert!(
+        !both,
+        "two writers hold \"r\" with is_lost() false: X on nodes 1 (+0 forgotten), Y on 0 and 2"
+    );
 }
