@@ -225,3 +225,37 @@ async fn a_validity_raised_with_the_default_quarantine_lets_two_writers_hold() {
         "two writers hold \"r\" with is_lost() false: X on nodes 1 (+0 forgotten), Y on 0 and 2"
     );
 }
+
+/// **Break (minor, an overclaim): with a quarantine of zero a restart
+/// repeats fencing tokens between conflicting holders.** The README says
+/// tokens grow "across ... lock server restarts, whatever quarantines and
+/// validities the servers run with", and `src/fence.rs` argues from
+/// `Q - ε > ε`. With `quarantine` zero (`--no-quarantine`, meant for a
+/// first start but often left in a unit file) ε is the 1 ms
+/// minimum and `Q - ε > ε` is false; it is also false for any quarantine
+/// below 4 ms. A restart then forgets the counters and draws straight from
+/// the clock, which need not have passed the last token: here (paused
+/// time) the next writer gets exactly the previous writer's token, and a
+/// `FencingGate` admits the stale holder's write. In real time a client
+/// floor pushed up to 1 ms ahead does the same for a restart within that
+/// millisecond. Suggested fix: keep a fencing quarantine of at least
+/// `4 × MIN_CLOCK_TOLERANCE` even when grants have none (as Redis keeps
+/// `FENCE_QUARANTINE` unless the client says zero), or state the
+/// exception in the README.
+#[tokio::test(start_paused = true)]
+async fn without_quarantine_a_restart_repeats_a_token() {
+    let config = LockerConfig {
+        quarantine: Duration::ZERO,
+        ..LockerConfig::default()
+    };
+    let cluster = TestCluster::with_config(3, 9, config);
+    let ds = client(cluster.net_lockers(), "writer");
+    let m = ds.rw_mutex(["r"]).unwrap();
+    let first = m.lock().await.unwrap();
+    let t1 = first.fencing_token().await.unwrap();
+    first.unlock().await.unwrap();
+    cluster.restart(&[0, 1, 2]).unwrap();
+    let second = m.lock().await.unwrap();
+    let t2 = second.fencing_token().await.unwrap();
+    assert!(t2 > t1, "the next writer's token {t2} is not above {t1}");
+}
