@@ -124,7 +124,18 @@ pub enum Error {
 /// its locker's message on) and `RedisLocker` all say it.
 pub(crate) const QUARANTINE_REASON: &str = "refusing new grants";
 
+/// What a locker's refusal of a fencing floor too far ahead of its clock
+/// says; `LocalLocker` (so the lock server) and `RedisLocker` both say it.
+pub(crate) const FLOOR_AHEAD_REASON: &str = "ahead of the clock of";
+
 impl Error {
+    /// Whether a locker refused a fencing floor as too far ahead of its
+    /// clock: a client pushed its counter, or the clocks disagree. Time
+    /// mends the first, see `fence::draw_token`.
+    pub(crate) fn is_floor_ahead(&self) -> bool {
+        matches!(self, Error::InvalidArgument(reason) if reason.contains(FLOOR_AHEAD_REASON))
+    }
+
     /// Whether a locker refused because it is in its quarantine after a
     /// restart.
     pub(crate) fn is_quarantine(&self) -> bool {

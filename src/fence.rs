@@ -20,20 +20,24 @@
 //!
 //! # Restarts, and why no setting can make a token go back
 //!
-//! A locker that restarted has lost its counters. It draws no token during
-//! its quarantine `Q` (it vouches for nothing then, see `LocalLocker`), and
+//! A locker that restarted has lost its counters. It draws no token for
+//! `F = max(Q, FENCE_QUARANTINE)` after the restart (its quarantine `Q`, in
+//! which it vouches for nothing, and at least four tolerances), and
 //! afterwards never draws below its own wall clock. Every token it records
-//! is at most its clock plus its tolerance `ε = Q / 4`: its own draws are
-//! its clock or one above a recorded token, and it refuses a floor further
-//! ahead than that (a hostile or broken client cannot push the counters
-//! towards `u64::MAX`). So after a restart at `R`, its first token, drawn at
-//! `R + Q` or later, is at least its clock then, more than `Q − ε` past
-//! every token it recorded before `R` (allowing its clock to step back by
-//! `ε` across the restart), and `Q − ε > ε`. The argument uses only this
-//! locker's own clock and quarantine: lockers with different quarantines,
-//! validities or clients do not affect it (issue #21, break 3, was a
-//! locker in quarantine answering tokens of its clock plus its quarantine,
-//! which the floor round then wrote into lockers with shorter ones).
+//! is at most its clock plus the tolerance `ε = FENCE_CLOCK_TOLERANCE`
+//! (1 s, the same for every locker): its own draws are its clock or one
+//! above a recorded token, and it refuses a floor further ahead than that,
+//! so a hostile or broken client cannot push the counters towards
+//! `u64::MAX`. So after a restart at `R`, its first token, drawn at `R + F`
+//! or later, is at least its clock then, more than `F − ε ≥ 3ε` past every
+//! token's clock it recorded before `R` (allowing its clock to step back by
+//! `ε` across the restart), which is above every such token (at most that
+//! clock plus `ε`). The argument uses only this locker's own clock:
+//! lockers with different quarantines, validities or clients do not affect
+//! it (issue #21, break 3, was a locker in quarantine answering tokens of
+//! its clock plus its quarantine, which the floor round then wrote into
+//! lockers with shorter ones), and the tolerance is a constant so that no
+//! setting widens what a client may push.
 //! Lockers must not count more than one token per nanosecond.
 
 use std::sync::Arc;
@@ -49,6 +53,15 @@ use crate::Error;
 
 /// Draws the token of `state`'s lock: one round when a quorum agrees, two
 /// when it does not.
+///
+/// A locker refuses a floor further ahead of its clock than
+/// [`FENCE_CLOCK_TOLERANCE`](crate::FENCE_CLOCK_TOLERANCE). A token can be
+/// that far ahead of its own locker's clock when a client pushed the
+/// counter there (any holder may send any floor, up to that bound), and one
+/// above it is then refused by a locker whose clock is not ahead. That
+/// refusal is mended by time: the token is fixed, the clocks move on, so
+/// the floor round is asked again every quarter tolerance until the
+/// refresh timeout, instead of failing the holder at once.
 pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
     let first = ask(state, 0).await?;
     if first.agreed {
@@ -56,8 +69,17 @@ pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
     }
     // Lockers may answer more than `first.token` here; only `first.token`
     // is known to be recorded by a whole quorum now, so it is the token.
-    ask(state, first.token).await?;
-    Ok(first.token)
+    let give_up = after(Instant::now(), state.coord.timeouts.refresh);
+    loop {
+        match ask(state, first.token).await {
+            Ok(_) => return Ok(first.token),
+            Err(err) if err.is_floor_ahead() && Instant::now() < give_up => {
+                tracing::debug!(uid = %state.args.uid, %err, "fencing floor ahead of a locker's clock; asking again");
+                tokio::time::sleep(crate::FENCE_CLOCK_TOLERANCE / 4).await;
+            }
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 struct Drawn {

@@ -11,6 +11,25 @@
 //! then carries a token smaller than its successor's, and is refused.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How far ahead of a locker's clock a fencing floor may be, and how far a
+/// locker's clock may step back across its own restart. A floor is the
+/// token another locker drew, so this is also how closely the lockers'
+/// wall clocks must agree for fencing to work: with clocks further apart,
+/// drawing a token fails with an error naming the clocks, it never goes
+/// back. The same constant for every locker, `LocalLocker`, lock server and
+/// Redis node, whatever its settings: a tolerance that grew with a setting
+/// would let one client push a token past what the others accept.
+pub const FENCE_CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
+
+/// How long after a restart a locker draws no fencing token, at least
+/// (longer when its quarantine is). Four tolerances: a token drawn after a
+/// restart is at least the locker's clock then, which is at least
+/// `4 − 1 = 3` tolerances past the clock of any earlier draw, and every
+/// earlier token was at most that clock plus one tolerance (see
+/// [`FENCE_CLOCK_TOLERANCE`] and `src/fence.rs`).
+pub const FENCE_QUARANTINE: Duration = Duration::from_secs(4);
 
 /// A token was older than one the resource already accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -112,7 +112,7 @@ pub use admin::ClusterLock;
 pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use error::Error;
-pub use fencing::{FencingGate, StaleToken};
+pub use fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};

@@ -1,12 +1,18 @@
-//! Adversarial review of the issue-21 fixes: each test here fails on the
-//! reviewed code (branch `review`, based on `979e1b5`) and documents one
-//! break of a guarantee the README states.
+//! Adversarial review of the issue-21 fixes: each test here failed on the
+//! reviewed code (`979e1b5`) and documents one break of a guarantee the
+//! README states, found by a second review. All five are fixed: a
+//! quarantine shorter than the validity is raised to it; the fencing clock
+//! tolerance is one constant (`FENCE_CLOCK_TOLERANCE`) for every locker, a
+//! holder whose floor is refused as ahead asks again as the clocks catch up;
+//! a restarted locker draws no token for `FENCE_QUARANTINE` even without a
+//! quarantine; every `LocalLocker` of a process reads one anchored clock.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{FaultyLocker, TestCluster};
-use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use quorum_lock::{Dsync, Error, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use tokio::time::sleep;
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -15,7 +21,11 @@ fn secs(s: u64) -> Duration {
 fn args(uid: &str, names: &[&str]) -> LockArgs {
     LockArgs {
         uid: uid.into(),
-        resources: names.iter().map(|s| s.to_string()).collect::<Vec<_>>().into(),
+        resources: names
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .into(),
         owner: "attacker".into(),
         source: "review".into(),
         quorum: 1,
@@ -39,11 +49,15 @@ async fn push_floor(node: &LocalLocker, names: &[&str], ahead: impl Fn(u64) -> u
     let a = args("evil", names);
     assert!(node.lock(&a).await.unwrap());
     let now = node.fence(&a, LockMode::Write, 0).await.unwrap().unwrap();
-    let pushed = node
-        .fence(&a, LockMode::Write, ahead(now))
-        .await
-        .unwrap()
-        .unwrap();
+    // A floor beyond what the node accepts is refused; the push is then
+    // only as far as the node's own token.
+    let pushed = match node.fence(&a, LockMode::Write, ahead(now)).await {
+        Ok(token) => token.unwrap(),
+        Err(err) => {
+            assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+            now
+        }
+    };
     assert!(node.unlock(&a).await.unwrap());
     pushed
 }
@@ -87,10 +101,12 @@ async fn a_client_pushes_a_long_quarantine_server_beyond_the_others_tolerance() 
         .map(|(i, l)| Arc::new(FaultyLocker::local(l, i as u64)))
         .collect();
     nodes[2].crash();
-    let lockers: Vec<Arc<dyn NetLocker>> =
-        nodes.iter().map(|n| n.clone() as Arc<dyn NetLocker>).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = nodes
+        .iter()
+        .map(|n| n.clone() as Arc<dyn NetLocker>)
+        .collect();
 
-    let tolerance = a.clock_tolerance().as_nanos() as u64;
+    let tolerance = quorum_lock::FENCE_CLOCK_TOLERANCE.as_nanos() as u64;
     push_floor(&a, &["r"], |now| now + tolerance).await;
 
     let honest = client(lockers, "honest");
@@ -127,8 +143,10 @@ async fn with_an_unlimited_quarantine_one_client_ends_fencing_for_everyone() {
     for node in &nodes {
         push_floor(node, &["r"], |_| u64::MAX).await;
     }
-    let lockers: Vec<Arc<dyn NetLocker>> =
-        nodes.iter().map(|n| n.clone() as Arc<dyn NetLocker>).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = nodes
+        .iter()
+        .map(|n| n.clone() as Arc<dyn NetLocker>)
+        .collect();
     let honest = client(lockers, "honest");
     let guard = honest.rw_mutex(["r"]).unwrap().lock().await.unwrap();
     let token = guard.fencing_token().await;
@@ -162,8 +180,10 @@ async fn lockers_built_at_different_paused_instants_refuse_each_others_floors() 
         .map(|(i, l)| Arc::new(FaultyLocker::local(l, i as u64)))
         .collect();
     nodes[2].crash();
-    let lockers: Vec<Arc<dyn NetLocker>> =
-        nodes.iter().map(|n| n.clone() as Arc<dyn NetLocker>).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = nodes
+        .iter()
+        .map(|n| n.clone() as Arc<dyn NetLocker>)
+        .collect();
     let ds = client(lockers, "tester");
     let guard = ds.rw_mutex(["r"]).unwrap().lock().await.unwrap();
     let token = guard.fencing_token().await;
@@ -256,6 +276,10 @@ async fn without_quarantine_a_restart_repeats_a_token() {
     first.unlock().await.unwrap();
     cluster.restart(&[0, 1, 2]).unwrap();
     let second = m.lock().await.unwrap();
+    // Fixed: a restarted locker draws no token for FENCE_QUARANTINE, even
+    // without a quarantine for grants.
+    assert!(second.fencing_token().await.is_err());
+    sleep(quorum_lock::FENCE_QUARANTINE).await;
     let t2 = second.fencing_token().await.unwrap();
     assert!(t2 > t1, "the next writer's token {t2} is not above {t1}");
 }

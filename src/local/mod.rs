@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::config::after;
 use crate::error::QUARANTINE_REASON;
+use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use shards::{ShardSet, Shards};
@@ -69,9 +70,11 @@ pub struct LockerConfig {
     /// grants that their holders still count on. Holders that refresh get
     /// their entries back, counted once the quarantine is over. Default
     /// 60 s, the default validity: by then no holder trusts a grant made
-    /// before the restart any more. Keep it at least the validity. A
-    /// quarter of it is the clock tolerance of fencing tokens
-    /// ([`LocalLocker::clock_tolerance`]).
+    /// before the restart any more. A quarantine shorter than the validity
+    /// (but not zero) is taken as the validity ([`LocalLocker::quarantine`]).
+    /// Zero means none, which is safe only for a locker that never granted
+    /// before. Fencing tokens are not drawn for at least
+    /// [`FENCE_QUARANTINE`](crate::FENCE_QUARANTINE) after any restart.
     pub quarantine: Duration,
 }
 
@@ -147,6 +150,9 @@ pub struct LocalLocker {
     epoch_wall: u64,
     /// End of the quarantine, in nanoseconds after `epoch`; 0 when none.
     quarantine_end: AtomicU64,
+    /// When fencing tokens may be drawn again after a restart, in
+    /// nanoseconds after `epoch`; 0 when never restarted.
+    fence_ready: AtomicU64,
     /// When the next full expiry pass is due, in nanoseconds after `epoch`.
     next_sweep: AtomicU64,
 }
@@ -166,13 +172,15 @@ impl LocalLocker {
     /// An empty lock table with custom expiry and quarantine, not in
     /// quarantine. Call [`restart`](Self::restart) to start one in quarantine.
     pub fn with_config(endpoint: impl Into<String>, config: LockerConfig) -> Self {
+        let epoch = Instant::now();
         LocalLocker {
             shards: Shards::new(),
             endpoint: endpoint.into(),
             config,
-            epoch: Instant::now(),
-            epoch_wall: wall_clock_nanos(),
+            epoch,
+            epoch_wall: anchored_wall(epoch),
             quarantine_end: AtomicU64::new(0),
+            fence_ready: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
         }
     }
@@ -197,23 +205,29 @@ impl LocalLocker {
     /// ```
     pub fn restart(&self) {
         let now = Instant::now();
-        // Set before the wipe: a grant checks the quarantine while holding
-        // its shard locks, so it either sees the quarantine or is wiped.
-        let end = if self.config.quarantine.is_zero() {
-            0
-        } else {
-            now.checked_add(self.config.quarantine)
+        let end_of = |after: Duration| {
+            now.checked_add(after)
                 .map_or(u64::MAX, |end| self.nanos(end))
                 .max(1)
         };
+        // Set before the wipe: a grant checks the quarantine while holding
+        // its shard locks, so it either sees the quarantine or is wiped.
+        let quarantine = self.quarantine();
+        let end = if quarantine.is_zero() {
+            0
+        } else {
+            end_of(quarantine)
+        };
         self.quarantine_end.store(end, Ordering::SeqCst);
+        self.fence_ready
+            .store(end_of(quarantine.max(FENCE_QUARANTINE)), Ordering::SeqCst);
         // A crashed server forgets its counters as well; no token is drawn
         // in quarantine, and after it tokens start from the clock (`fence`).
         self.shards.any_shard(|shard| {
             shard.wipe();
             false
         });
-        tracing::info!(locker = %self.endpoint, quarantine = ?self.config.quarantine, "lock table restarted");
+        tracing::info!(locker = %self.endpoint, ?quarantine, "lock table restarted");
     }
 
     /// Whether new grants are refused because of a recent restart.
@@ -557,14 +571,24 @@ impl LocalLocker {
             if let Some(err) = self.quarantine_error(now) {
                 return Err(err);
             }
+            let ready = self.fence_ready.load(Ordering::SeqCst);
+            let at = self.nanos(now);
+            if ready > at {
+                return Err(Error::LockerUnavailable {
+                    endpoint: self.endpoint.clone(),
+                    reason: format!(
+                        "restarted recently; draws no fencing token for another {:?}",
+                        Duration::from_nanos(ready - at)
+                    ),
+                });
+            }
             let wall = self.wall_nanos(now);
-            let tolerance = self.clock_tolerance();
-            let most = wall.saturating_add(nanos_of(tolerance));
+            let most = wall.saturating_add(nanos_of(FENCE_CLOCK_TOLERANCE));
             if floor > most {
                 return Err(Error::invalid(format!(
-                    "fencing floor {floor} is {:?} ahead of the clock of {}, more than its \
-                     tolerance of {tolerance:?} (a quarter of its quarantine): the lock \
-                     servers' wall clocks disagree, or a client sent a bogus floor",
+                    "fencing floor {floor} is {:?} ahead of the clock of {}, more than the \
+                     tolerance of {FENCE_CLOCK_TOLERANCE:?}: the lock servers' wall clocks \
+                     disagree, or a client sent a bogus floor",
                     Duration::from_nanos(floor - wall),
                     self.endpoint
                 )));
@@ -599,10 +623,15 @@ impl LocalLocker {
         self.epoch_wall.saturating_add(self.nanos(now))
     }
 
-    /// How far ahead of this locker's clock a fencing floor may be: a
-    /// quarter of the quarantine, at least 1 ms and at most an hour.
-    pub fn clock_tolerance(&self) -> Duration {
-        clock_tolerance(self.config.quarantine)
+    /// The quarantine in force after a restart: [`LockerConfig::quarantine`],
+    /// raised to the validity when it is shorter but not zero (a lock
+    /// granted before the restart is trusted for up to a validity, so a
+    /// shorter quarantine cannot be safe).
+    pub fn quarantine(&self) -> Duration {
+        match self.config.quarantine {
+            zero if zero.is_zero() => zero,
+            quarantine => quarantine.max(self.config.validity),
+        }
     }
 
     /// Removes the entries of `args.uid` held in `mode` (any mode when
@@ -667,18 +696,18 @@ fn deliver(notices: Vec<Notice>) {
     }
 }
 
-/// The smallest [`LocalLocker::clock_tolerance`].
-const MIN_CLOCK_TOLERANCE: Duration = Duration::from_millis(1);
-
-/// The largest [`LocalLocker::clock_tolerance`]: with a huge quarantine
-/// (`Duration::MAX` is allowed) a quarter of it would let a floor push the
-/// counters to the end of the `u64` range.
-const MAX_CLOCK_TOLERANCE: Duration = Duration::from_secs(3600);
-
-/// A quarter of `quarantine`, between [`MIN_CLOCK_TOLERANCE`] and
-/// [`MAX_CLOCK_TOLERANCE`].
-fn clock_tolerance(quarantine: Duration) -> Duration {
-    (quarantine / 4).clamp(MIN_CLOCK_TOLERANCE, MAX_CLOCK_TOLERANCE)
+/// The wall clock, in nanoseconds since the Unix epoch, at `epoch`, read
+/// against one anchor for the whole process: every `LocalLocker` of a
+/// process then runs on the same clock (the anchor's wall clock plus
+/// monotonic time since), however far apart they were built, also on
+/// tokio's paused clock in tests.
+fn anchored_wall(epoch: Instant) -> u64 {
+    static ANCHOR: std::sync::OnceLock<(u64, Instant)> = std::sync::OnceLock::new();
+    let &(wall, at) = ANCHOR.get_or_init(|| (wall_clock_nanos(), Instant::now()));
+    match epoch.checked_duration_since(at) {
+        Some(after) => wall.saturating_add(nanos_of(after)),
+        None => wall.saturating_sub(nanos_of(at.saturating_duration_since(epoch))),
+    }
 }
 
 fn nanos_of(d: Duration) -> u64 {

@@ -61,13 +61,9 @@ use waits::{Waiter, Waits};
 /// (`Duration::MAX` included) are clamped to it.
 const LONGEST_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// How far a Redis node's clock may step back across its own restart, and
-/// how far ahead of its clock a fencing floor may be (a floor is another
-/// node's token, so this is also how closely the nodes' clocks must agree
-/// for fencing to work). A constant, the same for every client: it must
-/// never come from a per-client setting, or two clients could disagree
-/// about what is safe.
-pub const FENCE_CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
+/// The fencing clock tolerance, the same as every locker's: see
+/// [`crate::FENCE_CLOCK_TOLERANCE`].
+pub use crate::fencing::FENCE_CLOCK_TOLERANCE;
 
 /// How long after a Redis node started it draws no fencing token, at least
 /// (the client's [`RedisConfig::quarantine`] when that is longer; nothing
@@ -84,7 +80,7 @@ pub const FENCE_CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
 /// that stepped back by at most the tolerance across the restart, that is
 /// at least `clock(t) - tolerance + 4 × tolerance`, above
 /// `clock(t) + tolerance` by two tolerances: two billion draws' worth.
-pub const FENCE_QUARANTINE: Duration = Duration::from_secs(4);
+pub use crate::fencing::FENCE_QUARANTINE;
 
 /// How a [`RedisLocker`] connects and keeps entries.
 ///
@@ -108,7 +104,8 @@ pub struct RedisConfig {
     /// years (`Duration::MAX` included) are taken as ten years.
     pub validity: Duration,
     /// How long after the Redis server started it refuses new grants, and
-    /// every other answer that would count (see the module docs). Keep it
+    /// every other answer that would count (see the module docs). Shorter
+    /// than this client's validity, it is taken as that validity; keep it
     /// at least the validity of every client (the default equals the
     /// default validity): a server that restarted may have lost locks that
     /// are still held, and they have all been refreshed back or expired
@@ -410,7 +407,14 @@ impl Shared {
     /// on its clock, counted from its start (`Epoch::boot_ms`, taken at or
     /// after the true start, so the quarantine never ends early).
     fn quarantine_end(&self, live: &Live, which: Quarantine) -> Option<String> {
-        let configured = self.config.quarantine.min(LONGEST_VALIDITY);
+        // A quarantine shorter than the validity cannot be safe (a lock
+        // granted before the restart is trusted for up to a validity), so
+        // it is raised to it; zero stays "none".
+        let configured = match self.config.quarantine {
+            zero if zero.is_zero() => zero,
+            quarantine => quarantine.max(self.config.validity),
+        }
+        .min(LONGEST_VALIDITY);
         let quarantine = match which {
             Quarantine::None => return None,
             Quarantine::Grants => configured,
