@@ -29,7 +29,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use wire::{
     args_request, authenticate_as, frame, lock_wait_request, request, response, OP_HEALTH, OP_LOCK,
-    OP_RLOCK, OP_STATUS, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_3, VERSION_4,
+    OP_RLOCK, OP_RUNLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_3,
+    VERSION_4,
 };
 
 const MIB: usize = 1 << 20;
@@ -144,9 +145,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The lock table's size in most phases.
 const TABLE: usize = 24 * MIB;
 
-/// A table that short single-name locks fill to about 31,000 entries, 490
+/// A table that short single-name locks fill to about 29,000 entries, 454
 /// a shard: just past the point where the shards' maps double (from 448
-/// to 449 names in 512 slots), where a name costs the most.
+/// to 449 names in 512 slots), where a name costs the most while they
+/// grow.
 const TABLE_PAST_DOUBLING: usize = 40 * MIB;
 
 /// The server's limits, scaled down: one connection may fill the table.
@@ -160,21 +162,34 @@ fn config(table: usize) -> ServerConfig {
     config
 }
 
+/// `ServerConfig::memory_budget` for clients, without the lock table's cap
+/// and the released uids, with `more` connections more than [`config`].
+fn bare_budget(more: usize) -> usize {
+    let mut bare = config(0);
+    bare.max_lock_bytes = 0;
+    bare.max_released_bytes = 0;
+    bare.max_connections += more;
+    bare.memory_budget().client
+}
+
 /// What one connection may add to the server per
 /// `ServerConfig::memory_budget`: its frames, its record of waiters and
 /// pushes, its task and buffers.
 fn per_connection() -> usize {
-    let mut bare = config(0);
-    bare.max_lock_bytes = 0;
-    bare.max_released_bytes = 0;
-    let conns = bare.max_connections + quorum_lock::net::EVICTING;
-    bare.memory_budget().client / conns
+    bare_budget(1) - bare_budget(0)
+}
+
+/// What the budget adds to the lock table's cap for the room its shards
+/// keep while nearly empty: the part that does not grow with connections.
+fn table_kept() -> usize {
+    let conns = config(0).max_connections + quorum_lock::net::EVICTING;
+    bare_budget(0) - conns * per_connection()
 }
 
 /// The part of the budget one connection can reach.
 fn allowance(table: usize) -> usize {
     let c = config(table);
-    c.max_lock_bytes + c.max_released_bytes + per_connection()
+    c.max_lock_bytes + table_kept() + c.max_released_bytes + per_connection()
 }
 
 /// A server on its own runtime, whose threads alone are counted.
@@ -347,11 +362,12 @@ struct Measured {
 fn report(phase: &str, granted: usize, m: &Measured) {
     eprintln!(
         "{phase}: {granted} requests granted; live +{:.2} MiB, peak +{:.2} MiB; allowance {:.2} \
-         MiB (table {} MiB + released {} MiB + one connection {:.2} MiB)",
+         MiB (table {} MiB + kept {:.2} MiB + released {} MiB + one connection {:.2} MiB)",
         m.now as f64 / MIB as f64,
         m.peak as f64 / MIB as f64,
         allowance(m.table) as f64 / MIB as f64,
         m.table / MIB,
+        table_kept() as f64 / MIB as f64,
         config(m.table).max_released_bytes / MIB,
         per_connection() as f64 / MIB as f64,
     );
@@ -389,11 +405,11 @@ where
 }
 
 fn assert_within(phase: &str, m: &Measured) {
-    let table = m.table + config(m.table).max_released_bytes;
+    let table = m.table + table_kept() + config(m.table).max_released_bytes;
     assert!(
         m.now <= table,
         "{phase}: the server keeps {} bytes once the requests are answered, over the {table} \
-         bytes its lock table and released uids may take",
+         bytes its lock table (with the room its shards keep) and released uids may take",
         m.now
     );
     assert!(
@@ -555,4 +571,126 @@ fn health_and_status_on_a_full_table_copy_nothing() {
         "Health and Status took {added} bytes beyond the full table"
     );
     assert!(took < Duration::from_secs(2), "4 answers took {took:?}");
+}
+
+/// The shard of the server's lock table that `name` falls in: FNV-1a, as
+/// `src/local/shards.rs` places names, over its 64 shards.
+fn shard_of(name: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash % 64
+}
+
+/// `count` short names that all fall in shard `shard`, distinct per `pass`.
+fn names_in_shard(pass: usize, shard: u64, count: usize) -> Vec<String> {
+    (0..)
+        .map(|i: usize| format!("{pass:02}-{i:013}"))
+        .filter(|n| shard_of(n) == shard)
+        .take(count)
+        .collect()
+}
+
+/// Fills the table with single-name locks (`op`) of `uids(i)` on
+/// `names(i)`, or takes `limit` of them, then releases (`undo`) all but the
+/// first `keep`. Returns how many were granted.
+async fn fill_and_release(
+    c: &mut Client,
+    (op, undo): (u8, u8),
+    (limit, keep): (Option<usize>, usize),
+    uids: impl Fn(usize) -> String,
+    names: impl Fn(usize) -> String,
+) -> usize {
+    let n = match limit {
+        None => fill(c, 512, granted, |id, i| lock(id, op, &uids(i), &[names(i)])).await,
+        Some(limit) => {
+            let requests: Vec<Vec<u8>> = (0..limit)
+                .map(|i| {
+                    let id = c.id();
+                    lock(id, op, &uids(i), &[names(i)])
+                })
+                .collect();
+            for reply in c.batch(requests).await {
+                assert!(granted(&reply), "lock refused: {reply:?}");
+            }
+            limit
+        }
+    };
+    let requests: Vec<Vec<u8>> = (keep..n)
+        .map(|i| {
+            let id = c.id();
+            lock(id, undo, &uids(i), &[names(i)])
+        })
+        .collect();
+    for reply in c.batch(requests).await {
+        assert!(granted(&reply), "release refused: {reply:?}");
+    }
+    n
+}
+
+/// Readers of one name in [`refilling_with_long_names_after_short_ones_stays_within_the_budget`]:
+/// each request scans the name's holders, so a whole table of them would
+/// take minutes in a debug build.
+const READERS: usize = 4_000;
+
+/// Memory the table keeps after a peak (issue #21): a client fills the
+/// table with the entries that cost the maps, the expiry index and the
+/// readers' lists the most, releases them (all, or all but one, which
+/// keeps a shard's expiry index from emptying), and fills the table again
+/// with locks on 1,000 names of 1 KiB, which need little of that. Its
+/// first fill spreads short names over every shard; the next ones put
+/// them all in one shard, a different one each time, so that every shard
+/// would keep room for a whole table's names; the last ones give one name,
+/// then another, thousands of readers. Memory kept from the earlier fills must fit in
+/// the same allowance as the last fill.
+#[test]
+fn refilling_with_long_names_after_short_ones_stays_within_the_budget() {
+    let (granted_long, m) = phase(
+        "refill with 1 KiB names after short ones",
+        VERSION_4,
+        TABLE,
+        |mut c| async move {
+            let short = fill_and_release(
+                &mut c,
+                (OP_LOCK, OP_UNLOCK),
+                (None, 0),
+                |i| uid("spread", i),
+                |i| format!("{i:016}"),
+            )
+            .await;
+            eprintln!("  {short} short names over all shards, released");
+            for pass in 1..=4 {
+                let names = names_in_shard(pass, pass as u64, 40_000);
+                let n = fill_and_release(
+                    &mut c,
+                    (OP_LOCK, OP_UNLOCK),
+                    (None, 1),
+                    |i| uid(&format!("shard{pass}"), i),
+                    |i| names[i].clone(),
+                )
+                .await;
+                eprintln!("  {n} short names in shard {pass}, all but one released");
+            }
+            for pass in 0..4 {
+                let n = fill_and_release(
+                    &mut c,
+                    (OP_RLOCK, OP_RUNLOCK),
+                    (Some(READERS), 1),
+                    |i| uid(&format!("reader{pass}"), i),
+                    |_| format!("shared-{pass}"),
+                )
+                .await;
+                eprintln!("  {n} readers of one name, all but one released");
+            }
+            let n = fill(&mut c, 1, granted, |id, i| {
+                lock(id, OP_LOCK, &uid("long", i), &thousand(i, 1024))
+            })
+            .await;
+            (n, c)
+        },
+    );
+    assert!(granted_long > 5);
+    assert_within("refill with 1 KiB names after short ones", &m);
 }

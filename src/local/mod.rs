@@ -17,10 +17,11 @@ use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
+#[cfg(feature = "net")]
+pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
-#[cfg(feature = "net")]
-pub(crate) use table::{block, NAME_OVERHEAD};
+pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]

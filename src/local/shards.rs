@@ -7,10 +7,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::table::{Holders, Name, Shard};
+use super::table::{Holders, Name, Shard, SHARD_KEPT};
 
 /// Enough shards that two cores rarely collide, few enough to scan quickly.
 const SHARD_COUNT: usize = 64;
+
+/// What the shards keep at most besides what their entries are charged
+/// for: each one's room while (nearly) empty, see [`SHARD_KEPT`].
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const TABLE_KEPT: usize = SHARD_COUNT * SHARD_KEPT;
 
 pub(super) struct Shards {
     shards: Box<[Mutex<Shard>]>,

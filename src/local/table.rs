@@ -85,9 +85,70 @@ impl PartialEq for Name {
 
 impl Eq for Name {}
 
-/// An empty expiry slab with room for more nodes than this gives its memory
-/// back.
-const SLAB_KEPT: usize = 1024;
+/// Memory kept after a peak (issue #21): the table's maps and vectors give
+/// back room that their entries no longer use, so what a shard keeps
+/// follows what it holds now, not the most it ever held. Each shrinks only
+/// once it has lost a constant share of its room, to a size a constant
+/// share away from growing again, so a resize costs O(1) amortised over
+/// the insertions and removals since the last one, and no call does O(n)
+/// work that it has not paid for. The loads they keep are the ones
+/// [`NAME_OVERHEAD`] charges for:
+///
+/// * a vector (an expiry slab, a name's readers, a name's line) grows by
+///   half when full, so it is at least 2/3 full after growing, and shrinks
+///   to 1.5 times its length when it falls below half full: at least half
+///   full, twice its items' size at most;
+/// * a shard's map (whose bucket counts are powers of two) doubles when
+///   7/8 full, to 7/16, and shrinks when below 3/8 full, by a half or more,
+///   to between 7/18 and 7/9 full: at least 3/8 full, 8/3 slots per name.
+///
+/// Below these sizes a shard keeps its room, so that a shard that holds a
+/// lock now and then does not allocate on every call: a map of at most
+/// [`MAP_KEPT`] names and a slab of [`SLAB_KEPT`] nodes. [`SHARD_KEPT`] is
+/// what that costs at most, which the server's memory budget adds to its
+/// table's cap.
+const SLAB_KEPT: usize = 32;
+
+/// The capacity of a map of 32 buckets: see [`SLAB_KEPT`].
+const MAP_KEPT: usize = 28;
+
+/// What a shard keeps at most while (nearly) empty: its map at 32 buckets
+/// (a slot and a control byte each, and 16 more control bytes) and its
+/// slab at [`SLAB_KEPT`] nodes.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const SHARD_KEPT: usize = block(32 * (std::mem::size_of::<(Name, Resource)>() + 1) + 16)
+    + block(SLAB_KEPT * std::mem::size_of::<Node>());
+
+/// Makes room for one more item in `v`, growing it by half when full.
+fn room<T>(v: &mut Vec<T>) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 2).max(1));
+    }
+}
+
+/// Gives back the room of `v` once it is less than half full, keeping
+/// room for half its length again: see [`SLAB_KEPT`].
+fn fit<T>(v: &mut Vec<T>) {
+    if v.len() * 2 < v.capacity() {
+        v.shrink_to(v.len() + v.len() / 2);
+    }
+}
+
+/// Whether a map (or a vector) of capacity `capacity` holding `len` items
+/// should shrink: over [`MAP_KEPT`], and less than 3/8 of its buckets (3/7
+/// of its capacity, which is 7/8 of them) in use.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) fn map_sparse(len: usize, capacity: usize) -> bool {
+    capacity > MAP_KEPT && len * 7 < capacity * 3
+}
+
+/// The size to shrink a sparse map of `len` names to: room for 1/8 more,
+/// which halves its buckets at least (9/8 · 8/7 · 3/8 < 1/2) and leaves
+/// it at most 7/9 full.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) fn map_shrunk(len: usize) -> usize {
+    len + len / 8
+}
 
 /// What glibc's malloc takes for a block of `size` bytes: an 8-byte header,
 /// 16-byte granules, 32 bytes at least.
@@ -108,20 +169,21 @@ pub(crate) const fn block(size: usize) -> usize {
 /// follows them, and checked against a counting allocator by
 /// `tests/net_memory.rs`:
 ///
-/// * the name's slot in its shard's map, at the map's lowest load: a map
-///   doubles when 7/8 full, so right after that it is 7/16 full, and the
-///   shards, fed by one hash, double at about the same time;
+/// * the name's slot in its shard's map, at the map's lowest load: 3/8
+///   full (see [`SLAB_KEPT`]; a map below [`MAP_KEPT`] names is in
+///   [`SHARD_KEPT`] instead);
 /// * the key: a list of its own holding the name, and malloc's rounding of
 ///   the name's bytes (at most 31 bytes past its length);
 /// * then the larger of what an entry and a place add:
 ///   - an entry: its node in the expiry slab, and a reader's record in the
-///     holders' list, both in vectors that double (so twice their size);
-///   - a place: its record in the line, in a vector that doubles, and its
+///     holders' list, both in vectors at least half full (so twice their
+///     size);
+///   - a place: its record in the line, in a vector at least half full, and its
 ///     share of the request's list of names, which the place keeps alive
 ///     (the string header and malloc's rounding of the name's bytes).
 #[cfg_attr(not(feature = "net"), allow(dead_code))]
 pub(crate) const NAME_OVERHEAD: usize = {
-    let slot = (std::mem::size_of::<(Name, Resource)>() + 1) * 16 / 7;
+    let slot = ((std::mem::size_of::<(Name, Resource)>() + 1) * 8).div_ceil(3);
     let key = block(2 * std::mem::size_of::<usize>() + std::mem::size_of::<String>()) + 31;
     let entry = 2 * std::mem::size_of::<Node>() + 2 * std::mem::size_of::<Entry>();
     let place = 2 * std::mem::size_of::<Place>() + std::mem::size_of::<String>() + 31;
@@ -343,6 +405,7 @@ impl Shard {
         let res = slot.or_default();
         if !res.queue.is_empty() {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
+            fit(&mut res.queue);
         }
         if let Some(holders) = &mut res.holders {
             if let Some(e) = holders.entries_mut().iter_mut().find(|e| e.uid == args.uid) {
@@ -367,7 +430,10 @@ impl Shard {
             wake,
         };
         match &mut res.holders {
-            Some(Holders::Readers(v)) => v.push(entry),
+            Some(Holders::Readers(v)) => {
+                room(v);
+                v.push(entry);
+            }
             // Not a writer: returned above.
             _ => {
                 res.holders = Some(match mode {
@@ -396,11 +462,10 @@ impl Shard {
         let res = self.map.entry(name.key()).or_default();
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
-        if res.queue.capacity() == 0 {
-            // Most lines hold one place: a vector's first growth would
-            // make room for four.
-            res.queue.reserve_exact(1);
-        }
+        fit(&mut res.queue);
+        // Most lines hold one place: this makes room for one at first,
+        // where a vector's first growth would make room for four.
+        room(&mut res.queue);
         let at = res.queue.partition_point(|p| p.ticket < ticket);
         res.queue.insert(
             at,
@@ -466,6 +531,7 @@ impl Shard {
             return false;
         }
         self.fence_floor = settle(slot, self.fence_floor, freed);
+        self.fit();
         true
     }
 
@@ -510,12 +576,53 @@ impl Shard {
             return false;
         }
         self.fence_floor = settle(slot, self.fence_floor, freed);
-        match removed {
+        let removed = match removed {
             Some(entry) => {
                 self.by_refresh.remove(entry.slot);
                 true
             }
             None => false,
+        };
+        self.fit();
+        removed
+    }
+
+    /// Gives back the room of the map and of the expiry slab once they
+    /// are sparse (see [`SLAB_KEPT`]), after something was removed: O(1)
+    /// unless they shrink, and amortised O(1) when they do.
+    fn fit(&mut self) {
+        if map_sparse(self.map.len(), self.map.capacity()) {
+            self.map.shrink_to(map_shrunk(self.map.len()));
+        }
+        let Some(moved) = self.by_refresh.compact_if_sparse() else {
+            return;
+        };
+        // Every entry's node moved: give each its new slot. The entries of
+        // a name are renumbered together, the first time one of its nodes
+        // comes up, and marked so that its other nodes skip it (an entry
+        // by entry search of a name's readers would be quadratic); a
+        // second pass clears the marks.
+        const MARK: usize = 1 << (usize::BITS - 1);
+        for pass in [0, 1] {
+            for node in &self.by_refresh.nodes {
+                let Some(name) = &node.name else { continue };
+                let Some(holders) = self
+                    .map
+                    .get_mut(name.as_str())
+                    .and_then(|r| r.holders.as_mut())
+                else {
+                    continue;
+                };
+                let entries = holders.entries_mut();
+                let marked = entries.first().is_some_and(|e| e.slot & MARK != 0);
+                for e in entries.iter_mut() {
+                    match (pass, marked) {
+                        (0, false) => e.slot = moved[e.slot] | MARK,
+                        (1, true) => e.slot &= !MARK,
+                        _ => break,
+                    }
+                }
+            }
         }
     }
 
@@ -538,6 +645,7 @@ impl Shard {
         for e in holders.entries() {
             self.by_refresh.remove(e.slot);
         }
+        self.fit();
         true
     }
 
@@ -622,6 +730,7 @@ impl Shard {
                 }
                 self.settle_name(name, freed);
             }
+            self.fit();
             expired += 1;
         }
         expired
@@ -642,6 +751,7 @@ impl Shard {
         for name in stale {
             self.settle_name(name, freed);
         }
+        self.fit();
     }
 
     /// Grants the places at the head of `resource`'s line that its holders
@@ -684,6 +794,7 @@ impl Shard {
             .rev()
             .map(|&at| res.queue.remove(at))
             .collect();
+        fit(&mut res.queue);
         for place in places.into_iter().rev() {
             self.grant(
                 name.clone(),
@@ -724,7 +835,7 @@ impl Shard {
     /// Drops everything, as a crash would, except the fencing floor, which
     /// the caller raises past anything drawn before.
     pub(super) fn wipe(&mut self) {
-        self.map.clear();
+        self.map = HashMap::default();
         self.by_refresh.clear();
         // A crashed server forgets its counters too; tokens drawn after the
         // quarantine start from the clock instead (see `LocalLocker::fence`).
@@ -786,6 +897,7 @@ impl ByRefresh {
                 slot
             }
             None => {
+                room(&mut self.nodes);
                 self.nodes.push(node);
                 self.nodes.len() - 1
             }
@@ -815,13 +927,9 @@ impl ByRefresh {
         self.unlink(slot);
         self.len -= 1;
         if self.head == NIL {
-            // Empty: start the slab over rather than keep a free chain, and
-            // give back the memory of a past burst (the map keeps its own).
-            if self.nodes.capacity() > SLAB_KEPT {
-                self.nodes = Vec::new();
-            } else {
-                self.nodes.clear();
-            }
+            // Empty: start the slab over rather than keep a free chain (its
+            // room goes back in `compact_if_sparse`).
+            self.nodes.clear();
             self.free = NIL;
         } else {
             self.nodes[slot].next = self.free;
@@ -867,6 +975,43 @@ impl ByRefresh {
     fn clear(&mut self) {
         *self = ByRefresh::default();
     }
+
+    /// Once fewer than half of the slab's room holds entries (and it has
+    /// room for more than [`SLAB_KEPT`]), moves the entries to a slab of
+    /// 1.5 times their number, in refresh order, and returns where each
+    /// old slot went (`NIL` for a free one). O(room), after at least a
+    /// quarter of it was freed since the slab last grew or shrank.
+    fn compact_if_sparse(&mut self) -> Option<Vec<usize>> {
+        let room = self.nodes.capacity();
+        if room <= SLAB_KEPT || self.len * 2 >= room {
+            return None;
+        }
+        let mut moved = vec![NIL; self.nodes.len()];
+        let mut nodes = Vec::with_capacity(self.len + self.len / 2);
+        let mut at = self.head;
+        while at != NIL {
+            let old = &mut self.nodes[at];
+            let new = nodes.len();
+            moved[at] = new;
+            nodes.push(Node {
+                name: old.name.take(),
+                refreshed: old.refreshed,
+                prev: new.checked_sub(1).unwrap_or(NIL),
+                next: if old.next == NIL { NIL } else { new + 1 },
+            });
+            at = old.next;
+        }
+        let len = nodes.len();
+        debug_assert_eq!(len, self.len);
+        *self = ByRefresh {
+            nodes,
+            head: if len == 0 { NIL } else { 0 },
+            tail: len.checked_sub(1).unwrap_or(NIL),
+            free: NIL,
+            len,
+        };
+        Some(moved)
+    }
 }
 
 /// After holders or places of a resource changed: drops the resource if
@@ -883,7 +1028,12 @@ fn settle(
         let (_, res) = slot.remove_entry();
         return fence_floor.max(res.fence);
     }
-    let queue = &mut slot.get_mut().queue;
+    let res = slot.get_mut();
+    if let Some(Holders::Readers(v)) = &mut res.holders {
+        fit(v);
+    }
+    let queue = &mut res.queue;
+    fit(queue);
     if queue.is_empty() {
         if queue.capacity() > 0 {
             // The line emptied under a holder: give its room back, which
@@ -937,6 +1087,80 @@ mod memory_tests {
         }
         assert_eq!(shard.entries(), 2);
         assert_eq!(std::sync::Arc::strong_count(&args.resources), 1);
+    }
+
+    /// A shard gives back the room of entries that went (issue #21), and
+    /// the entries it keeps still refresh and expire in order after their
+    /// nodes moved.
+    #[test]
+    fn a_shard_shrinks_after_a_peak_and_keeps_its_order() {
+        let args = |uid: String, name: String| LockArgs {
+            uid: uid.into(),
+            resources: vec![name].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 1,
+        };
+        let mut shard = Shard::default();
+        let start = Instant::now();
+        let at = |i: u64| start + Duration::from_millis(i);
+        let held: Vec<LockArgs> = (0..2000u64)
+            .map(|i| {
+                let a = args(format!("w{i}"), format!("n{i}"));
+                shard.grant(
+                    Name::new(&a.resources, 0),
+                    &a,
+                    LockMode::Write,
+                    at(i),
+                    None,
+                    None,
+                );
+                a
+            })
+            .collect();
+        let readers: Vec<LockArgs> = (0..2000u64)
+            .map(|i| {
+                let a = args(format!("r{i}"), "shared".into());
+                shard.grant(
+                    Name::new(&a.resources, 0),
+                    &a,
+                    LockMode::Read,
+                    at(i),
+                    None,
+                    None,
+                );
+                a
+            })
+            .collect();
+        let (map_peak, slab_peak) = (shard.map.capacity(), shard.by_refresh.nodes.capacity());
+        let mut freed = Vec::new();
+        // Keep every 100th writer and reader.
+        for (i, a) in held.iter().chain(&readers).enumerate() {
+            if i % 100 != 0 {
+                assert!(shard.release(Name::new(&a.resources, 0), &a.uid, None, &mut freed));
+            }
+        }
+        assert_eq!(shard.entries(), 40);
+        assert!(shard.map.capacity() * 8 < map_peak, "the map shrank");
+        assert!(
+            shard.by_refresh.nodes.capacity() * 8 < slab_peak,
+            "the slab shrank"
+        );
+        let Some(Holders::Readers(v)) = shard.get("shared") else {
+            panic!("readers kept");
+        };
+        assert!(v.capacity() <= 2 * v.len(), "the readers' list shrank");
+        // Refresh the oldest writer: the others expire first, in order
+        // (15 writers and 16 readers by 1.5 s, then 4 and 4 by 2.1 s).
+        assert!(shard.refresh("n0", "w0", at(5000)));
+        let validity = Duration::from_millis(1000);
+        assert_eq!(shard.expire(at(2500), validity, &mut freed), 31);
+        assert!(shard.holds("n0", "w0", LockMode::Write));
+        assert!(shard.get("n100").is_none());
+        assert_eq!(shard.expire(at(3100), validity, &mut freed), 8);
+        assert_eq!(shard.entries(), 1);
+        assert!(shard.release(Name::new(&held[0].resources, 0), "w0", None, &mut freed));
+        assert_eq!(shard.entries(), 0);
     }
 
     /// A line that emptied under a holder gives its room back.

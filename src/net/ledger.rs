@@ -20,7 +20,7 @@ use std::collections::hash_map::RandomState;
 use tokio::time::Instant;
 
 use super::metrics::Limit;
-use crate::local::{block, NAME_OVERHEAD};
+use crate::local::{block, map_shrunk, map_sparse, NAME_OVERHEAD, TABLE_KEPT};
 use crate::LockArgs;
 
 /// What the lock table stores at most per name of a lock or a place in
@@ -31,17 +31,28 @@ pub(crate) const ENTRY_OVERHEAD: usize = NAME_OVERHEAD;
 /// What one lock costs besides its names, at most: the uid, owner and
 /// source that its entries share (malloc's header and rounding on top of
 /// their lengths, which are charged as they are), this ledger's record of
-/// the lock (its map slot at the map's lowest load, 7/16 right after it
-/// doubled, and its list of resource sets, which starts with room for
-/// four), and the header of the request's list of names, which a place in
+/// the lock (its map slot at the map's lowest load, 3/8 since the map
+/// shrinks below that as the table's maps do, and its list of resource
+/// sets, which starts with room for four), and the header of the request's list of names, which a place in
 /// line keeps alive. Checked by `tests/net_memory.rs`.
 pub(crate) const LOCK_OVERHEAD: usize = {
     // An `Arc<str>` of n bytes takes an (n + 16)-byte block: n + 39 at most.
     let strings = 3 * (2 * std::mem::size_of::<usize>() + 8 + 15);
-    let record = (std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 16 / 7
+    let record = ((std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 8).div_ceil(3)
         + block(4 * std::mem::size_of::<(u64, usize)>());
     strings + record + block(2 * std::mem::size_of::<usize>())
 };
+
+/// What the lock table and this ledger keep at most beyond the charges of
+/// the locks they hold now: their maps' and slabs' room while (nearly)
+/// empty, which they keep rather than allocate on every call (see
+/// `SLAB_KEPT` in `src/local/table.rs`). Everything else they keep after a
+/// peak is given back, so that memory follows the charges of the locks
+/// held now; [`ServerConfig::memory_budget`](super::ServerConfig::memory_budget)
+/// adds this to the table's cap.
+pub(crate) const KEPT: usize = TABLE_KEPT
+    + block(32 * (std::mem::size_of::<(Arc<str>, Charge)>() + 1) + 16)
+    + block(32 * (std::mem::size_of::<(u64, Usage)>() + 1) + 16);
 
 /// Bytes the server stores for a lock with `args`: each name with its entry,
 /// plus uid, owner and source once (entries share them).
@@ -235,7 +246,9 @@ impl Ledger {
     /// charged in total until released or lapsed; a connection that later
     /// refreshes one takes it over.
     pub(crate) fn close(&self, conn: u64) {
-        self.inner().usage.remove(&conn);
+        let mut inner = self.inner();
+        inner.usage.remove(&conn);
+        inner.fit();
     }
 
     /// The usage of one connection.
@@ -326,6 +339,18 @@ impl Inner {
         if let Some(usage) = self.usage.get_mut(&conn) {
             usage.bytes = usage.bytes.saturating_sub(freed);
             usage.locks = usage.locks.saturating_sub(usize::from(gone));
+        }
+        self.fit();
+    }
+
+    /// Gives back the maps' room once they are sparse, as the lock table's
+    /// maps do (see [`KEPT`]): O(1) amortised.
+    fn fit(&mut self) {
+        if map_sparse(self.charges.len(), self.charges.capacity()) {
+            self.charges.shrink_to(map_shrunk(self.charges.len()));
+        }
+        if map_sparse(self.usage.len(), self.usage.capacity()) {
+            self.usage.shrink_to(map_shrunk(self.usage.len()));
         }
     }
 

@@ -147,8 +147,11 @@ impl ServerConfig {
     ///   `max_waiters_per_connection`) and its queue of pushes not yet
     ///   written (at most 256 of a uid each), the lock table
     ///   (`max_lock_bytes`, which also pays for places in line: each name is
-    ///   charged what it costs the table at worst, as malloc lays it out)
-    ///   and the remembered releases (`max_released_bytes`). `Health` and
+    ///   charged what it costs the table at worst, as malloc lays it out;
+    ///   the table gives back the room of entries that went, so this holds
+    ///   after a peak too, except for each shard's room while nearly empty,
+    ///   about 600 KiB in all, which is added) and the remembered releases
+    ///   (`max_released_bytes`). `Health` and
     ///   `Status` count the table without copying it.
     ///
     /// The admin token is trusted: a listing of a full table is not bounded
@@ -170,6 +173,7 @@ impl ServerConfig {
         let client = conns
             .saturating_mul(per_client)
             .saturating_add(self.max_lock_bytes)
+            .saturating_add(super::ledger::KEPT)
             .saturating_add(self.max_released_bytes);
         MemoryBudget {
             unauthenticated,
