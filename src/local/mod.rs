@@ -309,6 +309,21 @@ impl LocalLocker {
         places
     }
 
+    /// Whether `args.uid` holds every resource of `args.resources` in
+    /// `mode`. The lock server asks after a refresh in quarantine, which
+    /// answers the quarantine error whether or not it re-created entries,
+    /// so that it charges only entries that exist.
+    #[cfg(feature = "net")]
+    pub(crate) fn holds_all(&self, args: &LockArgs, mode: LockMode) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
+        })
+        .unwrap_or(false)
+    }
+
     /// How many entries and resource names the table holds, without
     /// copying it as [`snapshot`](Self::snapshot) does: one short lock of
     /// each shard. Entries past their validity are counted until the next

@@ -776,10 +776,13 @@ impl Session<'_> {
         let known = ledger.touch(self.id, &args.uid);
         // In quarantine the locker answers with its quarantine error even
         // when it re-created the entries (the answer must not count), so
-        // that answer may have created them as `Ok(true)` may.
-        let kept = match &result {
-            Ok(held) => *held,
-            Err(err) => may_create && err.is_quarantine(),
+        // that answer may have created them as `Ok(true)` may: ask.
+        let kept = match (&result, mode) {
+            (Ok(held), _) => *held,
+            (Err(err), Some(mode)) if may_create && err.is_quarantine() => {
+                locker.holds_all(&args, mode)
+            }
+            (Err(_), _) => false,
         };
         match (kept, reserved) {
             (true, _) if released.contains(&args.uid) => {
