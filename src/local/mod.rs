@@ -21,6 +21,7 @@ use crate::{Error, LockArgs, LockMode, NetLocker};
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
+#[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
 
 /// One held entry, as reported by [`LocalLocker::snapshot`].
