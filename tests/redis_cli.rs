@@ -231,7 +231,13 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     });
     let uid = n.dir.read("uid").trim().to_owned();
 
-    let listed = n.admin("locks", &[]);
+    // The command starts once a quorum granted; the third node's grant may
+    // land a moment later, on a loaded machine after the first listing.
+    let mut listed = n.admin("locks", &[]);
+    wait_until(LIMIT, "every node to list the lock", || {
+        listed = n.admin("locks", &[]);
+        listed.stdout.contains("3/3")
+    });
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let row = rows(&listed.stdout, "reports");
     assert_eq!(row.len(), 1, "{listed:?}");
