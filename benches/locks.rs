@@ -1,7 +1,7 @@
 //! Lock throughput, latency, CPU, fairness and RPC cost of quorum-lock, with
 //! a single-node Redis lock measured in the same run as a baseline.
 //!
-//! `cargo bench --bench locks -- --help` lists the options; BENCHMARKS.md
+//! `cargo bench -p quorum-lock-benches --bench locks -- --help` lists the options; BENCHMARKS.md
 //! has the results and how they were taken.
 //!
 //! Modules live under `benches/locks/` and are named with `#[path]` because
@@ -16,17 +16,14 @@ mod counting;
 mod ours;
 #[path = "locks/redis_base.rs"]
 mod redis_base;
-#[cfg(feature = "redis")]
 #[path = "locks/redis_nodes.rs"]
 mod redis_nodes;
-#[cfg(feature = "redis")]
 #[path = "locks/redis_table.rs"]
 mod redis_table;
 #[path = "locks/report.rs"]
 mod report;
 #[path = "locks/scenario.rs"]
 mod scenario;
-#[cfg(feature = "net")]
 #[path = "locks/servers.rs"]
 mod servers;
 #[path = "locks/stats.rs"]
@@ -139,7 +136,6 @@ fn run(opts: &Options) -> Result<(), String> {
     if opts.prometheus {
         install_prometheus()?;
     }
-    #[cfg(feature = "redis")]
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);
     }

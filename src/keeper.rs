@@ -137,7 +137,7 @@ impl Table {
     /// Wakes every lane that would otherwise sleep past `at`.
     fn wake_before(&mut self, at: Instant) {
         for lane in &self.lanes {
-            if lane.next_wake.map_or(true, |wake| at < wake) {
+            if lane.next_wake.is_none_or(|wake| at < wake) {
                 lane.wake.notify_one();
             }
         }

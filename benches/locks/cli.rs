@@ -13,7 +13,7 @@ Lock throughput and latency of quorum-lock, with a Redis baseline when
 redis-server is installed.
 
 USAGE:
-    cargo bench --bench locks -- [OPTIONS]
+    cargo bench -p quorum-lock-benches --bench locks -- [OPTIONS]
 
 SCENARIOS (lists are comma-separated; every combination runs):
     --nodes LIST         lockers in the cluster, e.g. 1,3,5,8,16     [default: 5]
@@ -35,8 +35,8 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          how the coordinator reaches its lockers: inproc
                          means LocalLockers in this process; tcp starts one
                          `quorum-lock server` process per node on 127.0.0.1
-                         (build with --features cli, and build the server
-                         first: cargo build --release --features cli)
+                         (build the server first:
+                         cargo build --release -p quorum-lock-cli)
                                                                     [default: inproc]
     --wait push|poll|both
                          how a waiter learns that a lock was freed
@@ -53,8 +53,8 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          127.0.0.1 and measure, on the first N of them for
                          each N in --nodes, our Dsync over RedisLockers, rslock
                          (Redlock) and the single-node SET NX lock, with the
-                         Redis commands each one sends per lock (build with
-                         --features redis). Defaults change with it: --nodes
+                         Redis commands each one sends per lock. Defaults
+                         change with it: --nodes
                          1,3,5, --names both, and a shared name runs with push
                          and poll unless --wait is given; write locks only.
                                                                     [default: lockers]
@@ -71,7 +71,7 @@ BOUNDS AND MEASUREMENT:
     --metrics off|prometheus
                          prometheus: install metrics-exporter-prometheus's
                          recorder before any Dsync is built, so the library's
-                         metrics are recorded (build with --features metrics)
+                         metrics are recorded (feature metrics, on by default)
                                                                     [default: off]
     --count-rpcs on|off  wrap every locker in a call counter (one atomic add
                          per call); off measures without it         [default: on]
@@ -241,14 +241,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 transport_given = true;
                 opts.transport = match value()?.as_str() {
                     "inproc" => Transport::InProcess,
-                    #[cfg(feature = "net")]
                     "tcp" => Transport::Tcp,
-                    #[cfg(not(feature = "net"))]
-                    "tcp" => {
-                        return Err("--transport tcp: run the benchmark with --features cli \
-                                    (and build the server with cargo build --release --features cli)"
-                            .into())
-                    }
                     v => return Err(format!("--transport: expected inproc or tcp, got {v:?}")),
                 }
             }
@@ -304,7 +297,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                     "prometheus" => true,
                     #[cfg(not(feature = "metrics"))]
                     "prometheus" => {
-                        return Err("--metrics prometheus: run the benchmark with --features metrics".into())
+                        return Err("--metrics prometheus: build the benchmark with its default feature metrics".into())
                     }
                     v => return Err(format!("--metrics: expected off or prometheus, got {v:?}")),
                 }
@@ -356,7 +349,6 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
 }
 
 /// Checks and completes the options of `--backend redis`.
-#[cfg(feature = "redis")]
 fn redis_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
     if transport_given {
         return Err("--backend redis reaches its lockers over Redis; drop --transport".into());
@@ -375,11 +367,6 @@ fn redis_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> 
         opts.names = vec![Names::Own, Names::Shared];
     }
     Ok(())
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_defaults(_: &mut Options, _: &[&str], _: bool) -> Result<(), String> {
-    Err("--backend redis: run the benchmark with --features redis".into())
 }
 
 impl Options {

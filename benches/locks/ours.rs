@@ -16,13 +16,11 @@ struct Cluster {
     /// One per locker when calls are counted, else empty.
     calls: Vec<Arc<Calls>>,
     /// The server processes of `--transport tcp`, stopped on drop.
-    #[cfg(feature = "net")]
     servers: Option<crate::servers::Servers>,
 }
 
 impl Cluster {
     fn server_cpu(&self) -> Option<Duration> {
-        #[cfg(feature = "net")]
         if let Some(servers) = &self.servers {
             return servers.cpu();
         }
@@ -33,19 +31,16 @@ impl Cluster {
 /// Builds the lockers a scenario asks for: in-process tables, or lock
 /// servers in their own processes and clients for them.
 async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
-    #[cfg(feature = "net")]
     let mut servers = None;
     let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
         Transport::InProcess => (0..scenario.nodes)
             .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
             .collect(),
-        #[cfg(feature = "net")]
         Transport::Tcp => {
             let (started, lockers) = crate::servers::Servers::start(scenario.nodes).await?;
             servers = Some(started);
             lockers
         }
-        #[cfg(feature = "redis")]
         Transport::Redis => {
             return Err("redis nodes are measured by redis_nodes, not here".into());
         }
@@ -64,12 +59,7 @@ async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, Strin
         .waiting(scenario.wait.waiting())
         .build()
         .map_err(|e| format!("cannot build the cluster: {e}"))?;
-    Ok(Cluster {
-        ds,
-        calls,
-        #[cfg(feature = "net")]
-        servers,
-    })
+    Ok(Cluster { ds, calls, servers })
 }
 
 enum Held {

@@ -22,11 +22,9 @@ pub enum Mix {
 pub enum Transport {
     InProcess,
     /// `quorum-lock server` processes on 127.0.0.1, one per node.
-    #[cfg(feature = "net")]
     Tcp,
     /// `RedisLocker`s on redis-server processes on 127.0.0.1, one per node
     /// (`--backend redis`, run by `redis_nodes`).
-    #[cfg(feature = "redis")]
     Redis,
 }
 
@@ -105,9 +103,7 @@ impl Transport {
     pub fn label(self) -> &'static str {
         match self {
             Transport::InProcess => "inproc",
-            #[cfg(feature = "net")]
             Transport::Tcp => "tcp",
-            #[cfg(feature = "redis")]
             Transport::Redis => "redis",
         }
     }

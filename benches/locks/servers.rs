@@ -19,21 +19,21 @@ pub struct Servers {
 }
 
 /// The server binary: `QUORUM_LOCK_BIN`, else the release build under
-/// `CARGO_TARGET_DIR` when that is set, else under the crate's `target/`.
+/// `CARGO_TARGET_DIR` when that is set, else under the workspace's `target/`.
 fn binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("QUORUM_LOCK_BIN") {
         return Ok(path.into());
     }
     let target = match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"),
+        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
     };
     let path = target.join("release/quorum-lock");
     if path.exists() {
         Ok(path)
     } else {
         Err(format!(
-            "--transport tcp needs the server binary at {}: run `cargo build --release --features cli` \
+            "--transport tcp needs the server binary at {}: run `cargo build --release -p quorum-lock-cli` \
              first, or point QUORUM_LOCK_BIN at one",
             path.display()
         ))

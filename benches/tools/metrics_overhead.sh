@@ -18,9 +18,9 @@ seconds=${2:-5}
 out=${OUT:-benches/results/$(date -u +%F)/metrics-overhead}
 mkdir -p "$out"
 # The TCP scenario starts real servers; the same binary serves both builds.
-cargo build --release --locked --features cli --bin quorum-lock
+cargo build --release --locked -p quorum-lock-cli
 bench_binary() {
-  cargo bench --locked --features "$1" --bench locks --no-run --message-format=json 2>/dev/null |
+  cargo bench --locked -p quorum-lock-benches --no-default-features --features "$1" --bench locks --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -28,8 +28,8 @@ for line in sys.stdin:
         print(m["executable"])'
 }
 bins=$(mktemp -d)
-cp "$(bench_binary net)" "$bins/off"
-cp "$(bench_binary net,metrics)" "$bins/on"
+cp "$(bench_binary "")" "$bins/off"
+cp "$(bench_binary metrics)" "$bins/on"
 scenarios=${SCENARIOS:-inproc tcp}
 common=(--nodes 5 --count-rpcs off --redis off --seconds "$seconds" --warmup 0.5)
 for round in $(seq 1 "$rounds"); do

@@ -372,7 +372,7 @@ impl Shard {
         admits(res.holders.as_ref(), uid, mode)
             && !res.queue.iter().any(|p| {
                 // Cheapest tests first: the line is scanned on every request.
-                ticket.map_or(true, |t| p.ticket < t)
+                ticket.is_none_or(|t| p.ticket < t)
                     && conflicts(p.mode, mode)
                     && p.expires > now
                     && !p.is_same_waiter(uid, ticket)
@@ -710,7 +710,7 @@ impl Shard {
             // an entry its holder still trusts.
             if refreshed
                 .checked_add(validity)
-                .map_or(true, |end| end > now)
+                .is_none_or(|end| end > now)
             {
                 break;
             }

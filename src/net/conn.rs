@@ -635,7 +635,7 @@ mod tests {
             seen.push(request.id);
             let response = Response {
                 id: request.id,
-                reply: Reply::Bool(request.id % 2 == 0),
+                reply: Reply::Bool(request.id.is_multiple_of(2)),
             };
             server
                 .send(Bytes::from(wire::encode(&response).unwrap()))

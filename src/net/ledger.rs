@@ -161,7 +161,7 @@ impl Ledger {
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         if let Err(reason) = inner.admits(&self.limits, conn, bytes, new_uid) {
-            let due = inner.next_prune.map_or(true, |at| now >= at);
+            let due = inner.next_prune.is_none_or(|at| now >= at);
             if !due {
                 return Err(reason);
             }

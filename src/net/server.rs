@@ -578,7 +578,7 @@ impl Throttled {
         let now = tokio::time::Instant::now();
         if self
             .last
-            .map_or(true, |at| now.duration_since(at) >= Duration::from_secs(1))
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1))
         {
             log(self.since);
             self.since = 0;

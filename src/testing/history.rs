@@ -159,10 +159,10 @@ impl History {
                     }
                 }
                 let holder = e.holder.as_str();
-                if anyone.map_or(true, |(t, _)| t < token) {
+                if anyone.is_none_or(|(t, _)| t < token) {
                     *anyone = Some((token, holder));
                 }
-                if *mode == LockMode::Write && writers.map_or(true, |(t, _)| t < token) {
+                if *mode == LockMode::Write && writers.is_none_or(|(t, _)| t < token) {
                     *writers = Some((token, holder));
                 }
             }

@@ -245,7 +245,7 @@ fn brute_force_first(events: &[super::Event]) -> Option<Key> {
         for b in &spans {
             let shared = a.1.iter().any(|r| b.1.contains(r));
             let conflict = a.2 == Write || b.2 == Write;
-            let overlap = a.3 < b.3 && a.4.map_or(true, |end| end > b.3);
+            let overlap = a.3 < b.3 && a.4.is_none_or(|end| end > b.3);
             if a.0.holder != b.0.holder && shared && conflict && overlap {
                 first = Some(first.map_or(b.3, |f: Key| f.min(b.3)));
             }

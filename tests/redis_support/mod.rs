@@ -278,45 +278,143 @@ pub async fn locker_with(server: &RedisServer, config: RedisConfig) -> Arc<dyn N
 }
 
 /// A plain connection to `server`, for what a test does behind the
-/// lockers' backs (`SAVE`, `CONFIG SET`, reading keys).
-pub async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(server.url())
-        .expect("a valid URL")
-        .get_multiplexed_async_connection()
+/// lockers' backs (`SAVE`, `CONFIG SET`, reading keys). It speaks just
+/// enough RESP for that, so that the library's tests need no Redis client
+/// crate of their own.
+pub async fn raw(server: &RedisServer) -> Raw {
+    let stream = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, server.port))
         .await
-        .expect("connect to the test redis-server")
+        .expect("connect to the test redis-server");
+    Raw {
+        conn: Arc::new(tokio::sync::Mutex::new(tokio::io::BufStream::new(stream))),
+    }
+}
+
+/// A RESP connection shared by clones; one command at a time.
+#[derive(Clone)]
+pub struct Raw {
+    conn: Arc<tokio::sync::Mutex<tokio::io::BufStream<tokio::net::TcpStream>>>,
+}
+
+/// One RESP reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Status(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Vec<Reply>),
+}
+
+impl Reply {
+    /// The reply as text: a status, a bulk string or an integer.
+    pub fn text(&self) -> String {
+        match self {
+            Reply::Status(s) => s.clone(),
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            Reply::Int(n) => n.to_string(),
+            other => panic!("expected a text reply, got {other:?}"),
+        }
+    }
+
+    /// The reply as a list of texts.
+    pub fn texts(&self) -> Vec<String> {
+        match self {
+            Reply::Array(items) => items.iter().map(Reply::text).collect(),
+            other => panic!("expected an array reply, got {other:?}"),
+        }
+    }
+}
+
+impl Raw {
+    /// Sends one command and reads its reply; a transport failure is an
+    /// `Err`, an error reply is `Ok(Reply::Error(..))`.
+    pub async fn try_cmd(&self, args: &[&str]) -> std::io::Result<Reply> {
+        use tokio::io::AsyncWriteExt;
+        let mut request = format!("*{}\r\n", args.len()).into_bytes();
+        for arg in args {
+            request.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+            request.extend_from_slice(arg.as_bytes());
+            request.extend_from_slice(b"\r\n");
+        }
+        let mut conn = self.conn.lock().await;
+        conn.write_all(&request).await?;
+        conn.flush().await?;
+        read_reply(&mut *conn).await
+    }
+
+    /// Sends one command and panics, naming it, unless Redis answers
+    /// without an error.
+    pub async fn cmd(&self, args: &[&str]) -> Reply {
+        match self.try_cmd(args).await {
+            Ok(Reply::Error(e)) => panic!("{args:?}: redis answered {e}"),
+            Ok(reply) => reply,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+}
+
+/// Reads one RESP2 reply.
+fn read_reply<'a, R>(
+    conn: &'a mut R,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<Reply>> + Send + 'a>>
+where
+    R: tokio::io::AsyncBufRead + Unpin + Send,
+{
+    Box::pin(async move {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+        let bad =
+            |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+        let mut line = String::new();
+        if conn.read_line(&mut line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end_matches("\r\n");
+        let (kind, rest) = line.split_at(line.len().min(1));
+        let number = || rest.parse::<i64>().map_err(|_| bad(line));
+        Ok(match kind {
+            "+" => Reply::Status(rest.to_owned()),
+            "-" => Reply::Error(rest.to_owned()),
+            ":" => Reply::Int(number()?),
+            "$" => match usize::try_from(number()?) {
+                Err(_) => Reply::Bulk(None),
+                Ok(len) => {
+                    let mut body = vec![0; len + 2];
+                    conn.read_exact(&mut body).await?;
+                    body.truncate(len);
+                    Reply::Bulk(Some(body))
+                }
+            },
+            "*" => match usize::try_from(number()?) {
+                Err(_) => Reply::Array(Vec::new()),
+                Ok(len) => {
+                    let mut items = Vec::with_capacity(len);
+                    for _ in 0..len {
+                        items.push(read_reply(conn).await?);
+                    }
+                    Reply::Array(items)
+                }
+            },
+            _ => return Err(bad(line)),
+        })
+    })
 }
 
 /// Lets no new connection in to `server` (its current clients stay):
 /// `maxclients` set to the number connected now. A new push subscription
 /// is refused until [`admit_clients`] runs.
-pub async fn refuse_new_clients(conn: &mut redis::aio::MultiplexedConnection) {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(conn)
-        .await
-        .expect("INFO clients");
+pub async fn refuse_new_clients(conn: &mut Raw) {
+    let info = conn.cmd(&["INFO", "clients"]).await.text();
     let connected: u64 = info
         .lines()
         .find_map(|l| l.strip_prefix("connected_clients:"))
         .and_then(|v| v.trim().parse().ok())
         .expect("connected_clients in INFO");
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxclients")
-        .arg(connected)
-        .query_async(conn)
-        .await
-        .expect("CONFIG SET maxclients");
+    conn.cmd(&["CONFIG", "SET", "maxclients", &connected.to_string()])
+        .await;
 }
 
 /// Undoes [`refuse_new_clients`].
-pub async fn admit_clients(conn: &mut redis::aio::MultiplexedConnection) {
-    let () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxclients")
-        .arg(10_000)
-        .query_async(conn)
-        .await
-        .expect("CONFIG SET maxclients");
+pub async fn admit_clients(conn: &mut Raw) {
+    conn.cmd(&["CONFIG", "SET", "maxclients", "10000"]).await;
 }

@@ -1,0 +1,100 @@
+//! `quorum-lock`: run a lock server, run a command under a distributed
+//! lock, list locks and force them open, show the servers' status. `quorum-lock --help` documents
+//! every flag and the exit codes.
+
+mod admin;
+mod args;
+mod child;
+mod fail;
+mod nodes;
+mod redis_nodes;
+mod run;
+mod server;
+mod signals;
+mod status;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Command};
+use fail::{Failure, FAILURE, USAGE};
+use signals::Signals;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => match err.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
+            _ => {
+                eprintln!(
+                    "quorum-lock: {} (see --help)",
+                    fail::one_line(&err.render().to_string())
+                );
+                return ExitCode::from(USAGE);
+            }
+        },
+    };
+    let is_server = matches!(cli.command, Command::Server(_));
+    init_logging(is_server);
+
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if !is_server {
+        // A client makes a handful of calls at a time.
+        builder.worker_threads(2);
+    }
+    let runtime = match builder.enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("quorum-lock: cannot start the async runtime: {err}");
+            return ExitCode::from(FAILURE);
+        }
+    };
+    let result = runtime.block_on(dispatch(cli.command));
+    // Reconnect loops and other background tasks never finish on their own;
+    // everything that matters was awaited above.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("quorum-lock: {failure}");
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<u8, Failure> {
+    match command {
+        Command::Server(args) => server::serve(args).await.map(|()| 0),
+        Command::Run(args) => {
+            // Installed before connecting: from here on a Ctrl-C must stop
+            // the command and release the lock, not kill us outright.
+            let signals = Signals::install().map_err(|e| {
+                Failure::new(FAILURE, format!("cannot install signal handlers: {e}"))
+            })?;
+            run::run(args, signals).await
+        }
+        Command::Locks(args) => admin::locks(args).await,
+        Command::ForceUnlock(args) => admin::force_unlock(args).await,
+        Command::Status(args) => status::status(args).await,
+    }
+}
+
+/// Logs go to stderr so that stdout stays machine-readable. The server logs
+/// at info by default; clients stay silent unless RUST_LOG asks, because
+/// their failures are reported as one line each.
+fn init_logging(is_server: bool) {
+    let default = if is_server { "info" } else { "off" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

@@ -1,0 +1,25 @@
+//! The `quorum-lock` command line end to end: lock-server processes on
+//! loopback ports, and the `run`, `locks`, `force-unlock` and `status`
+//! commands against them, with their output and exit codes; the same
+//! commands against Redis nodes (skipped, saying why, without
+//! `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set).
+
+#[path = "../../../tests/redis_support/mod.rs"]
+mod redis_support;
+mod support;
+
+mod admin;
+mod auth;
+mod budget;
+mod cluster;
+mod errors;
+mod malformed;
+mod metrics;
+mod push;
+mod redis_cli;
+mod run;
+mod run_fencing;
+mod status;
+mod tls;
+mod versions;
+mod waiting;

@@ -1,0 +1,629 @@
+//! `quorum-lock run`, `locks` and `force-unlock` with `--redis`: three real
+//! `redis-server` processes instead of lock servers. The command runs
+//! under the lock and gets a fencing token, a held lock is listed and can
+//! be forced open by name or by uid, a holder killed with SIGKILL leaves a
+//! lock that expires after its validity, bad input is a usage error, and
+//! no password from a Redis URL ever shows in what the tool prints.
+//!
+//! The CLI's quarantine after a Redis start is its `--validity`, so every
+//! `run` here first waits for the freshly started servers to be older than
+//! that; the tests use a short `--validity` for it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::redis_support::{locker, RedisServer};
+use crate::support::{bin, cli, signal, wait_bounded, wait_until, Cli, Finished, Scratch};
+use quorum_lock::{Dsync, Error, NetLocker};
+
+const LIMIT: Duration = Duration::from_secs(30);
+/// The lease of every `run` here: refreshes every 500 ms, and the Redis
+/// quarantine the CLI applies after a server starts.
+const VALIDITY: &str = "3s";
+const SIGKILL: i32 = 9;
+
+/// Three Redis nodes and a scratch directory for the commands' files.
+struct Nodes {
+    dir: Scratch,
+    servers: Vec<RedisServer>,
+    urls: String,
+}
+
+fn nodes(test: &str) -> Option<Nodes> {
+    let servers = RedisServer::start_many(3)?;
+    let urls = servers
+        .iter()
+        .map(RedisServer::url)
+        .collect::<Vec<_>>()
+        .join(",");
+    Some(Nodes {
+        dir: Scratch::new(test),
+        servers,
+        urls,
+    })
+}
+
+impl Nodes {
+    /// `quorum-lock run --redis ... --validity 3s EXTRA NAME -- sh -c SCRIPT`,
+    /// with `$D` the scratch directory.
+    fn run(&self, extra: &[&str], name: &str, script: &str) -> Cli {
+        let mut args = vec!["run", "--redis", &self.urls, "--validity", VALIDITY];
+        args.extend(extra);
+        args.extend([name, "--", "sh", "-c", script]);
+        let dir = self.dir.path.display().to_string();
+        Cli::spawn(&self.dir, &args, &[("D", &dir)])
+    }
+
+    /// `quorum-lock SUBCOMMAND --redis ... ARGS`, to completion.
+    fn admin(&self, subcommand: &str, args: &[&str]) -> Finished {
+        let mut all = vec![subcommand, "--redis", &self.urls];
+        all.extend(args);
+        cli(&self.dir, &all, &[], LIMIT)
+    }
+
+    /// A client in this process, on the same nodes and keys, that ignores
+    /// the quarantine (the servers are fresh).
+    async fn client(&self) -> Dsync {
+        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+        for server in &self.servers {
+            lockers.push(locker(server, Duration::from_secs(3)).await);
+        }
+        Dsync::builder(lockers)
+            .owner("redis-cli-test")
+            .lease(quorum_lock::Lease {
+                validity: Duration::from_secs(3),
+                refresh_interval: Duration::from_millis(500),
+                safety_margin: Duration::from_millis(500),
+            })
+            .timeouts(quorum_lock::Timeouts {
+                refresh: Duration::from_secs(1),
+                ..quorum_lock::Timeouts::default()
+            })
+            .build()
+            .expect("valid settings")
+    }
+
+    /// Every node's entries, straight from the nodes.
+    async fn entries(&self) -> usize {
+        let mut total = 0;
+        for server in &self.servers {
+            let node = locker(server, Duration::from_secs(3)).await;
+            total += node.locks().await.expect("a node lists its locks").len();
+        }
+        total
+    }
+}
+
+/// Rows of a `locks` listing whose first column is `first`.
+fn rows<'a>(listing: &'a str, first: &str) -> Vec<&'a str> {
+    listing
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(first))
+        .collect()
+}
+
+/// Whether a process runs (a zombie does not count).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// `quorum-lock ARGS` with its logs on (`RUST_LOG=trace`, which
+/// `crate::support::cli` removes), to completion within `LIMIT`.
+fn cli_logged(dir: &Scratch, args: &[&str]) -> Finished {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let (out, err) = (
+        dir.file(&format!("logged-{n}.out")),
+        dir.file(&format!("logged-{n}.err")),
+    );
+    let mut child = Command::new(bin())
+        .args(args)
+        .env("RUST_LOG", "trace")
+        .env_remove("QUORUM_LOCK_REDIS")
+        .env_remove("QUORUM_LOCK_NODES")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("spawn quorum-lock");
+    let status = wait_bounded(&mut child, LIMIT, "quorum-lock with logs");
+    Finished {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
+
+/// One Redis command over a plain socket; the first line of the reply.
+fn redis_command(port: u16, args: &[&str]) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to redis-server");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a read timeout");
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .expect("a reply");
+    line.trim_end().to_owned()
+}
+
+#[test]
+fn run_over_three_redis_nodes_runs_the_command_with_a_token_and_releases() {
+    let Some(n) = nodes("redis-cli-run") else {
+        return;
+    };
+    let script = "echo \"$QUORUM_LOCK_NAME $QUORUM_LOCK_FENCING_TOKEN\" >> $D/env";
+    // A fresh Redis draws no fencing token for `FENCE_QUARANTINE` (4 s),
+    // longer than the 3 s lock quarantine, and the quarantine is counted
+    // from a start rounded up to a second.
+    std::thread::sleep(quorum_lock::redis::FENCE_QUARANTINE + Duration::from_millis(1500));
+    for _ in 0..2 {
+        let done = n.run(&[], "nightly", script).finish(LIMIT);
+        assert_eq!(done.code, Some(0), "{done:?}");
+        assert!(done.stderr.is_empty(), "{done:?}");
+    }
+    let lines = n.dir.read("env");
+    let tokens: Vec<u64> = lines
+        .lines()
+        .map(|line| {
+            let (name, token) = line.split_once(' ').expect("name and token");
+            assert_eq!(name, "nightly", "{lines:?}");
+            token
+                .parse()
+                .unwrap_or_else(|_| panic!("no token: {lines:?}"))
+        })
+        .collect();
+    assert_eq!(tokens.len(), 2, "{lines:?}");
+    assert!(tokens[0] < tokens[1], "tokens did not grow: {tokens:?}");
+
+    // Released, not left to expire: another client gets it at once. `run`
+    // exits once a quorum confirmed the release, so an unlock still on its
+    // way to the third node may be cut off; that entry (fewer than a
+    // quorum) expires on its own within the validity.
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let ds = n.client().await;
+        let guard = ds.rw_mutex(["nightly"]).unwrap().try_lock().await;
+        guard.expect("free at once").unlock().await.expect("unlock");
+    });
+    assert!(runtime.block_on(n.entries()) <= 1, "more than a leftover");
+    wait_until(Duration::from_secs(10), "every entry to be gone", || {
+        runtime.block_on(n.entries()) == 0
+    });
+    let listed = n.admin("locks", &[]);
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert_eq!(listed.stdout.trim(), "no locks held", "{listed:?}");
+    // A command's exit code passes through.
+    let failed = n.run(&[], "nightly", "exit 7").finish(LIMIT);
+    assert_eq!(failed.code, Some(7), "{failed:?}");
+}
+
+#[test]
+fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
+    let Some(n) = nodes("redis-cli-admin") else {
+        return;
+    };
+    let script = "echo $QUORUM_LOCK_UID > $D/uid; sleep 30 & echo $! > $D/sleep; wait";
+    let holder = n.run(&["--owner", "the-holder"], "reports", script);
+    wait_until(LIMIT, "the command to start", || {
+        !n.dir.read("sleep").is_empty()
+    });
+    let uid = n.dir.read("uid").trim().to_owned();
+
+    // The command starts once a quorum granted; the third node's grant may
+    // land a moment later, on a loaded machine after the first listing.
+    let mut listed = n.admin("locks", &[]);
+    wait_until(LIMIT, "every node to list the lock", || {
+        listed = n.admin("locks", &[]);
+        listed.stdout.contains("3/3")
+    });
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    let row = rows(&listed.stdout, "reports");
+    assert_eq!(row.len(), 1, "{listed:?}");
+    for field in ["write", "the-holder", "3/3", uid.as_str()] {
+        assert!(row[0].contains(field), "{field} missing from {listed:?}");
+    }
+
+    // One row per node, each naming its node.
+    let per_node = n.admin("locks", &["--per-node"]);
+    assert_eq!(per_node.code, Some(0), "{per_node:?}");
+    for server in &n.servers {
+        let node = format!("127.0.0.1:{}", server.port());
+        let row = rows(&per_node.stdout, &node);
+        assert_eq!(row.len(), 1, "{node} in {per_node:?}");
+        assert!(
+            row[0].contains("reports") && row[0].contains(&uid),
+            "{per_node:?}"
+        );
+    }
+
+    let forced = n.admin("force-unlock", &["reports"]);
+    assert_eq!(forced.code, Some(0), "{forced:?}");
+    assert_eq!(
+        forced.stdout.trim(),
+        "forced open: reports (confirmed by 3 of 3 Redis nodes)"
+    );
+    // The holder notices at its next refresh and stops its command.
+    let holder = holder.finish(LIMIT);
+    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert!(
+        holder.stderr.contains("lost the lock 'reports'"),
+        "{holder:?}"
+    );
+    let sleep = n.dir.read("sleep");
+    wait_until(Duration::from_secs(5), "the command's child to die", || {
+        !running(&sleep)
+    });
+    let after = n.admin("locks", &[]);
+    assert_eq!(after.stdout.trim(), "no locks held", "{after:?}");
+
+    // By uid: only that acquisition goes; another lock stays.
+    std::fs::remove_file(n.dir.file("sleep")).expect("remove the pid file");
+    let holder = n.run(&[], "reports", script);
+    let other = n.run(&[], "other", "sleep 30 & echo $! > $D/other; wait");
+    wait_until(LIMIT, "both commands to start", || {
+        !n.dir.read("sleep").is_empty() && !n.dir.read("other").is_empty()
+    });
+    let uid = n.dir.read("uid").trim().to_owned();
+    let forced = n.admin("force-unlock", &["--uid", &uid]);
+    assert_eq!(forced.code, Some(0), "{forced:?}");
+    assert_eq!(
+        forced.stdout.trim(),
+        format!("forced open: uid {uid} (held on 3, confirmed by 3 of 3 Redis nodes)")
+    );
+    let holder = holder.finish(LIMIT);
+    assert_eq!(holder.code, Some(75), "{holder:?}");
+    let listed = n.admin("locks", &[]);
+    assert!(rows(&listed.stdout, "reports").is_empty(), "{listed:?}");
+    assert_eq!(rows(&listed.stdout, "other").len(), 1, "{listed:?}");
+    // The other holder ends normally on SIGTERM, releasing its lock.
+    signal(other.child.id(), 15);
+    assert_eq!(other.finish(LIMIT).code, Some(128 + 15));
+    let forced_again = n.admin("force-unlock", &["--uid", &uid]);
+    assert_eq!(
+        forced_again.stdout.trim(),
+        format!("forced open: uid {uid} (held on 0, confirmed by 3 of 3 Redis nodes)")
+    );
+}
+
+#[test]
+fn a_killed_holder_keeps_the_lock_until_its_validity_then_another_run_gets_it() {
+    let Some(n) = nodes("redis-cli-killed") else {
+        return;
+    };
+    let holder = n.run(&[], "job", "echo $$ > $D/pid; exec sleep 60");
+    wait_until(LIMIT, "the command to start", || {
+        !n.dir.read("pid").is_empty()
+    });
+    let orphan = n.dir.read("pid").trim().to_owned();
+    // SIGKILL to `quorum-lock run` itself: no release, no more refreshes.
+    let mut holder = holder;
+    holder.child.kill().expect("SIGKILL the holder");
+    holder.child.wait().expect("reap the holder");
+    let killed = Instant::now();
+
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let ds = runtime.block_on(n.client());
+    let mutex = ds.rw_mutex(["job"]).expect("a valid name");
+    // Still held right after the kill: its entries outlive their holder
+    // until they expire.
+    let early = runtime.block_on(mutex.try_lock());
+    assert!(
+        matches!(early, Err(Error::WouldBlock)),
+        "granted {:?} after the kill: {early:?}",
+        killed.elapsed()
+    );
+    let listed = n.admin("locks", &[]);
+    assert_eq!(rows(&listed.stdout, "job").len(), 1, "{listed:?}");
+
+    // Another run gets it once the entries expired.
+    let next = n
+        .run(&["--timeout", "20s"], "job", "echo next > $D/next")
+        .finish(LIMIT);
+    assert_eq!(next.code, Some(0), "{next:?}");
+    assert_eq!(n.dir.read("next").trim(), "next");
+    assert!(
+        killed.elapsed() >= Duration::from_secs(2),
+        "granted {:?} after the kill, before a 3s lease could expire",
+        killed.elapsed()
+    );
+    // The command of the killed run kept running all along; stop it.
+    assert!(running(&orphan), "the orphaned command died on its own");
+    let pid: u32 = orphan.parse().expect("a pid");
+    signal(pid, SIGKILL);
+}
+
+#[test]
+fn bad_input_is_a_usage_error_that_shows_no_password() {
+    let dir = Scratch::new("redis-cli-usage");
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["run"];
+        all.extend(args);
+        all.extend(["job", "--", "true"]);
+        cli(&dir, &all, env, LIMIT)
+    };
+    let check = |done: &Finished, needle: &str| {
+        assert_eq!(done.code, Some(2), "{done:?}");
+        assert!(done.stderr.contains(needle), "{needle:?} not in {done:?}");
+        assert_eq!(done.stderr.lines().count(), 1, "not one line: {done:?}");
+        assert!(
+            !done.stderr.contains("s3cret"),
+            "a password shown: {done:?}"
+        );
+        assert!(
+            !done.stdout.contains("s3cret"),
+            "a password shown: {done:?}"
+        );
+    };
+    let ok = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
+    check(
+        &run(&["--redis", "http://:s3cret@127.0.0.1:1"], &[]),
+        "Redis node 1 of 1 (http://***@127.0.0.1:1): expected redis://",
+    );
+    check(
+        &run(
+            &["--redis", "redis://:s3cret@127.0.0.1:1,,redis://b:2"],
+            &[],
+        ),
+        "empty entry",
+    );
+    check(
+        &run(&["--redis", "redis://:s3cret@127.0.0.1:notaport"], &[]),
+        "Redis node 1 of 1 (redis://***@127.0.0.1:notaport)",
+    );
+    check(&run(&["--redis", ""], &[]), "empty Redis node list");
+    check(
+        &run(
+            &[
+                "--redis",
+                "redis://:s3cret@127.0.0.1:1,redis://127.0.0.1:1/2",
+            ],
+            &[],
+        ),
+        "127.0.0.1:1 is listed twice",
+    );
+    check(
+        &run(&["--redis", ok, "--nodes", "127.0.0.1:7001"], &[]),
+        "both lock servers (--nodes / QUORUM_LOCK_NODES) and Redis nodes",
+    );
+    // The environment counts as given, too.
+    check(
+        &run(&["--nodes", "127.0.0.1:7001"], &[("QUORUM_LOCK_REDIS", ok)]),
+        "both lock servers",
+    );
+    check(&run(&[], &[]), "no nodes: pass --nodes");
+    check(
+        &run(&["--redis", ok, "--redis-ca", "/nonexistent"], &[]),
+        "no Redis URL uses TLS",
+    );
+    check(
+        &run(
+            &[
+                "--redis",
+                "rediss://127.0.0.1:1",
+                "--redis-ca",
+                "/nonexistent",
+            ],
+            &[],
+        ),
+        "cannot read the --redis-ca file /nonexistent",
+    );
+    check(
+        &run(&["--redis", ok, "--tls-ca", "/nonexistent"], &[]),
+        "for rediss:// Redis nodes pass the CA file with --redis-ca",
+    );
+    check(
+        &run(&["--nodes", "127.0.0.1:7001", "--redis-prefix", "x:"], &[]),
+        "--redis-prefix / QUORUM_LOCK_REDIS_PREFIX is set, but it only applies to Redis nodes",
+    );
+    check(
+        &run(&["--redis", ok, "--redis-prefix", ""], &[]),
+        "--redis-prefix is empty",
+    );
+    let forced = cli(&dir, &["force-unlock", "--redis", ok], &[], LIMIT);
+    assert_eq!(forced.code, Some(2), "{forced:?}");
+    assert!(forced.stderr.contains("<NAME>"), "{forced:?}");
+    let both = cli(
+        &dir,
+        &["force-unlock", "--redis", ok, "--uid", "u", "name"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(both.code, Some(2), "{both:?}");
+    assert!(both.stderr.contains("cannot be used with"), "{both:?}");
+    let help = cli(
+        &dir,
+        &["run", "--help"],
+        &[("QUORUM_LOCK_REDIS", "redis://:hidden-Pa55@h:1")],
+        LIMIT,
+    );
+    assert_eq!(help.code, Some(0), "{help:?}");
+    assert!(help.stdout.contains("--redis <URL,URL,URL>"), "{help:?}");
+    assert!(
+        !help.stdout.contains("hidden-Pa55"),
+        "--help shows the URL: {help:?}"
+    );
+}
+
+#[test]
+fn passwords_in_redis_urls_never_show_in_output_or_errors() {
+    let Some(n) = nodes("redis-cli-password") else {
+        return;
+    };
+    const RIGHT: &str = "right-Pa55word-17";
+    const WRONG: &str = "wrong-Pa55word-42";
+    for server in &n.servers {
+        assert_eq!(
+            redis_command(server.port(), &["CONFIG", "SET", "requirepass", RIGHT]),
+            "+OK"
+        );
+    }
+    let urls = |password: &str, user: &str| {
+        n.servers
+            .iter()
+            .map(|s| format!("redis://{user}:{password}@127.0.0.1:{}", s.port()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("an address").port()
+    };
+    let shown = |done: &Finished, password: &str| {
+        done.stdout.contains(password) || done.stderr.contains(password)
+    };
+    // With the client's logs on: nothing logged may show it either.
+    let dir = &n.dir;
+
+    // A password to a port nothing listens on.
+    let to_closed = format!("redis://:{WRONG}@127.0.0.1:{closed}");
+    let done = cli_logged(
+        dir,
+        &[
+            "run",
+            "--redis",
+            &to_closed,
+            "--timeout",
+            "2s",
+            "job",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(done.code, Some(69), "{done:?}");
+    assert!(
+        done.stderr.contains(&format!("127.0.0.1:{closed}")),
+        "{done:?}"
+    );
+    assert!(!shown(&done, WRONG), "the password was shown: {done:?}");
+
+    // No password for servers that require one.
+    let none = n
+        .servers
+        .iter()
+        .map(RedisServer::url)
+        .collect::<Vec<_>>()
+        .join(",");
+    let done = cli_logged(dir, &["locks", "--redis", &none]);
+    assert_eq!(done.code, Some(77), "{done:?}");
+    assert!(done.stderr.contains("password"), "{done:?}");
+
+    // A wrong password, and a wrong user with it, on real servers.
+    for user in ["", "someone"] {
+        let wrong = urls(WRONG, user);
+        for args in [
+            vec!["run", "--redis", &wrong, "job", "--", "true"],
+            vec!["locks", "--redis", &wrong],
+            vec!["force-unlock", "--redis", &wrong, "job"],
+        ] {
+            let done = cli_logged(dir, &args);
+            assert_eq!(done.code, Some(77), "{args:?}: {done:?}");
+            assert!(done.stderr.contains("password"), "{done:?}");
+            assert!(!shown(&done, WRONG), "the password was shown: {done:?}");
+        }
+    }
+
+    // The right password works, and is not shown either.
+    let right = urls(RIGHT, "");
+    let ran = cli_logged(
+        dir,
+        &[
+            "run",
+            "--redis",
+            &right,
+            "--validity",
+            VALIDITY,
+            "job",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(!ran.stderr.is_empty(), "RUST_LOG=trace logged nothing");
+    assert!(!shown(&ran, RIGHT), "the password was shown: {ran:?}");
+    let listed = cli_logged(dir, &["locks", "--per-node", "--redis", &right]);
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert!(!shown(&listed, RIGHT), "the password was shown: {listed:?}");
+}
+
+#[test]
+fn a_redis_node_that_does_not_answer_counts_as_not_granting() {
+    let Some(servers) = RedisServer::start_many(2) else {
+        return;
+    };
+    let dir = Scratch::new("redis-cli-one-down");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("an address").port()
+    };
+    let urls = format!(
+        "{},redis://127.0.0.1:{closed},{}",
+        servers[0].url(),
+        servers[1].url()
+    );
+    let d = dir.path.display().to_string();
+    let ran = cli(
+        &dir,
+        &[
+            "run",
+            "--redis",
+            &urls,
+            "--validity",
+            VALIDITY,
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "echo ran > $D/ran",
+        ],
+        &[("D", &d)],
+        LIMIT,
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(dir.read("ran").trim(), "ran");
+    assert!(
+        ran.stderr.contains(&format!(
+            "continuing with a quorum of the rest: 127.0.0.1:{closed}"
+        )),
+        "{ran:?}"
+    );
+    let listed = cli(&dir, &["locks", "--redis", &urls], &[], LIMIT);
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert_eq!(listed.stdout.trim(), "no locks held", "{listed:?}");
+
+    // With two of three down there is no quorum: said at once.
+    let only_one = format!(
+        "{},redis://127.0.0.1:{closed},redis://127.0.0.1:1",
+        servers[0].url()
+    );
+    let refused = cli(
+        &dir,
+        &["run", "--redis", &only_one, "job", "--", "true"],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(refused.code, Some(69), "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("only 1 of 3 Redis nodes answered but 2 are needed for a quorum"),
+        "{refused:?}"
+    );
+}

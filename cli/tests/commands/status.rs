@@ -1,0 +1,197 @@
+//! `quorum-lock status` against real servers: one healthy and holding a
+//! lock, one in quarantine, one down; once, with `--watch --count`, and
+//! with a token that is not the admin token.
+
+use std::time::Duration;
+
+use crate::support::{cli, dsync, Finished, Scratch, Server, TOKEN};
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn status(dir: &Scratch, nodes: &str, extra: &[&str]) -> Finished {
+    let admin = dir.admin();
+    let mut args = vec!["status", "--nodes", nodes, "--admin-token-file", &admin];
+    args.extend_from_slice(extra);
+    tokio::task::block_in_place(|| cli(dir, &args, &[], LIMIT))
+}
+
+/// The line about `node`.
+fn node_line<'a>(shown: &'a str, node: &str) -> &'a str {
+    shown
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(node))
+        .unwrap_or_else(|| panic!("no line for {node} in {shown:?}"))
+}
+
+/// The row of a lock on `resource`, split into its columns (none of which
+/// holds a space here).
+fn lock_row<'a>(shown: &'a str, resource: &str) -> Vec<&'a str> {
+    let row = shown
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(resource))
+        .unwrap_or_else(|| panic!("no lock on {resource} in {shown:?}"));
+    row.split_whitespace().collect()
+}
+
+/// A duration as the table shows it ("350ms", "12s", "1m 5s").
+fn shown_duration(text: &str) -> Duration {
+    humantime::parse_duration(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+/// A server on `validity` that is, and stays for the test, in quarantine.
+fn quarantined(dir: &Scratch) -> Server {
+    // Without --no-quarantine a server refuses grants for its validity
+    // after it starts: a minute, longer than any test here.
+    Server::start_with_validity(dir, "60s", &[])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_a_healthy_a_quarantined_and_a_down_server() {
+    let dir = Scratch::new("net-status");
+    let healthy = Server::start(&dir, &["--no-quarantine"]);
+    let careful = quarantined(&dir);
+    let mut gone = Server::start(&dir, &["--no-quarantine"]);
+    let down = gone.addr.to_string();
+    tokio::task::block_in_place(|| gone.kill());
+
+    let ds = dsync(&[healthy.addr], TOKEN, "status-holder").await;
+    let guard = ds.rw_mutex(["reports/7"]).unwrap().lock().await.unwrap();
+
+    let (up, waiting) = (healthy.addr.to_string(), careful.addr.to_string());
+    let nodes = format!("{up},{waiting},{down}");
+    let shown = status(&dir, &nodes, &[]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let out = &shown.stdout;
+
+    // The healthy server, its one entry and the lock on it.
+    let line = node_line(out, &up);
+    assert!(
+        line.ends_with("reachable, protocol 4, not quarantined, 1 entry"),
+        "{line:?}"
+    );
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("RESOURCE"))
+        .unwrap_or_else(|| panic!("no lock table in {out:?}"));
+    for column in [
+        "RESOURCE",
+        "MODE",
+        "OWNER",
+        "AGE",
+        "REFRESHED",
+        "UID",
+        "SOURCE",
+    ] {
+        assert!(header.contains(column), "{column} missing from {header:?}");
+    }
+    let row = lock_row(out, "reports/7");
+    assert_eq!(row[1..3], ["write", "status-holder"], "{row:?}");
+    assert!(shown_duration(row[3]) < LIMIT, "{row:?}");
+    assert!(shown_duration(row[4]) < LIMIT && row[5] == "ago", "{row:?}");
+    assert_eq!(row[6], guard.uid(), "{row:?}");
+    // The lock is listed under its server, before the next server's line.
+    let position = |text: &str| out.find(text).expect("shown");
+    assert!(position(&up) < position("reports/7"));
+    assert!(position("reports/7") < position(&waiting));
+
+    // The quarantined server says for how much longer.
+    let line = node_line(out, &waiting);
+    let (before, left) = line
+        .split_once("reachable, protocol 4, quarantined, ")
+        .unwrap_or_else(|| panic!("{line:?}"));
+    assert_eq!(before.trim(), waiting);
+    let left = left
+        .strip_suffix(" left, 0 entries")
+        .unwrap_or_else(|| panic!("{line:?}"));
+    let left = shown_duration(left);
+    assert!(
+        left > Duration::ZERO && left <= Duration::from_secs(60),
+        "{line:?}"
+    );
+
+    // The down server, and why.
+    let line = node_line(out, &down);
+    assert!(line.contains("unreachable: cannot connect"), "{line:?}");
+    assert_eq!(out.lines().filter(|l| l.contains("unreachable")).count(), 1);
+
+    guard.unlock().await.unwrap();
+    let after = status(&dir, &up, &[]);
+    assert_eq!(after.code, Some(0), "{after:?}");
+    assert!(
+        after
+            .stdout
+            .trim_end()
+            .ends_with("not quarantined, 0 entries"),
+        "{after:?}"
+    );
+    assert!(!after.stdout.contains("RESOURCE"), "{after:?}");
+
+    // No server answering is a failure, as for `locks`.
+    let none = status(&dir, &down, &[]);
+    assert_eq!(none.code, Some(69), "{none:?}");
+    assert!(node_line(&none.stdout, &down).contains("unreachable"));
+    assert!(none.stderr.contains("no lock server answered"), "{none:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_watch_count_shows_that_many_snapshots() {
+    let dir = Scratch::new("net-status-watch");
+    let healthy = Server::start(&dir, &["--no-quarantine"]);
+    let careful = quarantined(&dir);
+    let nodes = format!("{},{}", healthy.addr, careful.addr);
+    let shown = status(
+        &dir,
+        &nodes,
+        &["--watch", "--interval", "200ms", "--count", "2"],
+    );
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let out = &shown.stdout;
+    // Not a terminal: no escape codes, a separator line per snapshot.
+    assert!(!out.contains('\x1b'), "{out:?}");
+    let separators: Vec<&str> = out.lines().filter(|l| l.starts_with("--- ")).collect();
+    assert_eq!(separators.len(), 2, "{out:?}");
+    assert!(out.starts_with("--- "), "{out:?}");
+    for addr in [healthy.addr, careful.addr] {
+        let addr = addr.to_string();
+        let lines = out
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(addr.as_str()))
+            .count();
+        assert_eq!(lines, 2, "{addr} not in both snapshots: {out:?}");
+    }
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("protocol 4, quarantined, "))
+            .count(),
+        2,
+        "{out:?}"
+    );
+
+    // --count and --interval belong to --watch.
+    let usage = status(&dir, &nodes, &["--count", "2"]);
+    assert_eq!(usage.code, Some(2), "{usage:?}");
+    assert!(usage.stderr.contains("--watch"), "{usage:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_needs_the_admin_token_as_locks_does() {
+    let dir = Scratch::new("net-status-token");
+    let healthy = Server::start(&dir, &["--no-quarantine"]);
+    let nodes = healthy.addr.to_string();
+    let token = dir.token();
+    let run = |command: &str| {
+        let args = [command, "--nodes", &nodes, "--token-file", &token];
+        tokio::task::block_in_place(|| cli(&dir, &args, &[], LIMIT))
+    };
+    let status = run("status");
+    let locks = run("locks");
+    assert_eq!(status.code, Some(77), "{status:?}");
+    assert_eq!(locks.code, Some(77), "{locks:?}");
+    assert!(status.stdout.is_empty(), "{status:?}");
+    let expected = format!(
+        "quorum-lock: lock server {nodes} refused to list locks: listing locks needs the \
+         admin token; pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
+    );
+    assert_eq!(status.stderr.trim(), expected, "{status:?}");
+    assert_eq!(locks.stderr.trim(), expected, "{locks:?}");
+}

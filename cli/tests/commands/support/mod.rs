@@ -1,0 +1,173 @@
+//! Helpers for the end-to-end tests: lock-server processes on 127.0.0.1,
+//! `quorum-lock` client processes with bounded waits, and in-process
+//! clients. Every process is killed by its guard's `Drop`, so a failing
+//! test leaves nothing running.
+
+#![allow(dead_code)]
+
+pub mod old_server;
+mod procs;
+#[path = "../../../../tests/net_support/wire.rs"]
+pub mod wire;
+
+// Not every test file uses every helper.
+#[allow(unused_imports)]
+pub use procs::{cli, nodes, Cli, Finished, Server};
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::{Dsync, Lease, NetLocker, RetryPolicy, Timeouts};
+
+/// The client token every test server accepts.
+pub const TOKEN: &str = "client-secret";
+/// The admin token every test server accepts.
+pub const ADMIN: &str = "admin-secret";
+/// Short validity so that expiry, quarantine and loss happen within seconds.
+pub const VALIDITY: &str = "6s";
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_quorum-lock")
+}
+
+/// The lease matching `--validity 6s` on the servers.
+pub fn lease() -> Lease {
+    Lease {
+        validity: Duration::from_secs(6),
+        refresh_interval: Duration::from_secs(1),
+        safety_margin: Duration::from_secs(1),
+    }
+}
+
+/// A scratch directory under cargo's target tmpdir, removed on drop.
+pub struct Scratch {
+    pub path: PathBuf,
+}
+
+impl Scratch {
+    pub fn new(test: &str) -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{test}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create scratch dir");
+        std::fs::write(path.join("token"), format!("  {TOKEN}\n")).expect("write token");
+        std::fs::write(path.join("admin"), format!("{ADMIN}\n")).expect("write admin token");
+        Scratch { path }
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn token(&self) -> String {
+        self.file("token").display().to_string()
+    }
+
+    pub fn admin(&self) -> String {
+        self.file("admin").display().to_string()
+    }
+
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.file(name)).unwrap_or_default()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Kept after a failure, for the server logs.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Sends a signal with kill(2); std only offers SIGKILL.
+pub fn signal(pid: u32, sig: i32) {
+    extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: kill(2) takes two integers and touches no memory of ours.
+    unsafe {
+        kill(pid as i32, sig);
+    }
+}
+
+pub const SIGINT: i32 = 2;
+pub const SIGTERM: i32 = 15;
+/// Linux numbers: freeze and thaw a server, so that it keeps its entries
+/// but answers nobody for a while.
+pub const SIGSTOP: i32 = 19;
+pub const SIGCONT: i32 = 18;
+
+/// Polls `check` every 20 ms until it holds or `limit` passes.
+pub fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `child` at most `limit`; kills it and panics after that.
+pub fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// RemoteLocker settings for tests: quick reconnects after a node restarts.
+pub fn remote_config(token: &str) -> RemoteConfig {
+    let mut config = RemoteConfig::new(token);
+    config.connect_timeout = Duration::from_secs(1);
+    config.call_timeout = Duration::from_secs(2);
+    config.reconnect = RetryPolicy {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(300),
+    };
+    config
+}
+
+/// An in-process client over `addrs`, with the test lease.
+pub async fn dsync(addrs: &[SocketAddr], token: &str, owner: &str) -> Dsync {
+    let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+    for addr in addrs {
+        let locker = RemoteLocker::connect(addr.to_string(), remote_config(token))
+            .await
+            .expect("connect to a test server");
+        lockers.push(Arc::new(locker));
+    }
+    Dsync::builder(lockers)
+        .owner(owner)
+        .lease(lease())
+        // A release that a killed node cannot confirm should not stall the
+        // load for the default 5 s.
+        .timeouts(Timeouts {
+            unlock: Duration::from_secs(1),
+            ..Timeouts::default()
+        })
+        .retry(RetryPolicy {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(100),
+        })
+        .build()
+        .expect("valid client settings")
+}

@@ -1,0 +1,21 @@
+//! The coordinator against in-process lockers: the lock API, cancellation,
+//! exclusion, fair waiting, lease and fencing arithmetic, lockers that fail
+//! or answer late, runtimes, and the one-way layering of the modules.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../runtime_support/mod.rs"]
+mod runtime_support;
+
+mod basics;
+mod cancellation;
+mod contention_progress;
+mod exclusion;
+mod fair_waiting;
+mod faults;
+mod fencing_tokens;
+mod late_grants;
+mod layering;
+mod lease;
+mod randomized;
+mod runtimes;

@@ -1,0 +1,24 @@
+//! Injected faults (feature `testing`): partitions, lost replies, crashed
+//! holders, restarts, stuck states, extreme settings, the locker
+//! conformance suite, the breaks of the adversarial reviews, and the
+//! library's metrics under faults.
+
+#[cfg(feature = "testing")]
+#[path = "../harness/mod.rs"]
+mod harness;
+#[cfg(feature = "testing")]
+#[path = "../runtime_support/mod.rs"]
+mod runtime_support;
+
+mod chaos;
+mod conformance;
+mod edge_runtimes;
+mod holder_crash;
+mod lost_replies;
+mod metrics;
+mod minority_faults;
+mod partition;
+mod restart;
+mod review_breaks;
+mod settings_extremes;
+mod stuck_states;

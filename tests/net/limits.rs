@@ -1,0 +1,363 @@
+//! The server's limits (issue #9, items 7, 8b and 8c), in one process:
+//! field lengths, the frame limit before authentication, the connection
+//! cap, bytes per connection and in total, quarantine re-grants, and the
+//! validity announced in the handshake. Each test failed before the fix.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::wire::{
+    args_request, authenticate, closed_within, frame, read_frame, request, OP_HEALTH, OP_LOCK,
+    OP_UNLOCK,
+};
+use quorum_lock::net::{
+    LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats, MAX_HELLO_FRAME,
+    MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN,
+};
+use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+const TOKEN: &str = "client-secret";
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// A server on an ephemeral loopback port; stops when dropped.
+struct Node {
+    addr: String,
+    locker: Arc<LocalLocker>,
+    stats: ServerStats,
+    _stop: oneshot::Sender<()>,
+}
+
+async fn start(locker: LocalLocker, config: ServerConfig) -> Node {
+    let locker = Arc::new(locker);
+    let server = LockServer::new(locker.clone(), config).expect("valid config");
+    let stats = server.stats();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().unwrap(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind loopback");
+    tokio::spawn(serve);
+    Node {
+        addr: bound.to_string(),
+        locker,
+        stats,
+        _stop: stop,
+    }
+}
+
+fn args(uid: &str, names: &[String]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names.to_vec().into(),
+        owner: "net_limits".into(),
+        source: "tests/net_limits.rs".into(),
+        quorum: 1,
+    }
+}
+
+async fn remote(node: &Node) -> RemoteLocker {
+    RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+        .await
+        .expect("connect")
+}
+
+/// Polls `check` every 10 ms, without blocking the runtime, for at most
+/// [`LIMIT`].
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let polls = tokio::time::timeout(LIMIT, async {
+        while !check() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    polls
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {LIMIT:?} waiting for {what}"));
+}
+
+/// Sends one request frame and returns the reply's text.
+async fn ask(stream: &mut TcpStream, payload: &[u8]) -> String {
+    stream.write_all(&frame(payload)).await.unwrap();
+    let reply = tokio::time::timeout(LIMIT, read_frame(stream, 64 * 1024))
+        .await
+        .expect("a reply in time")
+        .expect("a reply, not a closed connection");
+    String::from_utf8_lossy(&reply).into_owned()
+}
+
+#[tokio::test]
+async fn over_long_fields_are_refused_by_id_and_leave_nothing_behind() {
+    let node = start(LocalLocker::new(), ServerConfig::new(TOKEN)).await;
+    let (mut stream, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    let long_uid = vec![b'u'; 2_000_000];
+    let name: &[u8] = b"r";
+    let cases: Vec<(u8, Vec<u8>, String)> = vec![
+        (
+            OP_LOCK,
+            args_request(1, OP_LOCK, &long_uid, &[name], b"o", b"s"),
+            "uid of 2000000 bytes".into(),
+        ),
+        (
+            OP_UNLOCK,
+            args_request(2, OP_UNLOCK, &long_uid, &[name], b"o", b"s"),
+            "uid of 2000000 bytes".into(),
+        ),
+        (
+            OP_LOCK,
+            args_request(3, OP_LOCK, &[b'u'; MAX_UID_LEN + 1], &[name], b"o", b"s"),
+            format!("uid of {} bytes; at most {MAX_UID_LEN}", MAX_UID_LEN + 1),
+        ),
+        (
+            OP_LOCK,
+            args_request(4, OP_LOCK, b"u", &[name], &[b'o'; MAX_OWNER_LEN + 1], b"s"),
+            format!("owner of {} bytes", MAX_OWNER_LEN + 1),
+        ),
+        (
+            OP_LOCK,
+            args_request(5, OP_LOCK, b"u", &[name], b"o", &[b's'; 1_500_000]),
+            format!("source of 1500000 bytes; at most {MAX_SOURCE_LEN}"),
+        ),
+        (
+            OP_LOCK,
+            args_request(6, OP_LOCK, b"u", &vec![name; 100_000], b"o", b"s"),
+            "100000 resources in one lock".into(),
+        ),
+        (
+            OP_LOCK,
+            args_request(7, OP_LOCK, b"u", &[&[b'n'; 1025][..]], b"o", b"s"),
+            "resource name of 1025 bytes".into(),
+        ),
+    ];
+    for (op, payload, expected) in cases {
+        let reply = ask(&mut stream, &payload).await;
+        assert!(
+            reply.contains(&expected),
+            "op {op}: expected an error with {expected:?}, got {reply:?}"
+        );
+    }
+    assert!(node.locker.snapshot().is_empty(), "nothing was granted");
+    assert_eq!(node.stats.released_bytes(), 0, "no tombstone was kept");
+    // The connection is still served.
+    let health = ask(&mut stream, &request(8, OP_HEALTH)).await;
+    assert_eq!(health.as_bytes()[..2], [8, 2], "Health reply: {health:?}");
+    // At the limits exactly, all is well.
+    let ok = args_request(
+        9,
+        OP_LOCK,
+        &[b'u'; MAX_UID_LEN],
+        &[&[b'n'; 1024][..]],
+        &[b'o'; MAX_OWNER_LEN],
+        &[b's'; MAX_SOURCE_LEN],
+    );
+    assert_eq!(ask(&mut stream, &ok).await.as_bytes(), [9, 0, 1]);
+}
+
+#[tokio::test]
+async fn before_authentication_only_small_frames_are_read() {
+    let mut config = ServerConfig::new(TOKEN);
+    // Long, so that only the frame limit can close the connection in time.
+    config.handshake_timeout = Duration::from_secs(60);
+    let node = start(LocalLocker::new(), config).await;
+
+    let mut stream = TcpStream::connect(&node.addr).await.unwrap();
+    let claimed = (MAX_HELLO_FRAME as u32 + 1).to_be_bytes();
+    stream.write_all(&claimed).await.unwrap();
+    stream.write_all(&[0; 1024]).await.unwrap();
+    let reply = closed_within(&mut stream, LIMIT)
+        .await
+        .expect("an oversized first frame closes the connection at once");
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(
+        reply.contains(&format!("at most {MAX_HELLO_FRAME} bytes")),
+        "{reply:?}"
+    );
+
+    // The full frame size is available once authenticated.
+    let (mut stream, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    let names: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("{i:01024}").into_bytes())
+        .collect();
+    let names: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+    let big = args_request(1, OP_LOCK, b"big", &names, b"o", b"s");
+    assert!(big.len() > 1_000_000);
+    assert_eq!(ask(&mut stream, &big).await.as_bytes(), [1, 0, 1]);
+}
+
+#[tokio::test]
+async fn idle_unauthenticated_connections_cannot_keep_clients_out() {
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_connections = 4;
+    config.handshake_timeout = Duration::from_secs(60);
+    let node = start(LocalLocker::new(), config).await;
+    let first = remote(&node).await;
+    let name = vec!["held".to_string()];
+    assert!(first.lock(&args("u1", &name)).await.unwrap());
+
+    // 23 peers that never authenticate, more than the cap: each new one
+    // replaces the oldest, so at most 3 are open at any time.
+    let mut idle = Vec::new();
+    for _ in 0..23 {
+        idle.push(TcpStream::connect(&node.addr).await.unwrap());
+    }
+    for (i, stream) in idle.iter_mut().take(20).enumerate() {
+        closed_within(stream, LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("idle connection {i} was kept: {e}"));
+    }
+    eventually("the cap is respected", || node.stats.connections() == 4).await;
+    // The authenticated client was not disturbed, and a new one gets in.
+    assert!(first.refresh(&args("u1", &name)).await.unwrap());
+    let second = remote(&node).await;
+    assert!(second.is_online());
+    assert!(second
+        .lock(&args("u2", &["other".to_string()]))
+        .await
+        .unwrap());
+
+    // When every slot is authenticated, a new connection is closed at once.
+    let (_third, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    let (_fourth, _) = authenticate(&node.addr, TOKEN).await.unwrap();
+    eventually("four authenticated", || node.stats.connections() == 4).await;
+    let mut fifth = TcpStream::connect(&node.addr).await.unwrap();
+    closed_within(&mut fifth, LIMIT)
+        .await
+        .expect("a connection beyond four authenticated ones is closed");
+    assert!(second
+        .refresh(&args("u2", &["other".to_string()]))
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
+async fn the_bytes_of_one_connection_and_of_all_are_limited() {
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_bytes_per_connection = 7 << 20;
+    config.max_lock_bytes = 10 << 20;
+    let node = start(LocalLocker::new(), config).await;
+    // 1000 names of 1 KiB: about 1.9 MB charged per lock (each name with
+    // the table's worst-case cost per name, issue #21).
+    let big_lock =
+        |n: usize| -> Vec<String> { (0..1000).map(|i| format!("{n}-{i:01020}")).collect() };
+    let first = remote(&node).await;
+    for n in 0..3 {
+        assert!(first
+            .lock(&args(&format!("a{n}"), &big_lock(n)))
+            .await
+            .unwrap());
+    }
+    let err = first
+        .lock(&args("a3", &big_lock(3)))
+        .await
+        .expect_err("over the connection's bytes");
+    assert!(err.to_string().contains("over its limit"), "{err}");
+    assert!(node.stats.lock_bytes() <= 7 << 20);
+    // Unlocking frees the charge.
+    assert!(first.unlock(&args("a0", &big_lock(0))).await.unwrap());
+    assert!(first.lock(&args("a3", &big_lock(3))).await.unwrap());
+
+    // Reconnecting does not escape the total: the locks stay charged.
+    let mut refused = None;
+    for n in 10..20 {
+        let client = remote(&node).await;
+        if let Err(err) = client.lock(&args(&format!("b{n}"), &big_lock(n))).await {
+            refused = Some(err);
+            break;
+        }
+    }
+    let err = refused.expect("the total limit refused a lock");
+    assert!(err.to_string().contains("lock table is full"), "{err}");
+    assert!(node.stats.lock_bytes() <= 10 << 20);
+    let entries = node.locker.snapshot().len();
+    assert!(entries <= 5_000, "{entries} entries");
+}
+
+#[tokio::test]
+async fn a_quarantine_regrant_by_refresh_counts_against_the_connection() {
+    let locker = LocalLocker::with_config(
+        "restarted",
+        LockerConfig {
+            validity: Duration::from_secs(60),
+            quarantine: Duration::from_secs(60),
+        },
+    );
+    locker.restart();
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_entries_per_connection = 3;
+    let node = start(locker, config).await;
+    let client = remote(&node).await;
+    // Each re-grant answers the quarantine (it must not count) but creates
+    // the entries, and is charged for them.
+    let quarantined = |r: Result<bool, quorum_lock::Error>| matches!(&r, Err(e) if e.to_string().contains("refusing new grants"));
+    for i in 0..3 {
+        let held = args(&format!("fresh-{i}"), &[format!("r{i}")]);
+        let answer = client.refresh_mode(&held, LockMode::Write).await;
+        assert!(quarantined(answer.clone()), "{answer:?}");
+    }
+    assert_eq!(node.locker.snapshot().len(), 3);
+    let err = client
+        .refresh_mode(&args("fresh-3", &["r3".to_string()]), LockMode::Write)
+        .await
+        .expect_err("a fourth re-grant is over the limit");
+    assert!(err.to_string().contains("already holds 3 locks"), "{err}");
+    assert_eq!(node.locker.snapshot().len(), 3);
+    // Refreshing what it holds is still fine (and still not counted).
+    let answer = client
+        .refresh_mode(&args("fresh-0", &["r0".to_string()]), LockMode::Write)
+        .await;
+    assert!(quarantined(answer.clone()), "{answer:?}");
+    assert_eq!(node.locker.snapshot().len(), 3);
+}
+
+#[tokio::test]
+async fn the_client_learns_the_servers_validity_in_the_handshake() {
+    let locker = LocalLocker::with_config(
+        "short",
+        LockerConfig {
+            validity: Duration::from_secs(7),
+            ..LockerConfig::default()
+        },
+    );
+    let node = start(locker, ServerConfig::new(TOKEN)).await;
+    let client = remote(&node).await;
+    assert_eq!(client.validity(), Some(Duration::from_secs(7)));
+
+    // A coordinator refuses a lease the server would not honour.
+    let locker: Arc<dyn NetLocker> = Arc::new(client);
+    let too_long = Lease {
+        validity: Duration::from_secs(8),
+        refresh_interval: Duration::from_secs(1),
+        safety_margin: Duration::from_secs(1),
+    };
+    let Err(err) = Dsync::builder(vec![locker.clone()]).lease(too_long).build() else {
+        panic!("a lease longer than the server's validity was accepted");
+    };
+    assert!(
+        err.to_string().contains("must not exceed the validity"),
+        "{err}"
+    );
+    let fitting = Lease {
+        validity: Duration::from_secs(7),
+        ..too_long
+    };
+    let ds = Dsync::builder(vec![locker])
+        .lease(fitting)
+        .build()
+        .expect("a lease within the server's validity");
+    let guard = ds.rw_mutex(["fits"]).unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
+
+    // Before any handshake succeeded, nothing is claimed.
+    let nowhere = {
+        let probe = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        probe.local_addr().unwrap().to_string()
+    };
+    let offline = RemoteLocker::connect(nowhere, RemoteConfig::new(TOKEN))
+        .await
+        .unwrap();
+    assert_eq!(offline.validity(), None);
+}

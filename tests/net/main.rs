@@ -1,0 +1,14 @@
+//! The network transport in one process (feature `net`): the wire format
+//! against malformed and hostile input, the server's limits, races between
+//! connections, reconnects, TLS, and the validity a server announces.
+
+#[cfg(feature = "net")]
+#[path = "../net_support/wire.rs"]
+mod wire;
+
+mod fuzz;
+mod late_validity;
+mod limits;
+mod races;
+mod reconnect;
+mod transport;

@@ -1,0 +1,18 @@
+//! Redis nodes as lockers (features `redis` and `testing`), against real
+//! `redis-server` processes that each test starts on a free loopback port
+//! (skipped, saying why, when `redis-server` is not installed, unless
+//! `QUORUM_LOCK_REQUIRE_REDIS` is set).
+
+#[cfg(feature = "testing")]
+#[path = "../harness/mod.rs"]
+mod harness;
+#[cfg(all(feature = "redis", feature = "testing"))]
+#[path = "../redis_support/mod.rs"]
+mod redis_support;
+
+mod faults;
+mod fencing;
+mod locker;
+mod node;
+mod safety;
+mod waiting;

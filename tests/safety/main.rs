@@ -1,0 +1,11 @@
+//! The safety checks: randomized fault schedules checked against a history
+//! (feature `testing`; `SAFETY_SEEDS`/`SAFETY_OPS` scale them), and the
+//! exhaustive model check of the locker protocol (`MODEL_FULL=1` explores
+//! the larger configurations).
+
+#[cfg(feature = "testing")]
+#[path = "../harness/mod.rs"]
+mod harness;
+
+mod model_check;
+mod safety_randomized;
