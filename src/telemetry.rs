@@ -48,7 +48,7 @@ pub(crate) fn outcome<T>(result: &Result<T, Error>) -> &'static str {
     AcquireOutcome::of(result).label()
 }
 
-/// The metric names, as exported; the README lists them with their meaning.
+/// The metric names, as exported; docs/metrics.md lists them with their meaning.
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub mod names {
     /// Histogram, seconds, by `mode` and `outcome`: how long `lock()`,

@@ -11,7 +11,7 @@
 //! Every locker compares two tickets the same way, so a waiter that is first
 //! in line on one locker is first on every locker it reached: split grants
 //! between two waiters resolve in favour of the older one instead of
-//! deadlocking (see the crate README's "Fair waiting" section).
+//! deadlocking (see "Fair waiting (FIFO)" in the repository's docs/guarantees.md).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
