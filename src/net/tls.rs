@@ -20,12 +20,15 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 /// private key.
 ///
 /// ```
-/// let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-/// let tls = quorum_lock::net::ServerTls::from_pem(
-///     cert.cert.pem().as_bytes(),
-///     cert.signing_key.serialize_pem().as_bytes(),
-/// );
-/// assert!(tls.is_ok());
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+/// // A certificate and its key, as `quorum-lock certs` writes them.
+/// let cert = std::fs::read(dir.join("test-cert.pem"))?;
+/// let key = std::fs::read(dir.join("test-key.pem"))?;
+/// let tls = quorum_lock::net::ServerTls::from_pem(&cert, &key)?;
+/// # drop(tls);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct ServerTls {

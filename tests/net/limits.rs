@@ -56,7 +56,7 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
         uid: uid.into(),
         resources: names.to_vec().into(),
         owner: "net_limits".into(),
-        source: "tests/net_limits.rs".into(),
+        source: "tests/net/limits.rs".into(),
         quorum: 1,
     }
 }

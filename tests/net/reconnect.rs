@@ -96,7 +96,7 @@ fn args(uid: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec!["r".to_string()].into(),
         owner: "test".into(),
-        source: "tests/net_reconnect.rs".into(),
+        source: "tests/net/reconnect.rs".into(),
         quorum: 1,
     }
 }

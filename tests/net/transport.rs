@@ -50,7 +50,7 @@ fn args(uid: &str, resource: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![resource.to_string()].into(),
         owner: "test".into(),
-        source: "tests/transport.rs".into(),
+        source: "tests/net/transport.rs".into(),
         quorum: 1,
     }
 }

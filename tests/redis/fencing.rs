@@ -20,7 +20,7 @@ fn args(uid: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec!["fenced".to_owned()].into(),
         owner: "test".into(),
-        source: "tests/redis_fencing.rs".into(),
+        source: "tests/redis/fencing.rs".into(),
         quorum: 1,
     }
 }

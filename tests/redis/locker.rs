@@ -40,7 +40,7 @@ async fn an_entry_nobody_refreshes_expires_on_the_redis_clock() {
         uid: uid.into(),
         resources: vec!["expiring".to_owned()].into(),
         owner: "test".into(),
-        source: "tests/redis_locker.rs".into(),
+        source: "tests/redis/locker.rs".into(),
         quorum: 1,
     };
     assert!(redis.rlock(&args("reader-1")).await.unwrap());
@@ -228,7 +228,7 @@ fn runtimes_args(uid: &str) -> quorum_lock::LockArgs {
         uid: uid.into(),
         resources: vec!["runtimes".to_owned()].into(),
         owner: "test".into(),
-        source: "tests/redis_locker.rs".into(),
+        source: "tests/redis/locker.rs".into(),
         quorum: 1,
     }
 }

@@ -22,7 +22,7 @@ fn args(uid: &str, resource: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![resource.to_owned()].into(),
         owner: "test".into(),
-        source: "tests/redis_node.rs".into(),
+        source: "tests/redis/node.rs".into(),
         quorum: 1,
     }
 }

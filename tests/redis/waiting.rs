@@ -41,7 +41,7 @@ fn args(uid: &str, resource: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![resource.to_owned()].into(),
         owner: "test".into(),
-        source: "tests/redis_waiting.rs".into(),
+        source: "tests/redis/waiting.rs".into(),
         quorum: 1,
     }
 }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::support::{cli, dsync, nodes, Finished, Scratch, Server, ADMIN, TOKEN};
+use crate::support::{cli, dsync, nodes, wait_until, Finished, Scratch, Server, ADMIN, TOKEN};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -33,7 +33,15 @@ async fn locks_lists_and_force_unlock_frees_across_the_servers() {
     let writer = ds.rw_mutex(["reports/1"]).unwrap().lock().await.unwrap();
     let reader = ds.rw_mutex(["config"]).unwrap().read().await.unwrap();
 
-    let listed = locks(&dir, &nodes);
+    // lock() returns once a quorum granted; the third server's grant may
+    // land a moment later, so wait for the state the checks need.
+    let mut listed = locks(&dir, &nodes);
+    tokio::task::block_in_place(|| {
+        wait_until(LIMIT, "every server to list reports/1", || {
+            listed = locks(&dir, &nodes);
+            row(&listed.stdout, "reports/1").is_some_and(|line| line.contains("3/3"))
+        })
+    });
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let header = listed.stdout.lines().next().unwrap_or_default();
     for column in ["RESOURCE", "MODE", "OWNER", "AGE", "NODES", "UID", "SOURCE"] {
@@ -90,8 +98,13 @@ async fn locks_lists_and_force_unlock_frees_across_the_servers() {
     assert_eq!(after.code, Some(0), "{after:?}");
     assert!(row(&after.stdout, "config").is_some(), "{after:?}");
     reader.unlock().await.unwrap();
-    let empty = locks(&dir, &nodes);
-    assert!(row(&empty.stdout, "config").is_none(), "{empty:?}");
+    // unlock() returns once a quorum released; the last server may list the
+    // entry a moment longer.
+    tokio::task::block_in_place(|| {
+        wait_until(LIMIT, "config to be released everywhere", || {
+            row(&locks(&dir, &nodes).stdout, "config").is_none()
+        })
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

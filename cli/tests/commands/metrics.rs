@@ -151,7 +151,7 @@ fn args(uid: &str, resource: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![resource.to_owned()].into(),
         owner: "metrics-test".into(),
-        source: "tests/net_metrics.rs".into(),
+        source: "cli/tests/commands/metrics.rs".into(),
         quorum: 1,
     }
 }

@@ -25,7 +25,7 @@ fn args(uid: &str, name: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![name.to_string()].into(),
         owner: "net_versions".into(),
-        source: "tests/net_versions.rs".into(),
+        source: "cli/tests/commands/versions.rs".into(),
         quorum: 1,
     }
 }

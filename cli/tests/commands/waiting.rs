@@ -29,7 +29,7 @@ fn args(uid: &str, name: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![name.to_string()].into(),
         owner: "net_waiting".into(),
-        source: "tests/net_waiting.rs".into(),
+        source: "cli/tests/commands/waiting.rs".into(),
         quorum: 1,
     }
 }
