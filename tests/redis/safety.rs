@@ -578,7 +578,7 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
 
 fn replay(seed: u64, ops: usize) -> String {
     format!(
-        "replay: REDIS_SAFETY_SEED={seed} REDIS_SAFETY_OPS={ops} cargo test --all-features --test redis_safety"
+        "replay: REDIS_SAFETY_SEED={seed} REDIS_SAFETY_OPS={ops} cargo test --all-features --test redis safety::"
     )
 }
 

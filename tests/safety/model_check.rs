@@ -90,9 +90,9 @@
 //! draw is `max(counter + 1, floor, wall)` with floors above `wall + eps`
 //! (eps = quarantine / 4) refused.
 //!
-//! `cargo test --test model_check -- --nocapture` runs the default bounds
+//! `cargo test --test safety model_check -- --nocapture` runs the default bounds
 //! (about 25 s in a debug build) and prints the state counts and traces;
-//! `MODEL_FULL=1 cargo test --release --test model_check full --
+//! `MODEL_FULL=1 cargo test --release --test safety model_check::full --
 //! --nocapture` adds the larger ones (about 5 minutes); the ignored test
 //! `custom` takes every bound from `M_*` variables.
 
@@ -1999,7 +1999,7 @@ fn env_u8(name: &str) -> Option<u8> {
 }
 
 /// Exploration with every bound from the environment (`M_*`), for
-/// trying configurations: `cargo test --release --test model_check --
+/// trying configurations: `cargo test --release --test safety model_check::custom --
 /// --ignored custom --nocapture`.
 #[test]
 #[ignore]
@@ -2148,7 +2148,7 @@ fn old_fencing_breaks_token_order() {
 
 /// The larger configurations, when `MODEL_FULL` is set (minutes in a
 /// debug build; run them with `--release`):
-/// `MODEL_FULL=1 cargo test --release --test model_check full -- --nocapture`.
+/// `MODEL_FULL=1 cargo test --release --test safety model_check::full -- --nocapture`.
 #[test]
 fn full() {
     if std::env::var_os("MODEL_FULL").is_none() {

@@ -12,7 +12,7 @@
 //! of CPU in debug, mostly locker calls (polling waiters, and releases that
 //! keep retrying on faulty nodes). A longer soak, about 75 s per million
 //! operations in release on two cores:
-//! `SAFETY_SEEDS=2000 SAFETY_OPS=3000 cargo test --release --all-features --test safety_randomized`.
+//! `SAFETY_SEEDS=2000 SAFETY_OPS=3000 cargo test --release --all-features --test safety safety_randomized::`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -620,7 +620,7 @@ fn replay(seed: u64, ops: usize, mix: Mix) -> String {
         }
     };
     format!(
-        "replay: SAFETY_SEED={seed} SAFETY_OPS={ops} cargo test --all-features --test safety_randomized {test}"
+        "replay: SAFETY_SEED={seed} SAFETY_OPS={ops} cargo test --all-features --test safety safety_randomized::{test}"
     )
 }
 
