@@ -286,8 +286,9 @@ pub struct ClientArgs {
 #[derive(Debug, Args)]
 pub struct RedisArgs {
     /// Comma-separated Redis nodes instead of lock servers (--nodes), as
-    /// redis://[user:password@]host:port[/db] or rediss://... for TLS, the
-    /// same list on every client. Each node is a standalone Redis server
+    /// redis://host:port or redis://user:password@host:port/db (user,
+    /// password and database optional), rediss://... for TLS, the same
+    /// list on every client. Each node is a standalone Redis server
     /// (6 or later, not a replica, not a cluster, maxmemory-policy
     /// noeviction); a write lock needs a majority of them. Percent-encode a
     /// comma in a password as %2C. Passwords are never shown in output or
