@@ -43,6 +43,10 @@ pub enum Command {
     /// and locks (needs the admin token).
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
+    /// Make a CA and TLS certificates for lock servers, and client
+    /// certificates for mutual TLS, as PEM files.
+    #[command(after_help = CERTS_EXAMPLES)]
+    Certs(CertsArgs),
 }
 
 /// Shown after the command list of `quorum-lock --help`. The exit codes
@@ -163,6 +167,23 @@ Examples:
 
 Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
 holding it stops its command and exits with 75.";
+
+const CERTS_EXAMPLES: &str = "\
+Examples:
+  # a CA, one certificate per server, one client certificate
+  quorum-lock certs --dir tls --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 --client app
+  # later, with the same CA: a fourth server, a new certificate for another
+  quorum-lock certs --dir tls --node db4.example.net:7070
+  quorum-lock certs --dir tls --node 10.0.0.2:7070 --force
+
+The first run in a directory makes the CA (ca.pem, and ca-key.pem, which
+signs certificates and belongs somewhere safe, not on the servers); later
+runs sign with it. Each server's certificate names its host as clients list
+it in --nodes (a DNS name or an IP address), so every server has its own
+and clients check each one by its host. Key files are written with mode
+600; existing files are refused unless --force, which never replaces the
+CA. The command prints the files and the server and client flags that use
+them.";
 
 /// The shared secrets, from files (preferred), flags or the environment.
 #[derive(Debug, Args)]
@@ -398,6 +419,36 @@ pub struct ForceUnlockArgs {
     /// The lock names to force open.
     #[arg(value_name = "NAME", required_unless_present = "uid", num_args = 1..)]
     pub names: Vec<String>,
+}
+
+/// Flags of `certs`.
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Directory of the files, created (mode 700) if missing. Its ca.pem
+    /// and ca-key.pem are the CA: made by the first run, used by later ones.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// A lock server to make a certificate for, by its host as clients list
+    /// it (a DNS name or an IP address), with or without the port;
+    /// repeatable. One certificate per host.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub node: Vec<String>,
+    /// Lock servers as a comma-separated list, as the client commands'
+    /// --nodes.
+    #[arg(long, value_name = "A,B,C")]
+    pub nodes: Option<String>,
+    /// Also make a client certificate for mutual TLS, named NAME
+    /// (client-NAME.pem and client-NAME-key.pem); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub client: Vec<String>,
+    /// How many days the server and client certificates are valid. A new CA is
+    /// valid for 10 years, or as long as these if longer.
+    #[arg(long, value_name = "N", default_value_t = 730, value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub days: u32,
+    /// Replace server and client files that exist. The CA is never
+    /// replaced: for a new one, use a new --dir.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Parses a byte size: "4096", "512KiB", "64MiB", "1GiB" (also KB, MB and
