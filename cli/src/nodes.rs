@@ -115,7 +115,8 @@ pub fn remote_config(args: &ClientArgs, admin: bool) -> Result<RemoteConfig, Fai
     if let Some(ca) = &args.tls_ca {
         let pem = std::fs::read(ca)
             .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
-        let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
+        let tls = quorum_lock::net::ClientTls::new(&pem)
+            .and_then(|tls| tls.server_name(&args.tls_server_name))
             .map_err(|e| Failure::usage(e.to_string()))?;
         config.tls = Some(tls);
     }

@@ -34,6 +34,7 @@
 
 mod client;
 mod conn;
+mod connect;
 mod io;
 mod ledger;
 mod metrics;

@@ -1,6 +1,7 @@
 //! The network transport in one process (feature `net`): the wire format
 //! against malformed and hostile input, the server's limits, races between
-//! connections, reconnects, TLS, and the validity a server announces.
+//! connections, reconnects, TLS (per-node names, mutual TLS), and the
+//! validity a server announces.
 
 #[cfg(feature = "net")]
 #[path = "../net_support/wire.rs"]
@@ -11,4 +12,5 @@ mod late_validity;
 mod limits;
 mod races;
 mod reconnect;
+mod tls;
 mod transport;
