@@ -163,6 +163,9 @@ impl Drop for Shared {
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
 ///
+/// [`connect_all`](super::connect_all) makes one per server of a cluster;
+/// one at a time:
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use quorum_lock::{Dsync, NetLocker};

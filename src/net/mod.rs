@@ -48,6 +48,7 @@ mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
+pub use connect::connect_all;
 pub use server::{
     LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
 };

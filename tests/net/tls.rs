@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{
-    ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
+    connect_all, ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
-use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
@@ -228,4 +228,68 @@ async fn mutual_tls_refuses_a_certificate_from_another_ca() {
         .expect("an offline locker, not an error");
     let why = refusal(&locker);
     assert!(why.contains("refused this client's certificate"), "{why}");
+}
+
+#[tokio::test]
+async fn connect_all_fails_when_certificates_alone_prevent_a_quorum() {
+    let nodes = [
+        mutual_server().await,
+        mutual_server().await,
+        mutual_server().await,
+    ];
+    let endpoints: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("localhost:{}", n.port))
+        .collect();
+    let without = ClientTls::new(CA).expect("client tls");
+    let err = connect_all(&endpoints, config(without))
+        .await
+        .err()
+        .expect("no server admits this client");
+    assert!(matches!(err, Error::Tls { .. }), "{err}");
+    assert!(
+        err.to_string().contains("requires a client certificate"),
+        "{err}"
+    );
+
+    let with = ClientTls::new(CA)
+        .and_then(|tls| tls.client_cert(CLIENT_CERT, CLIENT_KEY))
+        .expect("client tls");
+    let lockers = connect_all(&endpoints, config(with))
+        .await
+        .expect("connect");
+    assert!(lockers.iter().all(|l| l.is_online()));
+    let ds = Dsync::new(lockers).expect("dsync");
+    let guard = ds
+        .rw_mutex(["over-mutual-tls"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    assert!(nodes.iter().all(|n| n.locker.snapshot().len() == 1));
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn connect_all_goes_on_when_a_minority_refuses_tls() {
+    // Two servers admit the client; the third has a certificate the client
+    // does not trust, as after a botched rotation on one node.
+    let nodes = [
+        localhost_server().await,
+        localhost_server().await,
+        serve(ServerTls::from_pem(SELF_SIGNED, SELF_SIGNED_KEY).expect("server tls")).await,
+    ];
+    let endpoints: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("localhost:{}", n.port))
+        .collect();
+    let tls = ClientTls::new(CA).expect("client tls");
+    let lockers = connect_all(&endpoints, config(tls))
+        .await
+        .expect("a quorum");
+    let online: Vec<bool> = lockers.iter().map(|l| l.is_online()).collect();
+    assert_eq!(online, [true, true, false]);
+    let ds = Dsync::new(lockers).expect("dsync");
+    let guard = ds.rw_mutex(["two-of-three"]).unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
 }
