@@ -77,15 +77,16 @@ Exit codes:
   75       run: the lock was lost while the command ran (the command was
            stopped), or --timeout passed before the lock was granted
   77       a server rejected the token, or it is not the admin token; or
-           too few Redis nodes answered and some refused the password
+           too few nodes answered and some refused the credentials (Redis:
+           the password; lock servers: TLS over a certificate)
   126/127  run: the command cannot be executed / was not found
   128+N    run: stopped by signal N (e.g. 130 after Ctrl-C)
   other    run: the command's own exit code
 
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
 QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE, QUORUM_LOCK_TLS_CA,
-QUORUM_LOCK_REDIS, QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in
-for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
+QUORUM_LOCK_TLS_CERT, QUORUM_LOCK_TLS_KEY, QUORUM_LOCK_REDIS,
+QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
 
 const SERVER_EXAMPLES: &str = "\
 Examples:
@@ -156,8 +157,9 @@ longer, and how many entries it holds; then its locks, with their age and
 the time since their holder last refreshed them. A holder refreshes every
 validity/6: a lock not refreshed for much longer has lost its holder and
 will expire. Servers older than protocol version 4 cannot say how long
-their quarantine lasts. Exits with 69 when no server answered, and with 77
-when the token is not the admin token.";
+their quarantine lasts. Exits with 69 when no server answered (77 when
+servers refused TLS over a certificate), and with 77 when the token is not
+the admin token.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
@@ -262,11 +264,18 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_waiters_per_connection: u32,
     /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
+    /// Its certificate must name the host clients list for this server
+    /// (see `quorum-lock certs`).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: admit only clients that present a certificate signed by
+    /// a CA in this PEM file (their --tls-cert); others are refused during
+    /// the TLS handshake. Clients still need the token.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Serve Prometheus metrics over plain HTTP on this address, e.g.
     /// 127.0.0.1:9464 (any path answers). Unauthenticated: bind it where
     /// only the scraper can reach it. Default: no endpoint.
@@ -290,17 +299,33 @@ pub struct ClientArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,
     /// Connect to lock servers with TLS, trusting the CA certificates in
-    /// this PEM file (for Redis, see --redis-ca).
+    /// this PEM file (for Redis, see --redis-ca). Each server's certificate
+    /// must name its host as given in --nodes: a DNS name, or an IP address.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
-    /// The name the servers' certificates must carry (default: localhost).
+    /// Mutual TLS: present this PEM client certificate to the servers
+    /// (needs --tls-key and --tls-ca), for servers started with
+    /// --tls-client-ca.
     #[arg(
         long,
-        value_name = "NAME",
-        default_value = "localhost",
-        requires = "tls_ca"
+        value_name = "FILE",
+        env = "QUORUM_LOCK_TLS_CERT",
+        requires_all = ["tls_key", "tls_ca"]
     )]
-    pub tls_server_name: String,
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "QUORUM_LOCK_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Expect this name on every server's certificate instead of each
+    /// node's host (kept for setups where all servers share one
+    /// certificate; earlier versions expected localhost unless told).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
 }
 
 /// Redis nodes instead of lock servers.
