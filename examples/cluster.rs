@@ -6,8 +6,8 @@
 //!
 //! Starts the servers as brand-new nodes (no quarantine, like
 //! `quorum-lock server --no-quarantine`), gives each client its own `Dsync`
-//! with one `RemoteLocker` per server, and lets the clients contend for one
-//! lock for a few seconds. Under the lock each does a racy
+//! with one `RemoteLocker` per server (`connect_all`), and lets the clients
+//! contend for one lock for a few seconds. Under the lock each does a racy
 //! read-pause-write on a shared counter, so any overlap would lose an
 //! update. Prints locks per client and the longest wait, then shuts the
 //! servers down.
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{Dsync, LocalLocker, NetLocker};
+use quorum_lock::net::{connect_all, LockServer, RemoteConfig, ServerConfig};
+use quorum_lock::{Dsync, LocalLocker};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -119,12 +119,7 @@ async fn main() -> Result<(), BoxError> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     for c in 0..s.clients {
-        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
-        for addr in &addrs {
-            lockers.push(Arc::new(
-                RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)).await?,
-            ));
-        }
+        let lockers = connect_all(&addrs, RemoteConfig::new(TOKEN)).await?;
         let ds = Dsync::builder(lockers)
             .owner(format!("client-{c}"))
             .build()?;

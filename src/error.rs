@@ -103,6 +103,24 @@ pub enum Error {
         reason: String,
     },
 
+    /// TLS with a lock server failed over a certificate: the server refused
+    /// this client's certificate, or wanted one and got none (mutual TLS),
+    /// or this client refused the server's (not signed by a trusted CA, not
+    /// for the host connected to, expired). The reason says which, and
+    /// what to change: the CAs trusted (`ClientTls::new`), the client's
+    /// certificate (`ClientTls::client_cert`), the name expected
+    /// (`ClientTls::server_name`), or the server's certificate. Returned by
+    /// `RemoteLocker::connect_error` and `net::connect_all` (feature
+    /// `tls`); the locker keeps retrying, since a server may be given a new
+    /// certificate.
+    #[error("TLS with lock server {endpoint} failed: {reason}")]
+    Tls {
+        /// The server.
+        endpoint: String,
+        /// What failed, and what to change.
+        reason: String,
+    },
+
     /// A locker does not implement an optional capability, such as fencing
     /// tokens. Use lock servers of a version that does, or do without it.
     #[error("locker {endpoint} does not support {what}; upgrade it or do without {what}")]
@@ -144,8 +162,10 @@ impl Error {
 
     /// Whether trying the same call again may succeed.
     ///
-    /// Invalid arguments and a missing runtime are permanent; everything else
-    /// can change as lock holders leave and servers come back.
+    /// Invalid arguments, a missing runtime, rejected credentials (token or
+    /// TLS certificate) and missing capabilities are permanent until a
+    /// setting changes; everything else can change as lock holders leave
+    /// and servers come back.
     ///
     /// ```
     /// use quorum_lock::Error;
@@ -158,6 +178,7 @@ impl Error {
             Error::InvalidArgument(_)
                 | Error::NoRuntime
                 | Error::Unauthorized { .. }
+                | Error::Tls { .. }
                 | Error::Unsupported { .. }
         )
     }

@@ -26,6 +26,59 @@
 //! # }
 //! ```
 //!
+#![cfg_attr(
+    not(feature = "net"),
+    doc = "Over the network (feature `net`), each node runs a lock server and the
+coordinator reaches each through a remote locker: see the `net` module.
+"
+)]
+#![cfg_attr(
+    feature = "net",
+    doc = r##"
+Over the network (feature `net`), each node runs a lock server (the
+`quorum-lock server` command, or [`LockServer`](net::LockServer) inside a
+program) and the coordinator reaches each through a
+[`RemoteLocker`](net::RemoteLocker); [`net::connect_all`] makes one per
+server. Servers that are down are not an error: their lockers connect in
+the background, and the cluster works while a quorum is up.
+
+```
+use quorum_lock::Dsync;
+use quorum_lock::net::{connect_all, RemoteConfig};
+# use std::sync::Arc;
+# use quorum_lock::LocalLocker;
+# use quorum_lock::net::{LockServer, ServerConfig};
+
+# #[tokio::main(flavor = "current_thread")]
+# async fn main() -> Result<(), Box<dyn std::error::Error>> {
+# // Three lock servers in this process, where a cluster has three machines.
+# let mut nodes = Vec::new();
+# for _ in 0..3 {
+#     let server = LockServer::new(Arc::new(LocalLocker::new()), ServerConfig::new("s3cret"))?;
+#     let (addr, serve) = server.bind("127.0.0.1:0".parse()?, std::future::pending()).await?;
+#     tokio::spawn(serve);
+#     nodes.push(addr.to_string());
+# }
+// The same servers, in the same order, on every client:
+// ["10.0.0.1:7070", "10.0.0.2:7070", "10.0.0.3:7070"], say.
+let lockers = connect_all(&nodes, RemoteConfig::new("s3cret")).await?;
+let ds = Dsync::new(lockers)?;
+
+let guard = ds.rw_mutex(["invoices/2026-11"])?.lock().await?; // granted by 2 of 3 servers
+// ... do the work the lock protects ...
+guard.unlock().await?;
+# Ok(())
+# }
+```
+"##
+)]
+#![cfg_attr(
+    feature = "tls",
+    doc = "With the feature `tls` the connections can be TLS, mutual TLS too:
+[`net::ServerTls`] and [`net::ClientTls`].
+"
+)]
+//!
 //! # How acquiring works
 //!
 //! `lock()` and `read()` wait in line ([`Waiting::Push`], the default). The
@@ -55,7 +108,9 @@
 //!   that grows between conflicting holders; a resource that checks it
 //!   ([`FencingGate`]) refuses the stalled holder's late work.
 //! * **Lock servers keep state in memory.** A server that restarts forgets
-//!   its entries; see the crate README for the fault model.
+//!   its entries, and refuses new grants for a while to make up for it;
+//!   the repository's docs/guarantees.md states the fault model (its
+//!   assumptions and what is not guaranteed).
 //!
 //! # Cancel safety
 //!

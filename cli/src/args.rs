@@ -43,6 +43,10 @@ pub enum Command {
     /// and locks (needs the admin token).
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
+    /// Make a CA and TLS certificates for lock servers, and client
+    /// certificates for mutual TLS, as PEM files.
+    #[command(after_help = CERTS_EXAMPLES)]
+    Certs(CertsArgs),
 }
 
 /// Shown after the command list of `quorum-lock --help`. The exit codes
@@ -73,15 +77,16 @@ Exit codes:
   75       run: the lock was lost while the command ran (the command was
            stopped), or --timeout passed before the lock was granted
   77       a server rejected the token, or it is not the admin token; or
-           too few Redis nodes answered and some refused the password
+           too few nodes answered and some refused the credentials (Redis:
+           the password; lock servers: TLS over a certificate)
   126/127  run: the command cannot be executed / was not found
   128+N    run: stopped by signal N (e.g. 130 after Ctrl-C)
   other    run: the command's own exit code
 
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
 QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE, QUORUM_LOCK_TLS_CA,
-QUORUM_LOCK_REDIS, QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in
-for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
+QUORUM_LOCK_TLS_CERT, QUORUM_LOCK_TLS_KEY, QUORUM_LOCK_REDIS,
+QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
 
 const SERVER_EXAMPLES: &str = "\
 Examples:
@@ -152,8 +157,9 @@ longer, and how many entries it holds; then its locks, with their age and
 the time since their holder last refreshed them. A holder refreshes every
 validity/6: a lock not refreshed for much longer has lost its holder and
 will expire. Servers older than protocol version 4 cannot say how long
-their quarantine lasts. Exits with 69 when no server answered, and with 77
-when the token is not the admin token.";
+their quarantine lasts. Exits with 69 when no server answered (77 when
+servers refused TLS over a certificate), and with 77 when the token is not
+the admin token.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
@@ -163,6 +169,23 @@ Examples:
 
 Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
 holding it stops its command and exits with 75.";
+
+const CERTS_EXAMPLES: &str = "\
+Examples:
+  # a CA, one certificate per server, one client certificate
+  quorum-lock certs --dir tls --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 --client app
+  # later, with the same CA: a fourth server, a new certificate for another
+  quorum-lock certs --dir tls --node db4.example.net:7070
+  quorum-lock certs --dir tls --node 10.0.0.2:7070 --force
+
+The first run in a directory makes the CA (ca.pem, and ca-key.pem, which
+signs certificates and belongs somewhere safe, not on the servers); later
+runs sign with it. Each server's certificate names its host as clients list
+it in --nodes (a DNS name or an IP address), so every server has its own
+and clients check each one by its host. Key files are written with mode
+600; existing files are refused unless --force, which never replaces the
+CA. The command prints the files and the server and client flags that use
+them.";
 
 /// The shared secrets, from files (preferred), flags or the environment.
 #[derive(Debug, Args)]
@@ -241,11 +264,18 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_waiters_per_connection: u32,
     /// Serve TLS only, with this PEM certificate chain (needs --tls-key).
+    /// Its certificate must name the host clients list for this server
+    /// (see `quorum-lock certs`).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: admit only clients that present a certificate signed by
+    /// a CA in this PEM file (their --tls-cert); others are refused during
+    /// the TLS handshake. Clients still need the token.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Serve Prometheus metrics over plain HTTP on this address, e.g.
     /// 127.0.0.1:9464 (any path answers). Unauthenticated: bind it where
     /// only the scraper can reach it. Default: no endpoint.
@@ -269,25 +299,42 @@ pub struct ClientArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,
     /// Connect to lock servers with TLS, trusting the CA certificates in
-    /// this PEM file (for Redis, see --redis-ca).
+    /// this PEM file (for Redis, see --redis-ca). Each server's certificate
+    /// must name its host as given in --nodes: a DNS name, or an IP address.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
-    /// The name the servers' certificates must carry (default: localhost).
+    /// Mutual TLS: present this PEM client certificate to the servers
+    /// (needs --tls-key and --tls-ca), for servers started with
+    /// --tls-client-ca.
     #[arg(
         long,
-        value_name = "NAME",
-        default_value = "localhost",
-        requires = "tls_ca"
+        value_name = "FILE",
+        env = "QUORUM_LOCK_TLS_CERT",
+        requires_all = ["tls_key", "tls_ca"]
     )]
-    pub tls_server_name: String,
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "QUORUM_LOCK_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Expect this name on every server's certificate instead of each
+    /// node's host (kept for setups where all servers share one
+    /// certificate; earlier versions expected localhost unless told).
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    pub tls_server_name: Option<String>,
 }
 
 /// Redis nodes instead of lock servers.
 #[derive(Debug, Args)]
 pub struct RedisArgs {
     /// Comma-separated Redis nodes instead of lock servers (--nodes), as
-    /// redis://[user:password@]host:port[/db] or rediss://... for TLS, the
-    /// same list on every client. Each node is a standalone Redis server
+    /// redis://host:port or redis://user:password@host:port/db (user,
+    /// password and database optional), rediss://... for TLS, the same
+    /// list on every client. Each node is a standalone Redis server
     /// (6 or later, not a replica, not a cluster, maxmemory-policy
     /// noeviction); a write lock needs a majority of them. Percent-encode a
     /// comma in a password as %2C. Passwords are never shown in output or
@@ -397,6 +444,36 @@ pub struct ForceUnlockArgs {
     /// The lock names to force open.
     #[arg(value_name = "NAME", required_unless_present = "uid", num_args = 1..)]
     pub names: Vec<String>,
+}
+
+/// Flags of `certs`.
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Directory of the files, created (mode 700) if missing. Its ca.pem
+    /// and ca-key.pem are the CA: made by the first run, used by later ones.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// A lock server to make a certificate for, by its host as clients list
+    /// it (a DNS name or an IP address), with or without the port;
+    /// repeatable. One certificate per host.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub node: Vec<String>,
+    /// Lock servers as a comma-separated list, as the client commands'
+    /// --nodes.
+    #[arg(long, value_name = "A,B,C")]
+    pub nodes: Option<String>,
+    /// Also make a client certificate for mutual TLS, named NAME
+    /// (client-NAME.pem and client-NAME-key.pem); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub client: Vec<String>,
+    /// How many days the server and client certificates are valid. A new CA is
+    /// valid for 10 years, or as long as these if longer.
+    #[arg(long, value_name = "N", default_value_t = 730, value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub days: u32,
+    /// Replace server and client files that exist. The CA is never
+    /// replaced: for a new one, use a new --dir.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Parses a byte size: "4096", "512KiB", "64MiB", "1GiB" (also KB, MB and

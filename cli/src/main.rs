@@ -1,9 +1,11 @@
 //! `quorum-lock`: run a lock server, run a command under a distributed
-//! lock, list locks and force them open, show the servers' status. `quorum-lock --help` documents
+//! lock, list locks and force them open, show the servers' status, make
+//! TLS certificates. `quorum-lock --help` documents
 //! every flag and the exit codes.
 
 mod admin;
 mod args;
+mod certs;
 mod child;
 mod fail;
 mod nodes;
@@ -83,6 +85,7 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
         Command::Locks(args) => admin::locks(args).await,
         Command::ForceUnlock(args) => admin::force_unlock(args).await,
         Command::Status(args) => status::status(args).await,
+        Command::Certs(args) => certs::certs(args),
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::net::{ClientTls, RemoteConfig, RemoteLocker};
 use quorum_lock::{Error, NetLocker};
 
 use crate::args::ClientArgs;
@@ -113,16 +113,33 @@ pub fn remote_config(args: &ClientArgs, admin: bool) -> Result<RemoteConfig, Fai
     let mut config = RemoteConfig::new(token);
     config.connect_timeout = args.connect_timeout;
     if let Some(ca) = &args.tls_ca {
-        let pem = std::fs::read(ca)
-            .map_err(|e| Failure::usage(format!("cannot read {}: {e}", ca.display())))?;
-        let tls = quorum_lock::net::ClientTls::from_pem(&pem, &args.tls_server_name)
-            .map_err(|e| Failure::usage(e.to_string()))?;
-        config.tls = Some(tls);
+        config.tls = Some(client_tls(args, ca)?);
     }
     // A `run` may hold its lock for hours: pick a restarted server up
     // within a second, so the quorum is whole again quickly.
     config.reconnect.max = Duration::from_secs(1);
     Ok(config)
+}
+
+/// The TLS settings of the client flags: the CA to trust, the client's
+/// certificate (mutual TLS), and the one name every server must present
+/// (by default each node's host).
+fn client_tls(args: &ClientArgs, ca: &Path) -> Result<ClientTls, Failure> {
+    let read = |path: &Path, flag: &str| {
+        std::fs::read(path)
+            .map_err(|e| Failure::usage(format!("cannot read {flag} {}: {e}", path.display())))
+    };
+    let usage = |e: Error| Failure::usage(e.to_string());
+    let mut tls = ClientTls::new(&read(ca, "--tls-ca")?).map_err(usage)?;
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        tls = tls
+            .client_cert(&read(cert, "--tls-cert")?, &read(key, "--tls-key")?)
+            .map_err(usage)?;
+    }
+    if let Some(name) = &args.tls_server_name {
+        tls = tls.server_name(name).map_err(usage)?;
+    }
+    Ok(tls)
 }
 
 /// Connects to every lock server at once, and returns them in the order
@@ -155,6 +172,105 @@ pub async fn connect_servers(
         }
     }
     Ok(lockers)
+}
+
+/// Why a server is unreachable, without its endpoint (the caller names it).
+pub fn why(err: &Error) -> String {
+    match err {
+        Error::LockerUnavailable { reason, .. } => reason.clone(),
+        Error::LockerTimeout { after, .. } => format!("no answer within {after:?}"),
+        Error::Unauthorized { reason, .. } => format!("token rejected: {reason}"),
+        Error::Tls { reason, .. } => format!("TLS refused: {reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// The lock servers without a connection, in the order given, each with
+/// why its latest attempt failed (if one ended yet).
+pub struct Down(pub Vec<(String, Option<Error>)>);
+
+impl Down {
+    pub fn of(servers: &[RemoteLocker]) -> Down {
+        Down(
+            servers
+                .iter()
+                .filter(|s| !s.is_online())
+                .map(|s| (s.endpoint(), s.connect_error()))
+                .collect(),
+        )
+    }
+
+    /// `a, b: reason; c: other reason`: servers that failed alike are
+    /// named together, so that one cause is said once.
+    pub fn describe(&self) -> String {
+        let mut groups: Vec<(Option<String>, Vec<&str>)> = Vec::new();
+        for (node, err) in &self.0 {
+            let reason = err.as_ref().map(why);
+            match groups.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, nodes)) => nodes.push(node),
+                None => groups.push((reason, vec![node])),
+            }
+        }
+        let parts: Vec<String> = groups
+            .into_iter()
+            .map(|(reason, nodes)| match reason {
+                Some(reason) => format!("{}: {reason}", nodes.join(", ")),
+                None => nodes.join(", "),
+            })
+            .collect();
+        parts.join("; ")
+    }
+
+    /// 77 when servers refused TLS over certificates, as for a rejected
+    /// token: a setting to change, not an outage to wait out. 69 otherwise.
+    pub fn code(&self) -> u8 {
+        let refused = self
+            .0
+            .iter()
+            .any(|(_, err)| matches!(err, Some(Error::Tls { .. })));
+        if refused {
+            AUTH
+        } else {
+            UNAVAILABLE
+        }
+    }
+
+    /// Which flag to change, when the reasons point at one; the library
+    /// says what is wrong in its own terms.
+    pub fn advice(&self, args: &ClientArgs) -> Option<&'static str> {
+        let said = |words: &str| {
+            self.0
+                .iter()
+                .filter_map(|(_, err)| err.as_ref())
+                .any(|err| err.to_string().contains(words))
+        };
+        if said("requires a client certificate") && args.tls_cert.is_none() {
+            Some(
+                "the servers require a client certificate: pass --tls-cert FILE and --tls-key \
+                 FILE ('quorum-lock certs --client NAME' makes them)",
+            )
+        } else if said("refused this client's certificate") {
+            Some(
+                "the servers refused --tls-cert: it must be signed by the CA in their \
+                 --tls-client-ca ('quorum-lock certs --client NAME' with that CA makes one)",
+            )
+        } else if said("not valid for name") {
+            Some(
+                "each server's certificate must name its host as given in --nodes \
+                 ('quorum-lock certs --node HOST' makes one), or pass --tls-server-name NAME",
+            )
+        } else if said("not signed by a CA this client trusts") {
+            Some("--tls-ca must hold the CA certificate that signed the servers' certificates")
+        } else if said("renew the server's certificate") {
+            Some("renew the servers' certificates ('quorum-lock certs --node HOST --force')")
+        } else if said("if the server serves TLS") && args.tls_ca.is_none() {
+            Some("the servers serve TLS: pass --tls-ca FILE, the CA that signed their certificates")
+        } else if said("check that it serves TLS") {
+            Some("the servers do not seem to serve TLS: start them with --tls-cert and --tls-key, or drop --tls-ca")
+        } else {
+            None
+        }
+    }
 }
 
 /// The kind of nodes a client command talks to: lock servers (`--nodes`)
@@ -200,13 +316,22 @@ impl Kind {
                 }
             }
             (None, Some(_)) => {
-                if args.tls_ca.is_some() {
-                    return Err(Failure::usage(
+                let stray = [
+                    (
+                        args.tls_ca.is_some(),
                         "--tls-ca / QUORUM_LOCK_TLS_CA is for lock servers; for rediss:// Redis \
                          nodes pass the CA file with --redis-ca",
-                    ));
+                    ),
+                    (
+                        args.tls_cert.is_some(),
+                        "--tls-cert / QUORUM_LOCK_TLS_CERT is for lock servers; Redis nodes \
+                         take no client certificate from quorum-lock",
+                    ),
+                ];
+                match stray.iter().find(|(given, _)| *given) {
+                    Some((_, message)) => Err(Failure::usage(*message)),
+                    None => Ok(Kind::Redis),
                 }
-                Ok(Kind::Redis)
             }
         }
     }
@@ -222,7 +347,8 @@ impl Cluster {
     /// Connects to every node at once. Lock servers: a rejected token
     /// anywhere is fatal (exit 77). Nodes that cannot be reached are
     /// tolerated as long as `needed` of them answered, since the lock only
-    /// needs a quorum. `validity` is how long Redis nodes keep an entry
+    /// needs a quorum; when fewer did, the failure names each one's reason
+    /// (exit 77 if some refused TLS over a certificate, else 69). `validity` is how long Redis nodes keep an entry
     /// that is not refreshed (lock servers announce their own).
     pub async fn connect(
         args: &ClientArgs,
@@ -236,34 +362,32 @@ impl Cluster {
         };
         let nodes = parse_nodes(nodes)?;
         let config = remote_config(args, admin)?;
-        let lockers: Vec<Arc<dyn NetLocker>> = connect_servers(&nodes, &config, admin)
-            .await?
-            .into_iter()
-            .map(|locker| Arc::new(locker) as Arc<dyn NetLocker>)
-            .collect();
-        let down: Vec<String> = lockers
-            .iter()
-            .filter(|l| !l.is_online())
-            .map(|l| l.endpoint())
-            .collect();
-        let up = lockers.len() - down.len();
-        let need = needed(lockers.len());
+        let servers = connect_servers(&nodes, &config, admin).await?;
+        let down = Down::of(&servers);
+        let up = servers.len() - down.0.len();
+        let need = needed(servers.len());
         if up < need {
-            return Err(Failure::new(
-                UNAVAILABLE,
-                format!(
-                    "only {up} of {} lock servers answered but {need} are needed for a quorum; unreachable: {}",
-                    lockers.len(),
-                    down.join(", ")
-                ),
-            ));
+            let mut message = format!(
+                "only {up} of {} lock servers answered but {need} are needed for a quorum; \
+                 unreachable: {}",
+                servers.len(),
+                down.describe()
+            );
+            if let Some(advice) = down.advice(args) {
+                message.push_str(&format!(" ({advice})"));
+            }
+            return Err(Failure::new(down.code(), message));
         }
-        if !down.is_empty() {
+        if !down.0.is_empty() {
             eprintln!(
                 "quorum-lock: warning: unreachable, continuing with a quorum of the rest: {}",
-                down.join(", ")
+                down.describe()
             );
         }
+        let lockers: Vec<Arc<dyn NetLocker>> = servers
+            .into_iter()
+            .map(|server| Arc::new(server) as Arc<dyn NetLocker>)
+            .collect();
         Ok(Cluster {
             lockers,
             kind: Kind::LockServers,
@@ -283,6 +407,32 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreachable_servers_that_failed_alike_are_named_together() {
+        let failed = |reason: &str| {
+            Some(Error::LockerUnavailable {
+                endpoint: "x".into(),
+                reason: reason.into(),
+            })
+        };
+        let down = Down(vec![
+            ("a:1".into(), failed("refused")),
+            ("b:1".into(), failed("refused")),
+            ("c:1".into(), None),
+            ("d:1".into(), failed("timeout")),
+        ]);
+        assert_eq!(down.describe(), "a:1, b:1: refused; c:1; d:1: timeout");
+        assert_eq!(down.code(), UNAVAILABLE);
+        let tls = Down(vec![(
+            "a:1".into(),
+            Some(Error::Tls {
+                endpoint: "a:1".into(),
+                reason: "the server requires a client certificate".into(),
+            }),
+        )]);
+        assert_eq!(tls.code(), AUTH);
+    }
 
     #[test]
     fn node_lists_are_checked() {

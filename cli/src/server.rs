@@ -60,8 +60,13 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
             std::fs::read(path)
                 .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
         };
-        let tls = quorum_lock::net::ServerTls::from_pem(&read(cert)?, &read(key)?)
-            .map_err(|e| Failure::usage(e.to_string()))?;
+        let mut tls = quorum_lock::net::ServerTls::from_pem(&read(cert)?, &read(key)?)
+            .map_err(|e| Failure::usage(format!("--tls-cert / --tls-key: {e}")))?;
+        if let Some(ca) = &args.tls_client_ca {
+            tls = tls
+                .require_client_cert(&read(ca)?)
+                .map_err(|e| Failure::usage(format!("--tls-client-ca: {e}")))?;
+        }
         config = config.tls(tls);
     }
 
@@ -103,6 +108,11 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         "memory budget: peers without a token can add at most unauthenticated_mib, \
          clients with the token at most client_mib (lock table included)"
     );
+    if let Some(ca) = &args.tls_client_ca {
+        tracing::info!(client_ca = %ca.display(), "serving TLS only, to clients with a certificate from the client CA");
+    } else if args.tls_cert.is_some() {
+        tracing::info!("serving TLS only");
+    }
     if args.no_quarantine {
         tracing::info!("starting without quarantine (--no-quarantine): granting at once");
     } else {

@@ -11,9 +11,9 @@ use quorum_lock::net::{RemoteLocker, ServerHealth};
 use quorum_lock::{Error, LockInfo, NetLocker};
 
 use crate::admin::{age, mode_name, refused, table, ADMIN_CALL};
-use crate::args::StatusArgs;
-use crate::fail::{Failure, FAILURE, UNAVAILABLE};
-use crate::nodes::{connect_servers, parse_nodes, remote_config, Kind};
+use crate::args::{ClientArgs, StatusArgs};
+use crate::fail::{Failure, FAILURE};
+use crate::nodes::{connect_servers, parse_nodes, remote_config, Down, Kind};
 use crate::signals::Signals;
 
 /// Time between two snapshots of `--watch` unless `--interval` says.
@@ -42,7 +42,7 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
     if !args.watch {
         let snapshot = Snapshot::take(&servers).await?;
         write_out(&snapshot.render())?;
-        return snapshot.verdict();
+        return snapshot.verdict(&servers, &args.client);
     }
 
     let interval = args.interval.unwrap_or(INTERVAL);
@@ -83,7 +83,7 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
         }
         shown += 1;
         if args.count.is_some_and(|count| shown >= count) {
-            return snapshot.verdict();
+            return snapshot.verdict(&servers, &args.client);
         }
     }
 }
@@ -140,8 +140,9 @@ impl Snapshot {
         Ok(Snapshot { nodes: out })
     }
 
-    /// 0 when any server answered; 69 (as `locks`) when none did.
-    fn verdict(&self) -> Result<u8, Failure> {
+    /// 0 when any server answered; when none did, 69 (as `locks`), or 77
+    /// when servers refused TLS over certificates, with the flag to change.
+    fn verdict(&self, servers: &[RemoteLocker], args: &ClientArgs) -> Result<u8, Failure> {
         if self
             .nodes
             .iter()
@@ -150,13 +151,15 @@ impl Snapshot {
             return Ok(0);
         }
         let down: Vec<&str> = self.nodes.iter().map(|n| n.endpoint.as_str()).collect();
-        Err(Failure::new(
-            UNAVAILABLE,
-            format!(
-                "no lock server answered; unreachable or failing: {}",
-                down.join(", ")
-            ),
-        ))
+        let mut message = format!(
+            "no lock server answered; unreachable or failing: {}",
+            down.join(", ")
+        );
+        let unreachable = Down::of(servers);
+        if let Some(advice) = unreachable.advice(args) {
+            message.push_str(&format!(" ({advice})"));
+        }
+        Err(Failure::new(unreachable.code(), message))
     }
 
     /// One line per server, each followed by a table of its locks.
@@ -283,10 +286,5 @@ async fn look(server: &RemoteLocker) -> Result<Node, (String, String)> {
 
 /// An error without the endpoint, which the line already names.
 fn short(err: &Error) -> String {
-    match err {
-        Error::LockerUnavailable { reason, .. } => reason.clone(),
-        Error::LockerTimeout { after, .. } => format!("no answer within {after:?}"),
-        Error::Unauthorized { reason, .. } => format!("token rejected: {reason}"),
-        other => other.to_string(),
-    }
+    crate::nodes::why(err)
 }

@@ -37,7 +37,9 @@ pub struct RemoteConfig {
     /// (3, or 2). Set 2 to behave as a version-2 client: waiting by
     /// polling, no fencing tokens.
     pub protocol_version: u16,
-    /// Connect with TLS (feature `tls`). Default: plain TCP.
+    /// Connect with TLS (feature `tls`): the CAs to trust, the client's
+    /// own certificate for servers that require one, and the name to
+    /// expect, by default the host of the endpoint. Default: plain TCP.
     #[cfg(feature = "tls")]
     pub tls: Option<super::ClientTls>,
 }
@@ -104,6 +106,13 @@ impl Shared {
 }
 
 impl Shared {
+    fn connect_error(&self) -> Option<Error> {
+        self.connect_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn note_connect_error(&self, err: Option<Error>) {
         *self
             .connect_error
@@ -154,6 +163,9 @@ impl Drop for Shared {
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
 ///
+/// [`connect_all`](super::connect_all) makes one per server of a cluster;
+/// one at a time:
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use quorum_lock::{Dsync, NetLocker};
@@ -162,7 +174,11 @@ impl Drop for Shared {
 /// # async fn run() -> Result<(), quorum_lock::Error> {
 /// let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
 /// for addr in ["10.0.0.1:7070", "10.0.0.2:7070", "10.0.0.3:7070"] {
-///     lockers.push(Arc::new(RemoteLocker::connect(addr, RemoteConfig::new("secret")).await?));
+///     let locker = RemoteLocker::connect(addr, RemoteConfig::new("secret")).await?;
+///     if let Some(why) = locker.connect_error() {
+///         eprintln!("{addr} is offline for now: {why}");
+///     }
+///     lockers.push(Arc::new(locker));
 /// }
 /// let ds = Dsync::new(lockers)?;
 /// # Ok(())
@@ -175,9 +191,14 @@ pub struct RemoteLocker {
 impl RemoteLocker {
     /// Makes a locker for the server at `endpoint` (`host:port`) and tries
     /// to connect once. An unreachable server is not an error: the locker
-    /// starts offline and keeps trying in the background. A server that
-    /// rejects the token is: [`Error::Unauthorized`]. So is a
-    /// [`RemoteConfig::protocol_version`] this build does not speak:
+    /// starts offline and keeps trying in the background, and
+    /// [`connect_error`](Self::connect_error) says why it is offline. Nor
+    /// is a TLS handshake refused over a certificate ([`Error::Tls`]),
+    /// since the server may be given a new one. A server that rejects the
+    /// token is an error: [`Error::Unauthorized`]. So is a
+    /// [`RemoteConfig::protocol_version`] this build does not speak, or,
+    /// with TLS, an endpoint whose host is no name a certificate can carry
+    /// (and no `ClientTls::server_name` is set):
     /// [`Error::InvalidArgument`].
     ///
     /// # Cancel safety
@@ -197,8 +218,13 @@ impl RemoteLocker {
                 wire::PROTOCOL_VERSION
             )));
         }
+        let endpoint = endpoint.into();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &config.tls {
+            tls.name_for(&endpoint)?;
+        }
         let shared = Arc::new(Shared {
-            endpoint: endpoint.into(),
+            endpoint,
             config,
             conn: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
@@ -211,7 +237,7 @@ impl RemoteLocker {
             Ok(conn) => shared.install(conn),
             Err(err @ Error::Unauthorized { .. }) => return Err(err),
             Err(err) => {
-                tracing::warn!(endpoint = %shared.endpoint, %err, "lock server unreachable; retrying in the background");
+                tracing::warn!(endpoint = %shared.endpoint, %err, "cannot connect to the lock server; retrying in the background");
                 shared.note_connect_error(Some(err));
                 reconnect_later(&shared);
             }
@@ -431,6 +457,10 @@ fn reconnect_later(shared: &Arc<Shared>) {
                     let rejected = matches!(err, Error::Unauthorized { .. });
                     if rejected {
                         tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
+                    } else if matches!(err, Error::Tls { .. }) && shared.connect_error() != Some(err.clone()) {
+                        // Said once, not at every attempt: it lasts until
+                        // somebody changes a certificate.
+                        tracing::warn!(endpoint = %shared.endpoint, %err, "TLS refused; retrying in the background");
                     }
                     shared.note_connect_error(Some(err));
                     if rejected {

@@ -145,22 +145,31 @@ impl Connection {
                 .await
                 .map_err(|e| unavailable(format!("cannot connect: {e}")))?;
             let _ = stream.set_nodelay(true);
-            let stream: BoxIo = match secure(stream, config).await {
-                Ok(stream) => stream,
-                Err(e) => return Err(unavailable(format!("TLS handshake failed: {e}"))),
-            };
+            let stream = secure(stream, endpoint, config).await?;
             let mut transport = Framed::new(stream, wire::codec());
             let hello = Hello {
                 version,
                 token: config.token.clone(),
             };
-            transport
-                .send(Bytes::from(wire::encode(&hello)?))
-                .await
-                .map_err(|e| unavailable(format!("handshake failed: {e}")))?;
+            // With TLS 1.3 the server checks a client certificate only after
+            // the client finished its side of the TLS handshake: a refusal
+            // arrives here, as an alert, instead of a `Welcome`.
+            if let Err(e) = transport.send(Bytes::from(wire::encode(&hello)?)).await {
+                // The server may have closed before the `Hello` arrived; its
+                // alert, if it sent one, says why.
+                let alert = match transport.next().await {
+                    Some(Err(read)) => tls_refusal(endpoint, &read),
+                    _ => None,
+                };
+                return Err(alert
+                    .or_else(|| tls_refusal(endpoint, &e))
+                    .unwrap_or_else(|| unavailable(format!("handshake failed: {e}"))));
+            }
             match transport.next().await {
                 Some(Ok(frame)) => Ok((transport, wire::decode::<Welcome>(&frame)?)),
-                Some(Err(e)) => Err(unavailable(format!("handshake failed: {e}"))),
+                Some(Err(e)) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
+                    unavailable(format!("handshake failed: {e}{}", not_ours(config, &e)))
+                })),
                 None => Err(unavailable(
                     "the server closed the connection during the handshake".into(),
                 )),
@@ -365,18 +374,61 @@ impl Drop for DownOnDrop {
     }
 }
 
-/// Wraps the stream in TLS when the config asks for it.
-async fn secure(stream: TcpStream, config: &RemoteConfig) -> std::io::Result<BoxIo> {
+/// Wraps the stream in TLS when the config asks for it, expecting the
+/// name [`ClientTls`](super::ClientTls) gives for `endpoint`.
+async fn secure(stream: TcpStream, endpoint: &str, config: &RemoteConfig) -> Result<BoxIo, Error> {
     #[cfg(feature = "tls")]
     if let Some(tls) = &config.tls {
-        let stream = tls
-            .connector
-            .connect(tls.server_name.clone(), stream)
-            .await?;
-        return Ok(Box::new(stream));
+        let name = tls.name_for(endpoint)?;
+        return match tls.connector.connect(name, stream).await {
+            Ok(stream) => Ok(Box::new(stream)),
+            Err(e) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
+                let hint = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    " (the server closed the connection: check that it serves TLS)"
+                } else {
+                    ""
+                };
+                Error::LockerUnavailable {
+                    endpoint: endpoint.to_owned(),
+                    reason: format!("TLS handshake failed: {e}{hint}"),
+                }
+            })),
+        };
+    }
+    let _ = (endpoint, config);
+    Ok(Box::new(stream))
+}
+
+/// What to add when the server's first answer is no frame of ours: a TLS
+/// alert, most likely, from a server that serves TLS to a client that does
+/// not.
+fn not_ours(config: &RemoteConfig, err: &std::io::Error) -> &'static str {
+    #[cfg(feature = "tls")]
+    if config.tls.is_some() {
+        return "";
     }
     let _ = config;
-    Ok(Box::new(stream))
+    let garbled = err
+        .get_ref()
+        .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>());
+    if garbled {
+        " (the answer is not this protocol: if the server serves TLS, connect with TLS)"
+    } else {
+        ""
+    }
+}
+
+/// [`Error::Tls`] when `err` is a TLS failure over a certificate.
+fn tls_refusal(endpoint: &str, err: &std::io::Error) -> Option<Error> {
+    #[cfg(feature = "tls")]
+    if let Some(reason) = super::tls::certificate_problem(err) {
+        return Some(Error::Tls {
+            endpoint: endpoint.to_owned(),
+            reason,
+        });
+    }
+    let _ = (endpoint, err);
+    None
 }
 
 /// Removes a request's reply slot when its caller stops waiting.

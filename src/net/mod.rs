@@ -34,6 +34,7 @@
 
 mod client;
 mod conn;
+mod connect;
 mod io;
 mod ledger;
 mod metrics;
@@ -47,6 +48,7 @@ mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
+pub use connect::connect_all;
 pub use server::{
     LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
 };

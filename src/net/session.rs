@@ -139,6 +139,13 @@ async fn serve(
                     large |= frame.len() > LARGE_FRAME;
                     session.handle(&frame).await
                 }
+                Some(Err(err)) if closed(&err) => {
+                    // A client that went away without the courtesies (most
+                    // do, on exit): a close, not misbehaviour. Nothing of a
+                    // frame it may have cut short is acted upon.
+                    tracing::debug!(%peer, %err, "client closed the connection abruptly");
+                    return;
+                }
                 Some(Err(err)) => {
                     if too_big(&err) {
                         server.metrics.refused_by(Limit::Frame);
@@ -306,6 +313,16 @@ struct Asked {
     ticket: Ticket,
     place_ttl: Duration,
     push: bool,
+}
+
+/// Whether a read failed because the client went away: a TLS client that
+/// sent no close_notify, or a socket reset because the client closed it
+/// with replies unread.
+fn closed(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+    )
 }
 
 /// Whether the codec refused a frame for its length.

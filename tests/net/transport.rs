@@ -1,5 +1,5 @@
 //! The network transport in one process: servers on loopback, remote
-//! lockers, credentials, limits, reconnection and TLS.
+//! lockers, credentials, limits and reconnection (TLS is in tls.rs).
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
@@ -182,31 +182,4 @@ async fn a_down_node_fails_fast_and_is_probed_until_it_is_back() {
     }
     assert!(down.is_online(), "the client never reconnected");
     assert!(down.lock(&args("u", "r")).await.unwrap());
-}
-
-#[cfg(feature = "tls")]
-#[tokio::test]
-async fn tls_connections_work_and_plain_clients_are_turned_away() {
-    use quorum_lock::net::{ClientTls, ServerTls};
-    // A fixed self-signed certificate for localhost (tests/data/README.md).
-    let cert = include_bytes!("../data/test-cert.pem");
-    let key = include_bytes!("../data/test-key.pem");
-    let server_tls = ServerTls::from_pem(cert, key).expect("server tls");
-    let node = start_with(ServerConfig::new(TOKEN).tls(server_tls), "127.0.0.1:0").await;
-    let mut config = RemoteConfig::new(TOKEN);
-    config.tls = Some(ClientTls::from_pem(cert, "localhost").expect("client tls"));
-    let secure = RemoteLocker::connect(node.addr.clone(), config)
-        .await
-        .unwrap();
-    assert!(secure.is_online());
-    assert!(secure.lock(&args("u", "r")).await.unwrap());
-    let mut plain = RemoteConfig::new(TOKEN);
-    plain.connect_timeout = Duration::from_millis(500);
-    let plain = RemoteLocker::connect(node.addr.clone(), plain)
-        .await
-        .unwrap();
-    assert!(
-        !plain.is_online(),
-        "a plain-text client must not get through a TLS server"
-    );
 }

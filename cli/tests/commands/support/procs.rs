@@ -158,6 +158,9 @@ impl Cli {
             "ADMIN_TOKEN",
             "TOKEN_FILE",
             "ADMIN_TOKEN_FILE",
+            "TLS_CA",
+            "TLS_CERT",
+            "TLS_KEY",
         ] {
             command.env_remove(format!("QUORUM_LOCK_{var}"));
         }
