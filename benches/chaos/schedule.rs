@@ -351,9 +351,7 @@ pub fn silent_majority_since(
     starts.dedup();
     starts.into_iter().rev().find(|&at| {
         at.checked_sub(Duration::from_nanos(1))
-            .is_none_or(|before| {
-                silent_at(events, before, validity) <= tolerated
-            })
+            .is_none_or(|before| silent_at(events, before, validity) <= tolerated)
     })
 }
 

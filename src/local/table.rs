@@ -708,10 +708,7 @@ impl Shard {
         while let Some((slot, refreshed)) = self.by_refresh.oldest() {
             // A validity too long to add is "never": clamping it would free
             // an entry its holder still trusts.
-            if refreshed
-                .checked_add(validity)
-                .is_none_or(|end| end > now)
-            {
+            if refreshed.checked_add(validity).is_none_or(|end| end > now) {
                 break;
             }
             let Some(name) = self.by_refresh.remove(slot) else {

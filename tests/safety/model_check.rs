@@ -1758,7 +1758,9 @@ impl Model {
                         self.cfg.name,
                         self.cfg.max_states
                     );
-                    if std::env::var_os("MODEL_PROGRESS").is_some() && seen.len().is_multiple_of(100_000) {
+                    if std::env::var_os("MODEL_PROGRESS").is_some()
+                        && seen.len().is_multiple_of(100_000)
+                    {
                         eprintln!(
                             "{}: {} states, queue {}, t={}",
                             self.cfg.name,
