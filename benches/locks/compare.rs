@@ -150,10 +150,75 @@ fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
     })
 }
 
+/// CPU time the whole machine spent busy (user, nice, system, irq,
+/// softirq; not idle, iowait or steal), from /proc/stat.
+fn machine_busy() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let busy = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| fields.get(i).copied())
+        .sum::<Option<u64>>()?;
+    // SAFETY: sysconf reads a constant and has no side effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| Duration::from_secs_f64(busy as f64 / ticks as f64))
+}
+
+/// CPU time of this process and of its children that have been waited for:
+/// once the run has stopped its servers, all of them.
+fn own_cpu() -> Duration {
+    let children = {
+        // SAFETY: getrusage only writes the struct it is given; an all-zero
+        // rusage is a valid value of that plain C struct.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) != 0 {
+                return crate::stats::process_cpu();
+            }
+            usage
+        };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    };
+    crate::stats::process_cpu() + children
+}
+
+/// How busy the machine was during the run, in cores: in all, with this
+/// run (the harness and every server it started), and with other work.
+struct Busy {
+    all: f64,
+    own: f64,
+}
+
+impl Busy {
+    fn other(&self) -> f64 {
+        self.all - self.own
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "the machine was busy {:.2} cores on average, this run (harness and servers) {:.2}, other work {:.2}",
+            self.all,
+            self.own,
+            self.other()
+        )
+    }
+}
+
 /// The whole `--backend compare` run.
 pub fn run(opts: &Options) -> Result<(), String> {
     let started = utc_now();
     let machine = Machine::read();
+    let clock = (std::time::Instant::now(), machine_busy(), own_cpu());
     let nodes = opts.nodes.first().copied().unwrap_or(3);
     // Ours over TCP is the point of the comparison: no binary, no run.
     let binary = crate::servers::binary()?;
@@ -310,12 +375,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
         rows.push(row);
     }
     let load_end = loadavg();
-    say(&format!("\n{LEGEND}"));
-    say(&format!(
-        "\nload average at the start {}, at the end {load_end}\n",
-        machine.loadavg
-    ));
-    say(&markdown(opts, &servers, &rows));
+    let statuses = [servers.redis_status.clone(), servers.etcd_status.clone()];
+    let table = markdown(opts, &servers, &rows);
     let mut stopped = Vec::new();
     let Servers { redis, etcd, .. } = servers;
     for server in redis {
@@ -325,11 +386,36 @@ pub fn run(opts: &Options) -> Result<(), String> {
         stopped.push(format!("etcd {}", server.pid()));
         drop(server);
     }
+    // Every server is stopped and waited for: its CPU time is ours now.
+    let busy = match (clock.1, machine_busy()) {
+        (Some(before), Some(after)) => {
+            let wall = clock.0.elapsed().as_secs_f64().max(1e-9);
+            Some(Busy {
+                all: after.saturating_sub(before).as_secs_f64() / wall,
+                own: own_cpu().saturating_sub(clock.2).as_secs_f64() / wall,
+            })
+        }
+        _ => None,
+    };
+    say(&format!("\n{LEGEND}"));
+    say(&format!(
+        "\nload average at the start {}, at the end {load_end}; {}\n",
+        machine.loadavg,
+        busy.as_ref().map_or(
+            "no /proc/stat to say how busy the machine was".into(),
+            Busy::text
+        )
+    ));
+    say(&table);
     if !stopped.is_empty() {
         say(&format!("stopped {}", stopped.join(", ")));
     }
     if let Some(path) = &opts.json {
-        let text = json(opts, &machine, &started, &load_end, nodes, &rows);
+        let load = Load {
+            end: &load_end,
+            busy: busy.as_ref(),
+        };
+        let text = json(opts, &machine, &started, &load, nodes, &statuses, &rows);
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say(&format!("wrote {}", path.display()));
     }
@@ -505,13 +591,20 @@ fn markdown(opts: &Options, servers: &Servers, rows: &[Row]) -> String {
     out
 }
 
+/// The load figures taken at the end of the run.
+struct Load<'a> {
+    end: &'a str,
+    busy: Option<&'a Busy>,
+}
+
 /// The whole run as JSON, in the spirit of `report::json`.
 fn json(
     opts: &Options,
     machine: &Machine,
     started: &str,
-    load_end: &str,
+    load: &Load,
     nodes: usize,
+    [redis, etcd]: &[String; 2],
     rows: &[Row],
 ) -> String {
     let mut o = String::from("{\n");
@@ -521,13 +614,16 @@ fn json(
     let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
     let _ = writeln!(
         o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
+        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}, \"busy_cores\": {}, \"own_cores\": {}, \"other_cores\": {}}},",
         machine.cpus,
         string(&machine.cpu_model),
         string(&machine.mem_total),
         string(&machine.kernel),
         string(&machine.loadavg),
-        string(load_end)
+        string(load.end),
+        load.busy.map_or("null".into(), |b| number(b.all)),
+        load.busy.map_or("null".into(), |b| number(b.own)),
+        load.busy.map_or("null".into(), |b| number(b.other())),
     );
     let _ = writeln!(
         o,
@@ -539,6 +635,8 @@ fn json(
         opts.count_rpcs,
         opts.redis_retry.as_nanos()
     );
+    let _ = writeln!(o, "  \"redis\": {},", string(redis));
+    let _ = writeln!(o, "  \"etcd\": {},", string(etcd));
     o.push_str("  \"results\": [");
     for (i, row) in rows.iter().enumerate() {
         o.push_str(if i == 0 { "\n    " } else { ",\n    " });
