@@ -151,8 +151,9 @@ fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
 }
 
 /// CPU time the whole machine spent busy (user, nice, system, irq,
-/// softirq; not idle, iowait or steal), from /proc/stat.
-fn machine_busy() -> Option<Duration> {
+/// softirq; not idle or iowait), and the time the hypervisor gave its
+/// virtual CPUs to someone else (steal), from /proc/stat.
+fn machine_busy() -> Option<(Duration, Duration)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let fields: Vec<u64> = stat
         .lines()
@@ -165,9 +166,11 @@ fn machine_busy() -> Option<Duration> {
         .iter()
         .map(|&i| fields.get(i).copied())
         .sum::<Option<u64>>()?;
+    let steal = fields.get(7).copied().unwrap_or(0);
     // SAFETY: sysconf reads a constant and has no side effects.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks > 0).then(|| Duration::from_secs_f64(busy as f64 / ticks as f64))
+    let time = |n: u64| Duration::from_secs_f64(n as f64 / ticks as f64);
+    (ticks > 0).then(|| (time(busy), time(steal)))
 }
 
 /// CPU time of this process and of its children that have been waited for:
@@ -197,6 +200,7 @@ fn own_cpu() -> Duration {
 struct Busy {
     all: f64,
     own: f64,
+    steal: f64,
 }
 
 impl Busy {
@@ -206,10 +210,12 @@ impl Busy {
 
     fn text(&self) -> String {
         format!(
-            "the machine was busy {:.2} cores on average, this run (harness and servers) {:.2}, other work {:.2}",
+            "the machine was busy {:.2} cores on average, this run (harness and servers) {:.2}, \
+             other work {:.2}; the hypervisor took {:.2} (steal)",
             self.all,
             self.own,
-            self.other()
+            self.other(),
+            self.steal
         )
     }
 }
@@ -391,8 +397,9 @@ pub fn run(opts: &Options) -> Result<(), String> {
         (Some(before), Some(after)) => {
             let wall = clock.0.elapsed().as_secs_f64().max(1e-9);
             Some(Busy {
-                all: after.saturating_sub(before).as_secs_f64() / wall,
+                all: after.0.saturating_sub(before.0).as_secs_f64() / wall,
                 own: own_cpu().saturating_sub(clock.2).as_secs_f64() / wall,
+                steal: after.1.saturating_sub(before.1).as_secs_f64() / wall,
             })
         }
         _ => None,
@@ -614,7 +621,7 @@ fn json(
     let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
     let _ = writeln!(
         o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}, \"busy_cores\": {}, \"own_cores\": {}, \"other_cores\": {}}},",
+        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}, \"busy_cores\": {}, \"own_cores\": {}, \"other_cores\": {}, \"steal_cores\": {}}},",
         machine.cpus,
         string(&machine.cpu_model),
         string(&machine.mem_total),
@@ -624,6 +631,7 @@ fn json(
         load.busy.map_or("null".into(), |b| number(b.all)),
         load.busy.map_or("null".into(), |b| number(b.own)),
         load.busy.map_or("null".into(), |b| number(b.other())),
+        load.busy.map_or("null".into(), |b| number(b.steal)),
     );
     let _ = writeln!(
         o,
