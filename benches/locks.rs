@@ -1,5 +1,6 @@
 //! Lock throughput, latency, CPU, fairness and RPC cost of quorum-lock, with
-//! a single-node Redis lock measured in the same run as a baseline.
+//! a single-node Redis lock measured in the same run as a baseline, and
+//! side by side with Redis, Redlock and etcd (`--backend compare`).
 //!
 //! `cargo bench -p quorum-lock-benches --bench locks -- --help` lists the options; BENCHMARKS.md
 //! has the results and how they were taken.
@@ -10,8 +11,12 @@
 
 #[path = "locks/cli.rs"]
 mod cli;
+#[path = "locks/compare.rs"]
+mod compare;
 #[path = "locks/counting.rs"]
 mod counting;
+#[path = "locks/etcd.rs"]
+mod etcd;
 #[path = "locks/ours.rs"]
 mod ours;
 #[path = "locks/redis_base.rs"]
@@ -138,6 +143,9 @@ fn run(opts: &Options) -> Result<(), String> {
     }
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);
+    }
+    if opts.compare {
+        return compare::run(opts);
     }
     let started = report::utc_now();
     let machine = Machine::read();

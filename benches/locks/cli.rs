@@ -10,7 +10,8 @@ use crate::scenario::{matrix, Hold, Mix, Names, Scenario, Transport, Wait};
 
 pub const HELP: &str = "\
 Lock throughput and latency of quorum-lock, with a Redis baseline when
-redis-server is installed.
+redis-server is installed, and side by side with Redis, Redlock and etcd
+(--backend compare).
 
 USAGE:
     cargo bench -p quorum-lock-benches --bench locks -- [OPTIONS]
@@ -47,7 +48,7 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (also accepted: a list, e.g. poll,push)    [default: push]
     --matrix             run the default set described in BENCHMARKS.md instead
                          of --nodes/--clients/--names/--mix
-    --backend lockers|redis
+    --backend lockers|redis|compare
                          lockers: our own lockers, reached as --transport says;
                          redis: start max(--nodes) redis-server processes on
                          127.0.0.1 and measure, on the first N of them for
@@ -57,8 +58,25 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          change with it: --nodes
                          1,3,5, --names both, and a shared name runs with push
                          and poll unless --wait is given; write locks only.
+                         compare: one run that measures, for each client
+                         count and naming in turn, back to back: ours over
+                         --nodes `quorum-lock server` processes via TCP (as
+                         --transport tcp; build the server first), ours over
+                         --nodes redis-servers (RedisLocker), the SET NX lock
+                         on one redis-server, rslock (Redlock) over --nodes
+                         redis-servers, and etcd's lock on one etcd node
+                         (lease per client, Lock/Unlock of its lock service).
+                         Ours waits in line (push). Defaults change with it:
+                         --nodes 3 (one value), --names both, --seconds 3;
+                         write locks only. Ends with a Markdown table of
+                         every row (the one in BENCHMARKS.md).
                                                                     [default: lockers]
-    --rslock on|off      with --backend redis: measure rslock too    [default: on]
+    --rslock on|off      with --backend redis or compare: measure rslock too
+                                                                    [default: on]
+    --etcd auto|on|off   with --backend compare: auto measures etcd when
+                         etcd is on PATH (apt-get install -y etcd-server) and
+                         prints why not otherwise; on fails without it
+                                                                    [default: auto]
 
 BOUNDS AND MEASUREMENT:
     --seconds S          measured time per scenario, (0, 600]       [default: 2]
@@ -81,16 +99,20 @@ BASELINE:
                          on: fail without it                        [default: auto]
     --redis-retry DUR    sleep before a Redis waiter retries SET NX, and with
                          --backend redis before rslock tries again   [default: 1ms]
-                         (with --backend redis, --redis off leaves out SET NX)
+                         (with --backend redis, --redis off leaves out SET NX;
+                         with --backend compare, every Redis row)
 
 OUTPUT:
     --json FILE          also write the results as JSON to FILE
     -h, --help           print this help
 
 Every scenario is bounded by --warmup + --seconds and by --max-locks. Only
-127.0.0.1 is used; the redis-server started here is killed by its PID at the end.
+127.0.0.1 is used; the servers started here (redis-server, quorum-lock
+server, etcd) are stopped by their PIDs at the end.
 ";
 
+/// Whether to measure a system that needs a server installed here
+/// (`--redis`, `--etcd`): when it is there, always, or never.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RedisMode {
     Auto,
@@ -118,8 +140,13 @@ pub struct Options {
     /// `--wait` was given; with `--backend redis`, a shared name otherwise
     /// runs with both push and poll.
     pub waits_given: bool,
-    /// `--backend redis`: measure rslock beside ours.
+    /// `--backend redis` or `compare`: measure rslock beside ours.
     pub rslock: bool,
+    /// `--backend compare`: every system side by side.
+    pub compare: bool,
+    /// `--backend compare`: whether to measure etcd (auto, on, off as for
+    /// Redis).
+    pub etcd: RedisMode,
     pub seconds: f64,
     pub warmup: f64,
     pub max_locks: u64,
@@ -152,6 +179,8 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         matrix: false,
         waits_given: false,
         rslock: true,
+        compare: false,
+        etcd: RedisMode::Auto,
         seconds: 2.0,
         warmup: 0.2,
         max_locks: 20_000_000,
@@ -168,6 +197,9 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut chose_lists = Vec::new();
     let mut redis_backend = false;
     let mut transport_given = false;
+    // Options --backend compare decides itself when they are not given.
+    let mut seconds_given = false;
+    let mut chose_wait = false;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         // Accept both `--opt value` and `--opt=value`.
@@ -255,6 +287,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                     })?,
                 };
                 opts.waits_given = true;
+                chose_wait = true;
                 let mut seen = opts.waits.clone();
                 seen.dedup();
                 if seen.len() != opts.waits.len() || opts.waits.len() > 2 {
@@ -263,14 +296,23 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             }
             "--matrix" => opts.matrix = true,
             "--backend" => {
-                redis_backend = match value()?.as_str() {
-                    "lockers" => false,
-                    "redis" => true,
-                    v => return Err(format!("--backend: expected lockers or redis, got {v:?}")),
+                (redis_backend, opts.compare) = match value()?.as_str() {
+                    "lockers" => (false, false),
+                    "redis" => (true, false),
+                    "compare" => (false, true),
+                    v => {
+                        return Err(format!(
+                            "--backend: expected lockers, redis or compare, got {v:?}"
+                        ))
+                    }
                 }
             }
             "--rslock" => opts.rslock = on_off(&name, &value()?)?,
-            "--seconds" => opts.seconds = seconds(&name, &value()?, f64::MIN_POSITIVE, 600.0)?,
+            "--etcd" => opts.etcd = mode(&name, &value()?)?,
+            "--seconds" => {
+                opts.seconds = seconds(&name, &value()?, f64::MIN_POSITIVE, 600.0)?;
+                seconds_given = true;
+            }
             "--warmup" => opts.warmup = seconds(&name, &value()?, 0.0, 60.0)?,
             "--max-locks" => {
                 opts.max_locks = value()?
@@ -302,14 +344,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                     v => return Err(format!("--metrics: expected off or prometheus, got {v:?}")),
                 }
             }
-            "--redis" => {
-                opts.redis = match value()?.as_str() {
-                    "auto" => RedisMode::Auto,
-                    "on" => RedisMode::On,
-                    "off" => RedisMode::Off,
-                    v => return Err(format!("--redis: expected auto, on or off, got {v:?}")),
-                }
-            }
+            "--redis" => opts.redis = mode(&name, &value()?)?,
             "--redis-retry" => {
                 let d = duration(&value()?).map_err(|e| format!("{name}: {e}"))?;
                 if d.is_zero() || d > Duration::from_secs(1) {
@@ -345,7 +380,64 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     if redis_backend {
         redis_defaults(&mut opts, &chose_lists, transport_given)?;
     }
+    if opts.compare {
+        let given = Given {
+            lists: &chose_lists,
+            transport: transport_given,
+            wait: chose_wait,
+            seconds: seconds_given,
+        };
+        compare_defaults(&mut opts, &given)?;
+    }
     Ok(Some(opts))
+}
+
+/// Which of the options `--backend compare` decides itself were given.
+struct Given<'a> {
+    lists: &'a [&'a str],
+    transport: bool,
+    wait: bool,
+    seconds: bool,
+}
+
+/// Checks and completes the options of `--backend compare`.
+fn compare_defaults(opts: &mut Options, given: &Given) -> Result<(), String> {
+    if given.transport {
+        return Err(
+            "--backend compare measures ours over TCP and over Redis itself; drop --transport"
+                .into(),
+        );
+    }
+    if opts.matrix {
+        return Err("--backend compare runs its own set; drop --matrix".into());
+    }
+    if given.wait {
+        return Err(
+            "--backend compare measures ours as it ships, waiting in line (push); drop --wait"
+                .into(),
+        );
+    }
+    if opts.mixes != [Mix::Write] {
+        return Err("--backend compare measures write locks only (the others have no read mode); drop --mix".into());
+    }
+    if given.lists.contains(&"--nodes") {
+        if opts.nodes.len() != 1 {
+            return Err(
+                "--backend compare: give one --nodes value (the cluster size of ours and rslock)"
+                    .into(),
+            );
+        }
+    } else {
+        opts.nodes = vec![3];
+    }
+    if !given.lists.contains(&"--names") && !given.lists.contains(&"--shared") {
+        opts.names = vec![Names::Own, Names::Shared];
+    }
+    if !given.seconds {
+        opts.seconds = 3.0;
+    }
+    opts.waits = vec![Wait::Push];
+    Ok(())
 }
 
 /// Checks and completes the options of `--backend redis`.
@@ -436,6 +528,15 @@ fn seconds(name: &str, s: &str, min: f64, max: f64) -> Result<f64, String> {
         .ok()
         .filter(|v| v.is_finite() && *v >= min && *v <= max)
         .ok_or_else(|| format!("{name}: {s:?} is not a number of seconds in range (max {max})"))
+}
+
+fn mode(name: &str, s: &str) -> Result<RedisMode, String> {
+    match s {
+        "auto" => Ok(RedisMode::Auto),
+        "on" => Ok(RedisMode::On),
+        "off" => Ok(RedisMode::Off),
+        _ => Err(format!("{name}: expected auto, on or off, got {s:?}")),
+    }
 }
 
 fn on_off(name: &str, s: &str) -> Result<bool, String> {

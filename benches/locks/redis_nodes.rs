@@ -137,20 +137,20 @@ fn parse_commandstats(text: &str) -> Counters {
 }
 
 /// Reads the counters of the nodes in use each time a snapshot is taken.
-struct Probe {
+pub struct Probe {
     ports: Vec<u16>,
     readings: Mutex<Vec<Result<Vec<Counters>, String>>>,
 }
 
 impl Probe {
-    fn new(servers: &[RedisServer]) -> Probe {
+    pub fn new(servers: &[RedisServer]) -> Probe {
         Probe {
             ports: servers.iter().map(|s| s.port).collect(),
             readings: Mutex::new(Vec::new()),
         }
     }
 
-    fn read(&self) {
+    pub fn read(&self) {
         let reading = self.ports.iter().map(|&p| commandstats(p)).collect();
         self.readings
             .lock()
@@ -275,16 +275,16 @@ fn window(warmup: Duration, seconds: Duration, max_locks: u64, clients: usize) -
 
 /// What every measurement needs besides its own settings.
 #[derive(Clone, Copy)]
-struct Bounds {
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
-    count_rpcs: bool,
-    retry: Duration,
+pub struct Bounds {
+    pub warmup: Duration,
+    pub seconds: Duration,
+    pub max_locks: u64,
+    pub count_rpcs: bool,
+    pub retry: Duration,
 }
 
 /// Ours: a `Dsync` over one `RedisLocker` per node, shared by every client.
-async fn ours(
+pub async fn ours(
     servers: &[RedisServer],
     scenario: Scenario,
     run: usize,
@@ -403,7 +403,7 @@ async fn rslock_client(
     Ok(tally)
 }
 
-async fn rslock(
+pub async fn rslock(
     servers: &[RedisServer],
     key: BaselineKey,
     run: usize,

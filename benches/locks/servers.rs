@@ -20,7 +20,7 @@ pub struct Servers {
 
 /// The server binary: `QUORUM_LOCK_BIN`, else the release build under
 /// `CARGO_TARGET_DIR` when that is set, else under the workspace's `target/`.
-fn binary() -> Result<PathBuf, String> {
+pub fn binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("QUORUM_LOCK_BIN") {
         return Ok(path.into());
     }
@@ -33,7 +33,7 @@ fn binary() -> Result<PathBuf, String> {
         Ok(path)
     } else {
         Err(format!(
-            "--transport tcp needs the server binary at {}: run `cargo build --release -p quorum-lock-cli` \
+            "ours over TCP (--transport tcp, --backend compare) needs the server binary at {}: run `cargo build --release -p quorum-lock-cli` \
              first, or point QUORUM_LOCK_BIN at one",
             path.display()
         ))

@@ -1,0 +1,689 @@
+//! `--backend compare`: ours against the locks people use instead, in one
+//! run on one machine, every system on the same client counts and names.
+//!
+//! For each hold, naming and client count, back to back:
+//!
+//! * `ours-tcp`: a `Dsync` over `--nodes` `quorum-lock server` processes
+//!   reached over TCP, started for the measurement (as `--transport tcp`),
+//!   waiting in line (push), as the library ships;
+//! * `ours-redis`: a `Dsync` over one `RedisLocker` per Redis node, on the
+//!   first `--nodes` redis-servers of the run (as `--backend redis`);
+//! * `setnx`: `SET NX PX` and a compare-and-delete script on the first
+//!   redis-server (the Redis baseline);
+//! * `rslock`: Redlock in Rust over the same `--nodes` redis-servers;
+//! * `etcd`: etcd's lock service on one etcd node (`etcd` module).
+//!
+//! The redis-servers and the etcd node are started once for the run, on
+//! free loopback ports, and stopped by their PIDs at its end; each
+//! measurement uses names no other one used. A system whose server is not
+//! installed is left out with the reason printed (`--redis`, `--etcd` say
+//! whether that is allowed); ours over TCP needs the `quorum-lock` binary.
+//! The run ends with a Markdown table of every row.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::cli::{Options, RedisMode};
+use crate::etcd::{self, EtcdServer};
+use crate::redis_base::{self, BaselineKey, RedisServer};
+use crate::redis_nodes::{self, Bounds, Probe};
+use crate::report::{loadavg, number, string, utc_now, Machine};
+use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::stats::{fmt_duration, fmt_rate, Summary};
+
+/// What a row measured, in the order each scenario runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum System {
+    OursTcp,
+    OursRedis,
+    SetNx,
+    Rslock,
+    Etcd,
+}
+
+impl System {
+    fn label(self) -> &'static str {
+        match self {
+            System::OursTcp => "ours-tcp",
+            System::OursRedis => "ours-redis",
+            System::SetNx => "setnx",
+            System::Rslock => "rslock",
+            System::Etcd => "etcd",
+        }
+    }
+}
+
+struct Row {
+    system: System,
+    nodes: usize,
+    key: BaselineKey,
+    summary: Summary,
+}
+
+/// The servers of the run that are shared by its measurements.
+struct Servers {
+    /// `max(1, --nodes)` redis-servers, or none.
+    redis: Vec<RedisServer>,
+    redis_status: String,
+    etcd: Option<EtcdServer>,
+    etcd_status: String,
+}
+
+fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// Starts what is wanted and installed; what is missing is left out with
+/// the reason, unless `on` asked for it.
+fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
+    let (redis, redis_status) = match (opts.redis, redis_base::locate()) {
+        (RedisMode::Off, _) => (Vec::new(), "off (--redis off)".to_owned()),
+        (RedisMode::On, None) => {
+            return Err("--redis on, but there is no redis-server on PATH \
+                        (apt-get install -y redis-server)"
+                .into())
+        }
+        (RedisMode::Auto, None) => (
+            Vec::new(),
+            "not run: no redis-server on PATH (apt-get install -y redis-server)".to_owned(),
+        ),
+        (mode, Some(binary)) => {
+            let mut servers = Vec::with_capacity(nodes.max(1));
+            let mut failure = None;
+            for _ in 0..nodes.max(1) {
+                match RedisServer::start(&binary) {
+                    Ok(server) => servers.push(server),
+                    Err(err) => {
+                        failure = Some(err);
+                        break;
+                    }
+                }
+            }
+            match failure {
+                None => {
+                    let list: Vec<String> = servers
+                        .iter()
+                        .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
+                        .collect();
+                    let version = servers[0].version.clone();
+                    (servers, format!("{version}; {}", list.join(", ")))
+                }
+                Some(err) if mode == RedisMode::Auto => {
+                    // The servers already started are dropped: stopped.
+                    (Vec::new(), format!("not run: {err}"))
+                }
+                Some(err) => return Err(err),
+            }
+        }
+    };
+    let (etcd, etcd_status) = match (opts.etcd, etcd::locate()) {
+        (RedisMode::Off, _) => (None, "off (--etcd off)".to_owned()),
+        (RedisMode::On, None) => {
+            return Err("--etcd on, but there is no etcd on PATH \
+                        (apt-get install -y etcd-server)"
+                .into())
+        }
+        (RedisMode::Auto, None) => (
+            None,
+            "not run: no etcd on PATH (apt-get install -y etcd-server)".to_owned(),
+        ),
+        (mode, Some(binary)) => match EtcdServer::start(&binary) {
+            Ok(server) => {
+                let status = format!(
+                    "{}; pid {} on 127.0.0.1:{}",
+                    server.version,
+                    server.pid(),
+                    server.port
+                );
+                (Some(server), status)
+            }
+            Err(err) if mode == RedisMode::Auto => (None, format!("not run: {err}")),
+            Err(err) => return Err(err),
+        },
+    };
+    Ok(Servers {
+        redis,
+        redis_status,
+        etcd,
+        etcd_status,
+    })
+}
+
+/// CPU time the whole machine spent busy (user, nice, system, irq,
+/// softirq; not idle or iowait), and the time the hypervisor gave its
+/// virtual CPUs to someone else (steal), from /proc/stat.
+fn machine_busy() -> Option<(Duration, Duration)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let busy = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| fields.get(i).copied())
+        .sum::<Option<u64>>()?;
+    let steal = fields.get(7).copied().unwrap_or(0);
+    // SAFETY: sysconf reads a constant and has no side effects.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let time = |n: u64| Duration::from_secs_f64(n as f64 / ticks as f64);
+    (ticks > 0).then(|| (time(busy), time(steal)))
+}
+
+/// CPU time of this process and of its children that have been waited for:
+/// once the run has stopped its servers, all of them.
+fn own_cpu() -> Duration {
+    let children = {
+        // SAFETY: getrusage only writes the struct it is given; an all-zero
+        // rusage is a valid value of that plain C struct.
+        let usage = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) != 0 {
+                return crate::stats::process_cpu();
+            }
+            usage
+        };
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
+        };
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    };
+    crate::stats::process_cpu() + children
+}
+
+/// How busy the machine was during the run, in cores: in all, with this
+/// run (the harness and every server it started), and with other work.
+struct Busy {
+    all: f64,
+    own: f64,
+    steal: f64,
+}
+
+impl Busy {
+    fn other(&self) -> f64 {
+        self.all - self.own
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "the machine was busy {:.2} cores on average, this run (harness and servers) {:.2}, \
+             other work {:.2}; the hypervisor took {:.2} (steal)",
+            self.all,
+            self.own,
+            self.other(),
+            self.steal
+        )
+    }
+}
+
+/// The whole `--backend compare` run.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let started = utc_now();
+    let machine = Machine::read();
+    let clock = (std::time::Instant::now(), machine_busy(), own_cpu());
+    let nodes = opts.nodes.first().copied().unwrap_or(3);
+    // Ours over TCP is the point of the comparison: no binary, no run.
+    let binary = crate::servers::binary()?;
+    let servers = start(opts, nodes)?;
+    let mut systems = vec![System::OursTcp];
+    if !servers.redis.is_empty() {
+        systems.extend([System::OursRedis, System::SetNx]);
+        if opts.rslock {
+            systems.push(System::Rslock);
+        }
+    }
+    if servers.etcd.is_some() {
+        systems.push(System::Etcd);
+    }
+    let mut planned = Vec::new();
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            for &clients in &opts.clients {
+                let key = BaselineKey {
+                    clients,
+                    names,
+                    hold,
+                };
+                planned.extend(systems.iter().map(|&system| (system, key)));
+            }
+        }
+    }
+    let bounds = Bounds {
+        warmup: Duration::from_secs_f64(opts.warmup),
+        seconds: Duration::from_secs_f64(opts.seconds),
+        max_locks: opts.max_locks,
+        count_rpcs: opts.count_rpcs,
+        retry: opts.redis_retry,
+    };
+    say(&format!(
+        "quorum-lock against Redis, Redlock and etcd, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
+         {nodes} nodes for ours and rslock, retry sleep {:?} (rslock, SET NX)\n\
+         ours over TCP: {} server processes started per measurement ({})\n\
+         redis: {}\n\
+         etcd: {}\n\
+         {} runs, about {:.0}s\n",
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.mem_total,
+        machine.kernel,
+        machine.loadavg,
+        opts.seconds,
+        opts.warmup,
+        opts.max_locks,
+        match opts.flavor {
+            crate::cli::Flavor::Multi => "multi-thread",
+            crate::cli::Flavor::Current => "current-thread",
+        },
+        if opts.flavor == crate::cli::Flavor::Multi {
+            opts.threads
+        } else {
+            1
+        },
+        opts.redis_retry,
+        nodes,
+        binary
+            .file_name()
+            .map_or("quorum-lock".into(), |n| n.to_string_lossy()),
+        servers.redis_status,
+        servers.etcd_status,
+        planned.len(),
+        planned.len() as f64 * (opts.seconds + opts.warmup + 0.3),
+    ));
+    say(&header());
+    let mut rows = Vec::with_capacity(planned.len());
+    for (run, &(system, key)) in planned.iter().enumerate() {
+        let scenario = |transport| Scenario {
+            nodes,
+            clients: key.clients,
+            names: key.names,
+            mix: Mix::Write,
+            hold: key.hold,
+            transport,
+            wait: Wait::Push,
+        };
+        let redis = &servers.redis[..nodes.min(servers.redis.len())];
+        let (summary, row_nodes) = match system {
+            System::OursTcp => (
+                crate::measure(opts, || {
+                    crate::ours::run(
+                        scenario(Transport::Tcp),
+                        bounds.warmup,
+                        bounds.seconds,
+                        bounds.max_locks,
+                        bounds.count_rpcs,
+                    )
+                })?,
+                nodes,
+            ),
+            System::OursRedis => {
+                let probe = Probe::new(redis);
+                let scenario = scenario(Transport::Redis);
+                let summary = crate::measure(opts, || {
+                    redis_nodes::ours(redis, scenario, run, bounds, &probe)
+                })?;
+                (summary, nodes)
+            }
+            System::Rslock => {
+                let probe = Probe::new(redis);
+                let summary = crate::measure(opts, || {
+                    redis_nodes::rslock(redis, key, run, bounds, &probe)
+                })?;
+                (summary, nodes)
+            }
+            System::SetNx => {
+                let server = &servers.redis[0];
+                let summary = crate::measure(opts, || {
+                    redis_base::run(
+                        server,
+                        run,
+                        key,
+                        bounds.retry,
+                        bounds.warmup,
+                        bounds.seconds,
+                        bounds.max_locks,
+                        || {},
+                    )
+                })?;
+                (summary, 1)
+            }
+            System::Etcd => {
+                let server = servers
+                    .etcd
+                    .as_ref()
+                    .ok_or("etcd was planned without a server")?;
+                let summary = crate::measure(opts, || {
+                    etcd::run(
+                        server,
+                        run,
+                        key,
+                        bounds.warmup,
+                        bounds.seconds,
+                        bounds.max_locks,
+                    )
+                })?;
+                (summary, 1)
+            }
+        };
+        let row = Row {
+            system,
+            nodes: row_nodes,
+            key,
+            summary,
+        };
+        say(&line(&row));
+        rows.push(row);
+    }
+    let load_end = loadavg();
+    let statuses = [servers.redis_status.clone(), servers.etcd_status.clone()];
+    let table = markdown(opts, &servers, &rows);
+    let mut stopped = Vec::new();
+    let Servers { redis, etcd, .. } = servers;
+    for server in redis {
+        stopped.push(format!("redis-server {}", server.pid()));
+    }
+    if let Some(server) = etcd {
+        stopped.push(format!("etcd {}", server.pid()));
+        drop(server);
+    }
+    // Every server is stopped and waited for: its CPU time is ours now.
+    let busy = match (clock.1, machine_busy()) {
+        (Some(before), Some(after)) => {
+            let wall = clock.0.elapsed().as_secs_f64().max(1e-9);
+            Some(Busy {
+                all: after.0.saturating_sub(before.0).as_secs_f64() / wall,
+                own: own_cpu().saturating_sub(clock.2).as_secs_f64() / wall,
+                steal: after.1.saturating_sub(before.1).as_secs_f64() / wall,
+            })
+        }
+        _ => None,
+    };
+    say(&format!("\n{LEGEND}"));
+    say(&format!(
+        "\nload average at the start {}, at the end {load_end}; {}\n",
+        machine.loadavg,
+        busy.as_ref().map_or(
+            "no /proc/stat to say how busy the machine was".into(),
+            Busy::text
+        )
+    ));
+    say(&table);
+    if !stopped.is_empty() {
+        say(&format!("stopped {}", stopped.join(", ")));
+    }
+    if let Some(path) = &opts.json {
+        let load = Load {
+            end: &load_end,
+            busy: busy.as_ref(),
+        };
+        let text = json(opts, &machine, &started, &load, nodes, &statuses, &rows);
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(&format!("wrote {}", path.display()));
+    }
+    Ok(())
+}
+
+fn header() -> String {
+    format!(
+        "{:<10} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5}",
+        "sys", "nodes", "clients", "names", "hold", "locks/s", "mean", "p50", "p99", "max",
+        "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl", "max/cl", "jain"
+    )
+}
+
+fn line(row: &Row) -> String {
+    let s = &row.summary;
+    let d = |d: Duration| fmt_duration(d);
+    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
+    let cpu_per_lock = if s.lsps > 0.0 {
+        d(Duration::from_secs_f64(cpu / s.lsps))
+    } else {
+        "-".into()
+    };
+    let mut out = format!(
+        "{:<10} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3}",
+        row.system.label(),
+        row.nodes,
+        row.key.clients,
+        row.key.names.label(),
+        row.key.hold.label(),
+        fmt_rate(s.lsps),
+        d(s.mean),
+        d(s.p50),
+        d(s.p99),
+        d(s.max),
+        d(s.longest_wait),
+        cpu * 100.0,
+        cpu_per_lock,
+        s.calls_per_lock
+            .map_or("-".into(), |c| format!("{c:.2}")),
+        s.min_client,
+        s.max_client,
+        s.jain,
+    );
+    if s.longest_wait > s.max {
+        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
+    }
+    if s.hit_count_bound {
+        out.push_str("  (stopped by --max-locks)");
+    }
+    out
+}
+
+const LEGEND: &str = "\
+ours-tcp: a Dsync over quorum-lock server processes on 127.0.0.1 (started for
+each measurement), waiting in line with pushed grants. ours-redis: a Dsync over
+one RedisLocker per redis-server, waiting in line (pub/sub). setnx: SET NX PX
+and a compare-and-delete script on one redis-server, a refused SET retried
+after the retry sleep, one connection per client. rslock: Redlock (rslock
+0.10) over the same redis-servers as ours-redis, one round per lock call, a
+refused round retried after the retry sleep. etcd: one etcd node; each client
+holds a lease (60 s TTL, kept alive every 20 s) and locks with one Lock call of
+etcd's lock service (the server waits for every older key under the name, as
+concurrency.Mutex does) and unlocks with one Unlock call. Ours, rslock and
+etcd share one client object (connection per node) among all clients.
+locks/s: locks acquired in the window / window length. mean..max: acquire
+latency. longest: the longest wait, counting waits still unfinished when the
+window closed. cpu: (user+sys)/wall of this process and of the servers in use,
+100% = one core; cpu/lk: that CPU time per lock. rpc/lk: requests per lock and
+its unlock where the harness counts them (ours: calls to lockers, summed over
+nodes; setnx: SET tries and the unlock script; etcd: Lock and Unlock).
+min/cl, max/cl: fewest and most locks of one client. jain: Jain's fairness
+index over clients (1 = every client got the same number of locks).";
+
+/// What the table calls a system.
+fn title(system: System, opts: &Options, servers: &Servers) -> String {
+    let retry = match opts.redis_retry {
+        d if d.subsec_nanos() % 1_000_000 == 0 => format!("{} ms", d.as_millis()),
+        d => human(d),
+    };
+    match system {
+        System::OursTcp => "**quorum-lock**, `quorum-lock server` processes over TCP".into(),
+        System::OursRedis => "**quorum-lock** over Redis nodes (`RedisLocker`)".into(),
+        System::SetNx => format!("Redis, `SET NX PX` + scripted unlock, retry every {retry}"),
+        System::Rslock => format!("Redlock (`rslock` 0.10), retry every {retry}"),
+        System::Etcd => {
+            let version = servers
+                .etcd_status
+                .split(';')
+                .next()
+                .and_then(|v| v.rsplit(' ').next())
+                .unwrap_or("");
+            format!("etcd {version}, lock service (`Lock`/`Unlock`, a lease per client)")
+        }
+    }
+}
+
+/// One cell: locks/s, p50 / p99, and on a shared name the longest wait.
+fn cell(row: &Row) -> String {
+    let s = &row.summary;
+    let mut out = format!("{} · {} / {}", fmt_rate(s.lsps), human(s.p50), human(s.p99));
+    if row.key.names == Names::Shared && row.key.clients > 1 {
+        let _ = write!(out, " ({})", human(s.longest_wait));
+    }
+    out
+}
+
+/// A duration as the text table shows it, for prose: "12.3 µs", "4.56 ms".
+fn human(d: Duration) -> String {
+    let text = fmt_duration(d);
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (value, unit) = text.split_at(split);
+    format!("{value} {}", if unit == "us" { "µs" } else { unit })
+}
+
+/// The comparison as a Markdown table: one row per system and naming, one
+/// column per client count.
+fn markdown(opts: &Options, servers: &Servers, rows: &[Row]) -> String {
+    let mut out = String::from("Markdown (locks/s · p50 / p99 of the acquire; on one shared name, the longest wait in brackets):\n\n");
+    let clients: Vec<String> = opts
+        .clients
+        .iter()
+        .map(|&c| format!("{c} client{}", if c == 1 { "" } else { "s" }))
+        .collect();
+    let _ = writeln!(out, "| system | nodes | names | {} |", clients.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(clients.len()));
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            let mut seen: Vec<System> = Vec::new();
+            for row in rows
+                .iter()
+                .filter(|r| r.key.names == names && r.key.hold == hold)
+            {
+                if seen.contains(&row.system) {
+                    continue;
+                }
+                seen.push(row.system);
+                let cells: Vec<String> = opts
+                    .clients
+                    .iter()
+                    .map(|&c| {
+                        rows.iter()
+                            .find(|r| {
+                                r.system == row.system
+                                    && r.key.names == names
+                                    && r.key.hold == hold
+                                    && r.key.clients == c
+                            })
+                            .map_or("—".into(), cell)
+                    })
+                    .collect();
+                let naming = match names {
+                    Names::Own => "own",
+                    Names::Shared => "one shared",
+                };
+                let hold_note = if opts.holds.len() > 1 {
+                    format!(", hold {}", hold.label())
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {naming}{hold_note} | {} |",
+                    title(row.system, opts, servers),
+                    row.nodes,
+                    cells.join(" | ")
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The load figures taken at the end of the run.
+struct Load<'a> {
+    end: &'a str,
+    busy: Option<&'a Busy>,
+}
+
+/// The whole run as JSON, in the spirit of `report::json`.
+fn json(
+    opts: &Options,
+    machine: &Machine,
+    started: &str,
+    load: &Load,
+    nodes: usize,
+    [redis, etcd]: &[String; 2],
+    rows: &[Row],
+) -> String {
+    let mut o = String::from("{\n");
+    let _ = writeln!(o, "  \"date\": {},", string(started));
+    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
+    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
+    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
+    let _ = writeln!(
+        o,
+        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}, \"busy_cores\": {}, \"own_cores\": {}, \"other_cores\": {}, \"steal_cores\": {}}},",
+        machine.cpus,
+        string(&machine.cpu_model),
+        string(&machine.mem_total),
+        string(&machine.kernel),
+        string(&machine.loadavg),
+        string(load.end),
+        load.busy.map_or("null".into(), |b| number(b.all)),
+        load.busy.map_or("null".into(), |b| number(b.own)),
+        load.busy.map_or("null".into(), |b| number(b.other())),
+        load.busy.map_or("null".into(), |b| number(b.steal)),
+    );
+    let _ = writeln!(
+        o,
+        "  \"settings\": {{\"backend\": \"compare\", \"nodes\": {nodes}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}, \"retry_ns\": {}}},",
+        number(opts.seconds),
+        number(opts.warmup),
+        opts.max_locks,
+        opts.threads,
+        opts.count_rpcs,
+        opts.redis_retry.as_nanos()
+    );
+    let _ = writeln!(o, "  \"redis\": {},", string(redis));
+    let _ = writeln!(o, "  \"etcd\": {},", string(etcd));
+    o.push_str("  \"results\": [");
+    for (i, row) in rows.iter().enumerate() {
+        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        o.push_str(&result(row));
+    }
+    o.push_str("\n  ]\n}\n");
+    o
+}
+
+fn result(row: &Row) -> String {
+    let s = &row.summary;
+    let ns = |d: Duration| d.as_nanos().to_string();
+    format!(
+        "{{\"system\": {}, \"nodes\": {}, \"clients\": {}, \"names\": {}, \"hold\": {}, \
+         \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \"mean_ns\": {}, \"p50_ns\": {}, \"p90_ns\": {}, \
+         \"p99_ns\": {}, \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
+         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \"cpu_cores\": {}, \
+         \"server_cpu_cores\": {}, \"calls_per_lock\": {}, \"hit_count_bound\": {}}}",
+        string(row.system.label()),
+        row.nodes,
+        row.key.clients,
+        string(row.key.names.label()),
+        string(&row.key.hold.label()),
+        s.locks,
+        number(s.seconds),
+        number(s.lsps),
+        ns(s.mean),
+        ns(s.p50),
+        ns(s.p90),
+        ns(s.p99),
+        ns(s.max),
+        ns(s.longest_wait),
+        s.unfinished,
+        s.min_client,
+        s.max_client,
+        number(s.jain),
+        number(s.cpu),
+        s.server_cpu.map_or("null".into(), number),
+        s.calls_per_lock.map_or("null".into(), number),
+        s.hit_count_bound,
+    )
+}

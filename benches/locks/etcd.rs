@@ -1,0 +1,359 @@
+//! etcd's lock, measured beside ours (`--backend compare`): a single etcd
+//! node of our own on 127.0.0.1, and clients that lock the way users of
+//! etcd's `concurrency.Mutex` do, through etcd's lock service (v3lock).
+//!
+//! The node is ours alone: started with `etcd` from PATH on two free
+//! loopback ports (client and peer), its data in a fresh folder under the
+//! temp dir, and stopped by its PID when `EtcdServer` is dropped (then the
+//! folder is removed). `PR_SET_PDEATHSIG` covers the harness itself being
+//! killed. etcd runs with its defaults otherwise: every write is synced to
+//! its log before it is acknowledged, as in a real deployment.
+//!
+//! Each client holds a session, as `concurrency.NewSession` makes one: a
+//! lease with a TTL (60 s, the validity of our locks), kept alive every
+//! TTL/3 by a task of its own and revoked at the end. A lock is one `Lock`
+//! call to the lock service with that lease: the server puts the key
+//! `name/lease` and waits until every older key under the name is gone
+//! (the same transaction and watch as `concurrency.Mutex`, run by the
+//! server). The unlock is one `Unlock` call with the key it returned. All
+//! clients share one `etcd_client::Client` (one HTTP/2 connection), as an
+//! application would.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
+use tokio::time::{timeout, timeout_at, Instant};
+
+use crate::redis_base::BaselineKey;
+use crate::scenario::{Hold, Names};
+use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+
+/// The session's lease TTL: how long etcd keeps a lock whose holder went
+/// silent, like the validity of our locks (60 s by default) and etcd's
+/// default session TTL.
+const TTL: Duration = Duration::from_secs(60);
+
+/// `etcd` from PATH, if there is one.
+pub fn locate() -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("etcd"))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+pub struct EtcdServer {
+    child: Child,
+    /// The client port: gRPC (and HTTP for /health).
+    pub port: u16,
+    /// `etcd --version`'s first line, e.g. "etcd Version: 3.4.23".
+    pub version: String,
+    dir: PathBuf,
+}
+
+impl EtcdServer {
+    pub fn start(binary: &Path) -> Result<EtcdServer, String> {
+        let version = Command::new(binary)
+            .arg("--version")
+            .output()
+            .ok()
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(|l| l.trim().to_owned())
+            })
+            .unwrap_or_default();
+        let mut last_err = String::new();
+        // A free port can be taken between our probe and etcd's bind; a few
+        // tries make that race harmless.
+        for attempt in 0..3 {
+            let (port, peer) = (free_port()?, free_port()?);
+            let dir = std::env::temp_dir().join(format!(
+                "quorum-lock-bench-etcd-{}-{attempt}",
+                std::process::id()
+            ));
+            // Left over only if a run with our PID was killed: it is ours.
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+            let log = std::fs::File::create(dir.join("etcd.log"))
+                .map_err(|e| format!("cannot make etcd's log file: {e}"))?;
+            let log_err = log
+                .try_clone()
+                .map_err(|e| format!("cannot share etcd's log file: {e}"))?;
+            let client_url = format!("http://127.0.0.1:{port}");
+            let peer_url = format!("http://127.0.0.1:{peer}");
+            let mut command = Command::new(binary);
+            command
+                .args(["--name", "bench", "--data-dir"])
+                .arg(dir.join("data"))
+                .args(["--listen-client-urls", &client_url])
+                .args(["--advertise-client-urls", &client_url])
+                .args(["--listen-peer-urls", &peer_url])
+                .args(["--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &format!("bench={peer_url}")])
+                .args(["--initial-cluster-state", "new"])
+                .args(["--logger", "zap", "--log-level", "warn"])
+                .stdin(Stdio::null())
+                .stdout(log)
+                .stderr(log_err);
+            // SAFETY: prctl is async-signal-safe and touches no memory of
+            // the parent. It makes the kernel kill etcd if we die without
+            // running destructors (SIGKILL, abort).
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = match command.spawn() {
+                Ok(child) => child,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(format!("cannot start {}: {e}", binary.display()));
+                }
+            };
+            let mut server = EtcdServer {
+                child,
+                port,
+                version: version.clone(),
+                dir,
+            };
+            match server.wait_ready(Duration::from_secs(20)) {
+                Ok(()) => return Ok(server),
+                Err(err) => last_err = format!("{err}; its log: {}", server.log_tail()),
+            }
+            // Dropping `server` stops it and removes its folder.
+        }
+        Err(format!("etcd did not come up: {last_err}"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// User + system CPU time of etcd, from /proc.
+    pub fn cpu(&self) -> Option<Duration> {
+        crate::stats::pid_cpu(self.pid())
+    }
+
+    /// The last lines of etcd's log, for an error message.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.join("etcd.log")).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+
+    /// Polls `GET /health` until etcd says it is healthy: it has elected
+    /// itself leader and serves requests.
+    fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
+        let give_up = std::time::Instant::now() + limit;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("it exited with {status}"));
+            }
+            if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                let mut reply = String::new();
+                let healthy = s.set_read_timeout(Some(Duration::from_secs(2))).is_ok()
+                    && s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                        .is_ok()
+                    && s.take(4096).read_to_string(&mut reply).is_ok()
+                    && reply.contains("\"health\":\"true\"");
+                if healthy {
+                    return Ok(());
+                }
+            }
+            if std::time::Instant::now() >= give_up {
+                return Err(format!(
+                    "not healthy on port {} within {limit:?}",
+                    self.port
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM to its PID, then SIGKILL if it lingers; then its folder goes.
+    fn stop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(Some(_))) {
+            if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
+                // SAFETY: kill has no memory effects; the PID is our own
+                // child, not yet reaped, so it cannot have been reused.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            let give_up = std::time::Instant::now() + Duration::from_secs(5);
+            while std::time::Instant::now() < give_up
+                && !matches!(self.child.try_wait(), Ok(Some(_)))
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for EtcdServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
+}
+
+/// A session: the lease and the task that keeps it alive every TTL/3.
+struct Session {
+    lease: i64,
+    keeper: tokio::task::JoinHandle<()>,
+}
+
+async fn session(leases: &mut LeaseClient) -> Result<Session, String> {
+    let ttl = i64::try_from(TTL.as_secs()).unwrap_or(60);
+    let lease = leases
+        .grant(ttl, None)
+        .await
+        .map_err(|e| format!("etcd lease grant failed: {e}"))?
+        .id();
+    let (mut keeper, mut replies) = leases
+        .keep_alive(lease)
+        .await
+        .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
+    let keeper = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(TTL / 3).await;
+            if keeper.keep_alive().await.is_err() {
+                return;
+            }
+            if !matches!(replies.message().await, Ok(Some(_))) {
+                return;
+            }
+        }
+    });
+    Ok(Session { lease, keeper })
+}
+
+async fn client(
+    mut locks: LockClient,
+    name: String,
+    lease: i64,
+    hold: Hold,
+    window: Window,
+) -> Result<ClientTally, String> {
+    let mut tally = ClientTally::new();
+    let mut done = 0u64;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if done >= window.max_per_client {
+            tally.hit_count_bound = true;
+            break;
+        }
+        let options = LockOptions::new().with_lease(lease);
+        let key = match timeout_at(window.end, locks.lock(name.as_str(), Some(options))).await {
+            Ok(Ok(reply)) => reply.key().to_vec(),
+            Ok(Err(err)) => return Err(format!("etcd lock failed: {err}")),
+            Err(_) => {
+                // The call is cancelled: the server stops waiting and its
+                // key goes with the lease, revoked at the end.
+                tally.unfinished = Some(asked.elapsed());
+                break;
+            }
+        };
+        if asked >= window.start {
+            tally.record(asked.elapsed());
+            tally.calls.lock += 1;
+            tally.calls.unlock += 1;
+        }
+        done += 1;
+        hold.run().await;
+        locks
+            .unlock(key)
+            .await
+            .map_err(|e| format!("etcd unlock failed: {e}"))?;
+    }
+    tally.finished_at = Instant::now();
+    Ok(tally)
+}
+
+/// One measurement: `key.clients` clients, each with its own session, on
+/// names no earlier run used.
+pub async fn run(
+    server: &EtcdServer,
+    run_id: usize,
+    key: BaselineKey,
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+) -> Result<Summary, String> {
+    let etcd = timeout(
+        Duration::from_secs(10),
+        Client::connect([server.endpoint()], None),
+    )
+    .await
+    .map_err(|_| "etcd: no connection within 10 s".to_owned())?
+    .map_err(|e| format!("cannot connect to etcd: {e}"))?;
+    let mut leases = etcd.lease_client();
+    // Every session is open (and the connection up) before the clock starts.
+    let mut sessions = Vec::with_capacity(key.clients);
+    for _ in 0..key.clients {
+        sessions.push(
+            timeout(Duration::from_secs(10), session(&mut leases))
+                .await
+                .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
+        );
+    }
+    let start = Instant::now() + warmup;
+    let window = Window {
+        start,
+        end: start + seconds,
+        max_per_client: max_locks.div_ceil(key.clients as u64),
+    };
+    let snapshot = || Snapshot {
+        at: Instant::now(),
+        cpu: process_cpu(),
+        calls: None,
+        server_cpu: server.cpu(),
+    };
+    let ids: Vec<i64> = sessions.iter().map(|s| s.lease).collect();
+    let measured = drive(key.clients, window, snapshot, |c| {
+        let name = match key.names {
+            Names::Own => format!("bench{run_id}/client-{c}"),
+            Names::Shared => format!("bench{run_id}/shared"),
+        };
+        client(etcd.lock_client(), name, ids[c], key.hold, window)
+    })
+    .await;
+    // Close the sessions, as `Session.Close` does: keys left by waits the
+    // window cut off go with their leases.
+    for s in &sessions {
+        s.keeper.abort();
+    }
+    let _ = timeout(Duration::from_secs(5), async {
+        for s in &sessions {
+            let _ = leases.revoke(s.lease).await;
+        }
+    })
+    .await;
+    let (tallies, first, last) = measured?;
+    Ok(summarize(window, &tallies, &first, &last))
+}
