@@ -40,13 +40,7 @@ const TTL: Duration = Duration::from_secs(60);
 
 /// `etcd` from PATH, if there is one.
 pub fn locate() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("etcd"))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    crate::servers::on_path("etcd")
 }
 
 pub struct EtcdServer {

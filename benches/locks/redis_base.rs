@@ -33,13 +33,7 @@ end"#;
 
 /// `redis-server` from PATH, if there is one.
 pub fn locate() -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("redis-server"))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+    crate::servers::on_path("redis-server")
 }
 
 pub struct RedisServer {

@@ -11,6 +11,18 @@ use std::time::Duration;
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
 
+/// The executable `program` in a folder of PATH, if there is one: how the
+/// harness finds `redis-server` and `etcd` before it starts them.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 const TOKEN: &str = "bench-token";
 
 pub struct Servers {
