@@ -348,7 +348,7 @@ impl PushSink for Acquisition {
                 slot.granted_stamp = stamp;
             }
             PushEvent::Wounded if !slots.held => slots.wounded = true,
-            PushEvent::Wounded => return,
+            PushEvent::Wounded | PushEvent::Changed => return,
         }
         if let Some(waker) = slots.waker.take() {
             drop(slots);

@@ -132,6 +132,47 @@ impl Dsync {
     }
 }
 
+impl Dsync {
+    /// An election named `name` among every process that uses these
+    /// lockers; see [`Election`](crate::Election). Its lock is taken on the
+    /// resource `election/` + `name`, which listings show.
+    ///
+    /// Fails with [`Error::InvalidArgument`] for an empty name or one that
+    /// makes the resource name too long.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    /// # let ds = Dsync::new(vec![Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>])?;
+    /// assert_eq!(ds.election("scheduler")?.resource(), "election/scheduler");
+    /// assert!(ds.election("").is_err());
+    /// # Ok::<(), quorum_lock::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn election(&self, name: &str) -> Result<crate::Election, Error> {
+        if name.is_empty() {
+            return Err(Error::invalid("an election needs a name"));
+        }
+        let caller = Location::caller();
+        let resource = format!("{}{name}", crate::election::ELECTION_PREFIX);
+        validate_names(std::slice::from_ref(&resource))?;
+        let source: Arc<str> =
+            format!("{}:{}:{}", caller.file(), caller.line(), caller.column()).into();
+        let mutex = DRWMutex::new(
+            self.coord.clone(),
+            self.keeper.clone(),
+            vec![resource].into(),
+            source.clone(),
+        );
+        Ok(crate::Election::new(
+            name,
+            mutex,
+            self.coord.clone(),
+            source,
+        ))
+    }
+}
+
 impl fmt::Debug for Dsync {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let endpoints: Vec<String> = self.coord.lockers.iter().map(|l| l.endpoint()).collect();

@@ -124,6 +124,15 @@ impl Held {
         self.adopt_here();
         self.signal.child_token()
     }
+
+    /// Stops vouching for the lock before a release that the caller runs
+    /// itself (an election's resign): the lock counts as lost from now on
+    /// and is no longer refreshed, so nobody can act on it while the
+    /// lockers free it. The guard keeps what a release needs.
+    fn retire(&self) {
+        self.signal.declare();
+        self.keeper.remove(self.lease);
+    }
 }
 
 impl Drop for Held {
@@ -175,6 +184,18 @@ macro_rules! guard {
             /// The uid of this acquisition, as the lockers know it.
             pub fn uid(&self) -> &str {
                 &self.held.state.args.uid
+            }
+
+            /// The arguments every locker call of this lock sends.
+            #[allow(dead_code)]
+            pub(crate) fn args(&self) -> &crate::LockArgs {
+                &self.held.state.args
+            }
+
+            /// See `Held::retire`.
+            #[allow(dead_code)]
+            pub(crate) fn retire(&self) {
+                self.held.retire()
             }
 
             /// How many lockers are known to hold this lock right now.

@@ -139,6 +139,7 @@ mod admin;
 mod config;
 mod coordinator;
 mod dsync;
+mod election;
 mod error;
 mod fanout;
 mod fence;
@@ -151,6 +152,7 @@ mod loss;
 mod mutex;
 #[cfg(feature = "net")]
 pub mod net;
+mod proclamation;
 pub mod quorum;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -166,12 +168,14 @@ mod wait_round;
 pub use admin::ClusterLock;
 pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
+pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
 pub use error::Error;
 pub use fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
+pub use proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
 /// The names of the metrics a `Dsync` records (feature `metrics`).
 #[cfg(feature = "metrics")]
 pub use telemetry::names as metric_names;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::proclamation::{Proclamation, WatchArgs};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockInfo};
 
@@ -120,7 +121,9 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// so an implementation written for an older version keeps working:
 /// [`lock_wait`](Self::lock_wait) (queues and pushed wake-ups) falls back to
 /// a plain lock call that the coordinator repeats, and
-/// [`fence`](Self::fence) (fencing tokens) reports that it is unsupported.
+/// [`fence`](Self::fence) (fencing tokens), [`proclaim`](Self::proclaim) and
+/// [`leader`](Self::leader) (leader election) report that they are
+/// unsupported.
 ///
 /// # Cancel safety
 ///
@@ -237,6 +240,51 @@ pub trait NetLocker: Send + Sync {
         Err(Error::Unsupported {
             endpoint: self.endpoint(),
             what: "fencing tokens".into(),
+        })
+    }
+
+    /// Stores `proclamation` with the exclusive entry that `args.uid` holds
+    /// on the one resource of `args.resources` (an election's name), for
+    /// [`leader`](Self::leader) to report.
+    ///
+    /// Answers `Ok(true)` when the entry now carries this proclamation or a
+    /// newer one of the same uid ([`Proclamation::is_newer_than`]), and
+    /// `Ok(false)` when the uid holds no exclusive entry there. The
+    /// proclamation lives exactly as long as the entry: released, expired or
+    /// forced open, it is gone. A locker in quarantine answers the
+    /// quarantine error, as for every call that vouches for a grant, but
+    /// may still store it on an entry it holds. Lockers must refuse a value
+    /// longer than [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN). The default
+    /// reports that election is unsupported.
+    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
+        let _ = (args, proclamation);
+        Err(Error::Unsupported {
+            endpoint: self.endpoint(),
+            what: "leader election".into(),
+        })
+    }
+
+    /// The proclamation stored with the live exclusive entry on the one
+    /// resource of `args.resources`, or `None` when the resource is free,
+    /// held in read mode, or held by an entry that proclaimed nothing.
+    ///
+    /// `args.uid` identifies the observer asking. With `watch`, the locker
+    /// also keeps a watch for that uid on the resource (replacing an older
+    /// one of the same uid) and pushes
+    /// [`PushEvent::Changed`](crate::PushEvent::Changed) once the answer may
+    /// have changed: see [`WatchArgs`]. A locker in quarantine answers the
+    /// quarantine error: it may have forgotten a proclamation that its
+    /// leader still counts on. The default reports that election is
+    /// unsupported.
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        let _ = (args, watch);
+        Err(Error::Unsupported {
+            endpoint: self.endpoint(),
+            what: "leader election".into(),
         })
     }
 

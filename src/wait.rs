@@ -76,6 +76,9 @@ pub enum PushEvent {
     /// that has not yet reached its quorum gives its grants back and waits
     /// again with the same ticket; a holder ignores it.
     Wounded,
+    /// The leader of a resource this uid watches may have changed (see
+    /// [`WatchArgs`](crate::WatchArgs)): read it again.
+    Changed,
 }
 
 /// Receives pushes for the waits of one acquisition.

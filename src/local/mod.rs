@@ -1,6 +1,7 @@
 //! `LocalLocker`: the in-process lock table that a lock server exposes, and
 //! that tests use directly as an in-memory cluster node.
 
+mod boards;
 mod shards;
 mod table;
 #[cfg(test)]
@@ -15,8 +16,10 @@ use tokio::time::Instant;
 use crate::config::after;
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
+use crate::proclamation::{Proclamation, WatchArgs};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
+use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
@@ -141,6 +144,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// ```
 pub struct LocalLocker {
     shards: Shards,
+    /// Leader election: proclamations and observers' watches.
+    boards: Boards,
     endpoint: String,
     config: LockerConfig,
     /// Origin of the nanosecond counters below.
@@ -177,6 +182,7 @@ impl LocalLocker {
         let epoch = Instant::now();
         LocalLocker {
             shards: Shards::new(),
+            boards: Boards::default(),
             endpoint: endpoint.into(),
             config,
             epoch,
@@ -229,6 +235,7 @@ impl LocalLocker {
             shard.wipe();
             false
         });
+        self.boards.wipe();
         tracing::info!(locker = %self.endpoint, ?quarantine, "lock table restarted");
     }
 
@@ -466,7 +473,70 @@ impl LocalLocker {
                 tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
             }
             self.promote(freed, now);
+            if self.boards.in_use() {
+                self.revalidate_boards(None, now, true);
+            }
         }
+    }
+
+    /// Drops the proclamations on `resources` (all when `None`) whose
+    /// entries are gone, and pushes their observers the news.
+    fn revalidate_boards(&self, resources: Option<&[String]>, now: Instant, prune: bool) {
+        let stale: Vec<_> = self
+            .boards
+            .proclaimers(resources)
+            .into_iter()
+            .filter(|(resource, uid)| {
+                !self.shards.with_one(resource, |shard| {
+                    shard.holds(resource, uid, LockMode::Write)
+                })
+            })
+            .collect();
+        if !stale.is_empty() || prune {
+            self.boards.drop_stale(stale, now, prune).deliver();
+        }
+    }
+
+    /// See [`NetLocker::proclaim`].
+    fn store_proclamation(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
+        let resource = election_resource(args)?;
+        p.validate()?;
+        let changes = self.with_shards(args, |set, now, _| {
+            let holds = set.shard(0).holds(resource, &args.uid, LockMode::Write);
+            let changes = holds.then(|| self.boards.proclaim(resource, &args.uid, p));
+            // Stored even in quarantine, on an entry a holder's refresh
+            // re-created, so that it is there when the quarantine ends; but
+            // the answer must not count (rule Q).
+            match self.quarantine_error(now) {
+                Some(err) => (Err(err), changes),
+                None => (Ok(holds), changes),
+            }
+        })?;
+        if let Some(changes) = changes.1 {
+            changes.deliver();
+        }
+        changes.0
+    }
+
+    /// See [`NetLocker::leader`].
+    fn read_leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        let resource = election_resource(args)?;
+        let (found, changes) = self.with_shards(args, |set, now, _| {
+            let shard = set.shard(0);
+            let read = self.boards.read(resource, &args.uid, watch, now, |uid| {
+                shard.holds(resource, uid, LockMode::Write)
+            })?;
+            if let Some(err) = self.quarantine_error(now) {
+                return Ok((Err(err), read.1));
+            }
+            Ok::<_, Error>((Ok(read.0), read.1))
+        })??;
+        changes.deliver();
+        found
     }
 
     fn quarantine_error(&self, now: Instant) -> Option<Error> {
@@ -654,14 +724,18 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        self.with_shards(args, |set, _, freed| {
+        let removed = self.with_shards(args, |set, _, freed| {
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
                 removed |= set.shard(pos).release(name, &args.uid, mode, freed);
             }
             removed
-        })
+        })?;
+        if removed && self.boards.in_use() {
+            self.revalidate_boards(Some(&args.resources), Instant::now(), false);
+        }
+        Ok(removed)
     }
 
     /// Refreshes every entry of `args.uid`.
@@ -699,6 +773,17 @@ impl LocalLocker {
             }
             Err(err)
         })?
+    }
+}
+
+/// The one resource an election call names.
+fn election_resource(args: &LockArgs) -> Result<&str, Error> {
+    match &*args.resources {
+        [one] => Ok(one),
+        list => Err(Error::invalid(format!(
+            "an election call names exactly one resource, not {}",
+            list.len()
+        ))),
     }
 }
 
@@ -795,6 +880,9 @@ impl NetLocker for LocalLocker {
                     .shards
                     .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
                 self.promote(freed, Instant::now());
+                if removed && self.boards.in_use() {
+                    self.revalidate_boards(None, Instant::now(), false);
+                }
                 Ok(removed)
             }
             (false, false) => self.release(args, None),
@@ -811,6 +899,9 @@ impl NetLocker for LocalLocker {
                     removed
                 });
                 self.promote(freed, Instant::now());
+                if removed && self.boards.in_use() {
+                    self.revalidate_boards(Some(&args.resources), Instant::now(), false);
+                }
                 Ok(removed)
             }
         }
@@ -832,6 +923,18 @@ impl NetLocker for LocalLocker {
         floor: u64,
     ) -> Result<Option<u64>, Error> {
         self.draw_fence(args, mode, floor)
+    }
+
+    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
+        self.store_proclamation(args, proclamation)
+    }
+
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        self.read_leader(args, watch)
     }
 
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {

@@ -396,6 +396,7 @@ impl From<WireWaitReply> for WaitReply {
 pub(crate) enum WirePushEvent {
     Granted,
     Wounded,
+    Changed,
 }
 
 impl From<PushEvent> for WirePushEvent {
@@ -403,6 +404,7 @@ impl From<PushEvent> for WirePushEvent {
         match e {
             PushEvent::Granted => WirePushEvent::Granted,
             PushEvent::Wounded => WirePushEvent::Wounded,
+            PushEvent::Changed => WirePushEvent::Changed,
         }
     }
 }
@@ -412,6 +414,7 @@ impl From<WirePushEvent> for PushEvent {
         match e {
             WirePushEvent::Granted => PushEvent::Granted,
             WirePushEvent::Wounded => PushEvent::Wounded,
+            WirePushEvent::Changed => PushEvent::Changed,
         }
     }
 }

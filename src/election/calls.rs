@@ -1,0 +1,238 @@
+//! The election's rounds over every locker: storing a proclamation, reading
+//! who leads, and releasing a leader's entries on resign. Each returns as
+//! soon as its answer is decided and hands the calls still running to the
+//! runtime, so the lockers that were slow still get them.
+
+use std::future::{poll_fn, Future};
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::config::after;
+use crate::coordinator::Coordinator;
+use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::proclamation::{Proclamation, WatchArgs};
+use crate::quorum::write_quorum;
+use crate::wait::{PushSink, Wake};
+use crate::{Error, LockArgs};
+
+/// Runs `call` on every locker at once until `decide` returns an answer,
+/// or every call ended, or `deadline` passed (`None` then).
+async fn fan_out<T, R>(
+    coord: &Arc<Coordinator>,
+    deadline: Instant,
+    call: impl Fn(usize) -> Call<Result<T, Error>>,
+    mut decide: impl FnMut(usize, Result<T, Error>) -> Option<R>,
+) -> Option<R>
+where
+    T: Send + 'static,
+{
+    let calls = (0..coord.lockers.len()).map(call);
+    let mut calls = match Handle::try_current() {
+        Ok(handle) => CallSet::new(handle, calls),
+        Err(_) => CallSet::dropping(calls),
+    };
+    let mut timer = None;
+    let mut decided = None;
+    poll_fn(|cx| {
+        calls.poll_all(cx, |index, result| {
+            if decided.is_none() {
+                decided = decide(index, result);
+            }
+        });
+        if decided.is_some() || calls.running() == 0 {
+            return Poll::Ready(());
+        }
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        timer.as_mut().poll(cx)
+    })
+    .await;
+    decided
+}
+
+/// One locker call with its deadline, owning what it needs.
+fn owned_call<T, F>(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    deadline: Instant,
+    f: impl FnOnce(Arc<dyn crate::NetLocker>) -> F + Send + 'static,
+) -> Call<Result<T, Error>>
+where
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    T: Send + 'static,
+{
+    let locker = coord.lockers[index].clone();
+    Box::pin(async move {
+        let endpoint = locker.endpoint();
+        call_with_deadline(f(locker), deadline, || endpoint).await
+    })
+}
+
+/// Stores `p` with the entry `args.uid` holds on every locker. `Ok(true)`
+/// once a write quorum stored it, `Ok(false)` once too many lockers said the
+/// uid holds nothing there for a quorum to be possible.
+pub(crate) async fn proclaim_round(
+    coord: &Arc<Coordinator>,
+    args: &LockArgs,
+    p: &Proclamation,
+) -> Result<bool, Error> {
+    let n = coord.lockers.len();
+    let quorum = write_quorum(n);
+    let deadline = after(Instant::now(), coord.timeouts.refresh);
+    let (mut stored, mut not_held, mut failed) = (0, 0, 0);
+    let mut permanent = None;
+    let decided = fan_out(
+        coord,
+        deadline,
+        |index| {
+            let (args, p) = (args.clone(), p.clone());
+            owned_call(coord, index, deadline, move |locker| async move {
+                locker.proclaim(&args, &p).await
+            })
+        },
+        |_, result| {
+            match result {
+                Ok(true) => stored += 1,
+                Ok(false) => not_held += 1,
+                Err(err) => {
+                    if !err.is_retryable() {
+                        permanent = Some(err);
+                    }
+                    failed += 1;
+                }
+            }
+            if stored >= quorum {
+                Some(true)
+            } else if not_held > n - quorum {
+                Some(false)
+            } else {
+                None
+            }
+        },
+    )
+    .await;
+    match (decided, permanent) {
+        (Some(decided), _) => Ok(decided),
+        (None, Some(err)) => Err(err),
+        (None, None) => {
+            tracing::debug!(
+                stored,
+                not_held,
+                failed,
+                "proclamation not confirmed by a quorum"
+            );
+            Err(Error::QuorumUnavailable {
+                answered: stored + not_held,
+                quorum,
+                lockers: n,
+            })
+        }
+    }
+}
+
+/// What a read of every locker found.
+pub(crate) struct Reading {
+    /// The newest proclamation any answering locker reported.
+    pub(crate) leader: Option<Proclamation>,
+}
+
+/// Reads the leader from the lockers, registering a watch through `sink`
+/// on each when given. Decided once a write quorum answered: a leader that
+/// still holds its lease has its proclamation on a write quorum, which
+/// meets every write quorum, so the newest proclamation among a quorum's
+/// answers is the standing leader's when there is one. Answers from a
+/// locker in quarantine do not count (it may have forgotten a leader).
+pub(crate) async fn read_round(
+    coord: &Arc<Coordinator>,
+    args: &LockArgs,
+    watch: Option<(&Arc<dyn PushSink>, std::time::Duration)>,
+) -> Result<Reading, Error> {
+    let n = coord.lockers.len();
+    let quorum = write_quorum(n);
+    let deadline = after(Instant::now(), coord.timeouts.acquire);
+    let (mut answered, mut failed) = (0, 0);
+    let mut newest: Option<Proclamation> = None;
+    let mut permanent = None;
+    let mut last_err = None;
+    let decided = fan_out(
+        coord,
+        deadline,
+        |index| {
+            let args = args.clone();
+            let watch = watch.map(|(sink, ttl)| WatchArgs {
+                ttl,
+                wake: Wake::new(sink.clone(), index),
+            });
+            owned_call(coord, index, deadline, move |locker| async move {
+                locker.leader(&args, watch.as_ref()).await
+            })
+        },
+        |_, result| {
+            match result {
+                Ok(found) => {
+                    answered += 1;
+                    if let Some(p) = found {
+                        if newest.as_ref().is_none_or(|old| p.is_newer_than(old)) {
+                            newest = Some(p);
+                        }
+                    }
+                }
+                Err(err) => {
+                    failed += 1;
+                    if !err.is_retryable() {
+                        permanent = Some(err.clone());
+                    }
+                    last_err = Some(err);
+                }
+            }
+            (answered >= quorum).then_some(())
+        },
+    )
+    .await;
+    if decided.is_some() {
+        return Ok(Reading { leader: newest });
+    }
+    if let Some(err) = permanent {
+        return Err(err);
+    }
+    tracing::debug!(answered, failed, ?last_err, "leader not read from a quorum");
+    Err(Error::QuorumUnavailable {
+        answered,
+        quorum,
+        lockers: n,
+    })
+}
+
+/// Unlocks `args.uid`'s exclusive entries on every locker; `Ok` once a
+/// write quorum confirmed that it holds nothing there any more.
+pub(crate) async fn release_round(coord: &Arc<Coordinator>, args: &LockArgs) -> Result<(), Error> {
+    let n = coord.lockers.len();
+    let quorum = write_quorum(n);
+    let deadline = after(Instant::now(), coord.timeouts.unlock);
+    let mut confirmed = 0;
+    let decided = fan_out(
+        coord,
+        deadline,
+        |index| {
+            let args = args.clone();
+            owned_call(coord, index, deadline, move |locker| async move {
+                locker.unlock(&args).await
+            })
+        },
+        |_, result| {
+            confirmed += usize::from(result.is_ok());
+            (confirmed >= quorum).then_some(())
+        },
+    )
+    .await;
+    match decided {
+        Some(()) => Ok(()),
+        None => Err(Error::ReleaseUnconfirmed {
+            confirmed,
+            quorum,
+            lockers: n,
+        }),
+    }
+}

@@ -1,0 +1,199 @@
+//! `Observer`: a stream of an election's leader changes, told by the
+//! lockers' pushes and checked again on a timer in case a push was lost.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+
+use super::calls::read_round;
+use super::Leader;
+use crate::coordinator::Coordinator;
+use crate::wait::{PushEvent, PushSink};
+use crate::LockArgs;
+
+/// How many changes wait for a slow reader before the observer stops
+/// reading the lockers until it catches up; it then reports the latest.
+const BUFFERED: usize = 16;
+
+/// The leader changes of one election, made by
+/// [`Election::observe`](crate::Election::observe): `Some(leader)` when a
+/// leader is elected or proclaims a new value, `None` when there is no
+/// leader (it resigned, or its lease ran out and the lockers freed it).
+///
+/// The first item is the state when observing began. Items never go back
+/// in time: a leader whose term is lower than one already reported (a
+/// locker that was partitioned still holding an old leader's entry, say) is
+/// not reported, through locker restarts, partitions and reconnects. A
+/// leader is reported once a write quorum of lockers answered and one of
+/// them holds its proclamation, so a change reaches the observer with the
+/// lockers' push; a push that is lost is made up for by a re-check every
+/// `Timeouts::wait_recheck` (1 s by default). "No leader" is reported
+/// within that re-check after a quorum of lockers freed the leader's lock.
+/// While no quorum of lockers answers, nothing new is reported; the
+/// observer keeps trying and reports again when one does.
+///
+/// An observer reads the lockers from a task of its own on the runtime it
+/// was made on, which ends when the observer is dropped. It is a
+/// [`Stream`]; [`recv`](Self::recv) reads it without `StreamExt`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), quorum_lock::Error> {
+/// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+/// let election = ds.election("scheduler")?;
+/// let mut observer = election.observe()?;
+/// assert_eq!(observer.recv().await, Some(None)); // nobody leads yet
+///
+/// let mut leading = election.campaign(&b"node-a"[..]).await?;
+/// let seen = observer.recv().await.flatten().expect("a leader");
+/// assert_eq!((seen.term, &seen.value[..]), (leading.term(), &b"node-a"[..]));
+///
+/// leading.resign().await?;
+/// assert_eq!(observer.recv().await, Some(None));
+/// # Ok(())
+/// # }
+/// ```
+pub struct Observer {
+    changes: mpsc::Receiver<Option<Leader>>,
+    task: JoinHandle<()>,
+}
+
+impl Observer {
+    pub(super) fn start(coord: Arc<Coordinator>, args: LockArgs) -> Result<Observer, crate::Error> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| crate::Error::NoRuntime)?;
+        let (tx, changes) = mpsc::channel(BUFFERED);
+        let task = handle.spawn(watch(coord, args, tx));
+        Ok(Observer { changes, task })
+    }
+
+    /// The next change: `Some(Some(leader))`, `Some(None)` for "no leader".
+    /// `None` only if the observer's task ended (its runtime shut down).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a change that was not returned stays for the next call.
+    pub async fn recv(&mut self) -> Option<Option<Leader>> {
+        self.changes.recv().await
+    }
+}
+
+impl Stream for Observer {
+    type Item = Option<Leader>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.changes.poll_recv(cx)
+    }
+}
+
+impl Drop for Observer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer").finish_non_exhaustive()
+    }
+}
+
+/// Wakes the observer's task when any locker pushes a change.
+struct Bell(Notify);
+
+impl PushSink for Bell {
+    fn push(&self, _slot: usize, _uid: &str, event: PushEvent) {
+        if event == PushEvent::Changed {
+            self.0.notify_one();
+        }
+    }
+}
+
+/// What an observer has reported so far.
+#[derive(Default)]
+struct Reported {
+    /// The newest (term, seq) reported; older ones are never reported.
+    newest: Option<(u64, u64)>,
+    /// The last item sent; `None` before the first.
+    last: Option<Option<Leader>>,
+}
+
+impl Reported {
+    /// What to send after a read found `found`, if anything.
+    fn next(&mut self, found: Option<Leader>) -> Option<Option<Leader>> {
+        if let Some(leader) = &found {
+            let at = (leader.term, leader.seq);
+            if self.newest.is_some_and(|newest| at < newest) {
+                // An older leader than one already reported: a stale
+                // entry on a locker that the newer one never reached.
+                return None;
+            }
+            self.newest = Some(at);
+        }
+        if self.last.as_ref() == Some(&found) {
+            return None;
+        }
+        self.last = Some(found.clone());
+        Some(found)
+    }
+}
+
+async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
+    let bell = Arc::new(Bell(Notify::new()));
+    let sink: Arc<dyn PushSink> = bell.clone();
+    let recheck = coord.wait_recheck();
+    let ttl = coord.place_ttl();
+    let mut reported = Reported::default();
+    loop {
+        match read_round(&coord, &args, Some((&sink, ttl))).await {
+            Ok(reading) => {
+                let found = reading.leader.map(Leader::from);
+                if let Some(change) = reported.next(found) {
+                    if tx.send(change).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::debug!(resource = %args.resources[0], %err, "cannot read the leader; trying again");
+            }
+        }
+        tokio::select! {
+            () = bell.0.notified() => {}
+            () = tokio::time::sleep(recheck) => {}
+            () = tx.closed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leader(term: u64, seq: u64) -> Option<Leader> {
+        Some(Leader {
+            term,
+            seq,
+            value: Arc::from(&b"v"[..]),
+        })
+    }
+
+    #[test]
+    fn reports_each_change_once_and_never_an_older_term() {
+        let mut r = Reported::default();
+        assert_eq!(r.next(None), Some(None));
+        assert_eq!(r.next(None), None);
+        assert_eq!(r.next(leader(5, 0)), Some(leader(5, 0)));
+        assert_eq!(r.next(leader(5, 0)), None);
+        assert_eq!(r.next(leader(5, 1)), Some(leader(5, 1)));
+        assert_eq!(r.next(leader(5, 0)), None, "older value of the same term");
+        assert_eq!(r.next(None), Some(None));
+        assert_eq!(r.next(leader(4, 9)), None, "older term after no leader");
+        assert_eq!(r.next(leader(7, 0)), Some(leader(7, 0)));
+    }
+}
