@@ -294,7 +294,10 @@ async fn a_lost_leader_cannot_proclaim() {
     let got = leading.proclaim(&b"new"[..]).await;
     assert_eq!(got, Err(Error::LockLost));
     let now = w.election("jobs").unwrap().leader().await.unwrap();
-    assert!(now.as_ref().is_none_or(|l| &l.value[..] == b"old"), "{now:?}");
+    assert!(
+        now.as_ref().is_none_or(|l| &l.value[..] == b"old"),
+        "{now:?}"
+    );
 }
 
 /// Values over the limit are refused before anything is taken.

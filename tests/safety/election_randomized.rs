@@ -48,6 +48,9 @@ fn settings() -> (Vec<u64>, usize) {
     (seeds, ops)
 }
 
+/// term -> (uid of its leader, every value it proclaimed or tried to).
+type Proclaimed = HashMap<u64, (String, BTreeSet<Vec<u8>>)>;
+
 /// What every task of one seed shares.
 #[derive(Default)]
 struct Shared {
@@ -55,8 +58,7 @@ struct Shared {
     /// terms as fencing tokens: `History::check` finds two leaders at once,
     /// `check_fencing` a term that did not grow.
     history: History,
-    /// term -> (uid of its leader, every value it proclaimed or tried to).
-    proclaimed: Mutex<HashMap<u64, (String, BTreeSet<Vec<u8>>)>>,
+    proclaimed: Mutex<Proclaimed>,
     /// Every value a campaign started with.
     campaigned: Mutex<BTreeSet<Vec<u8>>>,
     /// Owners leading now, for the injector to cut off.
@@ -393,7 +395,7 @@ fn run_seed(seed: u64, ops: usize, mix: Mix) -> Report {
 
 /// What candidates proclaimed, for checking what observers reported.
 struct Known<'a> {
-    proclaimed: &'a HashMap<u64, (String, BTreeSet<Vec<u8>>)>,
+    proclaimed: &'a Proclaimed,
     campaigned: &'a BTreeSet<Vec<u8>>,
 }
 
