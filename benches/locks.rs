@@ -15,8 +15,12 @@ mod cli;
 mod compare;
 #[path = "locks/counting.rs"]
 mod counting;
+#[path = "locks/election.rs"]
+mod election;
 #[path = "locks/etcd.rs"]
 mod etcd;
+#[path = "locks/etcd_election.rs"]
+mod etcd_election;
 #[path = "locks/ours.rs"]
 mod ours;
 #[path = "locks/redis_base.rs"]
@@ -53,7 +57,12 @@ macro_rules! say {
 }
 
 fn main() {
-    let opts = match cli::parse(std::env::args().skip(1).collect()) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // A candidate of `--scenario election` that the run kills (failover).
+    if args.first().map(String::as_str) == Some("--election-child") {
+        std::process::exit(election::child(&args[1..]));
+    }
+    let opts = match cli::parse(args) {
         Ok(Some(opts)) => opts,
         Ok(None) => {
             let _ = std::io::stdout().lock().write_all(cli::HELP.as_bytes());
@@ -140,6 +149,9 @@ fn run(opts: &Options) -> Result<(), String> {
     #[cfg(feature = "metrics")]
     if opts.prometheus {
         install_prometheus()?;
+    }
+    if opts.election_scenario {
+        return election::run(opts);
     }
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);

@@ -78,6 +78,39 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          prints why not otherwise; on fails without it
                                                                     [default: auto]
 
+LEADER ELECTION (--scenario election):
+    --scenario locks|election
+                         locks: the lock runs above; election: leader
+                         election, ours against etcd's in one run:
+                         hand-off (the leader resigns -> the next
+                         candidate's campaign returns), observer lag (a
+                         campaign returned -> each observer yields that
+                         leader) and failover (the leader's process is
+                         SIGKILLed -> the next campaign returns) at each
+                         --failover-validity. Ours: a Dsync per candidate
+                         and per observer over --nodes (one value, default
+                         5) `quorum-lock server` processes via TCP (build
+                         the server first), or with --transport inproc
+                         over LocalLockers (no failover then). etcd (as
+                         --etcd says): one node, the recipe of etcd's Go
+                         client (concurrency.Election), a client and session
+                         per candidate and per observer, session TTL = the
+                         validity. --seconds bounds the hand-off run
+                         (default 60 with it); Ends with a Markdown table.
+                                                                    [default: locks]
+    --candidates N       candidates, each a client of its own      [default: 8]
+    --observers N        observers, each a client of its own       [default: 8]
+    --handoffs N         hand-offs to measure, after 10 uncounted   [default: 200]
+    --failover-validity LIST
+                         validities (our servers' --validity and the
+                         clients' lease; etcd's session TTL) at which
+                         failover is measured, whole seconds; none: off
+                                                                    [default: 2s,60s]
+    --failovers N        most failover samples per validity and system
+                                                                    [default: 20]
+    --failover-seconds S time for the failover samples of one validity and
+                         system: as many as fit, at least one      [default: 200]
+
 BOUNDS AND MEASUREMENT:
     --seconds S          measured time per scenario, (0, 600]       [default: 2]
     --warmup S           unmeasured run-in per scenario, [0, 60]    [default: 0.2]
@@ -126,8 +159,24 @@ pub enum Flavor {
     Current,
 }
 
+/// The settings of `--scenario election`.
+#[derive(Debug, Clone)]
+pub struct ElectionSettings {
+    pub nodes: usize,
+    pub candidates: usize,
+    pub observers: usize,
+    pub handoffs: u64,
+    /// Validities (and etcd TTLs) at which failover is measured.
+    pub validities: Vec<Duration>,
+    pub failovers: usize,
+    pub failover_seconds: f64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// `--scenario election`: leader election instead of the lock runs.
+    pub election_scenario: bool,
+    pub election: ElectionSettings,
     pub nodes: Vec<usize>,
     pub clients: Vec<usize>,
     pub names: Vec<Names>,
@@ -169,6 +218,16 @@ const MAX_HOLD: Duration = Duration::from_secs(10);
 /// The options to run with, or `None` when help was asked for.
 pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut opts = Options {
+        election_scenario: false,
+        election: ElectionSettings {
+            nodes: 5,
+            candidates: 8,
+            observers: 8,
+            handoffs: 200,
+            validities: vec![Duration::from_secs(2), Duration::from_secs(60)],
+            failovers: 20,
+            failover_seconds: 200.0,
+        },
         nodes: vec![5],
         clients: vec![1, 8, 64],
         names: vec![Names::Own],
@@ -200,6 +259,9 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     // Options --backend compare decides itself when they are not given.
     let mut seconds_given = false;
     let mut chose_wait = false;
+    // Options of --scenario election, and the lock options given with it.
+    let mut election_given = Vec::new();
+    let mut lock_given = Vec::new();
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         // Accept both `--opt value` and `--opt=value`.
@@ -219,7 +281,61 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             }
         };
         match name.as_str() {
+            "--hold" | "--mix" | "--clients" | "--names" | "--shared" | "--wait" | "--matrix"
+            | "--backend" | "--max-locks" | "--warmup" | "--rslock" | "--redis"
+            | "--redis-retry" | "--count-rpcs" => lock_given.push(name.clone()),
+            _ => {}
+        }
+        match name.as_str() {
             "-h" | "--help" => return Ok(None),
+            "--scenario" => {
+                opts.election_scenario = match value()?.as_str() {
+                    "locks" => false,
+                    "election" => true,
+                    v => return Err(format!("--scenario: expected locks or election, got {v:?}")),
+                }
+            }
+            "--candidates" => {
+                opts.election.candidates =
+                    count(&value()?, 2, 256).map_err(|e| format!("{name}: {e}"))?;
+                election_given.push("--candidates");
+            }
+            "--observers" => {
+                opts.election.observers =
+                    count(&value()?, 0, 256).map_err(|e| format!("{name}: {e}"))?;
+                election_given.push("--observers");
+            }
+            "--handoffs" => {
+                opts.election.handoffs =
+                    count(&value()?, 1, 100_000).map_err(|e| format!("{name}: {e}"))? as u64;
+                election_given.push("--handoffs");
+            }
+            "--failover-validity" => {
+                let v = value()?;
+                opts.election.validities = if v == "none" {
+                    Vec::new()
+                } else {
+                    list(&name, &v, |s| {
+                        let d = duration(s)?;
+                        if d.subsec_nanos() != 0 || d < Duration::from_secs(2) || d > Duration::from_secs(600) {
+                            return Err(format!(
+                                "{s}: whole seconds from 2s to 600s (etcd's TTL is in seconds)"
+                            ));
+                        }
+                        Ok(d)
+                    })?
+                };
+                election_given.push("--failover-validity");
+            }
+            "--failovers" => {
+                opts.election.failovers =
+                    count(&value()?, 1, 1000).map_err(|e| format!("{name}: {e}"))?;
+                election_given.push("--failovers");
+            }
+            "--failover-seconds" => {
+                opts.election.failover_seconds = seconds(&name, &value()?, 1.0, 3600.0)?;
+                election_given.push("--failover-seconds");
+            }
             // cargo bench passes --bench to every harness.
             "--bench" => {}
             "--nodes" => {
@@ -370,6 +486,31 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 ))
             }
         }
+    }
+    if opts.election_scenario {
+        if !lock_given.is_empty() {
+            return Err(format!(
+                "--scenario election sets its own load; drop {}",
+                lock_given.join(", ")
+            ));
+        }
+        if opts.nodes.len() != 1 {
+            return Err("--scenario election: give one --nodes value".into());
+        }
+        opts.election.nodes = opts.nodes[0];
+        if !transport_given {
+            opts.transport = Transport::Tcp;
+        }
+        if !seconds_given {
+            opts.seconds = 60.0;
+        }
+        return Ok(Some(opts));
+    }
+    if !election_given.is_empty() {
+        return Err(format!(
+            "{} only apply to --scenario election",
+            election_given.join(", ")
+        ));
     }
     if opts.matrix && !chose_lists.is_empty() {
         return Err(format!(

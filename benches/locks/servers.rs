@@ -23,11 +23,14 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
         })
 }
 
-const TOKEN: &str = "bench-token";
+/// The client token every server started here accepts.
+pub const TOKEN: &str = "bench-token";
 
 pub struct Servers {
     children: Vec<Child>,
     token_file: PathBuf,
+    /// Where each server listens, in the order they were started.
+    pub addrs: Vec<String>,
 }
 
 /// The server binary: `QUORUM_LOCK_BIN`, else the release build under
@@ -55,6 +58,15 @@ pub fn binary() -> Result<PathBuf, String> {
 impl Servers {
     /// Starts `nodes` servers and connects a client locker to each.
     pub async fn start(nodes: usize) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
+        Self::start_with(nodes, None).await
+    }
+
+    /// [`start`](Self::start), the servers run with `--validity validity`
+    /// when it is given (else their default, 60 s).
+    pub async fn start_with(
+        nodes: usize,
+        validity: Option<Duration>,
+    ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
         let binary = binary()?;
         let token_file =
             std::env::temp_dir().join(format!("quorum-lock-bench-{}.token", std::process::id()));
@@ -63,10 +75,12 @@ impl Servers {
         let mut servers = Servers {
             children: Vec::new(),
             token_file,
+            addrs: Vec::new(),
         };
         let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
         for _ in 0..nodes {
-            let mut child = Command::new(&binary)
+            let mut command = Command::new(&binary);
+            command
                 .args([
                     "server",
                     "--listen",
@@ -74,7 +88,11 @@ impl Servers {
                     "--no-quarantine",
                     "--token-file",
                 ])
-                .arg(&servers.token_file)
+                .arg(&servers.token_file);
+            if let Some(validity) = validity {
+                command.arg(format!("--validity={}ms", validity.as_millis()));
+            }
+            let mut child = command
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -94,17 +112,16 @@ impl Servers {
                 .strip_prefix("listening on ")
                 .ok_or_else(|| format!("unexpected first line from the server: {line:?}"))?
                 .to_owned();
-            let mut config = RemoteConfig::new(TOKEN);
-            config.connect_timeout = Duration::from_secs(5);
-            let locker = RemoteLocker::connect(addr.clone(), config)
-                .await
-                .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-            if !locker.is_online() {
-                return Err(format!("the server at {addr} did not accept a connection"));
-            }
-            lockers.push(Arc::new(locker));
+            lockers.push(connect(&addr).await?);
+            servers.addrs.push(addr);
         }
         Ok((servers, lockers))
+    }
+
+    /// A client locker of its own for each server: the connections of one
+    /// more client process.
+    pub async fn connect(&self) -> Result<Vec<Arc<dyn NetLocker>>, String> {
+        connect_all(&self.addrs).await
     }
 
     /// Total user + system CPU of the server processes.
@@ -114,6 +131,28 @@ impl Servers {
             .map(|c| crate::stats::pid_cpu(c.id()))
             .sum()
     }
+}
+
+/// A client locker connected to the server at `addr`.
+pub async fn connect(addr: &str) -> Result<Arc<dyn NetLocker>, String> {
+    let mut config = RemoteConfig::new(TOKEN);
+    config.connect_timeout = Duration::from_secs(5);
+    let locker = RemoteLocker::connect(addr.to_owned(), config)
+        .await
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    if !locker.is_online() {
+        return Err(format!("the server at {addr} did not accept a connection"));
+    }
+    Ok(Arc::new(locker))
+}
+
+/// One client locker per address, in order.
+pub async fn connect_all(addrs: &[String]) -> Result<Vec<Arc<dyn NetLocker>>, String> {
+    let mut lockers = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        lockers.push(connect(addr).await?);
+    }
+    Ok(lockers)
 }
 
 impl Drop for Servers {
