@@ -21,6 +21,7 @@ use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
+pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
