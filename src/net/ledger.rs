@@ -10,6 +10,11 @@
 //! (every refresh of the uid goes through [`Ledger::touch`], after the
 //! locker's own refresh, so a charge never lapses before the entries it
 //! pays for).
+//!
+//! Leader election keeps more beside the entries (`src/local/boards.rs`):
+//! a leader's proclamation, with a value of up to 4 KiB, and observers'
+//! watches. Both are charged to the uid that made them ([`Board`]), with the
+//! same limits and the same lapse.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;

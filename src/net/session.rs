@@ -286,7 +286,8 @@ struct Session<'a> {
     id: u64,
     /// The protocol version the client speaks.
     version: u16,
-    /// Where the lock table pushes this connection's grants and wounds.
+    /// Where the lock table pushes this connection's grants and wounds,
+    /// and the `Changed` of its watches.
     wake: Wake,
     /// The places this connection holds in line. Only this connection's
     /// task locks it, so it is never contended.
