@@ -10,6 +10,7 @@ mod wire;
 
 mod connect;
 mod election;
+mod expiry;
 mod fuzz;
 mod late_validity;
 mod limits;
