@@ -212,7 +212,7 @@ impl Boards {
     }
 
     /// How many proclamations and watches are kept.
-    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    #[allow(dead_code)]
     pub(super) fn sizes(&self) -> (usize, usize) {
         let boards = self.boards();
         boards.values().fold((0, 0), |(p, w), b| {

@@ -22,6 +22,7 @@ use crate::{Error, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
+#[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
@@ -393,7 +394,7 @@ impl LocalLocker {
     }
 
     /// How many proclamations and watches the election boards keep.
-    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    #[cfg(all(test, feature = "net"))]
     pub(crate) fn board_sizes(&self) -> (usize, usize) {
         self.boards.sizes()
     }
