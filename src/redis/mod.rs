@@ -33,6 +33,13 @@
 //!   error, never a repeated token. See [`FENCE_QUARANTINE`] for why tokens
 //!   keep growing through a restart that lost the mark (no persistence, an
 //!   older snapshot, the last second of `appendfsync everysec`).
+//! * **Election.** A leader's proclamation is a field of its resource's
+//!   hash, named by its uid, that goes with the holder's entry; a read
+//!   reports it only while that uid holds the key exclusively. Scripts
+//!   that store or drop one publish on `<prefix>~leader`, and the lockers
+//!   that observe turn that into `PushEvent::Changed` for the watches they
+//!   keep in memory (`watches.rs`); an expiry no script saw, and a notice
+//!   lost on pub/sub, reach the observer by its re-check.
 //! * **Eviction.** A server that may evict keys (`maxmemory` set with a
 //!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
 //!   key is a silently lost lock.
