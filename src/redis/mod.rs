@@ -947,35 +947,58 @@ impl NetLocker for RedisLocker {
         election_resource(args)?;
         let shared = &self.shared;
         let keys = shared.keys(args);
-        if let Some(watch) = watch {
+        let registered = match watch {
             // The watch is kept before the read, so a change that comes
-            // after the read is pushed; one in between only costs the
-            // observer a read more. The first watch waits for the
-            // subscription; while it is down the observer's re-check
+            // after the read is pushed (its notice reports another state
+            // than the read; see `watches.rs`). The first watch waits for
+            // the subscription; while it is down the observer's re-check
             // stands in for the pushes.
-            self.listening(Which::Watches).await;
-            shared.watches.register(&keys[0], &args.uid, watch)?;
+            Some(watch) => {
+                self.listening(Which::Watches).await;
+                Some(shared.watches.register(&keys[0], &args.uid, watch)?)
+            }
+            None => None,
+        };
+        let read = async {
+            let (kind, found): (i64, Vec<u8>) = shared
+                .run(
+                    &shared.scripts.leader,
+                    &keys,
+                    &[] as &[&str],
+                    Quarantine::Grants,
+                    &[],
+                )
+                .await?;
+            match answer(&shared.endpoint, kind)? {
+                1 => unstamp(&found)
+                    .map(Some)
+                    .ok_or_else(|| Error::LockerUnavailable {
+                        endpoint: shared.endpoint.clone(),
+                        reason: "Redis holds a proclamation this library cannot read; was \
+                                 the key written by hand?"
+                            .into(),
+                    }),
+                _ => Ok(None),
+            }
         }
-        let (kind, found): (i64, Vec<u8>) = shared
-            .run(
-                &shared.scripts.leader,
-                &keys,
-                &[] as &[&str],
-                Quarantine::Grants,
-                &[],
-            )
-            .await?;
-        match answer(&shared.endpoint, kind)? {
-            1 => unstamp(&found)
-                .map(Some)
-                .ok_or_else(|| Error::LockerUnavailable {
-                    endpoint: shared.endpoint.clone(),
-                    reason: "Redis holds a proclamation this library cannot read; was the key \
-                             written by hand?"
-                        .into(),
-                }),
-            _ => Ok(None),
+        .await;
+        // A call dropped before this leaves its watch unsettled: it then
+        // keeps the notices it hears (a few) and lapses with its ttl; the
+        // observer's re-check reads again meanwhile.
+        if let Some(id) = registered {
+            match &read {
+                Ok(found) => {
+                    let seen = found.as_ref().map(|p| {
+                        let mut seen = [0u8; 40];
+                        seen.copy_from_slice(stamp(p).as_bytes());
+                        seen
+                    });
+                    shared.watches.settle(&keys[0], id, seen);
+                }
+                Err(_) => shared.watches.unsettled(&keys[0], id),
+            }
         }
+        read
     }
 
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {

@@ -28,9 +28,11 @@
 //!
 //! Every script gets one more argument, last: the locker's leader channel
 //! (`<prefix>~leader`). A script that stores a proclamation, or drops one
-//! (release, forced unlock, expiry it noticed), publishes the key's name on
-//! it, which the observing lockers turn into `PushEvent::Changed` for their
-//! watches on that resource (see `watches.rs`).
+//! (release, forced unlock, expiry it noticed), publishes on it what a read
+//! of the key reports now (`P` and the stamp, or `N` for no leader) and
+//! the key's name, which the observing lockers turn into
+//! `PushEvent::Changed` for their watches on that resource (see
+//! `watches.rs`).
 //!
 //! Every script first drops the holders and places whose deadline passed,
 //! and last lets the key expire with its last holder or place (`PEXPIRE`),
@@ -51,12 +53,10 @@ end
 local function forget(key, uid)
   redis.call('HDEL', key, 'd:' .. uid, 'o:' .. uid, 's:' .. uid, 'a:' .. uid, 't:' .. uid, 'c:' .. uid, 'p:' .. uid)
 end
--- Tells the observers of `s` that its leader may have changed: a
--- proclamation was stored or dropped. Once per script and key.
+-- Notes that the leader of `s` may have changed: a proclamation was
+-- stored or dropped. `finish` tells the observers.
 local function changed(s)
-  if s.told then return end
-  s.told = true
-  redis.call('PUBLISH', LEADER, s.key)
+  s.changed = true
 end
 -- The live state of one resource; expired holders and places are dropped.
 local function load(key, now)
@@ -204,10 +204,22 @@ local function wound(s, mode, ticket)
     end
   end
 end
--- Announces, then deletes a key nobody holds or waits for, or lets it
--- expire with its last holder or place.
+-- What a read of `s` reports now: `P` and the stamp of the live
+-- exclusive holder's proclamation, or `N` for none.
+local function leader_state(s)
+  if s.mode == 'w' then
+    for uid, p in pairs(s.procs) do
+      if s.holders[uid] then return 'P' .. string.sub(p, 1, 40) end
+    end
+  end
+  return 'N'
+end
+-- Announces (to waiters, and to observers when the leader may have
+-- changed: the new state, then the key), then deletes a key nobody holds
+-- or waits for, or lets it expire with its last holder or place.
 local function finish(states, now)
   for _, s in ipairs(states) do
+    if s.changed then redis.call('PUBLISH', LEADER, leader_state(s) .. s.key) end
     announce(s)
     if s.n == 0 and s.np == 0 then
       redis.call('DEL', s.key)

@@ -2,11 +2,21 @@
 //! this process, and the change notices that fire them.
 //!
 //! Every script that stores a proclamation, or drops one (a release, a
-//! forced unlock, an expired holder it noticed), publishes the resource's
-//! key on the prefix's leader channel (`<prefix>~leader`). A locker that
-//! has watches subscribes to that channel and, for each notice, pushes
-//! [`PushEvent::Changed`] once to every live watch on that key; the
-//! observer reads again, which registers its watch again.
+//! forced unlock, an expired holder it noticed), publishes on the prefix's
+//! leader channel (`<prefix>~leader`) what a read of the key reports now
+//! (`P` and the proclamation's stamp, or `N` for no leader), then the key.
+//! A locker that has watches subscribes to that channel and, for each
+//! notice, pushes [`PushEvent::Changed`] once to every live watch on that
+//! key whose read reported something else; the observer reads again,
+//! which registers its watch again.
+//!
+//! The comparison matters because a notice travels on another connection
+//! than the read: the notice of a change made just before an observer's
+//! read can arrive after it, and would otherwise use up the watch that
+//! read registered, so that the next change went unpushed. A notice that
+//! arrives before the read's answer is kept on the watch and compared when
+//! the answer comes ([`Watches::settle`]); a watch whose read failed fires
+//! on any notice.
 //!
 //! What this cannot see: an entry that expires while no script runs on
 //! its key (the key's `PEXPIRE` takes it silently), and a notice lost while
@@ -32,10 +42,32 @@ use super::feed::Feed;
 /// without bound (the same limit as `LocalLocker`'s).
 pub(super) const MAX_WATCHES_PER_RESOURCE: usize = 10_000;
 
+/// What a read of a key reports, as the notices and [`Watches::settle`]
+/// name it: the stamp (term and seq, 40 digits) of the leader's
+/// proclamation, or `None` for no leader.
+pub(super) type Seen = Option<[u8; 40]>;
+
+/// Notices a watch keeps while its read has not answered; past this, it
+/// fires when the read answers.
+const PENDING: usize = 4;
+
+enum Known {
+    /// The read that registered the watch has not answered (or failed):
+    /// the states of the notices heard meanwhile.
+    Unknown { pending: Vec<Seen>, overflow: bool },
+    /// What the read reported.
+    Read(Seen),
+    /// The read failed: any notice fires the watch.
+    Any,
+}
+
 struct Watch {
     uid: Arc<str>,
     wake: Wake,
     expires: Instant,
+    /// Tells this registration from a later one of the same uid.
+    id: u64,
+    known: Known,
 }
 
 #[derive(Default)]
@@ -46,6 +78,8 @@ struct Watching {
     count: usize,
     /// `count` after the last sweep; the next sweep runs at twice this.
     swept_at: usize,
+    /// The id of the last registration.
+    last_id: u64,
 }
 
 pub(super) struct Watches {
@@ -68,13 +102,14 @@ impl Watches {
     }
 
     /// Keeps a one-shot watch of `uid` on `key`, replacing an earlier one
-    /// of the same uid there; lapses after `watch.ttl`.
+    /// of the same uid there; lapses after `watch.ttl`. Answers its id, for
+    /// [`settle`](Self::settle) once the read answered.
     pub(super) fn register(
         &self,
         key: &str,
         uid: &Arc<str>,
         watch: &WatchArgs,
-    ) -> Result<(), Error> {
+    ) -> Result<u64, Error> {
         let now = Instant::now();
         let mut watching = self.watching();
         if watching.count >= watching.swept_at.max(64) * 2 {
@@ -85,6 +120,8 @@ impl Watches {
             watching.count = watching.by_key.values().map(Vec::len).sum();
             watching.swept_at = watching.count;
         }
+        watching.last_id += 1;
+        let id = watching.last_id;
         let list = watching.by_key.entry(key.to_owned()).or_default();
         let before = list.len();
         list.retain(|w| w.expires > now && w.uid != *uid);
@@ -94,6 +131,11 @@ impl Watches {
                 uid: uid.clone(),
                 wake: watch.wake.clone(),
                 expires: after(now, watch.ttl),
+                id,
+                known: Known::Unknown {
+                    pending: Vec::new(),
+                    overflow: false,
+                },
             });
         }
         let after_len = list.len();
@@ -108,18 +150,98 @@ impl Watches {
                  locker; observe through fewer handles"
             )));
         }
-        Ok(())
+        Ok(id)
     }
 
-    /// Acts on a notice of the leader channel: `payload` is the key whose
-    /// leader may have changed.
+    /// Records what the read of registration `id` on `key` reported; fires
+    /// the watch at once if a notice heard meanwhile reported otherwise.
+    pub(super) fn settle(&self, key: &str, id: u64, read: Seen) {
+        let fired = {
+            let mut watching = self.watching();
+            let Some(list) = watching.by_key.get_mut(key) else {
+                return;
+            };
+            let Some(at) = list.iter().position(|w| w.id == id) else {
+                return;
+            };
+            let fire = match &list[at].known {
+                Known::Unknown { pending, overflow } => {
+                    *overflow || pending.iter().any(|seen| *seen != read)
+                }
+                Known::Read(_) | Known::Any => false,
+            };
+            if !fire {
+                list[at].known = Known::Read(read);
+                return;
+            }
+            let watch = list.swap_remove(at);
+            if list.is_empty() {
+                watching.by_key.remove(key);
+            }
+            watching.count = watching.count.saturating_sub(1);
+            watch
+        };
+        deliver(vec![fired]);
+    }
+
+    /// Notes that the read of registration `id` on `key` failed: any
+    /// notice fires the watch, and so does one heard already.
+    pub(super) fn unsettled(&self, key: &str, id: u64) {
+        let fired = {
+            let mut watching = self.watching();
+            let Some(list) = watching.by_key.get_mut(key) else {
+                return;
+            };
+            let Some(at) = list.iter().position(|w| w.id == id) else {
+                return;
+            };
+            let heard = matches!(&list[at].known, Known::Unknown { pending, overflow } if *overflow || !pending.is_empty());
+            if !heard {
+                list[at].known = Known::Any;
+                return;
+            }
+            let watch = list.swap_remove(at);
+            if list.is_empty() {
+                watching.by_key.remove(key);
+            }
+            watching.count = watching.count.saturating_sub(1);
+            watch
+        };
+        deliver(vec![fired]);
+    }
+
+    /// Acts on a notice of the leader channel: `payload` is what a read of
+    /// the key reports now, then the key.
     pub(super) fn on_message(&self, payload: &[u8]) {
-        let Ok(key) = std::str::from_utf8(payload) else {
+        let Some((seen, key)) = parse_notice(payload) else {
             return;
         };
         let fired = {
             let mut watching = self.watching();
-            let fired = watching.by_key.remove(key).unwrap_or_default();
+            let Some(list) = watching.by_key.get_mut(key) else {
+                return;
+            };
+            let mut fired = Vec::new();
+            let mut kept = Vec::with_capacity(list.len());
+            for mut watch in list.drain(..) {
+                match &mut watch.known {
+                    Known::Read(read) if *read == seen => kept.push(watch),
+                    Known::Read(_) | Known::Any => fired.push(watch),
+                    Known::Unknown { pending, overflow } => {
+                        if pending.len() < PENDING {
+                            pending.push(seen);
+                        } else {
+                            *overflow = true;
+                        }
+                        kept.push(watch);
+                    }
+                }
+            }
+            if kept.is_empty() {
+                watching.by_key.remove(key);
+            } else {
+                *list = kept;
+            }
             watching.count = watching.count.saturating_sub(fired.len());
             fired
         };
@@ -141,6 +263,20 @@ impl Watches {
     pub(super) fn len(&self) -> usize {
         self.watching().count
     }
+}
+
+/// A notice's state and key: `P` and 40 digits, or `N`, then the key.
+fn parse_notice(payload: &[u8]) -> Option<(Seen, &str)> {
+    let (&kind, rest) = payload.split_first()?;
+    let (seen, key) = match kind {
+        b'N' => (None, rest),
+        b'P' => {
+            let stamp = rest.get(..40)?;
+            (Some(<[u8; 40]>::try_from(stamp).ok()?), rest.get(40..)?)
+        }
+        _ => return None,
+    };
+    Some((seen, std::str::from_utf8(key).ok()?))
 }
 
 /// Pushes one change to each live watch, after the mutex is let go.
@@ -184,6 +320,21 @@ mod tests {
         }
     }
 
+    fn stamp(term: u64) -> Seen {
+        let mut seen = [0u8; 40];
+        seen.copy_from_slice(format!("{term:020}{:020}", 0).as_bytes());
+        Some(seen)
+    }
+
+    fn notice(seen: Seen, key: &str) -> Vec<u8> {
+        let mut payload = match seen {
+            Some(stamp) => [&b"P"[..], &stamp[..]].concat(),
+            None => b"N".to_vec(),
+        };
+        payload.extend_from_slice(key.as_bytes());
+        payload
+    }
+
     #[tokio::test]
     async fn a_notice_fires_each_watch_of_its_key_once() {
         let watches = Watches::new("p~leader".into());
@@ -192,13 +343,19 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
         watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
         // The same uid again replaces its watch.
-        watches.register("p:e", &a, &args(&inbox, 1, ttl)).unwrap();
-        watches.register("p:e", &b, &args(&inbox, 2, ttl)).unwrap();
-        watches
+        let id = watches.register("p:e", &a, &args(&inbox, 1, ttl)).unwrap();
+        watches.settle("p:e", id, stamp(3));
+        let id = watches.register("p:e", &b, &args(&inbox, 2, ttl)).unwrap();
+        watches.settle("p:e", id, stamp(3));
+        let id = watches
             .register("p:other", &a, &args(&inbox, 3, ttl))
             .unwrap();
+        watches.settle("p:other", id, None);
         assert_eq!(watches.len(), 3);
-        watches.on_message(b"p:e");
+        // What the reads reported already: nothing fires.
+        watches.on_message(&notice(stamp(3), "p:e"));
+        assert!(inbox.take().is_empty());
+        watches.on_message(&notice(None, "p:e"));
         let mut got = inbox.take();
         got.sort_by_key(|(slot, _, _)| *slot);
         assert_eq!(
@@ -209,11 +366,61 @@ mod tests {
             ]
         );
         // One-shot: a second notice finds nothing to fire.
-        watches.on_message(b"p:e");
+        watches.on_message(&notice(stamp(4), "p:e"));
         assert!(inbox.take().is_empty());
         assert_eq!(watches.len(), 1);
+        // Garbage is ignored.
+        watches.on_message(b"");
+        watches.on_message(b"P12");
+        watches.on_message(b"Xp:other");
+        assert!(inbox.take().is_empty());
         watches.fire_all();
         assert_eq!(inbox.take(), [(3, "a".to_owned(), PushEvent::Changed)]);
+        assert_eq!(watches.len(), 0);
+    }
+
+    /// A notice heard before the read answered is weighed against the
+    /// answer: the late notice of a change the read saw fires nothing, one
+    /// the read did not see fires at once.
+    #[tokio::test]
+    async fn a_notice_before_the_read_answered_is_weighed_when_it_does() {
+        let watches = Watches::new("p~leader".into());
+        let inbox = Arc::new(Inbox::default());
+        let ttl = Duration::from_secs(30);
+        let a: Arc<str> = "a".into();
+        let id = watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
+        watches.on_message(&notice(stamp(5), "p:e"));
+        watches.settle("p:e", id, stamp(5));
+        assert!(inbox.take().is_empty(), "a notice the read saw fired");
+        watches.on_message(&notice(None, "p:e"));
+        assert_eq!(inbox.take(), [(0, "a".to_owned(), PushEvent::Changed)]);
+
+        let id = watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
+        watches.on_message(&notice(stamp(6), "p:e"));
+        watches.settle("p:e", id, stamp(5));
+        assert_eq!(inbox.take(), [(0, "a".to_owned(), PushEvent::Changed)]);
+        assert_eq!(watches.len(), 0);
+
+        // A read that never answers: any notice fires once settled or not.
+        let id = watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
+        for term in 0..=PENDING as u64 {
+            watches.on_message(&notice(stamp(term), "p:e"));
+        }
+        assert!(inbox.take().is_empty());
+        watches.settle("p:e", id, stamp(0));
+        assert_eq!(inbox.take(), [(0, "a".to_owned(), PushEvent::Changed)]);
+
+        // A read that failed: the next notice fires, whatever it reports.
+        let id = watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
+        watches.unsettled("p:e", id);
+        assert!(inbox.take().is_empty());
+        watches.on_message(&notice(None, "p:e"));
+        assert_eq!(inbox.take(), [(0, "a".to_owned(), PushEvent::Changed)]);
+        // ... and one heard before it failed fires at once.
+        let id = watches.register("p:e", &a, &args(&inbox, 0, ttl)).unwrap();
+        watches.on_message(&notice(None, "p:e"));
+        watches.unsettled("p:e", id);
+        assert_eq!(inbox.take(), [(0, "a".to_owned(), PushEvent::Changed)]);
         assert_eq!(watches.len(), 0);
     }
 
@@ -222,11 +429,12 @@ mod tests {
         let watches = Watches::new("p~leader".into());
         let inbox = Arc::new(Inbox::default());
         let uid: Arc<str> = "a".into();
-        watches
+        let id = watches
             .register("p:e", &uid, &args(&inbox, 0, Duration::from_secs(1)))
             .unwrap();
+        watches.settle("p:e", id, None);
         tokio::time::advance(Duration::from_secs(2)).await;
-        watches.on_message(b"p:e");
+        watches.on_message(&notice(stamp(1), "p:e"));
         assert!(inbox.take().is_empty(), "a lapsed watch was fired");
         // Lapsed watches are swept once enough are registered.
         for i in 0..200 {
