@@ -49,6 +49,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use quorum_lock::testing::{CallKind, FaultyLocker};
 use quorum_lock::{Dsync, Election, Leadership, Lease, LocalLocker, NetLocker};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -60,7 +61,7 @@ use crate::etcd_election;
 use crate::report::{loadavg, number, string, utc_now, Machine};
 use crate::scenario::Transport;
 use crate::servers::Servers;
-use crate::stats::fmt_duration;
+use crate::stats::{fmt_duration, process_cpu};
 
 /// The election's name (ours: the resource `election/bench`).
 const NAME: &str = "bench";
@@ -153,20 +154,33 @@ fn lease(validity: Duration) -> Lease {
 }
 
 /// Where our candidates' lockers are.
-enum OursNodes {
+enum Where {
     Tcp(Servers),
     InProcess(Vec<Arc<dyn NetLocker>>),
 }
 
+/// Our lockers, and the call counters of every client's lockers when
+/// calls are counted (`--count-rpcs on`).
+struct OursNodes {
+    at: Where,
+    counters: Option<Mutex<Vec<Arc<FaultyLocker>>>>,
+}
+
 impl OursNodes {
-    async fn start(transport: Transport, nodes: usize, validity: Duration) -> Result<Self, String> {
-        match transport {
+    async fn start(
+        transport: Transport,
+        nodes: usize,
+        validity: Duration,
+        count: bool,
+    ) -> Result<Self, String> {
+        let counters = count.then(|| Mutex::new(Vec::new()));
+        let at = match transport {
             Transport::Tcp => {
                 let given = (validity != DEFAULT_VALIDITY).then_some(validity);
                 let (servers, _first) = Servers::start_with(nodes, given).await?;
-                Ok(OursNodes::Tcp(servers))
+                Where::Tcp(servers)
             }
-            Transport::InProcess => Ok(OursNodes::InProcess(
+            Transport::InProcess => Where::InProcess(
                 (0..nodes)
                     .map(|n| {
                         let config = quorum_lock::LockerConfig {
@@ -177,16 +191,26 @@ impl OursNodes {
                             as Arc<dyn NetLocker>
                     })
                     .collect(),
-            )),
-            Transport::Redis => Err("--scenario election runs over tcp or inproc".into()),
-        }
+            ),
+            Transport::Redis => return Err("--scenario election runs over tcp or inproc".into()),
+        };
+        Ok(OursNodes { at, counters })
     }
 
     async fn dsync(&self, validity: Duration, owner: String) -> Result<Dsync, String> {
-        let lockers = match self {
-            OursNodes::Tcp(servers) => servers.connect().await?,
-            OursNodes::InProcess(lockers) => lockers.clone(),
+        let mut lockers = match &self.at {
+            Where::Tcp(servers) => servers.connect().await?,
+            Where::InProcess(lockers) => lockers.clone(),
         };
+        if let Some(counters) = &self.counters {
+            // A FaultyLocker with no faults set only counts the calls.
+            let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
+            for locker in &mut lockers {
+                let counted = Arc::new(FaultyLocker::new(locker.clone(), counters.len() as u64));
+                counters.push(counted.clone());
+                *locker = counted;
+            }
+        }
         Dsync::builder(lockers)
             .lease(lease(validity))
             .owner(owner)
@@ -213,10 +237,33 @@ impl OursNodes {
 
     /// What the child process needs to reach the lockers.
     fn child_target(&self) -> Option<String> {
-        match self {
-            OursNodes::Tcp(servers) => Some(servers.addrs.join(",")),
-            OursNodes::InProcess(_) => None,
+        match &self.at {
+            Where::Tcp(servers) => Some(servers.addrs.join(",")),
+            Where::InProcess(_) => None,
         }
+    }
+
+    /// CPU time of the server processes; none in process.
+    fn server_cpu(&self) -> Option<Duration> {
+        match &self.at {
+            Where::Tcp(servers) => servers.cpu(),
+            Where::InProcess(_) => Some(Duration::ZERO),
+        }
+    }
+
+    /// Calls seen so far by every counted locker, by kind.
+    fn calls(&self) -> Option<Vec<u64>> {
+        let counters = self
+            .counters
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some(
+            CallKind::ALL
+                .iter()
+                .map(|&kind| counters.iter().map(|c| c.stats(kind).seen).sum())
+                .collect(),
+        )
     }
 }
 
@@ -224,6 +271,15 @@ impl OursNodes {
 #[derive(Default)]
 pub struct Handoff {
     pub handoffs: Vec<Duration>,
+    /// The same hand-offs counted from the moment the resign returned
+    /// (`etcd-election-bench.go`'s definition), 0 when the next leader's
+    /// campaign returned first.
+    pub after_resign: Vec<Duration>,
+    /// CPU time (this process and the servers) per leader change, when
+    /// the servers' CPU could be read.
+    pub cpu_per_change: Option<Duration>,
+    /// Calls to lockers per leader change, by kind (`--count-rpcs on`).
+    pub calls_per_change: Option<Vec<(CallKind, f64)>>,
     pub lags: Vec<Duration>,
     /// Observer samples taken before the campaign returned (counted as 0).
     pub early: usize,
@@ -239,9 +295,9 @@ pub struct Handoff {
 /// The book the tasks of a hand-off run keep.
 #[derive(Default)]
 struct Book {
-    /// Set by the leader just before it resigns; taken by the next one.
-    resign_at: Option<Instant>,
-    handoffs: Vec<Duration>,
+    /// For each round, when its leader called resign and when that
+    /// returned.
+    resigns: HashMap<u64, (Instant, Instant)>,
     /// Leaders in the order they won: value, round, when.
     won: Vec<(String, u64, Instant)>,
     /// For each value, each observer's first sighting.
@@ -266,10 +322,12 @@ impl Run {
     }
 
     fn seen_by_all(&self, value: &str) -> bool {
-        self.book()
-            .seen
-            .get(value)
-            .is_some_and(|s| s.len() >= self.observers)
+        self.observers == 0
+            || self
+                .book()
+                .seen
+                .get(value)
+                .is_some_and(|s| s.len() >= self.observers)
     }
 }
 
@@ -320,11 +378,6 @@ async fn campaign_loop<C: Contender>(c: usize, mut cand: C, run: Arc<Run>) -> Re
             let mut book = run.book();
             let round = book.rounds;
             book.rounds += 1;
-            if let Some(resigned) = book.resign_at.take() {
-                if round >= run.warmup {
-                    book.handoffs.push(won.saturating_duration_since(resigned));
-                }
-            }
             book.won.push((value.clone(), round, won));
             round
         };
@@ -339,13 +392,13 @@ async fn campaign_loop<C: Contender>(c: usize, mut cand: C, run: Arc<Run>) -> Re
         let done = round + 1 >= run.warmup + run.target || Instant::now() >= run.deadline;
         if done {
             run.stop.send_replace(true);
-        } else {
-            run.book().resign_at = Some(Instant::now());
-        }
-        cand.resign(lead).await?;
-        if done {
+            cand.resign(lead).await?;
             break;
         }
+        let resigning = Instant::now();
+        cand.resign(lead).await?;
+        let resigned = Instant::now();
+        run.book().resigns.insert(round, (resigning, resigned));
     }
     Ok(cand)
 }
@@ -356,6 +409,8 @@ async fn handoff<C: Contender, W: Watch>(
     watchers: Vec<W>,
     target: u64,
     seconds: Duration,
+    server_cpu: impl Fn() -> Option<Duration>,
+    calls: impl Fn() -> Option<Vec<u64>>,
 ) -> Result<(Handoff, Vec<C>), String> {
     let started = Instant::now();
     let run = Arc::new(Run {
@@ -374,6 +429,8 @@ async fn handoff<C: Contender, W: Watch>(
         .collect();
     // The observers' first reads are done before anyone campaigns.
     sleep(Duration::from_millis(500)).await;
+    let cpu_before = (process_cpu(), server_cpu());
+    let calls_before = calls();
     let tasks: Vec<JoinHandle<Result<C, String>>> = candidates
         .into_iter()
         .enumerate()
@@ -413,9 +470,29 @@ async fn handoff<C: Contender, W: Watch>(
     }
     let seconds_taken = started.elapsed().as_secs_f64();
     let book = std::mem::take(&mut *run.book());
+    let cpu_after = (process_cpu(), server_cpu());
+    let cpu_per_change = match (cpu_before.1, cpu_after.1) {
+        (Some(a), Some(b)) if book.rounds > 0 => {
+            let spent = cpu_after.0.saturating_sub(cpu_before.0) + b.saturating_sub(a);
+            Some(spent / u32::try_from(book.rounds).unwrap_or(u32::MAX))
+        }
+        _ => None,
+    };
+    let calls_per_change = match (calls_before, calls()) {
+        (Some(a), Some(b)) if book.rounds > 0 => Some(
+            CallKind::ALL
+                .iter()
+                .zip(b.iter().zip(&a))
+                .map(|(kind, (b, a))| (*kind, b.saturating_sub(*a) as f64 / book.rounds as f64))
+                .filter(|&(_, n)| n > 0.0)
+                .collect(),
+        ),
+        _ => None,
+    };
     let mut out = Handoff {
-        handoffs: book.handoffs,
         seconds: seconds_taken,
+        cpu_per_change,
+        calls_per_change,
         ..Handoff::default()
     };
     for (value, round, won) in &book.won {
@@ -423,6 +500,14 @@ async fn handoff<C: Contender, W: Watch>(
             continue;
         }
         out.leaders += 1;
+        if let Some(&(resigning, resigned)) = round
+            .checked_sub(1)
+            .and_then(|previous| book.resigns.get(&previous))
+        {
+            out.handoffs.push(won.saturating_duration_since(resigning));
+            out.after_resign
+                .push(won.saturating_duration_since(resigned));
+        }
         let seen = book.seen.get(value).map_or(&[][..], Vec::as_slice);
         for o in 0..run.observers {
             match seen.iter().find(|&&(who, _)| who == o) {
@@ -736,7 +821,8 @@ fn phase<T, F: Future<Output = Result<T, String>>>(
 
 async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
     let e = &opts.election;
-    let nodes = OursNodes::start(opts.transport, e.nodes, DEFAULT_VALIDITY).await?;
+    let nodes =
+        OursNodes::start(opts.transport, e.nodes, DEFAULT_VALIDITY, opts.count_rpcs).await?;
     let mut candidates = Vec::with_capacity(e.candidates);
     for c in 0..e.candidates {
         candidates.push(nodes.candidate(DEFAULT_VALIDITY, c).await?);
@@ -750,6 +836,8 @@ async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
         observers,
         e.handoffs,
         Duration::from_secs_f64(opts.seconds),
+        || nodes.server_cpu(),
+        || nodes.calls(),
     )
     .await?;
     Ok(out)
@@ -771,6 +859,8 @@ async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, St
         observers,
         e.handoffs,
         Duration::from_secs_f64(opts.seconds),
+        || server.cpu(),
+        || None,
     )
     .await?;
     // Session.Close: the keys of campaigns the end cut off go with the leases.
@@ -788,7 +878,7 @@ fn sample_count(opts: &Options, validity: Duration) -> usize {
 
 async fn ours_failover(opts: &Options, validity: Duration) -> Result<Failover, String> {
     let e = &opts.election;
-    let nodes = OursNodes::start(opts.transport, e.nodes, validity).await?;
+    let nodes = OursNodes::start(opts.transport, e.nodes, validity, opts.count_rpcs).await?;
     let target = nodes
         .child_target()
         .ok_or("failover needs --transport tcp: a process to kill")?;
@@ -982,14 +1072,34 @@ fn fig_text(f: Option<Figures>) -> String {
 
 fn handoff_lines(label: &str, h: &Handoff) -> String {
     let mut out = format!(
-        "{label}: hand-off {}\n{label}: observer lag {}; {} early (counted as 0), {} missed; {} leaders in {:.1}s",
+        "{label}: hand-off {}\n{label}: hand-off counted from the resign's return {}\n{label}: observer lag {}; {} early (counted as 0), {} missed; {} leaders in {:.1}s",
         fig_text(figures(&h.handoffs)),
+        fig_text(figures(&h.after_resign)),
         fig_text(figures(&h.lags)),
         h.early,
         h.missed,
         h.leaders,
         h.seconds
     );
+    if let Some(cpu) = h.cpu_per_change {
+        let _ = write!(
+            out,
+            "; CPU (this process and the servers) per leader change {}",
+            fmt_duration(cpu)
+        );
+    }
+    if let Some(calls) = &h.calls_per_change {
+        let total: f64 = calls.iter().map(|(_, n)| n).sum();
+        let each: Vec<String> = calls
+            .iter()
+            .map(|(kind, n)| format!("{kind:?} {n:.1}"))
+            .collect();
+        let _ = write!(
+            out,
+            "\n{label}: calls to lockers per leader change {total:.1} ({})",
+            each.join(", ")
+        );
+    }
     if let Some(note) = &h.note {
         let _ = write!(out, " ({note})");
     }
@@ -1194,14 +1304,24 @@ fn json(
     o.push_str("  \"results\": [");
     for (i, r) in results.iter().enumerate() {
         o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        let (handoff, lag, early, missed) = match &r.handoff {
+        let (handoff, after, lag, early, missed, cpu) = match &r.handoff {
             Some(h) => (
                 fig(figures(&h.handoffs)),
+                fig(figures(&h.after_resign)),
                 fig(figures(&h.lags)),
                 h.early,
                 h.missed,
+                h.cpu_per_change
+                    .map_or("null".into(), |c| c.as_nanos().to_string()),
             ),
-            None => ("null".into(), "null".into(), 0, 0),
+            None => (
+                "null".into(),
+                "null".into(),
+                "null".into(),
+                0,
+                0,
+                "null".into(),
+            ),
         };
         let failovers: Vec<String> = r
             .failovers
@@ -1218,7 +1338,7 @@ fn json(
             .collect();
         let _ = write!(
             o,
-            "{{\"system\": {}, \"handoff\": {handoff}, \"observer_lag\": {lag}, \"early\": {early}, \"missed\": {missed}, \"failover\": [{}]}}",
+            "{{\"system\": {}, \"handoff\": {handoff}, \"handoff_after_resign\": {after}, \"cpu_per_change_ns\": {cpu}, \"observer_lag\": {lag}, \"early\": {early}, \"missed\": {missed}, \"failover\": [{}]}}",
             string(r.label),
             failovers.join(", ")
         );
