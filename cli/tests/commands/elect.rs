@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGSTOP, SIGTERM,
+    nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGKILL, SIGSTOP,
+    SIGTERM,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -263,6 +264,24 @@ fn tenures(ticks: &[Tick]) -> BTreeMap<u64, (String, u128, u128)> {
     tenures
 }
 
+/// Kills the candidates' commands that outlive the test when it fails (a
+/// command whose elect was SIGKILLed has no one else to stop it), by the
+/// pids they recorded.
+struct Reaper<'a>(&'a Scratch);
+
+impl Drop for Reaper<'_> {
+    fn drop(&mut self) {
+        for v in ["a", "b", "c"] {
+            let pid = self.0.read(&format!("pid.{v}"));
+            if let Ok(pid) = pid.trim().parse::<u32>() {
+                if running(&pid.to_string()) {
+                    signal(pid, SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 /// The issue's real-process test: three servers, three candidates whose
 /// command records its term every 20 ms, and a listener. The first
 /// leader's elect is SIGKILLed (the kernel kills its command: it cannot
@@ -284,6 +303,7 @@ fn failover_after_the_leader_is_killed_and_a_server_frozen_keeps_one_leader_at_a
                     echo \"$QUORUM_LOCK_FENCING_TOKEN $V $(date +%s%N)\" >> $D/ticks; \
                     sleep 0.02; \
                   done";
+    let _reaper = Reaper(&c.dir);
     let mut candidates: BTreeMap<String, Cli> = ["a", "b", "c"]
         .into_iter()
         .map(|v| {

@@ -101,6 +101,7 @@ pub fn signal(pid: u32, sig: i32) {
 
 pub const SIGINT: i32 = 2;
 pub const SIGTERM: i32 = 15;
+pub const SIGKILL: i32 = 9;
 /// Linux numbers: freeze and thaw a server, so that it keeps its entries
 /// but answers nobody for a while.
 pub const SIGSTOP: i32 = 19;
