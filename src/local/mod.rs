@@ -348,6 +348,35 @@ impl LocalLocker {
         counts
     }
 
+    /// Expires every entry that is due now, grants the waiters and tells
+    /// the observers that this frees, and returns when the next entry can
+    /// expire (`None` when the table is empty). A lock server calls it at
+    /// that moment, so that a dead holder's waiters and observers hear of
+    /// it when its entry expires instead of at their next re-check.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn expire_due(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut freed = Vec::new();
+        let expired = self
+            .shards
+            .expire_all(now, self.config.validity, &mut freed);
+        if expired > 0 {
+            tracing::debug!(locker = %self.endpoint, expired, "expired lock entries on time");
+        }
+        self.promote(freed, now);
+        if expired > 0 && self.boards.in_use() {
+            self.revalidate_boards(None, now, false);
+        }
+        let mut oldest: Option<Instant> = None;
+        self.shards.any_shard(|shard| {
+            if let Some(at) = shard.oldest_refresh() {
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+            }
+            false
+        });
+        oldest.and_then(|at| at.checked_add(self.config.validity))
+    }
+
     /// How long the quarantine after a [`restart`](Self::restart) still
     /// refuses grants; zero when not in quarantine.
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]

@@ -733,6 +733,12 @@ impl Shard {
         expired
     }
 
+    /// When the entry refreshed longest ago was last refreshed: the next
+    /// one to expire.
+    pub(super) fn oldest_refresh(&self) -> Option<Instant> {
+        self.by_refresh.oldest().map(|(_, at)| at)
+    }
+
     /// Drops places whose waiters stopped asking, and notes the names whose
     /// line moved.
     pub(super) fn expire_places(&mut self, now: Instant, freed: &mut Vec<Name>) {

@@ -489,6 +489,38 @@ mod queues {
         l.lock_wait(&args(uid, names), mode, wait).await.unwrap()
     }
 
+    /// `expire_due`, which a lock server's timer calls, frees a dead
+    /// holder's entry at its deadline and pushes the waiter behind it,
+    /// without any call on that name; it reports when to run again.
+    #[tokio::test(start_paused = true)]
+    async fn expire_due_grants_the_waiter_of_an_entry_at_its_deadline() {
+        let l = locker_with(10, 0);
+        let log = Arc::new(Log::default());
+        assert!(l.lock(&args("dead", &["x"])).await.unwrap());
+        let due = l.expire_due().expect("an entry expires some time");
+        assert_eq!(due, tokio::time::Instant::now() + Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        let long = WaitArgs {
+            place_ttl: Duration::from_secs(30),
+            ..wait_args(1, &log)
+        };
+        assert_eq!(
+            wait(&l, "w", &["x"], LockMode::Write, &long).await,
+            WaitReply::Queued
+        );
+        tokio::time::advance(Duration::from_secs(5) - Duration::from_millis(1)).await;
+        assert_eq!(l.expire_due(), Some(due), "not due yet");
+        assert!(log.take().is_empty());
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let next = l.expire_due();
+        assert_eq!(log.take(), vec![granted("w")]);
+        assert_eq!(holders(&l, "x"), ["w"]);
+        assert_eq!(
+            next,
+            Some(tokio::time::Instant::now() + Duration::from_secs(10))
+        );
+    }
+
     /// Uids holding `name`, sorted.
     fn holders(l: &LocalLocker, name: &str) -> Vec<String> {
         let mut uids: Vec<String> = l

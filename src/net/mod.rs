@@ -35,6 +35,7 @@
 mod client;
 mod conn;
 mod connect;
+mod expiry;
 mod io;
 mod ledger;
 mod metrics;

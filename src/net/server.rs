@@ -400,6 +400,7 @@ impl LockServer {
         tracing::info!(listen = %local, "lock server accepting connections");
         // Stops when this future ends or is dropped.
         let _sampler = super::metrics::sampler(&self.state);
+        let _expiry = super::expiry::start(&self.state.locker);
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut refused = Throttled::default();

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use super::plan::{Plan, State};
 use super::{CallKind, FaultyLocker};
 use crate::{
-    Error, LockArgs, LockInfo, LockMode, NetLocker, PushEvent, PushSink, WaitArgs, WaitReply, Wake,
+    Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, PushEvent, PushSink, WaitArgs,
+    WaitReply, Wake, WatchArgs,
 };
 
 type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
@@ -192,6 +193,36 @@ impl NetLocker for FaultyLocker {
     ) -> Result<Option<u64>, Error> {
         self.call(CallKind::Fence, args, || {
             self.inner.fence(args, mode, floor)
+        })
+        .await
+    }
+
+    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
+        self.call(CallKind::Proclaim, args, || {
+            self.inner.proclaim(args, proclamation)
+        })
+        .await
+    }
+
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        // The watch's pushes cross the same faults as a waiter's.
+        let watch = watch.map(|watch| WatchArgs {
+            ttl: watch.ttl,
+            wake: Wake::new(
+                Arc::new(FaultyPush {
+                    state: self.state.clone(),
+                    owner: args.owner.clone(),
+                    wake: watch.wake.clone(),
+                }),
+                0,
+            ),
+        });
+        self.call(CallKind::Leader, args, || {
+            Box::pin(async move { self.inner.leader(args, watch.as_ref()).await })
         })
         .await
     }

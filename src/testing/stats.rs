@@ -22,11 +22,18 @@ pub enum CallKind {
     ForceUnlock,
     /// [`NetLocker::fence`](crate::NetLocker::fence).
     Fence,
+    /// [`NetLocker::proclaim`](crate::NetLocker::proclaim).
+    Proclaim,
+    /// [`NetLocker::leader`](crate::NetLocker::leader).
+    Leader,
 }
+
+/// How many kinds there are.
+const KINDS: usize = 9;
 
 impl CallKind {
     /// Every kind, in declaration order.
-    pub const ALL: [CallKind; 7] = [
+    pub const ALL: [CallKind; KINDS] = [
         CallKind::Lock,
         CallKind::RLock,
         CallKind::Unlock,
@@ -34,6 +41,8 @@ impl CallKind {
         CallKind::Refresh,
         CallKind::ForceUnlock,
         CallKind::Fence,
+        CallKind::Proclaim,
+        CallKind::Leader,
     ];
 
     fn index(self) -> usize {
@@ -76,9 +85,9 @@ impl Add for CallStats {
 /// finished, so no ordering with other memory is needed.
 #[derive(Default)]
 pub(super) struct Counters {
-    seen: [AtomicU64; 7],
-    delayed: [AtomicU64; 7],
-    faulted: [AtomicU64; 7],
+    seen: [AtomicU64; KINDS],
+    delayed: [AtomicU64; KINDS],
+    faulted: [AtomicU64; KINDS],
 }
 
 impl Counters {

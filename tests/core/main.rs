@@ -10,6 +10,7 @@ mod runtime_support;
 mod basics;
 mod cancellation;
 mod contention_progress;
+mod election;
 mod exclusion;
 mod fair_waiting;
 mod faults;

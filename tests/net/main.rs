@@ -8,6 +8,7 @@
 mod wire;
 
 mod connect;
+mod expiry;
 mod fuzz;
 mod late_validity;
 mod limits;

@@ -7,5 +7,6 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
+mod election_randomized;
 mod model_check;
 mod safety_randomized;

@@ -36,7 +36,7 @@ const RESOURCES: [&str; 4] = ["a", "b", "c", "d"];
 /// Upper bound on fault injector steps, in case the workers never finish.
 const MAX_INJECTOR_STEPS: usize = 1_000_000;
 
-fn env_or(name: &str, default: u64) -> u64 {
+pub(crate) fn env_or(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
         Ok(v) => v
             .parse()
@@ -60,7 +60,7 @@ fn settings() -> (Vec<u64>, usize) {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
+pub(crate) enum Kind {
     FixedLatency,
     RandomLatency,
     DropApplied,
@@ -84,7 +84,7 @@ const KINDS: [Kind; 8] = [
 
 /// Which faults the injector draws from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mix {
+pub(crate) enum Mix {
     /// Every kind, on random node sets, for random bounded durations.
     All,
     /// Only instant restarts of a majority, to show that the checks catch
@@ -99,7 +99,7 @@ enum Mix {
 }
 
 impl Mix {
-    fn nodes(self) -> usize {
+    pub(crate) fn nodes(self) -> usize {
         match self {
             Mix::Restarts => 3,
             Mix::All | Mix::MajorityRestarts => NODES,
@@ -109,21 +109,21 @@ impl Mix {
 
 /// One injected fault and when it ends.
 #[derive(Debug)]
-struct Fault {
-    kind: Kind,
+pub(crate) struct Fault {
+    pub(crate) kind: Kind,
     nodes: Vec<usize>,
     owner: String,
-    until: Instant,
+    pub(crate) until: Instant,
 }
 
-fn ms(range: std::ops::Range<u64>, rng: &mut SmallRng) -> Duration {
+pub(crate) fn ms(range: std::ops::Range<u64>, rng: &mut SmallRng) -> Duration {
     Duration::from_millis(rng.random_range(range))
 }
 
 impl Fault {
     /// A random fault. `holders` are the owners of the locks held now,
     /// oldest first.
-    fn draw(mix: Mix, holders: &[String], rng: &mut SmallRng) -> Fault {
+    pub(crate) fn draw(mix: Mix, holders: &[String], rng: &mut SmallRng) -> Fault {
         let mut nodes: Vec<usize> = (0..mix.nodes()).collect();
         nodes.shuffle(rng);
         let mut owner = format!("client-{}", rng.random_range(0..CLIENTS));
@@ -183,7 +183,7 @@ impl Fault {
         }
     }
 
-    fn apply(&self, cluster: &TestCluster, rng: &mut SmallRng) {
+    pub(crate) fn apply(&self, cluster: &TestCluster, rng: &mut SmallRng) {
         let nodes = &self.nodes;
         match self.kind {
             Kind::FixedLatency => cluster.set_latency(Latency::Fixed(ms(1..800, rng)), nodes),
@@ -207,7 +207,7 @@ impl Fault {
         .expect("valid node indices");
     }
 
-    fn undo(&self, cluster: &TestCluster) {
+    pub(crate) fn undo(&self, cluster: &TestCluster) {
         let nodes = &self.nodes;
         match self.kind {
             Kind::FixedLatency | Kind::RandomLatency => cluster.set_latency(Latency::None, nodes),

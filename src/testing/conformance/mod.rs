@@ -15,12 +15,14 @@
 //! releases what it took, even when it fails.
 
 mod abilities;
+mod election;
 mod rules;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use abilities::{fencing, listing, waiting};
+use election::election;
 use rules::{
     all_or_nothing, bad_arguments, force_unlock_by_resource, force_unlock_by_uid,
     only_holder_unlocks, refresh_knows_holders, relock, writers_exclude,
@@ -34,7 +36,7 @@ pub struct ConformanceReport {
     /// The checks the locker passed.
     pub passed: Vec<&'static str>,
     /// The checks of optional abilities (listing, waiting in line, fencing
-    /// tokens) that did not run because the locker does not offer them,
+    /// tokens, leader election) that did not run because the locker does not offer them,
     /// with the reason. A locker that should offer one must not appear
     /// here.
     pub skipped: Vec<(&'static str, String)>,
@@ -120,6 +122,10 @@ where
         waiting
     );
     check!("fencing tokens increase", fencing);
+    check!(
+        "a proclamation lives with its entry and watches are pushed",
+        election
+    );
     Ok(report)
 }
 
