@@ -125,8 +125,11 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         }
         Ended::Lost => {
             // Lost already; resigning only frees what some nodes may still
-            // hold, so that the next candidate need not wait for it.
-            resign(&mut leading, &args.name).await;
+            // hold, so that the next candidate need not wait for it. That
+            // it may fail (the nodes may be out of reach) is no news.
+            if let Err(err) = leading.resign().await {
+                tracing::debug!(%err, "resigning a lost leadership was not confirmed");
+            }
             Err(Failure::new(
                 LOST_OR_TIMEOUT,
                 format!(
