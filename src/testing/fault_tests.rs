@@ -253,13 +253,18 @@ async fn counters_count_every_kind() {
     let _ = node.unlock(&a).await;
     let _ = node.rlock(&a).await;
     let _ = node.runlock(&a).await;
+    let _ = node.leader(&a, None).await;
     node.set_refuse(true);
     let _ = node.force_unlock(&a).await;
+    let _ = node
+        .proclaim(&a, &crate::Proclamation::new(1, 0, &b"v"[..]).unwrap())
+        .await;
     let seen: Vec<u64> = CallKind::ALL.iter().map(|&k| node.stats(k).seen).collect();
-    assert_eq!(seen, [1, 1, 1, 1, 2, 1, 0]);
+    assert_eq!(seen, [1, 1, 1, 1, 2, 1, 0, 1, 1]);
     assert_eq!(node.stats(CallKind::ForceUnlock).faulted, 1);
-    assert_eq!(node.total_stats().seen, 7);
-    assert_eq!(node.total_stats().faulted, 1);
+    assert_eq!(node.stats(CallKind::Proclaim).faulted, 1);
+    assert_eq!(node.total_stats().seen, 9);
+    assert_eq!(node.total_stats().faulted, 2);
 }
 
 #[tokio::test(start_paused = true)]
