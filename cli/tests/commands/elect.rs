@@ -1,6 +1,7 @@
 //! `quorum-lock elect` against three real lock servers: the leader's
 //! command runs with its term, `--timeout`, SIGTERM hands the lead over at
-//! once, `--listen` prints every change; and the failover the election
+//! once, a leadership forced open stops the command, `--listen` prints
+//! every change; and the failover the election
 //! issue asks for: the leader's process SIGKILLed, then a server
 //! SIGSTOPped, with terms that grow and never overlap in time.
 
@@ -217,6 +218,49 @@ fn sigterm_stops_the_command_resigns_and_the_next_candidate_leads_at_once() {
         .collect();
     assert_eq!(terms.len(), 2, "{terms:?}");
     assert!(terms[0] < terms[1], "terms must grow: {terms:?}");
+}
+
+#[test]
+fn a_leadership_forced_open_stops_the_command_and_exits_75() {
+    let c = cluster("net-elect-lost");
+    let script = "sleep 30 & echo $! > $D/sleep; wait; echo end >> $D/log";
+    let leader = c.elect(&[], "svc", "v", script, &[]);
+    wait_until(LIMIT, "the command to start", || {
+        !c.dir.read("sleep").is_empty()
+    });
+    let admin = c.dir.admin();
+    // The leadership is the write lock election/NAME.
+    let forced = crate::support::cli(
+        &c.dir,
+        &[
+            "force-unlock",
+            "--nodes",
+            &c.nodes,
+            "--admin-token-file",
+            &admin,
+            "election/svc",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(forced.code, Some(0), "{forced:?}");
+    let leader = leader.finish(LIMIT);
+    assert_eq!(leader.code, Some(75), "{leader:?}");
+    assert!(
+        leader
+            .stderr
+            .contains("lost the leadership of 'svc' (term "),
+        "{leader:?}"
+    );
+    assert_eq!(leader.stderr.lines().count(), 1, "{leader:?}");
+    assert!(
+        c.dir.read("log").is_empty(),
+        "the command ran on after the loss"
+    );
+    let sleep = c.dir.read("sleep");
+    wait_until(Duration::from_secs(5), "the command's child to die", || {
+        !running(&sleep)
+    });
 }
 
 /// One line of the candidates' record: `TERM VALUE NANOS`, written every
