@@ -33,6 +33,13 @@
 //!   error, never a repeated token. See [`FENCE_QUARANTINE`] for why tokens
 //!   keep growing through a restart that lost the mark (no persistence, an
 //!   older snapshot, the last second of `appendfsync everysec`).
+//! * **Election.** A leader's proclamation is a field of its resource's
+//!   hash, named by its uid, that goes with the holder's entry; a read
+//!   reports it only while that uid holds the key exclusively. Scripts
+//!   that store or drop one publish on `<prefix>~leader`, and the lockers
+//!   that observe turn that into `PushEvent::Changed` for the watches they
+//!   keep in memory (`watches.rs`); an expiry no script saw, and a notice
+//!   lost on pub/sub, reach the observer by its re-check.
 //! * **Eviction.** A server that may evict keys (`maxmemory` set with a
 //!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
 //!   key is a silently lost lock.
@@ -40,21 +47,25 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ::redis::{AsyncConnectionConfig, Client, Script};
+use ::redis::{AsyncConnectionConfig, Client, Script, ToRedisArgs};
 use async_trait::async_trait;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::QUARANTINE_REASON;
+use crate::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
 use crate::wait::{PushEvent, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
+mod feed;
 mod link;
 mod scripts;
 mod waits;
+mod watches;
 
+use feed::{Listeners, Which};
 use link::{Link, Live};
 use waits::{Waiter, Waits};
+use watches::Watches;
 
 /// The longest validity handed to Redis: far beyond any lease, and far
 /// inside what `PEXPIRE` accepts. Longer validities and quarantines
@@ -155,11 +166,13 @@ struct Scripts {
     fence: Script,
     force: Script,
     list: Script,
+    proclaim: Script,
+    leader: Script,
 }
 
 impl Scripts {
     /// The Lua source of every script, each with the shared prelude.
-    fn sources() -> [String; 7] {
+    fn sources() -> [String; 9] {
         [
             scripts::LOCK,
             scripts::WAIT,
@@ -168,13 +181,15 @@ impl Scripts {
             scripts::FENCE,
             scripts::FORCE,
             scripts::LIST,
+            scripts::PROCLAIM,
+            scripts::LEADER,
         ]
         .map(|body| format!("{}\n{body}", scripts::PRELUDE))
     }
 
     /// Scripts for `sources`, in the order [`sources`](Self::sources) gives.
-    fn new(sources: &[String; 7]) -> Scripts {
-        let [lock, wait, unlock, refresh, fence, force, list] = sources;
+    fn new(sources: &[String; 9]) -> Scripts {
+        let [lock, wait, unlock, refresh, fence, force, list, proclaim, leader] = sources;
         Scripts {
             lock: Script::new(lock),
             wait: Script::new(wait),
@@ -183,6 +198,8 @@ impl Scripts {
             fence: Script::new(fence),
             force: Script::new(force),
             list: Script::new(list),
+            proclaim: Script::new(proclaim),
+            leader: Script::new(leader),
         }
     }
 }
@@ -220,8 +237,9 @@ impl Scripts {
 /// ```
 pub struct RedisLocker {
     shared: Arc<Shared>,
-    /// The pub/sub listener, started by the first wait that wants pushes.
-    listener: Mutex<Option<JoinHandle<()>>>,
+    /// The pub/sub listeners: the waiters', started by the first wait that
+    /// wants pushes, and the observers', started by the first watch.
+    listeners: Mutex<Listeners>,
 }
 
 struct Shared {
@@ -231,6 +249,7 @@ struct Shared {
     endpoint: String,
     scripts: Scripts,
     waits: Waits,
+    watches: Watches,
 }
 
 impl RedisLocker {
@@ -272,6 +291,7 @@ impl RedisLocker {
             .set_connection_timeout(Some(config.call_timeout))
             .set_response_timeout(Some(config.call_timeout));
         let channel = format!("{}~push:{}", config.prefix, uuid::Uuid::new_v4().simple());
+        let leader_channel = format!("{}~leader", config.prefix);
         let sources = Scripts::sources();
         let scripts = Scripts::new(&sources);
         Ok(RedisLocker {
@@ -286,8 +306,9 @@ impl RedisLocker {
                 endpoint,
                 scripts,
                 waits: Waits::new(channel),
+                watches: Watches::new(leader_channel),
             }),
-            listener: Mutex::new(None),
+            listeners: Mutex::new([None, None]),
         })
     }
 
@@ -303,41 +324,20 @@ impl RedisLocker {
         Ok(locker)
     }
 
-    /// Starts the pub/sub listener if it is not running; whether pushes
-    /// reach this locker.
-    async fn listening(&self) -> bool {
-        let started = {
-            let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
-            // The listener runs on the runtime of the wait that started it,
-            // and ends with that runtime: start it again on this one.
-            if listener.as_ref().is_some_and(|task| !task.is_finished()) {
-                false
-            } else {
-                self.shared.waits.set_subscribed(false);
-                let weak = Arc::downgrade(&self.shared);
-                *listener = Some(tokio::spawn(waits::listen(weak)));
-                true
-            }
-        };
-        if !started {
-            return self.shared.waits.subscribed();
-        }
-        // The wait that starts the listener waits for the subscription, so
-        // its first turn is not lost; later ones poll while it is down.
-        self.shared
-            .waits
-            .wait_subscribed(self.shared.config.call_timeout)
-            .await
+    /// Starts the pub/sub listener of `which` if it is not running;
+    /// whether its messages reach this locker.
+    async fn listening(&self, which: Which) -> bool {
+        feed::listening(&self.listeners, &self.shared, which).await
     }
 }
 
 impl Drop for RedisLocker {
     fn drop(&mut self) {
-        let listener = self
-            .listener
+        let listeners = self
+            .listeners
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(task) = listener.take() {
+        for task in listeners.iter_mut().filter_map(Option::take) {
             task.abort();
         }
     }
@@ -443,17 +443,18 @@ impl Shared {
 
     /// Runs `script` on `keys` with `head`, then the end of the quarantine
     /// `which` of the server behind the connection it runs on (unless
-    /// `Quarantine::None`), then `tail`.
+    /// `Quarantine::None`), then `tail`, then the leader channel (every
+    /// script's last argument: see `scripts.rs`).
     ///
     /// `EVALSHA` is built as one command, rather than through
     /// `ScriptInvocation`, which copies every argument twice. Scripts are
     /// loaded when a connection is made; on `NOSCRIPT` (a flushed script
     /// cache) they are loaded again and the call runs once more.
-    async fn run<T: ::redis::FromRedisValue>(
+    async fn run<T: ::redis::FromRedisValue, H: ToRedisArgs + Sync>(
         &self,
         script: &Script,
         keys: &[String],
-        head: &[&str],
+        head: &[H],
         which: Quarantine,
         tail: &[&str],
     ) -> Result<T, Error> {
@@ -466,7 +467,7 @@ impl Shared {
         if let Some(end) = self.quarantine_end(&live, which) {
             cmd.arg(end);
         }
-        cmd.arg(tail);
+        cmd.arg(tail).arg(&self.watches.feed.channel);
         match cmd.query_async(&mut live.conn).await {
             Err(err)
                 if err.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoScript) =>
@@ -531,7 +532,7 @@ impl Shared {
                 waiter.mode,
                 &waiter.ticket,
                 waiter.place_ttl,
-                &self.waits.channel,
+                &self.waits.feed.channel,
                 true,
             )
             .await?;
@@ -545,7 +546,7 @@ impl Shared {
             .run(
                 &self.scripts.unlock,
                 &self.keys(args),
-                &[&args.uid, mode_arg(mode)],
+                &[&*args.uid, mode_arg(mode)],
                 Quarantine::None,
                 &[],
             )
@@ -601,7 +602,13 @@ impl Shared {
         let validity = u64::try_from(self.config.validity.as_millis()).unwrap_or(u64::MAX);
         for batch in self.scan().await?.chunks(100) {
             let out: Vec<String> = self
-                .run(&self.scripts.list, batch, &[], Quarantine::None, &[])
+                .run(
+                    &self.scripts.list,
+                    batch,
+                    &[] as &[&str],
+                    Quarantine::None,
+                    &[],
+                )
                 .await?;
             let Some((server_now, rows)) = out.split_first() else {
                 continue;
@@ -669,6 +676,39 @@ fn mode_arg(mode: LockMode) -> &'static str {
     }
 }
 
+/// The one resource of an election call.
+fn election_resource(args: &LockArgs) -> Result<&str, Error> {
+    match &*args.resources {
+        [one] => Ok(one),
+        list => Err(Error::invalid(format!(
+            "an election call names exactly one resource, not {}",
+            list.len()
+        ))),
+    }
+}
+
+/// A proclamation's term and seq as 40 digits, so that Lua compares them
+/// as strings in the order of the numbers.
+fn stamp(p: &Proclamation) -> String {
+    format!("{:020}{:020}", p.term, p.seq)
+}
+
+/// A stored proclamation: its stamp, then its value. `None` when it is not
+/// one that [`stamp`] and the `PROCLAIM` script wrote.
+fn unstamp(stored: &[u8]) -> Option<Proclamation> {
+    let (stamp, value) = (stored.get(..40)?, stored.get(40..)?);
+    let number = |digits: &[u8]| -> Option<u64> {
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(digits).ok()?.parse().ok()
+    };
+    if value.len() > MAX_VALUE_LEN {
+        return None;
+    }
+    Proclamation::new(number(&stamp[..20])?, number(&stamp[20..])?, value).ok()
+}
+
 /// A ticket as 40 digits, so that Lua compares tickets as strings in the
 /// order of the numbers.
 fn ticket_arg(wait: &WaitArgs) -> String {
@@ -725,7 +765,7 @@ impl NetLocker for RedisLocker {
             Some(wake) => {
                 // Starts the listener if it is not running; the first wait
                 // waits for its subscription, so its first turn is not lost.
-                self.listening().await;
+                self.listening(Which::Waits).await;
                 self.shared.waits.register(
                     args,
                     mode,
@@ -733,7 +773,7 @@ impl NetLocker for RedisLocker {
                     wait.place_ttl,
                     wake.clone(),
                 );
-                self.shared.waits.channel.as_str()
+                self.shared.waits.feed.channel.as_str()
             }
             None => "",
         };
@@ -852,7 +892,7 @@ impl NetLocker for RedisLocker {
                     .run(
                         &shared.scripts.force,
                         &shared.keys(args),
-                        &[&args.uid],
+                        &[&*args.uid],
                         Quarantine::None,
                         &[],
                     )
@@ -867,7 +907,7 @@ impl NetLocker for RedisLocker {
                         .run(
                             &shared.scripts.force,
                             batch,
-                            &[&args.uid],
+                            &[&*args.uid],
                             Quarantine::None,
                             &[],
                         )
@@ -877,6 +917,88 @@ impl NetLocker for RedisLocker {
                 Ok(removed)
             }
         }
+    }
+
+    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
+        Shared::checked(args, false)?;
+        election_resource(args)?;
+        proclamation.validate()?;
+        let shared = &self.shared;
+        let stamp = stamp(proclamation);
+        let head: [&[u8]; 3] = [args.uid.as_bytes(), stamp.as_bytes(), &proclamation.value];
+        let code: i64 = shared
+            .run(
+                &shared.scripts.proclaim,
+                &shared.keys(args),
+                &head,
+                Quarantine::Grants,
+                &[],
+            )
+            .await?;
+        Ok(answer(&shared.endpoint, code)? == 1)
+    }
+
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        Shared::checked(args, false)?;
+        election_resource(args)?;
+        let shared = &self.shared;
+        let keys = shared.keys(args);
+        let registered = match watch {
+            // The watch is kept before the read, so a change that comes
+            // after the read is pushed (its notice reports another state
+            // than the read; see `watches.rs`). The first watch waits for
+            // the subscription; while it is down the observer's re-check
+            // stands in for the pushes.
+            Some(watch) => {
+                self.listening(Which::Watches).await;
+                Some(shared.watches.register(&keys[0], &args.uid, watch)?)
+            }
+            None => None,
+        };
+        let read = async {
+            let (kind, found): (i64, Vec<u8>) = shared
+                .run(
+                    &shared.scripts.leader,
+                    &keys,
+                    &[] as &[&str],
+                    Quarantine::Grants,
+                    &[],
+                )
+                .await?;
+            match answer(&shared.endpoint, kind)? {
+                1 => unstamp(&found)
+                    .map(Some)
+                    .ok_or_else(|| Error::LockerUnavailable {
+                        endpoint: shared.endpoint.clone(),
+                        reason: "Redis holds a proclamation this library cannot read; was \
+                                 the key written by hand?"
+                            .into(),
+                    }),
+                _ => Ok(None),
+            }
+        }
+        .await;
+        // A call dropped before this leaves its watch unsettled: it then
+        // keeps the notices it hears (a few) and lapses with its ttl; the
+        // observer's re-check reads again meanwhile.
+        if let Some(id) = registered {
+            match &read {
+                Ok(found) => {
+                    let seen = found.as_ref().map(|p| {
+                        let mut seen = [0u8; 40];
+                        seen.copy_from_slice(stamp(p).as_bytes());
+                        seen
+                    });
+                    shared.watches.settle(&keys[0], id, seen);
+                }
+                Err(_) => shared.watches.unsettled(&keys[0], id),
+            }
+        }
+        read
     }
 
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {

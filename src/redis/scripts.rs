@@ -11,11 +11,28 @@
 //! | `o:uid`, `s:uid`, `a:uid` | its owner, source and grant time |
 //! | `t:uid`, `c:uid` | its ticket and push channel, when it was granted as a waiter |
 //! | `q:uid` | waiter `uid`'s place: ticket (40 digits), mode, deadline, `\|`, channel |
+//! | `p:uid` | the proclamation of holder `uid` (leader election): term and seq (20 digits each), then the value's bytes |
 //!
 //! One more key, named by the prefix alone (no resource has an empty
 //! name, so no resource key is ever the prefix), holds the node's fencing
 //! high-water mark: the highest token ever drawn on that node, as a decimal
 //! string, without expiry. Listing and forced unlocks skip it.
+//!
+//! A proclamation is stored only beside a live exclusive entry of its uid
+//! and goes with that entry: `forget` deletes it with the holder's other
+//! fields (release, forced unlock, expiry found by any script), `load`
+//! drops one whose holder is gone (written by hand, or left by a script of
+//! an earlier version), and the key's `PEXPIRE` or `DEL` takes it with the
+//! rest. A read reports it only while `load` found its uid holding the key
+//! in `w` mode, so a stale one is never reported even before it is deleted.
+//!
+//! Every script gets one more argument, last: the locker's leader channel
+//! (`<prefix>~leader`). A script that stores a proclamation, or drops one
+//! (release, forced unlock, expiry it noticed), publishes on it what a read
+//! of the key reports now (`P` and the stamp, or `N` for no leader) and
+//! the key's name, which the observing lockers turn into
+//! `PushEvent::Changed` for their watches on that resource (see
+//! `watches.rs`).
 //!
 //! Every script first drops the holders and places whose deadline passed,
 //! and last lets the key expire with its last holder or place (`PEXPIRE`),
@@ -27,17 +44,25 @@
 /// Shared by every script: the clock, the state of one resource, and the
 /// rules of granting and waiting.
 pub(super) const PRELUDE: &str = r#"
+-- The leader channel: always the last argument.
+local LEADER = ARGV[#ARGV]
 local function clock()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
 end
 local function forget(key, uid)
-  redis.call('HDEL', key, 'd:' .. uid, 'o:' .. uid, 's:' .. uid, 'a:' .. uid, 't:' .. uid, 'c:' .. uid)
+  redis.call('HDEL', key, 'd:' .. uid, 'o:' .. uid, 's:' .. uid, 'a:' .. uid, 't:' .. uid, 'c:' .. uid, 'p:' .. uid)
+end
+-- Notes that the leader of `s` may have changed: a proclamation was
+-- stored or dropped. `finish` tells the observers.
+local function changed(s)
+  s.changed = true
 end
 -- The live state of one resource; expired holders and places are dropped.
 local function load(key, now)
   local all = redis.call('HGETALL', key)
-  local s = { key = key, holders = {}, n = 0, places = {}, np = 0, tickets = {}, channels = {}, moved = false }
+  local s = { key = key, holders = {}, n = 0, places = {}, np = 0, tickets = {}, channels = {},
+              procs = {}, moved = false }
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
     local kind, uid = string.sub(f, 1, 2), string.sub(f, 3)
@@ -69,6 +94,17 @@ local function load(key, now)
       s.tickets[uid] = v
     elseif kind == 'c:' then
       s.channels[uid] = v
+    elseif kind == 'p:' then
+      s.procs[uid] = v
+    end
+  end
+  -- A proclamation lives only as long as its holder: one whose holder
+  -- expired above (or was never there) goes, and its observers are told.
+  for uid, _ in pairs(s.procs) do
+    if s.holders[uid] == nil then
+      redis.call('HDEL', key, 'p:' .. uid)
+      s.procs[uid] = nil
+      changed(s)
     end
   end
   return s
@@ -124,6 +160,10 @@ end
 local function release(s, uid)
   if s.holders[uid] == nil then return false end
   forget(s.key, uid)
+  if s.procs and s.procs[uid] then
+    s.procs[uid] = nil
+    changed(s)
+  end
   s.holders[uid] = nil
   s.n = s.n - 1
   s.moved = true
@@ -164,10 +204,22 @@ local function wound(s, mode, ticket)
     end
   end
 end
--- Announces, then deletes a key nobody holds or waits for, or lets it
--- expire with its last holder or place.
+-- What a read of `s` reports now: `P` and the stamp of the live
+-- exclusive holder's proclamation, or `N` for none.
+local function leader_state(s)
+  if s.mode == 'w' then
+    for uid, p in pairs(s.procs) do
+      if s.holders[uid] then return 'P' .. string.sub(p, 1, 40) end
+    end
+  end
+  return 'N'
+end
+-- Announces (to waiters, and to observers when the leader may have
+-- changed: the new state, then the key), then deletes a key nobody holds
+-- or waits for, or lets it expire with its last holder or place.
 local function finish(states, now)
   for _, s in ipairs(states) do
+    if s.changed then redis.call('PUBLISH', LEADER, leader_state(s) .. s.key) end
     announce(s)
     if s.n == 0 and s.np == 0 then
       redis.call('DEL', s.key)
@@ -209,7 +261,8 @@ end
 -- The fast path of an unlock: `uid` is the only holder of `key`, in
 -- `mode`, and nobody waits. A holder's fields are written and deleted
 -- together (`m` plus d:, o:, s:, a: and, for a waiter, t: and c:), so the
--- field count tells that nothing else is there.
+-- field count tells that nothing else is there: no fencing counter, and
+-- no proclamation, whose observers the slow path tells.
 local function sole_holder(key, uid, mode, now)
   local n = redis.call('HLEN', key)
   if n ~= 5 and n ~= 7 then return false end
@@ -491,4 +544,53 @@ for _, s in ipairs(states) do
 end
 finish(states, now)
 return out
+"#;
+
+/// KEYS: the election's resource. ARGV: uid, stamp (term and seq, 20
+/// digits each), value (bytes), quarantine end ms. Stores the proclamation
+/// with the uid's exclusive entry unless one with a stamp at least as high
+/// is there already, and publishes a change when it stored one. 1 when the
+/// entry carries this proclamation or a newer one, 0 when the uid holds no
+/// exclusive entry, negative: in quarantine (stored all the same on an
+/// entry the uid holds, for when the quarantine ends; the answer counts
+/// for nothing).
+pub(super) const PROCLAIM: &str = r#"
+local uid, stamp, value, qend = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local now = clock()
+local states = load_all(now, 1)
+local s = states[1]
+local result = 0
+if s.mode == 'w' and s.holders[uid] then
+  result = 1
+  local old = s.procs[uid]
+  if old == nil or string.sub(old, 1, 40) < stamp then
+    redis.call('HSET', s.key, 'p:' .. uid, stamp .. value)
+    s.procs[uid] = stamp .. value
+    changed(s)
+  end
+end
+if now < qend then result = quarantined(qend, now) end
+finish(states, now)
+return result
+"#;
+
+/// KEYS: the election's resource. ARGV: quarantine end ms. Answers
+/// `{1, stamp .. value}` with the proclamation of the live exclusive
+/// holder, `{0, ''}` when there is none (free, read-held, or the holder
+/// proclaimed nothing), `{negative, ''}` in quarantine.
+pub(super) const LEADER: &str = r#"
+local qend = tonumber(ARGV[1])
+local now = clock()
+local states = load_all(now, 1)
+local s = states[1]
+local kind, found = 0, ''
+if now < qend then
+  kind = quarantined(qend, now)
+elseif s.mode == 'w' then
+  for uid, p in pairs(s.procs) do
+    if s.holders[uid] then kind, found = 1, p end
+  end
+end
+finish(states, now)
+return { kind, found }
 "#;

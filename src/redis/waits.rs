@@ -19,16 +19,15 @@
 //! locker delivers through the waiter's own wake, as if it had been pushed.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::wait::{PushEvent, Wake};
 use crate::{LockArgs, LockMode};
 
+use super::feed::Feed;
 use super::Shared;
 
 /// A wait this locker may have to push to.
@@ -43,10 +42,9 @@ pub(super) struct Waiter {
 }
 
 pub(super) struct Waits {
-    /// The pub/sub channel of this locker.
-    pub channel: String,
+    /// The pub/sub channel of this locker, and whether it is subscribed.
+    pub feed: Feed,
     waiters: Mutex<Waiting>,
-    subscribed: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -59,26 +57,9 @@ struct Waiting {
 impl Waits {
     pub(super) fn new(channel: String) -> Waits {
         Waits {
-            channel,
+            feed: Feed::new(channel),
             waiters: Mutex::new(Waiting::default()),
-            subscribed: watch::Sender::new(false),
         }
-    }
-
-    /// Whether pushes reach this locker now.
-    pub(super) fn subscribed(&self) -> bool {
-        *self.subscribed.borrow()
-    }
-
-    pub(super) fn set_subscribed(&self, up: bool) {
-        self.subscribed.send_replace(up);
-    }
-
-    /// Waits up to `within` for the subscription; whether it is up.
-    pub(super) async fn wait_subscribed(&self, within: Duration) -> bool {
-        let mut rx = self.subscribed.subscribe();
-        let up = tokio::time::timeout(within, rx.wait_for(|up| *up)).await;
-        matches!(up, Ok(Ok(_)))
     }
 
     /// Remembers a wait, so pushes for its uid reach it.
@@ -123,53 +104,8 @@ impl Waits {
     }
 }
 
-/// Keeps the subscription of `shared`'s channel up and acts on what it
-/// hears, until the locker is dropped.
-pub(super) async fn listen(shared: Weak<Shared>) {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let Some((client, channel, endpoint)) = shared.upgrade().map(|s| {
-            (
-                s.link.client().clone(),
-                s.waits.channel.clone(),
-                s.endpoint.clone(),
-            )
-        }) else {
-            return;
-        };
-        match client.get_async_pubsub().await {
-            Ok(mut pubsub) => match pubsub.subscribe(&channel).await {
-                Ok(()) => {
-                    backoff = Duration::from_millis(50);
-                    if let Some(s) = shared.upgrade() {
-                        s.waits.set_subscribed(true);
-                    }
-                    let mut messages = pubsub.into_on_message();
-                    while let Some(message) = messages.next().await {
-                        let Some(s) = shared.upgrade() else {
-                            return;
-                        };
-                        on_message(&s, message.get_payload_bytes()).await;
-                    }
-                    if let Some(s) = shared.upgrade() {
-                        s.waits.set_subscribed(false);
-                    }
-                    tracing::debug!(locker = %endpoint, "Redis push subscription ended; reconnecting");
-                }
-                Err(err) => {
-                    tracing::debug!(locker = %endpoint, kind = ?err.kind(), "cannot subscribe for pushes")
-                }
-            },
-            Err(err) => {
-                tracing::debug!(locker = %endpoint, kind = ?err.kind(), "cannot open a push connection")
-            }
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
-    }
-}
-
-async fn on_message(shared: &Arc<Shared>, payload: &[u8]) {
+/// Acts on a message of the waits' channel.
+pub(super) async fn on_message(shared: &Arc<Shared>, payload: &[u8]) {
     let Some((&kind, uid)) = payload.split_first() else {
         return;
     };

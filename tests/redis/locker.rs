@@ -24,10 +24,17 @@ async fn redis_lockers_conform() {
     let report = check_locker(|| locker(&server, Duration::from_secs(60)))
         .await
         .unwrap_or_else(|broken| panic!("{broken}"));
-    // Redis offers everything the suite checks, waiting with pushes and
-    // fencing included, so nothing is skipped.
+    // Redis offers everything the suite checks, waiting with pushes,
+    // fencing and election included, so nothing is skipped.
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
-    assert_eq!(report.passed.len(), 11, "{:?}", report.passed);
+    assert_eq!(report.passed.len(), 12, "{:?}", report.passed);
+    assert!(
+        report
+            .passed
+            .contains(&"a proclamation lives with its entry and watches are pushed"),
+        "{:?}",
+        report.passed
+    );
 }
 
 #[tokio::test]

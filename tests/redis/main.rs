@@ -10,6 +10,7 @@ mod harness;
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
 
+mod election;
 mod faults;
 mod fencing;
 mod locker;

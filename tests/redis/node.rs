@@ -407,7 +407,7 @@ async fn a_connection_made_after_a_restart_loads_the_scripts_though_its_caller_l
         return;
     };
     let redis = locker_with(&server, config(Duration::from_secs(5), Duration::ZERO)).await;
-    assert_eq!(cached_scripts(&server).await, 7, "loaded on connect");
+    assert_eq!(cached_scripts(&server).await, 9, "loaded on connect");
     server.restart_empty();
     assert_eq!(cached_scripts(&server).await, 0, "the restart emptied it");
     let held = args("holder", "n");
@@ -428,7 +428,7 @@ async fn a_connection_made_after_a_restart_loads_the_scripts_though_its_caller_l
         assert!(Instant::now() < give_up, "no new connection within 10 s");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(cached_scripts(&server).await, 7, "loaded on reconnect");
+    assert_eq!(cached_scripts(&server).await, 9, "loaded on reconnect");
 }
 
 /// A flushed script cache costs a call one reload, not an error.
@@ -444,6 +444,6 @@ async fn a_flushed_script_cache_is_loaded_again() {
         .lock(&args("u", "n"))
         .await
         .expect("lock after a flush"));
-    assert_eq!(cached_scripts(&server).await, 7, "every script reloaded");
+    assert_eq!(cached_scripts(&server).await, 9, "every script reloaded");
     assert!(redis.unlock(&args("u", "n")).await.expect("unlock"));
 }
