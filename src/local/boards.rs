@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
+use super::table::{block, map_shrunk, map_sparse};
 use crate::config::after;
 use crate::proclamation::{Proclamation, WatchArgs};
 use crate::wait::{PushEvent, Wake};
@@ -21,6 +22,29 @@ use crate::wait::{PushEvent, Wake};
 /// Most watches one resource keeps; more are refused, so that a client
 /// that registers without end cannot grow a locker without bound.
 pub(super) const MAX_WATCHES_PER_RESOURCE: usize = 10_000;
+
+/// What the boards keep at most for one proclamation besides the bytes of
+/// its value, resource name and uid: its board's map slot at the map's
+/// lowest load (3/8, since the map shrinks below that) and malloc's header
+/// and rounding on the three blocks (name, uid, value). The lock server
+/// charges this; see `src/net/ledger.rs`.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const PROCLAMATION_OVERHEAD: usize =
+    ((std::mem::size_of::<(String, Board)>() + 1) * 8).div_ceil(3) + 3 * (block(16) + 15);
+
+/// What the boards keep at most for one watch besides the bytes of its
+/// resource name and uid: room for four watches (a board's list starts
+/// there, and never has more than twice the room it uses), a board of its
+/// own as for a proclamation, and malloc's header and rounding on the name
+/// and uid.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const WATCH_OVERHEAD: usize = block(4 * std::mem::size_of::<Watch>())
+    + ((std::mem::size_of::<(String, Board)>() + 1) * 8).div_ceil(3)
+    + 2 * (block(16) + 15);
+
+/// The room the boards' map keeps while (nearly) empty.
+#[cfg_attr(not(feature = "net"), allow(dead_code))]
+pub(crate) const BOARDS_KEPT: usize = block(32 * (std::mem::size_of::<(String, Board)>() + 1) + 16);
 
 struct Watch {
     uid: Arc<str>,
@@ -174,6 +198,7 @@ impl Boards {
                 board.watches.retain(|w| w.expires > now);
                 board.proclaimed.is_some() || !board.watches.is_empty()
             });
+            fit(&mut boards);
         }
         self.count(&boards);
         Changes(changes)
@@ -201,11 +226,20 @@ impl Boards {
             .is_some_and(|b| b.proclaimed.is_none() && b.watches.is_empty())
         {
             boards.remove(resource);
+            fit(boards);
         }
     }
 
     fn count(&self, boards: &HashMap<String, Board>) {
         self.in_use.store(boards.len(), Ordering::Relaxed);
+    }
+}
+
+/// Gives back the map's room once it is sparse, as the lock table's maps
+/// do, so that memory follows what is kept now rather than a peak.
+fn fit(boards: &mut HashMap<String, Board>) {
+    if map_sparse(boards.len(), boards.capacity()) {
+        boards.shrink_to(map_shrunk(boards.len()));
     }
 }
 

@@ -21,6 +21,8 @@ use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
+pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
+#[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
@@ -353,9 +355,18 @@ impl LocalLocker {
     /// expire (`None` when the table is empty). A lock server calls it at
     /// that moment, so that a dead holder's waiters and observers hear of
     /// it when its entry expires instead of at their next re-check.
+    ///
+    /// While the election boards keep anything, it also runs the periodic
+    /// pass that drops lapsed watches, and asks to be called again within
+    /// [`SWEEP_EVERY`]: a watch whose observer went away (its connection
+    /// closed) is then gone a second after its ttl, also on an idle server.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn expire_due(&self) -> Option<Instant> {
         let now = Instant::now();
+        let boards = self.boards.in_use();
+        if boards {
+            self.maybe_sweep(now);
+        }
         let mut freed = Vec::new();
         let expired = self
             .shards
@@ -374,7 +385,18 @@ impl LocalLocker {
             }
             false
         });
-        oldest.and_then(|at| at.checked_add(self.config.validity))
+        let next = oldest.and_then(|at| at.checked_add(self.config.validity));
+        if boards {
+            let sweep = now + SWEEP_EVERY;
+            return Some(next.map_or(sweep, |at| at.min(sweep)));
+        }
+        next
+    }
+
+    /// How many proclamations and watches the election boards keep.
+    #[cfg(all(test, feature = "net"))]
+    pub(crate) fn board_sizes(&self) -> (usize, usize) {
+        self.boards.sizes()
     }
 
     /// How long the quarantine after a [`restart`](Self::restart) still

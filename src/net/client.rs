@@ -10,7 +10,8 @@ use tokio::time::Instant;
 
 use super::conn::Connection;
 use super::pushes::Pushes;
-use super::wire::{self, Op, Reply, WireArgs};
+use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
+use crate::proclamation::{Proclamation, WatchArgs};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
@@ -293,10 +294,25 @@ impl RemoteLocker {
         self.call_bool(op).await
     }
 
+    /// The live connection, if its server speaks leader election
+    /// (protocol version 5); [`Error::Unsupported`] at once otherwise.
+    fn election_connection(&self) -> Result<Arc<Connection>, Error> {
+        let conn = self.connection()?;
+        if conn.version() < wire::V5 {
+            tracing::debug!(endpoint = %self.shared.endpoint, version = conn.version(), "the lock server is too old for leader election");
+            return Err(Error::Unsupported {
+                endpoint: self.shared.endpoint.clone(),
+                what: "leader election".into(),
+            });
+        }
+        Ok(conn)
+    }
+
     /// The protocol version of the current connection, `None` while
     /// disconnected. 2 means the server has neither queues with pushed
     /// wake-ups nor fencing tokens; below 4, it cannot say how long its
-    /// quarantine lasts ([`status`](Self::status)).
+    /// quarantine lasts ([`status`](Self::status)); below 5, it has no
+    /// leader election ([`NetLocker::proclaim`], [`NetLocker::leader`]).
     pub fn protocol_version(&self) -> Option<u16> {
         let conn = self
             .shared
@@ -599,6 +615,66 @@ impl NetLocker for RemoteLocker {
         };
         match self.call_on(&conn, op).await? {
             Reply::Fence(token) => Ok(token),
+            other => Err(other.into_error(&self.shared.endpoint)),
+        }
+    }
+
+    /// Stores the proclamation on the server. The value is checked here
+    /// first: longer than [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN), it is
+    /// refused with [`Error::InvalidArgument`] without a request.
+    /// `Err(Error::Unsupported)` at once from a server older than protocol
+    /// version 5.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe in the trait's sense: a dropped call may or may not
+    /// have been stored.
+    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
+        proclamation.validate()?;
+        let conn = self.election_connection()?;
+        let op = Op::Proclaim {
+            args: WireArgs::from(args),
+            proclamation: WireProclamation::from(proclamation),
+        };
+        self.call_on(&conn, op)
+            .await?
+            .into_result(&self.shared.endpoint)
+    }
+
+    /// Reads the leader from the server. With `watch`, the server keeps a
+    /// watch for `args.uid` and pushes `Changed` on this locker's
+    /// connection; the push goes to `watch.wake`, registered before the
+    /// request is sent and kept for `watch.ttl` (at most 60 s, as on the
+    /// server) or until the next watch of the uid replaces it. A watch on
+    /// a connection that broke is gone with it: the observer's next read
+    /// registers it again. `Err(Error::Unsupported)` at once from a server
+    /// older than protocol version 5.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped call may leave a watch, which lapses by its
+    /// ttl.
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        let conn = self.election_connection()?;
+        if let Some(watch) = watch {
+            self.shared.pushes.watch(&args.uid, &watch.wake, watch.ttl);
+        }
+        let op = Op::Leader {
+            args: WireArgs::from(args),
+            watch: watch.map(|w| w.ttl),
+        };
+        match self.call_on(&conn, op).await? {
+            Reply::Leader(found) => found
+                .map(WireProclamation::into_proclamation)
+                .transpose()
+                .map_err(|err| Error::LockerUnavailable {
+                    endpoint: self.shared.endpoint.clone(),
+                    reason: format!("the server answered a malformed leader: {err}"),
+                }),
             other => Err(other.into_error(&self.shared.endpoint)),
         }
     }

@@ -51,3 +51,40 @@ pub(crate) fn start(locker: &Arc<LocalLocker>) -> ExpiryTimer {
         task: task.abort_handle(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proclamation::WatchArgs;
+    use crate::wait::{PushEvent, PushSink, Wake};
+    use crate::{LockArgs, NetLocker};
+
+    struct Nowhere;
+
+    impl PushSink for Nowhere {
+        fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn lapsed_watches_go_on_an_idle_server() {
+        let locker = Arc::new(LocalLocker::new());
+        let _timer = start(&locker);
+        let args = LockArgs {
+            uid: "observer".into(),
+            resources: vec!["e".to_owned()].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 1,
+        };
+        let watch = WatchArgs {
+            ttl: Duration::from_secs(3),
+            wake: Wake::new(Arc::new(Nowhere), 0),
+        };
+        assert_eq!(locker.leader(&args, Some(&watch)).await.unwrap(), None);
+        assert_eq!(locker.board_sizes(), (0, 1));
+        // Nobody calls the locker again: the timer drops the watch within
+        // a sweep after its ttl.
+        tokio::time::sleep(Duration::from_millis(4500)).await;
+        assert_eq!(locker.board_sizes(), (0, 0));
+    }
+}

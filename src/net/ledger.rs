@@ -10,6 +10,11 @@
 //! (every refresh of the uid goes through [`Ledger::touch`], after the
 //! locker's own refresh, so a charge never lapses before the entries it
 //! pays for).
+//!
+//! Leader election keeps more beside the entries (`src/local/boards.rs`):
+//! a leader's proclamation, with a value of up to 4 KiB, and observers'
+//! watches. Both are charged to the uid that made them ([`Board`]), with the
+//! same limits and the same lapse.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -20,7 +25,10 @@ use std::collections::hash_map::RandomState;
 use tokio::time::Instant;
 
 use super::metrics::Limit;
-use crate::local::{block, map_shrunk, map_sparse, NAME_OVERHEAD, TABLE_KEPT};
+use crate::local::{
+    block, map_shrunk, map_sparse, BOARDS_KEPT, NAME_OVERHEAD, PROCLAMATION_OVERHEAD, TABLE_KEPT,
+    WATCH_OVERHEAD,
+};
 use crate::LockArgs;
 
 /// What the lock table stores at most per name of a lock or a place in
@@ -51,6 +59,7 @@ pub(crate) const LOCK_OVERHEAD: usize = {
 /// held now; [`ServerConfig::memory_budget`](super::ServerConfig::memory_budget)
 /// adds this to the table's cap.
 pub(crate) const KEPT: usize = TABLE_KEPT
+    + BOARDS_KEPT
     + block(32 * (std::mem::size_of::<(Arc<str>, Charge)>() + 1) + 16)
     + block(32 * (std::mem::size_of::<(u64, Usage)>() + 1) + 16);
 
@@ -63,6 +72,49 @@ pub(crate) fn lock_bytes(args: &LockArgs) -> usize {
         .map(|r| r.len() + ENTRY_OVERHEAD)
         .sum();
     names + args.uid.len() + args.owner.len() + args.source.len() + LOCK_OVERHEAD
+}
+
+/// What this ledger keeps for one record of an election board beside a
+/// uid's charge: its slot in the charge's list, which may have twice the
+/// room it uses.
+const BOARD_RECORD: usize = 2 * std::mem::size_of::<(Board, u64, usize)>();
+
+/// Bytes the server stores for a proclamation of `value_len` bytes made
+/// with `args`: the value, the resource name and the uid (the boards keep
+/// copies of their own), plus [`PROCLAMATION_OVERHEAD`].
+pub(crate) fn proclamation_bytes(args: &LockArgs, value_len: usize) -> usize {
+    let names: usize = args.resources.iter().map(String::len).sum();
+    value_len + names + args.uid.len() + PROCLAMATION_OVERHEAD + BOARD_RECORD
+}
+
+/// Bytes the server stores for a watch registered with `args`: the
+/// resource name and the observer's uid, plus [`WATCH_OVERHEAD`].
+pub(crate) fn watch_bytes(args: &LockArgs) -> usize {
+    let names: usize = args.resources.iter().map(String::len).sum();
+    names + args.uid.len() + WATCH_OVERHEAD + BOARD_RECORD
+}
+
+/// What an election keeps on the lock table's boards (`src/local/boards.rs`)
+/// beside the entries, charged to a uid as its locks are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Board {
+    /// A leader's proclamation, which lives as long as its entry: charged
+    /// to the leader's uid and dropped with the lock on the same resource.
+    Proclamation,
+    /// An observer's watch, which lives until it fires or its ttl (at most
+    /// the validity) runs out: charged to the observer's uid until that
+    /// uid goes untouched for the validity, as a lock is.
+    Watch,
+}
+
+/// What [`Ledger::reserve_board`] did, so that a refused call can be
+/// undone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BoardReserved {
+    board: Board,
+    hash: u64,
+    /// The record's bytes before; `None` when there was none.
+    before: Option<usize>,
 }
 
 /// The limits the ledger enforces.
@@ -98,11 +150,28 @@ struct Charge {
     touched: Instant,
     /// (hash of the resource set, bytes), one per distinct set granted.
     sets: Vec<(u64, usize)>,
+    /// What the uid keeps on the election boards, by the hash of its one
+    /// resource; empty for plain locks.
+    boards: Vec<(Board, u64, usize)>,
 }
 
 impl Charge {
+    fn new(conn: u64, touched: Instant) -> Self {
+        Charge {
+            conn,
+            touched,
+            sets: Vec::new(),
+            boards: Vec::new(),
+        }
+    }
+
     fn bytes(&self) -> usize {
-        self.sets.iter().map(|(_, b)| b).sum()
+        let sets: usize = self.sets.iter().map(|(_, b)| b).sum();
+        sets + self.boards.iter().map(|(_, _, b)| b).sum::<usize>()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sets.is_empty() && self.boards.is_empty()
     }
 }
 
@@ -160,30 +229,79 @@ impl Ledger {
             }
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
-        if let Err(reason) = inner.admits(&self.limits, conn, bytes, new_uid) {
-            let due = inner.next_prune.is_none_or(|at| now >= at);
-            if !due {
-                return Err(reason);
-            }
-            inner.prune(now, self.limits.validity);
-            inner.next_prune = Some(now + self.limits.validity / 60);
-            inner.admits(&self.limits, conn, bytes, new_uid)?;
-        }
+        inner.admit(&self.limits, conn, bytes, new_uid, now)?;
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
             .entry(args.uid.clone())
-            .or_insert_with(|| Charge {
-                conn,
-                touched: now,
-                sets: Vec::new(),
-            });
+            .or_insert_with(|| Charge::new(conn, now));
         charge.sets.push((hash, bytes));
         inner.total += bytes;
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += bytes;
         usage.locks += usize::from(new_uid);
         Ok(Reserved::Added(hash))
+    }
+
+    /// Charges `bytes` for what `args.uid` keeps on the election `board` of
+    /// the one resource of `args`, to connection `conn`, before the locker
+    /// is asked; or says which limit it would break. A uid keeps one record
+    /// per board and resource, charged the most it was asked for: a
+    /// proclamation that the locker keeps when a newer one of the same uid
+    /// is already there is never charged less than it takes.
+    pub(crate) fn reserve_board(
+        &self,
+        conn: u64,
+        args: &LockArgs,
+        board: Board,
+        bytes: usize,
+    ) -> Result<BoardReserved, Over> {
+        let now = Instant::now();
+        let hash = self.set_hash(&args.resources);
+        let mut inner = self.inner();
+        let (new_uid, before) = match inner.charges.get(&args.uid) {
+            None => (true, None),
+            Some(charge) => (
+                false,
+                charge
+                    .boards
+                    .iter()
+                    .find(|(b, h, _)| *b == board && *h == hash)
+                    .map(|(_, _, bytes)| *bytes),
+            ),
+        };
+        let grow = bytes.saturating_sub(before.unwrap_or(0));
+        if grow > 0 || new_uid {
+            inner.admit(&self.limits, conn, grow, new_uid, now)?;
+        }
+        inner.adopt(&args.uid, conn, now);
+        let charge = inner
+            .charges
+            .entry(args.uid.clone())
+            .or_insert_with(|| Charge::new(conn, now));
+        match charge
+            .boards
+            .iter_mut()
+            .find(|(b, h, _)| *b == board && *h == hash)
+        {
+            Some(record) => record.2 += grow,
+            None => charge.boards.push((board, hash, bytes)),
+        }
+        inner.total += grow;
+        let usage = inner.usage.entry(conn).or_default();
+        usage.bytes += grow;
+        usage.locks += usize::from(new_uid);
+        Ok(BoardReserved {
+            board,
+            hash,
+            before,
+        })
+    }
+
+    /// Takes back a [`reserve_board`](Self::reserve_board) whose call kept
+    /// nothing on the boards.
+    pub(crate) fn undo_board(&self, uid: &str, reserved: BoardReserved) {
+        self.inner().set_board(uid, reserved);
     }
 
     /// Takes back a reservation whose grant was refused.
@@ -213,14 +331,9 @@ impl Ledger {
             inner.adopt(&args.uid, conn, now);
             return;
         }
-        inner.charges.insert(
-            args.uid.clone(),
-            Charge {
-                conn,
-                touched: now,
-                sets: vec![(hash, bytes)],
-            },
-        );
+        let mut charge = Charge::new(conn, now);
+        charge.sets.push((hash, bytes));
+        inner.charges.insert(args.uid.clone(), charge);
         inner.total += bytes;
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += bytes;
@@ -264,6 +377,63 @@ impl Ledger {
 }
 
 impl Inner {
+    /// Whether `bytes` more fit for `conn`, after pruning lapsed charges
+    /// when they do not and a prune is due.
+    fn admit(
+        &mut self,
+        limits: &Limits,
+        conn: u64,
+        bytes: usize,
+        new_uid: bool,
+        now: Instant,
+    ) -> Result<(), Over> {
+        if let Err(reason) = self.admits(limits, conn, bytes, new_uid) {
+            let due = self.next_prune.is_none_or(|at| now >= at);
+            if !due {
+                return Err(reason);
+            }
+            self.prune(now, limits.validity);
+            self.next_prune = Some(now + limits.validity / 60);
+            self.admits(limits, conn, bytes, new_uid)?;
+        }
+        Ok(())
+    }
+
+    /// Puts a board record back as it was before `reserved`.
+    fn set_board(&mut self, uid: &str, reserved: BoardReserved) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        let BoardReserved {
+            board,
+            hash,
+            before,
+        } = reserved;
+        let at = charge
+            .boards
+            .iter()
+            .position(|(b, h, _)| *b == board && *h == hash);
+        let Some(at) = at else { return };
+        let now = charge.boards[at].2;
+        let freed = match before {
+            Some(bytes) => {
+                charge.boards[at].2 = bytes.min(now);
+                now - charge.boards[at].2
+            }
+            None => charge.boards.swap_remove(at).2,
+        };
+        let (conn, gone) = (charge.conn, charge.is_empty());
+        if gone {
+            self.charges.remove(uid);
+        }
+        self.total -= freed;
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.bytes = usage.bytes.saturating_sub(freed);
+            usage.locks = usage.locks.saturating_sub(usize::from(gone));
+        }
+        self.fit();
+    }
+
     fn admits(&self, limits: &Limits, conn: u64, bytes: usize, new_uid: bool) -> Result<(), Over> {
         let usage = self.usage.get(&conn).copied().unwrap_or_default();
         let over = |limit, message| Err(Over { limit, message });
@@ -327,11 +497,21 @@ impl Inner {
         };
         let before = charge.bytes();
         match hash {
-            Some(hash) => charge.sets.retain(|(h, _)| *h != hash),
-            None => charge.sets.clear(),
+            Some(hash) => {
+                charge.sets.retain(|(h, _)| *h != hash);
+                // A proclamation lives as long as the entry it was made
+                // with: released with the lock on its one resource.
+                charge
+                    .boards
+                    .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
+            }
+            None => {
+                charge.sets.clear();
+                charge.boards.clear();
+            }
         }
         let freed = before - charge.bytes();
-        let (conn, gone) = (charge.conn, charge.sets.is_empty());
+        let (conn, gone) = (charge.conn, charge.is_empty());
         if gone {
             self.charges.remove(uid);
         }
@@ -450,5 +630,61 @@ mod tests {
         assert_eq!(err.limit, Limit::LockBytes);
         l.undo("u9", Reserved::Added(0));
         assert_eq!(l.total(), 4 * one);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
+        let lock = args("leader", &["e"]);
+        let one = lock_bytes(&lock);
+        let value = proclamation_bytes(&lock, 4096);
+        let l = ledger(100 * value, one + value + 100);
+        l.reserve(1, &lock).unwrap();
+        let r = l
+            .reserve_board(1, &lock, Board::Proclamation, value)
+            .unwrap();
+        assert_eq!(l.total(), one + value);
+        assert_eq!(l.usage(1).locks, 1, "the same uid: one lock");
+        // A second, smaller value of the same uid keeps the larger charge;
+        // one that does not fit is refused with the per-connection limit.
+        let small = proclamation_bytes(&lock, 1);
+        l.reserve_board(1, &lock, Board::Proclamation, small)
+            .unwrap();
+        assert_eq!(l.total(), one + value);
+        let other = args("other", &["f"]);
+        let err = l
+            .reserve_board(1, &other, Board::Proclamation, value)
+            .unwrap_err();
+        assert_eq!(err.limit, Limit::BytesPerConnection, "{err:?}");
+        // Undone (the locker kept nothing): back as before.
+        l.undo_board("leader", r);
+        assert_eq!(l.total(), one);
+        l.reserve_board(1, &lock, Board::Proclamation, value)
+            .unwrap();
+        // The release of the lock on the election's name takes the
+        // proclamation with it.
+        l.release("leader", Some(&["e".to_string()]));
+        assert_eq!(l.total(), 0);
+        assert_eq!(l.usage(1), Usage::default());
+        // A watch is charged once per uid and resource, and lapses as a
+        // lock does, not with a release.
+        let observer = args("observer", &["e"]);
+        let watch = watch_bytes(&observer);
+        l.reserve_board(2, &observer, Board::Watch, watch).unwrap();
+        l.reserve_board(2, &observer, Board::Watch, watch).unwrap();
+        assert_eq!(l.total(), watch);
+        l.release("observer", Some(&["e".to_string()]));
+        assert_eq!(l.total(), watch);
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        let tight = ledger(watch, watch);
+        tight
+            .reserve_board(3, &observer, Board::Watch, watch)
+            .unwrap();
+        tight.close(3);
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        // Over the total: the lapsed watch is pruned to make room.
+        tight
+            .reserve_board(4, &args("o2", &["e"]), Board::Watch, watch)
+            .unwrap();
+        assert_eq!(tight.total(), watch);
     }
 }

@@ -172,10 +172,12 @@ enum Kind {
     List,
     Health,
     Status,
+    Proclaim,
+    Leader,
 }
 
 #[cfg(feature = "metrics")]
-const KINDS: usize = 11;
+const KINDS: usize = 13;
 
 #[cfg(feature = "metrics")]
 impl Kind {
@@ -191,6 +193,8 @@ impl Kind {
         Kind::List,
         Kind::Health,
         Kind::Status,
+        Kind::Proclaim,
+        Kind::Leader,
     ];
 
     fn of(op: &Op) -> Kind {
@@ -206,6 +210,8 @@ impl Kind {
             Op::List => Kind::List,
             Op::Health => Kind::Health,
             Op::Status => Kind::Status,
+            Op::Proclaim { .. } => Kind::Proclaim,
+            Op::Leader { .. } => Kind::Leader,
         }
     }
 
@@ -222,6 +228,8 @@ impl Kind {
             Kind::List => "list",
             Kind::Health => "health",
             Kind::Status => "status",
+            Kind::Proclaim => "proclaim",
+            Kind::Leader => "leader",
         }
     }
 
@@ -236,16 +244,17 @@ impl Kind {
             Kind::ForceUnlock => &[Ok, Refused, Error, Forbidden],
             Kind::List => &[Ok, Error, Forbidden],
             Kind::Fence => &[Ok, Refused, Error],
-            Kind::Health | Kind::Status => &[Ok, Error],
+            Kind::Health | Kind::Status | Kind::Leader => &[Ok, Error],
+            Kind::Proclaim => &[Ok, Refused, Error],
         }
     }
 
     /// The `result` of answering a request of this kind with `reply`.
     fn result(self, reply: &Reply) -> Outcome {
         let grants = matches!(self, Kind::Lock | Kind::RLock);
-        let releases = matches!(
+        let confirms = matches!(
             self,
-            Kind::Unlock | Kind::RUnlock | Kind::Refresh | Kind::ForceUnlock
+            Kind::Unlock | Kind::RUnlock | Kind::Refresh | Kind::ForceUnlock | Kind::Proclaim
         );
         let may_forbid = matches!(self, Kind::ForceUnlock | Kind::List);
         match reply {
@@ -255,8 +264,8 @@ impl Kind {
             } if may_forbid => Outcome::Forbidden,
             Reply::Error { .. } => Outcome::Error,
             Reply::Bool(true) if grants => Outcome::Granted,
-            Reply::Bool(false) if grants || releases => Outcome::Refused,
-            Reply::Bool(true) if releases => Outcome::Ok,
+            Reply::Bool(false) if grants || confirms => Outcome::Refused,
+            Reply::Bool(true) if confirms => Outcome::Ok,
             Reply::Wait(wait) if self == Kind::LockWait => match wait {
                 WireWaitReply::Granted => Outcome::Granted,
                 WireWaitReply::Queued => Outcome::Queued,
@@ -267,6 +276,7 @@ impl Kind {
             Reply::Locks(_) if self == Kind::List => Outcome::Ok,
             Reply::Health { .. } if self == Kind::Health => Outcome::Ok,
             Reply::Status { .. } if self == Kind::Status => Outcome::Ok,
+            Reply::Leader(_) if self == Kind::Leader => Outcome::Ok,
             // Not an answer this request can have.
             _ => Outcome::Error,
         }

@@ -71,7 +71,8 @@ pub struct ServerConfig {
     /// locks with short names and UUID uids.
     pub max_bytes_per_connection: usize,
     /// Most bytes all locks together may take in the lock table, counted as
-    /// for `max_bytes_per_connection`. A lock stays counted until it is
+    /// for `max_bytes_per_connection`, with the values leaders proclaimed
+    /// (up to 4 KiB each) and observers' watches (PROTOCOL.md, "Limits"). A lock stays counted until it is
     /// released or expires, also after its connection closed, so a client
     /// cannot escape the limits by reconnecting. Default 1 GiB.
     pub max_lock_bytes: usize,
@@ -146,7 +147,8 @@ impl ServerConfig {
     ///   connection's record of its waiters (512 bytes per
     ///   `max_waiters_per_connection`) and its queue of pushes not yet
     ///   written (at most 256 of a uid each), the lock table
-    ///   (`max_lock_bytes`, which also pays for places in line: each name is
+    ///   (`max_lock_bytes`, which also pays for places in line, leaders'
+    ///   proclamations and observers' watches: each name is
     ///   charged what it costs the table at worst, as malloc lays it out;
     ///   the table gives back the room of entries that went, so this holds
     ///   after a peak too, except for each shard's room while nearly empty,

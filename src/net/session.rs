@@ -15,16 +15,17 @@ use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
 use super::io::BoxIo;
-use super::ledger::Over;
+use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::metrics::{AuthRefusal, Limit};
 use super::server::{Role, ServerState, Slot};
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
-    WireMode, WirePushEvent, WireTicket, WireWaitReply,
+    WireMode, WireProclamation, WirePushEvent, WireTicket, WireWaitReply,
 };
+use crate::proclamation::WatchArgs;
 use crate::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
-use crate::{LockArgs, LockMode, NetLocker};
+use crate::{Error, LockArgs, LockMode, NetLocker};
 
 /// How many pushes may wait for the connection's task to write them. A
 /// client that does not read fills it; further pushes are dropped, and
@@ -285,7 +286,8 @@ struct Session<'a> {
     id: u64,
     /// The protocol version the client speaks.
     version: u16,
-    /// Where the lock table pushes this connection's grants and wounds.
+    /// Where the lock table pushes this connection's grants and wounds,
+    /// and the `Changed` of its watches.
     wake: Wake,
     /// The places this connection holds in line. Only this connection's
     /// task locks it, so it is never contended.
@@ -406,7 +408,110 @@ impl Session<'_> {
                 quarantine_left: locker.quarantine_left(),
                 entries: self.entries(),
             },
+            Op::Proclaim { args, proclamation } => self.proclaim(args, proclamation).await,
+            Op::Leader { args, watch } => self.leader(args, watch).await,
         }
+    }
+
+    /// The arguments of an election call: within the protocol's limits,
+    /// and naming exactly one resource (the election's name).
+    fn election_args(&self, args: WireArgs) -> Result<LockArgs, Reply> {
+        let args = self.checked(args)?;
+        if args.resources.len() != 1 {
+            return Err(invalid(format!(
+                "an election call names exactly one resource (the election's name), not {}",
+                args.resources.len()
+            )));
+        }
+        Ok(args)
+    }
+
+    /// Stores a leader's proclamation with its entry (version 5).
+    ///
+    /// The value is charged to the leader's uid as its lock is, before the
+    /// locker is asked, and stays charged while the proclamation may be
+    /// kept: until the lock on the resource is released or the uid's
+    /// charge lapses. In quarantine the locker stores it on an entry the
+    /// uid holds but answers with its quarantine error; the charge then
+    /// stays when the uid holds the entry.
+    async fn proclaim(&self, args: WireArgs, proclamation: WireProclamation) -> Reply {
+        let args = match self.election_args(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        if let Some(reason) = proclamation.oversize() {
+            self.server.metrics.refused_by(Limit::FieldLength);
+            return invalid(format!("{reason}; see the limits in PROTOCOL.md"));
+        }
+        let proclamation = match proclamation.into_proclamation() {
+            Ok(p) => p,
+            Err(err) => return Reply::from_error(err),
+        };
+        let ledger = &self.server.ledger;
+        let bytes = proclamation_bytes(&args, proclamation.value.len());
+        let reserved = match ledger.reserve_board(self.id, &args, Board::Proclamation, bytes) {
+            Ok(reserved) => reserved,
+            Err(over) => return self.over(over),
+        };
+        let locker = &*self.server.locker;
+        let result = locker.proclaim(&args, &proclamation).await;
+        let kept = match &result {
+            Ok(stored) => *stored,
+            Err(err) if err.is_quarantine() => locker.holds_all(&args, LockMode::Write),
+            Err(_) => false,
+        };
+        if !kept {
+            ledger.undo_board(&args.uid, reserved);
+        }
+        Reply::from_result(result)
+    }
+
+    /// Reads the leader of one resource (version 5); with `watch`, also
+    /// keeps a watch for `args.uid` that pushes `Changed` on this
+    /// connection.
+    ///
+    /// The watch lives at most [`MAX_PLACE_TTL`] and the server's validity,
+    /// so that its charge in the ledger (which lapses once the uid went
+    /// untouched for the validity) never ends before it. A watch whose
+    /// connection closed lapses by its ttl; its push, if it fires first,
+    /// finds the connection's queue closed and is dropped.
+    async fn leader(&self, args: WireArgs, watch: Option<Duration>) -> Reply {
+        let args = match self.election_args(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        let locker = &*self.server.locker;
+        let answer = |result: Result<Option<crate::Proclamation>, Error>| match result {
+            Ok(found) => Reply::Leader(found.as_ref().map(WireProclamation::from)),
+            Err(err) => Reply::from_error(err),
+        };
+        let Some(ttl) = watch else {
+            return answer(locker.leader(&args, None).await);
+        };
+        if ttl.is_zero() {
+            return invalid(format!(
+                "a watch ttl of zero keeps no watch; send how long the server should keep the \
+                 watch without hearing from the observer (at most {MAX_PLACE_TTL:?})"
+            ));
+        }
+        let ttl = ttl.min(MAX_PLACE_TTL).min(locker.config().validity);
+        let ledger = &self.server.ledger;
+        let reserved = match ledger.reserve_board(self.id, &args, Board::Watch, watch_bytes(&args))
+        {
+            Ok(reserved) => reserved,
+            Err(over) => return self.over(over),
+        };
+        let watch = WatchArgs {
+            ttl,
+            wake: self.wake.clone(),
+        };
+        let result = locker.leader(&args, Some(&watch)).await;
+        // Refused arguments (or too many watches) keep no watch; in
+        // quarantine the watch is kept although the answer is an error.
+        if matches!(result, Err(Error::InvalidArgument(_))) {
+            ledger.undo_board(&args.uid, reserved);
+        }
+        answer(result)
     }
 
     /// How many entries the table holds: counted shard by shard, without
@@ -688,6 +793,11 @@ impl Session<'_> {
     /// Writes a push from the lock table. A grant ends the place and
     /// starts the entry's life in the ledger.
     async fn forward(&self, conn: &mut Conn, (uid, event): Pushed) -> Result<(), ()> {
+        if event == PushEvent::Changed && self.version < wire::V5 {
+            // Only a version-5 request registers a watch, so this does not
+            // happen; a client of an older version could not decode it.
+            return Ok(());
+        }
         if event == PushEvent::Granted {
             self.end_place(&uid);
             self.server.ledger.touch(self.id, &uid);
@@ -845,6 +955,13 @@ impl Drop for Session<'_> {
             "connection closed; giving up its places in line"
         );
         self.ended(places, true);
+    }
+}
+
+fn invalid(message: String) -> Reply {
+    Reply::Error {
+        kind: ErrorKind::InvalidArgument,
+        message,
     }
 }
 

@@ -10,8 +10,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
 
 use crate::wait::{PushEvent, Ticket, WaitReply};
-use crate::{Error, LockArgs, LockMode};
-use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+use crate::{Error, LockArgs, LockMode, Proclamation};
+use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN, MAX_VALUE_LEN};
 
 /// The newest protocol version this build speaks, and the one a client
 /// offers first.
@@ -19,10 +19,11 @@ use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 /// Version 2 added the server's lock validity to `Welcome::Accepted`;
 /// version 3 added waiting in line with pushed wake-ups and fencing tokens;
 /// version 4 added `Status`, which also tells how long a quarantine has
-/// left. A server of this build also accepts version-2 and version-3
-/// clients, and a client falls back to the newest older version a server
-/// names when it rejects the client's (PROTOCOL.md, "Versioning").
-pub const PROTOCOL_VERSION: u16 = 4;
+/// left; version 5 added leader election (`Proclaim`, `Leader` with watches
+/// and the `Changed` push). A server of this build also accepts clients of
+/// versions 2 to 4, and a client falls back to the newest older version a
+/// server names when it rejects the client's (PROTOCOL.md, "Versioning").
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The oldest protocol version this build speaks, as a server and as a
 /// client.
@@ -33,6 +34,10 @@ pub(crate) const V3: u16 = 3;
 
 /// The first version with `Status`.
 pub(crate) const V4: u16 = 4;
+
+/// The first version with leader election: `Proclaim`, `Leader` and the
+/// `Changed` push.
+pub(crate) const V5: u16 = 5;
 
 /// Whether this build speaks `version`.
 pub(crate) fn speaks(version: u16) -> bool {
@@ -338,6 +343,103 @@ impl<'de> Visitor<'de> for NamesVisitor {
     }
 }
 
+/// A leader's value on the wire: bytes, copied out of the frame only when
+/// they are within [`MAX_VALUE_LEN`]. A longer value still decodes, empty,
+/// with `oversize` set to its length, so that the server can refuse the
+/// request by id and keep the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WireValue {
+    pub bytes: Arc<[u8]>,
+    /// The length of a value over the limit; never on the wire.
+    pub oversize: Option<usize>,
+}
+
+impl WireValue {
+    pub(crate) fn new(bytes: Arc<[u8]>) -> Self {
+        WireValue {
+            bytes,
+            oversize: None,
+        }
+    }
+}
+
+impl Serialize for WireValue {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.bytes)
+    }
+}
+
+impl<'de> Deserialize<'de> for WireValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_bytes(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = WireValue;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a leader value")
+    }
+
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<WireValue, E> {
+        self.visit_bytes(v)
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<WireValue, E> {
+        Ok(if v.len() > MAX_VALUE_LEN {
+            WireValue {
+                bytes: Arc::from(&[][..]),
+                oversize: Some(v.len()),
+            }
+        } else {
+            WireValue::new(Arc::from(v))
+        })
+    }
+}
+
+/// A [`Proclamation`] on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct WireProclamation {
+    pub term: u64,
+    pub seq: u64,
+    pub value: WireValue,
+}
+
+impl From<&Proclamation> for WireProclamation {
+    fn from(p: &Proclamation) -> Self {
+        WireProclamation {
+            term: p.term,
+            seq: p.seq,
+            value: WireValue::new(p.value.clone()),
+        }
+    }
+}
+
+impl WireProclamation {
+    /// Why the value breaks the limit, if it does.
+    pub(crate) fn oversize(&self) -> Option<String> {
+        self.value.oversize.map(|len| {
+            format!("a leader value of {len} bytes; at most {MAX_VALUE_LEN} are allowed")
+        })
+    }
+
+    /// The proclamation, or [`Error::InvalidArgument`] when its value was
+    /// over the limit.
+    pub(crate) fn into_proclamation(self) -> Result<Proclamation, Error> {
+        if let Some(reason) = self.oversize() {
+            return Err(Error::InvalidArgument(reason));
+        }
+        Ok(Proclamation {
+            term: self.term,
+            seq: self.seq,
+            value: self.value.bytes,
+        })
+    }
+}
+
 /// A [`Ticket`] on the wire.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct WireTicket {
@@ -396,6 +498,7 @@ impl From<WireWaitReply> for WaitReply {
 pub(crate) enum WirePushEvent {
     Granted,
     Wounded,
+    /// Version 5: the leader a watch looks at may have changed.
     Changed,
 }
 
@@ -449,6 +552,21 @@ pub(crate) enum Op {
     },
     /// Version 4: `Health`, with how long the quarantine has left.
     Status,
+    /// Version 5: store `proclamation` with the exclusive entry `args.uid`
+    /// holds on the one resource of `args`. Answered with `Bool`.
+    Proclaim {
+        args: WireArgs,
+        proclamation: WireProclamation,
+    },
+    /// Version 5: the proclamation of the live exclusive entry on the one
+    /// resource of `args`. With `watch`, the server also keeps a watch for
+    /// `args.uid` for that long (at most 60 s and the server's validity)
+    /// and pushes `Changed` to it once the answer may have changed.
+    /// Answered with `Leader`.
+    Leader {
+        args: WireArgs,
+        watch: Option<Duration>,
+    },
 }
 
 impl Op {
@@ -457,6 +575,7 @@ impl Op {
         match self {
             Op::LockWait { .. } | Op::Fence { .. } => V3,
             Op::Status => V4,
+            Op::Proclaim { .. } | Op::Leader { .. } => V5,
             _ => MIN_PROTOCOL_VERSION,
         }
     }
@@ -513,7 +632,8 @@ pub(crate) enum Reply {
     /// Version 3: the answer to [`Op::Fence`].
     Fence(Option<u64>),
     /// Version 3, always with id 0: the server granted or wounded the wait
-    /// of `uid`, without being asked.
+    /// of `uid`, without being asked; from version 5 also that the leader
+    /// a watch of `uid` looks at may have changed (`Changed`).
     Push {
         uid: String,
         event: WirePushEvent,
@@ -525,6 +645,8 @@ pub(crate) enum Reply {
         quarantine_left: Option<Duration>,
         entries: u64,
     },
+    /// Version 5: the answer to [`Op::Leader`].
+    Leader(Option<WireProclamation>),
 }
 
 /// One message from the server: the response to request `id`, or, with
@@ -673,12 +795,15 @@ mod tests {
         // The exact reason a version-3 server gives.
         let v3 = "protocol version 4 is not supported; this server speaks 2 and 3";
         assert_eq!(fallback_version(v3, 4), Some(3));
+        // The exact reason a version-4 server gives.
+        let v4 = "protocol version 5 is not supported; this server speaks 2, 3 and 4";
+        assert_eq!(fallback_version(v4, 5), Some(4));
         // Ours, as a future client would read it.
         assert_eq!(
-            unsupported_version(5),
-            "protocol version 5 is not supported; this server speaks 2, 3 and 4"
+            unsupported_version(6),
+            "protocol version 6 is not supported; this server speaks 2, 3, 4 and 5"
         );
-        assert_eq!(fallback_version(&unsupported_version(5), 5), Some(4));
+        assert_eq!(fallback_version(&unsupported_version(6), 6), Some(5));
         assert_eq!(fallback_version(&unsupported_version(9), 4), Some(3));
         assert_eq!(fallback_version(&unsupported_version(9), 3), Some(2));
         // Never upwards, never to a version this build does not speak,
@@ -781,5 +906,88 @@ mod tests {
             },
         };
         assert_eq!(encode(&granting).unwrap(), [2, 7, 0, 0]);
+    }
+
+    #[test]
+    fn version_5_messages_round_trip_and_keep_the_old_indexes() {
+        let args = WireArgs {
+            uid: "u".into(),
+            resources: vec!["e".to_owned()].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 2,
+            oversize: None,
+        };
+        let p = Proclamation::new(7, 1, &b"ab"[..]).unwrap();
+        let proclaim = Request {
+            id: 3,
+            op: Op::Proclaim {
+                args: args.clone(),
+                proclamation: WireProclamation::from(&p),
+            },
+        };
+        let bytes = encode(&proclaim).unwrap();
+        // id, then the variant index after the eleven of versions 2 to 4.
+        assert_eq!(&bytes[..2], &[3, 11]);
+        // ... the arguments, then term, seq and the value's length and bytes.
+        assert!(bytes.ends_with(&[7, 1, 2, b'a', b'b']));
+        assert_eq!(decode::<Request>(&bytes).unwrap(), proclaim);
+        assert_eq!(proclaim.op.since(), 5);
+        let leader = Request {
+            id: 4,
+            op: Op::Leader {
+                args,
+                watch: Some(Duration::from_secs(3)),
+            },
+        };
+        let bytes = encode(&leader).unwrap();
+        assert_eq!(&bytes[..2], &[4, 12]);
+        assert!(bytes.ends_with(&[1, 3, 0]));
+        assert_eq!(decode::<Request>(&bytes).unwrap(), leader);
+        assert_eq!(leader.op.since(), 5);
+        // The variant index after the eight replies of versions 2 to 4.
+        let found = Response {
+            id: 4,
+            reply: Reply::Leader(Some(WireProclamation::from(&p))),
+        };
+        let bytes = encode(&found).unwrap();
+        assert_eq!(bytes, [4, 8, 1, 7, 1, 2, b'a', b'b']);
+        assert_eq!(decode::<Response>(&bytes).unwrap(), found);
+        assert_eq!(
+            encode(&Response {
+                id: 4,
+                reply: Reply::Leader(None)
+            })
+            .unwrap(),
+            [4, 8, 0]
+        );
+        let changed = Response {
+            id: UNSOLICITED,
+            reply: Reply::Push {
+                uid: "ab".into(),
+                event: WirePushEvent::Changed,
+            },
+        };
+        assert_eq!(encode(&changed).unwrap(), [0, 6, 2, b'a', b'b', 2]);
+    }
+
+    #[test]
+    fn an_oversized_value_decodes_empty_and_marked() {
+        let long = vec![7u8; MAX_VALUE_LEN + 1];
+        let p = Proclamation {
+            term: 1,
+            seq: 0,
+            value: long.into(),
+        };
+        let bytes = encode(&WireProclamation::from(&p)).unwrap();
+        let decoded: WireProclamation = decode(&bytes).unwrap();
+        assert_eq!(decoded.value.oversize, Some(MAX_VALUE_LEN + 1));
+        assert!(decoded.value.bytes.is_empty());
+        let err = decoded.into_proclamation().unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        let fits = Proclamation::new(1, 0, vec![1u8; MAX_VALUE_LEN]).unwrap();
+        let bytes = encode(&WireProclamation::from(&fits)).unwrap();
+        let decoded: WireProclamation = decode(&bytes).unwrap();
+        assert_eq!(decoded.into_proclamation().unwrap(), fits);
     }
 }

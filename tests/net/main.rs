@@ -1,13 +1,15 @@
 //! The network transport in one process (feature `net`): the wire format
 //! against malformed and hostile input, the server's limits, races between
 //! connections, reconnects, connecting to a cluster, TLS (per-node names,
-//! mutual TLS), and the validity a server announces.
+//! mutual TLS), the validity a server announces, and leader election over
+//! lock servers.
 
 #[cfg(feature = "net")]
 #[path = "../net_support/wire.rs"]
 mod wire;
 
 mod connect;
+mod election;
 mod expiry;
 mod fuzz;
 mod late_validity;

@@ -21,6 +21,9 @@ pub const VERSION_3: u16 = 3;
 /// The version with `Status`.
 pub const VERSION_4: u16 = 4;
 
+/// The version with leader election: `Proclaim`, `Leader`, `Changed`.
+pub const VERSION_5: u16 = 5;
+
 /// `Op` variant indexes, in declaration order.
 pub const OP_LOCK: u8 = 0;
 pub const OP_RLOCK: u8 = 1;
@@ -35,6 +38,9 @@ pub const OP_LOCK_WAIT: u8 = 8;
 pub const OP_FENCE: u8 = 9;
 /// Version 4.
 pub const OP_STATUS: u8 = 10;
+/// Version 5.
+pub const OP_PROCLAIM: u8 = 11;
+pub const OP_LEADER: u8 = 12;
 
 /// `Reply` variant indexes.
 pub const REPLY_BOOL: u8 = 0;
@@ -46,12 +52,20 @@ pub const REPLY_FENCE: u8 = 5;
 pub const REPLY_PUSH: u8 = 6;
 /// Version 4.
 pub const REPLY_STATUS: u8 = 7;
+/// Version 5.
+pub const REPLY_LEADER: u8 = 8;
+
+/// `ErrorKind` variant indexes.
+pub const KIND_INVALID_ARGUMENT: u8 = 0;
+pub const KIND_UNAVAILABLE: u8 = 2;
 
 /// `WaitReply` and `PushEvent` variant indexes.
 pub const GRANTED: u8 = 0;
 pub const QUEUED: u8 = 1;
 pub const REFUSED: u8 = 2;
 pub const WOUNDED: u8 = 1;
+/// Version 5.
+pub const CHANGED: u8 = 2;
 
 /// postcard's `Duration`: seconds as a varint, then nanoseconds.
 pub fn duration(d: Duration) -> Vec<u8> {
@@ -76,6 +90,35 @@ pub fn lock_wait_request(
     out.extend(varint(ticket.1));
     out.extend(duration(place_ttl));
     out.push(u8::from(push));
+    out
+}
+
+/// `Request { id, op: Proclaim { args, proclamation: { term, seq, value } } }`.
+pub fn proclaim_request(
+    id: u64,
+    uid: &str,
+    resources: &[&str],
+    term: u64,
+    seq: u64,
+    value: &[u8],
+) -> Vec<u8> {
+    let mut out = lock_request(id, OP_PROCLAIM, uid, resources);
+    out.extend(varint(term));
+    out.extend(varint(seq));
+    out.extend(string(value));
+    out
+}
+
+/// `Request { id, op: Leader { args, watch } }`.
+pub fn leader_request(id: u64, uid: &str, resources: &[&str], watch: Option<Duration>) -> Vec<u8> {
+    let mut out = lock_request(id, OP_LEADER, uid, resources);
+    match watch {
+        Some(ttl) => {
+            out.push(1);
+            out.extend(duration(ttl));
+        }
+        None => out.push(0),
+    }
     out
 }
 
