@@ -1,5 +1,6 @@
-//! Protocol versions 2, 3 and 4 side by side (PROTOCOL.md, "Versioning"):
-//! a version-4 server serves version-2 and version-3 clients, a version-4
+//! Protocol versions 2 to 5 side by side (PROTOCOL.md, "Versioning"): a
+//! version-5 server (the "version-4" of the test names, which predate
+//! election's version 5) serves version-2, -3 and -4 clients, a newest
 //! client falls back to version 2 against a version-2 server and then waits
 //! by polling and has no fencing tokens, falls back to version 3 against a
 //! version-3 server and then asks `Health` for its status, and versions
@@ -12,7 +13,7 @@ use crate::support::old_server::OldServer;
 use crate::support::wire::{
     authenticate_as, frame, lock_request, lock_wait_request, read_frame, request, response,
     OP_FENCE, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR,
-    REPLY_HEALTH, REPLY_STATUS, REPLY_WAIT, VERSION, VERSION_3, VERSION_4,
+    REPLY_HEALTH, REPLY_STATUS, REPLY_WAIT, VERSION, VERSION_3, VERSION_4, VERSION_5,
 };
 use crate::support::{remote_config, Scratch, Server, TOKEN};
 use quorum_lock::net::RemoteLocker;
@@ -134,14 +135,18 @@ async fn a_version_4_server_serves_version_2_3_and_4_hellos_and_refuses_others()
     let reply = roundtrip(&mut newest, &request(1, OP_STATUS)).await;
     assert_eq!(reply, [1, REPLY_STATUS, 0, 1]);
 
+    // Version 5 (election) is the newest it speaks.
+    let (_, welcome) = authenticate_as(&addr, TOKEN, VERSION_5).await.unwrap();
+    assert_eq!(welcome_version(&welcome), 5);
+
     // Versions it does not speak are refused with the ones it does.
-    for version in [1, 5, 99] {
+    for version in [1, 6, 99] {
         let (_, welcome) = authenticate_as(&addr, TOKEN, version).await.unwrap();
         assert_eq!(welcome[0], 1, "version {version} was accepted");
         let reason = String::from_utf8_lossy(&welcome);
         assert!(
             reason.contains(&format!(
-                "protocol version {version} is not supported; this server speaks 2, 3 and 4"
+                "protocol version {version} is not supported; this server speaks 2, 3, 4 and 5"
             )),
             "{reason}"
         );
@@ -156,7 +161,7 @@ async fn a_version_4_client_falls_back_to_version_2_against_an_old_server() {
         .expect("connects after falling back");
     assert_eq!(locker.protocol_version(), Some(2));
     assert!(locker.is_online());
-    assert_eq!(old.seen().hellos, [4, 2], "offered 4, then 2");
+    assert_eq!(old.seen().hellos, [5, 2], "offered 5, then 2");
 
     // Waiting falls back to a plain lock, which the coordinator repeats.
     let a = args("fallback-uid", "fallback");
@@ -236,7 +241,7 @@ async fn a_client_pinned_to_version_2_is_served_as_one() {
     let new = RemoteLocker::connect(server.addr.to_string(), remote_config(TOKEN))
         .await
         .unwrap();
-    assert_eq!(new.protocol_version(), Some(4));
+    assert_eq!(new.protocol_version(), Some(5));
 
     // A version this client does not speak is a usage error.
     let mut config = remote_config(TOKEN);
@@ -301,7 +306,7 @@ async fn a_version_4_client_falls_back_to_version_3_and_asks_health() {
         .await
         .expect("connects after falling back");
     assert_eq!(locker.protocol_version(), Some(3));
-    assert_eq!(old.seen().hellos, [4, 3], "offered 4, then 3");
+    assert_eq!(old.seen().hellos, [5, 3], "offered 5, then 3");
     let health = locker.status().await.expect("a status from Health");
     assert_eq!(
         (health.quarantined, health.quarantine_left, health.entries),
@@ -322,7 +327,7 @@ async fn only_version_4_tells_how_long_a_quarantine_has_left() {
     let newest = RemoteLocker::connect(addr.clone(), remote_config(TOKEN))
         .await
         .unwrap();
-    assert_eq!(newest.protocol_version(), Some(4));
+    assert_eq!(newest.protocol_version(), Some(5));
     let health = newest.status().await.expect("a status");
     assert!(health.quarantined, "{health:?}");
     let left = health.quarantine_left.expect("the time left");
