@@ -1,6 +1,5 @@
 //! Protocol versions 2 to 5 side by side (PROTOCOL.md, "Versioning"): a
-//! version-5 server (the "version-4" of the test names, which predate
-//! election's version 5) serves version-2, -3 and -4 clients, a newest
+//! version-5 server serves version-2, -3 and -4 clients, a newest
 //! client falls back to version 2 against a version-2 server and then waits
 //! by polling and has no fencing tokens, falls back to version 3 against a
 //! version-3 server and then asks `Health` for its status, and versions
@@ -54,7 +53,7 @@ fn welcome_version(welcome: &[u8]) -> u8 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_4_server_serves_version_2_3_and_4_hellos_and_refuses_others() {
+async fn the_newest_server_serves_version_2_to_5_hellos_and_refuses_others() {
     let dir = Scratch::new("net-versions-server");
     let server = Server::start(&dir, &["--no-quarantine"]);
     let addr = server.addr.to_string();
@@ -154,7 +153,7 @@ async fn a_version_4_server_serves_version_2_3_and_4_hellos_and_refuses_others()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_4_client_falls_back_to_version_2_against_an_old_server() {
+async fn the_newest_client_falls_back_to_version_2_against_an_old_server() {
     let old = OldServer::start(TOKEN).await;
     let locker = RemoteLocker::connect(old.addr.to_string(), remote_config(TOKEN))
         .await
@@ -300,7 +299,7 @@ async fn a_cluster_halfway_through_an_upgrade_locks_and_fences() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_4_client_falls_back_to_version_3_and_asks_health() {
+async fn the_newest_client_falls_back_to_version_3_and_asks_health() {
     let old = OldServer::start_speaking(TOKEN, 3).await;
     let locker = RemoteLocker::connect(old.addr.to_string(), remote_config(TOKEN))
         .await
@@ -318,7 +317,7 @@ async fn a_version_4_client_falls_back_to_version_3_and_asks_health() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_version_4_tells_how_long_a_quarantine_has_left() {
+async fn only_version_4_and_later_tell_how_long_a_quarantine_has_left() {
     let dir = Scratch::new("net-versions-quarantine");
     // Started without --no-quarantine: it refuses grants for its validity.
     let server = Server::start_with_validity(&dir, "60s", &[]);
