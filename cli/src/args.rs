@@ -11,8 +11,9 @@ use clap::{Args, Parser, Subcommand};
 /// Redis servers.
 ///
 /// Start one `server` per node (or use standalone Redis servers with
-/// --redis), then take locks with `run`, inspect them with `locks` and
-/// `status` and break stuck ones with `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
+/// --redis), then take locks with `run`, elect a leader with `elect`,
+/// inspect locks with `locks` and `status` and break stuck ones with
+/// `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
 /// nodes, a read lock ⌈n/2⌉.
 #[derive(Debug, Parser)]
 #[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
@@ -32,6 +33,14 @@ pub enum Command {
     /// Run a command while holding a lock, like flock(1) across machines.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// Campaign to lead an election and run a command while leading, like
+    /// `etcdctl elect`; or, with --listen, print each change of leader.
+    #[command(
+        after_help = ELECT_EXAMPLES,
+        override_usage = "quorum-lock elect [OPTIONS] <NAME> <VALUE> -- <CMD>...\n       \
+                          quorum-lock elect --listen [OPTIONS] <NAME>"
+    )]
+    Elect(ElectArgs),
     /// List the locks held on the nodes (lock servers: needs the admin token).
     #[command(after_help = LOCKS_EXAMPLES)]
     Locks(LocksArgs),
@@ -75,13 +84,15 @@ Exit codes:
            token, both or neither of --nodes and --redis
   69       nodes unreachable or too few answered for a quorum
   75       run: the lock was lost while the command ran (the command was
-           stopped), or --timeout passed before the lock was granted
+           stopped), or --timeout passed before the lock was granted;
+           elect: the same for the leadership
   77       a server rejected the token, or it is not the admin token; or
            too few nodes answered and some refused the credentials (Redis:
            the password; lock servers: TLS over a certificate)
-  126/127  run: the command cannot be executed / was not found
-  128+N    run: stopped by signal N (e.g. 130 after Ctrl-C)
-  other    run: the command's own exit code
+  126/127  run, elect: the command cannot be executed / was not found
+  128+N    run, elect: stopped by signal N (e.g. 130 after Ctrl-C);
+           elect --listen exits 0 on SIGINT/SIGTERM
+  other    run, elect: the command's own exit code
 
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
 QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE, QUORUM_LOCK_TLS_CA,
@@ -134,6 +145,40 @@ default --validity 60s). With --foreground only the command itself is
 signalled, so processes it started can outlive the lock. A lock forced open
 with force-unlock, or lost because a majority of servers restarted without
 quarantine, is free at once: no --grace protects against that.";
+
+const ELECT_EXAMPLES: &str = "\
+Examples:
+  export QUORUM_LOCK_NODES=10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070
+  export QUORUM_LOCK_TOKEN=s3cret
+  # on each replica: the first to campaign leads, the others wait in line
+  quorum-lock elect scheduler \"$(hostname):8080\" -- ./scheduler --primary
+  # who leads, and every change, until Ctrl-C
+  quorum-lock elect --listen scheduler
+
+Campaigning: the candidates wait in line, first come, first served. Once
+this one leads, the command runs in its own process group with
+QUORUM_LOCK_NAME (the election's name), QUORUM_LOCK_UID (the uid of the
+leader's lock, election/NAME in `locks`) and QUORUM_LOCK_FENCING_TOKEN (the
+term: larger than every earlier leader's) set; when it exits, elect resigns
+and exits with its code. If the leadership is lost while it runs, the
+command is stopped as `run` stops its command when the lock is lost
+(SIGTERM, SIGKILL after --grace, dead before anyone else can lead) and
+elect exits with 75. SIGINT/SIGTERM to elect is forwarded the same way,
+elect resigns and exits with 128+signal. On Linux, if elect itself is
+killed with SIGKILL, the kernel kills the command at once (SIGKILL, the
+command's own process only: what it started keeps running unless it exits
+with it); the next leader is elected once the lease runs out, --validity
+later.
+
+Listening (--listen): one line per change on stdout, flushed at once:
+  term=17 value=host-a:8080    a leader, with its term and its value
+  no leader                    nobody leads (resigned, or its lease ran out)
+The first line is the state when listening begins. The value is the rest
+of the line; a backslash, control characters and bytes that are not UTF-8
+are escaped as \\\\, \\n, \\r, \\t and \\xNN. Terms never go back. A change
+is printed when the nodes push it, or within a second if a push is lost;
+\"no leader\" follows a leader's loss once a quorum of nodes freed it. Runs
+until SIGINT or SIGTERM, then exits 0.";
 
 const LOCKS_EXAMPLES: &str = "\
 Examples:
@@ -399,6 +444,52 @@ pub struct RunArgs {
     pub name: String,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1.., value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Flags of `elect`.
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Do not campaign: print the leader, then one line per change, until
+    /// SIGINT or SIGTERM (see the format below).
+    #[arg(long, conflicts_with_all = ["value", "command", "timeout", "grace", "foreground", "owner"])]
+    pub listen: bool,
+    /// Give up (exit 75) if this candidate does not lead within this long;
+    /// without it, wait forever.
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Lease validity, as for `run`: must not exceed the servers'
+    /// --validity; the leadership is refreshed every validity/6 and given up
+    /// when no quorum confirmed it for 5/6 of the validity, and the next
+    /// candidate can lead validity/6 later. [default: the shortest validity
+    /// the servers announce, 60s if none answered; with --redis, 60s, the
+    /// same on every client]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub validity: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL when the command must be stopped,
+    /// as for `run`: must end, with 1s to spare (less for a --validity
+    /// under 24s), before --validity/6. [default: half of --validity/6]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub grace: Option<Duration>,
+    /// Keep the command in quorum-lock's process group so that it can read
+    /// the terminal; only the command itself, not its children, is then
+    /// signalled when the leadership is lost.
+    #[arg(long)]
+    pub foreground: bool,
+    /// Owner shown in `locks`. Default: host:pid.
+    #[arg(long, value_name = "TEXT")]
+    pub owner: Option<String>,
+    /// Name of the election.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// This candidate's value, reported to observers while it leads (e.g.
+    /// its address); at most 4096 bytes.
+    #[arg(value_name = "VALUE", required_unless_present = "listen")]
+    pub value: Option<String>,
+    /// The command to run while leading, and its arguments, after `--`.
+    #[arg(last = true, num_args = 1.., value_name = "CMD", required_unless_present = "listen")]
     pub command: Vec<OsString>,
 }
 

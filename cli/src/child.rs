@@ -1,7 +1,9 @@
-//! The command `run` executes under the lock: spawning it, and stopping it
-//! (and, by default, everything it started) when the lock is lost.
+//! The command `run` executes under the lock, and `elect` while leading:
+//! spawning it, and stopping it (and, by default, everything it started)
+//! when the lock is lost or a stop signal arrives.
 
 use std::ffi::OsString;
+use std::future::Future;
 use std::io;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -9,7 +11,31 @@ use std::time::Duration;
 use tokio::process::{Child, Command};
 
 use crate::fail::{Failure, CANNOT_EXECUTE, FAILURE, NOT_FOUND};
-use crate::signals::sys;
+use crate::signals::{sys, Signals, Stop};
+
+/// How [`Job::supervise`] ended.
+pub enum Ended {
+    /// The command exited on its own (or could not be waited for).
+    Exited(Result<ExitStatus, Failure>),
+    /// What it ran under was lost; the command has been stopped.
+    Lost,
+    /// A stop signal arrived; it was forwarded and the command has been
+    /// stopped.
+    Stopped(Stop),
+}
+
+/// How to start the command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spawn {
+    /// The command leads a new process group, so that stopping it also
+    /// stops the processes it started (a shell's `sleep`, a build's
+    /// compilers).
+    pub own_group: bool,
+    /// Linux: the kernel SIGKILLs the command (not what it started) if
+    /// quorum-lock dies first, e.g. of SIGKILL, so that it cannot outlive
+    /// a lease that nobody refreshes any more. Ignored elsewhere.
+    pub die_with_parent: bool,
+}
 
 pub struct Job {
     child: Child,
@@ -22,14 +48,17 @@ impl Job {
     /// Starts `argv` with the terminal's stdio, and the environment changed
     /// by `env`: a variable with a value is set, one without is removed (so
     /// that a value inherited from an outer `run` cannot pass for ours).
-    /// With `own_group` the command leads a new process group, so that
-    /// stopping it also stops the processes it started (a shell's `sleep`,
-    /// a build's compilers).
+    /// See [`Spawn`] for `how`.
+    ///
+    /// With `die_with_parent`, call it from a thread that lives as long as
+    /// the process (the main thread, as `block_on` does): Linux sends the
+    /// signal when the thread that spawned the command ends.
     pub fn spawn(
         argv: &[OsString],
         env: &[(&str, Option<&str>)],
-        own_group: bool,
+        how: Spawn,
     ) -> Result<Job, Failure> {
+        let own_group = how.own_group;
         let Some((program, rest)) = argv.split_first() else {
             return Err(Failure::usage("no command given after --"));
         };
@@ -47,6 +76,10 @@ impl Job {
         #[cfg(unix)]
         if own_group {
             command.process_group(0);
+        }
+        #[cfg(target_os = "linux")]
+        if how.die_with_parent {
+            die_with_parent(&mut command);
         }
         let child = command.spawn().map_err(|e| {
             let shown = program.to_string_lossy();
@@ -70,6 +103,30 @@ impl Job {
             child,
             target: if own_group { -pid } else { pid },
         })
+    }
+
+    /// Waits until the command exits, `lost` fires or a stop signal
+    /// arrives. In the last two cases the command is stopped before this
+    /// returns: SIGTERM (or the signal received) to it, SIGKILL after
+    /// `grace`, as [`stop`](Self::stop) does.
+    pub async fn supervise(
+        &mut self,
+        lost: impl Future<Output = ()>,
+        signals: &mut Signals,
+        grace: Duration,
+        allowance: Duration,
+    ) -> Result<Ended, Failure> {
+        let ended = tokio::select! {
+            status = self.wait() => return Ok(Ended::Exited(status)),
+            () = lost => Ended::Lost,
+            stop = signals.recv() => Ended::Stopped(stop),
+        };
+        let signal = match ended {
+            Ended::Stopped(stop) => stop.number(),
+            _ => sys::SIGTERM,
+        };
+        self.stop(signal, grace, allowance).await?;
+        Ok(ended)
     }
 
     /// Waits for the command to exit.
@@ -133,6 +190,35 @@ impl Job {
     #[cfg(not(unix))]
     fn send(&mut self, _signal: i32) {
         let _ = self.child.start_kill();
+    }
+}
+
+/// Has the kernel SIGKILL the command when quorum-lock dies (Linux's
+/// PR_SET_PDEATHSIG), and makes it exit at once if quorum-lock died
+/// before that was set.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    let parent = i32::try_from(std::process::id()).unwrap_or(0);
+    let set = move || {
+        // Between fork and exec only async-signal-safe calls are allowed:
+        // prctl(2) and getppid(2) are system calls, and these errors carry
+        // an errno without allocating.
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes integers only.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: getppid takes nothing and cannot fail.
+        if unsafe { libc::getppid() } != parent {
+            // quorum-lock died before the signal was armed: the command
+            // must not start without anyone to stop it.
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure makes only async-signal-safe calls (see above)
+    // and touches no memory shared with other threads.
+    unsafe {
+        command.pre_exec(set);
     }
 }
 

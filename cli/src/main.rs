@@ -1,12 +1,13 @@
 //! `quorum-lock`: run a lock server, run a command under a distributed
-//! lock, list locks and force them open, show the servers' status, make
-//! TLS certificates. `quorum-lock --help` documents
-//! every flag and the exit codes.
+//! lock or while leading an election, list locks and force them open, show
+//! the servers' status, make TLS certificates. `quorum-lock --help`
+//! documents every flag and the exit codes.
 
 mod admin;
 mod args;
 mod certs;
 mod child;
+mod elect;
 mod fail;
 mod nodes;
 mod redis_nodes;
@@ -81,6 +82,14 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
                 Failure::new(FAILURE, format!("cannot install signal handlers: {e}"))
             })?;
             run::run(args, signals).await
+        }
+        Command::Elect(args) => {
+            // As for `run`: a Ctrl-C must stop the command and resign, or
+            // end --listen with 0.
+            let signals = Signals::install().map_err(|e| {
+                Failure::new(FAILURE, format!("cannot install signal handlers: {e}"))
+            })?;
+            elect::elect(args, signals).await
         }
         Command::Locks(args) => admin::locks(args).await,
         Command::ForceUnlock(args) => admin::force_unlock(args).await,

@@ -22,10 +22,10 @@ use quorum_lock::quorum::{read_quorum, write_quorum};
 use quorum_lock::{DRWMutex, Dsync, Error, Lease, ReadGuard, Timeouts, WriteGuard};
 
 use crate::args::RunArgs;
-use crate::child::{exit_code, Job};
+use crate::child::{exit_code, Ended, Job, Spawn};
 use crate::fail::{Failure, LOST_OR_TIMEOUT};
 use crate::nodes::Cluster;
-use crate::signals::{sys, Signals, Stop};
+use crate::signals::{Signals, Stop};
 
 /// Either kind of guard; `run` treats them alike.
 enum Guard {
@@ -64,13 +64,6 @@ impl Guard {
     }
 }
 
-/// How the command's run ended.
-enum Outcome {
-    Exited(Result<std::process::ExitStatus, Failure>),
-    Lost,
-    Stopped(Stop),
-}
-
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     // Refused before connecting when possible: bad flags should not cost a
     // server round.
@@ -82,24 +75,8 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         cluster = Cluster::connect(&args.client, false, quorum, args.validity) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
-    let announced = cluster.lockers.iter().filter_map(|l| l.validity()).min();
-    let lease = lease_for(args.validity.or(announced).unwrap_or(DEFAULT_VALIDITY));
-    let grace = grace_for(args.grace, &lease)?;
-    let timeouts = Timeouts {
-        // Both must stay well inside the lease for the library to accept it.
-        acquire: Timeouts::default().acquire.min(lease.trusted_for() / 2),
-        refresh: Timeouts::default().refresh.min(lease.trusted_for() / 2),
-        ..Timeouts::default()
-    };
-    let mut builder = Dsync::builder(cluster.lockers.clone())
-        .lease(lease)
-        .timeouts(timeouts);
-    if let Some(owner) = &args.owner {
-        builder = builder.owner(owner.clone());
-    }
-    let ds = builder
-        .build()
-        .map_err(|e| Failure::usage(format!("bad settings: {e}")))?;
+    let Client { ds, lease, grace } =
+        Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
     let mutex = ds
         .rw_mutex([args.name.clone()])
         .map_err(|e| Failure::usage(format!("bad lock name '{}': {e}", args.name)))?;
@@ -107,9 +84,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     let guard = tokio::select! {
         guard = acquire(&mutex, args.read, args.timeout) => guard.map_err(|e| acquire_failure(e, &args, &cluster))?,
         stop = signals.recv() => {
-            // The abandoned acquire releases its partial grants in the
-            // background; give those calls a moment before the runtime ends.
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            settle().await;
             return Ok(signalled(stop));
         }
     };
@@ -132,20 +107,22 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         ("QUORUM_LOCK_UID", Some(uid.as_str())),
         ("QUORUM_LOCK_FENCING_TOKEN", token.as_deref()),
     ];
-    let mut job = match Job::spawn(&args.command, &env, !args.foreground) {
+    let how = Spawn {
+        own_group: !args.foreground,
+        die_with_parent: false,
+    };
+    let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,
         Err(failure) => {
             let _ = guard.unlock().await;
             return Err(failure);
         }
     };
-    let outcome = tokio::select! {
-        status = job.wait() => Outcome::Exited(status),
-        () = guard.lost() => Outcome::Lost,
-        stop = signals.recv() => Outcome::Stopped(stop),
-    };
-    match outcome {
-        Outcome::Exited(status) => {
+    let ended = job
+        .supervise(guard.lost(), &mut signals, grace, kill_allowance(&lease))
+        .await?;
+    match ended {
+        Ended::Exited(status) => {
             let released = guard.unlock().await;
             let code = exit_code(status?);
             match released {
@@ -166,9 +143,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
                 }
             }
         }
-        Outcome::Lost => {
-            job.stop(sys::SIGTERM, grace, kill_allowance(&lease))
-                .await?;
+        Ended::Lost => {
             drop(guard);
             Err(Failure::new(
                 LOST_OR_TIMEOUT,
@@ -179,11 +154,9 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
                 ),
             ))
         }
-        Outcome::Stopped(stop) => {
-            // The lock may be lost during the grace too; the same bound
-            // keeps the command from outliving it.
-            job.stop(stop.number(), grace, kill_allowance(&lease))
-                .await?;
+        Ended::Stopped(stop) => {
+            // The lock may have been lost during the grace too; the same
+            // bound kept the command from outliving it.
             if let Err(err) = guard.unlock().await {
                 eprintln!("quorum-lock: warning: {err}");
             }
@@ -199,9 +172,56 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
 /// The validity when neither `--validity` nor any server says one.
 const DEFAULT_VALIDITY: Duration = Duration::from_secs(60);
 
+/// The library client of `run` and `elect`, with the lease and grace their
+/// flags and the servers decide.
+pub struct Client {
+    pub ds: Dsync,
+    pub lease: Lease,
+    /// Between SIGTERM and SIGKILL when the command must stop.
+    pub grace: Duration,
+}
+
+impl Client {
+    /// The lease is `--validity`, or else the shortest validity the
+    /// servers announce, or 60 s; `grace` must fit in it ([`grace_for`]).
+    pub fn new(
+        cluster: &Cluster,
+        validity: Option<Duration>,
+        grace: Option<Duration>,
+        owner: Option<&str>,
+    ) -> Result<Client, Failure> {
+        let announced = cluster.lockers.iter().filter_map(|l| l.validity()).min();
+        let lease = lease_for(validity.or(announced).unwrap_or(DEFAULT_VALIDITY));
+        let grace = grace_for(grace, &lease)?;
+        let timeouts = Timeouts {
+            // Both must stay well inside the lease for the library to accept it.
+            acquire: Timeouts::default().acquire.min(lease.trusted_for() / 2),
+            refresh: Timeouts::default().refresh.min(lease.trusted_for() / 2),
+            ..Timeouts::default()
+        };
+        let mut builder = Dsync::builder(cluster.lockers.clone())
+            .lease(lease)
+            .timeouts(timeouts);
+        if let Some(owner) = owner {
+            builder = builder.owner(owner);
+        }
+        let ds = builder
+            .build()
+            .map_err(|e| Failure::usage(format!("bad settings: {e}")))?;
+        Ok(Client { ds, lease, grace })
+    }
+}
+
+/// Gives calls handed to the runtime in the background (the releases of
+/// an abandoned acquire or campaign) a moment to reach the nodes before
+/// the process ends; the library offers nothing to await them.
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
 /// The lease for a validity: refresh every sixth of it, and give up a sixth
 /// before the servers could expire the entries, the library's default ratio.
-fn lease_for(validity: Duration) -> Lease {
+pub fn lease_for(validity: Duration) -> Lease {
     Lease {
         validity,
         refresh_interval: validity / 6,
@@ -275,7 +295,8 @@ fn acquire_failure(err: Error, args: &RunArgs, cluster: &Cluster) -> Failure {
     )
 }
 
-fn signalled(stop: Stop) -> u8 {
+/// The exit code after stopping for `stop`: 128+N, as a shell reports it.
+pub fn signalled(stop: Stop) -> u8 {
     (128 + stop.number()) as u8
 }
 

@@ -1,6 +1,6 @@
 //! The `quorum-lock` command line end to end: lock-server processes on
-//! loopback ports, and the `run`, `locks`, `force-unlock` and `status`
-//! commands against them, with their output and exit codes; the same
+//! loopback ports, and the `run`, `elect`, `locks`, `force-unlock` and
+//! `status` commands against them, with their output and exit codes; the same
 //! commands against Redis nodes (skipped, saying why, without
 //! `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set).
 
@@ -12,6 +12,7 @@ mod admin;
 mod auth;
 mod budget;
 mod cluster;
+mod elect;
 mod errors;
 mod malformed;
 mod metrics;

@@ -1,6 +1,7 @@
-//! `quorum-lock run`, `locks` and `force-unlock` with `--redis`: three real
-//! `redis-server` processes instead of lock servers. The command runs
-//! under the lock and gets a fencing token, a held lock is listed and can
+//! `quorum-lock run`, `elect`, `locks` and `force-unlock` with `--redis`:
+//! three real `redis-server` processes instead of lock servers. The
+//! command runs under the lock and gets a fencing token, a leader's command
+//! runs with its term and `elect --listen` follows the leaders, a held lock is listed and can
 //! be forced open by name or by uid, a holder killed with SIGKILL leaves a
 //! lock that expires after its validity, bad input is a usage error, and
 //! no password from a Redis URL ever shows in what the tool prints.
@@ -626,4 +627,109 @@ fn a_redis_node_that_does_not_answer_counts_as_not_granting() {
             .contains("only 1 of 3 Redis nodes answered but 2 are needed for a quorum"),
         "{refused:?}"
     );
+}
+
+#[test]
+fn elect_over_three_redis_nodes_runs_the_leader_and_listen_follows_it() {
+    let Some(n) = nodes("redis-cli-elect") else {
+        return;
+    };
+    // The term is the election lock's fencing token: wait out the fresh
+    // nodes' quarantines, as above.
+    std::thread::sleep(quorum_lock::redis::FENCE_QUARANTINE + Duration::from_millis(1500));
+    let dir = n.dir.path.display().to_string();
+    let elect = |value: &str| {
+        let script = "echo \"$QUORUM_LOCK_FENCING_TOKEN $V\" >> $D/terms; \
+                      while [ ! -e $D/stop.$V ]; do sleep 0.05; done";
+        let args = [
+            "elect",
+            "--redis",
+            &n.urls,
+            "--validity",
+            VALIDITY,
+            "primary",
+            value,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ];
+        Cli::spawn(&n.dir, &args, &[("D", &dir), ("V", value)])
+    };
+    let listener = Cli::spawn(
+        &n.dir,
+        &[
+            "elect",
+            "--listen",
+            "--redis",
+            &n.urls,
+            "--validity",
+            VALIDITY,
+            "primary",
+        ],
+        &[],
+    );
+    let lines = |listener: &Cli| -> Vec<String> {
+        listener
+            .stdout_so_far()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_until(LIMIT, "the listener's first line", || {
+        lines(&listener) == ["no leader"]
+    });
+    let terms = || -> Vec<(u64, String)> {
+        n.dir
+            .read("terms")
+            .lines()
+            .filter_map(|l| {
+                let (term, value) = l.split_once(' ')?;
+                Some((term.parse().ok()?, value.to_owned()))
+            })
+            .collect()
+    };
+
+    let a = elect("a");
+    wait_until(LIMIT, "a to lead", || terms().len() == 1);
+    let b = elect("b");
+    let (first, _) = terms()[0].clone();
+    wait_until(LIMIT, "the listener to print a", || {
+        lines(&listener).last() == Some(&format!("term={first} value=a"))
+    });
+    std::fs::write(n.dir.file("stop.a"), "").expect("write stop.a");
+    let a = a.finish(LIMIT);
+    assert_eq!(a.code, Some(0), "{a:?}");
+    wait_until(LIMIT, "b to lead after a resigned", || terms().len() == 2);
+    let (second, _) = terms()[1].clone();
+    assert!(first < second, "terms must grow: {:?}", terms());
+    wait_until(LIMIT, "the listener to print b", || {
+        lines(&listener).last() == Some(&format!("term={second} value=b"))
+    });
+    std::fs::write(n.dir.file("stop.b"), "").expect("write stop.b");
+    let b = b.finish(LIMIT);
+    assert_eq!(b.code, Some(0), "{b:?}");
+    wait_until(LIMIT, "the listener to print that nobody leads", || {
+        lines(&listener).last().map(String::as_str) == Some("no leader")
+            && lines(&listener).len() > 3
+    });
+
+    signal(listener.child.id(), crate::support::SIGINT);
+    let listener = listener.finish(LIMIT);
+    assert_eq!(listener.code, Some(0), "{listener:?}");
+    let leaders: Vec<&str> = listener
+        .stdout
+        .lines()
+        .filter(|l| *l != "no leader")
+        .collect();
+    assert_eq!(
+        leaders,
+        [
+            format!("term={first} value=a"),
+            format!("term={second} value=b")
+        ],
+        "{}",
+        listener.stdout
+    );
+    assert_eq!(terms(), [(first, "a".to_owned()), (second, "b".to_owned())]);
 }

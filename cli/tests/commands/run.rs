@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    cli, nodes, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGSTOP, SIGTERM,
+    cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGSTOP,
+    SIGTERM,
 };
 
 struct Cluster {
@@ -44,20 +45,6 @@ impl Cluster {
 
     fn lines(&self, file: &str) -> Vec<String> {
         self.dir.read(file).lines().map(str::to_owned).collect()
-    }
-}
-
-/// Whether a process runs (a zombie does not count: it is dead but its
-/// parent, possibly init in a container, has not reaped it yet).
-fn running(pid: &str) -> bool {
-    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
     }
 }
 

@@ -66,7 +66,7 @@ async fn status_shows_a_healthy_a_quarantined_and_a_down_server() {
     // The healthy server, its one entry and the lock on it.
     let line = node_line(out, &up);
     assert!(
-        line.ends_with("reachable, protocol 4, not quarantined, 1 entry"),
+        line.ends_with("reachable, protocol 5, not quarantined, 1 entry"),
         "{line:?}"
     );
     let header = out
@@ -97,7 +97,7 @@ async fn status_shows_a_healthy_a_quarantined_and_a_down_server() {
     // The quarantined server says for how much longer.
     let line = node_line(out, &waiting);
     let (before, left) = line
-        .split_once("reachable, protocol 4, quarantined, ")
+        .split_once("reachable, protocol 5, quarantined, ")
         .unwrap_or_else(|| panic!("{line:?}"));
     assert_eq!(before.trim(), waiting);
     let left = left
@@ -161,7 +161,7 @@ async fn status_watch_count_shows_that_many_snapshots() {
     }
     assert_eq!(
         out.lines()
-            .filter(|l| l.contains("protocol 4, quarantined, "))
+            .filter(|l| l.contains("protocol 5, quarantined, "))
             .count(),
         2,
         "{out:?}"

@@ -101,10 +101,25 @@ pub fn signal(pid: u32, sig: i32) {
 
 pub const SIGINT: i32 = 2;
 pub const SIGTERM: i32 = 15;
+pub const SIGKILL: i32 = 9;
 /// Linux numbers: freeze and thaw a server, so that it keeps its entries
 /// but answers nobody for a while.
 pub const SIGSTOP: i32 = 19;
 pub const SIGCONT: i32 = 18;
+
+/// Whether a process runs (a zombie does not count: it is dead but its
+/// parent, possibly init in a container, has not reaped it yet).
+pub fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
 
 /// Polls `check` every 20 ms until it holds or `limit` passes.
 pub fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {

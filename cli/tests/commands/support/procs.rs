@@ -176,6 +176,11 @@ impl Cli {
         Cli { child, out, err }
     }
 
+    /// What the process wrote to stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
     /// Waits at most `limit` for the process to exit.
     pub fn finish(mut self, limit: Duration) -> Finished {
         let status = wait_bounded(&mut self.child, limit, "quorum-lock client");

@@ -1,0 +1,339 @@
+//! `quorum-lock elect`: campaign for an election and run a command while
+//! leading, stopping it when the leadership is lost, as `run` does under a
+//! lock; or, with `--listen`, print each change of leader.
+//!
+//! A leadership is a write lock on `election/NAME` (see the library's
+//! `Election`), so `run`'s timeline applies unchanged: the loss is declared
+//! `--validity`/6 before any other candidate can be granted the lead, and
+//! the command is dead by then (see run.rs).
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use quorum_lock::quorum::write_quorum;
+use quorum_lock::{Election, Error, Leader, Leadership, MAX_VALUE_LEN};
+
+use crate::args::ElectArgs;
+use crate::child::{exit_code, Ended, Job, Spawn};
+use crate::fail::{Failure, FAILURE, LOST_OR_TIMEOUT};
+use crate::nodes::Cluster;
+use crate::run::{grace_for, kill_allowance, lease_for, settle, signalled, Client};
+use crate::signals::Signals;
+
+pub async fn elect(args: ElectArgs, signals: Signals) -> Result<u8, Failure> {
+    if args.listen {
+        listen(args, signals).await
+    } else {
+        campaign(args, signals).await
+    }
+}
+
+/// Campaigns, runs the command while leading, resigns.
+async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
+    // Refused before connecting when possible, as in `run`.
+    let value = args.value.clone().ok_or_else(|| {
+        Failure::usage("no VALUE given: elect NAME VALUE -- CMD, or elect --listen NAME")
+    })?;
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Failure::usage(format!(
+            "the value is {} bytes long; at most {MAX_VALUE_LEN} are allowed",
+            value.len()
+        )));
+    }
+    if let Some(validity) = args.validity {
+        grace_for(args.grace, &lease_for(validity))?;
+    }
+    let cluster = tokio::select! {
+        cluster = Cluster::connect(&args.client, false, write_quorum, args.validity) => cluster?,
+        stop = signals.recv() => return Ok(signalled(stop)),
+    };
+    let Client { ds, lease, grace } =
+        Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
+    let election = election(&ds, &args.name)?;
+    tokio::select! {
+        checked = check_support(&election) => checked?,
+        stop = signals.recv() => return Ok(signalled(stop)),
+    }
+
+    let campaigned = tokio::select! {
+        leading = campaign_for(&election, value, args.timeout) => leading,
+        stop = signals.recv() => {
+            // The abandoned campaign undoes its place and grants in the
+            // background.
+            settle().await;
+            return Ok(signalled(stop));
+        }
+    };
+    let mut leading = match campaigned {
+        Ok(leading) => leading,
+        Err(err) => {
+            settle().await;
+            return Err(campaign_failure(err, &args, &cluster));
+        }
+    };
+
+    let term = leading.term();
+    let term_text = term.to_string();
+    let uid = leading.uid().to_owned();
+    let env = [
+        ("QUORUM_LOCK_NAME", Some(args.name.as_str())),
+        ("QUORUM_LOCK_UID", Some(uid.as_str())),
+        ("QUORUM_LOCK_FENCING_TOKEN", Some(term_text.as_str())),
+    ];
+    let how = Spawn {
+        own_group: !args.foreground,
+        // A SIGKILLed elect cannot stop its command, and its lease runs out
+        // without it: the kernel must.
+        die_with_parent: true,
+    };
+    let mut job = match Job::spawn(&args.command, &env, how) {
+        Ok(job) => job,
+        Err(failure) => {
+            resign(&mut leading, &args.name).await;
+            return Err(failure);
+        }
+    };
+    let supervised = job
+        .supervise(leading.lost(), &mut signals, grace, kill_allowance(&lease))
+        .await;
+    let ended = match supervised {
+        Ok(ended) => ended,
+        Err(failure) => {
+            // The command could not be waited for: kill it (kill_on_drop)
+            // before anyone else may lead.
+            drop(job);
+            resign(&mut leading, &args.name).await;
+            return Err(failure);
+        }
+    };
+    match ended {
+        Ended::Exited(status) => {
+            let lost_first = leading.is_lost();
+            resign(&mut leading, &args.name).await;
+            let code = exit_code(status?);
+            if lost_first {
+                return Err(Failure::new(
+                    LOST_OR_TIMEOUT,
+                    format!(
+                        "lost the leadership of '{}' (term {term}) just before the command \
+                         exited (with code {code}); its work may not have been protected to the end",
+                        args.name
+                    ),
+                ));
+            }
+            Ok(code)
+        }
+        Ended::Lost => {
+            // Lost already; resigning only frees what some nodes may still
+            // hold, so that the next candidate need not wait for it. That
+            // it may fail (the nodes may be out of reach) is no news.
+            if let Err(err) = leading.resign().await {
+                tracing::debug!(%err, "resigning a lost leadership was not confirmed");
+            }
+            Err(Failure::new(
+                LOST_OR_TIMEOUT,
+                format!(
+                    "lost the leadership of '{}' (term {term}) while the command ran (expired, \
+                     forced open, or not confirmed by a quorum); the command was stopped",
+                    args.name
+                ),
+            ))
+        }
+        Ended::Stopped(stop) => {
+            resign(&mut leading, &args.name).await;
+            eprintln!(
+                "quorum-lock: {}: stopped the command and resigned",
+                stop.name()
+            );
+            Ok(signalled(stop))
+        }
+    }
+}
+
+/// Prints the leader and then every change until SIGINT or SIGTERM.
+async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
+    let cluster = tokio::select! {
+        cluster = Cluster::connect(&args.client, false, write_quorum, args.validity) => cluster?,
+        _ = signals.recv() => return Ok(0),
+    };
+    let Client { ds, .. } = Client::new(&cluster, args.validity, None, None)?;
+    let election = election(&ds, &args.name)?;
+    tokio::select! {
+        checked = check_support(&election) => checked?,
+        _ = signals.recv() => return Ok(0),
+    }
+    let mut observer = election.observe().map_err(Failure::from)?;
+    loop {
+        let change = tokio::select! {
+            change = observer.recv() => change,
+            _ = signals.recv() => return Ok(0),
+        };
+        let Some(change) = change else {
+            return Err(Failure::new(
+                FAILURE,
+                "stopped observing the election: its task ended",
+            ));
+        };
+        match write_line(&line(change.as_ref())) {
+            Ok(()) => {}
+            // Nobody reads any more (`| head -1`): not our failure.
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+            Err(err) => {
+                return Err(Failure::new(
+                    FAILURE,
+                    format!("cannot write to stdout: {err}"),
+                ))
+            }
+        }
+    }
+}
+
+fn election(ds: &quorum_lock::Dsync, name: &str) -> Result<Election, Failure> {
+    ds.election(name)
+        .map_err(|e| Failure::usage(format!("bad election name '{name}': {e}")))
+}
+
+/// Fails clearly when the nodes cannot hold an election (lock servers
+/// older than protocol version 5), instead of waiting for ever. Any other
+/// error is left to the campaign or the observer, which keep trying.
+async fn check_support(election: &Election) -> Result<(), Failure> {
+    match election.leader().await {
+        Err(err @ Error::Unsupported { .. }) => Err(Failure::from(err)),
+        Err(err) => {
+            tracing::debug!(%err, "cannot read the leader yet; going on");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+async fn campaign_for(
+    election: &Election,
+    value: String,
+    timeout: Option<Duration>,
+) -> Result<Leadership, Error> {
+    let value = value.into_bytes();
+    match timeout {
+        Some(timeout) => election.campaign_timeout(value, timeout).await,
+        None => election.campaign(value).await,
+    }
+}
+
+fn campaign_failure(err: Error, args: &ElectArgs, cluster: &Cluster) -> Failure {
+    let Error::Timeout = err else {
+        return Failure::from(err);
+    };
+    let down = cluster.down();
+    let why = if down.is_empty() {
+        "another candidate leads or waits ahead, or servers are in quarantine".to_owned()
+    } else {
+        format!(
+            "another candidate leads or waits ahead, or too few servers are up (unreachable: {})",
+            down.join(", ")
+        )
+    };
+    let waited = humantime::format_duration(args.timeout.unwrap_or_default());
+    Failure::new(
+        LOST_OR_TIMEOUT,
+        format!(
+            "timed out after {waited} waiting to lead '{}': {why}; the command was not run",
+            args.name
+        ),
+    )
+}
+
+/// Resigns and waits until a quorum confirmed it; when none does, says so
+/// (the leadership then expires on the nodes after the validity).
+async fn resign(leading: &mut Leadership, name: &str) {
+    if let Err(err) = leading.resign().await {
+        eprintln!(
+            "quorum-lock: warning: resigning from '{name}' was not confirmed ({err}); \
+             the next candidate leads once the lease runs out"
+        );
+    }
+}
+
+/// The line `--listen` prints for a change: `term=T value=V`, or
+/// `no leader`.
+fn line(change: Option<&Leader>) -> String {
+    match change {
+        Some(leader) => format!("term={} value={}", leader.term, escape(&leader.value)),
+        None => "no leader".to_owned(),
+    }
+}
+
+/// The value as one line of text: UTF-8 as it is, except a backslash
+/// (`\\`), newline (`\n`), carriage return (`\r`), tab (`\t`); other
+/// control characters, and bytes that are not UTF-8, as `\xNN` per byte.
+fn escape(value: &[u8]) -> String {
+    let mut out = String::with_capacity(value.len());
+    let hex = |out: &mut String, bytes: &[u8]| {
+        for b in bytes {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    };
+    for chunk in value.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let mut buf = [0u8; 4];
+                    hex(&mut out, c.encode_utf8(&mut buf).as_bytes());
+                }
+                c => out.push(c),
+            }
+        }
+        hex(&mut out, chunk.invalid());
+    }
+    out
+}
+
+/// Writes `text` and a newline to stdout and flushes, so that a reader of
+/// a pipe sees each change at once.
+fn write_line(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn leader(term: u64, value: &[u8]) -> Leader {
+        Leader {
+            term,
+            seq: 0,
+            value: Arc::from(value),
+        }
+    }
+
+    #[test]
+    fn listen_lines_are_one_per_change_and_parseable() {
+        assert_eq!(
+            line(Some(&leader(17, b"host-a:8080"))),
+            "term=17 value=host-a:8080"
+        );
+        assert_eq!(line(None), "no leader");
+        assert_eq!(line(Some(&leader(3, b""))), "term=3 value=");
+        // Spaces and '=' stay: the value is the rest of the line.
+        assert_eq!(
+            line(Some(&leader(4, b"a b=c \xc3\xa9"))),
+            "term=4 value=a b=c \u{e9}"
+        );
+    }
+
+    #[test]
+    fn values_that_could_break_the_line_are_escaped() {
+        assert_eq!(escape(b"a\nb\r\tc\\d"), "a\\nb\\r\\tc\\\\d");
+        assert_eq!(escape(b"\x00\x1b[0m\x7f"), "\\x00\\x1b[0m\\x7f");
+        assert_eq!(escape(b"ok\xff\xfe"), "ok\\xff\\xfe");
+        // A C1 control character, valid UTF-8, is escaped byte by byte.
+        assert_eq!(escape("x\u{85}y".as_bytes()), "x\\xc2\\x85y");
+        assert_eq!(escape("h\u{e9}llo".as_bytes()), "h\u{e9}llo");
+    }
+}
