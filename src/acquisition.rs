@@ -321,6 +321,11 @@ impl Acquisition {
         plan
     }
 
+    /// Whether a release has begun.
+    pub(crate) fn is_released(&self) -> bool {
+        self.slots().released
+    }
+
     /// The lockers that currently hold a grant for this acquisition.
     pub(crate) fn granted(&self) -> usize {
         let slots = self.slots();

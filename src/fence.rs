@@ -46,6 +46,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
 use crate::acquisition::Acquisition;
+use crate::clock::{anchored_wall, nanos_of};
 use crate::config::after;
 use crate::fanout::call_locker;
 use crate::telemetry::CallKind;
@@ -63,7 +64,20 @@ use crate::Error;
 /// the floor round is asked again every quarter tolerance until the
 /// refresh timeout, instead of failing the holder at once.
 pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
-    let first = ask(state, 0).await?;
+    // Each locker answers at least its own clock, and clocks read at
+    // different instants differ, so a first ask with floor 0 never agrees
+    // and always takes the second round below. A floor a little ahead of
+    // this process's clock is answered exactly by every locker whose clock
+    // is within that lead and whose counter is below it: one round. It is
+    // a floor like any other (at most a locker's clock plus the tolerance,
+    // or refused), so the argument above is unchanged; a locker whose clock
+    // is behind this one's by more than the tolerance refuses it, and the
+    // draw starts again from 0.
+    let lead = anchored_wall(Instant::now()).saturating_add(nanos_of(FLOOR_LEAD));
+    let first = match ask(state, lead).await {
+        Err(err) if err.is_floor_ahead() => ask(state, 0).await?,
+        other => other?,
+    };
     if first.agreed {
         return Ok(first.token);
     }
@@ -81,6 +95,11 @@ pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
         }
     }
 }
+
+/// How far ahead of this process's clock the first ask's floor is: more
+/// than a request's trip to a locker, so that the floor is still ahead of
+/// the locker's clock when it arrives, and far below the tolerance.
+const FLOOR_LEAD: std::time::Duration = std::time::Duration::from_millis(2);
 
 struct Drawn {
     /// The largest token a quorum answered.

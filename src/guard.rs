@@ -125,13 +125,21 @@ impl Held {
         self.signal.child_token()
     }
 
-    /// Stops vouching for the lock before a release that the caller runs
-    /// itself (an election's resign): the lock counts as lost from now on
-    /// and is no longer refreshed, so nobody can act on it while the
-    /// lockers free it. The guard keeps what a release needs.
-    fn retire(&self) {
+    /// Releases the lock like `unlock`, but keeps the guard (an
+    /// election's resign, which the caller may retry): the lock counts as
+    /// lost from the start, since the lockers may free it at any moment
+    /// after, and is no longer refreshed. The first call sends the release
+    /// to every locker that granted, retrying failures in the background
+    /// as `unlock` does; a later call, after one that was not confirmed,
+    /// sends the unlock to every locker again. `Ok` once a quorum confirmed.
+    async fn release_keeping(&self) -> Result<(), Error> {
         self.signal.declare();
         self.keeper.remove(self.lease);
+        let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        if self.state.is_released() {
+            return crate::release::release_again(self.state.clone(), handle).await;
+        }
+        release_confirmed(self.state.clone(), handle).await
     }
 }
 
@@ -192,10 +200,10 @@ macro_rules! guard {
                 &self.held.state.args
             }
 
-            /// See `Held::retire`.
+            /// See `Held::release_keeping`.
             #[allow(dead_code)]
-            pub(crate) fn retire(&self) {
-                self.held.retire()
+            pub(crate) async fn release_keeping(&self) -> Result<(), Error> {
+                self.held.release_keeping().await
             }
 
             /// How many lockers are known to hold this lock right now.

@@ -136,6 +136,7 @@ guard.unlock().await?;
 
 mod acquisition;
 mod admin;
+mod clock;
 mod config;
 mod coordinator;
 mod dsync;

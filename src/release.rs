@@ -265,8 +265,34 @@ pub(crate) async fn release_confirmed(
     release_quorum(state, handle).instrument(span).await
 }
 
+/// Sends the unlock of an acquisition whose release already began to every
+/// locker again, and waits as [`release_confirmed`] does: a retry of a
+/// release that was not confirmed (an election's resign), since the first
+/// release's plan went to its targets once.
+pub(crate) async fn release_again(state: Arc<Acquisition>, handle: Handle) -> Result<(), Error> {
+    let targets = (0..state.coord.lockers.len())
+        .map(|index| Target {
+            index,
+            granted: true,
+        })
+        .collect();
+    let plan = crate::acquisition::ReleasePlan {
+        targets,
+        refused: 0,
+    };
+    release_plan(state, handle, plan).await
+}
+
 async fn release_quorum(state: Arc<Acquisition>, handle: Handle) -> Result<(), Error> {
     let plan = state.begin_release();
+    release_plan(state, handle, plan).await
+}
+
+async fn release_plan(
+    state: Arc<Acquisition>,
+    handle: Handle,
+    plan: crate::acquisition::ReleasePlan,
+) -> Result<(), Error> {
     let lockers = state.coord.lockers.len();
     let quorum = state.args.quorum;
     let mut confirmed = plan.refused;

@@ -1,5 +1,5 @@
-//! The election's rounds over every locker: storing a proclamation, reading
-//! who leads, and releasing a leader's entries on resign. Each returns as
+//! The election's rounds over every locker: storing a proclamation and
+//! reading who leads. Each returns as
 //! soon as its answer is decided and hands the calls still running to the
 //! runtime, so the lockers that were slow still get them.
 
@@ -203,36 +203,4 @@ pub(crate) async fn read_round(
         quorum,
         lockers: n,
     })
-}
-
-/// Unlocks `args.uid`'s exclusive entries on every locker; `Ok` once a
-/// write quorum confirmed that it holds nothing there any more.
-pub(crate) async fn release_round(coord: &Arc<Coordinator>, args: &LockArgs) -> Result<(), Error> {
-    let n = coord.lockers.len();
-    let quorum = write_quorum(n);
-    let deadline = after(Instant::now(), coord.timeouts.unlock);
-    let mut confirmed = 0;
-    let decided = fan_out(
-        coord,
-        deadline,
-        |index| {
-            let args = args.clone();
-            owned_call(coord, index, deadline, move |locker| async move {
-                locker.unlock(&args).await
-            })
-        },
-        |_, result| {
-            confirmed += usize::from(result.is_ok());
-            (confirmed >= quorum).then_some(())
-        },
-    )
-    .await;
-    match decided {
-        Some(()) => Ok(()),
-        None => Err(Error::ReleaseUnconfirmed {
-            confirmed,
-            quorum,
-            lockers: n,
-        }),
-    }
 }

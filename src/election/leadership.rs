@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::calls::{proclaim_round, release_round};
+use super::calls::proclaim_round;
 use crate::coordinator::Coordinator;
 use crate::proclamation::Proclamation;
 use crate::{Error, LockArgs, WriteGuard};
@@ -147,10 +147,10 @@ impl Leadership {
         if let Some(repeater) = self.repeater.take() {
             repeater.abort();
         }
-        guard.retire();
-        release_round(&self.coord, &self.args).await?;
-        // Confirmed by a quorum: dropping the guard sends the release to
-        // every locker that granted, retrying the ones that failed.
+        guard.release_keeping().await?;
+        // Confirmed by a quorum; lockers that did not confirm yet are
+        // retried in the background, and dropping the guard sends nothing
+        // more.
         self.guard = None;
         Ok(())
     }

@@ -8,11 +8,12 @@ mod table;
 mod tests;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use crate::clock::{anchored_wall, nanos_of};
 use crate::config::after;
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
@@ -847,31 +848,6 @@ fn deliver(notices: Vec<Notice>) {
     for notice in notices {
         notice.wake.notify(&notice.uid, notice.event);
     }
-}
-
-/// The wall clock, in nanoseconds since the Unix epoch, at `epoch`, read
-/// against one anchor for the whole process: every `LocalLocker` of a
-/// process then runs on the same clock (the anchor's wall clock plus
-/// monotonic time since), however far apart they were built, also on
-/// tokio's paused clock in tests.
-fn anchored_wall(epoch: Instant) -> u64 {
-    static ANCHOR: std::sync::OnceLock<(u64, Instant)> = std::sync::OnceLock::new();
-    let &(wall, at) = ANCHOR.get_or_init(|| (wall_clock_nanos(), Instant::now()));
-    match epoch.checked_duration_since(at) {
-        Some(after) => wall.saturating_add(nanos_of(after)),
-        None => wall.saturating_sub(nanos_of(at.saturating_duration_since(epoch))),
-    }
-}
-
-fn nanos_of(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Nanoseconds since the Unix epoch; 0 for a clock set before it.
-fn wall_clock_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn default_name() -> String {
