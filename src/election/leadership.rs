@@ -34,20 +34,62 @@ pub struct Leadership {
     guard: Option<WriteGuard>,
     coord: Arc<Coordinator>,
     args: LockArgs,
-    current: Arc<Mutex<Proclamation>>,
-    /// Re-sends `current` while leading; aborted on resign and drop.
+    values: Arc<Mutex<Values>>,
+    /// Re-sends the current value while leading; aborted on resign and drop.
     repeater: Option<JoinHandle<()>>,
+}
+
+/// The leader's value, and the sequence numbers it has used.
+struct Values {
+    /// The value it proclaimed last, as the lockers should report it.
+    current: Proclamation,
+    /// The highest `seq` ever sent: a proclamation that was cancelled or
+    /// failed may be on some lockers with it, so every later one, the
+    /// repeater's too, goes above it.
+    highest_sent: u64,
+    /// A `proclaim` call is under way; the repeater leaves the value alone.
+    in_flight: bool,
+}
+
+impl Values {
+    /// The current value under a `seq` above every one sent, when a
+    /// proclamation that did not finish may have reached some lockers: the
+    /// lockers then report the current value again, not the abandoned one.
+    fn to_repeat(&mut self) -> Proclamation {
+        if !self.in_flight && self.current.seq < self.highest_sent {
+            self.highest_sent += 1;
+            self.current.seq = self.highest_sent;
+        }
+        self.current.clone()
+    }
+}
+
+/// Ends a `proclaim` call, however it ends (a cancelled one included).
+struct InFlight(Arc<Mutex<Values>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        lock(&self.0).in_flight = false;
+    }
+}
+
+fn lock(values: &Mutex<Values>) -> std::sync::MutexGuard<'_, Values> {
+    values.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Leadership {
     pub(super) fn new(guard: WriteGuard, coord: Arc<Coordinator>, p: Proclamation) -> Self {
         let args = guard.args().clone();
-        let current = Arc::new(Mutex::new(p));
+        let values = Arc::new(Mutex::new(Values {
+            highest_sent: p.seq,
+            current: p,
+            in_flight: false,
+        }));
         let repeater = tokio::runtime::Handle::try_current().ok().map(|handle| {
             handle.spawn(repeat(
                 coord.clone(),
                 args.clone(),
-                current.clone(),
+                values.clone(),
                 guard.loss_token(),
             ))
         });
@@ -55,7 +97,7 @@ impl Leadership {
             guard: Some(guard),
             coord,
             args,
-            current,
+            values,
             repeater,
         }
     }
@@ -77,51 +119,64 @@ impl Leadership {
     }
 
     fn current(&self) -> Proclamation {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.values).current.clone()
     }
 
     /// Replaces the leader's value, for [`Election::leader`] and the
     /// observers to report.
     ///
     /// Succeeds once a write quorum of lockers stored it with the leader's
-    /// entry. Fails with [`Error::LockLost`], changing nothing, when this
-    /// leadership was lost or resigned (its lease ran out, or it was
-    /// superseded); with [`Error::InvalidArgument`] for a value longer than
-    /// [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN); and with
-    /// [`Error::QuorumUnavailable`] when too few lockers answered. In the
-    /// last case the lockers that answered keep the new value and the
-    /// leader keeps re-sending it, so it may still take effect: call again
-    /// to be sure.
+    /// entry. Fails with [`Error::LockLost`] when this leadership was lost
+    /// or resigned before the call (its lease ran out, or it was
+    /// superseded), and then sends nothing; with [`Error::InvalidArgument`]
+    /// for a value longer than [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN);
+    /// and with [`Error::QuorumUnavailable`] when too few lockers answered.
+    /// In the last case the lockers that answered keep the new value and
+    /// the leader keeps re-sending it, so it may still take effect: call
+    /// again to be sure. When the lease runs out *during* the call, it
+    /// fails with [`Error::LockLost`] too, but lockers that still held the
+    /// entry may have stored the value: observers may report it, with this
+    /// term, until those lockers free the entry.
     ///
     /// [`Election::leader`]: crate::Election::leader
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: dropped before it finished, the new value may have
-    /// reached some lockers or none, and the leader keeps re-sending its
-    /// previous value. Call again to be sure.
+    /// reached some lockers; the leader's next re-send (within
+    /// `Lease::refresh_interval`) puts its previous value back on every
+    /// locker, above the abandoned one, and a later `proclaim` goes above
+    /// both.
     pub async fn proclaim(&mut self, value: impl Into<Arc<[u8]>>) -> Result<(), Error> {
         if self.is_lost() {
             return Err(Error::LockLost);
         }
-        let previous = self.current();
-        let next = Proclamation::new(previous.term, previous.seq + 1, value)?;
-        match proclaim_round(&self.coord, &self.args, &next).await {
+        let next = {
+            let mut values = lock(&self.values);
+            let next = Proclamation::new(values.current.term, values.highest_sent + 1, value)?;
+            values.highest_sent = next.seq;
+            values.in_flight = true;
+            next
+        };
+        let in_flight = InFlight(self.values.clone());
+        let result = proclaim_round(&self.coord, &self.args, &next).await;
+        let mut values = lock(&self.values);
+        let outcome = match result {
             Ok(true) if !self.is_lost() => {
-                *self.current.lock().unwrap_or_else(PoisonError::into_inner) = next;
+                values.current = next;
                 Ok(())
             }
             Ok(_) => Err(Error::LockLost),
             Err(err) => {
-                // Re-sent with the next seq, so that it overrides whatever
-                // reached some lockers only if this call is not repeated.
-                *self.current.lock().unwrap_or_else(PoisonError::into_inner) = next;
+                // Re-sent by the repeater, so that it takes effect on every
+                // locker if this call is not repeated.
+                values.current = next;
                 Err(err)
             }
-        }
+        };
+        drop(values);
+        drop(in_flight);
+        outcome
     }
 
     /// Gives up the lead and waits until a write quorum of lockers freed it.
@@ -213,7 +268,7 @@ impl fmt::Debug for Leadership {
 async fn repeat(
     coord: Arc<Coordinator>,
     args: LockArgs,
-    current: Arc<Mutex<Proclamation>>,
+    values: Arc<Mutex<Values>>,
     lost: CancellationToken,
 ) {
     loop {
@@ -221,10 +276,7 @@ async fn repeat(
             () = lost.cancelled() => return,
             () = tokio::time::sleep(coord.lease.refresh_interval) => {}
         }
-        let p = current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let p = lock(&values).to_repeat();
         if let Err(err) = proclaim_round(&coord, &args, &p).await {
             tracing::debug!(uid = %args.uid, %err, "re-sending the leader's value failed");
         }

@@ -11,6 +11,7 @@ mod basics;
 mod cancellation;
 mod contention_progress;
 mod election;
+mod election_review;
 mod exclusion;
 mod fair_waiting;
 mod faults;
