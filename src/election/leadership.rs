@@ -55,7 +55,7 @@ impl Values {
     /// The current value under a `seq` above every one sent, when a
     /// proclamation that did not finish may have reached some lockers: the
     /// lockers then report the current value again, not the abandoned one.
-    fn to_repeat(&mut self) -> Proclamation {
+    fn next_repeat(&mut self) -> Proclamation {
         if !self.in_flight && self.current.seq < self.highest_sent {
             self.highest_sent += 1;
             self.current.seq = self.highest_sent;
@@ -276,7 +276,7 @@ async fn repeat(
             () = lost.cancelled() => return,
             () = tokio::time::sleep(coord.lease.refresh_interval) => {}
         }
-        let p = lock(&values).to_repeat();
+        let p = lock(&values).next_repeat();
         if let Err(err) = proclaim_round(&coord, &args, &p).await {
             tracing::debug!(uid = %args.uid, %err, "re-sending the leader's value failed");
         }
