@@ -109,7 +109,9 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     ];
     let how = Spawn {
         own_group: !args.foreground,
-        die_with_parent: false,
+        // A run killed with SIGKILL cannot stop its command before the
+        // lease runs out; the kernel does.
+        die_with_parent: true,
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,

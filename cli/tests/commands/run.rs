@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGSTOP,
-    SIGTERM,
+    cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGKILL,
+    SIGSTOP, SIGTERM,
 };
 
 struct Cluster {
@@ -259,6 +259,24 @@ fn sigint_while_waiting_gives_up_without_running_the_command() {
         ["held"],
         "the command of a run given up on must not run"
     );
+}
+
+/// A `run` killed with SIGKILL cannot stop its command itself: the kernel
+/// does (PR_SET_PDEATHSIG), so the command never outlives the lease that
+/// nobody refreshes any more.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sigkilled_run_takes_its_command_with_it() {
+    let c = cluster("net-run-sigkill");
+    let holder = c.run(&[], "job", "echo $$ > $D/pid; while :; do sleep 0.05; done");
+    wait_until(LIMIT, "the command to start", || {
+        !c.dir.read("pid").is_empty()
+    });
+    let pid = c.dir.read("pid");
+    assert!(running(&pid));
+    signal(holder.child.id(), SIGKILL);
+    wait_until(LIMIT, "the command to die with run", || !running(&pid));
+    let _ = holder.finish(LIMIT);
 }
 
 #[test]
