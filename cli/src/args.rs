@@ -130,7 +130,8 @@ with a warning. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
-SIGKILLed, the command keeps running and the lock expires after --validity.
+SIGKILLed, the lock expires after --validity and, on Linux, the kernel kills
+the command at once (its own process; end a script with exec).
 
 When the lock is lost (no quorum confirmed it for 5/6 of --validity), counting
 from the moment run notices:
