@@ -15,7 +15,8 @@ use tokio::time::{sleep, timeout, Instant};
 
 const VALIDITY: Duration = Duration::from_secs(60);
 
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
+/// A client of `cluster` whose calls carry `owner`, which partitions cut off.
+pub(crate) fn client(cluster: &TestCluster, owner: &str) -> Dsync {
     Dsync::builder(cluster.net_lockers())
         .owner(owner)
         .rng_seed(7)

@@ -6,16 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::{sleep, timeout, Instant};
+use quorum_lock::Error;
 
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(7)
-        .build()
-        .expect("valid settings")
-}
+use crate::election::client;
+use tokio::time::{sleep, timeout, Instant};
 
 /// Found by the review (fixed): a cancelled `proclaim` did not advance the
 /// leadership's `seq`, but its value may already sit on some lockers with
