@@ -173,6 +173,41 @@ impl Dsync {
     }
 }
 
+impl Dsync {
+    /// A counting semaphore named `name` with `permits` permits among every
+    /// process that uses these lockers; see [`Semaphore`](crate::Semaphore).
+    /// Its locks are taken on resources under `semaphore/` + `name`, which
+    /// listings show: slot `i` is `semaphore/NAME/permit/i`.
+    ///
+    /// Fails with [`Error::InvalidArgument`] for an empty name, one that
+    /// makes the resource names too long, or `permits` outside `1..=`
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    /// # let ds = Dsync::new(vec![Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>])?;
+    /// assert_eq!(ds.semaphore("payments", 4)?.permits(), 4);
+    /// assert!(ds.semaphore("payments", 0).is_err());
+    /// # Ok::<(), quorum_lock::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn semaphore(&self, name: &str, permits: usize) -> Result<crate::Semaphore, Error> {
+        let caller = Location::caller();
+        let source: Arc<str> =
+            format!("{}:{}:{}", caller.file(), caller.line(), caller.column()).into();
+        let mutex = |names: Vec<String>| {
+            DRWMutex::new(
+                self.coord.clone(),
+                self.keeper.clone(),
+                names.into(),
+                source.clone(),
+            )
+        };
+        crate::Semaphore::new(name, permits, self.coord.clone(), &mutex)
+    }
+}
+
 impl fmt::Debug for Dsync {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let endpoints: Vec<String> = self.coord.lockers.iter().map(|l| l.endpoint()).collect();

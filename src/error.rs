@@ -131,6 +131,25 @@ pub enum Error {
         what: String,
     },
 
+    /// A semaphore is held under another number of permits than this
+    /// handle's: some process opened the same name with another `k`.
+    /// Every process must open a semaphore with the same number of
+    /// permits; this handle can take none until the other holders are
+    /// gone. Returned by [`Semaphore`](crate::Semaphore)'s acquires.
+    #[error(
+        "semaphore {name:?} is held with {} permits, but this handle has {permits}; \
+         every process must open it with the same number of permits",
+        in_use.map_or_else(|| "another number of".to_string(), |n| n.to_string())
+    )]
+    PermitsMismatch {
+        /// The semaphore's name.
+        name: String,
+        /// The permits this handle was opened with.
+        permits: usize,
+        /// The permits its holders opened it with, when they could be read.
+        in_use: Option<usize>,
+    },
+
     /// The operation needs a tokio runtime (for timers and background release)
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]
@@ -180,6 +199,7 @@ impl Error {
                 | Error::Unauthorized { .. }
                 | Error::Tls { .. }
                 | Error::Unsupported { .. }
+                | Error::PermitsMismatch { .. }
         )
     }
 

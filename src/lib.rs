@@ -160,6 +160,7 @@ pub mod redis;
 mod refresh;
 mod release;
 mod round;
+mod semaphore;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -177,6 +178,7 @@ pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
 pub use proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
 /// The names of the metrics a `Dsync` records (feature `metrics`).
 #[cfg(feature = "metrics")]
 pub use telemetry::names as metric_names;

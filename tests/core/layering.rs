@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Top to bottom. A module may use the ones after it, never those before.
-const LAYERS: [(&str, &[&str]); 12] = [
+const LAYERS: [(&str, &[&str]); 13] = [
     ("dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",
@@ -15,6 +15,15 @@ const LAYERS: [(&str, &[&str]); 12] = [
             "Observer",
             "Leader",
             "ELECTION_PREFIX",
+        ],
+    ),
+    (
+        "semaphore",
+        &[
+            "Semaphore",
+            "SemaphorePermit",
+            "MAX_PERMITS",
+            "SEMAPHORE_PREFIX",
         ],
     ),
     ("mutex", &["DRWMutex"]),

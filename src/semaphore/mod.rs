@@ -1,0 +1,360 @@
+//! Counting semaphores on the quorum lock: `Semaphore` (at most `k` holders
+//! of a name at once, served in line) and the `SemaphorePermit` a holder
+//! keeps.
+//!
+//! A semaphore named `N` with `k` permits is made of ordinary locks, so it
+//! inherits their guarantees instead of needing new ones:
+//!
+//! * **one write lock per permit**, on `semaphore/N/permit/0` …
+//!   `semaphore/N/permit/k-1`. A holder holds one of them, so at most `k`
+//!   can hold at once by the write lock's own exclusion. A counter of
+//!   holders kept on each locker would not do: with three lockers and
+//!   `k = 2`, holders granted by lockers {1, 2}, {2, 3} and {1, 3} each have
+//!   a majority while no locker granted more than two (docs/semaphore.md);
+//! * **a line**, the write lock on `semaphore/N/queue`. Every acquirer waits
+//!   for it in turn (first come, first served, pushed grants) and only its
+//!   holder takes a permit, waiting on all `k` slots at once, so a later
+//!   acquirer never takes a permit that an earlier one is waiting for;
+//! * **the count**: every holder keeps the read lock on names that spell
+//!   `k` in binary, one name per digit, and checks once, with the write
+//!   lock on the flipped digits, that no holder spells another count.
+//!   Two processes that open `N` with different `k` cannot both hold: the
+//!   second gets [`Error::PermitsMismatch`].
+
+mod names;
+mod permit;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
+
+pub use names::{MAX_PERMITS, SEMAPHORE_PREFIX};
+pub use permit::SemaphorePermit;
+
+use crate::coordinator::Coordinator;
+use crate::{DRWMutex, Error, ReadGuard, WriteGuard};
+use names::{count_from, Names};
+
+/// How many times the count is checked again when the flipped digits are
+/// held before the holders' counts are read out: a check that failed may
+/// have met the previous acquirer's check on a locker that had not yet
+/// processed its release.
+const COUNT_CHECKS: u32 = 3;
+
+/// A counting semaphore: at most `k` holders of a name at a time among
+/// every process that shares a [`Dsync`](crate::Dsync)'s lockers. Made by
+/// [`Dsync::semaphore`](crate::Dsync::semaphore); the handle holds nothing
+/// and is cheap to clone.
+///
+/// Acquirers wait in one line, first come first served, with grants pushed
+/// by the lockers; a [`SemaphorePermit`] is refreshed in the background,
+/// tells its holder when it is lost before anyone else can take its place,
+/// carries a fencing token, and is released when dropped.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+/// // At most two rebuilds at once in the whole fleet.
+/// let rebuilds = ds.semaphore("rebuilds", 2)?;
+/// let first = rebuilds.acquire().await?;
+/// let second = rebuilds.acquire().await?;
+/// assert!(matches!(rebuilds.try_acquire().await, Err(Error::WouldBlock)));
+/// drop(first);
+/// let third = rebuilds.acquire().await?; // granted once `first` is released
+/// assert_ne!(second.slots(), third.slots());
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every process must open a name with the same number of permits:
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Error> {
+/// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+/// let held = ds.semaphore("rebuilds", 2)?.acquire().await?;
+/// let err = ds.semaphore("rebuilds", 3)?.try_acquire().await.unwrap_err();
+/// assert!(matches!(err, Error::PermitsMismatch { permits: 3, in_use: Some(2), .. }), "{err:?}");
+/// # drop(held);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    name: Arc<str>,
+    coord: Arc<Coordinator>,
+    queue: DRWMutex,
+    slots: Arc<[DRWMutex]>,
+    count: DRWMutex,
+    other_counts: DRWMutex,
+    /// One lock per flipped digit, to read out another holder's count.
+    other_digits: Arc<[DRWMutex]>,
+}
+
+/// How long an acquire keeps trying.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Patience {
+    OneRound,
+    Forever,
+}
+
+impl Semaphore {
+    pub(crate) fn new(
+        name: &str,
+        permits: usize,
+        coord: Arc<Coordinator>,
+        mutex: &dyn Fn(Vec<String>) -> DRWMutex,
+    ) -> Result<Semaphore, Error> {
+        let names = Names::new(name, permits)?;
+        Ok(Semaphore {
+            name: name.into(),
+            coord,
+            queue: mutex(vec![names.queue]),
+            slots: names.permits.into_iter().map(|p| mutex(vec![p])).collect(),
+            count: mutex(names.count),
+            other_digits: names
+                .other_counts
+                .iter()
+                .map(|d| mutex(vec![d.clone()]))
+                .collect(),
+            other_counts: mutex(names.other_counts),
+        })
+    }
+
+    /// The semaphore's name, as given to `Dsync::semaphore`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many permits the semaphore has: `k`.
+    pub fn permits(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Waits in line for a permit.
+    ///
+    /// Waits for as long as all permits are held or the quorum is
+    /// unreachable; bound it with [`acquire_timeout`](Self::acquire_timeout)
+    /// when that is not acceptable. Fails at once with
+    /// [`Error::PermitsMismatch`] when the semaphore is held under another
+    /// number of permits, and on permanent errors.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe. Dropping the future leaves no permit, no place in line
+    /// and no other lock behind: each is released in the background.
+    pub async fn acquire(&self) -> Result<SemaphorePermit, Error> {
+        self.take(1, Patience::Forever).await
+    }
+
+    /// Waits in line for `m` permits, taken together: the permit returned
+    /// holds `m` slots, or the call holds nothing.
+    ///
+    /// While the head of the line waits for its `m` slots it keeps those it
+    /// already has, and nobody behind it takes one, so a large request is
+    /// not starved by small ones (and small ones wait behind it, as in
+    /// `tokio::sync::Semaphore`). Fails with [`Error::InvalidArgument`] when
+    /// `m` is 0 or more than the semaphore's permits.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn acquire_many(&self, m: usize) -> Result<SemaphorePermit, Error> {
+        self.take(m, Patience::Forever).await
+    }
+
+    /// Makes one attempt at a permit: fails with [`Error::WouldBlock`] when
+    /// all are held or somebody is waiting in line, and with
+    /// [`Error::QuorumUnavailable`] when too few lockers answered.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn try_acquire(&self) -> Result<SemaphorePermit, Error> {
+        self.take(1, Patience::OneRound).await
+    }
+
+    /// Makes one attempt at `m` permits together; fails as
+    /// [`try_acquire`](Self::try_acquire).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn try_acquire_many(&self, m: usize) -> Result<SemaphorePermit, Error> {
+        self.take(m, Patience::OneRound).await
+    }
+
+    /// Like [`acquire`](Self::acquire), but gives up with [`Error::Timeout`]
+    /// after `timeout`, releasing whatever it had taken.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`acquire`](Self::acquire).
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<SemaphorePermit, Error> {
+        tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        match tokio::time::timeout(timeout, self.take(1, Patience::Forever)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::Timeout),
+        }
+    }
+
+    async fn take(&self, m: usize, patience: Patience) -> Result<SemaphorePermit, Error> {
+        if m == 0 || m > self.permits() {
+            return Err(Error::invalid(format!(
+                "asked for {m} permits of semaphore {:?}, which has {}; ask for 1 to {}",
+                self.name,
+                self.permits(),
+                self.permits()
+            )));
+        }
+        loop {
+            let queue = match patience {
+                Patience::Forever => self.queue.lock().await?,
+                Patience::OneRound => self.queue.try_lock().await?,
+            };
+            let taking = async {
+                futures::try_join!(self.join_count(patience), self.take_slots(m, patience))
+            };
+            let lost = queue.lost();
+            let (count, slots) = tokio::select! {
+                taken = taking => taken?,
+                () = lost => {
+                    // The line moved on without us (a partition, a stall):
+                    // what we would take now could be an earlier waiter's
+                    // turn. Give it all back and queue again.
+                    tracing::debug!(semaphore = %self.name, "lost the place at the head of the line; queueing again");
+                    if patience == Patience::OneRound {
+                        return Err(Error::WouldBlock);
+                    }
+                    continue;
+                }
+            };
+            // The next in line is pushed its grant as soon as the lockers
+            // process this. Waiting for the confirmation makes a
+            // `try_acquire` that follows this call find the line free.
+            if let Err(err) = queue.unlock().await {
+                tracing::debug!(%err, "the release of the line is not confirmed yet");
+            }
+            tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
+            return Ok(SemaphorePermit::new(self.name.clone(), slots, count));
+        }
+    }
+
+    /// Takes the read lock on this handle's count after checking that
+    /// nobody holds another.
+    async fn join_count(&self, patience: Patience) -> Result<ReadGuard, Error> {
+        let mut attempt = 0u32;
+        loop {
+            let (count, check) =
+                futures::join!(self.count.try_read(), self.other_counts.try_lock());
+            let failure = match (count, check) {
+                (Ok(count), Ok(check)) => {
+                    // Confirmed before the line moves on, so that the next
+                    // acquirer's check cannot meet ours on a quorum.
+                    if let Err(err) = check.unlock().await {
+                        tracing::debug!(%err, "the count check's release is not confirmed yet");
+                    }
+                    return Ok(count);
+                }
+                (Err(err), _) | (_, Err(err)) => err,
+            };
+            if failure != Error::WouldBlock {
+                if patience == Patience::Forever && failure.is_retryable() {
+                    tokio::time::sleep(self.coord.backoff(attempt)).await;
+                    attempt = attempt.saturating_add(1);
+                    continue;
+                }
+                return Err(failure);
+            }
+            attempt = attempt.saturating_add(1);
+            if attempt >= COUNT_CHECKS {
+                if let Some(in_use) = self.count_in_use().await {
+                    return Err(Error::PermitsMismatch {
+                        name: self.name.to_string(),
+                        permits: self.permits(),
+                        in_use: Some(in_use),
+                    });
+                }
+                if patience == Patience::OneRound {
+                    return Err(Error::WouldBlock);
+                }
+            }
+            tokio::time::sleep(self.coord.backoff(attempt)).await;
+        }
+    }
+
+    /// Reads out the count another holder holds, digit by digit: `None`
+    /// when every flipped digit is free.
+    async fn count_in_use(&self) -> Option<usize> {
+        let digits = join_all(self.other_digits.iter().map(DRWMutex::try_lock)).await;
+        let refused: Vec<bool> = digits
+            .iter()
+            .map(|d| matches!(d, Err(Error::WouldBlock)))
+            .collect();
+        drop(digits);
+        refused
+            .iter()
+            .any(|&r| r)
+            .then(|| count_from(self.permits(), &refused))
+    }
+
+    /// Takes `m` slots; called only by the head of the line.
+    async fn take_slots(
+        &self,
+        m: usize,
+        patience: Patience,
+    ) -> Result<Vec<(usize, WriteGuard)>, Error> {
+        if patience == Patience::OneRound {
+            let tries = join_all(self.slots.iter().map(DRWMutex::try_lock)).await;
+            let mut taken = Vec::with_capacity(m);
+            let mut failure = Error::WouldBlock;
+            for (slot, tried) in tries.into_iter().enumerate() {
+                match tried {
+                    Ok(guard) if taken.len() < m => taken.push((slot, guard)),
+                    // More than asked for: released on drop.
+                    Ok(_) => {}
+                    Err(Error::WouldBlock) => {}
+                    Err(err) => failure = err,
+                }
+            }
+            return if taken.len() == m {
+                Ok(taken)
+            } else {
+                Err(failure)
+            };
+        }
+        let mut waits: FuturesUnordered<_> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(slot, mutex)| async move { (slot, mutex.lock().await) })
+            .collect();
+        let mut taken = Vec::with_capacity(m);
+        while let Some((slot, granted)) = waits.next().await {
+            taken.push((slot, granted?));
+            if taken.len() == m {
+                // The other waits end here, releasing their places and any
+                // grant that arrived meanwhile.
+                return Ok(taken);
+            }
+        }
+        Err(Error::WouldBlock)
+    }
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.name)
+            .field("permits", &self.permits())
+            .finish_non_exhaustive()
+    }
+}

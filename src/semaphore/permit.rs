@@ -1,0 +1,196 @@
+//! `SemaphorePermit`: one or more of a semaphore's permits, held until it
+//! is dropped or unlocked.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use futures::future::{join_all, select_all, FutureExt};
+use tokio::runtime::Handle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::{Error, ReadGuard, WriteGuard};
+
+/// Permits of a [`Semaphore`](crate::Semaphore), held until the permit is
+/// dropped (released in the background) or [`unlock`](Self::unlock)ed.
+///
+/// A permit is made of locks: the write lock on each of its slots
+/// (`semaphore/NAME/permit/I`) and the read lock on the semaphore's count.
+/// Both are refreshed in the background like any lock, and the permit is
+/// lost as soon as either is: [`is_lost`](Self::is_lost),
+/// [`lost`](Self::lost) and [`loss_token`](Self::loss_token) say so before
+/// another holder can be given the slot.
+#[must_use = "the permit is released as soon as it is dropped"]
+pub struct SemaphorePermit {
+    name: Arc<str>,
+    /// Ordered by slot.
+    slots: Vec<(usize, WriteGuard)>,
+    count: ReadGuard,
+    token: OnceLock<CancellationToken>,
+    /// Cancelled when the permit goes, which ends the task that watches
+    /// for a loss on behalf of [`loss_token`](Self::loss_token).
+    dropped: CancellationToken,
+    _dropping: DropGuard,
+}
+
+impl SemaphorePermit {
+    pub(super) fn new(
+        name: Arc<str>,
+        mut slots: Vec<(usize, WriteGuard)>,
+        count: ReadGuard,
+    ) -> Self {
+        slots.sort_unstable_by_key(|(slot, _)| *slot);
+        let dropped = CancellationToken::new();
+        SemaphorePermit {
+            name,
+            slots,
+            count,
+            token: OnceLock::new(),
+            _dropping: dropped.clone().drop_guard(),
+            dropped,
+        }
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many permits this holds.
+    pub fn permits(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The slots this permit holds, in `0..k`, ascending. Listings show
+    /// slot `i` as the resource `semaphore/NAME/permit/i`.
+    pub fn slots(&self) -> Vec<usize> {
+        self.slots.iter().map(|(slot, _)| *slot).collect()
+    }
+
+    /// The uid of the lock on the first slot, as the lockers know it.
+    pub fn uid(&self) -> &str {
+        self.slots.first().map_or("", |(_, guard)| guard.uid())
+    }
+
+    /// The fencing token of the first slot (see
+    /// [`fencing_tokens`](Self::fencing_tokens) for a permit of several).
+    ///
+    /// It is the fencing token of that slot's write lock: strictly greater
+    /// than the token of every earlier holder of the same slot. Holders of
+    /// other slots hold at the same time and have tokens of their own, so a
+    /// resource that checks tokens keeps the highest token seen *per slot*
+    /// (one [`FencingGate`](crate::FencingGate) per slot): that refuses a
+    /// permit holder that paused past its lease once the slot's next holder
+    /// has written.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`WriteGuard::fencing_token`].
+    pub async fn fencing_token(&self) -> Result<u64, Error> {
+        match self.slots.first() {
+            Some((_, guard)) => guard.fencing_token().await,
+            None => Err(Error::LockLost),
+        }
+    }
+
+    /// The fencing token of each slot, as `(slot, token)`, ascending by
+    /// slot; see [`fencing_token`](Self::fencing_token).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`WriteGuard::fencing_token`].
+    pub async fn fencing_tokens(&self) -> Result<Vec<(usize, u64)>, Error> {
+        let tokens = join_all(self.slots.iter().map(|(_, g)| g.fencing_token())).await;
+        self.slots
+            .iter()
+            .zip(tokens)
+            .map(|((slot, _), token)| token.map(|t| (*slot, t)))
+            .collect()
+    }
+
+    /// Whether the permit is lost: the lock on one of its slots or on the
+    /// count is lost (see [`WriteGuard::is_lost`]). Once `true`, it stays
+    /// `true`.
+    pub fn is_lost(&self) -> bool {
+        self.count.is_lost() || self.slots.iter().any(|(_, g)| g.is_lost())
+    }
+
+    /// Resolves when the permit is lost; see [`WriteGuard::lost`]. It fires
+    /// before any locker can free a slot of this permit to someone else.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut losses: Vec<_> = self.slots.iter().map(|(_, g)| g.lost().boxed()).collect();
+        losses.push(self.count.lost().boxed());
+        async move {
+            select_all(losses).await;
+        }
+    }
+
+    /// A token that is cancelled when the permit is lost. It is a child
+    /// token: cancelling it yourself does not mark the permit lost.
+    ///
+    /// A task on the current tokio runtime watches the permit's locks for
+    /// it, until the permit is dropped. Called outside a runtime, the
+    /// token follows only the first slot's lock; call it inside one. As
+    /// with [`WriteGuard::loss_token`], check-then-act code must ask
+    /// [`is_lost`](Self::is_lost), which reads the clock.
+    pub fn loss_token(&self) -> CancellationToken {
+        let token = self.token.get_or_init(|| {
+            let Ok(handle) = Handle::try_current() else {
+                return match self.slots.first() {
+                    Some((_, guard)) => guard.loss_token(),
+                    None => self.count.loss_token(),
+                };
+            };
+            let token = CancellationToken::new();
+            let lost = self.lost();
+            let (cancel, dropped) = (token.clone(), self.dropped.clone());
+            handle.spawn(async move {
+                tokio::select! {
+                    () = lost => cancel.cancel(),
+                    () = dropped.cancelled() => {}
+                }
+            });
+            token
+        });
+        token.child_token()
+    }
+
+    /// Releases every lock of the permit and waits until a quorum of
+    /// lockers confirms each release.
+    ///
+    /// Returns [`Error::LockLost`] when the permit had been lost (the work
+    /// done under it was not protected to the end), and otherwise the first
+    /// failure of a release (see [`WriteGuard::unlock`]); releases that were
+    /// not confirmed are retried in the background.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe. Once this future exists the permit is being released:
+    /// dropping it hands the outstanding releases to the runtime.
+    pub async fn unlock(self) -> Result<(), Error> {
+        let lost = self.is_lost();
+        let SemaphorePermit { slots, count, .. } = self;
+        let (slots, count) = futures::join!(
+            join_all(slots.into_iter().map(|(_, g)| g.unlock())),
+            count.unlock()
+        );
+        if lost {
+            return Err(Error::LockLost);
+        }
+        slots
+            .into_iter()
+            .chain(std::iter::once(count))
+            .find(Result::is_err)
+            .unwrap_or(Ok(()))
+    }
+}
+
+impl fmt::Debug for SemaphorePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SemaphorePermit")
+            .field("name", &self.name)
+            .field("slots", &self.slots())
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
