@@ -221,11 +221,25 @@ impl Semaphore {
                 Patience::OneRound => self.queue.try_lock().await?,
             };
             let taking = async {
-                futures::try_join!(self.join_count(patience), self.take_slots(m, patience))
+                let count = self.join_count(patience);
+                let slots = self.take_slots(m, patience);
+                if patience == Patience::Forever {
+                    return futures::try_join!(count, slots);
+                }
+                // Both end after one round; a count that disagrees is the
+                // answer to give even when the slots are all held too.
+                let (count, slots) = futures::join!(count, slots);
+                Ok((count?, slots?))
             };
             let lost = queue.lost();
             let (count, slots) = tokio::select! {
-                taken = taking => taken?,
+                taken = taking => match taken {
+                    Ok(taken) => taken,
+                    Err(err) => {
+                        release_line(queue).await;
+                        return Err(err);
+                    }
+                },
                 () = lost => {
                     // The line moved on without us (a partition, a stall):
                     // what we would take now could be an earlier waiter's
@@ -237,12 +251,7 @@ impl Semaphore {
                     continue;
                 }
             };
-            // The next in line is pushed its grant as soon as the lockers
-            // process this. Waiting for the confirmation makes a
-            // `try_acquire` that follows this call find the line free.
-            if let Err(err) = queue.unlock().await {
-                tracing::debug!(%err, "the release of the line is not confirmed yet");
-            }
+            release_line(queue).await;
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
             return Ok(SemaphorePermit::new(self.name.clone(), slots, count));
         }
@@ -259,12 +268,18 @@ impl Semaphore {
                 (Ok(count), Ok(check)) => {
                     // Confirmed before the line moves on, so that the next
                     // acquirer's check cannot meet ours on a quorum.
-                    if let Err(err) = check.unlock().await {
-                        tracing::debug!(%err, "the count check's release is not confirmed yet");
-                    }
+                    release_check(check).await;
                     return Ok(count);
                 }
-                (Err(err), _) | (_, Err(err)) => err,
+                (Ok(count), Err(err)) => {
+                    let _ = count.unlock().await;
+                    err
+                }
+                (Err(err), Ok(check)) => {
+                    release_check(check).await;
+                    err
+                }
+                (Err(err), Err(_)) => err,
             };
             if failure != Error::WouldBlock {
                 if patience == Patience::Forever && failure.is_retryable() {
@@ -299,7 +314,7 @@ impl Semaphore {
             .iter()
             .map(|d| matches!(d, Err(Error::WouldBlock)))
             .collect();
-        drop(digits);
+        join_all(digits.into_iter().flatten().map(release_check)).await;
         refused
             .iter()
             .any(|&r| r)
@@ -315,16 +330,22 @@ impl Semaphore {
         if patience == Patience::OneRound {
             let tries = join_all(self.slots.iter().map(DRWMutex::try_lock)).await;
             let mut taken = Vec::with_capacity(m);
+            let mut extra = Vec::new();
             let mut failure = Error::WouldBlock;
             for (slot, tried) in tries.into_iter().enumerate() {
                 match tried {
                     Ok(guard) if taken.len() < m => taken.push((slot, guard)),
-                    // More than asked for: released on drop.
-                    Ok(_) => {}
+                    Ok(guard) => extra.push(guard),
                     Err(Error::WouldBlock) => {}
                     Err(err) => failure = err,
                 }
             }
+            if taken.len() < m {
+                extra.extend(taken.drain(..).map(|(_, guard)| guard));
+            }
+            // Confirmed, so that the slots are free for the next attempt
+            // when this call returns.
+            join_all(extra.into_iter().map(release_check)).await;
             return if taken.len() == m {
                 Ok(taken)
             } else {
@@ -347,6 +368,24 @@ impl Semaphore {
             }
         }
         Err(Error::WouldBlock)
+    }
+}
+
+/// Releases the line and waits for the lockers to confirm. The next in
+/// line is pushed its grant as soon as they process it; waiting makes a
+/// `try_acquire` that follows this call find the line free.
+async fn release_line(queue: WriteGuard) {
+    if let Err(err) = queue.unlock().await {
+        tracing::debug!(%err, "the release of the line is not confirmed yet");
+    }
+}
+
+/// Releases a lock taken only to check (the count, or a slot beyond those
+/// asked for) and waits for the lockers to confirm, so that the next
+/// attempt, ours or the next acquirer's, does not meet it.
+async fn release_check(check: WriteGuard) {
+    if let Err(err) = check.unlock().await {
+        tracing::debug!(%err, "the release of a check is not confirmed yet");
     }
 }
 

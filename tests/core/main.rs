@@ -21,3 +21,4 @@ mod layering;
 mod lease;
 mod randomized;
 mod runtimes;
+mod semaphore;
