@@ -10,3 +10,4 @@ mod harness;
 mod election_randomized;
 mod model_check;
 mod safety_randomized;
+mod semaphore_randomized;
