@@ -16,5 +16,6 @@ mod late_validity;
 mod limits;
 mod races;
 mod reconnect;
+mod semaphore;
 mod tls;
 mod transport;

@@ -16,4 +16,5 @@ mod fencing;
 mod locker;
 mod node;
 mod safety;
+mod semaphore;
 mod waiting;

@@ -1,0 +1,111 @@
+//! Counting semaphores over three lock servers on loopback: at most `k`
+//! holders, waiters pushed their permits, a different count refused, and
+//! the servers' listing naming who holds which permit.
+#![cfg(feature = "net")]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+use tokio::sync::oneshot;
+
+const TOKEN: &str = "semaphore-secret";
+const ADMIN: &str = "semaphore-admin";
+
+async fn servers(n: usize) -> (Vec<String>, Vec<oneshot::Sender<()>>) {
+    let mut addrs = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..n {
+        let server = LockServer::new(
+            Arc::new(LocalLocker::new()),
+            ServerConfig::new(TOKEN).admin_token(ADMIN),
+        )
+        .expect("valid config");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (bound, serving) = server
+            .bind("127.0.0.1:0".parse().expect("address"), async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("bind loopback");
+        tokio::spawn(serving);
+        addrs.push(bound.to_string());
+        stops.push(stop);
+    }
+    (addrs, stops)
+}
+
+async fn client(addrs: &[String], owner: &str) -> Dsync {
+    let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+    for addr in addrs {
+        let locker = RemoteLocker::connect(addr, RemoteConfig::new(TOKEN))
+            .await
+            .expect("connect to the test server");
+        lockers.push(Arc::new(locker));
+    }
+    Dsync::builder(lockers)
+        .owner(owner)
+        .build()
+        .expect("valid settings")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_k_hold_over_lock_servers_and_the_listing_names_them() {
+    let (addrs, _stops) = servers(3).await;
+    let most = Arc::new(AtomicUsize::new(0));
+    let now = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        let ds = client(&addrs, &format!("worker-{i}")).await;
+        let (most, now) = (most.clone(), now.clone());
+        tasks.push(tokio::spawn(async move {
+            let sem = ds.semaphore("uploads", 2).unwrap();
+            for _ in 0..3 {
+                let permit = tokio::time::timeout(Duration::from_secs(20), sem.acquire())
+                    .await
+                    .expect("granted in time")
+                    .expect("granted");
+                let inside = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(inside, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                assert!(!permit.is_lost());
+                now.fetch_sub(1, Ordering::SeqCst);
+                permit.unlock().await.expect("released");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("no panic");
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+
+    let a = client(&addrs, "host-a").await;
+    let held = a.semaphore("uploads", 2).unwrap().acquire().await.unwrap();
+    let admin = RemoteLocker::connect(&addrs[0], RemoteConfig::new(ADMIN))
+        .await
+        .expect("connect as the admin");
+    let listing = admin.locks().await.expect("the listing");
+    let resource = format!("semaphore/uploads/permit/{}", held.slots()[0]);
+    assert!(
+        listing
+            .iter()
+            .any(|e| e.resource == resource && e.owner == "host-a"),
+        "{resource} held by host-a in {listing:#?}"
+    );
+    let b = client(&addrs, "host-b").await;
+    let refused = b.semaphore("uploads", 5).unwrap().try_acquire().await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::PermitsMismatch {
+                permits: 5,
+                in_use: Some(2),
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    held.unlock().await.unwrap();
+}
