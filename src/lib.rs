@@ -188,3 +188,8 @@ pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// Compiles the Rust snippets of docs/semaphore.md as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/semaphore.md")]
+pub struct SemaphoreDocDoctests;
