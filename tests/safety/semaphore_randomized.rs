@@ -52,6 +52,7 @@ fn settings() -> (Vec<u64>, usize) {
 #[derive(Debug, Clone)]
 struct Hold {
     owner: String,
+    slot: usize,
     permits: usize,
     from: Instant,
     until: Option<Instant>,
@@ -137,6 +138,7 @@ async fn holder(
         let at = shared.holds.lock().unwrap().len();
         shared.holds.lock().unwrap().push(Hold {
             owner: owner.clone(),
+            slot,
             permits,
             from: now,
             until: None,
@@ -232,6 +234,11 @@ fn check_holds(holds: &[Hold], problems: &mut Vec<String>) {
     // instant another begins does not overlap it.
     let mut points: Vec<(Instant, bool, usize)> = Vec::new();
     for (i, h) in holds.iter().enumerate() {
+        // Released at the instant it was granted (a pause of 0 ms): it
+        // overlaps nothing, and its end would sort before its beginning.
+        if h.until.is_some_and(|until| until <= h.from) {
+            continue;
+        }
         points.push((h.from, true, i));
         if let Some(until) = h.until {
             points.push((until, false, i));
@@ -251,7 +258,13 @@ fn check_holds(holds: &[Hold], problems: &mut Vec<String>) {
         if now.len() > least || counts.iter().any(|&c| c != counts[0]) {
             let who: Vec<String> = now
                 .iter()
-                .map(|&j| format!("{} (k={})", holds[j].owner, holds[j].permits))
+                .map(|&j| {
+                    let h = &holds[j];
+                    format!(
+                        "{} (k={}, slot {}, from {:?} until {:?})",
+                        h.owner, h.permits, h.slot, h.from, h.until
+                    )
+                })
                 .collect();
             problems.push(format!("at {at:?}, {} held at once: {who:?}", now.len()));
         }
