@@ -81,6 +81,17 @@ impl DRWMutex {
         &self.resources
     }
 
+    /// The same names, shared: the key a reentrant holder files its hold
+    /// under.
+    pub(crate) fn resource_set(&self) -> &Arc<[String]> {
+        &self.resources
+    }
+
+    /// The coordinator this mutex sends its calls through.
+    pub(crate) fn coordinator(&self) -> &Arc<Coordinator> {
+        &self.coord
+    }
+
     /// Waits until the exclusive lock is granted.
     ///
     /// Waits in line (see [`Waiting`]) for as long as the lock is held

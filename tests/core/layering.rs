@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Top to bottom. A module may use the ones after it, never those before.
-const LAYERS: [(&str, &[&str]); 12] = [
+const LAYERS: [(&str, &[&str]); 13] = [
     ("dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",
@@ -17,6 +17,7 @@ const LAYERS: [(&str, &[&str]); 12] = [
             "ELECTION_PREFIX",
         ],
     ),
+    ("reentrant", &["Holder", "ReentrantGuard"]),
     ("mutex", &["DRWMutex"]),
     ("wait_round", &[]),
     ("round", &[]),
