@@ -20,4 +20,5 @@ mod late_grants;
 mod layering;
 mod lease;
 mod randomized;
+mod reentrant;
 mod runtimes;
