@@ -29,6 +29,10 @@ use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 /// after the holder let go. The handle itself holds nothing; it is cheap to
 /// clone and to keep.
 ///
+/// The lock is not reentrant: a task that holds it and asks again waits for
+/// itself. Code that takes a lock it may already hold goes through a
+/// [`Holder`](crate::Holder) instead.
+///
 /// ```
 /// use std::sync::Arc;
 /// use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
