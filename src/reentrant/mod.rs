@@ -166,7 +166,7 @@ enum Found {
 enum Patience {
     Once,
     Forever,
-    Until(Instant),
+    Within(Duration),
 }
 
 impl Holder {
@@ -243,8 +243,7 @@ impl Holder {
         mutex: &DRWMutex,
         timeout: Duration,
     ) -> Result<ReentrantGuard, Error> {
-        let deadline = deadline(timeout)?;
-        self.acquire(mutex, LockMode::Write, Patience::Until(deadline))
+        self.acquire(mutex, LockMode::Write, Patience::Within(timeout))
             .await
     }
 
@@ -259,8 +258,7 @@ impl Holder {
         mutex: &DRWMutex,
         timeout: Duration,
     ) -> Result<ReentrantGuard, Error> {
-        let deadline = deadline(timeout)?;
-        self.acquire(mutex, LockMode::Read, Patience::Until(deadline))
+        self.acquire(mutex, LockMode::Read, Patience::Within(timeout))
             .await
     }
 
@@ -273,7 +271,7 @@ impl Holder {
         &self,
         mutex: &DRWMutex,
         mode: LockMode,
-        patience: Patience,
+        mut patience: Patience,
     ) -> Result<ReentrantGuard, Error> {
         if !Arc::ptr_eq(mutex.coordinator(), &self.shared.coord) {
             return Err(Error::invalid(
@@ -294,9 +292,14 @@ impl Holder {
         let _turn = match patience {
             Patience::Once => claim.gate.try_lock().map_err(|_| Error::WouldBlock)?,
             Patience::Forever => claim.gate.lock().await,
-            Patience::Until(deadline) => tokio::time::timeout_at(deadline, claim.gate.lock())
-                .await
-                .map_err(|_| Error::Timeout)?,
+            Patience::Within(timeout) => {
+                let deadline = deadline(timeout)?;
+                let turn = tokio::time::timeout_at(deadline, claim.gate.lock())
+                    .await
+                    .map_err(|_| Error::Timeout)?;
+                patience = Patience::Within(left(deadline));
+                turn
+            }
         };
         // Another clone may have acquired it while this one waited its turn.
         if let Some(hold) = self.shared.held(key) {
@@ -305,13 +308,13 @@ impl Holder {
         let lock = match (mode, patience) {
             (LockMode::Write, Patience::Forever) => Lock::Write(mutex.lock().await?),
             (LockMode::Write, Patience::Once) => Lock::Write(mutex.try_lock().await?),
-            (LockMode::Write, Patience::Until(deadline)) => {
-                Lock::Write(mutex.lock_timeout(left(deadline)).await?)
+            (LockMode::Write, Patience::Within(timeout)) => {
+                Lock::Write(mutex.lock_timeout(timeout).await?)
             }
             (LockMode::Read, Patience::Forever) => Lock::Read(mutex.read().await?),
             (LockMode::Read, Patience::Once) => Lock::Read(mutex.try_read().await?),
-            (LockMode::Read, Patience::Until(deadline)) => {
-                Lock::Read(mutex.read_timeout(left(deadline)).await?)
+            (LockMode::Read, Patience::Within(timeout)) => {
+                Lock::Read(mutex.read_timeout(timeout).await?)
             }
         };
         let hold = Arc::new(Hold::new(lock, self.shared.clone(), key.clone()));
@@ -320,7 +323,8 @@ impl Holder {
     }
 }
 
-/// The deadline `timeout` from now; needs the runtime's clock.
+/// The deadline `timeout` from now. Checks for a runtime first, as the
+/// mutex's own timeout forms do: the timer needs one.
 fn deadline(timeout: Duration) -> Result<Instant, Error> {
     Handle::try_current().map_err(|_| Error::NoRuntime)?;
     Ok(after(Instant::now(), timeout))

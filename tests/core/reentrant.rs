@@ -239,6 +239,31 @@ async fn nested_acquisition_never_waits_and_calls_no_locker() {
     assert!(leftovers(&c.nodes).is_empty());
 }
 
+/// A nested hold needs no runtime, not even in its timeout form: it waits
+/// for nothing.
+#[test]
+fn a_nested_hold_needs_no_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let c = cluster(3, Duration::ZERO);
+    let mutex = c.ds.rw_mutex(["outside"]).unwrap();
+    let holder = c.ds.holder();
+    let outer = runtime.block_on(holder.lock(&mutex)).unwrap();
+    let inner =
+        futures::executor::block_on(holder.read_timeout(&mutex, Duration::from_secs(1))).unwrap();
+    assert_eq!(inner.uid(), outer.uid());
+    drop(inner);
+    runtime.block_on(outer.unlock()).unwrap();
+    // A first acquisition does need one.
+    let other = c.ds.holder();
+    assert_eq!(
+        futures::executor::block_on(other.lock_timeout(&mutex, Duration::from_secs(1))).err(),
+        Some(Error::NoRuntime)
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn two_holders_exclude_each_other() {
     let c = cluster(3, Duration::ZERO);
