@@ -206,6 +206,31 @@ impl Dsync {
         };
         crate::Semaphore::new(name, permits, self.coord.clone(), &mutex)
     }
+
+    /// A new holder for reentrant locks: its clones are one holder, which
+    /// may take a lock of this `Dsync` it already holds again without
+    /// waiting; any other holder is another client. See
+    /// [`Holder`](crate::Holder) for why identity is a handle rather than
+    /// the thread or the task.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Error> {
+    /// # let ds = Dsync::new(vec![Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>])?;
+    /// let mutex = ds.rw_mutex(["cache"])?;
+    /// let (me, someone_else) = (ds.holder(), ds.holder());
+    /// let first = me.lock(&mutex).await?;
+    /// let again = me.clone().lock(&mutex).await?; // granted at once
+    /// assert!(matches!(someone_else.try_lock(&mutex).await, Err(Error::WouldBlock)));
+    /// drop((first, again));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn holder(&self) -> crate::Holder {
+        crate::Holder::new(self.coord.clone())
+    }
 }
 
 impl fmt::Debug for Dsync {

@@ -154,6 +154,21 @@ pub enum Error {
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]
     NoRuntime,
+
+    /// A [`Holder`](crate::Holder) that holds only the read lock of these
+    /// resources asked for their write lock. Waiting would deadlock: the
+    /// write lock cannot be granted while this holder's own read lock is
+    /// held. Release every read guard of the lock first, then ask for the
+    /// write lock; upgrades in place are not supported.
+    #[error(
+        "this holder holds only the read lock of [{}]; release it before asking for the \
+         write lock (upgrades are not supported)",
+        .resources.join(", ")
+    )]
+    UpgradeNotSupported {
+        /// The resources of the lock, sorted.
+        resources: Vec<String>,
+    },
 }
 
 /// What a locker's refusal says when it refuses grants because it restarted
@@ -183,8 +198,9 @@ impl Error {
     ///
     /// Invalid arguments, a missing runtime, rejected credentials (token or
     /// TLS certificate) and missing capabilities are permanent until a
-    /// setting changes; everything else can change as lock holders leave
-    /// and servers come back.
+    /// setting changes, and an upgrade from a read to a write lock is
+    /// refused until the caller itself releases its read lock; everything
+    /// else can change as lock holders leave and servers come back.
     ///
     /// ```
     /// use quorum_lock::Error;
@@ -200,6 +216,7 @@ impl Error {
                 | Error::Tls { .. }
                 | Error::Unsupported { .. }
                 | Error::PermitsMismatch { .. }
+                | Error::UpgradeNotSupported { .. }
         )
     }
 

@@ -157,6 +157,7 @@ mod proclamation;
 pub mod quorum;
 #[cfg(feature = "redis")]
 pub mod redis;
+mod reentrant;
 mod refresh;
 mod release;
 mod round;
@@ -178,6 +179,7 @@ pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
 pub use proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+pub use reentrant::{Holder, ReentrantGuard};
 pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
 /// The names of the metrics a `Dsync` records (feature `metrics`).
 #[cfg(feature = "metrics")]

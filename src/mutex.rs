@@ -29,6 +29,10 @@ use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 /// after the holder let go. The handle itself holds nothing; it is cheap to
 /// clone and to keep.
 ///
+/// The lock is not reentrant: a task that holds it and asks again waits for
+/// itself. Code that takes a lock it may already hold goes through a
+/// [`Holder`](crate::Holder) instead.
+///
 /// ```
 /// use std::sync::Arc;
 /// use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
@@ -79,6 +83,17 @@ impl DRWMutex {
     /// The resource names, sorted and de-duplicated.
     pub fn resources(&self) -> &[String] {
         &self.resources
+    }
+
+    /// The same names, shared: the key a reentrant holder files its hold
+    /// under.
+    pub(crate) fn resource_set(&self) -> &Arc<[String]> {
+        &self.resources
+    }
+
+    /// The coordinator this mutex sends its calls through.
+    pub(crate) fn coordinator(&self) -> &Arc<Coordinator> {
+        &self.coord
     }
 
     /// Waits until the exclusive lock is granted.

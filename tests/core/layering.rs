@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Top to bottom. A module may use the ones after it, never those before.
-const LAYERS: [(&str, &[&str]); 13] = [
+const LAYERS: [(&str, &[&str]); 14] = [
     ("dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",
@@ -26,6 +26,7 @@ const LAYERS: [(&str, &[&str]); 13] = [
             "SEMAPHORE_PREFIX",
         ],
     ),
+    ("reentrant", &["Holder", "ReentrantGuard"]),
     ("mutex", &["DRWMutex"]),
     ("wait_round", &[]),
     ("round", &[]),

@@ -20,5 +20,6 @@ mod late_grants;
 mod layering;
 mod lease;
 mod randomized;
+mod reentrant;
 mod runtimes;
 mod semaphore;
