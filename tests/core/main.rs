@@ -22,3 +22,4 @@ mod lease;
 mod randomized;
 mod runtimes;
 mod semaphore;
+mod semaphore_review;
