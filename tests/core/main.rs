@@ -23,3 +23,4 @@ mod randomized;
 mod reentrant;
 mod runtimes;
 mod semaphore;
+mod semaphore_review;
