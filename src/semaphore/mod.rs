@@ -16,10 +16,11 @@
 //!   holder takes a permit, waiting on all `k` slots at once, so a later
 //!   acquirer never takes a permit that an earlier one is waiting for;
 //! * **the count**: every holder keeps the read lock on names that spell
-//!   `k` in binary, one name per digit, and checks once, with the write
-//!   lock on the flipped digits, that no holder spells another count.
-//!   Two processes that open `N` with different `k` cannot both hold: the
-//!   second gets [`Error::PermitsMismatch`].
+//!   `k` in binary, one name per digit (twice: `count-bit` for checks,
+//!   `held` for reading a count out), and checks once, with the write lock
+//!   on the flipped `count-bit` digits, that no holder spells another
+//!   count. Two processes that open `N` with different `k` cannot both
+//!   hold: the second gets [`Error::PermitsMismatch`].
 
 mod names;
 mod permit;
@@ -38,10 +39,10 @@ use crate::coordinator::Coordinator;
 use crate::{DRWMutex, Error, ReadGuard, WriteGuard};
 use names::{count_from, Names};
 
-/// How many times the count is checked again when the flipped digits are
-/// held before the holders' counts are read out: a check that failed may
-/// have met the previous acquirer's check on a locker that had not yet
-/// processed its release.
+/// How many refused checks an acquirer makes before it probes the `held`
+/// names for a holder of another count: a check is also refused by an
+/// earlier acquirer's check on a locker that has not processed its release
+/// yet, which the first retries outlast.
 const COUNT_CHECKS: u32 = 3;
 
 /// A counting semaphore: at most `k` holders of a name at a time among
@@ -95,8 +96,9 @@ pub struct Semaphore {
     slots: Arc<[DRWMutex]>,
     count: DRWMutex,
     other_counts: DRWMutex,
-    /// One lock per flipped digit, to read out another holder's count.
-    other_digits: Arc<[DRWMutex]>,
+    /// One lock per flipped `held` digit, to read out another
+    /// holder's count.
+    other_held: Arc<[DRWMutex]>,
 }
 
 /// How long an acquire keeps trying.
@@ -120,8 +122,8 @@ impl Semaphore {
             queue: mutex(vec![names.queue]),
             slots: names.permits.into_iter().map(|p| mutex(vec![p])).collect(),
             count: mutex(names.count),
-            other_digits: names
-                .other_counts
+            other_held: names
+                .other_held
                 .iter()
                 .map(|d| mutex(vec![d.clone()]))
                 .collect(),
@@ -221,15 +223,40 @@ impl Semaphore {
                 Patience::OneRound => self.queue.try_lock().await?,
             };
             let taking = async {
-                let count = self.join_count(patience);
-                let slots = self.take_slots(m, patience);
                 if patience == Patience::Forever {
-                    return futures::try_join!(count, slots);
+                    // The count first: a count that disagrees must be the
+                    // answer before any slot is taken, and a head of the
+                    // line is ready to wait on the slots one round later.
+                    let (count, check) = self.join_count(patience).await?;
+                    let (slots, ()) =
+                        futures::join!(self.take_slots(m, patience), release_check(check));
+                    return match slots {
+                        Ok(slots) => Ok((count, slots)),
+                        Err(err) => {
+                            release_read(count).await;
+                            Err(err)
+                        }
+                    };
                 }
                 // Both end after one round; a count that disagrees is the
                 // answer to give even when the slots are all held too.
-                let (count, slots) = futures::join!(count, slots);
-                Ok((count?, slots?))
+                let (counted, slots) =
+                    futures::join!(self.join_count(patience), self.take_slots(m, patience));
+                match (counted, slots) {
+                    (Ok((count, check)), Ok(slots)) => {
+                        release_check(check).await;
+                        Ok((count, slots))
+                    }
+                    (Ok((count, check)), Err(err)) => {
+                        futures::join!(release_read(count), release_check(check));
+                        Err(err)
+                    }
+                    (Err(err), Ok(slots)) => {
+                        join_all(slots.into_iter().map(|(_, slot)| release_check(slot))).await;
+                        Err(err)
+                    }
+                    (Err(err), Err(_)) => Err(err),
+                }
             };
             let lost = queue.lost();
             let (count, slots) = tokio::select! {
@@ -258,21 +285,18 @@ impl Semaphore {
     }
 
     /// Takes the read lock on this handle's count after checking that
-    /// nobody holds another.
-    async fn join_count(&self, patience: Patience) -> Result<ReadGuard, Error> {
+    /// nobody holds another; returns the check still held, for the caller
+    /// to release (confirmed) before the line moves on, so that the next
+    /// acquirer's check does not meet it.
+    async fn join_count(&self, patience: Patience) -> Result<(ReadGuard, WriteGuard), Error> {
         let mut attempt = 0u32;
         loop {
             let (count, check) =
                 futures::join!(self.count.try_read(), self.other_counts.try_lock());
             let failure = match (count, check) {
-                (Ok(count), Ok(check)) => {
-                    // Confirmed before the line moves on, so that the next
-                    // acquirer's check cannot meet ours on a quorum.
-                    release_check(check).await;
-                    return Ok(count);
-                }
+                (Ok(count), Ok(check)) => return Ok((count, check)),
                 (Ok(count), Err(err)) => {
-                    let _ = count.unlock().await;
+                    release_read(count).await;
                     err
                 }
                 (Err(err), Ok(check)) => {
@@ -298,6 +322,9 @@ impl Semaphore {
                         in_use: Some(in_use),
                     });
                 }
+                // Refused by checks, not holders: one left behind by an
+                // acquirer whose release did not reach every locker (it
+                // expires within the lease's validity).
                 if patience == Patience::OneRound {
                     return Err(Error::WouldBlock);
                 }
@@ -306,10 +333,11 @@ impl Semaphore {
         }
     }
 
-    /// Reads out the count another holder holds, digit by digit: `None`
-    /// when every flipped digit is free.
+    /// Reads out the count another holder holds, digit by digit, from the
+    /// names only holders lock: `None` when no holder of another count
+    /// refused any.
     async fn count_in_use(&self) -> Option<usize> {
-        let digits = join_all(self.other_digits.iter().map(DRWMutex::try_lock)).await;
+        let digits = join_all(self.other_held.iter().map(DRWMutex::try_lock)).await;
         let refused: Vec<bool> = digits
             .iter()
             .map(|d| matches!(d, Err(Error::WouldBlock)))
@@ -377,6 +405,13 @@ impl Semaphore {
 async fn release_line(queue: WriteGuard) {
     if let Err(err) = queue.unlock().await {
         tracing::debug!(%err, "the release of the line is not confirmed yet");
+    }
+}
+
+/// Releases a read lock of the count that will not be kept, confirmed.
+async fn release_read(count: ReadGuard) {
+    if let Err(err) = count.unlock().await {
+        tracing::debug!(%err, "the release of a count is not confirmed yet");
     }
 }
 

@@ -29,13 +29,19 @@ pub(super) struct Names {
     pub(super) queue: String,
     /// One write lock per permit: `permit/0` … `permit/k-1`.
     pub(super) permits: Vec<String>,
-    /// The count's binary digits: one name per digit, for the digit's value.
-    /// A holder keeps the read lock on these.
+    /// The count's binary digits, twice: one `count-bit` name per digit
+    /// for the digit's value, which checks meet, and one `held` name,
+    /// which only holders lock. A holder keeps the read lock on all of them.
     pub(super) count: Vec<String>,
-    /// The same digits with every value flipped. A new holder takes the
-    /// write lock on these once, and that fails while anyone holds a count
-    /// that differs from its own in any digit.
+    /// The `count-bit` names with every value flipped. A new holder takes
+    /// the write lock on these once (the check), and that fails while
+    /// anyone holds a count that differs from its own in any digit, or
+    /// while another check, or one left behind, holds them.
     pub(super) other_counts: Vec<String>,
+    /// The `held` names with every value flipped, one per digit: to
+    /// read out a count that holders hold after a check failed. Checks
+    /// never lock these, so only a holder of another count refuses them.
+    pub(super) other_held: Vec<String>,
 }
 
 impl Names {
@@ -49,18 +55,25 @@ impl Names {
             )));
         }
         let base = format!("{SEMAPHORE_PREFIX}{name}");
-        let digit = |bit: usize, value: bool| format!("{base}/count-bit/{bit}/{}", u8::from(value));
+        let digits = |kind: &str, flipped: bool| -> Vec<String> {
+            (0..COUNT_BITS)
+                .map(|bit| {
+                    let value = (permits >> bit & 1 == 1) != flipped;
+                    format!("{base}/{kind}/{bit}/{}", u8::from(value))
+                })
+                .collect()
+        };
+        let mut count = digits("count-bit", false);
+        count.extend(digits("held", false));
         let names = Names {
             queue: format!("{base}/queue"),
             permits: (0..permits).map(|i| format!("{base}/permit/{i}")).collect(),
-            count: (0..COUNT_BITS)
-                .map(|bit| digit(bit, permits >> bit & 1 == 1))
-                .collect(),
-            other_counts: (0..COUNT_BITS)
-                .map(|bit| digit(bit, permits >> bit & 1 == 0))
-                .collect(),
+            count,
+            other_counts: digits("count-bit", true),
+            other_held: digits("held", true),
         };
-        // The longest names are the last permit's and the digits'.
+        // The longest names are the last permit's and the `count-bit`
+        // digits' (`held` is shorter).
         validate_names(std::slice::from_ref(&names.queue))?;
         validate_names(&names.permits[permits - 1..])?;
         validate_names(&names.count)?;
@@ -87,9 +100,17 @@ mod tests {
         let two = Names::new("s", 2).unwrap();
         let three = Names::new("s", 3).unwrap();
         // 2 = 0b10 and 3 = 0b11 differ in bit 0: 3's digit is one of 2's
-        // flipped digits, which 2 write-locks to check.
+        // flipped digits, which 2 write-locks to check, and one of those it
+        // probes to read a count out.
         assert!(three.count.iter().any(|n| two.other_counts.contains(n)));
+        assert!(three.count.iter().any(|n| two.other_held.contains(n)));
         assert!(!two.count.iter().any(|n| two.other_counts.contains(n)));
+        assert!(!two.count.iter().any(|n| two.other_held.contains(n)));
+        // Checks never lock what a read-out probes.
+        assert!(!two
+            .other_counts
+            .iter()
+            .any(|n| three.other_held.contains(n)));
         assert_eq!(count_from(2, &[true, false]), 3);
     }
 
