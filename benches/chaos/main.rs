@@ -15,7 +15,16 @@
 //! ```
 //!
 //! `--no-faults` runs the same clients without the fault schedule, to show
-//! what contention alone costs. With `CHAOS_DEBUG` set, the report lists
+//! what contention alone costs.
+//!
+//! `--permits K` checks the command line's semaphore instead (see
+//! permits.rs): `--runners N` loops of `quorum-lock run --permits K` on one
+//! name, through kills and pauses of a minority of the servers; at no
+//! instant may more than K commands run:
+//!
+//! ```sh
+//! cargo run --release -p quorum-lock-benches --bin chaos -- --permits 3 --runners 12 --servers 5 --seconds 20 --seed 1 --validity-ms 3000
+//! ``` With `CHAOS_DEBUG` set, the report lists
 //! every failed acquire with the grants on its names during its wait, and
 //! every grant made while a majority was silent with the faults around it.
 //!
@@ -35,6 +44,7 @@ use tokio::time::Instant;
 
 mod clients;
 mod ledger;
+mod permits;
 mod proxy;
 mod schedule;
 mod servers;
@@ -53,6 +63,12 @@ struct Settings {
     /// No fault schedule: the same clients on healthy servers, to tell what
     /// contention alone costs.
     calm: bool,
+    /// `--permits K`: the semaphore run of permits.rs instead.
+    permits: Option<usize>,
+    /// How many `run --permits` loops.
+    runners: usize,
+    /// How many runs must complete. Default: K per second of the run.
+    min_runs: Option<u64>,
 }
 
 impl Settings {
@@ -66,7 +82,10 @@ const USAGE: &str =
     "usage: chaos [--servers N (1..=9, default 5)] [--clients N (1..=256, default 64)] \
                      [--seconds N (5..=3600, default 60)] [--seed N (default: random)] \
                      [--validity-ms N (500..=60000, default 2000)] \
-                     [--names N (1..=4096, default: clients / 2, at least 8)] [--no-faults]";
+                     [--names N (1..=4096, default: clients / 2, at least 8)] [--no-faults]\n       \
+                     chaos --permits K (1..=100) [--runners N (1..=64, default 12)] \
+                     [--min-runs N (default: K x --seconds)] [--servers N] [--seconds N] [--seed N] \
+                     [--validity-ms N]";
 
 fn settings() -> Result<Settings, String> {
     let mut s = Settings {
@@ -77,6 +96,9 @@ fn settings() -> Result<Settings, String> {
         validity: Duration::from_secs(2),
         names: None,
         calm: false,
+        permits: None,
+        runners: 12,
+        min_runs: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -109,6 +131,9 @@ fn settings() -> Result<Settings, String> {
             "--seed" => s.seed = number,
             "--validity-ms" => s.validity = Duration::from_millis(within(500, 60_000)?),
             "--names" => s.names = Some(within(1, 4096)? as usize),
+            "--permits" => s.permits = Some(within(1, 100)? as usize),
+            "--runners" => s.runners = within(1, 64)? as usize,
+            "--min-runs" => s.min_runs = Some(number),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
@@ -116,6 +141,11 @@ fn settings() -> Result<Settings, String> {
 }
 
 fn main() -> ExitCode {
+    // A run's command in the --permits run: this program again.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some(permits::WORK) {
+        return permits::work(&args[2..]);
+    }
     let settings = match settings() {
         Ok(s) => s,
         Err(msg) => {
@@ -141,6 +171,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(k) = settings.permits {
+        return permits_run(&runtime, &settings, k);
+    }
     println!(
         "chaos run: seed {}, {} servers, {} clients on {} names, {} s, validity {:?}{}",
         settings.seed,
@@ -162,6 +195,40 @@ fn main() -> ExitCode {
                 settings.seconds,
                 settings.names(),
                 settings.validity.as_millis()
+            );
+            ExitCode::FAILURE
+        }
+        Err(err) => {
+            eprintln!("chaos run could not run: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--permits K`: the semaphore run of permits.rs.
+fn permits_run(runtime: &tokio::runtime::Runtime, s: &Settings, k: usize) -> ExitCode {
+    println!(
+        "chaos run of `quorum-lock run --permits {k}`: seed {}, {} servers, {} runners, {} s, \
+         validity {:?}{}",
+        s.seed,
+        s.servers,
+        s.runners,
+        s.seconds,
+        s.validity,
+        if s.calm { ", no faults" } else { "" }
+    );
+    match runtime.block_on(permits::run(s, k)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            println!(
+                "FAILED: rerun with --permits {k} --runners {} --seed {} --servers {} --seconds {} \
+                 --validity-ms {}{}",
+                s.runners,
+                s.seed,
+                s.servers,
+                s.seconds,
+                s.validity.as_millis(),
+                if s.calm { " --no-faults" } else { "" }
             );
             ExitCode::FAILURE
         }

@@ -278,6 +278,81 @@ pub fn draw(
     events
 }
 
+/// A schedule of process faults only, kills (with restarts) and pauses,
+/// for runs whose clients connect to the servers directly (no proxies):
+/// drawn from `seed`, sorted by start. One is drawn every validity/8 to
+/// validity/2 after a warm-up of one second; never more than `most` servers
+/// are unavailable at once, a restarted server counting until its
+/// quarantine is over; pauses are shorter or longer than the validity,
+/// half each. Every fault has ended, quarantine included, a validity
+/// before the end of `run`.
+pub fn draw_process_faults(
+    seed: u64,
+    servers: usize,
+    most: usize,
+    run: Duration,
+    validity: Duration,
+) -> Vec<Event> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut events: Vec<Event> = Vec::new();
+    let v = validity;
+    let warm = Duration::from_secs(1);
+    let Some(limit) = run.checked_sub(v) else {
+        return events;
+    };
+    if servers == 0 || most == 0 || v.is_zero() {
+        return events;
+    }
+    let mut t = warm;
+    // Each round advances t by at least v/8 > 0; the cap is a backstop.
+    for _ in 0..100_000 {
+        t += between(&mut rng, v / 8, v / 2);
+        if t >= limit {
+            break;
+        }
+        let server = rng.random_range(0..servers);
+        let fault = if rng.random_bool(0.4) {
+            Fault::KillRestart {
+                server,
+                down_for: between(&mut rng, v / 4, v),
+            }
+        } else if rng.random_bool(0.5) {
+            Fault::Pause {
+                server,
+                for_: between(&mut rng, v / 10, v * 4 / 5),
+            }
+        } else {
+            Fault::Pause {
+                server,
+                for_: between(&mut rng, v * 6 / 5, v * 2),
+            }
+        };
+        let busy = match fault {
+            Fault::KillRestart { down_for, .. } => down_for + v,
+            other => other.duration(),
+        };
+        if t + busy > limit {
+            continue;
+        }
+        // Never the same server twice at once, never more than `most`.
+        // Checking at t covers the whole span: the faults drawn so far all
+        // started by t, so the count only falls after it.
+        let same = events.iter().any(|e| {
+            let end = e.at
+                + match e.fault {
+                    Fault::KillRestart { down_for, .. } => down_for + v,
+                    other => other.duration(),
+                };
+            e.fault.impaired_server() == Some(server) && e.at <= t && t < end
+        });
+        if same || unavailable_at(&events, t, v) >= most {
+            continue;
+        }
+        events.push(Event { at: t, fault });
+    }
+    events
+}
+
 fn count_servers(events: &[Event], t: Duration, quarantine: Duration) -> usize {
     count_where(events, t, quarantine, |_| true)
 }

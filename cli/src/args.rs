@@ -30,7 +30,8 @@ pub enum Command {
     /// Serve a lock table on one node until SIGTERM or Ctrl-C.
     #[command(after_help = SERVER_EXAMPLES)]
     Server(ServerArgs),
-    /// Run a command while holding a lock, like flock(1) across machines.
+    /// Run a command while holding a lock, like flock(1) across machines,
+    /// or one of a semaphore's K permits.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
     /// Campaign to lead an election and run a command while leading, like
@@ -81,7 +82,8 @@ Exit codes:
   0        success (run: the command exited with 0)
   1        other failure, e.g. the server cannot listen on its address
   2        bad usage: flags, durations, addresses, URLs, missing or empty
-           token, both or neither of --nodes and --redis
+           token, both or neither of --nodes and --redis; run --permits K
+           on a semaphore that others hold with another K
   69       nodes unreachable or too few answered for a quorum
   75       run: the lock was lost while the command ran (the command was
            stopped), or --timeout passed before the lock was granted;
@@ -116,6 +118,8 @@ Examples:
   export QUORUM_LOCK_TOKEN=s3cret
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
   quorum-lock run --read --timeout 30s reports -- sh -c 'make report'
+  # at most 3 rebuilds at once, whichever hosts start them
+  quorum-lock run --permits 3 rebuilds -- ./rebuild.sh
   # on three Redis servers instead (password in the environment, not in ps):
   export QUORUM_LOCK_REDIS=redis://:pw@10.0.0.1:6379,redis://:pw@10.0.0.2:6379,redis://:pw@10.0.0.3:6379
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
@@ -132,6 +136,16 @@ exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
 SIGKILLed, the lock expires after --validity and, on Linux, the kernel kills
 the command at once (its own process; end a script with exec).
+
+With --permits K, NAME is a semaphore: the command runs under one of its K
+permits, so at most K such commands run at once; runs wait in line, first
+come, first served. Everything above applies to the permit as to a lock.
+QUORUM_LOCK_PERMIT_SLOT is set to the permit's slot, 0 to K-1 (listed as
+semaphore/NAME/permit/SLOT by `locks`), and the fencing token is that
+slot's: larger than every earlier holder's of the same slot, not of the
+other slots, so keep the largest token seen per slot. Every run on NAME
+must give the same K: while others hold it with another K, run exits with
+2 without running the command. --permits cannot be combined with --read.
 
 When the lock is lost (no quorum confirmed it for 5/6 of --validity), counting
 from the moment run notices:
@@ -189,7 +203,9 @@ Examples:
       --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
 
 NODES is how many nodes hold the entry; fewer than the write quorum means a
-leftover that expires on its own, not a held lock.";
+leftover that expires on its own, not a held lock. A semaphore (run
+--permits) shows its permits as semaphore/NAME/permit/SLOT, with their
+holders as OWNER, beside its queue and count-bit rows.";
 
 const STATUS_EXAMPLES: &str = "\
 Examples:
@@ -412,8 +428,18 @@ pub struct RunArgs {
     /// Take a shared (read) lock instead of an exclusive one.
     #[arg(long)]
     pub read: bool,
-    /// Give up (exit 75) if the lock is not granted within this long;
-    /// without it, wait forever.
+    /// Run under one of K permits of the semaphore NAME instead of a lock:
+    /// at most K commands run at once, served in line. Every run on NAME
+    /// must give the same K (exit 2 if others hold it with another).
+    #[arg(
+        long,
+        value_name = "K",
+        conflicts_with = "read",
+        value_parser = clap::value_parser!(u16).range(1..=quorum_lock::MAX_PERMITS as i64)
+    )]
+    pub permits: Option<u16>,
+    /// Give up (exit 75) if the lock (or permit) is not granted within
+    /// this long; without it, wait forever.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub timeout: Option<Duration>,
     /// Lease validity; must not exceed the servers' --validity. The lock is
@@ -440,7 +466,8 @@ pub struct RunArgs {
     /// Owner shown in `locks`. Default: host:pid.
     #[arg(long, value_name = "TEXT")]
     pub owner: Option<String>,
-    /// Name of the lock (the resource).
+    /// Name of the lock (the resource), or of the semaphore with
+    /// --permits.
     #[arg(value_name = "NAME")]
     pub name: String,
     /// The command and its arguments, after `--`.

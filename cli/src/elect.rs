@@ -79,6 +79,8 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         ("QUORUM_LOCK_NAME", Some(args.name.as_str())),
         ("QUORUM_LOCK_UID", Some(uid.as_str())),
         ("QUORUM_LOCK_FENCING_TOKEN", Some(term_text.as_str())),
+        // Unset: an outer `run --permits`'s slot is not ours.
+        ("QUORUM_LOCK_PERMIT_SLOT", None),
     ];
     let how = Spawn {
         own_group: !args.foreground,

@@ -59,7 +59,8 @@ impl From<Error> for Failure {
             | Error::LockerTimeout { .. }
             | Error::ReleaseUnconfirmed { .. } => UNAVAILABLE,
             Error::Timeout | Error::LockLost => LOST_OR_TIMEOUT,
-            Error::InvalidArgument(_) => USAGE,
+            // Processes disagree on a semaphore's permits: a setting to fix.
+            Error::InvalidArgument(_) | Error::PermitsMismatch { .. } => USAGE,
             _ => FAILURE,
         };
         Failure::new(code, err.to_string())

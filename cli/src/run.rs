@@ -15,22 +15,31 @@
 //! ```
 //!
 //! [`grace_for`] refuses a `--grace` that does not fit in that margin.
+//!
+//! With `--permits K` the command runs under one of K permits of a
+//! semaphore instead. A permit is a write lock on one slot of the
+//! semaphore plus a read lock on its count, with the same lease, and it is
+//! declared lost when either is: the same timeline holds.
 
 use std::time::Duration;
 
 use quorum_lock::quorum::{read_quorum, write_quorum};
-use quorum_lock::{DRWMutex, Dsync, Error, Lease, ReadGuard, Timeouts, WriteGuard};
+use quorum_lock::{
+    DRWMutex, Dsync, Error, Lease, ReadGuard, Semaphore, SemaphorePermit, Timeouts, WriteGuard,
+};
 
 use crate::args::RunArgs;
 use crate::child::{exit_code, Ended, Job, Spawn};
-use crate::fail::{Failure, LOST_OR_TIMEOUT};
+use crate::fail::{Failure, LOST_OR_TIMEOUT, USAGE};
 use crate::nodes::Cluster;
 use crate::signals::{Signals, Stop};
 
-/// Either kind of guard; `run` treats them alike.
+/// What the command runs under: a lock of either kind, or a semaphore's
+/// permit; `run` treats them alike.
 enum Guard {
     Write(WriteGuard),
     Read(ReadGuard),
+    Permit(SemaphorePermit),
 }
 
 impl Guard {
@@ -38,6 +47,15 @@ impl Guard {
         match self {
             Guard::Write(g) => g.uid().to_owned(),
             Guard::Read(g) => g.uid().to_owned(),
+            Guard::Permit(p) => p.uid().to_owned(),
+        }
+    }
+
+    /// The permit's slot, in `0..K`; `None` for a lock.
+    fn slot(&self) -> Option<usize> {
+        match self {
+            Guard::Permit(p) => p.slots().first().copied(),
+            _ => None,
         }
     }
 
@@ -45,6 +63,7 @@ impl Guard {
         let token = match self {
             Guard::Write(g) => g.loss_token(),
             Guard::Read(g) => g.loss_token(),
+            Guard::Permit(p) => p.loss_token(),
         };
         token.cancelled_owned()
     }
@@ -53,6 +72,7 @@ impl Guard {
         match self {
             Guard::Write(g) => g.fencing_token().await,
             Guard::Read(g) => g.fencing_token().await,
+            Guard::Permit(p) => p.fencing_token().await,
         }
     }
 
@@ -60,7 +80,68 @@ impl Guard {
         match self {
             Guard::Write(g) => g.unlock().await,
             Guard::Read(g) => g.unlock().await,
+            Guard::Permit(p) => p.unlock().await,
         }
+    }
+}
+
+/// What `run` waits for: a lock on NAME, or one of the K permits of the
+/// semaphore NAME.
+enum Target {
+    Lock { mutex: DRWMutex, read: bool },
+    Permit(Semaphore),
+}
+
+impl Target {
+    fn new(ds: &Dsync, args: &RunArgs) -> Result<Target, Failure> {
+        match args.permits {
+            None => {
+                let mutex = ds
+                    .rw_mutex([args.name.clone()])
+                    .map_err(|e| Failure::usage(format!("bad lock name '{}': {e}", args.name)))?;
+                Ok(Target::Lock {
+                    mutex,
+                    read: args.read,
+                })
+            }
+            Some(k) => {
+                let semaphore = ds.semaphore(&args.name, usize::from(k)).map_err(|e| {
+                    Failure::usage(format!("bad semaphore name '{}': {e}", args.name))
+                })?;
+                Ok(Target::Permit(semaphore))
+            }
+        }
+    }
+
+    async fn acquire(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
+        let (mutex, read) = match self {
+            Target::Lock { mutex, read } => (mutex, *read),
+            Target::Permit(semaphore) => {
+                return Ok(Guard::Permit(match timeout {
+                    None => semaphore.acquire().await?,
+                    Some(t) => semaphore.acquire_timeout(t).await?,
+                }))
+            }
+        };
+        Ok(match (read, timeout) {
+            (false, None) => Guard::Write(mutex.lock().await?),
+            (false, Some(t)) => Guard::Write(mutex.lock_timeout(t).await?),
+            (true, None) => Guard::Read(mutex.read().await?),
+            (true, Some(t)) => Guard::Read(mutex.read_timeout(t).await?),
+        })
+    }
+}
+
+/// How messages name what the command runs under: the lock, or the
+/// permit in `slot` (any permit before one is granted).
+fn held(args: &RunArgs, slot: Option<usize>) -> String {
+    match (args.permits, slot) {
+        (None, _) => format!("the lock '{}'", args.name),
+        (Some(k), None) => format!("a permit of the semaphore '{}' ({k} permits)", args.name),
+        (Some(k), Some(slot)) => format!(
+            "permit {slot} of the semaphore '{}' ({k} permits)",
+            args.name
+        ),
     }
 }
 
@@ -77,19 +158,30 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     };
     let Client { ds, lease, grace } =
         Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
-    let mutex = ds
-        .rw_mutex([args.name.clone()])
-        .map_err(|e| Failure::usage(format!("bad lock name '{}': {e}", args.name)))?;
+    let target = Target::new(&ds, &args)?;
 
-    let guard = tokio::select! {
-        guard = acquire(&mutex, args.read, args.timeout) => guard.map_err(|e| acquire_failure(e, &args, &cluster))?,
+    let acquired = tokio::select! {
+        guard = target.acquire(args.timeout) => guard,
         stop = signals.recv() => {
             settle().await;
             return Ok(signalled(stop));
         }
     };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(err) => {
+            // A failed acquire releases what it took on the way (a place
+            // in line, a semaphore's line or count check) in the
+            // background; let that reach the nodes before exiting, or it
+            // blocks the next run until it expires.
+            settle().await;
+            return Err(acquire_failure(err, &args, &cluster));
+        }
+    };
 
     let uid = guard.uid();
+    let what = held(&args, guard.slot());
+    let slot = guard.slot().map(|slot| slot.to_string());
     let token = match guard.fencing_token().await {
         Ok(token) => Some(token.to_string()),
         Err(err) => {
@@ -106,6 +198,8 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         ("QUORUM_LOCK_NAME", Some(args.name.as_str())),
         ("QUORUM_LOCK_UID", Some(uid.as_str())),
         ("QUORUM_LOCK_FENCING_TOKEN", token.as_deref()),
+        // Unset under a lock, so that an outer run's cannot pass for ours.
+        ("QUORUM_LOCK_PERMIT_SLOT", slot.as_deref()),
     ];
     let how = Spawn {
         own_group: !args.foreground,
@@ -132,9 +226,9 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
                 Err(Error::LockLost) => Err(Failure::new(
                     LOST_OR_TIMEOUT,
                     format!(
-                        "the lock '{}' was lost just before the command exited (with code {code}); \
+                        "{} was lost just before the command exited (with code {code}); \
                          its work may not have been protected to the end",
-                        args.name
+                        what
                     ),
                 )),
                 Err(err) => {
@@ -150,9 +244,9 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             Err(Failure::new(
                 LOST_OR_TIMEOUT,
                 format!(
-                    "lost the lock '{}' while the command ran (expired, forced open, or not confirmed \
+                    "lost {} while the command ran (expired, forced open, or not confirmed \
                      by a quorum); the command was stopped",
-                    args.name
+                    what
                 ),
             ))
         }
@@ -163,8 +257,12 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
                 eprintln!("quorum-lock: warning: {err}");
             }
             eprintln!(
-                "quorum-lock: {}: stopped the command and released the lock",
-                stop.name()
+                "quorum-lock: {}: stopped the command and released {}",
+                stop.name(),
+                match args.permits {
+                    None => "the lock",
+                    Some(_) => "the permit",
+                }
             );
             Ok(signalled(stop))
         }
@@ -265,25 +363,33 @@ pub fn grace_for(grace: Option<Duration>, lease: &Lease) -> Result<Duration, Fai
     )))
 }
 
-async fn acquire(mutex: &DRWMutex, read: bool, timeout: Option<Duration>) -> Result<Guard, Error> {
-    Ok(match (read, timeout) {
-        (false, None) => Guard::Write(mutex.lock().await?),
-        (false, Some(t)) => Guard::Write(mutex.lock_timeout(t).await?),
-        (true, None) => Guard::Read(mutex.read().await?),
-        (true, Some(t)) => Guard::Read(mutex.read_timeout(t).await?),
-    })
-}
-
 fn acquire_failure(err: Error, args: &RunArgs, cluster: &Cluster) -> Failure {
+    if let Error::PermitsMismatch { in_use, .. } = err {
+        let held_with = in_use.map_or_else(|| "another number of".to_owned(), |k| k.to_string());
+        return Failure::new(
+            USAGE,
+            format!(
+                "the semaphore '{}' is held with {held_with} permits, but --permits {} was \
+                 given: every run on a semaphore must give the same --permits; the command was \
+                 not run",
+                args.name,
+                args.permits.unwrap_or_default()
+            ),
+        );
+    }
     let Error::Timeout = err else {
         return Failure::from(err);
     };
     let down = cluster.down();
+    let held_elsewhere = match args.permits {
+        None => "it is held elsewhere".to_owned(),
+        Some(k) => format!("all {k} permits are held elsewhere"),
+    };
     let why = if down.is_empty() {
-        "it is held elsewhere, or servers are in quarantine".to_owned()
+        format!("{held_elsewhere}, or servers are in quarantine")
     } else {
         format!(
-            "it is held elsewhere, or too few servers are up (unreachable: {})",
+            "{held_elsewhere}, or too few servers are up (unreachable: {})",
             down.join(", ")
         )
     };
@@ -291,8 +397,8 @@ fn acquire_failure(err: Error, args: &RunArgs, cluster: &Cluster) -> Failure {
     Failure::new(
         LOST_OR_TIMEOUT,
         format!(
-            "timed out after {waited} waiting for the lock '{}': {why}; the command was not run",
-            args.name
+            "timed out after {waited} waiting for {}: {why}; the command was not run",
+            held(args, None)
         ),
     )
 }

@@ -1,8 +1,8 @@
 //! The `quorum-lock` command line end to end: lock-server processes on
-//! loopback ports, and the `run`, `elect`, `locks`, `force-unlock` and
-//! `status` commands against them, with their output and exit codes; the same
-//! commands against Redis nodes (skipped, saying why, without
-//! `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set).
+//! loopback ports, and the `run` (`--permits` too), `elect`, `locks`,
+//! `force-unlock` and `status` commands against them, with their output and
+//! exit codes; the same commands against Redis nodes (skipped, saying why,
+//! without `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set).
 
 #[path = "../../../tests/redis_support/mod.rs"]
 mod redis_support;
@@ -16,6 +16,7 @@ mod elect;
 mod errors;
 mod malformed;
 mod metrics;
+mod permits;
 mod push;
 mod redis_cli;
 mod run;
