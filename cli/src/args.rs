@@ -205,7 +205,7 @@ Examples:
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock. A semaphore (run
 --permits) shows its permits as semaphore/NAME/permit/SLOT, with their
-holders as OWNER, beside its queue and count-bit rows.";
+holders as OWNER, beside its queue, count-bit and held rows.";
 
 const STATUS_EXAMPLES: &str = "\
 Examples:
