@@ -54,6 +54,10 @@ pub enum Hold {
     /// has passed. Burns the holder's worker while held, but takes timer
     /// granularity out of a measurement of hand-offs.
     Spin(Duration),
+    /// This long, give or take the kernel's timer slack (about 60 µs): a
+    /// thread of tokio's blocking pool sleeps it, so neither the timer's
+    /// rounding up to whole milliseconds nor a busy worker stretches it.
+    Exact(Duration),
 }
 
 impl Hold {
@@ -63,6 +67,7 @@ impl Hold {
             Hold::Yield => "yield".into(),
             Hold::For(d) => crate::stats::fmt_duration(d),
             Hold::Spin(d) => format!("spin:{}", crate::stats::fmt_duration(d)),
+            Hold::Exact(d) => format!("exact:{}", crate::stats::fmt_duration(d)),
         }
     }
 
@@ -76,6 +81,11 @@ impl Hold {
                 while tokio::time::Instant::now() < until {
                     tokio::task::yield_now().await;
                 }
+            }
+            Hold::Exact(d) => {
+                // A sleep cannot fail; a pool that is shutting down ends
+                // the hold early, and the run with it.
+                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(d)).await;
             }
         }
     }
