@@ -32,8 +32,10 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          to whole milliseconds), spin:1ms (exactly that
                          long, yielding in a loop; burns the holder's worker),
                          or exact:1ms (a thread of tokio's blocking pool
-                         sleeps that long: about 60 us over, no rounding to
-                         the timer's milliseconds, no CPU burnt)
+                         sleeps that long: no rounding to the timer's
+                         milliseconds, no CPU burnt; over by the kernel's
+                         sleep and a wake-up, 1ms measures about 1.2ms on
+                         2 vCPUs)
                                                                     [default: 0]
     --transport inproc|tcp
                          how the coordinator reaches its lockers: inproc

@@ -54,9 +54,11 @@ pub enum Hold {
     /// has passed. Burns the holder's worker while held, but takes timer
     /// granularity out of a measurement of hand-offs.
     Spin(Duration),
-    /// This long, give or take the kernel's timer slack (about 60 µs): a
-    /// thread of tokio's blocking pool sleeps it, so neither the timer's
-    /// rounding up to whole milliseconds nor a busy worker stretches it.
+    /// A thread of tokio's blocking pool sleeps until this long after the
+    /// hold began: no rounding up to the timer's whole milliseconds and no
+    /// CPU burnt. Still over by the kernel's sleep overshoot and the wake-up
+    /// of the holder's task (on the 2-vCPU VM of BENCHMARKS.md, 1 ms
+    /// measures about 1.2 ms).
     Exact(Duration),
 }
 
@@ -83,9 +85,15 @@ impl Hold {
                 }
             }
             Hold::Exact(d) => {
-                // A sleep cannot fail; a pool that is shutting down ends
-                // the hold early, and the run with it.
-                let _ = tokio::task::spawn_blocking(move || std::thread::sleep(d)).await;
+                // Timed from here, so that handing the sleep to the pool's
+                // thread is not added to it. A sleep cannot fail; a pool
+                // that is shutting down ends the hold early, and the run
+                // with it.
+                let until = std::time::Instant::now() + d;
+                let _ = tokio::task::spawn_blocking(move || {
+                    std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+                })
+                .await;
             }
         }
     }
