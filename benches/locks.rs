@@ -33,6 +33,8 @@ mod redis_table;
 mod report;
 #[path = "locks/scenario.rs"]
 mod scenario;
+#[path = "locks/semaphore.rs"]
+mod semaphore;
 #[path = "locks/servers.rs"]
 mod servers;
 #[path = "locks/stats.rs"]
@@ -152,6 +154,9 @@ fn run(opts: &Options) -> Result<(), String> {
     }
     if opts.election_scenario {
         return election::run(opts);
+    }
+    if opts.semaphore_scenario {
+        return semaphore::run(opts);
     }
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);

@@ -29,8 +29,13 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (one trip through the scheduler while holding, so
                          other clients run and find the lock taken), a
                          time such as 1ms (a tokio sleep: its timer rounds up
-                         to whole milliseconds), or spin:1ms (exactly that
-                         long, yielding in a loop; burns the holder's worker)
+                         to whole milliseconds), spin:1ms (exactly that
+                         long, yielding in a loop; burns the holder's worker),
+                         or exact:1ms (a thread of tokio's blocking pool
+                         sleeps that long: no rounding to the timer's
+                         milliseconds, no CPU burnt; over by the kernel's
+                         sleep and a wake-up, 1ms measures about 1.2ms on
+                         2 vCPUs)
                                                                     [default: 0]
     --transport inproc|tcp
                          how the coordinator reaches its lockers: inproc
@@ -79,7 +84,7 @@ SCENARIOS (lists are comma-separated; every combination runs):
                                                                     [default: auto]
 
 LEADER ELECTION (--scenario election):
-    --scenario locks|election
+    --scenario locks|election|semaphore
                          locks: the lock runs above; election: leader
                          election, ours against etcd's in one run:
                          hand-off (the leader resigns -> the next
@@ -112,6 +117,23 @@ LEADER ELECTION (--scenario election):
                                                                     [default: 20]
     --failover-seconds S time for the failover samples of one validity and
                          system: as many as fit, at least one      [default: 200]
+
+COUNTING SEMAPHORE (--scenario semaphore):
+    --scenario semaphore one semaphore of --permits permits on --nodes
+                         lockers (one value, default 5), in process or
+                         over TCP as --transport says; --clients clients
+                         (one value, default 64) loop acquire, hold for
+                         --hold (one value, default exact:1ms), release,
+                         until --seconds (default 3) or --max-locks. Reports
+                         permits/s against the ideal permits / hold, how
+                         full the permits were (from the grant and release
+                         times), fairness (Jain, fewest per client), waits,
+                         the time a slot stays free between two holders,
+                         and with --count-rpcs on the calls to lockers per
+                         permit. Fails loudly if more than --permits
+                         holders (or two holders of one slot) ever overlap.
+                         Ends with a Markdown table.
+    --permits K          permits of the semaphore, 1 to 1000        [default: 4]
 
 BOUNDS AND MEASUREMENT:
     --seconds S          measured time per scenario, (0, 600]       [default: 2]
@@ -174,11 +196,24 @@ pub struct ElectionSettings {
     pub failover_seconds: f64,
 }
 
+/// The settings of `--scenario semaphore`.
+#[derive(Debug, Clone)]
+pub struct SemaphoreSettings {
+    pub permits: usize,
+    pub nodes: usize,
+    pub clients: usize,
+    pub hold: Hold,
+    pub wait: Wait,
+}
+
 #[derive(Debug, Clone)]
 pub struct Options {
     /// `--scenario election`: leader election instead of the lock runs.
     pub election_scenario: bool,
     pub election: ElectionSettings,
+    /// `--scenario semaphore`: a counting semaphore instead of the lock runs.
+    pub semaphore_scenario: bool,
+    pub semaphore: SemaphoreSettings,
     pub nodes: Vec<usize>,
     pub clients: Vec<usize>,
     pub names: Vec<Names>,
@@ -230,6 +265,14 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             failovers: 20,
             failover_seconds: 200.0,
         },
+        semaphore_scenario: false,
+        semaphore: SemaphoreSettings {
+            permits: 4,
+            nodes: 5,
+            clients: 64,
+            hold: Hold::Exact(Duration::from_millis(1)),
+            wait: Wait::Push,
+        },
         nodes: vec![5],
         clients: vec![1, 8, 64],
         names: vec![Names::Own],
@@ -265,6 +308,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut election_given = Vec::new();
     let mut lock_given = Vec::new();
     let mut count_given = false;
+    let mut permits_given = false;
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         // Accept both `--opt value` and `--opt=value`.
@@ -292,11 +336,21 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         match name.as_str() {
             "-h" | "--help" => return Ok(None),
             "--scenario" => {
-                opts.election_scenario = match value()?.as_str() {
-                    "locks" => false,
-                    "election" => true,
-                    v => return Err(format!("--scenario: expected locks or election, got {v:?}")),
+                (opts.election_scenario, opts.semaphore_scenario) = match value()?.as_str() {
+                    "locks" => (false, false),
+                    "election" => (true, false),
+                    "semaphore" => (false, true),
+                    v => {
+                        return Err(format!(
+                            "--scenario: expected locks, election or semaphore, got {v:?}"
+                        ))
+                    }
                 }
+            }
+            "--permits" => {
+                opts.semaphore.permits =
+                    count(&value()?, 1, 1000).map_err(|e| format!("{name}: {e}"))?;
+                permits_given = true;
             }
             "--candidates" => {
                 opts.election.candidates =
@@ -373,16 +427,18 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             }
             "--hold" => {
                 opts.holds = list(&name, &value()?, |s| {
-                    let (spin, time) = match s.strip_prefix("spin:") {
-                        Some(time) => (true, time),
-                        None => (false, s),
+                    let (kind, time) = match s.split_once(':') {
+                        Some(("spin", time)) => ("spin", time),
+                        Some(("exact", time)) => ("exact", time),
+                        _ => ("", s),
                     };
-                    match (time, spin) {
-                        ("yield", false) => Ok(Hold::Yield),
+                    match (time, kind) {
+                        ("yield", "") => Ok(Hold::Yield),
                         (time, _) => match duration(time)? {
                             d if d.is_zero() => Ok(Hold::None),
                             d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
-                            d if spin => Ok(Hold::Spin(d)),
+                            d if kind == "spin" => Ok(Hold::Spin(d)),
+                            d if kind == "exact" => Ok(Hold::Exact(d)),
                             d => Ok(Hold::For(d)),
                         },
                     }
@@ -493,6 +549,19 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             }
         }
     }
+    if opts.semaphore_scenario {
+        if !election_given.is_empty() {
+            return Err(format!(
+                "{} only apply to --scenario election",
+                election_given.join(", ")
+            ));
+        }
+        semaphore_defaults(&mut opts, &lock_given, &chose_lists, seconds_given)?;
+        return Ok(Some(opts));
+    }
+    if permits_given {
+        return Err("--permits only applies to --scenario semaphore".into());
+    }
     if opts.election_scenario {
         if !lock_given.is_empty() {
             return Err(format!(
@@ -542,6 +611,63 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         compare_defaults(&mut opts, &given)?;
     }
     Ok(Some(opts))
+}
+
+/// Checks and completes the options of `--scenario semaphore`: one value
+/// each of `--nodes`, `--clients`, `--hold` and `--wait`.
+fn semaphore_defaults(
+    opts: &mut Options,
+    lock_given: &[String],
+    chose: &[&str],
+    seconds_given: bool,
+) -> Result<(), String> {
+    let mut refused: Vec<&str> = lock_given
+        .iter()
+        .map(String::as_str)
+        .chain(chose.iter().copied())
+        .filter(|o| {
+            !matches!(
+                *o,
+                "--hold" | "--clients" | "--nodes" | "--wait" | "--max-locks" | "--warmup"
+            )
+        })
+        .collect();
+    refused.sort_unstable();
+    refused.dedup();
+    if !refused.is_empty() {
+        return Err(format!(
+            "--scenario semaphore sets its own load (one semaphore, write permits); drop {}",
+            refused.join(", ")
+        ));
+    }
+    let one = |name: &str, n: usize| {
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(format!("--scenario semaphore: give one {name} value"))
+        }
+    };
+    let s = &mut opts.semaphore;
+    if chose.contains(&"--nodes") {
+        one("--nodes", opts.nodes.len())?;
+        s.nodes = opts.nodes[0];
+    }
+    if chose.contains(&"--clients") {
+        one("--clients", opts.clients.len())?;
+        s.clients = opts.clients[0];
+    }
+    if lock_given.iter().any(|o| o == "--hold") {
+        one("--hold", opts.holds.len())?;
+        s.hold = opts.holds[0];
+    }
+    if opts.waits_given {
+        one("--wait", opts.waits.len())?;
+        s.wait = opts.waits[0];
+    }
+    if !seconds_given {
+        opts.seconds = 3.0;
+    }
+    Ok(())
 }
 
 /// Which of the options `--backend compare` decides itself were given.

@@ -11,16 +11,16 @@ use crate::counting::{self, Calls, CountingLocker};
 use crate::scenario::{Mix, Names, Scenario, Transport};
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
-struct Cluster {
-    ds: Dsync,
+pub struct Cluster {
+    pub ds: Dsync,
     /// One per locker when calls are counted, else empty.
-    calls: Vec<Arc<Calls>>,
+    pub calls: Vec<Arc<Calls>>,
     /// The server processes of `--transport tcp`, stopped on drop.
     servers: Option<crate::servers::Servers>,
 }
 
 impl Cluster {
-    fn server_cpu(&self) -> Option<Duration> {
+    pub fn server_cpu(&self) -> Option<Duration> {
         if let Some(servers) = &self.servers {
             return servers.cpu();
         }
@@ -30,7 +30,7 @@ impl Cluster {
 
 /// Builds the lockers a scenario asks for: in-process tables, or lock
 /// servers in their own processes and clients for them.
-async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
+pub async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
     let mut servers = None;
     let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
         Transport::InProcess => (0..scenario.nodes)

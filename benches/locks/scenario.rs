@@ -54,6 +54,12 @@ pub enum Hold {
     /// has passed. Burns the holder's worker while held, but takes timer
     /// granularity out of a measurement of hand-offs.
     Spin(Duration),
+    /// A thread of tokio's blocking pool sleeps until this long after the
+    /// hold began: no rounding up to the timer's whole milliseconds and no
+    /// CPU burnt. Still over by the kernel's sleep overshoot and the wake-up
+    /// of the holder's task (on the 2-vCPU VM of BENCHMARKS.md, 1 ms
+    /// measures about 1.2 ms).
+    Exact(Duration),
 }
 
 impl Hold {
@@ -63,6 +69,7 @@ impl Hold {
             Hold::Yield => "yield".into(),
             Hold::For(d) => crate::stats::fmt_duration(d),
             Hold::Spin(d) => format!("spin:{}", crate::stats::fmt_duration(d)),
+            Hold::Exact(d) => format!("exact:{}", crate::stats::fmt_duration(d)),
         }
     }
 
@@ -76,6 +83,17 @@ impl Hold {
                 while tokio::time::Instant::now() < until {
                     tokio::task::yield_now().await;
                 }
+            }
+            Hold::Exact(d) => {
+                // Timed from here, so that handing the sleep to the pool's
+                // thread is not added to it. A sleep cannot fail; a pool
+                // that is shutting down ends the hold early, and the run
+                // with it.
+                let until = std::time::Instant::now() + d;
+                let _ = tokio::task::spawn_blocking(move || {
+                    std::thread::sleep(until.saturating_duration_since(std::time::Instant::now()));
+                })
+                .await;
             }
         }
     }

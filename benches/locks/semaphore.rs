@@ -1,0 +1,775 @@
+//! `--scenario semaphore`: one counting semaphore under load.
+//!
+//! `--clients` clients share one `Dsync` over `--nodes` lockers (in
+//! process, or `quorum-lock server` processes over TCP) and loop on one
+//! semaphore of `--permits` permits: acquire (waiting in line), hold for
+//! `--hold`, release. Each client stops asking at the end of the window
+//! (`--warmup` + `--seconds`) or after its share of `--max-locks`; a wait
+//! the end cuts short is cancelled.
+//!
+//! Every holder notes two times: when its `acquire` returned (granted) and
+//! just before it calls `unlock` (released). Everything else comes from
+//! those notes:
+//!
+//! * **permits/s**: permits granted inside the measured window, over its
+//!   length; set against the ideal `permits / hold`, the rate at which k
+//!   permits held back to back for exactly the hold would turn over;
+//! * **occupancy**: the mean number of permits held over the window
+//!   (holders counted at most k), divided by k; and the share of the
+//!   window during which all k were held;
+//! * **slot idle**: for each slot, the time from one holder's release to
+//!   the next holder's grant, the cost of one hand-off as a holder sees it;
+//! * **waits**: from the call to `acquire` to its return, for calls made
+//!   inside the window; the longest also counts waits the end cut short;
+//! * **fairness**: Jain's index over the permits each client was granted
+//!   inside the window, and the fewest any client got;
+//! * **safety**: the holders' intervals never overlap more than k deep, and
+//!   two intervals on one slot never overlap at all. A holder's noted
+//!   interval lies inside the time it really held (the grant is noted after
+//!   it arrived, the release before it leaves), all on this process's
+//!   monotonic clock, so an overlap here is a real one and the run fails
+//!   with it. Permits reported lost (`is_lost()` at release) are left out
+//!   of the check and counted.
+//!
+//! With `--count-rpcs on`, each locker is wrapped in the call counter of
+//! the lock runs, and the calls made between the opening of the window and
+//! the last client's end are divided by the permits granted in the window.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use quorum_lock::{Error, Semaphore};
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use crate::cli::{Options, SemaphoreSettings};
+use crate::counting::{self, CallCounts};
+use crate::election::{figures, Figures};
+use crate::report::{loadavg, number, string, utc_now, Machine};
+use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
+use crate::stats::{fmt_duration, fmt_rate, jain, process_cpu, Window};
+
+/// The semaphore's name (its locks: `semaphore/bench/...`).
+const NAME: &str = "bench";
+/// The share of the ideal rate the issue asks for.
+const TARGET: f64 = 0.90;
+
+/// One permit, as its holder saw it.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    client: usize,
+    slot: usize,
+    /// `acquire` returned.
+    granted: Instant,
+    /// Just before `unlock` was called.
+    released: Instant,
+}
+
+/// What one client noted.
+struct Record {
+    held: Vec<Held>,
+    /// Waits of the acquisitions asked inside the window.
+    waits: Vec<Duration>,
+    /// A wait the end of the window cut short.
+    unfinished: Option<Duration>,
+    /// Permits found lost at release.
+    lost: u64,
+    hit_count_bound: bool,
+    finished_at: Instant,
+}
+
+async fn client(
+    semaphore: Semaphore,
+    c: usize,
+    hold: Hold,
+    window: Window,
+) -> Result<Record, String> {
+    let mut record = Record {
+        held: Vec::new(),
+        waits: Vec::new(),
+        unfinished: None,
+        lost: 0,
+        hit_count_bound: false,
+        finished_at: Instant::now(),
+    };
+    let mut done = 0u64;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if done >= window.max_per_client {
+            record.hit_count_bound = true;
+            break;
+        }
+        let permit = match timeout_at(window.end, semaphore.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(err)) => return Err(format!("client {c}: acquire failed: {err}")),
+            Err(_) => {
+                // Cancel safe: whatever the acquire had taken is released.
+                record.unfinished = Some(asked.elapsed());
+                break;
+            }
+        };
+        let granted = Instant::now();
+        if asked >= window.start {
+            record.waits.push(granted - asked);
+        }
+        done += 1;
+        let slots = permit.slots();
+        hold.run().await;
+        let lost = permit.is_lost();
+        let released = Instant::now();
+        match permit.unlock().await {
+            Ok(()) => {}
+            Err(Error::LockLost) if lost => {}
+            Err(err) => return Err(format!("client {c}: release failed: {err}")),
+        }
+        if lost {
+            record.lost += 1;
+        } else {
+            record.held.extend(slots.into_iter().map(|slot| Held {
+                client: c,
+                slot,
+                granted,
+                released,
+            }));
+        }
+        // With hold 0 in process, acquire and release may never return
+        // Pending; this gives the worker back once the budget is spent.
+        tokio::task::coop::consume_budget().await;
+    }
+    record.finished_at = Instant::now();
+    Ok(record)
+}
+
+/// The figures of one run.
+pub struct Outcome {
+    pub settings: SemaphoreSettings,
+    pub transport: Transport,
+    /// Permits granted inside the window.
+    pub granted: u64,
+    pub seconds: f64,
+    pub rate: f64,
+    /// permits / hold, when the hold is a time.
+    pub ideal: Option<f64>,
+    pub mean_hold: Duration,
+    /// Mean of min(holders, k) over the window, / k.
+    pub occupancy: f64,
+    /// Share of the window with all k permits held.
+    pub all_held: f64,
+    pub max_holders: usize,
+    pub idle: Option<Figures>,
+    pub mean_idle: Duration,
+    pub waits: Option<Figures>,
+    pub longest_wait: Duration,
+    pub unfinished: usize,
+    pub jain: f64,
+    pub min_client: u64,
+    pub max_client: u64,
+    pub lost: u64,
+    pub hit_count_bound: bool,
+    /// This process, in cores.
+    pub cpu: f64,
+    /// The server processes, in cores (TCP only).
+    pub server_cpu: Option<f64>,
+    pub calls: Option<CallCounts>,
+}
+
+impl Outcome {
+    pub fn calls_per_permit(&self) -> Option<f64> {
+        self.calls
+            .map(|c| c.total() as f64 / self.granted.max(1) as f64)
+    }
+
+    pub fn cpu_per_permit(&self) -> Option<Duration> {
+        let cores = self.cpu + self.server_cpu.unwrap_or(0.0);
+        (self.rate > 0.0).then(|| Duration::from_secs_f64(cores / self.rate))
+    }
+
+    pub fn share_of_ideal(&self) -> Option<f64> {
+        self.ideal.map(|ideal| self.rate / ideal)
+    }
+}
+
+fn hold_time(hold: Hold) -> Option<Duration> {
+    match hold {
+        Hold::For(d) | Hold::Spin(d) | Hold::Exact(d) => Some(d),
+        Hold::None | Hold::Yield => None,
+    }
+}
+
+/// Every instant the count of holders changes: +1 at a grant, −1 at a
+/// release, releases first where two fall on the same instant.
+fn steps(held: &[Held]) -> Vec<(Instant, i64)> {
+    let mut steps: Vec<(Instant, i64)> = held
+        .iter()
+        .flat_map(|h| [(h.granted, 1), (h.released, -1)])
+        .collect();
+    steps.sort_unstable();
+    steps
+}
+
+/// Fails, loudly, if more than `permits` holders or two holders of one
+/// slot ever overlap. Returns the most holders at once.
+fn check_safety(held: &[Held], permits: usize, origin: Instant) -> Result<usize, String> {
+    let mut holders = 0i64;
+    let mut most = 0i64;
+    let mut worst_at = origin;
+    for (at, step) in steps(held) {
+        holders += step;
+        if holders > most {
+            most = holders;
+            worst_at = at;
+        }
+    }
+    let most = usize::try_from(most).unwrap_or(0);
+    if most > permits {
+        let who: Vec<String> = held
+            .iter()
+            .filter(|h| h.granted <= worst_at && worst_at < h.released)
+            .map(|h| format!("client {} on slot {}", h.client, h.slot))
+            .collect();
+        return Err(format!(
+            "SAFETY VIOLATION: {most} holders of a {permits}-permit semaphore at once, \
+             {:.6} s into the run: {}",
+            worst_at.saturating_duration_since(origin).as_secs_f64(),
+            who.join(", ")
+        ));
+    }
+    let mut by_slot: Vec<&Held> = held.iter().collect();
+    by_slot.sort_unstable_by_key(|h| (h.slot, h.granted));
+    for pair in by_slot.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if a.slot == b.slot && b.granted < a.released {
+            return Err(format!(
+                "SAFETY VIOLATION: slot {} held by client {} and client {} at once, \
+                 from {:.6} s to {:.6} s into the run",
+                a.slot,
+                a.client,
+                b.client,
+                b.granted.saturating_duration_since(origin).as_secs_f64(),
+                a.released.saturating_duration_since(origin).as_secs_f64()
+            ));
+        }
+    }
+    Ok(most)
+}
+
+/// The mean of min(holders, k) over `[from, until)`, / k, and the share of
+/// that time with all k held.
+fn occupancy(held: &[Held], permits: usize, from: Instant, until: Instant) -> (f64, f64) {
+    let span = until.saturating_duration_since(from).as_secs_f64();
+    if span <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let k = permits as i64;
+    let (mut holders, mut area, mut full) = (0i64, 0.0, 0.0);
+    let mut last = from;
+    for (at, step) in steps(held) {
+        let at = at.clamp(from, until);
+        let d = at.saturating_duration_since(last).as_secs_f64();
+        area += holders.min(k) as f64 * d;
+        if holders >= k {
+            full += d;
+        }
+        last = at.max(last);
+        holders += step;
+    }
+    let d = until.saturating_duration_since(last).as_secs_f64();
+    area += holders.min(k) as f64 * d;
+    if holders >= k {
+        full += d;
+    }
+    (area / (k as f64 * span), full / span)
+}
+
+/// Release → next grant on each slot, for releases inside the window.
+fn idle_times(held: &[Held], from: Instant, until: Instant) -> Vec<Duration> {
+    let mut by_slot: Vec<&Held> = held.iter().collect();
+    by_slot.sort_unstable_by_key(|h| (h.slot, h.granted));
+    by_slot
+        .windows(2)
+        .filter(|p| p[0].slot == p[1].slot && p[0].released >= from && p[0].released < until)
+        .map(|p| p[1].granted.saturating_duration_since(p[0].released))
+        .collect()
+}
+
+async fn measure(opts: &Options) -> Result<Outcome, String> {
+    let s = opts.semaphore.clone();
+    let scenario = Scenario {
+        nodes: s.nodes,
+        clients: s.clients,
+        names: Names::Shared,
+        mix: Mix::Write,
+        hold: s.hold,
+        transport: opts.transport,
+        wait: s.wait,
+    };
+    let cluster = crate::ours::cluster(&scenario, opts.count_rpcs).await?;
+    let semaphore = cluster
+        .ds
+        .semaphore(NAME, s.permits)
+        .map_err(|e| format!("cannot make the semaphore: {e}"))?;
+    let start = Instant::now() + Duration::from_secs_f64(opts.warmup);
+    let window = Window {
+        start,
+        end: start + Duration::from_secs_f64(opts.seconds),
+        max_per_client: opts.max_locks.div_ceil(s.clients as u64),
+    };
+    let origin = Instant::now();
+    let tasks: Vec<_> = (0..s.clients)
+        .map(|c| tokio::spawn(client(semaphore.clone(), c, s.hold, window)))
+        .collect();
+    sleep_until(window.start).await;
+    let calls_at = || (!cluster.calls.is_empty()).then(|| counting::total(&cluster.calls));
+    let first = (
+        Instant::now(),
+        process_cpu(),
+        cluster.server_cpu(),
+        calls_at(),
+    );
+    let mut records = Vec::with_capacity(s.clients);
+    let mut failure = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(record)) => records.push(record),
+            Ok(Err(err)) => failure = failure.or(Some(err)),
+            Err(err) => failure = failure.or(Some(format!("a client task failed: {err}"))),
+        }
+    }
+    let last = (
+        Instant::now(),
+        process_cpu(),
+        cluster.server_cpu(),
+        calls_at(),
+    );
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    let held: Vec<Held> = records
+        .iter()
+        .flat_map(|r| r.held.iter().copied())
+        .collect();
+    let max_holders = check_safety(&held, s.permits, origin)?;
+
+    let until = records
+        .iter()
+        .map(|r| r.finished_at)
+        .max()
+        .map_or(window.end, |f| f.min(window.end));
+    let seconds = until
+        .saturating_duration_since(window.start)
+        .as_secs_f64()
+        .max(1e-9);
+    let in_window = |h: &&Held| h.granted >= window.start && h.granted < until;
+    let per_client: Vec<u64> = records
+        .iter()
+        .map(|r| r.held.iter().filter(in_window).count() as u64)
+        .collect();
+    let granted: u64 = per_client.iter().sum();
+    let holds: Vec<Duration> = held
+        .iter()
+        .filter(in_window)
+        .map(|h| h.released - h.granted)
+        .collect();
+    let mean = |v: &[Duration]| {
+        if v.is_empty() {
+            Duration::ZERO
+        } else {
+            v.iter().sum::<Duration>() / u32::try_from(v.len()).unwrap_or(u32::MAX)
+        }
+    };
+    let (occupancy, all_held) = occupancy(&held, s.permits, window.start, until);
+    let idle = idle_times(&held, window.start, until);
+    let waits: Vec<Duration> = records
+        .iter()
+        .flat_map(|r| r.waits.iter().copied())
+        .collect();
+    let wait_figures = figures(&waits);
+    let unfinished: Vec<Duration> = records.iter().filter_map(|r| r.unfinished).collect();
+    let wall = last
+        .0
+        .saturating_duration_since(first.0)
+        .as_secs_f64()
+        .max(1e-9);
+    let rate = granted as f64 / seconds;
+    Ok(Outcome {
+        settings: s.clone(),
+        transport: opts.transport,
+        granted,
+        seconds,
+        rate,
+        ideal: hold_time(s.hold).map(|d| s.permits as f64 / d.as_secs_f64()),
+        mean_hold: mean(&holds),
+        occupancy,
+        all_held,
+        max_holders,
+        idle: figures(&idle),
+        mean_idle: mean(&idle),
+        longest_wait: unfinished
+            .iter()
+            .copied()
+            .chain(wait_figures.map(|f| f.max))
+            .max()
+            .unwrap_or_default(),
+        waits: wait_figures,
+        unfinished: unfinished.len(),
+        jain: jain(&per_client),
+        min_client: per_client.iter().copied().min().unwrap_or(0),
+        max_client: per_client.iter().copied().max().unwrap_or(0),
+        lost: records.iter().map(|r| r.lost).sum(),
+        hit_count_bound: records.iter().any(|r| r.hit_count_bound),
+        cpu: last.1.saturating_sub(first.1).as_secs_f64() / wall,
+        server_cpu: match (first.2, last.2) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() / wall),
+            _ => None,
+        },
+        calls: match (first.3, last.3) {
+            (Some(a), Some(b)) => Some(b.since(&a)),
+            _ => None,
+        },
+    })
+}
+
+fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// "1.23 ms" for prose and tables.
+fn human(d: Duration) -> String {
+    let text = fmt_duration(d);
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (value, unit) = text.split_at(split);
+    format!("{value} {}", if unit == "us" { "µs" } else { unit })
+}
+
+fn three(f: Option<Figures>) -> String {
+    f.map_or("no samples".into(), |f| {
+        format!(
+            "{} / {} / {} ({})",
+            human(f.p50),
+            human(f.p99),
+            human(f.max),
+            f.n
+        )
+    })
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn label(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Tcp => "ours-tcp",
+        _ => "ours-inproc",
+    }
+}
+
+fn calls_text(calls: &CallCounts, granted: u64) -> String {
+    let per = |n: u64| n as f64 / granted.max(1) as f64;
+    let kinds = [
+        ("lock", calls.lock),
+        ("wait", calls.wait),
+        ("unlock", calls.unlock),
+        ("refresh", calls.refresh),
+        ("fence", calls.fence),
+        ("other", calls.other),
+    ];
+    let each: Vec<String> = kinds
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(kind, n)| format!("{kind} {:.1}", per(*n)))
+        .collect();
+    format!("{:.1} ({})", per(calls.total()), each.join(", "))
+}
+
+/// The run's figures as lines of text.
+fn lines(o: &Outcome) -> String {
+    let l = label(o.transport);
+    let mut out = format!(
+        "{l}: {} permits in {:.2}s: {}/s",
+        o.granted,
+        o.seconds,
+        fmt_rate(o.rate)
+    );
+    if let (Some(ideal), Some(share)) = (o.ideal, o.share_of_ideal()) {
+        let _ = write!(
+            out,
+            "; ideal {} permits / {} hold = {}/s: {}",
+            o.settings.permits,
+            o.settings.hold.label(),
+            fmt_rate(ideal),
+            percent(share)
+        );
+    }
+    let _ = write!(
+        out,
+        "\n{l}: hold measured (grant -> release) mean {}; occupancy {} (mean permits held / {}), all {} held {} of the time; most holders at once {} (safety: at most {})",
+        fmt_duration(o.mean_hold),
+        percent(o.occupancy),
+        o.settings.permits,
+        o.settings.permits,
+        percent(o.all_held),
+        o.max_holders,
+        o.settings.permits
+    );
+    let _ = write!(
+        out,
+        "\n{l}: slot idle between holders (release -> next grant) p50/p99/max {}, mean {}",
+        three(o.idle),
+        fmt_duration(o.mean_idle)
+    );
+    let _ = write!(
+        out,
+        "\n{l}: wait p50/p99/max {}; longest counting cut-off waits {} ({} cut off by the end)",
+        three(o.waits),
+        fmt_duration(o.longest_wait),
+        o.unfinished
+    );
+    let _ = write!(
+        out,
+        "\n{l}: fairness: Jain {:.4}; per client fewest {}, most {}",
+        o.jain, o.min_client, o.max_client
+    );
+    let _ = write!(out, "\n{l}: CPU this process {:.0}%", 100.0 * o.cpu);
+    if let Some(server) = o.server_cpu {
+        let _ = write!(out, ", servers {:.0}%", 100.0 * server);
+    }
+    if let Some(per) = o.cpu_per_permit() {
+        let _ = write!(out, "; {} per permit", fmt_duration(per));
+    }
+    if let Some(calls) = &o.calls {
+        let _ = write!(
+            out,
+            "\n{l}: calls to lockers per permit {}",
+            calls_text(calls, o.granted)
+        );
+    }
+    if o.lost > 0 {
+        let _ = write!(
+            out,
+            "\n{l}: WARNING: {} permits were reported lost at release (left out of the safety check)",
+            o.lost
+        );
+    }
+    if o.hit_count_bound {
+        let _ = write!(out, "\n{l}: stopped by --max-locks");
+    }
+    out
+}
+
+fn yes_no(share: Option<f64>) -> &'static str {
+    match share {
+        Some(s) if s >= TARGET => "met",
+        Some(_) => "**not met**",
+        None => "no ideal (hold 0)",
+    }
+}
+
+/// The table for BENCHMARKS.md: one row per figure.
+fn markdown(o: &Outcome) -> String {
+    let s = &o.settings;
+    let mut out = format!(
+        "Markdown ({} permits, {} clients, hold {}, {} nodes; waits p50 / p99 / max (samples), nearest rank):\n\n",
+        s.permits,
+        s.clients,
+        s.hold.label(),
+        s.nodes
+    );
+    let _ = writeln!(out, "| figure | {} |", label(o.transport));
+    let _ = writeln!(out, "|---|---|");
+    let mut row = |what: &str, value: String| {
+        let _ = writeln!(out, "| {what} | {value} |");
+    };
+    row("permits/s", fmt_rate(o.rate));
+    if let (Some(ideal), Some(share)) = (o.ideal, o.share_of_ideal()) {
+        row(
+            "share of the ideal k / hold",
+            format!(
+                "{} of {}/s ({} target ≥ 90%)",
+                percent(share),
+                fmt_rate(ideal),
+                yes_no(Some(share))
+            ),
+        );
+    }
+    row(
+        "occupancy (mean permits held / k)",
+        format!("{} ({})", percent(o.occupancy), yes_no(Some(o.occupancy))),
+    );
+    row("share of time all k held", percent(o.all_held));
+    row("hold measured (mean)", human(o.mean_hold));
+    row(
+        "slot idle, release → next grant",
+        format!("{}; mean {}", three(o.idle), human(o.mean_idle)),
+    );
+    row("wait", three(o.waits));
+    row("longest wait (with cut-off waits)", human(o.longest_wait));
+    row("Jain's index", format!("{:.4}", o.jain));
+    row(
+        "fewest / most permits of one client",
+        format!("{} / {}", o.min_client, o.max_client),
+    );
+    row(
+        "most holders at once",
+        format!("{} (≤ {} checked)", o.max_holders, s.permits),
+    );
+    if let Some(calls) = &o.calls {
+        row("calls to lockers per permit", calls_text(calls, o.granted));
+    }
+    if let Some(per) = o.cpu_per_permit() {
+        row("CPU per permit (this process + servers)", human(per));
+    }
+    out
+}
+
+fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Outcome) -> String {
+    let s = &o.settings;
+    let mut j = String::from("{\n");
+    let _ = writeln!(j, "  \"date\": {},", string(started));
+    let _ = writeln!(j, "  \"commit\": {},", string(&machine.commit));
+    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
+    let _ = writeln!(j, "  \"args\": [{}],", args.join(", "));
+    let _ = writeln!(
+        j,
+        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
+        machine.cpus,
+        string(&machine.cpu_model),
+        string(&machine.loadavg),
+        string(load_end)
+    );
+    let _ = writeln!(
+        j,
+        "  \"settings\": {{\"scenario\": \"semaphore\", \"transport\": {}, \"wait\": {}, \"nodes\": {}, \"clients\": {}, \"permits\": {}, \"hold\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}}},",
+        string(o.transport.label()),
+        string(s.wait.label()),
+        s.nodes,
+        s.clients,
+        s.permits,
+        string(&s.hold.label()),
+        number(opts.seconds),
+        number(opts.warmup),
+        opts.max_locks,
+        opts.threads,
+        opts.count_rpcs
+    );
+    let fig = |f: Option<Figures>| {
+        f.map_or("null".into(), |f| {
+            format!(
+                "{{\"samples\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}}}",
+                f.n,
+                f.p50.as_nanos(),
+                f.p99.as_nanos(),
+                f.max.as_nanos()
+            )
+        })
+    };
+    let calls = o.calls.map_or("null".into(), |c| {
+        format!(
+            "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
+            c.lock, c.wait, c.unlock, c.refresh, c.fence, c.other
+        )
+    });
+    let opt = |x: Option<f64>| x.map_or("null".into(), number);
+    let _ = writeln!(
+        j,
+        "  \"result\": {{\"system\": {}, \"permits_granted\": {}, \"seconds\": {}, \"permits_per_s\": {}, \
+         \"ideal_per_s\": {}, \"share_of_ideal\": {}, \"mean_hold_ns\": {}, \"occupancy\": {}, \
+         \"all_held_share\": {}, \"max_holders\": {}, \"slot_idle\": {}, \"mean_slot_idle_ns\": {}, \
+         \"wait\": {}, \"longest_wait_ns\": {}, \"unfinished_waits\": {}, \"jain\": {}, \
+         \"min_per_client\": {}, \"max_per_client\": {}, \"lost\": {}, \"hit_count_bound\": {}, \
+         \"cpu_cores\": {}, \"server_cpu_cores\": {}, \"cpu_per_permit_ns\": {}, \"calls\": {}, \
+         \"calls_per_permit\": {}}}",
+        string(label(o.transport)),
+        o.granted,
+        number(o.seconds),
+        number(o.rate),
+        opt(o.ideal),
+        opt(o.share_of_ideal()),
+        o.mean_hold.as_nanos(),
+        number(o.occupancy),
+        number(o.all_held),
+        o.max_holders,
+        fig(o.idle),
+        o.mean_idle.as_nanos(),
+        fig(o.waits),
+        o.longest_wait.as_nanos(),
+        o.unfinished,
+        number(o.jain),
+        o.min_client,
+        o.max_client,
+        o.lost,
+        o.hit_count_bound,
+        number(o.cpu),
+        opt(o.server_cpu),
+        o.cpu_per_permit()
+            .map_or("null".into(), |d| d.as_nanos().to_string()),
+        calls,
+        opt(o.calls_per_permit()),
+    );
+    j.push_str("}\n");
+    j
+}
+
+/// The whole `--scenario semaphore` run.
+pub fn run(opts: &Options) -> Result<(), String> {
+    let started = utc_now();
+    let machine = Machine::read();
+    let s = &opts.semaphore;
+    if opts.transport == Transport::Tcp {
+        crate::servers::binary()?;
+    }
+    say(&format!(
+        "quorum-lock counting semaphore, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+         settings: {} permits, {} clients on one Dsync, hold {}, {} nodes ({}), wait {}; \
+         {:.1}s measured + {:.1}s warm-up, at most {} permits; tokio {} runtime with {} threads; rpc counting {}\n",
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.mem_total,
+        machine.kernel,
+        machine.loadavg,
+        s.permits,
+        s.clients,
+        s.hold.label(),
+        s.nodes,
+        match opts.transport {
+            Transport::Tcp => "quorum-lock server processes over TCP",
+            _ => "LocalLockers in this process",
+        },
+        s.wait.label(),
+        opts.seconds,
+        opts.warmup,
+        opts.max_locks,
+        match opts.flavor {
+            crate::cli::Flavor::Multi => "multi-thread",
+            crate::cli::Flavor::Current => "current-thread",
+        },
+        if opts.flavor == crate::cli::Flavor::Multi {
+            opts.threads
+        } else {
+            1
+        },
+        if opts.count_rpcs { "on" } else { "off" },
+    ));
+    // A runtime of its own, as every lock run has.
+    let rt = crate::runtime(opts)?;
+    let outcome = rt.block_on(measure(opts));
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let outcome = outcome?;
+    let load_end = loadavg();
+    say(&lines(&outcome));
+    say(&format!("\nload average at the end {load_end}\n"));
+    say(&markdown(&outcome));
+    if let Some(path) = &opts.json {
+        let text = json(opts, &machine, &started, &load_end, &outcome);
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(&format!("wrote {}", path.display()));
+    }
+    Ok(())
+}
