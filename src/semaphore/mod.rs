@@ -99,6 +99,19 @@ pub struct Semaphore {
     /// One lock per flipped `held` digit, to read out another
     /// holder's count.
     other_held: Arc<[DRWMutex]>,
+    /// What the handle's clones share.
+    shared: Arc<Shared>,
+}
+
+/// What a handle and its clones share.
+#[derive(Default)]
+struct Shared {
+    /// The count's read lock, while a permit of this handle holds it: a
+    /// later acquire of the handle reuses it instead of taking and checking
+    /// its own (docs/semaphore.md, "One count lock per handle").
+    count: std::sync::Mutex<std::sync::Weak<ReadGuard>>,
+    /// The slot the next acquire tries first.
+    next_slot: std::sync::atomic::AtomicUsize,
 }
 
 /// How long an acquire keeps trying.
@@ -128,6 +141,7 @@ impl Semaphore {
                 .map(|d| mutex(vec![d.clone()]))
                 .collect(),
             other_counts: mutex(names.other_counts),
+            shared: Arc::default(),
         })
     }
 
@@ -227,28 +241,42 @@ impl Semaphore {
                     // The count first: a count that disagrees must be the
                     // answer before any slot is taken, and a head of the
                     // line is ready to wait on the slots one round later.
-                    let (count, check) = self.join_count(patience).await?;
+                    let (count, check) = match self.held_count() {
+                        Some(count) => (count, None),
+                        None => {
+                            let (count, check) = self.join_count(patience).await?;
+                            (self.keep_count(count), Some(check))
+                        }
+                    };
                     let (slots, ()) =
-                        futures::join!(self.take_slots(m, patience), release_check(check));
+                        futures::join!(self.take_slots(m, patience), release_check_if(check));
                     return match slots {
                         Ok(slots) => Ok((count, slots)),
                         Err(err) => {
-                            release_read(count).await;
+                            release_shared(count).await;
                             Err(err)
                         }
                     };
                 }
                 // Both end after one round; a count that disagrees is the
                 // answer to give even when the slots are all held too.
-                let (counted, slots) =
-                    futures::join!(self.join_count(patience), self.take_slots(m, patience));
+                let counting = async {
+                    match self.held_count() {
+                        Some(count) => Ok((count, None)),
+                        None => {
+                            let (count, check) = self.join_count(patience).await?;
+                            Ok((self.keep_count(count), Some(check)))
+                        }
+                    }
+                };
+                let (counted, slots) = futures::join!(counting, self.take_slots(m, patience));
                 match (counted, slots) {
                     (Ok((count, check)), Ok(slots)) => {
-                        release_check(check).await;
+                        release_check_if(check).await;
                         Ok((count, slots))
                     }
                     (Ok((count, check)), Err(err)) => {
-                        futures::join!(release_read(count), release_check(check));
+                        futures::join!(release_shared(count), release_check_if(check));
                         Err(err)
                     }
                     (Err(err), Ok(slots)) => {
@@ -282,6 +310,30 @@ impl Semaphore {
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
             return Ok(SemaphorePermit::new(self.name.clone(), slots, count));
         }
+    }
+
+    /// The count's read lock that a permit of this handle holds now, if
+    /// it is not lost. Reusing it is as safe as taking a new one: it was
+    /// taken and checked by an acquirer at the head of the line, and every
+    /// permit that shares it is lost when it is.
+    fn held_count(&self) -> Option<Arc<ReadGuard>> {
+        let kept = self
+            .shared
+            .count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.upgrade().filter(|count| !count.is_lost())
+    }
+
+    /// Shares a newly taken count with the handle's later acquires.
+    fn keep_count(&self, count: ReadGuard) -> Arc<ReadGuard> {
+        let count = Arc::new(count);
+        *self
+            .shared
+            .count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::downgrade(&count);
+        count
     }
 
     /// Takes the read lock on this handle's count after checking that
@@ -380,6 +432,21 @@ impl Semaphore {
                 Err(failure)
             };
         }
+        if m == 1 {
+            // One slot first, in turn: when permits are free this costs one
+            // call per locker where waiting on all of them costs `k`, and
+            // `k - 1` releases after. When none is free it costs a round.
+            let slot = self
+                .shared
+                .next_slot
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                % self.slots.len();
+            match self.slots[slot].try_lock().await {
+                Ok(guard) => return Ok(vec![(slot, guard)]),
+                Err(err) if !err.is_retryable() => return Err(err),
+                Err(_) => {}
+            }
+        }
         let mut waits: FuturesUnordered<_> = self
             .slots
             .iter()
@@ -405,6 +472,21 @@ impl Semaphore {
 async fn release_line(queue: WriteGuard) {
     if let Err(err) = queue.unlock().await {
         tracing::debug!(%err, "the release of the line is not confirmed yet");
+    }
+}
+
+/// Releases a count that no permit will hold, if no other permit shares
+/// it, confirmed.
+async fn release_shared(count: Arc<ReadGuard>) {
+    if let Ok(count) = Arc::try_unwrap(count) {
+        release_read(count).await;
+    }
+}
+
+/// Releases a count check, if one was taken.
+async fn release_check_if(check: Option<WriteGuard>) {
+    if let Some(check) = check {
+        release_check(check).await;
     }
 }
 

@@ -15,7 +15,8 @@ use crate::{Error, ReadGuard, WriteGuard};
 /// dropped (released in the background) or [`unlock`](Self::unlock)ed.
 ///
 /// A permit is made of locks: the write lock on each of its slots
-/// (`semaphore/NAME/permit/I`) and the read lock on the semaphore's count.
+/// (`semaphore/NAME/permit/I`) and the read lock on the semaphore's count,
+/// which the permits of one handle and its clones share while any is held.
 /// Both are refreshed in the background like any lock, and the permit is
 /// lost as soon as either is: [`is_lost`](Self::is_lost),
 /// [`lost`](Self::lost) and [`loss_token`](Self::loss_token) say so before
@@ -25,7 +26,8 @@ pub struct SemaphorePermit {
     name: Arc<str>,
     /// Ordered by slot.
     slots: Vec<(usize, WriteGuard)>,
-    count: ReadGuard,
+    /// Shared by the permits this handle (and its clones) hold at once.
+    count: Arc<ReadGuard>,
     token: OnceLock<CancellationToken>,
     /// Cancelled when the permit goes, which ends the task that watches
     /// for a loss on behalf of [`loss_token`](Self::loss_token).
@@ -37,7 +39,7 @@ impl SemaphorePermit {
     pub(super) fn new(
         name: Arc<str>,
         mut slots: Vec<(usize, WriteGuard)>,
-        count: ReadGuard,
+        count: Arc<ReadGuard>,
     ) -> Self {
         slots.sort_unstable_by_key(|(slot, _)| *slot);
         let dropped = CancellationToken::new();
@@ -170,10 +172,15 @@ impl SemaphorePermit {
     pub async fn unlock(self) -> Result<(), Error> {
         let lost = self.is_lost();
         let SemaphorePermit { slots, count, .. } = self;
-        let (slots, count) = futures::join!(
-            join_all(slots.into_iter().map(|(_, g)| g.unlock())),
-            count.unlock()
-        );
+        // The count's read lock goes with the last permit that shares it.
+        let count = async move {
+            match Arc::try_unwrap(count) {
+                Ok(count) => count.unlock().await,
+                Err(_) => Ok(()),
+            }
+        };
+        let (slots, count) =
+            futures::join!(join_all(slots.into_iter().map(|(_, g)| g.unlock())), count);
         if lost {
             return Err(Error::LockLost);
         }

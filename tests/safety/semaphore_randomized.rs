@@ -100,7 +100,31 @@ async fn holder(
     );
     let permits = if id == ROGUE { ROGUE_PERMITS } else { PERMITS };
     let sem = ds.semaphore(NAME, permits).expect("valid semaphore");
-    let mut rng = SmallRng::seed_from_u64(seed ^ (0x5e3a_u64 * (id as u64 + 1)));
+    // Clients 0 and 1 run two loops on one handle, whose permits share the
+    // count's read lock while both hold.
+    let loops = if id < 2 { 2 } else { 1 };
+    let runs = (0..loops).map(|lane| {
+        let rng = SmallRng::seed_from_u64(seed ^ (0x5e3a_u64 * (id as u64 + 1)) ^ lane);
+        holder_loop(
+            owner.clone(),
+            permits,
+            sem.clone(),
+            shared.clone(),
+            budget.clone(),
+            rng,
+        )
+    });
+    futures::future::join_all(runs).await;
+}
+
+async fn holder_loop(
+    owner: String,
+    permits: usize,
+    sem: quorum_lock::Semaphore,
+    shared: Arc<Shared>,
+    budget: Arc<AtomicUsize>,
+    mut rng: SmallRng,
+) {
     while take_op(&budget) {
         let patience = ms(1_000..60_000, &mut rng);
         let permit = match sem.acquire_timeout(patience).await {
@@ -180,7 +204,12 @@ async fn holder(
             end
         };
         shared.holds.lock().unwrap()[at].until = Some(end);
-        shared.holding.lock().unwrap().retain(|o| o != &owner);
+        {
+            let mut holding = shared.holding.lock().unwrap();
+            if let Some(i) = holding.iter().position(|o| o == &owner) {
+                holding.remove(i);
+            }
+        }
         sleep(ms(0..3_000, &mut rng)).await;
     }
 }
