@@ -173,6 +173,70 @@ pub struct Outcome {
     /// The server processes, in cores (TCP only).
     pub server_cpu: Option<f64>,
     pub calls: Option<CallCounts>,
+    /// The reentrant re-lock probe, when calls are counted.
+    pub relock: Option<Relock>,
+}
+
+/// Nested re-locks of a lock a `Holder` already holds: they must call no
+/// locker (issue 24).
+#[derive(Debug, Clone, Copy)]
+pub struct Relock {
+    pub nested: u64,
+    /// Locker calls while the nested re-locks ran.
+    pub calls: u64,
+    /// Locker calls of the first, real acquisition.
+    pub first_calls: u64,
+    pub each: Duration,
+}
+
+/// How many nested re-locks the probe makes.
+const RELOCKS: u64 = 10_000;
+
+/// Takes a lock through a `Holder`, then re-locks it `RELOCKS` times
+/// (each guard dropped at once), counting the locker calls of each part.
+/// Fails if a nested re-lock called any locker.
+async fn relock_probe(cluster: &crate::ours::Cluster) -> Result<Option<Relock>, String> {
+    if cluster.calls.is_empty() {
+        return Ok(None);
+    }
+    let calls = || counting::total(&cluster.calls).total();
+    let mutex = cluster
+        .ds
+        .rw_mutex(["reentrant-probe"])
+        .map_err(|e| format!("cannot make the probe's mutex: {e}"))?;
+    let holder = cluster.ds.holder();
+    let before = calls();
+    let outer = holder
+        .lock(&mutex)
+        .await
+        .map_err(|e| format!("the probe's first lock failed: {e}"))?;
+    let first_calls = calls() - before;
+    let started = Instant::now();
+    let at = calls();
+    for _ in 0..RELOCKS {
+        let nested = holder
+            .lock(&mutex)
+            .await
+            .map_err(|e| format!("a nested re-lock failed: {e}"))?;
+        drop(nested);
+    }
+    let each = started.elapsed() / u32::try_from(RELOCKS).unwrap_or(u32::MAX);
+    let nested_calls = calls() - at;
+    outer
+        .unlock()
+        .await
+        .map_err(|e| format!("the probe's unlock failed: {e}"))?;
+    if nested_calls > 0 {
+        return Err(format!(
+            "REENTRANT RE-LOCK CALLED LOCKERS: {nested_calls} calls in {RELOCKS} nested re-locks"
+        ));
+    }
+    Ok(Some(Relock {
+        nested: RELOCKS,
+        calls: nested_calls,
+        first_calls,
+        each,
+    }))
 }
 
 impl Outcome {
@@ -393,7 +457,9 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .as_secs_f64()
         .max(1e-9);
     let rate = granted as f64 / seconds;
+    let relock = relock_probe(&cluster).await?;
     Ok(Outcome {
+        relock,
         settings: s.clone(),
         transport: opts.transport,
         granted,
@@ -558,6 +624,18 @@ fn lines(o: &Outcome) -> String {
     }
     if o.hit_count_bound {
         let _ = write!(out, "\n{l}: stopped by --max-locks");
+    }
+    if let Some(r) = &o.relock {
+        let _ = write!(
+            out,
+            "\n{l}: reentrant re-lock (Holder): {} nested re-locks called lockers {} times \
+             ({:.1} per re-lock; the first lock {} calls), {} each",
+            r.nested,
+            r.calls,
+            r.calls as f64 / r.nested as f64,
+            r.first_calls,
+            fmt_duration(r.each)
+        );
     }
     out
 }
