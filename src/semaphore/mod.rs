@@ -251,7 +251,7 @@ impl Semaphore {
                     let (slots, ()) =
                         futures::join!(self.take_slots(m, patience), release_check_if(check));
                     return match slots {
-                        Ok(slots) => Ok((count, slots)),
+                        Ok(slots) => self.renew_lost(m, count, slots).await,
                         Err(err) => {
                             release_shared(count).await;
                             Err(err)
@@ -273,6 +273,15 @@ impl Semaphore {
                 match (counted, slots) {
                     (Ok((count, check)), Ok(slots)) => {
                         release_check_if(check).await;
+                        if count.is_lost() || slots.iter().any(|(_, slot)| slot.is_lost()) {
+                            // Lost between the two answers: one round is
+                            // all a try makes.
+                            futures::join!(
+                                release_shared(count),
+                                join_all(slots.into_iter().map(|(_, s)| release_check(s)))
+                            );
+                            return Err(Error::WouldBlock);
+                        }
                         Ok((count, slots))
                     }
                     (Ok((count, check)), Err(err)) => {
@@ -309,6 +318,56 @@ impl Semaphore {
             release_line(queue).await;
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
             return Ok(SemaphorePermit::new(self.name.clone(), slots, count));
+        }
+    }
+
+    /// Takes again, still at the head of the line, any part of a permit
+    /// that was lost while the rest was taken (a slot wait can last as long
+    /// as the holders hold): an acquire never returns a lost permit, as a
+    /// lock never returns a lost guard.
+    async fn renew_lost(
+        &self,
+        m: usize,
+        mut count: Arc<ReadGuard>,
+        mut slots: Vec<(usize, WriteGuard)>,
+    ) -> Result<(Arc<ReadGuard>, Vec<(usize, WriteGuard)>), Error> {
+        loop {
+            if count.is_lost() {
+                tracing::debug!(semaphore = %self.name, "the count was lost while waiting for a slot; taking it again");
+                let fresh = match self.held_count() {
+                    Some(fresh) => Ok(fresh),
+                    None => match self.join_count(Patience::Forever).await {
+                        Ok((fresh, check)) => {
+                            release_check(check).await;
+                            Ok(self.keep_count(fresh))
+                        }
+                        Err(err) => Err(err),
+                    },
+                };
+                match fresh {
+                    Ok(fresh) => count = fresh,
+                    Err(err) => {
+                        join_all(slots.into_iter().map(|(_, s)| release_check(s))).await;
+                        return Err(err);
+                    }
+                }
+                continue;
+            }
+            if slots.iter().any(|(_, slot)| slot.is_lost()) {
+                tracing::debug!(semaphore = %self.name, "a slot was lost while waiting for another; taking one again");
+                // A lost slot's release runs in the background.
+                slots.retain(|(_, slot)| !slot.is_lost());
+                match self.take_slots(m - slots.len(), Patience::Forever).await {
+                    Ok(more) => slots.extend(more),
+                    Err(err) => {
+                        join_all(slots.into_iter().map(|(_, s)| release_check(s))).await;
+                        release_shared(count).await;
+                        return Err(err);
+                    }
+                }
+                continue;
+            }
+            return Ok((count, slots));
         }
     }
 
