@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::harness::{client, instant_of, lease};
-use crate::safety_randomized::{env_or, ms, Fault, Mix};
+use crate::safety_randomized::{env_or, inject_until_done, ms, Mix};
 use quorum_lock::testing::{EventKind, History, TestCluster};
 use quorum_lock::{Error, Leader, LockMode, LockerConfig};
 use rand::rngs::SmallRng;
@@ -35,7 +35,6 @@ use tokio::time::{sleep, Instant};
 const CANDIDATES: usize = 4;
 const OBSERVERS: usize = 2;
 const ELECTION: &str = "leader";
-const MAX_INJECTOR_STEPS: usize = 100_000;
 
 const DEFAULT_SEEDS: u64 = if cfg!(debug_assertions) { 20 } else { 40 };
 
@@ -254,48 +253,6 @@ async fn observer(
     }
 }
 
-async fn inject(
-    cluster: Arc<TestCluster>,
-    shared: Arc<Shared>,
-    mix: Mix,
-    done: Arc<AtomicBool>,
-    seed: u64,
-) -> usize {
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0xe1ec);
-    let mut active: Vec<Fault> = Vec::new();
-    let mut injected = 0;
-    for _ in 0..MAX_INJECTOR_STEPS {
-        if done.load(Ordering::Relaxed) {
-            break;
-        }
-        sleep(ms(500..10_000, &mut rng)).await;
-        let now = Instant::now();
-        active.retain(|f| {
-            let over = f.until <= now;
-            if over {
-                f.undo(&cluster);
-            }
-            !over
-        });
-        if active.len() < 3 && rng.random_bool(0.5) {
-            let leading = shared.leading.lock().unwrap().clone();
-            let fault = Fault::draw(mix, &leading, &mut rng);
-            fault.apply(&cluster, &mut rng);
-            injected += 1;
-            if fault.until <= now {
-                fault.undo(&cluster);
-            } else {
-                active.push(fault);
-            }
-        }
-    }
-    for fault in active {
-        fault.undo(&cluster);
-    }
-    cluster.heal_all();
-    injected
-}
-
 #[derive(Debug, Default)]
 struct Report {
     leaderships: usize,
@@ -333,12 +290,15 @@ fn run_seed(seed: u64, ops: usize, mix: Mix) -> Report {
                 ))
             })
             .collect();
-        let injector = tokio::spawn(inject(
+        let injector = tokio::spawn(inject_until_done(
             cluster.clone(),
-            shared.clone(),
+            {
+                let shared = shared.clone();
+                move || shared.leading.lock().unwrap().clone()
+            },
             mix,
             done.clone(),
-            seed,
+            SmallRng::seed_from_u64(seed ^ 0xe1ec),
         ));
         for c in candidates {
             c.await.expect("candidate panicked");

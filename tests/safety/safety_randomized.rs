@@ -381,6 +381,50 @@ async fn worker(
     }
 }
 
+/// Injects faults until `done`, at most three at a time, each for a
+/// bounded time, then heals all; returns how many. Partitions cut off one
+/// of `holders()` when there is one. The election and semaphore tests
+/// share it.
+pub(crate) async fn inject_until_done(
+    cluster: Arc<TestCluster>,
+    holders: impl Fn() -> Vec<String>,
+    mix: Mix,
+    done: Arc<AtomicBool>,
+    mut rng: SmallRng,
+) -> usize {
+    let mut active: Vec<Fault> = Vec::new();
+    let mut injected = 0;
+    for _ in 0..MAX_INJECTOR_STEPS {
+        if done.load(Ordering::Relaxed) {
+            break;
+        }
+        sleep(ms(500..10_000, &mut rng)).await;
+        let now = Instant::now();
+        active.retain(|f| {
+            let over = f.until <= now;
+            if over {
+                f.undo(&cluster);
+            }
+            !over
+        });
+        if active.len() < 3 && rng.random_bool(0.5) {
+            let fault = Fault::draw(mix, &holders(), &mut rng);
+            fault.apply(&cluster, &mut rng);
+            injected += 1;
+            if fault.until <= now {
+                fault.undo(&cluster);
+            } else {
+                active.push(fault);
+            }
+        }
+    }
+    for fault in active {
+        fault.undo(&cluster);
+    }
+    cluster.heal_all();
+    injected
+}
+
 /// Injects faults until `done`, each for a bounded time, then heals all.
 async fn inject(
     cluster: Arc<TestCluster>,

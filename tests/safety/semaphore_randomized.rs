@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::harness::{client, instant_of};
-use crate::safety_randomized::{env_or, ms, Fault, Mix};
+use crate::safety_randomized::{env_or, inject_until_done, ms, Mix};
 use quorum_lock::testing::{EventKind, History, TestCluster};
 use quorum_lock::{Error, LockMode, LockerConfig};
 use rand::rngs::SmallRng;
@@ -35,7 +35,6 @@ const PERMITS: usize = 2;
 const ROGUE: usize = 3;
 const ROGUE_PERMITS: usize = 3;
 const CLIENTS: usize = 6;
-const MAX_INJECTOR_STEPS: usize = 100_000;
 
 const DEFAULT_SEEDS: u64 = if cfg!(debug_assertions) { 12 } else { 30 };
 
@@ -214,48 +213,6 @@ async fn holder_loop(
     }
 }
 
-async fn inject(
-    cluster: Arc<TestCluster>,
-    shared: Arc<Shared>,
-    mix: Mix,
-    done: Arc<AtomicBool>,
-    seed: u64,
-) -> usize {
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5e3a_f00d);
-    let mut active: Vec<Fault> = Vec::new();
-    let mut injected = 0;
-    for _ in 0..MAX_INJECTOR_STEPS {
-        if done.load(Ordering::Relaxed) {
-            break;
-        }
-        sleep(ms(500..10_000, &mut rng)).await;
-        let now = Instant::now();
-        active.retain(|f| {
-            let over = f.until <= now;
-            if over {
-                f.undo(&cluster);
-            }
-            !over
-        });
-        if active.len() < 3 && rng.random_bool(0.5) {
-            let holding = shared.holding.lock().unwrap().clone();
-            let fault = Fault::draw(mix, &holding, &mut rng);
-            fault.apply(&cluster, &mut rng);
-            injected += 1;
-            if fault.until <= now {
-                fault.undo(&cluster);
-            } else {
-                active.push(fault);
-            }
-        }
-    }
-    for fault in active {
-        fault.undo(&cluster);
-    }
-    cluster.heal_all();
-    injected
-}
-
 /// Every instant where more believed they held than their count allows,
 /// or holders of different counts believed at once.
 fn check_holds(holds: &[Hold], problems: &mut Vec<String>) {
@@ -335,12 +292,15 @@ fn run_seed(seed: u64, ops: usize, mix: Mix) -> Report {
                 ))
             })
             .collect();
-        let injector = tokio::spawn(inject(
+        let injector = tokio::spawn(inject_until_done(
             cluster.clone(),
-            shared.clone(),
+            {
+                let shared = shared.clone();
+                move || shared.holding.lock().unwrap().clone()
+            },
             mix,
             done.clone(),
-            seed,
+            SmallRng::seed_from_u64(seed ^ 0x5e3a_f00d),
         ));
         for h in holders {
             h.await.expect("holder panicked");
