@@ -1,0 +1,227 @@
+//! Adversarial review of the semaphore's second cut: one count lock shared
+//! by the permits of a handle, one slot tried first, and `renew_lost`.
+#![cfg(feature = "testing")]
+
+use std::time::Duration;
+
+use quorum_lock::testing::TestCluster;
+use quorum_lock::{Error, SemaphorePermit};
+use tokio::time::{sleep, timeout};
+
+use super::election::client;
+
+/// Lets every background task (releases, abandoned waits) run out.
+async fn settle() {
+    sleep(Duration::from_secs(120)).await;
+}
+
+/// Entries on the count names (`count-bit`, `held`) across all lockers.
+fn count_entries(cluster: &TestCluster) -> usize {
+    cluster
+        .lockers()
+        .iter()
+        .flat_map(|l| l.snapshot())
+        .filter(|e| e.resource.contains("/count-bit/") || e.resource.contains("/held/"))
+        .count()
+}
+
+fn all_entries(cluster: &TestCluster) -> Vec<(String, String)> {
+    cluster
+        .lockers()
+        .iter()
+        .flat_map(|l| l.snapshot())
+        .map(|e| (e.resource, e.owner))
+        .collect()
+}
+
+/// Passes (attack failed): the permits of one handle share one count read
+/// lock, released by whichever goes last, in every order of drops and
+/// unlocks, also unlocked concurrently (`join!`). While any permit is
+/// held, the count stays (a process with another count is refused); the
+/// last confirmed `unlock` leaves no count entry without waiting for a
+/// background task; nothing is left after the drops settle.
+#[tokio::test(start_paused = true)]
+async fn the_shared_count_goes_with_the_last_permit_in_any_order() {
+    // Each plan says, per permit in order of going, how it goes:
+    // 'd' drop, 'u' unlock; "J" unlocks all three concurrently.
+    let plans = ["ddd", "uuu", "dud", "udu", "uud", "ddu", "J"];
+    for (i, plan) in plans.iter().enumerate() {
+        for order in [[0usize, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let cluster = TestCluster::new(3, 100 + i as u64);
+            let h = client(&cluster, "h");
+            let r = client(&cluster, "r");
+            let sem = h.semaphore("s", 3).unwrap();
+            let clone = sem.clone();
+            let mut permits: Vec<Option<SemaphorePermit>> = vec![
+                Some(sem.acquire().await.unwrap()),
+                Some(clone.acquire().await.unwrap()),
+                Some(sem.try_acquire().await.unwrap()),
+            ];
+            // One count lock: 20 names on each of 3 lockers.
+            assert_eq!(count_entries(&cluster), 60, "{plan} {order:?}");
+            if *plan == "J" {
+                let [a, b, c] = [0, 1, 2].map(|j| permits[j].take().unwrap());
+                let (x, y, z) = futures::join!(a.unlock(), b.unlock(), c.unlock());
+                x.unwrap();
+                y.unwrap();
+                z.unwrap();
+                assert_eq!(count_entries(&cluster), 0, "{plan}: the last unlock is confirmed");
+            } else {
+                for (step, (&j, how)) in order.iter().zip(plan.chars()).enumerate() {
+                    let p = permits[j].take().unwrap();
+                    assert!(!p.is_lost());
+                    match how {
+                        'd' => drop(p),
+                        _ => p.unlock().await.unwrap(),
+                    }
+                    sleep(Duration::from_millis(50)).await;
+                    if step < 2 {
+                        assert_eq!(count_entries(&cluster), 60, "{plan} {order:?} step {step}");
+                        for p in permits.iter().flatten() {
+                            assert!(!p.is_lost(), "{plan} {order:?} step {step}");
+                        }
+                        let refused = r.semaphore("s", 2).unwrap().try_acquire().await;
+                        assert!(
+                            matches!(refused, Err(Error::PermitsMismatch { in_use: Some(3), .. })),
+                            "{plan} {order:?} step {step}: {refused:?}"
+                        );
+                    } else if how == 'u' {
+                        assert_eq!(count_entries(&cluster), 0, "{plan} {order:?}");
+                    }
+                }
+            }
+            settle().await;
+            assert!(all_entries(&cluster).is_empty(), "{plan} {order:?}: {:?}", all_entries(&cluster));
+            // And the other count is granted now.
+            let _p = r.semaphore("s", 2).unwrap().try_acquire().await.unwrap();
+        }
+    }
+}
+
+/// Passes (attack failed): an acquire that reused the count, and then
+/// outlived every permit that shared it (so that it holds the count's last
+/// reference), is cancelled: the count goes with it, nothing leaks.
+/// Also the same with `acquire_timeout` timing out, and a `try_acquire`
+/// that reuses the count and is refused.
+#[tokio::test(start_paused = true)]
+async fn an_acquire_that_reused_the_count_and_outlived_its_permits_leaves_nothing() {
+    let cluster = TestCluster::new(3, 7);
+    let h = client(&cluster, "h");
+    let o = client(&cluster, "o");
+    let sem = h.semaphore("s", 3).unwrap();
+    let blocker = o.semaphore("s", 3).unwrap().acquire().await.unwrap();
+    let p1 = sem.acquire().await.unwrap();
+    // Needs all three slots: takes what it can and waits for the blocker's.
+    let waiting = tokio::spawn({
+        let sem = sem.clone();
+        async move { sem.acquire_many(3).await }
+    });
+    sleep(Duration::from_secs(1)).await;
+    // The try reuses the count and is refused.
+    assert!(matches!(sem.try_acquire().await, Err(Error::WouldBlock)));
+    drop(p1);
+    sleep(Duration::from_secs(1)).await;
+    assert!(!waiting.is_finished());
+    // The head holds the count alone now.
+    assert_eq!(count_entries(&cluster), 120, "two count locks: o's and h's");
+    waiting.abort();
+    let _ = waiting.await;
+    settle().await;
+    let left = all_entries(&cluster);
+    assert!(left.iter().all(|(_, owner)| owner == "o"), "{left:?}");
+    assert_eq!(count_entries(&cluster), 60);
+    // Same with a timeout, then with the blocker gone everything empties.
+    let p1 = sem.acquire().await.unwrap();
+    let got = timeout(Duration::from_secs(3), sem.acquire_many(3)).await;
+    assert!(got.is_err());
+    drop(p1);
+    blocker.unlock().await.unwrap();
+    settle().await;
+    assert!(all_entries(&cluster).is_empty(), "{:?}", all_entries(&cluster));
+}
+
+/// Passes (attack failed): many permits share a count that two restarted
+/// lockers (quarantine) take away. Every one of them reports the loss
+/// (`is_lost`, `lost()`, `loss_token`, `unlock` -> `LockLost`) before a
+/// process with another count is granted; the handle's next acquire does
+/// not reuse the lost count.
+#[tokio::test(start_paused = true)]
+async fn every_permit_sharing_a_count_lost_to_restarts_reports_it_before_another_count() {
+    let cluster = TestCluster::new(3, 61);
+    let h = client(&cluster, "h");
+    let r = client(&cluster, "r");
+    let sem = h.semaphore("jobs", 4).unwrap();
+    let mut permits = Vec::new();
+    for _ in 0..4 {
+        permits.push(sem.acquire().await.unwrap());
+    }
+    let tokens: Vec<_> = permits.iter().map(|p| p.loss_token()).collect();
+    let lost_at: Vec<_> = permits
+        .iter()
+        .map(|p| {
+            let lost = p.lost();
+            tokio::spawn(async move {
+                lost.await;
+                tokio::time::Instant::now()
+            })
+        })
+        .collect();
+    let rogue = tokio::spawn(async move {
+        let sem = r.semaphore("jobs", 2).unwrap();
+        loop {
+            match sem.acquire().await {
+                Ok(p) => return (tokio::time::Instant::now(), p),
+                Err(Error::PermitsMismatch { in_use: Some(4), .. }) => {}
+                Err(e) => panic!("rogue: {e:?}"),
+            }
+            sleep(Duration::from_millis(500)).await;
+        }
+    });
+    sleep(Duration::from_secs(3)).await;
+    cluster.restart(&[0, 1]).unwrap();
+    let (granted, _p) = timeout(Duration::from_secs(600), rogue)
+        .await
+        .expect("granted")
+        .unwrap();
+    for (i, at) in lost_at.into_iter().enumerate() {
+        let at = at.await.unwrap();
+        assert!(at < granted, "permit {i} lost at {at:?}, other count at {granted:?}");
+        assert!(permits[i].is_lost() && tokens[i].is_cancelled());
+    }
+    // The handle does not reuse the lost count: it is refused (the other
+    // count holds), it does not get a permit on the lost one.
+    let again = sem.try_acquire().await;
+    assert!(
+        matches!(again, Err(Error::PermitsMismatch { in_use: Some(2), .. })),
+        "{again:?}"
+    );
+    for p in permits {
+        assert!(matches!(p.unlock().await, Err(Error::LockLost)));
+    }
+}
+
+/// Passes (attack failed): a handle that holds a permit reuses its count
+/// for the next; a process with another count is told `PermitsMismatch`
+/// (with the holder's count) throughout, whichever of the two permits goes
+/// first, and is granted once the last goes.
+#[tokio::test(start_paused = true)]
+async fn another_count_is_refused_while_any_sharing_permit_holds() {
+    let cluster = TestCluster::new(3, 5);
+    let h = client(&cluster, "h");
+    let r = client(&cluster, "r");
+    let sem = h.semaphore("s", 2).unwrap();
+    let other = r.semaphore("s", 5).unwrap();
+    let p1 = sem.acquire().await.unwrap();
+    let p2 = sem.clone().acquire().await.unwrap();
+    let refused = |e: Result<SemaphorePermit, Error>| {
+        matches!(e, Err(Error::PermitsMismatch { permits: 5, in_use: Some(2), .. }))
+    };
+    assert!(refused(other.try_acquire().await));
+    assert!(refused(other.acquire().await));
+    p1.unlock().await.unwrap();
+    assert!(refused(other.try_acquire().await));
+    assert!(refused(other.acquire().await));
+    assert!(!p2.is_lost());
+    p2.unlock().await.unwrap();
+    let _p = other.try_acquire().await.unwrap();
+}
