@@ -225,3 +225,57 @@ async fn another_count_is_refused_while_any_sharing_permit_holds() {
     p2.unlock().await.unwrap();
     let _p = other.try_acquire().await.unwrap();
 }
+
+/// BREAK: a permit acquired on a live runtime, dropped outside any runtime,
+/// leaves the count's read lock on the lockers until it expires (60 s),
+/// because the count it shares was taken by an earlier permit of the
+/// handle on another runtime, which has shut down since.
+///
+/// `p1` is acquired on runtime A and released there; `p2`, of a clone of
+/// the handle, is acquired on runtime B (reusing `p1`'s count) and is
+/// dropped from a plain thread while B still runs. A dropped guard is
+/// released "on the current runtime, or the acquiring one outside any
+/// runtime": `p2`'s slot goes on B, but the count's `ReadGuard` was
+/// acquired on A, so its release is spawned on A's handle, where the task
+/// is dropped (src/guard.rs, `Drop for Held`). With a count per permit it
+/// would have been released on B, as the control below is. Meanwhile a
+/// process with another count is refused for a minute.
+#[test]
+fn a_permit_dropped_outside_a_runtime_releases_its_shared_count_on_its_own_runtime() {
+    let rt_b = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let cluster = rt_b.block_on(async { TestCluster::new(3, 9) });
+    let h = rt_b.block_on(async { client(&cluster, "h") });
+    let r = rt_b.block_on(async { client(&cluster, "r") });
+    let sem = h.semaphore("s", 2).unwrap();
+    let real_sleep = |ms| std::thread::sleep(Duration::from_millis(ms));
+
+    // Control: the count taken on B by `p2` itself goes on B.
+    let p2 = rt_b.block_on(sem.acquire()).unwrap();
+    drop(p2);
+    real_sleep(500);
+    assert!(all_entries(&cluster).is_empty(), "control: {:?}", all_entries(&cluster));
+
+    let rt_a = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let p1 = rt_a.block_on(sem.acquire()).unwrap();
+    let p2 = rt_b.block_on(sem.clone().acquire()).unwrap();
+    rt_a.block_on(async move { p1.unlock().await }).unwrap();
+    drop(rt_a);
+    assert!(!p2.is_lost());
+    drop(p2); // outside any runtime; B is alive and driven
+    real_sleep(500);
+    let left = all_entries(&cluster);
+    let refused = rt_b.block_on(r.semaphore("s", 3).unwrap().try_acquire());
+    assert!(
+        left.is_empty(),
+        "left after p2 went ({} count entries; another count: {:?}): {left:?}",
+        count_entries(&cluster),
+        refused.map(|_| ())
+    );
+}
