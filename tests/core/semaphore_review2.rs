@@ -419,3 +419,71 @@ fn a_shared_count_is_not_released_while_the_runtime_that_took_it_idles() {
         "count entries 0.5 s after p2 went (A idle), then after driving A"
     );
 }
+
+/// Passes (attack failed): `renew_lost` with `acquire_many`: one of the head's slots is
+/// lost while it waits for the last one (a partition timed so that the
+/// slot, taken later than the line and the count, misses its deadline
+/// first, healed just before theirs). Once the last slot is granted the
+/// head drops the lost one and waits on all `k` slots again, two of which
+/// it holds itself: it must neither wait on itself forever nor return a
+/// permit with a slot twice or a lost one.
+#[tokio::test(start_paused = true)]
+async fn a_slot_lost_while_acquire_many_waits_is_taken_again_without_waiting_on_itself() {
+    use tokio::time::{sleep_until, Instant};
+    let cluster = TestCluster::new(3, 77);
+    let h = client(&cluster, "h");
+    let o = client(&cluster, "o");
+    let start = Instant::now();
+    let at = |s: f64| start + Duration::from_secs_f64(s);
+    let osem = o.semaphore("s", 3).unwrap();
+    let oa = osem.acquire().await.unwrap();
+    let ob = osem.acquire().await.unwrap();
+    sleep_until(at(1.0)).await;
+    let head = tokio::spawn({
+        let sem = h.semaphore("s", 3).unwrap();
+        async move { (sem.acquire_many(3).await, Instant::now()) }
+    });
+    sleep_until(at(10.0)).await;
+    drop(oa); // the head's second slot, taken at ~10 s
+    sleep_until(at(11.5)).await;
+    cluster.partition("h", &[1, 2]).unwrap();
+    sleep_until(at(60.5)).await;
+    cluster.heal_partition("h", &[1, 2]).unwrap();
+    sleep_until(at(64.0)).await;
+    // The head's slot locks (resource -> uid), as locker 0 sees them.
+    let slot_uids = || -> std::collections::BTreeMap<String, String> {
+        cluster.lockers()[0]
+            .snapshot()
+            .into_iter()
+            .filter(|e| e.owner == "h" && e.resource.contains("/permit/"))
+            .map(|e| (e.resource, e.uid))
+            .collect()
+    };
+    let before = slot_uids();
+    assert_eq!(before.len(), 2, "{before:?}");
+    sleep_until(at(65.0)).await;
+    assert!(!head.is_finished(), "{:?}", head.is_finished());
+    drop(ob);
+    let (got, when) = timeout(Duration::from_secs(300), head)
+        .await
+        .expect("the head is granted, not stuck on its own slots")
+        .unwrap();
+    let p = got.unwrap();
+    assert_eq!(p.slots(), vec![0, 1, 2], "granted at {:?}", when - start);
+    assert!(!p.is_lost());
+    // The slot taken at 10 s was lost and taken again (new uid); the one
+    // taken at 1 s was kept.
+    let after = slot_uids();
+    let kept = before
+        .iter()
+        .filter(|(r, u)| after.get(*r) == Some(u))
+        .count();
+    assert_eq!(kept, 1, "before {before:?}, after {after:?}");
+    p.unlock().await.unwrap();
+    settle().await;
+    assert!(
+        all_entries(&cluster).is_empty(),
+        "{:?}",
+        all_entries(&cluster)
+    );
+}
