@@ -24,3 +24,4 @@ mod reentrant;
 mod runtimes;
 mod semaphore;
 mod semaphore_review;
+mod semaphore_review2;
