@@ -57,7 +57,20 @@ impl Semaphore {
             };
             release_line(queue).await;
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
-            return Ok(SemaphorePermit::new(self.name.clone(), slots, count));
+            let home = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+            let permit = SemaphorePermit::new(self.name.clone(), slots, count, home);
+            if permit.is_lost() {
+                // Lost while the line's release was confirmed (up to the
+                // unlock timeout): never hand out a lost permit. Its parts
+                // go back in the background; queue again.
+                tracing::debug!(semaphore = %self.name, "lost while leaving the line; queueing again");
+                drop(permit);
+                if patience == Patience::OneRound {
+                    return Err(Error::WouldBlock);
+                }
+                continue;
+            }
+            return Ok(permit);
         }
     }
 

@@ -27,7 +27,7 @@ pub struct SemaphorePermit {
     /// Ordered by slot.
     slots: Vec<(usize, WriteGuard)>,
     /// Shared by the permits this handle (and its clones) hold at once.
-    count: Arc<ReadGuard>,
+    count: CountShare,
     token: OnceLock<CancellationToken>,
     /// Cancelled when the permit goes, which ends the task that watches
     /// for a loss on behalf of [`loss_token`](Self::loss_token).
@@ -40,13 +40,17 @@ impl SemaphorePermit {
         name: Arc<str>,
         mut slots: Vec<(usize, WriteGuard)>,
         count: Arc<ReadGuard>,
+        home: Handle,
     ) -> Self {
         slots.sort_unstable_by_key(|(slot, _)| *slot);
         let dropped = CancellationToken::new();
         SemaphorePermit {
             name,
             slots,
-            count,
+            count: CountShare {
+                count: Some(count),
+                home,
+            },
             token: OnceLock::new(),
             _dropping: dropped.clone().drop_guard(),
             dropped,
@@ -121,7 +125,7 @@ impl SemaphorePermit {
     /// before any locker can free a slot of this permit to someone else.
     pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut losses: Vec<_> = self.slots.iter().map(|(_, g)| g.lost().boxed()).collect();
-        losses.push(self.count.lost().boxed());
+        losses.push(self.count.lost());
         async move {
             select_all(losses).await;
         }
@@ -171,12 +175,14 @@ impl SemaphorePermit {
     /// dropping it hands the outstanding releases to the runtime.
     pub async fn unlock(self) -> Result<(), Error> {
         let lost = self.is_lost();
-        let SemaphorePermit { slots, count, .. } = self;
+        let SemaphorePermit {
+            slots, mut count, ..
+        } = self;
         // The count's read lock goes with the last permit that shares it.
         let count = async move {
-            match Arc::try_unwrap(count) {
-                Ok(count) => count.unlock().await,
-                Err(_) => Ok(()),
+            match count.count.take().map(Arc::try_unwrap) {
+                Some(Ok(count)) => count.unlock().await,
+                _ => Ok(()),
             }
         };
         let (slots, count) =
@@ -199,5 +205,52 @@ impl fmt::Debug for SemaphorePermit {
             .field("slots", &self.slots())
             .field("lost", &self.is_lost())
             .finish()
+    }
+}
+
+/// A permit's share of its handle's count lock. The permit that lets go of
+/// the last share releases the lock, on the runtime it is dropped on, or
+/// outside any runtime on the one it was acquired on: the lock itself may
+/// have been taken by another permit, on a runtime that is gone or idle.
+struct CountShare {
+    /// `None` once `unlock` took it.
+    count: Option<Arc<ReadGuard>>,
+    home: Handle,
+}
+
+impl CountShare {
+    fn is_lost(&self) -> bool {
+        self.count.as_ref().is_none_or(|count| count.is_lost())
+    }
+
+    fn lost(&self) -> futures::future::BoxFuture<'static, ()> {
+        match &self.count {
+            Some(count) => count.lost().boxed(),
+            None => futures::future::ready(()).boxed(),
+        }
+    }
+
+    fn loss_token(&self) -> CancellationToken {
+        match &self.count {
+            Some(count) => count.loss_token(),
+            None => {
+                let token = CancellationToken::new();
+                token.cancel();
+                token
+            }
+        }
+    }
+}
+
+impl Drop for CountShare {
+    fn drop(&mut self) {
+        let Some(Ok(count)) = self.count.take().map(Arc::try_unwrap) else {
+            return;
+        };
+        // Dropped inside the task, so that the guard's own drop releases on
+        // this runtime. Spawning never blocks; on a runtime that has shut
+        // down the task is dropped, and the lockers expire the entries.
+        let handle = Handle::try_current().unwrap_or_else(|_| self.home.clone());
+        handle.spawn(async move { drop(count) });
     }
 }

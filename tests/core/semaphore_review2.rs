@@ -262,7 +262,9 @@ async fn another_count_is_refused_while_any_sharing_permit_holds() {
     let _p = other.try_acquire().await.unwrap();
 }
 
-/// BREAK: a permit acquired on a live runtime, dropped outside any runtime,
+/// Was a break, fixed by releasing the last share of the count on the
+/// dropping runtime (or the permit's own): a permit acquired on a live
+/// runtime, dropped outside any runtime,
 /// leaves the count's read lock on the lockers until it expires (60 s),
 /// because the count it shares was taken by an earlier permit of the
 /// handle on another runtime, which has shut down since.
@@ -385,7 +387,8 @@ fn two_permits_unlocked_at_once_on_two_threads_confirm_the_count_release() {
     );
 }
 
-/// BREAK (same root cause as the one above): the runtime that took the
+/// Was a break (same root cause and fix as the one above): the runtime
+/// that took the
 /// shared count is alive but no longer driven (a current-thread runtime
 /// kept for synchronous wrappers, between `block_on`s). A permit acquired
 /// on B and dropped outside any runtime leaves its count on the lockers
