@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGKILL,
-    SIGSTOP, SIGTERM,
+    catches, cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT,
+    SIGKILL, SIGSTOP, SIGTERM,
 };
 
 struct Cluster {
@@ -248,8 +248,11 @@ fn sigint_while_waiting_gives_up_without_running_the_command() {
         c.dir.read("log").contains("held")
     });
     let waiter = c.run(&[], "job", "echo ran >> $D/log");
-    std::thread::sleep(Duration::from_millis(500));
-    signal(waiter.child.id(), SIGINT);
+    // Once run catches SIGINT, the signal ends its wait (or its connecting,
+    // if it comes that early): either way the command must not run.
+    let pid = waiter.child.id();
+    wait_until(LIMIT, "the waiter to catch SIGINT", || catches(pid, SIGINT));
+    signal(pid, SIGINT);
     let waiter = waiter.finish(LIMIT);
     assert_eq!(waiter.code, Some(128 + SIGINT), "{waiter:?}");
     std::fs::write(c.dir.file("go"), "").unwrap();

@@ -121,6 +121,20 @@ pub fn running(pid: &str) -> bool {
     }
 }
 
+/// Whether process `pid` has a handler for signal `sig` (Linux: the
+/// `SigCgt` mask of /proc/PID/status), so that the signal reaches the
+/// program instead of ending it by default.
+pub fn catches(pid: u32, sig: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
+}
+
 /// Polls `check` every 20 ms until it holds or `limit` passes.
 pub fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
