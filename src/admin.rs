@@ -63,7 +63,8 @@ impl Dsync {
     /// ```
     pub async fn locks(&self) -> Result<Vec<ClusterLock>, Error> {
         let lockers = &self.coord.lockers;
-        let deadline = after(Instant::now(), self.coord.timeouts.unlock);
+        let began = Instant::now();
+        let deadline = after(began, self.coord.timeouts.unlock);
         let listings = join_all(
             lockers
                 .iter()
@@ -112,6 +113,7 @@ impl Dsync {
                 answered,
                 quorum,
                 lockers: lockers.len(),
+                unreachable: self.coord.unreachable_since(began),
             });
         }
         let mut out: Vec<ClusterLock> = merged.into_values().collect();
@@ -162,7 +164,8 @@ impl Dsync {
             quorum: write_quorum(lockers.len()),
         };
         tracing::info!(resources = ?args.resources, "forcing locks open");
-        let deadline = after(Instant::now(), self.coord.timeouts.force_unlock);
+        let began = Instant::now();
+        let deadline = after(began, self.coord.timeouts.force_unlock);
         let coord = &self.coord;
         let results = join_all(lockers.iter().enumerate().map(|(index, l)| {
             call_locker(
@@ -186,6 +189,7 @@ impl Dsync {
                 answered,
                 quorum: args.quorum,
                 lockers: lockers.len(),
+                unreachable: coord.unreachable_since(began),
             });
         }
         Ok(answered)

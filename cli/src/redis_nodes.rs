@@ -35,6 +35,7 @@ mod with_redis {
         args: &ClientArgs,
         needed: impl Fn(usize) -> usize,
         validity: Option<Duration>,
+        wait: bool,
     ) -> Result<Cluster, Failure> {
         let urls = split_urls(args.redis.redis.as_deref().unwrap_or(""))?;
         let config = config(args, &urls, validity)?;
@@ -78,8 +79,8 @@ mod with_redis {
             .iter()
             .map(|(node, why)| format!("{node}: {why}"))
             .collect();
-        if up < need {
-            let refused_login = down.iter().any(|(_, why)| is_auth(why));
+        let refused_login = down.iter().any(|(_, why)| is_auth(why));
+        if up < need && (!wait || refused_login) {
             let mut message = format!(
                 "only {up} of {} Redis nodes answered but {need} are needed for a quorum; {}",
                 lockers.len(),
@@ -94,7 +95,14 @@ mod with_redis {
             let code = if refused_login { AUTH } else { UNAVAILABLE };
             return Err(Failure::new(code, message));
         }
-        if !down.is_empty() {
+        if up < need {
+            eprintln!(
+                "quorum-lock: only {up} of {} Redis nodes answered but {need} are needed; \
+                 waiting for them ({})",
+                lockers.len(),
+                listed.join("; ")
+            );
+        } else if !down.is_empty() {
             eprintln!(
                 "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
                 listed.join("; ")

@@ -123,6 +123,7 @@ fn help_documents_every_command_and_the_exit_codes() {
         "69",
         "75",
         "77",
+        "79",
     ] {
         assert!(top.stdout.contains(needle), "{needle} missing from --help");
     }

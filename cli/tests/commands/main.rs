@@ -16,6 +16,7 @@ mod elect;
 mod errors;
 mod malformed;
 mod metrics;
+mod outcomes;
 mod permits;
 mod push;
 mod redis_cli;

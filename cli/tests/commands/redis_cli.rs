@@ -263,7 +263,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     );
     // The holder notices at its next refresh and stops its command.
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     assert!(
         holder.stderr.contains("lost the lock 'reports'"),
         "{holder:?}"
@@ -290,7 +290,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
         format!("forced open: uid {uid} (held on 3, confirmed by 3 of 3 Redis nodes)")
     );
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     let listed = n.admin("locks", &[]);
     assert!(rows(&listed.stdout, "reports").is_empty(), "{listed:?}");
     assert_eq!(rows(&listed.stdout, "other").len(), 1, "{listed:?}");
@@ -610,14 +610,23 @@ fn a_redis_node_that_does_not_answer_counts_as_not_granting() {
     assert_eq!(listed.code, Some(0), "{listed:?}");
     assert_eq!(listed.stdout.trim(), "no locks held", "{listed:?}");
 
-    // With two of three down there is no quorum: said at once.
+    // With two of three down there is no quorum: said at once when run
+    // may not wait (--nonblock; without it, or with --timeout, it waits).
     let only_one = format!(
         "{},redis://127.0.0.1:{closed},redis://127.0.0.1:1",
         servers[0].url()
     );
     let refused = cli(
         &dir,
-        &["run", "--redis", &only_one, "job", "--", "true"],
+        &[
+            "run",
+            "--nonblock",
+            "--redis",
+            &only_one,
+            "job",
+            "--",
+            "true",
+        ],
         &[],
         LIMIT,
     );
