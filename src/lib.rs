@@ -168,7 +168,7 @@ pub mod testing;
 mod wait;
 mod wait_round;
 
-pub use admin::ClusterLock;
+pub use admin::{ClusterLock, ForceUnlocked};
 pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
