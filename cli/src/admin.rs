@@ -1,35 +1,311 @@
 //! `quorum-lock locks` and `quorum-lock force-unlock`: the operator's view
 //! of the cluster, both with the admin token.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
 use futures::future::join_all;
+use quorum_lock::net::RemoteLocker;
 use quorum_lock::quorum::write_quorum;
-use quorum_lock::{ClusterLock, Dsync, Error, Lease, LockArgs, LockMode, Timeouts};
+use quorum_lock::{Dsync, Error, Lease, LockArgs, LockInfo, LockMode, Timeouts};
 
-use crate::args::{ForceUnlockArgs, LocksArgs};
-use crate::fail::{Failure, AUTH, UNAVAILABLE};
+use crate::args::{ForceUnlockArgs, LocksArgs, Output};
+use crate::fail::{Failure, AUTH, FAILURE, UNAVAILABLE};
+use crate::fleet::{ask, Fleet, Missing};
+use crate::json;
 use crate::nodes::{Cluster, Kind};
 
+/// What `locks` reports when the token is not the admin token.
+const LIST: &str = "list locks";
+
 pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
-    let cluster = Cluster::connect(&args.client, true, write_quorum, None).await?;
-    if args.per_node {
-        return per_node(&cluster).await;
-    }
-    let ds = coordinator(&cluster)?;
-    let locks = match ds.locks().await {
-        Ok(locks) => locks,
-        Err(err) => return Err(diagnose(&cluster, err, "list locks").await),
+    let fleet = Fleet::connect(&args.client, true, None).await?;
+    let listings = list_each(&fleet).await?;
+    let total = listings.len();
+    let missing: Vec<&Missing> = listings
+        .iter()
+        .filter_map(|l| l.result.as_ref().err())
+        .collect();
+    let answered = total - missing.len();
+    let quorum = write_quorum(total);
+    let kind = fleet.kind();
+    // Each node that did not answer, and why, for messages.
+    let unanswered: Vec<String> = listings
+        .iter()
+        .filter_map(|l| {
+            let why = l.result.as_ref().err()?;
+            Some(format!("{}: {}", l.node, why.describe()))
+        })
+        .collect();
+    let failure = |message: String| {
+        let (code, advice) = fleet.verdict(&args.client, &missing);
+        match advice {
+            Some(advice) => Failure::new(code, format!("{message} ({advice})")),
+            None => Failure::new(code, message),
+        }
     };
-    let total = cluster.lockers.len();
-    match print_table(&locks, total) {
-        // A reader that stopped early (`| head`) is not our failure.
+
+    if args.per_node {
+        let text = match args.output {
+            Output::Text => per_node_text(&listings, kind),
+            Output::Json => json::line(&json::Locks {
+                format: json::FORMAT,
+                kind: json::kind(kind),
+                view: "per-node",
+                total,
+                answered,
+                quorum,
+                nodes: listings.iter().map(|l| l.json(true)).collect(),
+                locks: json::Field::Absent,
+            })?,
+        };
+        write_out(&text)?;
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // The listing is printed, but it is not the whole cluster's: a
+        // script must not take it for that.
+        return Err(failure(format!(
+            "only {answered} of {total} {} answered; the listing shows what they hold, not \
+             what the others hold: {}",
+            kind.nodes(),
+            unanswered.join("; ")
+        )));
+    }
+
+    let merged = (answered >= quorum).then(|| merge(&listings));
+    let text = match (args.output, &merged) {
+        (Output::Json, merged) => json::line(&json::Locks {
+            format: json::FORMAT,
+            kind: json::kind(kind),
+            view: "merged",
+            total,
+            answered,
+            quorum,
+            nodes: listings.iter().map(|l| l.json(false)).collect(),
+            locks: json::Field::Present(merged.as_ref().map(|locks| {
+                locks
+                    .iter()
+                    .map(|m| json::Lock {
+                        resource: m.resource.clone(),
+                        mode: json::mode(m.mode),
+                        owner: m.owner.clone(),
+                        uid: m.uid.clone(),
+                        source: m.source.clone(),
+                        age_ms: json::ms(m.age),
+                        held_on: m.held_on.clone(),
+                    })
+                    .collect()
+            })),
+        })?,
+        (Output::Text, Some(merged)) => merged_text(merged, total),
+        (Output::Text, None) => String::new(),
+    };
+    write_out(&text)?;
+    if merged.is_none() {
+        return Err(failure(format!(
+            "cannot list locks: only {answered} of {total} {} answered but {quorum} are needed \
+             for the merged view (every held lock is on a write quorum of nodes, so with fewer \
+             one could be missing); {}; 'quorum-lock locks --per-node' lists what the nodes \
+             that answer hold",
+            kind.nodes(),
+            unanswered.join("; ")
+        )));
+    }
+    for line in &unanswered {
+        eprintln!("quorum-lock: warning: not listed: {line}");
+    }
+    Ok(0)
+}
+
+/// What one node listed, or why it did not.
+struct Listing {
+    node: String,
+    result: Result<Vec<LockInfo>, Missing>,
+}
+
+impl Listing {
+    /// The node in `locks --output json`; `entries`: the per-node view.
+    fn json(&self, entries: bool) -> json::Node {
+        let (reachable, reason) = match &self.result {
+            Ok(_) => (true, None),
+            Err(Missing::Failing(why)) => (true, Some(why.clone())),
+            Err(Missing::Unreachable(why)) => (false, Some(why.clone())),
+        };
+        let locks = match (&self.result, entries) {
+            (_, false) => json::Field::Absent,
+            (Ok(list), true) => {
+                json::Field::Present(Some(list.iter().map(|e| entry_json(e, false)).collect()))
+            }
+            (Err(_), true) => json::Field::Present(None),
+        };
+        json::Node {
+            node: self.node.clone(),
+            reachable,
+            answered: self.result.is_ok(),
+            reason,
+            locks,
+        }
+    }
+}
+
+/// One entry as JSON; `refreshed`: with the time since its last refresh.
+pub fn entry_json(e: &LockInfo, refreshed: bool) -> json::Entry {
+    json::Entry {
+        resource: e.resource.clone(),
+        mode: json::mode(e.mode),
+        owner: e.owner.clone(),
+        uid: e.uid.clone(),
+        source: e.source.clone(),
+        age_ms: json::ms(e.age()),
+        refreshed_ms_ago: refreshed.then(|| json::ms(e.refreshed.elapsed())),
+    }
+}
+
+/// Asks every node at once for its entries.
+async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
+    let lockers = fleet.lockers();
+    let servers: Vec<Option<&RemoteLocker>> = match fleet {
+        Fleet::Servers(servers) => servers.iter().map(Some).collect(),
+        Fleet::Redis(nodes) => nodes.iter().map(|_| None).collect(),
+    };
+    let answers = join_all(
+        lockers
+            .iter()
+            .zip(servers)
+            .map(|(locker, server)| ask(*locker, server, LIST, locker.locks())),
+    )
+    .await;
+    let mut listings = Vec::with_capacity(answers.len());
+    for (locker, answer) in lockers.iter().zip(answers) {
+        listings.push(Listing {
+            node: locker.endpoint(),
+            result: answer?,
+        });
+    }
+    Ok(listings)
+}
+
+/// One lock across the nodes: the entries of one uid on one resource.
+struct Merged {
+    resource: String,
+    uid: String,
+    owner: String,
+    source: String,
+    mode: LockMode,
+    /// Of its oldest entry.
+    age: Duration,
+    /// The nodes holding an entry, in the order given.
+    held_on: Vec<String>,
+}
+
+/// The entries of the nodes that answered, merged by resource and uid,
+/// sorted by resource, then oldest first (as `Dsync::locks`).
+fn merge(listings: &[Listing]) -> Vec<Merged> {
+    let mut merged: BTreeMap<(String, String), Merged> = BTreeMap::new();
+    for listing in listings {
+        let Ok(entries) = &listing.result else {
+            continue;
+        };
+        for e in entries {
+            let age = e.age();
+            let m = merged
+                .entry((e.resource.clone(), e.uid.clone()))
+                .or_insert_with(|| Merged {
+                    resource: e.resource.clone(),
+                    uid: e.uid.clone(),
+                    owner: e.owner.clone(),
+                    source: e.source.clone(),
+                    mode: e.mode,
+                    age,
+                    held_on: Vec::new(),
+                });
+            m.age = m.age.max(age);
+            if !m.held_on.contains(&listing.node) {
+                m.held_on.push(listing.node.clone());
+            }
+        }
+    }
+    let mut out: Vec<Merged> = merged.into_values().collect();
+    out.sort_by(|a, b| a.resource.cmp(&b.resource).then(b.age.cmp(&a.age)));
+    out
+}
+
+fn merged_text(locks: &[Merged], total: usize) -> String {
+    let rows: Vec<[String; 7]> = locks
+        .iter()
+        .map(|l| {
+            [
+                l.resource.clone(),
+                mode_name(l.mode),
+                l.owner.clone(),
+                age(l.age),
+                format!("{}/{total}", l.held_on.len()),
+                l.uid.clone(),
+                l.source.clone(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no locks held\n".to_owned();
+    }
+    table(&HEADER, &rows, "")
+}
+
+/// `locks --per-node`: every node's own entries, one row each, in the
+/// order the nodes were given; then one line per node that did not
+/// answer, with why.
+fn per_node_text(listings: &[Listing], kind: Kind) -> String {
+    let mut rows: Vec<[String; 7]> = Vec::new();
+    for listing in listings {
+        let Ok(entries) = &listing.result else {
+            continue;
+        };
+        for e in entries {
+            rows.push([
+                listing.node.clone(),
+                e.resource.clone(),
+                mode_name(e.mode),
+                e.owner.clone(),
+                age(e.age()),
+                e.uid.clone(),
+                e.source.clone(),
+            ]);
+        }
+    }
+    let total = listings.len();
+    let answered = listings.iter().filter(|l| l.result.is_ok()).count();
+    let mut out = if !rows.is_empty() {
+        table(&PER_NODE_HEADER, &rows, "")
+    } else if answered == total {
+        "no locks held\n".to_owned()
+    } else if answered > 0 {
+        format!(
+            "no locks held on the {answered} of {total} {} that answered\n",
+            kind.nodes()
+        )
+    } else {
+        String::new()
+    };
+    for listing in listings {
+        if let Err(why) = &listing.result {
+            out.push_str(&format!("{}  {}\n", listing.node, why.describe()));
+        }
+    }
+    out
+}
+
+/// Writes `text` to stdout at once. A reader that stopped early (`| head`)
+/// is not our failure.
+pub fn write_out(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(err) if err.kind() != io::ErrorKind::BrokenPipe => Err(Failure::new(
-            crate::fail::FAILURE,
+            FAILURE,
             format!("cannot write the listing: {err}"),
         )),
-        _ => Ok(0),
+        _ => Ok(()),
     }
 }
 
@@ -61,76 +337,6 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
 
 /// How long each node may take to list or to force a lock open.
 pub const ADMIN_CALL: Duration = Duration::from_secs(5);
-
-/// `locks --per-node`: every node's own entries, one row each, in the
-/// order the nodes were given. Nodes that cannot list are named on stderr;
-/// fewer than a write quorum answering is a failure, as for the merged view.
-async fn per_node(cluster: &Cluster) -> Result<u8, Failure> {
-    let listings = join_all(
-        cluster
-            .lockers
-            .iter()
-            .map(|l| tokio::time::timeout(ADMIN_CALL, l.locks())),
-    )
-    .await;
-    let mut rows: Vec<[String; 7]> = Vec::new();
-    let mut failed: Vec<String> = Vec::new();
-    let mut refused = None;
-    for (locker, listing) in cluster.lockers.iter().zip(listings) {
-        let node = locker.endpoint();
-        let entries = match listing {
-            Ok(Ok(entries)) => entries,
-            Ok(Err(err)) => {
-                if let Error::Unauthorized { .. } = err {
-                    refused.get_or_insert(err.clone());
-                }
-                failed.push(format!("{node}: {err}"));
-                continue;
-            }
-            Err(_) => {
-                failed.push(format!("{node}: did not answer within {ADMIN_CALL:?}"));
-                continue;
-            }
-        };
-        for e in entries {
-            rows.push([
-                node.clone(),
-                e.resource.clone(),
-                mode_name(e.mode),
-                e.owner.clone(),
-                age(e.age()),
-                e.uid.clone(),
-                e.source.clone(),
-            ]);
-        }
-    }
-    let total = cluster.lockers.len();
-    let answered = total - failed.len();
-    let quorum = write_quorum(total);
-    if answered < quorum {
-        if let Some(err) = refused {
-            return Err(diagnose(cluster, err, "list locks").await);
-        }
-        return Err(Failure::new(
-            UNAVAILABLE,
-            format!(
-                "cannot list locks: only {answered} of {total} {} answered, {quorum} needed; {}",
-                cluster.kind.nodes(),
-                failed.join("; ")
-            ),
-        ));
-    }
-    for line in &failed {
-        eprintln!("quorum-lock: warning: not listed: {line}");
-    }
-    match print_rows(&PER_NODE_HEADER, &rows) {
-        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => Err(Failure::new(
-            crate::fail::FAILURE,
-            format!("cannot write the listing: {err}"),
-        )),
-        _ => Ok(0),
-    }
-}
 
 /// `force-unlock --uid`: drops one acquisition's entries on every node,
 /// whatever names they are on. Needs a write quorum to confirm, as forcing
@@ -262,35 +468,6 @@ pub fn mode_name(mode: LockMode) -> String {
         LockMode::Read => "read".to_owned(),
         LockMode::Write => "write".to_owned(),
     }
-}
-
-fn print_table(locks: &[ClusterLock], total: usize) -> io::Result<()> {
-    let rows: Vec<[String; 7]> = locks
-        .iter()
-        .map(|l| {
-            [
-                l.resource.clone(),
-                mode_name(l.mode),
-                l.owner.clone(),
-                age(l.age),
-                format!("{}/{total}", l.nodes),
-                l.uid.clone(),
-                l.source.clone(),
-            ]
-        })
-        .collect();
-    print_rows(&HEADER, &rows)
-}
-
-/// The rows under `header` in aligned columns, or "no locks held".
-fn print_rows(header: &[&str; 7], rows: &[[String; 7]]) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    if rows.is_empty() {
-        writeln!(out, "no locks held")?;
-        return out.flush();
-    }
-    out.write_all(table(header, rows, "").as_bytes())?;
-    out.flush()
 }
 
 /// `header` and `rows` in aligned columns, each line after `indent`. The

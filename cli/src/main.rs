@@ -9,6 +9,8 @@ mod certs;
 mod child;
 mod elect;
 mod fail;
+mod fleet;
+mod json;
 mod nodes;
 mod redis_nodes;
 mod run;
