@@ -314,25 +314,93 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     if let Some(uid) = &args.uid {
         return force_uid(&cluster, uid).await;
     }
+    // Each name is forced on its own, to say which ones were held; all
+    // are checked first, so that a bad one forces none.
+    let mut names: Vec<String> = Vec::with_capacity(args.names.len());
+    for name in &args.names {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let check = LockArgs {
+        uid: "".into(),
+        resources: names.clone().into(),
+        owner: "".into(),
+        source: "".into(),
+        quorum: 0,
+    };
+    check
+        .validate_resources()
+        .map_err(|e| Failure::usage(e.to_string()))?;
     let ds = coordinator(&cluster)?;
-    match ds.force_unlock(args.names.iter().cloned()).await {
-        Ok(confirmed) => {
-            // Ignored write errors: the work is done, whoever reads stdout.
+    let total = cluster.lockers.len();
+    let nodes = cluster.kind.nodes();
+    let mut forced: Vec<&str> = Vec::new();
+    let mut done: Vec<&str> = Vec::new();
+    for name in &names {
+        let result = match ds.force_unlock_counted([name.as_str()]).await {
+            Ok(result) => result,
+            Err(err @ Error::InvalidArgument(_)) => return Err(Failure::usage(err.to_string())),
+            Err(err) => {
+                let mut failure = diagnose(&cluster, err, &format!("force {name} open")).await;
+                if !done.is_empty() {
+                    failure
+                        .message
+                        .push_str(&format!("; already done, before it: {}", done.join(", ")));
+                }
+                if !forced.is_empty() {
+                    holder_warning(&cluster, &forced.join(", "));
+                }
+                return Err(failure);
+            }
+        };
+        done.push(name);
+        // Ignored write errors: the work is done, whoever reads stdout.
+        if result.removed_on == 0 {
             let _ = writeln!(
                 io::stdout(),
-                "forced open: {} (confirmed by {confirmed} of {} {})",
-                args.names.join(", "),
-                cluster.lockers.len(),
-                match cluster.kind {
-                    Kind::LockServers => "servers",
-                    Kind::Redis => "Redis nodes",
-                }
+                "not held: {name} (confirmed by {} of {total} {nodes})",
+                result.confirmed
             );
-            Ok(0)
+            eprintln!(
+                "quorum-lock: warning: nothing was held on {name}: none of the {} {nodes} that \
+                 confirmed had an entry on it (a mistyped name? 'quorum-lock locks' lists the \
+                 names held)",
+                result.confirmed
+            );
+        } else {
+            let _ = writeln!(
+                io::stdout(),
+                "forced open: {name} (held on {}, confirmed by {} of {total} {nodes})",
+                result.removed_on,
+                result.confirmed
+            );
+            forced.push(name);
         }
-        Err(err @ Error::InvalidArgument(_)) => Err(Failure::usage(err.to_string())),
-        Err(err) => Err(diagnose(&cluster, err, "force locks open").await),
     }
+    if !forced.is_empty() {
+        holder_warning(&cluster, &forced.join(", "));
+    }
+    Ok(0)
+}
+
+/// Warns that whoever held `what` still runs: a holder learns that its
+/// lock is gone only at its next refresh, and nothing protects its work
+/// from the moment it was forced.
+fn holder_warning(cluster: &Cluster, what: &str) {
+    let interval = match cluster.lockers.iter().filter_map(|l| l.validity()).min() {
+        Some(validity) if cluster.kind == Kind::LockServers => format!(
+            "{} with these servers' {} validity",
+            age(validity / 6),
+            age(validity)
+        ),
+        _ => "10s at the default --validity of 60s".to_owned(),
+    };
+    eprintln!(
+        "quorum-lock: warning: whoever held {what} keeps running until its next refresh, up to \
+         its refresh interval from now (validity/6 for 'quorum-lock run': {interval}), and \
+         learns of the loss only then; its work is not protected by the lock from now on"
+    );
 }
 
 /// How long each node may take to list or to force a lock open.
@@ -401,11 +469,23 @@ async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
     for line in &failed {
         eprintln!("quorum-lock: warning: not confirmed: {line}");
     }
-    let _ = writeln!(
-        io::stdout(),
-        "forced open: uid {uid} (held on {removed}, confirmed by {answered} of {total} {})",
-        cluster.kind.nodes()
-    );
+    let nodes = cluster.kind.nodes();
+    if removed == 0 {
+        let _ = writeln!(
+            io::stdout(),
+            "not held: uid {uid} (confirmed by {answered} of {total} {nodes})"
+        );
+        eprintln!(
+            "quorum-lock: warning: nothing was held by uid {uid}: none of the {answered} {nodes} \
+             that confirmed had an entry of it (released, expired or forced before?)"
+        );
+    } else {
+        let _ = writeln!(
+            io::stdout(),
+            "forced open: uid {uid} (held on {removed}, confirmed by {answered} of {total} {nodes})"
+        );
+        holder_warning(cluster, &format!("the lock of uid {uid}"));
+    }
     Ok(0)
 }
 

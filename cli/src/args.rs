@@ -263,8 +263,18 @@ Examples:
   QUORUM_LOCK_REDIS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
       quorum-lock force-unlock --uid 4dba5d45-2989-4eff-a937-01a99ffbbf76
 
-Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
-holding it stops its command and exits with 75.";
+Prints one line per name: 'forced open: NAME (held on N, confirmed by A of
+T servers)', or 'not held: NAME (confirmed by A of T servers)' when no node
+that confirmed had an entry on it; the latter also warns on stderr (a
+mistyped name?) but exits with 0, so that forcing stays idempotent for
+scripts. Needs a write quorum to confirm each name (69 otherwise).
+
+A holder that was forced out keeps running until its next refresh, up to
+its refresh interval later (validity/6 for quorum-lock run): it learns of
+the loss only then (a 'quorum-lock run' then stops its command and exits
+with 75), and its work is no longer protected by the lock from the moment
+it was forced. force-unlock warns about this on stderr when something was
+held.";
 
 const CERTS_EXAMPLES: &str = "\
 Examples:

@@ -93,7 +93,7 @@ async fn locks_lists_and_force_unlock_frees_across_the_servers() {
     assert_eq!(forced.code, Some(0), "{forced:?}");
     assert_eq!(
         forced.stdout.trim(),
-        "forced open: reports/1 (confirmed by 3 of 3 servers)"
+        "forced open: reports/1 (held on 3, confirmed by 3 of 3 lock servers)"
     );
 
     // The holder learns at its next refresh (every second here).
@@ -332,4 +332,98 @@ async fn locks_output_json_describes_every_node_and_lock() {
     let doc = parse(&short.stdout);
     assert!(doc["locks"].is_null(), "{doc}");
     assert_eq!(doc["answered"], 1, "{doc}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_says_whether_anything_was_held_and_warns_about_the_holder() {
+    let dir = Scratch::new("net-admin-force-says");
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start(&dir, &["--no-quarantine"]))
+        .collect();
+    let addrs: Vec<SocketAddr> = servers.iter().map(|s| s.addr).collect();
+    let nodes = nodes(&servers);
+    let admin = dir.admin();
+    let force = |names: &[&str]| {
+        let mut args = vec![
+            "force-unlock",
+            "--nodes",
+            &nodes,
+            "--admin-token-file",
+            &admin,
+        ];
+        args.extend_from_slice(names);
+        tokio::task::block_in_place(|| cli(&dir, &args, &[], LIMIT))
+    };
+
+    // A name nobody holds: said on stderr, and still success, so that a
+    // script forcing a name twice does not fail the second time.
+    let nothing = force(&["nosuchlock"]);
+    assert_eq!(nothing.code, Some(0), "{nothing:?}");
+    assert_eq!(
+        nothing.stdout.trim(),
+        "not held: nosuchlock (confirmed by 3 of 3 lock servers)"
+    );
+    assert!(
+        nothing.stderr.contains("nothing was held on nosuchlock"),
+        "{nothing:?}"
+    );
+    assert!(!nothing.stderr.contains("keeps running"), "{nothing:?}");
+
+    let ds = dsync(&addrs, TOKEN, "forced-holder").await;
+    let guard = ds.rw_mutex(["reports/2"]).unwrap().lock().await.unwrap();
+    tokio::task::block_in_place(|| {
+        wait_until(LIMIT, "every server to list reports/2", || {
+            row(&locks(&dir, &nodes).stdout, "reports/2").is_some_and(|l| l.contains("3/3"))
+        })
+    });
+    let forced = force(&["reports/2", "nosuchlock"]);
+    assert_eq!(forced.code, Some(0), "{forced:?}");
+    let lines: Vec<&str> = forced.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "forced open: reports/2 (held on 3, confirmed by 3 of 3 lock servers)",
+            "not held: nosuchlock (confirmed by 3 of 3 lock servers)",
+        ],
+        "{forced:?}"
+    );
+    assert!(
+        forced.stderr.contains("nothing was held on nosuchlock"),
+        "{forced:?}"
+    );
+    // The holder still runs until its next refresh: validity/6 of the
+    // servers' 6 s.
+    for words in [
+        "whoever held reports/2 keeps running until its next refresh",
+        "1s with these servers' 6s validity",
+        "not protected",
+    ] {
+        assert!(forced.stderr.contains(words), "{words:?}: {forced:?}");
+    }
+    tokio::time::timeout(Duration::from_secs(5), guard.lost())
+        .await
+        .expect("the holder was not told its lock was forced open");
+
+    // By uid, the same.
+    let args = [
+        "force-unlock",
+        "--nodes",
+        &nodes,
+        "--admin-token-file",
+        &admin,
+    ];
+    let mut by_uid = args.to_vec();
+    by_uid.extend(["--uid", "no-such-uid"]);
+    let by_uid = tokio::task::block_in_place(|| cli(&dir, &by_uid, &[], LIMIT));
+    assert_eq!(by_uid.code, Some(0), "{by_uid:?}");
+    assert_eq!(
+        by_uid.stdout.trim(),
+        "not held: uid no-such-uid (confirmed by 3 of 3 lock servers)"
+    );
+    assert!(
+        by_uid
+            .stderr
+            .contains("nothing was held by uid no-such-uid"),
+        "{by_uid:?}"
+    );
 }

@@ -261,7 +261,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     assert_eq!(forced.code, Some(0), "{forced:?}");
     assert_eq!(
         forced.stdout.trim(),
-        "forced open: reports (confirmed by 3 of 3 Redis nodes)"
+        "forced open: reports (held on 3, confirmed by 3 of 3 Redis nodes)"
     );
     // The holder notices at its next refresh and stops its command.
     let holder = holder.finish(LIMIT);
@@ -300,9 +300,14 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     signal(other.child.id(), 15);
     assert_eq!(other.finish(LIMIT).code, Some(128 + 15));
     let forced_again = n.admin("force-unlock", &["--uid", &uid]);
+    assert_eq!(forced_again.code, Some(0), "{forced_again:?}");
     assert_eq!(
         forced_again.stdout.trim(),
-        format!("forced open: uid {uid} (held on 0, confirmed by 3 of 3 Redis nodes)")
+        format!("not held: uid {uid} (confirmed by 3 of 3 Redis nodes)")
+    );
+    assert!(
+        forced_again.stderr.contains("nothing was held by uid"),
+        "{forced_again:?}"
     );
 }
 
