@@ -169,7 +169,7 @@ mod wait;
 mod wait_round;
 mod wait_status;
 
-pub use admin::ClusterLock;
+pub use admin::{ClusterLock, ForceUnlocked};
 pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};

@@ -53,8 +53,9 @@ pub enum Command {
     /// (lock servers: needs the admin token).
     #[command(after_help = FORCE_EXAMPLES)]
     ForceUnlock(ForceUnlockArgs),
-    /// Show each lock server's state: reachable, quarantined, its entries
-    /// and locks (needs the admin token).
+    /// Show each node's state: reachable, quarantined, its entries and
+    /// locks (lock servers: needs the admin token); with --health, only
+    /// whether enough nodes can grant locks (any token).
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
     /// Make a CA and TLS certificates for lock servers, and client
@@ -90,7 +91,9 @@ Exit codes:
            on a semaphore that others hold with another K
   69       too few nodes reachable for a quorum, or too many in quarantine
            after a restart (run, lock, elect: within --timeout, or at once
-           with --nonblock; without either they wait)
+           with --nonblock; without either they wait); locks --per-node:
+           some nodes did not answer (the others' entries were listed);
+           status --health: fewer than a write quorum of nodes are healthy
   75       run, lock, elect: held elsewhere, not granted within --timeout
            or at once with --nonblock; the command did not run
   77       a server rejected the token, or it is not the admin token; or
@@ -244,13 +247,28 @@ Examples:
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock. A semaphore (run
 --permits) shows its permits as semaphore/NAME/permit/SLOT, with their
-holders as OWNER, beside its queue, count-bit and held rows.";
+holders as OWNER, beside its queue, count-bit and held rows.
+
+The merged view needs a write quorum (⌊n/2⌋+1) of the nodes to answer:
+every held lock is on a quorum, so with fewer one could be missing. It
+fails (69) without one; nodes that did not answer are named on stderr.
+--per-node works with any number of nodes down, which is when it matters:
+it lists what the nodes that answered hold, then one line per node that
+did not, with why (NODE  unreachable: REASON, or failing: REASON), and
+exits with 69 when any did not (0 when all answered), saying so on stderr.
+
+--output json prints one JSON document instead, on one line, whenever the
+nodes were asked, with the same exit codes; docs/cli.md lists its fields.";
 
 const STATUS_EXAMPLES: &str = "\
 Examples:
   quorum-lock status --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 \\
       --admin-token-file /etc/qlock/admin-token
   QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock status --watch --interval 5s
+
+  # readiness probe: client token only, exit 0 while a write quorum is healthy
+  quorum-lock status --health --token-file /etc/qlock/token
+  quorum-lock status --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
 
 One line per server: reachable or why not, its protocol version, whether
 it is in quarantine (refusing new grants after a restart) and for how much
@@ -260,7 +278,22 @@ validity/6: a lock not refreshed for much longer has lost its holder and
 will expire. Servers older than protocol version 4 cannot say how long
 their quarantine lasts. Exits with 69 when no server answered (77 when
 servers refused TLS over a certificate), and with 77 when the token is not
-the admin token.";
+the admin token.
+
+With --redis: the same for Redis nodes, except the protocol version (Redis
+has none of ours). A Redis node keeps no quarantine of its own: clients
+refuse its grants for their --validity after it started, so status counts
+the quarantine with its own --validity (default 60s, as run), and a lock's
+last refresh as its expiry less that --validity. Give the clients' value.
+
+--health asks only whether each node answers and is out of quarantine,
+with any token (no listing, so no admin token): one line per node,
+'NODE  healthy' or 'NODE  unhealthy: REASON', and exits with 0 when at
+least a write quorum (⌊n/2⌋+1) is healthy, 69 when fewer are (77 when
+servers refused the credentials or TLS over a certificate).
+
+--output json prints one JSON document per snapshot, on one line (so
+--watch prints JSON Lines); see docs/cli.md for its fields.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
@@ -268,8 +301,18 @@ Examples:
   QUORUM_LOCK_REDIS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
       quorum-lock force-unlock --uid 4dba5d45-2989-4eff-a937-01a99ffbbf76
 
-Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
-holding it stops its command and exits with 75.";
+Prints one line per name: 'forced open: NAME (held on N, confirmed by A of
+T servers)', or 'not held: NAME (confirmed by A of T servers)' when no node
+that confirmed had an entry on it; the latter also warns on stderr (a
+mistyped name?) but exits with 0, so that forcing stays idempotent for
+scripts. Needs a write quorum to confirm each name (69 otherwise).
+
+A holder that was forced out keeps running until its next refresh, up to
+its refresh interval later (validity/6 for quorum-lock run): it learns of
+the loss only then (a 'quorum-lock run' then stops its command and exits
+with 75), and its work is no longer protected by the lock from the moment
+it was forced. force-unlock warns about this on stderr when something was
+held.";
 
 const CERTS_EXAMPLES: &str = "\
 Examples:
@@ -605,15 +648,29 @@ pub struct ElectArgs {
     pub command: Vec<OsString>,
 }
 
+/// How `locks` and `status` print what they found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns for people.
+    #[default]
+    Text,
+    /// One JSON document on one line, for scripts (docs/cli.md).
+    Json,
+}
+
 /// Flags of `locks`.
 #[derive(Debug, Args)]
 pub struct LocksArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     /// One row per entry on each node, with a NODE column, instead of one
-    /// row per lock; unreachable nodes are listed too.
+    /// row per lock. Works however many nodes are down: those that did not
+    /// answer are listed after the table, with why (exit 69).
     #[arg(long)]
     pub per_node: bool,
+    /// text for people, json for scripts.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
 }
 
 /// Flags of `status`.
@@ -632,6 +689,19 @@ pub struct StatusArgs {
     /// Stop --watch after N snapshots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "watch")]
     pub count: Option<u64>,
+    /// Only whether each node answers and is out of quarantine, with any
+    /// token: one line per node; exits 0 when a write quorum is healthy,
+    /// 69 when not. For readiness probes.
+    #[arg(long)]
+    pub health: bool,
+    /// text for people, json for scripts.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Redis nodes only: the --validity of the clients, which is also how
+    /// long they refuse a Redis node's grants after it started (lock
+    /// servers announce theirs). [default: 60s, as run]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub validity: Option<Duration>,
 }
 
 /// Flags of `force-unlock`.
