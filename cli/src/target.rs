@@ -173,8 +173,8 @@ pub fn acquire_failure(
 ) -> Failure {
     let what = describe(name, permits, None);
     let held = match permits {
-        None => "it is held elsewhere",
-        Some(_) => "all permits are held elsewhere, or others wait ahead",
+        None => "it is held elsewhere".to_owned(),
+        Some(k) => format!("all {k} permits are held elsewhere, or others wait ahead"),
     };
     match err {
         Error::PermitsMismatch { in_use, .. } => {

@@ -143,8 +143,11 @@ fn unreachable_servers_are_named() {
     let token = dir.token();
     let (a, b, c) = (free_port(), free_port(), free_port());
     let nodes = format!("{a},{b},{c}");
+    // With --timeout, run may not wait for the servers: said at once.
     let args = [
         "run",
+        "--timeout",
+        "10s",
         "--nodes",
         &nodes,
         "--token-file",
