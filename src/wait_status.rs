@@ -266,15 +266,25 @@ pub(crate) fn outer() -> Option<WaitWatch> {
 /// (not another operation's on the same handle): `Error::Timeout` only when
 /// the lock was held elsewhere, the last retryable error of a one-round
 /// step (a fencing token, a count check) when that is what it retried.
+///
+/// `calls_after_grant` says what the operation does once a lock of it is
+/// granted with nothing noted since: only calls to the lockers (an
+/// election's term and proclamation), so running out of time there means
+/// they did not answer; or possibly more waits for holders (a semaphore's
+/// line, then its slots), so that it may still be held elsewhere.
 pub(crate) async fn give_up_after<T>(
     timeout: Duration,
+    calls_after_grant: bool,
     operation: impl std::future::Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
     let watch = WaitWatch::new();
     let scoped = OPERATION.scope(watch.watched.clone(), operation);
     match tokio::time::timeout(timeout, scoped).await {
         Ok(result) => result,
-        Err(_) => Err(watch.gave_up()),
+        Err(_) => Err(match watch.gave_up() {
+            Error::Timeout if calls_after_grant => watch.after_grant().unwrap_or(Error::Timeout),
+            err => err,
+        }),
     }
 }
 
@@ -404,10 +414,7 @@ impl WaitWatch {
             // A one-round refusal, given up on: held elsewhere.
             Some(Error::WouldBlock) => Error::Timeout,
             Some(err) => err,
-            None => match self.status() {
-                Some(status) => status.into_error(),
-                None => self.after_grant().unwrap_or(Error::Timeout),
-            },
+            None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
         }
     }
 
@@ -416,7 +423,12 @@ impl WaitWatch {
     /// holder: its lockers did not answer in time. Names those whose calls
     /// failed since, or else every locker, as not having answered.
     fn after_grant(&self) -> Option<Error> {
-        let (state, at) = self.rounds().granted.clone()?;
+        let rounds = self.rounds();
+        if rounds.current.is_some() || rounds.failed.is_some() {
+            return None;
+        }
+        let (state, at) = rounds.granted.clone()?;
+        drop(rounds);
         let coord = &state.coord;
         let mut unreachable = coord.unreachable_since(at);
         if unreachable.is_empty() {
@@ -426,7 +438,7 @@ impl WaitWatch {
                 .iter()
                 .map(|l| Unreachable {
                     endpoint: l.endpoint(),
-                    reason: format!("no quorum answered within {waited} after the grant"),
+                    reason: format!("no answer from a quorum within {waited} after the grant"),
                 })
                 .collect();
         }
