@@ -18,6 +18,7 @@ use super::io::BoxIo;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::metrics::{AuthRefusal, Limit};
 use super::server::{Role, ServerState, Slot};
+use super::sniff;
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
@@ -60,7 +61,10 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         };
         match handshake {
             Ok(Ok(stream)) => return session(Box::new(stream), peer, server, &slot).await,
-            Ok(Err(err)) => tracing::warn!(%peer, %err, "TLS handshake failed"),
+            Ok(Err(err)) => match super::tls::accept_failure(&err) {
+                (true, why) => tracing::warn!(%peer, %err, "TLS handshake failed: {why}"),
+                (false, why) => tracing::debug!(%peer, %err, "{why}"),
+            },
             Err(_) => tracing::warn!(%peer, "no TLS handshake in time"),
         }
         server.metrics.auth_refused(AuthRefusal::Tls);
@@ -236,10 +240,15 @@ async fn handshake(
         Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| malformed(e.to_string())),
         Ok(Some(Err(err))) if too_big(&err) => {
             server.metrics.refused_by(Limit::HelloFrame);
-            Err(malformed(format!(
-                "bad frame: {err}: at most {} bytes may be sent before the handshake",
-                wire::MAX_HELLO_FRAME
-            )))
+            // Any text, TLS record or other protocol gets here with its
+            // first four bytes: say what spoke, if it is plain.
+            let reason = sniff::client_that_sent(conn.read_buffer()).unwrap_or_else(|| {
+                format!(
+                    "bad frame: {err}: at most {} bytes may be sent before the handshake",
+                    wire::MAX_HELLO_FRAME
+                )
+            });
+            Err(malformed(reason))
         }
         Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
         Ok(None) => return None,

@@ -11,6 +11,7 @@ mod support;
 mod admin;
 mod auth;
 mod budget;
+mod causes;
 mod cluster;
 mod elect;
 mod errors;
