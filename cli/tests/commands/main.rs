@@ -13,6 +13,7 @@ mod auth;
 mod budget;
 mod causes;
 mod cluster;
+mod disconnects;
 mod elect;
 mod errors;
 mod malformed;
