@@ -14,6 +14,7 @@ mod budget;
 mod causes;
 mod cluster;
 mod disconnects;
+mod edges;
 mod elect;
 mod errors;
 mod malformed;
