@@ -16,7 +16,14 @@ use clap::{Args, Parser, Subcommand};
 /// `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
 /// nodes, a read lock ⌈n/2⌉.
 #[derive(Debug, Parser)]
-#[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
+// clap's own `help` subcommand refuses flags, so `help --help` failed:
+// `help` is a subcommand of ours (`Command::Help`).
+#[command(
+    name = "quorum-lock",
+    version,
+    after_long_help = TOP_HELP,
+    disable_help_subcommand = true
+)]
 #[command(after_help = "Run 'quorum-lock help <COMMAND>' for the flags and examples of a command.")]
 pub struct Cli {
     /// What to do.
@@ -57,6 +64,17 @@ pub enum Command {
     /// certificates for mutual TLS, as PEM files.
     #[command(after_help = CERTS_EXAMPLES)]
     Certs(CertsArgs),
+    /// Print this message or the help of the given command.
+    Help(HelpArgs),
+}
+
+/// `quorum-lock help [COMMAND]`.
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// The command whose help to print, as `quorum-lock COMMAND --help`
+    /// does; without it, the help of quorum-lock itself.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Shown after the command list of `quorum-lock --help`. The exit codes
