@@ -366,8 +366,11 @@ pub struct ServerArgs {
 /// The nodes and credentials every client subcommand needs.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Comma-separated lock servers, host:port each, the same list and order
-    /// on every client. Either this or --redis.
+    /// Comma-separated lock servers, host:port each. Every client of the
+    /// same locks must list the same servers, since a lock is granted by a
+    /// majority of the list: two clients with different lists could each
+    /// count a majority of their own and both hold it. The order does not
+    /// matter. Either this or --redis.
     #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
     pub nodes: Option<String>,
     #[command(flatten)]

@@ -1,10 +1,11 @@
 //! Smaller rough edges of the command line: `help --help` works and
-//! `help COMMAND` prints what `COMMAND --help` does, and the server's
-//! start-up log says its values in words.
+//! `help COMMAND` prints what `COMMAND --help` does, the server's start-up
+//! log says its values in words, and the order of `--nodes` does not
+//! matter (its help says why the list must be the same everywhere).
 
 use std::time::Duration;
 
-use crate::support::{cli, Scratch, Server};
+use crate::support::{cli, wait_until, Cli, Scratch, Server, VALIDITY};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -56,4 +57,92 @@ fn help_help_works_and_help_prints_what_help_flags_print() {
     let unknown = cli(&dir, &["help", "frobnicate"], &[], LIMIT);
     assert_eq!(unknown.code, Some(2), "{unknown:?}");
     assert!(unknown.stderr.contains("'frobnicate'"), "{unknown:?}");
+    // Why --nodes must be the same list, and that the order is free.
+    let run = cli(&dir, &["run", "--help"], &[], LIMIT);
+    for words in ["a majority of the list", "The order does not matter"] {
+        assert!(run.stdout.contains(words), "{words:?}: {run:?}");
+    }
+}
+
+#[test]
+fn clients_listing_the_nodes_in_another_order_exclude_each_other() {
+    let dir = Scratch::new("edges-order");
+    let servers = [
+        Server::start(&dir, &["--no-quarantine"]),
+        Server::start(&dir, &["--no-quarantine"]),
+        Server::start(&dir, &["--no-quarantine"]),
+    ];
+    let addrs: Vec<String> = servers.iter().map(|s| s.addr.to_string()).collect();
+    let forward = addrs.join(",");
+    let backward: Vec<&str> = addrs.iter().rev().map(String::as_str).collect();
+    let backward = backward.join(",");
+    let token = dir.token();
+    let d = dir.path.display().to_string();
+    let holder = Cli::spawn(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &forward,
+            "--token-file",
+            &token,
+            "--validity",
+            VALIDITY,
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "touch \"$D/held\"; sleep 60",
+        ],
+        &[("D", &d)],
+    );
+    wait_until(LIMIT, "the first holder", || dir.file("held").exists());
+    let second = cli(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &backward,
+            "--token-file",
+            &token,
+            "--validity",
+            VALIDITY,
+            "--timeout",
+            "1s",
+            "job",
+            "--",
+            "true",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(
+        second.code,
+        Some(75),
+        "granted beside the holder: {second:?}"
+    );
+    drop(holder);
+    // Released, the other order gets it.
+    let third = cli(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &backward,
+            "--token-file",
+            &token,
+            "--validity",
+            VALIDITY,
+            "--timeout",
+            "10s",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(third.code, Some(3), "{third:?}");
 }
