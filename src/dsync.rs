@@ -100,7 +100,8 @@ impl Dsync {
     ///
     /// Fails with [`Error::InvalidArgument`] for an empty list, an empty name,
     /// a name over [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN)
-    /// bytes or more than [`MAX_RESOURCES`](crate::MAX_RESOURCES) names.
+    /// bytes, a name with a control character (a newline, say), or more
+    /// than [`MAX_RESOURCES`](crate::MAX_RESOURCES) names.
     ///
     /// ```
     /// # use std::sync::Arc;

@@ -191,8 +191,12 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
 }
 
 fn election(ds: &quorum_lock::Dsync, name: &str) -> Result<Election, Failure> {
-    ds.election(name)
-        .map_err(|e| Failure::usage(format!("bad election name '{name}': {e}")))
+    ds.election(name).map_err(|e| {
+        Failure::usage(format!(
+            "bad election name {}: {e}",
+            crate::words::shown(name)
+        ))
+    })
 }
 
 /// Fails clearly when the nodes cannot hold an election (lock servers

@@ -15,6 +15,7 @@ mod run;
 mod server;
 mod signals;
 mod status;
+mod words;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

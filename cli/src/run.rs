@@ -96,9 +96,12 @@ impl Target {
     fn new(ds: &Dsync, args: &RunArgs) -> Result<Target, Failure> {
         match args.permits {
             None => {
-                let mutex = ds
-                    .rw_mutex([args.name.clone()])
-                    .map_err(|e| Failure::usage(format!("bad lock name '{}': {e}", args.name)))?;
+                let mutex = ds.rw_mutex([args.name.clone()]).map_err(|e| {
+                    Failure::usage(format!(
+                        "bad lock name {}: {e}",
+                        crate::words::shown(&args.name)
+                    ))
+                })?;
                 Ok(Target::Lock {
                     mutex,
                     read: args.read,
@@ -106,7 +109,10 @@ impl Target {
             }
             Some(k) => {
                 let semaphore = ds.semaphore(&args.name, usize::from(k)).map_err(|e| {
-                    Failure::usage(format!("bad semaphore name '{}': {e}", args.name))
+                    Failure::usage(format!(
+                        "bad semaphore name {}: {e}",
+                        crate::words::shown(&args.name)
+                    ))
                 })?;
                 Ok(Target::Permit(semaphore))
             }

@@ -56,6 +56,31 @@ fn invalid_resource_lists_are_rejected() {
 }
 
 #[test]
+fn names_with_control_characters_are_refused_everywhere() {
+    let (ds, lockers) = cluster(3);
+    for name in ["job\n1", "\u{1b}[31mred", "nul\0"] {
+        assert_invalid(ds.rw_mutex([name]), "a lock name");
+        assert_invalid(ds.election(name), "an election name");
+        assert_invalid(ds.semaphore(name, 2), "a semaphore name");
+    }
+    let err = ds.rw_mutex(["job\n1"]).expect_err("refused");
+    assert!(
+        err.to_string().contains("U+000A (line feed) at byte 3"),
+        "{err}"
+    );
+    // A locker refuses them too, for callers that build the arguments.
+    let args = quorum_lock::LockArgs {
+        uid: "u".into(),
+        resources: vec!["two\nlines".to_owned()].into(),
+        owner: "o".into(),
+        source: "s".into(),
+        quorum: 1,
+    };
+    assert_invalid(block_on(lockers[0].lock(&args)), "a locker's lock");
+    assert!(lockers[0].snapshot().is_empty());
+}
+
+#[test]
 fn invalid_coordinators_are_rejected() {
     assert_invalid(Dsync::new(Vec::new()), "no lockers");
     let zero_acquire = Timeouts {

@@ -19,6 +19,7 @@ mod elect;
 mod errors;
 mod malformed;
 mod metrics;
+mod names;
 mod permits;
 mod push;
 mod redis_cli;
