@@ -162,6 +162,7 @@ mod refresh;
 mod release;
 mod round;
 mod semaphore;
+mod source;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -49,6 +49,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
     };
     let Client { ds, lease, grace } =
         Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
+    let ds = ds.with_source(crate::words::source_of("elect", &args.command))?;
     let election = election(&ds, &args.name)?;
     tokio::select! {
         checked = check_support(&election) => checked?,

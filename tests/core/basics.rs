@@ -80,6 +80,41 @@ fn names_with_control_characters_are_refused_everywhere() {
     assert!(lockers[0].snapshot().is_empty());
 }
 
+#[tokio::test]
+async fn a_source_set_is_recorded_instead_of_the_callers_location() {
+    let (ds, lockers) = cluster(3);
+    let job = ds.with_source("run: ./backup.sh --full").expect("a source");
+    let guard = job.rw_mutex(["backup"]).unwrap().lock().await.unwrap();
+    let permit = job.semaphore("pool", 2).unwrap().acquire().await.unwrap();
+    let leading = job
+        .election("scheduler")
+        .unwrap()
+        .campaign(&b"me"[..])
+        .await
+        .unwrap();
+    let plain = ds.rw_mutex(["other"]).unwrap().lock().await.unwrap();
+    let mut sourced = Vec::new();
+    for info in lockers[0].snapshot() {
+        if info.resource == "other" {
+            // The original keeps the caller's location.
+            assert!(info.source.starts_with("tests/core/basics.rs:"), "{info:?}");
+        } else {
+            assert_eq!(info.source, "run: ./backup.sh --full", "{info:?}");
+            sourced.push(info.resource);
+        }
+    }
+    for resource in ["backup", "semaphore/pool/", "election/scheduler"] {
+        assert!(
+            sourced.iter().any(|r| r.starts_with(resource)),
+            "{resource} not held with the source: {sourced:?}"
+        );
+    }
+    drop((guard, permit, leading, plain));
+    for bad in ["", "two\nlines", &"x".repeat(513)] {
+        assert_invalid(ds.with_source(bad), "a bad source");
+    }
+}
+
 #[test]
 fn invalid_coordinators_are_rejected() {
     assert_invalid(Dsync::new(Vec::new()), "no lockers");

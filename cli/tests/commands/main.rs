@@ -25,6 +25,7 @@ mod push;
 mod redis_cli;
 mod run;
 mod run_fencing;
+mod source;
 mod status;
 mod tls;
 mod versions;
