@@ -93,6 +93,9 @@ async fn client(
         // retry needs no backoff, would win nearly every round.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
+    // What a client about to go away does: wait for its releases still in
+    // the background (failed rounds' partial grants), bounded.
+    ds.finish_releases(Duration::from_secs(2)).await?;
     Ok(report)
 }
 

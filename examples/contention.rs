@@ -50,8 +50,9 @@ async fn main() -> Result<(), BoxError> {
     }
     held.unlock().await?;
 
-    // Failed rounds release their partial grants in the background; give them a moment.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Failed rounds release their partial grants in the background: wait
+    // for those releases, as a process about to exit should.
+    ds.finish_releases(Duration::from_secs(2)).await?;
     let leftovers: usize = nodes.iter().map(|n| n.snapshot().len()).sum();
     println!("entries left on the nodes after everyone finished: {leftovers}");
     if lost != 0 || violations != 0 || leftovers != 0 {

@@ -97,6 +97,9 @@ async fn main() -> Result<(), BoxError> {
                 0 => leading.resign().await?,
                 _ => drop(leading),
             }
+            // A dropped leadership is released in the background: wait for
+            // it, as a client about to go away should.
+            ds.finish_releases(Duration::from_secs(2)).await?;
             println!("candidate-{candidate}: stepped down after term {term}");
             terms.lock().unwrap().push(Term {
                 candidate,
@@ -132,13 +135,6 @@ async fn main() -> Result<(), BoxError> {
         );
     }
     assert_eq!(seen.last(), Some(&None), "the observer ends with no leader");
-    // Dropped leaderships are released in the background.
-    for _ in 0..100 {
-        if nodes.iter().all(|n| n.snapshot().is_empty()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
     assert!(
         nodes.iter().all(|n| n.snapshot().is_empty()),
         "nothing left"

@@ -217,6 +217,11 @@ impl Acquisition {
         self.slots().slots[index].answer
     }
 
+    /// How each locker answered last, in the order of the lockers.
+    pub(crate) fn answers(&self) -> Vec<Option<Answer>> {
+        self.slots().slots.iter().map(|s| s.answer).collect()
+    }
+
     /// Whether a locker refused without keeping a place in line.
     pub(crate) fn refused_without_place(&self) -> bool {
         self.slots()

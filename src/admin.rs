@@ -34,6 +34,16 @@ pub struct ClusterLock {
     pub nodes: usize,
 }
 
+/// What [`Dsync::force_unlock_counted`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForceUnlocked {
+    /// How many lockers confirmed the drop.
+    pub confirmed: usize,
+    /// How many of those had an entry to drop (held or left over). Zero
+    /// means nothing was held on the names, on the lockers that answered.
+    pub removed_on: usize,
+}
+
 impl Dsync {
     /// Lists every lock held on any locker, merged by resource and uid and
     /// sorted by resource, then oldest first.
@@ -63,7 +73,8 @@ impl Dsync {
     /// ```
     pub async fn locks(&self) -> Result<Vec<ClusterLock>, Error> {
         let lockers = &self.coord.lockers;
-        let deadline = after(Instant::now(), self.coord.timeouts.unlock);
+        let began = Instant::now();
+        let deadline = after(began, self.coord.timeouts.unlock);
         let listings = join_all(
             lockers
                 .iter()
@@ -112,6 +123,7 @@ impl Dsync {
                 answered,
                 quorum,
                 lockers: lockers.len(),
+                unreachable: self.coord.unreachable_since(began),
             });
         }
         let mut out: Vec<ClusterLock> = merged.into_values().collect();
@@ -149,6 +161,40 @@ impl Dsync {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        self.force_unlock_counted(resources)
+            .await
+            .map(|done| done.confirmed)
+    }
+
+    /// [`force_unlock`](Self::force_unlock), also saying on how many of
+    /// the lockers that confirmed there was anything to drop, so that a
+    /// caller can tell a lock forced open from a name nobody held.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`force_unlock`](Self::force_unlock).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, ForceUnlocked, LocalLocker, NetLocker};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// # let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+    /// let stuck = ds.rw_mutex(["nightly-job"])?.lock().await?;
+    /// std::mem::forget(stuck);
+    /// let forced = ds.force_unlock_counted(["nightly-job"]).await?;
+    /// assert_eq!(forced, ForceUnlocked { confirmed: 3, removed_on: 3 });
+    /// // Nothing is held any more: every locker confirms, none removes.
+    /// let again = ds.force_unlock_counted(["nightly-job"]).await?;
+    /// assert_eq!(again, ForceUnlocked { confirmed: 3, removed_on: 0 });
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn force_unlock_counted<I, S>(&self, resources: I) -> Result<ForceUnlocked, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
         let mut names: Vec<String> = resources.into_iter().map(Into::into).collect();
         names.sort_unstable();
         names.dedup();
@@ -162,7 +208,8 @@ impl Dsync {
             quorum: write_quorum(lockers.len()),
         };
         tracing::info!(resources = ?args.resources, "forcing locks open");
-        let deadline = after(Instant::now(), self.coord.timeouts.force_unlock);
+        let began = Instant::now();
+        let deadline = after(began, self.coord.timeouts.force_unlock);
         let coord = &self.coord;
         let results = join_all(lockers.iter().enumerate().map(|(index, l)| {
             call_locker(
@@ -186,8 +233,13 @@ impl Dsync {
                 answered,
                 quorum: args.quorum,
                 lockers: lockers.len(),
+                unreachable: coord.unreachable_since(began),
             });
         }
-        Ok(answered)
+        let removed_on = results.iter().filter(|r| matches!(r, Ok(true))).count();
+        Ok(ForceUnlocked {
+            confirmed: answered,
+            removed_on,
+        })
     }
 }

@@ -30,7 +30,21 @@ pub(crate) struct Coordinator {
     /// What it records through the `metrics` facade (nothing without the
     /// feature).
     pub(crate) telemetry: Telemetry,
+    /// Per locker, the latest call that failed and why: what a wait that
+    /// ends without the lock reports (see `wait_status`). Written only when
+    /// a call fails, so answered calls pay nothing for it.
+    failures: Box<[Mutex<Option<FailureNote>>]>,
+    /// The releases handed to the runtime that have not finished yet; see
+    /// [`Outstanding`].
+    pub(crate) outstanding: Arc<Outstanding>,
     rng: Mutex<SmallRng>,
+}
+
+/// Why a call to one locker failed, and when.
+#[derive(Clone, Debug)]
+pub(crate) struct FailureNote {
+    pub(crate) at: Instant,
+    pub(crate) error: Error,
 }
 
 impl Coordinator {
@@ -43,6 +57,7 @@ impl Coordinator {
         waiting: Waiting,
         rng: SmallRng,
     ) -> Self {
+        let lockers_len = lockers.len();
         let unlock_retries = lockers.iter().map(|_| UnlockQueue::default()).collect();
         let telemetry = Telemetry::new(lockers.iter().map(|l| l.endpoint()));
         Coordinator {
@@ -52,10 +67,45 @@ impl Coordinator {
             retry,
             lease,
             waiting,
+            failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
+            outstanding: Arc::default(),
             unlock_retries,
             telemetry,
             rng: Mutex::new(rng),
         }
+    }
+
+    /// Remembers that a call to locker `index` failed with `error`.
+    pub(crate) fn note_failure(&self, index: usize, error: &Error) {
+        if let Some(slot) = self.failures.get(index) {
+            let note = FailureNote {
+                at: Instant::now(),
+                error: error.clone(),
+            };
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
+        }
+    }
+
+    /// The latest failure of a call to locker `index`, if any failed.
+    pub(crate) fn failure(&self, index: usize) -> Option<FailureNote> {
+        self.failures
+            .get(index)
+            .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    /// The lockers whose latest call failed at or after `since`, each
+    /// with why: for an operation that began then and found too few
+    /// answers.
+    pub(crate) fn unreachable_since(&self, since: Instant) -> Vec<crate::Unreachable> {
+        (0..self.lockers.len())
+            .filter_map(|index| {
+                let note = self.failure(index).filter(|note| note.at >= since)?;
+                Some(crate::Unreachable {
+                    endpoint: self.lockers[index].endpoint(),
+                    reason: note.error.locker_reason(),
+                })
+            })
+            .collect()
     }
 
     /// How often a waiter in line repeats its request.
@@ -136,5 +186,59 @@ pub(crate) struct QueueState {
 impl UnlockQueue {
     pub(crate) fn lock(&self) -> MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Counts the releases that run in the background (an abandoned wait's
+/// grants, a dropped guard, a lost lock's entries, unlocks being retried),
+/// so that a process about to exit can wait for them: see
+/// `Dsync::finish_releases`.
+#[derive(Default)]
+pub(crate) struct Outstanding {
+    count: std::sync::atomic::AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+impl Outstanding {
+    /// Counts one release until the returned token is dropped.
+    pub(crate) fn begin(self: &Arc<Self>) -> ReleaseToken {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        ReleaseToken(self.clone())
+    }
+
+    /// Releases still running.
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits until no release is running.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            // Registered before the count is read, so that a release that
+            // ends in between still wakes this waiter.
+            notified.as_mut().enable();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// One counted background release; see [`Outstanding`].
+pub(crate) struct ReleaseToken(Arc<Outstanding>);
+
+impl Drop for ReleaseToken {
+    fn drop(&mut self) {
+        if self
+            .0
+            .count
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
+            self.0.done.notify_waiters();
+        }
     }
 }

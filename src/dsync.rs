@@ -4,9 +4,11 @@
 use std::fmt;
 use std::panic::Location;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
+use tokio::runtime::Handle;
 
 use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
@@ -71,6 +73,55 @@ impl Dsync {
             lease: Lease::default(),
             waiting: Waiting::default(),
             seed: None,
+        }
+    }
+
+    /// Waits, at most `within`, until every release this client (and its
+    /// clones) handed to the background has finished: the grants and
+    /// places of abandoned waits (a `lock_timeout` that gave up, a dropped
+    /// future), guards dropped without `unlock()`, the entries of lost
+    /// locks, and unlocks being retried. Call it before the process exits,
+    /// or the entries it leaves behind block other clients until they
+    /// expire (up to the lease's validity).
+    ///
+    /// A lost lock's entries are normally kept for the lease's safety
+    /// margin after the loss, so that the holder can stop its work first;
+    /// once its guard is dropped (or `unlock()` returned
+    /// [`Error::LockLost`]), the holder has stopped, and they are freed at
+    /// once. So drop every guard, then call this.
+    ///
+    /// Fails with [`Error::ReleasesPending`] when releases are still
+    /// running at the bound (a lock server is unreachable, say); the
+    /// lockers expire what they could not be told. Locks still held are
+    /// not released: drop or unlock their guards first.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+    /// let guard = ds.rw_mutex(["nightly-report"])?.lock().await?;
+    /// drop(guard); // released in the background
+    /// ds.finish_releases(Duration::from_secs(5)).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; the releases go on without it.
+    pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
+        Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let outstanding = &self.coord.outstanding;
+        match tokio::time::timeout(within, outstanding.idle()).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(Error::ReleasesPending {
+                pending: outstanding.count(),
+                waited: within,
+            }),
         }
     }
 

@@ -15,11 +15,12 @@ use std::time::Duration;
 ///     match err {
 ///         Error::WouldBlock => "somebody else holds it; try again later",
 ///         Error::QuorumUnavailable { .. } => "too many lock servers are unreachable",
-///         Error::Timeout => "gave up waiting",
+///         Error::Quarantined { .. } => "lock servers restarted; grants resume soon",
+///         Error::Timeout => "gave up waiting while somebody else held it",
 ///         _ => "other",
 ///     }
 /// }
-/// assert_eq!(describe(&Error::Timeout), "gave up waiting");
+/// assert_eq!(describe(&Error::Timeout), "gave up waiting while somebody else held it");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -34,10 +35,14 @@ pub enum Error {
     #[error("the lock is held by another owner; retry later or wait with lock()/read()")]
     WouldBlock,
 
-    /// Fewer lockers answered than the quorum needs, so nothing could be decided.
+    /// Fewer lockers answered than the quorum needs, so nothing could be
+    /// decided: returned by one round (`try_lock`) and by a wait that ended
+    /// (`lock_timeout`) while too few lockers were reachable. `unreachable`
+    /// names each locker that did not answer and why.
     #[error(
-        "only {answered} of {lockers} lockers answered but {quorum} are needed for a quorum; \
-         check that enough lock servers are up and reachable"
+        "only {answered} of {lockers} lockers answered but {quorum} are needed for a quorum{}; \
+         check that enough lock servers are up and reachable",
+        list_unreachable(unreachable)
     )]
     QuorumUnavailable {
         /// Lockers that gave an answer (grant or refusal) in time.
@@ -46,12 +51,42 @@ pub enum Error {
         quorum: usize,
         /// Lockers the coordinator talks to.
         lockers: usize,
+        /// The lockers that did not answer, each with why, as far as known:
+        /// the latest failure of a call to it.
+        unreachable: Vec<Unreachable>,
     },
 
-    /// The deadline passed before the lock was granted.
+    /// Enough lockers are reachable, but too few of them grant because
+    /// some restarted recently and refuse new grants until their
+    /// quarantine ends (they may have forgotten locks they granted before
+    /// the restart). Wait and try again: `left` says how long until enough
+    /// of them are out of it, when the lockers said.
     #[error(
-        "timed out waiting for the lock; it is still held elsewhere or the quorum is unreachable"
+        "{} of {lockers} lockers are in quarantine after a restart ({}) and {quorum} are needed \
+         for a quorum{}; new grants resume when it ends",
+        quarantined.len(),
+        quarantined.join(", "),
+        left.map_or_else(String::new, |left| format!(", in {}", crate::wait_status::seconds(left)))
     )]
+    Quarantined {
+        /// The lockers in quarantine.
+        quarantined: Vec<String>,
+        /// How long until enough of them are out of quarantine for a
+        /// quorum, if they said.
+        left: Option<Duration>,
+        /// Grants the operation needs.
+        quorum: usize,
+        /// Lockers the coordinator talks to.
+        lockers: usize,
+    },
+
+    /// A wait with a deadline (`lock_timeout` and the like) gave up while a
+    /// quorum of lockers was reachable and the lock was held elsewhere. A
+    /// wait that gives up while a quorum is unreachable or in quarantine
+    /// ends with [`QuorumUnavailable`](Error::QuorumUnavailable) or
+    /// [`Quarantined`](Error::Quarantined) instead, so that "someone else
+    /// has it" is never confused with "the cluster is down".
+    #[error("timed out waiting for the lock: it is held elsewhere")]
     Timeout,
 
     /// An explicit unlock reached fewer lockers than the quorum. The release is
@@ -67,6 +102,22 @@ pub enum Error {
         quorum: usize,
         /// Lockers the coordinator talks to.
         lockers: usize,
+    },
+
+    /// [`Dsync::finish_releases`](crate::Dsync::finish_releases) reached
+    /// its bound with releases still running: some lockers could not be
+    /// told in time. They expire those entries by themselves, within the
+    /// lease's validity.
+    #[error(
+        "{pending} releases were still running after {}; the lock servers that did not \
+         confirm them expire those entries within the lease's validity",
+        crate::wait_status::seconds(*waited)
+    )]
+    ReleasesPending {
+        /// Releases still running.
+        pending: usize,
+        /// How long the call waited.
+        waited: Duration,
     },
 
     /// The lock was lost while it was held: its entries expired, were forced
@@ -171,6 +222,31 @@ pub enum Error {
     },
 }
 
+/// A locker that did not answer, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    /// The locker, as its `endpoint()` names it.
+    pub endpoint: String,
+    /// Why, in words: its latest failure ("connection refused", "no answer
+    /// within 2s"), or that it did not answer yet.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.endpoint, self.reason)
+    }
+}
+
+/// ` (unreachable: a: why; b: why)`, or nothing for an empty list.
+fn list_unreachable(unreachable: &[Unreachable]) -> String {
+    if unreachable.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = unreachable.iter().map(ToString::to_string).collect();
+    format!(" (unreachable: {})", parts.join("; "))
+}
+
 /// What a locker's refusal says when it refuses grants because it restarted
 /// recently (its quarantine); `LocalLocker`, the lock server (which passes
 /// its locker's message on) and `RedisLocker` all say it.
@@ -218,6 +294,19 @@ impl Error {
                 | Error::PermitsMismatch { .. }
                 | Error::UpgradeNotSupported { .. }
         )
+    }
+
+    /// Why a locker call failed, in words and without the endpoint (the
+    /// caller names the locker).
+    pub(crate) fn locker_reason(&self) -> String {
+        match self {
+            Error::LockerUnavailable { reason, .. } | Error::Tls { reason, .. } => reason.clone(),
+            Error::LockerTimeout { after, .. } => {
+                format!("no answer within {}", crate::wait_status::seconds(*after))
+            }
+            Error::Unauthorized { reason, .. } => format!("rejected the token: {reason}"),
+            other => other.to_string(),
+        }
     }
 
     pub(crate) fn invalid(reason: impl Into<String>) -> Self {

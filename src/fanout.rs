@@ -3,12 +3,13 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::coordinator::Coordinator;
+use crate::coordinator::{Coordinator, Outstanding};
 use crate::telemetry::CallKind;
 use crate::Error;
 
@@ -24,13 +25,19 @@ pub(crate) type Call<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 pub(crate) struct CallSet<T: Send + 'static> {
     calls: Vec<Option<Call<T>>>,
     running: usize,
-    /// Where stragglers finish; `None` drops them instead.
-    handle: Option<Handle>,
+    /// Where stragglers finish, counted among the coordinator's
+    /// outstanding releases (a straggler may be a grant it must undo);
+    /// `None` drops them instead.
+    handle: Option<(Handle, Arc<Outstanding>)>,
 }
 
 impl<T: Send + 'static> CallSet<T> {
-    pub(crate) fn new(handle: Handle, calls: impl IntoIterator<Item = Call<T>>) -> Self {
-        Self::build(Some(handle), calls)
+    pub(crate) fn new(
+        handle: Handle,
+        coord: &Coordinator,
+        calls: impl IntoIterator<Item = Call<T>>,
+    ) -> Self {
+        Self::build(Some((handle, coord.outstanding.clone())), calls)
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
@@ -39,7 +46,10 @@ impl<T: Send + 'static> CallSet<T> {
         Self::build(None, calls)
     }
 
-    fn build(handle: Option<Handle>, calls: impl IntoIterator<Item = Call<T>>) -> Self {
+    fn build(
+        handle: Option<(Handle, Arc<Outstanding>)>,
+        calls: impl IntoIterator<Item = Call<T>>,
+    ) -> Self {
         let calls: Vec<_> = calls.into_iter().map(Some).collect();
         CallSet {
             running: calls.len(),
@@ -85,14 +95,16 @@ impl<T: Send + 'static> CallSet<T> {
 
 impl<T: Send + 'static> Drop for CallSet<T> {
     fn drop(&mut self) {
-        let Some(handle) = self.handle.as_ref().filter(|_| self.running > 0) else {
+        let Some((handle, outstanding)) = self.handle.as_ref().filter(|_| self.running > 0) else {
             return;
         };
         let rest: Vec<Call<T>> = self.calls.drain(..).flatten().collect();
+        let counted = outstanding.begin();
         // If the runtime is shutting down the task is dropped unrun; the
         // lock servers' expiry then removes whatever it would have undone.
         handle.spawn(async move {
             futures::future::join_all(rest).await;
+            drop(counted);
         });
     }
 }
@@ -141,6 +153,9 @@ where
     let mut call = std::pin::pin!(call);
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
         coord.telemetry.locker_call(index, kind, None, &out);
+        if let Err(err) = &out {
+            coord.note_failure(index, err);
+        }
         return out;
     }
     let watch = coord.telemetry.call_stopwatch(index, kind);
@@ -152,5 +167,8 @@ where
     };
     let out = call_with_deadline(call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
+    if let Err(err) = &out {
+        coord.note_failure(index, err);
+    }
     out
 }

@@ -114,7 +114,8 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     let coord = &state.coord;
     let n = coord.lockers.len();
     let quorum = state.args.quorum;
-    let deadline = after(Instant::now(), coord.timeouts.refresh);
+    let began = Instant::now();
+    let deadline = after(began, coord.timeouts.refresh);
     let mut calls: FuturesUnordered<_> = coord
         .lockers
         .iter()
@@ -161,5 +162,6 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         answered: tokens.len() + not_held,
         quorum,
         lockers: n,
+        unreachable: coord.unreachable_since(began),
     })
 }

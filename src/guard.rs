@@ -60,6 +60,7 @@ impl Held {
 
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
+        self.signal.holder_stopped();
         let registered = self.keeper.remove(self.lease);
         if self.signal.check() {
             if registered {
@@ -148,6 +149,7 @@ impl Drop for Held {
         if self.released {
             return;
         }
+        self.signal.holder_stopped();
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if !plan.targets.is_empty() {
@@ -156,7 +158,12 @@ impl Drop for Held {
             // blocks; on a runtime that has shut down the task is dropped
             // and the lock servers expire the entries instead.
             let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
-            handle.spawn(release_all(self.state.clone(), plan.targets));
+            let counted = self.state.coord.outstanding.begin();
+            let state = self.state.clone();
+            handle.spawn(async move {
+                release_all(state, plan.targets).await;
+                drop(counted);
+            });
         }
     }
 }
@@ -198,6 +205,13 @@ macro_rules! guard {
             #[allow(dead_code)]
             pub(crate) fn args(&self) -> &crate::LockArgs {
                 &self.held.state.args
+            }
+
+            /// Counts a release among the outstanding ones until the
+            /// token drops: for a task that will drop this guard later.
+            #[allow(dead_code)]
+            pub(crate) fn count_release(&self) -> crate::coordinator::ReleaseToken {
+                self.held.state.coord.outstanding.begin()
             }
 
             /// See `Held::release_keeping`.

@@ -168,12 +168,13 @@ mod telemetry;
 pub mod testing;
 mod wait;
 mod wait_round;
+mod wait_status;
 
-pub use admin::ClusterLock;
+pub use admin::{ClusterLock, ForceUnlocked};
 pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use dsync::{Dsync, DsyncBuilder};
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
-pub use error::Error;
+pub use error::{Error, Unreachable};
 pub use fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 pub use guard::{ReadGuard, WriteGuard};
 pub use local::{LocalLocker, LockInfo, LockerConfig};
@@ -186,6 +187,7 @@ pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
 #[cfg(feature = "metrics")]
 pub use telemetry::names as metric_names;
 pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
+pub use wait_status::{Quarantined, WaitReason, WaitStatus};
 
 /// Compiles and runs the README's Rust snippets as doc tests.
 #[cfg(doctest)]

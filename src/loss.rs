@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +29,10 @@ pub(crate) struct LossSignal {
     /// Nanoseconds after `base` at which the lock is lost. Only ever moves
     /// forward, and only while it has not passed.
     deadline: AtomicU64,
+    /// Told when the holder dropped or unlocked its guard: it has stopped
+    /// the work the lock protected, so a lost lock's entries need not wait
+    /// out the safety margin (see `refresh::declare_lost`).
+    holder_gone: Notify,
 }
 
 impl LossSignal {
@@ -37,6 +42,7 @@ impl LossSignal {
             token: CancellationToken::new(),
             base,
             deadline: AtomicU64::new(nanos(trusted_for)),
+            holder_gone: Notify::new(),
         }
     }
 
@@ -96,6 +102,18 @@ impl LossSignal {
             return true;
         }
         false
+    }
+
+    /// The holder let go of its guard; see `holder_gone`.
+    pub(crate) fn holder_stopped(&self) {
+        // A stored permit: a `declare_lost` task that starts waiting later
+        // still sees it.
+        self.holder_gone.notify_one();
+    }
+
+    /// Resolves when the holder let go of its guard.
+    pub(crate) async fn holder_gone(&self) {
+        self.holder_gone.notified().await;
     }
 
     /// Declares the lock lost.

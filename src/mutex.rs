@@ -15,6 +15,7 @@ use crate::round::Round;
 use crate::telemetry::{outcome, AcquireRecord, Names};
 use crate::wait::Ticket;
 use crate::wait_round::{WaitEnd, WaitRound};
+use crate::wait_status::{WaitBoard, WaitStatus, WaitWatch};
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process
@@ -56,6 +57,8 @@ pub struct DRWMutex {
     keeper: Arc<Keeper>,
     resources: Arc<[String]>,
     source: Arc<str>,
+    /// Where this handle's waits say why they wait.
+    board: Arc<WaitBoard>,
 }
 
 /// How long an acquire keeps trying.
@@ -77,12 +80,52 @@ impl DRWMutex {
             keeper,
             resources,
             source,
+            board: Arc::default(),
         }
     }
 
     /// The resource names, sorted and de-duplicated.
     pub fn resources(&self) -> &[String] {
         &self.resources
+    }
+
+    /// Why the latest wait of this handle (or a clone of it) is not
+    /// granted yet: held elsewhere, lockers in quarantine after a restart,
+    /// or too few reachable, with which lockers and why. `None` when no
+    /// wait of this handle is running.
+    ///
+    /// Only waits report here ([`lock`](Self::lock), [`read`](Self::read)
+    /// and their `_timeout` forms), not one-round `try_` calls; when
+    /// several wait at once through the same handle, the one that began
+    /// last reports. A wait with a deadline that gives up fails with the
+    /// error this status maps to (see [`WaitReason`](crate::WaitReason)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use quorum_lock::{Dsync, LocalLocker, NetLocker, WaitReason};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// let ds = Dsync::new((0..3).map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>).collect())?;
+    /// let mutex = ds.rw_mutex(["reports"])?;
+    /// let held = mutex.lock().await?;
+    ///
+    /// let waiter = mutex.clone();
+    /// let wait = tokio::spawn(async move { waiter.lock().await });
+    /// tokio::time::sleep(Duration::from_millis(100)).await;
+    /// let status = mutex.waiting().expect("a wait is running");
+    /// assert_eq!(status.reason(), WaitReason::HeldElsewhere);
+    /// println!("waiting: {status}");
+    ///
+    /// drop(held);
+    /// wait.await.expect("the wait ends")?.unlock().await?;
+    /// assert!(mutex.waiting().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn waiting(&self) -> Option<WaitStatus> {
+        self.board.status()
     }
 
     /// The same names, shared: the key a reentrant holder files its hold
@@ -154,9 +197,13 @@ impl DRWMutex {
         Ok(ReadGuard::new(state, handle, self.keeper.clone()))
     }
 
-    /// Like [`lock`](Self::lock), but gives up with [`Error::Timeout`] after
-    /// `timeout`. A round still in flight at the deadline is abandoned and
-    /// its grants are released.
+    /// Like [`lock`](Self::lock), but gives up after `timeout`, with an
+    /// error that says why it waited (see [`waiting`](Self::waiting)):
+    /// [`Error::Timeout`] when the lock was held elsewhere,
+    /// [`Error::Quarantined`] when too many lockers were in quarantine
+    /// after a restart, and [`Error::QuorumUnavailable`] when too few were
+    /// reachable, naming each and why. A round still in flight at the
+    /// deadline is abandoned and its grants are released.
     ///
     /// # Cancel safety
     ///
@@ -166,8 +213,8 @@ impl DRWMutex {
         Ok(WriteGuard::new(state, handle, self.keeper.clone()))
     }
 
-    /// Like [`read`](Self::read), but gives up with [`Error::Timeout`] after
-    /// `timeout`.
+    /// Like [`read`](Self::read), but gives up after `timeout` with the
+    /// errors of [`lock_timeout`](Self::lock_timeout).
     ///
     /// # Cancel safety
     ///
@@ -187,12 +234,16 @@ impl DRWMutex {
         let result = async {
             // Checked here too, because the timer below needs the runtime.
             Handle::try_current().map_err(|_| Error::NoRuntime)?;
-            let rounds = self.rounds(mode, Patience::Forever, &record);
+            let watch = self.board.begin();
+            let rounds = self.rounds(mode, Patience::Forever, &record, Some(&watch));
             match tokio::time::timeout(timeout, rounds).await {
                 Ok(result) => result,
                 Err(_) => {
-                    tracing::debug!(?timeout, "lock wait timed out");
-                    Err(Error::Timeout)
+                    // Why it waited decides the error: held elsewhere,
+                    // lockers in quarantine, or too few reachable.
+                    let err = watch.gave_up();
+                    tracing::debug!(?timeout, %err, "lock wait timed out");
+                    Err(err)
                 }
             }
         }
@@ -210,8 +261,12 @@ impl DRWMutex {
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let record = self.coord.telemetry.acquire(mode);
         let span = self.span(mode);
+        let watch = match patience {
+            Patience::Forever => Some(self.board.begin()),
+            Patience::OneRound => None,
+        };
         let result = self
-            .rounds(mode, patience, &record)
+            .rounds(mode, patience, &record, watch.as_ref())
             .instrument(span.clone())
             .await;
         ended(&span, &result);
@@ -236,6 +291,7 @@ impl DRWMutex {
         mode: LockMode,
         patience: Patience,
         record: &AcquireRecord<'_>,
+        watch: Option<&WaitWatch>,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // In-process lockers answer without ever returning Pending, so a
@@ -244,7 +300,7 @@ impl DRWMutex {
         // coop budget here yields once in a while, as tokio::sync does.
         tokio::task::coop::consume_budget().await;
         if matches!(patience, Patience::Forever) && self.coord.waiting == Waiting::Push {
-            return self.wait_in_line(mode, handle, record).await;
+            return self.wait_in_line(mode, handle, record, watch).await;
         }
         {
             let coord = &self.coord;
@@ -252,6 +308,9 @@ impl DRWMutex {
             loop {
                 record.round();
                 let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);
+                if let Some(watch) = watch {
+                    watch.track(round.state());
+                }
                 let span = tracing::debug_span!("round", uid = round.uid(), attempt);
                 let err = match round.decide().instrument(span).await {
                     Ok(()) => {
@@ -284,6 +343,7 @@ impl DRWMutex {
         mode: LockMode,
         handle: Handle,
         record: &AcquireRecord<'_>,
+        watch: Option<&WaitWatch>,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let ticket = Ticket::now();
         let mut wounds = 0u32;
@@ -299,6 +359,9 @@ impl DRWMutex {
                 mode,
                 ticket,
             );
+            if let Some(watch) = watch {
+                watch.track(wait.state());
+            }
             let span = tracing::debug_span!("wait", uid = wait.uid(), wounds, stale);
             match wait.wait().instrument(span).await {
                 Ok(()) => {

@@ -99,7 +99,7 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
 /// has passed.
 pub(crate) fn declare_lost(
     state: &Arc<Acquisition>,
-    signal: &LossSignal,
+    signal: &Arc<LossSignal>,
     cause: LossCause,
     handle: &Handle,
 ) {
@@ -116,11 +116,20 @@ pub(crate) fn declare_lost(
     // The entries are removed only after the safety margin, as expiry would:
     // freeing them at once would let another client in (a reader, when the
     // holder still reaches half of an even cluster) before the holder has
-    // had the margin to stop the work the lock protects.
+    // had the margin to stop the work the lock protects. A holder that
+    // dropped or unlocked its guard has stopped that work, as it has when
+    // it drops a guard that is not lost, so from then on nothing is left to
+    // protect and the entries go at once.
     let state = state.clone();
+    let signal = signal.clone();
+    let counted = state.coord.outstanding.begin();
     handle.spawn(async move {
-        tokio::time::sleep(state.coord.lease.safety_margin).await;
+        tokio::select! {
+            () = tokio::time::sleep(state.coord.lease.safety_margin) => {}
+            () = signal.holder_gone() => {}
+        }
         force_release(state).await;
+        drop(counted);
     });
 }
 

@@ -29,7 +29,7 @@ use tracing::Instrument;
 
 use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
-use crate::coordinator::{Coordinator, PendingUnlock};
+use crate::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
 use crate::fanout::{call_locker, Call, CallSet};
 use crate::telemetry::{CallKind, Names};
 use crate::{Error, LockArgs, LockMode};
@@ -78,7 +78,12 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     let plan = state.begin_release();
     if !plan.targets.is_empty() {
         tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
-        handle.spawn(release_all(state.clone(), plan.targets));
+        let counted = state.coord.outstanding.begin();
+        let state = state.clone();
+        handle.spawn(async move {
+            release_all(state, plan.targets).await;
+            drop(counted);
+        });
     }
 }
 
@@ -140,6 +145,7 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
         index,
         id,
         batch: Vec::new(),
+        _counted: coord.outstanding.begin(),
     }));
 }
 
@@ -152,6 +158,8 @@ struct Draining {
     index: usize,
     id: u64,
     batch: Vec<PendingUnlock>,
+    /// Counts the drain among the outstanding releases while it runs.
+    _counted: ReleaseToken,
 }
 
 impl Drop for Draining {
@@ -301,7 +309,7 @@ async fn release_plan(
         .targets
         .into_iter()
         .map(|i| release_call(state.clone(), i));
-    let mut calls = CallSet::new(handle, targets);
+    let mut calls = CallSet::new(handle, &state.coord, targets);
     let mut timer = None;
     poll_fn(|cx| {
         calls.poll_all(cx, |_, ok| confirmed += usize::from(ok));

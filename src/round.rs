@@ -21,6 +21,7 @@ use crate::fanout::{call_locker, Call, CallSet};
 use crate::quorum::{Answer, Tally, Verdict};
 use crate::release::{abandon, release_one};
 use crate::telemetry::CallKind;
+use crate::wait_status::WaitStatus;
 use crate::{Error, LockMode};
 
 fn classify(result: &Result<bool, Error>) -> Answer {
@@ -87,7 +88,7 @@ impl Round {
         let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
-            calls: CallSet::new(handle.clone(), calls),
+            calls: CallSet::new(handle.clone(), coord, calls),
             state,
             handle: handle.clone(),
             deadline,
@@ -97,6 +98,11 @@ impl Round {
 
     pub(crate) fn uid(&self) -> &str {
         &self.state.args.uid
+    }
+
+    /// What the round knows; a wait tracks it for its status.
+    pub(crate) fn state(&self) -> &Arc<Acquisition> {
+        &self.state
     }
 
     /// Waits until a quorum granted (`Ok`), or until the round can no longer
@@ -133,11 +139,11 @@ impl Round {
             (Verdict::Granted, _) => Ok(()),
             (_, Some(err)) => Err(err),
             (Verdict::Conflict, None) => Err(Error::WouldBlock),
-            (Verdict::Unavailable, None) => Err(Error::QuorumUnavailable {
-                answered: tally.answered(),
-                quorum,
-                lockers: n,
-            }),
+            (Verdict::Unavailable, None) => {
+                let state = &self.state;
+                let answers = state.answers();
+                Err(WaitStatus::of(&state.coord, quorum, &answers, state.started).unavailable())
+            }
         }
         .inspect(|()| tracing::trace!(granted = tally.granted(), "round granted"))
     }

@@ -111,7 +111,9 @@ impl AcquireOutcome {
             Ok(_) => AcquireOutcome::Granted,
             Err(Error::WouldBlock) => AcquireOutcome::WouldBlock,
             Err(Error::Timeout) => AcquireOutcome::Timeout,
-            Err(Error::QuorumUnavailable { .. }) => AcquireOutcome::QuorumUnavailable,
+            Err(Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {
+                AcquireOutcome::QuorumUnavailable
+            }
             Err(_) => AcquireOutcome::Failed,
         }
     }

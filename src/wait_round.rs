@@ -161,7 +161,7 @@ impl WaitRound {
         let started = state.started;
         let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
-            calls: CallSet::new(handle.clone(), calls),
+            calls: CallSet::new(handle.clone(), coord, calls),
             state,
             handle: handle.clone(),
             ticket,
@@ -174,6 +174,11 @@ impl WaitRound {
 
     pub(crate) fn uid(&self) -> &str {
         &self.state.args.uid
+    }
+
+    /// What the wait knows; the acquire tracks it for its status.
+    pub(crate) fn state(&self) -> &Arc<Acquisition> {
+        &self.state
     }
 
     /// Waits until a quorum granted (`Ok`), an older waiter wounded this

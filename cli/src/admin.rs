@@ -1,100 +1,270 @@
 //! `quorum-lock locks` and `quorum-lock force-unlock`: the operator's view
 //! of the cluster, both with the admin token.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
 use futures::future::join_all;
+use quorum_lock::net::RemoteLocker;
 use quorum_lock::quorum::write_quorum;
-use quorum_lock::{ClusterLock, Dsync, Error, Lease, LockArgs, LockMode, Timeouts};
+use quorum_lock::{Dsync, Error, Lease, LockArgs, LockInfo, LockMode, Timeouts};
 
-use crate::args::{ForceUnlockArgs, LocksArgs};
-use crate::fail::{Failure, AUTH, UNAVAILABLE};
+use crate::args::{ForceUnlockArgs, LocksArgs, Output};
+use crate::fail::{Failure, AUTH, FAILURE, UNAVAILABLE};
+use crate::fleet::{ask, Fleet, Missing};
+use crate::json;
 use crate::nodes::{Cluster, Kind};
 
+/// What `locks` reports when the token is not the admin token.
+const LIST: &str = "list locks";
+
 pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
-    let cluster = Cluster::connect(&args.client, true, write_quorum, None).await?;
-    if args.per_node {
-        return per_node(&cluster).await;
-    }
-    let ds = coordinator(&cluster)?;
-    let locks = match ds.locks().await {
-        Ok(locks) => locks,
-        Err(err) => return Err(diagnose(&cluster, err, "list locks").await),
-    };
-    let total = cluster.lockers.len();
-    match print_table(&locks, total) {
-        // A reader that stopped early (`| head`) is not our failure.
-        Err(err) if err.kind() != io::ErrorKind::BrokenPipe => Err(Failure::new(
-            crate::fail::FAILURE,
-            format!("cannot write the listing: {err}"),
-        )),
-        _ => Ok(0),
-    }
-}
-
-pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
-    let cluster = Cluster::connect(&args.client, true, write_quorum, None).await?;
-    if let Some(uid) = &args.uid {
-        return force_uid(&cluster, uid).await;
-    }
-    let ds = coordinator(&cluster)?;
-    match ds.force_unlock(args.names.iter().cloned()).await {
-        Ok(confirmed) => {
-            // Ignored write errors: the work is done, whoever reads stdout.
-            let _ = writeln!(
-                io::stdout(),
-                "forced open: {} (confirmed by {confirmed} of {} {})",
-                args.names.join(", "),
-                cluster.lockers.len(),
-                match cluster.kind {
-                    Kind::LockServers => "servers",
-                    Kind::Redis => "Redis nodes",
-                }
-            );
-            Ok(0)
+    let fleet = Fleet::connect(&args.client, true, None).await?;
+    let listings = list_each(&fleet).await?;
+    let total = listings.len();
+    let missing: Vec<&Missing> = listings
+        .iter()
+        .filter_map(|l| l.result.as_ref().err())
+        .collect();
+    let answered = total - missing.len();
+    let quorum = write_quorum(total);
+    let kind = fleet.kind();
+    // Each node that did not answer, and why, for messages.
+    let unanswered: Vec<String> = listings
+        .iter()
+        .filter_map(|l| {
+            let why = l.result.as_ref().err()?;
+            Some(format!("{}: {}", l.node, why.describe()))
+        })
+        .collect();
+    let failure = |message: String| {
+        let (code, advice) = fleet.verdict(&args.client, &missing);
+        match advice {
+            Some(advice) => Failure::new(code, format!("{message} ({advice})")),
+            None => Failure::new(code, message),
         }
-        Err(err @ Error::InvalidArgument(_)) => Err(Failure::usage(err.to_string())),
-        Err(err) => Err(diagnose(&cluster, err, "force locks open").await),
+    };
+
+    if args.per_node {
+        let text = match args.output {
+            Output::Text => per_node_text(&listings, kind),
+            Output::Json => json::line(&json::Locks {
+                format: json::FORMAT,
+                kind: json::kind(kind),
+                view: "per-node",
+                total,
+                answered,
+                quorum,
+                nodes: listings.iter().map(|l| l.json(true)).collect(),
+                locks: json::Field::Absent,
+            })?,
+        };
+        write_out(&text)?;
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        // The listing is printed, but it is not the whole cluster's: a
+        // script must not take it for that.
+        return Err(failure(format!(
+            "only {answered} of {total} {} answered; the listing shows what they hold, not \
+             what the others hold: {}",
+            kind.nodes(),
+            unanswered.join("; ")
+        )));
+    }
+
+    let merged = (answered >= quorum).then(|| merge(&listings));
+    let text = match (args.output, &merged) {
+        (Output::Json, merged) => json::line(&json::Locks {
+            format: json::FORMAT,
+            kind: json::kind(kind),
+            view: "merged",
+            total,
+            answered,
+            quorum,
+            nodes: listings.iter().map(|l| l.json(false)).collect(),
+            locks: json::Field::Present(merged.as_ref().map(|locks| {
+                locks
+                    .iter()
+                    .map(|m| json::Lock {
+                        resource: m.resource.clone(),
+                        mode: json::mode(m.mode),
+                        owner: m.owner.clone(),
+                        uid: m.uid.clone(),
+                        source: m.source.clone(),
+                        age_ms: json::ms(m.age),
+                        held_on: m.held_on.clone(),
+                    })
+                    .collect()
+            })),
+        })?,
+        (Output::Text, Some(merged)) => merged_text(merged, total),
+        (Output::Text, None) => String::new(),
+    };
+    write_out(&text)?;
+    if merged.is_none() {
+        return Err(failure(format!(
+            "cannot list locks: only {answered} of {total} {} answered but {quorum} are needed \
+             for the merged view (every held lock is on a write quorum of nodes, so with fewer \
+             one could be missing); {}; 'quorum-lock locks --per-node' lists what the nodes \
+             that answer hold",
+            kind.nodes(),
+            unanswered.join("; ")
+        )));
+    }
+    for line in &unanswered {
+        eprintln!("quorum-lock: warning: not listed: {line}");
+    }
+    Ok(0)
+}
+
+/// What one node listed, or why it did not.
+struct Listing {
+    node: String,
+    result: Result<Vec<LockInfo>, Missing>,
+}
+
+impl Listing {
+    /// The node in `locks --output json`; `entries`: the per-node view.
+    fn json(&self, entries: bool) -> json::Node {
+        let (reachable, reason) = match &self.result {
+            Ok(_) => (true, None),
+            Err(Missing::Failing(why)) => (true, Some(why.clone())),
+            Err(Missing::Unreachable(why)) => (false, Some(why.clone())),
+        };
+        let locks = match (&self.result, entries) {
+            (_, false) => json::Field::Absent,
+            (Ok(list), true) => {
+                json::Field::Present(Some(list.iter().map(|e| entry_json(e, false)).collect()))
+            }
+            (Err(_), true) => json::Field::Present(None),
+        };
+        json::Node {
+            node: self.node.clone(),
+            reachable,
+            answered: self.result.is_ok(),
+            reason,
+            locks,
+        }
     }
 }
 
-/// How long each node may take to list or to force a lock open.
-pub const ADMIN_CALL: Duration = Duration::from_secs(5);
+/// One entry as JSON; `refreshed`: with the time since its last refresh.
+pub fn entry_json(e: &LockInfo, refreshed: bool) -> json::Entry {
+    json::Entry {
+        resource: e.resource.clone(),
+        mode: json::mode(e.mode),
+        owner: e.owner.clone(),
+        uid: e.uid.clone(),
+        source: e.source.clone(),
+        age_ms: json::ms(e.age()),
+        refreshed_ms_ago: refreshed.then(|| json::ms(e.refreshed.elapsed())),
+    }
+}
 
-/// `locks --per-node`: every node's own entries, one row each, in the
-/// order the nodes were given. Nodes that cannot list are named on stderr;
-/// fewer than a write quorum answering is a failure, as for the merged view.
-async fn per_node(cluster: &Cluster) -> Result<u8, Failure> {
-    let listings = join_all(
-        cluster
-            .lockers
+/// Asks every node at once for its entries.
+async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
+    let lockers = fleet.lockers();
+    let servers: Vec<Option<&RemoteLocker>> = match fleet {
+        Fleet::Servers(servers) => servers.iter().map(Some).collect(),
+        Fleet::Redis(nodes) => nodes.iter().map(|_| None).collect(),
+    };
+    let answers = join_all(
+        lockers
             .iter()
-            .map(|l| tokio::time::timeout(ADMIN_CALL, l.locks())),
+            .zip(servers)
+            .map(|(locker, server)| ask(*locker, server, LIST, locker.locks())),
     )
     .await;
+    let mut listings = Vec::with_capacity(answers.len());
+    for (locker, answer) in lockers.iter().zip(answers) {
+        listings.push(Listing {
+            node: locker.endpoint(),
+            result: answer?,
+        });
+    }
+    Ok(listings)
+}
+
+/// One lock across the nodes: the entries of one uid on one resource.
+struct Merged {
+    resource: String,
+    uid: String,
+    owner: String,
+    source: String,
+    mode: LockMode,
+    /// Of its oldest entry.
+    age: Duration,
+    /// The nodes holding an entry, in the order given.
+    held_on: Vec<String>,
+}
+
+/// The entries of the nodes that answered, merged by resource and uid,
+/// sorted by resource, then oldest first (as `Dsync::locks`).
+fn merge(listings: &[Listing]) -> Vec<Merged> {
+    let mut merged: BTreeMap<(String, String), Merged> = BTreeMap::new();
+    for listing in listings {
+        let Ok(entries) = &listing.result else {
+            continue;
+        };
+        for e in entries {
+            let age = e.age();
+            let m = merged
+                .entry((e.resource.clone(), e.uid.clone()))
+                .or_insert_with(|| Merged {
+                    resource: e.resource.clone(),
+                    uid: e.uid.clone(),
+                    owner: e.owner.clone(),
+                    source: e.source.clone(),
+                    mode: e.mode,
+                    age,
+                    held_on: Vec::new(),
+                });
+            m.age = m.age.max(age);
+            if !m.held_on.contains(&listing.node) {
+                m.held_on.push(listing.node.clone());
+            }
+        }
+    }
+    let mut out: Vec<Merged> = merged.into_values().collect();
+    out.sort_by(|a, b| a.resource.cmp(&b.resource).then(b.age.cmp(&a.age)));
+    out
+}
+
+fn merged_text(locks: &[Merged], total: usize) -> String {
+    let rows: Vec<[String; 7]> = locks
+        .iter()
+        .map(|l| {
+            [
+                l.resource.clone(),
+                mode_name(l.mode),
+                l.owner.clone(),
+                age(l.age),
+                format!("{}/{total}", l.held_on.len()),
+                l.uid.clone(),
+                l.source.clone(),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "no locks held\n".to_owned();
+    }
+    table(&HEADER, &rows, "")
+}
+
+/// `locks --per-node`: every node's own entries, one row each, in the
+/// order the nodes were given; then one line per node that did not
+/// answer, with why.
+fn per_node_text(listings: &[Listing], kind: Kind) -> String {
     let mut rows: Vec<[String; 7]> = Vec::new();
-    let mut failed: Vec<String> = Vec::new();
-    let mut refused = None;
-    for (locker, listing) in cluster.lockers.iter().zip(listings) {
-        let node = locker.endpoint();
-        let entries = match listing {
-            Ok(Ok(entries)) => entries,
-            Ok(Err(err)) => {
-                if let Error::Unauthorized { .. } = err {
-                    refused.get_or_insert(err.clone());
-                }
-                failed.push(format!("{node}: {err}"));
-                continue;
-            }
-            Err(_) => {
-                failed.push(format!("{node}: did not answer within {ADMIN_CALL:?}"));
-                continue;
-            }
+    for listing in listings {
+        let Ok(entries) = &listing.result else {
+            continue;
         };
         for e in entries {
             rows.push([
-                node.clone(),
+                listing.node.clone(),
                 e.resource.clone(),
                 mode_name(e.mode),
                 e.owner.clone(),
@@ -104,33 +274,137 @@ async fn per_node(cluster: &Cluster) -> Result<u8, Failure> {
             ]);
         }
     }
-    let total = cluster.lockers.len();
-    let answered = total - failed.len();
-    let quorum = write_quorum(total);
-    if answered < quorum {
-        if let Some(err) = refused {
-            return Err(diagnose(cluster, err, "list locks").await);
+    let total = listings.len();
+    let answered = listings.iter().filter(|l| l.result.is_ok()).count();
+    let mut out = if !rows.is_empty() {
+        table(&PER_NODE_HEADER, &rows, "")
+    } else if answered == total {
+        "no locks held\n".to_owned()
+    } else if answered > 0 {
+        format!(
+            "no locks held on the {answered} of {total} {} that answered\n",
+            kind.nodes()
+        )
+    } else {
+        String::new()
+    };
+    for listing in listings {
+        if let Err(why) = &listing.result {
+            out.push_str(&format!("{}  {}\n", listing.node, why.describe()));
         }
-        return Err(Failure::new(
-            UNAVAILABLE,
-            format!(
-                "cannot list locks: only {answered} of {total} {} answered, {quorum} needed; {}",
-                cluster.kind.nodes(),
-                failed.join("; ")
-            ),
-        ));
     }
-    for line in &failed {
-        eprintln!("quorum-lock: warning: not listed: {line}");
-    }
-    match print_rows(&PER_NODE_HEADER, &rows) {
+    out
+}
+
+/// Writes `text` to stdout at once. A reader that stopped early (`| head`)
+/// is not our failure.
+pub fn write_out(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(err) if err.kind() != io::ErrorKind::BrokenPipe => Err(Failure::new(
-            crate::fail::FAILURE,
+            FAILURE,
             format!("cannot write the listing: {err}"),
         )),
-        _ => Ok(0),
+        _ => Ok(()),
     }
 }
+
+pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
+    let cluster = Cluster::connect(&args.client, true, write_quorum, None).await?;
+    if let Some(uid) = &args.uid {
+        return force_uid(&cluster, uid).await;
+    }
+    // Each name is forced on its own, to say which ones were held; all
+    // are checked first, so that a bad one forces none.
+    let mut names: Vec<String> = Vec::with_capacity(args.names.len());
+    for name in &args.names {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let check = LockArgs {
+        uid: "".into(),
+        resources: names.clone().into(),
+        owner: "".into(),
+        source: "".into(),
+        quorum: 0,
+    };
+    check
+        .validate_resources()
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let ds = coordinator(&cluster)?;
+    let total = cluster.lockers.len();
+    let nodes = cluster.kind.nodes();
+    let mut forced: Vec<&str> = Vec::new();
+    let mut done: Vec<&str> = Vec::new();
+    for name in &names {
+        let result = match ds.force_unlock_counted([name.as_str()]).await {
+            Ok(result) => result,
+            Err(err @ Error::InvalidArgument(_)) => return Err(Failure::usage(err.to_string())),
+            Err(err) => {
+                let mut failure = diagnose(&cluster, err, &format!("force {name} open")).await;
+                if !done.is_empty() {
+                    failure
+                        .message
+                        .push_str(&format!("; already done, before it: {}", done.join(", ")));
+                }
+                if !forced.is_empty() {
+                    holder_warning(&cluster, &forced.join(", "));
+                }
+                return Err(failure);
+            }
+        };
+        done.push(name);
+        // Ignored write errors: the work is done, whoever reads stdout.
+        if result.removed_on == 0 {
+            let _ = writeln!(
+                io::stdout(),
+                "not held: {name} (confirmed by {} of {total} {nodes})",
+                result.confirmed
+            );
+            eprintln!(
+                "quorum-lock: warning: nothing was held on {name}: none of the {} {nodes} that \
+                 confirmed had an entry on it (a mistyped name? 'quorum-lock locks' lists the \
+                 names held)",
+                result.confirmed
+            );
+        } else {
+            let _ = writeln!(
+                io::stdout(),
+                "forced open: {name} (held on {}, confirmed by {} of {total} {nodes})",
+                result.removed_on,
+                result.confirmed
+            );
+            forced.push(name);
+        }
+    }
+    if !forced.is_empty() {
+        holder_warning(&cluster, &forced.join(", "));
+    }
+    Ok(0)
+}
+
+/// Warns that whoever held `what` still runs: a holder learns that its
+/// lock is gone only at its next refresh, and nothing protects its work
+/// from the moment it was forced.
+fn holder_warning(cluster: &Cluster, what: &str) {
+    let interval = match cluster.lockers.iter().filter_map(|l| l.validity()).min() {
+        Some(validity) if cluster.kind == Kind::LockServers => format!(
+            "{} with these servers' {} validity",
+            age(validity / 6),
+            age(validity)
+        ),
+        _ => "10s at the default --validity of 60s".to_owned(),
+    };
+    eprintln!(
+        "quorum-lock: warning: whoever held {what} keeps running until its next refresh, up to \
+         its refresh interval from now (validity/6 for 'quorum-lock run': {interval}), and \
+         learns of the loss only then; its work is not protected by the lock from now on"
+    );
+}
+
+/// How long each node may take to list or to force a lock open.
+pub const ADMIN_CALL: Duration = Duration::from_secs(5);
 
 /// `force-unlock --uid`: drops one acquisition's entries on every node,
 /// whatever names they are on. Needs a write quorum to confirm, as forcing
@@ -195,11 +469,23 @@ async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
     for line in &failed {
         eprintln!("quorum-lock: warning: not confirmed: {line}");
     }
-    let _ = writeln!(
-        io::stdout(),
-        "forced open: uid {uid} (held on {removed}, confirmed by {answered} of {total} {})",
-        cluster.kind.nodes()
-    );
+    let nodes = cluster.kind.nodes();
+    if removed == 0 {
+        let _ = writeln!(
+            io::stdout(),
+            "not held: uid {uid} (confirmed by {answered} of {total} {nodes})"
+        );
+        eprintln!(
+            "quorum-lock: warning: nothing was held by uid {uid}: none of the {answered} {nodes} \
+             that confirmed had an entry of it (released, expired or forced before?)"
+        );
+    } else {
+        let _ = writeln!(
+            io::stdout(),
+            "forced open: uid {uid} (held on {removed}, confirmed by {answered} of {total} {nodes})"
+        );
+        holder_warning(cluster, &format!("the lock of uid {uid}"));
+    }
     Ok(0)
 }
 
@@ -262,35 +548,6 @@ pub fn mode_name(mode: LockMode) -> String {
         LockMode::Read => "read".to_owned(),
         LockMode::Write => "write".to_owned(),
     }
-}
-
-fn print_table(locks: &[ClusterLock], total: usize) -> io::Result<()> {
-    let rows: Vec<[String; 7]> = locks
-        .iter()
-        .map(|l| {
-            [
-                l.resource.clone(),
-                mode_name(l.mode),
-                l.owner.clone(),
-                age(l.age),
-                format!("{}/{total}", l.nodes),
-                l.uid.clone(),
-                l.source.clone(),
-            ]
-        })
-        .collect();
-    print_rows(&HEADER, &rows)
-}
-
-/// The rows under `header` in aligned columns, or "no locks held".
-fn print_rows(header: &[&str; 7], rows: &[[String; 7]]) -> io::Result<()> {
-    let mut out = io::stdout().lock();
-    if rows.is_empty() {
-        writeln!(out, "no locks held")?;
-        return out.flush();
-    }
-    out.write_all(table(header, rows, "").as_bytes())?;
-    out.flush()
 }
 
 /// `header` and `rows` in aligned columns, each line after `indent`. The

@@ -41,6 +41,10 @@ pub enum Command {
     /// or one of a semaphore's K permits.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// Take a lock, print its uid and fencing token, and hold it until
+    /// SIGINT or SIGTERM, like `etcdctl lock NAME` without a command.
+    #[command(after_help = LOCK_EXAMPLES)]
+    Lock(HoldArgs),
     /// Campaign to lead an election and run a command while leading, like
     /// `etcdctl elect`; or, with --listen, print each change of leader.
     #[command(
@@ -56,8 +60,9 @@ pub enum Command {
     /// (lock servers: needs the admin token).
     #[command(after_help = FORCE_EXAMPLES)]
     ForceUnlock(ForceUnlockArgs),
-    /// Show each lock server's state: reachable, quarantined, its entries
-    /// and locks (needs the admin token).
+    /// Show each node's state: reachable, quarantined, its entries and
+    /// locks (lock servers: needs the admin token); with --health, only
+    /// whether enough nodes can grant locks (any token).
     #[command(after_help = STATUS_EXAMPLES)]
     Status(StatusArgs),
     /// Make a CA and TLS certificates for lock servers, and client
@@ -102,16 +107,21 @@ Exit codes:
   2        bad usage: flags, durations, addresses, URLs, missing or empty
            token, both or neither of --nodes and --redis; run --permits K
            on a semaphore that others hold with another K
-  69       nodes unreachable or too few answered for a quorum
-  75       run: the lock was lost while the command ran (the command was
-           stopped), or --timeout passed before the lock was granted;
-           elect: the same for the leadership
+  69       too few nodes reachable for a quorum, or too many in quarantine
+           after a restart (run, lock, elect: within --timeout, or at once
+           with --nonblock; without either they wait); locks --per-node:
+           some nodes did not answer (the others' entries were listed);
+           status --health: fewer than a write quorum of nodes are healthy
+  75       run, lock, elect: held elsewhere, not granted within --timeout
+           or at once with --nonblock; the command did not run
   77       a server rejected the token, or it is not the admin token; or
            too few nodes answered and some refused the credentials (Redis:
            the password; lock servers: TLS over a certificate)
+  79       run, lock, elect: the lock (or leadership) was lost while held;
+           the command was stopped
   126/127  run, elect: the command cannot be executed / was not found
   128+N    run, elect: stopped by signal N (e.g. 130 after Ctrl-C);
-           elect --listen exits 0 on SIGINT/SIGTERM
+           lock and elect --listen exit 0 on SIGINT/SIGTERM
   other    run, elect: the command's own exit code
 
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
@@ -150,7 +160,7 @@ smaller than the largest it has seen, so that a holder that stalled past
 its lock cannot write late. Servers too old to issue tokens leave it unset,
 with a warning. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
-exits with 75. SIGINT/SIGTERM to run is forwarded to the group the same way,
+exits with 79. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
 SIGKILLed, the lock expires after --validity and, on Linux, the kernel kills
 the command at once (its own process; end a script with exec).
@@ -177,7 +187,39 @@ start (exit 2); the default --grace is half of --validity/6 (5s at the
 default --validity 60s). With --foreground only the command itself is
 signalled, so processes it started can outlive the lock. A lock forced open
 with force-unlock, or lost because a majority of servers restarted without
-quarantine, is free at once: no --grace protects against that.";
+quarantine, is free at once: no --grace protects against that.
+
+While it waits longer than a second, run says why on stderr, once per
+reason: held elsewhere, servers in quarantine after a restart (and for how
+long), or servers unreachable (which, and why).
+
+Exit codes:
+  CODE      the command ran: its own exit code
+  128+N     run was stopped by signal N (SIGINT, SIGTERM), the command too
+  2         usage or configuration: bad flags, names, token files, another
+            --permits than the semaphore's holders use
+  69        too few servers reachable, or too many in quarantine, within
+            --timeout or at once with --nonblock; the command did not run
+  75        held elsewhere: not granted within --timeout, or at once with
+            --nonblock; the command did not run
+  77        a server rejected the token or a TLS certificate
+  79        the lock was lost while the command ran; the command was stopped
+  126, 127  the command cannot be executed, or was not found
+  1         anything else";
+
+const LOCK_EXAMPLES: &str = "\
+Examples:
+  quorum-lock lock maintenance          # holds it until Ctrl-C
+  quorum-lock lock --timeout 10s -n deploy   # -n: fail at once if taken
+
+Once granted, lock prints one line per fact on stdout, then holds the lock
+until SIGINT or SIGTERM, releases it and exits with 0:
+  name=NAME
+  uid=UID
+  fencing_token=TOKEN        (left out if the servers issue none)
+  slot=SLOT                  (with --permits)
+If the lock is lost meanwhile it exits with 79. The exit codes are those of
+`run` (see `quorum-lock help run`).";
 
 const ELECT_EXAMPLES: &str = "\
 Examples:
@@ -196,7 +238,7 @@ term: larger than every earlier leader's) set; when it exits, elect resigns
 and exits with its code. If the leadership is lost while it runs, the
 command is stopped as `run` stops its command when the lock is lost
 (SIGTERM, SIGKILL after --grace, dead before anyone else can lead) and
-elect exits with 75. SIGINT/SIGTERM to elect is forwarded the same way,
+elect exits with 79. SIGINT/SIGTERM to elect is forwarded the same way,
 elect resigns and exits with 128+signal. On Linux, if elect itself is
 killed with SIGKILL, the kernel kills the command at once (SIGKILL, the
 command's own process only: what it started keeps running unless it exits
@@ -223,13 +265,28 @@ Examples:
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock. A semaphore (run
 --permits) shows its permits as semaphore/NAME/permit/SLOT, with their
-holders as OWNER, beside its queue, count-bit and held rows.";
+holders as OWNER, beside its queue, count-bit and held rows.
+
+The merged view needs a write quorum (⌊n/2⌋+1) of the nodes to answer:
+every held lock is on a quorum, so with fewer one could be missing. It
+fails (69) without one; nodes that did not answer are named on stderr.
+--per-node works with any number of nodes down, which is when it matters:
+it lists what the nodes that answered hold, then one line per node that
+did not, with why (NODE  unreachable: REASON, or failing: REASON), and
+exits with 69 when any did not (0 when all answered), saying so on stderr.
+
+--output json prints one JSON document instead, on one line, whenever the
+nodes were asked, with the same exit codes; docs/cli.md lists its fields.";
 
 const STATUS_EXAMPLES: &str = "\
 Examples:
   quorum-lock status --nodes 10.0.0.1:7070,10.0.0.2:7070,10.0.0.3:7070 \\
       --admin-token-file /etc/qlock/admin-token
   QUORUM_LOCK_ADMIN_TOKEN=adm1n quorum-lock status --watch --interval 5s
+
+  # readiness probe: client token only, exit 0 while a write quorum is healthy
+  quorum-lock status --health --token-file /etc/qlock/token
+  quorum-lock status --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
 
 One line per server: reachable or why not, its protocol version, whether
 it is in quarantine (refusing new grants after a restart) and for how much
@@ -239,7 +296,22 @@ validity/6: a lock not refreshed for much longer has lost its holder and
 will expire. Servers older than protocol version 4 cannot say how long
 their quarantine lasts. Exits with 69 when no server answered (77 when
 servers refused TLS over a certificate), and with 77 when the token is not
-the admin token.";
+the admin token.
+
+With --redis: the same for Redis nodes, except the protocol version (Redis
+has none of ours). A Redis node keeps no quarantine of its own: clients
+refuse its grants for their --validity after it started, so status counts
+the quarantine with its own --validity (default 60s, as run), and a lock's
+last refresh as its expiry less that --validity. Give the clients' value.
+
+--health asks only whether each node answers and is out of quarantine,
+with any token (no listing, so no admin token): one line per node,
+'NODE  healthy' or 'NODE  unhealthy: REASON', and exits with 0 when at
+least a write quorum (⌊n/2⌋+1) is healthy, 69 when fewer are (77 when
+servers refused the credentials or TLS over a certificate).
+
+--output json prints one JSON document per snapshot, on one line (so
+--watch prints JSON Lines); see docs/cli.md for its fields.";
 
 const FORCE_EXAMPLES: &str = "\
 Examples:
@@ -247,8 +319,18 @@ Examples:
   QUORUM_LOCK_REDIS=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \\
       quorum-lock force-unlock --uid 4dba5d45-2989-4eff-a937-01a99ffbbf76
 
-Holders learn at their next refresh that the lock is gone; a 'quorum-lock run'
-holding it stops its command and exits with 75.";
+Prints one line per name: 'forced open: NAME (held on N, confirmed by A of
+T servers)', or 'not held: NAME (confirmed by A of T servers)' when no node
+that confirmed had an entry on it; the latter also warns on stderr (a
+mistyped name?) but exits with 0, so that forcing stays idempotent for
+scripts. Needs a write quorum to confirm each name (69 otherwise).
+
+A holder that was forced out keeps running until its next refresh, up to
+its refresh interval later (validity/6 for quorum-lock run): it learns of
+the loss only then (a 'quorum-lock run' then stops its command and exits
+with 75), and its work is no longer protected by the lock from the moment
+it was forced. force-unlock warns about this on stderr when something was
+held.";
 
 const CERTS_EXAMPLES: &str = "\
 Examples:
@@ -459,10 +541,16 @@ pub struct RunArgs {
         value_parser = clap::value_parser!(u16).range(1..=quorum_lock::MAX_PERMITS as i64)
     )]
     pub permits: Option<u16>,
-    /// Give up (exit 75) if the lock (or permit) is not granted within
-    /// this long; without it, wait forever.
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    /// Give up if the lock (or permit) is not granted within this long:
+    /// exit 75 when it is held elsewhere, 69 when too few servers are
+    /// reachable or out of quarantine. Without it, wait for as long as it
+    /// takes, through server outages, saying what the wait is for.
+    #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with = "nonblock")]
     pub timeout: Option<Duration>,
+    /// Make one attempt and exit at once if the lock is not free (75), as
+    /// `flock -n` does; 69 if too few servers answer.
+    #[arg(short = 'n', long)]
+    pub nonblock: bool,
     /// Lease validity; must not exceed the servers' --validity. The lock is
     /// refreshed every validity/6 and given up when no quorum confirmed it
     /// for 5/6 of the validity; another client can get it validity/6 later.
@@ -496,6 +584,43 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// Flags of `lock`.
+#[derive(Debug, Args)]
+pub struct HoldArgs {
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Take a shared (read) lock instead of an exclusive one.
+    #[arg(long)]
+    pub read: bool,
+    /// Hold one of K permits of the semaphore NAME instead of a lock (the
+    /// same K on every client, as for `run`).
+    #[arg(
+        long,
+        value_name = "K",
+        conflicts_with = "read",
+        value_parser = clap::value_parser!(u16).range(1..=quorum_lock::MAX_PERMITS as i64)
+    )]
+    pub permits: Option<u16>,
+    /// Give up if not granted within this long (75 held elsewhere, 69 too
+    /// few servers); without it, wait for as long as it takes.
+    #[arg(long, value_name = "DURATION", value_parser = duration, conflicts_with = "nonblock")]
+    pub timeout: Option<Duration>,
+    /// Make one attempt and exit at once (75) if the lock is not free.
+    #[arg(short = 'n', long)]
+    pub nonblock: bool,
+    /// Lease validity, as for `run`. [default: the shortest validity the
+    /// servers announce, 60s if none answered; with --redis, 60s]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub validity: Option<Duration>,
+    /// Owner shown in `locks`. Default: host:pid.
+    #[arg(long, value_name = "TEXT")]
+    pub owner: Option<String>,
+    /// Name of the lock (the resource), or of the semaphore with
+    /// --permits.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+}
+
 /// Flags of `elect`.
 #[derive(Debug, Args)]
 pub struct ElectArgs {
@@ -505,8 +630,10 @@ pub struct ElectArgs {
     /// SIGINT or SIGTERM (see the format below).
     #[arg(long, conflicts_with_all = ["value", "command", "timeout", "grace", "foreground", "owner"])]
     pub listen: bool,
-    /// Give up (exit 75) if this candidate does not lead within this long;
-    /// without it, wait forever.
+    /// Give up if this candidate does not lead within this long: exit 75
+    /// when another candidate leads or waits ahead, 69 when too few servers
+    /// are reachable or out of quarantine. Without it, wait for as long as
+    /// it takes, through server outages.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub timeout: Option<Duration>,
     /// Lease validity, as for `run`: must not exceed the servers'
@@ -542,15 +669,29 @@ pub struct ElectArgs {
     pub command: Vec<OsString>,
 }
 
+/// How `locks` and `status` print what they found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns for people.
+    #[default]
+    Text,
+    /// One JSON document on one line, for scripts (docs/cli.md).
+    Json,
+}
+
 /// Flags of `locks`.
 #[derive(Debug, Args)]
 pub struct LocksArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     /// One row per entry on each node, with a NODE column, instead of one
-    /// row per lock; unreachable nodes are listed too.
+    /// row per lock. Works however many nodes are down: those that did not
+    /// answer are listed after the table, with why (exit 69).
     #[arg(long)]
     pub per_node: bool,
+    /// text for people, json for scripts.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
 }
 
 /// Flags of `status`.
@@ -569,6 +710,19 @@ pub struct StatusArgs {
     /// Stop --watch after N snapshots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "watch")]
     pub count: Option<u64>,
+    /// Only whether each node answers and is out of quarantine, with any
+    /// token: one line per node; exits 0 when a write quorum is healthy,
+    /// 69 when not. For readiness probes.
+    #[arg(long)]
+    pub health: bool,
+    /// text for people, json for scripts.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Redis nodes only: the --validity of the clients, which is also how
+    /// long they refuse a Redis node's grants after it started (lock
+    /// servers announce theirs). [default: 60s, as run]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub validity: Option<Duration>,
 }
 
 /// Flags of `force-unlock`.

@@ -179,6 +179,36 @@ impl Job {
         Ok(status)
     }
 
+    /// Waits, at most `limit`, until everything the command started is
+    /// gone too: its process group, once SIGKILLed after the command (see
+    /// [`stop`](Self::stop)), empties when the kernel has killed its members
+    /// and they were reaped. Returns whether it did. A command in
+    /// quorum-lock's own group (`--foreground`) is not followed beyond
+    /// itself: `false`, since what it started is not known.
+    pub async fn all_gone(&self, limit: Duration) -> bool {
+        #[cfg(unix)]
+        {
+            if self.target > 0 {
+                return false;
+            }
+            let until = tokio::time::Instant::now() + limit;
+            loop {
+                if sys::gone(self.target) {
+                    return true;
+                }
+                if tokio::time::Instant::now() >= until {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = limit;
+            false
+        }
+    }
+
     #[cfg(unix)]
     fn send(&mut self, signal: i32) {
         if let Err(err) = sys::send(self.target, signal) {

@@ -15,10 +15,12 @@ use quorum_lock::{Election, Error, Leader, Leadership, MAX_VALUE_LEN};
 
 use crate::args::ElectArgs;
 use crate::child::{exit_code, Ended, Job, Spawn};
-use crate::fail::{Failure, FAILURE, LOST_OR_TIMEOUT};
+use crate::fail::{Failure, FAILURE, HELD, LOST, UNAVAILABLE};
 use crate::nodes::Cluster;
-use crate::run::{grace_for, kill_allowance, lease_for, settle, signalled, Client};
+use crate::run::{finish_releases, grace_for, kill_allowance, lease_for, signalled, Client};
 use crate::signals::Signals;
+use crate::target::Patience;
+use crate::waiting;
 
 pub async fn elect(args: ElectArgs, signals: Signals) -> Result<u8, Failure> {
     if args.listen {
@@ -43,8 +45,9 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
     if let Some(validity) = args.validity {
         grace_for(args.grace, &lease_for(validity))?;
     }
+    let patience = Patience::of(false, args.timeout);
     let cluster = tokio::select! {
-        cluster = Cluster::connect(&args.client, false, write_quorum, args.validity) => cluster?,
+        cluster = Cluster::connect_for(&args.client, write_quorum, args.validity, patience) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
     let Client { ds, lease, grace } =
@@ -56,20 +59,22 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         stop = signals.recv() => return Ok(signalled(stop)),
     }
 
+    let what = format!("the lead of '{}'", args.name);
+    let campaign = campaign_for(&election, value, args.timeout);
     let campaigned = tokio::select! {
-        leading = campaign_for(&election, value, args.timeout) => leading,
+        leading = waiting::reporting(&what, campaign, || election.waiting()) => leading,
         stop = signals.recv() => {
             // The abandoned campaign undoes its place and grants in the
             // background.
-            settle().await;
+            finish_releases(&ds).await;
             return Ok(signalled(stop));
         }
     };
     let mut leading = match campaigned {
         Ok(leading) => leading,
         Err(err) => {
-            settle().await;
-            return Err(campaign_failure(err, &args, &cluster));
+            finish_releases(&ds).await;
+            return Err(campaign_failure(err, &args));
         }
     };
 
@@ -116,7 +121,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
             let code = exit_code(status?);
             if lost_first {
                 return Err(Failure::new(
-                    LOST_OR_TIMEOUT,
+                    LOST,
                     format!(
                         "lost the leadership of '{}' (term {term}) just before the command \
                          exited (with code {code}); its work may not have been protected to the end",
@@ -129,12 +134,19 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         Ended::Lost => {
             // Lost already; resigning only frees what some nodes may still
             // hold, so that the next candidate need not wait for it. That
-            // it may fail (the nodes may be out of reach) is no news.
+            // it may fail (the nodes may be out of reach) is no news. What
+            // may still run of the command's group gets the safety margin
+            // first, as in `run`.
+            if !job.all_gone(kill_allowance(&lease)).await {
+                tokio::time::sleep(lease.safety_margin).await;
+            }
             if let Err(err) = leading.resign().await {
                 tracing::debug!(%err, "resigning a lost leadership was not confirmed");
             }
+            drop(leading);
+            finish_releases(&ds).await;
             Err(Failure::new(
-                LOST_OR_TIMEOUT,
+                LOST,
                 format!(
                     "lost the leadership of '{}' (term {term}) while the command ran (expired, \
                      forced open, or not confirmed by a quorum); the command was stopped",
@@ -226,27 +238,26 @@ async fn campaign_for(
     }
 }
 
-fn campaign_failure(err: Error, args: &ElectArgs, cluster: &Cluster) -> Failure {
-    let Error::Timeout = err else {
-        return Failure::from(err);
-    };
-    let down = cluster.down();
-    let why = if down.is_empty() {
-        "another candidate leads or waits ahead, or servers are in quarantine".to_owned()
-    } else {
-        format!(
-            "another candidate leads or waits ahead, or too few servers are up (unreachable: {})",
-            down.join(", ")
-        )
-    };
+fn campaign_failure(err: Error, args: &ElectArgs) -> Failure {
     let waited = humantime::format_duration(args.timeout.unwrap_or_default());
-    Failure::new(
-        LOST_OR_TIMEOUT,
-        format!(
-            "timed out after {waited} waiting to lead '{}': {why}; the command was not run",
-            args.name
+    match err {
+        Error::Timeout => Failure::new(
+            HELD,
+            format!(
+                "timed out after {waited} waiting to lead '{}': another candidate leads or \
+                 waits ahead; the command was not run",
+                args.name
+            ),
         ),
-    )
+        err @ (Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => Failure::new(
+            UNAVAILABLE,
+            format!(
+                "could not lead '{}' within {waited}: {err}; the command was not run",
+                args.name
+            ),
+        ),
+        err => Failure::from(err),
+    }
 }
 
 /// Resigns and waits until a quorum confirmed it; when none does, says so

@@ -1,6 +1,9 @@
 //! Exit codes and the one-line failure every subcommand reports. The codes
-//! follow sysexits(3) where one fits, so scripts can tell "try again later"
-//! (69, 75) from "fix the configuration" (2, 77).
+//! follow sysexits(3) where one fits, so that scripts can tell "held
+//! elsewhere, try later" (75) from "the cluster is down" (69), "the lock
+//! was lost under the command" (79) and "fix the configuration" (2, 77).
+//! The table is printed by `run --help` (`EXIT_CODES` in args.rs) and in
+//! the README; keep the three in step.
 
 use std::fmt;
 
@@ -8,15 +11,24 @@ use quorum_lock::Error;
 
 /// Something went wrong that has no more specific code (e.g. cannot bind).
 pub const FAILURE: u8 = 1;
-/// Bad command line or configuration: flags, durations, addresses, token files.
+/// Bad command line or configuration: flags, durations, addresses, token
+/// files, names, a semaphore opened with another number of permits.
 pub const USAGE: u8 = 2;
-/// Servers unreachable or too few of them for a quorum (EX_UNAVAILABLE).
+/// Too few servers reachable for a quorum, or too many in quarantine after
+/// a restart (EX_UNAVAILABLE): with `--timeout` or `--nonblock`, the
+/// command never ran.
 pub const UNAVAILABLE: u8 = 69;
-/// The lock was lost while the command ran, or --timeout passed before it
-/// was granted (EX_TEMPFAIL).
-pub const LOST_OR_TIMEOUT: u8 = 75;
-/// A server rejected the token, or the token is not the admin token (EX_NOPERM).
+/// The lock (or permit, or leadership) is held elsewhere: not granted
+/// within `--timeout`, or at once with `--nonblock` (EX_TEMPFAIL). The
+/// command never ran.
+pub const HELD: u8 = 75;
+/// A server rejected the token, or the token is not the admin token, or
+/// TLS refused a certificate (EX_NOPERM).
 pub const AUTH: u8 = 77;
+/// The lock was lost while the command ran (expired, forced open, or not
+/// confirmed by a quorum); the command was stopped. Outside sysexits(3)'s
+/// range of meanings on purpose: no standard code says it.
+pub const LOST: u8 = 79;
 /// The command exists but cannot be executed (as in sh).
 pub const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found (as in sh).
@@ -55,10 +67,14 @@ impl From<Error> for Failure {
         let code = match &err {
             Error::Unauthorized { .. } => AUTH,
             Error::QuorumUnavailable { .. }
+            | Error::Quarantined { .. }
             | Error::LockerUnavailable { .. }
             | Error::LockerTimeout { .. }
-            | Error::ReleaseUnconfirmed { .. } => UNAVAILABLE,
-            Error::Timeout | Error::LockLost => LOST_OR_TIMEOUT,
+            | Error::ReleaseUnconfirmed { .. }
+            | Error::ReleasesPending { .. } => UNAVAILABLE,
+            Error::Timeout | Error::WouldBlock => HELD,
+            Error::LockLost => LOST,
+            Error::Tls { .. } => AUTH,
             // Processes disagree on a semaphore's permits: a setting to fix.
             Error::InvalidArgument(_) | Error::PermitsMismatch { .. } => USAGE,
             _ => FAILURE,

@@ -9,12 +9,17 @@ mod certs;
 mod child;
 mod elect;
 mod fail;
+mod fleet;
+mod hold;
+mod json;
 mod nodes;
 mod redis_nodes;
 mod run;
 mod server;
 mod signals;
 mod status;
+mod target;
+mod waiting;
 mod words;
 
 use std::io::IsTerminal;
@@ -102,6 +107,13 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
                 Failure::new(FAILURE, format!("cannot install signal handlers: {e}"))
             })?;
             run::run(args, signals).await
+        }
+        Command::Lock(args) => {
+            // As for `run`: a Ctrl-C is how the lock is given back.
+            let signals = Signals::install().map_err(|e| {
+                Failure::new(FAILURE, format!("cannot install signal handlers: {e}"))
+            })?;
+            hold::hold(args, signals).await
         }
         Command::Elect(args) => {
             // As for `run`: a Ctrl-C must stop the command and resign, or

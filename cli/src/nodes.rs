@@ -369,9 +369,35 @@ impl Cluster {
         needed: impl Fn(usize) -> usize,
         validity: Option<Duration>,
     ) -> Result<Cluster, Failure> {
+        Self::connect_or_wait(args, admin, needed, validity, false).await
+    }
+
+    /// For a client that takes a lock with `patience`: as [`connect`](Self::connect),
+    /// except that one that waits for as long as it takes does not give up
+    /// when too few nodes answer (a rolling restart, an outage): it goes on
+    /// with the nodes reconnecting in the background, and its wait says
+    /// what it waits for. A refused token or certificate still fails at
+    /// once, since waiting does not mend it.
+    pub async fn connect_for(
+        args: &ClientArgs,
+        needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
+        patience: crate::target::Patience,
+    ) -> Result<Cluster, Failure> {
+        let wait = matches!(patience, crate::target::Patience::Forever);
+        Self::connect_or_wait(args, false, needed, validity, wait).await
+    }
+
+    async fn connect_or_wait(
+        args: &ClientArgs,
+        admin: bool,
+        needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
+        wait: bool,
+    ) -> Result<Cluster, Failure> {
         let nodes = match (Kind::of(args)?, &args.nodes) {
             (Kind::LockServers, Some(nodes)) => nodes,
-            _ => return crate::redis_nodes::connect(args, needed, validity).await,
+            _ => return crate::redis_nodes::connect(args, needed, validity, wait).await,
         };
         let nodes = parse_nodes(nodes)?;
         let config = remote_config(args, admin)?;
@@ -379,7 +405,7 @@ impl Cluster {
         let down = Down::of(&servers);
         let up = servers.len() - down.0.len();
         let need = needed(servers.len());
-        if up < need {
+        if up < need && (!wait || down.code() == AUTH) {
             let mut message = format!(
                 "only {up} of {} lock servers answered but {need} are needed for a quorum; \
                  unreachable: {}",
@@ -391,7 +417,14 @@ impl Cluster {
             }
             return Err(Failure::new(down.code(), message));
         }
-        if !down.0.is_empty() {
+        if up < need {
+            eprintln!(
+                "quorum-lock: only {up} of {} lock servers answered but {need} are needed; \
+                 waiting for them (unreachable: {})",
+                servers.len(),
+                down.describe()
+            );
+        } else if !down.0.is_empty() {
             eprintln!(
                 "quorum-lock: warning: unreachable, continuing with a quorum of the rest: {}",
                 down.describe()

@@ -8,7 +8,7 @@
 
 use crate::fail::Failure;
 
-pub use with_redis::connect;
+pub use with_redis::{connect, connect_each, is_auth, AUTH_ADVICE};
 
 mod with_redis {
     use std::sync::Arc;
@@ -23,6 +23,10 @@ mod with_redis {
     use crate::fail::{Failure, AUTH, UNAVAILABLE};
     use crate::nodes::{Cluster, Kind};
 
+    /// What to check when Redis refused the credentials.
+    pub const AUTH_ADVICE: &str = "check the user name and password in the --redis URLs, which \
+         are not shown here, and that the user may run INFO, TIME, EVALSHA and SCAN";
+
     /// The Redis nodes of `args`, each connected and checked at once when
     /// it answers. A node that does not answer (down, refusing, wrong
     /// password) is kept as a locker that connects on each later call and
@@ -30,16 +34,76 @@ mod with_redis {
     /// does; at least `needed` must answer now. `validity` is how long the
     /// nodes keep an entry that is not refreshed (the library's default,
     /// 60 s, without one), and the quarantine after a Redis restart is the
-    /// same (see `RedisConfig::quarantine`).
+    /// same (see `RedisConfig::quarantine`). With `wait`, fewer than
+    /// `needed` is enough for a client that waits for the rest, unless a
+    /// node refused the credentials.
     pub async fn connect(
         args: &ClientArgs,
         needed: impl Fn(usize) -> usize,
         validity: Option<Duration>,
+        wait: bool,
     ) -> Result<Cluster, Failure> {
+        let nodes = connect_each(args, validity).await?;
+        let down: Vec<(String, String)> = nodes
+            .iter()
+            .filter_map(|(locker, why)| Some((locker.endpoint(), why.clone()?)))
+            .collect();
+        let lockers: Vec<Arc<dyn NetLocker>> = nodes
+            .into_iter()
+            .map(|(locker, _)| Arc::new(locker) as Arc<dyn NetLocker>)
+            .collect();
+        let up = lockers.len() - down.len();
+        let need = needed(lockers.len());
+        let listed: Vec<String> = down
+            .iter()
+            .map(|(node, why)| format!("{node}: {why}"))
+            .collect();
+        let refused_login = down.iter().any(|(_, why)| is_auth(why));
+        // A client that may wait goes on with too few nodes (they connect
+        // again on each call), unless waiting cannot mend it.
+        if up < need && (!wait || refused_login) {
+            let mut message = format!(
+                "only {up} of {} Redis nodes answered but {need} are needed for a quorum; {}",
+                lockers.len(),
+                listed.join("; ")
+            );
+            if refused_login {
+                message.push_str(&format!(" ({AUTH_ADVICE})"));
+            }
+            let code = if refused_login { AUTH } else { UNAVAILABLE };
+            return Err(Failure::new(code, message));
+        }
+        if up < need {
+            eprintln!(
+                "quorum-lock: only {up} of {} Redis nodes answered but {need} are needed; \
+                 waiting for them ({})",
+                lockers.len(),
+                listed.join("; ")
+            );
+        } else if !down.is_empty() {
+            eprintln!(
+                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
+                listed.join("; ")
+            );
+        }
+        Ok(Cluster {
+            lockers,
+            kind: Kind::Redis,
+        })
+    }
+
+    /// Every Redis node of `args`, in the order given, connected at once
+    /// when it answers, each with why it did not (`None` when it did),
+    /// whatever how many answered. A node that did not answer connects
+    /// again on each later call.
+    pub async fn connect_each(
+        args: &ClientArgs,
+        validity: Option<Duration>,
+    ) -> Result<Vec<(RedisLocker, Option<String>)>, Failure> {
         let urls = split_urls(args.redis.redis.as_deref().unwrap_or(""))?;
         let config = config(args, &urls, validity)?;
         // Every URL is checked before anything is sent anywhere.
-        let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::with_capacity(urls.len());
+        let mut lockers: Vec<RedisLocker> = Vec::with_capacity(urls.len());
         for (i, url) in urls.iter().enumerate() {
             let locker = RedisLocker::new(url, config.clone()).map_err(|e| {
                 Failure::usage(format!(
@@ -56,7 +120,7 @@ mod with_redis {
                      quorum, even with another database number"
                 )));
             }
-            lockers.push(Arc::new(locker));
+            lockers.push(locker);
         }
         // Each connection makes a handful of calls, each bounded by the
         // connect timeout; this bounds the whole.
@@ -64,46 +128,15 @@ mod with_redis {
         let connects = urls
             .iter()
             .map(|url| tokio::time::timeout(limit, RedisLocker::connect(url, config.clone())));
-        let mut down: Vec<(String, String)> = Vec::new();
-        for (slot, result) in lockers.iter_mut().zip(join_all(connects).await) {
-            match result {
-                Ok(Ok(connected)) => *slot = Arc::new(connected),
-                Ok(Err(err)) => down.push((slot.endpoint(), reason(&err))),
-                Err(_) => down.push((slot.endpoint(), "Redis did not answer in time".into())),
-            }
+        let mut nodes = Vec::with_capacity(lockers.len());
+        for (unconnected, result) in lockers.into_iter().zip(join_all(connects).await) {
+            nodes.push(match result {
+                Ok(Ok(connected)) => (connected, None),
+                Ok(Err(err)) => (unconnected, Some(reason(&err))),
+                Err(_) => (unconnected, Some("Redis did not answer in time".into())),
+            });
         }
-        let up = lockers.len() - down.len();
-        let need = needed(lockers.len());
-        let listed: Vec<String> = down
-            .iter()
-            .map(|(node, why)| format!("{node}: {why}"))
-            .collect();
-        if up < need {
-            let refused_login = down.iter().any(|(_, why)| is_auth(why));
-            let mut message = format!(
-                "only {up} of {} Redis nodes answered but {need} are needed for a quorum; {}",
-                lockers.len(),
-                listed.join("; ")
-            );
-            if refused_login {
-                message.push_str(
-                    " (check the user name and password in the --redis URLs, which are not shown \
-                     here, and that the user may run INFO, TIME, EVALSHA and SCAN)",
-                );
-            }
-            let code = if refused_login { AUTH } else { UNAVAILABLE };
-            return Err(Failure::new(code, message));
-        }
-        if !down.is_empty() {
-            eprintln!(
-                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
-                listed.join("; ")
-            );
-        }
-        Ok(Cluster {
-            lockers,
-            kind: Kind::Redis,
-        })
+        Ok(nodes)
     }
 
     /// The settings every node shares.
@@ -159,7 +192,7 @@ mod with_redis {
     /// Whether `reason` says the server refused the credentials: a wrong
     /// password or user, or none given to a server that requires one (its
     /// NOAUTH refuses the first command, INFO).
-    fn is_auth(reason: &str) -> bool {
+    pub fn is_auth(reason: &str) -> bool {
         [
             "AuthenticationFailed",
             "NOAUTH",

@@ -24,132 +24,14 @@
 use std::time::Duration;
 
 use quorum_lock::quorum::{read_quorum, write_quorum};
-use quorum_lock::{
-    DRWMutex, Dsync, Error, Lease, ReadGuard, Semaphore, SemaphorePermit, Timeouts, WriteGuard,
-};
+use quorum_lock::{Dsync, Error, Lease, Timeouts};
 
 use crate::args::RunArgs;
 use crate::child::{exit_code, Ended, Job, Spawn};
-use crate::fail::{Failure, LOST_OR_TIMEOUT, USAGE};
+use crate::fail::{Failure, LOST};
 use crate::nodes::Cluster;
 use crate::signals::{Signals, Stop};
-
-/// What the command runs under: a lock of either kind, or a semaphore's
-/// permit; `run` treats them alike.
-enum Guard {
-    Write(WriteGuard),
-    Read(ReadGuard),
-    Permit(SemaphorePermit),
-}
-
-impl Guard {
-    fn uid(&self) -> String {
-        match self {
-            Guard::Write(g) => g.uid().to_owned(),
-            Guard::Read(g) => g.uid().to_owned(),
-            Guard::Permit(p) => p.uid().to_owned(),
-        }
-    }
-
-    /// The permit's slot, in `0..K`; `None` for a lock.
-    fn slot(&self) -> Option<usize> {
-        match self {
-            Guard::Permit(p) => p.slots().first().copied(),
-            _ => None,
-        }
-    }
-
-    fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let token = match self {
-            Guard::Write(g) => g.loss_token(),
-            Guard::Read(g) => g.loss_token(),
-            Guard::Permit(p) => p.loss_token(),
-        };
-        token.cancelled_owned()
-    }
-
-    async fn fencing_token(&self) -> Result<u64, Error> {
-        match self {
-            Guard::Write(g) => g.fencing_token().await,
-            Guard::Read(g) => g.fencing_token().await,
-            Guard::Permit(p) => p.fencing_token().await,
-        }
-    }
-
-    async fn unlock(self) -> Result<(), Error> {
-        match self {
-            Guard::Write(g) => g.unlock().await,
-            Guard::Read(g) => g.unlock().await,
-            Guard::Permit(p) => p.unlock().await,
-        }
-    }
-}
-
-/// What `run` waits for: a lock on NAME, or one of the K permits of the
-/// semaphore NAME.
-enum Target {
-    Lock { mutex: DRWMutex, read: bool },
-    Permit(Semaphore),
-}
-
-impl Target {
-    fn new(ds: &Dsync, args: &RunArgs) -> Result<Target, Failure> {
-        match args.permits {
-            None => {
-                let mutex = ds.rw_mutex([args.name.clone()]).map_err(|e| {
-                    Failure::usage(format!(
-                        "bad lock name {}: {e}",
-                        crate::words::shown(&args.name)
-                    ))
-                })?;
-                Ok(Target::Lock {
-                    mutex,
-                    read: args.read,
-                })
-            }
-            Some(k) => {
-                let semaphore = ds.semaphore(&args.name, usize::from(k)).map_err(|e| {
-                    Failure::usage(format!(
-                        "bad semaphore name {}: {e}",
-                        crate::words::shown(&args.name)
-                    ))
-                })?;
-                Ok(Target::Permit(semaphore))
-            }
-        }
-    }
-
-    async fn acquire(&self, timeout: Option<Duration>) -> Result<Guard, Error> {
-        let (mutex, read) = match self {
-            Target::Lock { mutex, read } => (mutex, *read),
-            Target::Permit(semaphore) => {
-                return Ok(Guard::Permit(match timeout {
-                    None => semaphore.acquire().await?,
-                    Some(t) => semaphore.acquire_timeout(t).await?,
-                }))
-            }
-        };
-        Ok(match (read, timeout) {
-            (false, None) => Guard::Write(mutex.lock().await?),
-            (false, Some(t)) => Guard::Write(mutex.lock_timeout(t).await?),
-            (true, None) => Guard::Read(mutex.read().await?),
-            (true, Some(t)) => Guard::Read(mutex.read_timeout(t).await?),
-        })
-    }
-}
-
-/// How messages name what the command runs under: the lock, or the
-/// permit in `slot` (any permit before one is granted).
-fn held(args: &RunArgs, slot: Option<usize>) -> String {
-    match (args.permits, slot) {
-        (None, _) => format!("the lock '{}'", args.name),
-        (Some(k), None) => format!("a permit of the semaphore '{}' ({k} permits)", args.name),
-        (Some(k), Some(slot)) => format!(
-            "permit {slot} of the semaphore '{}' ({k} permits)",
-            args.name
-        ),
-    }
-}
+use crate::target::{acquire_failure, describe, Patience, Target};
 
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     // Refused before connecting when possible: bad flags should not cost a
@@ -157,20 +39,22 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     if let Some(validity) = args.validity {
         grace_for(args.grace, &lease_for(validity))?;
     }
+    let patience = Patience::of(args.nonblock, args.timeout);
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {
-        cluster = Cluster::connect(&args.client, false, quorum, args.validity) => cluster?,
+        cluster = Cluster::connect_for(&args.client, quorum, args.validity, patience) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
     let Client { ds, lease, grace } =
         Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
     let ds = ds.with_source(crate::words::source_of("run", &args.command))?;
-    let target = Target::new(&ds, &args)?;
+    let target = Target::new(&ds, &args.name, args.read, args.permits)?;
 
+    let waiting_for = describe(&args.name, args.permits, None);
     let acquired = tokio::select! {
-        guard = target.acquire(args.timeout) => guard,
+        guard = target.acquire(patience, &waiting_for) => guard,
         stop = signals.recv() => {
-            settle().await;
+            finish_releases(&ds).await;
             return Ok(signalled(stop));
         }
     };
@@ -181,13 +65,20 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             // in line, a semaphore's line or count check) in the
             // background; let that reach the nodes before exiting, or it
             // blocks the next run until it expires.
-            settle().await;
-            return Err(acquire_failure(err, &args, &cluster));
+            finish_releases(&ds).await;
+            let outcome = "the command was not run";
+            return Err(acquire_failure(
+                err,
+                &args.name,
+                args.permits,
+                patience,
+                outcome,
+            ));
         }
     };
 
     let uid = guard.uid();
-    let what = held(&args, guard.slot());
+    let what = describe(&args.name, args.permits, guard.slot());
     let slot = guard.slot().map(|slot| slot.to_string());
     let token = match guard.fencing_token().await {
         Ok(token) => Some(token.to_string()),
@@ -230,14 +121,16 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             let code = exit_code(status?);
             match released {
                 Ok(()) => Ok(code),
-                Err(Error::LockLost) => Err(Failure::new(
-                    LOST_OR_TIMEOUT,
-                    format!(
-                        "{} was lost just before the command exited (with code {code}); \
-                         its work may not have been protected to the end",
-                        what
-                    ),
-                )),
+                Err(Error::LockLost) => {
+                    finish_releases(&ds).await;
+                    Err(Failure::new(
+                        LOST,
+                        format!(
+                            "{what} was lost just before the command exited (with code {code}); \
+                             its work may not have been protected to the end"
+                        ),
+                    ))
+                }
                 Err(err) => {
                     // The command ran under the lock; a slow release does not
                     // change its result, and the entries expire anyway.
@@ -247,13 +140,22 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             }
         }
         Ended::Lost => {
+            // Once the command and everything in its group are gone,
+            // letting go of the guard frees the lost lock's entries at once
+            // instead of after the safety margin, which only protects a
+            // holder still at work. Whatever may still run (a --foreground
+            // command's children, a process stuck in the kernel) gets the
+            // margin, as before.
+            if !job.all_gone(kill_allowance(&lease)).await {
+                tokio::time::sleep(lease.safety_margin).await;
+            }
             drop(guard);
+            finish_releases(&ds).await;
             Err(Failure::new(
-                LOST_OR_TIMEOUT,
+                LOST,
                 format!(
-                    "lost {} while the command ran (expired, forced open, or not confirmed \
-                     by a quorum); the command was stopped",
-                    what
+                    "lost {what} while the command ran (expired, forced open, or not confirmed \
+                     by a quorum); the command was stopped"
                 ),
             ))
         }
@@ -262,6 +164,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             // bound kept the command from outliving it.
             if let Err(err) = guard.unlock().await {
                 eprintln!("quorum-lock: warning: {err}");
+                finish_releases(&ds).await;
             }
             eprintln!(
                 "quorum-lock: {}: stopped the command and released {}",
@@ -319,11 +222,18 @@ impl Client {
     }
 }
 
-/// Gives calls handed to the runtime in the background (the releases of
-/// an abandoned acquire or campaign) a moment to reach the nodes before
-/// the process ends; the library offers nothing to await them.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(200)).await;
+/// How long a process about to exit waits for the releases it handed to
+/// the background (an abandoned wait's places and grants, a lost lock's
+/// entries): long enough for servers that answer, short enough that a
+/// cluster that is down does not hold a cron job up.
+const RELEASE_BOUND: Duration = Duration::from_secs(2);
+
+/// Waits, at most [`RELEASE_BOUND`], for this client's background
+/// releases; what is left expires on the servers.
+pub async fn finish_releases(ds: &Dsync) {
+    if let Err(err) = ds.finish_releases(RELEASE_BOUND).await {
+        tracing::debug!(%err, "exiting with releases still running");
+    }
 }
 
 /// The lease for a validity: refresh every sixth of it, and give up a sixth
@@ -368,46 +278,6 @@ pub fn grace_for(grace: Option<Duration>, lease: &Lease) -> Result<Duration, Fai
         show(limit),
         show(margin),
     )))
-}
-
-fn acquire_failure(err: Error, args: &RunArgs, cluster: &Cluster) -> Failure {
-    if let Error::PermitsMismatch { in_use, .. } = err {
-        let held_with = in_use.map_or_else(|| "another number of".to_owned(), |k| k.to_string());
-        return Failure::new(
-            USAGE,
-            format!(
-                "the semaphore '{}' is held with {held_with} permits, but --permits {} was \
-                 given: every run on a semaphore must give the same --permits; the command was \
-                 not run",
-                args.name,
-                args.permits.unwrap_or_default()
-            ),
-        );
-    }
-    let Error::Timeout = err else {
-        return Failure::from(err);
-    };
-    let down = cluster.down();
-    let held_elsewhere = match args.permits {
-        None => "it is held elsewhere".to_owned(),
-        Some(k) => format!("all {k} permits are held elsewhere"),
-    };
-    let why = if down.is_empty() {
-        format!("{held_elsewhere}, or servers are in quarantine")
-    } else {
-        format!(
-            "{held_elsewhere}, or too few servers are up (unreachable: {})",
-            down.join(", ")
-        )
-    };
-    let waited = humantime::format_duration(args.timeout.unwrap_or_default());
-    Failure::new(
-        LOST_OR_TIMEOUT,
-        format!(
-            "timed out after {waited} waiting for {}: {why}; the command was not run",
-            held(args, None)
-        ),
-    )
 }
 
 /// The exit code after stopping for `stop`: 128+N, as a shell reports it.

@@ -93,6 +93,16 @@ pub mod sys {
             Err(err)
         }
     }
+
+    /// Whether process `pid` (or every process of group `-pid`) is gone:
+    /// kill(2) with signal 0 checks without signalling.
+    pub fn gone(pid: i32) -> bool {
+        // SAFETY: as in `send`; signal 0 only checks.
+        if unsafe { libc::kill(pid, 0) } == 0 {
+            return false;
+        }
+        std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
 }
 
 #[cfg(not(unix))]

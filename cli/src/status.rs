@@ -1,19 +1,24 @@
-//! `quorum-lock status`: what each lock server says about itself and the
-//! locks it holds, once or again and again with `--watch`. Needs the admin
-//! token, as `locks` does.
+//! `quorum-lock status`: what each node says about itself and the locks
+//! it holds, once or again and again with `--watch`; with `--health`, only
+//! whether enough nodes can grant. Lock servers need the admin token for
+//! the full status, as `locks` does; `--health` takes any token.
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
-use quorum_lock::net::{RemoteLocker, ServerHealth};
-use quorum_lock::{Error, LockInfo, NetLocker};
+use quorum_lock::net::RemoteLocker;
+use quorum_lock::quorum::write_quorum;
+use quorum_lock::redis::RedisLocker;
+use quorum_lock::{LockInfo, NetLocker};
 
-use crate::admin::{age, mode_name, refused, table, ADMIN_CALL};
-use crate::args::{ClientArgs, StatusArgs};
+use crate::admin::{age, entry_json, mode_name, table};
+use crate::args::{ClientArgs, Output, StatusArgs};
 use crate::fail::{Failure, FAILURE};
-use crate::nodes::{connect_servers, parse_nodes, remote_config, Down, Kind};
+use crate::fleet::{ask, Fleet, Missing};
+use crate::json;
+use crate::nodes::Kind;
 use crate::signals::Signals;
 
 /// Time between two snapshots of `--watch` unless `--interval` says.
@@ -26,23 +31,31 @@ const CLEAR: &str = "\x1b[H\x1b[2J";
 /// words here.
 const WHAT: &str = "list locks";
 
+/// The full status, or only health.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum View {
+    Status,
+    Health,
+}
+
 pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    let nodes = match (Kind::of(&args.client)?, &args.client.nodes) {
-        (Kind::LockServers, Some(nodes)) => nodes,
-        _ => {
-            return Err(Failure::usage(
-                "status shows lock servers (--nodes); for Redis nodes, \
-                 'quorum-lock locks --per-node' lists each node's locks",
-            ))
-        }
+    if args.validity.is_some() && Kind::of(&args.client)? == Kind::LockServers {
+        return Err(Failure::usage(
+            "status --validity is for Redis nodes (--redis); lock servers announce their own",
+        ));
+    }
+    let view = if args.health {
+        View::Health
+    } else {
+        View::Status
     };
-    let nodes = parse_nodes(nodes)?;
-    let config = remote_config(&args.client, true)?;
-    let servers = connect_servers(&nodes, &config, true).await?;
+    // Health lists no locks, so any token will do: a readiness probe needs
+    // only the client token.
+    let fleet = Fleet::connect(&args.client, view == View::Status, args.validity).await?;
     if !args.watch {
-        let snapshot = Snapshot::take(&servers).await?;
-        write_out(&snapshot.render())?;
-        return snapshot.verdict(&servers, &args.client);
+        let snapshot = Snapshot::take(&fleet, view).await?;
+        write_out(&snapshot.render(args.output)?)?;
+        return snapshot.verdict(&fleet, &args.client);
     }
 
     let interval = args.interval.unwrap_or(INTERVAL);
@@ -59,31 +72,34 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
             _ = signals.recv() => return Ok(0),
         }
         let snapshot = tokio::select! {
-            snapshot = Snapshot::take(&servers) => snapshot?,
+            snapshot = Snapshot::take(&fleet, view) => snapshot?,
             _ = signals.recv() => return Ok(0),
         };
         let mut text = String::new();
-        let now = humantime::format_rfc3339_seconds(SystemTime::now());
-        if terminal {
-            let every = humantime::format_duration(interval);
-            let _ = writeln!(
-                text,
-                "{CLEAR}quorum-lock status every {every}, Ctrl-C to stop  {now}\n"
-            );
-        } else {
-            if shown > 0 {
-                text.push('\n');
+        // JSON Lines carry their own time; no headers between them.
+        if args.output == Output::Text {
+            let now = humantime::format_rfc3339_seconds(snapshot.time);
+            if terminal {
+                let every = humantime::format_duration(interval);
+                let _ = writeln!(
+                    text,
+                    "{CLEAR}quorum-lock status every {every}, Ctrl-C to stop  {now}\n"
+                );
+            } else {
+                if shown > 0 {
+                    text.push('\n');
+                }
+                let _ = writeln!(text, "--- {now}");
             }
-            let _ = writeln!(text, "--- {now}");
         }
-        text.push_str(&snapshot.render());
+        text.push_str(&snapshot.render(args.output)?);
         if !write_out(&text)? {
             // Nobody reads any more (`| head`): not our failure.
             return Ok(0);
         }
         shown += 1;
         if args.count.is_some_and(|count| shown >= count) {
-            return snapshot.verdict(&servers, &args.client);
+            return snapshot.verdict(&fleet, &args.client);
         }
     }
 }
@@ -101,80 +117,144 @@ fn write_out(text: &str) -> Result<bool, Failure> {
     }
 }
 
-/// One look at every server, in the order given.
+/// One look at every node, in the order given.
 struct Snapshot {
+    kind: Kind,
+    view: View,
+    time: SystemTime,
     nodes: Vec<Node>,
 }
 
-/// What one server said, or why it said nothing.
+/// What one node said, or why it said nothing.
 struct Node {
     endpoint: String,
+    /// "protocol 5", or "Redis".
+    speaks: String,
+    /// The lock server's protocol version, if connected.
+    version: Option<u16>,
     state: State,
 }
 
 enum State {
-    /// No connection: why the latest attempt failed.
-    Unreachable(String),
-    /// Connected, but a call failed or did not answer in time.
-    Failed { version: Option<u16>, why: String },
+    Missing(Missing),
     Up {
-        version: Option<u16>,
-        health: ServerHealth,
-        locks: Vec<LockInfo>,
+        quarantine: Quarantine,
+        /// `None` for Redis with `--health`, which lists nothing.
+        entries: Option<u64>,
+        /// `None` with `--health`.
+        locks: Option<Vec<LockInfo>>,
     },
 }
 
-impl Snapshot {
-    /// Asks every server at once for its status and its locks. A server
-    /// that refuses the token for listing ends the command (exit 77), as
-    /// for `locks`: it is not the admin token.
-    async fn take(servers: &[RemoteLocker]) -> Result<Snapshot, Failure> {
-        let nodes = join_all(servers.iter().map(look)).await;
-        let mut out = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            match node {
-                Ok(node) => out.push(node),
-                Err((endpoint, reason)) => return Err(refused(&endpoint, &reason, WHAT)),
+#[derive(Clone, Copy)]
+enum Quarantine {
+    Out,
+    For(Duration),
+    /// Quarantined, but a lock server before protocol 4 cannot say for
+    /// how long.
+    Unknown,
+}
+
+impl Node {
+    fn healthy(&self) -> bool {
+        matches!(
+            self.state,
+            State::Up {
+                quarantine: Quarantine::Out,
+                ..
             }
-        }
-        Ok(Snapshot { nodes: out })
+        )
+    }
+}
+
+impl Snapshot {
+    /// Asks every node at once. A lock server that refuses the token for
+    /// listing ends the command (exit 77), as for `locks`: it is not the
+    /// admin token.
+    async fn take(fleet: &Fleet, view: View) -> Result<Snapshot, Failure> {
+        let time = SystemTime::now();
+        let looks = match fleet {
+            Fleet::Servers(servers) => join_all(servers.iter().map(|s| look_server(s, view))).await,
+            Fleet::Redis(nodes) => join_all(nodes.iter().map(|n| look_redis(n, view))).await,
+        };
+        Ok(Snapshot {
+            kind: fleet.kind(),
+            view,
+            time,
+            nodes: looks.into_iter().collect::<Result<_, _>>()?,
+        })
     }
 
-    /// 0 when any server answered; when none did, 69 (as `locks`), or 77
-    /// when servers refused TLS over certificates, with the flag to change.
-    fn verdict(&self, servers: &[RemoteLocker], args: &ClientArgs) -> Result<u8, Failure> {
-        if self
+    /// The full status: 0 when any node answered; when none did, 69 (as
+    /// `locks`), or 77 when nodes refused the credentials or TLS over a
+    /// certificate, with the setting to change. Health: 0 when a write
+    /// quorum of nodes is healthy, 69 (or 77 as above) when not.
+    fn verdict(&self, fleet: &Fleet, args: &ClientArgs) -> Result<u8, Failure> {
+        let total = self.nodes.len();
+        let quorum = write_quorum(total);
+        let missing: Vec<&Missing> = self
             .nodes
             .iter()
-            .any(|n| matches!(n.state, State::Up { .. }))
-        {
-            return Ok(0);
-        }
-        let down: Vec<&str> = self.nodes.iter().map(|n| n.endpoint.as_str()).collect();
-        let mut message = format!(
-            "no lock server answered; unreachable or failing: {}",
-            down.join(", ")
-        );
-        let unreachable = Down::of(servers);
-        if let Some(advice) = unreachable.advice(args) {
+            .filter_map(|n| match &n.state {
+                State::Missing(why) => Some(why),
+                State::Up { .. } => None,
+            })
+            .collect();
+        let mut message = match self.view {
+            View::Status if missing.len() < total => return Ok(0),
+            View::Status => {
+                let down: Vec<&str> = self.nodes.iter().map(|n| n.endpoint.as_str()).collect();
+                let none = match self.kind {
+                    Kind::LockServers => "no lock server answered",
+                    Kind::Redis => "no Redis node answered",
+                };
+                format!("{none}; unreachable or failing: {}", down.join(", "))
+            }
+            View::Health => {
+                let healthy = self.nodes.iter().filter(|n| n.healthy()).count();
+                if healthy >= quorum {
+                    return Ok(0);
+                }
+                let sick: Vec<String> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| !n.healthy())
+                    .map(|n| format!("{}: {}", n.endpoint, n.trouble()))
+                    .collect();
+                format!(
+                    "unhealthy: {healthy} of {total} {} healthy, {quorum} needed for a write \
+                     lock; {}",
+                    self.kind.nodes(),
+                    sick.join("; ")
+                )
+            }
+        };
+        let (code, advice) = fleet.verdict(args, &missing);
+        if let Some(advice) = advice {
             message.push_str(&format!(" ({advice})"));
         }
-        Err(Failure::new(unreachable.code(), message))
+        Err(Failure::new(code, message))
     }
 
-    /// One line per server, each followed by a table of its locks.
-    fn render(&self) -> String {
-        let width = self
-            .nodes
-            .iter()
-            .map(|n| n.endpoint.chars().count())
-            .max()
-            .unwrap_or(0);
+    fn render(&self, output: Output) -> Result<String, Failure> {
+        match (output, self.view) {
+            (Output::Json, _) => json::line(&self.json()),
+            (Output::Text, View::Status) => Ok(self.text()),
+            (Output::Text, View::Health) => Ok(self.health_text()),
+        }
+    }
+
+    /// One line per node, each followed by a table of its locks.
+    fn text(&self) -> String {
+        let width = self.width();
         let mut out = String::new();
         for node in &self.nodes {
             let endpoint = &node.endpoint;
             let _ = writeln!(out, "{endpoint:<width$}  {}", node.summary());
-            if let State::Up { locks, .. } = &node.state {
+            if let State::Up {
+                locks: Some(locks), ..
+            } = &node.state
+            {
                 if !locks.is_empty() {
                     out.push_str(&table(&HEADER, &rows(locks), "  "));
                 }
@@ -182,31 +262,197 @@ impl Snapshot {
         }
         out
     }
+
+    /// One line per node: healthy, or why not.
+    fn health_text(&self) -> String {
+        let width = self.width();
+        let mut out = String::new();
+        for node in &self.nodes {
+            let endpoint = &node.endpoint;
+            if node.healthy() {
+                let _ = writeln!(out, "{endpoint:<width$}  healthy");
+            } else {
+                let _ = writeln!(out, "{endpoint:<width$}  unhealthy: {}", node.trouble());
+            }
+        }
+        out
+    }
+
+    fn width(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| n.endpoint.chars().count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn json(&self) -> json::Status {
+        let total = self.nodes.len();
+        let quorum = write_quorum(total);
+        let healthy = self.nodes.iter().filter(|n| n.healthy()).count();
+        json::Status {
+            format: json::FORMAT,
+            kind: json::kind(self.kind),
+            view: match self.view {
+                View::Status => "status",
+                View::Health => "health",
+            },
+            time: humantime::format_rfc3339_seconds(self.time).to_string(),
+            total,
+            quorum,
+            healthy,
+            quorum_healthy: healthy >= quorum,
+            nodes: self.nodes.iter().map(Node::json).collect(),
+        }
+    }
 }
 
 impl Node {
     fn summary(&self) -> String {
         match &self.state {
-            State::Unreachable(why) => format!("unreachable: {why}"),
-            State::Failed { version, why } => {
-                format!("reachable, {}, but failing: {why}", protocol(*version))
+            State::Missing(Missing::Unreachable(why)) => format!("unreachable: {why}"),
+            State::Missing(Missing::Failing(why)) => {
+                format!("reachable, {}, but failing: {why}", self.speaks)
             }
             State::Up {
-                version, health, ..
+                quarantine,
+                entries,
+                ..
             } => {
-                let quarantine = match (health.quarantined, health.quarantine_left) {
-                    (false, _) => "not quarantined".to_owned(),
-                    (true, Some(left)) => format!("quarantined, {} left", age(left)),
-                    (true, None) => "quarantined, time left unknown (protocol before 4)".to_owned(),
+                let quarantine = match quarantine {
+                    Quarantine::Out => "not quarantined".to_owned(),
+                    Quarantine::For(left) => format!("quarantined, {} left", age(*left)),
+                    Quarantine::Unknown => {
+                        "quarantined, time left unknown (protocol before 4)".to_owned()
+                    }
                 };
-                let entries = match health.entries {
-                    1 => "1 entry".to_owned(),
-                    n => format!("{n} entries"),
+                let entries = match entries {
+                    Some(1) => ", 1 entry".to_owned(),
+                    Some(n) => format!(", {n} entries"),
+                    None => String::new(),
                 };
-                format!("reachable, {}, {quarantine}, {entries}", protocol(*version))
+                format!("reachable, {}, {quarantine}{entries}", self.speaks)
             }
         }
     }
+
+    /// Why the node is not healthy.
+    fn trouble(&self) -> String {
+        match &self.state {
+            State::Missing(why) => why.describe(),
+            State::Up {
+                quarantine: Quarantine::For(left),
+                ..
+            } => format!("quarantined, {} left", age(*left)),
+            State::Up {
+                quarantine: Quarantine::Unknown,
+                ..
+            } => "quarantined, time left unknown (protocol before 4)".to_owned(),
+            State::Up { .. } => "healthy".to_owned(),
+        }
+    }
+
+    fn json(&self) -> json::StatusNode {
+        let healthy = self.healthy();
+        let (reachable, reason) = match &self.state {
+            State::Missing(Missing::Unreachable(why)) => (false, Some(why.clone())),
+            State::Missing(Missing::Failing(why)) => (true, Some(why.clone())),
+            State::Up { .. } => (true, None),
+        };
+        let (quarantined, left, entries, locks) = match &self.state {
+            State::Missing(_) => (None, None, None, None),
+            State::Up {
+                quarantine,
+                entries,
+                locks,
+            } => (
+                Some(!matches!(quarantine, Quarantine::Out)),
+                match quarantine {
+                    Quarantine::For(left) => Some(json::ms(*left)),
+                    _ => None,
+                },
+                *entries,
+                locks
+                    .as_ref()
+                    .map(|locks| locks.iter().map(|e| entry_json(e, true)).collect()),
+            ),
+        };
+        json::StatusNode {
+            node: self.endpoint.clone(),
+            reachable,
+            answered: matches!(self.state, State::Up { .. }),
+            reason,
+            protocol: self.version,
+            quarantined,
+            quarantine_left_ms: left,
+            entries,
+            healthy,
+            locks,
+        }
+    }
+}
+
+/// Asks one lock server for its status and, for the full status, its
+/// locks.
+async fn look_server(server: &RemoteLocker, view: View) -> Result<Node, Failure> {
+    let version = server.protocol_version();
+    let asked = ask(server, Some(server), WHAT, async {
+        match view {
+            View::Status => {
+                let (health, locks) = tokio::try_join!(server.status(), server.locks())?;
+                Ok((health, Some(locks)))
+            }
+            View::Health => Ok((server.status().await?, None)),
+        }
+    })
+    .await?;
+    let state = match asked {
+        Err(why) => State::Missing(why),
+        Ok((health, locks)) => State::Up {
+            quarantine: match (health.quarantined, health.quarantine_left) {
+                (false, _) => Quarantine::Out,
+                (true, Some(left)) => Quarantine::For(left),
+                (true, None) => Quarantine::Unknown,
+            },
+            entries: Some(health.entries),
+            locks,
+        },
+    };
+    Ok(Node {
+        endpoint: server.endpoint(),
+        speaks: protocol(version),
+        version,
+        state,
+    })
+}
+
+/// Asks one Redis node how long it stays in quarantine (as this client
+/// counts it: see `--validity`) and, for the full status, its locks.
+async fn look_redis(node: &RedisLocker, view: View) -> Result<Node, Failure> {
+    let asked = ask(node, None, WHAT, async {
+        // One after the other: the first connects if need be.
+        let left = node.quarantine_left().await?;
+        let locks = match view {
+            View::Status => Some(node.locks().await?),
+            View::Health => None,
+        };
+        Ok((left, locks))
+    })
+    .await?;
+    let state = match asked {
+        Err(why) => State::Missing(why),
+        Ok((left, locks)) => State::Up {
+            quarantine: left.map_or(Quarantine::Out, Quarantine::For),
+            entries: locks.as_ref().map(|l| l.len() as u64),
+            locks,
+        },
+    };
+    Ok(Node {
+        endpoint: node.endpoint(),
+        speaks: "Redis".to_owned(),
+        version: None,
+        state,
+    })
 }
 
 fn protocol(version: Option<u16>) -> String {
@@ -241,50 +487,4 @@ fn rows(locks: &[LockInfo]) -> Vec<[String; 7]> {
             ]
         })
         .collect()
-}
-
-/// Asks one server; `Err` with its endpoint and reason when it refused our
-/// token for listing.
-async fn look(server: &RemoteLocker) -> Result<Node, (String, String)> {
-    let endpoint = server.endpoint();
-    if !server.is_online() {
-        let why = server
-            .connect_error()
-            .map_or_else(|| "not connected".to_owned(), |e| short(&e));
-        return Ok(Node {
-            endpoint,
-            state: State::Unreachable(why),
-        });
-    }
-    let version = server.protocol_version();
-    let asked = tokio::time::timeout(ADMIN_CALL, async {
-        tokio::join!(server.status(), server.locks())
-    })
-    .await;
-    let state = match asked {
-        Err(_) => State::Failed {
-            version,
-            why: format!("no answer within {ADMIN_CALL:?}"),
-        },
-        Ok((health, locks)) => match (health, locks) {
-            (_, Err(Error::Unauthorized { reason, .. }))
-            | (Err(Error::Unauthorized { reason, .. }), _) => return Err((endpoint, reason)),
-            (Ok(health), Ok(locks)) => State::Up {
-                version,
-                health,
-                locks,
-            },
-            (Err(err), _) | (_, Err(err)) if !server.is_online() => State::Unreachable(short(&err)),
-            (Err(err), _) | (_, Err(err)) => State::Failed {
-                version,
-                why: short(&err),
-            },
-        },
-    };
-    Ok(Node { endpoint, state })
-}
-
-/// An error without the endpoint, which the line already names.
-fn short(err: &Error) -> String {
-    crate::nodes::why(err)
 }

@@ -31,7 +31,7 @@ where
 {
     let calls = (0..coord.lockers.len()).map(call);
     let mut calls = match Handle::try_current() {
-        Ok(handle) => CallSet::new(handle, calls),
+        Ok(handle) => CallSet::new(handle, coord, calls),
         Err(_) => CallSet::dropping(calls),
     };
     let mut timer = None;
@@ -80,7 +80,8 @@ pub(crate) async fn proclaim_round(
 ) -> Result<bool, Error> {
     let n = coord.lockers.len();
     let quorum = write_quorum(n);
-    let deadline = after(Instant::now(), coord.timeouts.refresh);
+    let began = Instant::now();
+    let deadline = after(began, coord.timeouts.refresh);
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
     let mut permanent = None;
     let decided = fan_out(
@@ -127,6 +128,7 @@ pub(crate) async fn proclaim_round(
                 answered: stored + not_held,
                 quorum,
                 lockers: n,
+                unreachable: coord.unreachable_since(began),
             })
         }
     }
@@ -151,7 +153,8 @@ pub(crate) async fn read_round(
 ) -> Result<Reading, Error> {
     let n = coord.lockers.len();
     let quorum = write_quorum(n);
-    let deadline = after(Instant::now(), coord.timeouts.acquire);
+    let began = Instant::now();
+    let deadline = after(began, coord.timeouts.acquire);
     let (mut answered, mut failed) = (0, 0);
     let mut newest: Option<Proclamation> = None;
     let mut permanent = None;
@@ -202,5 +205,6 @@ pub(crate) async fn read_round(
         answered,
         quorum,
         lockers: n,
+        unreachable: coord.unreachable_since(began),
     })
 }

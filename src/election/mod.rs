@@ -25,6 +25,7 @@ pub use observer::Observer;
 use crate::coordinator::Coordinator;
 use crate::proclamation::Proclamation;
 use crate::quorum::write_quorum;
+use crate::wait_status::give_up_after;
 use crate::{DRWMutex, Error, LockArgs, WriteGuard};
 use calls::{proclaim_round, read_round};
 
@@ -153,6 +154,12 @@ impl Election {
         self.run(value.into(), Patience::Forever).await
     }
 
+    /// Why a [`campaign`](Self::campaign) of this handle is not leading
+    /// yet, as [`DRWMutex::waiting`] says it; `None` when none waits.
+    pub fn waiting(&self) -> Option<crate::WaitStatus> {
+        self.mutex.waiting()
+    }
+
     /// One attempt: leads now, or fails with [`Error::WouldBlock`] when
     /// another candidate leads or waits ahead.
     ///
@@ -163,8 +170,10 @@ impl Election {
         self.run(value.into(), Patience::Once).await
     }
 
-    /// [`campaign`](Self::campaign) that gives up with [`Error::Timeout`]
-    /// after `timeout`.
+    /// [`campaign`](Self::campaign) that gives up after `timeout`: with
+    /// [`Error::Timeout`] when another candidate led or waited ahead, and
+    /// with [`Error::Quarantined`] or [`Error::QuorumUnavailable`] when the
+    /// lockers could not grant (see [`DRWMutex::lock_timeout`]).
     ///
     /// # Cancel safety
     ///
@@ -175,10 +184,8 @@ impl Election {
         timeout: Duration,
     ) -> Result<Leadership, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        match tokio::time::timeout(timeout, self.run(value.into(), Patience::Forever)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::Timeout),
-        }
+        let campaign = self.run(value.into(), Patience::Forever);
+        give_up_after(timeout, campaign, || self.mutex.waiting()).await
     }
 
     async fn run(&self, value: Arc<[u8]>, patience: Patience) -> Result<Leadership, Error> {

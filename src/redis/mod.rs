@@ -324,6 +324,33 @@ impl RedisLocker {
         Ok(locker)
     }
 
+    /// How much longer the Redis server refuses new grants after it
+    /// started, as this locker counts it ([`RedisConfig::quarantine`],
+    /// raised to the validity, from the server's start on its own clock);
+    /// `None` when it grants. Connects first if there is no connection.
+    ///
+    /// The quarantine is the client's setting, not the server's: a client
+    /// configured with another quarantine or validity counts another end.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn quarantine_left(&self) -> Result<Option<Duration>, Error> {
+        let shared = &self.shared;
+        let live = shared.link.live().await?;
+        let Some(end) = shared.quarantine_end_ms(&live, Quarantine::Grants) else {
+            return Ok(None);
+        };
+        let mut conn = live.conn.clone();
+        let (secs, micros): (u64, u64) = ::redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| shared.link.failed(&live, &e))?;
+        // The scripts' clock: whole milliseconds of the server's TIME.
+        let now = secs.saturating_mul(1000).saturating_add(micros / 1000);
+        Ok((now < end).then(|| Duration::from_millis(end - now)))
+    }
+
     /// Starts the pub/sub listener of `which` if it is not running;
     /// whether its messages reach this locker.
     async fn listening(&self, which: Which) -> bool {
@@ -407,6 +434,12 @@ impl Shared {
     /// on its clock, counted from its start (`Epoch::boot_ms`, taken at or
     /// after the true start, so the quarantine never ends early).
     fn quarantine_end(&self, live: &Live, which: Quarantine) -> Option<String> {
+        self.quarantine_end_ms(live, which)
+            .map(|end| end.to_string())
+    }
+
+    /// [`quarantine_end`](Self::quarantine_end) as a number.
+    fn quarantine_end_ms(&self, live: &Live, which: Quarantine) -> Option<u64> {
         // A quarantine shorter than the validity cannot be safe (a lock
         // granted before the restart is trusted for up to a validity), so
         // it is raised to it; zero stays "none".
@@ -424,11 +457,11 @@ impl Shared {
         if quarantine.is_zero() {
             // No quarantine at all, not even the second `boot_ms` may lie
             // ahead of the server's clock.
-            return Some("0".to_owned());
+            return Some(0);
         }
         // At most ten years: fits u64 ms, and a Lua double exactly.
         let quarantine = u64::try_from(quarantine.as_millis()).unwrap_or(u64::MAX);
-        Some(live.epoch.boot_ms.saturating_add(quarantine).to_string())
+        Some(live.epoch.boot_ms.saturating_add(quarantine))
     }
 
     /// Checks `args` as every locker must: resources within the limits and,

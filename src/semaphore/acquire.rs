@@ -346,7 +346,9 @@ async fn release_line(queue: WriteGuard) {
 /// Releases a count that no permit will hold, if no other permit shares
 /// it, confirmed.
 async fn release_shared(count: Arc<ReadGuard>) {
-    if let Ok(count) = Arc::try_unwrap(count) {
+    // `into_inner`, not `try_unwrap`: of shares let go at once on several
+    // threads, exactly one gets the lock to release.
+    if let Some(count) = Arc::into_inner(count) {
         release_read(count).await;
     }
 }

@@ -34,7 +34,8 @@ pub use names::{MAX_PERMITS, SEMAPHORE_PREFIX};
 pub use permit::SemaphorePermit;
 
 use crate::coordinator::Coordinator;
-use crate::{DRWMutex, Error, ReadGuard, WriteGuard};
+use crate::wait_status::give_up_after;
+use crate::{DRWMutex, Error, ReadGuard, WaitStatus, WriteGuard};
 use names::Names;
 
 /// How many refused checks an acquirer makes before it probes the `held`
@@ -209,18 +210,29 @@ impl Semaphore {
         self.take(m, Patience::OneRound).await
     }
 
-    /// Like [`acquire`](Self::acquire), but gives up with [`Error::Timeout`]
-    /// after `timeout`, releasing whatever it had taken.
+    /// Like [`acquire`](Self::acquire), but gives up after `timeout`,
+    /// releasing whatever it had taken, with an error that says why it
+    /// waited, as [`DRWMutex::lock_timeout`] does: [`Error::Timeout`] when
+    /// the permits (or the line) were held elsewhere, [`Error::Quarantined`]
+    /// or [`Error::QuorumUnavailable`] when the lockers could not grant.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<SemaphorePermit, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        match tokio::time::timeout(timeout, self.take(1, Patience::Forever)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::Timeout),
-        }
+        give_up_after(timeout, self.take(1, Patience::Forever), || self.waiting()).await
+    }
+
+    /// Why a wait of this handle for a permit is not granted yet, as
+    /// [`DRWMutex::waiting`] says it for the lock it waits on now (the
+    /// line, the count or the slots); `None` when none waits.
+    pub fn waiting(&self) -> Option<WaitStatus> {
+        std::iter::once(&self.queue)
+            .chain([&self.count, &self.other_counts])
+            .chain(self.other_held.iter())
+            .chain(self.slots.iter())
+            .find_map(DRWMutex::waiting)
     }
 }
 

@@ -179,10 +179,13 @@ impl SemaphorePermit {
             slots, mut count, ..
         } = self;
         // The count's read lock goes with the last permit that shares it.
+        // `Arc::into_inner` hands it to exactly one of the permits that let
+        // go at once on several threads; with `try_unwrap` both could fail
+        // and the last drop would release it unconfirmed.
         let count = async move {
-            match count.count.take().map(Arc::try_unwrap) {
-                Some(Ok(count)) => count.unlock().await,
-                _ => Ok(()),
+            match count.count.take().and_then(Arc::into_inner) {
+                Some(count) => count.unlock().await,
+                None => Ok(()),
             }
         };
         let (slots, count) =
@@ -244,13 +247,17 @@ impl CountShare {
 
 impl Drop for CountShare {
     fn drop(&mut self) {
-        let Some(Ok(count)) = self.count.take().map(Arc::try_unwrap) else {
+        let Some(count) = self.count.take().and_then(Arc::into_inner) else {
             return;
         };
         // Dropped inside the task, so that the guard's own drop releases on
         // this runtime. Spawning never blocks; on a runtime that has shut
         // down the task is dropped, and the lockers expire the entries.
         let handle = Handle::try_current().unwrap_or_else(|_| self.home.clone());
-        handle.spawn(async move { drop(count) });
+        let counted = count.count_release();
+        handle.spawn(async move {
+            drop(count);
+            drop(counted);
+        });
     }
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Top to bottom. A module may use the ones after it, never those before.
-const LAYERS: [(&str, &[&str]); 14] = [
+const LAYERS: [(&str, &[&str]); 15] = [
     ("dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",
@@ -35,6 +35,7 @@ const LAYERS: [(&str, &[&str]); 14] = [
     ("keeper", &[]),
     ("refresh", &[]),
     ("release", &[]),
+    ("wait_status", &["WaitStatus", "WaitReason"]),
     ("acquisition", &[]),
     ("coordinator", &[]),
 ];

@@ -25,3 +25,4 @@ mod runtimes;
 mod semaphore;
 mod semaphore_review;
 mod semaphore_review2;
+mod wait_status;

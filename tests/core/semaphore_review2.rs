@@ -448,12 +448,7 @@ async fn a_slot_lost_while_acquire_many_waits_is_taken_again_without_waiting_on_
     });
     sleep_until(at(10.0)).await;
     drop(oa); // the head's second slot, taken at ~10 s
-    sleep_until(at(11.5)).await;
-    cluster.partition("h", &[1, 2]).unwrap();
-    sleep_until(at(60.5)).await;
-    cluster.heal_partition("h", &[1, 2]).unwrap();
-    sleep_until(at(64.0)).await;
-    // The head's slot locks (resource -> uid), as locker 0 sees them.
+              // The head's slot locks (resource -> uid), as locker 0 sees them.
     let slot_uids = || -> std::collections::BTreeMap<String, String> {
         cluster.lockers()[0]
             .snapshot()
@@ -462,8 +457,17 @@ async fn a_slot_lost_while_acquire_many_waits_is_taken_again_without_waiting_on_
             .map(|e| (e.resource, e.uid))
             .collect()
     };
+    sleep_until(at(11.4)).await;
     let before = slot_uids();
     assert_eq!(before.len(), 2, "{before:?}");
+    sleep_until(at(11.5)).await;
+    cluster.partition("h", &[1, 2]).unwrap();
+    sleep_until(at(60.5)).await;
+    cluster.heal_partition("h", &[1, 2]).unwrap();
+    sleep_until(at(64.0)).await;
+    // The lost slot may be taken again already: the head releases it as
+    // soon as it sees it lost, since nothing works under it yet.
+    assert_eq!(slot_uids().len(), 2, "{:?}", slot_uids());
     sleep_until(at(65.0)).await;
     assert!(!head.is_finished(), "{:?}", head.is_finished());
     drop(ob);
@@ -474,14 +478,15 @@ async fn a_slot_lost_while_acquire_many_waits_is_taken_again_without_waiting_on_
     let p = got.unwrap();
     assert_eq!(p.slots(), vec![0, 1, 2], "granted at {:?}", when - start);
     assert!(!p.is_lost());
-    // The slot taken at 10 s was lost and taken again (new uid); the one
-    // taken at 1 s was kept.
+    // The slot taken at 10 s was lost and taken again (new uid). (The one
+    // taken at 1 s may be kept, or given back and taken again too when the
+    // head, which releases a lost slot at once, started over.)
     let after = slot_uids();
     let kept = before
         .iter()
         .filter(|(r, u)| after.get(*r) == Some(u))
         .count();
-    assert_eq!(kept, 1, "before {before:?}, after {after:?}");
+    assert!(kept <= 1, "before {before:?}, after {after:?}");
     p.unlock().await.unwrap();
     settle().await;
     assert!(

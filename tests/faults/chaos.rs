@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::harness::{client, instant_of, lease, Seeded};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Error, LockArgs, NetLocker};
+use quorum_lock::{Error, LockArgs, NetLocker, WaitReason};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::{sleep, sleep_until, timeout, Instant};
@@ -35,39 +35,69 @@ async fn too_few_servers_for_a_quorum() {
 
     let start = Instant::now();
     let waited = mutex.lock_timeout(Duration::from_secs(5)).await;
-    assert_eq!(waited.err(), Some(Error::Timeout), "seed {seed}");
-    assert_eq!(start.elapsed(), Duration::from_secs(5), "seed {seed}");
-    let unavailable = Error::QuorumUnavailable {
-        answered: 2,
-        quorum: 3,
-        lockers: 5,
+    // Not `Timeout`: the wait says that too few servers were reachable,
+    // and which.
+    let crashed: Vec<String> = cluster.lockers()[..3]
+        .iter()
+        .map(|l| l.endpoint())
+        .collect();
+    let names = |err: &Option<Error>| match err {
+        Some(Error::QuorumUnavailable {
+            answered: 2,
+            quorum: 3,
+            lockers: 5,
+            unreachable,
+        }) => unreachable.iter().map(|u| u.endpoint.clone()).collect(),
+        _ => Vec::new(),
     };
-    assert_eq!(
-        mutex.try_lock().await.err(),
-        Some(unavailable.clone()),
-        "seed {seed}"
-    );
-    assert_eq!(
-        mutex.try_read().await.err(),
-        Some(unavailable.clone()),
-        "seed {seed}"
-    );
+    let waited = waited.err();
+    assert_eq!(names(&waited), crashed, "seed {seed}: {waited:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(5), "seed {seed}");
+    for once in [mutex.try_lock().await.err(), mutex.try_read().await.err()] {
+        assert_eq!(names(&once), crashed, "seed {seed}: {once:?}");
+    }
 
     // Servers that come back stay unavailable for new grants until their
-    // quarantine ends.
+    // quarantine ends, and a wait says so, with the time left.
     cluster.restart(&[0, 1, 2]).unwrap();
     let restarted = Instant::now();
+    let quarantine = cluster.lockers()[0].config().quarantine;
     let once = mutex.try_lock().await;
     assert!(
-        matches!(once, Err(Error::QuorumUnavailable { .. })),
+        matches!(&once, Err(Error::Quarantined { quarantined, left: Some(left), quorum: 3, lockers: 5 })
+            if *quarantined == crashed && *left <= quarantine && *left + Duration::from_secs(1) >= quarantine),
         "seed {seed}: {once:?}"
     );
-    let guard = mutex
-        .lock_timeout(PATIENCE)
+    let short = mutex.lock_timeout(Duration::from_secs(1)).await;
+    assert!(
+        matches!(short, Err(Error::Quarantined { .. })),
+        "seed {seed}: {short:?}"
+    );
+    let waiter = mutex.clone();
+    let wait = tokio::spawn(async move { waiter.lock_timeout(PATIENCE).await });
+    sleep(Duration::from_secs(2)).await;
+    let status = mutex.waiting().expect("the wait reports");
+    assert_eq!(
+        status.reason(),
+        WaitReason::Quarantine,
+        "seed {seed}: {status}"
+    );
+    let left = status.quarantine_left().expect("the servers said");
+    assert!(
+        left + restarted.elapsed() <= quarantine + Duration::from_secs(1),
+        "seed {seed}: {status}"
+    );
+    assert!(
+        status
+            .to_string()
+            .contains("3 of 5 lockers are in quarantine"),
+        "{status}"
+    );
+    let guard = wait
         .await
+        .expect("the wait ends")
         .seeded(seed, "lock after quarantine");
     let after = restarted.elapsed();
-    let quarantine = cluster.lockers()[0].config().quarantine;
     assert!(
         after >= quarantine && after <= quarantine + Duration::from_secs(2),
         "seed {seed}: granted {after:?} after the restart"

@@ -207,7 +207,8 @@ async fn worker(ds: Dsync, name: String, mut rng: SmallRng, shared: Arc<Shared>)
                     drop(held);
                 }
             }
-            Err(Error::Timeout) => {
+            // A wait that gave up says why; under faults, any of these.
+            Err(Error::Timeout | Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {
                 shared.timed_out.fetch_add(1, Ordering::Relaxed);
             }
             Err(err) => shared

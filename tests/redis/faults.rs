@@ -307,7 +307,10 @@ async fn a_node_restarted_empty_while_a_lock_is_held_grants_it_to_nobody_else() 
     let tried = r.other.try_lock().await;
     assert!(tried.is_err(), "granted {tried:?}");
     let waited = r.other.lock_timeout(Duration::from_secs(3)).await;
-    assert!(matches!(waited, Err(Error::Timeout)), "{waited:?}");
+    assert!(
+        matches!(waited, Err(Error::Timeout | Error::Quarantined { .. })),
+        "{waited:?}"
+    );
     // And the holder kept it all along.
     assert!(!r.held.is_lost(), "the holder lost its lock");
     assert!(!r.held.loss_token().is_cancelled());

@@ -143,6 +143,55 @@ async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
 }
 
 #[tokio::test]
+async fn quarantine_left_says_how_long_grants_are_refused() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    // A quarantine shorter than the validity counts as the validity.
+    let long = RedisLocker::connect(
+        &server.url(),
+        config(Duration::from_secs(30), Duration::from_secs(4)),
+    )
+    .await
+    .expect("connect");
+    let left = long.quarantine_left().await.expect("an answer");
+    // Counted from the start rounded up to a second: at most 31 s.
+    assert!(
+        left.is_some_and(|l| l > Duration::from_secs(20) && l <= Duration::from_secs(31)),
+        "{left:?}"
+    );
+    let err = long.lock(&args("w", "q")).await.unwrap_err();
+    assert!(is_quarantine(&err), "{err}");
+    let none = RedisLocker::connect(
+        &server.url(),
+        config(Duration::from_secs(30), Duration::ZERO),
+    )
+    .await
+    .expect("connect");
+    assert_eq!(none.quarantine_left().await.expect("an answer"), None);
+
+    // It ends when the scripts start granting: the end is the same.
+    let short = RedisLocker::connect(
+        &server.url(),
+        config(Duration::from_secs(2), Duration::from_secs(2)),
+    )
+    .await
+    .expect("connect");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while let Some(left) = short.quarantine_left().await.expect("an answer") {
+        assert!(left <= Duration::from_secs(3), "{left:?}");
+        assert!(Instant::now() < give_up, "still {left:?} left");
+        let err = short.lock(&args("w", "q")).await;
+        // The server's clock may have passed the end between the calls.
+        if let Err(err) = err {
+            assert!(is_quarantine(&err), "{err}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(short.lock(&args("after", "q2")).await.unwrap());
+}
+
+#[tokio::test]
 async fn a_server_restarted_empty_is_quarantined_for_every_client() {
     let Some(mut server) = RedisServer::start() else {
         return;

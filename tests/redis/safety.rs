@@ -316,7 +316,10 @@ async fn worker(
                     let mut r = lock(&report);
                     r.ops += 1;
                     match e {
-                        Error::Timeout => r.timeouts += 1,
+                        // A wait that gave up says why; under faults, any of these.
+                        Error::Timeout
+                        | Error::QuorumUnavailable { .. }
+                        | Error::Quarantined { .. } => r.timeouts += 1,
                         e => r.problems.push(format!("{owner}: acquire failed with {e}")),
                     }
                 }

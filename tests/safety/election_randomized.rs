@@ -139,7 +139,7 @@ async fn candidate(
             .insert(value.as_bytes().to_vec());
         let mut leading = match election.campaign_timeout(value.as_bytes(), patience).await {
             Ok(leading) => leading,
-            Err(Error::Timeout) => {
+            Err(Error::Timeout | Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {
                 sleep(ms(0..3_000, &mut rng)).await;
                 continue;
             }

@@ -336,7 +336,10 @@ async fn worker(
                     let mut r = report.lock().unwrap();
                     r.ops += 1;
                     match e {
-                        Error::Timeout => r.timeouts += 1,
+                        // A wait that gave up says why; under faults, any of these.
+                        Error::Timeout
+                        | Error::QuorumUnavailable { .. }
+                        | Error::Quarantined { .. } => r.timeouts += 1,
                         e => r.problems.push(format!("{owner}: acquire failed with {e}")),
                     }
                 }

@@ -128,7 +128,7 @@ async fn holder_loop(
         let patience = ms(1_000..60_000, &mut rng);
         let permit = match sem.acquire_timeout(patience).await {
             Ok(permit) => permit,
-            Err(Error::Timeout) => {
+            Err(Error::Timeout | Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {
                 sleep(ms(0..3_000, &mut rng)).await;
                 continue;
             }

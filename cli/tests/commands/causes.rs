@@ -21,7 +21,9 @@ const PATIENT: &str = "30s";
 /// instead of reading the answer.
 const PROMPT: Duration = Duration::from_secs(15);
 
-/// `quorum-lock run` over `list` with `extra` flags, timed.
+/// `quorum-lock run` over `list` with `extra` flags, timed. With a
+/// `--timeout`: a run without one waits for missing servers to come back,
+/// saying why they are missing, instead of failing.
 fn run(dir: &Scratch, list: &str, extra: &[&str]) -> (Finished, Duration) {
     let token = dir.token();
     let mut args = vec![
@@ -32,6 +34,8 @@ fn run(dir: &Scratch, list: &str, extra: &[&str]) -> (Finished, Duration) {
         &token,
         "--connect-timeout",
         PATIENT,
+        "--timeout",
+        "1m",
     ];
     args.extend_from_slice(extra);
     args.extend(["job", "--", "true"]);
@@ -298,6 +302,8 @@ fn a_real_redis_server_is_suspected_when_it_stays_silent() {
         &token,
         "--connect-timeout",
         "500ms",
+        "--timeout",
+        "1m",
         "job",
         "--",
         "true",

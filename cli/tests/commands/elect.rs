@@ -221,7 +221,7 @@ fn sigterm_stops_the_command_resigns_and_the_next_candidate_leads_at_once() {
 }
 
 #[test]
-fn a_leadership_forced_open_stops_the_command_and_exits_75() {
+fn a_leadership_forced_open_stops_the_command_and_exits_79() {
     let c = cluster("net-elect-lost");
     let script = "sleep 30 & echo $! > $D/sleep; wait; echo end >> $D/log";
     let leader = c.elect(&[], "svc", "v", script, &[]);
@@ -245,7 +245,7 @@ fn a_leadership_forced_open_stops_the_command_and_exits_75() {
     );
     assert_eq!(forced.code, Some(0), "{forced:?}");
     let leader = leader.finish(LIMIT);
-    assert_eq!(leader.code, Some(75), "{leader:?}");
+    assert_eq!(leader.code, Some(79), "{leader:?}");
     assert!(
         leader
             .stderr

@@ -123,6 +123,7 @@ fn help_documents_every_command_and_the_exit_codes() {
         "69",
         "75",
         "77",
+        "79",
     ] {
         assert!(top.stdout.contains(needle), "{needle} missing from --help");
     }
@@ -142,8 +143,11 @@ fn unreachable_servers_are_named() {
     let token = dir.token();
     let (a, b, c) = (free_port(), free_port(), free_port());
     let nodes = format!("{a},{b},{c}");
+    // With --timeout, run may not wait for the servers: said at once.
     let args = [
         "run",
+        "--timeout",
+        "10s",
         "--nodes",
         &nodes,
         "--token-file",

@@ -20,6 +20,7 @@ mod errors;
 mod malformed;
 mod metrics;
 mod names;
+mod outcomes;
 mod permits;
 mod push;
 mod redis_cli;

@@ -247,7 +247,7 @@ fn locks_shows_the_permits_and_a_permit_forced_open_stops_its_command() {
     let forced = c.admin(&["force-unlock", "--uid", &held.uid]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     assert!(
         holder.stderr.contains(&format!(
             "lost permit {} of the semaphore 'jobs' (3 permits) while the command ran",

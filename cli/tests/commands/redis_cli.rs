@@ -6,6 +6,8 @@
 //! command with it and leaves a
 //! lock that expires after its validity, bad input is a usage error, and
 //! no password from a Redis URL ever shows in what the tool prints.
+//! `status --redis` shows each node's quarantine, entries and locks, and
+//! `status --health` whether a quorum of them can grant.
 //!
 //! The CLI's quarantine after a Redis start is its `--validity`, so every
 //! `run` here first waits for the freshly started servers to be older than
@@ -259,11 +261,11 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     assert_eq!(forced.code, Some(0), "{forced:?}");
     assert_eq!(
         forced.stdout.trim(),
-        "forced open: reports (confirmed by 3 of 3 Redis nodes)"
+        "forced open: reports (held on 3, confirmed by 3 of 3 Redis nodes)"
     );
     // The holder notices at its next refresh and stops its command.
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     assert!(
         holder.stderr.contains("lost the lock 'reports'"),
         "{holder:?}"
@@ -290,7 +292,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
         format!("forced open: uid {uid} (held on 3, confirmed by 3 of 3 Redis nodes)")
     );
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     let listed = n.admin("locks", &[]);
     assert!(rows(&listed.stdout, "reports").is_empty(), "{listed:?}");
     assert_eq!(rows(&listed.stdout, "other").len(), 1, "{listed:?}");
@@ -298,9 +300,14 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     signal(other.child.id(), 15);
     assert_eq!(other.finish(LIMIT).code, Some(128 + 15));
     let forced_again = n.admin("force-unlock", &["--uid", &uid]);
+    assert_eq!(forced_again.code, Some(0), "{forced_again:?}");
     assert_eq!(
         forced_again.stdout.trim(),
-        format!("forced open: uid {uid} (held on 0, confirmed by 3 of 3 Redis nodes)")
+        format!("not held: uid {uid} (confirmed by 3 of 3 Redis nodes)")
+    );
+    assert!(
+        forced_again.stderr.contains("nothing was held by uid"),
+        "{forced_again:?}"
     );
 }
 
@@ -610,14 +617,23 @@ fn a_redis_node_that_does_not_answer_counts_as_not_granting() {
     assert_eq!(listed.code, Some(0), "{listed:?}");
     assert_eq!(listed.stdout.trim(), "no locks held", "{listed:?}");
 
-    // With two of three down there is no quorum: said at once.
+    // With two of three down there is no quorum: said at once when run
+    // may not wait (--nonblock; without it, or with --timeout, it waits).
     let only_one = format!(
         "{},redis://127.0.0.1:{closed},redis://127.0.0.1:1",
         servers[0].url()
     );
     let refused = cli(
         &dir,
-        &["run", "--redis", &only_one, "job", "--", "true"],
+        &[
+            "run",
+            "--nonblock",
+            "--redis",
+            &only_one,
+            "job",
+            "--",
+            "true",
+        ],
         &[],
         LIMIT,
     );
@@ -733,4 +749,84 @@ fn elect_over_three_redis_nodes_runs_the_leader_and_listen_follows_it() {
         listener.stdout
     );
     assert_eq!(terms(), [(first, "a".to_owned()), (second, "b".to_owned())]);
+}
+
+#[test]
+fn status_over_redis_nodes_shows_quarantine_entries_locks_and_health() {
+    let Some(mut n) = nodes("redis-cli-status") else {
+        return;
+    };
+    let status = |n: &Nodes, extra: &[&str]| n.admin("status", extra);
+    // Fresh servers, and clients of --validity 60s: each is in quarantine.
+    let fresh = status(&n, &["--validity", "60s"]);
+    assert_eq!(fresh.code, Some(0), "{fresh:?}");
+    for server in &n.servers {
+        let node = format!("127.0.0.1:{}", server.port());
+        let line = rows(&fresh.stdout, &node);
+        assert_eq!(line.len(), 1, "{node}: {fresh:?}");
+        assert!(
+            line[0].contains("reachable, Redis, quarantined, ")
+                && line[0].ends_with(" left, 0 entries"),
+            "{line:?}"
+        );
+    }
+    let probe = status(&n, &["--validity", "60s", "--health"]);
+    assert_eq!(probe.code, Some(69), "{probe:?}");
+    assert_eq!(
+        probe.stdout.matches("unhealthy: quarantined, ").count(),
+        3,
+        "{probe:?}"
+    );
+    assert!(
+        probe.stderr.contains("0 of 3 Redis nodes healthy"),
+        "{probe:?}"
+    );
+
+    // Clients of --validity 1s: the quarantine ends within two seconds of
+    // the start (counted from a start rounded up to a second).
+    wait_until(LIMIT, "the short quarantine to end", || {
+        status(&n, &["--validity", "1s", "--health"]).code == Some(0)
+    });
+
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let ds = runtime.block_on(n.client());
+    let guard = runtime
+        .block_on(ds.rw_mutex(["reports"]).unwrap().lock())
+        .expect("a lock");
+    let uid = guard.uid().to_owned();
+    let mut shown = status(&n, &["--validity", "3s"]);
+    wait_until(LIMIT, "every node to list the lock", || {
+        shown = status(&n, &["--validity", "3s"]);
+        shown.stdout.matches("not quarantined, 1 entry").count() == 3
+    });
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    let lock_rows = rows(&shown.stdout, "reports");
+    assert_eq!(lock_rows.len(), 3, "{shown:?}");
+    for row in lock_rows {
+        assert!(row.contains("write") && row.contains(&uid), "{row:?}");
+    }
+
+    // One node down: named with its cause; the others still shown.
+    let gone = format!("127.0.0.1:{}", n.servers[0].port());
+    n.servers[0].kill();
+    let partial = status(&n, &["--validity", "3s", "--output", "json"]);
+    assert_eq!(partial.code, Some(0), "{partial:?}");
+    let doc: serde_json::Value = serde_json::from_str(&partial.stdout).expect("JSON");
+    assert_eq!(doc["kind"], "redis", "{doc}");
+    let listed = doc["nodes"].as_array().expect("nodes");
+    assert_eq!(listed[0]["node"], gone.as_str(), "{doc}");
+    assert_eq!(listed[0]["reachable"], false, "{doc}");
+    assert!(
+        listed[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("refused the connection")),
+        "{doc}"
+    );
+    for node in &listed[1..] {
+        assert_eq!(node["healthy"], true, "{doc}");
+        assert!(node["protocol"].is_null(), "{doc}");
+        assert_eq!(node["locks"][0]["uid"], uid.as_str(), "{doc}");
+    }
+    assert_eq!(doc["quorum_healthy"], true, "{doc}");
+    runtime.block_on(guard.unlock()).expect("unlock");
 }

@@ -162,7 +162,7 @@ fn run_stops_its_command_when_the_lock_is_forced_open() {
 
     // Noticed at the next refresh (every second with --validity 6s).
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     assert!(holder.stderr.contains("lost the lock 'job'"), "{holder:?}");
     assert!(
         started.elapsed() < Duration::from_secs(8),
@@ -314,7 +314,7 @@ fn a_command_that_ignores_sigterm_is_dead_before_the_lock_is_granted_again() {
         .finish(LIMIT);
     assert_eq!(next.code, Some(0), "{next:?}");
     let holder = holder.finish(LIMIT);
-    assert_eq!(holder.code, Some(75), "{holder:?}");
+    assert_eq!(holder.code, Some(79), "{holder:?}");
     assert!(holder.stderr.contains("lost the lock 'job'"), "{holder:?}");
 
     let ticks = c.lines("ticks");

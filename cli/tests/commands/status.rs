@@ -1,8 +1,11 @@
 //! `quorum-lock status` against real servers: one healthy and holding a
 //! lock, one in quarantine, one down; once, with `--watch --count`, and
-//! with a token that is not the admin token.
+//! with a token that is not the admin token; as JSON; and `--health`, the
+//! readiness probe that needs only the client token.
 
 use std::time::Duration;
+
+use serde_json::Value;
 
 use crate::support::{cli, dsync, Finished, Scratch, Server, TOKEN};
 
@@ -194,4 +197,174 @@ async fn status_needs_the_admin_token_as_locks_does() {
     );
     assert_eq!(status.stderr.trim(), expected, "{status:?}");
     assert_eq!(locks.stderr.trim(), expected, "{locks:?}");
+}
+
+/// `quorum-lock status --health` with the client token only.
+fn health(dir: &Scratch, nodes: &str, extra: &[&str]) -> Finished {
+    let token = dir.token();
+    let mut args = vec![
+        "status",
+        "--health",
+        "--nodes",
+        nodes,
+        "--token-file",
+        &token,
+    ];
+    args.extend_from_slice(extra);
+    tokio::task::block_in_place(|| cli(dir, &args, &[], LIMIT))
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_health_needs_only_the_client_token_and_a_healthy_write_quorum() {
+    let dir = Scratch::new("net-status-health");
+    let first = Server::start(&dir, &["--no-quarantine"]);
+    let mut second = Server::start(&dir, &["--no-quarantine"]);
+    let careful = quarantined(&dir);
+    let (a, b, q) = (
+        first.addr.to_string(),
+        second.addr.to_string(),
+        careful.addr.to_string(),
+    );
+    let nodes = format!("{a},{b},{q}");
+
+    // Two of three healthy: a write quorum, so ready.
+    let ready = health(&dir, &nodes, &[]);
+    assert_eq!(ready.code, Some(0), "{ready:?}");
+    assert_eq!(ready.stdout.lines().count(), 3, "{ready:?}");
+    assert!(
+        node_line(&ready.stdout, &a).ends_with("  healthy"),
+        "{ready:?}"
+    );
+    assert!(
+        node_line(&ready.stdout, &b).ends_with("  healthy"),
+        "{ready:?}"
+    );
+    let line = node_line(&ready.stdout, &q);
+    assert!(line.contains("unhealthy: quarantined, "), "{line:?}");
+    assert!(line.ends_with(" left"), "{line:?}");
+    assert!(ready.stderr.is_empty(), "{ready:?}");
+
+    // One of them down: one healthy of three is not enough.
+    tokio::task::block_in_place(|| second.kill());
+    let unready = health(&dir, &nodes, &[]);
+    assert_eq!(unready.code, Some(69), "{unready:?}");
+    let line = node_line(&unready.stdout, &b);
+    assert!(
+        line.contains("unhealthy: unreachable: cannot connect"),
+        "{line:?}"
+    );
+    for words in ["1 of 3", "2 needed", b.as_str(), "quarantined"] {
+        assert!(unready.stderr.contains(words), "{words:?}: {unready:?}");
+    }
+
+    // The same as JSON.
+    let json = health(&dir, &nodes, &["--output", "json"]);
+    assert_eq!(json.code, Some(69), "{json:?}");
+    let doc = parse(&json.stdout);
+    assert_eq!(doc["view"], "health", "{doc}");
+    assert_eq!(doc["healthy"], 1, "{doc}");
+    assert_eq!(doc["quorum"], 2, "{doc}");
+    assert_eq!(doc["quorum_healthy"], false, "{doc}");
+    let listed = doc["nodes"].as_array().expect("nodes");
+    let healthy: Vec<bool> = listed
+        .iter()
+        .map(|n| n["healthy"].as_bool().expect("healthy"))
+        .collect();
+    assert_eq!(healthy, [true, false, false], "{doc}");
+    assert!(listed[0]["locks"].is_null(), "health lists no locks: {doc}");
+
+    // A token the servers do not know: refused, as everywhere.
+    std::fs::write(dir.file("token"), "not-the-token\n").expect("write the token");
+    let wrong = health(&dir, &a, &[]);
+    assert_eq!(wrong.code, Some(77), "{wrong:?}");
+    assert!(wrong.stderr.contains("rejected the token"), "{wrong:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_output_json_describes_every_server_and_its_locks() {
+    let dir = Scratch::new("net-status-json");
+    let healthy = Server::start(&dir, &["--no-quarantine"]);
+    let careful = quarantined(&dir);
+    let mut gone = Server::start(&dir, &["--no-quarantine"]);
+    let down = gone.addr.to_string();
+    tokio::task::block_in_place(|| gone.kill());
+    let ds = dsync(&[healthy.addr], TOKEN, "json-status-holder").await;
+    let guard = ds.rw_mutex(["reports/8"]).unwrap().lock().await.unwrap();
+
+    let nodes = format!("{},{},{down}", healthy.addr, careful.addr);
+    let shown = status(&dir, &nodes, &["--output", "json"]);
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    assert_eq!(shown.stdout.lines().count(), 1, "{shown:?}");
+    let doc = parse(&shown.stdout);
+    assert_eq!(doc["format"], 1, "{doc}");
+    assert_eq!(doc["kind"], "lock-servers", "{doc}");
+    assert_eq!(doc["view"], "status", "{doc}");
+    assert!(
+        doc["time"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{doc}"
+    );
+    let listed = doc["nodes"].as_array().expect("nodes");
+    assert_eq!(listed.len(), 3, "{doc}");
+
+    let up = &listed[0];
+    assert_eq!(up["node"], healthy.addr.to_string().as_str(), "{doc}");
+    assert_eq!(
+        (&up["reachable"], &up["answered"], &up["healthy"]),
+        (&Value::Bool(true), &Value::Bool(true), &Value::Bool(true)),
+        "{doc}"
+    );
+    assert_eq!(up["protocol"], 5, "{doc}");
+    assert_eq!(up["quarantined"], false, "{doc}");
+    assert!(up["quarantine_left_ms"].is_null(), "{doc}");
+    assert_eq!(up["entries"], 1, "{doc}");
+    let locks = up["locks"].as_array().expect("locks");
+    assert_eq!(locks.len(), 1, "{doc}");
+    assert_eq!(locks[0]["resource"], "reports/8", "{doc}");
+    assert_eq!(locks[0]["uid"], guard.uid(), "{doc}");
+    assert_eq!(locks[0]["owner"], "json-status-holder", "{doc}");
+    assert!(locks[0]["refreshed_ms_ago"].as_u64().is_some(), "{doc}");
+
+    let waiting = &listed[1];
+    assert_eq!(waiting["quarantined"], true, "{doc}");
+    assert_eq!(waiting["healthy"], false, "{doc}");
+    let left = waiting["quarantine_left_ms"].as_u64().expect("time left");
+    assert!(left > 0 && left <= 60_000, "{doc}");
+
+    let missing = &listed[2];
+    assert_eq!(missing["node"], down.as_str(), "{doc}");
+    assert_eq!(missing["reachable"], false, "{doc}");
+    assert!(
+        missing["quarantined"].is_null() && missing["locks"].is_null(),
+        "{doc}"
+    );
+    let reason = missing["reason"].as_str().expect("a reason");
+    assert!(reason.contains("cannot connect"), "{doc}");
+    assert_eq!(doc["healthy"], 1, "{doc}");
+    assert_eq!(doc["quorum_healthy"], false, "{doc}");
+
+    // --watch: JSON Lines, one document per snapshot, nothing between.
+    let watched = status(
+        &dir,
+        &nodes,
+        &[
+            "--output",
+            "json",
+            "--watch",
+            "--interval",
+            "200ms",
+            "--count",
+            "2",
+        ],
+    );
+    assert_eq!(watched.code, Some(0), "{watched:?}");
+    let lines: Vec<&str> = watched.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{watched:?}");
+    for line in lines {
+        assert_eq!(parse(line)["nodes"].as_array().map(Vec::len), Some(3));
+    }
+    guard.unlock().await.unwrap();
 }

@@ -359,6 +359,7 @@ fn each_node_is_checked_by_its_host_unless_a_name_is_given() {
         &dir,
         &[
             "run",
+            "--nonblock",
             "--nodes",
             &by_name,
             "--token-file",

@@ -181,6 +181,11 @@ impl Cli {
         std::fs::read_to_string(&self.out).unwrap_or_default()
     }
 
+    /// What the process wrote to stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
     /// Waits at most `limit` for the process to exit.
     pub fn finish(mut self, limit: Duration) -> Finished {
         let status = wait_bounded(&mut self.child, limit, "quorum-lock client");

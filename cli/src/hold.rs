@@ -1,0 +1,113 @@
+//! `quorum-lock lock NAME`: take a lock, print what a script needs to use
+//! it (its uid and fencing token), hold it until SIGINT or SIGTERM, then
+//! release it; as `etcdctl lock NAME` does without a command.
+//!
+//! It is `run` without a command: the same connection, wait, exit codes
+//! and lease. What stops the work when the lock is lost is the operator's
+//! business here, so a loss is reported at once (exit 79).
+
+use std::io::{self, Write};
+
+use quorum_lock::quorum::{read_quorum, write_quorum};
+
+use crate::args::HoldArgs;
+use crate::fail::{Failure, FAILURE, LOST};
+use crate::nodes::Cluster;
+use crate::run::{finish_releases, signalled, Client};
+use crate::signals::Signals;
+use crate::target::{acquire_failure, describe, Patience, Target};
+
+pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
+    let patience = Patience::of(args.nonblock, args.timeout);
+    let quorum = if args.read { read_quorum } else { write_quorum };
+    let cluster = tokio::select! {
+        cluster = Cluster::connect_for(&args.client, quorum, args.validity, patience) => cluster?,
+        stop = signals.recv() => return Ok(signalled(stop)),
+    };
+    let Client { ds, .. } = Client::new(&cluster, args.validity, None, args.owner.as_deref())?;
+    let target = Target::new(&ds, &args.name, args.read, args.permits)?;
+    let waiting_for = describe(&args.name, args.permits, None);
+    let acquired = tokio::select! {
+        guard = target.acquire(patience, &waiting_for) => guard,
+        stop = signals.recv() => {
+            finish_releases(&ds).await;
+            return Ok(signalled(stop));
+        }
+    };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(err) => {
+            finish_releases(&ds).await;
+            let outcome = "nothing is held";
+            return Err(acquire_failure(
+                err,
+                &args.name,
+                args.permits,
+                patience,
+                outcome,
+            ));
+        }
+    };
+    let what = describe(&args.name, args.permits, guard.slot());
+    let mut facts = vec![
+        format!("name={}", args.name),
+        format!("uid={}", guard.uid()),
+    ];
+    match guard.fencing_token().await {
+        Ok(token) => facts.push(format!("fencing_token={token}")),
+        Err(err) => eprintln!("quorum-lock: warning: no fencing token for {what}: {err}"),
+    }
+    if let Some(slot) = guard.slot() {
+        facts.push(format!("slot={slot}"));
+    }
+    if let Err(err) = print(&facts) {
+        // Nobody can learn the lock's facts: release it rather than hold
+        // it for a reader that is gone.
+        let _ = guard.unlock().await;
+        finish_releases(&ds).await;
+        return Err(Failure::new(
+            FAILURE,
+            format!("cannot write to stdout ({err}); released {what}"),
+        ));
+    }
+    tokio::select! {
+        () = guard.lost() => {
+            drop(guard);
+            finish_releases(&ds).await;
+            Err(Failure::new(
+                LOST,
+                format!(
+                    "lost {what} (expired, forced open, or not confirmed by a quorum); \
+                     whatever relied on it is no longer protected"
+                ),
+            ))
+        }
+        stop = signals.recv() => {
+            let released = guard.unlock().await;
+            finish_releases(&ds).await;
+            match released {
+                Ok(()) => {
+                    eprintln!("quorum-lock: {}: released {what}", stop.name());
+                    Ok(0)
+                }
+                Err(err @ quorum_lock::Error::LockLost) => {
+                    Err(Failure::new(LOST, format!("{what}: {err}")))
+                }
+                Err(err) => {
+                    eprintln!("quorum-lock: warning: {err}");
+                    Ok(0)
+                }
+            }
+        }
+    }
+}
+
+/// Writes the facts, one per line, and flushes: a script reading the pipe
+/// sees them at once.
+fn print(facts: &[String]) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    for fact in facts {
+        writeln!(out, "{fact}")?;
+    }
+    out.flush()
+}

@@ -1,0 +1,179 @@
+//! The JSON documents of `locks --output json` and `status --output json`.
+//!
+//! These shapes are an interface for scripts, documented in docs/cli.md:
+//! fields may be added, but none is renamed, removed or changes its type
+//! while `format` stays 1. Durations are whole milliseconds; a field that
+//! is not known (a node that did not answer) is `null`, never left out.
+
+use std::time::Duration;
+
+use quorum_lock::LockMode;
+use serde::Serialize;
+
+use crate::fail::{Failure, FAILURE};
+use crate::nodes::Kind;
+
+/// The version of the shapes below.
+pub const FORMAT: u32 = 1;
+
+/// `locks --output json`, both views.
+#[derive(Serialize)]
+pub struct Locks {
+    pub format: u32,
+    /// "lock-servers" or "redis".
+    pub kind: &'static str,
+    /// "merged" or "per-node".
+    pub view: &'static str,
+    /// How many nodes were given, how many answered, and how many must
+    /// answer for the merged view (a write quorum).
+    pub total: usize,
+    pub answered: usize,
+    pub quorum: usize,
+    pub nodes: Vec<Node>,
+    /// The merged view's locks; `null` in it when fewer than `quorum`
+    /// answered. Left out of the per-node view, whose entries are under
+    /// each node.
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub locks: Field<Vec<Lock>>,
+}
+
+/// One node of `locks`.
+#[derive(Serialize)]
+pub struct Node {
+    /// `host:port`.
+    pub node: String,
+    /// Whether there is a connection to it.
+    pub reachable: bool,
+    /// Whether it answered this command's call.
+    pub answered: bool,
+    /// Why it did not answer; `null` when it did.
+    pub reason: Option<String>,
+    /// The per-node view: its entries, `null` when it did not answer.
+    /// Left out of the merged view.
+    #[serde(skip_serializing_if = "Field::is_absent")]
+    pub locks: Field<Vec<Entry>>,
+}
+
+/// One lock of the merged view: the entries of one uid on one resource.
+#[derive(Serialize)]
+pub struct Lock {
+    pub resource: String,
+    /// "read" or "write".
+    pub mode: &'static str,
+    pub owner: String,
+    pub uid: String,
+    pub source: String,
+    /// Since the oldest of its entries was granted.
+    pub age_ms: u64,
+    /// The nodes that hold an entry for it, in the order given; fewer
+    /// than the quorum means a leftover, not a held lock.
+    pub held_on: Vec<String>,
+}
+
+/// One entry on one node.
+#[derive(Serialize)]
+pub struct Entry {
+    pub resource: String,
+    pub mode: &'static str,
+    pub owner: String,
+    pub uid: String,
+    pub source: String,
+    pub age_ms: u64,
+    /// `status` only: since its holder last refreshed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refreshed_ms_ago: Option<u64>,
+}
+
+/// `status --output json`, with or without `--health`.
+#[derive(Serialize)]
+pub struct Status {
+    pub format: u32,
+    pub kind: &'static str,
+    /// "status" or "health".
+    pub view: &'static str,
+    /// When the snapshot was taken, RFC 3339 in UTC, whole seconds.
+    pub time: String,
+    pub total: usize,
+    /// A write quorum: how many healthy nodes a write lock needs.
+    pub quorum: usize,
+    /// How many nodes answered and are out of quarantine.
+    pub healthy: usize,
+    /// `healthy >= quorum`: what `--health` exits 0 on.
+    pub quorum_healthy: bool,
+    pub nodes: Vec<StatusNode>,
+}
+
+/// One node of `status`.
+#[derive(Serialize)]
+pub struct StatusNode {
+    pub node: String,
+    pub reachable: bool,
+    pub answered: bool,
+    pub reason: Option<String>,
+    /// The lock server's protocol version; `null` for Redis and while
+    /// not connected.
+    pub protocol: Option<u16>,
+    /// `null` when it did not answer.
+    pub quarantined: Option<bool>,
+    /// `null` when not quarantined, or when a lock server older than
+    /// protocol 4 cannot say.
+    pub quarantine_left_ms: Option<u64>,
+    /// How many entries it holds; `null` when it did not answer, and for
+    /// Redis with `--health` (which lists nothing).
+    pub entries: Option<u64>,
+    /// Answered and out of quarantine.
+    pub healthy: bool,
+    /// Its entries; `null` with `--health` and when it did not answer.
+    pub locks: Option<Vec<Entry>>,
+}
+
+/// A field that is either left out of its document, or present (a value
+/// or `null`).
+pub enum Field<T> {
+    Absent,
+    Present(Option<T>),
+}
+
+impl<T> Field<T> {
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+}
+
+impl<T: Serialize> Serialize for Field<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Present(value) => value.serialize(serializer),
+            // Never reached: `skip_serializing_if` leaves it out first.
+            Field::Absent => serializer.serialize_none(),
+        }
+    }
+}
+
+pub fn kind(kind: Kind) -> &'static str {
+    match kind {
+        Kind::LockServers => "lock-servers",
+        Kind::Redis => "redis",
+    }
+}
+
+pub fn mode(mode: LockMode) -> &'static str {
+    match mode {
+        LockMode::Read => "read",
+        LockMode::Write => "write",
+    }
+}
+
+/// Whole milliseconds, saturating.
+pub fn ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// One line of JSON, or why not (these plain structs always serialize,
+/// but a failure must not print half a document).
+pub fn line<T: Serialize>(document: &T) -> Result<String, Failure> {
+    let mut text = serde_json::to_string(document)
+        .map_err(|e| Failure::new(FAILURE, format!("cannot write JSON: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}

@@ -1,0 +1,219 @@
+//! What `run` and `lock` take and hold: a lock on NAME (write or read) or
+//! one of the K permits of the semaphore NAME, how they wait for it, and
+//! what they say when they do not get it.
+
+use std::time::Duration;
+
+use quorum_lock::{
+    DRWMutex, Dsync, Error, ReadGuard, Semaphore, SemaphorePermit, WaitStatus, WriteGuard,
+};
+
+use crate::fail::{Failure, HELD, UNAVAILABLE, USAGE};
+use crate::waiting;
+
+/// What is held: a lock of either kind, or a semaphore's permit; `run`
+/// and `lock` treat them alike.
+pub enum Guard {
+    Write(WriteGuard),
+    Read(ReadGuard),
+    Permit(SemaphorePermit),
+}
+
+impl Guard {
+    pub fn uid(&self) -> String {
+        match self {
+            Guard::Write(g) => g.uid().to_owned(),
+            Guard::Read(g) => g.uid().to_owned(),
+            Guard::Permit(p) => p.uid().to_owned(),
+        }
+    }
+
+    /// The permit's slot, in `0..K`; `None` for a lock.
+    pub fn slot(&self) -> Option<usize> {
+        match self {
+            Guard::Permit(p) => p.slots().first().copied(),
+            _ => None,
+        }
+    }
+
+    pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let token = match self {
+            Guard::Write(g) => g.loss_token(),
+            Guard::Read(g) => g.loss_token(),
+            Guard::Permit(p) => p.loss_token(),
+        };
+        token.cancelled_owned()
+    }
+
+    pub async fn fencing_token(&self) -> Result<u64, Error> {
+        match self {
+            Guard::Write(g) => g.fencing_token().await,
+            Guard::Read(g) => g.fencing_token().await,
+            Guard::Permit(p) => p.fencing_token().await,
+        }
+    }
+
+    pub async fn unlock(self) -> Result<(), Error> {
+        match self {
+            Guard::Write(g) => g.unlock().await,
+            Guard::Read(g) => g.unlock().await,
+            Guard::Permit(p) => p.unlock().await,
+        }
+    }
+}
+
+/// How long to wait for the lock: `--nonblock` (one round), `--timeout`,
+/// or for as long as it takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Patience {
+    OneRound,
+    Within(Duration),
+    Forever,
+}
+
+impl Patience {
+    pub fn of(nonblock: bool, timeout: Option<Duration>) -> Patience {
+        match (nonblock, timeout) {
+            (true, _) => Patience::OneRound,
+            (false, Some(t)) => Patience::Within(t),
+            (false, None) => Patience::Forever,
+        }
+    }
+}
+
+/// What is waited for: a lock on NAME, or one of the K permits of the
+/// semaphore NAME.
+pub enum Target {
+    Lock { mutex: DRWMutex, read: bool },
+    Permit(Semaphore),
+}
+
+impl Target {
+    pub fn new(
+        ds: &Dsync,
+        name: &str,
+        read: bool,
+        permits: Option<u16>,
+    ) -> Result<Target, Failure> {
+        match permits {
+            None => {
+                let mutex = ds
+                    .rw_mutex([name.to_owned()])
+                    .map_err(|e| Failure::usage(format!("bad lock name: {e}")))?;
+                Ok(Target::Lock { mutex, read })
+            }
+            Some(k) => {
+                let semaphore = ds
+                    .semaphore(name, usize::from(k))
+                    .map_err(|e| Failure::usage(format!("bad semaphore name: {e}")))?;
+                Ok(Target::Permit(semaphore))
+            }
+        }
+    }
+
+    /// Why the wait is not granted yet.
+    pub fn waiting(&self) -> Option<WaitStatus> {
+        match self {
+            Target::Lock { mutex, .. } => mutex.waiting(),
+            Target::Permit(semaphore) => semaphore.waiting(),
+        }
+    }
+
+    /// Waits as `patience` says, printing why while it waits (see
+    /// `waiting::reporting`); `what` names the lock in those lines.
+    pub async fn acquire(&self, patience: Patience, what: &str) -> Result<Guard, Error> {
+        let acquire = self.acquire_quietly(patience);
+        match patience {
+            Patience::OneRound => acquire.await,
+            _ => waiting::reporting(what, acquire, || self.waiting()).await,
+        }
+    }
+
+    async fn acquire_quietly(&self, patience: Patience) -> Result<Guard, Error> {
+        let (mutex, read) = match self {
+            Target::Lock { mutex, read } => (mutex, *read),
+            Target::Permit(semaphore) => {
+                return Ok(Guard::Permit(match patience {
+                    Patience::OneRound => semaphore.try_acquire().await?,
+                    Patience::Within(t) => semaphore.acquire_timeout(t).await?,
+                    Patience::Forever => semaphore.acquire().await?,
+                }))
+            }
+        };
+        Ok(match (read, patience) {
+            (false, Patience::OneRound) => Guard::Write(mutex.try_lock().await?),
+            (false, Patience::Within(t)) => Guard::Write(mutex.lock_timeout(t).await?),
+            (false, Patience::Forever) => Guard::Write(mutex.lock().await?),
+            (true, Patience::OneRound) => Guard::Read(mutex.try_read().await?),
+            (true, Patience::Within(t)) => Guard::Read(mutex.read_timeout(t).await?),
+            (true, Patience::Forever) => Guard::Read(mutex.read().await?),
+        })
+    }
+}
+
+/// How messages name what is waited for: the lock, or the permit in
+/// `slot` of a semaphore of `permits` (any permit before one is granted).
+pub fn describe(name: &str, permits: Option<u16>, slot: Option<usize>) -> String {
+    match (permits, slot) {
+        (None, _) => format!("the lock '{name}'"),
+        (Some(k), None) => format!("a permit of the semaphore '{name}' ({k} permits)"),
+        (Some(k), Some(slot)) => format!("permit {slot} of the semaphore '{name}' ({k} permits)"),
+    }
+}
+
+/// The failure for an acquire that did not get `what`, with the exit code
+/// that says why (see fail.rs); `outcome` ends the message ("the command
+/// was not run").
+pub fn acquire_failure(
+    err: Error,
+    name: &str,
+    permits: Option<u16>,
+    patience: Patience,
+    outcome: &str,
+) -> Failure {
+    let what = describe(name, permits, None);
+    let held = match permits {
+        None => "it is held elsewhere".to_owned(),
+        Some(k) => format!("all {k} permits are held elsewhere, or others wait ahead"),
+    };
+    match err {
+        Error::PermitsMismatch { in_use, .. } => {
+            let held_with =
+                in_use.map_or_else(|| "another number of".to_owned(), |k| k.to_string());
+            Failure::new(
+                USAGE,
+                format!(
+                    "the semaphore '{name}' is held with {held_with} permits, but --permits {} \
+                     was given: every run on a semaphore must give the same --permits; {outcome}",
+                    permits.unwrap_or_default()
+                ),
+            )
+        }
+        Error::Timeout => {
+            let waited = match patience {
+                Patience::Within(t) => humantime::format_duration(t).to_string(),
+                _ => "the wait".to_owned(),
+            };
+            Failure::new(
+                HELD,
+                format!("timed out after {waited} waiting for {what}: {held}; {outcome}"),
+            )
+        }
+        Error::WouldBlock => Failure::new(
+            HELD,
+            format!("{what} is not free (--nonblock): {held}; {outcome}"),
+        ),
+        err @ (Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {
+            let when = match patience {
+                Patience::Within(t) => format!(" within {}", humantime::format_duration(t)),
+                Patience::OneRound => " at once (--nonblock)".to_owned(),
+                Patience::Forever => String::new(),
+            };
+            Failure::new(
+                UNAVAILABLE,
+                format!("could not get {what}{when}: {err}; {outcome}"),
+            )
+        }
+        err => Failure::from(err),
+    }
+}
