@@ -28,9 +28,13 @@ pub fn shown(name: &str) -> String {
 /// What listings show as the source of the locks of `quorum-lock
 /// SUBCOMMAND ... -- COMMAND`: `SUBCOMMAND: COMMAND`, its words quoted as
 /// a shell would need them, control characters escaped, cut after
-/// [`COMMAND_SHOWN`] characters. Instead of the code location the library
-/// records by default, which is the same for every lock `run` takes.
+/// [`COMMAND_SHOWN`] characters; `SUBCOMMAND` alone without a command.
+/// Instead of the code location the library records by default, which is
+/// the same for every lock `run` takes.
 pub fn source_of(subcommand: &str, command: &[OsString]) -> String {
+    if command.is_empty() {
+        return subcommand.to_owned();
+    }
     let words: Vec<String> = command
         .iter()
         .map(|word| shell_word(&word.to_string_lossy()))
@@ -102,6 +106,7 @@ mod tests {
             source_of("elect", &words(&["a\nb", ""])),
             "elect: 'a\\nb' ''"
         );
+        assert_eq!(source_of("lock", &[]), "lock");
         let long = source_of("run", &words(&[&"x".repeat(1000)]));
         assert_eq!(long.chars().count(), COMMAND_SHOWN + 1, "{long}");
         assert!(long.ends_with('…'), "{long}");

@@ -1,5 +1,6 @@
 //! `locks` shows the command a `run` or `elect` holds its lock for as the
-//! lock's source, rather than a location in quorum-lock's own code.
+//! lock's source, and `lock` for `quorum-lock lock`, rather than a
+//! location in quorum-lock's own code.
 
 use std::time::Duration;
 
@@ -74,6 +75,20 @@ fn locks_shows_the_command_a_lock_is_held_for() {
         ],
         &[("D", &d)],
     );
+    let held = Cli::spawn(
+        &dir,
+        &[
+            "lock",
+            "--nodes",
+            &list,
+            "--token-file",
+            &token,
+            "--validity",
+            VALIDITY,
+            "by-hand",
+        ],
+        &[],
+    );
     wait_until(LIMIT, "the command under the lock", || {
         dir.file("held").exists()
     });
@@ -92,9 +107,17 @@ fn locks_shows_the_command_a_lock_is_held_for() {
             .ends_with("elect: sh -c 'touch \"$D/leading\"; sleep 60'"),
         "{listing:?}"
     );
+    wait_until(LIMIT, "quorum-lock lock to hold", || {
+        held.stdout_so_far().contains("uid=")
+    });
+    let listing = locks(&dir, &list);
+    assert!(
+        row_of(&listing, "by-hand").ends_with("  lock"),
+        "{listing:?}"
+    );
     assert!(
         !listing.stdout.contains(".rs:"),
         "a code location: {listing:?}"
     );
-    drop((holder, leader));
+    drop((holder, leader, held));
 }
