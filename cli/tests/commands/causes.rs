@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::redis_support::RedisServer;
 use crate::support::fake::{FakePeer, REDIS_ERROR};
-use crate::support::{cli, nodes, Finished, Scratch, Server};
+use crate::support::{cli, nodes, wait_until, Cli, Finished, Scratch, Server};
 
 const LIMIT: Duration = Duration::from_secs(40);
 
@@ -209,6 +209,39 @@ fn plain_tcp_against_tls_servers_says_they_serve_tls_at_once() {
         let log = server.log_text();
         assert!(log.contains("a client that does not speak TLS"), "{log}");
     }
+}
+
+#[test]
+fn a_run_that_waits_for_its_servers_says_why_they_are_missing() {
+    let dir = Scratch::new("causes-waiting");
+    let (flags, _) = localhost_certificate(&dir);
+    let servers = tls_servers(&dir, &flags, 3);
+    let list = nodes(&servers);
+    let token = dir.token();
+    // Without --timeout, run waits for the servers instead of failing.
+    let waiting = Cli::spawn(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &list,
+            "--token-file",
+            &token,
+            "job",
+            "--",
+            "true",
+        ],
+        &[],
+    );
+    wait_until(LIMIT, "the reason on stderr", || {
+        waiting.stderr_so_far().contains("waiting for them")
+    });
+    let said = waiting.stderr_so_far();
+    names_each(
+        &said,
+        &[addrs(&servers).join(", ")],
+        "the server answered in TLS: it serves TLS only",
+    );
 }
 
 #[test]
