@@ -6,8 +6,10 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
-use quorum_lock::NetLocker;
+use quorum_lock::{Dsync, Error, NetLocker};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -130,4 +132,38 @@ async fn a_port_nobody_listens_on_is_named() {
         why.contains("cannot connect: connection refused, nothing listens"),
         "{why}"
     );
+}
+
+#[tokio::test]
+async fn a_failed_lock_names_what_answered_on_each_server() {
+    // The reason reaches the lock's error, not only `connect_error`.
+    let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
+    let mut addrs = Vec::new();
+    for _ in 0..3 {
+        let addr = answering(b"-ERR unknown command\r\n").await;
+        let locker = RemoteLocker::connect(addr.clone(), RemoteConfig::new("client-secret"))
+            .await
+            .expect("an offline locker, not an error");
+        lockers.push(Arc::new(locker));
+        addrs.push(addr);
+    }
+    let ds = Dsync::new(lockers).expect("dsync");
+    let err = ds
+        .rw_mutex(["x"])
+        .unwrap()
+        .try_lock()
+        .await
+        .expect_err("no lock server");
+    let Error::QuorumUnavailable { unreachable, .. } = &err else {
+        panic!("expected QuorumUnavailable, got {err:?}");
+    };
+    let named: Vec<&str> = unreachable.iter().map(|u| u.endpoint.as_str()).collect();
+    assert_eq!(named, addrs, "{err}");
+    for node in unreachable {
+        assert!(
+            node.reason
+                .contains("it is a Redis server, not a lock server"),
+            "{node}"
+        );
+    }
 }
