@@ -218,8 +218,25 @@ impl Acquisition {
     }
 
     /// How each locker answered last, in the order of the lockers.
+    ///
+    /// A grant that no request has renewed for the lease's trust window
+    /// reads as failed: the wait keeps counting it for its win (the win
+    /// checks its age), but the locker may have expired it since, and
+    /// saying it still grants would blame a holder for a locker that is
+    /// out of reach.
     pub(crate) fn answers(&self) -> Vec<Option<Answer>> {
-        self.slots().slots.iter().map(|s| s.answer).collect()
+        let now = Instant::now();
+        let trusted_for = self.coord.lease.trusted_for();
+        self.slots()
+            .slots
+            .iter()
+            .map(|s| match s.answer {
+                Some(Answer::Granted) if after(s.alive_since, trusted_for) <= now => {
+                    Some(Answer::Failed)
+                }
+                answer => answer,
+            })
+            .collect()
     }
 
     /// Whether a locker refused without keeping a place in line.

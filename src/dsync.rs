@@ -114,14 +114,26 @@ impl Dsync {
     ///
     /// Cancel safe: it only waits; the releases go on without it.
     pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
-        Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let until = crate::config::after(tokio::time::Instant::now(), within);
         let outstanding = &self.coord.outstanding;
-        match tokio::time::timeout(within, outstanding.idle()).await {
-            Ok(()) => Ok(()),
-            Err(_) => Err(Error::ReleasesPending {
-                pending: outstanding.count(),
-                waited: within,
-            }),
+        loop {
+            // Unlocks queued for retry with no task left to send them (it
+            // went with its runtime) get one here; running drainers are
+            // counted among the outstanding releases.
+            let queued = crate::release::drain_queued(&self.coord, &handle);
+            if queued == 0 && outstanding.count() == 0 {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(until, outstanding.idle()).await {
+                Ok(()) => continue,
+                Err(_) => {
+                    return Err(Error::ReleasesPending {
+                        pending: outstanding.count().max(queued),
+                        waited: within,
+                    })
+                }
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::round::Round;
 use crate::telemetry::{outcome, AcquireRecord, Names};
 use crate::wait::Ticket;
 use crate::wait_round::{WaitEnd, WaitRound};
-use crate::wait_status::{WaitBoard, WaitStatus, WaitWatch};
+use crate::wait_status::{self, WaitBoard, WaitStatus, WaitWatch};
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process
@@ -235,9 +235,14 @@ impl DRWMutex {
             // Checked here too, because the timer below needs the runtime.
             Handle::try_current().map_err(|_| Error::NoRuntime)?;
             let watch = self.board.begin();
-            let rounds = self.rounds(mode, Patience::Forever, &record, Some(&watch));
+            let outer = wait_status::outer();
+            let watches = [Some(&watch), outer.as_ref()];
+            let rounds = self.rounds(mode, Patience::Forever, &record, watches);
             match tokio::time::timeout(timeout, rounds).await {
-                Ok(result) => result,
+                Ok(result) => {
+                    report(outer.as_ref(), &result);
+                    result
+                }
                 Err(_) => {
                     // Why it waited decides the error: held elsewhere,
                     // lockers in quarantine, or too few reachable.
@@ -265,10 +270,12 @@ impl DRWMutex {
             Patience::Forever => Some(self.board.begin()),
             Patience::OneRound => None,
         };
+        let outer = wait_status::outer();
         let result = self
-            .rounds(mode, patience, &record, watch.as_ref())
+            .rounds(mode, patience, &record, [watch.as_ref(), outer.as_ref()])
             .instrument(span.clone())
             .await;
+        report(outer.as_ref(), &result);
         ended(&span, &result);
         record.finish(&result);
         result
@@ -291,7 +298,7 @@ impl DRWMutex {
         mode: LockMode,
         patience: Patience,
         record: &AcquireRecord<'_>,
-        watch: Option<&WaitWatch>,
+        watches: Watches<'_>,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         // In-process lockers answer without ever returning Pending, so a
@@ -300,7 +307,7 @@ impl DRWMutex {
         // coop budget here yields once in a while, as tokio::sync does.
         tokio::task::coop::consume_budget().await;
         if matches!(patience, Patience::Forever) && self.coord.waiting == Waiting::Push {
-            return self.wait_in_line(mode, handle, record, watch).await;
+            return self.wait_in_line(mode, handle, record, watches).await;
         }
         {
             let coord = &self.coord;
@@ -308,7 +315,7 @@ impl DRWMutex {
             loop {
                 record.round();
                 let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);
-                if let Some(watch) = watch {
+                for watch in watches.into_iter().flatten() {
                     watch.track(round.state());
                 }
                 let span = tracing::debug_span!("round", uid = round.uid(), attempt);
@@ -343,7 +350,7 @@ impl DRWMutex {
         mode: LockMode,
         handle: Handle,
         record: &AcquireRecord<'_>,
-        watch: Option<&WaitWatch>,
+        watches: Watches<'_>,
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let ticket = Ticket::now();
         let mut wounds = 0u32;
@@ -359,7 +366,7 @@ impl DRWMutex {
                 mode,
                 ticket,
             );
-            if let Some(watch) = watch {
+            for watch in watches.into_iter().flatten() {
                 watch.track(wait.state());
             }
             let span = tracing::debug_span!("wait", uid = wait.uid(), wounds, stale);
@@ -396,6 +403,22 @@ impl DRWMutex {
                 }
             }
         }
+    }
+}
+
+/// Where an acquire reports its rounds: the handle's own wait (for
+/// [`DRWMutex::waiting`] and `lock_timeout`), and the operation it is part
+/// of (a semaphore's acquire, a campaign, run with a deadline).
+type Watches<'a> = [Option<&'a WaitWatch>; 2];
+
+/// Tells the operation this acquire is part of how it ended: granted, or
+/// refused in a way it may retry (its reason if it gives up next).
+fn report(outer: Option<&WaitWatch>, result: &Result<(Arc<Acquisition>, Handle), Error>) {
+    let Some(outer) = outer else { return };
+    match result {
+        Ok((state, _)) => outer.granted(state),
+        Err(err) if err.is_retryable() => outer.note(err),
+        Err(_) => {}
     }
 }
 

@@ -132,6 +132,17 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
         // Releases run on a runtime; without one, expiry removes the entry.
         return;
     };
+    start_drainer(coord, index, queue, &handle);
+}
+
+/// Starts a drain task for queue `index` on `handle`'s runtime, unless that
+/// runtime has one already.
+fn start_drainer(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    mut queue: std::sync::MutexGuard<'_, crate::coordinator::QueueState>,
+    handle: &Handle,
+) {
     let runtime = handle.id();
     if queue.drainers.iter().any(|(r, _)| *r == runtime) {
         return;
@@ -147,6 +158,23 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
         batch: Vec::new(),
         _counted: coord.outstanding.begin(),
     }));
+}
+
+/// Starts, on the current runtime, a drain task for every queue that holds
+/// unlocks, and returns how many unlocks they hold. A queue whose drainer
+/// went with its runtime (the private one of an `unlock()` outside any
+/// runtime, say) is otherwise left until a later failure starts one.
+pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
+    let mut queued = 0;
+    for index in 0..coord.unlock_retries.len() {
+        let queue = coord.unlock_retries[index].lock();
+        if queue.pending.is_empty() {
+            continue;
+        }
+        queued += queue.pending.len();
+        start_drainer(coord, index, queue, handle);
+    }
+    queued
 }
 
 /// One drain task. Dropping it, however the task ends (including with its
@@ -181,7 +209,12 @@ async fn drain(mut task: Draining) {
         {
             let mut queue = coord.unlock_retries[index].lock();
             if queue.pending.is_empty() {
-                return; // the drop takes this task off the drainers
+                // Off the drainers under the same lock that saw the queue
+                // empty: an unlock queued just after must start a new
+                // drainer, not count on this one, which is ending.
+                let id = task.id;
+                queue.drainers.retain(|(_, drainer)| *drainer != id);
+                return;
             }
             let pending = std::mem::take(&mut queue.pending);
             let (due, expired): (Vec<_>, Vec<_>) =

@@ -83,7 +83,12 @@ impl WaitStatus {
     /// Why the wait is not granted.
     pub fn reason(&self) -> WaitReason {
         let answered = self.granted + self.held_elsewhere;
-        if answered >= self.quorum || self.held_elsewhere > self.lockers - self.quorum {
+        // Grants alone do not block: a quorum of them only waits to be
+        // confirmed, which no holder elsewhere causes.
+        let held = self.held_elsewhere > 0
+            && (answered >= self.quorum
+                || self.held_elsewhere > self.lockers.saturating_sub(self.quorum));
+        if held || self.granted >= self.quorum {
             WaitReason::HeldElsewhere
         } else if !self.quarantined.is_empty() && answered + self.quarantined.len() >= self.quorum {
             WaitReason::Quarantine
@@ -195,6 +200,11 @@ impl fmt::Display for WaitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.lockers;
         match self.reason() {
+            WaitReason::HeldElsewhere if self.held_elsewhere == 0 => write!(
+                f,
+                "granted by {} of {n} lockers, waiting for the grant to be confirmed",
+                self.granted
+            ),
             WaitReason::HeldElsewhere => write!(
                 f,
                 "held elsewhere: {} of {n} lockers have it taken by another owner",
@@ -234,26 +244,47 @@ impl fmt::Display for WaitStatus {
     }
 }
 
-/// Awaits `wait` for at most `timeout`. A wait that gives up fails with
-/// the error its status maps to, read by `status` while the wait (which
-/// keeps its status on its board) is still alive: `Error::Timeout` only
-/// when it was held elsewhere.
+tokio::task_local! {
+    /// The watch of an operation made of several waits and rounds (a
+    /// semaphore's acquire, an election's campaign) run with a deadline:
+    /// the locks it takes on the way report to it (see [`outer`]).
+    static OPERATION: Arc<Watched>;
+}
+
+/// The watch of the operation the current task runs with a deadline, if
+/// any; the waits and rounds of its locks report to it too.
+pub(crate) fn outer() -> Option<WaitWatch> {
+    OPERATION
+        .try_with(|watched| WaitWatch {
+            watched: watched.clone(),
+        })
+        .ok()
+}
+
+/// Awaits `operation` for at most `timeout`. One that gives up fails with
+/// the error that says why, from what its own waits and rounds reported
+/// (not another operation's on the same handle): `Error::Timeout` only when
+/// the lock was held elsewhere, the last retryable error of a one-round
+/// step (a fencing token, a count check) when that is what it retried.
 pub(crate) async fn give_up_after<T>(
     timeout: Duration,
-    wait: impl std::future::Future<Output = Result<T, Error>>,
-    status: impl FnOnce() -> Option<WaitStatus>,
+    operation: impl std::future::Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let mut wait = std::pin::pin!(wait);
-    match tokio::time::timeout(timeout, wait.as_mut()).await {
+    let watch = WaitWatch::new();
+    let scoped = OPERATION.scope(watch.watched.clone(), operation);
+    match tokio::time::timeout(timeout, scoped).await {
         Ok(result) => result,
-        Err(_) => Err(status().map_or(Error::Timeout, WaitStatus::into_error)),
+        Err(_) => Err(watch.gave_up()),
     }
 }
 
 /// A duration as an operator reads it: `56s`, `1.5s`, `250ms`.
 pub(crate) fn seconds(d: Duration) -> String {
     if d >= Duration::from_secs(10) {
-        format!("{}s", d.as_secs() + u64::from(d.subsec_millis() >= 500))
+        let rounded = d
+            .as_secs()
+            .saturating_add(u64::from(d.subsec_millis() >= 500));
+        format!("{rounded}s")
     } else if d >= Duration::from_secs(1) {
         format!("{:.1}s", d.as_secs_f64())
     } else {
@@ -296,12 +327,10 @@ pub(crate) struct WaitBoard {
 impl WaitBoard {
     /// A new wait begins: it is the latest until another begins.
     pub(crate) fn begin(&self) -> WaitWatch {
-        let watched = Arc::new(Watched {
-            began: Instant::now(),
-            rounds: Mutex::new(Rounds::default()),
-        });
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&watched);
-        WaitWatch { watched }
+        let watch = WaitWatch::new();
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
+            Arc::downgrade(&watch.watched);
+        watch
     }
 
     /// The status of the latest wait, while it waits.
@@ -322,14 +351,45 @@ pub(crate) struct WaitWatch {
 }
 
 impl WaitWatch {
-    /// The wait started a round (a new uid) with `state`.
-    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
-        let mut rounds = self
-            .watched
+    fn new() -> WaitWatch {
+        WaitWatch {
+            watched: Arc::new(Watched {
+                began: Instant::now(),
+                rounds: Mutex::new(Rounds::default()),
+            }),
+        }
+    }
+
+    fn rounds(&self) -> std::sync::MutexGuard<'_, Rounds> {
+        self.watched
             .rounds
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The wait started a round (a new uid) with `state`.
+    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
+        let mut rounds = self.rounds();
         rounds.previous = rounds.current.replace(state.clone());
+        rounds.failed = None;
+    }
+
+    /// A step of the operation failed with `err` and will be tried again:
+    /// if the operation gives up before anything else happens, that is why.
+    pub(crate) fn note(&self, err: &Error) {
+        let mut rounds = self.rounds();
+        rounds.current = None;
+        rounds.previous = None;
+        rounds.failed = Some(err.clone());
+    }
+
+    /// A lock of the operation was granted (`state`): what its waits said
+    /// no longer holds.
+    pub(crate) fn granted(&self, state: &Arc<Acquisition>) {
+        *self.rounds() = Rounds {
+            granted: Some((state.clone(), Instant::now())),
+            ..Rounds::default()
+        };
     }
 
     /// What the wait knows now; `None` before its first round.
@@ -339,7 +399,50 @@ impl WaitWatch {
 
     /// The error for a wait that gave up now.
     pub(crate) fn gave_up(&self) -> Error {
-        self.status().map_or(Error::Timeout, WaitStatus::into_error)
+        let failed = self.rounds().failed.clone();
+        match failed {
+            // A one-round refusal, given up on: held elsewhere.
+            Some(Error::WouldBlock) => Error::Timeout,
+            Some(err) => err,
+            None => match self.status() {
+                Some(status) => status.into_error(),
+                None => self.after_grant().unwrap_or(Error::Timeout),
+            },
+        }
+    }
+
+    /// An operation that got its lock and then ran out of time in the calls
+    /// that follow (a term, a proclamation, a count check) waited for no
+    /// holder: its lockers did not answer in time. Names those whose calls
+    /// failed since, or else every locker, as not having answered.
+    fn after_grant(&self) -> Option<Error> {
+        let (state, at) = self.rounds().granted.clone()?;
+        let coord = &state.coord;
+        let mut unreachable = coord.unreachable_since(at);
+        if unreachable.is_empty() {
+            let waited = seconds(Instant::now().saturating_duration_since(at));
+            unreachable = coord
+                .lockers
+                .iter()
+                .map(|l| Unreachable {
+                    endpoint: l.endpoint(),
+                    reason: format!("no quorum answered within {waited} after the grant"),
+                })
+                .collect();
+        }
+        Some(Error::QuorumUnavailable {
+            answered: coord.lockers.len().saturating_sub(unreachable.len()),
+            quorum: state.args.quorum,
+            lockers: coord.lockers.len(),
+            unreachable,
+        })
+    }
+}
+
+/// Notes `err`, retried by the current task's operation, on its watch.
+pub(crate) fn note_retry(err: &Error) {
+    if let Some(watch) = outer() {
+        watch.note(err);
     }
 }
 
@@ -354,6 +457,12 @@ struct Rounds {
     /// The round before: its answers stand in for lockers the current
     /// round has not heard from yet.
     previous: Option<Arc<Acquisition>>,
+    /// The error of the latest step that failed and will be retried, when
+    /// that came after the latest round.
+    failed: Option<Error>,
+    /// The latest lock of the operation that was granted, and when, when
+    /// nothing happened since.
+    granted: Option<(Arc<Acquisition>, Instant)>,
 }
 
 impl Watched {

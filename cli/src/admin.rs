@@ -520,9 +520,13 @@ async fn diagnose(cluster: &Cluster, err: Error, what: &str) -> Failure {
             err => Failure::from(err),
         };
     }
+    // The error names each locker that did not answer and why; the
+    // connections that are down only add to that when it could not.
+    let listed =
+        matches!(&err, Error::QuorumUnavailable { unreachable, .. } if !unreachable.is_empty());
     let down = cluster.down();
     let mut message = format!("cannot {what}: {err}");
-    if !down.is_empty() {
+    if !listed && !down.is_empty() {
         message.push_str(&format!(" (unreachable: {})", down.join(", ")));
     }
     Failure::new(UNAVAILABLE, message)

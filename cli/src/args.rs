@@ -218,8 +218,10 @@ until SIGINT or SIGTERM, releases it and exits with 0:
   uid=UID
   fencing_token=TOKEN        (left out if the servers issue none)
   slot=SLOT                  (with --permits)
-If the lock is lost meanwhile it exits with 79. The exit codes are those of
-`run` (see `quorum-lock help run`).";
+If the lock is lost meanwhile it exits with 79 at once, and leaves the
+lock's entries to expire (up to --validity): whatever relied on the lock
+has that long to stop before anyone else can be granted it. The exit codes
+are those of `run` (see `quorum-lock help run`).";
 
 const ELECT_EXAMPLES: &str = "\
 Examples:

@@ -4,7 +4,9 @@
 //!
 //! It is `run` without a command: the same connection, wait, exit codes
 //! and lease. What stops the work when the lock is lost is the operator's
-//! business here, so a loss is reported at once (exit 79).
+//! business here, so a loss is reported at once (exit 79), and the lost
+//! lock's entries are left to expire, so that whatever relied on it has
+//! that long to stop before anyone else can be granted it.
 
 use std::io::{self, Write};
 
@@ -73,13 +75,17 @@ pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
     }
     tokio::select! {
         () = guard.lost() => {
-            drop(guard);
-            finish_releases(&ds).await;
+            // Said at once, but the entries are not freed: whatever relied
+            // on the lock learns of the loss only now, and needs the time
+            // until they expire to stop. Releasing them would let the next
+            // holder in at this very moment.
+            std::mem::forget(guard);
             Err(Failure::new(
                 LOST,
                 format!(
                     "lost {what} (expired, forced open, or not confirmed by a quorum); \
-                     whatever relied on it is no longer protected"
+                     whatever relied on it is no longer protected, and the lock can be \
+                     granted again once its entries expire"
                 ),
             ))
         }

@@ -112,9 +112,19 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             return Err(failure);
         }
     };
-    let ended = job
+    let supervised = job
         .supervise(guard.lost(), &mut signals, grace, kill_allowance(&lease))
-        .await?;
+        .await;
+    let ended = match supervised {
+        Ok(ended) => ended,
+        Err(failure) => {
+            // The command could not be waited for, so it may still run:
+            // the lock is not given back. It expires on the servers once
+            // this process, which refreshes it, is gone.
+            std::mem::forget(guard);
+            return Err(failure);
+        }
+    };
     match ended {
         Ended::Exited(status) => {
             let released = guard.unlock().await;
@@ -161,7 +171,12 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         }
         Ended::Stopped(stop) => {
             // The lock may have been lost during the grace too; the same
-            // bound kept the command from outliving it.
+            // bound kept the command from outliving it. Releasing a lost
+            // lock frees it at once, so what may be left of the group gets
+            // the safety margin first, as after a loss.
+            if guard.is_lost() && !job.all_gone(kill_allowance(&lease)).await {
+                tokio::time::sleep(lease.safety_margin).await;
+            }
             if let Err(err) = guard.unlock().await {
                 eprintln!("quorum-lock: warning: {err}");
                 finish_releases(&ds).await;

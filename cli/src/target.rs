@@ -36,6 +36,14 @@ impl Guard {
         }
     }
 
+    pub fn is_lost(&self) -> bool {
+        match self {
+            Guard::Write(g) => g.is_lost(),
+            Guard::Read(g) => g.is_lost(),
+            Guard::Permit(p) => p.is_lost(),
+        }
+    }
+
     pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let token = match self {
             Guard::Write(g) => g.loss_token(),

@@ -64,9 +64,16 @@ where
     T: Send + 'static,
 {
     let locker = coord.lockers[index].clone();
+    let coord = coord.clone();
     Box::pin(async move {
         let endpoint = locker.endpoint();
-        call_with_deadline(f(locker), deadline, || endpoint).await
+        let result = call_with_deadline(f(locker), deadline, || endpoint).await;
+        // Noted as every other call's failure is, so that an error that
+        // names the unreachable lockers can say why.
+        if let Err(err) = &result {
+            coord.note_failure(index, err);
+        }
+        result
     })
 }
 

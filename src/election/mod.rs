@@ -185,7 +185,7 @@ impl Election {
     ) -> Result<Leadership, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let campaign = self.run(value.into(), Patience::Forever);
-        give_up_after(timeout, campaign, || self.mutex.waiting()).await
+        give_up_after(timeout, campaign).await
     }
 
     async fn run(&self, value: Arc<[u8]>, patience: Patience) -> Result<Leadership, Error> {
@@ -238,6 +238,7 @@ impl Election {
                 Ok(_) | Err(Error::LockLost) => return Ok(None),
                 Err(err) if err.is_retryable() => {
                     tracing::debug!(election = %self.name, %err, "cannot proclaim yet; retrying while the lock is held");
+                    crate::wait_status::note_retry(&err);
                     tokio::time::sleep(self.coord.backoff(attempt)).await;
                     attempt = attempt.saturating_add(1);
                 }

@@ -26,7 +26,7 @@ pub use guard::ReentrantGuard;
 
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::{DRWMutex, Error, LockMode};
+use crate::{DRWMutex, Error, LockMode, WaitStatus};
 use guard::{Hold, Lock};
 
 /// Who holds a lock, for locks that the same holder may take again.
@@ -232,8 +232,11 @@ impl Holder {
         self.acquire(mutex, LockMode::Read, Patience::Once).await
     }
 
-    /// Like [`lock`](Self::lock), but gives up with [`Error::Timeout`] after
-    /// `timeout`, counting the wait for another clone's acquisition.
+    /// Like [`lock`](Self::lock), but gives up after `timeout`, counting
+    /// the wait for another clone's acquisition, with the errors of
+    /// [`DRWMutex::lock_timeout`]. (Behind a clone that waits through
+    /// another handle of the same names, it can only say
+    /// [`Error::Timeout`].)
     ///
     /// # Cancel safety
     ///
@@ -294,9 +297,15 @@ impl Holder {
             Patience::Forever => claim.gate.lock().await,
             Patience::Within(timeout) => {
                 let deadline = deadline(timeout)?;
+                // Behind a clone's acquisition: why that one waits (on this
+                // handle, when the clone shares it) is why this one gave up.
                 let turn = tokio::time::timeout_at(deadline, claim.gate.lock())
                     .await
-                    .map_err(|_| Error::Timeout)?;
+                    .map_err(|_| {
+                        mutex
+                            .waiting()
+                            .map_or(Error::Timeout, WaitStatus::into_error)
+                    })?;
                 patience = Patience::Within(left(deadline));
                 turn
             }

@@ -21,6 +21,7 @@ mod layering;
 mod lease;
 mod randomized;
 mod reentrant;
+mod review25;
 mod runtimes;
 mod semaphore;
 mod semaphore_review;
