@@ -37,6 +37,8 @@ use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts, Waiting};
 pub struct Dsync {
     pub(crate) coord: Arc<Coordinator>,
     keeper: Arc<Keeper>,
+    /// Recorded with every lock instead of the caller's location, when set.
+    source: Option<Arc<str>>,
 }
 
 impl Dsync {
@@ -163,7 +165,8 @@ impl Dsync {
     ///
     /// Fails with [`Error::InvalidArgument`] for an empty list, an empty name,
     /// a name over [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN)
-    /// bytes or more than [`MAX_RESOURCES`](crate::MAX_RESOURCES) names.
+    /// bytes, a name with a control character (a newline, say), or more
+    /// than [`MAX_RESOURCES`](crate::MAX_RESOURCES) names.
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -185,13 +188,47 @@ impl Dsync {
         names.sort_unstable();
         names.dedup();
         validate_names(&names)?;
-        let source = format!("{}:{}:{}", caller.file(), caller.line(), caller.column());
         Ok(DRWMutex::new(
             self.coord.clone(),
             self.keeper.clone(),
             names.into(),
-            source.into(),
+            crate::source::or_caller(self.source.as_ref(), caller),
         ))
+    }
+
+    /// This coordinator, recording `source` as where each lock was taken
+    /// (what listings show as its source) instead of the caller's
+    /// `file:line:column`, for the handles made from the copy: mutexes,
+    /// elections and semaphores. The copy shares everything else with this
+    /// one, which keeps its own source. A command-line tool may record the
+    /// command that holds the lock, a service the job.
+    ///
+    /// Fails with [`Error::InvalidArgument`] for an empty source, one over
+    /// 512 bytes (the longest a lock server accepts), or one with a
+    /// control character.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, LocalLocker, NetLocker};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// # let locker = Arc::new(LocalLocker::new());
+    /// # let ds = Dsync::new(vec![locker.clone() as Arc<dyn NetLocker>])?;
+    /// let nightly = ds.with_source("nightly invoice run")?;
+    /// let guard = nightly.rw_mutex(["invoices"])?.lock().await?;
+    /// assert_eq!(locker.locks().await?[0].source, "nightly invoice run");
+    /// # drop(guard);
+    /// assert!(ds.with_source("two\nlines").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_source(&self, source: impl Into<String>) -> Result<Dsync, Error> {
+        let source = source.into();
+        crate::source::check(&source)?;
+        Ok(Dsync {
+            source: Some(source.into()),
+            ..self.clone()
+        })
     }
 }
 
@@ -219,8 +256,7 @@ impl Dsync {
         let caller = Location::caller();
         let resource = format!("{}{name}", crate::election::ELECTION_PREFIX);
         validate_names(std::slice::from_ref(&resource))?;
-        let source: Arc<str> =
-            format!("{}:{}:{}", caller.file(), caller.line(), caller.column()).into();
+        let source = crate::source::or_caller(self.source.as_ref(), caller);
         let mutex = DRWMutex::new(
             self.coord.clone(),
             self.keeper.clone(),
@@ -256,9 +292,7 @@ impl Dsync {
     /// ```
     #[track_caller]
     pub fn semaphore(&self, name: &str, permits: usize) -> Result<crate::Semaphore, Error> {
-        let caller = Location::caller();
-        let source: Arc<str> =
-            format!("{}:{}:{}", caller.file(), caller.line(), caller.column()).into();
+        let source = crate::source::or_caller(self.source.as_ref(), Location::caller());
         let mutex = |names: Vec<String>| {
             DRWMutex::new(
                 self.coord.clone(),
@@ -406,6 +440,7 @@ impl DsyncBuilder {
                 rng,
             )),
             keeper: Arc::default(),
+            source: None,
         })
     }
 }

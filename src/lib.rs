@@ -59,7 +59,7 @@ use quorum_lock::net::{connect_all, RemoteConfig};
 #     tokio::spawn(serve);
 #     nodes.push(addr.to_string());
 # }
-// The same servers, in the same order, on every client:
+// The same servers on every client (in any order):
 // ["10.0.0.1:7070", "10.0.0.2:7070", "10.0.0.3:7070"], say.
 let lockers = connect_all(&nodes, RemoteConfig::new("s3cret")).await?;
 let ds = Dsync::new(lockers)?;
@@ -162,6 +162,7 @@ mod refresh;
 mod release;
 mod round;
 mod semaphore;
+mod source;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -101,8 +101,57 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
                 name.len()
             )));
         }
+        // A name is shown on one line of a listing, a log or an error; a
+        // newline or an escape sequence in it would forge or hide lines.
+        if let Some(why) = control_character(name) {
+            return Err(Error::invalid(format!(
+                "resource name {} contains {why}: names must not contain control characters",
+                shown(name)
+            )));
+        }
     }
     Ok(())
+}
+
+/// The first control character of `text`, named, with its byte offset:
+/// `the control character U+000A (line feed) at byte 3`. `None` when
+/// there is none.
+pub(crate) fn control_character(text: &str) -> Option<String> {
+    let (at, c) = text.char_indices().find(|(_, c)| c.is_control())?;
+    let name = match c {
+        '\0' => " (NUL)",
+        '\t' => " (tab)",
+        '\n' => " (line feed)",
+        '\r' => " (carriage return)",
+        '\u{1b}' => " (escape)",
+        '\u{7f}' => " (delete)",
+        _ => "",
+    };
+    Some(format!(
+        "the control character U+{:04X}{name} at byte {at}",
+        u32::from(c)
+    ))
+}
+
+/// Longest part of a name quoted in a message, in characters.
+const SHOWN: usize = 64;
+
+/// `name` as a message quotes it: escaped, so that it stays on one line,
+/// and cut after [`SHOWN`] characters with its length in bytes, so that a
+/// long name does not drown the message.
+pub(crate) fn shown(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .take(SHOWN)
+        .collect::<String>()
+        .escape_debug()
+        .collect();
+    out.insert(0, '"');
+    out.push('"');
+    if name.chars().nth(SHOWN).is_some() {
+        out = format!("{}…\" ({} bytes)", &out[..out.len() - 1], name.len());
+    }
+    out
 }
 
 /// One lock server, as seen by the [`Dsync`](crate::Dsync) coordinator.
@@ -317,5 +366,41 @@ pub trait NetLocker: Send + Sync {
     /// locker had already freed it. The default, `None`, skips that check.
     fn validity(&self) -> Option<std::time::Duration> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_control_characters_are_refused_saying_which_and_where() {
+        let err = validate_names(&["ok", "job\n1"]).expect_err("a newline");
+        let text = err.to_string();
+        for words in [
+            "\"job\\n1\"",
+            "U+000A (line feed) at byte 3",
+            "must not contain control characters",
+        ] {
+            assert!(text.contains(words), "{words:?} missing: {text}");
+        }
+        assert!(!text.contains('\n'), "the message spans lines: {text}");
+        for bad in ["\u{1b}[2J", "nul\0", "del\u{7f}", "c1\u{85}", "tab\t"] {
+            assert!(validate_names(&[bad]).is_err(), "{bad:?} accepted");
+        }
+        // Printable names, Unicode ones too, are fine.
+        assert!(validate_names(&["reports/2026-11", "ümlaut é 日本", "a b"]).is_ok());
+    }
+
+    #[test]
+    fn shown_names_are_escaped_and_cut() {
+        assert_eq!(shown("plain"), "\"plain\"");
+        assert_eq!(shown("a\nb"), "\"a\\nb\"");
+        let long = "x".repeat(2000);
+        let text = shown(&long);
+        assert_eq!(text, format!("\"{}…\" (2000 bytes)", "x".repeat(SHOWN)));
+        // Cut by characters, never inside one.
+        let wide = "é".repeat(100);
+        assert!(shown(&wide).ends_with("…\" (200 bytes)"));
     }
 }

@@ -16,7 +16,14 @@ use clap::{Args, Parser, Subcommand};
 /// `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
 /// nodes, a read lock ⌈n/2⌉.
 #[derive(Debug, Parser)]
-#[command(name = "quorum-lock", version, after_long_help = TOP_HELP)]
+// clap's own `help` subcommand refuses flags, so `help --help` failed:
+// `help` is a subcommand of ours (`Command::Help`).
+#[command(
+    name = "quorum-lock",
+    version,
+    after_long_help = TOP_HELP,
+    disable_help_subcommand = true
+)]
 #[command(after_help = "Run 'quorum-lock help <COMMAND>' for the flags and examples of a command.")]
 pub struct Cli {
     /// What to do.
@@ -62,6 +69,17 @@ pub enum Command {
     /// certificates for mutual TLS, as PEM files.
     #[command(after_help = CERTS_EXAMPLES)]
     Certs(CertsArgs),
+    /// Print this message or the help of the given command.
+    Help(HelpArgs),
+}
+
+/// `quorum-lock help [COMMAND]`.
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// The command whose help to print, as `quorum-lock COMMAND --help`
+    /// does; without it, the help of quorum-lock itself.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
 }
 
 /// Shown after the command list of `quorum-lock --help`. The exit codes
@@ -432,8 +450,11 @@ pub struct ServerArgs {
 /// The nodes and credentials every client subcommand needs.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Comma-separated lock servers, host:port each, the same list and order
-    /// on every client. Either this or --redis.
+    /// Comma-separated lock servers, host:port each. Every client of the
+    /// same locks must list the same servers, since a lock is granted by a
+    /// majority of the list: two clients with different lists could each
+    /// count a majority of their own and both hold it. The order does not
+    /// matter. Either this or --redis.
     #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
     pub nodes: Option<String>,
     #[command(flatten)]

@@ -52,6 +52,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
     };
     let Client { ds, lease, grace } =
         Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
+    let ds = ds.with_source(crate::words::source_of("elect", &args.command))?;
     let election = election(&ds, &args.name)?;
     tokio::select! {
         checked = check_support(&election) => checked?,
@@ -203,8 +204,12 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
 }
 
 fn election(ds: &quorum_lock::Dsync, name: &str) -> Result<Election, Failure> {
-    ds.election(name)
-        .map_err(|e| Failure::usage(format!("bad election name '{name}': {e}")))
+    ds.election(name).map_err(|e| {
+        Failure::usage(format!(
+            "bad election name {}: {e}",
+            crate::words::shown(name)
+        ))
+    })
 }
 
 /// Fails clearly when the nodes cannot hold an election (lock servers

@@ -97,7 +97,7 @@ impl Fleet {
         match self {
             Fleet::Servers(servers) => {
                 let down = Down::of(servers);
-                (down.code(), down.advice(args).map(str::to_owned))
+                (down.code(), down.advice(args))
             }
             Fleet::Redis(_) => {
                 if missing.iter().any(|m| redis_nodes::is_auth(m.reason())) {

@@ -27,6 +27,7 @@ pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
         stop = signals.recv() => return Ok(signalled(stop)),
     };
     let Client { ds, .. } = Client::new(&cluster, args.validity, None, args.owner.as_deref())?;
+    let ds = ds.with_source(crate::words::source_of("lock", &[]))?;
     let target = Target::new(&ds, &args.name, args.read, args.permits)?;
     let waiting_for = describe(&args.name, args.permits, None);
     let acquired = tokio::select! {

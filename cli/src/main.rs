@@ -20,13 +20,14 @@ mod signals;
 mod status;
 mod target;
 mod waiting;
+mod words;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
@@ -77,6 +78,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// `quorum-lock help [COMMAND]`: exactly what `quorum-lock [COMMAND]
+/// --help` prints, by asking clap for that.
+fn help(command: Option<&str>) -> Result<u8, Failure> {
+    let argv = ["quorum-lock"].into_iter().chain(command).chain(["--help"]);
+    match Cli::command().try_get_matches_from(argv) {
+        Err(err) if err.kind() == ErrorKind::DisplayHelp => {
+            err.print()
+                .map_err(|e| Failure::new(FAILURE, format!("cannot print the help: {e}")))?;
+            Ok(0)
+        }
+        Err(err) => Err(Failure::usage(format!(
+            "{} (see --help)",
+            fail::one_line(&err.render().to_string())
+        ))),
+        // `--help` always ends the parse with the help.
+        Ok(_) => Ok(0),
+    }
+}
+
 async fn dispatch(command: Command) -> Result<u8, Failure> {
     match command {
         Command::Server(args) => server::serve(args).await.map(|()| 0),
@@ -107,6 +127,7 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
         Command::ForceUnlock(args) => admin::force_unlock(args).await,
         Command::Status(args) => status::status(args).await,
         Command::Certs(args) => certs::certs(args),
+        Command::Help(args) => help(args.command.as_deref()),
     }
 }
 

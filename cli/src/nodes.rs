@@ -235,42 +235,54 @@ impl Down {
         }
     }
 
-    /// Which flag to change, when the reasons point at one; the library
-    /// says what is wrong in its own terms.
-    pub fn advice(&self, args: &ClientArgs) -> Option<&'static str> {
-        let said = |words: &str| {
-            self.0
-                .iter()
-                .filter_map(|(_, err)| err.as_ref())
-                .any(|err| err.to_string().contains(words))
-        };
-        if said("requires a client certificate") && args.tls_cert.is_none() {
-            Some(
-                "the servers require a client certificate: pass --tls-cert FILE and --tls-key \
-                 FILE ('quorum-lock certs --client NAME' makes them)",
-            )
-        } else if said("refused this client's certificate") {
-            Some(
-                "the servers refused --tls-cert: it must be signed by the CA in their \
-                 --tls-client-ca ('quorum-lock certs --client NAME' with that CA makes one)",
-            )
-        } else if said("not valid for name") {
-            Some(
-                "each server's certificate must name its host as given in --nodes \
-                 ('quorum-lock certs --node HOST' makes one), or pass --tls-server-name NAME",
-            )
-        } else if said("not signed by a CA this client trusts") {
-            Some("--tls-ca must hold the CA certificate that signed the servers' certificates")
-        } else if said("renew the server's certificate") {
-            Some("renew the servers' certificates ('quorum-lock certs --node HOST --force')")
-        } else if said("if the server serves TLS") && args.tls_ca.is_none() {
-            Some("the servers serve TLS: pass --tls-ca FILE, the CA that signed their certificates")
-        } else if said("check that it serves TLS") {
-            Some("the servers do not seem to serve TLS: start them with --tls-cert and --tls-key, or drop --tls-ca")
-        } else {
-            None
+    /// Which flags or addresses to change, when the reasons point at
+    /// them: one piece of advice per cause, in the order the servers were
+    /// given; the library says what is wrong in its own terms.
+    pub fn advice(&self, args: &ClientArgs) -> Option<String> {
+        let mut advice: Vec<&'static str> = Vec::new();
+        for err in self.0.iter().filter_map(|(_, err)| err.as_ref()) {
+            if let Some(words) = advice_for(&err.to_string(), args) {
+                if !advice.contains(&words) {
+                    advice.push(words);
+                }
+            }
         }
+        (!advice.is_empty()).then(|| advice.join("; "))
     }
+}
+
+/// The flag to change for one server's reason, if the reason names one.
+fn advice_for(reason: &str, args: &ClientArgs) -> Option<&'static str> {
+    let said = |words: &str| reason.contains(words);
+    let advice = if said("requires a client certificate") && args.tls_cert.is_none() {
+        "the servers require a client certificate: pass --tls-cert FILE and --tls-key FILE \
+         ('quorum-lock certs --client NAME' makes them)"
+    } else if said("refused this client's certificate") {
+        "the servers refused --tls-cert: it must be signed by the CA in their --tls-client-ca \
+         ('quorum-lock certs --client NAME' with that CA makes one)"
+    } else if said("the host this client connects to") {
+        "each server's certificate must name its host as given in --nodes ('quorum-lock certs \
+         --node HOST' makes one), or pass --tls-server-name NAME"
+    } else if said("presents a CA certificate as its own") {
+        "start each server with its own certificate and key ('quorum-lock certs --node HOST' \
+         makes them), not with the CA's ca.pem"
+    } else if said("not signed by a CA this client trusts") {
+        "--tls-ca must hold the CA certificate that signed the servers' certificates"
+    } else if said("renew the server's certificate") {
+        "renew the servers' certificates ('quorum-lock certs --node HOST --force')"
+    } else if said("it serves TLS only") && args.tls_ca.is_none() {
+        "the servers serve TLS: pass --tls-ca FILE, the CA that signed their certificates"
+    } else if said("does not serve TLS") || said("check that it serves TLS") {
+        "the servers do not serve TLS: start them with --tls-cert and --tls-key, or drop --tls-ca"
+    } else if said("it is a Redis server") {
+        "--nodes takes lock servers ('quorum-lock server'); for Redis servers pass --redis \
+         redis://HOST:PORT,... instead"
+    } else if said("is this the port of a lock server?") {
+        "each --nodes entry must be the --listen address of a 'quorum-lock server'"
+    } else {
+        return None;
+    };
+    Some(advice)
 }
 
 /// The kind of nodes a client command talks to: lock servers (`--nodes`)

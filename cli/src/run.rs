@@ -47,6 +47,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     };
     let Client { ds, lease, grace } =
         Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
+    let ds = ds.with_source(crate::words::source_of("run", &args.command))?;
     let target = Target::new(&ds, &args.name, args.read, args.permits)?;
 
     let waiting_for = describe(&args.name, args.permits, None);

@@ -101,12 +101,18 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     let (budget, max_connections) = (config.memory_budget(), config.max_connections);
     let server =
         LockServer::new(locker.clone(), config).map_err(|e| Failure::usage(e.to_string()))?;
+    let (unauthenticated_mib, client_mib) = (
+        budget.unauthenticated / (1 << 20),
+        budget.client / (1 << 20),
+    );
+    // The values in the words, for people; as fields too, for log queries.
     tracing::info!(
         max_connections,
-        unauthenticated_mib = budget.unauthenticated / (1 << 20),
-        client_mib = budget.client / (1 << 20),
-        "memory budget: peers without a token can add at most unauthenticated_mib, \
-         clients with the token at most client_mib (lock table included)"
+        unauthenticated_mib,
+        client_mib,
+        "memory budget: peers without a token can add at most {unauthenticated_mib} MiB, \
+         clients with the token at most {client_mib} MiB (lock table included), over at most \
+         {max_connections} connections"
     );
     if let Some(ca) = &args.tls_client_ca {
         tracing::info!(client_ca = %ca.display(), "serving TLS only, to clients with a certificate from the client CA");

@@ -828,10 +828,13 @@ impl LocalLocker {
     }
 }
 
-/// The one resource an election call names.
+/// The one resource an election call names, checked as every name is.
 fn election_resource(args: &LockArgs) -> Result<&str, Error> {
     match &*args.resources {
-        [one] => Ok(one),
+        [one] => {
+            crate::locker::validate_names(std::slice::from_ref(one))?;
+            Ok(one)
+        }
         list => Err(Error::invalid(format!(
             "an election call names exactly one resource, not {}",
             list.len()

@@ -258,9 +258,19 @@ impl RemoteLocker {
             Some(conn) if conn.is_alive() => Ok(conn),
             _ => {
                 reconnect_later(&self.shared);
+                // Why the latest attempt failed, so that what a failed
+                // lock reports for this server says more than "not
+                // connected": a wrong port, a TLS mismatch, a refusal.
+                let reason = match self.shared.connect_error() {
+                    Some(err) => format!(
+                        "not connected ({}), reconnecting in the background",
+                        err.locker_reason()
+                    ),
+                    None => "not connected, reconnecting in the background".to_owned(),
+                };
                 Err(Error::LockerUnavailable {
                     endpoint: self.shared.endpoint.clone(),
-                    reason: "not connected; reconnecting in the background".into(),
+                    reason,
                 })
             }
         }

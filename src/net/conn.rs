@@ -30,6 +30,7 @@ use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
 use super::io::BoxIo;
 use super::pushes::Pushes;
+use super::sniff;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
@@ -128,7 +129,10 @@ impl Connection {
         }
     }
 
-    /// Connects and exchanges `Hello` (of `version`) and `Welcome`.
+    /// Connects and exchanges `Hello` (of `version`) and `Welcome`, all
+    /// before `deadline`. Each step that can run out of time says which it
+    /// was, and an answer that is not a `Welcome` is named from its first
+    /// bytes ([`sniff`]) at once, without waiting for the deadline.
     async fn handshake(
         endpoint: &str,
         config: &RemoteConfig,
@@ -140,17 +144,34 @@ impl Connection {
             endpoint: endpoint.to_owned(),
             reason,
         };
-        let handshake = async {
-            let stream = TcpStream::connect(endpoint)
-                .await
-                .map_err(|e| unavailable(format!("cannot connect: {e}")))?;
-            let _ = stream.set_nodelay(true);
-            let stream = secure(stream, endpoint, config).await?;
-            let mut transport = Framed::new(stream, wire::codec());
-            let hello = Hello {
-                version,
-                token: config.token.clone(),
-            };
+        let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(endpoint)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(unavailable(cannot_connect(&e))),
+            Err(_) => {
+                return Err(unavailable(format!(
+                    "no connection within {connect_timeout:?}: the host does not answer (it is \
+                     down or unreachable, or a firewall drops the connection)"
+                )))
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let stream = match tokio::time::timeout_at(deadline, secure(stream, endpoint, config)).await
+        {
+            Ok(secured) => secured?,
+            Err(_) => {
+                return Err(unavailable(format!(
+                    "the server accepted the connection but finished no TLS handshake within \
+                     {connect_timeout:?}: it is stopped or overloaded, or it is not a lock \
+                     server{SILENT}"
+                )))
+            }
+        };
+        let mut transport = Framed::new(stream, wire::codec());
+        let hello = Hello {
+            version,
+            token: config.token.clone(),
+        };
+        let exchange = async {
             // With TLS 1.3 the server checks a client certificate only after
             // the client finished its side of the TLS handshake: a refusal
             // arrives here, as an alert, instead of a `Welcome`.
@@ -166,18 +187,49 @@ impl Connection {
                     .unwrap_or_else(|| unavailable(format!("handshake failed: {e}"))));
             }
             match transport.next().await {
-                Some(Ok(frame)) => Ok((transport, wire::decode::<Welcome>(&frame)?)),
+                Some(Ok(frame)) => wire::decode::<Welcome>(&frame)
+                    .map_err(|_| unavailable(sniff::answer_from_server(&frame))),
                 Some(Err(e)) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
-                    unavailable(format!("handshake failed: {e}{}", not_ours(config, &e)))
+                    // A length beyond any frame, or a stream that ended in
+                    // the middle of one: what was read says who answered.
+                    let read = transport.read_buffer();
+                    if read.is_empty() {
+                        unavailable(format!("handshake failed: {e}"))
+                    } else {
+                        unavailable(sniff::answer_from_server(read))
+                    }
                 })),
                 None => Err(unavailable(
                     "the server closed the connection during the handshake".into(),
                 )),
             }
         };
-        tokio::time::timeout_at(deadline, handshake)
-            .await
-            .map_err(|_| unavailable(format!("no handshake within {connect_timeout:?}")))?
+        match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(Ok(welcome)) => Ok((transport, welcome)),
+            Ok(Err(err)) => Err(err),
+            Err(_) => {
+                let read = transport.read_buffer();
+                Err(unavailable(if read.is_empty() {
+                    format!(
+                        "the server accepted the connection but did not answer the handshake \
+                         within {connect_timeout:?}: it is stopped or overloaded, or it is not \
+                         a lock server{SILENT}"
+                    )
+                } else if read.first() == Some(&0) {
+                    // The start of a frame of ours, maybe: a lock server
+                    // that stalled in the middle of its `Welcome`.
+                    format!(
+                        "the server began to answer the handshake but did not finish within \
+                         {connect_timeout:?}: it is stopped or overloaded"
+                    )
+                } else {
+                    format!(
+                        "{}, and sent nothing more within {connect_timeout:?}",
+                        sniff::answer_from_server(read)
+                    )
+                }))
+            }
+        }
     }
 
     /// Runs the reader and writer of an authenticated transport on the
@@ -374,6 +426,22 @@ impl Drop for DownOnDrop {
     }
 }
 
+/// Said of a server that stays silent: it may speak another protocol,
+/// one that waits for a request of its own.
+const SILENT: &str = " (a Redis server, for one, says nothing to a lock client)";
+
+/// Why a TCP connection was not made.
+fn cannot_connect(err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            "cannot connect: connection refused, nothing listens on that port (is the server \
+             running, and is this its port?)"
+                .to_owned()
+        }
+        _ => format!("cannot connect: {err}"),
+    }
+}
+
 /// Wraps the stream in TLS when the config asks for it, expecting the
 /// name [`ClientTls`](super::ClientTls) gives for `endpoint`.
 async fn secure(stream: TcpStream, endpoint: &str, config: &RemoteConfig) -> Result<BoxIo, Error> {
@@ -383,39 +451,24 @@ async fn secure(stream: TcpStream, endpoint: &str, config: &RemoteConfig) -> Res
         return match tls.connector.connect(name, stream).await {
             Ok(stream) => Ok(Box::new(stream)),
             Err(e) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
-                let hint = if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    " (the server closed the connection: check that it serves TLS)"
-                } else {
-                    ""
-                };
+                let reason = super::tls::plain_answer(&e).unwrap_or_else(|| {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        "the server closed the connection during the TLS handshake: check that \
+                         it serves TLS"
+                            .to_owned()
+                    } else {
+                        format!("TLS handshake failed: {e}")
+                    }
+                });
                 Error::LockerUnavailable {
                     endpoint: endpoint.to_owned(),
-                    reason: format!("TLS handshake failed: {e}{hint}"),
+                    reason,
                 }
             })),
         };
     }
     let _ = (endpoint, config);
     Ok(Box::new(stream))
-}
-
-/// What to add when the server's first answer is no frame of ours: a TLS
-/// alert, most likely, from a server that serves TLS to a client that does
-/// not.
-fn not_ours(config: &RemoteConfig, err: &std::io::Error) -> &'static str {
-    #[cfg(feature = "tls")]
-    if config.tls.is_some() {
-        return "";
-    }
-    let _ = config;
-    let garbled = err
-        .get_ref()
-        .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>());
-    if garbled {
-        " (the answer is not this protocol: if the server serves TLS, connect with TLS)"
-    } else {
-        ""
-    }
 }
 
 /// [`Error::Tls`] when `err` is a TLS failure over a certificate.

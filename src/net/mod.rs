@@ -43,6 +43,7 @@ mod pushes;
 mod released;
 mod server;
 mod session;
+mod sniff;
 #[cfg(feature = "tls")]
 mod tls;
 mod waits;

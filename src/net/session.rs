@@ -18,6 +18,7 @@ use super::io::BoxIo;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::metrics::{AuthRefusal, Limit};
 use super::server::{Role, ServerState, Slot};
+use super::sniff;
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
@@ -60,7 +61,10 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         };
         match handshake {
             Ok(Ok(stream)) => return session(Box::new(stream), peer, server, &slot).await,
-            Ok(Err(err)) => tracing::warn!(%peer, %err, "TLS handshake failed"),
+            Ok(Err(err)) => match super::tls::accept_failure(&err) {
+                (true, why) => tracing::warn!(%peer, %err, "TLS handshake failed: {why}"),
+                (false, why) => tracing::debug!(%peer, %err, "{why}"),
+            },
             Err(_) => tracing::warn!(%peer, "no TLS handshake in time"),
         }
         server.metrics.auth_refused(AuthRefusal::Tls);
@@ -234,12 +238,23 @@ async fn handshake(
     let malformed = |reason: String| (AuthRefusal::Malformed, reason);
     let hello: Result<Hello, (AuthRefusal, String)> = match first {
         Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| malformed(e.to_string())),
+        Ok(Some(Err(err))) if closed(&err) => {
+            // Gone before saying anything: a port check, or a client that
+            // gave up. Nobody to answer, and nothing wrong with the server.
+            tracing::debug!(%peer, %err, "closed before its handshake");
+            return None;
+        }
         Ok(Some(Err(err))) if too_big(&err) => {
             server.metrics.refused_by(Limit::HelloFrame);
-            Err(malformed(format!(
-                "bad frame: {err}: at most {} bytes may be sent before the handshake",
-                wire::MAX_HELLO_FRAME
-            )))
+            // Any text, TLS record or other protocol gets here with its
+            // first four bytes: say what spoke, if it is plain.
+            let reason = sniff::client_that_sent(conn.read_buffer()).unwrap_or_else(|| {
+                format!(
+                    "bad frame: {err}: at most {} bytes may be sent before the handshake",
+                    wire::MAX_HELLO_FRAME
+                )
+            });
+            Err(malformed(reason))
         }
         Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
         Ok(None) => return None,
@@ -317,14 +332,30 @@ struct Asked {
     push: bool,
 }
 
-/// Whether a read failed because the client went away: a TLS client that
-/// sent no close_notify, or a socket reset because the client closed it
-/// with replies unread.
+/// Whether a read failed because the client went away rather than because
+/// it broke the protocol: a TLS client that sent no close_notify, a socket
+/// reset because the client closed it with replies unread, a peer that
+/// vanished from the network, or a stream that ended in the middle of a
+/// frame (a client killed while it wrote; nothing of the cut frame is
+/// acted upon).
 fn closed(err: &std::io::Error) -> bool {
-    matches!(
-        err.kind(),
-        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
-    )
+    use std::io::ErrorKind;
+    match err.kind() {
+        ErrorKind::UnexpectedEof
+        | ErrorKind::ConnectionReset
+        | ErrorKind::ConnectionAborted
+        | ErrorKind::BrokenPipe
+        | ErrorKind::NotConnected
+        | ErrorKind::TimedOut
+        | ErrorKind::HostUnreachable
+        | ErrorKind::NetworkUnreachable => true,
+        // The codec's end of stream inside a frame has no kind of its own
+        // (tokio-util's `Decoder::decode_eof`); its words are all there is.
+        ErrorKind::Other => err
+            .get_ref()
+            .is_some_and(|inner| inner.to_string() == "bytes remaining on stream"),
+        _ => false,
+    }
 }
 
 /// Whether the codec refused a frame for its length.

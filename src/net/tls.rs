@@ -258,37 +258,16 @@ fn connector(
 
 /// The reason to report when a TLS exchange failed over a certificate
 /// (ours refused by the server, or the server's by us), with what to fix;
-/// `None` for other failures, which are worth retrying.
+/// `None` for other failures, which are worth retrying. No `;` in it:
+/// callers list several servers' reasons separated by `;`.
 pub(crate) fn certificate_problem(err: &std::io::Error) -> Option<String> {
     let tls = err.get_ref()?.downcast_ref::<rustls::Error>()?;
-    let advice = match tls {
-        rustls::Error::InvalidCertificate(problem) => match problem {
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                "the server's certificate must name the host the client connects to (as a DNS \
-                 name or IP address among its subject alternative names), or the client must be \
-                 told which name to expect"
-            }
-            CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-                "the server's certificate is not signed by a CA this client trusts: trust the CA \
-                 that signed it, or give the server a certificate from the trusted CA"
-            }
-            CertificateError::Expired
-            | CertificateError::ExpiredContext { .. }
-            | CertificateError::NotValidYet
-            | CertificateError::NotValidYetContext { .. } => {
-                "renew the server's certificate, or check the clocks of both machines"
-            }
-            CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
-                "the server's certificate is not made for a TLS server (extended key usage)"
-            }
-            _ => "the server's certificate is not acceptable",
-        },
+    Some(match tls {
+        rustls::Error::InvalidCertificate(problem) => server_certificate(problem),
         rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => {
-            return Some(
-                "the server requires a client certificate (mutual TLS) and this client presented \
-                 none: give the client a certificate signed by a CA the server trusts for clients"
-                    .into(),
-            )
+            "the server requires a client certificate (mutual TLS) and this client presented \
+             none: give the client a certificate signed by a CA the server trusts for clients"
+                .into()
         }
         rustls::Error::AlertReceived(
             alert @ (AlertDescription::BadCertificate
@@ -301,15 +280,139 @@ pub(crate) fn certificate_problem(err: &std::io::Error) -> Option<String> {
             // A certificate whose issuer has a trusted CA's name but
             // not its key: its signature does not verify.
             | AlertDescription::DecryptError),
-        ) => {
-            return Some(format!(
-                "the server refused this client's certificate ({alert:?}): it must be signed by a \
-                 CA the server trusts for clients, be unexpired, and be made for a TLS client"
-            ))
-        }
+        ) => format!(
+            "the server refused this client's certificate ({alert:?}): it must be signed by a \
+             CA the server trusts for clients, be unexpired, and be made for a TLS client"
+        ),
         _ => return None,
+    })
+}
+
+/// What is wrong with the server's certificate, in words, and what to do.
+fn server_certificate(problem: &CertificateError) -> String {
+    match problem {
+        CertificateError::NotValidForNameContext {
+            expected,
+            presented,
+        } => format!(
+            "the server's certificate is for {}, not for {}, the host this client connects to: \
+             the certificate must name that host (as a DNS name or IP address among its subject \
+             alternative names), or the client must be told which name to expect",
+            names(presented),
+            expected.to_str()
+        ),
+        CertificateError::NotValidForName => {
+            "the server's certificate does not name the host this client connects to: the \
+             certificate must name that host (as a DNS name or IP address among its subject \
+             alternative names), or the client must be told which name to expect"
+                .into()
+        }
+        CertificateError::UnknownIssuer | CertificateError::BadSignature => {
+            "the server's certificate is not signed by a CA this client trusts: trust the CA \
+             that signed it, or give the server a certificate from the trusted CA"
+                .into()
+        }
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+            "the server's certificate has expired: renew the server's certificate, or check the \
+             clocks of both machines"
+                .into()
+        }
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet: check the clocks of both machines, or \
+             renew the server's certificate"
+                .into()
+        }
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            "the server's certificate is not made for a TLS server (its extended key usage): \
+             give the server a certificate made for a server"
+                .into()
+        }
+        // webpki's error, which rustls passes on without a variant of its
+        // own: the certificate can sign others, so it is no server's.
+        CertificateError::Other(other) if other.to_string().contains("CaUsedAsEndEntity") => {
+            "the server presents a CA certificate as its own: a server needs a certificate of \
+             its own, signed by the CA, not the CA's certificate"
+                .into()
+        }
+        other => format!("the server's certificate is not acceptable ({other})"),
+    }
+}
+
+/// The names a certificate carries, as webpki lists them
+/// (`DnsName("db1")`, `IpAddress(10.0.0.1)`), without the wrapping.
+fn names(presented: &[String]) -> String {
+    let plain: Vec<&str> = presented
+        .iter()
+        .map(|name| {
+            let name = name.as_str();
+            name.strip_prefix("DnsName(\"")
+                .and_then(|n| n.strip_suffix("\")"))
+                .or_else(|| {
+                    name.strip_prefix("IpAddress(")
+                        .and_then(|n| n.strip_suffix(')'))
+                })
+                .unwrap_or(name)
+        })
+        .collect();
+    match plain.as_slice() {
+        [] => "no name at all".to_owned(),
+        names => names.join(", "),
+    }
+}
+
+/// Why a TLS client's handshake failed when the server answered with
+/// something that is not TLS: a server that serves plain TCP, or no lock
+/// server at all. `None` for other failures.
+pub(crate) fn plain_answer(err: &std::io::Error) -> Option<String> {
+    let tls = err.get_ref()?.downcast_ref::<rustls::Error>()?;
+    matches!(tls, rustls::Error::InvalidMessage(_)).then(|| {
+        "the server answered without TLS: it does not serve TLS (or it is not a lock server), \
+         and this client connects with TLS"
+            .to_owned()
+    })
+}
+
+/// How a server reports a TLS handshake that failed: whether it is worth a
+/// warning, and why it failed in words. A peer that closed before saying
+/// anything (a port check, a client that gave up) is no warning.
+pub(crate) fn accept_failure(err: &std::io::Error) -> (bool, String) {
+    let Some(tls) = err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        let closed = matches!(
+            err.kind(),
+            std::io::ErrorKind::UnexpectedEof
+                | std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+        );
+        return if closed {
+            (
+                false,
+                "the peer closed the connection before the TLS handshake ended".into(),
+            )
+        } else {
+            (true, format!("TLS handshake failed: {err}"))
+        };
     };
-    Some(format!("{tls}; {advice}"))
+    let why = match tls {
+        rustls::Error::InvalidMessage(_) => "a client that does not speak TLS (a client without \
+             TLS, or no lock client): this server serves TLS only"
+            .to_owned(),
+        rustls::Error::NoCertificatesPresented => "a client without a certificate: this server \
+             requires one signed by its client CA"
+            .to_owned(),
+        rustls::Error::InvalidCertificate(problem) => {
+            format!("the client's certificate was refused ({problem}): it must be signed by the client CA, be unexpired, and be made for a TLS client")
+        }
+        rustls::Error::AlertReceived(alert) => format!(
+            "the client refused this server's certificate ({alert:?}): the client trusts \
+             another CA, or expects another name"
+        ),
+        other => format!("TLS handshake failed: {other}"),
+    };
+    (true, why)
 }
 
 impl std::fmt::Debug for ServerTls {

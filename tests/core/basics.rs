@@ -56,6 +56,66 @@ fn invalid_resource_lists_are_rejected() {
 }
 
 #[test]
+fn names_with_control_characters_are_refused_everywhere() {
+    let (ds, lockers) = cluster(3);
+    for name in ["job\n1", "\u{1b}[31mred", "nul\0"] {
+        assert_invalid(ds.rw_mutex([name]), "a lock name");
+        assert_invalid(ds.election(name), "an election name");
+        assert_invalid(ds.semaphore(name, 2), "a semaphore name");
+    }
+    let err = ds.rw_mutex(["job\n1"]).expect_err("refused");
+    assert!(
+        err.to_string().contains("U+000A (line feed) at byte 3"),
+        "{err}"
+    );
+    // A locker refuses them too, for callers that build the arguments.
+    let args = quorum_lock::LockArgs {
+        uid: "u".into(),
+        resources: vec!["two\nlines".to_owned()].into(),
+        owner: "o".into(),
+        source: "s".into(),
+        quorum: 1,
+    };
+    assert_invalid(block_on(lockers[0].lock(&args)), "a locker's lock");
+    assert!(lockers[0].snapshot().is_empty());
+}
+
+#[tokio::test]
+async fn a_source_set_is_recorded_instead_of_the_callers_location() {
+    let (ds, lockers) = cluster(3);
+    let job = ds.with_source("run: ./backup.sh --full").expect("a source");
+    let guard = job.rw_mutex(["backup"]).unwrap().lock().await.unwrap();
+    let permit = job.semaphore("pool", 2).unwrap().acquire().await.unwrap();
+    let leading = job
+        .election("scheduler")
+        .unwrap()
+        .campaign(&b"me"[..])
+        .await
+        .unwrap();
+    let plain = ds.rw_mutex(["other"]).unwrap().lock().await.unwrap();
+    let mut sourced = Vec::new();
+    for info in lockers[0].snapshot() {
+        if info.resource == "other" {
+            // The original keeps the caller's location.
+            assert!(info.source.starts_with("tests/core/basics.rs:"), "{info:?}");
+        } else {
+            assert_eq!(info.source, "run: ./backup.sh --full", "{info:?}");
+            sourced.push(info.resource);
+        }
+    }
+    for resource in ["backup", "semaphore/pool/", "election/scheduler"] {
+        assert!(
+            sourced.iter().any(|r| r.starts_with(resource)),
+            "{resource} not held with the source: {sourced:?}"
+        );
+    }
+    drop((guard, permit, leading, plain));
+    for bad in ["", "two\nlines", &"x".repeat(513)] {
+        assert_invalid(ds.with_source(bad), "a bad source");
+    }
+}
+
+#[test]
 fn invalid_coordinators_are_rejected() {
     assert_invalid(Dsync::new(Vec::new()), "no lockers");
     let zero_acquire = Timeouts {

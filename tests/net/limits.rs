@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::wire::{
-    args_request, authenticate, closed_within, frame, read_frame, request, OP_HEALTH, OP_LOCK,
-    OP_UNLOCK,
+    args_request, authenticate, authenticate_as, closed_within, frame, leader_request,
+    lock_request, lock_wait_request, read_frame, request, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_UNLOCK,
+    VERSION_5,
 };
 use quorum_lock::net::{
     LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats, MAX_HELLO_FRAME,
@@ -155,6 +156,40 @@ async fn over_long_fields_are_refused_by_id_and_leave_nothing_behind() {
         &[b's'; MAX_SOURCE_LEN],
     );
     assert_eq!(ask(&mut stream, &ok).await.as_bytes(), [9, 0, 1]);
+}
+
+#[tokio::test]
+async fn names_with_control_characters_are_refused_by_the_server() {
+    // Sent raw, as a client that skips the library's own check would.
+    let node = start(LocalLocker::new(), ServerConfig::new(TOKEN)).await;
+    let (mut stream, _) = authenticate_as(&node.addr, TOKEN, VERSION_5).await.unwrap();
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("lock", lock_request(1, OP_LOCK, "u1", &["ok", "job\n1"])),
+        ("read lock", lock_request(2, OP_RLOCK, "u2", &["\u{1b}[2J"])),
+        (
+            "lock in line",
+            lock_wait_request(
+                3,
+                "u3",
+                &["tab\there"],
+                (1, 1),
+                Duration::from_secs(5),
+                false,
+            ),
+        ),
+        ("leader", leader_request(4, "u4", &["election/a\rb"], None)),
+    ];
+    for (what, payload) in cases {
+        let reply = ask(&mut stream, &payload).await;
+        assert!(
+            reply.contains("must not contain control characters"),
+            "{what}: {reply:?}"
+        );
+    }
+    assert!(node.locker.snapshot().is_empty(), "nothing was granted");
+    // The connection is still served.
+    let health = ask(&mut stream, &request(5, OP_HEALTH)).await;
+    assert_eq!(health.as_bytes()[..2], [5, 2], "Health reply: {health:?}");
 }
 
 #[tokio::test]

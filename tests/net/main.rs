@@ -11,6 +11,7 @@ mod wire;
 mod connect;
 mod election;
 mod expiry;
+mod foreign;
 mod fuzz;
 mod late_validity;
 mod limits;

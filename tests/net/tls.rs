@@ -118,6 +118,13 @@ async fn tls_connections_work_and_plain_clients_are_turned_away() {
         !plain.is_online(),
         "a plain-text client must not get through a TLS server"
     );
+    // The server's answer, a TLS alert, says at once what is wrong.
+    let why = plain.connect_error().map(|e| e.to_string());
+    assert!(
+        why.as_deref()
+            .is_some_and(|w| w.contains("answered in TLS: it serves TLS only")),
+        "{why:?}"
+    );
 }
 
 #[tokio::test]
@@ -138,10 +145,9 @@ async fn each_server_is_checked_against_the_host_it_is_reached_by() {
         .expect("an offline locker, not an error");
     let why = refusal(&by_ip);
     for words in [
-        "not valid for name",
-        "127.0.0.1",
-        "localhost",
-        "must name the host",
+        "certificate is for localhost, not for 127.0.0.1",
+        "the host this client connects to",
+        "must name that host",
     ] {
         assert!(why.contains(words), "{words:?} missing: {why}");
     }
@@ -292,4 +298,46 @@ async fn connect_all_goes_on_when_a_minority_refuses_tls() {
     let ds = Dsync::new(lockers).expect("dsync");
     let guard = ds.rw_mutex(["two-of-three"]).unwrap().lock().await.unwrap();
     guard.unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tls_client_of_a_plain_server_is_told_the_server_does_not_serve_tls() {
+    let server =
+        LockServer::new(Arc::new(LocalLocker::new()), ServerConfig::new(TOKEN)).expect("config");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().expect("address"), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind loopback");
+    tokio::spawn(serve);
+    let client = ClientTls::new(SELF_SIGNED).expect("client tls");
+    let locker = RemoteLocker::connect(format!("127.0.0.1:{}", bound.port()), config(client))
+        .await
+        .expect("an offline locker, not an error");
+    assert!(!locker.is_online());
+    let why = locker.connect_error().map(|e| e.to_string());
+    assert!(
+        why.as_deref()
+            .is_some_and(|w| w.contains("answered without TLS: it does not serve TLS")),
+        "{why:?}"
+    );
+    drop(stop);
+}
+
+#[tokio::test]
+async fn a_server_that_presents_its_ca_certificate_is_told_to_use_its_own() {
+    const CA_KEY: &[u8] = include_bytes!("../data/tls/ca-key.pem");
+    let node = serve(ServerTls::from_pem(CA, CA_KEY).expect("server tls")).await;
+    let client = ClientTls::new(CA).expect("client tls");
+    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(client))
+        .await
+        .expect("an offline locker, not an error");
+    let why = refusal(&locker);
+    assert!(
+        why.contains("presents a CA certificate as its own"),
+        "{why}"
+    );
+    assert!(!why.contains("CaUsedAsEndEntity"), "{why}");
 }
