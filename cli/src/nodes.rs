@@ -221,6 +221,21 @@ impl Down {
         parts.join("; ")
     }
 
+    /// Whether some node is not a lock server of this setup at all (a
+    /// Redis or HTTP server, TLS on one side only): waiting does not mend
+    /// that, so a client that would wait for its nodes fails at once.
+    pub fn mistaken(&self) -> bool {
+        const FOREIGN: [&str; 3] = [
+            "is this the port of a lock server?",
+            "it serves TLS only",
+            "it does not serve TLS",
+        ];
+        self.0.iter().any(|(_, err)| {
+            err.as_ref()
+                .is_some_and(|err| FOREIGN.iter().any(|words| err.to_string().contains(words)))
+        })
+    }
+
     /// 77 when servers refused TLS over certificates, as for a rejected
     /// token: a setting to change, not an outage to wait out. 69 otherwise.
     pub fn code(&self) -> u8 {
@@ -404,7 +419,7 @@ impl Cluster {
         let down = Down::of(&servers);
         let up = servers.len() - down.0.len();
         let need = needed(servers.len());
-        if up < need && (!wait || down.code() == AUTH) {
+        if up < need && (!wait || down.code() == AUTH || down.mistaken()) {
             let mut message = format!(
                 "only {up} of {} lock servers answered but {need} are needed for a quorum; \
                  unreachable: {}",
@@ -452,6 +467,29 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_that_are_no_lock_servers_are_told_from_servers_that_are_down() {
+        let failed = |reason: &str| {
+            Some(Error::LockerUnavailable {
+                endpoint: "x".into(),
+                reason: reason.into(),
+            })
+        };
+        let down = Down(vec![(
+            "a:1".into(),
+            failed("cannot connect: connection refused"),
+        )]);
+        assert!(!down.mistaken());
+        let redis = Down(vec![(
+            "a:1".into(),
+            failed(
+                "the server answered \"+PONG\" in the Redis protocol: it is a Redis server, \
+                 not a lock server (is this the port of a lock server?)",
+            ),
+        )]);
+        assert!(redis.mistaken());
+    }
 
     #[test]
     fn unreachable_servers_that_failed_alike_are_named_together() {

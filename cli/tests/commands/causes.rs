@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::redis_support::RedisServer;
 use crate::support::fake::{FakePeer, REDIS_ERROR};
-use crate::support::{cli, nodes, wait_until, Cli, Finished, Scratch, Server};
+use crate::support::{cli, nodes, Finished, Scratch, Server};
 
 const LIMIT: Duration = Duration::from_secs(40);
 
@@ -211,15 +211,18 @@ fn plain_tcp_against_tls_servers_says_they_serve_tls_at_once() {
     }
 }
 
+/// A run without `--timeout` waits for servers that are down, but TLS on
+/// the servers' side only is a mistake that waiting does not mend: it
+/// fails at once, naming each server and the cause.
 #[test]
-fn a_run_that_waits_for_its_servers_says_why_they_are_missing() {
+fn a_run_without_a_timeout_does_not_wait_for_servers_that_serve_tls() {
     let dir = Scratch::new("causes-waiting");
     let (flags, _) = localhost_certificate(&dir);
     let servers = tls_servers(&dir, &flags, 3);
     let list = nodes(&servers);
     let token = dir.token();
-    // Without --timeout, run waits for the servers instead of failing.
-    let waiting = Cli::spawn(
+    let started = Instant::now();
+    let failed = cli(
         &dir,
         &[
             "run",
@@ -227,18 +230,19 @@ fn a_run_that_waits_for_its_servers_says_why_they_are_missing() {
             &list,
             "--token-file",
             &token,
+            "--connect-timeout",
+            PATIENT,
             "job",
             "--",
             "true",
         ],
         &[],
+        LIMIT,
     );
-    wait_until(LIMIT, "the reason on stderr", || {
-        waiting.stderr_so_far().contains("waiting for them")
-    });
-    let said = waiting.stderr_so_far();
+    assert_eq!(failed.code, Some(69), "{failed:?}");
+    assert!(started.elapsed() < PROMPT, "{failed:?}");
     names_each(
-        &said,
+        &failed.stderr,
         &[addrs(&servers).join(", ")],
         "the server answered in TLS: it serves TLS only",
     );
@@ -350,4 +354,41 @@ fn a_real_redis_server_is_suspected_when_it_stays_silent() {
     ] {
         assert!(refused.stderr.contains(words), "{words:?}: {refused:?}");
     }
+}
+
+/// A run without `--timeout` waits for servers that are down, but not for
+/// nodes that are no lock servers of this setup: a Redis port in
+/// `--nodes` (or TLS on one side only) is a mistake that waiting does not
+/// mend, so it fails at once, naming the cause.
+#[test]
+fn a_run_without_a_timeout_does_not_wait_for_a_redis_port() {
+    let dir = Scratch::new("causes-no-wait");
+    let redis = [
+        FakePeer::answering(REDIS_ERROR),
+        FakePeer::answering(REDIS_ERROR),
+    ];
+    let server = Server::start(&dir, &["--no-quarantine"]);
+    let list = format!("{},{},{}", server.addr, redis[0].addr, redis[1].addr);
+    let token = dir.token();
+    let started = Instant::now();
+    let failed = cli(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &list,
+            "--token-file",
+            &token,
+            "--connect-timeout",
+            PATIENT,
+            "job",
+            "--",
+            "true",
+        ],
+        &[],
+        LIMIT,
+    );
+    assert_eq!(failed.code, Some(69), "{failed:?}");
+    assert!(failed.stderr.contains("Redis server"), "{failed:?}");
+    assert!(started.elapsed() < PROMPT, "{failed:?}");
 }
