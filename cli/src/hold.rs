@@ -17,9 +17,10 @@ use crate::fail::{Failure, FAILURE, LOST};
 use crate::nodes::Cluster;
 use crate::run::{finish_releases, signalled, Client};
 use crate::signals::Signals;
-use crate::target::{acquire_failure, describe, Patience, Target};
+use crate::target::{acquire_failure, check_name, describe, Patience, Target};
 
 pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
+    check_name(&args.name)?;
     let patience = Patience::of(args.nonblock, args.timeout);
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {

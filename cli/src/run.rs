@@ -31,7 +31,7 @@ use crate::child::{exit_code, Ended, Job, Spawn};
 use crate::fail::{Failure, LOST};
 use crate::nodes::Cluster;
 use crate::signals::{Signals, Stop};
-use crate::target::{acquire_failure, describe, Patience, Target};
+use crate::target::{acquire_failure, check_name, describe, Patience, Target};
 
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     // Refused before connecting when possible: bad flags should not cost a
@@ -39,6 +39,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     if let Some(validity) = args.validity {
         grace_for(args.grace, &lease_for(validity))?;
     }
+    check_name(&args.name)?;
     let patience = Patience::of(args.nonblock, args.timeout);
     let quorum = if args.read { read_quorum } else { write_quorum };
     let cluster = tokio::select! {

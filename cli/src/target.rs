@@ -159,6 +159,23 @@ impl Target {
     }
 }
 
+/// Refuses a name the library would refuse (empty, too long, control
+/// characters) before connecting: a bad name must not wait for servers.
+/// (A semaphore's names are longer by its prefix; `Target::new` checks
+/// those.)
+pub fn check_name(name: &str) -> Result<(), Failure> {
+    let probe = quorum_lock::LockArgs {
+        uid: "-".into(),
+        resources: vec![name.to_owned()].into(),
+        owner: "-".into(),
+        source: "-".into(),
+        quorum: 1,
+    };
+    probe
+        .validate_resources()
+        .map_err(|e| Failure::usage(format!("bad lock name: {e}")))
+}
+
 /// How messages name what is waited for: the lock, or the permit in
 /// `slot` of a semaphore of `permits` (any permit before one is granted).
 pub fn describe(name: &str, permits: Option<u16>, slot: Option<usize>) -> String {

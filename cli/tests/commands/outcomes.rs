@@ -222,3 +222,27 @@ fn lists(dir: &Scratch, server: &Server, name: &str) -> bool {
     assert_eq!(listed.code, Some(0), "{listed:?}");
     listed.stdout.lines().any(|l| l.starts_with(name))
 }
+
+#[test]
+fn a_bad_name_is_refused_before_waiting_for_servers() {
+    let dir = Scratch::new("net-outcome-bad-name");
+    // Nothing listens on these ports: a run would wait for them.
+    let closed: Vec<String> = (0..3)
+        .map(|_| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().to_string()
+        })
+        .collect();
+    let all = closed.join(",");
+    for verb in ["run", "lock"] {
+        let mut extra = vec!["bad\nname"];
+        if verb == "run" {
+            extra.extend(["--", "true"]);
+        }
+        let started = Instant::now();
+        let refused = spawn(&dir, verb, &all, &extra).finish(LIMIT);
+        assert_eq!(refused.code, Some(2), "{verb}: {refused:?}");
+        assert!(refused.stderr.contains("control character"), "{refused:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{refused:?}");
+    }
+}
