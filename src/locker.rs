@@ -117,6 +117,12 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// `the control character U+000A (line feed) at byte 3`. `None` when
 /// there is none.
 pub(crate) fn control_character(text: &str) -> Option<String> {
+    // Every lock call checks its names, so the common case is a byte scan:
+    // control characters are U+0000..=U+001F, U+007F and U+0080..=U+009F,
+    // the last encoded as 0xC2 followed by 0x80..=0x9F.
+    if !text.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2) {
+        return None;
+    }
     let (at, c) = text.char_indices().find(|(_, c)| c.is_control())?;
     let name = match c {
         '\0' => " (NUL)",
@@ -390,6 +396,19 @@ mod tests {
         }
         // Printable names, Unicode ones too, are fine.
         assert!(validate_names(&["reports/2026-11", "ümlaut é 日本", "a b"]).is_ok());
+    }
+
+    #[test]
+    fn the_byte_scan_finds_every_control_character_and_no_other() {
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            let text = format!("a{c}b");
+            assert_eq!(
+                control_character(&text).is_some(),
+                c.is_control(),
+                "U+{:04X}",
+                c as u32
+            );
+        }
     }
 
     #[test]
