@@ -10,47 +10,28 @@
 
 use std::io::{self, Write};
 
-use quorum_lock::quorum::{read_quorum, write_quorum};
-
 use crate::args::HoldArgs;
 use crate::fail::{Failure, FAILURE, LOST};
-use crate::nodes::Cluster;
-use crate::run::{finish_releases, signalled, Client};
+use crate::run::finish_releases;
 use crate::signals::Signals;
-use crate::target::{acquire_failure, check_name, describe, Patience, Target};
+use crate::target::{describe, take, Patience, Request, Taken};
 
 pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
-    check_name(&args.name)?;
-    let patience = Patience::of(args.nonblock, args.timeout);
-    let quorum = if args.read { read_quorum } else { write_quorum };
-    let cluster = tokio::select! {
-        cluster = Cluster::connect_for(&args.client, quorum, args.validity, patience) => cluster?,
-        stop = signals.recv() => return Ok(signalled(stop)),
+    let request = Request {
+        client: &args.client,
+        name: &args.name,
+        read: args.read,
+        permits: args.permits,
+        patience: Patience::of(args.nonblock, args.timeout),
+        validity: args.validity,
+        grace: None,
+        owner: args.owner.as_deref(),
+        source: crate::words::source_of("lock", &[]),
+        outcome: "nothing is held",
     };
-    let Client { ds, .. } = Client::new(&cluster, args.validity, None, args.owner.as_deref())?;
-    let ds = ds.with_source(crate::words::source_of("lock", &[]))?;
-    let target = Target::new(&ds, &args.name, args.read, args.permits)?;
-    let waiting_for = describe(&args.name, args.permits, None);
-    let acquired = tokio::select! {
-        guard = target.acquire(patience, &waiting_for) => guard,
-        stop = signals.recv() => {
-            finish_releases(&ds).await;
-            return Ok(signalled(stop));
-        }
-    };
-    let guard = match acquired {
-        Ok(guard) => guard,
-        Err(err) => {
-            finish_releases(&ds).await;
-            let outcome = "nothing is held";
-            return Err(acquire_failure(
-                err,
-                &args.name,
-                args.permits,
-                patience,
-                outcome,
-            ));
-        }
+    let (ds, guard) = match take(request, &mut signals).await? {
+        Taken::Held { ds, guard, .. } => (ds, guard),
+        Taken::Stopped(code) => return Ok(code),
     };
     let what = describe(&args.name, args.permits, guard.slot());
     let mut facts = vec![

@@ -23,7 +23,6 @@
 
 use std::time::Duration;
 
-use quorum_lock::quorum::{read_quorum, write_quorum};
 use quorum_lock::{Dsync, Error, Lease, Timeouts};
 
 use crate::args::RunArgs;
@@ -31,7 +30,7 @@ use crate::child::{exit_code, Ended, Job, Spawn};
 use crate::fail::{Failure, LOST};
 use crate::nodes::Cluster;
 use crate::signals::{Signals, Stop};
-use crate::target::{acquire_failure, check_name, describe, Patience, Target};
+use crate::target::{describe, take, Patience, Request, Taken};
 
 pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     // Refused before connecting when possible: bad flags should not cost a
@@ -39,43 +38,26 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     if let Some(validity) = args.validity {
         grace_for(args.grace, &lease_for(validity))?;
     }
-    check_name(&args.name)?;
-    let patience = Patience::of(args.nonblock, args.timeout);
-    let quorum = if args.read { read_quorum } else { write_quorum };
-    let cluster = tokio::select! {
-        cluster = Cluster::connect_for(&args.client, quorum, args.validity, patience) => cluster?,
-        stop = signals.recv() => return Ok(signalled(stop)),
+    let request = Request {
+        client: &args.client,
+        name: &args.name,
+        read: args.read,
+        permits: args.permits,
+        patience: Patience::of(args.nonblock, args.timeout),
+        validity: args.validity,
+        grace: args.grace,
+        owner: args.owner.as_deref(),
+        source: crate::words::source_of("run", &args.command),
+        outcome: "the command was not run",
     };
-    let Client { ds, lease, grace } =
-        Client::new(&cluster, args.validity, args.grace, args.owner.as_deref())?;
-    let ds = ds.with_source(crate::words::source_of("run", &args.command))?;
-    let target = Target::new(&ds, &args.name, args.read, args.permits)?;
-
-    let waiting_for = describe(&args.name, args.permits, None);
-    let acquired = tokio::select! {
-        guard = target.acquire(patience, &waiting_for) => guard,
-        stop = signals.recv() => {
-            finish_releases(&ds).await;
-            return Ok(signalled(stop));
-        }
-    };
-    let guard = match acquired {
-        Ok(guard) => guard,
-        Err(err) => {
-            // A failed acquire releases what it took on the way (a place
-            // in line, a semaphore's line or count check) in the
-            // background; let that reach the nodes before exiting, or it
-            // blocks the next run until it expires.
-            finish_releases(&ds).await;
-            let outcome = "the command was not run";
-            return Err(acquire_failure(
-                err,
-                &args.name,
-                args.permits,
-                patience,
-                outcome,
-            ));
-        }
+    let (ds, lease, grace, guard) = match take(request, &mut signals).await? {
+        Taken::Held {
+            ds,
+            lease,
+            grace,
+            guard,
+        } => (ds, lease, grace, guard),
+        Taken::Stopped(code) => return Ok(code),
     };
 
     let uid = guard.uid();

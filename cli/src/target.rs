@@ -4,11 +4,16 @@
 
 use std::time::Duration;
 
+use quorum_lock::quorum::{read_quorum, write_quorum};
 use quorum_lock::{
-    DRWMutex, Dsync, Error, ReadGuard, Semaphore, SemaphorePermit, WaitStatus, WriteGuard,
+    DRWMutex, Dsync, Error, Lease, ReadGuard, Semaphore, SemaphorePermit, WaitStatus, WriteGuard,
 };
 
+use crate::args::ClientArgs;
 use crate::fail::{Failure, HELD, UNAVAILABLE, USAGE};
+use crate::nodes::Cluster;
+use crate::run::{finish_releases, signalled, Client};
+use crate::signals::Signals;
 use crate::waiting;
 
 /// What is held: a lock of either kind, or a semaphore's permit; `run`
@@ -240,5 +245,85 @@ pub fn acquire_failure(
             )
         }
         err => Failure::from(err),
+    }
+}
+
+/// What `run` and `lock` ask for.
+pub struct Request<'a> {
+    pub client: &'a ClientArgs,
+    pub name: &'a str,
+    pub read: bool,
+    pub permits: Option<u16>,
+    pub patience: Patience,
+    pub validity: Option<Duration>,
+    pub grace: Option<Duration>,
+    pub owner: Option<&'a str>,
+    /// What `locks` shows as the lock's source.
+    pub source: String,
+    /// How a failure's message ends: what did not happen.
+    pub outcome: &'static str,
+}
+
+/// How [`take`] ended when it did not fail.
+pub enum Taken {
+    /// Granted: the client, its lease and grace, and the guard.
+    Held {
+        ds: Dsync,
+        lease: Lease,
+        grace: Duration,
+        guard: Guard,
+    },
+    /// A stop signal came first; exit with this code.
+    Stopped(u8),
+}
+
+/// Checks the name, connects, and waits for the lock as `request` says,
+/// until it is granted, a stop signal comes, or the wait fails; releases
+/// what a wait that ended left in the background before returning.
+pub async fn take(request: Request<'_>, signals: &mut Signals) -> Result<Taken, Failure> {
+    let Request {
+        client,
+        name,
+        read,
+        permits,
+        patience,
+        validity,
+        grace,
+        owner,
+        source,
+        outcome,
+    } = request;
+    check_name(name)?;
+    let quorum = if read { read_quorum } else { write_quorum };
+    let cluster = tokio::select! {
+        cluster = Cluster::connect_for(client, quorum, validity, patience) => cluster?,
+        stop = signals.recv() => return Ok(Taken::Stopped(signalled(stop))),
+    };
+    let Client { ds, lease, grace } = Client::new(&cluster, validity, grace, owner)?;
+    let ds = ds.with_source(source)?;
+    let target = Target::new(&ds, name, read, permits)?;
+    let waiting_for = describe(name, permits, None);
+    let acquired = tokio::select! {
+        guard = target.acquire(patience, &waiting_for) => guard,
+        stop = signals.recv() => {
+            finish_releases(&ds).await;
+            return Ok(Taken::Stopped(signalled(stop)));
+        }
+    };
+    match acquired {
+        Ok(guard) => Ok(Taken::Held {
+            ds,
+            lease,
+            grace,
+            guard,
+        }),
+        Err(err) => {
+            // A failed acquire releases what it took on the way (a place
+            // in line, a semaphore's line or count check) in the
+            // background; let that reach the nodes before exiting, or it
+            // blocks the next one until it expires.
+            finish_releases(&ds).await;
+            Err(acquire_failure(err, name, permits, patience, outcome))
+        }
     }
 }
