@@ -167,8 +167,10 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
 
 /// Prints the leader and then every change until SIGINT or SIGTERM.
 async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
+    // An observer follows the election through outages: with too few
+    // nodes it says so and waits for them, as a run without --timeout.
     let cluster = tokio::select! {
-        cluster = Cluster::connect(&args.client, false, write_quorum, args.validity) => cluster?,
+        cluster = Cluster::connect_for(&args.client, write_quorum, args.validity, Patience::Forever) => cluster?,
         _ = signals.recv() => return Ok(0),
     };
     let Client { ds, .. } = Client::new(&cluster, args.validity, None, None)?;

@@ -246,3 +246,34 @@ fn a_bad_name_is_refused_before_waiting_for_servers() {
         assert!(started.elapsed() < Duration::from_secs(5), "{refused:?}");
     }
 }
+
+#[test]
+fn elect_listen_follows_the_election_through_an_outage() {
+    let dir = Scratch::new("net-outcome-listen");
+    let mut servers = servers(&dir, &["--no-quarantine"]);
+    let all = nodes(&servers);
+    let addrs: Vec<_> = servers[..2].iter().map(|s| s.addr).collect();
+    for server in &mut servers[..2] {
+        server.kill();
+    }
+    let listening = spawn(&dir, "elect", &all, &["--listen", "scheduler"]);
+    wait_until(LIMIT, "elect --listen to say it waits", || {
+        listening.stderr_so_far().contains("waiting for them")
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        listening.stdout_so_far().is_empty(),
+        "nothing to report without a quorum: {}",
+        listening.stdout_so_far()
+    );
+    let _back: Vec<Server> = addrs
+        .iter()
+        .map(|addr| Server::restart_at(&dir, *addr, &["--no-quarantine"]))
+        .collect();
+    wait_until(LIMIT, "the first report once the servers are back", || {
+        listening.stdout_so_far().contains("no leader")
+    });
+    signal(listening.child.id(), SIGTERM);
+    let done = listening.finish(LIMIT);
+    assert_eq!(done.code, Some(0), "{done:?}");
+}
