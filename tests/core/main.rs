@@ -22,6 +22,7 @@ mod lease;
 mod randomized;
 mod reentrant;
 mod review25;
+mod review25b;
 mod runtimes;
 mod semaphore;
 mod semaphore_review;
