@@ -122,8 +122,17 @@ impl Dsync {
             // went with its runtime) get one here; running drainers are
             // counted among the outstanding releases.
             let queued = crate::release::drain_queued(&self.coord, &handle);
-            if queued == 0 && outstanding.count() == 0 {
+            let running = outstanding.count();
+            if queued == 0 && running == 0 {
                 return Ok(());
+            }
+            // Unlocks queued, and no drainer would run (this runtime is
+            // shutting down): nothing to wait for but the bound.
+            if running == 0 || tokio::time::Instant::now() >= until {
+                return Err(Error::ReleasesPending {
+                    pending: running.max(queued),
+                    waited: within,
+                });
             }
             match tokio::time::timeout_at(until, outstanding.idle()).await {
                 Ok(()) => continue,

@@ -94,10 +94,10 @@ impl DRWMutex {
     /// or too few reachable, with which lockers and why. `None` when no
     /// wait of this handle is running.
     ///
-    /// Only waits report here ([`lock`](Self::lock), [`read`](Self::read)
-    /// and their `_timeout` forms), not one-round `try_` calls; when
-    /// several wait at once through the same handle, the one that began
-    /// last reports. A wait with a deadline that gives up fails with the
+    /// Waits ([`lock`](Self::lock), [`read`](Self::read) and their
+    /// `_timeout` forms) report here, and so do one-round `try_` calls
+    /// while their round runs; when several run at once through the same
+    /// handle, the one that began last reports. A wait with a deadline that gives up fails with the
     /// error this status maps to (see [`WaitReason`](crate::WaitReason)).
     ///
     /// ```
@@ -266,13 +266,12 @@ impl DRWMutex {
     ) -> Result<(Arc<Acquisition>, Handle), Error> {
         let record = self.coord.telemetry.acquire(mode);
         let span = self.span(mode);
-        let watch = match patience {
-            Patience::Forever => Some(self.board.begin()),
-            Patience::OneRound => None,
-        };
+        // One-round tries report too: a clone of a reentrant holder that
+        // waits behind one reads why from here.
+        let watch = self.board.begin();
         let outer = wait_status::outer();
         let result = self
-            .rounds(mode, patience, &record, [watch.as_ref(), outer.as_ref()])
+            .rounds(mode, patience, &record, [Some(&watch), outer.as_ref()])
             .instrument(span.clone())
             .await;
         report(outer.as_ref(), &result);

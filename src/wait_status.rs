@@ -267,14 +267,12 @@ pub(crate) fn outer() -> Option<WaitWatch> {
 /// the lock was held elsewhere, the last retryable error of a one-round
 /// step (a fencing token, a count check) when that is what it retried.
 ///
-/// `calls_after_grant` says what the operation does once a lock of it is
-/// granted with nothing noted since: only calls to the lockers (an
-/// election's term and proclamation), so running out of time there means
-/// they did not answer; or possibly more waits for holders (a semaphore's
-/// line, then its slots), so that it may still be held elsewhere.
+/// An operation that has every lock it waits for calls [`calls_only`]: from
+/// then on it only makes calls to the lockers (an election's term and
+/// proclamation, a semaphore's release of its line), so running out of
+/// time there means they did not answer, not that a holder was in the way.
 pub(crate) async fn give_up_after<T>(
     timeout: Duration,
-    calls_after_grant: bool,
     operation: impl std::future::Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
     let watch = WaitWatch::new();
@@ -282,9 +280,17 @@ pub(crate) async fn give_up_after<T>(
     match tokio::time::timeout(timeout, scoped).await {
         Ok(result) => result,
         Err(_) => Err(match watch.gave_up() {
-            Error::Timeout if calls_after_grant => watch.after_grant().unwrap_or(Error::Timeout),
+            Error::Timeout => watch.after_grant().unwrap_or(Error::Timeout),
             err => err,
         }),
+    }
+}
+
+/// The current task's operation has every lock it waits for: see
+/// [`give_up_after`].
+pub(crate) fn calls_only() {
+    if let Some(watch) = outer() {
+        watch.rounds().calls_only = true;
     }
 }
 
@@ -382,6 +388,7 @@ impl WaitWatch {
         let mut rounds = self.rounds();
         rounds.previous = rounds.current.replace(state.clone());
         rounds.failed = None;
+        rounds.calls_only = false;
     }
 
     /// A step of the operation failed with `err` and will be tried again:
@@ -424,7 +431,7 @@ impl WaitWatch {
     /// failed since, or else every locker, as not having answered.
     fn after_grant(&self) -> Option<Error> {
         let rounds = self.rounds();
-        if rounds.current.is_some() || rounds.failed.is_some() {
+        if !rounds.calls_only || rounds.current.is_some() || rounds.failed.is_some() {
             return None;
         }
         let (state, at) = rounds.granted.clone()?;
@@ -475,6 +482,8 @@ struct Rounds {
     /// The latest lock of the operation that was granted, and when, when
     /// nothing happened since.
     granted: Option<(Arc<Acquisition>, Instant)>,
+    /// The operation said it has every lock it waits for.
+    calls_only: bool,
 }
 
 impl Watched {

@@ -185,7 +185,7 @@ impl Election {
     ) -> Result<Leadership, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let campaign = self.run(value.into(), Patience::Forever);
-        give_up_after(timeout, true, campaign).await
+        give_up_after(timeout, campaign).await
     }
 
     async fn run(&self, value: Arc<[u8]>, patience: Patience) -> Result<Leadership, Error> {
@@ -197,6 +197,8 @@ impl Election {
                 Patience::Forever => self.mutex.lock().await?,
                 Patience::Once => self.mutex.try_lock().await?,
             };
+            // From here on only calls: a term and a proclamation.
+            crate::wait_status::calls_only();
             match self.proclaim_first(&guard, &value).await {
                 Ok(Some(p)) => return Ok(Leadership::new(guard, self.coord.clone(), p)),
                 // Lost before it could lead: wait in line again.

@@ -106,7 +106,12 @@ async fn r25b_semaphore_timeout_held_with_one_locker_down() {
 async fn r25b_campaign_timeout_behind_a_leader_on_a_healthy_cluster() {
     let cluster = TestCluster::new(3, 2554);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
-    let leading = o.election("r25b-e1").unwrap().campaign(b"o".to_vec()).await.unwrap();
+    let leading = o
+        .election("r25b-e1")
+        .unwrap()
+        .campaign(b"o".to_vec())
+        .await
+        .unwrap();
     let result = h
         .election("r25b-e1")
         .unwrap()
