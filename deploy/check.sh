@@ -314,7 +314,7 @@ touch release
 rc=0
 wait "$holder" || rc=$?
 holder=""
-[ "$rc" -eq 0 ] || fail "quorum-lock run exited with $rc (75: the lock was lost)"
+[ "$rc" -eq 0 ] || fail "quorum-lock run exited with $rc (79: the lock was lost)"
 quorum-lock run held -- sh -c 'echo "$QUORUM_LOCK_FENCING_TOKEN" >fence2'
 fence2=$(cat fence2)
 [[ $fence2 =~ ^[0-9]+$ ]] && [ "$fence2" -gt "$fence1" ] ||

@@ -39,10 +39,11 @@ const NAME: &str = "chaos-permits";
 /// How long each command works, drawn per run.
 const HOLD_MS: std::ops::RangeInclusive<u64> = 50..=250;
 
-/// Exit codes a run may end with: its command's (0), the permit lost or
-/// no permit within --timeout (75), too few servers reachable when it
-/// started (69), and SIGTERM from the harness at the hard stop (143).
-const EXPECTED_CODES: [i32; 4] = [0, 75, 69, 143];
+/// Exit codes a run may end with: its command's (0), no permit within
+/// --timeout because all were held (75), too few servers reachable or in
+/// quarantine (69), the permit lost while the command ran (79), and
+/// SIGTERM from the harness at the hard stop (143).
+const EXPECTED_CODES: [i32; 5] = [0, 75, 69, 79, 143];
 
 /// Nanoseconds on CLOCK_MONOTONIC, the same clock in every process.
 pub fn monotonic_ns() -> u64 {
@@ -549,13 +550,15 @@ fn report(
     );
     println!(
         "runs: {} started by {} runners; {} commands ran: {completed} completed, {stopped} \
-         stopped when their permit was lost; exit codes: 0 x {}, 75 x {}, 69 x {}, 143 x {}",
+         stopped when their permit was lost; exit codes: 0 x {}, 75 x {}, 69 x {}, 79 x {}, \
+         143 x {}",
         runs.len(),
         s.runners,
         intervals.len(),
         code(0),
         code(75),
         code(69),
+        code(79),
         code(143),
     );
     println!(

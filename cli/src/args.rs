@@ -330,7 +330,7 @@ scripts. Needs a write quorum to confirm each name (69 otherwise).
 A holder that was forced out keeps running until its next refresh, up to
 its refresh interval later (validity/6 for quorum-lock run): it learns of
 the loss only then (a 'quorum-lock run' then stops its command and exits
-with 75), and its work is no longer protected by the lock from the moment
+with 79), and its work is no longer protected by the lock from the moment
 it was forced. force-unlock warns about this on stderr when something was
 held.";
 
