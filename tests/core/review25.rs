@@ -26,7 +26,7 @@ fn client(cluster: &TestCluster, owner: &str) -> Dsync {
 }
 
 /// Entries on every locker whose resource starts with `prefix`.
-fn entries_on(cluster: &TestCluster, prefix: &str) -> usize {
+pub(crate) fn entries_on(cluster: &TestCluster, prefix: &str) -> usize {
     cluster
         .lockers()
         .iter()

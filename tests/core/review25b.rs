@@ -14,26 +14,14 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Error};
 use tokio::time::sleep;
 
+use super::review25::entries_on;
+
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
     Dsync::builder(cluster.net_lockers())
         .owner(owner)
         .rng_seed(2525)
         .build()
         .expect("valid settings")
-}
-
-/// Entries on every locker whose resource starts with `prefix`.
-fn entries_on(cluster: &TestCluster, prefix: &str) -> usize {
-    cluster
-        .lockers()
-        .iter()
-        .map(|l| {
-            l.snapshot()
-                .iter()
-                .filter(|e| e.resource.starts_with(prefix))
-                .count()
-        })
-        .sum()
 }
 
 fn unavailable(result: &Result<impl std::fmt::Debug, Error>) -> bool {
