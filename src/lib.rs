@@ -163,6 +163,8 @@ mod release;
 mod round;
 mod semaphore;
 mod source;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub mod sql;
 mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;

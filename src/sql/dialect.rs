@@ -1,0 +1,470 @@
+//! The SQL a `SqlLocker` sends, in each database's own words: table
+//! definitions, the statements of one call, the server's clock and its
+//! identity. Nothing here is assembled from input: names, uids, owners and
+//! values are always bound parameters; only the table names (checked to be
+//! plain identifiers when the locker is built) and the number of
+//! placeholders vary.
+
+use std::fmt::Write as _;
+
+use crate::Error;
+
+/// Which database a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// PostgreSQL 13 or later: `postgres://` or `postgresql://`.
+    Postgres,
+    /// MySQL 8 or MariaDB 10.6 or later: `mysql://` or `mariadb://`.
+    MySql,
+}
+
+impl Backend {
+    /// The backend a URL's scheme names, or `None` when it names no SQL
+    /// database this build supports.
+    ///
+    /// ```
+    /// use quorum_lock::sql::Backend;
+    /// # #[cfg(feature = "postgres")]
+    /// assert_eq!(Backend::of_url("postgres://db.internal/locks"), Some(Backend::Postgres));
+    /// assert_eq!(Backend::of_url("redis://cache:6379"), None);
+    /// assert_eq!(Backend::of_url("10.0.0.5:7001"), None);
+    /// ```
+    pub fn of_url(url: &str) -> Option<Backend> {
+        let (scheme, _) = url.split_once("://")?;
+        match scheme.to_ascii_lowercase().as_str() {
+            "postgres" | "postgresql" if cfg!(feature = "postgres") => Some(Backend::Postgres),
+            "mysql" | "mariadb" if cfg!(feature = "mysql") => Some(Backend::MySql),
+            _ => None,
+        }
+    }
+
+    /// The name people know the database by.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "PostgreSQL",
+            Backend::MySql => "MySQL/MariaDB",
+        }
+    }
+}
+
+/// Where the locker's tables live: an optional schema (a database, on
+/// MySQL) and the prefix of both table names.
+#[derive(Debug, Clone)]
+pub(super) struct Tables {
+    /// `schema.prefixentries`, quoted: holders, places, resource rows and
+    /// the epoch marker.
+    pub entries: String,
+    /// `schema.prefixfence`, quoted: the fencing high-water mark.
+    pub fence: String,
+    /// The prefix alone, for index names.
+    pub prefix: String,
+}
+
+/// Longest table prefix: identifiers are at most 63 bytes on PostgreSQL
+/// (64 on MySQL), and index names add up to 20.
+const MAX_PREFIX_LEN: usize = 40;
+
+/// Whether `text` is a plain identifier: ASCII letters, digits and `_`,
+/// not starting with a digit. Only such names are put into SQL text.
+fn plain_identifier(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !text.starts_with(|c: char| c.is_ascii_digit())
+}
+
+impl Tables {
+    pub(super) fn new(
+        backend: Backend,
+        schema: Option<&str>,
+        prefix: &str,
+    ) -> Result<Tables, Error> {
+        if prefix.len() > MAX_PREFIX_LEN || !plain_identifier(prefix) {
+            return Err(Error::invalid(format!(
+                "table prefix {prefix:?}: use at most {MAX_PREFIX_LEN} ASCII letters, digits \
+                 and underscores, not starting with a digit (for example \"quorum_lock_\")"
+            )));
+        }
+        if let Some(schema) = schema {
+            if schema.is_empty() || schema.len() > 63 || !plain_identifier(schema) {
+                return Err(Error::invalid(format!(
+                    "schema {schema:?}: use 1 to 63 ASCII letters, digits and underscores, \
+                     not starting with a digit"
+                )));
+            }
+        }
+        let quote = |name: &str| match backend {
+            Backend::Postgres => format!("\"{name}\""),
+            Backend::MySql => format!("`{name}`"),
+        };
+        let qualified = |table: &str| match schema {
+            Some(schema) => format!("{}.{}", quote(schema), quote(table)),
+            None => quote(table),
+        };
+        Ok(Tables {
+            entries: qualified(&format!("{prefix}entries")),
+            fence: qualified(&format!("{prefix}fence")),
+            prefix: prefix.to_owned(),
+        })
+    }
+}
+
+/// The statements of one backend over one pair of tables.
+#[derive(Debug, Clone)]
+pub(super) struct Dialect {
+    pub backend: Backend,
+    pub tables: Tables,
+}
+
+/// The columns every load reads, in this order (see `state::Row`).
+const ROW_COLUMNS: &str = "name, uid, kind, mode, deadline, ticket, channel, stamp, value";
+
+impl Dialect {
+    /// The `n`th placeholder (from 1).
+    fn p(&self, n: usize) -> String {
+        match self.backend {
+            Backend::Postgres => format!("${n}"),
+            Backend::MySql => "?".to_owned(),
+        }
+    }
+
+    /// `count` placeholders from `first`, comma separated.
+    fn placeholders(&self, first: usize, count: usize) -> String {
+        let mut out = String::new();
+        for i in 0..count {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&self.p(first + i));
+        }
+        out
+    }
+
+    /// The server's clock in microseconds since the Unix epoch, read at
+    /// the moment the statement runs (not when the transaction began).
+    pub(super) fn now_us(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => "(extract(epoch from clock_timestamp()) * 1000000)::bigint",
+            Backend::MySql => "CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)",
+        }
+    }
+
+    /// Who the server is, as the epoch marker records it: MySQL's
+    /// `server_id`, which every replica must have of its own, so that a
+    /// failover to a replica is seen; nothing on PostgreSQL, whose
+    /// unlogged entries table comes up empty on a replica anyway.
+    fn identity(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => "''",
+            Backend::MySql => "CAST(@@server_id AS CHAR)",
+        }
+    }
+
+    /// Locks (creating where missing) the resource rows of `n` names, in
+    /// the order given, which is sorted: every call locks in the same
+    /// order, so two calls never wait for each other in a cycle.
+    ///
+    /// An upsert that writes the row on conflict takes its row lock on
+    /// both databases whether the row was there or not, and waits for a
+    /// transaction that is deleting it, then inserts it anew.
+    pub(super) fn lock_resources(&self, n: usize) -> String {
+        let t = &self.tables.entries;
+        let mut sql = format!("INSERT INTO {t} (name, uid, kind) VALUES ");
+        for i in 0..n {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "({}, '', 'r')", self.p(i + 1));
+        }
+        match self.backend {
+            Backend::Postgres => {
+                sql.push_str(" ON CONFLICT (name, uid, kind) DO UPDATE SET kind = 'r'")
+            }
+            Backend::MySql => sql.push_str(" ON DUPLICATE KEY UPDATE kind = 'r'"),
+        }
+        sql
+    }
+
+    /// Every row of `n` names plus the epoch marker, each with the
+    /// server's clock and identity. Run after [`lock_resources`]: the rows
+    /// are then stable until the transaction ends, and a read-committed
+    /// read sees every change committed before the row locks were won.
+    pub(super) fn load(&self, n: usize) -> String {
+        format!(
+            "SELECT {ROW_COLUMNS}, {} AS now_us, {} AS ident FROM {} \
+             WHERE name IN ({}) OR (name = '' AND uid = '' AND kind = 'e')",
+            self.now_us(),
+            self.identity(),
+            self.tables.entries,
+            self.placeholders(1, n)
+        )
+    }
+
+    /// Writes the epoch marker: the table's epoch began at `$1` (ms) on
+    /// the server `$2`.
+    pub(super) fn put_epoch(&self) -> String {
+        let t = &self.tables.entries;
+        match self.backend {
+            Backend::Postgres => format!(
+                "INSERT INTO {t} (name, uid, kind, deadline, owner) VALUES ('', '', 'e', $1, $2) \
+                 ON CONFLICT (name, uid, kind) DO UPDATE SET deadline = EXCLUDED.deadline, owner = EXCLUDED.owner"
+            ),
+            Backend::MySql => format!(
+                "INSERT INTO {t} (name, uid, kind, deadline, owner) VALUES ('', '', 'e', ?, ?) \
+                 ON DUPLICATE KEY UPDATE deadline = VALUES(deadline), owner = VALUES(owner)"
+            ),
+        }
+    }
+
+    /// A holder's row: name, uid, mode, deadline, granted, ticket,
+    /// channel, owner, source.
+    pub(super) fn insert_holder(&self) -> String {
+        format!(
+            "INSERT INTO {} (name, uid, kind, mode, deadline, granted, ticket, channel, owner, source) \
+             VALUES ({}, {}, 'h', {})",
+            self.tables.entries,
+            self.p(1),
+            self.p(2),
+            self.placeholders(3, 7)
+        )
+    }
+
+    /// A place in line, new or renewed: name, uid, mode, deadline,
+    /// ticket, channel.
+    pub(super) fn put_place(&self) -> String {
+        let t = &self.tables.entries;
+        match self.backend {
+            Backend::Postgres => format!(
+                "INSERT INTO {t} (name, uid, kind, mode, deadline, ticket, channel) \
+                 VALUES ($1, $2, 'q', $3, $4, $5, $6) ON CONFLICT (name, uid, kind) DO UPDATE \
+                 SET mode = EXCLUDED.mode, deadline = EXCLUDED.deadline, ticket = EXCLUDED.ticket, channel = EXCLUDED.channel"
+            ),
+            Backend::MySql => format!(
+                "INSERT INTO {t} (name, uid, kind, mode, deadline, ticket, channel) \
+                 VALUES (?, ?, 'q', ?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
+                 mode = VALUES(mode), deadline = VALUES(deadline), ticket = VALUES(ticket), channel = VALUES(channel)"
+            ),
+        }
+    }
+
+    /// A holder's new deadline, ticket and channel: deadline, ticket,
+    /// channel, name, uid.
+    pub(super) fn renew(&self) -> String {
+        format!(
+            "UPDATE {} SET deadline = {}, ticket = {}, channel = {} \
+             WHERE name = {} AND uid = {} AND kind = 'h'",
+            self.tables.entries,
+            self.p(1),
+            self.p(2),
+            self.p(3),
+            self.p(4),
+            self.p(5)
+        )
+    }
+
+    /// A holder's proclamation: stamp, value, name, uid.
+    pub(super) fn proclaim(&self) -> String {
+        format!(
+            "UPDATE {} SET stamp = {}, value = {} WHERE name = {} AND uid = {} AND kind = 'h'",
+            self.tables.entries,
+            self.p(1),
+            self.p(2),
+            self.p(3),
+            self.p(4)
+        )
+    }
+
+    /// Deletes `n` rows by (name, uid, kind).
+    pub(super) fn delete(&self, n: usize) -> String {
+        let mut sql = format!(
+            "DELETE FROM {} WHERE (name, uid, kind) IN (",
+            self.tables.entries
+        );
+        for i in 0..n {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(
+                sql,
+                "({}, {}, {})",
+                self.p(3 * i + 1),
+                self.p(3 * i + 2),
+                self.p(3 * i + 3)
+            );
+        }
+        sql.push(')');
+        sql
+    }
+
+    /// Sends a notification at commit: channel, payload. PostgreSQL only.
+    pub(super) fn notify(&self) -> &'static str {
+        "SELECT pg_notify($1, $2)"
+    }
+
+    /// Every holder row, with the clock, for listings.
+    pub(super) fn list(&self) -> String {
+        format!(
+            "SELECT name, uid, mode, owner, source, granted, deadline, {} AS now_us \
+             FROM {} WHERE kind = 'h'",
+            self.now_us(),
+            self.tables.entries
+        )
+    }
+
+    /// The names on which a uid holds or waits: uid.
+    pub(super) fn names_of_uid(&self) -> String {
+        format!(
+            "SELECT DISTINCT name FROM {} WHERE uid = {} AND kind IN ('h', 'q')",
+            self.tables.entries,
+            self.p(1)
+        )
+    }
+
+    /// Up to 100 names with an expired holder or place, for the sweeper.
+    pub(super) fn expired_names(&self) -> String {
+        format!(
+            "SELECT DISTINCT name FROM {} WHERE kind IN ('h', 'q') AND deadline * 1000 <= {} LIMIT 100",
+            self.tables.entries,
+            self.now_us()
+        )
+    }
+
+    /// The fencing high-water mark, locked.
+    pub(super) fn read_mark(&self) -> String {
+        format!(
+            "SELECT token FROM {} WHERE id = 1 FOR UPDATE",
+            self.tables.fence
+        )
+    }
+
+    /// Sets the fencing high-water mark: token.
+    pub(super) fn put_mark(&self) -> String {
+        let f = &self.tables.fence;
+        match self.backend {
+            Backend::Postgres => format!(
+                "INSERT INTO {f} (id, token) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token"
+            ),
+            Backend::MySql => format!(
+                "INSERT INTO {f} (id, token) VALUES (1, ?) ON DUPLICATE KEY UPDATE token = VALUES(token)"
+            ),
+        }
+    }
+
+    /// Whether the entries table exists: one row when it does.
+    pub(super) fn table_exists(&self) -> String {
+        format!("SELECT 1 FROM {} WHERE 1 = 0", self.tables.entries)
+    }
+
+    /// The statements that create the tables, in order, and write the
+    /// first epoch marker. Run once, by whoever creates the entries
+    /// table: `CREATE TABLE` without `IF NOT EXISTS` fails for everyone
+    /// else, so only the creator writes a marker whose epoch began at 0
+    /// (no quarantine: nothing was ever granted from a table that did not
+    /// exist).
+    pub(super) fn create(&self) -> Vec<String> {
+        let Tables {
+            entries,
+            fence,
+            prefix,
+        } = &self.tables;
+        match self.backend {
+            // UNLOGGED: no write-ahead log, so a commit waits for no disk
+            // flush; after a crash, on a promoted replica, and in a
+            // restored backup the table is empty, epoch marker included,
+            // which is how the locker knows to quarantine.
+            Backend::Postgres => vec![
+                format!(
+                    "CREATE UNLOGGED TABLE {entries} (\n  \
+                     name text COLLATE \"C\" NOT NULL,\n  \
+                     uid text COLLATE \"C\" NOT NULL,\n  \
+                     kind text NOT NULL,\n  \
+                     mode text NOT NULL DEFAULT '',\n  \
+                     deadline bigint NOT NULL DEFAULT 0,\n  \
+                     granted bigint NOT NULL DEFAULT 0,\n  \
+                     ticket text NOT NULL DEFAULT '',\n  \
+                     channel text NOT NULL DEFAULT '',\n  \
+                     owner text NOT NULL DEFAULT '',\n  \
+                     source text NOT NULL DEFAULT '',\n  \
+                     stamp text NOT NULL DEFAULT '',\n  \
+                     value bytea,\n  \
+                     PRIMARY KEY (name, uid, kind)\n)"
+                ),
+                format!(
+                    "CREATE INDEX {prefix}entries_by_deadline ON {entries} (deadline) WHERE kind IN ('h', 'q')"
+                ),
+                format!("CREATE INDEX {prefix}entries_by_uid ON {entries} (uid) WHERE kind IN ('h', 'q')"),
+                format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
+                format!("INSERT INTO {entries} (name, uid, kind, deadline) VALUES ('', '', 'e', 0)"),
+            ],
+            Backend::MySql => vec![
+                format!(
+                    "CREATE TABLE {entries} (\n  \
+                     name varbinary(1024) NOT NULL,\n  \
+                     uid varbinary(255) NOT NULL,\n  \
+                     kind char(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n  \
+                     mode char(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n  \
+                     deadline bigint NOT NULL DEFAULT 0,\n  \
+                     granted bigint NOT NULL DEFAULT 0,\n  \
+                     ticket varchar(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n  \
+                     channel varchar(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n  \
+                     owner varbinary(1024) NOT NULL DEFAULT '',\n  \
+                     source varbinary(1024) NOT NULL DEFAULT '',\n  \
+                     stamp varchar(40) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n  \
+                     value blob,\n  \
+                     PRIMARY KEY (name, uid, kind),\n  \
+                     KEY {prefix}entries_by_deadline (deadline),\n  \
+                     KEY {prefix}entries_by_uid (uid)\n) ENGINE=InnoDB"
+                ),
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL) ENGINE=InnoDB"
+                ),
+                format!("INSERT INTO {entries} (name, uid, kind, deadline) VALUES ('', '', 'e', 0)"),
+            ],
+        }
+    }
+
+    /// What each connection runs first: read committed (each statement
+    /// sees what was committed before it ran, so a load after the row
+    /// locks were won sees the previous holder's writes), and a server-side
+    /// bound on how long a statement, a lock wait and an idle transaction
+    /// may last, so that a client that vanished mid-call cannot keep rows
+    /// locked for longer than a call may take.
+    pub(super) fn session_setup(&self, call_timeout_ms: u64) -> Vec<String> {
+        let ms = call_timeout_ms.max(1);
+        match self.backend {
+            Backend::Postgres => vec![format!(
+                "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED; \
+                 SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
+                 SET idle_in_transaction_session_timeout = {}",
+                ms.saturating_mul(2)
+            )],
+            Backend::MySql => vec![
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
+                format!(
+                    "SET SESSION innodb_lock_wait_timeout = {}",
+                    ms.div_ceil(1000).max(1)
+                ),
+            ],
+        }
+    }
+
+    /// The server's version, as text.
+    pub(super) fn version(&self) -> &'static str {
+        match self.backend {
+            Backend::Postgres => "SELECT current_setting('server_version_num') || ' ' || version()",
+            Backend::MySql => "SELECT VERSION()",
+        }
+    }
+
+    /// When the server started, in ms on its clock; MySQL only (see
+    /// `store.rs`): its uptime in whole seconds, so the start computed is
+    /// at or after the true one and a quarantine from it never ends early.
+    pub(super) fn started_ms(&self) -> Option<&'static str> {
+        match self.backend {
+            Backend::Postgres => None,
+            Backend::MySql => Some(
+                "SELECT CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED) - \
+                 CAST(VARIABLE_VALUE AS SIGNED) * 1000 FROM information_schema.GLOBAL_STATUS \
+                 WHERE VARIABLE_NAME = 'UPTIME'",
+            ),
+        }
+    }
+}

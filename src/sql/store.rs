@@ -1,0 +1,679 @@
+//! The database side of a `SqlLocker`: the connection pool, creating the
+//! tables, and the one short transaction every call is.
+//!
+//! A call's transaction, under read committed:
+//!
+//! 1. locks the rows of its resources, creating them where missing
+//!    (`Dialect::lock_resources`), in sorted order;
+//! 2. reads every row of those resources, the epoch marker, and the
+//!    server's clock in one statement (`Dialect::load`);
+//! 3. decides, in Rust (`state.rs`), and writes what changed;
+//! 4. commits.
+//!
+//! Every call that reads or writes the holders or places of a resource
+//! holds that resource's row lock from step 1 to the commit, so the calls
+//! on one resource are serialized by the database, whatever connection or
+//! process they come from: the read of step 2 (a new snapshot per
+//! statement, read committed) sees everything the previous lock owner
+//! committed. Calls on different resources share nothing but the epoch
+//! marker, which they only read. A deadlock or serialization failure the
+//! database reports rolls the whole call back, and it runs again.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{Any, AnyPool, Connection, Executor, Row as _, Transaction};
+use tokio::sync::OnceCell;
+
+use super::dialect::{Backend, Dialect};
+use super::state::{mode_char, Op, Row, Table};
+use crate::Error;
+
+/// What a call's transaction knows besides the rows: the clock and when
+/// the table's epoch began.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Epoch {
+    /// The server's clock, µs since the Unix epoch.
+    pub now_us: i64,
+    /// When the table's epoch began (ms on the server's clock): 0 when
+    /// the table was made by a locker, else when a locker found it reset.
+    pub since_ms: i64,
+    /// When the MySQL server last started, ms (0 when unknown, or on
+    /// PostgreSQL).
+    pub started_ms: i64,
+    /// The node's fencing high-water mark, read and locked for a fencing
+    /// call (`None` otherwise, or when no token was ever drawn).
+    pub mark: Option<i64>,
+}
+
+impl Epoch {
+    pub(super) fn now_ms(&self) -> i64 {
+        self.now_us.div_euclid(1000)
+    }
+}
+
+/// A failure that the same call may simply run again after: the database
+/// rolled it back to break a deadlock or a serialization conflict.
+enum Failure {
+    Retry(String),
+    Fail(Error),
+}
+
+pub(super) struct Store {
+    pool: AnyPool,
+    pub dialect: Dialect,
+    /// `scheme://host:port/database`, never the credentials.
+    pub endpoint: String,
+    call_timeout: Duration,
+    create_tables: bool,
+    ready: OnceCell<()>,
+    /// The latest server start any connection saw (MySQL), ms.
+    started_ms: Arc<AtomicI64>,
+    online: AtomicBool,
+}
+
+/// Most times a call runs again after the database broke a deadlock.
+const RETRIES: usize = 8;
+
+impl Store {
+    pub(super) fn new(
+        url: &str,
+        backend: Backend,
+        dialect: Dialect,
+        pool_size: u32,
+        call_timeout: Duration,
+        create_tables: bool,
+    ) -> Result<Store, Error> {
+        static DRIVERS: std::sync::Once = std::sync::Once::new();
+        DRIVERS.call_once(sqlx::any::install_default_drivers);
+        let endpoint = endpoint_of(url);
+        let options: AnyConnectOptions = url.parse().map_err(|_| {
+            Error::InvalidArgument(format!(
+                "not a usable {} URL ({endpoint}); expected {}",
+                backend.name(),
+                match backend {
+                    Backend::Postgres => "postgres://user:password@host:port/database",
+                    Backend::MySql => "mysql://user:password@host:port/database",
+                }
+            ))
+        })?;
+        let started_ms = Arc::new(AtomicI64::new(0));
+        let setup =
+            dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
+        let after = Arc::new(setup);
+        let seen = started_ms.clone();
+        let uptime = dialect.started_ms();
+        let pool = AnyPoolOptions::new()
+            .max_connections(pool_size.max(1))
+            .min_connections(0)
+            .acquire_timeout(call_timeout)
+            .after_connect(move |conn, _meta| {
+                let (after, seen) = (after.clone(), seen.clone());
+                Box::pin(async move {
+                    for statement in after.iter() {
+                        conn.execute(statement.as_str()).await?;
+                    }
+                    if let Some(query) = uptime {
+                        let started: i64 = sqlx::query_scalar(query).fetch_one(&mut *conn).await?;
+                        seen.fetch_max(started, Ordering::Relaxed);
+                    }
+                    Ok(())
+                })
+            })
+            .connect_lazy_with(options);
+        Ok(Store {
+            pool,
+            dialect,
+            endpoint,
+            call_timeout,
+            create_tables,
+            ready: OnceCell::new(),
+            started_ms,
+            online: AtomicBool::new(true),
+        })
+    }
+
+    pub(super) fn is_online(&self) -> bool {
+        self.online.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn unavailable(&self, reason: impl Into<String>) -> Error {
+        Error::LockerUnavailable {
+            endpoint: self.endpoint.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The call `f` within the call timeout, with the tables checked once.
+    pub(super) async fn bounded<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        F: std::future::Future<Output = Result<T, Error>>,
+    {
+        let outcome = tokio::time::timeout(self.call_timeout, async {
+            self.ready
+                .get_or_try_init(|| self.setup())
+                .await
+                .map(|_| ())?;
+            f.await
+        })
+        .await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Error::LockerTimeout {
+                endpoint: self.endpoint.clone(),
+                after: self.call_timeout,
+            }),
+        };
+        match &outcome {
+            Ok(_) => self.online.store(true, Ordering::Relaxed),
+            Err(Error::LockerUnavailable { .. } | Error::LockerTimeout { .. }) => {
+                self.online.store(false, Ordering::Relaxed)
+            }
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// Checks the server's version and that the tables exist, creating
+    /// them when allowed.
+    async fn setup(&self) -> Result<(), Error> {
+        let mut conn = self.pool.acquire().await.map_err(|e| self.error(e))?;
+        let version: String = sqlx::query_scalar(self.dialect.version())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        check_version(self.dialect.backend, &version).map_err(|why| self.unavailable(why))?;
+        match conn.execute(self.dialect.table_exists().as_str()).await {
+            Ok(_) => return Ok(()),
+            Err(err) if !is_missing_table(&err) => return Err(self.error(err)),
+            Err(_) => {}
+        }
+        if !self.create_tables {
+            return Err(self.unavailable(format!(
+                "the table {} does not exist and create_tables is off; run the statements of \
+                 quorum_lock::sql::schema() once, as a user allowed to create tables",
+                self.dialect.tables.entries
+            )));
+        }
+        let statements = self.dialect.create();
+        match self.dialect.backend {
+            // Transactional DDL: the tables and the first epoch marker
+            // appear together or not at all; a concurrent creator makes
+            // this one fail, and the tables are there.
+            Backend::Postgres => {
+                let mut tx = conn.begin().await.map_err(|e| self.error(e))?;
+                for statement in &statements {
+                    if let Err(err) = tx.execute(statement.as_str()).await {
+                        drop(tx);
+                        if is_already_there(&err) {
+                            return Ok(());
+                        }
+                        return Err(self.error(err));
+                    }
+                }
+                tx.commit().await.map_err(|e| self.error(e))?;
+            }
+            // DDL commits at once on MySQL: only the process whose CREATE
+            // TABLE succeeded writes the marker; if it stops in between,
+            // the marker is missing and the first call quarantines, which
+            // is safe.
+            Backend::MySql => {
+                for (i, statement) in statements.iter().enumerate() {
+                    if let Err(err) = conn.execute(statement.as_str()).await {
+                        if i == 0 && is_already_there(&err) {
+                            return Ok(());
+                        }
+                        return Err(self.error(err));
+                    }
+                }
+            }
+        }
+        tracing::info!(locker = %self.endpoint, table = %self.dialect.tables.entries, "created the lock tables");
+        Ok(())
+    }
+
+    /// Runs one call: locks and loads `names`, lets `decide` choose and
+    /// record changes, writes them, commits. Runs again (up to
+    /// [`RETRIES`] times) when the database broke a deadlock.
+    pub(super) async fn call<T>(
+        &self,
+        names: &[String],
+        who: (&str, &str),
+        fencing: bool,
+        mut decide: impl FnMut(&mut Table, &Epoch) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.bounded(async {
+            let mut attempt = 0;
+            loop {
+                match self.call_once(names, who, fencing, &mut decide).await {
+                    Ok(answer) => return Ok(answer),
+                    Err(Failure::Fail(err)) => return Err(err),
+                    Err(Failure::Retry(why)) if attempt < RETRIES => {
+                        attempt += 1;
+                        tracing::debug!(locker = %self.endpoint, attempt, "call runs again: {why}");
+                        let pause = rand::random::<u64>() % (1 << attempt.min(6));
+                        tokio::time::sleep(Duration::from_millis(pause)).await;
+                    }
+                    Err(Failure::Retry(why)) => {
+                        return Err(self.unavailable(format!(
+                            "the database rolled the call back {RETRIES} times: {why}"
+                        )))
+                    }
+                }
+            }
+        })
+        .await
+    }
+
+    async fn call_once<T>(
+        &self,
+        names: &[String],
+        who: (&str, &str),
+        fencing: bool,
+        decide: &mut impl FnMut(&mut Table, &Epoch) -> Result<T, Error>,
+    ) -> Result<T, Failure> {
+        let d = &self.dialect;
+        let mut tx = self.pool.begin().await.map_err(|e| self.failure(e))?;
+        let sql = d.lock_resources(names.len());
+        let mut lock = sqlx::query(&sql);
+        for name in names {
+            lock = lock.bind(name.as_str());
+        }
+        lock.execute(&mut *tx).await.map_err(|e| self.failure(e))?;
+        let sql = d.load(names.len());
+        let mut load = sqlx::query(&sql);
+        for name in names {
+            load = load.bind(name.as_str());
+        }
+        let rows = load
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| self.failure(e))?;
+        let Some(first) = rows.first() else {
+            return Err(Failure::Fail(self.unavailable(
+                "the database returned no rows for resources it just locked",
+            )));
+        };
+        let now_us: i64 = first.try_get("now_us").map_err(|e| self.failure(e))?;
+        let ident = self.text(first, "ident").map_err(|e| self.failure(e))?;
+        let mut parsed = Vec::with_capacity(rows.len());
+        let mut marker = None;
+        for row in &rows {
+            let row = self.row(row).map_err(|e| self.failure(e))?;
+            if row.kind == "e" {
+                marker = Some((row.deadline, row.ticket));
+            } else {
+                parsed.push(row);
+            }
+        }
+        let now_ms = now_us.div_euclid(1000);
+        let since_ms = match marker {
+            Some((since, stored)) if stored == ident => since,
+            // The table was reset (a crash, a replica promoted, a backup
+            // restored) or another server answers now: a new epoch begins,
+            // and with it the quarantine.
+            found => {
+                tracing::warn!(
+                    locker = %self.endpoint,
+                    "the lock table's epoch marker is {}: the database may have forgotten locks it granted; quarantine begins",
+                    if found.is_some() { "from another server" } else { "missing" }
+                );
+                sqlx::query(&d.put_epoch())
+                    .bind(now_ms)
+                    .bind(ident.clone())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.failure(e))?;
+                now_ms
+            }
+        };
+        // The mark is locked after the resources, by every fencing call in
+        // the same order, so fencing calls queue on it and never deadlock.
+        let mark = if fencing {
+            sqlx::query_scalar::<_, i64>(&d.read_mark())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(|e| self.failure(e))?
+        } else {
+            None
+        };
+        let epoch = Epoch {
+            now_us,
+            since_ms,
+            started_ms: self.started_ms.load(Ordering::Relaxed),
+            mark,
+        };
+        let mut table = Table::load(names, &parsed, now_ms);
+        let answer = decide(&mut table, &epoch).map_err(Failure::Fail)?;
+        self.apply(&mut tx, &table.ops, who, now_ms).await?;
+        tx.commit().await.map_err(|e| self.failure(e))?;
+        Ok(answer)
+    }
+
+    /// Writes `ops` in order; runs of deletes go in one statement. New
+    /// holders are written with `who` (owner and source) and granted now.
+    async fn apply(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        ops: &[Op],
+        who: (&str, &str),
+        now_ms: i64,
+    ) -> Result<(), Failure> {
+        let d = &self.dialect;
+        let mut i = 0;
+        while i < ops.len() {
+            let result = match &ops[i] {
+                Op::Delete { .. } => {
+                    let run: Vec<&Op> = ops[i..]
+                        .iter()
+                        .take_while(|op| matches!(op, Op::Delete { .. }))
+                        .take(100)
+                        .collect();
+                    let sql = d.delete(run.len());
+                    let mut q = sqlx::query(&sql);
+                    for op in &run {
+                        if let Op::Delete { name, uid, kind } = op {
+                            q = q
+                                .bind(name.as_str())
+                                .bind(uid.as_str())
+                                .bind(kind.to_string());
+                        }
+                    }
+                    i += run.len() - 1;
+                    q.execute(&mut **tx).await
+                }
+                Op::Grant {
+                    name,
+                    uid,
+                    mode,
+                    deadline,
+                    ticket,
+                    channel,
+                } => {
+                    sqlx::query(&d.insert_holder())
+                        .bind(name.as_str())
+                        .bind(uid.as_str())
+                        .bind(mode_char(*mode))
+                        .bind(*deadline)
+                        .bind(now_ms)
+                        .bind(ticket.as_str())
+                        .bind(channel.as_str())
+                        .bind(who.0)
+                        .bind(who.1)
+                        .execute(&mut **tx)
+                        .await
+                }
+                Op::Renew {
+                    name,
+                    uid,
+                    deadline,
+                    ticket,
+                    channel,
+                } => {
+                    sqlx::query(&d.renew())
+                        .bind(*deadline)
+                        .bind(ticket.as_str())
+                        .bind(channel.as_str())
+                        .bind(name.as_str())
+                        .bind(uid.as_str())
+                        .execute(&mut **tx)
+                        .await
+                }
+                Op::Place {
+                    name,
+                    uid,
+                    mode,
+                    deadline,
+                    ticket,
+                    channel,
+                } => {
+                    sqlx::query(&d.put_place())
+                        .bind(name.as_str())
+                        .bind(uid.as_str())
+                        .bind(mode_char(*mode))
+                        .bind(*deadline)
+                        .bind(ticket.as_str())
+                        .bind(channel.as_str())
+                        .execute(&mut **tx)
+                        .await
+                }
+                Op::Mark { token } => {
+                    sqlx::query(&d.put_mark())
+                        .bind(*token)
+                        .execute(&mut **tx)
+                        .await
+                }
+                Op::Proclaim {
+                    name,
+                    uid,
+                    stamp,
+                    value,
+                } => {
+                    sqlx::query(&d.proclaim())
+                        .bind(stamp.as_str())
+                        .bind(value.clone())
+                        .bind(name.as_str())
+                        .bind(uid.as_str())
+                        .execute(&mut **tx)
+                        .await
+                }
+                // MySQL has no notifications: its lockers poll instead.
+                Op::Notify { .. } if d.backend != Backend::Postgres => {
+                    i += 1;
+                    continue;
+                }
+                Op::Notify { channel, payload } => {
+                    sqlx::query(d.notify())
+                        .bind(channel.as_str())
+                        .bind(payload.as_str())
+                        .execute(&mut **tx)
+                        .await
+                }
+            };
+            result.map_err(|e| self.failure(e))?;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// The pool, for the calls that are not one resource transaction
+    /// (listing, fencing, proclaiming, sweeping).
+    pub(super) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// A row of `Dialect::load`.
+    pub(super) fn row(&self, row: &AnyRow) -> Result<Row, sqlx::Error> {
+        Ok(Row {
+            name: self.text(row, "name")?,
+            uid: self.text(row, "uid")?,
+            kind: row.try_get("kind")?,
+            mode: row.try_get("mode")?,
+            deadline: row.try_get("deadline")?,
+            ticket: row.try_get("ticket")?,
+            channel: row.try_get("channel")?,
+            stamp: row.try_get("stamp")?,
+            value: row.try_get("value")?,
+        })
+    }
+
+    /// A text column: `text` on PostgreSQL, bytes (`varbinary`, compared
+    /// byte for byte) on MySQL.
+    pub(super) fn text(&self, row: &AnyRow, column: &str) -> Result<String, sqlx::Error> {
+        match self.dialect.backend {
+            Backend::Postgres => row.try_get(column),
+            Backend::MySql => match row.try_get::<Vec<u8>, _>(column) {
+                Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(_) => row.try_get(column),
+            },
+        }
+    }
+
+    fn failure(&self, err: sqlx::Error) -> Failure {
+        if let sqlx::Error::Database(db) = &err {
+            let code = code_of(&**db);
+            // PostgreSQL: deadlock_detected, serialization_failure;
+            // MySQL: ER_LOCK_DEADLOCK (SQLSTATE 40001 too).
+            if matches!(&*code, "40P01" | "40001" | "1213") {
+                return Failure::Retry(db.message().to_owned());
+            }
+        }
+        Failure::Fail(self.error(err))
+    }
+
+    /// A database error in words that say what to do about it; never the
+    /// URL or its credentials.
+    pub(super) fn error(&self, err: sqlx::Error) -> Error {
+        let reason = match &err {
+            sqlx::Error::Database(db) => {
+                let code = code_of(&**db);
+                let message = db.message();
+                match code.as_str() {
+                    "42501" | "1142" | "1044" | "1143" => format!(
+                        "the database user lacks a privilege the locker needs ({message}); grant \
+                         SELECT, INSERT, UPDATE and DELETE on the lock tables (and CREATE, or \
+                         create them once with the statements of quorum_lock::sql::schema())"
+                    ),
+                    "28P01" | "28000" | "1045" => {
+                        format!("the database refused the credentials ({message})")
+                    }
+                    "25006" | "1290" | "1836" | "1792" => format!(
+                        "the database is read-only ({message}): a replica, or read_only is \
+                         set; point the locker at the primary"
+                    ),
+                    "3D000" | "1049" => format!(
+                        "the database named in the URL does not exist ({message}); create it"
+                    ),
+                    "55P03" | "57014" | "1205" => format!(
+                        "a lock or statement in the database waited longer than the call \
+                         timeout ({message})"
+                    ),
+                    _ => format!("the database answered an error (code {code}): {message}"),
+                }
+            }
+            sqlx::Error::PoolTimedOut => format!(
+                "no connection of the pool was free within {:?}: the pool is exhausted or \
+                 the database cannot be reached",
+                self.call_timeout
+            ),
+            sqlx::Error::Io(io) => format!("cannot reach the database: {io}"),
+            sqlx::Error::Tls(tls) => format!("TLS with the database failed: {tls}"),
+            sqlx::Error::Configuration(_) => {
+                "the URL's settings are not usable (check the scheme, port and parameters)".into()
+            }
+            sqlx::Error::Protocol(what) => {
+                format!("the server does not speak the protocol: {what}")
+            }
+            sqlx::Error::PoolClosed => "the locker was closed".into(),
+            other => format!("the database call failed: {other}"),
+        };
+        self.unavailable(reason)
+    }
+}
+
+/// The code of a database error: PostgreSQL's SQLSTATE, MySQL's error
+/// number (its SQLSTATEs are too coarse: one for a missing privilege and a
+/// syntax error alike).
+fn code_of(db: &dyn sqlx::error::DatabaseError) -> String {
+    #[cfg(feature = "mysql")]
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return my.number().to_string();
+    }
+    db.code().unwrap_or_default().into_owned()
+}
+
+/// Whether `err` says a table does not exist.
+fn is_missing_table(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if matches!(code_of(&**db).as_str(), "42P01" | "1146"))
+}
+
+/// Whether `err` says what was being created exists already (a concurrent
+/// creator won).
+fn is_already_there(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db)
+        if matches!(code_of(&**db).as_str(), "42P07" | "23505" | "42710" | "1050"))
+}
+
+/// Refuses servers older than the locker supports.
+fn check_version(backend: Backend, version: &str) -> Result<(), String> {
+    let numbers = |text: &str| -> Vec<u64> {
+        text.split(|c: char| !c.is_ascii_digit())
+            .filter(|part| !part.is_empty())
+            .take(3)
+            .filter_map(|part| part.parse().ok())
+            .collect()
+    };
+    match backend {
+        Backend::Postgres => {
+            let num = numbers(version).first().copied().unwrap_or(0);
+            if num < 130_000 {
+                return Err(format!(
+                    "PostgreSQL {} is too old: the locker needs 13 or later",
+                    version.split_whitespace().nth(2).unwrap_or(version)
+                ));
+            }
+        }
+        Backend::MySql => {
+            let n = numbers(version);
+            let (major, minor) = (
+                n.first().copied().unwrap_or(0),
+                n.get(1).copied().unwrap_or(0),
+            );
+            let maria = version.to_ascii_lowercase().contains("mariadb");
+            let old = if maria {
+                (major, minor) < (10, 6)
+            } else {
+                major < 8
+            };
+            if old {
+                return Err(format!(
+                    "{} {version} is too old: the locker needs MySQL 8 or MariaDB 10.6 or later",
+                    if maria { "MariaDB" } else { "MySQL" }
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `scheme://host:port/database` of `url`, without user, password or
+/// parameters, for logs and errors.
+pub(super) fn endpoint_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let rest = match rest.rsplit_once('@') {
+        Some((_, host)) => host,
+        None => rest,
+    };
+    format!("{scheme}://{rest}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_never_carry_credentials() {
+        assert_eq!(
+            endpoint_of("postgres://lock:s3cret@db.internal:5432/locks?sslmode=require"),
+            "postgres://db.internal:5432/locks"
+        );
+        assert_eq!(
+            endpoint_of("mysql://u:p@ss@10.0.0.1/x"),
+            "mysql://10.0.0.1/x"
+        );
+        assert_eq!(endpoint_of("mysql://10.0.0.1"), "mysql://10.0.0.1");
+    }
+
+    #[test]
+    fn old_servers_are_refused() {
+        assert!(check_version(Backend::Postgres, "120005 PostgreSQL 12.5").is_err());
+        assert!(check_version(Backend::Postgres, "150018 PostgreSQL 15.18").is_ok());
+        assert!(check_version(Backend::MySql, "10.5.3-MariaDB").is_err());
+        assert!(check_version(Backend::MySql, "10.11.6-MariaDB-0+deb12u1").is_ok());
+        assert!(check_version(Backend::MySql, "5.7.44").is_err());
+        assert!(check_version(Backend::MySql, "8.0.36").is_ok());
+    }
+}
