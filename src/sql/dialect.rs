@@ -198,18 +198,18 @@ impl Dialect {
         )
     }
 
-    /// Writes the epoch marker: the table's epoch began at `$1` (ms) on
-    /// the server `$2`.
+    /// Writes the epoch marker: the table's epoch began at `$1` (ms), its
+    /// `deadline`, on the server `$2`, its `ticket`.
     pub(super) fn put_epoch(&self) -> String {
         let t = &self.tables.entries;
         match self.backend {
             Backend::Postgres => format!(
-                "INSERT INTO {t} (name, uid, kind, deadline, owner) VALUES ('', '', 'e', $1, $2) \
-                 ON CONFLICT (name, uid, kind) DO UPDATE SET deadline = EXCLUDED.deadline, owner = EXCLUDED.owner"
+                "INSERT INTO {t} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', $1, $2) \
+                 ON CONFLICT (name, uid, kind) DO UPDATE SET deadline = EXCLUDED.deadline, ticket = EXCLUDED.ticket"
             ),
             Backend::MySql => format!(
-                "INSERT INTO {t} (name, uid, kind, deadline, owner) VALUES ('', '', 'e', ?, ?) \
-                 ON DUPLICATE KEY UPDATE deadline = VALUES(deadline), owner = VALUES(owner)"
+                "INSERT INTO {t} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', ?, ?) \
+                 ON DUPLICATE KEY UPDATE deadline = VALUES(deadline), ticket = VALUES(ticket)"
             ),
         }
     }
@@ -392,7 +392,10 @@ impl Dialect {
                 ),
                 format!("CREATE INDEX {prefix}entries_by_uid ON {entries} (uid) WHERE kind IN ('h', 'q')"),
                 format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
-                format!("INSERT INTO {entries} (name, uid, kind, deadline) VALUES ('', '', 'e', 0)"),
+                format!(
+                    "INSERT INTO {entries} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', 0, {})",
+                    self.identity()
+                ),
             ],
             Backend::MySql => vec![
                 format!(
@@ -416,7 +419,10 @@ impl Dialect {
                 format!(
                     "CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL) ENGINE=InnoDB"
                 ),
-                format!("INSERT INTO {entries} (name, uid, kind, deadline) VALUES ('', '', 'e', 0)"),
+                format!(
+                    "INSERT INTO {entries} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', 0, {})",
+                    self.identity()
+                ),
             ],
         }
     }
