@@ -321,7 +321,7 @@ impl Dialect {
     /// Up to 100 names with an expired holder or place, for the sweeper.
     pub(super) fn expired_names(&self) -> String {
         format!(
-            "SELECT DISTINCT name FROM {} WHERE kind IN ('h', 'q') AND deadline * 1000 <= {} LIMIT 100",
+            "SELECT DISTINCT name FROM {} WHERE kind IN ('h', 'q') AND deadline <= {} / 1000 LIMIT 100",
             self.tables.entries,
             self.now_us()
         )
