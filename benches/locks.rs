@@ -1,6 +1,8 @@
 //! Lock throughput, latency, CPU, fairness and RPC cost of quorum-lock, with
-//! a single-node Redis lock measured in the same run as a baseline, and
-//! side by side with Redis, Redlock and etcd (`--backend compare`).
+//! a single-node Redis lock measured in the same run as a baseline, side by
+//! side with Redis, Redlock and etcd (`--backend compare`), and over
+//! PostgreSQL and MariaDB beside the classic SQL lock recipes (`--backend
+//! postgres`, `--backend mysql`).
 //!
 //! `cargo bench -p quorum-lock-benches --bench locks -- --help` lists the options; BENCHMARKS.md
 //! has the results and how they were taken.
@@ -37,6 +39,15 @@ mod scenario;
 mod semaphore;
 #[path = "locks/servers.rs"]
 mod servers;
+#[path = "locks/sql_bench.rs"]
+mod sql_bench;
+#[path = "locks/sql_recipes.rs"]
+mod sql_recipes;
+#[path = "locks/sql_server.rs"]
+mod sql_server;
+// PostgreSQL and MariaDB servers of the run's own, shared with the tests.
+#[path = "../tests/sql_support/mod.rs"]
+mod sql_support;
 #[path = "locks/stats.rs"]
 mod stats;
 
@@ -157,6 +168,9 @@ fn run(opts: &Options) -> Result<(), String> {
     }
     if opts.semaphore_scenario {
         return semaphore::run(opts);
+    }
+    if let Some(backend) = opts.sql {
+        return sql_bench::run(opts, backend);
     }
     if opts.transport == scenario::Transport::Redis {
         return redis_nodes::run(opts);

@@ -53,7 +53,7 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (also accepted: a list, e.g. poll,push)    [default: push]
     --matrix             run the default set described in BENCHMARKS.md instead
                          of --nodes/--clients/--names/--mix
-    --backend lockers|redis|compare
+    --backend lockers|redis|compare|postgres|mysql
                          lockers: our own lockers, reached as --transport says;
                          redis: start max(--nodes) redis-server processes on
                          127.0.0.1 and measure, on the first N of them for
@@ -75,7 +75,38 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          --nodes 3 (one value), --names both, --seconds 3;
                          write locks only. Ends with a Markdown table of
                          every row (the one in BENCHMARKS.md).
+                         postgres, mysql: start a PostgreSQL or MariaDB
+                         server of the run's own (temporary directory, free
+                         127.0.0.1 port, stopped by its PID) and measure on
+                         it, for each client count and naming, our Dsync
+                         over one SqlLocker and the classic SQL lock
+                         recipes: a unique-index lock table (INSERT to
+                         lock, a 50 ms sleep and a retry on a duplicate
+                         key, DELETE to unlock; autocommit), SELECT ... FOR
+                         UPDATE of a pre-created row in a transaction held
+                         while locked, and session advisory locks
+                         (pg_advisory_lock) or GET_LOCK on MariaDB. Counts
+                         the statements each sends per lock (see
+                         --sql-counters). Defaults change with it: --names
+                         both; write locks only, one locker (no --nodes).
+                         Ends with the targets of the SQL issue and a
+                         Markdown table.
                                                                     [default: lockers]
+    --sql-url URL        with --backend postgres or mysql: measure on this
+                         existing database instead of starting a server
+                         (no server CPU then, and statements are counted
+                         only where the server shows them)
+    --sql-systems LIST   with --backend postgres or mysql: which to measure,
+                         of ours, insert, for-update and advisory (get_lock
+                         on MySQL)           [default: ours,insert,for-update,advisory]
+    --sql-counters on|off
+                         with --backend postgres or mysql: count the
+                         statements each system makes the server run
+                         (PostgreSQL: pg_stat_statements, preloaded in the
+                         server started here, and pg_stat_database's
+                         transactions; MariaDB: SHOW GLOBAL STATUS
+                         Questions); off leaves pg_stat_statements out of
+                         the server, to see what it costs  [default: on]
     --rslock on|off      with --backend redis or compare: measure rslock too
                                                                     [default: on]
     --etcd auto|on|off   with --backend compare: auto measures etcd when
@@ -230,6 +261,15 @@ pub struct Options {
     pub rslock: bool,
     /// `--backend compare`: every system side by side.
     pub compare: bool,
+    /// `--backend postgres` or `mysql`: SqlLocker and the SQL recipes.
+    pub sql: Option<quorum_lock::sql::Backend>,
+    /// `--sql-url`: an existing database instead of a server of our own.
+    pub sql_url: Option<String>,
+    /// `--sql-counters`: count statements on the server.
+    pub sql_counters: bool,
+    /// `--sql-systems`: ours, and which recipes.
+    pub sql_ours: bool,
+    pub sql_recipes: Vec<crate::sql_recipes::Recipe>,
     /// `--backend compare`: whether to measure etcd (auto, on, off as for
     /// Redis).
     pub etcd: RedisMode,
@@ -284,6 +324,11 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         waits_given: false,
         rslock: true,
         compare: false,
+        sql: None,
+        sql_url: None,
+        sql_counters: true,
+        sql_ours: true,
+        sql_recipes: crate::sql_recipes::Recipe::ALL.to_vec(),
         etcd: RedisMode::Auto,
         seconds: 2.0,
         warmup: 0.2,
@@ -330,7 +375,9 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         match name.as_str() {
             "--hold" | "--mix" | "--clients" | "--names" | "--shared" | "--wait" | "--matrix"
             | "--backend" | "--max-locks" | "--warmup" | "--rslock" | "--redis"
-            | "--redis-retry" => lock_given.push(name.clone()),
+            | "--redis-retry" | "--sql-url" | "--sql-counters" | "--sql-systems" => {
+                lock_given.push(name.clone())
+            }
             _ => {}
         }
         match name.as_str() {
@@ -471,16 +518,44 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             }
             "--matrix" => opts.matrix = true,
             "--backend" => {
-                (redis_backend, opts.compare) = match value()?.as_str() {
-                    "lockers" => (false, false),
-                    "redis" => (true, false),
-                    "compare" => (false, true),
+                use quorum_lock::sql::Backend;
+                (redis_backend, opts.compare, opts.sql) = match value()?.as_str() {
+                    "lockers" => (false, false, None),
+                    "redis" => (true, false, None),
+                    "compare" => (false, true, None),
+                    "postgres" => (false, false, Some(Backend::Postgres)),
+                    "mysql" | "mariadb" => (false, false, Some(Backend::MySql)),
                     v => {
                         return Err(format!(
-                            "--backend: expected lockers, redis or compare, got {v:?}"
+                            "--backend: expected lockers, redis, compare, postgres or mysql, got {v:?}"
                         ))
                     }
                 }
+            }
+            "--sql-url" => {
+                let url = value()?;
+                if url.is_empty() {
+                    return Err("--sql-url needs a database URL".into());
+                }
+                opts.sql_url = Some(url);
+            }
+            "--sql-counters" => opts.sql_counters = on_off(&name, &value()?)?,
+            "--sql-systems" => {
+                use crate::sql_recipes::Recipe;
+                let systems = list(&name, &value()?, |s| match s {
+                    "ours" => Ok(None),
+                    "insert" => Ok(Some(Recipe::Insert)),
+                    "for-update" => Ok(Some(Recipe::ForUpdate)),
+                    "advisory" | "get_lock" => Ok(Some(Recipe::Advisory)),
+                    s => Err(format!(
+                        "expected ours, insert, for-update, advisory or get_lock, got {s:?}"
+                    )),
+                })?;
+                opts.sql_ours = systems.contains(&None);
+                opts.sql_recipes = Recipe::ALL
+                    .into_iter()
+                    .filter(|r| systems.contains(&Some(*r)))
+                    .collect();
             }
             "--rslock" => opts.rslock = on_off(&name, &value()?)?,
             "--etcd" => opts.etcd = mode(&name, &value()?)?,
@@ -601,6 +676,14 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     if redis_backend {
         redis_defaults(&mut opts, &chose_lists, transport_given)?;
     }
+    if opts.sql.is_some() {
+        sql_defaults(&mut opts, &chose_lists, transport_given)?;
+    } else if lock_given.iter().any(|o| o.starts_with("--sql-")) {
+        return Err(
+            "--sql-url, --sql-systems and --sql-counters only apply to --backend postgres or mysql"
+                .into(),
+        );
+    }
     if opts.compare {
         let given = Given {
             lists: &chose_lists,
@@ -715,6 +798,29 @@ fn compare_defaults(opts: &mut Options, given: &Given) -> Result<(), String> {
         opts.seconds = 3.0;
     }
     opts.waits = vec![Wait::Push];
+    Ok(())
+}
+
+/// Checks and completes the options of `--backend postgres` and `mysql`.
+fn sql_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
+    if transport_given {
+        return Err(
+            "--backend postgres and mysql reach the database over SQL; drop --transport".into(),
+        );
+    }
+    if opts.matrix {
+        return Err("--backend postgres and mysql run their own set; drop --matrix".into());
+    }
+    if opts.mixes != [Mix::Write] {
+        return Err("--backend postgres and mysql measure write locks only (the recipes have no read mode); drop --mix".into());
+    }
+    if chose.contains(&"--nodes") {
+        return Err("--backend postgres and mysql measure a Dsync over one SqlLocker, beside recipes on the same server; drop --nodes".into());
+    }
+    opts.nodes = vec![1];
+    if !chose.contains(&"--names") && !chose.contains(&"--shared") {
+        opts.names = vec![Names::Own, Names::Shared];
+    }
     Ok(())
 }
 

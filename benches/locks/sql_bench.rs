@@ -1,0 +1,946 @@
+//! `--backend postgres` and `--backend mysql`: our `Dsync` over one
+//! `SqlLocker`, measured beside the classic SQL lock recipes
+//! (`sql_recipes`) on the same server, in the same run.
+//!
+//! One run starts a PostgreSQL or MariaDB server of its own (or uses
+//! `--sql-url`) and, for each hold, naming and client count, measures in
+//! turn the three recipes and ours. Every measurement gets names of its
+//! own (`run<N>/...`), so that a wait cut off by the end of an earlier
+//! window cannot block it, and the connections such a wait leaves queued
+//! in the server are ended before the next one.
+//!
+//! Ours is a `Dsync` over one `SqlLocker` as it ships (a pool of 16
+//! connections shared by every client, waiting in line with pushes: NOTIFY
+//! on PostgreSQL, polling on MySQL), with quarantine off, as for a server
+//! that never granted a lock before. Each recipe client has a connection
+//! of its own, which the session-level recipes need anyway.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
+use quorum_lock::{DRWMutex, Dsync, NetLocker, WriteGuard};
+use tokio::time::{timeout_at, Instant};
+
+use crate::cli::{Flavor, Options};
+use crate::counting::{self, CountingLocker};
+use crate::report::{loadavg, number, string, Machine};
+use crate::scenario::{Hold, Names, Wait};
+use crate::sql_recipes::{self, Recipe, RecipeClient};
+use crate::sql_server::{Counted, Database, Probe};
+use crate::stats::{
+    drive, fmt_duration, fmt_rate, process_cpu, summarize, ClientTally, Snapshot, Summary, Window,
+};
+
+/// The table prefix of ours.
+const PREFIX: &str = "bench_ql_";
+
+/// What a row measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum System {
+    /// A `Dsync` over one `SqlLocker`, waiting this way.
+    Ours(Wait),
+    Recipe(Recipe),
+}
+
+impl System {
+    fn label(self, backend: Backend) -> &'static str {
+        match self {
+            System::Ours(_) => "ours",
+            System::Recipe(r) => r.label(backend),
+        }
+    }
+
+    fn wait(self) -> &'static str {
+        match self {
+            System::Ours(wait) => wait.label(),
+            System::Recipe(Recipe::Insert) => "sleep",
+            System::Recipe(_) => "block",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub clients: usize,
+    pub names: Names,
+    pub hold: Hold,
+}
+
+pub struct Row {
+    pub system: System,
+    pub key: Key,
+    pub summary: Summary,
+    /// What the server counted from before the clients started to after
+    /// the last stopped, when it counts.
+    pub counted: Option<Counted>,
+    /// Locks taken in that time, warm-up included: what `counted` is
+    /// divided by.
+    pub cycles: u64,
+    /// Connections left queued in the server by waits the window cut
+    /// off, ended after the run.
+    pub leftovers: u64,
+    /// Locks/s of `insert` and of `advisory`/`get_lock` with the same
+    /// clients, names and hold (rows of ours).
+    pub insert_lsps: Option<f64>,
+    pub advisory_lsps: Option<f64>,
+}
+
+impl Row {
+    /// Statements the server ran per lock and its unlock.
+    pub fn statements_per_lock(&self) -> Option<f64> {
+        let c = self.counted.as_ref()?;
+        (self.cycles > 0).then(|| c.statements as f64 / self.cycles as f64)
+    }
+
+    pub fn transactions_per_lock(&self) -> Option<f64> {
+        let t = self.counted.as_ref()?.transactions?;
+        (self.cycles > 0).then(|| t as f64 / self.cycles as f64)
+    }
+
+    /// Statements a recipe sent per lock and unlock, counted by the client.
+    pub fn sent_per_lock(&self) -> Option<f64> {
+        match self.system {
+            System::Recipe(_) => self.summary.calls_per_lock,
+            System::Ours(_) => None,
+        }
+    }
+
+    /// Calls of ours to its `SqlLocker` per lock and unlock.
+    pub fn calls_per_lock(&self) -> Option<f64> {
+        match self.system {
+            System::Ours(_) => self.summary.calls_per_lock,
+            System::Recipe(_) => None,
+        }
+    }
+
+    fn ratio(&self, other: Option<f64>) -> Option<f64> {
+        other.filter(|r| *r > 0.0).map(|r| self.summary.lsps / r)
+    }
+}
+
+/// What every measurement needs besides its own settings.
+#[derive(Clone, Copy)]
+struct Bounds {
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+    count_rpcs: bool,
+}
+
+/// One measurement to make.
+#[derive(Clone, Copy)]
+struct Planned {
+    system: System,
+    key: Key,
+}
+
+/// Per hold and naming and client count: the recipes, then ours with each
+/// wait (`--wait`, push by default), so that ours is printed with its
+/// ratios to them.
+fn plan(opts: &Options) -> Vec<Planned> {
+    let waits = if opts.waits_given {
+        opts.waits.clone()
+    } else {
+        vec![Wait::Push]
+    };
+    let mut out = Vec::new();
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            for &clients in &opts.clients {
+                let key = Key {
+                    clients,
+                    names,
+                    hold,
+                };
+                for &recipe in &opts.sql_recipes {
+                    out.push(Planned {
+                        system: System::Recipe(recipe),
+                        key,
+                    });
+                }
+                let ours = if opts.sql_ours { &waits[..] } else { &[] };
+                for &wait in ours {
+                    out.push(Planned {
+                        system: System::Ours(wait),
+                        key,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A client's lock, whichever system it uses.
+enum Locker {
+    Ours(DRWMutex),
+    Recipe(RecipeClient),
+}
+
+/// A lock taken, to be given back.
+enum Held {
+    Ours(WriteGuard),
+    Recipe,
+}
+
+impl Locker {
+    fn sent(&self) -> u64 {
+        match self {
+            Locker::Ours(_) => 0,
+            Locker::Recipe(r) => r.sent,
+        }
+    }
+
+    async fn acquire(&mut self) -> Result<Held, String> {
+        match self {
+            Locker::Ours(mutex) => mutex
+                .lock()
+                .await
+                .map(Held::Ours)
+                .map_err(|e| format!("lock failed: {e}")),
+            Locker::Recipe(r) => r.acquire().await.map(|()| Held::Recipe),
+        }
+    }
+
+    async fn release(&mut self, held: Held) -> Result<(), String> {
+        match (self, held) {
+            (Locker::Ours(_), Held::Ours(guard)) => guard
+                .unlock()
+                .await
+                .map_err(|e| format!("unlock failed: {e}")),
+            (Locker::Recipe(r), Held::Recipe) => r.release().await,
+            _ => Err("a lock given back to another system".into()),
+        }
+    }
+}
+
+/// One client: acquire, hold, release until the window closes. Counts in
+/// `cycles` every lock taken, warm-up included, and in its tally's calls
+/// the statements a recipe sent for the locks of the window (acquire as
+/// `lock`, release as `unlock`).
+async fn client(
+    mut locker: Locker,
+    hold: Hold,
+    window: Window,
+    cycles: Arc<AtomicU64>,
+) -> Result<ClientTally, String> {
+    let mut tally = ClientTally::new();
+    let mut done = 0u64;
+    let mut cut_off = false;
+    loop {
+        let asked = Instant::now();
+        if asked >= window.end {
+            break;
+        }
+        if done >= window.max_per_client {
+            tally.hit_count_bound = true;
+            break;
+        }
+        let sent = locker.sent();
+        let held = match timeout_at(window.end, locker.acquire()).await {
+            Ok(held) => held?,
+            Err(_) => {
+                // Ours is cancel safe (the library gives back what the
+                // round got); a recipe's connection is dropped below.
+                tally.unfinished = Some(asked.elapsed());
+                cut_off = true;
+                break;
+            }
+        };
+        let waited = asked.elapsed();
+        let counted = asked >= window.start;
+        if counted {
+            tally.record(waited);
+        }
+        let acquired = locker.sent() - sent;
+        done += 1;
+        hold.run().await;
+        locker.release(held).await?;
+        cycles.fetch_add(1, Ordering::Relaxed);
+        if counted {
+            tally.calls.lock += acquired;
+            tally.calls.unlock += locker.sent() - sent - acquired;
+        }
+    }
+    tally.finished_at = Instant::now();
+    if let (Locker::Recipe(r), false) = (locker, cut_off) {
+        r.close().await;
+    }
+    Ok(tally)
+}
+
+/// The name client `c` locks in measurement `run`.
+fn name(run: usize, names: Names, c: usize) -> String {
+    match names {
+        Names::Own => format!("run{run}/client-{c}"),
+        Names::Shared => format!("run{run}/shared"),
+    }
+}
+
+/// One measurement, from connecting to ending what it left behind.
+async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Result<Row, String> {
+    let backend = db.backend;
+    let start = Instant::now() + bounds.warmup;
+    let window = Window {
+        start,
+        end: start + bounds.seconds,
+        max_per_client: bounds.max_locks.div_ceil(p.key.clients as u64),
+    };
+    let mut probe = Probe::connect(backend, &db.url).await?;
+    let mut lockers = Vec::with_capacity(p.key.clients);
+    let mut calls = Vec::new();
+    let mut ds = None;
+    match p.system {
+        System::Recipe(recipe) => {
+            if recipe == Recipe::ForUpdate {
+                let mut made = Vec::new();
+                for c in 0..p.key.clients {
+                    let n = name(run, p.key.names, c);
+                    if !made.contains(&n) {
+                        probe.execute(&sql_recipes::create_row(backend, &n)).await?;
+                        made.push(n);
+                    }
+                }
+            }
+            for c in 0..p.key.clients {
+                let n = name(run, p.key.names, c);
+                let client = RecipeClient::connect(backend, &db.url, recipe, n, window.end).await?;
+                lockers.push(Locker::Recipe(client));
+            }
+        }
+        System::Ours(wait) => {
+            let config = SqlConfig {
+                table_prefix: PREFIX.into(),
+                // A server started by this run never granted a lock
+                // before it.
+                quarantine: Duration::ZERO,
+                ..SqlConfig::default()
+            };
+            let locker = SqlLocker::connect(&db.url, config)
+                .await
+                .map_err(|e| format!("cannot connect a SqlLocker: {e}"))?;
+            let locker: Arc<dyn NetLocker> = Arc::new(locker);
+            let locker = if bounds.count_rpcs {
+                let (counted, tally) = CountingLocker::new(locker);
+                calls.push(tally);
+                Arc::new(counted) as Arc<dyn NetLocker>
+            } else {
+                locker
+            };
+            let built = Dsync::builder(vec![locker])
+                .waiting(wait.waiting())
+                .build()
+                .map_err(|e| format!("cannot build the Dsync: {e}"))?;
+            for c in 0..p.key.clients {
+                let mutex = built
+                    .rw_mutex([name(run, p.key.names, c)])
+                    .map_err(|e| format!("cannot make a mutex: {e}"))?;
+                lockers.push(Locker::Ours(mutex));
+            }
+            ds = Some(built);
+        }
+    }
+    let settle = backend == Backend::Postgres;
+    let before = match db.counting {
+        Ok(()) => Some(probe.reading(settle).await?),
+        Err(_) => None,
+    };
+    let cycles = Arc::new(AtomicU64::new(0));
+    let snapshot = || Snapshot {
+        at: Instant::now(),
+        cpu: process_cpu(),
+        calls: (!calls.is_empty()).then(|| counting::total(&calls)),
+        server_cpu: db.cpu(),
+    };
+    let mut lockers = lockers.into_iter();
+    let driven = drive(p.key.clients, window, snapshot, |_| {
+        let locker = lockers.next().expect("one locker per client");
+        client(locker, p.key.hold, window, cycles.clone())
+    })
+    .await;
+    // Ours gives back what cut-off waits got in the background: a moment
+    // for that before the count ends.
+    drop(ds);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (tallies, first, last) = driven?;
+    let summary = summarize(window, &tallies, &first, &last);
+    let mut leftovers = 0;
+    // PostgreSQL reports an ended backend's transactions as it exits: end
+    // the leftovers before the last reading, so that they count here.
+    if db.is_own() && backend == Backend::Postgres {
+        leftovers = probe.end_leftovers().await?;
+    }
+    let counted = match &before {
+        Some(before) => Some(probe.reading(settle).await?.since(before)),
+        None => None,
+    };
+    // MySQL counts a KILL as a statement: after the reading.
+    if db.is_own() && backend == Backend::MySql {
+        leftovers = probe.end_leftovers().await?;
+    }
+    probe.close().await;
+    Ok(Row {
+        system: p.system,
+        key: p.key,
+        summary,
+        counted,
+        cycles: cycles.load(Ordering::Relaxed),
+        leftovers,
+        insert_lsps: None,
+        advisory_lsps: None,
+    })
+}
+
+pub fn header() -> String {
+    format!(
+        "{:<10} {:<5} {:>7} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>5} {:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
+        "sys", "wait", "clients", "names", "hold", "locks/s", "p50", "p99", "max", "longest",
+        "min/cl", "max/cl", "jain", "cpu", "srv", "cpu/lk", "stmt/lk", "xact/lk", "sent/lk",
+        "calls/lk", "x ins", "x adv"
+    )
+}
+
+pub fn line(row: &Row, backend: Backend) -> String {
+    let s = &row.summary;
+    let d = |d: Duration| fmt_duration(d);
+    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
+    let cpu_per_lock = if s.lsps > 0.0 {
+        d(Duration::from_secs_f64(cpu / s.lsps))
+    } else {
+        "-".into()
+    };
+    let per = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+    let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
+    let mut out = format!(
+        "{:<10} {:<5} {:>7} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>5.3} {:>4.0}% {:>5} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
+        row.system.label(backend),
+        row.system.wait(),
+        row.key.clients,
+        row.key.names.label(),
+        row.key.hold.label(),
+        fmt_rate(s.lsps),
+        d(s.p50),
+        d(s.p99),
+        d(s.max),
+        d(s.longest_wait),
+        s.min_client,
+        s.max_client,
+        s.jain,
+        s.cpu * 100.0,
+        s.server_cpu
+            .map_or("-".into(), |c| format!("{:.0}%", c * 100.0)),
+        cpu_per_lock,
+        per(row.statements_per_lock()),
+        per(row.transactions_per_lock()),
+        per(row.sent_per_lock()),
+        per(row.calls_per_lock()),
+        ratio(row.ratio(row.insert_lsps)),
+        ratio(row.ratio(row.advisory_lsps)),
+    );
+    if s.longest_wait > s.max {
+        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
+    }
+    if s.hit_count_bound {
+        out.push_str("  (stopped by --max-locks)");
+    }
+    if let Some(c) = &row.counted {
+        if let Some(n) = c.deadlocks.filter(|&n| n > 0) {
+            let _ = write!(out, "  ({n} deadlocks broken by the server)");
+        }
+        if let Some(n) = c.lock_waits.filter(|&n| n > 0) {
+            let _ = write!(out, "  ({n} row lock waits)");
+        }
+    }
+    if row.leftovers > 0 {
+        let _ = write!(out, "  ({} queued connections ended after)", row.leftovers);
+    }
+    out
+}
+
+fn legend(backend: Backend, db: &Database) -> String {
+    let counts = match (backend, &db.counting) {
+        (_, Err(why)) => format!("not counted on the server: {why}"),
+        (Backend::Postgres, Ok(())) => "PostgreSQL's pg_stat_statements: statements that \
+            completed (a failed INSERT on a duplicate key, or one cut off, is not in it), \
+            without connection set-up (SET) and the harness's own readings; xact/lk: \
+            pg_stat_database xact_commit + xact_rollback, the harness's own taken out"
+            .to_owned(),
+        (Backend::MySql, Ok(())) => "SHOW GLOBAL STATUS: Questions (every statement a \
+            client sent, failed ones included) less Com_set_option (a new connection's SETs) \
+            and Com_show_status (the harness's readings)"
+            .to_owned(),
+    };
+    let advisory = match backend {
+        Backend::Postgres => {
+            "advisory: pg_advisory_lock(key) / pg_advisory_unlock(key), session \
+            level, the key a 64-bit hash of the name"
+        }
+        Backend::MySql => {
+            "get_lock: GET_LOCK(name, rest of the window) / RELEASE_LOCK(name), a \
+            timeout asked again"
+        }
+    };
+    let push = match backend {
+        Backend::Postgres => "a waiter's turn pushed by NOTIFY",
+        Backend::MySql => "a waiter's turn found by polling every 50 ms (MySQL has no NOTIFY)",
+    };
+    format!(
+        "ours: a Dsync over one SqlLocker as it ships (pool of 16 connections shared by every \
+client, quarantine off: the server is new; push: waiting in line, {push}). insert: INSERT \
+into a table with a unique key to lock, on a duplicate key a 50 ms sleep and another try, \
+DELETE to unlock, autocommit (InnoDB's occasional deadlock on the INSERT counts as a duplicate). for-update: BEGIN and SELECT ... FOR UPDATE of a pre-created row, \
+the transaction open while held, COMMIT to unlock. {advisory}. Each recipe client has a \
+connection of its own.
+locks/s: locks acquired in the window / window length. p50..max: acquire latency. longest: the \
+longest wait, counting waits still unfinished when the window closed. min/cl, max/cl: fewest \
+and most locks of one client; jain: Jain's fairness index over clients. cpu: (user+sys)/wall of \
+this process; srv: the same for every process of the server; cpu/lk: both per lock.
+stmt/lk, xact/lk: what the server counted from before the clients started to after the last \
+stopped (warm-up and cut-off waits included), per lock taken in that time; {counts}. sent/lk: \
+statements a recipe sent per lock and unlock in the window, counted by the client. calls/lk: \
+ours's calls to its SqlLocker per lock and unlock (each call one transaction). x ins, x adv: \
+ours's locks/s over insert's and over {}'s with the same clients, names and hold.",
+        Recipe::Advisory.label(backend)
+    )
+}
+
+fn find(rows: &[Row], system: System, clients: usize, names: Names) -> Option<&Row> {
+    rows.iter().find(|r| {
+        r.system == system
+            && r.key.clients == clients
+            && r.key.names == names
+            && r.key.hold == Hold::None
+    })
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+/// The targets of the SQL issue, with no hold: reported, not asserted.
+pub fn targets(rows: &[Row], backend: Backend) -> String {
+    let mut out = String::from("targets (SQL lockers issue; no hold; reported, not asserted):\n");
+    let push = System::Ours(Wait::Push);
+    let missing = "not measured in this run";
+    let adv = Recipe::Advisory.label(backend);
+    match find(rows, push, 64, Names::Shared) {
+        Some(row) => {
+            let s = &row.summary;
+            let figures = format!(
+                "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
+                s.min_client,
+                s.unfinished,
+                s.jain,
+                fmt_duration(s.longest_wait)
+            );
+            if backend == Backend::Postgres {
+                let _ = writeln!(
+                    out,
+                    "  (1) one shared name, 64 clients: every client served: {}; jain >= 0.95: {}; longest wait <= 200ms: {}  ({figures})",
+                    verdict(s.min_client > 0),
+                    verdict(s.jain >= 0.95),
+                    verdict(s.longest_wait <= Duration::from_millis(200)),
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  (1) one shared name, 64 clients (the target is PostgreSQL's; here for comparison): {figures}"
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  (1) one shared name, 64 clients: {missing}");
+        }
+    }
+    for clients in [8, 64] {
+        let ours = find(rows, push, clients, Names::Own);
+        let insert = find(rows, System::Recipe(Recipe::Insert), clients, Names::Own);
+        let advisory = find(rows, System::Recipe(Recipe::Advisory), clients, Names::Own);
+        match (ours, insert, advisory) {
+            (Some(o), Some(i), Some(a)) if i.summary.lsps > 0.0 && a.summary.lsps > 0.0 => {
+                let ri = o.summary.lsps / i.summary.lsps;
+                let ra = o.summary.lsps / a.summary.lsps;
+                let _ = writeln!(
+                    out,
+                    "  (2) distinct names, {clients} clients: >= 1.0x insert: ours {} vs {} = {ri:.2}x: {}; >= 0.5x {adv}: vs {} = {ra:.2}x: {}",
+                    fmt_rate(o.summary.lsps),
+                    fmt_rate(i.summary.lsps),
+                    verdict(ri >= 1.0),
+                    fmt_rate(a.summary.lsps),
+                    verdict(ra >= 0.5),
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "  (2) distinct names, {clients} clients: {missing}");
+            }
+        }
+    }
+    out
+}
+
+/// The issue's reference figures (pgbench on a machine of this kind), and
+/// the recipes measured here beside them.
+pub fn references(rows: &[Row], backend: Backend) -> String {
+    let own = |recipe: Recipe, clients: usize| {
+        find(rows, System::Recipe(recipe), clients, Names::Own)
+            .map_or("-".into(), |r| fmt_rate(r.summary.lsps))
+    };
+    let mut out = String::from(
+        "the issue's reference figures (pgbench, lock+unlock cycles/s) and the recipes here:\n",
+    );
+    let lines: &[(&str, Recipe, [&str; 3])] = match backend {
+        Backend::Postgres => &[
+            (
+                "plain unique-index lock",
+                Recipe::Insert,
+                ["1.6k", "5.6k", "7.1k"],
+            ),
+            (
+                "session advisory locks",
+                Recipe::Advisory,
+                ["5.8k", "31k", "30k"],
+            ),
+        ],
+        Backend::MySql => &[
+            (
+                "plain unique-index lock",
+                Recipe::Insert,
+                ["2.0k", "7.8k", "11.4k"],
+            ),
+            ("GET_LOCK", Recipe::Advisory, ["5.2k", "25k", "31k"]),
+        ],
+    };
+    for (what, recipe, reference) in lines {
+        let _ = writeln!(
+            out,
+            "  {what}, distinct names, 1/8/64 clients: issue {} / {} / {}; here ({}) {} / {} / {}",
+            reference[0],
+            reference[1],
+            reference[2],
+            recipe.label(backend),
+            own(*recipe, 1),
+            own(*recipe, 8),
+            own(*recipe, 64),
+        );
+    }
+    if backend == Backend::Postgres {
+        let shared = find(rows, System::Recipe(Recipe::Advisory), 64, Names::Shared)
+            .map_or("-".into(), |r| fmt_rate(r.summary.lsps));
+        let _ = writeln!(
+            out,
+            "  one advisory key shared by 64 clients: issue 7.0k; here {shared}"
+        );
+    }
+    out
+}
+
+/// Every row as a Markdown table: one line per system and naming, one
+/// column per client count.
+fn markdown(opts: &Options, rows: &[Row], backend: Backend) -> String {
+    let mut out = String::from(
+        "Markdown (locks/s · p50 / p99 of the acquire · jain; the longest wait in brackets; statements per lock after the slash, server-counted):\n\n",
+    );
+    let clients: Vec<String> = opts
+        .clients
+        .iter()
+        .map(|&c| format!("{c} client{}", if c == 1 { "" } else { "s" }))
+        .collect();
+    let _ = writeln!(out, "| system | names | {} |", clients.join(" | "));
+    let _ = writeln!(out, "|---|---|{}", "---|".repeat(clients.len()));
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            let mut seen: Vec<System> = Vec::new();
+            for row in rows
+                .iter()
+                .filter(|r| r.key.names == names && r.key.hold == hold)
+            {
+                if seen.contains(&row.system) {
+                    continue;
+                }
+                seen.push(row.system);
+                let cells: Vec<String> = opts
+                    .clients
+                    .iter()
+                    .map(|&c| {
+                        rows.iter()
+                            .find(|r| {
+                                r.system == row.system
+                                    && r.key.names == names
+                                    && r.key.hold == hold
+                                    && r.key.clients == c
+                            })
+                            .map_or("—".into(), cell)
+                    })
+                    .collect();
+                let naming = match names {
+                    Names::Own => "own",
+                    Names::Shared => "one shared",
+                };
+                let hold_note = if opts.holds.len() > 1 {
+                    format!(", hold {}", hold.label())
+                } else {
+                    String::new()
+                };
+                let system = match row.system {
+                    System::Ours(w) if opts.waits_given => format!("ours ({})", w.label()),
+                    other => other.label(backend).to_owned(),
+                };
+                let _ = writeln!(
+                    out,
+                    "| {system} | {naming}{hold_note} | {} |",
+                    cells.join(" | ")
+                );
+            }
+        }
+    }
+    out
+}
+
+fn cell(row: &Row) -> String {
+    let s = &row.summary;
+    let mut text = format!(
+        "{} · {} / {} · {:.2}",
+        fmt_rate(s.lsps),
+        fmt_duration(s.p50),
+        fmt_duration(s.p99),
+        s.jain
+    );
+    if row.key.names == Names::Shared {
+        let _ = write!(text, " [{}]", fmt_duration(s.longest_wait));
+    }
+    if let Some(st) = row.statements_per_lock() {
+        let _ = write!(text, " / {st:.1}");
+    }
+    text
+}
+
+fn say(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// The whole run: the server up, every planned measurement, the table,
+/// the targets, the JSON, the server down.
+pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
+    let started = crate::report::utc_now();
+    let machine = Machine::read();
+    let mut db = match &opts.sql_url {
+        Some(url) => Database::external(backend, url)?,
+        None => Database::start(backend, opts.sql_counters)?,
+    };
+    {
+        let rt = crate::runtime(opts)?;
+        rt.block_on(async {
+            db.inspect(opts.sql_counters).await?;
+            let mut probe = Probe::connect(backend, &db.url).await?;
+            for statement in sql_recipes::create_tables(backend) {
+                probe.execute(&statement).await?;
+            }
+            probe.close().await;
+            Ok::<(), String>(())
+        })?;
+        rt.shutdown_timeout(Duration::from_secs(1));
+    }
+    let planned = plan(opts);
+    let bounds = Bounds {
+        warmup: Duration::from_secs_f64(opts.warmup),
+        seconds: Duration::from_secs_f64(opts.seconds),
+        max_locks: opts.max_locks,
+        count_rpcs: opts.count_rpcs,
+    };
+    let server = match (db.pid(), db.port()) {
+        (Some(pid), Some(port)) => format!("started here: pid {pid} on 127.0.0.1:{port}"),
+        _ => "an existing database (--sql-url); server CPU not measured".into(),
+    };
+    let settle = if backend == Backend::Postgres && db.counting.is_ok() {
+        2.3
+    } else {
+        0.3
+    };
+    say(&format!(
+        "quorum-lock SqlLocker beside the SQL lock recipes, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads\n\
+         database: {}; {server}; statement counts: {}\n\
+         {} runs, about {:.0}s\n",
+        machine.commit,
+        machine.cpus,
+        machine.cpu_model,
+        machine.mem_total,
+        machine.kernel,
+        machine.loadavg,
+        opts.seconds,
+        opts.warmup,
+        opts.max_locks,
+        match opts.flavor {
+            Flavor::Multi => "multi-thread",
+            Flavor::Current => "current-thread",
+        },
+        if opts.flavor == Flavor::Multi {
+            opts.threads
+        } else {
+            1
+        },
+        db.version,
+        match &db.counting {
+            Ok(()) => "on".to_owned(),
+            Err(why) => why.clone(),
+        },
+        planned.len(),
+        planned.len() as f64 * (opts.seconds + opts.warmup + settle + 0.2),
+    ));
+    say(&header());
+    let mut rows: Vec<Row> = Vec::new();
+    for (run, p) in planned.iter().enumerate() {
+        let rt = crate::runtime(opts)?;
+        let row = rt.block_on(measure(&db, *p, run, bounds));
+        rt.shutdown_timeout(Duration::from_secs(1));
+        let mut row = row?;
+        if let System::Ours(_) = row.system {
+            let lsps = |recipe| {
+                rows.iter()
+                    .find(|r| r.system == System::Recipe(recipe) && r.key == row.key)
+                    .map(|r| r.summary.lsps)
+            };
+            row.insert_lsps = lsps(Recipe::Insert);
+            row.advisory_lsps = lsps(Recipe::Advisory);
+        }
+        say(&line(&row, backend));
+        rows.push(row);
+    }
+    say(&format!("\n{}", legend(backend, &db)));
+    say(&format!("\n{}", targets(&rows, backend)));
+    say(&references(&rows, backend));
+    say(&markdown(opts, &rows, backend));
+    if let Some(pid) = db.pid() {
+        drop(db);
+        say(&format!("stopped the {} server, pid {pid}", backend.name()));
+    }
+    if let Some(path) = &opts.json {
+        let text = json(opts, &machine, &started, backend, &rows);
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(&format!("wrote {}", path.display()));
+    }
+    Ok(())
+}
+
+/// The whole run as JSON, in the spirit of `report::json`.
+fn json(
+    opts: &Options,
+    machine: &Machine,
+    started: &str,
+    backend: Backend,
+    rows: &[Row],
+) -> String {
+    let mut o = String::from("{\n");
+    let _ = writeln!(o, "  \"date\": {},", string(started));
+    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
+    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
+    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
+    let _ = writeln!(
+        o,
+        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
+        machine.cpus,
+        string(&machine.cpu_model),
+        string(&machine.mem_total),
+        string(&machine.kernel),
+        string(&machine.loadavg),
+        string(&loadavg())
+    );
+    let _ = writeln!(
+        o,
+        "  \"settings\": {{\"backend\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}}},",
+        string(backend.name()),
+        number(opts.seconds),
+        number(opts.warmup),
+        opts.max_locks,
+        opts.threads,
+        opts.count_rpcs,
+    );
+    o.push_str("  \"results\": [");
+    for (i, row) in rows.iter().enumerate() {
+        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        o.push_str(&result(row, backend));
+    }
+    o.push_str("\n  ]\n}\n");
+    o
+}
+
+fn result(row: &Row, backend: Backend) -> String {
+    let s = &row.summary;
+    let ns = |d: Duration| d.as_nanos().to_string();
+    let opt = |x: Option<f64>| x.map_or("null".into(), number);
+    let by_statement: Vec<String> = row
+        .counted
+        .as_ref()
+        .map(|c| {
+            c.by_statement
+                .iter()
+                .map(|(text, n)| format!("{}: {n}", string(text)))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "{{\"system\": {}, \"wait\": {}, \"clients\": {}, \"names\": {}, \"hold\": {}, \
+         \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \"mean_ns\": {}, \"p50_ns\": {}, \"p90_ns\": {}, \
+         \"p99_ns\": {}, \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
+         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \"cpu_cores\": {}, \
+         \"server_cpu_cores\": {}, \"cycles_counted_by_server\": {}, \"server_statements\": {}, \
+         \"server_transactions\": {}, \"statements_per_lock\": {}, \"transactions_per_lock\": {}, \
+         \"sent_per_lock\": {}, \"locker_calls_per_lock\": {}, \"statements_by_text\": {{{}}}, \
+         \"server_deadlocks\": {}, \"server_row_lock_waits\": {}, \"leftover_connections_ended\": {}, \"hit_count_bound\": {}, \"ratio_vs_insert\": {}, \
+         \"ratio_vs_advisory\": {}}}",
+        string(row.system.label(backend)),
+        string(row.system.wait()),
+        row.key.clients,
+        string(row.key.names.label()),
+        string(&row.key.hold.label()),
+        s.locks,
+        number(s.seconds),
+        number(s.lsps),
+        ns(s.mean),
+        ns(s.p50),
+        ns(s.p90),
+        ns(s.p99),
+        ns(s.max),
+        ns(s.longest_wait),
+        s.unfinished,
+        s.min_client,
+        s.max_client,
+        number(s.jain),
+        number(s.cpu),
+        s.server_cpu.map_or("null".into(), number),
+        row.cycles,
+        row.counted
+            .as_ref()
+            .map_or("null".into(), |c| c.statements.to_string()),
+        row.counted
+            .as_ref()
+            .and_then(|c| c.transactions)
+            .map_or("null".into(), |t| t.to_string()),
+        opt(row.statements_per_lock()),
+        opt(row.transactions_per_lock()),
+        opt(row.sent_per_lock()),
+        opt(row.calls_per_lock()),
+        by_statement.join(", "),
+        row.counted
+            .as_ref()
+            .and_then(|c| c.deadlocks)
+            .map_or("null".into(), |n| n.to_string()),
+        row.counted
+            .as_ref()
+            .and_then(|c| c.lock_waits)
+            .map_or("null".into(), |n| n.to_string()),
+        row.leftovers,
+        s.hit_count_bound,
+        opt(row.ratio(row.insert_lsps)),
+        opt(row.ratio(row.advisory_lsps)),
+    )
+}
