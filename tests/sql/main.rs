@@ -16,6 +16,8 @@ mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod review;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
