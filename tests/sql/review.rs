@@ -72,7 +72,7 @@ async fn pg_until_blocked(c: &mut sqlx::PgConnection, prefix: &str) {
     panic!("no statement {prefix:?} ever waited for a lock");
 }
 
-/// 1. The node's fencing mark goes back when the first two fencing calls
+/// Break 1: The node's fencing mark goes back when the first two fencing calls
 /// of a node (no mark row yet) overlap: `SELECT … FOR UPDATE` locks no row
 /// that does not exist, and `put_mark` overwrites the mark
 /// unconditionally (`token = EXCLUDED.token`). A later token on the same
@@ -152,7 +152,7 @@ async fn fencing_tokens_go_back_when_the_first_marks_race() {
     );
 }
 
-/// 2. The password shows in the error of a URL that does not parse: the
+/// Break 2: The password shows in the error of a URL that does not parse: the
 /// endpoint is cut at the first `?` or `#` before the userinfo is removed,
 /// so an unencoded `#` or `?` in the password leaves user and password
 /// prefix in it.
@@ -177,7 +177,7 @@ impl PushSink for Count {
     }
 }
 
-/// 3. A waiter's `place_ttl` near `Duration::MAX` (the trait allows any
+/// Break 3: A waiter's `place_ttl` near `Duration::MAX` (the trait allows any
 /// duration above zero; `LocalLocker` takes `min(validity)`) panics the
 /// locker: `Waits::register` and `watched_names` compute
 /// `w.place_ttl * 2`, which overflows. Here through `register`, which
@@ -244,7 +244,7 @@ fn guarded(prefix: &str) -> SqlConfig {
     }
 }
 
-/// 4. PostgreSQL restored from a logical backup (`pg_dump`, which dumps
+/// Break 4: PostgreSQL restored from a logical backup (`pg_dump`, which dumps
 /// the data of unlogged tables unless told not to) brings the epoch
 /// marker back, so no quarantine begins, while every grant made after the
 /// backup is forgotten: a second holder is granted at once. docs/sql.md
@@ -301,7 +301,7 @@ async fn a_postgres_restored_from_pg_dump_grants_a_held_lock_again() {
     );
 }
 
-/// 5. The same on MariaDB: a logical backup restored into the running
+/// Break 5: The same on MariaDB: a logical backup restored into the running
 /// server (`mariadb-dump`, then the dump fed back) restarts nothing, so
 /// the uptime does not start a quarantine, and the marker comes back with
 /// the same `server_id`. docs/sql.md: "the restored server starts:
@@ -347,7 +347,7 @@ async fn a_mariadb_restored_from_a_dump_grants_a_held_lock_again() {
     );
 }
 
-/// 6. An entries table that is gone (dropped, or a restore to a point
+/// Break 6: An entries table that is gone (dropped, or a restore to a point
 /// before it existed) while the durable fence table stays is created
 /// again with the creator's marker, epoch 0: no quarantine, although
 /// grants were made from the table before. The creator could tell: the
@@ -382,7 +382,7 @@ async fn a_recreated_entries_table_is_not_quarantined() {
     );
 }
 
-/// 7. A long call timeout (here 30 days; every other duration of the
+/// Break 7: A long call timeout (here 30 days; every other duration of the
 /// library may be `Duration::MAX`) makes every PostgreSQL connection fail:
 /// the session setup sends `SET statement_timeout = <ms>`, and PostgreSQL
 /// takes at most `i32::MAX` ms (24.8 days) there. The locker never works,
