@@ -111,8 +111,8 @@ Exit codes:
   1        other failure, e.g. the server cannot listen on its address
   2        bad usage: flags, durations, addresses, URLs (an unknown scheme
            in --nodes), missing or empty token, both or neither of --nodes
-           and --redis; run --permits K
-           on a semaphore that others hold with another K
+           and --redis; run --permits K on a semaphore that others hold
+           with another K
   69       too few nodes reachable for a quorum, or too many in quarantine
            after a restart (run, lock, elect: within --timeout, or at once
            with --nonblock; without either they wait); locks --per-node:
