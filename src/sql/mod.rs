@@ -433,7 +433,7 @@ impl Shared {
         Ok(names)
     }
 
-    fn who<'a>(args: &'a LockArgs) -> (&'a str, &'a str) {
+    fn who(args: &LockArgs) -> (&str, &str) {
         (
             cut(&args.owner, MAX_LABEL_LEN),
             cut(&args.source, MAX_LABEL_LEN),
@@ -1040,19 +1040,14 @@ mod listener {
             match sqlx::postgres::PgListener::connect(&url).await {
                 Ok(mut listener) => {
                     if listener.listen(&channel).await.is_ok() {
-                        loop {
-                            match listener.try_recv().await {
-                                Ok(Some(notice)) => {
-                                    let Some(shared) = shared.upgrade() else {
-                                        return;
-                                    };
-                                    let payload = notice.payload().to_owned();
-                                    // A turn is a call of its own: run it
-                                    // apart, so that notices keep flowing.
-                                    tokio::spawn(async move { on_notice(&shared, &payload).await });
-                                }
-                                Ok(None) | Err(_) => break,
-                            }
+                        while let Ok(Some(notice)) = listener.try_recv().await {
+                            let Some(shared) = shared.upgrade() else {
+                                return;
+                            };
+                            let payload = notice.payload().to_owned();
+                            // A turn is a call of its own: run it apart,
+                            // so that notices keep flowing.
+                            tokio::spawn(async move { on_notice(&shared, &payload).await });
                         }
                     }
                 }

@@ -109,6 +109,10 @@ impl Store {
             .max_connections(pool_size.max(1))
             .min_connections(0)
             .acquire_timeout(call_timeout)
+            // No ping before each call: it would cost a round trip per
+            // call. A connection the server dropped fails its call instead,
+            // which the coordinator counts as unknown, and is closed.
+            .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
                 let (after, seen) = (after.clone(), seen.clone());
                 Box::pin(async move {

@@ -145,7 +145,7 @@ async fn held_through(
     let quarantine = lease.validity;
     let holder = client(
         vec![node(url, prefix, lease.validity, quarantine)],
-        lease.clone(),
+        lease,
         "holder",
     );
     let other = client(

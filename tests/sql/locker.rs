@@ -232,23 +232,28 @@ async fn missing_privileges_a_read_only_server_and_wrong_credentials_are_named()
                 .into(),
         )
         .await;
-    let text = fail(servers.pg_server().url_as("weak", "pw-weak"), "weak_").await;
+    let url = servers.pg_server().url_as("weak", "pw-weak");
+    let text = fail(url, "weak_").await;
     assert!(text.contains("lacks a privilege"), "{text}");
     // A read-only server (or replica).
     servers
         .run(&servers.pg, "CREATE ROLE reader LOGIN PASSWORD 'pw-reader'; ALTER ROLE reader SET default_transaction_read_only = on; GRANT CREATE ON SCHEMA public TO reader".into())
         .await;
-    let text = fail(servers.pg_server().url_as("reader", "pw-reader"), "ro_").await;
+    let url = servers.pg_server().url_as("reader", "pw-reader");
+    let text = fail(url, "ro_").await;
     assert!(text.contains("read-only"), "{text}");
-    let text = fail(servers.pg_server().url_as("nobody", "pw-nobody"), "x_").await;
+    let url = servers.pg_server().url_as("nobody", "pw-nobody");
+    let text = fail(url, "x_").await;
     assert!(text.contains("database"), "{text}");
     // MariaDB: a user with no privilege on the database.
     servers
         .run(&servers.maria, "CREATE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'pw-weak'; GRANT SELECT ON quorum.* TO 'weak'@'127.0.0.1'".into())
         .await;
-    let text = fail(servers.maria_server().url_as("weak", "pw-weak"), "weak_").await;
+    let url = servers.maria_server().url_as("weak", "pw-weak");
+    let text = fail(url, "weak_").await;
     assert!(text.contains("lacks a privilege"), "{text}");
-    let text = fail(servers.maria_server().url_as("quorum", "pw-wrong"), "x_").await;
+    let url = servers.maria_server().url_as("quorum", "pw-wrong");
+    let text = fail(url, "x_").await;
     assert!(text.contains("refused the credentials"), "{text}");
     // A server that is not there.
     let text = fail("postgres://u:pw-x@127.0.0.1:1/db".into(), "x_").await;
