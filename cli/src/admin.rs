@@ -6,7 +6,6 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use futures::future::join_all;
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::quorum::write_quorum;
 use quorum_lock::{Dsync, Error, Lease, LockArgs, LockInfo, LockMode, Timeouts};
 
@@ -122,6 +121,8 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
 /// What one node listed, or why it did not.
 struct Listing {
     node: String,
+    /// As `Member::kind`.
+    kind: &'static str,
     result: Result<Vec<LockInfo>, Missing>,
 }
 
@@ -142,6 +143,7 @@ impl Listing {
         };
         json::Node {
             node: self.node.clone(),
+            kind: self.kind,
             reachable,
             answered: self.result.is_ok(),
             reason,
@@ -165,22 +167,16 @@ pub fn entry_json(e: &LockInfo, refreshed: bool) -> json::Entry {
 
 /// Asks every node at once for its entries.
 async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
-    let lockers = fleet.lockers();
-    let servers: Vec<Option<&RemoteLocker>> = match fleet {
-        Fleet::Servers(servers) => servers.iter().map(Some).collect(),
-        Fleet::Redis(nodes) => nodes.iter().map(|_| None).collect(),
-    };
-    let answers = join_all(
-        lockers
-            .iter()
-            .zip(servers)
-            .map(|(locker, server)| ask(*locker, server, LIST, locker.locks())),
-    )
+    let answers = join_all(fleet.members.iter().map(|member| {
+        let locker = member.locker();
+        ask(locker, member.server(), LIST, locker.locks())
+    }))
     .await;
     let mut listings = Vec::with_capacity(answers.len());
-    for (locker, answer) in lockers.iter().zip(answers) {
+    for (member, answer) in fleet.members.iter().zip(answers) {
         listings.push(Listing {
-            node: locker.endpoint(),
+            node: member.locker().endpoint(),
+            kind: member.kind(),
             result: answer?,
         });
     }

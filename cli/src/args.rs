@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Distributed read/write locks granted by a quorum of lock servers, or of
-/// Redis servers.
+/// Distributed read/write locks granted by a quorum of lock servers, Redis
+/// servers or SQL databases (PostgreSQL, MySQL, MariaDB), alone or mixed.
 ///
-/// Start one `server` per node (or use standalone Redis servers with
-/// --redis), then take locks with `run`, elect a leader with `elect`,
+/// Start one `server` per node (or use standalone Redis servers or
+/// databases as nodes), then take locks with `run`, elect a leader with `elect`,
 /// inspect locks with `locks` and `status` and break stuck ones with
 /// `force-unlock`. A write lock needs ⌊n/2⌋+1 of the n
 /// nodes, a read lock ⌈n/2⌉.
@@ -101,12 +101,18 @@ tokens: put a password in the URLs if the servers require one):
   quorum-lock run backup -- ./backup.sh
   quorum-lock locks
 
+Or databases, alone or beside lock servers and Redis nodes, each told by its
+URL's scheme (the tables are created on first use):
+  export QUORUM_LOCK_NODES=postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070
+  quorum-lock run --token-file token backup -- ./backup.sh
+
 Exit codes:
   0        success (run: the command exited with 0)
   1        other failure, e.g. the server cannot listen on its address
-  2        bad usage: flags, durations, addresses, URLs, missing or empty
-           token, both or neither of --nodes and --redis; run --permits K
-           on a semaphore that others hold with another K
+  2        bad usage: flags, durations, addresses, URLs (an unknown scheme
+           in --nodes), missing or empty token, both or neither of --nodes
+           and --redis; run --permits K on a semaphore that others hold
+           with another K
   69       too few nodes reachable for a quorum, or too many in quarantine
            after a restart (run, lock, elect: within --timeout, or at once
            with --nonblock; without either they wait); locks --per-node:
@@ -116,7 +122,8 @@ Exit codes:
            or at once with --nonblock; the command did not run
   77       a server rejected the token, or it is not the admin token; or
            too few nodes answered and some refused the credentials (Redis:
-           the password; lock servers: TLS over a certificate)
+           the password; databases: the user, password, privileges or TLS;
+           lock servers: TLS over a certificate)
   79       run, lock, elect: the lock (or leadership) was lost while held;
            the command was stopped
   126/127  run, elect: the command cannot be executed / was not found
@@ -127,7 +134,7 @@ Exit codes:
 Environment: QUORUM_LOCK_NODES, QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN,
 QUORUM_LOCK_TOKEN_FILE, QUORUM_LOCK_ADMIN_TOKEN_FILE, QUORUM_LOCK_TLS_CA,
 QUORUM_LOCK_TLS_CERT, QUORUM_LOCK_TLS_KEY, QUORUM_LOCK_REDIS,
-QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA stand in for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
+QUORUM_LOCK_REDIS_PREFIX, QUORUM_LOCK_REDIS_CA, QUORUM_LOCK_SQL_PREFIX stand in for the flags; RUST_LOG sets the log filter (server default: info; clients: off).";
 
 const SERVER_EXAMPLES: &str = "\
 Examples:
@@ -150,6 +157,9 @@ Examples:
   quorum-lock run --permits 3 rebuilds -- ./rebuild.sh
   # on three Redis servers instead (password in the environment, not in ps):
   export QUORUM_LOCK_REDIS=redis://:pw@10.0.0.1:6379,redis://:pw@10.0.0.2:6379,redis://:pw@10.0.0.3:6379
+  quorum-lock run nightly-backup -- /usr/local/bin/backup --full
+  # on two databases and a lock server, mixed in one list:
+  export QUORUM_LOCK_NODES=postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070
   quorum-lock run nightly-backup -- /usr/local/bin/backup --full
 
 The command runs in its own process group with QUORUM_LOCK_NAME (the lock's
@@ -263,6 +273,8 @@ Examples:
       --admin-token-file /etc/qlock/admin-token
   quorum-lock locks --per-node \\
       --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+  quorum-lock locks --nodes postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070 \\
+      --admin-token-file /etc/qlock/admin-token
 
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock. A semaphore (run
@@ -289,6 +301,8 @@ Examples:
   # readiness probe: client token only, exit 0 while a write quorum is healthy
   quorum-lock status --health --token-file /etc/qlock/token
   quorum-lock status --redis redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
+  quorum-lock status --nodes postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070 \\
+      --admin-token-file /etc/qlock/admin-token
 
 One line per server: reachable or why not, its protocol version, whether
 it is in quarantine (refusing new grants after a restart) and for how much
@@ -305,6 +319,13 @@ has none of ours). A Redis node keeps no quarantine of its own: clients
 refuse its grants for their --validity after it started, so status counts
 the quarantine with its own --validity (default 60s, as run), and a lock's
 last refresh as its expiry less that --validity. Give the clients' value.
+
+Databases (postgres://, mysql:// in --nodes): the same as Redis nodes, the
+line naming the database (PostgreSQL, MySQL/MariaDB). Their quarantine
+follows a lock table that was emptied (a PostgreSQL crash, a failover, a
+restored backup) and, on MySQL and MariaDB, a server start, counted with
+--validity too; a table created on first use starts out of quarantine. A database that refuses the credentials counts as not
+answering (77 when too few answered).
 
 --health asks only whether each node answers and is out of quarantine,
 with any token (no listing, so no admin token): one line per node,
@@ -450,23 +471,39 @@ pub struct ServerArgs {
 /// The nodes and credentials every client subcommand needs.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Comma-separated lock servers, host:port each. Every client of the
-    /// same locks must list the same servers, since a lock is granted by a
-    /// majority of the list: two clients with different lists could each
-    /// count a majority of their own and both hold it. The order does not
-    /// matter. Either this or --redis.
-    #[arg(long, value_name = "A,B,C", env = "QUORUM_LOCK_NODES")]
+    /// Comma-separated nodes, of one kind or mixed, each told by its
+    /// scheme: host:port (no scheme) for a lock server, redis:// or
+    /// rediss:// for a Redis node (as --redis), postgres:// or
+    /// postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL or
+    /// MariaDB (user:password@host:port/database, TLS in the URL's
+    /// parameters), e.g.
+    /// postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070.
+    /// Every client of the same locks must list the same nodes, since a
+    /// lock is granted by a majority of the list: two clients with
+    /// different lists could each count a majority of their own and both
+    /// hold it. The order does not matter. Passwords are never shown;
+    /// prefer QUORUM_LOCK_NODES for URLs with passwords, since arguments
+    /// are visible to other users in ps. Either this or --redis.
+    #[arg(
+        long,
+        value_name = "A,B,C",
+        env = "QUORUM_LOCK_NODES",
+        hide_env_values = true
+    )]
     pub nodes: Option<String>,
     #[command(flatten)]
     pub redis: RedisArgs,
     #[command(flatten)]
+    pub sql: SqlArgs,
+    #[command(flatten)]
     pub tokens: Tokens,
     /// Longest wait for each server's connection and handshake; for Redis
-    /// nodes, also for each call.
+    /// nodes and databases, also for each call.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration)]
     pub connect_timeout: Duration,
     /// Connect to lock servers with TLS, trusting the CA certificates in
-    /// this PEM file (for Redis, see --redis-ca). Each server's certificate
+    /// this PEM file (for Redis, see --redis-ca; databases take theirs in
+    /// the URL, e.g. sslrootcert=FILE). Each server's certificate
     /// must name its host as given in --nodes: a DNS name, or an IP address.
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
@@ -525,6 +562,17 @@ pub struct RedisArgs {
     pub redis_ca: Option<PathBuf>,
 }
 
+/// Options of the databases in --nodes.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// Prefix of the lock tables' names on the databases of --nodes
+    /// (PREFIXentries, PREFIXfence): ASCII letters, digits and
+    /// underscores, at most 40; every client of the same locks must use
+    /// the same one. [default: quorum_lock_]
+    #[arg(long, value_name = "PREFIX", env = "QUORUM_LOCK_SQL_PREFIX")]
+    pub sql_prefix: Option<String>,
+}
+
 /// Flags of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -556,11 +604,13 @@ pub struct RunArgs {
     /// Lease validity; must not exceed the servers' --validity. The lock is
     /// refreshed every validity/6 and given up when no quorum confirmed it
     /// for 5/6 of the validity; another client can get it validity/6 later.
-    /// [default: the shortest validity the servers announce, 60s if none
-    /// answered; with --redis, 60s]. With --redis this is how long the
-    /// Redis nodes keep the lock unrefreshed, and a Redis node that
-    /// restarted refuses new grants for as long: every client of the same
-    /// Redis locks must use the same --validity.
+    /// [default: the shortest validity the lock servers announce, 60s if
+    /// none answered, at most 60s with Redis nodes or databases in the
+    /// list]. With Redis nodes or databases this is
+    /// how long they keep the lock unrefreshed, and one that restarted (or
+    /// whose lock table was emptied) refuses new grants for as long: every
+    /// client of the same Redis or database locks must use the same
+    /// --validity.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when the command must be stopped.
@@ -611,7 +661,8 @@ pub struct HoldArgs {
     #[arg(short = 'n', long)]
     pub nonblock: bool,
     /// Lease validity, as for `run`. [default: the shortest validity the
-    /// servers announce, 60s if none answered; with --redis, 60s]
+    /// lock servers announce, 60s if none answered, at most 60s with Redis
+    /// nodes or databases in the list]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
     /// Owner shown in `locks`. Default: host:pid.
@@ -642,8 +693,8 @@ pub struct ElectArgs {
     /// --validity; the leadership is refreshed every validity/6 and given up
     /// when no quorum confirmed it for 5/6 of the validity, and the next
     /// candidate can lead validity/6 later. [default: the shortest validity
-    /// the servers announce, 60s if none answered; with --redis, 60s, the
-    /// same on every client]
+    /// the lock servers announce, 60s if none answered, at most 60s with
+    /// Redis nodes or databases in the list, the same on every client]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when the command must be stopped,
@@ -720,9 +771,10 @@ pub struct StatusArgs {
     /// text for people, json for scripts.
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Redis nodes only: the --validity of the clients, which is also how
-    /// long they refuse a Redis node's grants after it started (lock
-    /// servers announce theirs). [default: 60s, as run]
+    /// Redis nodes and databases only: the --validity of the clients,
+    /// which is also how long they refuse a Redis node's or database's
+    /// grants after it started or its lock table was emptied (lock servers
+    /// announce theirs). [default: 60s, as run]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
 }

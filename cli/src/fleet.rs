@@ -1,25 +1,155 @@
-//! Every node of `locks` and `status`, reachable or not. These are the
-//! commands an operator runs when nodes are down, so unlike
-//! `Cluster::connect` nothing here needs a quorum to connect: each command
-//! asks every node and decides from what answered.
+//! Every node of `locks` and `status`, reachable or not, whatever its
+//! kind. These are the commands an operator runs when nodes are down, so
+//! unlike `Cluster::connect` nothing here needs a quorum to connect: each
+//! command asks every node and decides from what answered.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::redis::RedisLocker;
+use quorum_lock::sql::{Backend, SqlLocker};
 use quorum_lock::{Error, NetLocker};
 
 use crate::admin::{refused, ADMIN_CALL};
 use crate::args::ClientArgs;
 use crate::fail::{Failure, AUTH, UNAVAILABLE};
-use crate::nodes::{connect_servers, parse_nodes, remote_config, why, Down, Kind};
-use crate::redis_nodes;
+use crate::node_urls::Entry;
+use crate::nodes::{connect_servers, remote_config, why, Down, Kind, Plan};
+use crate::{redis_nodes, sql_nodes};
 
-/// The nodes, in the order given.
-pub enum Fleet {
-    Servers(Vec<RemoteLocker>),
-    Redis(Vec<RedisLocker>),
+/// One node of any kind.
+pub enum Member {
+    Server(RemoteLocker),
+    Redis(RedisLocker),
+    Sql(SqlLocker),
+}
+
+impl Member {
+    pub fn locker(&self) -> &dyn NetLocker {
+        match self {
+            Member::Server(l) => l,
+            Member::Redis(l) => l,
+            Member::Sql(l) => l,
+        }
+    }
+
+    pub fn into_locker(self) -> Arc<dyn NetLocker> {
+        match self {
+            Member::Server(l) => Arc::new(l),
+            Member::Redis(l) => Arc::new(l),
+            Member::Sql(l) => Arc::new(l),
+        }
+    }
+
+    /// The lock server, if this is one.
+    pub fn server(&self) -> Option<&RemoteLocker> {
+        match self {
+            Member::Server(server) => Some(server),
+            _ => None,
+        }
+    }
+
+    /// The node's kind in the JSON documents (`nodes[].kind`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Member::Server(_) => "lock-server",
+            Member::Redis(_) => "redis",
+            Member::Sql(l) => match l.backend() {
+                Backend::Postgres => "postgres",
+                Backend::MySql => "mysql",
+            },
+        }
+    }
+}
+
+/// Connects to every node of `plan` at once, after checking every entry
+/// (nothing is sent anywhere before all are). Each comes back in the
+/// order given, with why it did not answer (`None` when it did): a lock
+/// server reconnects in the background, a Redis node or database on each
+/// later call. Lock servers: `admin` picks the admin token, and a
+/// rejected token is fatal (77), as everywhere. `validity` is how long
+/// Redis nodes and databases keep an entry that is not refreshed, and
+/// their quarantine (lock servers announce their own).
+pub async fn connect_members(
+    args: &ClientArgs,
+    plan: &Plan,
+    admin: bool,
+    validity: Option<Duration>,
+) -> Result<Vec<(Member, Option<String>)>, Failure> {
+    let total = plan.entries.len();
+    let label = |i: usize| format!("node {} of {total}", i + 1);
+    let pick = |wanted: fn(&Entry) -> bool| -> Vec<(String, String)> {
+        plan.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| wanted(e))
+            .map(|(i, e)| (label(i), e.given().to_owned()))
+            .collect()
+    };
+    let redis_urls = pick(|e| matches!(e, Entry::Redis(_)));
+    let sql_urls = pick(|e| matches!(e, Entry::Sql { .. }));
+    let redis = match redis_urls.is_empty() {
+        true => None,
+        false => Some(redis_nodes::prepare(args, &redis_urls, validity)?),
+    };
+    let sql = match sql_urls.is_empty() {
+        true => None,
+        false => Some(sql_nodes::prepare(args, &sql_urls, validity)?),
+    };
+    let addrs = plan.servers();
+    // A token is only needed, and only asked for, when lock servers are.
+    let config = match addrs.is_empty() {
+        true => None,
+        false => Some(remote_config(args, admin)?),
+    };
+    let (servers, redis, sql) = tokio::join!(
+        async {
+            match &config {
+                Some(config) => connect_servers(&addrs, config, admin).await,
+                None => Ok(Vec::new()),
+            }
+        },
+        async {
+            match redis {
+                Some(prepared) => prepared.connect(args).await,
+                None => Vec::new(),
+            }
+        },
+        async {
+            match sql {
+                Some(prepared) => prepared.connect(args).await,
+                None => Vec::new(),
+            }
+        },
+    );
+    let (mut servers, mut redis, mut sql) =
+        (servers?.into_iter(), redis.into_iter(), sql.into_iter());
+    let mut members = Vec::with_capacity(total);
+    for entry in &plan.entries {
+        // Each list holds exactly the entries of its kind, in order.
+        let member = match entry {
+            Entry::Server(_) => servers.next().map(|server| {
+                let down = (!server.is_online()).then(|| {
+                    server
+                        .connect_error()
+                        .map_or_else(|| "not connected".to_owned(), |e| why(&e))
+                });
+                (Member::Server(server), down)
+            }),
+            Entry::Redis(_) => redis.next().map(|(l, down)| (Member::Redis(l), down)),
+            Entry::Sql { .. } => sql.next().map(|(l, down)| (Member::Sql(l), down)),
+        };
+        members.extend(member);
+    }
+    Ok(members)
+}
+
+/// The nodes of `locks` and `status`, in the order given.
+pub struct Fleet {
+    pub kind: Kind,
+    pub members: Vec<Member>,
 }
 
 /// Why a node gave no answer.
@@ -51,62 +181,52 @@ impl Fleet {
     /// Connects to every node at once; a node that cannot be reached is
     /// kept and reported by the calls. Lock servers: `admin` picks the
     /// admin token, and a rejected token is fatal (77), as everywhere.
-    /// Redis: `validity` as for `run` (the quarantine after a Redis start).
+    /// Redis nodes and databases: `validity` as for `run` (the quarantine
+    /// after a start, or after a database's lock table was emptied).
     pub async fn connect(
         args: &ClientArgs,
         admin: bool,
         validity: Option<Duration>,
     ) -> Result<Fleet, Failure> {
-        match (Kind::of(args)?, &args.nodes) {
-            (Kind::LockServers, Some(nodes)) => {
-                let nodes = parse_nodes(nodes)?;
-                let config = remote_config(args, admin)?;
-                Ok(Fleet::Servers(
-                    connect_servers(&nodes, &config, admin).await?,
-                ))
-            }
-            _ => {
-                // Why a node did not connect is asked again by each call:
-                // a Redis locker connects on every call until one succeeds.
-                let nodes = redis_nodes::connect_each(args, validity).await?;
-                Ok(Fleet::Redis(nodes.into_iter().map(|(l, _)| l).collect()))
-            }
-        }
+        let plan = Plan::of(args)?;
+        // Why a node did not connect is asked again by each call: a Redis
+        // or database locker connects on every call until one succeeds.
+        let members = connect_members(args, &plan, admin, validity).await?;
+        Ok(Fleet {
+            kind: plan.kind,
+            members: members.into_iter().map(|(member, _)| member).collect(),
+        })
     }
 
     pub fn kind(&self) -> Kind {
-        match self {
-            Fleet::Servers(_) => Kind::LockServers,
-            Fleet::Redis(_) => Kind::Redis,
-        }
-    }
-
-    /// Every node as a locker, in order.
-    pub fn lockers(&self) -> Vec<&dyn NetLocker> {
-        match self {
-            Fleet::Servers(s) => s.iter().map(|l| l as &dyn NetLocker).collect(),
-            Fleet::Redis(r) => r.iter().map(|l| l as &dyn NetLocker).collect(),
-        }
+        self.kind
     }
 
     /// The exit code when too few nodes answered, and which setting to
     /// check when the causes point at one: credentials refused (a Redis
-    /// password, TLS over a lock server's certificate) are 77, a setting to
-    /// fix; anything else is 69, an outage to wait out.
+    /// password, a database's user, password, privileges or TLS, TLS over
+    /// a lock server's certificate) are 77, a setting to fix; anything
+    /// else is 69, an outage to wait out.
     pub fn verdict(&self, args: &ClientArgs, missing: &[&Missing]) -> (u8, Option<String>) {
-        match self {
-            Fleet::Servers(servers) => {
-                let down = Down::of(servers);
-                (down.code(), down.advice(args))
-            }
-            Fleet::Redis(_) => {
-                if missing.iter().any(|m| redis_nodes::is_auth(m.reason())) {
-                    (AUTH, Some(redis_nodes::AUTH_ADVICE.to_owned()))
-                } else {
-                    (UNAVAILABLE, None)
-                }
-            }
+        let servers: Vec<&RemoteLocker> = self.members.iter().filter_map(Member::server).collect();
+        let has = |kind: fn(&Member) -> bool| self.members.iter().any(kind);
+        let refused = |test: fn(&str) -> bool| missing.iter().any(|m| test(m.reason()));
+        let down = Down::of(servers.iter().copied());
+        let mut code = UNAVAILABLE;
+        let mut advice: Vec<String> = Vec::new();
+        if !servers.is_empty() {
+            code = down.code();
+            advice.extend(down.advice(args));
         }
+        if has(|m| matches!(m, Member::Redis(_))) && refused(redis_nodes::is_auth) {
+            code = AUTH;
+            advice.push(redis_nodes::AUTH_ADVICE.to_owned());
+        }
+        if has(|m| matches!(m, Member::Sql(_))) && refused(sql_nodes::is_refusal) {
+            code = AUTH;
+            advice.push(sql_nodes::AUTH_ADVICE.to_owned());
+        }
+        (code, (!advice.is_empty()).then(|| advice.join("; ")))
     }
 }
 

@@ -20,7 +20,7 @@ pub const FORMAT: u32 = 1;
 #[derive(Serialize)]
 pub struct Locks {
     pub format: u32,
-    /// "lock-servers" or "redis".
+    /// "lock-servers", "redis", "sql" (databases only) or "mixed".
     pub kind: &'static str,
     /// "merged" or "per-node".
     pub view: &'static str,
@@ -40,8 +40,10 @@ pub struct Locks {
 /// One node of `locks`.
 #[derive(Serialize)]
 pub struct Node {
-    /// `host:port`.
+    /// `host:port`, or a database's `scheme://host:port/database`.
     pub node: String,
+    /// "lock-server", "redis", "postgres" or "mysql" (MySQL and MariaDB).
+    pub kind: &'static str,
     /// Whether there is a connection to it.
     pub reachable: bool,
     /// Whether it answered this command's call.
@@ -107,11 +109,13 @@ pub struct Status {
 #[derive(Serialize)]
 pub struct StatusNode {
     pub node: String,
+    /// As in `locks`: "lock-server", "redis", "postgres" or "mysql".
+    pub kind: &'static str,
     pub reachable: bool,
     pub answered: bool,
     pub reason: Option<String>,
-    /// The lock server's protocol version; `null` for Redis and while
-    /// not connected.
+    /// The lock server's protocol version; `null` for Redis, databases,
+    /// and while not connected.
     pub protocol: Option<u16>,
     /// `null` when it did not answer.
     pub quarantined: Option<bool>,
@@ -119,7 +123,7 @@ pub struct StatusNode {
     /// protocol 4 cannot say.
     pub quarantine_left_ms: Option<u64>,
     /// How many entries it holds; `null` when it did not answer, and for
-    /// Redis with `--health` (which lists nothing).
+    /// Redis and databases with `--health` (which lists nothing).
     pub entries: Option<u64>,
     /// Answered and out of quarantine.
     pub healthy: bool,
@@ -154,6 +158,8 @@ pub fn kind(kind: Kind) -> &'static str {
     match kind {
         Kind::LockServers => "lock-servers",
         Kind::Redis => "redis",
+        Kind::Sql => "sql",
+        Kind::Mixed => "mixed",
     }
 }
 

@@ -1,6 +1,7 @@
 //! `quorum-lock`: run a lock server, run a command under a distributed
-//! lock or while leading an election, list locks and force them open, show
-//! the servers' status, make TLS certificates. `quorum-lock --help`
+//! lock (on lock servers, Redis nodes, databases, or a mix) or while
+//! leading an election, list locks and force them open, show the nodes'
+//! status, make TLS certificates. `quorum-lock --help`
 //! documents every flag and the exit codes.
 
 mod admin;
@@ -12,11 +13,13 @@ mod fail;
 mod fleet;
 mod hold;
 mod json;
+mod node_urls;
 mod nodes;
 mod redis_nodes;
 mod run;
 mod server;
 mod signals;
+mod sql_nodes;
 mod status;
 mod target;
 mod waiting;

@@ -1,5 +1,6 @@
-//! What the client subcommands share: checking the node list, loading the
-//! tokens, and connecting to every server with a clear verdict.
+//! What the client subcommands share: which nodes were given (lock
+//! servers, Redis nodes, databases, or a mix), loading the tokens, and
+//! connecting to every node with a clear verdict.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,45 +12,10 @@ use quorum_lock::{Error, NetLocker};
 
 use crate::args::ClientArgs;
 use crate::fail::{Failure, AUTH, UNAVAILABLE};
-
-/// Splits and checks `A,B,C`. Duplicates are refused: the same server twice
-/// would count twice towards the quorum and break mutual exclusion.
-pub fn parse_nodes(raw: &str) -> Result<Vec<String>, Failure> {
-    if raw.trim().is_empty() {
-        return Err(Failure::usage(
-            "empty node list: pass --nodes host:port,... or set QUORUM_LOCK_NODES",
-        ));
-    }
-    let mut nodes: Vec<String> = Vec::new();
-    for entry in raw.split(',').map(str::trim) {
-        check_address(entry)?;
-        if nodes.iter().any(|n| n == entry) {
-            return Err(Failure::usage(format!("node {entry} is listed twice")));
-        }
-        nodes.push(entry.to_owned());
-    }
-    Ok(nodes)
-}
-
-/// `host:port` with a non-empty host and a port in 1..=65535; IPv6 hosts in
-/// brackets. Resolution happens when connecting.
-fn check_address(entry: &str) -> Result<(), Failure> {
-    let bad = |why: &str| Failure::usage(format!("bad node address '{entry}': {why}"));
-    if entry.is_empty() {
-        return Err(bad("empty entry in the node list"));
-    }
-    let (host, port) = entry
-        .rsplit_once(':')
-        .ok_or_else(|| bad("expected host:port"))?;
-    let bracketed = host.starts_with('[') && host.ends_with(']');
-    if host.is_empty() || (host.contains(':') && !bracketed) || host.contains(char::is_whitespace) {
-        return Err(bad("expected host:port (IPv6 as [addr]:port)"));
-    }
-    match port.parse::<u16>() {
-        Ok(0) | Err(_) => Err(bad("the port must be a number from 1 to 65535")),
-        Ok(_) => Ok(()),
-    }
-}
+use crate::fleet::Member;
+use crate::node_urls::{classify, Entry};
+use crate::redis_nodes::split_urls;
+use crate::{redis_nodes, sql_nodes};
 
 /// The token from `file` if given, else from `value` (flag or environment).
 /// Surrounding whitespace is dropped; an empty token is an error.
@@ -190,10 +156,10 @@ pub fn why(err: &Error) -> String {
 pub struct Down(pub Vec<(String, Option<Error>)>);
 
 impl Down {
-    pub fn of(servers: &[RemoteLocker]) -> Down {
+    pub fn of<'a>(servers: impl IntoIterator<Item = &'a RemoteLocker>) -> Down {
         Down(
             servers
-                .iter()
+                .into_iter()
                 .filter(|s| !s.is_online())
                 .map(|s| (s.endpoint(), s.connect_error()))
                 .collect(),
@@ -290,8 +256,9 @@ fn advice_for(reason: &str, args: &ClientArgs) -> Option<&'static str> {
     } else if said("does not serve TLS") || said("check that it serves TLS") {
         "the servers do not serve TLS: start them with --tls-cert and --tls-key, or drop --tls-ca"
     } else if said("it is a Redis server") {
-        "--nodes takes lock servers ('quorum-lock server'); for Redis servers pass --redis \
-         redis://HOST:PORT,... instead"
+        "a host:port entry of --nodes is a lock server ('quorum-lock server'); for Redis \
+         servers pass --redis redis://HOST:PORT,... instead, or write each as redis://HOST:PORT \
+         in --nodes"
     } else if said("is this the port of a lock server?") {
         "each --nodes entry must be the --listen address of a 'quorum-lock server'"
     } else {
@@ -300,12 +267,15 @@ fn advice_for(reason: &str, args: &ClientArgs) -> Option<&'static str> {
     Some(advice)
 }
 
-/// The kind of nodes a client command talks to: lock servers (`--nodes`)
-/// or Redis servers (`--redis`), never both.
+/// The kind of nodes a client command talks to: lock servers, Redis
+/// nodes, databases, or a mix of them (URLs beside `host:port` in
+/// `--nodes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     LockServers,
     Redis,
+    Sql,
+    Mixed,
 }
 
 impl Kind {
@@ -314,53 +284,150 @@ impl Kind {
         match self {
             Kind::LockServers => "lock servers",
             Kind::Redis => "Redis nodes",
+            Kind::Sql => "databases",
+            Kind::Mixed => "nodes",
         }
     }
 
-    /// Which flags were given decides; both or neither is a usage error,
-    /// and so are options of the other kind.
-    pub fn of(args: &ClientArgs) -> Result<Kind, Failure> {
+    /// The kind of a list: one kind alone, or mixed.
+    fn of_entries(entries: &[Entry]) -> Kind {
+        let kind = |e: &Entry| match e {
+            Entry::Server(_) => Kind::LockServers,
+            Entry::Redis(_) => Kind::Redis,
+            Entry::Sql { .. } => Kind::Sql,
+        };
+        let mut kinds = entries.iter().map(kind);
+        let first = kinds.next().unwrap_or(Kind::LockServers);
+        if kinds.all(|k| k == first) {
+            first
+        } else {
+            Kind::Mixed
+        }
+    }
+}
+
+/// The nodes a client command was given, each with its kind, in order:
+/// `--nodes` (lock servers, and URLs of Redis nodes and databases) or
+/// `--redis` (Redis nodes only, as before `--nodes` took URLs).
+#[derive(Debug)]
+pub struct Plan {
+    pub kind: Kind,
+    pub entries: Vec<Entry>,
+}
+
+impl Plan {
+    /// Which flags were given, and the schemes in `--nodes`, decide; both
+    /// flags or neither is a usage error, and so are options for a kind of
+    /// node that is not in the list (they would be ignored silently).
+    pub fn of(args: &ClientArgs) -> Result<Plan, Failure> {
+        let entries =
+            match (&args.nodes, &args.redis.redis) {
+                (Some(_), Some(_)) => return Err(Failure::usage(
+                    "both lock servers (--nodes / QUORUM_LOCK_NODES) and Redis nodes (--redis / \
+                     QUORUM_LOCK_REDIS) are given: pass one list; --nodes also takes Redis nodes, \
+                     as redis://host:port entries beside the others",
+                )),
+                (None, None) => return Err(Failure::usage(
+                    "no nodes: pass --nodes host:port,... for lock servers (or URLs: redis://, \
+                     postgres://, mysql://) or --redis redis://host:port,... for Redis nodes (or \
+                     set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
+                )),
+                (Some(nodes), None) => classify(nodes)?,
+                (None, Some(urls)) => split_urls(urls)?.into_iter().map(Entry::Redis).collect(),
+            };
+        let plan = Plan {
+            kind: Kind::of_entries(&entries),
+            entries,
+        };
+        plan.check_options(args)?;
+        Ok(plan)
+    }
+
+    /// Refuses the options of a kind of node that is not in the list.
+    fn check_options(&self, args: &ClientArgs) -> Result<(), Failure> {
         let redis = &args.redis;
-        match (&args.nodes, &redis.redis) {
-            (Some(_), Some(_)) => Err(Failure::usage(
-                "both lock servers (--nodes / QUORUM_LOCK_NODES) and Redis nodes (--redis / \
-                 QUORUM_LOCK_REDIS) are given; a lock lives on one kind of node: pass only one",
-            )),
-            (None, None) => Err(Failure::usage(
-                "no nodes: pass --nodes host:port,... for lock servers or --redis \
-                 redis://host:port,... for Redis nodes (or set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
-            )),
-            (Some(_), None) => {
-                let stray = [
-                    (redis.redis_prefix.is_some(), "--redis-prefix / QUORUM_LOCK_REDIS_PREFIX"),
-                    (redis.redis_ca.is_some(), "--redis-ca / QUORUM_LOCK_REDIS_CA"),
-                ];
-                match stray.iter().find(|(given, _)| *given) {
-                    Some((_, flag)) => Err(Failure::usage(format!(
-                        "{flag} is set, but it only applies to Redis nodes (--redis), not to lock servers (--nodes)"
-                    ))),
-                    None => Ok(Kind::LockServers),
-                }
-            }
-            (None, Some(_)) => {
-                let stray = [
-                    (
-                        args.tls_ca.is_some(),
-                        "--tls-ca / QUORUM_LOCK_TLS_CA is for lock servers; for rediss:// Redis \
-                         nodes pass the CA file with --redis-ca",
-                    ),
-                    (
-                        args.tls_cert.is_some(),
-                        "--tls-cert / QUORUM_LOCK_TLS_CERT is for lock servers; Redis nodes \
-                         take no client certificate from quorum-lock",
-                    ),
-                ];
-                match stray.iter().find(|(given, _)| *given) {
-                    Some((_, message)) => Err(Failure::usage(*message)),
-                    None => Ok(Kind::Redis),
-                }
+        let (servers, redises, sql) = (self.has_servers(), self.has_redis(), self.has_sql());
+        if !redises {
+            let stray = [
+                (
+                    redis.redis_prefix.is_some(),
+                    "--redis-prefix / QUORUM_LOCK_REDIS_PREFIX",
+                ),
+                (
+                    redis.redis_ca.is_some(),
+                    "--redis-ca / QUORUM_LOCK_REDIS_CA",
+                ),
+            ];
+            if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
+                return Err(Failure::usage(format!(
+                    "{flag} is set, but it only applies to Redis nodes (--redis, or redis:// \
+                     entries in --nodes), and none is listed"
+                )));
             }
         }
+        if !sql && args.sql.sql_prefix.is_some() {
+            return Err(Failure::usage(
+                "--sql-prefix / QUORUM_LOCK_SQL_PREFIX is set, but it only applies to databases \
+                 (postgres:// or mysql:// entries in --nodes), and none is listed",
+            ));
+        }
+        if !servers {
+            // Where the CA of the other kinds goes instead.
+            let elsewhere = match (redises, sql) {
+                (true, false) => "for rediss:// Redis nodes pass the CA file with --redis-ca",
+                (false, _) => {
+                    "for databases put it in the URL (postgres://...?sslmode=verify-full&\
+                     sslrootcert=FILE, mysql://...?ssl-mode=VERIFY_IDENTITY&ssl-ca=FILE)"
+                }
+                (true, true) => {
+                    "for rediss:// Redis nodes pass the CA file with --redis-ca; for databases \
+                     put it in the URL (sslrootcert=FILE, ssl-ca=FILE)"
+                }
+            };
+            if args.tls_ca.is_some() {
+                return Err(Failure::usage(format!(
+                    "--tls-ca / QUORUM_LOCK_TLS_CA is for lock servers (host:port entries of \
+                     --nodes), and none is listed; {elsewhere}"
+                )));
+            }
+            if args.tls_cert.is_some() {
+                let instead = match (redises, sql) {
+                    (true, false) => "Redis nodes take no client certificate from quorum-lock",
+                    _ => {
+                        "Redis nodes take no client certificate from quorum-lock, and databases \
+                         take theirs in the URL (sslcert=FILE&sslkey=FILE, \
+                         ssl-cert=FILE&ssl-key=FILE)"
+                    }
+                };
+                return Err(Failure::usage(format!(
+                    "--tls-cert / QUORUM_LOCK_TLS_CERT is for lock servers; {instead}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn has_servers(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Server(_)))
+    }
+
+    pub fn has_redis(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Redis(_)))
+    }
+
+    pub fn has_sql(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Sql { .. }))
+    }
+
+    /// The lock servers' addresses, in order.
+    pub fn servers(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Server(addr) => Some(addr.clone()),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -409,11 +476,18 @@ impl Cluster {
         validity: Option<Duration>,
         wait: bool,
     ) -> Result<Cluster, Failure> {
-        let nodes = match (Kind::of(args)?, &args.nodes) {
-            (Kind::LockServers, Some(nodes)) => nodes,
-            _ => return crate::redis_nodes::connect(args, needed, validity, wait).await,
-        };
-        let nodes = parse_nodes(nodes)?;
+        let plan = Plan::of(args)?;
+        match plan.kind {
+            Kind::LockServers => {}
+            Kind::Redis => {
+                let urls: Vec<String> = plan.entries.iter().map(|e| e.given().to_owned()).collect();
+                return crate::redis_nodes::connect(args, &urls, needed, validity, wait).await;
+            }
+            Kind::Sql | Kind::Mixed => {
+                return Self::connect_mixed(args, &plan, admin, needed, validity, wait).await
+            }
+        }
+        let nodes = plan.servers();
         let config = remote_config(args, admin)?;
         let servers = connect_servers(&nodes, &config, admin).await?;
         let down = Down::of(&servers);
@@ -451,6 +525,79 @@ impl Cluster {
         Ok(Cluster {
             lockers,
             kind: Kind::LockServers,
+        })
+    }
+
+    /// [`connect_or_wait`](Self::connect_or_wait) for databases, alone or
+    /// beside lock servers and Redis nodes: the same rules, each kind's
+    /// refusals (a lock server's TLS, a Redis password, a database's
+    /// credentials) failing at once with 77.
+    async fn connect_mixed(
+        args: &ClientArgs,
+        plan: &Plan,
+        admin: bool,
+        needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
+        wait: bool,
+    ) -> Result<Cluster, Failure> {
+        let members = crate::fleet::connect_members(args, plan, admin, validity).await?;
+        let servers = Down::of(members.iter().filter_map(|(m, _)| m.server()));
+        let down: Vec<(String, String)> = members
+            .iter()
+            .filter_map(|(m, why)| Some((m.locker().endpoint(), why.clone()?)))
+            .collect();
+        let listed: Vec<String> = down
+            .iter()
+            .map(|(node, why)| format!("{node}: {why}"))
+            .collect();
+        let redis_refused = members.iter().any(|(m, why)| {
+            matches!(m, Member::Redis(_)) && why.as_deref().is_some_and(redis_nodes::is_auth)
+        });
+        let sql_refused = members.iter().any(|(m, why)| {
+            matches!(m, Member::Sql(_)) && why.as_deref().is_some_and(sql_nodes::is_refusal)
+        });
+        let refused = servers.code() == AUTH || redis_refused || sql_refused;
+        let mistaken = servers.mistaken()
+            || members.iter().any(|(m, why)| {
+                matches!(m, Member::Sql(_)) && why.as_deref().is_some_and(sql_nodes::is_mistaken)
+            });
+        let (total, up) = (members.len(), members.len() - down.len());
+        let need = needed(total);
+        let nodes = plan.kind.nodes();
+        if up < need && (!wait || refused || mistaken) {
+            let mut advice: Vec<String> = servers.advice(args).into_iter().collect();
+            if redis_refused {
+                advice.push(redis_nodes::AUTH_ADVICE.to_owned());
+            }
+            if sql_refused {
+                advice.push(sql_nodes::AUTH_ADVICE.to_owned());
+            }
+            let mut message = format!(
+                "only {up} of {total} {nodes} answered but {need} are needed for a quorum; \
+                 not answering: {}",
+                listed.join("; ")
+            );
+            if !advice.is_empty() {
+                message.push_str(&format!(" ({})", advice.join("; ")));
+            }
+            let code = if refused { AUTH } else { UNAVAILABLE };
+            return Err(Failure::new(code, message));
+        }
+        if up < need {
+            eprintln!(
+                "quorum-lock: only {up} of {total} {nodes} answered but {need} are needed; \
+                 waiting for them (not answering: {})",
+                listed.join("; ")
+            );
+        } else if !down.is_empty() {
+            eprintln!(
+                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
+                listed.join("; ")
+            );
+        }
+        Ok(Cluster {
+            lockers: members.into_iter().map(|(m, _)| m.into_locker()).collect(),
+            kind: plan.kind,
         })
     }
 
@@ -515,16 +662,5 @@ mod tests {
             }),
         )]);
         assert_eq!(tls.code(), AUTH);
-    }
-
-    #[test]
-    fn node_lists_are_checked() {
-        assert_eq!(parse_nodes(" a:1, b:2 ").map(|n| n.len()).ok(), Some(2));
-        assert!(parse_nodes("[::1]:7070").is_ok());
-        for bad in [
-            "", " ", "a:1,,b:2", "a", "a:0", "a:x", ":80", "::1:80", "a:1,a:1", "a b:1",
-        ] {
-            assert!(parse_nodes(bad).is_err(), "{bad:?} accepted");
-        }
     }
 }

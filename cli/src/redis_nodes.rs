@@ -1,5 +1,6 @@
-//! `--redis`: standalone Redis servers as the nodes of `run`, `locks` and
-//! `force-unlock`, instead of lock servers.
+//! Redis nodes: standalone Redis servers as the nodes of the client
+//! commands, given with `--redis`, or as `redis://` entries of `--nodes`
+//! beside other kinds.
 //!
 //! A Redis URL may carry a password, so nothing here ever shows a URL as
 //! given: messages name a node by its `host:port` (what
@@ -8,7 +9,7 @@
 
 use crate::fail::Failure;
 
-pub use with_redis::{connect, connect_each, is_auth, AUTH_ADVICE};
+pub use with_redis::{connect, is_auth, prepare, AUTH_ADVICE};
 
 mod with_redis {
     use std::sync::Arc;
@@ -18,7 +19,7 @@ mod with_redis {
     use quorum_lock::redis::{RedisConfig, RedisLocker};
     use quorum_lock::NetLocker;
 
-    use super::{redact, split_urls};
+    use super::redact;
     use crate::args::ClientArgs;
     use crate::fail::{Failure, AUTH, UNAVAILABLE};
     use crate::nodes::{Cluster, Kind};
@@ -39,11 +40,22 @@ mod with_redis {
     /// node refused the credentials.
     pub async fn connect(
         args: &ClientArgs,
+        urls: &[String],
         needed: impl Fn(usize) -> usize,
         validity: Option<Duration>,
         wait: bool,
     ) -> Result<Cluster, Failure> {
-        let nodes = connect_each(args, validity).await?;
+        let labelled: Vec<(String, String)> = urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| {
+                (
+                    format!("Redis node {} of {}", i + 1, urls.len()),
+                    url.clone(),
+                )
+            })
+            .collect();
+        let nodes = prepare(args, &labelled, validity)?.connect(args).await;
         let down: Vec<(String, String)> = nodes
             .iter()
             .filter_map(|(locker, why)| Some((locker.endpoint(), why.clone()?)))
@@ -92,27 +104,27 @@ mod with_redis {
         })
     }
 
-    /// Every Redis node of `args`, in the order given, connected at once
-    /// when it answers, each with why it did not (`None` when it did),
-    /// whatever how many answered. A node that did not answer connects
-    /// again on each later call.
-    pub async fn connect_each(
+    /// The Redis nodes of `urls` (each with how messages name it), checked
+    /// and ready to connect: nothing is sent anywhere yet.
+    pub struct Prepared {
+        config: RedisConfig,
+        urls: Vec<String>,
+        lockers: Vec<RedisLocker>,
+    }
+
+    /// Checks every URL of `urls` (label, URL) and the settings they share
+    /// before anything is sent anywhere. `validity` as for [`connect`].
+    pub fn prepare(
         args: &ClientArgs,
+        urls: &[(String, String)],
         validity: Option<Duration>,
-    ) -> Result<Vec<(RedisLocker, Option<String>)>, Failure> {
-        let urls = split_urls(args.redis.redis.as_deref().unwrap_or(""))?;
-        let config = config(args, &urls, validity)?;
-        // Every URL is checked before anything is sent anywhere.
+    ) -> Result<Prepared, Failure> {
+        let plain: Vec<String> = urls.iter().map(|(_, url)| url.clone()).collect();
+        let config = config(args, &plain, validity)?;
         let mut lockers: Vec<RedisLocker> = Vec::with_capacity(urls.len());
-        for (i, url) in urls.iter().enumerate() {
-            let locker = RedisLocker::new(url, config.clone()).map_err(|e| {
-                Failure::usage(format!(
-                    "Redis node {} of {} ({}): {e}",
-                    i + 1,
-                    urls.len(),
-                    redact(url)
-                ))
-            })?;
+        for (label, url) in urls {
+            let locker = RedisLocker::new(url, config.clone())
+                .map_err(|e| Failure::usage(format!("{label} ({}): {e}", redact(url))))?;
             let endpoint = locker.endpoint();
             if lockers.iter().any(|l| l.endpoint() == endpoint) {
                 return Err(Failure::usage(format!(
@@ -122,21 +134,37 @@ mod with_redis {
             }
             lockers.push(locker);
         }
-        // Each connection makes a handful of calls, each bounded by the
-        // connect timeout; this bounds the whole.
-        let limit = args.connect_timeout.saturating_mul(5);
-        let connects = urls
-            .iter()
-            .map(|url| tokio::time::timeout(limit, RedisLocker::connect(url, config.clone())));
-        let mut nodes = Vec::with_capacity(lockers.len());
-        for (unconnected, result) in lockers.into_iter().zip(join_all(connects).await) {
-            nodes.push(match result {
-                Ok(Ok(connected)) => (connected, None),
-                Ok(Err(err)) => (unconnected, Some(reason(&err))),
-                Err(_) => (unconnected, Some("Redis did not answer in time".into())),
-            });
+        Ok(Prepared {
+            config,
+            urls: plain,
+            lockers,
+        })
+    }
+
+    impl Prepared {
+        /// Every node, in the order given, connected at once when it
+        /// answers, each with why it did not (`None` when it did),
+        /// whatever how many answered. A node that did not answer
+        /// connects again on each later call.
+        pub async fn connect(self, args: &ClientArgs) -> Vec<(RedisLocker, Option<String>)> {
+            // Each connection makes a handful of calls, each bounded by the
+            // connect timeout; this bounds the whole.
+            let limit = args.connect_timeout.saturating_mul(5);
+            let config = &self.config;
+            let connects = self
+                .urls
+                .iter()
+                .map(|url| tokio::time::timeout(limit, RedisLocker::connect(url, config.clone())));
+            let mut nodes = Vec::with_capacity(self.lockers.len());
+            for (unconnected, result) in self.lockers.into_iter().zip(join_all(connects).await) {
+                nodes.push(match result {
+                    Ok(Ok(connected)) => (connected, None),
+                    Ok(Err(err)) => (unconnected, Some(reason(&err))),
+                    Err(_) => (unconnected, Some("Redis did not answer in time".into())),
+                });
+            }
+            nodes
         }
-        Ok(nodes)
     }
 
     /// The settings every node shares.

@@ -1,7 +1,8 @@
-//! `quorum-lock status`: what each node says about itself and the locks
-//! it holds, once or again and again with `--watch`; with `--health`, only
-//! whether enough nodes can grant. Lock servers need the admin token for
-//! the full status, as `locks` does; `--health` takes any token.
+//! `quorum-lock status`: what each node (lock server, Redis node or
+//! database) says about itself and the locks it holds, once or again and
+//! again with `--watch`; with `--health`, only whether enough nodes can
+//! grant. Lock servers need the admin token for the full status, as
+//! `locks` does; `--health` takes any token.
 
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
@@ -11,14 +12,15 @@ use futures::future::join_all;
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::quorum::write_quorum;
 use quorum_lock::redis::RedisLocker;
+use quorum_lock::sql::SqlLocker;
 use quorum_lock::{LockInfo, NetLocker};
 
 use crate::admin::{age, entry_json, mode_name, table};
 use crate::args::{ClientArgs, Output, StatusArgs};
 use crate::fail::{Failure, FAILURE};
-use crate::fleet::{ask, Fleet, Missing};
+use crate::fleet::{ask, Fleet, Member, Missing};
 use crate::json;
-use crate::nodes::Kind;
+use crate::nodes::{Kind, Plan};
 use crate::signals::Signals;
 
 /// Time between two snapshots of `--watch` unless `--interval` says.
@@ -39,9 +41,9 @@ enum View {
 }
 
 pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    if args.validity.is_some() && Kind::of(&args.client)? == Kind::LockServers {
+    if args.validity.is_some() && Plan::of(&args.client)?.kind == Kind::LockServers {
         return Err(Failure::usage(
-            "status --validity is for Redis nodes (--redis); lock servers announce their own",
+            "status --validity is for Redis nodes and databases; lock servers announce their own",
         ));
     }
     let view = if args.health {
@@ -128,7 +130,9 @@ struct Snapshot {
 /// What one node said, or why it said nothing.
 struct Node {
     endpoint: String,
-    /// "protocol 5", or "Redis".
+    /// As `Member::kind`.
+    kind: &'static str,
+    /// "protocol 5", "Redis", "PostgreSQL" or "MySQL/MariaDB".
     speaks: String,
     /// The lock server's protocol version, if connected.
     version: Option<u16>,
@@ -139,7 +143,8 @@ enum State {
     Missing(Missing),
     Up {
         quarantine: Quarantine,
-        /// `None` for Redis with `--health`, which lists nothing.
+        /// `None` for Redis and databases with `--health`, which lists
+        /// nothing.
         entries: Option<u64>,
         /// `None` with `--health`.
         locks: Option<Vec<LockInfo>>,
@@ -173,10 +178,14 @@ impl Snapshot {
     /// admin token.
     async fn take(fleet: &Fleet, view: View) -> Result<Snapshot, Failure> {
         let time = SystemTime::now();
-        let looks = match fleet {
-            Fleet::Servers(servers) => join_all(servers.iter().map(|s| look_server(s, view))).await,
-            Fleet::Redis(nodes) => join_all(nodes.iter().map(|n| look_redis(n, view))).await,
-        };
+        let looks = join_all(fleet.members.iter().map(|member| async move {
+            match member {
+                Member::Server(server) => look_server(server, view).await,
+                Member::Redis(node) => look_redis(node, view).await,
+                Member::Sql(node) => look_sql(node, member.kind(), view).await,
+            }
+        }))
+        .await;
         Ok(Snapshot {
             kind: fleet.kind(),
             view,
@@ -207,6 +216,8 @@ impl Snapshot {
                 let none = match self.kind {
                     Kind::LockServers => "no lock server answered",
                     Kind::Redis => "no Redis node answered",
+                    Kind::Sql => "no database answered",
+                    Kind::Mixed => "no node answered",
                 };
                 format!("{none}; unreachable or failing: {}", down.join(", "))
             }
@@ -379,6 +390,7 @@ impl Node {
         };
         json::StatusNode {
             node: self.endpoint.clone(),
+            kind: self.kind,
             reachable,
             answered: matches!(self.state, State::Up { .. }),
             reason,
@@ -420,6 +432,7 @@ async fn look_server(server: &RemoteLocker, view: View) -> Result<Node, Failure>
     };
     Ok(Node {
         endpoint: server.endpoint(),
+        kind: "lock-server",
         speaks: protocol(version),
         version,
         state,
@@ -429,9 +442,41 @@ async fn look_server(server: &RemoteLocker, view: View) -> Result<Node, Failure>
 /// Asks one Redis node how long it stays in quarantine (as this client
 /// counts it: see `--validity`) and, for the full status, its locks.
 async fn look_redis(node: &RedisLocker, view: View) -> Result<Node, Failure> {
+    let (state, endpoint) = look_quarantined(node, view, node.quarantine_left()).await?;
+    Ok(Node {
+        endpoint,
+        kind: "redis",
+        speaks: "Redis".to_owned(),
+        version: None,
+        state,
+    })
+}
+
+/// Asks one database how long its lock table stays in quarantine (after
+/// it was emptied, or the server started, counted with
+/// `--validity`) and, for the full status, its locks.
+async fn look_sql(node: &SqlLocker, kind: &'static str, view: View) -> Result<Node, Failure> {
+    let (state, endpoint) = look_quarantined(node, view, node.quarantine_left()).await?;
+    Ok(Node {
+        endpoint,
+        kind,
+        speaks: node.backend().name().to_owned(),
+        version: None,
+        state,
+    })
+}
+
+/// The state of a node whose quarantine this client counts (Redis, a
+/// database): `left` first, which connects if need be, then its locks for
+/// the full status; and its endpoint.
+async fn look_quarantined(
+    node: &dyn NetLocker,
+    view: View,
+    left: impl std::future::Future<Output = Result<Option<Duration>, quorum_lock::Error>>,
+) -> Result<(State, String), Failure> {
     let asked = ask(node, None, WHAT, async {
         // One after the other: the first connects if need be.
-        let left = node.quarantine_left().await?;
+        let left = left.await?;
         let locks = match view {
             View::Status => Some(node.locks().await?),
             View::Health => None,
@@ -447,12 +492,7 @@ async fn look_redis(node: &RedisLocker, view: View) -> Result<Node, Failure> {
             locks,
         },
     };
-    Ok(Node {
-        endpoint: node.endpoint(),
-        speaks: "Redis".to_owned(),
-        version: None,
-        state,
-    })
+    Ok((state, node.endpoint()))
 }
 
 fn protocol(version: Option<u16>) -> String {

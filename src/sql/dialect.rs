@@ -58,6 +58,10 @@ pub(super) struct Tables {
     pub fence: String,
     /// The prefix alone, for index names.
     pub prefix: String,
+    /// The schema, unquoted.
+    pub schema: Option<String>,
+    /// The entries table's name, unquoted and unqualified.
+    pub name: String,
 }
 
 /// Longest table prefix: identifiers are at most 63 bytes on PostgreSQL
@@ -103,6 +107,8 @@ impl Tables {
             entries: qualified(&format!("{prefix}entries")),
             fence: qualified(&format!("{prefix}fence")),
             prefix: prefix.to_owned(),
+            schema: schema.map(str::to_owned),
+            name: format!("{prefix}entries"),
         })
     }
 }
@@ -147,14 +153,43 @@ impl Dialect {
         }
     }
 
-    /// Who the server is, as the epoch marker records it: MySQL's
-    /// `server_id`, which every replica must have of its own, so that a
-    /// failover to a replica is seen; nothing on PostgreSQL, whose
-    /// unlogged entries table comes up empty on a replica anyway.
-    fn identity(&self) -> &'static str {
+    /// The server's clock in whole milliseconds, as an integer.
+    fn now_ms(&self) -> String {
         match self.backend {
-            Backend::Postgres => "''",
-            Backend::MySql => "CAST(@@server_id AS CHAR)",
+            Backend::Postgres => format!("{} / 1000", self.now_us()),
+            Backend::MySql => format!("{} DIV 1000", self.now_us()),
+        }
+    }
+
+    /// Which table instance on which server answers, as the epoch marker
+    /// records it: on PostgreSQL the entries table's OID (a table dropped
+    /// and created again, by hand or by `pg_restore --clean`, has another
+    /// one); on MySQL the `server_id`, which every replica must have of its
+    /// own, and when the entries table was created (a dump restored into a
+    /// running server creates it anew). `in_load` says whether the
+    /// expression is evaluated over the entries table's rows.
+    fn identity(&self, in_load: bool) -> String {
+        let Tables {
+            entries,
+            schema,
+            name,
+            ..
+        } = &self.tables;
+        match (self.backend, in_load) {
+            (Backend::Postgres, true) => "CAST(CAST(tableoid AS oid) AS text)".to_owned(),
+            (Backend::Postgres, false) => {
+                format!("CAST(CAST('{entries}' AS regclass) AS oid)::text")
+            }
+            (Backend::MySql, _) => {
+                let schema = match schema {
+                    Some(schema) => format!("'{schema}'"),
+                    None => "DATABASE()".to_owned(),
+                };
+                format!(
+                    "CONCAT(@@server_id, '/', COALESCE((SELECT UNIX_TIMESTAMP(CREATE_TIME) FROM \
+                     information_schema.TABLES WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = '{name}'), ''))"
+                )
+            }
         }
     }
 
@@ -192,7 +227,7 @@ impl Dialect {
             "SELECT {ROW_COLUMNS}, {} AS now_us, {} AS ident FROM {} \
              WHERE name IN ({}) OR (name = '' AND uid = '' AND kind = 'e')",
             self.now_us(),
-            self.identity(),
+            self.identity(true),
             self.tables.entries,
             self.placeholders(1, n)
         )
@@ -321,9 +356,9 @@ impl Dialect {
     /// Up to 100 names with an expired holder or place, for the sweeper.
     pub(super) fn expired_names(&self) -> String {
         format!(
-            "SELECT DISTINCT name FROM {} WHERE kind IN ('h', 'q') AND deadline <= {} / 1000 LIMIT 100",
+            "SELECT DISTINCT name FROM {} WHERE kind IN ('h', 'q') AND deadline <= {} LIMIT 100",
             self.tables.entries,
-            self.now_us()
+            self.now_ms()
         )
     }
 
@@ -335,15 +370,17 @@ impl Dialect {
         )
     }
 
-    /// Sets the fencing high-water mark: token.
+    /// Raises the fencing high-water mark to a token, never lowers it:
+    /// two first draws of a node that both found no row must not leave the
+    /// lower token as the mark.
     pub(super) fn put_mark(&self) -> String {
         let f = &self.tables.fence;
         match self.backend {
             Backend::Postgres => format!(
-                "INSERT INTO {f} (id, token) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token"
+                "INSERT INTO {f} (id, token) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET token = GREATEST({f}.token, EXCLUDED.token)"
             ),
             Backend::MySql => format!(
-                "INSERT INTO {f} (id, token) VALUES (1, ?) ON DUPLICATE KEY UPDATE token = VALUES(token)"
+                "INSERT INTO {f} (id, token) VALUES (1, ?) ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))"
             ),
         }
     }
@@ -364,7 +401,18 @@ impl Dialect {
             entries,
             fence,
             prefix,
+            ..
         } = &self.tables;
+        // The first epoch marker: epoch 0 (no quarantine) only when the
+        // fence table holds no row yet, so that the entries table never
+        // existed before; an entries table dropped and created again beside
+        // the old fence table starts its epoch now, in quarantine.
+        let now_ms = self.now_ms();
+        let marker = format!(
+            "INSERT INTO {entries} (name, uid, kind, deadline, ticket) SELECT '', '', 'e', \
+             CASE WHEN EXISTS (SELECT 1 FROM {fence}) THEN {now_ms} ELSE 0 END, {}",
+            self.identity(false)
+        );
         match self.backend {
             // UNLOGGED: no write-ahead log, so a commit waits for no disk
             // flush; after a crash, on a promoted replica, and in a
@@ -392,10 +440,8 @@ impl Dialect {
                 ),
                 format!("CREATE INDEX {prefix}entries_by_uid ON {entries} (uid) WHERE kind IN ('h', 'q')"),
                 format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
-                format!(
-                    "INSERT INTO {entries} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', 0, {})",
-                    self.identity()
-                ),
+                marker,
+                format!("INSERT INTO {fence} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING"),
             ],
             Backend::MySql => vec![
                 format!(
@@ -419,10 +465,8 @@ impl Dialect {
                 format!(
                     "CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL) ENGINE=InnoDB"
                 ),
-                format!(
-                    "INSERT INTO {entries} (name, uid, kind, deadline, ticket) VALUES ('', '', 'e', 0, {})",
-                    self.identity()
-                ),
+                marker,
+                format!("INSERT IGNORE INTO {fence} (id, token) VALUES (1, 0)"),
             ],
         }
     }
@@ -434,7 +478,8 @@ impl Dialect {
     /// may last, so that a client that vanished mid-call cannot keep rows
     /// locked for longer than a call may take.
     pub(super) fn session_setup(&self, call_timeout_ms: u64) -> Vec<String> {
-        let ms = call_timeout_ms.max(1);
+        // PostgreSQL takes at most i32::MAX ms (24.8 days) for these.
+        let ms = call_timeout_ms.clamp(1, i32::MAX as u64 / 2);
         match self.backend {
             Backend::Postgres => vec![format!(
                 "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED; \
@@ -442,8 +487,12 @@ impl Dialect {
                  SET idle_in_transaction_session_timeout = {}",
                 ms.saturating_mul(2)
             )],
+            // UTC: `UNIX_TIMESTAMP` of a local time depends on the session's
+            // zone, and a zone with daylight saving would make the clock
+            // jump back an hour once a year.
             Backend::MySql => vec![
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
+                "SET time_zone = '+00:00'".to_owned(),
                 format!(
                     "SET SESSION innodb_lock_wait_timeout = {}",
                     ms.div_ceil(1000).max(1)
@@ -460,17 +509,17 @@ impl Dialect {
         }
     }
 
-    /// When the server started, in ms on its clock; MySQL only (see
-    /// `store.rs`): its uptime in whole seconds, so the start computed is
-    /// at or after the true one and a quarantine from it never ends early.
-    pub(super) fn started_ms(&self) -> Option<&'static str> {
+    /// How long the server has run, in whole seconds, and its clock in
+    /// ms; MySQL only (see `store.rs`). `SHOW GLOBAL STATUS` answers on
+    /// MySQL 8 and MariaDB alike. The start computed from them is at or
+    /// after the true one, so a quarantine from it never ends early.
+    pub(super) fn uptime(&self) -> Option<[&'static str; 2]> {
         match self.backend {
             Backend::Postgres => None,
-            Backend::MySql => Some(
-                "SELECT CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED) - \
-                 CAST(VARIABLE_VALUE AS SIGNED) * 1000 FROM information_schema.GLOBAL_STATUS \
-                 WHERE VARIABLE_NAME = 'UPTIME'",
-            ),
+            Backend::MySql => Some([
+                "SHOW GLOBAL STATUS LIKE 'Uptime'",
+                "SELECT CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)",
+            ]),
         }
     }
 }

@@ -224,6 +224,8 @@ struct Shared {
     /// This locker's notification channel.
     channel: String,
     waits: Waits,
+    /// Whether the `LISTEN` connection listens now (PostgreSQL).
+    listening: tokio::sync::watch::Sender<bool>,
 }
 
 impl SqlLocker {
@@ -284,6 +286,7 @@ impl SqlLocker {
                 url: url.to_owned(),
                 channel,
                 waits: Waits::default(),
+                listening: tokio::sync::watch::Sender::new(false),
             }),
             tasks: Mutex::new(Tasks::default()),
         })
@@ -433,7 +436,7 @@ impl Shared {
         Ok(names)
     }
 
-    fn who<'a>(args: &'a LockArgs) -> (&'a str, &'a str) {
+    fn who(args: &LockArgs) -> (&str, &str) {
         (
             cut(&args.owner, MAX_LABEL_LEN),
             cut(&args.source, MAX_LABEL_LEN),
@@ -982,27 +985,41 @@ async fn turn(shared: &Arc<Shared>, waiter: &Waiter) {
 }
 
 /// Deletes expired rows on resources no call touched since they expired,
-/// through the same call every other uses (so their lines move on too).
+/// through the same call every other uses (so their lines move on too):
+/// up to ten batches of 100 names per sweep, going on past a name whose
+/// call fails.
 async fn sweep(shared: &Arc<Shared>) -> Result<(), Error> {
     let store = &shared.store;
-    let names = store
-        .bounded(async {
-            let rows = sqlx::query(&store.dialect.expired_names())
-                .fetch_all(store.pool())
-                .await
-                .map_err(|e| store.error(e))?;
-            rows.iter()
-                .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
-                .collect::<Result<Vec<String>, Error>>()
-        })
-        .await?;
-    for name in names {
-        store
-            .call(std::slice::from_ref(&name), ("", ""), false, |t, _| {
-                t.finish();
-                Ok(())
+    for _ in 0..10 {
+        let names = store
+            .bounded(async {
+                let rows = sqlx::query(&store.dialect.expired_names())
+                    .fetch_all(store.pool())
+                    .await
+                    .map_err(|e| store.error(e))?;
+                rows.iter()
+                    .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
+                    .collect::<Result<Vec<String>, Error>>()
             })
             .await?;
+        let mut failed = 0;
+        for name in &names {
+            let swept = store
+                .call(std::slice::from_ref(name), ("", ""), false, |t, _| {
+                    t.finish();
+                    Ok(())
+                })
+                .await;
+            if let Err(err) = swept {
+                failed += 1;
+                tracing::debug!(locker = %shared.endpoint(), "sweep of one name failed: {err}");
+            }
+        }
+        // A short batch was the last; a batch of failures would only come
+        // back the same.
+        if names.len() < 100 || failed == names.len() {
+            break;
+        }
     }
     Ok(())
 }
@@ -1040,19 +1057,17 @@ mod listener {
             match sqlx::postgres::PgListener::connect(&url).await {
                 Ok(mut listener) => {
                     if listener.listen(&channel).await.is_ok() {
-                        loop {
-                            match listener.try_recv().await {
-                                Ok(Some(notice)) => {
-                                    let Some(shared) = shared.upgrade() else {
-                                        return;
-                                    };
-                                    let payload = notice.payload().to_owned();
-                                    // A turn is a call of its own: run it
-                                    // apart, so that notices keep flowing.
-                                    tokio::spawn(async move { on_notice(&shared, &payload).await });
-                                }
-                                Ok(None) | Err(_) => break,
-                            }
+                        if let Some(s) = shared.upgrade() {
+                            s.listening.send_replace(true);
+                        }
+                        while let Ok(Some(notice)) = listener.try_recv().await {
+                            let Some(shared) = shared.upgrade() else {
+                                return;
+                            };
+                            let payload = notice.payload().to_owned();
+                            // A turn is a call of its own: run it apart,
+                            // so that notices keep flowing.
+                            tokio::spawn(async move { on_notice(&shared, &payload).await });
                         }
                     }
                 }
@@ -1061,6 +1076,9 @@ mod listener {
                         tracing::debug!(locker = %s.endpoint(), "LISTEN connection failed: {}", s.store.error(err));
                     }
                 }
+            }
+            if let Some(s) = shared.upgrade() {
+                s.listening.send_replace(false);
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
@@ -1110,14 +1128,24 @@ impl NetLocker for SqlLocker {
         self.start(wait.wake.is_some());
         let ticket = ticket_text(wait);
         let shared = &self.shared;
+        if wait.wake.is_some() && self.backend() == Backend::Postgres {
+            // The first wait waits (a call timeout at most) for the LISTEN
+            // connection, so that its first turn is not sent to nobody;
+            // while it is down, the waiter's re-check stands in for it.
+            let mut listening = shared.listening.subscribe();
+            let _ = tokio::time::timeout(shared.config.call_timeout, listening.wait_for(|up| *up))
+                .await;
+        }
         // A waiter with a wake always names this locker's channel, whether
         // or not the notices arrive: a lost one costs a re-check. Only a
         // reservation (no wake) names none.
         let channel = match &wait.wake {
             Some(wake) => {
+                // Kept no longer than an entry: the place itself never is.
+                let place_ttl = wait.place_ttl.min(shared.config.validity);
                 shared
                     .waits
-                    .register(args, mode, ticket.clone(), wait.place_ttl, wake.clone());
+                    .register(args, mode, ticket.clone(), place_ttl, wake.clone());
                 shared.channel.as_str()
             }
             None => "",

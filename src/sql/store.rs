@@ -104,20 +104,36 @@ impl Store {
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
         let after = Arc::new(setup);
         let seen = started_ms.clone();
-        let uptime = dialect.started_ms();
+        let uptime = dialect.uptime();
         let pool = AnyPoolOptions::new()
             .max_connections(pool_size.max(1))
             .min_connections(0)
             .acquire_timeout(call_timeout)
+            // No ping before each call: it would cost a round trip per
+            // call. A connection the server dropped fails its call instead,
+            // which the coordinator counts as unknown, and is closed.
+            .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
                 let (after, seen) = (after.clone(), seen.clone());
                 Box::pin(async move {
                     for statement in after.iter() {
                         conn.execute(statement.as_str()).await?;
                     }
-                    if let Some(query) = uptime {
-                        let started: i64 = sqlx::query_scalar(query).fetch_one(&mut *conn).await?;
-                        seen.fetch_max(started, Ordering::Relaxed);
+                    if let Some([status, clock]) = uptime {
+                        let row = conn.fetch_one(status).await?;
+                        let text: String = match row.try_get::<String, _>(1) {
+                            Ok(text) => text,
+                            Err(_) => {
+                                String::from_utf8_lossy(&row.try_get::<Vec<u8>, _>(1)?).into_owned()
+                            }
+                        };
+                        let seconds: i64 = text.trim().parse().map_err(|_| {
+                            sqlx::Error::Protocol(format!(
+                                "an uptime that is not a number: {text:?}"
+                            ))
+                        })?;
+                        let now: i64 = sqlx::query_scalar(clock).fetch_one(&mut *conn).await?;
+                        seen.fetch_max(now - seconds.saturating_mul(1000), Ordering::Relaxed);
                     }
                     Ok(())
                 })
@@ -642,11 +658,13 @@ fn check_version(backend: Backend, version: &str) -> Result<(), String> {
 /// parameters, for logs and errors.
 pub(super) fn endpoint_of(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    // The user information first, up to the last `@`: a password may hold
+    // `/`, `?` or `#` unencoded, and must not survive as part of a path.
     let rest = match rest.rsplit_once('@') {
         Some((_, host)) => host,
         None => rest,
     };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
     format!("{scheme}://{rest}")
 }
 
@@ -665,6 +683,14 @@ mod tests {
             "mysql://10.0.0.1/x"
         );
         assert_eq!(endpoint_of("mysql://10.0.0.1"), "mysql://10.0.0.1");
+        assert_eq!(
+            endpoint_of("postgres://locker:s3cr#et@db.internal:5432/locks"),
+            "postgres://db.internal:5432/locks"
+        );
+        assert_eq!(
+            endpoint_of("mysql://l:s3/cr?et@db:3306/x"),
+            "mysql://db:3306/x"
+        );
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl Waits {
         if inner.waiters.len() >= 1024 {
             inner
                 .waiters
-                .retain(|_, w| now.duration_since(w.seen) < w.place_ttl * 2);
+                .retain(|_, w| now.duration_since(w.seen) < w.place_ttl.saturating_mul(2));
         }
         let wounded = inner
             .waiters
@@ -141,7 +141,7 @@ impl Waits {
         let mut inner = self.lock();
         inner
             .waiters
-            .retain(|_, w| now.duration_since(w.seen) < w.place_ttl * 2);
+            .retain(|_, w| now.duration_since(w.seen) < w.place_ttl.saturating_mul(2));
         let mut names: Vec<String> = inner.watches.keys().cloned().collect();
         if waiters {
             for w in inner.waiters.values() {

@@ -3,7 +3,101 @@
 //! saying why, when the server is not installed, unless
 //! `QUORUM_LOCK_REQUIRE_SQL` is set).
 
+#[cfg(feature = "testing")]
+#[path = "../harness/mod.rs"]
+mod harness;
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 
 mod servers;
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod faults;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod locker;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod review;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod safety;
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+pub use both::Servers;
+
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod both {
+    use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+    use std::time::Duration;
+
+    use quorum_lock::sql::SqlConfig;
+
+    use crate::sql_support::{MariaServer, PgServer};
+
+    /// One PostgreSQL and one MariaDB server for a test, stopped when it
+    /// is dropped; each node of a test is its own pair of tables on one of
+    /// them.
+    pub struct Servers {
+        pg_server: Mutex<PgServer>,
+        maria_server: Mutex<MariaServer>,
+        pub pg: String,
+        pub maria: String,
+    }
+
+    fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    impl Servers {
+        /// Both servers, or `None` (and a note) when one is not installed.
+        pub fn start() -> Option<Arc<Servers>> {
+            let pg = PgServer::start()?;
+            let maria = MariaServer::start()?;
+            Some(Arc::new(Servers {
+                pg: pg.url(),
+                maria: maria.url(),
+                pg_server: Mutex::new(pg),
+                maria_server: Mutex::new(maria),
+            }))
+        }
+
+        pub fn pg_server(&self) -> MutexGuard<'_, PgServer> {
+            lock(&self.pg_server)
+        }
+
+        pub fn maria_server(&self) -> MutexGuard<'_, MariaServer> {
+            lock(&self.maria_server)
+        }
+
+        /// Runs `statement` on the server behind `url`, as its superuser.
+        pub async fn run(self: &Arc<Self>, url: &str, statement: String) -> String {
+            let (this, pg) = (self.clone(), url.starts_with("postgres"));
+            tokio::task::spawn_blocking(move || {
+                if pg {
+                    this.pg_server().psql(&statement)
+                } else {
+                    this.maria_server().sql(&statement)
+                }
+            })
+            .await
+            .expect("the client tool ran")
+        }
+
+        /// Deletes every row of the entries table `prefix` on `url`, epoch
+        /// marker included: what a crash does to PostgreSQL's unlogged
+        /// table, and what a failover or a restore can do.
+        pub async fn reset(self: &Arc<Self>, url: &str, prefix: &str) {
+            self.run(url, format!("DELETE FROM {prefix}entries")).await;
+        }
+    }
+
+    /// A node's settings in these tests: short validity and call timeout.
+    pub fn config(prefix: &str, validity: Duration, quarantine: Duration) -> SqlConfig {
+        SqlConfig {
+            table_prefix: prefix.to_owned(),
+            validity,
+            quarantine,
+            call_timeout: Duration::from_millis(400),
+            poll_interval: Duration::from_millis(20),
+            ..SqlConfig::default()
+        }
+    }
+}

@@ -773,13 +773,43 @@ fn wait_ready(
 
 /// Sends `sig` to the process group that `pid` leads. Only called while
 /// the leader is not yet reaped, so that the group is surely ours.
+///
+/// PostgreSQL's backends leave the postmaster's group (each calls
+/// `setsid`), so the direct children of `pid` are signalled one by one
+/// too: a backend serving a connection made before a pause would
+/// otherwise go on answering.
 fn signal_group(pid: u32, sig: libc::c_int) {
-    let pid = libc::pid_t::try_from(pid).expect("a PID fits pid_t");
+    let leader = libc::pid_t::try_from(pid).expect("a PID fits pid_t");
     // SAFETY: kill(2) on the process group of a child this process started
-    // and has not reaped.
+    // and has not reaped, and on that child's own children.
     unsafe {
-        libc::kill(-pid, sig);
+        libc::kill(-leader, sig);
     }
+    for child in children(pid) {
+        if let Ok(child) = libc::pid_t::try_from(child) {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(child, sig);
+            }
+        }
+    }
+}
+
+/// The processes whose parent is `pid`, from /proc (none without it).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    processes
+        .flatten()
+        .filter_map(|p| {
+            let child: u32 = p.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(p.path().join("stat")).ok()?;
+            let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
+            let ppid: u32 = after.nth(1)?.parse().ok()?;
+            (ppid == pid).then_some(child)
+        })
+        .collect()
 }
 
 /// Stops the group that `pid` leads with SIGSTOP and waits, at most 5 s,
@@ -803,8 +833,8 @@ fn pause_group(pid: u32) {
     }
 }
 
-/// Whether every thread of every process in group `pgid` is stopped (or
-/// dead), from /proc.
+/// Whether every thread of every process in group `pgid`, and of every
+/// child of its leader, is stopped (or dead), from /proc.
 fn group_stopped(pgid: u32) -> bool {
     // "pid (comm) S ppid pgrp ...": the fields after the last ')'.
     let fields = |path: PathBuf| -> Option<(char, u32)> {
@@ -814,13 +844,19 @@ fn group_stopped(pgid: u32) -> bool {
         let pgrp = after.nth(1)?.parse().ok()?;
         Some((state, pgrp))
     };
+    let family = children(pgid);
     let Ok(processes) = std::fs::read_dir("/proc") else {
         return true;
     };
     for process in processes.flatten() {
         let dir = process.path();
+        let child = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|p| family.contains(&p));
         match fields(dir.join("stat")) {
-            Some((_, pgrp)) if pgrp == pgid => {}
+            Some((_, pgrp)) if pgrp == pgid || child => {}
             _ => continue,
         }
         let Ok(tasks) = std::fs::read_dir(dir.join("task")) else {

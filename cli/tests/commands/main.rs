@@ -2,10 +2,14 @@
 //! loopback ports, and the `run` (`--permits` too), `elect`, `locks`,
 //! `force-unlock` and `status` commands against them, with their output and
 //! exit codes; the same commands against Redis nodes (skipped, saying why,
-//! without `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set).
+//! without `redis-server`, unless `QUORUM_LOCK_REQUIRE_REDIS` is set), and
+//! against PostgreSQL and MariaDB beside a lock server (skipped likewise
+//! without them, unless `QUORUM_LOCK_REQUIRE_SQL` is set).
 
 #[path = "../../../tests/redis_support/mod.rs"]
 mod redis_support;
+#[path = "../../../tests/sql_support/mod.rs"]
+mod sql_support;
 mod support;
 
 mod admin;
@@ -27,6 +31,7 @@ mod redis_cli;
 mod run;
 mod run_fencing;
 mod source;
+mod sql_cli;
 mod status;
 mod tls;
 mod versions;

@@ -1,0 +1,318 @@
+//! The entries of `--nodes` and what kind of node each one is: a lock
+//! server's `host:port` (no scheme), or a Redis or database URL, told apart
+//! by the scheme. Everything here is checked before anything connects.
+//!
+//! An entry may carry a password, so no message here shows an entry as
+//! given: URLs are shown by [`shown`], without user, password, query or
+//! fragment.
+
+use quorum_lock::sql::Backend;
+use thiserror::Error;
+
+use crate::fail::Failure;
+
+/// The schemes `--nodes` takes, as messages list them.
+pub const SCHEMES: &str = "host:port (no scheme) for a lock server, redis:// or rediss:// for \
+     Redis, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL or \
+     MariaDB";
+
+/// One entry of the list, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// `host:port`: a `quorum-lock server`.
+    Server(String),
+    /// `redis://` or `rediss://`: a standalone Redis server.
+    Redis(String),
+    /// `postgres://`, `postgresql://`, `mysql://` or `mariadb://`.
+    Sql { url: String, backend: Backend },
+}
+
+impl Entry {
+    /// The URL or address as given (credentials included: never show it).
+    pub fn given(&self) -> &str {
+        match self {
+            Entry::Server(addr) => addr,
+            Entry::Redis(url) | Entry::Sql { url, .. } => url,
+        }
+    }
+}
+
+/// Why a node list was refused. Each message names the entry (without its
+/// credentials) and what to write instead.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EntryError {
+    #[error(
+        "empty node list: pass --nodes host:port,... (or URLs: {SCHEMES}) or set QUORUM_LOCK_NODES"
+    )]
+    EmptyList,
+    #[error("bad node address '{shown}': {why}")]
+    BadAddress { shown: String, why: &'static str },
+    #[error(
+        "node {position} of {total} ({shown}): {scheme} is not a kind of node --nodes takes; \
+         it takes {SCHEMES}"
+    )]
+    UnknownScheme {
+        position: usize,
+        total: usize,
+        shown: String,
+        /// `scheme "http"`, or `a URL without a scheme` words when the
+        /// scheme is empty or not one a URL could have.
+        scheme: String,
+    },
+    #[error("node {0} is listed twice")]
+    Twice(String),
+}
+
+impl From<EntryError> for Failure {
+    fn from(err: EntryError) -> Failure {
+        Failure::usage(err.to_string())
+    }
+}
+
+/// Splits `A,B,C` and tells each entry's kind by its scheme. A lock
+/// server listed twice is refused here: it would count twice towards the
+/// quorum and break mutual exclusion. (URLs are compared once their
+/// lockers say which server they reach.)
+pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
+    if raw.trim().is_empty() {
+        return Err(EntryError::EmptyList);
+    }
+    let parts: Vec<&str> = raw.split(',').map(str::trim).collect();
+    let total = parts.len();
+    let mut entries: Vec<Entry> = Vec::with_capacity(total);
+    for (i, part) in parts.iter().enumerate() {
+        let entry = entry(part, i + 1, total)?;
+        if let Entry::Server(addr) = &entry {
+            if entries.iter().any(|e| e == &entry) {
+                return Err(EntryError::Twice(addr.clone()));
+            }
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// One entry, the `position`th of `total`.
+fn entry(part: &str, position: usize, total: usize) -> Result<Entry, EntryError> {
+    let Some((scheme, _)) = part.split_once("://") else {
+        check_address(part)?;
+        return Ok(Entry::Server(part.to_owned()));
+    };
+    if let Some(backend) = Backend::of_url(part) {
+        return Ok(Entry::Sql {
+            url: part.to_owned(),
+            backend,
+        });
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "redis" | "rediss" => Ok(Entry::Redis(part.to_owned())),
+        _ => Err(EntryError::UnknownScheme {
+            position,
+            total,
+            shown: shown(part),
+            scheme: scheme_words(scheme),
+        }),
+    }
+}
+
+/// How a message names a scheme that is not taken. Only a scheme that
+/// could be one (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`)
+/// is quoted: anything else before `://` may be a password typed in the
+/// wrong place.
+fn scheme_words(scheme: &str) -> String {
+    let plausible = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if plausible {
+        format!("scheme \"{scheme}\"")
+    } else {
+        "a URL without a known scheme".to_owned()
+    }
+}
+
+/// `host:port` with a non-empty host and a port in 1..=65535; IPv6 hosts
+/// in brackets. Resolution happens when connecting.
+fn check_address(entry: &str) -> Result<(), EntryError> {
+    let bad = |why: &'static str| EntryError::BadAddress {
+        shown: shown(entry),
+        why,
+    };
+    if entry.is_empty() {
+        return Err(bad("empty entry in the node list"));
+    }
+    if entry.contains('@') {
+        // `user:password@host:port` without a scheme: a URL whose scheme
+        // was left out, not a lock server.
+        return Err(bad(
+            "it names a user but has no scheme; write postgres://, mysql:// or redis:// before \
+             it, or host:port alone for a lock server",
+        ));
+    }
+    let (host, port) = entry
+        .rsplit_once(':')
+        .ok_or_else(|| bad("expected host:port, or a URL with a scheme"))?;
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.is_empty() || (host.contains(':') && !bracketed) || host.contains(char::is_whitespace) {
+        return Err(bad("expected host:port (IPv6 as [addr]:port)"));
+    }
+    match port.parse::<u16>() {
+        Ok(0) | Err(_) => Err(bad("the port must be a number from 1 to 65535")),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// `text` as it may be shown: `scheme://host:port/path`, with everything
+/// up to the last `@` (a user and password, even one holding `/` or `@`)
+/// replaced by `***@`, and any query or fragment left out (a query may
+/// carry a password too). Works on anything, URL or not.
+pub fn shown(text: &str) -> String {
+    let (scheme, rest) = match text.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, text),
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let rest = match rest.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => rest.to_owned(),
+    };
+    match scheme {
+        Some(scheme) if scheme.contains('@') => format!("***://{rest}"),
+        Some(scheme) => format!("{scheme}://{rest}"),
+        None => rest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_tell_the_kind_of_each_entry_in_a_mixed_list() {
+        let entries = classify(
+            " postgres://u:pw@db1:5432/locks , mysql://db2/locks,redis://:pw@r:6379,10.0.0.5:7070,\
+             postgresql://db3/x,MARIADB://db4/x,rediss://r2:6380,[::1]:7070",
+        )
+        .expect("a valid list");
+        assert_eq!(
+            entries,
+            [
+                Entry::Sql {
+                    url: "postgres://u:pw@db1:5432/locks".into(),
+                    backend: Backend::Postgres
+                },
+                Entry::Sql {
+                    url: "mysql://db2/locks".into(),
+                    backend: Backend::MySql
+                },
+                Entry::Redis("redis://:pw@r:6379".into()),
+                Entry::Server("10.0.0.5:7070".into()),
+                Entry::Sql {
+                    url: "postgresql://db3/x".into(),
+                    backend: Backend::Postgres
+                },
+                Entry::Sql {
+                    url: "MARIADB://db4/x".into(),
+                    backend: Backend::MySql
+                },
+                Entry::Redis("rediss://r2:6380".into()),
+                Entry::Server("[::1]:7070".into()),
+            ]
+        );
+        // A host that happens to be called redis is still a lock server.
+        assert_eq!(
+            classify("redis:6379").ok(),
+            Some(vec![Entry::Server("redis:6379".into())])
+        );
+    }
+
+    #[test]
+    fn lock_server_addresses_are_checked_as_before() {
+        assert_eq!(classify(" a:1, b:2 ").map(|n| n.len()).ok(), Some(2));
+        assert!(classify("[::1]:7070").is_ok());
+        for bad in [
+            "", " ", "a:1,,b:2", "a", "a:0", "a:x", ":80", "::1:80", "a:1,a:1", "a b:1",
+        ] {
+            assert!(classify(bad).is_err(), "{bad:?} accepted");
+        }
+        assert_eq!(
+            classify("a:1,a:1").unwrap_err().to_string(),
+            "node a:1 is listed twice"
+        );
+        assert!(classify("")
+            .unwrap_err()
+            .to_string()
+            .starts_with("empty node list"));
+    }
+
+    #[test]
+    fn an_unknown_scheme_says_which_are_taken() {
+        let err = classify("10.0.0.5:7070,http://x:80").unwrap_err();
+        assert!(matches!(
+            &err,
+            EntryError::UnknownScheme {
+                position: 2,
+                total: 2,
+                ..
+            }
+        ));
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "node 2 of 2 (http://x:80): scheme \"http\" is not a kind of node --nodes takes"
+            ),
+            "{text}"
+        );
+        for scheme in [
+            "redis://",
+            "postgres://",
+            "mysql://",
+            "mariadb://",
+            "host:port",
+        ] {
+            assert!(text.contains(scheme), "{scheme} not named: {text}");
+        }
+        assert!(classify("sqlite:///tmp/x.db").is_err());
+        assert!(classify("tcp://10.0.0.5:7070").is_err());
+    }
+
+    #[test]
+    fn errors_never_show_credentials() {
+        for bad in [
+            "http://user:s3cret@host:80/db",
+            "https://u:s3cret@h/x?password=s3cret",
+            "ftp://:s3cret@h",
+            "user:s3cret@db.internal:5432",
+            "u:s3cret@h://x",
+            "http://u:s3/cret@h",
+            "http://u:s3cret@h@i:1",
+            "10.0.0.1:1,mongodb://root:s3cret@h:27017/?authSource=admin",
+            "a:1,,postgres://u:s3cret@h/db",
+        ] {
+            let err = classify(bad).expect_err(bad);
+            let text = err.to_string();
+            assert!(!text.contains("s3"), "{bad}: {text}");
+            assert!(!text.contains("cret"), "{bad}: {text}");
+            let failure = Failure::from(err);
+            assert_eq!(failure.code, crate::fail::USAGE);
+        }
+    }
+
+    #[test]
+    fn shown_urls_keep_only_scheme_host_and_path() {
+        for (text, expected) in [
+            ("postgres://h:5432/db", "postgres://h:5432/db"),
+            (
+                "postgres://u:pw@h:5432/db?sslmode=require",
+                "postgres://***@h:5432/db",
+            ),
+            ("mysql://u:p/w@h/db", "mysql://***@h/db"),
+            ("mysql://u:p@ss@h/db#x", "mysql://***@h/db"),
+            ("u:pw@h:1", "***@h:1"),
+            ("u:pw@h://x", "***://x"),
+            ("10.0.0.1:7070", "10.0.0.1:7070"),
+        ] {
+            assert_eq!(shown(text), expected, "{text}");
+        }
+    }
+}

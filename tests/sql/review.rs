@@ -1,0 +1,412 @@
+//! The adversarial review of `SqlLocker` (issue #26): each test is one way
+//! it was broken, kept so that it stays fixed. Fencing marks that raced,
+//! logical restores and re-created tables that started no quarantine, a
+//! password in an error, and settings at their extremes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::sql::{SqlConfig, SqlLocker};
+use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
+use sqlx::Connection as _;
+
+use crate::sql_support::MARIA_PASSWORD;
+use crate::Servers;
+
+fn config(prefix: &str) -> SqlConfig {
+    SqlConfig {
+        table_prefix: prefix.into(),
+        validity: Duration::from_secs(60),
+        quarantine: Duration::ZERO,
+        ..SqlConfig::default()
+    }
+}
+
+fn args(uid: &str, names: &[&str]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .into(),
+        owner: "review".into(),
+        source: "tests/sqlreview".into(),
+        quorum: 1,
+    }
+}
+
+async fn pg(url: &str) -> sqlx::PgConnection {
+    sqlx::PgConnection::connect(url)
+        .await
+        .expect("the test's PostgreSQL")
+}
+
+/// The PostgreSQL's clock, ns.
+async fn pg_now_ns(c: &mut sqlx::PgConnection) -> u64 {
+    let us: i64 =
+        sqlx::query_scalar("SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint")
+            .fetch_one(c)
+            .await
+            .expect("clock");
+    u64::try_from(us).unwrap() * 1000
+}
+
+/// Waits (bounded) until a backend of the PostgreSQL waits for a lock
+/// in a statement starting with `prefix`.
+async fn pg_until_blocked(c: &mut sqlx::PgConnection, prefix: &str) {
+    for _ in 0..500 {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+        )
+        .bind(format!("{prefix}%"))
+        .fetch_one(&mut *c)
+        .await
+        .expect("pg_stat_activity");
+        if n > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no statement {prefix:?} ever waited for a lock");
+}
+
+/// Break 1: The node's fencing mark goes back when the first two fencing calls
+/// of a node (no mark row yet) overlap: `SELECT … FOR UPDATE` locks no row
+/// that does not exist, and `put_mark` overwrites the mark
+/// unconditionally (`token = EXCLUDED.token`). A later token on the same
+/// resource is then below one drawn before on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_go_back_when_the_first_marks_race() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let pg_url = servers.pg.clone();
+    let prefix = "rv_fence_";
+    let locker = Arc::new(
+        SqlLocker::connect(&pg_url, config(prefix))
+            .await
+            .expect("connect"),
+    );
+    // A reader of `y` whose entry expires at once, beside a live reader:
+    // the next call on `y` deletes the expired row.
+    let short = SqlLocker::connect(
+        &pg_url,
+        SqlConfig {
+            validity: Duration::from_millis(1),
+            ..config(prefix)
+        },
+    )
+    .await
+    .expect("connect");
+    assert!(locker.rlock(&args("b", &["y"])).await.unwrap());
+    assert!(short.rlock(&args("c", &["y"])).await.unwrap());
+    assert!(locker.lock(&args("a", &["x"])).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(20)).await; // c's 1 ms lease ends
+
+    // Another session holds c's (expired) row: the fencing call on `y`
+    // reads the (missing) mark, then waits to delete the row. This is only
+    // a slow transaction, as a pause of the client or the network makes.
+    let mut other = pg(&pg_url).await;
+    let mut tx = other.begin().await.unwrap();
+    sqlx::query(&format!(
+        "SELECT 1 FROM \"{prefix}entries\" WHERE name = 'y' AND uid = 'c' AND kind = 'h' FOR UPDATE"
+    ))
+    .fetch_all(&mut *tx)
+    .await
+    .unwrap();
+    let slow = {
+        let locker = locker.clone();
+        tokio::spawn(async move { locker.fence(&args("b", &["y"]), LockMode::Read, 0).await })
+    };
+    let mut watch = pg(&pg_url).await;
+    pg_until_blocked(&mut watch, &format!("DELETE FROM \"{prefix}entries\"")).await;
+
+    // Meanwhile `a` draws a token on `x` with a floor ahead of the clock
+    // (as a locker whose clock runs 0.9 s ahead makes the coordinator ask).
+    // Since the fix it waits for the slow call's lock on the node's mark,
+    // so it runs beside the slow transaction, which is then let go.
+    let floor = pg_now_ns(&mut watch).await + 900_000_000;
+    let first = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            locker
+                .fence(&args("a", &["x"]), LockMode::Write, floor)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tx.rollback().await.unwrap();
+    let first = first.await.unwrap().unwrap().expect("a holds x");
+    assert!(first >= floor);
+    let late = slow.await.unwrap().unwrap().expect("b holds y");
+    let second = locker
+        .fence(&args("a", &["x"]), LockMode::Write, 0)
+        .await
+        .unwrap()
+        .expect("a holds x");
+    assert!(
+        second > first,
+        "fencing token on x went back: {first} then {second} (the late call on y wrote the mark {late})"
+    );
+}
+
+/// Break 2: The password shows in the error of a URL that does not parse: the
+/// endpoint is cut at the first `?` or `#` before the userinfo is removed,
+/// so an unencoded `#` or `?` in the password leaves user and password
+/// prefix in it.
+#[test]
+fn a_url_that_does_not_parse_shows_its_password() {
+    for url in [
+        "postgres://locker:s3cr#et@db.internal:5432/locks",
+        "mysql://locker:s3cr?et@db.internal:3306/locks",
+    ] {
+        let err = SqlLocker::new(url, config("rv_url_")).expect_err(url);
+        for text in [err.to_string(), format!("{err:?}")] {
+            assert!(!text.contains("s3cr"), "the password shows: {text}");
+        }
+    }
+}
+
+/// A sink that counts pushes.
+struct Count(AtomicUsize);
+impl PushSink for Count {
+    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Break 3: A waiter's `place_ttl` near `Duration::MAX` (the trait allows any
+/// duration above zero; `LocalLocker` takes `min(validity)`) panics the
+/// locker: `Waits::register` and `watched_names` compute
+/// `w.place_ttl * 2`, which overflows. Here through `register`, which
+/// computes it once 1024 waiters are registered.
+#[tokio::test]
+async fn a_long_place_ttl_panics_the_locker() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv_ttl_";
+    let locker = Arc::new(
+        SqlLocker::connect(&servers.pg, config(prefix))
+            .await
+            .expect("connect"),
+    );
+    assert!(locker.lock(&args("holder", &["t"])).await.unwrap());
+    let sink = Arc::new(Count(AtomicUsize::new(0)));
+    let task = {
+        let locker = locker.clone();
+        tokio::spawn(async move {
+            for i in 0..1030u32 {
+                let wait = WaitArgs {
+                    ticket: Ticket::now(),
+                    place_ttl: Duration::MAX,
+                    wake: Some(Wake::new(sink.clone(), 0)),
+                };
+                locker
+                    .lock_wait(&args(&format!("w{i}"), &["t"]), LockMode::Write, &wait)
+                    .await
+                    .expect("a wait");
+            }
+        })
+    };
+    let outcome = task.await;
+    let _ = locker.force_unlock(&args("", &["t"])).await;
+    assert!(
+        outcome.is_ok(),
+        "lock_wait panicked: {:?}",
+        outcome.err().map(|e| e.to_string())
+    );
+}
+
+/// Runs `program` with `argv`, panicking with its stderr when it fails.
+fn run(program: &str, argv: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(program)
+        .args(argv)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {argv:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A quarantine long enough to outlast each test's steps after the event,
+/// short enough that MariaDB's own start-up quarantine is waited out.
+fn guarded(prefix: &str) -> SqlConfig {
+    SqlConfig {
+        validity: Duration::from_secs(5),
+        quarantine: Duration::from_secs(5),
+        ..config(prefix)
+    }
+}
+
+/// Break 4: PostgreSQL restored from a logical backup (`pg_dump`, which dumps
+/// the data of unlogged tables unless told not to) brings the epoch
+/// marker back, so no quarantine begins, while every grant made after the
+/// backup is forgotten: a second holder is granted at once. docs/sql.md
+/// says "unlogged tables are not in backups: quarantine"; that holds for
+/// physical backups only.
+#[tokio::test]
+async fn a_postgres_restored_from_pg_dump_grants_a_held_lock_again() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv_dump_";
+    let locker = SqlLocker::connect(&servers.pg, guarded(prefix))
+        .await
+        .expect("connect");
+    assert_eq!(locker.quarantine_left().await.unwrap(), None);
+    let dump = std::env::temp_dir().join(format!("rv_dump_{}.pgdump", std::process::id()));
+    let dump = dump.to_str().unwrap();
+    let port = servers.pg_server().port().to_string();
+    let conn = [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-U",
+        "postgres",
+        "-d",
+        "quorum",
+    ];
+    let mut backup = conn.to_vec();
+    backup.extend([
+        "-Fc",
+        "-t",
+        "rv_dump_entries",
+        "-t",
+        "rv_dump_fence",
+        "-f",
+        dump,
+    ]);
+    run("pg_dump", &backup);
+    // Granted after the backup was taken.
+    assert!(locker.lock(&args("a", &["x"])).await.unwrap());
+    // The database is restored from the backup.
+    let mut restore = conn.to_vec();
+    restore.extend(["--clean", dump]);
+    run("pg_restore", &restore);
+    let _ = std::fs::remove_file(dump);
+    let other = SqlLocker::connect(&servers.pg, guarded(prefix))
+        .await
+        .expect("connect");
+    let second = other.lock(&args("b", &["x"])).await;
+    assert!(
+        !matches!(second, Ok(true)),
+        "a's write lock was forgotten by the restore and b was granted it without quarantine"
+    );
+}
+
+/// Break 5: The same on MariaDB: a logical backup restored into the running
+/// server (`mariadb-dump`, then the dump fed back) restarts nothing, so
+/// the uptime does not start a quarantine, and the marker comes back with
+/// the same `server_id`. docs/sql.md: "the restored server starts:
+/// quarantine".
+#[tokio::test]
+async fn a_mariadb_restored_from_a_dump_grants_a_held_lock_again() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv_mydump_";
+    let locker = SqlLocker::connect(&servers.maria, guarded(prefix))
+        .await
+        .expect("connect");
+    if let Some(left) = locker.quarantine_left().await.unwrap() {
+        // The dev server started less than a quarantine ago.
+        tokio::time::sleep(left + Duration::from_millis(100)).await;
+    }
+    let port = servers.maria_server().port().to_string();
+    let password = format!("-p{MARIA_PASSWORD}");
+    let conn = ["-h", "127.0.0.1", "-P", &port, "-uquorum", &password];
+    let mut backup = conn.to_vec();
+    backup.extend(["quorum", "rv_mydump_entries", "rv_mydump_fence"]);
+    let dump = run("mariadb-dump", &backup);
+    assert!(locker.lock(&args("a", &["x"])).await.unwrap());
+    let mut restore = std::process::Command::new("mariadb")
+        .args(conn)
+        .arg("quorum")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("mariadb");
+    {
+        use std::io::Write as _;
+        restore.stdin.take().unwrap().write_all(&dump).unwrap();
+    }
+    assert!(restore.wait().unwrap().success());
+    let other = SqlLocker::connect(&servers.maria, guarded(prefix))
+        .await
+        .expect("connect");
+    let second = other.lock(&args("b", &["x"])).await;
+    assert!(
+        !matches!(second, Ok(true)),
+        "a's write lock was forgotten by the restore and b was granted it without quarantine"
+    );
+}
+
+/// Break 6: An entries table that is gone (dropped, or a restore to a point
+/// before it existed) while the durable fence table stays is created
+/// again with the creator's marker, epoch 0: no quarantine, although
+/// grants were made from the table before. The creator could tell: the
+/// fence table (or its mark) was already there.
+#[tokio::test]
+async fn a_recreated_entries_table_is_not_quarantined() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv_drop_";
+    let locker = SqlLocker::connect(&servers.pg, guarded(prefix))
+        .await
+        .expect("connect");
+    assert!(locker.lock(&args("a", &["x"])).await.unwrap());
+    assert!(locker
+        .fence(&args("a", &["x"]), LockMode::Write, 0)
+        .await
+        .unwrap()
+        .is_some());
+    let mut c = pg(&servers.pg).await;
+    sqlx::query(&format!("DROP TABLE \"{prefix}entries\""))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let other = SqlLocker::connect(&servers.pg, guarded(prefix))
+        .await
+        .expect("connect");
+    let second = other.lock(&args("b", &["x"])).await;
+    assert!(
+        !matches!(second, Ok(true)),
+        "a's lock was lost with the table and b was granted it without quarantine"
+    );
+}
+
+/// Break 7: A long call timeout (here 30 days; every other duration of the
+/// library may be `Duration::MAX`) makes every PostgreSQL connection fail:
+/// the session setup sends `SET statement_timeout = <ms>`, and PostgreSQL
+/// takes at most `i32::MAX` ms (24.8 days) there. The locker never works,
+/// and its error blames the database.
+#[tokio::test]
+async fn a_long_call_timeout_makes_every_postgres_connection_fail() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv_timeout_";
+    let config = SqlConfig {
+        call_timeout: Duration::from_secs(30 * 24 * 3600),
+        ..config(prefix)
+    };
+    // Bounded here: the locker itself retries its connection for the call
+    // timeout, 30 days.
+    let bound = Duration::from_secs(10);
+    let locker = tokio::time::timeout(bound, SqlLocker::connect(&servers.pg, config))
+        .await
+        .expect("connect hangs: every connection fails its session setup")
+        .expect("a locker with a long call timeout connects");
+    let granted = tokio::time::timeout(bound, locker.lock(&args("a", &["x"])))
+        .await
+        .expect("lock hangs")
+        .expect("an answer");
+    assert!(granted);
+}
