@@ -88,7 +88,8 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          (pg_advisory_lock) or GET_LOCK on MariaDB. Counts
                          the statements each sends per lock (see
                          --sql-counters). Defaults change with it: --names
-                         both; write locks only, one locker (no --nodes).
+                         both; write locks only, one locker (no --nodes);
+                         ours waits in line (push) unless --wait is given.
                          Ends with the targets of the SQL issue and a
                          Markdown table.
                                                                     [default: lockers]
@@ -98,7 +99,8 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          only where the server shows them)
     --sql-systems LIST   with --backend postgres or mysql: which to measure,
                          of ours, insert, for-update and advisory (get_lock
-                         on MySQL)           [default: ours,insert,for-update,advisory]
+                         on MySQL)
+                                  [default: ours,insert,for-update,advisory]
     --sql-counters on|off
                          with --backend postgres or mysql: count the
                          statements each system makes the server run

@@ -500,8 +500,10 @@ and most locks of one client; jain: Jain's fairness index over clients. cpu: (us
 this process; srv: the same for every process of the server; cpu/lk: both per lock.
 stmt/lk, xact/lk: what the server counted from before the clients started to after the last \
 stopped (warm-up and cut-off waits included), per lock taken in that time; {counts}. sent/lk: \
-statements a recipe sent per lock and unlock in the window, counted by the client. calls/lk: \
-ours's calls to its SqlLocker per lock and unlock (each call one transaction). x ins, x adv: \
+statements a recipe sent per lock and unlock in the window, counted by the client. Round \
+trips that are not statements count nowhere: sqlx 0.8 pings every connection given back to \
+its pool, one more round trip after each call of ours. calls/lk: ours's calls to its SqlLocker \
+per lock and unlock (each call one transaction). x ins, x adv: \
 ours's locks/s over insert's and over {}'s with the same clients, names and hold.",
         Recipe::Advisory.label(backend)
     )
@@ -823,6 +825,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         drop(db);
         say(&format!("stopped the {} server, pid {pid}", backend.name()));
     }
+    say(&format!("load average at the end: {}", loadavg()));
     if let Some(path) = &opts.json {
         let text = json(opts, &machine, &started, backend, &rows);
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
