@@ -250,6 +250,42 @@ impl Store {
         Ok(())
     }
 
+    /// The fast path of a grant of one free resource (PostgreSQL):
+    /// whether it was made. `false` says only that the call must take the
+    /// full transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn fast_grant(
+        &self,
+        name: &str,
+        uid: &str,
+        mode: &str,
+        validity_ms: i64,
+        quarantine_ms: i64,
+        wait: (&str, &str),
+        who: (&str, &str),
+    ) -> Result<bool, Error> {
+        let Some(sql) = self.dialect.fast_grant() else {
+            return Ok(false);
+        };
+        self.bounded(async {
+            let done = sqlx::query(&sql)
+                .bind(name)
+                .bind(quarantine_ms)
+                .bind(uid)
+                .bind(mode)
+                .bind(validity_ms)
+                .bind(wait.0)
+                .bind(wait.1)
+                .bind(who.0)
+                .bind(who.1)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(done.rows_affected() == 1)
+        })
+        .await
+    }
+
     /// Runs one call: locks and loads `names`, lets `decide` choose and
     /// record changes, writes them, commits. Runs again (up to
     /// [`RETRIES`] times) when the database broke a deadlock.
