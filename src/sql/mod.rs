@@ -214,6 +214,10 @@ pub struct SqlLocker {
 struct Tasks {
     poller: Option<JoinHandle<()>>,
     listener: Option<JoinHandle<()>>,
+    /// The notices this locker's own calls leave for its own waiters,
+    /// until the task that acts on them starts.
+    local: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    local_task: Option<JoinHandle<()>>,
 }
 
 struct Shared {
@@ -266,6 +270,12 @@ impl SqlLocker {
         }
         let tables = Tables::new(backend, config.schema.as_deref(), &config.table_prefix)?;
         let dialect = Dialect { backend, tables };
+        let channel = format!(
+            "{}w{}",
+            config.table_prefix,
+            &uuid::Uuid::new_v4().simple().to_string()[..16]
+        );
+        let (notices, local) = tokio::sync::mpsc::unbounded_channel();
         let store = Store::new(
             url,
             backend,
@@ -273,12 +283,8 @@ impl SqlLocker {
             config.pool_size,
             config.call_timeout.min(LONGEST),
             config.create_tables,
+            (channel.clone(), notices),
         )?;
-        let channel = format!(
-            "{}w{}",
-            config.table_prefix,
-            &uuid::Uuid::new_v4().simple().to_string()[..16]
-        );
         Ok(SqlLocker {
             shared: Arc::new(Shared {
                 store,
@@ -288,7 +294,10 @@ impl SqlLocker {
                 waits: Waits::default(),
                 listening: tokio::sync::watch::Sender::new(false),
             }),
-            tasks: Mutex::new(Tasks::default()),
+            tasks: Mutex::new(Tasks {
+                local: Some(local),
+                ..Tasks::default()
+            }),
         })
     }
 
@@ -339,6 +348,17 @@ impl SqlLocker {
         if tasks.poller.as_ref().is_none_or(JoinHandle::is_finished) {
             tasks.poller = Some(tokio::spawn(poll(Arc::downgrade(&self.shared))));
         }
+        if let Some(mut local) = tasks.local.take() {
+            let shared = Arc::downgrade(&self.shared);
+            tasks.local_task = Some(tokio::spawn(async move {
+                while let Some(payload) = local.recv().await {
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    tokio::spawn(async move { on_notice(&shared, &payload).await });
+                }
+            }));
+        }
         #[cfg(feature = "postgres")]
         if listen
             && self.backend() == Backend::Postgres
@@ -353,9 +373,13 @@ impl SqlLocker {
 impl Drop for SqlLocker {
     fn drop(&mut self) {
         let tasks = self.tasks.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for task in [tasks.poller.take(), tasks.listener.take()]
-            .into_iter()
-            .flatten()
+        for task in [
+            tasks.poller.take(),
+            tasks.listener.take(),
+            tasks.local_task.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             task.abort();
         }
