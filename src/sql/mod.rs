@@ -214,6 +214,10 @@ pub struct SqlLocker {
 struct Tasks {
     poller: Option<JoinHandle<()>>,
     listener: Option<JoinHandle<()>>,
+    /// The notices this locker's own calls leave for its own waiters,
+    /// until the task that acts on them starts.
+    local: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
+    local_task: Option<JoinHandle<()>>,
 }
 
 struct Shared {
@@ -266,6 +270,12 @@ impl SqlLocker {
         }
         let tables = Tables::new(backend, config.schema.as_deref(), &config.table_prefix)?;
         let dialect = Dialect { backend, tables };
+        let channel = format!(
+            "{}w{}",
+            config.table_prefix,
+            &uuid::Uuid::new_v4().simple().to_string()[..16]
+        );
+        let (notices, local) = tokio::sync::mpsc::unbounded_channel();
         let store = Store::new(
             url,
             backend,
@@ -273,12 +283,8 @@ impl SqlLocker {
             config.pool_size,
             config.call_timeout.min(LONGEST),
             config.create_tables,
+            (channel.clone(), notices),
         )?;
-        let channel = format!(
-            "{}w{}",
-            config.table_prefix,
-            &uuid::Uuid::new_v4().simple().to_string()[..16]
-        );
         Ok(SqlLocker {
             shared: Arc::new(Shared {
                 store,
@@ -288,7 +294,10 @@ impl SqlLocker {
                 waits: Waits::default(),
                 listening: tokio::sync::watch::Sender::new(false),
             }),
-            tasks: Mutex::new(Tasks::default()),
+            tasks: Mutex::new(Tasks {
+                local: Some(local),
+                ..Tasks::default()
+            }),
         })
     }
 
@@ -339,6 +348,17 @@ impl SqlLocker {
         if tasks.poller.as_ref().is_none_or(JoinHandle::is_finished) {
             tasks.poller = Some(tokio::spawn(poll(Arc::downgrade(&self.shared))));
         }
+        if let Some(mut local) = tasks.local.take() {
+            let shared = Arc::downgrade(&self.shared);
+            tasks.local_task = Some(tokio::spawn(async move {
+                while let Some(payload) = local.recv().await {
+                    let Some(shared) = shared.upgrade() else {
+                        return;
+                    };
+                    tokio::spawn(async move { on_notice(&shared, &payload).await });
+                }
+            }));
+        }
         #[cfg(feature = "postgres")]
         if listen
             && self.backend() == Backend::Postgres
@@ -353,9 +373,13 @@ impl SqlLocker {
 impl Drop for SqlLocker {
     fn drop(&mut self) {
         let tasks = self.tasks.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for task in [tasks.poller.take(), tasks.listener.take()]
-            .into_iter()
-            .flatten()
+        for task in [
+            tasks.poller.take(),
+            tasks.listener.take(),
+            tasks.local_task.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             task.abort();
         }
@@ -468,6 +492,39 @@ impl Shared {
         (now < end).then(|| Duration::from_millis(u64::try_from(end - now).unwrap_or(u64::MAX)))
     }
 
+    /// The quarantine of grants in ms, as the fast path checks it: 0 for
+    /// none.
+    fn quarantine_ms(&self) -> i64 {
+        match self.config.quarantine {
+            zero if zero.is_zero() => 0,
+            q => ms(q.max(self.config.validity)),
+        }
+    }
+
+    /// The fast path of a grant of one free resource; whether it granted.
+    async fn fast_grant(
+        &self,
+        names: &[String],
+        args: &LockArgs,
+        mode: LockMode,
+        wait: (&str, &str),
+    ) -> Result<bool, Error> {
+        let [name] = names else {
+            return Ok(false);
+        };
+        self.store
+            .fast_grant(
+                name,
+                &args.uid,
+                state::mode_char(mode),
+                self.validity_ms(),
+                self.quarantine_ms(),
+                wait,
+                Self::who(args),
+            )
+            .await
+    }
+
     fn quarantined(&self, left: Duration) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint().to_owned(),
@@ -480,6 +537,9 @@ impl Shared {
 
     async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         let names = Self::checked(args, false)?;
+        if self.fast_grant(&names, args, mode, ("", "")).await? {
+            return Ok(true);
+        }
         let validity = self.validity_ms();
         let uid = &*args.uid;
         self.store
@@ -517,6 +577,13 @@ impl Shared {
         turn: bool,
     ) -> Result<Waited, Error> {
         let names = Self::checked(args, false)?;
+        if !turn
+            && self
+                .fast_grant(&names, args, mode, (ticket, channel))
+                .await?
+        {
+            return Ok(Waited::Granted);
+        }
         let validity = self.validity_ms();
         let ttl = ms(place_ttl);
         let uid = &*args.uid;

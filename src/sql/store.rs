@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Connection, Executor, Row as _, Transaction};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OnceCell;
 
 use super::dialect::{Backend, Dialect};
@@ -72,12 +73,16 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
+    /// This locker's channel, and where its notices go after a commit
+    /// when they are for this locker's own waiters.
+    own: (String, UnboundedSender<String>),
 }
 
 /// Most times a call runs again after the database broke a deadlock.
 const RETRIES: usize = 8;
 
 impl Store {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         url: &str,
         backend: Backend,
@@ -85,6 +90,7 @@ impl Store {
         pool_size: u32,
         call_timeout: Duration,
         create_tables: bool,
+        own: (String, UnboundedSender<String>),
     ) -> Result<Store, Error> {
         static DRIVERS: std::sync::Once = std::sync::Once::new();
         DRIVERS.call_once(sqlx::any::install_default_drivers);
@@ -148,6 +154,7 @@ impl Store {
             ready: OnceCell::new(),
             started_ms,
             online: AtomicBool::new(true),
+            own,
         })
     }
 
@@ -248,6 +255,42 @@ impl Store {
         }
         tracing::info!(locker = %self.endpoint, table = %self.dialect.tables.entries, "created the lock tables");
         Ok(())
+    }
+
+    /// The fast path of a grant of one free resource (PostgreSQL):
+    /// whether it was made. `false` says only that the call must take the
+    /// full transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn fast_grant(
+        &self,
+        name: &str,
+        uid: &str,
+        mode: &str,
+        validity_ms: i64,
+        quarantine_ms: i64,
+        wait: (&str, &str),
+        who: (&str, &str),
+    ) -> Result<bool, Error> {
+        let Some(sql) = self.dialect.fast_grant() else {
+            return Ok(false);
+        };
+        self.bounded(async {
+            let done = sqlx::query(&sql)
+                .bind(name)
+                .bind(quarantine_ms)
+                .bind(uid)
+                .bind(mode)
+                .bind(validity_ms)
+                .bind(wait.0)
+                .bind(wait.1)
+                .bind(who.0)
+                .bind(who.1)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| self.error(e))?;
+            Ok(done.rows_affected() == 1)
+        })
+        .await
     }
 
     /// Runs one call: locks and loads `names`, lets `decide` choose and
@@ -363,8 +406,12 @@ impl Store {
         };
         let mut table = Table::load(names, &parsed, now_ms);
         let answer = decide(&mut table, &epoch).map_err(Failure::Fail)?;
-        self.apply(&mut tx, &table.ops, who, now_ms).await?;
+        let local = self.apply(&mut tx, &table.ops, who, now_ms).await?;
         tx.commit().await.map_err(|e| self.failure(e))?;
+        for payload in local {
+            // Nobody listens once the locker is gone: nothing to wake.
+            let _ = self.own.1.send(payload);
+        }
         Ok(answer)
     }
 
@@ -376,8 +423,9 @@ impl Store {
         ops: &[Op],
         who: (&str, &str),
         now_ms: i64,
-    ) -> Result<(), Failure> {
+    ) -> Result<Vec<String>, Failure> {
         let d = &self.dialect;
+        let mut local = Vec::new();
         let mut i = 0;
         while i < ops.len() {
             let result = match &ops[i] {
@@ -475,7 +523,14 @@ impl Store {
                         .execute(&mut **tx)
                         .await
                 }
-                // MySQL has no notifications: its lockers poll instead.
+                // A notice for this locker's own waiters is acted on here
+                // after the commit, without the database; MySQL has no
+                // notifications, and its other lockers poll instead.
+                Op::Notify { channel, payload } if *channel == self.own.0 => {
+                    local.push(payload.clone());
+                    i += 1;
+                    continue;
+                }
                 Op::Notify { .. } if d.backend != Backend::Postgres => {
                     i += 1;
                     continue;
@@ -491,7 +546,7 @@ impl Store {
             result.map_err(|e| self.failure(e))?;
             i += 1;
         }
-        Ok(())
+        Ok(local)
     }
 
     /// The pool, for the calls that are not one resource transaction

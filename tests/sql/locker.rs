@@ -266,3 +266,85 @@ async fn missing_privileges_a_read_only_server_and_wrong_credentials_are_named()
         .expect_err("not a database URL");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
 }
+
+/// Pushes received by a waiter.
+#[derive(Default)]
+struct Inbox(std::sync::Mutex<Vec<(String, quorum_lock::PushEvent)>>);
+
+impl quorum_lock::PushSink for Inbox {
+    fn push(&self, _slot: usize, uid: &str, event: quorum_lock::PushEvent) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((uid.to_owned(), event));
+    }
+}
+
+/// A waiter on one locker is granted when a holder on another locker of
+/// the same table lets go: by `NOTIFY` on PostgreSQL, by the waiter's
+/// locker's poll on MariaDB. Neither is the caller's re-check: nothing
+/// here asks again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_through_another_locker_reaches_the_waiter_by_notify_or_poll() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    for url in [servers.pg.clone(), servers.maria.clone()] {
+        let settings = config("across_", Duration::from_secs(60), Duration::ZERO);
+        let holder_side = SqlLocker::connect(&url, settings.clone())
+            .await
+            .expect("a database");
+        let waiter_side = SqlLocker::connect(&url, settings)
+            .await
+            .expect("a database");
+        assert!(holder_side
+            .lock(&args("holder", "across"))
+            .await
+            .expect("an answer"));
+        let inbox = Arc::new(Inbox::default());
+        let wait = quorum_lock::WaitArgs {
+            ticket: quorum_lock::Ticket::now(),
+            place_ttl: Duration::from_secs(30),
+            wake: Some(quorum_lock::Wake::new(inbox.clone(), 0)),
+        };
+        let queued = waiter_side
+            .lock_wait(&args("waiter", "across"), LockMode::Write, &wait)
+            .await
+            .expect("an answer");
+        assert_eq!(queued, quorum_lock::WaitReply::Queued, "{url}");
+        let released = tokio::time::Instant::now();
+        assert!(holder_side
+            .unlock(&args("holder", "across"))
+            .await
+            .expect("an answer"));
+        let pushed = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let got = inbox
+                    .0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                if got
+                    .iter()
+                    .any(|(u, e)| u == "waiter" && *e == quorum_lock::PushEvent::Granted)
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(
+            pushed.is_ok(),
+            "{url}: no grant pushed within 5 s of the release"
+        );
+        eprintln!(
+            "{url}: granted {:?} after the release on another locker",
+            released.elapsed()
+        );
+        assert!(waiter_side
+            .unlock(&args("waiter", "across"))
+            .await
+            .expect("an answer"));
+    }
+}
