@@ -10,9 +10,8 @@
 //! in the server are ended before the next one.
 //!
 //! Ours is a `Dsync` over one `SqlLocker` as it ships (a pool of 16
-//! connections shared by every client, waiting in line with pushes: NOTIFY
-//! on PostgreSQL, polling on MySQL), with quarantine off, as for a server
-//! that never granted a lock before. Each recipe client has a connection
+//! connections shared by every client, waiting in line with pushes), with
+//! quarantine off, as for a server that never granted a lock before. Each recipe client has a connection
 //! of its own, which the session-level recipes need anyway.
 
 use std::fmt::Write as _;
@@ -483,9 +482,17 @@ fn legend(backend: Backend, db: &Database) -> String {
             timeout asked again"
         }
     };
+    // Every client here shares one locker, whose own releases tell its
+    // waiters at once; NOTIFY or the poll carry another locker's.
     let push = match backend {
-        Backend::Postgres => "a waiter's turn pushed by NOTIFY",
-        Backend::MySql => "a waiter's turn found by polling every 50 ms (MySQL has no NOTIFY)",
+        Backend::Postgres => {
+            "a waiter's turn told by the locker itself after its release commits (by NOTIFY \
+             when another locker released)"
+        }
+        Backend::MySql => {
+            "a waiter's turn told by the locker itself after its release commits (by a poll \
+             every 50 ms when another locker released)"
+        }
     };
     format!(
         "ours: a Dsync over one SqlLocker as it ships (pool of 16 connections shared by every \
