@@ -89,3 +89,18 @@ pub struct WatchArgs {
     /// Where to push.
     pub wake: Wake,
 }
+
+/// The one resource an election call names, checked as every name is:
+/// every locker's `proclaim` and `leader` refuse any other count.
+pub(crate) fn election_resource(args: &crate::LockArgs) -> Result<&str, Error> {
+    match &*args.resources {
+        [one] => {
+            crate::locker::validate_names(std::slice::from_ref(one))?;
+            Ok(one)
+        }
+        list => Err(Error::invalid(format!(
+            "an election call names exactly one resource, not {}",
+            list.len()
+        ))),
+    }
+}

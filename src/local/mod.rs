@@ -17,7 +17,7 @@ use crate::clock::{anchored_wall, nanos_of};
 use crate::config::after;
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::proclamation::{Proclamation, WatchArgs};
+use crate::proclamation::{election_resource, Proclamation, WatchArgs};
 use crate::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 use boards::Boards;
@@ -825,20 +825,6 @@ impl LocalLocker {
             }
             Err(err)
         })?
-    }
-}
-
-/// The one resource an election call names, checked as every name is.
-fn election_resource(args: &LockArgs) -> Result<&str, Error> {
-    match &*args.resources {
-        [one] => {
-            crate::locker::validate_names(std::slice::from_ref(one))?;
-            Ok(one)
-        }
-        list => Err(Error::invalid(format!(
-            "an election call names exactly one resource, not {}",
-            list.len()
-        ))),
     }
 }
 

@@ -52,7 +52,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::QUARANTINE_REASON;
-use crate::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+use crate::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
 use crate::wait::{PushEvent, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
@@ -706,17 +706,6 @@ fn mode_arg(mode: LockMode) -> &'static str {
     match mode {
         LockMode::Write => "w",
         LockMode::Read => "r",
-    }
-}
-
-/// The one resource of an election call.
-fn election_resource(args: &LockArgs) -> Result<&str, Error> {
-    match &*args.resources {
-        [one] => Ok(one),
-        list => Err(Error::invalid(format!(
-            "an election call names exactly one resource, not {}",
-            list.len()
-        ))),
     }
 }
 

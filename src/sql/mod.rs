@@ -77,7 +77,7 @@ use tokio::time::Instant;
 
 use crate::error::{FLOOR_AHEAD_REASON, QUARANTINE_REASON};
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+use crate::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
 use crate::wait::{PushEvent, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
@@ -1327,17 +1327,6 @@ impl NetLocker for SqlLocker {
 
     fn validity(&self) -> Option<Duration> {
         Some(self.shared.config.validity.min(LONGEST))
-    }
-}
-
-/// The one resource of an election call.
-fn election_resource(args: &LockArgs) -> Result<&str, Error> {
-    match &*args.resources {
-        [one] => Ok(one),
-        list => Err(Error::invalid(format!(
-            "an election call names exactly one resource, not {}",
-            list.len()
-        ))),
     }
 }
 
