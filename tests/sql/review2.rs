@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake, WaitReply};
+use quorum_lock::{
+    LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
+};
 
 use crate::Servers;
 
@@ -92,8 +94,21 @@ async fn a_dump_restored_into_a_new_postgres_cluster_keeps_the_epoch() {
     run(
         "pg_dump",
         &[
-            "-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", "quorum", "-Fc", "-t",
-            "rv2_oid_entries", "-t", "rv2_oid_fence", "-f", &dump,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-d",
+            "quorum",
+            "-Fc",
+            "-t",
+            "rv2_oid_entries",
+            "-t",
+            "rv2_oid_fence",
+            "-f",
+            &dump,
         ],
     );
     // Granted on the old server after the dump was taken; then the old
@@ -103,7 +118,15 @@ async fn a_dump_restored_into_a_new_postgres_cluster_keeps_the_epoch() {
     run(
         "pg_restore",
         &[
-            "-h", "127.0.0.1", "-p", &fresh_port, "-U", "postgres", "-d", "quorum", &dump,
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &fresh_port,
+            "-U",
+            "postgres",
+            "-d",
+            "quorum",
+            &dump,
         ],
     );
     let _ = std::fs::remove_file(&dump);
@@ -245,9 +268,90 @@ fn own_turns_are_lost_once_the_first_runtime_is_gone() {
         }
         let events = sink.0.lock().unwrap().clone();
         assert!(
-            events.iter().any(|(uid, e)| uid == "waiter" && *e == PushEvent::Granted),
+            events
+                .iter()
+                .any(|(uid, e)| uid == "waiter" && *e == PushEvent::Granted),
             "the waiter's turn came with the holder's release by its own locker, and no \
              grant was pushed within 3 s: {events:?}"
         );
     });
+}
+
+/// Break 5 (local notices): a turn for the locker's own waiter exists only
+/// in the client, after it has seen its commit succeed. A call whose
+/// commit the server makes but whose answer the client gives up on (its
+/// call timeout strikes during `COMMIT`, or the caller drops the future)
+/// loses the turn; `pg_notify`, which the server delivers at the commit
+/// whatever the client does, would not have. Here the commit of the
+/// holder's release is made slow (a deferred trigger) so that the call
+/// times out after the server committed: the place is next in line, the
+/// resource is free, and the waiter is never told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_times_out_in_its_commit_loses_the_own_waiters_turn() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let prefix = "rv2_cx_";
+    let cfg = SqlConfig {
+        call_timeout: Duration::from_millis(1000),
+        ..config(prefix)
+    };
+    let locker = SqlLocker::connect(&servers.pg, cfg).await.expect("connect");
+    assert!(locker.lock(&args("holder", &["x"])).await.unwrap());
+    let sink = Arc::new(Events::default());
+    let wait = WaitArgs {
+        ticket: Ticket { at: 1, tiebreak: 1 },
+        place_ttl: Duration::from_secs(30),
+        wake: Some(Wake::new(sink.clone(), 0)),
+    };
+    let reply = locker
+        .lock_wait(&args("waiter", &["x"]), LockMode::Write, &wait)
+        .await
+        .unwrap();
+    assert_eq!(reply, WaitReply::Queued);
+    // The release's DELETE takes 0.3 s and its COMMIT 0.9 s: each within
+    // the server's statement timeout (1 s), together past the call's.
+    servers
+        .run(
+            &servers.pg,
+            format!(
+                "CREATE FUNCTION rv2_slow() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN PERFORM pg_sleep(TG_ARGV[0]::float8); RETURN OLD; END $$;\n\
+                 CREATE TRIGGER rv2_slow_delete BEFORE DELETE ON {prefix}entries FOR EACH ROW \
+                 WHEN (OLD.kind = 'h' AND OLD.uid = 'holder') EXECUTE FUNCTION rv2_slow('0.3');\n\
+                 CREATE CONSTRAINT TRIGGER rv2_slow_commit AFTER DELETE ON {prefix}entries \
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW \
+                 WHEN (OLD.kind = 'h' AND OLD.uid = 'holder') EXECUTE FUNCTION rv2_slow('0.9');"
+            ),
+        )
+        .await;
+    let released = locker.unlock(&args("holder", &["x"])).await;
+    assert!(
+        released.is_err(),
+        "the release should time out: {released:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rows = servers
+        .run(
+            &servers.pg,
+            format!("SELECT uid || ':' || kind FROM {prefix}entries WHERE name = 'x' ORDER BY 1"),
+        )
+        .await;
+    assert_eq!(
+        rows.trim(),
+        ":r\nwaiter:q",
+        "the server committed the release"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    while sink.1.load(Ordering::Relaxed) == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events = sink.0.lock().unwrap().clone();
+    assert!(
+        events
+            .iter()
+            .any(|(uid, e)| uid == "waiter" && *e == PushEvent::Granted),
+        "the release committed and made it the waiter's turn, and nothing told it within \
+         3 s: {events:?}"
+    );
 }
