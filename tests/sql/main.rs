@@ -18,6 +18,8 @@ mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod review;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod review2;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
