@@ -120,6 +120,10 @@ pub(super) struct Dialect {
     pub tables: Tables,
 }
 
+/// When the PostgreSQL server started, µs since the epoch, as text.
+const PG_STARTED: &str =
+    "CAST(CAST(extract(epoch from pg_postmaster_start_time()) * 1000000 AS bigint) AS text)";
+
 /// The columns every load reads, in this order (see `state::Row`).
 const ROW_COLUMNS: &str = "name, uid, kind, mode, deadline, ticket, channel, stamp, value";
 
@@ -164,7 +168,7 @@ impl Dialect {
     /// Which table instance on which server answers, as the epoch marker
     /// records it: on PostgreSQL the entries table's OID (a table dropped
     /// and created again, by hand or by `pg_restore --clean`, has another
-    /// one); on MySQL the `server_id`, which every replica must have of its
+    /// one) and when the server started; on MySQL the `server_id`, which every replica must have of its
     /// own, and when the entries table was created (a dump restored into a
     /// running server creates it anew). `in_load` says whether the
     /// expression is evaluated over the entries table's rows.
@@ -176,9 +180,16 @@ impl Dialect {
             ..
         } = &self.tables;
         match (self.backend, in_load) {
-            (Backend::Postgres, true) => "CAST(CAST(tableoid AS oid) AS text)".to_owned(),
+            // The OID alone repeats across clusters (a fresh one hands out
+            // OIDs in the same order, so a dump restored into a new
+            // cluster gets the old OID back); the postmaster's start, in
+            // whole microseconds so that no session setting changes its
+            // text, tells clusters and restarts apart.
+            (Backend::Postgres, true) => {
+                format!("CAST(CAST(tableoid AS oid) AS text) || '/' || {PG_STARTED}")
+            }
             (Backend::Postgres, false) => {
-                format!("CAST(CAST('{entries}' AS regclass) AS oid)::text")
+                format!("CAST(CAST('{entries}' AS regclass) AS oid)::text || '/' || {PG_STARTED}")
             }
             (Backend::MySql, _) => {
                 let schema = match schema {
@@ -268,7 +279,7 @@ impl Dialect {
         Some(format!(
             "WITH r AS (INSERT INTO {t} (name, uid, kind) SELECT $1, '', 'r' WHERE EXISTS \
              (SELECT 1 FROM {t} m WHERE m.name = '' AND m.uid = '' AND m.kind = 'e' \
-             AND m.ticket = CAST(CAST(m.tableoid AS oid) AS text) AND m.deadline <= {now} - $2) \
+             AND m.ticket = CAST(CAST(m.tableoid AS oid) AS text) || '/' || {PG_STARTED} AND m.deadline <= {now} - $2) \
              ON CONFLICT (name, uid, kind) DO NOTHING RETURNING name) \
              INSERT INTO {t} (name, uid, kind, mode, deadline, granted, ticket, channel, owner, source) \
              SELECT name, $3, 'h', $4, {now} + $5, {now}, $6, $7, $8, $9 FROM r"

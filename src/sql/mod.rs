@@ -348,7 +348,19 @@ impl SqlLocker {
         if tasks.poller.as_ref().is_none_or(JoinHandle::is_finished) {
             tasks.poller = Some(tokio::spawn(poll(Arc::downgrade(&self.shared))));
         }
-        if let Some(mut local) = tasks.local.take() {
+        let local = match tasks.local.take() {
+            Some(local) => Some(local),
+            // The task before ended (its runtime went): a new channel.
+            None if tasks
+                .local_task
+                .as_ref()
+                .is_none_or(JoinHandle::is_finished) =>
+            {
+                Some(self.shared.store.renew_own())
+            }
+            None => None,
+        };
+        if let Some(mut local) = local {
             let shared = Arc::downgrade(&self.shared);
             tasks.local_task = Some(tokio::spawn(async move {
                 while let Some(payload) = local.recv().await {

@@ -73,9 +73,10 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
-    /// This locker's channel, and where its notices go after a commit
-    /// when they are for this locker's own waiters.
-    own: (String, UnboundedSender<String>),
+    /// This locker's channel, and where notices for this locker's own
+    /// waiters go (replaced when the task that reads them is started
+    /// again, on another runtime).
+    own: (String, std::sync::Mutex<UnboundedSender<String>>),
 }
 
 /// Most times a call runs again after the database broke a deadlock.
@@ -154,7 +155,7 @@ impl Store {
             ready: OnceCell::new(),
             started_ms,
             online: AtomicBool::new(true),
-            own,
+            own: (own.0, std::sync::Mutex::new(own.1)),
         })
     }
 
@@ -407,11 +408,14 @@ impl Store {
         let mut table = Table::load(names, &parsed, now_ms);
         let answer = decide(&mut table, &epoch).map_err(Failure::Fail)?;
         let local = self.apply(&mut tx, &table.ops, who, now_ms).await?;
+        // This locker's own waiters are told before the commit, so that a
+        // commit the server makes but this call never hears of (a timeout,
+        // a dropped call) still passes their turn on. Safe: a turn is a
+        // call of its own, which waits for this transaction's row locks and
+        // grants only what the committed state admits; a rolled-back
+        // release leaves it nothing to grant.
+        self.tell_own(local);
         tx.commit().await.map_err(|e| self.failure(e))?;
-        for payload in local {
-            // Nobody listens once the locker is gone: nothing to wake.
-            let _ = self.own.1.send(payload);
-        }
         Ok(answer)
     }
 
@@ -547,6 +551,34 @@ impl Store {
             i += 1;
         }
         Ok(local)
+    }
+
+    /// Hands `payloads` to the task that acts on this locker's own
+    /// notices; nobody reads them once the locker is gone.
+    fn tell_own(&self, payloads: Vec<String>) {
+        if payloads.is_empty() {
+            return;
+        }
+        let sender = self
+            .own
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for payload in payloads {
+            let _ = sender.send(payload);
+        }
+    }
+
+    /// A new channel for this locker's own notices, for a task started
+    /// again after the one before ended with its runtime.
+    pub(super) fn renew_own(&self) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        *self
+            .own
+            .1
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = sender;
+        receiver
     }
 
     /// The pool, for the calls that are not one resource transaction

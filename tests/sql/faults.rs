@@ -244,29 +244,23 @@ async fn a_postgres_crash_while_a_lock_is_held_quarantines_until_the_holder_know
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_clean_postgres_restart_keeps_the_lock_held() {
+async fn a_clean_postgres_restart_quarantines_until_the_holder_knows() {
     let Some(servers) = Servers::start() else {
         return;
     };
     let url = servers.pg.clone();
-    // A lease that outlives a restart of a fraction of a second.
-    let lease = Lease {
-        validity: Duration::from_secs(10),
-        refresh_interval: Duration::from_secs(1),
-        safety_margin: Duration::from_secs(2),
-    };
-    let (history, lost, other) = held_through(&servers, &url, "clean_", lease, |s| {
+    // The rows survive a clean shutdown, but a table cannot tell a clean
+    // restart from a dump restored into a new cluster: the epoch marker
+    // names the postmaster's start, so a lone holder is told its lock is
+    // gone, and nobody is granted before that.
+    let (history, lost, _) = held_through(&servers, &url, "clean_", short_lease(), |s| {
         s.pg_server().restart_clean()
     })
     .await;
     history.check().expect("nobody granted beside the holder");
     assert!(
-        !lost,
-        "a clean restart keeps the unlogged table and the lock"
-    );
-    assert!(
-        matches!(other, Err(Error::Timeout)),
-        "still held by the holder: {other:?}"
+        lost,
+        "a restarted PostgreSQL quarantines, so a lone holder is told"
     );
 }
 

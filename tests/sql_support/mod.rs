@@ -275,6 +275,14 @@ impl PgServer {
                 Err(NotReady::Exited(_)) if retry && Instant::now() < give_up => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
+                // A free port is only free until someone binds it: another
+                // test's server took it between free_port() and this one.
+                // On a first start, another port will do.
+                Err(NotReady::Exited(_))
+                    if !retry && port_taken(&self.root) && Instant::now() < give_up =>
+                {
+                    self.port = free_port();
+                }
                 Err(why) => {
                     self.kill();
                     panic!(
@@ -611,6 +619,14 @@ impl MariaServer {
                 Err(NotReady::Exited(_)) if retry && Instant::now() < give_up => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
+                // A free port is only free until someone binds it: another
+                // test's server took it between free_port() and this one.
+                // On a first start, another port will do.
+                Err(NotReady::Exited(_))
+                    if !retry && port_taken(&self.root) && Instant::now() < give_up =>
+                {
+                    self.port = free_port();
+                }
                 Err(why) => {
                     self.kill();
                     panic!(
@@ -667,6 +683,11 @@ fn is_root() -> bool {
 }
 
 /// A free loopback port, as the system hands one out.
+/// Whether the server's log says its port was taken.
+fn port_taken(root: &Path) -> bool {
+    log_tail(root).contains("Address already in use")
+}
+
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
