@@ -16,14 +16,38 @@ use crate::Error;
 /// One in-flight call. It owns what it needs, so it can outlive its caller.
 pub(crate) type Call<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// A call as it was started: answered already, by a locker that answers at
+/// once (see [`ImmediateLocker`](crate::ImmediateLocker)), or in flight.
+/// An answered call allocates nothing.
+pub(crate) enum Started<T> {
+    Answered(T),
+    Running(Call<T>),
+}
+
+enum Slot<T> {
+    Answered(T),
+    Running(Call<T>),
+    Done,
+}
+
+impl<T> From<Started<T>> for Slot<T> {
+    fn from(started: Started<T>) -> Self {
+        match started {
+            Started::Answered(out) => Slot::Answered(out),
+            Started::Running(call) => Slot::Running(call),
+        }
+    }
+}
+
 /// The calls of one fan-out, polled together.
 ///
 /// Each call must finish its own bookkeeping (recording a grant, undoing it)
-/// inside its future. That is what makes dropping a `CallSet` safe: the calls
-/// still running are moved to a background task and complete there, so a
-/// grant that arrives after the caller gave up is still seen and undone.
+/// inside its future, or before it is added as answered. That is what makes
+/// dropping a `CallSet` safe: the calls still running are moved to a
+/// background task and complete there, so a grant that arrives after the
+/// caller gave up is still seen and undone.
 pub(crate) struct CallSet<T: Send + 'static> {
-    calls: Vec<Option<Call<T>>>,
+    calls: Vec<Slot<T>>,
     running: usize,
     /// Where stragglers finish, counted among the coordinator's
     /// outstanding releases (a straggler may be a grant it must undo);
@@ -35,7 +59,7 @@ impl<T: Send + 'static> CallSet<T> {
     pub(crate) fn new(
         handle: Handle,
         coord: &Coordinator,
-        calls: impl IntoIterator<Item = Call<T>>,
+        calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
         Self::build(Some((handle, coord.outstanding.clone())), calls)
     }
@@ -43,14 +67,14 @@ impl<T: Send + 'static> CallSet<T> {
     /// A set whose unfinished calls are simply dropped with it: for calls
     /// whose late effect is unwanted, such as a refresh after a release.
     pub(crate) fn dropping(calls: impl IntoIterator<Item = Call<T>>) -> Self {
-        Self::build(None, calls)
+        Self::build(None, calls.into_iter().map(Started::Running))
     }
 
     fn build(
         handle: Option<(Handle, Arc<Outstanding>)>,
-        calls: impl IntoIterator<Item = Call<T>>,
+        calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
-        let calls: Vec<_> = calls.into_iter().map(Some).collect();
+        let calls: Vec<Slot<T>> = calls.into_iter().map(Slot::from).collect();
         CallSet {
             running: calls.len(),
             calls,
@@ -65,13 +89,15 @@ impl<T: Send + 'static> CallSet<T> {
 
     /// Whether call `index` is still running.
     pub(crate) fn is_running(&self, index: usize) -> bool {
-        self.calls.get(index).is_some_and(Option::is_some)
+        self.calls
+            .get(index)
+            .is_some_and(|slot| !matches!(slot, Slot::Done))
     }
 
     /// Starts `call` in slot `index`, which must have finished.
-    pub(crate) fn restart(&mut self, index: usize, call: Call<T>) {
-        if let Some(slot @ None) = self.calls.get_mut(index) {
-            *slot = Some(call);
+    pub(crate) fn restart(&mut self, index: usize, call: Started<T>) {
+        if let Some(slot @ Slot::Done) = self.calls.get_mut(index) {
+            *slot = call.into();
             self.running += 1;
         }
     }
@@ -82,13 +108,19 @@ impl<T: Send + 'static> CallSet<T> {
     /// all counted in the same pass and never need a background task.
     pub(crate) fn poll_all(&mut self, cx: &mut Context<'_>, mut done: impl FnMut(usize, T)) {
         for (index, slot) in self.calls.iter_mut().enumerate() {
-            if let Some(call) = slot {
-                if let Poll::Ready(out) = call.as_mut().poll(cx) {
-                    *slot = None;
-                    self.running -= 1;
-                    done(index, out);
-                }
-            }
+            let out = match std::mem::replace(slot, Slot::Done) {
+                Slot::Done => continue,
+                Slot::Answered(out) => out,
+                Slot::Running(mut call) => match call.as_mut().poll(cx) {
+                    Poll::Ready(out) => out,
+                    Poll::Pending => {
+                        *slot = Slot::Running(call);
+                        continue;
+                    }
+                },
+            };
+            self.running -= 1;
+            done(index, out);
         }
     }
 }
@@ -98,7 +130,18 @@ impl<T: Send + 'static> Drop for CallSet<T> {
         let Some((handle, outstanding)) = self.handle.as_ref().filter(|_| self.running > 0) else {
             return;
         };
-        let rest: Vec<Call<T>> = self.calls.drain(..).flatten().collect();
+        // Answered calls finished their bookkeeping when they were started.
+        let rest: Vec<Call<T>> = self
+            .calls
+            .drain(..)
+            .filter_map(|slot| match slot {
+                Slot::Running(call) => Some(call),
+                Slot::Answered(_) | Slot::Done => None,
+            })
+            .collect();
+        if rest.is_empty() {
+            return;
+        }
         let counted = outstanding.begin();
         // If the runtime is shutting down the task is dropped unrun; the
         // lock servers' expiry then removes whatever it would have undone.
@@ -152,11 +195,7 @@ where
 {
     let mut call = std::pin::pin!(call);
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
-        coord.telemetry.locker_call(index, kind, None, &out);
-        if let Err(err) = &out {
-            coord.note_failure(index, err);
-        }
-        return out;
+        return answered_now(coord, index, kind, out);
     }
     let watch = coord.telemetry.call_stopwatch(index, kind);
     let endpoint = || {
@@ -167,6 +206,22 @@ where
     };
     let out = call_with_deadline(call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
+    if let Err(err) = &out {
+        coord.note_failure(index, err);
+    }
+    out
+}
+
+/// Records the answer of a `kind` call that locker `index` of `coord` gave
+/// at once, as [`call_locker`] records one that was ready on its first poll:
+/// counted in the telemetry, untimed, and a failure noted.
+pub(crate) fn answered_now<T>(
+    coord: &Coordinator,
+    index: usize,
+    kind: CallKind,
+    out: Result<T, Error>,
+) -> Result<T, Error> {
+    coord.telemetry.locker_call(index, kind, None, &out);
     if let Err(err) = &out {
         coord.note_failure(index, err);
     }

@@ -178,7 +178,9 @@ pub(crate) fn shown(name: &str) -> String {
 /// a plain lock call that the coordinator repeats, and
 /// [`fence`](Self::fence) (fencing tokens), [`proclaim`](Self::proclaim) and
 /// [`leader`](Self::leader) (leader election) report that they are
-/// unsupported.
+/// unsupported, and [`immediate`](Self::immediate) (plain function calls
+/// for a locker that never waits) offers nothing, so every call goes through
+/// the async methods.
 ///
 /// # Cancel safety
 ///
@@ -271,6 +273,18 @@ pub trait NetLocker: Send + Sync {
     /// renew the grants of a waiter with [`refresh_mode`](Self::refresh_mode).
     fn queues(&self) -> bool {
         false
+    }
+
+    /// The same locker's calls as plain functions, when it answers every
+    /// call at once: see [`ImmediateLocker`](crate::ImmediateLocker).
+    ///
+    /// The coordinator then calls the locker directly for locks, waits,
+    /// renewals and unlocks, without allocating or polling a future per
+    /// call. The default, `None`, keeps every call on the async methods,
+    /// which is right for any locker that waits for something.
+    /// [`LocalLocker`](crate::LocalLocker) returns itself.
+    fn immediate(&self) -> Option<&dyn crate::ImmediateLocker> {
+        None
     }
 
     /// Draws a fencing token for the lock `args.uid` holds in `mode`.

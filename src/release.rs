@@ -30,7 +30,7 @@ use tracing::Instrument;
 use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
-use crate::fanout::{call_locker, Call, CallSet};
+use crate::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::telemetry::{CallKind, Names};
 use crate::{Error, LockArgs, LockMode};
 
@@ -41,16 +41,29 @@ use crate::{Error, LockArgs, LockMode};
 /// entry: both "released" and "did not hold it" count, which is what makes
 /// unlock idempotent.
 pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> bool {
+    release_after(state, target, Instant::now(), None).await
+}
+
+/// [`release_one`], begun at `began`, when `failed` is the error of a first
+/// attempt already made.
+async fn release_after(
+    state: &Arc<Acquisition>,
+    target: Target,
+    began: Instant,
+    mut failed: Option<Error>,
+) -> bool {
     let coord = &state.coord;
     let locker = &coord.lockers[target.index];
-    let began = Instant::now();
     let give_up = give_up_at(coord, target.index, began);
     let inline_until = after(began, coord.timeouts.unlock).min(give_up);
     let mut attempt = 0;
     loop {
-        let err = match unlock_call(coord, target.index, &state.args, state.mode).await {
-            Ok(()) => return true,
-            Err(err) => err,
+        let err = match failed.take() {
+            Some(err) => err,
+            None => match unlock_call(coord, target.index, &state.args, state.mode).await {
+                Ok(()) => return true,
+                Err(err) => err,
+            },
         };
         if !err.is_retryable() {
             tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
@@ -109,14 +122,18 @@ async fn unlock_call(
         LockMode::Write => locker.unlock(args),
         LockMode::Read => locker.runlock(args),
     };
-    let kind = match mode {
-        LockMode::Write => CallKind::Unlock,
-        LockMode::Read => CallKind::RUnlock,
-    };
+    let kind = unlock_kind(mode);
     let deadline = after(Instant::now(), coord.timeouts.unlock);
     call_locker(coord, index, kind, call, deadline)
         .await
         .map(|_| ())
+}
+
+fn unlock_kind(mode: LockMode) -> CallKind {
+    match mode {
+        LockMode::Write => CallKind::Unlock,
+        LockMode::Read => CallKind::RUnlock,
+    }
 }
 
 /// Queues the unlock of `state` on locker `index`, and starts a drain task
@@ -284,8 +301,22 @@ pub(crate) async fn release_all(state: Arc<Acquisition>, targets: Vec<Target>) {
     futures::future::join_all(calls).await;
 }
 
-fn release_call(state: Arc<Acquisition>, target: Target) -> Call<bool> {
-    Box::pin(async move { release_one(&state, target).await })
+/// The release of `target`, made here when its locker answers at once: a
+/// confirmed release then allocates nothing.
+fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
+    let coord = &state.coord;
+    let Some(now) = coord.lockers[target.index].immediate() else {
+        return Started::Running(Box::pin(async move { release_one(&state, target).await }));
+    };
+    let began = Instant::now();
+    let kind = unlock_kind(state.mode);
+    let result = now.unlock_now(&state.args, state.mode);
+    match answered_now(coord, target.index, kind, result) {
+        Ok(_) => Started::Answered(true),
+        Err(err) => Started::Running(Box::pin(async move {
+            release_after(&state, target, began, Some(err)).await
+        })),
+    }
 }
 
 /// Releases the acquisition and waits, at most `timeouts.unlock`, until a

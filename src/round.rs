@@ -17,7 +17,7 @@ use tokio::time::{Instant, Sleep};
 use crate::acquisition::{Acquisition, Target};
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::fanout::{call_locker, Call, CallSet};
+use crate::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::quorum::{Answer, Tally, Verdict};
 use crate::release::{abandon, release_one};
 use crate::telemetry::CallKind;
@@ -32,34 +32,57 @@ fn classify(result: &Result<bool, Error>) -> Answer {
     }
 }
 
-/// The lock call to locker `index`, including its own bookkeeping.
+/// The lock call to locker `index`, including its own bookkeeping. A locker
+/// that answers at once is called here, and allocates nothing unless its
+/// grant must be undone.
 fn lock_call(
     state: Arc<Acquisition>,
     index: usize,
     deadline: Instant,
-) -> Call<Result<bool, Error>> {
-    Box::pin(async move {
+) -> Started<Result<bool, Error>> {
+    let coord = &state.coord;
+    if let Err(err) = coord.honours_lease(index) {
+        // Nothing is sent, so there is nothing to undo.
+        state.record(index, Answer::Refused);
+        return Started::Answered(Err(err));
+    }
+    let kind = CallKind::grant(state.mode);
+    if let Some(now) = coord.lockers[index].immediate() {
+        let result = answered_now(coord, index, kind, now.lock_now(&state.args, state.mode));
+        return match settle(&state, index, &result) {
+            None => Started::Answered(result),
+            Some(target) => Started::Running(Box::pin(async move {
+                release_one(&state, target).await;
+                result
+            })),
+        };
+    }
+    Started::Running(Box::pin(async move {
         let locker = &state.coord.lockers[index];
-        if let Err(err) = state.coord.honours_lease(index) {
-            // Nothing was sent, so there is nothing to undo.
-            state.record(index, Answer::Refused);
-            return Err(err);
-        }
         let call = match state.mode {
             LockMode::Write => locker.lock(&state.args),
             LockMode::Read => locker.rlock(&state.args),
         };
-        let kind = CallKind::grant(state.mode);
         let result = call_locker(&state.coord, index, kind, call, deadline).await;
-        if let Err(err) = &result {
-            tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "lock call failed");
-        }
-        let answer = classify(&result);
-        if state.record(index, answer) {
-            let granted = answer == Answer::Granted;
-            release_one(&state, Target { index, granted }).await;
+        if let Some(target) = settle(&state, index, &result) {
+            release_one(&state, target).await;
         }
         result
+    }))
+}
+
+/// Records the answer of locker `index` to a lock call. Returns the
+/// release to make when the acquisition was released meanwhile and the
+/// locker may hold the grant.
+fn settle(state: &Acquisition, index: usize, result: &Result<bool, Error>) -> Option<Target> {
+    if let Err(err) = result {
+        let locker = state.coord.lockers[index].endpoint();
+        tracing::debug!(uid = %state.args.uid, %locker, %err, "lock call failed");
+    }
+    let answer = classify(result);
+    state.record(index, answer).then_some(Target {
+        index,
+        granted: answer == Answer::Granted,
     })
 }
 

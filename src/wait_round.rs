@@ -25,7 +25,7 @@ use tokio::time::{Instant, Sleep};
 use crate::acquisition::{Acquisition, Target, Win};
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::fanout::{call_locker, Call, CallSet};
+use crate::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::quorum::Answer;
 use crate::release::{abandon, release_one};
 use crate::telemetry::CallKind;
@@ -64,70 +64,123 @@ struct Outcome {
 
 /// The request of the wait to locker `index`. `sent` is a moment no later
 /// than the request leaves (the round's start, for the first requests, saves
-/// reading the clock); `renew` says the locker granted already.
+/// reading the clock); `renew` says the locker granted already. A locker
+/// that answers at once is asked here, and allocates nothing unless its
+/// grant or place must be undone.
 fn wait_call(
     state: Arc<Acquisition>,
     index: usize,
     ticket: Ticket,
     sent: Option<Instant>,
     renew: bool,
-) -> Call<Outcome> {
-    Box::pin(async move {
+) -> Started<Outcome> {
+    let coord = &state.coord;
+    let locker = &coord.lockers[index];
+    let stamp = state.stamp();
+    let sent = sent.unwrap_or_else(Instant::now);
+    if let Err(err) = coord.honours_lease(index) {
+        // Nothing is sent, so there is nothing to undo.
+        state.record_reply(index, Answer::Refused, sent, stamp, false);
+        return Started::Answered(Outcome {
+            answer: Answer::Refused,
+            permanent: Some(err),
+        });
+    }
+    // A locker without queues need not count a repeated lock call as a
+    // refresh, so its grant is renewed by refreshing it.
+    let refresh = renew && !locker.queues();
+    if let Some(now) = locker.immediate() {
+        let result = if refresh {
+            let held = now.refresh_now(&state.args, state.mode);
+            answered_now(coord, index, CallKind::Refresh, held).map(granted_if)
+        } else {
+            let wait = wait_args(&state, index, ticket);
+            let reply = now.lock_wait_now(&state.args, state.mode, &wait);
+            answered_now(coord, index, CallKind::LockWait, reply)
+        };
+        let (outcome, undo) = settle(&state, index, result, sent, stamp);
+        return match undo {
+            None => Started::Answered(outcome),
+            Some(target) => Started::Running(Box::pin(async move {
+                release_one(&state, target).await;
+                outcome
+            })),
+        };
+    }
+    Started::Running(Box::pin(async move {
         let coord = &state.coord;
         let locker = &coord.lockers[index];
-        let stamp = state.stamp();
-        let sent = sent.unwrap_or_else(Instant::now);
-        if let Err(err) = coord.honours_lease(index) {
-            state.record_reply(index, Answer::Refused, sent, stamp, false);
-            return Outcome {
-                answer: Answer::Refused,
-                permanent: Some(err),
-            };
-        }
         let deadline = after(sent, coord.timeouts.acquire);
-        let result = if renew && !locker.queues() {
-            // A locker without queues need not count a repeated lock call
-            // as a refresh, so the grant is renewed by refreshing it.
+        let result = if refresh {
             let call = locker.refresh_mode(&state.args, state.mode);
             call_locker(coord, index, CallKind::Refresh, call, deadline)
                 .await
-                .map(|held| {
-                    if held {
-                        WaitReply::Granted
-                    } else {
-                        WaitReply::Refused
-                    }
-                })
+                .map(granted_if)
         } else {
-            let wait = WaitArgs {
-                ticket,
-                place_ttl: coord.place_ttl(),
-                wake: Some(Wake::new(state.clone(), index)),
-            };
+            let wait = wait_args(&state, index, ticket);
             let call = locker.lock_wait(&state.args, state.mode, &wait);
             call_locker(coord, index, CallKind::LockWait, call, deadline).await
         };
-        let answer = match &result {
-            Ok(WaitReply::Granted) => Answer::Granted,
-            Ok(WaitReply::Queued) => Answer::Queued,
-            Ok(WaitReply::Refused) => Answer::Refused,
-            Err(err) => {
-                tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "waiting lock call failed");
-                Answer::Failed
-            }
-        };
-        // A locker in quarantine restarted since it granted, if it did:
-        // the grant may be gone, so it no longer counts (issue #21).
-        let forgot = matches!(&result, Err(err) if err.is_quarantine());
-        if state.record_reply(index, answer, sent, stamp, forgot) {
-            let granted = answer == Answer::Granted;
-            release_one(&state, Target { index, granted }).await;
+        let (outcome, undo) = settle(&state, index, result, sent, stamp);
+        if let Some(target) = undo {
+            release_one(&state, target).await;
         }
-        Outcome {
-            answer,
-            permanent: result.err().filter(|err| !err.is_retryable()),
+        outcome
+    }))
+}
+
+fn granted_if(held: bool) -> WaitReply {
+    if held {
+        WaitReply::Granted
+    } else {
+        WaitReply::Refused
+    }
+}
+
+/// What a waiting request to locker `index` carries beside the lock's
+/// arguments: the ticket, how long a place lasts, and where to push.
+fn wait_args(state: &Arc<Acquisition>, index: usize, ticket: Ticket) -> WaitArgs {
+    WaitArgs {
+        ticket,
+        place_ttl: state.coord.place_ttl(),
+        wake: Some(Wake::new(state.clone(), index)),
+    }
+}
+
+/// Records the reply of locker `index` to a waiting request sent at `sent`
+/// with `stamp`. Returns the outcome, and the release to make when the wait
+/// was given up meanwhile and the locker may hold a grant or a place.
+fn settle(
+    state: &Acquisition,
+    index: usize,
+    result: Result<WaitReply, Error>,
+    sent: Instant,
+    stamp: u64,
+) -> (Outcome, Option<Target>) {
+    let answer = match &result {
+        Ok(WaitReply::Granted) => Answer::Granted,
+        Ok(WaitReply::Queued) => Answer::Queued,
+        Ok(WaitReply::Refused) => Answer::Refused,
+        Err(err) => {
+            let locker = state.coord.lockers[index].endpoint();
+            tracing::debug!(uid = %state.args.uid, %locker, %err, "waiting lock call failed");
+            Answer::Failed
         }
-    })
+    };
+    // A locker in quarantine restarted since it granted, if it did:
+    // the grant may be gone, so it no longer counts (issue #21).
+    let forgot = matches!(&result, Err(err) if err.is_quarantine());
+    let undo = state
+        .record_reply(index, answer, sent, stamp, forgot)
+        .then_some(Target {
+            index,
+            granted: answer == Answer::Granted,
+        });
+    let outcome = Outcome {
+        answer,
+        permanent: result.err().filter(|err| !err.is_retryable()),
+    };
+    (outcome, undo)
 }
 
 /// A wait in progress. Dropping it before it wins releases every grant and

@@ -11,7 +11,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use quorum_lock::{Error, LockArgs, LockInfo, LockMode, NetLocker, WaitArgs, WaitReply};
+use quorum_lock::{
+    Error, ImmediateLocker, LockArgs, LockInfo, LockMode, NetLocker, WaitArgs, WaitReply,
+};
 
 type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
@@ -302,5 +304,50 @@ impl NetLocker for CountingLocker {
     // inner locker (a server's handshake) announces.
     fn validity(&self) -> Option<std::time::Duration> {
         self.inner.validity()
+    }
+
+    // Forwarded too, wrapped: in-process lockers answer at once, and the
+    // coordinator then calls them without a future; without this the
+    // harness would measure the async path instead.
+    fn immediate(&self) -> Option<&dyn ImmediateLocker> {
+        self.inner.immediate().map(|_| self as &dyn ImmediateLocker)
+    }
+}
+
+/// The counted calls of an inner locker that answers at once. Only handed
+/// out by [`CountingLocker::immediate`] when the inner locker has them.
+impl ImmediateLocker for CountingLocker {
+    fn lock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.calls.bump(|s| &s.lock);
+        self.inner_now()?.lock_now(args, mode)
+    }
+
+    fn unlock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.calls.bump(|s| &s.unlock);
+        self.inner_now()?.unlock_now(args, mode)
+    }
+
+    fn refresh_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.calls.bump(|s| &s.refresh);
+        self.inner_now()?.refresh_now(args, mode)
+    }
+
+    fn lock_wait_now(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.calls.bump(|s| &s.wait);
+        self.inner_now()?.lock_wait_now(args, mode, wait)
+    }
+}
+
+impl CountingLocker {
+    fn inner_now(&self) -> Result<&dyn ImmediateLocker, Error> {
+        self.inner.immediate().ok_or_else(|| Error::Unsupported {
+            endpoint: self.inner.endpoint(),
+            what: "immediate calls".into(),
+        })
     }
 }

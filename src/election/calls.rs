@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::config::after;
 use crate::coordinator::Coordinator;
-use crate::fanout::{call_with_deadline, Call, CallSet};
+use crate::fanout::{call_with_deadline, Call, CallSet, Started};
 use crate::proclamation::{Proclamation, WatchArgs};
 use crate::quorum::write_quorum;
 use crate::wait::{PushSink, Wake};
@@ -31,7 +31,7 @@ where
 {
     let calls = (0..coord.lockers.len()).map(call);
     let mut calls = match Handle::try_current() {
-        Ok(handle) => CallSet::new(handle, coord, calls),
+        Ok(handle) => CallSet::new(handle, coord, calls.map(Started::Running)),
         Err(_) => CallSet::dropping(calls),
     };
     let mut timer = None;

@@ -19,7 +19,7 @@ use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::proclamation::{election_resource, Proclamation, WatchArgs};
 use crate::wait::{WaitArgs, WaitReply};
-use crate::{Error, LockArgs, LockMode, NetLocker};
+use crate::{Error, ImmediateLocker, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
@@ -975,5 +975,34 @@ impl NetLocker for LocalLocker {
 
     fn queues(&self) -> bool {
         true
+    }
+
+    fn immediate(&self) -> Option<&dyn ImmediateLocker> {
+        Some(self)
+    }
+}
+
+/// Every call of a `LocalLocker` is decided under its shards' locks without
+/// waiting, so the coordinator may make it as a plain function call.
+impl ImmediateLocker for LocalLocker {
+    fn lock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.grant(args, mode)
+    }
+
+    fn unlock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.release(args, Some(mode))
+    }
+
+    fn refresh_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.refresh_entries(args, Some(mode))
+    }
+
+    fn lock_wait_now(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.grant_or_queue(args, mode, wait)
     }
 }

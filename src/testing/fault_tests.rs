@@ -289,3 +289,37 @@ async fn same_seed_same_calls_same_faults() {
     assert_eq!(run(21).await, run(21).await);
     assert_ne!(run(21).await, run(22).await);
 }
+
+#[test]
+fn a_calm_node_answers_at_once_and_a_faulted_one_only_through_futures() {
+    let (node, table) = node(3);
+    let now = node.immediate().expect("a calm node over a LocalLocker");
+    assert_eq!(now.lock_now(&args("u", "c"), LockMode::Write), Ok(true));
+    assert_eq!(table.snapshot().len(), 1);
+    assert_eq!(node.stats(CallKind::Lock).seen, 1);
+    // While a fault is in force, every call takes the async path, where
+    // the fault can delay or swallow it.
+    node.set_latency(Latency::Fixed(Duration::from_millis(5)));
+    assert!(node.immediate().is_none(), "latency");
+    node.set_latency(Latency::None);
+    node.partition("c");
+    assert!(node.immediate().is_none(), "a partition");
+    node.heal_partitions();
+    node.crash();
+    assert!(node.immediate().is_none(), "a crash");
+    node.restart();
+    assert!(node.immediate().is_some(), "restarted and calm again");
+}
+
+#[test]
+fn a_fault_that_begins_after_the_immediate_path_was_chosen_fails_the_call_unapplied() {
+    let (node, table) = node(4);
+    let now = node.immediate().expect("calm");
+    node.crash();
+    let err = now
+        .lock_now(&args("u", "c"), LockMode::Write)
+        .expect_err("the node crashed");
+    assert!(err.is_retryable(), "{err}");
+    assert!(table.snapshot().is_empty(), "the call reached the table");
+    assert_eq!(node.stats(CallKind::Lock).faulted, 1);
+}

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use super::plan::{Plan, State};
 use super::{CallKind, FaultyLocker};
 use crate::{
-    Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, PushEvent, PushSink, WaitArgs,
-    WaitReply, Wake, WatchArgs,
+    Error, ImmediateLocker, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, PushEvent,
+    PushSink, WaitArgs, WaitReply, Wake, WatchArgs,
 };
 
 type Reply<'a, T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
@@ -58,6 +58,21 @@ impl PushSink for FaultyPush {
 }
 
 impl FaultyLocker {
+    /// `wait` with its pushes sent through this node's faults.
+    fn faulty_wait(&self, args: &LockArgs, wait: &WaitArgs) -> WaitArgs {
+        WaitArgs {
+            wake: wait.wake.clone().map(|wake| {
+                let push = FaultyPush {
+                    state: self.state.clone(),
+                    owner: args.owner.clone(),
+                    wake,
+                };
+                Wake::new(Arc::new(push), 0)
+            }),
+            ..wait.clone()
+        }
+    }
+
     /// Never answers, like a request or reply lost on the network.
     async fn silence<T>(&self, kind: CallKind, why: &'static str) -> Result<T, Error> {
         self.counters.faulted(kind);
@@ -164,17 +179,7 @@ impl NetLocker for FaultyLocker {
             LockMode::Write => CallKind::Lock,
             LockMode::Read => CallKind::RLock,
         };
-        let wait = WaitArgs {
-            wake: wait.wake.clone().map(|wake| {
-                let push = FaultyPush {
-                    state: self.state.clone(),
-                    owner: args.owner.clone(),
-                    wake,
-                };
-                Wake::new(Arc::new(push), 0)
-            }),
-            ..wait.clone()
-        };
+        let wait = self.faulty_wait(args, wait);
         self.call(kind, args, || {
             Box::pin(async move { self.inner.lock_wait(args, mode, &wait).await })
         })
@@ -253,5 +258,86 @@ impl NetLocker for FaultyLocker {
 
     fn validity(&self) -> Option<std::time::Duration> {
         self.inner.validity()
+    }
+
+    // While no fault is in force a call would be forwarded at once, so an
+    // inner locker that answers at once is offered as such: the coordinator
+    // then takes its immediate path, and the randomized tests cover both
+    // paths, this one between faults and the async one during them.
+    fn immediate(&self) -> Option<&dyn ImmediateLocker> {
+        let calm = self.state().calm();
+        (calm && self.inner.immediate().is_some()).then_some(self as &dyn ImmediateLocker)
+    }
+}
+
+impl FaultyLocker {
+    /// A call made through [`ImmediateLocker`]: forwarded at once when the
+    /// node is still calm. A fault that began since the coordinator asked
+    /// for the immediate path (another thread crashed the node in between)
+    /// cannot delay or swallow a plain function call, so the call fails as
+    /// a refused connection does, without reaching the inner locker.
+    fn call_now<T>(
+        &self,
+        kind: CallKind,
+        args: &LockArgs,
+        forward: impl FnOnce(&dyn ImmediateLocker) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.counters.seen(kind);
+        let forwarded = matches!(
+            self.state().plan(&args.owner),
+            Plan::Forward {
+                delay: None,
+                drop: None,
+                ..
+            }
+        );
+        match self.inner.immediate() {
+            Some(inner) if forwarded => forward(inner),
+            _ => {
+                self.counters.faulted(kind);
+                Err(Error::LockerUnavailable {
+                    endpoint: self.inner.endpoint(),
+                    reason: "a fault began during the call (injected fault)".into(),
+                })
+            }
+        }
+    }
+}
+
+impl ImmediateLocker for FaultyLocker {
+    fn lock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        let kind = match mode {
+            LockMode::Write => CallKind::Lock,
+            LockMode::Read => CallKind::RLock,
+        };
+        self.call_now(kind, args, |inner| inner.lock_now(args, mode))
+    }
+
+    fn unlock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        let kind = match mode {
+            LockMode::Write => CallKind::Unlock,
+            LockMode::Read => CallKind::RUnlock,
+        };
+        self.call_now(kind, args, |inner| inner.unlock_now(args, mode))
+    }
+
+    fn refresh_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.call_now(CallKind::Refresh, args, |inner| {
+            inner.refresh_now(args, mode)
+        })
+    }
+
+    fn lock_wait_now(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        let kind = match mode {
+            LockMode::Write => CallKind::Lock,
+            LockMode::Read => CallKind::RLock,
+        };
+        let wait = self.faulty_wait(args, wait);
+        self.call_now(kind, args, |inner| inner.lock_wait_now(args, mode, &wait))
     }
 }

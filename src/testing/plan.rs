@@ -122,6 +122,18 @@ impl State {
         }
     }
 
+    /// Whether no fault is in force: every call would be forwarded at once,
+    /// without a random draw.
+    pub(super) fn calm(&self) -> bool {
+        let faults = &self.faults;
+        !self.down
+            && faults.partitioned.is_empty()
+            && !faults.hang
+            && !faults.refuse
+            && faults.latency == Latency::None
+            && faults.drop.is_none()
+    }
+
     /// Whether a call sent to `incarnation` can still be answered.
     pub(super) fn alive(&self, incarnation: u64) -> bool {
         !self.down && self.incarnation == incarnation
