@@ -15,7 +15,7 @@
 //! script was loaded, and never re-create the holder's entry during the
 //! quarantine.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ::redis::aio::MultiplexedConnection;
@@ -32,6 +32,8 @@ pub(super) struct Epoch {
     /// When the server started, in ms on its own clock, at or after the
     /// true start (see [`Link::epoch`]).
     pub boot_ms: u64,
+    /// The server's clock when the connection was made (`TIME`), in ms.
+    pub clock_ms: u64,
 }
 
 /// A live connection and the epoch of the server behind it.
@@ -39,6 +41,14 @@ pub(super) struct Epoch {
 pub(super) struct Live {
     pub conn: MultiplexedConnection,
     pub epoch: Arc<Epoch>,
+    /// Set once this connection's server is known to be past the grant
+    /// quarantine as the locker counts it: its clock was at or past the
+    /// quarantine's end when the connection was made, or a script run on
+    /// this connection answered a grant call without the quarantine.
+    /// Only then may the fast path of a grant (no script, so no clock
+    /// check) be taken. A restart breaks the connection, and the next one
+    /// starts with this unset.
+    pub granting: Arc<AtomicBool>,
     generation: u64,
 }
 
@@ -223,6 +233,7 @@ impl Link {
         Ok(Live {
             conn,
             epoch: Arc::new(epoch),
+            granting: Arc::new(AtomicBool::new(false)),
             generation,
         })
     }
@@ -263,7 +274,7 @@ impl Link {
         let uptime: u64 = uptime
             .parse()
             .map_err(|_| not_redis("INFO server has an unreadable uptime".into()))?;
-        let (secs, _micros): (u64, u64) = ::redis::cmd("TIME")
+        let (secs, micros): (u64, u64) = ::redis::cmd("TIME")
             .query_async(conn)
             .await
             .map_err(|e| unavailable(&self.endpoint, &e))?;
@@ -283,6 +294,8 @@ impl Link {
         Ok(Epoch {
             run_id: run_id.to_owned(),
             boot_ms,
+            // The scripts' clock: whole milliseconds of TIME.
+            clock_ms: secs.saturating_mul(1000).saturating_add(micros / 1000),
         })
     }
 
