@@ -32,8 +32,6 @@ pub(super) struct Epoch {
     /// When the server started, in ms on its own clock, at or after the
     /// true start (see [`Link::epoch`]).
     pub boot_ms: u64,
-    /// The server's clock when the connection was made (`TIME`), in ms.
-    pub clock_ms: u64,
 }
 
 /// A live connection and the epoch of the server behind it.
@@ -41,13 +39,12 @@ pub(super) struct Epoch {
 pub(super) struct Live {
     pub conn: MultiplexedConnection,
     pub epoch: Arc<Epoch>,
-    /// Set once this connection's server is known to be past the grant
-    /// quarantine as the locker counts it: its clock was at or past the
-    /// quarantine's end when the connection was made, or a script run on
-    /// this connection answered a grant call without the quarantine.
-    /// Only then may the fast path of a grant (no script, so no clock
-    /// check) be taken. A restart breaks the connection, and the next one
-    /// starts with this unset.
+    /// Set once a grant script run on this connection answered something
+    /// other than the quarantine: the server's clock was then past the
+    /// quarantine's end as the locker counts it (and scripts run). Only
+    /// then may the fast path of a grant (no script, so no clock check) be
+    /// taken. A restart breaks the connection, and the next one starts
+    /// with this unset.
     pub granting: Arc<AtomicBool>,
     generation: u64,
 }
@@ -274,7 +271,7 @@ impl Link {
         let uptime: u64 = uptime
             .parse()
             .map_err(|_| not_redis("INFO server has an unreadable uptime".into()))?;
-        let (secs, micros): (u64, u64) = ::redis::cmd("TIME")
+        let (secs, _micros): (u64, u64) = ::redis::cmd("TIME")
             .query_async(conn)
             .await
             .map_err(|e| unavailable(&self.endpoint, &e))?;
@@ -294,8 +291,6 @@ impl Link {
         Ok(Epoch {
             run_id: run_id.to_owned(),
             boot_ms,
-            // The scripts' clock: whole milliseconds of TIME.
-            clock_ms: secs.saturating_mul(1000).saturating_add(micros / 1000),
         })
     }
 

@@ -589,28 +589,14 @@ impl Shared {
         .map_err(|e| self.link.failed(&live, &e))
     }
 
-    /// Whether the server behind `live` is known to be past the grant
-    /// quarantine, so that the fast path of a grant may skip the clock.
-    fn granting(&self, live: &Live) -> bool {
-        if live.granting.load(Ordering::Relaxed) {
-            return true;
-        }
-        let over = self
-            .quarantine_end_ms(live, Quarantine::Grants)
-            .is_some_and(|end| live.epoch.clock_ms >= end);
-        if over {
-            live.granting.store(true, Ordering::Relaxed);
-        }
-        over
-    }
-
     /// The fast path of a grant: one resource whose key is absent, so
     /// nobody holds or waits for it, on a server past its quarantine.
     /// One plain `SET key value NX PX validity`, no script and no clock:
     /// the value names the holder (see `scripts.rs`) and the key's expiry
     /// is its deadline. Whether it granted; when not (more than one
-    /// resource, the key is there, the quarantine is not known to be
-    /// over, or the fast path is off) the caller runs the full script.
+    /// resource, the key is there, no grant script on this connection has
+    /// answered outside the quarantine yet, or the fast path is off) the
+    /// caller runs the full script.
     #[allow(clippy::too_many_arguments)]
     async fn grant_fast(
         &self,
@@ -623,7 +609,8 @@ impl Shared {
         channel: &str,
     ) -> Result<bool, Error> {
         let [key] = keys else { return Ok(false) };
-        if !self.fast.load(Ordering::Relaxed) || !self.granting(live) {
+        // Past the quarantine, as a script on this connection has seen.
+        if !self.fast.load(Ordering::Relaxed) || !live.granting.load(Ordering::Relaxed) {
             return Ok(false);
         }
         let value = fast_value(args, mode, validity, ticket, channel);
