@@ -652,12 +652,15 @@ async fn randomized_faults_with_redis_nodes_never_break_exclusion_or_hide_a_loss
         started.elapsed(),
         total.summary()
     );
-    // Both paths of a grant and of an unlock were exercised: the fast
-    // path on free names, the scripts behind holders, waiters, readers,
-    // several names and quarantines.
+    // Both paths of a grant were exercised: the fast path on free names,
+    // the script behind holders, waiters, readers, several names and
+    // quarantines; and the unlock script. The unlock's fast path is taken
+    // here too, but not in every run (a refresh, every 250 ms, or anyone
+    // else asking turns a fast-path key into a hash first), so it is
+    // printed rather than asserted; tests/redis/fastpath.rs asserts it.
     let p = &total.paths;
     assert!(
-        p.fast_grants > 0 && p.script_grants > 0 && p.fast_unlocks > 0 && p.script_unlocks > 0,
+        p.fast_grants > 0 && p.script_grants > 0 && p.script_unlocks > 0,
         "a path of the Redis locker was never taken: {p:?}"
     );
     for kind in [Kind::Pause, Kind::Restart] {
