@@ -46,10 +46,13 @@ const VALIDITY: Duration = Duration::from_secs(60);
 
 /// The commands Lua scripts run inside Redis (`redis.call`) for each
 /// system, as read in the scripts. `INFO commandstats` counts them like
-/// commands a client sent; the network count leaves them out.
+/// commands a client sent; the network count leaves them out. Ours sends
+/// `SET` itself (the fast path of a grant) and runs `GETRANGE`, `GET` and
+/// `PTTL` only inside scripts (the unlock's fast path, and turning a
+/// fast-path key into a hash).
 const INNER_OURS: &[&str] = &[
     "time", "exists", "hlen", "hget", "hexists", "hgetall", "hset", "hdel", "del", "pexpire",
-    "publish",
+    "publish", "getrange", "get", "pttl",
 ];
 /// rslock's unlock script and the SET NX baseline's compare-and-delete.
 const INNER_GET_DEL: &[&str] = &["get", "del"];

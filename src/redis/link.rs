@@ -15,7 +15,7 @@
 //! script was loaded, and never re-create the holder's entry during the
 //! quarantine.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ::redis::aio::MultiplexedConnection;
@@ -39,6 +39,13 @@ pub(super) struct Epoch {
 pub(super) struct Live {
     pub conn: MultiplexedConnection,
     pub epoch: Arc<Epoch>,
+    /// Set once a grant script run on this connection answered something
+    /// other than the quarantine: the server's clock was then past the
+    /// quarantine's end as the locker counts it (and scripts run). Only
+    /// then may the fast path of a grant (no script, so no clock check) be
+    /// taken. A restart breaks the connection, and the next one starts
+    /// with this unset.
+    pub granting: Arc<AtomicBool>,
     generation: u64,
 }
 
@@ -223,6 +230,7 @@ impl Link {
         Ok(Live {
             conn,
             epoch: Arc::new(epoch),
+            granting: Arc::new(AtomicBool::new(false)),
             generation,
         })
     }

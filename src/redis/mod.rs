@@ -1,6 +1,8 @@
 //! `RedisLocker`: one Redis server as a [`NetLocker`] (feature `redis`),
 //! with the rules of [`LocalLocker`](crate::LocalLocker), each call one
-//! atomic Lua script.
+//! atomic Lua script, or one plain `SET NX PX` for a grant of one free
+//! resource on a server past its quarantine (the fast path: see
+//! `scripts.rs` and `docs/redis.md`).
 //!
 //! Every resource is a hash under the key prefix holding its holders, with
 //! their deadlines on the Redis server's clock, and its waiters' places in
@@ -44,6 +46,7 @@
 //!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
 //!   key is a silently lost lock.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -184,7 +187,16 @@ impl Scripts {
             scripts::PROCLAIM,
             scripts::LEADER,
         ]
-        .map(|body| format!("{}\n{body}", scripts::PRELUDE))
+        .map(|body| {
+            // The fast path of an unlock runs before the prelude, so it
+            // pays for none of the prelude's definitions.
+            let head = if body == scripts::UNLOCK {
+                scripts::UNLOCK_HEAD
+            } else {
+                ""
+            };
+            format!("{head}\n{}\n{body}", scripts::PRELUDE)
+        })
     }
 
     /// Scripts for `sources`, in the order [`sources`](Self::sources) gives.
@@ -213,7 +225,8 @@ impl Scripts {
 /// # Cancel safety
 ///
 /// Every `NetLocker` call is cancel safe in the trait's sense: it is one
-/// script that Redis runs atomically, so a dropped call was applied
+/// script that Redis runs atomically (or a `SET NX` that changes nothing
+/// unless it grants, then maybe one script), so a dropped call was applied
 /// entirely or not at all, and the caller cannot tell which. The
 /// coordinator counts such a call as unknown and unlocks its uid, and an
 /// entry nobody unlocks expires with its deadline.
@@ -250,6 +263,40 @@ struct Shared {
     scripts: Scripts,
     waits: Waits,
     watches: Watches,
+    /// Whether the fast path of a grant (a plain `SET NX PX`) is used;
+    /// cleared for good when the server refuses `SET` (an ACL without it).
+    fast: AtomicBool,
+    paths: PathCounters,
+}
+
+/// How often each path was taken, for tests and benchmarks.
+#[derive(Default)]
+struct PathCounters {
+    fast_grants: AtomicU64,
+    fast_misses: AtomicU64,
+    script_grants: AtomicU64,
+    fast_unlocks: AtomicU64,
+    script_unlocks: AtomicU64,
+}
+
+/// How often a [`RedisLocker`] took each path of a call (feature
+/// `testing`): the fast path of a grant (`SET NX PX`, no script) and of an
+/// unlock (a compare-and-delete before the unlock script's prelude), and
+/// the full scripts.
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RedisPaths {
+    /// Grants made by the fast path.
+    pub fast_grants: u64,
+    /// Fast-path attempts that found the key there, and ran the script.
+    pub fast_misses: u64,
+    /// Grant calls (`lock`, `rlock`, `lock_wait` and turns) answered by
+    /// the full script, whatever they answered.
+    pub script_grants: u64,
+    /// Unlocks of a fast-path key by the unlock's fast path.
+    pub fast_unlocks: u64,
+    /// Unlock calls that ran the full unlock script.
+    pub script_unlocks: u64,
 }
 
 impl RedisLocker {
@@ -307,6 +354,8 @@ impl RedisLocker {
                 scripts,
                 waits: Waits::new(channel),
                 watches: Watches::new(leader_channel),
+                fast: AtomicBool::new(true),
+                paths: PathCounters::default(),
             }),
             listeners: Mutex::new([None, None]),
         })
@@ -349,6 +398,20 @@ impl RedisLocker {
         // The scripts' clock: whole milliseconds of the server's TIME.
         let now = secs.saturating_mul(1000).saturating_add(micros / 1000);
         Ok((now < end).then(|| Duration::from_millis(end - now)))
+    }
+
+    /// How often each path of a call was taken so far (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub fn paths(&self) -> RedisPaths {
+        let p = &self.shared.paths;
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        RedisPaths {
+            fast_grants: get(&p.fast_grants),
+            fast_misses: get(&p.fast_misses),
+            script_grants: get(&p.script_grants),
+            fast_unlocks: get(&p.fast_unlocks),
+            script_unlocks: get(&p.script_unlocks),
+        }
     }
 
     /// Starts the pub/sub listener of `which` if it is not running;
@@ -491,7 +554,20 @@ impl Shared {
         which: Quarantine,
         tail: &[&str],
     ) -> Result<T, Error> {
-        let mut live = self.link.live().await?;
+        let live = self.link.live().await?;
+        self.run_on(live, script, keys, head, which, tail).await
+    }
+
+    /// [`run`](Self::run) on the connection `live`.
+    async fn run_on<T: ::redis::FromRedisValue, H: ToRedisArgs + Sync>(
+        &self,
+        mut live: Live,
+        script: &Script,
+        keys: &[String],
+        head: &[H],
+        which: Quarantine,
+        tail: &[&str],
+    ) -> Result<T, Error> {
         let mut cmd = ::redis::cmd("EVALSHA");
         cmd.arg(script.get_hash())
             .arg(keys.len())
@@ -513,20 +589,96 @@ impl Shared {
         .map_err(|e| self.link.failed(&live, &e))
     }
 
+    /// The fast path of a grant: one resource whose key is absent, so
+    /// nobody holds or waits for it, on a server past its quarantine.
+    /// One plain `SET key value NX PX validity`, no script and no clock:
+    /// the value names the holder (see `scripts.rs`) and the key's expiry
+    /// is its deadline. Whether it granted; when not (more than one
+    /// resource, the key is there, no grant script on this connection has
+    /// answered outside the quarantine yet, or the fast path is off) the
+    /// caller runs the full script.
+    #[allow(clippy::too_many_arguments)]
+    async fn grant_fast(
+        &self,
+        live: &Live,
+        keys: &[String],
+        args: &LockArgs,
+        mode: LockMode,
+        validity: &str,
+        ticket: &str,
+        channel: &str,
+    ) -> Result<bool, Error> {
+        let [key] = keys else { return Ok(false) };
+        // Past the quarantine, as a script on this connection has seen.
+        if !self.fast.load(Ordering::Relaxed) || !live.granting.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let value = fast_value(args, mode, validity, ticket, channel);
+        let mut conn = live.conn.clone();
+        let set: Result<::redis::Value, _> = ::redis::cmd("SET")
+            .arg(key)
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(validity)
+            .query_async(&mut conn)
+            .await;
+        match set {
+            Ok(::redis::Value::Nil) => {
+                self.paths.fast_misses.fetch_add(1, Ordering::Relaxed);
+                Ok(false)
+            }
+            Ok(::redis::Value::Okay) => {
+                self.paths.fast_grants.fetch_add(1, Ordering::Relaxed);
+                Ok(true)
+            }
+            Ok(other) => Err(Error::LockerUnavailable {
+                endpoint: self.endpoint.clone(),
+                reason: format!("Redis answered SET NX with {other:?}"),
+            }),
+            // An ACL without SET: the scripts still work, so they do it all.
+            Err(err)
+                if err.kind() == ::redis::ErrorKind::Server(::redis::ServerErrorKind::NoPerm) =>
+            {
+                self.fast.store(false, Ordering::Relaxed);
+                tracing::warn!(
+                    locker = %self.endpoint,
+                    "Redis refuses SET to this user; every grant runs the lock script instead of the fast path"
+                );
+                Ok(false)
+            }
+            Err(err) => Err(self.link.failed(live, &err)),
+        }
+    }
+
     async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         Self::checked(args, false)?;
         let validity = self.validity_ms();
+        let keys = self.keys(args);
+        let live = self.link.live().await?;
+        if self
+            .grant_fast(&live, &keys, args, mode, &validity, "", "")
+            .await?
+        {
+            return Ok(true);
+        }
+        self.paths.script_grants.fetch_add(1, Ordering::Relaxed);
         let argv = grant_argv(args, mode, &validity);
+        let granting = live.granting.clone();
         let code = self
-            .run(
+            .run_on(
+                live,
                 &self.scripts.lock,
-                &self.keys(args),
+                &keys,
                 &argv,
                 Quarantine::Grants,
                 &[],
             )
             .await?;
-        Ok(answer(&self.endpoint, code)? == 1)
+        let code = answer(&self.endpoint, code)?;
+        // Any answer but the quarantine's: the server's clock is past it.
+        granting.store(true, Ordering::Relaxed);
+        Ok(code == 1)
     }
 
     /// A waiting lock call, or (`turn`) a turn taken for a waiter after a
@@ -541,19 +693,39 @@ impl Shared {
         turn: bool,
     ) -> Result<i64, Error> {
         let validity = self.validity_ms();
+        let keys = self.keys(args);
+        let live = self.link.live().await?;
+        // A turn needs the waiter's place, which lives in the key: never
+        // the fast path.
+        if !turn
+            && self
+                .grant_fast(&live, &keys, args, mode, &validity, ticket, channel)
+                .await?
+        {
+            return Ok(1);
+        }
+        self.paths.script_grants.fetch_add(1, Ordering::Relaxed);
         let place_ttl = Self::ms(place_ttl);
         let argv = grant_argv(args, mode, &validity);
         let tail = [ticket, &place_ttl, channel, if turn { "1" } else { "0" }];
+        let granting = live.granting.clone();
         let code = self
-            .run(
+            .run_on(
+                live,
                 &self.scripts.wait,
-                &self.keys(args),
+                &keys,
                 &argv,
                 Quarantine::Grants,
                 &tail,
             )
             .await?;
-        answer(&self.endpoint, code)
+        let code = answer(&self.endpoint, code)?;
+        // A turn may answer 0 before the script looks at the clock; any
+        // other answer but the quarantine's says the clock is past it.
+        if !turn {
+            granting.store(true, Ordering::Relaxed);
+        }
+        Ok(code)
     }
 
     /// Asks again for `waiter` after a push said its turn may have come;
@@ -579,12 +751,17 @@ impl Shared {
             .run(
                 &self.scripts.unlock,
                 &self.keys(args),
-                &[&*args.uid, mode_arg(mode)],
+                &[fast_head(&args.uid, mode)],
                 Quarantine::None,
                 &[],
             )
             .await?;
-        Ok(code == 1)
+        let path = match code {
+            2 => &self.paths.fast_unlocks,
+            _ => &self.paths.script_unlocks,
+        };
+        path.fetch_add(1, Ordering::Relaxed);
+        Ok(code >= 1)
     }
 
     async fn refresh(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
@@ -729,6 +906,34 @@ fn unstamp(stored: &[u8]) -> Option<Proclamation> {
         return None;
     }
     Proclamation::new(number(&stamp[..20])?, number(&stamp[20..])?, value).ok()
+}
+
+/// The value of a fast-path key: the tag, the mode, then uid, validity,
+/// owner, source, ticket and channel, each as its length in bytes, `:` and
+/// its bytes (the layout `scripts.rs` describes and the scripts read).
+/// The uid comes first, so the unlock script recognises its holder by a
+/// prefix it builds from the uid and mode alone.
+fn fast_value(
+    args: &LockArgs,
+    mode: LockMode,
+    validity: &str,
+    ticket: &str,
+    channel: &str,
+) -> String {
+    let mut value = fast_head(&args.uid, mode);
+    value.reserve(32 + args.owner.len() + args.source.len() + ticket.len() + channel.len());
+    for field in [validity, &*args.owner, &*args.source, ticket, channel] {
+        use std::fmt::Write as _;
+        // Writing to a String cannot fail.
+        let _ = write!(value, "{}:{field}", field.len());
+    }
+    value
+}
+
+/// The first bytes of the fast-path value of `uid` in `mode`: what the
+/// unlock script compares (and reads the uid and mode from).
+fn fast_head(uid: &str, mode: LockMode) -> String {
+    format!("{}{}{}:{uid}", scripts::FAST_TAG, mode_arg(mode), uid.len())
 }
 
 /// A ticket as 40 digits, so that Lua compares tickets as strings in the

@@ -13,6 +13,18 @@
 //! | `q:uid` | waiter `uid`'s place: ticket (40 digits), mode, deadline, `\|`, channel |
 //! | `p:uid` | the proclamation of holder `uid` (leader election): term and seq (20 digits each), then the value's bytes |
 //!
+//! A resource may also be a plain string instead of a hash: the fast path
+//! of a grant (`SET key value NX PX validity`, sent by the client with no
+//! script, see `mod.rs`) writes one when the key is absent. Its value is
+//! [`FAST_TAG`] (`Q1`), the mode, then uid, validity (ms), owner, source,
+//! ticket and channel, each as its length in bytes, `:`, and its bytes; the
+//! key's own expiry is the holder's deadline. It stands for exactly the
+//! hash of one holder granted at `deadline - validity`: `load` turns it
+//! into that hash (`m`, `d:`, `o:`, `s:`, `a:`, and `t:`, `c:` when it has
+//! a ticket) before any script looks at it, so every script sees a
+//! fast-path holder as the holder it is. `UNLOCK` deletes a string held by
+//! its uid in one step, before the prelude is even run.
+//!
 //! One more key, named by the prefix alone (no resource has an empty
 //! name, so no resource key is ever the prefix), holds the node's fencing
 //! high-water mark: the highest token ever drawn on that node, as a decimal
@@ -41,6 +53,9 @@
 //! tokens are decimal strings too, because Lua's numbers are doubles and
 //! tokens need all 64 bits.
 
+/// The first bytes of a fast-path key's value (see the module docs).
+pub(super) const FAST_TAG: &str = "Q1";
+
 /// Shared by every script: the clock, the state of one resource, and the
 /// rules of granting and waiting.
 pub(super) const PRELUDE: &str = r#"
@@ -58,9 +73,53 @@ end
 local function changed(s)
   s.changed = true
 end
+-- The hash that a fast-path key (a string, see the module docs) stands
+-- for: written in its place, with the key's expiry as the holder's
+-- deadline, and returned as HGETALL would return it. A string that is not
+-- a fast-path grant is refused as before (WRONGTYPE), and so is any other
+-- type (GET raises).
+local function unfold(key, now)
+  local v = redis.call('GET', key)
+  local pttl = redis.call('PTTL', key)
+  local fields, i = {}, 4
+  local mode = string.sub(v, 3, 3)
+  local ok = string.sub(v, 1, 2) == 'Q1' and (mode == 'w' or mode == 'r') and pttl >= 0
+  while ok and #fields < 6 do
+    local colon = string.find(v, ':', i, true)
+    local n = colon and tonumber(string.sub(v, i, colon - 1))
+    if not n then
+      ok = false
+    else
+      local f = string.sub(v, colon + 1, colon + n)
+      if #f ~= n then ok = false end
+      table.insert(fields, f)
+      i = colon + n + 1
+    end
+  end
+  local validity = ok and tonumber(fields[2])
+  if not validity or i ~= #v + 1 then
+    return redis.call('HGETALL', key)
+  end
+  local uid, deadline = fields[1], now + pttl
+  local all = { 'm', mode, 'd:' .. uid, tostring(deadline), 'o:' .. uid, fields[3],
+                's:' .. uid, fields[4], 'a:' .. uid, tostring(deadline - validity) }
+  if fields[5] ~= '' then
+    table.insert(all, 't:' .. uid)
+    table.insert(all, fields[5])
+    table.insert(all, 'c:' .. uid)
+    table.insert(all, fields[6])
+  end
+  redis.call('DEL', key)
+  redis.call('HSET', key, unpack(all))
+  -- At once, not only in `finish`: a script that failed after this line
+  -- must not leave a key that never expires.
+  redis.call('PEXPIRE', key, math.max(pttl, 1))
+  return all
+end
 -- The live state of one resource; expired holders and places are dropped.
 local function load(key, now)
-  local all = redis.call('HGETALL', key)
+  local all = redis.pcall('HGETALL', key)
+  if all.err then all = unfold(key, now) end
   local s = { key = key, holders = {}, n = 0, places = {}, np = 0, tickets = {}, channels = {},
               procs = {}, moved = false }
   for i = 1, #all, 2 do
@@ -264,8 +323,9 @@ end
 -- field count tells that nothing else is there: no fencing counter, and
 -- no proclamation, whose observers the slow path tells.
 local function sole_holder(key, uid, mode, now)
-  local n = redis.call('HLEN', key)
-  if n ~= 5 and n ~= 7 then return false end
+  local n = redis.pcall('HLEN', key)
+  -- Not a hash (a fast-path key of another uid): `load` unfolds it.
+  if type(n) ~= 'number' or (n ~= 5 and n ~= 7) then return false end
   local deadline = tonumber(redis.call('HGET', key, 'd:' .. uid))
   if not deadline or deadline <= now or redis.call('HGET', key, 'm') ~= mode then return false end
   return n == 5 or redis.call('HEXISTS', key, 't:' .. uid) == 1
@@ -376,10 +436,35 @@ finish(states, now)
 return result
 "#;
 
-/// ARGV: uid, mode. Drops the uid's entries held in that mode and its
-/// places. 1 when an entry was dropped.
+/// Runs before the prelude in `UNLOCK`: the fast path of an unlock of one
+/// key, as cheap as a compare-and-delete. ARGV[1] is the head of the
+/// uid's fast-path value in this mode (tag, mode, uid's length, `:`, uid).
+/// `GETRANGE` reads only as many bytes as the head has, so a value that
+/// is the uid's compares equal to ARGV[1] without Lua making a new string.
+/// An absent key (`GETRANGE` answers an empty string; no value of ours is
+/// empty) holds nothing of the uid, its places included, since they live
+/// in the key; a fast-path value of another uid or mode is one holder and
+/// nothing else, so it is left alone. A hash, or a string that is no
+/// fast-path value, goes on to the full script.
+pub(super) const UNLOCK_HEAD: &str = r#"
+if #KEYS == 1 then
+  local v = redis.pcall('GETRANGE', KEYS[1], 0, #ARGV[1] - 1)
+  if v == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    return 2
+  end
+  if v == '' then return 0 end
+  if type(v) == 'string' and string.sub(v, 1, 2) == 'Q1' then return 0 end
+end
+"#;
+
+/// ARGV: the head of the uid's fast-path value in the mode (see
+/// [`UNLOCK_HEAD`]), which names the uid and the mode. Drops the uid's
+/// entries held in that mode and its places. 1 when an entry was dropped,
+/// 2 when it was a fast-path key dropped by [`UNLOCK_HEAD`].
 pub(super) const UNLOCK: &str = r#"
-local uid, mode = ARGV[1], ARGV[2]
+local mode = string.sub(ARGV[1], 3, 3)
+local uid = string.sub(ARGV[1], string.find(ARGV[1], ':', 4, true) + 1)
 local now = clock()
 local states = {}
 local removed = 0

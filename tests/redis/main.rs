@@ -11,6 +11,7 @@ mod harness;
 mod redis_support;
 
 mod election;
+mod fastpath;
 mod faults;
 mod fencing;
 mod locker;
