@@ -47,7 +47,7 @@ impl Acquisition {
             LockMode::Read => read_quorum(n),
         };
         let args = LockArgs {
-            uid: uuid::Uuid::new_v4().to_string().into(),
+            uid: fresh_uid(),
             resources: resources.clone(),
             owner: coord.owner.clone(),
             source: source.clone(),
@@ -87,6 +87,13 @@ impl Acquisition {
             }),
         }
     }
+}
+
+/// A random version-4 UUID in its hyphenated form: formatted on the stack,
+/// so the uid costs one allocation, its `Arc<str>`.
+fn fresh_uid() -> Arc<str> {
+    let mut text = uuid::Uuid::encode_buffer();
+    Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut text))
 }
 
 struct Slots {
