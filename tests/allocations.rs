@@ -87,7 +87,7 @@ fn in_process_lockers_cost_no_allocation_per_call() {
         five - one < 2.0,
         "each extra locker costs allocations: {one:.2} with 1 locker, {five:.2} with 5"
     );
-    // 31 with 5 lockers before the immediate path; 12 with it.
+    // 31 with 5 lockers before the immediate path; 11 with it.
     assert!(
         five <= 16.0,
         "{five:.2} allocations per lock and unlock on 5 lockers"
