@@ -50,6 +50,10 @@ pub async fn serve(listener: TcpListener, token: String) {
     }
 }
 
+/// Room for this many bytes is made before every read, so that one read
+/// takes whatever has arrived rather than the rest of one frame.
+const READ_ROOM: usize = 16 * 1024;
+
 /// The next whole frame's payload in `buf`, taken out of it; `Ok(None)`
 /// until one has arrived, an error for a length over [`MAX_FRAME`].
 fn next_frame(buf: &mut BytesMut) -> Result<Option<BytesMut>, Error> {
@@ -149,6 +153,7 @@ async fn serve_session(mut stream: TcpStream, token: &str) -> Result<(), Error> 
             stream.write_all(&output).await.map_err(io)?;
             output.clear();
         }
+        input.reserve(READ_ROOM);
         if stream.read_buf(&mut input).await.map_err(io)? == 0 {
             return Ok(());
         }
@@ -291,13 +296,25 @@ impl TrivialClient {
     }
 
     /// One lock-then-unlock cycle of `client` (below the `clients` given
-    /// to [`connect`](Self::connect)) with `args`: each phase sends its
-    /// request to every server and returns once a quorum answered, or
-    /// fails after `timeout`.
+    /// to [`connect`](Self::connect)) with `args`: two [`phase`](Self::phase)s.
     pub async fn cycle(
         &self,
         client: usize,
         args: &crate::LockArgs,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        self.phase(client, args, false, timeout).await?;
+        self.phase(client, args, true, timeout).await
+    }
+
+    /// Sends a lock (or with `unlock`, an unlock) of `args` for `client`
+    /// to every server and returns once a quorum answered, or fails after
+    /// `timeout`. One phase at a time per client.
+    pub async fn phase(
+        &self,
+        client: usize,
+        args: &crate::LockArgs,
+        unlock: bool,
         timeout: Duration,
     ) -> Result<(), Error> {
         let slot = self
@@ -305,35 +322,32 @@ impl TrivialClient {
             .get(client)
             .ok_or_else(|| Error::InvalidArgument(format!("no client {client}")))?;
         let args = WireArgs::from(args);
-        for unlock in [false, true] {
-            let phase = (slot.state.load(Ordering::Acquire) >> COUNT_BITS) + 1;
-            slot.state.store(phase << COUNT_BITS, Ordering::Release);
-            let id = (phase << CLIENT_BITS) | client as u64;
-            let op = if unlock {
-                Op::Unlock(args.clone())
-            } else {
-                Op::Lock(args.clone())
-            };
-            let request = Request { id, op };
-            for conn in &self.conns {
-                conn.append(&request)?;
-            }
-            self.frames
-                .sent
-                .fetch_add(self.conns.len() as u64, Ordering::Relaxed);
-            let quorum = async {
-                while slot.state.load(Ordering::Acquire) & ((1 << COUNT_BITS) - 1) < self.quorum {
-                    slot.ready.notified().await;
-                }
-            };
-            tokio::time::timeout(timeout, quorum)
-                .await
-                .map_err(|_| Error::LockerTimeout {
-                    endpoint: "trivial cluster".into(),
-                    after: timeout,
-                })?;
+        let phase = (slot.state.load(Ordering::Acquire) >> COUNT_BITS) + 1;
+        slot.state.store(phase << COUNT_BITS, Ordering::Release);
+        let id = (phase << CLIENT_BITS) | client as u64;
+        let op = if unlock {
+            Op::Unlock(args)
+        } else {
+            Op::Lock(args)
+        };
+        let request = Request { id, op };
+        for conn in &self.conns {
+            conn.append(&request)?;
         }
-        Ok(())
+        self.frames
+            .sent
+            .fetch_add(self.conns.len() as u64, Ordering::Relaxed);
+        let quorum = async {
+            while slot.state.load(Ordering::Acquire) & ((1 << COUNT_BITS) - 1) < self.quorum {
+                slot.ready.notified().await;
+            }
+        };
+        tokio::time::timeout(timeout, quorum)
+            .await
+            .map_err(|_| Error::LockerTimeout {
+                endpoint: "trivial cluster".into(),
+                after: timeout,
+            })
     }
 }
 
@@ -409,6 +423,7 @@ async fn read_replies(
                 }
             }
         }
+        buf.reserve(READ_ROOM);
         match io.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
