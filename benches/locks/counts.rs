@@ -16,13 +16,13 @@ use std::sync::Mutex;
 const EVENTS: &[(&str, &str)] = &[
     ("raw_syscalls:sys_enter", "all"),
     ("syscalls:sys_enter_write", "write"),
-    ("syscalls:sys_enter_writev", "write"),
-    ("syscalls:sys_enter_sendto", "write"),
-    ("syscalls:sys_enter_sendmsg", "write"),
+    ("syscalls:sys_enter_writev", "send"),
+    ("syscalls:sys_enter_sendto", "send"),
+    ("syscalls:sys_enter_sendmsg", "send"),
     ("syscalls:sys_enter_read", "read"),
-    ("syscalls:sys_enter_readv", "read"),
-    ("syscalls:sys_enter_recvfrom", "read"),
-    ("syscalls:sys_enter_recvmsg", "read"),
+    ("syscalls:sys_enter_readv", "recv"),
+    ("syscalls:sys_enter_recvfrom", "recv"),
+    ("syscalls:sys_enter_recvmsg", "recv"),
     ("syscalls:sys_enter_epoll_wait", "epoll"),
     ("syscalls:sys_enter_epoll_pwait", "epoll"),
     ("syscalls:sys_enter_futex", "futex"),
@@ -32,10 +32,17 @@ const EVENTS: &[(&str, &str)] = &[
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Side {
     pub syscalls: u64,
-    /// write, writev, sendto, sendmsg.
+    /// Socket writes: sendto (what std's `TcpStream::write` calls),
+    /// sendmsg, writev.
     pub writes: u64,
-    /// read, readv, recvfrom, recvmsg (those that found nothing included).
+    /// Socket reads: recvfrom (std's `TcpStream::read`), recvmsg, readv;
+    /// those that found nothing included.
     pub reads: u64,
+    /// Plain `write`s: on these processes, the eventfd a tokio runtime
+    /// wakes its I/O driver with (and perf's control FIFO, twice).
+    pub other_writes: u64,
+    /// Plain `read`s: the eventfd drained.
+    pub other_reads: u64,
     pub epoll: u64,
     pub futex: u64,
     pub voluntary: u64,
@@ -66,13 +73,15 @@ impl Counts {
             }
         };
         format!(
-            "      counts per lock: client {:.2} syscalls ({:.2} write, {:.2} read, {:.2} epoll, {:.2} futex), \
-             {:.2}+{:.2} ctx sw (vol+invol); servers {:.2} syscalls ({:.2} write, {:.2} read, {:.2} epoll, {:.2} futex), \
+            "      counts per lock: client {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
+             {:.2}+{:.2} ctx sw (vol+invol); servers {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
              {:.2}+{:.2} ctx sw; frames {:.2} out + {:.2} in; frames/write client {} servers {}; \
              frames/read client {} servers {}",
             per(self.client.syscalls),
             per(self.client.writes),
             per(self.client.reads),
+            per(self.client.other_writes),
+            per(self.client.other_reads),
             per(self.client.epoll),
             per(self.client.futex),
             per(self.client.voluntary),
@@ -80,6 +89,8 @@ impl Counts {
             per(self.servers.syscalls),
             per(self.servers.writes),
             per(self.servers.reads),
+            per(self.servers.other_writes),
+            per(self.servers.other_reads),
             per(self.servers.epoll),
             per(self.servers.futex),
             per(self.servers.voluntary),
@@ -105,11 +116,13 @@ impl Counts {
         };
         let side = |s: &Side| {
             format!(
-                "{{\"syscalls\": {}, \"writes\": {}, \"reads\": {}, \"epoll\": {}, \"futex\": {}, \
+                "{{\"syscalls\": {}, \"socket_writes\": {}, \"socket_reads\": {}, \"other_writes\": {}, \"other_reads\": {}, \"epoll\": {}, \"futex\": {}, \
                  \"voluntary_ctx\": {}, \"involuntary_ctx\": {}}}",
                 per(s.syscalls),
                 per(s.writes),
                 per(s.reads),
+                per(s.other_writes),
+                per(s.other_reads),
                 per(s.epoll),
                 per(s.futex),
                 per(s.voluntary),
@@ -288,8 +301,10 @@ impl Perf {
             };
             match EVENTS.iter().find(|(e, _)| e == event).map(|(_, n)| *n) {
                 Some("all") => side.syscalls += value,
-                Some("write") => side.writes += value,
-                Some("read") => side.reads += value,
+                Some("send") => side.writes += value,
+                Some("recv") => side.reads += value,
+                Some("write") => side.other_writes += value,
+                Some("read") => side.other_reads += value,
                 Some("epoll") => side.epoll += value,
                 Some("futex") => side.futex += value,
                 _ => {}
