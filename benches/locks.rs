@@ -209,7 +209,18 @@ fn run(opts: &Options) -> Result<(), String> {
         .filter_map(Scenario::serial_reference)
         .collect::<HashSet<_>>()
         .len();
-    let runs = scenarios.len() + baselines + references;
+    let ceiling_runs = if opts.ceiling && opts.transport == scenario::Transport::Tcp {
+        let mut keys: Vec<_> = scenarios
+            .iter()
+            .map(|s| (s.nodes, s.clients, s.names, s.hold))
+            .collect();
+        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3));
+        keys.dedup();
+        keys.len() + scenarios.len()
+    } else {
+        0
+    };
+    let runs = scenarios.len() + baselines + references + ceiling_runs;
     say!(
         "quorum-lock lock benchmark, {started}, commit {}\n\
          machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
@@ -331,7 +342,7 @@ fn run(opts: &Options) -> Result<(), String> {
                 scenario.names,
                 scenario.hold,
             );
-            if !ceilings.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = ceilings.entry(key) {
                 let summary = measure(opts, || {
                     ceiling::run(
                         scenario,
@@ -342,7 +353,7 @@ fn run(opts: &Options) -> Result<(), String> {
                         counts,
                     )
                 })?;
-                ceilings.insert(key, summary.lsps);
+                slot.insert(summary.lsps);
                 let row = Row {
                     system: "ceiling",
                     scenario: Scenario {

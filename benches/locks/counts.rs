@@ -362,10 +362,8 @@ impl Probe {
     pub fn start(server_pids: Vec<u32>) -> Result<Probe, String> {
         static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!(
-            "quorum-lock-counts-{}-{run}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("quorum-lock-counts-{}-{run}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         let client_pid = std::process::id();
         let client = Perf::start(&dir, "client", &[client_pid])?;

@@ -9,8 +9,8 @@ use tokio::time::{timeout_at, Instant};
 
 use crate::counting::{self, Calls, CountingLocker};
 use crate::counts::Probe;
-use crate::servers::Kind;
 use crate::scenario::{Mix, Names, Scenario, Transport};
+use crate::servers::Kind;
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 pub struct Cluster {
@@ -48,7 +48,8 @@ pub async fn cluster_on(
             .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
             .collect(),
         Transport::Tcp => {
-            let (started, lockers) = crate::servers::Servers::start_kind(scenario.nodes, None, kind).await?;
+            let (started, lockers) =
+                crate::servers::Servers::start_kind(scenario.nodes, None, kind).await?;
             servers = Some(started);
             lockers
         }
@@ -167,7 +168,16 @@ pub async fn run(
     max_locks: u64,
     count_rpcs: bool,
 ) -> Result<Summary, String> {
-    run_on(scenario, warmup, seconds, max_locks, count_rpcs, Kind::Ours, false).await
+    run_on(
+        scenario,
+        warmup,
+        seconds,
+        max_locks,
+        count_rpcs,
+        Kind::Ours,
+        false,
+    )
+    .await
 }
 
 /// [`run`], over TCP with servers of `kind`, counting system calls, frames
