@@ -41,12 +41,6 @@ type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
 type OnClose = Box<dyn FnOnce() + Send>;
 
-/// Room kept free in the reader's buffer before every read: the codec
-/// asks only for what the frame in progress lacks, so without it a read
-/// often fills a small free tail and the rest of the replies take another
-/// read.
-const READ_ROOM: usize = 8 * 1024;
-
 /// A write buffer above this capacity is given back once it was written,
 /// rather than kept for the life of the connection.
 const LARGE_BUFFER: usize = 64 * 1024;
@@ -606,12 +600,7 @@ async fn read_responses(
     pushes: Arc<Pushes>,
     _down: DownOnDrop,
 ) {
-    loop {
-        // See `READ_ROOM`: one read takes every reply that has arrived.
-        stream.read_buffer_mut().reserve(READ_ROOM);
-        let Some(Ok(frame)) = stream.next().await else {
-            break;
-        };
+    while let Some(Ok(frame)) = stream.next().await {
         let Ok(response) = wire::decode::<Response>(&frame) else {
             tracing::warn!(endpoint = %conn.endpoint, "undecodable response; dropping the connection");
             break;
