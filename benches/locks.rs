@@ -11,12 +11,16 @@
 //! a bench crate root looks for modules beside itself, where Cargo would
 //! take every file for a bench target of its own.
 
+#[path = "locks/ceiling.rs"]
+mod ceiling;
 #[path = "locks/cli.rs"]
 mod cli;
 #[path = "locks/compare.rs"]
 mod compare;
 #[path = "locks/counting.rs"]
 mod counting;
+#[path = "locks/counts.rs"]
+mod counts;
 #[path = "locks/election.rs"]
 mod election;
 #[path = "locks/etcd.rs"]
@@ -205,7 +209,18 @@ fn run(opts: &Options) -> Result<(), String> {
         .filter_map(Scenario::serial_reference)
         .collect::<HashSet<_>>()
         .len();
-    let runs = scenarios.len() + baselines + references;
+    let ceiling_runs = if opts.ceiling && opts.transport == scenario::Transport::Tcp {
+        let mut keys: Vec<_> = scenarios
+            .iter()
+            .map(|s| (s.nodes, s.clients, s.names, s.hold))
+            .collect();
+        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3));
+        keys.dedup();
+        keys.len() + scenarios.len()
+    } else {
+        0
+    };
+    let runs = scenarios.len() + baselines + references + ceiling_runs;
     say!(
         "quorum-lock lock benchmark, {started}, commit {}\n\
          machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
@@ -234,10 +249,27 @@ fn run(opts: &Options) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
     let mut serial: HashMap<Scenario, f64> = HashMap::new();
-    let ours = |scenario: Scenario| {
+    let tcp = opts.transport == scenario::Transport::Tcp;
+    let counts = opts.counts && tcp;
+    let ours_on = |scenario: Scenario, kind: servers::Kind| {
         measure(opts, || {
-            ours::run(scenario, warmup, seconds, opts.max_locks, opts.count_rpcs)
+            ours::run_on(
+                scenario,
+                warmup,
+                seconds,
+                opts.max_locks,
+                opts.count_rpcs,
+                kind,
+                counts,
+            )
         })
+    };
+    let ours = |scenario: Scenario| ours_on(scenario, servers::Kind::Ours);
+    // The ceiling of each (nodes, clients, names, hold), measured once.
+    let mut ceilings: HashMap<(usize, usize, scenario::Names, scenario::Hold), f64> =
+        HashMap::new();
+    let trivial = servers::Kind::Trivial {
+        threads: opts.ceiling_threads,
     };
     for (index, &scenario) in scenarios.iter().enumerate() {
         let key = BaselineKey {
@@ -271,6 +303,7 @@ fn run(opts: &Options) -> Result<(), String> {
                 redis_lsps: None,
                 serial_lsps: None,
                 serial_reference: false,
+                ceiling_lsps: None,
             };
             say!("{}", report::line(&row));
             rows.push(row);
@@ -297,14 +330,67 @@ fn run(opts: &Options) -> Result<(), String> {
                 redis_lsps: None,
                 serial_lsps: None,
                 serial_reference: true,
+                ceiling_lsps: None,
             };
             say!("{}", report::line(&row));
             rows.push(row);
         }
+        let ceiling_lsps = if tcp && opts.ceiling {
+            let key = (
+                scenario.nodes,
+                scenario.clients,
+                scenario.names,
+                scenario.hold,
+            );
+            if let std::collections::hash_map::Entry::Vacant(slot) = ceilings.entry(key) {
+                let summary = measure(opts, || {
+                    ceiling::run(
+                        scenario,
+                        warmup,
+                        seconds,
+                        opts.max_locks,
+                        opts.ceiling_threads,
+                        counts,
+                    )
+                })?;
+                slot.insert(summary.lsps);
+                let row = Row {
+                    system: "ceiling",
+                    scenario: Scenario {
+                        mix: Mix::Write,
+                        ..scenario
+                    },
+                    summary,
+                    redis_lsps: None,
+                    serial_lsps: None,
+                    serial_reference: false,
+                    ceiling_lsps: None,
+                };
+                say!("{}", report::line(&row));
+                rows.push(row);
+            }
+            let ceiling_lsps = ceilings.get(&key).copied();
+            let summary = ours_on(scenario, trivial)?;
+            let row = Row {
+                system: "ours-triv",
+                scenario,
+                summary,
+                redis_lsps: None,
+                serial_lsps: None,
+                serial_reference: false,
+                ceiling_lsps,
+            };
+            say!("{}", report::line(&row));
+            rows.push(row);
+            ceiling_lsps
+        } else {
+            None
+        };
         let summary = ours(scenario)?;
         let row = Row {
             system: "ours",
             scenario,
+            ceiling_lsps,
             summary,
             redis_lsps: match scenario.mix {
                 Mix::Write => baseline.get(&key).copied(),

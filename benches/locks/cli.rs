@@ -181,6 +181,25 @@ BOUNDS AND MEASUREMENT:
                          recorder before any Dsync is built, so the library's
                          metrics are recorded (feature metrics, on by default)
                                                                     [default: off]
+    --ceiling on|off     with --transport tcp: before each of our rows, the
+                         same scenario on trivial servers (ceiling-server
+                         processes of the benches package: our framing,
+                         encoding and handshake, every request answered at
+                         once, no lock table), first with a trivial client
+                         loop (a lock to every server, a quorum of replies,
+                         an unlock likewise; row `ceiling`), then with our
+                         client (Dsync over RemoteLockers; row `ours-triv`).
+                         Our rows show their locks/s as a share of the
+                         ceiling (`x ceil`)                  [default: on with tcp]
+    --ceiling-threads N  tokio workers of each trivial server; 0 runs a
+                         current-thread runtime                     [default: 0]
+    --counts on|off      with --transport tcp: count, in each row's window,
+                         the system calls of this process and of the
+                         servers (perf stat on their tracepoints; needs perf
+                         and root or perf_event_paranoid <= -1), their
+                         context switches (/proc/PID/task/*/status) and the
+                         frames per write and per read on each side; printed
+                         per lock under the row and in the JSON  [default: off]
     --count-rpcs on|off  wrap every locker in a call counter (one atomic add
                          per call); off measures without it         [default: on]
 
@@ -281,6 +300,13 @@ pub struct Options {
     pub threads: usize,
     pub flavor: Flavor,
     pub count_rpcs: bool,
+    /// `--ceiling`: the trivial servers' rows before each TCP row.
+    pub ceiling: bool,
+    /// `--ceiling-threads`: tokio workers of a trivial server (0: current
+    /// thread).
+    pub ceiling_threads: usize,
+    /// `--counts`: syscalls, frames and context switches per lock.
+    pub counts: bool,
     /// Install a Prometheus recorder before the runs (feature `metrics`).
     pub prometheus: bool,
     pub redis: RedisMode,
@@ -338,6 +364,9 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         flavor: Flavor::Multi,
         count_rpcs: true,
+        ceiling: true,
+        ceiling_threads: 0,
+        counts: false,
         prometheus: false,
         redis: RedisMode::Auto,
         redis_retry: Duration::from_millis(1),
@@ -583,6 +612,15 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                     v => return Err(format!("--runtime: expected multi or current, got {v:?}")),
                 }
             }
+            "--ceiling" => opts.ceiling = on_off(&name, &value()?)?,
+            "--ceiling-threads" => {
+                opts.ceiling_threads = value()?
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= 64)
+                    .ok_or("--ceiling-threads: expected 0 to 64")?;
+            }
+            "--counts" => opts.counts = on_off(&name, &value()?)?,
             "--count-rpcs" => {
                 opts.count_rpcs = on_off(&name, &value()?)?;
                 count_given = true;

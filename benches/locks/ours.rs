@@ -8,7 +8,9 @@ use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, Wri
 use tokio::time::{timeout_at, Instant};
 
 use crate::counting::{self, Calls, CountingLocker};
+use crate::counts::Probe;
 use crate::scenario::{Mix, Names, Scenario, Transport};
+use crate::servers::Kind;
 use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
 
 pub struct Cluster {
@@ -31,13 +33,23 @@ impl Cluster {
 /// Builds the lockers a scenario asks for: in-process tables, or lock
 /// servers in their own processes and clients for them.
 pub async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
+    cluster_on(scenario, count_rpcs, Kind::Ours).await
+}
+
+/// [`cluster`], over TCP with servers of `kind`.
+pub async fn cluster_on(
+    scenario: &Scenario,
+    count_rpcs: bool,
+    kind: Kind,
+) -> Result<Cluster, String> {
     let mut servers = None;
     let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
         Transport::InProcess => (0..scenario.nodes)
             .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
             .collect(),
         Transport::Tcp => {
-            let (started, lockers) = crate::servers::Servers::start(scenario.nodes).await?;
+            let (started, lockers) =
+                crate::servers::Servers::start_kind(scenario.nodes, None, kind).await?;
             servers = Some(started);
             lockers
         }
@@ -156,7 +168,34 @@ pub async fn run(
     max_locks: u64,
     count_rpcs: bool,
 ) -> Result<Summary, String> {
-    let cluster = cluster(&scenario, count_rpcs).await?;
+    run_on(
+        scenario,
+        warmup,
+        seconds,
+        max_locks,
+        count_rpcs,
+        Kind::Ours,
+        false,
+    )
+    .await
+}
+
+/// [`run`], over TCP with servers of `kind`, counting system calls, frames
+/// and context switches in the window with `counts` (TCP only).
+pub async fn run_on(
+    scenario: Scenario,
+    warmup: Duration,
+    seconds: Duration,
+    max_locks: u64,
+    count_rpcs: bool,
+    kind: Kind,
+    counts: bool,
+) -> Result<Summary, String> {
+    let cluster = cluster_on(&scenario, count_rpcs, kind).await?;
+    let probe = match (&cluster.servers, counts) {
+        (Some(servers), true) => Some(Probe::start(servers.pids())?),
+        _ => None,
+    };
     let mutexes = (0..scenario.clients)
         .map(|c| match scenario.names {
             Names::Own => cluster.ds.rw_mutex([format!("bench/client-{c}")]),
@@ -171,11 +210,16 @@ pub async fn run(
         max_per_client: max_locks.div_ceil(scenario.clients as u64),
     };
     let calls = cluster.calls.clone();
-    let snapshot = || Snapshot {
-        at: Instant::now(),
-        cpu: process_cpu(),
-        calls: (!calls.is_empty()).then(|| counting::total(&calls)),
-        server_cpu: cluster.server_cpu(),
+    let snapshot = || {
+        if let Some(probe) = &probe {
+            probe.mark();
+        }
+        Snapshot {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            calls: (!calls.is_empty()).then(|| counting::total(&calls)),
+            server_cpu: cluster.server_cpu(),
+        }
     };
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
@@ -184,5 +228,12 @@ pub async fn run(
         client(mutex, scenario, window, seed)
     })
     .await?;
-    Ok(summarize(window, &tallies, &first, &last))
+    let mut summary = summarize(window, &tallies, &first, &last);
+    if let Some(probe) = probe {
+        // Every call is one request frame and one reply frame; pushes
+        // (none on distinct names) are not counted.
+        let frames = summary.calls.map_or(0, |c| c.total());
+        summary.counts = Some(probe.finish(frames, frames)?);
+    }
+    Ok(summary)
 }

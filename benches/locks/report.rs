@@ -20,6 +20,9 @@ pub struct Row {
     pub serial_lsps: Option<f64>,
     /// This run is that one client alone, measured for the comparison.
     pub serial_reference: bool,
+    /// Locks/s of the trivial client on trivial servers for the same nodes,
+    /// clients, names and hold (`--ceiling on`).
+    pub ceiling_lsps: Option<f64>,
 }
 
 pub struct Machine {
@@ -106,10 +109,10 @@ pub fn utc_now() -> String {
 
 pub fn header() -> String {
     format!(
-        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8}",
+        "{:<9} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8} {:>6}",
         "sys", "wait", "nodes", "clients", "names", "mix", "hold", "locks/s", "mean", "p50", "p70",
         "p90", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl", "max/cl", "jain", "x redis",
-        "x serial"
+        "x serial", "x ceil"
     )
 }
 
@@ -132,11 +135,15 @@ pub fn line(row: &Row) -> String {
         _ => "-".into(),
     };
     let wait = match row.system {
-        "ours" => sc.wait.label(),
+        "ours" | "ours-triv" => sc.wait.label(),
         _ => "-",
     };
+    let ceiling = match row.ceiling_lsps {
+        Some(c) if c > 0.0 => format!("{:.2}x", s.lsps / c),
+        _ => "-".into(),
+    };
     let mut out = format!(
-        "{:<5} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8}",
+        "{:<9} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8} {:>6}",
         row.system,
         wait,
         sc.nodes,
@@ -160,6 +167,7 @@ pub fn line(row: &Row) -> String {
         s.jain,
         ratio,
         serial,
+        ceiling,
     );
     if row.serial_reference {
         out.push_str("  (serial reference: one client alone)");
@@ -169,6 +177,10 @@ pub fn line(row: &Row) -> String {
     }
     if s.hit_count_bound {
         out.push_str("  (stopped by --max-locks)");
+    }
+    if let Some(counts) = &s.counts {
+        out.push('\n');
+        out.push_str(&counts.line(s.locks));
     }
     out
 }
@@ -186,7 +198,12 @@ locks/s over Redis's for the same clients, names and hold (write rows only;
 the Redis lock has no shared mode). wait: push (waiting in line, pushed
 grants) or poll (rounds with backoff). x serial: for one shared name with a
 hold, our locks/s as a share of the rate one client reaches holding alone
-(the serial reference row: same nodes, hold and wait).";
+(the serial reference row: same nodes, hold and wait). ceiling (--ceiling
+on, TCP): a trivial client loop on trivial servers (our framing, encoding
+and handshake, every request answered at once, no lock table), in
+processes of their own like ours; ours-triv: our client (Dsync over
+RemoteLockers) on those trivial servers. x ceil: locks/s as a share of the
+ceiling row of the same nodes, clients, names and hold.";
 
 /// The whole run as JSON. Written by hand: the schema is flat and small.
 pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
@@ -234,7 +251,8 @@ fn result(row: &Row) -> String {
     let sc = &row.scenario;
     let ns = |d: Duration| d.as_nanos().to_string();
     let (transport, wait) = match row.system {
-        "ours" => (sc.transport.label(), sc.wait.label()),
+        "ours" | "ours-triv" => (sc.transport.label(), sc.wait.label()),
+        "ceiling" => (sc.transport.label(), "-"),
         _ => ("tcp-loopback", "retry-sleep"),
     };
     let calls = s.calls.map_or("null".into(), |c| {
@@ -255,7 +273,8 @@ fn result(row: &Row) -> String {
          \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \
          \"cpu_cores\": {}, \"server_cpu_cores\": {}, \"calls\": {}, \"calls_per_lock\": {}, \
          \"hit_count_bound\": {}, \"redis_lsps\": {}, \"ratio_vs_redis\": {}, \
-         \"serial_reference\": {}, \"serial_lsps\": {}, \"ratio_vs_serial\": {}}}",
+         \"serial_reference\": {}, \"serial_lsps\": {}, \"ratio_vs_serial\": {}, \
+         \"ceiling_lsps\": {}, \"ratio_vs_ceiling\": {}, \"counts\": {}}}",
         string(row.system),
         string(transport),
         string(wait),
@@ -296,6 +315,11 @@ fn result(row: &Row) -> String {
         row.serial_lsps
             .filter(|r| *r > 0.0)
             .map_or("null".into(), |r| number(s.lsps / r)),
+        row.ceiling_lsps.map_or("null".into(), number),
+        row.ceiling_lsps
+            .filter(|r| *r > 0.0)
+            .map_or("null".into(), |r| number(s.lsps / r)),
+        s.counts.map_or("null".into(), |c| c.json(s.locks)),
     )
 }
 

@@ -26,6 +26,34 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
 /// The client token every server started here accepts.
 pub const TOKEN: &str = "bench-token";
 
+/// Which server the processes run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `quorum-lock server`.
+    Ours,
+    /// The benches' `ceiling-server`: our framing and handshake, every
+    /// request answered at once, no lock table; with `threads` tokio
+    /// workers, or a current-thread runtime for 0.
+    Trivial { threads: usize },
+}
+
+/// The trivial server binary of the ceiling rows: `QUORUM_LOCK_CEILING_BIN`,
+/// else the one Cargo built beside this harness.
+pub fn trivial_binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("QUORUM_LOCK_CEILING_BIN") {
+        return Ok(path.into());
+    }
+    option_env!("CARGO_BIN_EXE_ceiling-server")
+        .map(PathBuf::from)
+        .filter(|p| p.exists())
+        .ok_or_else(|| {
+            "the ceiling rows need the ceiling-server binary of the benches package; \
+             build it with `cargo build --release -p quorum-lock-benches --bin ceiling-server` \
+             and point QUORUM_LOCK_CEILING_BIN at it"
+                .into()
+        })
+}
+
 pub struct Servers {
     children: Vec<Child>,
     token_file: PathBuf,
@@ -56,18 +84,26 @@ pub fn binary() -> Result<PathBuf, String> {
 }
 
 impl Servers {
-    /// Starts `nodes` servers and connects a client locker to each.
-    pub async fn start(nodes: usize) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
-        Self::start_with(nodes, None).await
-    }
-
     /// [`start`](Self::start), the servers run with `--validity validity`
     /// when it is given (else their default, 60 s).
     pub async fn start_with(
         nodes: usize,
         validity: Option<Duration>,
     ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
-        let binary = binary()?;
+        Self::start_kind(nodes, validity, Kind::Ours).await
+    }
+
+    /// Starts `nodes` servers of `kind`, and connects a client locker to
+    /// each.
+    pub async fn start_kind(
+        nodes: usize,
+        validity: Option<Duration>,
+        kind: Kind,
+    ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
+        let binary = match kind {
+            Kind::Ours => binary()?,
+            Kind::Trivial { .. } => trivial_binary()?,
+        };
         let token_file =
             std::env::temp_dir().join(format!("quorum-lock-bench-{}.token", std::process::id()));
         std::fs::write(&token_file, TOKEN)
@@ -80,16 +116,24 @@ impl Servers {
         let mut lockers: Vec<Arc<dyn NetLocker>> = Vec::new();
         for _ in 0..nodes {
             let mut command = Command::new(&binary);
-            command
-                .args([
+            match kind {
+                Kind::Ours => command.args([
                     "server",
                     "--listen",
                     "127.0.0.1:0",
                     "--no-quarantine",
                     "--token-file",
-                ])
-                .arg(&servers.token_file);
-            if let Some(validity) = validity {
+                ]),
+                Kind::Trivial { threads } => command.args([
+                    "--threads",
+                    &threads.to_string(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--token-file",
+                ]),
+            }
+            .arg(&servers.token_file);
+            if let (Some(validity), Kind::Ours) = (validity, kind) {
                 command.arg(format!("--validity={}ms", validity.as_millis()));
             }
             let mut child = command
@@ -122,6 +166,11 @@ impl Servers {
     /// more client process.
     pub async fn connect(&self) -> Result<Vec<Arc<dyn NetLocker>>, String> {
         connect_all(&self.addrs).await
+    }
+
+    /// The PIDs of the server processes.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
     }
 
     /// Total user + system CPU of the server processes.

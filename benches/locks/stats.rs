@@ -159,6 +159,9 @@ pub struct Summary {
     pub calls: Option<CallCounts>,
     pub calls_per_lock: Option<f64>,
     pub hit_count_bound: bool,
+    /// System calls, frames and context switches of the window
+    /// (`--counts on`).
+    pub counts: Option<crate::counts::Counts>,
 }
 
 pub fn summarize(
@@ -233,6 +236,7 @@ pub fn summarize(
         calls_per_lock: calls.map(|c| c.total() as f64 / locks.max(1) as f64),
         calls,
         hit_count_bound: tallies.iter().any(|t| t.hit_count_bound),
+        counts: None,
     }
 }
 

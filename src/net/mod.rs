@@ -32,6 +32,9 @@
 //! # }
 //! ```
 
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod ceiling;
 mod client;
 mod conn;
 mod connect;

@@ -8,6 +8,7 @@
 #[path = "../net_support/wire.rs"]
 mod wire;
 
+mod ceiling;
 mod connect;
 mod election;
 mod expiry;

@@ -1,0 +1,442 @@
+//! `--counts on`: what the kernel sees of one TCP row, per lock. System
+//! calls of the client (this process) and of the server processes, counted
+//! by `perf stat` on their tracepoints while the measured window is open
+//! (perf starts with its counters disabled and is told to enable and
+//! disable them through a control FIFO at the window's edges), and
+//! context switches of both sides, voluntary and not, summed over every
+//! thread from `/proc/PID/task/*/status` at the same edges.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+/// The tracepoints counted, with the name each is reported under.
+const EVENTS: &[(&str, &str)] = &[
+    ("raw_syscalls:sys_enter", "all"),
+    ("syscalls:sys_enter_write", "write"),
+    ("syscalls:sys_enter_writev", "send"),
+    ("syscalls:sys_enter_sendto", "send"),
+    ("syscalls:sys_enter_sendmsg", "send"),
+    ("syscalls:sys_enter_read", "read"),
+    ("syscalls:sys_enter_readv", "recv"),
+    ("syscalls:sys_enter_recvfrom", "recv"),
+    ("syscalls:sys_enter_recvmsg", "recv"),
+    ("syscalls:sys_enter_epoll_wait", "epoll"),
+    ("syscalls:sys_enter_epoll_pwait", "epoll"),
+    ("syscalls:sys_enter_futex", "futex"),
+];
+
+/// Counts of one side (client or servers) over the window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Side {
+    pub syscalls: u64,
+    /// Socket writes: sendto (what std's `TcpStream::write` calls),
+    /// sendmsg, writev.
+    pub writes: u64,
+    /// Socket reads: recvfrom (std's `TcpStream::read`), recvmsg, readv;
+    /// those that found nothing included.
+    pub reads: u64,
+    /// Plain `write`s: on these processes, the eventfd a tokio runtime
+    /// wakes its I/O driver with (and perf's control FIFO, twice).
+    pub other_writes: u64,
+    /// Plain `read`s: the eventfd drained.
+    pub other_reads: u64,
+    pub epoll: u64,
+    pub futex: u64,
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+/// Both sides, and the frames that crossed between them in the window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    pub client: Side,
+    pub servers: Side,
+    /// Request frames the client sent (= frames the servers read).
+    pub requests: u64,
+    /// Frames the servers sent (replies and pushes) (= frames the client
+    /// read).
+    pub replies: u64,
+}
+
+impl Counts {
+    /// The columns `--counts on` prints under a row, per lock.
+    pub fn line(&self, locks: u64) -> String {
+        let per = |x: u64| x as f64 / locks.max(1) as f64;
+        let ratio = |a: u64, b: u64| {
+            if b == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.2}", a as f64 / b as f64)
+            }
+        };
+        format!(
+            "      counts per lock: client {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
+             {:.2}+{:.2} ctx sw (vol+invol); servers {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
+             {:.2}+{:.2} ctx sw; frames {:.2} out + {:.2} in; frames/write client {} servers {}; \
+             frames/read client {} servers {}",
+            per(self.client.syscalls),
+            per(self.client.writes),
+            per(self.client.reads),
+            per(self.client.other_writes),
+            per(self.client.other_reads),
+            per(self.client.epoll),
+            per(self.client.futex),
+            per(self.client.voluntary),
+            per(self.client.involuntary),
+            per(self.servers.syscalls),
+            per(self.servers.writes),
+            per(self.servers.reads),
+            per(self.servers.other_writes),
+            per(self.servers.other_reads),
+            per(self.servers.epoll),
+            per(self.servers.futex),
+            per(self.servers.voluntary),
+            per(self.servers.involuntary),
+            per(self.requests),
+            per(self.replies),
+            ratio(self.requests, self.client.writes),
+            ratio(self.replies, self.servers.writes),
+            ratio(self.replies, self.client.reads),
+            ratio(self.requests, self.servers.reads),
+        )
+    }
+
+    /// The same, as a JSON object of per-lock figures.
+    pub fn json(&self, locks: u64) -> String {
+        let per = |x: u64| crate::report::number(x as f64 / locks.max(1) as f64);
+        let ratio = |a: u64, b: u64| {
+            if b == 0 {
+                "null".to_owned()
+            } else {
+                crate::report::number(a as f64 / b as f64)
+            }
+        };
+        let side = |s: &Side| {
+            format!(
+                "{{\"syscalls\": {}, \"socket_writes\": {}, \"socket_reads\": {}, \"other_writes\": {}, \"other_reads\": {}, \"epoll\": {}, \"futex\": {}, \
+                 \"voluntary_ctx\": {}, \"involuntary_ctx\": {}}}",
+                per(s.syscalls),
+                per(s.writes),
+                per(s.reads),
+                per(s.other_writes),
+                per(s.other_reads),
+                per(s.epoll),
+                per(s.futex),
+                per(s.voluntary),
+                per(s.involuntary)
+            )
+        };
+        format!(
+            "{{\"per_lock\": true, \"client\": {}, \"servers\": {}, \"requests\": {}, \"replies\": {}, \
+             \"client_frames_per_write\": {}, \"server_frames_per_write\": {}, \
+             \"client_frames_per_read\": {}, \"server_frames_per_read\": {}}}",
+            side(&self.client),
+            side(&self.servers),
+            per(self.requests),
+            per(self.replies),
+            ratio(self.requests, self.client.writes),
+            ratio(self.replies, self.servers.writes),
+            ratio(self.replies, self.client.reads),
+            ratio(self.requests, self.servers.reads),
+        )
+    }
+}
+
+/// Context switches of every thread of `pid`, voluntary and not.
+fn ctx_switches(pid: u32) -> (u64, u64) {
+    let mut sum = (0, 0);
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return sum;
+    };
+    for task in tasks.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        for line in status.lines() {
+            let value = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+            };
+            if let Some(v) = value("voluntary_ctxt_switches:") {
+                sum.0 += v;
+            } else if let Some(v) = value("nonvoluntary_ctxt_switches:") {
+                sum.1 += v;
+            }
+        }
+    }
+    sum
+}
+
+fn ctx_of(pids: &[u32]) -> (u64, u64) {
+    pids.iter()
+        .map(|&p| ctx_switches(p))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// One `perf stat` on a set of processes, its counters enabled and
+/// disabled through a control FIFO.
+struct Perf {
+    child: Child,
+    ctl: File,
+    ack: BufReader<File>,
+    out: PathBuf,
+}
+
+impl Perf {
+    fn start(dir: &Path, name: &str, pids: &[u32]) -> Result<Perf, String> {
+        let ctl_path = dir.join(format!("{name}.ctl"));
+        let ack_path = dir.join(format!("{name}.ack"));
+        for fifo in [&ctl_path, &ack_path] {
+            let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes())
+                .map_err(|e| format!("fifo path: {e}"))?;
+            // SAFETY: a valid NUL-terminated path; mkfifo only creates it.
+            if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+                return Err(format!(
+                    "cannot make {}: {}",
+                    fifo.display(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        let out = dir.join(format!("{name}.csv"));
+        let mut command = Command::new(perf_binary());
+        command
+            .args(["stat", "-x,", "--no-big-num", "-D", "-1", "--control"])
+            .arg(format!(
+                "fifo:{},{}",
+                ctl_path.display(),
+                ack_path.display()
+            ))
+            .arg("-o")
+            .arg(&out);
+        for (event, _) in EVENTS {
+            command.args(["-e", event]);
+        }
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        command.args(["-p", &pids.join(",")]);
+        let log_path = dir.join(format!("{name}.log"));
+        let log = File::create(&log_path)
+            .map_err(|e| format!("cannot make {}: {e}", log_path.display()))?;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start perf (--counts on needs perf): {e}"))?;
+        // Opened without blocking, so that a perf that failed before it
+        // opened its end is reported instead of waited for.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let ctl = loop {
+            use std::os::unix::fs::OpenOptionsExt;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&ctl_path)
+            {
+                Ok(file) => break file,
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+                Err(e) => return Err(format!("cannot open {}: {e}", ctl_path.display())),
+            }
+            let exited = child.try_wait().ok().flatten();
+            if exited.is_some() || std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(format!(
+                    "perf did not start counting ({}): {}",
+                    exited.map_or("no answer in 10 s".to_owned(), |s| s.to_string()),
+                    log.trim()
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        blocking(&ctl)?;
+        let ack = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&ack_path)
+                .map_err(|e| format!("cannot open {}: {e}", ack_path.display()))?
+        };
+        blocking(&ack)?;
+        let ack = BufReader::new(ack);
+        Ok(Perf {
+            child,
+            ctl,
+            ack,
+            out,
+        })
+    }
+
+    fn command(&mut self, what: &str) -> Result<(), String> {
+        writeln!(self.ctl, "{what}").map_err(|e| format!("perf control: {e}"))?;
+        let mut line = String::new();
+        self.ack
+            .read_line(&mut line)
+            .map_err(|e| format!("perf ack: {e}"))?;
+        Ok(())
+    }
+
+    /// Stops perf and reads its counts, summed by reported name.
+    fn finish(mut self) -> Result<Side, String> {
+        // SAFETY: our own child, not yet reaped, so the PID is still its.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let _ = self.child.wait();
+        let text = std::fs::read_to_string(&self.out)
+            .map_err(|e| format!("cannot read {}: {e}", self.out.display()))?;
+        let mut side = Side::default();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let (Some(value), Some(event)) = (fields.first(), fields.get(2)) else {
+                continue;
+            };
+            let Ok(value) = value.parse::<u64>() else {
+                continue;
+            };
+            match EVENTS.iter().find(|(e, _)| e == event).map(|(_, n)| *n) {
+                Some("all") => side.syscalls += value,
+                Some("send") => side.writes += value,
+                Some("recv") => side.reads += value,
+                Some("write") => side.other_writes += value,
+                Some("read") => side.other_reads += value,
+                Some("epoll") => side.epoll += value,
+                Some("futex") => side.futex += value,
+                _ => {}
+            }
+        }
+        Ok(side)
+    }
+}
+
+/// Clears `O_NONBLOCK` on a FIFO opened with it.
+fn blocking(file: &File) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this process owns, reading and setting
+    // its status flags only.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot make a FIFO blocking: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+fn perf_binary() -> PathBuf {
+    std::env::var_os("PERF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("perf"))
+}
+
+struct State {
+    client: Perf,
+    servers: Perf,
+    /// Context switches when the window opened.
+    opened: Option<((u64, u64), (u64, u64))>,
+    /// Context switches over the window.
+    measured: Option<((u64, u64), (u64, u64))>,
+}
+
+/// Counts one run: [`mark`](Probe::mark) when the window opens and when it
+/// closes, then [`finish`](Probe::finish).
+pub struct Probe {
+    dir: PathBuf,
+    client_pid: u32,
+    server_pids: Vec<u32>,
+    state: Mutex<Option<State>>,
+}
+
+impl Probe {
+    pub fn start(server_pids: Vec<u32>) -> Result<Probe, String> {
+        static RUN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("quorum-lock-counts-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let client_pid = std::process::id();
+        let client = Perf::start(&dir, "client", &[client_pid])?;
+        let servers = Perf::start(&dir, "servers", &server_pids)?;
+        Ok(Probe {
+            dir,
+            client_pid,
+            server_pids,
+            state: Mutex::new(Some(State {
+                client,
+                servers,
+                opened: None,
+                measured: None,
+            })),
+        })
+    }
+
+    /// Opens the window the first time, closes it the second.
+    pub fn mark(&self) {
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(state) = guard.as_mut() else {
+            return;
+        };
+        let ctx = (ctx_of(&[self.client_pid]), ctx_of(&self.server_pids));
+        let result = if state.opened.is_none() {
+            state.opened = Some(ctx);
+            state
+                .client
+                .command("enable")
+                .and_then(|()| state.servers.command("enable"))
+        } else if state.measured.is_none() {
+            let (c0, s0) = state.opened.unwrap_or_default();
+            let result = state
+                .client
+                .command("disable")
+                .and_then(|()| state.servers.command("disable"));
+            state.measured = Some((
+                (ctx.0 .0 - c0.0, ctx.0 .1 - c0.1),
+                (ctx.1 .0.saturating_sub(s0.0), ctx.1 .1.saturating_sub(s0.1)),
+            ));
+            result
+        } else {
+            Ok(())
+        };
+        if let Err(err) = result {
+            eprintln!("locks: warning: --counts: {err}");
+        }
+    }
+
+    /// The counts of the window, with the frames that crossed in it.
+    pub fn finish(self, requests: u64, replies: u64) -> Result<Counts, String> {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .ok_or("counted twice")?;
+        let mut client = state.client.finish()?;
+        let mut servers = state.servers.finish()?;
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let ((cv, ci), (sv, si)) = state.measured.ok_or("the window never closed")?;
+        client.voluntary = cv;
+        client.involuntary = ci;
+        servers.voluntary = sv;
+        servers.involuntary = si;
+        Ok(Counts {
+            client,
+            servers,
+            requests,
+            replies,
+        })
+    }
+}
