@@ -26,7 +26,10 @@ use crate::{Error, LockArgs, LockMode};
 /// Implement it only for a locker that answers at once, and return it from
 /// [`NetLocker::immediate`](crate::NetLocker::immediate). A locker that
 /// waits for anything (a network, a disk, another task) must not implement
-/// it: it would block the caller's worker thread. A wrapper around another
+/// it: it would block the caller's worker thread, and no timeout applies to
+/// these calls (the coordinator's acquire and unlock deadlines only cut
+/// futures off), so a call that blocks holds up its caller for as long as
+/// it blocks. A wrapper around another
 /// locker (a fault injector, a call counter) may forward the inner locker's
 /// `immediate()`, wrapping it, or return `None` so that every call goes
 /// through its own async methods.
