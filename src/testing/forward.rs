@@ -175,10 +175,7 @@ impl NetLocker for FaultyLocker {
         mode: LockMode,
         wait: &WaitArgs,
     ) -> Result<WaitReply, Error> {
-        let kind = match mode {
-            LockMode::Write => CallKind::Lock,
-            LockMode::Read => CallKind::RLock,
-        };
+        let kind = CallKind::lock_in(mode);
         let wait = self.faulty_wait(args, wait);
         self.call(kind, args, || {
             Box::pin(async move { self.inner.lock_wait(args, mode, &wait).await })
@@ -306,18 +303,12 @@ impl FaultyLocker {
 
 impl ImmediateLocker for FaultyLocker {
     fn lock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        let kind = match mode {
-            LockMode::Write => CallKind::Lock,
-            LockMode::Read => CallKind::RLock,
-        };
+        let kind = CallKind::lock_in(mode);
         self.call_now(kind, args, |inner| inner.lock_now(args, mode))
     }
 
     fn unlock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        let kind = match mode {
-            LockMode::Write => CallKind::Unlock,
-            LockMode::Read => CallKind::RUnlock,
-        };
+        let kind = CallKind::unlock_in(mode);
         self.call_now(kind, args, |inner| inner.unlock_now(args, mode))
     }
 
@@ -333,10 +324,7 @@ impl ImmediateLocker for FaultyLocker {
         mode: LockMode,
         wait: &WaitArgs,
     ) -> Result<WaitReply, Error> {
-        let kind = match mode {
-            LockMode::Write => CallKind::Lock,
-            LockMode::Read => CallKind::RLock,
-        };
+        let kind = CallKind::lock_in(mode);
         let wait = self.faulty_wait(args, wait);
         self.call_now(kind, args, |inner| inner.lock_wait_now(args, mode, &wait))
     }

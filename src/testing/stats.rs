@@ -32,6 +32,22 @@ pub enum CallKind {
 const KINDS: usize = 9;
 
 impl CallKind {
+    /// The kind of a lock call (plain or waiting) in `mode`.
+    pub(super) fn lock_in(mode: crate::LockMode) -> Self {
+        match mode {
+            crate::LockMode::Write => CallKind::Lock,
+            crate::LockMode::Read => CallKind::RLock,
+        }
+    }
+
+    /// The kind of an unlock call in `mode`.
+    pub(super) fn unlock_in(mode: crate::LockMode) -> Self {
+        match mode {
+            crate::LockMode::Write => CallKind::Unlock,
+            crate::LockMode::Read => CallKind::RUnlock,
+        }
+    }
+
     /// Every kind, in declaration order.
     pub const ALL: [CallKind; KINDS] = [
         CallKind::Lock,
