@@ -201,6 +201,34 @@ pub enum Error {
         in_use: Option<usize>,
     },
 
+    /// A read of an election's leader ([`Election::leader`](crate::Election::leader))
+    /// heard from a quorum of lockers, but their answers did not settle
+    /// who leads: the value of `term` is on `holding` of them, too few to
+    /// confirm that its leader still leads and too many to rule it out (a
+    /// resigned or cancelled leader's value can linger on a minority of
+    /// lockers until it expires). The lockers that would settle it did not
+    /// answer in time; `unreachable` names them. Retry when they answer.
+    #[error(
+        "could not tell whether term {term} still leads: {holding} of the {answered} lockers \
+         that answered hold its value, {quorum} of {lockers} are needed to confirm it{}; \
+         retry when more lock servers answer",
+        list_unreachable(unreachable)
+    )]
+    LeaderUnsettled {
+        /// The newest term in question.
+        term: u64,
+        /// Answers that hold its value.
+        holding: usize,
+        /// Lockers that answered in time.
+        answered: usize,
+        /// Answers that confirm a leader.
+        quorum: usize,
+        /// Lockers the coordinator talks to.
+        lockers: usize,
+        /// The lockers that did not answer, each with why, as far as known.
+        unreachable: Vec<Unreachable>,
+    },
+
     /// The operation needs a tokio runtime (for timers and background release)
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]

@@ -67,6 +67,7 @@ impl From<Error> for Failure {
         let code = match &err {
             Error::Unauthorized { .. } => AUTH,
             Error::QuorumUnavailable { .. }
+            | Error::LeaderUnsettled { .. }
             | Error::Quarantined { .. }
             | Error::LockerUnavailable { .. }
             | Error::LockerTimeout { .. }

@@ -18,6 +18,8 @@ use crate::quorum::write_quorum;
 use crate::wait::{PushSink, Wake};
 use crate::{Error, LockArgs};
 
+use super::tally::{Tally, Verdict};
+
 /// Runs `call` on every locker at once until `decide` returns an answer,
 /// or every call ended, or `deadline` passed (`None` then).
 async fn fan_out<T, R>(
@@ -143,16 +145,18 @@ pub(crate) async fn proclaim_round(
 
 /// What a read of every locker found.
 pub(crate) struct Reading {
-    /// The newest proclamation any answering locker reported.
+    /// The leader a write quorum of answers confirmed, `None` when such a
+    /// quorum confirmed that nobody leads.
     pub(crate) leader: Option<Proclamation>,
 }
 
 /// Reads the leader from the lockers, registering a watch through `sink`
-/// on each when given. Decided once a write quorum answered: a leader that
-/// still holds its lease has its proclamation on a write quorum, which
-/// meets every write quorum, so the newest proclamation among a quorum's
-/// answers is the standing leader's when there is one. Answers from a
-/// locker in quarantine do not count (it may have forgotten a leader).
+/// on each when given. Decided when the answers settle it (see
+/// [`Tally`]): a leader is reported only when a write quorum of answers
+/// carries its term, so a copy an old leader left on a few lockers (a
+/// resign or a cancelled campaign whose unlock missed them) is never taken
+/// for a leader. Answers from a locker in quarantine do not count (it may
+/// have forgotten a leader).
 pub(crate) async fn read_round(
     coord: &Arc<Coordinator>,
     args: &LockArgs,
@@ -162,8 +166,8 @@ pub(crate) async fn read_round(
     let quorum = write_quorum(n);
     let began = Instant::now();
     let deadline = after(began, coord.timeouts.acquire);
-    let (mut answered, mut failed) = (0, 0);
-    let mut newest: Option<Proclamation> = None;
+    let mut tally = Tally::default();
+    let mut failed = 0;
     let mut permanent = None;
     let mut last_err = None;
     let decided = fan_out(
@@ -181,14 +185,7 @@ pub(crate) async fn read_round(
         },
         |_, result| {
             match result {
-                Ok(found) => {
-                    answered += 1;
-                    if let Some(p) = found {
-                        if newest.as_ref().is_none_or(|old| p.is_newer_than(old)) {
-                            newest = Some(p);
-                        }
-                    }
-                }
+                Ok(found) => tally.add(found),
                 Err(err) => {
                     failed += 1;
                     if !err.is_retryable() {
@@ -197,21 +194,44 @@ pub(crate) async fn read_round(
                     last_err = Some(err);
                 }
             }
-            (answered >= quorum).then_some(())
+            match tally.verdict(n, quorum) {
+                Verdict::Decided(leader) => Some(leader),
+                Verdict::Open { .. } => None,
+            }
         },
     )
     .await;
-    if decided.is_some() {
-        return Ok(Reading { leader: newest });
+    if let Some(leader) = decided {
+        return Ok(Reading { leader });
     }
     if let Some(err) = permanent {
         return Err(err);
     }
-    tracing::debug!(answered, failed, ?last_err, "leader not read from a quorum");
-    Err(Error::QuorumUnavailable {
+    let answered = tally.answered();
+    tracing::debug!(
         answered,
-        quorum,
-        lockers: n,
-        unreachable: coord.unreachable_since(began),
-    })
+        failed,
+        ?last_err,
+        "leader not settled by the answers"
+    );
+    let unreachable = coord.unreachable_since(began);
+    match tally.verdict(n, quorum) {
+        Verdict::Open {
+            term: Some(term),
+            holding,
+        } if answered >= quorum => Err(Error::LeaderUnsettled {
+            term,
+            holding,
+            answered,
+            quorum,
+            lockers: n,
+            unreachable,
+        }),
+        _ => Err(Error::QuorumUnavailable {
+            answered,
+            quorum,
+            lockers: n,
+            unreachable,
+        }),
+    }
 }

@@ -14,6 +14,7 @@
 mod calls;
 mod leadership;
 mod observer;
+mod tally;
 
 use std::fmt;
 use std::sync::Arc;
@@ -249,12 +250,18 @@ impl Election {
         }
     }
 
-    /// Who leads now, read from a write quorum of lockers: `None` when
-    /// nobody does (or the leader has not proclaimed yet).
+    /// Who leads now: the leader whose proclamation a write quorum of
+    /// lockers holds, or `None` when a write quorum answered and none
+    /// does (nobody leads, or the leader has not proclaimed yet). A value
+    /// left on fewer lockers (by a resign or a cancelled campaign whose
+    /// unlock missed them) is never reported, so after a resign that
+    /// returned `Ok`, this returns `None` or a newer leader.
     ///
     /// Fails with [`Error::QuorumUnavailable`] when fewer than a write
-    /// quorum answered, and [`Error::Unsupported`] when the lockers cannot
-    /// hold an election.
+    /// quorum answered, [`Error::LeaderUnsettled`] when a quorum answered
+    /// but the lockers that would tell whether a value still leads did
+    /// not, and [`Error::Unsupported`] when the lockers cannot hold an
+    /// election.
     ///
     /// # Cancel safety
     ///

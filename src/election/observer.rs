@@ -25,16 +25,20 @@ const BUFFERED: usize = 16;
 /// leader (it resigned, or its lease ran out and the lockers freed it).
 ///
 /// The first item is the state when observing began. Items never go back
-/// in time: a leader whose term is lower than one already reported (a
-/// locker that was partitioned still holding an old leader's entry, say) is
-/// not reported, through locker restarts, partitions and reconnects. A
-/// leader is reported once a write quorum of lockers answered and one of
-/// them holds its proclamation, so a change reaches the observer with the
-/// lockers' push; a push that is lost is made up for by a re-check every
+/// in time: once a leader (term, seq) was reported, neither it nor any
+/// older one is reported again, also after a `None` (a read that lagged
+/// behind an earlier one, or a locker that was partitioned still holding
+/// an old leader's entry, cannot bring a gone leader back), through locker
+/// restarts, partitions and reconnects. A leader is reported once a write
+/// quorum of lockers holds its proclamation, so a copy of an old value
+/// that a resign or a cancelled campaign left on fewer lockers is never
+/// reported; a change reaches the observer with the lockers' push, and a
+/// push that is lost is made up for by a re-check every
 /// `Timeouts::wait_recheck` (1 s by default). "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
-/// While no quorum of lockers answers, nothing new is reported; the
-/// observer keeps trying and reports again when one does.
+/// While the answers do not settle who leads (too few lockers answer),
+/// nothing new is reported; the observer keeps trying and reports again
+/// when they do.
 ///
 /// An observer reads the lockers from a task of its own on the runtime it
 /// was made on, which ends when the observer is dropped. It is a
@@ -128,9 +132,10 @@ impl Reported {
     fn next(&mut self, found: Option<Leader>) -> Option<Option<Leader>> {
         if let Some(leader) = &found {
             let at = (leader.term, leader.seq);
-            if self.newest.is_some_and(|newest| at < newest) {
-                // An older leader than one already reported: a stale
-                // entry on a locker that the newer one never reached.
+            if self.newest.is_some_and(|newest| at <= newest) {
+                // Reported already, or older than what was: a read that
+                // lagged behind an earlier one. After a `None` this would
+                // bring back a leader that is gone.
                 return None;
             }
             self.newest = Some(at);
@@ -184,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn reports_each_change_once_and_never_an_older_term() {
+    fn reports_each_change_once_and_never_an_older_or_equal_leader_again() {
         let mut r = Reported::default();
         assert_eq!(r.next(None), Some(None));
         assert_eq!(r.next(None), None);
@@ -194,6 +199,11 @@ mod tests {
         assert_eq!(r.next(leader(5, 0)), None, "older value of the same term");
         assert_eq!(r.next(None), Some(None));
         assert_eq!(r.next(leader(4, 9)), None, "older term after no leader");
+        assert_eq!(
+            r.next(leader(5, 1)),
+            None,
+            "the same leader after no leader"
+        );
         assert_eq!(r.next(leader(7, 0)), Some(leader(7, 0)));
     }
 }

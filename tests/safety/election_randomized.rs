@@ -7,7 +7,10 @@
 //! * no two candidates believe they lead (`is_lost()` false) at once;
 //! * terms strictly increase from leader to leader, and no two leaders
 //!   share a term;
-//! * every observer's sequence of (term, seq) never goes down;
+//! * every observer's sequence of (term, seq) only goes up: a leader it
+//!   reported is not reported again, also not after a "no leader";
+//! * `leader()` right after a confirmed resign reports no leader or a
+//!   newer one;
 //! * every value an observer reports was proclaimed by that term's leader
 //!   (or, for a term whose campaign lost its lock between drawing the term
 //!   and returning, is that campaign's value: its holder proclaimed it
@@ -68,6 +71,8 @@ struct Shared {
     leaderships: AtomicUsize,
     resign_retries: AtomicUsize,
     lost: AtomicUsize,
+    /// Reads of the leader right after a confirmed resign.
+    read_after_resign: AtomicUsize,
 }
 
 impl Shared {
@@ -204,17 +209,34 @@ async fn candidate(
             shared.ended(&owner, Instant::now());
             match ending {
                 Ending::Resign => {
-                    if let Err(err) = leading.resign().await {
-                        if !matches!(err, Error::ReleaseUnconfirmed { .. }) {
-                            shared.problem(format!("{owner}: resign failed with {err}"));
+                    let confirmed = match leading.resign().await {
+                        Ok(()) => true,
+                        Err(err) => {
+                            if !matches!(err, Error::ReleaseUnconfirmed { .. }) {
+                                shared.problem(format!("{owner}: resign failed with {err}"));
+                            }
+                            // A failed resign is retried once; the drop
+                            // retries in the background after that.
+                            shared.resign_retries.fetch_add(1, Ordering::Relaxed);
+                            leading.resign().await.is_ok()
                         }
-                        // A failed resign is retried once; the drop retries
-                        // in the background after that.
-                        shared.resign_retries.fetch_add(1, Ordering::Relaxed);
-                        let _ = leading.resign().await;
-                    }
+                    };
                     if !leading.is_lost() {
                         shared.problem(format!("{owner}: a resigned leadership is not lost"));
+                    }
+                    if confirmed {
+                        // The resigned term is on fewer lockers than a
+                        // write quorum from now on.
+                        match election.leader().await {
+                            Ok(Some(after)) if after.term <= term => shared.problem(format!(
+                                "{owner}: leader() after a confirmed resign of term {term} \
+                                 reported {after}"
+                            )),
+                            Ok(_) => {
+                                shared.read_after_resign.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(_) => {}
+                        }
                     }
                 }
                 Ending::Drop => drop(leading),
@@ -258,6 +280,7 @@ struct Report {
     leaderships: usize,
     lost: usize,
     resign_retries: usize,
+    read_after_resign: usize,
     faults: usize,
     observed: usize,
     problems: Vec<String>,
@@ -346,6 +369,7 @@ fn run_seed(seed: u64, ops: usize, mix: Mix) -> Report {
         report.leaderships = shared.leaderships.load(Ordering::Relaxed);
         report.lost = shared.lost.load(Ordering::Relaxed);
         report.resign_retries = shared.resign_retries.load(Ordering::Relaxed);
+        report.read_after_resign = shared.read_after_resign.load(Ordering::Relaxed);
         report
             .problems
             .extend(shared.problems.lock().unwrap().drain(..));
@@ -371,7 +395,9 @@ fn check_observer(
     for (at, item) in reports {
         let Some(leader) = item else { continue };
         let key = (leader.term, leader.seq);
-        if newest.is_some_and(|n| key < n) {
+        // Each leader is reported once: the same (term, seq) again (after
+        // a "no leader" in between) is a gone leader coming back.
+        if newest.is_some_and(|n| key <= n) {
             problems.push(format!(
                 "observer {id} went back from {newest:?} to {key:?} at {at:?}"
             ));
@@ -427,15 +453,17 @@ fn run_mix(mix: Mix) {
         total.leaderships += report.leaderships;
         total.lost += report.lost;
         total.resign_retries += report.resign_retries;
+        total.read_after_resign += report.read_after_resign;
         total.faults += report.faults;
         total.observed += report.observed;
     }
     eprintln!(
-        "election {mix:?}: {} seeds, {} leaderships ({} lost, {} resign retries), {} faults, {} observer reports",
+        "election {mix:?}: {} seeds, {} leaderships ({} lost, {} resign retries, {} reads after a resign), {} faults, {} observer reports",
         seeds.len(),
         total.leaderships,
         total.lost,
         total.resign_retries,
+        total.read_after_resign,
         total.faults,
         total.observed
     );
@@ -444,6 +472,10 @@ fn run_mix(mix: Mix) {
     assert!(
         total.leaderships >= seeds.len(),
         "too few leaderships: {total:?}"
+    );
+    assert!(
+        total.read_after_resign >= seeds.len(),
+        "too few reads after a confirmed resign: {total:?}"
     );
     assert!(
         total.observed >= seeds.len() * OBSERVERS * 2,
