@@ -156,6 +156,7 @@ mod mutex;
 pub mod net;
 mod proclamation;
 pub mod quorum;
+mod redact;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod reentrant;
@@ -185,6 +186,7 @@ pub use local::{LocalLocker, LockInfo, LockerConfig};
 pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use mutex::DRWMutex;
 pub use proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+pub use redact::redact_url;
 pub use reentrant::{Holder, ReentrantGuard};
 pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
 /// The names of the metrics a `Dsync` records (feature `metrics`).

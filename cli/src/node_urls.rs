@@ -162,25 +162,10 @@ fn check_address(entry: &str) -> Result<(), EntryError> {
     }
 }
 
-/// `text` as it may be shown: `scheme://host:port/path`, with everything
-/// up to the last `@` (a user and password, even one holding `/` or `@`)
-/// replaced by `***@`, and any query or fragment left out (a query may
-/// carry a password too). Works on anything, URL or not.
+/// `text` as it may be shown: the library's redaction, which keeps no
+/// password wherever it is and whatever it holds.
 pub fn shown(text: &str) -> String {
-    let (scheme, rest) = match text.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, text),
-    };
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    let rest = match rest.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => rest.to_owned(),
-    };
-    match scheme {
-        Some(scheme) if scheme.contains('@') => format!("***://{rest}"),
-        Some(scheme) => format!("{scheme}://{rest}"),
-        None => rest,
-    }
+    quorum_lock::redact_url(text)
 }
 
 #[cfg(test)]
@@ -306,7 +291,7 @@ mod tests {
                 "postgres://u:pw@h:5432/db?sslmode=require",
                 "postgres://***@h:5432/db",
             ),
-            ("mysql://u:p/w@h/db", "mysql://***@h/db"),
+            ("mysql://u:p/w@h/db", "mysql://***"),
             ("mysql://u:p@ss@h/db#x", "mysql://***@h/db"),
             ("u:pw@h:1", "***@h:1"),
             ("u:pw@h://x", "***://x"),

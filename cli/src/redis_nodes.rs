@@ -271,27 +271,10 @@ pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
     Ok(urls)
 }
 
-/// `url` as it may be shown: `scheme://host:port/path`, with any user name
-/// and password replaced by `***` and any query or fragment left out (a
-/// query may carry a password too). Works on malformed input as well.
+/// `url` as it may be shown: the library's redaction, which keeps no
+/// password wherever it is and whatever it holds.
 pub fn redact(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
-    };
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    let (authority, path) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    let host = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("***@{host}"),
-        None => authority.to_owned(),
-    };
-    match scheme {
-        Some(scheme) => format!("{scheme}://{host}{path}"),
-        None => format!("{host}{path}"),
-    }
+    quorum_lock::redact_url(url)
 }
 
 #[cfg(test)]

@@ -98,18 +98,20 @@ pub fn prepare(
     for (label, url) in urls {
         let locker = SqlLocker::new(url, config.clone())
             .map_err(|e| Failure::usage(format!("{label} ({}): {}", shown(url), reason(&e))))?;
-        let server = (
-            locker.backend(),
-            server_of(&locker.endpoint(), locker.backend()),
-        );
-        if servers.contains(&server) {
-            return Err(Failure::usage(format!(
+        // An endpoint whose host part could not be shown safely names no
+        // server to compare.
+        let server = server_of(&locker.endpoint(), locker.backend())
+            .map(|server| (locker.backend(), server));
+        if let Some(server) = server {
+            if servers.contains(&server) {
+                return Err(Failure::usage(format!(
                 "database server {} is listed twice; each node counts once towards the quorum, \
                  even with another database or user",
-                locker.endpoint()
-            )));
+                    locker.endpoint()
+                )));
+            }
+            servers.push(server);
         }
-        servers.push(server);
         lockers.push(locker);
     }
     Ok(Prepared {
@@ -164,23 +166,31 @@ fn reason(err: &Error) -> String {
 /// `host:port` of a locker's endpoint (`scheme://host[:port]/database`),
 /// with the backend's default port when none is given, so that two URLs of
 /// one server compare equal.
-fn server_of(endpoint: &str, backend: Backend) -> String {
+fn server_of(endpoint: &str, backend: Backend) -> Option<String> {
     let rest = endpoint
         .split_once("://")
         .map_or(endpoint, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or("").to_ascii_lowercase();
+    // Credentials, hidden as `***@`, do not make another server.
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => host.to_owned(),
+        None => authority,
+    };
+    if authority.is_empty() || authority.contains('*') {
+        return None;
+    }
     let has_port = match authority.rsplit_once(':') {
         Some((host, port)) => !port.is_empty() && (!host.contains(':') || host.ends_with(']')),
         None => false,
     };
-    if has_port || authority.is_empty() {
-        return authority;
+    if has_port {
+        return Some(authority);
     }
     let port = match backend {
         Backend::Postgres => 5432,
         Backend::MySql => 3306,
     };
-    format!("{authority}:{port}")
+    Some(format!("{authority}:{port}"))
 }
 
 #[cfg(test)]
@@ -189,20 +199,34 @@ mod tests {
 
     #[test]
     fn two_urls_of_one_server_are_the_same_server() {
-        assert_eq!(
-            server_of("postgres://db.internal/locks", Backend::Postgres),
-            "db.internal:5432"
-        );
-        assert_eq!(
-            server_of("postgresql://DB.internal:5432/other", Backend::Postgres),
-            "db.internal:5432"
-        );
-        assert_eq!(server_of("mysql://[::1]/x", Backend::MySql), "[::1]:3306");
-        assert_eq!(
-            server_of("mysql://[::1]:3307/x", Backend::MySql),
-            "[::1]:3307"
-        );
-        assert_eq!(server_of("mariadb://h:1", Backend::MySql), "h:1");
+        for (endpoint, backend, server) in [
+            (
+                "postgres://db.internal/locks",
+                Backend::Postgres,
+                "db.internal:5432",
+            ),
+            (
+                "postgresql://DB.internal:5432/other",
+                Backend::Postgres,
+                "db.internal:5432",
+            ),
+            (
+                "postgres://***@db.internal/locks",
+                Backend::Postgres,
+                "db.internal:5432",
+            ),
+            ("mysql://[::1]/x", Backend::MySql, "[::1]:3306"),
+            ("mysql://[::1]:3307/x", Backend::MySql, "[::1]:3307"),
+            ("mariadb://h:1", Backend::MySql, "h:1"),
+        ] {
+            assert_eq!(
+                server_of(endpoint, backend).as_deref(),
+                Some(server),
+                "{endpoint}"
+            );
+        }
+        // A URL shown as `postgres://***` names no server to compare.
+        assert_eq!(server_of("postgres://***", Backend::Postgres), None);
     }
 
     #[test]

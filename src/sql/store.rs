@@ -741,18 +741,9 @@ fn check_version(backend: Backend, version: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `scheme://host:port/database` of `url`, without user, password or
-/// parameters, for logs and errors.
+/// `url` as logs and errors show it: no user, password or parameters.
 pub(super) fn endpoint_of(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    // The user information first, up to the last `@`: a password may hold
-    // `/`, `?` or `#` unencoded, and must not survive as part of a path.
-    let rest = match rest.rsplit_once('@') {
-        Some((_, host)) => host,
-        None => rest,
-    };
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    format!("{scheme}://{rest}")
+    crate::redact_url(url)
 }
 
 #[cfg(test)]
@@ -761,23 +752,25 @@ mod tests {
 
     #[test]
     fn endpoints_never_carry_credentials() {
-        assert_eq!(
-            endpoint_of("postgres://lock:s3cret@db.internal:5432/locks?sslmode=require"),
-            "postgres://db.internal:5432/locks"
-        );
-        assert_eq!(
-            endpoint_of("mysql://u:p@ss@10.0.0.1/x"),
-            "mysql://10.0.0.1/x"
-        );
-        assert_eq!(endpoint_of("mysql://10.0.0.1"), "mysql://10.0.0.1");
-        assert_eq!(
-            endpoint_of("postgres://locker:s3cr#et@db.internal:5432/locks"),
-            "postgres://db.internal:5432/locks"
-        );
-        assert_eq!(
-            endpoint_of("mysql://l:s3/cr?et@db:3306/x"),
-            "mysql://db:3306/x"
-        );
+        for (url, shown) in [
+            (
+                "postgres://lock:s3cret@db.internal:5432/locks?sslmode=require",
+                "postgres://***@db.internal:5432/locks",
+            ),
+            ("mysql://u:p@ss@10.0.0.1/x", "mysql://***@10.0.0.1/x"),
+            ("mysql://10.0.0.1", "mysql://10.0.0.1"),
+            (
+                "postgres://locker:s3cr#et@db.internal:5432/locks",
+                "postgres://***",
+            ),
+            ("mysql://l:s3/cr?et@db:3306/x", "mysql://***"),
+            (
+                "postgres://host/db?user=app&password=Pw@Tail",
+                "postgres://***",
+            ),
+        ] {
+            assert_eq!(endpoint_of(url), shown, "{url}");
+        }
     }
 
     #[test]

@@ -1,0 +1,182 @@
+//! Showing a node URL without the secrets it may carry.
+//!
+//! A URL's password may sit in its user information or in a query
+//! parameter, and users paste passwords that hold `/`, `?`, `#` and `@`
+//! without percent-encoding them. Where such a character ends the host
+//! part is ambiguous; the rule here is to show a piece only when it cannot
+//! be part of a secret under any reading:
+//! * the scheme, when it is a plausible one (a letter, then letters,
+//!   digits, `+`, `-`, `.`);
+//! * the host part (up to the first `/`, `?` or `#`), with anything up to
+//!   its last `@` replaced by `***@`, and the path after it, but only when
+//!   no `@` follows the host part: otherwise the "host part" may be the
+//!   start of a password holding `/`, `?` or `#`, and the text after the
+//!   `@` may be the end of a password in a query;
+//! * never a query or a fragment, never a control character.
+
+/// `url` as it may be shown in logs, errors and listings:
+/// `scheme://host:port/path`, with any user and password replaced by
+/// `***@`, and no query or fragment (which may hold a password). Works on
+/// any text, URL or not, and never panics. When an `@` comes after the
+/// host part (an unencoded `/`, `?` or `#` in a password, or an `@` in a
+/// query), nothing after the scheme is shown: `scheme://***`.
+///
+/// ```
+/// use quorum_lock::redact_url;
+///
+/// assert_eq!(redact_url("postgres://app:S3cr%40t@db:5432/locks?sslmode=require"), "postgres://***@db:5432/locks");
+/// assert_eq!(redact_url("redis://:Zm9v/YmFy@cache:6379"), "redis://***");
+/// assert_eq!(redact_url("postgres://db/locks?user=app&password=Pw@Tail"), "postgres://***");
+/// assert_eq!(redact_url("10.0.0.5:7070"), "10.0.0.5:7070");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) if plausible_scheme(scheme) => (Some(scheme), rest),
+        // Whatever precedes `://` may be a password typed in the wrong place.
+        Some((_, rest)) => (Some("***"), rest),
+        None => (None, url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(end);
+    let shown = if after.contains('@') {
+        "***".to_owned()
+    } else {
+        let host = match authority.rsplit_once('@') {
+            Some((_, host)) => format!("***@{host}"),
+            None => authority.to_owned(),
+        };
+        let path = after.split(['?', '#']).next().unwrap_or("");
+        format!("{host}{path}")
+    };
+    let shown: String = shown.chars().filter(|c| !c.is_control()).collect();
+    match scheme {
+        Some(scheme) => format!("{scheme}://{shown}"),
+        None => shown,
+    }
+}
+
+/// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` or `.`.
+fn plausible_scheme(scheme: &str) -> bool {
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    const SCHEMES: [&str; 8] = [
+        "redis",
+        "rediss",
+        "postgres",
+        "postgresql",
+        "mysql",
+        "mariadb",
+        "postgress", // mistyped
+        "",          // none at all
+    ];
+
+    /// Passwords with every character that ends a URL part, alone, in
+    /// pairs and as the base64 secrets users paste.
+    const PASSWORDS: [&str; 12] = [
+        "Pw/Secret1",
+        "Pw?Secret2",
+        "Pw#Secret3",
+        "Pw@Secret4",
+        "Pw%Secret5",
+        "Pw%40Secret6",
+        "Zm9vYmFy/c2VjcmV0+UGFzcw==",
+        "S3CR?ETPW",
+        "a/b?c#d@e%f",
+        "Pw@Secret7/x?y",
+        "//@@??##",
+        "Pw:Secret8@",
+    ];
+
+    /// Every piece of `secret` of 4 characters or more that is not just URL
+    /// punctuation: none may show.
+    fn pieces(secret: &str) -> Vec<String> {
+        secret
+            .split(['/', '?', '#', '@', '%', ':', '='])
+            .filter(|p| p.len() >= 4)
+            .map(str::to_owned)
+            .chain(std::iter::once(secret.to_owned()))
+            .collect()
+    }
+
+    fn url(scheme: &str, rest: &str) -> String {
+        if scheme.is_empty() {
+            rest.to_owned()
+        } else {
+            format!("{scheme}://{rest}")
+        }
+    }
+
+    #[test]
+    fn no_piece_of_a_password_shows_wherever_it_is_and_whatever_it_holds() {
+        for scheme in SCHEMES {
+            for pw in PASSWORDS {
+                for rest in [
+                    format!("locks:{pw}@db.internal:5432/locks"),
+                    format!(":{pw}@db.internal:6379"),
+                    format!("{pw}@db.internal"),
+                    format!("locks:{pw}@db.internal:5432/locks?sslmode=require#frag"),
+                    format!("db.internal:5432/locks?user=app&password={pw}"),
+                    format!("db.internal:5432/locks?password={pw}&sslmode=require"),
+                    format!("db.internal/locks#{pw}"),
+                    format!("db.internal?{pw}"),
+                ] {
+                    let given = url(scheme, &rest);
+                    let shown = redact_url(&given);
+                    for piece in pieces(pw) {
+                        assert!(
+                            !shown.contains(&piece),
+                            "{given:?} showed {piece:?}: {shown:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_password_before_the_scheme_does_not_show() {
+        let shown = redact_url("u:Pw/Secret1@h://x");
+        assert!(!shown.contains("Secret1"), "{shown}");
+        assert_eq!(redact_url("Pw/Secret1://h:1"), "***://h:1");
+    }
+
+    #[test]
+    fn hosts_ports_and_databases_still_show() {
+        for (given, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            (
+                "redis://:pw@127.0.0.1:6379/2",
+                "redis://***@127.0.0.1:6379/2",
+            ),
+            ("rediss://user:pw@host:1", "rediss://***@host:1"),
+            (
+                "postgres://lock:pw@db.internal:5432/locks?sslmode=require",
+                "postgres://***@db.internal:5432/locks",
+            ),
+            ("mysql://u:p%2Fw@[::1]:3306/x", "mysql://***@[::1]:3306/x"),
+            ("mysql://10.0.0.1", "mysql://10.0.0.1"),
+            ("10.0.0.5:7070", "10.0.0.5:7070"),
+            ("user:pw@host:1", "***@host:1"),
+            ("redis://h:1#pw", "redis://h:1"),
+            ("", ""),
+        ] {
+            assert_eq!(redact_url(given), shown, "{given}");
+        }
+    }
+
+    #[test]
+    fn control_characters_never_show() {
+        assert_eq!(
+            redact_url("redis://h\u{1b}]0;T\u{7}:1/\n0"),
+            "redis://h]0;T:1/0"
+        );
+    }
+}
