@@ -328,15 +328,19 @@ pub struct RunArgs {
     /// --validity.
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
-    /// Time between SIGTERM and SIGKILL when the command must be stopped.
-    /// Must end, with 1s to spare for the kill (less for a --validity under
-    /// 24s), before --validity/6, when a lost lock can be granted again.
-    /// [default: half of --validity/6, 5s at --validity 60s]
+    /// Time between SIGTERM and SIGKILL when the command's process group
+    /// must be stopped: the lock was lost, a stop signal came, or the
+    /// command exited and left processes running in it (the lock is held
+    /// until they are gone). Must end, with 1s to spare for the kill (less
+    /// for a --validity under 24s), before --validity/6, when a lost lock
+    /// can be granted again. [default: half of --validity/6, 5s at
+    /// --validity 60s]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub grace: Option<Duration>,
     /// Keep the command in quorum-lock's process group so that it can read
     /// the terminal; only the command itself, not its children, is then
-    /// signalled when the lock is lost.
+    /// signalled when the lock is lost, and waited for before the lock is
+    /// released.
     #[arg(long)]
     pub foreground: bool,
     /// Owner shown in `locks`. Default: host:pid.
@@ -412,14 +416,17 @@ pub struct ElectArgs {
     /// Redis nodes or databases in the list, the same on every client]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub validity: Option<Duration>,
-    /// Time between SIGTERM and SIGKILL when the command must be stopped,
-    /// as for `run`: must end, with 1s to spare (less for a --validity
-    /// under 24s), before --validity/6. [default: half of --validity/6]
+    /// Time between SIGTERM and SIGKILL when the command's process group
+    /// must be stopped, as for `run` (also when the command exited and
+    /// left processes running in it: elect leads until they are gone):
+    /// must end, with 1s to spare (less for a --validity under 24s), before
+    /// --validity/6. [default: half of --validity/6]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub grace: Option<Duration>,
     /// Keep the command in quorum-lock's process group so that it can read
     /// the terminal; only the command itself, not its children, is then
-    /// signalled when the leadership is lost.
+    /// signalled when the leadership is lost, and waited for before elect
+    /// resigns.
     #[arg(long)]
     pub foreground: bool,
     /// Owner shown in `locks`. Default: host:pid.

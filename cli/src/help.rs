@@ -95,6 +95,17 @@ the lock is released and run exits with 128+signal. If run itself is
 SIGKILLed, the lock expires after --validity and, on Linux, the kernel kills
 the command at once (its own process; end a script with exec).
 
+When the command exits, whatever it left running in its process group (a
+job started with &, a worker it forked) gets SIGTERM, and SIGKILL after
+--grace; run keeps the lock, refreshed, until the group is empty, and
+releases it only then, so nothing the command started goes on working
+without it. A command that leaves nothing running is not held up. Processes
+that left the group (setsid, setpgid, a shell with job control, set -m) are
+out of reach, and so is all but the command itself with --foreground. If
+some outlive SIGKILL (stuck in the kernel), run keeps holding the lock and
+says so; SIGINT or SIGTERM then makes it exit and leave the lock to expire
+after --validity instead of releasing it.
+
 With --permits K, NAME is a semaphore: the command runs under one of its K
 permits, so at most K such commands run at once; runs wait in line, first
 come, first served. Everything above applies to the permit as to a lock.
@@ -115,7 +126,7 @@ from the moment run notices:
 So --grace + allowance must be shorter than --validity/6, or run refuses to
 start (exit 2); the default --grace is half of --validity/6 (5s at the
 default --validity 60s). With --foreground only the command itself is
-signalled, so processes it started can outlive the lock. A lock forced open
+signalled and waited for, so processes it started can outlive the lock. A lock forced open
 with force-unlock, or lost because a majority of servers restarted without
 quarantine, is free at once: no --grace protects against that.
 
@@ -133,7 +144,8 @@ Exit codes:
   75        held elsewhere: not granted within --timeout, or at once with
             --nonblock; the command did not run
   77        a server rejected the token or a TLS certificate
-  79        the lock was lost while the command ran; the command was stopped
+  79        the lock was lost while the command, or what it left running in
+            its group, ran; they were stopped
   126, 127  the command cannot be executed, or was not found
   1         anything else";
 
@@ -166,9 +178,11 @@ Campaigning: the candidates wait in line, first come, first served. Once
 this one leads, the command runs in its own process group with
 QUORUM_LOCK_NAME (the election's name), QUORUM_LOCK_UID (the uid of the
 leader's lock, election/NAME in `locks`) and QUORUM_LOCK_FENCING_TOKEN (the
-term: larger than every earlier leader's) set; when it exits, elect resigns
-and exits with its code. If the leadership is lost while it runs, the
-command is stopped as `run` stops its command when the lock is lost
+term: larger than every earlier leader's) set; when it exits, elect ends
+what it left running in its process group as `run` does (SIGTERM, SIGKILL
+after --grace, leading and refreshing until the group is empty), then
+resigns and exits with its code. If the leadership is lost while it runs,
+the command is stopped as `run` stops its command when the lock is lost
 (SIGTERM, SIGKILL after --grace, dead before anyone else can lead) and
 elect exits with 79. SIGINT/SIGTERM to elect is forwarded the same way,
 elect resigns and exits with 128+signal. On Linux, if elect itself is
