@@ -219,6 +219,7 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
         _ = signals.recv() => return Ok(0),
     }
     let mut observer = election.observe().map_err(Failure::from)?;
+    let mut printed = Printed::default();
     loop {
         let change = tokio::select! {
             change = observer.recv() => change,
@@ -230,7 +231,10 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
                 "stopped observing the election: its task ended",
             ));
         };
-        match write_line(&line(change.as_ref())) {
+        let Some(text) = printed.next(change.as_ref()) else {
+            continue;
+        };
+        match write_line(&text) {
             Ok(()) => {}
             // Nobody reads any more (`| head -1`): not our failure.
             Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
@@ -312,6 +316,39 @@ async fn resign(leading: &mut Leadership, name: &str) {
     }
 }
 
+/// What `--listen` printed, so that it prints each leader state once.
+#[derive(Default)]
+struct Printed {
+    /// The newest (term, seq) seen of a leader.
+    newest: Option<(u64, u64)>,
+    /// The last line printed.
+    last: Option<String>,
+}
+
+impl Printed {
+    /// The line to print for `change`, if it is one. The observer also
+    /// reports a leader that proclaimed its value again (a proclamation
+    /// of the same value, a re-send after one that was not confirmed):
+    /// the same line, no change to a reader. And a leader no newer than
+    /// one seen before is stale: after "no leader", the leader that
+    /// resigned or lost its lease cannot lead again in the same term.
+    fn next(&mut self, change: Option<&Leader>) -> Option<String> {
+        if let Some(leader) = change {
+            let at = (leader.term, leader.seq);
+            if self.newest.is_some_and(|newest| at <= newest) {
+                return None;
+            }
+            self.newest = Some(at);
+        }
+        let text = line(change);
+        if self.last.as_ref() == Some(&text) {
+            return None;
+        }
+        self.last = Some(text.clone());
+        Some(text)
+    }
+}
+
 /// The line `--listen` prints for a change: `term=T value=V`, or
 /// `no leader`.
 fn line(change: Option<&Leader>) -> String {
@@ -364,11 +401,49 @@ mod tests {
     use std::sync::Arc;
 
     fn leader(term: u64, value: &[u8]) -> Leader {
+        at(term, 0, value)
+    }
+
+    fn at(term: u64, seq: u64, value: &[u8]) -> Leader {
         Leader {
             term,
-            seq: 0,
+            seq,
             value: Arc::from(value),
         }
+    }
+
+    #[test]
+    fn listen_prints_each_leader_state_once_and_never_a_stale_one() {
+        let mut printed = Printed::default();
+        let seen: Vec<Option<String>> = [
+            None,
+            Some(at(5, 0, b"a")),
+            // The same value proclaimed or re-sent again.
+            Some(at(5, 1, b"a")),
+            Some(at(5, 1, b"a")),
+            Some(at(5, 2, b"b")),
+            None,
+            None,
+            // A copy of the gone leader, left on one node: stale.
+            Some(at(5, 2, b"b")),
+            Some(at(5, 1, b"a")),
+            Some(at(7, 0, b"a")),
+            Some(at(6, 9, b"c")),
+        ]
+        .iter()
+        .map(|change| printed.next(change.as_ref()))
+        .collect();
+        let lines: Vec<&str> = seen.iter().flatten().map(String::as_str).collect();
+        assert_eq!(
+            lines,
+            [
+                "no leader",
+                "term=5 value=a",
+                "term=5 value=b",
+                "no leader",
+                "term=7 value=a"
+            ]
+        );
     }
 
     #[test]

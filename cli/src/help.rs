@@ -196,10 +196,12 @@ Listening (--listen): one line per change on stdout, flushed at once:
   no leader                    nobody leads (resigned, or its lease ran out)
 The first line is the state when listening begins. The value is the rest
 of the line; a backslash, control characters and bytes that are not UTF-8
-are escaped as \\\\, \\n, \\r, \\t and \\xNN. Terms never go back. A change
-is printed when the nodes push it, or within a second if a push is lost;
-\"no leader\" follows a leader's loss once a quorum of nodes freed it. Runs
-until SIGINT or SIGTERM, then exits 0.";
+are escaped as \\\\, \\n, \\r, \\t and \\xNN. Terms never go back, and each
+state is printed once: not a leader proclaiming its value again, nor a
+leader again after a newer state (\"no leader\" after its resign, say). A
+change is printed when the nodes push it, or within a second if a push is
+lost; \"no leader\" follows a leader's loss once a quorum of nodes freed
+it. Runs until SIGINT or SIGTERM, then exits 0.";
 
 pub const LOCKS_EXAMPLES: &str = "\
 Examples:
