@@ -1,6 +1,12 @@
 //! The command `run` executes under the lock, and `elect` while leading:
-//! spawning it, and stopping it (and, by default, everything it started)
-//! when the lock is lost or a stop signal arrives.
+//! spawning it, stopping it (and, by default, everything it started) when
+//! the lock is lost or a stop signal arrives, and ending what it left
+//! running in its process group when it exits.
+//!
+//! Invariant: [`Job::supervise`] returns only once the command's process
+//! group is empty ([`Rest::Gone`]), or when that cannot be known or waited
+//! for ([`Rest::Unfollowed`], [`Rest::Stuck`]), which the callers treat as
+//! "something may still run": they do not free the lock at once then.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -9,20 +15,47 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
+use tokio::time::Instant;
 
 use crate::fail::{Failure, CANNOT_EXECUTE, FAILURE, NOT_FOUND};
 use crate::signals::{sys, Signals, Stop};
 
-/// How [`Job::supervise`] ended.
+/// What ended the command's main process in [`Job::supervise`].
 pub enum Ended {
-    /// The command exited on its own (or could not be waited for).
-    Exited(Result<ExitStatus, Failure>),
-    /// What it ran under was lost; the command has been stopped.
+    /// The command exited on its own, with this status.
+    Exited(ExitStatus),
+    /// What it ran under was lost; the command was stopped.
     Lost,
-    /// A stop signal arrived; it was forwarded and the command has been
+    /// A stop signal arrived; it was forwarded and the command was
     /// stopped.
     Stopped(Stop),
 }
+
+/// What is left of the command once [`Job::supervise`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rest {
+    /// Nothing: the command and every process of its group are gone.
+    Gone,
+    /// The command is gone; what it started is not followed, since it ran
+    /// in quorum-lock's own process group (`--foreground`).
+    Unfollowed,
+    /// Processes of its group outlived SIGKILL (stuck in the kernel), and
+    /// waiting for them was given up: the lock was lost, or another stop
+    /// signal came.
+    Stuck,
+}
+
+/// How [`Job::supervise`] ended, and what is left.
+pub struct Outcome {
+    pub ended: Ended,
+    pub rest: Rest,
+    /// A stop signal that arrived while the rest of the group was being
+    /// ended (forwarded to it).
+    pub late_stop: Option<Stop>,
+}
+
+/// How often the end of the command's group is checked.
+const POLL: Duration = Duration::from_millis(20);
 
 /// How to start the command.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,6 +75,8 @@ pub struct Job {
     /// Where signals go: the child's pid, or minus its process group id.
     #[cfg_attr(not(unix), allow(dead_code))]
     target: i32,
+    /// The command's exit status, once it was reaped.
+    status: Option<ExitStatus>,
 }
 
 impl Job {
@@ -102,115 +137,149 @@ impl Job {
         Ok(Job {
             child,
             target: if own_group { -pid } else { pid },
+            status: None,
         })
     }
 
     /// Waits until the command exits, `lost` fires or a stop signal
-    /// arrives. In the last two cases the command is stopped before this
-    /// returns: SIGTERM (or the signal received) to it, SIGKILL after
-    /// `grace`, as [`stop`](Self::stop) does.
+    /// arrives, then ends the rest of its process group and waits until it
+    /// is gone, so that nothing of the command outlives what it ran under:
+    ///
+    /// * SIGTERM (or the stop signal received) to the group, unless the
+    ///   command exited and left nothing running;
+    /// * SIGKILL to whatever is left of it `grace` later;
+    /// * then, while `lost` has not fired, wait until the group is gone
+    ///   (saying so after `allowance`), or until another stop signal.
+    ///   After a loss the wait ends `allowance` after SIGKILL: a lost lock
+    ///   may be granted again while the group lives, which the caller's
+    ///   safety margin must cover ([`Rest::Stuck`]).
+    ///
+    /// A stop signal during that is forwarded to the group
+    /// ([`Outcome::late_stop`]). The caller keeps what the command ran
+    /// under held, and refreshed, until this returns.
+    ///
+    /// Processes that left the group (`setsid`, `setpgid`, a shell's job
+    /// control) are out of reach, and so is everything but the command
+    /// itself when it runs in quorum-lock's own group.
     pub async fn supervise(
         &mut self,
         lost: impl Future<Output = ()>,
         signals: &mut Signals,
         grace: Duration,
         allowance: Duration,
-    ) -> Result<Ended, Failure> {
+    ) -> Result<Outcome, Failure> {
+        let mut lost = std::pin::pin!(lost);
+        let mut is_lost = false;
         let ended = tokio::select! {
-            status = self.wait() => return Ok(Ended::Exited(status)),
-            () = lost => Ended::Lost,
+            status = self.child.wait() => {
+                let status = status.map_err(cannot_wait)?;
+                self.status = Some(status);
+                Ended::Exited(status)
+            }
+            () = lost.as_mut() => {
+                is_lost = true;
+                Ended::Lost
+            }
             stop = signals.recv() => Ended::Stopped(stop),
         };
-        let signal = match ended {
+        let first = match ended {
             Ended::Stopped(stop) => stop.number(),
             _ => sys::SIGTERM,
         };
-        self.stop(signal, grace, allowance).await?;
-        Ok(ended)
-    }
-
-    /// Waits for the command to exit.
-    ///
-    /// Cancel safe (tokio's `Child::wait` is), so it can sit in a `select!`.
-    pub async fn wait(&mut self) -> Result<ExitStatus, Failure> {
-        self.child
-            .wait()
-            .await
-            .map_err(|e| Failure::new(FAILURE, format!("cannot wait for the command: {e}")))
-    }
-
-    /// Sends `signal`, waits up to `grace`, then SIGKILLs whatever is left
-    /// and waits for it to be gone. A command that outlives SIGKILL by
-    /// `allowance` (stuck in the kernel, e.g. on a dead NFS server) is
-    /// reported, because a lost lock may be granted again while it lives.
-    pub async fn stop(
-        &mut self,
-        signal: i32,
-        grace: Duration,
-        allowance: Duration,
-    ) -> Result<ExitStatus, Failure> {
-        self.send(signal);
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(result) => result
-                .map_err(|e| Failure::new(FAILURE, format!("cannot wait for the command: {e}")))?,
-            Err(_) => {
-                tracing::warn!(?grace, "the command ignored the signal; killing it");
-                self.send(sys::SIGKILL);
-                match tokio::time::timeout(allowance, self.child.wait()).await {
-                    Ok(result) => result.map_err(|e| {
-                        Failure::new(FAILURE, format!("cannot wait for the command: {e}"))
-                    })?,
-                    Err(_) => {
+        let mut late_stop = None;
+        let kill_at = Instant::now() + grace;
+        let mut killed_at: Option<Instant> = None;
+        let mut said = false;
+        if !self.rest_gone()? {
+            self.send(first);
+        }
+        loop {
+            if self.rest_gone()? {
+                let rest = if cfg!(unix) && self.target < 0 {
+                    Rest::Gone
+                } else {
+                    Rest::Unfollowed
+                };
+                return Ok(Outcome {
+                    ended,
+                    rest,
+                    late_stop,
+                });
+            }
+            let now = Instant::now();
+            match killed_at {
+                None if now >= kill_at => {
+                    tracing::warn!(?grace, "the command's group ignored the signal; killing it");
+                    self.send(sys::SIGKILL);
+                    killed_at = Some(now);
+                }
+                Some(at) if now >= at + allowance => {
+                    let after = humantime::format_duration(allowance);
+                    if is_lost {
                         eprintln!(
-                            "quorum-lock: warning: the command is still alive {} after SIGKILL; \
-                             the lock may be granted to someone else before it is gone",
-                            humantime::format_duration(allowance)
+                            "quorum-lock: warning: the command's process group is still alive \
+                             {after} after SIGKILL; the lock may be granted to someone else \
+                             before it is gone"
                         );
-                        self.wait().await?
+                        return Ok(Outcome {
+                            ended,
+                            rest: Rest::Stuck,
+                            late_stop,
+                        });
+                    }
+                    if !said {
+                        said = true;
+                        eprintln!(
+                            "quorum-lock: warning: the command's process group is still alive \
+                             {after} after SIGKILL; still holding until it is gone (SIGINT or \
+                             SIGTERM gives up waiting and leaves what it holds to expire)"
+                        );
                     }
                 }
+                _ => {}
             }
-        };
-        // The leader is gone; members of its group that outlived it must
-        // not keep working without the lock either.
-        if self.target < 0 {
-            self.send(sys::SIGKILL);
+            tokio::select! {
+                () = tokio::time::sleep(POLL) => {}
+                () = lost.as_mut(), if !is_lost => is_lost = true,
+                stop = signals.recv() => {
+                    late_stop = Some(stop);
+                    if killed_at.is_some() {
+                        // Only the kernel can end the group now; the
+                        // operator gave up waiting for it.
+                        return Ok(Outcome { ended, rest: Rest::Stuck, late_stop });
+                    }
+                    self.send(stop.number());
+                }
+            }
         }
-        Ok(status)
     }
 
-    /// Waits, at most `limit`, until everything the command started is
-    /// gone too: its process group, once SIGKILLed after the command (see
-    /// [`stop`](Self::stop)), empties when the kernel has killed its members
-    /// and they were reaped. Returns whether it did. A command in
-    /// quorum-lock's own group (`--foreground`) is not followed beyond
-    /// itself: `false`, since what it started is not known.
-    pub async fn all_gone(&self, limit: Duration) -> bool {
+    /// Whether everything of the command that is followed is gone: the
+    /// command itself (reaped here if it exited), and, in its own group,
+    /// every other process of the group.
+    fn rest_gone(&mut self) -> Result<bool, Failure> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().map_err(cannot_wait)?;
+        }
+        if self.status.is_none() {
+            return Ok(false);
+        }
         #[cfg(unix)]
         {
-            if self.target > 0 {
-                return false;
-            }
-            let until = tokio::time::Instant::now() + limit;
-            loop {
-                if sys::gone(self.target) {
-                    return true;
-                }
-                if tokio::time::Instant::now() >= until {
-                    return false;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+            Ok(self.target > 0 || sys::group_gone(-self.target))
         }
         #[cfg(not(unix))]
-        {
-            let _ = limit;
-            false
-        }
+        Ok(true)
     }
 
+    /// Sends `signal` to the command's group, or to the command alone
+    /// with `--foreground` (never once it was reaped: its pid may be
+    /// another process's by then).
     #[cfg(unix)]
     fn send(&mut self, signal: i32) {
+        if self.target > 0 && self.status.is_some() {
+            return;
+        }
         if let Err(err) = sys::send(self.target, signal) {
             tracing::warn!(%err, signal, "cannot signal the command; killing it");
             let _ = self.child.start_kill();
@@ -221,6 +290,10 @@ impl Job {
     fn send(&mut self, _signal: i32) {
         let _ = self.child.start_kill();
     }
+}
+
+fn cannot_wait(err: io::Error) -> Failure {
+    Failure::new(FAILURE, format!("cannot wait for the command: {err}"))
 }
 
 /// Has the kernel SIGKILL the command when quorum-lock dies (Linux's

@@ -14,11 +14,11 @@ use quorum_lock::quorum::write_quorum;
 use quorum_lock::{Election, Error, Leader, Leadership, MAX_VALUE_LEN};
 
 use crate::args::ElectArgs;
-use crate::child::{exit_code, Ended, Job, Spawn};
+use crate::child::{exit_code, Ended, Job, Outcome, Rest, Spawn};
 use crate::fail::{Failure, FAILURE, HELD, LOST, UNAVAILABLE};
 use crate::nodes::Cluster;
 use crate::run::{finish_releases, grace_for, kill_allowance, lease_for, signalled, Client};
-use crate::signals::Signals;
+use crate::signals::{Signals, Stop};
 use crate::target::Patience;
 use crate::waiting;
 
@@ -104,8 +104,12 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
     let supervised = job
         .supervise(leading.lost(), &mut signals, grace, kill_allowance(&lease))
         .await;
-    let ended = match supervised {
-        Ok(ended) => ended,
+    let Outcome {
+        ended,
+        rest,
+        late_stop,
+    } = match supervised {
+        Ok(outcome) => outcome,
         Err(failure) => {
             // The command could not be waited for: kill it (kill_on_drop)
             // before anyone else may lead.
@@ -114,54 +118,89 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
             return Err(failure);
         }
     };
-    match ended {
-        Ended::Exited(status) => {
-            let lost_first = leading.is_lost();
-            resign(&mut leading, &args.name).await;
-            let code = exit_code(status?);
-            if lost_first {
-                return Err(Failure::new(
-                    LOST,
-                    format!(
-                        "lost the leadership of '{}' (term {term}) just before the command \
-                         exited (with code {code}); its work may not have been protected to the end",
-                        args.name
-                    ),
-                ));
-            }
-            Ok(code)
+    let name = &args.name;
+    if matches!(ended, Ended::Lost) || leading.is_lost() {
+        // Lost already; resigning only frees what some nodes may still
+        // hold, so that the next candidate need not wait for it. That it
+        // may fail (the nodes may be out of reach) is no news. What may
+        // still run of the command's group gets the safety margin first,
+        // as in `run`.
+        if rest != Rest::Gone {
+            tokio::time::sleep(lease.safety_margin).await;
         }
-        Ended::Lost => {
-            // Lost already; resigning only frees what some nodes may still
-            // hold, so that the next candidate need not wait for it. That
-            // it may fail (the nodes may be out of reach) is no news. What
-            // may still run of the command's group gets the safety margin
-            // first, as in `run`.
-            if !job.all_gone(kill_allowance(&lease)).await {
-                tokio::time::sleep(lease.safety_margin).await;
-            }
-            if let Err(err) = leading.resign().await {
-                tracing::debug!(%err, "resigning a lost leadership was not confirmed");
-            }
-            drop(leading);
-            finish_releases(&ds).await;
-            Err(Failure::new(
+        if let Err(err) = leading.resign().await {
+            tracing::debug!(%err, "resigning a lost leadership was not confirmed");
+        }
+        drop(leading);
+        finish_releases(&ds).await;
+        return match ended {
+            Ended::Lost => Err(Failure::new(
                 LOST,
                 format!(
-                    "lost the leadership of '{}' (term {term}) while the command ran (expired, \
-                     forced open, or not confirmed by a quorum); the command was stopped",
-                    args.name
+                    "lost the leadership of '{name}' (term {term}) while the command ran \
+                     (expired, forced open, or not confirmed by a quorum); the command was \
+                     stopped"
                 ),
-            ))
-        }
-        Ended::Stopped(stop) => {
-            resign(&mut leading, &args.name).await;
+            )),
+            Ended::Exited(status) => Err(Failure::new(
+                LOST,
+                format!(
+                    "lost the leadership of '{name}' (term {term}) just before the command and \
+                     what it started had ended (the command exited with code {}); its work may \
+                     not have been protected to the end",
+                    exit_code(status)
+                ),
+            )),
+            Ended::Stopped(stop) => {
+                eprintln!(
+                    "quorum-lock: warning: lost the leadership of '{name}' (term {term}) while \
+                     the command was stopped"
+                );
+                eprintln!("quorum-lock: {}: stopped the command", stop.name());
+                Ok(signalled(stop))
+            }
+        };
+    }
+    let stop = match ended {
+        Ended::Stopped(stop) => Some(stop),
+        _ => late_stop,
+    };
+    if rest == Rest::Stuck {
+        // Leading, but part of the group outlived SIGKILL and the operator
+        // gave up waiting: resigning would let the next candidate lead
+        // beside it. The lead is refreshed until this process exits, then
+        // expires.
+        std::mem::forget(leading);
+        let stop = stop.unwrap_or(Stop::Terminate);
+        eprintln!(
+            "quorum-lock: {}: left the lead of '{name}' to expire (--validity) instead of \
+             resigning: processes of the command's group are still alive after SIGKILL",
+            stop.name()
+        );
+        return Ok(signalled(stop));
+    }
+    resign(&mut leading, name).await;
+    match (ended, stop) {
+        (ended, Some(stop)) => {
+            let what_ran = match ended {
+                Ended::Exited(_) => "what the command left running",
+                _ => "the command",
+            };
             eprintln!(
-                "quorum-lock: {}: stopped the command and resigned",
+                "quorum-lock: {}: stopped {what_ran} and resigned",
                 stop.name()
             );
             Ok(signalled(stop))
         }
+        (Ended::Exited(status), None) => Ok(exit_code(status)),
+        // A loss was dealt with above; a stop comes with its signal.
+        (Ended::Lost | Ended::Stopped(_), None) => Err(Failure::new(
+            LOST,
+            format!(
+                "lost the leadership of '{name}' (term {term}) while the command ran; the \
+                 command was stopped"
+            ),
+        )),
     }
 }
 
@@ -180,6 +219,7 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
         _ = signals.recv() => return Ok(0),
     }
     let mut observer = election.observe().map_err(Failure::from)?;
+    let mut printed = Printed::default();
     loop {
         let change = tokio::select! {
             change = observer.recv() => change,
@@ -191,7 +231,10 @@ async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
                 "stopped observing the election: its task ended",
             ));
         };
-        match write_line(&line(change.as_ref())) {
+        let Some(text) = printed.next(change.as_ref()) else {
+            continue;
+        };
+        match write_line(&text) {
             Ok(()) => {}
             // Nobody reads any more (`| head -1`): not our failure.
             Err(err) if err.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
@@ -273,6 +316,39 @@ async fn resign(leading: &mut Leadership, name: &str) {
     }
 }
 
+/// What `--listen` printed, so that it prints each leader state once.
+#[derive(Default)]
+struct Printed {
+    /// The newest (term, seq) seen of a leader.
+    newest: Option<(u64, u64)>,
+    /// The last line printed.
+    last: Option<String>,
+}
+
+impl Printed {
+    /// The line to print for `change`, if it is one. The observer also
+    /// reports a leader that proclaimed its value again (a proclamation
+    /// of the same value, a re-send after one that was not confirmed):
+    /// the same line, no change to a reader. And a leader no newer than
+    /// one seen before is stale: after "no leader", the leader that
+    /// resigned or lost its lease cannot lead again in the same term.
+    fn next(&mut self, change: Option<&Leader>) -> Option<String> {
+        if let Some(leader) = change {
+            let at = (leader.term, leader.seq);
+            if self.newest.is_some_and(|newest| at <= newest) {
+                return None;
+            }
+            self.newest = Some(at);
+        }
+        let text = line(change);
+        if self.last.as_ref() == Some(&text) {
+            return None;
+        }
+        self.last = Some(text.clone());
+        Some(text)
+    }
+}
+
 /// The line `--listen` prints for a change: `term=T value=V`, or
 /// `no leader`.
 fn line(change: Option<&Leader>) -> String {
@@ -325,11 +401,49 @@ mod tests {
     use std::sync::Arc;
 
     fn leader(term: u64, value: &[u8]) -> Leader {
+        at(term, 0, value)
+    }
+
+    fn at(term: u64, seq: u64, value: &[u8]) -> Leader {
         Leader {
             term,
-            seq: 0,
+            seq,
             value: Arc::from(value),
         }
+    }
+
+    #[test]
+    fn listen_prints_each_leader_state_once_and_never_a_stale_one() {
+        let mut printed = Printed::default();
+        let seen: Vec<Option<String>> = [
+            None,
+            Some(at(5, 0, b"a")),
+            // The same value proclaimed or re-sent again.
+            Some(at(5, 1, b"a")),
+            Some(at(5, 1, b"a")),
+            Some(at(5, 2, b"b")),
+            None,
+            None,
+            // A copy of the gone leader, left on one node: stale.
+            Some(at(5, 2, b"b")),
+            Some(at(5, 1, b"a")),
+            Some(at(7, 0, b"a")),
+            Some(at(6, 9, b"c")),
+        ]
+        .iter()
+        .map(|change| printed.next(change.as_ref()))
+        .collect();
+        let lines: Vec<&str> = seen.iter().flatten().map(String::as_str).collect();
+        assert_eq!(
+            lines,
+            [
+                "no leader",
+                "term=5 value=a",
+                "term=5 value=b",
+                "no leader",
+                "term=7 value=a"
+            ]
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod child;
 mod elect;
 mod fail;
 mod fleet;
+mod help;
 mod hold;
 mod json;
 mod node_urls;

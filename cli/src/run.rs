@@ -26,7 +26,7 @@ use std::time::Duration;
 use quorum_lock::{Dsync, Error, Lease, Timeouts};
 
 use crate::args::RunArgs;
-use crate::child::{exit_code, Ended, Job, Spawn};
+use crate::child::{exit_code, Ended, Job, Outcome, Rest, Spawn};
 use crate::fail::{Failure, LOST};
 use crate::nodes::Cluster;
 use crate::signals::{Signals, Stop};
@@ -98,8 +98,12 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
     let supervised = job
         .supervise(guard.lost(), &mut signals, grace, kill_allowance(&lease))
         .await;
-    let ended = match supervised {
-        Ok(ended) => ended,
+    let Outcome {
+        ended,
+        rest,
+        late_stop,
+    } = match supervised {
+        Ok(outcome) => outcome,
         Err(failure) => {
             // The command could not be waited for, so it may still run:
             // the lock is not given back. It expires on the servers once
@@ -108,73 +112,100 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             return Err(failure);
         }
     };
-    match ended {
-        Ended::Exited(status) => {
-            let released = guard.unlock().await;
-            let code = exit_code(status?);
-            match released {
-                Ok(()) => Ok(code),
-                Err(Error::LockLost) => {
-                    finish_releases(&ds).await;
-                    Err(Failure::new(
-                        LOST,
-                        format!(
-                            "{what} was lost just before the command exited (with code {code}); \
-                             its work may not have been protected to the end"
-                        ),
-                    ))
-                }
-                Err(err) => {
-                    // The command ran under the lock; a slow release does not
-                    // change its result, and the entries expire anyway.
-                    eprintln!("quorum-lock: warning: {err}");
-                    Ok(code)
-                }
-            }
+    let it = match args.permits {
+        None => "the lock",
+        Some(_) => "the permit",
+    };
+    if matches!(ended, Ended::Lost) || guard.is_lost() {
+        // Once the command and everything in its group are gone, letting
+        // go of the guard frees the lost lock's entries at once instead of
+        // after the safety margin, which only protects a holder still at
+        // work. Whatever may still run (a --foreground command's children,
+        // a process stuck in the kernel) gets the margin.
+        if rest != Rest::Gone {
+            tokio::time::sleep(lease.safety_margin).await;
         }
-        Ended::Lost => {
-            // Once the command and everything in its group are gone,
-            // letting go of the guard frees the lost lock's entries at once
-            // instead of after the safety margin, which only protects a
-            // holder still at work. Whatever may still run (a --foreground
-            // command's children, a process stuck in the kernel) gets the
-            // margin, as before.
-            if !job.all_gone(kill_allowance(&lease)).await {
-                tokio::time::sleep(lease.safety_margin).await;
-            }
-            drop(guard);
-            finish_releases(&ds).await;
-            Err(Failure::new(
+        drop(guard);
+        finish_releases(&ds).await;
+        return match ended {
+            Ended::Lost => Err(Failure::new(
                 LOST,
                 format!(
                     "lost {what} while the command ran (expired, forced open, or not confirmed \
                      by a quorum); the command was stopped"
                 ),
-            ))
+            )),
+            Ended::Exited(status) => Err(lost_at_exit(&what, exit_code(status))),
+            Ended::Stopped(stop) => {
+                eprintln!("quorum-lock: warning: lost {what} while the command was stopped");
+                eprintln!("quorum-lock: {}: stopped the command", stop.name());
+                Ok(signalled(stop))
+            }
+        };
+    }
+    let stop = match ended {
+        Ended::Stopped(stop) => Some(stop),
+        _ => late_stop,
+    };
+    if rest == Rest::Stuck {
+        // Held, but part of the group outlived SIGKILL and the operator
+        // gave up waiting: releasing would let the next holder in beside
+        // it. The lock is refreshed until this process exits, then expires.
+        std::mem::forget(guard);
+        let stop = stop.unwrap_or(Stop::Terminate);
+        eprintln!(
+            "quorum-lock: {}: left {it} to expire (--validity) instead of releasing it: \
+             processes of the command's group are still alive after SIGKILL",
+            stop.name()
+        );
+        return Ok(signalled(stop));
+    }
+    let released = guard.unlock().await;
+    if let Err(err) = &released {
+        if stop.is_some() || !matches!(err, Error::LockLost) {
+            // The command ran under the lock; a slow release does not
+            // change its result, and the entries expire anyway.
+            eprintln!("quorum-lock: warning: {err}");
         }
-        Ended::Stopped(stop) => {
-            // The lock may have been lost during the grace too; the same
-            // bound kept the command from outliving it. Releasing a lost
-            // lock frees it at once, so what may be left of the group gets
-            // the safety margin first, as after a loss.
-            if guard.is_lost() && !job.all_gone(kill_allowance(&lease)).await {
-                tokio::time::sleep(lease.safety_margin).await;
-            }
-            if let Err(err) = guard.unlock().await {
-                eprintln!("quorum-lock: warning: {err}");
-                finish_releases(&ds).await;
-            }
+        finish_releases(&ds).await;
+    }
+    match (ended, stop) {
+        (ended, Some(stop)) => {
+            let what_ran = match ended {
+                Ended::Exited(_) => "what the command left running",
+                _ => "the command",
+            };
             eprintln!(
-                "quorum-lock: {}: stopped the command and released {}",
-                stop.name(),
-                match args.permits {
-                    None => "the lock",
-                    Some(_) => "the permit",
-                }
+                "quorum-lock: {}: stopped {what_ran} and released {it}",
+                stop.name()
             );
             Ok(signalled(stop))
         }
+        (Ended::Exited(status), None) => {
+            let code = exit_code(status);
+            match released {
+                Err(Error::LockLost) => Err(lost_at_exit(&what, code)),
+                _ => Ok(code),
+            }
+        }
+        // A loss was dealt with above; a stop comes with its signal.
+        (Ended::Lost | Ended::Stopped(_), None) => Err(Failure::new(
+            LOST,
+            format!("lost {what} while the command ran; the command was stopped"),
+        )),
     }
+}
+
+/// Exit 79 for `what`, lost after the command exited with `code` but
+/// before what it left running was gone.
+pub fn lost_at_exit(what: &str, code: u8) -> Failure {
+    Failure::new(
+        LOST,
+        format!(
+            "{what} was lost just before the command and what it started had ended (the \
+             command exited with code {code}); its work may not have been protected to the end"
+        ),
+    )
 }
 
 /// The validity when neither `--validity` nor any server says one.

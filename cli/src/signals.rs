@@ -94,14 +94,60 @@ pub mod sys {
         }
     }
 
-    /// Whether process `pid` (or every process of group `-pid`) is gone:
-    /// kill(2) with signal 0 checks without signalling.
-    pub fn gone(pid: i32) -> bool {
+    /// Whether process group `pgid` is gone: kill(2) with signal 0 finds
+    /// no process in it, or (Linux) only zombies, which are dead but wait
+    /// for a parent to reap them. An orphan's new parent may never do so
+    /// (a container whose first process reaps nothing), and a zombie,
+    /// which can neither run nor fork, keeps the group's id from being
+    /// given to a new process.
+    pub fn group_gone(pgid: i32) -> bool {
         // SAFETY: as in `send`; signal 0 only checks.
-        if unsafe { libc::kill(pid, 0) } == 0 {
-            return false;
+        if unsafe { libc::kill(-pgid, 0) } != 0 {
+            // EPERM: members we may not signal (setuid programs) are alive.
+            return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
         }
-        std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        #[cfg(target_os = "linux")]
+        {
+            only_zombies(pgid)
+        }
+        #[cfg(not(target_os = "linux"))]
+        false
+    }
+
+    /// Whether /proc shows members of group `pgid`, all of them zombies.
+    /// A member /proc hides (`hidepid`) counts as alive: with none found,
+    /// kill(2)'s word that the group exists stands.
+    #[cfg(target_os = "linux")]
+    fn only_zombies(pgid: i32) -> bool {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        let mut zombies = 0;
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            // A process that ended meanwhile has no stat any more.
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid pgrp ...`; comm may hold ')' and spaces.
+            let Some((_, fields)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let mut fields = fields.split_whitespace();
+            let state = fields.next().unwrap_or("");
+            let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+            if pgrp != Some(pgid) {
+                continue;
+            }
+            if !matches!(state, "Z" | "X" | "x") {
+                return false;
+            }
+            zombies += 1;
+        }
+        zombies > 0
     }
 }
 

@@ -171,6 +171,51 @@ fn the_leader_runs_its_command_with_its_term_and_listeners_see_it_come_and_go() 
     assert!(listener.stderr.is_empty(), "{listener:?}");
 }
 
+/// A leader that proclaims the value it already has (a re-send after a
+/// proclamation that was not confirmed does the same) is one state, not a
+/// change: `--listen` prints it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_prints_a_leader_proclaiming_the_same_value_again_once() {
+    let c = cluster("net-elect-listen-same");
+    let listener = c.listen("jobs");
+    wait_until(LIMIT, "the listener's first line", || {
+        listened(&listener) == [None]
+    });
+    let addrs: Vec<_> = c.servers.iter().map(|s| s.addr).collect();
+    let ds = crate::support::dsync(&addrs, crate::support::TOKEN, "in-process").await;
+    let election = ds.election("jobs").expect("a good name");
+    let mut leading = election.campaign(&b"same"[..]).await.expect("leads");
+    let term = leading.term();
+    let leads = Some((term, "same".to_owned()));
+    wait_until(LIMIT, "the listener to print the leader", || {
+        listened(&listener).last() == Some(&leads)
+    });
+    for _ in 0..3 {
+        leading.proclaim(&b"same"[..]).await.expect("proclaimed");
+    }
+    // Longer than the observer's re-check (1s): it has read the lockers
+    // since, push or no push, and would have reported a repeat.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The observer reports in order: once this line is out, any line for
+    // the proclamations before it is out too.
+    leading.proclaim(&b"other"[..]).await.expect("proclaimed");
+    let other = Some((term, "other".to_owned()));
+    wait_until(LIMIT, "the listener to print the new value", || {
+        listened(&listener).last() == Some(&other)
+    });
+    leading.resign().await.expect("resigned");
+    wait_until(LIMIT, "the listener to print that nobody leads", || {
+        listened(&listener).last() == Some(&None)
+    });
+    signal(listener.child.id(), SIGINT);
+    let listener = listener.finish(LIMIT);
+    assert_eq!(listener.code, Some(0), "{listener:?}");
+    assert_eq!(
+        listener.stdout,
+        format!("no leader\nterm={term} value=same\nterm={term} value=other\nno leader\n")
+    );
+}
+
 #[test]
 fn sigterm_stops_the_command_resigns_and_the_next_candidate_leads_at_once() {
     let c = cluster("net-elect-sigterm");

@@ -14,6 +14,7 @@ mod support;
 
 mod admin;
 mod auth;
+mod background;
 mod budget;
 mod causes;
 mod cluster;
