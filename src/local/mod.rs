@@ -7,6 +7,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use crate::config::after;
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::proclamation::{election_resource, Proclamation, WatchArgs};
-use crate::wait::{WaitArgs, WaitReply};
+use crate::wait::{Ticket, WaitArgs, WaitReply};
 use crate::{Error, ImmediateLocker, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
@@ -103,6 +104,15 @@ pub(crate) struct TableCounts {
     pub(crate) entries: usize,
     /// Resource names kept: held, or waited for.
     pub(crate) resources: usize,
+}
+
+/// What [`LocalLocker::end_place`] found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlaceEnd {
+    /// A place was dropped.
+    pub(crate) left: bool,
+    /// The uid holds an entry on a name whose place was ended.
+    pub(crate) held: bool,
 }
 
 /// How often a full expiry pass runs, at most; touched shards are expired
@@ -299,14 +309,48 @@ impl LocalLocker {
     /// of a connection that closed: they can no longer be told of a grant.
     /// Returns whether a place was dropped.
     pub fn leave_queue(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.with_shards(args, |set, _, freed| {
-            let mut left = false;
-            for pos in 0..args.resources.len() {
-                left |= set
-                    .shard(pos)
-                    .leave(Name::new(&args.resources, pos), &args.uid, freed);
+        self.leave_places(args, None, &[]).map(|end| end.left)
+    }
+
+    /// Ends what is left of a place that `old.uid` kept with `ticket` (any
+    /// of its places when `None`): on every name of `old.resources` but
+    /// those in `keep`, which a newer request of the same uid renewed.
+    /// Says whether a place was dropped, and whether `old.uid` holds an
+    /// entry on those names; a lock server keeps a place's charge while it
+    /// does. Answers "held" for arguments the table would refuse, so that
+    /// nothing is taken for free.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn end_place(
+        &self,
+        old: &LockArgs,
+        ticket: Option<Ticket>,
+        keep: &[String],
+    ) -> PlaceEnd {
+        self.leave_places(old, ticket, keep).unwrap_or(PlaceEnd {
+            left: false,
+            held: true,
+        })
+    }
+
+    /// See [`end_place`](Self::end_place).
+    fn leave_places(
+        &self,
+        old: &LockArgs,
+        ticket: Option<Ticket>,
+        keep: &[String],
+    ) -> Result<PlaceEnd, Error> {
+        let keep: HashSet<&str> = keep.iter().map(String::as_str).collect();
+        self.with_shards(old, |set, _, freed| {
+            let mut end = PlaceEnd::default();
+            for (pos, r) in old.resources.iter().enumerate() {
+                if keep.contains(r.as_str()) {
+                    continue;
+                }
+                let shard = set.shard(pos);
+                end.left |= shard.leave(Name::new(&old.resources, pos), &old.uid, ticket, freed);
+                end.held |= shard.holds_any(r, &old.uid);
             }
-            left
+            end
         })
     }
 
@@ -641,6 +685,7 @@ impl LocalLocker {
         }
         let ticket = wait.ticket;
         let mut notices = Vec::new();
+        let mut superseded = Vec::new();
         let reply = self.with_shards(args, |set, now, _| {
             let resources = args.resources.iter().enumerate();
             if let Some(err) = self.quarantine_error(now) {
@@ -650,6 +695,12 @@ impl LocalLocker {
                     set.shard(pos).refresh(r, &args.uid, now);
                 }
                 return Err(err);
+            }
+            // The grant or the place below replaces the same waiter's
+            // earlier places on these names; its earlier requests may have
+            // named others too.
+            for (pos, r) in resources.clone() {
+                set.shard(pos).superseded(r, args, ticket, &mut superseded);
             }
             if resources.clone().all(|(pos, r)| {
                 set.shard(pos)
@@ -694,7 +745,25 @@ impl LocalLocker {
             })
         })?;
         deliver(notices);
+        self.end_superseded(args, superseded);
         reply
+    }
+
+    /// Ends the places that the `superseded` requests of the waiter asking
+    /// with `args` keep on names `args` does not name: one waiter (a uid,
+    /// or a ticket) keeps the places of its newest request only, so that a
+    /// waiter asking again under a new uid for other names (a client may;
+    /// the coordinator asks for the same names) leaves nothing standing in
+    /// line on the old ones. After the shards of `args` are let go: those
+    /// names may lie in other shards, locked in their own order. Meanwhile
+    /// the old places may only keep others waiting a moment longer.
+    fn end_superseded(&self, args: &LockArgs, superseded: Vec<(LockArgs, Ticket)>) {
+        for (old, ticket) in superseded {
+            // Its places on the names asked for now were replaced already.
+            if old.resources != args.resources {
+                self.end_place(&old, Some(ticket), &args.resources);
+            }
+        }
     }
 
     /// See [`NetLocker::fence`].

@@ -379,6 +379,42 @@ impl Shard {
             })
     }
 
+    /// Notes in `superseded` the earlier requests of the same waiter (its
+    /// uid under another ticket, or its ticket under another uid) that keep
+    /// a place on `resource`, which a request of `args` with `ticket` is
+    /// about to replace there. The places such a request keeps on names
+    /// that `args` does not name must go too (`LocalLocker::end_place`):
+    /// one waiter keeps the places of its newest request only. A request
+    /// is noted once; `args`'s own earlier copy is not noted.
+    pub(super) fn superseded(
+        &self,
+        resource: &str,
+        args: &LockArgs,
+        ticket: Ticket,
+        superseded: &mut Vec<(LockArgs, Ticket)>,
+    ) {
+        let Some(res) = self.map.get(resource) else {
+            return;
+        };
+        for p in &res.queue {
+            // The places of one request share its list of names.
+            let same_request = |a: &LockArgs, t: Ticket| {
+                t == p.ticket && a.uid == p.args.uid && Arc::ptr_eq(&a.resources, &p.args.resources)
+            };
+            if p.is_same_waiter(&args.uid, Some(ticket))
+                && !same_request(args, ticket)
+                && !superseded.iter().any(|(a, t)| same_request(a, *t))
+            {
+                superseded.push((p.args.clone(), p.ticket));
+            }
+        }
+    }
+
+    /// Whether `uid` holds `resource`, in either mode.
+    pub(super) fn holds_any(&self, resource: &str, uid: &str) -> bool {
+        self.get(resource).is_some_and(|h| h.holds(uid))
+    }
+
     /// Whether `uid` holds `resource` in `mode`.
     pub(super) fn holds(&self, resource: &str, uid: &str, mode: LockMode) -> bool {
         self.get(resource)
@@ -519,14 +555,21 @@ impl Shard {
         }
     }
 
-    /// Ends the place of `uid` on `resource`. Returns whether there was one.
-    pub(super) fn leave(&mut self, name: Name, uid: &str, freed: &mut Vec<Name>) -> bool {
+    /// Ends the place of `uid` on `resource`: the one it holds with
+    /// `ticket`, or any when `None`. Returns whether there was one.
+    pub(super) fn leave(
+        &mut self,
+        name: Name,
+        uid: &str,
+        ticket: Option<Ticket>,
+        freed: &mut Vec<Name>,
+    ) -> bool {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
         let queue = &mut slot.get_mut().queue;
         let before = queue.len();
-        queue.retain(|p| &*p.args.uid != uid);
+        queue.retain(|p| &*p.args.uid != uid || ticket.is_some_and(|t| p.ticket != t));
         if queue.len() == before {
             return false;
         }
@@ -1194,7 +1237,7 @@ mod memory_tests {
             &mut notices,
         );
         assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
-        assert!(shard.leave(name(&waiter), "w", &mut Vec::new()));
+        assert!(shard.leave(name(&waiter), "w", None, &mut Vec::new()));
         assert_eq!(shard.map["a"].queue.capacity(), 0);
     }
 }

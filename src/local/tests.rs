@@ -740,6 +740,118 @@ mod queues {
         assert_eq!(log.take(), [granted("try-2")]);
     }
 
+    /// The same waiter asking again under a new uid for other names (a
+    /// client may): the places of its old request go from every name they
+    /// stood on, not only from the names the two requests share, and a
+    /// later locker of an old name is not held in line behind them. For a
+    /// reservation and for a pushed place alike.
+    #[tokio::test(start_paused = true)]
+    async fn a_new_uid_with_the_same_ticket_on_other_names_leaves_no_place_behind() {
+        let log = Arc::new(Log::default());
+        for (at, asked) in [(7, reservation(7)), (8, wait_args(8, &log))] {
+            let l = LocalLocker::new();
+            let expect = match asked.wake {
+                Some(_) => WaitReply::Queued,
+                None => WaitReply::Refused,
+            };
+            assert!(l.lock(&args("h", &["held"])).await.unwrap());
+            let old = ["held", "a1", "a2", "a3"];
+            assert_eq!(
+                wait(&l, "try-1", &old, LockMode::Write, &asked).await,
+                expect
+            );
+            assert_eq!(l.waiting(), 4);
+            let new = ["held", "b1", "b2"];
+            assert_eq!(
+                wait(&l, "try-2", &new, LockMode::Write, &asked).await,
+                expect
+            );
+            assert_eq!(l.waiting(), 3, "ticket {at}: only the new request's places");
+            // A plain lock and a younger waiter on old names go straight in.
+            assert!(
+                l.lock(&args("plain", &["a1"])).await.unwrap(),
+                "ticket {at}: a1 has no place of try-1 left"
+            );
+            assert_eq!(
+                wait(
+                    &l,
+                    "young",
+                    &["a2", "a3"],
+                    LockMode::Write,
+                    &wait_args(50, &log)
+                )
+                .await,
+                WaitReply::Granted,
+                "ticket {at}"
+            );
+            // The new request's places stand.
+            assert!(!l.lock(&args("plain-b", &["b2"])).await.unwrap());
+        }
+        assert!(log.take().is_empty(), "nothing was granted by push");
+    }
+
+    /// As above when the new uid is granted at once: the old request's
+    /// places on the names the grant does not cover go too. And a uid that
+    /// asks again under a new ticket for other names keeps no place on the
+    /// names it no longer asks for.
+    #[tokio::test(start_paused = true)]
+    async fn a_superseded_request_leaves_no_place_when_its_waiter_is_granted_or_moves() {
+        let l = LocalLocker::new();
+        assert!(l.lock(&args("h", &["held"])).await.unwrap());
+        assert_eq!(
+            wait(
+                &l,
+                "try-1",
+                &["held", "a1"],
+                LockMode::Write,
+                &reservation(7)
+            )
+            .await,
+            WaitReply::Refused
+        );
+        assert!(l.unlock(&args("h", &["held"])).await.unwrap());
+        assert_eq!(
+            wait(
+                &l,
+                "try-2",
+                &["held", "b1"],
+                LockMode::Write,
+                &reservation(7)
+            )
+            .await,
+            WaitReply::Granted
+        );
+        assert_eq!(l.waiting(), 0);
+        assert!(l.lock(&args("plain", &["a1"])).await.unwrap());
+
+        assert!(l.lock(&args("h2", &["held-2"])).await.unwrap());
+        assert_eq!(
+            wait(
+                &l,
+                "same",
+                &["held-2", "c1"],
+                LockMode::Write,
+                &reservation(9)
+            )
+            .await,
+            WaitReply::Refused
+        );
+        assert_eq!(
+            wait(
+                &l,
+                "same",
+                &["held-2", "d1"],
+                LockMode::Write,
+                &reservation(10)
+            )
+            .await,
+            WaitReply::Refused
+        );
+        assert_eq!(l.waiting(), 2, "held-2 and d1");
+        assert!(l.lock(&args("plain", &["c1"])).await.unwrap());
+        assert!(!l.lock(&args("plain", &["d1"])).await.unwrap());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn wounds_are_pushed_to_younger_partial_holders_only() {
         let l = LocalLocker::new();
