@@ -119,6 +119,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// * `force_unlock` drops the entries of `args.uid`, or with an empty uid
 ///   every entry on `args.resources`;
 /// * an entry not refreshed within [`LockerConfig::validity`] expires;
+/// * a waiter (one ticket, or one uid) keeps the places in line of its
+///   newest [`lock_wait`](NetLocker::lock_wait) only: a newer request
+///   replaces them on the names it names, and ends them on the older
+///   request's other names when the two share a name;
 /// * after [`restart`](Self::restart), for [`LockerConfig::quarantine`],
 ///   every call that grants, refreshes or draws a token answers the
 ///   quarantine error (nothing it says then may count), but a holder's
