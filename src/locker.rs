@@ -236,8 +236,14 @@ pub trait NetLocker: Send + Sync {
     /// otherwise it keeps a place for `args.uid` ordered by `wait.ticket`,
     /// answers [`WaitReply::Queued`], and later grants the place when its
     /// turn comes and pushes [`PushEvent::Granted`](crate::PushEvent) through
-    /// `wait.wake`. A place with a newer uid but the same ticket replaces the
-    /// older one: it is the same waiter trying again. Repeating the call
+    /// `wait.wake`. A request with a newer uid but the same ticket is the
+    /// same waiter trying again (the coordinator does this, for the same
+    /// names, after a wound): its places replace the older request's. A
+    /// locker drops the older request's places at least on the names the
+    /// newer one names; [`LocalLocker`](crate::LocalLocker) drops them on
+    /// every name the older one named whenever the two share a name, and a
+    /// lock server always for the waits of one connection, so that there a
+    /// waiter's places never outlast its newest request. Repeating the call
     /// renews the place; [`unlock`](Self::unlock)/[`runlock`](Self::runlock)
     /// with the uid removes it. When `wait.ticket` is older than the ticket of
     /// a grant it waits behind, the locker pushes

@@ -196,6 +196,7 @@ fn allowance(table: usize) -> usize {
 struct Counted {
     _runtime: tokio::runtime::Runtime,
     addr: String,
+    locker: Arc<LocalLocker>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -207,8 +208,8 @@ impl Counted {
             .on_thread_start(|| COUNTED.with(|c| c.set(true)))
             .build()
             .expect("server runtime");
-        let server =
-            LockServer::new(Arc::new(LocalLocker::new()), config(table)).expect("server config");
+        let locker = Arc::new(LocalLocker::new());
+        let server = LockServer::new(locker.clone(), config(table)).expect("server config");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (addr, serve) = runtime
             .block_on(async {
@@ -223,6 +224,7 @@ impl Counted {
         Counted {
             _runtime: runtime,
             addr: addr.to_string(),
+            locker,
             stop: Some(stop),
         }
     }
@@ -374,10 +376,10 @@ fn report(phase: &str, granted: usize, m: &Measured) {
 }
 
 /// Starts a counted server, connects one client, runs `attack` with it and
-/// measures what the server kept.
+/// the server's lock table, and measures what the server kept.
 fn phase<F, Fut>(name: &str, version: u16, table: usize, attack: F) -> (usize, Measured)
 where
-    F: FnOnce(Client) -> Fut,
+    F: FnOnce(Client, Arc<LocalLocker>) -> Fut,
     Fut: std::future::Future<Output = (usize, Client)>,
 {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -392,7 +394,7 @@ where
     std::thread::sleep(Duration::from_millis(100));
     let base = live();
     reset_peak();
-    let (granted, client) = client_rt.block_on(attack(client));
+    let (granted, client) = client_rt.block_on(attack(client, server.locker.clone()));
     let measured = Measured {
         table,
         peak: peak().saturating_sub(base),
@@ -426,7 +428,7 @@ fn short_single_name_locks_stay_within_the_budget() {
         "short single-name locks",
         VERSION_4,
         TABLE_PAST_DOUBLING,
-        |mut c| async move {
+        |mut c, _| async move {
             let n = fill(&mut c, 512, granted, |id, i| {
                 lock(id, OP_LOCK, &uid("short", i), &[format!("{i:016}")])
             })
@@ -440,13 +442,18 @@ fn short_single_name_locks_stay_within_the_budget() {
 
 #[test]
 fn read_locks_shared_by_many_holders_stay_within_the_budget() {
-    let (granted, m) = phase("shared read locks", VERSION_4, TABLE, |mut c| async move {
-        let n = fill(&mut c, 512, granted, |id, i| {
-            lock(id, OP_RLOCK, &uid("read", i), &[format!("{:016}", i % 997)])
-        })
-        .await;
-        (n, c)
-    });
+    let (granted, m) = phase(
+        "shared read locks",
+        VERSION_4,
+        TABLE,
+        |mut c, _| async move {
+            let n = fill(&mut c, 512, granted, |id, i| {
+                lock(id, OP_RLOCK, &uid("read", i), &[format!("{:016}", i % 997)])
+            })
+            .await;
+            (n, c)
+        },
+    );
     assert!(granted > 1000);
     assert_within("shared read locks", &m);
 }
@@ -465,7 +472,7 @@ fn locks_on_a_thousand_short_names_stay_within_the_budget() {
         "1,000-name locks, short names",
         VERSION_4,
         TABLE,
-        |mut c| async move {
+        |mut c, _| async move {
             let n = fill(&mut c, 4, granted, |id, i| {
                 lock(id, OP_LOCK, &uid("many", i), &thousand(i, 16))
             })
@@ -483,7 +490,7 @@ fn locks_on_a_thousand_long_names_stay_within_the_budget() {
         "1,000-name locks, 1 KiB names",
         VERSION_4,
         TABLE,
-        |mut c| async move {
+        |mut c, _| async move {
             let n = fill(&mut c, 1, granted, |id, i| {
                 lock(id, OP_LOCK, &uid("long", i), &thousand(i, 1024))
             })
@@ -501,7 +508,7 @@ fn waits_queued_on_a_thousand_names_stay_within_the_budget() {
         "waits on 1,000 names",
         VERSION_3,
         TABLE,
-        |mut c| async move {
+        |mut c, _| async move {
             // One name of every wait is held, so all of them queue.
             let id = c.id();
             let held = c
@@ -531,6 +538,57 @@ fn waits_queued_on_a_thousand_names_stay_within_the_budget() {
     assert_within("waits on 1,000 names", &m);
 }
 
+/// The table's cap for the replaced waiter below: a few of its requests.
+const SMALL_TABLE: usize = 8 * MIB;
+
+/// One waiter that asks again and again with the same ticket, each time
+/// under a new uid for 1,000 other long names (one of them held, so each
+/// request keeps a reservation): the server keeps and charges the places
+/// of its newest request only, so its memory stays within the table's
+/// cap however often it asks.
+#[test]
+fn a_waiter_replaced_under_new_uids_on_other_names_stays_within_the_budget() {
+    const STEPS: usize = 60;
+    let mut most = 0;
+    let (asked, m) = phase(
+        "a waiter replaced under new uids",
+        VERSION_3,
+        SMALL_TABLE,
+        |mut c, locker| {
+            let most = &mut most;
+            async move {
+                let id = c.id();
+                let held = c
+                    .batch(vec![lock(id, OP_LOCK, &uid("holder", 0), &["held".into()])])
+                    .await;
+                assert!(granted(&held[0]), "{held:?}");
+                for step in 0..STEPS {
+                    let mut names = thousand(step, 1024);
+                    names[999] = "held".into();
+                    names.sort();
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let id = c.id();
+                    let wait = lock_wait_request(
+                        id,
+                        &uid("replaced", step),
+                        &names,
+                        (1, 7),
+                        Duration::from_secs(60),
+                        false,
+                    );
+                    let reply = c.batch(vec![wait]).await;
+                    assert_eq!(reply[0], [REPLY_WAIT, wire::REFUSED], "step {step}");
+                    *most = (*most).max(locker.waiting());
+                }
+                (STEPS, c)
+            }
+        },
+    );
+    assert_eq!(asked, STEPS);
+    assert_within("a waiter replaced under new uids", &m);
+    assert_eq!(most, 1000, "the places of the newest request only");
+}
+
 /// `Health` and `Status` on a full table of short entries: they count
 /// without copying the table, and answer at once.
 #[test]
@@ -540,7 +598,7 @@ fn health_and_status_on_a_full_table_copy_nothing() {
         "Health and Status on a full table",
         VERSION_4,
         TABLE_PAST_DOUBLING,
-        |mut c| {
+        |mut c, _| {
             let during = &mut during;
             async move {
                 let n = fill(&mut c, 512, granted, |id, i| {
@@ -651,7 +709,7 @@ fn refilling_with_long_names_after_short_ones_stays_within_the_budget() {
         "refill with 1 KiB names after short ones",
         VERSION_4,
         TABLE,
-        |mut c| async move {
+        |mut c, _| async move {
             let short = fill_and_release(
                 &mut c,
                 (OP_LOCK, OP_UNLOCK),

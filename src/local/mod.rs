@@ -6,6 +6,7 @@ mod shards;
 mod table;
 #[cfg(test)]
 mod tests;
+mod waiting;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,7 +15,6 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::clock::{anchored_wall, nanos_of};
-use crate::config::after;
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::proclamation::{election_resource, Proclamation, WatchArgs};
@@ -119,6 +119,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// * `force_unlock` drops the entries of `args.uid`, or with an empty uid
 ///   every entry on `args.resources`;
 /// * an entry not refreshed within [`LockerConfig::validity`] expires;
+/// * a waiter (one ticket, or one uid) keeps the places in line of its
+///   newest [`lock_wait`](NetLocker::lock_wait) only: a newer request
+///   replaces them on the names it names, and ends them on the older
+///   request's other names when the two share a name;
 /// * after [`restart`](Self::restart), for [`LockerConfig::quarantine`],
 ///   every call that grants, refreshes or draws a token answers the
 ///   quarantine error (nothing it says then may count), but a holder's
@@ -292,32 +296,6 @@ impl LocalLocker {
         });
         out.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
         out
-    }
-
-    /// Drops the places in line that `args.uid` holds on `args.resources`,
-    /// keeping any grant it holds. A lock server calls this for the waiters
-    /// of a connection that closed: they can no longer be told of a grant.
-    /// Returns whether a place was dropped.
-    pub fn leave_queue(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.with_shards(args, |set, _, freed| {
-            let mut left = false;
-            for pos in 0..args.resources.len() {
-                left |= set
-                    .shard(pos)
-                    .leave(Name::new(&args.resources, pos), &args.uid, freed);
-            }
-            left
-        })
-    }
-
-    /// How many places in line this locker keeps, over all resources.
-    pub fn waiting(&self) -> usize {
-        let mut places = 0;
-        self.shards.any_shard(|shard| {
-            places += shard.waiting();
-            false
-        });
-        places
     }
 
     /// Whether `args.uid` holds every resource of `args.resources` in
@@ -625,76 +603,6 @@ impl LocalLocker {
             }
             Ok(admitted)
         })?
-    }
-
-    /// A waiting lock call: see [`NetLocker::lock_wait`].
-    fn grant_or_queue(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        if wait.place_ttl.is_zero() {
-            return Err(Error::invalid(
-                "a place in line needs a place_ttl above zero",
-            ));
-        }
-        let ticket = wait.ticket;
-        let mut notices = Vec::new();
-        let reply = self.with_shards(args, |set, now, _| {
-            let resources = args.resources.iter().enumerate();
-            if let Some(err) = self.quarantine_error(now) {
-                // Entries it holds here (re-created by a refresh) are kept
-                // alive, but the answer must not count: see `refresh_entries`.
-                for (pos, r) in resources {
-                    set.shard(pos).refresh(r, &args.uid, now);
-                }
-                return Err(err);
-            }
-            if resources.clone().all(|(pos, r)| {
-                set.shard(pos)
-                    .in_line(r, &args.uid, mode, Some(ticket), now)
-            }) {
-                for (pos, r) in resources {
-                    let shard = set.shard(pos);
-                    let name = Name::new(&args.resources, pos);
-                    if shard.grant(name, args, mode, now, Some(ticket), wait.wake.clone()) {
-                        // Asked again while granted: the pushed grant may
-                        // have been lost, and so may a wound; the wake is
-                        // renewed above, the wound is repeated here. The
-                        // waiter counts this answer as a refresh (its trust
-                        // may start from when it sent the request), so
-                        // refresh it is.
-                        shard.refresh(r, &args.uid, now);
-                        shard.wound_if_blocking(r, &args.uid, now, &mut notices);
-                    }
-                }
-                return Ok(WaitReply::Granted);
-            }
-            // A place never needs to outlive the entries it waits for.
-            let expires = after(now, wait.place_ttl.min(self.config.validity));
-            for (pos, r) in resources {
-                // Entries the uid still holds on some of the resources are
-                // refreshed: the answer below counts as a refresh.
-                set.shard(pos).refresh(r, &args.uid, now);
-                set.shard(pos).enqueue(
-                    Name::new(&args.resources, pos),
-                    args,
-                    mode,
-                    ticket,
-                    expires,
-                    wait.wake.clone(),
-                    &mut notices,
-                );
-            }
-            Ok(if wait.wake.is_some() {
-                WaitReply::Queued
-            } else {
-                WaitReply::Refused
-            })
-        })?;
-        deliver(notices);
-        reply
     }
 
     /// See [`NetLocker::fence`].

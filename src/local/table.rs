@@ -379,6 +379,42 @@ impl Shard {
             })
     }
 
+    /// Notes in `superseded` the earlier requests of the same waiter (its
+    /// uid under another ticket, or its ticket under another uid) that keep
+    /// a place on `resource`, which a request of `args` with `ticket` is
+    /// about to replace there. The places such a request keeps on names
+    /// that `args` does not name must go too (`LocalLocker::end_place`):
+    /// one waiter keeps the places of its newest request only. A request
+    /// is noted once; `args`'s own earlier copy is not noted.
+    pub(super) fn superseded(
+        &self,
+        resource: &str,
+        args: &LockArgs,
+        ticket: Ticket,
+        superseded: &mut Vec<(LockArgs, Ticket)>,
+    ) {
+        let Some(res) = self.map.get(resource) else {
+            return;
+        };
+        for p in &res.queue {
+            // The places of one request share its list of names.
+            let same_request = |a: &LockArgs, t: Ticket| {
+                t == p.ticket && a.uid == p.args.uid && Arc::ptr_eq(&a.resources, &p.args.resources)
+            };
+            if p.is_same_waiter(&args.uid, Some(ticket))
+                && !same_request(args, ticket)
+                && !superseded.iter().any(|(a, t)| same_request(a, *t))
+            {
+                superseded.push((p.args.clone(), p.ticket));
+            }
+        }
+    }
+
+    /// Whether `uid` holds `resource`, in either mode.
+    pub(super) fn holds_any(&self, resource: &str, uid: &str) -> bool {
+        self.get(resource).is_some_and(|h| h.holds(uid))
+    }
+
     /// Whether `uid` holds `resource` in `mode`.
     pub(super) fn holds(&self, resource: &str, uid: &str, mode: LockMode) -> bool {
         self.get(resource)
@@ -519,14 +555,21 @@ impl Shard {
         }
     }
 
-    /// Ends the place of `uid` on `resource`. Returns whether there was one.
-    pub(super) fn leave(&mut self, name: Name, uid: &str, freed: &mut Vec<Name>) -> bool {
+    /// Ends the place of `uid` on `resource`: the one it holds with
+    /// `ticket`, or any when `None`. Returns whether there was one.
+    pub(super) fn leave(
+        &mut self,
+        name: Name,
+        uid: &str,
+        ticket: Option<Ticket>,
+        freed: &mut Vec<Name>,
+    ) -> bool {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
         let queue = &mut slot.get_mut().queue;
         let before = queue.len();
-        queue.retain(|p| &*p.args.uid != uid);
+        queue.retain(|p| &*p.args.uid != uid || ticket.is_some_and(|t| p.ticket != t));
         if queue.len() == before {
             return false;
         }
@@ -1067,134 +1110,4 @@ fn wound_younger(holders: &Holders, ticket: Ticket, notices: &mut Vec<Notice>) {
 }
 
 #[cfg(test)]
-mod memory_tests {
-    use super::*;
-
-    /// Issue #21, break 7: the expiry index held the request's `Name`, so
-    /// every entry of a multi-name lock kept the request's whole list of
-    /// names alive besides the key copy the map holds.
-    #[test]
-    fn entries_of_a_multi_name_request_keep_none_of_its_list() {
-        let args = LockArgs {
-            uid: "u".into(),
-            resources: vec!["a".to_string(), "b".to_string()].into(),
-            owner: "o".into(),
-            source: "s".into(),
-            quorum: 1,
-        };
-        let mut shard = Shard::default();
-        let now = Instant::now();
-        for pos in 0..2 {
-            let name = Name::new(&args.resources, pos);
-            shard.grant(name, &args, LockMode::Write, now, None, None);
-        }
-        assert_eq!(shard.entries(), 2);
-        assert_eq!(std::sync::Arc::strong_count(&args.resources), 1);
-    }
-
-    /// A shard gives back the room of entries that went (issue #21), and
-    /// the entries it keeps still refresh and expire in order after their
-    /// nodes moved.
-    #[test]
-    fn a_shard_shrinks_after_a_peak_and_keeps_its_order() {
-        let args = |uid: String, name: String| LockArgs {
-            uid: uid.into(),
-            resources: vec![name].into(),
-            owner: "o".into(),
-            source: "s".into(),
-            quorum: 1,
-        };
-        let mut shard = Shard::default();
-        let start = Instant::now();
-        let at = |i: u64| start + Duration::from_millis(i);
-        let held: Vec<LockArgs> = (0..2000u64)
-            .map(|i| {
-                let a = args(format!("w{i}"), format!("n{i}"));
-                shard.grant(
-                    Name::new(&a.resources, 0),
-                    &a,
-                    LockMode::Write,
-                    at(i),
-                    None,
-                    None,
-                );
-                a
-            })
-            .collect();
-        let readers: Vec<LockArgs> = (0..2000u64)
-            .map(|i| {
-                let a = args(format!("r{i}"), "shared".into());
-                shard.grant(
-                    Name::new(&a.resources, 0),
-                    &a,
-                    LockMode::Read,
-                    at(i),
-                    None,
-                    None,
-                );
-                a
-            })
-            .collect();
-        let (map_peak, slab_peak) = (shard.map.capacity(), shard.by_refresh.nodes.capacity());
-        let mut freed = Vec::new();
-        // Keep every 100th writer and reader.
-        for (i, a) in held.iter().chain(&readers).enumerate() {
-            if i % 100 != 0 {
-                assert!(shard.release(Name::new(&a.resources, 0), &a.uid, None, &mut freed));
-            }
-        }
-        assert_eq!(shard.entries(), 40);
-        assert!(shard.map.capacity() * 8 < map_peak, "the map shrank");
-        assert!(
-            shard.by_refresh.nodes.capacity() * 8 < slab_peak,
-            "the slab shrank"
-        );
-        let Some(Holders::Readers(v)) = shard.get("shared") else {
-            panic!("readers kept");
-        };
-        assert!(v.capacity() <= 2 * v.len(), "the readers' list shrank");
-        // Refresh the oldest writer: the others expire first, in order
-        // (15 writers and 16 readers by 1.5 s, then 4 and 4 by 2.1 s).
-        assert!(shard.refresh("n0", "w0", at(5000)));
-        let validity = Duration::from_millis(1000);
-        assert_eq!(shard.expire(at(2500), validity, &mut freed), 31);
-        assert!(shard.holds("n0", "w0", LockMode::Write));
-        assert!(shard.get("n100").is_none());
-        assert_eq!(shard.expire(at(3100), validity, &mut freed), 8);
-        assert_eq!(shard.entries(), 1);
-        assert!(shard.release(Name::new(&held[0].resources, 0), "w0", None, &mut freed));
-        assert_eq!(shard.entries(), 0);
-    }
-
-    /// A line that emptied under a holder gives its room back.
-    #[test]
-    fn an_emptied_line_keeps_no_room() {
-        let args = |uid: &str| LockArgs {
-            uid: uid.into(),
-            resources: vec!["a".to_string()].into(),
-            owner: "o".into(),
-            source: "s".into(),
-            quorum: 1,
-        };
-        let (holder, waiter) = (args("h"), args("w"));
-        let mut shard = Shard::default();
-        let now = Instant::now();
-        let name = |a: &LockArgs| Name::new(&a.resources, 0);
-        shard.grant(name(&holder), &holder, LockMode::Write, now, None, None);
-        let ticket = Ticket { at: 1, tiebreak: 1 };
-        let later = now + Duration::from_secs(60);
-        let mut notices = Vec::new();
-        shard.enqueue(
-            name(&waiter),
-            &waiter,
-            LockMode::Write,
-            ticket,
-            later,
-            None,
-            &mut notices,
-        );
-        assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
-        assert!(shard.leave(name(&waiter), "w", &mut Vec::new()));
-        assert_eq!(shard.map["a"].queue.capacity(), 0);
-    }
-}
+mod memory_tests;

@@ -702,12 +702,15 @@ impl Session<'_> {
     /// racing release of the uid as [`grant`](Self::grant) is, and brings
     /// the ledger and this connection's places up to date with the answer.
     ///
-    /// A queued place that will be pushed stays charged to the ledger as a
-    /// lock is: it may become one at any moment. A reservation is charged
-    /// while it lasts and uncharged when it ends, since the table never
-    /// grants one by itself. The table may keep a reservation while it
-    /// answers `Refused` (it cannot push it), so for a reservation both
-    /// answers count as a place.
+    /// A place stays charged to the ledger as a lock is while this
+    /// connection keeps it: a pushed one may become a lock at any moment,
+    /// and a reservation stands on its names all the same. The table may
+    /// keep a reservation while it answers `Refused` (it cannot push it),
+    /// so for a reservation both answers count as a place. A place that
+    /// ends without a grant this connection saw (expired, or superseded by
+    /// the same waiter's newer request) is settled by
+    /// [`ended`](Self::ended), which takes what is left of it out of the
+    /// table before its charge goes.
     async fn ask(&self, args: &LockArgs, asked: &Asked) -> Result<WaitReply, Refusal> {
         let released = &self.server.released;
         if released.contains(&args.uid) {
@@ -722,7 +725,7 @@ impl Session<'_> {
                 .ok_or(waits.limit());
             (room, expired)
         };
-        self.ended(expired, false);
+        self.ended(expired, Ending::Lapsed);
         room.map_err(Refusal::Full)?;
         let ledger = &self.server.ledger;
         let reserved = ledger
@@ -744,12 +747,8 @@ impl Session<'_> {
         match (reply, asked.push) {
             (WaitReply::Granted, _) => {
                 // The table ended this waiter's places, under any uid.
-                let replaced = {
-                    let mut waits = self.waits();
-                    waits.end(&args.uid);
-                    waits.replace(&args.uid, asked.ticket)
-                };
-                self.ended(replaced, false);
+                let superseded = self.waits().supersede(args, asked.ticket);
+                self.ended(superseded, Ending::Superseded(args));
                 if released.contains(&args.uid) {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
@@ -772,15 +771,14 @@ impl Session<'_> {
                     mode: asked.mode,
                     ticket: asked.ticket,
                     expires: Instant::now() + asked.place_ttl,
-                    push: asked.push,
                 };
-                let replaced = self.waits().queued(place);
-                self.ended(replaced, false);
+                let superseded = self.waits().queued(place);
+                self.ended(superseded, Ending::Superseded(args));
             }
             (WaitReply::Refused, true) => {
                 ledger.undo(&args.uid, reserved);
                 let place = self.waits().end(&args.uid);
-                self.ended(place, false);
+                self.ended(place, Ending::Lapsed);
             }
         }
         Ok(reply)
@@ -797,30 +795,41 @@ impl Session<'_> {
     }
 
     /// Settles places that ended without a grant this connection saw:
-    /// expired, replaced by the same waiter's newer place, refused, or
-    /// (with `leave`) given up because the connection closed. Their charge
-    /// goes when no entry can exist for them: for a reservation always, for
-    /// a pushed place when the table still had it and dropped it now.
-    /// Otherwise it may have been granted meanwhile, and the charge lapses
-    /// on its own.
+    /// expired, superseded by the same waiter's newer request (under
+    /// another uid, or for other names), refused, or given up because the
+    /// connection closed. What is left of each in the lock table goes (a
+    /// superseded place may stand on names the newer request does not
+    /// name; an expired one may not be swept yet). Its charge goes unless
+    /// the table holds an entry of its uid on those names: a pushed place
+    /// may have been granted meanwhile, and the entries keep the charge
+    /// until they are released or it lapses. So the ledger never charges
+    /// less than the table keeps.
     ///
     /// A place whose waiter has asked again over another connection since
     /// (it reconnected; the ledger then charges that connection) belongs
     /// to that connection now, and is left alone: the table keeps one place
     /// per waiter, and it is the newer connection's.
-    fn ended(&self, places: impl IntoIterator<Item = Place>, leave: bool) {
+    fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
         let locker = &*self.server.locker;
         let ledger = &self.server.ledger;
         for place in places {
-            if ledger
-                .owner(&place.args.uid)
-                .is_some_and(|conn| conn != self.id)
-            {
+            let uid = &place.args.uid;
+            if ledger.owner(uid).is_some_and(|conn| conn != self.id) {
                 continue;
             }
-            let left = (leave || place.push) && matches!(locker.leave_queue(&place.args), Ok(true));
-            if left || !place.push {
-                ledger.release(&place.args.uid, Some(&place.args.resources));
+            let (ticket, keep) = match how {
+                // Every place of the uid: its waiter is gone.
+                Ending::Closed => (None, &[][..]),
+                Ending::Lapsed => (Some(place.ticket), &[][..]),
+                // The uid's own newer request renewed its places on the
+                // names it asked for again.
+                Ending::Superseded(newer) if newer.uid == *uid => {
+                    (Some(place.ticket), &newer.resources[..])
+                }
+                Ending::Superseded(_) => (Some(place.ticket), &[][..]),
+            };
+            if !locker.end_place(&place.args, ticket, keep).held {
+                ledger.release(uid, Some(&place.args.resources));
             }
         }
     }
@@ -976,6 +985,17 @@ impl Session<'_> {
     }
 }
 
+/// How places of this connection ended: see [`Session::ended`].
+#[derive(Clone, Copy)]
+enum Ending<'a> {
+    /// Expired, or refused.
+    Lapsed,
+    /// The same waiter asked again with these arguments.
+    Superseded(&'a LockArgs),
+    /// The connection closed.
+    Closed,
+}
+
 /// Why a wait was not asked.
 enum Refusal {
     /// The connection holds as many places as it may (the limit).
@@ -1001,7 +1021,7 @@ impl Drop for Session<'_> {
             places = places.len(),
             "connection closed; giving up its places in line"
         );
-        self.ended(places, true);
+        self.ended(places, Ending::Closed);
     }
 }
 

@@ -44,9 +44,6 @@ pub(crate) struct Place {
     pub(crate) ticket: Ticket,
     /// When the lock table drops it, at the latest.
     pub(crate) expires: Instant,
-    /// Whether the server pushes its grant; `false` for a reservation,
-    /// which the lock table never grants by itself.
-    pub(crate) push: bool,
 }
 
 /// A version-2 poller: the same owner asking for the same resources in
@@ -130,25 +127,39 @@ impl Waits {
         self.limit
     }
 
-    /// Records that the lock table keeps a place for `args.uid`. Returns
-    /// the place it replaced: the same waiter's, under another uid.
-    pub(crate) fn queued(&mut self, place: Place) -> Option<Place> {
-        let replaced = self.replace(&place.args.uid, place.ticket);
-        // The uid's own earlier place, under another ticket, is gone too.
-        if let Some(old) = self.places.remove(&place.args.uid) {
-            self.by_ticket.remove(&old.ticket);
-        }
+    /// Records that the lock table keeps a place for `place.args.uid`.
+    /// Returns the places of the same waiter that it supersedes: see
+    /// [`supersede`](Self::supersede).
+    pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
+        let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
         self.places.insert(place.args.uid.clone(), place);
-        replaced
+        superseded
     }
 
-    /// Forgets the place of another uid than `uid` with `ticket`: the lock
-    /// table replaced it, or granted the waiter under `uid`.
-    pub(crate) fn replace(&mut self, uid: &str, ticket: Ticket) -> Option<Place> {
-        let other = self.by_ticket.get(&ticket).filter(|u| u.as_ref() != uid)?;
-        let other = other.clone();
-        self.end(&other)
+    /// Forgets the places of the waiter that asked with `args` and
+    /// `ticket` and was granted or queued: one waiter (a uid, or a ticket)
+    /// keeps the places of its newest request only. Returns those whose
+    /// request differs from this one (the ticket's under another uid, or
+    /// the uid's on other names): the caller ends what is left of them in
+    /// the lock table and settles their charge. The uid's own place for
+    /// the same names is simply renewed or granted.
+    pub(crate) fn supersede(&mut self, args: &LockArgs, ticket: Ticket) -> Vec<Place> {
+        let mut superseded = Vec::new();
+        let other = self
+            .by_ticket
+            .get(&ticket)
+            .filter(|u| **u != args.uid)
+            .cloned();
+        if let Some(old) = other.and_then(|uid| self.end(&uid)) {
+            superseded.push(old);
+        }
+        if let Some(old) = self.end(&args.uid) {
+            if old.args.resources != args.resources {
+                superseded.push(old);
+            }
+        }
+        superseded
     }
 
     /// Forgets the place of `uid`, which was granted or released.
@@ -214,7 +225,6 @@ mod tests {
             mode: LockMode::Write,
             ticket,
             expires,
-            push: true,
         }
     }
 
@@ -225,15 +235,16 @@ mod tests {
         let (t1, t2, t3) = (Ticket::now(), Ticket::now(), Ticket::now());
         assert!(waits
             .queued(place("a", t1, now + Duration::from_secs(5)))
-            .is_none());
+            .is_empty());
         assert!(waits
             .queued(place("b", t2, now + Duration::from_secs(1)))
-            .is_none());
+            .is_empty());
         assert!(!waits.has_room("c", t3), "full");
         assert!(waits.has_room("a", t3), "renewing a uid");
         assert!(waits.has_room("c", t1), "the same waiter under a new uid");
         let replaced = waits.queued(place("c", t1, now + Duration::from_secs(5)));
-        assert_eq!(replaced.map(|p| p.args.uid), Some("a".into()));
+        let replaced: Vec<_> = replaced.into_iter().map(|p| p.args.uid).collect();
+        assert_eq!(replaced, [Arc::<str>::from("a")]);
         assert_eq!(waits.len(), 2);
         tokio::time::advance(Duration::from_secs(2)).await;
         let expired = waits.sweep(Instant::now());
@@ -245,9 +256,21 @@ mod tests {
         assert!(waits.by_ticket.is_empty());
         // A waiter granted under a new uid: its old place goes.
         waits.queued(place("e", t2, now + Duration::from_secs(9)));
-        assert!(waits.replace("f", t2).is_some());
-        assert!(waits.replace("f", t2).is_none());
+        let granted = place("f", t2, now);
+        assert_eq!(waits.supersede(&granted.args, t2).len(), 1);
+        assert!(waits.supersede(&granted.args, t2).is_empty());
         assert!(waits.is_empty());
+        // A uid renewing its place for the same names supersedes nothing;
+        // for other names, its place for the old ones.
+        assert!(waits.queued(place("g", t3, now)).is_empty());
+        assert!(waits.queued(place("g", t3, now)).is_empty());
+        let mut moved = place("g", t3, now);
+        moved.args.resources = vec!["other".to_string()].into();
+        let superseded = waits.queued(moved);
+        assert_eq!(superseded.len(), 1);
+        assert_eq!(&superseded[0].args.resources[..], ["r".to_string()]);
+        assert_eq!(waits.len(), 1);
+        assert_eq!(waits.by_ticket.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -16,7 +16,10 @@ use quorum_lock::net::{
     LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats, MAX_HELLO_FRAME,
     MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN,
 };
-use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use quorum_lock::{
+    Dsync, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, Ticket, WaitArgs,
+    WaitReply,
+};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -395,4 +398,63 @@ async fn the_client_learns_the_servers_validity_in_the_handshake() {
         .await
         .unwrap();
     assert_eq!(offline.validity(), None);
+}
+
+/// A waiter that asks again with the same ticket under a new uid for other
+/// names (a client may, as the coordinator does for the same names) is
+/// one waiter: the server keeps the places of its newest request only, on
+/// every name, and charges exactly those. Requests that share a name
+/// alternate with requests that share none; every one keeps its place as
+/// a reservation (no push), since a name of it is held.
+#[tokio::test]
+async fn a_waiter_asking_under_a_new_uid_for_other_names_keeps_only_its_newest_places() {
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_bytes_per_connection = 1 << 20;
+    let node = start(LocalLocker::new(), config).await;
+    let client = remote(&node).await;
+    for held in ["held-0", "held-1"] {
+        let holder = args(&format!("holder-{held}"), &[held.to_string()]);
+        assert!(client.lock(&holder).await.unwrap());
+    }
+    let holders = node.stats.lock_bytes();
+    let wait = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(60),
+        wake: None,
+    };
+    let request = |step: usize| {
+        // Steps 2k and 2k+1 share their held name; 2k+1 and 2k+2 share none.
+        let mut names: Vec<String> = (0..200).map(|i| format!("s{step:03}-{i:04}")).collect();
+        names.push(format!("held-{}", (step / 2) % 2));
+        args(&format!("try-{step:03}"), &names)
+    };
+    let mut charged = None;
+    for step in 0..40 {
+        let reply = client
+            .lock_wait(&request(step), LockMode::Write, &wait)
+            .await;
+        assert_eq!(reply.unwrap(), WaitReply::Refused, "step {step}");
+        assert_eq!(
+            node.locker.waiting(),
+            201,
+            "step {step}: the places of the newest request only"
+        );
+        let now = node.stats.lock_bytes() - holders;
+        assert_eq!(
+            *charged.get_or_insert(now),
+            now,
+            "step {step}: one request charged"
+        );
+    }
+    // Nobody stands in line on an earlier request's names any more.
+    let other = remote(&node).await;
+    for step in [0, 1, 38] {
+        let name = format!("s{step:03}-0000");
+        assert!(
+            other.lock(&args("plain", &[name])).await.unwrap(),
+            "a name of step {step} is free"
+        );
+    }
+    let newest = "s039-0000".to_string();
+    assert!(!other.lock(&args("plain", &[newest])).await.unwrap());
 }
