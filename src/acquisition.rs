@@ -53,7 +53,12 @@ impl Acquisition {
             source: source.clone(),
             quorum,
         };
-        Arc::new(Acquisition::new(coord.clone(), args, mode, Instant::now()))
+        Arc::new(Acquisition::new(
+            coord.clone(),
+            args,
+            mode,
+            coord.clock.now(),
+        ))
     }
 
     pub(crate) fn new(
@@ -232,7 +237,7 @@ impl Acquisition {
     /// saying it still grants would blame a holder for a locker that is
     /// out of reach.
     pub(crate) fn answers(&self) -> Vec<Option<Answer>> {
-        let now = Instant::now();
+        let now = self.coord.clock.now();
         let trusted_for = self.coord.lease.trusted_for();
         self.slots()
             .slots
@@ -305,7 +310,7 @@ impl Acquisition {
             return Win::Open;
         };
         let trusted_for = self.coord.lease.trusted_for();
-        if after(trust_from, trusted_for) <= Instant::now() {
+        if after(trust_from, trusted_for) <= self.coord.clock.now() {
             return Win::Stale;
         }
         slots.held = true;

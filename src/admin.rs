@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::future::join_all;
-use tokio::time::Instant;
 
 use crate::config::after;
 use crate::fanout::call_locker;
@@ -73,12 +72,13 @@ impl Dsync {
     /// ```
     pub async fn locks(&self) -> Result<Vec<ClusterLock>, Error> {
         let lockers = &self.coord.lockers;
-        let began = Instant::now();
+        let clock = &self.coord.clock;
+        let began = clock.now();
         let deadline = after(began, self.coord.timeouts.unlock);
         let listings = join_all(
             lockers
                 .iter()
-                .map(|l| tokio::time::timeout_at(deadline, l.locks())),
+                .map(|l| clock.timeout_at(deadline, l.locks())),
         )
         .await;
         let mut answered = 0;
@@ -208,7 +208,7 @@ impl Dsync {
             quorum: write_quorum(lockers.len()),
         };
         tracing::info!(resources = ?args.resources, "forcing locks open");
-        let began = Instant::now();
+        let began = self.coord.clock.now();
         let deadline = after(began, self.coord.timeouts.force_unlock);
         let coord = &self.coord;
         let results = join_all(lockers.iter().enumerate().map(|(index, l)| {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::telemetry::Telemetry;
 use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
 
@@ -38,6 +39,10 @@ pub(crate) struct Coordinator {
     /// [`Outstanding`].
     pub(crate) outstanding: Arc<Outstanding>,
     rng: Mutex<SmallRng>,
+    /// The clock the coordinator measures leases, deadlines and waits on:
+    /// tokio's, unless a test gave it another (`DsyncBuilder::clock`).
+    /// Every instant kept in the coordinator's state is on this clock.
+    pub(crate) clock: Clock,
 }
 
 /// Why a call to one locker failed, and when.
@@ -72,6 +77,7 @@ impl Coordinator {
             unlock_retries,
             telemetry,
             rng: Mutex::new(rng),
+            clock: Clock::Tokio,
         }
     }
 
@@ -79,7 +85,7 @@ impl Coordinator {
     pub(crate) fn note_failure(&self, index: usize, error: &Error) {
         if let Some(slot) = self.failures.get(index) {
             let note = FailureNote {
-                at: Instant::now(),
+                at: self.clock.now(),
                 error: error.clone(),
             };
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);

@@ -10,6 +10,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::runtime::Handle;
 
+use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::keeper::Keeper;
 use crate::locker::validate_names;
@@ -73,6 +74,7 @@ impl Dsync {
             lease: Lease::default(),
             waiting: Waiting::default(),
             seed: None,
+            clock: Clock::Tokio,
         }
     }
 
@@ -362,6 +364,7 @@ pub struct DsyncBuilder {
     lease: Lease,
     waiting: Waiting,
     seed: Option<u64>,
+    clock: Clock,
 }
 
 impl DsyncBuilder {
@@ -404,6 +407,18 @@ impl DsyncBuilder {
         self
     }
 
+    /// Runs the coordinator on `clock` instead of tokio's (feature
+    /// `testing`): it measures its leases, deadlines, refreshes, waits and
+    /// backoffs on it, and reads its wall clock (fencing floors) from it,
+    /// so that a test can give each client a clock that runs fast, slow or
+    /// with its wall clock off. See
+    /// [`testing::DriftClock`](crate::testing::DriftClock).
+    #[cfg(feature = "testing")]
+    pub fn clock(mut self, clock: crate::testing::DriftClock) -> Self {
+        self.clock = Clock::Drift(clock);
+        self
+    }
+
     /// Checks the settings and builds the coordinator.
     ///
     /// Fails with [`Error::InvalidArgument`], naming the relation that is
@@ -438,17 +453,20 @@ impl DsyncBuilder {
             Some(seed) => SmallRng::seed_from_u64(seed),
             None => SmallRng::from_rng(&mut rand::rng()),
         };
+        let mut coord = Coordinator::new(
+            self.lockers,
+            owner.into(),
+            self.timeouts,
+            self.retry,
+            self.lease,
+            self.waiting,
+            rng,
+        );
+        coord.clock = self.clock;
+        let keeper = Arc::new(Keeper::new(coord.clock.clone()));
         Ok(Dsync {
-            coord: Arc::new(Coordinator::new(
-                self.lockers,
-                owner.into(),
-                self.timeouts,
-                self.retry,
-                self.lease,
-                self.waiting,
-                rng,
-            )),
-            keeper: Arc::default(),
+            coord: Arc::new(coord),
+            keeper,
             source: None,
         })
     }

@@ -9,6 +9,7 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
+use crate::clock::Clock;
 use crate::coordinator::{Coordinator, Outstanding};
 use crate::telemetry::CallKind;
 use crate::Error;
@@ -152,10 +153,11 @@ impl<T: Send + 'static> Drop for CallSet<T> {
     }
 }
 
-/// Awaits one locker call, failing it with [`Error::LockerTimeout`] at
-/// `deadline`. A call that is ready on its first poll (every in-process
-/// locker) never touches the timer.
+/// Awaits one locker call, failing it with [`Error::LockerTimeout`] when
+/// `clock` shows `deadline`. A call that is ready on its first poll (every
+/// in-process locker) never touches the timer.
 pub(crate) async fn call_with_deadline<F, T>(
+    clock: &Clock,
     call: F,
     deadline: Instant,
     endpoint: impl FnOnce() -> String,
@@ -167,8 +169,8 @@ where
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
         return out;
     }
-    let started = Instant::now();
-    match tokio::time::timeout_at(deadline, call).await {
+    let started = clock.now();
+    match clock.timeout_at(deadline, call).await {
         Ok(out) => out,
         Err(_) => Err(Error::LockerTimeout {
             endpoint: endpoint(),
@@ -204,7 +206,7 @@ where
             .get(index)
             .map_or_else(String::new, |l| l.endpoint())
     };
-    let out = call_with_deadline(call, deadline, endpoint).await;
+    let out = call_with_deadline(&coord.clock, call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
     if let Err(err) = &out {
         coord.note_failure(index, err);

@@ -43,10 +43,9 @@
 use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::time::Instant;
 
 use crate::acquisition::Acquisition;
-use crate::clock::{anchored_wall, nanos_of};
+use crate::clock::nanos_of;
 use crate::config::after;
 use crate::fanout::call_locker;
 use crate::telemetry::CallKind;
@@ -73,7 +72,8 @@ pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
     // or refused), so the argument above is unchanged; a locker whose clock
     // is behind this one's by more than the tolerance refuses it, and the
     // draw starts again from 0.
-    let lead = anchored_wall(Instant::now()).saturating_add(nanos_of(FLOOR_LEAD));
+    let clock = &state.coord.clock;
+    let lead = clock.wall_now().saturating_add(nanos_of(FLOOR_LEAD));
     let first = match ask(state, lead).await {
         Err(err) if err.is_floor_ahead() => ask(state, 0).await?,
         other => other?,
@@ -83,13 +83,13 @@ pub(crate) async fn draw_token(state: &Arc<Acquisition>) -> Result<u64, Error> {
     }
     // Lockers may answer more than `first.token` here; only `first.token`
     // is known to be recorded by a whole quorum now, so it is the token.
-    let give_up = after(Instant::now(), state.coord.timeouts.refresh);
+    let give_up = after(clock.now(), state.coord.timeouts.refresh);
     loop {
         match ask(state, first.token).await {
             Ok(_) => return Ok(first.token),
-            Err(err) if err.is_floor_ahead() && Instant::now() < give_up => {
+            Err(err) if err.is_floor_ahead() && clock.now() < give_up => {
                 tracing::debug!(uid = %state.args.uid, %err, "fencing floor ahead of a locker's clock; asking again");
-                tokio::time::sleep(crate::FENCE_CLOCK_TOLERANCE / 4).await;
+                clock.sleep(crate::FENCE_CLOCK_TOLERANCE / 4).await;
             }
             Err(err) => return Err(err),
         }
@@ -114,7 +114,7 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     let coord = &state.coord;
     let n = coord.lockers.len();
     let quorum = state.args.quorum;
-    let began = Instant::now();
+    let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.refresh);
     let mut calls: FuturesUnordered<_> = coord
         .lockers

@@ -34,7 +34,11 @@ struct Held {
 impl Held {
     fn new(state: Arc<Acquisition>, handle: Handle, keeper: Arc<Keeper>) -> Self {
         let trusted_for = state.coord.lease.trusted_for();
-        let signal = Arc::new(LossSignal::new(state.trust_from(), trusted_for));
+        let signal = Arc::new(LossSignal::new(
+            state.coord.clock.clone(),
+            state.trust_from(),
+            trusted_for,
+        ));
         let lease = keeper.register(&handle, state.clone(), signal.clone());
         Held {
             state,

@@ -35,9 +35,10 @@ use futures::future::{AbortHandle, Abortable};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::runtime::{self, Handle};
 use tokio::sync::Notify;
-use tokio::time::{sleep_until, Instant};
+use tokio::time::Instant;
 
 use crate::acquisition::Acquisition;
+use crate::clock::Clock;
 use crate::config::after;
 use crate::loss::LossSignal;
 use crate::refresh::{declare_lost, refresh_round, Refreshed};
@@ -166,9 +167,19 @@ impl Table {
 #[derive(Default)]
 pub(crate) struct Keeper {
     table: Mutex<Table>,
+    /// The coordinator's clock, which every instant in the table is on.
+    clock: Clock,
 }
 
 impl Keeper {
+    /// The table of a coordinator that runs on `clock`.
+    pub(crate) fn new(clock: Clock) -> Keeper {
+        Keeper {
+            table: Mutex::default(),
+            clock,
+        }
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -393,7 +404,7 @@ fn settle(keeper: &Keeper, done: Settled) -> Option<(Leased, LossCause)> {
             // The backoff, but never so long that the retry would come after
             // half the time left, or later than a regular refresh: one
             // failed round must not cost a lock whose lockers recovered.
-            let now = Instant::now();
+            let now = leased.state.coord.clock.now();
             let left = leased
                 .signal
                 .deadline()
@@ -450,7 +461,7 @@ async fn run(lane: LaneTask) {
     let mut rounds = FuturesUnordered::new();
     let mut lost = Vec::new();
     loop {
-        let step = tick(&keeper, lane.id, Instant::now(), &mut rounds, &mut lost);
+        let step = tick(&keeper, lane.id, keeper.clock.now(), &mut rounds, &mut lost);
         // Declared outside the table lock: cancelling wakes the holders.
         let handle = Handle::current();
         for leased in lost.drain(..) {
@@ -463,7 +474,7 @@ async fn run(lane: LaneTask) {
         }
         let Step::Sleep(next) = step else { return };
         tokio::select! {
-            () = async { sleep_until(next.unwrap_or_else(Instant::now)).await }, if next.is_some() => {}
+            () = async { keeper.clock.wait_until(next.unwrap_or_else(|| keeper.clock.now())).await }, if next.is_some() => {}
             () = wake.notified() => {}
             Some(done) = rounds.next(), if !rounds.is_empty() => {
                 if let Ok(done) = done {

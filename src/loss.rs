@@ -18,12 +18,16 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::Clock;
+
 /// Deadline nanoseconds meaning "never": the settings allow no expiry.
 const NEVER: u64 = u64::MAX;
 
 /// When one held lock is lost, and who has been told.
 pub(crate) struct LossSignal {
     token: CancellationToken,
+    /// The holder's clock, which `base` and the deadline are on.
+    clock: Clock,
     /// The origin of `deadline`.
     base: Instant,
     /// Nanoseconds after `base` at which the lock is lost. Only ever moves
@@ -36,10 +40,11 @@ pub(crate) struct LossSignal {
 }
 
 impl LossSignal {
-    /// A signal for a lock that is lost at `base + trusted_for`.
-    pub(crate) fn new(base: Instant, trusted_for: Duration) -> Self {
+    /// A signal for a lock that is lost at `base + trusted_for` on `clock`.
+    pub(crate) fn new(clock: Clock, base: Instant, trusted_for: Duration) -> Self {
         LossSignal {
             token: CancellationToken::new(),
+            clock,
             base,
             deadline: AtomicU64::new(nanos(trusted_for)),
             holder_gone: Notify::new(),
@@ -67,7 +72,7 @@ impl LossSignal {
         let new = sent.saturating_add(nanos(trusted_for));
         let mut current = self.deadline.load(Ordering::Acquire);
         loop {
-            if self.passed(current, Instant::now()) {
+            if self.passed(current, self.clock.now()) {
                 self.token.cancel();
                 return false;
             }
@@ -97,7 +102,7 @@ impl LossSignal {
         if self.token.is_cancelled() {
             return true;
         }
-        if self.passed(self.deadline.load(Ordering::Acquire), Instant::now()) {
+        if self.passed(self.deadline.load(Ordering::Acquire), self.clock.now()) {
             self.token.cancel();
             return true;
         }
@@ -142,7 +147,7 @@ impl LossSignal {
                 Some(deadline) => {
                     tokio::select! {
                         () = signal.token.cancelled() => return,
-                        () = tokio::time::sleep_until(deadline) => {}
+                        () = signal.clock.wait_until(deadline) => {}
                     }
                 }
                 None => return signal.token.cancelled().await,
@@ -161,7 +166,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_deadline_decides_without_anyone_cancelling() {
-        let signal = LossSignal::new(Instant::now(), Duration::from_secs(5));
+        let signal = LossSignal::new(Clock::Tokio, Instant::now(), Duration::from_secs(5));
         assert!(!signal.check());
         tokio::time::advance(Duration::from_secs(5)).await;
         assert!(signal.check(), "the clock passed the deadline");
@@ -171,7 +176,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_late_confirmation_does_not_revive_a_lost_lock() {
         let start = Instant::now();
-        let signal = LossSignal::new(start, Duration::from_secs(5));
+        let signal = LossSignal::new(Clock::Tokio, start, Duration::from_secs(5));
         assert!(signal.extend(start + Duration::from_secs(1), Duration::from_secs(5)));
         assert_eq!(signal.deadline(), Some(start + Duration::from_secs(6)));
         tokio::time::advance(Duration::from_secs(7)).await;
@@ -181,7 +186,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_endless_lease_never_expires() {
-        let signal = LossSignal::new(Instant::now(), Duration::MAX);
+        let signal = LossSignal::new(Clock::Tokio, Instant::now(), Duration::MAX);
         assert_eq!(signal.deadline(), None);
         tokio::time::advance(Duration::from_secs(86_400)).await;
         assert!(!signal.check());
@@ -190,7 +195,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn lost_fires_at_the_deadline_on_its_own() {
         let start = Instant::now();
-        let signal = std::sync::Arc::new(LossSignal::new(start, Duration::from_secs(3)));
+        let signal =
+            std::sync::Arc::new(LossSignal::new(Clock::Tokio, start, Duration::from_secs(3)));
         LossSignal::lost(signal.clone()).await;
         assert_eq!(Instant::now(), start + Duration::from_secs(3));
         assert!(signal.is_declared());

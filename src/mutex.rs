@@ -234,11 +234,11 @@ impl DRWMutex {
         let result = async {
             // Checked here too, because the timer below needs the runtime.
             Handle::try_current().map_err(|_| Error::NoRuntime)?;
-            let watch = self.board.begin();
+            let watch = self.board.begin(&self.coord.clock);
             let outer = wait_status::outer();
             let watches = [Some(&watch), outer.as_ref()];
             let rounds = self.rounds(mode, Patience::Forever, &record, watches);
-            match tokio::time::timeout(timeout, rounds).await {
+            match self.coord.clock.timeout(timeout, rounds).await {
                 Ok(result) => {
                     report(outer.as_ref(), &result);
                     result
@@ -268,7 +268,7 @@ impl DRWMutex {
         let span = self.span(mode);
         // One-round tries report too: a clone of a reentrant holder that
         // waits behind one reads why from here.
-        let watch = self.board.begin();
+        let watch = self.board.begin(&self.coord.clock);
         let outer = wait_status::outer();
         let result = self
             .rounds(mode, patience, &record, [Some(&watch), outer.as_ref()])
@@ -334,7 +334,7 @@ impl DRWMutex {
                 }
                 let wait = coord.backoff(attempt);
                 tracing::debug!(%uid, %err, attempt, ?wait, "lock not granted, retrying");
-                tokio::time::sleep(wait).await;
+                coord.clock.sleep(wait).await;
                 attempt = attempt.saturating_add(1);
             }
         }
@@ -393,7 +393,7 @@ impl DRWMutex {
                     drop(wait);
                     let pause = self.coord.backoff(refusals);
                     tracing::debug!(?pause, "refused by a locker without a queue; retrying");
-                    tokio::time::sleep(pause).await;
+                    self.coord.clock.sleep(pause).await;
                     refusals = refusals.saturating_add(1);
                 }
                 Err(WaitEnd::Failed(err)) => {

@@ -125,7 +125,7 @@ pub(crate) fn declare_lost(
     let counted = state.coord.outstanding.begin();
     handle.spawn(async move {
         tokio::select! {
-            () = tokio::time::sleep(state.coord.lease.safety_margin) => {}
+            () = state.coord.clock.sleep(state.coord.lease.safety_margin) => {}
             () = signal.holder_gone() => {}
         }
         force_release(state).await;
@@ -135,7 +135,7 @@ pub(crate) fn declare_lost(
 
 async fn force_release(state: Arc<Acquisition>) {
     let coord = &state.coord;
-    let deadline = after(Instant::now(), coord.timeouts.force_unlock);
+    let deadline = after(coord.clock.now(), coord.timeouts.force_unlock);
     let calls = coord.lockers.iter().enumerate().map(|(index, locker)| {
         let call = locker.force_unlock(&state.args);
         call_locker(coord, index, CallKind::ForceUnlock, call, deadline)

@@ -20,6 +20,7 @@
 //! it sees a probe per backoff step, and the batch once a probe lands.
 
 use std::future::{poll_fn, Future};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -41,7 +42,7 @@ use crate::{Error, LockArgs, LockMode};
 /// entry: both "released" and "did not hold it" count, which is what makes
 /// unlock idempotent.
 pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> bool {
-    release_after(state, target, Instant::now(), None).await
+    release_after(state, target, state.coord.clock.now(), None).await
 }
 
 /// [`release_one`], begun at `began`, when `failed` is the error of a first
@@ -72,14 +73,14 @@ async fn release_after(
             return false;
         }
         let wait = coord.background_backoff(attempt);
-        if !target.granted || after(Instant::now(), wait) >= inline_until {
+        if !target.granted || after(coord.clock.now(), wait) >= inline_until {
             tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
                 "release failed; retrying in the background");
             retry_later(coord, target.index, state, give_up);
             return false;
         }
         tracing::debug!(uid = %state.args.uid, locker = %locker.endpoint(), %err, ?wait, "release failed, retrying");
-        tokio::time::sleep(wait).await;
+        coord.clock.sleep(wait).await;
         coord.telemetry.release_retried(1);
         attempt += 1;
     }
@@ -123,7 +124,7 @@ async fn unlock_call(
         LockMode::Read => locker.runlock(args),
     };
     let kind = unlock_kind(mode);
-    let deadline = after(Instant::now(), coord.timeouts.unlock);
+    let deadline = after(coord.clock.now(), coord.timeouts.unlock);
     call_locker(coord, index, kind, call, deadline)
         .await
         .map(|_| ())
@@ -221,8 +222,8 @@ async fn drain(mut task: Draining) {
     let endpoint = || coord.lockers[index].endpoint();
     let mut attempt = 0u32;
     loop {
-        tokio::time::sleep(coord.background_backoff(attempt)).await;
-        let now = Instant::now();
+        coord.clock.sleep(coord.background_backoff(attempt)).await;
+        let now = coord.clock.now();
         {
             let mut queue = coord.unlock_retries[index].lock();
             if queue.pending.is_empty() {
@@ -308,7 +309,7 @@ fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
     let Some(now) = coord.lockers[target.index].immediate() else {
         return Started::Running(Box::pin(async move { release_one(&state, target).await }));
     };
-    let began = Instant::now();
+    let began = coord.clock.now();
     let kind = unlock_kind(state.mode);
     let result = now.unlock_now(&state.args, state.mode);
     match answered_now(coord, target.index, kind, result) {
@@ -368,7 +369,7 @@ async fn release_plan(
     let lockers = state.coord.lockers.len();
     let quorum = state.args.quorum;
     let mut confirmed = plan.refused;
-    let deadline = after(Instant::now(), state.coord.timeouts.unlock);
+    let deadline = after(state.coord.clock.now(), state.coord.timeouts.unlock);
     let targets = plan
         .targets
         .into_iter()
@@ -380,8 +381,8 @@ async fn release_plan(
         if confirmed >= quorum || calls.running() == 0 {
             return Poll::Ready(());
         }
-        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        timer.as_mut().poll(cx)
+        let timer = timer.get_or_insert_with(|| state.coord.clock.sleep_until(deadline));
+        Pin::new(timer).poll(cx)
     })
     .await;
     tracing::debug!(confirmed, quorum, "released");

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::runtime::Handle;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use crate::acquisition::{Acquisition, Target};
+use crate::clock::Sleep;
 use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::fanout::{answered_now, call_locker, CallSet, Started};
@@ -137,7 +138,8 @@ impl Round {
         let quorum = self.state.args.quorum;
         let mut tally = Tally::new(n, quorum);
         let mut permanent: Option<Error> = None;
-        let mut timer: Option<Pin<Box<Sleep>>> = None;
+        let mut timer: Option<Sleep> = None;
+        let clock = &self.state.coord.clock;
         let calls = &mut self.calls;
         let deadline = self.deadline;
         let verdict = poll_fn(|cx| {
@@ -151,8 +153,8 @@ impl Round {
             if let Some(verdict) = tally.verdict() {
                 return Poll::Ready(verdict);
             }
-            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            match timer.as_mut().poll(cx) {
+            let timer = timer.get_or_insert_with(|| clock.sleep_until(deadline));
+            match Pin::new(timer).poll(cx) {
                 Poll::Ready(()) => Poll::Ready(tally.failure()),
                 Poll::Pending => Poll::Pending,
             }

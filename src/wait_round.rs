@@ -20,9 +20,10 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::runtime::Handle;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use crate::acquisition::{Acquisition, Target, Win};
+use crate::clock::Sleep;
 use crate::config::after;
 use crate::coordinator::Coordinator;
 use crate::fanout::{answered_now, call_locker, CallSet, Started};
@@ -77,7 +78,7 @@ fn wait_call(
     let coord = &state.coord;
     let locker = &coord.lockers[index];
     let stamp = state.stamp();
-    let sent = sent.unwrap_or_else(Instant::now);
+    let sent = sent.unwrap_or_else(|| coord.clock.now());
     if let Err(err) = coord.honours_lease(index) {
         // Nothing is sent, so there is nothing to undo.
         state.record_reply(index, Answer::Refused, sent, stamp, false);
@@ -240,7 +241,7 @@ impl WaitRound {
         let coord = self.state.coord.clone();
         let recheck = coord.wait_recheck();
         let n = coord.lockers.len();
-        let mut timer: Option<Pin<Box<Sleep>>> = None;
+        let mut timer: Option<Sleep> = None;
         let WaitRound {
             state,
             calls,
@@ -260,7 +261,7 @@ impl WaitRound {
         poll_fn(|cx| loop {
             let mut permanent = None;
             let mut clock: Option<Instant> = None;
-            let mut now = || *clock.get_or_insert_with(Instant::now);
+            let mut now = || *clock.get_or_insert_with(|| coord.clock.now());
             calls.poll_all(cx, |index, outcome| {
                 let now = now();
                 due[index] = match outcome.answer {
@@ -315,11 +316,11 @@ impl WaitRound {
                 }
                 continue;
             };
-            let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
+            let timer = timer.get_or_insert_with(|| coord.clock.sleep_until(next));
             if timer.deadline() != next {
-                timer.as_mut().reset(next);
+                timer.reset(next);
             }
-            if timer.as_mut().poll(cx).is_pending() {
+            if Pin::new(timer).poll(cx).is_pending() {
                 if parked(cx) {
                     return Poll::Pending;
                 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquisition::Acquisition;
+use crate::clock::Clock;
 use crate::coordinator::Coordinator;
 use crate::error::Unreachable;
 use crate::quorum::Answer;
@@ -149,7 +150,7 @@ impl WaitStatus {
         answers: &[Option<Answer>],
         began: Instant,
     ) -> WaitStatus {
-        let now = Instant::now();
+        let now = coord.clock.now();
         let waited = now.saturating_duration_since(began);
         let mut status = WaitStatus {
             lockers: answers.len(),
@@ -272,12 +273,13 @@ pub(crate) fn outer() -> Option<WaitWatch> {
 /// proclamation, a semaphore's release of its line), so running out of
 /// time there means they did not answer, not that a holder was in the way.
 pub(crate) async fn give_up_after<T>(
+    clock: &Clock,
     timeout: Duration,
     operation: impl std::future::Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let watch = WaitWatch::new();
+    let watch = WaitWatch::new(clock);
     let scoped = OPERATION.scope(watch.watched.clone(), operation);
-    match tokio::time::timeout(timeout, scoped).await {
+    match clock.timeout(timeout, scoped).await {
         Ok(result) => result,
         Err(_) => Err(match watch.gave_up() {
             Error::Timeout => watch.after_grant().unwrap_or(Error::Timeout),
@@ -342,8 +344,8 @@ pub(crate) struct WaitBoard {
 
 impl WaitBoard {
     /// A new wait begins: it is the latest until another begins.
-    pub(crate) fn begin(&self) -> WaitWatch {
-        let watch = WaitWatch::new();
+    pub(crate) fn begin(&self, clock: &Clock) -> WaitWatch {
+        let watch = WaitWatch::new(clock);
         *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
             Arc::downgrade(&watch.watched);
         watch
@@ -367,10 +369,10 @@ pub(crate) struct WaitWatch {
 }
 
 impl WaitWatch {
-    fn new() -> WaitWatch {
+    fn new(clock: &Clock) -> WaitWatch {
         WaitWatch {
             watched: Arc::new(Watched {
-                began: Instant::now(),
+                began: clock.now(),
                 rounds: Mutex::new(Rounds::default()),
             }),
         }
@@ -404,7 +406,7 @@ impl WaitWatch {
     /// no longer holds.
     pub(crate) fn granted(&self, state: &Arc<Acquisition>) {
         *self.rounds() = Rounds {
-            granted: Some((state.clone(), Instant::now())),
+            granted: Some((state.clone(), state.coord.clock.now())),
             ..Rounds::default()
         };
     }
@@ -439,7 +441,7 @@ impl WaitWatch {
         let coord = &state.coord;
         let mut unreachable = coord.unreachable_since(at);
         if unreachable.is_empty() {
-            let waited = seconds(Instant::now().saturating_duration_since(at));
+            let waited = seconds(coord.clock.now().saturating_duration_since(at));
             unreachable = coord
                 .lockers
                 .iter()

@@ -47,8 +47,8 @@ where
         if decided.is_some() || calls.running() == 0 {
             return Poll::Ready(());
         }
-        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        timer.as_mut().poll(cx)
+        let timer = timer.get_or_insert_with(|| coord.clock.sleep_until(deadline));
+        std::pin::Pin::new(timer).poll(cx)
     })
     .await;
     decided
@@ -69,7 +69,7 @@ where
     let coord = coord.clone();
     Box::pin(async move {
         let endpoint = locker.endpoint();
-        let result = call_with_deadline(f(locker), deadline, || endpoint).await;
+        let result = call_with_deadline(&coord.clock, f(locker), deadline, || endpoint).await;
         // Noted as every other call's failure is, so that an error that
         // names the unreachable lockers can say why.
         if let Err(err) = &result {
@@ -89,7 +89,7 @@ pub(crate) async fn proclaim_round(
 ) -> Result<bool, Error> {
     let n = coord.lockers.len();
     let quorum = write_quorum(n);
-    let began = Instant::now();
+    let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.refresh);
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
     let mut permanent = None;
@@ -164,7 +164,7 @@ pub(crate) async fn read_round(
 ) -> Result<Reading, Error> {
     let n = coord.lockers.len();
     let quorum = write_quorum(n);
-    let began = Instant::now();
+    let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.acquire);
     let mut tally = Tally::default();
     let mut failed = 0;

@@ -186,7 +186,7 @@ impl Election {
     ) -> Result<Leadership, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let campaign = self.run(value.into(), Patience::Forever);
-        give_up_after(timeout, campaign).await
+        give_up_after(&self.coord.clock, timeout, campaign).await
     }
 
     async fn run(&self, value: Arc<[u8]>, patience: Patience) -> Result<Leadership, Error> {

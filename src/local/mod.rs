@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::clock::{anchored_wall, nanos_of};
+use crate::clock::{anchored_wall, nanos_of, Clock};
 use crate::error::QUARANTINE_REASON;
 use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::proclamation::{election_resource, Proclamation, WatchArgs};
@@ -169,6 +169,9 @@ pub struct LocalLocker {
     fence_ready: AtomicU64,
     /// When the next full expiry pass is due, in nanoseconds after `epoch`.
     next_sweep: AtomicU64,
+    /// The clock every instant above and in the table is on: tokio's,
+    /// unless a test gave it a [`DriftClock`](crate::testing::DriftClock).
+    clock: Clock,
 }
 
 impl LocalLocker {
@@ -186,7 +189,27 @@ impl LocalLocker {
     /// An empty lock table with custom expiry and quarantine, not in
     /// quarantine. Call [`restart`](Self::restart) to start one in quarantine.
     pub fn with_config(endpoint: impl Into<String>, config: LockerConfig) -> Self {
-        let epoch = Instant::now();
+        Self::on_clock(endpoint, config, Clock::Tokio)
+    }
+
+    /// An empty lock table like [`with_config`](Self::with_config) whose
+    /// clock is `clock`: it measures expiry, quarantine, waiting places and
+    /// watches on it, and draws fencing tokens against its wall clock, so
+    /// that a test can make it run fast, slow, or with its wall clock off
+    /// (feature `testing`). The instants it reports
+    /// ([`snapshot`](Self::snapshot)) are mapped back to tokio's clock at
+    /// the clock's current rate.
+    #[cfg(feature = "testing")]
+    pub fn with_clock(
+        endpoint: impl Into<String>,
+        config: LockerConfig,
+        clock: crate::testing::DriftClock,
+    ) -> Self {
+        Self::on_clock(endpoint, config, Clock::Drift(clock))
+    }
+
+    fn on_clock(endpoint: impl Into<String>, config: LockerConfig, clock: Clock) -> Self {
+        let epoch = clock.now();
         LocalLocker {
             shards: Shards::new(),
             boards: Boards::default(),
@@ -197,6 +220,7 @@ impl LocalLocker {
             quarantine_end: AtomicU64::new(0),
             fence_ready: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
+            clock,
         }
     }
 
@@ -219,7 +243,7 @@ impl LocalLocker {
     /// # }
     /// ```
     pub fn restart(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let end_of = |after: Duration| {
             now.checked_add(after)
                 .map_or(u64::MAX, |end| self.nanos(end))
@@ -248,7 +272,7 @@ impl LocalLocker {
 
     /// Whether new grants are refused because of a recent restart.
     pub fn is_quarantined(&self) -> bool {
-        self.quarantine_left_at(Instant::now()).is_some()
+        self.quarantine_left_at(self.clock.now()).is_some()
     }
 
     /// How long new grants are still refused because of a recent restart;
@@ -267,7 +291,7 @@ impl LocalLocker {
     /// # }
     /// ```
     pub fn quarantine_left(&self) -> Option<Duration> {
-        self.quarantine_left_at(Instant::now())
+        self.quarantine_left_at(self.clock.now())
     }
 
     /// Every live entry, sorted by resource and uid. Expired entries are
@@ -277,7 +301,7 @@ impl LocalLocker {
     /// assert!(quorum_lock::LocalLocker::new().snapshot().is_empty());
     /// ```
     pub fn snapshot(&self) -> Vec<LockInfo> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut freed = Vec::new();
         self.shards
             .expire_all(now, self.config.validity, &mut freed);
@@ -290,8 +314,8 @@ impl LocalLocker {
                 owner: e.owner.to_string(),
                 source: e.source.to_string(),
                 mode: holders.mode(),
-                acquired: e.acquired,
-                refreshed: e.refreshed,
+                acquired: self.clock.to_tokio(e.acquired),
+                refreshed: self.clock.to_tokio(e.refreshed),
             }));
         });
         out.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
@@ -319,7 +343,7 @@ impl LocalLocker {
     /// expiry pass, which this runs when it is due.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn counts(&self) -> TableCounts {
-        self.maybe_sweep(Instant::now());
+        self.maybe_sweep(self.clock.now());
         let mut counts = TableCounts::default();
         self.shards.any_shard(|shard| {
             counts.entries += shard.entries();
@@ -341,7 +365,7 @@ impl LocalLocker {
     /// closed) is then gone a second after its ttl, also on an idle server.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn expire_due(&self) -> Option<Instant> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let boards = self.boards.in_use();
         if boards {
             self.maybe_sweep(now);
@@ -365,11 +389,14 @@ impl LocalLocker {
             false
         });
         let next = oldest.and_then(|at| at.checked_add(self.config.validity));
-        if boards {
+        let next = if boards {
             let sweep = now + SWEEP_EVERY;
-            return Some(next.map_or(sweep, |at| at.min(sweep)));
-        }
-        next
+            Some(next.map_or(sweep, |at| at.min(sweep)))
+        } else {
+            next
+        };
+        // The caller's timer runs on tokio's clock.
+        next.map(|at| self.clock.to_tokio(at))
     }
 
     /// How many proclamations and watches the election boards keep.
@@ -419,7 +446,7 @@ impl LocalLocker {
             return Err(Error::invalid("the lock uid must not be empty"));
         }
         args.validate_resources()?;
-        let now = Instant::now();
+        let now = self.clock.now();
         self.maybe_sweep(now);
         let mut freed = Vec::new();
         let out = self.shards.with(&args.resources, |set| {
@@ -667,7 +694,8 @@ impl LocalLocker {
     /// The wall clock fencing tokens are drawn against, in nanoseconds
     /// since the Unix epoch.
     fn wall_nanos(&self, now: Instant) -> u64 {
-        self.epoch_wall.saturating_add(self.nanos(now))
+        self.clock
+            .shift_wall(self.epoch_wall.saturating_add(self.nanos(now)))
     }
 
     /// The quarantine in force after a restart: [`LockerConfig::quarantine`],
@@ -693,7 +721,7 @@ impl LocalLocker {
             removed
         })?;
         if removed && self.boards.in_use() {
-            self.revalidate_boards(Some(&args.resources), Instant::now(), false);
+            self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
         }
         Ok(removed)
     }
@@ -803,9 +831,9 @@ impl NetLocker for LocalLocker {
                 let removed = self
                     .shards
                     .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
-                self.promote(freed, Instant::now());
+                self.promote(freed, self.clock.now());
                 if removed && self.boards.in_use() {
-                    self.revalidate_boards(None, Instant::now(), false);
+                    self.revalidate_boards(None, self.clock.now(), false);
                 }
                 Ok(removed)
             }
@@ -822,9 +850,9 @@ impl NetLocker for LocalLocker {
                     }
                     removed
                 });
-                self.promote(freed, Instant::now());
+                self.promote(freed, self.clock.now());
                 if removed && self.boards.in_use() {
-                    self.revalidate_boards(Some(&args.resources), Instant::now(), false);
+                    self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
                 }
                 Ok(removed)
             }

@@ -221,7 +221,7 @@ impl Semaphore {
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<SemaphorePermit, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        give_up_after(timeout, self.take(1, Patience::Forever)).await
+        give_up_after(&self.coord.clock, timeout, self.take(1, Patience::Forever)).await
     }
 
     /// Why a wait of this handle for a permit is not granted yet, as

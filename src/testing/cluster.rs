@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
-use super::{CallKind, CallStats, FaultyLocker, Latency};
+use super::{CallKind, CallStats, DriftClock, FaultyLocker, Latency};
 use crate::{Error, LocalLocker, LockerConfig, NetLocker};
 
 /// An in-process cluster of `n` [`LocalLocker`]s named `node-0` …
@@ -35,6 +35,8 @@ use crate::{Error, LocalLocker, LockerConfig, NetLocker};
 pub struct TestCluster {
     nodes: Vec<Arc<FaultyLocker>>,
     lockers: Vec<Arc<LocalLocker>>,
+    /// One per node when built with [`with_clocks`](Self::with_clocks).
+    clocks: Vec<DriftClock>,
 }
 
 impl TestCluster {
@@ -45,15 +47,93 @@ impl TestCluster {
 
     /// `n` nodes whose lockers use `config` (expiry and quarantine).
     pub fn with_config(n: usize, seed: u64, config: LockerConfig) -> Self {
-        let mut seeds = SmallRng::seed_from_u64(seed);
-        let lockers: Vec<Arc<LocalLocker>> = (0..n)
-            .map(|i| Arc::new(LocalLocker::with_config(format!("node-{i}"), config)))
+        let lockers = (0..n)
+            .map(|i| LocalLocker::with_config(format!("node-{i}"), config))
             .collect();
+        Self::of(lockers, Vec::new(), seed)
+    }
+
+    /// `n` nodes whose lockers use `config`, each on a [`DriftClock`] of
+    /// its own ([`clock`](Self::clock)), so that the test can make any node's
+    /// clock run fast or slow, or set its wall clock off, at any time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use quorum_lock::{Dsync, LockerConfig};
+    /// use quorum_lock::testing::TestCluster;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), quorum_lock::Error> {
+    /// let cluster = TestCluster::with_clocks(3, 1, LockerConfig::default());
+    /// let ds = Dsync::new(cluster.net_lockers())?;
+    /// let guard = ds.rw_mutex(["a"])?.lock().await?;
+    /// cluster.set_rate(2.0, &[0])?; // node 0's clock runs twice as fast
+    /// cluster.partition(ds.owner(), &[0])?; // and the holder cannot refresh there
+    /// tokio::time::sleep(Duration::from_secs(31)).await;
+    /// // 31 s of the test's time are 62 s on node 0: past its 60 s validity.
+    /// assert!(cluster.lockers()[0].snapshot().is_empty());
+    /// assert!(!guard.is_lost()); // nodes 1 and 2 still confirm the lock
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_clocks(n: usize, seed: u64, config: LockerConfig) -> Self {
+        let clocks: Vec<DriftClock> = (0..n).map(|_| DriftClock::new()).collect();
+        let lockers = clocks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| LocalLocker::with_clock(format!("node-{i}"), config, c.clone()))
+            .collect();
+        Self::of(lockers, clocks, seed)
+    }
+
+    fn of(lockers: Vec<LocalLocker>, clocks: Vec<DriftClock>, seed: u64) -> Self {
+        let mut seeds = SmallRng::seed_from_u64(seed);
+        let lockers: Vec<Arc<LocalLocker>> = lockers.into_iter().map(Arc::new).collect();
         let nodes = lockers
             .iter()
             .map(|l| Arc::new(FaultyLocker::local(l.clone(), seeds.random::<u64>())))
             .collect();
-        TestCluster { nodes, lockers }
+        TestCluster {
+            nodes,
+            lockers,
+            clocks,
+        }
+    }
+
+    /// The clock of node `index`, when the cluster was built
+    /// [`with_clocks`](Self::with_clocks).
+    pub fn clock(&self, index: usize) -> Option<&DriftClock> {
+        self.clocks.get(index)
+    }
+
+    /// Makes the clocks of the nodes at `indices` run at `rate` times the
+    /// test's speed ([`DriftClock::set_rate`]). Fails with
+    /// [`Error::InvalidArgument`], changing nothing, for a bad rate, a bad
+    /// index, or a cluster built without clocks.
+    pub fn set_rate(&self, rate: f64, indices: &[usize]) -> Result<(), Error> {
+        let clocks = self.select_clocks(indices)?;
+        // Checked once, so that a bad rate changes no clock.
+        DriftClock::check_rate(rate)?;
+        clocks.iter().try_for_each(|c| c.set_rate(rate))
+    }
+
+    /// Sets the wall clock offset of the nodes at `indices`
+    /// ([`DriftClock::set_offset_nanos`]); fails as
+    /// [`set_rate`](Self::set_rate) does for a bad index.
+    pub fn set_offset_nanos(&self, offset: i64, indices: &[usize]) -> Result<(), Error> {
+        let clocks = self.select_clocks(indices)?;
+        clocks.iter().for_each(|c| c.set_offset_nanos(offset));
+        Ok(())
+    }
+
+    fn select_clocks(&self, indices: &[usize]) -> Result<Vec<&DriftClock>, Error> {
+        self.select(indices)?;
+        if self.clocks.is_empty() {
+            return Err(Error::InvalidArgument(
+                "the cluster has no clocks: build it with TestCluster::with_clocks".into(),
+            ));
+        }
+        Ok(indices.iter().map(|&i| &self.clocks[i]).collect())
     }
 
     /// How many nodes there are.

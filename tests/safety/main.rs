@@ -7,6 +7,7 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
+mod drift_randomized;
 mod election_randomized;
 mod model_check;
 mod safety_randomized;
