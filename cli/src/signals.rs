@@ -114,7 +114,8 @@ pub mod sys {
         false
     }
 
-    /// Whether /proc shows members of group `pgid`, all of them zombies.
+    /// Whether /proc shows members of group `pgid`, all of them zombies
+    /// with no thread left running.
     /// A member /proc hides (`hidepid`) counts as alive: with none found,
     /// kill(2)'s word that the group exists stands.
     #[cfg(target_os = "linux")]
@@ -142,12 +143,39 @@ pub mod sys {
             if pgrp != Some(pgid) {
                 continue;
             }
-            if !matches!(state, "Z" | "X" | "x") {
+            if !ended(state) || !every_thread_ended(pid) {
                 return false;
             }
             zombies += 1;
         }
         zombies > 0
+    }
+
+    #[cfg(target_os = "linux")]
+    fn ended(state: &str) -> bool {
+        matches!(state, "Z" | "X" | "x")
+    }
+
+    /// Whether every thread of process `pid` ended. /proc shows a process
+    /// whose main thread exited (`SYS_exit`, not `exit_group`) as a zombie
+    /// while its other threads still run: such a process still writes.
+    #[cfg(target_os = "linux")]
+    fn every_thread_ended(pid: u32) -> bool {
+        // A process that was reaped meanwhile has no task list any more.
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return true;
+        };
+        tasks.flatten().all(|task| {
+            let path = task.path().join("stat");
+            match std::fs::read_to_string(path) {
+                Ok(stat) => stat
+                    .rsplit_once(')')
+                    .and_then(|(_, fields)| fields.split_whitespace().next())
+                    .is_some_and(ended),
+                // A thread that ended meanwhile has no stat any more.
+                Err(_) => true,
+            }
+        })
     }
 }
 

@@ -200,3 +200,124 @@ fn sigterm_to_run_while_it_ends_the_leftovers_is_forwarded_and_then_releases() {
         .finish(LIMIT);
     assert_eq!(next.code, Some(0), "{next:?}");
 }
+
+/// A worker whose main thread exits with SYS_exit (not exit_group) while a
+/// second thread keeps ticking into `$1` every 50 ms, 60 times. Linux then
+/// shows the thread-group leader as a zombie (state `Z` in /proc/PID/stat)
+/// although the process still runs and writes.
+const WORKER_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static const char *out;
+static void *tick(void *a) {
+  (void)a;
+  for (int i = 0; i < 60; i++) {
+    FILE *f = fopen(out, "a"); if (f) { fputs("tick\n", f); fclose(f); }
+    usleep(50000);
+  }
+  FILE *f = fopen(out, "a"); if (f) { fputs("done\n", f); fclose(f); }
+  _exit(0);
+}
+int main(int argc, char **argv) {
+  (void)argc;
+  out = argv[1];
+  pthread_t t; pthread_create(&t, 0, tick, 0);
+  usleep(100000);
+  syscall(SYS_exit, 0);
+  return 0;
+}
+"#;
+
+/// /proc shows a process whose main thread ended while another thread runs
+/// as a zombie (`Z`), though it still writes: `run` must not take it for
+/// gone, and must end it before the next holder gets the lock.
+#[test]
+fn run_ends_a_worker_whose_main_thread_exited_before_releasing() {
+    if std::process::Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no C compiler (cc) to build the worker");
+        return;
+    }
+    let dir = Scratch::new("main-thread-exited");
+    let src = dir.file("worker.c");
+    std::fs::write(&src, WORKER_C).unwrap();
+    let exe = dir.file("worker");
+    let built = std::process::Command::new("cc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    assert!(built.success());
+    let servers: Vec<Server> = (0..3)
+        .map(|_| Server::start(&dir, &["--no-quarantine"]))
+        .collect();
+    let nodes = nodes(&servers);
+    let token = dir.token();
+    let d = dir.path.display().to_string();
+    let script =
+        "$D/worker $D/ticks & while [ ! -s $D/ticks ]; do sleep 0.01; done; sleep 0.2; exit 3";
+    let first = Cli::spawn(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &nodes,
+            "--token-file",
+            &token,
+            "--grace",
+            "700ms",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        &[("D", &d)],
+    );
+    wait_until(LIMIT, "the worker to tick", || {
+        dir.read("ticks").contains("tick")
+    });
+    let second = Cli::spawn(
+        &dir,
+        &[
+            "run",
+            "--nodes",
+            &nodes,
+            "--token-file",
+            &token,
+            "--timeout",
+            "15s",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "echo next >> $D/ticks",
+        ],
+        &[("D", &d)],
+    )
+    .finish(LIMIT);
+    assert_eq!(second.code, Some(0), "{second:?}");
+    let first = first.finish(LIMIT);
+    // `run` returned once the group was gone: a worker still running would
+    // tick again within 50 ms.
+    std::thread::sleep(Duration::from_millis(300));
+    let ticks = dir.read("ticks");
+    let lines: Vec<&str> = ticks.lines().collect();
+    let next = lines.iter().position(|l| *l == "next").unwrap();
+    let after = lines[next..].iter().filter(|l| **l == "tick").count();
+    assert_eq!(first.code, Some(3), "the command's own code: {first:?}");
+    assert!(
+        !ticks.contains("done"),
+        "the worker was ended, not left to finish"
+    );
+    assert_eq!(
+        after, 0,
+        "the worker ticked {after} times after the next holder got the lock"
+    );
+}
