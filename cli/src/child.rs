@@ -216,11 +216,11 @@ impl Job {
                 Some(at) if now >= at + allowance => {
                     let after = humantime::format_duration(allowance);
                     if is_lost {
-                        eprintln!(
-                            "quorum-lock: warning: the command's process group is still alive \
+                        crate::words::warn(&format!(
+                            "the command's process group is still alive \
                              {after} after SIGKILL; the lock may be granted to someone else \
                              before it is gone"
-                        );
+                        ));
                         return Ok(Outcome {
                             ended,
                             rest: Rest::Stuck,
@@ -229,11 +229,11 @@ impl Job {
                     }
                     if !said {
                         said = true;
-                        eprintln!(
-                            "quorum-lock: warning: the command's process group is still alive \
+                        crate::words::warn(&format!(
+                            "the command's process group is still alive \
                              {after} after SIGKILL; still holding until it is gone (SIGINT or \
                              SIGTERM gives up waiting and leaves what it holds to expire)"
-                        );
+                        ));
                     }
                 }
                 _ => {}

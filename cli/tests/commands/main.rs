@@ -26,6 +26,7 @@ mod malformed;
 mod metrics;
 mod names;
 mod outcomes;
+mod peer_text;
 mod permits;
 mod push;
 mod redis_cli;
