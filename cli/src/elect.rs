@@ -93,6 +93,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         // A SIGKILLed elect cannot stop its command, and its lease runs out
         // without it: the kernel must.
         die_with_parent: true,
+        pass_secrets: args.pass_secrets,
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,

@@ -87,6 +87,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         // A run killed with SIGKILL cannot stop its command before the
         // lease runs out; the kernel does.
         die_with_parent: true,
+        pass_secrets: args.pass_secrets,
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,

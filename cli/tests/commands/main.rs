@@ -32,6 +32,7 @@ mod push;
 mod redis_cli;
 mod run;
 mod run_fencing;
+mod secrets;
 mod source;
 mod sql_cli;
 mod status;
