@@ -215,8 +215,8 @@ impl Dsync {
     /// command that holds the lock, a service the job.
     ///
     /// Fails with [`Error::InvalidArgument`] for an empty source, one over
-    /// 512 bytes (the longest a lock server accepts), or one with a
-    /// control character.
+    /// 512 bytes (the longest a lock server accepts), or one that listings
+    /// could not show as it is ([`LockArgs::validate_text`](crate::LockArgs::validate_text)).
     ///
     /// ```
     /// # use std::sync::Arc;
@@ -369,6 +369,9 @@ pub struct DsyncBuilder {
 
 impl DsyncBuilder {
     /// Who the locks belong to, shown in listings. Default: `host:pid`.
+    ///
+    /// [`build`](Self::build) refuses an owner that listings could not
+    /// show as it is: see [`LockArgs::validate_text`](crate::LockArgs::validate_text).
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
         self
@@ -422,7 +425,8 @@ impl DsyncBuilder {
     /// Checks the settings and builds the coordinator.
     ///
     /// Fails with [`Error::InvalidArgument`], naming the relation that is
-    /// broken, when there are no lockers, the owner is empty, the lease or
+    /// broken, when there are no lockers, the owner is empty or holds a
+    /// control character (or one that reverses or breaks lines), the lease or
     /// the timeouts are inconsistent (see [`Lease`] and [`Timeouts`]), or the
     /// lease's validity exceeds the validity a locker reports
     /// ([`NetLocker::validity`]).
@@ -445,10 +449,19 @@ impl DsyncBuilder {
                 _ => {}
             }
         }
+        let given = self.owner.is_some();
         let owner = self.owner.unwrap_or_else(default_owner);
         if owner.is_empty() {
             return Err(Error::invalid("the owner must not be empty"));
         }
+        // Refused here rather than by every locker on every call.
+        crate::locker::validate_text("owner", &owner).map_err(|err| match given {
+            true => err,
+            false => Error::invalid(format!(
+                "{err} (the default owner, made of the host name; set one with \
+                 DsyncBuilder::owner)"
+            )),
+        })?;
         let rng = match self.seed {
             Some(seed) => SmallRng::seed_from_u64(seed),
             None => SmallRng::from_rng(&mut rand::rng()),

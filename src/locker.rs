@@ -78,6 +78,56 @@ impl LockArgs {
     pub fn validate_resources(&self) -> Result<(), Error> {
         validate_names(&self.resources)
     }
+
+    /// Checks the text a client sends besides the names: the uid, the
+    /// owner and the source.
+    ///
+    /// Listings, logs and errors show them, so none may hold a control
+    /// character (a newline would forge a row of a listing, an escape
+    /// sequence would take over the terminal that shows it) or a character
+    /// that reverses or breaks lines of text (U+2028, U+2029, U+202A to
+    /// U+202E, U+2066 to U+2069). Every locker of this crate refuses a call
+    /// whose arguments fail this with [`Error::InvalidArgument`], which
+    /// names the field and the character.
+    ///
+    /// ```
+    /// use quorum_lock::LockArgs;
+    /// let mut args = LockArgs {
+    ///     uid: "u".into(), resources: vec!["r".to_string()].into(),
+    ///     owner: "bob\nforged row".into(), source: "s".into(), quorum: 1,
+    /// };
+    /// let err = args.validate_text().unwrap_err().to_string();
+    /// assert!(err.contains("the owner \"bob\\nforged row\" contains the control character U+000A"));
+    /// args.owner = "bob@host-a:4242 (日本)".into();
+    /// assert!(args.validate_text().is_ok());
+    /// ```
+    pub fn validate_text(&self) -> Result<(), Error> {
+        validate_text("uid", &self.uid)?;
+        validate_text("owner", &self.owner)?;
+        validate_text("source", &self.source)
+    }
+
+    /// Both [`validate_resources`](Self::validate_resources) and
+    /// [`validate_text`](Self::validate_text): what every locker checks
+    /// before it acts on a call.
+    pub fn validate(&self) -> Result<(), Error> {
+        self.validate_resources()?;
+        self.validate_text()
+    }
+}
+
+/// Refuses `text`, the `field` of a lock (uid, owner, source), when it
+/// holds a character that listings cannot show as it is.
+pub(crate) fn validate_text(field: &str, text: &str) -> Result<(), Error> {
+    match unshowable_character(text) {
+        None => Ok(()),
+        Some(why) => Err(Error::invalid(format!(
+            "the {field} {} contains {why}: the uid, owner and source of a lock must not \
+             contain control characters or characters that reverse or break lines, since \
+             listings show them",
+            shown(text)
+        ))),
+    }
 }
 
 pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
@@ -103,9 +153,10 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
         }
         // A name is shown on one line of a listing, a log or an error; a
         // newline or an escape sequence in it would forge or hide lines.
-        if let Some(why) = control_character(name) {
+        if let Some(why) = unshowable_character(name) {
             return Err(Error::invalid(format!(
-                "resource name {} contains {why}: names must not contain control characters",
+                "resource name {} contains {why}: names must not contain control characters \
+                 or characters that reverse or break lines",
                 shown(name)
             )));
         }
@@ -113,19 +164,40 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The first control character of `text`, named, with its byte offset:
-/// `the control character U+000A (line feed) at byte 3`. `None` when
-/// there is none.
-pub(crate) fn control_character(text: &str) -> Option<String> {
-    // Every lock call checks its names, so the common case is a byte scan:
-    // control characters are U+0000..=U+001F, U+007F and U+0080..=U+009F,
-    // the last encoded as 0xC2 followed by 0x80..=0x9F.
-    if !text.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2) {
+/// The first character of `text` that a listing cannot show as it is,
+/// named, with its byte offset: `the control character U+000A (line feed)
+/// at byte 3`. `None` when there is none.
+///
+/// Refused are the control characters (`char::is_control`: a newline forges
+/// a row, an escape starts a terminal sequence) and the characters that
+/// reverse or break lines of text: the line and paragraph separators
+/// U+2028 and U+2029, and the bidirectional embeddings, overrides and
+/// isolates U+202A to U+202E and U+2066 to U+2069, which make text read
+/// otherwise than it is stored.
+pub(crate) fn unshowable_character(text: &str) -> Option<String> {
+    // Every lock call checks its names and text, so the common case is a
+    // byte scan: control characters are U+0000..=U+001F, U+007F and
+    // U+0080..=U+009F, the last encoded as 0xC2 followed by 0x80..=0x9F;
+    // the others are U+2028..=U+202E and U+2066..=U+2069, encoded as 0xE2
+    // followed by 0x80 or 0x81.
+    if !text
+        .bytes()
+        .any(|b| b < 0x20 || b == 0x7f || b == 0xc2 || b == 0xe2)
+    {
         return None;
     }
-    let (at, c) = text.char_indices().find(|(_, c)| c.is_control())?;
+    let (at, c) = text.char_indices().find(|(_, c)| unshowable(*c))?;
+    if !c.is_control() {
+        let kind = match c {
+            '\u{2028}' => "the line separator",
+            '\u{2029}' => "the paragraph separator",
+            _ => "the bidirectional formatting character",
+        };
+        return Some(format!("{kind} U+{:04X} at byte {at}", u32::from(c)));
+    }
     let name = match c {
         '\0' => " (NUL)",
+        '\u{7}' => " (bell)",
         '\t' => " (tab)",
         '\n' => " (line feed)",
         '\r' => " (carriage return)",
@@ -137,6 +209,11 @@ pub(crate) fn control_character(text: &str) -> Option<String> {
         "the control character U+{:04X}{name} at byte {at}",
         u32::from(c)
     ))
+}
+
+/// Whether `c` is refused in names and text: see [`unshowable_character`].
+fn unshowable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Longest part of a name quoted in a message, in characters.
@@ -419,16 +496,48 @@ mod tests {
     }
 
     #[test]
-    fn the_byte_scan_finds_every_control_character_and_no_other() {
+    fn the_byte_scan_finds_every_refused_character_and_no_other() {
+        let refused = |c: char| {
+            c.is_control()
+                || (0x2028..=0x202e).contains(&(c as u32))
+                || (0x2066..=0x2069).contains(&(c as u32))
+        };
         for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
             let text = format!("a{c}b");
             assert_eq!(
-                control_character(&text).is_some(),
-                c.is_control(),
+                unshowable_character(&text).is_some(),
+                refused(c),
                 "U+{:04X}",
                 c as u32
             );
         }
+    }
+
+    #[test]
+    fn text_fields_are_checked_by_name() {
+        let args = |uid: &str, owner: &str, source: &str| LockArgs {
+            uid: uid.into(),
+            resources: vec!["r".to_string()].into(),
+            owner: owner.into(),
+            source: source.into(),
+            quorum: 1,
+        };
+        assert!(args("u", "host-a:42", "src/main.rs:1:1").validate().is_ok());
+        for (bad, field) in [
+            (args("u\u{1b}[2J", "o", "s"), "the uid \"u\\u{1b}[2J\""),
+            (args("u", "bob\u{7}", "s"), "the owner \"bob\\u{7}\""),
+            (args("u", "o", "a\u{2066}b"), "the source \"a\\u{2066}b\""),
+        ] {
+            let text = bad.validate().expect_err("refused").to_string();
+            assert!(text.contains(field), "{field:?} missing: {text}");
+            assert!(text.is_ascii(), "the raw character shows: {text:?}");
+        }
+        let err = args("u", "o", "x\u{202e}y").validate_text().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the bidirectional formatting character U+202E at byte 1"),
+            "{err}"
+        );
     }
 
     #[test]

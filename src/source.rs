@@ -8,7 +8,7 @@
 use std::panic::Location;
 use std::sync::Arc;
 
-use crate::locker::control_character;
+use crate::locker::validate_text;
 use crate::Error;
 
 /// Longest source a lock server accepts (`net::MAX_SOURCE_LEN`, which a
@@ -25,7 +25,8 @@ pub(crate) fn or_caller(set: Option<&Arc<str>>, caller: &Location<'_>) -> Arc<st
 }
 
 /// A source a listing can show on one line, and every locker accepts:
-/// not empty, at most [`MAX_SOURCE_LEN`] bytes, no control characters.
+/// not empty, at most [`MAX_SOURCE_LEN`] bytes, nothing
+/// [`LockArgs::validate_text`](crate::LockArgs::validate_text) refuses.
 pub(crate) fn check(source: &str) -> Result<(), Error> {
     if source.trim().is_empty() {
         return Err(Error::invalid("the source must not be empty"));
@@ -36,10 +37,7 @@ pub(crate) fn check(source: &str) -> Result<(), Error> {
             source.len()
         )));
     }
-    if let Some(why) = control_character(source) {
-        return Err(Error::invalid(format!("the source contains {why}")));
-    }
-    Ok(())
+    validate_text("source", source)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use crate::fail::{Failure, AUTH, FAILURE, UNAVAILABLE};
 use crate::fleet::{ask, Fleet, Missing};
 use crate::json;
 use crate::nodes::{Cluster, Kind};
+use crate::words::escaped;
 
 /// What `locks` reports when the token is not the admin token.
 const LIST: &str = "list locks";
@@ -113,7 +114,7 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
         )));
     }
     for line in &unanswered {
-        eprintln!("quorum-lock: warning: not listed: {line}");
+        crate::words::warn(&format!("not listed: {line}"));
     }
     Ok(0)
 }
@@ -286,7 +287,8 @@ fn per_node_text(listings: &[Listing], kind: Kind) -> String {
     };
     for listing in listings {
         if let Err(why) = &listing.result {
-            out.push_str(&format!("{}  {}\n", listing.node, why.describe()));
+            let line = format!("{}  {}", listing.node, why.describe());
+            out.push_str(&format!("{}\n", escaped(&line)));
         }
     }
     out
@@ -358,12 +360,12 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
                 "not held: {name} (confirmed by {} of {total} {nodes})",
                 result.confirmed
             );
-            eprintln!(
-                "quorum-lock: warning: nothing was held on {name}: none of the {} {nodes} that \
+            crate::words::warn(&format!(
+                "nothing was held on {name}: none of the {} {nodes} that \
                  confirmed had an entry on it (a mistyped name? 'quorum-lock locks' lists the \
                  names held)",
                 result.confirmed
-            );
+            ));
         } else {
             let _ = writeln!(
                 io::stdout(),
@@ -392,11 +394,11 @@ fn holder_warning(cluster: &Cluster, what: &str) {
         ),
         _ => "10s at the default --validity of 60s".to_owned(),
     };
-    eprintln!(
-        "quorum-lock: warning: whoever held {what} keeps running until its next refresh, up to \
+    crate::words::warn(&format!(
+        "whoever held {what} keeps running until its next refresh, up to \
          its refresh interval from now (validity/6 for 'quorum-lock run': {interval}), and \
          learns of the loss only then; its work is not protected by the lock from now on"
-    );
+    ));
 }
 
 /// How long each node may take to list or to force a lock open.
@@ -463,18 +465,20 @@ async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
         ));
     }
     for line in &failed {
-        eprintln!("quorum-lock: warning: not confirmed: {line}");
+        crate::words::warn(&format!("not confirmed: {line}"));
     }
     let nodes = cluster.kind.nodes();
+    // As given, but it is printed: escaped like everything else.
+    let uid = escaped(uid);
     if removed == 0 {
         let _ = writeln!(
             io::stdout(),
             "not held: uid {uid} (confirmed by {answered} of {total} {nodes})"
         );
-        eprintln!(
-            "quorum-lock: warning: nothing was held by uid {uid}: none of the {answered} {nodes} \
+        crate::words::warn(&format!(
+            "nothing was held by uid {uid}: none of the {answered} {nodes} \
              that confirmed had an entry of it (released, expired or forced before?)"
-        );
+        ));
     } else {
         let _ = writeln!(
             io::stdout(),
@@ -551,8 +555,14 @@ pub fn mode_name(mode: LockMode) -> String {
 }
 
 /// `header` and `rows` in aligned columns, each line after `indent`. The
-/// last column is not padded.
+/// last column is not padded. Every cell is [`escaped`]: the rows hold what
+/// the nodes listed, which must not break a row or drive the terminal.
 pub fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]], indent: &str) -> String {
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|row| row.clone().map(|cell| escaped(&cell).into_owned()))
+        .collect();
+    let rows = rows.as_slice();
     let mut widths = header.map(|h| h.chars().count());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

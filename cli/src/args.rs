@@ -346,6 +346,15 @@ pub struct RunArgs {
     /// Owner shown in `locks`. Default: host:pid.
     #[arg(long, value_name = "TEXT")]
     pub owner: Option<String>,
+    /// Leave quorum-lock's secrets in the command's environment, for a
+    /// command that runs quorum-lock itself. Without it the command gets
+    /// none of QUORUM_LOCK_TOKEN, QUORUM_LOCK_ADMIN_TOKEN, their _FILE
+    /// forms, QUORUM_LOCK_NODES, QUORUM_LOCK_REDIS (their URLs may hold
+    /// passwords), QUORUM_LOCK_TLS_CERT and QUORUM_LOCK_TLS_KEY: a token
+    /// lets whoever has it take any lock, and the admin token force any
+    /// lock open.
+    #[arg(long)]
+    pub pass_secrets: bool,
     /// Name of the lock (the resource), or of the semaphore with
     /// --permits.
     #[arg(value_name = "NAME")]
@@ -400,7 +409,7 @@ pub struct ElectArgs {
     pub client: ClientArgs,
     /// Do not campaign: print the leader, then one line per change, until
     /// SIGINT or SIGTERM (see the format below).
-    #[arg(long, conflicts_with_all = ["value", "command", "timeout", "grace", "foreground", "owner"])]
+    #[arg(long, conflicts_with_all = ["value", "command", "timeout", "grace", "foreground", "owner", "pass_secrets"])]
     pub listen: bool,
     /// Give up if this candidate does not lead within this long: exit 75
     /// when another candidate leads or waits ahead, 69 when too few servers
@@ -432,6 +441,11 @@ pub struct ElectArgs {
     /// Owner shown in `locks`. Default: host:pid.
     #[arg(long, value_name = "TEXT")]
     pub owner: Option<String>,
+    /// Leave quorum-lock's secrets (the tokens, their files, the node
+    /// lists, the TLS client key) in the command's environment, as for
+    /// `run`; without it the command gets none of them.
+    #[arg(long)]
+    pub pass_secrets: bool,
     /// Name of the election.
     #[arg(value_name = "NAME")]
     pub name: String,

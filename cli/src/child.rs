@@ -68,7 +68,27 @@ pub struct Spawn {
     /// quorum-lock dies first, e.g. of SIGKILL, so that it cannot outlive
     /// a lease that nobody refreshes any more. Ignored elsewhere.
     pub die_with_parent: bool,
+    /// Leave [`SECRETS`] in the command's environment (`--pass-secrets`).
+    pub pass_secrets: bool,
 }
+
+/// The variables of quorum-lock's environment that hold a secret or say
+/// where one is: the tokens and their files (either token may force locks
+/// open: the client token releases nothing it does not hold, but holds any
+/// lock it likes), the node lists (URLs with database and Redis
+/// passwords), and the TLS client key and its certificate. The command
+/// does not get them unless `--pass-secrets` says so; the certificate goes
+/// with its key, since one without the other is refused.
+pub const SECRETS: [&str; 8] = [
+    "QUORUM_LOCK_TOKEN",
+    "QUORUM_LOCK_TOKEN_FILE",
+    "QUORUM_LOCK_ADMIN_TOKEN",
+    "QUORUM_LOCK_ADMIN_TOKEN_FILE",
+    "QUORUM_LOCK_NODES",
+    "QUORUM_LOCK_REDIS",
+    "QUORUM_LOCK_TLS_CERT",
+    "QUORUM_LOCK_TLS_KEY",
+];
 
 pub struct Job {
     child: Child,
@@ -83,7 +103,8 @@ impl Job {
     /// Starts `argv` with the terminal's stdio, and the environment changed
     /// by `env`: a variable with a value is set, one without is removed (so
     /// that a value inherited from an outer `run` cannot pass for ours).
-    /// See [`Spawn`] for `how`.
+    /// [`SECRETS`] are removed unless `how` passes them. See [`Spawn`] for
+    /// the rest of `how`.
     ///
     /// With `die_with_parent`, call it from a thread that lives as long as
     /// the process (the main thread, as `block_on` does): Linux sends the
@@ -99,6 +120,11 @@ impl Job {
         };
         let mut command = Command::new(program);
         command.args(rest);
+        if !how.pass_secrets {
+            for name in SECRETS {
+                command.env_remove(name);
+            }
+        }
         for (name, value) in env {
             match value {
                 Some(value) => command.env(name, value),
@@ -216,11 +242,11 @@ impl Job {
                 Some(at) if now >= at + allowance => {
                     let after = humantime::format_duration(allowance);
                     if is_lost {
-                        eprintln!(
-                            "quorum-lock: warning: the command's process group is still alive \
+                        crate::words::warn(&format!(
+                            "the command's process group is still alive \
                              {after} after SIGKILL; the lock may be granted to someone else \
                              before it is gone"
-                        );
+                        ));
                         return Ok(Outcome {
                             ended,
                             rest: Rest::Stuck,
@@ -229,11 +255,11 @@ impl Job {
                     }
                     if !said {
                         said = true;
-                        eprintln!(
-                            "quorum-lock: warning: the command's process group is still alive \
+                        crate::words::warn(&format!(
+                            "the command's process group is still alive \
                              {after} after SIGKILL; still holding until it is gone (SIGINT or \
                              SIGTERM gives up waiting and leaves what it holds to expire)"
-                        );
+                        ));
                     }
                 }
                 _ => {}
@@ -339,4 +365,54 @@ pub fn exit_code(status: ExitStatus) -> u8 {
         }
     }
     FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use clap::CommandFactory;
+
+    use super::SECRETS;
+    use crate::args::Cli;
+
+    /// Every QUORUM_LOCK_* variable the flags read, in every subcommand.
+    fn variables(command: &clap::Command, out: &mut BTreeSet<String>) {
+        for arg in command.get_arguments() {
+            if let Some(name) = arg.get_env() {
+                out.insert(name.to_string_lossy().into_owned());
+            }
+        }
+        for sub in command.get_subcommands() {
+            variables(sub, out);
+        }
+    }
+
+    #[test]
+    fn every_variable_that_holds_or_locates_a_secret_is_kept_from_the_command() {
+        let mut all = BTreeSet::new();
+        variables(&Cli::command(), &mut all);
+        for secret in SECRETS {
+            assert!(
+                all.contains(secret),
+                "{secret} is no variable the flags read"
+            );
+        }
+        // The rest say where to find public things, or how to name keys.
+        let public: BTreeSet<&str> = all
+            .iter()
+            .map(String::as_str)
+            .filter(|v| !SECRETS.contains(v))
+            .collect();
+        assert_eq!(
+            public,
+            BTreeSet::from([
+                "QUORUM_LOCK_REDIS_CA",
+                "QUORUM_LOCK_REDIS_PREFIX",
+                "QUORUM_LOCK_SQL_PREFIX",
+                "QUORUM_LOCK_TLS_CA",
+            ]),
+            "a new variable: is it a secret (add it to SECRETS) or not (add it here)?"
+        );
+    }
 }

@@ -93,6 +93,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         // A SIGKILLed elect cannot stop its command, and its lease runs out
         // without it: the kernel must.
         die_with_parent: true,
+        pass_secrets: args.pass_secrets,
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,
@@ -152,11 +153,11 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
                 ),
             )),
             Ended::Stopped(stop) => {
-                eprintln!(
-                    "quorum-lock: warning: lost the leadership of '{name}' (term {term}) while \
+                crate::words::warn(&format!(
+                    "lost the leadership of '{name}' (term {term}) while \
                      the command was stopped"
-                );
-                eprintln!("quorum-lock: {}: stopped the command", stop.name());
+                ));
+                crate::words::say(&format!("{}: stopped the command", stop.name()));
                 Ok(signalled(stop))
             }
         };
@@ -172,11 +173,11 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         // expires.
         std::mem::forget(leading);
         let stop = stop.unwrap_or(Stop::Terminate);
-        eprintln!(
-            "quorum-lock: {}: left the lead of '{name}' to expire (--validity) instead of \
+        crate::words::say(&format!(
+            "{}: left the lead of '{name}' to expire (--validity) instead of \
              resigning: processes of the command's group are still alive after SIGKILL",
             stop.name()
-        );
+        ));
         return Ok(signalled(stop));
     }
     resign(&mut leading, name).await;
@@ -186,10 +187,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
                 Ended::Exited(_) => "what the command left running",
                 _ => "the command",
             };
-            eprintln!(
-                "quorum-lock: {}: stopped {what_ran} and resigned",
-                stop.name()
-            );
+            crate::words::say(&format!("{}: stopped {what_ran} and resigned", stop.name()));
             Ok(signalled(stop))
         }
         (Ended::Exited(status), None) => Ok(exit_code(status)),
@@ -309,10 +307,10 @@ fn campaign_failure(err: Error, args: &ElectArgs) -> Failure {
 /// (the leadership then expires on the nodes after the validity).
 async fn resign(leading: &mut Leadership, name: &str) {
     if let Err(err) = leading.resign().await {
-        eprintln!(
-            "quorum-lock: warning: resigning from '{name}' was not confirmed ({err}); \
+        crate::words::warn(&format!(
+            "resigning from '{name}' was not confirmed ({err}); \
              the next candidate leads once the lease runs out"
-        );
+        ));
     }
 }
 
@@ -353,38 +351,13 @@ impl Printed {
 /// `no leader`.
 fn line(change: Option<&Leader>) -> String {
     match change {
-        Some(leader) => format!("term={} value={}", leader.term, escape(&leader.value)),
+        Some(leader) => format!(
+            "term={} value={}",
+            leader.term,
+            crate::words::value_line(&leader.value)
+        ),
         None => "no leader".to_owned(),
     }
-}
-
-/// The value as one line of text: UTF-8 as it is, except a backslash
-/// (`\\`), newline (`\n`), carriage return (`\r`), tab (`\t`); other
-/// control characters, and bytes that are not UTF-8, as `\xNN` per byte.
-fn escape(value: &[u8]) -> String {
-    let mut out = String::with_capacity(value.len());
-    let hex = |out: &mut String, bytes: &[u8]| {
-        for b in bytes {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    };
-    for chunk in value.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if c.is_control() => {
-                    let mut buf = [0u8; 4];
-                    hex(&mut out, c.encode_utf8(&mut buf).as_bytes());
-                }
-                c => out.push(c),
-            }
-        }
-        hex(&mut out, chunk.invalid());
-    }
-    out
 }
 
 /// Writes `text` and a newline to stdout and flushes, so that a reader of
@@ -459,15 +432,5 @@ mod tests {
             line(Some(&leader(4, b"a b=c \xc3\xa9"))),
             "term=4 value=a b=c \u{e9}"
         );
-    }
-
-    #[test]
-    fn values_that_could_break_the_line_are_escaped() {
-        assert_eq!(escape(b"a\nb\r\tc\\d"), "a\\nb\\r\\tc\\\\d");
-        assert_eq!(escape(b"\x00\x1b[0m\x7f"), "\\x00\\x1b[0m\\x7f");
-        assert_eq!(escape(b"ok\xff\xfe"), "ok\\xff\\xfe");
-        // A C1 control character, valid UTF-8, is escaped byte by byte.
-        assert_eq!(escape("x\u{85}y".as_bytes()), "x\\xc2\\x85y");
-        assert_eq!(escape("h\u{e9}llo".as_bytes()), "h\u{e9}llo");
     }
 }

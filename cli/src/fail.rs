@@ -54,9 +54,11 @@ impl Failure {
     }
 }
 
+/// The message as the terminal may show it: it quotes what servers and
+/// databases answered, so it is [`escaped`](crate::words::escaped).
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&crate::words::escaped(&self.message))
     }
 }
 

@@ -88,7 +88,9 @@ is a number larger than that of every earlier holder of the lock: pass it
 with each write to what the lock protects, and have that refuse tokens
 smaller than the largest it has seen, so that a holder that stalled past
 its lock cannot write late. Servers too old to issue tokens leave it unset,
-with a warning. Its exit code is passed through; if the lock is lost
+with a warning. The command gets none of quorum-lock's secrets (the
+QUORUM_LOCK_ tokens and token files, NODES, REDIS, TLS_CERT, TLS_KEY)
+unless --pass-secrets is given. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 79. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is
@@ -178,7 +180,8 @@ Campaigning: the candidates wait in line, first come, first served. Once
 this one leads, the command runs in its own process group with
 QUORUM_LOCK_NAME (the election's name), QUORUM_LOCK_UID (the uid of the
 leader's lock, election/NAME in `locks`) and QUORUM_LOCK_FENCING_TOKEN (the
-term: larger than every earlier leader's) set; when it exits, elect ends
+term: larger than every earlier leader's) set, and none of quorum-lock's
+secrets unless --pass-secrets (as for `run`); when it exits, elect ends
 what it left running in its process group as `run` does (SIGTERM, SIGKILL
 after --grace, leading and refreshing until the group is empty), then
 resigns and exits with its code. If the leadership is lost while it runs,

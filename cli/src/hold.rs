@@ -40,7 +40,7 @@ pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
     ];
     match guard.fencing_token().await {
         Ok(token) => facts.push(format!("fencing_token={token}")),
-        Err(err) => eprintln!("quorum-lock: warning: no fencing token for {what}: {err}"),
+        Err(err) => crate::words::warn(&format!("no fencing token for {what}: {err}")),
     }
     if let Some(slot) = guard.slot() {
         facts.push(format!("slot={slot}"));
@@ -76,14 +76,14 @@ pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
             finish_releases(&ds).await;
             match released {
                 Ok(()) => {
-                    eprintln!("quorum-lock: {}: released {what}", stop.name());
+                    crate::words::say(&format!("{}: released {what}", stop.name()));
                     Ok(0)
                 }
                 Err(err @ quorum_lock::Error::LockLost) => {
                     Err(Failure::new(LOST, format!("{what}: {err}")))
                 }
                 Err(err) => {
-                    eprintln!("quorum-lock: warning: {err}");
+                    crate::words::warn(&err.to_string());
                     Ok(0)
                 }
             }

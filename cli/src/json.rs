@@ -5,6 +5,7 @@
 //! while `format` stays 1. Durations are whole milliseconds; a field that
 //! is not known (a node that did not answer) is `null`, never left out.
 
+use std::io;
 use std::time::Duration;
 
 use quorum_lock::LockMode;
@@ -12,6 +13,7 @@ use serde::Serialize;
 
 use crate::fail::{Failure, FAILURE};
 use crate::nodes::Kind;
+use crate::words::unsafe_char;
 
 /// The version of the shapes below.
 pub const FORMAT: u32 = 1;
@@ -178,8 +180,62 @@ pub fn ms(duration: Duration) -> u64 {
 /// One line of JSON, or why not (these plain structs always serialize,
 /// but a failure must not print half a document).
 pub fn line<T: Serialize>(document: &T) -> Result<String, Failure> {
-    let mut text = serde_json::to_string(document)
+    let mut bytes = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Escaping);
+    document
+        .serialize(&mut serializer)
+        .map_err(|e| Failure::new(FAILURE, format!("cannot write JSON: {e}")))?;
+    let mut text = String::from_utf8(bytes)
         .map_err(|e| Failure::new(FAILURE, format!("cannot write JSON: {e}")))?;
     text.push('\n');
     Ok(text)
+}
+
+/// serde_json's compact output, with every character a terminal would act
+/// on ([`unsafe_char`]) written as `\uXXXX` in strings. serde_json escapes
+/// the C0 controls itself but writes DEL, the C1 controls (U+009B starts a
+/// terminal sequence) and bidirectional overrides as they are; a reader of
+/// the JSON gets the same text either way.
+struct Escaping;
+
+impl serde_json::ser::Formatter for Escaping {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        for (at, c) in fragment.char_indices() {
+            if unsafe_char(c) {
+                writer.write_all(&fragment.as_bytes()[start..at])?;
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+                start = at + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_hold_no_character_a_terminal_acts_on_and_read_back_exact() {
+        #[derive(Serialize)]
+        struct Doc {
+            owner: &'static str,
+        }
+        let hostile = "bob\u{1b}]0;x\u{7}\u{7f}\u{9b}31m\u{202e}\u{2028}\nrow \u{1f600} é";
+        let text = line(&Doc { owner: hostile }).expect("JSON");
+        assert_eq!(
+            text,
+            "{\"owner\":\"bob\\u001b]0;x\\u0007\\u007f\\u009b31m\\u202e\\u2028\\nrow \u{1f600} é\"}\n"
+        );
+        let back: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(back["owner"], hostile);
+    }
 }

@@ -46,10 +46,10 @@ fn main() -> ExitCode {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => err.exit(),
             _ => {
-                eprintln!(
-                    "quorum-lock: {} (see --help)",
+                words::say(&format!(
+                    "{} (see --help)",
                     fail::one_line(&err.render().to_string())
-                );
+                ));
                 return ExitCode::from(USAGE);
             }
         },
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("quorum-lock: cannot start the async runtime: {err}");
+            words::say(&format!("cannot start the async runtime: {err}"));
             return ExitCode::from(FAILURE);
         }
     };
@@ -76,7 +76,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            eprintln!("quorum-lock: {failure}");
+            words::say(&failure.to_string());
             ExitCode::from(failure.code)
         }
     }

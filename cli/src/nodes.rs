@@ -506,17 +506,17 @@ impl Cluster {
             return Err(Failure::new(down.code(), message));
         }
         if up < need {
-            eprintln!(
-                "quorum-lock: only {up} of {} lock servers answered but {need} are needed; \
+            crate::words::say(&format!(
+                "only {up} of {} lock servers answered but {need} are needed; \
                  waiting for them (unreachable: {})",
                 servers.len(),
                 down.describe()
-            );
+            ));
         } else if !down.0.is_empty() {
-            eprintln!(
-                "quorum-lock: warning: unreachable, continuing with a quorum of the rest: {}",
+            crate::words::warn(&format!(
+                "unreachable, continuing with a quorum of the rest: {}",
                 down.describe()
-            );
+            ));
         }
         let lockers: Vec<Arc<dyn NetLocker>> = servers
             .into_iter()
@@ -584,16 +584,16 @@ impl Cluster {
             return Err(Failure::new(code, message));
         }
         if up < need {
-            eprintln!(
-                "quorum-lock: only {up} of {total} {nodes} answered but {need} are needed; \
+            crate::words::say(&format!(
+                "only {up} of {total} {nodes} answered but {need} are needed; \
                  waiting for them (not answering: {})",
                 listed.join("; ")
-            );
+            ));
         } else if !down.is_empty() {
-            eprintln!(
-                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
+            crate::words::warn(&format!(
+                "not answering, continuing with a quorum of the rest: {}",
                 listed.join("; ")
-            );
+            ));
         }
         Ok(Cluster {
             lockers: members.into_iter().map(|(m, _)| m.into_locker()).collect(),

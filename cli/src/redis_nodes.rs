@@ -86,17 +86,17 @@ mod with_redis {
             return Err(Failure::new(code, message));
         }
         if up < need {
-            eprintln!(
-                "quorum-lock: only {up} of {} Redis nodes answered but {need} are needed; \
+            crate::words::say(&format!(
+                "only {up} of {} Redis nodes answered but {need} are needed; \
                  waiting for them ({})",
                 lockers.len(),
                 listed.join("; ")
-            );
+            ));
         } else if !down.is_empty() {
-            eprintln!(
-                "quorum-lock: warning: not answering, continuing with a quorum of the rest: {}",
+            crate::words::warn(&format!(
+                "not answering, continuing with a quorum of the rest: {}",
                 listed.join("; ")
-            );
+            ));
         }
         Ok(Cluster {
             lockers,

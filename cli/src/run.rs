@@ -67,11 +67,11 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         Ok(token) => Some(token.to_string()),
         Err(err) => {
             // Old servers issue no tokens; the lock itself is still good.
-            eprintln!(
-                "quorum-lock: warning: no fencing token for '{}', so QUORUM_LOCK_FENCING_TOKEN \
+            crate::words::warn(&format!(
+                "no fencing token for '{}', so QUORUM_LOCK_FENCING_TOKEN \
                  is not set: {err}",
                 args.name
-            );
+            ));
             None
         }
     };
@@ -87,6 +87,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         // A run killed with SIGKILL cannot stop its command before the
         // lease runs out; the kernel does.
         die_with_parent: true,
+        pass_secrets: args.pass_secrets,
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,
@@ -137,8 +138,8 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
             )),
             Ended::Exited(status) => Err(lost_at_exit(&what, exit_code(status))),
             Ended::Stopped(stop) => {
-                eprintln!("quorum-lock: warning: lost {what} while the command was stopped");
-                eprintln!("quorum-lock: {}: stopped the command", stop.name());
+                crate::words::warn(&format!("lost {what} while the command was stopped"));
+                crate::words::say(&format!("{}: stopped the command", stop.name()));
                 Ok(signalled(stop))
             }
         };
@@ -153,11 +154,11 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         // it. The lock is refreshed until this process exits, then expires.
         std::mem::forget(guard);
         let stop = stop.unwrap_or(Stop::Terminate);
-        eprintln!(
-            "quorum-lock: {}: left {it} to expire (--validity) instead of releasing it: \
+        crate::words::say(&format!(
+            "{}: left {it} to expire (--validity) instead of releasing it: \
              processes of the command's group are still alive after SIGKILL",
             stop.name()
-        );
+        ));
         return Ok(signalled(stop));
     }
     let released = guard.unlock().await;
@@ -165,7 +166,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         if stop.is_some() || !matches!(err, Error::LockLost) {
             // The command ran under the lock; a slow release does not
             // change its result, and the entries expire anyway.
-            eprintln!("quorum-lock: warning: {err}");
+            crate::words::warn(&err.to_string());
         }
         finish_releases(&ds).await;
     }
@@ -175,10 +176,10 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
                 Ended::Exited(_) => "what the command left running",
                 _ => "the command",
             };
-            eprintln!(
-                "quorum-lock: {}: stopped {what_ran} and released {it}",
+            crate::words::say(&format!(
+                "{}: stopped {what_ran} and released {it}",
                 stop.name()
-            );
+            ));
             Ok(signalled(stop))
         }
         (Ended::Exited(status), None) => {

@@ -22,6 +22,7 @@ use crate::fleet::{ask, Fleet, Member, Missing};
 use crate::json;
 use crate::nodes::{Kind, Plan};
 use crate::signals::Signals;
+use crate::words::escaped;
 
 /// Time between two snapshots of `--watch` unless `--interval` says.
 const INTERVAL: Duration = Duration::from_secs(2);
@@ -261,7 +262,8 @@ impl Snapshot {
         let mut out = String::new();
         for node in &self.nodes {
             let endpoint = &node.endpoint;
-            let _ = writeln!(out, "{endpoint:<width$}  {}", node.summary());
+            let line = format!("{endpoint:<width$}  {}", node.summary());
+            let _ = writeln!(out, "{}", escaped(&line));
             if let State::Up {
                 locks: Some(locks), ..
             } = &node.state
@@ -280,11 +282,12 @@ impl Snapshot {
         let mut out = String::new();
         for node in &self.nodes {
             let endpoint = &node.endpoint;
-            if node.healthy() {
-                let _ = writeln!(out, "{endpoint:<width$}  healthy");
+            let line = if node.healthy() {
+                format!("{endpoint:<width$}  healthy")
             } else {
-                let _ = writeln!(out, "{endpoint:<width$}  unhealthy: {}", node.trouble());
-            }
+                format!("{endpoint:<width$}  unhealthy: {}", node.trouble())
+            };
+            let _ = writeln!(out, "{}", escaped(&line));
         }
         out
     }

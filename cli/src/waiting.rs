@@ -65,7 +65,7 @@ pub async fn reporting<T>(
                 // Waiting for a holder is what a lock is for: silent, as
                 // flock(1) is. Only a cluster that cannot grant is news.
                 if now.reason != WaitReason::HeldElsewhere && said.as_ref() != Some(&now) {
-                    eprintln!("quorum-lock: waiting for {what}: {status}");
+                    crate::words::say(&format!("waiting for {what}: {status}"));
                 }
                 said = Some(now);
             }

@@ -1,9 +1,15 @@
-//! How the command line quotes what it was given: a lock name in an error,
-//! and the command a lock is held for, which listings show as the lock's
-//! source. Both stay on one line and within a sane length whatever they
-//! contain.
+//! How the command line shows text it did not write itself: what lock
+//! servers, Redis nodes and databases answer (owners, sources, uids,
+//! names, leader values, error reasons), and what it was given (a lock
+//! name in an error, the command a lock is held for, which listings show
+//! as the lock's source). Every such text goes through [`escaped`] on its
+//! way to the terminal, so that it stays on its line and cannot drive the
+//! terminal: a peer that sends `bob\e]0;title\a\nforged row` gets it shown
+//! as `bob\u{1b}]0;title\u{7}\nforged row`, one harmless line.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
+use std::fmt::Write as _;
 
 /// The most characters of a name quoted in a message.
 const NAME_SHOWN: usize = 64;
@@ -13,11 +19,74 @@ const NAME_SHOWN: usize = 64;
 /// lock server accepts (a character may take 4).
 const COMMAND_SHOWN: usize = 120;
 
-/// `name` quoted for a message: control characters escaped, and after
-/// [`NAME_SHOWN`] characters cut, with the length in bytes.
+/// Whether a terminal could act on `c`, or show text around it otherwise
+/// than it is stored: control characters (C0, DEL, C1: a newline forges a
+/// row, an escape starts a terminal sequence), line and paragraph
+/// separators, bidirectional marks, embeddings, overrides and isolates,
+/// and invisible format characters (zero widths, the soft hyphen, the byte
+/// order mark). A superset of what the library's lockers refuse.
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+        )
+}
+
+/// `c` written as an escape: `\n`, `\r`, `\t`, or `\u{1b}` with its code
+/// point in hex, as Rust writes it (and the library's errors show it).
+fn push_escape(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c => {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        }
+    }
+}
+
+/// `text` as the command line prints it: every [`unsafe_char`] written as
+/// an escape (`\n`, `\u{1b}`), everything else as it is. The one function
+/// that stands between text from elsewhere and the terminal.
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            push_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Prints `line` on stderr after `quorum-lock: `, [`escaped`]: how every
+/// message, warning and error reaches the terminal.
+pub fn say(line: &str) {
+    eprintln!("quorum-lock: {}", escaped(line));
+}
+
+/// Prints `line` on stderr after `quorum-lock: warning: `, [`escaped`].
+pub fn warn(line: &str) {
+    say(&format!("warning: {line}"));
+}
+
+/// `name` quoted for a message: [`escaped`], and after [`NAME_SHOWN`]
+/// characters cut, with the length in bytes.
 pub fn shown(name: &str) -> String {
     let head: String = name.chars().take(NAME_SHOWN).collect();
-    let head: String = head.escape_debug().collect();
+    let head = escaped(&head);
     if name.chars().nth(NAME_SHOWN).is_some() {
         format!("'{head}…' ({} bytes)", name.len())
     } else {
@@ -25,9 +94,38 @@ pub fn shown(name: &str) -> String {
     }
 }
 
+/// A leader's value (bytes) as one line of text, for `elect --listen`:
+/// UTF-8 as it is, except a backslash (`\\`), newline (`\n`), carriage
+/// return (`\r`), tab (`\t`); every other [`unsafe_char`], and bytes that
+/// are not UTF-8, as `\xNN` per byte. A script can undo it: each
+/// backslash starts an escape.
+pub fn value_line(value: &[u8]) -> String {
+    let mut out = String::with_capacity(value.len());
+    let hex = |out: &mut String, bytes: &[u8]| {
+        for b in bytes {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    };
+    for chunk in value.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' | '\r' | '\t' => push_escape(&mut out, c),
+                c if unsafe_char(c) => {
+                    let mut buf = [0u8; 4];
+                    hex(&mut out, c.encode_utf8(&mut buf).as_bytes());
+                }
+                c => out.push(c),
+            }
+        }
+        hex(&mut out, chunk.invalid());
+    }
+    out
+}
+
 /// What listings show as the source of the locks of `quorum-lock
 /// SUBCOMMAND ... -- COMMAND`: `SUBCOMMAND: COMMAND`, its words quoted as
-/// a shell would need them, control characters escaped, cut after
+/// a shell would need them, [`unsafe_char`]s escaped, cut after
 /// [`COMMAND_SHOWN`] characters; `SUBCOMMAND` alone without a command.
 /// Instead of the code location the library records by default, which is
 /// the same for every lock `run` takes.
@@ -49,25 +147,16 @@ pub fn source_of(subcommand: &str, command: &[OsString]) -> String {
 }
 
 /// `word` as a shell would need it: as it is when it has nothing a shell
-/// treats specially, else in single quotes; control characters escaped
-/// either way, so that the source stays on one line.
+/// treats specially, else in single quotes; [`escaped`] either way, so
+/// that the source stays on one line (and lockers accept it).
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
             .all(|c| c.is_alphanumeric() || "-_./:=@%+,".contains(c));
-    let escaped: String = word
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_debug().collect()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
+    let escaped = escaped(word);
     if plain {
-        escaped
+        escaped.into_owned()
     } else {
         format!("'{}'", escaped.replace('\'', "'\\''"))
     }
@@ -79,6 +168,49 @@ mod tests {
 
     fn words(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn text_from_elsewhere_stays_on_its_line_and_cannot_drive_the_terminal() {
+        assert_eq!(
+            escaped("bob\u{1b}]0;T\u{7}\nforged-row"),
+            "bob\\u{1b}]0;T\\u{7}\\nforged-row"
+        );
+        assert_eq!(
+            escaped("a\rb\tc\u{7f}d\u{9b}2J"),
+            "a\\rb\\tc\\u{7f}d\\u{9b}2J"
+        );
+        assert_eq!(
+            escaped("invoice\u{202e}fdp.exe \u{2066}x\u{2069} a\u{2028}b z\u{200b}w"),
+            "invoice\\u{202e}fdp.exe \\u{2066}x\\u{2069} a\\u{2028}b z\\u{200b}w"
+        );
+        // Everything else is shown as it is, without a copy.
+        for fine in [
+            "host-a:4242",
+            "bäckerei (日本) — ok",
+            "C:\\src\\main.rs",
+            "",
+        ] {
+            assert!(
+                matches!(escaped(fine), Cow::Borrowed(t) if t == fine),
+                "{fine:?}"
+            );
+        }
+        // No character a terminal acts on survives, whatever comes in.
+        let all: String = (0..0x3000u32).filter_map(char::from_u32).collect();
+        assert!(!escaped(&all).chars().any(unsafe_char));
+    }
+
+    #[test]
+    fn leader_values_are_one_line_that_can_be_undone() {
+        assert_eq!(value_line(b"a\nb\r\tc\\d"), "a\\nb\\r\\tc\\\\d");
+        assert_eq!(value_line(b"\x00\x1b[0m\x7f"), "\\x00\\x1b[0m\\x7f");
+        assert_eq!(value_line(b"ok\xff\xfe"), "ok\\xff\\xfe");
+        // A C1 control character, valid UTF-8, is escaped byte by byte,
+        // and so is a bidirectional override.
+        assert_eq!(value_line("x\u{85}y".as_bytes()), "x\\xc2\\x85y");
+        assert_eq!(value_line("a\u{202e}b".as_bytes()), "a\\xe2\\x80\\xaeb");
+        assert_eq!(value_line("h\u{e9}llo".as_bytes()), "h\u{e9}llo");
     }
 
     #[test]
@@ -105,6 +237,10 @@ mod tests {
         assert_eq!(
             source_of("elect", &words(&["a\nb", ""])),
             "elect: 'a\\nb' ''"
+        );
+        assert_eq!(
+            source_of("run", &words(&["echo", "rtl\u{202e}txt"])),
+            "run: echo 'rtl\\u{202e}txt'"
         );
         assert_eq!(source_of("lock", &[]), "lock");
         let long = source_of("run", &words(&[&"x".repeat(1000)]));

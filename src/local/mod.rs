@@ -445,7 +445,7 @@ impl LocalLocker {
         if args.uid.is_empty() {
             return Err(Error::invalid("the lock uid must not be empty"));
         }
-        args.validate_resources()?;
+        args.validate()?;
         let now = self.clock.now();
         self.maybe_sweep(now);
         let mut freed = Vec::new();
@@ -822,6 +822,7 @@ impl NetLocker for LocalLocker {
     }
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        args.validate_text()?;
         match (args.uid.is_empty(), args.resources.is_empty()) {
             (true, true) => Err(Error::invalid(
                 "force_unlock needs a uid, resource names, or both",

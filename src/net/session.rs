@@ -382,7 +382,9 @@ fn too_big(err: &std::io::Error) -> bool {
 
 impl Session<'_> {
     /// The lock arguments of a request, or the reply refusing them when a
-    /// field is beyond the protocol's limits.
+    /// field is beyond the protocol's limits, or holds text a listing
+    /// could not show (refused before anything is kept for the request:
+    /// a place, a charge, a tombstone).
     fn checked(&self, args: WireArgs) -> Result<LockArgs, Reply> {
         match args.oversize {
             Some(reason) => {
@@ -392,7 +394,11 @@ impl Session<'_> {
                     message: format!("{reason}; see the limits in PROTOCOL.md"),
                 })
             }
-            None => Ok(args.into()),
+            None => {
+                let args = LockArgs::from(args);
+                args.validate_text().map_err(Reply::from_error)?;
+                Ok(args)
+            }
         }
     }
 

@@ -527,14 +527,14 @@ impl Shared {
         Some(live.epoch.boot_ms.saturating_add(quarantine))
     }
 
-    /// Checks `args` as every locker must: resources within the limits and,
-    /// unless `any_uid`, a uid.
+    /// Checks `args` as every locker must: resources within the limits,
+    /// unless `any_uid` a uid, and text a listing can show.
     fn checked(args: &LockArgs, any_uid: bool) -> Result<(), Error> {
         args.validate_resources()?;
         if !any_uid && args.uid.is_empty() {
             return Err(Error::InvalidArgument("empty lock uid".into()));
         }
-        Ok(())
+        args.validate_text()
     }
 
     /// Runs `script` on `keys` with `head`, then the end of the quarantine
@@ -1127,6 +1127,7 @@ impl NetLocker for RedisLocker {
                 Ok(code == 1)
             }
             (false, true) => {
+                args.validate_text()?;
                 shared.waits.forget(&args.uid);
                 let mut removed = false;
                 for batch in shared.scan().await?.chunks(100) {

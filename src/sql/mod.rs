@@ -451,7 +451,7 @@ impl Shared {
     }
 
     /// Checks `args` as every locker must: resources within the limits,
-    /// and a uid unless `any_uid`.
+    /// a uid unless `any_uid`, and text a listing can show.
     fn checked(args: &LockArgs, any_uid: bool) -> Result<Vec<String>, Error> {
         args.validate_resources()?;
         if !any_uid && args.uid.is_empty() {
@@ -463,9 +463,7 @@ impl Shared {
                 args.uid.len()
             )));
         }
-        if let Some(bad) = crate::locker::control_character(&args.uid) {
-            return Err(Error::invalid(format!("the lock uid holds {bad}")));
-        }
+        args.validate_text()?;
         let mut names = args.resources.to_vec();
         names.sort();
         names.dedup();
@@ -1306,6 +1304,7 @@ impl NetLocker for SqlLocker {
                 shared.force(&names, &args.uid).await
             }
             (false, true) => {
+                args.validate_text()?;
                 if args.uid.len() > MAX_UID_LEN {
                     return Ok(false);
                 }

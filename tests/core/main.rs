@@ -27,4 +27,5 @@ mod runtimes;
 mod semaphore;
 mod semaphore_review;
 mod semaphore_review2;
+mod unshowable_text;
 mod wait_status;

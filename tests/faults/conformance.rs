@@ -12,7 +12,7 @@ use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker};
 /// Every check ran: a locker of this crate offers every ability.
 fn assert_complete(report: &ConformanceReport) {
     assert!(report.skipped.is_empty(), "skipped: {:?}", report.skipped);
-    assert_eq!(report.passed.len(), 12, "{:?}", report.passed);
+    assert_eq!(report.passed.len(), 13, "{:?}", report.passed);
 }
 
 #[tokio::test]
@@ -110,7 +110,7 @@ async fn a_locker_with_only_the_required_calls_passes_them_and_skips_the_rest() 
             "a proclamation lives with its entry and watches are pushed"
         ]
     );
-    assert_eq!(report.passed.len(), 8, "{:?}", report.passed);
+    assert_eq!(report.passed.len(), 9, "{:?}", report.passed);
 }
 
 #[cfg(feature = "net")]
@@ -167,7 +167,7 @@ mod remote {
             .unwrap_or_else(|broken| panic!("{broken}"));
         // Forcing resources open and listing are for admins; everything
         // else a client may do conforms.
-        assert_eq!(report.passed.len(), 10, "{:?}", report.passed);
+        assert_eq!(report.passed.len(), 11, "{:?}", report.passed);
         let skipped: Vec<&str> = report.skipped.iter().map(|(check, _)| *check).collect();
         assert_eq!(
             skipped,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::wire::{
     args_request, authenticate, authenticate_as, closed_within, frame, leader_request,
-    lock_request, lock_wait_request, read_frame, request, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_UNLOCK,
-    VERSION_5,
+    lock_request, lock_wait_request, read_frame, read_varint, request, response,
+    KIND_INVALID_ARGUMENT, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_UNLOCK, REPLY_ERROR, VERSION_5,
 };
 use quorum_lock::net::{
     LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats, MAX_HELLO_FRAME,
@@ -193,6 +193,71 @@ async fn names_with_control_characters_are_refused_by_the_server() {
     // The connection is still served.
     let health = ask(&mut stream, &request(5, OP_HEALTH)).await;
     assert_eq!(health.as_bytes()[..2], [5, 2], "Health reply: {health:?}");
+}
+
+#[tokio::test]
+async fn owners_sources_and_uids_with_control_characters_are_refused_by_the_server() {
+    // Sent raw, as an older or hand-made client would, which the library's
+    // own checks do not stop.
+    let node = start(LocalLocker::new(), ServerConfig::new(TOKEN)).await;
+    let (mut stream, _) = authenticate_as(&node.addr, TOKEN, VERSION_5).await.unwrap();
+    let name: &[u8] = b"r";
+    let forged = "bob\u{1b}]0;pwned\u{7}\r\nr  write  mallory  0ms\u{7f}".as_bytes();
+    let cases: [(&str, Vec<u8>); 5] = [
+        (
+            "owner",
+            args_request(1, OP_LOCK, b"u1", &[name], forged, b"s"),
+        ),
+        (
+            "source",
+            args_request(2, OP_RLOCK, b"u2", &[name], b"o", forged),
+        ),
+        ("uid", args_request(3, OP_LOCK, forged, &[name], b"o", b"s")),
+        (
+            "owner",
+            args_request(4, OP_UNLOCK, b"u1", &[name], forged, b"s"),
+        ),
+        (
+            "owner",
+            args_request(
+                5,
+                OP_LOCK,
+                b"u5",
+                &[name],
+                "rtl\u{202e}txt".as_bytes(),
+                b"s",
+            ),
+        ),
+    ];
+    for (field, payload) in cases {
+        stream.write_all(&frame(&payload)).await.unwrap();
+        let reply = tokio::time::timeout(LIMIT, read_frame(&mut stream, 64 * 1024))
+            .await
+            .expect("a reply in time")
+            .expect("a reply, not a closed connection");
+        // Response { id, Error { kind: InvalidArgument, message } }.
+        let (_, rest) = response(&reply);
+        assert_eq!(
+            rest[..2],
+            [REPLY_ERROR, KIND_INVALID_ARGUMENT],
+            "{field}: {reply:?}"
+        );
+        let (len, text) = read_varint(&rest[2..]).expect("a message length");
+        let message = std::str::from_utf8(&text[..len as usize]).expect("UTF-8");
+        assert!(
+            message.contains(&format!("the {field} ")) && message.contains("control characters"),
+            "{field}: {message}"
+        );
+        assert!(
+            !message.contains(['\n', '\r', '\u{1b}', '\u{7}', '\u{7f}', '\u{202e}']),
+            "the reply repeats the raw text: {message:?}"
+        );
+    }
+    assert!(node.locker.snapshot().is_empty(), "nothing was granted");
+    assert_eq!(node.stats.released_bytes(), 0, "no tombstone was kept");
+    // The connection is still served.
+    let health = ask(&mut stream, &request(6, OP_HEALTH)).await;
+    assert_eq!(health.as_bytes()[..2], [6, 2], "Health reply: {health:?}");
 }
 
 #[tokio::test]

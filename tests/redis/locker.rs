@@ -27,7 +27,7 @@ async fn redis_lockers_conform() {
     // Redis offers everything the suite checks, waiting with pushes,
     // fencing and election included, so nothing is skipped.
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
-    assert_eq!(report.passed.len(), 12, "{:?}", report.passed);
+    assert_eq!(report.passed.len(), 13, "{:?}", report.passed);
     assert!(
         report
             .passed

@@ -144,6 +144,77 @@ fn certs_writes_its_files_once_and_keeps_the_ca() {
     }
 }
 
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read the directory")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn certs_writes_all_its_files_or_none() {
+    let dir = Scratch::new("certs-all-or-none");
+
+    // A new CA whose key cannot be written (a dangling link holds its
+    // name): no CA certificate may be left without its key.
+    let out = dir.file("new");
+    std::fs::create_dir(&out).expect("create the directory");
+    std::os::unix::fs::symlink(dir.file("nowhere"), out.join("ca-key.pem")).expect("symlink");
+    let out_text = out.display().to_string();
+    let failed = certs(&dir, &["--dir", &out_text, "--node", "127.0.0.1"]);
+    assert_eq!(failed.code, Some(1), "{failed:?}");
+    assert!(failed.stderr.contains("ca-key.pem"), "{failed:?}");
+    assert_eq!(names_in(&out), ["ca-key.pem"], "{failed:?}");
+    assert!(!dir.file("nowhere").exists(), "written through the link");
+
+    // Replacing certificates (--force) where a later one cannot be
+    // written (a directory holds its name): the earlier ones stay as they
+    // were, and no staged or saved copy is left behind.
+    let out = dir.file("kept");
+    let out_text = out.display().to_string();
+    let made = certs(&dir, &["--dir", &out_text, "--node", "127.0.0.1"]);
+    assert_eq!(made.code, Some(0), "{made:?}");
+    let before = names_in(&out);
+    let read = |name: &str| std::fs::read(out.join(name)).expect(name);
+    let (cert, key) = (read("node-127.0.0.1.pem"), read("node-127.0.0.1-key.pem"));
+    std::fs::create_dir(out.join("node-db1.example.net.pem")).expect("a directory in the way");
+    let failed = certs(
+        &dir,
+        &[
+            "--dir",
+            &out_text,
+            "--force",
+            "--node",
+            "127.0.0.1",
+            "--node",
+            "db1.example.net",
+        ],
+    );
+    assert_eq!(failed.code, Some(1), "{failed:?}");
+    assert!(
+        failed.stderr.contains("node-db1.example.net.pem"),
+        "{failed:?}"
+    );
+    assert!(read("node-127.0.0.1.pem") == cert, "replaced: {failed:?}");
+    assert!(
+        read("node-127.0.0.1-key.pem") == key,
+        "replaced: {failed:?}"
+    );
+    assert_eq!(mode(&out.join("node-127.0.0.1-key.pem")), 0o600);
+    let mut expected = before.clone();
+    expected.push("node-db1.example.net.pem".to_owned());
+    expected.sort();
+    assert_eq!(names_in(&out), expected, "{failed:?}");
+}
+
 #[test]
 fn generated_certificates_carry_mutual_tls_end_to_end() {
     let dir = Scratch::new("certs-mtls");

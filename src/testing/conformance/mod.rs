@@ -24,7 +24,7 @@ use std::sync::Arc;
 use abilities::{fencing, listing, waiting};
 use election::election;
 use rules::{
-    all_or_nothing, bad_arguments, force_unlock_by_resource, force_unlock_by_uid,
+    all_or_nothing, bad_arguments, force_unlock_by_resource, force_unlock_by_uid, hostile_text,
     only_holder_unlocks, refresh_knows_holders, relock, writers_exclude,
 };
 
@@ -116,6 +116,10 @@ where
         force_unlock_by_resource
     );
     check!("bad arguments are errors that grant nothing", bad_arguments);
+    check!(
+        "an owner, source or uid with control characters is an error that grants nothing",
+        hostile_text
+    );
     check!("the listing shows every entry", listing);
     check!(
         "waiters queue in ticket order and are pushed their grant",

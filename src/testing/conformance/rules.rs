@@ -1,9 +1,12 @@
 //! The rules every locker must answer by: exclusion, idempotence per uid,
 //! unlock by the holder only, all-or-nothing multi-resource locks,
-//! refresh, force-unlock and bad arguments.
+//! refresh, force-unlock, bad arguments, and text that listings could not
+//! show safely.
+
+use std::time::Duration;
 
 use super::{clean, expect, with_uid, Checked, Names, Outcome};
-use crate::{Error, NetLocker};
+use crate::{Error, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 pub(super) async fn writers_exclude(l: &dyn NetLocker, n: &Names) -> Checked {
     let (r1, r2, w, w2) = (
@@ -256,6 +259,69 @@ pub(super) async fn bad_arguments(l: &dyn NetLocker, n: &Names) -> Checked {
     let probe = n.args("probe", &["a"]);
     let result = async {
         expect("lock after the bad calls", &probe, l.lock(&probe), true).await?;
+        expect("unlock", &probe, l.unlock(&probe), true).await
+    }
+    .await;
+    clean(l, &[&probe]).await;
+    result.map(|()| Outcome::Passed)
+}
+
+/// Text that would forge or hide lines where listings and logs show it:
+/// control characters (newline, carriage return, escape, bell, delete),
+/// and characters that reverse or break lines of text.
+pub(super) const HOSTILE_TEXT: [&str; 7] = [
+    "bob\u{1b}]0;title\u{7}",
+    "two\nlines",
+    "over\rwritten",
+    "del\u{7f}",
+    "\u{1b}[2Jcleared",
+    "reversed\u{202e}txt.exe",
+    "line\u{2028}separator",
+];
+
+pub(super) async fn hostile_text(l: &dyn NetLocker, n: &Names) -> Checked {
+    let wait = WaitArgs {
+        ticket: Ticket { at: 1, tiebreak: 1 },
+        place_ttl: Duration::from_secs(30),
+        wake: None,
+    };
+    for text in HOSTILE_TEXT {
+        let mut cases = Vec::new();
+        let mut owner = n.args("u", &["a"]);
+        owner.owner = text.into();
+        cases.push(("owner", owner));
+        let mut source = n.args("u", &["a"]);
+        source.source = text.into();
+        cases.push(("source", source));
+        let uid = n.args("u", &["a"]);
+        cases.push(("uid", with_uid(&uid, &format!("{}{text}", uid.uid))));
+        for (field, bad) in &cases {
+            let answers = [
+                ("lock", l.lock(bad).await),
+                ("rlock", l.rlock(bad).await),
+                ("refresh", l.refresh_mode(bad, LockMode::Write).await),
+                (
+                    "lock_wait",
+                    l.lock_wait(bad, LockMode::Write, &wait)
+                        .await
+                        .map(|reply| reply == WaitReply::Granted),
+                ),
+            ];
+            for (call, answer) in answers {
+                if !matches!(answer, Err(Error::InvalidArgument(_))) {
+                    clean(l, &[&n.args("", &["a"])]).await;
+                    return Err(format!(
+                        "{call} with the {field} {text:?}: expected Err(InvalidArgument), got \
+                         {answer:?}"
+                    ));
+                }
+            }
+        }
+    }
+    // Nothing was granted or queued: a writer gets the resource at once.
+    let probe = n.args("probe", &["a"]);
+    let result = async {
+        expect("lock after the refused calls", &probe, l.lock(&probe), true).await?;
         expect("unlock", &probe, l.unlock(&probe), true).await
     }
     .await;

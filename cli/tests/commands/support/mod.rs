@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod hostile;
 pub mod old_server;
 mod procs;
 #[path = "../../../../tests/net_support/wire.rs"]
