@@ -9,7 +9,8 @@
 //!
 //! `QUORUM_LOCK_PROP_SEED=<n>` replays a run (the seed is printed, and
 //! again on failure); `QUORUM_LOCK_PROP_CASES=<n>` sets the cases per test
-//! and `QUORUM_LOCK_PROP_SECONDS=<s>` bounds each test's time.
+//! and `QUORUM_LOCK_PROP_SECONDS=<s>` bounds the time of all of them
+//! together (each runs one case at least).
 
 #![cfg(all(feature = "net", feature = "testing"))]
 
@@ -17,6 +18,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use quorum_lock::net::decoding::{self, Decoded, Message};
@@ -119,12 +121,15 @@ impl Budget {
         let seed = env("QUORUM_LOCK_PROP_SEED").unwrap_or_else(|| rand::rng().random());
         let cases = env("QUORUM_LOCK_PROP_CASES").unwrap_or(DEFAULT_CASES);
         let seconds = env("QUORUM_LOCK_PROP_SECONDS").unwrap_or(30.0f64);
-        eprintln!("{test}: seed {seed}, up to {cases} cases or {seconds} s");
+        eprintln!("{test}: seed {seed}, up to {cases} cases or {seconds} s for all tests");
+        // One deadline for the tests of the run, which share the cores.
+        static START: OnceLock<Instant> = OnceLock::new();
+        let start = *START.get_or_init(Instant::now);
         Budget {
             test,
             seed,
             cases,
-            until: Instant::now() + Duration::from_secs_f64(seconds),
+            until: start + Duration::from_secs_f64(seconds),
         }
     }
 
