@@ -585,20 +585,33 @@ fn size(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The longest duration any flag takes: far beyond any use, and short
+/// enough that every deadline computed from one (now + a timeout, a
+/// grace or a lease) is a time the clocks can hold.
+const LONGEST: Duration = Duration::from_secs(100 * 31_557_600);
+
 /// Parses "6s", "500ms", "1m 30s" and the like; zero is refused because
-/// every duration here is a period or a deadline.
+/// every duration here is a period or a deadline, and so is one past
+/// [`LONGEST`].
 fn duration(text: &str) -> Result<Duration, String> {
     let parsed = humantime::parse_duration(text.trim())
         .map_err(|e| format!("{e} (expected e.g. 500ms, 6s, 1m)"))?;
     if parsed.is_zero() {
         return Err("must be greater than zero".into());
     }
+    if parsed > LONGEST {
+        return Err(format!(
+            "must be at most {}",
+            humantime::format_duration(LONGEST)
+        ));
+    }
     Ok(parsed)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::size;
+    use super::{duration, size, LONGEST};
+    use std::time::Duration;
 
     #[test]
     fn sizes_take_binary_units() {
@@ -612,5 +625,15 @@ mod tests {
             .contains("unknown size unit"));
         assert!(size("MiB").is_err());
         assert!(size("99999999999999999999GiB").is_err());
+    }
+
+    #[test]
+    fn durations_past_a_century_are_refused() {
+        assert_eq!(duration("100years"), Ok(LONGEST));
+        assert_eq!(
+            duration("18446744073709551615s"),
+            Err("must be at most 100years".to_owned())
+        );
+        assert_eq!(duration(" 1m 30s "), Ok(Duration::from_secs(90)));
     }
 }

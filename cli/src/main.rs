@@ -16,6 +16,8 @@ mod hold;
 mod json;
 mod node_urls;
 mod nodes;
+#[cfg(test)]
+mod parser_properties;
 mod redis_nodes;
 mod run;
 mod server;

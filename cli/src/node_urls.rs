@@ -156,6 +156,10 @@ fn check_address(entry: &str) -> Result<(), EntryError> {
     if host.is_empty() || (host.contains(':') && !bracketed) || host.contains(char::is_whitespace) {
         return Err(bad("expected host:port (IPv6 as [addr]:port)"));
     }
+    // No host name holds one, and messages show the address as given.
+    if host.contains(char::is_control) {
+        return Err(bad("the host holds a control character"));
+    }
     match port.parse::<u16>() {
         Ok(0) | Err(_) => Err(bad("the port must be a number from 1 to 65535")),
         Ok(_) => Ok(()),
@@ -216,7 +220,17 @@ mod tests {
         assert_eq!(classify(" a:1, b:2 ").map(|n| n.len()).ok(), Some(2));
         assert!(classify("[::1]:7070").is_ok());
         for bad in [
-            "", " ", "a:1,,b:2", "a", "a:0", "a:x", ":80", "::1:80", "a:1,a:1", "a b:1",
+            "",
+            " ",
+            "a:1,,b:2",
+            "a",
+            "a:0",
+            "a:x",
+            ":80",
+            "::1:80",
+            "a:1,a:1",
+            "a b:1",
+            "a\u{1b}]0;T\u{7}:1",
         ] {
             assert!(classify(bad).is_err(), "{bad:?} accepted");
         }

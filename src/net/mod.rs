@@ -38,9 +38,13 @@ pub mod ceiling;
 mod client;
 mod conn;
 mod connect;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod decoding;
 mod expiry;
 mod io;
 mod ledger;
+mod malformed;
 mod metrics;
 mod pushes;
 mod released;

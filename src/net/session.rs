@@ -18,12 +18,12 @@ use super::io::BoxIo;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::metrics::{AuthRefusal, Limit};
 use super::server::{Role, ServerState, Slot};
-use super::sniff;
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
     WireMode, WireProclamation, WirePushEvent, WireTicket, WireWaitReply,
 };
+use super::{malformed, sniff};
 use crate::proclamation::WatchArgs;
 use crate::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 use crate::{Error, LockArgs, LockMode, NetLocker};
@@ -156,7 +156,11 @@ async fn serve(
                     if too_big(&err) {
                         server.metrics.refused_by(Limit::Frame);
                     }
-                    Err(format!("bad frame: {err}"))
+                    Err(malformed::bad_frame(
+                        &err,
+                        conn.read_buffer(),
+                        wire::MAX_FRAME,
+                    ))
                 }
             };
             match response {
@@ -264,11 +268,10 @@ async fn handshake(
             server.metrics.refused_by(Limit::HelloFrame);
             // Any text, TLS record or other protocol gets here with its
             // first four bytes: say what spoke, if it is plain.
-            let reason = sniff::client_that_sent(conn.read_buffer()).unwrap_or_else(|| {
-                format!(
-                    "bad frame: {err}: at most {} bytes may be sent before the handshake",
-                    wire::MAX_HELLO_FRAME
-                )
+            let read = conn.read_buffer();
+            let reason = sniff::client_that_sent(read).unwrap_or_else(|| {
+                let refused = malformed::bad_frame(&err, read, wire::MAX_HELLO_FRAME);
+                format!("{refused} before the handshake")
             });
             Err(malformed(reason))
         }

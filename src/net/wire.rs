@@ -776,10 +776,15 @@ impl postcard::ser_flavors::Flavor for Appender<'_> {
     }
 }
 
-/// Decodes a frame payload; malformed input is an error, never a panic.
+/// Decodes a frame payload as one whole message; malformed input is an
+/// error that says what was wrong (see [`super::malformed`]), never a
+/// panic.
 pub(crate) fn decode<'a, T: Deserialize<'a>>(payload: &'a [u8]) -> Result<T, Error> {
-    postcard::from_bytes(payload)
-        .map_err(|e| Error::InvalidArgument(format!("malformed message: {e}")))
+    let mut deserializer = postcard::Deserializer::from_bytes(payload);
+    let decoded = T::deserialize(&mut deserializer);
+    // A slice's remainder is always there, even after an error.
+    let left = deserializer.finalize().map_or(0, <[u8]>::len);
+    super::malformed::whole(decoded, payload.len(), left)
 }
 
 #[cfg(test)]

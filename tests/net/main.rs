@@ -1,5 +1,6 @@
 //! The network transport in one process (feature `net`): the wire format
-//! against malformed and hostile input, the server's limits, races between
+//! against malformed and hostile input (also decoder properties over
+//! every frame type, with a global allocator that counts), the server's limits, races between
 //! connections, reconnects, connecting to a cluster, TLS (per-node names,
 //! mutual TLS), the validity a server announces, and leader election over
 //! lock servers.
@@ -10,6 +11,7 @@ mod wire;
 
 mod ceiling;
 mod connect;
+mod decoder_properties;
 mod election;
 mod expiry;
 mod foreign;
