@@ -155,7 +155,16 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
     let ttl = coord.place_ttl();
     let mut reported = Reported::default();
     loop {
-        match read_round(&coord, &args, Some((&sink, ttl))).await {
+        let read = tokio::select! {
+            read = read_round(&coord, &args, Some((&sink, ttl))) => read,
+            // A locker pushed a change while this read still waited for
+            // answers that would settle it (a slow or stopped locker held
+            // it open until its deadline): read again at once, or a short
+            // leadership could start and end unseen meanwhile.
+            () = bell.0.notified() => continue,
+            () = tx.closed() => return,
+        };
+        match read {
             Ok(reading) => {
                 let found = reading.leader.map(Leader::from);
                 if let Some(change) = reported.next(found) {
