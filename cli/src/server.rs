@@ -49,7 +49,10 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         config = config.admin_token(admin);
     }
     config.handshake_timeout = args.handshake_timeout;
-    config.max_connections = fit_open_files(args.max_connections as usize);
+    config.admin_reserve = args.admin_reserve as usize;
+    config.max_connections = fit_open_files(args.max_connections as usize, config.admin_reserve);
+    config.max_connections_per_address = args.max_connections_per_address as usize;
+    config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     config.max_entries_per_connection = args.max_locks_per_connection as usize;
     config.max_bytes_per_connection = args.max_bytes_per_connection;
     config.max_lock_bytes = args.max_lock_bytes;
@@ -178,11 +181,11 @@ fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
 /// connection needs while it is accepted.
 const SPARE_FILES: usize = 32;
 
-/// `wanted` connections, lowered to what the open-files limit allows, after
-/// raising the soft limit to the hard one. Accepting beyond the limit fails
+/// `wanted` client connections, lowered so that they and `reserve` more fit
+/// the open-files limit, after raising the soft limit to the hard one. Accepting beyond the limit fails
 /// with EMFILE, which no client can be told about; refusing at the cap
 /// closes the extra connections cleanly instead.
-fn fit_open_files(wanted: usize) -> usize {
+fn fit_open_files(wanted: usize, reserve: usize) -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -203,7 +206,7 @@ fn fit_open_files(wanted: usize) -> usize {
         }
     }
     let files = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
-    let fits = files.saturating_sub(SPARE_FILES).max(1);
+    let fits = files.saturating_sub(SPARE_FILES + reserve).max(1);
     if fits < wanted {
         tracing::warn!(
             max_connections = fits,

@@ -43,12 +43,14 @@ mod io;
 mod ledger;
 mod metrics;
 mod pushes;
+mod refusals;
 mod released;
 mod server;
 mod session;
 mod sniff;
 #[cfg(feature = "tls")]
 mod tls;
+mod token;
 mod waits;
 mod wire;
 

@@ -10,6 +10,7 @@ mod wire;
 
 mod ceiling;
 mod connect;
+mod connection_slots;
 mod election;
 mod expiry;
 mod foreign;
@@ -18,6 +19,7 @@ mod late_validity;
 mod limits;
 mod races;
 mod reconnect;
+mod refusal_logs;
 mod semaphore;
 mod tls;
 mod transport;
