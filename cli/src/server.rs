@@ -101,7 +101,11 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     ));
     // Checked before anything is logged, so a bad configuration fails
     // with its one line only.
-    let (budget, max_connections) = (config.memory_budget(), config.max_connections);
+    let (budget, max_connections, admin_reserve) = (
+        config.memory_budget(),
+        config.max_connections,
+        config.admin_reserve,
+    );
     let server =
         LockServer::new(locker.clone(), config).map_err(|e| Failure::usage(e.to_string()))?;
     let (unauthenticated_mib, client_mib) = (
@@ -111,11 +115,13 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     // The values in the words, for people; as fields too, for log queries.
     tracing::info!(
         max_connections,
+        admin_reserve,
         unauthenticated_mib,
         client_mib,
         "memory budget: peers without a token can add at most {unauthenticated_mib} MiB, \
          clients with the token at most {client_mib} MiB (lock table included), over at most \
-         {max_connections} connections"
+         {max_connections} client connections and {admin_reserve} more for handshakes and the \
+         admin token"
     );
     if let Some(ca) = &args.tls_client_ca {
         tracing::info!(client_ca = %ca.display(), "serving TLS only, to clients with a certificate from the client CA");
