@@ -137,11 +137,28 @@ pub struct ServerArgs {
     /// How long a new connection has to authenticate before it is closed.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
     pub handshake_timeout: Duration,
-    /// Most connections served at once. At the limit, a new connection
-    /// replaces the oldest one that has not authenticated yet; if all have,
-    /// it is closed. Lowered to fit the open-files limit (ulimit -n).
+    /// Most connections with the client token at once; one more is
+    /// rejected in its handshake, saying so. Lowered to fit the open-files
+    /// limit (ulimit -n).
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+    /// Connections kept beyond --max-connections for handshakes and for
+    /// the admin token, so that `status` and `locks` with the admin token
+    /// get in however many clients are connected. When every connection
+    /// is taken, a new one replaces the oldest one that has not
+    /// authenticated yet; if all have, it is closed.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub admin_reserve: u32,
+    /// Most connections with the client token from one IP address,
+    /// loopback included (clients behind one NAT share an address); the
+    /// admin token is not counted.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_address: u32,
+    /// Close a connection that has sent nothing for this long while it
+    /// holds no lock, no place in line and no watch; clients connect again
+    /// with their next call. 0 keeps such connections open.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration_or_off)]
+    pub idle_timeout: Duration,
     /// Most locks one connection may hold.
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_locks_per_connection: u32,
@@ -608,10 +625,28 @@ fn duration(text: &str) -> Result<Duration, String> {
     Ok(parsed)
 }
 
+/// A [`duration`], or `0` / `off` for none (zero).
+fn duration_or_off(text: &str) -> Result<Duration, String> {
+    match text.trim() {
+        "0" | "off" => Ok(Duration::ZERO),
+        _ => duration(text).map_err(|e| format!("{e}, or 0 / off for none")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{duration, size, LONGEST};
+    use super::{duration, duration_or_off, size, LONGEST};
     use std::time::Duration;
+
+    #[test]
+    fn an_idle_timeout_may_be_off() {
+        assert_eq!(duration_or_off("0"), Ok(Duration::ZERO));
+        assert_eq!(duration_or_off(" off "), Ok(Duration::ZERO));
+        assert_eq!(duration_or_off("5m"), Ok(Duration::from_secs(300)));
+        assert!(duration_or_off("soon")
+            .unwrap_err()
+            .contains("off for none"));
+    }
 
     #[test]
     fn sizes_take_binary_units() {

@@ -49,7 +49,10 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         config = config.admin_token(admin);
     }
     config.handshake_timeout = args.handshake_timeout;
-    config.max_connections = fit_open_files(args.max_connections as usize);
+    config.admin_reserve = args.admin_reserve as usize;
+    config.max_connections = fit_open_files(args.max_connections as usize, config.admin_reserve);
+    config.max_connections_per_address = args.max_connections_per_address as usize;
+    config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     config.max_entries_per_connection = args.max_locks_per_connection as usize;
     config.max_bytes_per_connection = args.max_bytes_per_connection;
     config.max_lock_bytes = args.max_lock_bytes;
@@ -98,7 +101,11 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     ));
     // Checked before anything is logged, so a bad configuration fails
     // with its one line only.
-    let (budget, max_connections) = (config.memory_budget(), config.max_connections);
+    let (budget, max_connections, admin_reserve) = (
+        config.memory_budget(),
+        config.max_connections,
+        config.admin_reserve,
+    );
     let server =
         LockServer::new(locker.clone(), config).map_err(|e| Failure::usage(e.to_string()))?;
     let (unauthenticated_mib, client_mib) = (
@@ -108,11 +115,13 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     // The values in the words, for people; as fields too, for log queries.
     tracing::info!(
         max_connections,
+        admin_reserve,
         unauthenticated_mib,
         client_mib,
         "memory budget: peers without a token can add at most {unauthenticated_mib} MiB, \
          clients with the token at most {client_mib} MiB (lock table included), over at most \
-         {max_connections} connections"
+         {max_connections} client connections and {admin_reserve} more for handshakes and the \
+         admin token"
     );
     if let Some(ca) = &args.tls_client_ca {
         tracing::info!(client_ca = %ca.display(), "serving TLS only, to clients with a certificate from the client CA");
@@ -178,11 +187,11 @@ fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
 /// connection needs while it is accepted.
 const SPARE_FILES: usize = 32;
 
-/// `wanted` connections, lowered to what the open-files limit allows, after
-/// raising the soft limit to the hard one. Accepting beyond the limit fails
+/// `wanted` client connections, lowered so that they and `reserve` more fit
+/// the open-files limit, after raising the soft limit to the hard one. Accepting beyond the limit fails
 /// with EMFILE, which no client can be told about; refusing at the cap
 /// closes the extra connections cleanly instead.
-fn fit_open_files(wanted: usize) -> usize {
+fn fit_open_files(wanted: usize, reserve: usize) -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -203,7 +212,7 @@ fn fit_open_files(wanted: usize) -> usize {
         }
     }
     let files = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
-    let fits = files.saturating_sub(SPARE_FILES).max(1);
+    let fits = files.saturating_sub(SPARE_FILES + reserve).max(1);
     if fits < wanted {
         tracing::warn!(
             max_connections = fits,

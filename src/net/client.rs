@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::conn::Connection;
+use super::conn::{Connection, Ended};
 use super::pushes::Pushes;
 use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
 use crate::proclamation::{Proclamation, WatchArgs};
@@ -81,6 +81,13 @@ struct Shared {
     conn: Mutex<Option<Arc<Connection>>>,
     /// Set while a reconnect task exists; only [`Reconnecting`] clears it.
     reconnecting: AtomicBool,
+    /// Set when the server closed the connection quietly while nothing
+    /// used it ([`Ended::Quietly`]): the next call connects, rather than a
+    /// background task at once, so that the server's slot stays free.
+    closed_idle: AtomicBool,
+    /// Held by the call that connects after such a close; calls arriving
+    /// meanwhile wait for its connection.
+    reopening: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
     /// The server's validity in nanoseconds, from the last handshake; 0
     /// until one succeeded.
@@ -95,6 +102,7 @@ impl Shared {
     /// Makes `conn` the connection calls use.
     fn install(&self, conn: Arc<Connection>) {
         self.note_connect_error(None);
+        self.closed_idle.store(false, Ordering::Release);
         let old = self
             .conn
             .lock()
@@ -229,6 +237,8 @@ impl RemoteLocker {
             config,
             conn: Mutex::new(None),
             reconnecting: AtomicBool::new(false),
+            closed_idle: AtomicBool::new(false),
+            reopening: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
             validity: AtomicU64::new(0),
             pushes: Arc::default(),
@@ -246,17 +256,52 @@ impl RemoteLocker {
         Ok(RemoteLocker { shared })
     }
 
-    /// The live connection, or an error after starting a reconnect.
-    fn connection(&self) -> Result<Arc<Connection>, Error> {
-        let conn = self
-            .shared
+    /// The connection, if it is alive.
+    fn live(&self) -> Option<Arc<Connection>> {
+        self.shared
             .conn
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match conn {
-            Some(conn) if conn.is_alive() => Ok(conn),
-            _ => {
+            .clone()
+            .filter(|conn| conn.is_alive())
+    }
+
+    /// The live connection; a new one when the server closed the last one
+    /// for idleness; otherwise an error after starting a reconnect.
+    ///
+    /// Cancel safe: a connection being opened when the future is dropped
+    /// is closed, and the next call starts a reconnect.
+    async fn connection(&self) -> Result<Arc<Connection>, Error> {
+        if let Some(conn) = self.live() {
+            return Ok(conn);
+        }
+        if self.shared.closed_idle.load(Ordering::Acquire) {
+            let _reopening = self.shared.reopening.lock().await;
+            if let Some(conn) = self.live() {
+                return Ok(conn);
+            }
+            if self.shared.closed_idle.swap(false, Ordering::AcqRel) {
+                match open(&self.shared).await {
+                    Ok(conn) => {
+                        tracing::debug!(endpoint = %self.shared.endpoint, "reconnected after the server closed an idle connection");
+                        self.shared.install(conn.clone());
+                        if conn.is_alive() {
+                            return Ok(conn);
+                        }
+                    }
+                    Err(err) => {
+                        self.shared.note_connect_error(Some(err.clone()));
+                        if !matches!(err, Error::Unauthorized { .. }) {
+                            reconnect_later(&self.shared);
+                        }
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        match self.live() {
+            Some(conn) => Ok(conn),
+            None => {
                 reconnect_later(&self.shared);
                 // Why the latest attempt failed, so that what a failed
                 // lock reports for this server says more than "not
@@ -277,7 +322,7 @@ impl RemoteLocker {
     }
 
     async fn call(&self, op: Op) -> Result<Reply, Error> {
-        let conn = self.connection()?;
+        let conn = self.connection().await?;
         self.call_on(&conn, op).await
     }
 
@@ -306,8 +351,8 @@ impl RemoteLocker {
 
     /// The live connection, if its server speaks leader election
     /// (protocol version 5); [`Error::Unsupported`] at once otherwise.
-    fn election_connection(&self) -> Result<Arc<Connection>, Error> {
-        let conn = self.connection()?;
+    async fn election_connection(&self) -> Result<Arc<Connection>, Error> {
+        let conn = self.connection().await?;
         if conn.version() < wire::V5 {
             tracing::debug!(endpoint = %self.shared.endpoint, version = conn.version(), "the lock server is too old for leader election");
             return Err(Error::Unsupported {
@@ -372,7 +417,7 @@ impl RemoteLocker {
     ///
     /// Cancel safe.
     pub async fn status(&self) -> Result<ServerHealth, Error> {
-        let conn = self.connection()?;
+        let conn = self.connection().await?;
         if conn.version() < wire::V4 {
             return match self.call_on(&conn, Op::Health).await? {
                 Reply::Health {
@@ -432,8 +477,14 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
     let weak = Arc::downgrade(shared);
     let config = &shared.config;
     let pushes = shared.pushes.clone();
-    let conn = Connection::open(&shared.endpoint, config, pushes, move || {
-        if let Some(shared) = weak.upgrade() {
+    let conn = Connection::open(&shared.endpoint, config, pushes, move |ended| {
+        let Some(shared) = weak.upgrade() else { return };
+        // A connection the server closed because it was silent and held
+        // nothing is opened again by the next call, not at once: else the
+        // client would take the slot straight back, for nothing.
+        if ended == Ended::Quietly && shared.pushes.is_idle() {
+            shared.closed_idle.store(true, Ordering::Release);
+        } else {
             reconnect_later(&shared);
         }
     })
@@ -559,7 +610,7 @@ impl NetLocker for RemoteLocker {
         mode: LockMode,
         wait: &WaitArgs,
     ) -> Result<WaitReply, Error> {
-        let conn = self.connection()?;
+        let conn = self.connection().await?;
         if conn.version() < wire::V3 {
             let op = match mode {
                 LockMode::Write => Op::Lock(WireArgs::from(args)),
@@ -611,7 +662,7 @@ impl NetLocker for RemoteLocker {
         mode: LockMode,
         floor: u64,
     ) -> Result<Option<u64>, Error> {
-        let conn = self.connection()?;
+        let conn = self.connection().await?;
         if conn.version() < wire::V3 {
             return Err(Error::Unsupported {
                 endpoint: self.shared.endpoint.clone(),
@@ -641,7 +692,7 @@ impl NetLocker for RemoteLocker {
     /// have been stored.
     async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
         proclamation.validate()?;
-        let conn = self.election_connection()?;
+        let conn = self.election_connection().await?;
         let op = Op::Proclaim {
             args: WireArgs::from(args),
             proclamation: WireProclamation::from(proclamation),
@@ -669,7 +720,7 @@ impl NetLocker for RemoteLocker {
         args: &LockArgs,
         watch: Option<&WatchArgs>,
     ) -> Result<Option<Proclamation>, Error> {
-        let conn = self.election_connection()?;
+        let conn = self.election_connection().await?;
         if let Some(watch) = watch {
             self.shared.pushes.watch(&args.uid, &watch.wake, watch.ttl);
         }
@@ -719,13 +770,10 @@ impl NetLocker for RemoteLocker {
         self.shared.endpoint.clone()
     }
 
+    /// Also true after the server closed a connection that stayed silent
+    /// and held nothing: the next call connects again.
     fn is_online(&self) -> bool {
-        let conn = self
-            .shared
-            .conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        conn.as_ref().is_some_and(|c| c.is_alive())
+        self.live().is_some() || self.shared.closed_idle.load(Ordering::Acquire)
     }
 
     fn is_local(&self) -> bool {

@@ -39,7 +39,18 @@ type Transport = Framed<BoxIo, LengthDelimitedCodec>;
 /// What the reader reads: bytes left over from the handshake, then the socket.
 type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
-type OnClose = Box<dyn FnOnce() + Send>;
+type OnClose = Box<dyn FnOnce(Ended) + Send>;
+
+/// How a connection ended, as its owner is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The server closed it in good order while no call waited for a
+    /// reply: it closes connections that stay silent and hold nothing.
+    Quietly,
+    /// Anything else: a reset, a failed write, a call left unanswered, a
+    /// runtime that dropped the tasks, or the locker closing it.
+    Otherwise,
+}
 
 /// A write buffer above this capacity is given back once it was written,
 /// rather than kept for the life of the connection.
@@ -50,6 +61,8 @@ pub(crate) struct Connection {
     outgoing: Arc<Outgoing>,
     pending: Pending,
     alive: AtomicBool,
+    /// Set by the reader when the server ended the stream between frames.
+    ended_cleanly: AtomicBool,
     /// Taken by the first [`Connection::down`], so the owner hears once.
     on_close: Mutex<Option<OnClose>>,
     /// The reader and writer, aborted when the connection goes down so that
@@ -75,7 +88,7 @@ impl Connection {
         endpoint: &str,
         config: &RemoteConfig,
         pushes: Arc<Pushes>,
-        on_close: impl FnOnce() + Send + 'static,
+        on_close: impl FnOnce(Ended) + Send + 'static,
     ) -> Result<Arc<Connection>, Error> {
         let connect_timeout = config.connect_timeout;
         let deadline = tokio::time::Instant::now() + connect_timeout;
@@ -98,6 +111,13 @@ impl Connection {
                         tracing::debug!(endpoint, offered = version, older, %reason, "lock server speaks an older protocol; asking again");
                         version = older;
                         continue;
+                    }
+                    if wire::is_busy(&reason) {
+                        // No room for now: the token is fine, try later.
+                        return Err(Error::LockerUnavailable {
+                            endpoint: endpoint.to_owned(),
+                            reason: format!("the server turned the connection away: {reason}"),
+                        });
                     }
                     return Err(Error::Unauthorized {
                         endpoint: endpoint.to_owned(),
@@ -277,6 +297,7 @@ impl Connection {
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
+            ended_cleanly: AtomicBool::new(false),
             on_close: Mutex::new(Some(on_close)),
             tasks: Mutex::default(),
             validity,
@@ -320,6 +341,11 @@ impl Connection {
         }
         // Dropping the senders wakes every waiting caller with "closed".
         let waiters = std::mem::take(&mut *self.pending());
+        let ended = if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
+            Ended::Quietly
+        } else {
+            Ended::Otherwise
+        };
         drop(waiters);
         let on_close = self
             .on_close
@@ -327,7 +353,7 @@ impl Connection {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         if let Some(on_close) = on_close {
-            on_close();
+            on_close(ended);
         }
     }
 
@@ -600,7 +626,15 @@ async fn read_responses(
     pushes: Arc<Pushes>,
     _down: DownOnDrop,
 ) {
-    while let Some(Ok(frame)) = stream.next().await {
+    loop {
+        let frame = match stream.next().await {
+            Some(Ok(frame)) => frame,
+            None => {
+                conn.ended_cleanly.store(true, Ordering::Release);
+                break;
+            }
+            Some(Err(_)) => break,
+        };
         let Ok(response) = wire::decode::<Response>(&frame) else {
             tracing::warn!(endpoint = %conn.endpoint, "undecodable response; dropping the connection");
             break;
@@ -638,7 +672,7 @@ mod tests {
     fn counter() -> (Arc<AtomicUsize>, OnClose) {
         let count = Arc::new(AtomicUsize::new(0));
         let seen = count.clone();
-        let on_close = Box::new(move || {
+        let on_close = Box::new(move |_| {
             seen.fetch_add(1, Ordering::SeqCst);
         });
         (count, on_close)

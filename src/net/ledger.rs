@@ -364,6 +364,16 @@ impl Ledger {
         inner.fit();
     }
 
+    /// Whether anything is charged to the connection: a lock, a place in
+    /// line, a proclamation or a watch. A charge that lapsed counts until
+    /// the ledger next prunes.
+    pub(crate) fn holds(&self, conn: u64) -> bool {
+        self.inner()
+            .usage
+            .get(&conn)
+            .is_some_and(|usage| usage.locks > 0 || usage.bytes > 0)
+    }
+
     /// The usage of one connection.
     #[cfg(test)]
     pub(crate) fn usage(&self, conn: u64) -> Usage {

@@ -71,7 +71,8 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// the `limit` label, named after the setting or constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Limit {
-    /// `max_connections`: a new connection closed at once, or one still in
+    /// `max_connections`: a new connection closed at once, a client
+    /// rejected because all client connections are in use, or one still in
     /// its handshake closed to make room.
     MaxConnections,
     /// `MAX_HELLO_FRAME`: a handshake frame too large.
@@ -85,6 +86,9 @@ pub(crate) enum Limit {
     WaitersPerConnection,
     /// `max_entries_per_connection`: a lock refused.
     EntriesPerConnection,
+    /// `max_connections_per_address`: a client connection rejected in its
+    /// handshake.
+    ConnectionsPerAddress,
     /// `max_bytes_per_connection`: a lock refused.
     BytesPerConnection,
     /// `max_lock_bytes`: a lock refused, the table is full.
@@ -93,7 +97,7 @@ pub(crate) enum Limit {
 
 impl Limit {
     #[cfg(feature = "metrics")]
-    const ALL: [Limit; 8] = [
+    const ALL: [Limit; 9] = [
         Limit::MaxConnections,
         Limit::HelloFrame,
         Limit::Frame,
@@ -102,6 +106,7 @@ impl Limit {
         Limit::EntriesPerConnection,
         Limit::BytesPerConnection,
         Limit::LockBytes,
+        Limit::ConnectionsPerAddress,
     ];
 
     #[cfg(feature = "metrics")]
@@ -115,6 +120,7 @@ impl Limit {
             Limit::EntriesPerConnection => "max_entries_per_connection",
             Limit::BytesPerConnection => "max_bytes_per_connection",
             Limit::LockBytes => "max_lock_bytes",
+            Limit::ConnectionsPerAddress => "max_connections_per_address",
         }
     }
 }
@@ -716,6 +722,7 @@ mod tests {
         let kept = Kept::default();
         let mut config = ServerConfig::new("secret");
         config.max_connections = 2;
+        config.admin_reserve = 0;
         let server = ::metrics::with_local_recorder(&kept, || {
             LockServer::new(Arc::new(LocalLocker::new()), config).unwrap()
         });

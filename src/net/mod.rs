@@ -47,12 +47,14 @@ mod ledger;
 mod malformed;
 mod metrics;
 mod pushes;
+mod refusals;
 mod released;
 mod server;
 mod session;
 mod sniff;
 #[cfg(feature = "tls")]
 mod tls;
+mod token;
 mod waits;
 mod wire;
 

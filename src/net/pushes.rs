@@ -165,6 +165,12 @@ impl Pushes {
         }
     }
 
+    /// Whether no wait and no watch is registered (lapsed watches count
+    /// until swept).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.live.load(Ordering::Acquire) == 0 && self.inner().watches.is_empty()
+    }
+
     /// How many watches are registered, lapsed or not.
     #[cfg(test)]
     pub(crate) fn watches(&self) -> usize {

@@ -1,23 +1,24 @@
 //! `LockServer`: serves one `LocalLocker` to authenticated clients over
 //! framed TCP, in the caller's runtime or in the `quorum-lock` binary.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ledger, Limits};
 use super::metrics::{Limit, ServerMetrics};
+use super::refusals::{Cause, RefusalLog};
 use super::released::Released;
 use super::session::{accept, PUSH_QUEUE};
+use super::token::{Digest, TokenHasher};
 use super::waits::WAITER_OVERHEAD;
 use crate::{Error, LocalLocker};
 
@@ -76,10 +77,14 @@ pub struct ServerConfig {
     /// released or expires, also after its connection closed, so a client
     /// cannot escape the limits by reconnecting. Default 1 GiB.
     pub max_lock_bytes: usize,
-    /// Most connections served at once, authenticated or not, so that the
-    /// server never runs out of file descriptors. When all are taken, a new
-    /// connection replaces the oldest one still in its handshake; when all
-    /// are authenticated, it is closed as soon as it is accepted. Default 512.
+    /// Most connections authenticated with the client token at once; one
+    /// beyond it is rejected in its handshake, saying so. With
+    /// `admin_reserve`, also bounds the connections served at once,
+    /// authenticated or not (`max_connections + admin_reserve`), so that
+    /// the server never runs out of file descriptors: when all those are
+    /// taken, a new connection replaces the oldest one still in its
+    /// handshake, and when all are authenticated, it is closed as soon as
+    /// it is accepted. Default 512.
     pub max_connections: usize,
     /// Most bytes of released uids remembered (see `remember_released`);
     /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
@@ -92,6 +97,23 @@ pub struct ServerConfig {
     /// asked without a reservation. Places are charged to the lock table's
     /// limits as locks are. Default 1024.
     pub max_waiters_per_connection: usize,
+    /// Connections kept beyond `max_connections` for handshakes and for
+    /// connections that present the admin token: clients with the client
+    /// token hold at most `max_connections` at once, so an operator can
+    /// always connect with the admin token, however many clients hold
+    /// theirs. Default 4.
+    pub admin_reserve: usize,
+    /// Most connections authenticated with the client token from one IP
+    /// address, loopback included; a connection beyond it is rejected in
+    /// its handshake, saying why. Connections with the admin token are not
+    /// counted. Default 64.
+    pub max_connections_per_address: usize,
+    /// How long a connection authenticated with the client token may stay
+    /// silent while it holds nothing on the server (no lock, no place in
+    /// line, no watch) before the server closes it, freeing its slot.
+    /// [`RemoteLocker`](super::RemoteLocker) opens a new connection with
+    /// its next call. `None` keeps such connections open. Default 5 min.
+    pub idle_timeout: Option<Duration>,
     /// How long a client has to authenticate after connecting. Default 5 s.
     pub handshake_timeout: Duration,
     /// How long a released uid is remembered, so that a lock or refresh
@@ -114,6 +136,9 @@ impl ServerConfig {
             max_connections: 512,
             max_released_bytes: 64 * MIB,
             max_waiters_per_connection: 1024,
+            admin_reserve: 4,
+            max_connections_per_address: 64,
+            idle_timeout: Some(Duration::from_secs(300)),
             handshake_timeout: Duration::from_secs(5),
             remember_released: None,
             #[cfg(feature = "tls")]
@@ -140,7 +165,8 @@ impl ServerConfig {
     ///
     /// * `unauthenticated`: peers without a token can only open connections
     ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
-    ///   `(max_connections + EVICTING) × (MAX_HELLO_FRAME + CONNECTION_OVERHEAD)`;
+    ///   `(max_connections + admin_reserve + EVICTING) × (MAX_HELLO_FRAME +
+    ///   CONNECTION_OVERHEAD)`;
     /// * `client`: with the client token, add a request of up to
     ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
     ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each), the
@@ -165,7 +191,7 @@ impl ServerConfig {
     /// assert!(budget.unauthenticated < budget.client);
     /// ```
     pub fn memory_budget(&self) -> MemoryBudget {
-        let conns = self.max_connections.saturating_add(EVICTING);
+        let conns = self.slots().saturating_add(EVICTING);
         let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
         let waiters = self
             .max_waiters_per_connection
@@ -183,15 +209,40 @@ impl ServerConfig {
         }
     }
 
-    /// The role `token` grants, compared in constant time.
-    pub(crate) fn role_of(&self, token: &str) -> Option<Role> {
-        let matches = |expected: &str| bool::from(expected.as_bytes().ct_eq(token.as_bytes()));
-        if self.admin_token.as_deref().is_some_and(matches) {
-            Some(Role::Admin)
-        } else if matches(&self.client_token) {
-            Some(Role::Client)
-        } else {
-            None
+    /// Every connection that may be open at once, in its handshake or
+    /// authenticated, besides those being evicted.
+    fn slots(&self) -> usize {
+        self.max_connections.saturating_add(self.admin_reserve)
+    }
+}
+
+/// The configured tokens' digests ([`super::token`]), made once.
+struct Tokens {
+    hasher: TokenHasher,
+    client: Digest,
+    admin: Option<Digest>,
+}
+
+impl Tokens {
+    fn new(config: &ServerConfig) -> Self {
+        let hasher = TokenHasher::new();
+        Tokens {
+            client: hasher.digest(&config.client_token),
+            admin: config.admin_token.as_deref().map(|t| hasher.digest(t)),
+            hasher,
+        }
+    }
+
+    /// The role `token` grants. Both digests are compared whatever the
+    /// first answers, so the time taken does not say which token matched.
+    fn role_of(&self, token: &str) -> Option<Role> {
+        let presented = self.hasher.digest(token);
+        let client = self.client.matches(&presented);
+        let admin = self.admin.is_some_and(|admin| admin.matches(&presented));
+        match (admin, client) {
+            (true, _) => Some(Role::Admin),
+            (false, true) => Some(Role::Client),
+            (false, false) => None,
         }
     }
 }
@@ -225,6 +276,12 @@ impl std::fmt::Debug for ServerConfig {
                 "max_waiters_per_connection",
                 &self.max_waiters_per_connection,
             )
+            .field("admin_reserve", &self.admin_reserve)
+            .field(
+                "max_connections_per_address",
+                &self.max_connections_per_address,
+            )
+            .field("idle_timeout", &self.idle_timeout)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("remember_released", &self.remember_released)
             .finish_non_exhaustive()
@@ -240,8 +297,15 @@ pub(crate) struct ServerState {
     pub(crate) shutdown: CancellationToken,
     /// Connections being served, authenticated or not.
     pub(crate) connections: AtomicUsize,
+    /// Connections authenticated with the client token.
+    clients: AtomicUsize,
+    /// Connections authenticated with the client token, by address.
+    per_address: Mutex<HashMap<IpAddr, usize>>,
     /// Connections still in their handshake, oldest first.
     pending: Mutex<VecDeque<(u64, CancellationToken)>>,
+    tokens: Tokens,
+    /// Throttles the warnings about refused connections.
+    pub(crate) refusals: RefusalLog,
     next_conn: AtomicU64,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
@@ -250,6 +314,17 @@ pub(crate) struct ServerState {
 impl ServerState {
     fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, CancellationToken)>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The role `token` grants.
+    pub(crate) fn role_of(&self, token: &str) -> Option<Role> {
+        self.tokens.role_of(token)
+    }
+
+    fn per_address(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        self.per_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn forget_pending(&self, id: u64) {
@@ -270,6 +345,18 @@ pub(crate) struct Slot {
     evicted: CancellationToken,
     /// Whether the peer authenticated, for the connection gauges.
     authenticated: AtomicBool,
+    /// The peer's address, counted in `per_address` once admitted as a
+    /// client.
+    peer: IpAddr,
+    /// The role the connection was admitted with.
+    admitted: OnceLock<Role>,
+}
+
+/// Why [`Slot::admit`] refused an authenticated connection.
+pub(crate) struct Busy {
+    pub(crate) cause: Cause,
+    /// For the client, starting with [`BUSY`](super::wire::BUSY).
+    pub(crate) reason: String,
 }
 
 impl Slot {
@@ -286,12 +373,53 @@ impl Slot {
         self.evicted.cancelled().await;
     }
 
-    /// The peer authenticated: from now on it keeps its slot.
-    pub(crate) fn authenticated(&self) {
-        self.state.forget_pending(self.id);
-        if !self.authenticated.swap(true, Ordering::AcqRel) {
-            self.state.metrics.connection_authenticated();
+    /// The peer authenticated as `role`: it keeps its slot unless its
+    /// role has no room left. A client needs one of the `max_connections`
+    /// and room in its address's share; an admin may use any slot, the
+    /// reserve included.
+    pub(crate) fn admit(&self, role: Role) -> Result<(), Busy> {
+        let state = &self.state;
+        let config = &state.config;
+        if role == Role::Client {
+            let mut per_address = state.per_address();
+            let held = per_address.get(&self.peer).copied().unwrap_or(0);
+            if held >= config.max_connections_per_address {
+                state.metrics.refused_by(Limit::ConnectionsPerAddress);
+                return Err(Busy {
+                    cause: Cause::AddressFull,
+                    reason: format!(
+                        "{}{held} connections from {} already, the most one address may hold \
+                         (--max-connections-per-address); close one or try again later",
+                        super::wire::BUSY,
+                        self.peer
+                    ),
+                });
+            }
+            let limit = config.max_connections;
+            let free = state
+                .clients
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < limit).then_some(n + 1)
+                })
+                .is_ok();
+            if !free {
+                state.metrics.refused_by(Limit::MaxConnections);
+                return Err(Busy {
+                    cause: Cause::ClientsFull,
+                    reason: format!(
+                        "{}all {limit} client connections are in use; try again later",
+                        super::wire::BUSY
+                    ),
+                });
+            }
+            *per_address.entry(self.peer).or_default() += 1;
         }
+        let _ = self.admitted.set(role);
+        state.forget_pending(self.id);
+        if !self.authenticated.swap(true, Ordering::AcqRel) {
+            state.metrics.connection_authenticated();
+        }
+        Ok(())
     }
 }
 
@@ -301,6 +429,16 @@ impl Drop for Slot {
         self.state.ledger.close(self.id);
         self.state.forget_pending(self.id);
         self.state.connections.fetch_sub(1, Ordering::AcqRel);
+        if self.admitted.get() == Some(&Role::Client) {
+            self.state.clients.fetch_sub(1, Ordering::AcqRel);
+            let mut per_address = self.state.per_address();
+            if let Some(held) = per_address.get_mut(&self.peer) {
+                *held -= 1;
+                if *held == 0 {
+                    per_address.remove(&self.peer);
+                }
+            }
+        }
         let authenticated = *self.authenticated.get_mut();
         self.state.metrics.connection_closed(authenticated);
     }
@@ -355,6 +493,16 @@ impl LockServer {
                 "max_connections must be at least 1".into(),
             ));
         }
+        if config.max_connections_per_address == 0 {
+            return Err(Error::InvalidArgument(
+                "max_connections_per_address must be at least 1".into(),
+            ));
+        }
+        if config.idle_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "idle_timeout must be more than zero; None keeps idle connections open".into(),
+            ));
+        }
         if config.max_waiters_per_connection == 0 {
             return Err(Error::InvalidArgument(
                 "max_waiters_per_connection must be at least 1: clients of protocol version 3 \
@@ -370,9 +518,14 @@ impl LockServer {
             bytes_per_connection: config.max_bytes_per_connection,
             locks_per_connection: config.max_entries_per_connection,
         });
+        let tokens = Tokens::new(&config);
         Ok(LockServer {
             state: Arc::new(ServerState {
                 locker,
+                tokens,
+                clients: AtomicUsize::new(0),
+                per_address: Mutex::default(),
+                refusals: RefusalLog::default(),
                 released: Released::new(remember, config.max_released_bytes),
                 ledger,
                 config,
@@ -405,7 +558,6 @@ impl LockServer {
         let _expiry = super::expiry::start(&self.state.locker);
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
-        let mut refused = Throttled::default();
         let mut failed = Throttled::default();
         let mut failures = 0u32;
         loop {
@@ -414,24 +566,18 @@ impl LockServer {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         failures = 0;
-                        match self.slot() {
-                            Some(slot) => {
+                        match self.slot(peer.ip()) {
+                            Ok(slot) => {
                                 sessions.spawn(accept(stream, peer, slot));
                             }
-                            None => {
+                            Err(cause) => {
                                 // Closed at once: its descriptor is free again
                                 // before the next accept. The client sees the
                                 // connection closed during the handshake and
                                 // retries later.
                                 drop(stream);
                                 self.state.metrics.refused_by(Limit::MaxConnections);
-                                refused.note(|n| tracing::warn!(
-                                    %peer,
-                                    refused = n,
-                                    limit = self.state.config.max_connections,
-                                    "connection limit reached and every connection is authenticated; \
-                                     closing new connections (raise --max-connections)"
-                                ));
+                                self.log_full(cause, peer);
                             }
                         }
                     }
@@ -472,10 +618,12 @@ impl LockServer {
     /// client completes its handshake within a round trip, so peers
     /// without a token can only keep it out by opening connections faster
     /// than that, not by holding idle ones for the handshake timeout.
-    /// `None` when every slot holds an authenticated connection.
-    fn slot(&self) -> Option<Slot> {
+    /// Otherwise, why not: every slot holds an authenticated connection,
+    /// or so many were evicted that the evicted ones have not all closed
+    /// yet (a flood of peers that do not authenticate).
+    fn slot(&self, peer: IpAddr) -> Result<Slot, Cause> {
         let state = &self.state;
-        let limit = state.config.max_connections;
+        let limit = state.config.slots();
         let free = state
             .connections
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -493,11 +641,11 @@ impl LockServer {
                 })
                 .is_ok();
             if !room {
-                return None;
+                return Err(Cause::Flood);
             }
             let Some((_, oldest)) = state.pending().pop_front() else {
                 state.connections.fetch_sub(1, Ordering::AcqRel);
-                return None;
+                return Err(Cause::AllAuthenticated);
             };
             oldest.cancel();
             state.metrics.refused_by(Limit::MaxConnections);
@@ -506,12 +654,42 @@ impl LockServer {
         let evicted = CancellationToken::new();
         state.pending().push_back((id, evicted.clone()));
         state.metrics.connection_opened();
-        Some(Slot {
+        Ok(Slot {
             state: state.clone(),
             id,
             evicted,
             authenticated: AtomicBool::new(false),
+            peer,
+            admitted: OnceLock::new(),
         })
+    }
+
+    /// Warns, throttled, that a connection was closed at once for `cause`.
+    fn log_full(&self, cause: Cause, peer: SocketAddr) {
+        let Some(refused) = self.state.refusals.due(cause) else {
+            return;
+        };
+        let config = &self.state.config;
+        let (clients, reserve) = (config.max_connections, config.admin_reserve);
+        match cause {
+            Cause::Flood => tracing::warn!(
+                %peer,
+                refused,
+                "connections arrive faster than those closed to make room for them go away: \
+                 a flood of connections that do not authenticate; closing new ones at once \
+                 (`refused` counts them since the last such line)"
+            ),
+            _ => tracing::warn!(
+                %peer,
+                refused,
+                clients,
+                reserve,
+                "every connection slot holds an authenticated connection (the admin reserve \
+                 included); closing new connections at once (raise --max-connections, or \
+                 --admin-reserve if admins need more; `refused` counts them since the last \
+                 such line)"
+            ),
+        }
     }
 
     /// Binds `addr` and serves until `shutdown` resolves. Returns the bound

@@ -17,6 +17,7 @@ use tokio_util::codec::Framed;
 use super::io::BoxIo;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::metrics::{AuthRefusal, Limit};
+use super::refusals::{Cause, Refused};
 use super::server::{Role, ServerState, Slot};
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
@@ -62,10 +63,21 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         match handshake {
             Ok(Ok(stream)) => return session(Box::new(stream), peer, server, &slot).await,
             Ok(Err(err)) => match super::tls::accept_failure(&err) {
-                (true, why) => tracing::warn!(%peer, %err, "TLS handshake failed: {why}"),
+                (true, why) => {
+                    if let Some(refused) = server.refusals.due(Cause::TlsFailed) {
+                        tracing::warn!(%peer, %err, refused, "TLS handshake failed: {why} \
+                            (`refused` counts TLS failures since the last such line)");
+                    }
+                }
                 (false, why) => tracing::debug!(%peer, %err, "{why}"),
             },
-            Err(_) => tracing::warn!(%peer, "no TLS handshake in time"),
+            Err(_) => {
+                if let Some(refused) = server.refusals.due(Cause::TlsTimeout) {
+                    tracing::warn!(%peer, refused, timeout = ?server.config.handshake_timeout,
+                        "no TLS handshake within the handshake timeout: closed connections \
+                         that did not start TLS (`refused` counts them since the last such line)");
+                }
+            }
         }
         server.metrics.auth_refused(AuthRefusal::Tls);
         return;
@@ -79,7 +91,6 @@ async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot
     let Some(role) = handshake(&mut conn, peer, &server, slot).await else {
         return;
     };
-    slot.authenticated();
     conn.codec_mut().set_max_frame_length(wire::MAX_FRAME);
     let (role, version) = role;
     tracing::debug!(%peer, ?role, version, "client connected");
@@ -100,6 +111,8 @@ enum Event {
     Frame(Option<Result<bytes::BytesMut, std::io::Error>>),
     Push(Pushed),
     Shutdown,
+    /// The idle timeout may have passed.
+    Idle,
 }
 
 async fn serve(
@@ -109,16 +122,39 @@ async fn serve(
     pushed: &mut mpsc::Receiver<Pushed>,
 ) {
     let server = session.server;
+    // The timer is moved on only when it fires, not at every request.
+    let idle_timeout = server.config.idle_timeout;
+    let mut last_heard = Instant::now();
+    let idle = tokio::time::sleep(idle_timeout.unwrap_or_default());
+    tokio::pin!(idle);
     loop {
         read_room(conn);
         let event = tokio::select! {
             frame = conn.next() => Event::Frame(frame),
             Some(push) = pushed.recv() => Event::Push(push),
             () = server.shutdown.cancelled() => Event::Shutdown,
+            () = &mut idle, if idle_timeout.is_some() => Event::Idle,
         };
         let frame = match event {
-            Event::Frame(frame) => frame,
+            Event::Frame(frame) => {
+                last_heard = Instant::now();
+                frame
+            }
             Event::Shutdown => break,
+            Event::Idle => {
+                let timeout = idle_timeout.unwrap_or_default();
+                let now = Instant::now();
+                let quiet = now.duration_since(last_heard) >= timeout;
+                // Bytes of a request already read count as hearing from it.
+                if quiet && conn.read_buffer().is_empty() && session.holds_nothing() {
+                    tracing::debug!(%peer, ?timeout, "closing a connection that was silent and held nothing");
+                    let _ = SinkExt::<Bytes>::flush(conn).await;
+                    return;
+                }
+                let next = if quiet { now } else { last_heard };
+                idle.as_mut().reset(next + timeout);
+                continue;
+            }
             Event::Push(push) => {
                 // Every push already queued goes out with this one.
                 if session.forward(conn, push).await.is_err()
@@ -287,11 +323,21 @@ async fn handshake(
             wire::unsupported_version(hello.version),
         )),
         Ok(hello) => server
-            .config
             .role_of(&hello.token)
             .map(|role| (role, hello.version))
             .ok_or_else(|| (AuthRefusal::Token, "invalid token".to_owned())),
         Err(refused) => Err(refused),
+    };
+    // Only a peer with a token learns whether there is room for it.
+    let verdict = match verdict {
+        Ok((role, version)) => match slot.admit(role) {
+            Ok(()) => Ok((role, version)),
+            Err(busy) => Err(Refused::Busy(busy)),
+        },
+        Err((why, reason)) => {
+            server.metrics.auth_refused(why);
+            Err(Refused::Auth(why, reason))
+        }
     };
     let welcome = match &verdict {
         Ok((role, version)) => Welcome::Accepted {
@@ -299,11 +345,10 @@ async fn handshake(
             admin: *role == Role::Admin,
             validity: server.locker.config().validity,
         },
-        Err((why, reason)) => {
-            tracing::warn!(%peer, %reason, "rejected connection");
-            server.metrics.auth_refused(*why);
+        Err(refused) => {
+            refused.log(peer, server);
             Welcome::Rejected {
-                reason: reason.clone(),
+                reason: refused.reason().to_owned(),
             }
         }
     };
@@ -791,6 +836,15 @@ impl Session<'_> {
             }
         }
         Ok(reply)
+    }
+
+    /// Whether the connection keeps nothing on the server that needs it
+    /// open: no lock, place in line, proclamation or watch charged to it.
+    /// Places that expired are settled first.
+    fn holds_nothing(&self) -> bool {
+        let expired = self.waits().sweep(Instant::now());
+        self.ended(expired, Ending::Lapsed);
+        self.waits().is_empty() && !self.server.ledger.holds(self.id)
     }
 
     /// The uid was granted or released: its place, if it had one, is

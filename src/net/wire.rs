@@ -59,6 +59,18 @@ pub(crate) fn unsupported_version(version: u16) -> String {
     format!("protocol version {version} is not supported; this server speaks {spoken}")
 }
 
+/// How the reason of a `Rejected` starts when the server turned the
+/// connection away for want of room, not for its token: the client token's
+/// connections are all in use, or the peer's address holds its share.
+/// Clients treat such a rejection as the server being unavailable for now
+/// and try again; any other rejection of a known version is final.
+pub(crate) const BUSY: &str = "server busy: ";
+
+/// Whether a `Rejected` reason says the server is busy ([`BUSY`]).
+pub(crate) fn is_busy(reason: &str) -> bool {
+    reason.starts_with(BUSY)
+}
+
 /// The version to try next after a server rejected our `Hello` of version
 /// `offered` with `reason`: the newest version below `offered` that the
 /// reason lists after "this server speaks" and this build speaks too.

@@ -11,6 +11,7 @@ mod wire;
 
 mod ceiling;
 mod connect;
+mod connection_slots;
 mod decoder_properties;
 mod election;
 mod expiry;
@@ -20,6 +21,7 @@ mod late_validity;
 mod limits;
 mod races;
 mod reconnect;
+mod refusal_logs;
 mod semaphore;
 mod tls;
 mod transport;

@@ -33,7 +33,8 @@ fn the_start_up_log_says_its_values_in_words() {
     };
     assert!(number_before(" MiB, clients with the token") > 0, "{line}");
     assert!(number_before(" MiB (lock table included)") > 0, "{line}");
-    assert_eq!(number_before(" connections"), 64, "{line}");
+    assert_eq!(number_before(" client connections"), 64, "{line}");
+    assert_eq!(number_before(" more for handshakes"), 4, "{line}");
 }
 
 #[test]

@@ -1,0 +1,163 @@
+//! Warnings about refused connections: at most one line per cause a
+//! second, counting the refusals since the previous line of that cause,
+//! so that a flood of connections cannot flood the log too. The metrics
+//! count every refusal.
+
+use std::net::SocketAddr;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::metrics::AuthRefusal;
+use super::server::{Busy, ServerState};
+
+/// How often each cause may write a line.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// Why a connection was refused, one line of the log each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The `Hello` carried neither token.
+    Token,
+    /// The `Hello` offered a protocol version this server does not speak.
+    Version,
+    /// The first frame was no `Hello`, or too large.
+    Malformed,
+    /// Nothing within the handshake timeout.
+    Timeout,
+    /// The TLS handshake failed over a certificate or the protocol.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    TlsFailed,
+    /// No TLS handshake within the handshake timeout.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    TlsTimeout,
+    /// Every slot, the admin reserve included, holds an authenticated
+    /// connection.
+    AllAuthenticated,
+    /// Connections arrive faster than those closed to make room for them
+    /// go away: a flood of peers that do not authenticate.
+    Flood,
+    /// The client token's `max_connections` are all in use.
+    ClientsFull,
+    /// The peer's address holds `max_connections_per_address` already.
+    AddressFull,
+}
+
+const CAUSES: usize = 10;
+
+impl Cause {
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Throttled {
+    /// Refusals not yet written in a line.
+    since: u64,
+    last: Option<Instant>,
+}
+
+/// One throttle per [`Cause`].
+#[derive(Default)]
+pub(crate) struct RefusalLog {
+    causes: Mutex<[Throttled; CAUSES]>,
+}
+
+impl RefusalLog {
+    /// Counts one refusal for `cause`; when a line is due, the number of
+    /// refusals it stands for (this one included), for the caller to
+    /// write.
+    pub(crate) fn due(&self, cause: Cause) -> Option<u64> {
+        let mut causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
+        let throttle = &mut causes[cause.index()];
+        throttle.since += 1;
+        let now = Instant::now();
+        if throttle
+            .last
+            .is_some_and(|at| now.duration_since(at) < INTERVAL)
+        {
+            return None;
+        }
+        throttle.last = Some(now);
+        Some(std::mem::take(&mut throttle.since))
+    }
+}
+
+/// Why a handshake was rejected.
+pub(crate) enum Refused {
+    /// No token, or no handshake: what the metrics count and the reason.
+    Auth(AuthRefusal, String),
+    /// A token, but no room for its role.
+    Busy(Busy),
+}
+
+impl Refused {
+    pub(crate) fn reason(&self) -> &str {
+        match self {
+            Refused::Auth(_, reason) => reason,
+            Refused::Busy(busy) => &busy.reason,
+        }
+    }
+
+    /// Warns, throttled per cause, in words that name the cause.
+    pub(crate) fn log(&self, peer: SocketAddr, server: &ServerState) {
+        let cause = match self {
+            Refused::Auth(AuthRefusal::Token, _) => Cause::Token,
+            Refused::Auth(AuthRefusal::Version, _) => Cause::Version,
+            Refused::Auth(AuthRefusal::Malformed, _) => Cause::Malformed,
+            Refused::Auth(AuthRefusal::Timeout, _) => Cause::Timeout,
+            Refused::Auth(AuthRefusal::Tls, _) => Cause::TlsFailed,
+            Refused::Busy(busy) => busy.cause,
+        };
+        let Some(refused) = server.refusals.due(cause) else {
+            return;
+        };
+        let reason = self.reason();
+        let timeout = server.config.handshake_timeout;
+        // `refused` counts the rejections a line stands for: this one and
+        // those of the same cause left out since the previous line.
+        match cause {
+            Cause::Token => tracing::warn!(%peer, refused,
+                "rejected connections that presented an invalid token \
+                 (`refused` counts them since the last such line)"),
+            Cause::Version => tracing::warn!(%peer, refused, %reason,
+                "rejected clients of a protocol version this server does not speak \
+                 (`refused` counts them since the last such line)"),
+            Cause::Timeout => tracing::warn!(%peer, refused, ?timeout,
+                "no handshake within the handshake timeout: closed connections that sent \
+                 nothing (`refused` counts them since the last such line)"),
+            Cause::ClientsFull | Cause::AddressFull => tracing::warn!(%peer, refused, %reason,
+                "rejected clients with a valid token for want of room \
+                 (`refused` counts them since the last such line)"),
+            _ => tracing::warn!(%peer, refused, %reason,
+                "rejected connections whose first frame was no handshake \
+                 (`refused` counts them since the last such line)"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn one_line_per_cause_and_interval_counts_what_it_stands_for() {
+        let log = RefusalLog::default();
+        assert_eq!(log.due(Cause::Token), Some(1));
+        for _ in 0..99 {
+            assert_eq!(log.due(Cause::Token), None);
+        }
+        // Another cause has a throttle of its own.
+        assert_eq!(log.due(Cause::Timeout), Some(1));
+        tokio::time::advance(INTERVAL).await;
+        assert_eq!(log.due(Cause::Token), Some(100));
+        assert_eq!(log.due(Cause::Token), None);
+    }
+
+    #[test]
+    fn every_cause_has_a_throttle() {
+        assert_eq!(Cause::AddressFull.index(), CAUSES - 1);
+    }
+}

@@ -1,0 +1,193 @@
+//! What the server logs about the connections it refuses: a flood writes
+//! a bounded number of lines that count what they stand for, and each
+//! line names the refusal's real cause.
+#![cfg(feature = "net")]
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::wire::{authenticate, closed_within};
+use quorum_lock::net::{LockServer, ServerConfig};
+use quorum_lock::LocalLocker;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+const TOKEN: &str = "client-secret";
+const LIMIT: Duration = Duration::from_secs(5);
+
+/// Keeps every event logged on this thread as one line of text: the
+/// message, then `name=value` for each field.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<String>>>);
+
+impl Capture {
+    fn lines(&self, containing: &str) -> Vec<String> {
+        let lines = self.0.lock().unwrap();
+        lines
+            .iter()
+            .filter(|l| l.contains(containing))
+            .cloned()
+            .collect()
+    }
+}
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+}
+
+impl Subscriber for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut line = Line(format!("{} ", event.metadata().level()));
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// The number after `name=` in `line`.
+fn count(line: &str, name: &str) -> u64 {
+    let (_, rest) = line
+        .split_once(&format!(" {name}="))
+        .unwrap_or_else(|| panic!("no {name} in {line:?}"));
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line:?}"))
+}
+
+async fn start(config: ServerConfig) -> (String, oneshot::Sender<()>) {
+    let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().unwrap(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind loopback");
+    tokio::spawn(serve);
+    (bound.to_string(), stop)
+}
+
+// The server's tasks run on this test's thread (a current-thread
+// runtime), where the capture is the default subscriber.
+#[tokio::test]
+async fn a_flood_of_bad_tokens_writes_a_few_lines_that_count_it() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (addr, _stop) = start(ServerConfig::new(TOKEN)).await;
+    const FLOOD: u64 = 300;
+    let started = tokio::time::Instant::now();
+    for _ in 0..FLOOD {
+        let (_stream, welcome) = authenticate(&addr, "wrong").await.expect("answered");
+        assert_eq!(welcome.first(), Some(&1), "a bad token is rejected");
+    }
+    let flooded = started.elapsed();
+    // After the throttle's interval, the next refusal is logged with the
+    // count of those left out meanwhile.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (_stream, _) = authenticate(&addr, "wrong").await.expect("answered");
+    let lines = capture.lines("invalid token");
+    // One line at the start of each second of the flood, and the last.
+    let bound = 2 + flooded.as_secs() as usize + 1;
+    assert!(
+        !lines.is_empty() && lines.len() <= bound,
+        "{} lines for {} refusals in {flooded:?}: {lines:#?}",
+        lines.len(),
+        FLOOD + 1
+    );
+    let counted: u64 = lines.iter().map(|l| count(l, "refused")).sum();
+    assert_eq!(
+        counted,
+        FLOOD + 1,
+        "the lines count every refusal: {lines:#?}"
+    );
+}
+
+#[tokio::test]
+async fn peers_that_never_send_a_handshake_are_logged_a_few_times() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let mut config = ServerConfig::new(TOKEN);
+    config.handshake_timeout = Duration::from_millis(100);
+    let (addr, _stop) = start(config).await;
+    let mut silent = Vec::new();
+    for _ in 0..50 {
+        silent.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    for stream in &mut silent {
+        closed_within(stream, LIMIT)
+            .await
+            .expect("closed after the handshake timeout");
+    }
+    let lines = capture.lines("no handshake");
+    assert!(
+        !lines.is_empty() && lines.len() <= 3,
+        "{} lines for 50 silent peers: {lines:#?}",
+        lines.len()
+    );
+}
+
+#[tokio::test]
+async fn a_flood_of_unauthenticated_connections_is_not_blamed_on_authenticated_ones() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_connections = 2;
+    config.handshake_timeout = Duration::from_secs(60);
+    let (addr, _stop) = start(config).await;
+    // Connected while the server's task cannot run (this thread is its
+    // runtime's, and blocking connects do not yield), so that it accepts
+    // them from its backlog in a burst: more arrive than the connections
+    // evicted for them can close.
+    let mut flood = Vec::new();
+    for _ in 0..100 {
+        let stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.set_nonblocking(true).unwrap();
+        flood.push(stream);
+    }
+    let mut flood: Vec<TcpStream> = flood
+        .into_iter()
+        .map(|s| TcpStream::from_std(s).unwrap())
+        .collect();
+    // The last ones arrived while the evicted ones were still open: they
+    // are closed at once. (Those that took a slot wait for their
+    // handshake.)
+    let last = flood.last_mut().expect("a flood");
+    closed_within(last, LIMIT)
+        .await
+        .expect("a connection beyond the slots and the evicted ones is closed");
+    let all = capture.lines("");
+    assert!(
+        capture
+            .lines("every connection is authenticated")
+            .is_empty(),
+        "no connection authenticated, yet: {all:#?}"
+    );
+    let named = capture.lines("that do not authenticate");
+    assert!(
+        !named.is_empty(),
+        "the flood is named for what it is: {all:#?}"
+    );
+    assert!(named.len() <= 3, "{named:#?}");
+}
