@@ -18,7 +18,7 @@ mod lost_replies;
 mod metrics;
 mod minority_faults;
 mod partition;
+mod quarantines_and_fence_clocks;
 mod restart;
-mod review_breaks;
 mod settings_extremes;
 mod stuck_states;

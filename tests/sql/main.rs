@@ -14,11 +14,11 @@ mod servers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod fencing_marks_restores_and_extremes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod review;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod review2;
+mod one_statement_grants_and_epochs;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
 

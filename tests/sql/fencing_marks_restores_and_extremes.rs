@@ -1,5 +1,4 @@
-//! The adversarial review of `SqlLocker` (issue #26): each test is one way
-//! it was broken, kept so that it stays fixed. Fencing marks that raced,
+//! `SqlLocker` where it once broke, each kept as a test: fencing marks that raced,
 //! logical restores and re-created tables that started no quarantine, a
 //! password in an error, and settings at their extremes.
 

@@ -1,12 +1,11 @@
 #![cfg(feature = "testing")]
-//! Adversarial review of the issue-21 fixes: each test here failed on the
-//! reviewed code (`979e1b5`) and documents one break of a guarantee the
-//! README states, found by a second review. All five are fixed: a
-//! quarantine shorter than the validity is raised to it; the fencing clock
-//! tolerance is one constant (`FENCE_CLOCK_TOLERANCE`) for every locker, a
-//! holder whose floor is refused as ahead asks again as the clocks catch up;
-//! a restarted locker draws no token for `FENCE_QUARANTINE` even without a
-//! quarantine; every `LocalLocker` of a process reads one anchored clock.
+//! Restarts, quarantines and fencing clocks, where each once broke a
+//! guarantee the README states: a quarantine shorter than the validity is
+//! raised to it; the fencing clock tolerance is one constant
+//! (`FENCE_CLOCK_TOLERANCE`) for every locker, and a holder whose floor is
+//! refused as ahead asks again as the clocks catch up; a restarted locker
+//! draws no token for `FENCE_QUARANTINE` even without a quarantine; every
+//! `LocalLocker` of a process reads one anchored clock.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,14 +1,10 @@
-//! Review 25: attacks on the changes of 573d1c9 (a lost lock freed when
-//! its holder lets go, `Dsync::finish_releases` and the `Outstanding`
-//! count, why a wait gave up, `Arc::into_inner` for semaphore count
-//! shares).
+//! Lost locks and how waits end: a lost lock freed when its holder lets
+//! go (never another lock, nor a count or reentrant hold still in use),
+//! `Dsync::finish_releases` and its bound, and why a wait gave up when the
+//! cluster went down.
 //!
-//! Each test passes when its attack failed and fails when it broke
-//! something; its doc comment starts with "Passes (attack failed):" or
-//! "Fails (break):" for the outcome seen on the reviewed commit. Every test
-//! runs on paused time with fixed seeds, except where a thread or a
-//! multi-thread runtime is the point of the attack (then said so).
-#![cfg(feature = "testing")]
+//! Every test runs on paused time with fixed seeds, except where a thread
+//! or a multi-thread runtime is the point (then said so).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +65,7 @@ async fn lose_through_hang(cluster: &TestCluster, lost: impl std::future::Future
 /// together; dropping one frees only its entries, and the other, still
 /// held, keeps its entries for the safety margin.
 #[tokio::test(start_paused = true)]
-async fn r25_dropping_one_lost_lock_does_not_free_another() {
+async fn dropping_one_lost_lock_does_not_free_another() {
     let cluster = TestCluster::new(3, 2501);
     let h = client(&cluster, "h");
     let a = h.rw_mutex(["r25a"]).unwrap().lock().await.unwrap();
@@ -104,7 +100,7 @@ async fn r25_dropping_one_lost_lock_does_not_free_another() {
 /// still held stay for the margin; a client that opens the name with
 /// another `k` is still refused. They go once the last permit goes.
 #[tokio::test(start_paused = true)]
-async fn r25_a_lost_count_shared_by_a_held_permit_is_kept() {
+async fn a_lost_count_shared_by_a_held_permit_is_kept() {
     let cluster = TestCluster::new(3, 2502);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     let sem = h.semaphore("r25s", 2).unwrap();
@@ -150,7 +146,7 @@ async fn r25_a_lost_count_shared_by_a_held_permit_is_kept() {
 /// drops a temporary share of the hold) does not free it while the outer
 /// guard lives. The last guard frees it at once.
 #[tokio::test(start_paused = true)]
-async fn r25_a_lost_reentrant_hold_is_kept_until_its_last_guard() {
+async fn a_lost_reentrant_hold_is_kept_until_its_last_guard() {
     let cluster = TestCluster::new(3, 2503);
     let h = client(&cluster, "h");
     let m = h.rw_mutex(["r25r"]).unwrap();
@@ -181,7 +177,7 @@ async fn r25_a_lost_reentrant_hold_is_kept_until_its_last_guard() {
 /// repeater stops on the loss, but nothing inside drops the lock) keeps
 /// its entries for the margin; another candidate cannot lead meanwhile.
 #[tokio::test(start_paused = true)]
-async fn r25_a_lost_leadership_still_held_keeps_its_entries() {
+async fn a_lost_leadership_still_held_keeps_its_entries() {
     let cluster = TestCluster::new(3, 2504);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     let leading = h
@@ -223,7 +219,7 @@ async fn r25_a_lost_leadership_still_held_keeps_its_entries() {
 /// expires, although it answers again right after: a retried unlock that
 /// is neither sent nor reported.
 #[test]
-fn r25_finish_releases_after_an_unlock_outside_any_runtime() {
+fn finish_releases_after_an_unlock_outside_any_runtime() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -267,7 +263,7 @@ fn r25_finish_releases_after_an_unlock_outside_any_runtime() {
 /// replies) `finish_releases` returning `Ok` once every node is healthy
 /// means that no entry of the client is left anywhere.
 #[tokio::test(start_paused = true)]
-async fn r25_finish_releases_ok_means_nothing_left() {
+async fn finish_releases_ok_means_nothing_left() {
     for seed in 0..6u64 {
         let cluster = TestCluster::new(5, 2506 + seed);
         let h = Dsync::builder(cluster.net_lockers())
@@ -348,7 +344,7 @@ async fn r25_finish_releases_ok_means_nothing_left() {
 /// even when a release hangs and a drain task retries, and a zero bound
 /// answers at once.
 #[tokio::test(start_paused = true)]
-async fn r25_finish_releases_keeps_its_bound() {
+async fn finish_releases_keeps_its_bound() {
     let cluster = TestCluster::new(3, 2507);
     let h = client(&cluster, "h");
     let g = h.rw_mutex(["r25b"]).unwrap().lock().await.unwrap();
@@ -384,7 +380,7 @@ async fn r25_finish_releases_keeps_its_bound() {
 /// elsewhere") instead of `QuorumUnavailable`. (`Semaphore::acquire_timeout`
 /// reads the same way.)
 #[tokio::test(start_paused = true)]
-async fn r25_campaign_timeout_reads_another_campaigns_status() {
+async fn campaign_timeout_reads_another_campaigns_status() {
     let cluster = TestCluster::new(3, 2508);
     let h = client(&cluster, "h");
     cluster.crash(&[1, 2]).unwrap();
@@ -421,7 +417,7 @@ async fn r25_campaign_timeout_reads_another_campaigns_status() {
 /// outside any wait, so at its deadline it says "held elsewhere" while no
 /// other candidate exists and the cluster has no quorum.
 #[tokio::test(start_paused = true)]
-async fn r25_campaign_timeout_while_proclaiming_on_a_cluster_that_went_down() {
+async fn campaign_timeout_while_proclaiming_on_a_cluster_that_went_down() {
     let cluster = TestCluster::new(3, 2509);
     let h = client(&cluster, "h");
     cluster
@@ -453,7 +449,7 @@ async fn r25_campaign_timeout_while_proclaiming_on_a_cluster_that_went_down() {
 /// down then, it retries outside any wait and at its deadline says "held
 /// elsewhere" although no permit is held and the cluster has no quorum.
 #[tokio::test(start_paused = true)]
-async fn r25_acquire_timeout_while_taking_the_count_on_a_cluster_that_went_down() {
+async fn acquire_timeout_while_taking_the_count_on_a_cluster_that_went_down() {
     let cluster = TestCluster::new(3, 2510);
     let h = client(&cluster, "h");
     cluster
@@ -483,7 +479,7 @@ async fn r25_acquire_timeout_while_taking_the_count_on_a_cluster_that_went_down(
 /// (`Error::Timeout`), though only 2 lockers are reachable and even a
 /// release by the holder could not give it a quorum.
 #[tokio::test(start_paused = true)]
-async fn r25_lock_timeout_counts_expired_grants_of_unreachable_lockers() {
+async fn lock_timeout_counts_expired_grants_of_unreachable_lockers() {
     let cluster = TestCluster::new(5, 2511);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     // o holds the lock on lockers 0, 1, 2 only.
@@ -524,7 +520,7 @@ async fn r25_lock_timeout_counts_expired_grants_of_unreachable_lockers() {
 /// failures are never noted, and `unreachable_since(began)` finds nothing
 /// (or an unrelated older failure).
 #[tokio::test(start_paused = true)]
-async fn r25_election_quorum_unavailable_names_the_unreachable_lockers() {
+async fn election_quorum_unavailable_names_the_unreachable_lockers() {
     let cluster = TestCluster::new(3, 2512);
     let h = client(&cluster, "h");
     cluster.set_refuse(true, &[1, 2]).unwrap();
@@ -540,7 +536,7 @@ async fn r25_election_quorum_unavailable_names_the_unreachable_lockers() {
 /// lock, even when that acquisition is stuck because 2 of 3 lockers are
 /// down; `Error::Timeout` is now documented as "only when held elsewhere".
 #[tokio::test(start_paused = true)]
-async fn r25_reentrant_lock_timeout_behind_a_clone_on_a_cluster_that_is_down() {
+async fn reentrant_lock_timeout_behind_a_clone_on_a_cluster_that_is_down() {
     let cluster = TestCluster::new(3, 2513);
     let h = client(&cluster, "h");
     cluster.crash(&[1, 2]).unwrap();
@@ -562,7 +558,7 @@ async fn r25_reentrant_lock_timeout_behind_a_clone_on_a_cluster_that_is_down() {
 /// whose time left is what remains of the quarantine (about 50 s), not
 /// what the first refusal said.
 #[tokio::test(start_paused = true)]
-async fn r25_the_quarantine_left_counts_down() {
+async fn the_quarantine_left_counts_down() {
     let config = LockerConfig {
         quarantine: Duration::from_secs(60),
         ..LockerConfig::default()
@@ -590,7 +586,7 @@ async fn r25_the_quarantine_left_counts_down() {
 /// cluster that is down, and a held lock each give the right error
 /// without a panic; a wait that was cancelled leaves no status behind.
 #[tokio::test(start_paused = true)]
-async fn r25_odd_waits() {
+async fn odd_waits() {
     let one = TestCluster::new(1, 2515);
     let h = client(&one, "h");
     let m = h.rw_mutex(["r25o"]).unwrap();
@@ -624,7 +620,7 @@ async fn r25_odd_waits() {
 /// shared count. After everything is unlocked, exactly one release of the
 /// count ran: no count entry is left, and nothing waits in the background.
 #[test]
-fn r25_permits_unlocked_at_once_release_the_count_once() {
+fn permits_unlocked_at_once_release_the_count_once() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -672,7 +668,7 @@ fn r25_permits_unlocked_at_once_release_the_count_once() {
 /// holder that has stopped, which `hold` cannot know of the script that
 /// relies on it (it drops the guard the moment the loss fires).
 #[tokio::test(start_paused = true)]
-async fn r25_a_dropped_lost_guard_lets_a_writer_in_at_once() {
+async fn a_dropped_lost_guard_lets_a_writer_in_at_once() {
     let cluster = TestCluster::new(5, 2517);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     cluster.partition("h", &[3, 4]).unwrap();
@@ -720,7 +716,7 @@ async fn r25_a_dropped_lost_guard_lets_a_writer_in_at_once() {
 /// runtime auto-advances to it when a release can never finish) fails with
 /// `ReleasesPending { waited: Duration::MAX }`, and printing it panics.
 #[test]
-fn r25_errors_with_the_longest_durations_print() {
+fn errors_with_the_longest_durations_print() {
     let pending = Error::ReleasesPending {
         pending: 1,
         waited: Duration::MAX,

@@ -1,5 +1,7 @@
-//! Leader election under the attacks of an adversarial review: the two it
-//! found (about proclaimed values), and the ones that held.
+//! What happens to proclaimed values at the edges: a cancelled proclaim, a
+//! proclaim racing the end of the lease, hostile names and values, terms
+//! across a full restart, a failed resign followed by a drop, and the
+//! repeater that mends a cancelled proclaim.
 #![cfg(feature = "testing")]
 
 use std::sync::Arc;

@@ -1,12 +1,6 @@
-//! Review 25b: attacks on the fixes of review 25 (why a semaphore or an
-//! election timed out, the early release of a lost lock whose holder let
-//! go, `finish_releases`).
-//!
-//! Each test passes when its attack failed and fails when it broke
-//! something; its doc comment starts with "Passes (attack failed):" or
-//! "Fails (break):" for the outcome seen on the reviewed commit (38f6a9d).
-//! Every test runs on paused time with fixed seeds.
-#![cfg(feature = "testing")]
+//! Why a semaphore or an election timed out, the early release of a lost
+//! lock whose holder let go, and `finish_releases`, at their edges. Every
+//! test runs on paused time with fixed seeds.
 
 use std::time::Duration;
 
@@ -14,7 +8,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Error};
 use tokio::time::sleep;
 
-use super::review25::entries_on;
+use super::lost_locks_and_wait_outcomes::entries_on;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
     Dsync::builder(cluster.net_lockers())
@@ -41,7 +35,7 @@ fn unavailable(result: &Result<impl std::fmt::Debug, Error>) -> bool {
 /// (which report `granted` to the outer watch) and then only waited on the
 /// slot.
 #[tokio::test(start_paused = true)]
-async fn r25b_semaphore_timeout_held_elsewhere_on_a_healthy_cluster() {
+async fn semaphore_timeout_held_elsewhere_on_a_healthy_cluster() {
     let cluster = TestCluster::new(3, 2551);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     let held = o.semaphore("r25b-s1", 1).unwrap().acquire().await.unwrap();
@@ -58,7 +52,7 @@ async fn r25b_semaphore_timeout_held_elsewhere_on_a_healthy_cluster() {
 /// down and no permit held anywhere says the lockers are unavailable, not
 /// "held elsewhere".
 #[tokio::test(start_paused = true)]
-async fn r25b_semaphore_timeout_on_a_cluster_that_is_down() {
+async fn semaphore_timeout_on_a_cluster_that_is_down() {
     let cluster = TestCluster::new(3, 2552);
     let h = client(&cluster, "h");
     cluster.crash(&[1, 2]).unwrap();
@@ -73,7 +67,7 @@ async fn r25b_semaphore_timeout_on_a_cluster_that_is_down() {
 /// `QuorumUnavailable`, though one of its slot rounds always has a failed
 /// locker.
 #[tokio::test(start_paused = true)]
-async fn r25b_semaphore_timeout_held_with_one_locker_down() {
+async fn semaphore_timeout_held_with_one_locker_down() {
     let cluster = TestCluster::new(3, 2553);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     let held = o.semaphore("r25b-s3", 1).unwrap().acquire().await.unwrap();
@@ -91,7 +85,7 @@ async fn r25b_semaphore_timeout_held_with_one_locker_down() {
 /// healthy cluster: `campaign_timeout` (whose operation treats running out
 /// of time after a grant as unanswered calls) says `Error::Timeout`.
 #[tokio::test(start_paused = true)]
-async fn r25b_campaign_timeout_behind_a_leader_on_a_healthy_cluster() {
+async fn campaign_timeout_behind_a_leader_on_a_healthy_cluster() {
     let cluster = TestCluster::new(3, 2554);
     let (h, o) = (client(&cluster, "h"), client(&cluster, "o"));
     let leading = o
@@ -118,7 +112,7 @@ async fn r25b_campaign_timeout_behind_a_leader_on_a_healthy_cluster() {
 /// and the timeout says `Error::Timeout` ("held elsewhere") while 2 of 3
 /// lockers hang and nobody holds the lock anywhere.
 #[tokio::test(start_paused = true)]
-async fn r25b_holder_timeout_behind_a_clones_try_lock_on_a_hung_cluster() {
+async fn holder_timeout_behind_a_clones_try_lock_on_a_hung_cluster() {
     let cluster = TestCluster::new(3, 2555);
     let h = client(&cluster, "h");
     let m = h.rw_mutex(["r25b-h"]).unwrap();
@@ -146,7 +140,7 @@ async fn r25b_holder_timeout_behind_a_clones_try_lock_on_a_hung_cluster() {
 /// Once they answer again, `finish_releases` waits (about 4 s here) until
 /// the entries are gone and only then says `Ok`: nothing is left.
 #[tokio::test(start_paused = true)]
-async fn r25b_a_dropped_lost_lock_left_on_lockers_that_answer_again() {
+async fn a_dropped_lost_lock_left_on_lockers_that_answer_again() {
     let cluster = TestCluster::new(3, 2556);
     let h = client(&cluster, "h");
     let g = h.rw_mutex(["r25b-l"]).unwrap().lock().await.unwrap();
@@ -170,7 +164,7 @@ async fn r25b_a_dropped_lost_lock_left_on_lockers_that_answer_again() {
 /// guard past the margin: after the guard is dropped and the lockers
 /// answer again, `finish_releases` is `Ok` only with nothing left.
 #[tokio::test(start_paused = true)]
-async fn r25b_a_lost_lock_freed_after_the_margin_left_on_lockers() {
+async fn a_lost_lock_freed_after_the_margin_left_on_lockers() {
     let cluster = TestCluster::new(3, 2557);
     let h = client(&cluster, "h");
     let g = h.rw_mutex(["r25b-m"]).unwrap().lock().await.unwrap();
@@ -193,7 +187,7 @@ async fn r25b_a_lost_lock_freed_after_the_margin_left_on_lockers() {
 /// lock's entries still hanging, `finish_releases` does not say `Ok`: it
 /// keeps its bound and fails with `ReleasesPending`.
 #[tokio::test(start_paused = true)]
-async fn r25b_finish_releases_is_not_ok_while_a_lost_locks_lockers_hang() {
+async fn finish_releases_is_not_ok_while_a_lost_locks_lockers_hang() {
     let cluster = TestCluster::new(3, 2558);
     let h = client(&cluster, "h");
     let g = h.rw_mutex(["r25b-n"]).unwrap().lock().await.unwrap();
@@ -216,7 +210,7 @@ async fn r25b_finish_releases_is_not_ok_while_a_lost_locks_lockers_hang() {
 /// starts a second drainer that double-sends, both keep their bound, and
 /// once the locker answers one more call empties the queue.
 #[tokio::test(start_paused = true)]
-async fn r25b_concurrent_finish_releases_keep_their_bound_and_drain_once() {
+async fn concurrent_finish_releases_keep_their_bound_and_drain_once() {
     let cluster = TestCluster::new(3, 2559);
     let h = client(&cluster, "h");
     let g = h.rw_mutex(["r25b-c"]).unwrap().lock().await.unwrap();

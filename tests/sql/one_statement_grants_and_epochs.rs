@@ -1,5 +1,4 @@
-//! The second adversarial review of `SqlLocker`: the one-statement grant on
-//! PostgreSQL, the in-process notices for a locker's own waiters, and the
+//! `SqlLocker`'s one-statement grant on PostgreSQL, the in-process notices for a locker's own waiters, and the
 //! epoch identity (table OID; server_id and CREATE_TIME).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
