@@ -11,7 +11,10 @@
 //!   its last `@` replaced by `***@`, and the path after it, but only when
 //!   no `@` follows the host part: otherwise the "host part" may be the
 //!   start of a password holding `/`, `?` or `#`, and the text after the
-//!   `@` may be the end of a password in a query;
+//!   `@` may be the end of a password in a query; and, where the host part
+//!   holds no `@`, only when it looks like a host (`host`, `host:port`,
+//!   `[v6]:port`), since a comma in a list can cut credentials off from
+//!   their `@`;
 //! * never a query or a fragment, never a control character.
 
 /// `url` as it may be shown in logs, errors and listings:
@@ -41,18 +44,59 @@ pub fn redact_url(url: &str) -> String {
     let shown = if after.contains('@') {
         "***".to_owned()
     } else {
-        let host = match authority.rsplit_once('@') {
-            Some((_, host)) => format!("***@{host}"),
-            None => authority.to_owned(),
-        };
-        let path = after.split(['?', '#']).next().unwrap_or("");
-        format!("{host}{path}")
+        match authority.rsplit_once('@') {
+            Some((_, host)) => {
+                let path = after.split(['?', '#']).next().unwrap_or("");
+                format!("***@{host}{path}")
+            }
+            // With no `@`, a host part that is no host (`:Pw`, `user:pw`)
+            // may be credentials cut off from their `@` (by a comma in a
+            // list, say).
+            None if !plausible_host(authority) => "***".to_owned(),
+            None => {
+                let path = after.split(['?', '#']).next().unwrap_or("");
+                format!("{authority}{path}")
+            }
+        }
     };
     let shown: String = shown.chars().filter(|c| !c.is_control()).collect();
     match scheme {
         Some(scheme) => format!("{scheme}://{shown}"),
         None => shown,
     }
+}
+
+/// `host`, `host:port` or `[v6]:port`, with a numeric port: what a host
+/// part without credentials looks like.
+fn plausible_host(authority: &str) -> bool {
+    if authority.is_empty() {
+        return true; // nothing to hide
+    }
+    let (host_ok, port) = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, rest)) => (
+                v6.chars()
+                    .all(|c| c.is_ascii_hexdigit() || matches!(c, ':' | '.')),
+                match rest {
+                    "" => None,
+                    _ => Some(rest.strip_prefix(':').unwrap_or("not a port")),
+                },
+            ),
+            None => (false, None),
+        },
+        None => {
+            let (host, port) = match authority.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (authority, None),
+            };
+            let ok = !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+            (ok, port)
+        }
+    };
+    host_ok && port.is_none_or(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` or `.`.
@@ -173,10 +217,21 @@ mod tests {
     }
 
     #[test]
+    fn credentials_cut_off_from_their_at_sign_do_not_show() {
+        // `redis://:Pw,Secret@h` split at its comma.
+        assert_eq!(redact_url("redis://:Pw"), "redis://***");
+        assert_eq!(redact_url("postgres://app:Secret1/db"), "postgres://***");
+        assert_eq!(redact_url("mysql://h:notaport/x"), "mysql://***");
+        assert_eq!(redact_url("[::1]:7070"), "[::1]:7070");
+        assert_eq!(redact_url("[::1]"), "[::1]");
+    }
+
+    #[test]
     fn control_characters_never_show() {
         assert_eq!(
-            redact_url("redis://h\u{1b}]0;T\u{7}:1/\n0"),
-            "redis://h]0;T:1/0"
+            redact_url("redis://h:1/\n0\u{1b}]0;T\u{7}"),
+            "redis://h:1/0]0;T"
         );
+        assert_eq!(redact_url("redis://h\u{1b}]0;T\u{7}:1/0"), "redis://***");
     }
 }

@@ -79,9 +79,22 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
     }
     let parts: Vec<&str> = raw.split(',').map(str::trim).collect();
     let total = parts.len();
+    // A comma inside a password splits it into entries of its own, which
+    // redaction cannot tell from a host name: in a list that carries
+    // credentials, a bad entry is named by its place only.
+    let secret_bearing = raw.contains(['@', '=']);
     let mut entries: Vec<Entry> = Vec::with_capacity(total);
     for (i, part) in parts.iter().enumerate() {
-        let entry = entry(part, i + 1, total)?;
+        let shown_as = if secret_bearing {
+            format!(
+                "entry {} of {total}, not shown since the list carries credentials; \
+                 write a comma in a password as %2C",
+                i + 1
+            )
+        } else {
+            shown(part)
+        };
+        let entry = entry(part, i + 1, total, shown_as)?;
         if let Entry::Server(addr) = &entry {
             if entries.iter().any(|e| e == &entry) {
                 return Err(EntryError::Twice(addr.clone()));
@@ -93,9 +106,9 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
 }
 
 /// One entry, the `position`th of `total`.
-fn entry(part: &str, position: usize, total: usize) -> Result<Entry, EntryError> {
+fn entry(part: &str, position: usize, total: usize, shown_as: String) -> Result<Entry, EntryError> {
     let Some((scheme, _)) = part.split_once("://") else {
-        check_address(part)?;
+        check_address(part, shown_as)?;
         return Ok(Entry::Server(part.to_owned()));
     };
     if let Some(backend) = Backend::of_url(part) {
@@ -109,7 +122,7 @@ fn entry(part: &str, position: usize, total: usize) -> Result<Entry, EntryError>
         _ => Err(EntryError::UnknownScheme {
             position,
             total,
-            shown: shown(part),
+            shown: shown_as,
             scheme: scheme_words(scheme),
         }),
     }
@@ -133,9 +146,9 @@ fn scheme_words(scheme: &str) -> String {
 
 /// `host:port` with a non-empty host and a port in 1..=65535; IPv6 hosts
 /// in brackets. Resolution happens when connecting.
-fn check_address(entry: &str) -> Result<(), EntryError> {
+fn check_address(entry: &str, shown_as: String) -> Result<(), EntryError> {
     let bad = |why: &'static str| EntryError::BadAddress {
-        shown: shown(entry),
+        shown: shown_as.clone(),
         why,
     };
     if entry.is_empty() {
@@ -313,5 +326,30 @@ mod tests {
         ] {
             assert_eq!(shown(text), expected, "{text}");
         }
+    }
+
+    /// A comma inside a password splits the list; the pieces cannot be told
+    /// from host names, so in a list that carries credentials no bad
+    /// entry is shown.
+    #[test]
+    fn pieces_of_a_password_cut_by_a_comma_never_show() {
+        for (list, secret) in [
+            (
+                "postgres://db.internal/locks?user=app&password=Pw,SecretTail99",
+                "SecretTail99",
+            ),
+            ("redis://:Pw,MiddleSecret42,x@cache:6379", "MiddleSecret42"),
+            (
+                "host=db.internal user=app password=KeywordSecret7 dbname=locks",
+                "KeywordSecret7",
+            ),
+        ] {
+            let text = classify(list).expect_err(list).to_string();
+            assert!(!text.contains(secret), "{list}: {text}");
+            assert!(text.contains("%2C"), "says how to write a comma: {text}");
+        }
+        // Without credentials, the bad entry is shown, escaped.
+        let text = classify("10.0.0.1:1,nohost").unwrap_err().to_string();
+        assert!(text.contains("'nohost'"), "{text}");
     }
 }

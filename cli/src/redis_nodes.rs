@@ -247,14 +247,24 @@ pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
         ));
     }
     let entries: Vec<&str> = raw.split(',').map(str::trim).collect();
+    // A comma inside a password splits it into entries of its own, which
+    // redaction cannot tell from a host: with credentials in the list, a
+    // bad entry is named by its place only.
+    let secret_bearing = raw.contains(['@', '=']);
     let mut urls = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let bad = |why: &str| {
+            let shown = if secret_bearing {
+                "not shown since the list carries credentials; write a comma in a password \
+                 as %2C"
+                    .to_owned()
+            } else {
+                redact(entry)
+            };
             Failure::usage(format!(
-                "Redis node {} of {} ({}): {why}",
+                "Redis node {} of {} ({shown}): {why}",
                 i + 1,
                 entries.len(),
-                redact(entry)
             ))
         };
         if entry.is_empty() {
@@ -280,6 +290,14 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_of_a_password_cut_by_a_comma_never_show() {
+        let err = split_urls("redis://:Pw,MiddleSecret42,x@cache:6379").unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("MiddleSecret42"), "{text}");
+        assert!(!text.contains("Pw"), "{text}");
+    }
 
     #[test]
     fn redacted_urls_show_no_credentials() {

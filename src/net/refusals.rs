@@ -42,9 +42,12 @@ pub(crate) enum Cause {
     ClientsFull,
     /// The peer's address holds `max_connections_per_address` already.
     AddressFull,
+    /// An authenticated connection sent a frame that could not be
+    /// decoded, and was closed.
+    Misbehaving,
 }
 
-const CAUSES: usize = 10;
+const CAUSES: usize = 11;
 
 impl Cause {
     fn index(self) -> usize {

@@ -206,8 +206,14 @@ async fn serve(
                     }
                 }
                 Err(reason) => {
-                    // The stream can no longer be trusted: say why and hang up.
-                    tracing::warn!(%peer, %reason, "closing misbehaving connection");
+                    // The stream can no longer be trusted: say why and hang
+                    // up, in one line a second at most however many
+                    // connections do it.
+                    if let Some(closed) = server.refusals.due(Cause::Misbehaving) {
+                        tracing::warn!(%peer, %reason, closed,
+                            "closed connections that sent a frame that could not be decoded \
+                             (`closed` counts them since the last such line)");
+                    }
                     let reply = Reply::Error {
                         kind: ErrorKind::InvalidArgument,
                         message: reason,

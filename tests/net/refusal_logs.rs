@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::wire::{authenticate, closed_within};
+use crate::wire::{authenticate, closed_within, frame};
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tracing::field::{Field, Visit};
@@ -190,4 +191,33 @@ async fn a_flood_of_unauthenticated_connections_is_not_blamed_on_authenticated_o
         "the flood is named for what it is: {all:#?}"
     );
     assert!(named.len() <= 3, "{named:#?}");
+}
+
+/// A client with the ordinary token that opens connection after connection,
+/// each sending one frame that cannot be decoded, gets each closed, and the
+/// log a few lines that count them, not one line per connection.
+#[tokio::test]
+async fn clients_closed_for_undecodable_frames_are_logged_a_few_times() {
+    let capture = Capture::default();
+    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (addr, _stop) = start(ServerConfig::new(TOKEN)).await;
+    const FLOOD: u64 = 200;
+    let started = tokio::time::Instant::now();
+    for _ in 0..FLOOD {
+        let (mut stream, welcome) = authenticate(&addr, TOKEN).await.expect("answered");
+        assert_eq!(welcome.first(), Some(&0), "the client token is accepted");
+        // A request with an operation no protocol version has.
+        stream.write_all(&frame(&[1, 0x7f])).await.unwrap();
+        closed_within(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("the server hangs up");
+    }
+    let flooded = started.elapsed();
+    let lines = capture.lines("could not be decoded");
+    let bound = 2 + flooded.as_secs() as usize + 1;
+    assert!(
+        !lines.is_empty() && lines.len() <= bound,
+        "{} lines for {FLOOD} closed connections in {flooded:?}: {lines:#?}",
+        lines.len()
+    );
 }
