@@ -7,8 +7,8 @@
 //! be part of a secret under any reading:
 //! * the scheme, when it is a plausible one (a letter, then letters,
 //!   digits, `+`, `-`, `.`);
-//! * the host part (up to the first `/`, `?` or `#`), with anything up to
-//!   its last `@` replaced by `***@`, and the path after it, but only when
+//! * the host part (up to the first `/`, `?` or `#`), without anything up
+//!   to its last `@` (the user information), and the path after it, but only when
 //!   no `@` follows the host part: otherwise the "host part" may be the
 //!   start of a password holding `/`, `?` or `#`, and the text after the
 //!   `@` may be the end of a password in a query; and, where the host part
@@ -18,8 +18,8 @@
 //! * never a query or a fragment, never a control character.
 
 /// `url` as it may be shown in logs, errors and listings:
-/// `scheme://host:port/path`, with any user and password replaced by
-/// `***@`, and no query or fragment (which may hold a password). Works on
+/// `scheme://host:port/path`, without user and password, and no query or
+/// fragment (which may hold a password). Works on
 /// any text, URL or not, and never panics. When an `@` comes after the
 /// host part (an unencoded `/`, `?` or `#` in a password, or an `@` in a
 /// query), nothing after the scheme is shown: `scheme://***`.
@@ -27,7 +27,7 @@
 /// ```
 /// use quorum_lock::redact_url;
 ///
-/// assert_eq!(redact_url("postgres://app:S3cr%40t@db:5432/locks?sslmode=require"), "postgres://***@db:5432/locks");
+/// assert_eq!(redact_url("postgres://app:S3cr%40t@db:5432/locks?sslmode=require"), "postgres://db:5432/locks");
 /// assert_eq!(redact_url("redis://:Zm9v/YmFy@cache:6379"), "redis://***");
 /// assert_eq!(redact_url("postgres://db/locks?user=app&password=Pw@Tail"), "postgres://***");
 /// assert_eq!(redact_url("10.0.0.5:7070"), "10.0.0.5:7070");
@@ -47,7 +47,7 @@ pub fn redact_url(url: &str) -> String {
         match authority.rsplit_once('@') {
             Some((_, host)) => {
                 let path = after.split(['?', '#']).next().unwrap_or("");
-                format!("***@{host}{path}")
+                format!("{host}{path}")
             }
             // With no `@`, a host part that is no host (`:Pw`, `user:pw`)
             // may be credentials cut off from their `@` (by a comma in a
@@ -196,19 +196,16 @@ mod tests {
     fn hosts_ports_and_databases_still_show() {
         for (given, shown) in [
             ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
-            (
-                "redis://:pw@127.0.0.1:6379/2",
-                "redis://***@127.0.0.1:6379/2",
-            ),
-            ("rediss://user:pw@host:1", "rediss://***@host:1"),
+            ("redis://:pw@127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
+            ("rediss://user:pw@host:1", "rediss://host:1"),
             (
                 "postgres://lock:pw@db.internal:5432/locks?sslmode=require",
-                "postgres://***@db.internal:5432/locks",
+                "postgres://db.internal:5432/locks",
             ),
-            ("mysql://u:p%2Fw@[::1]:3306/x", "mysql://***@[::1]:3306/x"),
+            ("mysql://u:p%2Fw@[::1]:3306/x", "mysql://[::1]:3306/x"),
             ("mysql://10.0.0.1", "mysql://10.0.0.1"),
             ("10.0.0.5:7070", "10.0.0.5:7070"),
-            ("user:pw@host:1", "***@host:1"),
+            ("user:pw@host:1", "host:1"),
             ("redis://h:1#pw", "redis://h:1"),
             ("", ""),
         ] {

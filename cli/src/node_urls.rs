@@ -316,11 +316,11 @@ mod tests {
             ("postgres://h:5432/db", "postgres://h:5432/db"),
             (
                 "postgres://u:pw@h:5432/db?sslmode=require",
-                "postgres://***@h:5432/db",
+                "postgres://h:5432/db",
             ),
             ("mysql://u:p/w@h/db", "mysql://***"),
-            ("mysql://u:p@ss@h/db#x", "mysql://***@h/db"),
-            ("u:pw@h:1", "***@h:1"),
+            ("mysql://u:p@ss@h/db#x", "mysql://h/db"),
+            ("u:pw@h:1", "h:1"),
             ("u:pw@h://x", "***://x"),
             ("10.0.0.1:7070", "10.0.0.1:7070"),
         ] {

@@ -305,11 +305,11 @@ mod tests {
             ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
             (
                 "redis://:s3cret@127.0.0.1:6379/2",
-                "redis://***@127.0.0.1:6379/2",
+                "redis://127.0.0.1:6379/2",
             ),
-            ("rediss://user:s3cret@host:1", "rediss://***@host:1"),
-            ("redis://u:p@ss@host:1?x=1", "redis://***@host:1"),
-            ("user:s3cret@host:1", "***@host:1"),
+            ("rediss://user:s3cret@host:1", "rediss://host:1"),
+            ("redis://u:p@ss@host:1?x=1", "redis://host:1"),
+            ("user:s3cret@host:1", "host:1"),
             ("redis://host:1/0?pass=s3cret", "redis://host:1/0"),
             ("redis://h:1#s3cret", "redis://h:1"),
         ] {

@@ -171,7 +171,7 @@ fn server_of(endpoint: &str, backend: Backend) -> Option<String> {
         .split_once("://")
         .map_or(endpoint, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or("").to_ascii_lowercase();
-    // Credentials, hidden as `***@`, do not make another server.
+    // Another user of the same server is the same server.
     let authority = match authority.rsplit_once('@') {
         Some((_, host)) => host.to_owned(),
         None => authority,
@@ -207,11 +207,6 @@ mod tests {
             ),
             (
                 "postgresql://DB.internal:5432/other",
-                Backend::Postgres,
-                "db.internal:5432",
-            ),
-            (
-                "postgres://***@db.internal/locks",
                 Backend::Postgres,
                 "db.internal:5432",
             ),

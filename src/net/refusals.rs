@@ -161,6 +161,6 @@ mod tests {
 
     #[test]
     fn every_cause_has_a_throttle() {
-        assert_eq!(Cause::AddressFull.index(), CAUSES - 1);
+        assert_eq!(Cause::Misbehaving.index(), CAUSES - 1);
     }
 }
