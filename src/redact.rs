@@ -15,7 +15,15 @@
 //!   holds no `@`, only when it looks like a host (`host`, `host:port`,
 //!   `[v6]:port`), since a comma in a list can cut credentials off from
 //!   their `@`;
-//! * never a query or a fragment, never a control character.
+//! * of the path, only a database name or number: `/***` for a path
+//!   holding anything else (`/db;password=…`);
+//! * never a query or a fragment, never a control character or anything
+//!   but printable ASCII outside the scheme's `***`.
+//!
+//! What no rule can catch: a password that reads as a host, a port or a
+//! scheme (`app:2024`, `Hunter2://`) once a comma in a list or a typo cut
+//! it from its `@`; the command line names a bad entry of a list that
+//! carries credentials by its place only for that reason.
 
 /// `url` as it may be shown in logs, errors and listings:
 /// `scheme://host:port/path`, without user and password, and no query or
@@ -44,25 +52,37 @@ pub fn redact_url(url: &str) -> String {
     let shown = if after.contains('@') {
         "***".to_owned()
     } else {
-        match authority.rsplit_once('@') {
-            Some((_, host)) => {
-                let path = after.split(['?', '#']).next().unwrap_or("");
-                format!("{host}{path}")
-            }
-            // With no `@`, a host part that is no host (`:Pw`, `user:pw`)
-            // may be credentials cut off from their `@` (by a comma in a
-            // list, say).
-            None if !plausible_host(authority) => "***".to_owned(),
-            None => {
-                let path = after.split(['?', '#']).next().unwrap_or("");
-                format!("{authority}{path}")
-            }
+        // With no `@`, a host part that is no host (`:Pw`, `user:pw`) may
+        // be credentials cut off from their `@` (by a comma in a list, say).
+        let host = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        if plausible_host(host) {
+            format!("{host}{}", shown_path(after))
+        } else {
+            "***".to_owned()
         }
     };
     let shown: String = shown.chars().filter(|c| !c.is_control()).collect();
     match scheme {
         Some(scheme) => format!("{scheme}://{shown}"),
         None => shown,
+    }
+}
+
+/// The path of a URL as it may be shown: a database name or number
+/// (letters, digits, `_`, `-`, `.`, `/`), or `/***` for anything else,
+/// which may carry a password (`/db;password=…`, a command line pasted
+/// after the URL).
+fn shown_path(after: &str) -> &str {
+    let path = after.split(['?', '#']).next().unwrap_or("");
+    if path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+    {
+        path
+    } else {
+        "/***"
     }
 }
 
@@ -224,10 +244,35 @@ mod tests {
     }
 
     #[test]
+    fn a_password_in_the_path_does_not_show() {
+        for given in [
+            "jdbc:derby://db.internal:1527/locks;user=app;password=DerbySecret9",
+            "postgres://db:5432/locks;password=PathSecret9",
+            "redis://cache:6379/0 -a SpaceSecret9",
+        ] {
+            let shown = redact_url(given);
+            assert!(!shown.contains("Secret9"), "{given}: {shown}");
+            assert!(shown.ends_with("/***"), "{given}: {shown}");
+        }
+    }
+
+    #[test]
+    fn bidirectional_and_line_separating_characters_never_show() {
+        for given in [
+            "redis://u:pw@ev\u{202e}il:1/0",
+            "redis://evil:1/0\u{2028}x",
+            "redis://h:1/\u{2066}0",
+        ] {
+            let shown = redact_url(given);
+            assert!(shown.is_ascii(), "{given:?}: {shown:?}");
+        }
+    }
+
+    #[test]
     fn control_characters_never_show() {
         assert_eq!(
             redact_url("redis://h:1/\n0\u{1b}]0;T\u{7}"),
-            "redis://h:1/0]0;T"
+            "redis://h:1/***"
         );
         assert_eq!(redact_url("redis://h\u{1b}]0;T\u{7}:1/0"), "redis://***");
     }

@@ -97,7 +97,15 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
         let entry = entry(part, i + 1, total, shown_as)?;
         if let Entry::Server(addr) = &entry {
             if entries.iter().any(|e| e == &entry) {
-                return Err(EntryError::Twice(addr.clone()));
+                let named = if secret_bearing {
+                    format!(
+                        "(entry {} of {total}, not shown since the list carries credentials)",
+                        i + 1
+                    )
+                } else {
+                    crate::words::escaped(addr).into_owned()
+                };
+                return Err(EntryError::Twice(named));
             }
         }
         entries.push(entry);
@@ -348,6 +356,10 @@ mod tests {
             assert!(!text.contains(secret), "{list}: {text}");
             assert!(text.contains("%2C"), "says how to write a comma: {text}");
         }
+        // Listed twice: not shown either.
+        let list = "redis://:Pw,Twice:1234,Twice:1234,x@cache:6379";
+        let text = classify(list).expect_err(list).to_string();
+        assert!(!text.contains("Twice"), "{text}");
         // Without credentials, the bad entry is shown, escaped.
         let text = classify("10.0.0.1:1,nohost").unwrap_err().to_string();
         assert!(text.contains("'nohost'"), "{text}");
