@@ -11,6 +11,12 @@ use thiserror::Error;
 
 use crate::fail::Failure;
 
+/// How a bad entry of a list that carries credentials is shown: a comma
+/// in a password splits the list into pieces that no redaction can tell
+/// from host names.
+pub const HIDDEN: &str =
+    "not shown since the list carries credentials; write a comma in a password as %2C";
+
 /// The schemes `--nodes` takes, as messages list them.
 pub const SCHEMES: &str = "host:port (no scheme) for a lock server, redis:// or rediss:// for \
      Redis, postgres:// or postgresql:// for PostgreSQL, mysql:// or mariadb:// for MySQL or \
@@ -45,7 +51,8 @@ pub enum EntryError {
         "empty node list: pass --nodes host:port,... (or URLs: {SCHEMES}) or set QUORUM_LOCK_NODES"
     )]
     EmptyList,
-    #[error("bad node address '{shown}': {why}")]
+    /// `shown` is the entry quoted, or its place when it is not shown.
+    #[error("bad node address {shown}: {why}")]
     BadAddress { shown: String, why: &'static str },
     #[error(
         "node {position} of {total} ({shown}): {scheme} is not a kind of node --nodes takes; \
@@ -86,11 +93,7 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
     let mut entries: Vec<Entry> = Vec::with_capacity(total);
     for (i, part) in parts.iter().enumerate() {
         let shown_as = if secret_bearing {
-            format!(
-                "entry {} of {total}, not shown since the list carries credentials; \
-                 write a comma in a password as %2C",
-                i + 1
-            )
+            HIDDEN.to_owned()
         } else {
             shown(part)
         };
@@ -98,10 +101,7 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
         if let Entry::Server(addr) = &entry {
             if entries.iter().any(|e| e == &entry) {
                 let named = if secret_bearing {
-                    format!(
-                        "(entry {} of {total}, not shown since the list carries credentials)",
-                        i + 1
-                    )
+                    format!("{} of {total} ({HIDDEN})", i + 1)
                 } else {
                     crate::words::escaped(addr).into_owned()
                 };
@@ -116,7 +116,7 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
 /// One entry, the `position`th of `total`.
 fn entry(part: &str, position: usize, total: usize, shown_as: String) -> Result<Entry, EntryError> {
     let Some((scheme, _)) = part.split_once("://") else {
-        check_address(part, shown_as)?;
+        check_address(part, position, total, shown_as)?;
         return Ok(Entry::Server(part.to_owned()));
     };
     if let Some(backend) = Backend::of_url(part) {
@@ -154,9 +154,19 @@ fn scheme_words(scheme: &str) -> String {
 
 /// `host:port` with a non-empty host and a port in 1..=65535; IPv6 hosts
 /// in brackets. Resolution happens when connecting.
-fn check_address(entry: &str, shown_as: String) -> Result<(), EntryError> {
+fn check_address(
+    entry: &str,
+    position: usize,
+    total: usize,
+    shown_as: String,
+) -> Result<(), EntryError> {
+    let shown = if shown_as == HIDDEN {
+        format!("{position} of {total} ({HIDDEN})")
+    } else {
+        format!("'{shown_as}'")
+    };
     let bad = |why: &'static str| EntryError::BadAddress {
-        shown: shown_as.clone(),
+        shown: shown.clone(),
         why,
     };
     if entry.is_empty() {

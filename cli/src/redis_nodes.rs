@@ -255,9 +255,7 @@ pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
     for (i, entry) in entries.iter().enumerate() {
         let bad = |why: &str| {
             let shown = if secret_bearing {
-                "not shown since the list carries credentials; write a comma in a password \
-                 as %2C"
-                    .to_owned()
+                crate::node_urls::HIDDEN.to_owned()
             } else {
                 redact(entry)
             };

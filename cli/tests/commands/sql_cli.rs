@@ -96,8 +96,8 @@ fn every_client_command_tells_entries_apart_by_scheme_and_refuses_bad_ones() {
             &dir,
             &args,
             &[],
-            "node 3 of 3 (http://127.0.0.1:80/x): scheme \"http\" is not a kind of node \
-             --nodes takes",
+            "node 3 of 3 (not shown since the list carries credentials; write a comma in a \
+             password as %2C): scheme \"http\" is not a kind of node --nodes takes",
         );
         for scheme in [
             "host:port (no scheme) for a lock server",
@@ -133,7 +133,7 @@ fn every_client_command_tells_entries_apart_by_scheme_and_refuses_bad_ones() {
     run(
         &format!("postgres://{user}@127.0.0.1:notaport/app"),
         &[],
-        "node 1 of 1 (postgres://127.0.0.1:notaport/app): not a usable PostgreSQL URL",
+        "node 1 of 1 (postgres://***): not a usable PostgreSQL URL",
     );
     run(
         &format!("postgres://{user}@127.0.0.1/a,postgresql://127.0.0.1:5432/b"),
