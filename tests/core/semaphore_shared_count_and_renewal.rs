@@ -1,5 +1,5 @@
-//! Adversarial review of the semaphore's second cut: one count lock shared
-//! by the permits of a handle, one slot tried first, and `renew_lost`.
+//! One count lock shared by the permits of a handle, one slot tried first,
+//! and `renew_lost`.
 #![cfg(feature = "testing")]
 
 use std::time::Duration;

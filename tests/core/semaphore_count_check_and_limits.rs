@@ -1,7 +1,7 @@
-//! Adversarial review of the counting semaphore (issue 24): attacks on the
-//! count check, the line, cancellation, loss and the limits. The two
-//! marked "was a break" failed on the first version and pass since the
-//! fix; the others cover ground the semaphore's own tests do not.
+//! The counting semaphore at its edges: the count check, the line,
+//! cancellation, loss and the limits. The two marked "was a break" once
+//! failed and pass since the fix; the others cover ground the semaphore's
+//! own tests do not.
 #![cfg(feature = "testing")]
 
 use std::time::Duration;
