@@ -5,6 +5,7 @@
 //!
 //! Every test runs on paused time with fixed seeds, except where a thread
 //! or a multi-thread runtime is the point (then said so).
+#![cfg(feature = "testing")]
 
 use std::sync::Arc;
 use std::time::Duration;

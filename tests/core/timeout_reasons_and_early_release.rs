@@ -1,6 +1,7 @@
 //! Why a semaphore or an election timed out, the early release of a lost
 //! lock whose holder let go, and `finish_releases`, at their edges. Every
 //! test runs on paused time with fixed seeds.
+#![cfg(feature = "testing")]
 
 use std::time::Duration;
 
