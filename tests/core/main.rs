@@ -25,6 +25,7 @@ mod review25;
 mod review25b;
 mod runtimes;
 mod semaphore;
+mod semaphore_loss;
 mod semaphore_mismatch;
 mod semaphore_review;
 mod semaphore_review2;
