@@ -139,6 +139,17 @@ impl DRWMutex {
         &self.coord
     }
 
+    /// A mutex on `resources` (sorted, without duplicates, valid) that
+    /// shares this one's coordinator, keeper and source.
+    pub(crate) fn sibling(&self, resources: Vec<String>) -> DRWMutex {
+        DRWMutex::new(
+            self.coord.clone(),
+            self.keeper.clone(),
+            resources.into(),
+            self.source.clone(),
+        )
+    }
+
     /// Waits until the exclusive lock is granted.
     ///
     /// Waits in line (see [`Waiting`]) for as long as the lock is held

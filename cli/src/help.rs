@@ -116,7 +116,8 @@ semaphore/NAME/permit/SLOT by `locks`), and the fencing token is that
 slot's: larger than every earlier holder's of the same slot, not of the
 other slots, so keep the largest token seen per slot. Every run on NAME
 must give the same K: while others hold it with another K, run exits with
-2 without running the command. --permits cannot be combined with --read.
+2 without running the command once it is at the head of the line (at once
+when nobody waits ahead of it). --permits cannot be combined with --read.
 
 When the lock is lost (no quorum confirmed it for 5/6 of --validity), counting
 from the moment run notices:
@@ -218,7 +219,8 @@ Examples:
 NODES is how many nodes hold the entry; fewer than the write quorum means a
 leftover that expires on its own, not a held lock. A semaphore (run
 --permits) shows its permits as semaphore/NAME/permit/SLOT, with their
-holders as OWNER, beside its queue, count-bit and held rows.
+holders as OWNER and with held rows that spell K, beside its queue and
+count-bit rows.
 
 The merged view needs a write quorum (⌊n/2⌋+1) of the nodes to answer:
 every held lock is on a quorum, so with fewer one could be missing. It

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use super::names::count_from;
-use super::{Patience, Semaphore, SemaphorePermit, Taken, COUNT_CHECKS};
+use super::names::{held_names, permit_names, slots_below, Digit, MAX_PERMITS, SPELL_BASE};
+use super::{Patience, Semaphore, SemaphorePermit, Taken, COUNT_CHECKS, READ_OUT_EVERY};
 use crate::{DRWMutex, Error, ReadGuard, WriteGuard};
 
 impl Semaphore {
@@ -212,6 +212,8 @@ impl Semaphore {
     /// acquirer's check does not meet it.
     async fn join_count(&self, patience: Patience) -> Result<(ReadGuard, WriteGuard), Error> {
         let mut attempt = 0u32;
+        let mut refusals = 0u32;
+        let mut read_out: Option<tokio::time::Instant> = None;
         loop {
             let (count, check) =
                 futures::join!(self.count.try_read(), self.other_counts.try_lock());
@@ -236,7 +238,17 @@ impl Semaphore {
                 return Err(failure);
             }
             attempt = attempt.saturating_add(1);
-            if attempt >= COUNT_CHECKS {
+            refusals = refusals.saturating_add(1);
+            // Refused by a holder of another count, or by checks: one left
+            // behind by an acquirer whose release did not reach every
+            // locker (it expires within the lockers' validity), or one
+            // whose release a locker has not processed yet, which the
+            // retries outlast. Only a read-out tells.
+            if patience == Patience::OneRound && refusals >= COUNT_CHECKS {
+                return Err(Error::WouldBlock);
+            }
+            if read_out.is_none_or(|at| at.elapsed() >= READ_OUT_EVERY) {
+                read_out = Some(tokio::time::Instant::now());
                 if let Some(in_use) = self.count_in_use().await {
                     return Err(Error::PermitsMismatch {
                         name: self.name.to_string(),
@@ -244,31 +256,91 @@ impl Semaphore {
                         in_use: Some(in_use),
                     });
                 }
-                // Refused by checks, not holders: one left behind by an
-                // acquirer whose release did not reach every locker (it
-                // expires within the lease's validity).
-                if patience == Patience::OneRound {
-                    return Err(Error::WouldBlock);
-                }
             }
             tokio::time::sleep(self.coord.backoff(attempt)).await;
         }
     }
 
-    /// Reads out the count another holder holds, digit by digit, from the
-    /// names only holders lock: `None` when no holder of another count
-    /// refused any.
+    /// Reads out the count another process holds from the `held` names of
+    /// the slots, where each slot's lock spells its holder's count in two
+    /// digits of base [`SPELL_BASE`]: for each value of a digit that this
+    /// handle's count does not have, one read lock on that value's names
+    /// over the slots a count with it can hold. Only a process of another
+    /// count write-locks those, so a refusal is one; read locks left behind
+    /// by other read-outs refuse nothing. The high digit first: it bounds
+    /// the slots the low digit is read over. `None` when nothing was
+    /// refused.
+    ///
+    /// The slots from `slots_below(own high digit)` up are never taken by
+    /// a process of this count: when one read lock on them is granted,
+    /// every other count's slot locks are below, and only those slots'
+    /// names are read (about 3,000 names for a small count instead of
+    /// 18,000).
     async fn count_in_use(&self) -> Option<usize> {
-        let digits = join_all(self.other_held.iter().map(DRWMutex::try_lock)).await;
-        let refused: Vec<bool> = digits
-            .iter()
-            .map(|d| matches!(d, Err(Error::WouldBlock)))
+        let own = self.permits();
+        let mine = slots_below(Digit::High.of(own));
+        let reach = if mine < MAX_PERMITS {
+            let beyond = self
+                .queue
+                .sibling(permit_names(&self.base, mine..MAX_PERMITS));
+            match beyond.try_read().await {
+                Ok(nobody) => {
+                    release_read(nobody).await;
+                    mine
+                }
+                // Someone of another count there, or no answer: read all.
+                Err(_) => MAX_PERMITS,
+            }
+        } else {
+            MAX_PERMITS
+        };
+        let high = self
+            .refused_values(Digit::High, own, |value| slots_below(value).min(reach))
+            .await;
+        let top = high.unwrap_or(0).max(Digit::High.of(own));
+        let low = self
+            .refused_values(Digit::Low, own, |_| slots_below(top).min(reach))
+            .await;
+        if high.is_none() && low.is_none() {
+            return None;
+        }
+        let high = high.unwrap_or(Digit::High.of(own));
+        let low = low.unwrap_or(Digit::Low.of(own));
+        Some(high * SPELL_BASE + low)
+    }
+
+    /// The largest value of `digit`, other than `own`'s, whose `held` names
+    /// over `slots(value)` slots a read lock could not be granted on (in
+    /// one round each, all at once); the read locks granted are released,
+    /// confirmed.
+    async fn refused_values(
+        &self,
+        digit: Digit,
+        own: usize,
+        slots: impl Fn(usize) -> usize,
+    ) -> Option<usize> {
+        let values: Vec<usize> = (0..SPELL_BASE)
+            // A high digit no count up to MAX_PERMITS has is never held.
+            .filter(|&v| {
+                v != digit.of(own) && (digit == Digit::Low || v * SPELL_BASE <= MAX_PERMITS)
+            })
             .collect();
-        join_all(digits.into_iter().flatten().map(release_check)).await;
-        refused
+        let reads: Vec<DRWMutex> = values
             .iter()
-            .any(|&r| r)
-            .then(|| count_from(self.permits(), &refused))
+            .map(|&v| {
+                self.queue
+                    .sibling(held_names(&self.base, digit, v, slots(v)))
+            })
+            .collect();
+        let tried = join_all(reads.iter().map(DRWMutex::try_read)).await;
+        let refused = values
+            .iter()
+            .zip(&tried)
+            .filter(|(_, t)| matches!(t, Err(Error::WouldBlock)))
+            .map(|(&v, _)| v)
+            .max();
+        join_all(tried.into_iter().flatten().map(release_read)).await;
+        refused
     }
 
     /// Takes `m` slots; called only by the head of the line.

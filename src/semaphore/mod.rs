@@ -16,11 +16,16 @@
 //!   holder takes a permit, waiting on all `k` slots at once, so a later
 //!   acquirer never takes a permit that an earlier one is waiting for;
 //! * **the count**: every holder keeps the read lock on names that spell
-//!   `k` in binary, one name per digit (twice: `count-bit` for checks,
-//!   `held` for reading a count out), and checks once, with the write lock
-//!   on the flipped `count-bit` digits, that no holder spells another
+//!   `k` in binary, one `count-bit` name per digit, and checks once, with
+//!   the write lock on the flipped digits, that no holder spells another
 //!   count. Two processes that open `N` with different `k` cannot both
-//!   hold: the second gets [`Error::PermitsMismatch`].
+//!   hold: the second gets [`Error::PermitsMismatch`];
+//! * **the count, per slot**: a slot's write lock also covers `held/I/D/V`,
+//!   the holder's count spelled for slot `I` (two digits in base 32). When
+//!   a check is refused, the acquirer reads those of the other values (read
+//!   locks): only a process of another count write-locks them, so what a
+//!   read-out finds is never a check, a read-out, or anything else left
+//!   behind by a process of the same count.
 
 mod acquire;
 mod names;
@@ -38,11 +43,18 @@ use crate::wait_status::give_up_after;
 use crate::{DRWMutex, Error, ReadGuard, WaitStatus, WriteGuard};
 use names::Names;
 
-/// How many refused checks an acquirer makes before it probes the `held`
-/// names for a holder of another count: a check is also refused by an
-/// earlier acquirer's check on a locker that has not processed its release
-/// yet, which the first retries outlast.
+/// How many refused checks `try_acquire` makes before it answers
+/// `WouldBlock`: a check is also refused by an earlier acquirer's check on
+/// a locker that has not processed its release yet, which the first
+/// retries outlast.
 const COUNT_CHECKS: u32 = 3;
+
+/// How often an acquirer whose check keeps being refused reads the counts
+/// in use out again, after the first refusal: the refusals come from a
+/// check left behind (it expires within the lockers' validity) until a
+/// read-out says otherwise, and a read-out costs about sixty read locks of
+/// up to [`MAX_PERMITS`] names each.
+const READ_OUT_EVERY: Duration = Duration::from_secs(5);
 
 /// A counting semaphore: at most `k` holders of a name at a time among
 /// every process that shares a [`Dsync`](crate::Dsync)'s lockers. Made by
@@ -95,9 +107,8 @@ pub struct Semaphore {
     slots: Arc<[DRWMutex]>,
     count: DRWMutex,
     other_counts: DRWMutex,
-    /// One lock per flipped `held` digit, to read out another
-    /// holder's count.
-    other_held: Arc<[DRWMutex]>,
+    /// `semaphore/` + the name: the stem of the names a read-out locks.
+    base: Arc<str>,
     /// What the handle's clones share.
     shared: Arc<Shared>,
 }
@@ -135,14 +146,10 @@ impl Semaphore {
             name: name.into(),
             coord,
             queue: mutex(vec![names.queue]),
-            slots: names.permits.into_iter().map(|p| mutex(vec![p])).collect(),
+            slots: names.permits.into_iter().map(mutex).collect(),
             count: mutex(names.count),
-            other_held: names
-                .other_held
-                .iter()
-                .map(|d| mutex(vec![d.clone()]))
-                .collect(),
             other_counts: mutex(names.other_counts),
+            base: names.base.into(),
             shared: Arc::default(),
         })
     }
@@ -161,9 +168,12 @@ impl Semaphore {
     ///
     /// Waits for as long as all permits are held or the quorum is
     /// unreachable; bound it with [`acquire_timeout`](Self::acquire_timeout)
-    /// when that is not acceptable. Fails at once with
+    /// when that is not acceptable. Fails on permanent errors, and with
     /// [`Error::PermitsMismatch`] when the semaphore is held under another
-    /// number of permits, and on permanent errors.
+    /// number of permits. That is found at the head of the line, so it is
+    /// at once only when nobody is in line ahead: a client with another
+    /// count first waits behind those who came before it, and a head that
+    /// waits for a slot keeps the line until a permit is released.
     ///
     /// # Cancel safety
     ///
@@ -190,7 +200,9 @@ impl Semaphore {
     }
 
     /// Makes one attempt at a permit: fails with [`Error::WouldBlock`] when
-    /// all are held or somebody is waiting in line, and with
+    /// all are held or somebody is waiting in line, with
+    /// [`Error::PermitsMismatch`] when the semaphore is held under another
+    /// number of permits (and nobody is in line), and with
     /// [`Error::QuorumUnavailable`] when too few lockers answered.
     ///
     /// # Cancel safety
@@ -230,7 +242,6 @@ impl Semaphore {
     pub fn waiting(&self) -> Option<WaitStatus> {
         std::iter::once(&self.queue)
             .chain([&self.count, &self.other_counts])
-            .chain(self.other_held.iter())
             .chain(self.slots.iter())
             .find_map(DRWMutex::waiting)
     }

@@ -15,7 +15,8 @@ use crate::{Error, ReadGuard, WriteGuard};
 /// dropped (released in the background) or [`unlock`](Self::unlock)ed.
 ///
 /// A permit is made of locks: the write lock on each of its slots
-/// (`semaphore/NAME/permit/I`) and the read lock on the semaphore's count,
+/// (`semaphore/NAME/permit/I`, with the two `held/I/..` names that spell
+/// the semaphore's count for the slot) and the read lock on the count,
 /// which the permits of one handle and its clones share while any is held.
 /// Both are refreshed in the background like any lock, and the permit is
 /// lost as soon as either is: [`is_lost`](Self::is_lost),
@@ -89,29 +90,51 @@ impl SemaphorePermit {
     /// permit holder that paused past its lease once the slot's next holder
     /// has written.
     ///
+    /// Fails with [`Error::LockLost`] whenever the permit is lost
+    /// ([`is_lost`](Self::is_lost)): any of its locks, the count it shares
+    /// included, even while the slot's own lock still stands (a process
+    /// with another count may hold the semaphore then); otherwise as
+    /// [`WriteGuard::fencing_token`].
+    ///
     /// # Cancel safety
     ///
     /// Cancel safe, as [`WriteGuard::fencing_token`].
     pub async fn fencing_token(&self) -> Result<u64, Error> {
-        match self.slots.first() {
-            Some((_, guard)) => guard.fencing_token().await,
-            None => Err(Error::LockLost),
-        }
+        let Some((_, guard)) = self.slots.first().filter(|_| !self.is_lost()) else {
+            return Err(Error::LockLost);
+        };
+        self.unless_lost(guard.fencing_token().await)
     }
 
     /// The fencing token of each slot, as `(slot, token)`, ascending by
-    /// slot; see [`fencing_token`](Self::fencing_token).
+    /// slot; see [`fencing_token`](Self::fencing_token). Fails with
+    /// [`Error::LockLost`] whenever the permit is lost.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe, as [`WriteGuard::fencing_token`].
     pub async fn fencing_tokens(&self) -> Result<Vec<(usize, u64)>, Error> {
+        if self.is_lost() {
+            return Err(Error::LockLost);
+        }
         let tokens = join_all(self.slots.iter().map(|(_, g)| g.fencing_token())).await;
-        self.slots
+        let tokens = self
+            .slots
             .iter()
             .zip(tokens)
             .map(|((slot, _), token)| token.map(|t| (*slot, t)))
-            .collect()
+            .collect();
+        self.unless_lost(tokens)
+    }
+
+    /// `result`, unless the permit is lost by now: a token drawn (or kept
+    /// from earlier) by a slot's lock vouches for nothing once the count
+    /// or another slot is gone.
+    fn unless_lost<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        if self.is_lost() {
+            return Err(Error::LockLost);
+        }
+        result
     }
 
     /// Whether the permit is lost: the lock on one of its slots or on the
@@ -134,19 +157,14 @@ impl SemaphorePermit {
     /// A token that is cancelled when the permit is lost. It is a child
     /// token: cancelling it yourself does not mark the permit lost.
     ///
-    /// A task on the current tokio runtime watches the permit's locks for
-    /// it, until the permit is dropped. Called outside a runtime, the
-    /// token follows only the first slot's lock; call it inside one. As
+    /// A task watches the permit's locks (every slot and the count) for it,
+    /// until the permit is dropped: on the current tokio runtime, or,
+    /// called outside one, on the runtime the permit was acquired on. As
     /// with [`WriteGuard::loss_token`], check-then-act code must ask
     /// [`is_lost`](Self::is_lost), which reads the clock.
     pub fn loss_token(&self) -> CancellationToken {
         let token = self.token.get_or_init(|| {
-            let Ok(handle) = Handle::try_current() else {
-                return match self.slots.first() {
-                    Some((_, guard)) => guard.loss_token(),
-                    None => self.count.loss_token(),
-                };
-            };
+            let handle = Handle::try_current().unwrap_or_else(|_| self.count.home.clone());
             let token = CancellationToken::new();
             let lost = self.lost();
             let (cancel, dropped) = (token.clone(), self.dropped.clone());
@@ -230,17 +248,6 @@ impl CountShare {
         match &self.count {
             Some(count) => count.lost().boxed(),
             None => futures::future::ready(()).boxed(),
-        }
-    }
-
-    fn loss_token(&self) -> CancellationToken {
-        match &self.count {
-            Some(count) => count.loss_token(),
-            None => {
-                let token = CancellationToken::new();
-                token.cancel();
-                token
-            }
         }
     }
 }

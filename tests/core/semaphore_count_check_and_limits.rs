@@ -20,7 +20,8 @@ async fn settle() {
 /// Was a break: a false `PermitsMismatch` for an acquirer whose count
 /// agrees with every holder's, naming a count nobody opened the semaphore
 /// with. Fixed by reading counts out from names that checks never lock
-/// (`held/J/V`): a refusal there can only come from a holder; `b` now
+/// (since then: the `held/I/D/V` names that only slot locks of a count
+/// write, read with read locks; see `semaphore_mismatch.rs`); `b` now
 /// waits for the leftover to expire instead.
 ///
 /// Three lockers, `k = 2`, every process opens the semaphore with 2. `a`'s

@@ -15,13 +15,13 @@ async fn settle() {
     sleep(Duration::from_secs(120)).await;
 }
 
-/// Entries on the count names (`count-bit`, `held`) across all lockers.
+/// Entries on the count's names (`count-bit`) across all lockers.
 fn count_entries(cluster: &TestCluster) -> usize {
     cluster
         .lockers()
         .iter()
         .flat_map(|l| l.snapshot())
-        .filter(|e| e.resource.contains("/count-bit/") || e.resource.contains("/held/"))
+        .filter(|e| e.resource.contains("/count-bit/"))
         .count()
 }
 
@@ -57,8 +57,8 @@ async fn the_shared_count_goes_with_the_last_permit_in_any_order() {
                 Some(clone.acquire().await.unwrap()),
                 Some(sem.try_acquire().await.unwrap()),
             ];
-            // One count lock: 20 names on each of 3 lockers.
-            assert_eq!(count_entries(&cluster), 60, "{plan} {order:?}");
+            // One count lock: 10 names on each of 3 lockers.
+            assert_eq!(count_entries(&cluster), 30, "{plan} {order:?}");
             if *plan == "J" {
                 let [a, b, c] = [0, 1, 2].map(|j| permits[j].take().unwrap());
                 let (x, y, z) = futures::join!(a.unlock(), b.unlock(), c.unlock());
@@ -80,7 +80,7 @@ async fn the_shared_count_goes_with_the_last_permit_in_any_order() {
                     }
                     sleep(Duration::from_millis(50)).await;
                     if step < 2 {
-                        assert_eq!(count_entries(&cluster), 60, "{plan} {order:?} step {step}");
+                        assert_eq!(count_entries(&cluster), 30, "{plan} {order:?} step {step}");
                         for p in permits.iter().flatten() {
                             assert!(!p.is_lost(), "{plan} {order:?} step {step}");
                         }
@@ -137,13 +137,13 @@ async fn an_acquire_that_reused_the_count_and_outlived_its_permits_leaves_nothin
     sleep(Duration::from_secs(1)).await;
     assert!(!waiting.is_finished());
     // The head holds the count alone now.
-    assert_eq!(count_entries(&cluster), 120, "two count locks: o's and h's");
+    assert_eq!(count_entries(&cluster), 60, "two count locks: o's and h's");
     waiting.abort();
     let _ = waiting.await;
     settle().await;
     let left = all_entries(&cluster);
     assert!(left.iter().all(|(_, owner)| owner == "o"), "{left:?}");
-    assert_eq!(count_entries(&cluster), 60);
+    assert_eq!(count_entries(&cluster), 30);
     // Same with a timeout, then with the blocker gone everything empties.
     let p1 = sem.acquire().await.unwrap();
     let got = timeout(Duration::from_secs(3), sem.acquire_many(3)).await;
