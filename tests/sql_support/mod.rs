@@ -202,6 +202,28 @@ impl PgServer {
         run_tool(&mut psql, Some(sql), TOOL_WITHIN)
     }
 
+    /// A `psql` session of its own in the `quorum` database, kept open
+    /// until dropped: a transaction begun in it stays open between calls,
+    /// as a slow client's would.
+    pub fn session(&self) -> PsqlSession {
+        let mut psql = Command::new(&self.bin.psql);
+        psql.args(["-X", "-A", "-t", "-q", "-F", "\t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", "quorum"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        pg_client_env(&mut psql);
+        let mut child = psql.spawn().expect("psql starts");
+        let stdin = child.stdin.take().expect("psql's stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("psql's stdout"));
+        PsqlSession {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
     /// Makes the data directory with `initdb`, as the `postgres` user when
     /// this process is root.
     fn initdb(&self) {
@@ -370,6 +392,43 @@ fn pg_owner() -> Result<Option<(u32, u32)>, String> {
 
 /// Keeps the host's libpq settings that no argument overrides from
 /// sending the client programs elsewhere or requiring TLS.
+/// An open `psql` session (see [`PgServer::session`]); ended when dropped,
+/// which rolls back whatever transaction it left open.
+pub struct PsqlSession {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl PsqlSession {
+    /// Runs `sql` and returns the rows it printed once psql has run it
+    /// (blocking: call it off the runtime's threads or where blocking is
+    /// meant). Panics when the session ended, e.g. on an error.
+    pub fn exec(&mut self, sql: &str) -> String {
+        use std::io::BufRead;
+        const DONE: &str = "-- psql session: statement done --";
+        writeln!(self.stdin, "{sql}\n\\echo '{DONE}'").expect("psql takes the statement");
+        self.stdin.flush().expect("psql takes the statement");
+        let mut rows = String::new();
+        loop {
+            let mut line = String::new();
+            let read = self.stdout.read_line(&mut line).expect("psql's output");
+            assert!(read > 0, "psql ended while running {sql:?}");
+            if line.trim_end() == DONE {
+                return rows;
+            }
+            rows.push_str(&line);
+        }
+    }
+}
+
+impl Drop for PsqlSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn pg_client_env(command: &mut Command) {
     for var in [
         "PGOPTIONS",
