@@ -34,9 +34,9 @@
 //! `ε` across the restart), which is above every such token (at most that
 //! clock plus `ε`). The argument uses only this locker's own clock:
 //! lockers with different quarantines, validities or clients do not affect
-//! it (issue #21, break 3, was a locker in quarantine answering tokens of
-//! its clock plus its quarantine, which the floor round then wrote into
-//! lockers with shorter ones), and the tolerance is a constant so that no
+//! it (earlier, a locker in quarantine answered tokens of its clock plus
+//! its quarantine, which the floor round then wrote into lockers with
+//! shorter ones), and the tolerance is a constant so that no
 //! setting widens what a client may push.
 //! Lockers must not count more than one token per nanosecond.
 

@@ -169,7 +169,7 @@ fn settle(
         }
     };
     // A locker in quarantine restarted since it granted, if it did:
-    // the grant may be gone, so it no longer counts (issue #21).
+    // the grant may be gone, so it no longer counts.
     let forgot = matches!(&result, Err(err) if err.is_quarantine());
     let undo = state
         .record_reply(index, answer, sent, stamp, forgot)

@@ -1,5 +1,5 @@
-//! The lock server's memory budget, counted byte by byte (issue #21,
-//! breaks 7 and 8): a `#[global_allocator]` wrapper counts what the
+//! The lock server's memory budget, counted byte by byte: a `#[global_allocator]`
+//! wrapper counts what the
 //! server's runtime threads keep alive, as glibc's malloc would lay it
 //! out, while one client with the ordinary token sends the requests that
 //! cost the most per byte charged: single-name locks with short names,
@@ -693,7 +693,7 @@ async fn fill_and_release(
 /// take minutes in a debug build.
 const READERS: usize = 4_000;
 
-/// Memory the table keeps after a peak (issue #21): a client fills the
+/// Memory the table keeps after a peak: a client fills the
 /// table with the entries that cost the maps, the expiry index and the
 /// readers' lists the most, releases them (all, or all but one, which
 /// keeps a shard's expiry index from emptying), and fills the table again

@@ -177,13 +177,13 @@ fn verdict(met: bool) -> &'static str {
     }
 }
 
-/// The targets of issue #12 at 3 nodes and 64 clients, with no hold:
+/// The targets at 3 nodes and 64 clients, with no hold:
 /// reported, not asserted.
 pub fn targets(rows: &[Row]) -> String {
     const NODES: usize = 3;
     const CLIENTS: usize = 64;
     let mut out = format!(
-        "targets (issue #12; {NODES} Redis nodes, {CLIENTS} clients, no hold; reported, not asserted):\n"
+        "targets ({NODES} Redis nodes, {CLIENTS} clients, no hold; reported, not asserted):\n"
     );
     let get = |system, names| find(rows, system, NODES, CLIENTS, names);
     let push = System::Ours(Wait::Push);

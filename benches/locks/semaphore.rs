@@ -178,7 +178,7 @@ pub struct Outcome {
 }
 
 /// Nested re-locks of a lock a `Holder` already holds: they must call no
-/// locker (issue 24).
+/// locker.
 #[derive(Debug, Clone, Copy)]
 pub struct Relock {
     pub nested: u64,

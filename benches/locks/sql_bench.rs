@@ -644,7 +644,7 @@ pub fn references(rows: &[Row], backend: Backend) -> String {
             .map_or("-".into(), |r| fmt_rate(r.summary.lsps));
         let _ = writeln!(
             out,
-            "  one advisory key shared by 64 clients: issue 7.0k; here {shared}"
+            "  one advisory key shared by 64 clients: reference 7.0k; here {shared}"
         );
     }
     out

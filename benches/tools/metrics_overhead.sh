@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost of the library's metrics (issue #14): the in-process 1-client and
+# The cost of the library's metrics: the in-process 1-client and
 # the 5-server 64-client TCP scenarios, with the `metrics` feature off and
 # with it on and a Prometheus recorder installed.
 #

@@ -731,7 +731,7 @@ impl LocalLocker {
     /// In quarantine the answer is the quarantine error, whatever the table
     /// holds: an entry here may be one the restart made this locker forget
     /// and then re-create for somebody else, so nothing it says may count
-    /// towards a quorum (issue #21, break 1). It still refreshes the entries
+    /// towards a quorum. It still refreshes the entries
     /// it has, and when `mode` is given re-creates the missing ones if the
     /// resources are free, so that a holder finds its entries here once the
     /// quarantine is over, when every grant forgotten in the restart has

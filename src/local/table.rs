@@ -85,7 +85,7 @@ impl PartialEq for Name {
 
 impl Eq for Name {}
 
-/// Memory kept after a peak (issue #21): the table's maps and vectors give
+/// Memory kept after a peak: the table's maps and vectors give
 /// back room that their entries no longer use, so what a shard keeps
 /// follows what it holds now, not the most it ever held. Each shrinks only
 /// once it has lost a constant share of its room, to a size a constant
@@ -164,7 +164,7 @@ pub(crate) const fn block(size: usize) -> usize {
 
 /// The most the table's memory grows by, at its worst, for each name a
 /// request covers, besides the name's own bytes; the lock server charges
-/// this much per name (issue #21: it charged 256 bytes while a short name
+/// this much per name (it once charged 256 bytes while a short name
 /// took about 590). Derived from the sizes of the table's parts, so that it
 /// follows them, and checked against a counting allocator by
 /// `tests/net_memory.rs`:

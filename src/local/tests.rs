@@ -418,7 +418,7 @@ async fn regrant_after_restart_is_all_or_nothing() {
     assert_eq!(entries(&l), [("b".into(), "other".into(), LockMode::Write)]);
 }
 
-/// Queues, pushes, wounds and fencing tokens (issue #10).
+/// Queues, pushes, wounds and fencing tokens.
 mod queues;
 
 /// A resource's map key outlives the request that created it. Keyed by a

@@ -622,7 +622,7 @@ impl Session<'_> {
     }
 
     /// How many entries the table holds: counted shard by shard, without
-    /// copying the table (issue #21: a copy took a full server far over its
+    /// copying the table (a copy once took a full server far over its
     /// memory budget and held a runtime worker for seconds).
     fn entries(&self) -> u64 {
         self.server.locker.counts().entries as u64
@@ -992,7 +992,7 @@ impl Session<'_> {
     /// its entries.
     ///
     /// Such a re-grant creates entries as a lock does, so it is charged and
-    /// limited as a lock is (issue #9: it was not counted at all). A uid
+    /// limited as a lock is (it once was not counted at all). A uid
     /// this server does not know is still re-granted: after a restart the
     /// server cannot tell a lock it granted before from a new one, and
     /// refusing would cost a live holder its lock, which is what the

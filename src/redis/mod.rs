@@ -20,14 +20,14 @@
 //! * **Waiting.** Places in line are ordered by ticket, as in `LocalLocker`,
 //!   and a waiter is woken over pub/sub (see `waits.rs`), with the bounded
 //!   re-check as the safety net.
-//! * **Quarantine (rule Q of issue 21).** While the node is in quarantine,
+//! * **Quarantine (rule Q of the restart design).** While the node is in quarantine,
 //!   no answer of it counts: `lock`, `lock_wait`, `refresh` and `fence` all
 //!   answer the quarantine error, even to a uid that holds its entries
 //!   (they are refreshed, and a refresh that names its mode re-creates
 //!   missing ones where the resources are free, so the holder has them back
 //!   afterwards). A grant or refresh that a coordinator counted from this
 //!   node can thus never rest on an entry the node forgot in a restart.
-//! * **Fencing (rule F of issue 21).** A token is
+//! * **Fencing (rule F).** A token is
 //!   `max(hw + 1, floor, TIME)`: `hw` is the node's high-water mark (one
 //!   key, never expiring: the highest token the node ever drew), `TIME` the
 //!   server's clock in ns. A floor more than [`FENCE_CLOCK_TOLERANCE`]

@@ -1,4 +1,4 @@
-//! Fair waiting with pushed wake-ups (issue #10), in process on paused time.
+//! Fair waiting with pushed wake-ups, in process on paused time.
 //!
 //! Most tests run five `LocalLocker`s and set the retry backoff and the
 //! re-check interval far above the hand-off times they measure: a waiter

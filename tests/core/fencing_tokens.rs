@@ -1,4 +1,4 @@
-//! Fencing tokens (issue #10): every holder's token is strictly greater than
+//! Fencing tokens: every holder's token is strictly greater than
 //! the token of every conflicting holder before it, across releases,
 //! expiry, forced unlocks and locker restarts, and a `FencingGate` refuses
 //! the late write of a holder that paused past its lease.
@@ -286,7 +286,7 @@ async fn tokens_increase_when_a_majority_of_lockers_restarts() {
 /// A holder across the restart of a minority draws its token from the
 /// others, larger than the one before; across the restart of a majority it
 /// draws none until the quarantine is over (the restarted lockers vouch for
-/// nothing, issue #21), and it is told it lost the lock before then.
+/// nothing), and it is told it lost the lock before then.
 #[tokio::test(start_paused = true)]
 async fn a_holder_across_restarts_draws_a_larger_token_or_none() {
     for restarted in [2, 3] {

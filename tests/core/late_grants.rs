@@ -1,5 +1,5 @@
 //! Grants that reach a waiter by push while the lockers' replies to it are
-//! lost: the chaos run's "guards lost at birth" (issue #13, finding 1).
+//! lost: the chaos run's "guards lost at birth".
 //!
 //! A waiter's trust in a lock starts from the last request each granting
 //! locker answered. When a server's replies are slow enough to time out

@@ -1,5 +1,5 @@
-//! The coordinator's modules depend on each other in one direction only
-//! (issue #9, "Structure"): each uses only what sits below it, so that what
+//! The coordinator's modules depend on each other in one direction only:
+//! each uses only what sits below it, so that what
 //! every lock shares lives at the bottom and no import circle can return.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Reentrant locks through a `Holder` (issue #24): a nested acquisition is
+//! Reentrant locks through a `Holder`: a nested acquisition is
 //! granted at once and calls no locker, every nested guard is the same lock
 //! (uid, fencing token, loss), two holders exclude each other, the last
 //! release frees the lockers whatever the order, an upgrade is refused at

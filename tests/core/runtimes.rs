@@ -1,5 +1,5 @@
-//! The loss-first promise on any runtime and after any stall (issue #9,
-//! items 1 and 2). The runtime itself is the subject here, so these tests
+//! The loss-first promise on any runtime and after any stall. The runtime
+//! itself is the subject here, so these tests
 //! use real time with short leases; their outcome does not depend on timing
 //! beyond margins of hundreds of milliseconds.
 

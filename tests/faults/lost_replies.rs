@@ -1,6 +1,6 @@
 #![cfg(feature = "testing")]
 //! A failed round whose lock calls were applied but whose replies were lost
-//! leaves nothing behind once the lockers answer again (issue #9, item 4).
+//! leaves nothing behind once the lockers answer again.
 
 use std::time::Duration;
 

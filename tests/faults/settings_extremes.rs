@@ -1,7 +1,7 @@
 #![cfg(feature = "testing")]
 //! Every `Duration` in `Timeouts`, `Lease`, `RetryPolicy` and `LockerConfig`
 //! either works or is refused by `build()` with a message naming the broken
-//! relation (issue #9, item 3). `Duration::MAX` is how people write "no
+//! relation. `Duration::MAX` is how people write "no
 //! limit", so it must never panic, now or later in a background task.
 //!
 //! A panic hook counts panics on every thread, so a panic in the keeper or a

@@ -1,5 +1,5 @@
 #![cfg(feature = "testing")]
-//! A randomized search for stuck states of waiting in line (issue #10).
+//! A randomized search for stuck states of waiting in line.
 //!
 //! Each seed builds a cluster of 1 to 6 `LocalLocker`s behind
 //! `testing::FaultyLocker`s (which forward `lock_wait` and carry the pushes

@@ -1,4 +1,4 @@
-//! The server's limits (issue #9, items 7, 8b and 8c), in one process:
+//! The server's limits, in one process:
 //! field lengths, the frame limit before authentication, the connection
 //! cap, bytes per connection and in total, quarantine re-grants, and the
 //! validity announced in the handshake. Each test failed before the fix.
@@ -345,7 +345,7 @@ async fn the_bytes_of_one_connection_and_of_all_are_limited() {
     config.max_lock_bytes = 10 << 20;
     let node = start(LocalLocker::new(), config).await;
     // 1000 names of 1 KiB: about 1.9 MB charged per lock (each name with
-    // the table's worst-case cost per name, issue #21).
+    // the table's worst-case cost per name).
     let big_lock =
         |n: usize| -> Vec<String> { (0..1000).map(|i| format!("{n}-{i:01020}")).collect() };
     let first = remote(&node).await;

@@ -1,4 +1,4 @@
-//! Races between connections that carry the same uid (issue #9, item 8a):
+//! Races between connections that carry the same uid:
 //! a lock and the unlock of the same uid, sent at the same moment on two
 //! connections, must never leave an entry behind. Before the fix the
 //! released-uid check was not atomic with the grant, and the tombstone was

@@ -53,7 +53,7 @@ async fn write_token(locker: &Arc<dyn NetLocker>, uid: &str, floor: u64) -> u64 
     token
 }
 
-/// Break 6 of issue 21: a freed resource's counter used to start from the
+/// A past break of the restart rules, fixed: a freed resource's counter used to start from the
 /// server's clock plus the *calling client's* validity, so a client with
 /// a shorter validity drew a token below one drawn just before.
 #[tokio::test]
@@ -160,7 +160,7 @@ where
     }
 }
 
-/// Break 5 of issue 21: readers keep a resource's hash alive while Redis
+/// A past break of the restart rules, fixed: readers keep a resource's hash alive while Redis
 /// is killed and restarted from an older snapshot; the counter in the
 /// snapshot is behind a reader's token, and the writer after the readers
 /// once drew that very token again.

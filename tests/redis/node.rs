@@ -92,7 +92,7 @@ async fn a_fresh_server_refuses_new_grants_but_lets_holders_refresh_back() {
     let err = redis.rlock(&args("reader", "q")).await.unwrap_err();
     assert!(is_quarantine(&err), "{err}");
     // A holder that names its mode gets its entry back, but no answer
-    // counts during the quarantine (rule Q of issue 21): the refresh, a
+    // counts during the quarantine (rule Q of the restart design): the refresh, a
     // lock or a waiting lock by the holder, and a fencing token all answer
     // the quarantine. A plain refresh of an unknown uid creates nothing.
     let err = redis

@@ -74,7 +74,7 @@ where
     }
 }
 
-/// Break 2 of issue 21. Two nodes (a write quorum of both); an older
+/// A past break of the restart rules, fixed. Two nodes (a write quorum of both); an older
 /// waiter O holds node 1, and a younger waiter Y (a real `Dsync`) is
 /// granted node 0 while its push subscription to node 0 is down, then
 /// queues on node 1 behind O. When O then queues on node 0 behind Y, Y

@@ -1,5 +1,5 @@
 //! An exhaustive model check of the locker protocol for small cases
-//! (issue 21, "Find the next one before a user does").
+//!.
 //!
 //! The model is a transition system written after the code, rule by rule,
 //! and searched with a set of visited states (128-bit fingerprints), so
@@ -2121,7 +2121,7 @@ fn fixed_protocol_keeps_token_order() {
     assert_clean(&report, 50_000);
 }
 
-/// Break 1: with the old quarantine, a waiter wins with a grant a
+/// Quarantine, once broken: with the old quarantine, a waiter wins with a grant a
 /// restarted locker forgot while the holder keeps a quorum (one of them
 /// through the entry the restarted locker re-created for it).
 #[test]
@@ -2134,7 +2134,7 @@ fn old_quarantine_breaks_mutual_exclusion() {
     assert_breaks(&report, "mutual exclusion");
 }
 
-/// Break 3: with the old fencing, a restarted locker's counter restarts
+/// Fencing, once broken: with the old fencing, a restarted locker's counter restarts
 /// below a token it recorded from a locker whose clock is ahead.
 #[test]
 fn old_fencing_breaks_token_order() {

@@ -93,8 +93,8 @@ pub(crate) enum Mix {
     /// Three lockers; one at a time restarts while waiters hold partial
     /// grants, clients are cut off from single lockers, and requests are
     /// lost around the restarts: the edge where a restarted locker's
-    /// forgotten grants meet a holder's refresh (issue #21, break 1, which
-    /// the `All` mix never reached).
+    /// forgotten grants meet a holder's refresh (which the `All` mix never
+    /// reached when that edge was broken).
     Restarts,
 }
 
@@ -782,7 +782,7 @@ fn the_checks_catch_majority_restarts_without_quarantine() {
 }
 
 /// Restarts of one locker in three at a time, while waiters hold partial
-/// grants and clients are cut off from single lockers (issue #21, break 1).
+/// grants and clients are cut off from single lockers.
 /// Before the fix (a quarantined locker's refresh re-created the holder's
 /// entry and counted; a waiter kept a grant its restarted locker had
 /// forgotten), this mix broke exclusion in 6 of seeds 0..100, the first

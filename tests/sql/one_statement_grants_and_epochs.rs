@@ -65,7 +65,7 @@ async fn past_quarantine(locker: &SqlLocker) {
     assert_eq!(locker.quarantine_left().await.unwrap(), None);
 }
 
-/// Break 1 (epoch identity, PostgreSQL): a table OID is no identity across
+/// A past break, fixed (epoch identity, PostgreSQL): a table OID is no identity across
 /// clusters. OIDs of a freshly initialised cluster are handed out in the
 /// same order every time, so a logical dump of the lock tables restored
 /// into a new cluster (the disaster recovery of a lost server: initdb,
@@ -141,7 +141,7 @@ async fn a_dump_restored_into_a_new_postgres_cluster_keeps_the_epoch() {
     );
 }
 
-/// Break 2 of the second review (epoch identity, MariaDB), kept as the
+/// A past review's finding (epoch identity, MariaDB), kept as the
 /// documented behaviour: CREATE_TIME of an InnoDB table is the change time
 /// of its .frm file, which `OPTIMIZE TABLE` (InnoDB recreates the table)
 /// moves. The locker cannot tell that from a dump restored into a running
@@ -170,7 +170,7 @@ async fn optimize_table_on_mariadb_starts_a_quarantine() {
     );
 }
 
-/// Break 3 of the second review (epoch identity, MariaDB), kept as the
+/// A past review's finding (epoch identity, MariaDB), kept as the
 /// documented behaviour: anything that touches the .frm file's inode
 /// (chmod, chown, a hard link made by a snapshot tool) changes CREATE_TIME
 /// too, seen once the table is next opened (after `FLUSH TABLES`). The
@@ -212,7 +212,7 @@ impl PushSink for Events {
     }
 }
 
-/// Break 4 (local notices): the task that acts on the notices of a
+/// A past break, fixed (local notices): the task that acts on the notices of a
 /// locker's own waiters is started once and never again. `start()` starts
 /// the poller and the LISTEN task again when they have finished (a locker
 /// used from a second runtime), but the receiver of the local notices went
@@ -275,7 +275,7 @@ fn own_turns_are_lost_once_the_first_runtime_is_gone() {
     });
 }
 
-/// Break 5 (local notices): a turn for the locker's own waiter exists only
+/// A past break, fixed (local notices): a turn for the locker's own waiter exists only
 /// in the client, after it has seen its commit succeed. A call whose
 /// commit the server makes but whose answer the client gives up on (its
 /// call timeout strikes during `COMMIT`, or the caller drops the future)

@@ -1,5 +1,5 @@
-//! The memory budget of a real `quorum-lock server` process under attack
-//! (issue #9, item 7): peers without a token, then peers with the client
+//! The memory budget of a real `quorum-lock server` process under attack:
+//! peers without a token, then peers with the client
 //! token, do their worst within bounded counts and times, only on
 //! 127.0.0.1, and the server's peak resident memory must stay within what
 //! `ServerConfig::memory_budget` derives from its limits.

@@ -25,7 +25,7 @@ fn entries_of_a_multi_name_request_keep_none_of_its_list() {
     assert_eq!(std::sync::Arc::strong_count(&args.resources), 1);
 }
 
-/// A shard gives back the room of entries that went (issue #21), and
+/// A shard gives back the room of entries that went, and
 /// the entries it keeps still refresh and expire in order after their
 /// nodes moved.
 #[test]

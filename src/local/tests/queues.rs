@@ -1,4 +1,4 @@
-//! Queues, pushes, wounds and fencing tokens of a `LocalLocker` (issue #10).
+//! Queues, pushes, wounds and fencing tokens of a `LocalLocker`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
