@@ -525,3 +525,73 @@ fn slugs_follow_github() {
     assert_eq!(slug("TLS"), "tls");
     assert_eq!(slug("snake_case stays"), "snake_case-stays");
 }
+
+/// Places in `text` that name an internal issue ("issue #21", "issue 22",
+/// "issues #10") or a review round's test file ("review25.rs"): the
+/// documents speak to users, who know neither.
+fn internal_references(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let lower = line.to_ascii_lowercase();
+        for word in ["issue #", "issue ", "issues #"] {
+            let mut from = 0;
+            while let Some(at) = lower[from..].find(word) {
+                let after = &lower[from + at + word.len()..];
+                if after.starts_with(|c: char| c.is_ascii_digit()) {
+                    out.push((i + 1, line.trim().to_string()));
+                }
+                from += at + word.len();
+            }
+        }
+        if let Some(at) = lower.find("review") {
+            let after = &lower[at + "review".len()..];
+            if after.starts_with(|c: char| c.is_ascii_digit()) {
+                out.push((i + 1, line.trim().to_string()));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_readme_is_a_front_page_and_no_document_names_an_internal_issue() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md")).expect("README.md");
+    let count = readme.lines().count();
+    assert!(
+        count <= 300,
+        "README.md has {count} lines; it is a front page of at most 300: move a recipe's details to its page under docs/"
+    );
+    let mut files = vec![
+        root.join("README.md"),
+        root.join("BENCHMARKS.md"),
+        root.join("RELIABILITY.md"),
+    ];
+    markdown_files(&root.join("docs"), root, &mut files);
+    let mut problems = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("a document");
+        let name = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (line, found) in internal_references(&text) {
+            problems.push(format!("{name}:{line}: {found}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "documents name internal issues or review rounds; say what changed and why instead:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn internal_references_are_found_and_ordinary_words_are_not() {
+    let text = "Before issue #21 it did.\nSee Issue 22.\nThe tests in review25.rs.\n\
+                A lock server issues tokens; review the DDL; issue a lock.\n";
+    let found: Vec<usize> = internal_references(text).iter().map(|(l, _)| *l).collect();
+    assert_eq!(found, [1, 2, 3]);
+}
