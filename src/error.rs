@@ -66,7 +66,7 @@ pub enum Error {
          for a quorum{}; new grants resume when it ends",
         quarantined.len(),
         quarantined.join(", "),
-        left.map_or_else(String::new, |left| format!(", in {}", crate::wait_status::seconds(left)))
+        left.map_or_else(String::new, |left| format!(", in {}", crate::lock::wait_status::seconds(left)))
     )]
     Quarantined {
         /// The lockers in quarantine.
@@ -111,7 +111,7 @@ pub enum Error {
     #[error(
         "{pending} releases were still running after {}; the lock servers that did not \
          confirm them expire those entries within the lease's validity",
-        crate::wait_status::seconds(*waited)
+        crate::lock::wait_status::seconds(*waited)
     )]
     ReleasesPending {
         /// Releases still running.
@@ -330,7 +330,10 @@ impl Error {
         match self {
             Error::LockerUnavailable { reason, .. } | Error::Tls { reason, .. } => reason.clone(),
             Error::LockerTimeout { after, .. } => {
-                format!("no answer within {}", crate::wait_status::seconds(*after))
+                format!(
+                    "no answer within {}",
+                    crate::lock::wait_status::seconds(*after)
+                )
             }
             Error::Unauthorized { reason, .. } => format!("rejected the token: {reason}"),
             other => other.to_string(),

@@ -134,66 +134,43 @@ guard.unlock().await?;
 
 #![warn(missing_docs)]
 
-mod acquisition;
-mod admin;
-mod clock;
-mod config;
-mod coordinator;
-mod dsync;
 mod election;
 mod error;
-mod fanout;
-mod fence;
-mod fencing;
-mod guard;
-mod immediate;
-mod keeper;
 mod local;
+mod lock;
 mod locker;
-mod loss;
-mod mutex;
 #[cfg(feature = "net")]
 pub mod net;
-mod proclamation;
 pub mod quorum;
-mod redact;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod reentrant;
-mod refresh;
-mod release;
-mod round;
 mod semaphore;
-mod source;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod sql;
-mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod wait;
-mod wait_round;
-mod wait_status;
 
-pub use admin::{ClusterLock, ForceUnlocked};
-pub use config::{Lease, RetryPolicy, Timeouts, Waiting};
-pub use dsync::{Dsync, DsyncBuilder};
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
 pub use error::{Error, Unreachable};
-pub use fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-pub use guard::{ReadGuard, WriteGuard};
-pub use immediate::ImmediateLocker;
 pub use local::{LocalLocker, LockInfo, LockerConfig};
-pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
-pub use mutex::DRWMutex;
-pub use proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
-pub use redact::redact_url;
-pub use reentrant::{Holder, ReentrantGuard};
-pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
+pub use lock::admin::{ClusterLock, ForceUnlocked};
+pub use lock::config::{Lease, RetryPolicy, Timeouts, Waiting};
+pub use lock::dsync::{Dsync, DsyncBuilder};
+pub use lock::guard::{ReadGuard, WriteGuard};
+pub use lock::mutex::DRWMutex;
 /// The names of the metrics a `Dsync` records (feature `metrics`).
 #[cfg(feature = "metrics")]
-pub use telemetry::names as metric_names;
-pub use wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
-pub use wait_status::{Quarantined, WaitReason, WaitStatus};
+pub use lock::telemetry::names as metric_names;
+pub use lock::wait_status::{Quarantined, WaitReason, WaitStatus};
+pub use locker::immediate::ImmediateLocker;
+pub use locker::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
+pub use locker::redact::redact_url;
+pub use locker::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
+pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+pub use quorum::fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
+pub use reentrant::{Holder, ReentrantGuard};
+pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};
 
 /// Compiles and runs the README's Rust snippets as doc tests.
 #[cfg(doctest)]

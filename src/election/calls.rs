@@ -10,12 +10,12 @@ use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::config::after;
-use crate::coordinator::Coordinator;
-use crate::fanout::{call_with_deadline, Call, CallSet, Started};
-use crate::proclamation::{Proclamation, WatchArgs};
+use crate::lock::config::after;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::fanout::{call_with_deadline, Call, CallSet, Started};
+use crate::locker::proclamation::{Proclamation, WatchArgs};
+use crate::locker::wait::{PushSink, Wake};
 use crate::quorum::write_quorum;
-use crate::wait::{PushSink, Wake};
 use crate::{Error, LockArgs};
 
 use super::tally::{Tally, Verdict};

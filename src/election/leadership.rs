@@ -9,8 +9,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::proclaim_round;
-use crate::coordinator::Coordinator;
-use crate::proclamation::Proclamation;
+use crate::lock::coordinator::Coordinator;
+use crate::locker::proclamation::Proclamation;
 use crate::{Error, LockArgs, WriteGuard};
 
 /// Proof that this candidate leads an election, returned by

@@ -23,10 +23,10 @@ use std::time::Duration;
 pub use leadership::Leadership;
 pub use observer::Observer;
 
-use crate::coordinator::Coordinator;
-use crate::proclamation::Proclamation;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::wait_status::give_up_after;
+use crate::locker::proclamation::Proclamation;
 use crate::quorum::write_quorum;
-use crate::wait_status::give_up_after;
 use crate::{DRWMutex, Error, LockArgs, WriteGuard};
 use calls::{proclaim_round, read_round};
 
@@ -199,7 +199,7 @@ impl Election {
                 Patience::Once => self.mutex.try_lock().await?,
             };
             // From here on only calls: a term and a proclamation.
-            crate::wait_status::calls_only();
+            crate::lock::wait_status::calls_only();
             match self.proclaim_first(&guard, &value).await {
                 Ok(Some(p)) => return Ok(Leadership::new(guard, self.coord.clone(), p)),
                 // Lost before it could lead: wait in line again.
@@ -241,7 +241,7 @@ impl Election {
                 Ok(_) | Err(Error::LockLost) => return Ok(None),
                 Err(err) if err.is_retryable() => {
                     tracing::debug!(election = %self.name, %err, "cannot proclaim yet; retrying while the lock is held");
-                    crate::wait_status::note_retry(&err);
+                    crate::lock::wait_status::note_retry(&err);
                     tokio::time::sleep(self.coord.backoff(attempt)).await;
                     attempt = attempt.saturating_add(1);
                 }

@@ -11,8 +11,8 @@ use tokio::task::JoinHandle;
 
 use super::calls::read_round;
 use super::Leader;
-use crate::coordinator::Coordinator;
-use crate::wait::{PushEvent, PushSink};
+use crate::lock::coordinator::Coordinator;
+use crate::locker::wait::{PushEvent, PushSink};
 use crate::LockArgs;
 
 /// How many changes wait for a slow reader before the observer stops

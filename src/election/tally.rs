@@ -16,7 +16,7 @@
 //! Anything else waits for more answers. Two write quorums meet, so once a
 //! resign is confirmed by a write quorum, no later read confirms its term.
 
-use crate::proclamation::Proclamation;
+use crate::locker::proclamation::Proclamation;
 
 /// The answers to one read, as they arrive.
 #[derive(Debug, Default)]

@@ -14,11 +14,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::clock::{anchored_wall, nanos_of, Clock};
 use crate::error::QUARANTINE_REASON;
-use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::proclamation::{election_resource, Proclamation, WatchArgs};
-use crate::wait::{WaitArgs, WaitReply};
+use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs};
+use crate::locker::wait::{WaitArgs, WaitReply};
+use crate::quorum::clock::{anchored_wall, nanos_of, Clock};
+use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::{Error, ImmediateLocker, LockArgs, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]

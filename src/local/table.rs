@@ -12,7 +12,7 @@ use foldhash::fast::RandomState;
 
 use tokio::time::Instant;
 
-use crate::wait::{PushEvent, Ticket, Wake};
+use crate::locker::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
 /// A resource name as the shard maps key it: a position in a request's

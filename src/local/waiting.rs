@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use super::table::Name;
 use super::{deliver, LocalLocker};
-use crate::config::after;
-use crate::wait::{Ticket, WaitArgs, WaitReply};
+use crate::lock::config::after;
+use crate::locker::wait::{Ticket, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode};
 
 /// What [`LocalLocker::end_place`] found.

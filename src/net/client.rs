@@ -11,8 +11,8 @@ use tokio::time::Instant;
 use super::conn::{Connection, Ended};
 use super::pushes::Pushes;
 use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
-use crate::proclamation::{Proclamation, WatchArgs};
-use crate::wait::{WaitArgs, WaitReply};
+use crate::locker::proclamation::{Proclamation, WatchArgs};
+use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
 /// How a [`RemoteLocker`] talks to its server.

@@ -664,7 +664,7 @@ mod tests {
 
     use tokio::sync::mpsc;
 
-    use crate::wait::{PushEvent, PushSink, Wake};
+    use crate::locker::wait::{PushEvent, PushSink, Wake};
 
     use super::*;
 

@@ -55,8 +55,8 @@ pub(crate) fn start(locker: &Arc<LocalLocker>) -> ExpiryTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proclamation::WatchArgs;
-    use crate::wait::{PushEvent, PushSink, Wake};
+    use crate::locker::proclamation::WatchArgs;
+    use crate::locker::wait::{PushEvent, PushSink, Wake};
     use crate::{LockArgs, NetLocker};
 
     struct Nowhere;

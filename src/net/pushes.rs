@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::wait::{PushEvent, Wake};
+use crate::locker::wait::{PushEvent, Wake};
 
 /// How long a registration nobody renewed is kept at least. Far beyond the
 /// longest place a server keeps (60 s without hearing from the waiter):
@@ -187,7 +187,7 @@ impl Pushes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wait::PushSink;
+    use crate::locker::wait::PushSink;
 
     #[derive(Default)]
     struct Log(Mutex<Vec<(usize, String, PushEvent)>>);

@@ -25,8 +25,8 @@ use super::wire::{
     WireMode, WireProclamation, WirePushEvent, WireTicket, WireWaitReply,
 };
 use super::{malformed, sniff};
-use crate::proclamation::WatchArgs;
-use crate::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
+use crate::locker::proclamation::WatchArgs;
+use crate::locker::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 
 /// How many pushes may wait for the connection's task to write them. A

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::wait::Ticket;
+use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode};
 
 /// The longest a server keeps a place without hearing from its waiter;

@@ -9,7 +9,7 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
 
-use crate::wait::{PushEvent, Ticket, WaitReply};
+use crate::locker::wait::{PushEvent, Ticket, WaitReply};
 use crate::{Error, LockArgs, LockMode, Proclamation};
 use crate::{MAX_RESOURCES, MAX_RESOURCE_NAME_LEN, MAX_VALUE_LEN};
 

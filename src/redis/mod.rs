@@ -55,8 +55,8 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::QUARANTINE_REASON;
-use crate::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
-use crate::wait::{PushEvent, WaitArgs, WaitReply};
+use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
+use crate::locker::wait::{PushEvent, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
 mod feed;
@@ -77,7 +77,7 @@ const LONGEST_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// The fencing clock tolerance, the same as every locker's: see
 /// [`crate::FENCE_CLOCK_TOLERANCE`].
-pub use crate::fencing::FENCE_CLOCK_TOLERANCE;
+pub use crate::quorum::fencing::FENCE_CLOCK_TOLERANCE;
 
 /// How long after a Redis node started it draws no fencing token, at least
 /// (the client's [`RedisConfig::quarantine`] when that is longer; nothing
@@ -94,7 +94,7 @@ pub use crate::fencing::FENCE_CLOCK_TOLERANCE;
 /// that stepped back by at most the tolerance across the restart, that is
 /// at least `clock(t) - tolerance + 4 × tolerance`, above
 /// `clock(t) + tolerance` by two tolerances: two billion draws' worth.
-pub use crate::fencing::FENCE_QUARANTINE;
+pub use crate::quorum::fencing::FENCE_QUARANTINE;
 
 /// How a [`RedisLocker`] connects and keeps entries.
 ///

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::wait::{PushEvent, Wake};
+use crate::locker::wait::{PushEvent, Wake};
 use crate::{LockArgs, LockMode};
 
 use super::feed::Feed;

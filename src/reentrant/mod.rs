@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 pub use guard::ReentrantGuard;
 
-use crate::config::after;
-use crate::coordinator::Coordinator;
+use crate::lock::config::after;
+use crate::lock::coordinator::Coordinator;
 use crate::{DRWMutex, Error, LockMode, WaitStatus};
 use guard::{Hold, Lock};
 

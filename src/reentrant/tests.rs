@@ -8,8 +8,8 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use super::Holder;
-use crate::coordinator::Coordinator;
-use crate::keeper::Keeper;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::keeper::Keeper;
 use crate::{DRWMutex, Error, Lease, LocalLocker, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// Three in-process lockers, without the `Dsync` above this module.

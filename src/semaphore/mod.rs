@@ -38,8 +38,8 @@ use std::time::Duration;
 pub use names::{MAX_PERMITS, SEMAPHORE_PREFIX};
 pub use permit::SemaphorePermit;
 
-use crate::coordinator::Coordinator;
-use crate::wait_status::give_up_after;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::wait_status::give_up_after;
 use crate::{DRWMutex, Error, ReadGuard, WaitStatus, WriteGuard};
 use names::Names;
 

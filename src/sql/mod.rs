@@ -76,9 +76,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{FLOOR_AHEAD_REASON, QUARANTINE_REASON};
-use crate::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
-use crate::wait::{PushEvent, WaitArgs, WaitReply};
+use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs, MAX_VALUE_LEN};
+use crate::locker::wait::{PushEvent, WaitArgs, WaitReply};
+use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker};
 
 mod dialect;

@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::proclamation::WatchArgs;
-use crate::wait::{PushEvent, Wake};
+use crate::locker::proclamation::WatchArgs;
+use crate::locker::wait::{PushEvent, Wake};
 use crate::{Error, LockArgs, LockMode};
 
 /// Most watches one locker keeps; more are refused, so that a caller that

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::{advance, sleep, Instant};
 
 use super::{DriftClock, TestCluster};
-use crate::clock::{anchored_wall, Clock};
+use crate::quorum::clock::{anchored_wall, Clock};
 use crate::{Dsync, Error, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
 
 const SEC: Duration = Duration::from_secs(1);

@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-/// Top to bottom. A module may use the ones after it, never those before.
+/// Top to bottom, by module path under `src/`. A module may use the ones
+/// after it, never those before.
 const LAYERS: [(&str, &[&str]); 15] = [
-    ("dsync", &["Dsync", "DsyncBuilder"]),
+    ("lock::dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",
         &[
@@ -27,17 +28,17 @@ const LAYERS: [(&str, &[&str]); 15] = [
         ],
     ),
     ("reentrant", &["Holder", "ReentrantGuard"]),
-    ("mutex", &["DRWMutex"]),
-    ("wait_round", &[]),
-    ("round", &[]),
-    ("guard", &["WriteGuard", "ReadGuard"]),
-    ("fence", &[]),
-    ("keeper", &[]),
-    ("refresh", &[]),
-    ("release", &[]),
-    ("wait_status", &["WaitStatus", "WaitReason"]),
-    ("acquisition", &[]),
-    ("coordinator", &[]),
+    ("lock::mutex", &["DRWMutex"]),
+    ("lock::wait_round", &[]),
+    ("lock::round", &[]),
+    ("lock::guard", &["WriteGuard", "ReadGuard"]),
+    ("quorum::fence", &[]),
+    ("lock::keeper", &[]),
+    ("lock::refresh", &[]),
+    ("lock::release", &[]),
+    ("lock::wait_status", &["WaitStatus", "WaitReason"]),
+    ("lock::acquisition", &[]),
+    ("lock::coordinator", &[]),
 ];
 
 /// The `use crate::...` statements of a source file, joined per statement,
@@ -63,24 +64,78 @@ fn crate_imports(source: &str) -> Vec<String> {
     imports
 }
 
-fn uses(import: &str, module: &str, names: &[&str]) -> bool {
-    let words: Vec<&str> = import
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
+/// Every path a `use` statement names, its groups expanded:
+/// `use crate::a::{b, c::{d, e}};` names `crate::a::b`, `crate::a::c::d`
+/// and `crate::a::c::e`.
+fn expand(statement: &str) -> Vec<String> {
+    let body = statement
+        .trim_start_matches("pub(crate) ")
+        .trim_start_matches("use ")
+        .trim_end_matches(';');
+    // `a as b` keeps `a`: the rename is marked before spaces go.
+    let compact: String = body
+        .replace(" as ", "@")
+        .chars()
+        .filter(|c| !c.is_whitespace())
         .collect();
-    let via_path = words.windows(2).any(|w| w[0] == "crate" && w[1] == module);
-    via_path || names.iter().any(|n| words.contains(n))
+    let mut out = Vec::new();
+    expand_into("", &compact, &mut out);
+    out
+}
+
+fn expand_into(prefix: &str, tree: &str, out: &mut Vec<String>) {
+    match tree.find('{') {
+        None => {
+            let path = tree.split('@').next().unwrap_or(tree);
+            out.push(format!("{prefix}{path}"));
+        }
+        Some(open) => {
+            let head = &tree[..open];
+            let inner = &tree[open + 1..tree.len() - 1];
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in inner.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        expand_into(&format!("{prefix}{head}"), &inner[start..i], out);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            if start < inner.len() {
+                expand_into(&format!("{prefix}{head}"), &inner[start..], out);
+            }
+        }
+    }
+}
+
+/// Whether `import` reaches `module` (a path under `src/`), by its path or
+/// by one of the `names` the crate root re-exports from it.
+fn uses(import: &str, module: &str, names: &[&str]) -> bool {
+    let module_path = format!("crate::{module}");
+    expand(import).iter().any(|path| {
+        let rest = path.strip_prefix(&module_path);
+        let via_path = rest.is_some_and(|r| r.is_empty() || r.starts_with("::"));
+        let via_root = path
+            .strip_prefix("crate::")
+            .is_some_and(|name| names.contains(&name));
+        via_path || via_root
+    })
 }
 
 /// The source of `module`: `src/{module}.rs`, or every file of the
 /// directory `src/{module}/` joined.
 fn module_source(src: &Path, module: &str) -> String {
+    let module = module.replace("::", "/");
     let file = src.join(format!("{module}.rs"));
     if file.exists() {
         return std::fs::read_to_string(&file)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     }
-    let dir = src.join(module);
+    let dir = src.join(&module);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|entry| entry.expect("a directory entry").path())
@@ -104,7 +159,7 @@ fn coordinator_modules_only_use_what_sits_below_them() {
     for (depth, (module, _)) in LAYERS.iter().enumerate() {
         let imports = crate_imports(&module_source(&src, module));
         assert!(
-            !imports.is_empty() || *module == "coordinator",
+            !imports.is_empty() || *module == "lock::coordinator",
             "{module}: found no imports; the parser is broken"
         );
         for (higher, names) in &LAYERS[..depth] {
@@ -122,9 +177,25 @@ fn coordinator_modules_only_use_what_sits_below_them() {
 
 #[test]
 fn the_checker_sees_an_upward_import() {
-    let imports =
-        crate_imports("use crate::keeper::Keeper;\nuse crate::{\n    Error, WriteGuard,\n};\n");
-    assert!(uses(&imports[0], "keeper", &[]));
-    assert!(uses(&imports[1], "guard", &["WriteGuard", "ReadGuard"]));
-    assert!(!uses(&imports[1], "dsync", &["Dsync", "DsyncBuilder"]));
+    let imports = crate_imports(
+        "use crate::lock::keeper::Keeper;\nuse crate::{\n    Error, WriteGuard,\n};\n\
+         use crate::lock::{guard::Held, mutex::{DRWMutex as M}};\n",
+    );
+    assert!(uses(&imports[0], "lock::keeper", &[]));
+    assert!(!uses(&imports[0], "lock::keep", &[]));
+    assert!(uses(
+        &imports[1],
+        "lock::guard",
+        &["WriteGuard", "ReadGuard"]
+    ));
+    assert!(!uses(
+        &imports[1],
+        "lock::dsync",
+        &["Dsync", "DsyncBuilder"]
+    ));
+    assert!(uses(&imports[2], "lock::guard", &[]));
+    assert!(uses(&imports[2], "lock::mutex", &[]));
+    assert!(!uses(&imports[2], "lock::dsync", &[]));
+    let renamed = crate_imports("use crate::{WriteGuard as Guard};\n");
+    assert!(uses(&renamed[0], "lock::guard", &["WriteGuard"]));
 }

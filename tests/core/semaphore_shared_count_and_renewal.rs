@@ -275,7 +275,7 @@ async fn another_count_is_refused_while_any_sharing_permit_holds() {
 /// released "on the current runtime, or the acquiring one outside any
 /// runtime": `p2`'s slot goes on B, but the count's `ReadGuard` was
 /// acquired on A, so its release is spawned on A's handle, where the task
-/// is dropped (src/guard.rs, `Drop for Held`). With a count per permit it
+/// is dropped (src/lock/guard.rs, `Drop for Held`). With a count per permit it
 /// would have been released on B, as the control below is. Meanwhile a
 /// process with another count is refused for a minute.
 #[test]

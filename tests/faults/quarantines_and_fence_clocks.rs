@@ -249,7 +249,7 @@ async fn a_validity_raised_with_the_default_quarantine_lets_two_writers_hold() {
 /// **Break (minor, an overclaim): with a quarantine of zero a restart
 /// repeats fencing tokens between conflicting holders.** The README says
 /// tokens grow "across ... lock server restarts, whatever quarantines and
-/// validities the servers run with", and `src/fence.rs` argues from
+/// validities the servers run with", and `src/quorum/fence.rs` argues from
 /// `Q - ε > ε`. With `quarantine` zero (`--no-quarantine`, meant for a
 /// first start but often left in a unit file) ε is the 1 ms
 /// minimum and `Q - ε > ε` is false; it is also false for any quarantine

@@ -28,7 +28,7 @@
 //!   quarantine, at any moment between two requests the locker handles (a
 //!   locker may also start the run in quarantine, as a freshly started lock
 //!   server does).
-//! * Clients (after `src/wait_round.rs`, `src/acquisition.rs`): each waits
+//! * Clients (after `src/lock/wait_round.rs`, `src/lock/acquisition.rs`): each waits
 //!   in line with one ticket (ordered by when the wait began) and a fresh
 //!   uid per wait; the first requests go to every locker at once, and every
 //!   locker is asked again each tick (the renew, or the retry after a
@@ -40,13 +40,13 @@
 //!   starts, `Stale` when that trust is already over; a wounded or stale wait
 //!   gives everything back (its calls still out unlock after they finish) and
 //!   waits again with a new uid and the same ticket.
-//! * Holders (after `src/keeper.rs`, `src/refresh.rs`, `src/loss.rs`): trust
+//! * Holders (after `src/lock/keeper.rs`, `src/lock/refresh.rs`, `src/lock/loss.rs`): trust
 //!   until `trust_from + validity - margin`; each tick a refresh round sends
 //!   `refresh_mode` to every locker and, once a quorum confirmed, moves the
 //!   deadline to `sent + validity - margin` unless it already passed; enough
 //!   "not found" or a passed deadline lose the lock (every locker is then
 //!   unlocked); a holder may release at any tick. A holder may draw its
-//!   fencing token (after `src/fence.rs`): one round with floor 0, and a
+//!   fencing token (after `src/quorum/fence.rs`): one round with floor 0, and a
 //!   second with the largest of the first quorum of answers as the floor
 //!   when they differ; the token counts only if the holder still trusts its
 //!   lock when the draw ends (`fencing_token` checks).

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::clock::Clock;
+use crate::quorum::clock::Clock;
 
 /// Deadline nanoseconds meaning "never": the settings allow no expiry.
 const NEVER: u64 = u64::MAX;

@@ -11,7 +11,7 @@
 //! through [`NetLocker::immediate`](crate::NetLocker::immediate); the
 //! coordinator then calls it directly and allocates nothing per call.
 
-use crate::wait::{WaitArgs, WaitReply};
+use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode};
 
 /// The calls of a [`NetLocker`](crate::NetLocker) that answers without

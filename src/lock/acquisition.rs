@@ -10,10 +10,10 @@ use std::task::Waker;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::config::after;
-use crate::coordinator::Coordinator;
+use crate::lock::config::after;
+use crate::lock::coordinator::Coordinator;
+use crate::locker::wait::{PushEvent, PushSink};
 use crate::quorum::{read_quorum, write_quorum, Answer};
-use crate::wait::{PushEvent, PushSink};
 use crate::{LockArgs, LockMode};
 
 /// What one acquisition knows about each locker, shared by the caller, the

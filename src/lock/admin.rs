@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use crate::config::after;
-use crate::fanout::call_locker;
+use crate::lock::config::after;
+use crate::lock::fanout::call_locker;
+use crate::lock::telemetry::CallKind;
 use crate::quorum::write_quorum;
-use crate::telemetry::CallKind;
 use crate::{Dsync, Error, LockArgs, LockMode};
 
 /// One lock as seen across the cluster: the entries of one uid on one

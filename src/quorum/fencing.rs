@@ -28,7 +28,7 @@ pub const FENCE_CLOCK_TOLERANCE: Duration = Duration::from_secs(1);
 /// restart is at least the locker's clock then, which is at least
 /// `4 − 1 = 3` tolerances past the clock of any earlier draw, and every
 /// earlier token was at most that clock plus one tolerance (see
-/// [`FENCE_CLOCK_TOLERANCE`] and `src/fence.rs`).
+/// [`FENCE_CLOCK_TOLERANCE`] and `src/quorum/fence.rs`).
 pub const FENCE_QUARANTINE: Duration = Duration::from_secs(4);
 
 /// A token was older than one the resource already accepted.

@@ -16,12 +16,12 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::acquisition::Acquisition;
-use crate::config::after;
-use crate::fanout::{call_locker, Call, CallSet};
-use crate::loss::LossSignal;
+use crate::lock::acquisition::Acquisition;
+use crate::lock::config::after;
+use crate::lock::fanout::{call_locker, Call, CallSet};
+use crate::lock::loss::LossSignal;
+use crate::lock::telemetry::{CallKind, LossCause, Names};
 use crate::quorum::{Answer, Tally};
-use crate::telemetry::{CallKind, LossCause, Names};
 
 /// How one refresh round ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

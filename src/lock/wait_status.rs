@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::acquisition::Acquisition;
-use crate::clock::Clock;
-use crate::coordinator::Coordinator;
 use crate::error::Unreachable;
+use crate::lock::acquisition::Acquisition;
+use crate::lock::coordinator::Coordinator;
+use crate::quorum::clock::Clock;
 use crate::quorum::Answer;
 use crate::Error;
 

@@ -44,11 +44,11 @@ use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 
-use crate::acquisition::Acquisition;
-use crate::clock::nanos_of;
-use crate::config::after;
-use crate::fanout::call_locker;
-use crate::telemetry::CallKind;
+use crate::lock::acquisition::Acquisition;
+use crate::lock::config::after;
+use crate::lock::fanout::call_locker;
+use crate::lock::telemetry::CallKind;
+use crate::quorum::clock::nanos_of;
 use crate::Error;
 
 /// Draws the token of `state`'s lock: one round when a quorum agrees, two

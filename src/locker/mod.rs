@@ -1,12 +1,20 @@
-//! The `NetLocker` trait that every lock server (local or remote) implements,
-//! and the `LockArgs` sent with each call.
+//! The contract between the coordinator and its lockers: the `NetLocker`
+//! trait that every locker (in process, a lock server, Redis, SQL)
+//! implements, the `LockArgs` sent with each call, waiting in line
+//! (`wait`), election values (`proclamation`), a locker that answers at
+//! once (`immediate`) and how a locker's endpoint is shown (`redact`).
+
+pub(crate) mod immediate;
+pub(crate) mod proclamation;
+pub(crate) mod redact;
+pub(crate) mod wait;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::proclamation::{Proclamation, WatchArgs};
-use crate::wait::{WaitArgs, WaitReply};
+use crate::locker::proclamation::{Proclamation, WatchArgs};
+use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockInfo};
 
 /// Longest resource name, in bytes, that the library accepts.

@@ -37,12 +37,12 @@ use tokio::runtime::{self, Handle};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::acquisition::Acquisition;
-use crate::clock::Clock;
-use crate::config::after;
-use crate::loss::LossSignal;
-use crate::refresh::{declare_lost, refresh_round, Refreshed};
-use crate::telemetry::{LossCause, RefreshOutcome};
+use crate::lock::acquisition::Acquisition;
+use crate::lock::config::after;
+use crate::lock::loss::LossSignal;
+use crate::lock::refresh::{declare_lost, refresh_round, Refreshed};
+use crate::lock::telemetry::{LossCause, RefreshOutcome};
+use crate::quorum::clock::Clock;
 
 /// How long past its deadline a refresh started by another lane may run
 /// before this lane gives up on it and starts a new one.

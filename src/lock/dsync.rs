@@ -10,10 +10,10 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::runtime::Handle;
 
-use crate::clock::Clock;
-use crate::coordinator::Coordinator;
-use crate::keeper::Keeper;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::keeper::Keeper;
 use crate::locker::validate_names;
+use crate::quorum::clock::Clock;
 use crate::quorum::{read_quorum, write_quorum};
 use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts, Waiting};
 
@@ -117,13 +117,13 @@ impl Dsync {
     /// Cancel safe: it only waits; the releases go on without it.
     pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        let until = crate::config::after(tokio::time::Instant::now(), within);
+        let until = crate::lock::config::after(tokio::time::Instant::now(), within);
         let outstanding = &self.coord.outstanding;
         loop {
             // Unlocks queued for retry with no task left to send them (it
             // went with its runtime) get one here; running drainers are
             // counted among the outstanding releases.
-            let queued = crate::release::drain_queued(&self.coord, &handle);
+            let queued = crate::lock::release::drain_queued(&self.coord, &handle);
             let running = outstanding.count();
             if queued == 0 && running == 0 {
                 return Ok(());
@@ -203,7 +203,7 @@ impl Dsync {
             self.coord.clone(),
             self.keeper.clone(),
             names.into(),
-            crate::source::or_caller(self.source.as_ref(), caller),
+            crate::lock::source::or_caller(self.source.as_ref(), caller),
         ))
     }
 
@@ -235,7 +235,7 @@ impl Dsync {
     /// ```
     pub fn with_source(&self, source: impl Into<String>) -> Result<Dsync, Error> {
         let source = source.into();
-        crate::source::check(&source)?;
+        crate::lock::source::check(&source)?;
         Ok(Dsync {
             source: Some(source.into()),
             ..self.clone()
@@ -267,7 +267,7 @@ impl Dsync {
         let caller = Location::caller();
         let resource = format!("{}{name}", crate::election::ELECTION_PREFIX);
         validate_names(std::slice::from_ref(&resource))?;
-        let source = crate::source::or_caller(self.source.as_ref(), caller);
+        let source = crate::lock::source::or_caller(self.source.as_ref(), caller);
         let mutex = DRWMutex::new(
             self.coord.clone(),
             self.keeper.clone(),
@@ -303,7 +303,7 @@ impl Dsync {
     /// ```
     #[track_caller]
     pub fn semaphore(&self, name: &str, permits: usize) -> Result<crate::Semaphore, Error> {
-        let source = crate::source::or_caller(self.source.as_ref(), Location::caller());
+        let source = crate::lock::source::or_caller(self.source.as_ref(), Location::caller());
         let mutex = |names: Vec<String>| {
             DRWMutex::new(
                 self.coord.clone(),

@@ -134,7 +134,7 @@ impl Clock {
             Clock::Tokio => tokio::time::sleep(duration).await,
             #[cfg(feature = "testing")]
             Clock::Drift(clock) => {
-                let deadline = crate::config::after(clock.now(), duration);
+                let deadline = crate::lock::config::after(clock.now(), duration);
                 clock.clone().sleep_until(deadline).await;
             }
         }
@@ -175,7 +175,7 @@ impl Clock {
                 .map_err(|_| Elapsed),
             #[cfg(feature = "testing")]
             Clock::Drift(_) => {
-                let deadline = crate::config::after(self.now(), duration);
+                let deadline = crate::lock::config::after(self.now(), duration);
                 self.timeout_at(deadline, future).await
             }
         }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::wait::Wake;
+use crate::locker::wait::Wake;
 use crate::Error;
 
 /// Largest leader value, in bytes, that the library and the lock servers

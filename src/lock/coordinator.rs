@@ -11,8 +11,8 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
-use crate::clock::Clock;
-use crate::telemetry::Telemetry;
+use crate::lock::telemetry::Telemetry;
+use crate::quorum::clock::Clock;
 use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// The shortest wait between background retries.

@@ -8,14 +8,14 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tracing::Instrument;
 
-use crate::acquisition::Acquisition;
-use crate::coordinator::Coordinator;
-use crate::keeper::Keeper;
-use crate::round::Round;
-use crate::telemetry::{outcome, AcquireRecord, Names};
-use crate::wait::Ticket;
-use crate::wait_round::{WaitEnd, WaitRound};
-use crate::wait_status::{self, WaitBoard, WaitStatus, WaitWatch};
+use crate::lock::acquisition::Acquisition;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::keeper::Keeper;
+use crate::lock::round::Round;
+use crate::lock::telemetry::{outcome, AcquireRecord, Names};
+use crate::lock::wait_round::{WaitEnd, WaitRound};
+use crate::lock::wait_status::{self, WaitBoard, WaitStatus, WaitWatch};
+use crate::locker::wait::Ticket;
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
 /// A read/write lock over a set of resource names, shared by every process

@@ -1,4 +1,7 @@
-//! Quorum sizes for reads and writes, and the tally that decides a round.
+//! The arithmetic the safety argument rests on: quorum sizes for reads and
+//! writes and the tally that decides a round (here), fencing tokens and
+//! the gate that checks them (`fence`, `fencing`), and the clocks that
+//! leases are measured with (`clock`).
 //!
 //! With `n` lockers a write needs `W = ⌊n/2⌋ + 1` grants and a read needs
 //! `R = ⌈n/2⌉`. Safety rests on two inequalities:
@@ -21,6 +24,10 @@
 //! assert_eq!((read_quorum(4), write_quorum(4)), (2, 3));
 //! assert!(read_quorum(5) + write_quorum(5) > 5);
 //! ```
+
+pub(crate) mod clock;
+pub(crate) mod fence;
+pub(crate) mod fencing;
 
 /// Grants a write lock needs from `n` lockers: `⌊n/2⌋ + 1`.
 ///

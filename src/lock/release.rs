@@ -28,11 +28,11 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::acquisition::{Acquisition, Target};
-use crate::config::after;
-use crate::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
-use crate::fanout::{answered_now, call_locker, CallSet, Started};
-use crate::telemetry::{CallKind, Names};
+use crate::lock::acquisition::{Acquisition, Target};
+use crate::lock::config::after;
+use crate::lock::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
+use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::telemetry::{CallKind, Names};
 use crate::{Error, LockArgs, LockMode};
 
 /// Unlocks `target`. A locker that granted gets retries within the unlock
@@ -158,7 +158,7 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
 fn start_drainer(
     coord: &Arc<Coordinator>,
     index: usize,
-    mut queue: std::sync::MutexGuard<'_, crate::coordinator::QueueState>,
+    mut queue: std::sync::MutexGuard<'_, crate::lock::coordinator::QueueState>,
     handle: &Handle,
 ) {
     let runtime = handle.id();
@@ -349,7 +349,7 @@ pub(crate) async fn release_again(state: Arc<Acquisition>, handle: Handle) -> Re
             granted: true,
         })
         .collect();
-    let plan = crate::acquisition::ReleasePlan {
+    let plan = crate::lock::acquisition::ReleasePlan {
         targets,
         refused: 0,
     };
@@ -364,7 +364,7 @@ async fn release_quorum(state: Arc<Acquisition>, handle: Handle) -> Result<(), E
 async fn release_plan(
     state: Arc<Acquisition>,
     handle: Handle,
-    plan: crate::acquisition::ReleasePlan,
+    plan: crate::lock::acquisition::ReleasePlan,
 ) -> Result<(), Error> {
     let lockers = state.coord.lockers.len();
     let quorum = state.args.quorum;

@@ -9,9 +9,9 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::clock::Clock;
-use crate::coordinator::{Coordinator, Outstanding};
-use crate::telemetry::CallKind;
+use crate::lock::coordinator::{Coordinator, Outstanding};
+use crate::lock::telemetry::CallKind;
+use crate::quorum::clock::Clock;
 use crate::Error;
 
 /// One in-flight call. It owns what it needs, so it can outlive its caller.

@@ -22,15 +22,15 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::acquisition::{Acquisition, Target, Win};
-use crate::clock::Sleep;
-use crate::config::after;
-use crate::coordinator::Coordinator;
-use crate::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::acquisition::{Acquisition, Target, Win};
+use crate::lock::config::after;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::release::{abandon, release_one};
+use crate::lock::telemetry::CallKind;
+use crate::locker::wait::{Ticket, WaitArgs, WaitReply, Wake};
+use crate::quorum::clock::Sleep;
 use crate::quorum::Answer;
-use crate::release::{abandon, release_one};
-use crate::telemetry::CallKind;
-use crate::wait::{Ticket, WaitArgs, WaitReply, Wake};
 use crate::{Error, LockMode};
 
 /// The shortest pause before asking a locker without a queue again, so that

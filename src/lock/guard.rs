@@ -9,13 +9,13 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
-use crate::acquisition::Acquisition;
-use crate::fence::draw_token;
-use crate::keeper::{Keeper, LeaseKey};
-use crate::loss::LossSignal;
-use crate::refresh::declare_lost;
-use crate::release::{release_all, release_confirmed};
-use crate::telemetry::LossCause;
+use crate::lock::acquisition::Acquisition;
+use crate::lock::keeper::{Keeper, LeaseKey};
+use crate::lock::loss::LossSignal;
+use crate::lock::refresh::declare_lost;
+use crate::lock::release::{release_all, release_confirmed};
+use crate::lock::telemetry::LossCause;
+use crate::quorum::fence::draw_token;
 use crate::Error;
 
 /// What both guard types hold.
@@ -142,7 +142,7 @@ impl Held {
         self.keeper.remove(self.lease);
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         if self.state.is_released() {
-            return crate::release::release_again(self.state.clone(), handle).await;
+            return crate::lock::release::release_again(self.state.clone(), handle).await;
         }
         release_confirmed(self.state.clone(), handle).await
     }
@@ -214,7 +214,7 @@ macro_rules! guard {
             /// Counts a release among the outstanding ones until the
             /// token drops: for a task that will drop this guard later.
             #[allow(dead_code)]
-            pub(crate) fn count_release(&self) -> crate::coordinator::ReleaseToken {
+            pub(crate) fn count_release(&self) -> crate::lock::coordinator::ReleaseToken {
                 self.held.state.coord.outstanding.begin()
             }
 

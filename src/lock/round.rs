@@ -14,15 +14,15 @@ use std::task::Poll;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::acquisition::{Acquisition, Target};
-use crate::clock::Sleep;
-use crate::config::after;
-use crate::coordinator::Coordinator;
-use crate::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::acquisition::{Acquisition, Target};
+use crate::lock::config::after;
+use crate::lock::coordinator::Coordinator;
+use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::release::{abandon, release_one};
+use crate::lock::telemetry::CallKind;
+use crate::lock::wait_status::WaitStatus;
+use crate::quorum::clock::Sleep;
 use crate::quorum::{Answer, Tally, Verdict};
-use crate::release::{abandon, release_one};
-use crate::telemetry::CallKind;
-use crate::wait_status::WaitStatus;
 use crate::{Error, LockMode};
 
 fn classify(result: &Result<bool, Error>) -> Answer {

@@ -332,7 +332,7 @@ mod on {
     /// depends on when it starts, not on how long it takes, so the
     /// histogram's quantiles stay those of all calls; its `_count` is the
     /// number of timed calls.
-    pub(super) const CALL_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+    pub(crate) const CALL_SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
 
     struct CallHandles {
         seconds: Histogram,
