@@ -176,7 +176,14 @@ async fn held_through(
             history.lost_signalled(&uid);
         })
     };
+    let event_started = Instant::now();
     tokio::task::block_in_place(|| event(servers));
+    let event_took = event_started.elapsed();
+    // What the table says right after the event, for the failure message:
+    // a holder that is never told means a refresh counted after it.
+    let probe = SqlLocker::new(url, config(prefix, lease_validity, quarantine)).expect("a URL");
+    let quarantine_after = timeout(Duration::from_secs(10), probe.quarantine_left()).await;
+    let lost_at_once = guard.is_lost();
     let granted = timeout(
         Duration::from_secs(30),
         other
@@ -199,6 +206,11 @@ async fn held_through(
     let lost = timeout(lease_validity * 2, guard.lost()).await.is_ok();
     if !lost {
         history.released(&holder_uid);
+        eprintln!(
+            "the holder was never told: the event took {event_took:?}; right after it the \
+             holder's lock was lost: {lost_at_once}, and the table's quarantine had \
+             {quarantine_after:?} left; the other client got {other_granted:?}"
+        );
     }
     let _ = guard.unlock().await;
     watch.abort();
