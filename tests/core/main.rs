@@ -12,6 +12,7 @@ mod cancellation;
 mod contention_progress;
 mod election;
 mod election_proclamations;
+mod election_reads_under_leftovers;
 mod exclusion;
 mod fair_waiting;
 mod faults;
