@@ -21,6 +21,7 @@ mod late_grants;
 mod layering;
 mod lease;
 mod lost_locks_and_wait_outcomes;
+mod no_second_holder_at_the_drift_bound;
 mod randomized;
 mod reentrant;
 mod runtimes;
