@@ -29,6 +29,7 @@ mod semaphore;
 mod semaphore_count_check_and_limits;
 mod semaphore_loss;
 mod semaphore_mismatch;
+mod semaphore_one_count_under_cancellations;
 mod semaphore_shared_count_and_renewal;
 mod timeout_reasons_and_early_release;
 mod unshowable_text;
