@@ -247,3 +247,146 @@ async fn a_resigned_leaders_copies_on_two_of_five_lockers_are_never_reported() {
         "reported after the resign: {reported:?}"
     );
 }
+
+/// Forwards every call; answers to `leader` reads come back `delay` late
+/// (the reply's trip from a far locker).
+struct SlowReplies {
+    inner: Arc<dyn NetLocker>,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl NetLocker for SlowReplies {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.lock(args).await
+    }
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.rlock(args).await
+    }
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.unlock(args).await
+    }
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.runlock(args).await
+    }
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.refresh(args).await
+    }
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.inner.refresh_mode(args, mode).await
+    }
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.inner.lock_wait(args, mode, wait).await
+    }
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.inner.fence(args, mode, floor).await
+    }
+    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
+        self.inner.proclaim(args, p).await
+    }
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&quorum_lock::WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        let answer = self.inner.leader(args, watch).await;
+        sleep(self.delay).await;
+        answer
+    }
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.force_unlock(args).await
+    }
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+    fn is_online(&self) -> bool {
+        self.inner.is_online()
+    }
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+    fn validity(&self) -> Option<Duration> {
+        self.inner.validity()
+    }
+    fn queues(&self) -> bool {
+        self.inner.queues()
+    }
+}
+
+/// A leader proclaims a new value every 100 ms for 10 s, while every
+/// locker's answers reach the watcher 150 ms late: each proclamation
+/// pushes a change to the observer while its read still waits for
+/// answers. The observer still reports the leader's values as they change
+/// (no silence longer than 2 s), rather than starting its read again on
+/// every push and reporting nothing until the changes stop.
+#[tokio::test(start_paused = true)]
+async fn an_observer_keeps_reporting_while_values_change_faster_than_its_reads() {
+    let cluster = Arc::new(TestCluster::new(3, 23));
+    let a = client(&cluster, "a");
+    let far: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .map(|l| {
+            Arc::new(SlowReplies {
+                inner: l,
+                delay: Duration::from_millis(150),
+            }) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let w = Dsync::builder(far)
+        .owner("watcher")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"v0"[..])
+        .await
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut observer = watch.observe().unwrap();
+    assert!(observer.recv().await.flatten().is_some());
+    let proclaiming = tokio::spawn(async move {
+        for i in 1..=100u32 {
+            leading
+                .proclaim(format!("v{i}").into_bytes())
+                .await
+                .unwrap();
+            sleep(Duration::from_millis(100)).await;
+        }
+        leading
+    });
+    let mut gaps = Vec::new();
+    let mut last = Instant::now();
+    let end = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < end {
+        match timeout(end - Instant::now(), observer.recv()).await {
+            Ok(Some(Some(_))) => {
+                gaps.push(last.elapsed());
+                last = Instant::now();
+            }
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(_) => break,
+        }
+    }
+    gaps.push(last.elapsed());
+    let _ = proclaiming.await;
+    let longest = gaps.iter().max().copied().unwrap_or_default();
+    assert!(
+        longest <= Duration::from_secs(2),
+        "the observer reported {} values in 8 s while the leader proclaimed one every 100 ms; \
+         longest silence {longest:?}",
+        gaps.len() - 1
+    );
+}

@@ -236,7 +236,11 @@ async fn another_count_is_told_permits_mismatch_at_the_head_of_the_line() {
         Err(Error::PermitsMismatch { in_use, .. }) => assert_eq!(in_use, Some(2)),
         other => panic!("another count at the head of the line: {other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 
     // Both permits held and one more of count 2 waiting ahead.
     let second = two.acquire().await.unwrap();
