@@ -87,7 +87,7 @@ fn note(seen: &Mutex<Seen>, who: &str, err: Error) {
 
 async fn worker(id: usize, ds: Dsync, seed: u64, ops: Arc<AtomicUsize>, seen: Arc<Mutex<Seen>>) {
     let who = format!("client-{id}");
-    let mut rng = SmallRng::seed_from_u64(seed ^ (id as u64 + 1) * 0x9e37_79b9);
+    let mut rng = SmallRng::seed_from_u64(seed ^ ((id as u64 + 1) * 0x9e37_79b9));
     let sem = ds.semaphore("pool", K).unwrap();
     while ops
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
