@@ -19,6 +19,7 @@ mod foreign;
 mod fuzz;
 mod late_validity;
 mod limits;
+mod places_in_line_per_connection;
 mod races;
 mod reconnect;
 mod refusal_logs;

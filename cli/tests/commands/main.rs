@@ -22,6 +22,7 @@ mod disconnects;
 mod edges;
 mod elect;
 mod errors;
+mod group_gone_before_the_next_holder;
 mod malformed;
 mod metrics;
 mod names;
