@@ -252,9 +252,11 @@ impl Election {
 
     /// Who leads now: the leader whose proclamation a write quorum of
     /// lockers holds, or `None` when a write quorum answered and none
-    /// does (nobody leads, or the leader has not proclaimed yet). A value
-    /// left on fewer lockers (by a resign or a cancelled campaign whose
-    /// unlock missed them) is never reported, so after a resign that
+    /// does (nobody leads, or the leader has not proclaimed yet). The
+    /// value is the newest that a write quorum holds, or has replaced by a
+    /// newer value of the same leader. A value left on fewer lockers (by a
+    /// resign or a cancelled campaign whose unlock missed them, or a
+    /// `proclaim` that failed) is never reported, so after a resign that
     /// returned `Ok`, this returns `None` or a newer leader.
     ///
     /// Fails with [`Error::QuorumUnavailable`] when fewer than a write

@@ -1,6 +1,7 @@
 //! `Observer`: a stream of an election's leader changes, told by the
 //! lockers' pushes and checked again on a timer in case a push was lost.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -9,7 +10,7 @@ use futures::Stream;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
-use super::calls::read_round;
+use super::calls::{read_round, Reading};
 use super::Leader;
 use crate::lock::coordinator::Coordinator;
 use crate::locker::wait::{PushEvent, PushSink};
@@ -30,9 +31,10 @@ const BUFFERED: usize = 16;
 /// behind an earlier one, or a locker that was partitioned still holding
 /// an old leader's entry, cannot bring a gone leader back), through locker
 /// restarts, partitions and reconnects. A leader is reported once a write
-/// quorum of lockers holds its proclamation, so a copy of an old value
-/// that a resign or a cancelled campaign left on fewer lockers is never
-/// reported; a change reaches the observer with the lockers' push, and a
+/// quorum of lockers holds its proclamation (or a newer one of the same
+/// leader), so a copy of an old value that a resign or a cancelled
+/// campaign left on fewer lockers, or a value whose proclaim failed, is
+/// never reported; a change reaches the observer with the lockers' push, and a
 /// push that is lost is made up for by a re-check every
 /// `Timeouts::wait_recheck` (1 s by default). "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
@@ -148,20 +150,61 @@ impl Reported {
     }
 }
 
+/// One read of the leader, in flight.
+type Read<'a> = Pin<Box<dyn Future<Output = Result<Reading, crate::Error>> + Send + 'a>>;
+
+/// Polls the read in `slot`, if any; pending while there is none.
+fn finish<F: Future + Unpin>(slot: &mut Option<F>) -> impl Future<Output = F::Output> + '_ {
+    std::future::poll_fn(move |cx| match slot.as_mut() {
+        Some(read) => Pin::new(read).poll(cx),
+        None => Poll::Pending,
+    })
+}
+
+/// Reads the leader again and again: after every push, and at least every
+/// re-check. At most two reads run at once, and a push never cancels the
+/// older one: a push that arrives while a read waits for answers (a slow
+/// or stopped locker may hold it open until its deadline) starts a fresh
+/// read beside it, so that a short leadership is not missed, while the
+/// older read still finishes, so that values changing faster than a read
+/// takes do not silence the observer. Results are reported in the order
+/// the reads began: once the newer read finishes, the older one is stale
+/// and dropped.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
     let bell = Arc::new(Bell(Notify::new()));
     let sink: Arc<dyn PushSink> = bell.clone();
     let recheck = coord.wait_recheck();
     let ttl = coord.place_ttl();
+    let start = || -> Read<'_> { Box::pin(read_round(&coord, &args, Some((&sink, ttl)))) };
     let mut reported = Reported::default();
+    let mut older: Option<Read<'_>> = None;
+    let mut newer: Option<Read<'_>> = Some(start());
     loop {
+        if newer.is_none() {
+            tokio::select! {
+                () = bell.0.notified() => {}
+                () = tokio::time::sleep(recheck) => {}
+                () = tx.closed() => return,
+            }
+            newer = Some(start());
+        }
         let read = tokio::select! {
-            read = read_round(&coord, &args, Some((&sink, ttl))) => read,
-            // A locker pushed a change while this read still waited for
-            // answers that would settle it (a slow or stopped locker held
-            // it open until its deadline): read again at once, or a short
-            // leadership could start and end unseen meanwhile.
-            () = bell.0.notified() => continue,
+            read = finish(&mut older), if older.is_some() => {
+                older = None;
+                read
+            }
+            read = finish(&mut newer) => {
+                newer = None;
+                older = None;
+                read
+            }
+            () = bell.0.notified() => {
+                if older.is_none() {
+                    older = newer.take();
+                }
+                newer = Some(start());
+                continue;
+            }
             () = tx.closed() => return,
         };
         match read {
@@ -176,11 +219,6 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
             Err(err) => {
                 tracing::debug!(resource = %args.resources[0], %err, "cannot read the leader; trying again");
             }
-        }
-        tokio::select! {
-            () = bell.0.notified() => {}
-            () = tokio::time::sleep(recheck) => {}
-            () = tx.closed() => return,
         }
     }
 }

@@ -7,7 +7,10 @@
 //! read reports must be *confirmed* by a write quorum of answers.
 //!
 //! Invariants of [`Tally::verdict`]:
-//! * a term is reported only when a write quorum of answers carries it;
+//! * a term is reported only when a write quorum of answers carries it,
+//!   with the newest value that a write quorum of those answers carries or
+//!   has replaced by a newer value of the same leader (a value whose
+//!   proclaim reached fewer lockers is never reported on its own);
 //! * a term is passed over only when so many answers lack it that it cannot
 //!   be on a write quorum of lockers;
 //! * "no leader" is reported only when a write quorum answered and every
@@ -22,9 +25,9 @@ use crate::locker::proclamation::Proclamation;
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     answered: usize,
-    /// Per term seen, newest first: how many answers carry it, and the
-    /// newest proclamation of the term among them.
-    terms: Vec<(u64, usize, Proclamation)>,
+    /// Per term seen, newest first: the answers that carry it, newest
+    /// value first.
+    terms: Vec<(u64, Vec<Proclamation>)>,
 }
 
 /// What the answers so far settle.
@@ -43,15 +46,16 @@ impl Tally {
     pub(crate) fn add(&mut self, found: Option<Proclamation>) {
         self.answered += 1;
         let Some(p) = found else { return };
-        match self.terms.iter_mut().find(|(term, ..)| *term == p.term) {
-            Some((_, count, newest)) => {
-                *count += 1;
-                if p.is_newer_than(newest) {
-                    *newest = p;
-                }
+        match self.terms.iter_mut().find(|(term, _)| *term == p.term) {
+            Some((_, carried)) => {
+                let at = carried
+                    .iter()
+                    .position(|q| p.is_newer_than(q))
+                    .unwrap_or(carried.len());
+                carried.insert(at, p);
             }
             None => {
-                self.terms.push((p.term, 1, p));
+                self.terms.push((p.term, vec![p]));
                 self.terms.sort_by_key(|entry| std::cmp::Reverse(entry.0));
             }
         }
@@ -68,14 +72,19 @@ impl Tally {
         // More than this many lockers lacking a term keep it off every
         // write quorum.
         let may_lack = lockers.saturating_sub(quorum);
-        for (term, count, newest) in &self.terms {
-            if *count >= quorum {
-                return Verdict::Decided(Some(newest.clone()));
+        for (term, carried) in &self.terms {
+            let count = carried.len();
+            if count >= quorum {
+                // The quorum-th newest: a write quorum of these answers
+                // carry it or a newer value of the same leader. A newer
+                // one on fewer lockers may be a proclaim that failed.
+                let confirmed = carried[quorum.max(1) - 1].clone();
+                return Verdict::Decided(Some(confirmed));
             }
             if self.answered - count <= may_lack {
                 return Verdict::Open {
                     term: Some(*term),
-                    holding: *count,
+                    holding: count,
                 };
             }
             // Ruled out: a leftover copy, not a leader. Look at older terms.
@@ -116,9 +125,20 @@ mod tests {
     }
 
     #[test]
-    fn a_leader_on_a_quorum_is_reported_with_its_newest_value() {
+    fn a_leader_on_a_quorum_is_reported_with_the_newest_value_a_quorum_carries() {
         let t = tally(&[p(4, 0), p(4, 2), p(4, 1)]);
+        assert_eq!(t.verdict(5, 3), Verdict::Decided(p(4, 0)));
+        let t = tally(&[p(4, 2), p(4, 2), p(4, 1), p(4, 2)]);
         assert_eq!(t.verdict(5, 3), Verdict::Decided(p(4, 2)));
+    }
+
+    #[test]
+    fn a_value_whose_proclaim_reached_one_locker_is_not_reported() {
+        // The leader's proclaim of seq 1 reached one locker of three and
+        // failed; whichever two answer first, the value on both is seq 0.
+        for answers in [[p(5, 1), p(5, 0)], [p(5, 0), p(5, 1)]] {
+            assert_eq!(tally(&answers).verdict(3, 2), Verdict::Decided(p(5, 0)));
+        }
     }
 
     #[test]
@@ -173,7 +193,7 @@ mod tests {
         // is never open, and a reported term is on a write quorum.
         for n in 1..=5usize {
             let quorum = n / 2 + 1;
-            let options = [None, p(1, 0), p(2, 0), p(3, 0)];
+            let options = [None, p(1, 0), p(2, 0), p(2, 1), p(3, 0)];
             let mut idx = vec![0usize; n];
             loop {
                 let answers: Vec<_> = idx.iter().map(|&i| options[i].clone()).collect();
@@ -181,7 +201,10 @@ mod tests {
                     Verdict::Decided(Some(leader)) => {
                         let on = answers
                             .iter()
-                            .filter(|a| a.as_ref().is_some_and(|a| a.term == leader.term))
+                            .filter(|a| {
+                                a.as_ref()
+                                    .is_some_and(|a| a.term == leader.term && a.seq >= leader.seq)
+                            })
                             .count();
                         assert!(on >= quorum, "{answers:?}");
                     }

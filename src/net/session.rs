@@ -889,7 +889,7 @@ impl Session<'_> {
             let (ticket, keep) = match how {
                 // Every place of the uid: its waiter is gone.
                 Ending::Closed => (None, &[][..]),
-                Ending::Lapsed => (Some(place.ticket), &[][..]),
+                Ending::Lapsed | Ending::Released => (Some(place.ticket), &[][..]),
                 // The uid's own newer request renewed its places on the
                 // names it asked for again.
                 Ending::Superseded(newer) if newer.uid == *uid => {
@@ -974,7 +974,7 @@ impl Session<'_> {
         // the wrong mode removes nothing and must not make the entries
         // free of charge. A place that was only waiting holds no entry: a
         // release in its mode (or forced) leaves nothing of the uid.
-        let waited = place.is_some_and(|p| match kind {
+        let waited = place.as_ref().is_some_and(|p| match kind {
             Kind::Write => p.mode == LockMode::Write,
             Kind::Read => p.mode == LockMode::Read,
             Kind::Force => true,
@@ -984,6 +984,12 @@ impl Session<'_> {
             let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);
+        }
+        // The place ended here may stand on names this release did not
+        // name: what is left of it in the table goes too, so that the
+        // connection's limit on places counts every place the table keeps.
+        if let Some(place) = place {
+            self.ended(std::iter::once(place), Ending::Released);
         }
         Reply::from_result(result)
     }
@@ -1059,6 +1065,8 @@ impl Session<'_> {
 enum Ending<'a> {
     /// Expired, or refused.
     Lapsed,
+    /// Its waiter released the uid (on any names).
+    Released,
     /// The same waiter asked again with these arguments.
     Superseded(&'a LockArgs),
     /// The connection closed.
