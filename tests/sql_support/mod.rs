@@ -32,6 +32,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long a server may take to accept connections after it is spawned,
@@ -96,7 +97,23 @@ impl PgServer {
             bin,
             owner,
         };
-        server.initdb();
+        let template = {
+            static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
+            TEMPLATE.get_or_init(|| {
+                // A server that is never started: only its data directory
+                // is made, kept until the process exits.
+                let maker = std::mem::ManuallyDrop::new(PgServer {
+                    child: None,
+                    port: 0,
+                    root: template_root("pg", server.owner),
+                    bin: server.bin.clone(),
+                    owner: server.owner,
+                });
+                maker.initdb();
+                maker.data_dir()
+            })
+        };
+        copy_data_dir(template, &server.data_dir());
         server.boot(false);
         server.psql_in("postgres", "CREATE DATABASE quorum");
         Some(server)
@@ -481,7 +498,20 @@ impl MariaServer {
             root: temp_root("maria"),
             bin,
         };
-        server.install_db();
+        let template = {
+            static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
+            TEMPLATE.get_or_init(|| {
+                let maker = std::mem::ManuallyDrop::new(MariaServer {
+                    child: None,
+                    port: 0,
+                    root: template_root("maria", None),
+                    bin: server.bin.clone(),
+                });
+                maker.install_db();
+                maker.data_dir()
+            })
+        };
+        copy_data_dir(template, &server.data_dir());
         server.boot(false);
         // Through the socket as root, which has no password; the lockers
         // connect over TCP with a password, so credentials are checked.
@@ -756,6 +786,51 @@ fn free_port() -> u16 {
 
 /// A new, empty directory under the system's temporary directory, named
 /// after `kind`, this process and a counter.
+/// The directory of a data-directory template: `initdb` and
+/// `mariadb-install-db` take about a second each and a copy a tenth of
+/// that, so each test process makes one data directory per kind and copies
+/// it for every server. Removed when the process exits.
+fn template_root(kind: &str, owner: Option<(u32, u32)>) -> PathBuf {
+    static TEMPLATES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    extern "C" fn remove_templates() {
+        let dirs = TEMPLATES.lock().unwrap_or_else(PoisonError::into_inner);
+        for dir in dirs.iter() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    let root = temp_root(&format!("{kind}-template"));
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&root, Some(uid), Some(gid))
+            .expect("give the template's directory to the postgres user");
+    }
+    let mut dirs = TEMPLATES.lock().unwrap_or_else(PoisonError::into_inner);
+    if dirs.is_empty() {
+        // SAFETY: registers a plain function with no arguments, which
+        // `exit` calls once; it only removes directories.
+        unsafe { libc::atexit(remove_templates) };
+    }
+    dirs.push(root.clone());
+    root
+}
+
+/// Copies a template's data directory to `to`, with owners and modes
+/// (PostgreSQL wants its directory owned by its user, mode 0700).
+fn copy_data_dir(template: &Path, to: &Path) {
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(template)
+        .arg(to)
+        .output()
+        .unwrap_or_else(|e| panic!("cp: {e}"));
+    assert!(
+        out.status.success(),
+        "copying the data directory {} to {}: {}",
+        template.display(),
+        to.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn temp_root(kind: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
