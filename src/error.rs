@@ -66,7 +66,7 @@ pub enum Error {
          for a quorum{}; new grants resume when it ends",
         quarantined.len(),
         quarantined.join(", "),
-        left.map_or_else(String::new, |left| format!(", in {}", crate::lock::wait_status::seconds(left)))
+        left.map_or_else(String::new, |left| format!(", in {}", seconds(left)))
     )]
     Quarantined {
         /// The lockers in quarantine.
@@ -111,7 +111,7 @@ pub enum Error {
     #[error(
         "{pending} releases were still running after {}; the lock servers that did not \
          confirm them expire those entries within the lease's validity",
-        crate::lock::wait_status::seconds(*waited)
+        seconds(*waited)
     )]
     ReleasesPending {
         /// Releases still running.
@@ -330,10 +330,7 @@ impl Error {
         match self {
             Error::LockerUnavailable { reason, .. } | Error::Tls { reason, .. } => reason.clone(),
             Error::LockerTimeout { after, .. } => {
-                format!(
-                    "no answer within {}",
-                    crate::lock::wait_status::seconds(*after)
-                )
+                format!("no answer within {}", seconds(*after))
             }
             Error::Unauthorized { reason, .. } => format!("rejected the token: {reason}"),
             other => other.to_string(),
@@ -342,5 +339,19 @@ impl Error {
 
     pub(crate) fn invalid(reason: impl Into<String>) -> Self {
         Error::InvalidArgument(reason.into())
+    }
+}
+
+/// A duration as an operator reads it: `56s`, `1.5s`, `250ms`.
+pub(crate) fn seconds(d: Duration) -> String {
+    if d >= Duration::from_secs(10) {
+        let rounded = d
+            .as_secs()
+            .saturating_add(u64::from(d.subsec_millis() >= 500));
+        format!("{rounded}s")
+    } else if d >= Duration::from_secs(1) {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
     }
 }

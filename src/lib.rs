@@ -153,7 +153,7 @@ pub mod testing;
 
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
 pub use error::{Error, Unreachable};
-pub use local::{LocalLocker, LockInfo, LockerConfig};
+pub use local::{LocalLocker, LockerConfig};
 pub use lock::admin::{ClusterLock, ForceUnlocked};
 pub use lock::config::{Lease, RetryPolicy, Timeouts, Waiting};
 pub use lock::dsync::{Dsync, DsyncBuilder};
@@ -163,11 +163,12 @@ pub use lock::mutex::DRWMutex;
 #[cfg(feature = "metrics")]
 pub use lock::telemetry::names as metric_names;
 pub use lock::wait_status::{Quarantined, WaitReason, WaitStatus};
+pub use locker::args::{LockArgs, LockMode, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
 pub use locker::immediate::ImmediateLocker;
 pub use locker::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
 pub use locker::redact::redact_url;
 pub use locker::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
-pub use locker::{LockArgs, LockMode, NetLocker, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+pub use locker::{LockInfo, NetLocker};
 pub use quorum::fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
 pub use reentrant::{Holder, ReentrantGuard};
 pub use semaphore::{Semaphore, SemaphorePermit, MAX_PERMITS, SEMAPHORE_PREFIX};

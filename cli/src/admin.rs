@@ -10,10 +10,11 @@ use quorum_lock::quorum::write_quorum;
 use quorum_lock::{Dsync, Error, Lease, LockArgs, LockInfo, LockMode, Timeouts};
 
 use crate::args::{ForceUnlockArgs, LocksArgs, Output};
-use crate::fail::{Failure, AUTH, FAILURE, UNAVAILABLE};
-use crate::fleet::{ask, Fleet, Missing};
+use crate::fail::{Failure, FAILURE, UNAVAILABLE};
+use crate::fleet::{ask, refused, Fleet, Missing, ADMIN_CALL};
 use crate::json;
-use crate::nodes::{Cluster, Kind};
+use crate::nodes::Cluster;
+use crate::plan::Kind;
 use crate::words::escaped;
 
 /// What `locks` reports when the token is not the admin token.
@@ -401,9 +402,6 @@ fn holder_warning(cluster: &Cluster, what: &str) {
     ));
 }
 
-/// How long each node may take to list or to force a lock open.
-pub const ADMIN_CALL: Duration = Duration::from_secs(5);
-
 /// `force-unlock --uid`: drops one acquisition's entries on every node,
 /// whatever names they are on. Needs a write quorum to confirm, as forcing
 /// by name does, because a holder could otherwise keep its lock.
@@ -530,18 +528,6 @@ async fn diagnose(cluster: &Cluster, err: Error, what: &str) -> Failure {
         message.push_str(&format!(" (unreachable: {})", down.join(", ")));
     }
     Failure::new(UNAVAILABLE, message)
-}
-
-/// A server that answered, but refused `what` to our token: it is not the
-/// admin token.
-pub fn refused(endpoint: &str, reason: &str, what: &str) -> Failure {
-    Failure::new(
-        AUTH,
-        format!(
-            "lock server {endpoint} refused to {what}: {reason}; \
-             pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
-        ),
-    )
 }
 
 const HEADER: [&str; 7] = ["RESOURCE", "MODE", "OWNER", "AGE", "NODES", "UID", "SOURCE"];

@@ -15,12 +15,12 @@ use quorum_lock::{Election, Error, Leader, Leadership, MAX_VALUE_LEN};
 
 use crate::args::ElectArgs;
 use crate::child::{exit_code, Ended, Job, Outcome, Rest, Spawn};
+use crate::client::{finish_releases, grace_for, kill_allowance, lease_for, signalled, Client};
 use crate::fail::{Failure, FAILURE, HELD, LOST, UNAVAILABLE};
 use crate::nodes::Cluster;
-use crate::run::{finish_releases, grace_for, kill_allowance, lease_for, signalled, Client};
 use crate::signals::{Signals, Stop};
-use crate::target::Patience;
 use crate::waiting;
+use crate::waiting::Patience;
 
 pub async fn elect(args: ElectArgs, signals: Signals) -> Result<u8, Failure> {
     if args.listen {

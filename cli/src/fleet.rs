@@ -12,11 +12,11 @@ use quorum_lock::redis::RedisLocker;
 use quorum_lock::sql::{Backend, SqlLocker};
 use quorum_lock::{Error, NetLocker};
 
-use crate::admin::{refused, ADMIN_CALL};
 use crate::args::ClientArgs;
 use crate::fail::{Failure, AUTH, UNAVAILABLE};
 use crate::node_urls::Entry;
-use crate::nodes::{connect_servers, remote_config, why, Down, Kind, Plan};
+use crate::plan::{Kind, Plan};
+use crate::server_nodes::{connect_servers, remote_config, why, Down};
 use crate::{redis_nodes, sql_nodes};
 
 /// One node of any kind.
@@ -228,6 +228,21 @@ impl Fleet {
         }
         (code, (!advice.is_empty()).then(|| advice.join("; ")))
     }
+}
+
+/// How long each node may take to list or to force a lock open.
+pub const ADMIN_CALL: Duration = Duration::from_secs(5);
+
+/// A server that answered, but refused `what` to our token: it is not the
+/// admin token.
+pub fn refused(endpoint: &str, reason: &str, what: &str) -> Failure {
+    Failure::new(
+        AUTH,
+        format!(
+            "lock server {endpoint} refused to {what}: {reason}; \
+             pass --admin-token-file FILE or set QUORUM_LOCK_ADMIN_TOKEN"
+        ),
+    )
 }
 
 /// Asks `locker` with `call`, bounded by [`ADMIN_CALL`]. A lock server

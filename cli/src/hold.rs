@@ -11,10 +11,11 @@
 use std::io::{self, Write};
 
 use crate::args::HoldArgs;
+use crate::client::finish_releases;
 use crate::fail::{Failure, FAILURE, LOST};
-use crate::run::finish_releases;
 use crate::signals::Signals;
-use crate::target::{describe, take, Patience, Request, Taken};
+use crate::target::{describe, take, Request, Taken};
+use crate::waiting::Patience;
 
 pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
     let request = Request {

@@ -12,7 +12,7 @@ use quorum_lock::LockMode;
 use serde::Serialize;
 
 use crate::fail::{Failure, FAILURE};
-use crate::nodes::Kind;
+use crate::plan::Kind;
 use crate::words::unsafe_char;
 
 /// The version of the shapes below.

@@ -203,6 +203,53 @@ pub fn shown(text: &str) -> String {
     quorum_lock::redact_url(text)
 }
 
+/// Splits `A,B,C` into URLs and checks each is `redis://` or `rediss://`.
+/// The same URL twice is caught later, by `host:port`.
+pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {
+    if raw.trim().is_empty() {
+        return Err(Failure::usage(
+            "empty Redis node list: pass --redis redis://host:port,... or set QUORUM_LOCK_REDIS",
+        ));
+    }
+    let entries: Vec<&str> = raw.split(',').map(str::trim).collect();
+    // A comma inside a password splits it into entries of its own, which
+    // redaction cannot tell from a host: with credentials in the list, a
+    // bad entry is named by its place only.
+    let secret_bearing = raw.contains(['@', '=']);
+    let mut urls = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let bad = |why: &str| {
+            let shown = if secret_bearing {
+                HIDDEN.to_owned()
+            } else {
+                redact(entry)
+            };
+            Failure::usage(format!(
+                "Redis node {} of {} ({shown}): {why}",
+                i + 1,
+                entries.len(),
+            ))
+        };
+        if entry.is_empty() {
+            return Err(bad("empty entry in the list"));
+        }
+        let scheme = entry.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("redis" | "rediss")) {
+            return Err(bad(
+                "expected redis://[user:password@]host:port[/db], or rediss://... for TLS",
+            ));
+        }
+        urls.push((*entry).to_owned());
+    }
+    Ok(urls)
+}
+
+/// `url` as it may be shown: the library's redaction, which keeps no
+/// password wherever it is and whatever it holds.
+pub fn redact(url: &str) -> String {
+    quorum_lock::redact_url(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,5 +420,70 @@ mod tests {
         // Without credentials, the bad entry is shown, escaped.
         let text = classify("10.0.0.1:1,nohost").unwrap_err().to_string();
         assert!(text.contains("'nohost'"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod redis_list_tests {
+    use super::*;
+
+    #[test]
+    fn pieces_of_a_password_cut_by_a_comma_never_show() {
+        let err = split_urls("redis://:Pw,MiddleSecret42,x@cache:6379").unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("MiddleSecret42"), "{text}");
+        assert!(!text.contains("Pw"), "{text}");
+    }
+
+    #[test]
+    fn redacted_urls_show_no_credentials() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            (
+                "redis://:s3cret@127.0.0.1:6379/2",
+                "redis://127.0.0.1:6379/2",
+            ),
+            ("rediss://user:s3cret@host:1", "rediss://host:1"),
+            ("redis://u:p@ss@host:1?x=1", "redis://host:1"),
+            ("user:s3cret@host:1", "host:1"),
+            ("redis://host:1/0?pass=s3cret", "redis://host:1/0"),
+            ("redis://h:1#s3cret", "redis://h:1"),
+        ] {
+            assert_eq!(redact(url), shown, "{url}");
+        }
+    }
+
+    /// The help text states the default prefix; it must be the library's.
+    #[test]
+    fn the_documented_prefix_is_the_library_default() {
+        use clap::CommandFactory;
+        let prefix = quorum_lock::redis::RedisConfig::default().prefix;
+        let cli = crate::args::Cli::command();
+        let run = cli.find_subcommand("run").expect("a run subcommand");
+        let help = run
+            .get_arguments()
+            .find(|a| a.get_id() == "redis_prefix")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .expect("--redis-prefix has help");
+        assert!(help.contains(&format!("[default: {prefix}]")), "{help}");
+    }
+
+    #[test]
+    fn url_lists_are_checked_without_showing_passwords() {
+        let urls = split_urls(" redis://a:1 , rediss://:pw@b:2 ").expect("valid");
+        assert_eq!(urls, ["redis://a:1", "rediss://:pw@b:2"]);
+        for bad in [
+            "",
+            " ",
+            "redis://a:1,,redis://b:2",
+            "a:1",
+            "http://a:1",
+            "tcp://:s3cret@a:1",
+        ] {
+            let err = split_urls(bad).expect_err(bad);
+            assert_eq!(err.code, crate::fail::USAGE);
+            assert!(!err.message.contains("s3cret"), "{}", err.message);
+        }
     }
 }

@@ -22,7 +22,7 @@ use rand::{RngExt, SeedableRng};
 use crate::args::Cli;
 use crate::fail::{one_line, Failure};
 use crate::node_urls::{classify, shown, Entry};
-use crate::redis_nodes::{redact, split_urls};
+use crate::node_urls::{redact, split_urls};
 
 /// Cases per test unless `QUORUM_LOCK_PROP_CASES` says otherwise.
 const DEFAULT_CASES: usize = 1000;

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
 use crate::fail::{Failure, FAILURE};
-use crate::nodes::load_token;
+use crate::server_nodes::load_token;
 use crate::signals::Signals;
 
 pub async fn serve(args: ServerArgs) -> Result<(), Failure> {

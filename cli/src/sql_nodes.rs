@@ -16,7 +16,7 @@ use quorum_lock::{Error, NetLocker};
 use crate::args::ClientArgs;
 use crate::fail::Failure;
 use crate::node_urls::shown;
-use crate::nodes::why;
+use crate::server_nodes::why;
 
 /// What to check when databases refused the credentials, a privilege or
 /// TLS.

@@ -20,7 +20,7 @@ use crate::args::{ClientArgs, Output, StatusArgs};
 use crate::fail::{Failure, FAILURE};
 use crate::fleet::{ask, Fleet, Member, Missing};
 use crate::json;
-use crate::nodes::{Kind, Plan};
+use crate::plan::{Kind, Plan};
 use crate::signals::Signals;
 use crate::words::escaped;
 

@@ -10,11 +10,11 @@ use quorum_lock::{
 };
 
 use crate::args::ClientArgs;
+use crate::client::{finish_releases, signalled, Client};
 use crate::fail::{Failure, HELD, UNAVAILABLE, USAGE};
 use crate::nodes::Cluster;
-use crate::run::{finish_releases, signalled, Client};
 use crate::signals::Signals;
-use crate::waiting;
+use crate::waiting::{self, Patience};
 
 /// What is held: a lock of either kind, or a semaphore's permit; `run`
 /// and `lock` treat them alike.
@@ -71,25 +71,6 @@ impl Guard {
             Guard::Write(g) => g.unlock().await,
             Guard::Read(g) => g.unlock().await,
             Guard::Permit(p) => p.unlock().await,
-        }
-    }
-}
-
-/// How long to wait for the lock: `--nonblock` (one round), `--timeout`,
-/// or for as long as it takes.
-#[derive(Debug, Clone, Copy)]
-pub enum Patience {
-    OneRound,
-    Within(Duration),
-    Forever,
-}
-
-impl Patience {
-    pub fn of(nonblock: bool, timeout: Option<Duration>) -> Patience {
-        match (nonblock, timeout) {
-            (true, _) => Patience::OneRound,
-            (false, Some(t)) => Patience::Within(t),
-            (false, None) => Patience::Forever,
         }
     }
 }

@@ -72,3 +72,22 @@ pub async fn reporting<T>(
         }
     }
 }
+
+/// How long to wait for the lock: `--nonblock` (one round), `--timeout`,
+/// or for as long as it takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Patience {
+    OneRound,
+    Within(Duration),
+    Forever,
+}
+
+impl Patience {
+    pub fn of(nonblock: bool, timeout: Option<Duration>) -> Patience {
+        match (nonblock, timeout) {
+            (true, _) => Patience::OneRound,
+            (false, Some(t)) => Patience::Within(t),
+            (false, None) => Patience::Forever,
+        }
+    }
+}

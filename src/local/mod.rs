@@ -19,7 +19,7 @@ use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::quorum::clock::{anchored_wall, nanos_of, Clock};
 use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::{Error, ImmediateLocker, LockArgs, LockMode, NetLocker};
+use crate::{Error, ImmediateLocker, LockArgs, LockInfo, LockMode, NetLocker};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
@@ -29,32 +29,6 @@ use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
 #[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
-
-/// One held entry, as reported by [`LocalLocker::snapshot`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockInfo {
-    /// The locked resource name.
-    pub resource: String,
-    /// The acquisition that holds it.
-    pub uid: String,
-    /// Who holds it (host and pid by default).
-    pub owner: String,
-    /// Where in the holder's code the lock was created.
-    pub source: String,
-    /// Read or write.
-    pub mode: LockMode,
-    /// When the entry was granted, on the monotonic clock.
-    pub acquired: Instant,
-    /// When the entry was last granted or refreshed, on the monotonic clock.
-    pub refreshed: Instant,
-}
-
-impl LockInfo {
-    /// How long ago the entry was granted.
-    pub fn age(&self) -> Duration {
-        self.acquired.elapsed()
-    }
-}
 
 /// How long a [`LocalLocker`] keeps entries, and how long it stays careful
 /// after a restart.

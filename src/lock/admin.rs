@@ -198,7 +198,7 @@ impl Dsync {
         let mut names: Vec<String> = resources.into_iter().map(Into::into).collect();
         names.sort_unstable();
         names.dedup();
-        crate::locker::validate_names(&names)?;
+        crate::locker::args::validate_names(&names)?;
         let lockers = &self.coord.lockers;
         let args = LockArgs {
             uid: "".into(),

@@ -12,7 +12,7 @@ use tokio::runtime::Handle;
 
 use crate::lock::coordinator::Coordinator;
 use crate::lock::keeper::Keeper;
-use crate::locker::validate_names;
+use crate::locker::args::validate_names;
 use crate::quorum::clock::Clock;
 use crate::quorum::{read_quorum, write_quorum};
 use crate::{DRWMutex, Error, Lease, NetLocker, RetryPolicy, Timeouts, Waiting};
@@ -455,7 +455,7 @@ impl DsyncBuilder {
             return Err(Error::invalid("the owner must not be empty"));
         }
         // Refused here rather than by every locker on every call.
-        crate::locker::validate_text("owner", &owner).map_err(|err| match given {
+        crate::locker::args::validate_text("owner", &owner).map_err(|err| match given {
             true => err,
             false => Error::invalid(format!(
                 "{err} (the default owner, made of the host name; set one with \

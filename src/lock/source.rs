@@ -8,7 +8,7 @@
 use std::panic::Location;
 use std::sync::Arc;
 
-use crate::locker::validate_text;
+use crate::locker::args::validate_text;
 use crate::Error;
 
 /// Longest source a lock server accepts (`net::MAX_SOURCE_LEN`, which a

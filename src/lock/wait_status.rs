@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::Unreachable;
+use crate::error::{seconds, Unreachable};
 use crate::lock::acquisition::Acquisition;
 use crate::lock::coordinator::Coordinator;
 use crate::quorum::clock::Clock;
@@ -293,20 +293,6 @@ pub(crate) async fn give_up_after<T>(
 pub(crate) fn calls_only() {
     if let Some(watch) = outer() {
         watch.rounds().calls_only = true;
-    }
-}
-
-/// A duration as an operator reads it: `56s`, `1.5s`, `250ms`.
-pub(crate) fn seconds(d: Duration) -> String {
-    if d >= Duration::from_secs(10) {
-        let rounded = d
-            .as_secs()
-            .saturating_add(u64::from(d.subsec_millis() >= 500));
-        format!("{rounded}s")
-    } else if d >= Duration::from_secs(1) {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        format!("{}ms", d.as_millis())
     }
 }
 

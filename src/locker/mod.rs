@@ -1,248 +1,50 @@
 //! The contract between the coordinator and its lockers: the `NetLocker`
 //! trait that every locker (in process, a lock server, Redis, SQL)
-//! implements, the `LockArgs` sent with each call, waiting in line
+//! implements and the `LockInfo` it reports, the `LockArgs` sent with
+//! each call (`args`), waiting in line
 //! (`wait`), election values (`proclamation`), a locker that answers at
 //! once (`immediate`) and how a locker's endpoint is shown (`redact`).
 
+pub(crate) mod args;
 pub(crate) mod immediate;
 pub(crate) mod proclamation;
 pub(crate) mod redact;
 pub(crate) mod wait;
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio::time::Instant;
 
+use crate::locker::args::{LockArgs, LockMode};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
-use crate::{Error, LockInfo};
+use crate::Error;
 
-/// Longest resource name, in bytes, that the library accepts.
-pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
-
-/// Most resources one lock may cover.
-pub const MAX_RESOURCES: usize = 1000;
-
-/// Whether a lock is exclusive (write) or shared (read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LockMode {
-    /// Shared: any number of readers may hold the lock together.
-    Read,
-    /// Exclusive: one writer and nobody else.
-    Write,
-}
-
-/// The arguments of every [`NetLocker`] call.
-///
-/// One `LockArgs` describes one acquisition: the same `uid` is sent to every
-/// locker, and later unlock and refresh calls repeat it. The string fields are
-/// reference counted so that fanning one acquisition out to many lockers, and
-/// keeping it for the lifetime of the lock, copies no strings.
-///
-/// ```
-/// use quorum_lock::LockArgs;
-///
-/// let args = LockArgs {
-///     uid: "3f1c…".into(),
-///     resources: vec!["bucket/object".to_string()].into(),
-///     owner: "host-a:4242".into(),
-///     source: "src/main.rs:10".into(),
-///     quorum: 3,
-/// };
-/// assert_eq!(args.resources.len(), 1);
-/// ```
+/// One held entry, as reported by [`LocalLocker::snapshot`](crate::LocalLocker::snapshot).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockArgs {
-    /// Identifies one acquisition. A fresh random UUID v4 per attempt, so it is
-    /// also the capability that allows unlocking and refreshing.
-    pub uid: Arc<str>,
-    /// The resource names, sorted and without duplicates. All of them are
-    /// locked together or none is.
-    pub resources: Arc<[String]>,
-    /// Who asked: by default the host name and process id.
-    pub owner: Arc<str>,
-    /// Where in the caller's code the lock was created (`file:line:column`).
-    pub source: Arc<str>,
-    /// How many grants the coordinator needs; informational for lockers.
-    pub quorum: usize,
+pub struct LockInfo {
+    /// The locked resource name.
+    pub resource: String,
+    /// The acquisition that holds it.
+    pub uid: String,
+    /// Who holds it (host and pid by default).
+    pub owner: String,
+    /// Where in the holder's code the lock was created.
+    pub source: String,
+    /// Read or write.
+    pub mode: LockMode,
+    /// When the entry was granted, on the monotonic clock.
+    pub acquired: Instant,
+    /// When the entry was last granted or refreshed, on the monotonic clock.
+    pub refreshed: Instant,
 }
 
-impl LockArgs {
-    /// Checks the resource list against the library's limits.
-    ///
-    /// Lockers call this on input that may come from the network, so that a
-    /// malformed request is refused with a clear error instead of a panic.
-    ///
-    /// ```
-    /// use quorum_lock::LockArgs;
-    /// let mut args = LockArgs {
-    ///     uid: "u".into(), resources: vec![String::new()].into(),
-    ///     owner: "o".into(), source: "s".into(), quorum: 1,
-    /// };
-    /// assert!(args.validate_resources().is_err());
-    /// args.resources = vec!["ok".to_string()].into();
-    /// assert!(args.validate_resources().is_ok());
-    /// ```
-    pub fn validate_resources(&self) -> Result<(), Error> {
-        validate_names(&self.resources)
+impl LockInfo {
+    /// How long ago the entry was granted.
+    pub fn age(&self) -> Duration {
+        self.acquired.elapsed()
     }
-
-    /// Checks the text a client sends besides the names: the uid, the
-    /// owner and the source.
-    ///
-    /// Listings, logs and errors show them, so none may hold a control
-    /// character (a newline would forge a row of a listing, an escape
-    /// sequence would take over the terminal that shows it) or a character
-    /// that reverses or breaks lines of text (U+2028, U+2029, U+202A to
-    /// U+202E, U+2066 to U+2069). Every locker of this crate refuses a call
-    /// whose arguments fail this with [`Error::InvalidArgument`], which
-    /// names the field and the character.
-    ///
-    /// ```
-    /// use quorum_lock::LockArgs;
-    /// let mut args = LockArgs {
-    ///     uid: "u".into(), resources: vec!["r".to_string()].into(),
-    ///     owner: "bob\nforged row".into(), source: "s".into(), quorum: 1,
-    /// };
-    /// let err = args.validate_text().unwrap_err().to_string();
-    /// assert!(err.contains("the owner \"bob\\nforged row\" contains the control character U+000A"));
-    /// args.owner = "bob@host-a:4242 (日本)".into();
-    /// assert!(args.validate_text().is_ok());
-    /// ```
-    pub fn validate_text(&self) -> Result<(), Error> {
-        validate_text("uid", &self.uid)?;
-        validate_text("owner", &self.owner)?;
-        validate_text("source", &self.source)
-    }
-
-    /// Both [`validate_resources`](Self::validate_resources) and
-    /// [`validate_text`](Self::validate_text): what every locker checks
-    /// before it acts on a call.
-    pub fn validate(&self) -> Result<(), Error> {
-        self.validate_resources()?;
-        self.validate_text()
-    }
-}
-
-/// Refuses `text`, the `field` of a lock (uid, owner, source), when it
-/// holds a character that listings cannot show as it is.
-pub(crate) fn validate_text(field: &str, text: &str) -> Result<(), Error> {
-    match unshowable_character(text) {
-        None => Ok(()),
-        Some(why) => Err(Error::invalid(format!(
-            "the {field} {} contains {why}: the uid, owner and source of a lock must not \
-             contain control characters or characters that reverse or break lines, since \
-             listings show them",
-            shown(text)
-        ))),
-    }
-}
-
-pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
-    if names.is_empty() {
-        return Err(Error::invalid("a lock needs at least one resource name"));
-    }
-    if names.len() > MAX_RESOURCES {
-        return Err(Error::invalid(format!(
-            "{} resources in one lock; at most {MAX_RESOURCES} are allowed, split the lock",
-            names.len()
-        )));
-    }
-    for name in names {
-        let name = name.as_ref();
-        if name.is_empty() {
-            return Err(Error::invalid("resource names must not be empty"));
-        }
-        if name.len() > MAX_RESOURCE_NAME_LEN {
-            return Err(Error::invalid(format!(
-                "resource name of {} bytes; at most {MAX_RESOURCE_NAME_LEN} are allowed",
-                name.len()
-            )));
-        }
-        // A name is shown on one line of a listing, a log or an error; a
-        // newline or an escape sequence in it would forge or hide lines.
-        if let Some(why) = unshowable_character(name) {
-            return Err(Error::invalid(format!(
-                "resource name {} contains {why}: names must not contain control characters \
-                 or characters that reverse or break lines",
-                shown(name)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The first character of `text` that a listing cannot show as it is,
-/// named, with its byte offset: `the control character U+000A (line feed)
-/// at byte 3`. `None` when there is none.
-///
-/// Refused are the control characters (`char::is_control`: a newline forges
-/// a row, an escape starts a terminal sequence) and the characters that
-/// reverse or break lines of text: the line and paragraph separators
-/// U+2028 and U+2029, and the bidirectional embeddings, overrides and
-/// isolates U+202A to U+202E and U+2066 to U+2069, which make text read
-/// otherwise than it is stored.
-pub(crate) fn unshowable_character(text: &str) -> Option<String> {
-    // Every lock call checks its names and text, so the common case is a
-    // byte scan: control characters are U+0000..=U+001F, U+007F and
-    // U+0080..=U+009F, the last encoded as 0xC2 followed by 0x80..=0x9F;
-    // the others are U+2028..=U+202E and U+2066..=U+2069, encoded as 0xE2
-    // followed by 0x80 or 0x81.
-    if !text
-        .bytes()
-        .any(|b| b < 0x20 || b == 0x7f || b == 0xc2 || b == 0xe2)
-    {
-        return None;
-    }
-    let (at, c) = text.char_indices().find(|(_, c)| unshowable(*c))?;
-    if !c.is_control() {
-        let kind = match c {
-            '\u{2028}' => "the line separator",
-            '\u{2029}' => "the paragraph separator",
-            _ => "the bidirectional formatting character",
-        };
-        return Some(format!("{kind} U+{:04X} at byte {at}", u32::from(c)));
-    }
-    let name = match c {
-        '\0' => " (NUL)",
-        '\u{7}' => " (bell)",
-        '\t' => " (tab)",
-        '\n' => " (line feed)",
-        '\r' => " (carriage return)",
-        '\u{1b}' => " (escape)",
-        '\u{7f}' => " (delete)",
-        _ => "",
-    };
-    Some(format!(
-        "the control character U+{:04X}{name} at byte {at}",
-        u32::from(c)
-    ))
-}
-
-/// Whether `c` is refused in names and text: see [`unshowable_character`].
-fn unshowable(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Longest part of a name quoted in a message, in characters.
-const SHOWN: usize = 64;
-
-/// `name` as a message quotes it: escaped, so that it stays on one line,
-/// and cut after [`SHOWN`] characters with its length in bytes, so that a
-/// long name does not drown the message.
-pub(crate) fn shown(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .take(SHOWN)
-        .collect::<String>()
-        .escape_debug()
-        .collect();
-    out.insert(0, '"');
-    out.push('"');
-    if name.chars().nth(SHOWN).is_some() {
-        out = format!("{}…\" ({} bytes)", &out[..out.len() - 1], name.len());
-    }
-    out
 }
 
 /// One lock server, as seen by the [`Dsync`](crate::Dsync) coordinator.
@@ -477,86 +279,5 @@ pub trait NetLocker: Send + Sync {
     /// locker had already freed it. The default, `None`, skips that check.
     fn validity(&self) -> Option<std::time::Duration> {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_with_control_characters_are_refused_saying_which_and_where() {
-        let err = validate_names(&["ok", "job\n1"]).expect_err("a newline");
-        let text = err.to_string();
-        for words in [
-            "\"job\\n1\"",
-            "U+000A (line feed) at byte 3",
-            "must not contain control characters",
-        ] {
-            assert!(text.contains(words), "{words:?} missing: {text}");
-        }
-        assert!(!text.contains('\n'), "the message spans lines: {text}");
-        for bad in ["\u{1b}[2J", "nul\0", "del\u{7f}", "c1\u{85}", "tab\t"] {
-            assert!(validate_names(&[bad]).is_err(), "{bad:?} accepted");
-        }
-        // Printable names, Unicode ones too, are fine.
-        assert!(validate_names(&["reports/2026-11", "ümlaut é 日本", "a b"]).is_ok());
-    }
-
-    #[test]
-    fn the_byte_scan_finds_every_refused_character_and_no_other() {
-        let refused = |c: char| {
-            c.is_control()
-                || (0x2028..=0x202e).contains(&(c as u32))
-                || (0x2066..=0x2069).contains(&(c as u32))
-        };
-        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
-            let text = format!("a{c}b");
-            assert_eq!(
-                unshowable_character(&text).is_some(),
-                refused(c),
-                "U+{:04X}",
-                c as u32
-            );
-        }
-    }
-
-    #[test]
-    fn text_fields_are_checked_by_name() {
-        let args = |uid: &str, owner: &str, source: &str| LockArgs {
-            uid: uid.into(),
-            resources: vec!["r".to_string()].into(),
-            owner: owner.into(),
-            source: source.into(),
-            quorum: 1,
-        };
-        assert!(args("u", "host-a:42", "src/main.rs:1:1").validate().is_ok());
-        for (bad, field) in [
-            (args("u\u{1b}[2J", "o", "s"), "the uid \"u\\u{1b}[2J\""),
-            (args("u", "bob\u{7}", "s"), "the owner \"bob\\u{7}\""),
-            (args("u", "o", "a\u{2066}b"), "the source \"a\\u{2066}b\""),
-        ] {
-            let text = bad.validate().expect_err("refused").to_string();
-            assert!(text.contains(field), "{field:?} missing: {text}");
-            assert!(text.is_ascii(), "the raw character shows: {text:?}");
-        }
-        let err = args("u", "o", "x\u{202e}y").validate_text().unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("the bidirectional formatting character U+202E at byte 1"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn shown_names_are_escaped_and_cut() {
-        assert_eq!(shown("plain"), "\"plain\"");
-        assert_eq!(shown("a\nb"), "\"a\\nb\"");
-        let long = "x".repeat(2000);
-        let text = shown(&long);
-        assert_eq!(text, format!("\"{}…\" (2000 bytes)", "x".repeat(SHOWN)));
-        // Cut by characters, never inside one.
-        let wide = "é".repeat(100);
-        assert!(shown(&wide).ends_with("…\" (200 bytes)"));
     }
 }

@@ -95,7 +95,7 @@ pub struct WatchArgs {
 pub(crate) fn election_resource(args: &crate::LockArgs) -> Result<&str, Error> {
     match &*args.resources {
         [one] => {
-            crate::locker::validate_names(std::slice::from_ref(one))?;
+            crate::locker::args::validate_names(std::slice::from_ref(one))?;
             Ok(one)
         }
         list => Err(Error::invalid(format!(

@@ -24,7 +24,7 @@ use std::time::Duration;
 use std::collections::hash_map::RandomState;
 use tokio::time::Instant;
 
-use super::metrics::Limit;
+use super::labels::Limit;
 use crate::local::{
     block, map_shrunk, map_sparse, BOARDS_KEPT, NAME_OVERHEAD, PROCLAMATION_OVERHEAD, TABLE_KEPT,
     WATCH_OVERHEAD,

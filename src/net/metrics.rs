@@ -14,15 +14,12 @@
 //! token or peer address.
 
 #[cfg(feature = "metrics")]
-use std::sync::{Arc, Weak};
-#[cfg(feature = "metrics")]
 use std::time::Duration;
 
 #[cfg(feature = "metrics")]
 use ::metrics::{Counter, Gauge, Histogram, Unit};
 
-#[cfg(feature = "metrics")]
-use super::server::ServerState;
+use super::labels::{AuthRefusal, Limit};
 #[cfg(feature = "metrics")]
 use super::wire::{ErrorKind, Op, Reply, WireWaitReply};
 
@@ -62,106 +59,6 @@ pub(crate) const TOMBSTONE_BYTES: &str = "quorum_lock_server_tombstone_bytes";
 /// Seconds of quarantine left.
 #[cfg(feature = "metrics")]
 pub(crate) const QUARANTINE_SECONDS: &str = "quorum_lock_server_quarantine_seconds";
-
-/// How often the sampler sets the gauges of the table.
-#[cfg(feature = "metrics")]
-const SAMPLE_EVERY: Duration = Duration::from_secs(1);
-
-/// The limit that refused a connection, a frame or a request: the value of
-/// the `limit` label, named after the setting or constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Limit {
-    /// `max_connections`: a new connection closed at once, a client
-    /// rejected because all client connections are in use, or one still in
-    /// its handshake closed to make room.
-    MaxConnections,
-    /// `MAX_HELLO_FRAME`: a handshake frame too large.
-    HelloFrame,
-    /// `MAX_FRAME`: a request frame too large; the connection is closed.
-    Frame,
-    /// `MAX_UID_LEN`, `MAX_OWNER_LEN`, `MAX_SOURCE_LEN` and the resource
-    /// limits: a request with a field too long.
-    FieldLength,
-    /// `max_waiters_per_connection`: a wait refused.
-    WaitersPerConnection,
-    /// `max_entries_per_connection`: a lock refused.
-    EntriesPerConnection,
-    /// `max_connections_per_address`: a client connection rejected in its
-    /// handshake.
-    ConnectionsPerAddress,
-    /// `max_bytes_per_connection`: a lock refused.
-    BytesPerConnection,
-    /// `max_lock_bytes`: a lock refused, the table is full.
-    LockBytes,
-}
-
-impl Limit {
-    #[cfg(feature = "metrics")]
-    const ALL: [Limit; 9] = [
-        Limit::MaxConnections,
-        Limit::HelloFrame,
-        Limit::Frame,
-        Limit::FieldLength,
-        Limit::WaitersPerConnection,
-        Limit::EntriesPerConnection,
-        Limit::BytesPerConnection,
-        Limit::LockBytes,
-        Limit::ConnectionsPerAddress,
-    ];
-
-    #[cfg(feature = "metrics")]
-    fn label(self) -> &'static str {
-        match self {
-            Limit::MaxConnections => "max_connections",
-            Limit::HelloFrame => "max_hello_frame",
-            Limit::Frame => "max_frame",
-            Limit::FieldLength => "field_length",
-            Limit::WaitersPerConnection => "max_waiters_per_connection",
-            Limit::EntriesPerConnection => "max_entries_per_connection",
-            Limit::BytesPerConnection => "max_bytes_per_connection",
-            Limit::LockBytes => "max_lock_bytes",
-            Limit::ConnectionsPerAddress => "max_connections_per_address",
-        }
-    }
-}
-
-/// Why a handshake was refused: the value of the `reason` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AuthRefusal {
-    /// No valid token.
-    Token,
-    /// A protocol version the server does not speak.
-    Version,
-    /// The first frame was not a handshake, or too large.
-    Malformed,
-    /// No handshake within the handshake timeout.
-    Timeout,
-    /// The TLS handshake failed or took too long.
-    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
-    Tls,
-}
-
-impl AuthRefusal {
-    #[cfg(feature = "metrics")]
-    const ALL: [AuthRefusal; 5] = [
-        AuthRefusal::Token,
-        AuthRefusal::Version,
-        AuthRefusal::Malformed,
-        AuthRefusal::Timeout,
-        AuthRefusal::Tls,
-    ];
-
-    #[cfg(feature = "metrics")]
-    fn label(self) -> &'static str {
-        match self {
-            AuthRefusal::Token => "token",
-            AuthRefusal::Version => "version",
-            AuthRefusal::Malformed => "malformed",
-            AuthRefusal::Timeout => "timeout",
-            AuthRefusal::Tls => "tls",
-        }
-    }
-}
 
 /// A request's kind: the value of the `op` label.
 #[cfg(feature = "metrics")]
@@ -417,6 +314,17 @@ struct Handles {
     quarantine: Gauge,
 }
 
+/// What the gauges of the table show, read by the sampler.
+#[cfg(feature = "metrics")]
+pub(crate) struct Gauges {
+    pub(crate) entries: usize,
+    pub(crate) resources: usize,
+    pub(crate) lock_bytes: usize,
+    pub(crate) tombstones: usize,
+    pub(crate) tombstone_bytes: usize,
+    pub(crate) quarantine: Duration,
+}
+
 /// One server's metrics; empty without the feature `metrics`.
 pub(crate) struct ServerMetrics {
     #[cfg(feature = "metrics")]
@@ -564,63 +472,17 @@ impl ServerMetrics {
         let _ = (started, reply);
     }
 
-    /// Sets the gauges of the table from `state`.
+    /// Sets the gauges of the table.
     #[cfg(feature = "metrics")]
-    fn sample(&self, state: &ServerState) {
+    pub(crate) fn sample(&self, gauges: &Gauges) {
         let handles = &self.handles;
-        let table = state.locker.counts();
-        handles.entries.set(table.entries as f64);
-        handles.resources.set(table.resources as f64);
-        handles.lock_bytes.set(state.ledger.total() as f64);
-        let (tombstones, bytes) = state.released.usage();
-        handles.tombstones.set(tombstones as f64);
-        handles.tombstone_bytes.set(bytes as f64);
-        let left = state.locker.quarantine_remaining();
-        handles.quarantine.set(left.as_secs_f64());
+        handles.entries.set(gauges.entries as f64);
+        handles.resources.set(gauges.resources as f64);
+        handles.lock_bytes.set(gauges.lock_bytes as f64);
+        handles.tombstones.set(gauges.tombstones as f64);
+        handles.tombstone_bytes.set(gauges.tombstone_bytes as f64);
+        handles.quarantine.set(gauges.quarantine.as_secs_f64());
     }
-}
-
-/// Samples the gauges of the table once a second until dropped; from
-/// [`sampler`].
-pub(crate) struct Sampler {
-    #[cfg(feature = "metrics")]
-    task: tokio::task::AbortHandle,
-}
-
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        #[cfg(feature = "metrics")]
-        self.task.abort();
-    }
-}
-
-/// Starts sampling the gauges of `state`'s table on the current runtime,
-/// at once and then every second, until the returned guard is dropped (or
-/// the server is gone).
-#[cfg(feature = "metrics")]
-pub(crate) fn sampler(state: &Arc<ServerState>) -> Sampler {
-    let state: Weak<ServerState> = Arc::downgrade(state);
-    let task = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SAMPLE_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(state) = state.upgrade() else {
-                return;
-            };
-            state.metrics.sample(&state);
-        }
-    });
-    Sampler {
-        task: task.abort_handle(),
-    }
-}
-
-/// Starts nothing: the feature `metrics` is off.
-#[cfg(not(feature = "metrics"))]
-pub(crate) fn sampler(state: &std::sync::Arc<super::server::ServerState>) -> Sampler {
-    let _ = state;
-    Sampler {}
 }
 
 #[cfg(all(test, feature = "metrics"))]

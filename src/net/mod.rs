@@ -36,6 +36,7 @@
 #[doc(hidden)]
 pub mod ceiling;
 mod client;
+mod config;
 mod conn;
 mod connect;
 #[cfg(feature = "testing")]
@@ -43,15 +44,18 @@ mod connect;
 pub mod decoding;
 mod expiry;
 mod io;
+mod labels;
 mod ledger;
 mod malformed;
 mod metrics;
 mod pushes;
 mod refusals;
 mod released;
+mod sampler;
 mod server;
 mod session;
 mod sniff;
+mod state;
 #[cfg(feature = "tls")]
 mod tls;
 mod token;
@@ -59,10 +63,9 @@ mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
+pub use config::{MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, EVICTING};
 pub use connect::connect_all;
-pub use server::{
-    LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
-};
+pub use server::{LockServer, ServerStats};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
 pub use wire::{

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::metrics::AuthRefusal;
-use super::server::{Busy, ServerState};
+use super::labels::AuthRefusal;
 
 /// How often each cause may write a line.
 const INTERVAL: Duration = Duration::from_secs(1);
@@ -88,6 +87,13 @@ impl RefusalLog {
     }
 }
 
+/// Why [`Slot::admit`](super::state::Slot::admit) refused an authenticated connection.
+pub(crate) struct Busy {
+    pub(crate) cause: Cause,
+    /// For the client, starting with [`BUSY`](super::wire::BUSY).
+    pub(crate) reason: String,
+}
+
 /// Why a handshake was rejected.
 pub(crate) enum Refused {
     /// No token, or no handshake: what the metrics count and the reason.
@@ -105,7 +111,9 @@ impl Refused {
     }
 
     /// Warns, throttled per cause, in words that name the cause.
-    pub(crate) fn log(&self, peer: SocketAddr, server: &ServerState) {
+    /// `timeout` is the server's handshake timeout, which a timed-out
+    /// refusal names.
+    pub(crate) fn log(&self, peer: SocketAddr, log: &RefusalLog, timeout: Duration) {
         let cause = match self {
             Refused::Auth(AuthRefusal::Token, _) => Cause::Token,
             Refused::Auth(AuthRefusal::Version, _) => Cause::Version,
@@ -114,11 +122,10 @@ impl Refused {
             Refused::Auth(AuthRefusal::Tls, _) => Cause::TlsFailed,
             Refused::Busy(busy) => busy.cause,
         };
-        let Some(refused) = server.refusals.due(cause) else {
+        let Some(refused) = log.due(cause) else {
             return;
         };
         let reason = self.reason();
-        let timeout = server.config.handshake_timeout;
         // `refused` counts the rejections a line stands for: this one and
         // those of the same cause left out since the previous line.
         match cause {

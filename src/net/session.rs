@@ -14,11 +14,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::Framed;
 
+use super::config::PUSH_QUEUE;
 use super::io::BoxIo;
+use super::labels::{AuthRefusal, Limit};
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
-use super::metrics::{AuthRefusal, Limit};
 use super::refusals::{Cause, Refused};
-use super::server::{Role, ServerState, Slot};
+use super::state::{Role, ServerState, Slot};
 use super::waits::{Place, PollKey, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Hello, Op, Reply, Request, Response, Welcome, WireArgs, WireLockInfo,
@@ -28,11 +29,6 @@ use super::{malformed, sniff};
 use crate::locker::proclamation::WatchArgs;
 use crate::locker::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 use crate::{Error, LockArgs, LockMode, NetLocker};
-
-/// How many pushes may wait for the connection's task to write them. A
-/// client that does not read fills it; further pushes are dropped, and
-/// its waiters learn of their grants when they ask again.
-pub(crate) const PUSH_QUEUE: usize = 256;
 
 /// A push on its way from the lock table to the connection's task.
 type Pushed = (Box<str>, PushEvent);
@@ -352,7 +348,7 @@ async fn handshake(
             validity: server.locker.config().validity,
         },
         Err(refused) => {
-            refused.log(peer, server);
+            refused.log(peer, &server.refusals, server.config.handshake_timeout);
             Welcome::Rejected {
                 reason: refused.reason().to_owned(),
             }

@@ -139,7 +139,7 @@ async fn listen(shared: Weak<Shared>, which: Which) {
                         };
                         let payload = message.get_payload_bytes();
                         match which {
-                            Which::Waits => super::waits::on_message(&s, payload).await,
+                            Which::Waits => s.waits.on_message(&s, payload).await,
                             Which::Watches => s.watches.on_message(payload),
                         }
                     }

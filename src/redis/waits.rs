@@ -102,29 +102,30 @@ impl Waits {
     fn get(&self, uid: &str) -> Option<Waiter> {
         lock(&self.waiters).by_uid.get(uid).cloned()
     }
-}
 
-/// Acts on a message of the waits' channel.
-pub(super) async fn on_message(shared: &Arc<Shared>, payload: &[u8]) {
-    let Some((&kind, uid)) = payload.split_first() else {
-        return;
-    };
-    let Ok(uid) = std::str::from_utf8(uid) else {
-        return;
-    };
-    let Some(waiter) = shared.waits.get(uid) else {
-        return;
-    };
-    match kind {
-        b'W' => waiter.wake.notify(uid, PushEvent::Wounded),
-        b'T' => match shared.take_turn(&waiter).await {
-            Ok(true) => waiter.wake.notify(uid, PushEvent::Granted),
-            Ok(false) => {}
-            Err(err) => {
-                tracing::debug!(locker = %shared.endpoint, %uid, "turn not taken: {err}")
-            }
-        },
-        _ => {}
+    /// Acts on a message of the waits' channel; `shared` is the locker
+    /// these waits belong to, which asks again for a waiter on its turn.
+    pub(super) async fn on_message(&self, shared: &Arc<Shared>, payload: &[u8]) {
+        let Some((&kind, uid)) = payload.split_first() else {
+            return;
+        };
+        let Ok(uid) = std::str::from_utf8(uid) else {
+            return;
+        };
+        let Some(waiter) = self.get(uid) else {
+            return;
+        };
+        match kind {
+            b'W' => waiter.wake.notify(uid, PushEvent::Wounded),
+            b'T' => match shared.take_turn(&waiter).await {
+                Ok(true) => waiter.wake.notify(uid, PushEvent::Granted),
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::debug!(locker = %shared.endpoint, %uid, "turn not taken: {err}")
+                }
+            },
+            _ => {}
+        }
     }
 }
 

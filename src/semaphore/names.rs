@@ -1,7 +1,7 @@
 //! The resource names a semaphore's locks are taken on, and how the number
 //! of permits is written into them so that lockers can tell two counts apart.
 
-use crate::locker::validate_names;
+use crate::locker::args::validate_names;
 use crate::Error;
 
 /// The prefix of every resource a semaphore's locks are taken on.
@@ -47,7 +47,7 @@ impl Digit {
 
 const _: () = assert!(SPELL_BASE * SPELL_BASE > MAX_PERMITS);
 // A read-out of one value covers every slot in one lock call.
-const _: () = assert!(MAX_PERMITS <= crate::locker::MAX_RESOURCES);
+const _: () = assert!(MAX_PERMITS <= crate::locker::args::MAX_RESOURCES);
 
 /// Every name a semaphore takes locks on.
 #[derive(Debug, Clone)]

@@ -137,6 +137,7 @@
 mod cluster;
 mod conformance;
 mod drift;
+mod event;
 mod faults;
 mod forward;
 mod history;
@@ -157,8 +158,9 @@ mod history_tests;
 pub use cluster::TestCluster;
 pub use conformance::{check_locker, ConformanceReport, NonConformance};
 pub use drift::DriftClock;
+pub use event::{Event, EventKind};
 pub use faults::FaultyLocker;
-pub use history::{Event, EventKind, FencingViolation, History};
+pub use history::{FencingViolation, History};
 pub use plan::Latency;
 pub use stats::{CallKind, CallStats};
 pub use violation::{Holding, Violation};

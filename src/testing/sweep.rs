@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tokio::time::Instant;
 
-use super::history::{Event, EventKind};
+use super::event::{Event, EventKind};
 use super::violation::{Holding, Violation};
 use crate::LockMode;
 

@@ -199,3 +199,80 @@ fn the_checker_sees_an_upward_import() {
     let renamed = crate_imports("use crate::{WriteGuard as Guard};\n");
     assert!(uses(&renamed[0], "lock::guard", &["WriteGuard"]));
 }
+
+#[path = "../module_graph/mod.rs"]
+mod module_graph;
+
+use module_graph::{build_graph, check_crate, cycles, report, ModuleFile};
+
+#[test]
+fn no_library_module_is_in_an_import_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (graph, circles) = check_crate(&src, "lib.rs");
+    // The parser reads the imports: a module far down is used from above.
+    assert!(
+        graph
+            .get("lock::mutex")
+            .is_some_and(|edges| edges.contains_key("lock::guard")),
+        "the graph misses lock::mutex -> lock::guard; the parser is broken"
+    );
+    assert!(circles.is_empty(), "import circles:\n{circles}");
+}
+
+fn planted(files: &[(&str, &str)]) -> Vec<ModuleFile> {
+    files
+        .iter()
+        .map(|(file, source)| ModuleFile {
+            module: module_graph::module_path(file, "lib.rs"),
+            file: (*file).to_owned(),
+            source: (*source).to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_circle_checker_finds_planted_circles_and_nothing_else() {
+    let files = planted(&[
+        (
+            "lib.rs",
+            "mod a;\nmod d;\nmod e;\nmod clean;\npub use d::{Dee as Renamed};\n",
+        ),
+        // a <-> a::inner: the parent names the child's type by its path,
+        // the child uses the parent's.
+        (
+            "a/mod.rs",
+            "mod inner;\npub struct Config;\nfn f() -> crate::a::inner::Thing { todo!() }\n",
+        ),
+        ("a/inner.rs", "use super::Config;\npub struct Thing;\n"),
+        // d <-> e: through a root re-export one way, a path in code back.
+        ("d.rs", "pub struct Dee;\nfn f() { crate::e::g(); }\n"),
+        ("e.rs", "use crate::Renamed;\npub fn g() {}\n"),
+        // Paths in comments, strings and test modules make no edges.
+        (
+            "clean.rs",
+            "// crate::a::Config\nconst S: &str = \"crate::d::Dee\";\n\
+             /* use crate::e::g; */\n\
+             #[cfg(test)]\nmod tests {\n    use crate::a::Config;\n    use super::*;\n}\n\
+             pub(in crate::d) fn h<'a>(x: &'a str) -> char { let _ = x; 'c' }\n",
+        ),
+    ]);
+    let graph = build_graph(&files);
+    let found = cycles(&graph);
+    assert_eq!(
+        found,
+        vec![
+            vec!["a".to_owned(), "a::inner".to_owned()],
+            vec!["d".to_owned(), "e".to_owned()],
+        ],
+        "{}",
+        report(&graph, &found)
+    );
+    assert!(graph["clean"].is_empty(), "{:?}", graph["clean"]);
+    let text = report(&graph, &found);
+    assert!(
+        text.contains("a::inner -> a: super::Config (a/inner.rs:1)"),
+        "{text}"
+    );
+    assert!(text.contains("e -> d: crate::Renamed (e.rs:1)"), "{text}");
+    assert!(text.contains("d -> e: crate::e::g (d.rs:2)"), "{text}");
+}

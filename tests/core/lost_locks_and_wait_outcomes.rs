@@ -717,7 +717,7 @@ async fn a_dropped_lost_guard_lets_a_writer_in_at_once() {
 // ---------------------------------------------------------------------
 
 /// Fails (break, debug builds): the new errors format durations with
-/// `wait_status::seconds`, which adds one to `as_secs()` when the
+/// `error::seconds`, which adds one to `as_secs()` when the
 /// fraction is at least half a second and so overflows for
 /// `Duration::MAX`, the "no limit" every setting accepts. For instance
 /// `finish_releases(Duration::MAX)` that ends at its bound (a paused

@@ -1,0 +1,172 @@
+//! Which nodes a client command was given (`Plan`), and what kind they
+//! are (`Kind`): lock servers, Redis nodes, databases, or a mix. A plan is
+//! checked whole before anything connects, so a bad list or a flag that
+//! does not fit its nodes fails without a connection.
+
+use crate::args::ClientArgs;
+use crate::fail::Failure;
+use crate::node_urls::{classify, split_urls, Entry};
+
+/// The kind of nodes a client command talks to: lock servers, Redis
+/// nodes, databases, or a mix of them (URLs beside `host:port` in
+/// `--nodes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    LockServers,
+    Redis,
+    Sql,
+    Mixed,
+}
+
+impl Kind {
+    /// How the nodes are called in messages.
+    pub fn nodes(self) -> &'static str {
+        match self {
+            Kind::LockServers => "lock servers",
+            Kind::Redis => "Redis nodes",
+            Kind::Sql => "databases",
+            Kind::Mixed => "nodes",
+        }
+    }
+
+    /// The kind of a list: one kind alone, or mixed.
+    fn of_entries(entries: &[Entry]) -> Kind {
+        let kind = |e: &Entry| match e {
+            Entry::Server(_) => Kind::LockServers,
+            Entry::Redis(_) => Kind::Redis,
+            Entry::Sql { .. } => Kind::Sql,
+        };
+        let mut kinds = entries.iter().map(kind);
+        let first = kinds.next().unwrap_or(Kind::LockServers);
+        if kinds.all(|k| k == first) {
+            first
+        } else {
+            Kind::Mixed
+        }
+    }
+}
+
+/// The nodes a client command was given, each with its kind, in order:
+/// `--nodes` (lock servers, and URLs of Redis nodes and databases) or
+/// `--redis` (Redis nodes only, as before `--nodes` took URLs).
+#[derive(Debug)]
+pub struct Plan {
+    pub kind: Kind,
+    pub entries: Vec<Entry>,
+}
+
+impl Plan {
+    /// Which flags were given, and the schemes in `--nodes`, decide; both
+    /// flags or neither is a usage error, and so are options for a kind of
+    /// node that is not in the list (they would be ignored silently).
+    pub fn of(args: &ClientArgs) -> Result<Plan, Failure> {
+        let entries =
+            match (&args.nodes, &args.redis.redis) {
+                (Some(_), Some(_)) => return Err(Failure::usage(
+                    "both lock servers (--nodes / QUORUM_LOCK_NODES) and Redis nodes (--redis / \
+                     QUORUM_LOCK_REDIS) are given: pass one list; --nodes also takes Redis nodes, \
+                     as redis://host:port entries beside the others",
+                )),
+                (None, None) => return Err(Failure::usage(
+                    "no nodes: pass --nodes host:port,... for lock servers (or URLs: redis://, \
+                     postgres://, mysql://) or --redis redis://host:port,... for Redis nodes (or \
+                     set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
+                )),
+                (Some(nodes), None) => classify(nodes)?,
+                (None, Some(urls)) => split_urls(urls)?.into_iter().map(Entry::Redis).collect(),
+            };
+        let plan = Plan {
+            kind: Kind::of_entries(&entries),
+            entries,
+        };
+        plan.check_options(args)?;
+        Ok(plan)
+    }
+
+    /// Refuses the options of a kind of node that is not in the list.
+    fn check_options(&self, args: &ClientArgs) -> Result<(), Failure> {
+        let redis = &args.redis;
+        let (servers, redises, sql) = (self.has_servers(), self.has_redis(), self.has_sql());
+        if !redises {
+            let stray = [
+                (
+                    redis.redis_prefix.is_some(),
+                    "--redis-prefix / QUORUM_LOCK_REDIS_PREFIX",
+                ),
+                (
+                    redis.redis_ca.is_some(),
+                    "--redis-ca / QUORUM_LOCK_REDIS_CA",
+                ),
+            ];
+            if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
+                return Err(Failure::usage(format!(
+                    "{flag} is set, but it only applies to Redis nodes (--redis, or redis:// \
+                     entries in --nodes), and none is listed"
+                )));
+            }
+        }
+        if !sql && args.sql.sql_prefix.is_some() {
+            return Err(Failure::usage(
+                "--sql-prefix / QUORUM_LOCK_SQL_PREFIX is set, but it only applies to databases \
+                 (postgres:// or mysql:// entries in --nodes), and none is listed",
+            ));
+        }
+        if !servers {
+            // Where the CA of the other kinds goes instead.
+            let elsewhere = match (redises, sql) {
+                (true, false) => "for rediss:// Redis nodes pass the CA file with --redis-ca",
+                (false, _) => {
+                    "for databases put it in the URL (postgres://...?sslmode=verify-full&\
+                     sslrootcert=FILE, mysql://...?ssl-mode=VERIFY_IDENTITY&ssl-ca=FILE)"
+                }
+                (true, true) => {
+                    "for rediss:// Redis nodes pass the CA file with --redis-ca; for databases \
+                     put it in the URL (sslrootcert=FILE, ssl-ca=FILE)"
+                }
+            };
+            if args.tls_ca.is_some() {
+                return Err(Failure::usage(format!(
+                    "--tls-ca / QUORUM_LOCK_TLS_CA is for lock servers (host:port entries of \
+                     --nodes), and none is listed; {elsewhere}"
+                )));
+            }
+            if args.tls_cert.is_some() {
+                let instead = match (redises, sql) {
+                    (true, false) => "Redis nodes take no client certificate from quorum-lock",
+                    _ => {
+                        "Redis nodes take no client certificate from quorum-lock, and databases \
+                         take theirs in the URL (sslcert=FILE&sslkey=FILE, \
+                         ssl-cert=FILE&ssl-key=FILE)"
+                    }
+                };
+                return Err(Failure::usage(format!(
+                    "--tls-cert / QUORUM_LOCK_TLS_CERT is for lock servers; {instead}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn has_servers(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Server(_)))
+    }
+
+    pub fn has_redis(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Redis(_)))
+    }
+
+    pub fn has_sql(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::Sql { .. }))
+    }
+
+    /// The lock servers' addresses, in order.
+    pub fn servers(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Server(addr) => Some(addr.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,210 @@
+//! What every connection of one server shares (`ServerState`), the role a
+//! token grants, and the `Slot` a connection holds while it is served.
+//! A slot is counted when it is made and uncounted when dropped, so the
+//! connection counts stay right however a connection's task ends.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use tokio_util::sync::CancellationToken;
+
+use super::config::ServerConfig;
+use super::labels::Limit;
+use super::ledger::Ledger;
+use super::metrics::ServerMetrics;
+use super::refusals::{Busy, Cause, RefusalLog};
+use super::released::Released;
+use super::token::{Digest, TokenHasher};
+use crate::LocalLocker;
+
+/// What a connection may do, decided by the token it presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Lock, unlock, refresh and force-unlock by uid: a uid is a random
+    /// capability, so a client can only touch locks it took.
+    Client,
+    /// Everything, including listing and forcing resources open.
+    Admin,
+}
+
+/// The configured tokens' digests ([`super::token`]), made once.
+pub(super) struct Tokens {
+    pub(super) hasher: TokenHasher,
+    pub(super) client: Digest,
+    pub(super) admin: Option<Digest>,
+}
+
+impl Tokens {
+    pub(super) fn new(config: &ServerConfig) -> Self {
+        let hasher = TokenHasher::new();
+        Tokens {
+            client: hasher.digest(&config.client_token),
+            admin: config.admin_token.as_deref().map(|t| hasher.digest(t)),
+            hasher,
+        }
+    }
+
+    /// The role `token` grants. Both digests are compared whatever the
+    /// first answers, so the time taken does not say which token matched.
+    pub(super) fn role_of(&self, token: &str) -> Option<Role> {
+        let presented = self.hasher.digest(token);
+        let client = self.client.matches(&presented);
+        let admin = self.admin.is_some_and(|admin| admin.matches(&presented));
+        match (admin, client) {
+            (true, _) => Some(Role::Admin),
+            (false, true) => Some(Role::Client),
+            (false, false) => None,
+        }
+    }
+}
+
+/// What every connection of one server shares.
+pub(crate) struct ServerState {
+    pub(crate) locker: Arc<LocalLocker>,
+    pub(crate) config: ServerConfig,
+    pub(crate) released: Released,
+    pub(crate) ledger: Ledger,
+    pub(crate) shutdown: CancellationToken,
+    /// Connections being served, authenticated or not.
+    pub(crate) connections: AtomicUsize,
+    /// Connections authenticated with the client token.
+    pub(super) clients: AtomicUsize,
+    /// Connections authenticated with the client token, by address.
+    pub(super) per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// Connections still in their handshake, oldest first.
+    pub(super) pending: Mutex<VecDeque<(u64, CancellationToken)>>,
+    pub(super) tokens: Tokens,
+    /// Throttles the warnings about refused connections.
+    pub(crate) refusals: RefusalLog,
+    pub(super) next_conn: AtomicU64,
+    /// Empty without the feature `metrics`.
+    pub(crate) metrics: ServerMetrics,
+}
+
+impl ServerState {
+    pub(super) fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, CancellationToken)>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The role `token` grants.
+    pub(crate) fn role_of(&self, token: &str) -> Option<Role> {
+        self.tokens.role_of(token)
+    }
+
+    pub(super) fn per_address(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        self.per_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn forget_pending(&self, id: u64) {
+        let mut pending = self.pending();
+        if let Some(at) = pending.iter().position(|(p, _)| *p == id) {
+            pending.remove(at);
+        }
+    }
+}
+
+/// Holds one of the `max_connections` slots while a connection is served.
+pub(crate) struct Slot {
+    pub(super) state: Arc<ServerState>,
+    /// Names the connection in the ledger and in `pending`.
+    pub(super) id: u64,
+    /// Cancelled to close the connection while it is still unauthenticated,
+    /// to make room for a new one.
+    pub(super) evicted: CancellationToken,
+    /// Whether the peer authenticated, for the connection gauges.
+    pub(super) authenticated: AtomicBool,
+    /// The peer's address, counted in `per_address` once admitted as a
+    /// client.
+    pub(super) peer: IpAddr,
+    /// The role the connection was admitted with.
+    pub(super) admitted: OnceLock<Role>,
+}
+
+impl Slot {
+    pub(crate) fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Resolves when the server closes this connection to make room.
+    pub(crate) async fn evicted(&self) {
+        self.evicted.cancelled().await;
+    }
+
+    /// The peer authenticated as `role`: it keeps its slot unless its
+    /// role has no room left. A client needs one of the `max_connections`
+    /// and room in its address's share; an admin may use any slot, the
+    /// reserve included.
+    pub(crate) fn admit(&self, role: Role) -> Result<(), Busy> {
+        let state = &self.state;
+        let config = &state.config;
+        if role == Role::Client {
+            let mut per_address = state.per_address();
+            let held = per_address.get(&self.peer).copied().unwrap_or(0);
+            if held >= config.max_connections_per_address {
+                state.metrics.refused_by(Limit::ConnectionsPerAddress);
+                return Err(Busy {
+                    cause: Cause::AddressFull,
+                    reason: format!(
+                        "{}{held} connections from {} already, the most one address may hold \
+                         (--max-connections-per-address); close one or try again later",
+                        super::wire::BUSY,
+                        self.peer
+                    ),
+                });
+            }
+            let limit = config.max_connections;
+            let free = state
+                .clients
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < limit).then_some(n + 1)
+                })
+                .is_ok();
+            if !free {
+                state.metrics.refused_by(Limit::MaxConnections);
+                return Err(Busy {
+                    cause: Cause::ClientsFull,
+                    reason: format!(
+                        "{}all {limit} client connections are in use; try again later",
+                        super::wire::BUSY
+                    ),
+                });
+            }
+            *per_address.entry(self.peer).or_default() += 1;
+        }
+        let _ = self.admitted.set(role);
+        state.forget_pending(self.id);
+        if !self.authenticated.swap(true, Ordering::AcqRel) {
+            state.metrics.connection_authenticated();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Slot {
+    /// Also when the task is aborted at shutdown.
+    fn drop(&mut self) {
+        self.state.ledger.close(self.id);
+        self.state.forget_pending(self.id);
+        self.state.connections.fetch_sub(1, Ordering::AcqRel);
+        if self.admitted.get() == Some(&Role::Client) {
+            self.state.clients.fetch_sub(1, Ordering::AcqRel);
+            let mut per_address = self.state.per_address();
+            if let Some(held) = per_address.get_mut(&self.peer) {
+                *held -= 1;
+                if *held == 0 {
+                    per_address.remove(&self.peer);
+                }
+            }
+        }
+        let authenticated = *self.authenticated.get_mut();
+        self.state.metrics.connection_closed(authenticated);
+    }
+}
