@@ -1,5 +1,6 @@
 //! The command line's modules depend on each other in one direction only:
-//! no module of `cli/src` is in an import circle. The checker is the
+//! no module of `cli/src` is in an import circle, and no source file is
+//! over 800 lines. The checker is the
 //! library's (`tests/module_graph`), so both crates follow one rule.
 
 #[path = "../../tests/module_graph/mod.rs"]
@@ -19,4 +20,17 @@ fn no_command_line_module_is_in_an_import_circle() {
         "the graph misses run -> target; the parser is broken"
     );
     assert!(circles.is_empty(), "import circles:\n{circles}");
+}
+
+#[test]
+fn no_command_line_source_file_is_over_800_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let long = module_graph::long_files(&src, "main.rs", 800);
+    assert!(
+        long.is_empty(),
+        "split these by concept (unit-test modules aside): {long:?}"
+    );
+    let everything = module_graph::long_files(&src, "main.rs", 0);
+    assert!(everything.iter().any(|(f, _)| f == "nodes.rs"));
+    assert!(!everything.iter().any(|(f, _)| f == "parser_properties.rs"));
 }

@@ -2,24 +2,26 @@
 //! that tests use directly as an in-memory cluster node.
 
 mod boards;
+mod config;
+mod contract;
 mod shards;
 mod table;
 #[cfg(test)]
 mod tests;
 mod waiting;
 
+pub use config::LockerConfig;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use tokio::time::Instant;
 
 use crate::error::QUARANTINE_REASON;
 use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs};
-use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::quorum::clock::{anchored_wall, nanos_of, Clock};
 use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::{Error, ImmediateLocker, LockArgs, LockInfo, LockMode, NetLocker};
+use crate::{Error, LockArgs, LockInfo, LockMode};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
@@ -29,45 +31,6 @@ use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice, Promotions};
 #[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
-
-/// How long a [`LocalLocker`] keeps entries, and how long it stays careful
-/// after a restart.
-///
-/// ```
-/// use std::time::Duration;
-/// use quorum_lock::LockerConfig;
-///
-/// let c = LockerConfig { validity: Duration::from_secs(30), ..LockerConfig::default() };
-/// assert_eq!(c.quarantine, Duration::from_secs(60));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LockerConfig {
-    /// An entry not refreshed for this long is dropped. Measured on the
-    /// monotonic clock. Default 60 s. Holders must be configured with a
-    /// [`Lease::validity`](crate::Lease::validity) no longer than this.
-    pub validity: Duration,
-    /// After [`LocalLocker::restart`], for this long, new grants are refused
-    /// and every lock, wait, refresh and fencing call answers the quarantine
-    /// error, which no coordinator counts: the restart may have erased
-    /// grants that their holders still count on. Holders that refresh get
-    /// their entries back, counted once the quarantine is over. Default
-    /// 60 s, the default validity: by then no holder trusts a grant made
-    /// before the restart any more. A quarantine shorter than the validity
-    /// (but not zero) is taken as the validity ([`LocalLocker::quarantine`]).
-    /// Zero means none, which is safe only for a locker that never granted
-    /// before. Fencing tokens are not drawn for at least
-    /// [`FENCE_QUARANTINE`](crate::FENCE_QUARANTINE) after any restart.
-    pub quarantine: Duration,
-}
-
-impl Default for LockerConfig {
-    fn default() -> Self {
-        LockerConfig {
-            validity: Duration::from_secs(60),
-            quarantine: Duration::from_secs(60),
-        }
-    }
-}
 
 /// What [`LocalLocker::counts`] counts.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -766,154 +729,5 @@ impl std::fmt::Debug for LocalLocker {
             .field("endpoint", &self.endpoint)
             .field("config", &self.config)
             .finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl NetLocker for LocalLocker {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.grant(args, LockMode::Write)
-    }
-
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.grant(args, LockMode::Read)
-    }
-
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release(args, Some(LockMode::Write))
-    }
-
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release(args, Some(LockMode::Read))
-    }
-
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refresh_entries(args, None)
-    }
-
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.refresh_entries(args, Some(mode))
-    }
-
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        args.validate_text()?;
-        match (args.uid.is_empty(), args.resources.is_empty()) {
-            (true, true) => Err(Error::invalid(
-                "force_unlock needs a uid, resource names, or both",
-            )),
-            (false, true) => {
-                let mut freed = Vec::new();
-                let removed = self
-                    .shards
-                    .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
-                self.promote(freed, self.clock.now());
-                if removed && self.boards.in_use() {
-                    self.revalidate_boards(None, self.clock.now(), false);
-                }
-                Ok(removed)
-            }
-            (false, false) => self.release(args, None),
-            (true, false) => {
-                args.validate_resources()?;
-                let mut freed = Vec::new();
-                let removed = self.shards.with(&args.resources, |set| {
-                    let mut removed = false;
-                    for pos in 0..args.resources.len() {
-                        removed |= set
-                            .shard(pos)
-                            .clear(Name::new(&args.resources, pos), &mut freed);
-                    }
-                    removed
-                });
-                self.promote(freed, self.clock.now());
-                if removed && self.boards.in_use() {
-                    self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
-                }
-                Ok(removed)
-            }
-        }
-    }
-
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.grant_or_queue(args, mode, wait)
-    }
-
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.draw_fence(args, mode, floor)
-    }
-
-    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
-        self.store_proclamation(args, proclamation)
-    }
-
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.read_leader(args, watch)
-    }
-
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        Ok(self.snapshot())
-    }
-
-    fn endpoint(&self) -> String {
-        self.endpoint.clone()
-    }
-
-    fn is_online(&self) -> bool {
-        true
-    }
-
-    fn is_local(&self) -> bool {
-        true
-    }
-
-    fn validity(&self) -> Option<Duration> {
-        Some(self.config.validity)
-    }
-
-    fn queues(&self) -> bool {
-        true
-    }
-
-    fn immediate(&self) -> Option<&dyn ImmediateLocker> {
-        Some(self)
-    }
-}
-
-/// Every call of a `LocalLocker` is decided under its shards' locks without
-/// waiting, so the coordinator may make it as a plain function call.
-impl ImmediateLocker for LocalLocker {
-    fn lock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.grant(args, mode)
-    }
-
-    fn unlock_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.release(args, Some(mode))
-    }
-
-    fn refresh_now(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.refresh_entries(args, Some(mode))
-    }
-
-    fn lock_wait_now(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.grant_or_queue(args, mode, wait)
     }
 }

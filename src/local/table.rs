@@ -2,9 +2,7 @@
 //! waits for it in ticket order, its latest fencing token, and a list of
 //! entries by last refresh that makes expiry cost O(expired).
 
-use std::borrow::Borrow;
 use std::collections::hash_map::{self, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,180 +13,16 @@ use tokio::time::Instant;
 use crate::locker::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
-/// A resource name as the shard maps key it: a position in a request's
-/// shared list of names, so that keying a name costs a reference count
-/// instead of an allocation. Hashes and compares as the name itself.
-#[derive(Debug, Clone)]
-pub(super) struct Name {
-    list: Arc<[String]>,
-    at: usize,
-}
+mod budget;
+mod by_refresh;
+mod memory;
+mod name;
 
-impl Name {
-    /// The name at position `at` of `list`, which must be in bounds.
-    pub(super) fn new(list: &Arc<[String]>, at: usize) -> Self {
-        debug_assert!(at < list.len());
-        Name {
-            list: list.clone(),
-            at,
-        }
-    }
-
-    pub(super) fn as_str(&self) -> &str {
-        &self.list[self.at]
-    }
-
-    /// This name as a map key, which may outlive the request it came from:
-    /// a key from a list of several names would keep all of them alive for
-    /// as long as anyone holds or waits on this one resource, far beyond
-    /// what the server's memory accounting charged for it. Such a key gets
-    /// a list of its own; a request for one name (the common case) keys it
-    /// without allocating. Everything the table keeps past the request (the
-    /// map and the expiry index) holds this key, never the request's list.
-    fn key(&self) -> Name {
-        if self.list.len() == 1 {
-            return self.clone();
-        }
-        Name {
-            list: Arc::from([self.as_str().to_owned()]),
-            at: 0,
-        }
-    }
-}
-
-impl std::ops::Deref for Name {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Borrow<str> for Name {
-    fn borrow(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Hash for Name {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // As `str` hashes, so that maps keyed by `Name` can be searched by `&str`.
-        self.as_str().hash(state);
-    }
-}
-
-impl PartialEq for Name {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Name {}
-
-/// Memory kept after a peak: the table's maps and vectors give
-/// back room that their entries no longer use, so what a shard keeps
-/// follows what it holds now, not the most it ever held. Each shrinks only
-/// once it has lost a constant share of its room, to a size a constant
-/// share away from growing again, so a resize costs O(1) amortised over
-/// the insertions and removals since the last one, and no call does O(n)
-/// work that it has not paid for. The loads they keep are the ones
-/// [`NAME_OVERHEAD`] charges for:
-///
-/// * a vector (an expiry slab, a name's readers, a name's line) grows by
-///   half when full, so it is at least 2/3 full after growing, and shrinks
-///   to 1.5 times its length when it falls below half full: at least half
-///   full, twice its items' size at most;
-/// * a shard's map (whose bucket counts are powers of two) doubles when
-///   7/8 full, to 7/16, and shrinks when below 3/8 full, by a half or more,
-///   to between 7/18 and 7/9 full: at least 3/8 full, 8/3 slots per name.
-///
-/// Below these sizes a shard keeps its room, so that a shard that holds a
-/// lock now and then does not allocate on every call: a map of at most
-/// [`MAP_KEPT`] names and a slab of [`SLAB_KEPT`] nodes. [`SHARD_KEPT`] is
-/// what that costs at most, which the server's memory budget adds to its
-/// table's cap.
-const SLAB_KEPT: usize = 32;
-
-/// The capacity of a map of 32 buckets: see [`SLAB_KEPT`].
-const MAP_KEPT: usize = 28;
-
-/// What a shard keeps at most while (nearly) empty: its map at 32 buckets
-/// (a slot and a control byte each, and 16 more control bytes) and its
-/// slab at [`SLAB_KEPT`] nodes.
-#[cfg_attr(not(feature = "net"), allow(dead_code))]
-pub(crate) const SHARD_KEPT: usize = block(32 * (std::mem::size_of::<(Name, Resource)>() + 1) + 16)
-    + block(SLAB_KEPT * std::mem::size_of::<Node>());
-
-/// Makes room for one more item in `v`, growing it by half when full.
-fn room<T>(v: &mut Vec<T>) {
-    if v.len() == v.capacity() {
-        v.reserve_exact((v.len() / 2).max(1));
-    }
-}
-
-/// Gives back the room of `v` once it is less than half full, keeping
-/// room for half its length again: see [`SLAB_KEPT`].
-fn fit<T>(v: &mut Vec<T>) {
-    if v.len() * 2 < v.capacity() {
-        v.shrink_to(v.len() + v.len() / 2);
-    }
-}
-
-/// Whether a map (or a vector) of capacity `capacity` holding `len` items
-/// should shrink: over [`MAP_KEPT`], and less than 3/8 of its buckets (3/7
-/// of its capacity, which is 7/8 of them) in use.
-#[cfg_attr(not(feature = "net"), allow(dead_code))]
-pub(crate) fn map_sparse(len: usize, capacity: usize) -> bool {
-    capacity > MAP_KEPT && len * 7 < capacity * 3
-}
-
-/// The size to shrink a sparse map of `len` names to: room for 1/8 more,
-/// which halves its buckets at least (9/8 · 8/7 · 3/8 < 1/2) and leaves
-/// it at most 7/9 full.
-#[cfg_attr(not(feature = "net"), allow(dead_code))]
-pub(crate) fn map_shrunk(len: usize) -> usize {
-    len + len / 8
-}
-
-/// What glibc's malloc takes for a block of `size` bytes: an 8-byte header,
-/// 16-byte granules, 32 bytes at least.
-#[cfg_attr(not(feature = "net"), allow(dead_code))]
-pub(crate) const fn block(size: usize) -> usize {
-    let rounded = (size + 8 + 15) & !15;
-    if rounded < 32 {
-        32
-    } else {
-        rounded
-    }
-}
-
-/// The most the table's memory grows by, at its worst, for each name a
-/// request covers, besides the name's own bytes; the lock server charges
-/// this much per name (it once charged 256 bytes while a short name
-/// took about 590). Derived from the sizes of the table's parts, so that it
-/// follows them, and checked against a counting allocator by
-/// `tests/net_memory.rs`:
-///
-/// * the name's slot in its shard's map, at the map's lowest load: 3/8
-///   full (see [`SLAB_KEPT`]; a map below [`MAP_KEPT`] names is in
-///   [`SHARD_KEPT`] instead);
-/// * the key: a list of its own holding the name, and malloc's rounding of
-///   the name's bytes (at most 31 bytes past its length);
-/// * then the larger of what an entry and a place add:
-///   - an entry: its node in the expiry slab, and a reader's record in the
-///     holders' list, both in vectors at least half full (so twice their
-///     size);
-///   - a place: its record in the line, in a vector at least half full, and its
-///     share of the request's list of names, which the place keeps alive
-///     (the string header and malloc's rounding of the name's bytes).
-#[cfg_attr(not(feature = "net"), allow(dead_code))]
-pub(crate) const NAME_OVERHEAD: usize = {
-    let slot = ((std::mem::size_of::<(Name, Resource)>() + 1) * 8).div_ceil(3);
-    let key = block(2 * std::mem::size_of::<usize>() + std::mem::size_of::<String>()) + 31;
-    let entry = 2 * std::mem::size_of::<Node>() + 2 * std::mem::size_of::<Entry>();
-    let place = 2 * std::mem::size_of::<Place>() + std::mem::size_of::<String>() + 31;
-    slot + key + if entry > place { entry } else { place }
-};
+pub(crate) use budget::{NAME_OVERHEAD, SHARD_KEPT};
+use by_refresh::ByRefresh;
+pub(crate) use memory::{block, map_shrunk, map_sparse};
+use memory::{fit, room};
+pub(super) use name::Name;
 
 /// One grant on one resource.
 #[derive(Debug)]
@@ -631,7 +465,7 @@ impl Shard {
     }
 
     /// Gives back the room of the map and of the expiry slab once they
-    /// are sparse (see [`SLAB_KEPT`]), after something was removed: O(1)
+    /// are sparse (see [`SLAB_KEPT`](memory::SLAB_KEPT)), after something was removed: O(1)
     /// unless they shrink, and amortised O(1) when they do.
     fn fit(&mut self) {
         if map_sparse(self.map.len(), self.map.capacity()) {
@@ -886,177 +720,6 @@ impl Shard {
         // A crashed server forgets its counters too; tokens drawn after the
         // quarantine start from the clock instead (see `LocalLocker::fence`).
         self.fence_floor = 0;
-    }
-}
-
-/// Entries in order of last refresh, oldest first: a doubly linked list
-/// threaded through a slab, so that adding an entry, moving it to the back
-/// on refresh and removing it are O(1), and allocate only when the slab
-/// outgrows its peak.
-struct ByRefresh {
-    nodes: Vec<Node>,
-    /// The oldest and newest linked node; `NIL` when none.
-    head: usize,
-    tail: usize,
-    /// Unlinked nodes, chained through `next`; `NIL` when none.
-    free: usize,
-    /// Linked nodes: the entries of the shard.
-    len: usize,
-}
-
-struct Node {
-    /// `None` while the node is free.
-    name: Option<Name>,
-    refreshed: Instant,
-    prev: usize,
-    next: usize,
-}
-
-const NIL: usize = usize::MAX;
-
-impl Default for ByRefresh {
-    fn default() -> Self {
-        ByRefresh {
-            nodes: Vec::new(),
-            head: NIL,
-            tail: NIL,
-            free: NIL,
-            len: 0,
-        }
-    }
-}
-
-impl ByRefresh {
-    /// Adds an entry of `name` refreshed `at`; returns its slot.
-    fn push(&mut self, name: Name, at: Instant) -> usize {
-        let node = Node {
-            name: Some(name),
-            refreshed: at,
-            prev: NIL,
-            next: NIL,
-        };
-        let slot = match self.nodes.get_mut(self.free) {
-            Some(free) => {
-                let slot = self.free;
-                self.free = free.next;
-                *free = node;
-                slot
-            }
-            None => {
-                room(&mut self.nodes);
-                self.nodes.push(node);
-                self.nodes.len() - 1
-            }
-        };
-        self.link(slot);
-        self.len += 1;
-        slot
-    }
-
-    /// The slot and refresh time of the oldest entry.
-    fn oldest(&self) -> Option<(usize, Instant)> {
-        self.nodes.get(self.head).map(|n| (self.head, n.refreshed))
-    }
-
-    /// Moves the entry in `slot` to its place as refreshed `at`.
-    fn touch(&mut self, slot: usize, at: Instant) {
-        if self.nodes.get(slot).is_some_and(|n| n.name.is_some()) {
-            self.unlink(slot);
-            self.nodes[slot].refreshed = at;
-            self.link(slot);
-        }
-    }
-
-    /// Removes the entry in `slot`; returns its name.
-    fn remove(&mut self, slot: usize) -> Option<Name> {
-        let name = self.nodes.get_mut(slot)?.name.take()?;
-        self.unlink(slot);
-        self.len -= 1;
-        if self.head == NIL {
-            // Empty: start the slab over rather than keep a free chain (its
-            // room goes back in `compact_if_sparse`).
-            self.nodes.clear();
-            self.free = NIL;
-        } else {
-            self.nodes[slot].next = self.free;
-            self.free = slot;
-        }
-        Some(name)
-    }
-
-    /// Links the unlinked node `slot` in refresh order. Callers read the
-    /// clock before they lock the shard, so a node may be a little older
-    /// than the newest; the walk back from the tail is short.
-    fn link(&mut self, slot: usize) {
-        let at = self.nodes[slot].refreshed;
-        let mut prev = self.tail;
-        while prev != NIL && self.nodes[prev].refreshed > at {
-            prev = self.nodes[prev].prev;
-        }
-        let next = match prev {
-            NIL => std::mem::replace(&mut self.head, slot),
-            _ => std::mem::replace(&mut self.nodes[prev].next, slot),
-        };
-        match next {
-            NIL => self.tail = slot,
-            _ => self.nodes[next].prev = slot,
-        }
-        let node = &mut self.nodes[slot];
-        node.prev = prev;
-        node.next = next;
-    }
-
-    fn unlink(&mut self, slot: usize) {
-        let Node { prev, next, .. } = self.nodes[slot];
-        match prev {
-            NIL => self.head = next,
-            _ => self.nodes[prev].next = next,
-        }
-        match next {
-            NIL => self.tail = prev,
-            _ => self.nodes[next].prev = prev,
-        }
-    }
-
-    fn clear(&mut self) {
-        *self = ByRefresh::default();
-    }
-
-    /// Once fewer than half of the slab's room holds entries (and it has
-    /// room for more than [`SLAB_KEPT`]), moves the entries to a slab of
-    /// 1.5 times their number, in refresh order, and returns where each
-    /// old slot went (`NIL` for a free one). O(room), after at least a
-    /// quarter of it was freed since the slab last grew or shrank.
-    fn compact_if_sparse(&mut self) -> Option<Vec<usize>> {
-        let room = self.nodes.capacity();
-        if room <= SLAB_KEPT || self.len * 2 >= room {
-            return None;
-        }
-        let mut moved = vec![NIL; self.nodes.len()];
-        let mut nodes = Vec::with_capacity(self.len + self.len / 2);
-        let mut at = self.head;
-        while at != NIL {
-            let old = &mut self.nodes[at];
-            let new = nodes.len();
-            moved[at] = new;
-            nodes.push(Node {
-                name: old.name.take(),
-                refreshed: old.refreshed,
-                prev: new.checked_sub(1).unwrap_or(NIL),
-                next: if old.next == NIL { NIL } else { new + 1 },
-            });
-            at = old.next;
-        }
-        let len = nodes.len();
-        debug_assert_eq!(len, self.len);
-        *self = ByRefresh {
-            nodes,
-            head: if len == 0 { NIL } else { 0 },
-            tail: len.checked_sub(1).unwrap_or(NIL),
-            free: NIL,
-            len,
-        };
-        Some(moved)
     }
 }
 

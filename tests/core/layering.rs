@@ -203,7 +203,7 @@ fn the_checker_sees_an_upward_import() {
 #[path = "../module_graph/mod.rs"]
 mod module_graph;
 
-use module_graph::{build_graph, check_crate, cycles, report, ModuleFile};
+use module_graph::{build_graph, check_crate, cycles, long_files, report, ModuleFile};
 
 #[test]
 fn no_library_module_is_in_an_import_circle() {
@@ -217,6 +217,21 @@ fn no_library_module_is_in_an_import_circle() {
         "the graph misses lock::mutex -> lock::guard; the parser is broken"
     );
     assert!(circles.is_empty(), "import circles:\n{circles}");
+}
+
+#[test]
+fn no_library_source_file_is_over_800_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let long = long_files(&src, "lib.rs", 800);
+    assert!(
+        long.is_empty(),
+        "split these by concept (unit-test modules aside): {long:?}"
+    );
+    // Test modules are left out, not everything: a file over the limit
+    // that is no test module is found.
+    let everything = long_files(&src, "lib.rs", 0);
+    assert!(everything.iter().any(|(f, _)| f == "local/table.rs"));
+    assert!(!everything.iter().any(|(f, _)| f == "local/tests/queues.rs"));
 }
 
 fn planted(files: &[(&str, &str)]) -> Vec<ModuleFile> {

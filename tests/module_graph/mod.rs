@@ -689,3 +689,25 @@ pub fn check_crate(src: &Path, root_file: &str) -> (Graph, String) {
     let text = report(&graph, &found);
     (graph, text)
 }
+
+/// The files of the crate in `src` longer than `limit` lines, test modules
+/// (`#[cfg(test)] mod x;` and all under them) left out, each with its count.
+pub fn long_files(src: &Path, root_file: &str, limit: usize) -> Vec<(String, usize)> {
+    let files = read_crate(src, root_file);
+    let mut tests = BTreeSet::new();
+    for file in &files {
+        for child in file_facts(&file.source).test_children {
+            tests.insert(join(&file.module, &child));
+        }
+    }
+    files
+        .iter()
+        .filter(|f| {
+            !tests
+                .iter()
+                .any(|t| f.module == *t || f.module.starts_with(&format!("{t}::")))
+        })
+        .map(|f| (f.file.clone(), f.source.lines().count()))
+        .filter(|(_, lines)| *lines > limit)
+        .collect()
+}

@@ -1,0 +1,237 @@
+//! How a session's lock requests wait in line: a version-2 client's polls
+//! and a version-3 client's waits, the places they hold in the lock
+//! table's queues, and ending those places when the client gives up,
+//! releases or goes away. A place is charged to the connection while it is
+//! held, and ended exactly once.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::labels::Limit;
+use super::requests::{unavailable, Asked, Ending, Refusal, Session};
+use super::waits::{Place, PollKey, MAX_PLACE_TTL, POLL_PLACE_TTL};
+use super::wire::{ErrorKind, Reply, WireArgs, WireTicket, WireWaitReply};
+use crate::locker::wait::{WaitArgs, WaitReply};
+use crate::{LockArgs, LockMode, NetLocker};
+
+impl Session<'_> {
+    /// A version-2 client's plain lock, made fair: it is asked as a wait
+    /// with the ticket this poller drew when the connection first saw it
+    /// (same owner, resources and mode), and a place that is only a
+    /// reservation, kept for [`POLL_PLACE_TTL`] and renewed by each poll.
+    /// The poller therefore keeps its turn between polls, and push waiters
+    /// that came later cannot overtake it. `None` when the connection
+    /// already remembers as many pollers or places as it may: then the
+    /// lock is asked plainly.
+    pub(super) async fn poll(&self, args: &LockArgs, mode: LockMode) -> Option<Reply> {
+        let key = PollKey {
+            owner: args.owner.clone(),
+            resources: args.resources.clone(),
+            mode,
+        };
+        let ticket = self.waits().poller(key.clone(), Instant::now())?;
+        let asked = Asked {
+            mode,
+            ticket,
+            place_ttl: POLL_PLACE_TTL,
+            push: false,
+        };
+        Some(match self.ask(args, &asked).await {
+            Ok(WaitReply::Granted) => {
+                self.waits().poller_done(&key);
+                Reply::Bool(true)
+            }
+            Ok(WaitReply::Queued | WaitReply::Refused) => Reply::Bool(false),
+            Err(Refusal::Full(_)) => return None,
+            Err(Refusal::Reply(reply)) => reply,
+        })
+    }
+
+    /// A version-3 waiting lock.
+    pub(super) async fn wait(
+        &self,
+        args: WireArgs,
+        mode: LockMode,
+        ticket: WireTicket,
+        place_ttl: Duration,
+        push: bool,
+    ) -> Reply {
+        let args = match self.checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        if place_ttl.is_zero() {
+            return Reply::Error {
+                kind: ErrorKind::InvalidArgument,
+                message: format!(
+                    "a place_ttl of zero keeps no place; send how long the server should keep the \
+                     place without hearing from the waiter (at most {MAX_PLACE_TTL:?})"
+                ),
+            };
+        }
+        let asked = Asked {
+            mode,
+            ticket: ticket.into(),
+            place_ttl: place_ttl.min(MAX_PLACE_TTL),
+            push,
+        };
+        match self.ask(&args, &asked).await {
+            Ok(reply) => Reply::Wait(WireWaitReply::from(reply)),
+            Err(Refusal::Full(limit)) => {
+                self.server.metrics.refused_by(Limit::WaitersPerConnection);
+                unavailable(format!(
+                    "too many queued waiters on this connection ({limit}); wait until some are \
+                 granted or give them up, spread the waits over more connections, or raise the \
+                 server's limit (--max-waiters-per-connection)"
+                ))
+            }
+            Err(Refusal::Reply(reply)) => reply,
+        }
+    }
+
+    /// Asks the lock table for `args` as a waiter, guarded against a
+    /// racing release of the uid as [`grant`](Self::grant) is, and brings
+    /// the ledger and this connection's places up to date with the answer.
+    ///
+    /// A place stays charged to the ledger as a lock is while this
+    /// connection keeps it: a pushed one may become a lock at any moment,
+    /// and a reservation stands on its names all the same. The table may
+    /// keep a reservation while it answers `Refused` (it cannot push it),
+    /// so for a reservation both answers count as a place. A place that
+    /// ends without a grant this connection saw (expired, or superseded by
+    /// the same waiter's newer request) is settled by
+    /// [`ended`](Self::ended), which takes what is left of it out of the
+    /// table before its charge goes.
+    pub(super) async fn ask(&self, args: &LockArgs, asked: &Asked) -> Result<WaitReply, Refusal> {
+        let released = &self.server.released;
+        if released.contains(&args.uid) {
+            return Ok(WaitReply::Refused);
+        }
+        let (room, expired) = {
+            let mut waits = self.waits();
+            let expired = waits.sweep(Instant::now());
+            let room = waits
+                .has_room(&args.uid, asked.ticket)
+                .then_some(())
+                .ok_or(waits.limit());
+            (room, expired)
+        };
+        self.ended(expired, Ending::Lapsed);
+        room.map_err(Refusal::Full)?;
+        let ledger = &self.server.ledger;
+        let reserved = ledger
+            .reserve(self.id, args)
+            .map_err(|over| Refusal::Reply(self.over(over)))?;
+        let locker = &*self.server.locker;
+        let wait = WaitArgs {
+            ticket: asked.ticket,
+            place_ttl: asked.place_ttl,
+            wake: asked.push.then(|| self.wake.clone()),
+        };
+        let reply = match locker.lock_wait(args, asked.mode, &wait).await {
+            Ok(reply) => reply,
+            Err(err) => {
+                ledger.undo(&args.uid, reserved);
+                return Err(Refusal::Reply(Reply::from_error(err)));
+            }
+        };
+        match (reply, asked.push) {
+            (WaitReply::Granted, _) => {
+                // The table ended this waiter's places, under any uid.
+                let superseded = self.waits().supersede(args, asked.ticket);
+                self.ended(superseded, Ending::Superseded(args));
+                if released.contains(&args.uid) {
+                    self.undo_grant(args).await;
+                    return Ok(WaitReply::Refused);
+                }
+                ledger.touch(self.id, &args.uid);
+            }
+            // A reservation may be kept although the answer says the table
+            // will not push it; count it as kept until it expires.
+            (WaitReply::Queued, _) | (WaitReply::Refused, false) => {
+                if released.contains(&args.uid) {
+                    // The release may have run before the place existed:
+                    // give the place up, and a grant pushed meanwhile.
+                    let _ = locker.leave_queue(args);
+                    self.waits().end(&args.uid);
+                    self.undo_grant(args).await;
+                    return Ok(WaitReply::Refused);
+                }
+                let place = Place {
+                    args: args.clone(),
+                    mode: asked.mode,
+                    ticket: asked.ticket,
+                    expires: Instant::now() + asked.place_ttl,
+                };
+                let superseded = self.waits().queued(place);
+                self.ended(superseded, Ending::Superseded(args));
+            }
+            (WaitReply::Refused, true) => {
+                ledger.undo(&args.uid, reserved);
+                let place = self.waits().end(&args.uid);
+                self.ended(place, Ending::Lapsed);
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Whether the connection keeps nothing on the server that needs it
+    /// open: no lock, place in line, proclamation or watch charged to it.
+    /// Places that expired are settled first.
+    pub(super) fn holds_nothing(&self) -> bool {
+        let expired = self.waits().sweep(Instant::now());
+        self.ended(expired, Ending::Lapsed);
+        self.waits().is_empty() && !self.server.ledger.holds(self.id)
+    }
+
+    /// The uid was granted or released: its place, if it had one, is
+    /// over.
+    pub(super) fn end_place(&self, uid: &str) -> Option<Place> {
+        let mut waits = self.waits();
+        if waits.is_empty() {
+            return None;
+        }
+        waits.end(uid)
+    }
+
+    /// Settles places that ended without a grant this connection saw:
+    /// expired, superseded by the same waiter's newer request (under
+    /// another uid, or for other names), refused, or given up because the
+    /// connection closed. What is left of each in the lock table goes (a
+    /// superseded place may stand on names the newer request does not
+    /// name; an expired one may not be swept yet). Its charge goes unless
+    /// the table holds an entry of its uid on those names: a pushed place
+    /// may have been granted meanwhile, and the entries keep the charge
+    /// until they are released or it lapses. So the ledger never charges
+    /// less than the table keeps.
+    ///
+    /// A place whose waiter has asked again over another connection since
+    /// (it reconnected; the ledger then charges that connection) belongs
+    /// to that connection now, and is left alone: the table keeps one place
+    /// per waiter, and it is the newer connection's.
+    pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
+        let locker = &*self.server.locker;
+        let ledger = &self.server.ledger;
+        for place in places {
+            let uid = &place.args.uid;
+            if ledger.owner(uid).is_some_and(|conn| conn != self.id) {
+                continue;
+            }
+            let (ticket, keep) = match how {
+                // Every place of the uid: its waiter is gone.
+                Ending::Closed => (None, &[][..]),
+                Ending::Lapsed | Ending::Released => (Some(place.ticket), &[][..]),
+                // The uid's own newer request renewed its places on the
+                // names it asked for again.
+                Ending::Superseded(newer) if newer.uid == *uid => {
+                    (Some(place.ticket), &newer.resources[..])
+                }
+                Ending::Superseded(_) => (Some(place.ticket), &[][..]),
+            };
+            if !locker.end_place(&place.args, ticket, keep).held {
+                ledger.release(uid, Some(&place.args.resources));
+            }
+        }
+    }
+}

@@ -1,0 +1,536 @@
+//! A session's requests: the `Session` of one authenticated connection,
+//! and how it checks, answers and charges each request (locks, releases,
+//! refreshes, fences, elections, listings). A request is checked whole
+//! before anything is kept for it, and every reply says what was refused
+//! and why.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::labels::Limit;
+use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
+use super::state::{Role, ServerState};
+use super::waits::{Place, Waits, MAX_PLACE_TTL};
+use super::wire::{
+    self, ErrorKind, Op, Reply, Request, Response, WireArgs, WireLockInfo, WireMode,
+    WireProclamation,
+};
+use crate::locker::proclamation::WatchArgs;
+use crate::locker::wait::{PushEvent, PushSink, Ticket, Wake};
+use crate::{Error, LockArgs, LockMode, NetLocker};
+
+/// A push on its way from the lock table to the connection's task.
+pub(super) type Pushed = (Box<str>, PushEvent);
+
+pub(super) struct Session<'a> {
+    pub(super) server: &'a ServerState,
+    pub(super) role: Role,
+    /// Names this connection in the server's ledger.
+    pub(super) id: u64,
+    /// The protocol version the client speaks.
+    pub(super) version: u16,
+    /// Where the lock table pushes this connection's grants and wounds,
+    /// and the `Changed` of its watches.
+    pub(super) wake: Wake,
+    /// The places this connection holds in line. Only this connection's
+    /// task locks it, so it is never contended.
+    pub(super) waits: Mutex<Waits>,
+}
+
+/// Hands pushes from the lock table to the connection's task. Never
+/// blocks: when the task is gone or too far behind, the push is dropped
+/// (the waiter learns of its grant when it asks again).
+pub(super) struct ConnSink {
+    pub(super) pushes: mpsc::Sender<Pushed>,
+}
+
+impl PushSink for ConnSink {
+    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send((uid.into(), event)) {
+            tracing::debug!(%uid, ?event, "push queue full; dropping the push");
+        }
+    }
+}
+
+/// How a version-2 poll or a version-3 wait asks the lock table.
+pub(super) struct Asked {
+    pub(super) mode: LockMode,
+    pub(super) ticket: Ticket,
+    pub(super) place_ttl: Duration,
+    pub(super) push: bool,
+}
+
+impl Session<'_> {
+    /// The lock arguments of a request, or the reply refusing them when a
+    /// field is beyond the protocol's limits, or holds text a listing
+    /// could not show (refused before anything is kept for the request:
+    /// a place, a charge, a tombstone).
+    pub(super) fn checked(&self, args: WireArgs) -> Result<LockArgs, Reply> {
+        match args.oversize {
+            Some(reason) => {
+                self.server.metrics.refused_by(Limit::FieldLength);
+                Err(Reply::Error {
+                    kind: ErrorKind::InvalidArgument,
+                    message: format!("{reason}; see the limits in PROTOCOL.md"),
+                })
+            }
+            None => {
+                let args = LockArgs::from(args);
+                args.validate_text().map_err(Reply::from_error)?;
+                Ok(args)
+            }
+        }
+    }
+
+    /// A reply refusing a lock over a limit of the lock table.
+    pub(super) fn over(&self, over: Over) -> Reply {
+        self.server.metrics.refused_by(over.limit);
+        unavailable(over.message)
+    }
+
+    /// The response to one frame, or why the connection must close.
+    pub(super) async fn handle(&self, frame: &[u8]) -> Result<Response, String> {
+        let request: Request = wire::decode(frame).map_err(|e| e.to_string())?;
+        let started = self.server.metrics.started(&request.op);
+        let reply = self.dispatch(request.op).await;
+        self.server.metrics.answered(started, &reply);
+        Ok(Response {
+            id: request.id,
+            reply,
+        })
+    }
+
+    pub(super) async fn dispatch(&self, op: Op) -> Reply {
+        let locker = &*self.server.locker;
+        if op.since() > self.version {
+            return Reply::Error {
+                kind: ErrorKind::InvalidArgument,
+                message: format!(
+                    "this request needs protocol version {}, but the connection speaks {}; \
+                     reconnect with a newer Hello",
+                    op.since(),
+                    self.version
+                ),
+            };
+        }
+        match op {
+            Op::LockWait {
+                args,
+                mode,
+                ticket,
+                place_ttl,
+                push,
+            } => self.wait(args, mode.into(), ticket, place_ttl, push).await,
+            Op::Fence { args, mode, floor } => self.fence(args, mode.into(), floor).await,
+            Op::Lock(args) => self.grant(args, LockMode::Write).await,
+            Op::RLock(args) => self.grant(args, LockMode::Read).await,
+            Op::Unlock(args) => self.release(args, Kind::Write).await,
+            Op::RUnlock(args) => self.release(args, Kind::Read).await,
+            Op::ForceUnlock(args) if args.uid.is_empty() && self.role != Role::Admin => {
+                forbidden("forcing resources open")
+            }
+            Op::ForceUnlock(args) => self.release(args, Kind::Force).await,
+            Op::Refresh(args, mode) => self.refresh(args, mode.map(LockMode::from)).await,
+            Op::List if self.role != Role::Admin => forbidden("listing locks"),
+            Op::List => Reply::Locks(list(locker)),
+            Op::Health => Reply::Health {
+                quarantined: locker.is_quarantined(),
+                entries: self.entries(),
+            },
+            Op::Status => Reply::Status {
+                quarantine_left: locker.quarantine_left(),
+                entries: self.entries(),
+            },
+            Op::Proclaim { args, proclamation } => self.proclaim(args, proclamation).await,
+            Op::Leader { args, watch } => self.leader(args, watch).await,
+        }
+    }
+
+    /// The arguments of an election call: within the protocol's limits,
+    /// and naming exactly one resource (the election's name).
+    pub(super) fn election_args(&self, args: WireArgs) -> Result<LockArgs, Reply> {
+        let args = self.checked(args)?;
+        if args.resources.len() != 1 {
+            return Err(invalid(format!(
+                "an election call names exactly one resource (the election's name), not {}",
+                args.resources.len()
+            )));
+        }
+        Ok(args)
+    }
+
+    /// Stores a leader's proclamation with its entry (version 5).
+    ///
+    /// The value is charged to the leader's uid as its lock is, before the
+    /// locker is asked, and stays charged while the proclamation may be
+    /// kept: until the lock on the resource is released or the uid's
+    /// charge lapses. In quarantine the locker stores it on an entry the
+    /// uid holds but answers with its quarantine error; the charge then
+    /// stays when the uid holds the entry.
+    pub(super) async fn proclaim(&self, args: WireArgs, proclamation: WireProclamation) -> Reply {
+        let args = match self.election_args(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        if let Some(reason) = proclamation.oversize() {
+            self.server.metrics.refused_by(Limit::FieldLength);
+            return invalid(format!("{reason}; see the limits in PROTOCOL.md"));
+        }
+        let proclamation = match proclamation.into_proclamation() {
+            Ok(p) => p,
+            Err(err) => return Reply::from_error(err),
+        };
+        let ledger = &self.server.ledger;
+        let bytes = proclamation_bytes(&args, proclamation.value.len());
+        let reserved = match ledger.reserve_board(self.id, &args, Board::Proclamation, bytes) {
+            Ok(reserved) => reserved,
+            Err(over) => return self.over(over),
+        };
+        let locker = &*self.server.locker;
+        let result = locker.proclaim(&args, &proclamation).await;
+        let kept = match &result {
+            Ok(stored) => *stored,
+            Err(err) if err.is_quarantine() => locker.holds_all(&args, LockMode::Write),
+            Err(_) => false,
+        };
+        if !kept {
+            ledger.undo_board(&args.uid, reserved);
+        }
+        Reply::from_result(result)
+    }
+
+    /// Reads the leader of one resource (version 5); with `watch`, also
+    /// keeps a watch for `args.uid` that pushes `Changed` on this
+    /// connection.
+    ///
+    /// The watch lives at most [`MAX_PLACE_TTL`] and the server's validity,
+    /// so that its charge in the ledger (which lapses once the uid went
+    /// untouched for the validity) never ends before it. A watch whose
+    /// connection closed lapses by its ttl; its push, if it fires first,
+    /// finds the connection's queue closed and is dropped.
+    pub(super) async fn leader(&self, args: WireArgs, watch: Option<Duration>) -> Reply {
+        let args = match self.election_args(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        let locker = &*self.server.locker;
+        let answer = |result: Result<Option<crate::Proclamation>, Error>| match result {
+            Ok(found) => Reply::Leader(found.as_ref().map(WireProclamation::from)),
+            Err(err) => Reply::from_error(err),
+        };
+        let Some(ttl) = watch else {
+            return answer(locker.leader(&args, None).await);
+        };
+        if ttl.is_zero() {
+            return invalid(format!(
+                "a watch ttl of zero keeps no watch; send how long the server should keep the \
+                 watch without hearing from the observer (at most {MAX_PLACE_TTL:?})"
+            ));
+        }
+        let ttl = ttl.min(MAX_PLACE_TTL).min(locker.config().validity);
+        let ledger = &self.server.ledger;
+        let reserved = match ledger.reserve_board(self.id, &args, Board::Watch, watch_bytes(&args))
+        {
+            Ok(reserved) => reserved,
+            Err(over) => return self.over(over),
+        };
+        let watch = WatchArgs {
+            ttl,
+            wake: self.wake.clone(),
+        };
+        let result = locker.leader(&args, Some(&watch)).await;
+        // Refused arguments (or too many watches) keep no watch; in
+        // quarantine the watch is kept although the answer is an error.
+        if matches!(result, Err(Error::InvalidArgument(_))) {
+            ledger.undo_board(&args.uid, reserved);
+        }
+        answer(result)
+    }
+
+    /// How many entries the table holds: counted shard by shard, without
+    /// copying the table (a copy once took a full server far over its
+    /// memory budget and held a runtime worker for seconds).
+    pub(super) fn entries(&self) -> u64 {
+        self.server.locker.counts().entries as u64
+    }
+
+    /// Grants a lock, atomically with respect to a release of its uid.
+    ///
+    /// Why no entry can outlive a release of the same uid, whatever the
+    /// interleaving with another connection: a release records the
+    /// tombstone *before* it unlocks ([`release`](Self::release)), and a
+    /// grant looks for the tombstone again *after* the locker granted. If
+    /// that look finds none, the tombstone was recorded after the grant,
+    /// so the release's unlock also runs after it and removes the entry;
+    /// if it finds one, the grant is undone here. (The tombstone lock
+    /// orders the two looks.) The look before the grant only saves work.
+    /// The one gap: a tombstone forgotten between the two (it is kept for
+    /// the validity, or less under a flood of releases past
+    /// `max_released_bytes`); the entry then expires after the validity.
+    ///
+    /// A version-2 client's lock takes a place in line first ([`poll`]).
+    ///
+    /// [`poll`]: Self::poll
+    pub(super) async fn grant(&self, args: WireArgs, mode: LockMode) -> Reply {
+        let args = match self.checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        if self.version < wire::V3 {
+            if let Some(reply) = self.poll(&args, mode).await {
+                return reply;
+            }
+        }
+        let released = &self.server.released;
+        if released.contains(&args.uid) {
+            // Overtaken by its own release: granting would leave an entry
+            // that nobody unlocks.
+            return Reply::Bool(false);
+        }
+        let ledger = &self.server.ledger;
+        let reserved = match ledger.reserve(self.id, &args) {
+            Ok(reserved) => reserved,
+            Err(over) => return self.over(over),
+        };
+        let locker = &*self.server.locker;
+        let result = match mode {
+            LockMode::Read => locker.rlock(&args).await,
+            LockMode::Write => locker.lock(&args).await,
+        };
+        if !matches!(result, Ok(true)) {
+            ledger.undo(&args.uid, reserved);
+            return Reply::from_result(result);
+        }
+        self.end_place(&args.uid);
+        if released.contains(&args.uid) {
+            self.undo_grant(&args).await;
+            return Reply::Bool(false);
+        }
+        ledger.touch(self.id, &args.uid);
+        Reply::Bool(true)
+    }
+
+    /// Draws a fencing token.
+    pub(super) async fn fence(&self, args: WireArgs, mode: LockMode, floor: u64) -> Reply {
+        let args = match self.checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        match self.server.locker.fence(&args, mode, floor).await {
+            Ok(token) => Reply::Fence(token),
+            Err(err) => Reply::from_error(err),
+        }
+    }
+
+    pub(super) fn waits(&self) -> MutexGuard<'_, Waits> {
+        self.waits.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Removes what a grant for a uid released meanwhile created.
+    pub(super) async fn undo_grant(&self, args: &LockArgs) {
+        tracing::debug!(uid = %args.uid, "grant raced its own release; undone");
+        // By uid and resources, whatever the mode. Afterwards none of these
+        // entries exists, whoever removed them, so the charge goes too.
+        let _ = self.server.locker.force_unlock(args).await;
+        self.server.ledger.release(&args.uid, Some(&args.resources));
+    }
+
+    /// Releases by uid. The tombstone is recorded before the unlock, which
+    /// is what makes [`grant`](Self::grant) safe against this release.
+    pub(super) async fn release(&self, args: WireArgs, kind: Kind) -> Reply {
+        let args = match self.checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        self.server.released.remember(&args.uid);
+        let locker = &*self.server.locker;
+        let result = match kind {
+            Kind::Write => locker.unlock(&args).await,
+            Kind::Read => locker.runlock(&args).await,
+            Kind::Force => locker.force_unlock(&args).await,
+        };
+        // A release also ends the uid's place in line, in any mode.
+        let place = if args.uid.is_empty() {
+            None
+        } else {
+            self.end_place(&args.uid)
+        };
+        // Only a release that removed something frees the charge: one in
+        // the wrong mode removes nothing and must not make the entries
+        // free of charge. A place that was only waiting holds no entry: a
+        // release in its mode (or forced) leaves nothing of the uid.
+        let waited = place.as_ref().is_some_and(|p| match kind {
+            Kind::Write => p.mode == LockMode::Write,
+            Kind::Read => p.mode == LockMode::Read,
+            Kind::Force => true,
+        });
+        let removed = matches!(result, Ok(true));
+        if (removed || (waited && result.is_ok())) && !args.uid.is_empty() {
+            let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
+            let resources = (!everywhere).then_some(&args.resources[..]);
+            self.server.ledger.release(&args.uid, resources);
+        }
+        // The place ended here may stand on names this release did not
+        // name: what is left of it in the table goes too, so that the
+        // connection's limit on places counts every place the table keeps.
+        if let Some(place) = place {
+            self.ended(std::iter::once(place), Ending::Released);
+        }
+        Reply::from_result(result)
+    }
+
+    /// Refreshes a lock; in quarantine, with a mode, the locker may re-create
+    /// its entries.
+    ///
+    /// Such a re-grant creates entries as a lock does, so it is charged and
+    /// limited as a lock is (it once was not counted at all). A uid
+    /// this server does not know is still re-granted: after a restart the
+    /// server cannot tell a lock it granted before from a new one, and
+    /// refusing would cost a live holder its lock, which is what the
+    /// quarantine exists to prevent. A uid released here is refused as
+    /// for a lock, and a re-grant racing its release is undone as in
+    /// [`grant`](Self::grant).
+    pub(super) async fn refresh(&self, args: WireArgs, mode: Option<LockMode>) -> Reply {
+        let args = match self.checked(args) {
+            Ok(args) => args,
+            Err(reply) => return reply,
+        };
+        let released = &self.server.released;
+        if released.contains(&args.uid) {
+            return Reply::Bool(false);
+        }
+        let (locker, ledger) = (&*self.server.locker, &self.server.ledger);
+        let may_create = mode.is_some() && locker.is_quarantined();
+        let reserved = if may_create {
+            match ledger.reserve(self.id, &args) {
+                Ok(reserved) => Some(reserved),
+                Err(over) => return self.over(over),
+            }
+        } else {
+            None
+        };
+        let result = match mode {
+            Some(mode) => locker.refresh_mode(&args, mode).await,
+            None => locker.refresh(&args).await,
+        };
+        // After the locker's refresh, so the charge never lapses before
+        // the entries it pays for; also on failure, since a partial refresh
+        // still refreshes the entries it found.
+        let known = ledger.touch(self.id, &args.uid);
+        // In quarantine the locker answers with its quarantine error even
+        // when it re-created the entries (the answer must not count), so
+        // that answer may have created them as `Ok(true)` may: ask.
+        let kept = match (&result, mode) {
+            (Ok(held), _) => *held,
+            (Err(err), Some(mode)) if may_create && err.is_quarantine() => {
+                locker.holds_all(&args, mode)
+            }
+            (Err(_), _) => false,
+        };
+        match (kept, reserved) {
+            (true, _) if released.contains(&args.uid) => {
+                if may_create {
+                    self.undo_grant(&args).await;
+                }
+                return Reply::Bool(false);
+            }
+            // Entries nothing here knew of (a re-grant as quarantine ended
+            // under us): charge them, there is no refusing them now.
+            (true, _) if !known => ledger.charge_unconditionally(self.id, &args),
+            (true, _) => {}
+            (false, Some(reserved)) => ledger.undo(&args.uid, reserved),
+            (false, None) => {}
+        }
+        Reply::from_result(result)
+    }
+}
+
+/// How places of this connection ended: see [`Session::ended`].
+#[derive(Clone, Copy)]
+pub(super) enum Ending<'a> {
+    /// Expired, or refused.
+    Lapsed,
+    /// Its waiter released the uid (on any names).
+    Released,
+    /// The same waiter asked again with these arguments.
+    Superseded(&'a LockArgs),
+    /// The connection closed.
+    Closed,
+}
+
+/// Why a wait was not asked.
+pub(super) enum Refusal {
+    /// The connection holds as many places as it may (the limit).
+    Full(usize),
+    /// Refused with this reply.
+    Reply(Reply),
+}
+
+impl Drop for Session<'_> {
+    /// The connection closed (or its task was aborted): its waiters can no
+    /// longer be told of a grant, so their places go, and with them the
+    /// turns they would have taken from others. Grants stay; their holders
+    /// still release or refresh them.
+    fn drop(&mut self) {
+        let places: Vec<Place> = {
+            let waits = self.waits.get_mut().unwrap_or_else(PoisonError::into_inner);
+            if waits.is_empty() {
+                return;
+            }
+            waits.drain().collect()
+        };
+        tracing::debug!(
+            places = places.len(),
+            "connection closed; giving up its places in line"
+        );
+        self.ended(places, Ending::Closed);
+    }
+}
+
+pub(super) fn invalid(message: String) -> Reply {
+    Reply::Error {
+        kind: ErrorKind::InvalidArgument,
+        message,
+    }
+}
+
+pub(super) fn unavailable(message: String) -> Reply {
+    Reply::Error {
+        kind: ErrorKind::Unavailable,
+        message,
+    }
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Kind {
+    Read,
+    Write,
+    Force,
+}
+
+pub(super) fn forbidden(what: &str) -> Reply {
+    Reply::Error {
+        kind: ErrorKind::Forbidden,
+        message: format!("{what} needs the admin token"),
+    }
+}
+
+pub(super) fn list(locker: &crate::LocalLocker) -> Vec<WireLockInfo> {
+    let now = Instant::now();
+    locker
+        .snapshot()
+        .into_iter()
+        .map(|info| WireLockInfo {
+            resource: info.resource,
+            uid: info.uid,
+            owner: info.owner,
+            source: info.source,
+            mode: WireMode::from(info.mode),
+            age: now.saturating_duration_since(info.acquired),
+            since_refresh: now.saturating_duration_since(info.refreshed),
+        })
+        .collect()
+}

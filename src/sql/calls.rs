@@ -1,0 +1,540 @@
+//! The calls of a `SqlLocker`, each one short transaction at read
+//! committed that locks its resources' rows first, in sorted order, then
+//! reads, decides, writes and commits: granting, waiting, releasing,
+//! refreshing, fencing, proclaiming and listing. No call answers while
+//! the locker is in quarantine, and none holds a connection after it
+//! returns.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::config::{LONGEST, MAX_LABEL_LEN, MAX_UID_LEN};
+use super::store::Epoch;
+use super::waits::Waiter;
+use super::{cut, ms, stamp, state, Shared};
+use crate::error::{FLOOR_AHEAD_REASON, QUARANTINE_REASON};
+use crate::locker::proclamation::{Proclamation, MAX_VALUE_LEN};
+use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
+use crate::{Error, LockArgs, LockInfo, LockMode};
+
+/// How a waiting call ended.
+pub(super) enum Waited {
+    Granted,
+    Queued,
+    Refused,
+    /// Queued, and the uid holds a grant an older waiter is queued behind.
+    Wounded,
+}
+
+impl Shared {
+    pub(super) fn endpoint(&self) -> &str {
+        &self.store.endpoint
+    }
+
+    /// Checks `args` as every locker must: resources within the limits,
+    /// a uid unless `any_uid`, and text a listing can show.
+    pub(super) fn checked(args: &LockArgs, any_uid: bool) -> Result<Vec<String>, Error> {
+        args.validate_resources()?;
+        if !any_uid && args.uid.is_empty() {
+            return Err(Error::InvalidArgument("empty lock uid".into()));
+        }
+        if args.uid.len() > MAX_UID_LEN {
+            return Err(Error::invalid(format!(
+                "a lock uid of {} bytes; a SqlLocker stores at most {MAX_UID_LEN}",
+                args.uid.len()
+            )));
+        }
+        args.validate_text()?;
+        let mut names = args.resources.to_vec();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    pub(super) fn who(args: &LockArgs) -> (&str, &str) {
+        (
+            cut(&args.owner, MAX_LABEL_LEN),
+            cut(&args.source, MAX_LABEL_LEN),
+        )
+    }
+
+    pub(super) fn validity_ms(&self) -> i64 {
+        ms(self.config.validity)
+    }
+
+    /// How long the quarantine `fencing` (or that of grants) has left at
+    /// `epoch`, if any: from the later of the table's epoch and the
+    /// server's start.
+    pub(super) fn quarantine(&self, epoch: &Epoch, fencing: bool) -> Option<Duration> {
+        let configured = match self.config.quarantine {
+            zero if zero.is_zero() => return None,
+            q => q.max(self.config.validity).min(LONGEST),
+        };
+        let quarantine = if fencing {
+            configured.max(FENCE_QUARANTINE)
+        } else {
+            configured
+        };
+        let end = epoch
+            .since_ms
+            .max(epoch.started_ms)
+            .saturating_add(ms(quarantine));
+        let now = epoch.now_ms();
+        (now < end).then(|| Duration::from_millis(u64::try_from(end - now).unwrap_or(u64::MAX)))
+    }
+
+    /// The quarantine of grants in ms, as the fast path checks it: 0 for
+    /// none.
+    pub(super) fn quarantine_ms(&self) -> i64 {
+        match self.config.quarantine {
+            zero if zero.is_zero() => 0,
+            q => ms(q.max(self.config.validity)),
+        }
+    }
+
+    /// The fast path of a grant of one free resource; whether it granted.
+    pub(super) async fn fast_grant(
+        &self,
+        names: &[String],
+        args: &LockArgs,
+        mode: LockMode,
+        wait: (&str, &str),
+    ) -> Result<bool, Error> {
+        let [name] = names else {
+            return Ok(false);
+        };
+        self.store
+            .fast_grant(
+                name,
+                &args.uid,
+                state::mode_char(mode),
+                self.validity_ms(),
+                self.quarantine_ms(),
+                wait,
+                Self::who(args),
+            )
+            .await
+    }
+
+    pub(super) fn quarantined(&self, left: Duration) -> Error {
+        Error::LockerUnavailable {
+            endpoint: self.endpoint().to_owned(),
+            reason: format!(
+                "the database's lock table began a new epoch or the server started recently, \
+                 and it may have lost locks it granted; {QUARANTINE_REASON} for another {left:?}"
+            ),
+        }
+    }
+
+    pub(super) async fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        let names = Self::checked(args, false)?;
+        if self.fast_grant(&names, args, mode, ("", "")).await? {
+            return Ok(true);
+        }
+        let validity = self.validity_ms();
+        let uid = &*args.uid;
+        self.store
+            .call(&names, Self::who(args), false, |t, epoch| {
+                let deadline = t.now + validity;
+                let answer = if let Some(left) = self.quarantine(epoch, false) {
+                    t.refresh_held(uid, deadline);
+                    Err(self.quarantined(left))
+                } else if (0..t.resources.len()).any(|i| {
+                    t.resources[i].blocked(uid, mode)
+                        || t.resources[i].queued_before(uid, mode, None)
+                }) {
+                    Ok(false)
+                } else {
+                    for i in 0..t.resources.len() {
+                        t.grant(i, uid, mode, deadline, "", "");
+                    }
+                    Ok(true)
+                };
+                t.finish();
+                Ok(answer)
+            })
+            .await?
+    }
+
+    /// A waiting lock call, or (`turn`) a turn taken for a waiter after a
+    /// notice said it may have come.
+    pub(super) async fn wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        ticket: &str,
+        place_ttl: Duration,
+        channel: &str,
+        turn: bool,
+    ) -> Result<Waited, Error> {
+        let names = Self::checked(args, false)?;
+        if !turn
+            && self
+                .fast_grant(&names, args, mode, (ticket, channel))
+                .await?
+        {
+            return Ok(Waited::Granted);
+        }
+        let validity = self.validity_ms();
+        let ttl = ms(place_ttl);
+        let uid = &*args.uid;
+        self.store
+            .call(&names, Self::who(args), false, |t, epoch| {
+                let n = t.resources.len();
+                // The same waiter asking again under a new uid: its old place goes.
+                for i in 0..n {
+                    let stale: Vec<String> = t.resources[i]
+                        .places
+                        .iter()
+                        .filter(|(other, p)| other.as_str() != uid && p.ticket == ticket)
+                        .map(|(other, _)| other.clone())
+                        .collect();
+                    for other in stale {
+                        t.unplace(i, &other);
+                    }
+                }
+                let placed = t.resources.iter().all(|r| r.places.contains_key(uid));
+                let admitted = t
+                    .resources
+                    .iter()
+                    .all(|r| !r.blocked(uid, mode) && !r.queued_before(uid, mode, Some(ticket)));
+                let holds = t.holds_all(uid, Some(mode));
+                let deadline = t.now + validity;
+                let answer = if turn && (holds || !placed) {
+                    Ok(Waited::Refused)
+                } else if let Some(left) = self.quarantine(epoch, false) {
+                    t.refresh_held(uid, deadline);
+                    Err(self.quarantined(left))
+                } else if admitted {
+                    for i in 0..n {
+                        t.grant(i, uid, mode, deadline, ticket, channel);
+                        t.unplace(i, uid);
+                    }
+                    Ok(Waited::Granted)
+                } else if turn {
+                    Ok(Waited::Queued)
+                } else {
+                    let place_deadline = t.now + ttl.min(validity);
+                    let mut wounded = false;
+                    for i in 0..n {
+                        // What the uid holds already is renewed: the answer
+                        // counts as one. A grant that an older waiter is
+                        // queued behind is a wound, told in the answer
+                        // whether or not a notice reached the waiter.
+                        if t.resources[i].holders.contains_key(uid) {
+                            let held = t.resources[i].holders[uid].mode;
+                            t.grant(i, uid, held, deadline, "", "");
+                            if t.resources[i].queued_before(uid, mode, Some(ticket)) {
+                                wounded = true;
+                            }
+                        }
+                        t.place(i, uid, mode, place_deadline, ticket, channel);
+                        t.wound(i, mode, ticket);
+                    }
+                    Ok(if wounded {
+                        Waited::Wounded
+                    } else if channel.is_empty() {
+                        Waited::Refused
+                    } else {
+                        Waited::Queued
+                    })
+                };
+                t.finish();
+                Ok(answer)
+            })
+            .await?
+    }
+
+    /// Asks again for `waiter` after a notice said its turn may have come;
+    /// whether it was granted.
+    pub(super) async fn take_turn(&self, waiter: &Waiter) -> Result<bool, Error> {
+        let waited = self
+            .wait(
+                &waiter.args,
+                waiter.mode,
+                &waiter.ticket,
+                waiter.place_ttl,
+                &self.channel,
+                true,
+            )
+            .await?;
+        Ok(matches!(waited, Waited::Granted))
+    }
+
+    pub(super) async fn release(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        let names = Self::checked(args, false)?;
+        self.waits.forget(&args.uid);
+        let uid = &*args.uid;
+        self.store
+            .call(&names, ("", ""), false, |t, _| {
+                let mut removed = false;
+                for i in 0..t.resources.len() {
+                    if t.resources[i].mode() == Some(mode) && t.release(i, uid) {
+                        removed = true;
+                    }
+                    t.unplace(i, uid);
+                }
+                t.finish();
+                Ok(removed)
+            })
+            .await
+    }
+
+    pub(super) async fn refresh(
+        &self,
+        args: &LockArgs,
+        mode: Option<LockMode>,
+    ) -> Result<bool, Error> {
+        let names = Self::checked(args, false)?;
+        let validity = self.validity_ms();
+        let uid = &*args.uid;
+        self.store
+            .call(&names, Self::who(args), false, |t, epoch| {
+                let deadline = t.now + validity;
+                let missing = !t.holds_all(uid, None);
+                t.refresh_held(uid, deadline);
+                let answer = match self.quarantine(epoch, false) {
+                    None => Ok(!missing),
+                    Some(left) => {
+                        // Re-creates the missing entries where the
+                        // resources are free for them (all or none), so
+                        // the holder has them back when the quarantine
+                        // ends; the answer counts for nothing meanwhile.
+                        if let (true, Some(mode)) = (missing, mode) {
+                            let free = t
+                                .resources
+                                .iter()
+                                .all(|r| r.holders.contains_key(uid) || !r.blocked(uid, mode));
+                            if free {
+                                for i in 0..t.resources.len() {
+                                    if !t.resources[i].holders.contains_key(uid) {
+                                        t.grant(i, uid, mode, deadline, "", "");
+                                    }
+                                }
+                            }
+                        }
+                        Err(self.quarantined(left))
+                    }
+                };
+                t.finish();
+                Ok(answer)
+            })
+            .await?
+    }
+
+    pub(super) async fn force(&self, names: &[String], uid: &str) -> Result<bool, Error> {
+        self.store
+            .call(names, ("", ""), false, |t, _| {
+                let mut removed = false;
+                for i in 0..t.resources.len() {
+                    if uid.is_empty() {
+                        let holders: Vec<String> = t.resources[i].holders.keys().cloned().collect();
+                        for holder in holders {
+                            removed |= t.release(i, &holder);
+                        }
+                    } else {
+                        removed |= t.release(i, uid);
+                        t.unplace(i, uid);
+                    }
+                }
+                t.finish();
+                Ok(removed)
+            })
+            .await
+    }
+
+    pub(super) async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        let names = Self::checked(args, false)?;
+        let uid = &*args.uid;
+        let endpoint = self.endpoint();
+        self.store
+            .call(&names, ("", ""), true, |t, epoch| {
+                let answer = if let Some(left) = self.quarantine(epoch, true) {
+                    Err(self.quarantined(left))
+                } else if !t.holds_all(uid, Some(mode)) {
+                    Ok(None)
+                } else {
+                    let now_ns = u64::try_from(epoch.now_us)
+                        .unwrap_or(0)
+                        .saturating_mul(1000);
+                    let limit = now_ns.saturating_add(
+                        u64::try_from(FENCE_CLOCK_TOLERANCE.as_nanos()).unwrap_or(u64::MAX),
+                    );
+                    let mark = epoch.mark.map(|m| u64::try_from(m).unwrap_or(0));
+                    if floor > limit {
+                        Err(Error::InvalidArgument(format!(
+                            "fencing floor {floor} is {FLOOR_AHEAD_REASON} database {endpoint} by \
+                             more than {FENCE_CLOCK_TOLERANCE:?} (its clock plus that is {limit} \
+                             ns): clocks out of sync, or a client sent a bogus floor"
+                        )))
+                    } else {
+                        let token = now_ns
+                            .max(floor)
+                            .max(mark.map_or(0, |m| m.saturating_add(1)));
+                        match i64::try_from(token) {
+                            Ok(stored) => {
+                                t.ops.push(state::Op::Mark { token: stored });
+                                Ok(Some(token))
+                            }
+                            Err(_) => Err(Error::InvalidArgument(format!(
+                                "the fencing counter of database {endpoint} would pass \
+                                 i64::MAX, the most its column holds"
+                            ))),
+                        }
+                    }
+                };
+                t.finish();
+                Ok(answer)
+            })
+            .await?
+    }
+
+    pub(super) async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
+        let names = Self::checked(args, false)?;
+        let uid = &*args.uid;
+        let new = stamp(p);
+        self.store
+            .call(&names, ("", ""), false, |t, epoch| {
+                let r = &t.resources[0];
+                let mut stored = false;
+                if r.mode() == Some(LockMode::Write) {
+                    if let Some(holder) = r.holders.get(uid) {
+                        stored = true;
+                        if holder.stamp.is_empty() || holder.stamp < new {
+                            let op = state::Op::Proclaim {
+                                name: r.name.clone(),
+                                uid: uid.to_owned(),
+                                stamp: new.clone(),
+                                value: p.value.to_vec(),
+                            };
+                            t.ops.push(op);
+                        }
+                    }
+                }
+                t.finish();
+                Ok(match self.quarantine(epoch, false) {
+                    Some(left) => Err(self.quarantined(left)),
+                    None => Ok(stored),
+                })
+            })
+            .await?
+    }
+
+    /// The leader of `names[0]`: its uid and proclamation.
+    pub(super) async fn read_leader(
+        &self,
+        names: &[String],
+    ) -> Result<Option<(String, Proclamation)>, Error> {
+        let endpoint = self.endpoint();
+        self.store
+            .call(names, ("", ""), false, |t, epoch| {
+                let found = t.resources[0].leader().map(|(uid, h)| {
+                    (
+                        uid.to_owned(),
+                        h.stamp.clone(),
+                        h.value.clone().unwrap_or_default(),
+                    )
+                });
+                t.finish();
+                if let Some(left) = self.quarantine(epoch, false) {
+                    return Ok(Err(self.quarantined(left)));
+                }
+                let Some((uid, stamp, value)) = found else {
+                    return Ok(Ok(None));
+                };
+                Ok(unstamp(&stamp, &value)
+                    .map(|p| Some((uid, p)))
+                    .ok_or_else(|| Error::LockerUnavailable {
+                        endpoint: endpoint.to_owned(),
+                        reason: "the table holds a proclamation this library cannot read; was \
+                                 the row written by hand?"
+                            .into(),
+                    }))
+            })
+            .await?
+    }
+
+    pub(super) async fn list(&self) -> Result<Vec<LockInfo>, Error> {
+        let store = &self.store;
+        let validity = self.config.validity.min(LONGEST);
+        store
+            .bounded(async {
+                let rows = sqlx::query(&store.dialect.list())
+                    .fetch_all(store.pool())
+                    .await
+                    .map_err(|e| store.error(e))?;
+                let here = Instant::now();
+                let mut infos = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    use sqlx::Row as _;
+                    let get = |column: &str| store.text(row, column).map_err(|e| store.error(e));
+                    let number = |column: &str| -> Result<i64, Error> {
+                        row.try_get::<i64, _>(column).map_err(|e| store.error(e))
+                    };
+                    let (now_ms, deadline) =
+                        (number("now_us")?.div_euclid(1000), number("deadline")?);
+                    if deadline <= now_ms {
+                        continue;
+                    }
+                    let at = |ms: i64| {
+                        let ago = u64::try_from(now_ms.saturating_sub(ms)).unwrap_or(0);
+                        here.checked_sub(Duration::from_millis(ago)).unwrap_or(here)
+                    };
+                    let mode: String = row.try_get("mode").map_err(|e| store.error(e))?;
+                    let refreshed = deadline.saturating_sub(ms(validity));
+                    infos.push(LockInfo {
+                        resource: get("name")?,
+                        uid: get("uid")?,
+                        mode: if mode == "w" {
+                            LockMode::Write
+                        } else {
+                            LockMode::Read
+                        },
+                        owner: get("owner")?,
+                        source: get("source")?,
+                        acquired: at(number("granted")?),
+                        refreshed: at(refreshed),
+                    });
+                }
+                infos.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
+                Ok(infos)
+            })
+            .await
+    }
+
+    /// The names `uid` holds or waits on.
+    pub(super) async fn names_of(&self, uid: &str) -> Result<Vec<String>, Error> {
+        let store = &self.store;
+        store
+            .bounded(async {
+                let rows = sqlx::query(&store.dialect.names_of_uid())
+                    .bind(uid)
+                    .fetch_all(store.pool())
+                    .await
+                    .map_err(|e| store.error(e))?;
+                rows.iter()
+                    .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
+                    .collect()
+            })
+            .await
+    }
+}
+
+/// A stored proclamation, or `None` when it is not one [`stamp`] wrote.
+pub(super) fn unstamp(stamp: &str, value: &[u8]) -> Option<Proclamation> {
+    if stamp.len() != 40
+        || !stamp.bytes().all(|b| b.is_ascii_digit())
+        || value.len() > MAX_VALUE_LEN
+    {
+        return None;
+    }
+    let term = stamp[..20].parse().ok()?;
+    let seq = stamp[20..].parse().ok()?;
+    Proclamation::new(term, seq, value).ok()
+}

@@ -1,0 +1,63 @@
+//! Unit tests of `SqlLocker`'s pieces that need no database.
+
+use super::*;
+
+/// The DDL that docs/sql.md shows for teams that create the tables by
+/// hand is exactly what the locker runs.
+#[test]
+fn the_documented_ddl_is_the_ddl_the_locker_runs() {
+    let doc = include_str!("../../docs/sql.md");
+    let backends = [
+        #[cfg(feature = "postgres")]
+        Backend::Postgres,
+        #[cfg(feature = "mysql")]
+        Backend::MySql,
+    ];
+    for backend in backends {
+        for statement in schema(backend, &SqlConfig::default()).expect("the default config") {
+            assert!(
+                doc.contains(&format!("{statement};")),
+                "docs/sql.md lacks this {} statement:\n{statement};",
+                backend.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn prefixes_and_schemas_that_are_not_plain_identifiers_are_refused() {
+    for prefix in ["a-b", "x;drop", "1abc", &"p".repeat(41)] {
+        let config = SqlConfig {
+            table_prefix: prefix.to_owned(),
+            ..SqlConfig::default()
+        };
+        let err = SqlLocker::new("postgres://h/db", config).expect_err(prefix);
+        assert!(err.to_string().contains("table prefix"), "{err}");
+    }
+    let config = SqlConfig {
+        schema: Some("public\"; --".into()),
+        ..SqlConfig::default()
+    };
+    assert!(SqlLocker::new("postgres://h/db", config).is_err());
+}
+
+#[test]
+fn urls_that_are_no_database_are_refused_without_their_credentials() {
+    for url in ["http://user:pw@h/x", "redis://:pw@h:6379", "h:7001"] {
+        let err = SqlLocker::new(url, SqlConfig::default()).expect_err(url);
+        let text = err.to_string();
+        assert!(text.contains("postgres://"), "{text}");
+        assert!(!text.contains("pw"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn debug_and_endpoint_never_show_the_password() {
+    let locker = SqlLocker::new(
+        "postgres://app:s3cr3t@db.internal:5432/app",
+        SqlConfig::default(),
+    )
+    .expect("a URL");
+    assert_eq!(locker.endpoint(), "postgres://db.internal:5432/app");
+    assert!(!format!("{locker:?}").contains("s3cr3t"));
+}
