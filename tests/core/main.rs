@@ -22,6 +22,7 @@ mod layering;
 mod lease;
 mod lost_locks_and_wait_outcomes;
 mod no_second_holder_at_the_drift_bound;
+mod observer_order_with_two_reads_in_flight;
 mod randomized;
 mod reentrant;
 mod runtimes;
