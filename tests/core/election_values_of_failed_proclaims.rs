@@ -175,9 +175,96 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
     assert_eq!(
         String::from_utf8_lossy(&read.value),
         "zero",
-        "leader() reported a failed proclaim's value (term {}, seq {}); \"one\" is on 1 of 5 \
-         lockers and was never on a write quorum",
+        "leader() reported a failed proclaim's value (term {}, seq {}): \"one\" is on 1 of 5 \
+         lockers, \"two\" on 2 of 5, neither was ever on a write quorum",
         read.term,
         read.seq
+    );
+}
+
+/// Five lockers. The leader's proclaim of "second" reaches nodes 0, 1 and
+/// 2 and succeeds; its links to nodes 3 and 4 drop proclamations (its
+/// refreshes still arrive), so they keep "first". The watcher's nearest
+/// nodes are 3 and 4, then 0. A write quorum of lockers holds "second"
+/// for as long as the leader leads, and `Observer` promises "a leader is
+/// reported once a write quorum of lockers holds its proclamation", with
+/// `Some(leader)` "when a leader ... proclaims a new value"; `proclaim`
+/// replaces the value "for `Election::leader` and the observers to
+/// report".
+#[tokio::test(start_paused = true)]
+async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_first() {
+    let cluster = Arc::new(TestCluster::new(5, 24));
+    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .zip(&cuts)
+        .map(|(l, cut)| {
+            Arc::new(LosesProclamations {
+                inner: l,
+                cut: cut.clone(),
+            }) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let a = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let w = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(8)
+        .build()
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"first"[..])
+        .await
+        .unwrap();
+    let mut observer = watch.observe().unwrap();
+    let seen = observer.recv().await.flatten().expect("the leader");
+    assert_eq!(&seen.value[..], b"first");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0])
+        .unwrap();
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[1, 2])
+        .unwrap();
+    cuts[3].store(true, Ordering::SeqCst);
+    cuts[4].store(true, Ordering::SeqCst);
+    leading
+        .proclaim(&b"second"[..])
+        .await
+        .expect("nodes 0, 1 and 2 store it");
+
+    let mut reported = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+        reported.push(item);
+    }
+    assert!(!leading.is_lost(), "the leader still leads");
+    let mut values = Vec::new();
+    for l in cluster.lockers() {
+        let p = leader_on(&**l, "jobs")
+            .await
+            .expect("a value on every node");
+        values.push(String::from_utf8_lossy(&p.value).into_owned());
+    }
+    assert_eq!(values, ["second", "second", "second", "first", "first"]);
+    let read = watch.leader().await.unwrap().expect("a leader");
+    let shown: Vec<_> = reported
+        .iter()
+        .map(|l| {
+            l.as_ref()
+                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
+        })
+        .collect();
+    assert!(
+        shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
+        "10 s after proclaim(\"second\") returned Ok, with \"second\" on 3 of 5 lockers, the \
+         observer reported {shown:?} and leader() = {:?}",
+        String::from_utf8_lossy(&read.value)
     );
 }
