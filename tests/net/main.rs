@@ -20,6 +20,7 @@ mod fuzz;
 mod late_validity;
 mod limits;
 mod places_in_line_per_connection;
+mod places_of_reconnected_waiters;
 mod races;
 mod reconnect;
 mod refusal_logs;
