@@ -249,3 +249,73 @@ async fn a_read_begun_later_but_answered_earlier_does_not_bring_a_resigned_leade
         shown(&after)
     );
 }
+
+/// Every locker answers 300 ms late (reads take that long), and the leader
+/// proclaims a new value as fast as it can for 6 s (each proclaim also
+/// takes that long): each value's pushes start fresh reads before the
+/// last one finished. The observer keeps reporting new
+/// values (it is not silenced by pushes), in order, and ends on the last.
+#[tokio::test(start_paused = true)]
+async fn an_observer_keeps_reporting_while_values_change_faster_than_a_read() {
+    use quorum_lock::testing::{Latency, TestCluster};
+    let cluster = TestCluster::new(3, 31);
+    let leader_client = Dsync::builder(cluster.net_lockers())
+        .owner("leader")
+        .rng_seed(1)
+        .build()
+        .unwrap();
+    let watcher = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(2)
+        .build()
+        .unwrap();
+    let mut leading = leader_client
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"v0"[..])
+        .await
+        .unwrap();
+    let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
+    let first = observer.recv().await.flatten().expect("the leader");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(300)), &[0, 1, 2])
+        .unwrap();
+    let collect = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        let end = Instant::now() + Duration::from_secs(12);
+        while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+            seen.push(item);
+        }
+        seen
+    });
+    let mut last = 0;
+    let began = Instant::now();
+    while Instant::now() - began < Duration::from_secs(6) {
+        last += 1;
+        let value = format!("v{last}");
+        leading
+            .proclaim(value.into_bytes())
+            .await
+            .expect("proclaimed");
+    }
+    leading
+        .proclaim(b"final".to_vec())
+        .await
+        .expect("proclaimed");
+    let seen = collect.await.unwrap();
+    let seqs: Vec<(u64, u64)> = seen
+        .iter()
+        .map(|l| l.as_ref().map(|l| (l.term, l.seq)).unwrap_or((0, 0)))
+        .collect();
+    let in_order = seqs.windows(2).all(|w| w[0] < w[1]);
+    let during = seen.len();
+    eprintln!("reported {during} items while {last} values were proclaimed");
+    assert!(
+        in_order
+            && seqs.iter().all(|&(term, _)| term == first.term)
+            && during >= 5
+            && seen.last().and_then(|l| l.as_ref()).map(|l| &l.value[..]) == Some(&b"final"[..]),
+        "reported {during} items while {last} values were proclaimed: {:?}",
+        shown(&seen)
+    );
+}
