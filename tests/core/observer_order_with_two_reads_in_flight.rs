@@ -319,3 +319,107 @@ async fn an_observer_keeps_reporting_while_values_change_faster_than_a_read() {
         shown(&seen)
     );
 }
+
+/// Read A (the re-check's) has slow requests; the leader resigns, and its
+/// push starts read B, which finds nobody at once but whose replies are
+/// slow. A second candidate then leads. A's requests arrive and find the
+/// new leader; B's replies ("no leader", older news) come in after. The
+/// new leader leads throughout: the observer must not end on "no leader"
+/// while it does (docs/election.md: observers see the truth, in order;
+/// the re-check makes up for anything missed within a second).
+#[tokio::test(start_paused = true)]
+async fn a_read_begun_later_but_answered_earlier_does_not_hide_the_next_leader() {
+    let lockers: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
+    let link = Arc::new(Link {
+        phase: AtomicU8::new(DIRECT),
+        sent: Default::default(),
+        arrived: Default::default(),
+    });
+    let scripted: Vec<Arc<dyn NetLocker>> = lockers
+        .iter()
+        .map(|l| {
+            Arc::new(Scripted {
+                inner: l.clone(),
+                link: link.clone(),
+            }) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let direct = || -> Vec<Arc<dyn NetLocker>> {
+        lockers
+            .iter()
+            .map(|l| l.clone() as Arc<dyn NetLocker>)
+            .collect()
+    };
+    let one = Dsync::builder(direct())
+        .owner("one")
+        .rng_seed(5)
+        .build()
+        .unwrap();
+    let two = Dsync::builder(direct())
+        .owner("two")
+        .rng_seed(9)
+        .build()
+        .unwrap();
+    let watcher = Dsync::builder(scripted)
+        .owner("watcher")
+        .rng_seed(6)
+        .build()
+        .unwrap();
+
+    let mut leading = one
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"one"[..])
+        .await
+        .unwrap();
+    let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
+    let first = observer.recv().await.flatten().expect("the leader");
+    assert_eq!(&first.value[..], b"one");
+    let settled = reports_within(&mut observer, Duration::from_millis(100)).await;
+    assert!(settled.is_empty(), "{:?}", shown(&settled));
+
+    link.phase.store(SLOW_REQUESTS, Ordering::SeqCst);
+    let began = Instant::now();
+    while link.sent[1].load(Ordering::SeqCst) < 3 {
+        sleep(Duration::from_millis(1)).await;
+        assert!(
+            Instant::now() - began < Duration::from_secs(3),
+            "the observer never read again"
+        );
+    }
+    link.phase.store(SLOW_REPLIES, Ordering::SeqCst);
+    leading.resign().await.expect("the resign is confirmed");
+    let waited = Instant::now();
+    while link.arrived[2].load(Ordering::SeqCst) < 2 {
+        sleep(Duration::from_millis(1)).await;
+        assert!(
+            Instant::now() - waited < REQUEST_TRIP / 2,
+            "the push did not start a second read"
+        );
+    }
+    link.phase.store(DIRECT, Ordering::SeqCst);
+    let next = two
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"two"[..])
+        .await
+        .unwrap();
+    assert_eq!(
+        link.arrived[1].load(Ordering::SeqCst),
+        0,
+        "read A must still be on its way when the next leader leads"
+    );
+
+    let after = reports_within(&mut observer, Duration::from_secs(10)).await;
+    assert!(!next.is_lost(), "the next leader leads throughout");
+    let now = watcher.election("jobs").unwrap().leader().await.unwrap();
+    assert_eq!(now.map(|l| l.term), Some(next.term()));
+    assert!(
+        after.last().and_then(|l| l.as_ref()).map(|l| l.term) == Some(next.term()),
+        "while {:?} (term {}) led for 10 s, the observer reported {:?} and stays on its last \
+         item",
+        "two",
+        next.term(),
+        shown(&after)
+    );
+}
