@@ -268,3 +268,72 @@ async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_firs
         String::from_utf8_lossy(&read.value)
     );
 }
+
+/// Three lockers: "second" reaches nodes 0 and 1 (a write quorum) and
+/// `proclaim` succeeds; the leader's link to node 2 drops proclamations,
+/// so node 2 keeps "first", and node 2 answers the watcher first.
+#[tokio::test(start_paused = true)]
+async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_first() {
+    let cluster = Arc::new(TestCluster::new(3, 25));
+    let cut = Arc::new(AtomicBool::new(false));
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match i {
+            2 => Arc::new(LosesProclamations {
+                inner: l,
+                cut: cut.clone(),
+            }) as Arc<dyn NetLocker>,
+            _ => l,
+        })
+        .collect();
+    let a = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let w = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(8)
+        .build()
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"first"[..])
+        .await
+        .unwrap();
+    let mut observer = watch.observe().unwrap();
+    let seen = observer.recv().await.flatten().expect("the leader");
+    assert_eq!(&seen.value[..], b"first");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1])
+        .unwrap();
+    cut.store(true, Ordering::SeqCst);
+    leading
+        .proclaim(&b"second"[..])
+        .await
+        .expect("nodes 0 and 1 store it");
+    let mut reported = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+        reported.push(item);
+    }
+    assert!(!leading.is_lost(), "the leader still leads");
+    let read = watch.leader().await.unwrap().expect("a leader");
+    let shown: Vec<_> = reported
+        .iter()
+        .map(|l| {
+            l.as_ref()
+                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
+        })
+        .collect();
+    assert!(
+        shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
+        "10 s after proclaim(\"second\") returned Ok, with \"second\" on 2 of 3 lockers, the \
+         observer reported {shown:?} and leader() = {:?}",
+        String::from_utf8_lossy(&read.value)
+    );
+}
