@@ -1,0 +1,339 @@
+//! Values of a leader's proclamations that failed, left on fewer lockers
+//! than a write quorum: `leader()` and observers never report one. Two
+//! failed proclaims in a row, on different lockers of five, must not add
+//! up to a write quorum for the older of them.
+#![cfg(feature = "testing")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::{Dsync, Error, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply};
+
+/// What one locker alone says of the election `name`.
+async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
+    let args = LockArgs {
+        uid: "probe".into(),
+        resources: vec![format!("election/{name}")].into(),
+        owner: "probe".into(),
+        source: "probe".into(),
+        quorum: 1,
+    };
+    locker
+        .leader(&args, None)
+        .await
+        .expect("the locker answers")
+}
+
+/// Forwards every call; while `cut` is set, proclamations are lost (the
+/// link drops them), everything else still arrives.
+struct LosesProclamations {
+    inner: Arc<dyn NetLocker>,
+    cut: Arc<AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl NetLocker for LosesProclamations {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.lock(args).await
+    }
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.rlock(args).await
+    }
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.unlock(args).await
+    }
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.runlock(args).await
+    }
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.refresh(args).await
+    }
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.inner.refresh_mode(args, mode).await
+    }
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.inner.lock_wait(args, mode, wait).await
+    }
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.inner.fence(args, mode, floor).await
+    }
+    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
+        if self.cut.load(Ordering::SeqCst) {
+            return Err(Error::LockerUnavailable {
+                endpoint: self.inner.endpoint(),
+                reason: "the proclamation was lost".into(),
+            });
+        }
+        self.inner.proclaim(args, p).await
+    }
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.force_unlock(args).await
+    }
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+    fn is_online(&self) -> bool {
+        self.inner.is_online()
+    }
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+    fn validity(&self) -> Option<Duration> {
+        self.inner.validity()
+    }
+    fn queues(&self) -> bool {
+        self.inner.queues()
+    }
+}
+
+/// Five lockers, the leader proclaimed "zero" on all. Its proclaim of
+/// "one" reaches node 2 only and fails; its proclaim of "two" reaches
+/// nodes 0 and 1 only and fails (the links drop proclamations, refreshes
+/// still arrive, so the leader keeps its lease and re-sends reach the same
+/// nodes). "one" is on one locker of five and was never on nodes 0 or 1,
+/// so it was neither on a write quorum nor replaced there by a newer
+/// value: `Election::leader` promises that "a value left on fewer lockers
+/// (by ... a `proclaim` that failed) is never reported". Nodes 3 and 4
+/// answer last.
+#[tokio::test(start_paused = true)]
+async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one() {
+    let cluster = Arc::new(TestCluster::new(5, 23));
+    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .zip(&cuts)
+        .map(|(l, cut)| {
+            Arc::new(LosesProclamations {
+                inner: l,
+                cut: cut.clone(),
+            }) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let a = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let w = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(8)
+        .build()
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"zero"[..])
+        .await
+        .unwrap();
+    let cut_all_but = |reach: &[usize]| {
+        for (i, cut) in cuts.iter().enumerate() {
+            cut.store(!reach.contains(&i), Ordering::SeqCst);
+        }
+    };
+    cut_all_but(&[2]);
+    let one = leading.proclaim(&b"one"[..]).await;
+    assert!(
+        matches!(one, Err(Error::QuorumUnavailable { .. })),
+        "{one:?}"
+    );
+    cut_all_but(&[0, 1]);
+    let two = leading.proclaim(&b"two"[..]).await;
+    assert!(
+        matches!(two, Err(Error::QuorumUnavailable { .. })),
+        "{two:?}"
+    );
+    assert!(!leading.is_lost());
+    let mut values = Vec::new();
+    for l in cluster.lockers() {
+        let p = leader_on(&**l, "jobs")
+            .await
+            .expect("a value on every node");
+        values.push(String::from_utf8_lossy(&p.value).into_owned());
+    }
+    assert_eq!(values, ["two", "two", "one", "zero", "zero"]);
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[3, 4])
+        .unwrap();
+
+    // Only "zero" was on a write quorum (nodes 3 and 4 hold it, nodes 0,
+    // 1 and 2 replaced it by newer values of the same leader).
+    let read = watch.leader().await.unwrap().expect("a leader");
+    assert_eq!(
+        String::from_utf8_lossy(&read.value),
+        "zero",
+        "leader() reported a failed proclaim's value (term {}, seq {}): \"one\" is on 1 of 5 \
+         lockers, \"two\" on 2 of 5, neither was ever on a write quorum",
+        read.term,
+        read.seq
+    );
+}
+
+/// Five lockers. The leader's proclaim of "second" reaches nodes 0, 1 and
+/// 2 and succeeds; its links to nodes 3 and 4 drop proclamations (its
+/// refreshes still arrive), so they keep "first". The watcher's nearest
+/// nodes are 3 and 4, then 0. A write quorum of lockers holds "second"
+/// for as long as the leader leads, and `Observer` promises "a leader is
+/// reported once a write quorum of lockers holds its proclamation", with
+/// `Some(leader)` "when a leader ... proclaims a new value"; `proclaim`
+/// replaces the value "for `Election::leader` and the observers to
+/// report".
+#[tokio::test(start_paused = true)]
+async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_first() {
+    let cluster = Arc::new(TestCluster::new(5, 24));
+    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .zip(&cuts)
+        .map(|(l, cut)| {
+            Arc::new(LosesProclamations {
+                inner: l,
+                cut: cut.clone(),
+            }) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let a = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let w = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(8)
+        .build()
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"first"[..])
+        .await
+        .unwrap();
+    let mut observer = watch.observe().unwrap();
+    let seen = observer.recv().await.flatten().expect("the leader");
+    assert_eq!(&seen.value[..], b"first");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0])
+        .unwrap();
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[1, 2])
+        .unwrap();
+    cuts[3].store(true, Ordering::SeqCst);
+    cuts[4].store(true, Ordering::SeqCst);
+    leading
+        .proclaim(&b"second"[..])
+        .await
+        .expect("nodes 0, 1 and 2 store it");
+
+    let mut reported = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+        reported.push(item);
+    }
+    assert!(!leading.is_lost(), "the leader still leads");
+    let mut values = Vec::new();
+    for l in cluster.lockers() {
+        let p = leader_on(&**l, "jobs")
+            .await
+            .expect("a value on every node");
+        values.push(String::from_utf8_lossy(&p.value).into_owned());
+    }
+    assert_eq!(values, ["second", "second", "second", "first", "first"]);
+    let read = watch.leader().await.unwrap().expect("a leader");
+    let shown: Vec<_> = reported
+        .iter()
+        .map(|l| {
+            l.as_ref()
+                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
+        })
+        .collect();
+    assert!(
+        shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
+        "10 s after proclaim(\"second\") returned Ok, with \"second\" on 3 of 5 lockers, the \
+         observer reported {shown:?} and leader() = {:?}",
+        String::from_utf8_lossy(&read.value)
+    );
+}
+
+/// Three lockers: "second" reaches nodes 0 and 1 (a write quorum) and
+/// `proclaim` succeeds; the leader's link to node 2 drops proclamations,
+/// so node 2 keeps "first", and node 2 answers the watcher first.
+#[tokio::test(start_paused = true)]
+async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_first() {
+    let cluster = Arc::new(TestCluster::new(3, 25));
+    let cut = Arc::new(AtomicBool::new(false));
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match i {
+            2 => Arc::new(LosesProclamations {
+                inner: l,
+                cut: cut.clone(),
+            }) as Arc<dyn NetLocker>,
+            _ => l,
+        })
+        .collect();
+    let a = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(7)
+        .build()
+        .unwrap();
+    let w = Dsync::builder(cluster.net_lockers())
+        .owner("watcher")
+        .rng_seed(8)
+        .build()
+        .unwrap();
+    let watch = w.election("jobs").unwrap();
+    let mut leading = a
+        .election("jobs")
+        .unwrap()
+        .campaign(&b"first"[..])
+        .await
+        .unwrap();
+    let mut observer = watch.observe().unwrap();
+    let seen = observer.recv().await.flatten().expect("the leader");
+    assert_eq!(&seen.value[..], b"first");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1])
+        .unwrap();
+    cut.store(true, Ordering::SeqCst);
+    leading
+        .proclaim(&b"second"[..])
+        .await
+        .expect("nodes 0 and 1 store it");
+    let mut reported = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+        reported.push(item);
+    }
+    assert!(!leading.is_lost(), "the leader still leads");
+    let read = watch.leader().await.unwrap().expect("a leader");
+    let shown: Vec<_> = reported
+        .iter()
+        .map(|l| {
+            l.as_ref()
+                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
+        })
+        .collect();
+    assert!(
+        shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
+        "10 s after proclaim(\"second\") returned Ok, with \"second\" on 2 of 3 lockers, the \
+         observer reported {shown:?} and leader() = {:?}",
+        String::from_utf8_lossy(&read.value)
+    );
+}
