@@ -229,6 +229,28 @@ pub enum Error {
         unreachable: Vec<Unreachable>,
     },
 
+    /// A read of an election found its leader (term `term` is on a write
+    /// quorum of lockers) but no value of that leader on a write quorum:
+    /// its last `proclaim` reached only some lockers (it failed, or is
+    /// still on its way), so the lockers disagree on the value and none can
+    /// be reported as the leader's. Retry: a later proclaim, or the
+    /// re-sends of this one, settle it.
+    #[error(
+        "term {term} leads, but none of its values is on {quorum} of the {lockers} lockers \
+         ({answered} answered): its last proclaim reached only some of them; retry once a \
+         proclaim of the leader succeeds"
+    )]
+    LeaderValueUnsettled {
+        /// The leading term.
+        term: u64,
+        /// Lockers that answered.
+        answered: usize,
+        /// Answers that confirm a value.
+        quorum: usize,
+        /// Lockers the coordinator talks to.
+        lockers: usize,
+    },
+
     /// The operation needs a tokio runtime (for timers and background release)
     /// but was polled outside one.
     #[error("no tokio runtime is running; call this from inside a tokio runtime")]

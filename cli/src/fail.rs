@@ -70,6 +70,7 @@ impl From<Error> for Failure {
             Error::Unauthorized { .. } => AUTH,
             Error::QuorumUnavailable { .. }
             | Error::LeaderUnsettled { .. }
+            | Error::LeaderValueUnsettled { .. }
             | Error::Quarantined { .. }
             | Error::LockerUnavailable { .. }
             | Error::LockerTimeout { .. }

@@ -195,14 +195,24 @@ pub(crate) async fn read_round(
                 }
             }
             match tally.verdict(n, quorum) {
-                Verdict::Decided(leader) => Some(leader),
+                Verdict::Decided(leader) => Some(Ok(leader)),
+                Verdict::ValueSplit { term } => Some(Err(term)),
                 Verdict::Open { .. } => None,
             }
         },
     )
     .await;
-    if let Some(leader) = decided {
-        return Ok(Reading { leader });
+    match decided {
+        Some(Ok(leader)) => return Ok(Reading { leader }),
+        Some(Err(term)) => {
+            return Err(Error::LeaderValueUnsettled {
+                term,
+                answered: tally.answered(),
+                quorum,
+                lockers: n,
+            })
+        }
+        None => {}
     }
     if let Some(err) = permanent {
         return Err(err);

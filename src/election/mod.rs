@@ -253,14 +253,16 @@ impl Election {
     /// Who leads now: the leader whose proclamation a write quorum of
     /// lockers holds, or `None` when a write quorum answered and none
     /// does (nobody leads, or the leader has not proclaimed yet). The
-    /// value is the newest that a write quorum holds, or has replaced by a
-    /// newer value of the same leader. A value left on fewer lockers (by a
-    /// resign or a cancelled campaign whose unlock missed them, or a
-    /// `proclaim` that failed) is never reported, so after a resign that
+    /// value reported is the one a write quorum holds. A value left on
+    /// fewer lockers (by a resign or a cancelled campaign whose unlock
+    /// missed them, or a `proclaim` that failed or is on its way) is never
+    /// reported, so after a resign that
     /// returned `Ok`, this returns `None` or a newer leader.
     ///
     /// Fails with [`Error::QuorumUnavailable`] when fewer than a write
-    /// quorum answered, [`Error::LeaderUnsettled`] when a quorum answered
+    /// quorum answered, [`Error::LeaderValueUnsettled`] when the leader's
+    /// term is on a write quorum but none of its values is (its last
+    /// proclaim reached only some lockers), [`Error::LeaderUnsettled`] when a quorum answered
     /// but the lockers that would tell whether a value still leads did
     /// not, and [`Error::Unsupported`] when the lockers cannot hold an
     /// election.

@@ -1,7 +1,6 @@
 //! `Observer`: a stream of an election's leader changes, told by the
 //! lockers' pushes and checked again on a timer in case a push was lost.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -10,7 +9,7 @@ use futures::Stream;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
-use super::calls::{read_round, Reading};
+use super::calls::read_round;
 use super::Leader;
 use crate::lock::coordinator::Coordinator;
 use crate::locker::wait::{PushEvent, PushSink};
@@ -31,10 +30,9 @@ const BUFFERED: usize = 16;
 /// behind an earlier one, or a locker that was partitioned still holding
 /// an old leader's entry, cannot bring a gone leader back), through locker
 /// restarts, partitions and reconnects. A leader is reported once a write
-/// quorum of lockers holds its proclamation (or a newer one of the same
-/// leader), so a copy of an old value that a resign or a cancelled
-/// campaign left on fewer lockers, or a value whose proclaim failed, is
-/// never reported; a change reaches the observer with the lockers' push, and a
+/// quorum of lockers holds its proclamation, so a copy of an old value
+/// that a resign or a cancelled campaign left on fewer lockers, or a value
+/// whose proclaim failed, is never reported; a change reaches the observer with the lockers' push, and a
 /// push that is lost is made up for by a re-check every
 /// `Timeouts::wait_recheck` (1 s by default). "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
@@ -150,65 +148,43 @@ impl Reported {
     }
 }
 
-/// One read of the leader, in flight.
-type Read<'a> = Pin<Box<dyn Future<Output = Result<Reading, crate::Error>> + Send + 'a>>;
-
-/// Polls the read in `slot`, if any; pending while there is none.
-fn finish<F: Future + Unpin>(slot: &mut Option<F>) -> impl Future<Output = F::Output> + '_ {
-    std::future::poll_fn(move |cx| match slot.as_mut() {
-        Some(read) => Pin::new(read).poll(cx),
-        None => Poll::Pending,
-    })
-}
-
 /// Reads the leader again and again: after every push, and at least every
-/// re-check. At most two reads run at once, and a push never cancels the
-/// older one: a push that arrives while a read waits for answers (a slow
-/// or stopped locker may hold it open until its deadline) starts a fresh
-/// read beside it, so that a short leadership is not missed, while the
-/// older read still finishes, so that values changing faster than a read
-/// takes do not silence the observer. Results are reported in the order
-/// the reads began: once the newer read finishes, the older one is stale
-/// and dropped.
+/// re-check. One read at a time, so results come in the order the reads
+/// saw the lockers. A push that arrives while a read still waits for
+/// answers (a slow or stopped locker may hold it open until its deadline)
+/// restarts it once the read has run for a re-check, so a short leadership
+/// is seen within a re-check; a younger read is let finish and followed at
+/// once by another, so values that change faster than a read takes never
+/// silence the observer. A read is never cut twice in a row.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
     let bell = Arc::new(Bell(Notify::new()));
     let sink: Arc<dyn PushSink> = bell.clone();
     let recheck = coord.wait_recheck();
     let ttl = coord.place_ttl();
-    let start = || -> Read<'_> { Box::pin(read_round(&coord, &args, Some((&sink, ttl)))) };
     let mut reported = Reported::default();
-    let mut older: Option<Read<'_>> = None;
-    let mut newer: Option<Read<'_>> = Some(start());
+    // Whether the previous read was cut short: the next one then runs to
+    // its end whatever comes, so slow lockers and a stream of pushes
+    // cannot keep every read from finishing.
+    let mut cut = false;
     loop {
-        if newer.is_none() {
+        let began = tokio::time::Instant::now();
+        let mut pushed = false;
+        let may_cut = !cut;
+        let read = read_round(&coord, &args, Some((&sink, ttl)));
+        tokio::pin!(read);
+        let read = loop {
             tokio::select! {
-                () = bell.0.notified() => {}
-                () = tokio::time::sleep(recheck) => {}
+                read = &mut read => break Some(read),
+                () = bell.0.notified(), if !pushed => pushed = true,
+                () = tokio::time::sleep_until(began + recheck), if pushed && may_cut => break None,
                 () = tx.closed() => return,
             }
-            newer = Some(start());
-        }
-        let read = tokio::select! {
-            read = finish(&mut older), if older.is_some() => {
-                older = None;
-                read
-            }
-            read = finish(&mut newer) => {
-                newer = None;
-                older = None;
-                read
-            }
-            () = bell.0.notified() => {
-                if older.is_none() {
-                    older = newer.take();
-                }
-                newer = Some(start());
-                continue;
-            }
-            () = tx.closed() => return,
         };
+        cut = read.is_none();
         match read {
-            Ok(reading) => {
+            // Restarted: a push came and the read has run for a re-check.
+            None => continue,
+            Some(Ok(reading)) => {
                 let found = reading.leader.map(Leader::from);
                 if let Some(change) = reported.next(found) {
                     if tx.send(change).await.is_err() {
@@ -216,9 +192,18 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
                     }
                 }
             }
-            Err(err) => {
+            Some(Err(err)) => {
                 tracing::debug!(resource = %args.resources[0], %err, "cannot read the leader; trying again");
             }
+        }
+        if pushed {
+            // A change came while the read ran: read again at once.
+            continue;
+        }
+        tokio::select! {
+            () = bell.0.notified() => {}
+            () = tokio::time::sleep(recheck) => {}
+            () = tx.closed() => return,
         }
     }
 }

@@ -8,9 +8,13 @@
 //!
 //! Invariants of [`Tally::verdict`]:
 //! * a term is reported only when a write quorum of answers carries it,
-//!   with the newest value that a write quorum of those answers carries or
-//!   has replaced by a newer value of the same leader (a value whose
-//!   proclaim reached fewer lockers is never reported on its own);
+//!   with its value only when a write quorum of answers carries that very
+//!   value (term and sequence): proclaims overwrite, so a value on fewer
+//!   lockers (a proclaim that failed, or is on its way) proves nothing,
+//!   and at most one value can be on a write quorum;
+//! * when the term is on a write quorum but no value of it can be (the
+//!   answers still missing could not make one), the verdict is
+//!   [`Verdict::ValueSplit`]: the leader leads, its value is unsettled;
 //! * a term is passed over only when so many answers lack it that it cannot
 //!   be on a write quorum of lockers;
 //! * "no leader" is reported only when a write quorum answered and every
@@ -35,6 +39,10 @@ pub(crate) struct Tally {
 pub(crate) enum Verdict {
     /// The leader (or `None`), confirmed by a write quorum of answers.
     Decided(Option<Proclamation>),
+    /// The leader of `term` leads (a write quorum carries the term), but
+    /// no value of it is on a write quorum, nor can be with the answers
+    /// still missing.
+    ValueSplit { term: u64 },
     /// Not settled yet: `term` (the newest term still in question) is held
     /// by `holding` answers, too few to confirm it and too many to rule it
     /// out. `None` when fewer than a quorum answered at all.
@@ -75,11 +83,24 @@ impl Tally {
         for (term, carried) in &self.terms {
             let count = carried.len();
             if count >= quorum {
-                // The quorum-th newest: a write quorum of these answers
-                // carry it or a newer value of the same leader. A newer
-                // one on fewer lockers may be a proclaim that failed.
-                let confirmed = carried[quorum.max(1) - 1].clone();
-                return Verdict::Decided(Some(confirmed));
+                // `carried` is sorted newest first, so equal values are
+                // adjacent. At most one value can be on a write quorum.
+                let missing = lockers.saturating_sub(self.answered);
+                let mut could_settle = false;
+                for run in carried.chunk_by(|a, b| a.seq == b.seq) {
+                    if run.len() >= quorum {
+                        return Verdict::Decided(Some(run[0].clone()));
+                    }
+                    could_settle |= run.len() + missing >= quorum;
+                }
+                return if could_settle || missing >= quorum {
+                    Verdict::Open {
+                        term: Some(*term),
+                        holding: count,
+                    }
+                } else {
+                    Verdict::ValueSplit { term: *term }
+                };
             }
             if self.answered - count <= may_lack {
                 return Verdict::Open {
@@ -125,20 +146,57 @@ mod tests {
     }
 
     #[test]
-    fn a_leader_on_a_quorum_is_reported_with_the_newest_value_a_quorum_carries() {
-        let t = tally(&[p(4, 0), p(4, 2), p(4, 1)]);
-        assert_eq!(t.verdict(5, 3), Verdict::Decided(p(4, 0)));
+    fn a_leader_is_reported_with_the_value_a_write_quorum_carries() {
         let t = tally(&[p(4, 2), p(4, 2), p(4, 1), p(4, 2)]);
         assert_eq!(t.verdict(5, 3), Verdict::Decided(p(4, 2)));
+        // Three values on five lockers: the two missing answers could
+        // still put seq 0, 1 or 2 on a quorum.
+        let t = tally(&[p(4, 0), p(4, 2), p(4, 1)]);
+        assert_eq!(
+            t.verdict(5, 3),
+            Verdict::Open {
+                term: Some(4),
+                holding: 3
+            }
+        );
     }
 
     #[test]
     fn a_value_whose_proclaim_reached_one_locker_is_not_reported() {
         // The leader's proclaim of seq 1 reached one locker of three and
-        // failed; whichever two answer first, the value on both is seq 0.
-        for answers in [[p(5, 1), p(5, 0)], [p(5, 0), p(5, 1)]] {
-            assert_eq!(tally(&answers).verdict(3, 2), Verdict::Decided(p(5, 0)));
+        // failed: the value on a write quorum is seq 0, in any order.
+        for answers in [
+            [p(5, 1), p(5, 0), p(5, 0)],
+            [p(5, 0), p(5, 1), p(5, 0)],
+            [p(5, 0), p(5, 0), p(5, 1)],
+        ] {
+            let mut t = Tally::default();
+            let mut verdict = None;
+            for a in answers {
+                t.add(a);
+                if let Verdict::Decided(found) = t.verdict(3, 2) {
+                    verdict = Some(found);
+                    break;
+                }
+            }
+            assert_eq!(verdict, Some(p(5, 0)));
         }
+    }
+
+    #[test]
+    fn a_value_a_write_quorum_stored_is_reported_when_the_old_value_answers_first() {
+        let mut t = tally(&[p(5, 0), p(5, 1)]);
+        assert!(matches!(t.verdict(3, 2), Verdict::Open { .. }));
+        t.add(p(5, 1));
+        assert_eq!(t.verdict(3, 2), Verdict::Decided(p(5, 1)));
+    }
+
+    #[test]
+    fn values_spread_over_the_lockers_leave_the_leaders_value_unsettled() {
+        // Two failed proclaims: "one" on one locker, "two" on two, the
+        // campaign's value on the other two. No value is on three of five.
+        let t = tally(&[p(6, 2), p(6, 2), p(6, 1), p(6, 0), p(6, 0)]);
+        assert_eq!(t.verdict(5, 3), Verdict::ValueSplit { term: 6 });
     }
 
     #[test]
@@ -201,10 +259,14 @@ mod tests {
                     Verdict::Decided(Some(leader)) => {
                         let on = answers
                             .iter()
-                            .filter(|a| {
-                                a.as_ref()
-                                    .is_some_and(|a| a.term == leader.term && a.seq >= leader.seq)
-                            })
+                            .filter(|a| a.as_ref() == Some(&leader))
+                            .count();
+                        assert!(on >= quorum, "{answers:?}");
+                    }
+                    Verdict::ValueSplit { term } => {
+                        let on = answers
+                            .iter()
+                            .filter(|a| a.as_ref().is_some_and(|a| a.term == term))
                             .count();
                         assert!(on >= quorum, "{answers:?}");
                     }

@@ -1,9 +1,12 @@
-//! An observer's two reads in flight: a push starts a second read beside
-//! the one still waiting, and results are taken in the order the reads
-//! began. The order reads began is not the order of what they saw: the
-//! older read's requests may reach the lockers after the newer read's
-//! did. Once the observer said "no leader" after a confirmed resign, no
-//! read may bring the resigned leader back.
+//! An observer under reads whose requests and replies travel at different
+//! speeds, while a push arrives during a read. An observer that ran a
+//! second read beside the one in flight took results in the order the
+//! reads began, which is not the order of what they saw (the older read's
+//! requests could reach the lockers after the newer read's): these tests
+//! reproduce that break. Observers now read one at a time, so the second
+//! read does not start; either way, once the observer said "no leader"
+//! after a confirmed resign, no read may bring the resigned leader back,
+//! and a new leader is never followed by "no leader" while it leads.
 #![cfg(feature = "testing")]
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -226,10 +229,11 @@ async fn a_read_begun_later_but_answered_earlier_does_not_bring_a_resigned_leade
     let waited = Instant::now();
     while link.arrived[2].load(Ordering::SeqCst) < 2 {
         sleep(Duration::from_millis(1)).await;
-        assert!(
-            Instant::now() - waited < REQUEST_TRIP / 2,
-            "the push did not start a second read"
-        );
+        if Instant::now() - waited >= REQUEST_TRIP / 2 {
+            // No second read beside the first: an observer reads one at a
+            // time. The promise below is checked all the same.
+            break;
+        }
     }
     assert_eq!(
         link.arrived[1].load(Ordering::SeqCst),
@@ -392,10 +396,11 @@ async fn a_read_begun_later_but_answered_earlier_does_not_hide_the_next_leader()
     let waited = Instant::now();
     while link.arrived[2].load(Ordering::SeqCst) < 2 {
         sleep(Duration::from_millis(1)).await;
-        assert!(
-            Instant::now() - waited < REQUEST_TRIP / 2,
-            "the push did not start a second read"
-        );
+        if Instant::now() - waited >= REQUEST_TRIP / 2 {
+            // No second read beside the first: an observer reads one at a
+            // time. The promise below is checked all the same.
+            break;
+        }
     }
     link.phase.store(DIRECT, Ordering::SeqCst);
     let next = two
