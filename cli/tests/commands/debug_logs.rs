@@ -160,3 +160,69 @@ fn debug_logs_show_no_piece_of_a_database_password() {
     }
     assert!(shown.is_empty(), "{shown:#?}");
 }
+
+/// Every scheme `--nodes` and `--redis` take, a mistyped one of each
+/// kind, and passwords holding each character that ends a URL part (or a
+/// list entry), in the user information and in a query: neither the
+/// messages nor the debug logs show a piece of the password.
+#[test]
+fn messages_and_debug_logs_show_no_piece_of_a_password_in_any_node_url() {
+    let dir = Scratch::new("debug-logs-url-matrix");
+    let token = dir.token();
+    let mut shown = Vec::new();
+    // (An `&` in a query's password: see the test above.)
+    let separators = ['/', '?', '#', '@', '%', ',', '=', ':', ' ', ';', '+'];
+    for (i, sep) in separators.iter().enumerate() {
+        let head = format!("Hd{i}x");
+        let tail = format!("Tl{i}x");
+        let password = format!("{head}{sep}{tail}");
+        for scheme in [
+            "redis",
+            "rediss",
+            "postgres",
+            "postgresql",
+            "mysql",
+            "mariadb",
+            "postgress",
+            "redsi",
+        ] {
+            for rest in [
+                format!("app:{password}@127.0.0.1:1/locks"),
+                format!(":{password}@127.0.0.1:1"),
+                format!("127.0.0.1:1/locks?user=app&password={password}"),
+            ] {
+                let url = format!("{scheme}://{rest}");
+                let flag = if scheme.starts_with("red") {
+                    "--redis"
+                } else {
+                    "--nodes"
+                };
+                for flag in [flag, "--nodes"] {
+                    let stderr = with_debug_logs(
+                        &dir,
+                        "matrix",
+                        &[
+                            "run",
+                            flag,
+                            &url,
+                            "--token-file",
+                            &token,
+                            "--connect-timeout",
+                            "100ms",
+                            "-n",
+                            "job",
+                            "--",
+                            "true",
+                        ],
+                    );
+                    for piece in [&head, &tail] {
+                        if let Some(line) = stderr.lines().find(|l| l.contains(piece.as_str())) {
+                            shown.push(format!("{flag} {url:?}: {piece} shows: {line}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(shown.is_empty(), "{} leaks: {shown:#?}", shown.len());
+}
