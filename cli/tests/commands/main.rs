@@ -13,6 +13,7 @@ mod sql_support;
 mod support;
 
 mod admin;
+mod admin_reserve_under_flood;
 mod auth;
 mod background;
 mod budget;
