@@ -115,6 +115,11 @@ fn a_client_holding_every_slot_and_flooding_handshakes_does_not_keep_the_admin_o
         got_in > 0,
         "the admin never got in during the flood ({} connections): {outcomes:#?}\nserver log: {}",
         opened.load(Ordering::Relaxed),
-        server.log_text().lines().take(20).collect::<Vec<_>>().join("\n")
+        server
+            .log_text()
+            .lines()
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

@@ -27,6 +27,7 @@ mod errors;
 mod inherited;
 mod malformed;
 mod metrics;
+mod misplaced_urls;
 mod names;
 mod outcomes;
 mod peer_text;
