@@ -34,6 +34,7 @@ mod peer_text;
 mod permits;
 mod push;
 mod redis_cli;
+mod refusal_log_lines;
 mod run;
 mod run_fencing;
 mod secrets;
