@@ -42,5 +42,6 @@ mod source;
 mod sql_cli;
 mod status;
 mod tls;
+mod unauthenticated_memory;
 mod versions;
 mod waiting;
