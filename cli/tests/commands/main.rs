@@ -40,6 +40,7 @@ mod run_fencing;
 mod secrets;
 mod source;
 mod sql_cli;
+mod sql_duplicates;
 mod status;
 mod tls;
 mod unauthenticated_memory;
