@@ -28,7 +28,6 @@ mod target;
 mod waiting;
 mod words;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -145,7 +144,7 @@ fn init_logging(is_server: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(words::LogWriter)
+        .with_ansi(false)
         .try_init();
 }

@@ -163,10 +163,13 @@ impl Store {
         self.online.load(Ordering::Relaxed)
     }
 
+    /// The locker's error for `reason`, which may quote the database's
+    /// words: escaped, so that a hostile server's text cannot drive the
+    /// terminal that shows the error or the log.
     pub(super) fn unavailable(&self, reason: impl Into<String>) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: reason.into(),
+            reason: crate::locker::escape_peer_text(&reason.into()),
         }
     }
 
@@ -620,7 +623,7 @@ impl Store {
             // PostgreSQL: deadlock_detected, serialization_failure;
             // MySQL: ER_LOCK_DEADLOCK (SQLSTATE 40001 too).
             if matches!(&*code, "40P01" | "40001" | "1213") {
-                return Failure::Retry(db.message().to_owned());
+                return Failure::Retry(crate::locker::escape_peer_text(db.message()));
             }
         }
         Failure::Fail(self.error(err))
