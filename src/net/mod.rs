@@ -62,6 +62,7 @@ pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
 pub use connect::connect_all;
 pub use server::{
     LockServer, MemoryBudget, ServerConfig, ServerStats, CONNECTION_OVERHEAD, EVICTING,
+    TLS_HANDSHAKE_BUFFER,
 };
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
