@@ -30,6 +30,7 @@ use tokio::sync::OnceCell;
 
 use super::dialect::{Backend, Dialect};
 use super::state::{mode_char, Op, Row, Table};
+use super::url::{check_parameters, Server};
 use crate::Error;
 
 /// What a call's transaction knows besides the rows: the clock and when
@@ -67,6 +68,8 @@ pub(super) struct Store {
     pub dialect: Dialect,
     /// `scheme://host:port/database`, never the credentials.
     pub endpoint: String,
+    /// The server the URL names, to compare; never shown.
+    pub server: Server,
     call_timeout: Duration,
     create_tables: bool,
     ready: OnceCell<()>,
@@ -106,6 +109,11 @@ impl Store {
                 }
             ))
         })?;
+        // Before any driver reads the URL: the PostgreSQL driver logs a
+        // parameter it does not know, key and value, and either may be a
+        // piece of a password.
+        check_parameters(&options, backend)?;
+        let server = Server::of(&options, backend, &endpoint)?;
         let started_ms = Arc::new(AtomicI64::new(0));
         let setup =
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
@@ -150,6 +158,7 @@ impl Store {
             pool,
             dialect,
             endpoint,
+            server,
             call_timeout,
             create_tables,
             ready: OnceCell::new(),
