@@ -49,7 +49,7 @@ fn main() -> ExitCode {
             _ => {
                 words::say(&format!(
                     "{} (see --help)",
-                    fail::one_line(&err.render().to_string())
+                    usage_error(&err.render().to_string())
                 ));
                 return ExitCode::from(USAGE);
             }
@@ -95,11 +95,23 @@ fn help(command: Option<&str>) -> Result<u8, Failure> {
         }
         Err(err) => Err(Failure::usage(format!(
             "{} (see --help)",
-            fail::one_line(&err.render().to_string())
+            usage_error(&err.render().to_string())
         ))),
         // `--help` always ends the parse with the help.
         Ok(_) => Ok(0),
     }
+}
+
+/// Clap's report of a usage error, on one line and without the password
+/// of any URL it quotes: a node URL given without its flag, or with a
+/// mistyped one, is quoted whole. The arguments and the `QUORUM_LOCK_*`
+/// variables are what it can quote.
+fn usage_error(clap_report: &str) -> String {
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let vars = std::env::vars_os()
+        .filter(|(name, _)| name.to_string_lossy().starts_with("QUORUM_LOCK_"))
+        .map(|(_, value)| value.to_string_lossy().into_owned());
+    node_urls::without_urls(&fail::one_line(clap_report), args.chain(vars))
 }
 
 async fn dispatch(command: Command) -> Result<u8, Failure> {
