@@ -31,7 +31,6 @@ mod target;
 mod waiting;
 mod words;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -53,7 +52,7 @@ fn main() -> ExitCode {
             _ => {
                 words::say(&format!(
                     "{} (see --help)",
-                    fail::one_line(&err.render().to_string())
+                    usage_error(&err.render().to_string())
                 ));
                 return ExitCode::from(USAGE);
             }
@@ -99,11 +98,23 @@ fn help(command: Option<&str>) -> Result<u8, Failure> {
         }
         Err(err) => Err(Failure::usage(format!(
             "{} (see --help)",
-            fail::one_line(&err.render().to_string())
+            usage_error(&err.render().to_string())
         ))),
         // `--help` always ends the parse with the help.
         Ok(_) => Ok(0),
     }
+}
+
+/// Clap's report of a usage error, on one line and without the password
+/// of any URL it quotes: a node URL given without its flag, or with a
+/// mistyped one, is quoted whole. The arguments and the `QUORUM_LOCK_*`
+/// variables are what it can quote.
+fn usage_error(clap_report: &str) -> String {
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    let vars = std::env::vars_os()
+        .filter(|(name, _)| name.to_string_lossy().starts_with("QUORUM_LOCK_"))
+        .map(|(_, value)| value.to_string_lossy().into_owned());
+    node_urls::without_urls(&fail::one_line(clap_report), args.chain(vars))
 }
 
 async fn dispatch(command: Command) -> Result<u8, Failure> {
@@ -148,7 +159,7 @@ fn init_logging(is_server: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(words::LogWriter)
+        .with_ansi(false)
         .try_init();
 }

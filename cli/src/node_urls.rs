@@ -250,9 +250,94 @@ pub fn redact(url: &str) -> String {
     quorum_lock::redact_url(url)
 }
 
+/// `message` (a usage error of clap's, which quotes the arguments it
+/// stumbled on, a node URL given without its flag among them) with every
+/// URL in it shown by [`shown`]: each of `given` (the arguments, the
+/// variables' values) that holds `://` is replaced wherever it appears,
+/// as a whole and (for `--flag=VALUE`) its value alone, and so is any
+/// other word that holds `://`.
+pub fn without_urls(message: &str, given: impl IntoIterator<Item = String>) -> String {
+    let mut given: Vec<String> = given.into_iter().filter(|g| g.contains("://")).collect();
+    // The longest first: an argument may hold another one.
+    given.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    let mut out = message.to_owned();
+    for arg in &given {
+        out = out.replace(arg.as_str(), &shown_arg(arg));
+        if let Some((_, value)) = flag_and_value(arg) {
+            out = out.replace(value, &shown_list(value));
+        }
+    }
+    out.split(' ')
+        .map(|word| {
+            if !word.contains("://") {
+                return word.to_owned();
+            }
+            let quote = |c: char| matches!(c, '\'' | '"' | '`');
+            let core = word.trim_matches(quote);
+            let start = word.len() - word.trim_start_matches(quote).len();
+            let end = start + core.len();
+            format!("{}{}{}", &word[..start], shown_arg(core), &word[end..])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `--flag` and `VALUE` of `--flag=VALUE`.
+fn flag_and_value(arg: &str) -> Option<(&str, &str)> {
+    arg.split_once('=')
+        .filter(|(flag, _)| flag.starts_with('-') && !flag.contains("://"))
+}
+
+/// An argument as a message may show it: `--flag=` kept, the URLs of the
+/// value (or of the whole) [`shown`].
+fn shown_arg(arg: &str) -> String {
+    match flag_and_value(arg) {
+        Some((flag, value)) => format!("{flag}={}", shown_list(value)),
+        None => shown_list(arg),
+    }
+}
+
+/// A comma-separated list, each entry [`shown`]: a comma in a password
+/// leaves its pieces without `://`, and the redaction hides those too.
+fn shown_list(list: &str) -> String {
+    list.split(',').map(shown).collect::<Vec<_>>().join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_errors_show_no_password_of_a_url() {
+        let args = [
+            "quorum-lock",
+            "locks",
+            "postgres://app:Left Out1@db.internal/locks",
+            "--ndoes=redis://:Typo,Secret2@cache:6379,mysql://u:Pw3@db/x",
+        ]
+        .map(String::from);
+        let message = "unexpected argument 'postgres://app:Left Out1@db.internal/locks' found \
+                       tip: to pass 'postgres://app:Left Out1@db.internal/locks' as a value, use \
+                       '-- postgres://app:Left Out1@db.internal/locks'; unexpected argument \
+                       '--ndoes=redis://:Typo,Secret2@cache:6379,mysql://u:Pw3@db/x' found; \
+                       invalid value 'redis://:Typo,Secret2@cache:6379,mysql://u:Pw3@db/x'; \
+                       not given: 'rediss://:Pw4@h:1'";
+        let shown = without_urls(message, args);
+        for secret in ["Left", "Out1", "Typo", "Secret2", "Pw3", "Pw4"] {
+            assert!(!shown.contains(secret), "{secret} shows: {shown}");
+        }
+        assert!(
+            shown.contains("'postgres://db.internal/locks'")
+                && shown.contains("'--ndoes=redis://***,")
+                && shown.contains("mysql://db/x'")
+                && shown.contains("'rediss://h:1'"),
+            "{shown}"
+        );
+        assert_eq!(
+            without_urls("unexpected argument '--ndoes' found", []),
+            "unexpected argument '--ndoes' found"
+        );
+    }
 
     #[test]
     fn schemes_tell_the_kind_of_each_entry_in_a_mixed_list() {

@@ -108,9 +108,10 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     );
     let server =
         LockServer::new(locker.clone(), config).map_err(|e| Failure::usage(e.to_string()))?;
+    // Rounded up: the figures are bounds.
     let (unauthenticated_mib, client_mib) = (
-        budget.unauthenticated / (1 << 20),
-        budget.client / (1 << 20),
+        budget.unauthenticated.div_ceil(1 << 20),
+        budget.client.div_ceil(1 << 20),
     );
     // The values in the words, for people; as fields too, for log queries.
     tracing::info!(

@@ -94,25 +94,22 @@ pub fn prepare(
 ) -> Result<Prepared, Failure> {
     let config = config(args, validity)?;
     let mut lockers: Vec<SqlLocker> = Vec::with_capacity(urls.len());
-    let mut servers: Vec<(Backend, String)> = Vec::with_capacity(urls.len());
+    let mut labels: Vec<&str> = Vec::with_capacity(urls.len());
     for (label, url) in urls {
         let locker = SqlLocker::new(url, config.clone())
             .map_err(|e| Failure::usage(format!("{label} ({}): {}", shown(url), reason(&e))))?;
-        // An endpoint whose host part could not be shown safely names no
-        // server to compare.
-        let server = server_of(&locker.endpoint(), locker.backend())
-            .map(|server| (locker.backend(), server));
-        if let Some(server) = server {
-            if servers.contains(&server) {
-                return Err(Failure::usage(format!(
-                "database server {} is listed twice; each node counts once towards the quorum, \
-                 even with another database or user",
-                    locker.endpoint()
-                )));
-            }
-            servers.push(server);
+        // Compared by the host and port the driver reads from the URL,
+        // whatever its password holds; the endpoint only names it.
+        if let Some(at) = lockers.iter().position(|l| l.same_server(&locker)) {
+            return Err(Failure::usage(format!(
+                "database server {} is listed twice ({} and {label}); each node counts once \
+                 towards the quorum, even with another database or user",
+                locker.endpoint(),
+                labels[at]
+            )));
         }
         lockers.push(locker);
+        labels.push(label);
     }
     Ok(Prepared {
         config,
@@ -163,66 +160,9 @@ fn reason(err: &Error) -> String {
     }
 }
 
-/// `host:port` of a locker's endpoint (`scheme://host[:port]/database`),
-/// with the backend's default port when none is given, so that two URLs of
-/// one server compare equal.
-fn server_of(endpoint: &str, backend: Backend) -> Option<String> {
-    let rest = endpoint
-        .split_once("://")
-        .map_or(endpoint, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or("").to_ascii_lowercase();
-    // Another user of the same server is the same server.
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => host.to_owned(),
-        None => authority,
-    };
-    if authority.is_empty() || authority.contains('*') {
-        return None;
-    }
-    let has_port = match authority.rsplit_once(':') {
-        Some((host, port)) => !port.is_empty() && (!host.contains(':') || host.ends_with(']')),
-        None => false,
-    };
-    if has_port {
-        return Some(authority);
-    }
-    let port = match backend {
-        Backend::Postgres => 5432,
-        Backend::MySql => 3306,
-    };
-    Some(format!("{authority}:{port}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn two_urls_of_one_server_are_the_same_server() {
-        for (endpoint, backend, server) in [
-            (
-                "postgres://db.internal/locks",
-                Backend::Postgres,
-                "db.internal:5432",
-            ),
-            (
-                "postgresql://DB.internal:5432/other",
-                Backend::Postgres,
-                "db.internal:5432",
-            ),
-            ("mysql://[::1]/x", Backend::MySql, "[::1]:3306"),
-            ("mysql://[::1]:3307/x", Backend::MySql, "[::1]:3307"),
-            ("mariadb://h:1", Backend::MySql, "h:1"),
-        ] {
-            assert_eq!(
-                server_of(endpoint, backend).as_deref(),
-                Some(server),
-                "{endpoint}"
-            );
-        }
-        // A URL shown as `postgres://***` names no server to compare.
-        assert_eq!(server_of("postgres://***", Backend::Postgres), None);
-    }
 
     #[test]
     fn refusals_are_told_from_outages() {

@@ -71,6 +71,50 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Where the logs (`RUST_LOG`, and the server's) go: stderr, each event's
+/// line [`escaped`]. The library escapes what peers say in the errors it
+/// builds; this guards the rest (a field of a log event may quote text
+/// from elsewhere), so that no event spans lines or drives the terminal.
+/// Logs have no colours for that reason: their escape sequences would be
+/// escaped too.
+pub struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine(Vec::new())
+    }
+}
+
+/// One event's text, written to stderr, [`escaped`], when it is dropped
+/// (the formatter writes each event whole, then drops its writer).
+pub struct LogLine(Vec<u8>);
+
+impl std::io::Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.0);
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let line = format!("{}\n", escaped(body));
+        // Nowhere to report a failed write of a log line.
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }
+}
+
 /// Prints `line` on stderr after `quorum-lock: `, [`escaped`]: how every
 /// message, warning and error reaches the terminal.
 pub fn say(line: &str) {

@@ -162,6 +162,38 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
     Ok(())
 }
 
+/// `text` a peer sent (a lock server's error reason or rejection, a
+/// database's or Redis's message), with every character [`validate_text`]
+/// refuses written as an escape (`\n`, `\u{1b}`, `\u{202e}`): an error
+/// built from it stays on one line and cannot drive the terminal or
+/// reverse the text of the log or message that shows it. Every error a
+/// locker builds from a peer's words goes through it.
+#[cfg_attr(
+    not(any(
+        feature = "net",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn escape_peer_text(text: &str) -> String {
+    if unshowable_character(text).is_none() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unshowable(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The first character of `text` that a listing cannot show as it is,
 /// named, with its byte offset: `the control character U+000A (line feed)
 /// at byte 3`. `None` when there is none.
@@ -238,6 +270,17 @@ pub(crate) fn shown(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_text_is_escaped_onto_one_line() {
+        assert_eq!(escape_peer_text("plain (日本) \\ ok"), "plain (日本) \\ ok");
+        assert_eq!(
+            escape_peer_text("bob\u{1b}]0;T\u{7}\nforged\u{9b}\u{202e}x\u{2028}"),
+            "bob\\u{1b}]0;T\\u{7}\\nforged\\u{9b}\\u{202e}x\\u{2028}"
+        );
+        let escaped = escape_peer_text("\r\t\u{2066}\u{7f}");
+        assert!(unshowable_character(&escaped).is_none(), "{escaped:?}");
+    }
 
     #[test]
     fn names_with_control_characters_are_refused_saying_which_and_where() {

@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+pub(crate) use crate::locker::args::escape_peer_text;
 use crate::locker::args::{LockArgs, LockMode};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};

@@ -271,7 +271,7 @@ impl TrivialClient {
                 }
             };
             if let Welcome::Rejected { reason } = welcome {
-                return Err(unavailable(reason));
+                return Err(unavailable(crate::locker::escape_peer_text(&reason)));
             }
             let (read, write) = stream.into_split();
             let outbox = Arc::new(Outbox::default());

@@ -20,6 +20,13 @@ const MIB: usize = 1024 * 1024;
 /// TLS session. An upper estimate, checked by the `net_limits` budget test.
 pub const CONNECTION_OVERHEAD: usize = 64 * 1024;
 
+/// What a connection's TLS handshake may hold besides
+/// [`CONNECTION_OVERHEAD`], with TLS: rustls buffers a handshake message
+/// until it is complete, up to 64 KiB (its limit, 65,535 bytes, in a
+/// buffer grown by doubling), and a peer without a token can keep one
+/// that way until the handshake timeout.
+pub const TLS_HANDSHAKE_BUFFER: usize = 64 * 1024;
+
 /// What one queued push costs besides its uid: the queue slot and the
 /// uid's allocation.
 const PUSH_OVERHEAD: usize = 64;
@@ -147,10 +154,12 @@ impl ServerConfig {
     /// * `unauthenticated`: peers without a token can only open connections
     ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
     ///   `(max_connections + admin_reserve + EVICTING) × (MAX_HELLO_FRAME +
-    ///   CONNECTION_OVERHEAD)`;
+    ///   CONNECTION_OVERHEAD)`, plus [`TLS_HANDSHAKE_BUFFER`] per connection
+    ///   with TLS (a ClientHello rustls keeps while it waits for its end);
     /// * `client`: with the client token, add a request of up to
     ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
-    ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each), the
+    ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each, and
+    ///   `TLS_HANDSHAKE_BUFFER` with TLS, which covers its record buffers), the
     ///   connection's record of its waiters (512 bytes per
     ///   `max_waiters_per_connection`) and its queue of pushes not yet
     ///   written (at most 256 of a uid each), the lock table
@@ -173,12 +182,21 @@ impl ServerConfig {
     /// ```
     pub fn memory_budget(&self) -> MemoryBudget {
         let conns = self.slots().saturating_add(EVICTING);
-        let unauthenticated = conns.saturating_mul(super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD);
+        #[cfg(feature = "tls")]
+        let tls = if self.tls.is_some() {
+            TLS_HANDSHAKE_BUFFER
+        } else {
+            0
+        };
+        #[cfg(not(feature = "tls"))]
+        let tls = 0;
+        let per_peer = super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD + tls;
+        let unauthenticated = conns.saturating_mul(per_peer);
         let waiters = self
             .max_waiters_per_connection
             .saturating_mul(WAITER_OVERHEAD)
             .saturating_add(PUSH_QUEUE * (super::MAX_UID_LEN + PUSH_OVERHEAD));
-        let per_client = (2 * super::MAX_FRAME + CONNECTION_OVERHEAD).saturating_add(waiters);
+        let per_client = (2 * super::MAX_FRAME + CONNECTION_OVERHEAD + tls).saturating_add(waiters);
         let client = conns
             .saturating_mul(per_client)
             .saturating_add(self.max_lock_bytes)

@@ -109,6 +109,9 @@ impl Connection {
                     version, validity, ..
                 } => (version, validity),
                 Welcome::Rejected { reason } => {
+                    // The server's words, escaped before any log or error
+                    // shows them.
+                    let reason = crate::locker::escape_peer_text(&reason);
                     if let Some(older) = wire::fallback_version(&reason, version) {
                         tracing::debug!(endpoint, offered = version, older, %reason, "lock server speaks an older protocol; asking again");
                         version = older;

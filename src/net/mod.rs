@@ -65,7 +65,7 @@ mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
-pub use config::{MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, EVICTING};
+pub use config::{MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, EVICTING, TLS_HANDSHAKE_BUFFER};
 pub use connect::connect_all;
 pub use server::{LockServer, ServerStats};
 #[cfg(feature = "tls")]

@@ -9,6 +9,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::codec::LengthDelimitedCodec;
 
+use crate::locker::escape_peer_text;
 use crate::locker::wait::{PushEvent, Ticket, WaitReply};
 use crate::MAX_VALUE_LEN;
 use crate::{Error, LockArgs, LockMode, Proclamation};
@@ -571,23 +572,25 @@ impl Reply {
     }
 
     /// The error a reply stands for when it is not the answer the call
-    /// expected: the server's error, or an unexpected reply.
+    /// expected: the server's error, or an unexpected reply. The server's
+    /// words are escaped ([`escape_peer_text`]): a hostile server's reason
+    /// must not drive the terminal of whoever reads the error or the log.
     pub(crate) fn into_error(self, endpoint: &str) -> Error {
         match self {
             Reply::Error {
                 kind: ErrorKind::InvalidArgument,
                 message,
-            } => Error::InvalidArgument(format!("{endpoint}: {message}")),
+            } => Error::InvalidArgument(format!("{endpoint}: {}", escape_peer_text(&message))),
             Reply::Error {
                 kind: ErrorKind::Forbidden,
                 message,
             } => Error::Unauthorized {
                 endpoint: endpoint.to_owned(),
-                reason: message,
+                reason: escape_peer_text(&message),
             },
             Reply::Error { kind, message } => Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),
-                reason: format!("{kind:?}: {message}"),
+                reason: format!("{kind:?}: {}", escape_peer_text(&message)),
             },
             other => Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),

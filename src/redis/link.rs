@@ -381,7 +381,9 @@ pub(super) fn unavailable(endpoint: &str, err: &RedisError) -> Error {
     };
     Error::LockerUnavailable {
         endpoint: endpoint.to_owned(),
-        reason,
+        // The server's words, escaped: a hostile server's text must not
+        // drive the terminal that shows the error or the log.
+        reason: crate::locker::escape_peer_text(&reason),
     }
 }
 

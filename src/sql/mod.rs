@@ -86,6 +86,7 @@ mod state;
 mod store;
 #[cfg(test)]
 mod tests;
+mod url;
 mod waits;
 
 #[cfg(feature = "postgres")]
@@ -164,6 +165,10 @@ impl SqlLocker {
     /// yet: a database that cannot be reached counts as a locker that does
     /// not grant until it can. Use [`connect`](Self::connect) to find out
     /// at once.
+    ///
+    /// A URL with a query parameter the driver does not understand is
+    /// refused, naming the parameter by its position only: it may be a piece
+    /// of a password (an unencoded `&` in `password=…`).
     pub fn new(url: &str, config: SqlConfig) -> Result<SqlLocker, Error> {
         let backend = Backend::of_url(url).ok_or_else(|| {
             let scheme = url.split_once("://").map_or("", |(s, _)| s);
@@ -235,6 +240,29 @@ impl SqlLocker {
         let locker = SqlLocker::new(url, config)?;
         locker.shared.store.bounded(async { Ok(()) }).await?;
         Ok(locker)
+    }
+
+    /// Whether `other` talks to the same database server as this locker:
+    /// the same host (as written, without case: not resolved, so `localhost`
+    /// and `127.0.0.1` differ) or socket, and port, as the driver reads them
+    /// from the URL, its query parameters (`host=`, `port=`, `socket=`)
+    /// included. Two lockers on one server, even with other databases or
+    /// users, are one vote: a [`Dsync`](crate::Dsync) over both would let
+    /// that one server make a quorum alone. The address is compared, never
+    /// shown: a URL may hold a secret in any part.
+    ///
+    /// ```no_run
+    /// use quorum_lock::sql::{SqlConfig, SqlLocker};
+    ///
+    /// # fn run() -> Result<(), quorum_lock::Error> {
+    /// let a = SqlLocker::new("postgres://app@db.internal/locks", SqlConfig::default())?;
+    /// let b = SqlLocker::new("postgres://db.internal:5432/other", SqlConfig::default())?;
+    /// assert!(a.same_server(&b));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn same_server(&self, other: &SqlLocker) -> bool {
+        self.shared.store.server == other.shared.store.server
     }
 
     /// Which database this locker talks to.

@@ -30,6 +30,7 @@ use tokio::sync::OnceCell;
 
 use super::dialect::{Backend, Dialect};
 use super::state::{mode_char, Op, Row, Table};
+use super::url::{check_parameters, Server};
 use crate::Error;
 
 /// What a call's transaction knows besides the rows: the clock and when
@@ -67,6 +68,8 @@ pub(super) struct Store {
     pub dialect: Dialect,
     /// `scheme://host:port/database`, never the credentials.
     pub endpoint: String,
+    /// The server the URL names, to compare; never shown.
+    pub server: Server,
     call_timeout: Duration,
     create_tables: bool,
     ready: OnceCell<()>,
@@ -106,6 +109,11 @@ impl Store {
                 }
             ))
         })?;
+        // Before any driver reads the URL: the PostgreSQL driver logs a
+        // parameter it does not know, key and value, and either may be a
+        // piece of a password.
+        check_parameters(&options, backend)?;
+        let server = Server::of(&options, backend, &endpoint)?;
         let started_ms = Arc::new(AtomicI64::new(0));
         let setup =
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
@@ -150,6 +158,7 @@ impl Store {
             pool,
             dialect,
             endpoint,
+            server,
             call_timeout,
             create_tables,
             ready: OnceCell::new(),
@@ -163,10 +172,13 @@ impl Store {
         self.online.load(Ordering::Relaxed)
     }
 
+    /// The locker's error for `reason`, which may quote the database's
+    /// words: escaped, so that a hostile server's text cannot drive the
+    /// terminal that shows the error or the log.
     pub(super) fn unavailable(&self, reason: impl Into<String>) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: reason.into(),
+            reason: crate::locker::escape_peer_text(&reason.into()),
         }
     }
 
@@ -620,7 +632,7 @@ impl Store {
             // PostgreSQL: deadlock_detected, serialization_failure;
             // MySQL: ER_LOCK_DEADLOCK (SQLSTATE 40001 too).
             if matches!(&*code, "40P01" | "40001" | "1213") {
-                return Failure::Retry(db.message().to_owned());
+                return Failure::Retry(crate::locker::escape_peer_text(db.message()));
             }
         }
         Failure::Fail(self.error(err))
