@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-/// How long a [`LocalLocker`] keeps entries, and how long it stays careful
+/// How long a [`LocalLocker`](crate::LocalLocker) keeps entries, and how long it stays careful
 /// after a restart.
 ///
 /// ```
@@ -21,14 +21,14 @@ pub struct LockerConfig {
     /// monotonic clock. Default 60 s. Holders must be configured with a
     /// [`Lease::validity`](crate::Lease::validity) no longer than this.
     pub validity: Duration,
-    /// After [`LocalLocker::restart`], for this long, new grants are refused
+    /// After [`LocalLocker::restart`](crate::LocalLocker::restart), for this long, new grants are refused
     /// and every lock, wait, refresh and fencing call answers the quarantine
     /// error, which no coordinator counts: the restart may have erased
     /// grants that their holders still count on. Holders that refresh get
     /// their entries back, counted once the quarantine is over. Default
     /// 60 s, the default validity: by then no holder trusts a grant made
     /// before the restart any more. A quarantine shorter than the validity
-    /// (but not zero) is taken as the validity ([`LocalLocker::quarantine`]).
+    /// (but not zero) is taken as the validity ([`LocalLocker::quarantine`](crate::LocalLocker::quarantine)).
     /// Zero means none, which is safe only for a locker that never granted
     /// before. Fencing tokens are not drawn for at least
     /// [`FENCE_QUARANTINE`](crate::FENCE_QUARANTINE) after any restart.

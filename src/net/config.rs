@@ -28,7 +28,7 @@ const PUSH_OVERHEAD: usize = 64;
 /// ones evicted to make room for them are closing.
 pub const EVICTING: usize = 8;
 
-/// Settings of a [`LockServer`].
+/// Settings of a [`LockServer`](super::LockServer).
 ///
 /// The limits bound the server's memory whatever its peers send; see
 /// [`memory_budget`](Self::memory_budget) for what they add up to.
