@@ -1,7 +1,7 @@
 //! `ServerConfig`: a lock server's settings and limits, and the memory
-//! budget they add up to. The limits are the only bound on what peers can
-//! make the server hold, so every per-connection queue the server keeps
-//! has its size here, where the budget counts it.
+//! budget they add up to. The limits bound what peers can make the server
+//! hold; the size of a connection's push queue sits here beside them, as
+//! the budget counts it.
 
 use std::time::Duration;
 
