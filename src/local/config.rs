@@ -1,12 +1,12 @@
 //! `LockerConfig`: how long a `LocalLocker` keeps entries, and how long it
-//! stays careful after a restart. The quarantine is never shorter than
-//! the validity, so a restarted locker grants nothing that a lock it
-//! forgot could still hold.
+//! stays careful after a restart. A quarantine other than zero is at
+//! least the validity, so that a restarted locker's answers count again
+//! only once no holder trusts a grant it may have forgotten.
 
 use std::time::Duration;
 
-/// How long a [`LocalLocker`] keeps entries, and how long it stays careful
-/// after a restart.
+/// How long a [`LocalLocker`](crate::LocalLocker) keeps entries, and how
+/// long it stays careful after a restart.
 ///
 /// ```
 /// use std::time::Duration;
@@ -21,14 +21,15 @@ pub struct LockerConfig {
     /// monotonic clock. Default 60 s. Holders must be configured with a
     /// [`Lease::validity`](crate::Lease::validity) no longer than this.
     pub validity: Duration,
-    /// After [`LocalLocker::restart`], for this long, new grants are refused
-    /// and every lock, wait, refresh and fencing call answers the quarantine
-    /// error, which no coordinator counts: the restart may have erased
-    /// grants that their holders still count on. Holders that refresh get
-    /// their entries back, counted once the quarantine is over. Default
-    /// 60 s, the default validity: by then no holder trusts a grant made
-    /// before the restart any more. A quarantine shorter than the validity
-    /// (but not zero) is taken as the validity ([`LocalLocker::quarantine`]).
+    /// After [`LocalLocker::restart`](crate::LocalLocker::restart), for this
+    /// long, new grants are refused and every lock, wait, refresh and
+    /// fencing call answers the quarantine error, which no coordinator
+    /// counts: the restart may have erased grants that their holders still
+    /// count on. Holders that refresh get their entries back, counted once
+    /// the quarantine is over. Default 60 s, the default validity: by then
+    /// no holder trusts a grant made before the restart any more. A
+    /// quarantine shorter than the validity (but not zero) is taken as the
+    /// validity ([`LocalLocker::quarantine`](crate::LocalLocker::quarantine)).
     /// Zero means none, which is safe only for a locker that never granted
     /// before. Fencing tokens are not drawn for at least
     /// [`FENCE_QUARANTINE`](crate::FENCE_QUARANTINE) after any restart.

@@ -46,7 +46,7 @@ pub(crate) struct TableCounts {
 /// on every call regardless.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// An in-memory [`NetLocker`]: the lock table of one node.
+/// An in-memory [`NetLocker`](crate::NetLocker): the lock table of one node.
 ///
 /// Rules:
 /// * a writer excludes everyone, readers share;
@@ -57,7 +57,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 ///   every entry on `args.resources`;
 /// * an entry not refreshed within [`LockerConfig::validity`] expires;
 /// * a waiter (one ticket, or one uid) keeps the places in line of its
-///   newest [`lock_wait`](NetLocker::lock_wait) only: a newer request
+///   newest [`lock_wait`](crate::NetLocker::lock_wait) only: a newer request
 ///   replaces them on the names it names, and ends them on the older
 ///   request's other names when the two share a name;
 /// * after [`restart`](Self::restart), for [`LockerConfig::quarantine`],

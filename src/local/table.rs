@@ -18,7 +18,9 @@ mod by_refresh;
 mod memory;
 mod name;
 
-pub(crate) use budget::{NAME_OVERHEAD, SHARD_KEPT};
+#[cfg(feature = "net")]
+pub(crate) use budget::NAME_OVERHEAD;
+pub(crate) use budget::SHARD_KEPT;
 use by_refresh::ByRefresh;
 pub(crate) use memory::{block, map_shrunk, map_sparse};
 use memory::{fit, room};

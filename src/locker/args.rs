@@ -22,7 +22,7 @@ pub enum LockMode {
     Write,
 }
 
-/// The arguments of every [`NetLocker`] call.
+/// The arguments of every [`NetLocker`](crate::NetLocker) call.
 ///
 /// One `LockArgs` describes one acquisition: the same `uid` is sent to every
 /// locker, and later unlock and refresh calls repeat it. The string fields are

@@ -1,7 +1,7 @@
 //! `ServerConfig`: a lock server's settings and limits, and the memory
-//! budget they add up to. The limits are the only bound on what peers can
-//! make the server hold, so every per-connection queue the server keeps
-//! has its size here, where the budget counts it.
+//! budget they add up to. The limits bound what peers can make the server
+//! hold; the size of a connection's push queue sits here beside them, as
+//! the budget counts it.
 
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ const PUSH_OVERHEAD: usize = 64;
 /// ones evicted to make room for them are closing.
 pub const EVICTING: usize = 8;
 
-/// Settings of a [`LockServer`].
+/// Settings of a [`LockServer`](super::LockServer).
 ///
 /// The limits bound the server's memory whatever its peers send; see
 /// [`memory_budget`](Self::memory_budget) for what they add up to.

@@ -1,8 +1,8 @@
 //! The kinds of refusal a lock server counts: the limit that refused a
 //! connection, frame or request (`Limit`) and why a handshake failed
-//! (`AuthRefusal`), each with the label value that the metrics and the
-//! log lines name it by. Label values are part of the metrics' documented
-//! names, so they never change.
+//! (`AuthRefusal`), each with the value of the metrics label that names
+//! it. Dashboards and alerts match on these values: changing one breaks
+//! them.
 
 /// The limit that refused a connection, a frame or a request: the value of
 /// the `limit` label, named after the setting or constant.

@@ -1,7 +1,8 @@
 //! The lock server's metrics: their names, descriptions and handles, the
-//! classification of requests and refusals into bounded labels, and the
-//! sampler of the table's gauges (feature `metrics`; without it every
-//! method here is empty and nothing is recorded).
+//! classification of requests into bounded labels (the refusal kinds are
+//! in `labels.rs`), and the table's gauges, which `sampler.rs` sets
+//! (feature `metrics`; without it every method here is empty and nothing
+//! is recorded).
 //!
 //! Handles are registered once, when the [`LockServer`](super::LockServer)
 //! is created, with the recorder installed then; a request then pays a
@@ -314,7 +315,7 @@ struct Handles {
     quarantine: Gauge,
 }
 
-/// What the gauges of the table show, read by the sampler.
+/// What the gauges of the table show, as the sampler read them.
 #[cfg(feature = "metrics")]
 pub(crate) struct Gauges {
     pub(crate) entries: usize,

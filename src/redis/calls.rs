@@ -1,7 +1,8 @@
 //! The calls of a `RedisLocker` on its server, each one script run
 //! atomically by Redis: granting (at once or in line), releasing,
 //! refreshing, listing, and the keys, arguments and stored values they
-//! share. No call answers while the server is in quarantine.
+//! share. While the server is in quarantine after a restart, the calls
+//! whose answer would count are refused with a quarantine error.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

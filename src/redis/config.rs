@@ -31,7 +31,7 @@ pub struct RedisConfig {
     /// default validity): a server that restarted may have lost locks that
     /// are still held, and they have all been refreshed back or expired
     /// once a validity has passed. Fencing tokens are refused for at least
-    /// [`FENCE_QUARANTINE`] whatever this is, unless it is zero. Zero is
+    /// [`FENCE_QUARANTINE`](crate::FENCE_QUARANTINE) whatever this is, unless it is zero. Zero is
     /// only safe for a server that never granted a lock nor drew a token
     /// before it started, such as in tests. Values beyond ten years are
     /// taken as ten years.

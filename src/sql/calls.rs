@@ -1,9 +1,9 @@
 //! The calls of a `SqlLocker`, each one short transaction at read
 //! committed that locks its resources' rows first, in sorted order, then
 //! reads, decides, writes and commits: granting, waiting, releasing,
-//! refreshing, fencing, proclaiming and listing. No call answers while
-//! the locker is in quarantine, and none holds a connection after it
-//! returns.
+//! refreshing, fencing, proclaiming and listing. While the locker is in
+//! quarantine, the calls whose answer would count are refused with a
+//! quarantine error; no call holds a connection after it returns.
 
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ pub(super) const MAX_UID_LEN: usize = 255;
 /// shown in listings).
 pub(super) const MAX_LABEL_LEN: usize = 1024;
 
-/// How a [`SqlLocker`] connects, names its tables and keeps entries.
+/// How a [`SqlLocker`](super::SqlLocker) connects, names its tables and keeps entries.
 ///
 /// ```
 /// use std::time::Duration;

@@ -1,8 +1,8 @@
-//! How a request's `WireArgs` decode: field by field, each text bounded by
-//! its limit as it is read, so that an oversized field costs the server no
-//! more than the limit. A field over its limit still decodes, cut, with
-//! `oversize` saying which, so that the server refuses the request by id
-//! and keeps the connection.
+//! How a request's `WireArgs` decode: field by field, each text checked
+//! against its limit as it is read, and copied out of the frame only
+//! within it. A field over its limit still decodes, empty, with
+//! `oversize` saying which limit it broke, so that the server refuses the
+//! request by id and keeps the connection.
 
 use std::sync::Arc;
 
