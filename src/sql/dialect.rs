@@ -560,3 +560,14 @@ impl Dialect {
         }
     }
 }
+
+/// The latest moment, in ms of the server's clock `now_ms`, at which a
+/// server reporting `uptime_s` can have started. MySQL and MariaDB count
+/// their uptime in whole seconds between two clocks that also tick in
+/// whole seconds, so a server that started 10 ms ago may already say 1:
+/// the start lies within a second either side of `now - uptime`. The
+/// quarantine is counted from the latest start possible, so that it never
+/// ends before the configured length after the real start.
+pub(super) fn latest_start_ms(now_ms: i64, uptime_s: i64) -> i64 {
+    now_ms.saturating_sub(uptime_s.saturating_sub(1).max(0).saturating_mul(1000))
+}

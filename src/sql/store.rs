@@ -148,7 +148,10 @@ impl Store {
                             ))
                         })?;
                         let now: i64 = sqlx::query_scalar(clock).fetch_one(&mut *conn).await?;
-                        seen.fetch_max(now - seconds.saturating_mul(1000), Ordering::Relaxed);
+                        seen.fetch_max(
+                            super::dialect::latest_start_ms(now, seconds),
+                            Ordering::Relaxed,
+                        );
                     }
                     Ok(())
                 })

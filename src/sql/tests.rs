@@ -61,3 +61,26 @@ async fn debug_and_endpoint_never_show_the_password() {
     assert_eq!(locker.endpoint(), "postgres://db.internal:5432/app");
     assert!(!format!("{locker:?}").contains("s3cr3t"));
 }
+
+#[test]
+fn a_start_told_by_a_whole_second_uptime_is_never_taken_as_earlier_than_it_was() {
+    use super::dialect::latest_start_ms;
+    // A server that started at `start` ms and is asked at `now` ms: both
+    // its clocks tick in whole seconds, so it says `now / 1000 - start /
+    // 1000`. The estimate must never fall before the real start.
+    for start in (0..3000).step_by(7) {
+        for elapsed in (0..4000).step_by(11) {
+            let now = start + elapsed;
+            let uptime = now / 1000 - start / 1000;
+            let estimate = latest_start_ms(now, uptime);
+            assert!(
+                estimate >= start,
+                "start {start} ms, asked at {now} ms, uptime {uptime} s: estimated {estimate} ms"
+            );
+            assert!(
+                estimate <= now,
+                "a start after the question: {estimate} > {now}"
+            );
+        }
+    }
+}
