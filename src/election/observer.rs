@@ -152,31 +152,38 @@ impl Reported {
 /// re-check. One read at a time, so results come in the order the reads
 /// saw the lockers. A push that arrives while a read still waits for
 /// answers (a slow or stopped locker may hold it open until its deadline)
-/// restarts it once the read has run for a re-check, so a short leadership
-/// is seen within a re-check; a younger read is let finish and followed at
-/// once by another, so values that change faster than a read takes never
-/// silence the observer. A read is never cut twice in a row.
+/// restarts it at once, so a short leadership is not missed; but a read
+/// that follows a restarted one is restarted only once it ran a re-check,
+/// and until then is let finish and followed at once by another, so values
+/// that change faster than a read takes do not silence the observer.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
     let bell = Arc::new(Bell(Notify::new()));
     let sink: Arc<dyn PushSink> = bell.clone();
     let recheck = coord.wait_recheck();
     let ttl = coord.place_ttl();
     let mut reported = Reported::default();
-    // Whether the previous read was cut short: the next one then runs to
-    // its end whatever comes, so slow lockers and a stream of pushes
-    // cannot keep every read from finishing.
+    // Whether the previous read was cut short: the next one is then cut
+    // only after a re-check, so that a stream of pushes cannot keep every
+    // read from finishing.
     let mut cut = false;
     loop {
         let began = tokio::time::Instant::now();
         let mut pushed = false;
-        let may_cut = !cut;
+        // Cut at once by a push, unless the previous read was cut: then
+        // only once this one ran a re-check.
+        let cut_at_once = !cut;
         let read = read_round(&coord, &args, Some((&sink, ttl)));
         tokio::pin!(read);
         let read = loop {
             tokio::select! {
                 read = &mut read => break Some(read),
-                () = bell.0.notified(), if !pushed => pushed = true,
-                () = tokio::time::sleep_until(began + recheck), if pushed && may_cut => break None,
+                () = bell.0.notified(), if !pushed => {
+                    if cut_at_once {
+                        break None;
+                    }
+                    pushed = true;
+                }
+                () = tokio::time::sleep_until(began + recheck), if pushed => break None,
                 () = tx.closed() => return,
             }
         };
