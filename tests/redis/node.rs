@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
-use quorum_lock::{Error, LockArgs, LockMode, NetLocker};
+use quorum_lock::{LockArgs, LockMode, NetLocker};
 
-use crate::redis_support::{locker_with, raw, RedisServer};
+use crate::redis_support::{
+    is_quarantine, locker_with, raw, wait_out_quarantine, wait_out_quarantine_keeping, RedisServer,
+};
 
 fn args(uid: &str, resource: &str) -> LockArgs {
     LockArgs {
@@ -32,38 +34,6 @@ fn config(validity: Duration, quarantine: Duration) -> RedisConfig {
         validity,
         quarantine,
         ..RedisConfig::default()
-    }
-}
-
-fn is_quarantine(err: &Error) -> bool {
-    err.to_string().contains("refusing new grants")
-}
-
-/// Locks a scratch name until the server's quarantine is over; at most
-/// 12 s (the quarantine is counted from the start rounded up to a second).
-async fn wait_out_quarantine(redis: &Arc<dyn NetLocker>) {
-    wait_out_quarantine_keeping(redis, None).await
-}
-
-/// As [`wait_out_quarantine`], refreshing `keep` (uid, name) all along as
-/// its holder would: a quarantine is at least the validity, so an entry
-/// re-created at its start would expire before its end otherwise.
-async fn wait_out_quarantine_keeping(redis: &Arc<dyn NetLocker>, keep: Option<(&str, &str)>) {
-    let give_up = Instant::now() + Duration::from_secs(12);
-    loop {
-        if let Some((uid, name)) = keep {
-            let _ = redis.refresh_mode(&args(uid, name), LockMode::Write).await;
-        }
-        match redis.lock(&args("probe", "scratch")).await {
-            Ok(true) => {
-                assert!(redis.unlock(&args("probe", "scratch")).await.unwrap());
-                return;
-            }
-            Err(err) if is_quarantine(&err) && Instant::now() < give_up => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            other => panic!("the quarantine did not end as expected: {other:?}"),
-        }
     }
 }
 

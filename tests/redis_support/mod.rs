@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorum_lock::redis::{RedisConfig, RedisLocker};
-use quorum_lock::NetLocker;
+use quorum_lock::{Error, LockArgs, LockMode, NetLocker};
 
 /// A `redis-server` of this test, killed by its PID when dropped.
 pub struct RedisServer {
@@ -417,4 +417,50 @@ pub async fn refuse_new_clients(conn: &mut Raw) {
 /// Undoes [`refuse_new_clients`].
 pub async fn admit_clients(conn: &mut Raw) {
     conn.cmd(&["CONFIG", "SET", "maxclients", "10000"]).await;
+}
+
+/// Whether `err` is a Redis node's quarantine refusal.
+pub fn is_quarantine(err: &Error) -> bool {
+    err.to_string().contains("refusing new grants")
+}
+
+fn probe_args(uid: &str, resource: &str) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: vec![resource.to_owned()].into(),
+        owner: "test".into(),
+        source: "tests/redis_support".into(),
+        quorum: 1,
+    }
+}
+
+/// Locks a scratch name until the server's quarantine is over; at most
+/// 12 s (the quarantine is counted from the start rounded up to a second).
+pub async fn wait_out_quarantine(redis: &Arc<dyn NetLocker>) {
+    wait_out_quarantine_keeping(redis, None).await
+}
+
+/// As [`wait_out_quarantine`], refreshing `keep` (uid, name) all along as
+/// its holder would: a quarantine is at least the validity, so an entry
+/// re-created at its start would expire before its end otherwise.
+pub async fn wait_out_quarantine_keeping(redis: &Arc<dyn NetLocker>, keep: Option<(&str, &str)>) {
+    let give_up = Instant::now() + Duration::from_secs(12);
+    loop {
+        if let Some((uid, name)) = keep {
+            let _ = redis
+                .refresh_mode(&probe_args(uid, name), LockMode::Write)
+                .await;
+        }
+        match redis.lock(&probe_args("probe", "scratch")).await {
+            Ok(true) => {
+                let unlocked = redis.unlock(&probe_args("probe", "scratch")).await;
+                assert!(matches!(unlocked, Ok(true)), "{unlocked:?}");
+                return;
+            }
+            Err(err) if is_quarantine(&err) && Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => panic!("the quarantine did not end as expected: {other:?}"),
+        }
+    }
 }
