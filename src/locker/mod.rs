@@ -16,6 +16,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+// Used where a peer's text enters an error: the network, Redis and SQL
+// lockers.
+#[cfg(any(
+    feature = "net",
+    feature = "redis",
+    feature = "postgres",
+    feature = "mysql"
+))]
 pub(crate) use crate::locker::args::escape_peer_text;
 use crate::locker::args::{LockArgs, LockMode};
 use crate::locker::proclamation::{Proclamation, WatchArgs};

@@ -46,7 +46,7 @@
 //!   `maxmemory-policy` other than `noeviction`) is refused: an evicted lock
 //!   key is a silently lost lock.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -342,7 +342,7 @@ impl RedisLocker {
     #[cfg(feature = "testing")]
     pub fn paths(&self) -> RedisPaths {
         let p = &self.shared.paths;
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let get = |c: &AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         RedisPaths {
             fast_grants: get(&p.fast_grants),
             fast_misses: get(&p.fast_misses),

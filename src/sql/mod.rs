@@ -147,6 +147,7 @@ struct Shared {
     store: Store,
     config: SqlConfig,
     /// The URL, for the `LISTEN` connection (PostgreSQL); never shown.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     url: String,
     /// This locker's notification channel.
     channel: String,
