@@ -206,16 +206,32 @@ impl Session<'_> {
     /// until they are released or it lapses. So the ledger never charges
     /// less than the table keeps.
     ///
-    /// A place whose waiter has asked again over another connection since
-    /// (it reconnected; the ledger then charges that connection) belongs
-    /// to that connection now, and is left alone: the table keeps one place
-    /// per waiter, and it is the newer connection's.
+    /// A waiter may have asked again over another connection since (it
+    /// reconnected; the ledger then charges that connection). The table
+    /// keeps one place per waiter, so on the names that connection's place
+    /// covers the place is that connection's now, and is left alone; on
+    /// the other names nobody else counts it, so it ends here like any
+    /// other. Every place the table keeps is thus counted by an open
+    /// connection, whatever names a reconnected waiter asks for.
     pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
         let locker = &*self.server.locker;
         let ledger = &self.server.ledger;
         for place in places {
             let uid = &place.args.uid;
-            if ledger.owner(uid).is_some_and(|conn| conn != self.id) {
+            let newer = ledger
+                .owner(uid)
+                .filter(|conn| *conn != self.id)
+                .and_then(|conn| self.server.place_names(conn, uid));
+            if let Some(newer) = newer {
+                if place.args.resources.iter().all(|r| newer.contains(r)) {
+                    continue;
+                }
+                if !locker
+                    .end_place(&place.args, Some(place.ticket), &newer)
+                    .held
+                {
+                    ledger.release(uid, Some(&place.args.resources));
+                }
                 continue;
             }
             let (ticket, keep) = match how {

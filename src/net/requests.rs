@@ -4,7 +4,7 @@
 //! before anything is kept for it, and every reply says what was refused
 //! and why.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -35,9 +35,10 @@ pub(super) struct Session<'a> {
     /// Where the lock table pushes this connection's grants and wounds,
     /// and the `Changed` of its watches.
     pub(super) wake: Wake,
-    /// The places this connection holds in line. Only this connection's
-    /// task locks it, so it is never contended.
-    pub(super) waits: Mutex<Waits>,
+    /// The places this connection holds in line. This connection's task
+    /// changes it; another one reads it only when a waiter of it asked
+    /// again over that connection, so it is hardly ever contended.
+    pub(super) waits: Arc<Mutex<Waits>>,
 }
 
 /// Hands pushes from the lock table to the connection's task. Never
@@ -475,8 +476,9 @@ impl Drop for Session<'_> {
     /// turns they would have taken from others. Grants stay; their holders
     /// still release or refresh them.
     fn drop(&mut self) {
+        self.server.forget_waits(self.id);
         let places: Vec<Place> = {
-            let waits = self.waits.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let mut waits = self.waits();
             if waits.is_empty() {
                 return;
             }

@@ -110,6 +110,7 @@ impl LockServer {
                 shutdown: CancellationToken::new(),
                 connections: AtomicUsize::new(0),
                 pending: Mutex::default(),
+                waits: Mutex::default(),
                 next_conn: AtomicU64::new(1),
                 metrics: ServerMetrics::new(),
             }),

@@ -82,13 +82,17 @@ async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot
     let (role, version) = role;
     tracing::debug!(%peer, ?role, version, "client connected");
     let (pushes, mut pushed) = mpsc::channel(PUSH_QUEUE);
+    let waits = Arc::new(Mutex::new(Waits::new(
+        server.config.max_waiters_per_connection,
+    )));
+    server.register_waits(slot.id(), &waits);
     let session = Session {
         server: &server,
         role,
         id: slot.id(),
         version,
         wake: Wake::new(Arc::new(ConnSink { pushes }), 0),
-        waits: Mutex::new(Waits::new(server.config.max_waiters_per_connection)),
+        waits,
     };
     serve(&mut conn, peer, &session, &mut pushed).await;
 }

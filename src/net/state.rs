@@ -6,7 +6,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +17,7 @@ use super::metrics::ServerMetrics;
 use super::refusals::{Busy, Cause, RefusalLog};
 use super::released::Released;
 use super::token::{Digest, TokenHasher};
+use super::waits::Waits;
 use crate::LocalLocker;
 
 /// What a connection may do, decided by the token it presented.
@@ -79,6 +80,10 @@ pub(crate) struct ServerState {
     /// Throttles the warnings about refused connections.
     pub(crate) refusals: RefusalLog,
     pub(super) next_conn: AtomicU64,
+    /// Each open connection's places in line, by connection id: where a
+    /// waiter that reconnected keeps its place now (see
+    /// [`place_names`](Self::place_names)).
+    pub(super) waits: Mutex<HashMap<u64, Weak<Mutex<Waits>>>>,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
 }
@@ -97,6 +102,39 @@ impl ServerState {
         self.per_address
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The names of the place that connection `conn` keeps for `uid`, if
+    /// it is open and keeps one.
+    pub(super) fn place_names(&self, conn: u64, uid: &str) -> Option<Arc<[String]>> {
+        let waits = self
+            .waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&conn)?
+            .upgrade()?;
+        let names = waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .names_of(uid);
+        names
+    }
+
+    /// Makes connection `conn`'s places known to the other connections.
+    pub(super) fn register_waits(&self, conn: u64, waits: &Arc<Mutex<Waits>>) {
+        self.waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(conn, Arc::downgrade(waits));
+    }
+
+    /// Connection `conn` closed.
+    pub(super) fn forget_waits(&self, conn: u64) {
+        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
+        waits.remove(&conn);
+        if waits.capacity() > 64 && waits.len() < waits.capacity() / 4 {
+            waits.shrink_to_fit();
+        }
     }
 
     pub(super) fn forget_pending(&self, id: u64) {

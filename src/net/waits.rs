@@ -3,7 +3,9 @@
 //! given up when the connection closes, and (for version-2 clients) the
 //! ticket each polling waiter drew, so that a poller keeps its turn.
 //!
-//! Only the connection's own task touches it, through the session.
+//! The connection's own task changes it, through the session; another
+//! connection only reads which names a waiter's place there covers (see
+//! `ServerState::place_names`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -160,6 +162,11 @@ impl Waits {
             }
         }
         superseded
+    }
+
+    /// The names of `uid`'s place on this connection, if it keeps one.
+    pub(crate) fn names_of(&self, uid: &str) -> Option<Arc<[String]>> {
+        self.places.get(uid).map(|p| p.args.resources.clone())
     }
 
     /// Forgets the place of `uid`, which was granted or released.

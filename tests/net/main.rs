@@ -21,6 +21,7 @@ mod late_validity;
 mod limits;
 mod places_end_with_releases_of_any_mode;
 mod places_in_line_per_connection;
+mod places_of_reconnected_waiters;
 mod races;
 mod reconnect;
 mod refusal_logs;
