@@ -26,6 +26,7 @@ mod elect;
 mod errors;
 mod group_gone_before_the_next_holder;
 mod inherited;
+mod invisible_characters;
 mod malformed;
 mod metrics;
 mod misplaced_urls;
