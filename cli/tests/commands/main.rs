@@ -40,6 +40,7 @@ mod refusal_log_lines;
 mod run;
 mod run_fencing;
 mod secrets;
+mod servers_listed_twice;
 mod source;
 mod sql_cli;
 mod sql_duplicates;
