@@ -17,6 +17,7 @@ mod admin_reserve_under_flood;
 mod auth;
 mod background;
 mod budget;
+mod certs_and_listen_errors_show_no_password;
 mod causes;
 mod cluster;
 mod debug_logs;
