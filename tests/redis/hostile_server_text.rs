@@ -22,9 +22,8 @@ const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}";
 /// The first character of `text` a terminal would act on, or that makes
 /// text read otherwise than it is stored.
 fn raw_unsafe(text: &str) -> Option<char> {
-    text.chars().find(|&c| {
-        c.is_control() || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    })
+    text.chars()
+        .find(|&c| c.is_control() || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
 }
 
 fn bulk(text: &str) -> Vec<u8> {
@@ -111,7 +110,10 @@ async fn a_hostile_redis_version_reaches_the_error_escaped() {
     let version: &'static str = Box::leak(format!("5.0.0{HOSTILE}").into_boxed_str());
     let addr = fake_redis(version, "noeviction");
     let text = connect_error(addr).await;
-    assert!(text.contains("too old"), "not the version's error: {text:?}");
+    assert!(
+        text.contains("too old"),
+        "not the version's error: {text:?}"
+    );
     if let Some(c) = raw_unsafe(&text) {
         panic!(
             "the error holds the raw character U+{:04X} from the server: {text:?}",

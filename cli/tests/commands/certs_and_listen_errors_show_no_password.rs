@@ -22,8 +22,16 @@ fn certs_refuses_a_node_url_without_showing_its_password() {
             "10.0.0.1:7070,postgres://locks:CertsSecret1@db1/app,10.0.0.3:7070",
             "CertsSecret1",
         ),
-        ("--nodes", "redis://:CertsSecret2@cache:6379", "CertsSecret2"),
-        ("--node", "mysql://locks:CertsSecret3@db2:3306/app", "CertsSecret3"),
+        (
+            "--nodes",
+            "redis://:CertsSecret2@cache:6379",
+            "CertsSecret2",
+        ),
+        (
+            "--node",
+            "mysql://locks:CertsSecret3@db2:3306/app",
+            "CertsSecret3",
+        ),
     ] {
         let run = cli(&dir, &["certs", "--dir", tls, flag, list], &[], LIMIT);
         assert_eq!(run.code, Some(2), "{flag} {list}: {run:?}");

@@ -30,7 +30,14 @@ fn listings_escape_invisible_format_characters_of_names_and_owners() {
     let holder = Cli::spawn(
         &dir,
         &[
-            "lock", "--nodes", &node, "--token-file", &token, "--owner", &owner, &name,
+            "lock",
+            "--nodes",
+            &node,
+            "--token-file",
+            &token,
+            "--owner",
+            &owner,
+            &name,
         ],
         &[],
     );
