@@ -45,3 +45,46 @@ fn a_lock_server_listed_twice_with_a_zero_padded_port_is_refused() {
     assert_eq!(run.code, Some(2), "{list}: {run:?}");
     assert!(run.stderr.contains("listed twice"), "{list}: {run:?}");
 }
+
+/// Host names are compared without case, as database URLs already are
+/// (`postgres://LOCALHOST:1/a,postgres://localhost:1/b` is refused): DNS
+/// names do not tell case apart, so `LOCALHOST:P` and `localhost:P` are
+/// one server, for lock servers and Redis nodes alike.
+#[test]
+fn a_node_listed_twice_with_its_host_in_another_case_is_refused() {
+    let dir = Scratch::new("servers-listed-twice-case");
+    let token = dir.token();
+    let mut accepted = Vec::new();
+    for (flag, list) in [
+        ("--nodes", "localhost:1,LOCALHOST:1"),
+        ("--redis", "redis://localhost:1,redis://LOCALHOST:1"),
+    ] {
+        let run = cli(
+            &dir,
+            &[
+                "run",
+                flag,
+                list,
+                "--token-file",
+                &token,
+                "--connect-timeout",
+                "1s",
+                "--timeout",
+                "2s",
+                "job",
+                "--",
+                "true",
+            ],
+            &[],
+            LIMIT,
+        );
+        if run.code != Some(2) || !run.stderr.contains("listed twice") {
+            accepted.push(format!("{flag} {list}: {run:?}"));
+        }
+    }
+    assert!(
+        accepted.is_empty(),
+        "one server listed twice was taken as two nodes:\n{}",
+        accepted.join("\n")
+    );
+}
