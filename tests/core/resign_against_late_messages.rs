@@ -188,6 +188,8 @@ async fn a_confirmed_resign_is_not_undone_by_a_refresh_that_arrives_after_it() {
         .await
         .expect("nodes 0 and 2 confirm the resign");
     late.store(false, Ordering::SeqCst);
+    // An observer that starts now must never report the resigned term.
+    let mut observer = watch.observe().unwrap();
     let uid = leading.uid().to_owned();
     let holds = |i: usize| {
         let locker = cluster.lockers()[i].clone();
@@ -224,8 +226,13 @@ async fn a_confirmed_resign_is_not_undone_by_a_refresh_that_arrives_after_it() {
         }
         sleep(Duration::from_secs(1)).await;
     }
+    let mut observed = Vec::new();
+    while let Ok(Some(item)) = tokio::time::timeout(Duration::ZERO, observer.recv()).await {
+        observed.extend(item.map(|l| (l.term, l.seq)));
+    }
     assert!(
-        reported.is_empty(),
-        "leader() reported the leader of term {term} after its resign was confirmed: {reported:?}"
+        reported.is_empty() && observed.is_empty(),
+        "after the resign of term {term} was confirmed, leader() reported {reported:?} and an \
+         observer started after it reported {observed:?}"
     );
 }
