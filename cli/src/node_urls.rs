@@ -99,7 +99,12 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
         };
         let entry = entry(part, i + 1, total, shown_as)?;
         if let Entry::Server(addr) = &entry {
-            if entries.iter().any(|e| e == &entry) {
+            let key = server_key(addr);
+            let twice = entries.iter().any(|e| match e {
+                Entry::Server(other) => server_key(other) == key,
+                _ => false,
+            });
+            if twice {
                 let named = if secret_bearing {
                     format!("{} of {total} ({HIDDEN})", i + 1)
                 } else {
@@ -111,6 +116,20 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
         entries.push(entry);
     }
     Ok(entries)
+}
+
+/// What makes two lock-server addresses one server: the host without
+/// regard to case (DNS names are case-blind; an IP address in its
+/// canonical form) and the port as a number (`07070` is `7070`). Called on
+/// entries [`check_address`] took.
+fn server_key(addr: &str) -> (String, u16) {
+    let (host, port) = addr.rsplit_once(':').unwrap_or((addr, ""));
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let host = match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => bare.to_ascii_lowercase(),
+    };
+    (host, port.parse().unwrap_or(0))
 }
 
 /// One entry, the `position`th of `total`.

@@ -120,7 +120,11 @@ mod with_redis {
             let locker = RedisLocker::new(url, config.clone())
                 .map_err(|e| Failure::usage(format!("{label} ({}): {e}", redact(url))))?;
             let endpoint = locker.endpoint();
-            if lockers.iter().any(|l| l.endpoint() == endpoint) {
+            // Host names are case-blind: `LOCALHOST:6379` is `localhost:6379`.
+            if lockers
+                .iter()
+                .any(|l| l.endpoint().eq_ignore_ascii_case(&endpoint))
+            {
                 return Err(Failure::usage(format!(
                     "Redis node {endpoint} is listed twice; each node counts once towards the \
                      quorum, even with another database number"

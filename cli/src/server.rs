@@ -15,9 +15,15 @@ use crate::signals::Signals;
 
 pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     let addr: SocketAddr = args.listen.trim().parse().map_err(|e| {
+        // A URL given here by mistake may hold a password: not quoted then.
+        let listen = &args.listen;
+        let named = if listen.contains(['@', '=']) || listen.contains("://") {
+            "(not shown: it looks like a URL, which may hold a password)".to_owned()
+        } else {
+            format!("'{}'", crate::words::escaped(listen))
+        };
         Failure::usage(format!(
-            "bad --listen address '{}': {e} (expected ip:port, e.g. 127.0.0.1:7070)",
-            args.listen
+            "bad --listen address {named}: {e} (expected ip:port, e.g. 127.0.0.1:7070)"
         ))
     })?;
     let metrics = args

@@ -237,9 +237,11 @@ impl Link {
 
     /// Reads when the server started: `TIME` minus `uptime_in_seconds`.
     async fn epoch(&self, conn: &mut MultiplexedConnection) -> Result<Epoch, Error> {
+        // `why` may quote the server's own words (its version): escaped, so
+        // that a hostile server's text cannot drive a terminal or a log.
         let not_redis = |why: String| Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: format!("not a usable Redis server: {why}"),
+            reason: crate::locker::escape_peer_text(&format!("not a usable Redis server: {why}")),
         };
         let info: String = ::redis::cmd("INFO")
             .arg("server")
@@ -346,17 +348,18 @@ impl Link {
         if limit == "0" {
             tracing::warn!(
                 locker = %self.endpoint,
-                policy,
+                policy = %crate::locker::escape_peer_text(policy),
                 "maxmemory-policy is not noeviction; harmless while maxmemory is 0, but lock keys would be evicted silently once a limit is set"
             );
             return Ok(());
         }
         Err(Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason: format!(
+            // The settings are the server's words: escaped.
+            reason: crate::locker::escape_peer_text(&format!(
                 "this Redis may evict lock keys (maxmemory-policy {policy} with maxmemory {limit}), \
                  and an evicted key is a lock lost silently; set maxmemory-policy noeviction"
-            ),
+            )),
         })
     }
 }

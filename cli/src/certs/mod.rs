@@ -400,14 +400,39 @@ impl Check {
 /// first given; a host listed with several ports gets one certificate.
 fn nodes(args: &CertsArgs) -> Result<Vec<Node>, Failure> {
     let listed = args.nodes.iter().flat_map(|list| list.split(','));
+    // The same lists as the client commands' --nodes, which may hold
+    // database and Redis URLs with passwords (a comma in one splits it):
+    // when any entry may carry a secret, entries are named by place only.
+    let secret_bearing = args
+        .node
+        .iter()
+        .chain(&args.nodes)
+        .any(|e| e.contains(['@', '=']) || e.contains("://"));
     let mut nodes: Vec<Node> = Vec::new();
-    for entry in args.node.iter().map(String::as_str).chain(listed) {
+    for (i, entry) in args
+        .node
+        .iter()
+        .map(String::as_str)
+        .chain(listed)
+        .enumerate()
+    {
         let entry = entry.trim();
-        let (host, port) = split(entry)?;
+        let named = if secret_bearing {
+            format!("{} ({})", i + 1, crate::node_urls::HIDDEN)
+        } else {
+            format!("'{}'", crate::words::escaped(entry))
+        };
+        if entry.contains("://") || entry.contains('@') {
+            return Err(Failure::usage(format!(
+                "bad node {named}: a URL is not a lock server; certs makes certificates for lock \
+                 servers, given as host or host:port"
+            )));
+        }
+        let (host, port) = split(entry, &named)?;
         let ip = host.parse::<IpAddr>().ok();
         if ip.is_none() && ServerName::try_from(host.to_owned()).is_err() {
             return Err(Failure::usage(format!(
-                "bad node '{entry}': '{host}' is neither an IP address nor a DNS name"
+                "bad node {named}: the host is neither an IP address nor a DNS name"
             )));
         }
         let host = host.to_ascii_lowercase();
@@ -424,8 +449,9 @@ fn nodes(args: &CertsArgs) -> Result<Vec<Node>, Failure> {
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 address too.
-fn split(entry: &str) -> Result<(&str, Option<u16>), Failure> {
-    let bad = |why: &str| Failure::usage(format!("bad node '{entry}': {why}"));
+/// `named` is how a message names the entry.
+fn split<'a>(entry: &'a str, named: &str) -> Result<(&'a str, Option<u16>), Failure> {
+    let bad = |why: &str| Failure::usage(format!("bad node {named}: {why}"));
     if entry.is_empty() {
         return Err(bad("empty entry (expected host or host:port)"));
     }
@@ -635,7 +661,7 @@ mod tests {
 
     #[test]
     fn node_entries_are_split_into_host_and_port() {
-        let ok = |entry: &str| split(entry).ok().map(|(h, p)| (h.to_owned(), p));
+        let ok = |entry: &str| split(entry, "entry").ok().map(|(h, p)| (h.to_owned(), p));
         assert_eq!(
             ok("db1.example.net"),
             Some(("db1.example.net".into(), None))
@@ -645,7 +671,7 @@ mod tests {
         assert_eq!(ok("[::1]"), Some(("::1".into(), None)));
         assert_eq!(ok("fe80::1"), Some(("fe80::1".into(), None)));
         for bad in ["", ":7070", "host:0", "host:x", "[::1", "[::1]x", "a:1:2"] {
-            assert!(split(bad).is_err(), "{bad:?} accepted");
+            assert!(split(bad, "entry").is_err(), "{bad:?} accepted");
         }
     }
 
