@@ -46,6 +46,7 @@ impl NetLocker for LocalLocker {
                 "force_unlock needs a uid, resource names, or both",
             )),
             (false, true) => {
+                self.note_ended(&args.uid, &[]);
                 let mut freed = Vec::new();
                 let removed = self
                     .shards
@@ -59,6 +60,7 @@ impl NetLocker for LocalLocker {
             (false, false) => self.release(args, None),
             (true, false) => {
                 args.validate_resources()?;
+                self.note_ended("", &args.resources);
                 let mut freed = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
                     let mut removed = false;

@@ -4,6 +4,7 @@
 mod boards;
 mod config;
 mod contract;
+mod ended;
 mod shards;
 mod table;
 #[cfg(test)]
@@ -25,6 +26,7 @@ use crate::{Error, LockArgs, LockInfo, LockMode};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
+use ended::Ended;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
@@ -101,6 +103,9 @@ pub struct LocalLocker {
     epoch_wall: u64,
     /// End of the quarantine, in nanoseconds after `epoch`; 0 when none.
     quarantine_end: AtomicU64,
+    /// What was released during the quarantine, which a late refresh must
+    /// not re-create (see `ended.rs`).
+    ended: Ended,
     /// When fencing tokens may be drawn again after a restart, in
     /// nanoseconds after `epoch`; 0 when never restarted.
     fence_ready: AtomicU64,
@@ -155,6 +160,7 @@ impl LocalLocker {
             epoch,
             epoch_wall: anchored_wall(epoch),
             quarantine_end: AtomicU64::new(0),
+            ended: Ended::default(),
             fence_ready: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
             clock,
@@ -195,6 +201,7 @@ impl LocalLocker {
             end_of(quarantine)
         };
         self.quarantine_end.store(end, Ordering::SeqCst);
+        self.ended.clear();
         self.fence_ready
             .store(end_of(quarantine.max(FENCE_QUARANTINE)), Ordering::SeqCst);
         // A crashed server forgets its counters as well; no token is drawn
@@ -649,6 +656,7 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
+        self.note_ended(&args.uid, &[]);
         let removed = self.with_shards(args, |set, _, freed| {
             let mut removed = false;
             for pos in 0..args.resources.len() {
@@ -663,6 +671,16 @@ impl LocalLocker {
         Ok(removed)
     }
 
+    /// In quarantine, notes that `uid` (or, with `uid` empty, the names
+    /// `names`) is being released or forced open, before anything is
+    /// removed: a late refresh must not re-create it (see `ended.rs`).
+    pub(crate) fn note_ended(&self, uid: &str, names: &[String]) {
+        let end = self.quarantine_end.load(Ordering::SeqCst);
+        if end != 0 && self.quarantine_left_at(self.clock.now()).is_some() {
+            self.ended.note(end, uid, names);
+        }
+    }
+
     /// Refreshes every entry of `args.uid`.
     ///
     /// In quarantine the answer is the quarantine error, whatever the table
@@ -672,7 +690,9 @@ impl LocalLocker {
     /// it has, and when `mode` is given re-creates the missing ones if the
     /// resources are free, so that a holder finds its entries here once the
     /// quarantine is over, when every grant forgotten in the restart has
-    /// expired and its answers count again.
+    /// expired and its answers count again. A uid released here, or a name
+    /// forced open here, during the quarantine is not re-created: the
+    /// refresh may have been sent before that release (see `ended.rs`).
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         self.with_shards(args, |set, now, _| {
             let mut missing = Vec::new();
@@ -690,7 +710,11 @@ impl LocalLocker {
             let free = missing
                 .iter()
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
-            if free && !missing.is_empty() {
+            let end = self.quarantine_end.load(Ordering::SeqCst);
+            if free
+                && !missing.is_empty()
+                && self.ended.may_recreate(end, &args.uid, &args.resources)
+            {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
                 }

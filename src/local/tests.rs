@@ -332,6 +332,41 @@ async fn expiry_follows_each_entry_own_last_refresh() {
     assert!(l.snapshot().is_empty(), "everything expired by 91 s");
 }
 
+/// A refresh that arrives after its uid's release, or after its name was
+/// forced open, re-creates nothing in quarantine: it was sent before.
+#[tokio::test(start_paused = true)]
+async fn a_refresh_after_a_release_in_quarantine_recreates_nothing() {
+    let l = locker_with(60, 60);
+    l.restart();
+    let refresh = |uid: &'static str, name: &'static str| {
+        let l = &l;
+        async move {
+            let answer = l.refresh_mode(&args(uid, &[name]), LockMode::Write).await;
+            assert!(answer.is_err_and(|e| e.is_quarantine()));
+        }
+    };
+    refresh("w", "a").await;
+    refresh("v", "b").await;
+    assert_eq!(entries(&l).len(), 2, "both re-created");
+    assert!(l.unlock(&args("w", &["a"])).await.unwrap());
+    let forced = LockArgs {
+        uid: "".into(),
+        ..args("", &["b"])
+    };
+    assert!(l.force_unlock(&forced).await.unwrap());
+    refresh("w", "a").await;
+    refresh("v", "b").await;
+    refresh("u", "b").await;
+    assert!(entries(&l).is_empty(), "{:?}", entries(&l));
+    // Others are re-created as before.
+    refresh("x", "c").await;
+    assert_eq!(entries(&l), [("c".into(), "x".into(), LockMode::Write)]);
+    // A new restart forgets what the last quarantine released.
+    l.restart();
+    refresh("w", "a").await;
+    assert_eq!(entries(&l), [("a".into(), "w".into(), LockMode::Write)]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn restart_forgets_and_quarantines() {
     use std::time::Duration;
