@@ -124,6 +124,17 @@ impl Job {
             for name in SECRETS {
                 command.env_remove(name);
             }
+            // Our own environment still holds them, and a process of the
+            // same user reads it in /proc/<pid>/environ unless this one is
+            // not dumpable. The command starts dumpable again (exec resets
+            // the flag), so only quorum-lock itself is affected: no core
+            // dump, no ptrace by the same user.
+            #[cfg(target_os = "linux")]
+            // SAFETY: prctl(2) with PR_SET_DUMPABLE changes a flag of this
+            // process only; it takes no pointers.
+            unsafe {
+                libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            }
         }
         for (name, value) in env {
             match value {

@@ -274,9 +274,12 @@ pub fn redact(url: &str) -> String {
 /// URL in it shown by [`shown`]: each of `given` (the arguments, the
 /// variables' values) that holds `://` is replaced wherever it appears,
 /// as a whole and (for `--flag=VALUE`) its value alone, and so is any
-/// other word that holds `://`.
+/// other word that holds `://`; the same for `@` (a URL typed without its
+/// scheme).
 pub fn without_urls(message: &str, given: impl IntoIterator<Item = String>) -> String {
-    let mut given: Vec<String> = given.into_iter().filter(|g| g.contains("://")).collect();
+    // A URL, or `user:password@host` typed without its scheme.
+    let secret = |g: &str| g.contains("://") || g.contains('@');
+    let mut given: Vec<String> = given.into_iter().filter(|g| secret(g)).collect();
     // The longest first: an argument may hold another one.
     given.sort_by_key(|g| std::cmp::Reverse(g.len()));
     let mut out = message.to_owned();
@@ -288,7 +291,7 @@ pub fn without_urls(message: &str, given: impl IntoIterator<Item = String>) -> S
     }
     out.split(' ')
         .map(|word| {
-            if !word.contains("://") {
+            if !secret(word) {
                 return word.to_owned();
             }
             let quote = |c: char| matches!(c, '\'' | '"' | '`');
@@ -342,6 +345,11 @@ mod tests {
                        invalid value 'redis://:Typo,Secret2@cache:6379,mysql://u:Pw3@db/x'; \
                        not given: 'rediss://:Pw4@h:1'";
         let shown = without_urls(message, args);
+        let schemeless = without_urls(
+            "unexpected argument 'u:PwSec13@h:1' found",
+            ["quorum-lock", "locks", "u:PwSec13@h:1"].map(String::from),
+        );
+        assert_eq!(schemeless, "unexpected argument 'h:1' found");
         for secret in ["Left", "Out1", "Typo", "Secret2", "Pw3", "Pw4"] {
             assert!(!shown.contains(secret), "{secret} shows: {shown}");
         }

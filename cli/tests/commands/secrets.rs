@@ -140,3 +140,58 @@ fn elect_keeps_the_secrets_from_its_command_unless_told_to_pass_them() {
     );
     assert_secrets("elect --pass-secrets", &command_env(&dir, &done), &node);
 }
+
+/// The command cannot read the secrets out of quorum-lock's own process
+/// either: `/proc/<pid>/environ` of its parent holds them, and a process
+/// of the same user may read it unless the parent made itself
+/// non-dumpable. Run as an unprivileged user (through `setpriv`), since
+/// root reads every process's environment anyway; skipped where the test
+/// is not root or `setpriv` is missing.
+#[cfg(target_os = "linux")]
+#[test]
+fn run_keeps_its_own_environment_from_its_command() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+
+    // SAFETY: getuid(2) has no preconditions.
+    let root = unsafe { libc::getuid() } == 0;
+    let setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !root || !setpriv {
+        eprintln!("skipped: needs root and setpriv to run quorum-lock as another user");
+        return;
+    }
+    let dir = Scratch::new("secrets-proc-environ");
+    std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o777))
+        .expect("let the unprivileged command write here");
+    let server = Server::start(&dir, &["--no-quarantine"]);
+    let node = server.addr.to_string();
+    let path = dir.path.display().to_string();
+    let script = "cat /proc/$PPID/environ > $D/parent-env 2> $D/parent-err; echo $? > $D/read";
+    let mut child = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(crate::support::bin())
+        .args(["run", "job", "--", "sh", "-c", script])
+        .env("QUORUM_LOCK_NODES", &node)
+        .env("QUORUM_LOCK_TOKEN", TOKEN)
+        .env("QUORUM_LOCK_ADMIN_TOKEN", ADMIN)
+        .env("D", &path)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.file("cli.err")).expect("stderr file"))
+        .spawn()
+        .expect("start quorum-lock through setpriv");
+    let status = crate::support::wait_bounded(&mut child, LIMIT, "quorum-lock run as nobody");
+    assert!(status.success(), "{status:?}: {}", dir.read("cli.err"));
+    let read = dir.read("read");
+    let env = std::fs::read(dir.file("parent-env")).unwrap_or_default();
+    let env = String::from_utf8_lossy(&env);
+    for secret in [TOKEN, ADMIN] {
+        assert!(
+            !env.contains(secret),
+            "the command read quorum-lock's environment (cat exit {}): {env}",
+            read.trim()
+        );
+    }
+    assert_ne!(read.trim(), "0", "the command read /proc/$PPID/environ");
+}
