@@ -4,48 +4,22 @@
 //! nothing gives its slot back.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use crate::node::{start, TOKEN};
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, read_varint, request, OP_HEALTH,
     OP_LOCK,
 };
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats};
-use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{Error, LockArgs, NetLocker};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
-const TOKEN: &str = "client-secret";
 const ADMIN: &str = "admin-secret";
 const LIMIT: Duration = Duration::from_secs(5);
 
 /// A server on an ephemeral loopback port; stops when dropped.
-struct Node {
-    addr: String,
-    stats: ServerStats,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn start(config: ServerConfig) -> Node {
-    let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let stats = server.stats();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    Node {
-        addr: bound.to_string(),
-        stats,
-        _stop: stop,
-    }
-}
-
 fn args(uid: &str, name: &str) -> LockArgs {
     LockArgs {
         uid: uid.into(),

@@ -19,6 +19,8 @@ mod foreign;
 mod fuzz;
 mod late_validity;
 mod limits;
+#[cfg(feature = "net")]
+mod node;
 mod places_end_with_releases_of_any_mode;
 mod places_in_line_per_connection;
 mod places_of_reconnected_waiters;

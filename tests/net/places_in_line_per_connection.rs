@@ -4,41 +4,11 @@
 //! ticket, or the same one under a new uid) keeps only its newest places.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats};
-use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-use tokio::sync::oneshot;
-
-const TOKEN: &str = "client-secret";
-
-struct Node {
-    addr: String,
-    locker: Arc<LocalLocker>,
-    stats: ServerStats,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn start(config: ServerConfig) -> Node {
-    let locker = Arc::new(LocalLocker::new());
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let stats = server.stats();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    Node {
-        addr: bound.to_string(),
-        locker,
-        stats,
-        _stop: stop,
-    }
-}
+use crate::node::{remote, start, TOKEN};
+use quorum_lock::net::ServerConfig;
+use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
     LockArgs {
@@ -48,12 +18,6 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
         source: "tests/net/places_in_line_per_connection.rs".into(),
         quorum: 1,
     }
-}
-
-async fn remote(node: &Node) -> RemoteLocker {
-    RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-        .await
-        .expect("connect")
 }
 
 /// 200 names of step `step`, and the held name, so that a wait on them

@@ -1,0 +1,49 @@
+//! One lock server over a fresh `LocalLocker` on a free loopback port, for
+//! the tests of this binary that look at the server's table and limits.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats};
+use quorum_lock::LocalLocker;
+use tokio::sync::oneshot;
+
+/// The client token every test here configures.
+pub const TOKEN: &str = "client-secret";
+
+/// A running server: its address, its table, its counters. It stops when
+/// this is dropped.
+pub struct Node {
+    pub addr: String,
+    pub locker: Arc<LocalLocker>,
+    pub stats: ServerStats,
+    _stop: oneshot::Sender<()>,
+}
+
+/// Starts a server with `config` on 127.0.0.1, on a port of its own.
+pub async fn start(config: ServerConfig) -> Node {
+    let locker = Arc::new(LocalLocker::new());
+    let server = LockServer::new(locker.clone(), config).expect("valid config");
+    let stats = server.stats();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().expect("an address"), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind loopback");
+    tokio::spawn(serve);
+    Node {
+        addr: bound.to_string(),
+        locker,
+        stats,
+        _stop: stop,
+    }
+}
+
+/// A client connection to `node` with [`TOKEN`].
+pub async fn remote(node: &Node) -> RemoteLocker {
+    RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+        .await
+        .expect("connect")
+}
