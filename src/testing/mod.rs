@@ -16,6 +16,10 @@
 //! * [`check_locker`] runs one conformance suite against any `NetLocker`:
 //!   the rules every locker must answer by, as `LocalLocker` does. Run it
 //!   against a locker written for another store before trusting it.
+//! * [`Relay`] forwards every call to a locker along a route the test
+//!   writes call by call: one call lost, delivered late (even after its
+//!   caller gave up), or answered slowly, for the fault a test needs at one
+//!   exact point.
 //! * [`DriftClock`] is a host's clock that runs at its own rate and wall
 //!   clock offset, for lockers ([`TestCluster::with_clocks`],
 //!   [`LocalLocker::with_clock`](crate::LocalLocker::with_clock)) and
@@ -142,6 +146,7 @@ mod faults;
 mod forward;
 mod history;
 mod plan;
+mod relay;
 mod stats;
 mod sweep;
 mod violation;
@@ -162,5 +167,6 @@ pub use event::{Event, EventKind};
 pub use faults::FaultyLocker;
 pub use history::{FencingViolation, History};
 pub use plan::Latency;
+pub use relay::{Relay, Route};
 pub use stats::{CallKind, CallStats};
 pub use violation::{Holding, Violation};

@@ -9,10 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
 use quorum_lock::{
-    Dsync, Error, Leader, LockArgs, LockMode, LockerConfig, NetLocker, Proclamation, Timeouts,
-    WaitArgs, WaitReply,
+    Dsync, Error, Leader, LockArgs, LockerConfig, NetLocker, Proclamation, Timeouts,
 };
 use tokio::time::{sleep, timeout, Instant};
 
@@ -381,70 +380,13 @@ async fn a_resigned_leaders_leftover_value_is_never_reported_again() {
     assert!(leader_on(&*cluster.lockers()[2], "jobs").await.is_some());
 }
 
-/// Forwards every call, but fails proclamations: a candidate whose
-/// proclamation cannot reach this locker.
-struct NoProclaim(Arc<dyn NetLocker>);
-
-#[async_trait::async_trait]
-impl NetLocker for NoProclaim {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.0.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.0.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.0.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, _: &LockArgs, _: &Proclamation) -> Result<bool, Error> {
-        Err(Error::LockerUnavailable {
-            endpoint: self.0.endpoint(),
-            reason: "the proclamation was lost".into(),
-        })
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.0.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.0.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.0.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.0.validity()
-    }
-    fn queues(&self) -> bool {
-        self.0.queues()
-    }
+/// `inner` through a link that loses every proclamation: a candidate
+/// whose proclamation cannot reach this locker.
+fn no_proclaim(inner: Arc<dyn NetLocker>) -> Arc<dyn NetLocker> {
+    Arc::new(Relay::new(inner, |kind, _| match kind {
+        CallKind::Proclaim => Route::Lost("the proclamation was lost".into()),
+        _ => Route::Forward,
+    }))
 }
 
 /// A campaign whose value reached node 2 but not nodes 0 and 1 is
@@ -461,7 +403,7 @@ async fn a_cancelled_campaigns_value_left_on_one_node_is_never_reported() {
         .enumerate()
         .map(|(i, l)| match i {
             2 => l,
-            _ => Arc::new(NoProclaim(l)) as Arc<dyn NetLocker>,
+            _ => no_proclaim(l),
         })
         .collect();
     let b = Dsync::builder(lockers)

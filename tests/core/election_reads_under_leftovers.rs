@@ -7,10 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{
-    Dsync, Error, Leader, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply,
-};
+use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
+use quorum_lock::{Dsync, Error, Leader, LockArgs, NetLocker, Proclamation};
 use tokio::time::{sleep, timeout, Instant};
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
@@ -48,76 +46,16 @@ async fn reports_within(
     reported
 }
 
-/// Forwards every call; while `cut` is set, proclamations are lost (the
-/// link drops them), everything else still arrives.
-struct LosesProclamations {
-    inner: Arc<dyn NetLocker>,
-    cut: Arc<AtomicBool>,
-}
-
-#[async_trait::async_trait]
-impl NetLocker for LosesProclamations {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        if self.cut.load(Ordering::SeqCst) {
-            return Err(Error::LockerUnavailable {
-                endpoint: self.inner.endpoint(),
-                reason: "the proclamation was lost".into(),
-            });
+/// `inner` through a link that loses proclamations while `cut` is set;
+/// everything else still arrives.
+fn loses_proclamations(inner: Arc<dyn NetLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
+    Arc::new(Relay::new(inner, move |kind, _| {
+        if kind == CallKind::Proclaim && cut.load(Ordering::SeqCst) {
+            Route::Lost("the proclamation was lost".into())
+        } else {
+            Route::Forward
         }
-        self.inner.proclaim(args, p).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
+    }))
 }
 
 /// A leader's second proclamation reaches node 2 only (its link to nodes
@@ -136,10 +74,7 @@ async fn a_value_on_one_locker_of_three_is_not_reported_as_the_leaders() {
         .enumerate()
         .map(|(i, l)| match i {
             2 => l,
-            _ => Arc::new(LosesProclamations {
-                inner: l,
-                cut: cut.clone(),
-            }) as Arc<dyn NetLocker>,
+            _ => loses_proclamations(l, cut.clone()),
         })
         .collect();
     let a = Dsync::builder(lockers)
@@ -248,79 +183,13 @@ async fn a_resigned_leaders_copies_on_two_of_five_lockers_are_never_reported() {
     );
 }
 
-/// Forwards every call; answers to `leader` reads come back `delay` late
-/// (the reply's trip from a far locker).
-struct SlowReplies {
-    inner: Arc<dyn NetLocker>,
-    delay: Duration,
-}
-
-#[async_trait::async_trait]
-impl NetLocker for SlowReplies {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.inner.proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&quorum_lock::WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        let answer = self.inner.leader(args, watch).await;
-        sleep(self.delay).await;
-        answer
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
+/// `inner` through a link whose answers to leader reads come back `delay`
+/// late.
+fn slow_leader_replies(inner: Arc<dyn NetLocker>, delay: Duration) -> Arc<dyn NetLocker> {
+    Arc::new(Relay::new(inner, move |kind, _| match kind {
+        CallKind::Leader => Route::SlowReply(delay),
+        _ => Route::Forward,
+    }))
 }
 
 /// A leader proclaims a new value every 100 ms for 10 s, while every
@@ -336,12 +205,7 @@ async fn an_observer_keeps_reporting_while_values_change_faster_than_its_reads()
     let far: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| {
-            Arc::new(SlowReplies {
-                inner: l,
-                delay: Duration::from_millis(150),
-            }) as Arc<dyn NetLocker>
-        })
+        .map(|l| slow_leader_replies(l, Duration::from_millis(150)))
         .collect();
     let w = Dsync::builder(far)
         .owner("watcher")

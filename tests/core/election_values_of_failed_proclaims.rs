@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply};
+use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
+use quorum_lock::{Dsync, Error, LockArgs, NetLocker, Proclamation};
 
 /// What one locker alone says of the election `name`.
 async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
@@ -26,76 +26,16 @@ async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
         .expect("the locker answers")
 }
 
-/// Forwards every call; while `cut` is set, proclamations are lost (the
-/// link drops them), everything else still arrives.
-struct LosesProclamations {
-    inner: Arc<dyn NetLocker>,
-    cut: Arc<AtomicBool>,
-}
-
-#[async_trait::async_trait]
-impl NetLocker for LosesProclamations {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        if self.cut.load(Ordering::SeqCst) {
-            return Err(Error::LockerUnavailable {
-                endpoint: self.inner.endpoint(),
-                reason: "the proclamation was lost".into(),
-            });
+/// `inner` through a link that loses proclamations while `cut` is set;
+/// everything else still arrives.
+fn loses_proclamations(inner: Arc<dyn NetLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
+    Arc::new(Relay::new(inner, move |kind, _| {
+        if kind == CallKind::Proclaim && cut.load(Ordering::SeqCst) {
+            Route::Lost("the proclamation was lost".into())
+        } else {
+            Route::Forward
         }
-        self.inner.proclaim(args, p).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
+    }))
 }
 
 /// Five lockers, the leader proclaimed "zero" on all. Its proclaim of
@@ -114,12 +54,7 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
         .net_lockers()
         .into_iter()
         .zip(&cuts)
-        .map(|(l, cut)| {
-            Arc::new(LosesProclamations {
-                inner: l,
-                cut: cut.clone(),
-            }) as Arc<dyn NetLocker>
-        })
+        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
         .collect();
     let a = Dsync::builder(lockers)
         .owner("a")
@@ -197,12 +132,7 @@ async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_firs
         .net_lockers()
         .into_iter()
         .zip(&cuts)
-        .map(|(l, cut)| {
-            Arc::new(LosesProclamations {
-                inner: l,
-                cut: cut.clone(),
-            }) as Arc<dyn NetLocker>
-        })
+        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
         .collect();
     let a = Dsync::builder(lockers)
         .owner("a")
@@ -279,10 +209,7 @@ async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_
         .into_iter()
         .enumerate()
         .map(|(i, l)| match i {
-            2 => Arc::new(LosesProclamations {
-                inner: l,
-                cut: cut.clone(),
-            }) as Arc<dyn NetLocker>,
+            2 => loses_proclamations(l, cut.clone()),
             _ => l,
         })
         .collect();
