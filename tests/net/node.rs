@@ -3,9 +3,10 @@
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats};
-use quorum_lock::LocalLocker;
+use quorum_lock::{LocalLocker, LockArgs, Ticket, WaitArgs};
 use tokio::sync::oneshot;
 
 /// The client token every test here configures.
@@ -46,4 +47,32 @@ pub async fn remote(node: &Node) -> RemoteLocker {
     RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
         .await
         .expect("connect")
+}
+
+/// Arguments of `uid` on `names`, as a test of places in line sends them.
+pub fn args(uid: &str, names: &[String]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names.to_vec().into(),
+        owner: "places".into(),
+        source: "tests/net".into(),
+        quorum: 1,
+    }
+}
+
+/// 200 names of step `step`, and the held name, so that a wait on them
+/// keeps a reservation.
+pub fn names(step: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..200).map(|i| format!("s{step:03}-{i:04}")).collect();
+    names.push("held".to_string());
+    names
+}
+
+/// A wait without pushes, whose place the server keeps for 60 s.
+pub fn reservation() -> WaitArgs {
+    WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(60),
+        wake: None,
+    }
 }

@@ -6,35 +6,9 @@
 
 use std::time::Duration;
 
-use crate::node::{remote, start, TOKEN};
+use crate::node::{args, names, remote, reservation, start, TOKEN};
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "places".into(),
-        source: "tests/net/places_in_line_per_connection.rs".into(),
-        quorum: 1,
-    }
-}
-
-/// 200 names of step `step`, and the held name, so that a wait on them
-/// keeps a reservation.
-fn names(step: usize) -> Vec<String> {
-    let mut names: Vec<String> = (0..200).map(|i| format!("s{step:03}-{i:04}")).collect();
-    names.push("held".to_string());
-    names
-}
-
-fn reservation() -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket::now(),
-        place_ttl: Duration::from_secs(60),
-        wake: None,
-    }
-}
+use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 /// With `max_waiters_per_connection` at 2: each step waits (a reservation
 /// on 201 names), then releases its uid naming another resource. The

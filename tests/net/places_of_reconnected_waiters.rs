@@ -5,35 +5,9 @@
 
 use std::time::Duration;
 
-use crate::node::{remote, start, TOKEN};
+use crate::node::{args, names, remote, reservation, start, TOKEN};
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "places".into(),
-        source: "tests/net/places_of_reconnected_waiters.rs".into(),
-        quorum: 1,
-    }
-}
-
-/// 200 names of step `step`, and the held name, so that a wait on them
-/// keeps a reservation.
-fn names(step: usize) -> Vec<String> {
-    let mut names: Vec<String> = (0..200).map(|i| format!("s{step:03}-{i:04}")).collect();
-    names.push("held".to_string());
-    names
-}
-
-fn reservation() -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket::now(),
-        place_ttl: Duration::from_secs(60),
-        wake: None,
-    }
-}
+use quorum_lock::{LockMode, NetLocker, WaitReply};
 
 /// Each step: a fresh connection waits with uid `w{step}` on 201 names
 /// (a reservation; "held" is held); a second, long-lived connection asks
