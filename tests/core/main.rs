@@ -27,6 +27,7 @@ mod observer_order_with_two_reads_in_flight;
 mod randomized;
 mod reentrant;
 mod resign_against_late_messages;
+mod rolling_restarts_under_release_traffic;
 mod runtimes;
 mod semaphore;
 mod semaphore_count_check_and_limits;
