@@ -26,6 +26,7 @@ mod no_second_holder_at_the_drift_bound;
 mod observer_order_with_two_reads_in_flight;
 mod randomized;
 mod reentrant;
+mod refused_unlocks_in_quarantine;
 mod resign_against_late_messages;
 mod rolling_restarts_under_release_traffic;
 mod runtimes;
