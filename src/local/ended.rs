@@ -13,14 +13,20 @@
 //! * a uid released here, and a name forced open here, during the current
 //!   quarantine is never re-created by a refresh before that quarantine
 //!   ends (after it, refreshes re-create nothing);
-//! * it is recorded before the release removes anything, so a refresh
-//!   racing the release cannot slip in between;
-//! * the record is bounded: past [`MAX_ENDED_BYTES`] nothing more is
-//!   recorded and no refresh re-creates anything until the quarantine ends
-//!   (refusing to re-create is safe: the holder's lock stands on the other
-//!   lockers, and this one simply misses its entry).
+//! * it is recorded once the call's arguments were found valid (a refused
+//!   call leaves nothing behind), before the release removes anything and
+//!   under the same shard locks, so a refresh racing the release cannot
+//!   slip in between;
+//! * the record is bounded by [`MAX_ENDED_BYTES`]: past it, the oldest
+//!   releases are forgotten first. Refusing every re-creation instead would
+//!   cost live holders their entry here, and a rolling restart (the next
+//!   server restarted once this one is out of quarantine) their lock. What
+//!   the bound gives up is a refresh delayed past about 90,000 later
+//!   releases on this locker; the transports deliver one connection's
+//!   calls in order (TCP), so a refresh reaches a locker after its own
+//!   release only when a reconnect overtakes it, which is far quicker.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Mutex, PoisonError};
 
 /// The most the record keeps, counting each uid or name as its length plus
@@ -31,6 +37,13 @@ pub(crate) const MAX_ENDED_BYTES: usize = 8 << 20;
 /// header and the set's slot, with room.
 const ENTRY_COST: usize = 64;
 
+/// One recorded release: a uid, or a name forced open.
+#[derive(Debug)]
+enum Gone {
+    Uid(String),
+    Name(String),
+}
+
 #[derive(Debug, Default)]
 struct Record {
     /// The quarantine the record belongs to (its end, as the locker keeps
@@ -38,9 +51,35 @@ struct Record {
     quarantine_end: u64,
     uids: HashSet<String>,
     names: HashSet<String>,
+    /// What the sets hold, oldest first, each once.
+    order: VecDeque<Gone>,
     bytes: usize,
-    /// More was released than the record can keep.
-    full: bool,
+}
+
+impl Record {
+    fn add(&mut self, gone: Gone) {
+        let (set, text) = match &gone {
+            Gone::Uid(uid) => (&mut self.uids, uid),
+            Gone::Name(name) => (&mut self.names, name),
+        };
+        if !set.insert(text.clone()) {
+            return;
+        }
+        self.bytes += text.len() + ENTRY_COST;
+        self.order.push_back(gone);
+        while self.bytes > MAX_ENDED_BYTES {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            let text = match oldest {
+                Gone::Uid(uid) => self.uids.take(&uid),
+                Gone::Name(name) => self.names.take(&name),
+            };
+            if let Some(text) = text {
+                self.bytes -= text.len() + ENTRY_COST;
+            }
+        }
+    }
 }
 
 /// See the module docs.
@@ -66,31 +105,12 @@ impl Ended {
     /// `quarantine_end`.
     pub(crate) fn note(&self, quarantine_end: u64, uid: &str, names: &[String]) {
         let mut record = self.record(quarantine_end);
-        if record.full {
-            return;
-        }
-        let cost = |s: &str| s.len() + ENTRY_COST;
-        let grow = if uid.is_empty() {
-            names.iter().map(|n| cost(n)).sum()
-        } else {
-            cost(uid)
-        };
-        if record.bytes + grow > MAX_ENDED_BYTES {
-            record.full = true;
-            record.uids = HashSet::new();
-            record.names = HashSet::new();
-            record.bytes = 0;
-            tracing::warn!(
-                "more released in quarantine than can be remembered; refreshes re-create no \
-                 entries until the quarantine ends"
-            );
-            return;
-        }
-        record.bytes += grow;
         if uid.is_empty() {
-            record.names.extend(names.iter().cloned());
+            for name in names {
+                record.add(Gone::Name(name.clone()));
+            }
         } else {
-            record.uids.insert(uid.to_owned());
+            record.add(Gone::Uid(uid.to_owned()));
         }
     }
 
@@ -98,9 +118,7 @@ impl Ended {
     /// the quarantine ending at `quarantine_end`.
     pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str, names: &[String]) -> bool {
         let record = self.record(quarantine_end);
-        !record.full
-            && !record.uids.contains(uid)
-            && !names.iter().any(|n| record.names.contains(n))
+        !record.uids.contains(uid) && !names.iter().any(|n| record.names.contains(n))
     }
 
     /// Forgets everything: the locker restarted.
@@ -114,17 +132,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn past_its_bound_the_record_refuses_every_recreation_until_the_next_quarantine() {
+    fn past_its_bound_the_record_forgets_the_oldest_releases_first() {
         let ended = Ended::default();
-        let uid = "u".repeat(1000);
+        let long = "u".repeat(1000);
         ended.note(7, "first", &[]);
+        ended.note(7, "", &["forced".into()]);
         assert!(!ended.may_recreate(7, "first", &[]));
+        assert!(!ended.may_recreate(7, "other", &["forced".into()]));
         assert!(ended.may_recreate(7, "second", &["a".into()]));
-        for i in 0..(MAX_ENDED_BYTES / 1000 + 1) {
-            ended.note(7, &format!("{uid}{i}"), &[]);
+        let fit = MAX_ENDED_BYTES / (1000 + ENTRY_COST) + 1;
+        for i in 0..fit {
+            ended.note(7, &format!("{long}{i}"), &[]);
         }
-        assert!(!ended.may_recreate(7, "second", &["a".into()]));
+        // The oldest went; the newest stay; nobody else is refused.
+        assert!(ended.may_recreate(7, "first", &[]));
+        assert!(ended.may_recreate(7, "other", &["forced".into()]));
+        assert!(!ended.may_recreate(7, &format!("{long}{}", fit - 1), &[]));
+        assert!(ended.may_recreate(7, "second", &["a".into()]));
+        let record = ended.record(7);
+        assert!(record.bytes <= MAX_ENDED_BYTES);
+        assert_eq!(record.order.len(), record.uids.len() + record.names.len());
+        drop(record);
         // Another quarantine starts from nothing.
-        assert!(ended.may_recreate(8, "first", &[]));
+        ended.note(8, "first", &[]);
+        assert!(ended.may_recreate(8, &format!("{long}{}", fit - 1), &[]));
     }
 }

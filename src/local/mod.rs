@@ -656,8 +656,9 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        self.note_ended(&args.uid, &[]);
         let removed = self.with_shards(args, |set, _, freed| {
+            // The arguments are valid here, and the shards locked.
+            self.note_ended(&args.uid, &[]);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
