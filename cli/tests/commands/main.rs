@@ -21,6 +21,7 @@ mod causes;
 mod certs_and_listen_errors_show_no_password;
 mod cluster;
 mod debug_logs;
+mod default_ignorable_characters;
 mod disconnects;
 mod edges;
 mod elect;
