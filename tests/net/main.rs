@@ -16,6 +16,7 @@ mod decoder_properties;
 mod election;
 mod expiry;
 mod foreign;
+mod hostile_pushes_reach_logs_escaped;
 mod fuzz;
 mod late_validity;
 mod limits;
