@@ -14,6 +14,7 @@ mod election;
 mod fastpath;
 mod faults;
 mod fencing;
+mod hostile_run_id_reaches_logs_escaped;
 mod hostile_server_text;
 mod locker;
 mod node;
