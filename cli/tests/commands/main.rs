@@ -31,6 +31,7 @@ mod inherited;
 mod invisible_characters;
 mod malformed;
 mod metrics;
+mod metrics_endpoint_flood;
 mod misplaced_urls;
 mod names;
 mod outcomes;
