@@ -48,7 +48,12 @@ fn start(dir: &Scratch, metrics: SocketAddr) -> (SocketAddr, Guarded) {
     let mut command = Command::new(bin());
     command
         .args(["server", "--listen", &listen.to_string()])
-        .args(["--token-file", &dir.token(), "--admin-token-file", &dir.admin()])
+        .args([
+            "--token-file",
+            &dir.token(),
+            "--admin-token-file",
+            &dir.admin(),
+        ])
         .args(["--no-quarantine", "--metrics", &metrics.to_string()])
         .env("RUST_LOG", "info")
         .env_remove("QUORUM_LOCK_TOKEN")
