@@ -23,34 +23,43 @@ const COMMAND_SHOWN: usize = 120;
 /// than it is stored: control characters (C0, DEL, C1: a newline forges a
 /// row, an escape starts a terminal sequence), line and paragraph
 /// separators, bidirectional marks, embeddings, overrides and isolates,
-/// and every invisible format character (Unicode's category Cf: zero
+/// and every character a terminal shows as nothing, which would make two
+/// names read alike: Unicode's format characters (category Cf: zero
 /// widths, the soft hyphen, the byte order mark, the tag characters, the
-/// shorthand format controls), which would make two names read alike. A
-/// superset of what the library's lockers refuse.
+/// shorthand format controls) and the rest of its default-ignorable code
+/// points (variation selectors, the combining grapheme joiner, Hangul and
+/// Khmer fillers, Mongolian variation selectors). An emoji's presentation
+/// selector is shown as an escape too. A superset of what the library's
+/// lockers refuse.
 pub fn unsafe_char(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
             '\u{ad}'
+                | '\u{34f}'
                 | '\u{600}'..='\u{605}'
                 | '\u{61c}'
                 | '\u{6dd}'
                 | '\u{70f}'
                 | '\u{890}'..='\u{891}'
                 | '\u{8e2}'
-                | '\u{180e}'
+                | '\u{115f}'..='\u{1160}'
+                | '\u{17b4}'..='\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
                 | '\u{200b}'..='\u{200f}'
                 | '\u{2028}'..='\u{202e}'
                 | '\u{2060}'..='\u{206f}'
+                | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
                 | '\u{feff}'
-                | '\u{fff9}'..='\u{fffb}'
+                | '\u{ffa0}'
+                | '\u{fff0}'..='\u{fffb}'
                 | '\u{110bd}'
                 | '\u{110cd}'
                 | '\u{13430}'..='\u{1343f}'
                 | '\u{1bca0}'..='\u{1bca3}'
                 | '\u{1d173}'..='\u{1d17a}'
-                | '\u{e0001}'
-                | '\u{e0020}'..='\u{e007f}'
+                | '\u{e0000}'..='\u{e0fff}'
         )
 }
 

@@ -653,6 +653,8 @@ async fn read_responses(
         match response.reply {
             Reply::Push { uid, event } => {
                 if !pushes.deliver(&uid, event.into()) {
+                    // The server's words: escaped for the log.
+                    let uid = crate::locker::escape_peer_text(&uid);
                     tracing::trace!(endpoint = %conn.endpoint, %uid, "push for a uid nobody waits on");
                 }
             }

@@ -226,7 +226,13 @@ impl Link {
             *last = Some(epoch.run_id.clone());
         }
         *lock(&self.reported) = None;
-        tracing::debug!(locker = %self.endpoint, run_id = %epoch.run_id, boot_ms = epoch.boot_ms, "connected to Redis");
+        tracing::debug!(
+            locker = %self.endpoint,
+            // The server's words: escaped for the log.
+            run_id = %crate::locker::escape_peer_text(&epoch.run_id),
+            boot_ms = epoch.boot_ms,
+            "connected to Redis"
+        );
         Ok(Live {
             conn,
             epoch: Arc::new(epoch),

@@ -16,8 +16,8 @@ mod decoder_properties;
 mod election;
 mod expiry;
 mod foreign;
-mod hostile_pushes_reach_logs_escaped;
 mod fuzz;
+mod hostile_pushes_reach_logs_escaped;
 mod late_validity;
 mod limits;
 #[cfg(feature = "net")]
