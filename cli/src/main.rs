@@ -15,6 +15,7 @@ mod fleet;
 mod help;
 mod hold;
 mod json;
+mod metrics_http;
 mod node_urls;
 mod nodes;
 #[cfg(test)]

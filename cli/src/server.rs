@@ -56,7 +56,16 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     }
     config.handshake_timeout = args.handshake_timeout;
     config.admin_reserve = args.admin_reserve as usize;
-    config.max_connections = fit_open_files(args.max_connections as usize, config.admin_reserve);
+    // The metrics endpoint's descriptors are kept aside too.
+    let metrics_files = if args.metrics.is_some() {
+        crate::metrics_http::METRICS_FILES
+    } else {
+        0
+    };
+    config.max_connections = fit_open_files(
+        args.max_connections as usize,
+        config.admin_reserve + metrics_files,
+    );
     config.max_connections_per_address = args.max_connections_per_address as usize;
     config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     config.max_entries_per_connection = args.max_locks_per_connection as usize;
@@ -170,19 +179,19 @@ const SECONDS_BUCKETS: &[f64] = &[
 ];
 
 /// Installs the Prometheus recorder, with its HTTP endpoint on `addr`
-/// served from the current runtime.
+/// served from the current runtime (`metrics_http.rs`).
 fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
-    use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder};
-    let builder = PrometheusBuilder::new()
-        .with_http_listener(addr)
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+        .map_err(|e| Failure::new(FAILURE, format!("cannot set up metrics: {e}")))?
+        .install_recorder()
         .map_err(|e| Failure::new(FAILURE, format!("cannot set up metrics: {e}")))?;
-    builder.install().map_err(|e| match e {
-        BuildError::FailedToCreateHTTPListener(err) => Failure::new(
+    crate::metrics_http::serve(addr, handle).map_err(|err| {
+        Failure::new(
             FAILURE,
             format!("cannot serve metrics on {addr}: {err} (--metrics)"),
-        ),
-        other => Failure::new(FAILURE, format!("cannot set up metrics: {other}")),
+        )
     })?;
     tracing::info!(metrics = %addr, "serving Prometheus metrics over HTTP");
     Ok(())
