@@ -752,3 +752,44 @@ fn refilling_with_long_names_after_short_ones_stays_within_the_budget() {
     assert!(granted_long > 5);
     assert_within("refill with 1 KiB names after short ones", &m);
 }
+
+/// A version-2 client's plain lock polls: the server remembers each
+/// poller (its owner, names and mode) for its turn. What it remembers must
+/// stay within the budget, also when the poll is refused or its place
+/// lapses and its charge goes.
+#[test]
+fn refused_polls_of_a_version_two_client_stay_within_the_budget() {
+    let (polls, m) = phase(
+        "refused version-2 polls on a thousand long names",
+        2,
+        TABLE,
+        |mut c, _| async move {
+            let id = c.id();
+            let held = "aaa-held".to_string();
+            let first = c
+                .batch(vec![lock(id, OP_LOCK, &uid("holder", 0), &[held.clone()])])
+                .await;
+            assert!(granted(&first[0]), "the first lock is free: {:?}", first[0]);
+            let mut polls = 0;
+            for round in 0..15 {
+                let requests: Vec<Vec<u8>> = (0..10)
+                    .map(|k| {
+                        let i = round * 10 + k + 1;
+                        let mut names = thousand(i, 1000);
+                        names.pop();
+                        names.insert(0, held.clone());
+                        let id = c.id();
+                        lock(id, OP_LOCK, &uid("poll", i), &names)
+                    })
+                    .collect();
+                for reply in c.batch(requests).await {
+                    assert!(!granted(&reply), "a poll on a held name is not granted");
+                    polls += 1;
+                }
+            }
+            (polls, c)
+        },
+    );
+    assert_eq!(polls, 150);
+    assert_within("refused version-2 polls on a thousand long names", &m);
+}
