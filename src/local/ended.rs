@@ -27,21 +27,24 @@
 //!   release only when a reconnect overtakes it, which is far quicker.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The most the record keeps, counting each uid or name as its length plus
 /// [`ENTRY_COST`] bytes.
 pub(crate) const MAX_ENDED_BYTES: usize = 8 << 20;
 
-/// What one recorded uid or name costs besides its bytes: its string's
-/// header and the set's slot, with room.
-const ENTRY_COST: usize = 64;
+/// What one recorded uid or name costs besides its bytes, at most: its
+/// string's counts and the allocator's rounding and header (40), its slot
+/// in the set (hashbrown with at most 7/8 of its buckets used, just grown:
+/// about 40) and in the queue (24 bytes, up to twice that just grown: 48),
+/// with room to spare.
+const ENTRY_COST: usize = 160;
 
 /// One recorded release: a uid, or a name forced open.
 #[derive(Debug)]
 enum Gone {
-    Uid(String),
-    Name(String),
+    Uid(Arc<str>),
+    Name(Arc<str>),
 }
 
 #[derive(Debug, Default)]
@@ -49,9 +52,10 @@ struct Record {
     /// The quarantine the record belongs to (its end, as the locker keeps
     /// it): a record of another quarantine is stale.
     quarantine_end: u64,
-    uids: HashSet<String>,
-    names: HashSet<String>,
-    /// What the sets hold, oldest first, each once.
+    uids: HashSet<Arc<str>>,
+    names: HashSet<Arc<str>>,
+    /// What the sets hold, oldest first, each once (sharing the set's
+    /// string).
     order: VecDeque<Gone>,
     bytes: usize,
 }
@@ -107,10 +111,10 @@ impl Ended {
         let mut record = self.record(quarantine_end);
         if uid.is_empty() {
             for name in names {
-                record.add(Gone::Name(name.clone()));
+                record.add(Gone::Name(name.as_str().into()));
             }
         } else {
-            record.add(Gone::Uid(uid.to_owned()));
+            record.add(Gone::Uid(uid.into()));
         }
     }
 
@@ -118,7 +122,7 @@ impl Ended {
     /// the quarantine ending at `quarantine_end`.
     pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str, names: &[String]) -> bool {
         let record = self.record(quarantine_end);
-        !record.uids.contains(uid) && !names.iter().any(|n| record.names.contains(n))
+        !record.uids.contains(uid) && !names.iter().any(|n| record.names.contains(n.as_str()))
     }
 
     /// Forgets everything: the locker restarted.

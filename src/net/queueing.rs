@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::labels::Limit;
 use super::requests::{unavailable, Asked, Ending, Refusal, Session};
-use super::waits::{Place, PollKey, MAX_PLACE_TTL, POLL_PLACE_TTL};
+use super::waits::{Place, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{ErrorKind, Reply, WireArgs, WireTicket, WireWaitReply};
 use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{LockArgs, LockMode, NetLocker};
@@ -25,12 +25,12 @@ impl Session<'_> {
     /// already remembers as many pollers or places as it may: then the
     /// lock is asked plainly.
     pub(super) async fn poll(&self, args: &LockArgs, mode: LockMode) -> Option<Reply> {
-        let key = PollKey {
-            owner: args.owner.clone(),
-            resources: args.resources.clone(),
-            mode,
+        let (key, ticket) = {
+            let mut waits = self.waits();
+            let key = waits.poll_key(&args.owner, &args.resources, mode);
+            (key, waits.poller(key, Instant::now()))
         };
-        let ticket = self.waits().poller(key.clone(), Instant::now())?;
+        let ticket = ticket?;
         let asked = Asked {
             mode,
             ticket,

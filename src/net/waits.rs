@@ -8,6 +8,7 @@
 //! `ServerState::place_names`).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,13 +50,13 @@ pub(crate) struct Place {
 }
 
 /// A version-2 poller: the same owner asking for the same resources in
-/// the same mode again and again, with a new uid each round.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct PollKey {
-    pub(crate) owner: Arc<str>,
-    pub(crate) resources: Arc<[String]>,
-    pub(crate) mode: LockMode,
-}
+/// the same mode again and again, with a new uid each round. Kept as a
+/// digest of those (keyed per connection, so that a client cannot make two
+/// of its requests collide on purpose; a collision would only share a
+/// turn): a poller remembered after its request was refused holds a few
+/// bytes, not its request's names, which nothing charges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PollKey(u64);
 
 #[derive(Debug)]
 struct Poller {
@@ -71,6 +72,8 @@ pub(crate) struct Waits {
     /// The uid of each place, by ticket: one waiter has one place.
     by_ticket: HashMap<Ticket, Arc<str>>,
     pollers: HashMap<PollKey, Poller>,
+    /// Keys the pollers' digests.
+    poll_keys: RandomState,
     next_sweep: Instant,
 }
 
@@ -81,8 +84,14 @@ impl Waits {
             places: HashMap::new(),
             by_ticket: HashMap::new(),
             pollers: HashMap::new(),
+            poll_keys: RandomState::new(),
             next_sweep: Instant::now(),
         }
+    }
+
+    /// The key of a version-2 poller of `owner` on `resources` in `mode`.
+    pub(crate) fn poll_key(&self, owner: &str, resources: &[String], mode: LockMode) -> PollKey {
+        PollKey(self.poll_keys.hash_one((owner, resources, mode)))
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -282,12 +291,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_poller_keeps_its_ticket_until_granted_or_gone() {
-        let key = |name: &str| PollKey {
-            owner: "host:1".into(),
-            resources: vec![name.to_string()].into(),
-            mode: LockMode::Write,
-        };
         let mut waits = Waits::new(2);
+        let keys = Waits::new(2).poll_keys;
+        waits.poll_keys = keys.clone();
+        let key = |name: &str| {
+            PollKey(keys.hash_one(("host:1", &[name.to_string()][..], LockMode::Write)))
+        };
         let first = waits.poller(key("x"), Instant::now()).unwrap();
         tokio::time::advance(Duration::from_secs(5)).await;
         assert_eq!(waits.poller(key("x"), Instant::now()), Some(first));
