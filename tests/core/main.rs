@@ -28,6 +28,7 @@ mod randomized;
 mod reentrant;
 mod refused_unlocks_in_quarantine;
 mod resign_against_late_messages;
+mod rolling_restart_after_a_lock_was_forced_open;
 mod rolling_restarts_under_release_traffic;
 mod runtimes;
 mod semaphore;
