@@ -767,7 +767,12 @@ fn refused_polls_of_a_version_two_client_stay_within_the_budget() {
             let id = c.id();
             let held = "aaa-held".to_string();
             let first = c
-                .batch(vec![lock(id, OP_LOCK, &uid("holder", 0), &[held.clone()])])
+                .batch(vec![lock(
+                    id,
+                    OP_LOCK,
+                    &uid("holder", 0),
+                    std::slice::from_ref(&held),
+                )])
                 .await;
             assert!(granted(&first[0]), "the first lock is free: {:?}", first[0]);
             let mut polls = 0;

@@ -46,7 +46,7 @@ impl NetLocker for LocalLocker {
                 "force_unlock needs a uid, resource names, or both",
             )),
             (false, true) => {
-                self.note_ended(&args.uid, &[]);
+                self.note_ended(&args.uid);
                 let mut freed = Vec::new();
                 let removed = self
                     .shards
@@ -60,14 +60,21 @@ impl NetLocker for LocalLocker {
             (false, false) => self.release(args, None),
             (true, false) => {
                 args.validate_resources()?;
-                self.note_ended("", &args.resources);
                 let mut freed = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
-                    let mut removed = false;
+                    let (mut removed, mut cleared) = (false, Vec::new());
                     for pos in 0..args.resources.len() {
-                        removed |= set
-                            .shard(pos)
-                            .clear(Name::new(&args.resources, pos), &mut freed);
+                        removed |= set.shard(pos).clear(
+                            Name::new(&args.resources, pos),
+                            &mut freed,
+                            &mut cleared,
+                        );
+                    }
+                    // Their late refreshes must not bring them back; a
+                    // later holder of these names may be re-created.
+                    // Noted under the same shard locks as the removal.
+                    for uid in &cleared {
+                        self.note_ended(uid);
                     }
                     removed
                 });

@@ -1,5 +1,5 @@
-//! What a `LocalLocker` in quarantine released or was forced to give up,
-//! so that a refresh arriving late cannot bring it back.
+//! The uids a `LocalLocker` in quarantine released or was forced to give
+//! up, so that a refresh arriving late cannot bring them back.
 //!
 //! In quarantine a refresh that names its mode re-creates its missing
 //! entries where the names are free (see `refresh_entries`): after a
@@ -10,9 +10,10 @@
 //! and with one leftover copy elsewhere stand on a write quorum again.
 //!
 //! Invariants:
-//! * a uid released here, and a name forced open here, during the current
-//!   quarantine is never re-created by a refresh before that quarantine
-//!   ends (after it, refreshes re-create nothing);
+//! * a uid released here, or whose entries were forced open here (by uid
+//!   or by name), during the current quarantine is never re-created by a
+//!   refresh before that quarantine ends (after it, refreshes re-create
+//!   nothing); a later holder of a forced name is, as any holder;
 //! * it is recorded once the call's arguments were found valid (a refused
 //!   call leaves nothing behind), before the release removes anything and
 //!   under the same shard locks, so a refresh racing the release cannot
@@ -29,23 +30,16 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The most the record keeps, counting each uid or name as its length plus
+/// The most the record keeps, counting each uid as its length plus
 /// [`ENTRY_COST`] bytes.
 pub(crate) const MAX_ENDED_BYTES: usize = 8 << 20;
 
-/// What one recorded uid or name costs besides its bytes, at most: its
+/// What one recorded uid costs besides its bytes, at most: its
 /// string's counts and the allocator's rounding and header (40), its slot
 /// in the set (hashbrown with at most 7/8 of its buckets used, just grown:
 /// about 40) and in the queue (24 bytes, up to twice that just grown: 48),
 /// with room to spare.
 const ENTRY_COST: usize = 160;
-
-/// One recorded release: a uid, or a name forced open.
-#[derive(Debug)]
-enum Gone {
-    Uid(Arc<str>),
-    Name(Arc<str>),
-}
 
 #[derive(Debug, Default)]
 struct Record {
@@ -53,35 +47,27 @@ struct Record {
     /// it): a record of another quarantine is stale.
     quarantine_end: u64,
     uids: HashSet<Arc<str>>,
-    names: HashSet<Arc<str>>,
-    /// What the sets hold, oldest first, each once (sharing the set's
+    /// What the set holds, oldest first, each once (sharing the set's
     /// string).
-    order: VecDeque<Gone>,
+    order: VecDeque<Arc<str>>,
     bytes: usize,
 }
 
 impl Record {
-    fn add(&mut self, gone: Gone) {
-        let (set, text) = match &gone {
-            Gone::Uid(uid) => (&mut self.uids, uid),
-            Gone::Name(name) => (&mut self.names, name),
-        };
-        if !set.insert(text.clone()) {
+    fn add(&mut self, uid: &str) {
+        if self.uids.contains(uid) {
             return;
         }
-        self.bytes += text.len() + ENTRY_COST;
-        self.order.push_back(gone);
+        let uid: Arc<str> = uid.into();
+        self.uids.insert(uid.clone());
+        self.bytes += uid.len() + ENTRY_COST;
+        self.order.push_back(uid);
         while self.bytes > MAX_ENDED_BYTES {
             let Some(oldest) = self.order.pop_front() else {
                 break;
             };
-            let text = match oldest {
-                Gone::Uid(uid) => self.uids.take(&uid),
-                Gone::Name(name) => self.names.take(&name),
-            };
-            if let Some(text) = text {
-                self.bytes -= text.len() + ENTRY_COST;
-            }
+            self.uids.remove(&oldest);
+            self.bytes -= oldest.len() + ENTRY_COST;
         }
     }
 }
@@ -104,25 +90,16 @@ impl Ended {
         record
     }
 
-    /// Notes that `uid` is being released, or (`uid` empty) that `names`
-    /// are being forced open, during the quarantine ending at
-    /// `quarantine_end`.
-    pub(crate) fn note(&self, quarantine_end: u64, uid: &str, names: &[String]) {
-        let mut record = self.record(quarantine_end);
-        if uid.is_empty() {
-            for name in names {
-                record.add(Gone::Name(name.as_str().into()));
-            }
-        } else {
-            record.add(Gone::Uid(uid.into()));
-        }
+    /// Notes that `uid` is being released, or its entries forced open,
+    /// during the quarantine ending at `quarantine_end`.
+    pub(crate) fn note(&self, quarantine_end: u64, uid: &str) {
+        self.record(quarantine_end).add(uid);
     }
 
-    /// Whether a refresh of `uid` on `names` may re-create entries during
-    /// the quarantine ending at `quarantine_end`.
-    pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str, names: &[String]) -> bool {
-        let record = self.record(quarantine_end);
-        !record.uids.contains(uid) && !names.iter().any(|n| record.names.contains(n.as_str()))
+    /// Whether a refresh of `uid` may re-create entries during the
+    /// quarantine ending at `quarantine_end`.
+    pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str) -> bool {
+        !self.record(quarantine_end).uids.contains(uid)
     }
 
     /// Forgets everything: the locker restarted.
@@ -139,26 +116,23 @@ mod tests {
     fn past_its_bound_the_record_forgets_the_oldest_releases_first() {
         let ended = Ended::default();
         let long = "u".repeat(1000);
-        ended.note(7, "first", &[]);
-        ended.note(7, "", &["forced".into()]);
-        assert!(!ended.may_recreate(7, "first", &[]));
-        assert!(!ended.may_recreate(7, "other", &["forced".into()]));
-        assert!(ended.may_recreate(7, "second", &["a".into()]));
+        ended.note(7, "first");
+        assert!(!ended.may_recreate(7, "first"));
+        assert!(ended.may_recreate(7, "second"));
         let fit = MAX_ENDED_BYTES / (1000 + ENTRY_COST) + 1;
         for i in 0..fit {
-            ended.note(7, &format!("{long}{i}"), &[]);
+            ended.note(7, &format!("{long}{i}"));
         }
         // The oldest went; the newest stay; nobody else is refused.
-        assert!(ended.may_recreate(7, "first", &[]));
-        assert!(ended.may_recreate(7, "other", &["forced".into()]));
-        assert!(!ended.may_recreate(7, &format!("{long}{}", fit - 1), &[]));
-        assert!(ended.may_recreate(7, "second", &["a".into()]));
+        assert!(ended.may_recreate(7, "first"));
+        assert!(!ended.may_recreate(7, &format!("{long}{}", fit - 1)));
+        assert!(ended.may_recreate(7, "second"));
         let record = ended.record(7);
         assert!(record.bytes <= MAX_ENDED_BYTES);
-        assert_eq!(record.order.len(), record.uids.len() + record.names.len());
+        assert_eq!(record.order.len(), record.uids.len());
         drop(record);
         // Another quarantine starts from nothing.
-        ended.note(8, "first", &[]);
-        assert!(ended.may_recreate(8, &format!("{long}{}", fit - 1), &[]));
+        ended.note(8, "first");
+        assert!(ended.may_recreate(8, &format!("{long}{}", fit - 1)));
     }
 }

@@ -658,7 +658,7 @@ impl LocalLocker {
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         let removed = self.with_shards(args, |set, _, freed| {
             // The arguments are valid here, and the shards locked.
-            self.note_ended(&args.uid, &[]);
+            self.note_ended(&args.uid);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
@@ -672,13 +672,13 @@ impl LocalLocker {
         Ok(removed)
     }
 
-    /// In quarantine, notes that `uid` (or, with `uid` empty, the names
-    /// `names`) is being released or forced open, before anything is
-    /// removed: a late refresh must not re-create it (see `ended.rs`).
-    pub(crate) fn note_ended(&self, uid: &str, names: &[String]) {
+    /// In quarantine, notes that `uid` is being released or forced open,
+    /// before its entries are removed: a late refresh must not re-create
+    /// them (see `ended.rs`).
+    pub(crate) fn note_ended(&self, uid: &str) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
-        if end != 0 && self.quarantine_left_at(self.clock.now()).is_some() {
-            self.ended.note(end, uid, names);
+        if end != 0 && !uid.is_empty() && self.quarantine_left_at(self.clock.now()).is_some() {
+            self.ended.note(end, uid);
         }
     }
 
@@ -691,9 +691,9 @@ impl LocalLocker {
     /// it has, and when `mode` is given re-creates the missing ones if the
     /// resources are free, so that a holder finds its entries here once the
     /// quarantine is over, when every grant forgotten in the restart has
-    /// expired and its answers count again. A uid released here, or a name
-    /// forced open here, during the quarantine is not re-created: the
-    /// refresh may have been sent before that release (see `ended.rs`).
+    /// expired and its answers count again. A uid released here, or forced
+    /// open here, during the quarantine is not re-created: the refresh may
+    /// have been sent before that release (see `ended.rs`).
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         self.with_shards(args, |set, now, _| {
             let mut missing = Vec::new();
@@ -714,7 +714,7 @@ impl LocalLocker {
             let end = self.quarantine_end.load(Ordering::SeqCst);
             if free
                 && !missing.is_empty()
-                && self.ended.may_recreate(end, &args.uid, &args.resources)
+                && self.ended.may_recreate(end, &args.uid)
             {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);

@@ -513,7 +513,12 @@ impl Shard {
     }
 
     /// Drops every entry on `name`. Returns whether there were any.
-    pub(super) fn clear(&mut self, name: Name, freed: &mut Vec<Name>) -> bool {
+    pub(super) fn clear(
+        &mut self,
+        name: Name,
+        freed: &mut Vec<Name>,
+        cleared: &mut Vec<Arc<str>>,
+    ) -> bool {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
         };
@@ -523,6 +528,7 @@ impl Shard {
         self.fence_floor = settle(slot, self.fence_floor, freed);
         for e in holders.entries() {
             self.by_refresh.remove(e.slot);
+            cleared.push(e.uid.clone());
         }
         self.fit();
         true

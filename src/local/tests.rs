@@ -332,8 +332,9 @@ async fn expiry_follows_each_entry_own_last_refresh() {
     assert!(l.snapshot().is_empty(), "everything expired by 91 s");
 }
 
-/// A refresh that arrives after its uid's release, or after its name was
-/// forced open, re-creates nothing in quarantine: it was sent before.
+/// A refresh that arrives after its uid's release, or after its entry was
+/// forced open, re-creates nothing in quarantine: it was sent before. A
+/// later holder of the forced name is re-created as any holder.
 #[tokio::test(start_paused = true)]
 async fn a_refresh_after_a_release_in_quarantine_recreates_nothing() {
     let l = locker_with(60, 60);
@@ -356,8 +357,11 @@ async fn a_refresh_after_a_release_in_quarantine_recreates_nothing() {
     assert!(l.force_unlock(&forced).await.unwrap());
     refresh("w", "a").await;
     refresh("v", "b").await;
-    refresh("u", "b").await;
     assert!(entries(&l).is_empty(), "{:?}", entries(&l));
+    // A later holder of the forced name is re-created as any holder.
+    refresh("u", "b").await;
+    assert_eq!(entries(&l), [("b".into(), "u".into(), LockMode::Write)]);
+    assert!(l.unlock(&args("u", &["b"])).await.unwrap());
     // Others are re-created as before.
     refresh("x", "c").await;
     assert_eq!(entries(&l), [("c".into(), "x".into(), LockMode::Write)]);

@@ -25,7 +25,12 @@ async fn a_lock_taken_after_its_name_was_forced_open_survives_a_rolling_restart(
         .rng_seed(43)
         .build()
         .unwrap();
-    let stuck = stuck_client.rw_mutex(["job"]).unwrap().lock().await.unwrap();
+    let stuck = stuck_client
+        .rw_mutex(["job"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     std::mem::forget(stuck);
 
     cluster.restart(&[2]).unwrap();
