@@ -1,0 +1,65 @@
+//! docs/lock-servers.md: a waiter that reconnected and asks again over its
+//! new connection moves there, "so every place the table keeps is counted
+//! by an open connection". Here the old connection refreshed the uid after
+//! the waiter moved (the lock server then charges the uid to it), and the
+//! old place expired before that connection closed.
+#![cfg(feature = "net")]
+
+use std::time::Duration;
+
+use crate::node::{args, remote, reservation, start, TOKEN};
+use quorum_lock::net::ServerConfig;
+use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
+
+#[tokio::test]
+async fn a_place_is_not_kept_after_every_connection_that_asked_for_it_closed() {
+    let node = start(ServerConfig::new(TOKEN)).await;
+    let holder = remote(&node).await;
+    let held = vec!["held".to_string()];
+    assert!(holder.lock(&args("holder", &held)).await.unwrap());
+
+    // The old connection: a reservation for 1 s on "held" and "other".
+    let old = remote(&node).await;
+    let short = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(1),
+        wake: None,
+    };
+    let both = vec!["held".to_string(), "other".to_string()];
+    let reply = old.lock_wait(&args("w", &both), LockMode::Write, &short).await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    // The waiter reconnected: the same uid on "held", a reservation of 60 s.
+    let new = remote(&node).await;
+    let reply = new
+        .lock_wait(&args("w", &held), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    // A refresh of the uid over the old connection (it holds nothing).
+    let refreshed = old.refresh(&args("w", &held)).await;
+    assert!(refreshed.is_ok(), "{refreshed:?}");
+    // The waiter goes away; then the old place expires, and the old
+    // connection, asking for something else, settles it.
+    drop(new);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let free = vec!["free".to_string()];
+    let reply = old
+        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Granted);
+    assert!(old.unlock(&args("v", &free)).await.unwrap());
+    drop(old);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let places = node.locker.waiting();
+    // Whether the place stands in line: "held" is freed, a newcomer asks.
+    assert!(holder.unlock(&args("holder", &held)).await.unwrap());
+    let newcomer = remote(&node)
+        .await
+        .lock_wait(&args("newcomer", &held), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(
+        places, 0,
+        "every connection that asked for the uid's place closed, yet the table keeps {places} \
+         place(s); a newcomer on the freed name got {newcomer:?}"
+    );
+}
