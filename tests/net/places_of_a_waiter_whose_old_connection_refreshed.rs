@@ -63,3 +63,49 @@ async fn a_place_is_not_kept_after_every_connection_that_asked_for_it_closed() {
          place(s); a newcomer on the freed name got {newcomer:?}"
     );
 }
+
+/// As above, with the reconnected waiter asking again for the very names
+/// it asked for before: the places the table keeps must stay charged
+/// ("the ledger never charges less than the table keeps").
+#[tokio::test]
+async fn places_a_reconnected_waiter_left_stay_charged_while_the_table_keeps_them() {
+    let node = start(ServerConfig::new(TOKEN)).await;
+    let holder = remote(&node).await;
+    let held = vec!["held".to_string()];
+    assert!(holder.lock(&args("holder", &held)).await.unwrap());
+    let holders = node.stats.lock_bytes();
+
+    let names = crate::node::names(0);
+    let old = remote(&node).await;
+    let short = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(1),
+        wake: None,
+    };
+    let reply = old.lock_wait(&args("w", &names), LockMode::Write, &short).await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    let new = remote(&node).await;
+    let reply = new
+        .lock_wait(&args("w", &names), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    let refreshed = old.refresh(&args("w", &names)).await;
+    assert!(refreshed.is_ok(), "{refreshed:?}");
+    drop(new);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let free = vec!["free".to_string()];
+    let reply = old
+        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Granted);
+    assert!(old.unlock(&args("v", &free)).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let places = node.locker.waiting();
+    let charged = node.stats.lock_bytes() - holders;
+    assert!(
+        places == 0 || charged > 0,
+        "the table keeps {places} places of the reconnected waiter, and the ledger charges \
+         {charged} bytes for them"
+    );
+}
