@@ -109,3 +109,52 @@ async fn places_a_reconnected_waiter_left_stay_charged_while_the_table_keeps_the
          {charged} bytes for them"
     );
 }
+
+/// Repeated by one client: each step a waiter asks on 1000 names over a
+/// long-lived connection with a short place, "reconnects" (a fresh
+/// connection asks again with a 60 s place, then closes), and the
+/// long-lived connection refreshes the uid. At most three connections are
+/// open at once, each allowed 1024 places in line; the table must not keep
+/// more places than its open connections count.
+#[tokio::test]
+async fn a_client_cannot_pile_up_places_by_refreshing_over_its_old_connection() {
+    let node = start(ServerConfig::new(TOKEN)).await;
+    let holder = remote(&node).await;
+    let held = vec!["held".to_string()];
+    assert!(holder.lock(&args("holder", &held)).await.unwrap());
+    let old = remote(&node).await;
+    for step in 0..20usize {
+        let uid = format!("w{step:03}");
+        let mut names: Vec<String> = (0..999).map(|i| format!("p{step:03}-{i:04}")).collect();
+        names.push("held".to_string());
+        let short = WaitArgs {
+            ticket: Ticket::now(),
+            place_ttl: Duration::from_millis(20),
+            wake: None,
+        };
+        let reply = old.lock_wait(&args(&uid, &names), LockMode::Write, &short).await;
+        assert_eq!(reply.unwrap(), WaitReply::Refused, "step {step}");
+        let new = remote(&node).await;
+        let reply = new
+            .lock_wait(&args(&uid, &names), LockMode::Write, &reservation())
+            .await;
+        assert_eq!(reply.unwrap(), WaitReply::Refused, "step {step}");
+        let _ = old.refresh(&args(&uid, &names)).await;
+        drop(new);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    // The long-lived connection settles its expired places.
+    let free = vec!["free".to_string()];
+    let reply = old
+        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Granted);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let places = node.locker.waiting();
+    let charged = node.stats.lock_bytes();
+    assert!(
+        places <= 1024,
+        "after 20 steps the table keeps {places} places in line (one connection open besides \
+         the holder's, 1024 places allowed per connection); {charged} lock bytes charged"
+    );
+}
