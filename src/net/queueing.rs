@@ -218,10 +218,16 @@ impl Session<'_> {
         let ledger = &self.server.ledger;
         for place in places {
             let uid = &place.args.uid;
+            // Only a place with the same ticket is the same place in the
+            // table: under another ticket it is a place of its own there,
+            // which this one's end must take out (the ledger's owner may
+            // even be the older connection, after it refreshed the uid).
             let newer = ledger
                 .owner(uid)
                 .filter(|conn| *conn != self.id)
-                .and_then(|conn| self.server.place_names(conn, uid));
+                .and_then(|conn| self.server.place_of(conn, uid))
+                .filter(|(_, ticket)| *ticket == place.ticket)
+                .map(|(names, _)| names);
             if let Some(newer) = newer {
                 if place.args.resources.iter().all(|r| newer.contains(r)) {
                     continue;

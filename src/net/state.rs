@@ -18,6 +18,7 @@ use super::refusals::{Busy, Cause, RefusalLog};
 use super::released::Released;
 use super::token::{Digest, TokenHasher};
 use super::waits::Waits;
+use crate::locker::wait::Ticket;
 use crate::LocalLocker;
 
 /// What a connection may do, decided by the token it presented.
@@ -82,7 +83,7 @@ pub(crate) struct ServerState {
     pub(super) next_conn: AtomicU64,
     /// Each open connection's places in line, by connection id: where a
     /// waiter that reconnected keeps its place now (see
-    /// [`place_names`](Self::place_names)).
+    /// [`place_of`](Self::place_of)).
     pub(super) waits: Mutex<HashMap<u64, Weak<Mutex<Waits>>>>,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
@@ -104,20 +105,20 @@ impl ServerState {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The names of the place that connection `conn` keeps for `uid`, if
-    /// it is open and keeps one.
-    pub(super) fn place_names(&self, conn: u64, uid: &str) -> Option<Arc<[String]>> {
+    /// The names and ticket of the place that connection `conn` keeps for
+    /// `uid`, if it is open and keeps one.
+    pub(super) fn place_of(&self, conn: u64, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
         let waits = self
             .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&conn)?
             .upgrade()?;
-        let names = waits
+        let place = waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .names_of(uid);
-        names
+            .place_of(uid);
+        place
     }
 
     /// Makes connection `conn`'s places known to the other connections.

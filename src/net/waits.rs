@@ -5,7 +5,7 @@
 //!
 //! The connection's own task changes it, through the session; another
 //! connection only reads which names a waiter's place there covers (see
-//! `ServerState::place_names`).
+//! `ServerState::place_of`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -173,9 +173,12 @@ impl Waits {
         superseded
     }
 
-    /// The names of `uid`'s place on this connection, if it keeps one.
-    pub(crate) fn names_of(&self, uid: &str) -> Option<Arc<[String]>> {
-        self.places.get(uid).map(|p| p.args.resources.clone())
+    /// The names and ticket of `uid`'s place on this connection, if it
+    /// keeps one.
+    pub(crate) fn place_of(&self, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
+        self.places
+            .get(uid)
+            .map(|p| (p.args.resources.clone(), p.ticket))
     }
 
     /// Forgets the place of `uid`, which was granted or released.

@@ -26,7 +26,9 @@ async fn a_place_is_not_kept_after_every_connection_that_asked_for_it_closed() {
         wake: None,
     };
     let both = vec!["held".to_string(), "other".to_string()];
-    let reply = old.lock_wait(&args("w", &both), LockMode::Write, &short).await;
+    let reply = old
+        .lock_wait(&args("w", &both), LockMode::Write, &short)
+        .await;
     assert_eq!(reply.unwrap(), WaitReply::Refused);
     // The waiter reconnected: the same uid on "held", a reservation of 60 s.
     let new = remote(&node).await;
@@ -82,7 +84,9 @@ async fn places_a_reconnected_waiter_left_stay_charged_while_the_table_keeps_the
         place_ttl: Duration::from_secs(1),
         wake: None,
     };
-    let reply = old.lock_wait(&args("w", &names), LockMode::Write, &short).await;
+    let reply = old
+        .lock_wait(&args("w", &names), LockMode::Write, &short)
+        .await;
     assert_eq!(reply.unwrap(), WaitReply::Refused);
     let new = remote(&node).await;
     let reply = new
@@ -132,7 +136,9 @@ async fn a_client_cannot_pile_up_places_by_refreshing_over_its_old_connection() 
             place_ttl: Duration::from_millis(20),
             wake: None,
         };
-        let reply = old.lock_wait(&args(&uid, &names), LockMode::Write, &short).await;
+        let reply = old
+            .lock_wait(&args(&uid, &names), LockMode::Write, &short)
+            .await;
         assert_eq!(reply.unwrap(), WaitReply::Refused, "step {step}");
         let new = remote(&node).await;
         let reply = new
