@@ -798,3 +798,43 @@ fn refused_polls_of_a_version_two_client_stay_within_the_budget() {
     assert_eq!(polls, 150);
     assert_within("refused version-2 polls on a thousand long names", &m);
 }
+
+/// Unlocks of uids nothing holds: each is remembered as a released uid,
+/// which docs/lock-servers.md bounds ("the server remembers at most 64 MiB
+/// of released lock ids": `max_released_bytes`, 1 MiB here). What the
+/// remembered uids take is measured against the same unlocks of one uid
+/// (remembered once), with 8- and 50-byte uids (12,000 of them fill the
+/// bound).
+#[test]
+fn remembered_releases_stay_within_their_bound() {
+    let unlocks = |len: usize, distinct: bool| {
+        let name = format!("unlocks of {len}-byte uids never held (distinct: {distinct})");
+        phase(&name, VERSION_4, MIB, move |mut c, _| async move {
+            let n = 12_000;
+            let requests: Vec<Vec<u8>> = (0..n)
+                .map(|i| {
+                    let id = c.id();
+                    let uid = format!("{:0len$}", if distinct { i } else { 0 });
+                    lock(id, OP_UNLOCK, &uid, &["r".to_string()])
+                })
+                .collect();
+            for reply in c.batch(requests).await {
+                assert_eq!(reply.first(), Some(&REPLY_BOOL), "{reply:?}");
+            }
+            (n, c)
+        })
+        .1
+    };
+    for len in [8usize, 50] {
+        let one = unlocks(len, false);
+        let many = unlocks(len, true);
+        let kept = many.now.saturating_sub(one.now);
+        let peak = many.peak.saturating_sub(one.peak);
+        let bound = config(MIB).max_released_bytes;
+        assert!(
+            kept <= bound && peak <= bound,
+            "{len}-byte uids: the remembered releases take {kept} bytes ({peak} at the peak), \
+             over the {bound} bytes max_released_bytes allows"
+        );
+    }
+}
