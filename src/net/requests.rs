@@ -305,7 +305,13 @@ impl Session<'_> {
             ledger.undo(&args.uid, reserved);
             return Reply::from_result(result);
         }
-        self.end_place(&args.uid);
+        // The grant ended the uid's place on the names it granted; a place
+        // it kept on other names ends too, as when the waiter asks again
+        // for other names, so that the connection's limit on places keeps
+        // counting every place the table keeps.
+        if let Some(place) = self.end_place(&args.uid) {
+            self.ended(std::iter::once(place), Ending::Superseded(&args));
+        }
         if released.contains(&args.uid) {
             self.undo_grant(&args).await;
             return Reply::Bool(false);
