@@ -44,6 +44,7 @@ mod run;
 mod run_fencing;
 mod secrets;
 mod servers_listed_twice;
+mod servers_listed_twice_by_address_spelling;
 mod source;
 mod sql_cli;
 mod sql_duplicates;
