@@ -18,6 +18,7 @@ mod expiry;
 mod foreign;
 mod fuzz;
 mod hostile_pushes_reach_logs_escaped;
+mod hostile_server_error_replies_in_client_logs;
 mod late_validity;
 mod limits;
 #[cfg(feature = "net")]
