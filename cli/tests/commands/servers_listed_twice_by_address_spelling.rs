@@ -46,10 +46,7 @@ fn a_lock_server_listed_twice_by_two_spellings_of_its_address_is_refused() {
             LIMIT,
         );
         if ran.exists() || run.code != Some(2) || !run.stderr.contains("listed twice") {
-            accepted.push(format!(
-                "{list}: command ran: {}, {run:?}",
-                ran.exists()
-            ));
+            accepted.push(format!("{list}: command ran: {}, {run:?}", ran.exists()));
         }
     }
     assert!(
