@@ -19,6 +19,7 @@ mod foreign;
 mod fuzz;
 mod hostile_pushes_reach_logs_escaped;
 mod hostile_server_error_replies_in_client_logs;
+mod hostile_server_reconnect_cycle_in_client_logs;
 mod late_validity;
 mod limits;
 #[cfg(feature = "net")]
