@@ -1,0 +1,48 @@
+//! The refusal lines of the server's log name each refusal by its real
+//! cause. A peer that starts a handshake and then sends the rest too
+//! slowly (a slow-loris, holding a slot for the whole handshake timeout)
+//! did send something: the line must not tell the operator that the
+//! closed connections "sent nothing", which points at port scans and
+//! health checks rather than at a peer that holds connections open.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::support::wire::{frame, hello, VERSION};
+use crate::support::{wait_until, Scratch, Server, TOKEN};
+
+#[test]
+fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing() {
+    let dir = Scratch::new("slow-handshake-log-wording");
+    let server = Server::start(&dir, &["--no-quarantine", "--handshake-timeout", "1s"]);
+    // The first six bytes of a valid hello (its length and the start of
+    // the payload), then nothing more.
+    let whole = frame(&hello(VERSION, TOKEN.as_bytes()));
+    let mut stream = TcpStream::connect(server.addr).expect("connect");
+    stream.write_all(&whole[..6]).expect("the start of a hello");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a read timeout");
+    // The server closes it after its handshake timeout (1 s).
+    let mut sink = [0u8; 256];
+    while let Ok(n) = stream.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+    }
+    wait_until(Duration::from_secs(5), "the timeout's log line", || {
+        server.log_text().contains("handshake timeout")
+    });
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("handshake timeout"))
+        .unwrap_or_default();
+    assert!(
+        !line.contains("sent nothing"),
+        "a connection that sent {} bytes of its handshake is logged as one that sent \
+         nothing: {line}",
+        6
+    );
+}
