@@ -46,3 +46,64 @@ fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing()
         6
     );
 }
+
+/// The same with TLS: a peer that sent the start of a TLS record (a
+/// ClientHello's header) and then nothing more did start TLS.
+#[test]
+fn a_tls_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_did_not_start_tls() {
+    let dir = Scratch::new("slow-tls-handshake-log-wording");
+    let tls = dir.file("tls");
+    let tls = tls.to_str().expect("a UTF-8 path");
+    let made = crate::support::cli(
+        &dir,
+        &["certs", "--dir", tls, "--node", "127.0.0.1"],
+        &[],
+        Duration::from_secs(20),
+    );
+    assert_eq!(made.code, Some(0), "certs: {made:?}");
+    let cert = format!("{tls}/node-127.0.0.1.pem");
+    let key = format!("{tls}/node-127.0.0.1-key.pem");
+    let server = Server::start(
+        &dir,
+        &[
+            "--no-quarantine",
+            "--handshake-timeout",
+            "1s",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ],
+    );
+    // A TLS 1.2 handshake record header announcing 512 bytes, and the
+    // first bytes of a ClientHello; the rest never comes.
+    let start = [
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ];
+    let mut stream = TcpStream::connect(server.addr).expect("connect");
+    stream
+        .write_all(&start)
+        .expect("the start of a ClientHello");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a read timeout");
+    let mut sink = [0u8; 256];
+    while let Ok(n) = stream.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+    }
+    wait_until(Duration::from_secs(5), "the timeout's log line", || {
+        server.log_text().contains("handshake timeout")
+    });
+    let log = server.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("handshake timeout"))
+        .unwrap_or_default();
+    assert!(
+        !line.contains("did not start TLS"),
+        "a connection that sent the start of a ClientHello is logged as one that did not \
+         start TLS: {line}"
+    );
+}
