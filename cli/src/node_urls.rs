@@ -119,17 +119,65 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
 }
 
 /// What makes two lock-server addresses one server: the host without
-/// regard to case (DNS names are case-blind; an IP address in its
-/// canonical form) and the port as a number (`07070` is `7070`). Called on
-/// entries [`check_address`] took.
+/// regard to case (DNS names are case-blind, and `host.` is `host`), an IP
+/// address as the one it reaches whatever its spelling (`127.1`,
+/// `2130706433`, `0x7f.0.0.1` and `[::ffff:127.0.0.1]` are all
+/// `127.0.0.1`, as the system's resolver reads them), and the port as a
+/// number (`07070` is `7070`). Called on entries [`check_address`] took.
 fn server_key(addr: &str) -> (String, u16) {
     let (host, port) = addr.rsplit_once(':').unwrap_or((addr, ""));
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let host = match bare.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.to_string(),
-        Err(_) => bare.to_ascii_lowercase(),
+        Ok(ip) => ip.to_canonical().to_string(),
+        Err(_) => match ipv4_any_form(bare) {
+            Some(ip) => ip.to_string(),
+            None => bare.strip_suffix('.').unwrap_or(bare).to_ascii_lowercase(),
+        },
     };
     (host, port.parse().unwrap_or(0))
+}
+
+/// An IPv4 address in any of the forms the C library's resolver takes
+/// (`inet_aton`): one to four parts, each decimal, octal (a leading `0`)
+/// or hexadecimal (`0x`), the last filling the bytes the others left.
+fn ipv4_any_form(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let mut numbers = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let (digits, radix) =
+            if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+                (hex, 16)
+            } else if part.len() > 1 && part.starts_with('0') {
+                (&part[1..], 8)
+            } else {
+                (*part, 10)
+            };
+        if digits.is_empty() && radix != 16 {
+            return None;
+        }
+        let number = if digits.is_empty() {
+            0
+        } else if digits.chars().all(|c| c.is_digit(radix)) {
+            u32::from_str_radix(digits, radix).ok()?
+        } else {
+            return None;
+        };
+        numbers.push(number);
+    }
+    let (last, leading) = numbers.split_last()?;
+    let mut value: u32 = 0;
+    for (i, number) in leading.iter().enumerate() {
+        let byte = u8::try_from(*number).ok()?;
+        value |= u32::from(byte) << (24 - 8 * i);
+    }
+    let room = 32 - 8 * leading.len();
+    if room < 32 && *last >> room != 0 {
+        return None;
+    }
+    Some(std::net::Ipv4Addr::from(value | last))
 }
 
 /// One entry, the `position`th of `total`.
@@ -328,6 +376,34 @@ fn shown_list(list: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_one_address_is_one_server() {
+        let key = |addr: &str| server_key(addr);
+        let loopback = ("127.0.0.1".to_owned(), 7070);
+        for spelling in [
+            "127.0.0.1:7070",
+            "127.1:7070",
+            "127.0.1:07070",
+            "2130706433:7070",
+            "0x7f.1:7070",
+            "0177.0.0.1:7070",
+            "[::ffff:127.0.0.1]:7070",
+        ] {
+            assert_eq!(key(spelling), loopback, "{spelling}");
+        }
+        assert_eq!(key("[::1]:1"), key("[0:0:0:0:0:0:0:1]:1"));
+        assert_eq!(key("Node-A.:1"), key("node-a:1"));
+        assert_ne!(key("127.0.0.2:7070"), loopback);
+        // Not IPv4 addresses: compared as names.
+        for name in ["256.1.1.1:1", "1.2.3.4.5:1", "08.1:1", "0x:1:1", "1..2:1"] {
+            let (host, _) = key(name);
+            assert!(
+                host.parse::<std::net::Ipv4Addr>().is_err(),
+                "{name} read as {host}"
+            );
+        }
+    }
 
     #[test]
     fn usage_errors_show_no_password_of_a_url() {

@@ -141,7 +141,11 @@ impl Drop for LogLine {
 /// Prints `line` on stderr after `quorum-lock: `, [`escaped`]: how every
 /// message, warning and error reaches the terminal.
 pub fn say(line: &str) {
-    eprintln!("quorum-lock: {}", escaped(line));
+    let line = format!("quorum-lock: {}\n", escaped(line));
+    // A closed stderr (piped into `head`) is no reason to stop: the exit
+    // status still says how the command ended, where `eprintln!` would
+    // panic and turn it into 101.
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
 /// Prints `line` on stderr after `quorum-lock: warning: `, [`escaped`].

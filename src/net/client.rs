@@ -1,7 +1,7 @@
 //! `RemoteLocker`: the `NetLocker` for one lock server, over one persistent
 //! connection that is re-established in the background when it breaks.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::conn::{Connection, Ended};
 use super::pushes::Pushes;
+use super::throttled::PeerLog;
 use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
@@ -96,7 +97,18 @@ struct Shared {
     pushes: Arc<Pushes>,
     /// Why the latest attempt to connect failed; cleared by a connection.
     connect_error: Mutex<Option<Error>>,
+    /// How many connections in a row ended within [`SETTLED`] of their
+    /// opening. The background reconnect starts its backoff there, so that
+    /// a server that accepts each connection and then breaks it is not
+    /// reconnected to at the first backoff step for ever.
+    short_lived: AtomicU32,
+    /// The throttled log lines about what this server sends.
+    log: Arc<PeerLog>,
 }
+
+/// How long a connection must have lasted for the next reconnect to start
+/// its backoff from the first step again.
+const SETTLED: Duration = Duration::from_secs(10);
 
 impl Shared {
     /// Makes `conn` the connection calls use.
@@ -243,6 +255,8 @@ impl RemoteLocker {
             validity: AtomicU64::new(0),
             pushes: Arc::default(),
             connect_error: Mutex::new(None),
+            short_lived: AtomicU32::new(0),
+            log: Arc::default(),
         });
         match open(&shared).await {
             Ok(conn) => shared.install(conn),
@@ -477,8 +491,19 @@ async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
     let weak = Arc::downgrade(shared);
     let config = &shared.config;
     let pushes = shared.pushes.clone();
-    let conn = Connection::open(&shared.endpoint, config, pushes, move |ended| {
+    let log = shared.log.clone();
+    let opened = tokio::time::Instant::now();
+    let conn = Connection::open(&shared.endpoint, config, pushes, log, move |ended| {
         let Some(shared) = weak.upgrade() else { return };
+        if opened.elapsed() < SETTLED {
+            let _ = shared
+                .short_lived
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    Some(n.saturating_add(1))
+                });
+        } else {
+            shared.short_lived.store(0, Ordering::Release);
+        }
         // A connection the server closed because it was silent and held
         // nothing is opened again by the next call, not at once: else the
         // client would take the slot straight back, for nothing.
@@ -511,15 +536,23 @@ fn reconnect_later(shared: &Arc<Shared>) {
     let claim = Reconnecting(Arc::downgrade(shared));
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let policy = shared.config.reconnect;
+    // The backoff's ceiling stops growing long before 64 steps.
+    let first = shared.short_lived.load(Ordering::Acquire).min(64);
     runtime.spawn(async move {
         let claim = claim;
-        for attempt in 0u32.. {
+        for attempt in first.. {
             let wait = policy.delay(attempt, &mut rand::rng());
             tokio::time::sleep(wait).await;
             let Some(shared) = weak.upgrade() else { return };
             match open(&shared).await {
                 Ok(conn) => {
-                    tracing::info!(endpoint = %shared.endpoint, "reconnected to lock server");
+                    shared.log.reconnected.note(|count| {
+                        tracing::info!(
+                            endpoint = %shared.endpoint,
+                            count,
+                            "reconnected to lock server (`count` times since the last such line)"
+                        );
+                    });
                     shared.install(conn.clone());
                     drop(claim);
                     // A connection that died before it was installed ran

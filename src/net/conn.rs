@@ -31,6 +31,7 @@ use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 use super::io::BoxIo;
 use super::pushes::Pushes;
 use super::sniff;
+use super::throttled::PeerLog;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
@@ -90,6 +91,7 @@ impl Connection {
         endpoint: &str,
         config: &RemoteConfig,
         pushes: Arc<Pushes>,
+        log: Arc<PeerLog>,
         on_close: impl FnOnce(Ended) + Send + 'static,
     ) -> Result<Arc<Connection>, Error> {
         let connect_timeout = config.connect_timeout;
@@ -150,6 +152,7 @@ impl Connection {
                 validity,
                 accepted,
                 pushes,
+                log,
             ));
         }
     }
@@ -266,6 +269,7 @@ impl Connection {
         validity: Duration,
         version: u16,
         pushes: Arc<Pushes>,
+        log: Arc<PeerLog>,
     ) -> Arc<Connection> {
         let parts = transport.into_parts();
         let (read_half, write_half) = tokio::io::split(parts.io);
@@ -283,6 +287,7 @@ impl Connection {
             stream,
             conn.clone(),
             pushes,
+            log,
             DownOnDrop::new(&conn, "reader"),
         ));
         conn.tasks()
@@ -629,6 +634,7 @@ async fn read_responses(
     mut stream: FramedRead<Incoming, LengthDelimitedCodec>,
     conn: Arc<Connection>,
     pushes: Arc<Pushes>,
+    log: Arc<PeerLog>,
     _down: DownOnDrop,
 ) {
     loop {
@@ -641,7 +647,14 @@ async fn read_responses(
             Some(Err(_)) => break,
         };
         let Ok(response) = wire::decode::<Response>(&frame) else {
-            tracing::warn!(endpoint = %conn.endpoint, "undecodable response; dropping the connection");
+            log.undecodable.note(|count| {
+                tracing::warn!(
+                    endpoint = %conn.endpoint,
+                    count,
+                    "undecodable response; dropping the connection (`count` connections \
+                     since the last such line)"
+                );
+            });
             break;
         };
         if response.id != wire::UNSOLICITED {
@@ -659,7 +672,15 @@ async fn read_responses(
                 }
             }
             reply => {
-                tracing::warn!(endpoint = %conn.endpoint, ?reply, "server reported an error");
+                log.unsolicited_errors.note(|count| {
+                    tracing::warn!(
+                        endpoint = %conn.endpoint,
+                        ?reply,
+                        count,
+                        "server reported an error to no request (`count` such replies since \
+                         the last such line)"
+                    );
+                });
             }
         }
     }

@@ -58,6 +58,7 @@ mod server;
 mod session;
 mod sniff;
 mod state;
+mod throttled;
 #[cfg(feature = "tls")]
 mod tls;
 mod token;

@@ -25,12 +25,18 @@ pub(crate) enum Cause {
     Malformed,
     /// Nothing within the handshake timeout.
     Timeout,
+    /// Part of a `Hello`, not all of it, within the handshake timeout.
+    SlowHandshake,
     /// The TLS handshake failed over a certificate or the protocol.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     TlsFailed,
     /// No TLS handshake within the handshake timeout.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     TlsTimeout,
+    /// A TLS handshake started but not finished within the handshake
+    /// timeout.
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    TlsSlow,
     /// Every slot, the admin reserve included, holds an authenticated
     /// connection.
     AllAuthenticated,
@@ -46,7 +52,7 @@ pub(crate) enum Cause {
     Misbehaving,
 }
 
-const CAUSES: usize = 11;
+const CAUSES: usize = 13;
 
 impl Cause {
     fn index(self) -> usize {
@@ -87,6 +93,10 @@ impl RefusalLog {
     }
 }
 
+/// The reason given to a peer that sent part of its `Hello`, not all of
+/// it, within the handshake timeout.
+pub(crate) const PARTIAL_HELLO: &str = "only part of a handshake in time";
+
 /// Why [`Slot::admit`](super::state::Slot::admit) refused an authenticated connection.
 pub(crate) struct Busy {
     pub(crate) cause: Cause,
@@ -118,6 +128,9 @@ impl Refused {
             Refused::Auth(AuthRefusal::Token, _) => Cause::Token,
             Refused::Auth(AuthRefusal::Version, _) => Cause::Version,
             Refused::Auth(AuthRefusal::Malformed, _) => Cause::Malformed,
+            Refused::Auth(AuthRefusal::Timeout, reason) if reason == PARTIAL_HELLO => {
+                Cause::SlowHandshake
+            }
             Refused::Auth(AuthRefusal::Timeout, _) => Cause::Timeout,
             Refused::Auth(AuthRefusal::Tls, _) => Cause::TlsFailed,
             Refused::Busy(busy) => busy.cause,
@@ -138,6 +151,10 @@ impl Refused {
             Cause::Timeout => tracing::warn!(%peer, refused, ?timeout,
                 "no handshake within the handshake timeout: closed connections that sent \
                  nothing (`refused` counts them since the last such line)"),
+            Cause::SlowHandshake => tracing::warn!(%peer, refused, ?timeout,
+                "closed connections that sent only part of a handshake within the handshake \
+                 timeout: slow or stalled clients, or peers holding connections open \
+                 (`refused` counts them since the last such line)"),
             Cause::ClientsFull | Cause::AddressFull => tracing::warn!(%peer, refused, %reason,
                 "rejected clients with a valid token for want of room \
                  (`refused` counts them since the last such line)"),

@@ -20,6 +20,7 @@ use super::refusals::{Cause, RefusalLog};
 use super::released::Released;
 use super::session::accept;
 use super::state::{ServerState, Slot, Tokens};
+use super::throttled::Throttled;
 use crate::{Error, LocalLocker};
 
 /// Serves a [`LocalLocker`] over the network.
@@ -321,28 +322,5 @@ impl std::fmt::Debug for ServerStats {
             .field("lock_bytes", &self.lock_bytes())
             .field("released_bytes", &self.released_bytes())
             .finish()
-    }
-}
-
-/// Logs a recurring event at most once a second, with how often it
-/// happened meanwhile, so that a flood cannot flood the log too.
-#[derive(Default)]
-struct Throttled {
-    since: u64,
-    last: Option<tokio::time::Instant>,
-}
-
-impl Throttled {
-    fn note(&mut self, log: impl FnOnce(u64)) {
-        self.since += 1;
-        let now = tokio::time::Instant::now();
-        if self
-            .last
-            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1))
-        {
-            log(self.since);
-            self.since = 0;
-            self.last = Some(now);
-        }
     }
 }

@@ -16,7 +16,7 @@ use tokio_util::codec::Framed;
 use super::config::PUSH_QUEUE;
 use super::io::BoxIo;
 use super::labels::{AuthRefusal, Limit};
-use super::refusals::{Cause, Refused};
+use super::refusals::{Cause, Refused, PARTIAL_HELLO};
 use super::requests::{ConnSink, Pushed, Session};
 use super::state::{Role, ServerState, Slot};
 use super::waits::Waits;
@@ -41,8 +41,29 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     let _ = stream.set_nodelay(true);
     #[cfg(feature = "tls")]
     if let Some(tls) = &server.config.tls {
-        let handshake =
-            tokio::time::timeout(server.config.handshake_timeout, tls.acceptor.accept(stream));
+        let deadline = tokio::time::Instant::now() + server.config.handshake_timeout;
+        // The first byte is waited for apart, so that a peer that never
+        // starts TLS and one that starts it too slowly are told apart in
+        // the log.
+        let mut first = [0u8; 1];
+        let started = tokio::time::timeout_at(deadline, stream.peek(&mut first));
+        let started = tokio::select! {
+            started = started => started,
+            () = slot.evicted() => return,
+        };
+        let started = match started {
+            Ok(Ok(0)) | Ok(Err(_)) => return,
+            Ok(Ok(_)) => true,
+            Err(_) => false,
+        };
+        let handshake = async {
+            if started {
+                tokio::time::timeout_at(deadline, tls.acceptor.accept(stream)).await
+            } else {
+                // Past the deadline already: times out at once.
+                tokio::time::timeout_at(deadline, std::future::pending()).await
+            }
+        };
         let handshake = tokio::select! {
             handshake = handshake => handshake,
             () = slot.evicted() => return,
@@ -58,11 +79,19 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
                 }
                 (false, why) => tracing::debug!(%peer, %err, "{why}"),
             },
-            Err(_) => {
+            Err(_) if !started => {
                 if let Some(refused) = server.refusals.due(Cause::TlsTimeout) {
                     tracing::warn!(%peer, refused, timeout = ?server.config.handshake_timeout,
                         "no TLS handshake within the handshake timeout: closed connections \
                          that did not start TLS (`refused` counts them since the last such line)");
+                }
+            }
+            Err(_) => {
+                if let Some(refused) = server.refusals.due(Cause::TlsSlow) {
+                    tracing::warn!(%peer, refused, timeout = ?server.config.handshake_timeout,
+                        "TLS handshake not finished within the handshake timeout: closed \
+                         connections that started TLS and then sent too little, too slowly \
+                         (`refused` counts them since the last such line)");
                 }
             }
         }
@@ -310,7 +339,10 @@ async fn handshake(
         }
         Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
         Ok(None) => return None,
-        Err(_) => Err((AuthRefusal::Timeout, "no handshake in time".into())),
+        Err(_) if conn.read_buffer().is_empty() => {
+            Err((AuthRefusal::Timeout, "no handshake in time".into()))
+        }
+        Err(_) => Err((AuthRefusal::Timeout, PARTIAL_HELLO.into())),
     };
     // The version is checked first, as version-2 servers did: a client
     // that is refused for its version asks again with an older one.

@@ -7,55 +7,17 @@
 //! writes its logs with a formatter that does not escape them.
 #![cfg(feature = "net")]
 
-use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::log_capture::Capture;
 use crate::wire::{accepted, frame, string, varint, GRANTED, REPLY_PUSH, VERSION_5};
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
 /// A uid that forges a log line and reverses the text after it.
 const HOSTILE_UID: &str = "u\u{202e}dilav\nERROR forged-line: token accepted";
-
-/// Every event logged on this thread, as the text a formatter writes.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-struct Line(String);
-
-impl Visit for Line {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        } else {
-            let _ = write!(self.0, " {}={value:?}", field.name());
-        }
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut line = Line(format!("{} ", event.metadata().level()));
-        event.record(&mut line);
-        self.0.lock().unwrap().push(line.0);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 /// A server that accepts any token, then pushes a wake-up for
 /// [`HOSTILE_UID`], which nobody waits on, and keeps the connection open.
@@ -88,8 +50,7 @@ async fn pushing_server() -> String {
 // runtime), where the capture is the default subscriber.
 #[tokio::test]
 async fn a_push_for_an_unknown_uid_is_logged_with_the_servers_uid_escaped() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let addr = pushing_server().await;
     let locker = RemoteLocker::connect(addr.clone(), RemoteConfig::new("client-secret"))
         .await
@@ -98,14 +59,8 @@ async fn a_push_for_an_unknown_uid_is_logged_with_the_servers_uid_escaped() {
     // Bounded: the push arrives within a round trip on loopback.
     let mut logged = Vec::new();
     for _ in 0..200 {
-        logged = capture
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.contains("dilav") || l.contains("forged-line"))
-            .cloned()
-            .collect();
+        logged = capture.lines();
+        logged.retain(|l| l.contains("dilav") || l.contains("forged-line"));
         if !logged.is_empty() {
             break;
         }
@@ -114,7 +69,7 @@ async fn a_push_for_an_unknown_uid_is_logged_with_the_servers_uid_escaped() {
     assert!(
         !logged.is_empty(),
         "the push was not logged at all: {:?}",
-        capture.0.lock().unwrap()
+        capture.lines()
     );
     for line in &logged {
         assert!(

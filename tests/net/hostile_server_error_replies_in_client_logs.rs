@@ -7,10 +7,9 @@
 //! is what applications keep.
 #![cfg(feature = "net")]
 
-use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::log_capture::Capture;
 use crate::wire::{
     accepted, frame, string, varint, GRANTED, KIND_INVALID_ARGUMENT, REPLY_ERROR, REPLY_PUSH,
     VERSION_5,
@@ -19,9 +18,7 @@ use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use tracing::Level;
 
 /// Unsolicited error replies the server sends, in one write.
 const FLOOD: usize = 5_000;
@@ -29,38 +26,6 @@ const FLOOD: usize = 5_000;
 /// The uid of the push that follows the flood: once the client logged it,
 /// it read every frame before it.
 const SENTINEL: &str = "end-of-flood-sentinel";
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<(Level, String)>>>);
-
-struct Line(String);
-
-impl Visit for Line {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        let _ = write!(self.0, " {}={value:?}", field.name());
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut line = Line(String::new());
-        event.record(&mut line);
-        self.0
-            .lock()
-            .unwrap()
-            .push((*event.metadata().level(), line.0));
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 /// Accepts any token, then sends [`FLOOD`] unsolicited error replies and a
 /// push for [`SENTINEL`], and keeps the connection open.
@@ -97,8 +62,7 @@ async fn flooding_server() -> String {
 
 #[tokio::test]
 async fn unsolicited_error_replies_from_a_server_write_a_bounded_number_of_warnings() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let addr = flooding_server().await;
     let locker = RemoteLocker::connect(addr, RemoteConfig::new("client-secret"))
         .await
@@ -106,28 +70,17 @@ async fn unsolicited_error_replies_from_a_server_write_a_bounded_number_of_warni
     assert!(locker.is_online(), "the fake server accepted the handshake");
     // Bounded: 5,000 small frames are read within a second on loopback.
     for _ in 0..500 {
-        if capture
-            .0
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|(_, l)| l.contains(SENTINEL))
-        {
+        if !capture.containing(SENTINEL).is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let lines = capture.0.lock().unwrap().clone();
     assert!(
-        lines.iter().any(|(_, l)| l.contains(SENTINEL)),
+        !capture.containing(SENTINEL).is_empty(),
         "the client did not read the whole flood: {} events",
-        lines.len()
+        capture.lines().len()
     );
-    let warnings: Vec<&String> = lines
-        .iter()
-        .filter(|(level, _)| *level <= Level::WARN)
-        .map(|(_, l)| l)
-        .collect();
+    let warnings = capture.at_least(Level::WARN);
     assert!(
         warnings.len() < 100,
         "{FLOOD} unsolicited error replies from one server wrote {} warnings; the first: {:?}",

@@ -9,6 +9,9 @@
 #[path = "../net_support/wire.rs"]
 mod wire;
 
+#[path = "../log_capture/mod.rs"]
+mod log_capture;
+
 mod ceiling;
 mod connect;
 mod connection_slots;

@@ -3,79 +3,19 @@
 //! line names the refusal's real cause.
 #![cfg(feature = "net")]
 
-use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::log_capture::{count, Capture};
 use crate::wire::{authenticate, closed_within, frame};
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
 const TOKEN: &str = "client-secret";
 const LIMIT: Duration = Duration::from_secs(5);
-
-/// Keeps every event logged on this thread as one line of text: the
-/// message, then `name=value` for each field.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-impl Capture {
-    fn lines(&self, containing: &str) -> Vec<String> {
-        let lines = self.0.lock().unwrap();
-        lines
-            .iter()
-            .filter(|l| l.contains(containing))
-            .cloned()
-            .collect()
-    }
-}
-
-struct Line(String);
-
-impl Visit for Line {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        } else {
-            let _ = write!(self.0, " {}={value:?}", field.name());
-        }
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut line = Line(format!("{} ", event.metadata().level()));
-        event.record(&mut line);
-        self.0.lock().unwrap().push(line.0);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-/// The number after `name=` in `line`.
-fn count(line: &str, name: &str) -> u64 {
-    let (_, rest) = line
-        .split_once(&format!(" {name}="))
-        .unwrap_or_else(|| panic!("no {name} in {line:?}"));
-    rest.split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no count in {line:?}"))
-}
 
 async fn start(config: ServerConfig) -> (String, oneshot::Sender<()>) {
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
@@ -94,8 +34,7 @@ async fn start(config: ServerConfig) -> (String, oneshot::Sender<()>) {
 // runtime), where the capture is the default subscriber.
 #[tokio::test]
 async fn a_flood_of_bad_tokens_writes_a_few_lines_that_count_it() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let (addr, _stop) = start(ServerConfig::new(TOKEN)).await;
     const FLOOD: u64 = 300;
     let started = tokio::time::Instant::now();
@@ -108,7 +47,7 @@ async fn a_flood_of_bad_tokens_writes_a_few_lines_that_count_it() {
     // count of those left out meanwhile.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (_stream, _) = authenticate(&addr, "wrong").await.expect("answered");
-    let lines = capture.lines("invalid token");
+    let lines = capture.containing("invalid token");
     // One line at the start of each second of the flood, and the last.
     let bound = 2 + flooded.as_secs() as usize + 1;
     assert!(
@@ -127,8 +66,7 @@ async fn a_flood_of_bad_tokens_writes_a_few_lines_that_count_it() {
 
 #[tokio::test]
 async fn peers_that_never_send_a_handshake_are_logged_a_few_times() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let mut config = ServerConfig::new(TOKEN);
     config.handshake_timeout = Duration::from_millis(100);
     let (addr, _stop) = start(config).await;
@@ -141,7 +79,7 @@ async fn peers_that_never_send_a_handshake_are_logged_a_few_times() {
             .await
             .expect("closed after the handshake timeout");
     }
-    let lines = capture.lines("no handshake");
+    let lines = capture.containing("no handshake");
     assert!(
         !lines.is_empty() && lines.len() <= 3,
         "{} lines for 50 silent peers: {lines:#?}",
@@ -151,8 +89,7 @@ async fn peers_that_never_send_a_handshake_are_logged_a_few_times() {
 
 #[tokio::test]
 async fn a_flood_of_unauthenticated_connections_is_not_blamed_on_authenticated_ones() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let mut config = ServerConfig::new(TOKEN);
     config.max_connections = 2;
     config.handshake_timeout = Duration::from_secs(60);
@@ -178,14 +115,14 @@ async fn a_flood_of_unauthenticated_connections_is_not_blamed_on_authenticated_o
     closed_within(last, LIMIT)
         .await
         .expect("a connection beyond the slots and the evicted ones is closed");
-    let all = capture.lines("");
+    let all = capture.containing("");
     assert!(
         capture
-            .lines("every connection is authenticated")
+            .containing("every connection is authenticated")
             .is_empty(),
         "no connection authenticated, yet: {all:#?}"
     );
-    let named = capture.lines("that do not authenticate");
+    let named = capture.containing("that do not authenticate");
     assert!(
         !named.is_empty(),
         "the flood is named for what it is: {all:#?}"
@@ -198,8 +135,7 @@ async fn a_flood_of_unauthenticated_connections_is_not_blamed_on_authenticated_o
 /// log a few lines that count them, not one line per connection.
 #[tokio::test]
 async fn clients_closed_for_undecodable_frames_are_logged_a_few_times() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let (addr, _stop) = start(ServerConfig::new(TOKEN)).await;
     const FLOOD: u64 = 200;
     let started = tokio::time::Instant::now();
@@ -213,7 +149,7 @@ async fn clients_closed_for_undecodable_frames_are_logged_a_few_times() {
             .expect("the server hangs up");
     }
     let flooded = started.elapsed();
-    let lines = capture.lines("could not be decoded");
+    let lines = capture.containing("could not be decoded");
     let bound = 2 + flooded.as_secs() as usize + 1;
     assert!(
         !lines.is_empty() && lines.len() <= bound,

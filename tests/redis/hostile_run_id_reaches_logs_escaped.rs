@@ -11,16 +11,12 @@
 //! from a thread that serves a bounded number of connections.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
-use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::log_capture::Capture;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
 /// A run_id that returns to the start of the line and reverses the rest.
 const HOSTILE_RUN_ID: &str = "0123abcd\rERROR forged \u{202e}gpj.exe";
@@ -94,46 +90,11 @@ fn fake_redis() -> SocketAddr {
     addr
 }
 
-/// Every event logged on this thread, as the text a formatter writes.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<String>>>);
-
-struct Line(String);
-
-impl Visit for Line {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        } else {
-            let _ = write!(self.0, " {}={value:?}", field.name());
-        }
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut line = Line(format!("{} ", event.metadata().level()));
-        event.record(&mut line);
-        self.0.lock().unwrap().push(line.0);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
 // The connect runs on this test's thread (a current-thread runtime), where
 // the capture is the default subscriber.
 #[tokio::test]
 async fn a_hostile_redis_run_id_reaches_the_log_escaped() {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
+    let (capture, _guard) = Capture::install();
     let addr = fake_redis();
     let config = RedisConfig {
         call_timeout: Duration::from_secs(5),
@@ -142,8 +103,8 @@ async fn a_hostile_redis_run_id_reaches_the_log_escaped() {
     let locker = RedisLocker::connect(&format!("redis://{addr}"), config)
         .await
         .expect("the fake Redis is accepted");
-    let lines = capture.0.lock().unwrap().clone();
-    let connected: Vec<&String> = lines.iter().filter(|l| l.contains("0123abcd")).collect();
+    let lines = capture.lines();
+    let connected = capture.containing("0123abcd");
     assert!(
         !connected.is_empty(),
         "the run_id was not logged at all: {lines:?}"

@@ -10,6 +10,9 @@ mod harness;
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
 
+#[path = "../log_capture/mod.rs"]
+mod log_capture;
+
 mod election;
 mod fastpath;
 mod faults;

@@ -236,7 +236,10 @@ pub fn certs(args: CertsArgs) -> Result<u8, Failure> {
     }
     make_dir(dir)?;
     files::write_all(&outputs, args.force)?;
-    print!("{}", report(&args, &nodes, &clients, &outputs, existing_ca));
+    // Written, not `print!`ed: a closed stdout must not turn a done job
+    // into a panic.
+    let report = report(&args, &nodes, &clients, &outputs, existing_ca);
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report.as_bytes());
     Ok(0)
 }
 

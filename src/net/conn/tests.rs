@@ -35,6 +35,7 @@ fn piped() -> (
         Duration::from_secs(60),
         wire::PROTOCOL_VERSION,
         Arc::default(),
+        Arc::default(),
     );
     (conn, Framed::new(server, wire::codec()), closed)
 }
@@ -67,6 +68,7 @@ fn with_waiter(
         Duration::from_secs(60),
         wire::PROTOCOL_VERSION,
         pushes,
+        Arc::default(),
     );
     (conn, woken)
 }
