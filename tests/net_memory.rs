@@ -28,9 +28,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use wire::{
-    args_request, authenticate_as, frame, lock_wait_request, request, response, OP_HEALTH, OP_LOCK,
-    OP_RLOCK, OP_RUNLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_3,
-    VERSION_4,
+    args_request, authenticate_as, frame, leader_request, lock_wait_request, request, response,
+    OP_HEALTH, OP_LOCK, OP_RLOCK, OP_RUNLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR,
+    REPLY_LEADER, REPLY_WAIT, VERSION_3, VERSION_4, VERSION_5,
 };
 
 const MIB: usize = 1 << 20;
@@ -837,4 +837,65 @@ fn remembered_releases_stay_within_their_bound() {
              over the {bound} bytes max_released_bytes allows"
         );
     }
+}
+
+/// What `ServerConfig::memory_budget` adds to the lock table's cap for the
+/// room its shards and boards keep while nearly empty ("about 600 KiB in
+/// all", docs/lock-servers.md): the client budget less every connection
+/// it allows for (`max_connections + admin_reserve`, and those being
+/// evicted).
+fn kept_by_the_table() -> usize {
+    let c = config(0);
+    let conns = c.max_connections + c.admin_reserve + quorum_lock::net::EVICTING;
+    bare_budget(0) - conns * per_connection()
+}
+
+/// A table that watches by new uids on names of their own fill to about
+/// 14,900 watches: just past the point where the boards' map and the
+/// ledger's map of uids double (at 14,336 of 16,384 slots).
+const WATCH_TABLE: usize = 10 * MIB;
+
+/// Observers' watches, each by a new uid on an election name of its own,
+/// fill the lock table's cap (docs/lock-servers.md: "an observer's watch
+/// counts its name and uid plus about 650 bytes"; the table's cap "holds
+/// after a peak too ... keeping only each shard's room while nearly
+/// empty"). What the server keeps once they are answered must fit in the
+/// cap, that room and the released uids' bound.
+#[test]
+fn watches_of_new_observers_stay_within_the_table_cap() {
+    let (watches, m) = phase(
+        "watches by new uids on names of their own",
+        VERSION_5,
+        WATCH_TABLE,
+        |mut c, _| async move {
+            let n = fill(
+                &mut c,
+                256,
+                |r| r.first() == Some(&REPLY_LEADER),
+                |id, i| {
+                    let name = format!("election/{i:016}");
+                    leader_request(
+                        id,
+                        &uid("watch", i),
+                        &[&name],
+                        Some(Duration::from_secs(60)),
+                    )
+                },
+            )
+            .await;
+            (n, c)
+        },
+    );
+    assert!(watches > 1000);
+    let bound = m.table + kept_by_the_table() + config(m.table).max_released_bytes;
+    assert!(
+        m.now <= bound,
+        "{watches} watches: the server keeps {} bytes once they are answered, over the {bound} \
+         bytes its lock table's cap ({}), the room it keeps ({}) and the released uids ({}) \
+         allow",
+        m.now,
+        m.table,
+        kept_by_the_table(),
+        config(m.table).max_released_bytes
+    );
 }
