@@ -180,9 +180,13 @@ fn per_connection() -> usize {
 }
 
 /// What the budget adds to the lock table's cap for the room its shards
-/// keep while nearly empty: the part that does not grow with connections.
+/// keep while nearly empty: the part that does not grow with connections
+/// (every connection the budget allows for: `max_connections`, the
+/// `admin_reserve` and those being evicted; docs/lock-servers.md: "about
+/// 600 KiB in all").
 fn table_kept() -> usize {
-    let conns = config(0).max_connections + quorum_lock::net::EVICTING;
+    let c = config(0);
+    let conns = c.max_connections + c.admin_reserve + quorum_lock::net::EVICTING;
     bare_budget(0) - conns * per_connection()
 }
 
@@ -839,17 +843,6 @@ fn remembered_releases_stay_within_their_bound() {
     }
 }
 
-/// What `ServerConfig::memory_budget` adds to the lock table's cap for the
-/// room its shards and boards keep while nearly empty ("about 600 KiB in
-/// all", docs/lock-servers.md): the client budget less every connection
-/// it allows for (`max_connections + admin_reserve`, and those being
-/// evicted).
-fn kept_by_the_table() -> usize {
-    let c = config(0);
-    let conns = c.max_connections + c.admin_reserve + quorum_lock::net::EVICTING;
-    bare_budget(0) - conns * per_connection()
-}
-
 /// A table that watches by new uids on names of their own fill to about
 /// 14,900 watches: just past the point where the boards' map and the
 /// ledger's map of uids double (at 14,336 of 16,384 slots).
@@ -887,7 +880,7 @@ fn watches_of_new_observers_stay_within_the_table_cap() {
         },
     );
     assert!(watches > 1000);
-    let bound = m.table + kept_by_the_table() + config(m.table).max_released_bytes;
+    let bound = m.table + table_kept() + config(m.table).max_released_bytes;
     assert!(
         m.now <= bound,
         "{watches} watches: the server keeps {} bytes once they are answered, over the {bound} \
@@ -895,7 +888,7 @@ fn watches_of_new_observers_stay_within_the_table_cap() {
          allow",
         m.now,
         m.table,
-        kept_by_the_table(),
+        table_kept(),
         config(m.table).max_released_bytes
     );
 }
