@@ -892,3 +892,51 @@ fn watches_of_new_observers_stay_within_the_table_cap() {
         config(m.table).max_released_bytes
     );
 }
+
+/// Waits that keep reservations (no pushes) on 1,000 names of 1 KiB, one
+/// of them held: a place in line keeps its whole request alive, so that
+/// it can be granted on every name later. docs/lock-servers.md: "The lock
+/// table's cap counts each name of a lock (or of a place in line) as its
+/// bytes plus what it costs the table at worst ... The cap holds after a
+/// peak too". What the server keeps once they are answered must fit in
+/// the cap and the room the table keeps.
+#[test]
+fn reservations_on_a_thousand_long_names_stay_within_the_budget() {
+    let (places, m) = phase(
+        "reservations on 1,000 names of 1 KiB",
+        VERSION_3,
+        TABLE,
+        |mut c, locker| async move {
+            let id = c.id();
+            let held = c
+                .batch(vec![lock(
+                    id,
+                    OP_LOCK,
+                    &uid("holder", 0),
+                    &["aaa-held".into()],
+                )])
+                .await;
+            assert!(granted(&held[0]), "{held:?}");
+            let kept = |r: &[u8]| r == [REPLY_WAIT, wire::REFUSED];
+            fill(&mut c, 1, kept, |id, i| {
+                let mut names = thousand(i, 1024);
+                names[999] = "aaa-held".into();
+                names.sort();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                lock_wait_request(
+                    id,
+                    &uid("resv", i),
+                    &names,
+                    (1, i as u64),
+                    Duration::from_secs(60),
+                    false,
+                )
+            })
+            .await;
+            let places = locker.waiting() / 1000;
+            (places, c)
+        },
+    );
+    assert!(places > 5, "{places} reservations kept");
+    assert_within("reservations on 1,000 names of 1 KiB", &m);
+}
