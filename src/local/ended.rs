@@ -18,6 +18,7 @@
 //!   call leaves nothing behind), before the release removes anything and
 //!   under the same shard locks, so a refresh racing the release cannot
 //!   slip in between;
+//! * it is forgotten by the first expiry sweep after the quarantine ends;
 //! * the record is bounded by [`MAX_ENDED_BYTES`]: past it, the oldest
 //!   releases are forgotten first. Refusing every re-creation instead would
 //!   cost live holders their entry here, and a rolling restart (the next
@@ -101,6 +102,15 @@ impl Ended {
     /// quarantine ending at `quarantine_end`.
     pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str) -> bool {
         !self.record(quarantine_end).uids.contains(uid)
+    }
+
+    /// Forgets a record whose quarantine is over (the caller checked):
+    /// after it, refreshes re-create nothing, so nothing reads it again.
+    pub(crate) fn forget_after_quarantine(&self) {
+        let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        if record.bytes > 0 {
+            *record = Record::default();
+        }
     }
 
     /// Forgets everything: the locker restarted.

@@ -477,6 +477,9 @@ impl LocalLocker {
             if self.boards.in_use() {
                 self.revalidate_boards(None, now, true);
             }
+            if self.quarantine_left_at(now).is_none() {
+                self.ended.forget_after_quarantine();
+            }
         }
     }
 

@@ -64,20 +64,36 @@ pub(crate) const KEPT: usize = TABLE_KEPT
     + block(32 * (std::mem::size_of::<(u64, Usage)>() + 1) + 16);
 
 /// Bytes the server stores for a lock with `args`: each name with its entry,
-/// plus uid, owner and source once (entries share them).
+/// plus uid, owner and source once (entries share them). A request of
+/// several names has each name's bytes counted twice: the table keys each
+/// name with a copy of its own, and a place in line keeps the request's
+/// list alive beside them (one name is keyed by the request's own list).
+/// A place and the lock it turns into share one charge, so a lock of
+/// several names is charged as its place would be.
 pub(crate) fn lock_bytes(args: &LockArgs) -> usize {
+    let copies = if args.resources.len() > 1 { 2 } else { 1 };
     let names: usize = args
         .resources
         .iter()
-        .map(|r| r.len() + ENTRY_OVERHEAD)
+        .map(|r| copies * r.len() + ENTRY_OVERHEAD)
         .sum();
     names + args.uid.len() + args.owner.len() + args.source.len() + LOCK_OVERHEAD
 }
 
 /// What this ledger keeps for one record of an election board beside a
 /// uid's charge: its slot in the charge's list, which may have twice the
-/// room it uses.
-const BOARD_RECORD: usize = 2 * std::mem::size_of::<(Board, u64, usize)>();
+/// room it uses; and, since a watch or a proclamation may be all a uid
+/// has here, the ledger's record of the uid itself as [`LOCK_OVERHEAD`]
+/// counts it for a lock (its map slot at the map's lowest load, the list
+/// of boards starting with room for four, the uid's string header).
+/// Charging that for every board record overcharges a uid that also
+/// holds locks, which errs on the side of the cap.
+const BOARD_RECORD: usize = 2 * std::mem::size_of::<(Board, u64, usize)>()
+    + ((std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 8).div_ceil(3)
+    + block(4 * std::mem::size_of::<(Board, u64, usize)>())
+    + 2 * std::mem::size_of::<usize>()
+    + 8
+    + 15;
 
 /// Bytes the server stores for a proclamation of `value_len` bytes made
 /// with `args`: the value, the resource name and the uid (the boards keep
