@@ -14,6 +14,7 @@ mod log_capture;
 
 mod ceiling;
 mod connect;
+mod admin_during_a_flood_of_silent_connections;
 mod connection_slots;
 mod decoder_properties;
 mod election;
@@ -37,4 +38,5 @@ mod reconnect;
 mod refusal_logs;
 mod semaphore;
 mod tls;
+mod tls_handshake_timeout_bounds_authentication;
 mod transport;
