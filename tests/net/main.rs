@@ -35,6 +35,7 @@ mod places_of_a_waiter_whose_old_connection_refreshed;
 mod places_of_reconnected_waiters;
 mod races;
 mod reconnect;
+mod reconnect_after_restart_following_idle_closes;
 mod refusal_logs;
 mod semaphore;
 mod tls;
