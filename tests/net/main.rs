@@ -12,9 +12,9 @@ mod wire;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
+mod admin_during_a_flood_of_silent_connections;
 mod ceiling;
 mod connect;
-mod admin_during_a_flood_of_silent_connections;
 mod connection_slots;
 mod decoder_properties;
 mod election;
