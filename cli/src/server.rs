@@ -62,10 +62,12 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     } else {
         0
     };
-    config.max_connections = fit_open_files(
-        args.max_connections as usize,
-        config.admin_reserve + metrics_files,
-    );
+    let files = open_files(config.admin_reserve + metrics_files);
+    config.max_connections = fit_connections(args.max_connections as usize, files);
+    // The door takes what the connections leave, up to its default.
+    config.door = config
+        .door
+        .min(files.saturating_sub(config.max_connections));
     config.max_connections_per_address = args.max_connections_per_address as usize;
     config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     config.max_entries_per_connection = args.max_locks_per_connection as usize;
@@ -201,13 +203,31 @@ fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
 /// listener, logs and stdio (about 12), the connections allowed beyond the
 /// cap while evicted ones close (`EVICTING`), and the one a refused
 /// connection needs while it is accepted.
-const SPARE_FILES: usize = 32;
+const SPARE_FILES: usize = 24 + quorum_lock::net::EVICTING;
 
-/// `wanted` client connections, lowered so that they and `reserve` more fit
-/// the open-files limit, after raising the soft limit to the hard one. Accepting beyond the limit fails
-/// with EMFILE, which no client can be told about; refusing at the cap
-/// closes the extra connections cleanly instead.
-fn fit_open_files(wanted: usize, reserve: usize) -> usize {
+/// `wanted` client connections, lowered to the `files` left for them (at
+/// least one), saying so.
+fn fit_connections(wanted: usize, files: usize) -> usize {
+    let fits = files.max(1);
+    if fits < wanted {
+        tracing::warn!(
+            max_connections = fits,
+            wanted,
+            open_files = files,
+            "lowering --max-connections to fit the open-files limit (raise ulimit -n to serve more)"
+        );
+        return fits;
+    }
+    wanted
+}
+
+/// The descriptors left for client connections and the door (where new
+/// connections wait for their first bytes) once [`SPARE_FILES`] and
+/// `reserve` more are set aside, after raising the soft open-files limit
+/// to the hard one. Accepting beyond the limit fails with EMFILE, which no
+/// client can be told about; refusing at the cap closes the extra
+/// connections cleanly instead.
+fn open_files(reserve: usize) -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -215,7 +235,7 @@ fn fit_open_files(wanted: usize, reserve: usize) -> usize {
     // SAFETY: getrlimit and setrlimit only read and write the struct we pass.
     let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
     if !known {
-        return wanted;
+        return usize::MAX;
     }
     if limit.rlim_cur < limit.rlim_max {
         let raised = libc::rlimit {
@@ -228,15 +248,5 @@ fn fit_open_files(wanted: usize, reserve: usize) -> usize {
         }
     }
     let files = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
-    let fits = files.saturating_sub(SPARE_FILES + reserve).max(1);
-    if fits < wanted {
-        tracing::warn!(
-            max_connections = fits,
-            wanted,
-            open_files = files,
-            "lowering --max-connections to fit the open-files limit (raise ulimit -n to serve more)"
-        );
-        return fits;
-    }
-    wanted
+    files.saturating_sub(SPARE_FILES + reserve)
 }

@@ -2,19 +2,22 @@
 //! connection that is re-established in the background when it breaks.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::conn::{Connection, Ended};
+use super::conn::Connection;
+use super::peer_log::PeerLog;
 use super::pushes::Pushes;
-use super::throttled::PeerLog;
 use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
+
+mod reconnect;
+use reconnect::{open, reconnect_later};
 
 /// How a [`RemoteLocker`] talks to its server.
 ///
@@ -97,18 +100,15 @@ struct Shared {
     pushes: Arc<Pushes>,
     /// Why the latest attempt to connect failed; cleared by a connection.
     connect_error: Mutex<Option<Error>>,
-    /// How many connections in a row ended within [`SETTLED`] of their
-    /// opening. The background reconnect starts its backoff there, so that
-    /// a server that accepts each connection and then breaks it is not
-    /// reconnected to at the first backoff step for ever.
+    /// How many connections in a row the server broke, by sending what is
+    /// no response, within [`SETTLED`](reconnect::SETTLED) of their opening. The background
+    /// reconnect starts its backoff there, so that a server that accepts
+    /// each connection and then garbles it is not reconnected to at the
+    /// first backoff step for ever.
     short_lived: AtomicU32,
     /// The throttled log lines about what this server sends.
     log: Arc<PeerLog>,
 }
-
-/// How long a connection must have lasted for the next reconnect to start
-/// its backoff from the first step again.
-const SETTLED: Duration = Duration::from_secs(10);
 
 impl Shared {
     /// Makes `conn` the connection calls use.
@@ -485,112 +485,6 @@ pub struct ServerHealth {
     pub quarantine_left: Option<Duration>,
     /// How many entries (one per resource and holder) the server holds.
     pub entries: u64,
-}
-
-async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error> {
-    let weak = Arc::downgrade(shared);
-    let config = &shared.config;
-    let pushes = shared.pushes.clone();
-    let log = shared.log.clone();
-    let opened = tokio::time::Instant::now();
-    let conn = Connection::open(&shared.endpoint, config, pushes, log, move |ended| {
-        let Some(shared) = weak.upgrade() else { return };
-        if opened.elapsed() < SETTLED {
-            let _ = shared
-                .short_lived
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                    Some(n.saturating_add(1))
-                });
-        } else {
-            shared.short_lived.store(0, Ordering::Release);
-        }
-        // A connection the server closed because it was silent and held
-        // nothing is opened again by the next call, not at once: else the
-        // client would take the slot straight back, for nothing.
-        if ended == Ended::Quietly && shared.pushes.is_idle() {
-            shared.closed_idle.store(true, Ordering::Release);
-        } else {
-            reconnect_later(&shared);
-        }
-    })
-    .await?;
-    let nanos = u64::try_from(conn.validity().as_nanos()).unwrap_or(u64::MAX);
-    shared.validity.store(nanos, Ordering::Release);
-    Ok(conn)
-}
-
-/// Starts the background reconnection on the current runtime, unless it is
-/// already running. It stops when it succeeds, when the token is rejected,
-/// or when the locker is dropped. Without a current runtime it does
-/// nothing: the next call, which runs on one, starts it.
-fn reconnect_later(shared: &Arc<Shared>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
-    };
-    if shared.reconnecting.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    // Created before the spawn and owned by the task, so the flag is
-    // cleared however the task ends, including when it is dropped unrun
-    // because its runtime is shutting down.
-    let claim = Reconnecting(Arc::downgrade(shared));
-    let weak: Weak<Shared> = Arc::downgrade(shared);
-    let policy = shared.config.reconnect;
-    // The backoff's ceiling stops growing long before 64 steps.
-    let first = shared.short_lived.load(Ordering::Acquire).min(64);
-    runtime.spawn(async move {
-        let claim = claim;
-        for attempt in first.. {
-            let wait = policy.delay(attempt, &mut rand::rng());
-            tokio::time::sleep(wait).await;
-            let Some(shared) = weak.upgrade() else { return };
-            match open(&shared).await {
-                Ok(conn) => {
-                    shared.log.reconnected.note(|count| {
-                        tracing::info!(
-                            endpoint = %shared.endpoint,
-                            count,
-                            "reconnected to lock server (`count` times since the last such line)"
-                        );
-                    });
-                    shared.install(conn.clone());
-                    drop(claim);
-                    // A connection that died before it was installed ran
-                    // its `on_close` while this task still held the flag.
-                    if !conn.is_alive() {
-                        reconnect_later(&shared);
-                    }
-                    return;
-                }
-                Err(err) => {
-                    tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
-                    let rejected = matches!(err, Error::Unauthorized { .. });
-                    if rejected {
-                        tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
-                    } else if matches!(err, Error::Tls { .. }) && shared.connect_error() != Some(err.clone()) {
-                        // Said once, not at every attempt: it lasts until
-                        // somebody changes a certificate.
-                        tracing::warn!(endpoint = %shared.endpoint, %err, "TLS refused; retrying in the background");
-                    }
-                    shared.note_connect_error(Some(err));
-                    if rejected {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-}
-
-/// Clears the reconnect flag when the reconnect task ends or is dropped.
-struct Reconnecting(Weak<Shared>);
-
-impl Drop for Reconnecting {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0.upgrade() {
-            shared.reconnecting.store(false, Ordering::Release);
-        }
-    }
 }
 
 #[async_trait]

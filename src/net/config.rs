@@ -35,6 +35,13 @@ const PUSH_OVERHEAD: usize = 64;
 /// ones evicted to make room for them are closing.
 pub const EVICTING: usize = 8;
 
+/// How many connections that had sent nothing when no slot was free may
+/// wait, without a slot, for their first bytes (at most 100 ms each): a
+/// client's handshake can be a moment behind its connection, and a flood
+/// of silent connections must not keep it out. They hold a descriptor
+/// each and nothing else.
+pub const DOOR: usize = 64;
+
 /// Settings of a [`LockServer`](super::LockServer).
 ///
 /// The limits bound the server's memory whatever its peers send; see
@@ -96,6 +103,14 @@ pub struct ServerConfig {
     /// its handshake, saying why. Connections with the admin token are not
     /// counted. Default 64.
     pub max_connections_per_address: usize,
+    /// Most connections that had sent nothing when they were accepted while
+    /// every slot was taken, waiting without a slot (at most 100 ms each)
+    /// for their first bytes, which then take the place of a silent
+    /// connection: a client's handshake can be a moment behind its
+    /// connection, and a flood of silent connections must not keep it out.
+    /// Each holds a descriptor and nothing else; 0 closes such connections
+    /// at once. Default [`DOOR`] (64).
+    pub door: usize,
     /// How long a connection authenticated with the client token may stay
     /// silent while it holds nothing on the server (no lock, no place in
     /// line, no watch) before the server closes it, freeing its slot.
@@ -125,6 +140,7 @@ impl ServerConfig {
             max_released_bytes: 64 * MIB,
             max_waiters_per_connection: 1024,
             admin_reserve: 4,
+            door: DOOR,
             max_connections_per_address: 64,
             idle_timeout: Some(Duration::from_secs(300)),
             handshake_timeout: Duration::from_secs(5),
@@ -155,7 +171,9 @@ impl ServerConfig {
     ///   and send a [`MAX_HELLO_FRAME`](super::MAX_HELLO_FRAME) each:
     ///   `(max_connections + admin_reserve + EVICTING) × (MAX_HELLO_FRAME +
     ///   CONNECTION_OVERHEAD)`, plus [`TLS_HANDSHAKE_BUFFER`] per connection
-    ///   with TLS (a ClientHello rustls keeps while it waits for its end);
+    ///   with TLS (a ClientHello rustls keeps while it waits for its end),
+    ///   plus 1 KiB for each of the `door` connections waiting for their
+    ///   first bytes without a slot;
     /// * `client`: with the client token, add a request of up to
     ///   [`MAX_FRAME`](super::MAX_FRAME) being read and one being decoded
     ///   per connection (`2 × MAX_FRAME + CONNECTION_OVERHEAD` each, and
@@ -191,7 +209,10 @@ impl ServerConfig {
         #[cfg(not(feature = "tls"))]
         let tls = 0;
         let per_peer = super::MAX_HELLO_FRAME + CONNECTION_OVERHEAD + tls;
-        let unauthenticated = conns.saturating_mul(per_peer);
+        // A connection at the door holds its socket's registration and its
+        // place in the door's list: far below 1 KiB.
+        let door = self.door.saturating_mul(1024);
+        let unauthenticated = conns.saturating_mul(per_peer).saturating_add(door);
         let waiters = self
             .max_waiters_per_connection
             .saturating_mul(WAITER_OVERHEAD)
@@ -199,6 +220,7 @@ impl ServerConfig {
         let per_client = (2 * super::MAX_FRAME + CONNECTION_OVERHEAD + tls).saturating_add(waiters);
         let client = conns
             .saturating_mul(per_client)
+            .saturating_add(door)
             .saturating_add(self.max_lock_bytes)
             .saturating_add(KEPT)
             .saturating_add(self.max_released_bytes);
@@ -249,6 +271,7 @@ impl std::fmt::Debug for ServerConfig {
                 "max_connections_per_address",
                 &self.max_connections_per_address,
             )
+            .field("door", &self.door)
             .field("idle_timeout", &self.idle_timeout)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("remember_released", &self.remember_released)

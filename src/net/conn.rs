@@ -29,9 +29,9 @@ use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
 use super::io::BoxIo;
+use super::peer_log::PeerLog;
 use super::pushes::Pushes;
 use super::sniff;
-use super::throttled::PeerLog;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
@@ -50,6 +50,9 @@ pub(crate) enum Ended {
     /// The server closed it in good order while no call waited for a
     /// reply: it closes connections that stay silent and hold nothing.
     Quietly,
+    /// The server sent a frame that is no response: the connection was
+    /// dropped for it.
+    Garbled,
     /// Anything else: a reset, a failed write, a call left unanswered, a
     /// runtime that dropped the tasks, or the locker closing it.
     Otherwise,
@@ -66,6 +69,8 @@ pub(crate) struct Connection {
     alive: AtomicBool,
     /// Set by the reader when the server ended the stream between frames.
     ended_cleanly: AtomicBool,
+    /// Set by the reader when the server sent a frame that is no response.
+    garbled: AtomicBool,
     /// Taken by the first [`Connection::down`], so the owner hears once.
     on_close: Mutex<Option<OnClose>>,
     /// The reader and writer, aborted when the connection goes down so that
@@ -308,6 +313,7 @@ impl Connection {
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
             ended_cleanly: AtomicBool::new(false),
+            garbled: AtomicBool::new(false),
             on_close: Mutex::new(Some(on_close)),
             tasks: Mutex::default(),
             validity,
@@ -351,7 +357,9 @@ impl Connection {
         }
         // Dropping the senders wakes every waiting caller with "closed".
         let waiters = std::mem::take(&mut *self.pending());
-        let ended = if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
+        let ended = if self.garbled.load(Ordering::Acquire) {
+            Ended::Garbled
+        } else if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
             Ended::Quietly
         } else {
             Ended::Otherwise
@@ -647,6 +655,7 @@ async fn read_responses(
             Some(Err(_)) => break,
         };
         let Ok(response) = wire::decode::<Response>(&frame) else {
+            conn.garbled.store(true, Ordering::Release);
             log.undecodable.note(|count| {
                 tracing::warn!(
                     endpoint = %conn.endpoint,

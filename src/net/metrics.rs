@@ -640,6 +640,9 @@ mod tests {
             state("handshake") == 1.0
         })
         .await;
+        // A silent newcomer takes the place of a silent connection only once
+        // that one had its grace (100 ms) to speak.
+        tokio::time::sleep(Duration::from_millis(150)).await;
         let _next = tokio::net::TcpStream::connect(addr).await.unwrap();
         let accepted = || kept.counter(CONNECTIONS_ACCEPTED, &[]);
         eventually("an eviction", || {

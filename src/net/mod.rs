@@ -48,6 +48,7 @@ mod labels;
 mod ledger;
 mod malformed;
 mod metrics;
+mod peer_log;
 mod pushes;
 mod queueing;
 mod refusals;
@@ -58,7 +59,6 @@ mod server;
 mod session;
 mod sniff;
 mod state;
-mod throttled;
 #[cfg(feature = "tls")]
 mod tls;
 mod token;
@@ -66,7 +66,9 @@ mod waits;
 mod wire;
 
 pub use client::{RemoteConfig, RemoteLocker, ServerHealth};
-pub use config::{MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, EVICTING, TLS_HANDSHAKE_BUFFER};
+pub use config::{
+    MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, DOOR, EVICTING, TLS_HANDSHAKE_BUFFER,
+};
 pub use connect::connect_all;
 pub use server::{LockServer, ServerStats};
 #[cfg(feature = "tls")]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -19,8 +19,8 @@ use super::metrics::ServerMetrics;
 use super::refusals::{Cause, RefusalLog};
 use super::released::Released;
 use super::session::accept;
-use super::state::{ServerState, Slot, Tokens};
-use super::throttled::Throttled;
+use super::state::{Pending, ServerState, Slot, Tokens};
+use crate::locker::throttled::Throttled;
 use crate::{Error, LocalLocker};
 
 /// Serves a [`LocalLocker`] over the network.
@@ -140,15 +140,27 @@ impl LockServer {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut failed = Throttled::default();
         let mut failures = 0u32;
+        let mut door = Door::new(self.state.config.door);
+        let mut door_tick = tokio::time::interval(DOOR_TICK);
+        door_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
                         failures = 0;
-                        match self.slot(peer.ip()) {
+                        let spoke = has_spoken(&stream);
+                        match self.slot(peer.ip(), spoke) {
                             Ok(slot) => {
                                 sessions.spawn(accept(stream, peer, slot));
+                            }
+                            Err(Cause::Flood) if !spoke => {
+                                // Its handshake may be a moment behind its
+                                // connection: it waits at the door, without a
+                                // slot, for its first bytes.
+                                if let Some((_, peer)) = door.push(stream, peer) {
+                                    self.refused(Cause::Flood, peer);
+                                }
                             }
                             Err(cause) => {
                                 // Closed at once: its descriptor is free again
@@ -156,8 +168,7 @@ impl LockServer {
                                 // connection closed during the handshake and
                                 // retries later.
                                 drop(stream);
-                                self.state.metrics.refused_by(Limit::MaxConnections);
-                                self.log_full(cause, peer);
+                                self.refused(cause, peer);
                             }
                         }
                     }
@@ -170,9 +181,13 @@ impl LockServer {
                         tokio::time::sleep(backoff).await;
                     }
                 },
+                _ = door_tick.tick(), if !door.is_empty() => {
+                    self.let_in_from_door(&mut door, &mut sessions);
+                }
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
             }
         }
+        drop(door);
         tracing::info!(listen = %local, "lock server shutting down");
         self.state.shutdown.cancel();
         let grace = tokio::time::sleep(Duration::from_secs(5));
@@ -194,14 +209,20 @@ impl LockServer {
     }
 
     /// Takes a connection slot. When all are taken, the connection that
-    /// has waited longest for its handshake is closed to make room: a
-    /// client completes its handshake within a round trip, so peers
-    /// without a token can only keep it out by opening connections faster
-    /// than that, not by holding idle ones for the handshake timeout.
+    /// has waited longest for its handshake is closed to make room, one
+    /// that had sent nothing when it was accepted before any that had; a
+    /// newcomer that had sent nothing either is closed at once instead
+    /// while every silent one is younger than [`SILENT_GRACE`]. A client
+    /// sends its handshake (or its TLS hello) as soon as it is connected,
+    /// so its bytes are there when it is accepted (or within the grace)
+    /// and it completes within a round trip: peers without a token can
+    /// only keep it out by opening connections that speak faster than
+    /// that, not by holding idle ones for the handshake timeout, nor by
+    /// opening silent ones however fast.
     /// Otherwise, why not: every slot holds an authenticated connection,
     /// or so many were evicted that the evicted ones have not all closed
     /// yet (a flood of peers that do not authenticate).
-    fn slot(&self, peer: IpAddr) -> Result<Slot, Cause> {
+    fn slot(&self, peer: IpAddr, spoke: bool) -> Result<Slot, Cause> {
         let state = &self.state;
         let limit = state.config.slots();
         let free = state
@@ -223,16 +244,38 @@ impl LockServer {
             if !room {
                 return Err(Cause::Flood);
             }
-            let Some((_, oldest)) = state.pending().pop_front() else {
+            let victim = {
+                let mut pending = state.pending();
+                let silent = pending.iter().position(|p| !p.spoke);
+                match silent {
+                    // A silent newcomer takes the place of a silent peer
+                    // only once that one had time to speak: else a flood
+                    // of silent connections would keep evicting its own
+                    // (and a client whose handshake was still on its way).
+                    Some(at) if !spoke && pending[at].accepted.elapsed() < SILENT_GRACE => {
+                        drop(pending);
+                        state.connections.fetch_sub(1, Ordering::AcqRel);
+                        return Err(Cause::Flood);
+                    }
+                    Some(at) => pending.remove(at),
+                    None => pending.pop_front(),
+                }
+            };
+            let Some(victim) = victim else {
                 state.connections.fetch_sub(1, Ordering::AcqRel);
                 return Err(Cause::AllAuthenticated);
             };
-            oldest.cancel();
+            victim.evict.cancel();
             state.metrics.refused_by(Limit::MaxConnections);
         }
         let id = state.next_conn.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
-        state.pending().push_back((id, evicted.clone()));
+        state.pending().push_back(Pending {
+            id,
+            evict: evicted.clone(),
+            spoke,
+            accepted: tokio::time::Instant::now(),
+        });
         state.metrics.connection_opened();
         Ok(Slot {
             state: state.clone(),
@@ -242,6 +285,28 @@ impl LockServer {
             peer,
             admitted: OnceLock::new(),
         })
+    }
+
+    /// Counts and logs a connection closed for `cause`.
+    fn refused(&self, cause: Cause, peer: SocketAddr) {
+        self.state.metrics.refused_by(Limit::MaxConnections);
+        self.log_full(cause, peer);
+    }
+
+    /// Lets in the connections at the door that spoke meanwhile, and closes
+    /// those that stayed silent for [`SILENT_GRACE`].
+    fn let_in_from_door(&self, door: &mut Door, sessions: &mut JoinSet<()>) {
+        for (stream, peer) in door.take_ready() {
+            match self.slot(peer.ip(), true) {
+                Ok(slot) => {
+                    sessions.spawn(accept(stream, peer, slot));
+                }
+                Err(cause) => self.refused(cause, peer),
+            }
+        }
+        for peer in door.close_expired() {
+            self.refused(Cause::Flood, peer);
+        }
     }
 
     /// Warns, throttled, that a connection was closed at once for `cause`.
@@ -323,4 +388,91 @@ impl std::fmt::Debug for ServerStats {
             .field("released_bytes", &self.released_bytes())
             .finish()
     }
+}
+
+/// How long a connection that had sent nothing when it was accepted is
+/// kept from being evicted by another such one: long enough for a client's
+/// handshake to arrive, far shorter than the handshake timeout.
+const SILENT_GRACE: Duration = Duration::from_millis(100);
+
+/// How often the connections at the door are looked at (each look is a
+/// system call per connection there).
+const DOOR_TICK: Duration = Duration::from_millis(2);
+
+/// Connections that had sent nothing when they were accepted while no slot
+/// was free for them, waiting without a slot for their first bytes: at
+/// most [`ServerConfig::door`], each for at most [`SILENT_GRACE`];
+/// a newcomer beyond that many closes the oldest. A client's handshake is
+/// a moment behind its connection at most, so it gets a slot once it
+/// spoke (evicting a silent connection), however many silent ones a
+/// flood opens meanwhile.
+struct Door {
+    room: usize,
+    waiting: std::collections::VecDeque<(TcpStream, SocketAddr, tokio::time::Instant)>,
+}
+
+impl Door {
+    fn new(room: usize) -> Door {
+        Door {
+            room,
+            waiting: std::collections::VecDeque::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
+    /// Puts `stream` at the door; the one it pushed out, if any (itself
+    /// where the door has no room at all).
+    fn push(&mut self, stream: TcpStream, peer: SocketAddr) -> Option<(TcpStream, SocketAddr)> {
+        if self.room == 0 {
+            return Some((stream, peer));
+        }
+        let out = if self.waiting.len() >= self.room {
+            self.waiting.pop_front().map(|(s, p, _)| (s, p))
+        } else {
+            None
+        };
+        self.waiting
+            .push_back((stream, peer, tokio::time::Instant::now()));
+        out
+    }
+
+    /// Those that spoke, taken from the door.
+    fn take_ready(&mut self) -> Vec<(TcpStream, SocketAddr)> {
+        let mut ready = Vec::new();
+        let mut at = 0;
+        while at < self.waiting.len() {
+            if has_spoken(&self.waiting[at].0) {
+                if let Some((stream, peer, _)) = self.waiting.remove(at) {
+                    ready.push((stream, peer));
+                }
+            } else {
+                at += 1;
+            }
+        }
+        ready
+    }
+
+    /// Closes those that stayed silent for the grace; their peers.
+    fn close_expired(&mut self) -> Vec<SocketAddr> {
+        let mut closed = Vec::new();
+        while let Some((_, _, since)) = self.waiting.front() {
+            if since.elapsed() < SILENT_GRACE {
+                break;
+            }
+            if let Some((_, peer, _)) = self.waiting.pop_front() {
+                closed.push(peer);
+            }
+        }
+        closed
+    }
+}
+
+/// Whether `stream` has bytes waiting to be read, without reading them
+/// (and without waiting: the socket does not block).
+fn has_spoken(stream: &tokio::net::TcpStream) -> bool {
+    let mut first = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    matches!(socket2::SockRef::from(stream).peek(&mut first), Ok(n) if n > 0)
 }

@@ -39,9 +39,11 @@ const FLUSH_AT: usize = 64 * 1024;
 pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     let server = slot.state().clone();
     let _ = stream.set_nodelay(true);
+    // One deadline for the TLS handshake and the lock handshake together:
+    // the handshake timeout bounds how long a peer without a token stays.
+    let deadline = tokio::time::Instant::now() + server.config.handshake_timeout;
     #[cfg(feature = "tls")]
     if let Some(tls) = &server.config.tls {
-        let deadline = tokio::time::Instant::now() + server.config.handshake_timeout;
         // The first byte is waited for apart, so that a peer that never
         // starts TLS and one that starts it too slowly are told apart in
         // the log.
@@ -69,7 +71,9 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
             () = slot.evicted() => return,
         };
         match handshake {
-            Ok(Ok(stream)) => return session(Box::new(stream), peer, server, &slot).await,
+            Ok(Ok(stream)) => {
+                return session(Box::new(stream), peer, server, &slot, deadline).await
+            }
             Ok(Err(err)) => match super::tls::accept_failure(&err) {
                 (true, why) => {
                     if let Some(refused) = server.refusals.due(Cause::TlsFailed) {
@@ -98,13 +102,19 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         server.metrics.auth_refused(AuthRefusal::Tls);
         return;
     }
-    session(Box::new(stream), peer, server, &slot).await
+    session(Box::new(stream), peer, server, &slot, deadline).await
 }
 
-async fn session(stream: BoxIo, peer: SocketAddr, server: Arc<ServerState>, slot: &Slot) {
+async fn session(
+    stream: BoxIo,
+    peer: SocketAddr,
+    server: Arc<ServerState>,
+    slot: &Slot,
+    deadline: tokio::time::Instant,
+) {
     // Small frames only until the peer proved it holds a token.
     let mut conn = Framed::new(stream, wire::hello_codec());
-    let Some(role) = handshake(&mut conn, peer, &server, slot).await else {
+    let Some(role) = handshake(&mut conn, peer, &server, slot, deadline).await else {
         return;
     };
     conn.codec_mut().set_max_frame_length(wire::MAX_FRAME);
@@ -308,9 +318,10 @@ async fn handshake(
     peer: SocketAddr,
     server: &ServerState,
     slot: &Slot,
+    deadline: tokio::time::Instant,
 ) -> Option<(Role, u16)> {
     let first = tokio::select! {
-        first = tokio::time::timeout(server.config.handshake_timeout, conn.next()) => first,
+        first = tokio::time::timeout_at(deadline, conn.next()) => first,
         () = server.shutdown.cancelled() => return None,
         () = slot.evicted() => {
             tracing::debug!(%peer, "closed before its handshake to make room for a new connection");
@@ -338,7 +349,12 @@ async fn handshake(
             Err(malformed(reason))
         }
         Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
-        Ok(None) => return None,
+        Ok(None) => {
+            // Gone before saying anything, as above (a reset the server saw
+            // when it first looked at the connection reads as an end).
+            tracing::debug!(%peer, "closed before its handshake");
+            return None;
+        }
         Err(_) if conn.read_buffer().is_empty() => {
             Err((AuthRefusal::Timeout, "no handshake in time".into()))
         }

@@ -76,7 +76,7 @@ pub(crate) struct ServerState {
     /// Connections authenticated with the client token, by address.
     pub(super) per_address: Mutex<HashMap<IpAddr, usize>>,
     /// Connections still in their handshake, oldest first.
-    pub(super) pending: Mutex<VecDeque<(u64, CancellationToken)>>,
+    pub(super) pending: Mutex<VecDeque<Pending>>,
     pub(super) tokens: Tokens,
     /// Throttles the warnings about refused connections.
     pub(crate) refusals: RefusalLog,
@@ -90,7 +90,7 @@ pub(crate) struct ServerState {
 }
 
 impl ServerState {
-    pub(super) fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, CancellationToken)>> {
+    pub(super) fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -140,10 +140,20 @@ impl ServerState {
 
     pub(super) fn forget_pending(&self, id: u64) {
         let mut pending = self.pending();
-        if let Some(at) = pending.iter().position(|(p, _)| *p == id) {
+        if let Some(at) = pending.iter().position(|p| p.id == id) {
             pending.remove(at);
         }
     }
+}
+
+/// A connection in its handshake, which a newer one may evict.
+pub(super) struct Pending {
+    pub(super) id: u64,
+    pub(super) evict: CancellationToken,
+    /// Whether it had sent something when it was accepted: a client opens
+    /// with its handshake at once, so one that had not is the first to go.
+    pub(super) spoke: bool,
+    pub(super) accepted: tokio::time::Instant,
 }
 
 /// Holds one of the `max_connections` slots while a connection is served.

@@ -22,6 +22,7 @@ use ::redis::aio::MultiplexedConnection;
 use ::redis::{AsyncConnectionConfig, Client, RedisError};
 use futures::future::{BoxFuture, FutureExt, Shared};
 
+use crate::locker::throttled::SharedThrottle;
 use crate::Error;
 
 /// What a connection found out about the server when it was made.
@@ -65,6 +66,11 @@ pub(super) struct Link {
     last_run_id: Mutex<Option<String>>,
     /// The last problem logged, so a persistent one is logged once.
     reported: Mutex<Option<String>>,
+    /// Throttles [`Link::report`]'s lines.
+    warnings: SharedThrottle,
+    /// Whether the warning that the eviction policy cannot be read was
+    /// written.
+    eviction_unknown_said: AtomicBool,
     /// The Lua source of every script the locker runs, loaded on connect.
     scripts: Vec<String>,
 }
@@ -85,6 +91,8 @@ impl Link {
             generation: AtomicU64::new(0),
             last_run_id: Mutex::new(None),
             reported: Mutex::new(None),
+            warnings: SharedThrottle::default(),
+            eviction_unknown_said: AtomicBool::new(false),
             scripts,
         }
     }
@@ -192,12 +200,20 @@ impl Link {
         lock(&self.current).is_some()
     }
 
-    /// Logs `error` unless it is the problem logged last.
+    /// Logs `error` unless it is the problem logged last, and at most once
+    /// a second: a server that takes every connection and drops it at the
+    /// first call makes a new connection, and a new problem, per call.
     pub(super) fn report(&self, error: &Error) {
         let text = error.to_string();
         let mut reported = lock(&self.reported);
         if reported.as_deref() != Some(text.as_str()) {
-            tracing::warn!(locker = %self.endpoint, "{text}");
+            self.warnings.note(|count| {
+                tracing::warn!(
+                    locker = %self.endpoint,
+                    count,
+                    "{text} (`count` problems since the last such line)"
+                );
+            });
             *reported = Some(text);
         }
     }
@@ -334,10 +350,14 @@ impl Link {
             .query_async(conn)
             .await;
         let Ok(config) = config else {
-            tracing::warn!(
-                locker = %self.endpoint,
-                "cannot read maxmemory-policy (CONFIG GET is not allowed here); make sure it is noeviction, or lock keys may be evicted silently"
-            );
+            // Said once per locker: the setting does not change with the
+            // connection.
+            if !self.eviction_unknown_said.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    locker = %self.endpoint,
+                    "cannot read maxmemory-policy (CONFIG GET is not allowed here); make sure it is noeviction, or lock keys may be evicted silently"
+                );
+            }
             return Ok(());
         };
         let setting = |name: &str| {

@@ -131,8 +131,14 @@ async fn malformed_connections_are_closed_while_good_clients_are_served() {
         let reply = closed_within(stream, CLOSE_LIMIT)
             .await
             .unwrap_or_else(|e| panic!("idle {i}: {e}"));
+        // The even ones sent nothing, the odd ones half a header.
+        let said = if i % 2 == 0 {
+            "no handshake in time"
+        } else {
+            "only part of a handshake in time"
+        };
         assert!(
-            String::from_utf8_lossy(&reply).contains("no handshake in time"),
+            String::from_utf8_lossy(&reply).contains(said),
             "idle {i}: {reply:?}"
         );
     }

@@ -1,6 +1,10 @@
 //! A log line for a recurring event, written at most once a second with
 //! how often the event happened meanwhile: whoever causes the event (a
-//! flood of connections, a hostile peer) cannot flood the log with it.
+//! flood of connections, a hostile peer or server) cannot flood the log
+//! with it.
+
+// Used by the network transport and the Redis locker only.
+#![cfg_attr(not(any(feature = "net", feature = "redis")), allow(dead_code))]
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -40,17 +44,4 @@ impl SharedThrottle {
             .unwrap_or_else(PoisonError::into_inner)
             .note(log);
     }
-}
-
-/// What a lock server's client logs about what the server sent it,
-/// throttled per server across reconnects: a hostile or broken server
-/// decides how often these happen.
-#[derive(Default)]
-pub(crate) struct PeerLog {
-    /// Error replies sent to no request.
-    pub(crate) unsolicited_errors: SharedThrottle,
-    /// Frames that are no response.
-    pub(crate) undecodable: SharedThrottle,
-    /// Connections opened again after the previous one failed.
-    pub(crate) reconnected: SharedThrottle,
 }
