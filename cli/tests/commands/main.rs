@@ -44,7 +44,6 @@ mod run;
 mod run_fencing;
 mod secrets;
 mod servers_listed_twice;
-mod servers_listed_twice_by_address_spelling;
 mod slow_handshake_log_wording;
 mod source;
 mod sql_cli;

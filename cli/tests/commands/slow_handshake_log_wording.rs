@@ -12,19 +12,15 @@ use std::time::Duration;
 use crate::support::wire::{frame, hello, VERSION};
 use crate::support::{wait_until, Scratch, Server, TOKEN};
 
-#[test]
-fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing() {
-    let dir = Scratch::new("slow-handshake-log-wording");
-    let server = Server::start(&dir, &["--no-quarantine", "--handshake-timeout", "1s"]);
-    // The first six bytes of a valid hello (its length and the start of
-    // the payload), then nothing more.
-    let whole = frame(&hello(VERSION, TOKEN.as_bytes()));
+/// Sends `start` to `server` and nothing more, waits for the server to
+/// close the connection after its handshake timeout, and returns the log
+/// line about it.
+fn timeout_line_after(server: &Server, start: &[u8]) -> String {
     let mut stream = TcpStream::connect(server.addr).expect("connect");
-    stream.write_all(&whole[..6]).expect("the start of a hello");
+    stream.write_all(start).expect("the start of a handshake");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .expect("a read timeout");
-    // The server closes it after its handshake timeout (1 s).
     let mut sink = [0u8; 256];
     while let Ok(n) = stream.read(&mut sink) {
         if n == 0 {
@@ -35,10 +31,20 @@ fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing()
         server.log_text().contains("handshake timeout")
     });
     let log = server.log_text();
-    let line = log
-        .lines()
+    log.lines()
         .find(|l| l.contains("handshake timeout"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing() {
+    let dir = Scratch::new("slow-handshake-log-wording");
+    let server = Server::start(&dir, &["--no-quarantine", "--handshake-timeout", "1s"]);
+    // The first six bytes of a valid hello (its length and the start of
+    // the payload), then nothing more.
+    let whole = frame(&hello(VERSION, TOKEN.as_bytes()));
+    let line = timeout_line_after(&server, &whole[..6]);
     assert!(
         !line.contains("sent nothing"),
         "a connection that sent {} bytes of its handshake is logged as one that sent \
@@ -80,27 +86,7 @@ fn a_tls_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_did_not_st
     let start = [
         0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
     ];
-    let mut stream = TcpStream::connect(server.addr).expect("connect");
-    stream
-        .write_all(&start)
-        .expect("the start of a ClientHello");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("a read timeout");
-    let mut sink = [0u8; 256];
-    while let Ok(n) = stream.read(&mut sink) {
-        if n == 0 {
-            break;
-        }
-    }
-    wait_until(Duration::from_secs(5), "the timeout's log line", || {
-        server.log_text().contains("handshake timeout")
-    });
-    let log = server.log_text();
-    let line = log
-        .lines()
-        .find(|l| l.contains("handshake timeout"))
-        .unwrap_or_default();
+    let line = timeout_line_after(&server, &start);
     assert!(
         !line.contains("did not start TLS"),
         "a connection that sent the start of a ClientHello is logged as one that did not \
