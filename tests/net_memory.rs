@@ -206,6 +206,10 @@ struct Counted {
 
 impl Counted {
     fn start(table: usize) -> Counted {
+        Counted::start_with(config(table))
+    }
+
+    fn start_with(config: ServerConfig) -> Counted {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -213,7 +217,7 @@ impl Counted {
             .build()
             .expect("server runtime");
         let locker = Arc::new(LocalLocker::new());
-        let server = LockServer::new(locker.clone(), config(table)).expect("server config");
+        let server = LockServer::new(locker.clone(), config).expect("server config");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (addr, serve) = runtime
             .block_on(async {
@@ -939,4 +943,113 @@ fn reservations_on_a_thousand_long_names_stay_within_the_budget() {
     );
     assert!(places > 5, "{places} reservations kept");
     assert_within("reservations on 1,000 names of 1 KiB", &m);
+}
+
+/// Connections in [`reservations_behind_released_single_name_holders_stay_within_the_cap`].
+const RESERVING_CONNECTIONS: usize = 8;
+
+/// Single-name reservations (waits without pushes) on 1 KiB names that a
+/// single-name lock of another uid held first, and released once the
+/// reservation stood in line: the name stays in the table for the place,
+/// keyed by the released holder's own list of names, whose charge went
+/// with the release. docs/lock-servers.md: "The lock table's cap counts
+/// each name of a lock (or of a place in line) as its bytes plus what it
+/// costs the table at worst"; what the server keeps once the requests are
+/// answered must fit in the cap, the room the table keeps and the released
+/// uids.
+#[test]
+fn reservations_behind_released_single_name_holders_stay_within_the_cap() {
+    const RESV_TABLE: usize = 20 * MIB;
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut cfg = config(RESV_TABLE);
+    cfg.max_connections = RESERVING_CONNECTIONS + 1;
+    cfg.max_connections_per_address = RESERVING_CONNECTIONS + 1;
+    let server = Counted::start_with(cfg);
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let addr = server.addr.clone();
+    let mut clients = Vec::new();
+    for _ in 0..RESERVING_CONNECTIONS {
+        clients.push(client_rt.block_on(Client::connect(&addr, VERSION_3)));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let base = live();
+    reset_peak();
+    let name = |conn: usize, i: usize| format!("{conn:02}-{i:06}-{}", "n".repeat(1014));
+    let places = client_rt.block_on(async {
+        let mut places = 0;
+        'all: for (conn, c) in clients.iter_mut().enumerate() {
+            for chunk in 0..8 {
+                let mut requests = Vec::new();
+                for i in chunk * 128..(chunk + 1) * 128 {
+                    let n = name(conn, i);
+                    let holder = uid(&format!("h{conn}"), i);
+                    let id = c.id();
+                    requests.push(lock(id, OP_LOCK, &holder, std::slice::from_ref(&n)));
+                    let id = c.id();
+                    requests.push(lock_wait_request(
+                        id,
+                        &uid(&format!("w{conn}"), i),
+                        &[n.as_str()],
+                        (conn as u64 + 1, i as u64),
+                        Duration::from_secs(60),
+                        false,
+                    ));
+                    let id = c.id();
+                    requests.push(lock(id, OP_UNLOCK, &holder, std::slice::from_ref(&n)));
+                }
+                let replies = c.batch(requests).await;
+                for r in replies.chunks(3) {
+                    if refused_full(&r[0]) || refused_full(&r[1]) {
+                        break 'all;
+                    }
+                    assert!(granted(&r[0]), "holder: {:?}", r[0]);
+                    assert_eq!(r[1], [REPLY_WAIT, wire::REFUSED], "reservation");
+                    assert!(granted(&r[2]), "release: {:?}", r[2]);
+                    places += 1;
+                }
+            }
+        }
+        places
+    });
+    let m = Measured {
+        table: RESV_TABLE,
+        peak: peak().saturating_sub(base),
+        now: live().saturating_sub(base),
+    };
+    report("reservations behind released holders", places, &m);
+    let waiting = server.locker.waiting();
+    drop(clients);
+    drop(server);
+    assert!(places > 1000, "{places} reservations kept");
+    assert_eq!(waiting, places, "every reservation stands in line");
+    // Each connection's own record of its places is in its part of the
+    // budget (`max_waiters_per_connection` records): allow for all of it.
+    let bound = m.table
+        + table_kept()
+        + config(m.table).max_released_bytes
+        + RESERVING_CONNECTIONS * waiter_records();
+    assert!(
+        m.now <= bound,
+        "{places} reservations: the server keeps {} bytes once they are answered, over the \
+         {bound} bytes its lock table's cap, the room it keeps, the released uids and {} \
+         connections' records of their places allow",
+        m.now,
+        RESERVING_CONNECTIONS
+    );
+}
+
+/// What `ServerConfig::memory_budget` allows one connection for its record
+/// of its places in line.
+fn waiter_records() -> usize {
+    let mut none = config(0);
+    none.max_lock_bytes = 0;
+    none.max_released_bytes = 0;
+    none.max_waiters_per_connection = 0;
+    let mut one = none.clone();
+    one.max_connections += 1;
+    let without = one.memory_budget().client - none.memory_budget().client;
+    per_connection() - without
 }
