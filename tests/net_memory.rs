@@ -210,13 +210,17 @@ impl Counted {
     }
 
     fn start_with(config: ServerConfig) -> Counted {
+        Counted::start_full(config, LocalLocker::new())
+    }
+
+    fn start_full(config: ServerConfig, locker: LocalLocker) -> Counted {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .on_thread_start(|| COUNTED.with(|c| c.set(true)))
             .build()
             .expect("server runtime");
-        let locker = Arc::new(LocalLocker::new());
+        let locker = Arc::new(locker);
         let server = LockServer::new(locker.clone(), config).expect("server config");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (addr, serve) = runtime
@@ -1052,4 +1056,114 @@ fn waiter_records() -> usize {
     one.max_connections += 1;
     let without = one.memory_budget().client - none.memory_budget().client;
     per_connection() - without
+}
+
+/// Observers that watched one name after another, 9,000 at a time, then
+/// stopped reading, so that their watches and their charges lapsed; one
+/// observer per name goes on reading, which keeps that name's board.
+/// docs/lock-servers.md: "The cap holds after a peak too: the table gives
+/// back the room of entries that went"; what the server keeps must fit in
+/// the cap, the room it keeps and the released uids, however many names
+/// were watched that way.
+#[test]
+fn lapsed_watches_give_back_their_room() {
+    const WATCHED_TABLE: usize = 12 * MIB;
+    const NAMES: usize = 34;
+    const WATCHES: usize = 9_000;
+    let validity = Duration::from_secs(2);
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let locker = LocalLocker::with_config(
+        "local",
+        quorum_lock::LockerConfig {
+            validity,
+            quarantine: validity,
+        },
+    );
+    let server = Counted::start_full(config(WATCHED_TABLE), locker);
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let addr = server.addr.clone();
+    let mut c = client_rt.block_on(Client::connect(&addr, VERSION_5));
+    std::thread::sleep(Duration::from_millis(100));
+    let base = live();
+    reset_peak();
+    let name = |n: usize| format!("election/{n:04}");
+    let watched = client_rt.block_on(async {
+        let started = Instant::now();
+        let mut watched = 0;
+        let keepers = |c: &mut Client, upto: usize| -> Vec<Vec<u8>> {
+            (0..=upto)
+                .map(|k| {
+                    let id = c.id();
+                    let n = name(k);
+                    leader_request(id, &uid("keeper", k), &[&n], Some(validity))
+                })
+                .collect()
+        };
+        for n in 0..NAMES {
+            let mut i = 0;
+            while i < WATCHES {
+                assert!(
+                    started.elapsed() < Duration::from_secs(240),
+                    "took too long"
+                );
+                let mut requests = keepers(&mut c, n);
+                let k = requests.len();
+                for j in 0..256.min(WATCHES - i) {
+                    let id = c.id();
+                    let resource = name(n);
+                    requests.push(leader_request(
+                        id,
+                        &uid(&format!("w{n}"), i + j),
+                        &[&resource],
+                        Some(validity),
+                    ));
+                }
+                let replies = c.batch(requests).await;
+                let mut full = false;
+                for (at, r) in replies.iter().enumerate() {
+                    if refused_full(r) {
+                        full = true;
+                        continue;
+                    }
+                    assert_eq!(r.first(), Some(&REPLY_LEADER), "reply {r:?}");
+                    if at >= k {
+                        i += 1;
+                        watched += 1;
+                    }
+                }
+                if full {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+        // Every watch but the keepers' lapses, with its charge.
+        let until = Instant::now() + 2 * validity + Duration::from_millis(500);
+        while Instant::now() < until {
+            let requests = keepers(&mut c, NAMES - 1);
+            for r in c.batch(requests).await {
+                assert_eq!(r.first(), Some(&REPLY_LEADER), "reply {r:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        watched
+    });
+    let m = Measured {
+        table: WATCHED_TABLE,
+        peak: peak().saturating_sub(base),
+        now: live().saturating_sub(base),
+    };
+    report("lapsed watches", watched, &m);
+    drop(c);
+    drop(server);
+    let bound = m.table + table_kept() + config(m.table).max_released_bytes;
+    assert!(
+        m.now <= bound,
+        "{watched} watches on {NAMES} names lapsed: the server keeps {} bytes for {NAMES} \
+         live watches, over the {bound} bytes its lock table's cap, the room it keeps and the \
+         released uids allow",
+        m.now
+    );
 }
