@@ -28,9 +28,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use wire::{
-    args_request, authenticate_as, frame, leader_request, lock_wait_request, request, response,
-    OP_HEALTH, OP_LOCK, OP_RLOCK, OP_RUNLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR,
-    REPLY_LEADER, REPLY_WAIT, VERSION_3, VERSION_4, VERSION_5,
+    args_request, authenticate_as, frame, leader_request, lock_wait_request, proclaim_request,
+    request, response, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_RUNLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL,
+    REPLY_ERROR, REPLY_LEADER, REPLY_WAIT, VERSION_3, VERSION_4, VERSION_5,
 };
 
 const MIB: usize = 1 << 20;
@@ -1166,4 +1166,62 @@ fn lapsed_watches_give_back_their_room() {
          released uids allow",
         m.now
     );
+}
+
+/// Leaders that each hold a lock of their own and proclaim a value of the
+/// largest size, 4 KiB, until the table is full. docs/lock-servers.md: "a
+/// leader's proclamation counts its value, name and uid plus about 840
+/// bytes against the leader's lock"; what the server keeps must fit in the
+/// cap, the room it keeps and the released uids.
+#[test]
+fn proclamations_of_the_largest_values_stay_within_the_budget() {
+    let (leaders, m) = phase(
+        "proclamations of 4 KiB values",
+        VERSION_5,
+        TABLE,
+        |mut c, _| async move {
+            let value = vec![b'v'; 4096];
+            let mut leaders = 0;
+            'all: loop {
+                let mut requests = Vec::new();
+                for i in leaders..leaders + 128 {
+                    let name = format!("election/{i:016}");
+                    let id = c.id();
+                    requests.push(lock(
+                        id,
+                        OP_LOCK,
+                        &uid("leader", i),
+                        std::slice::from_ref(&name),
+                    ));
+                    let id = c.id();
+                    requests.push(proclaim_request(
+                        id,
+                        &uid("leader", i),
+                        &[&name],
+                        1,
+                        1,
+                        &value,
+                    ));
+                }
+                let replies = c.batch(requests).await;
+                for r in replies.chunks(2) {
+                    if refused_full(&r[0]) || refused_full(&r[1]) {
+                        break 'all;
+                    }
+                    assert!(granted(&r[0]), "lock: {:?}", r[0]);
+                    assert_ne!(
+                        r[1].first(),
+                        Some(&REPLY_ERROR),
+                        "proclaim: {:?}",
+                        String::from_utf8_lossy(&r[1])
+                    );
+                    leaders += 1;
+                }
+                assert!(leaders < 1_000_000, "the table never filled");
+            }
+            (leaders, c)
+        },
+    );
+    assert!(leaders > 1000, "{leaders} leaders");
+    assert_within("proclamations of 4 KiB values", &m);
 }
