@@ -1,0 +1,180 @@
+//! A flood of connections that send nothing only delays an admin whose
+//! handshake is a moment behind its connection, never keeps it out
+//! (docs/lock-servers.md, "A peer without a token": "a newcomer that had
+//! sent nothing either waits at the door, without a slot, for its first
+//! bytes ... a flood of silent connections, however fast, delays it by a
+//! moment but does not keep it out"), also on a server whose open-files
+//! limit is small enough that the command line lowers --max-connections
+//! to fit it.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::support::wire::{frame, hello, VERSION};
+use crate::support::{Scratch, ADMIN};
+
+/// How often the admin asks for the status during the flood.
+const ATTEMPTS: usize = 30;
+
+/// Opens plain TCP connections to `addr`, 64 attempts in flight at any
+/// time, never sending a byte and keeping the newest 32 open; at most
+/// 100,000 connections or 20 s.
+fn flood(addr: String, stop: Arc<AtomicBool>, opened: Arc<AtomicU64>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let started = Instant::now();
+        let mut open = VecDeque::new();
+        let mut attempts = tokio::task::JoinSet::new();
+        for _ in 0..100_000 {
+            if stop.load(Ordering::Acquire) || started.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+            while attempts.len() < 64 {
+                attempts.spawn(tokio::net::TcpStream::connect(addr.clone()));
+            }
+            if let Some(Ok(Ok(stream))) = attempts.join_next().await {
+                opened.fetch_add(1, Ordering::Relaxed);
+                open.push_back(stream);
+                if open.len() > 32 {
+                    open.pop_front();
+                }
+            }
+        }
+        attempts.abort_all();
+    });
+}
+
+/// How long the admin waits between its connection and its handshake.
+const BEHIND: Duration = Duration::from_millis(10);
+
+/// One admin handshake sent [`BEHIND`] its connection: whether the server
+/// accepted it, or why not.
+async fn admin_handshake(addr: &str) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    tokio::time::sleep(BEHIND).await;
+    let read = async {
+        stream.write_all(&frame(&hello(VERSION, ADMIN.as_bytes()))).await?;
+        let mut header = [0u8; 4];
+        stream.read_exact(&mut header).await?;
+        let len = u32::from_be_bytes(header) as usize;
+        let mut payload = vec![0; len.min(1 << 16)];
+        stream.read_exact(&mut payload).await?;
+        Ok::<_, std::io::Error>(payload)
+    };
+    match tokio::time::timeout(Duration::from_secs(10), read).await {
+        Ok(Ok(welcome)) if welcome.first() == Some(&0) => Ok(()),
+        Ok(Ok(welcome)) => Err(format!("rejected: {:?}", String::from_utf8_lossy(&welcome))),
+        Ok(Err(err)) => Err(format!("closed: {err}")),
+        Err(_) => Err("no welcome within 10 s".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_a_moment_behind_its_connection_gets_in_during_a_silent_flood() {
+    admin_during_a_silent_flood(4096, &["--max-connections", "12"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_a_moment_behind_its_connection_gets_in_during_a_silent_flood_when_the_open_files_limit_lowers_max_connections(
+) {
+    // 48 descriptors: the command line keeps its spare ones and the admin
+    // reserve aside and lowers the default 512 client connections to what
+    // is left (12, as above).
+    admin_during_a_silent_flood(48, &[]).await;
+}
+
+async fn admin_during_a_silent_flood(open_files: u32, extra: &[&str]) {
+    let dir = Scratch::new("door-ulimit");
+    let log = dir.file("server.log");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {open_files} && exec \"$0\" \"$@\""))
+        .arg(crate::support::bin())
+        .args(["server", "--listen", "127.0.0.1:0"])
+        .args(["--token-file", &dir.token(), "--admin-token-file", &dir.admin()])
+        .args(["--no-quarantine", "--validity", "6s"])
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env_remove("QUORUM_LOCK_TOKEN")
+        .env_remove("QUORUM_LOCK_ADMIN_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("spawn sh");
+    // Killed by pid, whatever happens below.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().unwrap();
+    let _child = Reap(child);
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        line
+    });
+    let line = tokio::time::timeout(Duration::from_secs(15), line)
+        .await
+        .expect("server started")
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicU64::new(0));
+    let flooders: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, opened, addr) = (stop.clone(), opened.clone(), addr.clone());
+            std::thread::spawn(move || flood(addr, stop, opened))
+        })
+        .collect();
+    // Let the flood fill the slots first.
+    let waited = Instant::now();
+    while opened.load(Ordering::Relaxed) < 500 && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let mut refusals = Vec::new();
+    for _ in 0..ATTEMPTS {
+        if let Err(err) = admin_handshake(&addr).await {
+            refusals.push(err);
+        }
+    }
+    stop.store(true, Ordering::Release);
+    for flooder in flooders {
+        flooder.join().expect("flood thread");
+    }
+    let opened = opened.load(Ordering::Relaxed);
+    let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        extra.is_empty() == server_log.contains("lowering --max-connections"),
+        "--max-connections lowered unexpectedly, or not: {server_log}"
+    );
+    assert!(opened >= 500, "the flood opened only {opened} connections");
+    // A flood may delay the admin, but not keep it out: at most one
+    // attempt in ten may be refused.
+    assert!(
+        refusals.len() <= ATTEMPTS / 10,
+        "the admin was refused {} of {ATTEMPTS} times during a flood of {opened} connections; \
+         the first: {:?}",
+        refusals.len(),
+        refusals.first()
+    );
+}
