@@ -18,6 +18,7 @@ mod fastpath;
 mod faults;
 mod fencing;
 mod hostile_run_id_reaches_logs_escaped;
+mod hostile_server_connection_checks_in_client_logs;
 mod hostile_server_reconnects_in_client_logs;
 mod hostile_server_text;
 mod locker;

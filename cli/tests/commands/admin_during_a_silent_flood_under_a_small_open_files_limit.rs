@@ -63,7 +63,9 @@ async fn admin_handshake(addr: &str) -> Result<(), String> {
         .map_err(|e| format!("connect: {e}"))?;
     tokio::time::sleep(BEHIND).await;
     let read = async {
-        stream.write_all(&frame(&hello(VERSION, ADMIN.as_bytes()))).await?;
+        stream
+            .write_all(&frame(&hello(VERSION, ADMIN.as_bytes())))
+            .await?;
         let mut header = [0u8; 4];
         stream.read_exact(&mut header).await?;
         let len = u32::from_be_bytes(header) as usize;
@@ -101,7 +103,12 @@ async fn admin_during_a_silent_flood(open_files: u32, extra: &[&str]) {
         .arg(format!("ulimit -n {open_files} && exec \"$0\" \"$@\""))
         .arg(crate::support::bin())
         .args(["server", "--listen", "127.0.0.1:0"])
-        .args(["--token-file", &dir.token(), "--admin-token-file", &dir.admin()])
+        .args([
+            "--token-file",
+            &dir.token(),
+            "--admin-token-file",
+            &dir.admin(),
+        ])
         .args(["--no-quarantine", "--validity", "6s"])
         .args(extra)
         .env("RUST_LOG", "info")
