@@ -17,6 +17,7 @@ mod ceiling;
 mod connect;
 mod connection_slots;
 mod decoder_properties;
+mod door_refusal_log_wording;
 mod election;
 mod expiry;
 mod foreign;
