@@ -136,6 +136,7 @@ impl Boards {
             board
                 .watches
                 .retain(|w| w.expires > now && w.uid != *observer);
+            fit_watches(&mut board.watches);
             if board.watches.len() >= MAX_WATCHES_PER_RESOURCE {
                 self.count(&boards);
                 return Err(crate::Error::invalid(format!(
@@ -196,6 +197,7 @@ impl Boards {
         if prune {
             boards.retain(|_, board| {
                 board.watches.retain(|w| w.expires > now);
+                fit_watches(&mut board.watches);
                 board.proclaimed.is_some() || !board.watches.is_empty()
             });
             fit(&mut boards);
@@ -246,4 +248,16 @@ fn fit(boards: &mut HashMap<String, Board>) {
 /// Every watch of `board` is owed one push; they end with it.
 fn take_watches(board: &mut Board, changes: &mut Vec<(Wake, Arc<str>)>) {
     changes.extend(board.watches.drain(..).map(|w| (w.wake, w.uid)));
+    fit_watches(&mut board.watches);
+}
+
+/// Gives back the room of watches that went, so that a board's list never
+/// has more than twice the room it uses (or the four it starts with): a
+/// peak of watches on a name must not stay charged to nobody. Right after
+/// the list grew it uses more than half its room, so this never undoes a
+/// growth.
+fn fit_watches(watches: &mut Vec<Watch>) {
+    if watches.capacity() > 4 && watches.capacity() > 2 * watches.len() {
+        watches.shrink_to((2 * watches.len()).max(4));
+    }
 }

@@ -64,18 +64,18 @@ pub(crate) const KEPT: usize = TABLE_KEPT
     + block(32 * (std::mem::size_of::<(u64, Usage)>() + 1) + 16);
 
 /// Bytes the server stores for a lock with `args`: each name with its entry,
-/// plus uid, owner and source once (entries share them). A request of
-/// several names has each name's bytes counted twice: the table keys each
-/// name with a copy of its own, and a place in line keeps the request's
-/// list alive beside them (one name is keyed by the request's own list).
-/// A place and the lock it turns into share one charge, so a lock of
-/// several names is charged as its place would be.
+/// plus uid, owner and source once (entries share them). Each name's bytes
+/// count twice: the table's key for a name may be another request's copy
+/// (a request of several names gets a copy of its own; one name is keyed
+/// by the list of the request that first named it, which stays as long as
+/// anyone holds or waits there), and a place in line keeps its own
+/// request's list alive beside it. A place and the lock it turns into
+/// share one charge, so a lock is charged as its place would be.
 pub(crate) fn lock_bytes(args: &LockArgs) -> usize {
-    let copies = if args.resources.len() > 1 { 2 } else { 1 };
     let names: usize = args
         .resources
         .iter()
-        .map(|r| copies * r.len() + ENTRY_OVERHEAD)
+        .map(|r| 2 * r.len() + ENTRY_OVERHEAD)
         .sum();
     names + args.uid.len() + args.owner.len() + args.source.len() + LOCK_OVERHEAD
 }
