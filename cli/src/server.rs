@@ -63,11 +63,23 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         0
     };
     let files = open_files(config.admin_reserve + metrics_files);
-    config.max_connections = fit_connections(args.max_connections as usize, files);
-    // The door takes what the connections leave, up to its default.
-    config.door = config
-        .door
-        .min(files.saturating_sub(config.max_connections));
+    // The door (where a new connection that has not spoken yet waits while
+    // every slot is taken) is served first, with up to half the
+    // descriptors: without room there, a flood of silent connections
+    // keeps clients and the admin out.
+    config.door = config.door.min(files / 2);
+    if config.door < quorum_lock::net::DOOR {
+        tracing::warn!(
+            door = config.door,
+            wanted = quorum_lock::net::DOOR,
+            open_files = files,
+            "the door for new connections that have not spoken yet is smaller than it should              be for want of open files: a flood of silent connections can keep clients and the              admin out (raise ulimit -n)"
+        );
+    }
+    config.max_connections = fit_connections(
+        args.max_connections as usize,
+        files.saturating_sub(config.door),
+    );
     config.max_connections_per_address = args.max_connections_per_address as usize;
     config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
     config.max_entries_per_connection = args.max_locks_per_connection as usize;

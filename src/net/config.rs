@@ -40,7 +40,7 @@ pub const EVICTING: usize = 8;
 /// client's handshake can be a moment behind its connection, and a flood
 /// of silent connections must not keep it out. They hold a descriptor
 /// each and nothing else.
-pub const DOOR: usize = 64;
+pub const DOOR: usize = 256;
 
 /// Settings of a [`LockServer`](super::LockServer).
 ///
@@ -109,7 +109,7 @@ pub struct ServerConfig {
     /// connection: a client's handshake can be a moment behind its
     /// connection, and a flood of silent connections must not keep it out.
     /// Each holds a descriptor and nothing else; 0 closes such connections
-    /// at once. Default [`DOOR`] (64).
+    /// at once. Default [`DOOR`] (256).
     pub door: usize,
     /// How long a connection authenticated with the client token may stay
     /// silent while it holds nothing on the server (no lock, no place in

@@ -43,6 +43,11 @@ pub(crate) enum Cause {
     /// Connections arrive faster than those closed to make room for them
     /// go away: a flood of peers that do not authenticate.
     Flood,
+    /// Sent nothing within its grace at the door, while every slot was
+    /// taken.
+    SilentAtDoor,
+    /// Pushed out of a full door by newer silent connections.
+    DoorFull,
     /// The client token's `max_connections` are all in use.
     ClientsFull,
     /// The peer's address holds `max_connections_per_address` already.
@@ -52,7 +57,7 @@ pub(crate) enum Cause {
     Misbehaving,
 }
 
-const CAUSES: usize = 13;
+const CAUSES: usize = 15;
 
 impl Cause {
     fn index(self) -> usize {

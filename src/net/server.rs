@@ -159,7 +159,12 @@ impl LockServer {
                                 // connection: it waits at the door, without a
                                 // slot, for its first bytes.
                                 if let Some((_, peer)) = door.push(stream, peer) {
-                                    self.refused(Cause::Flood, peer);
+                                    let cause = if door.has_room() {
+                                        Cause::DoorFull
+                                    } else {
+                                        Cause::SilentAtDoor
+                                    };
+                                    self.refused(cause, peer);
                                 }
                             }
                             Err(cause) => {
@@ -305,7 +310,7 @@ impl LockServer {
             }
         }
         for peer in door.close_expired() {
-            self.refused(Cause::Flood, peer);
+            self.refused(Cause::SilentAtDoor, peer);
         }
     }
 
@@ -317,6 +322,20 @@ impl LockServer {
         let config = &self.state.config;
         let (clients, reserve) = (config.max_connections, config.admin_reserve);
         match cause {
+            Cause::SilentAtDoor => tracing::warn!(
+                %peer,
+                refused,
+                "closed connections that sent nothing while every slot was taken (at once, or \
+                 after 100 ms at the door; `refused` counts them since the last such line)"
+            ),
+            Cause::DoorFull => tracing::warn!(
+                %peer,
+                refused,
+                door = config.door,
+                "closed silent connections waiting for their first bytes to make room for \
+                 newer ones: more than `door` connections that send nothing arrive within \
+                 100 ms (`refused` counts them since the last such line)"
+            ),
             Cause::Flood => tracing::warn!(
                 %peer,
                 refused,
@@ -421,6 +440,10 @@ impl Door {
 
     fn is_empty(&self) -> bool {
         self.waiting.is_empty()
+    }
+
+    fn has_room(&self) -> bool {
+        self.room > 0
     }
 
     /// Puts `stream` at the door; the one it pushed out, if any (itself

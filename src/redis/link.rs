@@ -68,9 +68,11 @@ pub(super) struct Link {
     reported: Mutex<Option<String>>,
     /// Throttles [`Link::report`]'s lines.
     warnings: SharedThrottle,
-    /// Whether the warning that the eviction policy cannot be read was
-    /// written.
+    /// Whether a warning about the eviction policy (it cannot be read, or
+    /// it would evict once a limit is set) was written: it is said once.
     eviction_unknown_said: AtomicBool,
+    /// Throttles the warning that the server restarted.
+    restarts: SharedThrottle,
     /// The Lua source of every script the locker runs, loaded on connect.
     scripts: Vec<String>,
 }
@@ -93,6 +95,7 @@ impl Link {
             reported: Mutex::new(None),
             warnings: SharedThrottle::default(),
             eviction_unknown_said: AtomicBool::new(false),
+            restarts: SharedThrottle::default(),
             scripts,
         }
     }
@@ -232,10 +235,16 @@ impl Link {
             let mut last = lock(&self.last_run_id);
             match last.as_deref() {
                 Some(before) if before != epoch.run_id => {
-                    tracing::warn!(
-                        locker = %self.endpoint,
-                        "Redis restarted (its run_id changed); it refuses new grants until its quarantine ends"
-                    );
+                    // A real restart is rare; a server that says another
+                    // run_id at every connection is not, and is throttled.
+                    self.restarts.note(|count| {
+                        tracing::warn!(
+                            locker = %self.endpoint,
+                            count,
+                            "Redis restarted (its run_id changed); it refuses new grants until \
+                             its quarantine ends (`count` restarts since the last such line)"
+                        );
+                    });
                 }
                 _ => {}
             }
@@ -372,11 +381,14 @@ impl Link {
             return Ok(());
         }
         if limit == "0" {
-            tracing::warn!(
-                locker = %self.endpoint,
-                policy = %crate::locker::escape_peer_text(policy),
-                "maxmemory-policy is not noeviction; harmless while maxmemory is 0, but lock keys would be evicted silently once a limit is set"
-            );
+            // Said once per locker, as the warning above.
+            if !self.eviction_unknown_said.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    locker = %self.endpoint,
+                    policy = %crate::locker::escape_peer_text(policy),
+                    "maxmemory-policy is not noeviction; harmless while maxmemory is 0, but lock keys would be evicted silently once a limit is set"
+                );
+            }
             return Ok(());
         }
         Err(Error::LockerUnavailable {

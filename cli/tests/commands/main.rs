@@ -13,7 +13,7 @@ mod sql_support;
 mod support;
 
 mod admin;
-mod admin_during_a_silent_flood_under_a_small_open_files_limit;
+mod admin_during_a_silent_flood;
 mod admin_reserve_under_flood;
 mod auth;
 mod background;
