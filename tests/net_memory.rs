@@ -1058,7 +1058,7 @@ fn waiter_records() -> usize {
     per_connection() - without
 }
 
-/// Observers that watched one name after another, 9,000 at a time, then
+/// Observers that watched one name after another, 2,250 at a time, then
 /// stopped reading, so that their watches and their charges lapsed; one
 /// observer per name goes on reading, which keeps that name's board.
 /// docs/lock-servers.md: "The cap holds after a peak too: the table gives
@@ -1067,10 +1067,10 @@ fn waiter_records() -> usize {
 /// were watched that way.
 #[test]
 fn lapsed_watches_give_back_their_room() {
-    const WATCHED_TABLE: usize = 12 * MIB;
+    const WATCHED_TABLE: usize = 3 * MIB;
     const NAMES: usize = 34;
-    const WATCHES: usize = 9_000;
-    let validity = Duration::from_secs(2);
+    const WATCHES: usize = 2_250;
+    let validity = Duration::from_secs(1);
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let locker = LocalLocker::with_config(
         "local",
