@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use quorum_lock::{LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
 
 struct Counting;
 
@@ -119,7 +119,14 @@ fn releases_recorded_in_quarantine_are_forgotten_when_it_ends() {
             locker.unlock(&args).await.expect("a valid release");
         }
         let recorded = LIVE.load(Ordering::SeqCst) - before;
-        tokio::time::advance(locker.quarantine() + std::time::Duration::from_secs(1)).await;
+        // The record is kept a validity past the quarantine's end, for a
+        // refresh that read the clock just before it.
+        tokio::time::advance(
+            locker.quarantine()
+                + LockerConfig::default().validity
+                + std::time::Duration::from_secs(1),
+        )
+        .await;
         assert!(!locker.is_quarantined(), "the quarantine must be over");
         // Ordinary calls after the quarantine: a lock, its release, and a
         // release of a uid nothing holds.

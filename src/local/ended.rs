@@ -18,7 +18,10 @@
 //!   call leaves nothing behind), before the release removes anything and
 //!   under the same shard locks, so a refresh racing the release cannot
 //!   slip in between;
-//! * it is forgotten by the first expiry sweep after the quarantine ends;
+//! * it is forgotten by the first expiry sweep a validity after its
+//!   quarantine ended: a refresh that read the clock just before the end
+//!   may still be deciding whether to re-create, and must find the record;
+//!   a restart meanwhile starts a record of its own, which stays;
 //! * the record is bounded by [`MAX_ENDED_BYTES`]: past it, the oldest
 //!   releases are forgotten first. Refusing every re-creation instead would
 //!   cost live holders their entry here, and a rolling restart (the next
@@ -104,11 +107,13 @@ impl Ended {
         !self.record(quarantine_end).uids.contains(uid)
     }
 
-    /// Forgets a record whose quarantine is over (the caller checked):
-    /// after it, refreshes re-create nothing, so nothing reads it again.
-    pub(crate) fn forget_after_quarantine(&self) {
+    /// Forgets the record of the quarantine that ended at `quarantine_end`
+    /// (the caller checked it is over, with a margin): after it, refreshes
+    /// re-create nothing, so nothing reads it again. The record of another
+    /// quarantine (a restart since started one) stays.
+    pub(crate) fn forget_after_quarantine(&self, quarantine_end: u64) {
         let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
-        if record.bytes > 0 {
+        if record.bytes > 0 && record.quarantine_end == quarantine_end {
             *record = Record::default();
         }
     }
@@ -122,6 +127,19 @@ impl Ended {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_record_of_the_quarantine_that_ended_is_forgotten() {
+        let ended = Ended::default();
+        // A restart started the quarantine ending at 8 after the sweep saw
+        // the one ending at 7 over: its record stays.
+        ended.note(8, "released");
+        ended.forget_after_quarantine(7);
+        assert!(!ended.may_recreate(8, "released"));
+        ended.forget_after_quarantine(8);
+        assert!(ended.may_recreate(8, "released"));
+        assert_eq!(ended.record(8).bytes, 0);
+    }
 
     #[test]
     fn past_its_bound_the_record_forgets_the_oldest_releases_first() {

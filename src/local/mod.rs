@@ -477,8 +477,10 @@ impl LocalLocker {
             if self.boards.in_use() {
                 self.revalidate_boards(None, now, true);
             }
-            if self.quarantine_left_at(now).is_none() {
-                self.ended.forget_after_quarantine();
+            let end = self.quarantine_end.load(Ordering::SeqCst);
+            let margin = u64::try_from(self.config.validity.as_nanos()).unwrap_or(u64::MAX);
+            if end != 0 && self.nanos(now) >= end.saturating_add(margin) {
+                self.ended.forget_after_quarantine(end);
             }
         }
     }
