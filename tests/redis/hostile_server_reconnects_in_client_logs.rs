@@ -8,10 +8,10 @@
 //! from a thread that serves a bounded number of connections.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::fake_redis;
 use crate::log_capture::Capture;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::{LockArgs, NetLocker};
@@ -19,78 +19,15 @@ use tracing::Level;
 
 const CALLS: usize = 100;
 
-fn bulk(text: &str) -> Vec<u8> {
-    let mut out = format!("${}\r\n", text.len()).into_bytes();
-    out.extend(text.as_bytes());
-    out.extend(b"\r\n");
-    out
-}
-
-fn array(items: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
-    for item in items {
-        out.extend(bulk(item));
-    }
-    out
-}
-
-/// Reads one RESP2 command (an array of bulk strings); `None` at the end.
-fn read_command(reader: &mut BufReader<std::net::TcpStream>) -> Option<Vec<String>> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
-    let mut args = Vec::with_capacity(count.min(16));
-    for _ in 0..count.min(64) {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
-        let mut arg = vec![0; len.min(1 << 16) + 2];
-        reader.read_exact(&mut arg).ok()?;
-        arg.truncate(len);
-        args.push(String::from_utf8_lossy(&arg).into_owned());
-    }
-    Some(args)
-}
-
 /// A fake Redis that answers the locker's connection checks, denies
 /// `CONFIG GET`, and closes the connection at any other command.
 fn fake_redis() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake Redis");
-    let addr = listener.local_addr().expect("its address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(4 * CALLS) {
-            let Ok(stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut writer = stream.try_clone().expect("clone the stream");
-            let mut reader = BufReader::new(stream);
-            for _ in 0..64 {
-                let Some(args) = read_command(&mut reader) else {
-                    break;
-                };
-                let name = args.first().map(|a| a.to_ascii_uppercase());
-                let reply = match name.as_deref() {
-                    Some("INFO") => bulk(
-                        "# Server\r\nredis_version:7.2.4\r\nrun_id:0123456789abcdef\r\n\
-                         uptime_in_seconds:100000\r\n",
-                    ),
-                    Some("TIME") => array(&["1700000000", "0"]),
-                    Some("CONFIG") => {
-                        b"-NOPERM this user has no permissions to run the 'config|get' command\r\n"
-                            .to_vec()
-                    }
-                    Some("SCRIPT") => bulk("0123456789012345678901234567890123456789"),
-                    Some("CLIENT") | Some("HELLO") | Some("PING") | Some("SELECT") => {
-                        b"+OK\r\n".to_vec()
-                    }
-                    _ => break,
-                };
-                if writer.write_all(&reply).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    addr
+    fake_redis::serve(4 * CALLS, |_, command| match command {
+        "INFO" => Some(fake_redis::info("7.2.4", "0123456789abcdef")),
+        "CONFIG" => Some(fake_redis::NOPERM.to_vec()),
+        "CLIENT" | "HELLO" | "PING" | "SELECT" => Some(fake_redis::OK.to_vec()),
+        other => fake_redis::common(other),
+    })
 }
 
 #[tokio::test]

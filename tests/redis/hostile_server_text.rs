@@ -9,10 +9,10 @@
 //! of connections and ends with the test.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::fake_redis;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
 
 /// Text that would retitle the terminal, ring it, clear it and reverse
@@ -26,72 +26,21 @@ fn raw_unsafe(text: &str) -> Option<char> {
         .find(|&c| c.is_control() || matches!(c, '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
 }
 
-fn bulk(text: &str) -> Vec<u8> {
-    let mut out = format!("${}\r\n", text.len()).into_bytes();
-    out.extend(text.as_bytes());
-    out.extend(b"\r\n");
-    out
-}
-
-fn array(items: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", items.len()).into_bytes();
-    for item in items {
-        out.extend(bulk(item));
-    }
-    out
-}
-
-/// Reads one RESP2 command (an array of bulk strings); `None` at the end.
-fn read_command(reader: &mut BufReader<std::net::TcpStream>) -> Option<Vec<String>> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
-    let mut args = Vec::with_capacity(count.min(16));
-    for _ in 0..count.min(64) {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
-        let mut arg = vec![0; len.min(1 << 16) + 2];
-        reader.read_exact(&mut arg).ok()?;
-        arg.truncate(len);
-        args.push(String::from_utf8_lossy(&arg).into_owned());
-    }
-    Some(args)
-}
-
 /// A fake Redis that answers `INFO` with `version` and `CONFIG GET` with
 /// `policy` (and a `maxmemory` above zero), and everything else with `+OK`.
 fn fake_redis(version: &'static str, policy: &'static str) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake Redis");
-    let addr = listener.local_addr().expect("its address");
-    std::thread::spawn(move || {
-        // Bounded: a connect makes one or two connections.
-        for stream in listener.incoming().take(4) {
-            let Ok(stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut writer = stream.try_clone().expect("clone the stream");
-            let mut reader = BufReader::new(stream);
-            for _ in 0..64 {
-                let Some(args) = read_command(&mut reader) else {
-                    break;
-                };
-                let name = args.first().map(|a| a.to_ascii_uppercase());
-                let reply = match name.as_deref() {
-                    Some("INFO") => bulk(&format!(
-                        "# Server\r\nredis_version:{version}\r\nrun_id:0123456789abcdef\r\n\
-                         uptime_in_seconds:100000\r\n"
-                    )),
-                    Some("TIME") => array(&["1700000000", "0"]),
-                    Some("CONFIG") => array(&["maxmemory-policy", policy, "maxmemory", "1000000"]),
-                    _ => b"+OK\r\n".to_vec(),
-                };
-                if writer.write_all(&reply).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    addr
+    // Bounded: a connect makes one or two connections.
+    fake_redis::serve(4, move |_, command| match command {
+        "INFO" => Some(fake_redis::info(version, "0123456789abcdef")),
+        "TIME" => fake_redis::common("TIME"),
+        "CONFIG" => Some(fake_redis::array(&[
+            "maxmemory-policy",
+            policy,
+            "maxmemory",
+            "1000000",
+        ])),
+        _ => Some(fake_redis::OK.to_vec()),
+    })
 }
 
 async fn connect_error(addr: SocketAddr) -> String {

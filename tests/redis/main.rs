@@ -10,6 +10,8 @@ mod harness;
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
 
+#[cfg(all(feature = "redis", feature = "testing"))]
+mod fake_redis;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
