@@ -160,7 +160,7 @@ fn run_keeps_its_own_environment_from_its_command() {
         eprintln!("skipped: needs root and setpriv to run quorum-lock as another user");
         return;
     }
-    let dir = Scratch::new("secrets-proc-environ");
+    let dir = Scratch::for_other_users("quorum-lock-secrets-proc-environ");
     std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o777))
         .expect("let the unprivileged command write here");
     let server = Server::start(&dir, &["--no-quarantine"]);

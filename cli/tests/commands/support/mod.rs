@@ -53,10 +53,20 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new(test: &str) -> Scratch {
+        Scratch::under(Path::new(env!("CARGO_TARGET_TMPDIR")), test)
+    }
+
+    /// A scratch folder in the system's temporary folder, which every user
+    /// can reach, for a test that runs a program as another user (the
+    /// build folder may sit in a home only its owner can enter).
+    pub fn for_other_users(test: &str) -> Scratch {
+        Scratch::under(&std::env::temp_dir(), test)
+    }
+
+    fn under(base: &Path, test: &str) -> Scratch {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("{test}-{}-{n}", std::process::id()));
+        let path = base.join(format!("{test}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("create scratch dir");
         std::fs::write(path.join("token"), format!("  {TOKEN}\n")).expect("write token");
