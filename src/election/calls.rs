@@ -4,10 +4,12 @@
 //! runtime, so the lockers that were slow still get them.
 
 use std::future::{poll_fn, Future};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
 use tokio::runtime::Handle;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::lock::config::after;
@@ -21,12 +23,14 @@ use crate::{Error, LockArgs};
 use super::tally::{Tally, Verdict};
 
 /// Runs `call` on every locker at once until `decide` returns an answer,
-/// or every call ended, or `deadline` passed (`None` then).
+/// or every call ended, or `deadline` passed, or `hurry` was notified and
+/// `enough` holds (`None` in those three cases).
 async fn fan_out<T, R>(
     coord: &Arc<Coordinator>,
     deadline: Instant,
     call: impl Fn(usize) -> Call<Result<T, Error>>,
     mut decide: impl FnMut(usize, Result<T, Error>) -> Option<R>,
+    hurry: Option<(&Notify, &(dyn Fn() -> bool + Sync))>,
 ) -> Option<R>
 where
     T: Send + 'static,
@@ -38,6 +42,8 @@ where
     };
     let mut timer = None;
     let mut decided = None;
+    let mut asked = hurry.map(|(notify, enough)| (Box::pin(notify.notified()), enough));
+    let mut hurried = None;
     poll_fn(|cx| {
         calls.poll_all(cx, |index, result| {
             if decided.is_none() {
@@ -45,6 +51,15 @@ where
             }
         });
         if decided.is_some() || calls.running() == 0 {
+            return Poll::Ready(());
+        }
+        if let Some((notified, enough)) = asked.as_mut() {
+            if notified.as_mut().poll(cx).is_ready() {
+                hurried = Some(*enough);
+                asked = None;
+            }
+        }
+        if hurried.is_some_and(|enough| enough()) {
             return Poll::Ready(());
         }
         let timer = timer.get_or_insert_with(|| coord.clock.sleep_until(deadline));
@@ -121,6 +136,7 @@ pub(crate) async fn proclaim_round(
                 None
             }
         },
+        None,
     )
     .await;
     match (decided, permanent) {
@@ -150,8 +166,23 @@ pub(crate) struct Reading {
     pub(crate) leader: Option<Proclamation>,
 }
 
-/// Reads the leader from the lockers, registering a watch through `sink`
-/// on each when given. Decided when the answers settle it (see
+/// What an observer's read asks besides the answers: a watch on each
+/// locker, and to end early when it is told to hurry.
+pub(crate) struct Watching<'a> {
+    /// Told of every change a locker pushes.
+    pub(crate) sink: &'a Arc<dyn PushSink>,
+    /// How long each locker keeps the watch.
+    pub(crate) ttl: std::time::Duration,
+    /// Once notified, the read ends as soon as a write quorum of lockers
+    /// answered, settled or not, instead of waiting for the slowest: the
+    /// lockers changed since it began, so a fresh read learns more than
+    /// a locker that does not answer (a stopped process holds a call until
+    /// its deadline).
+    pub(crate) hurry: &'a Notify,
+}
+
+/// Reads the leader from the lockers, registering a watch through
+/// `watching` on each when given. Decided when the answers settle it (see
 /// [`Tally`]): a leader is reported only when a write quorum of answers
 /// carries its term, so a copy an old leader left on a few lockers (a
 /// resign or a cancelled campaign whose unlock missed them) is never taken
@@ -160,13 +191,16 @@ pub(crate) struct Reading {
 pub(crate) async fn read_round(
     coord: &Arc<Coordinator>,
     args: &LockArgs,
-    watch: Option<(&Arc<dyn PushSink>, std::time::Duration)>,
+    watching: Option<Watching<'_>>,
 ) -> Result<Reading, Error> {
     let n = coord.lockers.len();
     let quorum = write_quorum(n);
     let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.acquire);
     let mut tally = Tally::default();
+    // Answers so far, for `hurry`'s check while `tally` is borrowed.
+    let answers = AtomicUsize::new(0);
+    let enough = || answers.load(Ordering::Relaxed) >= quorum;
     let mut failed = 0;
     let mut permanent = None;
     let mut last_err = None;
@@ -175,9 +209,9 @@ pub(crate) async fn read_round(
         deadline,
         |index| {
             let args = args.clone();
-            let watch = watch.map(|(sink, ttl)| WatchArgs {
-                ttl,
-                wake: Wake::new(sink.clone(), index),
+            let watch = watching.as_ref().map(|w| WatchArgs {
+                ttl: w.ttl,
+                wake: Wake::new(w.sink.clone(), index),
             });
             owned_call(coord, index, deadline, move |locker| async move {
                 locker.leader(&args, watch.as_ref()).await
@@ -185,7 +219,10 @@ pub(crate) async fn read_round(
         },
         |_, result| {
             match result {
-                Ok(found) => tally.add(found),
+                Ok(found) => {
+                    tally.add(found);
+                    answers.store(tally.answered(), Ordering::Relaxed);
+                }
                 Err(err) => {
                     failed += 1;
                     if !err.is_retryable() {
@@ -200,6 +237,9 @@ pub(crate) async fn read_round(
                 Verdict::Open { .. } => None,
             }
         },
+        watching
+            .as_ref()
+            .map(|w| (w.hurry, &enough as &(dyn Fn() -> bool + Sync))),
     )
     .await;
     match decided {

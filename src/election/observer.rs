@@ -9,7 +9,7 @@ use futures::Stream;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
-use super::calls::read_round;
+use super::calls::{read_round, Watching};
 use super::Leader;
 use crate::lock::coordinator::Coordinator;
 use crate::locker::wait::{PushEvent, PushSink};
@@ -151,28 +151,36 @@ impl Reported {
 /// Reads the leader again and again: after every push, and at least every
 /// re-check. One read at a time, so results come in the order the reads
 /// saw the lockers. A push that arrives while a read still waits for
-/// answers (a slow or stopped locker may hold it open until its deadline)
-/// restarts it at once, so a short leadership is not missed; but a read
-/// that follows a restarted one is restarted only once it ran a re-check,
-/// and until then is let finish and followed at once by another, so values
-/// that change faster than a read takes do not silence the observer.
+/// answers cuts it at once, so a short leadership is not missed, unless
+/// the read before was cut or ended unsettled: then the push lets the read
+/// run until a write quorum of lockers answered (it ends then even if the
+/// answers do not settle who leads, rather than wait for a slow or stopped
+/// locker until its deadline), or until it ran a re-check, and another
+/// follows at once. So values that change faster than a read takes do not
+/// silence the observer (every other read gets its quorum of answers), and
+/// a stopped locker does not hold a read past a hand-over.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
     let bell = Arc::new(Bell(Notify::new()));
     let sink: Arc<dyn PushSink> = bell.clone();
     let recheck = coord.wait_recheck();
     let ttl = coord.place_ttl();
     let mut reported = Reported::default();
-    // Whether the previous read was cut short: the next one is then cut
-    // only after a re-check, so that a stream of pushes cannot keep every
-    // read from finishing.
+    // Whether the previous read was cut short or ended unsettled: the next
+    // one is then not cut before a quorum answered, so that a stream of
+    // pushes cannot keep every read from finishing.
     let mut cut = false;
     loop {
         let began = tokio::time::Instant::now();
         let mut pushed = false;
-        // Cut at once by a push, unless the previous read was cut: then
-        // only once this one ran a re-check.
         let cut_at_once = !cut;
-        let read = read_round(&coord, &args, Some((&sink, ttl)));
+        // Per read, so that a notice meant for one read cannot end the next.
+        let hurry = Notify::new();
+        let watching = Watching {
+            sink: &sink,
+            ttl,
+            hurry: &hurry,
+        };
+        let read = read_round(&coord, &args, Some(watching));
         tokio::pin!(read);
         let read = loop {
             tokio::select! {
@@ -182,14 +190,15 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
                         break None;
                     }
                     pushed = true;
+                    hurry.notify_one();
                 }
                 () = tokio::time::sleep_until(began + recheck), if pushed => break None,
                 () = tx.closed() => return,
             }
         };
-        cut = read.is_none();
+        cut = !matches!(read, Some(Ok(_)));
         match read {
-            // Restarted: a push came and the read has run for a re-check.
+            // Cut: a push came at once, or after the read ran a re-check.
             None => continue,
             Some(Ok(reading)) => {
                 let found = reading.leader.map(Leader::from);
