@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// How often a throttled line is written at most.
-const EVERY: Duration = Duration::from_secs(1);
+pub(crate) const EVERY: Duration = Duration::from_secs(1);
 
 /// One recurring event's throttle.
 #[derive(Default)]

@@ -7,12 +7,8 @@ use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::labels::AuthRefusal;
-
-/// How often each cause may write a line.
-const INTERVAL: Duration = Duration::from_secs(1);
+use crate::locker::throttled::Throttled;
 
 /// Why a connection was refused, one line of the log each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,13 +61,6 @@ impl Cause {
     }
 }
 
-#[derive(Default, Clone, Copy)]
-struct Throttled {
-    /// Refusals not yet written in a line.
-    since: u64,
-    last: Option<Instant>,
-}
-
 /// One throttle per [`Cause`].
 #[derive(Default)]
 pub(crate) struct RefusalLog {
@@ -84,23 +73,11 @@ impl RefusalLog {
     /// write.
     pub(crate) fn due(&self, cause: Cause) -> Option<u64> {
         let mut causes = self.causes.lock().unwrap_or_else(PoisonError::into_inner);
-        let throttle = &mut causes[cause.index()];
-        throttle.since += 1;
-        let now = Instant::now();
-        if throttle
-            .last
-            .is_some_and(|at| now.duration_since(at) < INTERVAL)
-        {
-            return None;
-        }
-        throttle.last = Some(now);
-        Some(std::mem::take(&mut throttle.since))
+        let mut due = None;
+        causes[cause.index()].note(|since| due = Some(since));
+        due
     }
 }
-
-/// The reason given to a peer that sent part of its `Hello`, not all of
-/// it, within the handshake timeout.
-pub(crate) const PARTIAL_HELLO: &str = "only part of a handshake in time";
 
 /// Why [`Slot::admit`](super::state::Slot::admit) refused an authenticated connection.
 pub(crate) struct Busy {
@@ -111,16 +88,49 @@ pub(crate) struct Busy {
 
 /// Why a handshake was rejected.
 pub(crate) enum Refused {
-    /// No token, or no handshake: what the metrics count and the reason.
-    Auth(AuthRefusal, String),
+    /// No token, or no handshake.
+    Auth {
+        /// What the metrics count.
+        why: AuthRefusal,
+        /// What the log names.
+        cause: Cause,
+        /// What the peer is told.
+        reason: String,
+    },
     /// A token, but no room for its role.
     Busy(Busy),
 }
 
 impl Refused {
+    /// Refused for `why`, logged under the cause of that name.
+    pub(crate) fn auth(why: AuthRefusal, reason: impl Into<String>) -> Refused {
+        let cause = match why {
+            AuthRefusal::Token => Cause::Token,
+            AuthRefusal::Version => Cause::Version,
+            AuthRefusal::Malformed => Cause::Malformed,
+            AuthRefusal::Timeout => Cause::Timeout,
+            AuthRefusal::Tls => Cause::TlsFailed,
+        };
+        Refused::Auth {
+            why,
+            cause,
+            reason: reason.into(),
+        }
+    }
+
+    /// Part of a `Hello`, not all of it, within the handshake timeout:
+    /// counted as a timeout, logged as a slow handshake.
+    pub(crate) fn partial_hello() -> Refused {
+        Refused::Auth {
+            why: AuthRefusal::Timeout,
+            cause: Cause::SlowHandshake,
+            reason: "only part of a handshake in time".to_owned(),
+        }
+    }
+
     pub(crate) fn reason(&self) -> &str {
         match self {
-            Refused::Auth(_, reason) => reason,
+            Refused::Auth { reason, .. } => reason,
             Refused::Busy(busy) => &busy.reason,
         }
     }
@@ -130,14 +140,7 @@ impl Refused {
     /// refusal names.
     pub(crate) fn log(&self, peer: SocketAddr, log: &RefusalLog, timeout: Duration) {
         let cause = match self {
-            Refused::Auth(AuthRefusal::Token, _) => Cause::Token,
-            Refused::Auth(AuthRefusal::Version, _) => Cause::Version,
-            Refused::Auth(AuthRefusal::Malformed, _) => Cause::Malformed,
-            Refused::Auth(AuthRefusal::Timeout, reason) if reason == PARTIAL_HELLO => {
-                Cause::SlowHandshake
-            }
-            Refused::Auth(AuthRefusal::Timeout, _) => Cause::Timeout,
-            Refused::Auth(AuthRefusal::Tls, _) => Cause::TlsFailed,
+            Refused::Auth { cause, .. } => *cause,
             Refused::Busy(busy) => busy.cause,
         };
         let Some(refused) = log.due(cause) else {
@@ -173,6 +176,7 @@ impl Refused {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::locker::throttled::EVERY;
 
     #[tokio::test(start_paused = true)]
     async fn one_line_per_cause_and_interval_counts_what_it_stands_for() {
@@ -183,7 +187,7 @@ mod tests {
         }
         // Another cause has a throttle of its own.
         assert_eq!(log.due(Cause::Timeout), Some(1));
-        tokio::time::advance(INTERVAL).await;
+        tokio::time::advance(EVERY).await;
         assert_eq!(log.due(Cause::Token), Some(100));
         assert_eq!(log.due(Cause::Token), None);
     }

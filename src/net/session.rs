@@ -16,7 +16,7 @@ use tokio_util::codec::Framed;
 use super::config::PUSH_QUEUE;
 use super::io::BoxIo;
 use super::labels::{AuthRefusal, Limit};
-use super::refusals::{Cause, Refused, PARTIAL_HELLO};
+use super::refusals::{Cause, Refused};
 use super::requests::{ConnSink, Pushed, Session};
 use super::state::{Role, ServerState, Slot};
 use super::waits::Waits;
@@ -328,8 +328,8 @@ async fn handshake(
             return None;
         }
     };
-    let malformed = |reason: String| (AuthRefusal::Malformed, reason);
-    let hello: Result<Hello, (AuthRefusal, String)> = match first {
+    let malformed = |reason: String| Refused::auth(AuthRefusal::Malformed, reason);
+    let hello: Result<Hello, Refused> = match first {
         Ok(Some(Ok(frame))) => wire::decode(&frame).map_err(|e| malformed(e.to_string())),
         Ok(Some(Err(err))) if closed(&err) => {
             // Gone before saying anything: a port check, or a client that
@@ -356,21 +356,21 @@ async fn handshake(
             return None;
         }
         Err(_) if conn.read_buffer().is_empty() => {
-            Err((AuthRefusal::Timeout, "no handshake in time".into()))
+            Err(Refused::auth(AuthRefusal::Timeout, "no handshake in time"))
         }
-        Err(_) => Err((AuthRefusal::Timeout, PARTIAL_HELLO.into())),
+        Err(_) => Err(Refused::partial_hello()),
     };
     // The version is checked first, as version-2 servers did: a client
     // that is refused for its version asks again with an older one.
     let verdict = match hello {
-        Ok(hello) if !wire::speaks(hello.version) => Err((
+        Ok(hello) if !wire::speaks(hello.version) => Err(Refused::auth(
             AuthRefusal::Version,
             wire::unsupported_version(hello.version),
         )),
         Ok(hello) => server
             .role_of(&hello.token)
             .map(|role| (role, hello.version))
-            .ok_or_else(|| (AuthRefusal::Token, "invalid token".to_owned())),
+            .ok_or_else(|| Refused::auth(AuthRefusal::Token, "invalid token")),
         Err(refused) => Err(refused),
     };
     // Only a peer with a token learns whether there is room for it.
@@ -379,9 +379,11 @@ async fn handshake(
             Ok(()) => Ok((role, version)),
             Err(busy) => Err(Refused::Busy(busy)),
         },
-        Err((why, reason)) => {
-            server.metrics.auth_refused(why);
-            Err(Refused::Auth(why, reason))
+        Err(refused) => {
+            if let Refused::Auth { why, .. } = &refused {
+                server.metrics.auth_refused(*why);
+            }
+            Err(refused)
         }
     };
     let welcome = match &verdict {
