@@ -32,9 +32,13 @@ const BUFFERED: usize = 16;
 /// restarts, partitions and reconnects. A leader is reported once a write
 /// quorum of lockers holds its proclamation, so a copy of an old value
 /// that a resign or a cancelled campaign left on fewer lockers, or a value
-/// whose proclaim failed, is never reported; a change reaches the observer with the lockers' push, and a
-/// push that is lost is made up for by a re-check every
-/// `Timeouts::wait_recheck` (1 s by default). "No leader" is reported
+/// whose proclaim failed, is never reported. A change reaches the
+/// observer with the lockers' push, and a push that is lost is made up
+/// for by a re-check every `Timeouts::wait_recheck` (1 s by default). A
+/// leadership that lasts longer than two reads (a read takes as long as
+/// the slowest locker of the quickest write quorum takes to answer) is
+/// reported unless its pushes were lost; a shorter one can be missed.
+/// "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
 /// While the answers do not settle who leads (too few lockers answer),
 /// nothing new is reported; the observer keeps trying and reports again
@@ -151,7 +155,7 @@ impl Reported {
 /// Reads the leader again and again: after every push, and at least every
 /// re-check. One read at a time, so results come in the order the reads
 /// saw the lockers. A push that arrives while a read still waits for
-/// answers cuts it at once, so a short leadership is not missed, unless
+/// answers cuts it at once, so that a short leadership is seen, unless
 /// the read before was cut or ended unsettled: then the push lets the read
 /// run until a write quorum of lockers answered (it ends then even if the
 /// answers do not settle who leads, rather than wait for a slow or stopped
