@@ -115,7 +115,12 @@ fn usage_error(clap_report: &str) -> String {
     let vars = std::env::vars_os()
         .filter(|(name, _)| name.to_string_lossy().starts_with("QUORUM_LOCK_"))
         .map(|(_, value)| value.to_string_lossy().into_owned());
-    node_urls::without_urls(&fail::one_line(clap_report), args.chain(vars))
+    let given: Vec<String> = args.chain(vars).collect();
+    // Before the report is joined into one line, while a quoted argument
+    // that holds a line break is still as given; and after, for the words
+    // that joining made.
+    let report = node_urls::without_urls(clap_report, given.clone());
+    node_urls::without_urls(&fail::one_line(&report), given)
 }
 
 async fn dispatch(command: Command) -> Result<u8, Failure> {

@@ -47,8 +47,7 @@ pub fn redact_url(url: &str) -> String {
         Some((_, rest)) => (Some("***"), rest),
         None => (None, url),
     };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, after) = rest.split_at(end);
+    let (authority, after) = host_part_and_after(rest);
     let shown = if after.contains('@') {
         "***".to_owned()
     } else {
@@ -68,6 +67,23 @@ pub fn redact_url(url: &str) -> String {
         Some(scheme) => format!("{scheme}://{shown}"),
         None => shown,
     }
+}
+
+/// `rest` (a URL after its `scheme://`) split where its host part ends:
+/// at the first `/`, `?` or `#`.
+fn host_part_and_after(rest: &str) -> (&str, &str) {
+    rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()))
+}
+
+/// Whether an `@` follows the host part of `url`: the mark of a password
+/// that holds an unencoded `/`, `?` or `#`, which a URL parser reads as
+/// the end of the host part, taking the user name for the host and the
+/// password's first characters for a port or a path. A locker whose URLs
+/// never carry an `@` in their path or query refuses such a URL rather
+/// than connect to that host, or name it.
+pub(crate) fn at_after_host_part(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    host_part_and_after(rest).1.contains('@')
 }
 
 /// The path of a URL as it may be shown: a database name or number

@@ -252,6 +252,16 @@ impl RedisLocker {
                 e.kind()
             ))
         };
+        if crate::locker::redact::at_after_host_part(url) {
+            // Read as the parser would, the user name is the host and the
+            // password's start a port: refuse, rather than connect there
+            // and name that "host" in every message.
+            return Err(Error::invalid(
+                "a Redis URL with an `@` after its host part: a password that holds `/`, `?` \
+                 or `#` must be percent-encoded (`%2F`, `%3F`, `%23`) (the URL is not shown: \
+                 it may hold a password)",
+            ));
+        }
         let client = match &config.tls_root_cert {
             Some(pem) => Client::build_with_tls(
                 url,

@@ -25,6 +25,7 @@ mod hostile_server_reconnects_in_client_logs;
 mod hostile_server_text;
 mod locker;
 mod node;
+mod password_read_as_a_port;
 mod safety;
 mod semaphore;
 mod waiting;
