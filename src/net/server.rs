@@ -103,6 +103,7 @@ impl LockServer {
                 locker,
                 tokens,
                 clients: AtomicUsize::new(0),
+                authenticated: AtomicUsize::new(0),
                 per_address: Mutex::default(),
                 refusals: RefusalLog::default(),
                 released: Released::new(remember, config.max_released_bytes),
@@ -268,7 +269,15 @@ impl LockServer {
             };
             let Some(victim) = victim else {
                 state.connections.fetch_sub(1, Ordering::AcqRel);
-                return Err(Cause::AllAuthenticated);
+                // Nobody waits for a handshake: every slot is held by an
+                // authenticated connection, or by one evicted or refused
+                // that has not closed yet (a flood; raising the limit
+                // would not help).
+                return Err(if state.authenticated.load(Ordering::Acquire) >= limit {
+                    Cause::AllAuthenticated
+                } else {
+                    Cause::Flood
+                });
             };
             victim.evict.cancel();
             state.metrics.refused_by(Limit::MaxConnections);

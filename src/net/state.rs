@@ -73,6 +73,8 @@ pub(crate) struct ServerState {
     pub(crate) connections: AtomicUsize,
     /// Connections authenticated with the client token.
     pub(super) clients: AtomicUsize,
+    /// Connections admitted, of either role: the slots no flood can take.
+    pub(super) authenticated: AtomicUsize,
     /// Connections authenticated with the client token, by address.
     pub(super) per_address: Mutex<HashMap<IpAddr, usize>>,
     /// Connections still in their handshake, oldest first.
@@ -231,6 +233,7 @@ impl Slot {
         let _ = self.admitted.set(role);
         state.forget_pending(self.id);
         if !self.authenticated.swap(true, Ordering::AcqRel) {
+            state.authenticated.fetch_add(1, Ordering::AcqRel);
             state.metrics.connection_authenticated();
         }
         Ok(())
@@ -254,6 +257,9 @@ impl Drop for Slot {
             }
         }
         let authenticated = *self.authenticated.get_mut();
+        if authenticated {
+            self.state.authenticated.fetch_sub(1, Ordering::AcqRel);
+        }
         self.state.metrics.connection_closed(authenticated);
     }
 }

@@ -10,18 +10,22 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::support::wire::{frame, hello, VERSION};
-use crate::support::{Scratch, Server, TOKEN};
+use crate::support::{Scratch, Server, ADMIN, TOKEN};
 
 const THREADS: usize = 8;
 const PER_THREAD: usize = 400;
 
 fn authenticated(addr: SocketAddr) -> TcpStream {
+    authenticated_with(addr, TOKEN)
+}
+
+fn authenticated_with(addr: SocketAddr, token: &str) -> TcpStream {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     stream
-        .write_all(&frame(&hello(VERSION, TOKEN.as_bytes())))
+        .write_all(&frame(&hello(VERSION, token.as_bytes())))
         .unwrap();
     let mut header = [0u8; 4];
     stream.read_exact(&mut header).expect("a welcome");
@@ -78,5 +82,41 @@ fn a_flood_of_wrong_tokens_is_not_logged_as_every_slot_authenticated() {
         THREADS * PER_THREAD,
         started.elapsed(),
         wrong_cause
+    );
+}
+
+/// The other side: when the client and the admin reserve really are all
+/// held by authenticated connections, a newcomer is refused with the line
+/// that tells the operator to raise the limits.
+#[test]
+fn slots_all_held_by_authenticated_connections_are_logged_as_such() {
+    let dir = Scratch::new("all-authenticated-log-wording");
+    let server = Server::start(&dir, &["--max-connections", "1", "--admin-reserve", "1"]);
+    let _client = authenticated(server.addr);
+    let _admin = authenticated_with(server.addr, ADMIN);
+    let mut third = TcpStream::connect(server.addr).expect("connect");
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = third.write_all(&frame(&hello(VERSION, TOKEN.as_bytes())));
+    let mut sink = [0u8; 512];
+    // Closed at once: no slot is free, and none waits for a handshake.
+    while let Ok(n) = third.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+    }
+    let began = Instant::now();
+    let mut log = server.log_text();
+    while !log.contains("every connection slot holds an authenticated connection")
+        && began.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        log = server.log_text();
+    }
+    assert!(
+        log.contains("every connection slot holds an authenticated connection"),
+        "a connection refused while a client and an admin held both slots was not logged as \
+         such: {log}"
     );
 }
