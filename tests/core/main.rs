@@ -20,6 +20,7 @@ mod faults;
 mod fencing_tokens;
 mod late_grants;
 mod layering;
+mod leader_learns_of_its_loss_a_margin_ahead_under_drift;
 mod lease;
 mod lost_locks_and_wait_outcomes;
 mod no_second_holder_at_the_drift_bound;
