@@ -334,10 +334,12 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     let ds = coordinator(&cluster)?;
     let total = cluster.lockers.len();
     let nodes = cluster.kind.nodes();
-    let mut forced: Vec<&str> = Vec::new();
-    let mut done: Vec<&str> = Vec::new();
-    for name in &names {
-        let result = match ds.force_unlock_counted([name.as_str()]).await {
+    let mut forced: Vec<String> = Vec::new();
+    let mut done: Vec<String> = Vec::new();
+    for given in &names {
+        // As given, but it is printed: escaped like everything else.
+        let name = escaped(given).into_owned();
+        let result = match ds.force_unlock_counted([given.as_str()]).await {
             Ok(result) => result,
             Err(err @ Error::InvalidArgument(_)) => return Err(Failure::usage(err.to_string())),
             Err(err) => {
@@ -353,7 +355,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
                 return Err(failure);
             }
         };
-        done.push(name);
+        done.push(name.clone());
         // Ignored write errors: the work is done, whoever reads stdout.
         if result.removed_on == 0 {
             let _ = writeln!(

@@ -29,6 +29,7 @@ mod edges;
 mod elect;
 mod errors;
 mod flood_log_wording;
+mod force_unlock_status_lines_escaped;
 mod group_gone_before_the_next_holder;
 mod inherited;
 mod invisible_characters;
