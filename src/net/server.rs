@@ -155,10 +155,12 @@ impl LockServer {
                             Ok(slot) => {
                                 sessions.spawn(accept(stream, peer, slot));
                             }
-                            Err(Cause::Flood) if !spoke => {
+                            Err(Cause::Flood) => {
                                 // Its handshake may be a moment behind its
                                 // connection: it waits at the door, without a
-                                // slot, for its first bytes.
+                                // slot, for its first bytes; one that spoke,
+                                // for a slot the handshakes in progress give
+                                // up within their grace.
                                 if let Some((_, peer)) = door.push(stream, peer) {
                                     let cause = if door.has_room() {
                                         Cause::DoorFull
@@ -214,17 +216,16 @@ impl LockServer {
         }
     }
 
-    /// Takes a connection slot. When all are taken, the connection that
-    /// has waited longest for its handshake is closed to make room, one
-    /// that had sent nothing when it was accepted before any that had; a
-    /// newcomer that had sent nothing either is closed at once instead
-    /// while every silent one is younger than [`SILENT_GRACE`]. A client
-    /// sends its handshake (or its TLS hello) as soon as it is connected,
-    /// so its bytes are there when it is accepted (or within the grace)
-    /// and it completes within a round trip: peers without a token can
-    /// only keep it out by opening connections that speak faster than
-    /// that, not by holding idle ones for the handshake timeout, nor by
-    /// opening silent ones however fast.
+    /// Takes a connection slot. When all are taken, a connection still in
+    /// its handshake is closed to make room, once it had [`SILENT_GRACE`]
+    /// to finish it: one whose handshake was refused first, then one that
+    /// had sent nothing when it was accepted, then the oldest. While every
+    /// one is younger, the newcomer waits at the door (`Cause::Flood`). A
+    /// client sends its handshake (or its TLS hello) as soon as it is
+    /// connected and completes it within a round trip, so peers with the
+    /// client token or none can only keep it out by opening connections
+    /// faster than it gets a turn at the door, not by holding idle ones for
+    /// the handshake timeout, nor by evicting it mid-handshake.
     /// Otherwise, why not: every slot holds an authenticated connection,
     /// or so many were evicted that the evicted ones have not all closed
     /// yet (a flood of peers that do not authenticate).
@@ -252,19 +253,29 @@ impl LockServer {
             }
             let victim = {
                 let mut pending = state.pending();
-                let silent = pending.iter().position(|p| !p.spoke);
-                match silent {
-                    // A silent newcomer takes the place of a silent peer
-                    // only once that one had time to speak: else a flood
-                    // of silent connections would keep evicting its own
-                    // (and a client whose handshake was still on its way).
-                    Some(at) if !spoke && pending[at].accepted.elapsed() < SILENT_GRACE => {
+                // Every connection gets `SILENT_GRACE` to finish its
+                // handshake before anyone may evict it (a client's takes a
+                // round trip): else a flood of connections that speak,
+                // with the client token or none, would evict the admin's
+                // before it is through, and a flood of silent ones would
+                // keep evicting its own. One that was refused goes first
+                // (it is closing anyway), then the silent ones, then the
+                // oldest.
+                let old = |p: &Pending| p.accepted.elapsed() >= SILENT_GRACE;
+                let at = pending
+                    .iter()
+                    .position(|p| p.refused)
+                    .or_else(|| pending.iter().position(|p| !p.spoke && old(p)))
+                    .or_else(|| pending.iter().position(old));
+                match at {
+                    Some(at) => pending.remove(at),
+                    None if pending.is_empty() => None,
+                    None => {
+                        // The newcomer waits at the door for one to end.
                         drop(pending);
                         state.connections.fetch_sub(1, Ordering::AcqRel);
                         return Err(Cause::Flood);
                     }
-                    Some(at) => pending.remove(at),
-                    None => pending.pop_front(),
                 }
             };
             let Some(victim) = victim else {
@@ -289,6 +300,7 @@ impl LockServer {
             evict: evicted.clone(),
             spoke,
             accepted: tokio::time::Instant::now(),
+            refused: false,
         });
         state.metrics.connection_opened();
         Ok(Slot {
@@ -310,14 +322,22 @@ impl LockServer {
     /// Lets in the connections at the door that spoke meanwhile, and closes
     /// those that stayed silent for [`SILENT_GRACE`].
     fn let_in_from_door(&self, door: &mut Door, sessions: &mut JoinSet<()>) {
-        for (stream, peer) in door.take_ready() {
+        let mut again = Vec::new();
+        for (stream, peer, since) in door.take_ready() {
             match self.slot(peer.ip(), true) {
                 Ok(slot) => {
                     sessions.spawn(accept(stream, peer, slot));
                 }
+                // Every slot holds a handshake still within its grace:
+                // wait for one to end, as long as two graces (a slot's
+                // holder may have come to it at the same instant).
+                Err(Cause::Flood) if since.elapsed() < 2 * SILENT_GRACE => {
+                    again.push((stream, peer, since));
+                }
                 Err(cause) => self.refused(cause, peer),
             }
         }
+        door.put_back(again);
         for peer in door.close_expired() {
             self.refused(Cause::SilentAtDoor, peer);
         }
@@ -471,20 +491,32 @@ impl Door {
         out
     }
 
-    /// Those that spoke, taken from the door.
-    fn take_ready(&mut self) -> Vec<(TcpStream, SocketAddr)> {
+    /// Those that spoke, taken from the door, oldest first, with when they
+    /// came to it.
+    fn take_ready(&mut self) -> Vec<(TcpStream, SocketAddr, tokio::time::Instant)> {
         let mut ready = Vec::new();
         let mut at = 0;
         while at < self.waiting.len() {
             if has_spoken(&self.waiting[at].0) {
-                if let Some((stream, peer, _)) = self.waiting.remove(at) {
-                    ready.push((stream, peer));
+                if let Some(waiting) = self.waiting.remove(at) {
+                    ready.push(waiting);
                 }
             } else {
                 at += 1;
             }
         }
         ready
+    }
+
+    /// Puts back, in their places by when they came, those taken that
+    /// found no slot yet.
+    fn put_back(&mut self, taken: Vec<(TcpStream, SocketAddr, tokio::time::Instant)>) {
+        for waiting in taken {
+            let at = self
+                .waiting
+                .partition_point(|(_, _, since)| *since <= waiting.2);
+            self.waiting.insert(at, waiting);
+        }
     }
 
     /// Closes those that stayed silent for the grace; their peers.

@@ -393,6 +393,7 @@ async fn handshake(
             validity: server.locker.config().validity,
         },
         Err(refused) => {
+            server.refused_pending(slot.id());
             refused.log(peer, &server.refusals, server.config.handshake_timeout);
             Welcome::Rejected {
                 reason: refused.reason().to_owned(),

@@ -140,6 +140,14 @@ impl ServerState {
         }
     }
 
+    /// Marks connection `id`, whose handshake was refused, as the next to
+    /// evict after the silent ones.
+    pub(super) fn refused_pending(&self, id: u64) {
+        if let Some(p) = self.pending().iter_mut().find(|p| p.id == id) {
+            p.refused = true;
+        }
+    }
+
     pub(super) fn forget_pending(&self, id: u64) {
         let mut pending = self.pending();
         if let Some(at) = pending.iter().position(|p| p.id == id) {
@@ -156,6 +164,9 @@ pub(super) struct Pending {
     /// with its handshake at once, so one that had not is the first to go.
     pub(super) spoke: bool,
     pub(super) accepted: tokio::time::Instant,
+    /// Its handshake was refused: it is only telling the peer why, and
+    /// goes before any connection still in its handshake.
+    pub(super) refused: bool,
 }
 
 /// Holds one of the `max_connections` slots while a connection is served.
