@@ -21,7 +21,9 @@ const BUFFERED: usize = 16;
 
 /// The leader changes of one election, made by
 /// [`Election::observe`](crate::Election::observe): `Some(leader)` when a
-/// leader is elected or proclaims a new value, `None` when there is no
+/// leader is elected or proclaims a new value (not when it proclaims the
+/// value it has again, as the re-send after a cancelled proclaim does),
+/// `None` when there is no
 /// leader (it resigned, or its lease ran out and the lockers freed it).
 ///
 /// The first item is the state when observing began. Items never go back
@@ -143,6 +145,14 @@ impl Reported {
                 return None;
             }
             self.newest = Some(at);
+            if let Some(Some(last)) = &self.last {
+                if last.term == leader.term && last.value == leader.value {
+                    // The same leader proclaiming the value it has (the
+                    // re-send after a cancelled proclaim): no change.
+                    self.last = Some(found);
+                    return None;
+                }
+            }
         }
         if self.last.as_ref() == Some(&found) {
             return None;
@@ -233,10 +243,14 @@ mod tests {
     use super::*;
 
     fn leader(term: u64, seq: u64) -> Option<Leader> {
+        with_value(term, seq, &format!("v{seq}"))
+    }
+
+    fn with_value(term: u64, seq: u64, value: &str) -> Option<Leader> {
         Some(Leader {
             term,
             seq,
-            value: Arc::from(&b"v"[..]),
+            value: Arc::from(value.as_bytes()),
         })
     }
 
@@ -257,5 +271,18 @@ mod tests {
             "the same leader after no leader"
         );
         assert_eq!(r.next(leader(7, 0)), Some(leader(7, 0)));
+        assert_eq!(
+            r.next(with_value(7, 1, "v0")),
+            None,
+            "the value it has, proclaimed again"
+        );
+        assert_eq!(r.next(leader(7, 0)), None, "older than the re-send");
+        assert_eq!(r.next(leader(7, 2)), Some(leader(7, 2)));
+        assert_eq!(r.next(None), Some(None));
+        assert_eq!(
+            r.next(with_value(8, 0, "v2")),
+            Some(with_value(8, 0, "v2")),
+            "a new term with the same value is a new leader"
+        );
     }
 }

@@ -24,6 +24,7 @@ mod leader_learns_of_its_loss_a_margin_ahead_under_drift;
 mod lease;
 mod lost_locks_and_wait_outcomes;
 mod no_second_holder_at_the_drift_bound;
+mod observer_after_a_cancelled_proclaim;
 mod observer_order_with_two_reads_in_flight;
 mod observer_short_leaderships;
 mod observer_short_leaderships_on_slow_links;
