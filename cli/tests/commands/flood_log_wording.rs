@@ -6,41 +6,22 @@
 //! and tell the operator to raise --max-connections.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::support::raw::authenticated;
 use crate::support::wire::{frame, hello, VERSION};
 use crate::support::{Scratch, Server, ADMIN, TOKEN};
 
 const THREADS: usize = 8;
 const PER_THREAD: usize = 400;
 
-fn authenticated(addr: SocketAddr) -> TcpStream {
-    authenticated_with(addr, TOKEN)
-}
-
-fn authenticated_with(addr: SocketAddr, token: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    stream
-        .write_all(&frame(&hello(VERSION, token.as_bytes())))
-        .unwrap();
-    let mut header = [0u8; 4];
-    stream.read_exact(&mut header).expect("a welcome");
-    let mut welcome = vec![0; u32::from_be_bytes(header) as usize];
-    stream.read_exact(&mut welcome).expect("a welcome");
-    assert_eq!(welcome.first(), Some(&0), "not accepted");
-    stream
-}
-
 #[test]
 fn a_flood_of_wrong_tokens_is_not_logged_as_every_slot_authenticated() {
     let dir = Scratch::new("flood-log-wording");
     let server = Server::start(&dir, &["--max-connections", "1", "--admin-reserve", "1"]);
     let addr = server.addr;
-    let _client = authenticated(addr);
+    let _client = authenticated(addr, TOKEN);
     let started = Instant::now();
     let wrong = frame(&hello(VERSION, b"not-the-token"));
     std::thread::scope(|s| {
@@ -92,8 +73,8 @@ fn a_flood_of_wrong_tokens_is_not_logged_as_every_slot_authenticated() {
 fn slots_all_held_by_authenticated_connections_are_logged_as_such() {
     let dir = Scratch::new("all-authenticated-log-wording");
     let server = Server::start(&dir, &["--max-connections", "1", "--admin-reserve", "1"]);
-    let _client = authenticated(server.addr);
-    let _admin = authenticated_with(server.addr, ADMIN);
+    let _client = authenticated(server.addr, TOKEN);
+    let _admin = authenticated(server.addr, ADMIN);
     let mut third = TcpStream::connect(server.addr).expect("connect");
     third
         .set_read_timeout(Some(Duration::from_secs(5)))

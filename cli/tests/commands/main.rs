@@ -14,7 +14,6 @@ mod support;
 
 mod admin;
 mod admin_during_a_silent_flood;
-mod admin_reserve_under_client_handshakes;
 mod admin_reserve_under_flood;
 mod auth;
 mod background;

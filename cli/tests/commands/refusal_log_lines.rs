@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+use crate::support::raw::authenticated;
 use crate::support::wire::{frame, hello, VERSION};
 use crate::support::{cli, Scratch, Server, TOKEN};
 
@@ -28,22 +29,6 @@ fn refused(addr: SocketAddr, bytes: &[u8]) {
             break;
         }
     }
-}
-
-fn authenticated(addr: SocketAddr) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    stream
-        .write_all(&frame(&hello(VERSION, TOKEN.as_bytes())))
-        .unwrap();
-    let mut header = [0u8; 4];
-    stream.read_exact(&mut header).expect("a welcome");
-    let mut welcome = vec![0; u32::from_be_bytes(header) as usize];
-    stream.read_exact(&mut welcome).expect("a welcome");
-    assert_eq!(welcome.first(), Some(&0), "not accepted");
-    stream
 }
 
 /// Warnings in the server's log.
@@ -119,7 +104,7 @@ fn every_kind_of_refused_connection_is_logged_at_most_once_a_second() {
         &mut failures,
         || {
             for _ in 0..FLOOD {
-                let mut stream = authenticated(addr);
+                let mut stream = authenticated(addr, TOKEN);
                 let _ = stream.write_all(&frame(&[0xff; 12]));
                 let mut sink = [0u8; 4096];
                 while let Ok(n) = stream.read(&mut sink) {
@@ -134,7 +119,7 @@ fn every_kind_of_refused_connection_is_logged_at_most_once_a_second() {
 
     let server = Server::start(&dir, &["--max-connections-per-address", "1"]);
     let addr = server.addr;
-    let _held = authenticated(addr);
+    let _held = authenticated(addr, TOKEN);
     check("the address's share in use", &server, &mut failures, || {
         for _ in 0..FLOOD {
             refused(addr, &frame(&hello(VERSION, TOKEN.as_bytes())));
@@ -144,7 +129,7 @@ fn every_kind_of_refused_connection_is_logged_at_most_once_a_second() {
 
     let server = Server::start(&dir, &["--max-connections", "1"]);
     let addr = server.addr;
-    let _held = authenticated(addr);
+    let _held = authenticated(addr, TOKEN);
     check(
         "every client connection in use",
         &server,

@@ -9,6 +9,7 @@ pub mod fake;
 pub mod hostile;
 pub mod old_server;
 mod procs;
+pub mod raw;
 #[path = "../../../../tests/net_support/wire.rs"]
 pub mod wire;
 
