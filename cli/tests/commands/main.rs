@@ -35,7 +35,6 @@ mod invisible_characters;
 mod malformed;
 mod metrics;
 mod metrics_endpoint_flood;
-mod misplaced_url_with_a_line_break;
 mod misplaced_urls;
 mod names;
 mod outcomes;

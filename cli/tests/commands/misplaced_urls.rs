@@ -1,6 +1,9 @@
 //! A node URL given where the command line takes no URL (its flag left
 //! out, a flag mistyped): the usage error names what is wrong without
-//! showing the password the URL carries, as every other message does.
+//! showing the password the URL carries, as every other message does;
+//! also a password that holds a line break and a space (as a value pasted
+//! from a file may), whose piece after the break was shown once clap's
+//! lines were joined into one.
 
 use std::time::Duration;
 
@@ -35,6 +38,18 @@ fn usage_errors_about_a_misplaced_node_url_show_no_password() {
         (
             vec!["locks", "--ndoes=postgres://app:TypoSecret4@db/locks"],
             "TypoSecret4",
+        ),
+        // A line break and a space in the password.
+        (
+            vec![
+                "locks",
+                "postgres://app:pw\nLineBreakSecret5 x@db.internal/locks",
+            ],
+            "LineBreakSecret5",
+        ),
+        (
+            vec!["status", "redis://:pw\nLineBreakSecret6 x@cache:6379"],
+            "LineBreakSecret6",
         ),
     ] {
         let done = cli(&dir, &args, &[], LIMIT);
