@@ -256,8 +256,10 @@ impl Election {
     /// value reported is the one a write quorum holds. A value left on
     /// fewer lockers (by a resign or a cancelled campaign whose unlock
     /// missed them, or a `proclaim` that failed or is on its way) is never
-    /// reported, so after a resign that
-    /// returned `Ok`, this returns `None` or a newer leader.
+    /// reported, so after a resign that returned `Ok`, this returns `None`
+    /// or a newer leader, unless the network held a refresh back past the
+    /// resign and it reached a locker that restarted after the resign
+    /// (docs/election.md, "Late messages across a restart").
     ///
     /// Fails with [`Error::QuorumUnavailable`] when fewer than a write
     /// quorum answered, [`Error::LeaderValueUnsettled`] when the leader's

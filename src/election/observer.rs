@@ -42,8 +42,9 @@ const BUFFERED: usize = 16;
 /// reported unless its pushes were lost; a shorter one can be missed.
 /// "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
-/// While the answers do not settle who leads (too few lockers answer),
-/// nothing new is reported; the observer keeps trying and reports again
+/// While the answers do not settle who leads (too few lockers answer, or
+/// the leader's values change faster than a write quorum's answers to one
+/// read come in), nothing new is reported; the observer keeps trying and reports again
 /// when they do.
 ///
 /// An observer reads the lockers from a task of its own on the runtime it
@@ -170,9 +171,9 @@ impl Reported {
 /// run until a write quorum of lockers answered (it ends then even if the
 /// answers do not settle who leads, rather than wait for a slow or stopped
 /// locker until its deadline), or until it ran a re-check, and another
-/// follows at once. So values that change faster than a read takes do not
-/// silence the observer (every other read gets its quorum of answers), and
-/// a stopped locker does not hold a read past a hand-over.
+/// follows at once. So pushes that come faster than a read takes do not
+/// keep every read from finishing (every other read gets its quorum of
+/// answers), and a stopped locker does not hold a read past a hand-over.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
     let bell = Arc::new(Bell(Notify::new()));
     let sink: Arc<dyn PushSink> = bell.clone();
