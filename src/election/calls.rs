@@ -4,7 +4,7 @@
 //! runtime, so the lockers that were slow still get them.
 
 use std::future::{poll_fn, Future};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -24,13 +24,14 @@ use super::tally::{Tally, Verdict};
 
 /// Runs `call` on every locker at once until `decide` returns an answer,
 /// or every call ended, or `deadline` passed, or `hurry` was notified and
-/// `enough` holds (`None` in those three cases).
+/// the instant its function names passed (`None` in those three cases; the
+/// function says `None` while the round may not end early yet).
 async fn fan_out<T, R>(
     coord: &Arc<Coordinator>,
     deadline: Instant,
     call: impl Fn(usize) -> Call<Result<T, Error>>,
     mut decide: impl FnMut(usize, Result<T, Error>) -> Option<R>,
-    hurry: Option<(&Notify, &(dyn Fn() -> bool + Sync))>,
+    hurry: Option<(&Notify, &EndAt<'_>)>,
 ) -> Option<R>
 where
     T: Send + 'static,
@@ -42,8 +43,9 @@ where
     };
     let mut timer = None;
     let mut decided = None;
-    let mut asked = hurry.map(|(notify, enough)| (Box::pin(notify.notified()), enough));
-    let mut hurried = None;
+    let mut asked = hurry.map(|(notify, end_at)| (Box::pin(notify.notified()), end_at));
+    let mut hurried: Option<&EndAt<'_>> = None;
+    let mut early: Option<(Instant, crate::quorum::clock::Sleep)> = None;
     poll_fn(|cx| {
         calls.poll_all(cx, |index, result| {
             if decided.is_none() {
@@ -53,14 +55,24 @@ where
         if decided.is_some() || calls.running() == 0 {
             return Poll::Ready(());
         }
-        if let Some((notified, enough)) = asked.as_mut() {
+        if let Some((notified, end_at)) = asked.as_mut() {
             if notified.as_mut().poll(cx).is_ready() {
-                hurried = Some(*enough);
+                hurried = Some(*end_at);
                 asked = None;
             }
         }
-        if hurried.is_some_and(|enough| enough()) {
-            return Poll::Ready(());
+        if let Some(at) = hurried.and_then(|end_at| end_at()) {
+            if coord.clock.now() >= at {
+                return Poll::Ready(());
+            }
+            if early.as_ref().is_none_or(|(set, _)| *set != at) {
+                early = Some((at, coord.clock.sleep_until(at)));
+            }
+            if let Some((_, sleep)) = early.as_mut() {
+                if std::pin::Pin::new(sleep).poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+            }
         }
         let timer = timer.get_or_insert_with(|| coord.clock.sleep_until(deadline));
         std::pin::Pin::new(timer).poll(cx)
@@ -166,6 +178,12 @@ pub(crate) struct Reading {
     pub(crate) leader: Option<Proclamation>,
 }
 
+/// When a hurried round may end: `None` while it may not yet.
+type EndAt<'a> = dyn Fn() -> Option<Instant> + Sync + 'a;
+
+/// A locker that has not answered any read yet, in [`Watching::took`].
+pub(crate) const NEVER_ANSWERED: u64 = u64::MAX;
+
 /// What an observer's read asks besides the answers: a watch on each
 /// locker, and to end early when it is told to hurry.
 pub(crate) struct Watching<'a> {
@@ -173,12 +191,18 @@ pub(crate) struct Watching<'a> {
     pub(crate) sink: &'a Arc<dyn PushSink>,
     /// How long each locker keeps the watch.
     pub(crate) ttl: std::time::Duration,
-    /// Once notified, the read ends as soon as a write quorum of lockers
-    /// answered, settled or not, instead of waiting for the slowest: the
-    /// lockers changed since it began, so a fresh read learns more than
-    /// a locker that does not answer (a stopped process holds a call until
-    /// its deadline).
+    /// Once notified, the read ends, settled or not, as soon as a write
+    /// quorum of lockers answered and each locker still silent had twice
+    /// as long as its last answer took: the lockers changed since it
+    /// began, so a fresh read learns more than a locker that stopped (a
+    /// stopped process holds a call until its deadline), while one that
+    /// is only slow, and may be the one that settles the read, gets its
+    /// time.
     pub(crate) hurry: &'a Notify,
+    /// Per locker, how long its last answer to a read took, in
+    /// microseconds ([`NEVER_ANSWERED`] before its first); kept from read
+    /// to read, and also set by answers that come after their read ended.
+    pub(crate) took: &'a Arc<[AtomicU64]>,
 }
 
 /// Reads the leader from the lockers, registering a watch through
@@ -198,9 +222,25 @@ pub(crate) async fn read_round(
     let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.acquire);
     let mut tally = Tally::default();
-    // Answers so far, for `hurry`'s check while `tally` is borrowed.
+    // Answers so far and who is still silent, for `hurry`'s check while
+    // `tally` is borrowed.
     let answers = AtomicUsize::new(0);
-    let enough = || answers.load(Ordering::Relaxed) >= quorum;
+    let silent: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(true)).collect();
+    let end_at = || {
+        if answers.load(Ordering::Relaxed) < quorum {
+            return None;
+        }
+        let took = watching.as_ref()?.took;
+        let wait = (0..n)
+            .filter(|&i| silent[i].load(Ordering::Relaxed))
+            .map(|i| took[i].load(Ordering::Relaxed))
+            .filter(|&micros| micros != NEVER_ANSWERED)
+            .max()
+            .map_or(std::time::Duration::ZERO, |micros| {
+                std::time::Duration::from_micros(micros.saturating_mul(2))
+            });
+        Some(after(began, wait))
+    };
     let mut failed = 0;
     let mut permanent = None;
     let mut last_err = None;
@@ -213,11 +253,25 @@ pub(crate) async fn read_round(
                 ttl: w.ttl,
                 wake: Wake::new(w.sink.clone(), index),
             });
+            let took = watching.as_ref().map(|w| (w.took.clone(), coord.clone()));
             owned_call(coord, index, deadline, move |locker| async move {
-                locker.leader(&args, watch.as_ref()).await
+                let result = locker.leader(&args, watch.as_ref()).await;
+                if let Some((took, coord)) = took {
+                    let micros = coord
+                        .clock
+                        .now()
+                        .saturating_duration_since(began)
+                        .as_micros();
+                    took[index].store(
+                        u64::try_from(micros).unwrap_or(NEVER_ANSWERED - 1),
+                        Ordering::Relaxed,
+                    );
+                }
+                result
             })
         },
-        |_, result| {
+        |index, result| {
+            silent[index].store(false, Ordering::Relaxed);
             match result {
                 Ok(found) => {
                     tally.add(found);
@@ -237,9 +291,7 @@ pub(crate) async fn read_round(
                 Verdict::Open { .. } => None,
             }
         },
-        watching
-            .as_ref()
-            .map(|w| (w.hurry, &enough as &(dyn Fn() -> bool + Sync))),
+        watching.as_ref().map(|w| (w.hurry, &end_at as &EndAt<'_>)),
     )
     .await;
     match decided {

@@ -2,6 +2,7 @@
 //! lockers' pushes and checked again on a timer in case a push was lost.
 
 use std::pin::Pin;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -9,7 +10,7 @@ use futures::Stream;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 
-use super::calls::{read_round, Watching};
+use super::calls::{read_round, Watching, NEVER_ANSWERED};
 use super::Leader;
 use crate::lock::coordinator::Coordinator;
 use crate::locker::wait::{PushEvent, PushSink};
@@ -42,9 +43,8 @@ const BUFFERED: usize = 16;
 /// reported unless its pushes were lost; a shorter one can be missed.
 /// "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
-/// While the answers do not settle who leads (too few lockers answer, or
-/// the leader's values change faster than a write quorum's answers to one
-/// read come in), nothing new is reported; the observer keeps trying and reports again
+/// While the answers do not settle who leads (too few lockers answer),
+/// nothing new is reported; the observer keeps trying and reports again
 /// when they do.
 ///
 /// An observer reads the lockers from a task of its own on the runtime it
@@ -168,10 +168,11 @@ impl Reported {
 /// saw the lockers. A push that arrives while a read still waits for
 /// answers cuts it at once, so that a short leadership is seen, unless
 /// the read before was cut or ended unsettled: then the push lets the read
-/// run until a write quorum of lockers answered (it ends then even if the
-/// answers do not settle who leads, rather than wait for a slow or stopped
-/// locker until its deadline), or until it ran a re-check, and another
-/// follows at once. So pushes that come faster than a read takes do not
+/// run until a write quorum of lockers answered and each locker still
+/// silent had twice as long as its last answer took (it ends then even if
+/// the answers do not settle who leads, rather than wait for a stopped
+/// locker until its deadline, while a slow one that may settle it gets its
+/// time), or until it ran a re-check, and another follows at once. So pushes that come faster than a read takes do not
 /// keep every read from finishing (every other read gets its quorum of
 /// answers), and a stopped locker does not hold a read past a hand-over.
 async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<Leader>>) {
@@ -180,6 +181,9 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
     let recheck = coord.wait_recheck();
     let ttl = coord.place_ttl();
     let mut reported = Reported::default();
+    let took: Arc<[AtomicU64]> = (0..coord.lockers.len())
+        .map(|_| AtomicU64::new(NEVER_ANSWERED))
+        .collect();
     // Whether the previous read was cut short or ended unsettled: the next
     // one is then not cut before a quorum answered, so that a stream of
     // pushes cannot keep every read from finishing.
@@ -194,6 +198,7 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
             sink: &sink,
             ttl,
             hurry: &hurry,
+            took: &took,
         };
         let read = read_round(&coord, &args, Some(watching));
         tokio::pin!(read);

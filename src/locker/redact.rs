@@ -81,6 +81,7 @@ fn host_part_and_after(rest: &str) -> (&str, &str) {
 /// password's first characters for a port or a path. A locker whose URLs
 /// never carry an `@` in their path or query refuses such a URL rather
 /// than connect to that host, or name it.
+#[cfg(feature = "redis")]
 pub(crate) fn at_after_host_part(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     host_part_and_after(rest).1.contains('@')

@@ -27,6 +27,7 @@ mod no_second_holder_at_the_drift_bound;
 mod observer_after_a_cancelled_proclaim;
 mod observer_order_with_two_reads_in_flight;
 mod observer_short_leaderships;
+mod observer_under_steady_proclaims_with_one_slow_locker;
 mod randomized;
 mod record_of_releases_in_quarantine_holds_what_it_says;
 mod reentrant;
