@@ -144,10 +144,11 @@ pub struct ServerArgs {
     pub max_connections: u32,
     /// Connections kept beyond --max-connections for handshakes and for
     /// the admin token, so that `status` and `locks` with the admin token
-    /// get in however many clients are connected. When every connection
-    /// is taken, a new one replaces the oldest one that has not
-    /// authenticated yet; if all have, it is closed.
-    #[arg(long, value_name = "N", default_value_t = 4)]
+    /// get in however many clients are connected (at least 1). When every
+    /// connection is taken, a new one replaces one that has not
+    /// authenticated after 100 ms; if all have, it is closed. Lowered to
+    /// fit the open-files limit.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub admin_reserve: u32,
     /// Most connections with the client token from one IP address,
     /// loopback included (clients behind one NAT share an address); the

@@ -13,17 +13,21 @@ use crate::fail::{Failure, FAILURE};
 use crate::server_nodes::load_token;
 use crate::signals::Signals;
 
+/// An address argument as an error may quote it: not at all when it
+/// looks like a URL given by mistake, which may hold a password.
+fn quoted_address(text: &str) -> String {
+    if text.contains(['@', '=']) || text.contains("://") {
+        "(not shown: it looks like a URL, which may hold a password)".to_owned()
+    } else {
+        format!("'{}'", crate::words::escaped(text))
+    }
+}
+
 pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     let addr: SocketAddr = args.listen.trim().parse().map_err(|e| {
-        // A URL given here by mistake may hold a password: not quoted then.
-        let listen = &args.listen;
-        let named = if listen.contains(['@', '=']) || listen.contains("://") {
-            "(not shown: it looks like a URL, which may hold a password)".to_owned()
-        } else {
-            format!("'{}'", crate::words::escaped(listen))
-        };
         Failure::usage(format!(
-            "bad --listen address {named}: {e} (expected ip:port, e.g. 127.0.0.1:7070)"
+            "bad --listen address {}: {e} (expected ip:port, e.g. 127.0.0.1:7070)",
+            quoted_address(&args.listen)
         ))
     })?;
     let metrics = args
@@ -32,7 +36,8 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         .map(|text| {
             text.trim().parse::<SocketAddr>().map_err(|e| {
                 Failure::usage(format!(
-                    "bad --metrics address '{text}': {e} (expected ip:port, e.g. 127.0.0.1:9464)"
+                    "bad --metrics address {}: {e} (expected ip:port, e.g. 127.0.0.1:9464)",
+                    quoted_address(text)
                 ))
             })
         })
@@ -55,14 +60,13 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         config = config.admin_token(admin);
     }
     config.handshake_timeout = args.handshake_timeout;
-    config.admin_reserve = args.admin_reserve as usize;
     // The metrics endpoint's descriptors are kept aside too.
     let metrics_files = if args.metrics.is_some() {
         crate::metrics_http::METRICS_FILES
     } else {
         0
     };
-    let files = open_files(config.admin_reserve + metrics_files);
+    let files = open_files(metrics_files);
     // The door (where a new connection that has not spoken yet waits while
     // every slot is taken) is served first, with up to half the
     // descriptors: without room there, a flood of silent connections
@@ -73,12 +77,19 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
             door = config.door,
             wanted = quorum_lock::net::DOOR,
             open_files = files,
-            "the door for new connections that have not spoken yet is smaller than it should              be for want of open files: a flood of silent connections can keep clients and the              admin out (raise ulimit -n)"
+            "the door for new connections that have not spoken yet is smaller than it should \
+             be for want of open files: a flood of silent connections can keep clients and the \
+             admin out (raise ulimit -n)"
         );
     }
+    // Then the admin reserve, with up to half of what is left, and the
+    // client connections with the rest: the slots never outnumber the
+    // descriptors, whatever --admin-reserve asks.
+    let left = files.saturating_sub(config.door);
+    config.admin_reserve = fit_reserve(args.admin_reserve as usize, left / 2);
     config.max_connections = fit_connections(
         args.max_connections as usize,
-        files.saturating_sub(config.door),
+        left.saturating_sub(config.admin_reserve),
     );
     config.max_connections_per_address = args.max_connections_per_address as usize;
     config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);
@@ -217,6 +228,22 @@ fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
 /// connection needs while it is accepted.
 const SPARE_FILES: usize = 24 + quorum_lock::net::EVICTING;
 
+/// `wanted` connections kept for handshakes and the admin, lowered to the
+/// `files` given them (at least one), saying so.
+fn fit_reserve(wanted: usize, files: usize) -> usize {
+    let fits = files.max(1);
+    if fits < wanted {
+        tracing::warn!(
+            admin_reserve = fits,
+            wanted,
+            open_files = files,
+            "lowering --admin-reserve to fit the open-files limit (raise ulimit -n to keep more)"
+        );
+        return fits;
+    }
+    wanted
+}
+
 /// `wanted` client connections, lowered to the `files` left for them (at
 /// least one), saying so.
 fn fit_connections(wanted: usize, files: usize) -> usize {
@@ -233,7 +260,7 @@ fn fit_connections(wanted: usize, files: usize) -> usize {
     wanted
 }
 
-/// The descriptors left for client connections and the door (where new
+/// The descriptors left for the connections and the door (where new
 /// connections wait for their first bytes) once [`SPARE_FILES`] and
 /// `reserve` more are set aside, after raising the soft open-files limit
 /// to the hard one. Accepting beyond the limit fails with EMFILE, which no

@@ -96,7 +96,8 @@ pub struct ServerConfig {
     /// connections that present the admin token: clients with the client
     /// token hold at most `max_connections` at once, so an operator can
     /// always connect with the admin token, however many clients hold
-    /// theirs. Default 4.
+    /// theirs. Default 4; with 0 nothing is kept for the admin, who then
+    /// competes with the clients (the command line refuses 0).
     pub admin_reserve: usize,
     /// Most connections authenticated with the client token from one IP
     /// address, loopback included; a connection beyond it is rejected in

@@ -44,6 +44,9 @@ pub(crate) enum Cause {
     SilentAtDoor,
     /// Pushed out of a full door by newer silent connections.
     DoorFull,
+    /// Spoke, but found no slot at the door: none freed within twice the
+    /// grace, or pushed out of a full door by newer connections.
+    NoSlotAtDoor,
     /// The client token's `max_connections` are all in use.
     ClientsFull,
     /// The peer's address holds `max_connections_per_address` already.
@@ -53,7 +56,7 @@ pub(crate) enum Cause {
     Misbehaving,
 }
 
-const CAUSES: usize = 15;
+const CAUSES: usize = 16;
 
 impl Cause {
     fn index(self) -> usize {

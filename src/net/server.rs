@@ -161,12 +161,15 @@ impl LockServer {
                                 // slot, for its first bytes; one that spoke,
                                 // for a slot the handshakes in progress give
                                 // up within their grace.
-                                if let Some((_, peer)) = door.push(stream, peer) {
-                                    let cause = if door.has_room() {
+                                if let Some((out, peer)) = door.push(stream, peer) {
+                                    let cause = if has_spoken(&out) {
+                                        Cause::NoSlotAtDoor
+                                    } else if door.has_room() {
                                         Cause::DoorFull
                                     } else {
                                         Cause::SilentAtDoor
                                     };
+                                    drop(out);
                                     self.refused(cause, peer);
                                 }
                             }
@@ -320,7 +323,8 @@ impl LockServer {
     }
 
     /// Lets in the connections at the door that spoke meanwhile, and closes
-    /// those that stayed silent for [`SILENT_GRACE`].
+    /// those that stayed silent for [`SILENT_GRACE`] and those that spoke
+    /// but found no slot for twice as long.
     fn let_in_from_door(&self, door: &mut Door, sessions: &mut JoinSet<()>) {
         let mut again = Vec::new();
         for (stream, peer, since) in door.take_ready() {
@@ -334,6 +338,7 @@ impl LockServer {
                 Err(Cause::Flood) if since.elapsed() < 2 * SILENT_GRACE => {
                     again.push((stream, peer, since));
                 }
+                Err(Cause::Flood) => self.refused(Cause::NoSlotAtDoor, peer),
                 Err(cause) => self.refused(cause, peer),
             }
         }
@@ -364,6 +369,15 @@ impl LockServer {
                 "closed silent connections waiting for their first bytes to make room for \
                  newer ones: more than `door` connections that send nothing arrive within \
                  100 ms (`refused` counts them since the last such line)"
+            ),
+            Cause::NoSlotAtDoor => tracing::warn!(
+                %peer,
+                refused,
+                door = config.door,
+                "closed connections that sent their first bytes but found no slot at the door \
+                 (none freed within 200 ms, or more than `door` waited and newer ones pushed \
+                 them out): every slot held a handshake in progress, a flood of connections \
+                 that speak (`refused` counts them since the last such line)"
             ),
             Cause::Flood => tracing::warn!(
                 %peer,
@@ -447,13 +461,13 @@ const SILENT_GRACE: Duration = Duration::from_millis(100);
 /// system call per connection there).
 const DOOR_TICK: Duration = Duration::from_millis(2);
 
-/// Connections that had sent nothing when they were accepted while no slot
-/// was free for them, waiting without a slot for their first bytes: at
-/// most [`ServerConfig::door`], each for at most [`SILENT_GRACE`];
-/// a newcomer beyond that many closes the oldest. A client's handshake is
-/// a moment behind its connection at most, so it gets a slot once it
-/// spoke (evicting a silent connection), however many silent ones a
-/// flood opens meanwhile.
+/// Connections that found no slot free for them, waiting without a slot:
+/// one that had sent nothing when it was accepted for its first bytes, at
+/// most [`SILENT_GRACE`], one that spoke for a slot to free, at most twice
+/// as long; at most [`ServerConfig::door`] of them, a newcomer beyond that
+/// many closing the oldest. A client's handshake is a moment behind its
+/// connection at most, so it gets a slot once it spoke (evicting a silent
+/// connection), however many silent ones a flood opens meanwhile.
 struct Door {
     room: usize,
     waiting: std::collections::VecDeque<(TcpStream, SocketAddr, tokio::time::Instant)>,
@@ -519,14 +533,20 @@ impl Door {
         }
     }
 
-    /// Closes those that stayed silent for the grace; their peers.
+    /// Closes those that stayed silent for the grace; their peers. Those
+    /// that spoke (put back to wait for a slot) stay: they have twice as
+    /// long, and `LockServer::let_in_from_door` ends their wait.
     fn close_expired(&mut self) -> Vec<SocketAddr> {
         let mut closed = Vec::new();
-        while let Some((_, _, since)) = self.waiting.front() {
+        let mut at = 0;
+        // In the order they came: stop at the first within its grace.
+        while let Some((stream, _, since)) = self.waiting.get(at) {
             if since.elapsed() < SILENT_GRACE {
                 break;
             }
-            if let Some((_, peer, _)) = self.waiting.pop_front() {
+            if has_spoken(stream) {
+                at += 1;
+            } else if let Some((_, peer, _)) = self.waiting.remove(at) {
                 closed.push(peer);
             }
         }
