@@ -36,7 +36,8 @@ pub async fn hold(args: HoldArgs, mut signals: Signals) -> Result<u8, Failure> {
     };
     let what = describe(&args.name, args.permits, guard.slot());
     let mut facts = vec![
-        format!("name={}", args.name),
+        // As given, but it is printed: escaped like everything else.
+        format!("name={}", crate::words::escaped(&args.name)),
         format!("uid={}", guard.uid()),
     ];
     match guard.fencing_token().await {

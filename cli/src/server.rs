@@ -67,10 +67,14 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         0
     };
     let files = open_files(metrics_files);
-    // The door (where a new connection that has not spoken yet waits while
-    // every slot is taken) is served first, with up to half the
-    // descriptors: without room there, a flood of silent connections
-    // keeps clients and the admin out.
+    // The admin reserve first, with up to half the descriptors, whatever
+    // --admin-reserve asks: the slots never outnumber the descriptors.
+    config.admin_reserve = fit_reserve(args.admin_reserve as usize, files / 2);
+    let files = files.saturating_sub(config.admin_reserve);
+    // Then the door (where a new connection that has not spoken yet waits
+    // while every slot is taken), with up to half of what is left: without
+    // room there, a flood of silent connections keeps clients and the
+    // admin out. The client connections get the rest.
     config.door = config.door.min(files / 2);
     if config.door < quorum_lock::net::DOOR {
         tracing::warn!(
@@ -82,14 +86,9 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
              admin out (raise ulimit -n)"
         );
     }
-    // Then the admin reserve, with up to half of what is left, and the
-    // client connections with the rest: the slots never outnumber the
-    // descriptors, whatever --admin-reserve asks.
-    let left = files.saturating_sub(config.door);
-    config.admin_reserve = fit_reserve(args.admin_reserve as usize, left / 2);
     config.max_connections = fit_connections(
         args.max_connections as usize,
-        left.saturating_sub(config.admin_reserve),
+        files.saturating_sub(config.door),
     );
     config.max_connections_per_address = args.max_connections_per_address as usize;
     config.idle_timeout = (!args.idle_timeout.is_zero()).then_some(args.idle_timeout);

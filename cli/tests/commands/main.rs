@@ -61,4 +61,3 @@ mod tls;
 mod unauthenticated_memory;
 mod versions;
 mod waiting;
-mod wrong_token_flood_log_wording;
