@@ -142,7 +142,10 @@ impl Election {
     /// could proclaim waits again, so it never returns leadership it does
     /// not hold and never drops out of the race silently. It fails only
     /// with errors that waiting cannot mend: [`Error::InvalidArgument`] for
-    /// a value over [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN),
+    /// a value over [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN), or when the
+    /// term (a fencing token) cannot be drawn because the lockers' wall
+    /// clocks are more than [`FENCE_CLOCK_TOLERANCE`](crate::FENCE_CLOCK_TOLERANCE) apart (the error names
+    /// the clocks; docs/guarantees.md, fencing tokens),
     /// [`Error::Unsupported`] when the lockers cannot hold an election,
     /// [`Error::NoRuntime`].
     ///

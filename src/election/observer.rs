@@ -40,7 +40,9 @@ const BUFFERED: usize = 16;
 /// for by a re-check every `Timeouts::wait_recheck` (1 s by default). A
 /// leadership that lasts longer than two reads (a read takes as long as
 /// the slowest locker of the quickest write quorum takes to answer) is
-/// reported unless its pushes were lost; a shorter one can be missed.
+/// reported unless its pushes were lost, or a locker kept its lock but
+/// refused its value (docs/election.md, what is not guaranteed); a shorter
+/// one can be missed.
 /// "No leader" is reported
 /// within that re-check after a quorum of lockers freed the leader's lock.
 /// While the answers do not settle who leads (too few lockers answer),

@@ -298,8 +298,11 @@ macro_rules! guard {
 
             /// Resolves when the lock is lost. Race it against the work the
             /// lock protects, and stop that work when it fires. It fires
-            /// at least `Lease::safety_margin` before any locker can expire
-            /// the lock, and never while a quorum keeps confirming it.
+            /// before any locker can expire the lock: `Lease::safety_margin`
+            /// before with clocks that run at the same rate, less what
+            /// lockers' clocks running faster take within the drift bound
+            /// (docs/guarantees.md, the assumptions); and never while a
+            /// quorum keeps confirming it.
             ///
             /// The future keeps its own timer at the loss deadline while it
             /// is polled on a tokio runtime, and counts the lock as held by
