@@ -38,13 +38,16 @@ const BUFFERED: usize = 16;
 /// whose proclaim failed, is never reported. A change reaches the
 /// observer with the lockers' push, and a push that is lost is made up
 /// for by a re-check every `Timeouts::wait_recheck` (1 s by default). A
-/// leadership that lasts longer than two reads (a read takes as long as
-/// the slowest locker of the quickest write quorum takes to answer) is
-/// reported unless its pushes were lost, or a locker kept its lock but
-/// refused its value (docs/election.md, what is not guaranteed); a shorter
-/// one can be missed.
-/// "No leader" is reported
-/// within that re-check after a quorum of lockers freed the leader's lock.
+/// leadership that lasts longer than two reads is reported unless its
+/// pushes were lost or late, or a locker kept its lock but refused its
+/// value (docs/election.md, what is not guaranteed); a shorter one can be
+/// missed. A read takes as long as the slowest locker that answers takes
+/// to answer it: a read that a push hurries waits for each locker twice
+/// as long as its last answer took, also for one that has stopped since.
+/// "No leader" is reported within a re-check after a quorum of lockers
+/// freed the leader's lock when the pushes arrive; when they are lost,
+/// within a re-check and a read (a read that a locker holds open ends
+/// after `Timeouts::acquire`, 1 s by default).
 /// While the answers do not settle who leads (too few lockers answer),
 /// nothing new is reported; the observer keeps trying and reports again
 /// when they do.
@@ -238,9 +241,12 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
             // A change came while the read ran: read again at once.
             continue;
         }
+        // Re-checks are a re-check apart from where the last read began, so
+        // that a read held open by a locker that does not answer does not
+        // push the next one a whole re-check further.
         tokio::select! {
             () = bell.0.notified() => {}
-            () = tokio::time::sleep(recheck) => {}
+            () = tokio::time::sleep_until(began + recheck) => {}
             () = tx.closed() => return,
         }
     }
