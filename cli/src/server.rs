@@ -67,6 +67,19 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
         0
     };
     let files = open_files(metrics_files);
+    if files < MIN_FILES {
+        // Slots without descriptors behind them would fail at accept, which
+        // no client can be told about.
+        return Err(Failure::new(
+            FAILURE,
+            format!(
+                "the open-files limit (ulimit -n) leaves {files} descriptors for connections \
+                 beside the {SPARE_FILES} the server keeps for itself; it needs at least \
+                 {MIN_FILES}: raise ulimit -n to {} or more",
+                SPARE_FILES + metrics_files + MIN_FILES
+            ),
+        ));
+    }
     // The admin reserve first, with up to half the descriptors, whatever
     // --admin-reserve asks: the slots never outnumber the descriptors.
     config.admin_reserve = fit_reserve(args.admin_reserve as usize, files / 2);
@@ -226,6 +239,10 @@ fn serve_metrics(addr: SocketAddr) -> Result<(), Failure> {
 /// cap while evicted ones close (`EVICTING`), and the one a refused
 /// connection needs while it is accepted.
 const SPARE_FILES: usize = 24 + quorum_lock::net::EVICTING;
+
+/// The fewest descriptors the connections may have: one for the admin
+/// reserve, one for a client, two for the door.
+const MIN_FILES: usize = 4;
 
 /// `wanted` connections kept for handshakes and the admin, lowered to the
 /// `files` given them (at least one), saying so.

@@ -220,15 +220,16 @@ impl LockServer {
     }
 
     /// Takes a connection slot. When all are taken, a connection still in
-    /// its handshake is closed to make room, once it had [`SILENT_GRACE`]
-    /// to finish it: one whose handshake was refused first, then one that
-    /// had sent nothing when it was accepted, then the oldest. While every
-    /// one is younger, the newcomer waits at the door (`Cause::Flood`). A
-    /// client sends its handshake (or its TLS hello) as soon as it is
-    /// connected and completes it within a round trip, so peers with the
-    /// client token or none can only keep it out by opening connections
-    /// faster than it gets a turn at the door, not by holding idle ones for
-    /// the handshake timeout, nor by evicting it mid-handshake.
+    /// its handshake is closed to make room: one whose handshake was
+    /// refused first, then one that has sent nothing (any, for a newcomer
+    /// that spoke; for a silent newcomer, one that had [`SILENT_GRACE`] to
+    /// speak), then the oldest one in its handshake that had that grace to
+    /// finish it. While none may go, the newcomer waits at the door
+    /// (`Cause::Flood`). A client sends its handshake (or its TLS hello) as
+    /// soon as it is connected and completes it within a round trip, so
+    /// peers with the client token or none can neither hold it out with
+    /// silent connections nor evict it mid-handshake; a flood of
+    /// connections that speak competes with it for a turn at the door.
     /// Otherwise, why not: every slot holds an authenticated connection,
     /// or so many were evicted that the evicted ones have not all closed
     /// yet (a flood of peers that do not authenticate).
@@ -256,19 +257,21 @@ impl LockServer {
             }
             let victim = {
                 let mut pending = state.pending();
-                // Every connection gets `SILENT_GRACE` to finish its
-                // handshake before anyone may evict it (a client's takes a
-                // round trip): else a flood of connections that speak,
-                // with the client token or none, would evict the admin's
-                // before it is through, and a flood of silent ones would
-                // keep evicting its own. One that was refused goes first
-                // (it is closing anyway), then the silent ones, then the
-                // oldest.
+                // One that was refused goes first (it is closing anyway),
+                // then a silent one (a client sends its handshake at once):
+                // for a newcomer that spoke, any; for a silent newcomer,
+                // one that had `SILENT_GRACE` to speak, else a flood of
+                // silent connections would keep evicting its own. One in
+                // its handshake goes last, oldest first, and only once it
+                // had that grace to finish (a client's takes a round
+                // trip): else a flood of connections that speak, with the
+                // client token or none, would evict the admin's before it
+                // is through.
                 let old = |p: &Pending| p.accepted.elapsed() >= SILENT_GRACE;
                 let at = pending
                     .iter()
                     .position(|p| p.refused)
-                    .or_else(|| pending.iter().position(|p| !p.spoke && old(p)))
+                    .or_else(|| pending.iter().position(|p| !p.spoke && (spoke || old(p))))
                     .or_else(|| pending.iter().position(old));
                 match at {
                     Some(at) => pending.remove(at),
@@ -376,8 +379,9 @@ impl LockServer {
                 door = config.door,
                 "closed connections that sent their first bytes but found no slot at the door \
                  (none freed within 200 ms, or more than `door` waited and newer ones pushed \
-                 them out): every slot held a handshake in progress, a flood of connections \
-                 that speak (`refused` counts them since the last such line)"
+                 them out): every slot held a connection in its handshake, given 100 ms to \
+                 finish it, or a flood of new ones took the slots first (`refused` counts them \
+                 since the last such line)"
             ),
             Cause::Flood => tracing::warn!(
                 %peer,

@@ -42,22 +42,32 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     // One deadline for the TLS handshake and the lock handshake together:
     // the handshake timeout bounds how long a peer without a token stays.
     let deadline = tokio::time::Instant::now() + server.config.handshake_timeout;
+    // The first byte is waited for apart: from then on the connection is in
+    // its handshake, which a newcomer may not cut short before its grace
+    // (a silent one may be evicted for a newcomer that spoke at once); and
+    // with TLS, a peer that never starts it and one that starts it too
+    // slowly are told apart in the log.
+    let mut first = [0u8; 1];
+    let started = tokio::time::timeout_at(deadline, stream.peek(&mut first));
+    let started = tokio::select! {
+        started = started => started,
+        () = slot.evicted() => return,
+    };
+    let started = match started {
+        // Gone before saying anything: a port check, or a client that gave
+        // up. Nobody to answer, and nothing wrong with the server.
+        Ok(Ok(0)) | Ok(Err(_)) => {
+            tracing::debug!(%peer, "closed before its handshake");
+            return;
+        }
+        Ok(Ok(_)) => {
+            server.spoke_pending(slot.id());
+            true
+        }
+        Err(_) => false,
+    };
     #[cfg(feature = "tls")]
     if let Some(tls) = &server.config.tls {
-        // The first byte is waited for apart, so that a peer that never
-        // starts TLS and one that starts it too slowly are told apart in
-        // the log.
-        let mut first = [0u8; 1];
-        let started = tokio::time::timeout_at(deadline, stream.peek(&mut first));
-        let started = tokio::select! {
-            started = started => started,
-            () = slot.evicted() => return,
-        };
-        let started = match started {
-            Ok(Ok(0)) | Ok(Err(_)) => return,
-            Ok(Ok(_)) => true,
-            Err(_) => false,
-        };
         let handshake = async {
             if started {
                 tokio::time::timeout_at(deadline, tls.acceptor.accept(stream)).await
@@ -102,6 +112,9 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         server.metrics.auth_refused(AuthRefusal::Tls);
         return;
     }
+    // Without a first byte by the deadline, the handshake below times out
+    // at once and says so.
+    let _ = started;
     session(Box::new(stream), peer, server, &slot, deadline).await
 }
 

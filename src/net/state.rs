@@ -140,6 +140,14 @@ impl ServerState {
         }
     }
 
+    /// Marks connection `id` as one that sent its first bytes: in its
+    /// handshake, no longer silent.
+    pub(super) fn spoke_pending(&self, id: u64) {
+        if let Some(p) = self.pending().iter_mut().find(|p| p.id == id) {
+            p.spoke = true;
+        }
+    }
+
     /// Marks connection `id`, whose handshake was refused, as the next to
     /// evict after the silent ones.
     pub(super) fn refused_pending(&self, id: u64) {
@@ -160,8 +168,9 @@ impl ServerState {
 pub(super) struct Pending {
     pub(super) id: u64,
     pub(super) evict: CancellationToken,
-    /// Whether it had sent something when it was accepted: a client opens
-    /// with its handshake at once, so one that had not is the first to go.
+    /// Whether it has sent something (when it was accepted, or since): a
+    /// client opens with its handshake at once, so one that has not is the
+    /// first to go.
     pub(super) spoke: bool,
     pub(super) accepted: tokio::time::Instant,
     /// Its handshake was refused: it is only telling the peer why, and
