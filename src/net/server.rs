@@ -219,16 +219,15 @@ impl LockServer {
         }
     }
 
-    /// Takes a connection slot. When all are taken, a connection still in
-    /// its handshake is closed to make room: one whose handshake was
-    /// refused first, then one that has sent nothing (any, for a newcomer
-    /// that spoke; for a silent newcomer, one that had [`SILENT_GRACE`] to
-    /// speak), then the oldest one in its handshake that had that grace to
-    /// finish it. While none may go, the newcomer waits at the door
-    /// (`Cause::Flood`). A client sends its handshake (or its TLS hello) as
-    /// soon as it is connected and completes it within a round trip, so
-    /// peers with the client token or none can neither hold it out with
-    /// silent connections nor evict it mid-handshake; a flood of
+    /// Takes a connection slot. When all are taken, a newcomer that spoke
+    /// closes one that has not authenticated: one whose handshake was
+    /// refused first, then one that has sent nothing for [`SILENT_GRACE`],
+    /// then the oldest one in its handshake that had that grace to finish
+    /// it. A silent newcomer, or one for which none may go yet, waits at
+    /// the door (`Cause::Flood`). A client sends its handshake (or its TLS
+    /// hello) as soon as it is connected and completes it within a round
+    /// trip, so peers with the client token or none can neither hold it
+    /// out with silent connections nor evict it mid-handshake; a flood of
     /// connections that speak competes with it for a turn at the door.
     /// Otherwise, why not: every slot holds an authenticated connection,
     /// or so many were evicted that the evicted ones have not all closed
@@ -257,22 +256,26 @@ impl LockServer {
             }
             let victim = {
                 let mut pending = state.pending();
-                // One that was refused goes first (it is closing anyway),
-                // then a silent one (a client sends its handshake at once):
-                // for a newcomer that spoke, any; for a silent newcomer,
-                // one that had `SILENT_GRACE` to speak, else a flood of
-                // silent connections would keep evicting its own. One in
-                // its handshake goes last, oldest first, and only once it
-                // had that grace to finish (a client's takes a round
-                // trip): else a flood of connections that speak, with the
-                // client token or none, would evict the admin's before it
-                // is through.
+                // Only a newcomer that spoke evicts: a silent one waits at
+                // the door for its first bytes, so that it cannot take a
+                // slot ahead of one that spoke there. One that was refused
+                // goes first (it is closing anyway), then a silent one,
+                // then the oldest in its handshake; the last two only once
+                // they had `SILENT_GRACE` to speak or to finish (a client
+                // sends its handshake at once and completes it within a
+                // round trip): else a flood of connections that speak, with
+                // the client token or none, would evict the admin's before
+                // it is through.
                 let old = |p: &Pending| p.accepted.elapsed() >= SILENT_GRACE;
-                let at = pending
-                    .iter()
-                    .position(|p| p.refused)
-                    .or_else(|| pending.iter().position(|p| !p.spoke && (spoke || old(p))))
-                    .or_else(|| pending.iter().position(old));
+                let at = if spoke {
+                    pending
+                        .iter()
+                        .position(|p| p.refused)
+                        .or_else(|| pending.iter().position(|p| !p.spoke && old(p)))
+                        .or_else(|| pending.iter().position(old))
+                } else {
+                    None
+                };
                 match at {
                     Some(at) => pending.remove(at),
                     None if pending.is_empty() => None,
