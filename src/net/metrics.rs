@@ -629,7 +629,7 @@ mod tests {
         assert_eq!((refused("malformed"), refused("token")), (1, 0));
 
         // The second slot goes to a connection that never authenticates; a
-        // third takes its place, and a fourth finds it waiting in turn.
+        // newcomer that speaks takes its place.
         let state = |state| kept.gauge(CONNECTIONS, &[("state", state)]);
         eventually("the refused connection closed", || {
             state("handshake") == 0.0
@@ -640,10 +640,12 @@ mod tests {
             state("handshake") == 1.0
         })
         .await;
-        // A silent newcomer takes the place of a silent connection only once
-        // that one had its grace (100 ms) to speak.
+        // A newcomer that speaks takes the place of a silent connection once
+        // that one had its grace (100 ms) to speak (a silent newcomer would
+        // wait at the door instead).
         tokio::time::sleep(Duration::from_millis(150)).await;
-        let _next = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut next = tokio::net::TcpStream::connect(addr).await.unwrap();
+        next.write_all(&[0]).await.unwrap();
         let accepted = || kept.counter(CONNECTIONS_ACCEPTED, &[]);
         eventually("an eviction", || {
             limit("max_connections") == 1 && accepted() == 4
