@@ -42,6 +42,7 @@ mod connect;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod decoding;
+mod door;
 mod expiry;
 mod io;
 mod labels;

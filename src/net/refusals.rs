@@ -42,10 +42,10 @@ pub(crate) enum Cause {
     /// Sent nothing within its grace at the door, while every slot was
     /// taken.
     SilentAtDoor,
-    /// Pushed out of a full door by newer silent connections.
+    /// Silent at a full door, pushed out by a newer connection.
     DoorFull,
     /// Spoke, but found no slot at the door: none freed within twice the
-    /// grace, or pushed out of a full door by newer connections.
+    /// grace, or none when newer ones pushed it out of a full door.
     NoSlotAtDoor,
     /// The client token's `max_connections` are all in use.
     ClientsFull,

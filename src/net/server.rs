@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{ServerConfig, EVICTING};
+use super::door::{has_spoken, Door, Leaving, DOOR_TICK, SILENT_GRACE};
 use super::labels::Limit;
 use super::ledger::{Ledger, Limits};
 use super::metrics::ServerMetrics;
@@ -161,16 +162,16 @@ impl LockServer {
                                 // slot, for its first bytes; one that spoke,
                                 // for a slot the handshakes in progress give
                                 // up within their grace.
-                                if let Some((out, peer)) = door.push(stream, peer) {
-                                    let cause = if has_spoken(&out) {
-                                        Cause::NoSlotAtDoor
-                                    } else if door.has_room() {
-                                        Cause::DoorFull
-                                    } else {
-                                        Cause::SilentAtDoor
-                                    };
-                                    drop(out);
-                                    self.refused(cause, peer);
+                                match door.push(stream, peer, spoke) {
+                                    None => {}
+                                    Some(Leaving::Closed(out, cause)) => self.refused(cause, out),
+                                    Some(Leaving::Spoke(out)) => match self.slot(out.peer.ip(), true) {
+                                        Ok(slot) => {
+                                            sessions.spawn(accept(out.stream, out.peer, slot));
+                                        }
+                                        Err(Cause::Flood) => self.refused(Cause::NoSlotAtDoor, out.peer),
+                                        Err(cause) => self.refused(cause, out.peer),
+                                    },
                                 }
                             }
                             Err(cause) => {
@@ -333,16 +334,17 @@ impl LockServer {
     /// but found no slot for twice as long.
     fn let_in_from_door(&self, door: &mut Door, sessions: &mut JoinSet<()>) {
         let mut again = Vec::new();
-        for (stream, peer, since) in door.take_ready() {
+        for waiting in door.take_ready() {
+            let (peer, since) = (waiting.peer, waiting.since);
             match self.slot(peer.ip(), true) {
                 Ok(slot) => {
-                    sessions.spawn(accept(stream, peer, slot));
+                    sessions.spawn(accept(waiting.stream, peer, slot));
                 }
                 // Every slot holds a handshake still within its grace:
                 // wait for one to end, as long as two graces (a slot's
                 // holder may have come to it at the same instant).
                 Err(Cause::Flood) if since.elapsed() < 2 * SILENT_GRACE => {
-                    again.push((stream, peer, since));
+                    again.push(waiting);
                 }
                 Err(Cause::Flood) => self.refused(Cause::NoSlotAtDoor, peer),
                 Err(cause) => self.refused(cause, peer),
@@ -381,8 +383,8 @@ impl LockServer {
                 refused,
                 door = config.door,
                 "closed connections that sent their first bytes but found no slot at the door \
-                 (none freed within 200 ms, or more than `door` waited and newer ones pushed \
-                 them out): every slot held a connection in its handshake, given 100 ms to \
+                 (none freed within 200 ms, or none when more than `door` waited and newer \
+                 ones pushed them out): every slot held a connection in its handshake, given 100 ms to \
                  finish it, or a flood of new ones took the slots first (`refused` counts them \
                  since the last such line)"
             ),
@@ -457,113 +459,4 @@ impl std::fmt::Debug for ServerStats {
             .field("released_bytes", &self.released_bytes())
             .finish()
     }
-}
-
-/// How long a connection that had sent nothing when it was accepted is
-/// kept from being evicted by another such one: long enough for a client's
-/// handshake to arrive, far shorter than the handshake timeout.
-const SILENT_GRACE: Duration = Duration::from_millis(100);
-
-/// How often the connections at the door are looked at (each look is a
-/// system call per connection there).
-const DOOR_TICK: Duration = Duration::from_millis(2);
-
-/// Connections that found no slot free for them, waiting without a slot:
-/// one that had sent nothing when it was accepted for its first bytes, at
-/// most [`SILENT_GRACE`], one that spoke for a slot to free, at most twice
-/// as long; at most [`ServerConfig::door`] of them, a newcomer beyond that
-/// many closing the oldest. A client's handshake is a moment behind its
-/// connection at most, so it gets a slot once it spoke (evicting a silent
-/// connection), however many silent ones a flood opens meanwhile.
-struct Door {
-    room: usize,
-    waiting: std::collections::VecDeque<(TcpStream, SocketAddr, tokio::time::Instant)>,
-}
-
-impl Door {
-    fn new(room: usize) -> Door {
-        Door {
-            room,
-            waiting: std::collections::VecDeque::new(),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.waiting.is_empty()
-    }
-
-    fn has_room(&self) -> bool {
-        self.room > 0
-    }
-
-    /// Puts `stream` at the door; the one it pushed out, if any (itself
-    /// where the door has no room at all).
-    fn push(&mut self, stream: TcpStream, peer: SocketAddr) -> Option<(TcpStream, SocketAddr)> {
-        if self.room == 0 {
-            return Some((stream, peer));
-        }
-        let out = if self.waiting.len() >= self.room {
-            self.waiting.pop_front().map(|(s, p, _)| (s, p))
-        } else {
-            None
-        };
-        self.waiting
-            .push_back((stream, peer, tokio::time::Instant::now()));
-        out
-    }
-
-    /// Those that spoke, taken from the door, oldest first, with when they
-    /// came to it.
-    fn take_ready(&mut self) -> Vec<(TcpStream, SocketAddr, tokio::time::Instant)> {
-        let mut ready = Vec::new();
-        let mut at = 0;
-        while at < self.waiting.len() {
-            if has_spoken(&self.waiting[at].0) {
-                if let Some(waiting) = self.waiting.remove(at) {
-                    ready.push(waiting);
-                }
-            } else {
-                at += 1;
-            }
-        }
-        ready
-    }
-
-    /// Puts back, in their places by when they came, those taken that
-    /// found no slot yet.
-    fn put_back(&mut self, taken: Vec<(TcpStream, SocketAddr, tokio::time::Instant)>) {
-        for waiting in taken {
-            let at = self
-                .waiting
-                .partition_point(|(_, _, since)| *since <= waiting.2);
-            self.waiting.insert(at, waiting);
-        }
-    }
-
-    /// Closes those that stayed silent for the grace; their peers. Those
-    /// that spoke (put back to wait for a slot) stay: they have twice as
-    /// long, and `LockServer::let_in_from_door` ends their wait.
-    fn close_expired(&mut self) -> Vec<SocketAddr> {
-        let mut closed = Vec::new();
-        let mut at = 0;
-        // In the order they came: stop at the first within its grace.
-        while let Some((stream, _, since)) = self.waiting.get(at) {
-            if since.elapsed() < SILENT_GRACE {
-                break;
-            }
-            if has_spoken(stream) {
-                at += 1;
-            } else if let Some((_, peer, _)) = self.waiting.remove(at) {
-                closed.push(peer);
-            }
-        }
-        closed
-    }
-}
-
-/// Whether `stream` has bytes waiting to be read, without reading them
-/// (and without waiting: the socket does not block).
-fn has_spoken(stream: &tokio::net::TcpStream) -> bool {
-    let mut first = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-    matches!(socket2::SockRef::from(stream).peek(&mut first), Ok(n) if n > 0)
 }
