@@ -612,8 +612,7 @@ const LONGEST: Duration = Duration::from_secs(100 * 31_557_600);
 /// every duration here is a period or a deadline, and so is one past
 /// [`LONGEST`].
 fn duration(text: &str) -> Result<Duration, String> {
-    let parsed = humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{e} (expected e.g. 500ms, 6s, 1m)"))?;
+    let parsed = humantime::parse_duration(text.trim()).map_err(duration_error)?;
     if parsed.is_zero() {
         return Err("must be greater than zero".into());
     }
@@ -624,6 +623,22 @@ fn duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(parsed)
+}
+
+/// Why a duration did not parse, in words that quote none of its text:
+/// the value may be a password typed in the wrong place (the parser's own
+/// message quotes the letters it took for a unit).
+fn duration_error(err: humantime::DurationError) -> String {
+    use humantime::DurationError as E;
+    let why = match err {
+        E::UnknownUnit { unit, .. } if unit.is_empty() => "a time unit is needed",
+        E::UnknownUnit { .. } => "unknown time unit (ns, us, ms, s, m, h, d)",
+        E::NumberExpected(_) => "a number is expected before each unit",
+        E::InvalidCharacter(_) => "only digits and unit letters are allowed",
+        E::NumberOverflow => "the number is too large",
+        E::Empty => "the value is empty",
+    };
+    format!("{why} (expected e.g. 500ms, 6s, 1m)")
 }
 
 /// A [`duration`], or `0` / `off` for none (zero).

@@ -137,7 +137,7 @@ fn plausible_host(authority: &str) -> bool {
 }
 
 /// RFC 3986's scheme: a letter, then letters, digits, `+`, `-` or `.`.
-fn plausible_scheme(scheme: &str) -> bool {
+pub(crate) fn plausible_scheme(scheme: &str) -> bool {
     scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme
             .chars()

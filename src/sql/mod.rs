@@ -178,8 +178,11 @@ impl SqlLocker {
                  \"postgres\") or mysql:// (feature \"mysql\")",
                 if scheme.is_empty() {
                     "a URL without a scheme".to_owned()
-                } else {
+                } else if crate::locker::redact::plausible_scheme(scheme) {
                     format!("scheme {scheme:?}")
+                } else {
+                    // It may be a password typed in the wrong place.
+                    "a URL whose text before \"://\" is no scheme (not shown)".to_owned()
                 }
             ))
         })?;

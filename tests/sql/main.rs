@@ -11,6 +11,9 @@ mod sql_support;
 
 mod servers;
 
+#[cfg(feature = "postgres")]
+mod text_before_a_scheme_never_shows;
+
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

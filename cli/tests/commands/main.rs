@@ -28,6 +28,7 @@ mod debug_logs;
 mod default_ignorable_characters;
 mod disconnects;
 mod door_wait_of_a_connection_that_spoke;
+mod duration_errors_show_no_password;
 mod edges;
 mod elect;
 mod errors;
