@@ -146,8 +146,9 @@ pub struct ServerArgs {
     /// the admin token, so that `status` and `locks` with the admin token
     /// get in however many clients are connected (at least 1). When every
     /// connection is taken, a new one replaces one that has not
-    /// authenticated after 100 ms; if all have, it is closed. Lowered to
-    /// fit the open-files limit.
+    /// authenticated after 100 ms; if all have, it is closed. Peers without
+    /// a token that keep sending handshakes compete with the admin for a
+    /// turn (docs/lock-servers.md). Lowered to fit the open-files limit.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub admin_reserve: u32,
     /// Most connections with the client token from one IP address,
