@@ -153,7 +153,9 @@ impl Election {
     ///
     /// Cancel safe: dropped at any point, it leaves no place in line, grant
     /// or value on any locker (the outstanding calls finish on the runtime
-    /// and undo what they did, as for [`DRWMutex::lock`]).
+    /// and undo what they did, as for [`DRWMutex::lock`]). A value that
+    /// reached a write quorum before the drop is reported by observers
+    /// until that undo lands.
     pub async fn campaign(&self, value: impl Into<Arc<[u8]>>) -> Result<Leadership, Error> {
         self.run(value.into(), Patience::Forever).await
     }

@@ -25,6 +25,7 @@ mod lease;
 mod lost_locks_and_wait_outcomes;
 mod no_second_holder_at_the_drift_bound;
 mod observer_after_a_cancelled_proclaim;
+mod observer_and_a_campaign_that_has_not_returned;
 mod observer_no_leader_within_a_recheck_without_pushes;
 mod observer_order_with_two_reads_in_flight;
 mod observer_short_leaderships;
