@@ -389,10 +389,18 @@ impl WaitWatch {
     }
 
     /// A lock of the operation was granted (`state`): what its waits said
-    /// no longer holds.
+    /// no longer holds, except a round of another lock the operation asks
+    /// for at the same time (a semaphore's count and its check), which
+    /// still tells why the operation waits.
     pub(crate) fn granted(&self, state: &Arc<Acquisition>) {
-        *self.rounds() = Rounds {
+        let mut rounds = self.rounds();
+        let concurrent = rounds
+            .current
+            .take()
+            .filter(|current| !Arc::ptr_eq(current, state));
+        *rounds = Rounds {
             granted: Some((state.clone(), state.coord.clock.now())),
+            current: concurrent,
             ..Rounds::default()
         };
     }
