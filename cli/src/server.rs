@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::{LocalLocker, LockerConfig};
-use tokio::net::TcpListener;
 
 use crate::args::ServerArgs;
 use crate::fail::{Failure, FAILURE};
@@ -129,8 +128,7 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     // us down cleanly rather than kill the process mid-way.
     let mut signals = Signals::install()
         .map_err(|e| Failure::new(FAILURE, format!("cannot install signal handlers: {e}")))?;
-    let listener = TcpListener::bind(addr)
-        .await
+    let listener = quorum_lock::net::listen(addr)
         .map_err(|e| Failure::new(FAILURE, format!("cannot listen on {addr}: {e}")))?;
     let local = listener
         .local_addr()

@@ -71,7 +71,7 @@ pub use config::{
     MemoryBudget, ServerConfig, CONNECTION_OVERHEAD, DOOR, EVICTING, TLS_HANDSHAKE_BUFFER,
 };
 pub use connect::connect_all;
-pub use server::{LockServer, ServerStats};
+pub use server::{listen, LockServer, ServerStats, LISTEN_BACKLOG};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
 pub use wire::{

@@ -420,10 +420,44 @@ impl LockServer {
         addr: SocketAddr,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<(SocketAddr, impl Future<Output = ()> + Send)> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = listen(addr)?;
         let local = listener.local_addr()?;
         Ok((local, self.serve(listener, shutdown)))
     }
+}
+
+/// How many connections the kernel may hold for the server before it
+/// accepts them (Linux caps it at `net.core.somaxconn`, 4096 by default).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listener on `addr` for a [`LockServer`], with a queue of
+/// [`LISTEN_BACKLOG`] connections not yet accepted, where
+/// `TcpListener::bind` keeps 128: when the server's task is held up, a
+/// burst of connections (a flood's) fills a short queue, and the kernel
+/// then drops new ones, a client's or the admin's among them, until the
+/// server catches up.
+///
+/// Must be called within a Tokio runtime.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let listener = quorum_lock::net::listen("127.0.0.1:0".parse().unwrap())?;
+/// assert!(listener.local_addr()?.port() > 0);
+/// # Ok(())
+/// # }
+/// ```
+pub fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind`: a restarted server binds its port again at
+    // once, while connections of the previous one are in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Live counters of a [`LockServer`], from [`LockServer::stats`].
