@@ -238,7 +238,9 @@ impl Semaphore {
 
     /// Why a wait of this handle for a permit is not granted yet, as
     /// [`DRWMutex::waiting`] says it for the lock it waits on now (the
-    /// line, the count or the slots); `None` when none waits.
+    /// line, the count or the slots); `None` when none waits, which
+    /// includes the moments between two attempts at the count (an acquire
+    /// that retries it after a backoff waits on no lock meanwhile).
     pub fn waiting(&self) -> Option<WaitStatus> {
         std::iter::once(&self.queue)
             .chain([&self.count, &self.other_counts])
