@@ -18,9 +18,21 @@ pub struct Capture(Arc<Mutex<Vec<(Level, String)>>>);
 
 impl Capture {
     /// A capture, the thread's default subscriber until the guard drops.
+    ///
+    /// tracing caches, for the whole process, whether a log statement is
+    /// wanted at all, asking the default subscriber of the first thread
+    /// that runs it; a test thread without one would answer "never" and
+    /// silence it for every capture after. So a subscriber that wants
+    /// everything and keeps nothing is every thread's default first.
     pub fn install() -> (Capture, DefaultGuard) {
+        static DISCARD: std::sync::Once = std::sync::Once::new();
+        DISCARD.call_once(|| {
+            // Another global default (one a test set) answers for itself.
+            let _ = tracing::subscriber::set_global_default(Discard);
+        });
         let capture = Capture::default();
         let guard = tracing::subscriber::set_default(capture.clone());
+        tracing::callsite::rebuild_interest_cache();
         (capture, guard)
     }
 
@@ -93,6 +105,23 @@ impl Subscriber for Capture {
             .unwrap_or_else(PoisonError::into_inner)
             .push((level, line.0));
     }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// Wants every event and span, and keeps none of them.
+struct Discard;
+
+impl Subscriber for Discard {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
 }

@@ -37,19 +37,23 @@ fn fake_redis() -> SocketAddr {
     })
 }
 
+/// A locker connected to a fresh fake Redis.
+async fn connect() -> RedisLocker {
+    let config = RedisConfig {
+        call_timeout: Duration::from_secs(5),
+        ..RedisConfig::default()
+    };
+    RedisLocker::connect(&format!("redis://{}", fake_redis()), config)
+        .await
+        .expect("the fake Redis is accepted")
+}
+
 // The connect runs on this test's thread (a current-thread runtime), where
 // the capture is the default subscriber.
 #[tokio::test]
 async fn a_hostile_redis_run_id_reaches_the_log_escaped() {
     let (capture, _guard) = Capture::install();
-    let addr = fake_redis();
-    let config = RedisConfig {
-        call_timeout: Duration::from_secs(5),
-        ..RedisConfig::default()
-    };
-    let locker = RedisLocker::connect(&format!("redis://{addr}"), config)
-        .await
-        .expect("the fake Redis is accepted");
+    let locker = connect().await;
     let lines = capture.lines();
     let connected = capture.containing("0123abcd");
     assert!(
@@ -62,5 +66,30 @@ async fn a_hostile_redis_run_id_reaches_the_log_escaped() {
             "a log line holds the server's carriage return or override raw: {line:?}"
         );
     }
+    drop(locker);
+}
+
+/// Other tests of this binary connect on threads without a capture, at any
+/// moment: the first thread to run a log statement decides, for the whole
+/// process, whether it is wanted. A connect there first must not silence
+/// the line for a capture installed before it.
+#[tokio::test]
+async fn the_run_id_line_reaches_a_capture_after_a_thread_without_one_logged_it_first() {
+    let (capture, _guard) = Capture::install();
+    std::thread::spawn(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(connect())
+    })
+    .join()
+    .expect("the other thread's connect");
+    let locker = connect().await;
+    assert!(
+        !capture.containing("0123abcd").is_empty(),
+        "the run_id line never reached the capture: {:?}",
+        capture.lines()
+    );
     drop(locker);
 }
