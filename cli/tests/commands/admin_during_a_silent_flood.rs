@@ -10,14 +10,12 @@
 //! keep the admin out, which a review measured: 15-23 refusals of 30).
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::wire::{frame, hello, VERSION};
-use crate::support::{Scratch, ADMIN};
+use crate::support::{LimitedServer, Scratch, ADMIN};
 
 /// How often the admin asks for the status during the flood.
 const ATTEMPTS: usize = 30;
@@ -84,73 +82,34 @@ async fn admin_handshake(addr: &str) -> Result<(), String> {
 }
 
 /// A server started under `ulimit -n open_files` with `extra` arguments,
-/// killed by pid when dropped.
+/// killed by pid when dropped, and its address.
 struct Started {
-    child: std::process::Child,
+    server: LimitedServer,
     addr: String,
-    log: std::path::PathBuf,
     _dir: Scratch,
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Started {
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.server.log_text()
     }
 }
 
 async fn start(open_files: u32, extra: &[&str]) -> Started {
     let dir = Scratch::new("door-ulimit");
-    let log = dir.file("server.log");
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -n {open_files} && exec \"$0\" \"$@\""))
-        .arg(crate::support::bin())
-        .args(["server", "--listen", "127.0.0.1:0"])
-        .args([
-            "--token-file",
-            &dir.token(),
-            "--admin-token-file",
-            &dir.admin(),
-        ])
-        .args(["--no-quarantine", "--validity", "6s"])
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .env_remove("QUORUM_LOCK_TOKEN")
-        .env_remove("QUORUM_LOCK_ADMIN_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("spawn sh");
-    let stdout = child.stdout.take().unwrap();
-    let mut started = Started {
-        child,
-        addr: String::new(),
-        log,
+    let args: Vec<&str> = ["--no-quarantine", "--validity", "6s"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    // It waits for the server's first line: a moment, on a worker of its
+    // own (the test runs on a multi-threaded runtime).
+    let server = tokio::task::block_in_place(|| LimitedServer::start(&dir, open_files, &args));
+    let addr = server.addr.expect("the server started").to_string();
+    Started {
+        server,
+        addr,
         _dir: dir,
-    };
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        line
-    });
-    let line = tokio::time::timeout(Duration::from_secs(15), line)
-        .await
-        .expect("server started")
-        .unwrap();
-    started.addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    started
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ pub mod wire;
 
 // Not every test file uses every helper.
 #[allow(unused_imports)]
-pub use procs::{cli, nodes, Cli, Finished, Server};
+pub use procs::{cli, nodes, Cli, Finished, LimitedServer, Server};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

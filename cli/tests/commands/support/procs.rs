@@ -220,3 +220,77 @@ impl Drop for Cli {
 pub fn cli(dir: &Scratch, args: &[&str], env: &[(&str, &str)], limit: Duration) -> Finished {
     Cli::spawn(dir, args, env).finish(limit)
 }
+
+/// A `quorum-lock server` started under `ulimit -n`, with the test tokens
+/// on a free port; killed by its pid when dropped.
+pub struct LimitedServer {
+    child: Child,
+    /// Where it listens; `None` when it refused to start (it printed no
+    /// address and exited, its reason in the log).
+    pub addr: Option<SocketAddr>,
+    pub log: PathBuf,
+}
+
+impl LimitedServer {
+    /// Starts `quorum-lock server ... EXTRA` with at most `open_files` file
+    /// descriptors, and waits (at most 15 s) for its address.
+    pub fn start(dir: &Scratch, open_files: u32, extra: &[&str]) -> LimitedServer {
+        let log = dir.file(&format!("server-ulimit-{open_files}.log"));
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n {open_files} && exec \"$0\" \"$@\""))
+            .arg(bin())
+            .args(["server", "--listen", "127.0.0.1:0"])
+            .args([
+                "--token-file",
+                &dir.token(),
+                "--admin-token-file",
+                &dir.admin(),
+            ])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env_remove("QUORUM_LOCK_TOKEN")
+            .env_remove("QUORUM_LOCK_ADMIN_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("create server log"))
+            .spawn()
+            .expect("spawn sh");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next());
+            for _ in lines {}
+        });
+        let mut server = LimitedServer {
+            child,
+            addr: None,
+            log,
+        };
+        server.addr = match rx.recv_timeout(Duration::from_secs(15)) {
+            Ok(Some(Ok(line))) => Some(
+                line.trim()
+                    .strip_prefix("listening on ")
+                    .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+                    .parse()
+                    .expect("an address"),
+            ),
+            Ok(None | Some(Err(_))) => None,
+            Err(_) => panic!("no first line within 15 s: {}", server.log_text()),
+        };
+        server
+    }
+
+    /// What the server logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for LimitedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
