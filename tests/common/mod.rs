@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use quorum_lock::{Dsync, DsyncBuilder, Error, LocalLocker, LockArgs, LockInfo, NetLocker};
+use quorum_lock::{
+    Dsync, DsyncBuilder, Error, LocalLocker, LockArgs, LockInfo, NetLocker, Observer,
+};
 
 /// Cluster sizes every behaviour is checked against: the degenerate single
 /// node, the even sizes where read and write quorums differ, and a large one.
@@ -41,6 +43,28 @@ pub fn client(lockers: Vec<Arc<dyn NetLocker>>, seed: u64) -> Dsync {
         .rng_seed(seed)
         .build()
         .expect("valid coordinator")
+}
+
+/// A coordinator over `lockers` for `owner`, whose backoff jitter replays
+/// from `seed`; for tests that return their failures as text.
+pub fn owned_client(
+    lockers: Vec<Arc<dyn NetLocker>>,
+    owner: impl Into<String>,
+    seed: u64,
+) -> Result<Dsync, String> {
+    Dsync::builder(lockers)
+        .owner(owner)
+        .rng_seed(seed)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// An observer of the election `name` through `ds`; for tests that return
+/// their failures as text.
+pub fn observer_of(ds: &Dsync, name: &str) -> Result<Observer, String> {
+    ds.election(name)
+        .and_then(|election| election.observe())
+        .map_err(|e| e.to_string())
 }
 
 /// `n` healthy in-memory nodes behind a coordinator with default settings.

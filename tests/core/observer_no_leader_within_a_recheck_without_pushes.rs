@@ -12,9 +12,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::{observer_of, owned_client};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{
-    Dsync, Error, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply, WatchArgs,
+    Error, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply, WatchArgs,
 };
 use tokio::time::Instant;
 
@@ -98,16 +99,8 @@ async fn no_leader_after(seed: u64, unlock_late: Duration) -> Result<Duration, S
         .into_iter()
         .map(|l| Arc::new(NoWatch(l)) as Arc<dyn NetLocker>)
         .collect();
-    let watcher = Dsync::builder(view)
-        .owner("watcher")
-        .rng_seed(seed)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut observer = watcher
-        .election("jobs")
-        .map_err(|e| e.to_string())?
-        .observe()
-        .map_err(|e| e.to_string())?;
+    let watcher = owned_client(view, "watcher", seed)?;
+    let mut observer = observer_of(&watcher, "jobs")?;
     let mut leader_view = cluster.net_lockers();
     leader_view[1] = Arc::new(Relay::new(
         leader_view[1].clone(),
@@ -116,11 +109,7 @@ async fn no_leader_after(seed: u64, unlock_late: Duration) -> Result<Duration, S
             _ => Route::Forward,
         },
     ));
-    let leader = Dsync::builder(leader_view)
-        .owner("leader")
-        .rng_seed(seed + 1000)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let leader = owned_client(leader_view, "leader", seed + 1000)?;
     let mut leading = leader
         .election("jobs")
         .map_err(|e| e.to_string())?

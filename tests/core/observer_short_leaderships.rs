@@ -18,8 +18,8 @@
 
 use std::time::Duration;
 
+use crate::common::{observer_of, owned_client};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::Dsync;
 use tokio::time::{sleep, Instant};
 
 /// How long each leader leads: a quarter of the default re-check (1 s).
@@ -48,16 +48,8 @@ async fn every_leader_is_reported(seed: u64, links: &Links) -> Result<(), String
     cluster
         .set_hang(true, links.frozen)
         .map_err(|e| e.to_string())?;
-    let watcher = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(seed)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut observer = watcher
-        .election("jobs")
-        .map_err(|e| e.to_string())?
-        .observe()
-        .map_err(|e| e.to_string())?;
+    let watcher = owned_client(cluster.net_lockers(), "watcher", seed)?;
+    let mut observer = observer_of(&watcher, "jobs")?;
     let seen = tokio::spawn(async move {
         let mut terms = Vec::new();
         let end = Instant::now() + Duration::from_secs(30);
@@ -70,11 +62,11 @@ async fn every_leader_is_reported(seed: u64, links: &Links) -> Result<(), String
     });
     let mut led = Vec::new();
     for i in 0..LEADERS {
-        let client = Dsync::builder(cluster.net_lockers())
-            .owner(format!("candidate-{i}"))
-            .rng_seed(seed * 100 + i as u64)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let client = owned_client(
+            cluster.net_lockers(),
+            format!("candidate-{i}"),
+            seed * 100 + i as u64,
+        )?;
         let mut leading = client
             .election("jobs")
             .map_err(|e| e.to_string())?

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::{observer_of, owned_client};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker};
 use tokio::time::{sleep, Instant};
@@ -34,25 +35,13 @@ async fn leader_is_reported(seed: u64) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mut watcher_view = cluster.net_lockers();
     watcher_view[2] = slow_reads(watcher_view[2].clone(), Duration::from_millis(300));
-    let watcher = Dsync::builder(watcher_view)
-        .owner("watcher")
-        .rng_seed(seed)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut observer = watcher
-        .election("jobs")
-        .map_err(|e| e.to_string())?
-        .observe()
-        .map_err(|e| e.to_string())?;
+    let watcher = owned_client(watcher_view, "watcher", seed)?;
+    let mut observer = observer_of(&watcher, "jobs")?;
     let first = observer.recv().await;
     if first != Some(None) {
         return Err(format!("first item {first:?}, expected no leader"));
     }
-    let leader = Dsync::builder(cluster.net_lockers())
-        .owner("leader")
-        .rng_seed(seed + 1000)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let leader = owned_client(cluster.net_lockers(), "leader", seed + 1000)?;
     let mut leading = leader
         .election("jobs")
         .map_err(|e| e.to_string())?
@@ -107,16 +96,8 @@ async fn gone_leader_is_not_the_last_word(seed: u64) -> Result<(), String> {
     cluster.partition("a", &[0]).map_err(|e| e.to_string())?;
     let mut watcher_view = cluster.net_lockers();
     watcher_view[2] = slow_reads(watcher_view[2].clone(), Duration::from_millis(300));
-    let watcher = Dsync::builder(watcher_view)
-        .owner("watcher")
-        .rng_seed(seed)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut observer = watcher
-        .election("jobs")
-        .map_err(|e| e.to_string())?
-        .observe()
-        .map_err(|e| e.to_string())?;
+    let watcher = owned_client(watcher_view, "watcher", seed)?;
+    let mut observer = observer_of(&watcher, "jobs")?;
     let client = |owner: &str, rng: u64| {
         Dsync::builder(cluster.net_lockers())
             .owner(owner)
