@@ -389,18 +389,10 @@ impl WaitWatch {
     }
 
     /// A lock of the operation was granted (`state`): what its waits said
-    /// no longer holds, except a round of another lock the operation asks
-    /// for at the same time (a semaphore's count and its check), which
-    /// still tells why the operation waits.
+    /// no longer holds.
     pub(crate) fn granted(&self, state: &Arc<Acquisition>) {
-        let mut rounds = self.rounds();
-        let concurrent = rounds
-            .current
-            .take()
-            .filter(|current| !Arc::ptr_eq(current, state));
-        *rounds = Rounds {
+        *self.rounds() = Rounds {
             granted: Some((state.clone(), state.coord.clock.now())),
-            current: concurrent,
             ..Rounds::default()
         };
     }

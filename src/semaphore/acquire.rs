@@ -217,26 +217,18 @@ impl Semaphore {
         loop {
             let (count, check) =
                 futures::join!(self.count.try_read(), self.other_counts.try_lock());
-            let (failure, count, check) = match (count, check) {
+            let failure = match (count, check) {
                 (Ok(count), Ok(check)) => return Ok((count, check)),
-                (Ok(count), Err(err)) => (err, Some(count), None),
-                (Err(err), Ok(check)) => (err, None, Some(check)),
-                (Err(err), Err(_)) => (err, None, None),
+                (Ok(count), Err(err)) => {
+                    release_read(count).await;
+                    err
+                }
+                (Err(err), Ok(check)) => {
+                    release_check(check).await;
+                    err
+                }
+                (Err(err), Err(_)) => err,
             };
-            if failure != Error::WouldBlock && failure.is_retryable() {
-                // The other of the pair may have been granted after this
-                // failed (with four lockers a read quorum answers where a
-                // write quorum does not), which told the operation's watch
-                // that its waits no longer hold: this is why it would give
-                // up now, the release below being no progress.
-                crate::lock::wait_status::note_retry(&failure);
-            }
-            if let Some(count) = count {
-                release_read(count).await;
-            }
-            if let Some(check) = check {
-                release_check(check).await;
-            }
             if failure != Error::WouldBlock {
                 if patience == Patience::Forever && failure.is_retryable() {
                     tokio::time::sleep(self.coord.backoff(attempt)).await;

@@ -44,7 +44,6 @@ mod semaphore_loss;
 mod semaphore_mismatch;
 mod semaphore_one_count_under_cancellations;
 mod semaphore_shared_count_and_renewal;
-mod semaphore_timeout_reason_with_a_read_quorum_but_no_write_quorum;
 mod timeout_reasons_and_early_release;
 mod unshowable_text;
 mod wait_status;
