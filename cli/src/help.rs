@@ -133,9 +133,11 @@ signalled and waited for, so processes it started can outlive the lock. A lock f
 with force-unlock, or lost because a majority of servers restarted without
 quarantine, is free at once: no --grace protects against that.
 
-While it waits longer than a second, run says why on stderr, once per
-reason: held elsewhere, servers in quarantine after a restart (and for how
-long), or servers unreachable (which, and why).
+While it waits longer than a second for a reason other than a holder,
+run says why on stderr: servers in quarantine after a restart (and for how
+long), or servers unreachable (which, and why); again when the reason
+changes or another server joins it, not as servers come back. A wait for
+a holder is silent.
 
 Exit codes:
   CODE      the command ran: its own exit code

@@ -1,8 +1,10 @@
 //! What `run`, `lock` and `elect` say while they wait: why the lock is not
 //! granted yet when the cluster is the reason (servers in quarantine after
 //! a restart, with the time left; servers unreachable, which and why),
-//! once the wait has lasted a second and again whenever that reason
-//! changes; so that a silent wait is always a wait for a holder.
+//! once the wait has lasted a second, and again when the reason changes or
+//! a server joins it (a new restart or outage); so that a silent wait is
+//! always a wait for a holder. A server leaving the reason (its quarantine
+//! ended on time, it came back) is not news: the next round will tell.
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,8 +17,9 @@ const FIRST_REPORT: Duration = Duration::from_secs(1);
 /// How often the wait's status is read after that.
 const POLL: Duration = Duration::from_millis(250);
 
-/// What a report is about: it is printed again only when this changes, not
-/// as the time left counts down.
+/// What a report is about: it is printed again only when the reason
+/// changes or a locker joins it, not as the time left counts down or as
+/// lockers leave it.
 #[derive(PartialEq, Eq)]
 struct Said {
     reason: WaitReason,
@@ -43,6 +46,24 @@ impl Said {
             lockers,
         }
     }
+
+    /// Whether `self`, read after `before`, is worth saying: the cluster is
+    /// the reason, and it is a new reason or names a locker `before` did
+    /// not.
+    fn is_news_after(&self, before: Option<&Said>) -> bool {
+        if self.reason == WaitReason::HeldElsewhere {
+            // Waiting for a holder is what a lock is for: silent, as
+            // flock(1) is. Only a cluster that cannot grant is news.
+            return false;
+        }
+        match before {
+            None => true,
+            Some(before) => {
+                before.reason != self.reason
+                    || self.lockers.iter().any(|l| !before.lockers.contains(l))
+            }
+        }
+    }
 }
 
 /// Awaits `acquire`; meanwhile prints `quorum-lock: waiting for WHAT:
@@ -62,9 +83,7 @@ pub async fn reporting<T>(
             _ = ticks.tick() => {
                 let Some(status) = status() else { continue };
                 let now = Said::of(&status);
-                // Waiting for a holder is what a lock is for: silent, as
-                // flock(1) is. Only a cluster that cannot grant is news.
-                if now.reason != WaitReason::HeldElsewhere && said.as_ref() != Some(&now) {
+                if now.is_news_after(said.as_ref()) {
                     crate::words::say(&format!("waiting for {what}: {status}"));
                 }
                 said = Some(now);
@@ -89,5 +108,45 @@ impl Patience {
             (false, Some(t)) => Patience::Within(t),
             (false, None) => Patience::Forever,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn said(reason: WaitReason, lockers: &[&str]) -> Said {
+        Said {
+            reason,
+            lockers: lockers.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_wait_for_a_holder_is_never_news() {
+        let held = said(WaitReason::HeldElsewhere, &[]);
+        assert!(!held.is_news_after(None));
+        assert!(!held.is_news_after(Some(&said(WaitReason::Quarantine, &["a"]))));
+    }
+
+    #[test]
+    fn the_first_reason_and_a_changed_reason_are_news() {
+        let quarantine = said(WaitReason::Quarantine, &["a", "b"]);
+        assert!(quarantine.is_news_after(None));
+        assert!(quarantine.is_news_after(Some(&said(WaitReason::HeldElsewhere, &[]))));
+        assert!(quarantine.is_news_after(Some(&said(WaitReason::NoQuorum, &["a", "b"]))));
+    }
+
+    #[test]
+    fn a_locker_leaving_the_reason_is_not_news_and_one_joining_is() {
+        let three = said(WaitReason::Quarantine, &["a", "b", "c"]);
+        let two = said(WaitReason::Quarantine, &["a", "c"]);
+        // One quarantine ended on time: the operator was told how long.
+        assert!(!two.is_news_after(Some(&three)));
+        assert!(!three.is_news_after(Some(&three)));
+        // Another server restarted, or went down.
+        assert!(three.is_news_after(Some(&two)));
+        let down = said(WaitReason::NoQuorum, &["a"]);
+        assert!(said(WaitReason::NoQuorum, &["a", "b"]).is_news_after(Some(&down)));
     }
 }
