@@ -6,7 +6,8 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    cli, signal, wait_bounded, wire, Finished, Scratch, Server, SIGINT, SIGTERM, TOKEN,
+    cli, signal, wait_bounded, wire, Finished, RefusingPorts, Scratch, Server, SIGINT, SIGTERM,
+    TOKEN,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -23,13 +24,6 @@ fn check(finished: &Finished, code: i32, needle: &str) {
         "not one line: {finished:?}"
     );
     assert!(!finished.stderr.contains("panicked"), "{finished:?}");
-}
-
-/// A port nothing listens on (bound and released; nobody else takes it in
-/// the moment it matters).
-fn free_port() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().to_string()
 }
 
 #[test]
@@ -141,7 +135,8 @@ fn help_documents_every_command_and_the_exit_codes() {
 fn unreachable_servers_are_named() {
     let dir = Scratch::new("net-cli-unreachable");
     let token = dir.token();
-    let (a, b, c) = (free_port(), free_port(), free_port());
+    let refusing = RefusingPorts::new(3);
+    let [a, b, c]: [String; 3] = refusing.addrs().try_into().expect("three ports");
     let nodes = format!("{a},{b},{c}");
     // With --timeout, run may not wait for the servers: said at once.
     let args = [

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    cli, nodes, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGSTOP, SIGTERM,
+    cli, nodes, signal, wait_until, Cli, RefusingPorts, Scratch, Server, SIGCONT, SIGSTOP, SIGTERM,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -227,13 +227,8 @@ fn lists(dir: &Scratch, server: &Server, name: &str) -> bool {
 fn a_bad_name_is_refused_before_waiting_for_servers() {
     let dir = Scratch::new("net-outcome-bad-name");
     // Nothing listens on these ports: a run would wait for them.
-    let closed: Vec<String> = (0..3)
-        .map(|_| {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap().to_string()
-        })
-        .collect();
-    let all = closed.join(",");
+    let closed = RefusingPorts::new(3);
+    let all = closed.addrs().join(",");
     for verb in ["run", "lock"] {
         let mut extra = vec!["bad\nname"];
         if verb == "run" {

@@ -27,6 +27,43 @@ use std::time::{Duration, Instant};
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::{Dsync, Lease, NetLocker, RetryPolicy, Timeouts};
 
+/// Ports on 127.0.0.1 that refuse every connection while this is alive:
+/// bound without listening, so that no server another test starts can take
+/// one of them in the meantime (a port bound and released at once can be).
+pub struct RefusingPorts {
+    sockets: Vec<socket2::Socket>,
+}
+
+impl RefusingPorts {
+    pub fn new(n: usize) -> RefusingPorts {
+        let sockets = (0..n)
+            .map(|_| {
+                let socket = socket2::Socket::new(
+                    socket2::Domain::IPV4,
+                    socket2::Type::STREAM,
+                    Some(socket2::Protocol::TCP),
+                )
+                .expect("a TCP socket");
+                let any: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+                socket.bind(&any.into()).expect("bind a port on 127.0.0.1");
+                socket
+            })
+            .collect();
+        RefusingPorts { sockets }
+    }
+
+    /// Each port's address, as `127.0.0.1:PORT`.
+    pub fn addrs(&self) -> Vec<String> {
+        self.sockets
+            .iter()
+            .map(|socket| {
+                let addr = socket.local_addr().expect("a bound address");
+                addr.as_socket().expect("an IP address").to_string()
+            })
+            .collect()
+    }
+}
+
 /// The client token every test server accepts.
 pub const TOKEN: &str = "client-secret";
 /// The admin token every test server accepts.
