@@ -24,7 +24,7 @@ pub use leadership::Leadership;
 pub use observer::Observer;
 
 use crate::lock::coordinator::Coordinator;
-use crate::lock::wait_status::give_up_after;
+use crate::lock::wait_watch::give_up_after;
 use crate::locker::proclamation::Proclamation;
 use crate::quorum::write_quorum;
 use crate::{DRWMutex, Error, LockArgs, WriteGuard};
@@ -204,7 +204,7 @@ impl Election {
                 Patience::Once => self.mutex.try_lock().await?,
             };
             // From here on only calls: a term and a proclamation.
-            crate::lock::wait_status::calls_only();
+            crate::lock::wait_watch::calls_only();
             match self.proclaim_first(&guard, &value).await {
                 Ok(Some(p)) => return Ok(Leadership::new(guard, self.coord.clone(), p)),
                 // Lost before it could lead: wait in line again.
@@ -246,7 +246,7 @@ impl Election {
                 Ok(_) | Err(Error::LockLost) => return Ok(None),
                 Err(err) if err.is_retryable() => {
                     tracing::debug!(election = %self.name, %err, "cannot proclaim yet; retrying while the lock is held");
-                    crate::lock::wait_status::note_retry(&err);
+                    crate::lock::wait_watch::note_retry(&err);
                     tokio::time::sleep(self.coord.backoff(attempt)).await;
                     attempt = attempt.saturating_add(1);
                 }

@@ -24,3 +24,4 @@ pub(crate) mod source;
 pub(crate) mod telemetry;
 pub(crate) mod wait_round;
 pub(crate) mod wait_status;
+pub(crate) mod wait_watch;

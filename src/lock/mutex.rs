@@ -14,7 +14,8 @@ use crate::lock::keeper::Keeper;
 use crate::lock::round::Round;
 use crate::lock::telemetry::{outcome, AcquireRecord, Names};
 use crate::lock::wait_round::{WaitEnd, WaitRound};
-use crate::lock::wait_status::{self, WaitBoard, WaitStatus, WaitWatch};
+use crate::lock::wait_status::WaitStatus;
+use crate::lock::wait_watch::{self, Lane, WaitBoard, WaitWatch};
 use crate::locker::wait::Ticket;
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
@@ -246,12 +247,15 @@ impl DRWMutex {
             // Checked here too, because the timer below needs the runtime.
             Handle::try_current().map_err(|_| Error::NoRuntime)?;
             let watch = self.board.begin(&self.coord.clock);
-            let outer = wait_status::outer();
-            let watches = [Some(&watch), outer.as_ref()];
+            let lane = wait_watch::outer().map(|outer| outer.lane());
+            let watches = Watches {
+                board: &watch,
+                operation: lane.as_ref(),
+            };
             let rounds = self.rounds(mode, Patience::Forever, &record, watches);
             match self.coord.clock.timeout(timeout, rounds).await {
                 Ok(result) => {
-                    report(outer.as_ref(), &result);
+                    watches.ended(&result);
                     result
                 }
                 Err(_) => {
@@ -280,12 +284,16 @@ impl DRWMutex {
         // One-round tries report too: a clone of a reentrant holder that
         // waits behind one reads why from here.
         let watch = self.board.begin(&self.coord.clock);
-        let outer = wait_status::outer();
+        let lane = wait_watch::outer().map(|outer| outer.lane());
+        let watches = Watches {
+            board: &watch,
+            operation: lane.as_ref(),
+        };
         let result = self
-            .rounds(mode, patience, &record, [Some(&watch), outer.as_ref()])
+            .rounds(mode, patience, &record, watches)
             .instrument(span.clone())
             .await;
-        report(outer.as_ref(), &result);
+        watches.ended(&result);
         ended(&span, &result);
         record.finish(&result);
         result
@@ -325,9 +333,7 @@ impl DRWMutex {
             loop {
                 record.round();
                 let mut round = Round::start(coord, &handle, &self.resources, &self.source, mode);
-                for watch in watches.into_iter().flatten() {
-                    watch.track(round.state());
-                }
+                watches.track(round.state());
                 let span = tracing::debug_span!("round", uid = round.uid(), attempt);
                 let err = match round.decide().instrument(span).await {
                     Ok(()) => {
@@ -376,9 +382,7 @@ impl DRWMutex {
                 mode,
                 ticket,
             );
-            for watch in watches.into_iter().flatten() {
-                watch.track(wait.state());
-            }
+            watches.track(wait.state());
             let span = tracing::debug_span!("wait", uid = wait.uid(), wounds, stale);
             match wait.wait().instrument(span).await {
                 Ok(()) => {
@@ -417,18 +421,27 @@ impl DRWMutex {
 }
 
 /// Where an acquire reports its rounds: the handle's own wait (for
-/// [`DRWMutex::waiting`] and `lock_timeout`), and the operation it is part
-/// of (a semaphore's acquire, a campaign, run with a deadline).
-type Watches<'a> = [Option<&'a WaitWatch>; 2];
+/// [`DRWMutex::waiting`] and `lock_timeout`), and its lane in the operation
+/// it is part of (a semaphore's acquire, a campaign, run with a deadline).
+#[derive(Clone, Copy)]
+struct Watches<'a> {
+    board: &'a WaitWatch,
+    operation: Option<&'a Lane>,
+}
 
-/// Tells the operation this acquire is part of how it ended: granted, or
-/// refused in a way it may retry (its reason if it gives up next).
-fn report(outer: Option<&WaitWatch>, result: &Result<(Arc<Acquisition>, Handle), Error>) {
-    let Some(outer) = outer else { return };
-    match result {
-        Ok((state, _)) => outer.granted(state),
-        Err(err) if err.is_retryable() => outer.note(err),
-        Err(_) => {}
+impl Watches<'_> {
+    fn track(&self, state: &Arc<Acquisition>) {
+        self.board.track(state);
+        if let Some(lane) = self.operation {
+            lane.track(state);
+        }
+    }
+
+    /// Tells the operation this acquire is part of how it ended.
+    fn ended(&self, result: &Result<(Arc<Acquisition>, Handle), Error>) {
+        if let Some(lane) = self.operation {
+            lane.ended(result);
+        }
     }
 }
 

@@ -9,15 +9,12 @@
 //! current.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::error::{seconds, Unreachable};
-use crate::lock::acquisition::Acquisition;
 use crate::lock::coordinator::Coordinator;
-use crate::quorum::clock::Clock;
 use crate::quorum::Answer;
 use crate::Error;
 
@@ -245,57 +242,6 @@ impl fmt::Display for WaitStatus {
     }
 }
 
-tokio::task_local! {
-    /// The watch of an operation made of several waits and rounds (a
-    /// semaphore's acquire, an election's campaign) run with a deadline:
-    /// the locks it takes on the way report to it (see [`outer`]).
-    static OPERATION: Arc<Watched>;
-}
-
-/// The watch of the operation the current task runs with a deadline, if
-/// any; the waits and rounds of its locks report to it too.
-pub(crate) fn outer() -> Option<WaitWatch> {
-    OPERATION
-        .try_with(|watched| WaitWatch {
-            watched: watched.clone(),
-        })
-        .ok()
-}
-
-/// Awaits `operation` for at most `timeout`. One that gives up fails with
-/// the error that says why, from what its own waits and rounds reported
-/// (not another operation's on the same handle): `Error::Timeout` only when
-/// the lock was held elsewhere, the last retryable error of a one-round
-/// step (a fencing token, a count check) when that is what it retried.
-///
-/// An operation that has every lock it waits for calls [`calls_only`]: from
-/// then on it only makes calls to the lockers (an election's term and
-/// proclamation, a semaphore's release of its line), so running out of
-/// time there means they did not answer, not that a holder was in the way.
-pub(crate) async fn give_up_after<T>(
-    clock: &Clock,
-    timeout: Duration,
-    operation: impl std::future::Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    let watch = WaitWatch::new(clock);
-    let scoped = OPERATION.scope(watch.watched.clone(), operation);
-    match clock.timeout(timeout, scoped).await {
-        Ok(result) => result,
-        Err(_) => Err(match watch.gave_up() {
-            Error::Timeout => watch.after_grant().unwrap_or(Error::Timeout),
-            err => err,
-        }),
-    }
-}
-
-/// The current task's operation has every lock it waits for: see
-/// [`give_up_after`].
-pub(crate) fn calls_only() {
-    if let Some(watch) = outer() {
-        watch.rounds().calls_only = true;
-    }
-}
-
 /// The time a quarantine refusal says is left: the duration after
 /// "for another " in its reason, in Rust's `Debug` form (`55.9s`, `300ms`).
 fn quarantine_left(err: &Error) -> Option<Duration> {
@@ -319,182 +265,6 @@ fn quarantine_left(err: &Error) -> Option<Duration> {
         _ => return None,
     };
     Duration::try_from_secs_f64(number * scale).ok()
-}
-
-/// Where the acquires of one lock handle (and its clones) say which wait
-/// is the latest, for [`DRWMutex::waiting`](crate::DRWMutex::waiting).
-#[derive(Default)]
-pub(crate) struct WaitBoard {
-    latest: Mutex<Weak<Watched>>,
-}
-
-impl WaitBoard {
-    /// A new wait begins: it is the latest until another begins.
-    pub(crate) fn begin(&self, clock: &Clock) -> WaitWatch {
-        let watch = WaitWatch::new(clock);
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
-            Arc::downgrade(&watch.watched);
-        watch
-    }
-
-    /// The status of the latest wait, while it waits.
-    pub(crate) fn status(&self) -> Option<WaitStatus> {
-        let latest = self
-            .latest
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .upgrade()?;
-        latest.status()
-    }
-}
-
-/// One wait's rounds, as far as its status needs them. Dropped with the
-/// wait, which takes it off the board.
-pub(crate) struct WaitWatch {
-    watched: Arc<Watched>,
-}
-
-impl WaitWatch {
-    fn new(clock: &Clock) -> WaitWatch {
-        WaitWatch {
-            watched: Arc::new(Watched {
-                began: clock.now(),
-                rounds: Mutex::new(Rounds::default()),
-            }),
-        }
-    }
-
-    fn rounds(&self) -> std::sync::MutexGuard<'_, Rounds> {
-        self.watched
-            .rounds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The wait started a round (a new uid) with `state`.
-    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
-        let mut rounds = self.rounds();
-        rounds.previous = rounds.current.replace(state.clone());
-        rounds.failed = None;
-        rounds.calls_only = false;
-    }
-
-    /// A step of the operation failed with `err` and will be tried again:
-    /// if the operation gives up before anything else happens, that is why.
-    pub(crate) fn note(&self, err: &Error) {
-        let mut rounds = self.rounds();
-        rounds.current = None;
-        rounds.previous = None;
-        rounds.failed = Some(err.clone());
-    }
-
-    /// A lock of the operation was granted (`state`): what its waits said
-    /// no longer holds.
-    pub(crate) fn granted(&self, state: &Arc<Acquisition>) {
-        *self.rounds() = Rounds {
-            granted: Some((state.clone(), state.coord.clock.now())),
-            ..Rounds::default()
-        };
-    }
-
-    /// What the wait knows now; `None` before its first round.
-    pub(crate) fn status(&self) -> Option<WaitStatus> {
-        self.watched.status()
-    }
-
-    /// The error for a wait that gave up now.
-    pub(crate) fn gave_up(&self) -> Error {
-        let failed = self.rounds().failed.clone();
-        match failed {
-            // A one-round refusal, given up on: held elsewhere.
-            Some(Error::WouldBlock) => Error::Timeout,
-            Some(err) => err,
-            None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
-        }
-    }
-
-    /// An operation that got its lock and then ran out of time in the calls
-    /// that follow (a term, a proclamation, a count check) waited for no
-    /// holder: its lockers did not answer in time. Names those whose calls
-    /// failed since, or else every locker, as not having answered.
-    fn after_grant(&self) -> Option<Error> {
-        let rounds = self.rounds();
-        if !rounds.calls_only || rounds.current.is_some() || rounds.failed.is_some() {
-            return None;
-        }
-        let (state, at) = rounds.granted.clone()?;
-        drop(rounds);
-        let coord = &state.coord;
-        let mut unreachable = coord.unreachable_since(at);
-        if unreachable.is_empty() {
-            let waited = seconds(coord.clock.now().saturating_duration_since(at));
-            unreachable = coord
-                .lockers
-                .iter()
-                .map(|l| Unreachable {
-                    endpoint: l.endpoint(),
-                    reason: format!("no answer from a quorum within {waited} after the grant"),
-                })
-                .collect();
-        }
-        Some(Error::QuorumUnavailable {
-            answered: coord.lockers.len().saturating_sub(unreachable.len()),
-            quorum: state.args.quorum,
-            lockers: coord.lockers.len(),
-            unreachable,
-        })
-    }
-}
-
-/// Notes `err`, retried by the current task's operation, on its watch.
-pub(crate) fn note_retry(err: &Error) {
-    if let Some(watch) = outer() {
-        watch.note(err);
-    }
-}
-
-struct Watched {
-    began: Instant,
-    rounds: Mutex<Rounds>,
-}
-
-#[derive(Default)]
-struct Rounds {
-    current: Option<Arc<Acquisition>>,
-    /// The round before: its answers stand in for lockers the current
-    /// round has not heard from yet.
-    previous: Option<Arc<Acquisition>>,
-    /// The error of the latest step that failed and will be retried, when
-    /// that came after the latest round.
-    failed: Option<Error>,
-    /// The latest lock of the operation that was granted, and when, when
-    /// nothing happened since.
-    granted: Option<(Arc<Acquisition>, Instant)>,
-    /// The operation said it has every lock it waits for.
-    calls_only: bool,
-}
-
-impl Watched {
-    fn status(&self) -> Option<WaitStatus> {
-        let (current, previous) = {
-            let rounds = self.rounds.lock().unwrap_or_else(PoisonError::into_inner);
-            (rounds.current.clone()?, rounds.previous.clone())
-        };
-        let mut answers = current.answers();
-        if let Some(previous) = previous {
-            for (answer, before) in answers.iter_mut().zip(previous.answers()) {
-                if answer.is_none() {
-                    *answer = before;
-                }
-            }
-        }
-        Some(WaitStatus::of(
-            &current.coord,
-            current.args.quorum,
-            &answers,
-            self.began,
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl Semaphore {
                 }
             };
             // From here on only calls: the line's confirmed release.
-            crate::lock::wait_status::calls_only();
+            crate::lock::wait_watch::calls_only();
             release_line(queue).await;
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
             let home = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;

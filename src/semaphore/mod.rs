@@ -39,7 +39,7 @@ pub use names::{MAX_PERMITS, SEMAPHORE_PREFIX};
 pub use permit::SemaphorePermit;
 
 use crate::lock::coordinator::Coordinator;
-use crate::lock::wait_status::give_up_after;
+use crate::lock::wait_watch::give_up_after;
 use crate::{DRWMutex, Error, ReadGuard, WaitStatus, WriteGuard};
 use names::Names;
 

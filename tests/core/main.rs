@@ -45,6 +45,7 @@ mod semaphore_mismatch;
 mod semaphore_one_count_under_cancellations;
 mod semaphore_shared_count_and_renewal;
 mod semaphore_timeout_after_a_slot_grant;
+mod semaphore_timeout_reason_with_a_read_quorum_but_no_write_quorum;
 mod semaphore_timeout_reasons_at_the_head_of_the_line;
 mod timeout_reasons_and_early_release;
 mod timeout_reasons_behind_a_holder_with_lockers_down;

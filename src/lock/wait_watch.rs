@@ -1,0 +1,343 @@
+//! Where waits report their rounds, so that a wait can say why it waits
+//! ([`WaitBoard`], for `DRWMutex::waiting`) and an operation made of
+//! several locks can say why it gave up ([`give_up_after`], for a
+//! semaphore's acquire or a campaign with a deadline).
+//!
+//! Invariants:
+//! - an operation's locks that wait at the same time (a semaphore's count
+//!   and its check, its slots) each report on a [`Lane`] of their own; the
+//!   grant of one never hides why another still waits or why it failed;
+//! - a lane is gone when its wait is: a wait dropped unfinished (the
+//!   slots not needed after enough were granted) says nothing afterwards;
+//! - an operation that gives up reads why before its waits are dropped.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::error::{seconds, Unreachable};
+use crate::lock::acquisition::Acquisition;
+use crate::lock::wait_status::{WaitReason, WaitStatus};
+use crate::quorum::clock::Clock;
+use crate::Error;
+
+tokio::task_local! {
+    /// The watch of an operation made of several waits and rounds (a
+    /// semaphore's acquire, an election's campaign) run with a deadline:
+    /// the locks it takes on the way report to it (see [`outer`]).
+    static OPERATION: Arc<Watched>;
+}
+
+/// The watch of the operation the current task runs with a deadline, if
+/// any; the waits and rounds of its locks report to it too.
+pub(crate) fn outer() -> Option<WaitWatch> {
+    OPERATION
+        .try_with(|watched| WaitWatch {
+            watched: watched.clone(),
+        })
+        .ok()
+}
+
+/// Awaits `operation` for at most `timeout`. One that gives up fails with
+/// the error that says why, from what its own waits and rounds reported
+/// (not another operation's on the same handle): `Error::Timeout` only when
+/// the lock was held elsewhere, the last retryable error of a one-round
+/// step (a fencing token, a count check) when that is what it retried.
+///
+/// An operation that has every lock it waits for calls [`calls_only`]: from
+/// then on it only makes calls to the lockers (an election's term and
+/// proclamation, a semaphore's release of its line), so running out of
+/// time there means they did not answer, not that a holder was in the way.
+pub(crate) async fn give_up_after<T>(
+    clock: &Clock,
+    timeout: Duration,
+    operation: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let watch = WaitWatch::new(clock);
+    let scoped = std::pin::pin!(OPERATION.scope(watch.watched.clone(), operation));
+    tokio::select! {
+        biased;
+        result = scoped => result,
+        // Why it gave up is read while its waits still stand: dropping
+        // them takes their lanes off the watch.
+        () = clock.sleep(timeout) => Err(match watch.gave_up() {
+            Error::Timeout => watch.after_grant().unwrap_or(Error::Timeout),
+            err => err,
+        }),
+    }
+}
+
+/// The current task's operation has every lock it waits for: see
+/// [`give_up_after`].
+pub(crate) fn calls_only() {
+    if let Some(watch) = outer() {
+        watch.rounds().calls_only = true;
+    }
+}
+
+/// Notes `err`, retried by the current task's operation, on its watch.
+pub(crate) fn note_retry(err: &Error) {
+    if let Some(watch) = outer() {
+        watch.note(err);
+    }
+}
+
+/// Where the acquires of one lock handle (and its clones) say which wait
+/// is the latest, for [`DRWMutex::waiting`](crate::DRWMutex::waiting).
+#[derive(Default)]
+pub(crate) struct WaitBoard {
+    latest: Mutex<Weak<Watched>>,
+}
+
+impl WaitBoard {
+    /// A new wait begins: it is the latest until another begins.
+    pub(crate) fn begin(&self, clock: &Clock) -> WaitWatch {
+        let watch = WaitWatch::new(clock);
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
+            Arc::downgrade(&watch.watched);
+        watch
+    }
+
+    /// The status of the latest wait, while it waits.
+    pub(crate) fn status(&self) -> Option<WaitStatus> {
+        let latest = self
+            .latest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade()?;
+        latest.status()
+    }
+}
+
+/// One wait's rounds, or one operation's, as far as its status needs them.
+/// Dropped with the wait, which takes it off the board.
+pub(crate) struct WaitWatch {
+    watched: Arc<Watched>,
+}
+
+/// The lane a wait of one lock reports on when it waits alone: a lock
+/// handle's own wait.
+const ALONE: u64 = 0;
+
+impl WaitWatch {
+    fn new(clock: &Clock) -> WaitWatch {
+        WaitWatch {
+            watched: Arc::new(Watched {
+                began: clock.now(),
+                rounds: Mutex::new(Rounds::default()),
+            }),
+        }
+    }
+
+    fn rounds(&self) -> MutexGuard<'_, Rounds> {
+        self.watched.rounds()
+    }
+
+    /// The wait started a round (a new uid) with `state`.
+    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
+        self.rounds().track(ALONE, state);
+    }
+
+    /// A lane for one lock of the operation, which may wait beside others.
+    pub(crate) fn lane(&self) -> Lane {
+        let mut rounds = self.rounds();
+        rounds.next_lane += 1;
+        Lane {
+            watched: self.watched.clone(),
+            id: rounds.next_lane,
+        }
+    }
+
+    /// A step of the operation failed with `err` and will be tried again:
+    /// if the operation gives up before anything else happens, that is why.
+    pub(crate) fn note(&self, err: &Error) {
+        self.rounds().failed = Some(err.clone());
+    }
+
+    /// What the wait knows now; `None` before its first round.
+    pub(crate) fn status(&self) -> Option<WaitStatus> {
+        self.watched.status()
+    }
+
+    /// The error for a wait that gave up now.
+    pub(crate) fn gave_up(&self) -> Error {
+        let failed = self.rounds().failed.clone();
+        match failed {
+            // A one-round refusal, given up on: held elsewhere.
+            Some(Error::WouldBlock) => Error::Timeout,
+            Some(err) => err,
+            None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
+        }
+    }
+
+    /// An operation that got its lock and then ran out of time in the calls
+    /// that follow (a term, a proclamation, a count check) waited for no
+    /// holder: its lockers did not answer in time. Names those whose calls
+    /// failed since, or else every locker, as not having answered.
+    fn after_grant(&self) -> Option<Error> {
+        let rounds = self.rounds();
+        if !rounds.calls_only || !rounds.lanes.is_empty() || rounds.failed.is_some() {
+            return None;
+        }
+        let (state, at) = rounds.granted.clone()?;
+        drop(rounds);
+        let coord = &state.coord;
+        let mut unreachable = coord.unreachable_since(at);
+        if unreachable.is_empty() {
+            let waited = seconds(coord.clock.now().saturating_duration_since(at));
+            unreachable = coord
+                .lockers
+                .iter()
+                .map(|l| Unreachable {
+                    endpoint: l.endpoint(),
+                    reason: format!("no answer from a quorum within {waited} after the grant"),
+                })
+                .collect();
+        }
+        Some(Error::QuorumUnavailable {
+            answered: coord.lockers.len().saturating_sub(unreachable.len()),
+            quorum: state.args.quorum,
+            lockers: coord.lockers.len(),
+            unreachable,
+        })
+    }
+}
+
+/// One lock's waits within an operation (see [`WaitWatch::lane`]). Dropped
+/// unfinished, it leaves the operation's status: a wait cancelled because
+/// the operation no longer needs it is not why the operation waits.
+pub(crate) struct Lane {
+    watched: Arc<Watched>,
+    id: u64,
+}
+
+impl Lane {
+    /// The lock started a round (a new uid) with `state`.
+    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
+        self.watched.rounds().track(self.id, state);
+    }
+
+    /// The lock's acquire ended with `result`: granted, or refused in a way
+    /// the operation may retry (its reason if the operation gives up next).
+    pub(crate) fn ended(&self, result: &Result<(Arc<Acquisition>, Handle), Error>) {
+        let mut rounds = self.watched.rounds();
+        let lane = rounds.take_lane(self.id);
+        match result {
+            // A grant ends only this lock's wait: a lock waiting beside it,
+            // or one that failed beside it since the round began, still
+            // says why the operation waits.
+            Ok((state, _)) => rounds.granted = Some((state.clone(), state.coord.clock.now())),
+            Err(err) if err.is_retryable() => {
+                rounds.failed = Some(err.clone());
+                rounds.ended = lane;
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        self.watched.rounds().take_lane(self.id);
+    }
+}
+
+struct Watched {
+    began: Instant,
+    rounds: Mutex<Rounds>,
+}
+
+#[derive(Default)]
+struct Rounds {
+    /// The locks waiting now, each with its latest round.
+    lanes: Vec<LaneRounds>,
+    /// A lock that gave up unfinished since the latest round began: what
+    /// it saw stands for the operation until its next round.
+    ended: Option<LaneRounds>,
+    next_lane: u64,
+    /// The error of the latest step that failed and will be retried, when
+    /// that came after the latest round began.
+    failed: Option<Error>,
+    /// The latest lock of the operation that was granted, and when.
+    granted: Option<(Arc<Acquisition>, Instant)>,
+    /// The operation said it has every lock it waits for.
+    calls_only: bool,
+}
+
+#[derive(Clone)]
+struct LaneRounds {
+    id: u64,
+    current: Arc<Acquisition>,
+    /// The round before: its answers stand in for lockers the current
+    /// round has not heard from yet.
+    previous: Option<Arc<Acquisition>>,
+}
+
+impl Rounds {
+    fn track(&mut self, id: u64, state: &Arc<Acquisition>) {
+        match self.lanes.iter_mut().find(|lane| lane.id == id) {
+            Some(lane) => lane.previous = Some(std::mem::replace(&mut lane.current, state.clone())),
+            None => self.lanes.push(LaneRounds {
+                id,
+                current: state.clone(),
+                previous: None,
+            }),
+        }
+        self.ended = None;
+        self.failed = None;
+        self.calls_only = false;
+    }
+
+    fn take_lane(&mut self, id: u64) -> Option<LaneRounds> {
+        let at = self.lanes.iter().position(|lane| lane.id == id)?;
+        Some(self.lanes.swap_remove(at))
+    }
+}
+
+impl Watched {
+    fn rounds(&self) -> MutexGuard<'_, Rounds> {
+        self.rounds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Why the wait waits. Of several locks waiting at once, the one whose
+    /// wait would last longest says why: too few lockers reachable for it
+    /// (no quarantine ending helps), else lockers in quarantine, else held
+    /// elsewhere; the operation needs each of them.
+    fn status(&self) -> Option<WaitStatus> {
+        let lanes: Vec<LaneRounds> = {
+            let rounds = self.rounds();
+            if rounds.lanes.is_empty() {
+                rounds.ended.clone().into_iter().collect()
+            } else {
+                rounds.lanes.clone()
+            }
+        };
+        let statuses: Vec<WaitStatus> = lanes.iter().map(|lane| self.status_of(lane)).collect();
+        let first = |wanted: fn(&WaitStatus) -> bool| statuses.iter().position(wanted);
+        let pick = first(|s| s.reason() == WaitReason::NoQuorum)
+            .or_else(|| first(|s| s.reason() == WaitReason::Quarantine))
+            .or_else(|| first(|s| s.held_elsewhere > 0))
+            .unwrap_or(0);
+        statuses.into_iter().nth(pick)
+    }
+
+    fn status_of(&self, lane: &LaneRounds) -> WaitStatus {
+        let mut answers = lane.current.answers();
+        if let Some(previous) = &lane.previous {
+            for (answer, before) in answers.iter_mut().zip(previous.answers()) {
+                if answer.is_none() {
+                    *answer = before;
+                }
+            }
+        }
+        WaitStatus::of(
+            &lane.current.coord,
+            lane.current.args.quorum,
+            &answers,
+            self.began,
+        )
+    }
+}

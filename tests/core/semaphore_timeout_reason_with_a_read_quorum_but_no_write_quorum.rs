@@ -1,0 +1,55 @@
+//! Why `Semaphore::acquire_timeout` gave up when, at the head of the line,
+//! the lockers that still answer are a read quorum but not a write quorum
+//! (four lockers, two of them gone): the count's read lock is granted, its
+//! check (a write lock) cannot be, so the lockers could not grant
+//! (docs/semaphore.md). Reproduces a past break: the read's grant hid the
+//! check's status, and the acquire said `Error::Timeout`.
+#![cfg(feature = "testing")]
+
+use std::time::Duration;
+
+use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::{Dsync, Error};
+use tokio::time::sleep;
+
+use super::lost_locks_and_wait_outcomes::entries_on;
+
+const SEED: u64 = 3601;
+
+#[tokio::test(start_paused = true)]
+async fn acquire_timeout_with_two_of_four_lockers_gone_at_the_head_of_the_line_says_the_lockers_could_not_grant(
+) {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(4, SEED);
+    let h = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(SEED)
+        .build()
+        .unwrap();
+    assert_eq!((h.read_quorum(), h.write_quorum()), (2, 3));
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
+        .unwrap();
+    let sem = h.semaphore("reasons", 2).unwrap();
+    let acquire = tokio::spawn(async move { sem.acquire_timeout(Duration::from_secs(3)).await });
+    // The line is granted at 100 ms; the count is asked for from then on.
+    sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        entries_on(&cluster, "semaphore/reasons/queue"),
+        4,
+        "at the head of the line"
+    );
+    // Nobody else uses the semaphore: no permit, no line, no count is held
+    // by anyone else. Two of four lockers go: a write quorum (3) is out of
+    // reach, a read quorum (2) is not.
+    cluster.crash(&[2, 3]).unwrap();
+    let result = acquire.await.unwrap();
+    assert!(
+        matches!(
+            result,
+            Err(Error::QuorumUnavailable { .. } | Error::Quarantined { .. })
+        ),
+        "nothing is held elsewhere and only 2 of 4 lockers answer (a write quorum is 3), \
+         yet acquire_timeout says: {result:?}"
+    );
+}
