@@ -56,18 +56,9 @@ pub(crate) async fn give_up_after<T>(
     timeout: Duration,
     operation: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let watch = WaitWatch::new(clock);
-    let scoped = std::pin::pin!(OPERATION.scope(watch.watched.clone(), operation));
-    tokio::select! {
-        biased;
-        result = scoped => result,
-        // Why it gave up is read while its waits still stand: dropping
-        // them takes their lanes off the watch.
-        () = clock.sleep(timeout) => Err(match watch.gave_up() {
-            Error::Timeout => watch.after_grant().unwrap_or(Error::Timeout),
-            err => err,
-        }),
-    }
+    WaitWatch::new(clock)
+        .run(clock, Some(timeout), operation)
+        .await
 }
 
 /// The current task's operation has every lock it waits for: see
@@ -139,6 +130,30 @@ impl WaitWatch {
     /// The wait started a round (a new uid) with `state`.
     pub(crate) fn track(&self, state: &Arc<Acquisition>) {
         self.rounds().track(ALONE, state);
+    }
+
+    /// Runs `operation` watched by this watch: the locks it takes report
+    /// to it. With a `timeout`, gives up as [`give_up_after`] says.
+    pub(crate) async fn run<T>(
+        self,
+        clock: &Clock,
+        timeout: Option<Duration>,
+        operation: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let scoped = std::pin::pin!(OPERATION.scope(self.watched.clone(), operation));
+        let Some(timeout) = timeout else {
+            return scoped.await;
+        };
+        tokio::select! {
+            biased;
+            result = scoped => result,
+            // Why it gave up is read while its waits still stand: dropping
+            // them takes their lanes off the watch.
+            () = clock.sleep(timeout) => Err(match self.gave_up() {
+                Error::Timeout => self.after_grant().unwrap_or(Error::Timeout),
+                err => err,
+            }),
+        }
     }
 
     /// A lane for one lock of the operation, which may wait beside others.

@@ -39,7 +39,7 @@ pub use names::{MAX_PERMITS, SEMAPHORE_PREFIX};
 pub use permit::SemaphorePermit;
 
 use crate::lock::coordinator::Coordinator;
-use crate::lock::wait_watch::give_up_after;
+use crate::lock::wait_watch::WaitBoard;
 use crate::{DRWMutex, Error, ReadGuard, WaitStatus, WriteGuard};
 use names::Names;
 
@@ -122,6 +122,8 @@ struct Shared {
     count: std::sync::Mutex<std::sync::Weak<ReadGuard>>,
     /// The slot the next acquire tries first.
     next_slot: std::sync::atomic::AtomicUsize,
+    /// Where the latest acquire reports why it waits, for `waiting()`.
+    board: WaitBoard,
 }
 
 /// What an acquire takes: the count's read lock and its slots.
@@ -180,7 +182,7 @@ impl Semaphore {
     /// Cancel safe. Dropping the future leaves no permit, no place in line
     /// and no other lock behind: each is released in the background.
     pub async fn acquire(&self) -> Result<SemaphorePermit, Error> {
-        self.take(1, Patience::Forever).await
+        self.watched(1, Patience::Forever, None).await
     }
 
     /// Waits in line for `m` permits, taken together: the permit returned
@@ -196,7 +198,7 @@ impl Semaphore {
     ///
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_many(&self, m: usize) -> Result<SemaphorePermit, Error> {
-        self.take(m, Patience::Forever).await
+        self.watched(m, Patience::Forever, None).await
     }
 
     /// Makes one attempt at a permit: fails with [`Error::WouldBlock`] when
@@ -209,7 +211,7 @@ impl Semaphore {
     ///
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn try_acquire(&self) -> Result<SemaphorePermit, Error> {
-        self.take(1, Patience::OneRound).await
+        self.watched(1, Patience::OneRound, None).await
     }
 
     /// Makes one attempt at `m` permits together; fails as
@@ -219,7 +221,7 @@ impl Semaphore {
     ///
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn try_acquire_many(&self, m: usize) -> Result<SemaphorePermit, Error> {
-        self.take(m, Patience::OneRound).await
+        self.watched(m, Patience::OneRound, None).await
     }
 
     /// Like [`acquire`](Self::acquire), but gives up after `timeout`,
@@ -233,19 +235,31 @@ impl Semaphore {
     /// Cancel safe, as [`acquire`](Self::acquire).
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<SemaphorePermit, Error> {
         tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        give_up_after(&self.coord.clock, timeout, self.take(1, Patience::Forever)).await
+        self.watched(1, Patience::Forever, Some(timeout)).await
     }
 
-    /// Why a wait of this handle for a permit is not granted yet, as
-    /// [`DRWMutex::waiting`] says it for the lock it waits on now (the
-    /// line, the count or the slots); `None` when none waits, which
-    /// includes the moments between two attempts at the count (an acquire
-    /// that retries it after a backoff waits on no lock meanwhile).
+    /// Runs one acquire watched on the handle's board, which `waiting()`
+    /// reads; with a `timeout`, gives up with the error that says why.
+    async fn watched(
+        &self,
+        m: usize,
+        patience: Patience,
+        timeout: Option<Duration>,
+    ) -> Result<SemaphorePermit, Error> {
+        let clock = &self.coord.clock;
+        let watch = self.shared.board.begin(clock);
+        watch.run(clock, timeout, self.take(m, patience)).await
+    }
+
+    /// Why the latest acquire of this handle (or a clone) is not granted
+    /// yet, as [`DRWMutex::waiting`] says it for a lock; `None` when it is
+    /// not waiting. Of locks it waits on at once (the count and its check,
+    /// the slots), the one the lockers cannot grant says why, else one held
+    /// elsewhere; between two attempts at the count, what the last attempt
+    /// saw. Its reason is what [`acquire_timeout`](Self::acquire_timeout)
+    /// would give up with.
     pub fn waiting(&self) -> Option<WaitStatus> {
-        std::iter::once(&self.queue)
-            .chain([&self.count, &self.other_counts])
-            .chain(self.slots.iter())
-            .find_map(DRWMutex::waiting)
+        self.shared.board.status()
     }
 }
 

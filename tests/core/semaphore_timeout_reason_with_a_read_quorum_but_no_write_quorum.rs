@@ -1,4 +1,5 @@
-//! Why `Semaphore::acquire_timeout` gave up when, at the head of the line,
+//! Why `Semaphore::acquire_timeout` gives up, and what `waiting()` says,
+//! when, at the head of the line,
 //! the lockers that still answer are a read quorum but not a write quorum
 //! (four lockers, two of them gone): the count's read lock is granted, its
 //! check (a write lock) cannot be, so the lockers could not grant
@@ -51,5 +52,52 @@ async fn acquire_timeout_with_two_of_four_lockers_gone_at_the_head_of_the_line_s
         ),
         "nothing is held elsewhere and only 2 of 4 lockers answer (a write quorum is 3), \
          yet acquire_timeout says: {result:?}"
+    );
+}
+
+/// The same acquire, without a deadline, asked every 50 ms why it waits:
+/// the lockers cannot grant, also between two attempts at the count.
+/// Reproduces a past break: `waiting()` said `None` in the backoff between
+/// attempts and `HeldElsewhere` while the count's read was granted.
+#[tokio::test(start_paused = true)]
+async fn waiting_with_two_of_four_lockers_gone_at_the_head_of_the_line_says_no_quorum() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(4, SEED);
+    let h = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(SEED)
+        .build()
+        .unwrap();
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
+        .unwrap();
+    let sem = h.semaphore("why", 2).unwrap();
+    let waiter = sem.clone();
+    let acquire = tokio::spawn(async move { waiter.acquire().await });
+    sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        entries_on(&cluster, "semaphore/why/queue"),
+        4,
+        "at the head of the line"
+    );
+    cluster.crash(&[2, 3]).unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..40 {
+        sleep(Duration::from_millis(50)).await;
+        assert!(
+            !acquire.is_finished(),
+            "the acquire ended: only 2 of 4 lockers answer"
+        );
+        seen.push(sem.waiting().map(|status| status.reason()));
+    }
+    acquire.abort();
+    let wrong: Vec<_> = seen
+        .iter()
+        .filter(|reason| **reason != Some(quorum_lock::WaitReason::NoQuorum))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "the acquire waits only because 2 of 4 lockers are gone, yet waiting() said, \
+         every 50 ms for 2 s: {seen:?}"
     );
 }
