@@ -65,7 +65,10 @@ pub(crate) async fn give_up_after<T>(
 /// [`give_up_after`].
 pub(crate) fn calls_only() {
     if let Some(watch) = outer() {
-        watch.rounds().calls_only = true;
+        let mut rounds = watch.rounds();
+        rounds.calls_only = true;
+        // Nothing waits for a grant any more.
+        rounds.ended = None;
     }
 }
 
@@ -76,29 +79,36 @@ pub(crate) fn note_retry(err: &Error) {
     }
 }
 
-/// Where the acquires of one lock handle (and its clones) say which wait
-/// is the latest, for [`DRWMutex::waiting`](crate::DRWMutex::waiting).
+/// Where the acquires of one lock handle (and its clones) say why they
+/// wait, for [`DRWMutex::waiting`](crate::DRWMutex::waiting): the latest
+/// wait that still runs reports.
 #[derive(Default)]
 pub(crate) struct WaitBoard {
-    latest: Mutex<Weak<Watched>>,
+    /// The waits begun, oldest first; those that ended are pruned.
+    waits: Mutex<Vec<Weak<Watched>>>,
 }
 
 impl WaitBoard {
-    /// A new wait begins: it is the latest until another begins.
+    /// A new wait begins: it reports until it ends, or until a later one
+    /// begins and while that one runs.
     pub(crate) fn begin(&self, clock: &Clock) -> WaitWatch {
         let watch = WaitWatch::new(clock);
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) =
-            Arc::downgrade(&watch.watched);
+        let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
+        // Bounded by the waits that run at once through this handle.
+        waits.retain(|wait| wait.strong_count() > 0);
+        waits.push(Arc::downgrade(&watch.watched));
         watch
     }
 
-    /// The status of the latest wait, while it waits.
+    /// The status of the latest wait that still runs.
     pub(crate) fn status(&self) -> Option<WaitStatus> {
         let latest = self
-            .latest
+            .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .upgrade()?;
+            .iter()
+            .rev()
+            .find_map(Weak::upgrade)?;
         latest.status()
     }
 }
@@ -269,10 +279,13 @@ struct Watched {
 struct Rounds {
     /// The locks waiting now, each with its latest round.
     lanes: Vec<LaneRounds>,
-    /// A lock that gave up unfinished since the latest round began: what
-    /// it saw stands for the operation until its next round.
+    /// The latest lock that gave up unfinished: what it saw stands for the
+    /// operation while no lock waits, or while those that wait have heard
+    /// nothing yet (the next attempt's rounds, just sent).
     ended: Option<LaneRounds>,
     next_lane: u64,
+    /// The round tracked last, of whichever lock.
+    latest: Option<Arc<Acquisition>>,
     /// The error of the latest step that failed and will be retried, when
     /// that came after the latest round began.
     failed: Option<Error>,
@@ -286,22 +299,40 @@ struct Rounds {
 struct LaneRounds {
     id: u64,
     current: Arc<Acquisition>,
-    /// The round before: its answers stand in for lockers the current
-    /// round has not heard from yet.
+    /// The round before (this lock's, or for its first round the
+    /// operation's): its answers stand in for lockers the current round
+    /// has not heard from yet.
     previous: Option<Arc<Acquisition>>,
+}
+
+impl LaneRounds {
+    /// Whether any locker answered this lock's current or previous round.
+    fn heard(&self) -> bool {
+        let answered = |state: &Acquisition| state.answers().iter().any(Option::is_some);
+        answered(&self.current) || self.previous.as_deref().is_some_and(answered)
+    }
 }
 
 impl Rounds {
     fn track(&mut self, id: u64, state: &Arc<Acquisition>) {
         match self.lanes.iter_mut().find(|lane| lane.id == id) {
             Some(lane) => lane.previous = Some(std::mem::replace(&mut lane.current, state.clone())),
+            // A lock's first round stands in with the operation's round
+            // before it (an earlier attempt, or the lock taken before this
+            // one) for the lockers it has not heard from: they answered
+            // that one, so their silence of a moment says nothing. Only a
+            // round of the same mode: a read's grant says nothing of a
+            // write's chances.
             None => self.lanes.push(LaneRounds {
                 id,
                 current: state.clone(),
-                previous: None,
+                previous: self
+                    .latest
+                    .clone()
+                    .filter(|latest| latest.mode == state.mode),
             }),
         }
-        self.ended = None;
+        self.latest = Some(state.clone());
         self.failed = None;
         self.calls_only = false;
     }
@@ -324,9 +355,19 @@ impl Watched {
     fn status(&self) -> Option<WaitStatus> {
         let lanes: Vec<LaneRounds> = {
             let rounds = self.rounds();
-            if rounds.lanes.is_empty() {
-                rounds.ended.clone().into_iter().collect()
+            let heard: Vec<LaneRounds> = rounds
+                .lanes
+                .iter()
+                .filter(|lane| lane.heard())
+                .cloned()
+                .collect();
+            if !heard.is_empty() {
+                heard
+            } else if let Some(ended) = &rounds.ended {
+                vec![ended.clone()]
             } else {
+                // Only rounds no locker answered yet: "no answer yet",
+                // which a deadline shorter than a round trip must say.
                 rounds.lanes.clone()
             }
         };

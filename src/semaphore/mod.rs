@@ -252,12 +252,18 @@ impl Semaphore {
     }
 
     /// Why the latest acquire of this handle (or a clone) is not granted
-    /// yet, as [`DRWMutex::waiting`] says it for a lock; `None` when it is
-    /// not waiting. Of locks it waits on at once (the count and its check,
-    /// the slots), the one the lockers cannot grant says why, else one held
-    /// elsewhere; between two attempts at the count, what the last attempt
-    /// saw. Its reason is what [`acquire_timeout`](Self::acquire_timeout)
-    /// would give up with.
+    /// yet, as [`DRWMutex::waiting`] says it for a lock. Of locks it waits
+    /// on at once (the count and its check, the slots), the one the lockers
+    /// cannot grant says why, else one held elsewhere; between two attempts
+    /// at the count, what the last attempt saw. While it waits for a lock,
+    /// its reason is the one [`acquire_timeout`](Self::acquire_timeout)
+    /// would give up with then.
+    ///
+    /// `None` when no acquire of the handle waits for a lock: before one
+    /// begins, after it ends, and once it holds every lock it needs and
+    /// only confirms that its place in line was released (where
+    /// `acquire_timeout` can still give up, with
+    /// [`Error::QuorumUnavailable`], when the lockers do not answer).
     pub fn waiting(&self) -> Option<WaitStatus> {
         self.shared.board.status()
     }

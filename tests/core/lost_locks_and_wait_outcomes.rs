@@ -217,7 +217,7 @@ async fn a_lost_leadership_still_held_keeps_its_entries() {
 // 2. finish_releases and the Outstanding count.
 // ---------------------------------------------------------------------
 
-/// Fails (break): `unlock()` polled outside any runtime runs the release
+/// Reproduces a past break (fixed; the test checks the fix): `unlock()` polled outside any runtime runs the release
 /// on a private runtime that lingers `min(Timeouts::unlock, 5 s)`. An
 /// unlock that a locker refused goes to that locker's retry queue, and the
 /// drain task is spawned on the private runtime, which then shuts down:
@@ -380,13 +380,12 @@ async fn finish_releases_keeps_its_bound() {
 // 3. Why a wait gave up.
 // ---------------------------------------------------------------------
 
-/// Fails (break): `Election::campaign_timeout` reads its status from the
-/// handle's board, where the *latest* wait of the handle or any clone
-/// reports. A clone that began to campaign later and gave up leaves a dead
-/// entry there, so the first campaign, which waited the whole time on a
-/// cluster with 2 of 3 lockers down, fails with `Error::Timeout` ("held
-/// elsewhere") instead of `QuorumUnavailable`. (`Semaphore::acquire_timeout`
-/// reads the same way.)
+/// A campaign with a deadline reads why it gave up from its own waits, not
+/// from a clone's: a clone that began to campaign later and gave up does
+/// not make the first campaign, which waited the whole time on a cluster
+/// with 2 of 3 lockers down, say `Error::Timeout`; and `waiting()` speaks
+/// for the first campaign again once the clone's wait ended. (Reproduces a
+/// past break: the board kept only the latest wait, ended or not.)
 #[tokio::test(start_paused = true)]
 async fn campaign_timeout_reads_another_campaigns_status() {
     let cluster = TestCluster::new(3, 2508);
@@ -409,9 +408,11 @@ async fn campaign_timeout_reads_another_campaigns_status() {
         matches!(second, Err(Error::QuorumUnavailable { .. })),
         "{second:?}"
     );
-    // The first campaign still waits, but the board shows the clone's
-    // ended wait.
-    assert!(watcher.waiting().is_none());
+    // The first campaign still waits, and says why.
+    assert_eq!(
+        watcher.waiting().map(|status| status.reason()),
+        Some(WaitReason::NoQuorum)
+    );
     let first = first.await.unwrap();
     assert!(
         matches!(first, Err(Error::QuorumUnavailable { .. })),
@@ -419,7 +420,7 @@ async fn campaign_timeout_reads_another_campaigns_status() {
     );
 }
 
-/// Fails (break): `campaign_timeout` maps "no wait is running" to
+/// Reproduces a past break (fixed; the test checks the fix): `campaign_timeout` maps "no wait is running" to
 /// `Error::Timeout`. A campaign that got the lock and then cannot draw its
 /// term or proclaim because 2 of 3 lockers went down keeps retrying
 /// outside any wait, so at its deadline it says "held elsewhere" while no
@@ -451,7 +452,7 @@ async fn campaign_timeout_while_proclaiming_on_a_cluster_that_went_down() {
     );
 }
 
-/// Fails (break): `Semaphore::acquire_timeout` maps "no wait is running"
+/// Reproduces a past break (fixed; the test checks the fix): `Semaphore::acquire_timeout` maps "no wait is running"
 /// to `Error::Timeout`. An acquirer at the head of the line takes the
 /// count with one-round calls that keep no status; when 2 of 3 lockers go
 /// down then, it retries outside any wait and at its deadline says "held
@@ -479,7 +480,7 @@ async fn acquire_timeout_while_taking_the_count_on_a_cluster_that_went_down() {
     );
 }
 
-/// Fails (break): a wait keeps counting a grant from a locker whose later
+/// Reproduces a past break (fixed; the test checks the fix): a wait keeps counting a grant from a locker whose later
 /// calls failed (on purpose: the entry lives its validity). The status
 /// counts it as granted forever, even long after the locker must have
 /// expired it. A waiter cut off from 3 of 5 lockers, two of which had
@@ -522,7 +523,7 @@ async fn lock_timeout_counts_expired_grants_of_unreachable_lockers() {
     drop(held);
 }
 
-/// Fails (break): `QuorumUnavailable` from `Election::leader` (and from
+/// Reproduces a past break (fixed; the test checks the fix): `QuorumUnavailable` from `Election::leader` (and from
 /// `proclaim`) names no unreachable locker: the election's rounds call the
 /// lockers through `call_with_deadline`, not `call_locker`, so their
 /// failures are never noted, and `unreachable_since(began)` finds nothing

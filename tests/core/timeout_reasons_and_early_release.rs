@@ -107,7 +107,7 @@ async fn campaign_timeout_behind_a_leader_on_a_healthy_cluster() {
     drop(leading);
 }
 
-/// Fails (break): a `Holder`'s `lock_timeout` that waits its turn behind a
+/// Reproduces a past break (fixed; the test checks the fix): a `Holder`'s `lock_timeout` that waits its turn behind a
 /// clone's `try_lock` reads why from `mutex.waiting()`. A `try_lock` is a
 /// one-round acquire that keeps no board entry, so `waiting()` is `None`
 /// and the timeout says `Error::Timeout` ("held elsewhere") while 2 of 3
