@@ -9,6 +9,7 @@ mod runtime_support;
 
 mod basics;
 mod cancellation;
+mod cancelled_calls_leave_no_entries_behind;
 mod contention_progress;
 mod election;
 mod election_proclamations;
@@ -44,6 +45,7 @@ mod semaphore_count_check_and_limits;
 mod semaphore_loss;
 mod semaphore_mismatch;
 mod semaphore_one_count_under_cancellations;
+mod semaphore_permit_loss_under_drift;
 mod semaphore_shared_count_and_renewal;
 mod semaphore_timeout_after_a_slot_grant;
 mod semaphore_timeout_as_the_head_of_the_line_starts_waiting_for_slots;
