@@ -233,6 +233,37 @@ impl Fleet {
 /// How long each node may take to list or to force a lock open.
 pub const ADMIN_CALL: Duration = Duration::from_secs(5);
 
+/// How long an admin command waits for a lock server that took its
+/// connection and then closed it before the handshake was done (a server
+/// at its connection limit makes room that way under a flood) to take the
+/// connection its locker opens again in the background.
+const CLOSED_IN_HANDSHAKE_GRACE: Duration = Duration::from_secs(2);
+
+/// Waits, within [`CLOSED_IN_HANDSHAKE_GRACE`], for `server` to come
+/// online when the server itself ended its latest connection in the
+/// handshake (closed it, reset it, or turned it away as busy); a server
+/// that did not answer (refused, no route, a timeout) is not waited for:
+/// the connection's own timeout already has.
+async fn reconnected(server: &RemoteLocker) {
+    let reached = server.connect_error().is_some_and(|err| match &err {
+        Error::LockerUnavailable { reason, .. } => {
+            reason.starts_with("the server closed the connection during the handshake")
+                || reason.starts_with("handshake failed")
+                || reason.starts_with("the server turned the connection away")
+        }
+        _ => false,
+    });
+    if !reached {
+        return;
+    }
+    let wait = async {
+        while !server.is_online() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(CLOSED_IN_HANDSHAKE_GRACE, wait).await;
+}
+
 /// A server that answered, but refused `what` to our token: it is not the
 /// admin token.
 pub fn refused(endpoint: &str, reason: &str, what: &str) -> Failure {
@@ -247,7 +278,9 @@ pub fn refused(endpoint: &str, reason: &str, what: &str) -> Failure {
 
 /// Asks `locker` with `call`, bounded by [`ADMIN_CALL`]. A lock server
 /// without a connection is not asked: its call would only say "not
-/// connected", and why its latest attempt failed says more. A lock server
+/// connected", and why its latest attempt failed says more. One that
+/// closed the connection in its handshake is given a moment to take the
+/// next (see [`reconnected`]). A lock server
 /// that refuses the token for `what` ends the command (77): the token is
 /// not the admin token, the same on every server.
 pub async fn ask<T, F>(
@@ -259,6 +292,9 @@ pub async fn ask<T, F>(
 where
     F: Future<Output = Result<T, Error>>,
 {
+    if let Some(server) = server.filter(|s| !s.is_online()) {
+        reconnected(server).await;
+    }
     if let Some(server) = server.filter(|s| !s.is_online()) {
         let why = server
             .connect_error()

@@ -60,6 +60,7 @@ mod source;
 mod sql_cli;
 mod sql_duplicates;
 mod status;
+mod status_after_a_connection_closed_in_the_handshake;
 mod tls;
 mod unauthenticated_memory;
 mod versions;
