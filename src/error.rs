@@ -81,7 +81,9 @@ pub enum Error {
     },
 
     /// A wait with a deadline (`lock_timeout` and the like) gave up while a
-    /// quorum of lockers was reachable and the lock was held elsewhere. A
+    /// quorum of lockers was reachable and the lock was held elsewhere, or
+    /// while lockers enough for a quorum, asked a moment before, were still
+    /// answering (a deadline of a few round trips). A
     /// wait that gives up while a quorum is unreachable or in quarantine
     /// ends with [`QuorumUnavailable`](Error::QuorumUnavailable) or
     /// [`Quarantined`](Error::Quarantined) instead, so that "someone else

@@ -51,9 +51,13 @@ impl Said {
     /// the reason, and it is a new reason or names a locker `before` did
     /// not.
     fn is_news_after(&self, before: Option<&Said>) -> bool {
-        if self.reason == WaitReason::HeldElsewhere {
+        if matches!(
+            self.reason,
+            WaitReason::HeldElsewhere | WaitReason::Answering
+        ) {
             // Waiting for a holder is what a lock is for: silent, as
-            // flock(1) is. Only a cluster that cannot grant is news.
+            // flock(1) is, and so is waiting a moment for answers. Only a
+            // cluster that cannot grant is news.
             return false;
         }
         match before {

@@ -177,7 +177,8 @@ impl Election {
     }
 
     /// [`campaign`](Self::campaign) that gives up after `timeout`: with
-    /// [`Error::Timeout`] when another candidate led or waited ahead, and
+    /// [`Error::Timeout`] when another candidate led or waited ahead (or
+    /// the lockers were still answering), and
     /// with [`Error::Quarantined`] or [`Error::QuorumUnavailable`] when the
     /// lockers could not grant (see [`DRWMutex::lock_timeout`]).
     ///

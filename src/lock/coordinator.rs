@@ -5,6 +5,7 @@
 //! `round`, `guard`, `keeper`, `refresh`, `release`), so that data flows one
 //! way: each of those uses only what sits below it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +36,11 @@ pub(crate) struct Coordinator {
     /// ends without the lock reports (see `wait_status`). Written only when
     /// a call fails, so answered calls pay nothing for it.
     failures: Box<[Mutex<Option<FailureNote>>]>,
+    /// Per locker, how long its latest answered call took, in nanoseconds
+    /// plus one (0: none answered yet): a wait tells a locker that is slow
+    /// to answer its latest call from one that is out of reach by it. One
+    /// relaxed store per answered call.
+    answer_times: Box<[AtomicU64]>,
     /// The releases handed to the runtime that have not finished yet; see
     /// [`Outstanding`].
     pub(crate) outstanding: Arc<Outstanding>,
@@ -73,6 +79,7 @@ impl Coordinator {
             lease,
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
+            answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             outstanding: Arc::default(),
             unlock_retries,
             telemetry,
@@ -90,6 +97,22 @@ impl Coordinator {
             };
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
         }
+    }
+
+    /// Remembers that locker `index` answered a call (refusals included)
+    /// that took `took`.
+    pub(crate) fn note_answer(&self, index: usize, took: Duration) {
+        if let Some(slot) = self.answer_times.get(index) {
+            let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX - 1);
+            slot.store(nanos.saturating_add(1), Ordering::Relaxed);
+        }
+    }
+
+    /// How long the latest call locker `index` answered took; `None`
+    /// before it answered any.
+    pub(crate) fn answer_time(&self, index: usize) -> Option<Duration> {
+        let stored = self.answer_times.get(index)?.load(Ordering::Relaxed);
+        stored.checked_sub(1).map(Duration::from_nanos)
     }
 
     /// The latest failure of a call to locker `index`, if any failed.

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
@@ -200,6 +201,7 @@ where
         return answered_now(coord, index, kind, out);
     }
     let watch = coord.telemetry.call_stopwatch(index, kind);
+    let asked = coord.clock.now();
     let endpoint = || {
         coord
             .lockers
@@ -208,8 +210,9 @@ where
     };
     let out = call_with_deadline(&coord.clock, call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
-    if let Err(err) = &out {
-        coord.note_failure(index, err);
+    match &out {
+        Ok(_) => coord.note_answer(index, coord.clock.now().saturating_duration_since(asked)),
+        Err(err) => coord.note_failure(index, err),
     }
     out
 }
@@ -224,8 +227,9 @@ pub(crate) fn answered_now<T>(
     out: Result<T, Error>,
 ) -> Result<T, Error> {
     coord.telemetry.locker_call(index, kind, None, &out);
-    if let Err(err) = &out {
-        coord.note_failure(index, err);
+    match &out {
+        Ok(_) => coord.note_answer(index, Duration::ZERO),
+        Err(err) => coord.note_failure(index, err),
     }
     out
 }

@@ -212,7 +212,9 @@ impl DRWMutex {
 
     /// Like [`lock`](Self::lock), but gives up after `timeout`, with an
     /// error that says why it waited (see [`waiting`](Self::waiting)):
-    /// [`Error::Timeout`] when the lock was held elsewhere,
+    /// [`Error::Timeout`] when the lock was held elsewhere (or lockers
+    /// asked a moment before were still answering, see
+    /// [`WaitReason::Answering`](crate::WaitReason::Answering)),
     /// [`Error::Quarantined`] when too many lockers were in quarantine
     /// after a restart, and [`Error::QuorumUnavailable`] when too few were
     /// reachable, naming each and why. A round still in flight at the

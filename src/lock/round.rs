@@ -167,7 +167,10 @@ impl Round {
             (Verdict::Unavailable, None) => {
                 let state = &self.state;
                 let answers = state.answers();
-                Err(WaitStatus::of(&state.coord, quorum, &answers, state.started).unavailable())
+                Err(
+                    WaitStatus::of(&state.coord, quorum, &answers, state.started, state.started)
+                        .unavailable(),
+                )
             }
         }
         .inspect(|()| tracing::trace!(granted = tally.granted(), "round granted"))

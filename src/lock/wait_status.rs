@@ -44,6 +44,10 @@ pub struct WaitStatus {
     pub quarantined: Vec<Quarantined>,
     /// Lockers that did not answer, each with why.
     pub unreachable: Vec<Unreachable>,
+    /// Lockers asked a moment ago that have not answered yet: less time
+    /// has passed than twice what their latest answer took, so they count
+    /// neither as answering nor as out of reach.
+    pub answering: Vec<String>,
     /// How long the wait has waited.
     pub waited: Duration,
 }
@@ -75,21 +79,31 @@ pub enum WaitReason {
     /// [`Error::QuorumUnavailable`], which names each unreachable locker
     /// and why.
     NoQuorum,
+    /// Lockers that can make a quorum were asked a moment ago and have not
+    /// all answered: nothing is known against the wait yet. A wait that
+    /// gives up now (a deadline of a few round trips) fails with
+    /// [`Error::Timeout`]: it ran out of time, not out of lockers.
+    Answering,
 }
 
 impl WaitStatus {
     /// Why the wait is not granted.
     pub fn reason(&self) -> WaitReason {
-        let answered = self.granted + self.held_elsewhere;
+        // Those still answering may yet answer either way: they count as
+        // reachable, never as granting or refusing.
+        let reachable = self.granted + self.held_elsewhere + self.answering.len();
         // Grants alone do not block: a quorum of them only waits to be
         // confirmed, which no holder elsewhere causes.
         let held = self.held_elsewhere > 0
-            && (answered >= self.quorum
+            && (reachable >= self.quorum
                 || self.held_elsewhere > self.lockers.saturating_sub(self.quorum));
         if held || self.granted >= self.quorum {
             WaitReason::HeldElsewhere
-        } else if !self.quarantined.is_empty() && answered + self.quarantined.len() >= self.quorum {
+        } else if !self.quarantined.is_empty() && reachable + self.quarantined.len() >= self.quorum
+        {
             WaitReason::Quarantine
+        } else if reachable >= self.quorum {
+            WaitReason::Answering
         } else {
             WaitReason::NoQuorum
         }
@@ -113,7 +127,7 @@ impl WaitStatus {
     /// The error a wait that gives up in this state fails with.
     pub(crate) fn into_error(self) -> Error {
         match self.reason() {
-            WaitReason::HeldElsewhere => Error::Timeout,
+            WaitReason::HeldElsewhere | WaitReason::Answering => Error::Timeout,
             WaitReason::Quarantine | WaitReason::NoQuorum => self.unavailable(),
         }
     }
@@ -132,7 +146,7 @@ impl WaitStatus {
             };
         }
         Error::QuorumUnavailable {
-            answered: answered + self.quarantined.len(),
+            answered: answered + self.quarantined.len() + self.answering.len(),
             quorum: self.quorum,
             lockers: self.lockers,
             unreachable: self.unreachable,
@@ -140,15 +154,17 @@ impl WaitStatus {
     }
 
     /// The status of a wait that began at `began`, from how each locker
-    /// answered (`None`: not yet).
+    /// answered (`None`: not yet) the round sent at `asked`.
     pub(crate) fn of(
         coord: &Coordinator,
         quorum: usize,
         answers: &[Option<Answer>],
         began: Instant,
+        asked: Instant,
     ) -> WaitStatus {
         let now = coord.clock.now();
         let waited = now.saturating_duration_since(began);
+        let outstanding = now.saturating_duration_since(asked);
         let mut status = WaitStatus {
             lockers: answers.len(),
             quorum,
@@ -156,6 +172,7 @@ impl WaitStatus {
             held_elsewhere: 0,
             quarantined: Vec::new(),
             unreachable: Vec::new(),
+            answering: Vec::new(),
             waited,
         };
         for (index, answer) in answers.iter().enumerate() {
@@ -182,6 +199,15 @@ impl WaitStatus {
                             endpoint,
                             reason: note.error.locker_reason(),
                         }),
+                        // Asked less than twice as long ago as its latest
+                        // answer took: slow for now, not out of reach.
+                        None if answer.is_none()
+                            && coord
+                                .answer_time(index)
+                                .is_some_and(|took| outstanding < took.saturating_mul(2)) =>
+                        {
+                            status.answering.push(endpoint)
+                        }
                         None => status.unreachable.push(Unreachable {
                             endpoint,
                             reason: format!("no answer yet after {}", seconds(waited)),
@@ -225,6 +251,12 @@ impl fmt::Display for WaitStatus {
                 }
                 write!(f, "; {} needed", self.quorum)
             }
+            WaitReason::Answering => write!(
+                f,
+                "asked a moment ago, waiting for {} of {n} lockers to answer ({})",
+                self.answering.len(),
+                self.answering.join(", ")
+            ),
             WaitReason::NoQuorum => {
                 let reachable = n - self.unreachable.len();
                 write!(
@@ -310,6 +342,7 @@ mod tests {
                 })
                 .collect(),
             unreachable: Vec::new(),
+            answering: Vec::new(),
             waited: Duration::from_secs(1),
         }
     }
@@ -328,6 +361,23 @@ mod tests {
             status(1, 0, &[]).into_error(),
             Error::QuorumUnavailable { answered: 1, .. }
         ));
+    }
+
+    #[test]
+    fn lockers_still_answering_count_as_reachable_for_no_side() {
+        let answering = |granted, held, n: usize| WaitStatus {
+            answering: (0..n).map(|i| format!("a{i}:1")).collect(),
+            ..status(granted, held, &[])
+        };
+        // One granted, two still answering: the quorum may yet come.
+        let coming = answering(1, 0, 2);
+        assert_eq!(coming.reason(), WaitReason::Answering);
+        assert!(matches!(coming.clone().into_error(), Error::Timeout));
+        assert!(coming.to_string().contains("waiting for 2 of 5 lockers to answer"));
+        // One held elsewhere among them: a holder is known.
+        assert_eq!(answering(1, 1, 1).reason(), WaitReason::HeldElsewhere);
+        // Too few even if they all answer.
+        assert_eq!(answering(1, 0, 1).reason(), WaitReason::NoQuorum);
     }
 
     #[test]

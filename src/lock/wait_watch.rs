@@ -280,12 +280,9 @@ struct Rounds {
     /// The locks waiting now, each with its latest round.
     lanes: Vec<LaneRounds>,
     /// The latest lock that gave up unfinished: what it saw stands for the
-    /// operation while no lock waits, or while those that wait have heard
-    /// nothing yet (the next attempt's rounds, just sent).
+    /// operation while no waiting lock says more (see `Watched::status`).
     ended: Option<LaneRounds>,
     next_lane: u64,
-    /// The round tracked last, of whichever lock.
-    latest: Option<Arc<Acquisition>>,
     /// The error of the latest step that failed and will be retried, when
     /// that came after the latest round began.
     failed: Option<Error>,
@@ -299,40 +296,21 @@ struct Rounds {
 struct LaneRounds {
     id: u64,
     current: Arc<Acquisition>,
-    /// The round before (this lock's, or for its first round the
-    /// operation's): its answers stand in for lockers the current round
-    /// has not heard from yet.
+    /// This lock's round before: its answers stand in for lockers the
+    /// current round has not heard from yet.
     previous: Option<Arc<Acquisition>>,
-}
-
-impl LaneRounds {
-    /// Whether any locker answered this lock's current or previous round.
-    fn heard(&self) -> bool {
-        let answered = |state: &Acquisition| state.answers().iter().any(Option::is_some);
-        answered(&self.current) || self.previous.as_deref().is_some_and(answered)
-    }
 }
 
 impl Rounds {
     fn track(&mut self, id: u64, state: &Arc<Acquisition>) {
         match self.lanes.iter_mut().find(|lane| lane.id == id) {
             Some(lane) => lane.previous = Some(std::mem::replace(&mut lane.current, state.clone())),
-            // A lock's first round stands in with the operation's round
-            // before it (an earlier attempt, or the lock taken before this
-            // one) for the lockers it has not heard from: they answered
-            // that one, so their silence of a moment says nothing. Only a
-            // round of the same mode: a read's grant says nothing of a
-            // write's chances.
             None => self.lanes.push(LaneRounds {
                 id,
                 current: state.clone(),
-                previous: self
-                    .latest
-                    .clone()
-                    .filter(|latest| latest.mode == state.mode),
+                previous: None,
             }),
         }
-        self.latest = Some(state.clone());
         self.failed = None;
         self.calls_only = false;
     }
@@ -351,33 +329,25 @@ impl Watched {
     /// Why the wait waits. Of several locks waiting at once, the one whose
     /// wait would last longest says why: too few lockers reachable for it
     /// (no quarantine ending helps), else lockers in quarantine, else held
-    /// elsewhere; the operation needs each of them.
+    /// elsewhere. When none of those, the latest lock that gave up
+    /// unfinished says what it saw (between two attempts, or while the
+    /// next one's answers are still coming); else the answers still coming,
+    /// or grants waiting to be confirmed.
     fn status(&self) -> Option<WaitStatus> {
-        let lanes: Vec<LaneRounds> = {
+        let (lanes, ended) = {
             let rounds = self.rounds();
-            let heard: Vec<LaneRounds> = rounds
-                .lanes
-                .iter()
-                .filter(|lane| lane.heard())
-                .cloned()
-                .collect();
-            if !heard.is_empty() {
-                heard
-            } else if let Some(ended) = &rounds.ended {
-                vec![ended.clone()]
-            } else {
-                // Only rounds no locker answered yet: "no answer yet",
-                // which a deadline shorter than a round trip must say.
-                rounds.lanes.clone()
-            }
+            (rounds.lanes.clone(), rounds.ended.clone())
         };
         let statuses: Vec<WaitStatus> = lanes.iter().map(|lane| self.status_of(lane)).collect();
         let first = |wanted: fn(&WaitStatus) -> bool| statuses.iter().position(wanted);
-        let pick = first(|s| s.reason() == WaitReason::NoQuorum)
+        let blocked = first(|s| s.reason() == WaitReason::NoQuorum)
             .or_else(|| first(|s| s.reason() == WaitReason::Quarantine))
-            .or_else(|| first(|s| s.held_elsewhere > 0))
-            .unwrap_or(0);
-        statuses.into_iter().nth(pick)
+            .or_else(|| first(|s| s.held_elsewhere > 0 && s.reason() == WaitReason::HeldElsewhere));
+        match (blocked, ended) {
+            (Some(pick), _) => statuses.into_iter().nth(pick),
+            (None, Some(ended)) => Some(self.status_of(&ended)),
+            (None, None) => statuses.into_iter().next(),
+        }
     }
 
     fn status_of(&self, lane: &LaneRounds) -> WaitStatus {
@@ -394,6 +364,7 @@ impl Watched {
             lane.current.args.quorum,
             &answers,
             self.began,
+            lane.current.started,
         )
     }
 }

@@ -227,7 +227,8 @@ impl Semaphore {
     /// Like [`acquire`](Self::acquire), but gives up after `timeout`,
     /// releasing whatever it had taken, with an error that says why it
     /// waited, as [`DRWMutex::lock_timeout`] does: [`Error::Timeout`] when
-    /// the permits (or the line) were held elsewhere, [`Error::Quarantined`]
+    /// the permits (or the line) were held elsewhere (or the lockers were
+    /// still answering), [`Error::Quarantined`]
     /// or [`Error::QuorumUnavailable`] when the lockers could not grant.
     ///
     /// # Cancel safety

@@ -58,7 +58,8 @@ async fn acquire_timeout_with_two_of_four_lockers_gone_at_the_head_of_the_line_s
 /// The same acquire, without a deadline, asked every 50 ms why it waits:
 /// the lockers cannot grant, also between two attempts at the count.
 /// Reproduces a past break: `waiting()` said `None` in the backoff between
-/// attempts and `HeldElsewhere` while the count's read was granted.
+/// attempts and `HeldElsewhere` while the count's read was granted. Right
+/// after the crash the silent lockers are only slow for two round trips.
 #[tokio::test(start_paused = true)]
 async fn waiting_with_two_of_four_lockers_gone_at_the_head_of_the_line_says_no_quorum() {
     eprintln!("seed {SEED}");
@@ -91,9 +92,18 @@ async fn waiting_with_two_of_four_lockers_gone_at_the_head_of_the_line_says_no_q
         seen.push(sem.waiting().map(|status| status.reason()));
     }
     acquire.abort();
+    // The count's calls went out at 100 ms, just before the crash; for
+    // twice a round trip (200 ms) the silent lockers may only be slow
+    // (`Answering`), and from then on they are gone.
+    use quorum_lock::WaitReason::{Answering, NoQuorum};
     let wrong: Vec<_> = seen
         .iter()
-        .filter(|reason| **reason != Some(quorum_lock::WaitReason::NoQuorum))
+        .enumerate()
+        .filter(|(i, reason)| match reason {
+            Some(NoQuorum) => false,
+            Some(Answering) => *i >= 3,
+            _ => true,
+        })
         .collect();
     assert!(
         wrong.is_empty(),
