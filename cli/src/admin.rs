@@ -317,6 +317,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     // are checked first, so that a bad one forces none.
     let mut names: Vec<String> = Vec::with_capacity(args.names.len());
     for name in &args.names {
+        crate::target::refuse_node_url(name)?;
         if !names.contains(name) {
             names.push(name.clone());
         }

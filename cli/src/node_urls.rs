@@ -270,6 +270,18 @@ pub fn shown(text: &str) -> String {
     quorum_lock::redact_url(text)
 }
 
+/// A file's path for a message: as given, unless it holds `://` or `@`
+/// (a node URL given to a file flag by mistake, password and all), which
+/// is shown as [`shown`] shows a URL.
+pub fn path_shown(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if text.contains("://") || text.contains('@') {
+        shown(&text)
+    } else {
+        text
+    }
+}
+
 /// Splits `A,B,C` into URLs and checks each is `redis://` or `rediss://`.
 /// The same URL twice is caught later, by `host:port`.
 pub fn split_urls(raw: &str) -> Result<Vec<String>, Failure> {

@@ -198,7 +198,7 @@ mod with_redis {
             let pem = std::fs::read(ca).map_err(|e| {
                 Failure::usage(format!(
                     "cannot read the --redis-ca file {}: {e}",
-                    ca.display()
+                    crate::node_urls::path_shown(ca)
                 ))
             })?;
             config.tls_root_cert = Some(pem);

@@ -111,8 +111,12 @@ pub async fn serve(args: ServerArgs) -> Result<(), Failure> {
     config.max_waiters_per_connection = args.max_waiters_per_connection as usize;
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         let read = |path: &std::path::Path| {
-            std::fs::read(path)
-                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
+            std::fs::read(path).map_err(|e| {
+                Failure::usage(format!(
+                    "cannot read {}: {e}",
+                    crate::node_urls::path_shown(path)
+                ))
+            })
         };
         let mut tls = quorum_lock::net::ServerTls::from_pem(&read(cert)?, &read(key)?)
             .map_err(|e| Failure::usage(format!("--tls-cert / --tls-key: {e}")))?;

@@ -25,10 +25,13 @@ pub fn load_token(
             let text = std::fs::read_to_string(path).map_err(|e| {
                 Failure::usage(format!(
                     "cannot read the {what} file {}: {e}",
-                    path.display()
+                    crate::node_urls::path_shown(path)
                 ))
             })?;
-            (text, format!("the {what} file {}", path.display()))
+            (
+                text,
+                format!("the {what} file {}", crate::node_urls::path_shown(path)),
+            )
         }
         (None, Some(value)) => (value.to_owned(), format!("the {what}")),
         (None, None) => return Ok(None),
@@ -88,8 +91,12 @@ pub fn remote_config(args: &ClientArgs, admin: bool) -> Result<RemoteConfig, Fai
 /// (by default each node's host).
 fn client_tls(args: &ClientArgs, ca: &Path) -> Result<ClientTls, Failure> {
     let read = |path: &Path, flag: &str| {
-        std::fs::read(path)
-            .map_err(|e| Failure::usage(format!("cannot read {flag} {}: {e}", path.display())))
+        std::fs::read(path).map_err(|e| {
+            Failure::usage(format!(
+                "cannot read {flag} {}: {e}",
+                crate::node_urls::path_shown(path)
+            ))
+        })
     };
     let usage = |e: Error| Failure::usage(e.to_string());
     let mut tls = ClientTls::new(&read(ca, "--tls-ca")?).map_err(usage)?;

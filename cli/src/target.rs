@@ -150,6 +150,7 @@ impl Target {
 /// (A semaphore's names are longer by its prefix; `Target::new` checks
 /// those.)
 pub fn check_name(name: &str) -> Result<(), Failure> {
+    refuse_node_url(name)?;
     let probe = quorum_lock::LockArgs {
         uid: "-".into(),
         resources: vec![name.to_owned()].into(),
@@ -160,6 +161,21 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
     probe
         .validate_resources()
         .map_err(|e| Failure::usage(format!("bad lock name: {e}")))
+}
+
+/// Refuses a node URL with a password typed where a lock name goes (its
+/// flag left out, the nodes taken from a variable), which would be printed
+/// whole; the error shows it only as redaction does. Other names that
+/// hold `://` (`s3://bucket/key`) are names like any.
+pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
+    let shown = crate::node_urls::shown(name);
+    if name.contains("://") && shown != name {
+        return Err(Failure::usage(format!(
+            "bad lock name: {shown} looks like a node URL with a password; pass node URLs \
+             with --nodes or --redis (or their variables), and the lock name after them"
+        )));
+    }
+    Ok(())
 }
 
 /// How messages name what is waited for: the lock, or the permit in
