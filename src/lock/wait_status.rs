@@ -373,7 +373,9 @@ mod tests {
         let coming = answering(1, 0, 2);
         assert_eq!(coming.reason(), WaitReason::Answering);
         assert!(matches!(coming.clone().into_error(), Error::Timeout));
-        assert!(coming.to_string().contains("waiting for 2 of 5 lockers to answer"));
+        assert!(coming
+            .to_string()
+            .contains("waiting for 2 of 5 lockers to answer"));
         // One held elsewhere among them: a holder is known.
         assert_eq!(answering(1, 1, 1).reason(), WaitReason::HeldElsewhere);
         // Too few even if they all answer.
