@@ -33,7 +33,8 @@ fn a_node_url_given_as_the_lock_name_is_refused_without_its_password() {
         let done = cli(&dir, &args, &env, LIMIT);
         assert_eq!(done.code, Some(2), "{args:?}: {done:?}");
         assert!(
-            done.stderr.contains("looks like a node URL with a password"),
+            done.stderr
+                .contains("looks like a node URL with a password"),
             "{args:?}: {done:?}"
         );
         for (stream, text) in [("stdout", &done.stdout), ("stderr", &done.stderr)] {
