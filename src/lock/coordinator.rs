@@ -41,6 +41,10 @@ pub(crate) struct Coordinator {
     /// to answer its latest call from one that is out of reach by it. One
     /// relaxed store per answered call.
     answer_times: Box<[AtomicU64]>,
+    /// Per locker, when a call that had to wait was last answered, and
+    /// since when calls have waited for it unanswered. Touched only by
+    /// calls not answered on their first poll, off the in-process path.
+    call_times: Box<[Mutex<CallTimes>]>,
     /// The releases handed to the runtime that have not finished yet; see
     /// [`Outstanding`].
     pub(crate) outstanding: Arc<Outstanding>,
@@ -56,6 +60,16 @@ pub(crate) struct Coordinator {
 pub(crate) struct FailureNote {
     pub(crate) at: Instant,
     pub(crate) error: Error,
+}
+
+/// See `Coordinator::call_times`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallTimes {
+    /// When a call that had waited was last answered.
+    pub(crate) answered_at: Option<Instant>,
+    /// When the first call sent since that answer (or ever) was asked,
+    /// while none has been answered since.
+    pub(crate) silent_since: Option<Instant>,
 }
 
 impl Coordinator {
@@ -80,6 +94,9 @@ impl Coordinator {
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
+            call_times: (0..lockers_len)
+                .map(|_| Mutex::new(CallTimes::default()))
+                .collect(),
             outstanding: Arc::default(),
             unlock_retries,
             telemetry,
@@ -106,6 +123,34 @@ impl Coordinator {
             let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX - 1);
             slot.store(nanos.saturating_add(1), Ordering::Relaxed);
         }
+    }
+
+    /// A call to locker `index`, asked at `at`, was not answered on its
+    /// first poll: from then on the locker is silent until it answers.
+    pub(crate) fn note_asked(&self, index: usize, at: Instant) {
+        if let Some(slot) = self.call_times.get(index) {
+            let mut times = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            times.silent_since.get_or_insert(at);
+        }
+    }
+
+    /// Locker `index` answered, at `at`, a call that waited `took`.
+    pub(crate) fn note_answered_after_wait(&self, index: usize, took: Duration, at: Instant) {
+        self.note_answer(index, took);
+        if let Some(slot) = self.call_times.get(index) {
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = CallTimes {
+                answered_at: Some(at),
+                silent_since: None,
+            };
+        }
+    }
+
+    /// See [`CallTimes`].
+    pub(crate) fn call_times(&self, index: usize) -> CallTimes {
+        self.call_times
+            .get(index)
+            .map(|slot| *slot.lock().unwrap_or_else(PoisonError::into_inner))
+            .unwrap_or_default()
     }
 
     /// How long the latest call locker `index` answered took; `None`

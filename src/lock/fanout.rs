@@ -202,6 +202,7 @@ where
     }
     let watch = coord.telemetry.call_stopwatch(index, kind);
     let asked = coord.clock.now();
+    coord.note_asked(index, asked);
     let endpoint = || {
         coord
             .lockers
@@ -211,7 +212,10 @@ where
     let out = call_with_deadline(&coord.clock, call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
     match &out {
-        Ok(_) => coord.note_answer(index, coord.clock.now().saturating_duration_since(asked)),
+        Ok(_) => {
+            let now = coord.clock.now();
+            coord.note_answered_after_wait(index, now.saturating_duration_since(asked), now);
+        }
         Err(err) => coord.note_failure(index, err),
     }
     out

@@ -99,11 +99,12 @@ impl WaitStatus {
                 || self.held_elsewhere > self.lockers.saturating_sub(self.quorum));
         if held || self.granted >= self.quorum {
             WaitReason::HeldElsewhere
+        } else if reachable >= self.quorum {
+            // A quorum may yet come without the lockers in quarantine.
+            WaitReason::Answering
         } else if !self.quarantined.is_empty() && reachable + self.quarantined.len() >= self.quorum
         {
             WaitReason::Quarantine
-        } else if reachable >= self.quorum {
-            WaitReason::Answering
         } else {
             WaitReason::NoQuorum
         }
@@ -145,11 +146,17 @@ impl WaitStatus {
                 lockers: self.lockers,
             };
         }
+        let waited = seconds(self.waited);
+        let mut unreachable = self.unreachable;
+        unreachable.extend(self.answering.into_iter().map(|endpoint| Unreachable {
+            endpoint,
+            reason: format!("no answer yet after {waited}"),
+        }));
         Error::QuorumUnavailable {
-            answered: answered + self.quarantined.len() + self.answering.len(),
+            answered: answered + self.quarantined.len(),
             quorum: self.quorum,
             lockers: self.lockers,
-            unreachable: self.unreachable,
+            unreachable,
         }
     }
 
@@ -164,7 +171,6 @@ impl WaitStatus {
     ) -> WaitStatus {
         let now = coord.clock.now();
         let waited = now.saturating_duration_since(began);
-        let outstanding = now.saturating_duration_since(asked);
         let mut status = WaitStatus {
             lockers: answers.len(),
             quorum,
@@ -181,11 +187,20 @@ impl WaitStatus {
                 Some(Answer::Refused | Answer::Queued) => status.held_elsewhere += 1,
                 Some(Answer::Failed) | None => {
                     let endpoint = coord.lockers[index].endpoint();
-                    // A failure from before this wait says nothing about a
-                    // locker that has not answered it yet.
-                    let note = coord
-                        .failure(index)
-                        .filter(|note| answer.is_some() || note.at >= began);
+                    let times = coord.call_times(index);
+                    // For a locker that has not answered this wait yet, the
+                    // latest failure says why only when nothing answered
+                    // since: a failure before the locker's latest answer
+                    // (or, when none is known, before the wait) is over.
+                    let note = coord.failure(index).filter(|note| {
+                        answer.is_some()
+                            || times
+                                .answered_at
+                                .map_or(note.at >= began, |answered| note.at > answered)
+                    });
+                    // Silent since its first unanswered call, not since this
+                    // round's: a poll that asks again does not restart it.
+                    let silent = now.saturating_duration_since(times.silent_since.unwrap_or(asked));
                     match note {
                         Some(note) if note.error.is_quarantine() => {
                             let since = now.saturating_duration_since(note.at);
@@ -204,7 +219,7 @@ impl WaitStatus {
                         None if answer.is_none()
                             && coord
                                 .answer_time(index)
-                                .is_some_and(|took| outstanding < took.saturating_mul(2)) =>
+                                .is_some_and(|took| silent < took.saturating_mul(2)) =>
                         {
                             status.answering.push(endpoint)
                         }
