@@ -5,6 +5,7 @@ mod boards;
 mod config;
 mod contract;
 mod ended;
+mod listing;
 mod shards;
 mod table;
 #[cfg(test)]
@@ -22,7 +23,7 @@ use crate::error::QUARANTINE_REASON;
 use crate::locker::proclamation::{election_resource, Proclamation, WatchArgs};
 use crate::quorum::clock::{anchored_wall, nanos_of, Clock};
 use crate::quorum::fencing::{FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};
-use crate::{Error, LockArgs, LockInfo, LockMode};
+use crate::{Error, LockArgs, LockMode};
 use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
@@ -236,34 +237,6 @@ impl LocalLocker {
     /// ```
     pub fn quarantine_left(&self) -> Option<Duration> {
         self.quarantine_left_at(self.clock.now())
-    }
-
-    /// Every live entry, sorted by resource and uid. Expired entries are
-    /// dropped first, so they never show.
-    ///
-    /// ```
-    /// assert!(quorum_lock::LocalLocker::new().snapshot().is_empty());
-    /// ```
-    pub fn snapshot(&self) -> Vec<LockInfo> {
-        let now = self.clock.now();
-        let mut freed = Vec::new();
-        self.shards
-            .expire_all(now, self.config.validity, &mut freed);
-        self.promote(freed, now);
-        let mut out = Vec::new();
-        self.shards.for_each(|resource, holders| {
-            out.extend(holders.entries().iter().map(|e| LockInfo {
-                resource: resource.to_owned(),
-                uid: e.uid.to_string(),
-                owner: e.owner.to_string(),
-                source: e.source.to_string(),
-                mode: holders.mode(),
-                acquired: self.clock.to_tokio(e.acquired),
-                refreshed: self.clock.to_tokio(e.refreshed),
-            }));
-        });
-        out.sort_by(|a, b| (&a.resource, &a.uid).cmp(&(&b.resource, &b.uid)));
-        out
     }
 
     /// Whether `args.uid` holds every resource of `args.resources` in

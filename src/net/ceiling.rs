@@ -80,6 +80,10 @@ fn answer(op: &Op) -> Reply {
         Op::LockWait { .. } => Reply::Wait(WireWaitReply::Granted),
         Op::Fence { .. } => Reply::Fence(Some(1)),
         Op::List => Reply::Locks(Vec::new()),
+        Op::ListPage { .. } => Reply::LocksPage {
+            entries: Vec::new(),
+            more: false,
+        },
         Op::Health => Reply::Health {
             quarantined: false,
             entries: 0,

@@ -674,22 +674,41 @@ impl NetLocker for RemoteLocker {
         self.call_bool(Op::ForceUnlock(WireArgs::from(args))).await
     }
 
+    /// From protocol version 6 the listing comes a page at a time, each
+    /// asked for after the last entry of the one before; before that, in
+    /// one reply, which a server refuses when it would not fit a frame.
+    /// Pages are not one moment's view: a lock granted or released while
+    /// they are read shows or not by where its name sorts.
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        let now = Instant::now();
-        match self.call(Op::List).await? {
-            Reply::Locks(entries) => Ok(entries
-                .into_iter()
-                .map(|e| LockInfo {
-                    resource: e.resource,
-                    uid: e.uid,
-                    owner: e.owner,
-                    source: e.source,
-                    mode: e.mode.into(),
-                    acquired: now.checked_sub(e.age).unwrap_or(now),
-                    refreshed: now.checked_sub(e.since_refresh).unwrap_or(now),
-                })
-                .collect()),
-            other => other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+        if self.protocol_version().is_none_or(|v| v < wire::V6) {
+            return match self.call(Op::List).await? {
+                Reply::Locks(entries) => Ok(lock_infos(entries)),
+                other => other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+            };
+        }
+        let mut out: Vec<LockInfo> = Vec::new();
+        loop {
+            let after = out.last().map(|l| (l.resource.clone(), l.uid.clone()));
+            let (entries, more) = match self.call(Op::ListPage { after }).await? {
+                Reply::LocksPage { entries, more } => (entries, more),
+                other => return other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+            };
+            let start = out.len();
+            out.extend(lock_infos(entries));
+            // Each page must start after the one before and be in order,
+            // or asking on from its end could go round for ever.
+            let ordered = out[start.saturating_sub(1)..]
+                .windows(2)
+                .all(|w| (&w[0].resource, &w[0].uid) < (&w[1].resource, &w[1].uid));
+            if !ordered || (more && out.len() == start) {
+                return Err(Error::LockerUnavailable {
+                    endpoint: self.shared.endpoint.clone(),
+                    reason: "the server answered a listing page out of order or empty".into(),
+                });
+            }
+            if !more {
+                return Ok(out);
+            }
         }
     }
 
@@ -721,4 +740,21 @@ impl NetLocker for RemoteLocker {
             nanos => Some(Duration::from_nanos(nanos)),
         }
     }
+}
+
+/// Listing entries from the wire: ages become instants.
+fn lock_infos(entries: Vec<wire::WireLockInfo>) -> Vec<LockInfo> {
+    let now = Instant::now();
+    entries
+        .into_iter()
+        .map(|e| LockInfo {
+            resource: e.resource,
+            uid: e.uid,
+            owner: e.owner,
+            source: e.source,
+            mode: e.mode.into(),
+            acquired: now.checked_sub(e.age).unwrap_or(now),
+            refreshed: now.checked_sub(e.since_refresh).unwrap_or(now),
+        })
+        .collect()
 }

@@ -209,10 +209,10 @@ pub fn samples(message: Message, seed: u64) -> Vec<Vec<u8>> {
 
 /// The number of `Op` variants [`samples`] builds; the tests check that
 /// the decoder knows no more.
-const OPS: usize = 13;
+const OPS: usize = 14;
 
 /// The number of `Reply` variants [`samples`] builds.
-const REPLIES: usize = 9;
+const REPLIES: usize = 10;
 
 /// The name of an operation and its lock arguments, if it has any. The
 /// match has no catch-all, so a new operation fails to compile here until
@@ -232,6 +232,7 @@ fn op_variant(op: &Op) -> (&'static str, Option<&WireArgs>) {
         Op::Status => ("Status", None),
         Op::Proclaim { args, .. } => ("Proclaim", Some(args)),
         Op::Leader { args, .. } => ("Leader", Some(args)),
+        Op::ListPage { .. } => ("ListPage", None),
     }
 }
 
@@ -247,6 +248,7 @@ fn reply_variant(reply: &Reply) -> &'static str {
         Reply::Push { .. } => "Push",
         Reply::Status { .. } => "Status",
         Reply::Leader(_) => "Leader",
+        Reply::LocksPage { .. } => "LocksPage",
     }
 }
 
@@ -397,9 +399,15 @@ impl Gen {
                 args: self.args(),
                 proclamation: self.proclamation(),
             },
-            _ => Op::Leader {
+            12 => Op::Leader {
                 args: self.args(),
                 watch: self.0.random::<bool>().then(|| self.duration()),
+            },
+            _ => Op::ListPage {
+                after: self
+                    .0
+                    .random::<bool>()
+                    .then(|| (self.text(MAX_RESOURCE_NAME_LEN), self.text(MAX_UID_LEN))),
             },
         }
     }
@@ -460,7 +468,14 @@ impl Gen {
                 quarantine_left: self.0.random::<bool>().then(|| self.duration()),
                 entries: self.number(),
             },
-            _ => Reply::Leader(self.0.random::<bool>().then(|| self.proclamation())),
+            8 => Reply::Leader(self.0.random::<bool>().then(|| self.proclamation())),
+            _ => {
+                let count = self.0.random_range(0..5);
+                Reply::LocksPage {
+                    entries: (0..count).map(|_| self.lock_info(false)).collect(),
+                    more: self.0.random(),
+                }
+            }
         }
     }
 }

@@ -136,7 +136,9 @@ impl Session<'_> {
             Op::ForceUnlock(args) => self.release(args, Kind::Force).await,
             Op::Refresh(args, mode) => self.refresh(args, mode.map(LockMode::from)).await,
             Op::List if self.role != Role::Admin => forbidden("listing locks"),
-            Op::List => Reply::Locks(list(locker)),
+            Op::List => list_whole(locker),
+            Op::ListPage { .. } if self.role != Role::Admin => forbidden("listing locks"),
+            Op::ListPage { after } => list_page(locker, after),
             Op::Health => Reply::Health {
                 quarantined: locker.is_quarantined(),
                 entries: self.entries(),
@@ -526,10 +528,46 @@ pub(super) fn forbidden(what: &str) -> Reply {
     }
 }
 
-pub(super) fn list(locker: &crate::LocalLocker) -> Vec<WireLockInfo> {
+/// What one page of a listing may take, by the table's own measure of an
+/// entry (at least what the entry takes on the wire): half a frame.
+pub(super) const PAGE_BUDGET: usize = wire::MAX_FRAME / 2;
+
+/// What a whole listing may take for a client before version 6: a frame,
+/// less room for the reply's own few bytes.
+const WHOLE_BUDGET: usize = wire::MAX_FRAME - 4096;
+
+/// The answer to `List`, from clients before version 6: the whole listing
+/// in one reply when it fits a frame, else a refusal that says how to get
+/// it. Only a page's worth is copied either way.
+fn list_whole(locker: &crate::LocalLocker) -> Reply {
+    let page = locker.snapshot_page(None, WHOLE_BUDGET);
+    if page.more {
+        return Reply::Error {
+            kind: ErrorKind::InvalidArgument,
+            message: format!(
+                "the listing is over one reply ({} KiB) and this connection's protocol \
+                 version cannot page it; list with a client of protocol version 6 or later",
+                WHOLE_BUDGET / 1024
+            ),
+        };
+    }
+    Reply::Locks(wire_entries(page.entries))
+}
+
+/// The answer to `ListPage`.
+fn list_page(locker: &crate::LocalLocker, after: Option<(String, String)>) -> Reply {
+    let after = after.as_ref().map(|(r, u)| (r.as_str(), u.as_str()));
+    let page = locker.snapshot_page(after, PAGE_BUDGET);
+    Reply::LocksPage {
+        entries: wire_entries(page.entries),
+        more: page.more,
+    }
+}
+
+/// Entries for the wire: instants become ages.
+fn wire_entries(entries: Vec<crate::LockInfo>) -> Vec<WireLockInfo> {
     let now = Instant::now();
-    locker
-        .snapshot()
+    entries
         .into_iter()
         .map(|info| WireLockInfo {
             resource: info.resource,

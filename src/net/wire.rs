@@ -24,10 +24,11 @@ mod tests;
 /// version 3 added waiting in line with pushed wake-ups and fencing tokens;
 /// version 4 added `Status`, which also tells how long a quarantine has
 /// left; version 5 added leader election (`Proclaim`, `Leader` with watches
-/// and the `Changed` push). A server of this build also accepts clients of
-/// versions 2 to 4, and a client falls back to the newest older version a
+/// and the `Changed` push); version 6 added listings in pages
+/// (`ListPage`). A server of this build also accepts clients of
+/// versions 2 to 5, and a client falls back to the newest older version a
 /// server names when it rejects the client's (PROTOCOL.md, "Versioning").
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The oldest protocol version this build speaks, as a server and as a
 /// client.
@@ -42,6 +43,9 @@ pub(crate) const V4: u16 = 4;
 /// The first version with leader election: `Proclaim`, `Leader` and the
 /// `Changed` push.
 pub(crate) const V5: u16 = 5;
+
+/// The first version with listings in pages: `ListPage`.
+pub(crate) const V6: u16 = 6;
 
 /// Whether this build speaks `version`.
 pub(crate) fn speaks(version: u16) -> bool {
@@ -446,6 +450,12 @@ pub(crate) enum Op {
         args: WireArgs,
         watch: Option<Duration>,
     },
+    /// Version 6: the next page of the listing, after the entry of
+    /// `after` (a resource and a uid) in their order; the first page
+    /// without it. Answered with `LocksPage`.
+    ListPage {
+        after: Option<(String, String)>,
+    },
 }
 
 impl Op {
@@ -455,6 +465,7 @@ impl Op {
             Op::LockWait { .. } | Op::Fence { .. } => V3,
             Op::Status => V4,
             Op::Proclaim { .. } | Op::Leader { .. } => V5,
+            Op::ListPage { .. } => V6,
             _ => MIN_PROTOCOL_VERSION,
         }
     }
@@ -526,6 +537,12 @@ pub(crate) enum Reply {
     },
     /// Version 5: the answer to [`Op::Leader`].
     Leader(Option<WireProclamation>),
+    /// Version 6: the answer to [`Op::ListPage`]: entries in the order of
+    /// (resource, uid); `more` when entries after the last did not fit.
+    LocksPage {
+        entries: Vec<WireLockInfo>,
+        more: bool,
+    },
 }
 
 /// One message from the server: the response to request `id`, or, with

@@ -24,6 +24,9 @@ pub const VERSION_4: u16 = 4;
 /// The version with leader election: `Proclaim`, `Leader`, `Changed`.
 pub const VERSION_5: u16 = 5;
 
+/// The version with listings in pages: `ListPage`, `LocksPage`.
+pub const VERSION_6: u16 = 6;
+
 /// `Op` variant indexes, in declaration order.
 pub const OP_LOCK: u8 = 0;
 pub const OP_RLOCK: u8 = 1;
@@ -41,6 +44,8 @@ pub const OP_STATUS: u8 = 10;
 /// Version 5.
 pub const OP_PROCLAIM: u8 = 11;
 pub const OP_LEADER: u8 = 12;
+/// Version 6.
+pub const OP_LIST_PAGE: u8 = 13;
 
 /// `Reply` variant indexes.
 pub const REPLY_BOOL: u8 = 0;
@@ -54,6 +59,8 @@ pub const REPLY_PUSH: u8 = 6;
 pub const REPLY_STATUS: u8 = 7;
 /// Version 5.
 pub const REPLY_LEADER: u8 = 8;
+/// Version 6.
+pub const REPLY_LOCKS_PAGE: u8 = 9;
 
 /// `ErrorKind` variant indexes.
 pub const KIND_INVALID_ARGUMENT: u8 = 0;

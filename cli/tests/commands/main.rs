@@ -38,6 +38,7 @@ mod force_unlock_status_lines_escaped;
 mod group_gone_before_the_next_holder;
 mod inherited;
 mod invisible_characters;
+mod listing_a_large_lock_table;
 mod malformed;
 mod metrics;
 mod metrics_address_error_shows_no_password;

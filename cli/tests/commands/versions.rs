@@ -1,5 +1,5 @@
-//! Protocol versions 2 to 5 side by side (PROTOCOL.md, "Versioning"): a
-//! version-5 server serves version-2, -3 and -4 clients, a newest
+//! Protocol versions 2 to 6 side by side (PROTOCOL.md, "Versioning"): a
+//! version-6 server serves version-2 to -5 clients, a newest
 //! client falls back to version 2 against a version-2 server and then waits
 //! by polling and has no fencing tokens, falls back to version 3 against a
 //! version-3 server and then asks `Health` for its status, and versions
@@ -12,7 +12,7 @@ use crate::support::old_server::OldServer;
 use crate::support::wire::{
     authenticate_as, frame, lock_request, lock_wait_request, read_frame, request, response,
     OP_FENCE, OP_HEALTH, OP_LOCK, OP_RLOCK, OP_STATUS, OP_UNLOCK, REPLY_BOOL, REPLY_ERROR,
-    REPLY_HEALTH, REPLY_STATUS, REPLY_WAIT, VERSION, VERSION_3, VERSION_4, VERSION_5,
+    REPLY_HEALTH, REPLY_STATUS, REPLY_WAIT, VERSION, VERSION_3, VERSION_4, VERSION_5, VERSION_6,
 };
 use crate::support::{remote_config, Scratch, Server, TOKEN};
 use quorum_lock::net::RemoteLocker;
@@ -53,7 +53,7 @@ fn welcome_version(welcome: &[u8]) -> u8 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_newest_server_serves_version_2_to_5_hellos_and_refuses_others() {
+async fn the_newest_server_serves_version_2_to_6_hellos_and_refuses_others() {
     let dir = Scratch::new("net-versions-server");
     let server = Server::start(&dir, &["--no-quarantine"]);
     let addr = server.addr.to_string();
@@ -134,18 +134,21 @@ async fn the_newest_server_serves_version_2_to_5_hellos_and_refuses_others() {
     let reply = roundtrip(&mut newest, &request(1, OP_STATUS)).await;
     assert_eq!(reply, [1, REPLY_STATUS, 0, 1]);
 
-    // Version 5 (election) is the newest it speaks.
+    // Version 5 (election), and version 6 (listings in pages), the newest
+    // it speaks.
     let (_, welcome) = authenticate_as(&addr, TOKEN, VERSION_5).await.unwrap();
     assert_eq!(welcome_version(&welcome), 5);
+    let (_, welcome) = authenticate_as(&addr, TOKEN, VERSION_6).await.unwrap();
+    assert_eq!(welcome_version(&welcome), 6);
 
     // Versions it does not speak are refused with the ones it does.
-    for version in [1, 6, 99] {
+    for version in [1, 7, 99] {
         let (_, welcome) = authenticate_as(&addr, TOKEN, version).await.unwrap();
         assert_eq!(welcome[0], 1, "version {version} was accepted");
         let reason = String::from_utf8_lossy(&welcome);
         assert!(
             reason.contains(&format!(
-                "protocol version {version} is not supported; this server speaks 2, 3, 4 and 5"
+                "protocol version {version} is not supported; this server speaks 2, 3, 4, 5 and 6"
             )),
             "{reason}"
         );
@@ -160,7 +163,7 @@ async fn the_newest_client_falls_back_to_version_2_against_an_old_server() {
         .expect("connects after falling back");
     assert_eq!(locker.protocol_version(), Some(2));
     assert!(locker.is_online());
-    assert_eq!(old.seen().hellos, [5, 2], "offered 5, then 2");
+    assert_eq!(old.seen().hellos, [6, 2], "offered 6, then 2");
 
     // Waiting falls back to a plain lock, which the coordinator repeats.
     let a = args("fallback-uid", "fallback");
@@ -240,7 +243,7 @@ async fn a_client_pinned_to_version_2_is_served_as_one() {
     let new = RemoteLocker::connect(server.addr.to_string(), remote_config(TOKEN))
         .await
         .unwrap();
-    assert_eq!(new.protocol_version(), Some(5));
+    assert_eq!(new.protocol_version(), Some(6));
 
     // A version this client does not speak is a usage error.
     let mut config = remote_config(TOKEN);
@@ -305,7 +308,7 @@ async fn the_newest_client_falls_back_to_version_3_and_asks_health() {
         .await
         .expect("connects after falling back");
     assert_eq!(locker.protocol_version(), Some(3));
-    assert_eq!(old.seen().hellos, [5, 3], "offered 5, then 3");
+    assert_eq!(old.seen().hellos, [6, 3], "offered 6, then 3");
     let health = locker.status().await.expect("a status from Health");
     assert_eq!(
         (health.quarantined, health.quarantine_left, health.entries),
@@ -326,7 +329,7 @@ async fn only_version_4_and_later_tell_how_long_a_quarantine_has_left() {
     let newest = RemoteLocker::connect(addr.clone(), remote_config(TOKEN))
         .await
         .unwrap();
-    assert_eq!(newest.protocol_version(), Some(5));
+    assert_eq!(newest.protocol_version(), Some(6));
     let health = newest.status().await.expect("a status");
     assert!(health.quarantined, "{health:?}");
     let left = health.quarantine_left.expect("the time left");

@@ -14,12 +14,15 @@ fn a_version_2_rejection_leads_to_version_2() {
     // The exact reason a version-4 server gives.
     let v4 = "protocol version 5 is not supported; this server speaks 2, 3 and 4";
     assert_eq!(fallback_version(v4, 5), Some(4));
+    // The exact reason a version-5 server gives.
+    let v5 = "protocol version 6 is not supported; this server speaks 2, 3, 4 and 5";
+    assert_eq!(fallback_version(v5, 6), Some(5));
     // Ours, as a future client would read it.
     assert_eq!(
-        unsupported_version(6),
-        "protocol version 6 is not supported; this server speaks 2, 3, 4 and 5"
+        unsupported_version(7),
+        "protocol version 7 is not supported; this server speaks 2, 3, 4, 5 and 6"
     );
-    assert_eq!(fallback_version(&unsupported_version(6), 6), Some(5));
+    assert_eq!(fallback_version(&unsupported_version(7), 7), Some(6));
     assert_eq!(fallback_version(&unsupported_version(9), 4), Some(3));
     assert_eq!(fallback_version(&unsupported_version(9), 3), Some(2));
     // Never upwards, never to a version this build does not speak,
@@ -185,6 +188,38 @@ fn version_5_messages_round_trip_and_keep_the_old_indexes() {
         },
     };
     assert_eq!(encode(&changed).unwrap(), [0, 6, 2, b'a', b'b', 2]);
+}
+
+#[test]
+fn version_6_listing_pages_round_trip_and_keep_the_old_indexes() {
+    let ask = Request {
+        id: 5,
+        op: Op::ListPage {
+            after: Some(("r".into(), "u".into())),
+        },
+    };
+    let bytes = encode(&ask).unwrap();
+    // id, then the variant index after the thirteen of versions 2 to 5,
+    // then the cursor: present, resource, uid.
+    assert_eq!(bytes, [5, 13, 1, 1, b'r', 1, b'u']);
+    assert_eq!(decode::<Request>(&bytes).unwrap(), ask);
+    assert_eq!(ask.op.since(), 6);
+    let first = Request {
+        id: 6,
+        op: Op::ListPage { after: None },
+    };
+    assert_eq!(encode(&first).unwrap(), [6, 13, 0]);
+    // The variant index after the nine replies of versions 2 to 5.
+    let page = Response {
+        id: 5,
+        reply: Reply::LocksPage {
+            entries: Vec::new(),
+            more: true,
+        },
+    };
+    let bytes = encode(&page).unwrap();
+    assert_eq!(bytes, [5, 9, 0, 1]);
+    assert_eq!(decode::<Response>(&bytes).unwrap(), page);
 }
 
 #[test]
