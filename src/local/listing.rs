@@ -2,7 +2,7 @@
 //! time, in the order of (resource, uid).
 //!
 //! Invariants: a page is the longest run of entries after its cursor, in
-//! that order, whose [`listed_size`]s add up to at most the budget (and at
+//! that order, whose [`LockInfo::listed_size`]s add up to at most the budget (and at
 //! least one entry, whatever its size); building it keeps at most that
 //! much besides one entry, however large the table.
 
@@ -11,12 +11,6 @@ use std::collections::BinaryHeap;
 
 use super::LocalLocker;
 use crate::LockInfo;
-
-/// What one entry costs in a listing, in bytes: its text, plus room for
-/// the lengths, the mode and two durations as the wire encodes them.
-pub(super) fn listed_size(info: &LockInfo) -> usize {
-    info.resource.len() + info.uid.len() + info.owner.len() + info.source.len() + 48
-}
 
 /// One page of a listing; `more` says entries after the last one did not
 /// fit.
@@ -73,7 +67,7 @@ impl LocalLocker {
 
     /// The live entries after `after` (a resource and a uid) in the order
     /// of [`snapshot`](Self::snapshot), as many as fit `budget` bytes by
-    /// [`listed_size`]. A listing paged this way is not one moment's view:
+    /// [`LockInfo::listed_size`]. A listing paged this way is not one moment's view:
     /// an entry granted or released between two pages shows or not by
     /// where it sorts.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
@@ -95,11 +89,11 @@ impl LocalLocker {
                 return;
             }
             let info = info();
-            size += listed_size(&info);
+            size += info.listed_size();
             kept.push(Keyed(info));
             while size > budget && kept.len() > 1 {
                 let Some(Keyed(last)) = kept.pop() else { break };
-                size -= listed_size(&last);
+                size -= last.listed_size();
                 cut = Some((last.resource, last.uid));
             }
         });
@@ -141,8 +135,7 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
 
-    use super::listed_size;
-    use crate::{LocalLocker, LockArgs, NetLocker};
+    use crate::{LocalLocker, LockArgs, LockInfo, NetLocker};
 
     /// A table of readers and writers with texts of random lengths, so that
     /// entries differ in size and several uids share names.
@@ -186,9 +179,9 @@ mod tests {
             loop {
                 let after = paged
                     .last()
-                    .map(|l: &crate::LockInfo| (l.resource.clone(), l.uid.clone()));
+                    .map(|l: &LockInfo| (l.resource.clone(), l.uid.clone()));
                 let page = locker.snapshot_page(after.as_ref().map(|(r, u)| (&**r, &**u)), budget);
-                let size: usize = page.entries.iter().map(listed_size).sum();
+                let size: usize = page.entries.iter().map(LockInfo::listed_size).sum();
                 assert!(
                     size <= budget || page.entries.len() == 1,
                     "seed {seed}: a page of {} entries and {size} bytes over a budget of {budget}",
@@ -197,7 +190,7 @@ mod tests {
                 if page.more {
                     let next = whole[paged.len() + page.entries.len()].clone();
                     assert!(
-                        size + listed_size(&next) > budget,
+                        size + next.listed_size() > budget,
                         "seed {seed}: the page stopped before an entry that fits"
                     );
                 }

@@ -55,6 +55,15 @@ impl LockInfo {
     pub fn age(&self) -> Duration {
         self.acquired.elapsed()
     }
+
+    /// What the entry costs in a listing, in bytes: its text, plus room
+    /// for the lengths, the mode and two durations as the lock protocol
+    /// encodes them (at most 43 bytes). Lock servers fill listing pages by
+    /// it, and clients check pages by it.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn listed_size(&self) -> usize {
+        self.resource.len() + self.uid.len() + self.owner.len() + self.source.len() + 48
+    }
 }
 
 /// One lock server, as seen by the [`Dsync`](crate::Dsync) coordinator.

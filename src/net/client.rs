@@ -687,6 +687,7 @@ impl NetLocker for RemoteLocker {
             };
         }
         let mut out: Vec<LockInfo> = Vec::new();
+        let mut listed: u64 = 0;
         loop {
             let after = out.last().map(|l| (l.resource.clone(), l.uid.clone()));
             let (entries, more) = match self.call(Op::ListPage { after }).await? {
@@ -695,15 +696,35 @@ impl NetLocker for RemoteLocker {
             };
             let start = out.len();
             out.extend(lock_infos(entries));
+            let page: usize = out[start..].iter().map(LockInfo::listed_size).sum();
+            listed = listed.saturating_add(page as u64);
             // Each page must start after the one before and be in order,
-            // or asking on from its end could go round for ever.
+            // and one that says more follow must be nearly full, or a
+            // server could keep the listing going (and growing) for ever;
+            // the whole is bounded too.
             let ordered = out[start.saturating_sub(1)..]
                 .windows(2)
                 .all(|w| (&w[0].resource, &w[0].uid) < (&w[1].resource, &w[1].uid));
-            if !ordered || (more && out.len() == start) {
+            let refused = if !ordered {
+                Some("a listing page out of order".to_owned())
+            } else if more && page < wire::LISTING_PAGE_FULL {
+                Some(format!(
+                    "a listing page of {page} bytes that says more follow (a server fills \
+                     each page to {} KiB)",
+                    wire::LISTING_PAGE / 1024
+                ))
+            } else if more && listed >= wire::MAX_LISTING {
+                Some(format!(
+                    "a listing of more than {} GiB, the most a client takes",
+                    wire::MAX_LISTING >> 30
+                ))
+            } else {
+                None
+            };
+            if let Some(what) = refused {
                 return Err(Error::LockerUnavailable {
                     endpoint: self.shared.endpoint.clone(),
-                    reason: "the server answered a listing page out of order or empty".into(),
+                    reason: format!("the server answered {what}; no listing was taken"),
                 });
             }
             if !more {

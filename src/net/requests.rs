@@ -528,9 +528,10 @@ pub(super) fn forbidden(what: &str) -> Reply {
     }
 }
 
-/// What one page of a listing may take, by the table's own measure of an
-/// entry (at least what the entry takes on the wire): half a frame.
-pub(super) const PAGE_BUDGET: usize = wire::MAX_FRAME / 2;
+/// What one page of a listing may take, by
+/// [`LockInfo::listed_size`](crate::LockInfo) (at least what an entry
+/// takes on the wire): [`wire::LISTING_PAGE`].
+const PAGE_BUDGET: usize = wire::LISTING_PAGE;
 
 /// What a whole listing may take for a client before version 6: a frame,
 /// less room for the reply's own few bytes.

@@ -116,6 +116,20 @@ pub const MAX_OWNER_LEN: usize = 512;
 /// Longest source (the caller's `file:line:column`) a server accepts.
 pub const MAX_SOURCE_LEN: usize = 512;
 
+/// What a page of a listing holds, by the entries' listed size (their text
+/// and 48 bytes each): a server fills each page to this, and a page that
+/// says more entries follow holds at least [`LISTING_PAGE_FULL`].
+pub(crate) const LISTING_PAGE: usize = MAX_FRAME / 2;
+
+/// The least a page that says more entries follow holds: what
+/// [`LISTING_PAGE`] less the largest entry leaves, rounded down to half.
+pub(crate) const LISTING_PAGE_FULL: usize = LISTING_PAGE / 2;
+
+/// The most a client takes of one server's listing, by the entries'
+/// listed size: 4 GiB, four times the lock table a server keeps by
+/// default.
+pub(crate) const MAX_LISTING: u64 = 4 << 30;
+
 /// The codec both sides use: a 4-byte big-endian length, then the payload.
 pub(crate) fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()

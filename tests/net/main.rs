@@ -23,6 +23,7 @@ mod expiry;
 mod foreign;
 mod fuzz;
 mod hostile_pushes_reach_logs_escaped;
+mod hostile_server_endless_listing_pages;
 mod hostile_server_error_replies_in_client_logs;
 mod hostile_server_reconnect_cycle_in_client_logs;
 mod late_validity;
