@@ -5,6 +5,7 @@
 //! `round`, `guard`, `keeper`, `refresh`, `release`), so that data flows one
 //! way: each of those uses only what sits below it.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -41,10 +42,15 @@ pub(crate) struct Coordinator {
     /// to answer its latest call from one that is out of reach by it. One
     /// relaxed store per answered call.
     answer_times: Box<[AtomicU64]>,
-    /// Per locker, when a call that had to wait was last answered, and
-    /// since when calls have waited for it unanswered. Touched only by
-    /// calls not answered on their first poll, off the in-process path.
-    call_times: Box<[Mutex<CallTimes>]>,
+    /// Per locker, how many calls it answered on their first poll: with
+    /// the latest call answered after a wait (`call_records`), an
+    /// operation that got its lock tells the lockers that answered a call
+    /// asked since from those that did not. One relaxed add per such call.
+    answers_at_once: Box<[AtomicU64]>,
+    /// Per locker, when a call that had to wait was last answered, and the
+    /// calls on their way to it. Touched only by calls not answered on
+    /// their first poll, off the in-process path.
+    call_records: Box<[Mutex<CallRecord>]>,
     /// The releases handed to the runtime that have not finished yet; see
     /// [`Outstanding`].
     pub(crate) outstanding: Arc<Outstanding>,
@@ -62,14 +68,69 @@ pub(crate) struct FailureNote {
     pub(crate) error: Error,
 }
 
-/// See `Coordinator::call_times`.
+/// What a wait reads of one locker's calls: see `Coordinator::call_times`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CallTimes {
-    /// When a call that had waited was last answered.
+    /// When a call that had to wait was last answered.
     pub(crate) answered_at: Option<Instant>,
-    /// When the first call sent since that answer (or ever) was asked,
-    /// while none has been answered since.
+    /// When the first call asked since that answer (or ever) that is still
+    /// on its way was asked. A call the caller stopped waiting for (a
+    /// refresh round or a fencing draw that a quorum settled), or that
+    /// failed (its failure is noted), is not on its way.
     pub(crate) silent_since: Option<Instant>,
+}
+
+/// See `Coordinator::call_records`.
+#[derive(Debug, Default)]
+struct CallRecord {
+    answered_at: Option<Instant>,
+    /// When the latest-asked call that was answered was asked.
+    answered_asked: Option<Instant>,
+    /// The calls on their way, by when they were asked: a count for each
+    /// instant. Bounded by the calls to the locker at once.
+    open: BTreeMap<Instant, u32>,
+}
+
+impl CallRecord {
+    fn close(&mut self, asked: Instant) {
+        if let Some(count) = self.open.get_mut(&asked) {
+            *count -= 1;
+            if *count == 0 {
+                self.open.remove(&asked);
+            }
+        }
+    }
+}
+
+/// A call to one locker that was not answered on its first poll, on its
+/// way until this is dropped: answered, failed, or given up by its caller.
+pub(crate) struct AskedCall<'a> {
+    coord: &'a Coordinator,
+    index: usize,
+    asked: Instant,
+}
+
+impl AskedCall<'_> {
+    /// The locker answered, at `at`.
+    pub(crate) fn answered(self, at: Instant) {
+        self.coord
+            .note_answer(self.index, at.saturating_duration_since(self.asked));
+        if let Some(slot) = self.coord.call_records.get(self.index) {
+            let mut record = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            record.answered_at = Some(at);
+            record.answered_asked = record.answered_asked.max(Some(self.asked));
+        }
+    }
+}
+
+impl Drop for AskedCall<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.coord.call_records.get(self.index) {
+            slot.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .close(self.asked);
+        }
+    }
 }
 
 impl Coordinator {
@@ -94,8 +155,9 @@ impl Coordinator {
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
-            call_times: (0..lockers_len)
-                .map(|_| Mutex::new(CallTimes::default()))
+            answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
+            call_records: (0..lockers_len)
+                .map(|_| Mutex::new(CallRecord::default()))
                 .collect(),
             outstanding: Arc::default(),
             unlock_retries,
@@ -126,31 +188,66 @@ impl Coordinator {
     }
 
     /// A call to locker `index`, asked at `at`, was not answered on its
-    /// first poll: from then on the locker is silent until it answers.
-    pub(crate) fn note_asked(&self, index: usize, at: Instant) {
-        if let Some(slot) = self.call_times.get(index) {
-            let mut times = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            times.silent_since.get_or_insert(at);
+    /// first poll: it is on its way until the returned record is dropped.
+    pub(crate) fn note_asked(&self, index: usize, at: Instant) -> AskedCall<'_> {
+        if let Some(slot) = self.call_records.get(index) {
+            let mut record = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            *record.open.entry(at).or_insert(0) += 1;
         }
-    }
-
-    /// Locker `index` answered, at `at`, a call that waited `took`.
-    pub(crate) fn note_answered_after_wait(&self, index: usize, took: Duration, at: Instant) {
-        self.note_answer(index, took);
-        if let Some(slot) = self.call_times.get(index) {
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = CallTimes {
-                answered_at: Some(at),
-                silent_since: None,
-            };
+        AskedCall {
+            coord: self,
+            index,
+            asked: at,
         }
     }
 
     /// See [`CallTimes`].
     pub(crate) fn call_times(&self, index: usize) -> CallTimes {
-        self.call_times
+        let Some(slot) = self.call_records.get(index) else {
+            return CallTimes::default();
+        };
+        let record = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let silent_since = match record.answered_at {
+            Some(answered) => record.open.range(answered..).next(),
+            None => record.open.iter().next(),
+        }
+        .map(|(asked, _)| *asked);
+        CallTimes {
+            answered_at: record.answered_at,
+            silent_since,
+        }
+    }
+
+    /// Locker `index` answered a call on its first poll.
+    pub(crate) fn note_answered_at_once(&self, index: usize) {
+        self.note_answer(index, Duration::ZERO);
+        if let Some(count) = self.answers_at_once.get(index) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How many calls each locker has answered on their first poll so far.
+    pub(crate) fn answers_at_once(&self) -> Vec<u64> {
+        self.answers_at_once
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Whether locker `index` answered a call asked at or after `at`,
+    /// given how many it had answered at once by then (`at_once`).
+    pub(crate) fn answered_since(&self, index: usize, at: Instant, at_once: u64) -> bool {
+        let now = self
+            .answers_at_once
             .get(index)
-            .map(|slot| *slot.lock().unwrap_or_else(PoisonError::into_inner))
-            .unwrap_or_default()
+            .map_or(0, |count| count.load(Ordering::Relaxed));
+        now != at_once
+            || self.call_records.get(index).is_some_and(|slot| {
+                slot.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .answered_asked
+                    .is_some_and(|asked| asked >= at)
+            })
     }
 
     /// How long the latest call locker `index` answered took; `None`

@@ -5,7 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
@@ -201,8 +200,7 @@ where
         return answered_now(coord, index, kind, out);
     }
     let watch = coord.telemetry.call_stopwatch(index, kind);
-    let asked = coord.clock.now();
-    coord.note_asked(index, asked);
+    let asked = coord.note_asked(index, coord.clock.now());
     let endpoint = || {
         coord
             .lockers
@@ -212,10 +210,7 @@ where
     let out = call_with_deadline(&coord.clock, call, deadline, endpoint).await;
     coord.telemetry.locker_call(index, kind, watch, &out);
     match &out {
-        Ok(_) => {
-            let now = coord.clock.now();
-            coord.note_answered_after_wait(index, now.saturating_duration_since(asked), now);
-        }
+        Ok(_) => asked.answered(coord.clock.now()),
         Err(err) => coord.note_failure(index, err),
     }
     out
@@ -232,7 +227,7 @@ pub(crate) fn answered_now<T>(
 ) -> Result<T, Error> {
     coord.telemetry.locker_call(index, kind, None, &out);
     match &out {
-        Ok(_) => coord.note_answer(index, Duration::ZERO),
+        Ok(_) => coord.note_answered_at_once(index),
         Err(err) => coord.note_failure(index, err),
     }
     out

@@ -98,7 +98,9 @@ impl DRWMutex {
     /// Waits ([`lock`](Self::lock), [`read`](Self::read) and their
     /// `_timeout` forms) report here, and so do one-round `try_` calls
     /// while their round runs; when several run at once through the same
-    /// handle, the one that began last among those still running reports.
+    /// handle, the one that began last among those still running reports
+    /// (one that has not started its first round yet knows nothing, so
+    /// the one before it does).
     /// A wait with a deadline that gives up fails with the error this
     /// status maps to (see [`WaitReason`](crate::WaitReason)).
     ///

@@ -100,16 +100,19 @@ impl WaitBoard {
         watch
     }
 
-    /// The status of the latest wait that still runs.
+    /// The status of the latest wait that still runs and has begun a
+    /// round: one that has not yet (parked before its first, say) knows
+    /// nothing, and an older wait still waiting speaks for the handle.
     pub(crate) fn status(&self) -> Option<WaitStatus> {
-        let latest = self
+        let running: Vec<Arc<Watched>> = self
             .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .rev()
-            .find_map(Weak::upgrade)?;
-        latest.status()
+            .filter_map(Weak::upgrade)
+            .collect();
+        running.iter().find_map(|wait| wait.status())
     }
 }
 
@@ -200,28 +203,36 @@ impl WaitWatch {
 
     /// An operation that got its lock and then ran out of time in the calls
     /// that follow (a term, a proclamation, a count check) waited for no
-    /// holder: its lockers did not answer in time. Names those whose calls
-    /// failed since, or else every locker, as not having answered.
+    /// holder: its lockers did not answer in time. Names each locker that
+    /// answered no call asked since the grant (why, when a call to it
+    /// failed since), and counts the others as having answered.
     fn after_grant(&self) -> Option<Error> {
         let rounds = self.rounds();
         if !rounds.calls_only || !rounds.lanes.is_empty() || rounds.failed.is_some() {
             return None;
         }
-        let (state, at) = rounds.granted.clone()?;
+        let Granted { state, at, answers } = rounds.granted.clone()?;
         drop(rounds);
         let coord = &state.coord;
-        let mut unreachable = coord.unreachable_since(at);
-        if unreachable.is_empty() {
-            let waited = seconds(coord.clock.now().saturating_duration_since(at));
-            unreachable = coord
-                .lockers
-                .iter()
-                .map(|l| Unreachable {
-                    endpoint: l.endpoint(),
-                    reason: format!("no answer from a quorum within {waited} after the grant"),
+        let waited = seconds(coord.clock.now().saturating_duration_since(at));
+        let unreachable: Vec<Unreachable> = answers
+            .iter()
+            .enumerate()
+            .filter(|(index, at_once)| !coord.answered_since(*index, at, **at_once))
+            .filter_map(|(index, _)| {
+                let reason = coord
+                    .failure(index)
+                    .filter(|note| note.at >= at)
+                    .map_or_else(
+                        || format!("no answer within {waited} after the grant"),
+                        |note| note.error.locker_reason(),
+                    );
+                Some(Unreachable {
+                    endpoint: coord.lockers.get(index)?.endpoint(),
+                    reason,
                 })
-                .collect();
-        }
+            })
+            .collect();
         Some(Error::QuorumUnavailable {
             answered: coord.lockers.len().saturating_sub(unreachable.len()),
             quorum: state.args.quorum,
@@ -254,7 +265,13 @@ impl Lane {
             // A grant ends only this lock's wait: a lock waiting beside it,
             // or one that failed beside it since the round began, still
             // says why the operation waits.
-            Ok((state, _)) => rounds.granted = Some((state.clone(), state.coord.clock.now())),
+            Ok((state, _)) => {
+                rounds.granted = Some(Granted {
+                    state: state.clone(),
+                    at: state.coord.clock.now(),
+                    answers: state.coord.answers_at_once().into(),
+                })
+            }
             Err(err) if err.is_retryable() => {
                 rounds.failed = Some(err.clone());
                 rounds.ended = lane;
@@ -286,10 +303,19 @@ struct Rounds {
     /// The error of the latest step that failed and will be retried, when
     /// that came after the latest round began.
     failed: Option<Error>,
-    /// The latest lock of the operation that was granted, and when.
-    granted: Option<(Arc<Acquisition>, Instant)>,
+    /// The latest lock of the operation that was granted.
+    granted: Option<Granted>,
     /// The operation said it has every lock it waits for.
     calls_only: bool,
+}
+
+/// A lock of an operation granted at `at`, when its lockers had answered
+/// `answers` calls each on their first poll.
+#[derive(Clone)]
+struct Granted {
+    state: Arc<Acquisition>,
+    at: Instant,
+    answers: Arc<[u64]>,
 }
 
 #[derive(Clone)]
