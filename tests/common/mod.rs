@@ -46,6 +46,16 @@ pub fn client(lockers: Vec<Arc<dyn NetLocker>>, seed: u64) -> Dsync {
 }
 
 /// A coordinator over `lockers` for `owner`, whose backoff jitter replays
+/// from `seed`.
+pub fn seeded(lockers: Vec<Arc<dyn NetLocker>>, owner: &str, seed: u64) -> Dsync {
+    Dsync::builder(lockers)
+        .owner(owner)
+        .rng_seed(seed)
+        .build()
+        .expect("valid coordinator")
+}
+
+/// A coordinator over `lockers` for `owner`, whose backoff jitter replays
 /// from `seed`; for tests that return their failures as text.
 pub fn owned_client(
     lockers: Vec<Arc<dyn NetLocker>>,

@@ -18,15 +18,12 @@ use quorum_lock::{Dsync, Error, WaitReason};
 use tokio::time::{sleep, Instant};
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3661;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// Fails: the second wait is the first round of a new lock of the

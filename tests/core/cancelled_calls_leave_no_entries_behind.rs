@@ -6,16 +6,13 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Dsync;
 use tokio::time::{sleep, timeout};
 
 fn client(cluster: &TestCluster, owner: &str, seed: u64) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(seed)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, seed)
 }
 
 /// Entries (or places) of `owner` on any locker, as `node: resource uid`.

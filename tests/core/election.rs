@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
 use quorum_lock::{
     Dsync, Error, Leader, LockArgs, LockerConfig, NetLocker, Proclamation, Timeouts,
@@ -19,11 +20,7 @@ const VALIDITY: Duration = Duration::from_secs(60);
 
 /// A client of `cluster` whose calls carry `owner`, which partitions cut off.
 pub(crate) fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(7)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, 7)
 }
 
 /// The nodes whose table holds `uid`.
@@ -406,11 +403,7 @@ async fn a_cancelled_campaigns_value_left_on_one_node_is_never_reported() {
             _ => no_proclaim(l),
         })
         .collect();
-    let b = Dsync::builder(lockers)
-        .owner("b")
-        .rng_seed(7)
-        .build()
-        .unwrap();
+    let b = common::seeded(lockers, "b", 7);
     let watch = w.election("jobs").unwrap();
     let mut observer = watch.observe().unwrap();
     let mut leading = a

@@ -7,16 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, Error, Leader, LockArgs, NetLocker, Proclamation};
 use tokio::time::{sleep, timeout, Instant};
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(7)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, 7)
 }
 
 /// What one locker alone says of the election `name`.
@@ -77,11 +74,7 @@ async fn a_value_on_one_locker_of_three_is_not_reported_as_the_leaders() {
             _ => loses_proclamations(l, cut.clone()),
         })
         .collect();
-    let a = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(7)
-        .build()
-        .unwrap();
+    let a = common::seeded(lockers, "a", 7);
     let w = client(&cluster, "watcher");
     let watch = w.election("jobs").unwrap();
     let mut leading = a
@@ -207,11 +200,7 @@ async fn an_observer_keeps_reporting_while_values_change_faster_than_its_reads()
         .into_iter()
         .map(|l| slow_leader_replies(l, Duration::from_millis(150)))
         .collect();
-    let w = Dsync::builder(far)
-        .owner("watcher")
-        .rng_seed(7)
-        .build()
-        .unwrap();
+    let w = common::seeded(far, "watcher", 7);
     let mut leading = a
         .election("jobs")
         .unwrap()

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Error, LockArgs, NetLocker, Proclamation};
+use quorum_lock::{Error, LockArgs, NetLocker, Proclamation};
 
 /// What one locker alone says of the election `name`.
 async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
@@ -56,16 +57,8 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
         .zip(&cuts)
         .map(|(l, cut)| loses_proclamations(l, cut.clone()))
         .collect();
-    let a = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(7)
-        .build()
-        .unwrap();
-    let w = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(8)
-        .build()
-        .unwrap();
+    let a = common::seeded(lockers, "a", 7);
+    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
     let watch = w.election("jobs").unwrap();
     let mut leading = a
         .election("jobs")
@@ -134,16 +127,8 @@ async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_firs
         .zip(&cuts)
         .map(|(l, cut)| loses_proclamations(l, cut.clone()))
         .collect();
-    let a = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(7)
-        .build()
-        .unwrap();
-    let w = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(8)
-        .build()
-        .unwrap();
+    let a = common::seeded(lockers, "a", 7);
+    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
     let watch = w.election("jobs").unwrap();
     let mut leading = a
         .election("jobs")
@@ -213,16 +198,8 @@ async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_
             _ => l,
         })
         .collect();
-    let a = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(7)
-        .build()
-        .unwrap();
-    let w = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(8)
-        .build()
-        .unwrap();
+    let a = common::seeded(lockers, "a", 7);
+    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
     let watch = w.election("jobs").unwrap();
     let mut leading = a
         .election("jobs")

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::{
     DRWMutex, Dsync, Error, LocalLocker, LockArgs, LockInfo, LockMode, NetLocker, PushEvent,
     PushSink, ReadGuard, RetryPolicy, Ticket, Timeouts, WaitArgs, WaitReply, Waiting, Wake,
@@ -59,11 +60,7 @@ fn push_client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str, seed: u64) -> Dsyn
 
 /// A client with the default settings.
 fn default_client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str, seed: u64) -> Dsync {
-    Dsync::builder(lockers)
-        .owner(owner)
-        .rng_seed(seed)
-        .build()
-        .unwrap()
+    common::seeded(lockers, owner, seed)
 }
 
 /// Who got a lock, and when, in the order they got it.

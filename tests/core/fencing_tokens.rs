@@ -23,11 +23,7 @@ fn secs(s: u64) -> Duration {
 }
 
 fn client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str) -> Dsync {
-    Dsync::builder(lockers)
-        .owner(owner)
-        .rng_seed(1)
-        .build()
-        .unwrap()
+    common::seeded(lockers, owner, 1)
 }
 
 /// Takes the lock on `names` in `mode`, draws its token, checks that asking

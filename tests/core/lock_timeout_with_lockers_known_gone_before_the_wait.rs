@@ -23,8 +23,9 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 9120;
@@ -35,11 +36,7 @@ async fn gone_lockers_after_a_failed_try_lock(freeze: impl Fn(&TestCluster)) {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(300)), &[1, 2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let client = common::seeded(cluster.net_lockers(), "h", SEED);
     let warm = client.rw_mutex(["warm-up"]).unwrap();
     warm.lock().await.unwrap().unlock().await.unwrap();
     freeze(&cluster);

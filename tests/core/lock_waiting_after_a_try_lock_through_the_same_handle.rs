@@ -9,8 +9,9 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 4244;
@@ -19,13 +20,7 @@ const SEED: u64 = 4244;
 async fn waiting_still_says_why_a_lock_waits_after_a_try_lock_of_the_same_handle_ended() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let client = |owner: &str| {
-        Dsync::builder(cluster.net_lockers())
-            .owner(owner)
-            .rng_seed(SEED)
-            .build()
-            .unwrap()
-    };
+    let client = |owner: &str| common::seeded(cluster.net_lockers(), owner, SEED);
     let (other, h) = (client("other"), client("h"));
     let held = other.rw_mutex(["report"]).unwrap().lock().await.unwrap();
     let mutex = h.rw_mutex(["report"]).unwrap();

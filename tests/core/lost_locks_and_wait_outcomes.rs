@@ -10,16 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, Lease, LockerConfig, Timeouts, WaitReason};
 use tokio::time::{sleep, Instant};
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(25)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, 25)
 }
 
 /// Entries on every locker whose resource starts with `prefix`.
@@ -274,11 +271,7 @@ fn finish_releases_after_an_unlock_outside_any_runtime() {
 async fn finish_releases_ok_means_nothing_left() {
     for seed in 0..6u64 {
         let cluster = TestCluster::new(5, 2506 + seed);
-        let h = Dsync::builder(cluster.net_lockers())
-            .owner("h")
-            .rng_seed(seed)
-            .build()
-            .unwrap();
+        let h = common::seeded(cluster.net_lockers(), "h", seed);
         let slow = Latency::Uniform {
             min: Duration::ZERO,
             max: Duration::from_millis(300),

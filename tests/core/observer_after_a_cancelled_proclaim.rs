@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::NetLocker;
 use tokio::time::sleep;
 
 /// Delivers proclamations sent while `slow` is set 10 s late.
@@ -33,16 +34,8 @@ async fn a_proclaim_cancelled_before_any_locker_stored_it_reports_nothing_new() 
         .into_iter()
         .map(|l| stalls_values(l, slow.clone()))
         .collect();
-    let leader = Dsync::builder(lockers)
-        .owner("leader")
-        .rng_seed(1)
-        .build()
-        .unwrap();
-    let watcher = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(2)
-        .build()
-        .unwrap();
+    let leader = common::seeded(lockers, "leader", 1);
+    let watcher = common::seeded(cluster.net_lockers(), "watcher", 2);
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     assert_eq!(observer.recv().await, Some(None));
     let mut leading = leader

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker, Observer};
 use tokio::time::Instant;
@@ -24,11 +25,7 @@ const GONE_WITHIN: Duration = Duration::from_secs(1);
 async fn scene(late: Duration) -> (Observer, Dsync, Dsync) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let watcher = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
+    let watcher = common::seeded(cluster.net_lockers(), "watcher", SEED);
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     assert_eq!(observer.recv().await, Some(None), "nobody leads at first");
     let view: Vec<Arc<dyn NetLocker>> = cluster
@@ -41,11 +38,7 @@ async fn scene(late: Duration) -> (Observer, Dsync, Dsync) {
             })) as Arc<dyn NetLocker>
         })
         .collect();
-    let candidate = Dsync::builder(view)
-        .owner("candidate")
-        .rng_seed(SEED + 1)
-        .build()
-        .unwrap();
+    let candidate = common::seeded(view, "candidate", SEED + 1);
     (observer, watcher, candidate)
 }
 

@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::{
-    Dsync, Error, Leader, LocalLocker, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs,
-    WaitReply, WatchArgs,
+    Error, Leader, LocalLocker, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply,
+    WatchArgs,
 };
 use tokio::time::{sleep, timeout, Instant};
 
@@ -187,16 +188,8 @@ async fn a_read_begun_later_but_answered_earlier_does_not_bring_a_resigned_leade
         .iter()
         .map(|l| l.clone() as Arc<dyn NetLocker>)
         .collect();
-    let leader_client = Dsync::builder(direct)
-        .owner("leader")
-        .rng_seed(5)
-        .build()
-        .unwrap();
-    let watcher = Dsync::builder(scripted)
-        .owner("watcher")
-        .rng_seed(6)
-        .build()
-        .unwrap();
+    let leader_client = common::seeded(direct, "leader", 5);
+    let watcher = common::seeded(scripted, "watcher", 6);
 
     let mut leading = leader_client
         .election("jobs")
@@ -263,16 +256,8 @@ async fn a_read_begun_later_but_answered_earlier_does_not_bring_a_resigned_leade
 async fn an_observer_keeps_reporting_while_values_change_faster_than_a_read() {
     use quorum_lock::testing::{Latency, TestCluster};
     let cluster = TestCluster::new(3, 31);
-    let leader_client = Dsync::builder(cluster.net_lockers())
-        .owner("leader")
-        .rng_seed(1)
-        .build()
-        .unwrap();
-    let watcher = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(2)
-        .build()
-        .unwrap();
+    let leader_client = common::seeded(cluster.net_lockers(), "leader", 1);
+    let watcher = common::seeded(cluster.net_lockers(), "watcher", 2);
     let mut leading = leader_client
         .election("jobs")
         .unwrap()
@@ -354,21 +339,9 @@ async fn a_read_begun_later_but_answered_earlier_does_not_hide_the_next_leader()
             .map(|l| l.clone() as Arc<dyn NetLocker>)
             .collect()
     };
-    let one = Dsync::builder(direct())
-        .owner("one")
-        .rng_seed(5)
-        .build()
-        .unwrap();
-    let two = Dsync::builder(direct())
-        .owner("two")
-        .rng_seed(9)
-        .build()
-        .unwrap();
-    let watcher = Dsync::builder(scripted)
-        .owner("watcher")
-        .rng_seed(6)
-        .build()
-        .unwrap();
+    let one = common::seeded(direct(), "one", 5);
+    let two = common::seeded(direct(), "two", 9);
+    let watcher = common::seeded(scripted, "watcher", 6);
 
     let mut leading = one
         .election("jobs")

@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, Timeouts, WaitReason, Waiting};
 use tokio::time::sleep;
@@ -36,11 +37,7 @@ const DEADLINE_MS: u64 = 2700;
 async fn polling_lock_timeout_with_a_locker_frozen_all_along_says_quorum_unavailable() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let owner = Dsync::builder(cluster.net_lockers())
-        .owner("o")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let owner = common::seeded(cluster.net_lockers(), "o", SEED);
     let client = Dsync::builder(cluster.net_lockers())
         .owner("h")
         .rng_seed(SEED)

@@ -18,8 +18,9 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 4412;
@@ -37,11 +38,7 @@ async fn lock_timeout_with_a_quorum_still_answering_beside_a_quarantined_locker_
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(300)), &[1, 2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let client = common::seeded(cluster.net_lockers(), "h", SEED);
     // The client learns how long lockers 1 and 2 take to answer.
     let warm = client.rw_mutex(["warm-up"]).unwrap();
     warm.lock().await.unwrap().unlock().await.unwrap();

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error};
 
@@ -24,11 +25,7 @@ async fn client_with_three_refusing_and_two_slow() -> (TestCluster, Dsync) {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(300)), &[3, 4])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let client = common::seeded(cluster.net_lockers(), "h", SEED);
     // The client hears lockers 3 and 4 take 300 ms.
     let warm = client.rw_mutex(["warm-up"]).unwrap();
     warm.lock().await.unwrap().unlock().await.unwrap();

@@ -17,6 +17,7 @@ use quorum_lock::{
 };
 use tokio::time::{sleep, Instant};
 
+use crate::common;
 use crate::common::{holders_of, leftovers, nodes};
 
 /// Forwards to a `LocalLocker` and counts the calls a lock makes: grants
@@ -161,11 +162,7 @@ fn cluster(n: usize, delay: Duration) -> Cluster {
         .iter()
         .map(|c| c.clone() as Arc<dyn NetLocker>)
         .collect();
-    let ds = Dsync::builder(lockers)
-        .owner("reentrant-test")
-        .rng_seed(24)
-        .build()
-        .expect("valid coordinator");
+    let ds = common::seeded(lockers, "reentrant-test", 24);
     Cluster {
         ds,
         nodes,

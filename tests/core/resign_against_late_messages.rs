@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Error, NetLocker};
+use quorum_lock::{Error, NetLocker};
 use tokio::time::sleep;
 
 /// `inner` through a link that, while `late` is set, delivers a refresh
@@ -57,16 +58,8 @@ async fn a_confirmed_resign_is_not_undone_by_a_refresh_that_arrives_after_it() {
             _ => l,
         })
         .collect();
-    let a = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(7)
-        .build()
-        .unwrap();
-    let w = Dsync::builder(cluster.net_lockers())
-        .owner("watcher")
-        .rng_seed(8)
-        .build()
-        .unwrap();
+    let a = common::seeded(lockers, "a", 7);
+    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
     let watch = w.election("jobs").unwrap();
     let mut leading = a
         .election("jobs")

@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::Dsync;
 use tokio::time::sleep;
 
 /// Three lockers. A holder vanishes without unlocking "job"; node 2
@@ -20,11 +20,7 @@ use tokio::time::sleep;
 #[tokio::test(start_paused = true)]
 async fn a_lock_taken_after_its_name_was_forced_open_survives_a_rolling_restart() {
     let cluster = TestCluster::new(3, 43);
-    let stuck_client = Dsync::builder(cluster.net_lockers())
-        .owner("vanished")
-        .rng_seed(43)
-        .build()
-        .unwrap();
+    let stuck_client = common::seeded(cluster.net_lockers(), "vanished", 43);
     let stuck = stuck_client
         .rw_mutex(["job"])
         .unwrap()
@@ -34,19 +30,11 @@ async fn a_lock_taken_after_its_name_was_forced_open_survives_a_rolling_restart(
     std::mem::forget(stuck);
 
     cluster.restart(&[2]).unwrap();
-    let admin = Dsync::builder(cluster.net_lockers())
-        .owner("admin")
-        .rng_seed(44)
-        .build()
-        .unwrap();
+    let admin = common::seeded(cluster.net_lockers(), "admin", 44);
     let forced = admin.force_unlock(["job"]).await.unwrap();
     assert!(forced >= 2, "force_unlock confirmed on {forced}");
 
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("holder")
-        .rng_seed(45)
-        .build()
-        .unwrap();
+    let ds = common::seeded(cluster.net_lockers(), "holder", 45);
     let guard = ds.rw_mutex(["job"]).unwrap().lock().await.unwrap();
 
     let node2 = cluster.lockers()[2].clone();

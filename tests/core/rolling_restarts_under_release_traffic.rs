@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, LockArgs, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 use tokio::time::sleep;
 
 /// Three lockers; a holder keeps "held" throughout. Node 2 restarts, and
@@ -18,11 +19,7 @@ use tokio::time::sleep;
 #[tokio::test(start_paused = true)]
 async fn a_holder_keeps_its_lock_through_a_rolling_restart_while_other_locks_are_released() {
     let cluster = TestCluster::new(3, 41);
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("holder")
-        .rng_seed(41)
-        .build()
-        .unwrap();
+    let ds = common::seeded(cluster.net_lockers(), "holder", 41);
     let guard = ds.rw_mutex(["held"]).unwrap().lock().await.unwrap();
 
     cluster.restart(&[2]).unwrap();

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, SemaphorePermit};
 use rand::rngs::SmallRng;
@@ -20,11 +21,7 @@ const K: usize = 3;
 const CLIENTS: usize = 6;
 
 fn client(cluster: &TestCluster, owner: &str, seed: u64) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(seed)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, seed)
 }
 
 fn ms(range: std::ops::Range<u64>, rng: &mut SmallRng) -> Duration {

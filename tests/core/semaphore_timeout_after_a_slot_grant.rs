@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error};
 use tokio::time::sleep;
@@ -15,11 +16,7 @@ use tokio::time::sleep;
 const SEED: u64 = 3701;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// Entries of `owner` on every locker whose resource starts with `prefix`.

@@ -21,15 +21,12 @@ use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3623;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// o holds both permits of "full"; h acquires with `deadline`, locker 0

@@ -11,17 +11,14 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error};
 
 const SEED: u64 = 4246;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 async fn give_up_after(timeout: Duration) -> Result<(), Error> {

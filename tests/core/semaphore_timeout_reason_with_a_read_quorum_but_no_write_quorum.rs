@@ -10,10 +10,11 @@
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
+use quorum_lock::Error;
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3601;
 
@@ -22,11 +23,7 @@ async fn acquire_timeout_with_two_of_four_lockers_gone_at_the_head_of_the_line_s
 ) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(4, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
+    let h = common::seeded(cluster.net_lockers(), "h", SEED);
     assert_eq!((h.read_quorum(), h.write_quorum()), (2, 3));
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
@@ -64,11 +61,7 @@ async fn acquire_timeout_with_two_of_four_lockers_gone_at_the_head_of_the_line_s
 async fn waiting_with_two_of_four_lockers_gone_at_the_head_of_the_line_says_no_quorum() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(4, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
+    let h = common::seeded(cluster.net_lockers(), "h", SEED);
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
         .unwrap();

@@ -13,15 +13,12 @@ use quorum_lock::{Dsync, Error, LockerConfig, WaitReason};
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3711;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 #[tokio::test(start_paused = true)]

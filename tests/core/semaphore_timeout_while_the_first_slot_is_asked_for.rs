@@ -14,11 +14,12 @@
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, Semaphore, SemaphorePermit};
+use quorum_lock::{Error, Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3621;
 
@@ -50,11 +51,7 @@ async fn lockers_fail_while_the_first_slot_is_asked_for(
 ) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let h = common::seeded(cluster.net_lockers(), "h", SEED);
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2])
         .unwrap();

@@ -11,10 +11,11 @@
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
+use quorum_lock::Error;
 use tokio::time::{sleep, Instant};
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 4243;
 
@@ -26,11 +27,7 @@ async fn waiting_is_none_while_the_line_release_goes_unanswered_and_the_timeout_
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2])
         .unwrap();
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
+    let h = common::seeded(cluster.net_lockers(), "h", SEED);
     let sem = h.semaphore("rel", 2).unwrap();
     let waiter = sem.clone();
     let acquire = tokio::spawn(async move { waiter.acquire_timeout(Duration::from_secs(2)).await });

@@ -18,15 +18,12 @@ use quorum_lock::Dsync;
 use tokio::time::{sleep, Instant};
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 const SEED: u64 = 3681;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// Fails: the slot waits begin at 200 ms; the first one's round borrows

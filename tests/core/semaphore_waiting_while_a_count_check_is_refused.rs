@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, WaitReason};
 use tokio::time::{sleep, Instant};
@@ -17,11 +18,7 @@ use tokio::time::{sleep, Instant};
 const SEED: u64 = 4242;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 #[tokio::test(start_paused = true)]

@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Dsync;
 use tokio::time::{sleep, Instant};
@@ -20,11 +21,7 @@ use tokio::time::{sleep, Instant};
 const SEED: u64 = 3651;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// Fails: once the check was refused (at 20 ms), the read-out's reads

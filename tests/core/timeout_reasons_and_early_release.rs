@@ -10,13 +10,10 @@ use quorum_lock::{Dsync, Error};
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
+use crate::common;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(2525)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, 2525)
 }
 
 fn unavailable(result: &Result<impl std::fmt::Debug, Error>) -> bool {

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Error, WaitReason};
 use tokio::time::sleep;
@@ -14,11 +15,7 @@ use tokio::time::sleep;
 const SEED: u64 = 3721;
 
 fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    Dsync::builder(cluster.net_lockers())
-        .owner(owner)
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings")
+    common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
 /// Four lockers (a write quorum is 3), two down, the other two holding

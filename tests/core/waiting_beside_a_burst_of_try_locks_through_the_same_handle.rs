@@ -16,8 +16,8 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::Dsync;
 use tokio::time::sleep;
 
 const SEED: u64 = 7303;
@@ -26,16 +26,8 @@ const SEED: u64 = 7303;
 async fn waiting_reports_the_older_wait_while_a_try_lock_has_not_started_its_round() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let holder = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("c")
-        .rng_seed(SEED)
-        .build()
-        .expect("valid settings");
+    let holder = common::seeded(cluster.net_lockers(), "h", SEED);
+    let client = common::seeded(cluster.net_lockers(), "c", SEED);
     let held = holder.rw_mutex(["r"]).unwrap().lock().await.unwrap();
 
     let mutex = client.rw_mutex(["r"]).unwrap();
