@@ -163,7 +163,10 @@ pub use lock::mutex::DRWMutex;
 #[cfg(feature = "metrics")]
 pub use lock::telemetry::names as metric_names;
 pub use lock::wait_status::{Quarantined, WaitReason, WaitStatus};
-pub use locker::args::{LockArgs, LockMode, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN};
+pub use locker::args::{
+    LockArgs, LockMode, MAX_OWNER_LEN, MAX_RESOURCES, MAX_RESOURCE_NAME_LEN, MAX_SOURCE_LEN,
+    MAX_UID_LEN,
+};
 pub use locker::immediate::ImmediateLocker;
 pub use locker::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
 pub use locker::redact::redact_url;

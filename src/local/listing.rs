@@ -2,9 +2,10 @@
 //! time, in the order of (resource, uid).
 //!
 //! Invariants: a page is the longest run of entries after its cursor, in
-//! that order, whose [`LockInfo::listed_size`]s add up to at most the budget (and at
-//! least one entry, whatever its size); building it keeps at most that
-//! much besides one entry, however large the table.
+//! that order, whose [`LockInfo::listed_size`]s add up to at most the budget and
+//! that holds at most the most entries asked for (and at least one entry,
+//! whatever its size); building it keeps at most that much besides one
+//! entry, however large the table.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -67,11 +68,16 @@ impl LocalLocker {
 
     /// The live entries after `after` (a resource and a uid) in the order
     /// of [`snapshot`](Self::snapshot), as many as fit `budget` bytes by
-    /// [`LockInfo::listed_size`]. A listing paged this way is not one moment's view:
+    /// [`LockInfo::listed_size`], and at most `most` (at least one). A listing paged this way is not one moment's view:
     /// an entry granted or released between two pages shows or not by
     /// where it sorts.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
-    pub(crate) fn snapshot_page(&self, after: Option<(&str, &str)>, budget: usize) -> Page {
+    pub(crate) fn snapshot_page(
+        &self,
+        after: Option<(&str, &str)>,
+        budget: usize,
+        most: usize,
+    ) -> Page {
         let mut kept: BinaryHeap<Keyed> = BinaryHeap::new();
         let mut size = 0usize;
         // The first entry that did not fit: nothing at or after it may
@@ -91,7 +97,7 @@ impl LocalLocker {
             let info = info();
             size += info.listed_size();
             kept.push(Keyed(info));
-            while size > budget && kept.len() > 1 {
+            while (size > budget || kept.len() > most) && kept.len() > 1 {
                 let Some(Keyed(last)) = kept.pop() else { break };
                 size -= last.listed_size();
                 cut = Some((last.resource, last.uid));
@@ -174,30 +180,30 @@ mod tests {
             let locker = table(&mut rng);
             let whole = locker.snapshot();
             let budget = rng.random_range(1..4000);
+            let most = rng.random_range(1..30);
             let mut paged = Vec::new();
             let mut pages = 0;
             loop {
                 let after = paged
                     .last()
                     .map(|l: &LockInfo| (l.resource.clone(), l.uid.clone()));
-                let page = locker.snapshot_page(after.as_ref().map(|(r, u)| (&**r, &**u)), budget);
+                let after = after.as_ref().map(|(r, u)| (&**r, &**u));
+                let page = locker.snapshot_page(after, budget, most);
                 let size: usize = page.entries.iter().map(LockInfo::listed_size).sum();
+                let n = page.entries.len();
                 assert!(
-                    size <= budget || page.entries.len() == 1,
-                    "seed {seed}: a page of {} entries and {size} bytes over a budget of {budget}",
-                    page.entries.len()
+                    (size <= budget && n <= most) || n == 1,
+                    "seed {seed}: a page of {n} entries and {size} bytes over a budget of \
+                     {budget} bytes and {most} entries"
                 );
                 if page.more {
-                    let next = whole[paged.len() + page.entries.len()].clone();
+                    let next = whole[paged.len() + n].clone();
                     assert!(
-                        size + next.listed_size() > budget,
+                        size + next.listed_size() > budget || n == most,
                         "seed {seed}: the page stopped before an entry that fits"
                     );
                 }
-                assert!(
-                    !page.entries.is_empty() || !page.more,
-                    "seed {seed}: an empty page with more"
-                );
+                assert!(n > 0 || !page.more, "seed {seed}: an empty page with more");
                 paged.extend(page.entries);
                 pages += 1;
                 assert!(pages <= whole.len() + 1, "seed {seed}: paging does not end");

@@ -11,10 +11,9 @@ use std::sync::Arc;
 use crate::locker::args::validate_text;
 use crate::Error;
 
-/// Longest source a lock server accepts (`net::MAX_SOURCE_LEN`, which a
-/// test below keeps equal), checked here for every locker, so that a
-/// source that one kind of locker would refuse is refused at once.
-pub(crate) const MAX_SOURCE_LEN: usize = 512;
+/// Longest source every locker accepts, checked here when a source is set,
+/// so that a source no locker would take is refused at once.
+pub(crate) use crate::locker::args::MAX_SOURCE_LEN;
 
 /// The source recorded with a lock: the one set, or the caller's location.
 pub(crate) fn or_caller(set: Option<&Arc<str>>, caller: &Location<'_>) -> Arc<str> {
@@ -54,11 +53,5 @@ mod tests {
         let err = check(&long).expect_err("too long");
         assert!(err.to_string().contains("513 bytes"), "{err}");
         assert!(check(&long[1..]).is_ok());
-    }
-
-    #[cfg(feature = "net")]
-    #[test]
-    fn the_limit_is_the_lock_servers() {
-        assert_eq!(MAX_SOURCE_LEN, crate::net::MAX_SOURCE_LEN);
     }
 }

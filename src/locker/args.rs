@@ -13,6 +13,19 @@ pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
 /// Most resources one lock may cover.
 pub const MAX_RESOURCES: usize = 1000;
 
+/// Longest lock uid, in bytes, that every locker accepts. Uids are UUID
+/// v4 strings (36 bytes); the bound keeps every entry, every listing of it
+/// and every remembered release small.
+pub const MAX_UID_LEN: usize = 128;
+
+/// Longest owner, in bytes, that every locker accepts: room for a host
+/// name of 253 bytes, a pid and some context.
+pub const MAX_OWNER_LEN: usize = 512;
+
+/// Longest source (the caller's `file:line:column`), in bytes, that every
+/// locker accepts.
+pub const MAX_SOURCE_LEN: usize = 512;
+
 /// Whether a lock is exclusive (write) or shared (read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LockMode {
@@ -84,9 +97,12 @@ impl LockArgs {
     /// character (a newline would forge a row of a listing, an escape
     /// sequence would take over the terminal that shows it) or a character
     /// that reverses or breaks lines of text (U+2028, U+2029, U+202A to
-    /// U+202E, U+2066 to U+2069). Every locker of this crate refuses a call
-    /// whose arguments fail this with [`Error::InvalidArgument`], which
-    /// names the field and the character.
+    /// U+202E, U+2066 to U+2069), and none may be longer than the lock
+    /// protocol carries ([`MAX_UID_LEN`], [`MAX_OWNER_LEN`],
+    /// [`MAX_SOURCE_LEN`]), so that every entry fits a listing page. Every
+    /// locker of this crate refuses a call whose arguments fail this with
+    /// [`Error::InvalidArgument`], which names the field and the character
+    /// or the length.
     ///
     /// ```
     /// use quorum_lock::LockArgs;
@@ -98,8 +114,14 @@ impl LockArgs {
     /// assert!(err.contains("the owner \"bob\\nforged row\" contains the control character U+000A"));
     /// args.owner = "bob@host-a:4242 (日本)".into();
     /// assert!(args.validate_text().is_ok());
+    /// args.owner = "o".repeat(600).into();
+    /// let err = args.validate_text().unwrap_err().to_string();
+    /// assert!(err.contains("the owner is 600 bytes long; at most 512 are allowed"));
     /// ```
     pub fn validate_text(&self) -> Result<(), Error> {
+        validate_length("uid", &self.uid, MAX_UID_LEN)?;
+        validate_length("owner", &self.owner, MAX_OWNER_LEN)?;
+        validate_length("source", &self.source, MAX_SOURCE_LEN)?;
         validate_text("uid", &self.uid)?;
         validate_text("owner", &self.owner)?;
         validate_text("source", &self.source)
@@ -112,6 +134,19 @@ impl LockArgs {
         self.validate_resources()?;
         self.validate_text()
     }
+}
+
+/// Refuses `text`, the `field` of a lock, when it is longer than `limit`
+/// bytes: what a lock server takes over the wire, so that every locker
+/// takes the same and every entry fits a listing.
+fn validate_length(field: &str, text: &str, limit: usize) -> Result<(), Error> {
+    if text.len() > limit {
+        return Err(Error::invalid(format!(
+            "the {field} is {} bytes long; at most {limit} are allowed",
+            text.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses `text`, the `field` of a lock (uid, owner, source), when it

@@ -417,7 +417,7 @@ impl RemoteLocker {
                 quarantined,
                 entries,
             } => Ok((quarantined, entries)),
-            other => other.into_result(&self.shared.endpoint).map(|_| (false, 0)),
+            other => Err(other.into_error(&self.shared.endpoint)),
         }
     }
 
@@ -683,7 +683,7 @@ impl NetLocker for RemoteLocker {
         if self.protocol_version().is_none_or(|v| v < wire::V6) {
             return match self.call(Op::List).await? {
                 Reply::Locks(entries) => Ok(lock_infos(entries)),
-                other => other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+                other => Err(other.into_error(&self.shared.endpoint)),
             };
         }
         let mut out: Vec<LockInfo> = Vec::new();
@@ -692,7 +692,7 @@ impl NetLocker for RemoteLocker {
             let after = out.last().map(|l| (l.resource.clone(), l.uid.clone()));
             let (entries, more) = match self.call(Op::ListPage { after }).await? {
                 Reply::LocksPage { entries, more } => (entries, more),
-                other => return other.into_result(&self.shared.endpoint).map(|_| Vec::new()),
+                other => return Err(other.into_error(&self.shared.endpoint)),
             };
             let start = out.len();
             out.extend(lock_infos(entries));
@@ -707,7 +707,10 @@ impl NetLocker for RemoteLocker {
                 .all(|w| (&w[0].resource, &w[0].uid) < (&w[1].resource, &w[1].uid));
             let refused = if !ordered {
                 Some("a listing page out of order".to_owned())
-            } else if more && page < wire::LISTING_PAGE_FULL {
+            } else if more
+                && page < wire::LISTING_PAGE_FULL
+                && out.len() - start < wire::LISTING_ENTRIES
+            {
                 Some(format!(
                     "a listing page of {page} bytes that says more follow (a server fills \
                      each page to {} KiB)",

@@ -45,8 +45,12 @@ fn why(err: &postcard::Error) -> String {
         E::DeserializeBadOption => "an option tag that is neither 0 nor 1".into(),
         E::DeserializeBadEnum => "a variant index too large".into(),
         // serde's own errors reach postcard without their words: here an
-        // unknown variant or a duration whose seconds overflow.
-        E::SerdeDeCustom => "an unknown variant, or a duration out of range".into(),
+        // unknown variant, a duration whose seconds overflow, or a listing
+        // reply of more entries than one may carry.
+        E::SerdeDeCustom => format!(
+            "an unknown variant, a duration out of range, or a listing of more than {} entries",
+            super::wire::LISTING_ENTRIES
+        ),
         other => other.to_string(),
     }
 }

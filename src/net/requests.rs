@@ -538,17 +538,20 @@ const PAGE_BUDGET: usize = wire::LISTING_PAGE;
 const WHOLE_BUDGET: usize = wire::MAX_FRAME - 4096;
 
 /// The answer to `List`, from clients before version 6: the whole listing
-/// in one reply when it fits a frame, else a refusal that says how to get
-/// it. Only a page's worth is copied either way.
+/// in one reply when it fits a frame and
+/// [`LISTING_ENTRIES`](wire::LISTING_ENTRIES), else a refusal that says
+/// how to get it. Only a page's worth is copied either way.
 fn list_whole(locker: &crate::LocalLocker) -> Reply {
-    let page = locker.snapshot_page(None, WHOLE_BUDGET);
+    let page = locker.snapshot_page(None, WHOLE_BUDGET, wire::LISTING_ENTRIES);
     if page.more {
         return Reply::Error {
             kind: ErrorKind::InvalidArgument,
             message: format!(
-                "the listing is over one reply ({} KiB) and this connection's protocol \
-                 version cannot page it; list with a client of protocol version 6 or later",
-                WHOLE_BUDGET / 1024
+                "the listing is over one reply ({} KiB or {} entries) and this connection's \
+                 protocol version cannot page it; list with a client of protocol version 6 \
+                 or later",
+                WHOLE_BUDGET / 1024,
+                wire::LISTING_ENTRIES
             ),
         };
     }
@@ -558,7 +561,7 @@ fn list_whole(locker: &crate::LocalLocker) -> Reply {
 /// The answer to `ListPage`.
 fn list_page(locker: &crate::LocalLocker, after: Option<(String, String)>) -> Reply {
     let after = after.as_ref().map(|(r, u)| (r.as_str(), u.as_str()));
-    let page = locker.snapshot_page(after, PAGE_BUDGET);
+    let page = locker.snapshot_page(after, PAGE_BUDGET, wire::LISTING_ENTRIES);
     Reply::LocksPage {
         entries: wire_entries(page.entries),
         more: page.more,

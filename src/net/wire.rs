@@ -104,17 +104,7 @@ pub const MAX_FRAME: usize = 2 * 1024 * 1024;
 /// send more, and may not make the server buffer more.
 pub const MAX_HELLO_FRAME: usize = 4 * 1024;
 
-/// Longest lock uid a server accepts, in bytes. Uids are UUID v4 strings
-/// (36 bytes); the bound keeps every entry and every remembered release
-/// small whatever a client sends.
-pub const MAX_UID_LEN: usize = 128;
-
-/// Longest owner a server accepts, in bytes: room for a host name of 253
-/// bytes, a pid and some context.
-pub const MAX_OWNER_LEN: usize = 512;
-
-/// Longest source (the caller's `file:line:column`) a server accepts.
-pub const MAX_SOURCE_LEN: usize = 512;
+pub use crate::locker::args::{MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN};
 
 /// What a page of a listing holds, by the entries' listed size (their text
 /// and 48 bytes each): a server fills each page to this, and a page that
@@ -124,6 +114,44 @@ pub(crate) const LISTING_PAGE: usize = MAX_FRAME / 2;
 /// The least a page that says more entries follow holds: what
 /// [`LISTING_PAGE`] less the largest entry leaves, rounded down to half.
 pub(crate) const LISTING_PAGE_FULL: usize = LISTING_PAGE / 2;
+
+/// The most entries one listing reply carries: a server cuts its pages
+/// (and a whole listing for a client before version 6) at this many, and
+/// a client refuses a reply with more, so that decoding one keeps at most
+/// about a MiB beside what its text takes.
+pub(crate) const LISTING_ENTRIES: usize = 4096;
+
+/// Decodes the entries of a listing reply, refusing more than
+/// [`LISTING_ENTRIES`] before making room for them.
+fn listing_entries<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<WireLockInfo>, D::Error> {
+    struct Entries;
+    impl<'de> Visitor<'de> for Entries {
+        type Value = Vec<WireLockInfo>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "at most {LISTING_ENTRIES} listing entries")
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let over = |n: usize| {
+                de::Error::custom(format!(
+                    "a listing reply of {n} entries or more; at most {LISTING_ENTRIES} are allowed"
+                ))
+            };
+            let hint = seq.size_hint().unwrap_or(0);
+            if hint > LISTING_ENTRIES {
+                return Err(over(hint));
+            }
+            let mut out = Vec::with_capacity(hint.min(256));
+            while let Some(entry) = seq.next_element()? {
+                if out.len() == LISTING_ENTRIES {
+                    return Err(over(LISTING_ENTRIES + 1));
+                }
+                out.push(entry);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Entries)
+}
 
 /// The most a client takes of one server's listing, by the entries'
 /// listed size: 4 GiB, four times the lock table a server keeps by
@@ -522,7 +550,7 @@ pub(crate) enum ErrorKind {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) enum Reply {
     Bool(bool),
-    Locks(Vec<WireLockInfo>),
+    Locks(#[serde(deserialize_with = "listing_entries")] Vec<WireLockInfo>),
     Health {
         quarantined: bool,
         entries: u64,
@@ -554,6 +582,7 @@ pub(crate) enum Reply {
     /// Version 6: the answer to [`Op::ListPage`]: entries in the order of
     /// (resource, uid); `more` when entries after the last did not fit.
     LocksPage {
+        #[serde(deserialize_with = "listing_entries")]
         entries: Vec<WireLockInfo>,
         more: bool,
     },

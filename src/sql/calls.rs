@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::config::{LONGEST, MAX_LABEL_LEN, MAX_UID_LEN};
+use super::config::{LONGEST, MAX_LABEL_LEN};
 use super::store::Epoch;
 use super::waits::Waiter;
 use super::{cut, ms, stamp, state, Shared};
@@ -39,12 +39,7 @@ impl Shared {
         if !any_uid && args.uid.is_empty() {
             return Err(Error::InvalidArgument("empty lock uid".into()));
         }
-        if args.uid.len() > MAX_UID_LEN {
-            return Err(Error::invalid(format!(
-                "a lock uid of {} bytes; a SqlLocker stores at most {MAX_UID_LEN}",
-                args.uid.len()
-            )));
-        }
+        // Uids of at most MAX_UID_LEN bytes (128) fit the tables' 255.
         args.validate_text()?;
         let mut names = args.resources.to_vec();
         names.sort();

@@ -13,9 +13,6 @@ use crate::Error;
 /// (`Duration::MAX` included) are taken as this.
 pub(super) const LONGEST: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// Longest uid the tables store.
-pub(super) const MAX_UID_LEN: usize = 255;
-
 /// Longest owner and source stored; longer ones are cut (they are only
 /// shown in listings).
 pub(super) const MAX_LABEL_LEN: usize = 1024;

@@ -93,8 +93,8 @@ mod waits;
 use background::listener;
 use background::{on_notice, poll};
 use calls::Waited;
+use config::LONGEST;
 pub use config::{schema, SqlConfig};
-use config::{LONGEST, MAX_UID_LEN};
 
 pub use dialect::Backend;
 use dialect::{Dialect, Tables};
@@ -533,9 +533,6 @@ impl NetLocker for SqlLocker {
             }
             (false, true) => {
                 args.validate_text()?;
-                if args.uid.len() > MAX_UID_LEN {
-                    return Ok(false);
-                }
                 shared.waits.forget(&args.uid);
                 let mut removed = false;
                 let mut names = shared.names_of(&args.uid).await?;

@@ -75,14 +75,14 @@ static COUNTING: Counting = Counting;
 
 /// What one call allocated on this thread.
 #[derive(Debug, Clone, Copy)]
-struct Usage {
+pub(crate) struct Usage {
     /// The most bytes it held at once.
-    peak: usize,
+    pub(crate) peak: usize,
     /// Its largest single allocation.
-    largest: usize,
+    pub(crate) largest: usize,
 }
 
-fn measured<T>(f: impl FnOnce() -> T) -> (T, Usage) {
+pub(crate) fn measured<T>(f: impl FnOnce() -> T) -> (T, Usage) {
     LIVE.with(|c| c.set(0));
     PEAK.with(|c| c.set(0));
     LARGEST.with(|c| c.set(0));
@@ -98,7 +98,7 @@ fn measured<T>(f: impl FnOnce() -> T) -> (T, Usage) {
 
 /// Room for what decoding holds besides the frame: a list's first
 /// allocation (at most `MAX_RESOURCES` names) and small values.
-const SLACK: usize = 64 * 1024;
+pub(crate) const SLACK: usize = 64 * 1024;
 
 /// Cases per test unless `QUORUM_LOCK_PROP_CASES` says otherwise: a few
 /// seconds for all of them in a debug build.

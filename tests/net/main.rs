@@ -22,12 +22,16 @@ mod election;
 mod expiry;
 mod foreign;
 mod fuzz;
+mod health_answered_with_a_bool_is_an_error;
 mod hostile_pushes_reach_logs_escaped;
 mod hostile_server_endless_listing_pages;
 mod hostile_server_error_replies_in_client_logs;
 mod hostile_server_reconnect_cycle_in_client_logs;
 mod late_validity;
 mod limits;
+mod listing_a_table_of_entries_at_the_text_limits;
+mod listing_answered_with_a_bool_is_an_error;
+mod listing_replies_decode_within_the_frame_limit;
 #[cfg(feature = "net")]
 mod node;
 mod places_end_with_releases_of_any_mode;
