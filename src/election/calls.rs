@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
-use crate::lock::fanout::{call_with_deadline, Call, CallSet, Started};
+use crate::lock::fanout::{noted_call, Call, CallSet, Started};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{PushSink, Wake};
 use crate::quorum::write_quorum;
@@ -94,16 +94,10 @@ where
 {
     let locker = coord.lockers[index].clone();
     let coord = coord.clone();
-    Box::pin(async move {
-        let endpoint = locker.endpoint();
-        let result = call_with_deadline(&coord.clock, f(locker), deadline, || endpoint).await;
-        // Noted as every other call's failure is, so that an error that
-        // names the unreachable lockers can say why.
-        if let Err(err) = &result {
-            coord.note_failure(index, err);
-        }
-        result
-    })
+    // Noted as every other call is (asked, answered or failed), so that an
+    // error that names the unreachable lockers can say why, and a wait can
+    // tell a locker still answering from one out of reach.
+    Box::pin(async move { noted_call(&coord, index, None, f(locker), deadline).await })
 }
 
 /// Stores `p` with the entry `args.uid` holds on every locker. `Ok(true)`

@@ -43,9 +43,9 @@ pub(crate) struct Coordinator {
     /// relaxed store per answered call.
     answer_times: Box<[AtomicU64]>,
     /// Per locker, how many calls it answered on their first poll: with
-    /// the latest call answered after a wait (`call_records`), an
-    /// operation that got its lock tells the lockers that answered a call
-    /// asked since from those that did not. One relaxed add per such call.
+    /// the latest answer to a call that waited (`call_records`), tells
+    /// whether a locker answered since a failure. One relaxed add per such
+    /// call.
     answers_at_once: Box<[AtomicU64]>,
     /// Per locker, when a call that had to wait was last answered, and the
     /// calls on their way to it. Touched only by calls not answered on
@@ -66,6 +66,9 @@ pub(crate) struct Coordinator {
 pub(crate) struct FailureNote {
     pub(crate) at: Instant,
     pub(crate) error: Error,
+    /// How many calls the locker had answered on their first poll when
+    /// this one failed: a later count says it answered since.
+    answers_before: u64,
 }
 
 /// What a wait reads of one locker's calls: see `Coordinator::call_times`.
@@ -73,10 +76,11 @@ pub(crate) struct FailureNote {
 pub(crate) struct CallTimes {
     /// When a call that had to wait was last answered.
     pub(crate) answered_at: Option<Instant>,
-    /// When the first call asked since that answer (or ever) that is still
-    /// on its way was asked. A call the caller stopped waiting for (a
-    /// refresh round or a fencing draw that a quorum settled), or that
-    /// failed (its failure is noted), is not on its way.
+    /// When the earliest call still on its way to the locker was asked,
+    /// whatever it answered since: it has left that call unanswered for
+    /// so long. A call the caller stopped waiting for (a refresh round or
+    /// a fencing draw that a quorum settled), or that failed (its failure
+    /// is noted), is not on its way.
     pub(crate) silent_since: Option<Instant>,
 }
 
@@ -84,8 +88,6 @@ pub(crate) struct CallTimes {
 #[derive(Debug, Default)]
 struct CallRecord {
     answered_at: Option<Instant>,
-    /// When the latest-asked call that was answered was asked.
-    answered_asked: Option<Instant>,
     /// The calls on their way, by when they were asked: a count for each
     /// instant. Bounded by the calls to the locker at once.
     open: BTreeMap<Instant, u32>,
@@ -117,8 +119,7 @@ impl AskedCall<'_> {
             .note_answer(self.index, at.saturating_duration_since(self.asked));
         if let Some(slot) = self.coord.call_records.get(self.index) {
             let mut record = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            record.answered_at = Some(at);
-            record.answered_asked = record.answered_asked.max(Some(self.asked));
+            record.answered_at = record.answered_at.max(Some(at));
         }
     }
 }
@@ -173,6 +174,7 @@ impl Coordinator {
             let note = FailureNote {
                 at: self.clock.now(),
                 error: error.clone(),
+                answers_before: self.answered_at_once(index),
             };
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
         }
@@ -207,14 +209,9 @@ impl Coordinator {
             return CallTimes::default();
         };
         let record = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        let silent_since = match record.answered_at {
-            Some(answered) => record.open.range(answered..).next(),
-            None => record.open.iter().next(),
-        }
-        .map(|(asked, _)| *asked);
         CallTimes {
             answered_at: record.answered_at,
-            silent_since,
+            silent_since: record.open.keys().next().copied(),
         }
     }
 
@@ -226,28 +223,35 @@ impl Coordinator {
         }
     }
 
-    /// How many calls each locker has answered on their first poll so far.
-    pub(crate) fn answers_at_once(&self) -> Vec<u64> {
+    fn answered_at_once(&self, index: usize) -> u64 {
         self.answers_at_once
-            .iter()
-            .map(|count| count.load(Ordering::Relaxed))
-            .collect()
+            .get(index)
+            .map_or(0, |count| count.load(Ordering::Relaxed))
     }
 
-    /// Whether locker `index` answered a call asked at or after `at`,
-    /// given how many it had answered at once by then (`at_once`).
-    pub(crate) fn answered_since(&self, index: usize, at: Instant, at_once: u64) -> bool {
-        let now = self
-            .answers_at_once
-            .get(index)
-            .map_or(0, |count| count.load(Ordering::Relaxed));
-        now != at_once
-            || self.call_records.get(index).is_some_and(|slot| {
-                slot.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .answered_asked
-                    .is_some_and(|asked| asked >= at)
-            })
+    /// Whether locker `index` answered a call after `note`, its latest
+    /// failure: then that failure is over.
+    pub(crate) fn answered_after(&self, index: usize, note: &FailureNote) -> bool {
+        self.answered_at_once(index) != note.answers_before
+            || self
+                .call_times(index)
+                .answered_at
+                .is_some_and(|answered| answered > note.at)
+    }
+
+    /// Whether locker `index` had answered any call before `note`.
+    pub(crate) fn answered_before(&self, index: usize, note: &FailureNote) -> bool {
+        note.answers_before > 0
+            || self
+                .call_times(index)
+                .answered_at
+                .is_some_and(|answered| answered <= note.at)
+    }
+
+    /// The latest failure of locker `index` that no answer followed.
+    pub(crate) fn current_failure(&self, index: usize) -> Option<FailureNote> {
+        self.failure(index)
+            .filter(|note| !self.answered_after(index, note))
     }
 
     /// How long the latest call locker `index` answered took; `None`

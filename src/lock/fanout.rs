@@ -195,11 +195,30 @@ pub(crate) async fn call_locker<F, T>(
 where
     F: Future<Output = Result<T, Error>>,
 {
+    noted_call(coord, index, Some(kind), call, deadline).await
+}
+
+/// [`call_locker`], with telemetry only for calls of a `kind` it counts
+/// (`None`: an election's calls, which it does not). Either way the call
+/// is noted for why waits wait: asked, answered or failed.
+pub(crate) async fn noted_call<F, T>(
+    coord: &Coordinator,
+    index: usize,
+    kind: Option<CallKind>,
+    call: F,
+    deadline: Instant,
+) -> Result<T, Error>
+where
+    F: Future<Output = Result<T, Error>>,
+{
     let mut call = std::pin::pin!(call);
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
-        return answered_now(coord, index, kind, out);
+        if let Some(kind) = kind {
+            coord.telemetry.locker_call(index, kind, None, &out);
+        }
+        return noted_now(coord, index, out);
     }
-    let watch = coord.telemetry.call_stopwatch(index, kind);
+    let watch = kind.and_then(|kind| coord.telemetry.call_stopwatch(index, kind));
     let asked = coord.note_asked(index, coord.clock.now());
     let endpoint = || {
         coord
@@ -208,9 +227,20 @@ where
             .map_or_else(String::new, |l| l.endpoint())
     };
     let out = call_with_deadline(&coord.clock, call, deadline, endpoint).await;
-    coord.telemetry.locker_call(index, kind, watch, &out);
+    if let Some(kind) = kind {
+        coord.telemetry.locker_call(index, kind, watch, &out);
+    }
     match &out {
         Ok(_) => asked.answered(coord.clock.now()),
+        Err(err) => coord.note_failure(index, err),
+    }
+    out
+}
+
+/// Notes the answer locker `index` of `coord` gave at once.
+fn noted_now<T>(coord: &Coordinator, index: usize, out: Result<T, Error>) -> Result<T, Error> {
+    match &out {
+        Ok(_) => coord.note_answered_at_once(index),
         Err(err) => coord.note_failure(index, err),
     }
     out
@@ -226,9 +256,5 @@ pub(crate) fn answered_now<T>(
     out: Result<T, Error>,
 ) -> Result<T, Error> {
     coord.telemetry.locker_call(index, kind, None, &out);
-    match &out {
-        Ok(_) => coord.note_answered_at_once(index),
-        Err(err) => coord.note_failure(index, err),
-    }
-    out
+    noted_now(coord, index, out)
 }

@@ -91,7 +91,11 @@ impl WaitStatus {
     pub fn reason(&self) -> WaitReason {
         // Those still answering may yet answer either way: they count as
         // reachable, never as granting or refusing.
-        let reachable = self.granted + self.held_elsewhere + self.answering.len();
+        // Saturating: the fields are public, and a caller may set any.
+        let reachable = self
+            .granted
+            .saturating_add(self.held_elsewhere)
+            .saturating_add(self.answering.len());
         // Grants alone do not block: a quorum of them only waits to be
         // confirmed, which no holder elsewhere causes.
         let held = self.held_elsewhere > 0
@@ -102,7 +106,8 @@ impl WaitStatus {
         } else if reachable >= self.quorum {
             // A quorum may yet come without the lockers in quarantine.
             WaitReason::Answering
-        } else if !self.quarantined.is_empty() && reachable + self.quarantined.len() >= self.quorum
+        } else if !self.quarantined.is_empty()
+            && reachable.saturating_add(self.quarantined.len()) >= self.quorum
         {
             WaitReason::Quarantine
         } else {
@@ -114,7 +119,7 @@ impl WaitStatus {
     /// the reachable ones, when they said; `None` when quarantine is not
     /// what the wait waits for.
     pub fn quarantine_left(&self) -> Option<Duration> {
-        let answered = self.granted + self.held_elsewhere;
+        let answered = self.granted.saturating_add(self.held_elsewhere);
         let needed = self.quorum.checked_sub(answered)?.max(1);
         let mut left: Vec<Option<Duration>> = self.quarantined.iter().map(|q| q.left).collect();
         if left.len() < needed {
@@ -137,7 +142,7 @@ impl WaitStatus {
     /// [`Error::Quarantined`] when quarantine is why, else
     /// [`Error::QuorumUnavailable`].
     pub(crate) fn unavailable(self) -> Error {
-        let answered = self.granted + self.held_elsewhere;
+        let answered = self.granted.saturating_add(self.held_elsewhere);
         if self.reason() == WaitReason::Quarantine {
             return Error::Quarantined {
                 left: self.quarantine_left(),
@@ -153,7 +158,7 @@ impl WaitStatus {
             reason: format!("no answer yet after {waited}"),
         }));
         Error::QuorumUnavailable {
-            answered: answered + self.quarantined.len(),
+            answered: answered.saturating_add(self.quarantined.len()),
             quorum: self.quorum,
             lockers: self.lockers,
             unreachable,
@@ -188,18 +193,19 @@ impl WaitStatus {
                 Some(Answer::Failed) | None => {
                     let endpoint = coord.lockers[index].endpoint();
                     let times = coord.call_times(index);
-                    // For a locker that has not answered this wait yet, the
-                    // latest failure says why only when nothing answered
-                    // since: a failure before the locker's latest answer
-                    // (or, when none is known, before the wait) is over.
-                    let note = coord.failure(index).filter(|note| {
-                        answer.is_some()
-                            || times
-                                .answered_at
-                                .map_or(note.at >= began, |answered| note.at > answered)
+                    // The latest failure says why only when the locker
+                    // answered nothing since (a refusal of this round is
+                    // over once it answered another call), and, for a
+                    // locker that has not answered this wait yet, when it
+                    // had answered before it or the wait had begun: a
+                    // failure of a locker never heard from, older than
+                    // the wait, may be over unseen.
+                    let note = coord.current_failure(index).filter(|note| {
+                        answer.is_some() || note.at >= began || coord.answered_before(index, note)
                     });
-                    // Silent since its first unanswered call, not since this
-                    // round's: a poll that asks again does not restart it.
+                    // Silent since the earliest call it left unanswered,
+                    // not since this round's: a poll that asks again does
+                    // not restart it.
                     let silent = now.saturating_duration_since(times.silent_since.unwrap_or(asked));
                     match note {
                         Some(note) if note.error.is_quarantine() => {
@@ -216,10 +222,9 @@ impl WaitStatus {
                         }),
                         // Asked less than twice as long ago as its latest
                         // answer took: slow for now, not out of reach.
-                        None if answer.is_none()
-                            && coord
-                                .answer_time(index)
-                                .is_some_and(|took| silent < took.saturating_mul(2)) =>
+                        None if coord
+                            .answer_time(index)
+                            .is_some_and(|took| silent < took.saturating_mul(2)) =>
                         {
                             status.answering.push(endpoint)
                         }
@@ -273,7 +278,7 @@ impl fmt::Display for WaitStatus {
                 self.answering.join(", ")
             ),
             WaitReason::NoQuorum => {
-                let reachable = n - self.unreachable.len();
+                let reachable = n.saturating_sub(self.unreachable.len());
                 write!(
                     f,
                     "only {reachable} of {n} lockers reachable, {} needed",

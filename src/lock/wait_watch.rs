@@ -203,38 +203,51 @@ impl WaitWatch {
 
     /// An operation that got its lock and then ran out of time in the calls
     /// that follow (a term, a proclamation, a count check) waited for no
-    /// holder: its lockers did not answer in time. Names each locker that
-    /// answered no call asked since the grant (why, when a call to it
-    /// failed since), and counts the others as having answered.
+    /// holder. How its lockers stand decides: one whose latest failure
+    /// came since the grant, with no answer after it, or that has left a
+    /// call unanswered for twice as long as its latest answer took, is out
+    /// of reach; one with a call on its way for less is still answering;
+    /// any other answered what it was asked. Too few answered or
+    /// answering: `QuorumUnavailable`, naming those out of reach. Else the
+    /// deadline came first: `Timeout`.
     fn after_grant(&self) -> Option<Error> {
         let rounds = self.rounds();
         if !rounds.calls_only || !rounds.lanes.is_empty() || rounds.failed.is_some() {
             return None;
         }
-        let Granted { state, at, answers } = rounds.granted.clone()?;
+        let (state, at) = rounds.granted.clone()?;
         drop(rounds);
         let coord = &state.coord;
-        let waited = seconds(coord.clock.now().saturating_duration_since(at));
-        let unreachable: Vec<Unreachable> = answers
-            .iter()
-            .enumerate()
-            .filter(|(index, at_once)| !coord.answered_since(*index, at, **at_once))
-            .filter_map(|(index, _)| {
-                let reason = coord
-                    .failure(index)
-                    .filter(|note| note.at >= at)
-                    .map_or_else(
-                        || format!("no answer within {waited} after the grant"),
-                        |note| note.error.locker_reason(),
-                    );
-                Some(Unreachable {
-                    endpoint: coord.lockers.get(index)?.endpoint(),
-                    reason,
-                })
-            })
-            .collect();
+        let now = coord.clock.now();
+        let mut unreachable = Vec::new();
+        for (index, locker) in coord.lockers.iter().enumerate() {
+            if let Some(note) = coord.current_failure(index).filter(|note| note.at >= at) {
+                unreachable.push(Unreachable {
+                    endpoint: locker.endpoint(),
+                    reason: note.error.locker_reason(),
+                });
+                continue;
+            }
+            let Some(since) = coord.call_times(index).silent_since else {
+                continue;
+            };
+            let silent = now.saturating_duration_since(since);
+            let answering = coord
+                .answer_time(index)
+                .is_some_and(|took| silent < took.saturating_mul(2));
+            if !answering {
+                unreachable.push(Unreachable {
+                    endpoint: locker.endpoint(),
+                    reason: format!("no answer yet after {}", seconds(silent)),
+                });
+            }
+        }
+        let answered = coord.lockers.len().saturating_sub(unreachable.len());
+        if answered >= state.args.quorum {
+            return Some(Error::Timeout);
+        }
         Some(Error::QuorumUnavailable {
-            answered: coord.lockers.len().saturating_sub(unreachable.len()),
+            answered,
             quorum: state.args.quorum,
             lockers: coord.lockers.len(),
             unreachable,
@@ -266,11 +279,16 @@ impl Lane {
             // or one that failed beside it since the round began, still
             // says why the operation waits.
             Ok((state, _)) => {
-                rounds.granted = Some(Granted {
-                    state: state.clone(),
-                    at: state.coord.clock.now(),
-                    answers: state.coord.answers_at_once().into(),
-                })
+                rounds.granted = Some((state.clone(), state.coord.clock.now()));
+                // What an earlier attempt at this lock saw before it gave
+                // up is over; another lock's is not.
+                if rounds
+                    .ended
+                    .as_ref()
+                    .is_some_and(|ended| ended.current.args.resources == state.args.resources)
+                {
+                    rounds.ended = None;
+                }
             }
             Err(err) if err.is_retryable() => {
                 rounds.failed = Some(err.clone());
@@ -303,19 +321,10 @@ struct Rounds {
     /// The error of the latest step that failed and will be retried, when
     /// that came after the latest round began.
     failed: Option<Error>,
-    /// The latest lock of the operation that was granted.
-    granted: Option<Granted>,
+    /// The latest lock of the operation that was granted, and when.
+    granted: Option<(Arc<Acquisition>, Instant)>,
     /// The operation said it has every lock it waits for.
     calls_only: bool,
-}
-
-/// A lock of an operation granted at `at`, when its lockers had answered
-/// `answers` calls each on their first poll.
-#[derive(Clone)]
-struct Granted {
-    state: Arc<Acquisition>,
-    at: Instant,
-    answers: Arc<[u64]>,
 }
 
 #[derive(Clone)]
