@@ -133,7 +133,7 @@ struct Node {
     endpoint: String,
     /// As `Member::kind`.
     kind: &'static str,
-    /// "protocol 5", "Redis", "PostgreSQL" or "MySQL/MariaDB".
+    /// "protocol 6", "Redis", "PostgreSQL" or "MySQL/MariaDB".
     speaks: String,
     /// The lock server's protocol version, if connected.
     version: Option<u16>,

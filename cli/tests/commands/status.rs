@@ -69,7 +69,7 @@ async fn status_shows_a_healthy_a_quarantined_and_a_down_server() {
     // The healthy server, its one entry and the lock on it.
     let line = node_line(out, &up);
     assert!(
-        line.ends_with("reachable, protocol 5, not quarantined, 1 entry"),
+        line.ends_with("reachable, protocol 6, not quarantined, 1 entry"),
         "{line:?}"
     );
     let header = out
@@ -100,7 +100,7 @@ async fn status_shows_a_healthy_a_quarantined_and_a_down_server() {
     // The quarantined server says for how much longer.
     let line = node_line(out, &waiting);
     let (before, left) = line
-        .split_once("reachable, protocol 5, quarantined, ")
+        .split_once("reachable, protocol 6, quarantined, ")
         .unwrap_or_else(|| panic!("{line:?}"));
     assert_eq!(before.trim(), waiting);
     let left = left
@@ -164,7 +164,7 @@ async fn status_watch_count_shows_that_many_snapshots() {
     }
     assert_eq!(
         out.lines()
-            .filter(|l| l.contains("protocol 5, quarantined, "))
+            .filter(|l| l.contains("protocol 6, quarantined, "))
             .count(),
         2,
         "{out:?}"
@@ -317,7 +317,7 @@ async fn status_output_json_describes_every_server_and_its_locks() {
         (&Value::Bool(true), &Value::Bool(true), &Value::Bool(true)),
         "{doc}"
     );
-    assert_eq!(up["protocol"], 5, "{doc}");
+    assert_eq!(up["protocol"], 6, "{doc}");
     assert_eq!(up["quarantined"], false, "{doc}");
     assert!(up["quarantine_left_ms"].is_null(), "{doc}");
     assert_eq!(up["entries"], 1, "{doc}");
