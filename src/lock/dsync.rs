@@ -455,7 +455,7 @@ impl DsyncBuilder {
             return Err(Error::invalid("the owner must not be empty"));
         }
         // Refused here rather than by every locker on every call.
-        crate::locker::args::validate_text("owner", &owner).map_err(|err| match given {
+        crate::locker::args::validate_owner(&owner).map_err(|err| match given {
             true => err,
             false => Error::invalid(format!(
                 "{err} (the default owner, made of the host name; set one with \

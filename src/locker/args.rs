@@ -136,6 +136,13 @@ impl LockArgs {
     }
 }
 
+/// Refuses an owner that [`LockArgs::validate_text`] would refuse: for a
+/// coordinator's owner, checked once when it is built.
+pub(crate) fn validate_owner(owner: &str) -> Result<(), Error> {
+    validate_length("owner", owner, MAX_OWNER_LEN)?;
+    validate_text("owner", owner)
+}
+
 /// Refuses `text`, the `field` of a lock, when it is longer than `limit`
 /// bytes: what a lock server takes over the wire, so that every locker
 /// takes the same and every entry fits a listing.

@@ -289,7 +289,10 @@ impl RemoteLocker {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
-        if self.shared.closed_idle.load(Ordering::Acquire) {
+        {
+            // Taken by every caller without a connection, not only by the
+            // first after an idle close: one that comes while the reopen
+            // is under way waits for it rather than fail.
             let _reopening = self.shared.reopening.lock().await;
             if let Some(conn) = self.live() {
                 return Ok(conn);
@@ -680,8 +683,11 @@ impl NetLocker for RemoteLocker {
     /// Pages are not one moment's view: a lock granted or released while
     /// they are read shows or not by where its name sorts.
     async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        if self.protocol_version().is_none_or(|v| v < wire::V6) {
-            return match self.call(Op::List).await? {
+        // The version of the connection the listing goes on, opened again
+        // first if the server closed it for idleness.
+        let conn = self.connection().await?;
+        if conn.version() < wire::V6 {
+            return match self.call_on(&conn, Op::List).await? {
                 Reply::Locks(entries) => Ok(lock_infos(entries)),
                 other => Err(other.into_error(&self.shared.endpoint)),
             };

@@ -14,6 +14,7 @@ mod log_capture;
 
 mod admin_during_a_flood_of_silent_connections;
 mod ceiling;
+mod concurrent_calls_after_an_idle_close;
 mod connect;
 mod connection_slots;
 mod decoder_properties;
@@ -30,10 +31,12 @@ mod hostile_server_reconnect_cycle_in_client_logs;
 mod late_validity;
 mod limits;
 mod listing_a_table_of_entries_at_the_text_limits;
+mod listing_after_an_idle_close_comes_in_pages;
 mod listing_answered_with_a_bool_is_an_error;
 mod listing_replies_decode_within_the_frame_limit;
 #[cfg(feature = "net")]
 mod node;
+mod owner_over_the_protocol_limit_refused_when_built;
 mod places_end_with_releases_of_any_mode;
 mod places_in_line_per_connection;
 mod places_of_a_waiter_granted_a_plain_lock;

@@ -64,6 +64,7 @@ mod sql_cli;
 mod sql_duplicates;
 mod status;
 mod status_after_a_connection_closed_in_the_handshake;
+mod status_watch_lists_a_large_table_after_idle_closes;
 mod tls;
 mod unauthenticated_memory;
 mod versions;
