@@ -161,7 +161,13 @@ impl Election {
     }
 
     /// Why a [`campaign`](Self::campaign) of this handle is not leading
-    /// yet, as [`DRWMutex::waiting`] says it; `None` when none waits.
+    /// yet, as [`DRWMutex::waiting`] says it, while it waits for its lock;
+    /// `None` when none waits. A limit: once the lock is granted, the
+    /// campaign's steps until it leads (drawing its term, storing its
+    /// value) have no status here, so it says `None` then too, also while
+    /// those calls go unanswered and between losing the lock and waiting
+    /// again. [`campaign_timeout`](Self::campaign_timeout) names the
+    /// lockers that left them unanswered when it gives up.
     pub fn waiting(&self) -> Option<crate::WaitStatus> {
         self.mutex.waiting()
     }

@@ -248,6 +248,18 @@ impl Coordinator {
                 .is_some_and(|answered| answered <= note.at)
     }
 
+    /// Whether locker `index` has left a call unanswered, at `now`, for
+    /// twice as long as its latest answer took or more (or has never
+    /// answered one): out of reach by its silence. `false` while no call
+    /// is on its way to it.
+    pub(crate) fn silent_too_long(&self, index: usize, now: Instant) -> bool {
+        self.call_times(index).silent_since.is_some_and(|since| {
+            let silent = now.saturating_duration_since(since);
+            self.answer_time(index)
+                .is_none_or(|took| silent >= took.saturating_mul(2))
+        })
+    }
+
     /// The latest failure of locker `index` that no answer followed.
     pub(crate) fn current_failure(&self, index: usize) -> Option<FailureNote> {
         self.failure(index)

@@ -116,10 +116,15 @@ impl WaitStatus {
     }
 
     /// How long until enough lockers are out of quarantine for a quorum of
-    /// the reachable ones, when they said; `None` when quarantine is not
-    /// what the wait waits for.
+    /// the reachable ones (those that granted, refused or are still
+    /// answering), when they said; `None` when quarantine is not what the
+    /// wait waits for.
     pub fn quarantine_left(&self) -> Option<Duration> {
-        let answered = self.granted.saturating_add(self.held_elsewhere);
+        // Reachable as `reason` counts them: those still answering too.
+        let answered = self
+            .granted
+            .saturating_add(self.held_elsewhere)
+            .saturating_add(self.answering.len());
         let needed = self.quorum.checked_sub(answered)?.max(1);
         let mut left: Vec<Option<Duration>> = self.quarantined.iter().map(|q| q.left).collect();
         if left.len() < needed {
@@ -220,6 +225,12 @@ impl WaitStatus {
                             endpoint,
                             reason: note.error.locker_reason(),
                         }),
+                        // Its refusal of this round is over and nothing is
+                        // asked of it now: it answers, and is asked again
+                        // at the next attempt.
+                        None if *answer == Some(Answer::Failed) && times.silent_since.is_none() => {
+                            status.answering.push(endpoint)
+                        }
                         // Asked less than twice as long ago as its latest
                         // answer took: slow for now, not out of reach.
                         None if coord

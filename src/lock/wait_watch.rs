@@ -22,6 +22,7 @@ use crate::error::{seconds, Unreachable};
 use crate::lock::acquisition::Acquisition;
 use crate::lock::wait_status::{WaitReason, WaitStatus};
 use crate::quorum::clock::Clock;
+use crate::quorum::Answer;
 use crate::Error;
 
 tokio::task_local! {
@@ -388,8 +389,16 @@ impl Watched {
     fn status_of(&self, lane: &LaneRounds) -> WaitStatus {
         let mut answers = lane.current.answers();
         if let Some(previous) = &lane.previous {
-            for (answer, before) in answers.iter_mut().zip(previous.answers()) {
-                if answer.is_none() {
+            // A refusal (or a place in line) of the round before stands in
+            // for a locker this round has not heard from yet, unless that
+            // locker has since gone silent too long; a grant of the round
+            // before does not, since a round that failed gave it back.
+            let coord = &lane.current.coord;
+            let now = coord.clock.now();
+            for (index, (answer, before)) in answers.iter_mut().zip(previous.answers()).enumerate()
+            {
+                let held = matches!(before, Some(Answer::Refused | Answer::Queued));
+                if answer.is_none() && held && !coord.silent_too_long(index, now) {
                     *answer = before;
                 }
             }
