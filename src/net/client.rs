@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::time::Instant;
 
 use super::conn::Connection;
 use super::peer_log::PeerLog;
@@ -16,8 +15,10 @@ use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
+mod listing;
 mod reconnect;
-use reconnect::{open, reconnect_later};
+use listing::lock_infos;
+use reconnect::{open, reconnect_later, ReopenPending};
 
 /// How a [`RemoteLocker`] talks to its server.
 ///
@@ -179,7 +180,10 @@ impl Drop for Shared {
 /// [`Error::LockerUnavailable`] saying so, and the locker reconnects from
 /// the caller's runtime. A reconnect task started on such a runtime (the
 /// server was down when it began) waits until that runtime is driven again
-/// or dropped; until then calls from other runtimes fail at once.
+/// or dropped; until then calls from other runtimes fail at once. A call
+/// that finds the connection being opened again by another call (after
+/// the server closed it for idleness) waits for that at most
+/// [`RemoteConfig::connect_timeout`], then fails the same way.
 ///
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
@@ -289,16 +293,27 @@ impl RemoteLocker {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
-        {
-            // Taken by every caller without a connection, not only by the
-            // first after an idle close: one that comes while the reopen
-            // is under way waits for it rather than fail.
-            let _reopening = self.shared.reopening.lock().await;
+        // Taken by every caller without a connection, not only by the
+        // first after an idle close: one that comes while the reopen is
+        // under way waits for it rather than fail, for at most the connect
+        // timeout (the reopen may be parked on a runtime nobody drives).
+        let reopening = tokio::time::timeout(
+            self.shared.config.connect_timeout,
+            self.shared.reopening.lock(),
+        )
+        .await;
+        if let Ok(_reopening) = reopening {
             if let Some(conn) = self.live() {
                 return Ok(conn);
             }
             if self.shared.closed_idle.swap(false, Ordering::AcqRel) {
-                match open(&self.shared).await {
+                // Dropped before the reopen ended (a caller's timeout, a
+                // select), it leaves the flag for the next caller to
+                // reopen rather than fail.
+                let pending = ReopenPending(&self.shared.closed_idle);
+                let opened = open(&self.shared).await;
+                std::mem::forget(pending);
+                match opened {
                     Ok(conn) => {
                         tracing::debug!(endpoint = %self.shared.endpoint, "reconnected after the server closed an idle connection");
                         self.shared.install(conn.clone());
@@ -770,21 +785,4 @@ impl NetLocker for RemoteLocker {
             nanos => Some(Duration::from_nanos(nanos)),
         }
     }
-}
-
-/// Listing entries from the wire: ages become instants.
-fn lock_infos(entries: Vec<wire::WireLockInfo>) -> Vec<LockInfo> {
-    let now = Instant::now();
-    entries
-        .into_iter()
-        .map(|e| LockInfo {
-            resource: e.resource,
-            uid: e.uid,
-            owner: e.owner,
-            source: e.source,
-            mode: e.mode.into(),
-            acquired: now.checked_sub(e.age).unwrap_or(now),
-            refreshed: now.checked_sub(e.since_refresh).unwrap_or(now),
-        })
-        .collect()
 }

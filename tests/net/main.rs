@@ -13,6 +13,8 @@ mod wire;
 mod log_capture;
 
 mod admin_during_a_flood_of_silent_connections;
+mod calls_do_not_wait_for_a_reopen_parked_on_an_idle_runtime;
+mod calls_waiting_for_a_dropped_reopen_still_connect;
 mod ceiling;
 mod concurrent_calls_after_an_idle_close;
 mod connect;

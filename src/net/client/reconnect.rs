@@ -2,7 +2,7 @@
 //! after it broke: a task per client at most, with a backoff that a
 //! server breaking every connection at once cannot reset.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -123,5 +123,15 @@ impl Drop for Reconnecting {
         if let Some(shared) = self.0.upgrade() {
             shared.reconnecting.store(false, Ordering::Release);
         }
+    }
+}
+
+/// Sets the flag it holds back to true when dropped: a reopen after an
+/// idle close that did not end leaves it for the next caller.
+pub(super) struct ReopenPending<'a>(pub(super) &'a AtomicBool);
+
+impl Drop for ReopenPending<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }
