@@ -18,7 +18,7 @@ use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 mod listing;
 mod reconnect;
 use listing::lock_infos;
-use reconnect::{open, reconnect_later, ReopenPending};
+use reconnect::{open, reconnect_later};
 
 /// How a [`RemoteLocker`] talks to its server.
 ///
@@ -112,18 +112,38 @@ struct Shared {
 }
 
 impl Shared {
-    /// Makes `conn` the connection calls use.
-    fn install(&self, conn: Arc<Connection>) {
+    /// Makes `conn` the connection calls use, unless another one is live
+    /// already: a reopen or reconnect that ends late must not close a
+    /// connection calls wait on, so `conn` is closed instead. Returns the
+    /// connection in use.
+    fn install(&self, conn: Arc<Connection>) -> Arc<Connection> {
         self.note_connect_error(None);
         self.closed_idle.store(false, Ordering::Release);
-        let old = self
-            .conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace(conn);
+        let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let live = slot
+            .as_ref()
+            .filter(|current| current.is_alive() && !Arc::ptr_eq(current, &conn))
+            .cloned();
+        if let Some(live) = live {
+            drop(slot);
+            conn.close();
+            return live;
+        }
+        let old = slot.replace(conn.clone());
+        drop(slot);
         if let Some(old) = old {
             old.close();
         }
+        conn
+    }
+
+    /// The connection calls use, if it is alive.
+    fn live(&self) -> Option<Arc<Connection>> {
+        self.conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|conn| conn.is_alive())
     }
 }
 
@@ -263,7 +283,9 @@ impl RemoteLocker {
             log: Arc::default(),
         });
         match open(&shared).await {
-            Ok(conn) => shared.install(conn),
+            Ok(conn) => {
+                shared.install(conn);
+            }
             Err(err @ Error::Unauthorized { .. }) => return Err(err),
             Err(err) => {
                 tracing::warn!(endpoint = %shared.endpoint, %err, "cannot connect to the lock server; retrying in the background");
@@ -276,12 +298,7 @@ impl RemoteLocker {
 
     /// The connection, if it is alive.
     fn live(&self) -> Option<Arc<Connection>> {
-        self.shared
-            .conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|conn| conn.is_alive())
+        self.shared.live()
     }
 
     /// The live connection; a new one when the server closed the last one
@@ -306,22 +323,21 @@ impl RemoteLocker {
             if let Some(conn) = self.live() {
                 return Ok(conn);
             }
-            if self.shared.closed_idle.swap(false, Ordering::AcqRel) {
-                // Dropped before the reopen ended (a caller's timeout, a
-                // select), it leaves the flag for the next caller to
-                // reopen rather than fail.
-                let pending = ReopenPending(&self.shared.closed_idle);
-                let opened = open(&self.shared).await;
-                std::mem::forget(pending);
-                match opened {
+            // The flag stays set while the reopen runs, so that the locker
+            // counts as online meanwhile and a reopen dropped before it
+            // ended (a caller's timeout, a select) leaves it for the next
+            // caller; a connection installed by anyone clears it.
+            if self.shared.closed_idle.load(Ordering::Acquire) {
+                match open(&self.shared).await {
                     Ok(conn) => {
                         tracing::debug!(endpoint = %self.shared.endpoint, "reconnected after the server closed an idle connection");
-                        self.shared.install(conn.clone());
+                        let conn = self.shared.install(conn);
                         if conn.is_alive() {
                             return Ok(conn);
                         }
                     }
                     Err(err) => {
+                        self.shared.closed_idle.store(false, Ordering::Release);
                         self.shared.note_connect_error(Some(err.clone()));
                         if !matches!(err, Error::Unauthorized { .. }) {
                             reconnect_later(&self.shared);

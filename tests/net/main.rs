@@ -12,6 +12,10 @@ mod wire;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
+mod a_background_reconnect_does_not_close_a_reopened_connection_in_use;
+mod a_dropped_reopen_does_not_keep_a_dead_server_online;
+mod a_late_reopen_does_not_close_a_connection_in_use;
+mod a_locker_stays_online_while_its_reopen_is_under_way;
 mod admin_during_a_flood_of_silent_connections;
 mod calls_do_not_wait_for_a_reopen_parked_on_an_idle_runtime;
 mod calls_waiting_for_a_dropped_reopen_still_connect;

@@ -2,7 +2,7 @@
 //! after it broke: a task per client at most, with a backoff that a
 //! server breaking every connection at once cannot reset.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -36,6 +36,11 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
             }
             Ended::Otherwise if opened.elapsed() < SETTLED => {}
             _ => shared.short_lived.store(0, Ordering::Release),
+        }
+        // Another connection is live (this one was left over from a late
+        // reopen or reconnect): nothing to mend.
+        if shared.live().is_some() {
+            return;
         }
         // A connection the server closed because it was silent and held
         // nothing is opened again by the next call, not at once: else the
@@ -86,7 +91,7 @@ pub(super) fn reconnect_later(shared: &Arc<Shared>) {
                             "reconnected to lock server (`count` times since the last such line)"
                         );
                     });
-                    shared.install(conn.clone());
+                    let conn = shared.install(conn);
                     drop(claim);
                     // A connection that died before it was installed ran
                     // its `on_close` while this task still held the flag.
@@ -123,15 +128,5 @@ impl Drop for Reconnecting {
         if let Some(shared) = self.0.upgrade() {
             shared.reconnecting.store(false, Ordering::Release);
         }
-    }
-}
-
-/// Sets the flag it holds back to true when dropped: a reopen after an
-/// idle close that did not end leaves it for the next caller.
-pub(super) struct ReopenPending<'a>(pub(super) &'a AtomicBool);
-
-impl Drop for ReopenPending<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
     }
 }
