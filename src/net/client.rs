@@ -17,6 +17,7 @@ use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
 mod listing;
 mod reconnect;
+mod shared;
 use listing::lock_infos;
 use reconnect::{open, reconnect_later};
 
@@ -109,58 +110,6 @@ struct Shared {
     short_lived: AtomicU32,
     /// The throttled log lines about what this server sends.
     log: Arc<PeerLog>,
-}
-
-impl Shared {
-    /// Makes `conn` the connection calls use, unless another one is live
-    /// already: a reopen or reconnect that ends late must not close a
-    /// connection calls wait on, so `conn` is closed instead. Returns the
-    /// connection in use.
-    fn install(&self, conn: Arc<Connection>) -> Arc<Connection> {
-        self.note_connect_error(None);
-        self.closed_idle.store(false, Ordering::Release);
-        let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let live = slot
-            .as_ref()
-            .filter(|current| current.is_alive() && !Arc::ptr_eq(current, &conn))
-            .cloned();
-        if let Some(live) = live {
-            drop(slot);
-            conn.close();
-            return live;
-        }
-        let old = slot.replace(conn.clone());
-        drop(slot);
-        if let Some(old) = old {
-            old.close();
-        }
-        conn
-    }
-
-    /// The connection calls use, if it is alive.
-    fn live(&self) -> Option<Arc<Connection>> {
-        self.conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|conn| conn.is_alive())
-    }
-}
-
-impl Shared {
-    fn connect_error(&self) -> Option<Error> {
-        self.connect_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn note_connect_error(&self, err: Option<Error>) {
-        *self
-            .connect_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = err;
-    }
 }
 
 impl Drop for Shared {

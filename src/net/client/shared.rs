@@ -1,0 +1,65 @@
+//! The connection a client's calls use, and why its latest attempt to
+//! connect failed.
+//!
+//! Invariant: a live connection is never replaced; a connection opened
+//! late (a reopen or a reconnect that ended after another) is closed
+//! instead.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use super::Shared;
+use crate::net::conn::Connection;
+use crate::Error;
+
+impl Shared {
+    /// Makes `conn` the connection calls use, unless another one is live
+    /// already: a reopen or reconnect that ends late must not close a
+    /// connection calls wait on, so `conn` is closed instead. Returns the
+    /// connection in use.
+    pub(super) fn install(&self, conn: Arc<Connection>) -> Arc<Connection> {
+        self.note_connect_error(None);
+        self.closed_idle.store(false, Ordering::Release);
+        let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let live = slot
+            .as_ref()
+            .filter(|current| current.is_alive() && !Arc::ptr_eq(current, &conn))
+            .cloned();
+        if let Some(live) = live {
+            drop(slot);
+            conn.close();
+            return live;
+        }
+        let old = slot.replace(conn.clone());
+        drop(slot);
+        if let Some(old) = old {
+            old.close();
+        }
+        conn
+    }
+
+    /// The connection calls use, if it is alive.
+    pub(super) fn live(&self) -> Option<Arc<Connection>> {
+        self.conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .filter(|conn| conn.is_alive())
+    }
+}
+
+impl Shared {
+    pub(super) fn connect_error(&self) -> Option<Error> {
+        self.connect_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(super) fn note_connect_error(&self, err: Option<Error>) {
+        *self
+            .connect_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = err;
+    }
+}
