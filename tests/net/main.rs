@@ -9,6 +9,10 @@
 #[path = "../net_support/wire.rs"]
 mod wire;
 
+#[cfg(feature = "net")]
+#[path = "../net_support/stand_in.rs"]
+mod stand_in;
+
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 

@@ -1,0 +1,234 @@
+//! A stand-in lock server spoken by hand, for the tests of how a
+//! `RemoteLocker` opens its connection again: each test scripts what the
+//! server does with each connection (welcome it, close it as idle, leave
+//! its handshake unanswered, grant what it is asked) from these pieces;
+//! and a current-thread runtime that a test stops driving, for calls
+//! parked mid-reopen.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::{LockArgs, NetLocker};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::wire;
+
+pub const TOKEN: &str = "client-secret";
+
+/// A write lock on a name of its own, quorum 1.
+pub fn args(uid: &str) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: vec![format!("name/{uid}")].into(),
+        owner: "owner".into(),
+        source: "source".into(),
+        quorum: 1,
+    }
+}
+
+/// A listener on a free loopback port, and its address.
+pub async fn bind() -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address").to_string();
+    (listener, addr)
+}
+
+/// The next connection, once its hello has been read (not answered).
+/// `None` when the listener fails or the client sent no hello.
+pub async fn accept_hello(listener: &TcpListener) -> Option<TcpStream> {
+    let (mut stream, _) = listener.accept().await.ok()?;
+    wire::read_frame(&mut stream, 4096).await.ok()?;
+    Some(stream)
+}
+
+/// Answers a hello with a version-6 welcome.
+pub async fn welcome(stream: &mut TcpStream) -> bool {
+    stream
+        .write_all(&wire::frame(&wire::accepted(
+            wire::VERSION_6,
+            Duration::from_secs(10),
+        )))
+        .await
+        .is_ok()
+}
+
+/// Welcomes the connection, then closes it in good order with nothing
+/// pending, as a server closes a connection that stayed idle.
+pub async fn welcome_then_close_as_idle(mut stream: TcpStream) {
+    assert!(welcome(&mut stream).await, "welcome");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    close_as_idle(stream).await;
+}
+
+/// Closes a welcomed connection in good order with nothing pending, as a
+/// server closes a connection that stayed idle.
+pub async fn close_as_idle(mut stream: TcpStream) {
+    let _ = stream.shutdown().await;
+}
+
+/// Answers `request` with `true`.
+pub async fn grant(stream: &mut TcpStream, request: &[u8]) -> bool {
+    let (id, _) = wire::response(request);
+    let mut reply = wire::varint(id);
+    reply.extend([wire::REPLY_BOOL, 1]);
+    stream.write_all(&wire::frame(&reply)).await.is_ok()
+}
+
+/// Answers every request with `true` until the client goes.
+pub async fn grant_all(mut stream: TcpStream) {
+    while let Ok(request) = wire::read_frame(&mut stream, 1 << 20).await {
+        if !grant(&mut stream, &request).await {
+            return;
+        }
+    }
+}
+
+/// Welcomes every later connection and grants all it asks, each on a
+/// task of its own, until the listener fails.
+pub async fn welcome_and_grant_every_connection(listener: TcpListener) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        tokio::spawn(async move {
+            if wire::read_frame(&mut stream, 4096).await.is_ok() && welcome(&mut stream).await {
+                grant_all(stream).await;
+            }
+        });
+    }
+}
+
+/// Ends a connection with a reset rather than in good order.
+pub fn reset(stream: TcpStream) {
+    let _ = stream.set_zero_linger();
+    drop(stream);
+}
+
+/// Timeouts short enough for a test: 500 ms to connect, 2 s per call.
+pub fn config() -> RemoteConfig {
+    let mut config = RemoteConfig::new(TOKEN);
+    config.connect_timeout = Duration::from_millis(500);
+    config.call_timeout = Duration::from_secs(2);
+    config
+}
+
+/// Waits (at most 5 s) until the locker has a connection (`true`) or has
+/// none (`false`); says whether it came to that.
+pub async fn until_connected(locker: &RemoteLocker, connected: bool) -> bool {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while locker.protocol_version().is_some() != connected {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// What the thread of an [`IdleRuntime`] is told to do.
+enum Drive {
+    For(Duration),
+    UntilTheCallEnds,
+}
+
+/// A current-thread runtime on a thread of its own, holding a call that
+/// began on it and that the test then stops driving: the call parks
+/// wherever it was (mid-reopen, for these tests).
+pub struct IdleRuntime {
+    drive: Option<std::sync::mpsc::Sender<Drive>>,
+    driven: Option<std::sync::mpsc::Receiver<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleRuntime {
+    /// Starts `locker.lock(args(uid))` on a new current-thread runtime,
+    /// drives it until `began` fires (or 5 s pass), then stops driving
+    /// it.
+    pub fn park_a_call(
+        locker: Arc<RemoteLocker>,
+        uid: &'static str,
+        began: tokio::sync::oneshot::Receiver<()>,
+    ) -> IdleRuntime {
+        let (parked_tx, parked_rx) = std::sync::mpsc::channel::<()>();
+        let (drive_tx, drive_rx) = std::sync::mpsc::channel::<Drive>();
+        let (driven_tx, driven_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let (ended_tx, mut ended_rx) = tokio::sync::oneshot::channel::<()>();
+            let _parked = runtime.spawn(async move {
+                let _ = locker.lock(&args(uid)).await;
+                let _ = ended_tx.send(());
+            });
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(Duration::from_secs(5), began).await;
+            });
+            let _ = parked_tx.send(());
+            // Driven again each time it is told; dropped when the test
+            // lets go of it.
+            while let Ok(drive) = drive_rx.recv_timeout(Duration::from_secs(60)) {
+                match drive {
+                    Drive::For(time) => runtime.block_on(tokio::time::sleep(time)),
+                    Drive::UntilTheCallEnds => runtime.block_on(async {
+                        let _ = tokio::time::timeout(Duration::from_secs(10), &mut ended_rx).await;
+                    }),
+                }
+                let _ = driven_tx.send(());
+            }
+            drop(runtime);
+        });
+        parked_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the call on the idle runtime began");
+        IdleRuntime {
+            drive: Some(drive_tx),
+            driven: Some(driven_rx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Drives the runtime for `time`, then leaves it idle again.
+    pub async fn drive_for(&mut self, time: Duration) {
+        self.drive(Drive::For(time)).await;
+    }
+
+    /// Drives the runtime until its call has ended (at most 10 s), then
+    /// leaves it idle again: what the call started on it stays parked.
+    pub async fn drive_until_the_call_ends(&mut self) {
+        self.drive(Drive::UntilTheCallEnds).await;
+    }
+
+    /// Drops the runtime, and with it all that is parked on it.
+    pub async fn shut_down(mut self) {
+        self.drive = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+
+    async fn drive(&mut self, drive: Drive) {
+        if let Some(tx) = &self.drive {
+            let _ = tx.send(drive);
+        }
+        if let Some(driven) = self.driven.take() {
+            let driven = tokio::task::spawn_blocking(move || {
+                let _ = driven.recv_timeout(Duration::from_secs(30));
+                driven
+            })
+            .await
+            .expect("waiting thread");
+            self.driven = Some(driven);
+        }
+    }
+}
+
+impl Drop for IdleRuntime {
+    fn drop(&mut self) {
+        self.drive = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
