@@ -17,6 +17,7 @@ use crate::{Error, LockArgs, LockInfo, LockMode, NetLocker, RetryPolicy};
 
 mod listing;
 mod reconnect;
+mod reopen;
 mod shared;
 use listing::lock_infos;
 use reconnect::{open, reconnect_later};
@@ -85,15 +86,18 @@ struct Shared {
     endpoint: String,
     config: RemoteConfig,
     conn: Mutex<Option<Arc<Connection>>>,
-    /// Set while a reconnect task exists; only [`Reconnecting`] clears it.
-    reconnecting: AtomicBool,
+    /// The background reconnect task under way, if any.
+    reconnecting: Mutex<Option<reconnect::Beat>>,
     /// Set when the server closed the connection quietly while nothing
     /// used it ([`Ended::Quietly`]): the next call connects, rather than a
     /// background task at once, so that the server's slot stays free.
     closed_idle: AtomicBool,
-    /// Held by the call that connects after such a close; calls arriving
+    /// The reopen under way after such a close, if any; calls arriving
     /// meanwhile wait for its connection.
-    reopening: tokio::sync::Mutex<()>,
+    reopening: Mutex<Option<reopen::Reopen>>,
+    /// Names the reconnect and reopen tasks, so that one superseded (its
+    /// runtime was not driven) knows it.
+    next_claim: AtomicU64,
     next_id: AtomicU64,
     /// The server's validity in nanoseconds, from the last handshake; 0
     /// until one succeeded.
@@ -147,12 +151,16 @@ impl Drop for Shared {
 /// the connection lives on one that is idle but not dropped, a call waits
 /// out [`RemoteConfig::call_timeout`], fails with
 /// [`Error::LockerUnavailable`] saying so, and the locker reconnects from
-/// the caller's runtime. A reconnect task started on such a runtime (the
-/// server was down when it began) waits until that runtime is driven again
-/// or dropped; until then calls from other runtimes fail at once. A call
-/// that finds the connection being opened again by another call (after
-/// the server closed it for idleness) waits for that at most
-/// [`RemoteConfig::connect_timeout`], then fails the same way.
+/// the caller's runtime. A reconnect task parked on such a runtime (the
+/// server was down when it began) counts as parked once it has shown no
+/// progress for longer than its longest step (the reconnect policy's
+/// ceiling or the connect timeout, whichever is longer, and 250 ms): the
+/// next call from another runtime starts another, and calls fail at once
+/// until it connects. A call that finds the connection being opened again
+/// (after the server closed it for idleness) waits for that reopen; one
+/// parked on an idle runtime it waits for at most
+/// [`RemoteConfig::connect_timeout`] and 250 ms from its start, then opens
+/// the connection itself.
 ///
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
@@ -221,9 +229,10 @@ impl RemoteLocker {
             endpoint,
             config,
             conn: Mutex::new(None),
-            reconnecting: AtomicBool::new(false),
+            reconnecting: Mutex::new(None),
             closed_idle: AtomicBool::new(false),
-            reopening: tokio::sync::Mutex::new(()),
+            reopening: Mutex::new(None),
+            next_claim: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             validity: AtomicU64::new(0),
             pushes: Arc::default(),
@@ -253,48 +262,13 @@ impl RemoteLocker {
     /// The live connection; a new one when the server closed the last one
     /// for idleness; otherwise an error after starting a reconnect.
     ///
-    /// Cancel safe: a connection being opened when the future is dropped
-    /// is closed, and the next call starts a reconnect.
+    /// Cancel safe: a reopen goes on as a task of its own.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
-        // Taken by every caller without a connection, not only by the
-        // first after an idle close: one that comes while the reopen is
-        // under way waits for it rather than fail, for at most the connect
-        // timeout (the reopen may be parked on a runtime nobody drives).
-        let reopening = tokio::time::timeout(
-            self.shared.config.connect_timeout,
-            self.shared.reopening.lock(),
-        )
-        .await;
-        if let Ok(_reopening) = reopening {
-            if let Some(conn) = self.live() {
-                return Ok(conn);
-            }
-            // The flag stays set while the reopen runs, so that the locker
-            // counts as online meanwhile and a reopen dropped before it
-            // ended (a caller's timeout, a select) leaves it for the next
-            // caller; a connection installed by anyone clears it.
-            if self.shared.closed_idle.load(Ordering::Acquire) {
-                match open(&self.shared).await {
-                    Ok(conn) => {
-                        tracing::debug!(endpoint = %self.shared.endpoint, "reconnected after the server closed an idle connection");
-                        let conn = self.shared.install(conn);
-                        if conn.is_alive() {
-                            return Ok(conn);
-                        }
-                    }
-                    Err(err) => {
-                        self.shared.closed_idle.store(false, Ordering::Release);
-                        self.shared.note_connect_error(Some(err.clone()));
-                        if !matches!(err, Error::Unauthorized { .. }) {
-                            reconnect_later(&self.shared);
-                        }
-                        return Err(err);
-                    }
-                }
-            }
+        if let Some(reopened) = reopen::after_idle_close(&self.shared).await {
+            return reopened;
         }
         match self.live() {
             Some(conn) => Ok(conn),

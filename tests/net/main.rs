@@ -16,10 +16,13 @@ mod stand_in;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
-mod a_background_reconnect_does_not_close_a_reopened_connection_in_use;
 mod a_dropped_reopen_does_not_keep_a_dead_server_online;
 mod a_late_reopen_does_not_close_a_connection_in_use;
+mod a_later_idle_close_does_not_keep_a_dead_server_online_behind_a_parked_reopen;
 mod a_locker_stays_online_while_its_reopen_is_under_way;
+mod a_reconnect_parked_on_an_idle_runtime_is_taken_over;
+mod a_reopen_failing_late_does_not_park_the_reconnect;
+mod a_server_that_never_answers_a_reopen_goes_offline_when_callers_give_up;
 mod admin_during_a_flood_of_silent_connections;
 mod calls_do_not_wait_for_a_reopen_parked_on_an_idle_runtime;
 mod calls_waiting_for_a_dropped_reopen_still_connect;

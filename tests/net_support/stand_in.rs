@@ -170,7 +170,7 @@ impl IdleRuntime {
             // lets go of it.
             while let Ok(drive) = drive_rx.recv_timeout(Duration::from_secs(60)) {
                 match drive {
-                    Drive::For(time) => runtime.block_on(tokio::time::sleep(time)),
+                    Drive::For(time) => runtime.block_on(async { tokio::time::sleep(time).await }),
                     Drive::UntilTheCallEnds => runtime.block_on(async {
                         let _ = tokio::time::timeout(Duration::from_secs(10), &mut ended_rx).await;
                     }),

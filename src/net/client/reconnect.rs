@@ -1,10 +1,18 @@
 //! Opening a client's connection, and opening it again in the background
 //! after it broke: a task per client at most, with a backoff that a
 //! server breaking every connection at once cannot reset.
+//!
+//! The task may be spawned on a runtime that then stops being driven. It
+//! notes the time before each sleep and each attempt, both bounded (the
+//! backoff's ceiling, the connect timeout); one that has noted nothing for
+//! longer counts as parked, and the next call that finds the locker
+//! offline starts another. A superseded task ends at its next note.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::Shared;
 use crate::net::conn::{Connection, Ended};
@@ -57,30 +65,70 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
     Ok(conn)
 }
 
-/// Starts the background reconnection on the current runtime, unless it is
-/// already running. It stops when it succeeds, when the token is rejected,
-/// or when the locker is dropped. Without a current runtime it does
-/// nothing: the next call, which runs on one, starts it.
+/// How long past its longest step a reconnect task may be silent before
+/// it counts as parked on a runtime nobody drives.
+const GRACE: Duration = Duration::from_millis(250);
+
+/// The background reconnect under way: which, and when it last showed
+/// progress.
+pub(super) struct Beat {
+    id: u64,
+    at: Instant,
+}
+
+/// Starts the background reconnection on the current runtime, unless one
+/// is already running (and not parked). It stops when it succeeds, when
+/// the token is rejected, when the locker is dropped, or when a newer one
+/// supersedes it. Without a current runtime it does nothing: the next
+/// call, which runs on one, starts it.
 pub(super) fn reconnect_later(shared: &Arc<Shared>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return;
     };
-    if shared.reconnecting.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    // Created before the spawn and owned by the task, so the flag is
-    // cleared however the task ends, including when it is dropped unrun
-    // because its runtime is shutting down.
-    let claim = Reconnecting(Arc::downgrade(shared));
-    let weak: Weak<Shared> = Arc::downgrade(shared);
     let policy = shared.config.reconnect;
+    // The longest a running task goes without a note: a sleep or an
+    // attempt.
+    let patience = policy
+        .max
+        .max(shared.config.connect_timeout)
+        .saturating_add(GRACE);
+    let id = {
+        let now = Instant::now();
+        let mut slot = shared
+            .reconnecting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot
+            .as_ref()
+            .is_some_and(|beat| now < later(beat.at, patience))
+        {
+            return;
+        }
+        let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
+        *slot = Some(Beat { id, at: now });
+        id
+    };
+    // Created before the spawn and owned by the task, so the slot is freed
+    // however the task ends, including when it is dropped unrun because
+    // its runtime is shutting down.
+    let claim = Reconnecting {
+        shared: Arc::downgrade(shared),
+        id,
+    };
+    let weak: Weak<Shared> = Arc::downgrade(shared);
     // The backoff's ceiling stops growing long before 64 steps.
     let first = shared.short_lived.load(Ordering::Acquire).min(64);
     runtime.spawn(async move {
         let claim = claim;
         for attempt in first.. {
             let wait = policy.delay(attempt, &mut rand::rng());
+            if !claim.beat() {
+                return;
+            }
             tokio::time::sleep(wait).await;
+            if !claim.beat() {
+                return;
+            }
             let Some(shared) = weak.upgrade() else { return };
             match open(&shared).await {
                 Ok(conn) => {
@@ -120,13 +168,52 @@ pub(super) fn reconnect_later(shared: &Arc<Shared>) {
     });
 }
 
-/// Clears the reconnect flag when the reconnect task ends or is dropped.
-struct Reconnecting(Weak<Shared>);
+/// `at + wait`, or far enough ahead when that is past what an instant
+/// holds (a connect timeout of years).
+pub(super) fn later(at: Instant, wait: Duration) -> Instant {
+    at.checked_add(wait)
+        .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365))
+}
+
+/// Frees the reconnect slot when the reconnect task ends or is dropped,
+/// unless a newer task holds it.
+struct Reconnecting {
+    shared: Weak<Shared>,
+    id: u64,
+}
+
+impl Reconnecting {
+    /// Notes progress; false when a newer task superseded this one (or
+    /// the locker is gone), which must then end.
+    fn beat(&self) -> bool {
+        let Some(shared) = self.shared.upgrade() else {
+            return false;
+        };
+        let mut slot = shared
+            .reconnecting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match slot.as_mut() {
+            Some(beat) if beat.id == self.id => {
+                beat.at = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+}
 
 impl Drop for Reconnecting {
     fn drop(&mut self) {
-        if let Some(shared) = self.0.upgrade() {
-            shared.reconnecting.store(false, Ordering::Release);
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let mut slot = shared
+            .reconnecting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|beat| beat.id == self.id) {
+            *slot = None;
         }
     }
 }

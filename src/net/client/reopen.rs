@@ -1,0 +1,183 @@
+//! Opening the connection again after the server closed it for idleness:
+//! the next call does it, and calls made meanwhile wait for that reopen.
+//!
+//! Invariants:
+//! - A reopen runs as a task of its own, so a caller that stops waiting (a
+//!   timeout, a `select!`) does not stop it: on a runtime that is driven
+//!   it ends within the connect timeout, with a connection installed or
+//!   with the locker offline, why noted, and the background reconnect
+//!   started.
+//! - One reopen is under way at a time, unless the one under way has
+//!   outlived the connect timeout (its runtime is not driven); a newer one
+//!   then supersedes it. A superseded reopen that ends late changes
+//!   nothing but, through [`Shared::install`], a connection slot where
+//!   nothing is live; nor does one that fails while a connection is live.
+//! - The idle-close flag is cleared by an installed connection or by the
+//!   failure of the current reopen, so `is_online()` is true while the
+//!   reopen runs and false once it failed.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::reconnect::{later, open, reconnect_later};
+use super::Shared;
+use crate::net::conn::Connection;
+use crate::Error;
+
+/// How long past the connect timeout a reopen may run before a caller
+/// counts it as parked on a runtime nobody drives: room for the task to
+/// be scheduled and for its result to be seen.
+const GRACE: Duration = Duration::from_millis(250);
+
+type Outcome = Option<Result<Arc<Connection>, Error>>;
+
+/// The reopen under way.
+pub(super) struct Reopen {
+    id: u64,
+    started: Instant,
+    outcome: watch::Receiver<Outcome>,
+}
+
+/// The connection after the server closed the last one for idleness:
+/// that of the reopen under way, or of one this call starts. `None` when
+/// there was no idle close (or a reopen ended without a connection and
+/// without an error of its own to report).
+///
+/// Cancel safe: the reopen is a task of its own and goes on without the
+/// caller.
+pub(super) async fn after_idle_close(
+    shared: &Arc<Shared>,
+) -> Option<Result<Arc<Connection>, Error>> {
+    // First the reopen under way; if it outlives its time, one of our own,
+    // which runs on this (driven) runtime and so ends in time.
+    for _ in 0..2 {
+        if let Some(conn) = shared.live() {
+            return Some(Ok(conn));
+        }
+        if !shared.closed_idle.load(Ordering::Acquire) {
+            return None;
+        }
+        let (mut outcome, deadline) = join_or_start(shared);
+        let ended = tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some))
+            .await
+            .ok()
+            .and_then(|ended| ended.ok().map(|ended| ended.clone()));
+        if let Some(Some(Err(err))) = ended {
+            return Some(Err(err));
+        }
+        // Otherwise a connection (live or not: the next round looks), a
+        // reopen dropped with its runtime, or one out of time.
+    }
+    shared.live().map(Ok)
+}
+
+/// The reopen under way, unless it outlived its time, else a new one;
+/// and when to stop waiting for it.
+fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
+    let patience = shared.config.connect_timeout.saturating_add(GRACE);
+    let now = Instant::now();
+    let mut slot = shared
+        .reopening
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(reopen) = slot.as_ref() {
+        let deadline = later(reopen.started, patience);
+        if now < deadline {
+            return (reopen.outcome.clone(), deadline);
+        }
+    }
+    let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = watch::channel(None);
+    *slot = Some(Reopen {
+        id,
+        started: now,
+        outcome: rx.clone(),
+    });
+    drop(slot);
+    // Made before the spawn and owned by the task, so the slot is freed
+    // however the task ends, even dropped unrun with its runtime.
+    let claim = ReopenClaim {
+        shared: Arc::downgrade(shared),
+        id,
+    };
+    let weak = Arc::downgrade(shared);
+    tokio::spawn(async move {
+        let _claim = claim;
+        let Some(shared) = weak.upgrade() else { return };
+        let ended = reopen(&shared, id).await;
+        let _ = tx.send(Some(ended));
+    });
+    (rx, later(now, patience))
+}
+
+async fn reopen(shared: &Arc<Shared>, id: u64) -> Result<Arc<Connection>, Error> {
+    match open(shared).await {
+        Ok(conn) => {
+            tracing::debug!(endpoint = %shared.endpoint, "reconnected after the server closed an idle connection");
+            let conn = shared.install(conn);
+            if conn.is_alive() {
+                return Ok(conn);
+            }
+            // It closed before it was installed, while the flag it clears
+            // still stood: nothing else will mend that.
+            reconnect_later(shared);
+            Err(Error::LockerUnavailable {
+                endpoint: shared.endpoint.clone(),
+                reason: "the connection closed as it opened; reconnecting in the background"
+                    .to_owned(),
+            })
+        }
+        Err(err) => {
+            // A connection opened meanwhile (a newer reopen, the background
+            // reconnect): this failure says nothing about the server now.
+            if let Some(conn) = shared.live() {
+                return Ok(conn);
+            }
+            // A newer reopen decides.
+            if !is_current(shared, id) {
+                return Err(err);
+            }
+            shared.closed_idle.store(false, Ordering::Release);
+            shared.note_connect_error(Some(err.clone()));
+            if !matches!(err, Error::Unauthorized { .. }) {
+                reconnect_later(shared);
+            }
+            Err(err)
+        }
+    }
+}
+
+fn is_current(shared: &Shared, id: u64) -> bool {
+    shared
+        .reopening
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .is_some_and(|reopen| reopen.id == id)
+}
+
+/// Frees the reopen slot when its task ends or is dropped, unless a newer
+/// reopen holds it.
+struct ReopenClaim {
+    shared: Weak<Shared>,
+    id: u64,
+}
+
+impl Drop for ReopenClaim {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        let mut slot = shared
+            .reopening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_some_and(|reopen| reopen.id == self.id) {
+            *slot = None;
+        }
+    }
+}
