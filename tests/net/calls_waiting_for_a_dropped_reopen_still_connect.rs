@@ -3,110 +3,51 @@
 //! (docs/lock-servers.md: the next call "opens a connection first", and
 //! `is_online()` stays true meanwhile). The call that reopens may be
 //! dropped while it does (a caller's own timeout, a `select!`): a call
-//! that was waiting for it must then open the connection itself, not
-//! fail as "not connected" with the server reachable.
+//! that was waiting for it must still get a connection (the reopen goes
+//! on without its caller), not fail as "not connected" with the server
+//! reachable.
 //!
-//! The server here is a stand-in speaking the protocol by hand: it
-//! welcomes the first connection and closes it cleanly (as for idleness),
-//! is slow to answer the second handshake, and welcomes every later
-//! connection at once and grants whatever it is asked.
+//! The server answers the reopen's handshake after a second (the connect
+//! timeout is 2 s), and every later connection at once.
 //!
 //! Reproduces a past break: the waiting call failed "not connected" with the server reachable.
 #![cfg(feature = "net")]
 
 use std::time::Duration;
 
-use quorum_lock::net::{RemoteConfig, RemoteLocker};
-use quorum_lock::{LockArgs, NetLocker};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use quorum_lock::net::RemoteLocker;
+use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
-use crate::wire;
-
-const TOKEN: &str = "client-secret";
-
-fn args(uid: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![format!("name/{uid}")].into(),
-        owner: "owner".into(),
-        source: "source".into(),
-        quorum: 1,
-    }
-}
-
-/// Sends a `Welcome` of version 6; whether it was written.
-async fn welcome(stream: &mut TcpStream) -> bool {
-    stream
-        .write_all(&wire::frame(&wire::accepted(
-            wire::VERSION_6,
-            Duration::from_secs(10),
-        )))
-        .await
-        .is_ok()
-}
-
-/// Answers every request on `stream` with `Bool(true)`.
-async fn grant_all(mut stream: TcpStream) {
-    while let Ok(request) = wire::read_frame(&mut stream, wire_limit()).await {
-        let (id, _) = wire::response(&request);
-        let mut reply = wire::varint(id);
-        reply.extend([wire::REPLY_BOOL, 1]);
-        if stream.write_all(&wire::frame(&reply)).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn wire_limit() -> usize {
-    1 << 20
-}
+use crate::stand_in::{self, args};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_a_reopen_whose_caller_was_dropped_connects_itself() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address").to_string();
+    let (listener, addr) = stand_in::bind().await;
     let (slow_hello_tx, slow_hello_rx) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
-        let (mut first, _) = listener.accept().await.expect("accept");
-        wire::read_frame(&mut first, 4096).await.expect("hello");
-        assert!(welcome(&mut first).await, "welcome the first connection");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let _ = first.shutdown().await;
-        drop(first);
+        let first = stand_in::accept_hello(&listener).await.expect("hello");
+        stand_in::welcome_then_close_as_idle(first).await;
         // The reopen: its handshake is answered only after a second.
-        let (mut slow, _) = listener.accept().await.expect("accept");
-        let _ = wire::read_frame(&mut slow, 4096).await;
+        let mut slow = stand_in::accept_hello(&listener).await.expect("hello");
         let _ = slow_hello_tx.send(());
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            if welcome(&mut slow).await {
-                grant_all(slow).await;
+            if stand_in::welcome(&mut slow).await {
+                stand_in::grant_all(slow).await;
             }
         });
-        loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                if wire::read_frame(&mut stream, 4096).await.is_ok() && welcome(&mut stream).await {
-                    grant_all(stream).await;
-                }
-            });
-        }
+        stand_in::welcome_and_grant_every_connection(listener).await;
     });
 
-    let locker = RemoteLocker::connect(addr, RemoteConfig::new(TOKEN))
-        .await
-        .expect("connect");
-    let noticed = tokio::time::timeout(Duration::from_secs(5), async {
-        while locker.protocol_version().is_some() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    assert!(noticed.is_ok(), "the client never noticed the close");
+    let mut config = stand_in::config();
+    config.connect_timeout = Duration::from_secs(2);
+    config.call_timeout = Duration::from_secs(5);
+    let locker = RemoteLocker::connect(addr, config).await.expect("connect");
+    assert!(
+        stand_in::until_connected(&locker, false).await,
+        "the idle close"
+    );
     assert!(locker.is_online(), "an idle close leaves the locker online");
 
     // The reopening call gives up after 300 ms, while the server is slow

@@ -36,7 +36,6 @@ mod election;
 mod expiry;
 mod foreign;
 mod fuzz;
-mod health_answered_with_a_bool_is_an_error;
 mod hostile_pushes_reach_logs_escaped;
 mod hostile_server_endless_listing_pages;
 mod hostile_server_error_replies_in_client_logs;
@@ -45,8 +44,8 @@ mod late_validity;
 mod limits;
 mod listing_a_table_of_entries_at_the_text_limits;
 mod listing_after_an_idle_close_comes_in_pages;
-mod listing_answered_with_a_bool_is_an_error;
 mod listing_replies_decode_within_the_frame_limit;
+mod listings_and_health_answered_with_a_bool_are_errors;
 #[cfg(feature = "net")]
 mod node;
 mod owner_over_the_protocol_limit_refused_when_built;

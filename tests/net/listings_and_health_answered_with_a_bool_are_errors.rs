@@ -3,7 +3,8 @@
 //! "Refusal is safe, silence is not". A reply of the wrong kind to `List`
 //! or `ListPage` must be an error that names it, as it is for every other
 //! call, not an empty listing that reads as "this server holds no locks",
-//! and never one that silently drops the pages already read.
+//! and never one that silently drops the pages already read. Nor is a
+//! `health` answered so a healthy server that holds nothing.
 #![cfg(feature = "net")]
 
 use std::time::Duration;
@@ -15,6 +16,8 @@ use crate::wire::{
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::stand_in;
 use tokio::net::TcpListener;
 
 /// Entries on the first page: with 500-byte owners, over the 512 KiB a
@@ -115,5 +118,22 @@ async fn a_whole_listing_answered_with_a_bool_is_an_error_not_an_empty_listing()
         "the version-5 server answered List with Bool(true); the client returned Ok with {} \
          entries, an empty listing instead of an error",
         listed.map_or(0, |l| l.len())
+    );
+}
+
+#[tokio::test]
+async fn a_health_call_answered_with_a_bool_is_an_error_not_a_healthy_empty_server() {
+    let (listener, addr) = stand_in::bind().await;
+    let server = tokio::spawn(stand_in::welcome_and_grant_every_connection(listener));
+    let locker = RemoteLocker::connect(addr, RemoteConfig::new("secret"))
+        .await
+        .expect("a locker");
+    assert!(locker.is_online(), "the fake server accepted the handshake");
+    let health = locker.health().await;
+    server.abort();
+    assert!(
+        health.is_err(),
+        "the server answered Health with Bool(true); the client returned {health:?}, \
+         (quarantined, entries) as from a healthy server that holds nothing"
     );
 }
