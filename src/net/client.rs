@@ -150,17 +150,21 @@ impl Drop for Shared {
 /// current-thread runtime runs those tasks only inside its `block_on`; if
 /// the connection lives on one that is idle but not dropped, a call waits
 /// out [`RemoteConfig::call_timeout`], fails with
-/// [`Error::LockerUnavailable`] saying so, and the locker reconnects from
-/// the caller's runtime. A reconnect task parked on such a runtime (the
-/// server was down when it began) counts as parked once it has shown no
-/// progress for longer than its longest step (the reconnect policy's
-/// ceiling or the connect timeout, whichever is longer, and 250 ms): the
-/// next call from another runtime starts another, and calls fail at once
-/// until it connects. A call that finds the connection being opened again
-/// (after the server closed it for idleness) waits for that reopen; one
-/// parked on an idle runtime it waits for at most
-/// [`RemoteConfig::connect_timeout`] and 250 ms from its start, then opens
-/// the connection itself.
+/// [`Error::LockerUnavailable`] saying so, the socket is shut down (the
+/// server frees its slot), and the locker reconnects from the caller's
+/// runtime. A reconnect task that shows no progress for longer than its
+/// longest step (the reconnect policy's ceiling or the connect timeout,
+/// whichever is longer, and 250 ms) counts as parked: its runtime is not
+/// driven, or only inside each call's `block_on`, which a call to an
+/// offline locker ends before the task runs. The next call then connects
+/// itself (taking up to the connect timeout), at most once per such
+/// period; other calls fail at once meanwhile. A call that finds the
+/// connection being opened again (after the server closed it for
+/// idleness) waits for that reopen; one parked on an idle runtime it waits
+/// for at most [`RemoteConfig::connect_timeout`] and 250 ms from its
+/// start, then opens the connection itself. No task holds the locker while
+/// it waits for a connection: a locker dropped meanwhile closes its
+/// connection at once.
 ///
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
@@ -262,13 +266,17 @@ impl RemoteLocker {
     /// The live connection; a new one when the server closed the last one
     /// for idleness; otherwise an error after starting a reconnect.
     ///
-    /// Cancel safe: a reopen goes on as a task of its own.
+    /// Cancel safe: a reopen goes on as a task of its own; a connection
+    /// this call opens in place of a parked reconnect is closed.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
         if let Some(reopened) = reopen::after_idle_close(&self.shared).await {
             return reopened;
+        }
+        if let Some(reconnected) = reconnect::instead_of_a_parked_reconnect(&self.shared).await {
+            return reconnected;
         }
         match self.live() {
             Some(conn) => Ok(conn),

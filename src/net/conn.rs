@@ -39,6 +39,15 @@ use crate::Error;
 mod tests;
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
+
+/// An authenticated transport, and a second handle on its socket to shut
+/// it down from outside the reader and writer: aborted on a runtime
+/// nobody drives, they would keep it open (and its slot on the server) for
+/// as long as that runtime lives.
+struct Link {
+    transport: Transport,
+    closer: Option<socket2::Socket>,
+}
 /// What the reader reads: bytes left over from the handshake, then the socket.
 type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
 type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
@@ -47,14 +56,17 @@ type OnClose = Box<dyn FnOnce(Ended) + Send>;
 /// How a connection ended, as its owner is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ended {
-    /// The server closed it in good order while no call waited for a
-    /// reply: it closes connections that stay silent and hold nothing.
+    /// The server closed it in good order (between frames): it closes
+    /// connections that stay silent and hold nothing.
     Quietly,
     /// The server sent a frame that is no response: the connection was
     /// dropped for it.
     Garbled,
-    /// Anything else: a reset, a failed write, a call left unanswered, a
-    /// runtime that dropped the tasks, or the locker closing it.
+    /// The socket failed: a reset, a stream cut in the middle of a frame,
+    /// a failed write.
+    Broken,
+    /// Anything on this side: a call left unanswered, a runtime that
+    /// dropped the tasks, or the locker closing it.
     Otherwise,
 }
 
@@ -71,6 +83,11 @@ pub(crate) struct Connection {
     ended_cleanly: AtomicBool,
     /// Set by the reader when the server sent a frame that is no response.
     garbled: AtomicBool,
+    /// Set by the reader or the writer when the socket failed under them
+    /// (a reset, a stream cut in the middle of a frame).
+    broken: AtomicBool,
+    /// The socket, shut down when the connection goes down (see [`Link`]).
+    closer: Option<socket2::Socket>,
     /// Taken by the first [`Connection::down`], so the owner hears once.
     on_close: Mutex<Option<OnClose>>,
     /// The reader and writer, aborted when the connection goes down so that
@@ -100,7 +117,7 @@ impl Connection {
         on_close: impl FnOnce(Ended) + Send + 'static,
     ) -> Result<Arc<Connection>, Error> {
         let connect_timeout = config.connect_timeout;
-        let deadline = tokio::time::Instant::now() + connect_timeout;
+        let deadline = instant_after(tokio::time::Instant::now(), connect_timeout);
         let mut version = config.protocol_version;
         if !wire::speaks(version) {
             return Err(Error::InvalidArgument(format!(
@@ -110,7 +127,7 @@ impl Connection {
             )));
         }
         loop {
-            let (transport, welcome) = Self::handshake(endpoint, config, version, deadline).await?;
+            let (link, welcome) = Self::handshake(endpoint, config, version, deadline).await?;
             let (accepted, validity) = match welcome {
                 Welcome::Accepted {
                     version, validity, ..
@@ -152,7 +169,7 @@ impl Connection {
             }
             return Ok(Connection::start(
                 endpoint,
-                transport,
+                link,
                 Box::new(on_close),
                 validity,
                 accepted,
@@ -171,7 +188,7 @@ impl Connection {
         config: &RemoteConfig,
         version: u16,
         deadline: tokio::time::Instant,
-    ) -> Result<(Transport, Welcome), Error> {
+    ) -> Result<(Link, Welcome), Error> {
         let connect_timeout = config.connect_timeout;
         let unavailable = |reason: String| Error::LockerUnavailable {
             endpoint: endpoint.to_owned(),
@@ -188,6 +205,7 @@ impl Connection {
             }
         };
         let _ = stream.set_nodelay(true);
+        let closer = socket2::SockRef::from(&stream).try_clone().ok();
         let stream = match tokio::time::timeout_at(deadline, secure(stream, endpoint, config)).await
         {
             Ok(secured) => secured?,
@@ -238,7 +256,7 @@ impl Connection {
             }
         };
         match tokio::time::timeout_at(deadline, exchange).await {
-            Ok(Ok(welcome)) => Ok((transport, welcome)),
+            Ok(Ok(welcome)) => Ok((Link { transport, closer }, welcome)),
             Ok(Err(err)) => Err(err),
             Err(_) => {
                 let read = transport.read_buffer();
@@ -269,20 +287,21 @@ impl Connection {
     /// current runtime.
     fn start(
         endpoint: &str,
-        transport: Transport,
+        link: Link,
         on_close: OnClose,
         validity: Duration,
         version: u16,
         pushes: Arc<Pushes>,
         log: Arc<PeerLog>,
     ) -> Arc<Connection> {
+        let Link { transport, closer } = link;
         let parts = transport.into_parts();
         let (read_half, write_half) = tokio::io::split(parts.io);
         // Whatever the server sent right after its `Welcome` was read with
         // it, and is read again first, before the socket.
         let leftover = std::io::Cursor::new(parts.read_buf.freeze());
         let stream = FramedRead::new(leftover.chain(read_half), wire::codec());
-        let conn = Connection::new(endpoint, on_close, validity, version);
+        let conn = Connection::new(endpoint, closer, on_close, validity, version);
         let writer = tokio::spawn(write_batches(
             write_half,
             conn.outgoing.clone(),
@@ -306,9 +325,17 @@ impl Connection {
         conn
     }
 
-    fn new(endpoint: &str, on_close: OnClose, validity: Duration, version: u16) -> Arc<Connection> {
+    fn new(
+        endpoint: &str,
+        closer: Option<socket2::Socket>,
+        on_close: OnClose,
+        validity: Duration,
+        version: u16,
+    ) -> Arc<Connection> {
         Arc::new(Connection {
             endpoint: endpoint.to_owned(),
+            closer,
+            broken: AtomicBool::new(false),
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
@@ -355,12 +382,19 @@ impl Connection {
         for task in tasks {
             task.abort();
         }
+        if let Some(closer) = &self.closer {
+            let _ = closer.shutdown(std::net::Shutdown::Both);
+        }
         // Dropping the senders wakes every waiting caller with "closed".
         let waiters = std::mem::take(&mut *self.pending());
         let ended = if self.garbled.load(Ordering::Acquire) {
             Ended::Garbled
-        } else if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
+        } else if self.ended_cleanly.load(Ordering::Acquire) {
+            // Calls still waiting were sent as the server closed: they
+            // fail, and the server has not acted on them.
             Ended::Quietly
+        } else if self.broken.load(Ordering::Acquire) {
+            Ended::Broken
         } else {
             Ended::Otherwise
         };
@@ -468,6 +502,13 @@ impl Drop for DownOnDrop {
             conn.down(&format!("the {} task {why}", self.task));
         }
     }
+}
+
+/// `at + wait`, or a year after `at` when that is past what an instant
+/// holds (a timeout of `Duration::MAX`).
+pub(crate) fn instant_after(at: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    at.checked_add(wait)
+        .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365))
 }
 
 /// Said of a server that stays silent: it may speak another protocol,
@@ -596,13 +637,16 @@ impl Outgoing {
 /// at the same moment can append their frames, then writes everything
 /// appended with one write: one syscall for many requests. Frames appended
 /// while it writes go out with the next write.
-async fn write_batches(mut io: WriteHalf<BoxIo>, outgoing: Arc<Outgoing>, _down: DownOnDrop) {
+async fn write_batches(mut io: WriteHalf<BoxIo>, outgoing: Arc<Outgoing>, down: DownOnDrop) {
     let mut batch = BytesMut::new();
     loop {
         outgoing.ready.notified().await;
         tokio::task::yield_now().await;
         while outgoing.take(&mut batch) {
             if io.write_all(&batch).await.is_err() || io.flush().await.is_err() {
+                if let Some(conn) = down.conn.upgrade() {
+                    conn.broken.store(true, Ordering::Release);
+                }
                 return;
             }
             if batch.capacity() > LARGE_BUFFER {
@@ -652,7 +696,10 @@ async fn read_responses(
                 conn.ended_cleanly.store(true, Ordering::Release);
                 break;
             }
-            Some(Err(_)) => break,
+            Some(Err(_)) => {
+                conn.broken.store(true, Ordering::Release);
+                break;
+            }
         };
         let Ok(response) = wire::decode::<Response>(&frame) else {
             conn.garbled.store(true, Ordering::Release);

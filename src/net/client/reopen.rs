@@ -23,9 +23,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::reconnect::{later, open, reconnect_later};
+use super::reconnect::{reconnect_later, Dial};
 use super::Shared;
-use crate::net::conn::Connection;
+use crate::net::conn::{instant_after, Connection};
 use crate::Error;
 
 /// How long past the connect timeout a reopen may run before a caller
@@ -85,7 +85,7 @@ fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     if let Some(reopen) = slot.as_ref() {
-        let deadline = later(reopen.started, patience);
+        let deadline = instant_after(reopen.started, patience);
         if now < deadline {
             return (reopen.outcome.clone(), deadline);
         }
@@ -105,20 +105,32 @@ fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
         id,
     };
     let weak = Arc::downgrade(shared);
+    let endpoint = shared.endpoint.clone();
     tokio::spawn(async move {
         let _claim = claim;
-        let Some(shared) = weak.upgrade() else { return };
-        let ended = reopen(&shared, id).await;
+        let ended = reopen(&weak, endpoint, id).await;
         let _ = tx.send(Some(ended));
     });
-    (rx, later(now, patience))
+    (rx, instant_after(now, patience))
 }
 
-async fn reopen(shared: &Arc<Shared>, id: u64) -> Result<Arc<Connection>, Error> {
-    match open(shared).await {
-        Ok(conn) => {
+/// Holds the locker only before and after the attempt, never while it
+/// waits: a locker dropped meanwhile is dropped.
+async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Connection>, Error> {
+    let dial = match weak.upgrade() {
+        Some(shared) => Dial::new(&shared),
+        None => {
+            return Err(Error::LockerUnavailable {
+                endpoint,
+                reason: "the locker was dropped".to_owned(),
+            })
+        }
+    };
+    match dial.open().await {
+        Ok((conn, shared)) => {
             tracing::debug!(endpoint = %shared.endpoint, "reconnected after the server closed an idle connection");
             let conn = shared.install(conn);
+            let shared = &shared;
             if conn.is_alive() {
                 return Ok(conn);
             }
@@ -132,6 +144,10 @@ async fn reopen(shared: &Arc<Shared>, id: u64) -> Result<Arc<Connection>, Error>
             })
         }
         Err(err) => {
+            let Some(shared) = weak.upgrade() else {
+                return Err(err);
+            };
+            let shared = &shared;
             // A connection opened meanwhile (a newer reopen, the background
             // reconnect): this failure says nothing about the server now.
             if let Some(conn) = shared.live() {

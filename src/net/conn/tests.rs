@@ -30,7 +30,10 @@ fn piped() -> (
     let (closed, on_close) = counter();
     let conn = Connection::start(
         "pipe",
-        transport,
+        Link {
+            transport,
+            closer: None,
+        },
         on_close,
         Duration::from_secs(60),
         wire::PROTOCOL_VERSION,
@@ -63,7 +66,10 @@ fn with_waiter(
     let (_, on_close) = counter();
     let conn = Connection::start(
         "pipe",
-        transport,
+        Link {
+            transport,
+            closer: None,
+        },
         on_close,
         Duration::from_secs(60),
         wire::PROTOCOL_VERSION,
