@@ -86,12 +86,14 @@ struct Shared {
     endpoint: String,
     config: RemoteConfig,
     conn: Mutex<Option<Arc<Connection>>>,
-    /// The background reconnect task under way, if any.
-    reconnecting: Mutex<Option<reconnect::Beat>>,
-    /// Set when the server closed the connection quietly while nothing
-    /// used it ([`Ended::Quietly`]): the next call connects, rather than a
-    /// background task at once, so that the server's slot stays free.
-    closed_idle: AtomicBool,
+    /// When the next attempt to connect is due, and who makes it.
+    reconnecting: Mutex<reconnect::Schedule>,
+    /// Set when the connection ended in a way that says nothing against
+    /// the server, with no wait or watch registered: the server closed it
+    /// in good order (for idleness), or the runtime its tasks ran on shut
+    /// down. The next call connects, rather than a background task at once,
+    /// so that the server's slot stays free and a runtime per call works.
+    reopen_next: AtomicBool,
     /// The reopen under way after such a close, if any; calls arriving
     /// meanwhile wait for its connection.
     reopening: Mutex<Option<reopen::Reopen>>,
@@ -144,23 +146,29 @@ impl Drop for Shared {
 /// drivers enabled). The connection's reader and writer tasks, and the
 /// reconnect task, run on the runtime that started them: [`connect`]'s,
 /// or that of the call that found the connection down. When that runtime
-/// shuts down, the connection is marked down ([`is_online`] turns false),
-/// the next call fails with [`Error::LockerUnavailable`] and reconnects
-/// from its own runtime, and calls succeed again once that is done. A
-/// current-thread runtime runs those tasks only inside its `block_on`; if
-/// the connection lives on one that is idle but not dropped, a call waits
-/// out [`RemoteConfig::call_timeout`], fails with
+/// shuts down, the connection is gone but the locker still counts as
+/// online ([`is_online`]: nothing says its server is out of reach), and
+/// the next call connects again from its own runtime, as after an idle
+/// close; so a runtime per call works. A current-thread runtime runs those
+/// tasks only inside its `block_on`; if the connection lives on one that
+/// is idle but not dropped, a call waits out
+/// [`RemoteConfig::call_timeout`], fails with
 /// [`Error::LockerUnavailable`] saying so, the socket is shut down (the
 /// server frees its slot), and the locker reconnects from the caller's
-/// runtime. A reconnect task that shows no progress for longer than its
-/// longest step (the reconnect policy's ceiling or the connect timeout,
-/// whichever is longer, and 250 ms) counts as parked: its runtime is not
-/// driven, or only inside each call's `block_on`, which a call to an
-/// offline locker ends before the task runs. The next call then connects
-/// itself (taking up to the connect timeout), at most once per such
-/// period; other calls fail at once meanwhile. A call that finds the
-/// connection being opened again (after the server closed it for
-/// idleness) waits for that reopen; one parked on an idle runtime it waits
+/// runtime.
+///
+/// While the server is out of reach, the attempts to connect follow one
+/// backoff, kept by the locker rather than by a task: each failed attempt
+/// moves it a step on, only a connection resets it. The background task
+/// makes them when its runtime runs it. When none does (its runtime shut
+/// down, is idle, or is driven only inside each call's `block_on`, which
+/// a call to an offline locker ends before the task runs), the first call
+/// that finds an attempt overdue makes it itself, taking up to the connect
+/// timeout; a task that has shown no progress for longer than its longest
+/// step (the reconnect policy's ceiling or the connect timeout, whichever
+/// is longer, and 250 ms) counts as not running. Other calls fail at once.
+/// A call that finds the connection being opened again (after an idle
+/// close) waits for that reopen; one parked on an idle runtime it waits
 /// for at most [`RemoteConfig::connect_timeout`] and 250 ms from its
 /// start, then opens the connection itself. No task holds the locker while
 /// it waits for a connection: a locker dropped meanwhile closes its
@@ -233,8 +241,8 @@ impl RemoteLocker {
             endpoint,
             config,
             conn: Mutex::new(None),
-            reconnecting: Mutex::new(None),
-            closed_idle: AtomicBool::new(false),
+            reconnecting: Mutex::default(),
+            reopen_next: AtomicBool::new(false),
             reopening: Mutex::new(None),
             next_claim: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
@@ -267,7 +275,7 @@ impl RemoteLocker {
     /// for idleness; otherwise an error after starting a reconnect.
     ///
     /// Cancel safe: a reopen goes on as a task of its own; a connection
-    /// this call opens in place of a parked reconnect is closed.
+    /// this call opens for an overdue attempt is closed.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
         if let Some(conn) = self.live() {
             return Ok(conn);
@@ -275,7 +283,7 @@ impl RemoteLocker {
         if let Some(reopened) = reopen::after_idle_close(&self.shared).await {
             return reopened;
         }
-        if let Some(reconnected) = reconnect::instead_of_a_parked_reconnect(&self.shared).await {
+        if let Some(reconnected) = reconnect::overdue_attempt(&self.shared).await {
             return reconnected;
         }
         match self.live() {
@@ -709,9 +717,10 @@ impl NetLocker for RemoteLocker {
     }
 
     /// Also true after the server closed a connection that stayed silent
-    /// and held nothing: the next call connects again.
+    /// and held nothing, or the runtime the connection ran on shut down:
+    /// the next call connects again.
     fn is_online(&self) -> bool {
-        self.live().is_some() || self.shared.closed_idle.load(Ordering::Acquire)
+        self.live().is_some() || self.shared.reopen_next.load(Ordering::Acquire)
     }
 
     fn is_local(&self) -> bool {

@@ -65,8 +65,11 @@ pub(crate) enum Ended {
     /// The socket failed: a reset, a stream cut in the middle of a frame,
     /// a failed write.
     Broken,
-    /// Anything on this side: a call left unanswered, a runtime that
-    /// dropped the tasks, or the locker closing it.
+    /// Its reader or writer was dropped unfinished: the runtime they ran
+    /// on shut down.
+    Abandoned,
+    /// Anything else on this side: a call left unanswered, or the locker
+    /// closing it.
     Otherwise,
 }
 
@@ -86,6 +89,8 @@ pub(crate) struct Connection {
     /// Set by the reader or the writer when the socket failed under them
     /// (a reset, a stream cut in the middle of a frame).
     broken: AtomicBool,
+    /// Set when the reader or writer task was dropped unfinished.
+    abandoned: AtomicBool,
     /// The socket, shut down when the connection goes down (see [`Link`]).
     closer: Option<socket2::Socket>,
     /// Taken by the first [`Connection::down`], so the owner hears once.
@@ -336,6 +341,7 @@ impl Connection {
             endpoint: endpoint.to_owned(),
             closer,
             broken: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
@@ -395,6 +401,8 @@ impl Connection {
             Ended::Quietly
         } else if self.broken.load(Ordering::Acquire) {
             Ended::Broken
+        } else if self.abandoned.load(Ordering::Acquire) {
+            Ended::Abandoned
         } else {
             Ended::Otherwise
         };
@@ -499,6 +507,9 @@ impl Drop for DownOnDrop {
             } else {
                 "ended"
             };
+            // A task that returns has set why first (a clean end, a broken
+            // socket, a garbled frame); one without, its runtime dropped.
+            conn.abandoned.store(true, Ordering::Release);
             conn.down(&format!("the {} task {why}", self.task));
         }
     }

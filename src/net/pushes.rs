@@ -165,10 +165,19 @@ impl Pushes {
         }
     }
 
-    /// Whether no wait and no watch is registered (lapsed watches count
-    /// until swept).
+    /// Whether no wait and no watch is registered; lapsed watches, swept
+    /// here, do not count.
     pub(crate) fn is_idle(&self) -> bool {
-        self.live.load(Ordering::Acquire) == 0 && self.inner().watches.is_empty()
+        if self.live.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let mut inner = self.inner();
+        if inner.watches.is_empty() {
+            return true;
+        }
+        let now = Instant::now();
+        inner.watches.retain(|_, (_, until)| *until > now);
+        inner.watches.is_empty()
     }
 
     /// How many watches are registered, lapsed or not.

@@ -6,13 +6,17 @@
 //! - No task holds the locker (`Arc<Shared>`) while it waits for a
 //!   connection: a locker dropped meanwhile is dropped, and what the task
 //!   opens late is closed.
-//! - The task may be spawned on a runtime that then stops being driven (or
-//!   is driven only inside each call's `block_on`). It notes the time
-//!   before each sleep and each attempt, both bounded (the backoff's
-//!   ceiling, the connect timeout); one that has noted nothing for longer
-//!   counts as parked, and the next call that finds the locker offline
-//!   makes the attempt itself, at most once per such period. A superseded
-//!   task ends at its next note.
+//! - The schedule (the backoff's step, when the next attempt is due, who
+//!   makes it) lives in the locker, not in a task: a task may die with its
+//!   runtime (a runtime per call), never run (a runtime driven only inside
+//!   each call's `block_on`), or park (a runtime nobody drives). A task
+//!   notes the time before each sleep and each attempt, both bounded (the
+//!   backoff's ceiling, the connect timeout); one that has noted nothing
+//!   for longer counts as parked. A call that finds an attempt overdue and
+//!   no task showing progress makes the attempt itself; other calls fail
+//!   at once. A superseded task ends at its next note.
+//! - Each failed attempt, a task's or a call's, moves the backoff a step
+//!   on; only a connection resets it.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
@@ -90,7 +94,8 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
 
 /// What a connection's end means for the next one.
 fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
-    let idle_close = ended == Ended::Quietly && shared.pushes.is_idle();
+    let idle = shared.pushes.is_idle();
+    let idle_close = ended == Ended::Quietly && idle;
     // A connection the server ended soon counts against the backoff of the
     // background reconnect that follows: sent what is no response, reset,
     // or closed while waits were registered on it. One that lasted, or
@@ -99,7 +104,7 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     // runtime, an unanswered call) says nothing of the server.
     if opened.elapsed() >= SETTLED || idle_close {
         shared.short_lived.store(0, Ordering::Release);
-    } else if ended != Ended::Otherwise {
+    } else if !matches!(ended, Ended::Otherwise | Ended::Abandoned) {
         let _ = shared
             .short_lived
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -114,9 +119,11 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     // A connection the server closed in good order while no wait was
     // registered on it (it closes those that stay silent and hold
     // nothing) is opened again by the next call, not at once: else the
-    // client would take the slot straight back, for nothing.
-    if idle_close {
-        shared.closed_idle.store(true, Ordering::Release);
+    // client would take the slot straight back, for nothing. So is one
+    // whose runtime shut down: a background task would die with the next
+    // caller's runtime too, if that is made for the call.
+    if idle_close || (ended == Ended::Abandoned && idle) {
+        shared.reopen_next.store(true, Ordering::Release);
     } else {
         reconnect_later(shared);
     }
@@ -126,11 +133,67 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
 /// it counts as parked on a runtime nobody drives.
 const GRACE: Duration = Duration::from_millis(250);
 
-/// The background reconnect under way (or the call making the attempt in
-/// its place): which, and when it last showed progress.
-pub(super) struct Beat {
+/// When the next attempt to connect is due, and who makes it. The
+/// schedule lives here, not in a task, so that it outlives tasks that die
+/// with their runtime (a runtime per call) or never run (a runtime driven
+/// only inside each call's `block_on`): a call that finds an attempt
+/// overdue and no task showing progress makes it itself.
+#[derive(Default)]
+pub(super) struct Schedule {
+    /// The task (or call) making the attempts: which, and when it last
+    /// showed progress.
+    runner: Option<Beat>,
+    /// Attempts failed since the last connection: the backoff's step.
+    failed: u32,
+    /// When the next attempt is due; `None` when none is scheduled.
+    due: Option<Instant>,
+}
+
+struct Beat {
     id: u64,
     at: Instant,
+}
+
+impl Schedule {
+    /// Forgets the failures and the attempt due: a connection is in.
+    pub(super) fn connected(&mut self) {
+        self.failed = 0;
+        self.due = None;
+    }
+
+    /// Whether a runner showed progress within `patience`.
+    fn running(&self, now: Instant, patience: Duration) -> bool {
+        self.runner
+            .as_ref()
+            .is_some_and(|beat| now < instant_after(beat.at, patience))
+    }
+
+    fn is_runner(&self, id: u64) -> bool {
+        self.runner.as_ref().is_some_and(|beat| beat.id == id)
+    }
+
+    /// Notes a failed attempt and when the next one is due.
+    fn failed(&mut self, config: &RemoteConfig, short_lived: u32, now: Instant) {
+        self.failed = self.failed.saturating_add(1);
+        let wait = config
+            .reconnect
+            .delay(self.step(short_lived), &mut rand::rng());
+        self.due = Some(instant_after(now, wait));
+    }
+
+    /// The backoff's step: failed attempts, or connections the server
+    /// broke soon, whichever is more. Its ceiling stops growing long
+    /// before 64 steps.
+    fn step(&self, short_lived: u32) -> u32 {
+        self.failed.max(short_lived).min(64)
+    }
+}
+
+fn schedule(shared: &Shared) -> std::sync::MutexGuard<'_, Schedule> {
+    shared
+        .reconnecting
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The longest a running reconnect goes without a note: a sleep or an
@@ -143,47 +206,26 @@ fn patience(config: &RemoteConfig) -> Duration {
         .saturating_add(GRACE)
 }
 
-/// Claims the reconnect slot for a new task or attempt, unless the one
-/// holding it shows progress.
-fn claim(shared: &Shared) -> Option<u64> {
-    let now = Instant::now();
-    let patience = patience(&shared.config);
-    let mut slot = shared
-        .reconnecting
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if slot
-        .as_ref()
-        .is_some_and(|beat| now < instant_after(beat.at, patience))
-    {
-        return None;
-    }
-    let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
-    *slot = Some(Beat { id, at: now });
-    Some(id)
-}
-
-/// In place of a reconnect task that shows no progress (its runtime is
-/// not driven, or only inside each call's `block_on`, which ends before
-/// the task runs), this call connects itself; `None` when no such task
-/// holds the slot. While it does, and for the patience after a failure,
-/// other calls fail at once; after a failure it starts the background
-/// reconnect on its own runtime.
+/// The attempt this call makes itself, when one is overdue and no task
+/// shows progress; `None` otherwise. Other calls fail at once while it
+/// runs.
 ///
-/// Cancel safe: a connection being opened is closed, and the slot counts
-/// as parked again after its patience.
-pub(super) async fn instead_of_a_parked_reconnect(
+/// Cancel safe: a connection being opened is closed, and the attempt
+/// counts as parked after its patience.
+pub(super) async fn overdue_attempt(
     shared: &Arc<Shared>,
 ) -> Option<Result<Arc<Connection>, Error>> {
-    let held = shared
-        .reconnecting
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .is_some();
-    if !held {
-        return None;
-    }
-    let id = claim(shared)?;
+    let now = Instant::now();
+    let id = {
+        let mut schedule = schedule(shared);
+        let overdue = schedule.due.is_some_and(|due| due <= now);
+        if !overdue || schedule.running(now, patience(&shared.config)) {
+            return None;
+        }
+        let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
+        schedule.runner = Some(Beat { id, at: now });
+        id
+    };
     match Dial::new(shared).open().await {
         Ok((conn, shared)) => {
             let conn = shared.install(conn);
@@ -196,13 +238,23 @@ pub(super) async fn instead_of_a_parked_reconnect(
             }
         }
         Err(err) => {
-            tracing::debug!(endpoint = %shared.endpoint, %err, "reconnect in place of a parked task failed");
-            free(shared, id);
+            tracing::debug!(endpoint = %shared.endpoint, %err, "reconnect attempt made by a call failed");
             if let Some(conn) = shared.live() {
+                free(shared, id);
                 return Some(Ok(conn));
             }
+            {
+                let mut schedule = schedule(shared);
+                if schedule.is_runner(id) {
+                    schedule.runner = None;
+                    let short_lived = shared.short_lived.load(Ordering::Acquire);
+                    schedule.failed(&shared.config, short_lived, Instant::now());
+                }
+            }
+            shared.reopen_next.store(false, Ordering::Release);
             shared.note_connect_error(Some(err.clone()));
-            // Onwards from this call's runtime, which may be driven.
+            // Onwards from this call's runtime, which may be driven; after a
+            // rejected token, only calls try again, when due.
             if !matches!(err, Error::Unauthorized { .. }) {
                 reconnect_later(shared);
             }
@@ -211,123 +263,150 @@ pub(super) async fn instead_of_a_parked_reconnect(
     }
 }
 
-/// Starts the background reconnection on the current runtime, unless one
-/// is already running (and not parked). It stops when it succeeds, when
-/// the token is rejected, when the locker is dropped, or when a newer one
-/// supersedes it. Without a current runtime it does nothing: the next
-/// call, which runs on one, starts it.
+/// Starts the background reconnection on the current runtime, unless a
+/// task showing progress runs it. It follows the schedule: the attempt
+/// due, or one after the backoff's step. It stops when it connects, when
+/// the token is rejected, when the locker is dropped, or when a newer task
+/// supersedes it. Without a current runtime it only schedules: the next
+/// call, which runs on one, starts it or makes the attempt.
 pub(super) fn reconnect_later(shared: &Arc<Shared>) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return;
+    let now = Instant::now();
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let id = {
+        let mut schedule = schedule(shared);
+        if schedule.due.is_none() {
+            let short_lived = shared.short_lived.load(Ordering::Acquire);
+            let step = schedule.step(short_lived);
+            let wait = shared.config.reconnect.delay(step, &mut rand::rng());
+            schedule.due = Some(instant_after(now, wait));
+        }
+        if runtime.is_none() || schedule.running(now, patience(&shared.config)) {
+            return;
+        }
+        let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
+        schedule.runner = Some(Beat { id, at: now });
+        id
     };
-    let Some(id) = claim(shared) else { return };
-    // Created before the spawn and owned by the task, so the slot is freed
-    // however the task ends, including when it is dropped unrun because
-    // its runtime is shutting down.
+    let Some(runtime) = runtime else { return };
+    // Created before the spawn and owned by the task, so the runner is
+    // cleared however the task ends, including when it is dropped unrun
+    // because its runtime is shutting down.
     let claim = Reconnecting {
         shared: Arc::downgrade(shared),
         id,
     };
     let weak: Weak<Shared> = Arc::downgrade(shared);
-    let policy = shared.config.reconnect;
-    // The backoff's ceiling stops growing long before 64 steps.
-    let first = shared.short_lived.load(Ordering::Acquire).min(64);
     runtime.spawn(async move {
         let claim = claim;
-        for attempt in first.. {
-            let wait = policy.delay(attempt, &mut rand::rng());
-            if !claim.beat() {
-                return;
-            }
-            tokio::time::sleep(wait).await;
-            if !claim.beat() {
-                return;
-            }
-            let dial = match weak.upgrade() {
-                Some(shared) => Dial::new(&shared),
-                None => return,
-            };
-            match dial.open().await {
-                Ok((conn, shared)) => {
-                    shared.log.reconnected.note(|count| {
-                        tracing::info!(
-                            endpoint = %shared.endpoint,
-                            count,
-                            "reconnected to lock server (`count` times since the last such line)"
-                        );
-                    });
-                    let conn = shared.install(conn);
-                    drop(claim);
-                    // A connection that died before it was installed ran
-                    // its `on_close` while this task still held the slot.
-                    if !conn.is_alive() {
-                        reconnect_later(&shared);
-                    }
-                    return;
-                }
-                Err(err) => {
-                    let Some(shared) = weak.upgrade() else { return };
-                    // A connection opened meanwhile (a reopen, a call in
-                    // this task's place), or a newer attempt that will
-                    // report: nothing to report.
-                    if shared.live().is_some() || !claim.beat() {
-                        return;
-                    }
-                    tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
-                    let rejected = matches!(err, Error::Unauthorized { .. });
-                    if rejected {
-                        tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; giving up");
-                    } else if matches!(err, Error::Tls { .. }) && shared.connect_error() != Some(err.clone()) {
-                        // Said once, not at every attempt: it lasts until
-                        // somebody changes a certificate.
-                        tracing::warn!(endpoint = %shared.endpoint, %err, "TLS refused; retrying in the background");
-                    }
-                    shared.note_connect_error(Some(err));
-                    if rejected {
-                        return;
-                    }
-                }
-            }
-        }
+        reconnect(&claim, &weak).await;
     });
 }
 
-/// Frees the reconnect slot, unless a newer claim holds it.
-fn free(shared: &Shared, id: u64) {
-    let mut slot = shared
-        .reconnecting
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if slot.as_ref().is_some_and(|beat| beat.id == id) {
-        *slot = None;
+/// The background reconnect's attempts, each when due, until one
+/// connects, the locker is gone, a newer task supersedes this one, or the
+/// token is rejected.
+async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
+    for attempt in 0u32.. {
+        // Until the attempt is due; a call's failed attempt may have put
+        // it later meanwhile.
+        loop {
+            let Some(wait) = claim.until_due() else {
+                return;
+            };
+            if wait.is_zero() {
+                break;
+            }
+            tokio::time::sleep(wait).await;
+        }
+        let dial = match weak.upgrade() {
+            Some(shared) => Dial::new(&shared),
+            None => return,
+        };
+        match dial.open().await {
+            Ok((conn, shared)) => {
+                shared.log.reconnected.note(|count| {
+                    tracing::info!(
+                        endpoint = %shared.endpoint,
+                        count,
+                        "reconnected to lock server (`count` times since the last such line)"
+                    );
+                });
+                let conn = shared.install(conn);
+                free(&shared, claim.id);
+                // A connection that died before it was installed ran its
+                // `on_close` while this task still held the schedule.
+                if !conn.is_alive() {
+                    reconnect_later(&shared);
+                }
+                return;
+            }
+            Err(err) => {
+                let Some(shared) = weak.upgrade() else { return };
+                // A connection opened meanwhile (a reopen, a call in this
+                // task's place), or a newer runner that will report:
+                // nothing to report.
+                if shared.live().is_some() {
+                    return;
+                }
+                {
+                    let mut schedule = schedule(&shared);
+                    if !schedule.is_runner(claim.id) {
+                        return;
+                    }
+                    let short_lived = shared.short_lived.load(Ordering::Acquire);
+                    schedule.failed(&shared.config, short_lived, Instant::now());
+                }
+                // Whatever said the next call would connect, this attempt
+                // found the server out of reach.
+                shared.reopen_next.store(false, Ordering::Release);
+                tracing::debug!(endpoint = %shared.endpoint, %err, attempt, "reconnect failed");
+                let rejected = matches!(err, Error::Unauthorized { .. });
+                if rejected {
+                    tracing::error!(endpoint = %shared.endpoint, %err, "lock server rejects our token; only calls try again, with backoff");
+                } else if matches!(err, Error::Tls { .. })
+                    && shared.connect_error() != Some(err.clone())
+                {
+                    // Said once, not at every attempt: it lasts until
+                    // somebody changes a certificate.
+                    tracing::warn!(endpoint = %shared.endpoint, %err, "TLS refused; retrying in the background");
+                }
+                shared.note_connect_error(Some(err));
+                if rejected {
+                    return;
+                }
+            }
+        }
     }
 }
 
-/// Frees the reconnect slot when the reconnect task ends or is dropped,
-/// unless a newer task holds it.
+/// Clears the runner, unless a newer one took over.
+fn free(shared: &Shared, id: u64) {
+    let mut schedule = schedule(shared);
+    if schedule.is_runner(id) {
+        schedule.runner = None;
+    }
+}
+
+/// Clears the runner when the reconnect task ends or is dropped, unless a
+/// newer task took over. The schedule stays: an attempt overdue is made
+/// by the next call, or the next task.
 struct Reconnecting {
     shared: Weak<Shared>,
     id: u64,
 }
 
 impl Reconnecting {
-    /// Notes progress; false when a newer task superseded this one (or
-    /// the locker is gone), which must then end.
-    fn beat(&self) -> bool {
-        let Some(shared) = self.shared.upgrade() else {
-            return false;
-        };
-        let mut slot = shared
-            .reconnecting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match slot.as_mut() {
-            Some(beat) if beat.id == self.id => {
-                beat.at = Instant::now();
-                true
-            }
-            _ => false,
-        }
+    /// Notes progress and says how long until the attempt due; `None`
+    /// when a newer runner took over (or the locker is gone), and this
+    /// task must end.
+    fn until_due(&self) -> Option<Duration> {
+        let shared = self.shared.upgrade()?;
+        let now = Instant::now();
+        let mut schedule = schedule(&shared);
+        let beat = schedule.runner.as_mut().filter(|beat| beat.id == self.id)?;
+        beat.at = now;
+        let due = schedule.due.unwrap_or(now);
+        Some(due.saturating_duration_since(now))
     }
 }
 

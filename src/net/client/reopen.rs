@@ -12,9 +12,9 @@
 //!   then supersedes it. A superseded reopen that ends late changes
 //!   nothing but, through [`Shared::install`], a connection slot where
 //!   nothing is live; nor does one that fails while a connection is live.
-//! - The idle-close flag is cleared by an installed connection or by the
-//!   failure of the current reopen, so `is_online()` is true while the
-//!   reopen runs and false once it failed.
+//! - The reopen flag is cleared by an installed connection or by the
+//!   failure of a reopen that no newer one under way supersedes, so
+//!   `is_online()` is true while the reopen runs and false once it failed.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
@@ -58,7 +58,7 @@ pub(super) async fn after_idle_close(
         if let Some(conn) = shared.live() {
             return Some(Ok(conn));
         }
-        if !shared.closed_idle.load(Ordering::Acquire) {
+        if !shared.reopen_next.load(Ordering::Acquire) {
             return None;
         }
         let (mut outcome, deadline) = join_or_start(shared);
@@ -153,11 +153,13 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             if let Some(conn) = shared.live() {
                 return Ok(conn);
             }
-            // A newer reopen decides.
-            if !is_current(shared, id) {
+            // A newer reopen under way decides. (With none, this one does,
+            // even if a newer one came and went: the server may have gone
+            // since that one.)
+            if superseded(shared, id) {
                 return Err(err);
             }
-            shared.closed_idle.store(false, Ordering::Release);
+            shared.reopen_next.store(false, Ordering::Release);
             shared.note_connect_error(Some(err.clone()));
             if !matches!(err, Error::Unauthorized { .. }) {
                 reconnect_later(shared);
@@ -167,13 +169,13 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
     }
 }
 
-fn is_current(shared: &Shared, id: u64) -> bool {
+fn superseded(shared: &Shared, id: u64) -> bool {
     shared
         .reopening
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .as_ref()
-        .is_some_and(|reopen| reopen.id == id)
+        .is_some_and(|reopen| reopen.id != id)
 }
 
 /// Frees the reopen slot when its task ends or is dropped, unless a newer

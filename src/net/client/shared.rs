@@ -19,7 +19,11 @@ impl Shared {
     /// connection in use.
     pub(super) fn install(&self, conn: Arc<Connection>) -> Arc<Connection> {
         self.note_connect_error(None);
-        self.closed_idle.store(false, Ordering::Release);
+        self.reopen_next.store(false, Ordering::Release);
+        self.reconnecting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .connected();
         let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         let live = slot
             .as_ref()
