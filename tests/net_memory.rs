@@ -1070,7 +1070,7 @@ fn lapsed_watches_give_back_their_room() {
     const WATCHED_TABLE: usize = 3 * MIB;
     const NAMES: usize = 34;
     const WATCHES: usize = 2_250;
-    let validity = Duration::from_secs(1);
+    let validity = Duration::from_millis(400);
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     let locker = LocalLocker::with_config(
         "local",
@@ -1135,7 +1135,7 @@ fn lapsed_watches_give_back_their_room() {
                     }
                 }
                 if full {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
         }
@@ -1146,7 +1146,7 @@ fn lapsed_watches_give_back_their_room() {
             for r in c.batch(requests).await {
                 assert_eq!(r.first(), Some(&REPLY_LEADER), "reply {r:?}");
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         watched
     });

@@ -192,12 +192,14 @@ fn messages_and_debug_logs_show_no_piece_of_a_password_in_any_node_url() {
                 format!("127.0.0.1:1/locks?user=app&password={password}"),
             ] {
                 let url = format!("{scheme}://{rest}");
-                let flag = if scheme.starts_with("red") {
-                    "--redis"
+                // A Redis URL is tried where it belongs and in a node
+                // list; any other only in a node list, once.
+                let flags: &[&str] = if scheme.starts_with("red") {
+                    &["--redis", "--nodes"]
                 } else {
-                    "--nodes"
+                    &["--nodes"]
                 };
-                for flag in [flag, "--nodes"] {
+                for &flag in flags {
                     let stderr = with_debug_logs(
                         &dir,
                         "matrix",
