@@ -5,6 +5,8 @@
 // Every test file uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod real_node_clients;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};

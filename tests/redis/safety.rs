@@ -21,15 +21,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::harness::{hold_fenced_then, Held, LetGo, Tracker};
+use crate::harness::real_node_clients::{env_or, lease, lock, ms, worker, Tally};
+use crate::harness::{Held, Tracker};
 use crate::redis_support::RedisServer;
 use quorum_lock::redis::{RedisConfig, RedisLocker, RedisPaths};
 use quorum_lock::testing::{FaultyLocker, Latency, Violation};
 use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockMode, LockerConfig, NetLocker, RetryPolicy, Timeouts,
+    Dsync, Lease, LocalLocker, LockMode, LockerConfig, NetLocker, RetryPolicy, Timeouts,
 };
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -37,7 +38,6 @@ use rand::{RngExt, SeedableRng};
 use tokio::time::{sleep, timeout, Instant};
 
 const CLIENTS: usize = 3;
-const RESOURCES: [&str; 3] = ["a", "b", "c"];
 /// Redis processes started once and shared by every seed (each seed keys
 /// its locks under its own prefix).
 const REDIS_SERVERS: usize = 5;
@@ -47,33 +47,6 @@ const LAYOUTS: [(usize, usize); 5] = [(3, 0), (5, 0), (3, 2), (2, 2), (2, 1)];
 const MAX_INJECTOR_STEPS: usize = 100_000;
 /// Longest a seed may run before it counts as stuck.
 const SEED_LIMIT: Duration = Duration::from_secs(120);
-
-fn env_or(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
-        Err(_) => default,
-    }
-}
-
-/// The lease of every client: refreshed every 250 ms, trusted for 1.5 s of
-/// a 2 s validity, which is also every node's validity and quarantine.
-fn lease() -> Lease {
-    Lease {
-        validity: Duration::from_secs(2),
-        refresh_interval: Duration::from_millis(250),
-        safety_margin: Duration::from_millis(500),
-    }
-}
-
-fn ms(range: std::ops::Range<u64>, rng: &mut SmallRng) -> Duration {
-    Duration::from_millis(rng.random_range(range))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// One node of a seed's cluster: its fault wrapper, and what is behind it.
 struct Node {
@@ -236,28 +209,17 @@ impl Cluster {
 #[derive(Debug, Default)]
 struct Report {
     layout: String,
-    ops: usize,
-    acquired: usize,
-    writes: usize,
-    timeouts: usize,
-    lost: usize,
-    fenced: usize,
+    tally: Tally,
     faults: BTreeMap<Kind, usize>,
     /// The paths the seed's Redis lockers took, summed.
     paths: RedisPaths,
     violation: Option<String>,
     fencing: Option<String>,
-    problems: Vec<String>,
 }
 
 impl Report {
     fn add(&mut self, other: &Report) {
-        self.ops += other.ops;
-        self.acquired += other.acquired;
-        self.writes += other.writes;
-        self.timeouts += other.timeouts;
-        self.lost += other.lost;
-        self.fenced += other.fenced;
+        self.tally.add(&other.tally);
         for (kind, n) in &other.faults {
             *self.faults.entry(*kind).or_default() += n;
         }
@@ -268,12 +230,12 @@ impl Report {
         format!(
             "{} ops: {} granted ({} writes), {} timed out, {} losses signalled, {} fencing tokens; \
              faults {:?}; paths {:?}",
-            self.ops,
-            self.acquired,
-            self.writes,
-            self.timeouts,
-            self.lost,
-            self.fenced,
+            self.tally.ops,
+            self.tally.acquired,
+            self.tally.writes,
+            self.tally.timeouts,
+            self.tally.lost,
+            self.tally.fenced,
             self.faults,
             self.paths
         )
@@ -286,88 +248,6 @@ fn add_paths(sum: &mut RedisPaths, more: &RedisPaths) {
     sum.script_grants += more.script_grants;
     sum.fast_unlocks += more.fast_unlocks;
     sum.script_unlocks += more.script_unlocks;
-}
-
-fn take_op(budget: &AtomicUsize) -> bool {
-    budget
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-        .is_ok()
-}
-
-/// One client: random names and modes, held for a random time racing the
-/// loss signal, then unlocked or dropped.
-async fn worker(
-    ds: Dsync,
-    id: u64,
-    owner: String,
-    tracker: Arc<Tracker>,
-    budget: Arc<AtomicUsize>,
-    report: Arc<Mutex<Report>>,
-    seed: u64,
-) {
-    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(1000).wrapping_add(id) ^ 0x5eed);
-    while take_op(&budget) {
-        let mut names: Vec<&str> = RESOURCES.to_vec();
-        names.shuffle(&mut rng);
-        names.truncate(if rng.random_bool(0.3) { 2 } else { 1 });
-        let mode = if rng.random_bool(0.6) {
-            LockMode::Write
-        } else {
-            LockMode::Read
-        };
-        let patience = ms(200..2_000, &mut rng);
-        let work = match rng.random_range(0..100) {
-            0..=79 => ms(0..300, &mut rng),
-            80..=94 => ms(300..1_500, &mut rng),
-            // Longer than the validity: kept alive by refreshes alone.
-            _ => ms(2_500..4_000, &mut rng),
-        };
-        let mutex = ds.rw_mutex(names).expect("valid names");
-        let held = match Held::acquire(&mutex, mode, patience).await {
-            Ok(held) => held,
-            Err(e) => {
-                {
-                    let mut r = lock(&report);
-                    r.ops += 1;
-                    match e {
-                        // A wait that gave up says why; under faults, any of these.
-                        Error::Timeout
-                        | Error::QuorumUnavailable { .. }
-                        | Error::Quarantined { .. } => r.timeouts += 1,
-                        e => r.problems.push(format!("{owner}: acquire failed with {e}")),
-                    }
-                }
-                sleep(ms(0..200, &mut rng)).await;
-                continue;
-            }
-        };
-        let uid = held.uid().to_owned();
-        let let_go = if rng.random_bool(0.1) {
-            LetGo::Drop
-        } else {
-            LetGo::Unlock
-        };
-        let fence = rng.random_bool(0.5);
-        let outcome = hold_fenced_then(&tracker, &owner, held, work, let_go, fence).await;
-        {
-            let mut r = lock(&report);
-            r.ops += 1;
-            r.acquired += 1;
-            r.writes += usize::from(mode == LockMode::Write);
-            r.lost += usize::from(outcome.signalled);
-            match &outcome.fenced {
-                Some(Ok(_)) => r.fenced += 1,
-                Some(Err(Error::LockLost | Error::QuorumUnavailable { .. })) | None => {}
-                Some(Err(e)) => r
-                    .problems
-                    .push(format!("{owner}, lock {uid}: fencing: {e}")),
-            }
-            if let Some(breach) = outcome.contract_breach() {
-                r.problems.push(format!("{owner}, lock {uid}: {breach}"));
-            }
-        }
-        sleep(ms(0..200, &mut rng)).await;
-    }
 }
 
 /// Injects faults until `done`, each for a bounded time, then undoes all.
@@ -515,6 +395,7 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
         layout,
         ..Report::default()
     }));
+    let tally = Arc::new(Mutex::new(Tally::default()));
     let done = Arc::new(AtomicBool::new(false));
     let budget = Arc::new(AtomicUsize::new(ops));
     let owners: Vec<String> = (0..CLIENTS)
@@ -540,12 +421,11 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
             .expect("valid client settings");
         workers.push(tokio::spawn(worker(
             ds,
-            i as u64,
             owner.clone(),
             tracker.clone(),
             budget.clone(),
-            report.clone(),
-            seed,
+            tally.clone(),
+            seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5eed,
         )));
     }
     let injector = tokio::spawn(inject(
@@ -561,20 +441,23 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
     let injected = timeout(Duration::from_secs(30), injector).await;
     {
         let mut r = lock(&report);
+        r.tally = std::mem::take(&mut *lock(&tally));
         match finished {
             Ok(results) => {
                 for result in results {
                     if let Err(e) = result {
-                        r.problems.push(format!("a worker panicked: {e}"));
+                        r.tally.problems.push(format!("a worker panicked: {e}"));
                     }
                 }
             }
             Err(_) => r
+                .tally
                 .problems
                 .push(format!("the workers did not finish within {SEED_LIMIT:?}")),
         }
         if !matches!(injected, Ok(Ok(()))) {
-            r.problems
+            r.tally
+                .problems
                 .push(format!("the injector failed: {injected:?}"));
         }
     }
@@ -586,7 +469,7 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
         .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
         .unwrap_or_else(|_| panic!("seed {seed}: the report is still shared"));
     if !left.is_empty() {
-        report.problems.push(format!(
+        report.tally.problems.push(format!(
             "entries still on the nodes a validity after every release: {left:?}"
         ));
     }
@@ -631,18 +514,18 @@ async fn randomized_faults_with_redis_nodes_never_break_exclusion_or_hide_a_loss
             panic!("{context}\n{v}\n{}", replay(seed, ops));
         }
         assert!(
-            report.problems.is_empty(),
+            report.tally.problems.is_empty(),
             "{context}\n{}\n{}",
-            report.problems.join("\n"),
+            report.tally.problems.join("\n"),
             replay(seed, ops)
         );
         assert_eq!(
-            report.ops,
+            report.tally.ops,
             ops,
             "{context}: not every op ran\n{}",
             replay(seed, ops)
         );
-        assert!(report.acquired > 0, "{context}: nothing was granted");
+        assert!(report.tally.acquired > 0, "{context}: nothing was granted");
         println!("{context}");
         total.add(&report);
     }
