@@ -163,14 +163,15 @@ impl Drop for Shared {
 /// makes them when its runtime runs it. When none does (its runtime shut
 /// down, is idle, or is driven only inside each call's `block_on`, which
 /// a call to an offline locker ends before the task runs), the first call
-/// that finds an attempt overdue makes it itself, taking up to the connect
-/// timeout; a task that has shown no progress for longer than its longest
+/// that finds an attempt overdue starts it as a task of its own on its
+/// runtime; a task that has shown no progress for longer than its longest
 /// step (the reconnect policy's ceiling or the connect timeout, whichever
-/// is longer, and 250 ms) counts as not running. Other calls fail at once.
-/// A call that finds the connection being opened again (after an idle
-/// close) waits for that reopen; one parked on an idle runtime it waits
-/// for at most [`RemoteConfig::connect_timeout`] and 250 ms from its
-/// start, then opens the connection itself. No task holds the locker while
+/// is longer, and 250 ms) counts as not running. Calls fail at once unless
+/// such an attempt, or one after an idle close or a runtime that shut
+/// down, is under way: then they wait for it, and a caller that gives up
+/// does not stop it. One parked on an idle runtime they wait for at most
+/// [`RemoteConfig::connect_timeout`] and 250 ms from its start, then start
+/// another. No task holds the locker while
 /// it waits for a connection: a locker dropped meanwhile closes its
 /// connection at once.
 ///
@@ -274,17 +275,13 @@ impl RemoteLocker {
     /// The live connection; a new one when the server closed the last one
     /// for idleness; otherwise an error after starting a reconnect.
     ///
-    /// Cancel safe: a reopen goes on as a task of its own; a connection
-    /// this call opens for an overdue attempt is closed.
+    /// Cancel safe: an attempt to connect goes on as a task of its own.
     async fn connection(&self) -> Result<Arc<Connection>, Error> {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
-        if let Some(reopened) = reopen::after_idle_close(&self.shared).await {
-            return reopened;
-        }
-        if let Some(reconnected) = reconnect::overdue_attempt(&self.shared).await {
-            return reconnected;
+        if let Some(opened) = reopen::attempt(&self.shared).await {
+            return opened;
         }
         match self.live() {
             Some(conn) => Ok(conn),

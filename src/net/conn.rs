@@ -440,6 +440,12 @@ impl Connection {
         if !self.is_alive() {
             return Err(self.closed());
         }
+        // Frames left by calls that gave up sooner have waited a whole
+        // call timeout: the writer is not running, whoever asks.
+        if self.outgoing.untaken_for() >= timeout {
+            self.down("the writer took no request within the call timeout");
+            return Err(self.not_sent(timeout));
+        }
         let frame = self.outgoing.append(&Request { id, op })?;
         let reply = tokio::time::timeout(timeout, rx).await;
         drop(forget);
@@ -455,19 +461,25 @@ impl Connection {
                 // is not being driven (a current-thread runtime outside its
                 // `block_on`), or the server has stopped reading.
                 self.down("the writer took no request within the call timeout");
-                Err(Error::LockerUnavailable {
-                    endpoint: self.endpoint.clone(),
-                    reason: format!(
-                        "the request was not even sent within {timeout:?}: the runtime that \
-                         opened the connection is not running its tasks, or the server stopped \
-                         reading; reconnecting from this runtime"
-                    ),
-                })
+                Err(self.not_sent(timeout))
             }
             Err(_) => Err(Error::LockerTimeout {
                 endpoint: self.endpoint.clone(),
                 after: timeout,
             }),
+        }
+    }
+
+    /// The error of a call whose request the writer did not take within
+    /// `timeout`.
+    fn not_sent(&self, timeout: Duration) -> Error {
+        Error::LockerUnavailable {
+            endpoint: self.endpoint.clone(),
+            reason: format!(
+                "the request was not even sent within {timeout:?}: the runtime that opened the \
+                 connection is not running its tasks, or the server stopped reading; \
+                 reconnecting from this runtime"
+            ),
         }
     }
 
@@ -608,6 +620,8 @@ struct Outbox {
     frames: BytesMut,
     /// How many frames were ever appended.
     appended: u64,
+    /// Since when the frames there have waited for the writer.
+    untaken_since: Option<tokio::time::Instant>,
 }
 
 impl Outgoing {
@@ -623,6 +637,9 @@ impl Outgoing {
             let was_empty = outbox.frames.is_empty();
             wire::encode_frame(request, &mut outbox.frames)?;
             outbox.appended += 1;
+            if was_empty {
+                outbox.untaken_since = Some(tokio::time::Instant::now());
+            }
             (outbox.appended, was_empty)
         };
         if was_empty {
@@ -639,8 +656,16 @@ impl Outgoing {
             return false;
         }
         std::mem::swap(&mut outbox.frames, spare);
+        outbox.untaken_since = None;
         self.taken.store(outbox.appended, Ordering::Release);
         true
+    }
+
+    /// How long the frames in the outbox have waited for the writer.
+    fn untaken_for(&self) -> Duration {
+        self.outbox()
+            .untaken_since
+            .map_or(Duration::ZERO, |since| since.elapsed())
     }
 }
 

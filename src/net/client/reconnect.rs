@@ -13,8 +13,9 @@
 //!   notes the time before each sleep and each attempt, both bounded (the
 //!   backoff's ceiling, the connect timeout); one that has noted nothing
 //!   for longer counts as parked. A call that finds an attempt overdue and
-//!   no task showing progress makes the attempt itself; other calls fail
-//!   at once. A superseded task ends at its next note.
+//!   no task showing progress starts it as a task of its own, which calls
+//!   wait for ([`super::reopen`]); other calls fail at once. A superseded
+//!   task ends at its next note.
 //! - Each failed attempt, a task's or a call's, moves the backoff a step
 //!   on; only a connection resets it.
 
@@ -94,8 +95,7 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
 
 /// What a connection's end means for the next one.
 fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
-    let idle = shared.pushes.is_idle();
-    let idle_close = ended == Ended::Quietly && idle;
+    let idle_close = ended == Ended::Quietly && shared.pushes.is_idle();
     // A connection the server ended soon counts against the backoff of the
     // background reconnect that follows: sent what is no response, reset,
     // or closed while waits were registered on it. One that lasted, or
@@ -120,9 +120,9 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     // registered on it (it closes those that stay silent and hold
     // nothing) is opened again by the next call, not at once: else the
     // client would take the slot straight back, for nothing. So is one
-    // whose runtime shut down: a background task would die with the next
-    // caller's runtime too, if that is made for the call.
-    if idle_close || (ended == Ended::Abandoned && idle) {
+    // whose runtime shut down, waits or not: a background task would be
+    // spawned on that runtime, and die with it.
+    if idle_close || ended == Ended::Abandoned {
         shared.reopen_next.store(true, Ordering::Release);
     } else {
         reconnect_later(shared);
@@ -206,61 +206,18 @@ fn patience(config: &RemoteConfig) -> Duration {
         .saturating_add(GRACE)
 }
 
-/// The attempt this call makes itself, when one is overdue and no task
-/// shows progress; `None` otherwise. Other calls fail at once while it
-/// runs.
-///
-/// Cancel safe: a connection being opened is closed, and the attempt
-/// counts as parked after its patience.
-pub(super) async fn overdue_attempt(
-    shared: &Arc<Shared>,
-) -> Option<Result<Arc<Connection>, Error>> {
-    let now = Instant::now();
-    let id = {
-        let mut schedule = schedule(shared);
-        let overdue = schedule.due.is_some_and(|due| due <= now);
-        if !overdue || schedule.running(now, patience(&shared.config)) {
-            return None;
-        }
-        let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
-        schedule.runner = Some(Beat { id, at: now });
-        id
-    };
-    match Dial::new(shared).open().await {
-        Ok((conn, shared)) => {
-            let conn = shared.install(conn);
-            free(&shared, id);
-            if conn.is_alive() {
-                Some(Ok(conn))
-            } else {
-                reconnect_later(&shared);
-                None
-            }
-        }
-        Err(err) => {
-            tracing::debug!(endpoint = %shared.endpoint, %err, "reconnect attempt made by a call failed");
-            if let Some(conn) = shared.live() {
-                free(shared, id);
-                return Some(Ok(conn));
-            }
-            {
-                let mut schedule = schedule(shared);
-                if schedule.is_runner(id) {
-                    schedule.runner = None;
-                    let short_lived = shared.short_lived.load(Ordering::Acquire);
-                    schedule.failed(&shared.config, short_lived, Instant::now());
-                }
-            }
-            shared.reopen_next.store(false, Ordering::Release);
-            shared.note_connect_error(Some(err.clone()));
-            // Onwards from this call's runtime, which may be driven; after a
-            // rejected token, only calls try again, when due.
-            if !matches!(err, Error::Unauthorized { .. }) {
-                reconnect_later(shared);
-            }
-            Some(Err(err))
-        }
-    }
+/// Whether an attempt is overdue with no task making it: a call makes it
+/// then ([`super::reopen::attempt`]).
+pub(super) fn overdue(shared: &Shared, now: Instant) -> bool {
+    let schedule = schedule(shared);
+    schedule.due.is_some_and(|due| due <= now) && !schedule.running(now, patience(&shared.config))
+}
+
+/// Notes an attempt made for calls that failed: the backoff moves a step
+/// on, and the next attempt is due after it.
+pub(super) fn failed_attempt(shared: &Shared) {
+    let short_lived = shared.short_lived.load(Ordering::Acquire);
+    schedule(shared).failed(&shared.config, short_lived, Instant::now());
 }
 
 /// Starts the background reconnection on the current runtime, unless a

@@ -1,5 +1,8 @@
-//! Opening the connection again after the server closed it for idleness:
-//! the next call does it, and calls made meanwhile wait for that reopen.
+//! Attempts to connect made for calls: after the server closed the
+//! connection for idleness or the runtime under it shut down (the next
+//! call connects), and when an attempt of the reconnect's schedule is
+//! overdue with no task making it. Calls made meanwhile wait for the
+//! attempt under way.
 //!
 //! Invariants:
 //! - A reopen runs as a task of its own, so a caller that stops waiting (a
@@ -23,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::reconnect::{reconnect_later, Dial};
+use super::reconnect::{self, reconnect_later, Dial};
 use super::Shared;
 use crate::net::conn::{instant_after, Connection};
 use crate::Error;
@@ -42,26 +45,23 @@ pub(super) struct Reopen {
     outcome: watch::Receiver<Outcome>,
 }
 
-/// The connection after the server closed the last one for idleness:
-/// that of the reopen under way, or of one this call starts. `None` when
-/// there was no idle close (or a reopen ended without a connection and
-/// without an error of its own to report).
+/// The connection of the attempt under way, or of one this call starts
+/// when the next call is to connect (after an idle close, or a runtime
+/// that shut down under the connection) or an attempt of the reconnect's
+/// schedule is overdue with no task making it. `None` when none is called
+/// for (or one ended without a connection and without an error of its own
+/// to report): the caller fails at once.
 ///
-/// Cancel safe: the reopen is a task of its own and goes on without the
+/// Cancel safe: the attempt is a task of its own and goes on without the
 /// caller.
-pub(super) async fn after_idle_close(
-    shared: &Arc<Shared>,
-) -> Option<Result<Arc<Connection>, Error>> {
-    // First the reopen under way; if it outlives its time, one of our own,
+pub(super) async fn attempt(shared: &Arc<Shared>) -> Option<Result<Arc<Connection>, Error>> {
+    // First the attempt under way; if it outlives its time, one of our own,
     // which runs on this (driven) runtime and so ends in time.
     for _ in 0..2 {
         if let Some(conn) = shared.live() {
             return Some(Ok(conn));
         }
-        if !shared.reopen_next.load(Ordering::Acquire) {
-            return None;
-        }
-        let (mut outcome, deadline) = join_or_start(shared);
+        let (mut outcome, deadline) = join_or_start(shared)?;
         let ended = tokio::time::timeout_at(deadline, outcome.wait_for(Option::is_some))
             .await
             .ok()
@@ -69,15 +69,15 @@ pub(super) async fn after_idle_close(
         if let Some(Some(Err(err))) = ended {
             return Some(Err(err));
         }
-        // Otherwise a connection (live or not: the next round looks), a
-        // reopen dropped with its runtime, or one out of time.
+        // Otherwise a connection (live or not: the next round looks), an
+        // attempt dropped with its runtime, or one out of time.
     }
     shared.live().map(Ok)
 }
 
-/// The reopen under way, unless it outlived its time, else a new one;
-/// and when to stop waiting for it.
-fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
+/// The attempt under way, unless it outlived its time, else a new one if
+/// one is called for; and when to stop waiting for it.
+fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Instant)> {
     let patience = shared.config.connect_timeout.saturating_add(GRACE);
     let now = Instant::now();
     let mut slot = shared
@@ -87,8 +87,12 @@ fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
     if let Some(reopen) = slot.as_ref() {
         let deadline = instant_after(reopen.started, patience);
         if now < deadline {
-            return (reopen.outcome.clone(), deadline);
+            return Some((reopen.outcome.clone(), deadline));
         }
+    }
+    let called_for = shared.reopen_next.load(Ordering::Acquire) || reconnect::overdue(shared, now);
+    if !called_for {
+        return None;
     }
     let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = watch::channel(None);
@@ -111,7 +115,7 @@ fn join_or_start(shared: &Arc<Shared>) -> (watch::Receiver<Outcome>, Instant) {
         let ended = reopen(&weak, endpoint, id).await;
         let _ = tx.send(Some(ended));
     });
-    (rx, instant_after(now, patience))
+    Some((rx, instant_after(now, patience)))
 }
 
 /// Holds the locker only before and after the attempt, never while it
@@ -161,6 +165,7 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             }
             shared.reopen_next.store(false, Ordering::Release);
             shared.note_connect_error(Some(err.clone()));
+            reconnect::failed_attempt(shared);
             if !matches!(err, Error::Unauthorized { .. }) {
                 reconnect_later(shared);
             }
