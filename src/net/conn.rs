@@ -56,9 +56,14 @@ type OnClose = Box<dyn FnOnce(Ended) + Send>;
 /// How a connection ended, as its owner is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ended {
-    /// The server closed it in good order (between frames): it closes
-    /// connections that stay silent and hold nothing.
+    /// The server closed it in good order (between frames) while no call
+    /// waited for a reply: it closes connections that stay silent and hold
+    /// nothing.
     Quietly,
+    /// The same with calls waiting: an idle close seen only when a call
+    /// drove the runtime (one driven inside each call's `block_on`), or a
+    /// server that closes whenever it is asked something.
+    QuietlyUnderCalls,
     /// The server sent a frame that is no response: the connection was
     /// dropped for it.
     Garbled,
@@ -395,10 +400,12 @@ impl Connection {
         let waiters = std::mem::take(&mut *self.pending());
         let ended = if self.garbled.load(Ordering::Acquire) {
             Ended::Garbled
+        } else if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
+            Ended::Quietly
         } else if self.ended_cleanly.load(Ordering::Acquire) {
             // Calls still waiting were sent as the server closed: they
             // fail, and the server has not acted on them.
-            Ended::Quietly
+            Ended::QuietlyUnderCalls
         } else if self.broken.load(Ordering::Acquire) {
             Ended::Broken
         } else if self.abandoned.load(Ordering::Acquire) {

@@ -95,14 +95,19 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
 
 /// What a connection's end means for the next one.
 fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
-    let idle_close = ended == Ended::Quietly && shared.pushes.is_idle();
+    let lasted = opened.elapsed() >= SETTLED;
+    // A close in good order with calls waiting counts as an idle close only
+    // when the connection had lasted: one closed soon under a call is a
+    // server that closes when asked, and meets the backoff.
+    let idle_close = (ended == Ended::Quietly || (ended == Ended::QuietlyUnderCalls && lasted))
+        && shared.pushes.is_idle();
     // A connection the server ended soon counts against the backoff of the
     // background reconnect that follows: sent what is no response, reset,
     // or closed while waits were registered on it. One that lasted, or
     // that the server closed for idleness (the next call opens it again,
     // nothing loops), starts it afresh. One ended on this side (a dropped
     // runtime, an unanswered call) says nothing of the server.
-    if opened.elapsed() >= SETTLED || idle_close {
+    if lasted || idle_close {
         shared.short_lived.store(0, Ordering::Release);
     } else if !matches!(ended, Ended::Otherwise | Ended::Abandoned) {
         let _ = shared

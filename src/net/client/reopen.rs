@@ -10,14 +10,14 @@
 //!   it ends within the connect timeout, with a connection installed or
 //!   with the locker offline, why noted, and the background reconnect
 //!   started.
-//! - One reopen is under way at a time, unless the one under way has
+//! - One attempt is under way at a time, unless the one under way has
 //!   outlived the connect timeout (its runtime is not driven); a newer one
-//!   then supersedes it. A superseded reopen that ends late changes
-//!   nothing but, through [`Shared::install`], a connection slot where
-//!   nothing is live; nor does one that fails while a connection is live.
-//! - The reopen flag is cleared by an installed connection or by the
-//!   failure of a reopen that no newer one under way supersedes, so
-//!   `is_online()` is true while the reopen runs and false once it failed.
+//!   is then started beside it. One that ends late with a connection
+//!   installs it only where nothing is live ([`Shared::install`]); one
+//!   that fails while a connection is live changes nothing.
+//! - The reopen flag is cleared by an installed connection or by a failed
+//!   attempt, however late, so `is_online()` is true while the attempt
+//!   runs and false once one failed with nothing live.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError, Weak};
@@ -112,7 +112,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
     let endpoint = shared.endpoint.clone();
     tokio::spawn(async move {
         let _claim = claim;
-        let ended = reopen(&weak, endpoint, id).await;
+        let ended = reopen(&weak, endpoint).await;
         let _ = tx.send(Some(ended));
     });
     Some((rx, instant_after(now, patience)))
@@ -120,7 +120,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
 
 /// Holds the locker only before and after the attempt, never while it
 /// waits: a locker dropped meanwhile is dropped.
-async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Connection>, Error> {
+async fn reopen(weak: &Weak<Shared>, endpoint: String) -> Result<Arc<Connection>, Error> {
     let dial = match weak.upgrade() {
         Some(shared) => Dial::new(&shared),
         None => {
@@ -157,12 +157,9 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             if let Some(conn) = shared.live() {
                 return Ok(conn);
             }
-            // A newer reopen under way decides. (With none, this one does,
-            // even if a newer one came and went: the server may have gone
-            // since that one.)
-            if superseded(shared, id) {
-                return Err(err);
-            }
+            // Else this failure is the latest word on the server, however
+            // late it comes: a newer attempt that connects sets the locker
+            // online again.
             shared.reopen_next.store(false, Ordering::Release);
             shared.note_connect_error(Some(err.clone()));
             reconnect::failed_attempt(shared);
@@ -174,17 +171,8 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
     }
 }
 
-fn superseded(shared: &Shared, id: u64) -> bool {
-    shared
-        .reopening
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-        .is_some_and(|reopen| reopen.id != id)
-}
-
-/// Frees the reopen slot when its task ends or is dropped, unless a newer
-/// reopen holds it.
+/// Frees the attempt slot when its task ends or is dropped, unless a
+/// newer attempt holds it.
 struct ReopenClaim {
     shared: Weak<Shared>,
     id: u64,
