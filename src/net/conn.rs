@@ -60,6 +60,10 @@ pub(crate) enum Ended {
     /// waited for a reply: it closes connections that stay silent and hold
     /// nothing.
     Quietly,
+    /// The same before it answered any call: an idle close of a
+    /// connection nobody used, or a server that closes every connection
+    /// as it welcomes it.
+    QuietlyUnused,
     /// The same with calls waiting: an idle close seen only when a call
     /// drove the runtime (one driven inside each call's `block_on`), or a
     /// server that closes whenever it is asked something.
@@ -96,6 +100,8 @@ pub(crate) struct Connection {
     broken: AtomicBool,
     /// Set when the reader or writer task was dropped unfinished.
     abandoned: AtomicBool,
+    /// Set once the server answered a call on it.
+    answered: AtomicBool,
     /// The socket, shut down when the connection goes down (see [`Link`]).
     closer: Option<socket2::Socket>,
     /// Taken by the first [`Connection::down`], so the owner hears once.
@@ -347,6 +353,7 @@ impl Connection {
             closer,
             broken: AtomicBool::new(false),
             abandoned: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
@@ -401,7 +408,11 @@ impl Connection {
         let ended = if self.garbled.load(Ordering::Acquire) {
             Ended::Garbled
         } else if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
-            Ended::Quietly
+            if self.answered.load(Ordering::Acquire) {
+                Ended::Quietly
+            } else {
+                Ended::QuietlyUnused
+            }
         } else if self.ended_cleanly.load(Ordering::Acquire) {
             // Calls still waiting were sent as the server closed: they
             // fail, and the server has not acted on them.
@@ -758,6 +769,7 @@ async fn read_responses(
         };
         if response.id != wire::UNSOLICITED {
             if let Some(waiter) = conn.pending().remove(&response.id) {
+                conn.answered.store(true, Ordering::Release);
                 let _ = waiter.send(response.reply);
             }
             continue;

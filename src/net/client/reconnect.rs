@@ -96,18 +96,26 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
 /// What a connection's end means for the next one.
 fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     let lasted = opened.elapsed() >= SETTLED;
-    // A close in good order with calls waiting counts as an idle close only
-    // when the connection had lasted: one closed soon under a call is a
-    // server that closes when asked, and meets the backoff.
-    let idle_close = (ended == Ended::Quietly || (ended == Ended::QuietlyUnderCalls && lasted))
-        && shared.pushes.is_idle();
+    // A close in good order with nothing registered is an idle close: the
+    // server closes connections that stay silent and hold nothing. Of one
+    // that answered no call, only when it had lasted or is the first of
+    // those that end soon in a row (a server that closes every connection
+    // as it welcomes it meets the backoff); with calls waiting, only when
+    // it had lasted (one closed soon under a call is a server that closes
+    // when asked).
+    let idle_close = shared.pushes.is_idle()
+        && match ended {
+            Ended::Quietly => true,
+            Ended::QuietlyUnused => lasted || shared.short_lived.load(Ordering::Acquire) == 0,
+            Ended::QuietlyUnderCalls => lasted,
+            _ => false,
+        };
     // A connection the server ended soon counts against the backoff of the
-    // background reconnect that follows: sent what is no response, reset,
-    // or closed while waits were registered on it. One that lasted, or
-    // that the server closed for idleness (the next call opens it again,
-    // nothing loops), starts it afresh. One ended on this side (a dropped
-    // runtime, an unanswered call) says nothing of the server.
-    if lasted || idle_close {
+    // background reconnect that follows. One that lasted, or that served
+    // calls before the server closed it for idleness, starts it afresh.
+    // One ended on this side (a dropped runtime, an unanswered call) says
+    // nothing of the server.
+    if lasted || (idle_close && ended == Ended::Quietly) {
         shared.short_lived.store(0, Ordering::Release);
     } else if !matches!(ended, Ended::Otherwise | Ended::Abandoned) {
         let _ = shared
@@ -121,12 +129,10 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     if shared.live().is_some() {
         return;
     }
-    // A connection the server closed in good order while no wait was
-    // registered on it (it closes those that stay silent and hold
-    // nothing) is opened again by the next call, not at once: else the
-    // client would take the slot straight back, for nothing. So is one
-    // whose runtime shut down, waits or not: a background task would be
-    // spawned on that runtime, and die with it.
+    // A connection closed for idleness is opened again by the next call,
+    // not at once: else the client would take the slot straight back, for
+    // nothing. So is one whose runtime shut down, waits or not: a
+    // background task would be spawned on that runtime, and die with it.
     if idle_close || ended == Ended::Abandoned {
         shared.reopen_next.store(true, Ordering::Release);
     } else {
