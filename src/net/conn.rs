@@ -458,13 +458,16 @@ impl Connection {
         if !self.is_alive() {
             return Err(self.closed());
         }
+        let Appended {
+            number: frame,
+            waited,
+        } = self.outgoing.append(&Request { id, op })?;
         // Frames left by calls that gave up sooner have waited a whole
         // call timeout: the writer is not running, whoever asks.
-        if self.outgoing.untaken_for() >= timeout {
+        if waited >= timeout {
             self.down("the writer took no request within the call timeout");
             return Err(self.not_sent(timeout));
         }
-        let frame = self.outgoing.append(&Request { id, op })?;
         let reply = tokio::time::timeout(timeout, rx).await;
         drop(forget);
         match reply {
@@ -633,6 +636,13 @@ struct Outgoing {
     taken: AtomicU64,
 }
 
+/// A frame put in the outbox: its number, counted from 1, and how long
+/// the frames before it had waited for the writer.
+struct Appended {
+    number: u64,
+    waited: Duration,
+}
+
 #[derive(Default)]
 struct Outbox {
     frames: BytesMut,
@@ -648,22 +658,33 @@ impl Outgoing {
     }
 
     /// Encodes `request` at the end of the outbox and wakes the writer if
-    /// it was empty. Returns the frame's number, counted from 1.
-    fn append(&self, request: &Request) -> Result<u64, Error> {
-        let (number, was_empty) = {
+    /// it was empty. Returns the frame's number and how long the frames
+    /// already there had waited.
+    fn append(&self, request: &Request) -> Result<Appended, Error> {
+        let (appended, was_empty) = {
             let mut outbox = self.outbox();
             let was_empty = outbox.frames.is_empty();
+            let now = tokio::time::Instant::now();
+            let waited = outbox
+                .untaken_since
+                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
             wire::encode_frame(request, &mut outbox.frames)?;
             outbox.appended += 1;
             if was_empty {
-                outbox.untaken_since = Some(tokio::time::Instant::now());
+                outbox.untaken_since = Some(now);
             }
-            (outbox.appended, was_empty)
+            (
+                Appended {
+                    number: outbox.appended,
+                    waited,
+                },
+                was_empty,
+            )
         };
         if was_empty {
             self.ready.notify_one();
         }
-        Ok(number)
+        Ok(appended)
     }
 
     /// Swaps the outbox's frames for the empty `spare`; false when there
@@ -677,13 +698,6 @@ impl Outgoing {
         outbox.untaken_since = None;
         self.taken.store(outbox.appended, Ordering::Release);
         true
-    }
-
-    /// How long the frames in the outbox have waited for the writer.
-    fn untaken_for(&self) -> Duration {
-        self.outbox()
-            .untaken_since
-            .map_or(Duration::ZERO, |since| since.elapsed())
     }
 }
 
