@@ -16,15 +16,15 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Chain, ReadHalf, WriteHalf};
+use tokio::io::{AsyncReadExt, Chain, ReadHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
@@ -35,8 +35,11 @@ use super::sniff;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
+mod outgoing;
 #[cfg(test)]
 mod tests;
+
+use outgoing::{write_batches, Appended, Outgoing};
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
 
@@ -81,10 +84,6 @@ pub(crate) enum Ended {
     /// closing it.
     Otherwise,
 }
-
-/// A write buffer above this capacity is given back once it was written,
-/// rather than kept for the life of the connection.
-const LARGE_BUFFER: usize = 64 * 1024;
 
 pub(crate) struct Connection {
     endpoint: String,
@@ -464,7 +463,7 @@ impl Connection {
         } = self.outgoing.append(&Request { id, op })?;
         // Frames left by calls that gave up sooner have waited a whole
         // call timeout: the writer is not running, whoever asks.
-        if waited >= timeout {
+        if !waited.is_zero() && waited >= timeout {
             self.down("the writer took no request within the call timeout");
             return Err(self.not_sent(timeout));
         }
@@ -622,107 +621,6 @@ struct Forget<'a> {
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         self.conn.pending().remove(&self.id);
-    }
-}
-
-/// The frames callers encoded and the writer has not taken yet.
-#[derive(Default)]
-struct Outgoing {
-    outbox: Mutex<Outbox>,
-    /// Wakes the writer when the outbox stops being empty.
-    ready: Notify,
-    /// How many frames the writer has taken: a call that times out before
-    /// its frame was taken knows the writer is not running.
-    taken: AtomicU64,
-}
-
-/// A frame put in the outbox: its number, counted from 1, and how long
-/// the frames before it had waited for the writer.
-struct Appended {
-    number: u64,
-    waited: Duration,
-}
-
-#[derive(Default)]
-struct Outbox {
-    frames: BytesMut,
-    /// How many frames were ever appended.
-    appended: u64,
-    /// Since when the frames there have waited for the writer.
-    untaken_since: Option<tokio::time::Instant>,
-}
-
-impl Outgoing {
-    fn outbox(&self) -> MutexGuard<'_, Outbox> {
-        self.outbox.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Encodes `request` at the end of the outbox and wakes the writer if
-    /// it was empty. Returns the frame's number and how long the frames
-    /// already there had waited.
-    fn append(&self, request: &Request) -> Result<Appended, Error> {
-        let (appended, was_empty) = {
-            let mut outbox = self.outbox();
-            let was_empty = outbox.frames.is_empty();
-            let now = tokio::time::Instant::now();
-            let waited = outbox
-                .untaken_since
-                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
-            wire::encode_frame(request, &mut outbox.frames)?;
-            outbox.appended += 1;
-            if was_empty {
-                outbox.untaken_since = Some(now);
-            }
-            (
-                Appended {
-                    number: outbox.appended,
-                    waited,
-                },
-                was_empty,
-            )
-        };
-        if was_empty {
-            self.ready.notify_one();
-        }
-        Ok(appended)
-    }
-
-    /// Swaps the outbox's frames for the empty `spare`; false when there
-    /// were none.
-    fn take(&self, spare: &mut BytesMut) -> bool {
-        let mut outbox = self.outbox();
-        if outbox.frames.is_empty() {
-            return false;
-        }
-        std::mem::swap(&mut outbox.frames, spare);
-        outbox.untaken_since = None;
-        self.taken.store(outbox.appended, Ordering::Release);
-        true
-    }
-}
-
-/// Writes the outbox. Once woken it yields once, so that callers running
-/// at the same moment can append their frames, then writes everything
-/// appended with one write: one syscall for many requests. Frames appended
-/// while it writes go out with the next write.
-async fn write_batches(mut io: WriteHalf<BoxIo>, outgoing: Arc<Outgoing>, down: DownOnDrop) {
-    let mut batch = BytesMut::new();
-    loop {
-        outgoing.ready.notified().await;
-        tokio::task::yield_now().await;
-        while outgoing.take(&mut batch) {
-            if io.write_all(&batch).await.is_err() || io.flush().await.is_err() {
-                if let Some(conn) = down.conn.upgrade() {
-                    conn.broken.store(true, Ordering::Release);
-                }
-                return;
-            }
-            if batch.capacity() > LARGE_BUFFER {
-                batch = BytesMut::new();
-            } else {
-                batch.clear();
-            }
-        }
     }
 }
 

@@ -97,33 +97,34 @@ pub(super) async fn open(shared: &Arc<Shared>) -> Result<Arc<Connection>, Error>
 fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     let lasted = opened.elapsed() >= SETTLED;
     // A close in good order with nothing registered is an idle close: the
-    // server closes connections that stay silent and hold nothing. Of one
-    // that answered no call, only when it had lasted or is the first of
-    // those that end soon in a row (a server that closes every connection
-    // as it welcomes it meets the backoff); with calls waiting, only when
-    // it had lasted (one closed soon under a call is a server that closes
-    // when asked).
+    // server closes connections that stay silent and hold nothing. With
+    // calls waiting, only when the connection had lasted (one closed soon
+    // under a call is a server that closes when asked).
     let idle_close = shared.pushes.is_idle()
         && match ended {
-            Ended::Quietly => true,
-            Ended::QuietlyUnused => lasted || shared.short_lived.load(Ordering::Acquire) == 0,
+            Ended::Quietly | Ended::QuietlyUnused => true,
             Ended::QuietlyUnderCalls => lasted,
             _ => false,
         };
-    // A connection the server ended soon counts against the backoff of the
-    // background reconnect that follows. One that lasted, or that served
-    // calls before the server closed it for idleness, starts it afresh.
-    // One ended on this side (a dropped runtime, an unanswered call) says
-    // nothing of the server.
-    if lasted || (idle_close && ended == Ended::Quietly) {
+    // A connection the server ended soon counts against the backoff: the
+    // background reconnect's, or the next call's reopen's (below). One that
+    // lasted, or that served calls before the server closed it for
+    // idleness, starts it afresh. One ended on this side (a dropped
+    // runtime, an unanswered call) says nothing of the server.
+    let short_lived = if lasted || (idle_close && ended == Ended::Quietly) {
         shared.short_lived.store(0, Ordering::Release);
+        0
     } else if !matches!(ended, Ended::Otherwise | Ended::Abandoned) {
-        let _ = shared
+        let before = shared
             .short_lived
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 Some(n.saturating_add(1))
-            });
-    }
+            })
+            .unwrap_or(0);
+        before.saturating_add(1)
+    } else {
+        shared.short_lived.load(Ordering::Acquire)
+    };
     // Another connection is live (this one was left over from a late
     // reopen or reconnect): nothing to mend.
     if shared.live().is_some() {
@@ -134,6 +135,18 @@ fn on_close(shared: &Arc<Shared>, ended: Ended, opened: Instant) {
     // nothing. So is one whose runtime shut down, waits or not: a
     // background task would be spawned on that runtime, and die with it.
     if idle_close || ended == Ended::Abandoned {
+        // The second (or later) in a row closed soon before it served a
+        // call: a server that closes every connection as it welcomes it,
+        // or an idle timeout shorter than the calls' spacing. The next
+        // call reopens, but not before the backoff's step.
+        if ended == Ended::QuietlyUnused && !lasted && short_lived >= 2 {
+            let mut schedule = schedule(shared);
+            let wait = shared
+                .config
+                .reconnect
+                .delay(schedule.step(short_lived), &mut rand::rng());
+            schedule.due = Some(instant_after(Instant::now(), wait));
+        }
         shared.reopen_next.store(true, Ordering::Release);
     } else {
         reconnect_later(shared);
@@ -215,6 +228,11 @@ fn patience(config: &RemoteConfig) -> Duration {
         .max
         .max(config.connect_timeout)
         .saturating_add(GRACE)
+}
+
+/// Whether the next attempt is not due yet.
+pub(super) fn deferred(shared: &Shared, now: Instant) -> bool {
+    schedule(shared).due.is_some_and(|due| due > now)
 }
 
 /// Whether an attempt is overdue with no task making it: a call makes it

@@ -90,7 +90,9 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
             return Some((reopen.outcome.clone(), deadline));
         }
     }
-    let called_for = shared.reopen_next.load(Ordering::Acquire) || reconnect::overdue(shared, now);
+    let called_for = (shared.reopen_next.load(Ordering::Acquire)
+        && !reconnect::deferred(shared, now))
+        || reconnect::overdue(shared, now);
     if !called_for {
         return None;
     }
