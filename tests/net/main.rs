@@ -16,6 +16,7 @@ mod stand_in;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
+mod a_backed_off_reopen_is_made_once_per_step;
 mod a_connect_timeout_without_limit_does_not_panic;
 mod a_connection_given_up_on_an_idle_runtime_is_closed;
 mod a_dropped_locker_closes_its_connection_while_a_reconnect_is_parked;

@@ -230,9 +230,12 @@ fn patience(config: &RemoteConfig) -> Duration {
         .saturating_add(GRACE)
 }
 
-/// Whether the next attempt is not due yet.
-pub(super) fn deferred(shared: &Shared, now: Instant) -> bool {
-    schedule(shared).due.is_some_and(|due| due > now)
+/// Whether a call may open the connection now that the next call is to
+/// (after an idle close): not before the attempt due, and not beside a
+/// task making the attempts, so that each step of the backoff gets one.
+pub(super) fn may_reopen(shared: &Shared, now: Instant) -> bool {
+    let schedule = schedule(shared);
+    schedule.due.is_none_or(|due| due <= now) && !schedule.running(now, patience(&shared.config))
 }
 
 /// Whether an attempt is overdue with no task making it: a call makes it
@@ -391,7 +394,9 @@ impl Reconnecting {
         let mut schedule = schedule(&shared);
         let beat = schedule.runner.as_mut().filter(|beat| beat.id == self.id)?;
         beat.at = now;
-        let due = schedule.due.unwrap_or(now);
+        // No attempt due: a connection came in meanwhile (it resets the
+        // schedule), and this task's work is done.
+        let due = schedule.due?;
         Some(due.saturating_duration_since(now))
     }
 }

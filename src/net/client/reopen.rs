@@ -91,7 +91,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
         }
     }
     let called_for = (shared.reopen_next.load(Ordering::Acquire)
-        && !reconnect::deferred(shared, now))
+        && reconnect::may_reopen(shared, now))
         || reconnect::overdue(shared, now);
     if !called_for {
         return None;
