@@ -12,10 +12,8 @@
 //! they own stays open until the runtime runs or is dropped.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{Error, NetLocker};
 use tokio::sync::oneshot;
 
@@ -38,27 +36,9 @@ async fn the_connection_left_on_an_idle_runtime_closes_when_given_up() {
 
     // Connected on a current-thread runtime that is then left idle, not
     // dropped.
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let mut config = stand_in::config();
     config.call_timeout = Duration::from_millis(500);
-    let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let locker = runtime
-            .block_on(RemoteLocker::connect(addr, config))
-            .expect("connect");
-        let _ = locker_tx.send(Arc::new(locker));
-        let _ = release_rx.recv_timeout(Duration::from_secs(30));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the locker was made");
+    let (locker, idle) = stand_in::connect_on_an_idle_runtime(addr, config, None).await;
     let mut first = tokio::time::timeout(Duration::from_secs(1), first_rx)
         .await
         .expect("accepted in time")
@@ -83,8 +63,7 @@ async fn the_connection_left_on_an_idle_runtime_closes_when_given_up() {
 
     let closed = wire::closed_within(&mut first, Duration::from_secs(1)).await;
     drop(locker);
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
+    idle.shut_down().await;
     let after = match &closed {
         Ok(_) => Ok(Vec::new()),
         Err(_) => wire::closed_within(&mut first, Duration::from_secs(1)).await,

@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{NetLocker, RetryPolicy};
 use tokio::sync::oneshot;
 
@@ -48,29 +47,8 @@ async fn the_live_connection_closes_when_the_locker_is_dropped() {
     };
     // Made on a current-thread runtime, driven until its reconnect's hello
     // reached the server, then left idle (not dropped).
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let locker = runtime.block_on(async move {
-            let locker = RemoteLocker::connect(addr, config)
-                .await
-                .expect("an unanswered handshake leaves the locker offline");
-            let _ = tokio::time::timeout(Duration::from_secs(5), parked_hello_rx).await;
-            locker
-        });
-        let _ = locker_tx.send(Arc::new(locker));
-        let _ = release_rx.recv_timeout(Duration::from_secs(30));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the locker was made");
+    let (locker, idle) =
+        stand_in::connect_on_an_idle_runtime(addr, config, Some(parked_hello_rx)).await;
 
     // Calls from this runtime, one every 100 ms for at most 5 s, until one
     // gets through past the parked reconnect.
@@ -96,8 +74,7 @@ async fn the_live_connection_closes_when_the_locker_is_dropped() {
     drop(locker);
     let closed = wire::closed_within(&mut live, Duration::from_secs(1)).await;
 
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
+    idle.shut_down().await;
     let after = match &closed {
         Ok(_) => Ok(Vec::new()),
         Err(_) => wire::closed_within(&mut live, Duration::from_secs(1)).await,

@@ -10,10 +10,8 @@
 //! long as its runtime was neither driven nor dropped.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{NetLocker, RetryPolicy};
 
 use crate::stand_in::{self, args};
@@ -36,25 +34,7 @@ async fn a_call_from_a_driven_runtime_reconnects_past_a_parked_reconnect() {
     };
     // Connected on a current-thread runtime that is then left idle (not
     // dropped) until the test ends.
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let locker = runtime
-            .block_on(RemoteLocker::connect(addr, config))
-            .expect("an unanswered handshake leaves the locker offline, not an error");
-        let _ = locker_tx.send(Arc::new(locker));
-        let _ = done_rx.recv_timeout(Duration::from_secs(30));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the locker was made");
+    let (locker, idle) = stand_in::connect_on_an_idle_runtime(addr, config, None).await;
     assert!(locker.connect_error().is_some(), "it starts offline");
 
     // Calls from this runtime, one every 100 ms for at most 5 s.
@@ -68,8 +48,7 @@ async fn a_call_from_a_driven_runtime_reconnects_past_a_parked_reconnect() {
     }
     let why = locker.connect_error();
     drop(locker);
-    let _ = done_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
+    idle.shut_down().await;
     server.abort();
     assert!(
         granted.is_some(),

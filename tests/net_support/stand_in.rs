@@ -232,3 +232,71 @@ impl Drop for IdleRuntime {
         }
     }
 }
+
+/// A locker made on a current-thread runtime of a thread of its own,
+/// driven until the locker is made (and then until `until` fires, when
+/// given, or 5 s pass), then left idle, not dropped, until
+/// [`IdleThread::shut_down`]: the locker's connection or reconnect task
+/// sits on that runtime.
+pub async fn connect_on_an_idle_runtime(
+    addr: String,
+    config: RemoteConfig,
+    until: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> (Arc<RemoteLocker>, IdleThread) {
+    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let locker = runtime.block_on(async move {
+            let locker = RemoteLocker::connect(addr, config)
+                .await
+                .expect("a locker (an unreachable server is no error)");
+            if let Some(until) = until {
+                let _ = tokio::time::timeout(Duration::from_secs(5), until).await;
+            }
+            locker
+        });
+        let _ = locker_tx.send(Arc::new(locker));
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
+        drop(runtime);
+    });
+    let locker =
+        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(10)))
+            .await
+            .expect("thread")
+            .expect("the locker was made");
+    let idle = IdleThread {
+        release: Some(release_tx),
+        thread: Some(thread),
+    };
+    (locker, idle)
+}
+
+/// The thread of [`connect_on_an_idle_runtime`]: its runtime is dropped
+/// when told, or when this is dropped.
+pub struct IdleThread {
+    release: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IdleThread {
+    /// Drops the runtime, and all that sits on it, and waits for that.
+    pub async fn shut_down(mut self) {
+        self.release = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+impl Drop for IdleThread {
+    fn drop(&mut self) {
+        self.release = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -59,6 +59,9 @@ impl Dial {
     /// Opens a connection (not installed), and the locker, if it still
     /// exists; a connection opened for a locker dropped meanwhile is
     /// closed.
+    ///
+    /// Cancel safe: a connection being set up when the future is dropped
+    /// is closed, as [`Connection::open`] does.
     pub(super) async fn open(self) -> Result<(Arc<Connection>, Arc<Shared>), Error> {
         let weak = self.shared.clone();
         let opened = Instant::now();
