@@ -10,55 +10,9 @@
 
 use std::time::Duration;
 
-use crate::support::{nodes, running, wait_until, Cli, Finished, Scratch, Server};
+use crate::support::{nodes, running, wait_until, Cli, Cluster, Finished, Holder, Scratch, Server};
 
 const LIMIT: Duration = Duration::from_secs(20);
-
-struct Cluster {
-    dir: Scratch,
-    _servers: Vec<Server>,
-    nodes: String,
-}
-
-fn cluster(test: &str) -> Cluster {
-    let dir = Scratch::new(test);
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::start(&dir, &["--no-quarantine"]))
-        .collect();
-    let nodes = nodes(&servers);
-    Cluster {
-        dir,
-        _servers: servers,
-        nodes,
-    }
-}
-
-/// The command and its words before `--`: `run NAME` or `elect NAME VALUE`.
-#[derive(Clone, Copy)]
-enum Holder {
-    Run,
-    Elect,
-}
-
-impl Cluster {
-    /// `quorum-lock run|elect [flags] ... -- sh -c script`, with
-    /// `--grace 700ms` (the servers' validity, 6s, allows up to 750ms) and
-    /// `$D` set to the scratch directory.
-    fn start(&self, holder: Holder, flags: &[&str], value: &str, script: &str) -> Cli {
-        let token = self.dir.token();
-        let (command, words) = match holder {
-            Holder::Run => ("run", vec!["job"]),
-            Holder::Elect => ("elect", vec!["svc", value]),
-        };
-        let mut args = vec![command, "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(["--grace", "700ms"]);
-        args.extend(flags);
-        args.extend(words);
-        args.extend(["--", "sh", "-c", script]);
-        let dir = self.dir.path.display().to_string();
-        Cli::spawn(&self.dir, &args, &[("D", &dir)])
-    }
-}
 
 /// A worker that ticks every 50 ms, 60 times, then writes `done` to the
 /// log. `on_term` is its SIGTERM trap: a handler, or `''` to ignore the
@@ -95,12 +49,12 @@ fn ticks_after_next(dir: &Scratch) -> usize {
 /// checks that the second got in only once the worker was gone. Returns
 /// how the first one finished.
 fn next_gets_in_only_after_the_worker(c: &Cluster, holder: Holder, on_term: &str) -> Finished {
-    let first = c.start(holder, &[], "first", &leaves_a_worker(on_term));
+    let first = c.hold(holder, &[], "first", &leaves_a_worker(on_term));
     wait_until(LIMIT, "the worker to start", || {
         c.dir.read("worker").ends_with('\n') && c.dir.read("ticks").contains("tick")
     });
     let second = c
-        .start(
+        .hold(
             holder,
             &["--timeout", "15s"],
             "second",
@@ -127,7 +81,7 @@ fn next_gets_in_only_after_the_worker(c: &Cluster, holder: Holder, on_term: &str
 
 #[test]
 fn run_holds_the_lock_until_the_commands_background_worker_finished_on_sigterm() {
-    let c = cluster("net-bg-run-term");
+    let c = Cluster::start("net-bg-run-term");
     let first = next_gets_in_only_after_the_worker(&c, Holder::Run, FINISHES_ON_TERM);
     // The command's own exit code, not the worker's.
     assert_eq!(first.code, Some(3), "{first:?}");
@@ -138,14 +92,14 @@ fn run_holds_the_lock_until_the_commands_background_worker_finished_on_sigterm()
 
 #[test]
 fn run_kills_a_background_worker_that_ignores_sigterm_before_releasing() {
-    let c = cluster("net-bg-run-kill");
+    let c = Cluster::start("net-bg-run-kill");
     let first = next_gets_in_only_after_the_worker(&c, Holder::Run, IGNORES_TERM);
     assert_eq!(first.code, Some(3), "{first:?}");
 }
 
 #[test]
 fn elect_leads_until_the_commands_background_worker_finished_on_sigterm() {
-    let c = cluster("net-bg-elect-term");
+    let c = Cluster::start("net-bg-elect-term");
     let first = next_gets_in_only_after_the_worker(&c, Holder::Elect, FINISHES_ON_TERM);
     assert_eq!(first.code, Some(3), "{first:?}");
     // Nothing to say (the shell may report its `sleep` as terminated).
@@ -155,23 +109,23 @@ fn elect_leads_until_the_commands_background_worker_finished_on_sigterm() {
 
 #[test]
 fn elect_kills_a_background_worker_that_ignores_sigterm_before_resigning() {
-    let c = cluster("net-bg-elect-kill");
+    let c = Cluster::start("net-bg-elect-kill");
     let first = next_gets_in_only_after_the_worker(&c, Holder::Elect, IGNORES_TERM);
     assert_eq!(first.code, Some(3), "{first:?}");
 }
 
 #[test]
 fn a_command_that_leaves_nothing_behind_passes_its_code_and_frees_the_lock_at_once() {
-    let c = cluster("net-bg-none");
+    let c = Cluster::start("net-bg-none");
     for (holder, code) in [(Holder::Run, 3), (Holder::Elect, 4)] {
         let done = c
-            .start(holder, &[], "v", &format!("exit {code}"))
+            .hold(holder, &[], "v", &format!("exit {code}"))
             .finish(LIMIT);
         assert_eq!(done.code, Some(code), "{done:?}");
         assert!(done.stderr.is_empty(), "{done:?}");
         // Released at once: the next one gets in without waiting.
         let next = c
-            .start(holder, &["--timeout", "1s"], "v", "exit 0")
+            .hold(holder, &["--timeout", "1s"], "v", "exit 0")
             .finish(LIMIT);
         assert_eq!(next.code, Some(0), "{next:?}");
     }
@@ -179,9 +133,9 @@ fn a_command_that_leaves_nothing_behind_passes_its_code_and_frees_the_lock_at_on
 
 #[test]
 fn sigterm_to_run_while_it_ends_the_leftovers_is_forwarded_and_then_releases() {
-    let c = cluster("net-bg-run-sigterm");
+    let c = Cluster::start("net-bg-run-sigterm");
     let script = format!("echo $$ > $D/command; {}", leaves_a_worker(IGNORES_TERM));
-    let first = c.start(Holder::Run, &[], "first", &script);
+    let first = c.hold(Holder::Run, &[], "first", &script);
     wait_until(LIMIT, "the command to exit, leaving its worker", || {
         let command = c.dir.read("command");
         c.dir.read("worker").ends_with('\n') && !command.is_empty() && !running(&command)
@@ -196,7 +150,7 @@ fn sigterm_to_run_while_it_ends_the_leftovers_is_forwarded_and_then_releases() {
     assert!(!running(&c.dir.read("worker")), "the worker outlived run");
     // Released, not left to expire.
     let next = c
-        .start(Holder::Run, &["--nonblock"], "next", "exit 0")
+        .hold(Holder::Run, &["--nonblock"], "next", "exit 0")
         .finish(LIMIT);
     assert_eq!(next.code, Some(0), "{next:?}");
 }

@@ -9,68 +9,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT, SIGKILL, SIGSTOP,
-    SIGTERM,
+    running, signal, wait_until, Cli, Cluster, Scratch, SIGCONT, SIGINT, SIGKILL, SIGSTOP, SIGTERM,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
-
-struct Cluster {
-    dir: Scratch,
-    servers: Vec<Server>,
-    nodes: String,
-}
-
-/// Three servers with the test validity (6s), granting at once.
-fn cluster(test: &str) -> Cluster {
-    let dir = Scratch::new(test);
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::start(&dir, &["--no-quarantine"]))
-        .collect();
-    let nodes = nodes(&servers);
-    Cluster {
-        dir,
-        servers,
-        nodes,
-    }
-}
-
-impl Cluster {
-    /// `quorum-lock elect` for `name` with `value`, running the shell
-    /// script `script` with `$D` the scratch directory and `env` added.
-    fn elect(
-        &self,
-        extra: &[&str],
-        name: &str,
-        value: &str,
-        script: &str,
-        env: &[(&str, &str)],
-    ) -> Cli {
-        let token = self.dir.token();
-        let mut args = vec!["elect", "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(extra);
-        args.extend([name, value, "--", "sh", "-c", script]);
-        let dir = self.dir.path.display().to_string();
-        let mut vars = vec![("D", dir.as_str())];
-        vars.extend_from_slice(env);
-        Cli::spawn(&self.dir, &args, &vars)
-    }
-
-    /// `quorum-lock elect --listen name`.
-    fn listen(&self, name: &str) -> Cli {
-        let token = self.dir.token();
-        let args = [
-            "elect",
-            "--listen",
-            "--nodes",
-            &self.nodes,
-            "--token-file",
-            &token,
-            name,
-        ];
-        Cli::spawn(&self.dir, &args, &[])
-    }
-}
 
 /// A line of `--listen`: `Some((term, value))` for a leader, `None` for
 /// "no leader"; panics on anything else.
@@ -100,7 +42,7 @@ fn listened(listener: &Cli) -> Vec<Option<(u64, String)>> {
 
 #[test]
 fn the_leader_runs_its_command_with_its_term_and_listeners_see_it_come_and_go() {
-    let c = cluster("net-elect-basic");
+    let c = Cluster::start("net-elect-basic");
     let listener = c.listen("jobs");
     wait_until(LIMIT, "the listener's first line", || {
         listened(&listener) == [None]
@@ -176,7 +118,7 @@ fn the_leader_runs_its_command_with_its_term_and_listeners_see_it_come_and_go() 
 /// change: `--listen` prints it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_prints_a_leader_proclaiming_the_same_value_again_once() {
-    let c = cluster("net-elect-listen-same");
+    let c = Cluster::start("net-elect-listen-same");
     let listener = c.listen("jobs");
     wait_until(LIMIT, "the listener's first line", || {
         listened(&listener) == [None]
@@ -218,7 +160,7 @@ async fn listen_prints_a_leader_proclaiming_the_same_value_again_once() {
 
 #[test]
 fn sigterm_stops_the_command_resigns_and_the_next_candidate_leads_at_once() {
-    let c = cluster("net-elect-sigterm");
+    let c = Cluster::start("net-elect-sigterm");
     let script = "echo $QUORUM_LOCK_FENCING_TOKEN >> $D/terms; sleep 30 & echo $! > $D/sleep; wait";
     let first = c.elect(&[], "svc", "first", script, &[]);
     wait_until(LIMIT, "the first command to start", || {
@@ -267,7 +209,7 @@ fn sigterm_stops_the_command_resigns_and_the_next_candidate_leads_at_once() {
 
 #[test]
 fn a_leadership_forced_open_stops_the_command_and_exits_79() {
-    let c = cluster("net-elect-lost");
+    let c = Cluster::start("net-elect-lost");
     let script = "sleep 30 & echo $! > $D/sleep; wait; echo end >> $D/log";
     let leader = c.elect(&[], "svc", "v", script, &[]);
     wait_until(LIMIT, "the command to start", || {
@@ -381,7 +323,7 @@ impl Drop for Reaper<'_> {
 #[cfg(target_os = "linux")]
 #[test]
 fn failover_after_the_leader_is_killed_and_a_server_frozen_keeps_one_leader_at_a_time() {
-    let c = cluster("net-elect-failover");
+    let c = Cluster::start("net-elect-failover");
     let listener = c.listen("primary");
     wait_until(LIMIT, "the listener's first line", || {
         !listened(&listener).is_empty()

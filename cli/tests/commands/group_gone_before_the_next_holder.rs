@@ -7,51 +7,9 @@
 
 use std::time::Duration;
 
-use crate::support::{nodes, wait_until, Cli, Scratch, Server};
+use crate::support::{wait_until, Cluster, Holder};
 
 const LIMIT: Duration = Duration::from_secs(25);
-
-struct Cluster {
-    dir: Scratch,
-    _servers: Vec<Server>,
-    nodes: String,
-}
-
-fn cluster(test: &str) -> Cluster {
-    let dir = Scratch::new(test);
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::start(&dir, &["--no-quarantine"]))
-        .collect();
-    let nodes = nodes(&servers);
-    Cluster {
-        dir,
-        _servers: servers,
-        nodes,
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Holder {
-    Run,
-    Elect,
-}
-
-impl Cluster {
-    fn start(&self, holder: Holder, flags: &[&str], value: &str, script: &str) -> Cli {
-        let token = self.dir.token();
-        let (command, words) = match holder {
-            Holder::Run => ("run", vec!["job"]),
-            Holder::Elect => ("elect", vec!["svc", value]),
-        };
-        let mut args = vec![command, "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(["--grace", "700ms"]);
-        args.extend(flags);
-        args.extend(words);
-        args.extend(["--", "sh", "-c", script]);
-        let dir = self.dir.path.display().to_string();
-        Cli::spawn(&self.dir, &args, &[("D", &dir)])
-    }
-}
 
 /// The next holder's command: writes `alive` for each process of group
 /// `$D/pgid` that is not a zombie, then `next`.
@@ -76,13 +34,13 @@ const FORKING: &str =
      while [ ! -s $D/started ]; do sleep 0.01; done; exit 3";
 
 fn nothing_of_the_group_runs_when_the_next_holder_gets_in(test: &str, holder: Holder, left: &str) {
-    let c = cluster(test);
-    let first = c.start(holder, &[], "first", left);
+    let c = Cluster::start(test);
+    let first = c.hold(holder, &[], "first", left);
     wait_until(LIMIT, "the command to leave its process behind", || {
         c.dir.read("started").contains("started") && c.dir.read("pgid").ends_with('\n')
     });
     let second = c
-        .start(holder, &["--timeout", "20s"], "second", LOOK)
+        .hold(holder, &["--timeout", "20s"], "second", LOOK)
         .finish(LIMIT);
     assert_eq!(second.code, Some(0), "{second:?}");
     let first = first.finish(LIMIT);

@@ -9,28 +9,9 @@
 use std::time::Duration;
 
 use crate::redis_support::RedisServer;
-use crate::support::{cli, nodes, wait_until, Cli, Finished, Scratch, Server};
+use crate::support::{cli, wait_until, Cli, Cluster, Scratch};
 
 const LIMIT: Duration = Duration::from_secs(20);
-
-struct Cluster {
-    dir: Scratch,
-    _servers: Vec<Server>,
-    nodes: String,
-}
-
-fn cluster(test: &str) -> Cluster {
-    let dir = Scratch::new(test);
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::start(&dir, &["--no-quarantine"]))
-        .collect();
-    let nodes = nodes(&servers);
-    Cluster {
-        dir,
-        _servers: servers,
-        nodes,
-    }
-}
 
 /// A command that records what it got, `started <slot> <token> <uid>` in
 /// `$D/<tag>`, and runs until the file `$D/go-<tag>` appears.
@@ -77,18 +58,6 @@ fn release(dir: &Scratch, tag: &str) {
 }
 
 impl Cluster {
-    /// `quorum-lock run` with the test servers and token, `extra` flags,
-    /// `name` and the shell script `script`, `$D` set to the scratch
-    /// directory.
-    fn run(&self, extra: &[&str], name: &str, script: &str) -> Cli {
-        let token = self.dir.token();
-        let mut args = vec!["run", "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(extra);
-        args.extend([name, "--", "sh", "-c", script]);
-        let dir = self.dir.path.display().to_string();
-        Cli::spawn(&self.dir, &args, &[("D", &dir)])
-    }
-
     fn started(&self, tag: &str) -> Held {
         started(&self.dir, tag)
     }
@@ -96,25 +65,11 @@ impl Cluster {
     fn release(&self, tag: &str) {
         release(&self.dir, tag);
     }
-
-    /// `quorum-lock ADMIN_COMMAND` with the admin token, to completion.
-    fn admin(&self, args: &[&str]) -> Finished {
-        let admin = self.dir.admin();
-        let mut all = vec![
-            args[0],
-            "--nodes",
-            &self.nodes,
-            "--admin-token-file",
-            &admin,
-        ];
-        all.extend(&args[1..]);
-        cli(&self.dir, &all, &[], LIMIT)
-    }
 }
 
 #[test]
 fn at_most_k_commands_run_and_the_next_takes_the_freed_slot() {
-    let c = cluster("net-permits-k");
+    let c = Cluster::start("net-permits-k");
     let a = c.run(&["--permits", "2"], "rebuilds", &holding("a"));
     let b = c.run(&["--permits", "2"], "rebuilds", &holding("b"));
     let (held_a, held_b) = (c.started("a"), c.started("b"));
@@ -178,7 +133,7 @@ fn at_most_k_commands_run_and_the_next_takes_the_freed_slot() {
 
 #[test]
 fn a_run_with_another_count_is_refused_while_the_semaphore_is_held() {
-    let c = cluster("net-permits-mismatch");
+    let c = Cluster::start("net-permits-mismatch");
     let holder = c.run(&["--permits", "2"], "reports", &holding("a"));
     c.started("a");
     let other = c
@@ -211,7 +166,7 @@ fn a_run_with_another_count_is_refused_while_the_semaphore_is_held() {
 
 #[test]
 fn locks_shows_the_permits_and_a_permit_forced_open_stops_its_command() {
-    let c = cluster("net-permits-admin");
+    let c = Cluster::start("net-permits-admin");
     let holder = c.run(
         &["--permits", "3", "--owner", "the-holder"],
         "jobs",
@@ -259,7 +214,7 @@ fn locks_shows_the_permits_and_a_permit_forced_open_stops_its_command() {
 
 #[test]
 fn a_plain_lock_does_not_pass_on_an_inherited_slot() {
-    let c = cluster("net-permits-env");
+    let c = Cluster::start("net-permits-env");
     let token = c.dir.token();
     let dir = c.dir.path.display().to_string();
     let done = cli(

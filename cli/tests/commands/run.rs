@@ -6,53 +6,15 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    catches, cli, nodes, running, signal, wait_until, Cli, Scratch, Server, SIGCONT, SIGINT,
-    SIGKILL, SIGSTOP, SIGTERM,
+    catches, cli, running, signal, wait_until, Cluster, Server, SIGCONT, SIGINT, SIGKILL, SIGSTOP,
+    SIGTERM,
 };
-
-struct Cluster {
-    dir: Scratch,
-    servers: Vec<Server>,
-    nodes: String,
-}
-
-fn cluster(test: &str) -> Cluster {
-    let dir = Scratch::new(test);
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::start(&dir, &["--no-quarantine"]))
-        .collect();
-    let nodes = nodes(&servers);
-    Cluster {
-        dir,
-        servers,
-        nodes,
-    }
-}
-
-impl Cluster {
-    /// `quorum-lock run` with the test settings, `extra` flags, `name` and
-    /// the shell script `script`, with `$D` set to the scratch directory.
-    /// `--validity` is left out, so the servers' 6s applies, and `--grace`
-    /// at its default, which that makes 500ms.
-    fn run(&self, extra: &[&str], name: &str, script: &str) -> Cli {
-        let token = self.dir.token();
-        let mut args = vec!["run", "--nodes", &self.nodes, "--token-file", &token];
-        args.extend(extra);
-        args.extend([name, "--", "sh", "-c", script]);
-        let dir = self.dir.path.display().to_string();
-        Cli::spawn(&self.dir, &args, &[("D", &dir)])
-    }
-
-    fn lines(&self, file: &str) -> Vec<String> {
-        self.dir.read(file).lines().map(str::to_owned).collect()
-    }
-}
 
 const LIMIT: Duration = Duration::from_secs(20);
 
 #[test]
 fn a_second_run_waits_for_the_first_and_exit_codes_pass_through() {
-    let c = cluster("net-run-order");
+    let c = Cluster::start("net-run-order");
     let first = c.run(
         &[],
         "job",
@@ -79,7 +41,7 @@ fn a_second_run_waits_for_the_first_and_exit_codes_pass_through() {
 
 #[test]
 fn run_gives_up_after_its_timeout_without_running_the_command() {
-    let c = cluster("net-run-timeout");
+    let c = Cluster::start("net-run-timeout");
     let holder = c.run(
         &[],
         "job",
@@ -110,7 +72,7 @@ fn run_gives_up_after_its_timeout_without_running_the_command() {
 
 #[test]
 fn readers_share_the_lock_and_a_writer_waits_for_both() {
-    let c = cluster("net-run-read");
+    let c = Cluster::start("net-run-read");
     let reader =
         "echo rstart >> $D/log; while [ ! -e $D/go ]; do sleep 0.05; done; echo rend >> $D/log";
     let r1 = c.run(&["--read"], "catalog", reader);
@@ -137,7 +99,7 @@ fn readers_share_the_lock_and_a_writer_waits_for_both() {
 
 #[test]
 fn run_stops_its_command_when_the_lock_is_forced_open() {
-    let c = cluster("net-run-lost");
+    let c = Cluster::start("net-run-lost");
     let script = "echo start >> $D/log; sleep 30 & echo $! > $D/sleep; wait; echo end >> $D/log";
     let holder = c.run(&[], "job", script);
     wait_until(LIMIT, "the command to start", || {
@@ -185,7 +147,7 @@ fn run_stops_its_command_when_the_lock_is_forced_open() {
 
 #[test]
 fn sigterm_stops_the_command_and_releases_the_lock() {
-    let c = cluster("net-run-sigterm");
+    let c = Cluster::start("net-run-sigterm");
     let script = "sleep 30 & echo $! > $D/sleep; wait; echo end >> $D/log";
     let holder = c.run(&[], "job", script);
     wait_until(LIMIT, "the command to start", || {
@@ -209,7 +171,7 @@ fn sigterm_stops_the_command_and_releases_the_lock() {
 
 #[test]
 fn a_missing_command_is_reported_and_releases_the_lock() {
-    let c = cluster("net-run-missing");
+    let c = Cluster::start("net-run-missing");
     let token = c.dir.token();
     let args = [
         "run",
@@ -238,7 +200,7 @@ fn a_missing_command_is_reported_and_releases_the_lock() {
 
 #[test]
 fn sigint_while_waiting_gives_up_without_running_the_command() {
-    let c = cluster("net-run-sigint");
+    let c = Cluster::start("net-run-sigint");
     let holder = c.run(
         &[],
         "job",
@@ -270,7 +232,7 @@ fn sigint_while_waiting_gives_up_without_running_the_command() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_sigkilled_run_takes_its_command_with_it() {
-    let c = cluster("net-run-sigkill");
+    let c = Cluster::start("net-run-sigkill");
     let holder = c.run(&[], "job", "echo $$ > $D/pid; while :; do sleep 0.05; done");
     wait_until(LIMIT, "the command to start", || {
         !c.dir.read("pid").is_empty()
@@ -284,7 +246,7 @@ fn a_sigkilled_run_takes_its_command_with_it() {
 
 #[test]
 fn a_command_that_ignores_sigterm_is_dead_before_the_lock_is_granted_again() {
-    let c = cluster("net-run-kill-in-time");
+    let c = Cluster::start("net-run-kill-in-time");
     // The shell survives SIGTERM (its `sleep` does not) and ticks until
     // SIGKILL.
     let script = "trap 'echo term >> $D/log' TERM; echo $$ > $D/pid; \
@@ -332,7 +294,7 @@ fn a_command_that_ignores_sigterm_is_dead_before_the_lock_is_granted_again() {
 
 #[test]
 fn a_grace_longer_than_the_safety_margin_is_refused() {
-    let c = cluster("net-run-grace");
+    let c = Cluster::start("net-run-grace");
     let token = c.dir.token();
     let dir = c.dir.path.display().to_string();
     let run = |flags: &[&str]| {

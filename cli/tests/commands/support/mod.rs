@@ -10,12 +10,15 @@ pub mod hostile;
 pub mod old_server;
 mod procs;
 pub mod raw;
+mod three_servers;
 #[path = "../../../../tests/net_support/wire.rs"]
 pub mod wire;
 
 // Not every test file uses every helper.
 #[allow(unused_imports)]
 pub use procs::{cli, nodes, Cli, Finished, LimitedServer, Server};
+#[allow(unused_imports)]
+pub use three_servers::{Cluster, Holder};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
