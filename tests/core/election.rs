@@ -10,18 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
+use crate::election_support::{client, leader_on, reports_within, until};
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
-use quorum_lock::{
-    Dsync, Error, Leader, LockArgs, LockerConfig, NetLocker, Proclamation, Timeouts,
-};
+use quorum_lock::{Error, LockerConfig, NetLocker, Timeouts};
 use tokio::time::{sleep, timeout, Instant};
 
 const VALIDITY: Duration = Duration::from_secs(60);
-
-/// A client of `cluster` whose calls carry `owner`, which partitions cut off.
-pub(crate) fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    common::seeded(cluster.net_lockers(), owner, 7)
-}
 
 /// The nodes whose table holds `uid`.
 fn holding(cluster: &TestCluster, uid: &str) -> usize {
@@ -30,24 +24,6 @@ fn holding(cluster: &TestCluster, uid: &str) -> usize {
         .iter()
         .filter(|l| l.snapshot().iter().any(|e| e.uid == uid))
         .count()
-}
-
-/// Reads from `observer` until `want` holds for an item, within `within`.
-async fn until(
-    observer: &mut quorum_lock::Observer,
-    within: Duration,
-    want: impl Fn(&Option<Leader>) -> bool,
-) -> Option<Leader> {
-    timeout(within, async {
-        loop {
-            let item = observer.recv().await.expect("the observer runs");
-            if want(&item) {
-                return item;
-            }
-        }
-    })
-    .await
-    .expect("the observer reported the expected state in time")
 }
 
 /// etcd's `Campaign` keeps waiting after its session's place is gone
@@ -310,34 +286,6 @@ async fn a_value_over_the_limit_is_refused_up_front() {
     let got = a.election("jobs").unwrap().campaign(too_long).await;
     assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}");
     assert_eq!(cluster.total_entries(), 0);
-}
-
-/// Everything `observer` reports within `window`.
-async fn reports_within(
-    observer: &mut quorum_lock::Observer,
-    window: Duration,
-) -> Vec<Option<Leader>> {
-    let end = Instant::now() + window;
-    let mut reported = Vec::new();
-    while let Ok(Some(item)) = timeout(end - Instant::now(), observer.recv()).await {
-        reported.push(item);
-    }
-    reported
-}
-
-/// What one locker alone says of the election `name`.
-async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
-    let args = LockArgs {
-        uid: "probe".into(),
-        resources: vec![format!("election/{name}")].into(),
-        owner: "probe".into(),
-        source: "probe".into(),
-        quorum: 1,
-    };
-    locker
-        .leader(&args, None)
-        .await
-        .expect("the locker answers")
 }
 
 /// A resign confirmed by nodes 0 and 1 while the leader's link to node 2

@@ -10,7 +10,7 @@ use std::time::Duration;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Error;
 
-use crate::election::client;
+use crate::election_support::client;
 use tokio::time::{sleep, timeout, Instant};
 
 /// Found by the review (fixed): a cancelled `proclaim` did not advance the

@@ -8,52 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
+use crate::election_support::{client, leader_on, loses_proclamations, reports_within};
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Error, Leader, LockArgs, NetLocker, Proclamation};
+use quorum_lock::{Error, NetLocker};
 use tokio::time::{sleep, timeout, Instant};
-
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    common::seeded(cluster.net_lockers(), owner, 7)
-}
-
-/// What one locker alone says of the election `name`.
-async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
-    let args = LockArgs {
-        uid: "probe".into(),
-        resources: vec![format!("election/{name}")].into(),
-        owner: "probe".into(),
-        source: "probe".into(),
-        quorum: 1,
-    };
-    locker
-        .leader(&args, None)
-        .await
-        .expect("the locker answers")
-}
-
-async fn reports_within(
-    observer: &mut quorum_lock::Observer,
-    window: Duration,
-) -> Vec<Option<Leader>> {
-    let end = Instant::now() + window;
-    let mut reported = Vec::new();
-    while let Ok(Some(item)) = timeout(end - Instant::now(), observer.recv()).await {
-        reported.push(item);
-    }
-    reported
-}
-
-/// `inner` through a link that loses proclamations while `cut` is set;
-/// everything else still arrives.
-fn loses_proclamations(inner: Arc<dyn NetLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Proclaim && cut.load(Ordering::SeqCst) {
-            Route::Lost("the proclamation was lost".into())
-        } else {
-            Route::Forward
-        }
-    }))
-}
 
 /// A leader's second proclamation reaches node 2 only (its link to nodes
 /// 0 and 1 drops proclamations, its refreshes still arrive), so

@@ -9,35 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
-use quorum_lock::{Error, LockArgs, NetLocker, Proclamation};
-
-/// What one locker alone says of the election `name`.
-async fn leader_on(locker: &dyn NetLocker, name: &str) -> Option<Proclamation> {
-    let args = LockArgs {
-        uid: "probe".into(),
-        resources: vec![format!("election/{name}")].into(),
-        owner: "probe".into(),
-        source: "probe".into(),
-        quorum: 1,
-    };
-    locker
-        .leader(&args, None)
-        .await
-        .expect("the locker answers")
-}
-
-/// `inner` through a link that loses proclamations while `cut` is set;
-/// everything else still arrives.
-fn loses_proclamations(inner: Arc<dyn NetLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Proclaim && cut.load(Ordering::SeqCst) {
-            Route::Lost("the proclamation was lost".into())
-        } else {
-            Route::Forward
-        }
-    }))
-}
+use crate::election_support::{leader_on, loses_proclamations};
+use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::{Error, NetLocker};
 
 /// Five lockers, the leader proclaimed "zero" on all. Its proclaim of
 /// "one" reaches node 2 only and fails; its proclaim of "two" reaches

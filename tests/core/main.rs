@@ -18,6 +18,7 @@ mod contention_progress;
 mod election;
 mod election_proclamations;
 mod election_reads_under_leftovers;
+mod election_support;
 mod election_values_of_failed_proclaims;
 mod exclusion;
 mod fair_waiting;

@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
+use crate::election_support::reports_within;
 use quorum_lock::{
     Error, Leader, LocalLocker, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply,
     WatchArgs,
 };
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{sleep, Instant};
 
 /// Leader reads pass straight through.
 const DIRECT: u8 = 0;
@@ -129,18 +130,6 @@ impl NetLocker for Scripted {
     fn validity(&self) -> Option<Duration> {
         self.inner.validity()
     }
-}
-
-async fn reports_within(
-    observer: &mut quorum_lock::Observer,
-    window: Duration,
-) -> Vec<Option<Leader>> {
-    let end = Instant::now() + window;
-    let mut reported = Vec::new();
-    while let Ok(Some(item)) = timeout(end - Instant::now(), observer.recv()).await {
-        reported.push(item);
-    }
-    reported
 }
 
 fn shown(items: &[Option<Leader>]) -> Vec<Option<(u64, u64, String)>> {

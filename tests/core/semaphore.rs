@@ -12,7 +12,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Error, SemaphorePermit};
 use tokio::time::{sleep, timeout};
 
-use super::election::client;
+use crate::election_support::client;
 
 /// Tasks that hold a permit of one semaphore right now, and the most seen.
 #[derive(Default)]

@@ -10,7 +10,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, LockMode};
 use tokio::time::{sleep, timeout};
 
-use super::election::client;
+use crate::election_support::client;
 
 /// Lets every background task (releases, abandoned waits) run out.
 async fn settle() {

@@ -9,7 +9,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, SemaphorePermit};
 use tokio::time::{sleep, timeout, Instant};
 
-use super::election::client;
+use crate::election_support::client;
 
 /// The names of the count's read lock for `k = 2` (binary 10, in ten
 /// digits).

@@ -10,7 +10,7 @@ use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error, LockMode, Semaphore};
 use tokio::time::{sleep, timeout, Instant};
 
-use super::election::client;
+use crate::election_support::client;
 
 fn sem(ds: &Dsync, permits: usize) -> Semaphore {
     ds.semaphore("jobs", permits).unwrap()

@@ -8,7 +8,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, SemaphorePermit};
 use tokio::time::{sleep, timeout};
 
-use super::election::client;
+use crate::election_support::client;
 
 /// Lets every background task (releases, abandoned waits) run out.
 async fn settle() {

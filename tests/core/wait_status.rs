@@ -9,7 +9,7 @@ use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, Lease, WaitReason};
 use tokio::time::{sleep, Instant};
 
-use super::election::client;
+use crate::election_support::client;
 
 /// The entries of `owner` on every locker.
 fn entries_of(cluster: &TestCluster, owner: &str) -> usize {
