@@ -25,6 +25,13 @@ const PROMPT: Duration = Duration::from_secs(15);
 /// `--timeout`: a run without one waits for missing servers to come back,
 /// saying why they are missing, instead of failing.
 fn run(dir: &Scratch, list: &str, extra: &[&str]) -> (Finished, Duration) {
+    let mut flags = vec!["--timeout", "1m"];
+    flags.extend_from_slice(extra);
+    run_with(dir, list, &flags)
+}
+
+/// `quorum-lock run` over `list` with `flags` only, timed.
+fn run_with(dir: &Scratch, list: &str, flags: &[&str]) -> (Finished, Duration) {
     let token = dir.token();
     let mut args = vec![
         "run",
@@ -34,10 +41,8 @@ fn run(dir: &Scratch, list: &str, extra: &[&str]) -> (Finished, Duration) {
         &token,
         "--connect-timeout",
         PATIENT,
-        "--timeout",
-        "1m",
     ];
-    args.extend_from_slice(extra);
+    args.extend_from_slice(flags);
     args.extend(["job", "--", "true"]);
     let started = Instant::now();
     let finished = cli(dir, &args, &[], LIMIT);
@@ -96,22 +101,15 @@ fn addrs(servers: &[Server]) -> Vec<String> {
 /// Makes a CA and a certificate for `localhost` with `quorum-lock certs`;
 /// the flags a server needs to serve it, and the CA file.
 fn localhost_certificate(dir: &Scratch) -> (Vec<String>, String) {
-    let out = dir.file("tls").display().to_string();
-    let made = cli(
-        dir,
-        &["certs", "--dir", &out, "--node", "localhost"],
-        &[],
-        LIMIT,
-    );
-    assert_eq!(made.code, Some(0), "{made:?}");
+    let made = dir.certificate_for("localhost");
     let flags = vec![
         "--no-quarantine".to_owned(),
         "--tls-cert".to_owned(),
-        format!("{out}/node-localhost.pem"),
+        made.cert,
         "--tls-key".to_owned(),
-        format!("{out}/node-localhost-key.pem"),
+        made.key,
     ];
-    (flags, format!("{out}/ca.pem"))
+    (flags, made.ca)
 }
 
 fn tls_servers(dir: &Scratch, flags: &[String], n: usize) -> Vec<Server> {
@@ -220,27 +218,9 @@ fn a_run_without_a_timeout_does_not_wait_for_servers_that_serve_tls() {
     let (flags, _) = localhost_certificate(&dir);
     let servers = tls_servers(&dir, &flags, 3);
     let list = nodes(&servers);
-    let token = dir.token();
-    let started = Instant::now();
-    let failed = cli(
-        &dir,
-        &[
-            "run",
-            "--nodes",
-            &list,
-            "--token-file",
-            &token,
-            "--connect-timeout",
-            PATIENT,
-            "job",
-            "--",
-            "true",
-        ],
-        &[],
-        LIMIT,
-    );
+    let (failed, took) = run_with(&dir, &list, &[]);
     assert_eq!(failed.code, Some(69), "{failed:?}");
-    assert!(started.elapsed() < PROMPT, "{failed:?}");
+    assert!(took < PROMPT, "{failed:?}");
     names_each(
         &failed.stderr,
         &[addrs(&servers).join(", ")],
@@ -369,26 +349,8 @@ fn a_run_without_a_timeout_does_not_wait_for_a_redis_port() {
     ];
     let server = Server::start(&dir, &["--no-quarantine"]);
     let list = format!("{},{},{}", server.addr, redis[0].addr, redis[1].addr);
-    let token = dir.token();
-    let started = Instant::now();
-    let failed = cli(
-        &dir,
-        &[
-            "run",
-            "--nodes",
-            &list,
-            "--token-file",
-            &token,
-            "--connect-timeout",
-            PATIENT,
-            "job",
-            "--",
-            "true",
-        ],
-        &[],
-        LIMIT,
-    );
+    let (failed, took) = run_with(&dir, &list, &[]);
     assert_eq!(failed.code, Some(69), "{failed:?}");
     assert!(failed.stderr.contains("Redis server"), "{failed:?}");
-    assert!(started.elapsed() < PROMPT, "{failed:?}");
+    assert!(took < PROMPT, "{failed:?}");
 }

@@ -25,7 +25,6 @@ mod causes;
 mod certs_and_listen_errors_show_no_password;
 mod cluster;
 mod debug_logs;
-mod default_ignorable_characters;
 mod disconnects;
 mod door_wait_of_a_connection_that_spoke;
 mod duration_errors_show_no_password;

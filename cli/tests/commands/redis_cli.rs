@@ -15,13 +15,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::redis_support::{locker, RedisServer};
-use crate::support::{bin, cli, signal, wait_bounded, wait_until, Cli, Finished, Scratch};
+use crate::support::{cli, cli_with_logs, signal, wait_until, Cli, Finished, Scratch};
 use quorum_lock::{Dsync, Error, NetLocker};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -119,33 +117,6 @@ fn running(pid: &str) -> bool {
             .trim_start()
             .starts_with('Z'),
         Err(_) => false,
-    }
-}
-
-/// `quorum-lock ARGS` with its logs on (`RUST_LOG=trace`, which
-/// `crate::support::cli` removes), to completion within `LIMIT`.
-fn cli_logged(dir: &Scratch, args: &[&str]) -> Finished {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let (out, err) = (
-        dir.file(&format!("logged-{n}.out")),
-        dir.file(&format!("logged-{n}.err")),
-    );
-    let mut child = Command::new(bin())
-        .args(args)
-        .env("RUST_LOG", "trace")
-        .env_remove("QUORUM_LOCK_REDIS")
-        .env_remove("QUORUM_LOCK_NODES")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("stdout file"))
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("spawn quorum-lock");
-    let status = wait_bounded(&mut child, LIMIT, "quorum-lock with logs");
-    Finished {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
     }
 }
 
@@ -503,7 +474,7 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
 
     // A password to a port nothing listens on.
     let to_closed = format!("redis://:{WRONG}@127.0.0.1:{closed}");
-    let done = cli_logged(
+    let done = cli_with_logs(
         dir,
         &[
             "run",
@@ -515,6 +486,7 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
             "--",
             "true",
         ],
+        LIMIT,
     );
     assert_eq!(done.code, Some(69), "{done:?}");
     assert!(
@@ -530,7 +502,7 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
         .map(RedisServer::url)
         .collect::<Vec<_>>()
         .join(",");
-    let done = cli_logged(dir, &["locks", "--redis", &none]);
+    let done = cli_with_logs(dir, &["locks", "--redis", &none], LIMIT);
     assert_eq!(done.code, Some(77), "{done:?}");
     assert!(done.stderr.contains("password"), "{done:?}");
 
@@ -542,7 +514,7 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
             vec!["locks", "--redis", &wrong],
             vec!["force-unlock", "--redis", &wrong, "job"],
         ] {
-            let done = cli_logged(dir, &args);
+            let done = cli_with_logs(dir, &args, LIMIT);
             assert_eq!(done.code, Some(77), "{args:?}: {done:?}");
             assert!(done.stderr.contains("password"), "{done:?}");
             assert!(!shown(&done, WRONG), "the password was shown: {done:?}");
@@ -551,7 +523,7 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
 
     // The right password works, and is not shown either.
     let right = urls(RIGHT, "");
-    let ran = cli_logged(
+    let ran = cli_with_logs(
         dir,
         &[
             "run",
@@ -563,11 +535,12 @@ fn passwords_in_redis_urls_never_show_in_output_or_errors() {
             "--",
             "true",
         ],
+        LIMIT,
     );
     assert_eq!(ran.code, Some(0), "{ran:?}");
     assert!(!ran.stderr.is_empty(), "RUST_LOG=trace logged nothing");
     assert!(!shown(&ran, RIGHT), "the password was shown: {ran:?}");
-    let listed = cli_logged(dir, &["locks", "--per-node", "--redis", &right]);
+    let listed = cli_with_logs(dir, &["locks", "--per-node", "--redis", &right], LIMIT);
     assert_eq!(listed.code, Some(0), "{listed:?}");
     assert!(!shown(&listed, RIGHT), "the password was shown: {listed:?}");
 }

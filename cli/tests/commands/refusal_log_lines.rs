@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::raw::authenticated;
 use crate::support::wire::{frame, hello, VERSION};
-use crate::support::{cli, Scratch, Server, TOKEN};
+use crate::support::{Scratch, Server, TOKEN};
 
 const FLOOD: usize = 300;
 
@@ -142,17 +142,8 @@ fn every_kind_of_refused_connection_is_logged_at_most_once_a_second() {
     );
     drop(server);
 
-    let tls = dir.file("tls");
-    let tls_text = tls.display().to_string();
-    let made = cli(
-        &dir,
-        &["certs", "--dir", &tls_text, "--node", "127.0.0.1"],
-        &[],
-        Duration::from_secs(30),
-    );
-    assert_eq!(made.code, Some(0), "{made:?}");
-    let cert = tls.join("node-127.0.0.1.pem").display().to_string();
-    let key = tls.join("node-127.0.0.1-key.pem").display().to_string();
+    let made = dir.certificate_for("127.0.0.1");
+    let (cert, key) = (made.cert, made.key);
     let server = Server::start(
         &dir,
         &[

@@ -58,17 +58,8 @@ fn a_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_sent_nothing()
 #[test]
 fn a_tls_handshake_sent_too_slowly_is_not_logged_as_a_connection_that_did_not_start_tls() {
     let dir = Scratch::new("slow-tls-handshake-log-wording");
-    let tls = dir.file("tls");
-    let tls = tls.to_str().expect("a UTF-8 path");
-    let made = crate::support::cli(
-        &dir,
-        &["certs", "--dir", tls, "--node", "127.0.0.1"],
-        &[],
-        Duration::from_secs(20),
-    );
-    assert_eq!(made.code, Some(0), "certs: {made:?}");
-    let cert = format!("{tls}/node-127.0.0.1.pem");
-    let key = format!("{tls}/node-127.0.0.1-key.pem");
+    let made = dir.certificate_for("127.0.0.1");
+    let (cert, key) = (made.cert, made.key);
     let server = Server::start(
         &dir,
         &[

@@ -11,11 +11,10 @@
 //! leads, and a database that refuses the password is exit 77, its password
 //! never shown.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::sql_support::{MariaServer, PgServer};
-use crate::support::{bin, cli, wait_bounded, wait_until, Cli, Finished, Scratch, Server};
+use crate::support::{cli, cli_with_logs, wait_until, Cli, Finished, Scratch, Server};
 
 const LIMIT: Duration = Duration::from_secs(30);
 /// The lease of every client here; also how long a freshly started
@@ -40,28 +39,6 @@ fn usage_error(dir: &Scratch, args: &[&str], env: &[(&str, &str)], needle: &str)
     assert!(done.stdout.is_empty(), "{done:?}");
     no_secret(&done);
     done
-}
-
-/// `quorum-lock ARGS` with every log on (`RUST_LOG=trace`, which
-/// `crate::support::cli` removes), to completion within `LIMIT`.
-fn logged(dir: &Scratch, args: &[&str]) -> Finished {
-    let (out, err) = (dir.file("logged.out"), dir.file("logged.err"));
-    let mut child = Command::new(bin())
-        .args(args)
-        .env("RUST_LOG", "trace")
-        .env_remove("QUORUM_LOCK_NODES")
-        .env_remove("QUORUM_LOCK_REDIS")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("stdout file"))
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("spawn quorum-lock");
-    let status = wait_bounded(&mut child, LIMIT, "quorum-lock with logs");
-    Finished {
-        code: status.code(),
-        stdout: std::fs::read_to_string(out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(err).unwrap_or_default(),
-    }
 }
 
 fn no_secret(done: &Finished) {
@@ -466,7 +443,7 @@ fn a_database_that_refuses_the_password_is_exit_77_and_the_password_never_shows(
     no_secret(&done);
     // With a quorum of the rest it goes on, with a warning.
     let nodes = format!("{},{},{}", m.pg.url(), wrong, m.server.addr);
-    let done = logged(
+    let done = cli_with_logs(
         &m.dir,
         &[
             "run",
@@ -480,6 +457,7 @@ fn a_database_that_refuses_the_password_is_exit_77_and_the_password_never_shows(
             "--",
             "true",
         ],
+        LIMIT,
     );
     assert_eq!(done.code, Some(0), "{done:?}");
     assert!(

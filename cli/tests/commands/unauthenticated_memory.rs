@@ -8,7 +8,7 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::support::{cli, Scratch, Server};
+use crate::support::{Scratch, Server};
 
 /// `max_connections + admin_reserve + EVICTING` with the defaults.
 const CONNECTIONS: usize = 512 + 4 + 8;
@@ -104,17 +104,8 @@ fn peers_without_a_token_stay_within_the_stated_budget_with_and_without_tls() {
     }
     drop(plain);
 
-    let tls = dir.file("tls");
-    let tls_text = tls.display().to_string();
-    let made = cli(
-        &dir,
-        &["certs", "--dir", &tls_text, "--node", "127.0.0.1"],
-        &[],
-        Duration::from_secs(30),
-    );
-    assert_eq!(made.code, Some(0), "{made:?}");
-    let cert = tls.join("node-127.0.0.1.pem").display().to_string();
-    let key = tls.join("node-127.0.0.1-key.pem").display().to_string();
+    let made = dir.certificate_for("127.0.0.1");
+    let (cert, key) = (made.cert, made.key);
     let server = Server::start(
         &dir,
         &[

@@ -16,7 +16,7 @@ pub mod wire;
 
 // Not every test file uses every helper.
 #[allow(unused_imports)]
-pub use procs::{cli, nodes, Cli, Finished, LimitedServer, Server};
+pub use procs::{cli, cli_with_logs, nodes, Cli, Finished, LimitedServer, Server};
 #[allow(unused_imports)]
 pub use three_servers::{Cluster, Holder};
 
@@ -130,6 +130,31 @@ impl Scratch {
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.file(name)).unwrap_or_default()
     }
+
+    /// Makes a CA and a certificate for `node` with `quorum-lock certs`, in
+    /// the folder `tls`.
+    pub fn certificate_for(&self, node: &str) -> NodeCertificate {
+        let tls = self.file("tls").display().to_string();
+        let made = cli(
+            self,
+            &["certs", "--dir", &tls, "--node", node],
+            &[],
+            Duration::from_secs(30),
+        );
+        assert_eq!(made.code, Some(0), "certs: {made:?}");
+        NodeCertificate {
+            cert: format!("{tls}/node-{node}.pem"),
+            key: format!("{tls}/node-{node}-key.pem"),
+            ca: format!("{tls}/ca.pem"),
+        }
+    }
+}
+
+/// The files `quorum-lock certs` made for one node.
+pub struct NodeCertificate {
+    pub cert: String,
+    pub key: String,
+    pub ca: String,
 }
 
 impl Drop for Scratch {

@@ -221,6 +221,34 @@ pub fn cli(dir: &Scratch, args: &[&str], env: &[(&str, &str)], limit: Duration) 
     Cli::spawn(dir, args, env).finish(limit)
 }
 
+/// `quorum-lock ARGS` with every log on (`RUST_LOG=trace`, which [`cli`]
+/// removes) and no node list from the environment, to completion within
+/// `limit`.
+pub fn cli_with_logs(dir: &Scratch, args: &[&str], limit: Duration) -> Finished {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let (out, err) = (
+        dir.file(&format!("logged-{n}.out")),
+        dir.file(&format!("logged-{n}.err")),
+    );
+    let mut child = Command::new(bin())
+        .args(args)
+        .env("RUST_LOG", "trace")
+        .env_remove("QUORUM_LOCK_REDIS")
+        .env_remove("QUORUM_LOCK_NODES")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("spawn quorum-lock");
+    let status = wait_bounded(&mut child, limit, "quorum-lock with logs");
+    Finished {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
+
 /// A `quorum-lock server` started under `ulimit -n`, with the test tokens
 /// on a free port; killed by its pid when dropped.
 pub struct LimitedServer {
