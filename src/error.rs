@@ -322,6 +322,32 @@ impl Error {
         matches!(self, Error::LockerUnavailable { reason, .. } if reason.contains(QUARANTINE_REASON))
     }
 
+    /// The time a quarantine refusal says is left: the duration after
+    /// "for another " in its reason, in Rust's `Debug` form (`55.9s`,
+    /// `300ms`); `None` for other errors or when it says none.
+    pub(crate) fn quarantine_time_left(&self) -> Option<Duration> {
+        let Error::LockerUnavailable { reason, .. } = self else {
+            return None;
+        };
+        let (_, rest) = reason.split_once("for another ")?;
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..number_len].parse().ok()?;
+        let unit: String = rest[number_len..]
+            .chars()
+            .take_while(|c| c.is_alphabetic())
+            .collect();
+        let scale = match unit.as_str() {
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "µs" | "us" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        Duration::try_from_secs_f64(number * scale).ok()
+    }
+
     /// Whether trying the same call again may succeed.
     ///
     /// Invalid arguments, a missing runtime, rejected credentials (token or

@@ -260,10 +260,22 @@ impl Coordinator {
         })
     }
 
-    /// The latest failure of locker `index` that no answer followed.
+    /// The latest failure of locker `index` that is not over: one that no
+    /// answer followed, or a refusal for quarantine whose time left has
+    /// not passed. A locker in quarantine answers releases and refreshes
+    /// while it refuses grants, so only the end of the time it said is
+    /// left ends such a refusal, whatever it answered since; a grant (or
+    /// a refusal as held elsewhere) it gives earlier is the round's own
+    /// answer, which a wait reads before any failure.
     pub(crate) fn current_failure(&self, index: usize) -> Option<FailureNote> {
-        self.failure(index)
-            .filter(|note| !self.answered_after(index, note))
+        let note = self.failure(index)?;
+        let over = match note.error.quarantine_time_left() {
+            Some(left) if note.error.is_quarantine() => {
+                self.clock.now().saturating_duration_since(note.at) >= left
+            }
+            _ => self.answered_after(index, &note),
+        };
+        (!over).then_some(note)
     }
 
     /// How long the latest call locker `index` answered took; `None`

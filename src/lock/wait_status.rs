@@ -198,9 +198,10 @@ impl WaitStatus {
                 Some(Answer::Failed) | None => {
                     let endpoint = coord.lockers[index].endpoint();
                     let times = coord.call_times(index);
-                    // The latest failure says why only when the locker
-                    // answered nothing since (a refusal of this round is
-                    // over once it answered another call), and, for a
+                    // The latest failure says why only while it is not
+                    // over (a refusal of this round is over once the
+                    // locker answered another call; one for quarantine,
+                    // once its time is up), and, for a
                     // locker that has not answered this wait yet, when it
                     // had answered before it or the wait had begun: a
                     // failure of a locker never heard from, older than
@@ -217,7 +218,9 @@ impl WaitStatus {
                             let since = now.saturating_duration_since(note.at);
                             status.quarantined.push(Quarantined {
                                 endpoint,
-                                left: quarantine_left(&note.error)
+                                left: note
+                                    .error
+                                    .quarantine_time_left()
                                     .map(|left| left.saturating_sub(since)),
                             });
                         }
@@ -305,31 +308,6 @@ impl fmt::Display for WaitStatus {
     }
 }
 
-/// The time a quarantine refusal says is left: the duration after
-/// "for another " in its reason, in Rust's `Debug` form (`55.9s`, `300ms`).
-fn quarantine_left(err: &Error) -> Option<Duration> {
-    let Error::LockerUnavailable { reason, .. } = err else {
-        return None;
-    };
-    let (_, rest) = reason.split_once("for another ")?;
-    let number_len = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let number: f64 = rest[..number_len].parse().ok()?;
-    let unit: String = rest[number_len..]
-        .chars()
-        .take_while(|c| c.is_alphabetic())
-        .collect();
-    let scale = match unit.as_str() {
-        "s" => 1.0,
-        "ms" => 1e-3,
-        "µs" | "us" => 1e-6,
-        "ns" => 1e-9,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(number * scale).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +321,7 @@ mod tests {
 
     #[test]
     fn the_time_left_is_read_from_a_quarantine_refusal() {
-        let read = |r: &str| quarantine_left(&quarantine(r));
+        let read = |r: &str| quarantine(r).quarantine_time_left();
         assert_eq!(
             read("restarted recently; refusing new grants for another 55.9s"),
             Some(Duration::from_millis(55_900))

@@ -1,0 +1,65 @@
+//! Reproduces a past break: a polling wait (`Waiting::Poll`) against lockers all in quarantine said "asked a moment ago" and gave up with `Timeout`, because the release of each failed round, answered by the lockers, made their quarantine refusals count as over.
+//!
+//! `DRWMutex::lock_timeout`'s rustdoc: it gives up with
+//! "[`Error::Quarantined`] when too many lockers were in quarantine after a
+//! restart", and `DRWMutex::waiting` says why the wait waits ("held
+//! elsewhere, lockers in quarantine, or too few reachable"). Three
+//! in-process lockers, all restarted (in quarantine for 60 s), a polling
+//! coordinator: every round is refused with the quarantine error by every
+//! locker. Each failed round is dropped, and its release sends an unlock to
+//! every locker that failed; a locker in quarantine answers an unlock, and
+//! that answer is taken as "answered since the failure". From then on the
+//! wait reads every locker as "still answering" (`WaitReason::Answering`),
+//! and a deadline gives `Error::Timeout`, which the command line reports
+//! as "held elsewhere" (exit 75) instead of 69.
+#![cfg(feature = "testing")]
+
+use std::time::Duration;
+
+use quorum_lock::testing::TestCluster;
+use quorum_lock::{Dsync, Error, WaitReason, Waiting};
+use tokio::time::sleep;
+
+const SEED: u64 = 3607;
+
+#[tokio::test(start_paused = true)]
+async fn a_polling_wait_against_lockers_all_in_quarantine_says_quarantine_and_fails_with_quarantined(
+) {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    cluster.restart(&[0, 1, 2]).unwrap();
+    let client = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(SEED)
+        .waiting(Waiting::Poll)
+        .build()
+        .unwrap();
+    let mutex = client.rw_mutex(["job"]).unwrap();
+    let waiter = mutex.clone();
+    let wait = tokio::spawn(async move {
+        waiter
+            .lock_timeout(Duration::from_secs(1))
+            .await
+            .map(|_guard| ())
+    });
+    sleep(Duration::from_millis(900)).await;
+    let status = mutex.waiting().expect("the wait runs");
+    eprintln!("waiting at 900ms: {status} ({status:?})");
+    let result = tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .expect("the wait ends at its deadline")
+        .unwrap();
+    eprintln!("gave up with: {result:?}");
+    assert_eq!(
+        status.reason(),
+        WaitReason::Quarantine,
+        "every locker refuses with its quarantine error: {status}"
+    );
+    assert_eq!(status.quarantined.len(), 3, "{status}");
+    match result {
+        Err(Error::Quarantined { quarantined, .. }) => {
+            assert_eq!(quarantined, ["node-0", "node-1", "node-2"])
+        }
+        other => panic!("expected Error::Quarantined naming the three lockers, got {other:?}"),
+    }
+}
