@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::conn::Connection;
+use super::conn::{Connection, Dialing};
 use super::peer_log::PeerLog;
 use super::pushes::Pushes;
 use super::wire::{self, Op, Reply, WireArgs, WireProclamation};
@@ -116,6 +116,9 @@ struct Shared {
     short_lived: AtomicU32,
     /// The throttled log lines about what this server sends.
     log: Arc<PeerLog>,
+    /// The sockets of attempts still in their handshake: shut down when a
+    /// connection is installed or the locker is dropped.
+    dialing: Arc<Dialing>,
 }
 
 impl Drop for Shared {
@@ -130,6 +133,9 @@ impl Drop for Shared {
         if let Some(conn) = conn {
             conn.close();
         }
+        // An attempt parked in its handshake holds its socket, and a slot
+        // on the server, for as long as its runtime lives.
+        self.dialing.close();
     }
 }
 
@@ -173,7 +179,11 @@ impl Drop for Shared {
 /// [`RemoteConfig::connect_timeout`] and 250 ms from its start, then start
 /// another. No task holds the locker while
 /// it waits for a connection: a locker dropped meanwhile closes its
-/// connection at once.
+/// connection at once, and shuts down the socket of any attempt still in
+/// its handshake (one parked on an idle runtime would otherwise keep its
+/// slot on the server for as long as that runtime lives); so does a
+/// connection installed, for the attempts that would only have opened a
+/// connection to close as late.
 ///
 /// [`connect`]: RemoteLocker::connect
 /// [`is_online`]: NetLocker::is_online
@@ -251,6 +261,7 @@ impl RemoteLocker {
             pushes: Arc::default(),
             connect_error: Mutex::new(None),
             short_lived: AtomicU32::new(0),
+            dialing: Arc::default(),
             log: Arc::default(),
         });
         match open(&shared).await {
@@ -286,7 +297,12 @@ impl RemoteLocker {
         match self.live() {
             Some(conn) => Ok(conn),
             None => {
-                reconnect_later(&self.shared);
+                // After a close that the next call mends (for idleness,
+                // or before the connection served a call), no background
+                // task: a call reopens once the backoff's step allows.
+                if !self.shared.reopen_next.load(Ordering::Acquire) {
+                    reconnect_later(&self.shared);
+                }
                 // Why the latest attempt failed, so that what a failed
                 // lock reports for this server says more than "not
                 // connected": a wrong port, a TLS mismatch, a refusal.

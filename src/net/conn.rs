@@ -35,10 +35,12 @@ use super::sniff;
 use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
 use super::RemoteConfig;
 use crate::Error;
+mod dialing;
 mod outgoing;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use dialing::Dialing;
 use outgoing::{write_batches, Appended, Outgoing};
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
@@ -129,6 +131,7 @@ impl Connection {
         config: &RemoteConfig,
         pushes: Arc<Pushes>,
         log: Arc<PeerLog>,
+        dialing: &Arc<Dialing>,
         on_close: impl FnOnce(Ended) + Send + 'static,
     ) -> Result<Arc<Connection>, Error> {
         let connect_timeout = config.connect_timeout;
@@ -142,7 +145,8 @@ impl Connection {
             )));
         }
         loop {
-            let (link, welcome) = Self::handshake(endpoint, config, version, deadline).await?;
+            let (link, welcome) =
+                Self::handshake(endpoint, config, version, deadline, dialing).await?;
             let (accepted, validity) = match welcome {
                 Welcome::Accepted {
                     version, validity, ..
@@ -203,6 +207,7 @@ impl Connection {
         config: &RemoteConfig,
         version: u16,
         deadline: tokio::time::Instant,
+        dialing: &Arc<Dialing>,
     ) -> Result<(Link, Welcome), Error> {
         let connect_timeout = config.connect_timeout;
         let unavailable = |reason: String| Error::LockerUnavailable {
@@ -221,6 +226,8 @@ impl Connection {
         };
         let _ = stream.set_nodelay(true);
         let closer = socket2::SockRef::from(&stream).try_clone().ok();
+        // Until the handshake ends, the locker can shut the socket down.
+        let _listed = dialing.enter(&stream);
         let stream = match tokio::time::timeout_at(deadline, secure(stream, endpoint, config)).await
         {
             Ok(secured) => secured?,

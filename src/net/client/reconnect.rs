@@ -14,8 +14,14 @@
 //!   backoff's ceiling, the connect timeout); one that has noted nothing
 //!   for longer counts as parked. A call that finds an attempt overdue and
 //!   no task showing progress starts it as a task of its own, which calls
-//!   wait for ([`super::reopen`]); other calls fail at once. A superseded
-//!   task ends at its next note.
+//!   wait for ([`super::reopen`]), and becomes the runner until it ends;
+//!   other calls fail at once. A superseded task ends at its next note, so
+//!   a step of the backoff gets one attempt.
+//! - After a close the next call mends (`reopen_next`: for idleness, or
+//!   before the connection served a call), no task is started: a call
+//!   reopens once the backoff's step allows.
+//! - A connection that died before it was installed leaves what its
+//!   `on_close` decided as it was.
 //! - Each failed attempt, a task's or a call's, moves the backoff a step
 //!   on; only a connection resets it.
 
@@ -26,7 +32,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{RemoteConfig, Shared};
-use crate::net::conn::{instant_after, Connection, Ended};
+use crate::net::conn::{instant_after, Connection, Dialing, Ended};
 use crate::net::peer_log::PeerLog;
 use crate::net::pushes::Pushes;
 use crate::Error;
@@ -43,6 +49,7 @@ pub(super) struct Dial {
     config: RemoteConfig,
     pushes: Arc<Pushes>,
     log: Arc<PeerLog>,
+    dialing: Arc<Dialing>,
 }
 
 impl Dial {
@@ -53,6 +60,7 @@ impl Dial {
             config: shared.config.clone(),
             pushes: shared.pushes.clone(),
             log: shared.log.clone(),
+            dialing: shared.dialing.clone(),
         }
     }
 
@@ -70,6 +78,7 @@ impl Dial {
             &self.config,
             self.pushes,
             self.log,
+            &self.dialing,
             move |ended| {
                 let Some(shared) = weak.upgrade() else { return };
                 on_close(&shared, ended, opened);
@@ -179,6 +188,9 @@ pub(super) struct Schedule {
 struct Beat {
     id: u64,
     at: Instant,
+    /// How long it may go without a note before it counts as parked: a
+    /// task's longest step, or a call's attempt's connect timeout.
+    patience: Duration,
 }
 
 impl Schedule {
@@ -188,11 +200,11 @@ impl Schedule {
         self.due = None;
     }
 
-    /// Whether a runner showed progress within `patience`.
-    fn running(&self, now: Instant, patience: Duration) -> bool {
+    /// Whether a runner showed progress within its patience.
+    fn running(&self, now: Instant) -> bool {
         self.runner
             .as_ref()
-            .is_some_and(|beat| now < instant_after(beat.at, patience))
+            .is_some_and(|beat| now < instant_after(beat.at, beat.patience))
     }
 
     fn is_runner(&self, id: u64) -> bool {
@@ -238,14 +250,14 @@ fn patience(config: &RemoteConfig) -> Duration {
 /// task making the attempts, so that each step of the backoff gets one.
 pub(super) fn may_reopen(shared: &Shared, now: Instant) -> bool {
     let schedule = schedule(shared);
-    schedule.due.is_none_or(|due| due <= now) && !schedule.running(now, patience(&shared.config))
+    schedule.due.is_none_or(|due| due <= now) && !schedule.running(now)
 }
 
 /// Whether an attempt is overdue with no task making it: a call makes it
 /// then ([`super::reopen::attempt`]).
 pub(super) fn overdue(shared: &Shared, now: Instant) -> bool {
     let schedule = schedule(shared);
-    schedule.due.is_some_and(|due| due <= now) && !schedule.running(now, patience(&shared.config))
+    schedule.due.is_some_and(|due| due <= now) && !schedule.running(now)
 }
 
 /// Notes an attempt made for calls that failed: the backoff moves a step
@@ -272,11 +284,15 @@ pub(super) fn reconnect_later(shared: &Arc<Shared>) {
             let wait = shared.config.reconnect.delay(step, &mut rand::rng());
             schedule.due = Some(instant_after(now, wait));
         }
-        if runtime.is_none() || schedule.running(now, patience(&shared.config)) {
+        if runtime.is_none() || schedule.running(now) {
             return;
         }
         let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
-        schedule.runner = Some(Beat { id, at: now });
+        schedule.runner = Some(Beat {
+            id,
+            at: now,
+            patience: patience(&shared.config),
+        });
         id
     };
     let Some(runtime) = runtime else { return };
@@ -327,9 +343,7 @@ async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
                 free(&shared, claim.id);
                 // A connection that died before it was installed ran its
                 // `on_close` while this task still held the schedule.
-                if !conn.is_alive() {
-                    reconnect_later(&shared);
-                }
+                mend_a_dead_install(&shared, &conn);
                 return;
             }
             Err(err) => {
@@ -371,8 +385,30 @@ async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
     }
 }
 
+/// After an attempt installed `conn` and freed the runner: a connection
+/// that died first ran its `on_close` while the runner still stood, which
+/// then started no task. Unless the next call is to reopen (an idle
+/// close), one starts now.
+pub(super) fn mend_a_dead_install(shared: &Arc<Shared>, conn: &Connection) {
+    if !conn.is_alive() && !shared.reopen_next.load(Ordering::Acquire) {
+        reconnect_later(shared);
+    }
+}
+
+/// An attempt made for calls (`id`, [`super::reopen`]) makes the
+/// schedule's attempt: it becomes the runner, so that a task parked before
+/// it (on a runtime driven only inside calls, say) ends at its next note
+/// instead of dialling beside it.
+pub(super) fn take_over(shared: &Shared, id: u64, now: Instant, patience: Duration) {
+    schedule(shared).runner = Some(Beat {
+        id,
+        at: now,
+        patience,
+    });
+}
+
 /// Clears the runner, unless a newer one took over.
-fn free(shared: &Shared, id: u64) {
+pub(super) fn free(shared: &Shared, id: u64) {
     let mut schedule = schedule(shared);
     if schedule.is_runner(id) {
         schedule.runner = None;

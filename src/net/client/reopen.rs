@@ -97,6 +97,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
         return None;
     }
     let id = shared.next_claim.fetch_add(1, Ordering::Relaxed);
+    reconnect::take_over(shared, id, now, patience);
     let (tx, rx) = watch::channel(None);
     *slot = Some(Reopen {
         id,
@@ -114,7 +115,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
     let endpoint = shared.endpoint.clone();
     tokio::spawn(async move {
         let _claim = claim;
-        let ended = reopen(&weak, endpoint).await;
+        let ended = reopen(&weak, endpoint, id).await;
         let _ = tx.send(Some(ended));
     });
     Some((rx, instant_after(now, patience)))
@@ -122,7 +123,7 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
 
 /// Holds the locker only before and after the attempt, never while it
 /// waits: a locker dropped meanwhile is dropped.
-async fn reopen(weak: &Weak<Shared>, endpoint: String) -> Result<Arc<Connection>, Error> {
+async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Connection>, Error> {
     let dial = match weak.upgrade() {
         Some(shared) => Dial::new(&shared),
         None => {
@@ -135,18 +136,22 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String) -> Result<Arc<Connection>
     match dial.open().await {
         Ok((conn, shared)) => {
             tracing::debug!(endpoint = %shared.endpoint, "reconnected after the server closed an idle connection");
+            // Freed before anything that may start the background task.
+            reconnect::free(&shared, id);
             let conn = shared.install(conn);
             let shared = &shared;
             if conn.is_alive() {
                 return Ok(conn);
             }
-            // It closed before it was installed, while the flag it clears
-            // still stood: nothing else will mend that.
-            reconnect_later(shared);
+            reconnect::mend_a_dead_install(shared, &conn);
+            let next = if shared.reopen_next.load(Ordering::Acquire) {
+                "a later call connects again"
+            } else {
+                "reconnecting in the background"
+            };
             Err(Error::LockerUnavailable {
                 endpoint: shared.endpoint.clone(),
-                reason: "the connection closed as it opened; reconnecting in the background"
-                    .to_owned(),
+                reason: format!("the server closed the connection as it opened; {next}"),
             })
         }
         Err(err) => {
@@ -154,6 +159,7 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String) -> Result<Arc<Connection>
                 return Err(err);
             };
             let shared = &shared;
+            reconnect::free(shared, id);
             // A connection opened meanwhile (a newer reopen, the background
             // reconnect): this failure says nothing about the server now.
             if let Some(conn) = shared.live() {
@@ -192,5 +198,9 @@ impl Drop for ReopenClaim {
         if slot.as_ref().is_some_and(|reopen| reopen.id == self.id) {
             *slot = None;
         }
+        drop(slot);
+        // Dropped unfinished (with its runtime): the next call, or task,
+        // makes the attempt.
+        reconnect::free(&shared, self.id);
     }
 }

@@ -17,7 +17,13 @@ impl Shared {
     /// already: a reopen or reconnect that ends late must not close a
     /// connection calls wait on, so `conn` is closed instead. Returns the
     /// connection in use.
+    /// A connection that died before it was installed changes nothing and
+    /// is returned as it is: its end (`reconnect::on_close`) decided what
+    /// comes next, and must not be undone.
     pub(super) fn install(&self, conn: Arc<Connection>) -> Arc<Connection> {
+        if !conn.is_alive() {
+            return conn;
+        }
         self.note_connect_error(None);
         self.reopen_next.store(false, Ordering::Release);
         self.reconnecting
@@ -36,6 +42,11 @@ impl Shared {
         }
         let old = slot.replace(conn.clone());
         drop(slot);
+        // Attempts still in their handshake (parked on a runtime nobody
+        // drives, or racing this one) would only open a connection to be
+        // closed as late: their sockets go now, and their slots on the
+        // server with them.
+        self.dialing.shut_down_all();
         if let Some(old) = old {
             old.close();
         }

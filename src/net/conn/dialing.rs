@@ -1,0 +1,80 @@
+//! The sockets of connections still in their handshake, so that the
+//! locker that gives them up can shut them down: a handshake parked on a
+//! runtime nobody drives would otherwise keep its socket, and the slot the
+//! server gave it, for as long as that runtime lives.
+//!
+//! Invariant: a socket is listed from its TCP connect until its handshake
+//! ends (then the connection's own closer takes over, or it is dropped);
+//! once [`Dialing::close`] ran, a new one is shut down as it is listed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::net::TcpStream;
+
+/// See the module docs.
+#[derive(Default)]
+pub(crate) struct Dialing {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    next: u64,
+    sockets: HashMap<u64, socket2::Socket>,
+    closed: bool,
+}
+
+impl Dialing {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lists `stream`'s socket until the returned guard is dropped; shuts
+    /// it down at once when this was closed.
+    pub(super) fn enter(self: &Arc<Self>, stream: &TcpStream) -> Listed {
+        let socket = socket2::SockRef::from(stream).try_clone().ok();
+        let mut state = self.state();
+        let id = state.next;
+        state.next = state.next.wrapping_add(1);
+        if let Some(socket) = socket {
+            if state.closed {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+            } else {
+                state.sockets.insert(id, socket);
+            }
+        }
+        Listed {
+            dialing: self.clone(),
+            id,
+        }
+    }
+
+    /// Shuts down every socket still in its handshake: a connection is in
+    /// (one opened now would be closed as late anyway).
+    pub(crate) fn shut_down_all(&self) {
+        let sockets: Vec<socket2::Socket> = self.state().sockets.drain().map(|(_, s)| s).collect();
+        for socket in sockets {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// The locker is gone: every socket in its handshake, now or later, is
+    /// shut down.
+    pub(crate) fn close(&self) {
+        self.state().closed = true;
+        self.shut_down_all();
+    }
+}
+
+/// A socket listed in [`Dialing`]; dropped when its handshake ends.
+pub(super) struct Listed {
+    dialing: Arc<Dialing>,
+    id: u64,
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.dialing.state().sockets.remove(&self.id);
+    }
+}

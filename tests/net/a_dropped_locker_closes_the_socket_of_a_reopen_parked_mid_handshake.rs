@@ -1,0 +1,112 @@
+//! Reproduces a past break: a reopen parked mid-handshake keeps its socket, welcomed by the server, open after its locker is dropped.
+//!
+//! The `RemoteLocker` rustdoc ("Runtimes"): "No task holds the locker
+//! while it waits for a connection: a locker dropped meanwhile closes its
+//! connection at once"; a connection on a runtime that is idle but not
+//! dropped has its socket shut down so that "the server frees its slot".
+//!
+//! A reopen after an idle close runs as a task on its caller's runtime.
+//! Parked there mid-handshake (a current-thread runtime nobody drives,
+//! its caller gave up), its socket lives inside the parked future: no
+//! `Connection` holds it yet, so nothing shuts it down. The server
+//! welcomes it and holds an authenticated slot for it; the locker is then
+//! dropped, and the socket stays open for as long as the idle runtime
+//! lives.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::RemoteLocker;
+use quorum_lock::NetLocker;
+use tokio::sync::oneshot;
+
+use crate::stand_in::{self, args};
+use crate::wire;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_parked_reopens_socket_closes_when_the_locker_is_dropped() {
+    let (listener, addr) = stand_in::bind().await;
+    let (parked_hello_tx, parked_hello_rx) = oneshot::channel::<()>();
+    let (parked_tx, parked_rx) = oneshot::channel::<tokio::net::TcpStream>();
+    let server = tokio::spawn(async move {
+        let first = stand_in::accept_hello(&listener).await.expect("hello");
+        stand_in::welcome_then_close_as_idle(first).await;
+        // The reopen that will be parked: its hello is read, and once its
+        // caller has given up, it is welcomed (the welcome waits in the
+        // parked client's socket).
+        let parked = stand_in::accept_hello(&listener).await.expect("hello");
+        let _ = parked_hello_tx.send(());
+        let _ = parked_tx.send(parked);
+        // Any later connection is served.
+        stand_in::welcome_and_grant_every_connection(listener).await;
+    });
+
+    let locker = Arc::new(
+        RemoteLocker::connect(addr, stand_in::config())
+            .await
+            .expect("connect"),
+    );
+    assert!(
+        stand_in::until_connected(&locker, false).await,
+        "the idle close"
+    );
+
+    // A call on a current-thread runtime starts the reopen and gives up
+    // once the reopen's hello reached the server; the runtime then stays
+    // idle (not dropped) with the reopen parked mid-handshake.
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<()>();
+    let parked_locker = locker.clone();
+    let idle_thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let parked_args = args("uid-parked");
+            tokio::select! {
+                _ = parked_locker.lock(&parked_args) => {}
+                _ = tokio::time::timeout(Duration::from_secs(5), parked_hello_rx) => {}
+            }
+            drop(parked_locker);
+        });
+        let _ = gave_up_tx.send(());
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
+        drop(runtime);
+    });
+    tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
+        .await
+        .expect("thread")
+        .expect("the call on the idle runtime gave up");
+    let mut parked = tokio::time::timeout(Duration::from_secs(1), parked_rx)
+        .await
+        .expect("the parked reopen reached the server")
+        .expect("its socket");
+    assert!(stand_in::welcome(&mut parked).await, "welcomed");
+
+    // The last handle on the locker goes.
+    assert_eq!(
+        Arc::strong_count(&locker),
+        1,
+        "the test holds the only locker"
+    );
+    drop(locker);
+    let closed = wire::closed_within(&mut parked, Duration::from_secs(1)).await;
+
+    let _ = release_tx.send(());
+    let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
+    // What held it: once the idle runtime is dropped, it closes.
+    let after = match &closed {
+        Ok(_) => Ok(Vec::new()),
+        Err(_) => wire::closed_within(&mut parked, Duration::from_secs(1)).await,
+    };
+    server.abort();
+    assert!(
+        closed.is_ok(),
+        "the socket of a reopen parked mid-handshake, welcomed by the server, is {} once its \
+         locker was dropped (closed once the idle runtime was dropped: {})",
+        closed.err().unwrap_or_default(),
+        after.is_ok()
+    );
+}
