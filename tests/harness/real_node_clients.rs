@@ -4,11 +4,11 @@
 //! validity, kept alive by refreshes alone), then unlocks or drops them,
 //! and tallies what happened.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use quorum_lock::{Dsync, Error, Lease, LockMode};
+use quorum_lock::{Dsync, Error, Lease, LockMode, NetLocker, RetryPolicy, Timeouts};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -60,6 +60,28 @@ pub fn lease() -> Lease {
         refresh_interval: Duration::from_millis(250),
         safety_margin: Duration::from_millis(500),
     }
+}
+
+/// A client of `lockers` with the settings every seed uses: the lease
+/// above, calls cut at 400 ms (refreshes at 300 ms), retries from 10 ms to
+/// 200 ms, choices drawn from `seed`.
+pub fn client(lockers: Vec<Arc<dyn NetLocker>>, owner: &str, seed: u64) -> Dsync {
+    Dsync::builder(lockers)
+        .owner(owner)
+        .lease(lease())
+        .timeouts(Timeouts {
+            acquire: Duration::from_millis(400),
+            refresh: Duration::from_millis(300),
+            unlock: Duration::from_secs(1),
+            ..Timeouts::default()
+        })
+        .retry(RetryPolicy {
+            initial: Duration::from_millis(10),
+            max: Duration::from_millis(200),
+        })
+        .rng_seed(seed)
+        .build()
+        .expect("valid client settings")
 }
 
 pub fn ms(range: std::ops::Range<u64>, rng: &mut SmallRng) -> Duration {
@@ -149,4 +171,59 @@ pub async fn worker(
         }
         sleep(ms(0..200, &mut rng)).await;
     }
+}
+
+/// Runs a [`worker`] for each client (its owner and its `Dsync`, the seed
+/// of its choices from `rng_seed(i)`) on a shared budget of `ops`
+/// operations, beside the seed's fault `injector`. When the workers are
+/// done, or `limit` has passed, it tells the injector (`done`) and waits
+/// for it. Returns what the workers tallied, with a problem for a worker
+/// that panicked, for workers out of time, and for an injector that failed.
+pub async fn run_workers(
+    clients: Vec<(String, Dsync)>,
+    tracker: &Arc<Tracker>,
+    ops: usize,
+    rng_seed: impl Fn(usize) -> u64,
+    injector: tokio::task::JoinHandle<()>,
+    done: &AtomicBool,
+    limit: Duration,
+) -> Tally {
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let budget = Arc::new(AtomicUsize::new(ops));
+    let workers: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, (owner, ds))| {
+            tokio::spawn(worker(
+                ds,
+                owner,
+                tracker.clone(),
+                budget.clone(),
+                tally.clone(),
+                rng_seed(i),
+            ))
+        })
+        .collect();
+    let finished = tokio::time::timeout(limit, futures::future::join_all(workers)).await;
+    done.store(true, Ordering::Relaxed);
+    let injected = tokio::time::timeout(Duration::from_secs(30), injector).await;
+    let mut tally = std::mem::take(&mut *lock(&tally));
+    match finished {
+        Ok(results) => {
+            for result in results {
+                if let Err(e) = result {
+                    tally.problems.push(format!("a worker panicked: {e}"));
+                }
+            }
+        }
+        Err(_) => tally
+            .problems
+            .push(format!("the workers did not finish within {limit:?}")),
+    }
+    if !matches!(injected, Ok(Ok(()))) {
+        tally
+            .problems
+            .push(format!("the injector failed: {injected:?}"));
+    }
+    tally
 }

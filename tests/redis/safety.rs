@@ -20,18 +20,16 @@
 #![cfg(all(feature = "redis", feature = "testing"))]
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::harness::real_node_clients::{env_or, lease, lock, ms, worker, Tally};
+use crate::harness::real_node_clients::{client, env_or, lease, lock, ms, run_workers, Tally};
 use crate::harness::{Held, Tracker};
 use crate::redis_support::RedisServer;
 use quorum_lock::redis::{RedisConfig, RedisLocker, RedisPaths};
 use quorum_lock::testing::{FaultyLocker, Latency, Violation};
-use quorum_lock::{
-    Dsync, Lease, LocalLocker, LockMode, LockerConfig, NetLocker, RetryPolicy, Timeouts,
-};
+use quorum_lock::{Dsync, Lease, LocalLocker, LockMode, LockerConfig, NetLocker, Timeouts};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -395,39 +393,22 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
         layout,
         ..Report::default()
     }));
-    let tally = Arc::new(Mutex::new(Tally::default()));
     let done = Arc::new(AtomicBool::new(false));
-    let budget = Arc::new(AtomicUsize::new(ops));
     let owners: Vec<String> = (0..CLIENTS)
         .map(|i| format!("s{seed}-client-{i}"))
         .collect();
-    let mut workers = Vec::new();
-    for (i, owner) in owners.iter().enumerate() {
-        let ds = Dsync::builder(cluster.lockers())
-            .owner(owner.clone())
-            .lease(lease())
-            .timeouts(Timeouts {
-                acquire: Duration::from_millis(400),
-                refresh: Duration::from_millis(300),
-                unlock: Duration::from_secs(1),
-                ..Timeouts::default()
-            })
-            .retry(RetryPolicy {
-                initial: Duration::from_millis(10),
-                max: Duration::from_millis(200),
-            })
-            .rng_seed(seed.wrapping_mul(31).wrapping_add(i as u64))
-            .build()
-            .expect("valid client settings");
-        workers.push(tokio::spawn(worker(
-            ds,
-            owner.clone(),
-            tracker.clone(),
-            budget.clone(),
-            tally.clone(),
-            seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5eed,
-        )));
-    }
+    let clients: Vec<(String, Dsync)> = owners
+        .iter()
+        .enumerate()
+        .map(|(i, owner)| {
+            let ds = client(
+                cluster.lockers(),
+                owner,
+                seed.wrapping_mul(31).wrapping_add(i as u64),
+            );
+            (owner.clone(), ds)
+        })
+        .collect();
     let injector = tokio::spawn(inject(
         cluster.clone(),
         tracker.clone(),
@@ -436,31 +417,17 @@ async fn run_seed(servers: &Arc<Vec<Mutex<RedisServer>>>, seed: u64, ops: usize)
         report.clone(),
         seed,
     ));
-    let finished = timeout(SEED_LIMIT, futures::future::join_all(workers)).await;
-    done.store(true, Ordering::Relaxed);
-    let injected = timeout(Duration::from_secs(30), injector).await;
-    {
-        let mut r = lock(&report);
-        r.tally = std::mem::take(&mut *lock(&tally));
-        match finished {
-            Ok(results) => {
-                for result in results {
-                    if let Err(e) = result {
-                        r.tally.problems.push(format!("a worker panicked: {e}"));
-                    }
-                }
-            }
-            Err(_) => r
-                .tally
-                .problems
-                .push(format!("the workers did not finish within {SEED_LIMIT:?}")),
-        }
-        if !matches!(injected, Ok(Ok(()))) {
-            r.tally
-                .problems
-                .push(format!("the injector failed: {injected:?}"));
-        }
-    }
+    let tally = run_workers(
+        clients,
+        &tracker,
+        ops,
+        |i| seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5eed,
+        injector,
+        &done,
+        SEED_LIMIT,
+    )
+    .await;
+    lock(&report).tally = tally;
     // Every entry of a released or dropped lock is gone one validity after
     // the last release, wherever it was.
     sleep(lease().validity + Duration::from_secs(1)).await;

@@ -18,20 +18,20 @@
 //! alone.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::harness::real_node_clients::{env_or, lease, lock, ms, worker, Tally};
+use crate::harness::real_node_clients::{client, env_or, lease, lock, ms, run_workers, Tally};
 use crate::harness::{hold_fenced_then, Held, LetGo, Tracker};
 use crate::Servers;
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::testing::{FaultyLocker, Latency, Violation};
-use quorum_lock::{Dsync, LocalLocker, LockMode, LockerConfig, NetLocker, RetryPolicy, Timeouts};
+use quorum_lock::{Dsync, LocalLocker, LockMode, LockerConfig, NetLocker};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
-use tokio::time::{sleep, timeout, Instant};
+use tokio::time::{sleep, Instant};
 
 const CLIENTS: usize = 3;
 /// SQL and `LocalLocker` nodes of a seed's cluster, by seed.
@@ -317,25 +317,6 @@ async fn cluster(servers: &Arc<Servers>, seed: u64) -> (Cluster, String) {
     )
 }
 
-fn client(cluster: &Cluster, owner: &str, seed: u64) -> Dsync {
-    Dsync::builder(cluster.lockers())
-        .owner(owner)
-        .lease(lease())
-        .timeouts(Timeouts {
-            acquire: Duration::from_millis(400),
-            refresh: Duration::from_millis(300),
-            unlock: Duration::from_secs(1),
-            ..Timeouts::default()
-        })
-        .retry(RetryPolicy {
-            initial: Duration::from_millis(10),
-            max: Duration::from_millis(200),
-        })
-        .rng_seed(seed)
-        .build()
-        .expect("valid client settings")
-}
-
 async fn run_seed(servers: &Arc<Servers>, seed: u64, ops: usize) -> Report {
     let (cluster, layout) = cluster(servers, seed).await;
     let cluster = Arc::new(cluster);
@@ -344,28 +325,22 @@ async fn run_seed(servers: &Arc<Servers>, seed: u64, ops: usize) -> Report {
         layout,
         ..Report::default()
     }));
-    let tally = Arc::new(Mutex::new(Tally::default()));
     let done = Arc::new(AtomicBool::new(false));
-    let budget = Arc::new(AtomicUsize::new(ops));
     let owners: Vec<String> = (0..CLIENTS)
         .map(|i| format!("s{seed}-client-{i}"))
         .collect();
-    let mut workers = Vec::new();
-    for (i, owner) in owners.iter().enumerate() {
-        let ds = client(
-            &cluster,
-            owner,
-            seed.wrapping_mul(31).wrapping_add(i as u64),
-        );
-        workers.push(tokio::spawn(worker(
-            ds,
-            owner.clone(),
-            tracker.clone(),
-            budget.clone(),
-            tally.clone(),
-            seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5ec1,
-        )));
-    }
+    let clients: Vec<(String, Dsync)> = owners
+        .iter()
+        .enumerate()
+        .map(|(i, owner)| {
+            let ds = client(
+                cluster.lockers(),
+                owner,
+                seed.wrapping_mul(31).wrapping_add(i as u64),
+            );
+            (owner.clone(), ds)
+        })
+        .collect();
     let injector = tokio::spawn(inject(
         cluster.clone(),
         tracker.clone(),
@@ -374,31 +349,17 @@ async fn run_seed(servers: &Arc<Servers>, seed: u64, ops: usize) -> Report {
         report.clone(),
         seed,
     ));
-    let finished = timeout(SEED_LIMIT, futures::future::join_all(workers)).await;
-    done.store(true, Ordering::Relaxed);
-    let injected = timeout(Duration::from_secs(30), injector).await;
-    {
-        let mut r = lock(&report);
-        r.tally = std::mem::take(&mut *lock(&tally));
-        match finished {
-            Ok(results) => {
-                for result in results {
-                    if let Err(e) = result {
-                        r.tally.problems.push(format!("a worker panicked: {e}"));
-                    }
-                }
-            }
-            Err(_) => r
-                .tally
-                .problems
-                .push(format!("the workers did not finish within {SEED_LIMIT:?}")),
-        }
-        if !matches!(injected, Ok(Ok(()))) {
-            r.tally
-                .problems
-                .push(format!("the injector failed: {injected:?}"));
-        }
-    }
+    let tally = run_workers(
+        clients,
+        &tracker,
+        ops,
+        |i| seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5ec1,
+        injector,
+        &done,
+        SEED_LIMIT,
+    )
+    .await;
+    lock(&report).tally = tally;
     sleep(lease().validity + Duration::from_secs(1)).await;
     let left = cluster.leftovers().await;
     let mut report = Arc::try_unwrap(report)
@@ -500,8 +461,8 @@ async fn majority_reset(quarantine: Duration) -> Option<Result<(), Violation>> {
         servers: servers.clone(),
     };
     let tracker = Arc::new(Tracker::default());
-    let holder = client(&cluster, "holder", 1);
-    let other = client(&cluster, "other", 2);
+    let holder = client(cluster.lockers(), "holder", 1);
+    let other = client(cluster.lockers(), "other", 2);
     let held = Held::acquire(
         &holder.rw_mutex(["x"]).expect("a name"),
         LockMode::Write,
