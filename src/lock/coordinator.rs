@@ -47,6 +47,11 @@ pub(crate) struct Coordinator {
     /// whether a locker answered since a failure. One relaxed add per such
     /// call.
     answers_at_once: Box<[AtomicU64]>,
+    /// Per locker, how many calls it answered that a locker in quarantine
+    /// refuses (all but releases and refreshes): a later count than a
+    /// quarantine refusal's says that quarantine is over. One relaxed add
+    /// per such call.
+    grant_answers: Box<[AtomicU64]>,
     /// Per locker, when a call that had to wait was last answered, and the
     /// calls on their way to it. Touched only by calls not answered on
     /// their first poll, off the in-process path.
@@ -69,6 +74,9 @@ pub(crate) struct FailureNote {
     /// How many calls the locker had answered on their first poll when
     /// this one failed: a later count says it answered since.
     answers_before: u64,
+    /// How many calls a locker in quarantine refuses it had answered when
+    /// this one failed.
+    grant_answers_before: u64,
 }
 
 /// What a wait reads of one locker's calls: see `Coordinator::call_times`.
@@ -157,6 +165,7 @@ impl Coordinator {
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
+            grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             call_records: (0..lockers_len)
                 .map(|_| Mutex::new(CallRecord::default()))
                 .collect(),
@@ -175,6 +184,7 @@ impl Coordinator {
                 at: self.clock.now(),
                 error: error.clone(),
                 answers_before: self.answered_at_once(index),
+                grant_answers_before: self.grant_answers(index),
             };
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
         }
@@ -223,6 +233,20 @@ impl Coordinator {
         }
     }
 
+    /// Locker `index` answered a call that a locker in quarantine refuses
+    /// (see `fanout::answer_ends_quarantine`).
+    pub(crate) fn note_grant_answer(&self, index: usize) {
+        if let Some(count) = self.grant_answers.get(index) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn grant_answers(&self, index: usize) -> u64 {
+        self.grant_answers
+            .get(index)
+            .map_or(0, |count| count.load(Ordering::Relaxed))
+    }
+
     fn answered_at_once(&self, index: usize) -> u64 {
         self.answers_at_once
             .get(index)
@@ -261,19 +285,21 @@ impl Coordinator {
     }
 
     /// The latest failure of locker `index` that is not over: one that no
-    /// answer followed, or a refusal for quarantine whose time left has
-    /// not passed. A locker in quarantine answers releases and refreshes
-    /// while it refuses grants, so only the end of the time it said is
-    /// left ends such a refusal, whatever it answered since; a grant (or
-    /// a refusal as held elsewhere) it gives earlier is the round's own
-    /// answer, which a wait reads before any failure.
+    /// answer followed, or a refusal for quarantine that neither the time
+    /// it said was left nor an answer to a call a locker in quarantine
+    /// refuses (a grant, a refusal as held elsewhere, a term, a value, a
+    /// leader read) has ended. A locker in quarantine answers releases and
+    /// refreshes while it refuses grants, so those say nothing of it.
     pub(crate) fn current_failure(&self, index: usize) -> Option<FailureNote> {
         let note = self.failure(index)?;
-        let over = match note.error.quarantine_time_left() {
-            Some(left) if note.error.is_quarantine() => {
-                self.clock.now().saturating_duration_since(note.at) >= left
-            }
-            _ => self.answered_after(index, &note),
+        let over = if note.error.is_quarantine() {
+            self.grant_answers(index) != note.grant_answers_before
+                || note
+                    .error
+                    .quarantine_time_left()
+                    .is_none_or(|left| self.clock.now().saturating_duration_since(note.at) >= left)
+        } else {
+            self.answered_after(index, &note)
         };
         (!over).then_some(note)
     }

@@ -216,7 +216,7 @@ where
         if let Some(kind) = kind {
             coord.telemetry.locker_call(index, kind, None, &out);
         }
-        return noted_now(coord, index, out);
+        return noted_now(coord, index, kind, out);
     }
     let watch = kind.and_then(|kind| coord.telemetry.call_stopwatch(index, kind));
     let asked = coord.note_asked(index, coord.clock.now());
@@ -231,16 +231,42 @@ where
         coord.telemetry.locker_call(index, kind, watch, &out);
     }
     match &out {
-        Ok(_) => asked.answered(coord.clock.now()),
+        Ok(_) => {
+            asked.answered(coord.clock.now());
+            if answer_ends_quarantine(kind) {
+                coord.note_grant_answer(index);
+            }
+        }
         Err(err) => coord.note_failure(index, err),
     }
     out
 }
 
-/// Notes the answer locker `index` of `coord` gave at once.
-fn noted_now<T>(coord: &Coordinator, index: usize, out: Result<T, Error>) -> Result<T, Error> {
+/// Whether an answer to a call of `kind` (`None`: an election's term,
+/// value or leader read) says the locker is out of quarantine: one in
+/// quarantine refuses every call but releases and refreshes.
+fn answer_ends_quarantine(kind: Option<CallKind>) -> bool {
+    !matches!(
+        kind,
+        Some(CallKind::Unlock | CallKind::RUnlock | CallKind::ForceUnlock | CallKind::Refresh)
+    )
+}
+
+/// Notes the answer locker `index` of `coord` gave at once to a call of
+/// `kind`.
+fn noted_now<T>(
+    coord: &Coordinator,
+    index: usize,
+    kind: Option<CallKind>,
+    out: Result<T, Error>,
+) -> Result<T, Error> {
     match &out {
-        Ok(_) => coord.note_answered_at_once(index),
+        Ok(_) => {
+            coord.note_answered_at_once(index);
+            if answer_ends_quarantine(kind) {
+                coord.note_grant_answer(index);
+            }
+        }
         Err(err) => coord.note_failure(index, err),
     }
     out
@@ -256,5 +282,5 @@ pub(crate) fn answered_now<T>(
     out: Result<T, Error>,
 ) -> Result<T, Error> {
     coord.telemetry.locker_call(index, kind, None, &out);
-    noted_now(coord, index, out)
+    noted_now(coord, index, Some(kind), out)
 }

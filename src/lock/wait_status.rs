@@ -213,7 +213,19 @@ impl WaitStatus {
                     // not since this round's: a poll that asks again does
                     // not restart it.
                     let silent = now.saturating_duration_since(times.silent_since.unwrap_or(asked));
+                    // A locker that refused for quarantine and has since
+                    // left a call unanswered too long is out of reach, not
+                    // in quarantine: it went down or away meanwhile.
+                    let gone_silent = note.as_ref().is_some_and(|note| {
+                        note.error.is_quarantine()
+                            && times.silent_since.is_some_and(|since| since >= note.at)
+                            && coord.silent_too_long(index, now)
+                    });
                     match note {
+                        Some(_) if gone_silent => status.unreachable.push(Unreachable {
+                            endpoint,
+                            reason: format!("no answer yet after {}", seconds(silent)),
+                        }),
                         Some(note) if note.error.is_quarantine() => {
                             let since = now.saturating_duration_since(note.at);
                             status.quarantined.push(Quarantined {
