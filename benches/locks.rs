@@ -29,6 +29,8 @@ mod etcd;
 mod etcd_election;
 #[path = "locks/ours.rs"]
 mod ours;
+#[path = "locks/out.rs"]
+mod out;
 #[path = "locks/redis_base.rs"]
 mod redis_base;
 #[path = "locks/redis_nodes.rs"]
@@ -222,31 +224,26 @@ fn run(opts: &Options) -> Result<(), String> {
     };
     let runs = scenarios.len() + baselines + references + ceiling_runs;
     say!(
-        "quorum-lock lock benchmark, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+        "{}\
          settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, rpc counting {}\n\
          redis baseline: {redis_status}\n\
          {runs} runs, about {:.0}s\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner("quorum-lock lock benchmark", &started, &machine),
         opts.seconds,
         opts.warmup,
         opts.max_locks,
-        match opts.flavor {
-            Flavor::Multi => "multi-thread",
-            Flavor::Current => "current-thread",
-        },
-        if opts.flavor == Flavor::Multi { opts.threads } else { 1 },
+        crate::out::runtime(opts).0,
+        crate::out::runtime(opts).1,
         if opts.count_rpcs { "on" } else { "off" },
         runs as f64 * (opts.seconds + opts.warmup + 0.05),
     );
     say!("{}", report::header());
 
     let mut rows: Vec<Row> = Vec::new();
+    let mut show = |row: Row| {
+        say!("{}", report::line(&row));
+        rows.push(row);
+    };
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
     let mut serial: HashMap<Scenario, f64> = HashMap::new();
     let tcp = opts.transport == scenario::Transport::Tcp;
@@ -293,20 +290,11 @@ fn run(opts: &Options) -> Result<(), String> {
                 )
             })?;
             baseline.insert(key, summary.lsps);
-            let row = Row {
-                system: "redis",
-                scenario: Scenario {
-                    nodes: 1,
-                    ..scenario
-                },
-                summary,
-                redis_lsps: None,
-                serial_lsps: None,
-                serial_reference: false,
-                ceiling_lsps: None,
+            let one = Scenario {
+                nodes: 1,
+                ..scenario
             };
-            say!("{}", report::line(&row));
-            rows.push(row);
+            show(Row::new("redis", one, summary));
         }
         // The serial references of this scenario and of the ones that
         // differ from it only in the wait strategy come first, so that push
@@ -323,17 +311,10 @@ fn run(opts: &Options) -> Result<(), String> {
             }
             let summary = ours(reference)?;
             serial.insert(reference, summary.lsps);
-            let row = Row {
-                system: "ours",
-                scenario: reference,
-                summary,
-                redis_lsps: None,
-                serial_lsps: None,
+            show(Row {
                 serial_reference: true,
-                ceiling_lsps: None,
-            };
-            say!("{}", report::line(&row));
-            rows.push(row);
+                ..Row::new("ours", reference, summary)
+            });
         }
         let ceiling_lsps = if tcp && opts.ceiling {
             let key = (
@@ -354,44 +335,25 @@ fn run(opts: &Options) -> Result<(), String> {
                     )
                 })?;
                 slot.insert(summary.lsps);
-                let row = Row {
-                    system: "ceiling",
-                    scenario: Scenario {
-                        mix: Mix::Write,
-                        ..scenario
-                    },
-                    summary,
-                    redis_lsps: None,
-                    serial_lsps: None,
-                    serial_reference: false,
-                    ceiling_lsps: None,
+                let write = Scenario {
+                    mix: Mix::Write,
+                    ..scenario
                 };
-                say!("{}", report::line(&row));
-                rows.push(row);
+                show(Row::new("ceiling", write, summary));
             }
             let ceiling_lsps = ceilings.get(&key).copied();
             let summary = ours_on(scenario, trivial)?;
-            let row = Row {
-                system: "ours-triv",
-                scenario,
-                summary,
-                redis_lsps: None,
-                serial_lsps: None,
-                serial_reference: false,
+            show(Row {
                 ceiling_lsps,
-            };
-            say!("{}", report::line(&row));
-            rows.push(row);
+                ..Row::new("ours-triv", scenario, summary)
+            });
             ceiling_lsps
         } else {
             None
         };
         let summary = ours(scenario)?;
-        let row = Row {
-            system: "ours",
-            scenario,
+        show(Row {
             ceiling_lsps,
-            summary,
             redis_lsps: match scenario.mix {
                 Mix::Write => baseline.get(&key).copied(),
                 Mix::Read90 => None,
@@ -399,10 +361,8 @@ fn run(opts: &Options) -> Result<(), String> {
             serial_lsps: scenario
                 .serial_reference()
                 .and_then(|r| serial.get(&r).copied()),
-            serial_reference: false,
-        };
-        say!("{}", report::line(&row));
-        rows.push(row);
+            ..Row::new("ours", scenario, summary)
+        });
     }
     say!("\n{}", report::LEGEND);
     if let Some(server) = server {
@@ -410,12 +370,9 @@ fn run(opts: &Options) -> Result<(), String> {
         drop(server);
         say!("stopped redis-server pid {pid}");
     }
-    if let Some(path) = &opts.json {
-        let text = report::json(opts, &machine, &started, &redis_status, &rows);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say!("wrote {}", path.display());
-    }
-    Ok(())
+    out::save(opts, || {
+        report::json(opts, &machine, &started, &redis_status, &rows)
+    })
 }
 
 /// Installs metrics-exporter-prometheus's recorder, as a service that

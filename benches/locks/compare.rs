@@ -25,11 +25,12 @@ use std::time::Duration;
 
 use crate::cli::{Options, RedisMode};
 use crate::etcd::{self, EtcdServer};
+use crate::out::{self, human, left, notes, right, say, stat, Col, Doc, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Bounds, Probe};
-use crate::report::{loadavg, number, string, utc_now, Machine};
+use crate::report::{loadavg, string, utc_now, Machine};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{fmt_duration, fmt_rate, Summary};
+use crate::stats::{fmt_rate, Summary};
 
 /// What a row measured, in the order each scenario runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +54,12 @@ impl System {
     }
 }
 
+impl Row {
+    fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
+
 struct Row {
     system: System,
     nodes: usize,
@@ -67,11 +74,6 @@ struct Servers {
     redis_status: String,
     etcd: Option<EtcdServer>,
     etcd_status: String,
-}
-
-fn say(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 /// Starts what is wanted and installed; what is missing is left out with
@@ -117,31 +119,7 @@ fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
             }
         }
     };
-    let (etcd, etcd_status) = match (opts.etcd, etcd::locate()) {
-        (RedisMode::Off, _) => (None, "off (--etcd off)".to_owned()),
-        (RedisMode::On, None) => {
-            return Err("--etcd on, but there is no etcd on PATH \
-                        (apt-get install -y etcd-server)"
-                .into())
-        }
-        (RedisMode::Auto, None) => (
-            None,
-            "not run: no etcd on PATH (apt-get install -y etcd-server)".to_owned(),
-        ),
-        (mode, Some(binary)) => match EtcdServer::start(&binary) {
-            Ok(server) => {
-                let status = format!(
-                    "{}; pid {} on 127.0.0.1:{}",
-                    server.version,
-                    server.pid(),
-                    server.port
-                );
-                (Some(server), status)
-            }
-            Err(err) if mode == RedisMode::Auto => (None, format!("not run: {err}")),
-            Err(err) => return Err(err),
-        },
-    };
+    let (etcd, etcd_status) = etcd::start_wanted(opts)?;
     Ok(Servers {
         redis,
         redis_status,
@@ -259,33 +237,20 @@ pub fn run(opts: &Options) -> Result<(), String> {
         count_rpcs: opts.count_rpcs,
         retry: opts.redis_retry,
     };
-    say(&format!(
-        "quorum-lock against Redis, Redlock and etcd, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+    say(format!(
+        "{}\
          settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
          {nodes} nodes for ours and rslock, retry sleep {:?} (rslock, SET NX)\n\
          ours over TCP: {} server processes started per measurement ({})\n\
          redis: {}\n\
          etcd: {}\n\
          {} runs, about {:.0}s\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner("quorum-lock against Redis, Redlock and etcd", &started, &machine),
         opts.seconds,
         opts.warmup,
         opts.max_locks,
-        match opts.flavor {
-            crate::cli::Flavor::Multi => "multi-thread",
-            crate::cli::Flavor::Current => "current-thread",
-        },
-        if opts.flavor == crate::cli::Flavor::Multi {
-            opts.threads
-        } else {
-            1
-        },
+        crate::out::runtime(opts).0,
+        crate::out::runtime(opts).1,
         opts.redis_retry,
         nodes,
         binary
@@ -296,7 +261,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + 0.3),
     ));
-    say(&header());
+    say(out::header(&columns()));
     let mut rows = Vec::with_capacity(planned.len());
     for (run, &(system, key)) in planned.iter().enumerate() {
         let scenario = |transport| Scenario {
@@ -377,7 +342,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             key,
             summary,
         };
-        say(&line(&row));
+        say(line(&row));
         rows.push(row);
     }
     let load_end = loadavg();
@@ -404,8 +369,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
         }
         _ => None,
     };
-    say(&format!("\n{LEGEND}"));
-    say(&format!(
+    say(format!("\n{LEGEND}"));
+    say(format!(
         "\nload average at the start {}, at the end {load_end}; {}\n",
         machine.loadavg,
         busy.as_ref().map_or(
@@ -415,65 +380,37 @@ pub fn run(opts: &Options) -> Result<(), String> {
     ));
     say(&table);
     if !stopped.is_empty() {
-        say(&format!("stopped {}", stopped.join(", ")));
+        say(format!("stopped {}", stopped.join(", ")));
     }
-    if let Some(path) = &opts.json {
+    out::save(opts, || {
         let load = Load {
             end: &load_end,
             busy: busy.as_ref(),
         };
-        let text = json(opts, &machine, &started, &load, nodes, &statuses, &rows);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say(&format!("wrote {}", path.display()));
-    }
-    Ok(())
+        json(opts, &machine, &started, &load, nodes, &statuses, &rows)
+    })
 }
 
-fn header() -> String {
-    format!(
-        "{:<10} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5}",
-        "sys", "nodes", "clients", "names", "hold", "locks/s", "mean", "p50", "p99", "max",
-        "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl", "max/cl", "jain"
-    )
+/// The columns of the table, in order.
+fn columns() -> Vec<Col<Row>> {
+    let mut cols = vec![
+        left("sys", 10, |r: &Row| r.system.label().to_owned()),
+        right("nodes", 5, |r: &Row| r.nodes.to_string()),
+        right("clients", 7, |r: &Row| r.key.clients.to_string()),
+        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
+        right("hold", 6, |r: &Row| r.key.hold.label()),
+    ];
+    for title in [
+        "locks/s", "mean", "p50", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl",
+        "max/cl", "jain",
+    ] {
+        cols.push(stat(title, Row::summary));
+    }
+    cols
 }
 
 fn line(row: &Row) -> String {
-    let s = &row.summary;
-    let d = |d: Duration| fmt_duration(d);
-    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
-    let cpu_per_lock = if s.lsps > 0.0 {
-        d(Duration::from_secs_f64(cpu / s.lsps))
-    } else {
-        "-".into()
-    };
-    let mut out = format!(
-        "{:<10} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3}",
-        row.system.label(),
-        row.nodes,
-        row.key.clients,
-        row.key.names.label(),
-        row.key.hold.label(),
-        fmt_rate(s.lsps),
-        d(s.mean),
-        d(s.p50),
-        d(s.p99),
-        d(s.max),
-        d(s.longest_wait),
-        cpu * 100.0,
-        cpu_per_lock,
-        s.calls_per_lock
-            .map_or("-".into(), |c| format!("{c:.2}")),
-        s.min_client,
-        s.max_client,
-        s.jain,
-    );
-    if s.longest_wait > s.max {
-        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
-    }
-    if s.hit_count_bound {
-        out.push_str("  (stopped by --max-locks)");
-    }
-    out
+    out::line(&columns(), row) + &notes(&row.summary)
 }
 
 const LEGEND: &str = "\
@@ -530,72 +467,24 @@ fn cell(row: &Row) -> String {
     out
 }
 
-/// A duration as the text table shows it, for prose: "12.3 µs", "4.56 ms".
-fn human(d: Duration) -> String {
-    let text = fmt_duration(d);
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (value, unit) = text.split_at(split);
-    format!("{value} {}", if unit == "us" { "µs" } else { unit })
-}
-
 /// The comparison as a Markdown table: one row per system and naming, one
 /// column per client count.
 fn markdown(opts: &Options, servers: &Servers, rows: &[Row]) -> String {
-    let mut out = String::from("Markdown (locks/s · p50 / p99 of the acquire; on one shared name, the longest wait in brackets):\n\n");
-    let clients: Vec<String> = opts
-        .clients
-        .iter()
-        .map(|&c| format!("{c} client{}", if c == 1 { "" } else { "s" }))
-        .collect();
-    let _ = writeln!(out, "| system | nodes | names | {} |", clients.join(" | "));
-    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(clients.len()));
-    for &hold in &opts.holds {
-        for &names in &opts.names {
-            let mut seen: Vec<System> = Vec::new();
-            for row in rows
-                .iter()
-                .filter(|r| r.key.names == names && r.key.hold == hold)
-            {
-                if seen.contains(&row.system) {
-                    continue;
-                }
-                seen.push(row.system);
-                let cells: Vec<String> = opts
-                    .clients
-                    .iter()
-                    .map(|&c| {
-                        rows.iter()
-                            .find(|r| {
-                                r.system == row.system
-                                    && r.key.names == names
-                                    && r.key.hold == hold
-                                    && r.key.clients == c
-                            })
-                            .map_or("—".into(), cell)
-                    })
-                    .collect();
-                let naming = match names {
-                    Names::Own => "own",
-                    Names::Shared => "one shared",
-                };
-                let hold_note = if opts.holds.len() > 1 {
-                    format!(", hold {}", hold.label())
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {naming}{hold_note} | {} |",
-                    title(row.system, opts, servers),
-                    row.nodes,
-                    cells.join(" | ")
-                );
-            }
-        }
-    }
-    out
+    let grid = out::grid(
+        opts,
+        rows,
+        "system | nodes | names",
+        |r| (r.system, r.key),
+        |r, naming| {
+            format!(
+                "{} | {} | {naming}",
+                title(r.system, opts, servers),
+                r.nodes
+            )
+        },
+        cell,
+    );
+    format!("Markdown (locks/s · p50 / p99 of the acquire; on one shared name, the longest wait in brackets):\n\n{grid}")
 }
 
 /// The load figures taken at the end of the run.
@@ -614,76 +503,36 @@ fn json(
     [redis, etcd]: &[String; 2],
     rows: &[Row],
 ) -> String {
-    let mut o = String::from("{\n");
-    let _ = writeln!(o, "  \"date\": {},", string(started));
-    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}, \"busy_cores\": {}, \"own_cores\": {}, \"other_cores\": {}, \"steal_cores\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.mem_total),
-        string(&machine.kernel),
-        string(&machine.loadavg),
-        string(load.end),
-        load.busy.map_or("null".into(), |b| number(b.all)),
-        load.busy.map_or("null".into(), |b| number(b.own)),
-        load.busy.map_or("null".into(), |b| number(b.other())),
-        load.busy.map_or("null".into(), |b| number(b.steal)),
-    );
-    let _ = writeln!(
-        o,
-        "  \"settings\": {{\"backend\": \"compare\", \"nodes\": {nodes}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}, \"retry_ns\": {}}},",
-        number(opts.seconds),
-        number(opts.warmup),
-        opts.max_locks,
-        opts.threads,
-        opts.count_rpcs,
-        opts.redis_retry.as_nanos()
-    );
-    let _ = writeln!(o, "  \"redis\": {},", string(redis));
-    let _ = writeln!(o, "  \"etcd\": {},", string(etcd));
-    o.push_str("  \"results\": [");
-    for (i, row) in rows.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        o.push_str(&result(row));
-    }
-    o.push_str("\n  ]\n}\n");
-    o
-}
-
-fn result(row: &Row) -> String {
-    let s = &row.summary;
-    let ns = |d: Duration| d.as_nanos().to_string();
-    format!(
-        "{{\"system\": {}, \"nodes\": {}, \"clients\": {}, \"names\": {}, \"hold\": {}, \
-         \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \"mean_ns\": {}, \"p50_ns\": {}, \"p90_ns\": {}, \
-         \"p99_ns\": {}, \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
-         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \"cpu_cores\": {}, \
-         \"server_cpu_cores\": {}, \"calls_per_lock\": {}, \"hit_count_bound\": {}}}",
-        string(row.system.label()),
-        row.nodes,
-        row.key.clients,
-        string(row.key.names.label()),
-        string(&row.key.hold.label()),
-        s.locks,
-        number(s.seconds),
-        number(s.lsps),
-        ns(s.mean),
-        ns(s.p50),
-        ns(s.p90),
-        ns(s.p99),
-        ns(s.max),
-        ns(s.longest_wait),
-        s.unfinished,
-        s.min_client,
-        s.max_client,
-        number(s.jain),
-        number(s.cpu),
-        s.server_cpu.map_or("null".into(), number),
-        s.calls_per_lock.map_or("null".into(), number),
-        s.hit_count_bound,
-    )
+    let busy = |f: fn(&Busy) -> f64| load.busy.map(f);
+    let cores = Obj::new()
+        .opt("busy_cores", busy(|b| b.all))
+        .opt("own_cores", busy(|b| b.own))
+        .opt("other_cores", busy(Busy::other))
+        .opt("steal_cores", busy(|b| b.steal));
+    let settings = Obj::new()
+        .str("backend", "compare")
+        .raw("nodes", nodes)
+        .num("seconds", opts.seconds)
+        .num("warmup", opts.warmup)
+        .raw("max_locks", opts.max_locks)
+        .raw("threads", opts.threads)
+        .raw("count_rpcs", opts.count_rpcs)
+        .raw("retry_ns", opts.redis_retry.as_nanos());
+    Doc::new(opts, machine, started, load.end, cores)
+        .field("settings", settings)
+        .field("redis", string(redis))
+        .field("etcd", string(etcd))
+        .results(rows.iter().map(|row| {
+            let s = &row.summary;
+            Obj::new()
+                .str("system", row.system.label())
+                .raw("nodes", row.nodes)
+                .raw("clients", row.key.clients)
+                .str("names", row.key.names.label())
+                .str("hold", &row.key.hold.label())
+                .summary(s, false)
+                .opt("calls_per_lock", s.calls_per_lock)
+                .raw("hit_count_bound", s.hit_count_bound)
+                .done()
+        }))
 }

@@ -143,87 +143,38 @@ impl CountingLocker {
     }
 }
 
+/// One counted method, forwarded as it is, in the shape `#[async_trait]`
+/// expands to: `$counter` is the stripe field it bumps.
+macro_rules! counted {
+    ($name:ident, $counter:ident, $out:ty $(, $arg:ident: $ty:ty)*) => {
+        fn $name<'life0, 'life1, 'async_trait>(
+            &'life0 self,
+            args: &'life1 LockArgs,
+            $($arg: $ty,)*
+        ) -> Reply<'async_trait, $out>
+        where
+            'life0: 'async_trait,
+            'life1: 'async_trait,
+            Self: 'async_trait,
+        {
+            self.calls.bump(|s| &s.$counter);
+            self.inner.$name(args $(, $arg)*)
+        }
+    };
+}
+
 impl NetLocker for CountingLocker {
-    fn lock<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.lock);
-        self.inner.lock(args)
-    }
-
-    fn rlock<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.lock);
-        self.inner.rlock(args)
-    }
-
-    fn unlock<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.unlock);
-        self.inner.unlock(args)
-    }
-
-    fn runlock<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.unlock);
-        self.inner.runlock(args)
-    }
-
-    fn refresh<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.refresh);
-        self.inner.refresh(args)
-    }
-
+    counted!(lock, lock, bool);
+    counted!(rlock, lock, bool);
+    counted!(unlock, unlock, bool);
+    counted!(runlock, unlock, bool);
+    counted!(refresh, refresh, bool);
     // Forwarded explicitly: the default body would call our `refresh` and
     // drop the mode the inner locker needs for re-granting.
-    fn refresh_mode<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-        mode: LockMode,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.refresh);
-        self.inner.refresh_mode(args, mode)
-    }
+    counted!(refresh_mode, refresh, bool, mode: LockMode);
+    // Forwarded for the same reason as `lock_wait` below.
+    counted!(fence, fence, Option<u64>, mode: LockMode, floor: u64);
+    counted!(force_unlock, other, bool);
 
     // Forwarded explicitly: the default bodies would answer a waiter with
     // our plain `lock` (so `Waiting::Push` would quietly poll) and refuse
@@ -249,34 +200,6 @@ impl NetLocker for CountingLocker {
     // its grants alive (repeated waiting calls, or refreshes).
     fn queues(&self) -> bool {
         self.inner.queues()
-    }
-
-    fn fence<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Reply<'async_trait, Option<u64>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.fence);
-        self.inner.fence(args, mode, floor)
-    }
-
-    fn force_unlock<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        args: &'life1 LockArgs,
-    ) -> Reply<'async_trait, bool>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.calls.bump(|s| &s.other);
-        self.inner.force_unlock(args)
     }
 
     fn locks<'life0, 'async_trait>(&'life0 self) -> Reply<'async_trait, Vec<LockInfo>>

@@ -55,9 +55,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
 
-use crate::cli::{Options, RedisMode};
+use crate::cli::Options;
 use crate::etcd::{self, EtcdServer};
 use crate::etcd_election;
+use crate::out::{self, human, say, Doc, Obj};
 use crate::report::{loadavg, number, string, utc_now, Machine};
 use crate::scenario::Transport;
 use crate::servers::Servers;
@@ -803,9 +804,18 @@ pub fn figures(samples: &[Duration]) -> Option<Figures> {
     })
 }
 
-fn say(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+impl Figures {
+    /// The figures as a JSON object, or `null` without samples.
+    pub fn json(f: Option<Figures>) -> String {
+        f.map_or("null".into(), |f| {
+            Obj::new()
+                .raw("samples", f.n)
+                .ns("p50_ns", f.p50)
+                .ns("p99_ns", f.p99)
+                .ns("max_ns", f.max)
+                .done()
+        })
+    }
 }
 
 /// Runs a phase on a fresh runtime.
@@ -940,48 +950,22 @@ pub fn run(opts: &Options) -> Result<(), String> {
     if opts.transport == Transport::Tcp {
         crate::servers::binary()?;
     }
-    let (etcd, etcd_status) = match (opts.etcd, etcd::locate()) {
-        (RedisMode::Off, _) => (None, "off (--etcd off)".to_owned()),
-        (RedisMode::On, None) => {
-            return Err("--etcd on, but there is no etcd on PATH \
-                        (apt-get install -y etcd-server)"
-                .into())
-        }
-        (RedisMode::Auto, None) => (
-            None,
-            "not run: no etcd on PATH (apt-get install -y etcd-server)".to_owned(),
-        ),
-        (mode, Some(binary)) => match EtcdServer::start(&binary) {
-            Ok(server) => {
-                let status = format!(
-                    "{}; pid {} on 127.0.0.1:{}",
-                    server.version,
-                    server.pid(),
-                    server.port
-                );
-                (Some(server), status)
-            }
-            Err(err) if mode == RedisMode::Auto => (None, format!("not run: {err}")),
-            Err(err) => return Err(err),
-        },
-    };
+    let (etcd, etcd_status) = etcd::start_wanted(opts)?;
     let ours_label = match opts.transport {
         Transport::Tcp => "ours-tcp",
         _ => "ours-inproc",
     };
-    say(&format!(
-        "quorum-lock leader election against etcd's, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+    say(format!(
+        "{}\
          settings: {} nodes ({}), {} candidates and {} observers, each a client of its own; \
          {} hand-offs (after {WARMUP_ROUNDS} uncounted) or {:.0}s; failover at {} \
          ({} s per validity, at most {} samples); tokio multi-thread runtime with {} threads\n\
          etcd: {etcd_status}\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner(
+            "quorum-lock leader election against etcd's",
+            &started,
+            &machine
+        ),
         e.nodes,
         match opts.transport {
             Transport::Tcp => "quorum-lock server processes over TCP",
@@ -1014,17 +998,17 @@ pub fn run(opts: &Options) -> Result<(), String> {
     });
     let load_start = loadavg();
     let handoff = phase(opts, || ours_handoff(opts))?;
-    say(&handoff_lines(ours.label, &handoff));
+    say(handoff_lines(ours.label, &handoff));
     ours.handoff = Some(handoff);
     if let (Some(server), Some(theirs)) = (&etcd, &mut theirs) {
         let handoff = phase(opts, || etcd_handoff(opts, server))?;
-        say(&handoff_lines(theirs.label, &handoff));
+        say(handoff_lines(theirs.label, &handoff));
         theirs.handoff = Some(handoff);
     }
     for &validity in &e.validities {
         if opts.transport == Transport::Tcp {
             let f = phase(opts, || ours_failover(opts, validity))?;
-            say(&failover_line(ours.label, &f));
+            say(failover_line(ours.label, &f));
             ours.failovers.push(f);
         } else if ours.notes.is_empty() {
             ours.notes
@@ -1032,7 +1016,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         }
         if let (Some(server), Some(theirs)) = (&etcd, &mut theirs) {
             let f = phase(opts, || etcd_failover(opts, server, validity))?;
-            say(&failover_line(theirs.label, &f));
+            say(failover_line(theirs.label, &f));
             theirs.failovers.push(f);
         }
     }
@@ -1040,22 +1024,19 @@ pub fn run(opts: &Options) -> Result<(), String> {
     if let Some(server) = etcd {
         let pid = server.pid();
         drop(server);
-        say(&format!("stopped etcd {pid}"));
+        say(format!("stopped etcd {pid}"));
     }
     let results: Vec<&SystemResult> = std::iter::once(&ours).chain(theirs.as_ref()).collect();
-    say(&format!(
+    say(format!(
         "\nload average at the start {load_start}, at the end {load_end}\n"
     ));
-    say(&markdown(&results));
+    say(markdown(&results));
     for note in results.iter().flat_map(|r| &r.notes) {
         say(note);
     }
-    if let Some(path) = &opts.json {
-        let text = json(opts, &machine, &started, &load_end, &etcd_status, &results);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say(&format!("wrote {}", path.display()));
-    }
-    Ok(())
+    out::save(opts, || {
+        json(opts, &machine, &started, &load_end, &etcd_status, &results)
+    })
 }
 
 fn fig_text(f: Option<Figures>) -> String {
@@ -1126,16 +1107,6 @@ fn failover_line(label: &str, f: &Failover) -> String {
         let _ = write!(out, " ({note})");
     }
     out
-}
-
-/// "1.23 ms" for prose and tables.
-fn human(d: Duration) -> String {
-    let text = fmt_duration(d);
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (value, unit) = text.split_at(split);
-    format!("{value} {}", if unit == "us" { "µs" } else { unit })
 }
 
 fn cell(f: Option<Figures>) -> String {
@@ -1266,83 +1237,55 @@ fn json(
     results: &[&SystemResult],
 ) -> String {
     let e = &opts.election;
-    let mut o = String::from("{\n");
-    let _ = writeln!(o, "  \"date\": {},", string(started));
-    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.loadavg),
-        string(load_end)
-    );
-    let _ = writeln!(
-        o,
-        "  \"settings\": {{\"scenario\": \"election\", \"nodes\": {}, \"candidates\": {}, \"observers\": {}, \"handoffs\": {}, \"seconds\": {}, \"failover_seconds\": {}}},",
-        e.nodes,
-        e.candidates,
-        e.observers,
-        e.handoffs,
-        number(opts.seconds),
-        number(e.failover_seconds)
-    );
-    let _ = writeln!(o, "  \"etcd\": {},", string(etcd_status));
-    let fig = |f: Option<Figures>| {
-        f.map_or("null".into(), |f| {
-            format!(
-                "{{\"samples\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}}}",
-                f.n,
-                f.p50.as_nanos(),
-                f.p99.as_nanos(),
-                f.max.as_nanos()
-            )
-        })
-    };
-    o.push_str("  \"results\": [");
-    for (i, r) in results.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        let (handoff, after, lag, early, missed, cpu) = match &r.handoff {
-            Some(h) => (
-                fig(figures(&h.handoffs)),
-                fig(figures(&h.after_resign)),
-                fig(figures(&h.lags)),
-                h.early,
-                h.missed,
-                h.cpu_per_change
-                    .map_or("null".into(), |c| c.as_nanos().to_string()),
-            ),
-            None => (
-                "null".into(),
-                "null".into(),
-                "null".into(),
-                0,
-                0,
-                "null".into(),
-            ),
-        };
+    let settings = Obj::new()
+        .str("scenario", "election")
+        .raw("nodes", e.nodes)
+        .raw("candidates", e.candidates)
+        .raw("observers", e.observers)
+        .raw("handoffs", e.handoffs)
+        .num("seconds", opts.seconds)
+        .num("failover_seconds", e.failover_seconds);
+    let fig = Figures::json;
+    let result = |r: &&SystemResult| {
+        let h = r.handoff.as_ref();
         let failovers: Vec<String> = r
             .failovers
             .iter()
             .map(|f| {
                 let past: Vec<String> = f.samples.iter().map(|s| number(s.past_lease)).collect();
-                format!(
-                    "{{\"validity_ms\": {}, \"failover\": {}, \"past_lease_s\": [{}]}}",
-                    f.validity.as_millis(),
-                    fig(figures(&failover_samples(f))),
-                    past.join(", ")
-                )
+                Obj::new()
+                    .raw("validity_ms", f.validity.as_millis())
+                    .raw("failover", fig(figures(&failover_samples(f))))
+                    .raw("past_lease_s", format!("[{}]", past.join(", ")))
+                    .done()
             })
             .collect();
-        let _ = write!(
-            o,
-            "{{\"system\": {}, \"handoff\": {handoff}, \"handoff_after_resign\": {after}, \"cpu_per_change_ns\": {cpu}, \"observer_lag\": {lag}, \"early\": {early}, \"missed\": {missed}, \"failover\": [{}]}}",
-            string(r.label),
-            failovers.join(", ")
-        );
-    }
-    o.push_str("\n  ]\n}\n");
-    o
+        Obj::new()
+            .str("system", r.label)
+            .raw(
+                "handoff",
+                h.map_or("null".into(), |h| fig(figures(&h.handoffs))),
+            )
+            .raw(
+                "handoff_after_resign",
+                h.map_or("null".into(), |h| fig(figures(&h.after_resign))),
+            )
+            .raw(
+                "cpu_per_change_ns",
+                h.and_then(|h| h.cpu_per_change)
+                    .map_or("null".into(), |c| c.as_nanos().to_string()),
+            )
+            .raw(
+                "observer_lag",
+                h.map_or("null".into(), |h| fig(figures(&h.lags))),
+            )
+            .raw("early", h.map_or(0, |h| h.early))
+            .raw("missed", h.map_or(0, |h| h.missed))
+            .raw("failover", format!("[{}]", failovers.join(", ")))
+            .done()
+    };
+    Doc::new(opts, machine, started, load_end, Obj::new())
+        .field("settings", settings)
+        .field("etcd", string(etcd_status))
+        .results(results.iter().map(result))
 }

@@ -351,3 +351,34 @@ pub async fn run(
     let (tallies, first, last) = measured?;
     Ok(summarize(window, &tallies, &first, &last))
 }
+
+/// Starts the etcd node a run wants (`--etcd`) if it is installed: the
+/// server, or none with the reason, and the status line of the banner.
+pub fn start_wanted(opts: &crate::cli::Options) -> Result<(Option<EtcdServer>, String), String> {
+    use crate::cli::RedisMode;
+    Ok(match (opts.etcd, locate()) {
+        (RedisMode::Off, _) => (None, "off (--etcd off)".to_owned()),
+        (RedisMode::On, None) => {
+            return Err("--etcd on, but there is no etcd on PATH \
+                        (apt-get install -y etcd-server)"
+                .into())
+        }
+        (RedisMode::Auto, None) => (
+            None,
+            "not run: no etcd on PATH (apt-get install -y etcd-server)".to_owned(),
+        ),
+        (mode, Some(binary)) => match EtcdServer::start(&binary) {
+            Ok(server) => {
+                let status = format!(
+                    "{}; pid {} on 127.0.0.1:{}",
+                    server.version,
+                    server.pid(),
+                    server.port
+                );
+                (Some(server), status)
+            }
+            Err(err) if mode == RedisMode::Auto => (None, format!("not run: {err}")),
+            Err(err) => return Err(err),
+        },
+    })
+}

@@ -509,13 +509,10 @@ fn plan(opts: &Options) -> Vec<Planned> {
     out
 }
 
-fn say(text: &str) {
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
-}
-
 /// The whole `--backend redis` run: servers up, every planned measurement,
 /// the table, the targets, the JSON, servers down.
 pub fn run(opts: &Options) -> Result<(), String> {
+    use crate::out::say;
     let started = crate::report::utc_now();
     let machine = crate::report::Machine::read();
     let binary = redis_base::locate()
@@ -540,38 +537,25 @@ pub fn run(opts: &Options) -> Result<(), String> {
         .first()
         .map(|s| s.version.clone())
         .unwrap_or_default();
-    say(&format!(
-        "quorum-lock over Redis nodes, with rslock and SET NX, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+    say(format!(
+        "{}\
          settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
          retry sleep {:?} (rslock, SET NX)\n\
          redis: {version}; {} servers, --save \"\" --appendonly no: {}\n\
          {} runs, about {:.0}s\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner("quorum-lock over Redis nodes, with rslock and SET NX", &started, &machine),
         opts.seconds,
         opts.warmup,
         opts.max_locks,
-        match opts.flavor {
-            crate::cli::Flavor::Multi => "multi-thread",
-            crate::cli::Flavor::Current => "current-thread",
-        },
-        if opts.flavor == crate::cli::Flavor::Multi {
-            opts.threads
-        } else {
-            1
-        },
+        crate::out::runtime(opts).0,
+        crate::out::runtime(opts).1,
         opts.redis_retry,
         nodes.servers.len(),
         servers.join(", "),
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + 0.1),
     ));
-    say(&redis_table::header());
+    say(redis_table::header());
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
         let servers = nodes.first(p.nodes);
@@ -628,18 +612,15 @@ pub fn run(opts: &Options) -> Result<(), String> {
             commands,
             rslock_lsps,
         };
-        say(&redis_table::line(&row));
+        say(redis_table::line(&row));
         rows.push(row);
     }
-    say(&format!("\n{}", redis_table::LEGEND));
-    say(&format!("\n{}", redis_table::targets(&rows)));
+    say(format!("\n{}", redis_table::LEGEND));
+    say(format!("\n{}", redis_table::targets(&rows)));
     let pids: Vec<String> = nodes.servers.iter().map(|s| s.pid().to_string()).collect();
     drop(nodes);
-    say(&format!("stopped redis-server pids {}", pids.join(", ")));
-    if let Some(path) = &opts.json {
-        let text = redis_table::json(opts, &machine, &started, &version, &rows);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say(&format!("wrote {}", path.display()));
-    }
-    Ok(())
+    say(format!("stopped redis-server pids {}", pids.join(", ")));
+    crate::out::save(opts, || {
+        redis_table::json(opts, &machine, &started, &version, &rows)
+    })
 }

@@ -4,9 +4,10 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::cli::Options;
+use crate::out::{self, left, notes, per, right, stat, times, verdict, Col, Doc, Obj};
 use crate::redis_base::BaselineKey;
 use crate::redis_nodes::Commands;
-use crate::report::{loadavg, number, string, Machine};
+use crate::report::{string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 
@@ -36,6 +37,12 @@ impl System {
             // Both retry a refused attempt after a sleep.
             System::Rslock | System::SetNx => "-",
         }
+    }
+}
+
+impl Row {
+    fn summary(&self) -> &Summary {
+        &self.summary
     }
 }
 
@@ -74,61 +81,47 @@ impl Row {
     }
 }
 
+/// The columns of the table, in order.
+fn columns() -> Vec<Col<Row>> {
+    let sum: fn(&Row) -> &Summary = Row::summary;
+    let mut cols = vec![
+        left("sys", 6, |r: &Row| r.system.label().to_owned()),
+        left("wait", 4, |r: &Row| r.system.wait().to_owned()),
+        right("nodes", 5, |r: &Row| r.nodes.to_string()),
+        right("clients", 7, |r: &Row| r.key.clients.to_string()),
+        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
+        right("hold", 6, |r: &Row| r.key.hold.label()),
+    ];
+    for title in [
+        "locks/s", "mean", "p50", "p99", "max", "longest", "cpu", "cpu/lk",
+    ] {
+        cols.push(stat(title, sum));
+    }
+    cols.extend([
+        right("rds/lk", 7, |r: &Row| {
+            r.redis_usec_per_lock().map_or("-".into(), |us| {
+                fmt_duration(Duration::from_secs_f64(us / 1e6))
+            })
+        }),
+        right("net/lk", 6, |r: &Row| per(r.network_per_lock())),
+        right("eval/lk", 7, |r: &Row| per(r.scripts_per_lock())),
+        right("exec/lk", 7, |r: &Row| per(r.executed_per_lock())),
+        stat("min/cl", sum),
+        stat("max/cl", sum),
+        stat("jain", sum),
+        right("x rslock", 8, |r: &Row| {
+            times(r.summary.lsps, r.rslock_lsps)
+        }),
+    ]);
+    cols
+}
+
 pub fn header() -> String {
-    format!(
-        "{:<6} {:<4} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>5} {:>8}",
-        "sys", "wait", "nodes", "clients", "names", "hold", "locks/s", "mean", "p50", "p99", "max",
-        "longest", "cpu", "cpu/lk", "rds/lk", "net/lk", "eval/lk", "exec/lk", "min/cl", "max/cl", "jain",
-        "x rslock"
-    )
+    out::header(&columns())
 }
 
 pub fn line(row: &Row) -> String {
-    let s = &row.summary;
-    let d = |d: Duration| fmt_duration(d);
-    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
-    let cpu_per_lock = if s.lsps > 0.0 {
-        d(Duration::from_secs_f64(cpu / s.lsps))
-    } else {
-        "-".into()
-    };
-    let per = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
-    let ratio = match row.rslock_lsps {
-        Some(r) if r > 0.0 => format!("{:.2}x", s.lsps / r),
-        _ => "-".into(),
-    };
-    let mut out = format!(
-        "{:<6} {:<4} {:>5} {:>7} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>7} {:>6} {:>7} {:>7} {:>7} {:>7} {:>5.3} {:>8}",
-        row.system.label(),
-        row.system.wait(),
-        row.nodes,
-        row.key.clients,
-        row.key.names.label(),
-        row.key.hold.label(),
-        fmt_rate(s.lsps),
-        d(s.mean),
-        d(s.p50),
-        d(s.p99),
-        d(s.max),
-        d(s.longest_wait),
-        cpu * 100.0,
-        cpu_per_lock,
-        row.redis_usec_per_lock()
-            .map_or("-".into(), |us| d(Duration::from_secs_f64(us / 1e6))),
-        per(row.network_per_lock()),
-        per(row.scripts_per_lock()),
-        per(row.executed_per_lock()),
-        s.min_client,
-        s.max_client,
-        s.jain,
-        ratio,
-    );
-    if s.longest_wait > s.max {
-        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
-    }
-    if s.hit_count_bound {
-        out.push_str("  (stopped by --max-locks)");
-    }
+    let mut out = out::line(&columns(), row) + &notes(&row.summary);
     if row.commands.connects > 0 {
         let _ = write!(out, "  ({} reconnections)", row.commands.connects);
     }
@@ -167,14 +160,6 @@ fn find(rows: &[Row], system: System, nodes: usize, clients: usize, names: Names
             && r.key.names == names
             && r.key.hold == Hold::None
     })
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "MISSED"
-    }
 }
 
 /// The targets at 3 nodes and 64 clients, with no hold:
@@ -277,121 +262,63 @@ pub fn targets(rows: &[Row]) -> String {
 
 /// The whole run as JSON, in the spirit of `report::json`.
 pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
-    let mut o = String::from("{\n");
-    let _ = writeln!(o, "  \"date\": {},", string(started));
-    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.mem_total),
-        string(&machine.kernel),
-        string(&machine.loadavg),
-        string(&loadavg())
-    );
-    let _ = writeln!(
-        o,
-        "  \"settings\": {{\"backend\": \"redis\", \"rslock\": {}, \"setnx\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}, \"retry_ns\": {}}},",
-        opts.rslock,
-        opts.redis != crate::cli::RedisMode::Off,
-        number(opts.seconds),
-        number(opts.warmup),
-        opts.max_locks,
-        opts.threads,
-        opts.count_rpcs,
-        opts.redis_retry.as_nanos()
-    );
-    let _ = writeln!(o, "  \"redis\": {},", string(redis));
-    o.push_str("  \"results\": [");
-    for (i, row) in rows.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        o.push_str(&result(row));
-    }
-    o.push_str("\n  ]\n}\n");
-    o
+    let settings = Obj::new()
+        .str("backend", "redis")
+        .raw("rslock", opts.rslock)
+        .raw("setnx", opts.redis != crate::cli::RedisMode::Off)
+        .num("seconds", opts.seconds)
+        .num("warmup", opts.warmup)
+        .raw("max_locks", opts.max_locks)
+        .raw("threads", opts.threads)
+        .raw("count_rpcs", opts.count_rpcs)
+        .raw("retry_ns", opts.redis_retry.as_nanos());
+    Doc::now(opts, machine, started)
+        .field("settings", settings)
+        .field("redis", string(redis))
+        .results(rows.iter().map(result))
 }
 
 fn result(row: &Row) -> String {
     let s = &row.summary;
-    let ns = |d: Duration| d.as_nanos().to_string();
-    let opt = |x: Option<f64>| x.map_or("null".into(), number);
-    let by_name: Vec<String> = row
-        .commands
+    let c = &row.commands;
+    let by_name: Vec<String> = c
         .by_name
         .iter()
         .map(|(name, stat)| {
-            format!(
-                "{}: {{\"calls\": {}, \"usec\": {}}}",
-                string(name),
-                stat.calls,
-                stat.usec
-            )
+            let o = Obj::new().raw("calls", stat.calls).raw("usec", stat.usec);
+            format!("{}: {o}", string(name))
         })
         .collect();
-    let by_node: Vec<String> = row
-        .commands
+    let by_node: Vec<String> = c
         .per_node
         .iter()
-        .map(|n| format!("{{\"calls\": {}, \"usec\": {}}}", n.calls, n.usec))
+        .map(|n| Obj::new().raw("calls", n.calls).raw("usec", n.usec).done())
         .collect();
-    let calls = s.calls.map_or("null".into(), |c| {
-        format!(
-            "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
-            c.lock, c.wait, c.unlock, c.refresh, c.fence, c.other
+    Obj::new()
+        .str("system", row.system.label())
+        .str("wait", row.system.wait())
+        .raw("nodes", row.nodes)
+        .raw("clients", row.key.clients)
+        .str("names", row.key.names.label())
+        .str("hold", &row.key.hold.label())
+        .summary(s, false)
+        .raw("locker_calls", out::calls(s.calls))
+        .opt("locker_calls_per_lock", s.calls_per_lock)
+        .raw("redis_network_commands", c.network)
+        .raw("redis_script_calls", c.scripts)
+        .raw("redis_executed_commands", c.executed)
+        .raw("redis_connects", c.connects)
+        .raw("redis_usec", c.usec)
+        .opt("network_per_lock", row.network_per_lock())
+        .opt("scripts_per_lock", row.scripts_per_lock())
+        .opt("executed_per_lock", row.executed_per_lock())
+        .raw("commands_by_name", format!("{{{}}}", by_name.join(", ")))
+        .raw("commands_by_node", format!("[{}]", by_node.join(", ")))
+        .raw("hit_count_bound", s.hit_count_bound)
+        .opt("rslock_lsps", row.rslock_lsps)
+        .opt(
+            "ratio_vs_rslock",
+            row.rslock_lsps.filter(|r| *r > 0.0).map(|r| s.lsps / r),
         )
-    });
-    format!(
-        "{{\"system\": {}, \"wait\": {}, \"nodes\": {}, \"clients\": {}, \"names\": {}, \"hold\": {}, \
-         \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \"mean_ns\": {}, \"p50_ns\": {}, \"p90_ns\": {}, \
-         \"p99_ns\": {}, \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
-         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \"cpu_cores\": {}, \
-         \"server_cpu_cores\": {}, \"locker_calls\": {}, \"locker_calls_per_lock\": {}, \
-         \"redis_network_commands\": {}, \"redis_script_calls\": {}, \"redis_executed_commands\": {}, \
-         \"redis_connects\": {}, \"redis_usec\": {}, \"network_per_lock\": {}, \"scripts_per_lock\": {}, \
-         \"executed_per_lock\": {}, \"commands_by_name\": {{{}}}, \"commands_by_node\": [{}], \
-         \"hit_count_bound\": {}, \
-         \"rslock_lsps\": {}, \"ratio_vs_rslock\": {}}}",
-        string(row.system.label()),
-        string(row.system.wait()),
-        row.nodes,
-        row.key.clients,
-        string(row.key.names.label()),
-        string(&row.key.hold.label()),
-        s.locks,
-        number(s.seconds),
-        number(s.lsps),
-        ns(s.mean),
-        ns(s.p50),
-        ns(s.p90),
-        ns(s.p99),
-        ns(s.max),
-        ns(s.longest_wait),
-        s.unfinished,
-        s.min_client,
-        s.max_client,
-        number(s.jain),
-        number(s.cpu),
-        s.server_cpu.map_or("null".into(), number),
-        calls,
-        opt(s.calls_per_lock),
-        row.commands.network,
-        row.commands.scripts,
-        row.commands.executed,
-        row.commands.connects,
-        row.commands.usec,
-        opt(row.network_per_lock()),
-        opt(row.scripts_per_lock()),
-        opt(row.executed_per_lock()),
-        by_name.join(", "),
-        by_node.join(", "),
-        s.hit_count_bound,
-        opt(row.rslock_lsps),
-        opt(row
-            .rslock_lsps
-            .filter(|r| *r > 0.0)
-            .map(|r| s.lsps / r)),
-    )
+        .done()
 }

@@ -2,11 +2,18 @@
 //! make a result comparable with another.
 
 use std::fmt::Write as _;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::cli::{Flavor, Options};
-use crate::scenario::{Mix, Names, Scenario};
-use crate::stats::{fmt_duration, fmt_rate, Summary};
+use crate::out::{self, left, notes, right, stat, times, Col, Doc, Obj};
+use crate::scenario::Scenario;
+use crate::stats::Summary;
+
+impl Row {
+    fn summary(&self) -> &Summary {
+        &self.summary
+    }
+}
 
 pub struct Row {
     /// "ours" or "redis".
@@ -23,6 +30,21 @@ pub struct Row {
     /// Locks/s of the trivial client on trivial servers for the same nodes,
     /// clients, names and hold (`--ceiling on`).
     pub ceiling_lsps: Option<f64>,
+}
+
+impl Row {
+    /// A row with no comparison figures.
+    pub fn new(system: &'static str, scenario: Scenario, summary: Summary) -> Row {
+        Row {
+            system,
+            scenario,
+            summary,
+            redis_lsps: None,
+            serial_lsps: None,
+            serial_reference: false,
+            ceiling_lsps: None,
+        }
+    }
 }
 
 pub struct Machine {
@@ -107,77 +129,52 @@ pub fn utc_now() -> String {
     )
 }
 
+/// The columns of the table, in order.
+fn columns() -> Vec<Col<Row>> {
+    let sum: fn(&Row) -> &Summary = Row::summary;
+    let ratio = |r: &Row, base: Option<f64>, percent: bool| match base {
+        Some(b) if b > 0.0 && percent => format!("{:.1}%", 100.0 * r.summary.lsps / b),
+        base => times(r.summary.lsps, base),
+    };
+    let mut cols = vec![
+        left("sys", 9, |r: &Row| r.system.to_owned()),
+        left("wait", 4, |r: &Row| match r.system {
+            "ours" | "ours-triv" => r.scenario.wait.label().to_owned(),
+            _ => "-".to_owned(),
+        }),
+        right("nodes", 5, |r: &Row| r.scenario.nodes.to_string()),
+        right("clients", 7, |r: &Row| r.scenario.clients.to_string()),
+        left("names", 6, |r: &Row| r.scenario.names.label().to_owned()),
+        left("mix", 6, |r: &Row| r.scenario.mix.label().to_owned()),
+        right("hold", 6, |r: &Row| r.scenario.hold.label()),
+    ];
+    for title in [
+        "locks/s", "mean", "p50", "p70", "p90", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk",
+        "min/cl", "max/cl", "jain",
+    ] {
+        cols.push(stat(title, sum));
+    }
+    cols.extend([
+        right("x redis", 7, move |r: &Row| {
+            ratio(r, r.redis_lsps.filter(|_| r.system == "ours"), false)
+        }),
+        right("x serial", 8, move |r: &Row| ratio(r, r.serial_lsps, true)),
+        right("x ceil", 6, move |r: &Row| ratio(r, r.ceiling_lsps, false)),
+    ]);
+    cols
+}
+
 pub fn header() -> String {
-    format!(
-        "{:<9} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>5} {:>7} {:>6} {:>7} {:>7} {:>5} {:>7} {:>8} {:>6}",
-        "sys", "wait", "nodes", "clients", "names", "mix", "hold", "locks/s", "mean", "p50", "p70",
-        "p90", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl", "max/cl", "jain", "x redis",
-        "x serial", "x ceil"
-    )
+    out::header(&columns())
 }
 
 pub fn line(row: &Row) -> String {
     let s = &row.summary;
-    let sc = &row.scenario;
-    let d = |d: Duration| fmt_duration(d);
-    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
-    let cpu_per_lock = if s.lsps > 0.0 {
-        d(Duration::from_secs_f64(cpu / s.lsps))
-    } else {
-        "-".into()
-    };
-    let ratio = match (row.system, row.redis_lsps) {
-        ("ours", Some(r)) if r > 0.0 => format!("{:.2}x", s.lsps / r),
-        _ => "-".into(),
-    };
-    let serial = match row.serial_lsps {
-        Some(r) if r > 0.0 => format!("{:.1}%", 100.0 * s.lsps / r),
-        _ => "-".into(),
-    };
-    let wait = match row.system {
-        "ours" | "ours-triv" => sc.wait.label(),
-        _ => "-",
-    };
-    let ceiling = match row.ceiling_lsps {
-        Some(c) if c > 0.0 => format!("{:.2}x", s.lsps / c),
-        _ => "-".into(),
-    };
-    let mut out = format!(
-        "{:<9} {:<4} {:>5} {:>7} {:<6} {:<6} {:>6} {:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4.0}% {:>7} {:>6} {:>7} {:>7} {:>5.3} {:>7} {:>8} {:>6}",
-        row.system,
-        wait,
-        sc.nodes,
-        sc.clients,
-        sc.names.label(),
-        sc.mix.label(),
-        sc.hold.label(),
-        fmt_rate(s.lsps),
-        d(s.mean),
-        d(s.p50),
-        d(s.p70),
-        d(s.p90),
-        d(s.p99),
-        d(s.max),
-        d(s.longest_wait),
-        cpu * 100.0,
-        cpu_per_lock,
-        s.calls_per_lock.map_or("-".into(), |c| format!("{c:.2}")),
-        s.min_client,
-        s.max_client,
-        s.jain,
-        ratio,
-        serial,
-        ceiling,
-    );
+    let mut out = out::line(&columns(), row);
     if row.serial_reference {
         out.push_str("  (serial reference: one client alone)");
     }
-    if s.longest_wait > s.max {
-        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
-    }
-    if s.hit_count_bound {
-        out.push_str("  (stopped by --max-locks)");
-    }
+    out.push_str(&notes(s));
     if let Some(counts) = &s.counts {
         out.push('\n');
         out.push_str(&counts.line(s.locks));
@@ -207,120 +204,63 @@ ceiling row of the same nodes, clients, names and hold.";
 
 /// The whole run as JSON. Written by hand: the schema is flat and small.
 pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
-    let mut o = String::from("{\n");
-    let _ = writeln!(o, "  \"date\": {},", string(started));
-    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.mem_total),
-        string(&machine.kernel),
-        string(&machine.loadavg),
-        string(&loadavg())
-    );
-    let _ = writeln!(
-        o,
-        "  \"settings\": {{\"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"runtime\": {}, \"threads\": {}, \"count_rpcs\": {}, \"redis_retry_ns\": {}}},",
-        number(opts.seconds),
-        number(opts.warmup),
-        opts.max_locks,
-        string(match opts.flavor {
-            Flavor::Multi => "multi",
-            Flavor::Current => "current",
-        }),
-        opts.threads,
-        opts.count_rpcs,
-        opts.redis_retry.as_nanos()
-    );
-    let _ = writeln!(o, "  \"redis\": {},", string(redis));
-    o.push_str("  \"results\": [");
-    for (i, row) in rows.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        o.push_str(&result(row));
-    }
-    o.push_str("\n  ]\n}\n");
-    o
+    let settings = Obj::new()
+        .num("seconds", opts.seconds)
+        .num("warmup", opts.warmup)
+        .raw("max_locks", opts.max_locks)
+        .str(
+            "runtime",
+            match opts.flavor {
+                Flavor::Multi => "multi",
+                Flavor::Current => "current",
+            },
+        )
+        .raw("threads", opts.threads)
+        .raw("count_rpcs", opts.count_rpcs)
+        .raw("redis_retry_ns", opts.redis_retry.as_nanos());
+    Doc::now(opts, machine, started)
+        .field("settings", settings)
+        .field("redis", string(redis))
+        .results(rows.iter().map(result))
 }
 
 fn result(row: &Row) -> String {
     let s = &row.summary;
     let sc = &row.scenario;
-    let ns = |d: Duration| d.as_nanos().to_string();
     let (transport, wait) = match row.system {
         "ours" | "ours-triv" => (sc.transport.label(), sc.wait.label()),
         "ceiling" => (sc.transport.label(), "-"),
         _ => ("tcp-loopback", "retry-sleep"),
     };
-    let calls = s.calls.map_or("null".into(), |c| {
-        format!(
-            "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
-            c.lock, c.wait, c.unlock, c.refresh, c.fence, c.other
+    let ratio = |base: Option<f64>| base.filter(|r| *r > 0.0).map(|r| s.lsps / r);
+    Obj::new()
+        .str("system", row.system)
+        .str("transport", transport)
+        .str("wait", wait)
+        .raw("nodes", sc.nodes)
+        .raw("clients", sc.clients)
+        .str("names", sc.names.label())
+        .str("mix", sc.mix.label())
+        .str("hold", &sc.hold.label())
+        .summary(s, true)
+        .raw("calls", out::calls(s.calls))
+        .opt("calls_per_lock", s.calls_per_lock)
+        .raw("hit_count_bound", s.hit_count_bound)
+        .opt("redis_lsps", row.redis_lsps)
+        .opt(
+            "ratio_vs_redis",
+            ratio(row.redis_lsps.filter(|_| row.system == "ours")),
         )
-    });
-    let ratio = row
-        .redis_lsps
-        .filter(|r| *r > 0.0 && row.system == "ours")
-        .map(|r| s.lsps / r);
-    format!(
-        "{{\"system\": {}, \"transport\": {}, \"wait\": {}, \"nodes\": {}, \"clients\": {}, \
-         \"names\": {}, \"mix\": {}, \"hold\": {}, \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \
-         \"mean_ns\": {}, \"p50_ns\": {}, \"p70_ns\": {}, \"p90_ns\": {}, \"p99_ns\": {}, \
-         \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
-         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \
-         \"cpu_cores\": {}, \"server_cpu_cores\": {}, \"calls\": {}, \"calls_per_lock\": {}, \
-         \"hit_count_bound\": {}, \"redis_lsps\": {}, \"ratio_vs_redis\": {}, \
-         \"serial_reference\": {}, \"serial_lsps\": {}, \"ratio_vs_serial\": {}, \
-         \"ceiling_lsps\": {}, \"ratio_vs_ceiling\": {}, \"counts\": {}}}",
-        string(row.system),
-        string(transport),
-        string(wait),
-        sc.nodes,
-        sc.clients,
-        string(match sc.names {
-            Names::Own => "own",
-            Names::Shared => "shared",
-        }),
-        string(match sc.mix {
-            Mix::Write => "write",
-            Mix::Read90 => "read90",
-        }),
-        string(&sc.hold.label()),
-        s.locks,
-        number(s.seconds),
-        number(s.lsps),
-        ns(s.mean),
-        ns(s.p50),
-        ns(s.p70),
-        ns(s.p90),
-        ns(s.p99),
-        ns(s.max),
-        ns(s.longest_wait),
-        s.unfinished,
-        s.min_client,
-        s.max_client,
-        number(s.jain),
-        number(s.cpu),
-        s.server_cpu.map_or("null".into(), number),
-        calls,
-        s.calls_per_lock.map_or("null".into(), number),
-        s.hit_count_bound,
-        row.redis_lsps.map_or("null".into(), number),
-        ratio.map_or("null".into(), number),
-        row.serial_reference,
-        row.serial_lsps.map_or("null".into(), number),
-        row.serial_lsps
-            .filter(|r| *r > 0.0)
-            .map_or("null".into(), |r| number(s.lsps / r)),
-        row.ceiling_lsps.map_or("null".into(), number),
-        row.ceiling_lsps
-            .filter(|r| *r > 0.0)
-            .map_or("null".into(), |r| number(s.lsps / r)),
-        s.counts.map_or("null".into(), |c| c.json(s.locks)),
-    )
+        .raw("serial_reference", row.serial_reference)
+        .opt("serial_lsps", row.serial_lsps)
+        .opt("ratio_vs_serial", ratio(row.serial_lsps))
+        .opt("ceiling_lsps", row.ceiling_lsps)
+        .opt("ratio_vs_ceiling", ratio(row.ceiling_lsps))
+        .raw(
+            "counts",
+            s.counts.map_or("null".into(), |c| c.json(s.locks)),
+        )
+        .done()
 }
 
 pub fn number(x: f64) -> String {

@@ -44,7 +44,8 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 use crate::cli::{Options, SemaphoreSettings};
 use crate::counting::{self, CallCounts};
 use crate::election::{figures, Figures};
-use crate::report::{loadavg, number, string, utc_now, Machine};
+use crate::out::{self, human, say, Doc, Obj};
+use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
 use crate::stats::{fmt_duration, fmt_rate, jain, process_cpu, Window};
 
@@ -497,21 +498,6 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
     })
 }
 
-fn say(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
-}
-
-/// "1.23 ms" for prose and tables.
-fn human(d: Duration) -> String {
-    let text = fmt_duration(d);
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (value, unit) = text.split_at(split);
-    format!("{value} {}", if unit == "us" { "µs" } else { unit })
-}
-
 fn three(f: Option<Figures>) -> String {
     f.map_or("no samples".into(), |f| {
         format!(
@@ -707,90 +693,52 @@ fn markdown(o: &Outcome) -> String {
 
 fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Outcome) -> String {
     let s = &o.settings;
-    let mut j = String::from("{\n");
-    let _ = writeln!(j, "  \"date\": {},", string(started));
-    let _ = writeln!(j, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(j, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        j,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.loadavg),
-        string(load_end)
-    );
-    let _ = writeln!(
-        j,
-        "  \"settings\": {{\"scenario\": \"semaphore\", \"transport\": {}, \"wait\": {}, \"nodes\": {}, \"clients\": {}, \"permits\": {}, \"hold\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}}},",
-        string(o.transport.label()),
-        string(s.wait.label()),
-        s.nodes,
-        s.clients,
-        s.permits,
-        string(&s.hold.label()),
-        number(opts.seconds),
-        number(opts.warmup),
-        opts.max_locks,
-        opts.threads,
-        opts.count_rpcs
-    );
-    let fig = |f: Option<Figures>| {
-        f.map_or("null".into(), |f| {
-            format!(
-                "{{\"samples\": {}, \"p50_ns\": {}, \"p99_ns\": {}, \"max_ns\": {}}}",
-                f.n,
-                f.p50.as_nanos(),
-                f.p99.as_nanos(),
-                f.max.as_nanos()
-            )
-        })
-    };
-    let calls = o.calls.map_or("null".into(), |c| {
-        format!(
-            "{{\"lock\": {}, \"wait\": {}, \"unlock\": {}, \"refresh\": {}, \"fence\": {}, \"other\": {}}}",
-            c.lock, c.wait, c.unlock, c.refresh, c.fence, c.other
+    let settings = Obj::new()
+        .str("scenario", "semaphore")
+        .str("transport", o.transport.label())
+        .str("wait", s.wait.label())
+        .raw("nodes", s.nodes)
+        .raw("clients", s.clients)
+        .raw("permits", s.permits)
+        .str("hold", &s.hold.label())
+        .num("seconds", opts.seconds)
+        .num("warmup", opts.warmup)
+        .raw("max_locks", opts.max_locks)
+        .raw("threads", opts.threads)
+        .raw("count_rpcs", opts.count_rpcs);
+    let result = Obj::new()
+        .str("system", label(o.transport))
+        .raw("permits_granted", o.granted)
+        .num("seconds", o.seconds)
+        .num("permits_per_s", o.rate)
+        .opt("ideal_per_s", o.ideal)
+        .opt("share_of_ideal", o.share_of_ideal())
+        .ns("mean_hold_ns", o.mean_hold)
+        .num("occupancy", o.occupancy)
+        .num("all_held_share", o.all_held)
+        .raw("max_holders", o.max_holders)
+        .raw("slot_idle", Figures::json(o.idle))
+        .ns("mean_slot_idle_ns", o.mean_idle)
+        .raw("wait", Figures::json(o.waits))
+        .ns("longest_wait_ns", o.longest_wait)
+        .raw("unfinished_waits", o.unfinished)
+        .num("jain", o.jain)
+        .raw("min_per_client", o.min_client)
+        .raw("max_per_client", o.max_client)
+        .raw("lost", o.lost)
+        .raw("hit_count_bound", o.hit_count_bound)
+        .num("cpu_cores", o.cpu)
+        .opt("server_cpu_cores", o.server_cpu)
+        .raw(
+            "cpu_per_permit_ns",
+            o.cpu_per_permit()
+                .map_or("null".into(), |d| d.as_nanos().to_string()),
         )
-    });
-    let opt = |x: Option<f64>| x.map_or("null".into(), number);
-    let _ = writeln!(
-        j,
-        "  \"result\": {{\"system\": {}, \"permits_granted\": {}, \"seconds\": {}, \"permits_per_s\": {}, \
-         \"ideal_per_s\": {}, \"share_of_ideal\": {}, \"mean_hold_ns\": {}, \"occupancy\": {}, \
-         \"all_held_share\": {}, \"max_holders\": {}, \"slot_idle\": {}, \"mean_slot_idle_ns\": {}, \
-         \"wait\": {}, \"longest_wait_ns\": {}, \"unfinished_waits\": {}, \"jain\": {}, \
-         \"min_per_client\": {}, \"max_per_client\": {}, \"lost\": {}, \"hit_count_bound\": {}, \
-         \"cpu_cores\": {}, \"server_cpu_cores\": {}, \"cpu_per_permit_ns\": {}, \"calls\": {}, \
-         \"calls_per_permit\": {}}}",
-        string(label(o.transport)),
-        o.granted,
-        number(o.seconds),
-        number(o.rate),
-        opt(o.ideal),
-        opt(o.share_of_ideal()),
-        o.mean_hold.as_nanos(),
-        number(o.occupancy),
-        number(o.all_held),
-        o.max_holders,
-        fig(o.idle),
-        o.mean_idle.as_nanos(),
-        fig(o.waits),
-        o.longest_wait.as_nanos(),
-        o.unfinished,
-        number(o.jain),
-        o.min_client,
-        o.max_client,
-        o.lost,
-        o.hit_count_bound,
-        number(o.cpu),
-        opt(o.server_cpu),
-        o.cpu_per_permit()
-            .map_or("null".into(), |d| d.as_nanos().to_string()),
-        calls,
-        opt(o.calls_per_permit()),
-    );
-    j.push_str("}\n");
-    j
+        .raw("calls", out::calls(o.calls))
+        .opt("calls_per_permit", o.calls_per_permit());
+    Doc::new(opts, machine, started, load_end, Obj::new())
+        .field("settings", settings)
+        .last("result", result)
 }
 
 /// The whole `--scenario semaphore` run.
@@ -801,17 +749,11 @@ pub fn run(opts: &Options) -> Result<(), String> {
     if opts.transport == Transport::Tcp {
         crate::servers::binary()?;
     }
-    say(&format!(
-        "quorum-lock counting semaphore, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+    say(format!(
+        "{}\
          settings: {} permits, {} clients on one Dsync, hold {}, {} nodes ({}), wait {}; \
          {:.1}s measured + {:.1}s warm-up, at most {} permits; tokio {} runtime with {} threads; rpc counting {}\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner("quorum-lock counting semaphore", &started, &machine),
         s.permits,
         s.clients,
         s.hold.label(),
@@ -824,15 +766,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
         opts.seconds,
         opts.warmup,
         opts.max_locks,
-        match opts.flavor {
-            crate::cli::Flavor::Multi => "multi-thread",
-            crate::cli::Flavor::Current => "current-thread",
-        },
-        if opts.flavor == crate::cli::Flavor::Multi {
-            opts.threads
-        } else {
-            1
-        },
+        crate::out::runtime(opts).0,
+        crate::out::runtime(opts).1,
         if opts.count_rpcs { "on" } else { "off" },
     ));
     // A runtime of its own, as every lock run has.
@@ -841,13 +776,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     rt.shutdown_timeout(Duration::from_secs(2));
     let outcome = outcome?;
     let load_end = loadavg();
-    say(&lines(&outcome));
-    say(&format!("\nload average at the end {load_end}\n"));
-    say(&markdown(&outcome));
-    if let Some(path) = &opts.json {
-        let text = json(opts, &machine, &started, &load_end, &outcome);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say(&format!("wrote {}", path.display()));
-    }
-    Ok(())
+    say(lines(&outcome));
+    say(format!("\nload average at the end {load_end}\n"));
+    say(markdown(&outcome));
+    out::save(opts, || json(opts, &machine, &started, &load_end, &outcome))
 }

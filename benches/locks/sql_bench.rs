@@ -23,9 +23,10 @@ use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::{DRWMutex, Dsync, NetLocker, WriteGuard};
 use tokio::time::{timeout_at, Instant};
 
-use crate::cli::{Flavor, Options};
+use crate::cli::Options;
 use crate::counting::{self, CountingLocker};
-use crate::report::{loadavg, number, string, Machine};
+use crate::out::{self, left, notes, per, right, say, stat, verdict, Col, Doc, Obj};
+use crate::report::{loadavg, string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
 use crate::sql_server::{Counted, Database, Probe};
@@ -61,11 +62,13 @@ impl System {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Key {
-    pub clients: usize,
-    pub names: Names,
-    pub hold: Hold,
+/// The clients, naming and hold a measurement shares with the others.
+pub type Key = crate::redis_base::BaselineKey;
+
+impl Row {
+    fn summary(&self) -> &Summary {
+        &self.summary
+    }
 }
 
 pub struct Row {
@@ -393,58 +396,45 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
     })
 }
 
-pub fn header() -> String {
-    format!(
-        "{:<10} {:<5} {:>7} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>5} {:>5} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
-        "sys", "wait", "clients", "names", "hold", "locks/s", "p50", "p99", "max", "longest",
-        "min/cl", "max/cl", "jain", "cpu", "srv", "cpu/lk", "stmt/lk", "xact/lk", "sent/lk",
-        "calls/lk", "x ins", "x adv"
-    )
+/// The columns of the table, in order.
+fn columns(backend: Backend) -> Vec<Col<Row>> {
+    let sum: fn(&Row) -> &Summary = Row::summary;
+    let ratio =
+        |r: &Row, base: Option<f64>| r.ratio(base).map_or("-".into(), |x| format!("{x:.2}x"));
+    let mut cols = vec![
+        left("sys", 10, move |r: &Row| r.system.label(backend).to_owned()),
+        left("wait", 5, |r: &Row| r.system.wait().to_owned()),
+        right("clients", 7, |r: &Row| r.key.clients.to_string()),
+        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
+        right("hold", 5, |r: &Row| r.key.hold.label()),
+    ];
+    for title in ["locks/s", "p50", "p99", "max", "longest"] {
+        cols.push(stat(title, sum));
+    }
+    cols.extend([
+        right("min/cl", 6, |r: &Row| r.summary.min_client.to_string()),
+        right("max/cl", 6, |r: &Row| r.summary.max_client.to_string()),
+        stat("jain", sum),
+        // This process alone: the server has a column of its own.
+        right("cpu", 5, |r: &Row| format!("{:.0}%", r.summary.cpu * 100.0)),
+        right("srv", 5, |r: &Row| {
+            r.summary
+                .server_cpu
+                .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
+        }),
+        stat("cpu/lk", sum),
+        right("stmt/lk", 7, |r: &Row| per(r.statements_per_lock())),
+        right("xact/lk", 7, |r: &Row| per(r.transactions_per_lock())),
+        right("sent/lk", 7, |r: &Row| per(r.sent_per_lock())),
+        right("calls/lk", 8, |r: &Row| per(r.calls_per_lock())),
+        right("x ins", 7, move |r: &Row| ratio(r, r.insert_lsps)),
+        right("x adv", 7, move |r: &Row| ratio(r, r.advisory_lsps)),
+    ]);
+    cols
 }
 
 pub fn line(row: &Row, backend: Backend) -> String {
-    let s = &row.summary;
-    let d = |d: Duration| fmt_duration(d);
-    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
-    let cpu_per_lock = if s.lsps > 0.0 {
-        d(Duration::from_secs_f64(cpu / s.lsps))
-    } else {
-        "-".into()
-    };
-    let per = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
-    let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}x"));
-    let mut out = format!(
-        "{:<10} {:<5} {:>7} {:<6} {:>5} {:>8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>5.3} {:>4.0}% {:>5} {:>7} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7}",
-        row.system.label(backend),
-        row.system.wait(),
-        row.key.clients,
-        row.key.names.label(),
-        row.key.hold.label(),
-        fmt_rate(s.lsps),
-        d(s.p50),
-        d(s.p99),
-        d(s.max),
-        d(s.longest_wait),
-        s.min_client,
-        s.max_client,
-        s.jain,
-        s.cpu * 100.0,
-        s.server_cpu
-            .map_or("-".into(), |c| format!("{:.0}%", c * 100.0)),
-        cpu_per_lock,
-        per(row.statements_per_lock()),
-        per(row.transactions_per_lock()),
-        per(row.sent_per_lock()),
-        per(row.calls_per_lock()),
-        ratio(row.ratio(row.insert_lsps)),
-        ratio(row.ratio(row.advisory_lsps)),
-    );
-    if s.longest_wait > s.max {
-        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
-    }
-    if s.hit_count_bound {
-        out.push_str("  (stopped by --max-locks)");
-    }
+    let mut out = out::line(&columns(backend), row) + &notes(&row.summary);
     if let Some(c) = &row.counted {
         if let Some(n) = c.deadlocks.filter(|&n| n > 0) {
             let _ = write!(out, "  ({n} deadlocks broken by the server)");
@@ -523,14 +513,6 @@ fn find(rows: &[Row], system: System, clients: usize, names: Names) -> Option<&R
             && r.key.names == names
             && r.key.hold == Hold::None
     })
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "met"
-    } else {
-        "MISSED"
-    }
 }
 
 /// The targets of the SQL issue, with no hold: reported, not asserted.
@@ -653,63 +635,23 @@ pub fn references(rows: &[Row], backend: Backend) -> String {
 /// Every row as a Markdown table: one line per system and naming, one
 /// column per client count.
 fn markdown(opts: &Options, rows: &[Row], backend: Backend) -> String {
-    let mut out = String::from(
-        "Markdown (locks/s · p50 / p99 of the acquire · jain; the longest wait in brackets; statements per lock after the slash, server-counted):\n\n",
+    let grid = out::grid(
+        opts,
+        rows,
+        "system | names",
+        |r| (r.system, r.key),
+        |r, naming| {
+            let system = match r.system {
+                System::Ours(w) if opts.waits_given => format!("ours ({})", w.label()),
+                other => other.label(backend).to_owned(),
+            };
+            format!("{system} | {naming}")
+        },
+        cell,
     );
-    let clients: Vec<String> = opts
-        .clients
-        .iter()
-        .map(|&c| format!("{c} client{}", if c == 1 { "" } else { "s" }))
-        .collect();
-    let _ = writeln!(out, "| system | names | {} |", clients.join(" | "));
-    let _ = writeln!(out, "|---|---|{}", "---|".repeat(clients.len()));
-    for &hold in &opts.holds {
-        for &names in &opts.names {
-            let mut seen: Vec<System> = Vec::new();
-            for row in rows
-                .iter()
-                .filter(|r| r.key.names == names && r.key.hold == hold)
-            {
-                if seen.contains(&row.system) {
-                    continue;
-                }
-                seen.push(row.system);
-                let cells: Vec<String> = opts
-                    .clients
-                    .iter()
-                    .map(|&c| {
-                        rows.iter()
-                            .find(|r| {
-                                r.system == row.system
-                                    && r.key.names == names
-                                    && r.key.hold == hold
-                                    && r.key.clients == c
-                            })
-                            .map_or("—".into(), cell)
-                    })
-                    .collect();
-                let naming = match names {
-                    Names::Own => "own",
-                    Names::Shared => "one shared",
-                };
-                let hold_note = if opts.holds.len() > 1 {
-                    format!(", hold {}", hold.label())
-                } else {
-                    String::new()
-                };
-                let system = match row.system {
-                    System::Ours(w) if opts.waits_given => format!("ours ({})", w.label()),
-                    other => other.label(backend).to_owned(),
-                };
-                let _ = writeln!(
-                    out,
-                    "| {system} | {naming}{hold_note} | {} |",
-                    cells.join(" | ")
-                );
-            }
-        }
-    }
-    out
+    format!(
+        "Markdown (locks/s · p50 / p99 of the acquire · jain; the longest wait in brackets; statements per lock after the slash, server-counted):\n\n{grid}"
+    )
 }
 
 fn cell(row: &Row) -> String {
@@ -728,11 +670,6 @@ fn cell(row: &Row) -> String {
         let _ = write!(text, " / {st:.1}");
     }
     text
-}
-
-fn say(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 /// The whole run: the server up, every planned measurement, the table,
@@ -773,30 +710,17 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     } else {
         0.3
     };
-    say(&format!(
-        "quorum-lock SqlLocker beside the SQL lock recipes, {started}, commit {}\n\
-         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n\
+    say(format!(
+        "{}\
          settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads\n\
          database: {}; {server}; statement counts: {}\n\
          {} runs, about {:.0}s\n",
-        machine.commit,
-        machine.cpus,
-        machine.cpu_model,
-        machine.mem_total,
-        machine.kernel,
-        machine.loadavg,
+        crate::out::banner("quorum-lock SqlLocker beside the SQL lock recipes", &started, &machine),
         opts.seconds,
         opts.warmup,
         opts.max_locks,
-        match opts.flavor {
-            Flavor::Multi => "multi-thread",
-            Flavor::Current => "current-thread",
-        },
-        if opts.flavor == Flavor::Multi {
-            opts.threads
-        } else {
-            1
-        },
+        crate::out::runtime(opts).0,
+        crate::out::runtime(opts).1,
         db.version,
         match &db.counting {
             Ok(()) => "on".to_owned(),
@@ -805,7 +729,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + settle + 0.2),
     ));
-    say(&header());
+    say(out::header(&columns(backend)));
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
         let rt = crate::runtime(opts)?;
@@ -821,24 +745,19 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
             row.insert_lsps = lsps(Recipe::Insert);
             row.advisory_lsps = lsps(Recipe::Advisory);
         }
-        say(&line(&row, backend));
+        say(line(&row, backend));
         rows.push(row);
     }
-    say(&format!("\n{}", legend(backend, &db)));
-    say(&format!("\n{}", targets(&rows, backend)));
-    say(&references(&rows, backend));
-    say(&markdown(opts, &rows, backend));
+    say(format!("\n{}", legend(backend, &db)));
+    say(format!("\n{}", targets(&rows, backend)));
+    say(references(&rows, backend));
+    say(markdown(opts, &rows, backend));
     if let Some(pid) = db.pid() {
         drop(db);
-        say(&format!("stopped the {} server, pid {pid}", backend.name()));
+        say(format!("stopped the {} server, pid {pid}", backend.name()));
     }
-    say(&format!("load average at the end: {}", loadavg()));
-    if let Some(path) = &opts.json {
-        let text = json(opts, &machine, &started, backend, &rows);
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say(&format!("wrote {}", path.display()));
-    }
-    Ok(())
+    say(format!("load average at the end: {}", loadavg()));
+    out::save(opts, || json(opts, &machine, &started, backend, &rows))
 }
 
 /// The whole run as JSON, in the spirit of `report::json`.
@@ -849,47 +768,23 @@ fn json(
     backend: Backend,
     rows: &[Row],
 ) -> String {
-    let mut o = String::from("{\n");
-    let _ = writeln!(o, "  \"date\": {},", string(started));
-    let _ = writeln!(o, "  \"commit\": {},", string(&machine.commit));
-    let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
-    let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
-    let _ = writeln!(
-        o,
-        "  \"machine\": {{\"cpus\": {}, \"cpu_model\": {}, \"mem_total\": {}, \"kernel\": {}, \"loadavg_start\": {}, \"loadavg_end\": {}}},",
-        machine.cpus,
-        string(&machine.cpu_model),
-        string(&machine.mem_total),
-        string(&machine.kernel),
-        string(&machine.loadavg),
-        string(&loadavg())
-    );
-    let _ = writeln!(
-        o,
-        "  \"settings\": {{\"backend\": {}, \"seconds\": {}, \"warmup\": {}, \"max_locks\": {}, \"threads\": {}, \"count_rpcs\": {}}},",
-        string(backend.name()),
-        number(opts.seconds),
-        number(opts.warmup),
-        opts.max_locks,
-        opts.threads,
-        opts.count_rpcs,
-    );
-    o.push_str("  \"results\": [");
-    for (i, row) in rows.iter().enumerate() {
-        o.push_str(if i == 0 { "\n    " } else { ",\n    " });
-        o.push_str(&result(row, backend));
-    }
-    o.push_str("\n  ]\n}\n");
-    o
+    let settings = Obj::new()
+        .str("backend", backend.name())
+        .num("seconds", opts.seconds)
+        .num("warmup", opts.warmup)
+        .raw("max_locks", opts.max_locks)
+        .raw("threads", opts.threads)
+        .raw("count_rpcs", opts.count_rpcs);
+    Doc::now(opts, machine, started)
+        .field("settings", settings)
+        .results(rows.iter().map(|row| result(row, backend)))
 }
 
 fn result(row: &Row, backend: Backend) -> String {
     let s = &row.summary;
-    let ns = |d: Duration| d.as_nanos().to_string();
-    let opt = |x: Option<f64>| x.map_or("null".into(), number);
-    let by_statement: Vec<String> = row
-        .counted
-        .as_ref()
+    let counted = row.counted.as_ref();
+    let count = |n: Option<u64>| n.map_or("null".into(), |n| n.to_string());
+    let by_statement: Vec<String> = counted
         .map(|c| {
             c.by_statement
                 .iter()
@@ -897,60 +792,35 @@ fn result(row: &Row, backend: Backend) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    format!(
-        "{{\"system\": {}, \"wait\": {}, \"clients\": {}, \"names\": {}, \"hold\": {}, \
-         \"locks\": {}, \"seconds\": {}, \"lsps\": {}, \"mean_ns\": {}, \"p50_ns\": {}, \"p90_ns\": {}, \
-         \"p99_ns\": {}, \"max_ns\": {}, \"longest_wait_ns\": {}, \"unfinished_clients\": {}, \
-         \"min_locks_per_client\": {}, \"max_locks_per_client\": {}, \"jain\": {}, \"cpu_cores\": {}, \
-         \"server_cpu_cores\": {}, \"cycles_counted_by_server\": {}, \"server_statements\": {}, \
-         \"server_transactions\": {}, \"statements_per_lock\": {}, \"transactions_per_lock\": {}, \
-         \"sent_per_lock\": {}, \"locker_calls_per_lock\": {}, \"statements_by_text\": {{{}}}, \
-         \"server_deadlocks\": {}, \"server_row_lock_waits\": {}, \"leftover_connections_ended\": {}, \"hit_count_bound\": {}, \"ratio_vs_insert\": {}, \
-         \"ratio_vs_advisory\": {}}}",
-        string(row.system.label(backend)),
-        string(row.system.wait()),
-        row.key.clients,
-        string(row.key.names.label()),
-        string(&row.key.hold.label()),
-        s.locks,
-        number(s.seconds),
-        number(s.lsps),
-        ns(s.mean),
-        ns(s.p50),
-        ns(s.p90),
-        ns(s.p99),
-        ns(s.max),
-        ns(s.longest_wait),
-        s.unfinished,
-        s.min_client,
-        s.max_client,
-        number(s.jain),
-        number(s.cpu),
-        s.server_cpu.map_or("null".into(), number),
-        row.cycles,
-        row.counted
-            .as_ref()
-            .map_or("null".into(), |c| c.statements.to_string()),
-        row.counted
-            .as_ref()
-            .and_then(|c| c.transactions)
-            .map_or("null".into(), |t| t.to_string()),
-        opt(row.statements_per_lock()),
-        opt(row.transactions_per_lock()),
-        opt(row.sent_per_lock()),
-        opt(row.calls_per_lock()),
-        by_statement.join(", "),
-        row.counted
-            .as_ref()
-            .and_then(|c| c.deadlocks)
-            .map_or("null".into(), |n| n.to_string()),
-        row.counted
-            .as_ref()
-            .and_then(|c| c.lock_waits)
-            .map_or("null".into(), |n| n.to_string()),
-        row.leftovers,
-        s.hit_count_bound,
-        opt(row.ratio(row.insert_lsps)),
-        opt(row.ratio(row.advisory_lsps)),
-    )
+    Obj::new()
+        .str("system", row.system.label(backend))
+        .str("wait", row.system.wait())
+        .raw("clients", row.key.clients)
+        .str("names", row.key.names.label())
+        .str("hold", &row.key.hold.label())
+        .summary(s, false)
+        .raw("cycles_counted_by_server", row.cycles)
+        .raw("server_statements", count(counted.map(|c| c.statements)))
+        .raw(
+            "server_transactions",
+            count(counted.and_then(|c| c.transactions)),
+        )
+        .opt("statements_per_lock", row.statements_per_lock())
+        .opt("transactions_per_lock", row.transactions_per_lock())
+        .opt("sent_per_lock", row.sent_per_lock())
+        .opt("locker_calls_per_lock", row.calls_per_lock())
+        .raw(
+            "statements_by_text",
+            format!("{{{}}}", by_statement.join(", ")),
+        )
+        .raw("server_deadlocks", count(counted.and_then(|c| c.deadlocks)))
+        .raw(
+            "server_row_lock_waits",
+            count(counted.and_then(|c| c.lock_waits)),
+        )
+        .raw("leftover_connections_ended", row.leftovers)
+        .raw("hit_count_bound", s.hit_count_bound)
+        .opt("ratio_vs_insert", row.ratio(row.insert_lsps))
+        .opt("ratio_vs_advisory", row.ratio(row.advisory_lsps))
+        .done()
 }

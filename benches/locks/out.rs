@@ -1,0 +1,404 @@
+//! The skeleton every run of `locks` prints and saves through: the banner,
+//! the text table (columns declared once, header and rows drawn from the
+//! same list), the Markdown grid, and the JSON document and its objects.
+//!
+//! Each backend and scenario names its own columns and fields; the shapes
+//! (widths, separators, the order of the head of the JSON) live here once,
+//! so that the reports cannot drift apart.
+
+use std::fmt::{Display, Write as _};
+use std::time::Duration;
+
+use crate::cli::{Flavor, Options};
+use crate::counting::CallCounts;
+use crate::redis_base::BaselineKey;
+use crate::report::{loadavg, number, string, Machine};
+use crate::scenario::Names;
+use crate::stats::{fmt_duration, Summary};
+
+/// `println!` that ignores a closed stdout (`| head`) instead of panicking;
+/// the run still finishes, stops its servers and writes its JSON.
+pub fn say(text: impl Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// A duration as the text table shows it, for prose: "12.3 µs", "4.56 ms".
+pub fn human(d: Duration) -> String {
+    let text = fmt_duration(d);
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (value, unit) = text.split_at(split);
+    format!("{value} {}", if unit == "us" { "µs" } else { unit })
+}
+
+pub fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+/// The runtime's kind and its worker count, as the banners print them.
+pub fn runtime(opts: &Options) -> (&'static str, usize) {
+    match opts.flavor {
+        Flavor::Multi => ("multi-thread", opts.threads),
+        Flavor::Current => ("current-thread", 1),
+    }
+}
+
+/// The first two lines of every banner: what runs, when, on which commit
+/// and machine.
+pub fn banner(title: &str, started: &str, m: &Machine) -> String {
+    format!(
+        "{title}, {started}, commit {}\n\
+         machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n",
+        m.commit, m.cpus, m.cpu_model, m.mem_total, m.kernel, m.loadavg
+    )
+}
+
+/// The figures every table with a CPU column prints: both processes'
+/// CPU time per lock, or "-" with no lock.
+pub fn cpu_per_lock(s: &Summary) -> String {
+    let cpu = s.cpu + s.server_cpu.unwrap_or(0.0);
+    if s.lsps > 0.0 {
+        fmt_duration(Duration::from_secs_f64(cpu / s.lsps))
+    } else {
+        "-".into()
+    }
+}
+
+/// The notes after a row: waits the end cut off, the count bound.
+pub fn notes(s: &Summary) -> String {
+    let mut out = String::new();
+    if s.longest_wait > s.max {
+        let _ = write!(out, "  ({} waits cut off by the end)", s.unfinished);
+    }
+    if s.hit_count_bound {
+        out.push_str("  (stopped by --max-locks)");
+    }
+    out
+}
+
+/// "{x:.2}" or "-".
+pub fn per(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+/// A ratio of locks/s as "{x:.2}x", or "-" without a positive base.
+pub fn times(lsps: f64, base: Option<f64>) -> String {
+    match base {
+        Some(b) if b > 0.0 => format!("{:.2}x", lsps / b),
+        _ => "-".into(),
+    }
+}
+
+/// One column of a text table: its title, its width, whether it is
+/// aligned left, and how a row fills it.
+pub struct Col<R> {
+    title: &'static str,
+    width: usize,
+    left: bool,
+    cell: Box<dyn Fn(&R) -> String>,
+}
+
+pub fn left<R>(title: &'static str, width: usize, cell: impl Fn(&R) -> String + 'static) -> Col<R> {
+    Col {
+        title,
+        width,
+        left: true,
+        cell: Box::new(cell),
+    }
+}
+
+pub fn right<R>(
+    title: &'static str,
+    width: usize,
+    cell: impl Fn(&R) -> String + 'static,
+) -> Col<R> {
+    Col {
+        title,
+        width,
+        left: false,
+        cell: Box::new(cell),
+    }
+}
+
+/// The columns of a summary the tables share, by title: each table picks
+/// the ones it prints, in its own order. `get` reaches a row's summary.
+pub fn stat<R: 'static>(title: &'static str, get: fn(&R) -> &Summary) -> Col<R> {
+    let (width, cell): (usize, fn(&Summary) -> String) = match title {
+        "locks/s" => (8, |s| crate::stats::fmt_rate(s.lsps)),
+        "mean" => (7, |s| fmt_duration(s.mean)),
+        "p50" => (7, |s| fmt_duration(s.p50)),
+        "p70" => (7, |s| fmt_duration(s.p70)),
+        "p90" => (7, |s| fmt_duration(s.p90)),
+        "p99" => (7, |s| fmt_duration(s.p99)),
+        "max" => (7, |s| fmt_duration(s.max)),
+        "longest" => (7, |s| fmt_duration(s.longest_wait)),
+        // This process and the servers together, 100% = one core.
+        "cpu" => (5, |s| {
+            format!("{:.0}%", (s.cpu + s.server_cpu.unwrap_or(0.0)) * 100.0)
+        }),
+        "cpu/lk" => (7, cpu_per_lock),
+        "rpc/lk" => (6, |s| per(s.calls_per_lock)),
+        "min/cl" => (7, |s| s.min_client.to_string()),
+        "max/cl" => (7, |s| s.max_client.to_string()),
+        "jain" => (5, |s| format!("{:.3}", s.jain)),
+        other => unreachable!("no summary column {other}"),
+    };
+    right(title, width, move |r| cell(get(r)))
+}
+
+fn pad(out: &mut String, text: &str, width: usize, left: bool) {
+    if !out.is_empty() {
+        out.push(' ');
+    }
+    let _ = if left {
+        write!(out, "{text:<width$}")
+    } else {
+        write!(out, "{text:>width$}")
+    };
+}
+
+pub fn header<R>(cols: &[Col<R>]) -> String {
+    let mut out = String::new();
+    for c in cols {
+        pad(&mut out, c.title, c.width, c.left);
+    }
+    out
+}
+
+pub fn line<R>(cols: &[Col<R>], row: &R) -> String {
+    let mut out = String::new();
+    for c in cols {
+        pad(&mut out, &(c.cell)(row), c.width, c.left);
+    }
+    out
+}
+
+/// A Markdown table with one column per client count of the run and one
+/// line per system and naming (and hold, when there are several), the
+/// systems in the order they were measured. `head` names the leading
+/// columns (`"system | nodes | names"`); `lead` fills them for a row, given
+/// the naming's text.
+pub fn grid<R, S: PartialEq + Copy>(
+    opts: &Options,
+    rows: &[R],
+    head: &str,
+    at: impl Fn(&R) -> (S, BaselineKey),
+    lead: impl Fn(&R, &str) -> String,
+    cell: impl Fn(&R) -> String,
+) -> String {
+    let clients: Vec<String> = opts
+        .clients
+        .iter()
+        .map(|&c| format!("{c} client{}", if c == 1 { "" } else { "s" }))
+        .collect();
+    let mut out = format!("| {head} | {} |\n", clients.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}{}",
+        "---|".repeat(head.split('|').count()),
+        "---|".repeat(clients.len())
+    );
+    for &hold in &opts.holds {
+        for &names in &opts.names {
+            let mut seen: Vec<S> = Vec::new();
+            for row in rows.iter().filter(|r| {
+                let k = at(r).1;
+                k.names == names && k.hold == hold
+            }) {
+                let system = at(row).0;
+                if seen.contains(&system) {
+                    continue;
+                }
+                seen.push(system);
+                let cells: Vec<String> = opts
+                    .clients
+                    .iter()
+                    .map(|&c| {
+                        rows.iter()
+                            .find(|r| {
+                                at(r)
+                                    == (
+                                        system,
+                                        BaselineKey {
+                                            clients: c,
+                                            names,
+                                            hold,
+                                        },
+                                    )
+                            })
+                            .map_or("—".into(), &cell)
+                    })
+                    .collect();
+                let naming = match names {
+                    Names::Own => "own",
+                    Names::Shared => "one shared",
+                };
+                let hold_note = if opts.holds.len() > 1 {
+                    format!(", hold {}", hold.label())
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} |",
+                    lead(row, &format!("{naming}{hold_note}")),
+                    cells.join(" | ")
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A JSON object written field by field, in the order given:
+/// `{"a": 1, "b": "x"}`.
+#[derive(Default)]
+pub struct Obj(String);
+
+impl Obj {
+    pub fn new() -> Obj {
+        Obj::default()
+    }
+
+    /// A value already in JSON (a number, `true`, an object).
+    pub fn raw(mut self, key: &str, value: impl Display) -> Obj {
+        if !self.0.is_empty() {
+            self.0.push_str(", ");
+        }
+        let _ = write!(self.0, "\"{key}\": {value}");
+        self
+    }
+
+    pub fn str(self, key: &str, value: &str) -> Obj {
+        self.raw(key, string(value))
+    }
+
+    pub fn num(self, key: &str, value: f64) -> Obj {
+        self.raw(key, number(value))
+    }
+
+    pub fn opt(self, key: &str, value: Option<f64>) -> Obj {
+        self.raw(key, value.map_or("null".into(), number))
+    }
+
+    pub fn ns(self, key: &str, value: Duration) -> Obj {
+        self.raw(key, value.as_nanos())
+    }
+
+    /// The figures of a load run every JSON result carries, from `locks`
+    /// to `server_cpu_cores`; `p70` only where the table has it.
+    pub fn summary(self, s: &Summary, p70: bool) -> Obj {
+        let o = self
+            .raw("locks", s.locks)
+            .num("seconds", s.seconds)
+            .num("lsps", s.lsps)
+            .ns("mean_ns", s.mean)
+            .ns("p50_ns", s.p50);
+        let o = if p70 { o.ns("p70_ns", s.p70) } else { o };
+        o.ns("p90_ns", s.p90)
+            .ns("p99_ns", s.p99)
+            .ns("max_ns", s.max)
+            .ns("longest_wait_ns", s.longest_wait)
+            .raw("unfinished_clients", s.unfinished)
+            .raw("min_locks_per_client", s.min_client)
+            .raw("max_locks_per_client", s.max_client)
+            .num("jain", s.jain)
+            .num("cpu_cores", s.cpu)
+            .opt("server_cpu_cores", s.server_cpu)
+    }
+
+    pub fn done(self) -> String {
+        format!("{{{}}}", self.0)
+    }
+}
+
+impl Display for Obj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{{{}}}", self.0)
+    }
+}
+
+/// Calls by kind as a JSON object, or `null`.
+pub fn calls(c: Option<CallCounts>) -> String {
+    c.map_or("null".into(), |c| {
+        Obj::new()
+            .raw("lock", c.lock)
+            .raw("wait", c.wait)
+            .raw("unlock", c.unlock)
+            .raw("refresh", c.refresh)
+            .raw("fence", c.fence)
+            .raw("other", c.other)
+            .done()
+    })
+}
+
+/// A run's JSON file: the head every report shares (date, commit,
+/// arguments, machine), then the report's own top-level fields in order.
+pub struct Doc(String);
+
+impl Doc {
+    /// `machine` adds fields to the machine object after the load averages.
+    pub fn new(opts: &Options, m: &Machine, started: &str, load_end: &str, machine: Obj) -> Doc {
+        let mut o = String::from("{\n");
+        let _ = writeln!(o, "  \"date\": {},", string(started));
+        let _ = writeln!(o, "  \"commit\": {},", string(&m.commit));
+        let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
+        let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
+        let mut head = Obj::new()
+            .raw("cpus", m.cpus)
+            .str("cpu_model", &m.cpu_model)
+            .str("mem_total", &m.mem_total)
+            .str("kernel", &m.kernel)
+            .str("loadavg_start", &m.loadavg)
+            .str("loadavg_end", load_end);
+        if !machine.0.is_empty() {
+            head.0.push_str(", ");
+            head.0.push_str(&machine.0);
+        }
+        let _ = writeln!(o, "  \"machine\": {head},");
+        Doc(o)
+    }
+
+    /// The head with the load average read now.
+    pub fn now(opts: &Options, m: &Machine, started: &str) -> Doc {
+        Doc::new(opts, m, started, &loadavg(), Obj::new())
+    }
+
+    pub fn field(mut self, key: &str, value: impl Display) -> Doc {
+        let _ = writeln!(self.0, "  \"{key}\": {value},");
+        self
+    }
+
+    /// Ends the document with its list of results.
+    pub fn results(self, items: impl IntoIterator<Item = String>) -> String {
+        let mut o = self.0;
+        o.push_str("  \"results\": [");
+        for (i, item) in items.into_iter().enumerate() {
+            o.push_str(if i == 0 { "\n    " } else { ",\n    " });
+            o.push_str(&item);
+        }
+        o.push_str("\n  ]\n}\n");
+        o
+    }
+
+    /// Ends the document with one last field instead of a list.
+    pub fn last(self, key: &str, value: impl Display) -> String {
+        format!("{}  \"{key}\": {value}\n}}\n", self.0)
+    }
+}
+
+/// Writes the JSON of a run where `--json` asked for it, and says so.
+pub fn save(opts: &Options, text: impl FnOnce() -> String) -> Result<(), String> {
+    if let Some(path) = &opts.json {
+        std::fs::write(path, text())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        say(format!("wrote {}", path.display()));
+    }
+    Ok(())
+}
