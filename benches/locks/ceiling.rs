@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use quorum_lock::net::ceiling::TrivialClient;
 use quorum_lock::LockArgs;
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use crate::counts::Probe;
 use crate::scenario::{Names, Scenario};
 use crate::servers::{Kind, Servers, TOKEN};
-use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+use crate::stats::{
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
+};
 
 /// How long a phase may wait for its quorum before the run fails.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -27,7 +29,6 @@ async fn client(
     scenario: Scenario,
     window: Window,
 ) -> Result<ClientTally, String> {
-    let mut tally = ClientTally::new();
     let name = match scenario.names {
         Names::Own => format!("bench/client-{index}"),
         Names::Shared => "bench/shared".to_owned(),
@@ -41,41 +42,46 @@ async fn client(
         source: "benches/locks/ceiling.rs:40:20".into(),
         quorum: scenario.nodes / 2 + 1,
     };
-    let mut done = 0u64;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
-        }
-        if done >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        match timeout_at(
-            window.end,
-            cluster.phase(index, &args, false, PHASE_TIMEOUT),
+    window
+        .client(
+            Trivial {
+                cluster,
+                index,
+                args,
+            },
+            scenario.hold,
         )
         .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => return Err(format!("trivial lock failed: {err}")),
-            Err(_) => {
-                tally.unfinished = Some(asked.elapsed());
-                break;
-            }
-        }
-        if asked >= window.start {
-            tally.record(asked.elapsed());
-        }
-        done += 1;
-        scenario.hold.run().await;
-        cluster
-            .phase(index, &args, true, PHASE_TIMEOUT)
+}
+
+/// The trivial client's lock: a lock phase to every server, a quorum of
+/// replies; its unlock likewise.
+struct Trivial {
+    cluster: Arc<TrivialClient>,
+    index: usize,
+    args: LockArgs,
+}
+
+impl Locking for Trivial {
+    type Held = ();
+
+    async fn acquire(&mut self) -> Result<(), String> {
+        let phase = self
+            .cluster
+            .phase(self.index, &self.args, false, PHASE_TIMEOUT);
+        phase
             .await
-            .map_err(|e| format!("trivial unlock failed: {e}"))?;
+            .map_err(|err| format!("trivial lock failed: {err}"))
     }
-    tally.finished_at = Instant::now();
-    Ok(tally)
+
+    async fn release(&mut self, (): (), _: &mut ClientTally, _: bool) -> Result<(), String> {
+        let phase = self
+            .cluster
+            .phase(self.index, &self.args, true, PHASE_TIMEOUT);
+        phase
+            .await
+            .map_err(|e| format!("trivial unlock failed: {e}"))
+    }
 }
 
 /// The ceiling of `scenario`: the trivial client on `scenario.nodes`
@@ -102,12 +108,7 @@ pub async fn run(
     } else {
         None
     };
-    let start = Instant::now() + warmup;
-    let window = Window {
-        start,
-        end: start + seconds,
-        max_per_client: max_locks.div_ceil(scenario.clients as u64),
-    };
+    let window = Window::new(warmup, seconds, max_locks, scenario.clients);
     let frames = cluster.frames.clone();
     let frame_counts = || {
         use std::sync::atomic::Ordering::Relaxed;

@@ -27,11 +27,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
-use tokio::time::{timeout, timeout_at, Instant};
+use tokio::time::{timeout, Instant};
 
 use crate::redis_base::BaselineKey;
-use crate::scenario::{Hold, Names};
-use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+use crate::scenario::Names;
+use crate::stats::{
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
+};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
 /// silent, like the validity of our locks (60 s by default) and etcd's
@@ -244,49 +246,44 @@ async fn session(leases: &mut LeaseClient) -> Result<Session, String> {
     Ok(Session { lease, keeper })
 }
 
-async fn client(
-    mut locks: LockClient,
+/// A client of etcd's lock service: its lock client, name and lease.
+struct Locker {
+    locks: LockClient,
     name: String,
     lease: i64,
-    hold: Hold,
-    window: Window,
-) -> Result<ClientTally, String> {
-    let mut tally = ClientTally::new();
-    let mut done = 0u64;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
-        }
-        if done >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        let options = LockOptions::new().with_lease(lease);
-        let key = match timeout_at(window.end, locks.lock(name.as_str(), Some(options))).await {
-            Ok(Ok(reply)) => reply.key().to_vec(),
-            Ok(Err(err)) => return Err(format!("etcd lock failed: {err}")),
-            Err(_) => {
-                // The call is cancelled: the server stops waiting and its
-                // key goes with the lease, revoked at the end.
-                tally.unfinished = Some(asked.elapsed());
-                break;
-            }
-        };
-        if asked >= window.start {
-            tally.record(asked.elapsed());
+}
+
+impl Locking for Locker {
+    /// The key the lock call created, to unlock.
+    type Held = Vec<u8>;
+
+    async fn acquire(&mut self) -> Result<Vec<u8>, String> {
+        // A call the window cuts off is cancelled: the server stops waiting
+        // and its key goes with the lease, revoked at the end.
+        let options = LockOptions::new().with_lease(self.lease);
+        let reply = self.locks.lock(self.name.as_str(), Some(options)).await;
+        Ok(reply
+            .map_err(|err| format!("etcd lock failed: {err}"))?
+            .key()
+            .to_vec())
+    }
+
+    async fn release(
+        &mut self,
+        key: Vec<u8>,
+        tally: &mut ClientTally,
+        counted: bool,
+    ) -> Result<(), String> {
+        if counted {
             tally.calls.lock += 1;
             tally.calls.unlock += 1;
         }
-        done += 1;
-        hold.run().await;
-        locks
+        self.locks
             .unlock(key)
             .await
-            .map_err(|e| format!("etcd unlock failed: {e}"))?;
+            .map(drop)
+            .map_err(|e| format!("etcd unlock failed: {e}"))
     }
-    tally.finished_at = Instant::now();
-    Ok(tally)
 }
 
 /// One measurement: `key.clients` clients, each with its own session, on
@@ -316,12 +313,7 @@ pub async fn run(
                 .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
         );
     }
-    let start = Instant::now() + warmup;
-    let window = Window {
-        start,
-        end: start + seconds,
-        max_per_client: max_locks.div_ceil(key.clients as u64),
-    };
+    let window = Window::new(warmup, seconds, max_locks, key.clients);
     let snapshot = || Snapshot {
         at: Instant::now(),
         cpu: process_cpu(),
@@ -334,7 +326,12 @@ pub async fn run(
             Names::Own => format!("bench{run_id}/client-{c}"),
             Names::Shared => format!("bench{run_id}/shared"),
         };
-        client(etcd.lock_client(), name, ids[c], key.hold, window)
+        let client = Locker {
+            locks: etcd.lock_client(),
+            name,
+            lease: ids[c],
+        };
+        window.client(client, key.hold)
     })
     .await;
     // Close the sessions, as `Session.Close` does: keys left by waits the

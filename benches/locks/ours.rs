@@ -5,13 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, WriteGuard};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use crate::counting::{self, Calls, CountingLocker};
 use crate::counts::Probe;
 use crate::scenario::{Mix, Names, Scenario, Transport};
 use crate::servers::Kind;
-use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+use crate::stats::{
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
+};
 
 pub struct Cluster {
     pub ds: Dsync,
@@ -74,7 +76,7 @@ pub async fn cluster_on(
     Ok(Cluster { ds, calls, servers })
 }
 
-enum Held {
+pub enum Held {
     Write(WriteGuard),
     Read(ReadGuard),
 }
@@ -111,43 +113,40 @@ impl Coin {
     }
 }
 
-pub async fn client(
+/// A client of ours: one mutex, read or write as the mix draws.
+pub struct Client {
     mutex: DRWMutex,
-    scenario: Scenario,
-    window: Window,
-    seed: u64,
-) -> Result<ClientTally, String> {
-    let mut tally = ClientTally::new();
-    let mut coin = Coin(seed | 1);
-    let mut done = 0u64;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
+    mix: Mix,
+    coin: Coin,
+}
+
+impl Client {
+    /// Client `c`'s mutex, with a seed of its own for the mix.
+    pub fn new(mutex: DRWMutex, mix: Mix, c: usize) -> Client {
+        let seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(c as u64 + 1);
+        Client {
+            mutex,
+            mix,
+            coin: Coin(seed | 1),
         }
-        if done >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        let write = match scenario.mix {
+    }
+}
+
+impl Locking for Client {
+    type Held = Held;
+
+    async fn acquire(&mut self) -> Result<Held, String> {
+        let write = match self.mix {
             Mix::Write => true,
-            Mix::Read90 => !coin.heads(90),
+            Mix::Read90 => !self.coin.heads(90),
         };
-        let held = match timeout_at(window.end, acquire(&mutex, write)).await {
-            Ok(Ok(held)) => held,
-            Ok(Err(err)) => return Err(format!("lock failed: {err}")),
-            Err(_) => {
-                // Cancel safe: the library releases whatever this round got.
-                tally.unfinished = Some(asked.elapsed());
-                break;
-            }
-        };
-        let waited = asked.elapsed();
-        if asked >= window.start {
-            tally.record(waited);
-        }
-        done += 1;
-        scenario.hold.run().await;
+        // Cancel safe: the library releases whatever a cut-off round got.
+        acquire(&self.mutex, write)
+            .await
+            .map_err(|err| format!("lock failed: {err}"))
+    }
+
+    async fn release(&mut self, held: Held, _: &mut ClientTally, _: bool) -> Result<(), String> {
         held.unlock()
             .await
             .map_err(|e| format!("unlock failed: {e}"))?;
@@ -156,9 +155,8 @@ pub async fn client(
         // back: the other clients would starve and no timer would fire.
         // It yields only once the task's budget (128 units) is spent.
         tokio::task::coop::consume_budget().await;
+        Ok(())
     }
-    tally.finished_at = Instant::now();
-    Ok(tally)
 }
 
 pub async fn run(
@@ -203,12 +201,7 @@ pub async fn run_on(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let start = Instant::now() + warmup;
-    let window = Window {
-        start,
-        end: start + seconds,
-        max_per_client: max_locks.div_ceil(scenario.clients as u64),
-    };
+    let window = Window::new(warmup, seconds, max_locks, scenario.clients);
     let calls = cluster.calls.clone();
     let snapshot = || {
         if let Some(probe) = &probe {
@@ -224,8 +217,7 @@ pub async fn run_on(
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
         let mutex = mutexes.next().expect("one mutex per client");
-        let seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(c as u64 + 1);
-        client(mutex, scenario, window, seed)
+        window.client(Client::new(mutex, scenario.mix, c), scenario.hold)
     })
     .await?;
     let mut summary = summarize(window, &tallies, &first, &last);

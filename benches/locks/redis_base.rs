@@ -15,10 +15,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use crate::scenario::{Hold, Names};
-use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+use crate::stats::{
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
+};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
 /// the window is left to it, under a key no later run uses.
@@ -174,77 +176,69 @@ pub struct BaselineKey {
     pub hold: Hold,
 }
 
-async fn client(
-    mut con: MultiplexedConnection,
+/// A client of the SET NX lock: a connection of its own and a token per
+/// lock, `id:seq`.
+struct Client {
+    con: MultiplexedConnection,
     key: String,
     id: usize,
-    hold: Hold,
+    seq: u64,
     retry: Duration,
-    window: Window,
-) -> Result<ClientTally, String> {
-    let unlock = redis::Script::new(UNLOCK);
-    let mut tally = ClientTally::new();
-    let mut seq = 0u64;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
-        }
-        if seq >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        seq += 1;
-        let token = format!("{id}:{seq}");
-        let counted = asked >= window.start;
+    unlock: redis::Script,
+}
+
+impl Locking for Client {
+    /// The token and the SET tries it took.
+    type Held = (String, u64);
+
+    async fn acquire(&mut self) -> Result<(String, u64), String> {
+        self.seq += 1;
+        let token = format!("{}:{}", self.id, self.seq);
         let mut sent = 0u64;
-        let acquire = async {
-            loop {
-                sent += 1;
-                let set: Option<String> = redis::cmd("SET")
-                    .arg(&key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(TTL_MS)
-                    .query_async(&mut con)
-                    .await
-                    .map_err(|e| format!("redis SET failed: {e}"))?;
-                if set.is_some() {
-                    return Ok::<(), String>(());
-                }
-                tokio::time::sleep(retry).await;
+        loop {
+            sent += 1;
+            let set: Option<String> = redis::cmd("SET")
+                .arg(&self.key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(TTL_MS)
+                .query_async(&mut self.con)
+                .await
+                .map_err(|e| format!("redis SET failed: {e}"))?;
+            if set.is_some() {
+                return Ok((token, sent));
             }
-        };
-        match timeout_at(window.end, acquire).await {
-            Ok(result) => result?,
-            Err(_) => {
-                tally.unfinished = Some(asked.elapsed());
-                break;
-            }
+            tokio::time::sleep(self.retry).await;
         }
-        let waited = asked.elapsed();
+    }
+
+    async fn release(
+        &mut self,
+        (token, sent): (String, u64),
+        tally: &mut ClientTally,
+        counted: bool,
+    ) -> Result<(), String> {
         if counted {
-            tally.record(waited);
             // SET NX tries count as lock calls, the script as the unlock.
             tally.calls.lock += sent;
             tally.calls.unlock += 1;
         }
-        hold.run().await;
-        let deleted: i64 = unlock
-            .key(&key)
+        let deleted: i64 = self
+            .unlock
+            .key(&self.key)
             .arg(&token)
-            .invoke_async(&mut con)
+            .invoke_async(&mut self.con)
             .await
             .map_err(|e| format!("redis unlock failed: {e}"))?;
         if deleted != 1 {
             return Err(format!(
-                "redis lock {key} expired while held ({TTL_MS} ms TTL)"
+                "redis lock {} expired while held ({TTL_MS} ms TTL)",
+                self.key
             ));
         }
+        Ok(())
     }
-    tally.finished_at = Instant::now();
-    Ok(tally)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -269,12 +263,7 @@ pub async fn run(
                 .map_err(|e| format!("cannot connect to redis-server: {e}"))?,
         );
     }
-    let start = Instant::now() + warmup;
-    let window = Window {
-        start,
-        end: start + seconds,
-        max_per_client: max_locks.div_ceil(key.clients as u64),
-    };
+    let window = Window::new(warmup, seconds, max_locks, key.clients);
     // `probe` runs beside each snapshot: `--backend redis` reads the
     // server's command counters there.
     let snapshot = || {
@@ -295,7 +284,15 @@ pub async fn run(
             Names::Own => format!("bench:{run_id}:client-{c}"),
             Names::Shared => format!("bench:{run_id}:shared"),
         };
-        client(con, name, c, key.hold, retry, window)
+        let client = Client {
+            con,
+            key: name,
+            id: c,
+            seq: 0,
+            retry,
+            unlock: redis::Script::new(UNLOCK),
+        };
+        window.client(client, key.hold)
     })
     .await?;
     Ok(summarize(window, &tallies, &first, &last))

@@ -31,14 +31,16 @@ use std::time::Duration;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::{Dsync, NetLocker};
 use rslock::{LockError, LockManager};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use crate::cli::Options;
 use crate::counting::{self, CountingLocker};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
-use crate::scenario::{Hold, Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{drive, process_cpu, summarize, ClientTally, Snapshot, Summary, Window};
+use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::stats::{
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
+};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
 /// validity for ours (RedisConfig's default), the TTL for rslock.
@@ -267,15 +269,6 @@ fn servers_cpu(servers: &[RedisServer]) -> Option<Duration> {
     servers.iter().map(RedisServer::cpu).sum()
 }
 
-fn window(warmup: Duration, seconds: Duration, max_locks: u64, clients: usize) -> Window {
-    let start = Instant::now() + warmup;
-    Window {
-        start,
-        end: start + seconds,
-        max_per_client: max_locks.div_ceil(clients as u64),
-    }
-}
-
 /// What every measurement needs besides its own settings.
 #[derive(Clone, Copy)]
 pub struct Bounds {
@@ -331,7 +324,7 @@ pub async fn ours(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let window = window(
+    let window = Window::new(
         bounds.warmup,
         bounds.seconds,
         bounds.max_locks,
@@ -349,8 +342,8 @@ pub async fn ours(
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
         let mutex = mutexes.next().expect("one mutex per client");
-        let seed = 0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(c as u64 + 1);
-        crate::ours::client(mutex, scenario, window, seed)
+        let client = crate::ours::Client::new(mutex, scenario.mix, c);
+        window.client(client, scenario.hold)
     })
     .await?;
     Ok(summarize(window, &tallies, &first, &last))
@@ -358,52 +351,37 @@ pub async fn ours(
 
 /// One rslock client: `lock` (one Redlock round: SET NX PX on every node,
 /// and on failure the unlock script on every node), retried after
-/// `retry` while the window is open, then `unlock`.
-async fn rslock_client(
+/// `retry` while the window is open, then `unlock`. A round cut off by
+/// the window's end may leave keys until their TTL; the next run uses
+/// other names.
+struct Rslock {
     manager: LockManager,
     resource: String,
-    hold: Hold,
     retry: Duration,
-    window: Window,
-) -> Result<ClientTally, String> {
-    let mut tally = ClientTally::new();
-    let mut done = 0u64;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
-        }
-        if done >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        let acquire = async {
-            loop {
-                match manager.lock(resource.as_str(), VALIDITY).await {
-                    Ok(lock) => return Ok(lock),
-                    Err(LockError::Unavailable) => tokio::time::sleep(retry).await,
-                    Err(err) => return Err(format!("rslock lock failed: {err}")),
-                }
+}
+
+impl Locking for Rslock {
+    type Held = rslock::Lock;
+
+    async fn acquire(&mut self) -> Result<rslock::Lock, String> {
+        loop {
+            match self.manager.lock(self.resource.as_str(), VALIDITY).await {
+                Ok(lock) => return Ok(lock),
+                Err(LockError::Unavailable) => tokio::time::sleep(self.retry).await,
+                Err(err) => return Err(format!("rslock lock failed: {err}")),
             }
-        };
-        let lock = match timeout_at(window.end, acquire).await {
-            Ok(lock) => lock?,
-            Err(_) => {
-                // A round cut off here may leave keys until their TTL; the
-                // next run uses other names.
-                tally.unfinished = Some(asked.elapsed());
-                break;
-            }
-        };
-        if asked >= window.start {
-            tally.record(asked.elapsed());
         }
-        done += 1;
-        hold.run().await;
-        manager.unlock(&lock).await;
     }
-    tally.finished_at = Instant::now();
-    Ok(tally)
+
+    async fn release(
+        &mut self,
+        lock: rslock::Lock,
+        _: &mut ClientTally,
+        _: bool,
+    ) -> Result<(), String> {
+        self.manager.unlock(&lock).await;
+        Ok(())
+    }
 }
 
 pub async fn rslock(
@@ -425,7 +403,7 @@ pub async fn rslock(
         .await
         .map_err(|e| format!("rslock cannot lock on a fresh cluster: {e}"))?;
     manager.unlock(&lock).await;
-    let window = window(bounds.warmup, bounds.seconds, bounds.max_locks, key.clients);
+    let window = Window::new(bounds.warmup, bounds.seconds, bounds.max_locks, key.clients);
     let snapshot = || {
         probe.read();
         Snapshot {
@@ -440,7 +418,12 @@ pub async fn rslock(
             Names::Own => format!("bench{run}:client-{c}"),
             Names::Shared => format!("bench{run}:shared"),
         };
-        rslock_client(manager.clone(), resource, key.hold, bounds.retry, window)
+        let client = Rslock {
+            manager: manager.clone(),
+            resource,
+            retry: bounds.retry,
+        };
+        window.client(client, key.hold)
     })
     .await?;
     Ok(summarize(window, &tallies, &first, &last))

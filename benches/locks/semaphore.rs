@@ -375,12 +375,12 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .ds
         .semaphore(NAME, s.permits)
         .map_err(|e| format!("cannot make the semaphore: {e}"))?;
-    let start = Instant::now() + Duration::from_secs_f64(opts.warmup);
-    let window = Window {
-        start,
-        end: start + Duration::from_secs_f64(opts.seconds),
-        max_per_client: opts.max_locks.div_ceil(s.clients as u64),
-    };
+    let window = Window::new(
+        Duration::from_secs_f64(opts.warmup),
+        Duration::from_secs_f64(opts.seconds),
+        opts.max_locks,
+        s.clients,
+    );
     let origin = Instant::now();
     let tasks: Vec<_> = (0..s.clients)
         .map(|c| tokio::spawn(client(semaphore.clone(), c, s.hold, window)))

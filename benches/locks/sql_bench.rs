@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::{DRWMutex, Dsync, NetLocker, WriteGuard};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::Instant;
 
 use crate::cli::Options;
 use crate::counting::{self, CountingLocker};
@@ -31,7 +31,8 @@ use crate::scenario::{Hold, Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
 use crate::sql_server::{Counted, Database, Probe};
 use crate::stats::{
-    drive, fmt_duration, fmt_rate, process_cpu, summarize, ClientTally, Snapshot, Summary, Window,
+    drive, fmt_duration, fmt_rate, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary,
+    Window,
 };
 
 /// The table prefix of ours.
@@ -195,83 +196,63 @@ impl Locker {
             Locker::Recipe(r) => r.sent,
         }
     }
+}
 
-    async fn acquire(&mut self) -> Result<Held, String> {
-        match self {
+/// A client of either system. Counts in `cycles` every lock taken, warm-up
+/// included, and in its tally's calls the statements a recipe sent for the
+/// locks of the window (acquire as `lock`, release as `unlock`).
+struct Client {
+    locker: Locker,
+    cycles: Arc<AtomicU64>,
+}
+
+impl Locking for Client {
+    /// The lock, and the statements sent before it was asked for and for
+    /// taking it.
+    type Held = (Held, u64, u64);
+
+    async fn acquire(&mut self) -> Result<Self::Held, String> {
+        let sent = self.locker.sent();
+        // Ours is cancel safe (the library gives back what the round got);
+        // a recipe's connection is dropped when the window cuts it off.
+        let held = match &mut self.locker {
             Locker::Ours(mutex) => mutex
                 .lock()
                 .await
                 .map(Held::Ours)
-                .map_err(|e| format!("lock failed: {e}")),
-            Locker::Recipe(r) => r.acquire().await.map(|()| Held::Recipe),
-        }
+                .map_err(|e| format!("lock failed: {e}"))?,
+            Locker::Recipe(r) => r.acquire().await.map(|()| Held::Recipe)?,
+        };
+        Ok((held, sent, self.locker.sent() - sent))
     }
 
-    async fn release(&mut self, held: Held) -> Result<(), String> {
-        match (self, held) {
+    async fn release(
+        &mut self,
+        (held, sent, acquired): Self::Held,
+        tally: &mut ClientTally,
+        counted: bool,
+    ) -> Result<(), String> {
+        match (&mut self.locker, held) {
             (Locker::Ours(_), Held::Ours(guard)) => guard
                 .unlock()
                 .await
-                .map_err(|e| format!("unlock failed: {e}")),
-            (Locker::Recipe(r), Held::Recipe) => r.release().await,
-            _ => Err("a lock given back to another system".into()),
+                .map_err(|e| format!("unlock failed: {e}"))?,
+            (Locker::Recipe(r), Held::Recipe) => r.release().await?,
+            _ => return Err("a lock given back to another system".into()),
         }
-    }
-}
-
-/// One client: acquire, hold, release until the window closes. Counts in
-/// `cycles` every lock taken, warm-up included, and in its tally's calls
-/// the statements a recipe sent for the locks of the window (acquire as
-/// `lock`, release as `unlock`).
-async fn client(
-    mut locker: Locker,
-    hold: Hold,
-    window: Window,
-    cycles: Arc<AtomicU64>,
-) -> Result<ClientTally, String> {
-    let mut tally = ClientTally::new();
-    let mut done = 0u64;
-    let mut cut_off = false;
-    loop {
-        let asked = Instant::now();
-        if asked >= window.end {
-            break;
-        }
-        if done >= window.max_per_client {
-            tally.hit_count_bound = true;
-            break;
-        }
-        let sent = locker.sent();
-        let held = match timeout_at(window.end, locker.acquire()).await {
-            Ok(held) => held?,
-            Err(_) => {
-                // Ours is cancel safe (the library gives back what the
-                // round got); a recipe's connection is dropped below.
-                tally.unfinished = Some(asked.elapsed());
-                cut_off = true;
-                break;
-            }
-        };
-        let waited = asked.elapsed();
-        let counted = asked >= window.start;
-        if counted {
-            tally.record(waited);
-        }
-        let acquired = locker.sent() - sent;
-        done += 1;
-        hold.run().await;
-        locker.release(held).await?;
-        cycles.fetch_add(1, Ordering::Relaxed);
+        self.cycles.fetch_add(1, Ordering::Relaxed);
         if counted {
             tally.calls.lock += acquired;
-            tally.calls.unlock += locker.sent() - sent - acquired;
+            tally.calls.unlock += self.locker.sent() - sent - acquired;
+        }
+        Ok(())
+    }
+
+    async fn finish(self, cut_off: bool) {
+        if let (Locker::Recipe(r), false) = (self.locker, cut_off) {
+            r.close().await;
         }
     }
-    tally.finished_at = Instant::now();
-    if let (Locker::Recipe(r), false) = (locker, cut_off) {
-        r.close().await;
-    }
-    Ok(tally)
 }
 
 /// The name client `c` locks in measurement `run`.
@@ -285,12 +266,12 @@ fn name(run: usize, names: Names, c: usize) -> String {
 /// One measurement, from connecting to ending what it left behind.
 async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Result<Row, String> {
     let backend = db.backend;
-    let start = Instant::now() + bounds.warmup;
-    let window = Window {
-        start,
-        end: start + bounds.seconds,
-        max_per_client: bounds.max_locks.div_ceil(p.key.clients as u64),
-    };
+    let window = Window::new(
+        bounds.warmup,
+        bounds.seconds,
+        bounds.max_locks,
+        p.key.clients,
+    );
     let mut probe = Probe::connect(backend, &db.url).await?;
     let mut lockers = Vec::with_capacity(p.key.clients);
     let mut calls = Vec::new();
@@ -360,7 +341,8 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
     let mut lockers = lockers.into_iter();
     let driven = drive(p.key.clients, window, snapshot, |_| {
         let locker = lockers.next().expect("one locker per client");
-        client(locker, p.key.hold, window, cycles.clone())
+        let cycles = cycles.clone();
+        window.client(Client { locker, cycles }, p.key.hold)
     })
     .await;
     // Ours gives back what cut-off waits got in the background: a moment

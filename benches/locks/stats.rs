@@ -5,9 +5,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use tokio::time::Instant;
+use tokio::time::{timeout_at, Instant};
 
 use crate::counting::CallCounts;
+use crate::scenario::Hold;
 
 /// Longest wait the histograms can hold; waits are bounded far below it.
 const MAX_TRACKED_NS: u64 = 3_600_000_000_000;
@@ -21,6 +22,87 @@ pub struct Window {
     pub end: Instant,
     /// Locks (warm-up included) after which a client stops.
     pub max_per_client: u64,
+}
+
+impl Window {
+    /// The window of a run that starts `warmup` from now and measures for
+    /// `seconds`, `max_locks` shared out among `clients`.
+    pub fn new(warmup: Duration, seconds: Duration, max_locks: u64, clients: usize) -> Window {
+        let start = Instant::now() + warmup;
+        Window {
+            start,
+            end: start + seconds,
+            max_per_client: max_locks.div_ceil(clients as u64),
+        }
+    }
+
+    /// One client's loop, the same for every system: take the lock (cut
+    /// off by the window's end), record the wait when it was asked for
+    /// inside the window, hold, give back; until the window closes or the
+    /// client's share of `--max-locks` is taken.
+    pub async fn client<L: Locking>(self, mut l: L, hold: Hold) -> Result<ClientTally, String> {
+        let mut tally = ClientTally::new();
+        let mut done = 0u64;
+        let mut cut_off = false;
+        loop {
+            let asked = Instant::now();
+            if asked >= self.end {
+                break;
+            }
+            if done >= self.max_per_client {
+                tally.hit_count_bound = true;
+                break;
+            }
+            let held = match timeout_at(self.end, l.acquire()).await {
+                Ok(held) => held?,
+                Err(_) => {
+                    tally.unfinished = Some(asked.elapsed());
+                    cut_off = true;
+                    break;
+                }
+            };
+            let counted = asked >= self.start;
+            if counted {
+                tally.record(asked.elapsed());
+            }
+            done += 1;
+            hold.run().await;
+            l.release(held, &mut tally, counted).await?;
+        }
+        tally.finished_at = Instant::now();
+        l.finish(cut_off).await;
+        Ok(tally)
+    }
+}
+
+/// How one client of a system takes and gives back its lock, for
+/// [`Window::client`].
+pub trait Locking: Send {
+    type Held: Send;
+
+    /// Takes the lock. Dropped when the window's end cuts it off: what a
+    /// cut-off call leaves behind is the system's to clean up (the
+    /// measurements use names of their own per run for that reason).
+    fn acquire(&mut self) -> impl Future<Output = Result<Self::Held, String>> + Send;
+
+    /// Gives the lock back after the hold; `counted` says whether the lock
+    /// was asked for inside the window, for systems that count their own
+    /// requests in `tally.calls`.
+    fn release(
+        &mut self,
+        held: Self::Held,
+        tally: &mut ClientTally,
+        counted: bool,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// After the loop; `cut_off` when it ended inside an acquire.
+    fn finish(self, cut_off: bool) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        let _ = cut_off;
+        async {}
+    }
 }
 
 /// One client's record.
