@@ -15,6 +15,8 @@
 mod ceiling;
 #[path = "locks/cli.rs"]
 mod cli;
+#[path = "locks/cli_help.rs"]
+mod cli_help;
 #[path = "locks/compare.rs"]
 mod compare;
 #[path = "locks/counting.rs"]
@@ -23,6 +25,10 @@ mod counting;
 mod counts;
 #[path = "locks/election.rs"]
 mod election;
+#[path = "locks/election_child.rs"]
+mod election_child;
+#[path = "locks/election_report.rs"]
+mod election_report;
 #[path = "locks/etcd.rs"]
 mod etcd;
 #[path = "locks/etcd_election.rs"]
@@ -49,6 +55,8 @@ mod servers;
 mod sql_bench;
 #[path = "locks/sql_recipes.rs"]
 mod sql_recipes;
+#[path = "locks/sql_report.rs"]
+mod sql_report;
 #[path = "locks/sql_server.rs"]
 mod sql_server;
 // PostgreSQL and MariaDB servers of the run's own, shared with the tests.
@@ -79,7 +87,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // A candidate of `--scenario election` that the run kills (failover).
     if args.first().map(String::as_str) == Some("--election-child") {
-        std::process::exit(election::child(&args[1..]));
+        std::process::exit(election_child::child(&args[1..]));
     }
     let opts = match cli::parse(args) {
         Ok(Some(opts)) => opts,

@@ -41,11 +41,7 @@
 //! Percentiles are nearest-rank over the samples.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::future::Future;
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -56,26 +52,28 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
 
 use crate::cli::Options;
+use crate::election_child::*;
+use crate::election_report::*;
 use crate::etcd::{self, EtcdServer};
 use crate::etcd_election;
-use crate::out::{self, human, say, Doc, Obj};
-use crate::report::{loadavg, number, string, utc_now, Machine};
+use crate::out::{self, say};
+use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::Transport;
 use crate::servers::Servers;
 use crate::stats::{fmt_duration, process_cpu};
 
 /// The election's name (ours: the resource `election/bench`).
-const NAME: &str = "bench";
+pub(crate) const NAME: &str = "bench";
 /// Leaders before the counted ones: connections and caches warm up.
-const WARMUP_ROUNDS: u64 = 10;
+pub(crate) const WARMUP_ROUNDS: u64 = 10;
 /// How long a leader waits for every observer to report it.
-const LAG_LIMIT: Duration = Duration::from_secs(2);
+pub(crate) const LAG_LIMIT: Duration = Duration::from_secs(2);
 /// From the child's "leading" to its kill: time for the candidates of this
 /// process to take their places in line. Shorter than the first refresh
 /// of the shortest lease measured (validity/6 for ours, TTL/3 for etcd).
-const SETTLE: Duration = Duration::from_millis(100);
+pub(crate) const SETTLE: Duration = Duration::from_millis(100);
 /// The default validity of our locks and the TTL etcd's sessions default to.
-const DEFAULT_VALIDITY: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_VALIDITY: Duration = Duration::from_secs(60);
 
 /// A candidate in an election: one client of its own.
 pub trait Contender: Send + 'static {
@@ -142,7 +140,7 @@ impl Watch for OursObserver {
 /// The lease of our clients at `validity`: the library's default at 60 s,
 /// else refreshes and safety margin of validity/6, as `quorum-lock` does
 /// for servers that announce a shorter validity.
-fn lease(validity: Duration) -> Lease {
+pub(crate) fn lease(validity: Duration) -> Lease {
     if validity == DEFAULT_VALIDITY {
         Lease::default()
     } else {
@@ -155,14 +153,14 @@ fn lease(validity: Duration) -> Lease {
 }
 
 /// Where our candidates' lockers are.
-enum Where {
+pub(crate) enum Where {
     Tcp(Servers),
     InProcess(Vec<Arc<dyn NetLocker>>),
 }
 
 /// Our lockers, and the call counters of every client's lockers when
 /// calls are counted (`--count-rpcs on`).
-struct OursNodes {
+pub(crate) struct OursNodes {
     at: Where,
     counters: Option<Mutex<Vec<Arc<FaultyLocker>>>>,
 }
@@ -295,7 +293,7 @@ pub struct Handoff {
 
 /// The book the tasks of a hand-off run keep.
 #[derive(Default)]
-struct Book {
+pub(crate) struct Book {
     /// For each round, when its leader called resign and when that
     /// returned.
     resigns: HashMap<u64, (Instant, Instant)>,
@@ -306,15 +304,15 @@ struct Book {
     rounds: u64,
 }
 
-struct Run {
-    book: Mutex<Book>,
+pub(crate) struct Run {
+    pub(crate) book: Mutex<Book>,
     /// Bumped at every sighting, for leaders waiting on the observers.
-    sightings: watch::Sender<u64>,
-    stop: watch::Sender<bool>,
-    observers: usize,
-    warmup: u64,
-    target: u64,
-    deadline: Instant,
+    pub(crate) sightings: watch::Sender<u64>,
+    pub(crate) stop: watch::Sender<bool>,
+    pub(crate) observers: usize,
+    pub(crate) warmup: u64,
+    pub(crate) target: u64,
+    pub(crate) deadline: Instant,
 }
 
 impl Run {
@@ -332,11 +330,15 @@ impl Run {
     }
 }
 
-async fn stopped(mut stop: watch::Receiver<bool>) {
+pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-async fn observe_into<W: Watch>(o: usize, mut watch: W, run: Arc<Run>) -> Result<(), String> {
+pub(crate) async fn observe_into<W: Watch>(
+    o: usize,
+    mut watch: W,
+    run: Arc<Run>,
+) -> Result<(), String> {
     let stop = run.stop.subscribe();
     loop {
         let value = tokio::select! {
@@ -357,7 +359,11 @@ async fn observe_into<W: Watch>(o: usize, mut watch: W, run: Arc<Run>) -> Result
     }
 }
 
-async fn campaign_loop<C: Contender>(c: usize, mut cand: C, run: Arc<Run>) -> Result<C, String> {
+pub(crate) async fn campaign_loop<C: Contender>(
+    c: usize,
+    mut cand: C,
+    run: Arc<Run>,
+) -> Result<C, String> {
     let stop = run.stop.subscribe();
     for i in 0u64.. {
         if *stop.borrow() {
@@ -405,7 +411,7 @@ async fn campaign_loop<C: Contender>(c: usize, mut cand: C, run: Arc<Run>) -> Re
 }
 
 /// Hand-offs and observer lag on `candidates` and `watchers`.
-async fn handoff<C: Contender, W: Watch>(
+pub(crate) async fn handoff<C: Contender, W: Watch>(
     candidates: Vec<C>,
     watchers: Vec<W>,
     target: u64,
@@ -530,296 +536,8 @@ async fn handoff<C: Contender, W: Watch>(
     Ok((out, back))
 }
 
-/// One failover sample.
-#[derive(Clone, Copy)]
-pub struct Sample {
-    /// Kill → the next campaign returned.
-    pub failover: Duration,
-    /// The next campaign returned − (the child said it leads + validity):
-    /// how long after its lease ran out the next leader got in.
-    pub past_lease: f64,
-}
-
-pub struct Failover {
-    pub validity: Duration,
-    pub samples: Vec<Sample>,
-    pub note: Option<String>,
-}
-
-/// A child process of ours, killed by its PID when dropped.
-struct ChildCandidate(Child);
-
-impl Drop for ChildCandidate {
-    fn drop(&mut self) {
-        // Our own child, not yet reaped: its PID is still its own.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts this binary as a candidate that campaigns and then waits to be
-/// killed. Call it from the thread that runs the measurement (the one in
-/// `block_on`): the child dies with that thread (`PR_SET_PDEATHSIG`).
-fn spawn_child(system: &str, validity: Duration, target: &str) -> Result<ChildCandidate, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let mut command = Command::new(exe);
-    command
-        .args(["--election-child", system])
-        .arg(validity.as_millis().to_string())
-        .arg(target)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    // SAFETY: prctl is async-signal-safe and touches no memory of the
-    // parent; the kernel kills the child if its parent thread dies.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    command
-        .spawn()
-        .map(ChildCandidate)
-        .map_err(|e| format!("cannot start a child candidate: {e}"))
-}
-
-/// Waits until the child says it leads.
-async fn child_leads(child: &mut ChildCandidate, limit: Duration) -> Result<(), String> {
-    let stdout = child.0.stdout.take().ok_or("the child has no stdout")?;
-    let read = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    });
-    match timeout(limit, read).await {
-        Ok(Ok(Ok(line))) if line.starts_with("leading ") => Ok(()),
-        Ok(Ok(Ok(line))) => Err(format!("the child candidate said {line:?}")),
-        Ok(Ok(Err(e))) => Err(format!("cannot read the child candidate: {e}")),
-        Ok(Err(e)) => Err(format!("cannot read the child candidate: {e}")),
-        Err(_) => {
-            // Killing it ends the read.
-            let _ = child.0.kill();
-            Err(format!("the child candidate did not lead within {limit:?}"))
-        }
-    }
-}
-
-/// Failover samples: a child leads and is killed, `candidates` wait behind.
-async fn failover<C: Contender, W: Watch>(
-    mut candidates: Vec<C>,
-    watchers: Vec<W>,
-    start_child: impl Fn() -> Result<ChildCandidate, String>,
-    validity: Duration,
-    samples: usize,
-    budget: Duration,
-) -> Result<(Failover, Vec<C>), String> {
-    let started = Instant::now();
-    // The observers run meanwhile, as in the hand-off run; nothing of theirs
-    // is measured here.
-    let run = Arc::new(Run {
-        book: Mutex::new(Book::default()),
-        sightings: watch::channel(0).0,
-        stop: watch::channel(false).0,
-        observers: watchers.len(),
-        warmup: 0,
-        target: 0,
-        deadline: started,
-    });
-    let observers: Vec<JoinHandle<Result<(), String>>> = watchers
-        .into_iter()
-        .enumerate()
-        .map(|(o, w)| tokio::spawn(observe_into(o, w, run.clone())))
-        .collect();
-    let mut out = Failover {
-        validity,
-        samples: Vec::new(),
-        note: None,
-    };
-    let each = validity + Duration::from_secs(1);
-    let result = async {
-        for k in 0..samples {
-            if k > 0 && started.elapsed() + each > budget {
-                out.note = Some(format!(
-                    "{k} samples within --failover-seconds {}",
-                    budget.as_secs()
-                ));
-                break;
-            }
-            let mut child = start_child()?;
-            child_leads(&mut child, Duration::from_secs(20)).await?;
-            let leads = Instant::now();
-            let (tx, mut first) = tokio::sync::mpsc::unbounded_channel();
-            let tasks: Vec<JoinHandle<Result<C, String>>> = candidates
-                .drain(..)
-                .enumerate()
-                .map(|(c, mut cand)| {
-                    let tx = tx.clone();
-                    tokio::spawn(async move {
-                        let lead = cand.campaign(format!("f{k}-c{c}")).await?;
-                        let _ = tx.send(Instant::now());
-                        cand.resign(lead).await?;
-                        Ok(cand)
-                    })
-                })
-                .collect();
-            sleep(SETTLE).await;
-            let killed = Instant::now();
-            child
-                .0
-                .kill()
-                .map_err(|e| format!("cannot kill the child candidate: {e}"))?;
-            let won = timeout(validity + Duration::from_secs(10), first.recv())
-                .await
-                .map_err(|_| {
-                    format!(
-                        "no new leader within {:?} of the kill",
-                        validity + Duration::from_secs(10)
-                    )
-                })?
-                .ok_or("every candidate failed")?;
-            drop(child);
-            out.samples.push(Sample {
-                failover: won.saturating_duration_since(killed),
-                past_lease: won.saturating_duration_since(leads).as_secs_f64()
-                    - validity.as_secs_f64(),
-            });
-            // Every candidate leads once in turn and resigns: the election
-            // is free for the next child.
-            for task in tasks {
-                match timeout(Duration::from_secs(30), task).await {
-                    Ok(Ok(Ok(cand))) => candidates.push(cand),
-                    Ok(Ok(Err(err))) => return Err(err),
-                    Ok(Err(err)) => return Err(format!("a candidate failed: {err}")),
-                    Err(_) => return Err("a candidate did not lead within 30 s".into()),
-                }
-            }
-        }
-        Ok(())
-    }
-    .await;
-    run.stop.send_replace(true);
-    for task in observers {
-        let _ = timeout(Duration::from_secs(5), task).await;
-    }
-    result.map(|()| (out, candidates))
-}
-
-/// `--election-child SYSTEM VALIDITY_MS TARGET`: campaign, say "leading",
-/// wait to be killed (or give up after a bound and exit). Returns the exit
-/// code.
-pub fn child(args: &[String]) -> i32 {
-    match child_run(args) {
-        Ok(()) => 0,
-        Err(err) => {
-            eprintln!("locks --election-child: {err}");
-            1
-        }
-    }
-}
-
-fn child_run(args: &[String]) -> Result<(), String> {
-    let [system, validity, target] = args else {
-        return Err("expected SYSTEM VALIDITY_MS TARGET".into());
-    };
-    let validity = validity
-        .parse::<u64>()
-        .ok()
-        .filter(|&ms| ms > 0)
-        .map(Duration::from_millis)
-        .ok_or("VALIDITY_MS: expected a positive whole number")?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    rt.block_on(async {
-        let value = format!("dead-{}", std::process::id());
-        let announce = || {
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "leading {value}")
-                .and_then(|()| out.flush())
-                .map_err(|e| format!("cannot say it leads: {e}"))
-        };
-        // Held until the process is killed.
-        let _held: Box<dyn std::any::Any + Send> = match system.as_str() {
-            "ours" => {
-                let addrs: Vec<String> = target.split(',').map(str::to_owned).collect();
-                let lockers = crate::servers::connect_all(&addrs).await?;
-                let ds = Dsync::builder(lockers)
-                    .lease(lease(validity))
-                    .owner(format!("bench-child-{}", std::process::id()))
-                    .build()
-                    .map_err(|e| format!("cannot build a Dsync: {e}"))?;
-                let election = ds.election(NAME).map_err(|e| e.to_string())?;
-                let lead = election
-                    .campaign(value.clone().into_bytes())
-                    .await
-                    .map_err(|e| format!("campaign failed: {e}"))?;
-                announce()?;
-                Box::new((lead, ds))
-            }
-            "etcd" => {
-                let mut cand = etcd_election::Candidate::new(target, validity).await?;
-                let lead = cand.campaign_value(&value).await?;
-                announce()?;
-                Box::new((lead, cand))
-            }
-            other => return Err(format!("unknown system {other:?}")),
-        };
-        // Bounded: the parent kills it long before this.
-        sleep(validity * 3 + Duration::from_secs(30)).await;
-        Err("never killed; giving up".to_owned())
-    })
-}
-
-/// What the run measured for one system.
-pub struct SystemResult {
-    pub label: &'static str,
-    pub handoff: Option<Handoff>,
-    pub failovers: Vec<Failover>,
-    /// Why something was not measured.
-    pub notes: Vec<String>,
-}
-
-/// p50, p99 and max, nearest-rank.
-#[derive(Clone, Copy)]
-pub struct Figures {
-    pub n: usize,
-    pub p50: Duration,
-    pub p99: Duration,
-    pub max: Duration,
-}
-
-pub fn figures(samples: &[Duration]) -> Option<Figures> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
-    let n = sorted.len();
-    let rank = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    (n > 0).then(|| Figures {
-        n,
-        p50: rank(0.50),
-        p99: rank(0.99),
-        max: sorted[n - 1],
-    })
-}
-
-impl Figures {
-    /// The figures as a JSON object, or `null` without samples.
-    pub fn json(f: Option<Figures>) -> String {
-        f.map_or("null".into(), |f| {
-            Obj::new()
-                .raw("samples", f.n)
-                .ns("p50_ns", f.p50)
-                .ns("p99_ns", f.p99)
-                .ns("max_ns", f.max)
-                .done()
-        })
-    }
-}
-
 /// Runs a phase on a fresh runtime.
-fn phase<T, F: Future<Output = Result<T, String>>>(
+pub(crate) fn phase<T, F: Future<Output = Result<T, String>>>(
     opts: &Options,
     run: impl FnOnce() -> F,
 ) -> Result<T, String> {
@@ -829,7 +547,7 @@ fn phase<T, F: Future<Output = Result<T, String>>>(
     out
 }
 
-async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
+pub(crate) async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
     let e = &opts.election;
     let nodes =
         OursNodes::start(opts.transport, e.nodes, DEFAULT_VALIDITY, opts.count_rpcs).await?;
@@ -853,7 +571,7 @@ async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
     Ok(out)
 }
 
-async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, String> {
+pub(crate) async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, String> {
     let e = &opts.election;
     let endpoint = server.endpoint();
     let mut candidates = Vec::with_capacity(e.candidates);
@@ -880,13 +598,13 @@ async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, St
     Ok(out)
 }
 
-fn sample_count(opts: &Options, validity: Duration) -> usize {
+pub(crate) fn sample_count(opts: &Options, validity: Duration) -> usize {
     let e = &opts.election;
     let each = validity.as_secs_f64() + 1.0;
     ((e.failover_seconds / each) as usize).clamp(1, e.failovers)
 }
 
-async fn ours_failover(opts: &Options, validity: Duration) -> Result<Failover, String> {
+pub(crate) async fn ours_failover(opts: &Options, validity: Duration) -> Result<Failover, String> {
     let e = &opts.election;
     let nodes = OursNodes::start(opts.transport, e.nodes, validity, opts.count_rpcs).await?;
     let target = nodes
@@ -912,7 +630,7 @@ async fn ours_failover(opts: &Options, validity: Duration) -> Result<Failover, S
     Ok(out)
 }
 
-async fn etcd_failover(
+pub(crate) async fn etcd_failover(
     opts: &Options,
     server: &EtcdServer,
     validity: Duration,
@@ -1037,255 +755,4 @@ pub fn run(opts: &Options) -> Result<(), String> {
     out::save(opts, || {
         json(opts, &machine, &started, &load_end, &etcd_status, &results)
     })
-}
-
-fn fig_text(f: Option<Figures>) -> String {
-    f.map_or("no samples".into(), |f| {
-        format!(
-            "p50 {} p99 {} max {} ({} samples)",
-            fmt_duration(f.p50),
-            fmt_duration(f.p99),
-            fmt_duration(f.max),
-            f.n
-        )
-    })
-}
-
-fn handoff_lines(label: &str, h: &Handoff) -> String {
-    let mut out = format!(
-        "{label}: hand-off {}\n{label}: hand-off counted from the resign's return {}\n{label}: observer lag {}; {} early (counted as 0), {} missed; {} leaders in {:.1}s",
-        fig_text(figures(&h.handoffs)),
-        fig_text(figures(&h.after_resign)),
-        fig_text(figures(&h.lags)),
-        h.early,
-        h.missed,
-        h.leaders,
-        h.seconds
-    );
-    if let Some(cpu) = h.cpu_per_change {
-        let _ = write!(
-            out,
-            "; CPU (this process and the servers) per leader change {}",
-            fmt_duration(cpu)
-        );
-    }
-    if let Some(calls) = &h.calls_per_change {
-        let total: f64 = calls.iter().map(|(_, n)| n).sum();
-        let each: Vec<String> = calls
-            .iter()
-            .map(|(kind, n)| format!("{kind:?} {n:.1}"))
-            .collect();
-        let _ = write!(
-            out,
-            "\n{label}: calls to lockers per leader change {total:.1} ({})",
-            each.join(", ")
-        );
-    }
-    if let Some(note) = &h.note {
-        let _ = write!(out, " ({note})");
-    }
-    out
-}
-
-fn failover_samples(f: &Failover) -> Vec<Duration> {
-    f.samples.iter().map(|s| s.failover).collect()
-}
-
-fn failover_line(label: &str, f: &Failover) -> String {
-    let worst_past = f
-        .samples
-        .iter()
-        .map(|s| s.past_lease)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let mut out = format!(
-        "{label}: failover at {}: {}; past the lease: at most {:+.0} ms",
-        fmt_duration(f.validity),
-        fig_text(figures(&failover_samples(f))),
-        worst_past * 1e3
-    );
-    if let Some(note) = &f.note {
-        let _ = write!(out, " ({note})");
-    }
-    out
-}
-
-fn cell(f: Option<Figures>) -> String {
-    f.map_or("—".into(), |f| {
-        format!(
-            "{} / {} / {} ({})",
-            human(f.p50),
-            human(f.p99),
-            human(f.max),
-            f.n
-        )
-    })
-}
-
-/// Whether a target is met: `Some(true)`, `Some(false)`, or `None` without
-/// samples.
-fn met(f: Option<Figures>, limit: Duration, use_max: bool) -> Option<bool> {
-    f.map(|f| if use_max { f.max } else { f.p99 } <= limit)
-}
-
-fn yes_no(m: Option<bool>) -> &'static str {
-    match m {
-        Some(true) => "met",
-        Some(false) => "**not met**",
-        None => "not measured",
-    }
-}
-
-/// The table for BENCHMARKS.md: one row per figure, one column per system.
-fn markdown(results: &[&SystemResult]) -> String {
-    let mut out = String::from(
-        "Markdown (p50 / p99 / max (samples); nearest-rank; failover: SIGKILL of the leader's process → next campaign returned):\n\n",
-    );
-    let names: Vec<&str> = results.iter().map(|r| r.label).collect();
-    let _ = writeln!(out, "| figure | {} | target | ours |", names.join(" | "));
-    let _ = writeln!(out, "|---|{}---|---|", "---|".repeat(names.len()));
-    let two_ms = Duration::from_millis(2);
-    let handoff = |r: &SystemResult| r.handoff.as_ref().and_then(|h| figures(&h.handoffs));
-    let lag = |r: &SystemResult| r.handoff.as_ref().and_then(|h| figures(&h.lags));
-    let row = |out: &mut String,
-               what: &str,
-               f: &dyn Fn(&SystemResult) -> Option<Figures>,
-               target: String,
-               status: &str| {
-        let cells: Vec<String> = results.iter().map(|r| cell(f(r))).collect();
-        let _ = writeln!(
-            out,
-            "| {what} | {} | {target} | {status} |",
-            cells.join(" | ")
-        );
-    };
-    let ours = results[0];
-    row(
-        &mut out,
-        "hand-off (resign → next campaign returned)",
-        &handoff,
-        "p99 ≤ 2 ms".into(),
-        yes_no(met(handoff(ours), two_ms, false)),
-    );
-    row(
-        &mut out,
-        "observer lag (campaign returned → observer yields it)",
-        &lag,
-        "p99 ≤ 2 ms".into(),
-        yes_no(met(lag(ours), two_ms, false)),
-    );
-    let validities: Vec<Duration> = results
-        .iter()
-        .flat_map(|r| r.failovers.iter().map(|f| f.validity))
-        .fold(Vec::new(), |mut v, x| {
-            if !v.contains(&x) {
-                v.push(x);
-            }
-            v
-        });
-    for validity in validities {
-        let fo = move |r: &SystemResult| {
-            r.failovers
-                .iter()
-                .find(|f| f.validity == validity)
-                .and_then(|f| figures(&failover_samples(f)))
-        };
-        let limit = validity + Duration::from_millis(100);
-        row(
-            &mut out,
-            &format!("failover, validity / TTL {}", human(validity)),
-            &fo,
-            format!("≤ {}", human(limit)),
-            yes_no(met(fo(ours), limit, true)),
-        );
-        let past = |r: &SystemResult| {
-            r.failovers
-                .iter()
-                .find(|f| f.validity == validity)
-                .map(|f| {
-                    let worst = f
-                        .samples
-                        .iter()
-                        .map(|s| s.past_lease)
-                        .fold(f64::NEG_INFINITY, f64::max);
-                    format!("{:+.0} ms", worst * 1e3)
-                })
-                .unwrap_or_else(|| "—".into())
-        };
-        let cells: Vec<String> = results.iter().map(|r| past(r)).collect();
-        let ours_past = ours
-            .failovers
-            .iter()
-            .find(|f| f.validity == validity)
-            .map(|f| f.samples.iter().all(|s| s.past_lease <= 0.1));
-        let _ = writeln!(
-            out,
-            "| at {}: worst time past the lease (leader's lease end → next leader) | {} | ≤ +100 ms | {} |",
-            human(validity),
-            cells.join(" | "),
-            yes_no(ours_past)
-        );
-    }
-    out
-}
-
-fn json(
-    opts: &Options,
-    machine: &Machine,
-    started: &str,
-    load_end: &str,
-    etcd_status: &str,
-    results: &[&SystemResult],
-) -> String {
-    let e = &opts.election;
-    let settings = Obj::new()
-        .str("scenario", "election")
-        .raw("nodes", e.nodes)
-        .raw("candidates", e.candidates)
-        .raw("observers", e.observers)
-        .raw("handoffs", e.handoffs)
-        .num("seconds", opts.seconds)
-        .num("failover_seconds", e.failover_seconds);
-    let fig = Figures::json;
-    let result = |r: &&SystemResult| {
-        let h = r.handoff.as_ref();
-        let failovers: Vec<String> = r
-            .failovers
-            .iter()
-            .map(|f| {
-                let past: Vec<String> = f.samples.iter().map(|s| number(s.past_lease)).collect();
-                Obj::new()
-                    .raw("validity_ms", f.validity.as_millis())
-                    .raw("failover", fig(figures(&failover_samples(f))))
-                    .raw("past_lease_s", format!("[{}]", past.join(", ")))
-                    .done()
-            })
-            .collect();
-        Obj::new()
-            .str("system", r.label)
-            .raw(
-                "handoff",
-                h.map_or("null".into(), |h| fig(figures(&h.handoffs))),
-            )
-            .raw(
-                "handoff_after_resign",
-                h.map_or("null".into(), |h| fig(figures(&h.after_resign))),
-            )
-            .raw(
-                "cpu_per_change_ns",
-                h.and_then(|h| h.cpu_per_change)
-                    .map_or("null".into(), |c| c.as_nanos().to_string()),
-            )
-            .raw(
-                "observer_lag",
-                h.map_or("null".into(), |h| fig(figures(&h.lags))),
-            )
-            .raw("early", h.map_or(0, |h| h.early))
-            .raw("missed", h.map_or(0, |h| h.missed))
-            .raw("failover", format!("[{}]", failovers.join(", ")))
-            .done()
-    };
-    Doc::new(opts, machine, started, load_end, Obj::new())
-        .field("settings", settings)
-        .field("etcd", string(etcd_status))
-        .results(results.iter().map(result))
 }

@@ -43,7 +43,7 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use crate::cli::{Options, SemaphoreSettings};
 use crate::counting::{self, CallCounts};
-use crate::election::{figures, Figures};
+use crate::election_report::{figures, Figures};
 use crate::out::{self, human, say, Doc, Obj};
 use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};

@@ -14,7 +14,6 @@
 //! quarantine off, as for a server that never granted a lock before. Each recipe client has a connection
 //! of its own, which the session-level recipes need anyway.
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,14 +24,14 @@ use tokio::time::Instant;
 
 use crate::cli::Options;
 use crate::counting::{self, CountingLocker};
-use crate::out::{self, left, notes, per, right, say, stat, verdict, Col, Doc, Obj};
-use crate::report::{loadavg, string, Machine};
-use crate::scenario::{Hold, Names, Wait};
+use crate::out::{self, say};
+use crate::report::{loadavg, Machine};
+use crate::scenario::{Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
+use crate::sql_report::{header, json, legend, line, markdown, references, targets};
 use crate::sql_server::{Counted, Database, Probe};
 use crate::stats::{
-    drive, fmt_duration, fmt_rate, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary,
-    Window,
+    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
 };
 
 /// The table prefix of ours.
@@ -47,14 +46,14 @@ pub enum System {
 }
 
 impl System {
-    fn label(self, backend: Backend) -> &'static str {
+    pub(crate) fn label(self, backend: Backend) -> &'static str {
         match self {
             System::Ours(_) => "ours",
             System::Recipe(r) => r.label(backend),
         }
     }
 
-    fn wait(self) -> &'static str {
+    pub(crate) fn wait(self) -> &'static str {
         match self {
             System::Ours(wait) => wait.label(),
             System::Recipe(Recipe::Insert) => "sleep",
@@ -67,7 +66,7 @@ impl System {
 pub type Key = crate::redis_base::BaselineKey;
 
 impl Row {
-    fn summary(&self) -> &Summary {
+    pub(crate) fn summary(&self) -> &Summary {
         &self.summary
     }
 }
@@ -119,7 +118,7 @@ impl Row {
         }
     }
 
-    fn ratio(&self, other: Option<f64>) -> Option<f64> {
+    pub(crate) fn ratio(&self, other: Option<f64>) -> Option<f64> {
         other.filter(|r| *r > 0.0).map(|r| self.summary.lsps / r)
     }
 }
@@ -378,282 +377,6 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
     })
 }
 
-/// The columns of the table, in order.
-fn columns(backend: Backend) -> Vec<Col<Row>> {
-    let sum: fn(&Row) -> &Summary = Row::summary;
-    let ratio =
-        |r: &Row, base: Option<f64>| r.ratio(base).map_or("-".into(), |x| format!("{x:.2}x"));
-    let mut cols = vec![
-        left("sys", 10, move |r: &Row| r.system.label(backend).to_owned()),
-        left("wait", 5, |r: &Row| r.system.wait().to_owned()),
-        right("clients", 7, |r: &Row| r.key.clients.to_string()),
-        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
-        right("hold", 5, |r: &Row| r.key.hold.label()),
-    ];
-    for title in ["locks/s", "p50", "p99", "max", "longest"] {
-        cols.push(stat(title, sum));
-    }
-    cols.extend([
-        right("min/cl", 6, |r: &Row| r.summary.min_client.to_string()),
-        right("max/cl", 6, |r: &Row| r.summary.max_client.to_string()),
-        stat("jain", sum),
-        // This process alone: the server has a column of its own.
-        right("cpu", 5, |r: &Row| format!("{:.0}%", r.summary.cpu * 100.0)),
-        right("srv", 5, |r: &Row| {
-            r.summary
-                .server_cpu
-                .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
-        }),
-        stat("cpu/lk", sum),
-        right("stmt/lk", 7, |r: &Row| per(r.statements_per_lock())),
-        right("xact/lk", 7, |r: &Row| per(r.transactions_per_lock())),
-        right("sent/lk", 7, |r: &Row| per(r.sent_per_lock())),
-        right("calls/lk", 8, |r: &Row| per(r.calls_per_lock())),
-        right("x ins", 7, move |r: &Row| ratio(r, r.insert_lsps)),
-        right("x adv", 7, move |r: &Row| ratio(r, r.advisory_lsps)),
-    ]);
-    cols
-}
-
-pub fn line(row: &Row, backend: Backend) -> String {
-    let mut out = out::line(&columns(backend), row) + &notes(&row.summary);
-    if let Some(c) = &row.counted {
-        if let Some(n) = c.deadlocks.filter(|&n| n > 0) {
-            let _ = write!(out, "  ({n} deadlocks broken by the server)");
-        }
-        if let Some(n) = c.lock_waits.filter(|&n| n > 0) {
-            let _ = write!(out, "  ({n} row lock waits)");
-        }
-    }
-    if row.leftovers > 0 {
-        let _ = write!(out, "  ({} queued connections ended after)", row.leftovers);
-    }
-    out
-}
-
-fn legend(backend: Backend, db: &Database) -> String {
-    let counts = match (backend, &db.counting) {
-        (_, Err(why)) => format!("not counted on the server: {why}"),
-        (Backend::Postgres, Ok(())) => "PostgreSQL's pg_stat_statements: statements that \
-            completed (a failed INSERT on a duplicate key, or one cut off, is not in it), \
-            without connection set-up (SET) and the harness's own readings; xact/lk: \
-            pg_stat_database xact_commit + xact_rollback, the harness's own taken out"
-            .to_owned(),
-        (Backend::MySql, Ok(())) => "SHOW GLOBAL STATUS: Questions (every statement a \
-            client sent, failed ones included) less Com_set_option (a new connection's SETs) \
-            and Com_show_status (the harness's readings)"
-            .to_owned(),
-    };
-    let advisory = match backend {
-        Backend::Postgres => {
-            "advisory: pg_advisory_lock(key) / pg_advisory_unlock(key), session \
-            level, the key a 64-bit hash of the name"
-        }
-        Backend::MySql => {
-            "get_lock: GET_LOCK(name, rest of the window) / RELEASE_LOCK(name), a \
-            timeout asked again"
-        }
-    };
-    // Every client here shares one locker, whose own releases tell its
-    // waiters at once; NOTIFY or the poll carry another locker's.
-    let push = match backend {
-        Backend::Postgres => {
-            "a waiter's turn told by the locker itself after its release commits (by NOTIFY \
-             when another locker released)"
-        }
-        Backend::MySql => {
-            "a waiter's turn told by the locker itself after its release commits (by a poll \
-             every 50 ms when another locker released)"
-        }
-    };
-    format!(
-        "ours: a Dsync over one SqlLocker as it ships (pool of 16 connections shared by every \
-client, quarantine off: the server is new; push: waiting in line, {push}). insert: INSERT \
-into a table with a unique key to lock, on a duplicate key a 50 ms sleep and another try, \
-DELETE to unlock, autocommit (InnoDB's occasional deadlock on the INSERT counts as a duplicate). for-update: BEGIN and SELECT ... FOR UPDATE of a pre-created row, \
-the transaction open while held, COMMIT to unlock. {advisory}. Each recipe client has a \
-connection of its own.
-locks/s: locks acquired in the window / window length. p50..max: acquire latency. longest: the \
-longest wait, counting waits still unfinished when the window closed. min/cl, max/cl: fewest \
-and most locks of one client; jain: Jain's fairness index over clients. cpu: (user+sys)/wall of \
-this process; srv: the same for every process of the server; cpu/lk: both per lock.
-stmt/lk, xact/lk: what the server counted from before the clients started to after the last \
-stopped (warm-up and cut-off waits included), per lock taken in that time; {counts}. sent/lk: \
-statements a recipe sent per lock and unlock in the window, counted by the client. Round \
-trips that are not statements count nowhere: sqlx 0.8 pings every connection given back to \
-its pool, one more round trip after each call of ours. calls/lk: ours's calls to its SqlLocker \
-per lock and unlock (each call one transaction). x ins, x adv: \
-ours's locks/s over insert's and over {}'s with the same clients, names and hold.",
-        Recipe::Advisory.label(backend)
-    )
-}
-
-fn find(rows: &[Row], system: System, clients: usize, names: Names) -> Option<&Row> {
-    rows.iter().find(|r| {
-        r.system == system
-            && r.key.clients == clients
-            && r.key.names == names
-            && r.key.hold == Hold::None
-    })
-}
-
-/// The targets of the SQL issue, with no hold: reported, not asserted.
-pub fn targets(rows: &[Row], backend: Backend) -> String {
-    let mut out = String::from("targets (SQL lockers issue; no hold; reported, not asserted):\n");
-    let push = System::Ours(Wait::Push);
-    let missing = "not measured in this run";
-    let adv = Recipe::Advisory.label(backend);
-    match find(rows, push, 64, Names::Shared) {
-        Some(row) => {
-            let s = &row.summary;
-            let figures = format!(
-                "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
-                s.min_client,
-                s.unfinished,
-                s.jain,
-                fmt_duration(s.longest_wait)
-            );
-            if backend == Backend::Postgres {
-                let _ = writeln!(
-                    out,
-                    "  (1) one shared name, 64 clients: every client served: {}; jain >= 0.95: {}; longest wait <= 200ms: {}  ({figures})",
-                    verdict(s.min_client > 0),
-                    verdict(s.jain >= 0.95),
-                    verdict(s.longest_wait <= Duration::from_millis(200)),
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "  (1) one shared name, 64 clients (the target is PostgreSQL's; here for comparison): {figures}"
-                );
-            }
-        }
-        None => {
-            let _ = writeln!(out, "  (1) one shared name, 64 clients: {missing}");
-        }
-    }
-    for clients in [8, 64] {
-        let ours = find(rows, push, clients, Names::Own);
-        let insert = find(rows, System::Recipe(Recipe::Insert), clients, Names::Own);
-        let advisory = find(rows, System::Recipe(Recipe::Advisory), clients, Names::Own);
-        match (ours, insert, advisory) {
-            (Some(o), Some(i), Some(a)) if i.summary.lsps > 0.0 && a.summary.lsps > 0.0 => {
-                let ri = o.summary.lsps / i.summary.lsps;
-                let ra = o.summary.lsps / a.summary.lsps;
-                let _ = writeln!(
-                    out,
-                    "  (2) distinct names, {clients} clients: >= 1.0x insert: ours {} vs {} = {ri:.2}x: {}; >= 0.5x {adv}: vs {} = {ra:.2}x: {}",
-                    fmt_rate(o.summary.lsps),
-                    fmt_rate(i.summary.lsps),
-                    verdict(ri >= 1.0),
-                    fmt_rate(a.summary.lsps),
-                    verdict(ra >= 0.5),
-                );
-            }
-            _ => {
-                let _ = writeln!(out, "  (2) distinct names, {clients} clients: {missing}");
-            }
-        }
-    }
-    out
-}
-
-/// The issue's reference figures (pgbench on a machine of this kind), and
-/// the recipes measured here beside them.
-pub fn references(rows: &[Row], backend: Backend) -> String {
-    let own = |recipe: Recipe, clients: usize| {
-        find(rows, System::Recipe(recipe), clients, Names::Own)
-            .map_or("-".into(), |r| fmt_rate(r.summary.lsps))
-    };
-    let mut out = String::from(
-        "the issue's reference figures (pgbench, lock+unlock cycles/s) and the recipes here:\n",
-    );
-    let lines: &[(&str, Recipe, [&str; 3])] = match backend {
-        Backend::Postgres => &[
-            (
-                "plain unique-index lock",
-                Recipe::Insert,
-                ["1.6k", "5.6k", "7.1k"],
-            ),
-            (
-                "session advisory locks",
-                Recipe::Advisory,
-                ["5.8k", "31k", "30k"],
-            ),
-        ],
-        Backend::MySql => &[
-            (
-                "plain unique-index lock",
-                Recipe::Insert,
-                ["2.0k", "7.8k", "11.4k"],
-            ),
-            ("GET_LOCK", Recipe::Advisory, ["5.2k", "25k", "31k"]),
-        ],
-    };
-    for (what, recipe, reference) in lines {
-        let _ = writeln!(
-            out,
-            "  {what}, distinct names, 1/8/64 clients: issue {} / {} / {}; here ({}) {} / {} / {}",
-            reference[0],
-            reference[1],
-            reference[2],
-            recipe.label(backend),
-            own(*recipe, 1),
-            own(*recipe, 8),
-            own(*recipe, 64),
-        );
-    }
-    if backend == Backend::Postgres {
-        let shared = find(rows, System::Recipe(Recipe::Advisory), 64, Names::Shared)
-            .map_or("-".into(), |r| fmt_rate(r.summary.lsps));
-        let _ = writeln!(
-            out,
-            "  one advisory key shared by 64 clients: reference 7.0k; here {shared}"
-        );
-    }
-    out
-}
-
-/// Every row as a Markdown table: one line per system and naming, one
-/// column per client count.
-fn markdown(opts: &Options, rows: &[Row], backend: Backend) -> String {
-    let grid = out::grid(
-        opts,
-        rows,
-        "system | names",
-        |r| (r.system, r.key),
-        |r, naming| {
-            let system = match r.system {
-                System::Ours(w) if opts.waits_given => format!("ours ({})", w.label()),
-                other => other.label(backend).to_owned(),
-            };
-            format!("{system} | {naming}")
-        },
-        cell,
-    );
-    format!(
-        "Markdown (locks/s · p50 / p99 of the acquire · jain; the longest wait in brackets; statements per lock after the slash, server-counted):\n\n{grid}"
-    )
-}
-
-fn cell(row: &Row) -> String {
-    let s = &row.summary;
-    let mut text = format!(
-        "{} · {} / {} · {:.2}",
-        fmt_rate(s.lsps),
-        fmt_duration(s.p50),
-        fmt_duration(s.p99),
-        s.jain
-    );
-    if row.key.names == Names::Shared {
-        let _ = write!(text, " [{}]", fmt_duration(s.longest_wait));
-    }
-    if let Some(st) = row.statements_per_lock() {
-        let _ = write!(text, " / {st:.1}");
-    }
-    text
-}
-
 /// The whole run: the server up, every planned measurement, the table,
 /// the targets, the JSON, the server down.
 pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
@@ -711,7 +434,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + settle + 0.2),
     ));
-    say(out::header(&columns(backend)));
+    say(header(backend));
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
         let rt = crate::runtime(opts)?;
@@ -740,69 +463,4 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     }
     say(format!("load average at the end: {}", loadavg()));
     out::save(opts, || json(opts, &machine, &started, backend, &rows))
-}
-
-/// The whole run as JSON, in the spirit of `report::json`.
-fn json(
-    opts: &Options,
-    machine: &Machine,
-    started: &str,
-    backend: Backend,
-    rows: &[Row],
-) -> String {
-    let settings = Obj::new()
-        .str("backend", backend.name())
-        .num("seconds", opts.seconds)
-        .num("warmup", opts.warmup)
-        .raw("max_locks", opts.max_locks)
-        .raw("threads", opts.threads)
-        .raw("count_rpcs", opts.count_rpcs);
-    Doc::now(opts, machine, started)
-        .field("settings", settings)
-        .results(rows.iter().map(|row| result(row, backend)))
-}
-
-fn result(row: &Row, backend: Backend) -> String {
-    let s = &row.summary;
-    let counted = row.counted.as_ref();
-    let count = |n: Option<u64>| n.map_or("null".into(), |n| n.to_string());
-    let by_statement: Vec<String> = counted
-        .map(|c| {
-            c.by_statement
-                .iter()
-                .map(|(text, n)| format!("{}: {n}", string(text)))
-                .collect()
-        })
-        .unwrap_or_default();
-    Obj::new()
-        .str("system", row.system.label(backend))
-        .str("wait", row.system.wait())
-        .raw("clients", row.key.clients)
-        .str("names", row.key.names.label())
-        .str("hold", &row.key.hold.label())
-        .summary(s, false)
-        .raw("cycles_counted_by_server", row.cycles)
-        .raw("server_statements", count(counted.map(|c| c.statements)))
-        .raw(
-            "server_transactions",
-            count(counted.and_then(|c| c.transactions)),
-        )
-        .opt("statements_per_lock", row.statements_per_lock())
-        .opt("transactions_per_lock", row.transactions_per_lock())
-        .opt("sent_per_lock", row.sent_per_lock())
-        .opt("locker_calls_per_lock", row.calls_per_lock())
-        .raw(
-            "statements_by_text",
-            format!("{{{}}}", by_statement.join(", ")),
-        )
-        .raw("server_deadlocks", count(counted.and_then(|c| c.deadlocks)))
-        .raw(
-            "server_row_lock_waits",
-            count(counted.and_then(|c| c.lock_waits)),
-        )
-        .raw("leftover_connections_ended", row.leftovers)
-        .raw("hit_count_bound", s.hit_count_bound)
-        .opt("ratio_vs_insert", row.ratio(row.insert_lsps))
-        .opt("ratio_vs_advisory", row.ratio(row.advisory_lsps))
-        .done()
 }

@@ -1,0 +1,309 @@
+//! What `--scenario election` prints and saves: the figures of each system
+//! as lines of text, the Markdown table of BENCHMARKS.md and the JSON.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::cli::Options;
+use crate::out::{human, Doc, Obj};
+use crate::report::{number, string, Machine};
+use crate::stats::fmt_duration;
+
+use crate::election::*;
+use crate::election_child::*;
+
+/// What the run measured for one system.
+pub struct SystemResult {
+    pub label: &'static str,
+    pub handoff: Option<Handoff>,
+    pub failovers: Vec<Failover>,
+    /// Why something was not measured.
+    pub notes: Vec<String>,
+}
+
+/// p50, p99 and max, nearest-rank.
+#[derive(Clone, Copy)]
+pub struct Figures {
+    pub n: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+pub fn figures(samples: &[Duration]) -> Option<Figures> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let rank = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    (n > 0).then(|| Figures {
+        n,
+        p50: rank(0.50),
+        p99: rank(0.99),
+        max: sorted[n - 1],
+    })
+}
+
+impl Figures {
+    /// The figures as a JSON object, or `null` without samples.
+    pub fn json(f: Option<Figures>) -> String {
+        f.map_or("null".into(), |f| {
+            Obj::new()
+                .raw("samples", f.n)
+                .ns("p50_ns", f.p50)
+                .ns("p99_ns", f.p99)
+                .ns("max_ns", f.max)
+                .done()
+        })
+    }
+}
+
+pub(crate) fn fig_text(f: Option<Figures>) -> String {
+    f.map_or("no samples".into(), |f| {
+        format!(
+            "p50 {} p99 {} max {} ({} samples)",
+            fmt_duration(f.p50),
+            fmt_duration(f.p99),
+            fmt_duration(f.max),
+            f.n
+        )
+    })
+}
+
+pub(crate) fn handoff_lines(label: &str, h: &Handoff) -> String {
+    let mut out = format!(
+        "{label}: hand-off {}\n{label}: hand-off counted from the resign's return {}\n{label}: observer lag {}; {} early (counted as 0), {} missed; {} leaders in {:.1}s",
+        fig_text(figures(&h.handoffs)),
+        fig_text(figures(&h.after_resign)),
+        fig_text(figures(&h.lags)),
+        h.early,
+        h.missed,
+        h.leaders,
+        h.seconds
+    );
+    if let Some(cpu) = h.cpu_per_change {
+        let _ = write!(
+            out,
+            "; CPU (this process and the servers) per leader change {}",
+            fmt_duration(cpu)
+        );
+    }
+    if let Some(calls) = &h.calls_per_change {
+        let total: f64 = calls.iter().map(|(_, n)| n).sum();
+        let each: Vec<String> = calls
+            .iter()
+            .map(|(kind, n)| format!("{kind:?} {n:.1}"))
+            .collect();
+        let _ = write!(
+            out,
+            "\n{label}: calls to lockers per leader change {total:.1} ({})",
+            each.join(", ")
+        );
+    }
+    if let Some(note) = &h.note {
+        let _ = write!(out, " ({note})");
+    }
+    out
+}
+
+pub(crate) fn failover_samples(f: &Failover) -> Vec<Duration> {
+    f.samples.iter().map(|s| s.failover).collect()
+}
+
+pub(crate) fn failover_line(label: &str, f: &Failover) -> String {
+    let worst_past = f
+        .samples
+        .iter()
+        .map(|s| s.past_lease)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut out = format!(
+        "{label}: failover at {}: {}; past the lease: at most {:+.0} ms",
+        fmt_duration(f.validity),
+        fig_text(figures(&failover_samples(f))),
+        worst_past * 1e3
+    );
+    if let Some(note) = &f.note {
+        let _ = write!(out, " ({note})");
+    }
+    out
+}
+
+pub(crate) fn cell(f: Option<Figures>) -> String {
+    f.map_or("—".into(), |f| {
+        format!(
+            "{} / {} / {} ({})",
+            human(f.p50),
+            human(f.p99),
+            human(f.max),
+            f.n
+        )
+    })
+}
+
+/// Whether a target is met: `Some(true)`, `Some(false)`, or `None` without
+/// samples.
+pub(crate) fn met(f: Option<Figures>, limit: Duration, use_max: bool) -> Option<bool> {
+    f.map(|f| if use_max { f.max } else { f.p99 } <= limit)
+}
+
+pub(crate) fn yes_no(m: Option<bool>) -> &'static str {
+    match m {
+        Some(true) => "met",
+        Some(false) => "**not met**",
+        None => "not measured",
+    }
+}
+
+/// The table for BENCHMARKS.md: one row per figure, one column per system.
+pub(crate) fn markdown(results: &[&SystemResult]) -> String {
+    let mut out = String::from(
+        "Markdown (p50 / p99 / max (samples); nearest-rank; failover: SIGKILL of the leader's process → next campaign returned):\n\n",
+    );
+    let names: Vec<&str> = results.iter().map(|r| r.label).collect();
+    let _ = writeln!(out, "| figure | {} | target | ours |", names.join(" | "));
+    let _ = writeln!(out, "|---|{}---|---|", "---|".repeat(names.len()));
+    let two_ms = Duration::from_millis(2);
+    let handoff = |r: &SystemResult| r.handoff.as_ref().and_then(|h| figures(&h.handoffs));
+    let lag = |r: &SystemResult| r.handoff.as_ref().and_then(|h| figures(&h.lags));
+    let row = |out: &mut String,
+               what: &str,
+               f: &dyn Fn(&SystemResult) -> Option<Figures>,
+               target: String,
+               status: &str| {
+        let cells: Vec<String> = results.iter().map(|r| cell(f(r))).collect();
+        let _ = writeln!(
+            out,
+            "| {what} | {} | {target} | {status} |",
+            cells.join(" | ")
+        );
+    };
+    let ours = results[0];
+    row(
+        &mut out,
+        "hand-off (resign → next campaign returned)",
+        &handoff,
+        "p99 ≤ 2 ms".into(),
+        yes_no(met(handoff(ours), two_ms, false)),
+    );
+    row(
+        &mut out,
+        "observer lag (campaign returned → observer yields it)",
+        &lag,
+        "p99 ≤ 2 ms".into(),
+        yes_no(met(lag(ours), two_ms, false)),
+    );
+    let validities: Vec<Duration> = results
+        .iter()
+        .flat_map(|r| r.failovers.iter().map(|f| f.validity))
+        .fold(Vec::new(), |mut v, x| {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+            v
+        });
+    for validity in validities {
+        let fo = move |r: &SystemResult| {
+            r.failovers
+                .iter()
+                .find(|f| f.validity == validity)
+                .and_then(|f| figures(&failover_samples(f)))
+        };
+        let limit = validity + Duration::from_millis(100);
+        row(
+            &mut out,
+            &format!("failover, validity / TTL {}", human(validity)),
+            &fo,
+            format!("≤ {}", human(limit)),
+            yes_no(met(fo(ours), limit, true)),
+        );
+        let past = |r: &SystemResult| {
+            r.failovers
+                .iter()
+                .find(|f| f.validity == validity)
+                .map(|f| {
+                    let worst = f
+                        .samples
+                        .iter()
+                        .map(|s| s.past_lease)
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    format!("{:+.0} ms", worst * 1e3)
+                })
+                .unwrap_or_else(|| "—".into())
+        };
+        let cells: Vec<String> = results.iter().map(|r| past(r)).collect();
+        let ours_past = ours
+            .failovers
+            .iter()
+            .find(|f| f.validity == validity)
+            .map(|f| f.samples.iter().all(|s| s.past_lease <= 0.1));
+        let _ = writeln!(
+            out,
+            "| at {}: worst time past the lease (leader's lease end → next leader) | {} | ≤ +100 ms | {} |",
+            human(validity),
+            cells.join(" | "),
+            yes_no(ours_past)
+        );
+    }
+    out
+}
+
+pub(crate) fn json(
+    opts: &Options,
+    machine: &Machine,
+    started: &str,
+    load_end: &str,
+    etcd_status: &str,
+    results: &[&SystemResult],
+) -> String {
+    let e = &opts.election;
+    let settings = Obj::new()
+        .str("scenario", "election")
+        .raw("nodes", e.nodes)
+        .raw("candidates", e.candidates)
+        .raw("observers", e.observers)
+        .raw("handoffs", e.handoffs)
+        .num("seconds", opts.seconds)
+        .num("failover_seconds", e.failover_seconds);
+    let fig = Figures::json;
+    let result = |r: &&SystemResult| {
+        let h = r.handoff.as_ref();
+        let failovers: Vec<String> = r
+            .failovers
+            .iter()
+            .map(|f| {
+                let past: Vec<String> = f.samples.iter().map(|s| number(s.past_lease)).collect();
+                Obj::new()
+                    .raw("validity_ms", f.validity.as_millis())
+                    .raw("failover", fig(figures(&failover_samples(f))))
+                    .raw("past_lease_s", format!("[{}]", past.join(", ")))
+                    .done()
+            })
+            .collect();
+        Obj::new()
+            .str("system", r.label)
+            .raw(
+                "handoff",
+                h.map_or("null".into(), |h| fig(figures(&h.handoffs))),
+            )
+            .raw(
+                "handoff_after_resign",
+                h.map_or("null".into(), |h| fig(figures(&h.after_resign))),
+            )
+            .raw(
+                "cpu_per_change_ns",
+                h.and_then(|h| h.cpu_per_change)
+                    .map_or("null".into(), |c| c.as_nanos().to_string()),
+            )
+            .raw(
+                "observer_lag",
+                h.map_or("null".into(), |h| fig(figures(&h.lags))),
+            )
+            .raw("early", h.map_or(0, |h| h.early))
+            .raw("missed", h.map_or(0, |h| h.missed))
+            .raw("failover", format!("[{}]", failovers.join(", ")))
+            .done()
+    };
+    Doc::new(opts, machine, started, load_end, Obj::new())
+        .field("settings", settings)
+        .field("etcd", string(etcd_status))
+        .results(results.iter().map(result))
+}
