@@ -129,10 +129,20 @@ fn measure<F: std::future::Future<Output = Result<Summary, String>>>(
     opts: &Options,
     run: impl FnOnce() -> F,
 ) -> Result<Summary, String> {
+    on_runtime(opts, Duration::from_secs(1), run())
+}
+
+/// Runs `work` on a fresh runtime, giving what it left behind `grace` to
+/// end.
+fn on_runtime<T>(
+    opts: &Options,
+    grace: Duration,
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     let rt = runtime(opts)?;
-    let summary = rt.block_on(run());
-    rt.shutdown_timeout(Duration::from_secs(1));
-    summary
+    let out = rt.block_on(work);
+    rt.shutdown_timeout(grace);
+    out
 }
 
 /// Starts the baseline server if it is wanted, installed and useful.
@@ -233,15 +243,11 @@ fn run(opts: &Options) -> Result<(), String> {
     let runs = scenarios.len() + baselines + references + ceiling_runs;
     say!(
         "{}\
-         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, rpc counting {}\n\
+         {}, rpc counting {}\n\
          redis baseline: {redis_status}\n\
          {runs} runs, about {:.0}s\n",
         crate::out::banner("quorum-lock lock benchmark", &started, &machine),
-        opts.seconds,
-        opts.warmup,
-        opts.max_locks,
-        crate::out::runtime(opts).0,
-        crate::out::runtime(opts).1,
+        crate::out::settings(opts),
         if opts.count_rpcs { "on" } else { "off" },
         runs as f64 * (opts.seconds + opts.warmup + 0.05),
     );

@@ -11,14 +11,11 @@ use std::time::Duration;
 
 use quorum_lock::net::ceiling::TrivialClient;
 use quorum_lock::LockArgs;
-use tokio::time::Instant;
 
 use crate::counts::Probe;
-use crate::scenario::{Names, Scenario};
+use crate::scenario::Scenario;
 use crate::servers::{Kind, Servers, TOKEN};
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// How long a phase may wait for its quorum before the run fails.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -29,10 +26,7 @@ async fn client(
     scenario: Scenario,
     window: Window,
 ) -> Result<ClientTally, String> {
-    let name = match scenario.names {
-        Names::Own => format!("bench/client-{index}"),
-        Names::Shared => "bench/shared".to_owned(),
-    };
+    let name = scenario.names.of("bench/", index);
     // Fields of the sizes ours sends: a UUID, the host and pid, a source
     // location.
     let args = LockArgs {
@@ -122,12 +116,7 @@ pub async fn run(
         if let Ok(mut marks) = marks.lock() {
             marks.push(frame_counts());
         }
-        Snapshot {
-            at: Instant::now(),
-            cpu: process_cpu(),
-            calls: None,
-            server_cpu: servers.cpu(),
-        }
+        Snapshot::now(None, servers.cpu())
     };
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
         client(cluster.clone(), c, scenario, window)

@@ -90,34 +90,14 @@ fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
             Vec::new(),
             "not run: no redis-server on PATH (apt-get install -y redis-server)".to_owned(),
         ),
-        (mode, Some(binary)) => {
-            let mut servers = Vec::with_capacity(nodes.max(1));
-            let mut failure = None;
-            for _ in 0..nodes.max(1) {
-                match RedisServer::start(&binary) {
-                    Ok(server) => servers.push(server),
-                    Err(err) => {
-                        failure = Some(err);
-                        break;
-                    }
-                }
+        (mode, Some(binary)) => match redis_base::start_many(&binary, nodes.max(1)) {
+            Ok(servers) => {
+                let status = format!("{}; {}", servers[0].version, redis_base::where_(&servers));
+                (servers, status)
             }
-            match failure {
-                None => {
-                    let list: Vec<String> = servers
-                        .iter()
-                        .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
-                        .collect();
-                    let version = servers[0].version.clone();
-                    (servers, format!("{version}; {}", list.join(", ")))
-                }
-                Some(err) if mode == RedisMode::Auto => {
-                    // The servers already started are dropped: stopped.
-                    (Vec::new(), format!("not run: {err}"))
-                }
-                Some(err) => return Err(err),
-            }
-        }
+            Err(err) if mode == RedisMode::Auto => (Vec::new(), format!("not run: {err}")),
+            Err(err) => return Err(err),
+        },
     };
     let (etcd, etcd_status) = etcd::start_wanted(opts)?;
     Ok(Servers {
@@ -154,23 +134,8 @@ fn machine_busy() -> Option<(Duration, Duration)> {
 /// CPU time of this process and of its children that have been waited for:
 /// once the run has stopped its servers, all of them.
 fn own_cpu() -> Duration {
-    let children = {
-        // SAFETY: getrusage only writes the struct it is given; an all-zero
-        // rusage is a valid value of that plain C struct.
-        let usage = unsafe {
-            let mut usage: libc::rusage = std::mem::zeroed();
-            if libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) != 0 {
-                return crate::stats::process_cpu();
-            }
-            usage
-        };
-        let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec.max(0) as u64)
-                + Duration::from_micros(t.tv_usec.max(0) as u64)
-        };
-        tv(usage.ru_utime) + tv(usage.ru_stime)
-    };
-    crate::stats::process_cpu() + children
+    let children = crate::stats::rusage(libc::RUSAGE_CHILDREN);
+    crate::stats::process_cpu() + children.unwrap_or(Duration::ZERO)
 }
 
 /// How busy the machine was during the run, in cores: in all, with this
@@ -239,18 +204,18 @@ pub fn run(opts: &Options) -> Result<(), String> {
     };
     say(format!(
         "{}\
-         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
+         {}, \
          {nodes} nodes for ours and rslock, retry sleep {:?} (rslock, SET NX)\n\
          ours over TCP: {} server processes started per measurement ({})\n\
          redis: {}\n\
          etcd: {}\n\
          {} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock against Redis, Redlock and etcd", &started, &machine),
-        opts.seconds,
-        opts.warmup,
-        opts.max_locks,
-        crate::out::runtime(opts).0,
-        crate::out::runtime(opts).1,
+        crate::out::banner(
+            "quorum-lock against Redis, Redlock and etcd",
+            &started,
+            &machine
+        ),
+        crate::out::settings(opts),
         opts.redis_retry,
         nodes,
         binary

@@ -541,10 +541,7 @@ pub(crate) fn phase<T, F: Future<Output = Result<T, String>>>(
     opts: &Options,
     run: impl FnOnce() -> F,
 ) -> Result<T, String> {
-    let rt = crate::runtime(opts)?;
-    let out = rt.block_on(run());
-    rt.shutdown_timeout(Duration::from_secs(2));
-    out
+    crate::on_runtime(opts, Duration::from_secs(2), run())
 }
 
 pub(crate) async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {

@@ -27,13 +27,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
-use tokio::time::{timeout, Instant};
+use tokio::time::timeout;
 
 use crate::redis_base::BaselineKey;
-use crate::scenario::Names;
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
 /// silent, like the validity of our locks (60 s by default) and etcd's
@@ -314,18 +311,10 @@ pub async fn run(
         );
     }
     let window = Window::new(warmup, seconds, max_locks, key.clients);
-    let snapshot = || Snapshot {
-        at: Instant::now(),
-        cpu: process_cpu(),
-        calls: None,
-        server_cpu: server.cpu(),
-    };
+    let snapshot = || Snapshot::now(None, server.cpu());
     let ids: Vec<i64> = sessions.iter().map(|s| s.lease).collect();
     let measured = drive(key.clients, window, snapshot, |c| {
-        let name = match key.names {
-            Names::Own => format!("bench{run_id}/client-{c}"),
-            Names::Shared => format!("bench{run_id}/shared"),
-        };
+        let name = key.names.of(&format!("bench{run_id}/"), c);
         let client = Locker {
             locks: etcd.lock_client(),
             name,

@@ -5,15 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, WriteGuard};
-use tokio::time::Instant;
 
-use crate::counting::{self, Calls, CountingLocker};
+use crate::counting::{Calls, CountingLocker};
 use crate::counts::Probe;
-use crate::scenario::{Mix, Names, Scenario, Transport};
+use crate::scenario::{Mix, Scenario, Transport};
 use crate::servers::Kind;
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 pub struct Cluster {
     pub ds: Dsync,
@@ -195,10 +192,7 @@ pub async fn run_on(
         _ => None,
     };
     let mutexes = (0..scenario.clients)
-        .map(|c| match scenario.names {
-            Names::Own => cluster.ds.rw_mutex([format!("bench/client-{c}")]),
-            Names::Shared => cluster.ds.rw_mutex(["bench/shared"]),
-        })
+        .map(|c| cluster.ds.rw_mutex([scenario.names.of("bench/", c)]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
     let window = Window::new(warmup, seconds, max_locks, scenario.clients);
@@ -207,12 +201,7 @@ pub async fn run_on(
         if let Some(probe) = &probe {
             probe.mark();
         }
-        Snapshot {
-            at: Instant::now(),
-            cpu: process_cpu(),
-            calls: (!calls.is_empty()).then(|| counting::total(&calls)),
-            server_cpu: cluster.server_cpu(),
-        }
+        Snapshot::now(counted(&calls), cluster.server_cpu())
     };
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {

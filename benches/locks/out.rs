@@ -59,6 +59,15 @@ pub fn banner(title: &str, started: &str, m: &Machine) -> String {
     )
 }
 
+/// The settings every load run's banner starts its third line with.
+pub fn settings(opts: &Options) -> String {
+    let (runtime, threads) = runtime(opts);
+    format!(
+        "settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {runtime} runtime with {threads} threads",
+        opts.seconds, opts.warmup, opts.max_locks
+    )
+}
+
 /// The figures every table with a CPU column prints: both processes'
 /// CPU time per lock, or "-" with no lock.
 pub fn cpu_per_lock(s: &Summary) -> String {

@@ -15,12 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use tokio::time::Instant;
 
 use crate::scenario::{Hold, Names};
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
 /// the window is left to it, under a key no later run uses.
@@ -161,6 +158,21 @@ impl Drop for RedisServer {
     }
 }
 
+/// `count` servers; on an error, the ones already started are dropped:
+/// stopped.
+pub fn start_many(binary: &Path, count: usize) -> Result<Vec<RedisServer>, String> {
+    (0..count).map(|_| RedisServer::start(binary)).collect()
+}
+
+/// "pid P on 127.0.0.1:PORT, ..." for a banner.
+pub fn where_(servers: &[RedisServer]) -> String {
+    let list: Vec<String> = servers
+        .iter()
+        .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
+        .collect();
+    list.join(", ")
+}
+
 fn free_port() -> Result<u16, String> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
@@ -268,22 +280,14 @@ pub async fn run(
     // server's command counters there.
     let snapshot = || {
         probe();
-        Snapshot {
-            at: Instant::now(),
-            cpu: process_cpu(),
-            calls: None,
-            server_cpu: server.cpu(),
-        }
+        Snapshot::now(None, server.cpu())
     };
     let mut connections = connections.into_iter();
     let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
         let con = connections.next().expect("one connection per client");
         // A fresh prefix per run: a key whose owner was cut off by the end
         // of an earlier window must not block this one.
-        let name = match key.names {
-            Names::Own => format!("bench:{run_id}:client-{c}"),
-            Names::Shared => format!("bench:{run_id}:shared"),
-        };
+        let name = key.names.of(&format!("bench:{run_id}:"), c);
         let client = Client {
             con,
             key: name,

@@ -31,16 +31,13 @@ use std::time::Duration;
 use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::{Dsync, NetLocker};
 use rslock::{LockError, LockManager};
-use tokio::time::Instant;
 
 use crate::cli::Options;
-use crate::counting::{self, CountingLocker};
+use crate::counting::CountingLocker;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
 /// validity for ours (RedisConfig's default), the TTL for rslock.
@@ -251,11 +248,7 @@ struct Nodes {
 
 impl Nodes {
     fn start(binary: &Path, count: usize) -> Result<Nodes, String> {
-        let mut servers = Vec::with_capacity(count);
-        for _ in 0..count {
-            // On an error, the servers already started are dropped: killed.
-            servers.push(RedisServer::start(binary)?);
-        }
+        let servers = redis_base::start_many(binary, count)?;
         Ok(Nodes { servers })
     }
 
@@ -318,10 +311,7 @@ pub async fn ours(
         .build()
         .map_err(|e| format!("cannot build the cluster: {e}"))?;
     let mutexes = (0..scenario.clients)
-        .map(|c| match scenario.names {
-            Names::Own => ds.rw_mutex([format!("client-{c}")]),
-            Names::Shared => ds.rw_mutex(["shared"]),
-        })
+        .map(|c| ds.rw_mutex([scenario.names.of("", c)]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
     let window = Window::new(
@@ -332,12 +322,7 @@ pub async fn ours(
     );
     let snapshot = || {
         probe.read();
-        Snapshot {
-            at: Instant::now(),
-            cpu: process_cpu(),
-            calls: (!calls.is_empty()).then(|| counting::total(&calls)),
-            server_cpu: servers_cpu(servers),
-        }
+        Snapshot::now(counted(&calls), servers_cpu(servers))
     };
     let mut mutexes = mutexes.into_iter();
     let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
@@ -406,18 +391,10 @@ pub async fn rslock(
     let window = Window::new(bounds.warmup, bounds.seconds, bounds.max_locks, key.clients);
     let snapshot = || {
         probe.read();
-        Snapshot {
-            at: Instant::now(),
-            cpu: process_cpu(),
-            calls: None,
-            server_cpu: servers_cpu(servers),
-        }
+        Snapshot::now(None, servers_cpu(servers))
     };
     let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
-        let resource = match key.names {
-            Names::Own => format!("bench{run}:client-{c}"),
-            Names::Shared => format!("bench{run}:shared"),
-        };
+        let resource = key.names.of(&format!("bench{run}:"), c);
         let client = Rslock {
             manager: manager.clone(),
             resource,
@@ -510,11 +487,6 @@ pub fn run(opts: &Options) -> Result<(), String> {
         count_rpcs: opts.count_rpcs,
         retry: opts.redis_retry,
     };
-    let servers: Vec<String> = nodes
-        .servers
-        .iter()
-        .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
-        .collect();
     let version = nodes
         .servers
         .first()
@@ -522,19 +494,19 @@ pub fn run(opts: &Options) -> Result<(), String> {
         .unwrap_or_default();
     say(format!(
         "{}\
-         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads, \
+         {}, \
          retry sleep {:?} (rslock, SET NX)\n\
          redis: {version}; {} servers, --save \"\" --appendonly no: {}\n\
          {} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock over Redis nodes, with rslock and SET NX", &started, &machine),
-        opts.seconds,
-        opts.warmup,
-        opts.max_locks,
-        crate::out::runtime(opts).0,
-        crate::out::runtime(opts).1,
+        crate::out::banner(
+            "quorum-lock over Redis nodes, with rslock and SET NX",
+            &started,
+            &machine
+        ),
+        crate::out::settings(opts),
         opts.redis_retry,
         nodes.servers.len(),
-        servers.join(", "),
+        redis_base::where_(&nodes.servers),
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + 0.1),
     ));

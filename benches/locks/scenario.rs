@@ -100,6 +100,16 @@ impl Hold {
 }
 
 impl Names {
+    /// The name client `c` locks: `{prefix}client-{c}`, or `{prefix}shared`
+    /// for every client. Each run passes a prefix of its own where a wait
+    /// an earlier window cut off could otherwise block it.
+    pub fn of(self, prefix: &str, c: usize) -> String {
+        match self {
+            Names::Own => format!("{prefix}client-{c}"),
+            Names::Shared => format!("{prefix}shared"),
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Names::Own => "own",

@@ -771,10 +771,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         if opts.count_rpcs { "on" } else { "off" },
     ));
     // A runtime of its own, as every lock run has.
-    let rt = crate::runtime(opts)?;
-    let outcome = rt.block_on(measure(opts));
-    rt.shutdown_timeout(Duration::from_secs(2));
-    let outcome = outcome?;
+    let outcome = crate::on_runtime(opts, Duration::from_secs(2), measure(opts))?;
     let load_end = loadavg();
     say(lines(&outcome));
     say(format!("\nload average at the end {load_end}\n"));

@@ -20,19 +20,16 @@ use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::{DRWMutex, Dsync, NetLocker, WriteGuard};
-use tokio::time::Instant;
 
 use crate::cli::Options;
-use crate::counting::{self, CountingLocker};
+use crate::counting::CountingLocker;
 use crate::out::{self, say};
 use crate::report::{loadavg, Machine};
 use crate::scenario::{Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
 use crate::sql_report::{header, json, legend, line, markdown, references, targets};
 use crate::sql_server::{Counted, Database, Probe};
-use crate::stats::{
-    drive, process_cpu, summarize, ClientTally, Locking, Snapshot, Summary, Window,
-};
+use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// The table prefix of ours.
 const PREFIX: &str = "bench_ql_";
@@ -256,10 +253,7 @@ impl Locking for Client {
 
 /// The name client `c` locks in measurement `run`.
 fn name(run: usize, names: Names, c: usize) -> String {
-    match names {
-        Names::Own => format!("run{run}/client-{c}"),
-        Names::Shared => format!("run{run}/shared"),
-    }
+    names.of(&format!("run{run}/"), c)
 }
 
 /// One measurement, from connecting to ending what it left behind.
@@ -331,12 +325,7 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
         Err(_) => None,
     };
     let cycles = Arc::new(AtomicU64::new(0));
-    let snapshot = || Snapshot {
-        at: Instant::now(),
-        cpu: process_cpu(),
-        calls: (!calls.is_empty()).then(|| counting::total(&calls)),
-        server_cpu: db.cpu(),
-    };
+    let snapshot = || Snapshot::now(counted(&calls), db.cpu());
     let mut lockers = lockers.into_iter();
     let driven = drive(p.key.clients, window, snapshot, |_| {
         let locker = lockers.next().expect("one locker per client");
@@ -386,19 +375,15 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         Some(url) => Database::external(backend, url)?,
         None => Database::start(backend, opts.sql_counters)?,
     };
-    {
-        let rt = crate::runtime(opts)?;
-        rt.block_on(async {
-            db.inspect(opts.sql_counters).await?;
-            let mut probe = Probe::connect(backend, &db.url).await?;
-            for statement in sql_recipes::create_tables(backend) {
-                probe.execute(&statement).await?;
-            }
-            probe.close().await;
-            Ok::<(), String>(())
-        })?;
-        rt.shutdown_timeout(Duration::from_secs(1));
-    }
+    crate::on_runtime(opts, Duration::from_secs(1), async {
+        db.inspect(opts.sql_counters).await?;
+        let mut probe = Probe::connect(backend, &db.url).await?;
+        for statement in sql_recipes::create_tables(backend) {
+            probe.execute(&statement).await?;
+        }
+        probe.close().await;
+        Ok(())
+    })?;
     let planned = plan(opts);
     let bounds = Bounds {
         warmup: Duration::from_secs_f64(opts.warmup),
@@ -417,15 +402,15 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     };
     say(format!(
         "{}\
-         settings: {:.1}s measured + {:.1}s warm-up per run, at most {} locks, {} runtime with {} threads\n\
+         {}\n\
          database: {}; {server}; statement counts: {}\n\
          {} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock SqlLocker beside the SQL lock recipes", &started, &machine),
-        opts.seconds,
-        opts.warmup,
-        opts.max_locks,
-        crate::out::runtime(opts).0,
-        crate::out::runtime(opts).1,
+        crate::out::banner(
+            "quorum-lock SqlLocker beside the SQL lock recipes",
+            &started,
+            &machine
+        ),
+        crate::out::settings(opts),
         db.version,
         match &db.counting {
             Ok(()) => "on".to_owned(),
@@ -437,10 +422,8 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     say(header(backend));
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
-        let rt = crate::runtime(opts)?;
-        let row = rt.block_on(measure(&db, *p, run, bounds));
-        rt.shutdown_timeout(Duration::from_secs(1));
-        let mut row = row?;
+        let mut row =
+            crate::on_runtime(opts, Duration::from_secs(1), measure(&db, *p, run, bounds))?;
         if let System::Ours(_) = row.system {
             let lsps = |recipe| {
                 rows.iter()

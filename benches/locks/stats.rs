@@ -155,6 +155,24 @@ pub struct Snapshot {
     pub server_cpu: Option<Duration>,
 }
 
+impl Snapshot {
+    /// This process's CPU time now, with the calls and the server CPU
+    /// time the measurement reads beside it.
+    pub fn now(calls: Option<CallCounts>, server_cpu: Option<Duration>) -> Snapshot {
+        Snapshot {
+            at: Instant::now(),
+            cpu: process_cpu(),
+            calls,
+            server_cpu,
+        }
+    }
+}
+
+/// The calls the counting lockers saw, when there are any.
+pub fn counted(calls: &[std::sync::Arc<crate::counting::Calls>]) -> Option<CallCounts> {
+    (!calls.is_empty()).then(|| crate::counting::total(calls))
+}
+
 /// User + system CPU time of another process, from /proc.
 pub fn pid_cpu(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -169,19 +187,25 @@ pub fn pid_cpu(pid: u32) -> Option<Duration> {
 }
 
 pub fn process_cpu() -> Duration {
+    rusage(libc::RUSAGE_SELF).unwrap_or(Duration::ZERO)
+}
+
+/// User + system CPU time of this process (`RUSAGE_SELF`) or of its
+/// children that have been waited for (`RUSAGE_CHILDREN`).
+pub fn rusage(who: libc::c_int) -> Option<Duration> {
     // SAFETY: getrusage only writes the struct it is given; an all-zero
     // rusage is a valid value of that plain C struct.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
-            return Duration::ZERO;
+        if libc::getrusage(who, &mut usage) != 0 {
+            return None;
         }
         usage
     };
     let tv = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
     };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    Some(tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 /// Runs `clients` client futures made by `client` inside `window`, taking a
