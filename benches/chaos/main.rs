@@ -184,25 +184,17 @@ fn main() -> ExitCode {
         settings.validity,
         if settings.calm { ", no faults" } else { "" }
     );
-    match runtime.block_on(run(&settings)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!(
-                "FAILED: rerun with --seed {} --servers {} --clients {} --seconds {} --names {} --validity-ms {}",
-                settings.seed,
-                settings.servers,
-                settings.clients,
-                settings.seconds,
-                settings.names(),
-                settings.validity.as_millis()
-            );
-            ExitCode::FAILURE
-        }
-        Err(err) => {
-            eprintln!("chaos run could not run: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    servers::exit(runtime.block_on(run(&settings)), || {
+        format!(
+            "--seed {} --servers {} --clients {} --seconds {} --names {} --validity-ms {}",
+            settings.seed,
+            settings.servers,
+            settings.clients,
+            settings.seconds,
+            settings.names(),
+            settings.validity.as_millis()
+        )
+    })
 }
 
 /// `--permits K`: the semaphore run of permits.rs.
@@ -217,26 +209,17 @@ fn permits_run(runtime: &tokio::runtime::Runtime, s: &Settings, k: usize) -> Exi
         s.validity,
         if s.calm { ", no faults" } else { "" }
     );
-    match runtime.block_on(permits::run(s, k)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            println!(
-                "FAILED: rerun with --permits {k} --runners {} --seed {} --servers {} --seconds {} \
-                 --validity-ms {}{}",
-                s.runners,
-                s.seed,
-                s.servers,
-                s.seconds,
-                s.validity.as_millis(),
-                if s.calm { " --no-faults" } else { "" }
-            );
-            ExitCode::FAILURE
-        }
-        Err(err) => {
-            eprintln!("chaos run could not run: {err}");
-            ExitCode::FAILURE
-        }
-    }
+    servers::exit(runtime.block_on(permits::run(s, k)), || {
+        format!(
+            "--permits {k} --runners {} --seed {} --servers {} --seconds {} --validity-ms {}{}",
+            s.runners,
+            s.seed,
+            s.servers,
+            s.seconds,
+            s.validity.as_millis(),
+            if s.calm { " --no-faults" } else { "" }
+        )
+    })
 }
 
 /// The whole run; whether every check passed.
@@ -368,20 +351,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
     // Every server healthy again, and every entry of the run has had a
     // validity to expire: whatever is left is kept alive by something.
     tokio::time::sleep(validity * 2).await;
-    let mut leaked = Vec::new();
-    for addr in &addrs {
-        let admin = RemoteLocker::connect(addr.to_string(), RemoteConfig::new(&admin))
-            .await
-            .map_err(|e| format!("admin connection to {addr}: {e}"))?;
-        let held = admin
-            .locks()
-            .await
-            .map_err(|e| format!("listing {addr}: {e}"))?;
-        leaked.extend(
-            held.into_iter()
-                .map(|l| format!("{addr}: {} {}", l.resource, l.uid)),
-        );
-    }
+    let leaked = servers::leftovers(&addrs, &admin).await?;
     drop(proxies);
 
     println!(

@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use quorum_lock::net::{RemoteConfig, RemoteLocker};
-use quorum_lock::NetLocker;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -390,20 +388,7 @@ pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
     // Every server healthy again and a validity gone twice: whatever is
     // left is kept alive by something.
     tokio::time::sleep(validity * 2).await;
-    let mut leaked = Vec::new();
-    for addr in &addrs {
-        let node = RemoteLocker::connect(addr.to_string(), RemoteConfig::new(&admin))
-            .await
-            .map_err(|e| format!("admin connection to {addr}: {e}"))?;
-        let held = node
-            .locks()
-            .await
-            .map_err(|e| format!("listing {addr}: {e}"))?;
-        leaked.extend(
-            held.into_iter()
-                .map(|l| format!("{addr}: {} {}", l.resource, l.uid)),
-        );
-    }
+    let leaked = servers::leftovers(&addrs, &admin).await?;
 
     let ok = report(
         s,

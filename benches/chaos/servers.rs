@@ -432,3 +432,45 @@ impl Drop for ServerSet {
         }
     }
 }
+
+/// What the servers at `addrs` still hold, as "addr: resource uid" lines,
+/// read with the admin token once the run is over and a validity has gone
+/// twice: whatever is left is kept alive by something.
+pub async fn leftovers(addrs: &[SocketAddr], admin: &str) -> Result<Vec<String>, String> {
+    use quorum_lock::net::{RemoteConfig, RemoteLocker};
+    use quorum_lock::NetLocker;
+    let mut leaked = Vec::new();
+    for addr in addrs {
+        let node = RemoteLocker::connect(addr.to_string(), RemoteConfig::new(admin))
+            .await
+            .map_err(|e| format!("admin connection to {addr}: {e}"))?;
+        let held = node
+            .locks()
+            .await
+            .map_err(|e| format!("listing {addr}: {e}"))?;
+        leaked.extend(
+            held.into_iter()
+                .map(|l| format!("{addr}: {} {}", l.resource, l.uid)),
+        );
+    }
+    Ok(leaked)
+}
+
+/// The exit of a run: success when every check passed; otherwise the
+/// command that reruns it (`rerun`), or why it could not run.
+pub fn exit(
+    outcome: Result<bool, String>,
+    rerun: impl FnOnce() -> String,
+) -> std::process::ExitCode {
+    match outcome {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => {
+            println!("FAILED: rerun with {}", rerun());
+            std::process::ExitCode::FAILURE
+        }
+        Err(err) => {
+            eprintln!("chaos run could not run: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -536,6 +536,19 @@ pub(crate) async fn handoff<C: Contender, W: Watch>(
     Ok((out, back))
 }
 
+/// The candidates or observers `make` opens for each index, one after
+/// another.
+async fn gather<T, F: Future<Output = Result<T, String>>>(
+    range: std::ops::Range<usize>,
+    make: impl FnMut(usize) -> F,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::with_capacity(range.len());
+    for f in range.map(make) {
+        out.push(f.await?);
+    }
+    Ok(out)
+}
+
 /// Runs a phase on a fresh runtime.
 pub(crate) fn phase<T, F: Future<Output = Result<T, String>>>(
     opts: &Options,
@@ -548,14 +561,8 @@ pub(crate) async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
     let e = &opts.election;
     let nodes =
         OursNodes::start(opts.transport, e.nodes, DEFAULT_VALIDITY, opts.count_rpcs).await?;
-    let mut candidates = Vec::with_capacity(e.candidates);
-    for c in 0..e.candidates {
-        candidates.push(nodes.candidate(DEFAULT_VALIDITY, c).await?);
-    }
-    let mut observers = Vec::with_capacity(e.observers);
-    for o in 0..e.observers {
-        observers.push(nodes.observer(DEFAULT_VALIDITY, o).await?);
-    }
+    let candidates = gather(0..e.candidates, |c| nodes.candidate(DEFAULT_VALIDITY, c)).await?;
+    let observers = gather(0..e.observers, |o| nodes.observer(DEFAULT_VALIDITY, o)).await?;
     let (out, _back) = handoff(
         candidates,
         observers,
@@ -571,14 +578,11 @@ pub(crate) async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
 pub(crate) async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, String> {
     let e = &opts.election;
     let endpoint = server.endpoint();
-    let mut candidates = Vec::with_capacity(e.candidates);
-    for _ in 0..e.candidates {
-        candidates.push(etcd_election::Candidate::new(&endpoint, DEFAULT_VALIDITY).await?);
-    }
-    let mut observers = Vec::with_capacity(e.observers);
-    for _ in 0..e.observers {
-        observers.push(etcd_election::Observer::new(&endpoint).await?);
-    }
+    let candidates = gather(0..e.candidates, |_| {
+        etcd_election::Candidate::new(&endpoint, DEFAULT_VALIDITY)
+    })
+    .await?;
+    let observers = gather(0..e.observers, |_| etcd_election::Observer::new(&endpoint)).await?;
     let (out, back) = handoff(
         candidates,
         observers,
@@ -607,14 +611,8 @@ pub(crate) async fn ours_failover(opts: &Options, validity: Duration) -> Result<
     let target = nodes
         .child_target()
         .ok_or("failover needs --transport tcp: a process to kill")?;
-    let mut candidates = Vec::with_capacity(e.candidates);
-    for c in 1..e.candidates {
-        candidates.push(nodes.candidate(validity, c).await?);
-    }
-    let mut observers = Vec::with_capacity(e.observers);
-    for o in 0..e.observers {
-        observers.push(nodes.observer(validity, o).await?);
-    }
+    let candidates = gather(1..e.candidates, |c| nodes.candidate(validity, c)).await?;
+    let observers = gather(0..e.observers, |o| nodes.observer(validity, o)).await?;
     let (out, _back) = failover(
         candidates,
         observers,
@@ -634,14 +632,11 @@ pub(crate) async fn etcd_failover(
 ) -> Result<Failover, String> {
     let e = &opts.election;
     let endpoint = server.endpoint();
-    let mut candidates = Vec::with_capacity(e.candidates);
-    for _ in 1..e.candidates {
-        candidates.push(etcd_election::Candidate::new(&endpoint, validity).await?);
-    }
-    let mut observers = Vec::with_capacity(e.observers);
-    for _ in 0..e.observers {
-        observers.push(etcd_election::Observer::new(&endpoint).await?);
-    }
+    let candidates = gather(1..e.candidates, |_| {
+        etcd_election::Candidate::new(&endpoint, validity)
+    })
+    .await?;
+    let observers = gather(0..e.observers, |_| etcd_election::Observer::new(&endpoint)).await?;
     let (out, back) = failover(
         candidates,
         observers,
