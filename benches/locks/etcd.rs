@@ -213,15 +213,17 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// A session: the lease and the task that keeps it alive every TTL/3.
-struct Session {
-    lease: i64,
-    keeper: tokio::task::JoinHandle<()>,
+pub struct Session {
+    pub lease: i64,
+    pub keeper: tokio::task::JoinHandle<()>,
 }
 
-async fn session(leases: &mut LeaseClient) -> Result<Session, String> {
-    let ttl = i64::try_from(TTL.as_secs()).unwrap_or(60);
+/// Grants a lease of `ttl` (whole seconds, at least one) and keeps it
+/// alive every TTL/3, as `concurrency.NewSession` does.
+pub async fn session(leases: &mut LeaseClient, ttl: Duration) -> Result<Session, String> {
+    let seconds = i64::try_from(ttl.as_secs()).unwrap_or(60).max(1);
     let lease = leases
-        .grant(ttl, None)
+        .grant(seconds, None)
         .await
         .map_err(|e| format!("etcd lease grant failed: {e}"))?
         .id();
@@ -231,7 +233,7 @@ async fn session(leases: &mut LeaseClient) -> Result<Session, String> {
         .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
     let keeper = tokio::spawn(async move {
         loop {
-            tokio::time::sleep(TTL / 3).await;
+            tokio::time::sleep(ttl / 3).await;
             if keeper.keep_alive().await.is_err() {
                 return;
             }
@@ -305,7 +307,7 @@ pub async fn run(
     let mut sessions = Vec::with_capacity(key.clients);
     for _ in 0..key.clients {
         sessions.push(
-            timeout(Duration::from_secs(10), session(&mut leases))
+            timeout(Duration::from_secs(10), session(&mut leases, TTL))
                 .await
                 .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
         );

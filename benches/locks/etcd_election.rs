@@ -62,28 +62,7 @@ pub struct Session {
 impl Session {
     pub async fn open(client: &Client, ttl: Duration) -> Result<Session, String> {
         let mut leases = client.lease_client();
-        let seconds = i64::try_from(ttl.as_secs()).unwrap_or(60).max(1);
-        let lease = leases
-            .grant(seconds, None)
-            .await
-            .map_err(|e| format!("etcd lease grant failed: {e}"))?
-            .id();
-        let (mut keeper, mut replies) = leases
-            .keep_alive(lease)
-            .await
-            .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
-        let period = ttl / 3;
-        let keeper = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(period).await;
-                if keeper.keep_alive().await.is_err() {
-                    return;
-                }
-                if !matches!(replies.message().await, Ok(Some(_))) {
-                    return;
-                }
-            }
-        });
+        let crate::etcd::Session { lease, keeper } = crate::etcd::session(&mut leases, ttl).await?;
         Ok(Session {
             lease,
             keeper,

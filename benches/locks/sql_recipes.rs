@@ -110,6 +110,30 @@ pub struct RecipeClient {
     pub sent: u64,
 }
 
+/// `$body` with `$c` bound to the connection, PostgreSQL's or MySQL's, and
+/// `$q` to the one of a pair of statements that connection speaks: the two
+/// drivers' connections are different types, the recipe's steps the same.
+macro_rules! either {
+    ($conn:expr, $c:ident, $body:expr) => {
+        match $conn {
+            Conn::Pg($c) => $body,
+            Conn::My($c) => $body,
+        }
+    };
+    ($conn:expr, $c:ident, $q:ident = ($pg:expr, $my:expr), $body:expr) => {
+        match $conn {
+            Conn::Pg($c) => {
+                let $q = $pg;
+                $body
+            }
+            Conn::My($c) => {
+                let $q = $my;
+                $body
+            }
+        }
+    };
+}
+
 /// Whether an `INSERT` found the lock taken: a duplicate key (PostgreSQL
 /// unique_violation, MySQL ER_DUP_ENTRY), or on MariaDB and MySQL the
 /// deadlock InnoDB reports now and then instead (its next-key locks on the
@@ -154,46 +178,31 @@ impl RecipeClient {
         let name = self.name.as_str();
         let failed = |what: &str, e: sqlx::Error| format!("{label}: {what}: {e}");
         match (&mut self.conn, self.recipe) {
-            (Conn::Pg(c), Recipe::Insert) => loop {
-                self.sent += 1;
-                match sqlx::query(INSERT_PG).bind(name).execute(&mut *c).await {
-                    Ok(_) => return Ok(()),
-                    Err(e) if taken(&e) => tokio::time::sleep(INSERT_RETRY).await,
-                    Err(e) => return Err(failed("INSERT", e)),
+            (conn, Recipe::Insert) => either!(
+                conn,
+                c,
+                q = (INSERT_PG, INSERT_MY),
+                loop {
+                    self.sent += 1;
+                    match sqlx::query(q).bind(name).execute(&mut *c).await {
+                        Ok(_) => return Ok(()),
+                        Err(e) if taken(&e) => tokio::time::sleep(INSERT_RETRY).await,
+                        Err(e) => return Err(failed("INSERT", e)),
+                    }
                 }
-            },
-            (Conn::My(c), Recipe::Insert) => loop {
-                self.sent += 1;
-                match sqlx::query(INSERT_MY).bind(name).execute(&mut *c).await {
-                    Ok(_) => return Ok(()),
-                    Err(e) if taken(&e) => tokio::time::sleep(INSERT_RETRY).await,
-                    Err(e) => return Err(failed("INSERT", e)),
-                }
-            },
-            (Conn::Pg(c), Recipe::ForUpdate) => {
+            ),
+            (conn, Recipe::ForUpdate) => either!(conn, c, q = (FOR_UPDATE_PG, FOR_UPDATE_MY), {
                 self.sent += 1;
                 c.execute("BEGIN").await.map_err(|e| failed("BEGIN", e))?;
                 self.sent += 1;
-                let row = sqlx::query(FOR_UPDATE_PG)
+                let row = sqlx::query(q)
                     .bind(name)
                     .fetch_optional(&mut *c)
                     .await
                     .map_err(|e| failed("SELECT ... FOR UPDATE", e))?;
                 row.map(|_| ())
                     .ok_or_else(|| format!("for-update: no row for {name}"))
-            }
-            (Conn::My(c), Recipe::ForUpdate) => {
-                self.sent += 1;
-                c.execute("BEGIN").await.map_err(|e| failed("BEGIN", e))?;
-                self.sent += 1;
-                let row = sqlx::query(FOR_UPDATE_MY)
-                    .bind(name)
-                    .fetch_optional(&mut *c)
-                    .await
-                    .map_err(|e| failed("SELECT ... FOR UPDATE", e))?;
-                row.map(|_| ())
-                    .ok_or_else(|| format!("for-update: no row for {name}"))
-            }
+            }),
             (Conn::Pg(c), Recipe::Advisory) => {
                 self.sent += 1;
                 sqlx::query("SELECT pg_advisory_lock($1)")
@@ -231,30 +240,18 @@ impl RecipeClient {
         let failed = |what: &str, e: sqlx::Error| format!("{label}: {what}: {e}");
         self.sent += 1;
         match (&mut self.conn, self.recipe) {
-            (Conn::Pg(c), Recipe::Insert) => {
-                let done = sqlx::query(DELETE_PG)
+            (conn, Recipe::Insert) => either!(conn, c, q = (DELETE_PG, DELETE_MY), {
+                let done = sqlx::query(q)
                     .bind(name)
                     .execute(&mut *c)
                     .await
                     .map_err(|e| failed("DELETE", e))?;
                 one(done.rows_affected(), label)
-            }
-            (Conn::My(c), Recipe::Insert) => {
-                let done = sqlx::query(DELETE_MY)
-                    .bind(name)
-                    .execute(&mut *c)
-                    .await
-                    .map_err(|e| failed("DELETE", e))?;
-                one(done.rows_affected(), label)
-            }
-            (Conn::Pg(c), Recipe::ForUpdate) => {
+            }),
+            (conn, Recipe::ForUpdate) => either!(conn, c, {
                 c.execute("COMMIT").await.map_err(|e| failed("COMMIT", e))?;
                 Ok(())
-            }
-            (Conn::My(c), Recipe::ForUpdate) => {
-                c.execute("COMMIT").await.map_err(|e| failed("COMMIT", e))?;
-                Ok(())
-            }
+            }),
             (Conn::Pg(c), Recipe::Advisory) => {
                 let released: bool = sqlx::query_scalar("SELECT pg_advisory_unlock($1)")
                     .bind(self.key)
