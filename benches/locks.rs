@@ -205,8 +205,7 @@ fn run(opts: &Options) -> Result<(), String> {
     let started = report::utc_now();
     let machine = Machine::read();
     let scenarios = opts.scenarios();
-    let warmup = Duration::from_secs_f64(opts.warmup);
-    let seconds = Duration::from_secs_f64(opts.seconds);
+    let bounds = stats::Bounds::of(opts);
     let needs_redis = scenarios.iter().any(|s| s.mix == Mix::Write);
     let (server, redis_status) = redis_server(opts, needs_redis)?;
 
@@ -263,17 +262,7 @@ fn run(opts: &Options) -> Result<(), String> {
     let tcp = opts.transport == scenario::Transport::Tcp;
     let counts = opts.counts && tcp;
     let ours_on = |scenario: Scenario, kind: servers::Kind| {
-        measure(opts, || {
-            ours::run_on(
-                scenario,
-                warmup,
-                seconds,
-                opts.max_locks,
-                opts.count_rpcs,
-                kind,
-                counts,
-            )
-        })
+        measure(opts, || ours::run_on(scenario, bounds, kind, counts))
     };
     let ours = |scenario: Scenario| ours_on(scenario, servers::Kind::Ours);
     // The ceiling of each (nodes, clients, names, hold), measured once.
@@ -291,18 +280,7 @@ fn run(opts: &Options) -> Result<(), String> {
         if let (Some(server), Mix::Write, false) =
             (&server, scenario.mix, baseline.contains_key(&key))
         {
-            let summary = measure(opts, || {
-                redis_base::run(
-                    server,
-                    index,
-                    key,
-                    opts.redis_retry,
-                    warmup,
-                    seconds,
-                    opts.max_locks,
-                    || {},
-                )
-            })?;
+            let summary = measure(opts, || redis_base::run(server, index, key, bounds, || {}))?;
             baseline.insert(key, summary.lsps);
             let one = Scenario {
                 nodes: 1,
@@ -339,14 +317,7 @@ fn run(opts: &Options) -> Result<(), String> {
             );
             if let std::collections::hash_map::Entry::Vacant(slot) = ceilings.entry(key) {
                 let summary = measure(opts, || {
-                    ceiling::run(
-                        scenario,
-                        warmup,
-                        seconds,
-                        opts.max_locks,
-                        opts.ceiling_threads,
-                        counts,
-                    )
+                    ceiling::run(scenario, bounds, opts.ceiling_threads, counts)
                 })?;
                 slot.insert(summary.lsps);
                 let write = Scenario {

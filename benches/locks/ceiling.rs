@@ -15,7 +15,7 @@ use quorum_lock::LockArgs;
 use crate::counts::Probe;
 use crate::scenario::Scenario;
 use crate::servers::{Kind, Servers, TOKEN};
-use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary, Window};
 
 /// How long a phase may wait for its quorum before the run fails.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -82,9 +82,7 @@ impl Locking for Trivial {
 /// trivial servers with `threads` workers each.
 pub async fn run(
     scenario: Scenario,
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
+    bounds: Bounds,
     threads: usize,
     counts: bool,
 ) -> Result<Summary, String> {
@@ -102,7 +100,7 @@ pub async fn run(
     } else {
         None
     };
-    let window = Window::new(warmup, seconds, max_locks, scenario.clients);
+    let window = bounds.window(scenario.clients);
     let frames = cluster.frames.clone();
     let frame_counts = || {
         use std::sync::atomic::Ordering::Relaxed;

@@ -27,9 +27,10 @@ use crate::cli::{Options, RedisMode};
 use crate::etcd::{self, EtcdServer};
 use crate::out::{self, human, left, notes, right, say, stat, Col, Doc, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
-use crate::redis_nodes::{self, Bounds, Probe};
+use crate::redis_nodes::{self, Probe};
 use crate::report::{loadavg, string, utc_now, Machine};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::stats::Bounds;
 use crate::stats::{fmt_rate, Summary};
 
 /// What a row measured, in the order each scenario runs them.
@@ -183,25 +184,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
         systems.push(System::Etcd);
     }
     let mut planned = Vec::new();
-    for &hold in &opts.holds {
-        for &names in &opts.names {
-            for &clients in &opts.clients {
-                let key = BaselineKey {
-                    clients,
-                    names,
-                    hold,
-                };
-                planned.extend(systems.iter().map(|&system| (system, key)));
-            }
-        }
+    for key in opts.keys() {
+        planned.extend(systems.iter().map(|&system| (system, key)));
     }
-    let bounds = Bounds {
-        warmup: Duration::from_secs_f64(opts.warmup),
-        seconds: Duration::from_secs_f64(opts.seconds),
-        max_locks: opts.max_locks,
-        count_rpcs: opts.count_rpcs,
-        retry: opts.redis_retry,
-    };
+    let bounds = Bounds::of(opts);
     say(format!(
         "{}\
          {}, \
@@ -241,15 +227,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         let redis = &servers.redis[..nodes.min(servers.redis.len())];
         let (summary, row_nodes) = match system {
             System::OursTcp => (
-                crate::measure(opts, || {
-                    crate::ours::run(
-                        scenario(Transport::Tcp),
-                        bounds.warmup,
-                        bounds.seconds,
-                        bounds.max_locks,
-                        bounds.count_rpcs,
-                    )
-                })?,
+                crate::measure(opts, || crate::ours::run(scenario(Transport::Tcp), bounds))?,
                 nodes,
             ),
             System::OursRedis => {
@@ -269,18 +247,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
             }
             System::SetNx => {
                 let server = &servers.redis[0];
-                let summary = crate::measure(opts, || {
-                    redis_base::run(
-                        server,
-                        run,
-                        key,
-                        bounds.retry,
-                        bounds.warmup,
-                        bounds.seconds,
-                        bounds.max_locks,
-                        || {},
-                    )
-                })?;
+                let summary =
+                    crate::measure(opts, || redis_base::run(server, run, key, bounds, || {}))?;
                 (summary, 1)
             }
             System::Etcd => {
@@ -288,16 +256,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
                     .etcd
                     .as_ref()
                     .ok_or("etcd was planned without a server")?;
-                let summary = crate::measure(opts, || {
-                    etcd::run(
-                        server,
-                        run,
-                        key,
-                        bounds.warmup,
-                        bounds.seconds,
-                        bounds.max_locks,
-                    )
-                })?;
+                let summary = crate::measure(opts, || etcd::run(server, run, key, bounds))?;
                 (summary, 1)
             }
         };

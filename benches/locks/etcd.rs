@@ -30,7 +30,7 @@ use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
 use tokio::time::timeout;
 
 use crate::redis_base::BaselineKey;
-use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
 /// silent, like the validity of our locks (60 s by default) and etcd's
@@ -291,9 +291,7 @@ pub async fn run(
     server: &EtcdServer,
     run_id: usize,
     key: BaselineKey,
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
+    bounds: Bounds,
 ) -> Result<Summary, String> {
     let etcd = timeout(
         Duration::from_secs(10),
@@ -312,7 +310,7 @@ pub async fn run(
                 .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
         );
     }
-    let window = Window::new(warmup, seconds, max_locks, key.clients);
+    let window = bounds.window(key.clients);
     let snapshot = || Snapshot::now(None, server.cpu());
     let ids: Vec<i64> = sessions.iter().map(|s| s.lease).collect();
     let measured = drive(key.clients, window, snapshot, |c| {

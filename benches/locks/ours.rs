@@ -10,7 +10,7 @@ use crate::counting::{Calls, CountingLocker};
 use crate::counts::Probe;
 use crate::scenario::{Mix, Scenario, Transport};
 use crate::servers::Kind;
-use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 pub struct Cluster {
     pub ds: Dsync,
@@ -156,37 +156,19 @@ impl Locking for Client {
     }
 }
 
-pub async fn run(
-    scenario: Scenario,
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
-    count_rpcs: bool,
-) -> Result<Summary, String> {
-    run_on(
-        scenario,
-        warmup,
-        seconds,
-        max_locks,
-        count_rpcs,
-        Kind::Ours,
-        false,
-    )
-    .await
+pub async fn run(scenario: Scenario, bounds: Bounds) -> Result<Summary, String> {
+    run_on(scenario, bounds, Kind::Ours, false).await
 }
 
 /// [`run`], over TCP with servers of `kind`, counting system calls, frames
 /// and context switches in the window with `counts` (TCP only).
 pub async fn run_on(
     scenario: Scenario,
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
-    count_rpcs: bool,
+    bounds: Bounds,
     kind: Kind,
     counts: bool,
 ) -> Result<Summary, String> {
-    let cluster = cluster_on(&scenario, count_rpcs, kind).await?;
+    let cluster = cluster_on(&scenario, bounds.count_rpcs, kind).await?;
     let probe = match (&cluster.servers, counts) {
         (Some(servers), true) => Some(Probe::start(servers.pids())?),
         _ => None,
@@ -195,7 +177,7 @@ pub async fn run_on(
         .map(|c| cluster.ds.rw_mutex([scenario.names.of("bench/", c)]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let window = Window::new(warmup, seconds, max_locks, scenario.clients);
+    let window = bounds.window(scenario.clients);
     let calls = cluster.calls.clone();
     let snapshot = || {
         if let Some(probe) = &probe {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 
 use crate::scenario::{Hold, Names};
-use crate::stats::{drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
 /// the window is left to it, under a key no later run uses.
@@ -253,15 +253,11 @@ impl Locking for Client {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
     server: &RedisServer,
     run_id: usize,
     key: BaselineKey,
-    retry: Duration,
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
+    bounds: Bounds,
     probe: impl Fn(),
 ) -> Result<Summary, String> {
     let redis = redis::Client::open(server.url()).map_err(|e| format!("redis client: {e}"))?;
@@ -275,7 +271,7 @@ pub async fn run(
                 .map_err(|e| format!("cannot connect to redis-server: {e}"))?,
         );
     }
-    let window = Window::new(warmup, seconds, max_locks, key.clients);
+    let window = bounds.window(key.clients);
     // `probe` runs beside each snapshot: `--backend redis` reads the
     // server's command counters there.
     let snapshot = || {
@@ -293,7 +289,7 @@ pub async fn run(
             key: name,
             id: c,
             seq: 0,
-            retry,
+            retry: bounds.retry,
             unlock: redis::Script::new(UNLOCK),
         };
         window.client(client, key.hold)

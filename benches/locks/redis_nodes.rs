@@ -37,7 +37,7 @@ use crate::counting::CountingLocker;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
 /// validity for ours (RedisConfig's default), the TTL for rslock.
@@ -262,16 +262,6 @@ fn servers_cpu(servers: &[RedisServer]) -> Option<Duration> {
     servers.iter().map(RedisServer::cpu).sum()
 }
 
-/// What every measurement needs besides its own settings.
-#[derive(Clone, Copy)]
-pub struct Bounds {
-    pub warmup: Duration,
-    pub seconds: Duration,
-    pub max_locks: u64,
-    pub count_rpcs: bool,
-    pub retry: Duration,
-}
-
 /// Ours: a `Dsync` over one `RedisLocker` per node, shared by every client.
 pub async fn ours(
     servers: &[RedisServer],
@@ -314,12 +304,7 @@ pub async fn ours(
         .map(|c| ds.rw_mutex([scenario.names.of("", c)]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let window = Window::new(
-        bounds.warmup,
-        bounds.seconds,
-        bounds.max_locks,
-        scenario.clients,
-    );
+    let window = bounds.window(scenario.clients);
     let snapshot = || {
         probe.read();
         Snapshot::now(counted(&calls), servers_cpu(servers))
@@ -388,7 +373,7 @@ pub async fn rslock(
         .await
         .map_err(|e| format!("rslock cannot lock on a fresh cluster: {e}"))?;
     manager.unlock(&lock).await;
-    let window = Window::new(bounds.warmup, bounds.seconds, bounds.max_locks, key.clients);
+    let window = bounds.window(key.clients);
     let snapshot = || {
         probe.read();
         Snapshot::now(None, servers_cpu(servers))
@@ -480,13 +465,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let most = opts.nodes.iter().copied().max().unwrap_or(1);
     let nodes = Nodes::start(&binary, most)?;
     let planned = plan(opts);
-    let bounds = Bounds {
-        warmup: Duration::from_secs_f64(opts.warmup),
-        seconds: Duration::from_secs_f64(opts.seconds),
-        max_locks: opts.max_locks,
-        count_rpcs: opts.count_rpcs,
-        retry: opts.redis_retry,
-    };
+    let bounds = Bounds::of(opts);
     let version = nodes
         .servers
         .first()
@@ -537,16 +516,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             System::SetNx => {
                 let server = &servers[0];
                 let summary = crate::measure(opts, || {
-                    redis_base::run(
-                        server,
-                        run,
-                        p.key,
-                        bounds.retry,
-                        bounds.warmup,
-                        bounds.seconds,
-                        bounds.max_locks,
-                        || probe.read(),
-                    )
+                    redis_base::run(server, run, p.key, bounds, || probe.read())
                 })?;
                 (summary, INNER_GET_DEL, false)
             }

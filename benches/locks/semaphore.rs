@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use quorum_lock::{Error, Semaphore};
-use tokio::time::{sleep_until, timeout_at, Instant};
+use tokio::time::{timeout_at, Instant};
 
 use crate::cli::{Options, SemaphoreSettings};
 use crate::counting::{self, CallCounts};
@@ -47,7 +47,7 @@ use crate::election_report::{figures, Figures};
 use crate::out::{self, human, say, Doc, Obj};
 use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
-use crate::stats::{fmt_duration, fmt_rate, jain, process_cpu, Window};
+use crate::stats::{counted, drive, fmt_duration, fmt_rate, jain, Snapshot, Window};
 
 /// The semaphore's name (its locks: `semaphore/bench/...`).
 const NAME: &str = "bench";
@@ -382,35 +382,11 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         s.clients,
     );
     let origin = Instant::now();
-    let tasks: Vec<_> = (0..s.clients)
-        .map(|c| tokio::spawn(client(semaphore.clone(), c, s.hold, window)))
-        .collect();
-    sleep_until(window.start).await;
-    let calls_at = || (!cluster.calls.is_empty()).then(|| counting::total(&cluster.calls));
-    let first = (
-        Instant::now(),
-        process_cpu(),
-        cluster.server_cpu(),
-        calls_at(),
-    );
-    let mut records = Vec::with_capacity(s.clients);
-    let mut failure = None;
-    for task in tasks {
-        match task.await {
-            Ok(Ok(record)) => records.push(record),
-            Ok(Err(err)) => failure = failure.or(Some(err)),
-            Err(err) => failure = failure.or(Some(format!("a client task failed: {err}"))),
-        }
-    }
-    let last = (
-        Instant::now(),
-        process_cpu(),
-        cluster.server_cpu(),
-        calls_at(),
-    );
-    if let Some(err) = failure {
-        return Err(err);
-    }
+    let snapshot = || Snapshot::now(counted(&cluster.calls), cluster.server_cpu());
+    let (records, first, last) = drive(s.clients, window, snapshot, |c| {
+        client(semaphore.clone(), c, s.hold, window)
+    })
+    .await?;
     let held: Vec<Held> = records
         .iter()
         .flat_map(|r| r.held.iter().copied())
@@ -453,8 +429,8 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
     let wait_figures = figures(&waits);
     let unfinished: Vec<Duration> = records.iter().filter_map(|r| r.unfinished).collect();
     let wall = last
-        .0
-        .saturating_duration_since(first.0)
+        .at
+        .saturating_duration_since(first.at)
         .as_secs_f64()
         .max(1e-9);
     let rate = granted as f64 / seconds;
@@ -486,12 +462,12 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         max_client: per_client.iter().copied().max().unwrap_or(0),
         lost: records.iter().map(|r| r.lost).sum(),
         hit_count_bound: records.iter().any(|r| r.hit_count_bound),
-        cpu: last.1.saturating_sub(first.1).as_secs_f64() / wall,
-        server_cpu: match (first.2, last.2) {
+        cpu: last.cpu.saturating_sub(first.cpu).as_secs_f64() / wall,
+        server_cpu: match (first.server_cpu, last.server_cpu) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() / wall),
             _ => None,
         },
-        calls: match (first.3, last.3) {
+        calls: match (first.calls, last.calls) {
             (Some(a), Some(b)) => Some(b.since(&a)),
             _ => None,
         },

@@ -29,7 +29,7 @@ use crate::scenario::{Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
 use crate::sql_report::{header, json, legend, line, markdown, references, targets};
 use crate::sql_server::{Counted, Database, Probe};
-use crate::stats::{counted, drive, summarize, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The table prefix of ours.
 const PREFIX: &str = "bench_ql_";
@@ -120,15 +120,6 @@ impl Row {
     }
 }
 
-/// What every measurement needs besides its own settings.
-#[derive(Clone, Copy)]
-struct Bounds {
-    warmup: Duration,
-    seconds: Duration,
-    max_locks: u64,
-    count_rpcs: bool,
-}
-
 /// One measurement to make.
 #[derive(Clone, Copy)]
 struct Planned {
@@ -145,30 +136,13 @@ fn plan(opts: &Options) -> Vec<Planned> {
     } else {
         vec![Wait::Push]
     };
+    let ours = if opts.sql_ours { &waits[..] } else { &[] };
+    let systems: Vec<System> = (opts.sql_recipes.iter().map(|&r| System::Recipe(r)))
+        .chain(ours.iter().map(|&w| System::Ours(w)))
+        .collect();
     let mut out = Vec::new();
-    for &hold in &opts.holds {
-        for &names in &opts.names {
-            for &clients in &opts.clients {
-                let key = Key {
-                    clients,
-                    names,
-                    hold,
-                };
-                for &recipe in &opts.sql_recipes {
-                    out.push(Planned {
-                        system: System::Recipe(recipe),
-                        key,
-                    });
-                }
-                let ours = if opts.sql_ours { &waits[..] } else { &[] };
-                for &wait in ours {
-                    out.push(Planned {
-                        system: System::Ours(wait),
-                        key,
-                    });
-                }
-            }
-        }
+    for key in opts.keys() {
+        out.extend(systems.iter().map(|&system| Planned { system, key }));
     }
     out
 }
@@ -259,12 +233,7 @@ fn name(run: usize, names: Names, c: usize) -> String {
 /// One measurement, from connecting to ending what it left behind.
 async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Result<Row, String> {
     let backend = db.backend;
-    let window = Window::new(
-        bounds.warmup,
-        bounds.seconds,
-        bounds.max_locks,
-        p.key.clients,
-    );
+    let window = bounds.window(p.key.clients);
     let mut probe = Probe::connect(backend, &db.url).await?;
     let mut lockers = Vec::with_capacity(p.key.clients);
     let mut calls = Vec::new();
@@ -385,12 +354,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         Ok(())
     })?;
     let planned = plan(opts);
-    let bounds = Bounds {
-        warmup: Duration::from_secs_f64(opts.warmup),
-        seconds: Duration::from_secs_f64(opts.seconds),
-        max_locks: opts.max_locks,
-        count_rpcs: opts.count_rpcs,
-    };
+    let bounds = Bounds::of(opts);
     let server = match (db.pid(), db.port()) {
         (Some(pid), Some(port)) => format!("started here: pid {pid} on 127.0.0.1:{port}"),
         _ => "an existing database (--sql-url); server CPU not measured".into(),

@@ -24,6 +24,35 @@ pub struct Window {
     pub max_per_client: u64,
 }
 
+/// What every measurement of a comparing backend needs besides its own
+/// settings.
+#[derive(Clone, Copy)]
+pub struct Bounds {
+    pub warmup: Duration,
+    pub seconds: Duration,
+    pub max_locks: u64,
+    pub count_rpcs: bool,
+    /// The retry sleep of rslock and the SET NX lock.
+    pub retry: Duration,
+}
+
+impl Bounds {
+    pub fn of(opts: &crate::cli::Options) -> Bounds {
+        Bounds {
+            warmup: Duration::from_secs_f64(opts.warmup),
+            seconds: Duration::from_secs_f64(opts.seconds),
+            max_locks: opts.max_locks,
+            count_rpcs: opts.count_rpcs,
+            retry: opts.redis_retry,
+        }
+    }
+
+    /// The window of a measurement of `clients` clients starting now.
+    pub fn window(&self, clients: usize) -> Window {
+        Window::new(self.warmup, self.seconds, self.max_locks, clients)
+    }
+}
+
 impl Window {
     /// The window of a run that starts `warmup` from now and measures for
     /// `seconds`, `max_locks` shared out among `clients`.
@@ -210,15 +239,16 @@ pub fn rusage(who: libc::c_int) -> Option<Duration> {
 
 /// Runs `clients` client futures made by `client` inside `window`, taking a
 /// snapshot when the window opens and after every client has finished.
-pub async fn drive<F, Fut>(
+pub async fn drive<T, F, Fut>(
     clients: usize,
     window: Window,
     snapshot: impl Fn() -> Snapshot,
     mut client: F,
-) -> Result<(Vec<ClientTally>, Snapshot, Snapshot), String>
+) -> Result<(Vec<T>, Snapshot, Snapshot), String>
 where
+    T: Send + 'static,
     F: FnMut(usize) -> Fut,
-    Fut: Future<Output = Result<ClientTally, String>> + Send + 'static,
+    Fut: Future<Output = Result<T, String>> + Send + 'static,
 {
     let tasks: Vec<_> = (0..clients).map(|c| tokio::spawn(client(c))).collect();
     tokio::time::sleep_until(window.start).await;
