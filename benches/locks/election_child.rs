@@ -3,7 +3,6 @@
 //! killed with SIGKILL, and the candidates of this process wait behind it.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -61,15 +60,7 @@ pub(crate) fn spawn_child(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    // SAFETY: prctl is async-signal-safe and touches no memory of the
-    // parent; the kernel kills the child if its parent thread dies.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    command
+    crate::proc::dies_with_parent(&mut command)
         .spawn()
         .map(ChildCandidate)
         .map_err(|e| format!("cannot start a child candidate: {e}"))

@@ -19,9 +19,7 @@
 //! clients share one `etcd_client::Client` (one HTTP/2 connection), as an
 //! application would.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -29,6 +27,7 @@ use std::time::Duration;
 use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
 use tokio::time::timeout;
 
+use crate::proc;
 use crate::redis_base::BaselineKey;
 use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
@@ -68,7 +67,7 @@ impl EtcdServer {
         // A free port can be taken between our probe and etcd's bind; a few
         // tries make that race harmless.
         for attempt in 0..3 {
-            let (port, peer) = (free_port()?, free_port()?);
+            let (port, peer) = (proc::free_port()?, proc::free_port()?);
             let dir = std::env::temp_dir().join(format!(
                 "quorum-lock-bench-etcd-{}-{attempt}",
                 std::process::id()
@@ -97,16 +96,7 @@ impl EtcdServer {
                 .stdin(Stdio::null())
                 .stdout(log)
                 .stderr(log_err);
-            // SAFETY: prctl is async-signal-safe and touches no memory of
-            // the parent. It makes the kernel kill etcd if we die without
-            // running destructors (SIGKILL, abort).
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let child = match command.spawn() {
+            let child = match proc::dies_with_parent(&mut command).spawn() {
                 Ok(child) => child,
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
@@ -151,65 +141,21 @@ impl EtcdServer {
     /// Polls `GET /health` until etcd says it is healthy: it has elected
     /// itself leader and serves requests.
     fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
-        let give_up = std::time::Instant::now() + limit;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!("it exited with {status}"));
-            }
-            if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-                let mut reply = String::new();
-                let healthy = s.set_read_timeout(Some(Duration::from_secs(2))).is_ok()
-                    && s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                        .is_ok()
-                    && s.take(4096).read_to_string(&mut reply).is_ok()
-                    && reply.contains("\"health\":\"true\"");
-                if healthy {
-                    return Ok(());
-                }
-            }
-            if std::time::Instant::now() >= give_up {
-                return Err(format!(
-                    "not healthy on port {} within {limit:?}",
-                    self.port
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// SIGTERM to its PID, then SIGKILL if it lingers; then its folder goes.
-    fn stop(&mut self) {
-        if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-                // SAFETY: kill has no memory effects; the PID is our own
-                // child, not yet reaped, so it cannot have been reused.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-            let give_up = std::time::Instant::now() + Duration::from_secs(5);
-            while std::time::Instant::now() < give_up
-                && !matches!(self.child.try_wait(), Ok(Some(_)))
-            {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let timing = (limit, Duration::from_millis(50), Duration::from_secs(2));
+        let request = b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+        proc::wait_ready(&mut self.child, self.port, timing, request, |s| {
+            let mut reply = String::new();
+            s.take(4096).read_to_string(&mut reply).is_ok() && reply.contains("\"health\":\"true\"")
+        })
     }
 }
 
+/// SIGTERM to its PID, then SIGKILL if it lingers; then its folder goes.
 impl Drop for EtcdServer {
     fn drop(&mut self) {
-        self.stop();
+        proc::stop(&mut self.child, Duration::from_secs(5));
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
 }
 
 /// A session: the lease and the task that keeps it alive every TTL/3.

@@ -7,15 +7,14 @@
 //! success, on error and on panic. `PR_SET_PDEATHSIG` covers the harness
 //! itself being killed.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 
+use crate::proc;
 use crate::scenario::{Hold, Names};
 use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
@@ -52,7 +51,7 @@ impl RedisServer {
         // The free port can be taken between our probe and the server's
         // bind; a few tries make that race harmless.
         for _ in 0..3 {
-            let port = free_port()?;
+            let port = proc::free_port()?;
             let mut command = Command::new(binary);
             command
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -63,16 +62,7 @@ impl RedisServer {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            // SAFETY: prctl is async-signal-safe and touches no memory of
-            // the parent. It makes the kernel kill the server if we die
-            // without running destructors (SIGKILL, abort).
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let child = command
+            let child = proc::dies_with_parent(&mut command)
                 .spawn()
                 .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
             let mut server = RedisServer {
@@ -99,62 +89,24 @@ impl RedisServer {
 
     /// Polls with a raw PING until the server answers PONG.
     fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
-        let give_up = std::time::Instant::now() + limit;
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!(
-                    "it exited with {status} (port {} taken?)",
-                    self.port
-                ));
-            }
-            if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-                let mut reply = [0u8; 7];
-                let pong = s.set_read_timeout(Some(Duration::from_millis(500))).is_ok()
-                    && s.write_all(b"PING\r\n").is_ok()
-                    && s.read_exact(&mut reply).is_ok()
-                    && &reply == b"+PONG\r\n";
-                if pong {
-                    return Ok(());
-                }
-            }
-            if std::time::Instant::now() >= give_up {
-                return Err(format!("no PONG on port {} within {limit:?}", self.port));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let timing = (limit, Duration::from_millis(20), Duration::from_millis(500));
+        proc::wait_ready(&mut self.child, self.port, timing, b"PING\r\n", |s| {
+            let mut reply = [0u8; 7];
+            s.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
+        })
+        .map_err(|e| format!("{e} (port {} taken?)", self.port))
     }
 
     /// User + system CPU time of the server, from /proc.
     pub fn cpu(&self) -> Option<Duration> {
         crate::stats::pid_cpu(self.pid())
     }
-
-    /// Stops the server: SIGTERM to its PID, then SIGKILL if it lingers.
-    fn stop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill has no memory effects; the PID is our own child,
-            // not yet reaped, so it cannot have been reused.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        }
-        let give_up = std::time::Instant::now() + Duration::from_secs(2);
-        while std::time::Instant::now() < give_up {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
+/// Stops the server: SIGTERM to its PID, then SIGKILL if it lingers.
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        self.stop();
+        proc::stop(&mut self.child, Duration::from_secs(2));
     }
 }
 
@@ -171,13 +123,6 @@ pub fn where_(servers: &[RedisServer]) -> String {
         .map(|s| format!("pid {} on 127.0.0.1:{}", s.pid(), s.port))
         .collect();
     list.join(", ")
-}
-
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
 }
 
 /// The scenario parameters the baseline shares with our runs.
