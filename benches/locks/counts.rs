@@ -106,42 +106,44 @@ impl Counts {
 
     /// The same, as a JSON object of per-lock figures.
     pub fn json(&self, locks: u64) -> String {
-        let per = |x: u64| crate::report::number(x as f64 / locks.max(1) as f64);
-        let ratio = |a: u64, b: u64| {
-            if b == 0 {
-                "null".to_owned()
-            } else {
-                crate::report::number(a as f64 / b as f64)
-            }
-        };
+        use crate::out::Obj;
+        let per = |x: u64| x as f64 / locks.max(1) as f64;
+        let ratio = |a: u64, b: u64| (b != 0).then(|| a as f64 / b as f64);
         let side = |s: &Side| {
-            format!(
-                "{{\"syscalls\": {}, \"socket_writes\": {}, \"socket_reads\": {}, \"other_writes\": {}, \"other_reads\": {}, \"epoll\": {}, \"futex\": {}, \
-                 \"voluntary_ctx\": {}, \"involuntary_ctx\": {}}}",
-                per(s.syscalls),
-                per(s.writes),
-                per(s.reads),
-                per(s.other_writes),
-                per(s.other_reads),
-                per(s.epoll),
-                per(s.futex),
-                per(s.voluntary),
-                per(s.involuntary)
-            )
+            Obj::new()
+                .num("syscalls", per(s.syscalls))
+                .num("socket_writes", per(s.writes))
+                .num("socket_reads", per(s.reads))
+                .num("other_writes", per(s.other_writes))
+                .num("other_reads", per(s.other_reads))
+                .num("epoll", per(s.epoll))
+                .num("futex", per(s.futex))
+                .num("voluntary_ctx", per(s.voluntary))
+                .num("involuntary_ctx", per(s.involuntary))
         };
-        format!(
-            "{{\"per_lock\": true, \"client\": {}, \"servers\": {}, \"requests\": {}, \"replies\": {}, \
-             \"client_frames_per_write\": {}, \"server_frames_per_write\": {}, \
-             \"client_frames_per_read\": {}, \"server_frames_per_read\": {}}}",
-            side(&self.client),
-            side(&self.servers),
-            per(self.requests),
-            per(self.replies),
-            ratio(self.requests, self.client.writes),
-            ratio(self.replies, self.servers.writes),
-            ratio(self.replies, self.client.reads),
-            ratio(self.requests, self.servers.reads),
-        )
+        Obj::new()
+            .raw("per_lock", true)
+            .raw("client", side(&self.client))
+            .raw("servers", side(&self.servers))
+            .num("requests", per(self.requests))
+            .num("replies", per(self.replies))
+            .opt(
+                "client_frames_per_write",
+                ratio(self.requests, self.client.writes),
+            )
+            .opt(
+                "server_frames_per_write",
+                ratio(self.replies, self.servers.writes),
+            )
+            .opt(
+                "client_frames_per_read",
+                ratio(self.replies, self.client.reads),
+            )
+            .opt(
+                "server_frames_per_read",
+                ratio(self.requests, self.servers.reads),
+            )
+            .done()
     }
 }
 

@@ -8,7 +8,7 @@ use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, Wri
 
 use crate::counting::{Calls, CountingLocker};
 use crate::counts::Probe;
-use crate::scenario::{Mix, Scenario, Transport};
+use crate::scenario::{Mix, Scenario, Transport, Wait};
 use crate::servers::Kind;
 use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
@@ -21,11 +21,62 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// A `Dsync` over `bare`, waiting as `wait` says, each locker wrapped
+    /// in a counting one when `count_rpcs`.
+    pub fn build(
+        bare: Vec<Arc<dyn NetLocker>>,
+        count_rpcs: bool,
+        wait: Wait,
+        servers: Option<crate::servers::Servers>,
+    ) -> Result<Cluster, String> {
+        let (lockers, calls) = if count_rpcs {
+            bare.into_iter()
+                .map(|inner| {
+                    let (locker, calls) = CountingLocker::new(inner);
+                    (Arc::new(locker) as Arc<dyn NetLocker>, calls)
+                })
+                .unzip()
+        } else {
+            (bare, Vec::new())
+        };
+        let ds = Dsync::builder(lockers)
+            .waiting(wait.waiting())
+            .build()
+            .map_err(|e| format!("cannot build the cluster: {e}"))?;
+        Ok(Cluster { ds, calls, servers })
+    }
+
     pub fn server_cpu(&self) -> Option<Duration> {
-        if let Some(servers) = &self.servers {
-            return servers.cpu();
-        }
-        None
+        self.servers.as_ref().and_then(|s| s.cpu())
+    }
+
+    /// The load run of `scenario` on this cluster: every client on its
+    /// mutex (`prefix` and its name), through [`Window::client`]; `mark`
+    /// runs beside each snapshot, `server_cpu` reads the servers' CPU.
+    pub async fn load(
+        &self,
+        scenario: Scenario,
+        bounds: Bounds,
+        prefix: &str,
+        mark: impl Fn(),
+        server_cpu: impl Fn() -> Option<Duration>,
+    ) -> Result<Summary, String> {
+        let mutexes = (0..scenario.clients)
+            .map(|c| self.ds.rw_mutex([scenario.names.of(prefix, c)]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("cannot make a mutex: {e}"))?;
+        let window = bounds.window(scenario.clients);
+        let snapshot = || {
+            mark();
+            Snapshot::now(counted(&self.calls), server_cpu())
+        };
+        let mut mutexes = mutexes.into_iter();
+        let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
+            let mutex = mutexes.next().expect("one mutex per client");
+            window.client(Client::new(mutex, scenario.mix, c), scenario.hold)
+        })
+        .await?;
+        Ok(summarize(window, &tallies, &first, &last))
     }
 }
 
@@ -56,21 +107,7 @@ pub async fn cluster_on(
             return Err("redis nodes are measured by redis_nodes, not here".into());
         }
     };
-    let (lockers, calls) = if count_rpcs {
-        bare.into_iter()
-            .map(|inner| {
-                let (locker, calls) = CountingLocker::new(inner);
-                (Arc::new(locker) as Arc<dyn NetLocker>, calls)
-            })
-            .unzip()
-    } else {
-        (bare, Vec::new())
-    };
-    let ds = Dsync::builder(lockers)
-        .waiting(scenario.wait.waiting())
-        .build()
-        .map_err(|e| format!("cannot build the cluster: {e}"))?;
-    Ok(Cluster { ds, calls, servers })
+    Cluster::build(bare, count_rpcs, scenario.wait, servers)
 }
 
 pub enum Held {
@@ -173,25 +210,13 @@ pub async fn run_on(
         (Some(servers), true) => Some(Probe::start(servers.pids())?),
         _ => None,
     };
-    let mutexes = (0..scenario.clients)
-        .map(|c| cluster.ds.rw_mutex([scenario.names.of("bench/", c)]))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let window = bounds.window(scenario.clients);
-    let calls = cluster.calls.clone();
-    let snapshot = || {
+    let mark = || {
         if let Some(probe) = &probe {
             probe.mark();
         }
-        Snapshot::now(counted(&calls), cluster.server_cpu())
     };
-    let mut mutexes = mutexes.into_iter();
-    let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
-        let mutex = mutexes.next().expect("one mutex per client");
-        window.client(Client::new(mutex, scenario.mix, c), scenario.hold)
-    })
-    .await?;
-    let mut summary = summarize(window, &tallies, &first, &last);
+    let mut summary =
+        (cluster.load(scenario, bounds, "bench/", mark, || cluster.server_cpu())).await?;
     if let Some(probe) = probe {
         // Every call is one request frame and one reply frame; pushes
         // (none on distinct names) are not counted.

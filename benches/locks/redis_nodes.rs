@@ -29,15 +29,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use quorum_lock::redis::{RedisConfig, RedisLocker};
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::NetLocker;
 use rslock::{LockError, LockManager};
 
 use crate::cli::Options;
-use crate::counting::CountingLocker;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
 /// validity for ours (RedisConfig's default), the TTL for rslock.
@@ -286,37 +285,9 @@ pub async fn ours(
             .map_err(|e| format!("cannot connect a RedisLocker to port {}: {e}", server.port))?;
         bare.push(Arc::new(locker));
     }
-    let (lockers, calls): (Vec<Arc<dyn NetLocker>>, Vec<_>) = if bounds.count_rpcs {
-        bare.into_iter()
-            .map(|inner| {
-                let (locker, calls) = CountingLocker::new(inner);
-                (Arc::new(locker) as Arc<dyn NetLocker>, calls)
-            })
-            .unzip()
-    } else {
-        (bare, Vec::new())
-    };
-    let ds = Dsync::builder(lockers)
-        .waiting(scenario.wait.waiting())
-        .build()
-        .map_err(|e| format!("cannot build the cluster: {e}"))?;
-    let mutexes = (0..scenario.clients)
-        .map(|c| ds.rw_mutex([scenario.names.of("", c)]))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("cannot make a mutex: {e}"))?;
-    let window = bounds.window(scenario.clients);
-    let snapshot = || {
-        probe.read();
-        Snapshot::now(counted(&calls), servers_cpu(servers))
-    };
-    let mut mutexes = mutexes.into_iter();
-    let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
-        let mutex = mutexes.next().expect("one mutex per client");
-        let client = crate::ours::Client::new(mutex, scenario.mix, c);
-        window.client(client, scenario.hold)
-    })
-    .await?;
-    Ok(summarize(window, &tallies, &first, &last))
+    let cluster = crate::ours::Cluster::build(bare, bounds.count_rpcs, scenario.wait, None)?;
+    let mark = || probe.read();
+    (cluster.load(scenario, bounds, "", mark, || servers_cpu(servers))).await
 }
 
 /// One rslock client: `lock` (one Redlock round: SET NX PX on every node,

@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
-use quorum_lock::{DRWMutex, Dsync, NetLocker, WriteGuard};
+use quorum_lock::{DRWMutex, WriteGuard};
 
 use crate::cli::Options;
-use crate::counting::CountingLocker;
+use crate::ours::Cluster;
 use crate::out::{self, say};
 use crate::report::{loadavg, Machine};
 use crate::scenario::{Names, Wait};
@@ -267,24 +267,15 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
             let locker = SqlLocker::connect(&db.url, config)
                 .await
                 .map_err(|e| format!("cannot connect a SqlLocker: {e}"))?;
-            let locker: Arc<dyn NetLocker> = Arc::new(locker);
-            let locker = if bounds.count_rpcs {
-                let (counted, tally) = CountingLocker::new(locker);
-                calls.push(tally);
-                Arc::new(counted) as Arc<dyn NetLocker>
-            } else {
-                locker
-            };
-            let built = Dsync::builder(vec![locker])
-                .waiting(wait.waiting())
-                .build()
-                .map_err(|e| format!("cannot build the Dsync: {e}"))?;
+            let built = Cluster::build(vec![Arc::new(locker)], bounds.count_rpcs, wait, None)?;
             for c in 0..p.key.clients {
                 let mutex = built
+                    .ds
                     .rw_mutex([name(run, p.key.names, c)])
                     .map_err(|e| format!("cannot make a mutex: {e}"))?;
                 lockers.push(Locker::Ours(mutex));
             }
+            calls = built.calls.clone();
             ds = Some(built);
         }
     }
