@@ -127,15 +127,11 @@ pub(crate) fn failover_line(label: &str, f: &Failover) -> String {
     out
 }
 
-pub(crate) fn cell(f: Option<Figures>) -> String {
-    f.map_or("—".into(), |f| {
-        format!(
-            "{} / {} / {} ({})",
-            human(f.p50),
-            human(f.p99),
-            human(f.max),
-            f.n
-        )
+/// "p50 / p99 / max (samples)" for prose and tables, or `none`.
+pub(crate) fn cell(f: Option<Figures>, none: &str) -> String {
+    f.map_or(none.into(), |f| {
+        let (p50, p99, max) = (human(f.p50), human(f.p99), human(f.max));
+        format!("{p50} / {p99} / {max} ({})", f.n)
     })
 }
 
@@ -169,7 +165,7 @@ pub(crate) fn markdown(results: &[&SystemResult]) -> String {
                f: &dyn Fn(&SystemResult) -> Option<Figures>,
                target: String,
                status: &str| {
-        let cells: Vec<String> = results.iter().map(|r| cell(f(r))).collect();
+        let cells: Vec<String> = results.iter().map(|r| cell(f(r), "—")).collect();
         let _ = writeln!(
             out,
             "| {what} | {} | {target} | {status} |",

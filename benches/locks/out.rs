@@ -91,6 +91,17 @@ pub fn notes(s: &Summary) -> String {
     out
 }
 
+/// What the targets say of one shared name: how the clients were served.
+pub fn shared_figures(s: &Summary) -> String {
+    format!(
+        "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
+        s.min_client,
+        s.unfinished,
+        s.jain,
+        fmt_duration(s.longest_wait)
+    )
+}
+
 /// "{x:.2}" or "-".
 pub fn per(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{x:.2}"))

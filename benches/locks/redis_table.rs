@@ -199,13 +199,7 @@ pub fn targets(rows: &[Row]) -> String {
                 let served = s.min_client > 0;
                 let within = s.longest_wait <= Duration::from_millis(100);
                 let fair = s.jain >= 0.95;
-                let figures = format!(
-                    "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
-                    s.min_client,
-                    s.unfinished,
-                    s.jain,
-                    fmt_duration(s.longest_wait)
-                );
+                let figures = out::shared_figures(s);
                 if goal {
                     let _ = writeln!(
                         out,

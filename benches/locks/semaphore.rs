@@ -475,15 +475,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
 }
 
 fn three(f: Option<Figures>) -> String {
-    f.map_or("no samples".into(), |f| {
-        format!(
-            "{} / {} / {} ({})",
-            human(f.p50),
-            human(f.p99),
-            human(f.max),
-            f.n
-        )
-    })
+    crate::election_report::cell(f, "no samples")
 }
 
 fn percent(x: f64) -> String {

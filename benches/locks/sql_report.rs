@@ -148,13 +148,7 @@ pub fn targets(rows: &[Row], backend: Backend) -> String {
     match find(rows, push, 64, Names::Shared) {
         Some(row) => {
             let s = &row.summary;
-            let figures = format!(
-                "min {} locks/client, {} waits still open when the window closed (counted in the longest wait), jain {:.3}, longest wait {}",
-                s.min_client,
-                s.unfinished,
-                s.jain,
-                fmt_duration(s.longest_wait)
-            );
+            let figures = out::shared_figures(s);
             if backend == Backend::Postgres {
                 let _ = writeln!(
                     out,
