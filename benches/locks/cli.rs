@@ -105,28 +105,6 @@ pub struct Options {
     pub args: Vec<String>,
 }
 
-impl Options {
-    /// Every hold, naming and client count, in the order the comparing
-    /// backends measure them: by hold, then naming, then clients.
-    pub fn keys(&self) -> Vec<crate::redis_base::BaselineKey> {
-        let mut out = Vec::new();
-        for &hold in &self.holds {
-            for &names in &self.names {
-                out.extend(
-                    self.clients
-                        .iter()
-                        .map(|&clients| crate::redis_base::BaselineKey {
-                            clients,
-                            names,
-                            hold,
-                        }),
-                );
-            }
-        }
-        out
-    }
-}
-
 const MAX_NODES: usize = 64;
 const MAX_CLIENTS: usize = 4096;
 const MAX_HOLD: Duration = Duration::from_secs(10);

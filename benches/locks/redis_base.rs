@@ -133,6 +133,25 @@ pub struct BaselineKey {
     pub hold: Hold,
 }
 
+// Here, beside the key, rather than in cli.rs: a plan, not an option.
+impl crate::cli::Options {
+    /// Every hold, naming and client count, in the order the comparing
+    /// backends measure them: by hold, then naming, then clients.
+    pub fn keys(&self) -> Vec<BaselineKey> {
+        let mut out = Vec::new();
+        for &hold in &self.holds {
+            for &names in &self.names {
+                out.extend(self.clients.iter().map(|&clients| BaselineKey {
+                    clients,
+                    names,
+                    hold,
+                }));
+            }
+        }
+        out
+    }
+}
+
 /// A client of the SET NX lock: a connection of its own and a token per
 /// lock, `id:seq`.
 struct Client {
