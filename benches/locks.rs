@@ -184,6 +184,70 @@ fn redis_server(opts: &Options, needed: bool) -> Result<(Option<RedisServer>, St
     }
 }
 
+/// One measurement of the lock runs, in the order they run.
+enum Step {
+    /// The Redis baseline of a write scenario's clients, names and hold
+    /// (the scenario's index names its keys).
+    Redis(usize, Scenario),
+    /// One client alone, the serial rate a shared name is compared with.
+    Serial(Scenario),
+    /// The trivial client on trivial servers (`--ceiling on`, TCP).
+    Ceiling(Scenario),
+    /// Our client on the trivial servers.
+    Trivial(Scenario),
+    Ours(Scenario),
+}
+
+type CeilingKey = (usize, usize, scenario::Names, scenario::Hold);
+
+fn baseline_key(s: &Scenario) -> BaselineKey {
+    BaselineKey {
+        clients: s.clients,
+        names: s.names,
+        hold: s.hold,
+    }
+}
+
+fn ceiling_key(s: &Scenario) -> CeilingKey {
+    (s.nodes, s.clients, s.names, s.hold)
+}
+
+/// Every measurement of the run: before each scenario, the Redis baseline
+/// of its key (once per key, with `redis`), the serial references of it
+/// and of the scenarios that differ from it only in the wait strategy (so
+/// that push and poll of one scenario still run back to back), and with
+/// `ceiling` its ceiling (once per key) and ours on the trivial servers.
+fn plan(scenarios: &[Scenario], redis: bool, ceiling: bool) -> Vec<Step> {
+    let mut baselines = HashSet::new();
+    let mut references = HashSet::new();
+    let mut ceilings = HashSet::new();
+    let mut steps = Vec::new();
+    for (index, &scenario) in scenarios.iter().enumerate() {
+        if redis && scenario.mix == Mix::Write && baselines.insert(baseline_key(&scenario)) {
+            steps.push(Step::Redis(index, scenario));
+        }
+        let same_but_wait = scenarios[index..].iter().filter(|s| {
+            Scenario {
+                wait: scenario.wait,
+                ..**s
+            } == scenario
+        });
+        for reference in same_but_wait.filter_map(Scenario::serial_reference) {
+            if references.insert(reference) {
+                steps.push(Step::Serial(reference));
+            }
+        }
+        if ceiling {
+            if ceilings.insert(ceiling_key(&scenario)) {
+                steps.push(Step::Ceiling(scenario));
+            }
+            steps.push(Step::Trivial(scenario));
+        }
+        steps.push(Step::Ours(scenario));
+    }
+    steps
+}
+
 fn run(opts: &Options) -> Result<(), String> {
     #[cfg(feature = "metrics")]
     if opts.prometheus {
@@ -211,37 +275,9 @@ fn run(opts: &Options) -> Result<(), String> {
     let needs_redis = scenarios.iter().any(|s| s.mix == Mix::Write);
     let (server, redis_status) = redis_server(opts, needs_redis)?;
 
-    let baselines: usize = {
-        let mut keys: Vec<_> = scenarios
-            .iter()
-            .filter(|s| s.mix == Mix::Write)
-            .map(|s| (s.clients, s.names, s.hold))
-            .collect();
-        keys.sort_by_key(|k| (k.0, k.1 as u8, k.2));
-        keys.dedup();
-        if server.is_some() {
-            keys.len()
-        } else {
-            0
-        }
-    };
-    let references = scenarios
-        .iter()
-        .filter_map(Scenario::serial_reference)
-        .collect::<HashSet<_>>()
-        .len();
-    let ceiling_runs = if opts.ceiling && opts.transport == scenario::Transport::Tcp {
-        let mut keys: Vec<_> = scenarios
-            .iter()
-            .map(|s| (s.nodes, s.clients, s.names, s.hold))
-            .collect();
-        keys.sort_by_key(|k| (k.0, k.1, k.2 as u8, k.3));
-        keys.dedup();
-        keys.len() + scenarios.len()
-    } else {
-        0
-    };
-    let runs = scenarios.len() + baselines + references + ceiling_runs;
+    let tcp = opts.transport == scenario::Transport::Tcp;
+    let steps = plan(&scenarios, server.is_some(), tcp && opts.ceiling);
+    let runs = steps.len();
     say!(
         "{}\
          {}, rpc counting {}\n\
@@ -261,95 +297,69 @@ fn run(opts: &Options) -> Result<(), String> {
     };
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
     let mut serial: HashMap<Scenario, f64> = HashMap::new();
-    let tcp = opts.transport == scenario::Transport::Tcp;
+    let mut ceilings: HashMap<CeilingKey, f64> = HashMap::new();
     let counts = opts.counts && tcp;
     let ours_on = |scenario: Scenario, kind: servers::Kind| {
         measure(opts, || ours::run_on(scenario, bounds, kind, counts))
     };
     let ours = |scenario: Scenario| ours_on(scenario, servers::Kind::Ours);
-    // The ceiling of each (nodes, clients, names, hold), measured once.
-    let mut ceilings: HashMap<(usize, usize, scenario::Names, scenario::Hold), f64> =
-        HashMap::new();
     let trivial = servers::Kind::Trivial {
         threads: opts.ceiling_threads,
     };
-    for (index, &scenario) in scenarios.iter().enumerate() {
-        let key = BaselineKey {
-            clients: scenario.clients,
-            names: scenario.names,
-            hold: scenario.hold,
-        };
-        if let (Some(server), Mix::Write, false) =
-            (&server, scenario.mix, baseline.contains_key(&key))
-        {
-            let summary = measure(opts, || redis_base::run(server, index, key, bounds, || {}))?;
-            baseline.insert(key, summary.lsps);
-            let one = Scenario {
-                nodes: 1,
-                ..scenario
-            };
-            show(Row::new("redis", one, summary));
-        }
-        // The serial references of this scenario and of the ones that
-        // differ from it only in the wait strategy come first, so that push
-        // and poll of one scenario still run back to back.
-        let same_but_wait = scenarios[index..].iter().filter(|s| {
-            Scenario {
-                wait: scenario.wait,
-                ..**s
-            } == scenario
-        });
-        for reference in same_but_wait.filter_map(Scenario::serial_reference) {
-            if serial.contains_key(&reference) {
-                continue;
+    for step in steps {
+        match step {
+            Step::Redis(index, scenario) => {
+                let Some(server) = &server else { continue };
+                let key = baseline_key(&scenario);
+                let summary = measure(opts, || redis_base::run(server, index, key, bounds, || {}))?;
+                baseline.insert(key, summary.lsps);
+                let one = Scenario {
+                    nodes: 1,
+                    ..scenario
+                };
+                show(Row::new("redis", one, summary));
             }
-            let summary = ours(reference)?;
-            serial.insert(reference, summary.lsps);
-            show(Row {
-                serial_reference: true,
-                ..Row::new("ours", reference, summary)
-            });
-        }
-        let ceiling_lsps = if tcp && opts.ceiling {
-            let key = (
-                scenario.nodes,
-                scenario.clients,
-                scenario.names,
-                scenario.hold,
-            );
-            if let std::collections::hash_map::Entry::Vacant(slot) = ceilings.entry(key) {
+            Step::Serial(reference) => {
+                let summary = ours(reference)?;
+                serial.insert(reference, summary.lsps);
+                show(Row {
+                    serial_reference: true,
+                    ..Row::new("ours", reference, summary)
+                });
+            }
+            Step::Ceiling(scenario) => {
                 let summary = measure(opts, || {
                     ceiling::run(scenario, bounds, opts.ceiling_threads, counts)
                 })?;
-                slot.insert(summary.lsps);
+                ceilings.insert(ceiling_key(&scenario), summary.lsps);
                 let write = Scenario {
                     mix: Mix::Write,
                     ..scenario
                 };
                 show(Row::new("ceiling", write, summary));
             }
-            let ceiling_lsps = ceilings.get(&key).copied();
-            let summary = ours_on(scenario, trivial)?;
-            show(Row {
-                ceiling_lsps,
-                ..Row::new("ours-triv", scenario, summary)
-            });
-            ceiling_lsps
-        } else {
-            None
-        };
-        let summary = ours(scenario)?;
-        show(Row {
-            ceiling_lsps,
-            redis_lsps: match scenario.mix {
-                Mix::Write => baseline.get(&key).copied(),
-                Mix::Read90 => None,
-            },
-            serial_lsps: scenario
-                .serial_reference()
-                .and_then(|r| serial.get(&r).copied()),
-            ..Row::new("ours", scenario, summary)
-        });
+            Step::Trivial(scenario) => {
+                let summary = ours_on(scenario, trivial)?;
+                show(Row {
+                    ceiling_lsps: ceilings.get(&ceiling_key(&scenario)).copied(),
+                    ..Row::new("ours-triv", scenario, summary)
+                });
+            }
+            Step::Ours(scenario) => {
+                let summary = ours(scenario)?;
+                show(Row {
+                    ceiling_lsps: ceilings.get(&ceiling_key(&scenario)).copied(),
+                    redis_lsps: match scenario.mix {
+                        Mix::Write => baseline.get(&baseline_key(&scenario)).copied(),
+                        Mix::Read90 => None,
+                    },
+                    serial_lsps: scenario
+                        .serial_reference()
+                        .and_then(|r| serial.get(&r).copied()),
+                    ..Row::new("ours", scenario, summary)
+                });
+            }
+        }
     }
     say!("\n{}", report::LEGEND);
     if let Some(server) = server {
