@@ -661,10 +661,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         crate::servers::binary()?;
     }
     let (etcd, etcd_status) = etcd::start_wanted(opts)?;
-    let ours_label = match opts.transport {
-        Transport::Tcp => "ours-tcp",
-        _ => "ours-inproc",
-    };
+    let ours_label = opts.transport.ours();
     say(format!(
         "{}\
          settings: {} nodes ({}), {} candidates and {} observers, each a client of its own; \
@@ -677,10 +674,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             &machine
         ),
         e.nodes,
-        match opts.transport {
-            Transport::Tcp => "quorum-lock server processes over TCP",
-            _ => "LocalLockers in this process",
-        },
+        opts.transport.lockers(),
         e.candidates,
         e.observers,
         e.handoffs,

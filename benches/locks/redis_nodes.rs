@@ -388,35 +388,24 @@ fn plan(opts: &Options) -> Vec<Planned> {
     let mut out = Vec::new();
     for &hold in &opts.holds {
         for &names in &opts.names {
-            let key = |clients| BaselineKey {
-                clients,
-                names,
-                hold,
+            let mut push = |system, nodes, clients| {
+                let key = BaselineKey {
+                    clients,
+                    names,
+                    hold,
+                };
+                out.push(Planned { system, nodes, key });
             };
-            if setnx {
-                for &clients in &opts.clients {
-                    out.push(Planned {
-                        system: System::SetNx,
-                        nodes: 1,
-                        key: key(clients),
-                    });
-                }
+            for &clients in opts.clients.iter().filter(|_| setnx) {
+                push(System::SetNx, 1, clients);
             }
             for &nodes in &opts.nodes {
                 for &clients in &opts.clients {
                     if opts.rslock {
-                        out.push(Planned {
-                            system: System::Rslock,
-                            nodes,
-                            key: key(clients),
-                        });
+                        push(System::Rslock, nodes, clients);
                     }
                     for wait in waits(opts, names) {
-                        out.push(Planned {
-                            system: System::Ours(wait),
-                            nodes,
-                            key: key(clients),
-                        });
+                        push(System::Ours(wait), nodes, clients);
                     }
                 }
             }

@@ -128,6 +128,22 @@ impl Mix {
 }
 
 impl Transport {
+    /// Ours over these lockers, as the election and semaphore runs name it.
+    pub fn ours(self) -> &'static str {
+        match self {
+            Transport::Tcp => "ours-tcp",
+            _ => "ours-inproc",
+        }
+    }
+
+    /// Where ours's lockers are, for a banner.
+    pub fn lockers(self) -> &'static str {
+        match self {
+            Transport::Tcp => "quorum-lock server processes over TCP",
+            _ => "LocalLockers in this process",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Transport::InProcess => "inproc",

@@ -482,13 +482,6 @@ fn percent(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-fn label(transport: Transport) -> &'static str {
-    match transport {
-        Transport::Tcp => "ours-tcp",
-        _ => "ours-inproc",
-    }
-}
-
 fn calls_text(calls: &CallCounts, granted: u64) -> String {
     let per = |n: u64| n as f64 / granted.max(1) as f64;
     let kinds = [
@@ -509,7 +502,7 @@ fn calls_text(calls: &CallCounts, granted: u64) -> String {
 
 /// The run's figures as lines of text.
 fn lines(o: &Outcome) -> String {
-    let l = label(o.transport);
+    let l = o.transport.ours();
     let mut out = format!(
         "{l}: {} permits in {:.2}s: {}/s",
         o.granted,
@@ -612,7 +605,7 @@ fn markdown(o: &Outcome) -> String {
         s.hold.label(),
         s.nodes
     );
-    let _ = writeln!(out, "| figure | {} |", label(o.transport));
+    let _ = writeln!(out, "| figure | {} |", o.transport.ours());
     let _ = writeln!(out, "|---|---|");
     let mut row = |what: &str, value: String| {
         let _ = writeln!(out, "| {what} | {value} |");
@@ -675,7 +668,7 @@ fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Ou
         .raw("threads", opts.threads)
         .raw("count_rpcs", opts.count_rpcs);
     let result = Obj::new()
-        .str("system", label(o.transport))
+        .str("system", o.transport.ours())
         .raw("permits_granted", o.granted)
         .num("seconds", o.seconds)
         .num("permits_per_s", o.rate)
@@ -726,10 +719,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         s.clients,
         s.hold.label(),
         s.nodes,
-        match opts.transport {
-            Transport::Tcp => "quorum-lock server processes over TCP",
-            _ => "LocalLockers in this process",
-        },
+        opts.transport.lockers(),
         s.wait.label(),
         opts.seconds,
         opts.warmup,
