@@ -436,11 +436,7 @@ fn json(
     let settings = Obj::new()
         .str("backend", "compare")
         .raw("nodes", nodes)
-        .num("seconds", opts.seconds)
-        .num("warmup", opts.warmup)
-        .raw("max_locks", opts.max_locks)
-        .raw("threads", opts.threads)
-        .raw("count_rpcs", opts.count_rpcs)
+        .load(opts)
         .raw("retry_ns", opts.redis_retry.as_nanos());
     Doc::new(opts, machine, started, load.end, cores)
         .field("settings", settings)

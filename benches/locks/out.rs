@@ -333,6 +333,15 @@ impl Obj {
             .opt("server_cpu_cores", s.server_cpu)
     }
 
+    /// The load settings most runs record, in this order.
+    pub fn load(self, opts: &Options) -> Obj {
+        self.num("seconds", opts.seconds)
+            .num("warmup", opts.warmup)
+            .raw("max_locks", opts.max_locks)
+            .raw("threads", opts.threads)
+            .raw("count_rpcs", opts.count_rpcs)
+    }
+
     pub fn done(self) -> String {
         format!("{{{}}}", self.0)
     }

@@ -260,11 +260,7 @@ pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows:
         .str("backend", "redis")
         .raw("rslock", opts.rslock)
         .raw("setnx", opts.redis != crate::cli::RedisMode::Off)
-        .num("seconds", opts.seconds)
-        .num("warmup", opts.warmup)
-        .raw("max_locks", opts.max_locks)
-        .raw("threads", opts.threads)
-        .raw("count_rpcs", opts.count_rpcs)
+        .load(opts)
         .raw("retry_ns", opts.redis_retry.as_nanos());
     Doc::now(opts, machine, started)
         .field("settings", settings)

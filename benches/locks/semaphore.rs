@@ -662,11 +662,7 @@ fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Ou
         .raw("clients", s.clients)
         .raw("permits", s.permits)
         .str("hold", &s.hold.label())
-        .num("seconds", opts.seconds)
-        .num("warmup", opts.warmup)
-        .raw("max_locks", opts.max_locks)
-        .raw("threads", opts.threads)
-        .raw("count_rpcs", opts.count_rpcs);
+        .load(opts);
     let result = Obj::new()
         .str("system", o.transport.ours())
         .raw("permits_granted", o.granted)

@@ -298,13 +298,7 @@ pub(crate) fn json(
     backend: Backend,
     rows: &[Row],
 ) -> String {
-    let settings = Obj::new()
-        .str("backend", backend.name())
-        .num("seconds", opts.seconds)
-        .num("warmup", opts.warmup)
-        .raw("max_locks", opts.max_locks)
-        .raw("threads", opts.threads)
-        .raw("count_rpcs", opts.count_rpcs);
+    let settings = Obj::new().str("backend", backend.name()).load(opts);
     Doc::now(opts, machine, started)
         .field("settings", settings)
         .results(rows.iter().map(|row| result(row, backend)))
