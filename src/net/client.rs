@@ -733,7 +733,18 @@ impl NetLocker for RemoteLocker {
     /// and held nothing, or the runtime the connection ran on shut down:
     /// the next call connects again.
     fn is_online(&self) -> bool {
-        self.live().is_some() || self.shared.reopen_next.load(Ordering::Acquire)
+        // A connection whose end is being judged counts as it was until its
+        // close decided what follows: the locker does not flicker offline
+        // between a close for idleness and the flag that the next call
+        // reopens.
+        let current = self
+            .shared
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        current.is_some_and(|conn| conn.is_alive() || conn.is_ending())
+            || self.shared.reopen_next.load(Ordering::Acquire)
     }
 
     fn is_local(&self) -> bool {

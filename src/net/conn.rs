@@ -92,6 +92,9 @@ pub(crate) struct Connection {
     outgoing: Arc<Outgoing>,
     pending: Pending,
     alive: AtomicBool,
+    /// Set once the owner was told how the connection ended (`on_close`
+    /// returned): until then its end is not yet judged.
+    judged: AtomicBool,
     /// Set by the reader when the server ended the stream between frames.
     ended_cleanly: AtomicBool,
     /// Set by the reader when the server sent a frame that is no response.
@@ -214,8 +217,11 @@ impl Connection {
             endpoint: endpoint.to_owned(),
             reason,
         };
-        let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(endpoint)).await {
-            Ok(Ok(stream)) => stream,
+        // Listed before the connect starts, so that the locker can shut it
+        // down until the handshake ends.
+        let connecting = dialing::connect(dialing, endpoint);
+        let (stream, _listed) = match tokio::time::timeout_at(deadline, connecting).await {
+            Ok(Ok(connected)) => connected,
             Ok(Err(e)) => return Err(unavailable(cannot_connect(&e))),
             Err(_) => {
                 return Err(unavailable(format!(
@@ -226,8 +232,6 @@ impl Connection {
         };
         let _ = stream.set_nodelay(true);
         let closer = socket2::SockRef::from(&stream).try_clone().ok();
-        // Until the handshake ends, the locker can shut the socket down.
-        let _listed = dialing.enter(&stream);
         let stream = match tokio::time::timeout_at(deadline, secure(stream, endpoint, config)).await
         {
             Ok(secured) => secured?,
@@ -363,6 +367,7 @@ impl Connection {
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
+            judged: AtomicBool::new(false),
             ended_cleanly: AtomicBool::new(false),
             garbled: AtomicBool::new(false),
             on_close: Mutex::new(Some(on_close)),
@@ -384,6 +389,12 @@ impl Connection {
 
     pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
+    }
+
+    /// Down, but its owner not yet told how it ended: what follows its end
+    /// (a reopen by the next call, a reconnect) is not decided yet.
+    pub(crate) fn is_ending(&self) -> bool {
+        !self.alive.load(Ordering::Acquire) && !self.judged.load(Ordering::Acquire)
     }
 
     /// Closes the connection on purpose (its locker is gone): no reconnect
@@ -439,6 +450,7 @@ impl Connection {
         if let Some(on_close) = on_close {
             on_close(ended);
         }
+        self.judged.store(true, Ordering::Release);
     }
 
     fn tasks(&self) -> MutexGuard<'_, Vec<AbortHandle>> {

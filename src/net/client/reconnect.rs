@@ -194,10 +194,14 @@ struct Beat {
 }
 
 impl Schedule {
-    /// Forgets the failures and the attempt due: a connection is in.
+    /// Forgets the failures, the attempt due and the runner: a connection
+    /// is in. A task still sleeping towards an attempt ends at its next
+    /// note, so that it neither keeps calls from reopening after this
+    /// connection's close nor dials on the old step.
     pub(super) fn connected(&mut self) {
         self.failed = 0;
         self.due = None;
+        self.runner = None;
     }
 
     /// Whether a runner showed progress within its patience.
@@ -391,6 +395,9 @@ async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
 /// close), one starts now.
 pub(super) fn mend_a_dead_install(shared: &Arc<Shared>, conn: &Connection) {
     if !conn.is_alive() && !shared.reopen_next.load(Ordering::Acquire) {
+        // The attempt due was this one's: the next is drawn afresh, a step
+        // on (the close counted against the backoff).
+        schedule(shared).due = None;
         reconnect_later(shared);
     }
 }

@@ -3,14 +3,15 @@
 //! runtime nobody drives would otherwise keep its socket, and the slot the
 //! server gave it, for as long as that runtime lives.
 //!
-//! Invariant: a socket is listed from its TCP connect until its handshake
+//! Invariant: a socket is listed from before its TCP connect starts (the
+//! kernel may finish a connect its task never sees) until its handshake
 //! ends (then the connection's own closer takes over, or it is dropped);
 //! once [`Dialing::close`] ran, a new one is shut down as it is listed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::net::TcpStream;
+use tokio::net::{lookup_host, TcpSocket, TcpStream};
 
 /// See the module docs.
 #[derive(Default)]
@@ -30,10 +31,10 @@ impl Dialing {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Lists `stream`'s socket until the returned guard is dropped; shuts
-    /// it down at once when this was closed.
-    pub(super) fn enter(self: &Arc<Self>, stream: &TcpStream) -> Listed {
-        let socket = socket2::SockRef::from(stream).try_clone().ok();
+    /// Lists `socket` until the returned guard is dropped; shuts it down
+    /// at once when this was closed.
+    fn enter(self: &Arc<Self>, socket: socket2::SockRef<'_>) -> Listed {
+        let socket = socket.try_clone().ok();
         let mut state = self.state();
         let id = state.next;
         state.next = state.next.wrapping_add(1);
@@ -65,6 +66,34 @@ impl Dialing {
         self.state().closed = true;
         self.shut_down_all();
     }
+}
+
+/// Connects to `endpoint` (each address it resolves to in turn) with a
+/// socket listed in `dialing` before its connect starts. The error of the
+/// last address tried, as `TcpStream::connect` would give it.
+pub(super) async fn connect(
+    dialing: &Arc<Dialing>,
+    endpoint: &str,
+) -> std::io::Result<(TcpStream, Listed)> {
+    let mut last = None;
+    for addr in lookup_host(endpoint).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        let listed = dialing.enter(socket2::SockRef::from(&socket));
+        match socket.connect(addr).await {
+            Ok(stream) => return Ok((stream, listed)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "could not resolve to any addresses",
+        )
+    }))
 }
 
 /// A socket listed in [`Dialing`]; dropped when its handshake ends.
