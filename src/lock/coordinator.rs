@@ -132,6 +132,15 @@ impl AskedCall<'_> {
     }
 }
 
+impl AskedCall<'_> {
+    /// The locker refused for quarantine, at `at`: an answer as far as how
+    /// long its answers take, though a failure for everything else.
+    pub(crate) fn refused(self, at: Instant) {
+        self.coord
+            .note_answer(self.index, at.saturating_duration_since(self.asked));
+    }
+}
+
 impl Drop for AskedCall<'_> {
     fn drop(&mut self) {
         if let Some(slot) = self.coord.call_records.get(self.index) {

@@ -237,7 +237,12 @@ where
                 coord.note_grant_answer(index);
             }
         }
-        Err(err) => coord.note_failure(index, err),
+        Err(err) => {
+            if err.is_quarantine() {
+                asked.refused(coord.clock.now());
+            }
+            coord.note_failure(index, err);
+        }
     }
     out
 }
@@ -267,7 +272,13 @@ fn noted_now<T>(
                 coord.note_grant_answer(index);
             }
         }
-        Err(err) => coord.note_failure(index, err),
+        Err(err) => {
+            if err.is_quarantine() {
+                // Refused at once: as quick as an answer, for timing.
+                coord.note_answer(index, std::time::Duration::ZERO);
+            }
+            coord.note_failure(index, err);
+        }
     }
     out
 }

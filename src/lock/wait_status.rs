@@ -120,6 +120,9 @@ impl WaitStatus {
     /// answering), when they said; `None` when quarantine is not what the
     /// wait waits for.
     pub fn quarantine_left(&self) -> Option<Duration> {
+        if self.reason() != WaitReason::Quarantine {
+            return None;
+        }
         // Reachable as `reason` counts them: those still answering too.
         let answered = self
             .granted
@@ -216,10 +219,16 @@ impl WaitStatus {
                     // A locker that refused for quarantine and has since
                     // left a call unanswered too long is out of reach, not
                     // in quarantine: it went down or away meanwhile.
+                    // Counted from the refusal for a call asked before it:
+                    // the locker answered since.
                     let gone_silent = note.as_ref().is_some_and(|note| {
                         note.error.is_quarantine()
-                            && times.silent_since.is_some_and(|since| since >= note.at)
-                            && coord.silent_too_long(index, now)
+                            && times.silent_since.is_some_and(|since| {
+                                let quiet = now.saturating_duration_since(since.max(note.at));
+                                coord
+                                    .answer_time(index)
+                                    .is_none_or(|took| quiet >= took.saturating_mul(2))
+                            })
                     });
                     match note {
                         Some(_) if gone_silent => status.unreachable.push(Unreachable {
