@@ -316,3 +316,22 @@ pub fn read_faults(ds: &Dsync) -> (usize, usize) {
     let n = ds.lockers().len();
     (n - ds.read_quorum(), n - ds.read_quorum() + 1)
 }
+
+/// `mutex.lock_timeout(timeout)` as a task of its own, its guard dropped
+/// at once (the unlock follows in the background).
+pub fn spawn_lock_timeout(
+    mutex: &quorum_lock::DRWMutex,
+    timeout: Duration,
+) -> tokio::task::JoinHandle<Result<(), Error>> {
+    let waiter = mutex.clone();
+    tokio::spawn(async move { waiter.lock_timeout(timeout).await.map(|_guard| ()) })
+}
+
+/// How a wait spawned by [`spawn_lock_timeout`] ended, at most 5 s from
+/// now.
+pub async fn ended(wait: tokio::task::JoinHandle<Result<(), Error>>) -> Result<(), Error> {
+    tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .expect("the wait ends at its deadline")
+        .expect("the wait does not panic")
+}

@@ -21,6 +21,7 @@
 //! those lockers grant.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,13 +51,7 @@ async fn lockers_back_without_quarantine_that_granted_a_lock_no_longer_read_as_i
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(1))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(1));
     sleep(Duration::from_millis(999)).await;
     let before = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 999ms: {before}");
@@ -77,10 +72,7 @@ async fn lockers_back_without_quarantine_that_granted_a_lock_no_longer_read_as_i
     tokio::task::yield_now().await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 999ms, after x was granted: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     assert!(
         status.quarantined.is_empty(),

@@ -22,6 +22,7 @@
 //! `lock_timeout_in_quarantine_racing_its_own_release`.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
@@ -42,13 +43,7 @@ async fn a_wait_in_quarantine_still_fails_with_quarantined_after_another_lock_wa
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
     let other = client.rw_mutex(["other"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(1))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(1));
     sleep(Duration::from_millis(999)).await;
     let tried = other.try_lock().await.map(|_guard| ());
     eprintln!("try_lock on another name: {tried:?}");
@@ -60,10 +55,7 @@ async fn a_wait_in_quarantine_still_fails_with_quarantined_after_another_lock_wa
     tokio::task::yield_now().await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 999ms: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     assert_eq!(
         status.reason(),

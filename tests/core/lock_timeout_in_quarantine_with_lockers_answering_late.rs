@@ -25,6 +25,7 @@
 //! another 57 s.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
@@ -47,13 +48,7 @@ async fn lockers_in_quarantine_answering_late_read_as_in_quarantine() {
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(2_490))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(2_490));
     // Until the first refusals the lockers have never answered this
     // client: unreachable at once, as documented. From then on they have.
     let mut first_quarantine = None;
@@ -70,10 +65,7 @@ async fn lockers_in_quarantine_answering_late_read_as_in_quarantine() {
             wrong.push((step * 10, status.to_string()));
         }
     }
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("first read as in quarantine at {first_quarantine:?}ms; gave up with: {result:?}");
     assert!(first_quarantine.is_some(), "never read as in quarantine");
     assert!(

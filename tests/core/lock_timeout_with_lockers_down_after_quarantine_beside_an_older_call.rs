@@ -21,6 +21,7 @@
 //! timeout. Without B (the test of 3abe609) A reads them as unreachable.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
@@ -47,13 +48,7 @@ async fn lockers_down_after_refusing_for_quarantine_read_as_unreachable_beside_a
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(9))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(9));
     sleep(Duration::from_millis(10)).await;
     let other = client.rw_mutex(["other"]).unwrap();
     let other_wait = tokio::spawn(async move {
@@ -70,10 +65,7 @@ async fn lockers_down_after_refusing_for_quarantine_read_as_unreachable_beside_a
     sleep(Duration::from_millis(8_845)).await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 8.9s, 8.845s after the crash: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     other_wait.abort();
     assert_eq!(

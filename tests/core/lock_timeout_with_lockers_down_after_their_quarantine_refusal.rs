@@ -23,6 +23,7 @@
 //! either, so nothing but that timeout does.)
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
@@ -46,13 +47,7 @@ async fn lockers_that_went_down_after_refusing_for_quarantine_read_as_unreachabl
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(9))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(9));
     sleep(Duration::from_secs(1)).await;
     let before = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 1s, before the crash: {before}");
@@ -61,10 +56,7 @@ async fn lockers_that_went_down_after_refusing_for_quarantine_read_as_unreachabl
     sleep(Duration::from_millis(7_900)).await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 8.9s, 7.9s after the crash: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     assert_eq!(
         status.reason(),

@@ -19,6 +19,7 @@
 //! Reproduces a past break: the given-back grant stood in, and the wait said granted and gave up with Timeout.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
@@ -48,13 +49,7 @@ async fn a_grant_given_back_by_the_previous_round_does_not_count_for_a_silent_lo
     cluster.set_refuse(true, &[0, 2]).unwrap();
     let start = Instant::now();
     let mutex = client.rw_mutex(["r"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1500))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(1500));
     sleep(Duration::from_millis(1)).await;
     let first = mutex.waiting().expect("the first round ran");
     eprintln!("first round: {first}");

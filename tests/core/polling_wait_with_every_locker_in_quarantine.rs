@@ -14,6 +14,7 @@
 //! as "held elsewhere" (exit 75) instead of 69.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
@@ -35,20 +36,11 @@ async fn a_polling_wait_against_lockers_all_in_quarantine_says_quarantine_and_fa
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(1))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(1));
     sleep(Duration::from_millis(900)).await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 900ms: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     assert_eq!(
         status.reason(),

@@ -44,13 +44,7 @@ async fn the_quarantine_left_counts_a_locker_still_answering_as_reachable() {
     cluster.set_refuse(true, &[4]).unwrap();
 
     let mutex = client.rw_mutex(["free"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(150))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(150));
     sleep(Duration::from_millis(140)).await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!("waiting at 140ms: {status} ({status:?})");

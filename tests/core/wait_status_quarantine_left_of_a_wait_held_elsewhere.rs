@@ -16,6 +16,7 @@
 //! operator's tool printing "retry in ..." would).
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
@@ -42,23 +43,14 @@ async fn quarantine_left_is_none_for_a_wait_held_elsewhere() {
         .build()
         .unwrap();
     let mutex = client.rw_mutex(["job"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(3))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(3));
     sleep(Duration::from_secs(2)).await;
     let status = mutex.waiting().expect("the wait runs");
     eprintln!(
         "waiting at 2s: {status}; quarantine_left() = {:?} ({status:?})",
         status.quarantine_left()
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = common::ended(wait).await;
     eprintln!("gave up with: {result:?}");
     drop(guard);
     assert_eq!(status.reason(), WaitReason::HeldElsewhere, "{status}");
