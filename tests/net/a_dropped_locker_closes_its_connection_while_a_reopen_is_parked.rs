@@ -15,7 +15,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -45,15 +44,7 @@ async fn the_live_connection_closes_when_the_locker_is_dropped() {
         drop(parked);
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
 
     // A call on a current-thread runtime starts the reopen and gives up
     // once the reopen's hello reached the server; the runtime then stays

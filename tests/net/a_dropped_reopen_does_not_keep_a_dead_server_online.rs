@@ -10,10 +10,8 @@
 //! Reproduces a past break: the dropped reopen set the idle flag back, and a dead server was reported online.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -51,15 +49,7 @@ async fn a_locker_whose_server_is_gone_is_offline_after_a_dropped_reopen() {
         drop(listener);
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     let idle = IdleRuntime::park_a_call(locker.clone(), "uid-parked", parked_hello_rx);
 
     // A call from this runtime gets a connection of its own.

@@ -10,10 +10,8 @@
 //! so the second idle close left the locker online with its server gone.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -51,15 +49,7 @@ async fn a_second_idle_close_then_a_gone_server_leaves_the_locker_offline() {
         drop(parked);
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     let idle = IdleRuntime::park_a_call(locker.clone(), "uid-parked", parked_hello_rx);
 
     // This runtime's calls get through on a connection of their own.

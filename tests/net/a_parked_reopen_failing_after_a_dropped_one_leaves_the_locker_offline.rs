@@ -17,10 +17,8 @@
 //! Reproduces a past break: a late reopen failure with no reopen under way left the locker online.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -52,15 +50,7 @@ async fn a_parked_reopen_that_fails_after_a_dropped_one_leaves_the_locker_offlin
         drop(listener);
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     assert!(locker.is_online(), "online after an idle close");
     let mut idle = IdleRuntime::park_a_call(locker.clone(), "uid-parked", parked_rx);
 

@@ -22,10 +22,8 @@
 //! Reproduces a past break: a reopen parked past its time still counted as the one that decides.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -57,15 +55,7 @@ async fn a_parked_reopen_that_fails_behind_another_parked_one_leaves_the_locker_
         drop(listener);
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     assert!(locker.is_online(), "online after an idle close");
     let mut first = IdleRuntime::park_a_call(locker.clone(), "uid-parked", parked_rx);
 

@@ -10,10 +10,8 @@
 //! idle runtime, and the locker never reconnected after a reset.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -66,15 +64,7 @@ async fn a_late_failed_reopen_leaves_the_reconnect_to_the_driven_runtime() {
         stand_in::welcome_and_grant_every_connection(listener).await;
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     let mut idle = IdleRuntime::park_a_call(locker.clone(), "uid-parked", parked_hello_rx);
 
     let _ = tokio::time::timeout(Duration::from_secs(3), locker.lock(&args("uid-b"))).await;

@@ -8,10 +8,8 @@
 //! Reproduces a past break: the call waited on the reopen with no limit (still waiting after 3 s).
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
@@ -35,15 +33,7 @@ async fn a_call_from_another_runtime_answers_while_a_reopen_is_parked() {
         }
     });
 
-    let locker = Arc::new(
-        RemoteLocker::connect(addr, stand_in::config())
-            .await
-            .expect("connect"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
+    let locker = stand_in::connected_until_the_idle_close(addr).await;
     assert!(
         locker.is_online(),
         "an idle close should leave the locker online"

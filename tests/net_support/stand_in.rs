@@ -113,6 +113,18 @@ pub fn config() -> RemoteConfig {
     config
 }
 
+/// A locker of the stand-in at `addr` (with [`config`]), once the stand-in
+/// has closed its first connection as idle (it must, within 5 s).
+pub async fn connected_until_the_idle_close(addr: String) -> Arc<RemoteLocker> {
+    let locker = Arc::new(
+        RemoteLocker::connect(addr, config())
+            .await
+            .expect("connect"),
+    );
+    assert!(until_connected(&locker, false).await, "the idle close");
+    locker
+}
+
 /// Waits (at most 5 s) until the locker has a connection (`true`) or has
 /// none (`false`); says whether it came to that.
 pub async fn until_connected(locker: &RemoteLocker, connected: bool) -> bool {
