@@ -17,10 +17,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
-use crate::stand_in::{self, args};
+use crate::stand_in::{self, IdleRuntime};
 use crate::wire;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -46,30 +45,7 @@ async fn the_parked_reopens_socket_closes_when_the_locker_is_dropped() {
     // A call on a current-thread runtime starts the reopen and gives up
     // once the reopen's hello reached the server; the runtime then stays
     // idle (not dropped) with the reopen parked mid-handshake.
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<()>();
-    let parked_locker = locker.clone();
-    let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let parked_args = args("uid-parked");
-            tokio::select! {
-                _ = parked_locker.lock(&parked_args) => {}
-                _ = tokio::time::timeout(Duration::from_secs(5), parked_hello_rx) => {}
-            }
-            drop(parked_locker);
-        });
-        let _ = gave_up_tx.send(());
-        let _ = release_rx.recv_timeout(Duration::from_secs(30));
-        drop(runtime);
-    });
-    tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
-        .await
-        .expect("thread")
-        .expect("the call on the idle runtime gave up");
+    let idle = IdleRuntime::give_up_a_call(locker.clone(), "uid-parked", parked_hello_rx);
     let mut parked = tokio::time::timeout(Duration::from_secs(1), parked_rx)
         .await
         .expect("the parked reopen reached the server")
@@ -85,8 +61,7 @@ async fn the_parked_reopens_socket_closes_when_the_locker_is_dropped() {
     drop(locker);
     let closed = wire::closed_within(&mut parked, Duration::from_secs(1)).await;
 
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
+    idle.shut_down().await;
     // What held it: once the idle runtime is dropped, it closes.
     let after = match &closed {
         Ok(_) => Ok(Vec::new()),

@@ -36,10 +36,17 @@ async fn start() -> Node {
     }
 }
 
-/// A loopback address nothing listens on.
-async fn nobody() -> String {
-    let probe = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    probe.local_addr().unwrap().to_string()
+/// A loopback address nothing listens on, for as long as the returned
+/// socket lives: bound without listening, so that no server another test
+/// starts meanwhile can take the port (one bound and released at once
+/// can be, and a test then met that server instead of a refusal).
+fn nobody() -> (tokio::net::TcpSocket, String) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let addr = socket.local_addr().expect("address").to_string();
+    (socket, addr)
 }
 
 #[tokio::test]
@@ -64,7 +71,7 @@ async fn every_server_becomes_a_locker_in_the_order_given() {
 #[tokio::test]
 async fn servers_that_are_down_are_offline_lockers_not_errors() {
     let up = [start().await, start().await];
-    let down = nobody().await;
+    let (_held, down) = nobody();
     let addrs = [up[0].addr.clone(), down.clone(), up[1].addr.clone()];
     let lockers = connect_all(&addrs, RemoteConfig::new(TOKEN))
         .await
@@ -77,7 +84,8 @@ async fn servers_that_are_down_are_offline_lockers_not_errors() {
 
     // Nobody up at all (a service started before its lock servers): the
     // lockers wait offline, and locking says there is no quorum.
-    let addrs = [nobody().await, nobody().await, nobody().await];
+    let held = [nobody(), nobody(), nobody()];
+    let addrs: Vec<&str> = held.iter().map(|(_, addr)| addr.as_str()).collect();
     let lockers = connect_all(&addrs, RemoteConfig::new(TOKEN))
         .await
         .expect("no error before anyone is up");

@@ -161,6 +161,27 @@ impl IdleRuntime {
         uid: &'static str,
         began: tokio::sync::oneshot::Receiver<()>,
     ) -> IdleRuntime {
+        Self::start(locker, uid, began, false)
+    }
+
+    /// Makes `locker.lock(args(uid))` on a new current-thread runtime and
+    /// gives it up when `began` fires (or 5 s pass), letting go of the
+    /// locker: what the call started as tasks of their own (a reopen)
+    /// stays parked on the runtime, which nobody drives from then on.
+    pub fn give_up_a_call(
+        locker: Arc<RemoteLocker>,
+        uid: &'static str,
+        began: tokio::sync::oneshot::Receiver<()>,
+    ) -> IdleRuntime {
+        Self::start(locker, uid, began, true)
+    }
+
+    fn start(
+        locker: Arc<RemoteLocker>,
+        uid: &'static str,
+        began: tokio::sync::oneshot::Receiver<()>,
+        give_up: bool,
+    ) -> IdleRuntime {
         let (parked_tx, parked_rx) = std::sync::mpsc::channel::<()>();
         let (drive_tx, drive_rx) = std::sync::mpsc::channel::<Drive>();
         let (driven_tx, driven_rx) = std::sync::mpsc::channel::<()>();
@@ -170,13 +191,25 @@ impl IdleRuntime {
                 .build()
                 .expect("runtime");
             let (ended_tx, mut ended_rx) = tokio::sync::oneshot::channel::<()>();
-            let _parked = runtime.spawn(async move {
-                let _ = locker.lock(&args(uid)).await;
-                let _ = ended_tx.send(());
-            });
-            runtime.block_on(async {
-                let _ = tokio::time::timeout(Duration::from_secs(5), began).await;
-            });
+            if give_up {
+                runtime.block_on(async move {
+                    let call_args = args(uid);
+                    tokio::select! {
+                        _ = locker.lock(&call_args) => {}
+                        _ = tokio::time::timeout(Duration::from_secs(5), began) => {}
+                    }
+                    drop(locker);
+                    let _ = ended_tx.send(());
+                });
+            } else {
+                let _parked = runtime.spawn(async move {
+                    let _ = locker.lock(&args(uid)).await;
+                    let _ = ended_tx.send(());
+                });
+                runtime.block_on(async {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), began).await;
+                });
+            }
             let _ = parked_tx.send(());
             // Driven again each time it is told; dropped when the test
             // lets go of it.
