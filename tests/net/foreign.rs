@@ -124,9 +124,12 @@ async fn a_silent_peer_and_a_cut_answer_are_told_apart() {
 
 #[tokio::test]
 async fn a_port_nobody_listens_on_is_named() {
-    let probe = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = probe.local_addr().expect("address").to_string();
-    drop(probe);
+    // Bound without listening for the whole test, so that no server
+    // another test starts meanwhile can take the port.
+    let held = tokio::net::TcpSocket::new_v4().expect("socket");
+    held.bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let addr = held.local_addr().expect("address").to_string();
     let (why, _) = reason(&addr, PATIENT).await;
     assert!(
         why.contains("cannot connect: connection refused, nothing listens"),
