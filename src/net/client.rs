@@ -734,17 +734,19 @@ impl NetLocker for RemoteLocker {
     /// the next call connects again.
     fn is_online(&self) -> bool {
         // A connection whose end is being judged counts as it was until its
-        // close decided what follows: the locker does not flicker offline
-        // between a close for idleness and the flag that the next call
-        // reopens.
-        let current = self
-            .shared
-            .conn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        current.is_some_and(|conn| conn.is_alive() || conn.is_ending())
-            || self.shared.reopen_next.load(Ordering::Acquire)
+        // close decided what follows. Read slot, flag, slot: a close sets
+        // the flag before its judgement ends, and an install clears it only
+        // after its connection is in the slot, so a locker that stays
+        // reachable never reads offline between the two.
+        let connected = || {
+            self.shared
+                .conn
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|conn| conn.is_alive() || conn.is_ending())
+        };
+        connected() || self.shared.reopen_next.load(Ordering::Acquire) || connected()
     }
 
     fn is_local(&self) -> bool {

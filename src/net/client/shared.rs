@@ -25,7 +25,6 @@ impl Shared {
             return conn;
         }
         self.note_connect_error(None);
-        self.reopen_next.store(false, Ordering::Release);
         self.reconnecting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -37,11 +36,15 @@ impl Shared {
             .cloned();
         if let Some(live) = live {
             drop(slot);
+            self.reopen_next.store(false, Ordering::Release);
             conn.close();
             return live;
         }
         let old = slot.replace(conn.clone());
         drop(slot);
+        // Cleared only once the connection is in the slot, so that
+        // `is_online()` never finds neither (see there).
+        self.reopen_next.store(false, Ordering::Release);
         // Attempts still in their handshake (parked on a runtime nobody
         // drives, or racing this one) would only open a connection to be
         // closed as late: their sockets go now, and their slots on the

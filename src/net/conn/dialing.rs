@@ -78,13 +78,31 @@ pub(super) async fn connect(
     let mut last = None;
     for addr in lookup_host(endpoint).await? {
         let socket = if addr.is_ipv4() {
-            TcpSocket::new_v4()?
+            TcpSocket::new_v4()
         } else {
-            TcpSocket::new_v6()?
+            TcpSocket::new_v6()
+        };
+        // A host without IPv6, say: the next address may do.
+        let socket = match socket {
+            Ok(socket) => socket,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
         };
         let listed = dialing.enter(socket2::SockRef::from(&socket));
+        // Shutting down a socket still connecting does not stop its
+        // connect: one given up before or while it connects (the locker
+        // dropped, another connection installed) is closed once connected.
+        if !listed.is_listed() {
+            return Err(given_up());
+        }
         match socket.connect(addr).await {
-            Ok(stream) => return Ok((stream, listed)),
+            Ok(stream) if listed.is_listed() => return Ok((stream, listed)),
+            Ok(stream) => {
+                let _ = socket2::SockRef::from(&stream).shutdown(std::net::Shutdown::Both);
+                return Err(given_up());
+            }
             Err(e) => last = Some(e),
         }
     }
@@ -96,10 +114,24 @@ pub(super) async fn connect(
     }))
 }
 
+fn given_up() -> std::io::Error {
+    std::io::Error::other(
+        "the attempt was given up: the locker was dropped, or another connection is in",
+    )
+}
+
 /// A socket listed in [`Dialing`]; dropped when its handshake ends.
 pub(super) struct Listed {
     dialing: Arc<Dialing>,
     id: u64,
+}
+
+impl Listed {
+    /// Whether it is still listed: not given up by [`Dialing::close`] or
+    /// [`Dialing::shut_down_all`].
+    fn is_listed(&self) -> bool {
+        self.dialing.state().sockets.contains_key(&self.id)
+    }
 }
 
 impl Drop for Listed {
