@@ -37,6 +37,10 @@ pub(crate) struct Coordinator {
     /// ends without the lock reports (see `wait_status`). Written only when
     /// a call fails, so answered calls pay nothing for it.
     failures: Box<[Mutex<Option<FailureNote>>]>,
+    /// Per locker, its latest refusal for quarantine: it stands beside a
+    /// later failure of another kind (a connection refused for a moment),
+    /// which may end sooner.
+    quarantines: Box<[Mutex<Option<FailureNote>>]>,
     /// Per locker, how long its latest answered call took, in nanoseconds
     /// plus one (0: none answered yet): a wait tells a locker that is slow
     /// to answer its latest call from one that is out of reach by it. One
@@ -172,6 +176,7 @@ impl Coordinator {
             lease,
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
+            quarantines: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
@@ -195,6 +200,11 @@ impl Coordinator {
                 answers_before: self.answered_at_once(index),
                 grant_answers_before: self.grant_answers(index),
             };
+            if error.is_quarantine() {
+                if let Some(quarantine) = self.quarantines.get(index) {
+                    *quarantine.lock().unwrap_or_else(PoisonError::into_inner) = Some(note.clone());
+                }
+            }
             *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
         }
     }
@@ -299,18 +309,36 @@ impl Coordinator {
     /// refuses (a grant, a refusal as held elsewhere, a term, a value, a
     /// leader read) has ended. A locker in quarantine answers releases and
     /// refreshes while it refuses grants, so those say nothing of it.
+    ///
+    /// A refusal for quarantine followed by a failure of another kind (a
+    /// connection refused for a moment) stands again once that one is
+    /// over, for as long as it would have stood alone.
     pub(crate) fn current_failure(&self, index: usize) -> Option<FailureNote> {
-        let note = self.failure(index)?;
-        let over = if note.error.is_quarantine() {
+        let latest = self.failure(index)?;
+        if !self.is_over(index, &latest) {
+            return Some(latest);
+        }
+        let quarantine = self
+            .quarantines
+            .get(index)?
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        (!self.is_over(index, &quarantine)).then_some(quarantine)
+    }
+
+    /// Whether `note`, a failure of locker `index`, is over: see
+    /// [`current_failure`](Self::current_failure).
+    fn is_over(&self, index: usize, note: &FailureNote) -> bool {
+        if note.error.is_quarantine() {
             self.grant_answers(index) != note.grant_answers_before
                 || note
                     .error
                     .quarantine_time_left()
                     .is_none_or(|left| self.clock.now().saturating_duration_since(note.at) >= left)
         } else {
-            self.answered_after(index, &note)
-        };
-        (!over).then_some(note)
+            self.answered_after(index, note)
+        }
     }
 
     /// How long the latest call locker `index` answered took; `None`

@@ -132,6 +132,7 @@ impl WaitWatch {
         WaitWatch {
             watched: Arc::new(Watched {
                 began: clock.now(),
+                clock: clock.clone(),
                 rounds: Mutex::new(Rounds::default()),
             }),
         }
@@ -183,7 +184,8 @@ impl WaitWatch {
     /// A step of the operation failed with `err` and will be tried again:
     /// if the operation gives up before anything else happens, that is why.
     pub(crate) fn note(&self, err: &Error) {
-        self.rounds().failed = Some(err.clone());
+        let at = self.watched.clock.now();
+        self.rounds().failed = Some((err.clone(), at));
     }
 
     /// What the wait knows now; `None` before its first round.
@@ -196,8 +198,10 @@ impl WaitWatch {
         let failed = self.rounds().failed.clone();
         match failed {
             // A one-round refusal, given up on: held elsewhere.
-            Some(Error::WouldBlock) => Error::Timeout,
-            Some(err) => err,
+            Some((Error::WouldBlock, _)) => Error::Timeout,
+            // As it stands now: a quarantine's time left is counted from
+            // the refusal, which may be a backoff ago.
+            Some((err, at)) => aged(err, self.watched.clock.now().saturating_duration_since(at)),
             None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
         }
     }
@@ -292,7 +296,7 @@ impl Lane {
                 }
             }
             Err(err) if err.is_retryable() => {
-                rounds.failed = Some(err.clone());
+                rounds.failed = Some((err.clone(), self.watched.clock.now()));
                 rounds.ended = lane;
             }
             Err(_) => {}
@@ -308,6 +312,8 @@ impl Drop for Lane {
 
 struct Watched {
     began: Instant,
+    /// The coordinator's clock, which `began` and `Rounds::failed` are on.
+    clock: Clock,
     rounds: Mutex<Rounds>,
 }
 
@@ -320,8 +326,8 @@ struct Rounds {
     ended: Option<LaneRounds>,
     next_lane: u64,
     /// The error of the latest step that failed and will be retried, when
-    /// that came after the latest round began.
-    failed: Option<Error>,
+    /// that came after the latest round began, and when it failed.
+    failed: Option<(Error, Instant)>,
     /// The latest lock of the operation that was granted, and when.
     granted: Option<(Arc<Acquisition>, Instant)>,
     /// The operation said it has every lock it waits for.
@@ -410,5 +416,24 @@ impl Watched {
             self.began,
             lane.current.started,
         )
+    }
+}
+
+/// `err`, noted `elapsed` ago, as it stands now: a refusal for quarantine
+/// has that much less time left.
+fn aged(err: Error, elapsed: Duration) -> Error {
+    match err {
+        Error::Quarantined {
+            quarantined,
+            left,
+            quorum,
+            lockers,
+        } => Error::Quarantined {
+            quarantined,
+            left: left.map(|left| left.saturating_sub(elapsed)),
+            quorum,
+            lockers,
+        },
+        err => err,
     }
 }
