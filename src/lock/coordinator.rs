@@ -244,6 +244,14 @@ impl Coordinator {
         }
     }
 
+    /// When the earliest call still on its way to locker `index` that was
+    /// asked at `at` or later was asked.
+    pub(crate) fn open_since(&self, index: usize, at: Instant) -> Option<Instant> {
+        let slot = self.call_records.get(index)?;
+        let record = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        record.open.range(at..).next().map(|(asked, _)| *asked)
+    }
+
     /// Locker `index` answered a call on its first poll.
     pub(crate) fn note_answered_at_once(&self, index: usize) {
         self.note_answer(index, Duration::ZERO);

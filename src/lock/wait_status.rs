@@ -219,21 +219,26 @@ impl WaitStatus {
                     // A locker that refused for quarantine and has since
                     // left a call unanswered too long is out of reach, not
                     // in quarantine: it went down or away meanwhile.
-                    // Counted from the refusal for a call asked before it:
-                    // the locker answered since.
-                    let gone_silent = note.as_ref().is_some_and(|note| {
-                        note.error.is_quarantine()
-                            && times.silent_since.is_some_and(|since| {
-                                let quiet = now.saturating_duration_since(since.max(note.at));
-                                coord
-                                    .answer_time(index)
-                                    .is_none_or(|took| quiet >= took.saturating_mul(2))
-                            })
-                    });
+                    // Only calls asked since the refusal count: one asked
+                    // before it (lost in a restart, say) is no news of the
+                    // locker, which answered since.
+                    let gone_silent = note
+                        .as_ref()
+                        .filter(|note| note.error.is_quarantine())
+                        .and_then(|note| coord.open_since(index, note.at))
+                        .map(|since| now.saturating_duration_since(since))
+                        .filter(|quiet| {
+                            coord
+                                .answer_time(index)
+                                .is_none_or(|took| *quiet >= took.saturating_mul(2))
+                        });
                     match note {
-                        Some(_) if gone_silent => status.unreachable.push(Unreachable {
+                        Some(_) if gone_silent.is_some() => status.unreachable.push(Unreachable {
                             endpoint,
-                            reason: format!("no answer yet after {}", seconds(silent)),
+                            reason: format!(
+                                "no answer yet after {}",
+                                seconds(gone_silent.unwrap_or(silent))
+                            ),
                         }),
                         Some(note) if note.error.is_quarantine() => {
                             let since = now.saturating_duration_since(note.at);
