@@ -199,9 +199,15 @@ impl WaitWatch {
         match failed {
             // A one-round refusal, given up on: held elsewhere.
             Some((Error::WouldBlock, _)) => Error::Timeout,
-            // As it stands now: a quarantine's time left is counted from
-            // the refusal, which may be a backoff ago.
-            Some((err, at)) => aged(err, self.watched.clock.now().saturating_duration_since(at)),
+            // A refusal for quarantine a backoff ago may be over, or the
+            // lockers it named gone meanwhile: what the wait's lockers say
+            // now decides, as `waiting()` would say it; else the refusal,
+            // its time left counted to now.
+            Some((err @ Error::Quarantined { .. }, at)) => match self.status() {
+                Some(status) => status.into_error(),
+                None => aged(err, self.watched.clock.now().saturating_duration_since(at)),
+            },
+            Some((err, _)) => err,
             None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
         }
     }
