@@ -41,6 +41,11 @@ mod outgoing;
 mod tests;
 
 pub(crate) use dialing::Dialing;
+
+/// The reason of an attempt to connect that the locker gave up itself
+/// (dropped, or another connection installed): no word on the server.
+pub(crate) const GIVEN_UP_REASON: &str =
+    "the attempt to connect was given up: the locker was dropped or has another connection";
 use outgoing::{write_batches, Appended, Outgoing};
 
 type Transport = Framed<BoxIo, LengthDelimitedCodec>;
@@ -148,8 +153,23 @@ impl Connection {
             )));
         }
         loop {
-            let (link, welcome) =
-                Self::handshake(endpoint, config, version, deadline, dialing).await?;
+            let mut listed = None;
+            let shaken = Self::handshake(endpoint, config, version, deadline, dialing, &mut listed);
+            let (link, welcome) = match shaken.await {
+                Ok(shaken) => shaken,
+                // Its socket shut down by the locker (dropped, or another
+                // connection in): whatever the attempt read then says
+                // nothing of the server.
+                Err(_) if listed.as_ref().is_some_and(|l| !l.is_listed()) => {
+                    return Err(Error::LockerUnavailable {
+                        endpoint: endpoint.to_owned(),
+                        reason: GIVEN_UP_REASON.to_owned(),
+                    });
+                }
+                Err(err) => return Err(err),
+            };
+            // From here the connection's own closer shuts it down.
+            drop(listed);
             let (accepted, validity) = match welcome {
                 Welcome::Accepted {
                     version, validity, ..
@@ -211,6 +231,7 @@ impl Connection {
         version: u16,
         deadline: tokio::time::Instant,
         dialing: &Arc<Dialing>,
+        listed: &mut Option<dialing::Listed>,
     ) -> Result<(Link, Welcome), Error> {
         let connect_timeout = config.connect_timeout;
         let unavailable = |reason: String| Error::LockerUnavailable {
@@ -219,9 +240,9 @@ impl Connection {
         };
         // Listed before the connect starts, so that the locker can shut it
         // down until the handshake ends.
-        let connecting = dialing::connect(dialing, endpoint);
-        let (stream, _listed) = match tokio::time::timeout_at(deadline, connecting).await {
-            Ok(Ok(connected)) => connected,
+        let connecting = dialing::connect(dialing, endpoint, listed);
+        let stream = match tokio::time::timeout_at(deadline, connecting).await {
+            Ok(Ok(stream)) => stream,
             Ok(Err(e)) => return Err(unavailable(cannot_connect(&e))),
             Err(_) => {
                 return Err(unavailable(format!(

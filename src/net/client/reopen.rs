@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use super::reconnect::{self, reconnect_later, Dial};
 use super::Shared;
-use crate::net::conn::{instant_after, Connection};
+use crate::net::conn::{instant_after, Connection, GIVEN_UP_REASON};
 use crate::Error;
 
 /// How long past the connect timeout a reopen may run before a caller
@@ -67,10 +67,13 @@ pub(super) async fn attempt(shared: &Arc<Shared>) -> Option<Result<Arc<Connectio
             .ok()
             .and_then(|ended| ended.ok().map(|ended| ended.clone()));
         if let Some(Some(Err(err))) = ended {
-            return Some(Err(err));
+            if !is_given_up(&err) {
+                return Some(Err(err));
+            }
         }
         // Otherwise a connection (live or not: the next round looks), an
-        // attempt dropped with its runtime, or one out of time.
+        // attempt the locker gave up, one dropped with its runtime, or
+        // one out of time.
     }
     shared.live().map(Ok)
 }
@@ -140,19 +143,13 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             reconnect::free(&shared, id);
             let conn = shared.install(conn);
             let shared = &shared;
-            if conn.is_alive() {
-                return Ok(conn);
+            if !conn.is_alive() {
+                // It ended before it was installed (its runtime shut down,
+                // or the server closed it): its close decided what comes
+                // next, and callers look again.
+                reconnect::mend_a_dead_install(shared, &conn);
             }
-            reconnect::mend_a_dead_install(shared, &conn);
-            let next = if shared.reopen_next.load(Ordering::Acquire) {
-                "a later call connects again"
-            } else {
-                "reconnecting in the background"
-            };
-            Err(Error::LockerUnavailable {
-                endpoint: shared.endpoint.clone(),
-                reason: format!("the server closed the connection as it opened; {next}"),
-            })
+            Ok(conn)
         }
         Err(err) => {
             let Some(shared) = weak.upgrade() else {
@@ -164,6 +161,10 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             // reconnect): this failure says nothing about the server now.
             if let Some(conn) = shared.live() {
                 return Ok(conn);
+            }
+            // Given up by the locker itself: no word on the server either.
+            if is_given_up(&err) {
+                return Err(err);
             }
             // Else this failure is the latest word on the server, however
             // late it comes: a newer attempt that connects sets the locker
@@ -177,6 +178,11 @@ async fn reopen(weak: &Weak<Shared>, endpoint: String, id: u64) -> Result<Arc<Co
             Err(err)
         }
     }
+}
+
+/// Whether `err` is that of an attempt the locker gave up itself.
+fn is_given_up(err: &Error) -> bool {
+    matches!(err, Error::LockerUnavailable { reason, .. } if reason == GIVEN_UP_REASON)
 }
 
 /// Frees the attempt slot when its task ends or is dropped, unless a

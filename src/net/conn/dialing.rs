@@ -69,12 +69,15 @@ impl Dialing {
 }
 
 /// Connects to `endpoint` (each address it resolves to in turn) with a
-/// socket listed in `dialing` before its connect starts. The error of the
+/// socket listed in `dialing` before its connect starts; `listed` holds
+/// the latest one's listing, so that the caller can tell, whatever the
+/// attempt ends with, whether the locker gave it up. The error of the
 /// last address tried, as `TcpStream::connect` would give it.
 pub(super) async fn connect(
     dialing: &Arc<Dialing>,
     endpoint: &str,
-) -> std::io::Result<(TcpStream, Listed)> {
+    listed: &mut Option<Listed>,
+) -> std::io::Result<TcpStream> {
     let mut last = None;
     for addr in lookup_host(endpoint).await? {
         let socket = if addr.is_ipv4() {
@@ -90,15 +93,15 @@ pub(super) async fn connect(
                 continue;
             }
         };
-        let listed = dialing.enter(socket2::SockRef::from(&socket));
+        let entered = listed.insert(dialing.enter(socket2::SockRef::from(&socket)));
         // Shutting down a socket still connecting does not stop its
         // connect: one given up before or while it connects (the locker
         // dropped, another connection installed) is closed once connected.
-        if !listed.is_listed() {
+        if !entered.is_listed() {
             return Err(given_up());
         }
         match socket.connect(addr).await {
-            Ok(stream) if listed.is_listed() => return Ok((stream, listed)),
+            Ok(stream) if listed.as_ref().is_some_and(Listed::is_listed) => return Ok(stream),
             Ok(stream) => {
                 let _ = socket2::SockRef::from(&stream).shutdown(std::net::Shutdown::Both);
                 return Err(given_up());
@@ -129,7 +132,7 @@ pub(super) struct Listed {
 impl Listed {
     /// Whether it is still listed: not given up by [`Dialing::close`] or
     /// [`Dialing::shut_down_all`].
-    fn is_listed(&self) -> bool {
+    pub(super) fn is_listed(&self) -> bool {
         self.dialing.state().sockets.contains_key(&self.id)
     }
 }
