@@ -396,8 +396,17 @@ async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
 pub(super) fn mend_a_dead_install(shared: &Arc<Shared>, conn: &Connection) {
     if !conn.is_alive() && !shared.reopen_next.load(Ordering::Acquire) {
         // The attempt due was this one's: the next is drawn afresh, a step
-        // on (the close counted against the backoff).
-        schedule(shared).due = None;
+        // on (the close counted against the backoff), in one go, so that a
+        // task never finds none due meanwhile.
+        {
+            let short_lived = shared.short_lived.load(Ordering::Acquire);
+            let mut schedule = schedule(shared);
+            let wait = shared
+                .config
+                .reconnect
+                .delay(schedule.step(short_lived), &mut rand::rng());
+            schedule.due = Some(instant_after(Instant::now(), wait));
+        }
         reconnect_later(shared);
     }
 }
