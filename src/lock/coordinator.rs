@@ -335,6 +335,14 @@ impl Coordinator {
         (!self.is_over(index, &quarantine)).then_some(quarantine)
     }
 
+    /// The latest failure of locker `index` that no answer of any kind
+    /// followed, refusals for quarantine too: whether it answers what it
+    /// is asked now, not whether it grants.
+    pub(crate) fn unanswered_failure(&self, index: usize) -> Option<FailureNote> {
+        self.failure(index)
+            .filter(|note| !self.answered_after(index, note))
+    }
+
     /// Whether `note`, a failure of locker `index`, is over: see
     /// [`current_failure`](Self::current_failure).
     fn is_over(&self, index: usize, note: &FailureNote) -> bool {

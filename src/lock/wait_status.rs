@@ -209,8 +209,13 @@ impl WaitStatus {
                     // had answered before it or the wait had begun: a
                     // failure of a locker never heard from, older than
                     // the wait, may be over unseen.
+                    // (A refusal for quarantine is the locker's own word,
+                    // with its own end: never "unseen".)
                     let note = coord.current_failure(index).filter(|note| {
-                        answer.is_some() || note.at >= began || coord.answered_before(index, note)
+                        answer.is_some()
+                            || note.at >= began
+                            || note.error.is_quarantine()
+                            || coord.answered_before(index, note)
                     });
                     // Silent since the earliest call it left unanswered,
                     // not since this round's: a poll that asks again does

@@ -69,7 +69,7 @@ pub(crate) fn calls_only() {
         let mut rounds = watch.rounds();
         rounds.calls_only = true;
         // Nothing waits for a grant any more.
-        rounds.ended = None;
+        rounds.ended.clear();
     }
 }
 
@@ -173,8 +173,10 @@ impl WaitWatch {
 
     /// A lane for one lock of the operation, which may wait beside others.
     pub(crate) fn lane(&self) -> Lane {
+        let now = self.watched.clock.now();
         let mut rounds = self.rounds();
         rounds.next_lane += 1;
+        rounds.latest_lane_at = Some(now);
         Lane {
             watched: self.watched.clone(),
             id: rounds.next_lane,
@@ -232,7 +234,10 @@ impl WaitWatch {
         let now = coord.clock.now();
         let mut unreachable = Vec::new();
         for (index, locker) in coord.lockers.iter().enumerate() {
-            if let Some(note) = coord.current_failure(index).filter(|note| note.at >= at) {
+            // Whether it answers what it is asked (a release, a term), not
+            // whether it grants: a refusal for quarantine that an answer
+            // followed is over here.
+            if let Some(note) = coord.unanswered_failure(index).filter(|note| note.at >= at) {
                 unreachable.push(Unreachable {
                     endpoint: locker.endpoint(),
                     reason: note.error.locker_reason(),
@@ -293,17 +298,24 @@ impl Lane {
                 rounds.granted = Some((state.clone(), state.coord.clock.now()));
                 // What an earlier attempt at this lock saw before it gave
                 // up is over; another lock's is not.
-                if rounds
+                rounds
                     .ended
-                    .as_ref()
-                    .is_some_and(|ended| ended.current.args.resources == state.args.resources)
-                {
-                    rounds.ended = None;
-                }
+                    .retain(|(ended, _)| ended.current.args.resources != state.args.resources);
             }
             Err(err) if err.is_retryable() => {
                 rounds.failed = Some((err.clone(), self.watched.clock.now()));
-                rounds.ended = lane;
+                // Beside what the operation's other locks that gave up in
+                // the same attempt saw (a semaphore's count and its check),
+                // in place of this lock's earlier attempt.
+                if let Some(lane) = lane {
+                    let now = self.watched.clock.now();
+                    let since = rounds.latest_lane_at.unwrap_or(now);
+                    let resources = lane.current.args.resources.clone();
+                    rounds.ended.retain(|(ended, at)| {
+                        *at >= since && ended.current.args.resources != resources
+                    });
+                    rounds.ended.push((lane, now));
+                }
             }
             Err(_) => {}
         }
@@ -327,10 +339,15 @@ struct Watched {
 struct Rounds {
     /// The locks waiting now, each with its latest round.
     lanes: Vec<LaneRounds>,
-    /// The latest lock that gave up unfinished: what it saw stands for the
-    /// operation while no waiting lock says more (see `Watched::status`).
-    ended: Option<LaneRounds>,
+    /// The locks that gave up unfinished in the latest attempt: what they
+    /// saw stands for the operation while no waiting lock says more (see
+    /// `Watched::status`).
+    /// With when each gave up: only those that gave up since the latest
+    /// lock began count (the locks of the latest attempt).
+    ended: Vec<(LaneRounds, Instant)>,
     next_lane: u64,
+    /// When the latest lock of the operation began waiting.
+    latest_lane_at: Option<Instant>,
     /// The error of the latest step that failed and will be retried, when
     /// that came after the latest round began, and when it failed.
     failed: Option<(Error, Instant)>,
@@ -386,16 +403,16 @@ impl Watched {
             let rounds = self.rounds();
             (rounds.lanes.clone(), rounds.ended.clone())
         };
-        let statuses: Vec<WaitStatus> = lanes.iter().map(|lane| self.status_of(lane)).collect();
-        let first = |wanted: fn(&WaitStatus) -> bool| statuses.iter().position(wanted);
-        let blocked = first(|s| s.reason() == WaitReason::NoQuorum)
-            .or_else(|| first(|s| s.reason() == WaitReason::Quarantine))
-            .or_else(|| first(|s| s.held_elsewhere > 0 && s.reason() == WaitReason::HeldElsewhere));
-        match (blocked, ended) {
-            (Some(pick), _) => statuses.into_iter().nth(pick),
-            (None, Some(ended)) => Some(self.status_of(&ended)),
-            (None, None) => statuses.into_iter().next(),
+        let running: Vec<WaitStatus> = lanes.iter().map(|lane| self.status_of(lane)).collect();
+        if let Some(pick) = longest(&running) {
+            return running.into_iter().nth(pick);
         }
+        // Of the locks that gave up in the latest attempt, the same way.
+        let ended: Vec<WaitStatus> = ended.iter().map(|(lane, _)| self.status_of(lane)).collect();
+        if let Some(pick) = longest(&ended).or_else(|| ended.len().checked_sub(1)) {
+            return ended.into_iter().nth(pick);
+        }
+        running.into_iter().next()
     }
 
     fn status_of(&self, lane: &LaneRounds) -> WaitStatus {
@@ -442,4 +459,14 @@ fn aged(err: Error, elapsed: Duration) -> Error {
         },
         err => err,
     }
+}
+
+/// Of the statuses of locks waiting (or given up) at once, the one whose
+/// wait would last longest: too few lockers reachable, else lockers in
+/// quarantine, else held elsewhere; `None` when none says so.
+fn longest(statuses: &[WaitStatus]) -> Option<usize> {
+    let first = |wanted: fn(&WaitStatus) -> bool| statuses.iter().position(wanted);
+    first(|s| s.reason() == WaitReason::NoQuorum)
+        .or_else(|| first(|s| s.reason() == WaitReason::Quarantine))
+        .or_else(|| first(|s| s.held_elsewhere > 0 && s.reason() == WaitReason::HeldElsewhere))
 }

@@ -1,0 +1,96 @@
+//! Reproduces a past break: a semaphore acquire whose count and count check were both refused for quarantine gives up with `Quarantined` counting the time left for the count's read quorum (under a second), while its check needs a write quorum still in quarantine for about a minute.
+//!
+//! The rustdoc of `Error::Quarantined::left`: "How long until enough of
+//! them are out of quarantine for a quorum". The rustdoc of
+//! `Semaphore::waiting`: "Of locks it waits on at once (the count and its
+//! check, the slots), the one the lockers cannot grant says why". docs/
+//! guarantees.md ("Why a wait waits"): of locks of one operation that wait
+//! at the same time (a semaphore's count and its check), "the one that too
+//! few lockers can grant says why, then one that lockers in quarantine hold
+//! up"; `Error::Quarantined` is given "with the time left".
+//!
+//! Four lockers: the count is a read lock (quorum 2), its check a write
+//! lock (quorum 3). Node-0 restarted at 0 s (in quarantine until 60 s).
+//! At 59 s an acquire with a 600 ms deadline takes its place in line
+//! (nodes 1, 2, 3; node-2 answers after 100 ms, the others after 10 ms);
+//! right after, nodes 1 and 2 restart (in quarantine until about 119 s).
+//! The count and its check are refused for quarantine by nodes 0, 1 and 2
+//! (the count decided last), and the next attempt is seconds of backoff
+//! away. At the 59.6 s deadline the permit cannot be had before the check
+//! can, when nodes 1 and 2 leave quarantine about 59 s later; the acquire
+//! gives up with `Quarantined { quorum: 2, left: ~400ms }`: the count's
+//! quorum, and the time until node-0 alone leaves quarantine.
+#![cfg(feature = "testing")]
+
+use std::time::Duration;
+
+use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::{Dsync, Error, RetryPolicy};
+use tokio::time::sleep;
+
+const SEED: u64 = 5;
+
+#[tokio::test(start_paused = true)]
+async fn acquire_timeout_gives_the_time_left_of_the_check_held_up_by_quarantine() {
+    let seed = SEED;
+    eprintln!("seed {seed}");
+    let cluster = TestCluster::new(4, seed);
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 3])
+        .unwrap();
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[2])
+        .unwrap();
+    let client = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(seed)
+        .retry(RetryPolicy {
+            initial: Duration::from_secs(10),
+            max: Duration::from_secs(10),
+        })
+        .build()
+        .unwrap();
+    cluster.lockers()[0].restart();
+    sleep(Duration::from_millis(59_000)).await;
+    let semaphore = client.semaphore("pool", 1).unwrap();
+    let acquirer = semaphore.clone();
+    let acquire = tokio::spawn(async move {
+        acquirer
+            .acquire_timeout(Duration::from_millis(600))
+            .await
+            .map(|_permit| ())
+    });
+    // The line is granted at 59.1 s; the count and its check are asked then.
+    sleep(Duration::from_millis(105)).await;
+    cluster.lockers()[1].restart();
+    cluster.lockers()[2].restart();
+    sleep(Duration::from_millis(494)).await;
+    let left: Vec<_> = cluster
+        .lockers()
+        .iter()
+        .map(|l| l.quarantine_left())
+        .collect();
+    eprintln!("at 59.599s, quarantine left per locker: {left:?}");
+    let status = semaphore.waiting();
+    eprintln!(
+        "waiting at 59.599s: {:?}",
+        status
+            .as_ref()
+            .map(|s| (s.to_string(), s.reason(), s.quarantine_left()))
+    );
+    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
+        .await
+        .expect("the acquire ends at its deadline")
+        .unwrap();
+    eprintln!("gave up at 59.6s with: {result:?}");
+    let check_left = left[1].zip(left[2]).map(|(a, b)| a.min(b));
+    assert!(check_left.is_some_and(|l| l > Duration::from_secs(50)));
+    let Err(Error::Quarantined { left, quorum, .. }) = &result else {
+        panic!("expected Quarantined, got {result:?}");
+    };
+    assert!(
+        left.is_some_and(|l| l > Duration::from_secs(50)),
+        "the check (write quorum 3) can be granted only once node-1 or node-2 leaves \
+         quarantine, in {check_left:?}; the error says {left:?} (quorum {quorum}): {result:?}"
+    );
+}

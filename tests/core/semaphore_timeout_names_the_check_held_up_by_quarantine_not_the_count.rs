@@ -1,0 +1,117 @@
+//! Reproduces a past break: a semaphore acquire whose count and count check were both refused for quarantine gives up with `Timeout` ("asked a moment ago, waiting for lockers to answer") once the count alone could be granted, while the check still cannot be for the quarantine of the lockers it names.
+//!
+//! The rustdoc of `Semaphore::waiting`: "Of locks it waits on at once (the
+//! count and its check, the slots), the one the lockers cannot grant says
+//! why, else one held elsewhere"; "its reason is the one `acquire_timeout`
+//! would give up with then". docs/guarantees.md ("Why a wait waits"):
+//! "Locks of one operation that wait at the same time (a semaphore's count
+//! and its check, its slots) each keep their own status ... of those, the
+//! one that too few lockers can grant says why, then one that lockers in
+//! quarantine hold up, then one held elsewhere"; and a step refused for
+//! quarantine gives up "with what its lockers say at that moment".
+//!
+//! Four lockers: the count is a read lock (quorum 2), its check a write
+//! lock (quorum 3). Node-0 restarted at 0 s (in quarantine until 60 s).
+//! At 59 s an acquire with a 2 s deadline takes its place in line (nodes
+//! 1, 2, 3; node-2 answers after 100 ms, the others after 10 ms); right
+//! after, nodes 1 and 2 restart (in quarantine until about 119 s). The
+//! count and the check are refused for quarantine by nodes 0, 1 and 2; the
+//! check is decided first (two refusals rule out its quorum), the count
+//! last (when node-2's refusal arrives), and the next attempt is seconds of
+//! backoff away. At 60 s node-0 is out of quarantine: the count could now
+//! be granted by nodes 0 and 3, the check still cannot (nodes 1 and 2 are
+//! in quarantine for about 58 s more). (Already at 59.6 s `waiting()` speaks
+//! for the count: "3 of 4 lockers are in quarantine ..., for 395ms more; 2
+//! needed".) At the 61 s deadline the acquire
+//! should give up with `Quarantined { [node-1, node-2], left: ~58s }`, the
+//! check's reason; it gives up with `Timeout`, the count's.
+#![cfg(feature = "testing")]
+
+use std::time::Duration;
+
+use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::{Dsync, Error, RetryPolicy, WaitReason};
+use tokio::time::sleep;
+
+const SEED: u64 = 5;
+
+#[tokio::test(start_paused = true)]
+async fn acquire_timeout_names_the_check_held_up_by_quarantine() {
+    let seed = SEED;
+    eprintln!("seed {seed}");
+    let cluster = TestCluster::new(4, seed);
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 3])
+        .unwrap();
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[2])
+        .unwrap();
+    let client = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(seed)
+        .retry(RetryPolicy {
+            initial: Duration::from_secs(10),
+            max: Duration::from_secs(10),
+        })
+        .build()
+        .unwrap();
+    let endpoints: Vec<String> = cluster.net_lockers().iter().map(|l| l.endpoint()).collect();
+    cluster.lockers()[0].restart();
+    sleep(Duration::from_millis(59_000)).await;
+    let semaphore = client.semaphore("pool", 1).unwrap();
+    let acquirer = semaphore.clone();
+    let acquire = tokio::spawn(async move {
+        acquirer
+            .acquire_timeout(Duration::from_secs(2))
+            .await
+            .map(|_permit| ())
+    });
+    // The line is granted at 59.1 s (node-2's answer completes the quorum
+    // of three); the count and its check are asked then.
+    sleep(Duration::from_millis(105)).await;
+    cluster.lockers()[1].restart();
+    cluster.lockers()[2].restart();
+    sleep(Duration::from_millis(500)).await;
+    let before = semaphore.waiting();
+    eprintln!(
+        "waiting at 59.6s: {:?}",
+        before.as_ref().map(|s| (s.to_string(), s.reason()))
+    );
+    sleep(Duration::from_millis(1_394)).await;
+    let left: Vec<_> = cluster
+        .lockers()
+        .iter()
+        .map(|l| l.quarantine_left())
+        .collect();
+    eprintln!("at 60.999s, quarantine left per locker: {left:?}");
+    let status = semaphore.waiting();
+    eprintln!(
+        "waiting at 60.999s: {:?}",
+        status.as_ref().map(|s| (s.to_string(), s.reason()))
+    );
+    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
+        .await
+        .expect("the acquire ends at its deadline")
+        .unwrap();
+    eprintln!("gave up at 61s with: {result:?}");
+    assert!(left[0].is_none() && left[1].is_some() && left[2].is_some());
+    let Err(Error::Quarantined {
+        quarantined, left, ..
+    }) = &result
+    else {
+        panic!(
+            "the count check (write quorum 3) cannot be granted while {} and {} are in \
+             quarantine, and nothing is asked of any locker: expected Quarantined, got \
+             {result:?} (waiting() said {:?})",
+            endpoints[1],
+            endpoints[2],
+            status.map(|s| s.to_string())
+        );
+    };
+    assert_eq!(quarantined, &[endpoints[1].clone(), endpoints[2].clone()]);
+    assert!(
+        left.is_some_and(|l| l > Duration::from_secs(50)),
+        "{result:?}"
+    );
+    assert_eq!(status.map(|s| s.reason()), Some(WaitReason::Quarantine));
+}
