@@ -394,10 +394,11 @@ impl Watched {
     /// Why the wait waits. Of several locks waiting at once, the one whose
     /// wait would last longest says why: too few lockers reachable for it
     /// (no quarantine ending helps), else lockers in quarantine, else held
-    /// elsewhere. When none of those, the latest lock that gave up
-    /// unfinished says what it saw (between two attempts, or while the
-    /// next one's answers are still coming); else the answers still coming,
-    /// or grants waiting to be confirmed.
+    /// elsewhere. When none of those, the locks that gave up unfinished
+    /// in the latest attempt say what they saw, chosen the same way, else
+    /// the latest of them (between two attempts, or while the next one's
+    /// answers are still coming); else the answers still coming, or grants
+    /// waiting to be confirmed.
     fn status(&self) -> Option<WaitStatus> {
         let (lanes, ended) = {
             let rounds = self.rounds();
