@@ -17,67 +17,13 @@
 //! connection runs on holds its reader there for 200 ms.
 #![cfg(feature = "net")]
 
-use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
+use crate::hold_at_log_line::HoldAtLogLine;
 use crate::stand_in::{self, args};
-
-/// Holds, once, the thread that logs the "connection down" line,
-/// until told to let it go (or 5 s pass).
-struct HoldAnEnd {
-    reached: Mutex<Option<mpsc::Sender<()>>>,
-    release: Mutex<Option<mpsc::Receiver<()>>>,
-}
-
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for HoldAnEnd {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        if !message.0.contains("connection down") {
-            return;
-        }
-        let reached = self
-            .reached
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let release = self
-            .release
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let (Some(reached), Some(release)) = (reached, release) {
-            let _ = reached.send(());
-            let _ = release.recv_timeout(Duration::from_secs(5));
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_made_while_an_idle_close_is_judged_gets_through() {
@@ -91,12 +37,11 @@ async fn a_call_made_while_an_idle_close_is_judged_gets_through() {
         stand_in::welcome_and_grant_every_connection(listener).await;
     });
 
-    let (reached_tx, reached_rx) = mpsc::channel::<()>();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let dispatch = tracing::Dispatch::new(HoldAnEnd {
-        reached: Mutex::new(Some(reached_tx)),
-        release: Mutex::new(Some(release_rx)),
-    });
+    let HoldAtLogLine {
+        dispatch,
+        reached: reached_rx,
+        release: release_tx,
+    } = HoldAtLogLine::new("connection down");
     // The runtime the connection runs on: its workers log to the
     // subscriber above.
     let for_workers = dispatch.clone();

@@ -18,69 +18,12 @@
 //! threads holds the reopen there until the runtime has shut down.
 #![cfg(feature = "net")]
 
-use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use quorum_lock::NetLocker;
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
 
+use crate::hold_at_log_line::HoldAtLogLine;
 use crate::stand_in::{self, args};
-
-/// Holds, once, the thread that logs the reopen's "reconnected" line,
-/// until told to let it go (or 5 s pass).
-struct HoldTheReopen {
-    reached: Mutex<Option<mpsc::Sender<()>>>,
-    release: Mutex<Option<mpsc::Receiver<()>>>,
-}
-
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-impl Subscriber for HoldTheReopen {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        if !message
-            .0
-            .contains("reconnected after the server closed an idle connection")
-        {
-            return;
-        }
-        let reached = self
-            .reached
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        let release = self
-            .release
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let (Some(reached), Some(release)) = (reached, release) {
-            let _ = reached.send(());
-            let _ = release.recv_timeout(Duration::from_secs(5));
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_a_reopen_whose_runtime_shut_down_connects() {
@@ -92,12 +35,11 @@ async fn a_call_waiting_for_a_reopen_whose_runtime_shut_down_connects() {
     });
     let locker = stand_in::connected_until_the_idle_close(addr).await;
 
-    let (reached_tx, reached_rx) = mpsc::channel::<()>();
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let dispatch = tracing::Dispatch::new(HoldTheReopen {
-        reached: Mutex::new(Some(reached_tx)),
-        release: Mutex::new(Some(release_rx)),
-    });
+    let HoldAtLogLine {
+        dispatch,
+        reached: reached_rx,
+        release: release_tx,
+    } = HoldAtLogLine::new("reconnected after the server closed an idle connection");
 
     // The caller's runtime: its workers log to the subscriber above.
     let for_workers = dispatch.clone();

@@ -13,6 +13,10 @@ mod wire;
 #[path = "../net_support/stand_in.rs"]
 mod stand_in;
 
+#[cfg(feature = "net")]
+#[path = "../net_support/hold_at_log_line.rs"]
+mod hold_at_log_line;
+
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 

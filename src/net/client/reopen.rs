@@ -89,7 +89,10 @@ fn join_or_start(shared: &Arc<Shared>) -> Option<(watch::Receiver<Outcome>, Inst
         .unwrap_or_else(PoisonError::into_inner);
     if let Some(reopen) = slot.as_ref() {
         let deadline = instant_after(reopen.started, patience);
-        if now < deadline {
+        // One that has ended (its claim not yet dropped) is no attempt
+        // under way: its connection ended before it was installed, say.
+        let ended = reopen.outcome.borrow().is_some();
+        if now < deadline && !ended {
             return Some((reopen.outcome.clone(), deadline));
         }
     }
