@@ -239,6 +239,9 @@ impl Election {
             if guard.is_lost() {
                 return Ok(None);
             }
+            if attempt > 0 {
+                crate::lock::wait_watch::retrying();
+            }
             let step = async {
                 let term = guard.fencing_token().await?;
                 let p = Proclamation::new(term, 0, value.clone())?;

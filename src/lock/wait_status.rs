@@ -275,7 +275,7 @@ impl WaitStatus {
                         }
                         None => status.unreachable.push(Unreachable {
                             endpoint,
-                            reason: format!("no answer yet after {}", seconds(waited)),
+                            reason: format!("no answer yet after {}", seconds(silent)),
                         }),
                     }
                 }

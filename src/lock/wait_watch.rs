@@ -73,6 +73,14 @@ pub(crate) fn calls_only() {
     }
 }
 
+/// The current task's operation tries a step again: the failure noted
+/// for the step before is no reason any more, whatever the new try finds.
+pub(crate) fn retrying() {
+    if let Some(watch) = outer() {
+        watch.rounds().failed = None;
+    }
+}
+
 /// Notes `err`, retried by the current task's operation, on its watch.
 pub(crate) fn note_retry(err: &Error) {
     if let Some(watch) = outer() {
