@@ -283,28 +283,6 @@ impl RemoteLocker {
         self.shared.live()
     }
 
-    /// Waits while the connection in use is down with its end not yet
-    /// judged (its close runs at once, so a moment; at most the connect
-    /// timeout): what follows, a reopen by this call after an idle close,
-    /// is decided first, as `is_online()` already reads it.
-    async fn until_its_end_is_judged(&self) {
-        let ending = || {
-            self.shared
-                .conn
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_some_and(|conn| conn.is_ending())
-        };
-        let deadline = crate::net::conn::instant_after(
-            tokio::time::Instant::now(),
-            self.shared.config.connect_timeout,
-        );
-        while ending() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
     /// The live connection; a new one when the server closed the last one
     /// for idleness; otherwise an error after starting a reconnect.
     ///
@@ -313,7 +291,7 @@ impl RemoteLocker {
         if let Some(conn) = self.live() {
             return Ok(conn);
         }
-        self.until_its_end_is_judged().await;
+        self.shared.until_its_end_is_judged().await;
         if let Some(opened) = reopen::attempt(&self.shared).await {
             return opened;
         }
@@ -323,12 +301,10 @@ impl RemoteLocker {
                 // After a close that the next call mends (for idleness,
                 // or before the connection served a call), no background
                 // task: a call reopens once the backoff's step allows.
-                let next = if self.shared.reopen_next.load(Ordering::Acquire) {
-                    "a later call connects again, after the reconnect backoff"
-                } else {
+                if !self.shared.reopen_next.load(Ordering::Acquire) {
                     reconnect_later(&self.shared);
-                    "reconnecting in the background"
-                };
+                }
+                let next = self.shared.what_follows();
                 // Why the latest attempt failed, so that what a failed
                 // lock reports for this server says more than "not
                 // connected": a wrong port, a TLS mismatch, a refusal.
@@ -359,7 +335,20 @@ impl RemoteLocker {
             });
         }
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        conn.call(id, op, self.shared.config.call_timeout).await
+        match conn.call(id, op, self.shared.config.call_timeout).await {
+            // Cut off by the connection's end: say what follows, as the
+            // end was judged.
+            Err(Error::LockerUnavailable { endpoint, reason })
+                if reason == crate::net::conn::CLOSED_BEFORE_THE_REPLY =>
+            {
+                let next = self.shared.what_follows();
+                Err(Error::LockerUnavailable {
+                    endpoint,
+                    reason: format!("{reason}; {next}"),
+                })
+            }
+            other => other,
+        }
     }
 
     async fn call_bool(&self, op: Op) -> Result<bool, Error> {

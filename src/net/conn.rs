@@ -42,6 +42,10 @@ mod tests;
 
 pub(crate) use dialing::Dialing;
 
+/// The reason of a call whose connection ended before its reply came; the
+/// locker adds what follows (`RemoteLocker::call_on`).
+pub(crate) const CLOSED_BEFORE_THE_REPLY: &str = "the connection closed before the reply arrived";
+
 /// The reason of an attempt to connect that the locker gave up itself
 /// (dropped, or another connection installed): no word on the server.
 pub(crate) const GIVEN_UP_REASON: &str =
@@ -168,6 +172,15 @@ impl Connection {
                 }
                 Err(err) => return Err(err),
             };
+            // Its socket shut down by the locker after the server's welcome
+            // had arrived: the handshake went through on what was read,
+            // but the connection is gone, by the locker's doing.
+            if listed.as_ref().is_some_and(|l| !l.is_listed()) {
+                return Err(Error::LockerUnavailable {
+                    endpoint: endpoint.to_owned(),
+                    reason: GIVEN_UP_REASON.to_owned(),
+                });
+            }
             // From here the connection's own closer shuts it down.
             drop(listed);
             let (accepted, validity) = match welcome {
@@ -546,9 +559,7 @@ impl Connection {
     fn closed(&self) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
-            reason:
-                "the connection closed before the reply arrived; reconnecting in the background"
-                    .into(),
+            reason: CLOSED_BEFORE_THE_REPLY.into(),
         }
     }
 }

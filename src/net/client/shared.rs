@@ -7,6 +7,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use super::Shared;
 use crate::net::conn::Connection;
@@ -79,5 +80,38 @@ impl Shared {
             .connect_error
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = err;
+    }
+}
+
+impl Shared {
+    /// Waits while the connection in use is down with its end not yet
+    /// judged (its close runs at once, so a moment; at most the connect
+    /// timeout): what follows, a reopen by this call after an idle close,
+    /// is decided first, as `is_online()` already reads it.
+    pub(super) async fn until_its_end_is_judged(&self) {
+        let ending = || {
+            self.conn
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|conn| conn.is_ending())
+        };
+        let deadline = crate::net::conn::instant_after(
+            tokio::time::Instant::now(),
+            self.config.connect_timeout,
+        );
+        while ending() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// What follows a call's failure for want of a connection, in words.
+    pub(super) fn what_follows(&self) -> &'static str {
+        if self.reopen_next.load(Ordering::Acquire) {
+            "a later call connects again, after the reconnect backoff if the server closed \
+             connections before they served a call"
+        } else {
+            "reconnecting in the background"
+        }
     }
 }
