@@ -13,19 +13,13 @@ mod wire;
 #[path = "../net_support/stand_in.rs"]
 mod stand_in;
 
-#[cfg(feature = "net")]
-#[path = "../net_support/hold_at_log_line.rs"]
-mod hold_at_log_line;
-
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
 mod a_backed_off_reopen_is_made_once_per_step;
 mod a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follows;
 mod a_call_failing_before_the_step_does_not_claim_a_background_reconnect;
-mod a_call_made_while_an_idle_close_is_judged_gets_through;
 mod a_call_making_an_overdue_attempt_supersedes_the_parked_reconnect;
-mod a_call_waiting_for_a_reopen_whose_runtime_shut_down_gets_through;
 mod a_connect_timeout_without_limit_does_not_panic;
 mod a_connection_closed_before_it_served_a_call_is_not_reopened_in_the_background;
 mod a_connection_given_up_on_an_idle_runtime_is_closed;
