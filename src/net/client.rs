@@ -341,6 +341,8 @@ impl RemoteLocker {
             Err(Error::LockerUnavailable { endpoint, reason })
                 if reason == crate::net::conn::CLOSED_BEFORE_THE_REPLY =>
             {
+                // The caller may wake before the end is judged.
+                self.shared.until_judged(conn).await;
                 let next = self.shared.what_follows();
                 Err(Error::LockerUnavailable {
                     endpoint,

@@ -89,18 +89,25 @@ impl Shared {
     /// timeout): what follows, a reopen by this call after an idle close,
     /// is decided first, as `is_online()` already reads it.
     pub(super) async fn until_its_end_is_judged(&self) {
-        let ending = || {
-            self.conn
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_some_and(|conn| conn.is_ending())
-        };
+        let current = self
+            .conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(conn) = current {
+            self.until_judged(&conn).await;
+        }
+    }
+
+    /// Waits while `conn` is down with its end not yet judged (a moment; at
+    /// most the connect timeout): a call it cut off says what follows
+    /// only once that is decided.
+    pub(super) async fn until_judged(&self, conn: &Connection) {
         let deadline = crate::net::conn::instant_after(
             tokio::time::Instant::now(),
             self.config.connect_timeout,
         );
-        while ending() && tokio::time::Instant::now() < deadline {
+        while conn.is_ending() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
