@@ -536,11 +536,35 @@ impl Connection {
                 self.down("the writer took no request within the call timeout");
                 Err(self.not_sent(timeout))
             }
+            Err(_) if self.reply_sits_unread() => {
+                // The server answered; the reader, on the runtime that
+                // opened the connection, is not being driven to read it.
+                self.down("replies sit unread within the call timeout");
+                Err(Error::LockerUnavailable {
+                    endpoint: self.endpoint.clone(),
+                    reason: format!(
+                        "the server answered, but nothing read the answer within {timeout:?}: \
+                         the runtime that opened the connection is not running its tasks; \
+                         reconnecting from this runtime"
+                    ),
+                })
+            }
             Err(_) => Err(Error::LockerTimeout {
                 endpoint: self.endpoint.clone(),
                 after: timeout,
             }),
         }
+    }
+
+    /// Whether bytes (or the end of the stream) wait in the socket unread:
+    /// a reader that runs takes them as they come. The second handle
+    /// shares the socket's non-blocking mode, so this never waits.
+    fn reply_sits_unread(&self) -> bool {
+        let Some(closer) = &self.closer else {
+            return false;
+        };
+        let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+        closer.peek(&mut byte).is_ok()
     }
 
     /// The error of a call whose request the writer did not take within

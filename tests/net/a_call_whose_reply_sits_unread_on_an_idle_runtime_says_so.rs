@@ -1,0 +1,125 @@
+//! Reproduces a past break: a call whose request the writer took before the connection's runtime went idle, and whose reply then sat unread, failed as a server timeout and left the connection in place.
+//!
+//! The `RemoteLocker` rustdoc, "Runtimes": if the connection lives on a
+//! current-thread runtime that is idle but not dropped, "a call waits out
+//! `call_timeout`, fails with `Error::LockerUnavailable` saying so, the
+//! socket is shut down (the server frees its slot), and the locker
+//! reconnects from the caller's runtime". Here the runtime is driven while
+//! the request is sent, then goes idle before the server answers: the
+//! reply reaches the socket and no reader runs to take it.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::RemoteLocker;
+use quorum_lock::{Error, NetLocker};
+use tokio::io::AsyncReadExt;
+use tokio::sync::oneshot;
+
+use crate::stand_in::{self, args};
+use crate::wire;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
+    let (listener, addr) = stand_in::bind().await;
+    let (asked_tx, asked_rx) = oneshot::channel::<()>();
+    let (answer_tx, answer_rx) = oneshot::channel::<()>();
+    let (closed_tx, closed_rx) = oneshot::channel::<bool>();
+    let server = tokio::spawn(async move {
+        let mut first = stand_in::accept_hello(&listener).await.expect("hello");
+        assert!(stand_in::welcome(&mut first).await, "welcome");
+        let request = wire::read_frame(&mut first, 1 << 20)
+            .await
+            .expect("the request");
+        let _ = asked_tx.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(5), answer_rx).await;
+        assert!(stand_in::grant(&mut first, &request).await, "the answer");
+        // Whether the client shuts this socket down within 4 s.
+        let mut buf = [0u8; 64];
+        let shut = tokio::time::timeout(Duration::from_secs(4), async {
+            loop {
+                match first.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+        .is_ok();
+        let _ = closed_tx.send(shut);
+        // Later connections: welcomed and granted.
+        stand_in::welcome_and_grant_every_connection(listener).await;
+    });
+
+    // The locker is made on a current-thread runtime of a thread of its
+    // own, driven until told, then idle (not dropped) until released.
+    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
+    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let locker = RemoteLocker::connect(addr, stand_in::config())
+                .await
+                .expect("connect");
+            let _ = locker_tx.send(Arc::new(locker));
+            let _ = tokio::time::timeout(Duration::from_secs(5), stop_rx).await;
+        });
+        let _ = idle_tx.send(());
+        let _ = release_rx.recv_timeout(Duration::from_secs(20));
+        drop(runtime);
+    });
+    let locker =
+        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
+            .await
+            .expect("thread")
+            .expect("the locker");
+
+    let call = tokio::spawn({
+        let locker = locker.clone();
+        async move { locker.lock(&args("unread")).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), asked_rx)
+        .await
+        .expect("the request reached the server in time")
+        .expect("the server read the request");
+    // The connection's runtime stops being driven; then the server answers.
+    let _ = stop_tx.send(());
+    tokio::task::spawn_blocking(move || idle_rx.recv_timeout(Duration::from_secs(5)))
+        .await
+        .expect("thread")
+        .expect("the runtime went idle");
+    let _ = answer_tx.send(());
+
+    let result = tokio::time::timeout(Duration::from_secs(4), call)
+        .await
+        .expect("the call ended within its call timeout and some")
+        .expect("call task");
+    let shut = tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .ok()
+        .and_then(Result::ok);
+
+    let _ = release_tx.send(());
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    server.abort();
+
+    match &result {
+        Err(Error::LockerUnavailable { .. }) => {}
+        other => panic!(
+            "the call on a connection whose runtime went idle before its reply was read \
+             should fail with LockerUnavailable saying so (RemoteLocker rustdoc, \
+             \"Runtimes\"); got {other:?}"
+        ),
+    }
+    assert_eq!(
+        shut,
+        Some(true),
+        "the socket of the connection on the idle runtime should be shut down"
+    );
+}
