@@ -20,6 +20,13 @@ use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, 
 /// The shortest wait between background retries.
 pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
 
+/// The least time a locker that has answered before may leave a call
+/// unanswered and still count as answering. Twice its latest answer alone
+/// is a few hundred microseconds on loopback, which one busy scheduler
+/// tick crosses: a held lock would then read as out of reach at the very
+/// moment a re-check and a deadline meet.
+pub(crate) const LEAST_PATIENCE: Duration = Duration::from_millis(100);
+
 /// The shared core of a `Dsync`.
 pub(crate) struct Coordinator {
     pub(crate) lockers: Box<[Arc<dyn NetLocker>]>,
@@ -300,15 +307,21 @@ impl Coordinator {
     }
 
     /// Whether locker `index` has left a call unanswered, at `now`, for
-    /// twice as long as its latest answer took or more (or has never
-    /// answered one): out of reach by its silence. `false` while no call
+    /// too long (see [`Coordinator::too_long`]): out of reach by its
+    /// silence. `false` while no call
     /// is on its way to it.
     pub(crate) fn silent_too_long(&self, index: usize, now: Instant) -> bool {
-        self.call_times(index).silent_since.is_some_and(|since| {
-            let silent = now.saturating_duration_since(since);
-            self.answer_time(index)
-                .is_none_or(|took| silent >= took.saturating_mul(2))
-        })
+        self.call_times(index)
+            .silent_since
+            .is_some_and(|since| self.too_long(index, now.saturating_duration_since(since)))
+    }
+
+    /// Whether leaving a call unanswered for `silent` puts locker `index`
+    /// out of reach: for twice as long as its latest answer took, and at
+    /// least [`LEAST_PATIENCE`], or at once when it never answered.
+    pub(crate) fn too_long(&self, index: usize, silent: Duration) -> bool {
+        self.answer_time(index)
+            .is_none_or(|took| silent >= took.saturating_mul(2).max(LEAST_PATIENCE))
     }
 
     /// The latest failure of locker `index` that is not over: one that no

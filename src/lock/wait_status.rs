@@ -195,6 +195,16 @@ impl WaitStatus {
             waited,
         };
         for (index, answer) in answers.iter().enumerate() {
+            // A locker that refused or queued this round and has since left
+            // a call (the re-check that renews the place, say) unanswered
+            // too long is out of reach, not holding the lock elsewhere:
+            // what it said is no news of it any more.
+            let answer = match answer {
+                Some(Answer::Refused | Answer::Queued) if coord.silent_too_long(index, now) => {
+                    &None
+                }
+                answer => answer,
+            };
             match answer {
                 Some(Answer::Granted) => status.granted += 1,
                 Some(Answer::Refused | Answer::Queued) => status.held_elsewhere += 1,
@@ -232,11 +242,7 @@ impl WaitStatus {
                         .filter(|note| note.error.is_quarantine())
                         .and_then(|note| coord.open_since(index, note.at))
                         .map(|since| now.saturating_duration_since(since))
-                        .filter(|quiet| {
-                            coord
-                                .answer_time(index)
-                                .is_none_or(|took| *quiet >= took.saturating_mul(2))
-                        });
+                        .filter(|quiet| coord.too_long(index, *quiet));
                     match note {
                         Some(_) if gone_silent.is_some() => status.unreachable.push(Unreachable {
                             endpoint,
@@ -266,13 +272,9 @@ impl WaitStatus {
                             status.answering.push(endpoint)
                         }
                         // Asked less than twice as long ago as its latest
-                        // answer took: slow for now, not out of reach.
-                        None if coord
-                            .answer_time(index)
-                            .is_some_and(|took| silent < took.saturating_mul(2)) =>
-                        {
-                            status.answering.push(endpoint)
-                        }
+                        // answer took (and a moment): slow for now, not
+                        // out of reach.
+                        None if !coord.too_long(index, silent) => status.answering.push(endpoint),
                         None => status.unreachable.push(Unreachable {
                             endpoint,
                             reason: format!("no answer yet after {}", seconds(silent)),

@@ -226,7 +226,7 @@ impl WaitWatch {
     /// that follow (a term, a proclamation, a count check) waited for no
     /// holder. How its lockers stand decides: one whose latest failure
     /// came since the grant, with no answer after it, or that has left a
-    /// call unanswered for twice as long as its latest answer took, is out
+    /// call unanswered too long (`Coordinator::too_long`), is out
     /// of reach; one with a call on its way for less is still answering;
     /// any other answered what it was asked. Too few answered or
     /// answering: `QuorumUnavailable`, naming those out of reach. Else the
@@ -256,10 +256,7 @@ impl WaitWatch {
                 continue;
             };
             let silent = now.saturating_duration_since(since);
-            let answering = coord
-                .answer_time(index)
-                .is_some_and(|took| silent < took.saturating_mul(2));
-            if !answering {
+            if coord.too_long(index, silent) {
                 unreachable.push(Unreachable {
                     endpoint: locker.endpoint(),
                     reason: format!("no answer yet after {}", seconds(silent)),
