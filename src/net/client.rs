@@ -219,8 +219,10 @@ impl RemoteLocker {
     /// starts offline and keeps trying in the background, and
     /// [`connect_error`](Self::connect_error) says why it is offline. Nor
     /// is a TLS handshake refused over a certificate ([`Error::Tls`]),
-    /// since the server may be given a new one. A server that rejects the
-    /// token is an error: [`Error::Unauthorized`]. So is a
+    /// since the server may be given a new one; nor is a server that speaks
+    /// no protocol version this client speaks (the locker stays offline
+    /// and `connect_error` says to upgrade the client or the server). A
+    /// server that rejects the token is an error: [`Error::Unauthorized`]. So is a
     /// [`RemoteConfig::protocol_version`] this build does not speak, or,
     /// with TLS, an endpoint whose host is no name a certificate can carry
     /// (and no `ClientTls::server_name` is set):

@@ -196,6 +196,19 @@ impl Connection {
                         version = older;
                         continue;
                     }
+                    if wire::is_version_rejection(&reason) {
+                        // No version both speak: the token may be right,
+                        // and only an upgrade helps.
+                        return Err(Error::LockerUnavailable {
+                            endpoint: endpoint.to_owned(),
+                            reason: format!(
+                                "the server turned protocol version {version} away ({reason}), \
+                                 and this client speaks {} to {}; upgrade the client or the server",
+                                wire::MIN_PROTOCOL_VERSION,
+                                wire::PROTOCOL_VERSION
+                            ),
+                        });
+                    }
                     if wire::is_busy(&reason) {
                         // No room for now: the token is fine, try later.
                         return Err(Error::LockerUnavailable {
@@ -536,6 +549,12 @@ impl Connection {
                 self.down("the writer took no request within the call timeout");
                 Err(self.not_sent(timeout))
             }
+            Err(_) if self.outgoing.written.load(Ordering::Acquire) < frame => {
+                // Taken, but not all of it reached the socket: the writer
+                // stopped mid-write, for the same two reasons.
+                self.down("the writer did not finish a request within the call timeout");
+                Err(self.not_sent(timeout))
+            }
             Err(_) if self.reply_sits_unread() => {
                 // The server answered; the reader, on the runtime that
                 // opened the connection, is not being driven to read it.
@@ -567,13 +586,13 @@ impl Connection {
         closer.peek(&mut byte).is_ok()
     }
 
-    /// The error of a call whose request the writer did not take within
-    /// `timeout`.
+    /// The error of a call whose request the writer did not take, or not
+    /// write in full, within `timeout`.
     fn not_sent(&self, timeout: Duration) -> Error {
         Error::LockerUnavailable {
             endpoint: self.endpoint.clone(),
             reason: format!(
-                "the request was not even sent within {timeout:?}: the runtime that opened the \
+                "the request was not wholly sent within {timeout:?}: the runtime that opened the \
                  connection is not running its tasks, or the server stopped reading; \
                  reconnecting from this runtime"
             ),

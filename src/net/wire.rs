@@ -79,6 +79,12 @@ pub(crate) fn is_busy(reason: &str) -> bool {
     reason.starts_with(BUSY)
 }
 
+/// Whether a `Rejected` reason turns the offered version away (the shape
+/// [`fallback_version`] reads), whether or not it names one to try next.
+pub(crate) fn is_version_rejection(reason: &str) -> bool {
+    reason.starts_with("protocol version ") && reason.contains("this server speaks ")
+}
+
 /// The version to try next after a server rejected our `Hello` of version
 /// `offered` with `reason`: the newest version below `offered` that the
 /// reason lists after "this server speaks" and this build speaks too.

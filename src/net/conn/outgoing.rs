@@ -3,7 +3,9 @@
 //!
 //! Invariant: `untaken_since` is set when the outbox stops being empty
 //! and cleared when the writer takes its frames, so a call can tell a
-//! writer that has not run for a whole call timeout.
+//! writer that has not run for a whole call timeout; `written` never
+//! passes `taken`, and a frame counts as written only once all its bytes
+//! are in the socket.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -31,6 +33,11 @@ pub(super) struct Outgoing {
     /// How many frames the writer has taken: a call that times out before
     /// its frame was taken knows the writer is not running.
     pub(super) taken: AtomicU64,
+    /// How many frames the writer has wholly written to the socket: a
+    /// call that times out with its frame taken but not all written knows
+    /// the writer stopped mid-write (its runtime not driven, or the server
+    /// not reading).
+    pub(super) written: AtomicU64,
 }
 
 /// A frame put in the outbox: its number, counted from 1, and how long
@@ -84,17 +91,17 @@ impl Outgoing {
         Ok(appended)
     }
 
-    /// Swaps the outbox's frames for the empty `spare`; false when there
-    /// were none.
-    fn take(&self, spare: &mut BytesMut) -> bool {
+    /// Swaps the outbox's frames for the empty `spare`; the number of the
+    /// last frame taken, or `None` when there were none.
+    fn take(&self, spare: &mut BytesMut) -> Option<u64> {
         let mut outbox = self.outbox();
         if outbox.frames.is_empty() {
-            return false;
+            return None;
         }
         std::mem::swap(&mut outbox.frames, spare);
         outbox.untaken_since = None;
         self.taken.store(outbox.appended, Ordering::Release);
-        true
+        Some(outbox.appended)
     }
 }
 
@@ -111,13 +118,14 @@ pub(super) async fn write_batches(
     loop {
         outgoing.ready.notified().await;
         tokio::task::yield_now().await;
-        while outgoing.take(&mut batch) {
+        while let Some(last) = outgoing.take(&mut batch) {
             if io.write_all(&batch).await.is_err() || io.flush().await.is_err() {
                 if let Some(conn) = down.conn.upgrade() {
                     conn.broken.store(true, Ordering::Release);
                 }
                 return;
             }
+            outgoing.written.store(last, Ordering::Release);
             if batch.capacity() > LARGE_BUFFER {
                 batch = BytesMut::new();
             } else {
