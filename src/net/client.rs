@@ -274,6 +274,8 @@ impl RemoteLocker {
             Err(err) => {
                 tracing::warn!(endpoint = %shared.endpoint, %err, "cannot connect to the lock server; retrying in the background");
                 shared.note_connect_error(Some(err));
+                // This attempt failed too: the backoff moves a step on.
+                reconnect::failed_attempt(&shared);
                 reconnect_later(&shared);
             }
         }
