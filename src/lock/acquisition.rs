@@ -251,6 +251,13 @@ impl Acquisition {
             .collect()
     }
 
+    /// For each locker, the send time of the latest request it answered
+    /// (see `Slot::alive_since`): calls asked before it are no news of a
+    /// locker that answered it.
+    pub(crate) fn answered_since(&self) -> Vec<Instant> {
+        self.slots().slots.iter().map(|s| s.alive_since).collect()
+    }
+
     /// Whether a locker refused without keeping a place in line.
     pub(crate) fn refused_without_place(&self) -> bool {
         self.slots()

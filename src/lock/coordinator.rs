@@ -306,22 +306,25 @@ impl Coordinator {
                 .is_some_and(|answered| answered <= note.at)
     }
 
-    /// Whether locker `index` has left a call unanswered, at `now`, for
-    /// too long (see [`Coordinator::too_long`]): out of reach by its
-    /// silence. `false` while no call
-    /// is on its way to it.
-    pub(crate) fn silent_too_long(&self, index: usize, now: Instant) -> bool {
-        self.call_times(index)
-            .silent_since
-            .is_some_and(|since| self.too_long(index, now.saturating_duration_since(since)))
-    }
-
     /// Whether leaving a call unanswered for `silent` puts locker `index`
     /// out of reach: for twice as long as its latest answer took, and at
     /// least [`LEAST_PATIENCE`], or at once when it never answered.
     pub(crate) fn too_long(&self, index: usize, silent: Duration) -> bool {
         self.answer_time(index)
             .is_none_or(|took| silent >= took.saturating_mul(2).max(LEAST_PATIENCE))
+    }
+
+    /// Whether what locker `index` said to a request sent at `since` (a
+    /// refusal, a place in line) is no news of it any more: a call of this
+    /// client found it failing since, with no answer after, or it has left
+    /// a call asked since unanswered too long. Calls asked before `since`
+    /// do not count: it answered a later request.
+    pub(crate) fn gone_since(&self, index: usize, since: Instant, now: Instant) -> bool {
+        self.current_failure(index)
+            .is_some_and(|note| note.at >= since)
+            || self
+                .open_since(index, since)
+                .is_some_and(|asked| self.too_long(index, now.saturating_duration_since(asked)))
     }
 
     /// The latest failure of locker `index` that is not over: one that no

@@ -167,10 +167,15 @@ impl Round {
             (Verdict::Unavailable, None) => {
                 let state = &self.state;
                 let answers = state.answers();
-                Err(
-                    WaitStatus::of(&state.coord, quorum, &answers, state.started, state.started)
-                        .unavailable(),
+                let since = state.answered_since();
+                Err(WaitStatus::of(
+                    &state.coord,
+                    quorum,
+                    (&answers, &since),
+                    state.started,
+                    state.started,
                 )
+                .unavailable())
             }
         }
         .inspect(|()| tracing::trace!(granted = tally.granted(), "round granted"))

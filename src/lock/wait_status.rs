@@ -174,11 +174,12 @@ impl WaitStatus {
     }
 
     /// The status of a wait that began at `began`, from how each locker
-    /// answered (`None`: not yet) the round sent at `asked`.
+    /// answered (`None`: not yet) the round sent at `asked`, with the send
+    /// time of the request each answered.
     pub(crate) fn of(
         coord: &Coordinator,
         quorum: usize,
-        answers: &[Option<Answer>],
+        (answers, since): (&[Option<Answer>], &[Instant]),
         began: Instant,
         asked: Instant,
     ) -> WaitStatus {
@@ -195,12 +196,15 @@ impl WaitStatus {
             waited,
         };
         for (index, answer) in answers.iter().enumerate() {
-            // A locker that refused or queued this round and has since left
-            // a call (the re-check that renews the place, say) unanswered
-            // too long is out of reach, not holding the lock elsewhere:
-            // what it said is no news of it any more.
+            // A locker that refused or queued this round and has since been
+            // found failing, or left a call asked since (the re-check that
+            // renews the place, say) unanswered too long, is out of reach,
+            // not holding the lock elsewhere: what it said is no news of it
+            // any more.
             let answer = match answer {
-                Some(Answer::Refused | Answer::Queued) if coord.silent_too_long(index, now) => {
+                Some(Answer::Refused | Answer::Queued)
+                    if coord.gone_since(index, since.get(index).copied().unwrap_or(asked), now) =>
+                {
                     &None
                 }
                 answer => answer,

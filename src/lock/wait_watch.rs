@@ -423,25 +423,32 @@ impl Watched {
 
     fn status_of(&self, lane: &LaneRounds) -> WaitStatus {
         let mut answers = lane.current.answers();
+        let mut since = lane.current.answered_since();
         if let Some(previous) = &lane.previous {
             // A refusal (or a place in line) of the round before stands in
             // for a locker this round has not heard from yet, unless that
-            // locker has since gone silent too long; a grant of the round
-            // before does not, since a round that failed gave it back.
+            // locker has since been found failing or gone silent too long;
+            // a grant of the round before does not, since a round that
+            // failed gave it back.
             let coord = &lane.current.coord;
             let now = coord.clock.now();
+            let answered = previous.answered_since();
             for (index, (answer, before)) in answers.iter_mut().zip(previous.answers()).enumerate()
             {
                 let held = matches!(before, Some(Answer::Refused | Answer::Queued));
-                if answer.is_none() && held && !coord.silent_too_long(index, now) {
+                let before_since = answered.get(index).copied().unwrap_or(previous.started);
+                if answer.is_none() && held && !coord.gone_since(index, before_since, now) {
                     *answer = before;
+                    if let Some(at) = since.get_mut(index) {
+                        *at = before_since;
+                    }
                 }
             }
         }
         WaitStatus::of(
             &lane.current.coord,
             lane.current.args.quorum,
-            &answers,
+            (&answers, &since),
             self.began,
             lane.current.started,
         )
