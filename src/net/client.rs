@@ -220,8 +220,10 @@ impl RemoteLocker {
     /// [`connect_error`](Self::connect_error) says why it is offline. Nor
     /// is a TLS handshake refused over a certificate ([`Error::Tls`]),
     /// since the server may be given a new one; nor is a server that speaks
-    /// no protocol version this client speaks (the locker stays offline
-    /// and `connect_error` says to upgrade the client or the server). A
+    /// no protocol version this client offers (the locker stays offline
+    /// and `connect_error` says to raise
+    /// [`RemoteConfig::protocol_version`] when a newer version both speak
+    /// exists, else to upgrade the client or the server). A
     /// server that rejects the token is an error: [`Error::Unauthorized`]. So is a
     /// [`RemoteConfig::protocol_version`] this build does not speak, or,
     /// with TLS, an endpoint whose host is no name a certificate can carry

@@ -23,7 +23,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, Chain, ReadHalf};
-use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
@@ -37,10 +36,12 @@ use super::RemoteConfig;
 use crate::Error;
 mod dialing;
 mod outgoing;
+mod secure;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use dialing::Dialing;
+use secure::{cannot_connect, secure, tls_refusal};
 
 /// The reason of a call whose connection ended before its reply came; the
 /// locker adds what follows (`RemoteLocker::call_on`).
@@ -197,15 +198,27 @@ impl Connection {
                         continue;
                     }
                     if wire::is_version_rejection(&reason) {
-                        // No version both speak: the token may be right,
-                        // and only an upgrade helps.
+                        // No older version both speak: the token may be
+                        // right. A newer one both speak means the setting
+                        // holds the locker back; none, an upgrade.
+                        let newer = wire::versions_named(&reason)
+                            .filter(|v| *v > version && wire::speaks(*v))
+                            .max();
+                        let what = match newer {
+                            Some(newer) => format!(
+                                "this locker is held to version {version} by \
+                                 RemoteConfig::protocol_version; raise it to {newer}"
+                            ),
+                            None => format!(
+                                "this client speaks {} to {}; upgrade the client or the server",
+                                wire::MIN_PROTOCOL_VERSION,
+                                wire::PROTOCOL_VERSION
+                            ),
+                        };
                         return Err(Error::LockerUnavailable {
                             endpoint: endpoint.to_owned(),
                             reason: format!(
-                                "the server turned protocol version {version} away ({reason}), \
-                                 and this client speaks {} to {}; upgrade the client or the server",
-                                wire::MIN_PROTOCOL_VERSION,
-                                wire::PROTOCOL_VERSION
+                                "the server turned protocol version {version} away ({reason}); {what}"
                             ),
                         });
                     }
@@ -525,6 +538,7 @@ impl Connection {
         }
         let Appended {
             number: frame,
+            end,
             waited,
         } = self.outgoing.append(&Request { id, op })?;
         // Frames left by calls that gave up sooner have waited a whole
@@ -549,7 +563,7 @@ impl Connection {
                 self.down("the writer took no request within the call timeout");
                 Err(self.not_sent(timeout))
             }
-            Err(_) if self.outgoing.written.load(Ordering::Acquire) < frame => {
+            Err(_) if self.outgoing.written.load(Ordering::Acquire) < end => {
                 // Taken, but not all of it reached the socket: the writer
                 // stopped mid-write, for the same two reasons.
                 self.down("the writer did not finish a request within the call timeout");
@@ -651,60 +665,6 @@ pub(crate) fn instant_after(at: tokio::time::Instant, wait: Duration) -> tokio::
 /// Said of a server that stays silent: it may speak another protocol,
 /// one that waits for a request of its own.
 const SILENT: &str = " (a Redis server, for one, says nothing to a lock client)";
-
-/// Why a TCP connection was not made.
-fn cannot_connect(err: &std::io::Error) -> String {
-    match err.kind() {
-        std::io::ErrorKind::ConnectionRefused => {
-            "cannot connect: connection refused, nothing listens on that port (is the server \
-             running, and is this its port?)"
-                .to_owned()
-        }
-        _ => format!("cannot connect: {err}"),
-    }
-}
-
-/// Wraps the stream in TLS when the config asks for it, expecting the
-/// name [`ClientTls`](super::ClientTls) gives for `endpoint`.
-async fn secure(stream: TcpStream, endpoint: &str, config: &RemoteConfig) -> Result<BoxIo, Error> {
-    #[cfg(feature = "tls")]
-    if let Some(tls) = &config.tls {
-        let name = tls.name_for(endpoint)?;
-        return match tls.connector.connect(name, stream).await {
-            Ok(stream) => Ok(Box::new(stream)),
-            Err(e) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
-                let reason = super::tls::plain_answer(&e).unwrap_or_else(|| {
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        "the server closed the connection during the TLS handshake: check that \
-                         it serves TLS"
-                            .to_owned()
-                    } else {
-                        format!("TLS handshake failed: {e}")
-                    }
-                });
-                Error::LockerUnavailable {
-                    endpoint: endpoint.to_owned(),
-                    reason,
-                }
-            })),
-        };
-    }
-    let _ = (endpoint, config);
-    Ok(Box::new(stream))
-}
-
-/// [`Error::Tls`] when `err` is a TLS failure over a certificate.
-fn tls_refusal(endpoint: &str, err: &std::io::Error) -> Option<Error> {
-    #[cfg(feature = "tls")]
-    if let Some(reason) = super::tls::certificate_problem(err) {
-        return Some(Error::Tls {
-            endpoint: endpoint.to_owned(),
-            reason,
-        });
-    }
-    let _ = (endpoint, err);
-    None
-}
 
 /// Removes a request's reply slot when its caller stops waiting.
 struct Forget<'a> {

@@ -90,15 +90,21 @@ pub(crate) fn is_version_rejection(reason: &str) -> bool {
 /// reason lists after "this server speaks" and this build speaks too.
 /// `None` when the rejection was not about the version.
 pub(crate) fn fallback_version(reason: &str, offered: u16) -> Option<u16> {
-    if !reason.starts_with("protocol version ") {
-        return None;
-    }
-    let (_, spoken) = reason.split_once("this server speaks ")?;
+    versions_named(reason)
+        .filter(|v| *v < offered && speaks(*v))
+        .max()
+}
+
+/// The versions a `Rejected` reason lists after "this server speaks"
+/// (none when the rejection was not about the version).
+pub(crate) fn versions_named(reason: &str) -> impl Iterator<Item = u16> + '_ {
+    let spoken = reason
+        .strip_prefix("protocol version ")
+        .and_then(|rest| rest.split_once("this server speaks "))
+        .map_or("", |(_, spoken)| spoken);
     spoken
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|v| v.parse::<u16>().ok())
-        .filter(|v| *v < offered && speaks(*v))
-        .max()
 }
 
 /// Largest frame either side accepts, in bytes. A request at the resource

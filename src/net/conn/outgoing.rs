@@ -3,9 +3,9 @@
 //!
 //! Invariant: `untaken_since` is set when the outbox stops being empty
 //! and cleared when the writer takes its frames, so a call can tell a
-//! writer that has not run for a whole call timeout; `written` never
-//! passes `taken`, and a frame counts as written only once all its bytes
-//! are in the socket.
+//! writer that has not run for a whole call timeout. Frames are written
+//! in the order appended, so a frame is written whole once `written`
+//! reaches the byte count at its end.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -33,17 +33,20 @@ pub(super) struct Outgoing {
     /// How many frames the writer has taken: a call that times out before
     /// its frame was taken knows the writer is not running.
     pub(super) taken: AtomicU64,
-    /// How many frames the writer has wholly written to the socket: a
-    /// call that times out with its frame taken but not all written knows
-    /// the writer stopped mid-write (its runtime not driven, or the server
-    /// not reading).
+    /// How many bytes of frames the writer has handed to the socket: a
+    /// call that times out with its frame taken but its last byte not
+    /// written knows the writer stopped mid-write (its runtime not driven,
+    /// or the server not reading). Counted as each write returns, so a
+    /// frame written whole counts whatever the rest of its batch does.
     pub(super) written: AtomicU64,
 }
 
-/// A frame put in the outbox: its number, counted from 1, and how long
-/// the frames before it had waited for the writer.
+/// A frame put in the outbox: its number, counted from 1, where it ends
+/// in the bytes ever appended, and how long the frames before it had
+/// waited for the writer.
 pub(super) struct Appended {
     pub(super) number: u64,
+    pub(super) end: u64,
     pub(super) waited: Duration,
 }
 
@@ -52,6 +55,8 @@ struct Outbox {
     frames: BytesMut,
     /// How many frames were ever appended.
     appended: u64,
+    /// How many bytes were ever appended.
+    bytes: u64,
     /// Since when the frames there have waited for the writer.
     untaken_since: Option<tokio::time::Instant>,
 }
@@ -72,7 +77,10 @@ impl Outgoing {
             let waited = outbox
                 .untaken_since
                 .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+            let before = outbox.frames.len();
             wire::encode_frame(request, &mut outbox.frames)?;
+            let len = outbox.frames.len().saturating_sub(before);
+            outbox.bytes = outbox.bytes.saturating_add(len as u64);
             outbox.appended += 1;
             if was_empty {
                 outbox.untaken_since = Some(now);
@@ -80,6 +88,7 @@ impl Outgoing {
             (
                 Appended {
                     number: outbox.appended,
+                    end: outbox.bytes,
                     waited,
                 },
                 was_empty,
@@ -91,17 +100,17 @@ impl Outgoing {
         Ok(appended)
     }
 
-    /// Swaps the outbox's frames for the empty `spare`; the number of the
-    /// last frame taken, or `None` when there were none.
-    fn take(&self, spare: &mut BytesMut) -> Option<u64> {
+    /// Swaps the outbox's frames for the empty `spare`; false when there
+    /// were none.
+    fn take(&self, spare: &mut BytesMut) -> bool {
         let mut outbox = self.outbox();
         if outbox.frames.is_empty() {
-            return None;
+            return false;
         }
         std::mem::swap(&mut outbox.frames, spare);
         outbox.untaken_since = None;
         self.taken.store(outbox.appended, Ordering::Release);
-        Some(outbox.appended)
+        true
     }
 }
 
@@ -118,14 +127,17 @@ pub(super) async fn write_batches(
     loop {
         outgoing.ready.notified().await;
         tokio::task::yield_now().await;
-        while let Some(last) = outgoing.take(&mut batch) {
-            if io.write_all(&batch).await.is_err() || io.flush().await.is_err() {
+        while outgoing.take(&mut batch) {
+            if write_counted(&mut io, &batch, &outgoing.written)
+                .await
+                .is_err()
+                || io.flush().await.is_err()
+            {
                 if let Some(conn) = down.conn.upgrade() {
                     conn.broken.store(true, Ordering::Release);
                 }
                 return;
             }
-            outgoing.written.store(last, Ordering::Release);
             if batch.capacity() > LARGE_BUFFER {
                 batch = BytesMut::new();
             } else {
@@ -133,4 +145,22 @@ pub(super) async fn write_batches(
             }
         }
     }
+}
+
+/// Writes all of `batch`, adding each write's bytes to `written` as it
+/// returns.
+async fn write_counted(
+    io: &mut WriteHalf<BoxIo>,
+    mut batch: &[u8],
+    written: &AtomicU64,
+) -> std::io::Result<()> {
+    while !batch.is_empty() {
+        let n = io.write(batch).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        written.fetch_add(n as u64, Ordering::Release);
+        batch = &batch[n..];
+    }
+    Ok(())
 }
