@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -116,6 +116,9 @@ pub(crate) struct Connection {
     abandoned: AtomicBool,
     /// Set once the server answered a call on it.
     answered: AtomicBool,
+    /// Frames the reader has taken from the socket: one that moves is
+    /// being driven.
+    frames_read: AtomicU64,
     /// The socket, shut down when the connection goes down (see [`Link`]).
     closer: Option<socket2::Socket>,
     /// Taken by the first [`Connection::down`], so the owner hears once.
@@ -424,6 +427,7 @@ impl Connection {
             broken: AtomicBool::new(false),
             abandoned: AtomicBool::new(false),
             answered: AtomicBool::new(false),
+            frames_read: AtomicU64::new(0),
             outgoing: Arc::default(),
             pending: Mutex::default(),
             alive: AtomicBool::new(true),
@@ -569,7 +573,7 @@ impl Connection {
                 self.down("the writer did not finish a request within the call timeout");
                 Err(self.not_sent(timeout))
             }
-            Err(_) if self.reply_sits_unread() => {
+            Err(_) if self.reader_is_stalled().await => {
                 // The server answered; the reader, on the runtime that
                 // opened the connection, is not being driven to read it.
                 self.down("replies sit unread within the call timeout");
@@ -587,6 +591,20 @@ impl Connection {
                 after: timeout,
             }),
         }
+    }
+
+    /// Whether the reader is not being driven: bytes wait in the socket
+    /// unread, and still do a moment later with no frame read meanwhile.
+    /// Bytes that arrived just now wait a few microseconds for a reader
+    /// that runs, so one look could blame the runtime for a server that
+    /// was only slow with this call's answer.
+    async fn reader_is_stalled(&self) -> bool {
+        if !self.reply_sits_unread() {
+            return false;
+        }
+        let read = self.frames_read.load(Ordering::Acquire);
+        tokio::time::sleep(STALL_CHECK).await;
+        self.frames_read.load(Ordering::Acquire) == read && self.reply_sits_unread()
     }
 
     /// Whether bytes (or the end of the stream) wait in the socket unread:
@@ -662,6 +680,10 @@ pub(crate) fn instant_after(at: tokio::time::Instant, wait: Duration) -> tokio::
         .unwrap_or_else(|| at + Duration::from_secs(86_400 * 365))
 }
 
+/// How long a call that timed out with bytes unread in the socket gives
+/// the reader to take them before it counts the reader as not driven.
+const STALL_CHECK: Duration = Duration::from_millis(20);
+
 /// Said of a server that stays silent: it may speak another protocol,
 /// one that waits for a request of its own.
 const SILENT: &str = " (a Redis server, for one, says nothing to a lock client)";
@@ -721,6 +743,7 @@ async fn read_responses(
                 break;
             }
         };
+        conn.frames_read.fetch_add(1, Ordering::Release);
         let Ok(response) = wire::decode::<Response>(&frame) else {
             conn.garbled.store(true, Ordering::Release);
             log.undecodable.note(|count| {
