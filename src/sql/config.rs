@@ -46,7 +46,9 @@ pub struct SqlConfig {
     /// for a database that never granted a lock before, as in tests.
     pub quarantine: Duration,
     /// How long one call, connecting included, may take; the database is
-    /// told the same bound for statements and lock waits.
+    /// told the same bound for statements and lock waits, and twice it for
+    /// a transaction left idle, so that a client stopped mid-call frees
+    /// its rows (PostgreSQL and MariaDB; MySQL has no such setting).
     pub call_timeout: Duration,
     /// Connections in the pool; calls beyond it wait for one, up to the
     /// call timeout.

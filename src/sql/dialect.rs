@@ -514,7 +514,8 @@ impl Dialect {
     /// locks were won sees the previous holder's writes), and a server-side
     /// bound on how long a statement, a lock wait and an idle transaction
     /// may last, so that a client that vanished mid-call cannot keep rows
-    /// locked for longer than a call may take.
+    /// locked for longer than a call may take (an idle transaction: not on
+    /// MySQL, which has no bound for it).
     pub(super) fn session_setup(&self, call_timeout_ms: u64) -> Vec<String> {
         // PostgreSQL takes at most i32::MAX ms (24.8 days) for these.
         let ms = call_timeout_ms.clamp(1, i32::MAX as u64 / 2);
@@ -531,9 +532,16 @@ impl Dialect {
             Backend::MySql => vec![
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
                 "SET time_zone = '+00:00'".to_owned(),
+                // MariaDB also ends a transaction left idle (its client
+                // stopped or gone mid-call) after twice the call timeout,
+                // as PostgreSQL's idle_in_transaction_session_timeout
+                // does; MySQL, which has no such setting, reads the
+                // `/*M!` comment as a comment.
                 format!(
-                    "SET SESSION innodb_lock_wait_timeout = {}",
-                    ms.div_ceil(1000).max(1)
+                    "SET SESSION innodb_lock_wait_timeout = {} \
+                     /*M!100300 , idle_transaction_timeout = {} */",
+                    ms.div_ceil(1000).max(1),
+                    ms.saturating_mul(2).div_ceil(1000).max(1)
                 ),
             ],
         }

@@ -15,6 +15,8 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_stopped_caller_on_mariadb_frees_its_rows;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod fencing_marks_restores_and_extremes;
