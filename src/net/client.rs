@@ -158,7 +158,9 @@ impl Drop for Shared {
 /// close; so a runtime per call works. A current-thread runtime runs those
 /// tasks only inside its `block_on`; if the connection lives on one that
 /// is idle but not dropped, a call waits out
-/// [`RemoteConfig::call_timeout`], fails with
+/// [`RemoteConfig::call_timeout`] (and, when bytes wait unread in the
+/// socket, 20 ms more, to tell a reader that is not driven from an answer
+/// that just arrived), fails with
 /// [`Error::LockerUnavailable`] saying so, the socket is shut down (the
 /// server frees its slot), and the locker reconnects from the caller's
 /// runtime.

@@ -207,10 +207,19 @@ impl Connection {
                         let newer = wire::versions_named(&reason)
                             .filter(|v| *v > version && wire::speaks(*v))
                             .max();
+                        let held = config.protocol_version;
                         let what = match newer {
-                            Some(newer) => format!(
-                                "this locker is held to version {version} by \
+                            Some(newer) if newer > held => format!(
+                                "this locker is held to version {held} by \
                                  RemoteConfig::protocol_version; raise it to {newer}"
+                            ),
+                            // Offered before in this exchange and turned
+                            // away then: servers behind one address that
+                            // speak different versions (one being upgraded).
+                            Some(_) => format!(
+                                "the server had turned a newer version away in the same \
+                                 exchange: servers behind this address speak different \
+                                 versions (an upgrade under way?); a later attempt asks again"
                             ),
                             None => format!(
                                 "this client speaks {} to {}; upgrade the client or the server",

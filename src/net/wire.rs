@@ -95,16 +95,25 @@ pub(crate) fn fallback_version(reason: &str, offered: u16) -> Option<u16> {
         .max()
 }
 
-/// The versions a `Rejected` reason lists after "this server speaks"
-/// (none when the rejection was not about the version).
+/// The versions a `Rejected` reason lists after "this server speaks", as
+/// in "2, 3 and 4" (none when the rejection was not about the version).
+/// The list ends at the first word that is neither a number nor "and", so
+/// that digits in other text (an escaped control character) never read as
+/// a version.
 pub(crate) fn versions_named(reason: &str) -> impl Iterator<Item = u16> + '_ {
     let spoken = reason
         .strip_prefix("protocol version ")
         .and_then(|rest| rest.split_once("this server speaks "))
         .map_or("", |(_, spoken)| spoken);
     spoken
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|v| v.parse::<u16>().ok())
+        .split(|c: char| matches!(c, ',' | '.' | ';') || c.is_whitespace())
+        .filter(|word| !word.is_empty() && *word != "and")
+        .map_while(|word| {
+            word.chars()
+                .all(|c| c.is_ascii_digit())
+                .then(|| word.parse::<u16>().ok())
+                .flatten()
+        })
 }
 
 /// Largest frame either side accepts, in bytes. A request at the resource

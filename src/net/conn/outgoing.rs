@@ -36,7 +36,7 @@ pub(super) struct Outgoing {
     /// How many bytes of frames the writer has handed to the socket: a
     /// call that times out with its frame taken but its last byte not
     /// written knows the writer stopped mid-write (its runtime not driven,
-    /// or the server not reading). Counted as each write returns, so a
+    /// or the server not reading). Counted as each write is flushed, so a
     /// frame written whole counts whatever the rest of its batch does.
     pub(super) written: AtomicU64,
 }
@@ -131,7 +131,6 @@ pub(super) async fn write_batches(
             if write_counted(&mut io, &batch, &outgoing.written)
                 .await
                 .is_err()
-                || io.flush().await.is_err()
             {
                 if let Some(conn) = down.conn.upgrade() {
                     conn.broken.store(true, Ordering::Release);
@@ -147,8 +146,10 @@ pub(super) async fn write_batches(
     }
 }
 
-/// Writes all of `batch`, adding each write's bytes to `written` as it
-/// returns.
+/// Writes all of `batch`, adding each write's bytes to `written` once
+/// they are flushed: a TLS layer takes bytes into a buffer of its own and
+/// sends them to the socket only as it is flushed, which an idle runtime
+/// never does. (On plain TCP a flush does nothing.)
 async fn write_counted(
     io: &mut WriteHalf<BoxIo>,
     mut batch: &[u8],
@@ -159,6 +160,7 @@ async fn write_counted(
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
+        io.flush().await?;
         written.fetch_add(n as u64, Ordering::Release);
         batch = &batch[n..];
     }
