@@ -216,11 +216,11 @@ impl Connection {
                             // Offered before in this exchange and turned
                             // away then: servers behind one address that
                             // speak different versions (one being upgraded).
-                            Some(_) => format!(
-                                "the server had turned a newer version away in the same \
-                                 exchange: servers behind this address speak different \
-                                 versions (an upgrade under way?); a later attempt asks again"
-                            ),
+                            Some(_) => "the server had turned a newer version away in the \
+                                        same exchange: servers behind this address speak \
+                                        different versions (an upgrade under way?); a later \
+                                        attempt asks again"
+                                .to_owned(),
                             None => format!(
                                 "this client speaks {} to {}; upgrade the client or the server",
                                 wire::MIN_PROTOCOL_VERSION,
