@@ -78,6 +78,9 @@ where
         std::pin::Pin::new(timer).poll(cx)
     })
     .await;
+    // Decided, or ended early or at its deadline: nobody waits for the
+    // calls still running.
+    calls.settle();
     decided
 }
 

@@ -6,7 +6,7 @@
 //! way: each of those uses only what sits below it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -81,6 +81,9 @@ pub(crate) struct Coordinator {
 #[derive(Clone, Debug)]
 pub(crate) struct FailureNote {
     pub(crate) at: Instant,
+    /// When the failed call was asked: a locker that answered a request
+    /// sent later was heard from since, whenever this was noted.
+    pub(crate) asked: Instant,
     pub(crate) error: Error,
     /// How many calls the locker had answered on their first poll when
     /// this one failed: a later count says it answered since.
@@ -97,9 +100,9 @@ pub(crate) struct CallTimes {
     pub(crate) answered_at: Option<Instant>,
     /// When the earliest call still on its way to the locker was asked,
     /// whatever it answered since: it has left that call unanswered for
-    /// so long. A call the caller stopped waiting for (a refresh round or
-    /// a fencing draw that a quorum settled), or that failed (its failure
-    /// is noted), is not on its way.
+    /// so long. A call the caller stopped waiting for (a refresh round, a
+    /// fencing draw, an acquire round or a leader read that a quorum
+    /// settled), or that failed (its failure is noted), is not on its way.
     pub(crate) silent_since: Option<Instant>,
 }
 
@@ -107,18 +110,33 @@ pub(crate) struct CallTimes {
 #[derive(Debug, Default)]
 struct CallRecord {
     answered_at: Option<Instant>,
-    /// The calls on their way, by when they were asked: a count for each
-    /// instant. Bounded by the calls to the locker at once.
-    open: BTreeMap<Instant, u32>,
+    /// The calls on their way, by when they were asked (and a number, to
+    /// tell apart calls asked at one instant), each with whether its
+    /// caller still waits for it (`None`: a caller that waits to the end).
+    /// Bounded by the calls to the locker at once.
+    open: BTreeMap<(Instant, u64), Option<Waited>>,
+    next: u64,
 }
 
+/// Whether the caller of a fan-out still waits for its calls: cleared
+/// when a quorum settled it and its stragglers run on in the background
+/// (see `fanout::CallSet`). A straggler is no call the locker "left
+/// unanswered": nobody waits for it.
+pub(crate) type Waited = Arc<AtomicBool>;
+
 impl CallRecord {
-    fn close(&mut self, asked: Instant) {
-        if let Some(count) = self.open.get_mut(&asked) {
-            *count -= 1;
-            if *count == 0 {
-                self.open.remove(&asked);
-            }
+    /// The earliest call (asked at `from` or later, when given) that its
+    /// caller still waits for.
+    fn earliest_waited(&self, from: Option<Instant>) -> Option<Instant> {
+        let waited = |(key, waited): (&(Instant, u64), &Option<Waited>)| {
+            waited
+                .as_ref()
+                .is_none_or(|w| w.load(Ordering::Relaxed))
+                .then_some(key.0)
+        };
+        match from {
+            Some(from) => self.open.range((from, 0)..).find_map(waited),
+            None => self.open.iter().find_map(waited),
         }
     }
 }
@@ -129,9 +147,24 @@ pub(crate) struct AskedCall<'a> {
     coord: &'a Coordinator,
     index: usize,
     asked: Instant,
+    key: (Instant, u64),
+    waited: Option<Waited>,
 }
 
 impl AskedCall<'_> {
+    /// When the call was asked.
+    pub(crate) fn asked(&self) -> Instant {
+        self.asked
+    }
+
+    /// Whether its caller stopped waiting for it (a straggler of a settled
+    /// fan-out).
+    pub(crate) fn is_straggler(&self) -> bool {
+        self.waited
+            .as_ref()
+            .is_some_and(|w| !w.load(Ordering::Relaxed))
+    }
+
     /// The locker answered, at `at`.
     pub(crate) fn answered(self, at: Instant) {
         self.coord
@@ -157,7 +190,8 @@ impl Drop for AskedCall<'_> {
         if let Some(slot) = self.coord.call_records.get(self.index) {
             slot.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .close(self.asked);
+                .open
+                .remove(&self.key);
         }
     }
 }
@@ -199,10 +233,11 @@ impl Coordinator {
     }
 
     /// Remembers that a call to locker `index` failed with `error`.
-    pub(crate) fn note_failure(&self, index: usize, error: &Error) {
+    pub(crate) fn note_failure(&self, index: usize, error: &Error, asked: Instant) {
         if let Some(slot) = self.failures.get(index) {
             let note = FailureNote {
                 at: self.clock.now(),
+                asked,
                 error: error.clone(),
                 answers_before: self.answered_at_once(index),
                 grant_answers_before: self.grant_answers(index),
@@ -226,16 +261,27 @@ impl Coordinator {
     }
 
     /// A call to locker `index`, asked at `at`, was not answered on its
-    /// first poll: it is on its way until the returned record is dropped.
-    pub(crate) fn note_asked(&self, index: usize, at: Instant) -> AskedCall<'_> {
+    /// first poll: it is on its way until the returned record is dropped,
+    /// and waited for while `waited` (when given) is set.
+    pub(crate) fn note_asked(
+        &self,
+        index: usize,
+        at: Instant,
+        waited: Option<Waited>,
+    ) -> AskedCall<'_> {
+        let mut key = (at, 0);
         if let Some(slot) = self.call_records.get(index) {
             let mut record = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            *record.open.entry(at).or_insert(0) += 1;
+            key.1 = record.next;
+            record.next = record.next.wrapping_add(1);
+            record.open.insert(key, waited.clone());
         }
         AskedCall {
             coord: self,
             index,
             asked: at,
+            key,
+            waited,
         }
     }
 
@@ -247,7 +293,7 @@ impl Coordinator {
         let record = slot.lock().unwrap_or_else(PoisonError::into_inner);
         CallTimes {
             answered_at: record.answered_at,
-            silent_since: record.open.keys().next().copied(),
+            silent_since: record.earliest_waited(None),
         }
     }
 
@@ -256,7 +302,7 @@ impl Coordinator {
     pub(crate) fn open_since(&self, index: usize, at: Instant) -> Option<Instant> {
         let slot = self.call_records.get(index)?;
         let record = slot.lock().unwrap_or_else(PoisonError::into_inner);
-        record.open.range(at..).next().map(|(asked, _)| *asked)
+        record.earliest_waited(Some(at))
     }
 
     /// Locker `index` answered a call on its first poll.
@@ -321,7 +367,7 @@ impl Coordinator {
     /// do not count: it answered a later request.
     pub(crate) fn gone_since(&self, index: usize, since: Instant, now: Instant) -> bool {
         self.current_failure(index)
-            .is_some_and(|note| note.at >= since)
+            .is_some_and(|note| note.asked >= since)
             || self
                 .open_since(index, since)
                 .is_some_and(|asked| self.too_long(index, now.saturating_duration_since(asked)))

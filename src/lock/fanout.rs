@@ -1,15 +1,17 @@
 //! Running one call per locker at once, and handing the stragglers to the
 //! runtime when the caller stops waiting for them.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::lock::coordinator::{Coordinator, Outstanding};
+use crate::lock::coordinator::{Coordinator, Outstanding, Waited};
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
 use crate::Error;
@@ -50,6 +52,10 @@ impl<T> From<Started<T>> for Slot<T> {
 pub(crate) struct CallSet<T: Send + 'static> {
     calls: Vec<Slot<T>>,
     running: usize,
+    /// Set while the caller waits for the calls; cleared when a quorum
+    /// settled them ([`CallSet::settle`]). Calls note it as they are asked
+    /// (see [`WAITED`]).
+    waited: Waited,
     /// Where stragglers finish, counted among the coordinator's
     /// outstanding releases (a straggler may be a grant it must undo);
     /// `None` drops them instead.
@@ -80,6 +86,7 @@ impl<T: Send + 'static> CallSet<T> {
             running: calls.len(),
             calls,
             handle,
+            waited: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -93,6 +100,15 @@ impl<T: Send + 'static> CallSet<T> {
         self.calls
             .get(index)
             .is_some_and(|slot| !matches!(slot, Slot::Done))
+    }
+
+    /// The caller has what it needed from these calls (a quorum settled
+    /// the round): those still running are stragglers nobody waits for,
+    /// so their silence says nothing of their lockers. A set dropped
+    /// without this (its caller cancelled or gave up) leaves its calls
+    /// counted as waited for.
+    pub(crate) fn settle(&self) {
+        self.waited.store(false, Ordering::Relaxed);
     }
 
     /// Starts `call` in slot `index`, which must have finished.
@@ -112,13 +128,15 @@ impl<T: Send + 'static> CallSet<T> {
             let out = match std::mem::replace(slot, Slot::Done) {
                 Slot::Done => continue,
                 Slot::Answered(out) => out,
-                Slot::Running(mut call) => match call.as_mut().poll(cx) {
-                    Poll::Ready(out) => out,
-                    Poll::Pending => {
-                        *slot = Slot::Running(call);
-                        continue;
+                Slot::Running(mut call) => {
+                    match polled_for(&self.waited, || call.as_mut().poll(cx)) {
+                        Poll::Ready(out) => out,
+                        Poll::Pending => {
+                            *slot = Slot::Running(call);
+                            continue;
+                        }
                     }
-                },
+                }
             };
             self.running -= 1;
             done(index, out);
@@ -151,6 +169,25 @@ impl<T: Send + 'static> Drop for CallSet<T> {
             drop(counted);
         });
     }
+}
+
+thread_local! {
+    /// The `waited` flag of the fan-out polling its calls on this thread:
+    /// a call asked then is noted with it.
+    static WAITED: RefCell<Option<Waited>> = const { RefCell::new(None) };
+}
+
+/// Runs `poll` with `waited` as the fan-out whose call is polled.
+fn polled_for<R>(waited: &Waited, poll: impl FnOnce() -> R) -> R {
+    let before = WAITED.with(|w| w.replace(Some(waited.clone())));
+    let out = poll();
+    WAITED.with(|w| *w.borrow_mut() = before);
+    out
+}
+
+/// The fan-out a call asked now belongs to, if any.
+fn current_waited() -> Option<Waited> {
+    WAITED.with(|w| w.borrow().clone())
 }
 
 /// Awaits one locker call, failing it with [`Error::LockerTimeout`] when
@@ -219,7 +256,7 @@ where
         return noted_now(coord, index, kind, out);
     }
     let watch = kind.and_then(|kind| coord.telemetry.call_stopwatch(index, kind));
-    let asked = coord.note_asked(index, coord.clock.now());
+    let asked = coord.note_asked(index, coord.clock.now(), current_waited());
     let endpoint = || {
         coord
             .lockers
@@ -238,10 +275,16 @@ where
             }
         }
         Err(err) => {
+            // A straggler nobody waited for that ran out its deadline says
+            // nothing of the locker either.
+            let unheeded = asked.is_straggler() && matches!(err, Error::LockerTimeout { .. });
+            let at = asked.asked();
             if err.is_quarantine() {
                 asked.refused(coord.clock.now());
             }
-            coord.note_failure(index, err);
+            if !unheeded {
+                coord.note_failure(index, err, at);
+            }
         }
     }
     out
@@ -277,7 +320,7 @@ fn noted_now<T>(
                 // Refused at once: as quick as an answer, for timing.
                 coord.note_answer(index, std::time::Duration::ZERO);
             }
-            coord.note_failure(index, err);
+            coord.note_failure(index, err, coord.clock.now());
         }
     }
     out

@@ -160,6 +160,7 @@ impl Round {
             }
         })
         .await;
+        calls.settle();
         match (verdict, permanent) {
             (Verdict::Granted, _) => Ok(()),
             (_, Some(err)) => Err(err),
