@@ -473,10 +473,13 @@ impl Dialect {
                      value bytea,\n  \
                      PRIMARY KEY (name, uid, kind)\n)"
                 ),
+                // Quoted, as the tables are: unquoted, PostgreSQL folds
+                // them to lower case, and prefixes that differ only in
+                // case would share them.
                 format!(
-                    "CREATE INDEX {prefix}entries_by_deadline ON {entries} (deadline) WHERE kind IN ('h', 'q')"
+                    "CREATE INDEX \"{prefix}entries_by_deadline\" ON {entries} (deadline) WHERE kind IN ('h', 'q')"
                 ),
-                format!("CREATE INDEX {prefix}entries_by_uid ON {entries} (uid) WHERE kind IN ('h', 'q')"),
+                format!("CREATE INDEX \"{prefix}entries_by_uid\" ON {entries} (uid) WHERE kind IN ('h', 'q')"),
                 format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
                 marker,
                 format!("INSERT INTO {fence} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING"),

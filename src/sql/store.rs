@@ -246,10 +246,27 @@ impl Store {
                 for statement in &statements {
                     if let Err(err) = tx.execute(statement.as_str()).await {
                         drop(tx);
-                        if is_already_there(&err) {
-                            return Ok(());
+                        if !is_already_there(&err) {
+                            return Err(self.error(err));
                         }
-                        return Err(self.error(err));
+                        // A concurrent creator made the tables; unless what
+                        // exists is something else of the same name, and
+                        // this rolled back leaves no table.
+                        return match conn.execute(self.dialect.table_exists().as_str()).await {
+                            Ok(_) => Ok(()),
+                            Err(missing) if is_missing_table(&missing) => {
+                                Err(self.unavailable(format!(
+                                    "cannot create the table {}: {} (another object has a \
+                                     name it needs; choose another table_prefix)",
+                                    self.dialect.tables.entries,
+                                    match self.error(err) {
+                                        Error::LockerUnavailable { reason, .. } => reason,
+                                        other => other.to_string(),
+                                    }
+                                )))
+                            }
+                            Err(other) => Err(self.error(other)),
+                        };
                     }
                 }
                 tx.commit().await.map_err(|e| self.error(e))?;

@@ -25,6 +25,8 @@ mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_statement_grants_and_epochs;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod prefixes_differing_in_case_get_tables_of_their_own;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod releases_on_mariadb_read_only_their_own_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
