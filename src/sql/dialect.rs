@@ -435,6 +435,13 @@ impl Dialect {
     /// (no quarantine: nothing was ever granted from a table that did not
     /// exist).
     pub(super) fn create(&self) -> Vec<String> {
+        self.create_in(false)
+    }
+
+    /// [`create`](Self::create), for a table that this locker found before
+    /// and found missing since (`again`): its epoch starts now whatever the
+    /// fence table holds, since grants were made from the table dropped.
+    pub(super) fn create_in(&self, again: bool) -> Vec<String> {
         let Tables {
             entries,
             fence,
@@ -446,9 +453,14 @@ impl Dialect {
         // existed before; an entries table dropped and created again beside
         // the old fence table starts its epoch now, in quarantine.
         let now_ms = self.now_ms();
+        let epoch = if again {
+            now_ms.clone()
+        } else {
+            format!("CASE WHEN EXISTS (SELECT 1 FROM {fence}) THEN {now_ms} ELSE 0 END")
+        };
         let marker = format!(
             "INSERT INTO {entries} (name, uid, kind, deadline, ticket) SELECT '', '', 'e', \
-             CASE WHEN EXISTS (SELECT 1 FROM {fence}) THEN {now_ms} ELSE 0 END, {}",
+             {epoch}, {}",
             self.identity(false)
         );
         match self.backend {

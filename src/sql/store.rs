@@ -26,7 +26,6 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Connection, Executor, Row as _, Transaction};
 use tokio::sync::mpsc::UnboundedSender;
-use tokio::sync::OnceCell;
 
 use super::dialect::{Backend, Dialect};
 use super::state::{mode_char, Op, Row, Table};
@@ -72,7 +71,14 @@ pub(super) struct Store {
     pub server: Server,
     call_timeout: Duration,
     create_tables: bool,
-    ready: OnceCell<()>,
+    /// Whether the tables were found (or made) since the latest call that
+    /// found them missing: a table dropped under a running locker is
+    /// made again by the next call, in a new epoch (so in quarantine).
+    ready: AtomicBool,
+    /// One setup at a time.
+    setting_up: tokio::sync::Mutex<()>,
+    /// Whether a setup of this locker found (or made) the tables once.
+    found_before: AtomicBool,
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
@@ -164,7 +170,9 @@ impl Store {
             server,
             call_timeout,
             create_tables,
-            ready: OnceCell::new(),
+            ready: AtomicBool::new(false),
+            setting_up: tokio::sync::Mutex::new(()),
+            found_before: AtomicBool::new(false),
             started_ms,
             online: AtomicBool::new(true),
             own: (own.0, std::sync::Mutex::new(own.1)),
@@ -191,10 +199,14 @@ impl Store {
         F: std::future::Future<Output = Result<T, Error>>,
     {
         let outcome = tokio::time::timeout(self.call_timeout, async {
-            self.ready
-                .get_or_try_init(|| self.setup())
-                .await
-                .map(|_| ())?;
+            if !self.ready.load(Ordering::Acquire) {
+                let _one = self.setting_up.lock().await;
+                if !self.ready.load(Ordering::Acquire) {
+                    self.setup().await?;
+                    self.ready.store(true, Ordering::Release);
+                    self.found_before.store(true, Ordering::Release);
+                }
+            }
             f.await
         })
         .await;
@@ -236,7 +248,9 @@ impl Store {
                 self.dialect.tables.entries
             )));
         }
-        let statements = self.dialect.create();
+        let statements = self
+            .dialect
+            .create_in(self.found_before.load(Ordering::Acquire));
         match self.dialect.backend {
             // Transactional DDL: the tables and the first epoch marker
             // appear together or not at all; a concurrent creator makes
@@ -661,6 +675,10 @@ impl Store {
     /// A database error in words that say what to do about it; never the
     /// URL or its credentials.
     pub(super) fn error(&self, err: sqlx::Error) -> Error {
+        if is_missing_table(&err) {
+            // Dropped under a running locker: the next call makes it again.
+            self.ready.store(false, Ordering::Release);
+        }
         let reason = match &err {
             sqlx::Error::Database(db) => {
                 let code = code_of(&**db);
@@ -677,6 +695,11 @@ impl Store {
                     "25006" | "1290" | "1836" | "1792" => format!(
                         "the database is read-only ({message}): a replica, or read_only is \
                          set; point the locker at the primary"
+                    ),
+                    "42P01" | "1146" => format!(
+                        "a lock table does not exist ({message}): dropped while the locker ran? \
+                         The next call makes it again (when create_tables is on), in a new \
+                         epoch, so in quarantine"
                     ),
                     "3D000" | "1049" => format!(
                         "the database named in the URL does not exist ({message}); create it"

@@ -17,6 +17,8 @@ mod text_before_a_scheme_never_shows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod each_locker_gets_and_keeps_tables_of_its_own;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod fencing_marks_restores_and_extremes;
@@ -24,8 +26,6 @@ mod fencing_marks_restores_and_extremes;
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_statement_grants_and_epochs;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod prefixes_differing_in_case_get_tables_of_their_own;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod releases_on_mariadb_read_only_their_own_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

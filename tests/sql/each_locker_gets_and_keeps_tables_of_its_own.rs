@@ -1,8 +1,10 @@
-//! Reproduces a past break: two table prefixes that differ only in case (`pc_`, `PC_`) got one set of index names on PostgreSQL, which folds unquoted names to lower case, so the second locker's tables were never made: `connect()` returned Ok and every call then failed with 42P01 (no such table).
+//! Reproduces a past break: two table prefixes that differ only in case (`pc_`, `PC_`) got one set of index names on PostgreSQL, which folds unquoted names to lower case, so the second locker's tables were never made: `connect()` returned Ok and every call then failed with 42P01 (no such table); and an entries table dropped under a running locker was never made again.
 //!
 //! The table names are quoted, and so tell the prefixes apart; the index
 //! names were not. Each locker must get tables of its own, on both
-//! databases, and grant on them.
+//! databases, and grant on them; a name its tables need that something
+//! else holds is an error at `connect`; and a table dropped while it runs
+//! is made again by its next call, in quarantine.
 
 use std::time::Duration;
 
@@ -17,7 +19,7 @@ fn args(uid: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec!["name".to_owned()].into(),
         owner: "test".into(),
-        source: "tests/sql/prefixes_differing_in_case_get_tables_of_their_own.rs".into(),
+        source: "tests/sql/each_locker_gets_and_keeps_tables_of_its_own.rs".into(),
         quorum: 1,
     }
 }
@@ -79,4 +81,37 @@ async fn a_name_the_tables_need_taken_by_something_else_is_an_error_at_connect()
         text.contains("cannot create the table") && text.contains("table_prefix"),
         "{text}"
     );
+}
+
+/// An entries table dropped under a running locker is made again by the
+/// next call, in a new epoch: in quarantine, since grants were made from
+/// the table that was dropped. Before, every call failed with 42P01 (no
+/// such table) for as long as the locker ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entries_table_dropped_under_a_running_locker_is_made_again_in_quarantine() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let quarantine = Duration::from_secs(30);
+    for url in [servers.pg.clone(), servers.maria.clone()] {
+        let locker =
+            SqlLocker::connect(&url, config("dropped_", Duration::from_secs(1), quarantine))
+                .await
+                .expect("a database");
+        let _ = locker.lock(&args("before")).await;
+        servers.run(&url, "DROP TABLE dropped_entries".into()).await;
+        let first = locker.lock(&args("after-drop")).await;
+        let Err(err) = first else {
+            panic!("{url}: a lock answered {first:?} with its table dropped");
+        };
+        assert!(err.to_string().contains("does not exist"), "{url}: {err}");
+        let again = locker.quarantine_left().await;
+        let left = again
+            .unwrap_or_else(|e| panic!("{url}: the table was not made again: {e}"))
+            .unwrap_or_else(|| panic!("{url}: the table made again is not in quarantine"));
+        assert!(
+            left > quarantine - Duration::from_secs(10) && left <= quarantine,
+            "{url}: {left:?}"
+        );
+    }
 }
