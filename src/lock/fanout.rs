@@ -103,10 +103,11 @@ impl<T: Send + 'static> CallSet<T> {
     }
 
     /// The caller has what it needed from these calls (a quorum settled
-    /// the round): those still running are stragglers nobody waits for,
-    /// so their silence says nothing of their lockers. A set dropped
-    /// without this (its caller cancelled or gave up) leaves its calls
-    /// counted as waited for.
+    /// the round, or granted the wait): those still running are
+    /// stragglers nobody waits for, so their silence says nothing of their
+    /// lockers. A set dropped without this (its caller cancelled or gave
+    /// up, and may say why it waited, from these calls, right after) leaves
+    /// its calls counted until they end, by their own deadline at most.
     pub(crate) fn settle(&self) {
         self.waited.store(false, Ordering::Relaxed);
     }

@@ -285,7 +285,12 @@ impl WaitRound {
                 return Poll::Ready(Err(WaitEnd::Failed(err)));
             }
             match state.try_win() {
-                Win::Won => return Poll::Ready(Ok(())),
+                Win::Won => {
+                    // A quorum granted: the calls still running are
+                    // stragglers nobody waits for.
+                    calls.settle();
+                    return Poll::Ready(Ok(()));
+                }
                 Win::Stale => return Poll::Ready(Err(WaitEnd::Stale)),
                 Win::Open => {}
             }
