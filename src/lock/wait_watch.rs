@@ -224,9 +224,10 @@ impl WaitWatch {
 
     /// An operation that got its lock and then ran out of time in the calls
     /// that follow (a term, a proclamation, a count check) waited for no
-    /// holder. How its lockers stand decides: one whose latest failure
-    /// came since the grant, with no answer after it, or that has left a
-    /// call unanswered too long (`Coordinator::too_long`), is out
+    /// holder. How its lockers stand decides, by the calls asked since the
+    /// grant: one whose latest failure was of such a call, with no answer
+    /// after it, or that has left one unanswered too long
+    /// (`Coordinator::too_long`), is out
     /// of reach; one with a call on its way for less is still answering;
     /// any other answered what it was asked. Too few answered or
     /// answering: `QuorumUnavailable`, naming those out of reach. Else the
@@ -245,14 +246,20 @@ impl WaitWatch {
             // Whether it answers what it is asked (a release, a term), not
             // whether it grants: a refusal for quarantine that an answer
             // followed is over here.
-            if let Some(note) = coord.unanswered_failure(index).filter(|note| note.at >= at) {
+            // Only calls asked since the grant count, as for a locker that
+            // queued a wait: an older call, failing or silent, is no news
+            // of a locker that granted.
+            if let Some(note) = coord
+                .unanswered_failure(index)
+                .filter(|note| note.asked >= at)
+            {
                 unreachable.push(Unreachable {
                     endpoint: locker.endpoint(),
                     reason: note.error.locker_reason(),
                 });
                 continue;
             }
-            let Some(since) = coord.call_times(index).silent_since else {
+            let Some(since) = coord.open_since(index, at) else {
                 continue;
             };
             let silent = now.saturating_duration_since(since);
