@@ -122,7 +122,7 @@ async fn serve_session(mut stream: TcpStream, token: &str) -> Result<(), Error> 
     };
     let welcome = if hello.token != token {
         Welcome::Rejected {
-            reason: "invalid token".into(),
+            reason: wire::INVALID_TOKEN.into(),
         }
     } else if !wire::speaks(hello.version) {
         Welcome::Rejected {

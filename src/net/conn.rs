@@ -234,16 +234,17 @@ impl Connection {
                             ),
                         });
                     }
-                    if wire::is_busy(&reason) {
-                        // No room for now: the token is fine, try later.
-                        return Err(Error::LockerUnavailable {
+                    if wire::is_token_rejection(&reason) {
+                        return Err(Error::Unauthorized {
                             endpoint: endpoint.to_owned(),
-                            reason: format!("the server turned the connection away: {reason}"),
+                            reason,
                         });
                     }
-                    return Err(Error::Unauthorized {
+                    // No room for now, a handshake that came late or in
+                    // part: nothing says the token is wrong; try later.
+                    return Err(Error::LockerUnavailable {
                         endpoint: endpoint.to_owned(),
-                        reason,
+                        reason: format!("the server turned the connection away: {reason}"),
                     });
                 }
             };

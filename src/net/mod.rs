@@ -75,6 +75,6 @@ pub use server::{listen, LockServer, ServerStats, LISTEN_BACKLOG};
 #[cfg(feature = "tls")]
 pub use tls::{ClientTls, ServerTls};
 pub use wire::{
-    MAX_FRAME, MAX_HELLO_FRAME, MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_UID_LEN, MIN_PROTOCOL_VERSION,
-    PROTOCOL_VERSION,
+    MAX_FRAME, MAX_HELLO_FRAME, MAX_OWNER_LEN, MAX_SOURCE_LEN, MAX_TOKEN_LEN, MAX_UID_LEN,
+    MIN_PROTOCOL_VERSION, PROTOCOL_VERSION,
 };

@@ -52,12 +52,24 @@ pub struct LockServer {
 
 impl LockServer {
     /// A server for `locker`. Fails with [`Error::InvalidArgument`] when the
-    /// client token is empty or the admin token equals it.
+    /// client token is empty or the admin token equals it, or a token is
+    /// longer than [`MAX_TOKEN_LEN`](super::MAX_TOKEN_LEN).
     pub fn new(locker: Arc<LocalLocker>, config: ServerConfig) -> Result<Self, Error> {
         if config.client_token.is_empty() {
             return Err(Error::InvalidArgument(
                 "the client token must not be empty".into(),
             ));
+        }
+        let longest = config
+            .client_token
+            .len()
+            .max(config.admin_token.as_deref().map_or(0, str::len));
+        if longest > super::MAX_TOKEN_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "a token of {longest} bytes cannot be presented: a client's handshake holds at \
+                 most {} bytes of token; use a shorter one",
+                super::MAX_TOKEN_LEN
+            )));
         }
         if config
             .admin_token

@@ -383,7 +383,7 @@ async fn handshake(
         Ok(hello) => server
             .role_of(&hello.token)
             .map(|role| (role, hello.version))
-            .ok_or_else(|| Refused::auth(AuthRefusal::Token, "invalid token")),
+            .ok_or_else(|| Refused::auth(AuthRefusal::Token, wire::INVALID_TOKEN)),
         Err(refused) => Err(refused),
     };
     // Only a peer with a token learns whether there is room for it.

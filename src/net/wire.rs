@@ -74,10 +74,20 @@ pub(crate) fn unsupported_version(version: u16) -> String {
 /// and try again; any other rejection of a known version is final.
 pub(crate) const BUSY: &str = "server busy: ";
 
-/// Whether a `Rejected` reason says the server is busy ([`BUSY`]).
-pub(crate) fn is_busy(reason: &str) -> bool {
-    reason.starts_with(BUSY)
+/// The reason a server gives for a token it does not know: the only
+/// rejection that is about the token (others are about the version, room,
+/// or a handshake that came late, in part, or malformed).
+pub(crate) const INVALID_TOKEN: &str = "invalid token";
+
+/// Whether a `Rejected` reason says the token is not one the server takes.
+pub(crate) fn is_token_rejection(reason: &str) -> bool {
+    reason.starts_with(INVALID_TOKEN)
 }
+
+/// The longest token a client can present: a `Hello` holds its version and
+/// the token's length (up to 3 bytes each) and must fit in
+/// [`MAX_HELLO_FRAME`].
+pub const MAX_TOKEN_LEN: usize = MAX_HELLO_FRAME - 8;
 
 /// Whether a `Rejected` reason turns the offered version away (the shape
 /// [`fallback_version`] reads), whether or not it names one to try next.
@@ -95,25 +105,20 @@ pub(crate) fn fallback_version(reason: &str, offered: u16) -> Option<u16> {
         .max()
 }
 
-/// The versions a `Rejected` reason lists after "this server speaks", as
-/// in "2, 3 and 4" (none when the rejection was not about the version).
-/// The list ends at the first word that is neither a number nor "and", so
-/// that digits in other text (an escaped control character) never read as
-/// a version.
+/// The versions a `Rejected` reason lists after "this server speaks": every
+/// number there, however the list is written ("2, 3 and 4", "(2, 3 and
+/// 4)", "2 3 4"). Digits of other text (an escaped control character) read
+/// as versions too; that can only come from a server that could as well
+/// name any version outright, and [`fallback_version`] offers only one this
+/// build speaks, below the one offered.
 pub(crate) fn versions_named(reason: &str) -> impl Iterator<Item = u16> + '_ {
     let spoken = reason
         .strip_prefix("protocol version ")
         .and_then(|rest| rest.split_once("this server speaks "))
         .map_or("", |(_, spoken)| spoken);
     spoken
-        .split(|c: char| matches!(c, ',' | '.' | ';') || c.is_whitespace())
-        .filter(|word| !word.is_empty() && *word != "and")
-        .map_while(|word| {
-            word.chars()
-                .all(|c| c.is_ascii_digit())
-                .then(|| word.parse::<u16>().ok())
-                .flatten()
-        })
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|v| v.parse::<u16>().ok())
 }
 
 /// Largest frame either side accepts, in bytes. A request at the resource

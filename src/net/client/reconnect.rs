@@ -174,7 +174,6 @@ const GRACE: Duration = Duration::from_millis(250);
 /// with their runtime (a runtime per call) or never run (a runtime driven
 /// only inside each call's `block_on`): a call that finds an attempt
 /// overdue and no task showing progress makes it itself.
-#[derive(Default)]
 pub(super) struct Schedule {
     /// The task (or call) making the attempts: which, and when it last
     /// showed progress.
@@ -183,6 +182,21 @@ pub(super) struct Schedule {
     failed: u32,
     /// When the next attempt is due; `None` when none is scheduled.
     due: Option<Instant>,
+    /// Wakes a sleeping task when the runner changes (a connection came
+    /// in, a call took over); dropped with the locker, which wakes them
+    /// too, so that none sleeps on for a locker that is gone.
+    wake: tokio::sync::watch::Sender<()>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            runner: None,
+            failed: 0,
+            due: None,
+            wake: tokio::sync::watch::Sender::new(()),
+        }
+    }
 }
 
 struct Beat {
@@ -202,6 +216,7 @@ impl Schedule {
         self.failed = 0;
         self.due = None;
         self.runner = None;
+        self.wake.send_replace(());
     }
 
     /// Whether a runner showed progress within its patience.
@@ -297,27 +312,29 @@ pub(super) fn reconnect_later(shared: &Arc<Shared>) {
             at: now,
             patience: patience(&shared.config),
         });
-        id
+        (id, schedule.wake.subscribe())
     };
     let Some(runtime) = runtime else { return };
     // Created before the spawn and owned by the task, so the runner is
     // cleared however the task ends, including when it is dropped unrun
     // because its runtime is shutting down.
+    let (id, wake) = id;
     let claim = Reconnecting {
         shared: Arc::downgrade(shared),
         id,
+        wake,
     };
     let weak: Weak<Shared> = Arc::downgrade(shared);
     runtime.spawn(async move {
-        let claim = claim;
-        reconnect(&claim, &weak).await;
+        let mut claim = claim;
+        reconnect(&mut claim, &weak).await;
     });
 }
 
 /// The background reconnect's attempts, each when due, until one
 /// connects, the locker is gone, a newer task supersedes this one, or the
 /// token is rejected.
-async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
+async fn reconnect(claim: &mut Reconnecting, weak: &Weak<Shared>) {
     for attempt in 0u32.. {
         // Until the attempt is due; a call's failed attempt may have put
         // it later meanwhile.
@@ -328,7 +345,16 @@ async fn reconnect(claim: &Reconnecting, weak: &Weak<Shared>) {
             if wait.is_zero() {
                 break;
             }
-            tokio::time::sleep(wait).await;
+            // Woken early when the runner changes, and for good when the
+            // locker is dropped (the sender goes with it).
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                changed = claim.wake.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
         }
         let dial = match weak.upgrade() {
             Some(shared) => Dial::new(&shared),
@@ -416,7 +442,9 @@ pub(super) fn mend_a_dead_install(shared: &Arc<Shared>, conn: &Connection) {
 /// it (on a runtime driven only inside calls, say) ends at its next note
 /// instead of dialling beside it.
 pub(super) fn take_over(shared: &Shared, id: u64, now: Instant, patience: Duration) {
-    schedule(shared).runner = Some(Beat {
+    let mut schedule = schedule(shared);
+    schedule.wake.send_replace(());
+    schedule.runner = Some(Beat {
         id,
         at: now,
         patience,
@@ -437,6 +465,7 @@ pub(super) fn free(shared: &Shared, id: u64) {
 struct Reconnecting {
     shared: Weak<Shared>,
     id: u64,
+    wake: tokio::sync::watch::Receiver<()>,
 }
 
 impl Reconnecting {
