@@ -369,9 +369,16 @@ impl Shared {
                              ns): clocks out of sync, or a client sent a bogus floor"
                         )))
                     } else {
-                        let token = now_ns
-                            .max(floor)
-                            .max(mark.map_or(0, |m| m.saturating_add(1)));
+                        // No mark row (the fence table emptied or restored
+                        // without it; a new table has one): any token
+                        // drawn before was at most its clock plus the
+                        // tolerance (a floor beyond is refused), so one
+                        // from the clock plus the tolerance goes on above.
+                        let least = match mark {
+                            Some(mark) => mark.saturating_add(1),
+                            None => limit,
+                        };
+                        let token = now_ns.max(floor).max(least);
                         match i64::try_from(token) {
                             Ok(stored) => {
                                 t.ops.push(state::Op::Mark { token: stored });

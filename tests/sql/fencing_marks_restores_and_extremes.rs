@@ -400,3 +400,47 @@ async fn a_call_timeout_beyond_postgres_range_still_connects_and_grants() {
         .expect("an answer");
     assert!(granted);
 }
+
+/// A past break, fixed: a fence table emptied alone (`TRUNCATE`, or a restore of that table
+/// that lost its row) let tokens go back. The entries table kept its
+/// epoch, so no quarantine started, and the next token was the database's
+/// clock: below one drawn a moment before with a floor ahead of it (a
+/// token of another node, within the clock tolerance of one second).
+/// With no mark to go by, a token starts one tolerance ahead of the
+/// clock, above any token drawn before with a floor the locker took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_never_go_back_when_the_fence_table_is_emptied() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    for url in [servers.pg.clone(), servers.maria.clone()] {
+        let locker = SqlLocker::connect(&url, config("emptied_"))
+            .await
+            .expect("a database");
+        let held = args("a", &["x"]);
+        assert!(locker.lock(&held).await.expect("a lock"));
+        // A floor 800 ms ahead of the database's clock (the clocks of the
+        // two kinds of server here agree with this process's).
+        let ahead = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .saturating_add(Duration::from_millis(800));
+        let floor = u64::try_from(ahead.as_nanos()).expect("fits");
+        let first = locker
+            .fence(&held, LockMode::Write, floor)
+            .await
+            .expect("a token")
+            .expect("held");
+        assert!(first >= floor, "{url}: {first} < {floor}");
+        servers.run(&url, "DELETE FROM emptied_fence".into()).await;
+        let second = locker
+            .fence(&held, LockMode::Write, 0)
+            .await
+            .expect("a token")
+            .expect("held");
+        assert!(
+            second > first,
+            "{url}: the token went back from {first} to {second} after the fence table was emptied"
+        );
+    }
+}
