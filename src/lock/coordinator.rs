@@ -93,6 +93,19 @@ pub(crate) struct FailureNote {
     grant_answers_before: u64,
 }
 
+impl FailureNote {
+    /// From when the failure speaks of the locker: a call that timed out
+    /// says it was silent since it was asked, so an answer to a later call
+    /// outweighs it, whenever the timeout was noted; any other failure (a
+    /// connection refused, a refusal) speaks of the moment it was noted.
+    pub(crate) fn evidence(&self) -> Instant {
+        match self.error {
+            Error::LockerTimeout { .. } => self.asked,
+            _ => self.at,
+        }
+    }
+}
+
 /// What a wait reads of one locker's calls: see `Coordinator::call_times`.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CallTimes {
@@ -247,7 +260,15 @@ impl Coordinator {
                     *quarantine.lock().unwrap_or_else(PoisonError::into_inner) = Some(note.clone());
                 }
             }
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(note);
+            // An older call that timed out late is no news beside a
+            // failure seen since: the latest evidence stands.
+            let mut latest = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if latest
+                .as_ref()
+                .is_none_or(|kept| kept.evidence() <= note.evidence())
+            {
+                *latest = Some(note);
+            }
         }
     }
 
@@ -340,7 +361,7 @@ impl Coordinator {
             || self
                 .call_times(index)
                 .answered_at
-                .is_some_and(|answered| answered > note.at)
+                .is_some_and(|answered| answered > note.evidence())
     }
 
     /// Whether locker `index` had answered any call before `note`.
