@@ -205,7 +205,7 @@ pub(super) mod listener {
                 Ok(mut listener) => {
                     if listener.listen(&channel).await.is_ok() {
                         if let Some(s) = shared.upgrade() {
-                            s.listening.send_replace(true);
+                            s.listening.send_replace(Some(true));
                         }
                         while let Ok(Some(notice)) = listener.try_recv().await {
                             let Some(shared) = shared.upgrade() else {
@@ -225,7 +225,7 @@ pub(super) mod listener {
                 }
             }
             if let Some(s) = shared.upgrade() {
-                s.listening.send_replace(false);
+                s.listening.send_replace(Some(false));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }

@@ -152,9 +152,13 @@ struct Shared {
     /// This locker's notification channel.
     channel: String,
     waits: Waits,
-    /// Whether the `LISTEN` connection listens now (PostgreSQL).
-    listening: tokio::sync::watch::Sender<bool>,
+    /// Whether the `LISTEN` connection listens now (PostgreSQL): `None`
+    /// until its first attempt ended.
+    listening: tokio::sync::watch::Sender<Option<bool>>,
 }
+
+/// The longest a wait waits for the LISTEN connection's first attempt.
+const FIRST_LISTEN: Duration = Duration::from_millis(250);
 
 impl SqlLocker {
     /// A locker for the database at `url`, connected on first use.
@@ -223,7 +227,7 @@ impl SqlLocker {
                 url: url.to_owned(),
                 channel,
                 waits: Waits::default(),
-                listening: tokio::sync::watch::Sender::new(false),
+                listening: tokio::sync::watch::Sender::new(None),
             }),
             tasks: Mutex::new(Tasks {
                 local: Some(local),
@@ -434,12 +438,16 @@ impl NetLocker for SqlLocker {
         let ticket = ticket_text(wait);
         let shared = &self.shared;
         if wait.wake.is_some() && self.backend() == Backend::Postgres {
-            // The first wait waits (a call timeout at most) for the LISTEN
-            // connection, so that its first turn is not sent to nobody;
-            // while it is down, the waiter's re-check stands in for it.
+            // A wait waits for the LISTEN connection's first attempt (a
+            // moment at most), so that its first turn is not sent to
+            // nobody; once that attempt failed, waits go on without it, and
+            // the waiter's re-check stands in for the notices.
             let mut listening = shared.listening.subscribe();
-            let _ = tokio::time::timeout(shared.config.call_timeout, listening.wait_for(|up| *up))
-                .await;
+            let _ = tokio::time::timeout(
+                shared.config.call_timeout.min(FIRST_LISTEN),
+                listening.wait_for(Option::is_some),
+            )
+            .await;
         }
         // A waiter with a wake always names this locker's channel, whether
         // or not the notices arrive: a lost one costs a re-check. Only a

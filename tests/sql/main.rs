@@ -15,6 +15,8 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_postgres_locker_without_its_listen_connection_still_grants;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod each_locker_gets_and_keeps_tables_of_its_own;
