@@ -4,6 +4,7 @@
 //! rows no call deleted. Every task holds the locker weakly and ends when
 //! it is gone.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -62,6 +63,11 @@ pub(super) async fn look(
     waiters: bool,
 ) -> Result<(), Error> {
     let store = &shared.store;
+    // Per waiter of this locker, the names where its turn has come: it is
+    // granted all its names or none, so its turn is taken only once it
+    // stands first on every one (a turn-taking call is a locking
+    // transaction; taking it on one name of two each poll was one a poll).
+    let mut turns: HashMap<String, usize> = HashMap::new();
     for batch in names.chunks(100) {
         let sql = store.dialect.load(batch.len());
         let rows = store
@@ -89,14 +95,10 @@ pub(super) async fn look(
             if !waiters {
                 continue;
             }
-            let ours: Vec<String> = r
-                .turns()
-                .into_iter()
-                .filter(|(channel, _)| *channel == shared.channel)
-                .map(|(_, uid)| uid)
-                .collect();
-            for waiter in shared.waits.waiters_among(&ours) {
-                turn(shared, &waiter).await;
+            for (channel, uid) in r.turns() {
+                if channel == shared.channel {
+                    *turns.entry(uid).or_default() += 1;
+                }
             }
             // Younger grants of this locker's waiters that an older place
             // waits behind: wounded once each.
@@ -115,6 +117,15 @@ pub(super) async fn look(
                     waiter.wake.notify(&waiter.args.uid, PushEvent::Wounded);
                 }
             }
+        }
+    }
+    let ready: Vec<String> = turns.keys().cloned().collect();
+    for waiter in shared.waits.waiters_among(&ready) {
+        let mut names: Vec<&String> = waiter.args.resources.iter().collect();
+        names.sort();
+        names.dedup();
+        if turns.get(&*waiter.args.uid) == Some(&names.len()) {
+            turn(shared, &waiter).await;
         }
     }
     Ok(())

@@ -15,6 +15,8 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_mariadb_waiter_on_two_names_polls_without_locking;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_postgres_locker_without_its_listen_connection_still_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
