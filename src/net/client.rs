@@ -98,8 +98,8 @@ struct Shared {
     /// runtime was not driven) knows it.
     next_claim: AtomicU64,
     next_id: AtomicU64,
-    /// The server's validity in nanoseconds, from the last handshake; 0
-    /// until one succeeded.
+    /// The server's validity in nanoseconds plus one, from the last
+    /// handshake; 0 until one succeeded.
     validity: AtomicU64,
     /// Where pushes for waiting uids go, across reconnects.
     pushes: Arc<Pushes>,

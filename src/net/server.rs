@@ -52,8 +52,9 @@ pub struct LockServer {
 
 impl LockServer {
     /// A server for `locker`. Fails with [`Error::InvalidArgument`] when the
-    /// client token is empty or the admin token equals it, or a token is
-    /// longer than [`MAX_TOKEN_LEN`](super::MAX_TOKEN_LEN).
+    /// client token is empty or the admin token equals it, a token is
+    /// longer than [`MAX_TOKEN_LEN`](super::MAX_TOKEN_LEN), or the locker's
+    /// validity is zero.
     pub fn new(locker: Arc<LocalLocker>, config: ServerConfig) -> Result<Self, Error> {
         if config.client_token.is_empty() {
             return Err(Error::InvalidArgument(
@@ -103,6 +104,13 @@ impl LockServer {
             ));
         }
         let validity = locker.config().validity;
+        if validity.is_zero() {
+            return Err(Error::InvalidArgument(
+                "the locker's validity must be above zero: with none, every entry would expire \
+                 as it is granted"
+                    .into(),
+            ));
+        }
         let remember = config.remember_released.unwrap_or(validity);
         let ledger = Ledger::new(Limits {
             validity,

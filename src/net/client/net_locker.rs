@@ -302,9 +302,10 @@ impl NetLocker for RemoteLocker {
     /// The validity the server announced in its last handshake; `None`
     /// before the first one succeeded.
     fn validity(&self) -> Option<Duration> {
-        match self.shared.validity.load(Ordering::Acquire) {
-            0 => None,
-            nanos => Some(Duration::from_nanos(nanos)),
-        }
+        self.shared
+            .validity
+            .load(Ordering::Acquire)
+            .checked_sub(1)
+            .map(Duration::from_nanos)
     }
 }

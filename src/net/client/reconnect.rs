@@ -95,8 +95,12 @@ impl Dial {
             });
         };
         let conn = conn?;
-        let nanos = u64::try_from(conn.validity().as_nanos()).unwrap_or(u64::MAX);
-        shared.validity.store(nanos, Ordering::Release);
+        // One above the nanoseconds, so that 0 stays "no handshake yet"
+        // and a validity of zero is told apart from it.
+        let nanos = u64::try_from(conn.validity().as_nanos()).unwrap_or(u64::MAX - 1);
+        shared
+            .validity
+            .store(nanos.saturating_add(1), Ordering::Release);
         Ok((conn, shared))
     }
 }
