@@ -117,6 +117,7 @@ pub(crate) async fn proclaim_round(
     let deadline = after(began, coord.timeouts.refresh);
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
     let mut permanent = None;
+    let mut answered_by = vec![false; n];
     let decided = fan_out(
         coord,
         deadline,
@@ -126,7 +127,10 @@ pub(crate) async fn proclaim_round(
                 locker.proclaim(&args, &p).await
             })
         },
-        |_, result| {
+        |index, result| {
+            if let Some(answered) = answered_by.get_mut(index) {
+                *answered = result.is_ok();
+            }
             match result {
                 Ok(true) => stored += 1,
                 Ok(false) => not_held += 1,
@@ -162,7 +166,7 @@ pub(crate) async fn proclaim_round(
                 answered: stored + not_held,
                 quorum,
                 lockers: n,
-                unreachable: coord.unreachable_since(began),
+                unreachable: coord.unreachable_since(began, |i| answered_by[i]),
             })
         }
     }
@@ -241,6 +245,7 @@ pub(crate) async fn read_round(
     let mut failed = 0;
     let mut permanent = None;
     let mut last_err = None;
+    let mut answered_by = vec![false; n];
     let decided = fan_out(
         coord,
         deadline,
@@ -269,6 +274,9 @@ pub(crate) async fn read_round(
         },
         |index, result| {
             silent[index].store(false, Ordering::Relaxed);
+            if let Some(answered) = answered_by.get_mut(index) {
+                *answered = result.is_ok();
+            }
             match result {
                 Ok(found) => {
                     tally.add(found);
@@ -313,7 +321,7 @@ pub(crate) async fn read_round(
         ?last_err,
         "leader not settled by the answers"
     );
-    let unreachable = coord.unreachable_since(began);
+    let unreachable = coord.unreachable_since(began, |i| answered_by[i]);
     match tally.verdict(n, quorum) {
         Verdict::Open {
             term: Some(term),

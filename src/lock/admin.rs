@@ -82,9 +82,10 @@ impl Dsync {
         )
         .await;
         let mut answered = 0;
+        let mut answered_by = vec![false; lockers.len()];
         let mut permanent = None;
         let mut merged: BTreeMap<(String, String), ClusterLock> = BTreeMap::new();
-        for listing in listings {
+        for (index, listing) in listings.into_iter().enumerate() {
             let entries = match listing {
                 Ok(Ok(entries)) => entries,
                 Ok(Err(err)) if !err.is_retryable() => {
@@ -94,6 +95,7 @@ impl Dsync {
                 _ => continue,
             };
             answered += 1;
+            answered_by[index] = true;
             for e in entries {
                 let age = e.age();
                 merged
@@ -123,7 +125,7 @@ impl Dsync {
                 answered,
                 quorum,
                 lockers: lockers.len(),
-                unreachable: self.coord.unreachable_since(began),
+                unreachable: self.coord.unreachable_since(began, |i| answered_by[i]),
             });
         }
         let mut out: Vec<ClusterLock> = merged.into_values().collect();
@@ -222,6 +224,7 @@ impl Dsync {
         }))
         .await;
         let answered = results.iter().filter(|r| r.is_ok()).count();
+        let answered_by: Vec<bool> = results.iter().map(Result::is_ok).collect();
         if answered < args.quorum {
             if let Some(Err(err)) = results
                 .into_iter()
@@ -233,7 +236,7 @@ impl Dsync {
                 answered,
                 quorum: args.quorum,
                 lockers: lockers.len(),
-                unreachable: coord.unreachable_since(began),
+                unreachable: coord.unreachable_since(began, |i| answered_by[i]),
             });
         }
         let removed_on = results.iter().filter(|r| matches!(r, Ok(true))).count();

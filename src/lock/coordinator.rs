@@ -48,6 +48,11 @@ pub(crate) struct Coordinator {
     /// later failure of another kind (a connection refused for a moment),
     /// which may end sooner.
     quarantines: Box<[Mutex<Option<FailureNote>>]>,
+    /// Per locker, the failure of the call asked latest: what counts
+    /// against a locker by the calls asked since a moment (see
+    /// `failed_since`), which a later-noted failure of an older call must
+    /// not hide.
+    latest_asked: Box<[Mutex<Option<FailureNote>>]>,
     /// Per locker, how long its latest answered call took, in nanoseconds
     /// plus one (0: none answered yet): a wait tells a locker that is slow
     /// to answer its latest call from one that is out of reach by it. One
@@ -162,12 +167,19 @@ pub(crate) struct AskedCall<'a> {
     asked: Instant,
     key: (Instant, u64),
     waited: Option<Waited>,
+    /// How many calls the locker had answered at once when this was asked.
+    answers_at_ask: u64,
 }
 
 impl AskedCall<'_> {
     /// When the call was asked.
     pub(crate) fn asked(&self) -> Instant {
         self.asked
+    }
+
+    /// How many calls the locker had answered at once when this was asked.
+    pub(crate) fn answers_at_ask(&self) -> u64 {
+        self.answers_at_ask
     }
 
     /// Whether its caller stopped waiting for it (a straggler of a settled
@@ -231,6 +243,7 @@ impl Coordinator {
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             quarantines: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
+            latest_asked: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
@@ -245,16 +258,34 @@ impl Coordinator {
         }
     }
 
-    /// Remembers that a call to locker `index` failed with `error`.
-    pub(crate) fn note_failure(&self, index: usize, error: &Error, asked: Instant) {
+    /// Remembers that a call to locker `index`, asked at `asked` when it
+    /// had answered `answers_at_ask` calls at once, failed with `error`.
+    pub(crate) fn note_failure(
+        &self,
+        index: usize,
+        error: &Error,
+        asked: Instant,
+        answers_at_ask: u64,
+    ) {
         if let Some(slot) = self.failures.get(index) {
             let note = FailureNote {
                 at: self.clock.now(),
                 asked,
                 error: error.clone(),
-                answers_before: self.answered_at_once(index),
+                // A timeout speaks from when its call was asked: answers
+                // given at once since then come after it.
+                answers_before: match error {
+                    Error::LockerTimeout { .. } => answers_at_ask,
+                    _ => self.answered_at_once(index),
+                },
                 grant_answers_before: self.grant_answers(index),
             };
+            if let Some(latest) = self.latest_asked.get(index) {
+                let mut latest = latest.lock().unwrap_or_else(PoisonError::into_inner);
+                if latest.as_ref().is_none_or(|kept| kept.asked <= note.asked) {
+                    *latest = Some(note.clone());
+                }
+            }
             if error.is_quarantine() {
                 if let Some(quarantine) = self.quarantines.get(index) {
                     *quarantine.lock().unwrap_or_else(PoisonError::into_inner) = Some(note.clone());
@@ -303,6 +334,7 @@ impl Coordinator {
             asked: at,
             key,
             waited,
+            answers_at_ask: self.answered_at_once(index),
         }
     }
 
@@ -348,7 +380,7 @@ impl Coordinator {
             .map_or(0, |count| count.load(Ordering::Relaxed))
     }
 
-    fn answered_at_once(&self, index: usize) -> u64 {
+    pub(crate) fn answered_at_once(&self, index: usize) -> u64 {
         self.answers_at_once
             .get(index)
             .map_or(0, |count| count.load(Ordering::Relaxed))
@@ -387,8 +419,7 @@ impl Coordinator {
     /// a call asked since unanswered too long. Calls asked before `since`
     /// do not count: it answered a later request.
     pub(crate) fn gone_since(&self, index: usize, since: Instant, now: Instant) -> bool {
-        self.current_failure(index)
-            .is_some_and(|note| note.asked >= since)
+        self.failed_since(index, since, false).is_some()
             || self
                 .open_since(index, since)
                 .is_some_and(|asked| self.too_long(index, now.saturating_duration_since(asked)))
@@ -416,6 +447,39 @@ impl Coordinator {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()?;
         (!self.is_over(index, &quarantine)).then_some(quarantine)
+    }
+
+    /// A failure of locker `index` of a call asked at `since` or later that
+    /// is not over (no answer followed it, of any kind when `answers_only`,
+    /// else as [`current_failure`](Self::current_failure) judges), if any:
+    /// the latest noted, or else that of the call asked latest.
+    pub(crate) fn failed_since(
+        &self,
+        index: usize,
+        since: Instant,
+        answers_only: bool,
+    ) -> Option<FailureNote> {
+        let standing = |note: &FailureNote| {
+            note.asked >= since
+                && if answers_only {
+                    !self.answered_after(index, note)
+                } else {
+                    !self.is_over(index, note)
+                }
+        };
+        let latest = if answers_only {
+            self.unanswered_failure(index)
+        } else {
+            self.current_failure(index)
+        };
+        latest.filter(|note| note.asked >= since).or_else(|| {
+            self.latest_asked
+                .get(index)?
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .filter(standing)
+        })
     }
 
     /// The latest failure of locker `index` that no answer of any kind
@@ -454,11 +518,16 @@ impl Coordinator {
             .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
     }
 
-    /// The lockers whose latest call failed at or after `since`, each
-    /// with why: for an operation that began then and found too few
-    /// answers.
-    pub(crate) fn unreachable_since(&self, since: Instant) -> Vec<crate::Unreachable> {
+    /// The lockers that did not answer the operation (`answered` says
+    /// which did) whose latest call failed at or after `since`, each with
+    /// why: for an operation that began then and found too few answers.
+    pub(crate) fn unreachable_since(
+        &self,
+        since: Instant,
+        answered: impl Fn(usize) -> bool,
+    ) -> Vec<crate::Unreachable> {
         (0..self.lockers.len())
+            .filter(|&index| !answered(index))
             .filter_map(|index| {
                 let note = self.failure(index).filter(|note| note.at >= since)?;
                 Some(crate::Unreachable {

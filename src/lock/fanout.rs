@@ -279,12 +279,12 @@ where
             // A straggler nobody waited for that ran out its deadline says
             // nothing of the locker either.
             let unheeded = asked.is_straggler() && matches!(err, Error::LockerTimeout { .. });
-            let at = asked.asked();
+            let (at, answers_at_ask) = (asked.asked(), asked.answers_at_ask());
             if err.is_quarantine() {
                 asked.refused(coord.clock.now());
             }
             if !unheeded {
-                coord.note_failure(index, err, at);
+                coord.note_failure(index, err, at, answers_at_ask);
             }
         }
     }
@@ -321,7 +321,7 @@ fn noted_now<T>(
                 // Refused at once: as quick as an answer, for timing.
                 coord.note_answer(index, std::time::Duration::ZERO);
             }
-            coord.note_failure(index, err, coord.clock.now());
+            coord.note_failure(index, err, coord.clock.now(), coord.answered_at_once(index));
         }
     }
     out

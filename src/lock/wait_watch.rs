@@ -249,10 +249,7 @@ impl WaitWatch {
             // Only calls asked since the grant count, as for a locker that
             // queued a wait: an older call, failing or silent, is no news
             // of a locker that granted.
-            if let Some(note) = coord
-                .unanswered_failure(index)
-                .filter(|note| note.asked >= at)
-            {
+            if let Some(note) = coord.failed_since(index, at, true) {
                 unreachable.push(Unreachable {
                     endpoint: locker.endpoint(),
                     reason: note.error.locker_reason(),

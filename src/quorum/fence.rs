@@ -122,12 +122,15 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         .enumerate()
         .map(|(index, locker)| {
             let call = locker.fence(&state.args, state.mode, floor);
-            call_locker(coord, index, CallKind::Fence, call, deadline)
+            let call = call_locker(coord, index, CallKind::Fence, call, deadline);
+            async move { (index, call.await) }
         })
         .collect();
     let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);
     let (mut last_err, mut permanent) = (None, None);
-    while let Some(result) = calls.next().await {
+    let mut answered_by = vec![false; n];
+    while let Some((index, result)) = calls.next().await {
+        answered_by[index] = result.is_ok();
         match result {
             Ok(Some(token)) => tokens.push(token),
             Ok(None) => not_held += 1,
@@ -162,6 +165,6 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         answered: tokens.len() + not_held,
         quorum,
         lockers: n,
-        unreachable: coord.unreachable_since(began),
+        unreachable: coord.unreachable_since(began, |i| answered_by[i]),
     })
 }
