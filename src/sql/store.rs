@@ -621,6 +621,11 @@ impl Store {
                         "the database is read-only ({message}): a replica, or read_only is \
                          set; point the locker at the primary"
                     ),
+                    "42P10" => format!(
+                        "a lock table lacks the primary key its statements rely on \
+                         ({message}): restored without it? Add it back as \
+                         quorum_lock::sql::schema() declares it"
+                    ),
                     "42P01" | "1146" => format!(
                         "a lock table does not exist ({message}): dropped while the locker ran? \
                          The next call makes it again (when create_tables is on), in a new \

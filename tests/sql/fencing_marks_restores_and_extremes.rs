@@ -444,3 +444,34 @@ async fn fencing_tokens_never_go_back_when_the_fence_table_is_emptied() {
         );
     }
 }
+
+/// A past break, fixed: a fence table restored without its primary key (`pg_restore -t`
+/// of that table alone drops it) made every fencing call fail with the
+/// database's bare 42P10; the error now says what is missing and how to
+/// put it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_table_without_its_primary_key_is_named_in_the_error() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let locker = SqlLocker::connect(&servers.pg, config("keyless_"))
+        .await
+        .expect("a database");
+    let held = args("a", &["x"]);
+    assert!(locker.lock(&held).await.expect("a lock"));
+    servers
+        .run(
+            &servers.pg,
+            "ALTER TABLE keyless_fence DROP CONSTRAINT keyless_fence_pkey".into(),
+        )
+        .await;
+    let err = locker
+        .fence(&held, LockMode::Write, 0)
+        .await
+        .expect_err("no key for ON CONFLICT");
+    let text = err.to_string();
+    assert!(
+        text.contains("primary key") && text.contains("schema()"),
+        "{text}"
+    );
+}
