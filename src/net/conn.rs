@@ -31,11 +31,12 @@ use super::io::BoxIo;
 use super::peer_log::PeerLog;
 use super::pushes::Pushes;
 use super::sniff;
-use super::wire::{self, Hello, Op, Reply, Request, Response, Welcome};
+use super::wire::{self, Hello, Op, Reply, Request, Welcome};
 use super::RemoteConfig;
 use crate::Error;
 mod dialing;
 mod outgoing;
+mod reader;
 mod secure;
 #[cfg(test)]
 mod tests;
@@ -304,7 +305,12 @@ impl Connection {
             }
         };
         let _ = stream.set_nodelay(true);
-        let closer = socket2::SockRef::from(&stream).try_clone().ok();
+        // The handle that shuts the connection down from any runtime; with
+        // no descriptor free for it, the attempt fails for what it is.
+        let closer = match socket2::SockRef::from(&stream).try_clone() {
+            Ok(closer) => Some(closer),
+            Err(e) => return Err(unavailable(cannot_connect(&e))),
+        };
         let stream = match tokio::time::timeout_at(deadline, secure(stream, endpoint, config)).await
         {
             Ok(secured) => secured?,
@@ -406,7 +412,7 @@ impl Connection {
             conn.outgoing.clone(),
             DownOnDrop::new(&conn, "writer"),
         ));
-        let reader = tokio::spawn(read_responses(
+        let reader = tokio::spawn(reader::read_responses(
             stream,
             conn.clone(),
             pushes,
@@ -728,70 +734,5 @@ impl std::hash::Hasher for IdHasher {
 
     fn write_u64(&mut self, id: u64) {
         self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// Hands each response to its caller and each push to its waiter. `_down`
-/// is an argument, not a local, so that it also fires for a task dropped
-/// before it was first polled.
-async fn read_responses(
-    mut stream: FramedRead<Incoming, LengthDelimitedCodec>,
-    conn: Arc<Connection>,
-    pushes: Arc<Pushes>,
-    log: Arc<PeerLog>,
-    _down: DownOnDrop,
-) {
-    loop {
-        let frame = match stream.next().await {
-            Some(Ok(frame)) => frame,
-            None => {
-                conn.ended_cleanly.store(true, Ordering::Release);
-                break;
-            }
-            Some(Err(_)) => {
-                conn.broken.store(true, Ordering::Release);
-                break;
-            }
-        };
-        conn.frames_read.fetch_add(1, Ordering::Release);
-        let Ok(response) = wire::decode::<Response>(&frame) else {
-            conn.garbled.store(true, Ordering::Release);
-            log.undecodable.note(|count| {
-                tracing::warn!(
-                    endpoint = %conn.endpoint,
-                    count,
-                    "undecodable response; dropping the connection (`count` connections \
-                     since the last such line)"
-                );
-            });
-            break;
-        };
-        if response.id != wire::UNSOLICITED {
-            if let Some(waiter) = conn.pending().remove(&response.id) {
-                conn.answered.store(true, Ordering::Release);
-                let _ = waiter.send(response.reply);
-            }
-            continue;
-        }
-        match response.reply {
-            Reply::Push { uid, event } => {
-                if !pushes.deliver(&uid, event.into()) {
-                    // The server's words: escaped for the log.
-                    let uid = crate::locker::escape_peer_text(&uid);
-                    tracing::trace!(endpoint = %conn.endpoint, %uid, "push for a uid nobody waits on");
-                }
-            }
-            reply => {
-                log.unsolicited_errors.note(|count| {
-                    tracing::warn!(
-                        endpoint = %conn.endpoint,
-                        ?reply,
-                        count,
-                        "server reported an error to no request (`count` such replies since \
-                         the last such line)"
-                    );
-                });
-            }
-        }
     }
 }

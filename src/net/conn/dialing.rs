@@ -32,23 +32,23 @@ impl Dialing {
     }
 
     /// Lists `socket` until the returned guard is dropped; shuts it down
-    /// at once when this was closed.
-    fn enter(self: &Arc<Self>, socket: socket2::SockRef<'_>) -> Listed {
-        let socket = socket.try_clone().ok();
+    /// at once when this was closed. Fails when the socket's second handle
+    /// cannot be made (no descriptor free): that attempt fails as a
+    /// connect does, for what it is, rather than read as given up.
+    fn enter(self: &Arc<Self>, socket: socket2::SockRef<'_>) -> std::io::Result<Listed> {
+        let socket = socket.try_clone()?;
         let mut state = self.state();
         let id = state.next;
         state.next = state.next.wrapping_add(1);
-        if let Some(socket) = socket {
-            if state.closed {
-                let _ = socket.shutdown(std::net::Shutdown::Both);
-            } else {
-                state.sockets.insert(id, socket);
-            }
+        if state.closed {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        } else {
+            state.sockets.insert(id, socket);
         }
-        Listed {
+        Ok(Listed {
             dialing: self.clone(),
             id,
-        }
+        })
     }
 
     /// Shuts down every socket still in its handshake: a connection is in
@@ -93,7 +93,13 @@ pub(super) async fn connect(
                 continue;
             }
         };
-        let entered = listed.insert(dialing.enter(socket2::SockRef::from(&socket)));
+        let entered = match dialing.enter(socket2::SockRef::from(&socket)) {
+            Ok(entered) => listed.insert(entered),
+            Err(e) => {
+                *listed = None;
+                return Err(e);
+            }
+        };
         // Shutting down a socket still connecting does not stop its
         // connect: one given up before or while it connects (the locker
         // dropped, another connection installed) is closed once connected.

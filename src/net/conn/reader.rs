@@ -1,0 +1,78 @@
+//! The connection's reader: each response to its caller, each push to
+//! its waiter, and how the stream ended, for the connection's close.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+
+use super::{Connection, DownOnDrop, Incoming};
+use crate::net::peer_log::PeerLog;
+use crate::net::pushes::Pushes;
+use crate::net::wire::{self, Reply, Response};
+
+/// Hands each response to its caller and each push to its waiter. `_down`
+/// is an argument, not a local, so that it also fires for a task dropped
+/// before it was first polled.
+pub(super) async fn read_responses(
+    mut stream: FramedRead<Incoming, LengthDelimitedCodec>,
+    conn: Arc<Connection>,
+    pushes: Arc<Pushes>,
+    log: Arc<PeerLog>,
+    _down: DownOnDrop,
+) {
+    loop {
+        let frame = match stream.next().await {
+            Some(Ok(frame)) => frame,
+            None => {
+                conn.ended_cleanly.store(true, Ordering::Release);
+                break;
+            }
+            Some(Err(_)) => {
+                conn.broken.store(true, Ordering::Release);
+                break;
+            }
+        };
+        conn.frames_read.fetch_add(1, Ordering::Release);
+        let Ok(response) = wire::decode::<Response>(&frame) else {
+            conn.garbled.store(true, Ordering::Release);
+            log.undecodable.note(|count| {
+                tracing::warn!(
+                    endpoint = %conn.endpoint,
+                    count,
+                    "undecodable response; dropping the connection (`count` connections \
+                     since the last such line)"
+                );
+            });
+            break;
+        };
+        if response.id != wire::UNSOLICITED {
+            if let Some(waiter) = conn.pending().remove(&response.id) {
+                conn.answered.store(true, Ordering::Release);
+                let _ = waiter.send(response.reply);
+            }
+            continue;
+        }
+        match response.reply {
+            Reply::Push { uid, event } => {
+                if !pushes.deliver(&uid, event.into()) {
+                    // The server's words: escaped for the log.
+                    let uid = crate::locker::escape_peer_text(&uid);
+                    tracing::trace!(endpoint = %conn.endpoint, %uid, "push for a uid nobody waits on");
+                }
+            }
+            reply => {
+                log.unsolicited_errors.note(|count| {
+                    tracing::warn!(
+                        endpoint = %conn.endpoint,
+                        ?reply,
+                        count,
+                        "server reported an error to no request (`count` such replies since \
+                         the last such line)"
+                    );
+                });
+            }
+        }
+    }
+}
