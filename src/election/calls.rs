@@ -118,6 +118,7 @@ pub(crate) async fn proclaim_round(
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
     let mut permanent = None;
     let mut answered_by = vec![false; n];
+    let mut refused = Vec::new();
     let decided = fan_out(
         coord,
         deadline,
@@ -137,6 +138,8 @@ pub(crate) async fn proclaim_round(
                 Err(err) => {
                     if !err.is_retryable() {
                         permanent = Some(err);
+                    } else if err.is_quarantine() {
+                        refused.push((index, err));
                     }
                     failed += 1;
                 }
@@ -162,12 +165,11 @@ pub(crate) async fn proclaim_round(
                 failed,
                 "proclamation not confirmed by a quorum"
             );
-            Err(Error::QuorumUnavailable {
-                answered: stored + not_held,
-                quorum,
-                lockers: n,
-                unreachable: coord.unreachable_since(began, |i| answered_by[i]),
-            })
+            Err(
+                coord.short_of_quorum(began, (stored + not_held, quorum), &refused, |i| {
+                    answered_by[i]
+                }),
+            )
         }
     }
 }

@@ -130,7 +130,9 @@ impl Leadership {
     /// or resigned before the call (its lease ran out, or it was
     /// superseded), and then sends nothing; with [`Error::InvalidArgument`]
     /// for a value longer than [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN);
-    /// and with [`Error::QuorumUnavailable`] when too few lockers answered.
+    /// and with [`Error::QuorumUnavailable`] when too few lockers answered
+    /// ([`Error::Quarantined`] when lockers refusing for quarantine are
+    /// what keeps a quorum).
     /// In the last case the lockers that answered keep the new value and
     /// the leader keeps re-sending it, so it may still take effect: call
     /// again to be sure. When the lease runs out *during* the call, it

@@ -82,20 +82,35 @@ impl Dsync {
         )
         .await;
         let mut answered = 0;
-        let mut answered_by = vec![false; lockers.len()];
+        // Each locker that did not answer, and why: this listing's own
+        // calls say it (they are not noted among the lockers' failures).
+        let mut unreachable = Vec::new();
         let mut permanent = None;
         let mut merged: BTreeMap<(String, String), ClusterLock> = BTreeMap::new();
         for (index, listing) in listings.into_iter().enumerate() {
             let entries = match listing {
                 Ok(Ok(entries)) => entries,
-                Ok(Err(err)) if !err.is_retryable() => {
-                    permanent.get_or_insert(err);
+                failed => {
+                    let reason = match &failed {
+                        Ok(Err(err)) => err.locker_reason(),
+                        _ => format!(
+                            "no answer within {:?}",
+                            deadline.saturating_duration_since(began)
+                        ),
+                    };
+                    unreachable.push(crate::Unreachable {
+                        endpoint: lockers[index].endpoint(),
+                        reason,
+                    });
+                    if let Ok(Err(err)) = failed {
+                        if !err.is_retryable() {
+                            permanent.get_or_insert(err);
+                        }
+                    }
                     continue;
                 }
-                _ => continue,
             };
             answered += 1;
-            answered_by[index] = true;
             for e in entries {
                 let age = e.age();
                 merged
@@ -125,7 +140,7 @@ impl Dsync {
                 answered,
                 quorum,
                 lockers: lockers.len(),
-                unreachable: self.coord.unreachable_since(began, |i| answered_by[i]),
+                unreachable,
             });
         }
         let mut out: Vec<ClusterLock> = merged.into_values().collect();

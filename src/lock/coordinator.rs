@@ -5,7 +5,7 @@
 //! `round`, `guard`, `keeper`, `refresh`, `release`), so that data flows one
 //! way: each of those uses only what sits below it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -16,6 +16,11 @@ use tokio::time::Instant;
 use crate::lock::telemetry::Telemetry;
 use crate::quorum::clock::Clock;
 use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
+
+/// How many of its latest failures are kept per locker for
+/// `Coordinator::failed_since`: a failure of a call asked since a moment
+/// is lost only behind this many later ones.
+const RECENT_FAILURES: usize = 8;
 
 /// The shortest wait between background retries.
 pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
@@ -48,11 +53,11 @@ pub(crate) struct Coordinator {
     /// later failure of another kind (a connection refused for a moment),
     /// which may end sooner.
     quarantines: Box<[Mutex<Option<FailureNote>>]>,
-    /// Per locker, the failure of the call asked latest: what counts
-    /// against a locker by the calls asked since a moment (see
+    /// Per locker, its latest failures (at most [`RECENT_FAILURES`]): what
+    /// counts against a locker by the calls asked since a moment (see
     /// `failed_since`), which a later-noted failure of an older call must
     /// not hide.
-    latest_asked: Box<[Mutex<Option<FailureNote>>]>,
+    recent: Box<[Mutex<VecDeque<FailureNote>>]>,
     /// Per locker, how long its latest answered call took, in nanoseconds
     /// plus one (0: none answered yet): a wait tells a locker that is slow
     /// to answer its latest call from one that is out of reach by it. One
@@ -243,7 +248,7 @@ impl Coordinator {
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             quarantines: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
-            latest_asked: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
+            recent: (0..lockers_len).map(|_| Mutex::default()).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
@@ -280,11 +285,12 @@ impl Coordinator {
                 },
                 grant_answers_before: self.grant_answers(index),
             };
-            if let Some(latest) = self.latest_asked.get(index) {
-                let mut latest = latest.lock().unwrap_or_else(PoisonError::into_inner);
-                if latest.as_ref().is_none_or(|kept| kept.asked <= note.asked) {
-                    *latest = Some(note.clone());
+            if let Some(recent) = self.recent.get(index) {
+                let mut recent = recent.lock().unwrap_or_else(PoisonError::into_inner);
+                if recent.len() >= RECENT_FAILURES {
+                    recent.pop_front();
                 }
+                recent.push_back(note.clone());
             }
             if error.is_quarantine() {
                 if let Some(quarantine) = self.quarantines.get(index) {
@@ -452,7 +458,7 @@ impl Coordinator {
     /// A failure of locker `index` of a call asked at `since` or later that
     /// is not over (no answer followed it, of any kind when `answers_only`,
     /// else as [`current_failure`](Self::current_failure) judges), if any:
-    /// the latest noted, or else that of the call asked latest.
+    /// the latest noted, or else the latest of its recent failures.
     pub(crate) fn failed_since(
         &self,
         index: usize,
@@ -473,12 +479,14 @@ impl Coordinator {
             self.current_failure(index)
         };
         latest.filter(|note| note.asked >= since).or_else(|| {
-            self.latest_asked
+            self.recent
                 .get(index)?
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .clone()
-                .filter(standing)
+                .iter()
+                .rev()
+                .find(|note| standing(note))
+                .cloned()
         })
     }
 
@@ -516,6 +524,46 @@ impl Coordinator {
         self.failures
             .get(index)
             .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
+    }
+
+    /// The error of a one-round operation that began at `since` and got
+    /// `answered` answers of the `quorum` it needs, `refused` holding the
+    /// refusals for quarantine among its failures (locker index and
+    /// error): `Error::Quarantined` when those lockers are what keeps the
+    /// quorum (with the time until enough of them are out of it), as a
+    /// wait says; else `QuorumUnavailable`, naming the lockers that did not
+    /// answer (`answered_by` says which did).
+    pub(crate) fn short_of_quorum(
+        &self,
+        since: Instant,
+        (answered, quorum): (usize, usize),
+        refused: &[(usize, Error)],
+        answered_by: impl Fn(usize) -> bool,
+    ) -> Error {
+        let lockers = self.lockers.len();
+        if !refused.is_empty() && answered.saturating_add(refused.len()) >= quorum {
+            let needed = quorum.saturating_sub(answered).max(1);
+            let mut left: Vec<Option<Duration>> = refused
+                .iter()
+                .map(|(_, e)| e.quarantine_time_left())
+                .collect();
+            left.sort_by_key(|l| l.unwrap_or(Duration::MAX));
+            return Error::Quarantined {
+                quarantined: refused
+                    .iter()
+                    .map(|(index, _)| self.lockers[*index].endpoint())
+                    .collect(),
+                left: left.get(needed - 1).copied().flatten(),
+                quorum,
+                lockers,
+            };
+        }
+        Error::QuorumUnavailable {
+            answered,
+            quorum,
+            lockers,
+            unreachable: self.unreachable_since(since, answered_by),
+        }
     }
 
     /// The lockers that did not answer the operation (`answered` says

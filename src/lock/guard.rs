@@ -241,8 +241,10 @@ macro_rules! guard {
             /// later call. Locks that never ask pay nothing. Fails with
             /// [`Error::LockLost`] when the lock is lost,
             /// [`Error::Unsupported`] when a locker cannot draw tokens, and
-            /// [`Error::QuorumUnavailable`] when too few lockers answered;
-            /// the last may succeed when called again.
+            /// [`Error::QuorumUnavailable`] when too few lockers answered
+            /// ([`Error::Quarantined`] when lockers refusing for quarantine
+            /// are what keeps a quorum); the last two may succeed when
+            /// called again.
             ///
             /// # Cancel safety
             ///

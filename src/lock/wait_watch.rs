@@ -242,6 +242,10 @@ impl WaitWatch {
         let coord = &state.coord;
         let now = coord.clock.now();
         let mut unreachable = Vec::new();
+        // Lockers that refused a call since the grant for quarantine (a
+        // term draw, a proclamation): what keeps the quorum, if they are
+        // enough to make it, as a wait would say.
+        let mut refused = Vec::new();
         for (index, locker) in coord.lockers.iter().enumerate() {
             // Whether it answers what it is asked (a release, a term), not
             // whether it grants: a refusal for quarantine that an answer
@@ -250,6 +254,10 @@ impl WaitWatch {
             // queued a wait: an older call, failing or silent, is no news
             // of a locker that granted.
             if let Some(note) = coord.failed_since(index, at, true) {
+                if note.error.is_quarantine() {
+                    refused.push((index, note.error));
+                    continue;
+                }
                 unreachable.push(Unreachable {
                     endpoint: locker.endpoint(),
                     reason: note.error.locker_reason(),
@@ -267,13 +275,29 @@ impl WaitWatch {
                 });
             }
         }
-        let answered = coord.lockers.len().saturating_sub(unreachable.len());
-        if answered >= state.args.quorum {
+        let quorum = state.args.quorum;
+        let answered = coord
+            .lockers
+            .len()
+            .saturating_sub(unreachable.len() + refused.len());
+        if answered >= quorum {
             return Some(Error::Timeout);
         }
+        if !refused.is_empty() && answered + refused.len() >= quorum {
+            let named: Vec<String> = unreachable.iter().map(|u| u.endpoint.clone()).collect();
+            return Some(
+                coord.short_of_quorum(at, (answered, quorum), &refused, |i| {
+                    !named.contains(&coord.lockers[i].endpoint())
+                }),
+            );
+        }
+        unreachable.extend(refused.into_iter().map(|(index, err)| Unreachable {
+            endpoint: coord.lockers[index].endpoint(),
+            reason: err.locker_reason(),
+        }));
         Some(Error::QuorumUnavailable {
             answered,
-            quorum: state.args.quorum,
+            quorum,
             lockers: coord.lockers.len(),
             unreachable,
         })

@@ -129,11 +129,16 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);
     let (mut last_err, mut permanent) = (None, None);
     let mut answered_by = vec![false; n];
+    let mut refused = Vec::new();
     while let Some((index, result)) = calls.next().await {
         answered_by[index] = result.is_ok();
         match result {
             Ok(Some(token)) => tokens.push(token),
             Ok(None) => not_held += 1,
+            Err(err) if err.is_quarantine() => {
+                failed += 1;
+                refused.push((index, err));
+            }
             // A locker that cannot draw tokens counts as one that failed:
             // the others may still make a quorum, whatever the order.
             Err(err) if !err.is_retryable() => {
@@ -161,10 +166,9 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         return Err(err);
     }
     tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
-    Err(Error::QuorumUnavailable {
-        answered: tokens.len() + not_held,
-        quorum,
-        lockers: n,
-        unreachable: coord.unreachable_since(began, |i| answered_by[i]),
-    })
+    Err(
+        coord.short_of_quorum(began, (tokens.len() + not_held, quorum), &refused, |i| {
+            answered_by[i]
+        }),
+    )
 }

@@ -160,7 +160,10 @@ pub async fn worker(
             r.lost += usize::from(outcome.signalled);
             match &outcome.fenced {
                 Some(Ok(_)) => r.fenced += 1,
-                Some(Err(Error::LockLost | Error::QuorumUnavailable { .. })) | None => {}
+                Some(Err(
+                    Error::LockLost | Error::QuorumUnavailable { .. } | Error::Quarantined { .. },
+                ))
+                | None => {}
                 Some(Err(e)) => r
                     .problems
                     .push(format!("{owner}, lock {uid}: fencing: {e}")),

@@ -184,7 +184,11 @@ async fn candidate(
                 shared.proclaiming(term, &uid, next.as_bytes());
                 match leading.proclaim(next.as_bytes()).await {
                     Ok(()) => {}
-                    Err(Error::LockLost | Error::QuorumUnavailable { .. }) => {}
+                    Err(
+                        Error::LockLost
+                        | Error::QuorumUnavailable { .. }
+                        | Error::Quarantined { .. },
+                    ) => {}
                     Err(err) => shared.problem(format!("{owner}: proclaim failed with {err}")),
                 }
             }

@@ -370,7 +370,9 @@ async fn worker(
             match &outcome.fenced {
                 Some(Ok(_)) => r.fenced += 1,
                 // Under faults a token may be out of reach, or the lock lost.
-                Some(Err(Error::LockLost | Error::QuorumUnavailable { .. })) => r.fence_failed += 1,
+                Some(Err(
+                    Error::LockLost | Error::QuorumUnavailable { .. } | Error::Quarantined { .. },
+                )) => r.fence_failed += 1,
                 Some(Err(e)) => r
                     .problems
                     .push(format!("{owner}, lock {uid}: fencing_token: {e}")),

@@ -265,7 +265,9 @@ async fn holder_loop(
         if rng.random_bool(0.6) {
             match permit.fencing_token().await {
                 Ok(token) => shared.history.fenced(&uid, token),
-                Err(Error::LockLost | Error::QuorumUnavailable { .. }) => {}
+                Err(
+                    Error::LockLost | Error::QuorumUnavailable { .. } | Error::Quarantined { .. },
+                ) => {}
                 Err(err) => shared.problem(format!("{owner}: fencing token failed with {err}")),
             }
         }

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use tokio::sync::mpsc;
 
 use crate::locker::wait::{PushEvent, PushSink, Wake};
+use crate::net::wire::Response;
 
 use super::*;
 

@@ -99,7 +99,7 @@ async fn beyond_worker(
         let token = guard.fencing_token().await;
         match &token {
             Ok(token) => shared.history.fenced(&uid, *token),
-            Err(Error::LockLost | Error::QuorumUnavailable { .. }) => {}
+            Err(Error::LockLost | Error::QuorumUnavailable { .. } | Error::Quarantined { .. }) => {}
             Err(Error::InvalidArgument(m)) if m.contains("ahead of the clock of") => {}
             Err(e) => shared
                 .report

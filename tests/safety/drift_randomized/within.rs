@@ -127,7 +127,9 @@ fn record_hold(
         // Under faults a token may be out of reach or the lock lost, and
         // wall clocks that drifted apart by more than the tolerance
         // refuse each other's floors.
-        Some(Err(Error::LockLost | Error::QuorumUnavailable { .. })) => r.fence_failed += 1,
+        Some(Err(
+            Error::LockLost | Error::QuorumUnavailable { .. } | Error::Quarantined { .. },
+        )) => r.fence_failed += 1,
         Some(Err(Error::InvalidArgument(m))) if m.contains("ahead of the clock of") => {
             r.fence_failed += 1
         }
