@@ -29,6 +29,17 @@ pub(super) async fn read_responses(
                 conn.ended_cleanly.store(true, Ordering::Release);
                 break;
             }
+            // Over TLS, a server that drops the connection without a
+            // close_notify (as one closing it for idleness does) ends the
+            // stream with this error: between frames, it is an end in
+            // good order too.
+            Some(Err(e))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof
+                    && stream.read_buffer().is_empty() =>
+            {
+                conn.ended_cleanly.store(true, Ordering::Release);
+                break;
+            }
             Some(Err(_)) => {
                 conn.broken.store(true, Ordering::Release);
                 break;

@@ -35,8 +35,9 @@ pub(super) async fn secure(
             Err(e) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
                 let reason = crate::net::tls::plain_answer(&e).unwrap_or_else(|| {
                     if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        "the server closed the connection during the TLS handshake: check that \
-                         it serves TLS"
+                        "the server closed the connection during the TLS handshake, before \
+                         answering it: it may be full (a later attempt tries again), or not \
+                         speak TLS on this port"
                             .to_owned()
                     } else {
                         format!("TLS handshake failed: {e}")
