@@ -139,7 +139,7 @@ pub(crate) async fn proclaim_round(
                     if !err.is_retryable() {
                         permanent = Some(err);
                     } else if err.is_quarantine() {
-                        refused.push((index, err));
+                        refused.push((index, err, coord.clock.now()));
                     }
                     failed += 1;
                 }
@@ -166,7 +166,7 @@ pub(crate) async fn proclaim_round(
                 "proclamation not confirmed by a quorum"
             );
             Err(
-                coord.short_of_quorum(began, (stored + not_held, quorum), &refused, |i| {
+                coord.short_of_quorum(began, (stored + not_held, 0, quorum), &refused, |i| {
                     answered_by[i]
                 }),
             )

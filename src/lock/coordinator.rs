@@ -5,7 +5,7 @@
 //! `round`, `guard`, `keeper`, `refresh`, `release`), so that data flows one
 //! way: each of those uses only what sits below it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -17,10 +17,12 @@ use crate::lock::telemetry::Telemetry;
 use crate::quorum::clock::Clock;
 use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
 
-/// How many of its latest failures are kept per locker for
-/// `Coordinator::failed_since`: a failure of a call asked since a moment
-/// is lost only behind this many later ones.
-const RECENT_FAILURES: usize = 8;
+/// The most failures kept standing per locker for
+/// `Coordinator::failed_since`. Only failures not over, and not outdone by
+/// another in both when their call was asked and when they speak from,
+/// are kept, so this many stand only when as many calls failed in an
+/// order that makes each one news, with no answer between them.
+const KEPT_FAILURES: usize = 64;
 
 /// The shortest wait between background retries.
 pub(crate) const MIN_BACKGROUND_WAIT: Duration = Duration::from_millis(10);
@@ -53,11 +55,12 @@ pub(crate) struct Coordinator {
     /// later failure of another kind (a connection refused for a moment),
     /// which may end sooner.
     quarantines: Box<[Mutex<Option<FailureNote>>]>,
-    /// Per locker, its latest failures (at most [`RECENT_FAILURES`]): what
-    /// counts against a locker by the calls asked since a moment (see
-    /// `failed_since`), which a later-noted failure of an older call must
-    /// not hide.
-    recent: Box<[Mutex<VecDeque<FailureNote>>]>,
+    /// Per locker, the failures that may still count against it by the
+    /// calls asked since some moment (see `failed_since`): none over, and
+    /// none that another of them outdoes in both when its call was asked
+    /// and when it speaks from ([`FailureNote::evidence`]); at most
+    /// [`KEPT_FAILURES`].
+    standing: Box<[Mutex<Vec<FailureNote>>]>,
     /// Per locker, how long its latest answered call took, in nanoseconds
     /// plus one (0: none answered yet): a wait tells a locker that is slow
     /// to answer its latest call from one that is out of reach by it. One
@@ -248,7 +251,7 @@ impl Coordinator {
             waiting,
             failures: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
             quarantines: (0..lockers_len).map(|_| Mutex::new(None)).collect(),
-            recent: (0..lockers_len).map(|_| Mutex::default()).collect(),
+            standing: (0..lockers_len).map(|_| Mutex::default()).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
@@ -285,12 +288,34 @@ impl Coordinator {
                 },
                 grant_answers_before: self.grant_answers(index),
             };
-            if let Some(recent) = self.recent.get(index) {
-                let mut recent = recent.lock().unwrap_or_else(PoisonError::into_inner);
-                if recent.len() >= RECENT_FAILURES {
-                    recent.pop_front();
+            if let Some(standing) = self.standing.get(index) {
+                let mut standing = standing.lock().unwrap_or_else(PoisonError::into_inner);
+                // A failure over stays over (answers do not unhappen; a
+                // quarantine's time does not come back); one asked no later
+                // and speaking from no later than another says nothing more
+                // for any moment asked about.
+                standing.retain(|kept| {
+                    !self.is_over(index, kept)
+                        && !(kept.asked <= note.asked && kept.evidence() <= note.evidence())
+                });
+                let outdone = standing
+                    .iter()
+                    .any(|kept| kept.asked >= note.asked && kept.evidence() >= note.evidence());
+                if !outdone {
+                    if standing.len() >= KEPT_FAILURES {
+                        // The one asked earliest answers the fewest
+                        // questions ("since when?").
+                        if let Some(earliest) = standing
+                            .iter()
+                            .enumerate()
+                            .min_by_key(|(_, kept)| kept.asked)
+                            .map(|(at, _)| at)
+                        {
+                            standing.swap_remove(earliest);
+                        }
+                    }
+                    standing.push(note.clone());
                 }
-                recent.push_back(note.clone());
             }
             if error.is_quarantine() {
                 if let Some(quarantine) = self.quarantines.get(index) {
@@ -458,7 +483,7 @@ impl Coordinator {
     /// A failure of locker `index` of a call asked at `since` or later that
     /// is not over (no answer followed it, of any kind when `answers_only`,
     /// else as [`current_failure`](Self::current_failure) judges), if any:
-    /// the latest noted, or else the latest of its recent failures.
+    /// the latest noted, or else the latest noted of those kept standing.
     pub(crate) fn failed_since(
         &self,
         index: usize,
@@ -479,13 +504,13 @@ impl Coordinator {
             self.current_failure(index)
         };
         latest.filter(|note| note.asked >= since).or_else(|| {
-            self.recent
+            self.standing
                 .get(index)?
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .rev()
-                .find(|note| standing(note))
+                .filter(|note| standing(note))
+                .max_by_key(|note| note.at)
                 .cloned()
         })
     }
@@ -526,32 +551,39 @@ impl Coordinator {
             .and_then(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
     }
 
-    /// The error of a one-round operation that began at `since` and got
-    /// `answered` answers of the `quorum` it needs, `refused` holding the
-    /// refusals for quarantine among its failures (locker index and
-    /// error): `Error::Quarantined` when those lockers are what keeps the
-    /// quorum (with the time until enough of them are out of it), as a
-    /// wait says; else `QuorumUnavailable`, naming the lockers that did not
-    /// answer (`answered_by` says which did).
+    /// The error of a one-round operation that began at `since`, of the
+    /// `quorum` it needs got `answered` answers and still awaits
+    /// `answering` (calls on their way when it stopped), with `refused`
+    /// the refusals for quarantine among its failures (locker index, the
+    /// error, when it came): `Error::Quarantined` when those lockers are
+    /// what keeps the quorum (with the time until enough of them are out
+    /// of it, counted to now), as a wait says; else `QuorumUnavailable`,
+    /// naming the lockers that did not answer (`answered_by` says which
+    /// did).
     pub(crate) fn short_of_quorum(
         &self,
         since: Instant,
-        (answered, quorum): (usize, usize),
-        refused: &[(usize, Error)],
+        (answered, answering, quorum): (usize, usize, usize),
+        refused: &[(usize, Error, Instant)],
         answered_by: impl Fn(usize) -> bool,
     ) -> Error {
         let lockers = self.lockers.len();
-        if !refused.is_empty() && answered.saturating_add(refused.len()) >= quorum {
-            let needed = quorum.saturating_sub(answered).max(1);
+        let reachable = answered.saturating_add(answering);
+        if !refused.is_empty() && reachable.saturating_add(refused.len()) >= quorum {
+            let now = self.clock.now();
+            let needed = quorum.saturating_sub(reachable).max(1);
             let mut left: Vec<Option<Duration>> = refused
                 .iter()
-                .map(|(_, e)| e.quarantine_time_left())
+                .map(|(_, e, at)| {
+                    e.quarantine_time_left()
+                        .map(|left| left.saturating_sub(now.saturating_duration_since(*at)))
+                })
                 .collect();
             left.sort_by_key(|l| l.unwrap_or(Duration::MAX));
             return Error::Quarantined {
                 quarantined: refused
                     .iter()
-                    .map(|(index, _)| self.lockers[*index].endpoint())
+                    .map(|(index, _, _)| self.lockers[*index].endpoint())
                     .collect(),
                 left: left.get(needed - 1).copied().flatten(),
                 quorum,

@@ -255,7 +255,7 @@ impl WaitWatch {
             // of a locker that granted.
             if let Some(note) = coord.failed_since(index, at, true) {
                 if note.error.is_quarantine() {
-                    refused.push((index, note.error));
+                    refused.push((index, note.error, note.at));
                     continue;
                 }
                 unreachable.push(Unreachable {
@@ -286,12 +286,12 @@ impl WaitWatch {
         if !refused.is_empty() && answered + refused.len() >= quorum {
             let named: Vec<String> = unreachable.iter().map(|u| u.endpoint.clone()).collect();
             return Some(
-                coord.short_of_quorum(at, (answered, quorum), &refused, |i| {
+                coord.short_of_quorum(at, (answered, 0, quorum), &refused, |i| {
                     !named.contains(&coord.lockers[i].endpoint())
                 }),
             );
         }
-        unreachable.extend(refused.into_iter().map(|(index, err)| Unreachable {
+        unreachable.extend(refused.into_iter().map(|(index, err, _)| Unreachable {
             endpoint: coord.lockers[index].endpoint(),
             reason: err.locker_reason(),
         }));

@@ -137,7 +137,7 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
             Ok(None) => not_held += 1,
             Err(err) if err.is_quarantine() => {
                 failed += 1;
-                refused.push((index, err));
+                refused.push((index, err, coord.clock.now()));
             }
             // A locker that cannot draw tokens counts as one that failed:
             // the others may still make a quorum, whatever the order.
@@ -166,9 +166,13 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         return Err(err);
     }
     tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
-    Err(
-        coord.short_of_quorum(began, (tokens.len() + not_held, quorum), &refused, |i| {
-            answered_by[i]
-        }),
-    )
+    // Calls still on their way when the draw stopped count as answering,
+    // as a wait counts them.
+    let answering = n.saturating_sub(tokens.len() + not_held + failed);
+    Err(coord.short_of_quorum(
+        began,
+        (tokens.len() + not_held, answering, quorum),
+        &refused,
+        |i| answered_by[i],
+    ))
 }
