@@ -295,8 +295,8 @@ impl Coordinator {
                 // and speaking from no later than another says nothing more
                 // for any moment asked about.
                 standing.retain(|kept| {
-                    !self.is_over(index, kept)
-                        && !(kept.asked <= note.asked && kept.evidence() <= note.evidence())
+                    let outdone = kept.asked <= note.asked && kept.evidence() <= note.evidence();
+                    !(outdone || self.is_over(index, kept))
                 });
                 let outdone = standing
                     .iter()
