@@ -349,15 +349,17 @@ impl Connection {
                     // A length beyond any frame, or a stream that ended in
                     // the middle of one: what was read says who answered.
                     let read = transport.read_buffer();
-                    if read.is_empty() {
+                    if read.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        // Over TLS, a close without a close_notify: an end
+                        // as a plain connection's, not a fault of TLS.
+                        unavailable(CLOSED_IN_THE_HANDSHAKE.into())
+                    } else if read.is_empty() {
                         unavailable(format!("handshake failed: {e}"))
                     } else {
                         unavailable(sniff::answer_from_server(read))
                     }
                 })),
-                None => Err(unavailable(
-                    "the server closed the connection during the handshake".into(),
-                )),
+                None => Err(unavailable(CLOSED_IN_THE_HANDSHAKE.into())),
             }
         };
         match tokio::time::timeout_at(deadline, exchange).await {
@@ -699,6 +701,9 @@ pub(crate) fn instant_after(at: tokio::time::Instant, wait: Duration) -> tokio::
 /// How long a call that timed out with bytes unread in the socket gives
 /// the reader to take them before it counts the reader as not driven.
 const STALL_CHECK: Duration = Duration::from_millis(20);
+
+/// Said of a server that closed the connection before its `Welcome`.
+const CLOSED_IN_THE_HANDSHAKE: &str = "the server closed the connection during the handshake";
 
 /// Said of a server that stays silent: it may speak another protocol,
 /// one that waits for a request of its own.
