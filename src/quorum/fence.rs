@@ -43,6 +43,7 @@
 use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
 
 use crate::lock::acquisition::Acquisition;
 use crate::lock::config::after;
@@ -130,7 +131,21 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     let (mut last_err, mut permanent) = (None, None);
     let mut answered_by = vec![false; n];
     let mut refused = Vec::new();
-    while let Some((index, result)) = calls.next().await {
+    let mut pending = vec![true; n];
+    let mut draining = false;
+    loop {
+        // Once the draw has stopped, only the answers already in are read
+        // (a refusal at once, say), so that the error names what is known.
+        let next = if draining {
+            match calls.next().now_or_never() {
+                Some(next) => next,
+                None => break,
+            }
+        } else {
+            calls.next().await
+        };
+        let Some((index, result)) = next else { break };
+        pending[index] = false;
         answered_by[index] = result.is_ok();
         match result {
             Ok(Some(token)) => tokens.push(token),
@@ -150,13 +165,16 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
                 last_err = Some(err);
             }
         }
+        if draining {
+            continue;
+        }
         if tokens.len() >= quorum {
             let token = tokens.iter().copied().max().unwrap_or(floor);
             let agreed = tokens.iter().all(|t| *t == token);
             return Ok(Drawn { token, agreed });
         }
         if tokens.len() + (n - tokens.len() - not_held - failed) < quorum {
-            break;
+            draining = true;
         }
     }
     if not_held > n - quorum {
@@ -167,12 +185,15 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
     }
     tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
     // Calls still on their way when the draw stopped count as answering,
-    // as a wait counts them.
-    let answering = n.saturating_sub(tokens.len() + not_held + failed);
-    Err(coord.short_of_quorum(
-        began,
-        (tokens.len() + not_held, answering, quorum),
-        &refused,
-        |i| answered_by[i],
-    ))
+    // as a wait counts them, unless their locker is known failing. Only
+    // lockers that drew a token count as answered: one that does not hold
+    // the lock vouches for nothing.
+    let answering = (0..n)
+        .filter(|&index| pending[index] && coord.current_failure(index).is_none())
+        .count();
+    Err(
+        coord.short_of_quorum(began, (tokens.len(), answering, quorum), &refused, |i| {
+            answered_by[i]
+        }),
+    )
 }

@@ -30,6 +30,8 @@ mod election_values_of_failed_proclaims;
 mod exclusion;
 mod fair_waiting;
 mod faults;
+mod fencing_draw_in_quarantine_beside_a_locker_known_down_still_on_its_way;
+mod fencing_draw_short_of_tokens_with_a_quorum_answering;
 mod fencing_tokens;
 mod force_unlock_quorum_unavailable_names_only_lockers_that_did_not_answer;
 mod late_grants;
