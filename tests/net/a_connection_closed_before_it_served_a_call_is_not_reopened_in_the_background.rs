@@ -83,7 +83,32 @@ async fn no_connection_is_opened_without_a_call() {
             until(&closed, made).await,
             "the server closed each connection"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The client must have seen the close before the next call: a
+        // call sent on a connection the server already closed is a close
+        // under a call, which is reconnected from in the background. A
+        // fixed pause was too short once on a loaded machine.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), async {
+                // Down for 20 ms in a row: a reopen still in its
+                // handshake reads as down before its connection is in.
+                let mut down_since = None;
+                loop {
+                    if locker.protocol_version().is_some() {
+                        down_since = None;
+                    } else if down_since
+                        .get_or_insert_with(tokio::time::Instant::now)
+                        .elapsed()
+                        >= Duration::from_millis(20)
+                    {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            })
+            .await
+            .is_ok(),
+            "the client saw the server close the connection"
+        );
         let call =
             tokio::time::timeout(Duration::from_millis(1), locker.lock(&stand_in::args("u"))).await;
         if matches!(call, Ok(Err(_))) && accepted.load(Ordering::Relaxed) == made {
