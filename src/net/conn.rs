@@ -37,6 +37,7 @@ use crate::Error;
 mod dialing;
 mod outgoing;
 mod reader;
+mod recording;
 mod secure;
 #[cfg(test)]
 mod tests;
@@ -322,7 +323,10 @@ impl Connection {
                 )))
             }
         };
-        let mut transport = Framed::new(stream, wire::codec());
+        // Read through a recording: what the server sent, length prefixes
+        // included, names who answered when the exchange fails.
+        let (stream, seen) = recording::Recording::new(stream);
+        let mut transport = Framed::new(Box::new(stream) as BoxIo, wire::codec());
         let hello = Hello {
             version,
             token: config.token.clone(),
@@ -348,15 +352,18 @@ impl Connection {
                 Some(Err(e)) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
                     // A length beyond any frame, or a stream that ended in
                     // the middle of one: what was read says who answered.
-                    let read = transport.read_buffer();
-                    if read.is_empty() && e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        // Over TLS, a close without a close_notify: an end
-                        // as a plain connection's, not a fault of TLS.
+                    let read = seen.bytes();
+                    // Over TLS, a close without a close_notify is an end as
+                    // a plain connection's, not a fault of TLS.
+                    let ended = seen.ended() || e.kind() == std::io::ErrorKind::UnexpectedEof;
+                    if ended && read.first().is_none_or(|&b| b == 0) {
+                        // Nothing, or the start of a frame of ours: a lock
+                        // server cut off in its `Welcome`.
                         unavailable(CLOSED_IN_THE_HANDSHAKE.into())
                     } else if read.is_empty() {
                         unavailable(format!("handshake failed: {e}"))
                     } else {
-                        unavailable(sniff::answer_from_server(read))
+                        unavailable(sniff::answer_from_server(&read))
                     }
                 })),
                 None => Err(unavailable(CLOSED_IN_THE_HANDSHAKE.into())),
@@ -366,7 +373,7 @@ impl Connection {
             Ok(Ok(welcome)) => Ok((Link { transport, closer }, welcome)),
             Ok(Err(err)) => Err(err),
             Err(_) => {
-                let read = transport.read_buffer();
+                let read = seen.bytes();
                 Err(unavailable(if read.is_empty() {
                     format!(
                         "the server accepted the connection but did not answer the handshake \
@@ -383,7 +390,7 @@ impl Connection {
                 } else {
                     format!(
                         "{}, and sent nothing more within {connect_timeout:?}",
-                        sniff::answer_from_server(read)
+                        sniff::answer_from_server(&read)
                     )
                 }))
             }

@@ -1,0 +1,124 @@
+//! What the server sent in the handshake, as it came: the codec takes a
+//! frame's length out of its buffer as soon as the length has arrived, so
+//! its buffer cannot tell "the start of a frame of ours" (a lock server
+//! that stalled or was cut off in its `Welcome`) from "nothing" or from a
+//! stranger's bytes. The handshake reads through a [`Recording`] and
+//! judges what came from [`Seen`].
+//!
+//! Invariant: `Seen::bytes` is a prefix of the stream, at most
+//! [`RECORDED`] bytes; `ended` is set once a read found the stream's end.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::net::io::BoxIo;
+
+/// How many of the first bytes are kept: enough to name a peer by them.
+const RECORDED: usize = 64;
+
+/// The first bytes read, and whether the stream ended.
+#[derive(Default)]
+pub(super) struct Seen {
+    bytes: Mutex<Vec<u8>>,
+    ended: AtomicBool,
+}
+
+impl Seen {
+    /// The first bytes read (at most 64).
+    pub(super) fn bytes(&self) -> Vec<u8> {
+        self.bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether a read found the end of the stream.
+    pub(super) fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+}
+
+/// A stream that keeps its first bytes in a [`Seen`]. Once those are kept,
+/// a read costs one comparison more than the stream's own.
+pub(super) struct Recording {
+    inner: BoxIo,
+    seen: Arc<Seen>,
+    full: bool,
+}
+
+impl Recording {
+    pub(super) fn new(inner: BoxIo) -> (Recording, Arc<Seen>) {
+        let seen = Arc::new(Seen::default());
+        let recording = Recording {
+            inner,
+            seen: seen.clone(),
+            full: false,
+        };
+        (recording, seen)
+    }
+}
+
+impl AsyncRead for Recording {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let asked = buf.remaining() > 0;
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let read = &buf.filled()[before..];
+                if read.is_empty() && asked {
+                    this.seen.ended.store(true, Ordering::Release);
+                } else if !this.full {
+                    let mut bytes = this
+                        .seen
+                        .bytes
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    let room = RECORDED - bytes.len();
+                    bytes.extend_from_slice(&read[..read.len().min(room)]);
+                    this.full = bytes.len() == RECORDED;
+                }
+                Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for Recording {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
