@@ -260,6 +260,14 @@ impl Shared {
     pub(super) async fn release(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         let names = Self::checked(args, false)?;
         self.waits.forget(&args.uid);
+        if let [name] = names.as_slice() {
+            let fast = self
+                .store
+                .fast_release(name, &args.uid, state::mode_char(mode));
+            if let Some(released) = fast.await? {
+                return Ok(released);
+            }
+        }
         let uid = &*args.uid;
         self.store
             .call(&names, ("", ""), false, |t, _| {

@@ -62,7 +62,16 @@ pub(super) struct Tables {
     pub schema: Option<String>,
     /// The entries table's name, unquoted and unqualified.
     pub name: String,
+    /// `schema.prefixrelease_v1`, quoted: the one-round-trip release
+    /// (PostgreSQL).
+    pub release: String,
 }
+
+/// The version of the stored routines, part of their names: a library
+/// that needs other rules calls routines of another name, made beside
+/// the old ones, so lockers of two versions can share the tables while
+/// an upgrade rolls out.
+pub(super) const ROUTINES_VERSION: u32 = 1;
 
 /// Longest table prefix: identifiers are at most 63 bytes on PostgreSQL
 /// (64 on MySQL), and index names add up to 20.
@@ -109,6 +118,7 @@ impl Tables {
             prefix: prefix.to_owned(),
             schema: schema.map(str::to_owned),
             name: format!("{prefix}entries"),
+            release: qualified(&format!("{prefix}release_v{ROUTINES_VERSION}")),
         })
     }
 }
@@ -372,6 +382,77 @@ impl Dialect {
         "SELECT pg_notify($1, $2)"
     }
 
+    /// The release of one resource in one round trip (PostgreSQL): `$1`
+    /// name, `$2` uid, `$3` mode. Answers 1 (released), 0 (not held in
+    /// that mode), or -1: the resource has places in line or expired rows,
+    /// whose turns and clean-up the full transaction decides.
+    pub(super) fn fast_release(&self) -> Option<String> {
+        (self.backend == Backend::Postgres)
+            .then(|| format!("SELECT {}($1, $2, $3)", self.tables.release))
+    }
+
+    /// Whether the stored routines of this version exist: one row, true
+    /// when they do.
+    pub(super) fn routines_exist(&self) -> Option<String> {
+        (self.backend == Backend::Postgres).then(|| {
+            let name = self.tables.release.replace('\'', "''");
+            format!("SELECT to_regprocedure('{name}(text, text, text)') IS NOT NULL")
+        })
+    }
+
+    /// The statements that make the stored routines; they replace routines
+    /// of the same name (and so of the same version, and the same rules).
+    ///
+    /// The release runs as one transaction of several statements, each
+    /// with a snapshot of its own (a volatile function under read
+    /// committed), in the order of the full transaction: the upsert takes
+    /// the resource's row lock (waiting for a call that holds it, or that
+    /// is creating or deleting the row), and the read after it sees
+    /// everything that call committed. So it is serialized with every other
+    /// call on the resource, as the full transaction is, and it decides
+    /// alone only what needs no turn passed on: no place in line, no
+    /// expired row.
+    pub(super) fn routines(&self) -> Vec<String> {
+        if self.backend != Backend::Postgres {
+            return Vec::new();
+        }
+        let Tables {
+            entries, release, ..
+        } = &self.tables;
+        let now = self.now_ms();
+        vec![format!(
+            "CREATE OR REPLACE FUNCTION {release}(p_name text, p_uid text, p_mode text) \
+             RETURNS integer LANGUAGE plpgsql AS $ql$\n\
+             DECLARE\n  \
+               now_ms bigint;\n  \
+               held boolean;\n  \
+               others bigint;\n  \
+               unusual bigint;\n\
+             BEGIN\n  \
+               INSERT INTO {entries} (name, uid, kind) VALUES (p_name, '', 'r')\n    \
+                 ON CONFLICT (name, uid, kind) DO UPDATE SET kind = 'r';\n  \
+               now_ms := {now};\n  \
+               SELECT coalesce(bool_or(uid = p_uid AND kind = 'h' AND mode = p_mode), false),\n         \
+                      count(*) FILTER (WHERE uid <> p_uid AND kind = 'h'),\n         \
+                      count(*) FILTER (WHERE kind = 'q' OR deadline <= now_ms\n           \
+                        OR (uid = p_uid AND kind = 'h' AND mode <> p_mode))\n    \
+                 INTO held, others, unusual\n    \
+                 FROM {entries} WHERE name = p_name AND kind IN ('h', 'q');\n  \
+               IF unusual > 0 THEN\n    \
+                 RETURN -1;\n  \
+               END IF;\n  \
+               IF held THEN\n    \
+                 DELETE FROM {entries} WHERE name = p_name AND uid = p_uid AND kind = 'h';\n  \
+               END IF;\n  \
+               IF others = 0 THEN\n    \
+                 DELETE FROM {entries} WHERE name = p_name AND uid = '' AND kind = 'r';\n  \
+               END IF;\n  \
+               RETURN CASE WHEN held THEN 1 ELSE 0 END;\n\
+             END\n\
+             $ql$"
+        )]
+    }
+
     /// Every holder row, with the clock, for listings.
     pub(super) fn list(&self) -> String {
         format!(
@@ -495,7 +576,10 @@ impl Dialect {
                 format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
                 marker,
                 format!("INSERT INTO {fence} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING"),
-            ],
+            ]
+            .into_iter()
+            .chain(self.routines())
+            .collect(),
             Backend::MySql => vec![
                 format!(
                     "CREATE TABLE {entries} (\n  \

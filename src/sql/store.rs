@@ -265,6 +265,46 @@ impl Store {
         .await
     }
 
+    /// The release of one resource in one round trip (PostgreSQL):
+    /// `Some(released)`, or `None` when the call must take the full
+    /// transaction (another backend, or a resource with places in line or
+    /// expired rows).
+    pub(super) async fn fast_release(
+        &self,
+        name: &str,
+        uid: &str,
+        mode: &str,
+    ) -> Result<Option<bool>, Error> {
+        let Some(sql) = self.dialect.fast_release() else {
+            return Ok(None);
+        };
+        self.bounded(async {
+            let answer: i32 = match sqlx::query_scalar(&sql)
+                .bind(name)
+                .bind(uid)
+                .bind(mode)
+                .fetch_one(&self.pool)
+                .await
+            {
+                Ok(answer) => answer,
+                // Dropped under a running locker: the full transaction
+                // runs the setup first, which makes it again.
+                Err(err) if is_missing_function(&err) && self.create_tables => {
+                    tracing::warn!(locker = %self.endpoint, "the lock tables' stored function is gone; making it again");
+                    self.ready.store(false, Ordering::Release);
+                    return Ok(None);
+                }
+                Err(err) => return Err(self.error(err)),
+            };
+            Ok(match answer {
+                1 => Some(true),
+                0 => Some(false),
+                _ => None,
+            })
+        })
+        .await
+    }
+
     /// Runs one call: locks and loads `names`, lets `decide` choose and
     /// record changes, writes them, commits. Runs again (up to
     /// [`RETRIES`] times) when the database broke a deadlock.
@@ -631,6 +671,11 @@ impl Store {
                          The next call makes it again (when create_tables is on), in a new \
                          epoch, so in quarantine"
                     ),
+                    "42883" => format!(
+                        "a stored function of the lock tables does not exist ({message}): \
+                         dropped while the locker ran, with create_tables off? Run the CREATE \
+                         FUNCTION statement of quorum_lock::sql::schema() again"
+                    ),
                     "3D000" | "1049" => format!(
                         "the database named in the URL does not exist ({message}); create it"
                     ),
@@ -675,6 +720,11 @@ fn code_of(db: &dyn sqlx::error::DatabaseError) -> String {
 /// Whether `err` says a table does not exist.
 fn is_missing_table(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if matches!(code_of(&**db).as_str(), "42P01" | "1146"))
+}
+
+/// Whether `err` says a function does not exist (PostgreSQL).
+fn is_missing_function(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if code_of(&**db) == "42883")
 }
 
 /// `url` as logs and errors show it: no user, password or parameters.

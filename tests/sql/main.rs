@@ -29,6 +29,8 @@ mod fencing_marks_restores_and_extremes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod one_round_trip_releases_on_postgres;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_statement_grants_and_epochs;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod releases_on_mariadb_read_only_their_own_rows;

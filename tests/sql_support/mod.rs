@@ -145,6 +145,11 @@ impl PgServer {
         self.root.join("data")
     }
 
+    /// The server's log, which its backends write to as they go.
+    pub fn log_path(&self) -> PathBuf {
+        self.root.join("server.log")
+    }
+
     /// The PID of the running postmaster.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("the server is running").id()

@@ -21,7 +21,7 @@ impl Store {
             .map_err(|e| self.error(e))?;
         check_version(self.dialect.backend, &version).map_err(|why| self.unavailable(why))?;
         match conn.execute(self.dialect.table_exists().as_str()).await {
-            Ok(_) => return Ok(()),
+            Ok(_) => return self.routines(&mut conn).await,
             Err(err) if !is_missing_table(&err) => return Err(self.error(err)),
             Err(_) => {}
         }
@@ -85,6 +85,45 @@ impl Store {
             }
         }
         tracing::info!(locker = %self.endpoint, table = %self.dialect.tables.entries, "created the lock tables");
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Checks that the stored routines of this version exist beside tables
+    /// found in place, and makes them when allowed: tables made by an older
+    /// version of the library have none, or those of another version.
+    async fn routines(
+        &self,
+        conn: &mut sqlx::pool::PoolConnection<sqlx::Any>,
+    ) -> Result<(), Error> {
+        let Some(exist) = self.dialect.routines_exist() else {
+            return Ok(());
+        };
+        let there = |found: Result<bool, sqlx::Error>| found.map_err(|e| self.error(e));
+        if there(sqlx::query_scalar(&exist).fetch_one(&mut **conn).await)? {
+            return Ok(());
+        }
+        if !self.create_tables {
+            return Err(self.unavailable(format!(
+                "the lock tables have no stored function {} (they were made by an older \
+                 version of the library, or by hand) and create_tables is off; run the \
+                 CREATE FUNCTION statement of quorum_lock::sql::schema() once, as a user \
+                 allowed to create functions",
+                self.dialect.tables.release
+            )));
+        }
+        for statement in self.dialect.routines() {
+            if let Err(err) = conn.execute(statement.as_str()).await {
+                // Two lockers replacing the same function at once: one
+                // of them fails, and the function is there.
+                if there(sqlx::query_scalar(&exist).fetch_one(&mut **conn).await)? {
+                    return Ok(());
+                }
+                return Err(self.error(err));
+            }
+        }
+        tracing::info!(locker = %self.endpoint, function = %self.dialect.tables.release, "made the stored functions of this version beside tables found in place");
         Ok(())
     }
 }

@@ -1,0 +1,151 @@
+//! The release of one resource on PostgreSQL: one round trip, a stored
+//! function made with the tables (and beside tables an older version
+//! made), which hands back to the full transaction whenever a turn must
+//! be passed on.
+
+use std::time::Duration;
+
+use quorum_lock::sql::{SqlConfig, SqlLocker};
+use quorum_lock::{LockArgs, NetLocker};
+
+use crate::both::config;
+use crate::Servers;
+
+fn args(uid: &str, name: &str) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: vec![name.to_owned()].into(),
+        owner: "test".into(),
+        source: "tests/sql/one_round_trip_releases_on_postgres.rs".into(),
+        quorum: 1,
+    }
+}
+
+fn settings(prefix: &str) -> SqlConfig {
+    config(prefix, Duration::from_secs(60), Duration::ZERO)
+}
+
+/// The statements the server ran for the role `counted` since the log
+/// held `from` bytes: each logged as `LOG:  execute …` or `LOG:
+/// statement: …`, but for the settings of a newly opened connection.
+fn statements_since(log: &std::path::Path, from: usize) -> Vec<String> {
+    let text = std::fs::read(log).expect("the server's log");
+    String::from_utf8_lossy(&text[from.min(text.len())..])
+        .lines()
+        .filter(|line| line.contains("LOG:  execute") || line.contains("LOG:  statement:"))
+        // A connection the pool opens runs its session settings once, not
+        // per call.
+        .filter(|line| !line.contains("SET SESSION CHARACTERISTICS"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_and_its_unlock_on_a_free_name_are_two_statements() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let log = {
+        let pg = servers.pg_server();
+        // Only this role's statements are logged: the test's own psql
+        // runs as postgres.
+        pg.psql(
+            "CREATE ROLE counted LOGIN SUPERUSER; ALTER ROLE counted SET log_statement = 'all'",
+        );
+        pg.log_path()
+    };
+    let url = servers.pg_server().url_as("counted", "unused");
+    let locker = SqlLocker::connect(&url, settings("rt_"))
+        .await
+        .expect("a database");
+    // The set-up's statements (version, tables) come before.
+    assert!(locker.lock(&args("warm", "warm-up")).await.expect("lock"));
+    assert!(locker
+        .unlock(&args("warm", "warm-up"))
+        .await
+        .expect("unlock"));
+
+    let from = std::fs::metadata(&log).expect("the log").len() as usize;
+    assert!(locker.lock(&args("u1", "free")).await.expect("lock"));
+    assert!(locker.unlock(&args("u1", "free")).await.expect("unlock"));
+    let ran = statements_since(&log, from);
+    assert_eq!(
+        ran.len(),
+        2,
+        "a lock and its unlock of a free name ran {} statements: {ran:#?}",
+        ran.len()
+    );
+    // Released for good: another uid gets it at once, and the name's rows
+    // are gone with its holder.
+    assert!(locker.lock(&args("u2", "free")).await.expect("lock"));
+    assert!(locker.unlock(&args("u2", "free")).await.expect("unlock"));
+    let rows = servers
+        .pg_server()
+        .psql("SELECT count(*) FROM rt_entries WHERE name = 'free'");
+    assert_eq!(rows.trim(), "0", "rows left behind: {rows}");
+    // Not held, or held in the other mode: nothing released.
+    assert!(!locker.unlock(&args("u3", "free")).await.expect("unlock"));
+    assert!(locker.rlock(&args("r1", "shared")).await.expect("rlock"));
+    assert!(locker.rlock(&args("r2", "shared")).await.expect("rlock"));
+    assert!(!locker.unlock(&args("r1", "shared")).await.expect("unlock"));
+    assert!(locker
+        .runlock(&args("r1", "shared"))
+        .await
+        .expect("runlock"));
+    // The other reader still holds: a writer is refused.
+    assert!(!locker.lock(&args("w", "shared")).await.expect("lock"));
+    assert!(locker
+        .runlock(&args("r2", "shared"))
+        .await
+        .expect("runlock"));
+    assert!(locker.lock(&args("w", "shared")).await.expect("lock"));
+}
+
+/// Tables made before the function existed (an older version of the
+/// library): a locker that may create objects adds the function; one that
+/// may not is refused at `connect`, naming the function and what to run.
+/// A function dropped under a running locker is made again by its next
+/// release, which still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_without_the_function_get_it_or_refuse_with_what_to_run() {
+    let Some(servers) = Servers::start() else {
+        return;
+    };
+    let url = servers.pg.clone();
+    let first = SqlLocker::connect(&url, settings("up_"))
+        .await
+        .expect("a database");
+    assert!(first.lock(&args("a", "n")).await.expect("lock"));
+    let drop_it = "DROP FUNCTION up_release_v1(text, text, text)";
+    let exists = "SELECT to_regprocedure('up_release_v1(text, text, text)') IS NOT NULL";
+    servers.pg_server().psql(drop_it);
+
+    let refused = SqlLocker::connect(
+        &url,
+        SqlConfig {
+            create_tables: false,
+            ..settings("up_")
+        },
+    )
+    .await
+    .err()
+    .expect("tables without the function refused with create_tables off");
+    let said = refused.to_string();
+    assert!(
+        said.contains("up_release_v1") && said.contains("schema()"),
+        "the refusal names the function and what to run: {said}"
+    );
+
+    // Dropped under the running locker: its release still answers, and
+    // the function is back.
+    assert!(first.unlock(&args("a", "n")).await.expect("unlock"));
+    assert_eq!(servers.pg_server().psql(exists).trim(), "t");
+
+    servers.pg_server().psql(drop_it);
+    let upgraded = SqlLocker::connect(&url, settings("up_"))
+        .await
+        .expect("tables of an older version get the function");
+    assert_eq!(servers.pg_server().psql(exists).trim(), "t");
+    assert!(upgraded.lock(&args("b", "n")).await.expect("lock"));
+    assert!(upgraded.unlock(&args("b", "n")).await.expect("unlock"));
+}
