@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{noted_call, Call, CallSet, Started};
+use crate::lock::wait_status::{RoundEnd, WaitStatus};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{PushSink, Wake};
 use crate::quorum::write_quorum;
@@ -117,8 +118,7 @@ pub(crate) async fn proclaim_round(
     let deadline = after(began, coord.timeouts.refresh);
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
     let mut permanent = None;
-    let mut answered_by = vec![false; n];
-    let mut refused = Vec::new();
+    let mut ends = vec![RoundEnd::Pending; n];
     let decided = fan_out(
         coord,
         deadline,
@@ -129,8 +129,12 @@ pub(crate) async fn proclaim_round(
             })
         },
         |index, result| {
-            if let Some(answered) = answered_by.get_mut(index) {
-                *answered = result.is_ok();
+            if let Some(end) = ends.get_mut(index) {
+                *end = match &result {
+                    Ok(true) => RoundEnd::Counted,
+                    Ok(false) => RoundEnd::Declined,
+                    Err(err) => RoundEnd::Failed(err.clone()),
+                };
             }
             match result {
                 Ok(true) => stored += 1,
@@ -138,8 +142,6 @@ pub(crate) async fn proclaim_round(
                 Err(err) => {
                     if !err.is_retryable() {
                         permanent = Some(err);
-                    } else if err.is_quarantine() {
-                        refused.push((index, err, coord.clock.now()));
                     }
                     failed += 1;
                 }
@@ -165,11 +167,10 @@ pub(crate) async fn proclaim_round(
                 failed,
                 "proclamation not confirmed by a quorum"
             );
-            Err(
-                coord.short_of_quorum(began, (stored + not_held, 0, quorum), &refused, |i| {
-                    answered_by[i]
-                }),
-            )
+            // Judged as a wait judges its lockers; only lockers that
+            // stored the value count as answered: one that does not hold
+            // the lock vouches for nothing.
+            Err(WaitStatus::of_round(coord, quorum, &ends, began).unavailable())
         }
     }
 }

@@ -213,82 +213,156 @@ impl WaitStatus {
                 Some(Answer::Granted) => status.granted += 1,
                 Some(Answer::Refused | Answer::Queued) => status.held_elsewhere += 1,
                 Some(Answer::Failed) | None => {
-                    let endpoint = coord.lockers[index].endpoint();
-                    let times = coord.call_times(index);
-                    // The latest failure says why only while it is not
-                    // over (a refusal of this round is over once the
-                    // locker answered another call; one for quarantine,
-                    // once its time is up), and, for a
-                    // locker that has not answered this wait yet, when it
-                    // had answered before it or the wait had begun: a
-                    // failure of a locker never heard from, older than
-                    // the wait, may be over unseen.
-                    // (A refusal for quarantine is the locker's own word,
-                    // with its own end: never "unseen".)
-                    let note = coord.current_failure(index).filter(|note| {
-                        answer.is_some()
-                            || note.at >= began
-                            || note.error.is_quarantine()
-                            || coord.answered_before(index, note)
-                    });
-                    // Silent since the earliest call it left unanswered,
-                    // not since this round's: a poll that asks again does
-                    // not restart it.
-                    let silent = now.saturating_duration_since(times.silent_since.unwrap_or(asked));
-                    // A locker that refused for quarantine and has since
-                    // left a call unanswered too long is out of reach, not
-                    // in quarantine: it went down or away meanwhile.
-                    // Only calls asked since the refusal count: one asked
-                    // before it (lost in a restart, say) is no news of the
-                    // locker, which answered since.
-                    let gone_silent = note
-                        .as_ref()
-                        .filter(|note| note.error.is_quarantine())
-                        .and_then(|note| coord.open_since(index, note.at))
-                        .map(|since| now.saturating_duration_since(since))
-                        .filter(|quiet| coord.too_long(index, *quiet));
-                    match note {
-                        Some(_) if gone_silent.is_some() => status.unreachable.push(Unreachable {
-                            endpoint,
-                            reason: format!(
-                                "no answer yet after {}",
-                                seconds(gone_silent.unwrap_or(silent))
-                            ),
-                        }),
-                        Some(note) if note.error.is_quarantine() => {
-                            let since = now.saturating_duration_since(note.at);
-                            status.quarantined.push(Quarantined {
-                                endpoint,
-                                left: note
-                                    .error
-                                    .quarantine_time_left()
-                                    .map(|left| left.saturating_sub(since)),
-                            });
-                        }
-                        Some(note) => status.unreachable.push(Unreachable {
-                            endpoint,
-                            reason: note.error.locker_reason(),
-                        }),
-                        // Its refusal of this round is over and nothing is
-                        // asked of it now: it answers, and is asked again
-                        // at the next attempt.
-                        None if *answer == Some(Answer::Failed) && times.silent_since.is_none() => {
-                            status.answering.push(endpoint)
-                        }
-                        // Asked less than twice as long ago as its latest
-                        // answer took (and a moment): slow for now, not
-                        // out of reach.
-                        None if !coord.too_long(index, silent) => status.answering.push(endpoint),
-                        None => status.unreachable.push(Unreachable {
-                            endpoint,
-                            reason: format!("no answer yet after {}", seconds(silent)),
-                        }),
+                    status.not_answered(coord, index, answer.is_some(), (began, asked, now));
+                }
+            }
+        }
+        status
+    }
+
+    /// The status of a one-round operation (a fencing draw, a
+    /// proclamation) that began at `began` and stopped short of its quorum,
+    /// from how each locker ended it: judged as a wait judges its lockers,
+    /// so that both say the same of the same lockers.
+    pub(crate) fn of_round(
+        coord: &Coordinator,
+        quorum: usize,
+        ends: &[RoundEnd],
+        began: Instant,
+    ) -> WaitStatus {
+        let now = coord.clock.now();
+        let mut status = WaitStatus {
+            lockers: ends.len(),
+            quorum,
+            granted: 0,
+            held_elsewhere: 0,
+            quarantined: Vec::new(),
+            unreachable: Vec::new(),
+            answering: Vec::new(),
+            waited: now.saturating_duration_since(began),
+        };
+        for (index, end) in ends.iter().enumerate() {
+            match end {
+                RoundEnd::Counted => status.granted += 1,
+                RoundEnd::Declined => {}
+                RoundEnd::Pending => status.not_answered(coord, index, false, (began, began, now)),
+                RoundEnd::Failed(err) => {
+                    let answering = status.answering.len();
+                    status.not_answered(coord, index, true, (began, began, now));
+                    // Its failure of this round is over already (it
+                    // answered another call since): the round still
+                    // ended without it, for the reason it gave.
+                    if status.answering.len() > answering {
+                        status.answering.pop();
+                        status.unreachable.push(Unreachable {
+                            endpoint: coord.lockers[index].endpoint(),
+                            reason: err.locker_reason(),
+                        });
                     }
                 }
             }
         }
         status
     }
+
+    /// Files locker `index`, which has not answered the current round
+    /// (`failed`: its call failed; else it is still on its way), as in
+    /// quarantine, out of reach, or still answering, by what the
+    /// coordinator knows of it: for a wait that began at `began` and a
+    /// round asked at `asked`, at `now`.
+    fn not_answered(
+        &mut self,
+        coord: &Coordinator,
+        index: usize,
+        failed: bool,
+        (began, asked, now): (Instant, Instant, Instant),
+    ) {
+        let status = self;
+        let endpoint = coord.lockers[index].endpoint();
+        let times = coord.call_times(index);
+        // The latest failure says why only while it is not
+        // over (a refusal of this round is over once the
+        // locker answered another call; one for quarantine,
+        // once its time is up), and, for a
+        // locker that has not answered this wait yet, when it
+        // had answered before it or the wait had begun: a
+        // failure of a locker never heard from, older than
+        // the wait, may be over unseen.
+        // (A refusal for quarantine is the locker's own word,
+        // with its own end: never "unseen".)
+        let note = coord.current_failure(index).filter(|note| {
+            failed
+                || note.at >= began
+                || note.error.is_quarantine()
+                || coord.answered_before(index, note)
+        });
+        // Silent since the earliest call it left unanswered,
+        // not since this round's: a poll that asks again does
+        // not restart it.
+        let silent = now.saturating_duration_since(times.silent_since.unwrap_or(asked));
+        // A locker that refused for quarantine and has since
+        // left a call unanswered too long is out of reach, not
+        // in quarantine: it went down or away meanwhile.
+        // Only calls asked since the refusal count: one asked
+        // before it (lost in a restart, say) is no news of the
+        // locker, which answered since.
+        let gone_silent = note
+            .as_ref()
+            .filter(|note| note.error.is_quarantine())
+            .and_then(|note| coord.open_since(index, note.at))
+            .map(|since| now.saturating_duration_since(since))
+            .filter(|quiet| coord.too_long(index, *quiet));
+        match note {
+            Some(_) if gone_silent.is_some() => status.unreachable.push(Unreachable {
+                endpoint,
+                reason: format!(
+                    "no answer yet after {}",
+                    seconds(gone_silent.unwrap_or(silent))
+                ),
+            }),
+            Some(note) if note.error.is_quarantine() => {
+                let since = now.saturating_duration_since(note.at);
+                status.quarantined.push(Quarantined {
+                    endpoint,
+                    left: note
+                        .error
+                        .quarantine_time_left()
+                        .map(|left| left.saturating_sub(since)),
+                });
+            }
+            Some(note) => status.unreachable.push(Unreachable {
+                endpoint,
+                reason: note.error.locker_reason(),
+            }),
+            // Its refusal of this round is over and nothing is
+            // asked of it now: it answers, and is asked again
+            // at the next attempt.
+            None if failed && times.silent_since.is_none() => status.answering.push(endpoint),
+            // Asked less than twice as long ago as its latest
+            // answer took (and a moment): slow for now, not
+            // out of reach.
+            None if !coord.too_long(index, silent) => status.answering.push(endpoint),
+            None => status.unreachable.push(Unreachable {
+                endpoint,
+                reason: format!("no answer yet after {}", seconds(silent)),
+            }),
+        }
+    }
+}
+
+/// How a locker ended a one-round operation, for the error of one that
+/// stopped short of its quorum ([`WaitStatus::of_round`]).
+#[derive(Debug, Clone)]
+pub(crate) enum RoundEnd {
+    /// It answered in a way that counts towards the quorum.
+    Counted,
+    /// It answered in a way that does not count (it does not hold the
+    /// lock): neither towards the quorum nor out of reach.
+    Declined,
+    /// Its call failed, with this error.
+    Failed(Error),
+    /// Its call was still on its way when the operation stopped.
+    Pending,
 }
 
 impl fmt::Display for WaitStatus {

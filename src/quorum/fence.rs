@@ -49,6 +49,7 @@ use crate::lock::acquisition::Acquisition;
 use crate::lock::config::after;
 use crate::lock::fanout::call_locker;
 use crate::lock::telemetry::CallKind;
+use crate::lock::wait_status::{RoundEnd, WaitStatus};
 use crate::quorum::clock::nanos_of;
 use crate::Error;
 
@@ -129,9 +130,9 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         .collect();
     let (mut tokens, mut not_held, mut failed) = (Vec::new(), 0, 0);
     let (mut last_err, mut permanent) = (None, None);
-    let mut answered_by = vec![false; n];
-    let mut refused = Vec::new();
-    let mut pending = vec![true; n];
+    // How each locker ended the draw, for the error of one that stops
+    // short; calls still on their way when it stopped stay `Pending`.
+    let mut ends = vec![RoundEnd::Pending; n];
     let mut draining = false;
     loop {
         // Once the draw has stopped, only the answers already in are read
@@ -145,15 +146,14 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
             calls.next().await
         };
         let Some((index, result)) = next else { break };
-        pending[index] = false;
-        answered_by[index] = result.is_ok();
+        ends[index] = match &result {
+            Ok(Some(_)) => RoundEnd::Counted,
+            Ok(None) => RoundEnd::Declined,
+            Err(err) => RoundEnd::Failed(err.clone()),
+        };
         match result {
             Ok(Some(token)) => tokens.push(token),
             Ok(None) => not_held += 1,
-            Err(err) if err.is_quarantine() => {
-                failed += 1;
-                refused.push((index, err, coord.clock.now()));
-            }
             // A locker that cannot draw tokens counts as one that failed:
             // the others may still make a quorum, whatever the order.
             Err(err) if !err.is_retryable() => {
@@ -184,16 +184,10 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         return Err(err);
     }
     tracing::debug!(uid = %state.args.uid, ?last_err, "fencing token not confirmed by a quorum");
-    // Calls still on their way when the draw stopped count as answering,
-    // as a wait counts them, unless their locker is known failing. Only
-    // lockers that drew a token count as answered: one that does not hold
-    // the lock vouches for nothing.
-    let answering = (0..n)
-        .filter(|&index| pending[index] && coord.current_failure(index).is_none())
-        .count();
-    Err(
-        coord.short_of_quorum(began, (tokens.len(), answering, quorum), &refused, |i| {
-            answered_by[i]
-        }),
-    )
+    // Each locker judged as a wait judges it: a call still on its way
+    // counts as answering unless a failure of its locker stands or it has
+    // been silent too long; a refusal for quarantine that stands files its
+    // locker as in quarantine. Only lockers that drew a token count as
+    // answered: one that does not hold the lock vouches for nothing.
+    Err(WaitStatus::of_round(coord, quorum, &ends, began).unavailable())
 }
