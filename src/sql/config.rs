@@ -78,7 +78,10 @@ impl Default for SqlConfig {
 /// The statements that create the tables of `config` on `backend`, for
 /// teams whose applications may not run DDL: run them once, in order, as a
 /// user who may, and give the locker's user `SELECT`, `INSERT`, `UPDATE`
-/// and `DELETE` on both tables.
+/// and `DELETE` on both tables. On PostgreSQL the last statement makes the
+/// stored function that releases a lock in one round trip; a locker whose
+/// user may not execute it (or that finds none) releases by a transaction
+/// instead, and says so once in its log.
 ///
 /// ```
 /// use quorum_lock::sql::{schema, Backend, SqlConfig};
@@ -91,5 +94,8 @@ impl Default for SqlConfig {
 /// ```
 pub fn schema(backend: Backend, config: &SqlConfig) -> Result<Vec<String>, Error> {
     let tables = Tables::new(backend, config.schema.as_deref(), &config.table_prefix)?;
-    Ok(Dialect { backend, tables }.create())
+    let dialect = Dialect { backend, tables };
+    let mut statements = dialect.create();
+    statements.extend(dialect.routines());
+    Ok(statements)
 }

@@ -62,8 +62,8 @@ pub(super) struct Tables {
     pub schema: Option<String>,
     /// The entries table's name, unquoted and unqualified.
     pub name: String,
-    /// `schema.prefixrelease_v1`, quoted: the one-round-trip release
-    /// (PostgreSQL).
+    /// `prefixrelease_v1`, unquoted and unqualified: the one-round-trip
+    /// release (PostgreSQL), which lives in the entries table's schema.
     pub release: String,
 }
 
@@ -79,7 +79,7 @@ const MAX_PREFIX_LEN: usize = 40;
 
 /// Whether `text` is a plain identifier: ASCII letters, digits and `_`,
 /// not starting with a digit. Only such names are put into SQL text.
-fn plain_identifier(text: &str) -> bool {
+pub(super) fn plain_identifier(text: &str) -> bool {
     text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         && !text.starts_with(|c: char| c.is_ascii_digit())
 }
@@ -118,7 +118,7 @@ impl Tables {
             prefix: prefix.to_owned(),
             schema: schema.map(str::to_owned),
             name: format!("{prefix}entries"),
-            release: qualified(&format!("{prefix}release_v{ROUTINES_VERSION}")),
+            release: format!("{prefix}release_v{ROUTINES_VERSION}"),
         })
     }
 }
@@ -382,26 +382,65 @@ impl Dialect {
         "SELECT pg_notify($1, $2)"
     }
 
-    /// The release of one resource in one round trip (PostgreSQL): `$1`
-    /// name, `$2` uid, `$3` mode. Answers 1 (released), 0 (not held in
-    /// that mode), or -1: the resource has places in line or expired rows,
-    /// whose turns and clean-up the full transaction decides.
-    pub(super) fn fast_release(&self) -> Option<String> {
-        (self.backend == Backend::Postgres)
-            .then(|| format!("SELECT {}($1, $2, $3)", self.tables.release))
+    /// The call of the one-round-trip release in `schema` (quoted):
+    /// `$1` name, `$2` uid, `$3` mode. Answers 1 (released), 0 (not held
+    /// in that mode), or -1: the resource has places in line or expired
+    /// rows, whose turns and clean-up the full transaction decides.
+    pub(super) fn fast_release_in(&self, schema: &str) -> String {
+        format!("SELECT {schema}.\"{}\"($1, $2, $3)", self.tables.release)
     }
 
-    /// Whether the stored routines of this version exist: one row, true
-    /// when they do.
-    pub(super) fn routines_exist(&self) -> Option<String> {
-        (self.backend == Backend::Postgres).then(|| {
-            let name = self.tables.release.replace('\'', "''");
-            format!("SELECT to_regprocedure('{name}(text, text, text)') IS NOT NULL")
-        })
+    /// The schema the entries table resolves to for this locker's
+    /// sessions (PostgreSQL): `$1` the table's name as the locker writes
+    /// it. No row when there is no such table.
+    pub(super) fn table_schema(&self) -> Option<&'static str> {
+        (self.backend == Backend::Postgres).then_some(
+            "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
+             ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
+        )
     }
 
-    /// The statements that make the stored routines; they replace routines
-    /// of the same name (and so of the same version, and the same rules).
+    /// Whether the release of this version exists, and whether this
+    /// session may call it: `$1` its signature, as `schema.name(types)`.
+    pub(super) fn routine_usable(&self) -> &'static str {
+        "SELECT p IS NOT NULL, coalesce(has_function_privilege(p, 'EXECUTE'), false) \
+         FROM to_regprocedure($1) p"
+    }
+
+    /// The signature of the release in `schema` (quoted), for
+    /// [`routine_usable`](Self::routine_usable).
+    pub(super) fn release_signature(&self, schema: &str) -> String {
+        format!("{schema}.\"{}\"(text, text, text)", self.tables.release)
+    }
+
+    /// The stored routines as `schema()` gives them, for tables created by
+    /// hand: in the configured schema, or (none configured) in the schema
+    /// that creates the tables.
+    pub(super) fn routines(&self) -> Vec<String> {
+        if self.backend != Backend::Postgres {
+            return Vec::new();
+        }
+        let function = match &self.tables.schema {
+            Some(schema) => format!("\"{schema}\".\"{}\"", self.tables.release),
+            None => format!("\"{}\"", self.tables.release),
+        };
+        self.release_routine(&function, &self.tables.entries)
+    }
+
+    /// The stored routines in `schema` (quoted), naming the entries table
+    /// there: what a locker makes beside the tables it found or made, so
+    /// that no caller's search path decides which table they act on.
+    pub(super) fn routines_in(&self, schema: &str) -> Vec<String> {
+        if self.backend != Backend::Postgres {
+            return Vec::new();
+        }
+        let function = format!("{schema}.\"{}\"", self.tables.release);
+        let table = format!("{schema}.\"{}\"", self.tables.name);
+        self.release_routine(&function, &table)
+    }
+
+    /// The statement that makes (or replaces: same name, same version,
+    /// same rules) the release `release` over the entries table `entries`.
     ///
     /// The release runs as one transaction of several statements, each
     /// with a snapshot of its own (a volatile function under read
@@ -411,14 +450,9 @@ impl Dialect {
     /// everything that call committed. So it is serialized with every other
     /// call on the resource, as the full transaction is, and it decides
     /// alone only what needs no turn passed on: no place in line, no
-    /// expired row.
-    pub(super) fn routines(&self) -> Vec<String> {
-        if self.backend != Backend::Postgres {
-            return Vec::new();
-        }
-        let Tables {
-            entries, release, ..
-        } = &self.tables;
+    /// expired row. It deletes the resource's row only with its last
+    /// holder, so a resource with no row still has no holders or places.
+    fn release_routine(&self, release: &str, entries: &str) -> Vec<String> {
         let now = self.now_ms();
         vec![format!(
             "CREATE OR REPLACE FUNCTION {release}(p_name text, p_uid text, p_mode text) \
@@ -576,10 +610,7 @@ impl Dialect {
                 format!("CREATE TABLE IF NOT EXISTS {fence} (id int PRIMARY KEY, token bigint NOT NULL)"),
                 marker,
                 format!("INSERT INTO {fence} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING"),
-            ]
-            .into_iter()
-            .chain(self.routines())
-            .collect(),
+            ],
             Backend::MySql => vec![
                 format!(
                     "CREATE TABLE {entries} (\n  \

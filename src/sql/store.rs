@@ -84,6 +84,11 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
+    /// The call of the release function this locker may use, found (or
+    /// made) at setup; `None`: releases take the full transaction.
+    release_call: std::sync::Mutex<Option<Arc<str>>>,
+    /// Whether the log said already why releases take the transaction.
+    said_why_no_release_call: AtomicBool,
     /// This locker's channel, and where notices for this locker's own
     /// waiters go (replaced when the task that reads them is started
     /// again, on another runtime).
@@ -177,6 +182,8 @@ impl Store {
             found_before: AtomicBool::new(false),
             started_ms,
             online: AtomicBool::new(true),
+            release_call: std::sync::Mutex::new(None),
+            said_why_no_release_call: AtomicBool::new(false),
             own: (own.0, std::sync::Mutex::new(own.1)),
         })
     }
@@ -265,20 +272,41 @@ impl Store {
         .await
     }
 
+    /// Sets the release function's call (`None`: releases take the full
+    /// transaction, and the log says `why` once).
+    pub(super) fn use_release(&self, call: Option<String>, why: &str) {
+        let none = call.is_none();
+        *self
+            .release_call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = call.map(Arc::from);
+        if none && !self.said_why_no_release_call.swap(true, Ordering::Relaxed) {
+            tracing::warn!(locker = %self.endpoint, "releases take a transaction of five statements instead of one call: {why}");
+        }
+    }
+
     /// The release of one resource in one round trip (PostgreSQL):
     /// `Some(released)`, or `None` when the call must take the full
-    /// transaction (another backend, or a resource with places in line or
-    /// expired rows).
+    /// transaction (no function this locker may call, or a resource with
+    /// places in line or expired rows).
     pub(super) async fn fast_release(
         &self,
         name: &str,
         uid: &str,
         mode: &str,
     ) -> Result<Option<bool>, Error> {
-        let Some(sql) = self.dialect.fast_release() else {
+        if self.dialect.backend != Backend::Postgres {
             return Ok(None);
-        };
+        }
         self.bounded(async {
+            let Some(sql) = self
+                .release_call
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+            else {
+                return Ok(None);
+            };
             let answer: i32 = match sqlx::query_scalar(&sql)
                 .bind(name)
                 .bind(uid)
@@ -287,10 +315,11 @@ impl Store {
                 .await
             {
                 Ok(answer) => answer,
-                // Dropped under a running locker: the full transaction
-                // runs the setup first, which makes it again.
-                Err(err) if is_missing_function(&err) && self.create_tables => {
-                    tracing::warn!(locker = %self.endpoint, "the lock tables' stored function is gone; making it again");
+                // Dropped, or its EXECUTE revoked, under a running locker:
+                // this release takes the transaction, and the next setup
+                // looks again (and makes it again when allowed).
+                Err(err) if is_missing_function(&err) || is_not_permitted(&err) => {
+                    self.use_release(None, &format!("{}", self.error(err)));
                     self.ready.store(false, Ordering::Release);
                     return Ok(None);
                 }
@@ -725,6 +754,11 @@ fn is_missing_table(err: &sqlx::Error) -> bool {
 /// Whether `err` says a function does not exist (PostgreSQL).
 fn is_missing_function(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if code_of(&**db) == "42883")
+}
+
+/// Whether `err` says this user lacks a privilege (PostgreSQL).
+fn is_not_permitted(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if code_of(&**db) == "42501")
 }
 
 /// `url` as logs and errors show it: no user, password or parameters.

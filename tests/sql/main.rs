@@ -19,7 +19,13 @@ mod a_mariadb_waiter_on_two_names_polls_without_locking;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_postgres_locker_without_its_listen_connection_still_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_release_runs_on_the_tables_of_its_own_locker;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_release_under_a_schema_reads_no_table_through_the_search_path;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod each_locker_gets_and_keeps_tables_of_its_own;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
@@ -36,6 +42,8 @@ mod one_statement_grants_and_epochs;
 mod releases_on_mariadb_read_only_their_own_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod tables_made_by_hand_keep_serving_a_locker_that_may_not_create;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 pub use both::Servers;

@@ -4,7 +4,8 @@
 
 use std::sync::atomic::Ordering;
 
-use sqlx::{Connection, Executor};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, Connection, Executor};
 
 use super::{code_of, is_missing_table, Store};
 use crate::sql::dialect::Backend;
@@ -51,7 +52,7 @@ impl Store {
                         // exists is something else of the same name, and
                         // this rolled back leaves no table.
                         return match conn.execute(self.dialect.table_exists().as_str()).await {
-                            Ok(_) => Ok(()),
+                            Ok(_) => self.routines(&mut conn).await,
                             Err(missing) if is_missing_table(&missing) => {
                                 Err(self.unavailable(format!(
                                     "cannot create the table {}: {} (another object has a \
@@ -85,46 +86,79 @@ impl Store {
             }
         }
         tracing::info!(locker = %self.endpoint, table = %self.dialect.tables.entries, "created the lock tables");
-        Ok(())
+        self.routines(&mut conn).await
     }
 }
 
 impl Store {
-    /// Checks that the stored routines of this version exist beside tables
-    /// found in place, and makes them when allowed: tables made by an older
-    /// version of the library have none, or those of another version.
-    async fn routines(
-        &self,
-        conn: &mut sqlx::pool::PoolConnection<sqlx::Any>,
-    ) -> Result<(), Error> {
-        let Some(exist) = self.dialect.routines_exist() else {
+    /// Finds the release function of this version in the entries table's
+    /// own schema (never through a search path, which could lead to
+    /// another deployment's), makes it there when allowed, and keeps its
+    /// call for the fast release. Where there is none this locker may
+    /// call (tables made by hand or by an older version, no right to
+    /// create functions, `EXECUTE` revoked), releases take the full
+    /// transaction, as before: slower, and as safe; the log says so once.
+    async fn routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
+        let Some(find_schema) = self.dialect.table_schema() else {
             return Ok(());
         };
-        let there = |found: Result<bool, sqlx::Error>| found.map_err(|e| self.error(e));
-        if there(sqlx::query_scalar(&exist).fetch_one(&mut **conn).await)? {
+        let schema: Option<String> = sqlx::query_scalar(find_schema)
+            .bind(self.dialect.tables.entries.as_str())
+            .fetch_optional(&mut **conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        // A schema name that is not a plain identifier is never put into
+        // SQL text (nor into a function's body): releases take the
+        // transaction there.
+        let Some(schema) = schema.filter(|s| crate::sql::dialect::plain_identifier(s)) else {
+            self.use_release(
+                None,
+                "the lock table's schema name is not a plain identifier",
+            );
             return Ok(());
-        }
-        if !self.create_tables {
-            return Err(self.unavailable(format!(
-                "the lock tables have no stored function {} (they were made by an older \
-                 version of the library, or by hand) and create_tables is off; run the \
-                 CREATE FUNCTION statement of quorum_lock::sql::schema() once, as a user \
-                 allowed to create functions",
-                self.dialect.tables.release
-            )));
-        }
-        for statement in self.dialect.routines() {
-            if let Err(err) = conn.execute(statement.as_str()).await {
-                // Two lockers replacing the same function at once: one
-                // of them fails, and the function is there.
-                if there(sqlx::query_scalar(&exist).fetch_one(&mut **conn).await)? {
-                    return Ok(());
+        };
+        let quoted = format!("\"{schema}\"");
+        let signature = self.dialect.release_signature(&quoted);
+        let (mut exists, mut executable) = self.release_usable(conn, &signature).await?;
+        if !exists && self.create_tables {
+            for statement in self.dialect.routines_in(&quoted) {
+                if let Err(err) = conn.execute(statement.as_str()).await {
+                    // Two lockers making it at once: one fails, and it is
+                    // there. Or this user may not create functions.
+                    tracing::debug!(locker = %self.endpoint, "making the release function: {err}");
                 }
-                return Err(self.error(err));
             }
+            (exists, executable) = self.release_usable(conn, &signature).await?;
         }
-        tracing::info!(locker = %self.endpoint, function = %self.dialect.tables.release, "made the stored functions of this version beside tables found in place");
+        let call = self.dialect.fast_release_in(&quoted);
+        match (exists, executable) {
+            (true, true) => self.use_release(Some(call), ""),
+            (true, false) => self.use_release(
+                None,
+                "this user may not execute the release function; grant it EXECUTE",
+            ),
+            (false, _) => self.use_release(
+                None,
+                "the lock tables have no release function of this version (made by hand or by \
+                 an older version, and this user may not create it); run the CREATE FUNCTION \
+                 statement of quorum_lock::sql::schema() once",
+            ),
+        }
         Ok(())
+    }
+
+    /// Whether the release of `signature` exists, and whether this user
+    /// may execute it.
+    async fn release_usable(
+        &self,
+        conn: &mut PoolConnection<Any>,
+        signature: &str,
+    ) -> Result<(bool, bool), Error> {
+        sqlx::query_as::<_, (bool, bool)>(self.dialect.routine_usable())
+            .bind(signature)
+            .fetch_one(&mut **conn)
+            .await
+            .map_err(|e| self.error(e))
     }
 }
 
