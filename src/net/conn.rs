@@ -356,11 +356,15 @@ impl Connection {
                     // Over TLS, a close without a close_notify is an end as
                     // a plain connection's, not a fault of TLS.
                     let ended = seen.ended() || e.kind() == std::io::ErrorKind::UnexpectedEof;
-                    if ended && read.first().is_none_or(|&b| b == 0) {
-                        // Nothing, or the start of a frame of ours: a lock
-                        // server cut off in its `Welcome`.
+                    // Nothing, or the start of a frame of ours: a lock
+                    // server closed, reset or cut off in its `Welcome`.
+                    // Only a length beyond any frame (`InvalidData`) is
+                    // judged by the bytes.
+                    let ours = read.first().is_none_or(|&b| b == 0)
+                        && e.kind() != std::io::ErrorKind::InvalidData;
+                    if ours && ended {
                         unavailable(CLOSED_IN_THE_HANDSHAKE.into())
-                    } else if read.is_empty() {
+                    } else if ours || read.is_empty() {
                         unavailable(format!("handshake failed: {e}"))
                     } else {
                         unavailable(sniff::answer_from_server(&read))
@@ -414,7 +418,10 @@ impl Connection {
         // Whatever the server sent right after its `Welcome` was read with
         // it, and is read again first, before the socket.
         let leftover = std::io::Cursor::new(parts.read_buf.freeze());
-        let stream = FramedRead::new(leftover.chain(read_half), wire::codec());
+        let stream = FramedRead::new(
+            leftover.chain(read_half),
+            reader::Framing::new(wire::codec()),
+        );
         let conn = Connection::new(endpoint, closer, on_close, validity, version);
         let writer = tokio::spawn(write_batches(
             write_half,

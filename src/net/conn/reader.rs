@@ -4,8 +4,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use bytes::BytesMut;
 use futures::StreamExt;
-use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
+use tokio_util::codec::{Decoder, FramedRead, LengthDelimitedCodec};
 
 use super::{Connection, DownOnDrop, Incoming};
 use crate::net::peer_log::PeerLog;
@@ -16,7 +17,7 @@ use crate::net::wire::{self, Reply, Response};
 /// is an argument, not a local, so that it also fires for a task dropped
 /// before it was first polled.
 pub(super) async fn read_responses(
-    mut stream: FramedRead<Incoming, LengthDelimitedCodec>,
+    mut stream: FramedRead<Incoming, Framing>,
     conn: Arc<Connection>,
     pushes: Arc<Pushes>,
     log: Arc<PeerLog>,
@@ -35,7 +36,8 @@ pub(super) async fn read_responses(
             // good order too.
             Some(Err(e))
                 if e.kind() == std::io::ErrorKind::UnexpectedEof
-                    && stream.read_buffer().is_empty() =>
+                    && stream.read_buffer().is_empty()
+                    && !stream.decoder().in_frame =>
             {
                 conn.ended_cleanly.store(true, Ordering::Release);
                 break;
@@ -84,6 +86,53 @@ pub(super) async fn read_responses(
                     );
                 });
             }
+        }
+    }
+}
+
+/// The wire's codec, and whether a frame has begun: the codec takes a
+/// frame's length out of its buffer as soon as the length has arrived, and
+/// would then call a stream that ends there ended in good order, between
+/// frames. A stream cut in the middle of a frame is broken, whatever the
+/// byte it was cut at.
+pub(super) struct Framing {
+    codec: LengthDelimitedCodec,
+    /// A frame's length was read and its body has not all come.
+    in_frame: bool,
+}
+
+impl Framing {
+    pub(super) fn new(codec: LengthDelimitedCodec) -> Framing {
+        Framing {
+            codec,
+            in_frame: false,
+        }
+    }
+}
+
+impl Decoder for Framing {
+    type Item = BytesMut;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
+        let before = src.len();
+        let frame = self.codec.decode(src)?;
+        match &frame {
+            Some(_) => self.in_frame = false,
+            // The length was taken out: its body is yet to come.
+            None if src.len() < before => self.in_frame = true,
+            None => {}
+        }
+        Ok(frame)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
+        match self.decode(src)? {
+            Some(frame) => Ok(Some(frame)),
+            None if src.is_empty() && !self.in_frame => Ok(None),
+            None => Err(std::io::Error::other(
+                "the stream ended in the middle of a frame",
+            )),
         }
     }
 }
