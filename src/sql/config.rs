@@ -97,5 +97,6 @@ pub fn schema(backend: Backend, config: &SqlConfig) -> Result<Vec<String>, Error
     let dialect = Dialect { backend, tables };
     let mut statements = dialect.create();
     statements.extend(dialect.routines());
+    statements.extend(dialect.mysql_routines());
     Ok(statements)
 }

@@ -65,6 +65,9 @@ pub(super) struct Tables {
     /// `prefixrelease_v1`, unquoted and unqualified: the one-round-trip
     /// release (PostgreSQL), which lives in the entries table's schema.
     pub release: String,
+    /// `prefixgrant_v1`, unquoted and unqualified: the one-round-trip
+    /// grant of a free resource.
+    pub grant: String,
 }
 
 /// The version of the stored routines, part of their names: a library
@@ -119,6 +122,7 @@ impl Tables {
             schema: schema.map(str::to_owned),
             name: format!("{prefix}entries"),
             release: format!("{prefix}release_v{ROUTINES_VERSION}"),
+            grant: format!("{prefix}grant_v{ROUTINES_VERSION}"),
         })
     }
 }
@@ -131,7 +135,7 @@ pub(super) struct Dialect {
 }
 
 /// When the PostgreSQL server started, µs since the epoch, as text.
-const PG_STARTED: &str =
+pub(super) const PG_STARTED: &str =
     "CAST(CAST(extract(epoch from pg_postmaster_start_time()) * 1000000 AS bigint) AS text)";
 
 /// The columns every load reads, in this order (see `state::Row`).
@@ -168,7 +172,7 @@ impl Dialect {
     }
 
     /// The server's clock in whole milliseconds, as an integer.
-    fn now_ms(&self) -> String {
+    pub(super) fn now_ms(&self) -> String {
         match self.backend {
             Backend::Postgres => format!("{} / 1000", self.now_us()),
             Backend::MySql => format!("{} DIV 1000", self.now_us()),
@@ -182,7 +186,7 @@ impl Dialect {
     /// own, and when the entries table was created (a dump restored into a
     /// running server creates it anew). `in_load` says whether the
     /// expression is evaluated over the entries table's rows.
-    fn identity(&self, in_load: bool) -> String {
+    pub(super) fn identity(&self, in_load: bool) -> String {
         let Tables {
             entries,
             schema,
@@ -270,32 +274,6 @@ impl Dialect {
         }
     }
 
-    /// The fast path of a grant on PostgreSQL, one statement in
-    /// autocommit: when the resource has no row, nobody holds it or waits
-    /// for it (their rows exist only beside it, and go with it), so the
-    /// resource's row and the holder's are written together, provided the
-    /// epoch marker names this table and its quarantine (`$2` ms, 0 for
-    /// none) is over. Inserts nothing otherwise, and the call takes the
-    /// full transaction. `$1` name, `$3` uid, `$4` mode, `$5` validity ms,
-    /// `$6` ticket, `$7` channel, `$8` owner, `$9` source. A concurrent
-    /// call on the name waits for this statement's row, then sees the
-    /// holder.
-    pub(super) fn fast_grant(&self) -> Option<String> {
-        if self.backend != Backend::Postgres {
-            return None;
-        }
-        let t = &self.tables.entries;
-        let now = self.now_ms();
-        Some(format!(
-            "WITH r AS (INSERT INTO {t} (name, uid, kind) SELECT $1, '', 'r' WHERE EXISTS \
-             (SELECT 1 FROM {t} m WHERE m.name = '' AND m.uid = '' AND m.kind = 'e' \
-             AND m.ticket = CAST(CAST(m.tableoid AS oid) AS text) || '/' || {PG_STARTED} AND m.deadline <= {now} - $2) \
-             ON CONFLICT (name, uid, kind) DO NOTHING RETURNING name) \
-             INSERT INTO {t} (name, uid, kind, mode, deadline, granted, ticket, channel, owner, source) \
-             SELECT name, $3, 'h', $4, {now} + $5, {now}, $6, $7, $8, $9 FROM r"
-        ))
-    }
-
     /// A holder's row: name, uid, mode, deadline, granted, ticket,
     /// channel, owner, source.
     pub(super) fn insert_holder(&self) -> String {
@@ -380,111 +358,6 @@ impl Dialect {
     /// Sends a notification at commit: channel, payload. PostgreSQL only.
     pub(super) fn notify(&self) -> &'static str {
         "SELECT pg_notify($1, $2)"
-    }
-
-    /// The call of the one-round-trip release in `schema` (quoted):
-    /// `$1` name, `$2` uid, `$3` mode. Answers 1 (released), 0 (not held
-    /// in that mode), or -1: the resource has places in line or expired
-    /// rows, whose turns and clean-up the full transaction decides.
-    pub(super) fn fast_release_in(&self, schema: &str) -> String {
-        format!("SELECT {schema}.\"{}\"($1, $2, $3)", self.tables.release)
-    }
-
-    /// The schema the entries table resolves to for this locker's
-    /// sessions (PostgreSQL): `$1` the table's name as the locker writes
-    /// it. No row when there is no such table.
-    pub(super) fn table_schema(&self) -> Option<&'static str> {
-        (self.backend == Backend::Postgres).then_some(
-            "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
-             ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
-        )
-    }
-
-    /// Whether the release of this version exists, and whether this
-    /// session may call it: `$1` its signature, as `schema.name(types)`.
-    pub(super) fn routine_usable(&self) -> &'static str {
-        "SELECT p IS NOT NULL, coalesce(has_function_privilege(p, 'EXECUTE'), false) \
-         FROM to_regprocedure($1) p"
-    }
-
-    /// The signature of the release in `schema` (quoted), for
-    /// [`routine_usable`](Self::routine_usable).
-    pub(super) fn release_signature(&self, schema: &str) -> String {
-        format!("{schema}.\"{}\"(text, text, text)", self.tables.release)
-    }
-
-    /// The stored routines as `schema()` gives them, for tables created by
-    /// hand: in the configured schema, or (none configured) in the schema
-    /// that creates the tables.
-    pub(super) fn routines(&self) -> Vec<String> {
-        if self.backend != Backend::Postgres {
-            return Vec::new();
-        }
-        let function = match &self.tables.schema {
-            Some(schema) => format!("\"{schema}\".\"{}\"", self.tables.release),
-            None => format!("\"{}\"", self.tables.release),
-        };
-        self.release_routine(&function, &self.tables.entries)
-    }
-
-    /// The stored routines in `schema` (quoted), naming the entries table
-    /// there: what a locker makes beside the tables it found or made, so
-    /// that no caller's search path decides which table they act on.
-    pub(super) fn routines_in(&self, schema: &str) -> Vec<String> {
-        if self.backend != Backend::Postgres {
-            return Vec::new();
-        }
-        let function = format!("{schema}.\"{}\"", self.tables.release);
-        let table = format!("{schema}.\"{}\"", self.tables.name);
-        self.release_routine(&function, &table)
-    }
-
-    /// The statement that makes (or replaces: same name, same version,
-    /// same rules) the release `release` over the entries table `entries`.
-    ///
-    /// The release runs as one transaction of several statements, each
-    /// with a snapshot of its own (a volatile function under read
-    /// committed), in the order of the full transaction: the upsert takes
-    /// the resource's row lock (waiting for a call that holds it, or that
-    /// is creating or deleting the row), and the read after it sees
-    /// everything that call committed. So it is serialized with every other
-    /// call on the resource, as the full transaction is, and it decides
-    /// alone only what needs no turn passed on: no place in line, no
-    /// expired row. It deletes the resource's row only with its last
-    /// holder, so a resource with no row still has no holders or places.
-    fn release_routine(&self, release: &str, entries: &str) -> Vec<String> {
-        let now = self.now_ms();
-        vec![format!(
-            "CREATE OR REPLACE FUNCTION {release}(p_name text, p_uid text, p_mode text) \
-             RETURNS integer LANGUAGE plpgsql AS $ql$\n\
-             DECLARE\n  \
-               now_ms bigint;\n  \
-               held boolean;\n  \
-               others bigint;\n  \
-               unusual bigint;\n\
-             BEGIN\n  \
-               INSERT INTO {entries} (name, uid, kind) VALUES (p_name, '', 'r')\n    \
-                 ON CONFLICT (name, uid, kind) DO UPDATE SET kind = 'r';\n  \
-               now_ms := {now};\n  \
-               SELECT coalesce(bool_or(uid = p_uid AND kind = 'h' AND mode = p_mode), false),\n         \
-                      count(*) FILTER (WHERE uid <> p_uid AND kind = 'h'),\n         \
-                      count(*) FILTER (WHERE kind = 'q' OR deadline <= now_ms\n           \
-                        OR (uid = p_uid AND kind = 'h' AND mode <> p_mode))\n    \
-                 INTO held, others, unusual\n    \
-                 FROM {entries} WHERE name = p_name AND kind IN ('h', 'q');\n  \
-               IF unusual > 0 THEN\n    \
-                 RETURN -1;\n  \
-               END IF;\n  \
-               IF held THEN\n    \
-                 DELETE FROM {entries} WHERE name = p_name AND uid = p_uid AND kind = 'h';\n  \
-               END IF;\n  \
-               IF others = 0 THEN\n    \
-                 DELETE FROM {entries} WHERE name = p_name AND uid = '' AND kind = 'r';\n  \
-               END IF;\n  \
-               RETURN CASE WHEN held THEN 1 ELSE 0 END;\n\
-             END\n\
-             $ql$"
-        )]
     }
 
     /// Every holder row, with the clock, for listings.

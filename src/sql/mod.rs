@@ -82,6 +82,7 @@ mod background;
 mod calls;
 mod config;
 mod dialect;
+mod routines;
 mod state;
 mod store;
 #[cfg(test)]

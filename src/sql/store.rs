@@ -32,6 +32,7 @@ use super::state::{mode_char, Op, Row, Table};
 use super::url::{check_parameters, Server};
 use crate::Error;
 
+mod fast;
 mod setup;
 
 /// What a call's transaction knows besides the rows: the clock and when
@@ -84,11 +85,11 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
-    /// The call of the release function this locker may use, found (or
-    /// made) at setup; `None`: releases take the full transaction.
-    release_call: std::sync::Mutex<Option<Arc<str>>>,
-    /// Whether the log said already why releases take the transaction.
-    said_why_no_release_call: AtomicBool,
+    /// The one-round-trip calls this locker may use, found (or made) at
+    /// setup.
+    fast: std::sync::Mutex<fast::Calls>,
+    /// Whether the log said already why some calls take the transaction.
+    said_why_no_fast_call: AtomicBool,
     /// This locker's channel, and where notices for this locker's own
     /// waiters go (replaced when the task that reads them is started
     /// again, on another runtime).
@@ -170,6 +171,7 @@ impl Store {
                 })
             })
             .connect_lazy_with(options);
+        let fast = std::sync::Mutex::new(fast::Calls::none());
         Ok(Store {
             pool,
             dialect,
@@ -182,8 +184,8 @@ impl Store {
             found_before: AtomicBool::new(false),
             started_ms,
             online: AtomicBool::new(true),
-            release_call: std::sync::Mutex::new(None),
-            said_why_no_release_call: AtomicBool::new(false),
+            fast,
+            said_why_no_fast_call: AtomicBool::new(false),
             own: (own.0, std::sync::Mutex::new(own.1)),
         })
     }
@@ -234,104 +236,6 @@ impl Store {
             Err(_) => {}
         }
         outcome
-    }
-
-    /// The fast path of a grant of one free resource (PostgreSQL):
-    /// whether it was made. `false` says only that the call must take the
-    /// full transaction.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn fast_grant(
-        &self,
-        name: &str,
-        uid: &str,
-        mode: &str,
-        validity_ms: i64,
-        quarantine_ms: i64,
-        wait: (&str, &str),
-        who: (&str, &str),
-    ) -> Result<bool, Error> {
-        let Some(sql) = self.dialect.fast_grant() else {
-            return Ok(false);
-        };
-        self.bounded(async {
-            let done = sqlx::query(&sql)
-                .bind(name)
-                .bind(quarantine_ms)
-                .bind(uid)
-                .bind(mode)
-                .bind(validity_ms)
-                .bind(wait.0)
-                .bind(wait.1)
-                .bind(who.0)
-                .bind(who.1)
-                .execute(&self.pool)
-                .await
-                .map_err(|e| self.error(e))?;
-            Ok(done.rows_affected() == 1)
-        })
-        .await
-    }
-
-    /// Sets the release function's call (`None`: releases take the full
-    /// transaction, and the log says `why` once).
-    pub(super) fn use_release(&self, call: Option<String>, why: &str) {
-        let none = call.is_none();
-        *self
-            .release_call
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = call.map(Arc::from);
-        if none && !self.said_why_no_release_call.swap(true, Ordering::Relaxed) {
-            tracing::warn!(locker = %self.endpoint, "releases take a transaction of five statements instead of one call: {why}");
-        }
-    }
-
-    /// The release of one resource in one round trip (PostgreSQL):
-    /// `Some(released)`, or `None` when the call must take the full
-    /// transaction (no function this locker may call, or a resource with
-    /// places in line or expired rows).
-    pub(super) async fn fast_release(
-        &self,
-        name: &str,
-        uid: &str,
-        mode: &str,
-    ) -> Result<Option<bool>, Error> {
-        if self.dialect.backend != Backend::Postgres {
-            return Ok(None);
-        }
-        self.bounded(async {
-            let Some(sql) = self
-                .release_call
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-            else {
-                return Ok(None);
-            };
-            let answer: i32 = match sqlx::query_scalar(&sql)
-                .bind(name)
-                .bind(uid)
-                .bind(mode)
-                .fetch_one(&self.pool)
-                .await
-            {
-                Ok(answer) => answer,
-                // Dropped, or its EXECUTE revoked, under a running locker:
-                // this release takes the transaction, and the next setup
-                // looks again (and makes it again when allowed).
-                Err(err) if is_missing_function(&err) || is_not_permitted(&err) => {
-                    self.use_release(None, &format!("{}", self.error(err)));
-                    self.ready.store(false, Ordering::Release);
-                    return Ok(None);
-                }
-                Err(err) => return Err(self.error(err)),
-            };
-            Ok(match answer {
-                1 => Some(true),
-                0 => Some(false),
-                _ => None,
-            })
-        })
-        .await
     }
 
     /// Runs one call: locks and loads `names`, lets `decide` choose and

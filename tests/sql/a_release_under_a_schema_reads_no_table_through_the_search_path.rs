@@ -55,12 +55,10 @@ async fn a_release_under_a_schema_reads_no_table_through_the_search_path() {
              ALTER ROLE app SET search_path = app",
     );
 
-    let app = SqlLocker::connect(
-        &servers.pg_server().url_as("app", "unused"),
-        settings(Some("public")),
-    )
-    .await
-    .expect("a database");
+    let url = servers.pg_server().url_as("app", "unused");
+    let app = SqlLocker::connect(&url, settings(Some("public")))
+        .await
+        .expect("a database");
     assert!(app.lock(&args("u1", "n")).await.expect("lock"));
     let released = app.unlock(&args("u1", "n")).await;
     let rows = servers

@@ -42,8 +42,9 @@ async fn a_user_with_the_documented_privileges_can_unlock() {
          GRANT SELECT, INSERT, UPDATE, DELETE ON ex_entries, ex_fence TO limited",
     );
 
+    let url = servers.pg_server().url_as("limited", "unused");
     let locker = SqlLocker::connect(
-        &servers.pg_server().url_as("limited", "unused"),
+        &url,
         SqlConfig {
             create_tables: false,
             ..settings()

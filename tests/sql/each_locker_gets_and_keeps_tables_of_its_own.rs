@@ -84,7 +84,7 @@ async fn a_name_the_tables_need_taken_by_something_else_is_an_error_at_connect()
 }
 
 /// An entries table dropped under a running locker is made again by the
-/// next call, in a new epoch: in quarantine, since grants were made from
+/// next call (or the one after), in a new epoch: in quarantine, since grants were made from
 /// the table that was dropped. Before, every call failed with 42P01 (no
 /// such table) for as long as the locker ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,7 +104,15 @@ async fn an_entries_table_dropped_under_a_running_locker_is_made_again_in_quaran
         let Err(err) = first else {
             panic!("{url}: a lock answered {first:?} with its table dropped");
         };
-        assert!(err.to_string().contains("does not exist"), "{url}: {err}");
+        // The call that finds the table gone says so, or (a grant or
+        // release by a stored routine that finds no table hands over to
+        // the transaction, which makes it again) already finds the new
+        // epoch's quarantine.
+        let said = err.to_string();
+        assert!(
+            said.contains("does not exist") || said.contains("refusing new grants"),
+            "{url}: {err}"
+        );
         let again = locker.quarantine_left().await;
         let left = again
             .unwrap_or_else(|e| panic!("{url}: the table was not made again: {e}"))

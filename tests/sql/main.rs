@@ -15,6 +15,10 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_hand_made_release_function_acts_on_its_own_schemas_table;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_on_two_names_polls_without_locking;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_postgres_locker_without_its_listen_connection_still_grants;
@@ -34,6 +38,8 @@ mod faults;
 mod fencing_marks_restores_and_extremes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod one_round_trip_calls_on_mariadb;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_round_trip_releases_on_postgres;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

@@ -49,8 +49,8 @@ async fn tables_made_by_hand_keep_serving_a_locker_that_may_not_create() {
          GRANT SELECT, INSERT, UPDATE, DELETE ON hd_entries, hd_fence TO limited",
     );
 
-    let locker =
-        SqlLocker::connect(&servers.pg_server().url_as("limited", "unused"), settings()).await;
+    let url = servers.pg_server().url_as("limited", "unused");
+    let locker = SqlLocker::connect(&url, settings()).await;
     let locker = match locker {
         Ok(locker) => locker,
         Err(err) => panic!(

@@ -78,7 +78,7 @@ impl Store {
                 for (i, statement) in statements.iter().enumerate() {
                     if let Err(err) = conn.execute(statement.as_str()).await {
                         if i == 0 && is_already_there(&err) {
-                            return Ok(());
+                            return self.routines(&mut conn).await;
                         }
                         return Err(self.error(err));
                     }
@@ -91,14 +91,23 @@ impl Store {
 }
 
 impl Store {
-    /// Finds the release function of this version in the entries table's
-    /// own schema (never through a search path, which could lead to
-    /// another deployment's), makes it there when allowed, and keeps its
-    /// call for the fast release. Where there is none this locker may
-    /// call (tables made by hand or by an older version, no right to
-    /// create functions, `EXECUTE` revoked), releases take the full
-    /// transaction, as before: slower, and as safe; the log says so once.
+    /// Finds this version's stored routines beside the tables, makes them
+    /// when allowed, and keeps their calls for the one-round-trip grant
+    /// and release. Where there are none this locker may call (tables made
+    /// by hand or by an older version, no right to create routines,
+    /// `EXECUTE` revoked), those calls take the full transaction, as
+    /// before: slower, and as safe; the log says so once.
     async fn routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
+        match self.dialect.backend {
+            Backend::Postgres => self.postgres_routines(conn).await,
+            Backend::MySql => self.mysql_routines(conn).await,
+        }
+    }
+
+    /// PostgreSQL's grant and release functions, in the entries table's
+    /// own schema (never found through a search path, which could lead to
+    /// another deployment's), naming the table there.
+    async fn postgres_routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
         let Some(find_schema) = self.dialect.table_schema() else {
             return Ok(());
         };
@@ -111,50 +120,112 @@ impl Store {
         // SQL text (nor into a function's body): releases take the
         // transaction there.
         let Some(schema) = schema.filter(|s| crate::sql::dialect::plain_identifier(s)) else {
-            self.use_release(
+            self.use_routines(
                 None,
                 "the lock table's schema name is not a plain identifier",
             );
             return Ok(());
         };
         let quoted = format!("\"{schema}\"");
-        let signature = self.dialect.release_signature(&quoted);
-        let (mut exists, mut executable) = self.release_usable(conn, &signature).await?;
-        if !exists && self.create_tables {
-            for statement in self.dialect.routines_in(&quoted) {
-                if let Err(err) = conn.execute(statement.as_str()).await {
+        // Only functions with this version's bodies over this schema's
+        // table: one made from statements that name the table without its
+        // schema would act on whatever table a caller's search path finds.
+        let mut why = None;
+        for (signature, ours, make) in self.dialect.functions_in(&quoted) {
+            let (mut exists, mut executable, body) = self.release_usable(conn, &signature).await?;
+            let mut foreign = exists && body != ours;
+            if (!exists || foreign) && self.create_tables {
+                if let Err(err) = conn.execute(make.as_str()).await {
                     // Two lockers making it at once: one fails, and it is
                     // there. Or this user may not create functions.
-                    tracing::debug!(locker = %self.endpoint, "making the release function: {err}");
+                    tracing::debug!(locker = %self.endpoint, "making {signature}: {err}");
                 }
+                let body;
+                (exists, executable, body) = self.release_usable(conn, &signature).await?;
+                foreign = exists && body != ours;
             }
-            (exists, executable) = self.release_usable(conn, &signature).await?;
+            why = why.or(if !exists {
+                Some(
+                    "the lock tables have no stored functions of this version (made by hand or \
+                     by an older version, and this user may not create them); run the CREATE \
+                     FUNCTION statements of quorum_lock::sql::schema() once",
+                )
+            } else if foreign {
+                Some(
+                    "a stored function found beside the tables is not this version's over \
+                     this schema's table (made from schema()'s statements without a schema \
+                     set?), and this user may not replace it; set SqlConfig::schema and run \
+                     schema()'s CREATE FUNCTION statements again",
+                )
+            } else if !executable {
+                Some("this user may not execute the stored functions; grant it EXECUTE on them")
+            } else {
+                None
+            });
         }
-        let call = self.dialect.fast_release_in(&quoted);
-        match (exists, executable) {
-            (true, true) => self.use_release(Some(call), ""),
-            (true, false) => self.use_release(
-                None,
-                "this user may not execute the release function; grant it EXECUTE",
+        match why {
+            None => self.use_routines(
+                Some((
+                    Some(self.dialect.fast_grant_in(&quoted)),
+                    self.dialect.fast_release_in(&quoted),
+                )),
+                "",
             ),
-            (false, _) => self.use_release(
-                None,
-                "the lock tables have no release function of this version (made by hand or by \
-                 an older version, and this user may not create it); run the CREATE FUNCTION \
-                 statement of quorum_lock::sql::schema() once",
-            ),
+            Some(why) => self.use_routines(None, why),
         }
         Ok(())
     }
 
-    /// Whether the release of `signature` exists, and whether this user
-    /// may execute it.
+    /// MySQL's grant and release procedures, in the tables' database. A
+    /// user sees only the procedures it may run, so two found are two
+    /// usable.
+    async fn mysql_routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
+        let sql = self.dialect.mysql_routines_found();
+        let mut count = self.count(conn, &sql).await?;
+        if count < 2 && self.create_tables {
+            for statement in self.dialect.mysql_routines() {
+                if let Err(err) = conn.execute(statement.as_str()).await {
+                    tracing::debug!(locker = %self.endpoint, "making the stored procedures: {err}");
+                    break;
+                }
+            }
+            count = self.count(conn, &sql).await?;
+        }
+        if count >= 2 {
+            self.use_routines(
+                Some((
+                    Some(self.dialect.mysql_grant_call()),
+                    self.dialect.mysql_release_call(),
+                )),
+                "",
+            );
+        } else {
+            self.use_routines(
+                None,
+                "the lock tables have no stored procedures of this version this user may run \
+                 (made by hand or by an older version, and this user may not create them); run \
+                 the CREATE PROCEDURE statements of quorum_lock::sql::schema() once",
+            );
+        }
+        Ok(())
+    }
+
+    /// The number `sql` counts.
+    async fn count(&self, conn: &mut PoolConnection<Any>, sql: &str) -> Result<i64, Error> {
+        sqlx::query_scalar::<_, i64>(sql)
+            .fetch_one(&mut **conn)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    /// Whether the function of `signature` exists, whether this user may
+    /// execute it, and its body.
     async fn release_usable(
         &self,
         conn: &mut PoolConnection<Any>,
         signature: &str,
-    ) -> Result<(bool, bool), Error> {
-        sqlx::query_as::<_, (bool, bool)>(self.dialect.routine_usable())
+    ) -> Result<(bool, bool, String), Error> {
+        sqlx::query_as::<_, (bool, bool, String)>(self.dialect.routine_usable())
             .bind(signature)
             .fetch_one(&mut **conn)
             .await
