@@ -45,7 +45,12 @@ pub enum Error {
         list_unreachable(unreachable)
     )]
     QuorumUnavailable {
-        /// Lockers that gave an answer (grant or refusal) in time.
+        /// Lockers that gave an answer in time that counts towards the
+        /// quorum or against it: a grant or a refusal of a lock, a refusal
+        /// for a quarantine that still stands; for a fencing draw or a
+        /// proclamation, a token drawn or a value stored (a locker that no
+        /// longer holds the lock vouches for nothing, and is neither
+        /// counted here nor named unreachable). Always below `quorum`.
         answered: usize,
         /// Answers the operation needed.
         quorum: usize,

@@ -249,15 +249,21 @@ impl WaitStatus {
                 RoundEnd::Failed(err) => {
                     let answering = status.answering.len();
                     status.not_answered(coord, index, true, (began, began, now));
-                    // Its failure of this round is over already (it
-                    // answered another call since): the round still
-                    // ended without it, for the reason it gave.
+                    // Its failure of this round is over already. A refusal
+                    // for quarantine whose time ran out (or that a later
+                    // grant ended) was an answer, that no longer holds
+                    // anything up: as one of a locker that does not hold
+                    // the lock, it counts neither way. Any other failure
+                    // (it answered another call since) still left the
+                    // round without it, for the reason it gave.
                     if status.answering.len() > answering {
                         status.answering.pop();
-                        status.unreachable.push(Unreachable {
-                            endpoint: coord.lockers[index].endpoint(),
-                            reason: err.locker_reason(),
-                        });
+                        if !err.is_quarantine() {
+                            status.unreachable.push(Unreachable {
+                                endpoint: coord.lockers[index].endpoint(),
+                                reason: err.locker_reason(),
+                            });
+                        }
                     }
                 }
             }

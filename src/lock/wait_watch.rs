@@ -255,7 +255,16 @@ impl WaitWatch {
             // of a locker that granted.
             if let Some(note) = coord.failed_since(index, at, true) {
                 if note.error.is_quarantine() {
-                    refused.push((index, note.error, note.at));
+                    // A refusal whose time is up holds nothing up any
+                    // more: the locker answered, and counts as one that
+                    // answers.
+                    let over = note
+                        .error
+                        .quarantine_time_left()
+                        .is_some_and(|left| now.saturating_duration_since(note.at) >= left);
+                    if !over {
+                        refused.push((index, note.error, note.at));
+                    }
                     continue;
                 }
                 unreachable.push(Unreachable {
