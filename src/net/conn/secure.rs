@@ -34,16 +34,23 @@ pub(super) async fn secure(
             Ok(stream) => Ok(Box::new(stream)),
             Err(e) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
                 let reason = crate::net::tls::plain_answer(&e).unwrap_or_else(|| {
-                    // Worded as the same ends of the protocol's own
-                    // handshake are (the command line reads these words
-                    // to give a server that ended it a moment to return).
-                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                        "the server closed the connection during the handshake (TLS's), before \
-                         answering it: it may be full (a later attempt tries again), or not \
-                         speak TLS on this port"
-                            .to_owned()
-                    } else {
-                        format!("handshake failed (TLS's): {e}")
+                    // A close or a reset is worded as the same ends of
+                    // the protocol's own handshake are (the command line
+                    // reads these words to give a server that ended it a
+                    // moment to return); a refusal (a fatal alert) is not:
+                    // the server answered, and will answer the same.
+                    use std::io::ErrorKind;
+                    match e.kind() {
+                        ErrorKind::UnexpectedEof => {
+                            "the server closed the connection during the handshake (TLS's), \
+                             before answering it: it may be full (a later attempt tries again), \
+                             or not speak TLS on this port"
+                                .to_owned()
+                        }
+                        ErrorKind::ConnectionReset
+                        | ErrorKind::ConnectionAborted
+                        | ErrorKind::BrokenPipe => format!("handshake failed (TLS's): {e}"),
+                        _ => format!("TLS handshake failed: {e}"),
                     }
                 });
                 Error::LockerUnavailable {
