@@ -528,10 +528,12 @@ impl Coordinator {
     fn is_over(&self, index: usize, note: &FailureNote) -> bool {
         if note.error.is_quarantine() {
             self.grant_answers(index) != note.grant_answers_before
+                // A refusal that did not say for how long stands until a
+                // grant answer ends it.
                 || note
                     .error
                     .quarantine_time_left()
-                    .is_none_or(|left| self.clock.now().saturating_duration_since(note.at) >= left)
+                    .is_some_and(|left| self.clock.now().saturating_duration_since(note.at) >= left)
         } else {
             self.answered_after(index, note)
         }

@@ -249,21 +249,17 @@ impl WaitStatus {
                 RoundEnd::Failed(err) => {
                     let answering = status.answering.len();
                     status.not_answered(coord, index, true, (began, began, now));
-                    // Its failure of this round is over already. A refusal
-                    // for quarantine whose time ran out (or that a later
-                    // grant ended) was an answer, that no longer holds
-                    // anything up: as one of a locker that does not hold
-                    // the lock, it counts neither way. Any other failure
-                    // (it answered another call since) still left the
-                    // round without it, for the reason it gave.
+                    // Its failure of this round is over already (it
+                    // answered another call since): the round still ended
+                    // without it, for the reason it gave. (A refusal for
+                    // quarantine that ran out is filed nowhere by
+                    // `not_answered`.)
                     if status.answering.len() > answering {
                         status.answering.pop();
-                        if !err.is_quarantine() {
-                            status.unreachable.push(Unreachable {
-                                endpoint: coord.lockers[index].endpoint(),
-                                reason: err.locker_reason(),
-                            });
-                        }
+                        status.unreachable.push(Unreachable {
+                            endpoint: coord.lockers[index].endpoint(),
+                            reason: err.locker_reason(),
+                        });
                     }
                 }
             }
@@ -340,6 +336,13 @@ impl WaitStatus {
                 endpoint,
                 reason: note.error.locker_reason(),
             }),
+            // It refused this round for quarantine, and that time has
+            // run out: an answer that holds nothing up any more, and
+            // not a grant. It counts neither way, and is not named.
+            None if failed
+                && coord
+                    .failure(index)
+                    .is_some_and(|note| note.error.is_quarantine()) => {}
             // Its refusal of this round is over and nothing is
             // asked of it now: it answers, and is asked again
             // at the next attempt.

@@ -215,7 +215,14 @@ impl WaitWatch {
             // its time left counted to now.
             Some((err @ Error::Quarantined { .. }, at)) => match self.status() {
                 Some(status) => status.into_error(),
-                None => aged(err, self.watched.clock.now().saturating_duration_since(at)),
+                // A quarantine that ended while the operation backed off
+                // held nothing up at the end: the deadline came first.
+                None => match aged(err, self.watched.clock.now().saturating_duration_since(at)) {
+                    Error::Quarantined {
+                        left: Some(left), ..
+                    } if left.is_zero() => Error::Timeout,
+                    err => err,
+                },
             },
             Some((err, _)) => err,
             None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
@@ -253,7 +260,15 @@ impl WaitWatch {
             // Only calls asked since the grant count, as for a locker that
             // queued a wait: an older call, failing or silent, is no news
             // of a locker that granted.
-            if let Some(note) = coord.failed_since(index, at, true) {
+            // A refusal for quarantine stands as long as its time, whatever
+            // answers came since (a release of this lock or another one):
+            // the locker still refuses grants.
+            let note = coord.failed_since(index, at, true).or_else(|| {
+                coord
+                    .failed_since(index, at, false)
+                    .filter(|note| note.error.is_quarantine())
+            });
+            if let Some(note) = note {
                 if note.error.is_quarantine() {
                     // A refusal whose time is up holds nothing up any
                     // more: the locker answered, and counts as one that
@@ -300,12 +315,10 @@ impl WaitWatch {
                 }),
             );
         }
-        unreachable.extend(refused.into_iter().map(|(index, err, _)| Unreachable {
-            endpoint: coord.lockers[index].endpoint(),
-            reason: err.locker_reason(),
-        }));
+        // Too few even with them: lockers whose refusal for quarantine
+        // stands answered, as a wait counts them, and are not out of reach.
         Some(Error::QuorumUnavailable {
-            answered,
+            answered: answered + refused.len(),
             quorum,
             lockers: coord.lockers.len(),
             unreachable,
