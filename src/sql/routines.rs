@@ -210,6 +210,25 @@ impl Dialect {
         }
     }
 
+    /// The MySQL procedures' names, grant and release, unquoted: the
+    /// PostgreSQL names followed by which letters of the prefix are
+    /// capitals (a bit each, in hex). MySQL compares routine names without
+    /// case but table names (on Linux) with it, so the prefixes `pc_` and
+    /// `PC_` have tables of their own; their procedures must not be one.
+    fn mysql_names(&self) -> (String, String) {
+        let capitals = self
+            .tables
+            .prefix
+            .bytes()
+            .enumerate()
+            .filter(|(_, b)| b.is_ascii_uppercase())
+            .fold(0u64, |mask, (i, _)| mask | (1 << i));
+        (
+            format!("{}_{capitals:x}", self.tables.grant),
+            format!("{}_{capitals:x}", self.tables.release),
+        )
+    }
+
     /// A MySQL procedure's name, quoted, in the tables' schema.
     fn mysql_routine(&self, name: &str) -> String {
         match &self.tables.schema {
@@ -221,12 +240,11 @@ impl Dialect {
     /// How many of this version's MySQL procedures exist that this user
     /// can see (it sees those it may execute): two when both are there.
     pub(super) fn mysql_routines_found(&self) -> String {
+        let (grant, release) = self.mysql_names();
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
-             AND ROUTINE_NAME IN ('{}', '{}')",
+             AND ROUTINE_NAME IN ('{grant}', '{release}')",
             self.mysql_schema(),
-            self.tables.grant,
-            self.tables.release
         )
     }
 
@@ -238,14 +256,17 @@ impl Dialect {
     pub(super) fn mysql_grant_call(&self) -> String {
         format!(
             "CALL {}(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            self.mysql_routine(&self.tables.grant)
+            self.mysql_routine(&self.mysql_names().0)
         )
     }
 
     /// The call of the MySQL release: name, uid, mode; answers as the
     /// PostgreSQL function does.
     pub(super) fn mysql_release_call(&self) -> String {
-        format!("CALL {}(?, ?, ?)", self.mysql_routine(&self.tables.release))
+        format!(
+            "CALL {}(?, ?, ?)",
+            self.mysql_routine(&self.mysql_names().1)
+        )
     }
 
     /// The statements that make this version's MySQL procedures (each
@@ -272,8 +293,8 @@ impl Dialect {
         let entries = &self.tables.entries;
         let now = self.now_ms();
         let identity = self.identity(false);
-        let grant = self.mysql_routine(&self.tables.grant);
-        let release = self.mysql_routine(&self.tables.release);
+        let (grant, release) = self.mysql_names();
+        let (grant, release) = (self.mysql_routine(&grant), self.mysql_routine(&release));
         vec![
             format!("DROP PROCEDURE IF EXISTS {grant}"),
             format!(

@@ -45,6 +45,8 @@ mod one_round_trip_releases_on_postgres;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_statement_grants_and_epochs;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod prefixes_differing_in_case_share_one_set_of_mariadb_procedures;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod releases_on_mariadb_read_only_their_own_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;

@@ -85,11 +85,17 @@ impl Store {
     }
 
     /// A routine this locker used is gone or no longer its to run: this
-    /// call takes the transaction, and the next setup looks again (and
-    /// makes it again when allowed).
+    /// call and the next take the transaction. When it (or its table) is
+    /// gone, the next setup looks again, and makes it again when allowed;
+    /// when this user may not run it, setups would find the same, so
+    /// none is run for it.
     fn routine_lost(&self, err: sqlx::Error) {
+        let gone = !is_not_permitted(&err)
+            && !matches!(&err, sqlx::Error::Database(db) if code_of(&**db) == "1370");
         self.use_routines(None, &self.error(err).to_string());
-        self.ready.store(false, Ordering::Release);
+        if gone {
+            self.ready.store(false, Ordering::Release);
+        }
     }
 
     /// The fast path of a grant of one free resource: whether it was made.
