@@ -364,8 +364,14 @@ impl Connection {
                         && e.kind() != std::io::ErrorKind::InvalidData;
                     if ours && ended {
                         unavailable(CLOSED_IN_THE_HANDSHAKE.into())
-                    } else if ours || read.is_empty() {
+                    } else if ours {
                         unavailable(format!("handshake failed: {e}"))
+                    } else if read.is_empty() {
+                        // Nothing of the protocol came, and the stream did
+                        // not end or break: a refusal (a TLS alert after
+                        // the client's side of a TLS 1.3 handshake, say),
+                        // which the server will give again.
+                        unavailable(format!("the server refused the handshake: {e}"))
                     } else {
                         unavailable(sniff::answer_from_server(&read))
                     }
