@@ -85,6 +85,14 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
+    /// PostgreSQL, no schema configured: the `SET search_path` that keeps
+    /// every connection on the schema where the first setup found (or
+    /// made) the tables, run by each connection the pool opens after it.
+    /// Without it, a table of the same name made later in a schema
+    /// earlier on the search path (`"$user"`, say) would take the full
+    /// transaction's calls elsewhere than the stored routines', which name
+    /// the schema: two tables, two writers.
+    pinned: Arc<std::sync::OnceLock<String>>,
     /// The one-round-trip calls this locker may use, found (or made) at
     /// setup.
     fast: std::sync::Mutex<fast::Calls>,
@@ -133,6 +141,8 @@ impl Store {
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
         let after = Arc::new(setup);
         let seen = started_ms.clone();
+        let pinned: Arc<std::sync::OnceLock<String>> = Arc::default();
+        let pin = pinned.clone();
         let uptime = dialect.uptime();
         let pool = AnyPoolOptions::new()
             .max_connections(pool_size.max(1))
@@ -144,9 +154,13 @@ impl Store {
             .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
                 let (after, seen) = (after.clone(), seen.clone());
+                let pin = pin.get().cloned();
                 Box::pin(async move {
                     for statement in after.iter() {
                         conn.execute(statement.as_str()).await?;
+                    }
+                    if let Some(pin) = pin {
+                        conn.execute(pin.as_str()).await?;
                     }
                     if let Some([status, clock]) = uptime {
                         let row = conn.fetch_one(status).await?;
@@ -184,6 +198,7 @@ impl Store {
             found_before: AtomicBool::new(false),
             started_ms,
             online: AtomicBool::new(true),
+            pinned,
             fast,
             said_why_no_fast_call: AtomicBool::new(false),
             own: (own.0, std::sync::Mutex::new(own.1)),
