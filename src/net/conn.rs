@@ -347,8 +347,11 @@ impl Connection {
                     .unwrap_or_else(|| unavailable(format!("handshake failed: {e}"))));
             }
             match transport.next().await {
+                // A whole frame that is no `Welcome`: named by the bytes
+                // as they came, its length too (an empty frame's body is
+                // nothing to show).
                 Some(Ok(frame)) => wire::decode::<Welcome>(&frame)
-                    .map_err(|_| unavailable(sniff::answer_from_server(&frame))),
+                    .map_err(|_| unavailable(sniff::answer_from_server(&seen.bytes()))),
                 Some(Err(e)) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
                     // A length beyond any frame, or a stream that ended in
                     // the middle of one: what was read says who answered.

@@ -89,11 +89,12 @@ async fn a_web_server_and_other_text_are_named_at_once() {
 
 #[tokio::test]
 async fn a_frame_that_is_no_welcome_is_named_at_once() {
-    // A well-formed frame whose payload is no `Welcome`.
+    // A well-formed frame whose payload is no `Welcome`: named by the
+    // bytes as they came, its length too.
     let binary = answering(&[0, 0, 0, 3, 0xff, 0xff, 0xff]).await;
     let (why, took) = reason(&binary, PATIENT).await;
     assert!(
-        why.contains("bytes that are not the lock protocol (ff ff ff)"),
+        why.contains("bytes that are not the lock protocol (00 00 00 03 ff ff ff)"),
         "{why}"
     );
     assert!(took < PATIENT / 3, "took {took:?}");
