@@ -85,14 +85,9 @@ pub(super) struct Store {
     /// The latest server start any connection saw (MySQL), ms.
     started_ms: Arc<AtomicI64>,
     online: AtomicBool,
-    /// PostgreSQL, no schema configured: the `SET search_path` that keeps
-    /// every connection on the schema where the first setup found (or
-    /// made) the tables, run by each connection the pool opens after it.
-    /// Without it, a table of the same name made later in a schema
-    /// earlier on the search path (`"$user"`, say) would take the full
-    /// transaction's calls elsewhere than the stored routines', which name
-    /// the schema: two tables, two writers.
-    pinned: Arc<std::sync::OnceLock<String>>,
+    /// Why the pool's latest new connection was refused (PostgreSQL's
+    /// search path), for the error of a call that found no connection.
+    refused: Arc<std::sync::Mutex<Option<String>>>,
     /// The one-round-trip calls this locker may use, found (or made) at
     /// setup.
     fast: std::sync::Mutex<fast::Calls>,
@@ -141,8 +136,18 @@ impl Store {
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
         let after = Arc::new(setup);
         let seen = started_ms.clone();
-        let pinned: Arc<std::sync::OnceLock<String>> = Arc::default();
-        let pin = pinned.clone();
+        // PostgreSQL, no schema configured: the schema every connection is
+        // kept on (see `pin_search_path`). Without it, a table of the same
+        // name made later in a schema earlier on the search path (`"$user"`,
+        // say) would take the full transaction's calls elsewhere than the
+        // stored routines', which name the schema: two tables, two writers.
+        let pin: Arc<std::sync::OnceLock<String>> = Arc::default();
+        let refused: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+        let refusal = refused.clone();
+        // PostgreSQL with no schema configured: the table's name, to find
+        // which schemas of a connection's search path hold it.
+        let unpinned_table = (backend == Backend::Postgres && dialect.tables.schema.is_none())
+            .then(|| dialect.tables.name.clone());
         let uptime = dialect.uptime();
         let pool = AnyPoolOptions::new()
             .max_connections(pool_size.max(1))
@@ -153,14 +158,21 @@ impl Store {
             // which the coordinator counts as unknown, and is closed.
             .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
-                let (after, seen) = (after.clone(), seen.clone());
-                let pin = pin.get().cloned();
+                let (after, seen, pin) = (after.clone(), seen.clone(), pin.clone());
+                let (table, refusal) = (unpinned_table.clone(), refusal.clone());
                 Box::pin(async move {
                     for statement in after.iter() {
                         conn.execute(statement.as_str()).await?;
                     }
-                    if let Some(pin) = pin {
-                        conn.execute(pin.as_str()).await?;
+                    if let Some(table) = table {
+                        // The pool tries again until its timeout and then
+                        // says only that; the refusal is kept for the error.
+                        let pinned = pin_search_path(conn, &table, &pin).await;
+                        *refusal
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            pinned.as_ref().err().map(ToString::to_string);
+                        pinned?;
                     }
                     if let Some([status, clock]) = uptime {
                         let row = conn.fetch_one(status).await?;
@@ -198,7 +210,7 @@ impl Store {
             found_before: AtomicBool::new(false),
             started_ms,
             online: AtomicBool::new(true),
-            pinned,
+            refused,
             fast,
             said_why_no_fast_call: AtomicBool::new(false),
             own: (own.0, std::sync::Mutex::new(own.1)),
@@ -634,16 +646,26 @@ impl Store {
                     _ => format!("the database answered an error (code {code}): {message}"),
                 }
             }
-            sqlx::Error::PoolTimedOut => format!(
-                "no connection of the pool was free within {:?}: the pool is exhausted or \
-                 the database cannot be reached",
-                self.call_timeout
-            ),
+            sqlx::Error::PoolTimedOut => match self
+                .refused
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+            {
+                Some(refusal) => format!("a new connection was refused: {refusal}"),
+                None => format!(
+                    "no connection of the pool was free within {:?}: the pool is exhausted or \
+                     the database cannot be reached",
+                    self.call_timeout
+                ),
+            },
             sqlx::Error::Io(io) => format!("cannot reach the database: {io}"),
             sqlx::Error::Tls(tls) => format!("TLS with the database failed: {tls}"),
-            sqlx::Error::Configuration(_) => {
-                "the URL's settings are not usable (check the scheme, port and parameters)".into()
-            }
+            sqlx::Error::Configuration(inner) => match inner.downcast_ref::<Ambiguous>() {
+                Some(ambiguous) => ambiguous.0.clone(),
+                None => "the URL's settings are not usable (check the scheme, port and parameters)"
+                    .into(),
+            },
             sqlx::Error::Protocol(what) => {
                 format!("the server does not speak the protocol: {what}")
             }
@@ -653,6 +675,62 @@ impl Store {
         self.unavailable(reason)
     }
 }
+
+/// Keeps a new PostgreSQL connection of a locker with no schema configured
+/// on one schema (`SET search_path`): the one where this process's first
+/// connection found the entries table `table` on its search path (or, none
+/// holding it yet, its first schema, where the setup makes it). Every
+/// connection of the process so uses one table, and the stored routines,
+/// which name that schema, act on it too. A search path on which more than
+/// one schema holds the table is refused: which of them other processes of
+/// the application use cannot be known, and two tables would be two
+/// writers on one name.
+async fn pin_search_path(
+    conn: &mut sqlx::AnyConnection,
+    table: &str,
+    pin: &std::sync::OnceLock<String>,
+) -> Result<(), sqlx::Error> {
+    let holding: Vec<String> = sqlx::query_scalar(
+        "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY array_position(current_schemas(false), n.nspname)",
+    )
+    .bind(table)
+    .fetch_all(&mut *conn)
+    .await?;
+    if holding.len() > 1 {
+        return Err(sqlx::Error::Configuration(Box::new(Ambiguous(format!(
+            "the table {table} is in more than one schema on the search path ({}): which one \
+             every process of the application uses cannot be known; set SqlConfig::schema",
+            holding.join(", ")
+        )))));
+    }
+    let schema = match holding.into_iter().next() {
+        Some(schema) => schema,
+        None => {
+            sqlx::query_scalar::<_, String>("SELECT CAST(current_schema() AS text)")
+                .fetch_one(&mut *conn)
+                .await?
+        }
+    };
+    let pinned = pin.get_or_init(|| schema);
+    conn.execute(format!("SET search_path = \"{}\"", pinned.replace('"', "\"\"")).as_str())
+        .await?;
+    Ok(())
+}
+
+/// A refusal of a search path that could lead to two tables.
+#[derive(Debug)]
+struct Ambiguous(String);
+
+impl std::fmt::Display for Ambiguous {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Ambiguous {}
 
 /// The code of a database error: PostgreSQL's SQLSTATE, MySQL's error
 /// number (its SQLSTATEs are too coarse: one for a missing privilege and a

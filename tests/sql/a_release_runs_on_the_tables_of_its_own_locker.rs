@@ -6,7 +6,9 @@
 //! configured without a schema, whose tables an older version made (no
 //! function). The second finds a function of the right name through its
 //! search path, `public`'s, whose body names `"public"."…entries"`; it
-//! must release on its own tables all the same.
+//! must release on its own tables all the same, or (since its search path
+//! finds a table of its name in two schemas) refuse, saying to set the
+//! schema.
 
 use std::time::Duration;
 
@@ -67,10 +69,19 @@ async fn a_release_runs_on_the_tables_of_its_own_locker() {
     assert!(public.lock(&args("p", "other")).await.expect("lock"));
     assert!(public.unlock(&args("p", "other")).await.expect("unlock"));
 
-    // The app, upgraded.
-    let app = SqlLocker::connect(&app_url, settings(None))
-        .await
-        .expect("a database");
+    // The app, upgraded: refused, since its search path now finds a table
+    // of its name in two schemas (saying to set the schema), or releasing
+    // on its own tables.
+    let app = match SqlLocker::connect(&app_url, settings(None)).await {
+        Ok(app) => app,
+        Err(refused) => {
+            assert!(
+                refused.to_string().contains("SqlConfig::schema"),
+                "a refusal names what to set: {refused}"
+            );
+            return;
+        }
+    };
     assert!(app.lock(&args("u1", "n")).await.expect("lock"));
     let released = app.unlock(&args("u1", "n")).await;
     let rows = servers

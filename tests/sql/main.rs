@@ -15,6 +15,8 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_connection_opened_before_the_pin_stays_on_the_search_path;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
@@ -26,6 +28,8 @@ mod a_postgres_locker_without_its_listen_connection_still_grants;
 mod a_release_runs_on_the_tables_of_its_own_locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_release_under_a_schema_reads_no_table_through_the_search_path;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

@@ -33,9 +33,14 @@ fn statements_since(log: &std::path::Path, from: usize) -> Vec<String> {
     String::from_utf8_lossy(&text[from.min(text.len())..])
         .lines()
         .filter(|line| line.contains("LOG:  execute") || line.contains("LOG:  statement:"))
-        // A connection the pool opens runs its session settings once, not
-        // per call.
-        .filter(|line| !line.contains("SET SESSION CHARACTERISTICS"))
+        // A connection the pool opens runs its session settings, and finds
+        // and keeps its schema, once, not per call.
+        .filter(|line| {
+            !(line.contains("SET SESSION CHARACTERISTICS")
+                || line.contains("SET search_path")
+                || line.contains("current_schemas(false)")
+                || line.contains("current_schema()"))
+        })
         .map(str::to_owned)
         .collect()
 }

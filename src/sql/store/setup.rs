@@ -116,16 +116,6 @@ impl Store {
             .fetch_optional(&mut **conn)
             .await
             .map_err(|e| self.error(e))?;
-        // No schema configured: every connection stays on the schema the
-        // first setup found, whatever is made on the search path later.
-        if let (None, Some(found)) = (&self.dialect.tables.schema, &schema) {
-            let pin = self
-                .pinned
-                .get_or_init(|| format!("SET search_path = \"{}\"", found.replace('"', "\"\"")));
-            conn.execute(pin.as_str())
-                .await
-                .map_err(|e| self.error(e))?;
-        }
         // A schema name that is not a plain identifier is never put into
         // SQL text (nor into a function's body): releases take the
         // transaction there.
