@@ -331,11 +331,31 @@ impl Connection {
             version,
             token: config.token.clone(),
         };
+        let hello = wire::encode(&hello)?;
+        // What the server sent, in words; never the bytes of our own
+        // `Hello` sent back (an echo service, a proxy looped to itself),
+        // which hold the token.
+        let sent: Vec<u8> = u32::try_from(hello.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes()
+            .into_iter()
+            .chain(hello.iter().copied())
+            .collect();
+        let named = |read: &[u8]| {
+            let echo = read.len() > 4 && (sent.starts_with(read) || read.starts_with(&sent));
+            if echo {
+                "the server sent back what it was sent (an echo service, or a proxy that loops \
+                 to itself): it is not a lock server"
+                    .to_owned()
+            } else {
+                sniff::answer_from_server(read)
+            }
+        };
         let exchange = async {
             // With TLS 1.3 the server checks a client certificate only after
             // the client finished its side of the TLS handshake: a refusal
             // arrives here, as an alert, instead of a `Welcome`.
-            if let Err(e) = transport.send(Bytes::from(wire::encode(&hello)?)).await {
+            if let Err(e) = transport.send(Bytes::from(hello.clone())).await {
                 // The server may have closed before the `Hello` arrived; its
                 // alert, if it sent one, says why.
                 let alert = match transport.next().await {
@@ -350,8 +370,9 @@ impl Connection {
                 // A whole frame that is no `Welcome`: named by the bytes
                 // as they came, its length too (an empty frame's body is
                 // nothing to show).
-                Some(Ok(frame)) => wire::decode::<Welcome>(&frame)
-                    .map_err(|_| unavailable(sniff::answer_from_server(&seen.bytes()))),
+                Some(Ok(frame)) => {
+                    wire::decode::<Welcome>(&frame).map_err(|_| unavailable(named(&seen.bytes())))
+                }
                 Some(Err(e)) => Err(tls_refusal(endpoint, &e).unwrap_or_else(|| {
                     // A length beyond any frame, or a stream that ended in
                     // the middle of one: what was read says who answered.
@@ -376,7 +397,7 @@ impl Connection {
                         // which the server will give again.
                         unavailable(format!("the server refused the handshake: {e}"))
                     } else {
-                        unavailable(sniff::answer_from_server(&read))
+                        unavailable(named(&read))
                     }
                 })),
                 None => Err(unavailable(CLOSED_IN_THE_HANDSHAKE.into())),
@@ -403,7 +424,7 @@ impl Connection {
                 } else {
                     format!(
                         "{}, and sent nothing more within {connect_timeout:?}",
-                        sniff::answer_from_server(&read)
+                        named(&read)
                     )
                 }))
             }

@@ -341,17 +341,22 @@ fn server_certificate(problem: &CertificateError) -> String {
 /// The names a certificate carries, as webpki lists them
 /// (`DnsName("db1")`, `IpAddress(10.0.0.1)`), without the wrapping.
 fn names(presented: &[String]) -> String {
-    let plain: Vec<&str> = presented
+    // The certificate's words, which its signer chose: escaped, so that a
+    // name with control characters cannot drive the terminal that shows
+    // the error.
+    let plain: Vec<String> = presented
         .iter()
         .map(|name| {
             let name = name.as_str();
-            name.strip_prefix("DnsName(\"")
+            let bare = name
+                .strip_prefix("DnsName(\"")
                 .and_then(|n| n.strip_suffix("\")"))
                 .or_else(|| {
                     name.strip_prefix("IpAddress(")
                         .and_then(|n| n.strip_suffix(')'))
                 })
-                .unwrap_or(name)
+                .unwrap_or(name);
+            crate::locker::escape_peer_text(bare)
         })
         .collect();
     match plain.as_slice() {
