@@ -344,8 +344,9 @@ impl Connection {
         let named = |read: &[u8]| {
             let echo = read.len() > 4 && (sent.starts_with(read) || read.starts_with(&sent));
             if echo {
-                "the server sent back what it was sent (an echo service, or a proxy that loops \
-                 to itself): it is not a lock server"
+                "the server answered bytes that are not the lock protocol: what it was sent, \
+                 sent back (an echo service, or a proxy that loops to itself); it is not a lock \
+                 server"
                     .to_owned()
             } else {
                 sniff::answer_from_server(read)

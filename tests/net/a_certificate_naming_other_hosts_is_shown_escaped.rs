@@ -21,7 +21,7 @@ use std::time::Duration;
 use quorum_lock::net::{
     ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
-use quorum_lock::{LocalLocker, NetLocker};
+use quorum_lock::LocalLocker;
 use tokio::sync::oneshot;
 
 const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
