@@ -171,7 +171,10 @@ impl Store {
                         *refusal
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                            pinned.as_ref().err().map(ToString::to_string);
+                            pinned.as_ref().err().map(|err| match err {
+                                sqlx::Error::Configuration(inner) => inner.to_string(),
+                                other => other.to_string(),
+                            });
                         pinned?;
                     }
                     if let Some([status, clock]) = uptime {
@@ -646,11 +649,13 @@ impl Store {
                     _ => format!("the database answered an error (code {code}): {message}"),
                 }
             }
+            // The refusal is told once: a later timeout (the database gone
+            // down since, say) may have another cause.
             sqlx::Error::PoolTimedOut => match self
                 .refused
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
+                .take()
             {
                 Some(refusal) => format!("a new connection was refused: {refusal}"),
                 None => format!(
