@@ -341,22 +341,8 @@ impl Connection {
             .into_iter()
             .chain(hello.iter().copied())
             .collect();
-        let token = config.token.as_bytes();
         let named = |read: &[u8]| {
-            // Our own bytes sent back as they were, or a run of six of the
-            // token's bytes (the whole of a shorter token, from four)
-            // anywhere in what came: quoted after words of the peer's own,
-            // or sent back without its length. Nothing of it is shown.
-            // (Shorter runs turn up in honest answers: "ent-" of
-            // "client-secret" is in an HTTP server's "Content-Length".)
-            let run = token.len().min(6);
-            let holds_token = run >= 4
-                && read
-                    .windows(run)
-                    .any(|w| token.windows(run).any(|t| t == w));
-            let echo = holds_token
-                || (read.len() > 4 && (sent.starts_with(read) || read.starts_with(&sent)));
-            if echo {
+            if recording::holds_what_was_sent(read, &sent, config.token.as_bytes()) {
                 "the server answered bytes that are not the lock protocol: what it was sent, \
                  sent back (an echo service, or a proxy that loops to itself); it is not a lock \
                  server"

@@ -31,8 +31,10 @@ use super::dialect::{Backend, Dialect};
 use super::state::{mode_char, Op, Row, Table};
 use super::url::{check_parameters, Server};
 use crate::Error;
+use search_path::{pin_search_path, Ambiguous};
 
 mod fast;
+mod search_path;
 mod setup;
 
 /// What a call's transaction knows besides the rows: the clock and when
@@ -680,62 +682,6 @@ impl Store {
         self.unavailable(reason)
     }
 }
-
-/// Keeps a new PostgreSQL connection of a locker with no schema configured
-/// on one schema (`SET search_path`): the one where this process's first
-/// connection found the entries table `table` on its search path (or, none
-/// holding it yet, its first schema, where the setup makes it). Every
-/// connection of the process so uses one table, and the stored routines,
-/// which name that schema, act on it too. A search path on which more than
-/// one schema holds the table is refused: which of them other processes of
-/// the application use cannot be known, and two tables would be two
-/// writers on one name.
-async fn pin_search_path(
-    conn: &mut sqlx::AnyConnection,
-    table: &str,
-    pin: &std::sync::OnceLock<String>,
-) -> Result<(), sqlx::Error> {
-    let holding: Vec<String> = sqlx::query_scalar(
-        "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c \
-         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)) \
-         ORDER BY array_position(current_schemas(false), n.nspname)",
-    )
-    .bind(table)
-    .fetch_all(&mut *conn)
-    .await?;
-    if holding.len() > 1 {
-        return Err(sqlx::Error::Configuration(Box::new(Ambiguous(format!(
-            "the table {table} is in more than one schema on the search path ({}): which one \
-             every process of the application uses cannot be known; set SqlConfig::schema",
-            holding.join(", ")
-        )))));
-    }
-    let schema = match holding.into_iter().next() {
-        Some(schema) => schema,
-        None => {
-            sqlx::query_scalar::<_, String>("SELECT CAST(current_schema() AS text)")
-                .fetch_one(&mut *conn)
-                .await?
-        }
-    };
-    let pinned = pin.get_or_init(|| schema);
-    conn.execute(format!("SET search_path = \"{}\"", pinned.replace('"', "\"\"")).as_str())
-        .await?;
-    Ok(())
-}
-
-/// A refusal of a search path that could lead to two tables.
-#[derive(Debug)]
-struct Ambiguous(String);
-
-impl std::fmt::Display for Ambiguous {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Ambiguous {}
 
 /// The code of a database error: PostgreSQL's SQLSTATE, MySQL's error
 /// number (its SQLSTATEs are too coarse: one for a missing privilege and a

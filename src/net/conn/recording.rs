@@ -42,6 +42,23 @@ impl Seen {
     }
 }
 
+/// Whether `read`, what a peer sent in the handshake, holds what this
+/// client sent it (`sent`, the `Hello` frame with its length, which holds
+/// the `token`): our own bytes sent back as they were, or a run of six of
+/// the token's bytes (the whole of a shorter token, from four) anywhere in
+/// it, quoted after words of the peer's own or sent back without its
+/// length. Then nothing of it may be shown. (Shorter runs turn up in
+/// honest answers: "ent-" of "client-secret" is in an HTTP server's
+/// "Content-Length".)
+pub(super) fn holds_what_was_sent(read: &[u8], sent: &[u8], token: &[u8]) -> bool {
+    let run = token.len().min(6);
+    let holds_token = run >= 4
+        && read
+            .windows(run)
+            .any(|w| token.windows(run).any(|t| t == w));
+    holds_token || (read.len() > 4 && (sent.starts_with(read) || read.starts_with(sent)))
+}
+
 /// A stream that keeps its first bytes in a [`Seen`]. Once those are kept,
 /// a read costs one comparison more than the stream's own.
 pub(super) struct Recording {

@@ -1,0 +1,63 @@
+//! PostgreSQL with no schema configured: which schema a locker's
+//! connections use. Each is kept, as the pool opens it, on the schema where
+//! this process's first connection found the entries table (see
+//! [`pin_search_path`]), so the transaction and the stored routines act on
+//! one table.
+
+use sqlx::Executor;
+
+/// Keeps a new PostgreSQL connection of a locker with no schema configured
+/// on one schema (`SET search_path`): the one where this process's first
+/// connection found the entries table `table` on its search path (or, none
+/// holding it yet, its first schema, where the setup makes it). Every
+/// connection of the process so uses one table, and the stored routines,
+/// which name that schema, act on it too. A search path on which more than
+/// one schema holds the table is refused: which of them other processes of
+/// the application use cannot be known, and two tables would be two
+/// writers on one name.
+pub(super) async fn pin_search_path(
+    conn: &mut sqlx::AnyConnection,
+    table: &str,
+    pin: &std::sync::OnceLock<String>,
+) -> Result<(), sqlx::Error> {
+    let holding: Vec<String> = sqlx::query_scalar(
+        "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)) \
+         ORDER BY array_position(current_schemas(false), n.nspname)",
+    )
+    .bind(table)
+    .fetch_all(&mut *conn)
+    .await?;
+    if holding.len() > 1 {
+        return Err(sqlx::Error::Configuration(Box::new(Ambiguous(format!(
+            "the table {table} is in more than one schema on the search path ({}): which one \
+             every process of the application uses cannot be known; set SqlConfig::schema",
+            holding.join(", ")
+        )))));
+    }
+    let schema = match holding.into_iter().next() {
+        Some(schema) => schema,
+        None => {
+            sqlx::query_scalar::<_, String>("SELECT CAST(current_schema() AS text)")
+                .fetch_one(&mut *conn)
+                .await?
+        }
+    };
+    let pinned = pin.get_or_init(|| schema);
+    conn.execute(format!("SET search_path = \"{}\"", pinned.replace('"', "\"\"")).as_str())
+        .await?;
+    Ok(())
+}
+
+/// A refusal of a search path that could lead to two tables.
+#[derive(Debug)]
+pub(super) struct Ambiguous(pub(super) String);
+
+impl std::fmt::Display for Ambiguous {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Ambiguous {}
