@@ -13,6 +13,7 @@
 //! A stand-in on 127.0.0.1 reads the client's `Hello`, answers the four
 //! bytes `00 00 00 00` and keeps the connection open; the locker is named
 //! from that answer at once. Real time (sockets), every wait bounded.
+#![cfg(feature = "net")]
 
 use std::time::Duration;
 

@@ -10,6 +10,7 @@
 //!
 //! A stand-in on 127.0.0.1 reads the client's `Hello` and sends it back,
 //! keeping the connection open. Real time (sockets), every wait bounded.
+#![cfg(feature = "net")]
 
 use std::time::Duration;
 

@@ -12,6 +12,7 @@
 //! A stand-in on 127.0.0.1 reads the `Hello` frame and writes its payload
 //! back, keeping the connection open. Real time (sockets), every wait
 //! bounded.
+#![cfg(feature = "net")]
 
 use std::time::Duration;
 

@@ -13,6 +13,7 @@
 //!
 //! A stand-in on 127.0.0.1 reads the `Hello` and answers it in one write,
 //! keeping the connection open. Real time (sockets), every wait bounded.
+#![cfg(feature = "net")]
 
 use std::time::Duration;
 
