@@ -15,43 +15,17 @@
 //! from that answer at once. Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use quorum_lock::net::RemoteLocker;
-use quorum_lock::{Error, NetLocker};
-use tokio::io::AsyncWriteExt;
-
+use crate::peer_answering_the_hello::shown_of_a_peer_answering;
 use crate::stand_in;
 
 #[tokio::test]
 async fn a_peer_answering_an_empty_frame_is_named_by_the_bytes_it_sent() {
-    let (listener, addr) = stand_in::bind().await;
-    let peer = tokio::spawn(async move {
-        let mut held = Vec::new();
-        for _ in 0..5 {
-            let Ok(Some(mut stream)) =
-                tokio::time::timeout(Duration::from_secs(10), stand_in::accept_hello(&listener))
-                    .await
-            else {
-                return;
-            };
-            let _ = stream.write_all(&[0, 0, 0, 0]).await;
-            held.push(stream);
-        }
-    });
-    let mut config = stand_in::config();
-    config.connect_timeout = Duration::from_secs(2);
-    let locker = tokio::time::timeout(Duration::from_secs(10), RemoteLocker::connect(addr, config))
-        .await
-        .expect("connect ends within its timeout")
-        .expect("an offline locker, not an error");
-    assert!(!locker.is_online(), "the peer answered no Welcome");
-    let reason = match locker.connect_error() {
-        Some(Error::LockerUnavailable { reason, .. }) => reason,
-        other => panic!("expected the peer named from its answer, got {other:?}"),
-    };
-    drop(locker);
-    peer.abort();
+    let reason =
+        shown_of_a_peer_answering(&stand_in::config().token, |_hello| vec![0, 0, 0, 0]).await;
+    assert!(
+        reason.starts_with("Some(LockerUnavailable"),
+        "expected the peer named from its answer, got {reason}"
+    );
     assert!(
         reason.contains("not the lock protocol"),
         "the peer is named from its answer: {reason}"

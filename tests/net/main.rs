@@ -13,6 +13,9 @@ mod wire;
 #[path = "../net_support/stand_in.rs"]
 mod stand_in;
 
+#[cfg(feature = "net")]
+mod peer_answering_the_hello;
+
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
