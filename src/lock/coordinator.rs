@@ -71,11 +71,17 @@ pub(crate) struct Coordinator {
     /// whether a locker answered since a failure. One relaxed add per such
     /// call.
     answers_at_once: Box<[AtomicU64]>,
-    /// Per locker, how many calls it answered that a locker in quarantine
-    /// refuses (all but releases and refreshes): a later count than a
-    /// quarantine refusal's says that quarantine is over. One relaxed add
-    /// per such call.
-    grant_answers: Box<[AtomicU64]>,
+    /// Per locker, the number of the latest call asked of it ([`CallSeq`]):
+    /// one relaxed add per call.
+    call_seqs: Box<[AtomicU64]>,
+    /// Per locker, the number of the latest-asked call it answered that a
+    /// locker in quarantine refuses (all but releases and refreshes); 0:
+    /// none. A number above a quarantine refusal's says that quarantine is
+    /// over: the call was asked after the refused one, so the answer is
+    /// news of the locker since the refusal, whenever it arrived (a grant
+    /// given before a restart and delivered after it is not). One relaxed
+    /// max per such call.
+    grant_answered_seq: Box<[AtomicU64]>,
     /// Per locker, when a call that had to wait was last answered, and the
     /// calls on their way to it. Touched only by calls not answered on
     /// their first poll, off the in-process path.
@@ -101,9 +107,9 @@ pub(crate) struct FailureNote {
     /// How many calls the locker had answered on their first poll when
     /// this one failed: a later count says it answered since.
     answers_before: u64,
-    /// How many calls a locker in quarantine refuses it had answered when
-    /// this one failed.
-    grant_answers_before: u64,
+    /// The number of the failed call ([`CallSeq`]): answers to calls asked
+    /// after it end a refusal for quarantine.
+    seq: CallSeq,
 }
 
 impl FailureNote {
@@ -118,6 +124,10 @@ impl FailureNote {
         }
     }
 }
+
+/// The order in which calls were asked of one locker: numbered from 1 as
+/// they are asked (an answer given at once is numbered as it is given).
+pub(crate) type CallSeq = u64;
 
 /// What a wait reads of one locker's calls: see `Coordinator::call_times`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -254,7 +264,8 @@ impl Coordinator {
             standing: (0..lockers_len).map(|_| Mutex::default()).collect(),
             answer_times: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             answers_at_once: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
-            grant_answers: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
+            call_seqs: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
+            grant_answered_seq: (0..lockers_len).map(|_| AtomicU64::new(0)).collect(),
             call_records: (0..lockers_len)
                 .map(|_| Mutex::new(CallRecord::default()))
                 .collect(),
@@ -266,13 +277,21 @@ impl Coordinator {
         }
     }
 
-    /// Remembers that a call to locker `index`, asked at `asked` when it
-    /// had answered `answers_at_ask` calls at once, failed with `error`.
+    /// Numbers a call asked of locker `index` now: see [`CallSeq`].
+    pub(crate) fn next_call_seq(&self, index: usize) -> CallSeq {
+        self.call_seqs
+            .get(index)
+            .map_or(0, |seq| seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1))
+    }
+
+    /// Remembers that a call to locker `index`, asked at `asked` (its
+    /// number `seq`) when it had answered `answers_at_ask` calls at once,
+    /// failed with `error`.
     pub(crate) fn note_failure(
         &self,
         index: usize,
         error: &Error,
-        asked: Instant,
+        (asked, seq): (Instant, CallSeq),
         answers_at_ask: u64,
     ) {
         if let Some(slot) = self.failures.get(index) {
@@ -286,7 +305,7 @@ impl Coordinator {
                     Error::LockerTimeout { .. } => answers_at_ask,
                     _ => self.answered_at_once(index),
                 },
-                grant_answers_before: self.grant_answers(index),
+                seq,
             };
             if let Some(standing) = self.standing.get(index) {
                 let mut standing = standing.lock().unwrap_or_else(PoisonError::into_inner);
@@ -397,18 +416,20 @@ impl Coordinator {
         }
     }
 
-    /// Locker `index` answered a call that a locker in quarantine refuses
-    /// (see `fanout::answer_ends_quarantine`).
-    pub(crate) fn note_grant_answer(&self, index: usize) {
-        if let Some(count) = self.grant_answers.get(index) {
-            count.fetch_add(1, Ordering::Relaxed);
+    /// Locker `index` answered call number `seq`, one that a locker in
+    /// quarantine refuses (see `fanout::answer_ends_quarantine`).
+    pub(crate) fn note_grant_answer(&self, index: usize, seq: CallSeq) {
+        if let Some(latest) = self.grant_answered_seq.get(index) {
+            latest.fetch_max(seq, Ordering::Relaxed);
         }
     }
 
-    fn grant_answers(&self, index: usize) -> u64 {
-        self.grant_answers
+    /// Whether locker `index` answered a call asked after call `seq` that
+    /// a locker in quarantine refuses.
+    fn grant_answered_after(&self, index: usize, seq: CallSeq) -> bool {
+        self.grant_answered_seq
             .get(index)
-            .map_or(0, |count| count.load(Ordering::Relaxed))
+            .is_some_and(|latest| latest.load(Ordering::Relaxed) > seq)
     }
 
     pub(crate) fn answered_at_once(&self, index: usize) -> u64 {
@@ -527,7 +548,7 @@ impl Coordinator {
     /// [`current_failure`](Self::current_failure).
     fn is_over(&self, index: usize, note: &FailureNote) -> bool {
         if note.error.is_quarantine() {
-            self.grant_answers(index) != note.grant_answers_before
+            self.grant_answered_after(index, note.seq)
                 // A refusal that did not say for how long stands until a
                 // grant answer ends it.
                 || note

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::lock::coordinator::{Coordinator, Outstanding, Waited};
+use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
 use crate::Error;
@@ -250,11 +250,12 @@ where
     F: Future<Output = Result<T, Error>>,
 {
     let mut call = std::pin::pin!(call);
+    let seq = coord.next_call_seq(index);
     if let Poll::Ready(out) = futures::poll!(call.as_mut()) {
         if let Some(kind) = kind {
             coord.telemetry.locker_call(index, kind, None, &out);
         }
-        return noted_now(coord, index, kind, out);
+        return noted_now(coord, index, kind, seq, out);
     }
     let watch = kind.and_then(|kind| coord.telemetry.call_stopwatch(index, kind));
     let asked = coord.note_asked(index, coord.clock.now(), current_waited());
@@ -272,7 +273,7 @@ where
         Ok(_) => {
             asked.answered(coord.clock.now());
             if answer_ends_quarantine(kind) {
-                coord.note_grant_answer(index);
+                coord.note_grant_answer(index, seq);
             }
         }
         Err(err) => {
@@ -284,7 +285,7 @@ where
                 asked.refused(coord.clock.now());
             }
             if !unheeded {
-                coord.note_failure(index, err, at, answers_at_ask);
+                coord.note_failure(index, err, (at, seq), answers_at_ask);
             }
         }
     }
@@ -307,13 +308,14 @@ fn noted_now<T>(
     coord: &Coordinator,
     index: usize,
     kind: Option<CallKind>,
+    seq: CallSeq,
     out: Result<T, Error>,
 ) -> Result<T, Error> {
     match &out {
         Ok(_) => {
             coord.note_answered_at_once(index);
             if answer_ends_quarantine(kind) {
-                coord.note_grant_answer(index);
+                coord.note_grant_answer(index, seq);
             }
         }
         Err(err) => {
@@ -321,7 +323,8 @@ fn noted_now<T>(
                 // Refused at once: as quick as an answer, for timing.
                 coord.note_answer(index, std::time::Duration::ZERO);
             }
-            coord.note_failure(index, err, coord.clock.now(), coord.answered_at_once(index));
+            let now = coord.clock.now();
+            coord.note_failure(index, err, (now, seq), coord.answered_at_once(index));
         }
     }
     out
@@ -337,5 +340,6 @@ pub(crate) fn answered_now<T>(
     out: Result<T, Error>,
 ) -> Result<T, Error> {
     coord.telemetry.locker_call(index, kind, None, &out);
-    noted_now(coord, index, Some(kind), out)
+    let seq = coord.next_call_seq(index);
+    noted_now(coord, index, Some(kind), seq, out)
 }

@@ -138,16 +138,20 @@ impl Round {
         let quorum = self.state.args.quorum;
         let mut tally = Tally::new(n, quorum);
         let mut permanent: Option<Error> = None;
+        // Why calls failed, for the error of a round too few answered
+        // (allocated only when one fails).
+        let mut failed: Vec<(usize, Error)> = Vec::new();
         let mut timer: Option<Sleep> = None;
         let clock = &self.state.coord.clock;
         let calls = &mut self.calls;
         let deadline = self.deadline;
         let verdict = poll_fn(|cx| {
-            calls.poll_all(cx, |_, result| {
+            calls.poll_all(cx, |index, result| {
                 tally.record(classify(&result));
                 match result {
                     Err(err) if !err.is_retryable() => permanent = Some(err),
-                    _ => {}
+                    Err(err) => failed.push((index, err)),
+                    Ok(_) => {}
                 }
             });
             if let Some(verdict) = tally.verdict() {
@@ -173,8 +177,8 @@ impl Round {
                     &state.coord,
                     quorum,
                     (&answers, &since),
-                    state.started,
-                    state.started,
+                    (state.started, state.started),
+                    &failed,
                 )
                 .unavailable())
             }

@@ -175,13 +175,15 @@ impl WaitStatus {
 
     /// The status of a wait that began at `began`, from how each locker
     /// answered (`None`: not yet) the round sent at `asked`, with the send
-    /// time of the request each answered.
+    /// time of the request each answered. `ended` holds, for a round that
+    /// has ended (a `try_lock`'s), why each of its failed calls failed:
+    /// those are judged as [`of_round`](Self::of_round) judges them.
     pub(crate) fn of(
         coord: &Coordinator,
         quorum: usize,
         (answers, since): (&[Option<Answer>], &[Instant]),
-        began: Instant,
-        asked: Instant,
+        (began, asked): (Instant, Instant),
+        ended: &[(usize, Error)],
     ) -> WaitStatus {
         let now = coord.clock.now();
         let waited = now.saturating_duration_since(began);
@@ -212,9 +214,11 @@ impl WaitStatus {
             match answer {
                 Some(Answer::Granted) => status.granted += 1,
                 Some(Answer::Refused | Answer::Queued) => status.held_elsewhere += 1,
-                Some(Answer::Failed) | None => {
-                    status.not_answered(coord, index, answer.is_some(), (began, asked, now));
-                }
+                Some(Answer::Failed) => match ended.iter().find(|(i, _)| *i == index) {
+                    Some((_, err)) => status.failed_round(coord, index, err, (began, asked, now)),
+                    None => status.not_answered(coord, index, true, (began, asked, now)),
+                },
+                None => status.not_answered(coord, index, false, (began, asked, now)),
             }
         }
         status
@@ -247,24 +251,38 @@ impl WaitStatus {
                 RoundEnd::Declined => {}
                 RoundEnd::Pending => status.not_answered(coord, index, false, (began, began, now)),
                 RoundEnd::Failed(err) => {
-                    let answering = status.answering.len();
-                    status.not_answered(coord, index, true, (began, began, now));
-                    // Its failure of this round is over already (it
-                    // answered another call since): the round still ended
-                    // without it, for the reason it gave. (A refusal for
-                    // quarantine that ran out is filed nowhere by
-                    // `not_answered`.)
-                    if status.answering.len() > answering {
-                        status.answering.pop();
-                        status.unreachable.push(Unreachable {
-                            endpoint: coord.lockers[index].endpoint(),
-                            reason: err.locker_reason(),
-                        });
-                    }
+                    status.failed_round(coord, index, err, (began, began, now));
                 }
             }
         }
         status
+    }
+
+    /// Files locker `index`, whose call of a round that has ended failed
+    /// with `err`, as [`not_answered`](Self::not_answered) does, except
+    /// when that failure is over already: the round still ended without
+    /// it. A refusal for quarantine whose time ran out was an answer that
+    /// holds nothing up any more, as a declined call: counted neither way,
+    /// and not named. Any other failure is why the round ended without it,
+    /// whatever it answered since.
+    fn failed_round(
+        &mut self,
+        coord: &Coordinator,
+        index: usize,
+        err: &Error,
+        times: (Instant, Instant, Instant),
+    ) {
+        let answering = self.answering.len();
+        self.not_answered(coord, index, true, times);
+        if self.answering.len() > answering {
+            self.answering.pop();
+            if !err.is_quarantine() {
+                self.unreachable.push(Unreachable {
+                    endpoint: coord.lockers[index].endpoint(),
+                    reason: err.locker_reason(),
+                });
+            }
+        }
     }
 
     /// Files locker `index`, which has not answered the current round
@@ -336,16 +354,10 @@ impl WaitStatus {
                 endpoint,
                 reason: note.error.locker_reason(),
             }),
-            // It refused this round for quarantine, and that time has
-            // run out: an answer that holds nothing up any more, and
-            // not a grant. It counts neither way, and is not named.
-            None if failed
-                && coord
-                    .failure(index)
-                    .is_some_and(|note| note.error.is_quarantine()) => {}
-            // Its refusal of this round is over and nothing is
-            // asked of it now: it answers, and is asked again
-            // at the next attempt.
+            // Its refusal of this round is over (an answer since, or,
+            // for quarantine, its time ran out) and nothing is asked of
+            // it now: it answers, and is asked again at the next
+            // attempt.
             None if failed && times.silent_since.is_none() => status.answering.push(endpoint),
             // Asked less than twice as long ago as its latest
             // answer took (and a moment): slow for now, not

@@ -215,6 +215,14 @@ impl WaitWatch {
             // its time left counted to now.
             Some((err @ Error::Quarantined { .. }, at)) => match self.status() {
                 Some(status) => status.into_error(),
+                // Refused in a call after its grant (a term, a
+                // proclamation): how its lockers stand since the grant
+                // decides, as for one that ran out of time in those calls.
+                None if self.rounds().calls_only => {
+                    self.judged_after_grant().unwrap_or_else(|| {
+                        aged(err, self.watched.clock.now().saturating_duration_since(at))
+                    })
+                }
                 // A quarantine that ended while the operation backed off
                 // held nothing up at the end: the deadline came first.
                 None => match aged(err, self.watched.clock.now().saturating_duration_since(at)) {
@@ -240,8 +248,18 @@ impl WaitWatch {
     /// answering: `QuorumUnavailable`, naming those out of reach. Else the
     /// deadline came first: `Timeout`.
     fn after_grant(&self) -> Option<Error> {
+        if self.rounds().failed.is_some() {
+            return None;
+        }
+        self.judged_after_grant()
+    }
+
+    /// How the lockers of an operation that got its lock stand by the calls
+    /// asked since the grant, as [`after_grant`](Self::after_grant) says;
+    /// `None` unless the operation has every lock it waits for.
+    fn judged_after_grant(&self) -> Option<Error> {
         let rounds = self.rounds();
-        if !rounds.calls_only || !rounds.lanes.is_empty() || rounds.failed.is_some() {
+        if !rounds.calls_only || !rounds.lanes.is_empty() {
             return None;
         }
         let (state, at) = rounds.granted.clone()?;
@@ -499,8 +517,8 @@ impl Watched {
             &lane.current.coord,
             lane.current.args.quorum,
             (&answers, &since),
-            self.began,
-            lane.current.started,
+            (self.began, lane.current.started),
+            &[],
         )
     }
 }
