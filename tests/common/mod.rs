@@ -4,6 +4,8 @@
 // Every test binary compiles this module but uses a different part of it.
 #![allow(dead_code)]
 
+pub mod hooked;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

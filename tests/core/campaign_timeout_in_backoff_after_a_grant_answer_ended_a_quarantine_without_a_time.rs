@@ -24,109 +24,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use crate::common::hooked::Hooked;
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
-use quorum_lock::{
-    Dsync, Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, RetryPolicy, WaitArgs,
-    WaitReply, WatchArgs,
-};
+use quorum_lock::{Dsync, Error, RetryPolicy};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 19_003;
-
-/// A locker that refuses grants for quarantine, saying no time, while
-/// `refusing` is on; else it is `inner`.
-struct SaysNoTime {
-    inner: Arc<dyn NetLocker>,
-    refusing: Arc<AtomicBool>,
-}
-
-impl SaysNoTime {
-    fn refusal(&self) -> Result<(), Error> {
-        if self.refusing.load(Ordering::SeqCst) {
-            return Err(Error::LockerUnavailable {
-                endpoint: self.endpoint(),
-                reason: "restarted recently; refusing new grants until its quarantine ends".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl NetLocker for SaysNoTime {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refusal()?;
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refusal()?;
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.refusal()?;
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.refusal()?;
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
-        self.refusal()?;
-        self.inner.proclaim(args, proclamation).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.refusal()?;
-        self.inner.leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn campaign_timeout_in_backoff_after_a_grant_answer_ended_a_quarantine_without_a_time() {
@@ -135,10 +38,16 @@ async fn campaign_timeout_in_backoff_after_a_grant_answer_ended_a_quarantine_wit
     let cluster = TestCluster::new(3, SEED);
     let refusing = Arc::new(AtomicBool::new(false));
     let mut lockers = cluster.net_lockers();
-    lockers[2] = Arc::new(SaysNoTime {
-        inner: lockers[2].clone(),
-        refusing: refusing.clone(),
-    });
+    // Refuses grants for quarantine, saying no time, while `refusing` is on.
+    let on = refusing.clone();
+    lockers[2] = Hooked::new(lockers[2].clone())
+        .refusing(move |call, _| {
+            (call.is_grant() && on.load(Ordering::SeqCst)).then(|| Error::LockerUnavailable {
+                endpoint: "node-2".into(),
+                reason: "restarted recently; refusing new grants until its quarantine ends".into(),
+            })
+        })
+        .shared();
     let h = Dsync::builder(lockers)
         .owner("h")
         .rng_seed(SEED)

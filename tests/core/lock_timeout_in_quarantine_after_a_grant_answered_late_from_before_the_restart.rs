@@ -21,104 +21,14 @@
 //! quarantine for almost 60 s.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use crate::common::hooked::{Call, Hooked};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{
-    Dsync, Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, RetryPolicy, WaitArgs,
-    WaitReply, WatchArgs,
-};
+use quorum_lock::{Dsync, Error, RetryPolicy};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 19_005;
-
-/// `inner`, whose replies to lock calls of "x" take 50 ms on the way back.
-struct LateReplies {
-    inner: Arc<dyn NetLocker>,
-}
-
-impl LateReplies {
-    async fn back<T>(&self, args: &LockArgs, reply: T) -> T {
-        if args.resources.iter().any(|r| r == "x") {
-            sleep(Duration::from_millis(50)).await;
-        }
-        reply
-    }
-}
-
-#[async_trait]
-impl NetLocker for LateReplies {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        let reply = self.inner.lock(args).await;
-        self.back(args, reply).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        let reply = self.inner.rlock(args).await;
-        self.back(args, reply).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        let reply = self.inner.lock_wait(args, mode, wait).await;
-        self.back(args, reply).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, proclamation: &Proclamation) -> Result<bool, Error> {
-        self.inner.proclaim(args, proclamation).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.inner.leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_in_quarantine_after_a_grant_answered_late_from_before_the_restart() {
@@ -126,9 +36,14 @@ async fn lock_timeout_in_quarantine_after_a_grant_answered_late_from_before_the_
     let start = Instant::now();
     let cluster = TestCluster::new(3, SEED);
     let mut lockers = cluster.net_lockers();
-    lockers[2] = Arc::new(LateReplies {
-        inner: lockers[2].clone(),
-    });
+    // Replies to lock calls of "x" take 50 ms on the way back.
+    lockers[2] = Hooked::new(lockers[2].clone())
+        .replying_late(|call, args| {
+            let of_x = args.resources.iter().any(|r| r == "x");
+            (of_x && matches!(call, Call::Lock | Call::RLock | Call::LockWait))
+                .then_some(Duration::from_millis(50))
+        })
+        .shared();
     let h = Dsync::builder(lockers)
         .owner("h")
         .rng_seed(SEED)
