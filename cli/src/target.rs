@@ -165,11 +165,17 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
 
 /// Refuses a node URL with a password typed where a lock name goes (its
 /// flag left out, the nodes taken from a variable), which would be printed
-/// whole; the error shows it only as redaction does. Other names that
-/// hold `://` (`s3://bucket/key`) are names like any.
+/// whole; the error shows it only as redaction does. That is a name with
+/// `://` that redaction changes, or one with user information (a `:`
+/// before an `@`), whatever its scheme became: a mistyped `postgres:/`
+/// or `postgres//`, or none. Other names that hold `://`
+/// (`s3://bucket/key`) or an `@` (`alice@build`) are names like any.
 pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
     let shown = crate::node_urls::shown(name);
-    if name.contains("://") && shown != name {
+    let user_info = name
+        .split_once('@')
+        .is_some_and(|(before, _)| before.contains(':'));
+    if (name.contains("://") && shown != name) || user_info {
         return Err(Failure::usage(format!(
             "bad lock name: {shown} looks like a node URL with a password; pass node URLs \
              with --nodes or --redis (or their variables), and the lock name after them"

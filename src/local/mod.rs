@@ -254,6 +254,21 @@ impl LocalLocker {
         .unwrap_or(false)
     }
 
+    /// Whether `args.uid` holds any resource of `args.resources`, in either
+    /// mode. The lock server asks after a refresh that found nothing to
+    /// refresh: a uid that holds none of its names there any more (forced
+    /// open, expired) is charged for nothing.
+    #[cfg(feature = "net")]
+    pub(crate) fn holds_any(&self, args: &LockArgs) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .any(|(pos, r)| set.shard(pos).holds_any(r, &args.uid))
+        })
+        .unwrap_or(true)
+    }
+
     /// How many entries and resource names the table holds, without
     /// copying it as [`snapshot`](Self::snapshot) does: one short lock of
     /// each shard. Entries past their validity are counted until the next

@@ -255,6 +255,7 @@ impl RemoteLocker {
             )));
         }
         let endpoint = endpoint.into();
+        super::connect::refuse_url(&endpoint)?;
         #[cfg(feature = "tls")]
         if let Some(tls) = &config.tls {
             tls.name_for(&endpoint)?;

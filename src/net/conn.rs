@@ -194,8 +194,10 @@ impl Connection {
                     version, validity, ..
                 } => (version, validity),
                 Welcome::Rejected { reason } => {
-                    // The server's words, escaped before any log or error
-                    // shows them.
+                    // The server's words, cut where they quote the token
+                    // (a peer may quote what it refused) and escaped,
+                    // before any log or error shows them.
+                    let reason = recording::without_token(&reason, config.token.as_bytes());
                     let reason = crate::locker::escape_peer_text(&reason);
                     if let Some(older) = wire::fallback_version(&reason, version) {
                         tracing::debug!(endpoint, offered = version, older, %reason, "lock server speaks an older protocol; asking again");

@@ -23,7 +23,29 @@ pub(crate) fn host_of(endpoint: &str) -> Option<&str> {
         None if host.contains(':') => return None,
         None => host,
     };
-    (!host.is_empty() && !host.contains(char::is_whitespace)).then_some(host)
+    (!host.is_empty() && !host.contains(char::is_whitespace) && !host.contains(NOT_IN_AN_ADDRESS))
+        .then_some(host)
+}
+
+/// Characters no `host:port` holds, though a URL does (user information, a
+/// path, a query): an address holding one is a URL given in the wrong
+/// place, whose password must not be shown.
+const NOT_IN_AN_ADDRESS: [char; 4] = ['@', '/', '?', '#'];
+
+/// Refuses an `endpoint` that cannot be a lock server's `host:port`
+/// because it holds a URL's parts (a Redis or database URL from a list of
+/// nodes, say), naming it as [`redact_url`](crate::redact_url) shows it:
+/// such text may carry a password.
+pub(crate) fn refuse_url(endpoint: &str) -> Result<(), Error> {
+    if endpoint.contains(NOT_IN_AN_ADDRESS) || endpoint.contains(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "lock server address '{}': a lock server is addressed as host:port, with no \
+             scheme, user, password or path (a Redis or database URL belongs in the list of \
+             nodes the command line reads, not here)",
+            crate::redact_url(endpoint)
+        )));
+    }
+    Ok(())
 }
 
 /// Connects to every lock server of `nodes` (`host:port` each) at once, and
@@ -99,6 +121,9 @@ where
     let mut endpoints: Vec<String> = Vec::new();
     for node in nodes {
         let node = node.as_ref().trim();
+        // A URL's text may hold a password: refused before anything
+        // quotes the address.
+        refuse_url(node)?;
         if host_of(node).is_none() {
             return Err(Error::InvalidArgument(format!(
                 "lock server address '{node}': expected host:port with a port from 1 to 65535 \
@@ -160,6 +185,8 @@ mod tests {
             "[::1:7070",
             "a b:1",
             "[]:7070",
+            "app:pw@db:7070",
+            "db/x:7070",
         ] {
             assert_eq!(host_of(bad), None, "{bad:?}");
         }

@@ -195,6 +195,9 @@ impl Charge {
 pub(crate) struct Usage {
     pub(crate) locks: usize,
     pub(crate) bytes: usize,
+    /// When a charge of the connection was last made or touched: once
+    /// that is a validity ago, every charge of it has lapsed.
+    pub(crate) touched: Option<Instant>,
 }
 
 /// Why [`Ledger::reserve`] refused a lock: the limit it would break, and
@@ -256,6 +259,7 @@ impl Ledger {
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += bytes;
         usage.locks += usize::from(new_uid);
+        usage.touched = Some(now);
         Ok(Reserved::Added(hash))
     }
 
@@ -307,6 +311,7 @@ impl Ledger {
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += grow;
         usage.locks += usize::from(new_uid);
+        usage.touched = Some(now);
         Ok(BoardReserved {
             board,
             hash,
@@ -354,6 +359,7 @@ impl Ledger {
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += bytes;
         usage.locks += 1;
+        usage.touched = Some(now);
     }
 
     /// Drops the charge of `uid` for `resources` after a release; with
@@ -363,6 +369,23 @@ impl Ledger {
     pub(crate) fn release(&self, uid: &str, resources: Option<&[String]>) {
         let hash = resources.map(|r| self.set_hash(r));
         self.inner().remove(uid, hash);
+    }
+
+    /// Drops the charges of every uid for the set `resources`: its entries
+    /// were forced open by name. Scans every charge, as an admin's force
+    /// does the table.
+    pub(crate) fn release_set(&self, resources: &[String]) {
+        let hash = self.set_hash(resources);
+        let mut inner = self.inner();
+        let charged: Vec<Arc<str>> = inner
+            .charges
+            .iter()
+            .filter(|(_, c)| c.sets.iter().any(|(h, _)| *h == hash))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in charged {
+            inner.remove(&uid, Some(hash));
+        }
     }
 
     /// The connection `uid` is charged to: the one that last reserved,
@@ -381,13 +404,38 @@ impl Ledger {
     }
 
     /// Whether anything is charged to the connection: a lock, a place in
-    /// line, a proclamation or a watch. A charge that lapsed counts until
-    /// the ledger next prunes.
+    /// line, a proclamation or a watch. Once the latest of its charges
+    /// lapsed (their entries expired), they are dropped, so that a client
+    /// that fell silent after its locks expired holds nothing: a scan of
+    /// the charges, once per such connection.
     pub(crate) fn holds(&self, conn: u64) -> bool {
-        self.inner()
-            .usage
-            .get(&conn)
-            .is_some_and(|usage| usage.locks > 0 || usage.bytes > 0)
+        let mut inner = self.inner();
+        let held = |inner: &Inner| {
+            inner
+                .usage
+                .get(&conn)
+                .is_some_and(|usage| usage.locks > 0 || usage.bytes > 0)
+        };
+        if !held(&inner) {
+            return false;
+        }
+        let now = Instant::now();
+        let validity = self.limits.validity;
+        // A charge of it touched within the validity: that one is live.
+        let touched = inner.usage.get(&conn).and_then(|usage| usage.touched);
+        if touched.is_some_and(|at| now.saturating_duration_since(at) < validity) {
+            return true;
+        }
+        let lapsed: Vec<Arc<str>> = inner
+            .charges
+            .iter()
+            .filter(|(_, c)| c.conn == conn && now.saturating_duration_since(c.touched) >= validity)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in lapsed {
+            inner.remove(&uid, None);
+        }
+        held(&inner)
     }
 
     /// The usage of one connection.
@@ -513,6 +561,9 @@ impl Inner {
             usage.locks += 1;
             usage.bytes += bytes;
         }
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.touched = Some(now);
+        }
         true
     }
 
@@ -620,13 +671,8 @@ mod tests {
         l.release("u1", Some(&["zz".to_string()]));
         assert_eq!(l.usage(1).locks, 3);
         l.release("u1", Some(&["a".to_string()]));
-        assert_eq!(
-            l.usage(1),
-            Usage {
-                locks: 2,
-                bytes: 2 * one
-            }
-        );
+        let usage = l.usage(1);
+        assert_eq!((usage.locks, usage.bytes), (2, 2 * one));
         // Another connection refreshing a lock takes it over.
         assert!(l.touch(2, "u2"));
         assert_eq!(l.usage(2).locks, 1);
@@ -641,6 +687,33 @@ mod tests {
         // Over the total: the lapsed charges of u2 and u3 are pruned.
         l.reserve(3, &args("u7", &["g"])).unwrap();
         assert_eq!(l.total(), 3 * one, "lapsed charges were pruned");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_whose_charges_all_lapsed_holds_nothing() {
+        let l = ledger(1 << 20, 1 << 20);
+        l.reserve(1, &args("u1", &["a"])).unwrap();
+        l.reserve(1, &args("u2", &["b"])).unwrap();
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(l.touch(1, "u2"));
+        tokio::time::advance(Duration::from_secs(40)).await;
+        // u1 lapsed, u2 was touched 40 s ago: still held.
+        assert!(l.holds(1));
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(!l.holds(1), "every charge of it lapsed");
+        assert_eq!(l.total(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_set_forced_open_by_name_gives_back_every_uids_charge_for_it() {
+        let l = ledger(1 << 20, 1 << 20);
+        l.reserve(1, &args("u1", &["a"])).unwrap();
+        l.reserve(2, &args("u2", &["a"])).unwrap();
+        l.reserve(2, &args("u3", &["a", "b"])).unwrap();
+        let kept = lock_bytes(&args("u3", &["a", "b"]));
+        l.release_set(&["a".to_string()]);
+        assert_eq!(l.total(), kept, "only the larger set stays charged");
+        assert!(!l.holds(1));
     }
 
     #[tokio::test(start_paused = true)]
@@ -690,7 +763,8 @@ mod tests {
         // proclamation with it.
         l.release("leader", Some(&["e".to_string()]));
         assert_eq!(l.total(), 0);
-        assert_eq!(l.usage(1), Usage::default());
+        let usage = l.usage(1);
+        assert_eq!((usage.locks, usage.bytes), (0, 0));
         // A watch is charged once per uid and resource, and lapses as a
         // lock does, not with a release.
         let observer = args("observer", &["e"]);

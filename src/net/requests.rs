@@ -382,6 +382,14 @@ impl Session<'_> {
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);
         }
+        // Forced open by name: the charges of whatever uids held exactly
+        // these names go with their entries, so that an admin who forces a
+        // table-filling client's locks open gives the room back at once.
+        // (A uid charged for a larger set keeps that charge until it is
+        // released, refreshed in vain or lapses.)
+        if removed && matches!(kind, Kind::Force) && args.uid.is_empty() {
+            self.server.ledger.release_set(&args.resources);
+        }
         // The place ended here may stand on names this release did not
         // name: what is left of it in the table goes too, so that the
         // connection's limit on places counts every place the table keeps.
@@ -451,6 +459,12 @@ impl Session<'_> {
             (true, _) if !known => ledger.charge_unconditionally(self.id, &args),
             (true, _) => {}
             (false, Some(reserved)) => ledger.undo(&args.uid, reserved),
+            // Nothing of the uid left on these names (forced open by name,
+            // expired): its charge for them pays for nothing, and a client
+            // refreshing it must not keep it from lapsing.
+            (false, None) if matches!(result, Ok(false)) && !locker.holds_any(&args) => {
+                ledger.release(&args.uid, Some(&args.resources));
+            }
             (false, None) => {}
         }
         Reply::from_result(result)

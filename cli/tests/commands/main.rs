@@ -12,6 +12,7 @@ mod redis_support;
 mod sql_support;
 mod support;
 
+mod a_node_url_with_a_mistyped_scheme_given_as_the_lock_name_is_refused;
 mod admin;
 mod admin_during_a_silent_flood;
 mod admin_reserve_beyond_open_files;

@@ -51,12 +51,36 @@ impl Seen {
 /// honest answers: "ent-" of "client-secret" is in an HTTP server's
 /// "Content-Length".)
 pub(super) fn holds_what_was_sent(read: &[u8], sent: &[u8], token: &[u8]) -> bool {
+    token_quoted_at(read, token).is_some()
+        || (read.len() > 4 && (sent.starts_with(read) || read.starts_with(sent)))
+}
+
+/// Where in `text` a run of six of the `token`'s bytes (the whole of a
+/// shorter token, from four) first begins, if anywhere: the rule of
+/// [`holds_what_was_sent`] for a peer's words that are read as words (a
+/// `Rejected` reason that quotes what it refused).
+pub(super) fn token_quoted_at(text: &[u8], token: &[u8]) -> Option<usize> {
     let run = token.len().min(6);
-    let holds_token = run >= 4
-        && read
-            .windows(run)
-            .any(|w| token.windows(run).any(|t| t == w));
-    holds_token || (read.len() > 4 && (sent.starts_with(read) || read.starts_with(sent)))
+    if run < 4 {
+        return None;
+    }
+    text.windows(run)
+        .position(|w| token.windows(run).any(|t| t == w))
+}
+
+/// A peer's `reason` as it may be shown: cut where it begins to quote the
+/// client's `token`, with a word saying so.
+pub(super) fn without_token<'a>(reason: &'a str, token: &[u8]) -> std::borrow::Cow<'a, str> {
+    let Some(mut at) = token_quoted_at(reason.as_bytes(), token) else {
+        return std::borrow::Cow::Borrowed(reason);
+    };
+    while !reason.is_char_boundary(at) {
+        at -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}[the rest quoted this client's token and is not shown]",
+        &reason[..at]
+    ))
 }
 
 /// A stream that keeps its first bytes in a [`Seen`]. Once those are kept,
