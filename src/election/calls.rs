@@ -248,7 +248,9 @@ pub(crate) async fn read_round(
     let mut failed = 0;
     let mut permanent = None;
     let mut last_err = None;
-    let mut answered_by = vec![false; n];
+    // How each locker ended the read, for the error of one that too few
+    // answered: judged as a wait judges its lockers.
+    let mut ends: Vec<RoundEnd> = vec![RoundEnd::Pending; n];
     let decided = fan_out(
         coord,
         deadline,
@@ -277,8 +279,11 @@ pub(crate) async fn read_round(
         },
         |index, result| {
             silent[index].store(false, Ordering::Relaxed);
-            if let Some(answered) = answered_by.get_mut(index) {
-                *answered = result.is_ok();
+            if let Some(end) = ends.get_mut(index) {
+                *end = match &result {
+                    Ok(_) => RoundEnd::Counted,
+                    Err(err) => RoundEnd::Failed(err.clone()),
+                };
             }
             match result {
                 Ok(found) => {
@@ -324,7 +329,6 @@ pub(crate) async fn read_round(
         ?last_err,
         "leader not settled by the answers"
     );
-    let unreachable = coord.unreachable_since(began, |i| answered_by[i]);
     match tally.verdict(n, quorum) {
         Verdict::Open {
             term: Some(term),
@@ -335,13 +339,10 @@ pub(crate) async fn read_round(
             answered,
             quorum,
             lockers: n,
-            unreachable,
+            unreachable: coord.unreachable_since(began, |i| matches!(ends[i], RoundEnd::Counted)),
         }),
-        _ => Err(Error::QuorumUnavailable {
-            answered,
-            quorum,
-            lockers: n,
-            unreachable,
-        }),
+        // Too few answered: lockers in quarantine, out of reach or still
+        // answering are named as a wait names them.
+        _ => Err(WaitStatus::of_round(coord, quorum, &ends, began).unavailable()),
     }
 }

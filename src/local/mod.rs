@@ -588,7 +588,7 @@ impl LocalLocker {
                 return Err(Error::LockerUnavailable {
                     endpoint: self.endpoint.clone(),
                     reason: format!(
-                        "restarted recently; draws no fencing token for another {:?}",
+                        "restarted recently; {QUARANTINE_REASON} of fencing tokens for another {:?}",
                         Duration::from_nanos(ready - at)
                     ),
                 });

@@ -20,7 +20,7 @@ use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::lock::release::{abandon, release_one};
 use crate::lock::telemetry::CallKind;
-use crate::lock::wait_status::WaitStatus;
+use crate::lock::wait_status::{WaitReason, WaitStatus};
 use crate::quorum::clock::Sleep;
 use crate::quorum::{Answer, Tally, Verdict};
 use crate::{Error, LockMode};
@@ -131,8 +131,11 @@ impl Round {
 
     /// Waits until a quorum granted (`Ok`), or until the round can no longer
     /// succeed: [`Error::WouldBlock`] when enough lockers answered but some
-    /// refused, [`Error::QuorumUnavailable`] when too few answered in time, or
-    /// the first permanent error a locker returned.
+    /// refused, or when the lock is held elsewhere as a wait judges it
+    /// (lockers enough for a quorum answered or are still answering, and
+    /// some refused); else [`Error::QuorumUnavailable`] or
+    /// [`Error::Quarantined`] when too few answered in time; or the first
+    /// permanent error a locker returned.
     pub(crate) async fn decide(&mut self) -> Result<(), Error> {
         let n = self.state.coord.lockers.len();
         let quorum = self.state.args.quorum;
@@ -173,14 +176,22 @@ impl Round {
                 let state = &self.state;
                 let answers = state.answers();
                 let since = state.answered_since();
-                Err(WaitStatus::of(
+                let status = WaitStatus::of(
                     &state.coord,
                     quorum,
                     (&answers, &since),
                     (state.started, state.started),
                     &failed,
-                )
-                .unavailable())
+                );
+                // Grants can no longer make the quorum, but the lock is
+                // held elsewhere by the rule a wait applies (a quorum
+                // answered or is still answering, some holding it): a
+                // refusal, not an outage.
+                if status.held_elsewhere > 0 && status.reason() == WaitReason::HeldElsewhere {
+                    Err(Error::WouldBlock)
+                } else {
+                    Err(status.unavailable())
+                }
             }
         }
         .inspect(|()| tracing::trace!(granted = tally.granted(), "round granted"))

@@ -232,6 +232,12 @@ impl WaitWatch {
                     err => err,
                 },
             },
+            // A call after the grant (a term, a proclamation) found too few
+            // lockers, and the operation backed off: whether they answered
+            // since decides, as for one that ran out of time in those calls.
+            Some((err @ Error::QuorumUnavailable { .. }, _)) if self.rounds().calls_only => {
+                self.judged_after_grant().unwrap_or(err)
+            }
             Some((err, _)) => err,
             None => self.status().map_or(Error::Timeout, WaitStatus::into_error),
         }

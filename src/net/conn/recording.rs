@@ -51,16 +51,14 @@ impl Seen {
 /// honest answers: "ent-" of "client-secret" is in an HTTP server's
 /// "Content-Length".)
 pub(super) fn holds_what_was_sent(read: &[u8], sent: &[u8], token: &[u8]) -> bool {
-    token_quoted_at(read, token).is_some()
+    token_quoted_at(read, token, 6).is_some()
         || (read.len() > 4 && (sent.starts_with(read) || read.starts_with(sent)))
 }
 
-/// Where in `text` a run of six of the `token`'s bytes (the whole of a
-/// shorter token, from four) first begins, if anywhere: the rule of
-/// [`holds_what_was_sent`] for a peer's words that are read as words (a
-/// `Rejected` reason that quotes what it refused).
-pub(super) fn token_quoted_at(text: &[u8], token: &[u8]) -> Option<usize> {
-    let run = token.len().min(6);
+/// Where in `text` a run of `run` of the `token`'s bytes (the whole of a
+/// shorter token, from four) first begins, if anywhere.
+fn token_quoted_at(text: &[u8], token: &[u8], run: usize) -> Option<usize> {
+    let run = token.len().min(run);
     if run < 4 {
         return None;
     }
@@ -68,10 +66,17 @@ pub(super) fn token_quoted_at(text: &[u8], token: &[u8]) -> Option<usize> {
         .position(|w| token.windows(run).any(|t| t == w))
 }
 
-/// A peer's `reason` as it may be shown: cut where it begins to quote the
-/// client's `token`, with a word saying so.
+/// A lock server's `reason` for turning the client away as it may be
+/// shown: cut where it begins to quote the client's `token` (a run of
+/// eight of its bytes, the whole of a shorter one), with a word saying
+/// so. Eight, not the six of [`holds_what_was_sent`]: these are a
+/// server's words, read as words, and a token made of words ("client-")
+/// shares six letters with honest ones ("client connections"). A peer
+/// already holds the token it was sent; what this stops is a server or a
+/// proxy that quotes what it refused putting the token in the client's
+/// logs.
 pub(super) fn without_token<'a>(reason: &'a str, token: &[u8]) -> std::borrow::Cow<'a, str> {
-    let Some(mut at) = token_quoted_at(reason.as_bytes(), token) else {
+    let Some(mut at) = token_quoted_at(reason.as_bytes(), token, 8) else {
         return std::borrow::Cow::Borrowed(reason);
     };
     while !reason.is_char_boundary(at) {
