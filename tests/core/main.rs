@@ -8,6 +8,7 @@ mod common;
 mod runtime_support;
 
 mod a_campaign_with_a_deadline;
+mod a_fencing_draw;
 mod a_wait_for_a_held_lock;
 mod basics;
 mod campaign_and_semaphore_timeouts_of_polling_waits_in_quarantine;
