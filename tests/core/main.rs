@@ -9,6 +9,7 @@ mod runtime_support;
 
 mod a_campaign_with_a_deadline;
 mod a_fencing_draw;
+mod a_semaphore_acquire;
 mod a_wait_for_a_held_lock;
 mod basics;
 mod campaign_and_semaphore_timeouts_of_polling_waits_in_quarantine;
