@@ -27,28 +27,36 @@ pub async fn until(start: Instant, ms: u64) {
     sleep(Duration::from_millis(ms).saturating_sub(start.elapsed())).await;
 }
 
-/// A `TestCluster` of `n` lockers answering in 1 ms, and its two clients:
-/// "holder" (choices drawn from `seed`) and "h" (from `seed + 1`).
-pub struct FastCluster {
+/// A `TestCluster` of lockers that answer in `latency`, and its two
+/// clients: "holder" (choices drawn from `seed`) and "h" (from `seed + 1`).
+pub struct Scene {
     pub cluster: TestCluster,
     pub holder: Dsync,
     pub h: Dsync,
     pub start: Instant,
+    pub latency: Latency,
 }
 
-impl FastCluster {
-    pub fn new(n: usize, seed: u64) -> FastCluster {
+impl Scene {
+    /// `n` lockers answering in 1 ms.
+    pub fn new(n: usize, seed: u64) -> Scene {
+        Scene::answering_in(n, seed, FAST)
+    }
+
+    /// `n` lockers answering in `latency`.
+    pub fn answering_in(n: usize, seed: u64, latency: Latency) -> Scene {
         eprintln!("seed {seed}");
         let cluster = TestCluster::new(n, seed);
         let all: Vec<usize> = (0..n).collect();
-        cluster.set_latency(FAST, &all).unwrap();
+        cluster.set_latency(latency, &all).unwrap();
         let holder = common::seeded(cluster.net_lockers(), "holder", seed);
         let h = common::seeded(cluster.net_lockers(), "h", seed + 1);
-        FastCluster {
+        Scene {
             cluster,
             holder,
             h,
             start: Instant::now(),
+            latency,
         }
     }
 
@@ -73,10 +81,10 @@ impl FastCluster {
         held
     }
 
-    /// `nodes` healed and answering in 1 ms again.
+    /// `nodes` healed and answering in the scene's latency again.
     pub fn heal(&self, nodes: &[usize]) {
         self.cluster.heal(nodes).unwrap();
-        self.cluster.set_latency(FAST, nodes).unwrap();
+        self.cluster.set_latency(self.latency, nodes).unwrap();
     }
 
     /// At 10 ms a force-unlock of "other" whose replies from nodes 1 and
@@ -99,6 +107,12 @@ impl FastCluster {
         deadline: Duration,
     ) -> (DRWMutex, JoinHandle<Result<(), Error>>) {
         until(self.start, ms).await;
+        self.wait_now(deadline)
+    }
+
+    /// The client's wait for "res" with `deadline`, as a task of its own;
+    /// and its mutex.
+    pub fn wait_now(&self, deadline: Duration) -> (DRWMutex, JoinHandle<Result<(), Error>>) {
         let mutex = self.h.rw_mutex(["res"]).unwrap();
         let wait = common::spawn_lock_timeout(&mutex, deadline);
         (mutex, wait)
@@ -125,7 +139,7 @@ pub async fn wait_beside_stragglers_of_a_read(
     seed: u64,
     in_line: bool,
 ) -> (Option<WaitStatus>, Option<WaitStatus>, Result<(), Error>) {
-    let scene = FastCluster::new(4, seed);
+    let scene = Scene::new(4, seed);
     scene.cluster.partition("holder", &[1]).unwrap();
     let _held = scene.hold_and_warm().await;
     let (mutex, wait) = scene.wait_at(200, Duration::from_millis(300)).await;

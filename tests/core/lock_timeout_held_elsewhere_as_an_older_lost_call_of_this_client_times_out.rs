@@ -25,13 +25,13 @@ use std::time::Duration;
 
 use quorum_lock::{Error, WaitReason};
 
-use crate::a_wait_for_a_held_lock::FastCluster;
+use crate::a_wait_for_a_held_lock::Scene;
 
 const SEED: u64 = 4_211;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_held_elsewhere_as_an_older_lost_call_of_this_client_times_out() {
-    let scene = FastCluster::new(3, SEED);
+    let scene = Scene::new(3, SEED);
     let _held = scene.hold_and_warm().await;
     let lost = scene.lose_a_force_unlock().await;
     let (mutex, wait) = scene.wait_at(4_900, Duration::from_millis(300)).await;

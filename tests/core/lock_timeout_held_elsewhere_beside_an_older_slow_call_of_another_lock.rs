@@ -25,7 +25,7 @@ use quorum_lock::testing::Latency;
 use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
-use crate::a_wait_for_a_held_lock::{until, FastCluster};
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 3_901;
 
@@ -41,7 +41,7 @@ async fn lock_timeout_held_elsewhere_beside_an_older_call_of_another_lock_whose_
 
 /// `lost`: the replies to the other lock's call are lost rather than slow.
 async fn wait_beside(lost: bool) {
-    let scene = FastCluster::new(3, SEED);
+    let scene = Scene::new(3, SEED);
     let cluster = &scene.cluster;
     let _held = scene.hold_and_warm().await;
     until(scene.start, 10).await;

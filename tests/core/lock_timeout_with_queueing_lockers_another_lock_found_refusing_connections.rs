@@ -23,16 +23,14 @@ use std::time::Duration;
 use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
-use crate::a_wait_for_a_held_lock::{until, FastCluster};
-use crate::common;
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 3_911;
 
 async fn give_up_when_nodes_go(refuse: bool) -> (Option<WaitReason>, Result<(), Error>) {
-    let scene = FastCluster::new(3, SEED);
+    let scene = Scene::new(3, SEED);
     let _held = scene.hold().await;
-    let mutex = scene.h.rw_mutex(["res"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(500));
+    let (mutex, wait) = scene.wait_now(Duration::from_millis(500));
     until(scene.start, 100).await;
     assert_eq!(
         mutex.waiting().map(|s| s.reason()),

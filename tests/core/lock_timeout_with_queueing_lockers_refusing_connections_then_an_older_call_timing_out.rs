@@ -30,13 +30,13 @@ use std::time::Duration;
 
 use quorum_lock::{Error, WaitReason};
 
-use crate::a_wait_for_a_held_lock::{until, FastCluster};
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 4_517;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_with_queueing_lockers_refusing_connections_then_an_older_call_timing_out() {
-    let scene = FastCluster::new(3, SEED);
+    let scene = Scene::new(3, SEED);
     let _held = scene.hold_and_warm().await;
     let lost = scene.lose_a_force_unlock().await;
     let (mutex, wait) = scene.wait_at(4_900, Duration::from_millis(500)).await;
