@@ -69,15 +69,7 @@ impl Scene {
     /// (in 1 ms), so that they have answered it before.
     pub async fn hold_and_warm(&self) -> WriteGuard {
         let held = self.hold().await;
-        let _ = self
-            .h
-            .rw_mutex(["warm"])
-            .unwrap()
-            .lock()
-            .await
-            .unwrap()
-            .unlock()
-            .await;
+        warm(&self.h).await;
         held
     }
 
@@ -164,6 +156,19 @@ pub async fn wait_beside_stragglers_of_a_read(
     let status = scene.status_at(&mutex, 400).await;
     let result = scene.gave_up(wait).await;
     (queued, status, result)
+}
+
+/// `h` takes and releases "warm", so that its lockers have answered it
+/// before.
+pub async fn warm(h: &Dsync) {
+    let _ = h
+        .rw_mutex(["warm"])
+        .unwrap()
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await;
 }
 
 /// What the wait on `mutex` says at `ms` after `start`, printed.

@@ -24,6 +24,7 @@
 use std::time::Duration;
 
 use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign};
+use crate::a_wait_for_a_held_lock::warm;
 use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Error;
@@ -39,14 +40,7 @@ async fn campaign_gives_up(older_call: bool) -> Result<(), Error> {
     let h = common::seeded(cluster.net_lockers(), "h", SEED);
     let start = Instant::now();
     // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
+    warm(&h).await;
     sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
     if older_call {
         cluster.drop_replies(1.0, false, &[1]).unwrap();
