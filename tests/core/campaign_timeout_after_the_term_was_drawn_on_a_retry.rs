@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign};
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error, RetryPolicy};
 use tokio::time::{sleep, Instant};
@@ -46,13 +47,7 @@ async fn campaign_timeout_after_the_term_was_drawn_on_a_retry_is_a_timeout() {
         .build()
         .unwrap();
     let start = Instant::now();
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(450))
-            .await
-            .map(|_leading| ())
-    });
+    let campaign = spawn_campaign(&h, Duration::from_millis(450));
     sleep(Duration::from_millis(50)).await;
     cluster.set_refuse(true, &[1, 2]).unwrap();
     sleep(Duration::from_millis(100)).await;
@@ -68,10 +63,7 @@ async fn campaign_timeout_after_the_term_was_drawn_on_a_retry_is_a_timeout() {
         start.elapsed()
     );
     assert_eq!((draws, proclaims), (2, 1), "the retried draw was answered");
-    let result = tokio::time::timeout(Duration::from_secs(5), campaign)
-        .await
-        .expect("the campaign ends at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(5)).await;
     eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
     assert!(
         matches!(result, Err(Error::Timeout)),

@@ -26,6 +26,7 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign, until_seen};
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error, RetryPolicy};
 use tokio::time::{sleep, Instant};
@@ -49,26 +50,12 @@ async fn run(timeout: Duration) -> Result<(), Error> {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
         .unwrap();
-    let election = h.election("e").unwrap();
     let began = Instant::now();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), timeout)
-            .await
-            .map(|_leadership| ())
-    });
-    for _ in 0..2_000 {
-        sleep(Duration::from_millis(1)).await;
-        if cluster.stats(CallKind::Fence).seen >= 3 {
-            break;
-        }
-    }
+    let campaign = spawn_campaign(&h, timeout);
+    until_seen(&cluster, CallKind::Fence, 3, 2_000, start).await;
     let drawn = start.elapsed();
     cluster.set_refuse(true, &[1]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(10), campaign)
-        .await
-        .expect("gives up")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(10)).await;
     let q = cluster.lockers()[2].is_quarantined();
     assert!(
         !q || timeout < Duration::from_millis(100),

@@ -16,41 +16,27 @@
 
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::{sleep, Instant};
+use quorum_lock::testing::Latency;
+use quorum_lock::Error;
+
+use crate::a_campaign_with_a_deadline::{campaign_ended, BesideLateLockers};
 
 const SEED: u64 = 7_411;
 
 #[tokio::test(start_paused = true)]
 async fn campaign_timeout_in_quarantine_counts_the_time_left_to_when_it_gave_up() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(1_000)), &[0, 1])
-        .unwrap();
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(1_900))
-            .await
-            .map(|_leadership| ())
-    });
-    sleep(Duration::from_millis(990).saturating_sub(start.elapsed())).await;
+    let (scene, campaign) = BesideLateLockers::new(
+        SEED,
+        Duration::from_millis(1_000),
+        Duration::from_millis(1_900),
+    );
+    let (cluster, start) = (&scene.cluster, scene.start);
+    scene.until(990).await;
     cluster.crash(&[2]).unwrap();
     cluster.restart(&[1]).unwrap();
     let restarted = start.elapsed();
     cluster.set_latency(Latency::None, &[1]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), campaign)
-        .await
-        .expect("the campaign ends at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(5)).await;
     let gave_up = start.elapsed();
     eprintln!("restarted at {restarted:?}; campaign gave up at {gave_up:?} with: {result:?}");
     let Err(Error::Quarantined {

@@ -27,6 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign};
 use crate::swapped_server_support::Swap;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, LocalLocker, LockerConfig, NetLocker};
@@ -53,13 +54,7 @@ async fn a_locker_that_answered_the_proclamation_is_not_named_out_of_reach() {
         .rng_seed(SEED)
         .build()
         .unwrap();
-    let election = client.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(900))
-            .await
-            .map(|_leadership| ())
-    });
+    let campaign = spawn_campaign(&client, Duration::from_millis(900));
     sleep(Duration::from_millis(150)).await;
     let no_quarantine = LockerConfig {
         quarantine: Duration::ZERO,
@@ -68,10 +63,7 @@ async fn a_locker_that_answered_the_proclamation_is_not_named_out_of_reach() {
     node0.replace(LocalLocker::with_config("node-0", no_quarantine));
     sleep(Duration::from_millis(100)).await;
     cluster.crash(&[1, 2]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), campaign)
-        .await
-        .expect("the campaign ends at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(5)).await;
     eprintln!("result: {result:?}");
     let Err(Error::QuorumUnavailable {
         answered,

@@ -23,6 +23,8 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign};
+use crate::a_wait_for_a_held_lock::warm;
 use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Error;
@@ -38,14 +40,7 @@ async fn campaign_gives_up(older_call: bool) -> Result<(), Error> {
     let h = common::seeded(cluster.net_lockers(), "h", SEED);
     let start = Instant::now();
     // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
+    warm(&h).await;
     sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
     if older_call {
         cluster.drop_replies(1.0, false, &[1]).unwrap();
@@ -58,20 +53,11 @@ async fn campaign_gives_up(older_call: bool) -> Result<(), Error> {
     sleep(Duration::from_millis(4_800).saturating_sub(start.elapsed())).await;
     cluster.crash(&[2]).unwrap();
     sleep(Duration::from_millis(4_900).saturating_sub(start.elapsed())).await;
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(500))
-            .await
-            .map(|_leadership| ())
-    });
+    let campaign = spawn_campaign(&h, Duration::from_millis(500));
     // The lock calls are on their way (1 ms); what follows them is refused.
     sleep(Duration::from_micros(500)).await;
     cluster.set_refuse(true, &[1]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), campaign)
-        .await
-        .expect("the campaign ends at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(5)).await;
     eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
     let lost = tokio::time::timeout(Duration::from_secs(5), lost).await;
     eprintln!("the force_unlock of \"other\": {lost:?}");

@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign, until_seen};
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error, Timeouts};
 use tokio::time::{sleep, Instant};
@@ -49,21 +50,8 @@ async fn campaign_gives_up(release_another_lock: bool) -> Result<(), Error> {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2, 3, 4])
         .unwrap();
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(500))
-            .await
-            .map(|_leadership| ())
-    });
-    let mut proclaimed = None;
-    for _ in 0..2_000 {
-        sleep(Duration::from_millis(1)).await;
-        if cluster.stats(CallKind::Proclaim).seen >= 5 {
-            proclaimed = Some(start.elapsed());
-            break;
-        }
-    }
+    let campaign = spawn_campaign(&h, Duration::from_millis(500));
+    let proclaimed = until_seen(&cluster, CallKind::Proclaim, 5, 2_000, start).await;
     eprintln!("proclamation sent by {proclaimed:?}");
     assert!(proclaimed.is_some(), "the proclamation was never sent");
     // Nodes 1 and 2 die with the proclamation on its way: never answered.
@@ -84,10 +72,7 @@ async fn campaign_gives_up(release_another_lock: bool) -> Result<(), Error> {
         sleep(Duration::from_millis(30)).await;
     }
     let tried_by = start.elapsed();
-    let result = tokio::time::timeout(Duration::from_secs(10), campaign)
-        .await
-        .expect("the campaign gives up at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(10)).await;
     let gave_up = start.elapsed();
     let quarantined: Vec<bool> = cluster
         .lockers()

@@ -19,6 +19,7 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign, until_seen};
 use crate::common;
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::Error;
@@ -41,23 +42,10 @@ async fn campaign_timeout_quarantined_after_the_refusals_time_ran_out() {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(150)), &[1])
         .unwrap();
-    let election = h.election("e").unwrap();
     // Sent at 59.951 s (lock and two term rounds wait for node 1): the
     // deadline comes 129 ms later, at 60.080 s.
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(580))
-            .await
-            .map(|_leadership| ())
-    });
-    let mut proclaimed = None;
-    for _ in 0..2_000 {
-        sleep(Duration::from_millis(1)).await;
-        if cluster.stats(CallKind::Proclaim).seen >= 5 {
-            proclaimed = Some(start.elapsed());
-            break;
-        }
-    }
+    let campaign = spawn_campaign(&h, Duration::from_millis(580));
+    let proclaimed = until_seen(&cluster, CallKind::Proclaim, 5, 2_000, start).await;
     eprintln!("proclamation sent by {proclaimed:?}");
     assert!(proclaimed.is_some(), "the proclamation was never sent");
     assert!(
@@ -66,10 +54,7 @@ async fn campaign_timeout_quarantined_after_the_refusals_time_ran_out() {
     );
     // Node 2 dies with the proclamation on its way: never answered.
     cluster.crash(&[2]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(10), campaign)
-        .await
-        .expect("the campaign gives up at its deadline")
-        .unwrap();
+    let result = campaign_ended(campaign, Duration::from_secs(10)).await;
     let gave_up = start.elapsed();
     let quarantined: Vec<bool> = cluster
         .lockers()

@@ -15,10 +15,11 @@
 
 use std::time::Duration;
 
+use crate::a_campaign_with_a_deadline::{spawn_campaign, until_seen};
 use crate::common;
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::Error;
-use tokio::time::sleep;
+use tokio::time::Instant;
 
 const SEED: u64 = 5120;
 
@@ -30,25 +31,12 @@ async fn campaign_timeout_with_the_proclamation_unanswered_names_the_silent_lock
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2])
         .unwrap();
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(900))
-            .await
-            .map(|_leadership| ())
-    });
+    let campaign = spawn_campaign(&h, Duration::from_millis(900));
     // Wait until the proclamation reached the lockers (the term's draw was
     // answered by all three before it was sent), then kill nodes 1 and 2:
     // their proclamations, waiting in latency, are never answered.
-    let mut proclaimed = false;
-    for _ in 0..900 {
-        sleep(Duration::from_millis(1)).await;
-        if cluster.stats(CallKind::Proclaim).seen >= 3 {
-            proclaimed = true;
-            break;
-        }
-    }
-    assert!(proclaimed, "the proclamation was never sent");
+    let proclaimed = until_seen(&cluster, CallKind::Proclaim, 3, 900, Instant::now()).await;
+    assert!(proclaimed.is_some(), "the proclamation was never sent");
     assert!(
         cluster.stats(CallKind::Fence).seen >= 3,
         "the term was drawn from every locker first"

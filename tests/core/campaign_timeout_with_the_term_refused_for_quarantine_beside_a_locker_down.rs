@@ -23,51 +23,26 @@
 
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::{sleep, Instant};
+use quorum_lock::Error;
+
+use crate::a_campaign_with_a_deadline::{a_plain_wait, BesideLateLockers};
 
 const SEED: u64 = 7_397;
 
 #[tokio::test(start_paused = true)]
 async fn campaign_timeout_with_the_term_refused_for_quarantine_beside_a_locker_down() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(200)), &[0, 1])
-        .unwrap();
-    let election = h.election("e").unwrap();
-    let campaign = tokio::spawn(async move {
-        election
-            .campaign_timeout(b"v".to_vec(), Duration::from_millis(1_500))
-            .await
-            .map(|_leadership| ())
-    });
-    sleep(Duration::from_millis(190).saturating_sub(start.elapsed())).await;
-    cluster.crash(&[2]).unwrap();
-    cluster.restart(&[1]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), campaign)
-        .await
-        .expect("the campaign ends at its deadline")
-        .unwrap();
-    eprintln!("campaign gave up at {:?} with: {result:?}", start.elapsed());
+    let (scene, campaign) = BesideLateLockers::new(
+        SEED,
+        Duration::from_millis(200),
+        Duration::from_millis(1_500),
+    );
+    scene.until(190).await;
+    scene.cluster.crash(&[2]).unwrap();
+    scene.cluster.restart(&[1]).unwrap();
+    let result = scene.gave_up(campaign).await;
 
     // The same lockers, asked by a plain wait with a deadline.
-    let waiter = h.rw_mutex(["other"]).unwrap();
-    let waited = tokio::time::timeout(
-        Duration::from_secs(5),
-        waiter.lock_timeout(Duration::from_millis(1_000)),
-    )
-    .await
-    .expect("the wait ends at its deadline")
-    .map(|_guard| ());
-    eprintln!("a lock wait in the same state gave up with: {waited:?}");
+    let waited = a_plain_wait(&scene.h, Duration::from_millis(1_000)).await;
 
     assert!(
         matches!(waited, Err(Error::Quarantined { .. })),

@@ -22,38 +22,19 @@
 
 use std::time::Duration;
 
+use crate::a_fencing_draw::Holder;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::Instant;
+use quorum_lock::Error;
 
 const SEED: u64 = 16_051;
 
 #[tokio::test(start_paused = true)]
 async fn fencing_draw_in_quarantine_beside_a_locker_in_quarantine_still_on_its_way() {
-    eprintln!("seed {SEED}");
     let cluster = TestCluster::new(5, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    let guard = tokio::time::timeout(Duration::from_secs(5), h.rw_mutex(["r"]).unwrap().lock())
-        .await
-        .expect("a free lock is granted")
-        .unwrap();
+    let held = Holder::of(&cluster, SEED).await;
 
     cluster.restart(&[4]).unwrap();
-    let x = tokio::time::timeout(
-        Duration::from_secs(5),
-        h.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("a try_lock ends");
-    eprintln!(
-        "try_lock of 'x' with node 4 in quarantine: {:?}",
-        x.as_ref().map(|_| ())
-    );
+    let x = held.try_x("with node 4 in quarantine").await;
     drop(x);
     tokio::time::sleep(Duration::from_millis(10)).await;
 
@@ -63,20 +44,9 @@ async fn fencing_draw_in_quarantine_beside_a_locker_in_quarantine_still_on_its_w
     cluster.restart(&[1]).unwrap();
     cluster.set_refuse(true, &[2, 3]).unwrap();
 
-    let drawn = tokio::time::timeout(Duration::from_secs(10), guard.fencing_token())
-        .await
-        .expect("the draw ends");
-    eprintln!("fencing draw at {:?}: {drawn:?}", start.elapsed());
+    let drawn = held.draw().await;
 
-    let waiter = h.rw_mutex(["third"]).unwrap();
-    let waited = tokio::time::timeout(
-        Duration::from_secs(10),
-        waiter.lock_timeout(Duration::from_millis(50)),
-    )
-    .await
-    .expect("the wait ends at its deadline")
-    .map(|_guard| ());
-    eprintln!("a lock wait in the same state gave up with: {waited:?}");
+    let waited = held.a_plain_wait(Duration::from_millis(50)).await;
 
     assert!(
         matches!(&waited, Err(Error::Quarantined { quarantined, .. }) if quarantined.len() == 2),
@@ -89,5 +59,5 @@ async fn fencing_draw_in_quarantine_beside_a_locker_in_quarantine_still_on_its_w
          for quarantine stands while the draw's call to it is a moment on its way: \
          {drawn:?}"
     );
-    drop(guard);
+    drop(held);
 }

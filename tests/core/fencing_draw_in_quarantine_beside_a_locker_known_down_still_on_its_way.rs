@@ -21,30 +21,20 @@
 
 use std::time::Duration;
 
+use crate::a_fencing_draw::Holder;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error};
-use tokio::time::Instant;
+use quorum_lock::Error;
 
 const SEED: u64 = 9_127;
 
 #[tokio::test(start_paused = true)]
 async fn fencing_draw_in_quarantine_beside_a_locker_known_down_still_on_its_way() {
-    eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    let guard = tokio::time::timeout(Duration::from_secs(5), h.rw_mutex(["r"]).unwrap().lock())
-        .await
-        .expect("a free lock is granted")
-        .unwrap();
+    let held = Holder::of(&cluster, SEED).await;
 
     cluster.set_refuse(true, &[1]).unwrap();
     cluster.set_hang(true, &[2]).unwrap();
-    let other = h.rw_mutex(["other"]).unwrap();
+    let other = held.h.rw_mutex(["other"]).unwrap();
     let first = tokio::time::timeout(
         Duration::from_secs(10),
         other.lock_timeout(Duration::from_millis(2_500)),
@@ -54,7 +44,7 @@ async fn fencing_draw_in_quarantine_beside_a_locker_known_down_still_on_its_way(
     .map(|_guard| ());
     eprintln!(
         "wait on 'other' with node 2 hanging gave up at {:?} with: {first:?}",
-        start.elapsed()
+        held.start.elapsed()
     );
     // Let the calls of that wait end (their own deadline at most).
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -63,20 +53,9 @@ async fn fencing_draw_in_quarantine_beside_a_locker_known_down_still_on_its_way(
     cluster.set_refuse(false, &[1]).unwrap();
     cluster.restart(&[1]).unwrap();
 
-    let drawn = tokio::time::timeout(Duration::from_secs(10), guard.fencing_token())
-        .await
-        .expect("the draw ends");
-    eprintln!("fencing draw at {:?}: {drawn:?}", start.elapsed());
+    let drawn = held.draw().await;
 
-    let waiter = h.rw_mutex(["third"]).unwrap();
-    let waited = tokio::time::timeout(
-        Duration::from_secs(10),
-        waiter.lock_timeout(Duration::from_millis(900)),
-    )
-    .await
-    .expect("the wait ends at its deadline")
-    .map(|_guard| ());
-    eprintln!("a lock wait in the same state gave up with: {waited:?}");
+    let waited = held.a_plain_wait(Duration::from_millis(900)).await;
 
     assert!(
         matches!(waited, Err(Error::QuorumUnavailable { .. })),
@@ -87,5 +66,5 @@ async fn fencing_draw_in_quarantine_beside_a_locker_known_down_still_on_its_way(
         "node 1 refuses the draw for quarantine, node 0 refuses connections, node 2's \
          latest call timed out and it answered nothing since: {drawn:?}"
     );
-    drop(guard);
+    drop(held);
 }

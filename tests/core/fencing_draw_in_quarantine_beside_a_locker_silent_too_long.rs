@@ -20,26 +20,16 @@
 
 use std::time::Duration;
 
+use crate::a_fencing_draw::Holder;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::Instant;
+use quorum_lock::Error;
 
 const SEED: u64 = 16_054;
 
 #[tokio::test(start_paused = true)]
 async fn fencing_draw_in_quarantine_beside_a_locker_silent_too_long() {
-    eprintln!("seed {SEED}");
     let cluster = TestCluster::new(5, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    let guard = tokio::time::timeout(Duration::from_secs(5), h.rw_mutex(["r"]).unwrap().lock())
-        .await
-        .expect("a free lock is granted")
-        .unwrap();
+    let held = Holder::of(&cluster, SEED).await;
 
     cluster.restart(&[1]).unwrap();
     cluster
@@ -48,20 +38,9 @@ async fn fencing_draw_in_quarantine_beside_a_locker_silent_too_long() {
     cluster.set_refuse(true, &[2, 3]).unwrap();
     cluster.set_hang(true, &[4]).unwrap();
 
-    let drawn = tokio::time::timeout(Duration::from_secs(10), guard.fencing_token())
-        .await
-        .expect("the draw ends");
-    eprintln!("fencing draw at {:?}: {drawn:?}", start.elapsed());
+    let drawn = held.draw().await;
 
-    let waiter = h.rw_mutex(["third"]).unwrap();
-    let waited = tokio::time::timeout(
-        Duration::from_secs(10),
-        waiter.lock_timeout(Duration::from_millis(500)),
-    )
-    .await
-    .expect("the wait ends at its deadline")
-    .map(|_guard| ());
-    eprintln!("a lock wait in the same state gave up with: {waited:?}");
+    let waited = held.a_plain_wait(Duration::from_millis(500)).await;
 
     assert!(
         matches!(&waited, Err(Error::QuorumUnavailable { .. })),
@@ -74,5 +53,5 @@ async fn fencing_draw_in_quarantine_beside_a_locker_silent_too_long() {
         "node 4 left the draw's call unanswered for 3 s: out of reach, so node 0 and \
          node 1 in quarantine make no quorum: {drawn:?}"
     );
-    drop(guard);
+    drop(held);
 }

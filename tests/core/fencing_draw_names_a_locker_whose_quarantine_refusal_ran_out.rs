@@ -20,23 +20,21 @@
 
 use std::time::Duration;
 
-use crate::common;
+use crate::a_fencing_draw::Holder;
 use quorum_lock::testing::TestCluster;
 use quorum_lock::Error;
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
 
 const SEED: u64 = 17_002;
 
 #[tokio::test(start_paused = true)]
 async fn fencing_draw_names_a_locker_whose_quarantine_refusal_ran_out() {
-    eprintln!("seed {SEED}");
-    let start = Instant::now();
     let cluster = TestCluster::new(3, SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED);
-    let guard = tokio::time::timeout(Duration::from_secs(5), h.rw_mutex(["r"]).unwrap().lock())
-        .await
-        .expect("a free lock is granted")
-        .unwrap();
+    let Holder {
+        h: _h,
+        start,
+        guard,
+    } = Holder::of(&cluster, SEED).await;
     // Quarantine of the default 60 s.
     cluster.restart(&[1]).unwrap();
     sleep(Duration::from_millis(59_970)).await;

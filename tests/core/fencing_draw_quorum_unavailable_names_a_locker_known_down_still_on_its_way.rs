@@ -18,38 +18,19 @@
 
 use std::time::Duration;
 
+use crate::a_fencing_draw::Holder;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
-use tokio::time::Instant;
+use quorum_lock::Error;
 
 const SEED: u64 = 16_052;
 
 #[tokio::test(start_paused = true)]
 async fn fencing_draw_quorum_unavailable_names_a_locker_known_down_still_on_its_way() {
-    eprintln!("seed {SEED}");
     let cluster = TestCluster::new(5, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let start = Instant::now();
-    let guard = tokio::time::timeout(Duration::from_secs(5), h.rw_mutex(["r"]).unwrap().lock())
-        .await
-        .expect("a free lock is granted")
-        .unwrap();
+    let held = Holder::of(&cluster, SEED).await;
 
     cluster.set_refuse(true, &[4]).unwrap();
-    let x = tokio::time::timeout(
-        Duration::from_secs(5),
-        h.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("a try_lock ends");
-    eprintln!(
-        "try_lock of 'x' with node 4 refusing: {:?}",
-        x.as_ref().map(|_| ())
-    );
+    let x = held.try_x("with node 4 refusing").await;
     // Kept to the end: its release would ask node 4 again.
     let _x = x;
     cluster.set_refuse(false, &[4]).unwrap();
@@ -60,20 +41,9 @@ async fn fencing_draw_quorum_unavailable_names_a_locker_known_down_still_on_its_
     // The draw begins a moment after node 4 was found down.
     tokio::time::sleep(Duration::from_millis(10)).await;
 
-    let drawn = tokio::time::timeout(Duration::from_secs(10), guard.fencing_token())
-        .await
-        .expect("the draw ends");
-    eprintln!("fencing draw at {:?}: {drawn:?}", start.elapsed());
+    let drawn = held.draw().await;
 
-    let waiter = h.rw_mutex(["third"]).unwrap();
-    let waited = tokio::time::timeout(
-        Duration::from_secs(10),
-        waiter.lock_timeout(Duration::from_millis(50)),
-    )
-    .await
-    .expect("the wait ends at its deadline")
-    .map(|_guard| ());
-    eprintln!("a lock wait in the same state gave up with: {waited:?}");
+    let waited = held.a_plain_wait(Duration::from_millis(50)).await;
 
     let named = |err: &Result<_, Error>| match err {
         Err(Error::QuorumUnavailable { unreachable, .. }) => {
@@ -101,5 +71,5 @@ async fn fencing_draw_quorum_unavailable_names_a_locker_known_down_still_on_its_
         ),
         "node 4 did not answer the draw and its refused connection stands: {drawn:?}"
     );
-    drop(guard);
+    drop(held);
 }

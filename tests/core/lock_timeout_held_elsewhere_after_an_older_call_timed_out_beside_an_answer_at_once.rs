@@ -23,6 +23,7 @@
 
 use std::time::Duration;
 
+use crate::a_wait_for_a_held_lock::{gave_up, spawn_force_unlock, status_at, until};
 use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, Timeouts, WaitReason};
@@ -57,20 +58,13 @@ async fn wait_after_timeout(slow: bool) {
     let start = Instant::now();
     let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
     let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(900))
-            .await
-            .map(|_guard| ())
-    });
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(900));
     sleep(Duration::from_millis(5)).await;
     let queued = mutex.waiting();
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
+    until(start, 10).await;
     cluster.set_hang(true, &[1, 2]).unwrap();
-    let admin = h.clone();
-    let lost = tokio::spawn(async move { admin.force_unlock(["other"]).await });
-    sleep(Duration::from_millis(20).saturating_sub(start.elapsed())).await;
+    let lost = spawn_force_unlock(&h, "other");
+    until(start, 20).await;
     cluster.heal(&[1, 2]).unwrap();
     if slow {
         cluster
@@ -85,18 +79,8 @@ async fn wait_after_timeout(slow: bool) {
         got.is_ok()
     );
     drop(got);
-    sleep(Duration::from_millis(400).saturating_sub(start.elapsed())).await;
-    let status = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        status.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let status = status_at(&mutex, start, 400).await;
+    let result = gave_up(wait, start).await;
     let lost = tokio::time::timeout(Duration::from_secs(5), lost).await;
     eprintln!("the force_unlock of \"other\": {lost:?}");
     assert_eq!(

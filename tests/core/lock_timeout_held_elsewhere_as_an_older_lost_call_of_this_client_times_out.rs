@@ -23,67 +23,21 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+
+use crate::a_wait_for_a_held_lock::Scene;
 
 const SEED: u64 = 4_211;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_held_elsewhere_as_an_older_lost_call_of_this_client_times_out() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    let fast = Latency::Fixed(Duration::from_millis(1));
-    cluster.set_latency(fast, &[0, 1, 2]).unwrap();
-    let holder = common::seeded(cluster.net_lockers(), "holder", SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED + 1);
-    let start = Instant::now();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
-    cluster.drop_replies(1.0, false, &[1, 2]).unwrap();
-    let admin = h.clone();
-    let lost = tokio::spawn(async move { admin.force_unlock(["other"]).await });
-    sleep(Duration::from_millis(5)).await;
-    cluster.heal(&[1, 2]).unwrap();
-    cluster.set_latency(fast, &[1, 2]).unwrap();
-    sleep(Duration::from_millis(4_900).saturating_sub(start.elapsed())).await;
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(300))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(4_905).saturating_sub(start.elapsed())).await;
-    let queued = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        queued.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(5_100).saturating_sub(start.elapsed())).await;
-    let status = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        status.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let scene = Scene::new(3, SEED);
+    let _held = scene.hold_and_warm().await;
+    let lost = scene.lose_a_force_unlock().await;
+    let (mutex, wait) = scene.wait_at(4_900, Duration::from_millis(300)).await;
+    let queued = scene.status_at(&mutex, 4_905).await;
+    let status = scene.status_at(&mutex, 5_100).await;
+    let result = scene.gave_up(wait).await;
     let lost = tokio::time::timeout(Duration::from_secs(5), lost).await;
     eprintln!("the force_unlock of \"other\": {lost:?}");
     assert_eq!(

@@ -21,10 +21,11 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::testing::Latency;
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
+
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 3_901;
 
@@ -40,24 +41,10 @@ async fn lock_timeout_held_elsewhere_beside_an_older_call_of_another_lock_whose_
 
 /// `lost`: the replies to the other lock's call are lost rather than slow.
 async fn wait_beside(lost: bool) {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    let fast = Latency::Fixed(Duration::from_millis(1));
-    cluster.set_latency(fast, &[0, 1, 2]).unwrap();
-    let holder = common::seeded(cluster.net_lockers(), "holder", SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED + 1);
-    let start = Instant::now();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
+    let scene = Scene::new(3, SEED);
+    let cluster = &scene.cluster;
+    let _held = scene.hold_and_warm().await;
+    until(scene.start, 10).await;
     if lost {
         cluster.drop_replies(1.0, false, &[1, 2]).unwrap();
     } else {
@@ -65,39 +52,14 @@ async fn wait_beside(lost: bool) {
             .set_latency(Latency::Fixed(Duration::from_millis(2_000)), &[1, 2])
             .unwrap();
     }
-    let other = h.rw_mutex(["other"]).unwrap();
+    let other = scene.h.rw_mutex(["other"]).unwrap();
     let slow = tokio::spawn(async move { other.try_lock().await.map(|_g| ()) });
     sleep(Duration::from_millis(5)).await;
-    cluster.heal(&[1, 2]).unwrap();
-    cluster.set_latency(fast, &[1, 2]).unwrap();
-    sleep(Duration::from_millis(200).saturating_sub(start.elapsed())).await;
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(300))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(205).saturating_sub(start.elapsed())).await;
-    let queued = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        queued.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(300).saturating_sub(start.elapsed())).await;
-    let status = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        status.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    scene.heal(&[1, 2]);
+    let (mutex, wait) = scene.wait_at(200, Duration::from_millis(300)).await;
+    let queued = scene.status_at(&mutex, 205).await;
+    let status = scene.status_at(&mutex, 300).await;
+    let result = scene.gave_up(wait).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), slow).await;
     assert_eq!(
         queued.map(|s| s.reason()),

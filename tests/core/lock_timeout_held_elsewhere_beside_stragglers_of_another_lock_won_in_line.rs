@@ -20,78 +20,15 @@
 //! nodes 0 and 1 while the replies of nodes 2 and 3 are lost.
 #![cfg(feature = "testing")]
 
-use std::time::Duration;
-
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+
+use crate::a_wait_for_a_held_lock::wait_beside_stragglers_of_a_read;
 
 const SEED: u64 = 4_223;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_held_elsewhere_beside_stragglers_of_another_lock_won_in_line() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(4, SEED);
-    let fast = Latency::Fixed(Duration::from_millis(1));
-    cluster.set_latency(fast, &[0, 1, 2, 3]).unwrap();
-    let holder = common::seeded(cluster.net_lockers(), "holder", SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED + 1);
-    let start = Instant::now();
-    cluster.partition("holder", &[1]).unwrap();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
-    sleep(Duration::from_millis(200).saturating_sub(start.elapsed())).await;
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(300))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(205).saturating_sub(start.elapsed())).await;
-    let queued = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        queued.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(210).saturating_sub(start.elapsed())).await;
-    cluster.drop_replies(1.0, false, &[2, 3]).unwrap();
-    let other = h.rw_mutex(["other"]).unwrap();
-    let read = tokio::time::timeout(Duration::from_millis(50), other.read())
-        .await
-        .expect("a read quorum answers in 1 ms");
-    eprintln!(
-        "at {:?}: try_read of \"other\": {:?}",
-        start.elapsed(),
-        read.as_ref().map(|_| "granted")
-    );
-    drop(read);
-    sleep(Duration::from_millis(5)).await;
-    cluster.heal(&[2, 3]).unwrap();
-    cluster.set_latency(fast, &[2, 3]).unwrap();
-    sleep(Duration::from_millis(400).saturating_sub(start.elapsed())).await;
-    let status = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        status.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let (queued, status, result) = wait_beside_stragglers_of_a_read(SEED, true).await;
     assert_eq!(
         queued.map(|s| s.reason()),
         Some(WaitReason::HeldElsewhere),

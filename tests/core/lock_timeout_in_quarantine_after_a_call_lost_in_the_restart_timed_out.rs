@@ -22,6 +22,7 @@
 
 use std::time::Duration;
 
+use crate::a_wait_for_a_held_lock::warm;
 use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Error, WaitReason};
@@ -37,14 +38,7 @@ async fn give_up(lost_call: bool) -> (Option<WaitReason>, Result<(), Error>) {
     let h = common::seeded(cluster.net_lockers(), "h", SEED);
     let start = Instant::now();
     // The client's lockers have answered it before (in 1 ms).
-    let _ = h
-        .rw_mutex(["warm"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await;
+    warm(&h).await;
     sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
     cluster.crash(&[0, 1, 2]).unwrap();
     let admin = h.clone();

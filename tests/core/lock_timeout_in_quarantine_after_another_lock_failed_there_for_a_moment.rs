@@ -25,47 +25,28 @@
 
 use std::time::Duration;
 
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, WaitReason};
+use crate::a_wait_in_quarantine::{client_h, ended, restarted, status_now, wait_for_job};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 11;
 
 #[tokio::test(start_paused = true)]
 async fn a_wait_in_quarantine_still_says_quarantine_after_another_lock_failed_there_for_a_moment() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
+    let cluster = restarted(SEED, None);
+    let client = client_h(&cluster, SEED).build().unwrap();
+    let (mutex, wait) = wait_for_job(&client, Duration::from_secs(1));
     let other = client.rw_mutex(["other"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_secs(1))
-            .await
-            .map(|_guard| ())
-    });
     sleep(Duration::from_millis(900)).await;
-    let before = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 900ms: {before}");
+    let before = status_now(&mutex, "900ms");
     assert_eq!(before.reason(), WaitReason::Quarantine, "{before}");
     cluster.set_refuse(true, &[0, 1]).unwrap();
     let tried = other.try_lock().await.map(|_guard| ());
     eprintln!("try_lock on another name while nodes 0 and 1 refuse connections: {tried:?}");
     cluster.heal(&[0, 1]).unwrap();
     sleep(Duration::from_millis(50)).await;
-    let status = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 950ms: {status} ({status:?})");
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up with: {result:?}");
+    let status = status_now(&mutex, "950ms");
+    let result = ended(wait).await;
     assert_ne!(
         status.reason(),
         WaitReason::Answering,

@@ -22,28 +22,20 @@
 //! `lock_timeout_in_quarantine_racing_its_own_release`.
 #![cfg(feature = "testing")]
 
-use crate::common;
 use std::time::Duration;
 
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, WaitReason};
+use crate::a_wait_in_quarantine::{client_h, ended, restarted, status_now, wait_for_job};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 4;
 
 #[tokio::test(start_paused = true)]
 async fn a_wait_in_quarantine_still_fails_with_quarantined_after_another_lock_was_released_there() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
+    let cluster = restarted(SEED, None);
+    let client = client_h(&cluster, SEED).build().unwrap();
+    let (mutex, wait) = wait_for_job(&client, Duration::from_secs(1));
     let other = client.rw_mutex(["other"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(1));
     sleep(Duration::from_millis(999)).await;
     let tried = other.try_lock().await.map(|_guard| ());
     eprintln!("try_lock on another name: {tried:?}");
@@ -53,10 +45,8 @@ async fn a_wait_in_quarantine_still_fails_with_quarantined_after_another_lock_wa
     );
     // Let the try's release run.
     tokio::task::yield_now().await;
-    let status = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 999ms: {status} ({status:?})");
-    let result = common::ended(wait).await;
-    eprintln!("gave up with: {result:?}");
+    let status = status_now(&mutex, "999ms");
+    let result = ended(wait).await;
     assert_eq!(
         status.reason(),
         WaitReason::Quarantine,

@@ -28,27 +28,17 @@
 use crate::common;
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, WaitReason};
+use crate::a_wait_in_quarantine::{client_h, restarted, wait_for_job};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 5117;
 
 #[tokio::test(start_paused = true)]
 async fn lockers_in_quarantine_answering_late_read_as_in_quarantine() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(20)), &[0, 1, 2])
-        .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(2_490));
+    let cluster = restarted(SEED, Some(Duration::from_millis(20)));
+    let client = client_h(&cluster, SEED).build().unwrap();
+    let (mutex, wait) = wait_for_job(&client, Duration::from_millis(2_490));
     // Until the first refusals the lockers have never answered this
     // client: unreachable at once, as documented. From then on they have.
     let mut first_quarantine = None;

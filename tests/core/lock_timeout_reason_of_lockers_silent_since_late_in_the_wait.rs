@@ -17,9 +17,11 @@
 
 use std::time::Duration;
 
+use crate::a_wait_for_a_held_lock::{gave_up, status_at};
+use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Error, RetryPolicy, Waiting};
-use tokio::time::{sleep, Instant};
+use tokio::time::Instant;
 
 const SEED: u64 = 36;
 
@@ -65,20 +67,8 @@ async fn lock_timeout_names_how_long_lockers_have_been_silent() {
     let start = Instant::now();
     let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
     let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(2_000))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(1_500).saturating_sub(start.elapsed())).await;
-    let before = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        before.as_ref().map(|s| s.to_string())
-    );
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(2_000));
+    let before = status_at(&mutex, start, 1_500).await;
     assert_eq!(
         before.map(|s| s.held_elsewhere),
         Some(3),
@@ -86,12 +76,8 @@ async fn lock_timeout_names_how_long_lockers_have_been_silent() {
     );
     let died = start.elapsed();
     cluster.crash(&[1, 2]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
+    let result = gave_up(wait, start).await;
     let gave_up = start.elapsed();
-    eprintln!("gave up at {gave_up:?} with: {result:?}");
     let Err(Error::QuorumUnavailable { unreachable, .. }) = &result else {
         panic!("one locker of three answers: expected QuorumUnavailable, got {result:?}");
     };

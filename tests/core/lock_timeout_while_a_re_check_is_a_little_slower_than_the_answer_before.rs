@@ -17,57 +17,34 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
+use quorum_lock::testing::Latency;
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 4_107;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_while_a_re_check_is_a_little_slow_says_held_elsewhere() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(1)), &[0, 1, 2])
-        .unwrap();
-    let holder = common::seeded(cluster.net_lockers(), "holder", SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED + 1);
-    let start = Instant::now();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1_030))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(500).saturating_sub(start.elapsed())).await;
+    let scene = Scene::new(3, SEED);
+    let _held = scene.hold().await;
+    let (mutex, wait) = scene.wait_now(Duration::from_millis(1_030));
+    until(scene.start, 500).await;
     assert_eq!(
         mutex.waiting().map(|s| s.reason()),
         Some(WaitReason::HeldElsewhere)
     );
-    cluster
+    scene
+        .cluster
         .set_latency(Latency::Fixed(Duration::from_millis(60)), &[0, 1, 2])
         .unwrap();
-    sleep(Duration::from_millis(1_020).saturating_sub(start.elapsed())).await;
-    let status = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        status.as_ref().map(|s| s.to_string())
-    );
+    let status = scene.status_at(&mutex, 1_020).await;
     assert_eq!(
         status.map(|s| s.reason()),
         Some(WaitReason::HeldElsewhere),
         "a re-check on its way for ~20 ms is slow, not silent"
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let result = scene.gave_up(wait).await;
     assert!(
         matches!(result, Err(Error::Timeout)),
         "the lock is held on every locker, which answer slowly: {result:?}"

@@ -21,34 +21,25 @@
 //! timeout. Without B (the test of 3abe609) A reads them as unreachable.
 #![cfg(feature = "testing")]
 
-use crate::common;
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, Timeouts, WaitReason};
+use crate::a_wait_in_quarantine::{client_h, ended, restarted, status_now, wait_for_job};
+use quorum_lock::{Error, Timeouts, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 7283;
 
 #[tokio::test(start_paused = true)]
 async fn lockers_down_after_refusing_for_quarantine_read_as_unreachable_beside_an_older_call() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1, 2])
-        .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
+    let cluster = restarted(SEED, Some(Duration::from_millis(50)));
+    let client = client_h(&cluster, SEED)
         .timeouts(Timeouts {
             acquire: Duration::from_secs(10),
             ..Timeouts::default()
         })
         .build()
         .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(9));
+    let (mutex, wait) = wait_for_job(&client, Duration::from_secs(9));
     sleep(Duration::from_millis(10)).await;
     let other = client.rw_mutex(["other"]).unwrap();
     let other_wait = tokio::spawn(async move {
@@ -58,15 +49,12 @@ async fn lockers_down_after_refusing_for_quarantine_read_as_unreachable_beside_a
             .map(|_guard| ())
     });
     sleep(Duration::from_millis(45)).await;
-    let before = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 55ms, before the crash: {before}");
+    let before = status_now(&mutex, "55ms, before the crash");
     assert_eq!(before.reason(), WaitReason::Quarantine, "{before}");
     cluster.crash(&[0, 1, 2]).unwrap();
     sleep(Duration::from_millis(8_845)).await;
-    let status = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 8.9s, 8.845s after the crash: {status} ({status:?})");
-    let result = common::ended(wait).await;
-    eprintln!("gave up with: {result:?}");
+    let status = status_now(&mutex, "8.9s, 8.845s after the crash");
+    let result = ended(wait).await;
     other_wait.abort();
     assert_eq!(
         status.reason(),

@@ -23,41 +23,32 @@
 //! either, so nothing but that timeout does.)
 #![cfg(feature = "testing")]
 
-use crate::common;
 use std::time::Duration;
 
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, Timeouts, WaitReason};
+use crate::a_wait_in_quarantine::{client_h, ended, restarted, status_now, wait_for_job};
+use quorum_lock::{Error, Timeouts, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 3641;
 
 #[tokio::test(start_paused = true)]
 async fn lockers_that_went_down_after_refusing_for_quarantine_read_as_unreachable() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
+    let cluster = restarted(SEED, None);
+    let client = client_h(&cluster, SEED)
         .timeouts(Timeouts {
             acquire: Duration::from_secs(10),
             ..Timeouts::default()
         })
         .build()
         .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(9));
+    let (mutex, wait) = wait_for_job(&client, Duration::from_secs(9));
     sleep(Duration::from_secs(1)).await;
-    let before = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 1s, before the crash: {before}");
+    let before = status_now(&mutex, "1s, before the crash");
     assert_eq!(before.reason(), WaitReason::Quarantine, "{before}");
     cluster.crash(&[0, 1, 2]).unwrap();
     sleep(Duration::from_millis(7_900)).await;
-    let status = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 8.9s, 7.9s after the crash: {status} ({status:?})");
-    let result = common::ended(wait).await;
-    eprintln!("gave up with: {result:?}");
+    let status = status_now(&mutex, "8.9s, 7.9s after the crash");
+    let result = ended(wait).await;
     assert_eq!(
         status.reason(),
         WaitReason::NoQuorum,

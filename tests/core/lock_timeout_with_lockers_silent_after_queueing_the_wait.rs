@@ -27,34 +27,22 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{CallKind, Latency, TestCluster};
+use crate::a_wait_for_a_held_lock::Scene;
+use quorum_lock::testing::{CallKind, Latency};
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
 
 const SEED: u64 = 36;
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_names_lockers_silent_after_queueing_the_wait() {
     let seed = SEED;
-    eprintln!("seed {seed}");
-    let cluster = TestCluster::new(3, seed);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
+    let scene = Scene::answering_in(3, seed, Latency::Fixed(Duration::from_millis(10)));
+    let cluster = &scene.cluster;
     let endpoints: Vec<String> = cluster.net_lockers().iter().map(|l| l.endpoint()).collect();
-    let holder = common::seeded(cluster.net_lockers(), "holder", seed);
-    let h = common::seeded(cluster.net_lockers(), "h", seed + 1);
-    let start = Instant::now();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1_500))
-            .await
-            .map(|_guard| ())
-    });
+    let start = scene.start;
+    let _held = scene.hold().await;
+    let (mutex, wait) = scene.wait_now(Duration::from_millis(1_500));
     sleep(Duration::from_millis(490).saturating_sub(start.elapsed())).await;
     let queued = mutex.waiting();
     eprintln!(
@@ -77,11 +65,7 @@ async fn lock_timeout_names_lockers_silent_after_queueing_the_wait() {
         asked_after > asked_before,
         "the re-check was sent to the dead lockers"
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let result = scene.gave_up(wait).await;
     let Err(Error::QuorumUnavailable { unreachable, .. }) = &result else {
         panic!(
             "nodes 1 and 2 left the re-check unanswered for ~490 ms (answers take 10 ms): \

@@ -20,56 +20,39 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Error, WaitReason};
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
+
+use crate::a_wait_for_a_held_lock::{until, Scene};
 
 const SEED: u64 = 3_911;
 
 async fn give_up_when_nodes_go(refuse: bool) -> (Option<WaitReason>, Result<(), Error>) {
-    let cluster = TestCluster::new(3, SEED);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(1)), &[0, 1, 2])
-        .unwrap();
-    let holder = common::seeded(cluster.net_lockers(), "holder", SEED);
-    let h = common::seeded(cluster.net_lockers(), "h", SEED + 1);
-    let start = Instant::now();
-    let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(500))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(100).saturating_sub(start.elapsed())).await;
+    let scene = Scene::new(3, SEED);
+    let _held = scene.hold().await;
+    let (mutex, wait) = scene.wait_now(Duration::from_millis(500));
+    until(scene.start, 100).await;
     assert_eq!(
         mutex.waiting().map(|s| s.reason()),
         Some(WaitReason::HeldElsewhere)
     );
     if refuse {
-        cluster.set_refuse(true, &[1, 2]).unwrap();
+        scene.cluster.set_refuse(true, &[1, 2]).unwrap();
     } else {
-        cluster.set_hang(true, &[1, 2]).unwrap();
+        scene.cluster.set_hang(true, &[1, 2]).unwrap();
     }
     sleep(Duration::from_millis(10)).await;
-    let other = h.rw_mutex(["other"]).unwrap();
+    let other = scene.h.rw_mutex(["other"]).unwrap();
     let tried = tokio::spawn(async move { other.try_lock().await.map(|_g| ()) });
-    sleep(Duration::from_millis(400).saturating_sub(start.elapsed())).await;
+    until(scene.start, 400).await;
     let status = mutex.waiting();
     eprintln!(
         "{} at {:?}: {:?}",
         if refuse { "refusing" } else { "hanging" },
-        start.elapsed(),
+        scene.start.elapsed(),
         status.as_ref().map(|s| s.to_string())
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let result = scene.gave_up(wait).await;
     let _ = tokio::time::timeout(Duration::from_secs(10), tried).await;
     (status.map(|s| s.reason()), result)
 }

@@ -27,169 +27,50 @@
 //! 800 ms on, and the wait giving up with `QuorumUnavailable`.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use quorum_lock::{
-    Dsync, Error, LocalLocker, LockArgs, LockMode, NetLocker, Timeouts, WaitArgs, WaitReason,
-    WaitReply,
+use quorum_lock::{Error, WaitReason};
+
+use crate::a_wait_for_a_held_lock::{
+    gave_up, late_force_unlocks, spawn_force_unlock, status_at, until, Late,
 };
-use tokio::time::{sleep, Instant};
+use crate::common;
 
 const SEED: u64 = 7_391;
 
-/// A locker whose force-unlocks of "old" and "new" fail late, as calls whose
-/// connection dropped under them do, and of "lost" never answers.
-struct Resetting {
-    inner: Arc<LocalLocker>,
-    name: String,
-}
-
-#[async_trait]
-impl NetLocker for Resetting {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        for (name, ms) in [("old", 890), ("new", 780)] {
-            if args.resources.iter().any(|r| r == name) {
-                sleep(Duration::from_millis(ms)).await;
-                return Err(Error::LockerUnavailable {
-                    endpoint: self.endpoint(),
-                    reason: format!("connection reset under {name} (test)"),
-                });
-            }
-        }
-        if args.resources.iter().any(|r| r == "lost") {
-            std::future::pending::<()>().await;
-        }
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.name.clone()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        false
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
+/// The force-unlocks of "old" and "new" fail late, as calls whose
+/// connection dropped under them do, and of "lost" never answer.
+fn answers(name: &str) -> Option<Late> {
+    match name {
+        "old" => Some(Late::ResetAfter(Duration::from_millis(890))),
+        "new" => Some(Late::ResetAfter(Duration::from_millis(780))),
+        "lost" => Some(Late::Never),
+        _ => None,
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_with_queueing_lockers_reset_on_a_later_call_beside_an_older_reset_and_a_newer_timeout(
 ) {
-    eprintln!("seed {SEED}");
-    let nodes: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| -> Arc<dyn NetLocker> {
-            if i == 0 {
-                node.clone()
-            } else {
-                Arc::new(Resetting {
-                    inner: node.clone(),
-                    name: format!("node-{i}"),
-                })
-            }
-        })
-        .collect();
-    let holder = Dsync::builder(lockers.clone())
-        .owner("holder")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let h = Dsync::builder(lockers)
-        .owner("h")
-        .rng_seed(SEED + 1)
-        .timeouts(Timeouts {
-            force_unlock: Duration::from_secs(1),
-            wait_recheck: Duration::from_secs(5),
-            ..Timeouts::default()
-        })
-        .build()
-        .unwrap();
-    let start = Instant::now();
+    let (holder, h, start) = late_force_unlocks(SEED, answers);
     let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let admin = h.clone();
-    let old = tokio::spawn(async move { admin.force_unlock(["old"]).await });
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
+    let old = spawn_force_unlock(&h, "old");
+    until(start, 10).await;
     let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1_500))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(15).saturating_sub(start.elapsed())).await;
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(1_500));
+    until(start, 15).await;
     let queued = mutex.waiting();
-    sleep(Duration::from_millis(20).saturating_sub(start.elapsed())).await;
-    let admin = h.clone();
-    let new = tokio::spawn(async move { admin.force_unlock(["new"]).await });
-    sleep(Duration::from_millis(30).saturating_sub(start.elapsed())).await;
-    let admin = h.clone();
-    let lost = tokio::spawn(async move { admin.force_unlock(["lost"]).await });
-    sleep(Duration::from_millis(40).saturating_sub(start.elapsed())).await;
+    until(start, 20).await;
+    let new = spawn_force_unlock(&h, "new");
+    until(start, 30).await;
+    let lost = spawn_force_unlock(&h, "lost");
+    until(start, 40).await;
     let tried = h.rw_mutex(["other"]).unwrap().try_lock().await.map(|_g| ());
     eprintln!("try_lock of \"other\" at {:?}: {tried:?}", start.elapsed());
-    sleep(Duration::from_millis(850).saturating_sub(start.elapsed())).await;
-    let reset = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        reset.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(950).saturating_sub(start.elapsed())).await;
-    let both = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        both.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(1_100).saturating_sub(start.elapsed())).await;
-    let after = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        after.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    let reset = status_at(&mutex, start, 850).await;
+    let both = status_at(&mutex, start, 950).await;
+    let after = status_at(&mutex, start, 1_100).await;
+    let result = gave_up(wait, start).await;
     for (name, task) in [("old", old), ("new", new), ("lost", lost)] {
         let out = tokio::time::timeout(Duration::from_secs(5), task).await;
         eprintln!("force_unlock of {name:?}: {out:?}");

@@ -19,162 +19,48 @@
 //! out of reach, and the wait giving up with `QuorumUnavailable`.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use quorum_lock::{
-    Dsync, Error, LocalLocker, LockArgs, LockMode, NetLocker, Timeouts, WaitArgs, WaitReason,
-    WaitReply,
+use quorum_lock::{Error, WaitReason};
+
+use crate::a_wait_for_a_held_lock::{
+    gave_up, late_force_unlocks, spawn_force_unlock, status_at, until, Late,
 };
-use tokio::time::{sleep, sleep_until, Instant};
+use crate::common;
 
 const SEED: u64 = 7_391;
 
-/// A locker whose force-unlocks of "old" and "new" fail late, as calls whose
-/// connection dropped under them do, and of "lost" never answers.
-struct Resetting {
-    inner: Arc<LocalLocker>,
-    name: String,
-    start: Instant,
-}
-
-#[async_trait]
-impl NetLocker for Resetting {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        // Every call on the connection fails at 900 ms: the older ones
-        // asked before the wait, "new" asked since.
-        if let Some(name) = args
-            .resources
-            .iter()
-            .find(|r| r.starts_with("old") || *r == "new")
-        {
-            sleep_until(self.start + Duration::from_millis(900)).await;
-            // The older calls' failures are noted after the newer one's.
-            if name.starts_with("old") {
-                tokio::task::yield_now().await;
-            }
-            return Err(Error::LockerUnavailable {
-                endpoint: self.endpoint(),
-                reason: format!("connection reset under {name} (test)"),
-            });
-        }
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.name.clone()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        false
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
+/// Every force-unlock of "old…" or "new" fails at 900 ms with its
+/// connection reset, as every call on a dropped connection does: the older
+/// ones asked before the wait, "new" asked since; the older calls'
+/// failures are noted after the newer one's.
+fn answers(name: &str) -> Option<Late> {
+    let at = Duration::from_millis(900);
+    if name.starts_with("old") {
+        Some(Late::ResetAt { at, behind: true })
+    } else if name == "new" {
+        Some(Late::ResetAt { at, behind: false })
+    } else {
+        None
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_with_queueing_lockers_reset_on_a_later_call_beside_nine_older_resets() {
-    eprintln!("seed {SEED}");
-    let start = Instant::now();
-    let nodes: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| -> Arc<dyn NetLocker> {
-            if i == 0 {
-                node.clone()
-            } else {
-                Arc::new(Resetting {
-                    inner: node.clone(),
-                    name: format!("node-{i}"),
-                    start,
-                })
-            }
-        })
-        .collect();
-    let holder = Dsync::builder(lockers.clone())
-        .owner("holder")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let h = Dsync::builder(lockers)
-        .owner("h")
-        .rng_seed(SEED + 1)
-        .timeouts(Timeouts {
-            force_unlock: Duration::from_secs(1),
-            wait_recheck: Duration::from_secs(5),
-            ..Timeouts::default()
-        })
-        .build()
-        .unwrap();
+    let (holder, h, start) = late_force_unlocks(SEED, answers);
     let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let mut admins = Vec::new();
-    for i in 0..9 {
-        let admin = h.clone();
-        admins.push(tokio::spawn(async move {
-            admin.force_unlock([format!("old{i}")]).await
-        }));
-    }
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
+    let mut admins: Vec<_> = (0..9)
+        .map(|i| spawn_force_unlock(&h, &format!("old{i}")))
+        .collect();
+    until(start, 10).await;
     let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1_500))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(15).saturating_sub(start.elapsed())).await;
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(1_500));
+    until(start, 15).await;
     let queued = mutex.waiting();
-    sleep(Duration::from_millis(20).saturating_sub(start.elapsed())).await;
-    let admin = h.clone();
-    admins.push(tokio::spawn(
-        async move { admin.force_unlock(["new"]).await },
-    ));
-    sleep(Duration::from_millis(950).saturating_sub(start.elapsed())).await;
-    let reset = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        reset.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    until(start, 20).await;
+    admins.push(spawn_force_unlock(&h, "new"));
+    let reset = status_at(&mutex, start, 950).await;
+    let result = gave_up(wait, start).await;
     for task in admins {
         let out = tokio::time::timeout(Duration::from_secs(5), task).await;
         eprintln!("force_unlock: {out:?}");

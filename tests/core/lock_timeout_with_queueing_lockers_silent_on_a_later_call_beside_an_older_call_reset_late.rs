@@ -27,154 +27,43 @@
 //! gives up with `Timeout`.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use quorum_lock::{
-    Dsync, Error, LocalLocker, LockArgs, LockMode, NetLocker, Timeouts, WaitArgs, WaitReason,
-    WaitReply,
+use quorum_lock::{Error, WaitReason};
+
+use crate::a_wait_for_a_held_lock::{
+    gave_up, late_force_unlocks, spawn_force_unlock, status_at, until, Late,
 };
-use tokio::time::{sleep, Instant};
+use crate::common;
 
 const SEED: u64 = 7_331;
 
-/// A locker whose force-unlock of "reset" fails late, as a call whose
-/// connection dropped under it does, and of "lost" never answers.
-struct Resetting {
-    inner: Arc<LocalLocker>,
-    name: String,
-}
-
-#[async_trait]
-impl NetLocker for Resetting {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        if args.resources.iter().any(|r| r == "reset") {
-            sleep(Duration::from_millis(800)).await;
-            return Err(Error::LockerUnavailable {
-                endpoint: self.endpoint(),
-                reason: "connection reset (test)".into(),
-            });
-        }
-        if args.resources.iter().any(|r| r == "lost") {
-            std::future::pending::<()>().await;
-        }
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.name.clone()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        false
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
+/// The force-unlock of "reset" fails late, as a call whose connection
+/// dropped under it does, and of "lost" never answers.
+fn answers(name: &str) -> Option<Late> {
+    match name {
+        "reset" => Some(Late::ResetAfter(Duration::from_millis(800))),
+        "lost" => Some(Late::Never),
+        _ => None,
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn lock_timeout_with_queueing_lockers_silent_on_a_later_call_beside_an_older_call_reset_late()
 {
-    eprintln!("seed {SEED}");
-    let nodes: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| -> Arc<dyn NetLocker> {
-            if i == 0 {
-                node.clone()
-            } else {
-                Arc::new(Resetting {
-                    inner: node.clone(),
-                    name: format!("node-{i}"),
-                })
-            }
-        })
-        .collect();
-    let holder = Dsync::builder(lockers.clone())
-        .owner("holder")
-        .rng_seed(SEED)
-        .build()
-        .unwrap();
-    let h = Dsync::builder(lockers)
-        .owner("h")
-        .rng_seed(SEED + 1)
-        .timeouts(Timeouts {
-            force_unlock: Duration::from_secs(1),
-            wait_recheck: Duration::from_secs(5),
-            ..Timeouts::default()
-        })
-        .build()
-        .unwrap();
-    let start = Instant::now();
+    let (holder, h, start) = late_force_unlocks(SEED, answers);
     let _held = holder.rw_mutex(["res"]).unwrap().lock().await.unwrap();
-    let admin = h.clone();
-    let reset = tokio::spawn(async move { admin.force_unlock(["reset"]).await });
-    sleep(Duration::from_millis(10).saturating_sub(start.elapsed())).await;
+    let reset = spawn_force_unlock(&h, "reset");
+    until(start, 10).await;
     let mutex = h.rw_mutex(["res"]).unwrap();
-    let waiter = mutex.clone();
-    let wait = tokio::spawn(async move {
-        waiter
-            .lock_timeout(Duration::from_millis(1_500))
-            .await
-            .map(|_guard| ())
-    });
-    sleep(Duration::from_millis(15).saturating_sub(start.elapsed())).await;
+    let wait = common::spawn_lock_timeout(&mutex, Duration::from_millis(1_500));
+    until(start, 15).await;
     let queued = mutex.waiting();
-    sleep(Duration::from_millis(20).saturating_sub(start.elapsed())).await;
-    let admin = h.clone();
-    let lost = tokio::spawn(async move { admin.force_unlock(["lost"]).await });
-    sleep(Duration::from_millis(900).saturating_sub(start.elapsed())).await;
-    let silent = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        silent.as_ref().map(|s| s.to_string())
-    );
-    sleep(Duration::from_millis(1_100).saturating_sub(start.elapsed())).await;
-    let after = mutex.waiting();
-    eprintln!(
-        "at {:?}: {:?}",
-        start.elapsed(),
-        after.as_ref().map(|s| s.to_string())
-    );
-    let result = tokio::time::timeout(Duration::from_secs(5), wait)
-        .await
-        .expect("the wait ends at its deadline")
-        .unwrap();
-    eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
+    until(start, 20).await;
+    let lost = spawn_force_unlock(&h, "lost");
+    let silent = status_at(&mutex, start, 900).await;
+    let after = status_at(&mutex, start, 1_100).await;
+    let result = gave_up(wait, start).await;
     let reset = tokio::time::timeout(Duration::from_secs(5), reset).await;
     let lost = tokio::time::timeout(Duration::from_secs(5), lost).await;
     eprintln!("force_unlock of \"reset\": {reset:?}; of \"lost\": {lost:?}");

@@ -7,6 +7,11 @@ mod common;
 #[path = "../runtime_support/mod.rs"]
 mod runtime_support;
 
+mod a_campaign_with_a_deadline;
+mod a_fencing_draw;
+mod a_semaphore_acquire;
+mod a_wait_for_a_held_lock;
+mod a_wait_in_quarantine;
 mod basics;
 mod campaign_and_semaphore_timeouts_of_polling_waits_in_quarantine;
 mod campaign_timeout_after_the_term_was_drawn_on_a_retry;

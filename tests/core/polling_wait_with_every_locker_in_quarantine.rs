@@ -14,11 +14,10 @@
 //! as "held elsewhere" (exit 75) instead of 69.
 #![cfg(feature = "testing")]
 
-use crate::common;
 use std::time::Duration;
 
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, WaitReason, Waiting};
+use crate::a_wait_in_quarantine::{client_h, ended, restarted, status_now, wait_for_job};
+use quorum_lock::{Error, WaitReason, Waiting};
 use tokio::time::sleep;
 
 const SEED: u64 = 3607;
@@ -26,22 +25,15 @@ const SEED: u64 = 3607;
 #[tokio::test(start_paused = true)]
 async fn a_polling_wait_against_lockers_all_in_quarantine_says_quarantine_and_fails_with_quarantined(
 ) {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster.restart(&[0, 1, 2]).unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
+    let cluster = restarted(SEED, None);
+    let client = client_h(&cluster, SEED)
         .waiting(Waiting::Poll)
         .build()
         .unwrap();
-    let mutex = client.rw_mutex(["job"]).unwrap();
-    let wait = common::spawn_lock_timeout(&mutex, Duration::from_secs(1));
+    let (mutex, wait) = wait_for_job(&client, Duration::from_secs(1));
     sleep(Duration::from_millis(900)).await;
-    let status = mutex.waiting().expect("the wait runs");
-    eprintln!("waiting at 900ms: {status} ({status:?})");
-    let result = common::ended(wait).await;
-    eprintln!("gave up with: {result:?}");
+    let status = status_now(&mutex, "900ms");
+    let result = ended(wait).await;
     assert_eq!(
         status.reason(),
         WaitReason::Quarantine,

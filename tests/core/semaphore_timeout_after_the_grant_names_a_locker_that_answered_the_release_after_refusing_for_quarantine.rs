@@ -24,6 +24,7 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, spawn_acquire};
 use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error};
 use tokio::time::{sleep, Instant};
@@ -47,15 +48,8 @@ async fn a_locker_that_answered_the_release_is_not_named_out_of_reach() {
         .build()
         .unwrap();
     let endpoints: Vec<String> = cluster.net_lockers().iter().map(|l| l.endpoint()).collect();
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
     let t0 = Instant::now();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_millis(1_500))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_millis(1_500));
     // Until the acquire holds every lock it needs: its status turns None.
     let mut seen = false;
     let mut granted_at = None;
@@ -81,10 +75,7 @@ async fn a_locker_that_answered_the_release_is_not_named_out_of_reach() {
     let tried = tokio::spawn(async move { other.try_lock().await.map(|_guard| ()) });
     sleep(Duration::from_millis(50)).await;
     cluster.crash(&[1, 2]).unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at {:?} with: {result:?}", t0.elapsed());
     let tried = tokio::time::timeout(Duration::from_secs(5), tried)
         .await

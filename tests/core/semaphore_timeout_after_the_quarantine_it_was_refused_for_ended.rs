@@ -26,8 +26,9 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, retrying_every, spawn_acquire};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 1;
@@ -40,26 +41,13 @@ async fn acquire_timeout_after_the_quarantine_it_was_refused_for_ended() {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1, 2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(seed)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(10),
-            max: Duration::from_secs(10),
-        })
+    let client = retrying_every(&cluster, seed, Duration::from_secs(10))
         .build()
         .unwrap();
     let endpoints: Vec<String> = cluster.net_lockers().iter().map(|l| l.endpoint()).collect();
     cluster.restart(&[0]).unwrap();
     sleep(Duration::from_millis(58_500)).await;
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_secs(2))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_secs(2));
     sleep(Duration::from_millis(60)).await;
     cluster.restart(&[1]).unwrap();
     sleep(Duration::from_millis(1_939)).await;
@@ -71,10 +59,7 @@ async fn acquire_timeout_after_the_quarantine_it_was_refused_for_ended() {
         "waiting at 60.499s: {:?}",
         status.as_ref().map(|s| (s.to_string(), s.reason()))
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at 60.5s with: {result:?}");
     assert_eq!(locker_0_left, None, "locker 0 is out of quarantine by then");
     if let Err(Error::Quarantined {

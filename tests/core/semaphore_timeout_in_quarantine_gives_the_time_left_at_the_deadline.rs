@@ -23,8 +23,9 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, retrying_every, spawn_acquire};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 3;
@@ -36,23 +37,10 @@ async fn acquire_timeout_in_quarantine_gives_the_time_left_at_the_deadline() {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1, 2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(3),
-            max: Duration::from_secs(3),
-        })
+    let client = retrying_every(&cluster, SEED, Duration::from_secs(3))
         .build()
         .unwrap();
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_secs(8))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_secs(8));
     sleep(Duration::from_millis(60)).await;
     cluster.restart(&[0, 1, 2]).unwrap();
     sleep(Duration::from_millis(7_939)).await;
@@ -61,10 +49,7 @@ async fn acquire_timeout_in_quarantine_gives_the_time_left_at_the_deadline() {
         "waiting at 7.999s: {status}; quarantine_left() = {:?}",
         status.quarantine_left()
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at 8s with: {result:?}");
     assert_eq!(status.reason(), WaitReason::Quarantine, "{status}");
     let expected = status.quarantine_left().expect("the lockers said how long");

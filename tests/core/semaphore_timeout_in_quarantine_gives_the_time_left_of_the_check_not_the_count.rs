@@ -24,8 +24,9 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, quarantine_left, retrying_every, spawn_acquire};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy};
+use quorum_lock::Error;
 use tokio::time::sleep;
 
 const SEED: u64 = 5;
@@ -41,35 +42,18 @@ async fn acquire_timeout_gives_the_time_left_of_the_check_held_up_by_quarantine(
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(seed)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(10),
-            max: Duration::from_secs(10),
-        })
+    let client = retrying_every(&cluster, seed, Duration::from_secs(10))
         .build()
         .unwrap();
     cluster.lockers()[0].restart();
     sleep(Duration::from_millis(59_000)).await;
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_millis(600))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_millis(600));
     // The line is granted at 59.1 s; the count and its check are asked then.
     sleep(Duration::from_millis(105)).await;
     cluster.lockers()[1].restart();
     cluster.lockers()[2].restart();
     sleep(Duration::from_millis(494)).await;
-    let left: Vec<_> = cluster
-        .lockers()
-        .iter()
-        .map(|l| l.quarantine_left())
-        .collect();
+    let left = quarantine_left(&cluster);
     eprintln!("at 59.599s, quarantine left per locker: {left:?}");
     let status = semaphore.waiting();
     eprintln!(
@@ -78,10 +62,7 @@ async fn acquire_timeout_gives_the_time_left_of_the_check_held_up_by_quarantine(
             .as_ref()
             .map(|s| (s.to_string(), s.reason(), s.quarantine_left()))
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at 59.6s with: {result:?}");
     let check_left = left[1].zip(left[2]).map(|(a, b)| a.min(b));
     assert!(check_left.is_some_and(|l| l > Duration::from_secs(50)));

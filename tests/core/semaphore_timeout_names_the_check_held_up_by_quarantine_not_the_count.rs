@@ -29,8 +29,9 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, quarantine_left, retrying_every, spawn_acquire};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy, WaitReason};
+use quorum_lock::{Error, WaitReason};
 use tokio::time::sleep;
 
 const SEED: u64 = 5;
@@ -46,26 +47,13 @@ async fn acquire_timeout_names_the_check_held_up_by_quarantine() {
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(seed)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(10),
-            max: Duration::from_secs(10),
-        })
+    let client = retrying_every(&cluster, seed, Duration::from_secs(10))
         .build()
         .unwrap();
     let endpoints: Vec<String> = cluster.net_lockers().iter().map(|l| l.endpoint()).collect();
     cluster.lockers()[0].restart();
     sleep(Duration::from_millis(59_000)).await;
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_secs(2))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_secs(2));
     // The line is granted at 59.1 s (node-2's answer completes the quorum
     // of three); the count and its check are asked then.
     sleep(Duration::from_millis(105)).await;
@@ -78,21 +66,14 @@ async fn acquire_timeout_names_the_check_held_up_by_quarantine() {
         before.as_ref().map(|s| (s.to_string(), s.reason()))
     );
     sleep(Duration::from_millis(1_394)).await;
-    let left: Vec<_> = cluster
-        .lockers()
-        .iter()
-        .map(|l| l.quarantine_left())
-        .collect();
+    let left = quarantine_left(&cluster);
     eprintln!("at 60.999s, quarantine left per locker: {left:?}");
     let status = semaphore.waiting();
     eprintln!(
         "waiting at 60.999s: {:?}",
         status.as_ref().map(|s| (s.to_string(), s.reason()))
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at 61s with: {result:?}");
     assert!(left[0].is_none() && left[1].is_some() && left[2].is_some());
     let Err(Error::Quarantined {

@@ -25,8 +25,9 @@
 
 use std::time::Duration;
 
+use crate::a_semaphore_acquire::{acquire_ended, retrying_every, spawn_acquire};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, Lease, RetryPolicy, WaitReason};
+use quorum_lock::{Error, Lease, WaitReason};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 7;
@@ -39,28 +40,15 @@ async fn acquire_timeout_with_lockers_refusing_connections_after_a_quarantine_re
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1, 2])
         .unwrap();
-    let client = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(seed)
+    let client = retrying_every(&cluster, seed, Duration::from_secs(10))
         .lease(Lease {
             refresh_interval: Duration::from_millis(500),
             ..Lease::default()
         })
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(10),
-            max: Duration::from_secs(10),
-        })
         .build()
         .unwrap();
     let start = Instant::now();
-    let semaphore = client.semaphore("pool", 1).unwrap();
-    let acquirer = semaphore.clone();
-    let acquire = tokio::spawn(async move {
-        acquirer
-            .acquire_timeout(Duration::from_secs(8))
-            .await
-            .map(|_permit| ())
-    });
+    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_secs(8));
     sleep(Duration::from_millis(60)).await;
     cluster.restart(&[0, 1]).unwrap();
     tokio::time::sleep_until(start + Duration::from_secs(3)).await;
@@ -79,10 +67,7 @@ async fn acquire_timeout_with_lockers_refusing_connections_after_a_quarantine_re
         "waiting at 7.999s: {:?}",
         status.as_ref().map(|s| (s.to_string(), s.reason()))
     );
-    let result = tokio::time::timeout(Duration::from_secs(5), acquire)
-        .await
-        .expect("the acquire ends at its deadline")
-        .unwrap();
+    let result = acquire_ended(acquire).await;
     eprintln!("gave up at {:?} with: {result:?}", start.elapsed());
     let status = status.expect("the acquire waits");
     assert_eq!(status.reason(), WaitReason::NoQuorum, "{status}");

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod real_node_clients;
+pub mod real_node_safety;
 
 use std::collections::BTreeMap;
 use std::future::Future;

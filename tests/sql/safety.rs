@@ -17,256 +17,68 @@
 //! (default 15) lock operations each; `SQL_SAFETY_SEED=n` runs seed `n`
 //! alone.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::harness::real_node_clients::{client, env_or, lease, lock, ms, run_workers, Tally};
+use crate::harness::real_node_clients::{client, lease};
+use crate::harness::real_node_safety::{Backend, Cluster, Kind, Node, Run};
 use crate::harness::{hold_fenced_then, Held, LetGo, Tracker};
 use crate::Servers;
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::testing::{FaultyLocker, Latency, Violation};
-use quorum_lock::{Dsync, LocalLocker, LockMode, LockerConfig, NetLocker};
+use quorum_lock::testing::{FaultyLocker, Violation};
+use quorum_lock::{LockInfo, LockMode, NetLocker};
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
 
-const CLIENTS: usize = 3;
 /// SQL and `LocalLocker` nodes of a seed's cluster, by seed.
 const LAYOUTS: [(usize, usize); 4] = [(3, 0), (3, 2), (2, 1), (5, 0)];
-const MAX_INJECTOR_STEPS: usize = 100_000;
-const SEED_LIMIT: Duration = Duration::from_secs(120);
 
-/// One node: its fault wrapper, and the database URL and table prefix
-/// behind it (`None` for a `LocalLocker`).
-struct Node {
-    faulty: Arc<FaultyLocker>,
-    sql: Option<(String, String)>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Latency,
-    DropApplied,
-    DropNotApplied,
-    Refuse,
-    Hang,
-    Partition,
-    CutOffHolder,
-    /// Every row of a SQL node's entries table deleted, the epoch marker
-    /// with them; a `LocalLocker` crashed and, when the fault ends,
-    /// restarted empty.
-    Reset,
-}
-
-const KINDS: [Kind; 8] = [
-    Kind::Latency,
-    Kind::DropApplied,
-    Kind::DropNotApplied,
-    Kind::Refuse,
-    Kind::Hang,
-    Kind::Partition,
-    Kind::CutOffHolder,
-    Kind::Reset,
-];
-
-struct Fault {
-    kind: Kind,
-    nodes: Vec<usize>,
-    owner: String,
-    until: Instant,
-}
-
-struct Cluster {
-    nodes: Vec<Node>,
-    servers: Arc<Servers>,
-}
+const RUN: Run = Run {
+    env: "SQL",
+    binary: "sql",
+    default_seeds: 2,
+    client_salt: 0x5ec1,
+};
 
 fn config(prefix: &str, quarantine: Duration) -> SqlConfig {
     crate::both::config(prefix, lease().validity, quarantine)
 }
 
-impl Cluster {
-    fn lockers(&self) -> Vec<Arc<dyn NetLocker>> {
-        self.nodes
-            .iter()
-            .map(|n| n.faulty.clone() as Arc<dyn NetLocker>)
-            .collect()
-    }
-
-    async fn apply(&self, fault: &Fault, rng: &mut SmallRng) {
-        for &i in &fault.nodes {
-            let node = &self.nodes[i];
-            let f = &node.faulty;
-            match fault.kind {
-                Kind::Latency => f.set_latency(Latency::Uniform {
-                    min: Duration::ZERO,
-                    max: ms(1..400, rng),
-                }),
-                Kind::DropApplied => f
-                    .drop_replies(rng.random_range(0.1..0.9), true)
-                    .expect("a probability"),
-                Kind::DropNotApplied => f
-                    .drop_replies(rng.random_range(0.1..0.9), false)
-                    .expect("a probability"),
-                Kind::Refuse => f.set_refuse(true),
-                Kind::Hang => f.set_hang(true),
-                Kind::Partition | Kind::CutOffHolder => f.partition(fault.owner.clone()),
-                Kind::Reset => match &node.sql {
-                    Some((url, prefix)) => self.servers.reset(url, prefix).await,
-                    None => f.crash(),
-                },
-            }
-        }
-    }
-
-    fn undo(&self, fault: &Fault) {
-        for &i in &fault.nodes {
-            let node = &self.nodes[i];
-            let f = &node.faulty;
-            match fault.kind {
-                Kind::Latency => f.set_latency(Latency::None),
-                Kind::DropApplied | Kind::DropNotApplied => {
-                    f.drop_replies(0.0, true).expect("a probability")
-                }
-                Kind::Refuse => f.set_refuse(false),
-                Kind::Hang => f.set_hang(false),
-                Kind::Partition | Kind::CutOffHolder => {
-                    f.heal_partition(&fault.owner);
-                }
-                Kind::Reset => {
-                    if node.sql.is_none() {
-                        f.restart();
-                    }
-                }
-            }
-        }
-    }
-
-    /// Entries left on every node.
-    async fn leftovers(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let entries = match &node.sql {
-                Some((url, prefix)) => {
-                    let locker = SqlLocker::connect(url, config(prefix, Duration::ZERO))
-                        .await
-                        .expect("connect to list a node");
-                    locker.locks().await.expect("a node lists its entries")
-                }
-                None => node
-                    .faulty
-                    .local_locker()
-                    .expect("a LocalLocker node")
-                    .snapshot(),
-            };
-            out.extend(
-                entries
-                    .into_iter()
-                    .map(|e| format!("node {i}: {} {:?} {}", e.resource, e.mode, e.uid)),
-            );
-        }
-        out
-    }
+/// The two database servers every node's tables are on.
+struct SqlNodes {
+    servers: Arc<Servers>,
 }
 
-#[derive(Debug, Default)]
-struct Report {
-    layout: String,
-    tally: Tally,
-    faults: BTreeMap<Kind, usize>,
-    violation: Option<String>,
-    fencing: Option<String>,
-}
+impl Backend for SqlNodes {
+    /// The database URL and table prefix of a node.
+    type Server = (String, String);
 
-impl Report {
-    fn summary(&self) -> String {
-        format!(
-            "{} ops: {} granted, {} gave up, {} losses signalled, {} fencing tokens; faults {:?}",
-            self.tally.ops,
-            self.tally.acquired,
-            self.tally.timeouts,
-            self.tally.lost,
-            self.tally.fenced,
-            self.faults
-        )
-    }
-}
+    const OWN_KINDS: &'static [Kind] = &[Kind::Reset];
 
-/// Injects faults until `done`, each for a bounded time, then undoes all.
-async fn inject(
-    cluster: Arc<Cluster>,
-    tracker: Arc<Tracker>,
-    owners: Vec<String>,
-    done: Arc<AtomicBool>,
-    report: Arc<Mutex<Report>>,
-    seed: u64,
-) {
-    let mut rng = SmallRng::seed_from_u64(seed ^ 0xfa17);
-    let n = cluster.nodes.len();
-    let mut active: Vec<Fault> = Vec::new();
-    // Every seed resets a SQL node's table early on, whatever else it draws.
-    let mut first = vec![Kind::Reset];
-    for _ in 0..MAX_INJECTOR_STEPS {
-        if done.load(Ordering::Relaxed) {
-            break;
-        }
-        sleep(ms(100..800, &mut rng)).await;
-        let now = Instant::now();
-        active.retain(|f| {
-            let over = f.until <= now;
-            if over {
-                cluster.undo(f);
-            }
-            !over
-        });
-        if active.len() >= 3 || !rng.random_bool(0.6) {
-            continue;
-        }
-        let busy: Vec<usize> = active.iter().flat_map(|f| f.nodes.clone()).collect();
-        let mut free: Vec<usize> = (0..n).filter(|i| !busy.contains(i)).collect();
-        free.shuffle(&mut rng);
-        let mut kind = KINDS[rng.random_range(0..KINDS.len())];
-        if let Some(forced) = first.pop() {
-            kind = forced;
-            free.sort_by_key(|&i| cluster.nodes[i].sql.is_none());
-        }
-        let holders = tracker.holders();
-        if kind == Kind::CutOffHolder && holders.is_empty() {
-            kind = Kind::Partition;
-        }
-        let (size, owner, lasts) = match kind {
-            Kind::CutOffHolder => (n / 2 + 1, holders[0].clone(), ms(1_600..4_000, &mut rng)),
-            Kind::Reset => (1, String::new(), ms(0..1_500, &mut rng)),
-            _ => (
-                1,
-                owners[rng.random_range(0..owners.len())].clone(),
-                ms(100..3_000, &mut rng),
-            ),
-        };
-        if free.len() < size {
-            continue;
-        }
-        free.truncate(size);
-        let fault = Fault {
-            kind,
-            nodes: free,
-            owner,
-            until: now + lasts,
-        };
-        cluster.apply(&fault, &mut rng).await;
-        *lock(&report).faults.entry(kind).or_default() += 1;
-        active.push(fault);
+    /// Every seed resets a SQL node's table early on.
+    fn first(_seed: u64) -> Vec<Kind> {
+        vec![Kind::Reset]
     }
-    for fault in &active {
-        cluster.undo(fault);
+
+    async fn apply(&self, kind: Kind, (url, prefix): &Self::Server) {
+        assert_eq!(kind, Kind::Reset, "the one fault of a SQL table");
+        self.servers.reset(url, prefix).await;
+    }
+
+    /// A reset table stays empty until the next grant.
+    fn undo(&self, _kind: Kind, _table: &Self::Server) {}
+
+    async fn entries(&self, (url, prefix): &Self::Server) -> Vec<LockInfo> {
+        let locker = SqlLocker::connect(url, config(prefix, Duration::ZERO))
+            .await
+            .expect("connect to list a node");
+        locker.locks().await.expect("a node lists its entries")
     }
 }
 
 /// Draws the seed's cluster: how many nodes, and on which database each.
-async fn cluster(servers: &Arc<Servers>, seed: u64) -> (Cluster, String) {
+async fn cluster(servers: &Arc<Servers>, seed: u64) -> (Cluster<SqlNodes>, String) {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0xc105);
     let (sql, local) = LAYOUTS[seed as usize % LAYOUTS.len()];
     let mut nodes = Vec::new();
@@ -289,134 +101,27 @@ async fn cluster(servers: &Arc<Servers>, seed: u64) -> (Cluster, String) {
         let faulty = FaultyLocker::new(Arc::new(inner), seed.wrapping_add(k as u64));
         nodes.push(Node {
             faulty: Arc::new(faulty),
-            sql: Some((url, prefix)),
+            server: Some((url, prefix)),
         });
     }
-    for k in 0..local {
-        let inner = LocalLocker::with_config(
-            format!("local-{k}"),
-            LockerConfig {
-                validity: lease().validity,
-                quarantine: lease().validity,
-            },
-        );
-        let faulty = FaultyLocker::local(Arc::new(inner), seed.wrapping_add(100 + k as u64));
-        nodes.push(Node {
-            faulty: Arc::new(faulty),
-            sql: None,
-        });
-    }
-    nodes.shuffle(&mut rng);
     let layout = format!("SQL nodes {on:?} + {local} LocalLocker nodes");
-    (
-        Cluster {
-            nodes,
-            servers: servers.clone(),
-        },
-        layout,
-    )
-}
-
-async fn run_seed(servers: &Arc<Servers>, seed: u64, ops: usize) -> Report {
-    let (cluster, layout) = cluster(servers, seed).await;
-    let cluster = Arc::new(cluster);
-    let tracker = Arc::new(Tracker::default());
-    let report = Arc::new(Mutex::new(Report {
-        layout,
-        ..Report::default()
-    }));
-    let done = Arc::new(AtomicBool::new(false));
-    let owners: Vec<String> = (0..CLIENTS)
-        .map(|i| format!("s{seed}-client-{i}"))
-        .collect();
-    let clients: Vec<(String, Dsync)> = owners
-        .iter()
-        .enumerate()
-        .map(|(i, owner)| {
-            let ds = client(
-                cluster.lockers(),
-                owner,
-                seed.wrapping_mul(31).wrapping_add(i as u64),
-            );
-            (owner.clone(), ds)
-        })
-        .collect();
-    let injector = tokio::spawn(inject(
-        cluster.clone(),
-        tracker.clone(),
-        owners,
-        done.clone(),
-        report.clone(),
-        seed,
-    ));
-    let tally = run_workers(
-        clients,
-        &tracker,
-        ops,
-        |i| seed.wrapping_mul(1000).wrapping_add(i as u64) ^ 0x5ec1,
-        injector,
-        &done,
-        SEED_LIMIT,
-    )
-    .await;
-    lock(&report).tally = tally;
-    sleep(lease().validity + Duration::from_secs(1)).await;
-    let left = cluster.leftovers().await;
-    let mut report = Arc::try_unwrap(report)
-        .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-        .unwrap_or_else(|_| panic!("seed {seed}: the report is still shared"));
-    if !left.is_empty() {
-        report.tally.problems.push(format!(
-            "entries still on the nodes a validity after every release: {left:?}"
-        ));
-    }
-    report.violation = tracker.history.check().err().map(|v| v.to_string());
-    report.fencing = tracker.history.check_fencing().err().map(|v| v.to_string());
-    report
-}
-
-fn replay(seed: u64, ops: usize) -> String {
-    format!(
-        "replay: SQL_SAFETY_SEED={seed} SQL_SAFETY_OPS={ops} cargo test --all-features --test sql safety::"
-    )
+    let backend = SqlNodes {
+        servers: servers.clone(),
+    };
+    (Cluster::new(backend, nodes, local, seed, &mut rng), layout)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn randomized_faults_with_sql_nodes_never_break_exclusion_or_hide_a_loss() {
-    let ops = env_or("SQL_SAFETY_OPS", 15) as usize;
-    let seeds: Vec<u64> = match std::env::var("SQL_SAFETY_SEED") {
-        Ok(_) => vec![env_or("SQL_SAFETY_SEED", 0)],
-        Err(_) => (0..env_or("SQL_SAFETY_SEEDS", 2)).collect(),
-    };
+    let (ops, seeds) = (RUN.ops(), RUN.seeds());
     let Some(servers) = Servers::start() else {
         return;
     };
     let mut resets = 0;
     for &seed in &seeds {
-        let report = run_seed(&servers, seed, ops).await;
-        let context = format!("seed {seed} ({}): {}", report.layout, report.summary());
-        if let Some(v) = &report.violation {
-            panic!(
-                "{context}\nmutual exclusion violated: {v}\n{}",
-                replay(seed, ops)
-            );
-        }
-        if let Some(v) = &report.fencing {
-            panic!("{context}\n{v}\n{}", replay(seed, ops));
-        }
-        assert!(
-            report.tally.problems.is_empty(),
-            "{context}\n{}\n{}",
-            report.tally.problems.join("\n"),
-            replay(seed, ops)
-        );
-        assert_eq!(
-            report.tally.ops,
-            ops,
-            "{context}: not every op ran\n{}",
-            replay(seed, ops)
-        );
-        assert!(report.tally.acquired > 0, "{context}: nothing was granted");
+        let (cluster, layout) = cluster(&servers, seed).await;
+        let report = RUN.seed(&Arc::new(cluster), layout, seed, ops).await;
+        let context = RUN.check(seed, ops, &report);
         resets += report.faults.get(&Kind::Reset).copied().unwrap_or(0);
         eprintln!("{context}");
     }
@@ -455,10 +160,12 @@ async fn majority_reset(quarantine: Duration) -> Option<Result<(), Violation>> {
             .zip(&tables)
             .map(|(f, t)| Node {
                 faulty: f.clone(),
-                sql: Some(t.clone()),
+                server: Some(t.clone()),
             })
             .collect(),
-        servers: servers.clone(),
+        backend: SqlNodes {
+            servers: servers.clone(),
+        },
     };
     let tracker = Arc::new(Tracker::default());
     let holder = client(cluster.lockers(), "holder", 1);
