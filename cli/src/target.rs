@@ -167,7 +167,8 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
 /// flag left out, the nodes taken from a variable), which would be printed
 /// whole; the error shows it only as redaction does. That is a name with
 /// `://` that redaction changes, or one with user information (a `:`
-/// before an `@`), whatever its scheme became: a mistyped `postgres:/`
+/// before an `@`) or a query parameter named for a password
+/// (`?password=…`), whatever its scheme became: a mistyped `postgres:/`
 /// or `postgres//`, or none. Other names that hold `://`
 /// (`s3://bucket/key`) or an `@` (`alice@build`) are names like any.
 pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
@@ -175,7 +176,14 @@ pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
     let user_info = name
         .split_once('@')
         .is_some_and(|(before, _)| before.contains(':'));
-    if (name.contains("://") && shown != name) || user_info {
+    // A password in a query parameter (`?user=app&password=…`).
+    let query_password = name.split_once('?').is_some_and(|(_, query)| {
+        query.split('&').any(|pair| {
+            pair.split_once('=')
+                .is_some_and(|(key, _)| key.to_ascii_lowercase().contains("password"))
+        })
+    });
+    if (name.contains("://") && shown != name) || user_info || query_password {
         return Err(Failure::usage(format!(
             "bad lock name: {shown} looks like a node URL with a password; pass node URLs \
              with --nodes or --redis (or their variables), and the lock name after them"

@@ -269,6 +269,30 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
+    /// The uids that hold any resource of `args.resources`, in either mode:
+    /// the lock server asks before an admin forces names open, to give
+    /// back their charges.
+    #[cfg(feature = "net")]
+    pub(crate) fn holders_of(&self, args: &LockArgs) -> Vec<std::sync::Arc<str>> {
+        // Asked for a force by name, which carries no uid of its own.
+        let probe = LockArgs {
+            uid: "holders-of".into(),
+            ..args.clone()
+        };
+        self.with_shards(&probe, |set, _, _| {
+            let mut uids: Vec<std::sync::Arc<str>> = Vec::new();
+            for (pos, r) in args.resources.iter().enumerate() {
+                for uid in set.shard(pos).holder_uids(r) {
+                    if !uids.contains(&uid) {
+                        uids.push(uid);
+                    }
+                }
+            }
+            uids
+        })
+        .unwrap_or_default()
+    }
+
     /// How many entries and resource names the table holds, without
     /// copying it as [`snapshot`](Self::snapshot) does: one short lock of
     /// each shard. Entries past their validity are counted until the next

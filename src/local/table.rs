@@ -246,6 +246,14 @@ impl Shard {
         }
     }
 
+    /// The uids that hold `resource`, in either mode.
+    #[cfg(feature = "net")]
+    pub(super) fn holder_uids(&self, resource: &str) -> Vec<Arc<str>> {
+        self.get(resource)
+            .map(|h| h.entries().iter().map(|e| e.uid.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Whether `uid` holds `resource`, in either mode.
     pub(super) fn holds_any(&self, resource: &str, uid: &str) -> bool {
         self.get(resource).is_some_and(|h| h.holds(uid))

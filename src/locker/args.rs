@@ -208,8 +208,10 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// database's or Redis's message), with every character [`validate_text`]
 /// refuses written as an escape (`\n`, `\u{1b}`, `\u{202e}`): an error
 /// built from it stays on one line and cannot drive the terminal or
-/// reverse the text of the log or message that shows it. Every error a
-/// locker builds from a peer's words goes through it.
+/// reverse the text of the log or message that shows it; and with every
+/// run of a secret this process handed a locker masked (see
+/// `locker::secrets`). Every error a locker builds from a peer's words
+/// goes through it.
 #[cfg_attr(
     not(any(
         feature = "net",
@@ -220,6 +222,8 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
     allow(dead_code)
 )]
 pub(crate) fn escape_peer_text(text: &str) -> String {
+    // A secret this process handed a locker, quoted back, is masked first.
+    let text = &*super::secrets::mask(text);
     if unshowable_character(text).is_none() {
         return text.to_owned();
     }

@@ -9,6 +9,7 @@ pub(crate) mod args;
 pub(crate) mod immediate;
 pub(crate) mod proclamation;
 pub(crate) mod redact;
+pub(crate) mod secrets;
 pub(crate) mod throttled;
 pub(crate) mod wait;
 

@@ -256,6 +256,8 @@ impl RemoteLocker {
         }
         let endpoint = endpoint.into();
         super::connect::refuse_url(&endpoint)?;
+        // What a peer says is never shown with the token in it.
+        crate::locker::secrets::remember(config.token.as_bytes());
         #[cfg(feature = "tls")]
         if let Some(tls) = &config.tls {
             tls.name_for(&endpoint)?;

@@ -452,7 +452,7 @@ impl Connection {
         let leftover = std::io::Cursor::new(parts.read_buf.freeze());
         let stream = FramedRead::new(
             leftover.chain(read_half),
-            reader::Framing::new(wire::codec()),
+            crate::net::framing::Framing::new(wire::codec()),
         );
         let conn = Connection::new(endpoint, closer, on_close, validity, version);
         let writer = tokio::spawn(write_batches(

@@ -371,23 +371,6 @@ impl Ledger {
         self.inner().remove(uid, hash);
     }
 
-    /// Drops the charges of every uid for the set `resources`: its entries
-    /// were forced open by name. Scans every charge, as an admin's force
-    /// does the table.
-    pub(crate) fn release_set(&self, resources: &[String]) {
-        let hash = self.set_hash(resources);
-        let mut inner = self.inner();
-        let charged: Vec<Arc<str>> = inner
-            .charges
-            .iter()
-            .filter(|(_, c)| c.sets.iter().any(|(h, _)| *h == hash))
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in charged {
-            inner.remove(&uid, Some(hash));
-        }
-    }
-
     /// The connection `uid` is charged to: the one that last reserved,
     /// refreshed or was pushed a grant for it.
     pub(crate) fn owner(&self, uid: &str) -> Option<u64> {
@@ -702,18 +685,6 @@ mod tests {
         tokio::time::advance(Duration::from_secs(20)).await;
         assert!(!l.holds(1), "every charge of it lapsed");
         assert_eq!(l.total(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_set_forced_open_by_name_gives_back_every_uids_charge_for_it() {
-        let l = ledger(1 << 20, 1 << 20);
-        l.reserve(1, &args("u1", &["a"])).unwrap();
-        l.reserve(2, &args("u2", &["a"])).unwrap();
-        l.reserve(2, &args("u3", &["a", "b"])).unwrap();
-        let kept = lock_bytes(&args("u3", &["a", "b"]));
-        l.release_set(&["a".to_string()]);
-        assert_eq!(l.total(), kept, "only the larger set stays charged");
-        assert!(!l.holds(1));
     }
 
     #[tokio::test(start_paused = true)]

@@ -44,6 +44,7 @@ mod connect;
 pub mod decoding;
 mod door;
 mod expiry;
+mod framing;
 mod io;
 mod labels;
 mod ledger;

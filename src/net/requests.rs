@@ -356,6 +356,12 @@ impl Session<'_> {
         };
         self.server.released.remember(&args.uid);
         let locker = &*self.server.locker;
+        // Forced open by name: whoever held these names loses them, and
+        // with them what they are charged for.
+        let forced_holders = match kind {
+            Kind::Force if args.uid.is_empty() => locker.holders_of(&args),
+            _ => Vec::new(),
+        };
         let result = match kind {
             Kind::Write => locker.unlock(&args).await,
             Kind::Read => locker.runlock(&args).await,
@@ -382,13 +388,17 @@ impl Session<'_> {
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);
         }
-        // Forced open by name: the charges of whatever uids held exactly
-        // these names go with their entries, so that an admin who forces a
+        // Forced open by name: the charges of the uids that held these
+        // names go with their entries, so that an admin who forces a
         // table-filling client's locks open gives the room back at once.
-        // (A uid charged for a larger set keeps that charge until it is
-        // released, refreshed in vain or lapses.)
-        if removed && matches!(kind, Kind::Force) && args.uid.is_empty() {
-            self.server.ledger.release_set(&args.resources);
+        // A uid that held more names than were forced keeps its entries on
+        // the others uncharged until they expire, within the validity: a
+        // lock the admin broke, whose holder is told it lost it at its next
+        // refresh.
+        if removed {
+            for uid in &forced_holders {
+                self.server.ledger.release(uid, None);
+            }
         }
         // The place ended here may stand on names this release did not
         // name: what is left of it in the table goes too, so that the
@@ -435,8 +445,12 @@ impl Session<'_> {
         };
         // After the locker's refresh, so the charge never lapses before
         // the entries it pays for; also on failure, since a partial refresh
-        // still refreshes the entries it found.
-        let known = ledger.touch(self.id, &args.uid);
+        // still refreshes the entries it found; but not when it found none
+        // of its names held (forced open, expired, or other names than the
+        // lock's): then it refreshed nothing, and must not keep a charge
+        // from lapsing.
+        let refreshed = matches!(result, Ok(true)) || locker.holds_any(&args);
+        let known = refreshed && ledger.touch(self.id, &args.uid);
         // In quarantine the locker answers with its quarantine error even
         // when it re-created the entries (the answer must not count), so
         // that answer may have created them as `Ok(true)` may: ask.
@@ -462,7 +476,7 @@ impl Session<'_> {
             // Nothing of the uid left on these names (forced open by name,
             // expired): its charge for them pays for nothing, and a client
             // refreshing it must not keep it from lapsing.
-            (false, None) if matches!(result, Ok(false)) && !locker.holds_any(&args) => {
+            (false, None) if matches!(result, Ok(false)) && !refreshed => {
                 ledger.release(&args.uid, Some(&args.resources));
             }
             (false, None) => {}

@@ -24,7 +24,7 @@ use super::wire::{self, ErrorKind, Hello, Reply, Response, Welcome, WirePushEven
 use super::{malformed, sniff};
 use crate::locker::wait::{PushEvent, Wake};
 
-type Conn = Framed<BoxIo, tokio_util::codec::LengthDelimitedCodec>;
+type Conn = Framed<BoxIo, crate::net::framing::Framing>;
 
 /// A frame above this size makes the session drop its read buffer once the
 /// batch is handled.
@@ -126,11 +126,16 @@ async fn session(
     deadline: tokio::time::Instant,
 ) {
     // Small frames only until the peer proved it holds a token.
-    let mut conn = Framed::new(stream, wire::hello_codec());
+    let mut conn = Framed::new(
+        stream,
+        crate::net::framing::Framing::new(wire::hello_codec()),
+    );
     let Some(role) = handshake(&mut conn, peer, &server, slot, deadline).await else {
         return;
     };
-    conn.codec_mut().set_max_frame_length(wire::MAX_FRAME);
+    conn.codec_mut()
+        .codec_mut()
+        .set_max_frame_length(wire::MAX_FRAME);
     let (role, version) = role;
     tracing::debug!(%peer, ?role, version, "client connected");
     let (pushes, mut pushed) = mpsc::channel(PUSH_QUEUE);
@@ -368,7 +373,9 @@ async fn handshake(
             tracing::debug!(%peer, "closed before its handshake");
             return None;
         }
-        Err(_) if conn.read_buffer().is_empty() => {
+        // Nothing read, and no frame begun (a peer that stopped after
+        // the four bytes of its length has begun one).
+        Err(_) if conn.read_buffer().is_empty() && !conn.codec().in_frame() => {
             Err(Refused::auth(AuthRefusal::Timeout, "no handshake in time"))
         }
         Err(_) => Err(Refused::partial_hello()),
@@ -436,11 +443,8 @@ fn closed(err: &std::io::Error) -> bool {
         | ErrorKind::TimedOut
         | ErrorKind::HostUnreachable
         | ErrorKind::NetworkUnreachable => true,
-        // The codec's end of stream inside a frame has no kind of its own
-        // (tokio-util's `Decoder::decode_eof`); its words are all there is.
-        ErrorKind::Other => err
-            .get_ref()
-            .is_some_and(|inner| inner.to_string() == "bytes remaining on stream"),
+        // The stream ended inside a frame: `Framing::decode_eof` says so
+        // with `UnexpectedEof`, above.
         _ => false,
     }
 }

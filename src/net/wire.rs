@@ -680,7 +680,11 @@ impl Reply {
             },
             other => Error::LockerUnavailable {
                 endpoint: endpoint.to_owned(),
-                reason: format!("unexpected reply {other:?}"),
+                // Its `Debug` escapes; a secret quoted in it is masked too.
+                reason: format!(
+                    "unexpected reply {}",
+                    escape_peer_text(&format!("{other:?}"))
+                ),
             },
         }
     }

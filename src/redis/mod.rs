@@ -245,6 +245,8 @@ impl RedisLocker {
     /// a locker that does not grant until it can, as any locker does. Use
     /// [`connect`](Self::connect) to find out at once.
     pub fn new(url: &str, config: RedisConfig) -> Result<RedisLocker, Error> {
+        // What the server says is never shown with the password in it.
+        crate::locker::secrets::remember_url(url);
         let bad_url = |e: ::redis::RedisError| {
             // The URL may hold a password: say what is wrong, not what it was.
             Error::InvalidArgument(format!(

@@ -176,6 +176,8 @@ impl SqlLocker {
     /// refused, naming the parameter by its position only: it may be a piece
     /// of a password (an unencoded `&` in `password=…`).
     pub fn new(url: &str, config: SqlConfig) -> Result<SqlLocker, Error> {
+        // What the database says is never shown with the password in it.
+        crate::locker::secrets::remember_url(url);
         let backend = Backend::of_url(url).ok_or_else(|| {
             let scheme = url.split_once("://").map_or("", |(s, _)| s);
             Error::InvalidArgument(format!(

@@ -38,6 +38,7 @@ mod election_proclamations;
 mod election_reads_under_leftovers;
 mod election_support;
 mod election_values_of_failed_proclaims;
+mod every_operation_names_a_settled_state_as_the_quorum_rule_does;
 mod exclusion;
 mod fair_waiting;
 mod faults;

@@ -15,6 +15,7 @@ mod fake_redis;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
+mod a_redis_error_quoting_the_password_does_not_show_it;
 mod election;
 mod fastpath;
 mod faults;

@@ -14,6 +14,9 @@ mod servers;
 #[cfg(feature = "postgres")]
 mod text_before_a_scheme_never_shows;
 
+#[cfg(feature = "postgres")]
+mod a_database_refusal_quoting_the_password_does_not_show_it;
+
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

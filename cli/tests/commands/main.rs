@@ -12,6 +12,8 @@ mod redis_support;
 mod sql_support;
 mod support;
 
+mod a_handshake_stalled_after_its_length_is_not_logged_as_one_that_sent_nothing;
+mod a_node_url_with_a_mistyped_scheme_and_a_query_password_is_not_shown_as_a_lock_name;
 mod a_node_url_with_a_mistyped_scheme_given_as_the_lock_name_is_refused;
 mod admin;
 mod admin_during_a_silent_flood;

@@ -4,11 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use futures::StreamExt;
-use tokio_util::codec::{Decoder, FramedRead, LengthDelimitedCodec};
+use tokio_util::codec::FramedRead;
 
 use super::{Connection, DownOnDrop, Incoming};
+use crate::net::framing::Framing;
 use crate::net::peer_log::PeerLog;
 use crate::net::pushes::Pushes;
 use crate::net::wire::{self, Reply, Response};
@@ -37,7 +37,7 @@ pub(super) async fn read_responses(
             Some(Err(e))
                 if e.kind() == std::io::ErrorKind::UnexpectedEof
                     && stream.read_buffer().is_empty()
-                    && !stream.decoder().in_frame =>
+                    && !stream.decoder().in_frame() =>
             {
                 conn.ended_cleanly.store(true, Ordering::Release);
                 break;
@@ -77,62 +77,17 @@ pub(super) async fn read_responses(
             }
             reply => {
                 log.unsolicited_errors.note(|count| {
+                    // The server's words, escaped and with secrets masked.
+                    let reply = crate::locker::escape_peer_text(&format!("{reply:?}"));
                     tracing::warn!(
                         endpoint = %conn.endpoint,
-                        ?reply,
+                        %reply,
                         count,
                         "server reported an error to no request (`count` such replies since \
                          the last such line)"
                     );
                 });
             }
-        }
-    }
-}
-
-/// The wire's codec, and whether a frame has begun: the codec takes a
-/// frame's length out of its buffer as soon as the length has arrived, and
-/// would then call a stream that ends there ended in good order, between
-/// frames. A stream cut in the middle of a frame is broken, whatever the
-/// byte it was cut at.
-pub(super) struct Framing {
-    codec: LengthDelimitedCodec,
-    /// A frame's length was read and its body has not all come.
-    in_frame: bool,
-}
-
-impl Framing {
-    pub(super) fn new(codec: LengthDelimitedCodec) -> Framing {
-        Framing {
-            codec,
-            in_frame: false,
-        }
-    }
-}
-
-impl Decoder for Framing {
-    type Item = BytesMut;
-    type Error = std::io::Error;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
-        let before = src.len();
-        let frame = self.codec.decode(src)?;
-        match &frame {
-            Some(_) => self.in_frame = false,
-            // The length was taken out: its body is yet to come.
-            None if src.len() < before => self.in_frame = true,
-            None => {}
-        }
-        Ok(frame)
-    }
-
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<BytesMut>, std::io::Error> {
-        match self.decode(src)? {
-            Some(frame) => Ok(Some(frame)),
-            None if src.is_empty() && !self.in_frame => Ok(None),
-            None => Err(std::io::Error::other(
-                "the stream ended in the middle of a frame",
-            )),
         }
     }
 }

@@ -1,0 +1,170 @@
+//! The secrets this process handed to a locker (a lock server token, the
+//! password of a Redis or database URL), so that no text a peer sends is
+//! shown with one of them in it.
+//!
+//! A peer already holds what it was sent; the danger is a server, a proxy
+//! or a misconfigured service quoting it back (in a refusal, an error reply,
+//! a log line), which would put the secret in the client's errors and logs
+//! for whoever reads those. Every piece of peer text the library shows goes
+//! through [`escape_peer_text`](super::escape_peer_text), which masks each
+//! run of [`RUN`] bytes or more of a remembered secret as `***`.
+//!
+//! Invariants: only secrets of at least [`RUN`] bytes are remembered (a
+//! shorter run turns up in honest words); at most [`KEPT`] are kept, the
+//! oldest forgotten first; masking never panics and keeps the text valid
+//! UTF-8.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{PoisonError, RwLock};
+
+/// The shortest run of a secret's bytes that is masked, and the shortest
+/// secret remembered.
+pub(crate) const RUN: usize = 8;
+
+/// The most secrets remembered at once.
+const KEPT: usize = 256;
+
+/// Each remembered secret, as the set of its runs of [`RUN`] bytes.
+static SECRETS: RwLock<Vec<(Box<[u8]>, HashSet<[u8; RUN]>)>> = RwLock::new(Vec::new());
+
+/// Remembers `secret`, handed to a locker, for masking.
+pub(crate) fn remember(secret: &[u8]) {
+    if secret.len() < RUN {
+        return;
+    }
+    let mut secrets = SECRETS.write().unwrap_or_else(PoisonError::into_inner);
+    if secrets.iter().any(|(known, _)| **known == *secret) {
+        return;
+    }
+    if secrets.len() >= KEPT {
+        secrets.remove(0);
+    }
+    let runs = secret
+        .windows(RUN)
+        .filter_map(|w| <[u8; RUN]>::try_from(w).ok())
+        .collect();
+    secrets.push((secret.into(), runs));
+}
+
+/// Remembers the password a node `url` may carry: in its user information
+/// (`user:password@`) or in a query parameter whose name holds
+/// `password`, as written and percent-decoded.
+pub(crate) fn remember_url(url: &str) {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    // Up to the last `@`: a password may hold `/`, `?` or `#` unencoded.
+    if let Some((user_info, _)) = rest.rsplit_once('@') {
+        if let Some((_, password)) = user_info.split_once(':') {
+            remember_both(password);
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        for pair in query.split('&') {
+            if let Some((key, value)) = pair.split_once('=') {
+                if key.to_ascii_lowercase().contains("password") {
+                    remember_both(value);
+                }
+            }
+        }
+    }
+}
+
+fn remember_both(text: &str) {
+    remember(text.as_bytes());
+    let decoded = percent_decoded(text);
+    if decoded != text.as_bytes() {
+        remember(&decoded);
+    }
+}
+
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                let value = hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0);
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// `text` with every run of [`RUN`] or more bytes of a remembered secret
+/// shown as `***`.
+pub(crate) fn mask(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    if bytes.len() < RUN {
+        return Cow::Borrowed(text);
+    }
+    let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
+    if secrets.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut covered = vec![false; bytes.len()];
+    let mut any = false;
+    for (at, window) in bytes.windows(RUN).enumerate() {
+        let Ok(window) = <[u8; RUN]>::try_from(window) else {
+            continue;
+        };
+        if secrets.iter().any(|(_, runs)| runs.contains(&window)) {
+            covered[at..at + RUN].iter_mut().for_each(|c| *c = true);
+            any = true;
+        }
+    }
+    drop(secrets);
+    if !any {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut masking = false;
+    for (at, c) in text.char_indices() {
+        // A character is masked when any of its bytes is.
+        if covered[at..at + c.len_utf8()].iter().any(|&c| c) {
+            if !masking {
+                out.push_str("***");
+                masking = true;
+            }
+        } else {
+            masking = false;
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_a_remembered_secret_are_masked_wherever_they_stand() {
+        remember(b"Zq7pW2xK9mN4vB8c-unit");
+        assert_eq!(mask("ERR with Zq7pW2xK9mN4vB8c-unit!"), "ERR with ***!");
+        // A part of eight bytes or more, quoted alone.
+        assert_eq!(mask("got xK9mN4vB8 here"), "got *** here");
+        // Shorter runs stay: they turn up in honest words.
+        assert_eq!(mask("xK9mN4v"), "xK9mN4v");
+        // Multi-byte characters around a run stay whole.
+        assert_eq!(mask("é Zq7pW2xK9 é"), "é *** é");
+    }
+
+    #[test]
+    fn passwords_are_taken_from_user_information_and_query_parameters() {
+        remember_url("postgres://app:Pa%2Fss-url-unit@db/locks?sslpassword=Key-unit-1234");
+        assert_eq!(mask("got Pa/ss-url-unit"), "got ***");
+        assert_eq!(mask("got Pa%2Fss-url-unit"), "got ***");
+        assert_eq!(mask("key Key-unit-1234."), "key ***.");
+        // Too short to remember.
+        remember_url("redis://:short@cache");
+        assert_eq!(mask("a short word"), "a short word");
+    }
+}
