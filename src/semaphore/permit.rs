@@ -94,7 +94,9 @@ impl SemaphorePermit {
     /// ([`is_lost`](Self::is_lost)): any of its locks, the count it shares
     /// included, even while the slot's own lock still stands (a process
     /// with another count may hold the semaphore then); otherwise as
-    /// [`WriteGuard::fencing_token`].
+    /// [`WriteGuard::fencing_token`]. The first call also draws the count's
+    /// token, as a lock guard's first draw does, so a count forced open
+    /// before its next refresh fails it with `LockLost` too.
     ///
     /// # Cancel safety
     ///
@@ -103,7 +105,9 @@ impl SemaphorePermit {
         let Some((_, guard)) = self.slots.first().filter(|_| !self.is_lost()) else {
             return Err(Error::LockLost);
         };
-        self.unless_lost(guard.fencing_token().await)
+        let (count, token) = futures::join!(self.count.drawn(), guard.fencing_token());
+        count?;
+        self.unless_lost(token)
     }
 
     /// The fencing token of each slot, as `(slot, token)`, ascending by
@@ -117,7 +121,11 @@ impl SemaphorePermit {
         if self.is_lost() {
             return Err(Error::LockLost);
         }
-        let tokens = join_all(self.slots.iter().map(|(_, g)| g.fencing_token())).await;
+        let (count, tokens) = futures::join!(
+            self.count.drawn(),
+            join_all(self.slots.iter().map(|(_, g)| g.fencing_token()))
+        );
+        count?;
         let tokens = self
             .slots
             .iter()
@@ -242,6 +250,18 @@ struct CountShare {
 impl CountShare {
     fn is_lost(&self) -> bool {
         self.count.as_ref().is_none_or(|count| count.is_lost())
+    }
+
+    /// Draws the count's own fencing token (once; later calls reuse it),
+    /// for a permit about to hand out a slot's token: the draw asks a
+    /// quorum of lockers whether they still hold the count, so a count
+    /// forced open since its last refresh fails it with `LockLost`, as a
+    /// lock guard's first draw does. The token itself is not used.
+    async fn drawn(&self) -> Result<(), Error> {
+        match &self.count {
+            Some(count) => count.fencing_token().await.map(drop),
+            None => Err(Error::LockLost),
+        }
     }
 
     fn lost(&self) -> futures::future::BoxFuture<'static, ()> {

@@ -9,6 +9,7 @@ mod runtime_support;
 
 mod a_campaign_with_a_deadline;
 mod a_fencing_draw;
+mod a_permit_whose_count_was_just_forced_open_draws_no_fencing_token;
 mod a_semaphore_acquire;
 mod a_wait_for_a_held_lock;
 mod a_wait_in_quarantine;
