@@ -107,6 +107,16 @@ impl Ended {
         !self.record(quarantine_end).uids.contains(uid)
     }
 
+    /// Whether `uid` is in the record, of whichever quarantine: a lock or
+    /// a wait for it after the quarantine ended came after its release.
+    pub(crate) fn holds(&self, uid: &str) -> bool {
+        self.record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .uids
+            .contains(uid)
+    }
+
     /// Forgets the record of the quarantine that ended at `quarantine_end`
     /// (the caller checked it is over, with a margin): after it, refreshes
     /// re-create nothing, so nothing reads it again. The record of another

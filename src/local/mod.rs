@@ -6,6 +6,9 @@ mod config;
 mod contract;
 mod ended;
 mod listing;
+pub(crate) mod released;
+#[cfg(feature = "net")]
+mod server_queries;
 mod shards;
 mod table;
 #[cfg(test)]
@@ -15,6 +18,7 @@ mod waiting;
 pub use config::LockerConfig;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,6 +32,7 @@ use boards::Boards;
 #[cfg(feature = "net")]
 pub(crate) use boards::{BOARDS_KEPT, PROCLAMATION_OVERHEAD, WATCH_OVERHEAD};
 use ended::Ended;
+use released::Released;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
@@ -48,6 +53,15 @@ pub(crate) struct TableCounts {
 /// How often a full expiry pass runs, at most; touched shards are expired
 /// on every call regardless.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// The most a `LocalLocker` keeps of the uids it released (see
+/// `released.rs`), counted as the lock server counts its own. Past it the
+/// oldest are forgotten first: at 150,000 releases a second (a busy
+/// in-process cluster) that is the last tenth of a second or so, which
+/// still covers a call overtaken across one scheduler's turn; a lock
+/// server in front of the locker keeps its own, larger record
+/// (`ServerConfig::max_released_bytes`).
+pub(crate) const MAX_RELEASED_BYTES: usize = 8 << 20;
 
 /// An in-memory [`NetLocker`](crate::NetLocker): the lock table of one node.
 ///
@@ -107,6 +121,11 @@ pub struct LocalLocker {
     /// What was released during the quarantine, which a late refresh must
     /// not re-create (see `ended.rs`).
     ended: Ended,
+    /// The uids released here for the last validity (at most
+    /// [`MAX_RELEASED_BYTES`] of them): a lock, a wait in line or a
+    /// refresh for one of them was overtaken by its own release, and is
+    /// refused (see `released.rs`).
+    released: Released,
     /// When fencing tokens may be drawn again after a restart, in
     /// nanoseconds after `epoch`; 0 when never restarted.
     fence_ready: AtomicU64,
@@ -162,6 +181,7 @@ impl LocalLocker {
             epoch_wall: anchored_wall(epoch),
             quarantine_end: AtomicU64::new(0),
             ended: Ended::default(),
+            released: Released::new(config.validity, MAX_RELEASED_BYTES),
             fence_ready: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
             clock,
@@ -203,6 +223,7 @@ impl LocalLocker {
         };
         self.quarantine_end.store(end, Ordering::SeqCst);
         self.ended.clear();
+        self.released.clear();
         self.fence_ready
             .store(end_of(quarantine.max(FENCE_QUARANTINE)), Ordering::SeqCst);
         // A crashed server forgets its counters as well; no token is drawn
@@ -237,60 +258,6 @@ impl LocalLocker {
     /// ```
     pub fn quarantine_left(&self) -> Option<Duration> {
         self.quarantine_left_at(self.clock.now())
-    }
-
-    /// Whether `args.uid` holds every resource of `args.resources` in
-    /// `mode`. The lock server asks after a refresh in quarantine, which
-    /// answers the quarantine error whether or not it re-created entries,
-    /// so that it charges only entries that exist.
-    #[cfg(feature = "net")]
-    pub(crate) fn holds_all(&self, args: &LockArgs, mode: LockMode) -> bool {
-        self.with_shards(args, |set, _, _| {
-            args.resources
-                .iter()
-                .enumerate()
-                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
-        })
-        .unwrap_or(false)
-    }
-
-    /// Whether `args.uid` holds any resource of `args.resources`, in either
-    /// mode. The lock server asks after a refresh that found nothing to
-    /// refresh: a uid that holds none of its names there any more (forced
-    /// open, expired) is charged for nothing.
-    #[cfg(feature = "net")]
-    pub(crate) fn holds_any(&self, args: &LockArgs) -> bool {
-        self.with_shards(args, |set, _, _| {
-            args.resources
-                .iter()
-                .enumerate()
-                .any(|(pos, r)| set.shard(pos).holds_any(r, &args.uid))
-        })
-        .unwrap_or(true)
-    }
-
-    /// The uids that hold any resource of `args.resources`, in either mode:
-    /// the lock server asks before an admin forces names open, to give
-    /// back their charges.
-    #[cfg(feature = "net")]
-    pub(crate) fn holders_of(&self, args: &LockArgs) -> Vec<std::sync::Arc<str>> {
-        // Asked for a force by name, which carries no uid of its own.
-        let probe = LockArgs {
-            uid: "holders-of".into(),
-            ..args.clone()
-        };
-        self.with_shards(&probe, |set, _, _| {
-            let mut uids: Vec<std::sync::Arc<str>> = Vec::new();
-            for (pos, r) in args.resources.iter().enumerate() {
-                for uid in set.shard(pos).holder_uids(r) {
-                    if !uids.contains(&uid) {
-                        uids.push(uid);
-                    }
-                }
-            }
-            uids
-        })
-        .unwrap_or_default()
     }
 
     /// How many entries and resource names the table holds, without
@@ -572,6 +539,11 @@ impl LocalLocker {
             if let Some(err) = self.quarantine_error(now) {
                 return Err(err);
             }
+            // Overtaken by its own release: granting it would leave an
+            // entry its holder no longer knows of.
+            if self.was_released(&args.uid) {
+                return Ok(false);
+            }
             let admitted = args
                 .resources
                 .iter()
@@ -689,14 +661,25 @@ impl LocalLocker {
         Ok(removed)
     }
 
-    /// In quarantine, notes that `uid` is being released or forced open,
-    /// before its entries are removed: a late refresh must not re-create
-    /// them (see `ended.rs`).
-    pub(crate) fn note_ended(&self, uid: &str) {
+    /// Notes that `uid` is being released or forced open, before its
+    /// entries are removed and under the same shard locks: a late lock or
+    /// wait of it is refused ([`was_released`](Self::was_released)), and in
+    /// quarantine a late refresh must not re-create them (see `ended.rs`,
+    /// which keeps the quarantine's releases in place of `released.rs`).
+    pub(crate) fn note_ended(&self, uid: &Arc<str>) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
         if end != 0 && !uid.is_empty() && self.quarantine_left_at(self.clock.now()).is_some() {
             self.ended.note(end, uid);
+        } else {
+            self.released.remember_shared(uid);
         }
+    }
+
+    /// Whether `uid` was released here recently: within the validity, or
+    /// during a quarantine whose record is still kept (a validity after
+    /// it ended). A lock or a wait for it was overtaken by its release.
+    fn was_released(&self, uid: &str) -> bool {
+        self.released.contains(uid) || self.ended.holds(uid)
     }
 
     /// Refreshes every entry of `args.uid`.

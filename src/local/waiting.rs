@@ -110,6 +110,11 @@ impl LocalLocker {
                 }
                 return Err(err);
             }
+            // Overtaken by its own release (a waiter's re-check that came
+            // after it gave up or let go): no place, no grant.
+            if self.was_released(&args.uid) {
+                return Ok(WaitReply::Refused);
+            }
             // The grant or the place below replaces the same waiter's
             // earlier places on these names; its earlier requests may have
             // named others too.

@@ -54,7 +54,6 @@ mod peer_log;
 mod pushes;
 mod queueing;
 mod refusals;
-mod released;
 mod requests;
 mod sampler;
 mod server;

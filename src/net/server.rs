@@ -18,9 +18,9 @@ use super::labels::Limit;
 use super::ledger::{Ledger, Limits};
 use super::metrics::ServerMetrics;
 use super::refusals::{Cause, RefusalLog};
-use super::released::Released;
 use super::session::accept;
 use super::state::{Pending, ServerState, Slot, Tokens};
+use crate::local::released::Released;
 use crate::locker::throttled::Throttled;
 use crate::{Error, LocalLocker};
 

@@ -15,9 +15,9 @@ use super::labels::Limit;
 use super::ledger::Ledger;
 use super::metrics::ServerMetrics;
 use super::refusals::{Busy, Cause, RefusalLog};
-use super::released::Released;
 use super::token::{Digest, TokenHasher};
 use super::waits::Waits;
+use crate::local::released::Released;
 use crate::locker::wait::Ticket;
 use crate::LocalLocker;
 

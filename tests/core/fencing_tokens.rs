@@ -367,6 +367,11 @@ async fn a_node_that_missed_a_token_does_not_hold_the_next_one_back() {
         t > last,
         "{t} after {last}, with node 0 answering {lagging}"
     );
+    // A fresh uid: a locker refuses one it released for a validity.
+    let probe = LockArgs {
+        uid: "probe-again".into(),
+        ..probe
+    };
     assert!(nodes[0].lock(&probe).await.unwrap());
     let caught_up = nodes[0]
         .fence(&probe, LockMode::Write, 0)

@@ -8,8 +8,10 @@ mod common;
 mod runtime_support;
 
 mod a_campaign_with_a_deadline;
+mod a_cancelled_campaign_leaves_no_grant_behind_its_late_re_check;
 mod a_fencing_draw;
 mod a_permit_whose_count_was_just_forced_open_draws_no_fencing_token;
+mod a_released_lock_leaves_no_entry_behind_its_late_re_check;
 mod a_semaphore_acquire;
 mod a_wait_for_a_held_lock;
 mod a_wait_in_quarantine;
@@ -55,6 +57,7 @@ mod fencing_tokens;
 mod force_unlock_quorum_unavailable_names_only_lockers_that_did_not_answer;
 mod late_grants;
 mod layering;
+mod leader_after_a_confirmed_resign_stays_gone_against_late_re_checks;
 mod leader_learns_of_its_loss_a_margin_ahead_under_drift;
 mod leader_read_in_quarantine_counts_the_lockers_in_quarantine_as_answered;
 mod lease;

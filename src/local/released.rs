@@ -1,7 +1,9 @@
-//! The uids a server released recently. A lock or refresh for one of them
-//! can only be a message that was overtaken by its own release (across a
-//! reconnect, or after the client gave up on an acquire), so it is refused
-//! instead of leaving an entry nobody will unlock.
+//! The uids a locker released recently. A lock, a wait in line or a
+//! refresh for one of them can only be a message that was overtaken by its
+//! own release (across a reconnect, a call delayed on its way past its
+//! caller's deadline, a waiter's re-check sent before it gave up), so it
+//! is refused instead of leaving an entry nobody will unlock. A lock
+//! server keeps one in front of its locker; a `LocalLocker` keeps its own.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -59,6 +61,7 @@ impl Released {
     }
 
     /// Bytes currently counted against the bound.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
         self.inner
             .lock()
@@ -68,14 +71,25 @@ impl Released {
 
     /// How many uids are remembered and their bytes, after forgetting
     /// those past the ttl (which otherwise go only as new ones come).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn usage(&self) -> (usize, usize) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.forget_older_than(Instant::now(), self.ttl);
         (inner.order.len(), inner.bytes)
     }
 
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn remember(&self, uid: &str) {
+        self.remember_with(uid, || uid.into());
+    }
+
+    /// As [`remember`](Self::remember), sharing the caller's string: no
+    /// allocation but the structures' own growth.
+    pub(crate) fn remember_shared(&self, uid: &Arc<str>) {
+        self.remember_with(uid, || uid.clone());
+    }
+
+    fn remember_with(&self, uid: &str, shared: impl FnOnce() -> Arc<str>) {
         if uid.is_empty() {
             return;
         }
@@ -85,7 +99,7 @@ impl Released {
         if inner.since.contains_key(uid) {
             return;
         }
-        let uid: Arc<str> = uid.into();
+        let uid: Arc<str> = shared();
         inner.bytes += tombstone_bytes(&uid);
         inner.since.insert(uid.clone(), now);
         inner.order.push_back((now, uid));
@@ -94,6 +108,12 @@ impl Released {
                 break;
             }
         }
+    }
+
+    /// Forgets every uid: the locker restarted, and forgot them with its
+    /// table.
+    pub(crate) fn clear(&self) {
+        *self.inner.lock().unwrap_or_else(PoisonError::into_inner) = Inner::default();
     }
 
     pub(crate) fn contains(&self, uid: &str) -> bool {

@@ -1,0 +1,61 @@
+//! What a lock server asks of its locker beyond the `NetLocker` calls, to
+//! keep its charges true to the table: whether a uid holds its names after
+//! a refresh, and who held names an admin forces open.
+
+use std::sync::Arc;
+
+use super::LocalLocker;
+use crate::{LockArgs, LockMode};
+
+impl LocalLocker {
+    /// Whether `args.uid` holds every resource of `args.resources` in
+    /// `mode`. The lock server asks after a refresh in quarantine, which
+    /// answers the quarantine error whether or not it re-created entries,
+    /// so that it charges only entries that exist.
+    pub(crate) fn holds_all(&self, args: &LockArgs, mode: LockMode) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .all(|(pos, r)| set.shard(pos).holds(r, &args.uid, mode))
+        })
+        .unwrap_or(false)
+    }
+
+    /// Whether `args.uid` holds any resource of `args.resources`, in either
+    /// mode. The lock server asks after a refresh that found nothing to
+    /// refresh: a uid that holds none of its names there any more (forced
+    /// open, expired) is charged for nothing.
+    pub(crate) fn holds_any(&self, args: &LockArgs) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .any(|(pos, r)| set.shard(pos).holds_any(r, &args.uid))
+        })
+        .unwrap_or(true)
+    }
+
+    /// The uids that hold any resource of `args.resources`, in either mode:
+    /// the lock server asks before an admin forces names open, to give
+    /// back their charges.
+    pub(crate) fn holders_of(&self, args: &LockArgs) -> Vec<Arc<str>> {
+        // Asked for a force by name, which carries no uid of its own.
+        let probe = LockArgs {
+            uid: "holders-of".into(),
+            ..args.clone()
+        };
+        self.with_shards(&probe, |set, _, _| {
+            let mut uids: Vec<Arc<str>> = Vec::new();
+            for (pos, r) in args.resources.iter().enumerate() {
+                for uid in set.shard(pos).holder_uids(r) {
+                    if !uids.contains(&uid) {
+                        uids.push(uid);
+                    }
+                }
+            }
+            uids
+        })
+        .unwrap_or_default()
+    }
+}
