@@ -1,6 +1,7 @@
-//! The secrets this process handed to a locker (a lock server token, the
-//! password of a Redis or database URL), so that no text a peer sends is
-//! shown with one of them in it.
+//! The secrets this process holds for its lockers (a client's token, a
+//! lock server's own tokens, the password of a Redis or database URL or of
+//! the driver's environment, `PGPASSWORD` and `MYSQL_PWD`), so that no
+//! text a peer sends is shown with one of them in it.
 //!
 //! A peer already holds what it was sent; the danger is a server, a proxy
 //! or a misconfigured service quoting it back (in a refusal, an error reply,
@@ -14,6 +15,16 @@
 //! oldest forgotten first; masking never panics and keeps the text valid
 //! UTF-8.
 
+#![cfg_attr(
+    not(any(
+        feature = "net",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )),
+    allow(dead_code)
+)]
+
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{PoisonError, RwLock};
@@ -25,8 +36,16 @@ pub(crate) const RUN: usize = 8;
 /// The most secrets remembered at once.
 const KEPT: usize = 256;
 
-/// Each remembered secret, as the set of its runs of [`RUN`] bytes.
-static SECRETS: RwLock<Vec<(Box<[u8]>, HashSet<[u8; RUN]>)>> = RwLock::new(Vec::new());
+/// A remembered secret, and its runs of [`RUN`] bytes, as written and as
+/// Rust's `Debug` escapes it (a `"` or `\` in it is shown escaped where a
+/// peer's value is printed with `{:?}`).
+struct Secret {
+    bytes: Box<[u8]>,
+    runs: HashSet<[u8; RUN]>,
+}
+
+/// Each remembered secret.
+static SECRETS: RwLock<Vec<Secret>> = RwLock::new(Vec::new());
 
 /// Remembers `secret`, handed to a locker, for masking.
 pub(crate) fn remember(secret: &[u8]) {
@@ -34,22 +53,33 @@ pub(crate) fn remember(secret: &[u8]) {
         return;
     }
     let mut secrets = SECRETS.write().unwrap_or_else(PoisonError::into_inner);
-    if secrets.iter().any(|(known, _)| **known == *secret) {
+    if secrets.iter().any(|known| *known.bytes == *secret) {
         return;
     }
     if secrets.len() >= KEPT {
         secrets.remove(0);
     }
-    let runs = secret
-        .windows(RUN)
+    // As `Debug` of a string shows it: `str::escape_debug`, but for `'`,
+    // which `Debug` of a string leaves as it is.
+    let escaped = String::from_utf8_lossy(secret)
+        .escape_debug()
+        .to_string()
+        .replace("\\'", "'");
+    let runs = [secret, escaped.as_bytes()]
+        .iter()
+        .flat_map(|form| form.windows(RUN))
         .filter_map(|w| <[u8; RUN]>::try_from(w).ok())
         .collect();
-    secrets.push((secret.into(), runs));
+    secrets.push(Secret {
+        bytes: secret.into(),
+        runs,
+    });
 }
 
 /// Remembers the password a node `url` may carry: in its user information
-/// (`user:password@`) or in a query parameter whose name holds
-/// `password`, as written and percent-decoded.
+/// (`user:password@`) or in a query parameter whose name holds `pass`
+/// (`password`, `pass`, `passwd`, `sslpassword`), read as written,
+/// percent-decoded and form-decoded (`+` a space), as drivers read it.
 pub(crate) fn remember_url(url: &str) {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     // Up to the last `@`: a password may hold `/`, `?` or `#` unencoded.
@@ -61,7 +91,8 @@ pub(crate) fn remember_url(url: &str) {
     if let Some((_, query)) = url.split_once('?') {
         for pair in query.split('&') {
             if let Some((key, value)) = pair.split_once('=') {
-                if key.to_ascii_lowercase().contains("password") {
+                let key = String::from_utf8_lossy(&percent_decoded(key)).to_ascii_lowercase();
+                if key.contains("pass") || key.contains("pwd") {
                     remember_both(value);
                 }
             }
@@ -71,10 +102,8 @@ pub(crate) fn remember_url(url: &str) {
 
 fn remember_both(text: &str) {
     remember(text.as_bytes());
-    let decoded = percent_decoded(text);
-    if decoded != text.as_bytes() {
-        remember(&decoded);
-    }
+    remember(&percent_decoded(text));
+    remember(&percent_decoded(&text.replace('+', " ")));
 }
 
 fn percent_decoded(text: &str) -> Vec<u8> {
@@ -115,7 +144,7 @@ pub(crate) fn mask(text: &str) -> Cow<'_, str> {
         let Ok(window) = <[u8; RUN]>::try_from(window) else {
             continue;
         };
-        if secrets.iter().any(|(_, runs)| runs.contains(&window)) {
+        if secrets.iter().any(|secret| secret.runs.contains(&window)) {
             covered[at..at + RUN].iter_mut().for_each(|c| *c = true);
             any = true;
         }
@@ -158,11 +187,25 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_is_masked_as_debug_escapes_it_too() {
+        remember(b"4be1d\"a07c3\\52e86");
+        let shown = format!("{:?}", "4be1d\"a07c3\\52e86");
+        assert_eq!(mask(&shown), "\"***\"");
+    }
+
+    #[test]
     fn passwords_are_taken_from_user_information_and_query_parameters() {
         remember_url("postgres://app:Pa%2Fss-url-unit@db/locks?sslpassword=Key-unit-1234");
         assert_eq!(mask("got Pa/ss-url-unit"), "got ***");
         assert_eq!(mask("got Pa%2Fss-url-unit"), "got ***");
         assert_eq!(mask("key Key-unit-1234."), "key ***.");
+        // Keys percent-encoded, `pass` as Redis names it, `+` as a space.
+        remember_url("postgres://db/l?pa%73sword=Enc-key-unit-99&x=1");
+        assert_eq!(mask("got Enc-key-unit-99"), "got ***");
+        remember_url("redis+unix:///run/r.sock?pass=Unix-pass-unit-7");
+        assert_eq!(mask("got Unix-pass-unit-7"), "got ***");
+        remember_url("mysql://db/l?password=Plus+sign+unit");
+        assert_eq!(mask("got Plus sign unit"), "got ***");
         // Too short to remember.
         remember_url("redis://:short@cache");
         assert_eq!(mask("a short word"), "a short word");

@@ -479,6 +479,13 @@ impl Session<'_> {
             (false, None) if matches!(result, Ok(false)) && !refreshed => {
                 ledger.release(&args.uid, Some(&args.resources));
             }
+            // Some of its names still held, the rest forced open (whose
+            // force gave back the uid's charge): what is left is charged
+            // again, as the whole set, so that it counts against the
+            // client while it keeps refreshing it.
+            (false, None) if refreshed && !known => {
+                ledger.charge_unconditionally(self.id, &args);
+            }
             (false, None) => {}
         }
         Reply::from_result(result)

@@ -111,6 +111,11 @@ impl LockServer {
                     .into(),
             ));
         }
+        // What peers send is never logged with the server's tokens in it.
+        crate::locker::secrets::remember(config.client_token.as_bytes());
+        if let Some(admin) = &config.admin_token {
+            crate::locker::secrets::remember(admin.as_bytes());
+        }
         let remember = config.remember_released.unwrap_or(validity);
         let ledger = Ledger::new(Limits {
             validity,

@@ -76,6 +76,8 @@ fn first_line(bytes: &[u8]) -> Option<String> {
         }
     }
     let cut = if line.len() > QUOTED { "…" } else { "" };
+    // A peer's words: a secret this process holds, quoted, is masked.
+    let text = crate::locker::secrets::mask(&text);
     Some(format!("\"{text}{cut}\""))
 }
 

@@ -211,7 +211,11 @@ impl Shared {
             }
             Ok(other) => Err(Error::LockerUnavailable {
                 endpoint: self.endpoint.clone(),
-                reason: format!("Redis answered SET NX with {other:?}"),
+                // The server's words: escaped, and a secret quoted masked.
+                reason: format!(
+                    "Redis answered SET NX with {}",
+                    crate::locker::escape_peer_text(&format!("{other:?}"))
+                ),
             }),
             // An ACL without SET: the scripts still work, so they do it all.
             Err(err)

@@ -176,8 +176,14 @@ impl SqlLocker {
     /// refused, naming the parameter by its position only: it may be a piece
     /// of a password (an unencoded `&` in `password=…`).
     pub fn new(url: &str, config: SqlConfig) -> Result<SqlLocker, Error> {
-        // What the database says is never shown with the password in it.
+        // What the database says is never shown with the password in it,
+        // whether the URL or the driver's environment gave it.
         crate::locker::secrets::remember_url(url);
+        for variable in ["PGPASSWORD", "MYSQL_PWD"] {
+            if let Some(password) = std::env::var_os(variable) {
+                crate::locker::secrets::remember(password.as_encoded_bytes());
+            }
+        }
         let backend = Backend::of_url(url).ok_or_else(|| {
             let scheme = url.split_once("://").map_or("", |(s, _)| s);
             Error::InvalidArgument(format!(

@@ -198,7 +198,7 @@ async fn scenario(seed: u64) -> Vec<String> {
             &Expected::Granted,
         );
     }
-    let got = waited.map(|g| drop(g));
+    let got = waited.map(drop);
     check(
         "lock_timeout",
         agrees(&got, &for_lock, is_timeout),

@@ -15,6 +15,8 @@ mod servers;
 mod text_before_a_scheme_never_shows;
 
 #[cfg(feature = "postgres")]
+mod a_database_refusal_quoting_a_query_password_does_not_show_it;
+#[cfg(feature = "postgres")]
 mod a_database_refusal_quoting_the_password_does_not_show_it;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
