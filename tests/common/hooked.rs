@@ -24,7 +24,8 @@ pub enum Call {
     RUnlock,
     Refresh,
     ForceUnlock,
-    /// The listing of locks: asked of [`Hooked::cut_while`] only.
+    /// The listing of locks: asked of [`Hooked::cut_while`] only (with no
+    /// arguments).
     Locks,
 }
 
@@ -70,18 +71,20 @@ impl Optional {
     ];
 }
 
-type Cut = dyn Fn(Call) -> bool + Send + Sync;
+type Cut = dyn Fn(Call, Option<&LockArgs>) -> bool + Send + Sync;
 type Refuse = dyn Fn(Call, &LockArgs) -> Option<Error> + Send + Sync;
 type Delay = dyn Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync;
 
 /// `inner`, with `cut` asked first of each call (one it cuts never
-/// answers and never reaches `inner`), `refuse` before it (an error it
-/// gives is the call's answer, and `inner` is not asked) and `reply_delay`
-/// after (the reply, already applied by `inner`, spends that long on the
+/// answers and never reaches `inner`), then `arrival_delay` (the call
+/// spends that long on its way to `inner`), `refuse` (an error it gives is
+/// the call's answer, and `inner` is not asked), and `reply_delay` after
+/// `inner` answered (the reply, already applied by `inner`, spends that long on the
 /// way back). What it does not override it takes from `inner`.
 pub struct Hooked {
     inner: Arc<dyn NetLocker>,
     cut: Box<Cut>,
+    arrival_delay: Box<Delay>,
     refuse: Box<Refuse>,
     reply_delay: Box<Delay>,
     lacking: Vec<Optional>,
@@ -95,7 +98,8 @@ impl Hooked {
     pub fn new(inner: Arc<dyn NetLocker>) -> Hooked {
         Hooked {
             inner,
-            cut: Box::new(|_| false),
+            cut: Box::new(|_, _| false),
+            arrival_delay: Box::new(|_, _| None),
             refuse: Box::new(|_, _| None),
             reply_delay: Box::new(|_, _| None),
             lacking: Vec::new(),
@@ -108,8 +112,22 @@ impl Hooked {
 
     /// Calls for which `cut` says true when they come never answer, as
     /// those of a holder whose network (or process) stopped.
-    pub fn cut_while(mut self, cut: impl Fn(Call) -> bool + Send + Sync + 'static) -> Hooked {
+    pub fn cut_while(
+        mut self,
+        cut: impl Fn(Call, Option<&LockArgs>) -> bool + Send + Sync + 'static,
+    ) -> Hooked {
         self.cut = Box::new(cut);
+        self
+    }
+
+    /// Calls reach `inner` as late as `delay` says when they come (and are
+    /// dropped with the caller's wait before they do); a test may count
+    /// them here too.
+    pub fn arriving_late(
+        mut self,
+        delay: impl Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync + 'static,
+    ) -> Hooked {
+        self.arrival_delay = Box::new(delay);
         self
     }
 
@@ -171,8 +189,11 @@ impl Hooked {
         args: &LockArgs,
         inner: impl std::future::Future<Output = Result<T, Error>>,
     ) -> Result<T, Error> {
-        if (self.cut)(call) {
+        if (self.cut)(call, Some(args)) {
             std::future::pending::<()>().await;
+        }
+        if let Some(delay) = (self.arrival_delay)(call, args) {
+            tokio::time::sleep(delay).await;
         }
         if let Some(err) = (self.refuse)(call, args) {
             return Err(err);
@@ -308,7 +329,7 @@ impl NetLocker for Hooked {
         if self.lacks(Optional::Locks) {
             return Required(self).locks().await;
         }
-        if (self.cut)(Call::Locks) {
+        if (self.cut)(Call::Locks, None) {
             std::future::pending::<()>().await;
         }
         self.inner.locks().await

@@ -112,7 +112,7 @@ async fn one_token_covers_every_resource_of_a_multi_resource_lock() {
 /// holder whose network (or process) stopped.
 fn cuttable(node: &Arc<LocalLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
     Hooked::new(node.clone())
-        .cut_while(move |_| cut.load(Ordering::SeqCst))
+        .cut_while(move |_, _| cut.load(Ordering::SeqCst))
         .lacking(&[
             Optional::Queues,
             Optional::Proclaim,

@@ -67,7 +67,7 @@ async fn lock_listing_with_crashed_lockers_names_them() {
 /// `inner`.
 fn silent_listing(inner: Arc<LocalLocker>, name: String) -> Arc<dyn NetLocker> {
     Hooked::new(inner)
-        .cut_while(|call| call == Call::Locks)
+        .cut_while(|call, _| call == Call::Locks)
         .lacking(&[
             Optional::RefreshMode,
             Optional::LockWait,
