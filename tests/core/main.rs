@@ -10,6 +10,7 @@ mod runtime_support;
 mod a_campaign_with_a_deadline;
 mod a_fencing_draw;
 mod a_semaphore_acquire;
+mod a_semaphore_check_left_behind;
 mod a_wait_for_a_held_lock;
 mod a_wait_in_quarantine;
 mod basics;
