@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::election_support::{leader_on, loses_proclamations};
+use crate::election_support::{campaign_won, leader_on, loses_proclamations};
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::{Dsync, Election, Error, Leader, Leadership, NetLocker, Observer};
 
@@ -29,7 +29,7 @@ impl Scene {
         let a = common::seeded(lockers, "a", 7);
         let w = common::seeded(cluster.net_lockers(), "watcher", 8);
         let watch = w.election("jobs").unwrap();
-        let leading = a.election("jobs").unwrap().campaign(first).await.unwrap();
+        let leading = campaign_won(&a, first).await;
         Scene {
             _a: a,
             _w: w,
