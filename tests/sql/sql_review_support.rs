@@ -1,0 +1,75 @@
+//! What the tests of `SqlLocker` where it once broke share
+//! (`fencing_marks_restores_and_extremes.rs`,
+//! `one_statement_grants_and_epochs.rs`): their settings, their lock
+//! arguments, a client program run to its end, and MariaDB's start-up
+//! quarantine waited out.
+
+use std::time::Duration;
+
+use quorum_lock::sql::{SqlConfig, SqlLocker};
+use quorum_lock::LockArgs;
+
+/// Tables named from `prefix`, holders valid for 60 s, no quarantine.
+pub fn config(prefix: &str) -> SqlConfig {
+    SqlConfig {
+        table_prefix: prefix.into(),
+        validity: Duration::from_secs(60),
+        quarantine: Duration::ZERO,
+        ..SqlConfig::default()
+    }
+}
+
+/// A quarantine long enough to outlast each test's steps after the event,
+/// short enough that MariaDB's own start-up quarantine is waited out.
+pub fn guarded(prefix: &str) -> SqlConfig {
+    SqlConfig {
+        validity: Duration::from_secs(5),
+        quarantine: Duration::from_secs(5),
+        ..config(prefix)
+    }
+}
+
+/// A locker of the database at `url` with the [`guarded`] settings.
+pub async fn guarded_locker(url: &str, prefix: &str) -> SqlLocker {
+    SqlLocker::connect(url, guarded(prefix))
+        .await
+        .expect("connect")
+}
+
+/// The arguments of `uid` for `names`, with the owner `owner` and the
+/// source `tests/sql{owner}`.
+pub fn args_of(owner: &str, uid: &str, names: &[&str]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .into(),
+        owner: owner.into(),
+        source: format!("tests/sql{owner}").into(),
+        quorum: 1,
+    }
+}
+
+/// Runs a client program; its standard output.
+pub fn run(program: &str, argv: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(program)
+        .args(argv)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {argv:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Waits out MariaDB's start-up quarantine.
+pub async fn past_quarantine(locker: &SqlLocker) {
+    if let Some(left) = locker.quarantine_left().await.unwrap() {
+        tokio::time::sleep(left + Duration::from_millis(100)).await;
+    }
+    assert_eq!(locker.quarantine_left().await.unwrap(), None);
+}
