@@ -7,11 +7,12 @@
 
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
-use quorum_lock::{LockArgs, NetLocker};
+use quorum_lock::{LockArgs, NetLocker, RetryPolicy};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -111,6 +112,65 @@ pub fn config() -> RemoteConfig {
     config.connect_timeout = Duration::from_millis(500);
     config.call_timeout = Duration::from_secs(2);
     config
+}
+
+/// [`config`] with a backoff whose step is drawn up to `step`.
+pub fn config_stepping(step: Duration) -> RemoteConfig {
+    let mut config = config();
+    config.reconnect = RetryPolicy {
+        initial: step,
+        max: step,
+    };
+    config
+}
+
+/// A stand-in on `listener` that welcomes each connection (up to 100)
+/// 30 ms after its hello and closes it as idle at once, so that a call
+/// that reopened and gave up within 30 ms never sends a request. Returns
+/// the server's task and the counts of the connections it accepted and of
+/// those it is done with.
+pub fn closing_each_connection_before_a_call(
+    listener: TcpListener,
+) -> (
+    tokio::task::JoinHandle<()>,
+    Arc<AtomicUsize>,
+    Arc<AtomicUsize>,
+) {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let (counted, closes) = (accepted.clone(), closed.clone());
+    let server = tokio::spawn(async move {
+        for _ in 0..100 {
+            let Some(mut stream) = accept_hello(&listener).await else {
+                return;
+            };
+            counted.fetch_add(1, Ordering::Relaxed);
+            let closes = closes.clone();
+            tokio::spawn(async move {
+                // Welcomed only after the call that reopened gave up, so
+                // that no request is ever sent: a close under a call is
+                // one the backoff reconnects from in the background.
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                if welcome(&mut stream).await {
+                    close_as_idle(stream).await;
+                }
+                closes.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    (server, accepted, closed)
+}
+
+/// Waits (at most 5 s) until `count` reaches `at_least`; says whether it
+/// did.
+pub async fn until_counted(count: &AtomicUsize, at_least: usize) -> bool {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while count.load(Ordering::Relaxed) < at_least {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .is_ok()
 }
 
 /// A locker of the stand-in at `addr` (with [`config`]), once the stand-in
