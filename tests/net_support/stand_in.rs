@@ -380,6 +380,76 @@ pub async fn connect_on_an_idle_runtime(
     (locker, idle)
 }
 
+/// A locker made on a current-thread runtime of a thread of its own and
+/// handed over at once; the runtime is driven until
+/// [`DrivenThread::go_idle`] (or `drive_at_most` passes), then left idle,
+/// not dropped, until [`DrivenThread::shut_down`] (or 40 s pass): the
+/// locker's connection sits on it.
+pub async fn connect_on_a_runtime_driven_until_told(
+    addr: String,
+    config: RemoteConfig,
+    drive_at_most: Duration,
+) -> (Arc<RemoteLocker>, DrivenThread) {
+    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
+    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let locker = RemoteLocker::connect(addr, config).await.expect("connect");
+            let _ = locker_tx.send(Arc::new(locker));
+            let _ = tokio::time::timeout(drive_at_most, stop_rx).await;
+        });
+        let _ = idle_tx.send(());
+        let _ = release_rx.recv_timeout(Duration::from_secs(40));
+        drop(runtime);
+    });
+    let locker =
+        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
+            .await
+            .expect("thread")
+            .expect("the locker");
+    let driven = DrivenThread {
+        stop: Some(stop_tx),
+        idle: Some(idle_rx),
+        thread: IdleThread {
+            release: Some(release_tx),
+            thread: Some(thread),
+        },
+    };
+    (locker, driven)
+}
+
+/// The thread of [`connect_on_a_runtime_driven_until_told`].
+pub struct DrivenThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    idle: Option<std::sync::mpsc::Receiver<()>>,
+    thread: IdleThread,
+}
+
+impl DrivenThread {
+    /// Stops driving the runtime, and waits (at most 5 s) until it is idle.
+    pub async fn go_idle(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let idle = self.idle.take().expect("the runtime goes idle once");
+        tokio::task::spawn_blocking(move || idle.recv_timeout(Duration::from_secs(5)))
+            .await
+            .expect("thread")
+            .expect("the runtime went idle");
+    }
+
+    /// Drops the runtime, and all that sits on it, and waits for that.
+    pub async fn shut_down(self) {
+        self.thread.shut_down().await;
+    }
+}
+
 /// The thread of [`connect_on_an_idle_runtime`]: its runtime is dropped
 /// when told, or when this is dropped.
 pub struct IdleThread {
