@@ -72,20 +72,22 @@ impl Optional {
 }
 
 type Cut = dyn Fn(Call, Option<&LockArgs>) -> bool + Send + Sync;
+type Lose = dyn Fn(Call, &LockArgs) -> bool + Send + Sync;
 type Refuse = dyn Fn(Call, &LockArgs) -> Option<Error> + Send + Sync;
 type Delay = dyn Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync;
 
 /// `inner`, with `cut` asked first of each call (one it cuts never
 /// answers and never reaches `inner`), then `arrival_delay` (the call
 /// spends that long on its way to `inner`), `refuse` (an error it gives is
-/// the call's answer, and `inner` is not asked), and `reply_delay` after
-/// `inner` answered (the reply, already applied by `inner`, spends that long on the
+/// the call's answer, and `inner` is not asked), and after `inner`
+/// answered `lose` (a reply it loses never comes back) and `reply_delay` (the reply, already applied by `inner`, spends that long on the
 /// way back). What it does not override it takes from `inner`.
 pub struct Hooked {
     inner: Arc<dyn NetLocker>,
     cut: Box<Cut>,
     arrival_delay: Box<Delay>,
     refuse: Box<Refuse>,
+    lose: Box<Lose>,
     reply_delay: Box<Delay>,
     lacking: Vec<Optional>,
     watches: bool,
@@ -101,6 +103,7 @@ impl Hooked {
             cut: Box::new(|_, _| false),
             arrival_delay: Box::new(|_, _| None),
             refuse: Box::new(|_, _| None),
+            lose: Box::new(|_, _| false),
             reply_delay: Box::new(|_, _| None),
             lacking: Vec::new(),
             watches: true,
@@ -171,6 +174,16 @@ impl Hooked {
         self
     }
 
+    /// Replies for which `lose` says true once `inner` answered never come
+    /// back (the call was applied).
+    pub fn losing_replies(
+        mut self,
+        lose: impl Fn(Call, &LockArgs) -> bool + Send + Sync + 'static,
+    ) -> Hooked {
+        self.lose = Box::new(lose);
+        self
+    }
+
     pub fn replying_late(
         mut self,
         delay: impl Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync + 'static,
@@ -199,6 +212,9 @@ impl Hooked {
             return Err(err);
         }
         let reply = inner.await;
+        if (self.lose)(call, args) {
+            std::future::pending::<()>().await;
+        }
         if let Some(delay) = (self.reply_delay)(call, args) {
             tokio::time::sleep(delay).await;
         }
