@@ -12,7 +12,6 @@
 use std::time::Duration;
 
 use quorum_lock::{Error, NetLocker};
-use tokio::io::AsyncReadExt;
 use tokio::sync::oneshot;
 
 use crate::stand_in::{self, args};
@@ -34,17 +33,7 @@ async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
         let _ = tokio::time::timeout(Duration::from_secs(5), answer_rx).await;
         assert!(stand_in::grant(&mut first, &request).await, "the answer");
         // Whether the client shuts this socket down within 4 s.
-        let mut buf = [0u8; 64];
-        let shut = tokio::time::timeout(Duration::from_secs(4), async {
-            loop {
-                match first.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-            }
-        })
-        .await
-        .is_ok();
+        let shut = stand_in::shut_by_the_client_within(&mut first, Duration::from_secs(4)).await;
         let _ = closed_tx.send(shut);
         // Later connections: welcomed and granted.
         stand_in::welcome_and_grant_every_connection(listener).await;

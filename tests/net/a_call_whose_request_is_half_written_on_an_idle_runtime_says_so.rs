@@ -69,17 +69,8 @@ async fn a_call_whose_request_is_half_written_on_an_idle_runtime_says_so() {
         }
         let _ = drained_tx.send(read);
         // Whether the client shuts this socket down within 5 s.
-        let shut = ended
-            || tokio::time::timeout(Duration::from_secs(5), async {
-                loop {
-                    match first.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-            })
-            .await
-            .is_ok();
+        let shut =
+            ended || stand_in::shut_by_the_client_within(&mut first, Duration::from_secs(5)).await;
         let _ = closed_tx.send(shut);
         stand_in::welcome_and_grant_every_connection(listener).await;
     });

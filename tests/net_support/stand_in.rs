@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::{LockArgs, NetLocker, RetryPolicy};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::wire;
@@ -98,6 +98,22 @@ pub async fn welcome_and_grant_every_connection(listener: TcpListener) {
             }
         });
     }
+}
+
+/// Whether the client shuts `stream` down (its reads end or fail) within
+/// `within`; what it sends meanwhile is read and dropped.
+pub async fn shut_by_the_client_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 64];
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
 }
 
 /// Ends a connection with a reset rather than in good order.
@@ -378,6 +394,28 @@ pub async fn connect_on_an_idle_runtime(
         thread: Some(thread),
     };
     (locker, idle)
+}
+
+/// A locker of the stand-in at `addr` (with [`config`]) connected from a
+/// multi-thread runtime of one worker of its own, and that runtime: the
+/// connection's reader and writer run there, and die when it shuts down.
+pub async fn connect_from_a_runtime_of_its_own(
+    addr: String,
+) -> (Arc<RemoteLocker>, tokio::runtime::Runtime) {
+    let (locker, runtime) = tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let locker = runtime
+            .block_on(RemoteLocker::connect(addr, config()))
+            .expect("connect");
+        (locker, runtime)
+    })
+    .await
+    .expect("the connecting thread");
+    (Arc::new(locker), runtime)
 }
 
 /// A locker made on a current-thread runtime of a thread of its own and
