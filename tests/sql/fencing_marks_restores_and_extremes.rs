@@ -9,7 +9,7 @@ use std::time::Duration;
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
 
-use crate::sql_review_support::{args_of, config, guarded_locker, run};
+use crate::sql_shared::{args_of, config, guarded_locker, run};
 use crate::sql_support::MARIA_PASSWORD;
 use crate::Servers;
 

@@ -10,7 +10,7 @@ use quorum_lock::{
     LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
 };
 
-use crate::sql_review_support::{args_of, config, guarded, guarded_locker, past_quarantine, run};
+use crate::sql_shared::{args_of, config, guarded, guarded_locker, past_quarantine, run};
 use crate::Servers;
 
 fn args(uid: &str, names: &[&str]) -> LockArgs {

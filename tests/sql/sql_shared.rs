@@ -1,13 +1,13 @@
-//! What the tests of `SqlLocker` where it once broke share
-//! (`fencing_marks_restores_and_extremes.rs`,
-//! `one_statement_grants_and_epochs.rs`): their settings, their lock
-//! arguments, a client program run to its end, and MariaDB's start-up
-//! quarantine waited out.
+//! What tests of `SqlLocker` share: the settings, lock arguments, client
+//! program runs and MariaDB quarantine wait of the tests where it once
+//! broke (`fencing_marks_restores_and_extremes.rs`,
+//! `one_statement_grants_and_epochs.rs`), and the releases of the
+//! one-round-trip tests (`one_round_trip_*.rs`).
 
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::LockArgs;
+use quorum_lock::{LockArgs, NetLocker};
 
 /// Tables named from `prefix`, holders valid for 60 s, no quarantine.
 pub fn config(prefix: &str) -> SqlConfig {
@@ -72,4 +72,28 @@ pub async fn past_quarantine(locker: &SqlLocker) {
         tokio::time::sleep(left + Duration::from_millis(100)).await;
     }
     assert_eq!(locker.quarantine_left().await.unwrap(), None);
+}
+
+/// Not held, or held in the other mode: nothing released; readers share,
+/// and the last one's release frees the name. `args` gives the arguments
+/// of a uid for a name.
+pub async fn only_holders_release_and_readers_share(
+    locker: &SqlLocker,
+    args: fn(&str, &str) -> LockArgs,
+) {
+    assert!(!locker.unlock(&args("u3", "free")).await.expect("unlock"));
+    assert!(locker.rlock(&args("r1", "shared")).await.expect("rlock"));
+    assert!(locker.rlock(&args("r2", "shared")).await.expect("rlock"));
+    assert!(!locker.unlock(&args("r1", "shared")).await.expect("unlock"));
+    assert!(locker
+        .runlock(&args("r1", "shared"))
+        .await
+        .expect("runlock"));
+    // The other reader still holds: a writer is refused.
+    assert!(!locker.lock(&args("w", "shared")).await.expect("lock"));
+    assert!(locker
+        .runlock(&args("r2", "shared"))
+        .await
+        .expect("runlock"));
+    assert!(locker.lock(&args("w", "shared")).await.expect("lock"));
 }
