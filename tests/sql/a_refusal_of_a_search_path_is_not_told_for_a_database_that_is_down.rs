@@ -12,17 +12,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down.rs"
-            .into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {

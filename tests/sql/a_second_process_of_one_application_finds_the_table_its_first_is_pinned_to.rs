@@ -15,17 +15,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to.rs"
-            .into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {

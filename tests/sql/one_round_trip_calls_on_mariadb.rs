@@ -9,17 +9,12 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::sql_shared::only_holders_release_and_readers_share;
 use crate::sql_support::MariaServer;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/one_round_trip_calls_on_mariadb.rs".into(),
-        quorum: 1,
-    }
+    args_from("tests/sql/one_round_trip_calls_on_mariadb.rs", uid, name)
 }
 
 fn settings(prefix: &str) -> SqlConfig {

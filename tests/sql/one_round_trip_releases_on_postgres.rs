@@ -9,17 +9,16 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::sql_shared::only_holders_release_and_readers_share;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/one_round_trip_releases_on_postgres.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/one_round_trip_releases_on_postgres.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(prefix: &str) -> SqlConfig {

@@ -1,8 +1,9 @@
 //! What tests of `SqlLocker` share: the settings, lock arguments, client
 //! program runs and MariaDB quarantine wait of the tests where it once
 //! broke (`fencing_marks_restores_and_extremes.rs`,
-//! `one_statement_grants_and_epochs.rs`), and the releases of the
-//! one-round-trip tests (`one_round_trip_*.rs`).
+//! `one_statement_grants_and_epochs.rs`), the releases of the
+//! one-round-trip tests (`one_round_trip_*.rs`), and the arguments of a
+//! lock of one name that many tests take.
 
 use std::time::Duration;
 
@@ -48,6 +49,18 @@ pub fn args_of(owner: &str, uid: &str, names: &[&str]) -> LockArgs {
             .into(),
         owner: owner.into(),
         source: format!("tests/sql{owner}").into(),
+        quorum: 1,
+    }
+}
+
+/// The arguments of `uid` for the one name `name`, from the owner "test"
+/// and the source `source`.
+pub fn args_from(source: &str, uid: &str, name: &str) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: vec![name.to_owned()].into(),
+        owner: "test".into(),
+        source: source.into(),
         quorum: 1,
     }
 }
