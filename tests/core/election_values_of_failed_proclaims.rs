@@ -39,6 +39,24 @@ impl Scene {
     }
 }
 
+/// The lockers of `cluster`, each behind a link that loses proclamations
+/// while its cut (returned too, in the same order) is set.
+fn each_losing_proclamations(
+    cluster: &TestCluster,
+) -> (Vec<Arc<AtomicBool>>, Vec<Arc<dyn NetLocker>>) {
+    let links = cluster.net_lockers();
+    let cuts: Vec<Arc<AtomicBool>> = links
+        .iter()
+        .map(|_| Arc::new(AtomicBool::new(false)))
+        .collect();
+    let lockers = links
+        .into_iter()
+        .zip(&cuts)
+        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
+        .collect();
+    (cuts, lockers)
+}
+
 /// The value each locker of `cluster` holds for "jobs", in their order.
 async fn values_on(cluster: &TestCluster) -> Vec<String> {
     let mut values = Vec::new();
@@ -83,13 +101,7 @@ fn shown(reported: &[Option<Leader>]) -> Vec<Option<String>> {
 #[tokio::test(start_paused = true)]
 async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one() {
     let cluster = Arc::new(TestCluster::new(5, 23));
-    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .zip(&cuts)
-        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
-        .collect();
+    let (cuts, lockers) = each_losing_proclamations(&cluster);
     let Scene {
         watch, mut leading, ..
     } = Scene::new(&cluster, lockers, b"zero").await;
@@ -141,13 +153,7 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
 #[tokio::test(start_paused = true)]
 async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_first() {
     let cluster = Arc::new(TestCluster::new(5, 24));
-    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .zip(&cuts)
-        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
-        .collect();
+    let (cuts, lockers) = each_losing_proclamations(&cluster);
     let Scene {
         watch, mut leading, ..
     } = Scene::new(&cluster, lockers, b"first").await;
