@@ -15,7 +15,7 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
-use crate::sql_shared::args_from;
+use crate::sql_shared::{args_from, locking_other};
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
@@ -61,11 +61,7 @@ async fn two_processes_of_one_application_never_grant_one_name_to_two_writers() 
     servers
         .pg_server()
         .psql("CREATE SCHEMA app AUTHORIZATION app");
-    let other = SqlLocker::connect(&servers.pg, settings(Some("app")))
-        .await
-        .expect("a database");
-    assert!(other.lock(&args("o", "other")).await.expect("lock"));
-    assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+    let _other = locking_other(&servers.pg, settings(Some("app")), args).await;
 
     // The application's second process, with the same settings: refused
     // (a search path with the table in two schemas), saying what to set,

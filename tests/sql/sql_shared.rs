@@ -110,3 +110,16 @@ pub async fn only_holders_release_and_readers_share(
         .expect("runlock"));
     assert!(locker.lock(&args("w", "shared")).await.expect("lock"));
 }
+
+/// A locker of the database at `url` with `config`, once its lock and
+/// unlock of "other" (uid "o", arguments from `args`) went through.
+pub async fn locking_other(
+    url: &str,
+    config: SqlConfig,
+    args: fn(&str, &str) -> LockArgs,
+) -> SqlLocker {
+    let other = SqlLocker::connect(url, config).await.expect("a database");
+    assert!(other.lock(&args("o", "other")).await.expect("lock"));
+    assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+    other
+}
