@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::election_support::{client, leader_on, reports_within, until};
+use crate::election_support::{campaign_won, client, leader_on, reports_within, until};
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
 use quorum_lock::{Error, LockerConfig, NetLocker, Timeouts};
 use tokio::time::{sleep, timeout, Instant};
@@ -39,12 +39,7 @@ async fn a_candidate_whose_place_was_forgotten_keeps_contending_and_never_leads_
     };
     let cluster = Arc::new(TestCluster::with_config(3, 1, config));
     let (a, b) = (client(&cluster, "a"), client(&cluster, "b"));
-    let first = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let first = campaign_won(&a, b"a").await;
     let b_election = b.election("jobs").unwrap();
     let waiting = tokio::spawn(async move { b_election.campaign(&b"b"[..]).await });
     sleep(Duration::from_millis(100)).await;
@@ -84,12 +79,7 @@ async fn an_observer_hears_that_a_dead_leader_is_gone() {
     let (leader, watcher) = (client(&cluster, "leader"), client(&cluster, "watcher"));
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     assert_eq!(observer.recv().await, Some(None));
-    let leading = leader
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v"[..])
-        .await
-        .unwrap();
+    let leading = campaign_won(&leader, b"v").await;
     let seen = until(&mut observer, Duration::from_secs(1), Option::is_some).await;
     assert_eq!(seen.map(|l| l.term), Some(leading.term()));
 
@@ -123,12 +113,7 @@ async fn an_observer_never_goes_back_to_an_older_leader_after_a_partition() {
     );
     let mut observer = w.election("jobs").unwrap().observe().unwrap();
     assert_eq!(observer.recv().await, Some(None));
-    let first = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a1"[..])
-        .await
-        .unwrap();
+    let first = campaign_won(&a, b"a1").await;
     let seen = until(&mut observer, Duration::from_secs(1), Option::is_some).await;
     assert_eq!(seen.map(|l| l.term), Some(first.term()));
 
@@ -138,12 +123,7 @@ async fn an_observer_never_goes_back_to_an_older_leader_after_a_partition() {
     cluster.partition("a", &[2]).unwrap();
     let mut first = first;
     first.resign().await.expect("a quorum confirms");
-    let second = b
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"b1"[..])
-        .await
-        .unwrap();
+    let second = campaign_won(&b, b"b1").await;
     assert!(second.term() > first.term());
     // Node 2 still holds a's old entry and proclamation; the watcher can
     // read nodes 1 and 2 only.
@@ -221,12 +201,7 @@ async fn a_failed_resign_can_be_retried() {
 async fn a_cancelled_campaign_leaves_nothing_behind() {
     let cluster = Arc::new(TestCluster::new(3, 5));
     let (a, b) = (client(&cluster, "a"), client(&cluster, "b"));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let b_election = b.election("jobs").unwrap();
     let waited = timeout(Duration::from_secs(5), b_election.campaign(&b"b"[..])).await;
     assert!(waited.is_err(), "still waiting behind the leader");
@@ -259,12 +234,7 @@ async fn a_cancelled_campaign_leaves_nothing_behind() {
 async fn a_lost_leader_cannot_proclaim() {
     let cluster = Arc::new(TestCluster::new(3, 6));
     let (a, w) = (client(&cluster, "a"), client(&cluster, "watcher"));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"old"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"old").await;
     cluster.partition("a", &[0, 1, 2]).unwrap();
     leading.lost().await;
     cluster.heal_partition("a", &[0, 1, 2]).unwrap();
@@ -299,12 +269,7 @@ async fn a_resigned_leaders_leftover_value_is_never_reported_again() {
     let (a, w) = (client(&cluster, "a"), client(&cluster, "watcher"));
     let watch = w.election("jobs").unwrap();
     let mut observer = watch.observe().unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let seen = until(&mut observer, Duration::from_secs(2), Option::is_some).await;
     assert_eq!(seen.map(|l| l.term), Some(leading.term()));
 
@@ -354,12 +319,7 @@ async fn a_cancelled_campaigns_value_left_on_one_node_is_never_reported() {
     let b = common::seeded(lockers, "b", 7);
     let watch = w.election("jobs").unwrap();
     let mut observer = watch.observe().unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let a_term = leading.term();
     until(&mut observer, Duration::from_secs(2), Option::is_some).await;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use quorum_lock::testing::{Latency, TestCluster};
 use quorum_lock::Error;
 
-use crate::election_support::client;
+use crate::election_support::{campaign_won, client};
 use tokio::time::{sleep, timeout, Instant};
 
 /// Found by the review (fixed): a cancelled `proclaim` did not advance the
@@ -25,12 +25,7 @@ use tokio::time::{sleep, timeout, Instant};
 async fn a_cancelled_proclaim_never_shadows_a_later_one() {
     let cluster = Arc::new(TestCluster::new(3, 11));
     let (a, w) = (client(&cluster, "a"), client(&cluster, "watcher"));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v1"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"v1").await;
 
     // v2 reaches locker 0 only; the calls to 1 and 2 hang, and the caller
     // gives up (cancels) as the docs allow.
@@ -74,12 +69,7 @@ async fn a_proclaim_racing_the_end_of_the_lease_lives_no_longer_than_the_entry()
     let cluster = Arc::new(TestCluster::new(3, 12));
     let (a, w) = (client(&cluster, "a"), client(&cluster, "watcher"));
     let start = Instant::now();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"old"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"old").await;
     let lost_at = Arc::new(std::sync::Mutex::new(None));
     tokio::spawn({
         let lost = leading.lost();
@@ -142,29 +132,14 @@ async fn hostile_names_and_values_do_not_panic() {
 async fn terms_grow_across_a_full_restart() {
     let cluster = Arc::new(TestCluster::new(3, 14));
     let (a, b) = (client(&cluster, "a"), client(&cluster, "b"));
-    let mut first = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut first = campaign_won(&a, b"a").await;
     let t1 = first.term();
     first.resign().await.unwrap();
     cluster.restart(&[0, 1, 2]).unwrap();
-    let mut second = b
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"b"[..])
-        .await
-        .unwrap();
+    let mut second = campaign_won(&b, b"b").await;
     assert!(second.term() > t1, "{} <= {t1}", second.term());
     second.resign().await.unwrap();
-    let third = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let third = campaign_won(&a, b"a").await;
     assert!(third.term() > second.term());
 }
 
@@ -177,24 +152,14 @@ async fn terms_grow_across_a_full_restart() {
 async fn failed_resign_then_drop_still_frees_the_entries() {
     let cluster = Arc::new(TestCluster::new(3, 15));
     let (a, b) = (client(&cluster, "a"), client(&cluster, "b"));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let t1 = leading.term();
     cluster.partition("a", &[0, 1]).unwrap();
     assert!(leading.resign().await.is_err());
     drop(leading);
     cluster.heal_partition("a", &[0, 1]).unwrap();
     let start = Instant::now();
-    let next = b
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"b"[..])
-        .await
-        .unwrap();
+    let next = campaign_won(&b, b"b").await;
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "{:?}",
@@ -210,12 +175,7 @@ async fn failed_resign_then_drop_still_frees_the_entries() {
 async fn the_repeater_mends_a_cancelled_proclaim() {
     let cluster = Arc::new(TestCluster::new(3, 13));
     let (a, w) = (client(&cluster, "a"), client(&cluster, "watcher"));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v1"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"v1").await;
     cluster.partition("a", &[1, 2]).unwrap();
     let cancelled = timeout(Duration::from_millis(50), leading.proclaim(&b"v2"[..])).await;
     assert!(cancelled.is_err(), "cancelled while waiting for a quorum");

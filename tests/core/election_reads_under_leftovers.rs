@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::election_support::{client, leader_on, loses_proclamations, reports_within};
+use crate::election_support::{
+    campaign_won, client, leader_on, loses_proclamations, reports_within,
+};
 use quorum_lock::testing::{CallKind, Latency, Relay, Route, TestCluster};
 use quorum_lock::{Error, NetLocker};
 use tokio::time::{sleep, timeout, Instant};
@@ -35,12 +37,7 @@ async fn a_value_on_one_locker_of_three_is_not_reported_as_the_leaders() {
     let a = common::seeded(lockers, "a", 7);
     let w = client(&cluster, "watcher");
     let watch = w.election("jobs").unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"first"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"first").await;
     let mut observer = watch.observe().unwrap();
     let first = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&first.value[..], b"first");
@@ -101,12 +98,7 @@ async fn a_resigned_leaders_copies_on_two_of_five_lockers_are_never_reported() {
     let watch = w.election("jobs").unwrap();
     let mut observer = watch.observe().unwrap();
     assert_eq!(observer.recv().await, Some(None));
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let term = leading.term();
     let seen = observer.recv().await.flatten().expect("the leader");
     assert_eq!(seen.term, term);
@@ -159,12 +151,7 @@ async fn an_observer_keeps_reporting_while_values_change_faster_than_its_reads()
         .map(|l| slow_leader_replies(l, Duration::from_millis(150)))
         .collect();
     let w = common::seeded(far, "watcher", 7);
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v0"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"v0").await;
     let watch = w.election("jobs").unwrap();
     let mut observer = watch.observe().unwrap();
     assert!(observer.recv().await.flatten().is_some());

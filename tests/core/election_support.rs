@@ -9,12 +9,17 @@ use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Leader, LockArgs, NetLocker, Observer, Proclamation};
+use quorum_lock::{Dsync, Leader, Leadership, LockArgs, NetLocker, Observer, Proclamation};
 use tokio::time::{timeout, Instant};
 
 /// A client of `cluster` whose calls carry `owner`, which partitions cut off.
 pub(crate) fn client(cluster: &TestCluster, owner: &str) -> Dsync {
     common::seeded(cluster.net_lockers(), owner, 7)
+}
+
+/// The leadership `ds` won by campaigning in "jobs" with `value`.
+pub(crate) async fn campaign_won(ds: &Dsync, value: &[u8]) -> Leadership {
+    ds.election("jobs").unwrap().campaign(value).await.unwrap()
 }
 
 /// What one locker alone says of the election `name`.

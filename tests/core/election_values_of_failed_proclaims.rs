@@ -9,9 +9,86 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::election_support::{leader_on, loses_proclamations};
+use crate::election_support::{campaign_won, leader_on, loses_proclamations};
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::{Dsync, Election, Error, Leader, Leadership, NetLocker, Observer};
+
+/// The leader "a" over `lockers` (choices drawn from 7), its campaign in
+/// "jobs" won with `first`, and the watcher's view of "jobs" through the
+/// lockers of `cluster` (choices drawn from 8).
+struct Scene {
+    /// The clients, kept for as long as the test runs.
+    _a: Dsync,
+    _w: Dsync,
+    watch: Election,
+    leading: Leadership,
+}
+
+impl Scene {
+    async fn new(cluster: &TestCluster, lockers: Vec<Arc<dyn NetLocker>>, first: &[u8]) -> Scene {
+        let a = common::seeded(lockers, "a", 7);
+        let w = common::seeded(cluster.net_lockers(), "watcher", 8);
+        let watch = w.election("jobs").unwrap();
+        let leading = campaign_won(&a, first).await;
+        Scene {
+            _a: a,
+            _w: w,
+            watch,
+            leading,
+        }
+    }
+}
+
+/// The lockers of `cluster`, each behind a link that loses proclamations
+/// while its cut (returned too, in the same order) is set.
+fn each_losing_proclamations(
+    cluster: &TestCluster,
+) -> (Vec<Arc<AtomicBool>>, Vec<Arc<dyn NetLocker>>) {
+    let links = cluster.net_lockers();
+    let cuts: Vec<Arc<AtomicBool>> = links
+        .iter()
+        .map(|_| Arc::new(AtomicBool::new(false)))
+        .collect();
+    let lockers = links
+        .into_iter()
+        .zip(&cuts)
+        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
+        .collect();
+    (cuts, lockers)
+}
+
+/// The value each locker of `cluster` holds for "jobs", in their order.
+async fn values_on(cluster: &TestCluster) -> Vec<String> {
+    let mut values = Vec::new();
+    for l in cluster.lockers() {
+        let p = leader_on(&**l, "jobs")
+            .await
+            .expect("a value on every node");
+        values.push(String::from_utf8_lossy(&p.value).into_owned());
+    }
+    values
+}
+
+/// What `observer` reports over the next 10 s.
+async fn reports_for_10_s(observer: &mut Observer) -> Vec<Option<Leader>> {
+    let mut reported = Vec::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
+        reported.push(item);
+    }
+    reported
+}
+
+/// The values of `reported`, `None` where it said no leader.
+fn shown(reported: &[Option<Leader>]) -> Vec<Option<String>> {
+    reported
+        .iter()
+        .map(|l| {
+            l.as_ref()
+                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
+        })
+        .collect()
+}
 
 /// Five lockers, the leader proclaimed "zero" on all. Its proclaim of
 /// "one" reaches node 2 only and fails; its proclaim of "two" reaches
@@ -24,22 +101,10 @@ use quorum_lock::{Error, NetLocker};
 #[tokio::test(start_paused = true)]
 async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one() {
     let cluster = Arc::new(TestCluster::new(5, 23));
-    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .zip(&cuts)
-        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
-        .collect();
-    let a = common::seeded(lockers, "a", 7);
-    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
-    let watch = w.election("jobs").unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"zero"[..])
-        .await
-        .unwrap();
+    let (cuts, lockers) = each_losing_proclamations(&cluster);
+    let Scene {
+        watch, mut leading, ..
+    } = Scene::new(&cluster, lockers, b"zero").await;
     let cut_all_but = |reach: &[usize]| {
         for (i, cut) in cuts.iter().enumerate() {
             cut.store(!reach.contains(&i), Ordering::SeqCst);
@@ -58,13 +123,7 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
         "{two:?}"
     );
     assert!(!leading.is_lost());
-    let mut values = Vec::new();
-    for l in cluster.lockers() {
-        let p = leader_on(&**l, "jobs")
-            .await
-            .expect("a value on every node");
-        values.push(String::from_utf8_lossy(&p.value).into_owned());
-    }
+    let values = values_on(&cluster).await;
     assert_eq!(values, ["two", "two", "one", "zero", "zero"]);
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(50)), &[3, 4])
@@ -94,22 +153,10 @@ async fn two_failed_proclaims_on_different_lockers_do_not_confirm_the_older_one(
 #[tokio::test(start_paused = true)]
 async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_first() {
     let cluster = Arc::new(TestCluster::new(5, 24));
-    let cuts: Vec<Arc<AtomicBool>> = (0..5).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .zip(&cuts)
-        .map(|(l, cut)| loses_proclamations(l, cut.clone()))
-        .collect();
-    let a = common::seeded(lockers, "a", 7);
-    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
-    let watch = w.election("jobs").unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"first"[..])
-        .await
-        .unwrap();
+    let (cuts, lockers) = each_losing_proclamations(&cluster);
+    let Scene {
+        watch, mut leading, ..
+    } = Scene::new(&cluster, lockers, b"first").await;
     let mut observer = watch.observe().unwrap();
     let seen = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&seen.value[..], b"first");
@@ -126,28 +173,12 @@ async fn a_value_a_write_quorum_stored_is_reported_whichever_lockers_answer_firs
         .await
         .expect("nodes 0, 1 and 2 store it");
 
-    let mut reported = Vec::new();
-    let end = tokio::time::Instant::now() + Duration::from_secs(10);
-    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
-        reported.push(item);
-    }
+    let reported = reports_for_10_s(&mut observer).await;
     assert!(!leading.is_lost(), "the leader still leads");
-    let mut values = Vec::new();
-    for l in cluster.lockers() {
-        let p = leader_on(&**l, "jobs")
-            .await
-            .expect("a value on every node");
-        values.push(String::from_utf8_lossy(&p.value).into_owned());
-    }
+    let values = values_on(&cluster).await;
     assert_eq!(values, ["second", "second", "second", "first", "first"]);
     let read = watch.leader().await.unwrap().expect("a leader");
-    let shown: Vec<_> = reported
-        .iter()
-        .map(|l| {
-            l.as_ref()
-                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
-        })
-        .collect();
+    let shown = shown(&reported);
     assert!(
         shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
         "10 s after proclaim(\"second\") returned Ok, with \"second\" on 3 of 5 lockers, the \
@@ -172,15 +203,9 @@ async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_
             _ => l,
         })
         .collect();
-    let a = common::seeded(lockers, "a", 7);
-    let w = common::seeded(cluster.net_lockers(), "watcher", 8);
-    let watch = w.election("jobs").unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"first"[..])
-        .await
-        .unwrap();
+    let Scene {
+        watch, mut leading, ..
+    } = Scene::new(&cluster, lockers, b"first").await;
     let mut observer = watch.observe().unwrap();
     let seen = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&seen.value[..], b"first");
@@ -192,20 +217,10 @@ async fn a_value_two_of_three_lockers_stored_is_reported_when_the_third_answers_
         .proclaim(&b"second"[..])
         .await
         .expect("nodes 0 and 1 store it");
-    let mut reported = Vec::new();
-    let end = tokio::time::Instant::now() + Duration::from_secs(10);
-    while let Ok(Some(item)) = tokio::time::timeout_at(end, observer.recv()).await {
-        reported.push(item);
-    }
+    let reported = reports_for_10_s(&mut observer).await;
     assert!(!leading.is_lost(), "the leader still leads");
     let read = watch.leader().await.unwrap().expect("a leader");
-    let shown: Vec<_> = reported
-        .iter()
-        .map(|l| {
-            l.as_ref()
-                .map(|l| String::from_utf8_lossy(&l.value).into_owned())
-        })
-        .collect();
+    let shown = shown(&reported);
     assert!(
         shown.contains(&Some("second".to_string())) && &read.value[..] == b"second",
         "10 s after proclaim(\"second\") returned Ok, with \"second\" on 2 of 3 lockers, the \

@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use crate::common::hooked::{Hooked, Optional};
 use quorum_lock::{
-    Dsync, Error, FencingGate, LocalLocker, LockArgs, LockMode, NetLocker, StaleToken, WaitArgs,
-    WaitReply,
+    Dsync, Error, FencingGate, LocalLocker, LockArgs, LockMode, NetLocker, StaleToken,
 };
 use tokio::time::sleep;
 
@@ -109,95 +108,26 @@ async fn one_token_covers_every_resource_of_a_multi_resource_lock() {
     );
 }
 
-/// Forwards every call to a `LocalLocker`, or none while cut: the calls of
-/// a holder whose network (or process) stopped.
-struct Cuttable {
-    inner: Arc<LocalLocker>,
-    cut: Arc<AtomicBool>,
-}
-
-impl Cuttable {
-    async fn gate(&self) {
-        if self.cut.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-#[async_trait]
-impl NetLocker for Cuttable {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.gate().await;
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.gate().await;
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.gate().await;
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
+/// Forwards every call to `node`, or none while `cut`: the calls of a
+/// holder whose network (or process) stopped.
+fn cuttable(node: &Arc<LocalLocker>, cut: Arc<AtomicBool>) -> Arc<dyn NetLocker> {
+    Hooked::new(node.clone())
+        .cut_while(move |_, _| cut.load(Ordering::SeqCst))
+        .lacking(&[
+            Optional::Queues,
+            Optional::Proclaim,
+            Optional::Leader,
+            Optional::Locks,
+        ])
+        .online(true)
+        .local(true)
+        .shared()
 }
 
 /// A client over `nodes` whose every call can be cut with the returned switch.
 fn cuttable_client(nodes: &[Arc<LocalLocker>], owner: &str) -> (Dsync, Arc<AtomicBool>) {
     let cut = Arc::new(AtomicBool::new(false));
-    let lockers = nodes
-        .iter()
-        .map(|n| {
-            Arc::new(Cuttable {
-                inner: n.clone(),
-                cut: cut.clone(),
-            }) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = nodes.iter().map(|n| cuttable(n, cut.clone())).collect();
     (client(lockers, owner), cut)
 }
 
@@ -328,10 +258,7 @@ async fn a_node_that_missed_a_token_does_not_hold_the_next_one_back() {
             } else {
                 Arc::new(AtomicBool::new(false))
             };
-            Arc::new(Cuttable {
-                inner: n.clone(),
-                cut,
-            }) as Arc<dyn NetLocker>
+            cuttable(n, cut)
         })
         .collect();
     let a_ds = client(a_lockers, "a");
@@ -389,46 +316,19 @@ async fn a_node_that_missed_a_token_does_not_hold_the_next_one_back() {
 
 /// Forwards everything except `fence`: a locker of the first protocol
 /// generation, which has no fencing counters.
-struct NoFence(Arc<LocalLocker>);
-
-#[async_trait]
-impl NetLocker for NoFence {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.refresh(args).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        format!("old({})", self.0.endpoint())
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
+fn no_fence(node: &Arc<LocalLocker>) -> Arc<dyn NetLocker> {
+    Hooked::new(node.clone())
+        .lacking(&Optional::ALL)
+        .named(format!("old({})", node.endpoint()))
+        .online(true)
+        .local(true)
+        .shared()
 }
 
 #[tokio::test(start_paused = true)]
 async fn lockers_without_fencing_report_unsupported() {
     let nodes = nodes(3);
-    let old: Vec<Arc<dyn NetLocker>> = nodes
-        .iter()
-        .map(|n| Arc::new(NoFence(n.clone())) as Arc<dyn NetLocker>)
-        .collect();
+    let old: Vec<Arc<dyn NetLocker>> = nodes.iter().map(no_fence).collect();
     let ds = client(old, "old");
     let m = ds.rw_mutex(["r"]).unwrap();
     let g = m.lock().await.unwrap();
@@ -487,7 +387,7 @@ async fn lockers_without_fencing_count_as_failed_wherever_they_sit() {
                 .enumerate()
                 .map(|(i, n)| {
                     if is_old(i) {
-                        Arc::new(NoFence(n)) as Arc<dyn NetLocker>
+                        no_fence(&n)
                     } else {
                         n as Arc<dyn NetLocker>
                     }

@@ -15,29 +15,42 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::common::hooked::{Call, Hooked, Optional};
 use crate::common::nodes;
-use async_trait::async_trait;
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, NetLocker, WaitArgs, WaitReply,
-};
+use quorum_lock::{Dsync, Lease, LocalLocker, NetLocker};
 use tokio::time::{sleep, Instant};
 
-/// Forwards everything; while muted, a `lock_wait` after the first one of
-/// its uid reaches the inner locker but its reply never comes back.
+/// The `lock_wait` calls a locker saw: while muted, one after the first
+/// of its uid reaches the locker but its reply never comes back.
+#[derive(Default)]
 struct LostWaitReplies {
-    inner: Arc<LocalLocker>,
     muted: AtomicBool,
     /// `lock_wait` calls seen per uid, in order of first sight.
     seen: Mutex<Vec<(String, usize)>>,
 }
 
 impl LostWaitReplies {
-    fn wrap(inner: Arc<LocalLocker>) -> Arc<Self> {
-        Arc::new(LostWaitReplies {
-            inner,
-            muted: AtomicBool::new(false),
-            seen: Mutex::new(Vec::new()),
-        })
+    /// `inner`, forwarding everything, its `lock_wait` replies lost as
+    /// `lost` says.
+    fn wrap(inner: Arc<LocalLocker>, lost: Arc<LostWaitReplies>) -> Arc<dyn NetLocker> {
+        let name = format!("lost-wait-replies({})", inner.endpoint());
+        let counted = lost.clone();
+        Hooked::new(inner)
+            .arriving_late(move |call, args| {
+                if call == Call::LockWait {
+                    counted.count(&args.uid);
+                }
+                None
+            })
+            // Nothing runs between a call's arrival and its reply: the
+            // in-process locker answers at once.
+            .losing_replies(move |call, args| {
+                call == Call::LockWait && lost.again(&args.uid) && lost.muted.load(Ordering::SeqCst)
+            })
+            .lacking(&[Optional::Proclaim, Optional::Leader, Optional::Validity])
+            .named(name)
+            .local(true)
+            .shared()
     }
 
     fn mute(&self) {
@@ -50,80 +63,19 @@ impl LostWaitReplies {
         seen.iter().map(|(uid, _)| uid.clone()).collect()
     }
 
-    /// Counts the call; true when it is not the first of its uid.
-    fn again(&self, uid: &str) -> bool {
+    /// Counts a call of `uid`.
+    fn count(&self, uid: &str) {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         match seen.iter_mut().find(|(u, _)| u == uid) {
-            Some((_, calls)) => {
-                *calls += 1;
-                true
-            }
-            None => {
-                seen.push((uid.to_owned(), 1));
-                false
-            }
+            Some((_, calls)) => *calls += 1,
+            None => seen.push((uid.to_owned(), 1)),
         }
     }
-}
 
-#[async_trait]
-impl NetLocker for LostWaitReplies {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        let again = self.again(&args.uid);
-        let reply = self.inner.lock_wait(args, mode, wait).await;
-        if again && self.muted.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-        reply
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        format!("lost-wait-replies({})", self.inner.endpoint())
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        true
+    /// Whether the calls of `uid` counted so far are more than one.
+    fn again(&self, uid: &str) -> bool {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.iter().any(|(u, calls)| u == uid && *calls > 1)
     }
 }
 
@@ -146,11 +98,11 @@ struct Setup {
 }
 
 fn setup(seed: u64) -> Setup {
-    let wrapped: Vec<Arc<LostWaitReplies>> =
-        nodes(3).into_iter().map(LostWaitReplies::wrap).collect();
-    let lockers: Vec<Arc<dyn NetLocker>> = wrapped
-        .iter()
-        .map(|l| l.clone() as Arc<dyn NetLocker>)
+    let wrapped: Vec<Arc<LostWaitReplies>> = (0..3).map(|_| Arc::default()).collect();
+    let lockers: Vec<Arc<dyn NetLocker>> = nodes(3)
+        .into_iter()
+        .zip(&wrapped)
+        .map(|(node, lost)| LostWaitReplies::wrap(node, lost.clone()))
         .collect();
     let client = |owner: &str| {
         Dsync::builder(lockers.clone())

@@ -18,9 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use crate::common::hooked::{Call, Hooked, Optional};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, LockInfo, NetLocker, Timeouts};
+use quorum_lock::{Dsync, Error, LocalLocker, NetLocker, Timeouts};
 use tokio::time::Instant;
 
 const SEED: u64 = 7_393;
@@ -63,47 +63,23 @@ async fn lock_listing_with_crashed_lockers_names_them() {
     );
 }
 
-/// A locker whose listing never answers.
-struct SilentListing {
-    inner: Arc<LocalLocker>,
-    name: String,
-}
-
-#[async_trait]
-impl NetLocker for SilentListing {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        std::future::pending().await
-    }
-    fn endpoint(&self) -> String {
-        self.name.clone()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        false
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
+/// A locker whose listing never answers; it forwards its other calls to
+/// `inner`.
+fn silent_listing(inner: Arc<LocalLocker>, name: String) -> Arc<dyn NetLocker> {
+    Hooked::new(inner)
+        .cut_while(|call, _| call == Call::Locks)
+        .lacking(&[
+            Optional::RefreshMode,
+            Optional::LockWait,
+            Optional::Queues,
+            Optional::Fence,
+            Optional::Proclaim,
+            Optional::Leader,
+        ])
+        .named(name)
+        .online(true)
+        .local(false)
+        .shared()
 }
 
 #[tokio::test(start_paused = true)]
@@ -115,10 +91,7 @@ async fn lock_listing_with_silent_lockers_names_them() {
             if i == 0 {
                 inner
             } else {
-                Arc::new(SilentListing {
-                    inner,
-                    name: format!("node-{i}"),
-                })
+                silent_listing(inner, format!("node-{i}"))
             }
         })
         .collect();

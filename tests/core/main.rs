@@ -13,6 +13,7 @@ mod a_fencing_draw;
 mod a_permit_whose_count_was_just_forced_open_draws_no_fencing_token;
 mod a_released_lock_leaves_no_entry_behind_its_late_re_check;
 mod a_semaphore_acquire;
+mod a_semaphore_check_left_behind;
 mod a_wait_for_a_held_lock;
 mod a_wait_in_quarantine;
 mod basics;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
+use crate::election_support::campaign_won;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::NetLocker;
 use tokio::time::sleep;
@@ -38,12 +39,7 @@ async fn a_proclaim_cancelled_before_any_locker_stored_it_reports_nothing_new() 
     let watcher = common::seeded(cluster.net_lockers(), "watcher", 2);
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     assert_eq!(observer.recv().await, Some(None));
-    let mut leading = leader
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v0"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&leader, b"v0").await;
     let first = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&first.value[..], b"v0");
 

@@ -12,81 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::hooked::{Hooked, Optional};
 use crate::common::{observer_of, owned_client};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{
-    Error, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply, WatchArgs,
-};
+use quorum_lock::NetLocker;
 use tokio::time::Instant;
-
-/// Passes every call on, but registers no watch: the locker never pushes.
-struct NoWatch(Arc<dyn NetLocker>);
-
-#[async_trait::async_trait]
-impl NetLocker for NoWatch {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.0.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.0.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.0.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.0.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.0.proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        _watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.0.leader(args, None).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.0.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        self.0.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.0.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.0.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.0.validity()
-    }
-}
 
 /// `unlock_late`: how much later than the others locker 1 gets the
 /// leader's unlock. Returns how long after the resign returned (a write
@@ -97,7 +27,14 @@ async fn no_leader_after(seed: u64, unlock_late: Duration) -> Result<Duration, S
     let view: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| Arc::new(NoWatch(l)) as Arc<dyn NetLocker>)
+        // Every call passes on, but no watch is registered: the lockers
+        // never push.
+        .map(|l| {
+            Hooked::new(l)
+                .without_watches()
+                .lacking(&[Optional::Locks])
+                .shared()
+        })
         .collect();
     let watcher = owned_client(view, "watcher", seed)?;
     let mut observer = observer_of(&watcher, "jobs")?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::election_support::reports_within;
+use crate::election_support::{campaign_won, reports_within};
 use quorum_lock::{
     Error, Leader, LocalLocker, LockArgs, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply,
     WatchArgs,
@@ -180,12 +180,7 @@ async fn a_read_begun_later_but_answered_earlier_does_not_bring_a_resigned_leade
     let leader_client = common::seeded(direct, "leader", 5);
     let watcher = common::seeded(scripted, "watcher", 6);
 
-    let mut leading = leader_client
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"first"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&leader_client, b"first").await;
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     let first = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&first.value[..], b"first");
@@ -247,12 +242,7 @@ async fn an_observer_keeps_reporting_while_values_change_faster_than_a_read() {
     let cluster = TestCluster::new(3, 31);
     let leader_client = common::seeded(cluster.net_lockers(), "leader", 1);
     let watcher = common::seeded(cluster.net_lockers(), "watcher", 2);
-    let mut leading = leader_client
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"v0"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&leader_client, b"v0").await;
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     let first = observer.recv().await.flatten().expect("the leader");
     cluster
@@ -332,12 +322,7 @@ async fn a_read_begun_later_but_answered_earlier_does_not_hide_the_next_leader()
     let two = common::seeded(direct(), "two", 9);
     let watcher = common::seeded(scripted, "watcher", 6);
 
-    let mut leading = one
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"one"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&one, b"one").await;
     let mut observer = watcher.election("jobs").unwrap().observe().unwrap();
     let first = observer.recv().await.flatten().expect("the leader");
     assert_eq!(&first.value[..], b"one");
@@ -365,12 +350,7 @@ async fn a_read_begun_later_but_answered_earlier_does_not_hide_the_next_leader()
         }
     }
     link.phase.store(DIRECT, Ordering::SeqCst);
-    let next = two
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"two"[..])
-        .await
-        .unwrap();
+    let next = campaign_won(&two, b"two").await;
     assert_eq!(
         link.arrived[1].load(Ordering::SeqCst),
         0,

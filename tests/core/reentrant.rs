@@ -9,115 +9,48 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::FutureExt;
-use quorum_lock::{
-    Dsync, Error, LocalLocker, LockArgs, LockInfo, LockMode, NetLocker, ReentrantGuard, WaitArgs,
-    WaitReply,
-};
+use quorum_lock::{Dsync, Error, LocalLocker, LockMode, NetLocker, ReentrantGuard};
 use tokio::time::{sleep, Instant};
 
 use crate::common;
+use crate::common::hooked::{Call, Hooked, Optional};
 use crate::common::{holders_of, leftovers, nodes};
 
-/// Forwards to a `LocalLocker` and counts the calls a lock makes: grants
-/// asked for, releases and fencing tokens drawn (refreshes, which the
-/// keeper sends on its own schedule, are not counted). Asks for grants
-/// after `delay`, so that a first acquisition can be kept in flight.
+/// The calls a lock made of one locker: grants asked for, releases and
+/// fencing tokens drawn (refreshes, which the keeper sends on its own
+/// schedule, are not counted).
+#[derive(Default)]
 struct Counting {
-    inner: Arc<LocalLocker>,
-    delay: Duration,
     acquires: AtomicUsize,
     releases: AtomicUsize,
     fences: AtomicUsize,
 }
 
-impl Counting {
-    async fn asking(&self) {
-        self.acquires.fetch_add(1, Ordering::SeqCst);
-        if !self.delay.is_zero() {
-            sleep(self.delay).await;
-        }
-    }
-}
-
-#[async_trait]
-impl NetLocker for Counting {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.asking().await;
-        self.inner.lock(args).await
-    }
-
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.asking().await;
-        self.inner.rlock(args).await
-    }
-
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.asking().await;
-        self.inner.lock_wait(args, mode, wait).await
-    }
-
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.releases.fetch_add(1, Ordering::SeqCst);
-        self.inner.unlock(args).await
-    }
-
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.releases.fetch_add(1, Ordering::SeqCst);
-        self.inner.runlock(args).await
-    }
-
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.fences.fetch_add(1, Ordering::SeqCst);
-        self.inner.fence(args, mode, floor).await
-    }
-
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-
-    fn endpoint(&self) -> String {
-        format!("counting({})", self.inner.endpoint())
-    }
-
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-
-    fn is_local(&self) -> bool {
-        true
-    }
-
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
+/// Forwards to `node` and counts the calls a lock makes in `counting`.
+/// Asks for grants after `delay`, so that a first acquisition can be kept
+/// in flight.
+fn counted(
+    node: &Arc<LocalLocker>,
+    delay: Duration,
+    counting: Arc<Counting>,
+) -> Arc<dyn NetLocker> {
+    Hooked::new(node.clone())
+        .arriving_late(move |call, _| {
+            let counter = match call {
+                Call::Lock | Call::RLock | Call::LockWait => &counting.acquires,
+                Call::Unlock | Call::RUnlock => &counting.releases,
+                Call::Fence => &counting.fences,
+                _ => return None,
+            };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let asking = matches!(call, Call::Lock | Call::RLock | Call::LockWait);
+            (asking && !delay.is_zero()).then_some(delay)
+        })
+        .lacking(&[Optional::Proclaim, Optional::Leader])
+        .named(format!("counting({})", node.endpoint()))
+        .local(true)
+        .shared()
 }
 
 struct Cluster {
@@ -146,21 +79,11 @@ impl Cluster {
 
 fn cluster(n: usize, delay: Duration) -> Cluster {
     let nodes = nodes(n);
-    let counters: Vec<Arc<Counting>> = nodes
+    let counters: Vec<Arc<Counting>> = nodes.iter().map(|_| Arc::default()).collect();
+    let lockers = nodes
         .iter()
-        .map(|node| {
-            Arc::new(Counting {
-                inner: node.clone(),
-                delay,
-                acquires: AtomicUsize::new(0),
-                releases: AtomicUsize::new(0),
-                fences: AtomicUsize::new(0),
-            })
-        })
-        .collect();
-    let lockers = counters
-        .iter()
-        .map(|c| c.clone() as Arc<dyn NetLocker>)
+        .zip(&counters)
+        .map(|(node, counting)| counted(node, delay, counting.clone()))
         .collect();
     let ds = common::seeded(lockers, "reentrant-test", 24);
     Cluster {

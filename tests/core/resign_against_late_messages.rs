@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
+use crate::election_support::campaign_won;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Error, NetLocker};
 use tokio::time::sleep;
@@ -61,12 +62,7 @@ async fn a_confirmed_resign_is_not_undone_by_a_refresh_that_arrives_after_it() {
     let a = common::seeded(lockers, "a", 7);
     let w = common::seeded(cluster.net_lockers(), "watcher", 8);
     let watch = w.election("jobs").unwrap();
-    let mut leading = a
-        .election("jobs")
-        .unwrap()
-        .campaign(&b"a"[..])
-        .await
-        .unwrap();
+    let mut leading = campaign_won(&a, b"a").await;
     let term = leading.term();
 
     cluster.restart(&[2]).unwrap();

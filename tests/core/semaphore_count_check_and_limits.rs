@@ -10,6 +10,7 @@ use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, LockMode};
 use tokio::time::{sleep, timeout};
 
+use crate::a_semaphore_check_left_behind::leave_a_count_check_on_locker_2;
 use crate::election_support::client;
 
 /// Lets every background task (releases, abandoned waits) run out.
@@ -47,48 +48,9 @@ async fn a_leftover_count_check_delays_but_is_never_taken_for_another_count() {
     let a = client(&cluster, "a");
     let b = client(&cluster, "b");
     let sem = |ds: &quorum_lock::Dsync| ds.semaphore("jobs", 2).unwrap();
-    // Both permits held, `c` at the head of the line, `a` behind it.
-    let h1 = sem(&h).acquire().await.unwrap();
-    let h2 = sem(&h).acquire().await.unwrap();
-    let c_task = tokio::spawn({
-        let s = sem(&c);
-        async move { s.acquire().await }
-    });
-    sleep(Duration::from_millis(10)).await;
-    let a_task = tokio::spawn({
-        let s = sem(&a);
-        async move { s.acquire().await }
-    });
-    sleep(Duration::from_millis(10)).await;
-    // From now on locker 2 applies everything and answers nothing.
-    cluster.drop_replies(1.0, true, &[2]).unwrap();
-    // `c` takes slot 0 and leaves the line; `a` takes the line and checks
-    // the count (applied on locker 2, unanswered), then waits for a slot.
-    drop(h1);
-    let c_permit = timeout(Duration::from_secs(5), c_task)
-        .await
-        .expect("c granted")
-        .unwrap()
-        .unwrap();
-    sleep(Duration::from_millis(50)).await;
-    // `a` takes slot 1 and leaves the line (that unlock lands on locker 2).
-    drop(h2);
-    let a_permit = timeout(Duration::from_secs(5), a_task)
-        .await
-        .expect("a granted")
-        .unwrap()
-        .unwrap();
-    sleep(Duration::from_millis(50)).await;
-    // `a` is cut off from locker 2 before its check call gives up (1 s)
-    // and unlocks there; locker 2 answers again.
-    cluster.partition("a", &[2]).unwrap();
-    cluster.drop_replies(0.0, true, &[2]).unwrap();
-    sleep(Duration::from_secs(2)).await;
-    // Locker 0 goes down (one of three: the mutex does not mind); `a`
-    // gives its permit back.
-    cluster.crash(&[0]).unwrap();
-    drop(a_permit);
-    sleep(Duration::from_millis(100)).await;
+    // `a`'s check is left on locker 2, locker 0 is down, and `c` holds a
+    // permit.
+    let c_permit = leave_a_count_check_on_locker_2(&cluster, &h, &c, &a).await;
     // The leftover: `a`'s write lock on the flipped digits, on locker 2
     // alone, and nothing of `a`'s on the line there.
     let on_two = cluster.lockers()[2].snapshot();

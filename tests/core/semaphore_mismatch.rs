@@ -10,6 +10,7 @@ use quorum_lock::testing::{CallKind, Latency, TestCluster};
 use quorum_lock::{Dsync, Error, LockMode, Semaphore};
 use tokio::time::{sleep, timeout, Instant};
 
+use crate::a_semaphore_check_left_behind::leave_a_count_check_on_locker_2;
 use crate::election_support::client;
 
 fn sem(ds: &Dsync, permits: usize) -> Semaphore {
@@ -45,45 +46,9 @@ async fn a_count_read_out_whose_release_missed_a_locker_is_never_taken_for_anoth
     let b = client(&cluster, "b");
     let d = client(&cluster, "d");
 
-    // 1. Both permits held, `c` at the head of the line, `a` behind it.
-    let h1 = sem(&h, 2).acquire().await.unwrap();
-    let h2 = sem(&h, 2).acquire().await.unwrap();
-    let c_task = tokio::spawn({
-        let s = sem(&c, 2);
-        async move { s.acquire().await }
-    });
-    sleep(Duration::from_millis(10)).await;
-    let a_task = tokio::spawn({
-        let s = sem(&a, 2);
-        async move { s.acquire().await }
-    });
-    sleep(Duration::from_millis(10)).await;
-    // Locker 2 applies everything and answers nothing: `c` takes slot 0;
-    // `a` takes the line and checks the count (applied on locker 2,
-    // unanswered), then waits for a slot.
-    cluster.drop_replies(1.0, true, &[2]).unwrap();
-    drop(h1);
-    let c_permit = timeout(Duration::from_secs(5), c_task)
-        .await
-        .expect("c granted")
-        .unwrap()
-        .unwrap();
-    sleep(Duration::from_millis(50)).await;
-    drop(h2);
-    let a_permit = timeout(Duration::from_secs(5), a_task)
-        .await
-        .expect("a granted")
-        .unwrap()
-        .unwrap();
-    sleep(Duration::from_millis(50)).await;
-    // `a` is cut off from locker 2 before its check call gives up (1 s)
-    // and sends the release there.
-    cluster.partition("a", &[2]).unwrap();
-    cluster.drop_replies(0.0, true, &[2]).unwrap();
-    sleep(Duration::from_secs(2)).await;
-    cluster.crash(&[0]).unwrap();
-    drop(a_permit);
-    sleep(Duration::from_millis(100)).await;
+    // 1. `a`'s check is left on locker 2, locker 0 is down, and `c` holds
+    // a permit.
+    let c_permit = leave_a_count_check_on_locker_2(&cluster, &h, &c, &a).await;
     assert!(
         cluster.lockers()[2]
             .snapshot()

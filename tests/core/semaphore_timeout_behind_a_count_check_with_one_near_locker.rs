@@ -15,38 +15,22 @@
 
 use std::time::Duration;
 
-use crate::common;
+use crate::a_semaphore_acquire::CheckHeldElsewhere;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error};
+use quorum_lock::Error;
 
 const SEED: u64 = 3641;
-
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    common::seeded(cluster.net_lockers(), owner, SEED)
-}
 
 /// One acquire_timeout of `timeout` against a check held elsewhere.
 async fn give_up_after(timeout: Duration) -> Result<(), Error> {
     let cluster = TestCluster::new(3, SEED);
-    let other = client(&cluster, "other");
-    let h = client(&cluster, "h");
     // One of the flipped digits of 2, which a count-2 check write-locks.
-    let left_behind = other
-        .rw_mutex(["semaphore/chk/count-bit/0/1"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap();
+    let held = CheckHeldElsewhere::new(&cluster, SEED).await;
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(100)), &[1, 2])
         .unwrap();
-    let result = h
-        .semaphore("chk", 2)
-        .unwrap()
-        .acquire_timeout(timeout)
-        .await
-        .map(drop);
-    drop(left_behind);
+    let result = held.semaphore().acquire_timeout(timeout).await.map(drop);
+    drop(held.left_behind);
     result
 }
 

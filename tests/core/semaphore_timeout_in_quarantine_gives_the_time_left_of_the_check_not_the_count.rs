@@ -24,8 +24,7 @@
 
 use std::time::Duration;
 
-use crate::a_semaphore_acquire::{acquire_ended, quarantine_left, retrying_every, spawn_acquire};
-use quorum_lock::testing::{Latency, TestCluster};
+use crate::a_semaphore_acquire::{acquire_as_nodes_restart, acquire_ended, quarantine_left};
 use quorum_lock::Error;
 use tokio::time::sleep;
 
@@ -35,23 +34,10 @@ const SEED: u64 = 5;
 async fn acquire_timeout_gives_the_time_left_of_the_check_held_up_by_quarantine() {
     let seed = SEED;
     eprintln!("seed {seed}");
-    let cluster = TestCluster::new(4, seed);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 3])
-        .unwrap();
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[2])
-        .unwrap();
-    let client = retrying_every(&cluster, seed, Duration::from_secs(10))
-        .build()
-        .unwrap();
-    cluster.lockers()[0].restart();
-    sleep(Duration::from_millis(59_000)).await;
-    let (semaphore, acquire) = spawn_acquire(&client, Duration::from_millis(600));
-    // The line is granted at 59.1 s; the count and its check are asked then.
-    sleep(Duration::from_millis(105)).await;
-    cluster.lockers()[1].restart();
-    cluster.lockers()[2].restart();
+    // The line is granted at 59.1 s; the count and its check are asked
+    // then, and nodes 1 and 2 restart.
+    let (cluster, _client, semaphore, acquire) =
+        acquire_as_nodes_restart(seed, Duration::from_millis(600)).await;
     sleep(Duration::from_millis(494)).await;
     let left = quarantine_left(&cluster);
     eprintln!("at 59.599s, quarantine left per locker: {left:?}");

@@ -9,7 +9,8 @@
 use std::time::Duration;
 
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, LockerConfig, WaitReason};
+use quorum_lock::{Dsync, Error, LockerConfig, SemaphorePermit, WaitReason};
+use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
 use super::lost_locks_and_wait_outcomes::entries_on;
@@ -21,19 +22,43 @@ fn client(cluster: &TestCluster, owner: &str) -> Dsync {
     common::seeded(cluster.net_lockers(), owner, SEED)
 }
 
+/// "h", and its `acquire_timeout(3 s)` of the 2-permit semaphore `name`
+/// spawned once the four lockers of `cluster` answer after 100 ms; 150 ms
+/// later it is in line on all four.
+async fn at_the_head_of_the_line(
+    cluster: &TestCluster,
+    name: &str,
+) -> (Dsync, JoinHandle<Result<SemaphorePermit, Error>>) {
+    let h = client(cluster, "h");
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
+        .unwrap();
+    let sem = h.semaphore(name, 2).unwrap();
+    let acquire = tokio::spawn(async move { sem.acquire_timeout(Duration::from_secs(3)).await });
+    sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        entries_on(cluster, &format!("semaphore/{name}/queue")),
+        4,
+        "in line"
+    );
+    (h, acquire)
+}
+
+/// Four lockers whose restarts begin a 60 s quarantine.
+fn four_with_a_quarantine_of_60_s() -> TestCluster {
+    let config = LockerConfig {
+        quarantine: Duration::from_secs(60),
+        ..LockerConfig::default()
+    };
+    TestCluster::with_config(4, SEED, config)
+}
+
 #[tokio::test(start_paused = true)]
 async fn acquire_timeout_with_two_of_four_lockers_hanging_at_the_head_of_the_line_says_unavailable()
 {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(4, SEED);
-    let h = client(&cluster, "h");
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
-        .unwrap();
-    let sem = h.semaphore("hang4", 2).unwrap();
-    let acquire = tokio::spawn(async move { sem.acquire_timeout(Duration::from_secs(3)).await });
-    sleep(Duration::from_millis(150)).await;
-    assert_eq!(entries_on(&cluster, "semaphore/hang4/queue"), 4, "in line");
+    let (_h, acquire) = at_the_head_of_the_line(&cluster, "hang4").await;
     cluster.set_hang(true, &[2, 3]).unwrap();
     let result = acquire.await.unwrap();
     eprintln!("result: {result:?}");
@@ -50,19 +75,8 @@ async fn acquire_timeout_with_two_of_four_lockers_hanging_at_the_head_of_the_lin
 async fn acquire_timeout_with_two_of_four_lockers_in_quarantine_at_the_head_of_the_line_says_quarantined(
 ) {
     eprintln!("seed {SEED}");
-    let config = LockerConfig {
-        quarantine: Duration::from_secs(60),
-        ..LockerConfig::default()
-    };
-    let cluster = TestCluster::with_config(4, SEED, config);
-    let h = client(&cluster, "h");
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
-        .unwrap();
-    let sem = h.semaphore("quar4", 2).unwrap();
-    let acquire = tokio::spawn(async move { sem.acquire_timeout(Duration::from_secs(3)).await });
-    sleep(Duration::from_millis(150)).await;
-    assert_eq!(entries_on(&cluster, "semaphore/quar4/queue"), 4, "in line");
+    let cluster = four_with_a_quarantine_of_60_s();
+    let (_h, acquire) = at_the_head_of_the_line(&cluster, "quar4").await;
     cluster.restart(&[2, 3]).unwrap();
     let result = acquire.await.unwrap();
     eprintln!("result: {result:?}");
@@ -162,19 +176,8 @@ async fn acquire_timeout_on_held_slots_after_two_of_three_lockers_crash_says_una
 async fn acquire_timeout_with_one_in_quarantine_and_two_of_four_down_at_the_head_of_the_line_says_unavailable(
 ) {
     eprintln!("seed {SEED}");
-    let config = LockerConfig {
-        quarantine: Duration::from_secs(60),
-        ..LockerConfig::default()
-    };
-    let cluster = TestCluster::with_config(4, SEED, config);
-    let h = client(&cluster, "h");
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(100)), &[0, 1, 2, 3])
-        .unwrap();
-    let sem = h.semaphore("mixed4", 2).unwrap();
-    let acquire = tokio::spawn(async move { sem.acquire_timeout(Duration::from_secs(3)).await });
-    sleep(Duration::from_millis(150)).await;
-    assert_eq!(entries_on(&cluster, "semaphore/mixed4/queue"), 4, "in line");
+    let cluster = four_with_a_quarantine_of_60_s();
+    let (_h, acquire) = at_the_head_of_the_line(&cluster, "mixed4").await;
     cluster.restart(&[1]).unwrap();
     cluster.crash(&[2, 3]).unwrap();
     let result = acquire.await.unwrap();

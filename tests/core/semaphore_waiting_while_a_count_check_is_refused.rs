@@ -10,36 +10,21 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, WaitReason};
+use crate::a_semaphore_acquire::{three_answering_in_10_ms, CheckHeldElsewhere};
+use quorum_lock::WaitReason;
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 4242;
-
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    common::seeded(cluster.net_lockers(), owner, SEED)
-}
 
 #[tokio::test(start_paused = true)]
 async fn waiting_while_the_count_check_is_held_elsewhere_says_held_elsewhere_between_and_during_attempts(
 ) {
     eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
-    let other = client(&cluster, "other");
-    let h = client(&cluster, "h");
+    let cluster = three_answering_in_10_ms(SEED);
     // A check of a count-2 acquirer write-locks the flipped digits of 2;
     // one of them, held elsewhere, refuses every check of this handle.
-    let left_behind = other
-        .rw_mutex(["semaphore/chk/count-bit/0/1"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap();
-    let sem = h.semaphore("chk", 2).unwrap();
+    let held = CheckHeldElsewhere::new(&cluster, SEED).await;
+    let sem = held.semaphore();
     let waiter = sem.clone();
     let acquire = tokio::spawn(async move { waiter.acquire().await });
     let start = Instant::now();
@@ -58,7 +43,7 @@ async fn waiting_while_the_count_check_is_held_elsewhere_says_held_elsewhere_bet
         sleep(Duration::from_millis(10)).await;
     }
     acquire.abort();
-    drop(left_behind);
+    drop(held.left_behind);
     let wrong: Vec<_> = seen
         .iter()
         .filter(|(_, reason)| *reason != Some(WaitReason::HeldElsewhere))

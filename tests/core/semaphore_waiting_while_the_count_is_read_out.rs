@@ -13,16 +13,10 @@
 
 use std::time::Duration;
 
-use crate::common;
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::Dsync;
+use crate::a_semaphore_acquire::{three_answering_in_10_ms, CheckHeldElsewhere};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 3651;
-
-fn client(cluster: &TestCluster, owner: &str) -> Dsync {
-    common::seeded(cluster.net_lockers(), owner, SEED)
-}
 
 /// Fails: once the check was refused (at 20 ms), the read-out's reads
 /// (granted: no other count holds a slot) are the locks the acquire
@@ -35,20 +29,10 @@ fn client(cluster: &TestCluster, owner: &str) -> Dsync {
 #[tokio::test(start_paused = true)]
 async fn waiting_behind_a_count_check_held_elsewhere_never_says_granted() {
     eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
-    let other = client(&cluster, "other");
-    let h = client(&cluster, "h");
+    let cluster = three_answering_in_10_ms(SEED);
     // One of the flipped digits of 2, which a count-2 check write-locks.
-    let _left_behind = other
-        .rw_mutex(["semaphore/chk/count-bit/0/1"])
-        .unwrap()
-        .lock()
-        .await
-        .unwrap();
-    let sem = h.semaphore("chk", 2).unwrap();
+    let held = CheckHeldElsewhere::new(&cluster, SEED).await;
+    let sem = held.semaphore();
     let acquiring = sem.clone();
     let start = Instant::now();
     let acquire = tokio::spawn(async move { acquiring.acquire().await });

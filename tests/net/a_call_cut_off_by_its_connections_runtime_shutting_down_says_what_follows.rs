@@ -11,10 +11,8 @@
 //! reconnect that never comes.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{Error, NetLocker};
 use tokio::sync::{mpsc, oneshot};
 
@@ -48,20 +46,7 @@ async fn a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follo
 
     // The locker connects from a runtime of its own: its connection's
     // reader and writer run there.
-    let (locker, runtime) = tokio::task::spawn_blocking(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let locker = runtime
-            .block_on(RemoteLocker::connect(addr, stand_in::config()))
-            .expect("connect");
-        (locker, runtime)
-    })
-    .await
-    .expect("the connecting thread");
-    let locker = Arc::new(locker);
+    let (locker, runtime) = stand_in::connect_from_a_runtime_of_its_own(addr).await;
     assert!(locker.protocol_version().is_some(), "set-up: connected");
 
     // A call from this runtime, in flight (the server has its request)

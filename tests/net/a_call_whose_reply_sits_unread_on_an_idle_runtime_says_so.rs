@@ -9,12 +9,9 @@
 //! reply reaches the socket and no reader runs to take it.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{Error, NetLocker};
-use tokio::io::AsyncReadExt;
 use tokio::sync::oneshot;
 
 use crate::stand_in::{self, args};
@@ -36,17 +33,7 @@ async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
         let _ = tokio::time::timeout(Duration::from_secs(5), answer_rx).await;
         assert!(stand_in::grant(&mut first, &request).await, "the answer");
         // Whether the client shuts this socket down within 4 s.
-        let mut buf = [0u8; 64];
-        let shut = tokio::time::timeout(Duration::from_secs(4), async {
-            loop {
-                match first.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-            }
-        })
-        .await
-        .is_ok();
+        let shut = stand_in::shut_by_the_client_within(&mut first, Duration::from_secs(4)).await;
         let _ = closed_tx.send(shut);
         // Later connections: welcomed and granted.
         stand_in::welcome_and_grant_every_connection(listener).await;
@@ -54,31 +41,12 @@ async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
 
     // The locker is made on a current-thread runtime of a thread of its
     // own, driven until told, then idle (not dropped) until released.
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let locker = RemoteLocker::connect(addr, stand_in::config())
-                .await
-                .expect("connect");
-            let _ = locker_tx.send(Arc::new(locker));
-            let _ = tokio::time::timeout(Duration::from_secs(5), stop_rx).await;
-        });
-        let _ = idle_tx.send(());
-        let _ = release_rx.recv_timeout(Duration::from_secs(20));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
-            .await
-            .expect("thread")
-            .expect("the locker");
+    let (locker, mut driven) = stand_in::connect_on_a_runtime_driven_until_told(
+        addr,
+        stand_in::config(),
+        Duration::from_secs(5),
+    )
+    .await;
 
     let call = tokio::spawn({
         let locker = locker.clone();
@@ -89,11 +57,7 @@ async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
         .expect("the request reached the server in time")
         .expect("the server read the request");
     // The connection's runtime stops being driven; then the server answers.
-    let _ = stop_tx.send(());
-    tokio::task::spawn_blocking(move || idle_rx.recv_timeout(Duration::from_secs(5)))
-        .await
-        .expect("thread")
-        .expect("the runtime went idle");
+    driven.go_idle().await;
     let _ = answer_tx.send(());
 
     let result = tokio::time::timeout(Duration::from_secs(4), call)
@@ -105,8 +69,7 @@ async fn a_call_whose_reply_sits_unread_on_an_idle_runtime_says_so() {
         .ok()
         .and_then(Result::ok);
 
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    driven.shut_down().await;
     server.abort();
 
     match &result {

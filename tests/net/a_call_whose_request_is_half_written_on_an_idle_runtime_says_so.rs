@@ -11,10 +11,8 @@
 //! the server did, or could do, keeps its answer away.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{Error, LockArgs, NetLocker};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpSocket;
@@ -71,48 +69,20 @@ async fn a_call_whose_request_is_half_written_on_an_idle_runtime_says_so() {
         }
         let _ = drained_tx.send(read);
         // Whether the client shuts this socket down within 5 s.
-        let shut = ended
-            || tokio::time::timeout(Duration::from_secs(5), async {
-                loop {
-                    match first.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-            })
-            .await
-            .is_ok();
+        let shut =
+            ended || stand_in::shut_by_the_client_within(&mut first, Duration::from_secs(5)).await;
         let _ = closed_tx.send(shut);
         stand_in::welcome_and_grant_every_connection(listener).await;
     });
 
     // The locker is made on a current-thread runtime of a thread of its
     // own, driven until told, then idle (not dropped) until released.
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let locker = RemoteLocker::connect(addr, stand_in::config())
-                .await
-                .expect("connect");
-            let _ = locker_tx.send(Arc::new(locker));
-            let _ = tokio::time::timeout(Duration::from_secs(10), stop_rx).await;
-        });
-        let _ = idle_tx.send(());
-        let _ = release_rx.recv_timeout(Duration::from_secs(30));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
-            .await
-            .expect("thread")
-            .expect("the locker");
+    let (locker, mut driven) = stand_in::connect_on_a_runtime_driven_until_told(
+        addr,
+        stand_in::config(),
+        Duration::from_secs(10),
+    )
+    .await;
 
     // Two large requests, one after the other; the writer takes each and
     // writes what the socket holds while its runtime is driven.
@@ -128,11 +98,7 @@ async fn a_call_whose_request_is_half_written_on_an_idle_runtime_says_so() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The connection's runtime stops being driven; then the server reads
     // all that reached it.
-    let _ = stop_tx.send(());
-    tokio::task::spawn_blocking(move || idle_rx.recv_timeout(Duration::from_secs(5)))
-        .await
-        .expect("thread")
-        .expect("the runtime went idle");
+    driven.go_idle().await;
     let _ = drain_tx.send(());
     let drained = tokio::time::timeout(Duration::from_secs(10), drained_rx)
         .await
@@ -153,8 +119,7 @@ async fn a_call_whose_request_is_half_written_on_an_idle_runtime_says_so() {
         .and_then(Result::ok);
     let online = locker.is_online();
 
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    driven.shut_down().await;
     server.abort();
 
     let request = 2 * 1900 * 1000;

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{ClientTls, RemoteConfig, RemoteLocker};
+use quorum_lock::net::{ClientTls, RemoteConfig};
 use quorum_lock::{Error, LockArgs, NetLocker};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -24,6 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpSocket;
 use tokio::sync::oneshot;
 
+use crate::stand_in;
 use crate::wire;
 
 const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
@@ -141,30 +142,10 @@ async fn a_call_whose_request_sits_in_the_tls_buffer_on_an_idle_runtime_says_so(
 
     // The locker is made on a current-thread runtime of a thread of its
     // own, driven until told, then idle (not dropped) until released.
-    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
-    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async move {
-            let locker = RemoteLocker::connect(addr, config).await.expect("connect");
-            assert!(locker.is_online(), "connected");
-            let _ = locker_tx.send(Arc::new(locker));
-            let _ = tokio::time::timeout(Duration::from_secs(10), stop_rx).await;
-        });
-        let _ = idle_tx.send(());
-        let _ = release_rx.recv_timeout(Duration::from_secs(40));
-        drop(runtime);
-    });
-    let locker =
-        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
-            .await
-            .expect("thread")
-            .expect("the locker");
+    let (locker, mut driven) =
+        stand_in::connect_on_a_runtime_driven_until_told(addr, config, Duration::from_secs(10))
+            .await;
+    assert!(locker.is_online(), "connected");
 
     // Requests one after the other while the connection's runtime is
     // driven: the writer takes each and writes what the socket holds.
@@ -176,11 +157,7 @@ async fn a_call_whose_request_sits_in_the_tls_buffer_on_an_idle_runtime_says_so(
     }
     // The connection's runtime stops being driven; then the server reads
     // all that reaches it.
-    let _ = stop_tx.send(());
-    tokio::task::spawn_blocking(move || idle_rx.recv_timeout(Duration::from_secs(5)))
-        .await
-        .expect("thread")
-        .expect("the runtime went idle");
+    driven.go_idle().await;
     let _ = drain_tx.send(());
     let received = tokio::time::timeout(Duration::from_secs(20), drained_rx)
         .await
@@ -197,8 +174,7 @@ async fn a_call_whose_request_sits_in_the_tls_buffer_on_an_idle_runtime_says_so(
             .expect("call task");
         outcomes.push(outcome);
     }
-    let _ = release_tx.send(());
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    driven.shut_down().await;
     server.abort();
 
     assert!(

@@ -19,7 +19,6 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{Error, NetLocker};
 use tokio::sync::oneshot;
 
@@ -107,20 +106,7 @@ async fn a_call_woken_as_its_connection_ends_says_what_follows_as_judged() {
 
     // The locker connects from a runtime of its own: its connection's
     // reader and writer run there, and die when it shuts down.
-    let (locker, runtime) = tokio::task::spawn_blocking(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let locker = runtime
-            .block_on(RemoteLocker::connect(addr, stand_in::config()))
-            .expect("connect");
-        (locker, runtime)
-    })
-    .await
-    .expect("the connecting thread");
-    let locker = Arc::new(locker);
+    let (locker, runtime) = stand_in::connect_from_a_runtime_of_its_own(addr).await;
     assert!(locker.protocol_version().is_some(), "set-up: connected");
 
     // A call polled on a thread of its own, in flight when the

@@ -20,57 +20,19 @@
 //! once) is followed by another.
 #![cfg(feature = "net")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
-use quorum_lock::{NetLocker, RetryPolicy};
+use quorum_lock::NetLocker;
 
 use crate::stand_in;
-
-/// Waits (at most 5 s) until `count` reaches `at_least`.
-async fn until(count: &AtomicUsize, at_least: usize) -> bool {
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while count.load(Ordering::Relaxed) < at_least {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await
-    .is_ok()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_connection_is_opened_without_a_call() {
     let (listener, addr) = stand_in::bind().await;
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let closed = Arc::new(AtomicUsize::new(0));
-    let (counted, closes) = (accepted.clone(), closed.clone());
-    let server = tokio::spawn(async move {
-        for _ in 0..100 {
-            let Some(mut stream) = stand_in::accept_hello(&listener).await else {
-                return;
-            };
-            counted.fetch_add(1, Ordering::Relaxed);
-            let closes = closes.clone();
-            tokio::spawn(async move {
-                // Welcomed only after the call that reopened gave up, so
-                // that no request is ever sent: a close under a call is
-                // one the backoff reconnects from in the background.
-                tokio::time::sleep(Duration::from_millis(30)).await;
-                if stand_in::welcome(&mut stream).await {
-                    stand_in::close_as_idle(stream).await;
-                }
-                closes.fetch_add(1, Ordering::Relaxed);
-            });
-        }
-    });
-
-    let mut config = stand_in::config();
-    config.reconnect = RetryPolicy {
-        initial: Duration::from_secs(3),
-        max: Duration::from_secs(3),
-    };
+    let (server, accepted, closed) = stand_in::closing_each_connection_before_a_call(listener);
+    let config = stand_in::config_stepping(Duration::from_secs(3));
     let locker = RemoteLocker::connect(addr, config).await.expect("connect");
 
     // Each round: once every connection was closed (and the client saw
@@ -80,7 +42,7 @@ async fn no_connection_is_opened_without_a_call() {
     for _ in 0..6 {
         let made = accepted.load(Ordering::Relaxed);
         assert!(
-            until(&closed, made).await,
+            stand_in::until_counted(&closed, made).await,
             "the server closed each connection"
         );
         // The client must have seen the close before the next call: a
@@ -115,7 +77,10 @@ async fn no_connection_is_opened_without_a_call() {
             failed_at_once = true;
             break;
         }
-        assert!(until(&accepted, made + 1).await, "the call reopened");
+        assert!(
+            stand_in::until_counted(&accepted, made + 1).await,
+            "the call reopened"
+        );
     }
     assert!(failed_at_once, "a call failed at once before the step");
     let after_calls = accepted.load(Ordering::Relaxed);

@@ -7,12 +7,13 @@
 
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
-use quorum_lock::{LockArgs, NetLocker};
-use tokio::io::AsyncWriteExt;
+use quorum_lock::{LockArgs, NetLocker, RetryPolicy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::wire;
@@ -99,6 +100,22 @@ pub async fn welcome_and_grant_every_connection(listener: TcpListener) {
     }
 }
 
+/// Whether the client shuts `stream` down (its reads end or fail) within
+/// `within`; what it sends meanwhile is read and dropped.
+pub async fn shut_by_the_client_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 64];
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
 /// Ends a connection with a reset rather than in good order.
 pub fn reset(stream: TcpStream) {
     let _ = stream.set_zero_linger();
@@ -111,6 +128,65 @@ pub fn config() -> RemoteConfig {
     config.connect_timeout = Duration::from_millis(500);
     config.call_timeout = Duration::from_secs(2);
     config
+}
+
+/// [`config`] with a backoff whose step is drawn up to `step`.
+pub fn config_stepping(step: Duration) -> RemoteConfig {
+    let mut config = config();
+    config.reconnect = RetryPolicy {
+        initial: step,
+        max: step,
+    };
+    config
+}
+
+/// A stand-in on `listener` that welcomes each connection (up to 100)
+/// 30 ms after its hello and closes it as idle at once, so that a call
+/// that reopened and gave up within 30 ms never sends a request. Returns
+/// the server's task and the counts of the connections it accepted and of
+/// those it is done with.
+pub fn closing_each_connection_before_a_call(
+    listener: TcpListener,
+) -> (
+    tokio::task::JoinHandle<()>,
+    Arc<AtomicUsize>,
+    Arc<AtomicUsize>,
+) {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let (counted, closes) = (accepted.clone(), closed.clone());
+    let server = tokio::spawn(async move {
+        for _ in 0..100 {
+            let Some(mut stream) = accept_hello(&listener).await else {
+                return;
+            };
+            counted.fetch_add(1, Ordering::Relaxed);
+            let closes = closes.clone();
+            tokio::spawn(async move {
+                // Welcomed only after the call that reopened gave up, so
+                // that no request is ever sent: a close under a call is
+                // one the backoff reconnects from in the background.
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                if welcome(&mut stream).await {
+                    close_as_idle(stream).await;
+                }
+                closes.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    (server, accepted, closed)
+}
+
+/// Waits (at most 5 s) until `count` reaches `at_least`; says whether it
+/// did.
+pub async fn until_counted(count: &AtomicUsize, at_least: usize) -> bool {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while count.load(Ordering::Relaxed) < at_least {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .is_ok()
 }
 
 /// A locker of the stand-in at `addr` (with [`config`]), once the stand-in
@@ -318,6 +394,98 @@ pub async fn connect_on_an_idle_runtime(
         thread: Some(thread),
     };
     (locker, idle)
+}
+
+/// A locker of the stand-in at `addr` (with [`config`]) connected from a
+/// multi-thread runtime of one worker of its own, and that runtime: the
+/// connection's reader and writer run there, and die when it shuts down.
+pub async fn connect_from_a_runtime_of_its_own(
+    addr: String,
+) -> (Arc<RemoteLocker>, tokio::runtime::Runtime) {
+    let (locker, runtime) = tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let locker = runtime
+            .block_on(RemoteLocker::connect(addr, config()))
+            .expect("connect");
+        (locker, runtime)
+    })
+    .await
+    .expect("the connecting thread");
+    (Arc::new(locker), runtime)
+}
+
+/// A locker made on a current-thread runtime of a thread of its own and
+/// handed over at once; the runtime is driven until
+/// [`DrivenThread::go_idle`] (or `drive_at_most` passes), then left idle,
+/// not dropped, until [`DrivenThread::shut_down`] (or 40 s pass): the
+/// locker's connection sits on it.
+pub async fn connect_on_a_runtime_driven_until_told(
+    addr: String,
+    config: RemoteConfig,
+    drive_at_most: Duration,
+) -> (Arc<RemoteLocker>, DrivenThread) {
+    let (locker_tx, locker_rx) = std::sync::mpsc::channel::<Arc<RemoteLocker>>();
+    let (idle_tx, idle_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let locker = RemoteLocker::connect(addr, config).await.expect("connect");
+            let _ = locker_tx.send(Arc::new(locker));
+            let _ = tokio::time::timeout(drive_at_most, stop_rx).await;
+        });
+        let _ = idle_tx.send(());
+        let _ = release_rx.recv_timeout(Duration::from_secs(40));
+        drop(runtime);
+    });
+    let locker =
+        tokio::task::spawn_blocking(move || locker_rx.recv_timeout(Duration::from_secs(5)))
+            .await
+            .expect("thread")
+            .expect("the locker");
+    let driven = DrivenThread {
+        stop: Some(stop_tx),
+        idle: Some(idle_rx),
+        thread: IdleThread {
+            release: Some(release_tx),
+            thread: Some(thread),
+        },
+    };
+    (locker, driven)
+}
+
+/// The thread of [`connect_on_a_runtime_driven_until_told`].
+pub struct DrivenThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    idle: Option<std::sync::mpsc::Receiver<()>>,
+    thread: IdleThread,
+}
+
+impl DrivenThread {
+    /// Stops driving the runtime, and waits (at most 5 s) until it is idle.
+    pub async fn go_idle(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let idle = self.idle.take().expect("the runtime goes idle once");
+        tokio::task::spawn_blocking(move || idle.recv_timeout(Duration::from_secs(5)))
+            .await
+            .expect("thread")
+            .expect("the runtime went idle");
+    }
+
+    /// Drops the runtime, and all that sits on it, and waits for that.
+    pub async fn shut_down(self) {
+        self.thread.shut_down().await;
+    }
 }
 
 /// The thread of [`connect_on_an_idle_runtime`]: its runtime is dropped

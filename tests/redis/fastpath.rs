@@ -42,6 +42,35 @@ async fn connect(server: &RedisServer, config: RedisConfig) -> RedisLocker {
     locker
 }
 
+/// A `redis-server` of its own (`None` where there is none to start), a
+/// raw connection to it, and a locker for it ([`connect`]) whose holders
+/// live for `validity`, with no quarantine.
+async fn started(validity: Duration) -> Option<(RedisServer, Raw, RedisLocker)> {
+    let server = RedisServer::start()?;
+    let admin = raw(&server).await;
+    let locker = connect(&server, config(validity, Duration::ZERO)).await;
+    Some((server, admin, locker))
+}
+
+/// The fencing token `locker` draws for `holder`, a writer that holds its
+/// lock there.
+async fn token(locker: &RedisLocker, holder: &LockArgs) -> u64 {
+    locker
+        .fence(holder, LockMode::Write, 0)
+        .await
+        .unwrap()
+        .expect("held")
+}
+
+/// What `locker` answers `waiter`, a writer with a place in line taken at
+/// `at` ([`reservation`]).
+async fn wait_in_line(locker: &RedisLocker, waiter: &LockArgs, at: u64) -> WaitReply {
+    locker
+        .lock_wait(waiter, LockMode::Write, &reservation(at))
+        .await
+        .unwrap()
+}
+
 fn args(uid: &str, resources: &[&str]) -> LockArgs {
     LockArgs {
         uid: uid.into(),
@@ -94,11 +123,9 @@ async fn commandstats(admin: &Raw) -> BTreeMap<String, u64> {
 
 #[tokio::test]
 async fn a_free_key_costs_one_set_and_one_compare_and_delete() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
     let w = args("w1", &["free"]);
 
     admin.cmd(&["CONFIG", "RESETSTAT"]).await;
@@ -146,13 +173,7 @@ async fn a_free_key_costs_one_set_and_one_compare_and_delete() {
     assert!(locker.rlock(&r).await.unwrap());
     assert!(locker.runlock(&r).await.unwrap());
     let q = args("q1", &["free"]);
-    assert_eq!(
-        locker
-            .lock_wait(&q, LockMode::Write, &reservation(1))
-            .await
-            .unwrap(),
-        WaitReply::Granted
-    );
+    assert_eq!(wait_in_line(&locker, &q, 1).await, WaitReply::Granted);
     assert!(locker.unlock(&q).await.unwrap());
     let paths = locker.paths();
     assert_eq!((paths.fast_grants, paths.fast_unlocks), (3, 3), "{paths:?}");
@@ -161,11 +182,9 @@ async fn a_free_key_costs_one_set_and_one_compare_and_delete() {
 
 #[tokio::test]
 async fn an_unlock_by_another_uid_or_mode_leaves_a_fast_path_holder_alone() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
     let w = args("holder", &["x"]);
     assert!(locker.lock(&w).await.unwrap());
     // A uid that is a prefix of the holder's, another uid, the other mode.
@@ -181,11 +200,9 @@ async fn an_unlock_by_another_uid_or_mode_leaves_a_fast_path_holder_alone() {
 
 #[tokio::test]
 async fn a_fast_path_holder_is_an_ordinary_holder_to_every_script() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
     let holder = args("holder", &["x"]);
     assert!(locker.lock(&holder).await.unwrap());
 
@@ -226,11 +243,9 @@ async fn a_fast_path_holder_is_an_ordinary_holder_to_every_script() {
 
 #[tokio::test]
 async fn every_script_unfolds_a_fast_path_key_first() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
     let holder = args("holder", &["x"]);
 
     // Refresh.
@@ -241,19 +256,11 @@ async fn every_script_unfolds_a_fast_path_key_first() {
 
     // Fencing: tokens keep growing across fast-path holders.
     assert!(locker.lock(&holder).await.unwrap());
-    let first = locker
-        .fence(&holder, LockMode::Write, 0)
-        .await
-        .unwrap()
-        .expect("held");
+    let first = token(&locker, &holder).await;
     assert!(locker.unlock(&holder).await.unwrap());
     assert!(locker.lock(&holder).await.unwrap());
     assert_eq!(key_type(&admin, "x").await, "string");
-    let second = locker
-        .fence(&holder, LockMode::Write, 0)
-        .await
-        .unwrap()
-        .expect("held");
+    let second = token(&locker, &holder).await;
     assert!(second > first, "{second} after {first}");
     assert!(locker.unlock(&holder).await.unwrap());
 
@@ -280,21 +287,16 @@ async fn every_script_unfolds_a_fast_path_key_first() {
 
 #[tokio::test]
 async fn a_waiter_and_readers_take_the_full_scripts() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
 
     // A waiter queues behind a fast-path holder, and is granted after it.
     let holder = args("holder", &["x"]);
     let waiter = args("waiter", &["x"]);
     assert!(locker.lock(&holder).await.unwrap());
     assert_eq!(
-        locker
-            .lock_wait(&waiter, LockMode::Write, &reservation(5))
-            .await
-            .unwrap(),
+        wait_in_line(&locker, &waiter, 5).await,
         WaitReply::Refused,
         "a reservation is kept, not granted"
     );
@@ -304,26 +306,14 @@ async fn a_waiter_and_readers_take_the_full_scripts() {
     // else is let in before it.
     assert_eq!(key_type(&admin, "x").await, "hash");
     assert!(!locker.lock(&args("late", &["x"])).await.unwrap());
-    assert_eq!(
-        locker
-            .lock_wait(&waiter, LockMode::Write, &reservation(5))
-            .await
-            .unwrap(),
-        WaitReply::Granted
-    );
+    assert_eq!(wait_in_line(&locker, &waiter, 5).await, WaitReply::Granted);
     assert!(locker.unlock(&waiter).await.unwrap());
     assert_eq!(key_type(&admin, "x").await, "none");
 
     // A younger waiter granted by the fast path is wounded by an older
     // one: its ticket and channel are in the fast-path key.
     let young = args("young", &["y"]);
-    assert_eq!(
-        locker
-            .lock_wait(&young, LockMode::Write, &reservation(20))
-            .await
-            .unwrap(),
-        WaitReply::Granted
-    );
+    assert_eq!(wait_in_line(&locker, &young, 20).await, WaitReply::Granted);
     assert_eq!(key_type(&admin, "y").await, "string");
     let listed = locker.locks().await.unwrap();
     assert_eq!(listed.len(), 1);
@@ -358,11 +348,9 @@ async fn a_waiter_and_readers_take_the_full_scripts() {
 
 #[tokio::test]
 async fn a_fast_path_key_expires_with_its_holder() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_millis(300)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_millis(300), Duration::ZERO)).await;
     assert!(locker.lock(&args("gone", &["x"])).await.unwrap());
     assert!(!locker.lock(&args("other", &["x"])).await.unwrap());
     assert!(locker.unlock(&args("gone", &["x"])).await.unwrap());
@@ -375,11 +363,9 @@ async fn a_fast_path_key_expires_with_its_holder() {
 
 #[tokio::test]
 async fn a_key_written_by_hand_is_refused_as_before() {
-    let Some(server) = RedisServer::start() else {
+    let Some((_server, admin, locker)) = started(Duration::from_secs(30)).await else {
         return;
     };
-    let admin = raw(&server).await;
-    let locker = connect(&server, config(Duration::from_secs(30), Duration::ZERO)).await;
     for value in ["hello", "Q1w", "Q1w6:holder", "Q1x1:a1:11:o1:s0:0:"] {
         admin.cmd(&["SET", "quorum-lock:hand", value]).await;
         let err = locker.lock(&args("a", &["hand"])).await.expect_err(value);

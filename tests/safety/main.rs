@@ -6,6 +6,10 @@
 #[cfg(feature = "testing")]
 #[path = "../harness/mod.rs"]
 mod harness;
+#[cfg(feature = "testing")]
+#[allow(dead_code)]
+#[path = "../common/hooked.rs"]
+mod hooked;
 
 mod drift_randomized;
 mod election_randomized;

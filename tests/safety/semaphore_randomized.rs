@@ -25,15 +25,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use crate::harness::{client, instant_of, lease};
+use crate::hooked::{Call, Hooked, Optional};
 use crate::safety_randomized::{env_or, inject_until_done, ms, Mix};
-use async_trait::async_trait;
 use quorum_lock::testing::{EventKind, History, TestCluster};
-use quorum_lock::{
-    Dsync, Error, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker, WaitArgs, WaitReply,
-};
+use quorum_lock::{Dsync, Error, LockMode, LockerConfig, NetLocker};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
@@ -375,83 +372,22 @@ impl Losing {
     }
 }
 
-/// A locker whose unlock calls from the owners [`Losing`] names are lost
+/// `inner`, whose unlock calls from the owners [`Losing`] names are lost
 /// on the way: never applied, never answered (the caller's deadline ends
 /// them, and its retries are lost too while the fault lasts). Everything
 /// else goes through. Decided when the call starts.
-struct LosesReleases {
+fn loses_releases(
     inner: Arc<dyn NetLocker>,
     node: usize,
     losing: Arc<Losing>,
-}
-
-impl LosesReleases {
-    async fn release_gate(&self, args: &LockArgs) {
-        if self.losing.has(&args.owner, self.node) {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-#[async_trait]
-impl NetLocker for LosesReleases {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release_gate(args).await;
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.release_gate(args).await;
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.inner.validity()
-    }
+) -> Arc<dyn NetLocker> {
+    Hooked::new(inner)
+        .cut_while(move |call, args| {
+            matches!(call, Call::Unlock | Call::RUnlock)
+                && args.is_some_and(|args| losing.has(&args.owner, node))
+        })
+        .lacking(&[Optional::Proclaim, Optional::Leader])
+        .shared()
 }
 
 /// A client as `harness::client` builds it, over lockers that lose its
@@ -461,13 +397,7 @@ fn losing_client(cluster: &TestCluster, owner: &str, seed: u64, losing: &Arc<Los
         .net_lockers()
         .into_iter()
         .enumerate()
-        .map(|(node, inner)| {
-            Arc::new(LosesReleases {
-                inner,
-                node,
-                losing: losing.clone(),
-            }) as Arc<dyn NetLocker>
-        })
+        .map(|(node, inner)| loses_releases(inner, node, losing.clone()))
         .collect();
     Dsync::builder(lockers)
         .owner(owner)

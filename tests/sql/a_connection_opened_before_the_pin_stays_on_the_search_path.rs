@@ -23,6 +23,7 @@ use quorum_lock::{LockArgs, NetLocker};
 use sqlx::Connection;
 
 use crate::both::config;
+use crate::sql_shared::locking_other;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
@@ -129,11 +130,7 @@ async fn a_connection_left_from_a_timed_out_setup_never_grants_from_another_tabl
     servers
         .pg_server()
         .psql("CREATE SCHEMA app AUTHORIZATION app");
-    let other = SqlLocker::connect(&servers.pg, settings(Some("app")))
-        .await
-        .expect("a database");
-    assert!(other.lock(&args("o", "other")).await.expect("lock"));
-    assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+    let _other = locking_other(&servers.pg, settings(Some("app")), args).await;
 
     // Second writers on x (with y: two names take the full transaction),
     // through the application's locker, each on the next connection of

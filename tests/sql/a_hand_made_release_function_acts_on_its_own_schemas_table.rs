@@ -14,16 +14,15 @@ use quorum_lock::sql::{schema, Backend, SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_hand_made_release_function_acts_on_its_own_schemas_table.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_hand_made_release_function_acts_on_its_own_schemas_table.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {

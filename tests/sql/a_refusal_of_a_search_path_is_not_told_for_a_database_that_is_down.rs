@@ -12,17 +12,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::{args_from, locking_other};
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down.rs"
-            .into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {
@@ -43,11 +41,7 @@ async fn a_call_to_a_stopped_database_says_it_cannot_be_reached() {
         .psql("CREATE SCHEMA app AUTHORIZATION app");
     let app_url = servers.pg_server().url_as("app", "unused");
     for schema in ["public", "app"] {
-        let other = SqlLocker::connect(&servers.pg, settings(Some(schema)))
-            .await
-            .expect("a database");
-        assert!(other.lock(&args("o", "other")).await.expect("lock"));
-        assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+        let _other = locking_other(&servers.pg, settings(Some(schema)), args).await;
     }
 
     // The application's locker: refused, saying what to set.

@@ -16,16 +16,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_release_runs_on_the_tables_of_its_own_locker.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_release_runs_on_the_tables_of_its_own_locker.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {

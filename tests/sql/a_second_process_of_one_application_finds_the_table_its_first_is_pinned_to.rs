@@ -15,17 +15,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::{args_from, locking_other};
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to.rs"
-            .into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {
@@ -63,11 +61,7 @@ async fn two_processes_of_one_application_never_grant_one_name_to_two_writers() 
     servers
         .pg_server()
         .psql("CREATE SCHEMA app AUTHORIZATION app");
-    let other = SqlLocker::connect(&servers.pg, settings(Some("app")))
-        .await
-        .expect("a database");
-    assert!(other.lock(&args("o", "other")).await.expect("lock"));
-    assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+    let _other = locking_other(&servers.pg, settings(Some("app")), args).await;
 
     // The application's second process, with the same settings: refused
     // (a search path with the table in two schemas), saying what to set,

@@ -15,16 +15,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::{args_from, locking_other};
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_table_appearing_earlier_on_the_search_path_splits_no_locker.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_table_appearing_earlier_on_the_search_path_splits_no_locker.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(schema: Option<&str>) -> SqlConfig {
@@ -65,11 +64,7 @@ async fn a_locker_never_grants_one_name_to_two_writers_when_a_table_shadows_its_
     servers
         .pg_server()
         .psql("CREATE SCHEMA app AUTHORIZATION app");
-    let other = SqlLocker::connect(&servers.pg, settings(Some("app")))
-        .await
-        .expect("a database");
-    assert!(other.lock(&args("o", "other")).await.expect("lock"));
-    assert!(other.unlock(&args("o", "other")).await.expect("unlock"));
+    let _other = locking_other(&servers.pg, settings(Some("app")), args).await;
 
     // A second writer on x, through the application's locker.
     let second = tokio::time::timeout(Duration::from_secs(5), app.lock(&args("second", "x")))

@@ -11,16 +11,15 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/a_user_with_the_documented_privileges_can_unlock.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/a_user_with_the_documented_privileges_can_unlock.rs",
+        uid,
+        name,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

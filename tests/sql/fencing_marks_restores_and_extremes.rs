@@ -9,30 +9,12 @@ use std::time::Duration;
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
 
+use crate::sql_shared::{args_of, config, guarded_locker, run};
 use crate::sql_support::MARIA_PASSWORD;
 use crate::Servers;
 
-fn config(prefix: &str) -> SqlConfig {
-    SqlConfig {
-        table_prefix: prefix.into(),
-        validity: Duration::from_secs(60),
-        quarantine: Duration::ZERO,
-        ..SqlConfig::default()
-    }
-}
-
 fn args(uid: &str, names: &[&str]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-            .into(),
-        owner: "review".into(),
-        source: "tests/sqlreview".into(),
-        quorum: 1,
-    }
+    args_of("review", uid, names)
 }
 
 /// The PostgreSQL's clock, ns.
@@ -212,30 +194,6 @@ async fn a_place_ttl_near_the_maximum_never_panics_the_locker() {
     );
 }
 
-/// Runs `program` with `argv`, panicking with its stderr when it fails.
-fn run(program: &str, argv: &[&str]) -> Vec<u8> {
-    let out = std::process::Command::new(program)
-        .args(argv)
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {argv:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// A quarantine long enough to outlast each test's steps after the event,
-/// short enough that MariaDB's own start-up quarantine is waited out.
-fn guarded(prefix: &str) -> SqlConfig {
-    SqlConfig {
-        validity: Duration::from_secs(5),
-        quarantine: Duration::from_secs(5),
-        ..config(prefix)
-    }
-}
-
 /// A past break, fixed: PostgreSQL restored from a logical backup (`pg_dump`, which dumps
 /// the data of unlogged tables unless told not to) brings the epoch
 /// marker back, so no quarantine begins, while every grant made after the
@@ -248,9 +206,7 @@ async fn a_postgres_restored_from_pg_dump_quarantines_instead_of_granting_a_held
         return;
     };
     let prefix = "rv_dump_";
-    let locker = SqlLocker::connect(&servers.pg, guarded(prefix))
-        .await
-        .expect("connect");
+    let locker = guarded_locker(&servers.pg, prefix).await;
     assert_eq!(locker.quarantine_left().await.unwrap(), None);
     let dump = std::env::temp_dir().join(format!("rv_dump_{}.pgdump", std::process::id()));
     let dump = dump.to_str().unwrap();
@@ -283,9 +239,7 @@ async fn a_postgres_restored_from_pg_dump_quarantines_instead_of_granting_a_held
     restore.extend(["--clean", dump]);
     run("pg_restore", &restore);
     let _ = std::fs::remove_file(dump);
-    let other = SqlLocker::connect(&servers.pg, guarded(prefix))
-        .await
-        .expect("connect");
+    let other = guarded_locker(&servers.pg, prefix).await;
     let second = other.lock(&args("b", &["x"])).await;
     assert!(
         !matches!(second, Ok(true)),
@@ -304,9 +258,7 @@ async fn a_mariadb_restored_from_a_dump_quarantines_instead_of_granting_a_held_l
         return;
     };
     let prefix = "rv_mydump_";
-    let locker = SqlLocker::connect(&servers.maria, guarded(prefix))
-        .await
-        .expect("connect");
+    let locker = guarded_locker(&servers.maria, prefix).await;
     if let Some(left) = locker.quarantine_left().await.unwrap() {
         // The dev server started less than a quarantine ago.
         tokio::time::sleep(left + Duration::from_millis(100)).await;
@@ -329,9 +281,7 @@ async fn a_mariadb_restored_from_a_dump_quarantines_instead_of_granting_a_held_l
         restore.stdin.take().unwrap().write_all(&dump).unwrap();
     }
     assert!(restore.wait().unwrap().success());
-    let other = SqlLocker::connect(&servers.maria, guarded(prefix))
-        .await
-        .expect("connect");
+    let other = guarded_locker(&servers.maria, prefix).await;
     let second = other.lock(&args("b", &["x"])).await;
     assert!(
         !matches!(second, Ok(true)),
@@ -350,9 +300,7 @@ async fn a_recreated_entries_table_is_quarantined() {
         return;
     };
     let prefix = "rv_drop_";
-    let locker = SqlLocker::connect(&servers.pg, guarded(prefix))
-        .await
-        .expect("connect");
+    let locker = guarded_locker(&servers.pg, prefix).await;
     assert!(locker.lock(&args("a", &["x"])).await.unwrap());
     assert!(locker
         .fence(&args("a", &["x"]), LockMode::Write, 0)
@@ -362,9 +310,7 @@ async fn a_recreated_entries_table_is_quarantined() {
     servers
         .run(&servers.pg, format!("DROP TABLE \"{prefix}entries\""))
         .await;
-    let other = SqlLocker::connect(&servers.pg, guarded(prefix))
-        .await
-        .expect("connect");
+    let other = guarded_locker(&servers.pg, prefix).await;
     let second = other.lock(&args("b", &["x"])).await;
     assert!(
         !matches!(second, Ok(true)),

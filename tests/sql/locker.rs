@@ -12,6 +12,7 @@ use quorum_lock::testing::{check_locker, History};
 use quorum_lock::{Dsync, Error, LockArgs, LockMode, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::sql_support::{MariaServer, PgServer};
 use crate::Servers;
 
@@ -49,13 +50,7 @@ async fn mariadb_lockers_conform_with_nothing_skipped() {
 }
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/locker.rs".into(),
-        quorum: 1,
-    }
+    args_from("tests/sql/locker.rs", uid, name)
 }
 
 /// `workers` tasks each add one to a counter `rounds` times, reading it,

@@ -64,6 +64,8 @@ mod releases_on_mariadb_read_only_their_own_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod safety;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod sql_shared;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod tables_made_by_hand_keep_serving_a_locker_that_may_not_create;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

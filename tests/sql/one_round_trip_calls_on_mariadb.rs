@@ -9,16 +9,12 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
+use crate::sql_shared::only_holders_release_and_readers_share;
 use crate::sql_support::MariaServer;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/one_round_trip_calls_on_mariadb.rs".into(),
-        quorum: 1,
-    }
+    args_from("tests/sql/one_round_trip_calls_on_mariadb.rs", uid, name)
 }
 
 fn settings(prefix: &str) -> SqlConfig {
@@ -91,20 +87,7 @@ async fn a_lock_and_its_unlock_on_a_free_name_are_two_statements() {
     assert_eq!(rows.trim(), "0", "rows left behind: {rows}");
     // Not held, or held in the other mode: nothing released; readers
     // share, and the last one's release frees the name.
-    assert!(!locker.unlock(&args("u3", "free")).await.expect("unlock"));
-    assert!(locker.rlock(&args("r1", "shared")).await.expect("rlock"));
-    assert!(locker.rlock(&args("r2", "shared")).await.expect("rlock"));
-    assert!(!locker.unlock(&args("r1", "shared")).await.expect("unlock"));
-    assert!(locker
-        .runlock(&args("r1", "shared"))
-        .await
-        .expect("runlock"));
-    assert!(!locker.lock(&args("w", "shared")).await.expect("lock"));
-    assert!(locker
-        .runlock(&args("r2", "shared"))
-        .await
-        .expect("runlock"));
-    assert!(locker.lock(&args("w", "shared")).await.expect("lock"));
+    only_holders_release_and_readers_share(&locker, args).await;
 }
 
 /// A user that may use the tables but not run the procedures (made by

@@ -9,16 +9,16 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
+use crate::sql_shared::only_holders_release_and_readers_share;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/one_round_trip_releases_on_postgres.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/one_round_trip_releases_on_postgres.rs",
+        uid,
+        name,
+    )
 }
 
 fn settings(prefix: &str) -> SqlConfig {
@@ -88,22 +88,9 @@ async fn a_lock_and_its_unlock_on_a_free_name_are_two_statements() {
         .pg_server()
         .psql("SELECT count(*) FROM rt_entries WHERE name = 'free'");
     assert_eq!(rows.trim(), "0", "rows left behind: {rows}");
-    // Not held, or held in the other mode: nothing released.
-    assert!(!locker.unlock(&args("u3", "free")).await.expect("unlock"));
-    assert!(locker.rlock(&args("r1", "shared")).await.expect("rlock"));
-    assert!(locker.rlock(&args("r2", "shared")).await.expect("rlock"));
-    assert!(!locker.unlock(&args("r1", "shared")).await.expect("unlock"));
-    assert!(locker
-        .runlock(&args("r1", "shared"))
-        .await
-        .expect("runlock"));
-    // The other reader still holds: a writer is refused.
-    assert!(!locker.lock(&args("w", "shared")).await.expect("lock"));
-    assert!(locker
-        .runlock(&args("r2", "shared"))
-        .await
-        .expect("runlock"));
-    assert!(locker.lock(&args("w", "shared")).await.expect("lock"));
+    // Not held, or held in the other mode: nothing released; readers
+    // share, and the last one's release frees the name.
+    only_holders_release_and_readers_share(&locker, args).await;
 }
 
 /// Tables made before the function existed (an older version of the

@@ -10,59 +10,11 @@ use quorum_lock::{
     LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
 };
 
+use crate::sql_shared::{args_of, config, guarded, guarded_locker, past_quarantine, run};
 use crate::Servers;
 
-fn config(prefix: &str) -> SqlConfig {
-    SqlConfig {
-        table_prefix: prefix.into(),
-        validity: Duration::from_secs(60),
-        quarantine: Duration::ZERO,
-        ..SqlConfig::default()
-    }
-}
-
-fn guarded(prefix: &str) -> SqlConfig {
-    SqlConfig {
-        validity: Duration::from_secs(5),
-        quarantine: Duration::from_secs(5),
-        ..config(prefix)
-    }
-}
-
 fn args(uid: &str, names: &[&str]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names
-            .iter()
-            .map(|n| n.to_string())
-            .collect::<Vec<_>>()
-            .into(),
-        owner: "review2".into(),
-        source: "tests/sqlreview2".into(),
-        quorum: 1,
-    }
-}
-
-/// Runs a client program; its standard output.
-fn run(program: &str, argv: &[&str]) -> Vec<u8> {
-    let out = std::process::Command::new(program)
-        .args(argv)
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {argv:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// Waits out MariaDB's start-up quarantine.
-async fn past_quarantine(locker: &SqlLocker) {
-    if let Some(left) = locker.quarantine_left().await.unwrap() {
-        tokio::time::sleep(left + Duration::from_millis(100)).await;
-    }
-    assert_eq!(locker.quarantine_left().await.unwrap(), None);
+    args_of("review2", uid, names)
 }
 
 /// A past break, fixed (epoch identity, PostgreSQL): a table OID is no identity across
@@ -83,9 +35,7 @@ async fn a_dump_restored_into_a_new_postgres_cluster_keeps_the_epoch() {
         return;
     };
     let prefix = "rv2_oid_";
-    let old = SqlLocker::connect(&servers.pg, guarded(prefix))
-        .await
-        .expect("connect");
+    let old = guarded_locker(&servers.pg, prefix).await;
     assert_eq!(old.quarantine_left().await.unwrap(), None);
     let dump = std::env::temp_dir().join(format!("rv2_oid_{}.pgdump", std::process::id()));
     let dump = dump.to_str().unwrap().to_owned();
@@ -153,9 +103,7 @@ async fn optimize_table_on_mariadb_starts_a_quarantine() {
         return;
     };
     let prefix = "rv2_opt_";
-    let locker = SqlLocker::connect(&servers.maria, guarded(prefix))
-        .await
-        .expect("connect");
+    let locker = guarded_locker(&servers.maria, prefix).await;
     past_quarantine(&locker).await;
     assert!(locker.lock(&args("a", &["x"])).await.unwrap());
     // CREATE_TIME has whole seconds.
@@ -181,9 +129,7 @@ async fn a_touched_frm_file_starts_a_quarantine_on_mariadb() {
         return;
     };
     let prefix = "rv2_frm_";
-    let locker = SqlLocker::connect(&servers.maria, guarded(prefix))
-        .await
-        .expect("connect");
+    let locker = guarded_locker(&servers.maria, prefix).await;
     past_quarantine(&locker).await;
     assert!(locker.lock(&args("a", &["x"])).await.unwrap());
     tokio::time::sleep(Duration::from_millis(1100)).await;

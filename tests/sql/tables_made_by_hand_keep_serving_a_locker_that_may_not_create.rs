@@ -13,16 +13,15 @@ use quorum_lock::sql::SqlLocker;
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::both::config;
+use crate::sql_shared::args_from;
 use crate::Servers;
 
 fn args(uid: &str, name: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec![name.to_owned()].into(),
-        owner: "test".into(),
-        source: "tests/sql/tables_made_by_hand_keep_serving_a_locker_that_may_not_create.rs".into(),
-        quorum: 1,
-    }
+    args_from(
+        "tests/sql/tables_made_by_hand_keep_serving_a_locker_that_may_not_create.rs",
+        uid,
+        name,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
