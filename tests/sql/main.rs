@@ -18,6 +18,9 @@ mod text_before_a_scheme_never_shows;
 mod a_database_refusal_quoting_a_query_password_does_not_show_it;
 #[cfg(feature = "postgres")]
 mod a_database_refusal_quoting_the_password_does_not_show_it;
+#[cfg(feature = "postgres")]
+#[path = "../sql_support/fake_postgres.rs"]
+mod fake_postgres;
 
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_connection_opened_before_the_pin_stays_on_the_search_path;
