@@ -173,14 +173,19 @@ pub fn check_name(name: &str) -> Result<(), Failure> {
 /// (`s3://bucket/key`) or an `@` (`alice@build`) are names like any.
 pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
     let shown = crate::node_urls::shown(name);
+    // A `:` before the last `@`: a user name may hold an `@` itself
+    // (`app@tenant:pw@db`).
     let user_info = name
-        .split_once('@')
+        .rsplit_once('@')
         .is_some_and(|(before, _)| before.contains(':'));
-    // A password in a query parameter (`?user=app&password=…`).
+    // A password in a query parameter, named as the drivers take it
+    // (`password`, Redis's `pass`, percent-encoded or not).
     let query_password = name.split_once('?').is_some_and(|(_, query)| {
         query.split('&').any(|pair| {
-            pair.split_once('=')
-                .is_some_and(|(key, _)| key.to_ascii_lowercase().contains("password"))
+            pair.split_once('=').is_some_and(|(key, _)| {
+                let key = percent_decoded(key).to_ascii_lowercase();
+                key.contains("pass") || key.contains("pwd")
+            })
         })
     });
     if (name.contains("://") && shown != name) || user_info || query_password {
@@ -190,6 +195,32 @@ pub fn refuse_node_url(name: &str) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// `text` with its `%XX` escapes decoded (others left as they are).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |at: usize| {
+            bytes
+                .get(at)
+                .and_then(|b| char::from(*b).to_digit(16))
+                .and_then(|d| u8::try_from(d).ok())
+        };
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push(high * 16 + low);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// How messages name what is waited for: the lock, or the permit in

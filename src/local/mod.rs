@@ -181,7 +181,7 @@ impl LocalLocker {
             epoch_wall: anchored_wall(epoch),
             quarantine_end: AtomicU64::new(0),
             ended: Ended::default(),
-            released: Released::new(config.validity, MAX_RELEASED_BYTES),
+            released: Released::on_clock(config.validity, MAX_RELEASED_BYTES, clock.clone()),
             fence_ready: AtomicU64::new(0),
             next_sweep: AtomicU64::new(0),
             clock,

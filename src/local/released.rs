@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::quorum::clock::Clock;
+
 /// What one remembered uid costs besides its bytes, at most, while the
 /// structures grow: the shared string's counts with the allocator's header
 /// and rounding (about 32); its map slot (key and time, 32 bytes, and a
@@ -38,6 +40,9 @@ pub(crate) fn tombstone_bytes(uid: &str) -> usize {
 /// the oldest releases, whose stale requests are the least likely to still
 /// be in flight.
 pub(crate) struct Released {
+    /// The clock the ttl is measured on: the locker's own, so that a
+    /// locker whose clock runs slow keeps a release for its own validity.
+    clock: Clock,
     ttl: Duration,
     max_bytes: usize,
     inner: Mutex<Inner>,
@@ -52,8 +57,15 @@ struct Inner {
 }
 
 impl Released {
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn new(ttl: Duration, max_bytes: usize) -> Self {
+        Self::on_clock(ttl, max_bytes, Clock::Tokio)
+    }
+
+    /// As [`new`](Self::new), measuring the ttl on `clock`.
+    pub(crate) fn on_clock(ttl: Duration, max_bytes: usize, clock: Clock) -> Self {
         Released {
+            clock,
             ttl,
             max_bytes,
             inner: Mutex::default(),
@@ -74,7 +86,7 @@ impl Released {
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn usage(&self) -> (usize, usize) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.forget_older_than(Instant::now(), self.ttl);
+        inner.forget_older_than(self.clock.now(), self.ttl);
         (inner.order.len(), inner.bytes)
     }
 
@@ -93,7 +105,7 @@ impl Released {
         if uid.is_empty() {
             return;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.forget_older_than(now, self.ttl);
         if inner.since.contains_key(uid) {
@@ -121,7 +133,7 @@ impl Released {
         inner
             .since
             .get(uid)
-            .is_some_and(|at| at.elapsed() < self.ttl)
+            .is_some_and(|at| self.clock.now().saturating_duration_since(*at) < self.ttl)
     }
 }
 

@@ -80,10 +80,18 @@ pub(crate) fn remember(secret: &[u8]) {
 /// (`user:password@`) or in a query parameter whose name holds `pass`
 /// (`password`, `pass`, `passwd`, `sslpassword`), read as written,
 /// percent-decoded and form-decoded (`+` a space), as drivers read it.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
 pub(crate) fn remember_url(url: &str) {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    // Up to the last `@`: a password may hold `/`, `?` or `#` unencoded.
-    if let Some((user_info, _)) = rest.rsplit_once('@') {
+    // Up to the last `@` before the query: a password may hold `/` or `#`
+    // unencoded, while an `@` in the query (`application_name=ops@batch`)
+    // is no user information, and remembering what precedes it would mask
+    // honest words (the database's name).
+    let before_query = rest.split_once('?').map_or(rest, |(before, _)| before);
+    if let Some((user_info, _)) = before_query.rsplit_once('@') {
         if let Some((_, password)) = user_info.split_once(':') {
             remember_both(password);
         }
@@ -100,12 +108,56 @@ pub(crate) fn remember_url(url: &str) {
     }
 }
 
+/// Remembers the passwords of PostgreSQL's password file (`PGPASSFILE`, or
+/// `~/.pgpass`), which the driver reads when neither the URL nor
+/// `PGPASSWORD` gives one: the fifth field of each line, its `\:` and
+/// `\\` undone. A file that cannot be read, or is over 1 MiB, is passed
+/// over.
+#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
+pub(crate) fn remember_pgpass() {
+    let path = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".pgpass"))
+        });
+    let Some(path) = path else {
+        return;
+    };
+    let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
+    let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+        return;
+    };
+    for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let mut fields = Vec::new();
+        let mut field = String::new();
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => field.extend(chars.next()),
+                ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
+                c => field.push(c),
+            }
+        }
+        if fields.len() == 4 {
+            remember(field.as_bytes());
+        }
+    }
+}
+
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
 fn remember_both(text: &str) {
     remember(text.as_bytes());
     remember(&percent_decoded(text));
     remember(&percent_decoded(&text.replace('+', " ")));
 }
 
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
 fn percent_decoded(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -206,6 +258,9 @@ mod tests {
         assert_eq!(mask("got Unix-pass-unit-7"), "got ***");
         remember_url("mysql://db/l?password=Plus+sign+unit");
         assert_eq!(mask("got Plus sign unit"), "got ***");
+        // An `@` in the query is no user information.
+        remember_url("postgres://app@h:5432/honest-words-db?application_name=x@y");
+        assert_eq!(mask("database honest-words-db"), "database honest-words-db");
         // Too short to remember.
         remember_url("redis://:short@cache");
         assert_eq!(mask("a short word"), "a short word");

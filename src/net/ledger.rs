@@ -340,15 +340,39 @@ impl Ledger {
         inner.adopt(uid, conn, Instant::now())
     }
 
-    /// Charges a lock the locker holds although nothing here knew of it,
-    /// without a limit check: refusing would not free the memory, and the
-    /// account must stay complete.
+    /// Records that `uid` was refreshed over `conn` just now, for the names
+    /// of `args`: as [`touch`](Self::touch), and a known uid not yet charged
+    /// for this set of names (what a force by name left of a larger lock,
+    /// refreshed by whichever names) is charged for it too. Returns whether
+    /// the uid was charged before.
+    pub(crate) fn touch_set(&self, conn: u64, args: &LockArgs) -> bool {
+        let known = self.touch(conn, &args.uid);
+        if known {
+            self.charge_unconditionally(conn, args);
+        }
+        known
+    }
+
+    /// Charges a lock the locker holds although nothing here knew of it
+    /// (or knew of it for other names: a refresh of names left after a
+    /// force), without a limit check: refusing would not free the memory,
+    /// and the account must stay complete.
     pub(crate) fn charge_unconditionally(&self, conn: u64, args: &LockArgs) {
         let now = Instant::now();
         let hash = self.set_hash(&args.resources);
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
-        if inner.charges.contains_key(&args.uid) {
+        if let Some(charge) = inner.charges.get_mut(&args.uid) {
+            // Known for other names: this set is charged too, to whichever
+            // connection the uid's charge moves to.
+            if !charge.sets.iter().any(|(h, _)| *h == hash) {
+                charge.sets.push((hash, bytes));
+                let owner = charge.conn;
+                inner.total += bytes;
+                if let Some(usage) = inner.usage.get_mut(&owner) {
+                    usage.bytes += bytes;
+                }
+            }
             inner.adopt(&args.uid, conn, now);
             return;
         }

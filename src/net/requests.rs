@@ -450,7 +450,7 @@ impl Session<'_> {
         // lock's): then it refreshed nothing, and must not keep a charge
         // from lapsing.
         let refreshed = matches!(result, Ok(true)) || locker.holds_any(&args);
-        let known = refreshed && ledger.touch(self.id, &args.uid);
+        let known = refreshed && ledger.touch_set(self.id, &args);
         // In quarantine the locker answers with its quarantine error even
         // when it re-created the entries (the answer must not count), so
         // that answer may have created them as `Ok(true)` may: ask.
@@ -480,9 +480,10 @@ impl Session<'_> {
                 ledger.release(&args.uid, Some(&args.resources));
             }
             // Some of its names still held, the rest forced open (whose
-            // force gave back the uid's charge): what is left is charged
-            // again, as the whole set, so that it counts against the
-            // client while it keeps refreshing it.
+            // force gave back the uid's charge): the names refreshed are
+            // charged again, so that what is left counts against the
+            // client while it keeps refreshing it (`touch_set` charges the
+            // set of a uid still known).
             (false, None) if refreshed && !known => {
                 ledger.charge_unconditionally(self.id, &args);
             }

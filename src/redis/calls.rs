@@ -211,10 +211,12 @@ impl Shared {
             }
             Ok(other) => Err(Error::LockerUnavailable {
                 endpoint: self.endpoint.clone(),
-                // The server's words: escaped, and a secret quoted masked.
+                // What kind of answer, not what it holds: a bulk string of
+                // bytes is shown by the driver as numbers, which no
+                // masking of a secret quoted in it would catch.
                 reason: format!(
-                    "Redis answered SET NX with {}",
-                    crate::locker::escape_peer_text(&format!("{other:?}"))
+                    "Redis answered SET NX with {}, where OK or nil was expected",
+                    answer_kind(&other)
                 ),
             }),
             // An ACL without SET: the scripts still work, so they do it all.
@@ -529,4 +531,19 @@ pub(super) fn fast_head(uid: &str, mode: LockMode) -> String {
 /// order of the numbers.
 pub(super) fn ticket_arg(wait: &WaitArgs) -> String {
     format!("{:020}{:020}", wait.ticket.at, wait.ticket.tiebreak)
+}
+
+/// What kind of answer `value` is, for an error that must not show what
+/// it holds (a server may quote a password in it).
+fn answer_kind(value: &::redis::Value) -> String {
+    use ::redis::Value;
+    match value {
+        Value::Nil => "nil".to_owned(),
+        Value::Int(_) => "an integer".to_owned(),
+        Value::BulkString(bytes) => format!("a bulk string of {} bytes", bytes.len()),
+        Value::Array(items) => format!("an array of {} items", items.len()),
+        Value::SimpleString(text) => format!("a simple string of {} bytes", text.len()),
+        Value::Okay => "OK".to_owned(),
+        _ => "another kind of answer".to_owned(),
+    }
 }

@@ -184,6 +184,9 @@ impl SqlLocker {
                 crate::locker::secrets::remember(password.as_encoded_bytes());
             }
         }
+        if url.starts_with("postgres") {
+            crate::locker::secrets::remember_pgpass();
+        }
         let backend = Backend::of_url(url).ok_or_else(|| {
             let scheme = url.split_once("://").map_or("", |(s, _)| s);
             Error::InvalidArgument(format!(

@@ -11,6 +11,7 @@ mod a_campaign_with_a_deadline;
 mod a_cancelled_campaign_leaves_no_grant_behind_its_late_re_check;
 mod a_fencing_draw;
 mod a_permit_whose_count_was_just_forced_open_draws_no_fencing_token;
+mod a_released_lock_leaves_no_entry_behind_a_late_lock_on_a_slow_locker_clock;
 mod a_released_lock_leaves_no_entry_behind_its_late_re_check;
 mod a_semaphore_acquire;
 mod a_semaphore_check_left_behind;

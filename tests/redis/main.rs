@@ -17,6 +17,7 @@ mod log_capture;
 
 mod a_redis_error_quoting_a_unix_socket_password_does_not_show_it;
 mod a_redis_error_quoting_the_password_does_not_show_it;
+mod a_set_nx_answer_of_binary_data_quoting_the_password_does_not_show_it;
 mod a_set_nx_answer_quoting_the_password_does_not_show_it;
 mod election;
 mod fastpath;

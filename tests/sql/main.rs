@@ -6,6 +6,8 @@
 #[cfg(feature = "testing")]
 #[path = "../harness/mod.rs"]
 mod harness;
+#[path = "../log_capture/mod.rs"]
+mod log_capture;
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 
@@ -18,6 +20,10 @@ mod text_before_a_scheme_never_shows;
 mod a_database_refusal_quoting_a_query_password_does_not_show_it;
 #[cfg(feature = "postgres")]
 mod a_database_refusal_quoting_the_password_does_not_show_it;
+#[cfg(feature = "postgres")]
+mod a_database_refusal_to_make_the_stored_functions_reaches_the_log_escaped;
+#[cfg(feature = "postgres")]
+mod a_search_path_refusal_naming_a_hostile_schema_reaches_the_log_escaped;
 #[cfg(feature = "postgres")]
 #[path = "../sql_support/fake_postgres.rs"]
 mod fake_postgres;

@@ -77,8 +77,15 @@ pub(super) async fn read_responses(
             }
             reply => {
                 log.unsolicited_errors.note(|count| {
-                    // The server's words, escaped and with secrets masked.
-                    let reply = crate::locker::escape_peer_text(&format!("{reply:?}"));
+                    // An error's words, escaped and with secrets masked;
+                    // of any other reply, its kind only (a value's bytes
+                    // would be shown as numbers, which no masking catches).
+                    let reply = match &reply {
+                        Reply::Error { kind, message } => {
+                            format!("{kind:?}: {}", crate::locker::escape_peer_text(message))
+                        }
+                        other => other.kind().to_owned(),
+                    };
                     tracing::warn!(
                         endpoint = %conn.endpoint,
                         %reply,

@@ -33,7 +33,8 @@ pub(super) async fn pin_search_path(
         return Err(sqlx::Error::Configuration(Box::new(Ambiguous(format!(
             "the table {table} is in more than one schema on the search path ({}): which one \
              every process of the application uses cannot be known; set SqlConfig::schema",
-            holding.join(", ")
+            // Names the database gave: escaped, for the driver's log too.
+            crate::locker::escape_peer_text(&holding.join(", "))
         )))));
     }
     let schema = match holding.into_iter().next() {

@@ -138,6 +138,8 @@ impl Store {
                 if let Err(err) = conn.execute(make.as_str()).await {
                     // Two lockers making it at once: one fails, and it is
                     // there. Or this user may not create functions.
+                    // The database's words: escaped, a secret masked.
+                    let err = crate::locker::escape_peer_text(&err.to_string());
                     tracing::debug!(locker = %self.endpoint, "making {signature}: {err}");
                 }
                 let body;
@@ -185,6 +187,7 @@ impl Store {
         if count < 2 && self.create_tables {
             for statement in self.dialect.mysql_routines() {
                 if let Err(err) = conn.execute(statement.as_str()).await {
+                    let err = crate::locker::escape_peer_text(&err.to_string());
                     tracing::debug!(locker = %self.endpoint, "making the stored procedures: {err}");
                     break;
                 }

@@ -1,0 +1,157 @@
+//! Reproduces a past break: after an admin forced open one name of each of a client's nine-name locks, the client refreshes one remaining name first, is charged again for that one name only, and then keeps all eight remaining names alive by refreshing them together, uncharged, filling the lock table's cap again on top of them.
+//!
+//! docs/lock-servers.md, "A compromised client": a lock on more names than
+//! were forced "keeps its entries on the others until they expire, and is
+//! charged for them again when its client refreshes it". The server charges
+//! again the set the first refresh names, and only when the uid has no
+//! charge; a later refresh naming more of the uid's entries finds a charge
+//! and adds nothing. So the entries its refreshes keep alive are charged as
+//! one name each lock, and the client holds more than `max_lock_bytes`
+//! lets one client take, for as long as it refreshes.
+//!
+//! A server with a 64 KiB lock table, a 1 s validity and an admin token; a
+//! client fills the table with locks on nine names each, the admin forces
+//! the first name of each open, the client refreshes each lock's second
+//! name alone, then the eight names left together every 200 ms for three
+//! validities, then fills the table again. Real time (sockets), every call
+//! bounded.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use tokio::sync::oneshot;
+
+use crate::node::TOKEN;
+
+const ADMIN: &str = "admin-secret";
+const LIMIT: Duration = Duration::from_secs(5);
+const VALIDITY: Duration = Duration::from_secs(1);
+
+fn args(uid: &str, names: &[String]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names.to_vec().into(),
+        owner: "culprit".into(),
+        source: "tests/net/entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names.rs"
+            .into(),
+        quorum: 1,
+    }
+}
+
+async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, call)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
+}
+
+/// Locks `hog/{round}/{i}/0` to `.../8` under fresh uids until the server
+/// refuses one; the locks it granted (none when the cap is reached).
+async fn fill(culprit: &RemoteLocker, round: &str) -> Vec<LockArgs> {
+    let mut held = Vec::new();
+    for i in 0..2000 {
+        let names: Vec<String> = (0..9).map(|n| format!("hog/{round}/{i}/{n}")).collect();
+        let lock = args(&format!("hog-{round}-{i}"), &names);
+        match bounded("lock", culprit.lock(&lock)).await {
+            Ok(true) => held.push(lock),
+            _ => break,
+        }
+    }
+    assert!(held.len() < 2000, "the table fills: {} locks", held.len());
+    held
+}
+
+#[tokio::test]
+async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names() {
+    let locker = Arc::new(LocalLocker::with_config(
+        "partial-force",
+        LockerConfig {
+            validity: VALIDITY,
+            quarantine: Duration::ZERO,
+        },
+    ));
+    let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
+    config.max_lock_bytes = 64 * 1024;
+    let server = LockServer::new(locker.clone(), config).expect("valid config");
+    let (_stop, stopped) = oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().expect("an address"), async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("bind loopback");
+    tokio::spawn(serve);
+    let addr = bound.to_string();
+
+    let culprit = bounded(
+        "connect",
+        RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)),
+    )
+    .await
+    .expect("connect");
+    let first = fill(&culprit, "1").await;
+    assert!(
+        first.len() >= 2,
+        "the first fill takes locks: {}",
+        first.len()
+    );
+    let admin = bounded(
+        "connect",
+        RemoteLocker::connect(addr.clone(), RemoteConfig::new(ADMIN)),
+    )
+    .await
+    .expect("admin connects");
+    let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
+
+    // The admin forces the first name of each lock open.
+    for lock in &first {
+        let by_name = args("", &lock.resources[..1]);
+        assert_eq!(
+            bounded("force", admin.force_unlock(&by_name)).await,
+            Ok(true),
+            "forced open"
+        );
+    }
+
+    // The client refreshes each lock's second name alone (charged again
+    // as a lock of that one name), then the eight names left together for
+    // three validities.
+    for lock in &first {
+        let one = args(&lock.uid, &lock.resources[1..2]);
+        assert_eq!(
+            bounded("refresh", culprit.refresh(&one)).await,
+            Ok(true),
+            "the name is still held"
+        );
+    }
+    let left: Vec<LockArgs> = first
+        .iter()
+        .map(|lock| args(&lock.uid, &lock.resources[1..]))
+        .collect();
+    let until = tokio::time::Instant::now() + 3 * VALIDITY;
+    while tokio::time::Instant::now() < until {
+        for lock in &left {
+            let _ = bounded("refresh", culprit.refresh(lock)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Then fills the table again.
+    let second = fill(&culprit, "2").await;
+    let listed = bounded("list", admin.locks()).await.expect("listing");
+    let left_over = listed
+        .iter()
+        .filter(|l| l.resource.starts_with("hog/1/"))
+        .count();
+    // What the force left and the client kept refreshing is charged to
+    // it again: with it, the client stays within its cap.
+    assert!(
+        listed.len() <= at_the_cap,
+        "{left_over} entries left by the force outlived three validities, charged as one name \
+         a lock; the client then took {} more locks ({} entries in the table, {at_the_cap} at the cap)",
+        second.len(),
+        listed.len()
+    );
+}
