@@ -58,9 +58,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// `released.rs`), counted as the lock server counts its own. Past it the
 /// oldest are forgotten first: at 150,000 releases a second (a busy
 /// in-process cluster) that is the last tenth of a second or so, which
-/// still covers a call overtaken across one scheduler's turn; a lock
-/// server in front of the locker keeps its own, larger record
-/// (`ServerConfig::max_released_bytes`).
+/// still covers a call overtaken across one scheduler's turn. A lock
+/// server serving the locker sets the record's limits to its own
+/// (`ServerConfig::remember_released`, `max_released_bytes`).
 pub(crate) const MAX_RELEASED_BYTES: usize = 8 << 20;
 
 /// An in-memory [`NetLocker`](crate::NetLocker): the lock table of one node.
@@ -675,6 +675,13 @@ impl LocalLocker {
         }
     }
 
+    /// The record of the uids released here, which a lock server serving
+    /// this locker uses for its own, with its own limits.
+    #[cfg(feature = "net")]
+    pub(crate) fn released(&self) -> &Released {
+        &self.released
+    }
+
     /// Whether `uid` was released here recently: within the validity, or
     /// during a quarantine whose record is still kept (a validity after
     /// it ended). A lock or a wait for it was overtaken by its release.
@@ -719,7 +726,8 @@ impl LocalLocker {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
                 }
-                tracing::debug!(locker = %self.endpoint, uid = %args.uid, "re-created entries on refresh in quarantine");
+                let uid = crate::locker::secrets::mask(&args.uid);
+                tracing::debug!(locker = %self.endpoint, %uid, "re-created entries on refresh in quarantine");
             }
             Err(err)
         })?

@@ -2,8 +2,9 @@
 //! refresh for one of them can only be a message that was overtaken by its
 //! own release (across a reconnect, a call delayed on its way past its
 //! caller's deadline, a waiter's re-check sent before it gave up), so it
-//! is refused instead of leaving an entry nobody will unlock. A lock
-//! server keeps one in front of its locker; a `LocalLocker` keeps its own.
+//! is refused instead of leaving an entry nobody will unlock. A
+//! `LocalLocker` keeps one; a lock server serving it uses the same record,
+//! with the server's limits.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -43,13 +44,13 @@ pub(crate) struct Released {
     /// The clock the ttl is measured on: the locker's own, so that a
     /// locker whose clock runs slow keeps a release for its own validity.
     clock: Clock,
-    ttl: Duration,
-    max_bytes: usize,
     inner: Mutex<Inner>,
 }
 
 #[derive(Default)]
 struct Inner {
+    ttl: Duration,
+    max_bytes: usize,
     since: HashMap<Arc<str>, Instant>,
     order: VecDeque<(Instant, Arc<str>)>,
     /// Sum of [`tombstone_bytes`] over `order`.
@@ -57,7 +58,7 @@ struct Inner {
 }
 
 impl Released {
-    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn new(ttl: Duration, max_bytes: usize) -> Self {
         Self::on_clock(ttl, max_bytes, Clock::Tokio)
     }
@@ -66,9 +67,11 @@ impl Released {
     pub(crate) fn on_clock(ttl: Duration, max_bytes: usize, clock: Clock) -> Self {
         Released {
             clock,
-            ttl,
-            max_bytes,
-            inner: Mutex::default(),
+            inner: Mutex::new(Inner {
+                ttl,
+                max_bytes,
+                ..Inner::default()
+            }),
         }
     }
 
@@ -86,7 +89,8 @@ impl Released {
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn usage(&self) -> (usize, usize) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.forget_older_than(self.clock.now(), self.ttl);
+        let ttl = inner.ttl;
+        inner.forget_older_than(self.clock.now(), ttl);
         (inner.order.len(), inner.bytes)
     }
 
@@ -107,7 +111,8 @@ impl Released {
         }
         let now = self.clock.now();
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner.forget_older_than(now, self.ttl);
+        let ttl = inner.ttl;
+        inner.forget_older_than(now, ttl);
         if inner.since.contains_key(uid) {
             return;
         }
@@ -115,7 +120,7 @@ impl Released {
         inner.bytes += tombstone_bytes(&uid);
         inner.since.insert(uid.clone(), now);
         inner.order.push_back((now, uid));
-        while inner.bytes > self.max_bytes {
+        while inner.bytes > inner.max_bytes {
             if !inner.forget_oldest() {
                 break;
             }
@@ -123,9 +128,29 @@ impl Released {
     }
 
     /// Forgets every uid: the locker restarted, and forgot them with its
-    /// table.
+    /// table. The limits stay.
     pub(crate) fn clear(&self) {
-        *self.inner.lock().unwrap_or_else(PoisonError::into_inner) = Inner::default();
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        *inner = Inner {
+            ttl: inner.ttl,
+            max_bytes: inner.max_bytes,
+            ..Inner::default()
+        };
+    }
+
+    /// Keeps uids for `ttl` and at most `max_bytes` of them from now on: a
+    /// lock server sets its own limits on the record of the locker it
+    /// serves, which then serves both.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn set_limits(&self, ttl: Duration, max_bytes: usize) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.ttl = ttl;
+        inner.max_bytes = max_bytes;
+        while inner.bytes > inner.max_bytes {
+            if !inner.forget_oldest() {
+                break;
+            }
+        }
     }
 
     pub(crate) fn contains(&self, uid: &str) -> bool {
@@ -133,7 +158,7 @@ impl Released {
         inner
             .since
             .get(uid)
-            .is_some_and(|at| self.clock.now().saturating_duration_since(*at) < self.ttl)
+            .is_some_and(|at| self.clock.now().saturating_duration_since(*at) < inner.ttl)
     }
 }
 

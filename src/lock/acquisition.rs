@@ -362,6 +362,19 @@ impl Acquisition {
         plan
     }
 
+    /// Locker `index`, which refused the grant, may hold an entry since: a
+    /// refresh, which re-creates missing entries on a locker in quarantine,
+    /// reached it and was not answered "not held". Its release must then
+    /// be sent to it, not counted as done.
+    pub(crate) fn may_hold(&self, index: usize) {
+        let mut slots = self.slots();
+        if let Some(slot) = slots.slots.get_mut(index) {
+            if slot.answer == Some(Answer::Refused) {
+                slot.answer = Some(Answer::Failed);
+            }
+        }
+    }
+
     /// Whether a release has begun.
     pub(crate) fn is_released(&self) -> bool {
         self.slots().released

@@ -83,7 +83,13 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
             return Answer::Failed;
         }
         let call = locker.refresh_mode(&state.args, state.mode);
-        match call_locker(&state.coord, index, CallKind::Refresh, call, deadline).await {
+        let result = call_locker(&state.coord, index, CallKind::Refresh, call, deadline).await;
+        // Anything but "not held" (a quarantine's answer, a timeout) may
+        // have left an entry where the grant had been refused.
+        if !matches!(result, Ok(false)) {
+            state.may_hold(index);
+        }
+        match result {
             Ok(true) => Answer::Granted,
             Ok(false) => Answer::Refused,
             Err(err) => {

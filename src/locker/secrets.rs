@@ -33,8 +33,9 @@ use std::sync::{PoisonError, RwLock};
 /// secret remembered.
 pub(crate) const RUN: usize = 8;
 
-/// The most secrets remembered at once.
-const KEPT: usize = 256;
+/// The most secrets remembered at once (a password file may hold
+/// hundreds).
+const KEPT: usize = 4096;
 
 /// A remembered secret, and its runs of [`RUN`] bytes, as written and as
 /// Rust's `Debug` escapes it (a `"` or `\` in it is shown escaped where a
@@ -179,16 +180,16 @@ fn percent_decoded(text: &str) -> Vec<u8> {
     out
 }
 
-/// `text` with every run of [`RUN`] or more bytes of a remembered secret
-/// shown as `***`.
-pub(crate) fn mask(text: &str) -> Cow<'_, str> {
-    let bytes = text.as_bytes();
+/// Which bytes of `bytes` stand in a run of [`RUN`] or more bytes of a
+/// remembered secret; `None` when none do. For bytes shown otherwise than
+/// as text (escaped as `\xNN`), masked before they are escaped.
+pub(crate) fn covered(bytes: &[u8]) -> Option<Vec<bool>> {
     if bytes.len() < RUN {
-        return Cow::Borrowed(text);
+        return None;
     }
     let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
     if secrets.is_empty() {
-        return Cow::Borrowed(text);
+        return None;
     }
     let mut covered = vec![false; bytes.len()];
     let mut any = false;
@@ -201,10 +202,15 @@ pub(crate) fn mask(text: &str) -> Cow<'_, str> {
             any = true;
         }
     }
-    drop(secrets);
-    if !any {
+    any.then_some(covered)
+}
+
+/// `text` with every run of [`RUN`] or more bytes of a remembered secret
+/// shown as `***`.
+pub(crate) fn mask(text: &str) -> Cow<'_, str> {
+    let Some(covered) = covered(text.as_bytes()) else {
         return Cow::Borrowed(text);
-    }
+    };
     let mut out = String::with_capacity(text.len());
     let mut masking = false;
     for (at, c) in text.char_indices() {

@@ -104,7 +104,7 @@ impl Session<'_> {
     /// [`ended`](Self::ended), which takes what is left of it out of the
     /// table before its charge goes.
     pub(super) async fn ask(&self, args: &LockArgs, asked: &Asked) -> Result<WaitReply, Refusal> {
-        let released = &self.server.released;
+        let released = self.server.released();
         if released.contains(&args.uid) {
             return Ok(WaitReply::Refused);
         }

@@ -51,6 +51,7 @@ pub(super) struct ConnSink {
 impl PushSink for ConnSink {
     fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
         if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send((uid.into(), event)) {
+            let uid = crate::locker::secrets::mask(uid);
             tracing::debug!(%uid, ?event, "push queue full; dropping the push");
         }
     }
@@ -287,7 +288,7 @@ impl Session<'_> {
                 return reply;
             }
         }
-        let released = &self.server.released;
+        let released = self.server.released();
         if released.contains(&args.uid) {
             // Overtaken by its own release: granting would leave an entry
             // that nobody unlocks.
@@ -340,7 +341,8 @@ impl Session<'_> {
 
     /// Removes what a grant for a uid released meanwhile created.
     pub(super) async fn undo_grant(&self, args: &LockArgs) {
-        tracing::debug!(uid = %args.uid, "grant raced its own release; undone");
+        let uid = crate::locker::secrets::mask(&args.uid);
+        tracing::debug!(%uid, "grant raced its own release; undone");
         // By uid and resources, whatever the mode. Afterwards none of these
         // entries exists, whoever removed them, so the charge goes too.
         let _ = self.server.locker.force_unlock(args).await;
@@ -354,7 +356,7 @@ impl Session<'_> {
             Ok(args) => args,
             Err(reply) => return reply,
         };
-        self.server.released.remember(&args.uid);
+        self.server.released().remember(&args.uid);
         let locker = &*self.server.locker;
         // Forced open by name: whoever held these names loses them, and
         // with them what they are charged for.
@@ -425,7 +427,7 @@ impl Session<'_> {
             Ok(args) => args,
             Err(reply) => return reply,
         };
-        let released = &self.server.released;
+        let released = self.server.released();
         if released.contains(&args.uid) {
             return Reply::Bool(false);
         }

@@ -46,7 +46,7 @@ pub(crate) fn sampler(state: &Arc<ServerState>) -> Sampler {
                 return;
             };
             let table = state.locker.counts();
-            let (tombstones, tombstone_bytes) = state.released.usage();
+            let (tombstones, tombstone_bytes) = state.released().usage();
             state.metrics.sample(&Gauges {
                 entries: table.entries,
                 resources: table.resources,

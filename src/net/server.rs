@@ -20,7 +20,6 @@ use super::metrics::ServerMetrics;
 use super::refusals::{Cause, RefusalLog};
 use super::session::accept;
 use super::state::{Pending, ServerState, Slot, Tokens};
-use crate::local::released::Released;
 use crate::locker::throttled::Throttled;
 use crate::{Error, LocalLocker};
 
@@ -117,6 +116,10 @@ impl LockServer {
             crate::locker::secrets::remember(admin.as_bytes());
         }
         let remember = config.remember_released.unwrap_or(validity);
+        // One record of released uids serves the server and its locker.
+        locker
+            .released()
+            .set_limits(remember, config.max_released_bytes);
         let ledger = Ledger::new(Limits {
             validity,
             total_bytes: config.max_lock_bytes,
@@ -132,7 +135,6 @@ impl LockServer {
                 authenticated: AtomicUsize::new(0),
                 per_address: Mutex::default(),
                 refusals: RefusalLog::default(),
-                released: Released::new(remember, config.max_released_bytes),
                 ledger,
                 config,
                 shutdown: CancellationToken::new(),
@@ -506,7 +508,7 @@ impl ServerStats {
     /// Bytes of remembered released uids, as limited by
     /// [`ServerConfig::max_released_bytes`].
     pub fn released_bytes(&self) -> usize {
-        self.state.released.bytes()
+        self.state.released().bytes()
     }
 }
 

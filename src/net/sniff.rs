@@ -67,8 +67,21 @@ fn first_line(bytes: &[u8]) -> Option<String> {
     if head.is_empty() || !head.iter().all(printable) {
         return None;
     }
+    // A peer's words: a secret this process holds, quoted, is masked, on
+    // the bytes as they came (escaped first, a secret that is not
+    // printable ASCII would no longer be found).
+    let covered = crate::locker::secrets::covered(line);
     let mut text = String::new();
-    for b in line.iter().take(QUOTED) {
+    let mut masking = false;
+    for (at, b) in line.iter().enumerate().take(QUOTED) {
+        if covered.as_ref().is_some_and(|c| c[at]) {
+            if !masking {
+                text.push_str("***");
+                masking = true;
+            }
+            continue;
+        }
+        masking = false;
         if printable(b) {
             text.push(char::from(*b));
         } else {
@@ -76,8 +89,6 @@ fn first_line(bytes: &[u8]) -> Option<String> {
         }
     }
     let cut = if line.len() > QUOTED { "…" } else { "" };
-    // A peer's words: a secret this process holds, quoted, is masked.
-    let text = crate::locker::secrets::mask(&text);
     Some(format!("\"{text}{cut}\""))
 }
 

@@ -66,7 +66,6 @@ impl Tokens {
 pub(crate) struct ServerState {
     pub(crate) locker: Arc<LocalLocker>,
     pub(crate) config: ServerConfig,
-    pub(crate) released: Released,
     pub(crate) ledger: Ledger,
     pub(crate) shutdown: CancellationToken,
     /// Connections being served, authenticated or not.
@@ -92,6 +91,12 @@ pub(crate) struct ServerState {
 }
 
 impl ServerState {
+    /// The uids released recently: the record of the locker served, kept
+    /// with the server's limits (`remember_released`, `max_released_bytes`).
+    pub(crate) fn released(&self) -> &Released {
+        self.locker.released()
+    }
+
     pub(super) fn pending(&self) -> std::sync::MutexGuard<'_, VecDeque<Pending>> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -506,7 +506,8 @@ impl NetLocker for RedisLocker {
             .await?;
         let counter = |key: &str| match key.strip_prefix(&shared.config.prefix) {
             Some("") | None => "this node's high-water mark".to_owned(),
-            Some(resource) => format!("resource {resource:?}"),
+            // The server's words: escaped, a secret quoted masked.
+            Some(resource) => format!("resource \"{}\"", crate::locker::escape_peer_text(resource)),
         };
         match kind {
             1 => value
@@ -519,9 +520,10 @@ impl NetLocker for RedisLocker {
             0 => Ok(None),
             2 => Err(Error::InvalidArgument(format!(
                 "fencing floor {floor} is ahead of the clock of Redis {} by more than \
-                 {FENCE_CLOCK_TOLERANCE:?} (its clock plus that is {value} ns): clocks out of \
+                 {FENCE_CLOCK_TOLERANCE:?} (its clock plus that is {} ns): clocks out of \
                  sync, or a client sent a bogus floor",
-                shared.endpoint
+                shared.endpoint,
+                crate::locker::escape_peer_text(&value)
             ))),
             3 => Err(Error::InvalidArgument(format!(
                 "the fencing counter of {} on Redis {} is at u64::MAX and cannot grow",

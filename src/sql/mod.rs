@@ -177,16 +177,17 @@ impl SqlLocker {
     /// of a password (an unencoded `&` in `password=…`).
     pub fn new(url: &str, config: SqlConfig) -> Result<SqlLocker, Error> {
         // What the database says is never shown with the password in it,
-        // whether the URL or the driver's environment gave it.
-        crate::locker::secrets::remember_url(url);
+        // whether the driver's password file, its environment or the URL
+        // gave it (the URL's last: the newest are forgotten last).
+        if url.starts_with("postgres") {
+            crate::locker::secrets::remember_pgpass();
+        }
         for variable in ["PGPASSWORD", "MYSQL_PWD"] {
             if let Some(password) = std::env::var_os(variable) {
                 crate::locker::secrets::remember(password.as_encoded_bytes());
             }
         }
-        if url.starts_with("postgres") {
-            crate::locker::secrets::remember_pgpass();
-        }
+        crate::locker::secrets::remember_url(url);
         let backend = Backend::of_url(url).ok_or_else(|| {
             let scheme = url.split_once("://").map_or("", |(s, _)| s);
             Error::InvalidArgument(format!(

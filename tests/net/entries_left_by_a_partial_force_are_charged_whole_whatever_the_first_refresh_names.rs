@@ -115,16 +115,13 @@ async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_re
         );
     }
 
-    // The client refreshes each lock's second name alone (charged again
-    // as a lock of that one name), then the eight names left together for
-    // three validities.
+    // The client refreshes each lock's second name alone, then the eight
+    // names left together for three validities. (The server refuses them
+    // now: a uid forced open is one it released. What is checked is that
+    // the client stays within its cap, whatever the refreshes answer.)
     for lock in &first {
         let one = args(&lock.uid, &lock.resources[1..2]);
-        assert_eq!(
-            bounded("refresh", culprit.refresh(&one)).await,
-            Ok(true),
-            "the name is still held"
-        );
+        let _ = bounded("refresh", culprit.refresh(&one)).await;
     }
     let left: Vec<LockArgs> = first
         .iter()
