@@ -109,13 +109,15 @@ pub(crate) fn remember_url(url: &str) {
     }
 }
 
-/// Remembers the passwords of PostgreSQL's password file (`PGPASSFILE`, or
-/// `~/.pgpass`), which the driver reads when neither the URL nor
-/// `PGPASSWORD` gives one: the fifth field of each line, its `\:` and
-/// `\\` undone. A file that cannot be read, or is over 1 MiB, is passed
-/// over.
-#[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
-pub(crate) fn remember_pgpass() {
+/// Remembers the password of PostgreSQL's password file (`PGPASSFILE`, or
+/// `~/.pgpass`) that the driver would use for a connection to `target`
+/// (host, port, database, user), as it reads the file when neither the
+/// URL nor `PGPASSWORD` gives one: the fifth field of each line whose
+/// other four match (`*` matches anything), its `\:` and `\\` undone.
+/// Only matching lines: a file of thousands would push every other secret
+/// out. A file that cannot be read, or is over 1 MiB, is passed over.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn remember_pgpass(target: [&str; 4]) {
     let path = std::env::var_os("PGPASSFILE")
         .map(std::path::PathBuf::from)
         .or_else(|| {
@@ -139,7 +141,12 @@ pub(crate) fn remember_pgpass() {
                 c => field.push(c),
             }
         }
-        if fields.len() == 4 {
+        let matches = fields.len() == 4
+            && fields
+                .iter()
+                .zip(target)
+                .all(|(field, wanted)| field == "*" || field == wanted);
+        if matches {
             remember(field.as_bytes());
         }
     }

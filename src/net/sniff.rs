@@ -94,7 +94,17 @@ fn first_line(bytes: &[u8]) -> Option<String> {
 
 /// The first [`HEX`] bytes in hex, `…` after them if there are more.
 fn hex(bytes: &[u8]) -> String {
-    let shown: Vec<String> = bytes.iter().take(HEX).map(|b| format!("{b:02x}")).collect();
+    // Bytes of a secret this process holds are shown as `**`.
+    let covered = crate::locker::secrets::covered(bytes);
+    let shown: Vec<String> = bytes
+        .iter()
+        .enumerate()
+        .take(HEX)
+        .map(|(at, b)| match &covered {
+            Some(c) if c[at] => "**".to_owned(),
+            _ => format!("{b:02x}"),
+        })
+        .collect();
     let cut = if bytes.len() > HEX { " …" } else { "" };
     format!("{}{cut}", shown.join(" "))
 }

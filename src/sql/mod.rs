@@ -179,8 +179,19 @@ impl SqlLocker {
         // What the database says is never shown with the password in it,
         // whether the driver's password file, its environment or the URL
         // gave it (the URL's last: the newest are forgotten last).
-        if url.starts_with("postgres") {
-            crate::locker::secrets::remember_pgpass();
+        #[cfg(feature = "postgres")]
+        if let Some(options) = url
+            .starts_with("postgres")
+            .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
+            .flatten()
+        {
+            let port = options.get_port().to_string();
+            crate::locker::secrets::remember_pgpass([
+                options.get_host(),
+                &port,
+                options.get_database().unwrap_or(options.get_username()),
+                options.get_username(),
+            ]);
         }
         for variable in ["PGPASSWORD", "MYSQL_PWD"] {
             if let Some(password) = std::env::var_os(variable) {
