@@ -177,22 +177,8 @@ impl SqlLocker {
     /// of a password (an unencoded `&` in `password=…`).
     pub fn new(url: &str, config: SqlConfig) -> Result<SqlLocker, Error> {
         // What the database says is never shown with the password in it,
-        // whether the driver's password file, its environment or the URL
-        // gave it (the URL's last: the newest are forgotten last).
-        #[cfg(feature = "postgres")]
-        if let Some(options) = url
-            .starts_with("postgres")
-            .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
-            .flatten()
-        {
-            let port = options.get_port().to_string();
-            crate::locker::secrets::remember_pgpass([
-                options.get_host(),
-                &port,
-                options.get_database().unwrap_or(options.get_username()),
-                options.get_username(),
-            ]);
-        }
+        // whether the driver's environment, the URL or its password file
+        // (below) gave it.
         for variable in ["PGPASSWORD", "MYSQL_PWD"] {
             if let Some(password) = std::env::var_os(variable) {
                 crate::locker::secrets::remember(password.as_encoded_bytes());
@@ -244,6 +230,23 @@ impl SqlLocker {
             config.create_tables,
             (channel.clone(), notices),
         )?;
+        // The line of PostgreSQL's password file the driver would use,
+        // once the URL's parameters are known to be the driver's (parsing
+        // others, the driver logs them, values and all).
+        #[cfg(feature = "postgres")]
+        if let Some(options) = url
+            .starts_with("postgres")
+            .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
+            .flatten()
+        {
+            let port = options.get_port().to_string();
+            crate::locker::secrets::remember_pgpass([
+                options.get_host(),
+                &port,
+                options.get_database().unwrap_or(options.get_username()),
+                options.get_username(),
+            ]);
+        }
         Ok(SqlLocker {
             shared: Arc::new(Shared {
                 store,
