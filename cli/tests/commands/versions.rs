@@ -283,7 +283,17 @@ async fn a_cluster_halfway_through_an_upgrade_locks_and_fences() {
             .lock_timeout(Duration::from_secs(5))
             .await
             .expect("locks with two new servers and one old");
-        // The two new servers are a quorum of three: they issue the token.
+        // The two new servers are a quorum of three: they issue the token,
+        // once both hold the lock (a quorum can be the old server and one
+        // new one, the other new one's grant still on its way: a draw then
+        // finds a token on one new server only).
+        for _ in 0..500 {
+            if guard.granted_by() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(guard.granted_by(), 3, "every server grants a free lock");
         tokens.push(
             guard
                 .fencing_token()
