@@ -137,6 +137,13 @@ fn unlock_kind(mode: LockMode) -> CallKind {
     }
 }
 
+/// Queues the unlock of `state` on locker `index`, begun at `began`, for
+/// the retry queue to send until it lands or stops mattering.
+pub(crate) fn retry_unlock(state: &Acquisition, index: usize, began: Instant) {
+    let coord = &state.coord;
+    retry_later(coord, index, state, give_up_at(coord, index, began));
+}
+
 /// Queues the unlock of `state` on locker `index`, and starts a drain task
 /// on the current runtime unless that runtime has one already.
 fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give_up: Instant) {
