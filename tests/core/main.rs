@@ -23,6 +23,7 @@ mod a_semaphore_check_left_behind;
 mod a_wait_for_a_held_lock;
 mod a_wait_in_quarantine;
 mod an_unlock_counts_a_refusal_whose_later_refresh_never_reached_the_locker;
+mod an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_the_validity;
 mod basics;
 mod campaign_and_semaphore_timeouts_of_polling_waits_in_quarantine;
 mod campaign_timeout_after_the_term_was_drawn_on_a_retry;
