@@ -88,7 +88,11 @@ async fn a_confirmed_unlock_leaves_no_entry_where_a_refresh_reached_a_locker_who
         .await
         .expect("nodes 0 and 1 grant");
     let uid = guard.uid().to_owned();
-    assert_eq!(slowed.load(Ordering::SeqCst), 1, "the lock call reached node 2");
+    assert_eq!(
+        slowed.load(Ordering::SeqCst),
+        1,
+        "the lock call reached node 2"
+    );
     assert!(!holds(&cluster.lockers()[2], &uid).await, "node 2 refused");
 
     cluster.restart(&[2]).unwrap();
