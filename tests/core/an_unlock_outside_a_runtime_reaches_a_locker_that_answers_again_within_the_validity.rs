@@ -11,6 +11,15 @@
 //! dropped with its drainer: the queued unlock is left with no task to
 //! send it, while the acquiring runtime is alive and driven, and the
 //! locker that comes back keeps the released entry until it expires.
+//!
+//! The guard's `unlock()` docs (src/lock/guard.rs) promise that "polled
+//! outside one (a plain thread, another executor), it runs on a runtime of
+//! its own, so it works even when the runtime that acquired the lock is
+//! gone or no longer driven", and that a release too few lockers confirmed
+//! "is then retried in the background until the lockers must have expired
+//! the entries anyway". Here the acquiring runtime is even alive and
+//! driven, and the retry still stops 300 ms after the unlock returned (the
+//! same holds for an unconfirmed unlock: its retries go to the same queue).
 #![cfg(feature = "testing")]
 
 use std::time::Duration;
