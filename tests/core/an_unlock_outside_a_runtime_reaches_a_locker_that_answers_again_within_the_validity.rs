@@ -97,3 +97,63 @@ async fn an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_
          answered again within the validity: {left:?}"
     );
 }
+
+/// As above, with nodes 1 and 2 refusing connections: the unlock made
+/// outside a runtime returns `ReleaseUnconfirmed`, which says the release
+/// "is then retried in the background until the lockers must have expired
+/// the entries anyway". Both nodes answer again 1 s later; 3 s after that
+/// neither should hold the released uid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_unlock_outside_a_runtime_is_retried_until_the_lockers_answer_again() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let ds = Dsync::builder(cluster.net_lockers())
+        .owner("a")
+        .rng_seed(SEED)
+        .timeouts(Timeouts {
+            unlock: Duration::from_millis(300),
+            ..Timeouts::default()
+        })
+        .build()
+        .expect("valid coordinator");
+    let guard = tokio::time::timeout(
+        Duration::from_secs(5),
+        ds.rw_mutex(["x"]).unwrap().try_lock(),
+    )
+    .await
+    .expect("in time")
+    .expect("all three grant");
+    let uid = guard.uid().to_owned();
+
+    cluster.set_refuse(true, &[1, 2]).unwrap();
+    let unlocked = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || {
+            std::thread::spawn(move || block_on(guard.unlock()))
+                .join()
+                .expect("the unlocking thread ends")
+        }),
+    )
+    .await
+    .expect("the unlock returns in time")
+    .expect("the blocking task ends");
+    assert!(
+        matches!(unlocked, Err(quorum_lock::Error::ReleaseUnconfirmed { .. })),
+        "only node 0 confirms: {unlocked:?}"
+    );
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.heal(&[1, 2]).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let left = [
+        holds(&cluster, 0, &uid).await,
+        holds(&cluster, 1, &uid).await,
+        holds(&cluster, 2, &uid).await,
+    ];
+    eprintln!("3 s after nodes 1 and 2 answered again, nodes holding the uid: {left:?}");
+    assert!(
+        !left.iter().any(|h| *h),
+        "an unconfirmed unlock made outside a runtime was not retried on lockers that answered \
+         again within the validity: {left:?}"
+    );
+}
