@@ -142,6 +142,17 @@ struct Slot {
     refresh_reached: bool,
 }
 
+impl Slot {
+    /// Whether the locker may hold this uid's entry, its call having
+    /// answered `answer`: anything but a refusal may be a grant, and a
+    /// refusal that arrived after a refresh was sent there (a lock call's
+    /// late reply) may have been undone by that refresh, as
+    /// [`Acquisition::begin_release`] counts it.
+    fn may_hold_after(&self, answer: Answer) -> bool {
+        answer != Answer::Refused || self.refresh_reached || self.refreshes_out > 0
+    }
+}
+
 /// A refresh sent to one locker, counted by the acquisition's release
 /// plan until it is settled; see [`Acquisition::refresh_sending`].
 pub(crate) struct RefreshSent {
@@ -217,8 +228,10 @@ impl Acquisition {
     /// must unlock that locker itself.
     pub(crate) fn record(&self, index: usize, answer: Answer) -> bool {
         let mut slots = self.slots();
-        slots.slots[index].answer = Some(answer);
-        slots.released && answer != Answer::Refused
+        let released = slots.released;
+        let slot = &mut slots.slots[index];
+        slot.answer = Some(answer);
+        released && slot.may_hold_after(answer)
     }
 
     /// A stamp for a request about to be sent: see [`record_reply`](Self::record_reply).
@@ -256,7 +269,7 @@ impl Acquisition {
         if answer == Answer::Granted {
             slot.granted_stamp = self.stamp();
         }
-        released && answer != Answer::Refused
+        released && slot.may_hold_after(answer)
     }
 
     /// Registers the task to wake when an answer or a push arrives.
@@ -396,7 +409,7 @@ impl Acquisition {
                 // way, may have re-created the entry: released like a
                 // failed grant. Only a refusal no refresh can have undone
                 // counts as released at once.
-                Some(Answer::Refused) if slot.refresh_reached || slot.refreshes_out > 0 => {
+                Some(Answer::Refused) if slot.may_hold_after(Answer::Refused) => {
                     plan.targets.push(Target {
                         index,
                         granted: false,

@@ -95,8 +95,11 @@ impl Held {
                 };
                 runtime.block_on(async {
                     let handle = Handle::current();
-                    let _ = done.send(release_confirmed(state, handle).await);
+                    let _ = done.send(release_confirmed(state.clone(), handle).await);
                     tokio::time::sleep(linger).await;
+                    // Unlocks that failed wait in their lockers' queues,
+                    // drained by a task of this runtime: it ends with them.
+                    crate::lock::release::drained_here(&state.coord).await;
                 });
             });
         if spawned.is_err() {
@@ -267,7 +270,9 @@ macro_rules! guard {
             /// It runs on the current tokio runtime; polled outside one (a
             /// plain thread, another executor), it runs on a runtime of its
             /// own, so it works even when the runtime that acquired the lock
-            /// is gone or no longer driven. Dropping the guard instead
+            /// is gone or no longer driven; that runtime's thread stays until
+            /// the unlocks it had to retry have landed or stopped mattering.
+            /// Dropping the guard instead
             /// releases on the current runtime, or the acquiring one outside
             /// any runtime.
             ///

@@ -23,6 +23,7 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
@@ -184,6 +185,34 @@ fn start_drainer(
         _counted: coord.outstanding.begin(),
     }));
 }
+
+/// Waits, on the current runtime, until none of its drain tasks runs: the
+/// unlocks it queued landed or stopped mattering. A private runtime (an
+/// `unlock()` outside any runtime) stays this long, since its end would
+/// take the drain task with it and leave the queue to nobody. Bounded by
+/// the longest any queued unlock can matter.
+pub(crate) async fn drained_here(coord: &Coordinator) {
+    let runtime = Handle::current().id();
+    let longest = coord
+        .lockers
+        .iter()
+        .filter_map(|locker| locker.validity())
+        .fold(coord.lease.validity, Duration::max)
+        .min(coord.timeouts.release_retry);
+    let until = after(coord.clock.now(), longest);
+    let draining = || {
+        coord
+            .unlock_retries
+            .iter()
+            .any(|queue| queue.lock().drainers.iter().any(|(r, _)| *r == runtime))
+    };
+    while draining() && coord.clock.now() < until {
+        coord.clock.sleep(DRAINED_POLL).await;
+    }
+}
+
+/// How often [`drained_here`] looks again.
+const DRAINED_POLL: Duration = Duration::from_millis(100);
 
 /// Starts, on the current runtime, a drain task for every queue that holds
 /// unlocks, and returns how many unlocks they hold. A queue whose drainer
