@@ -312,11 +312,12 @@ mod tests {
             released.remember_forced(&Arc::from(format!("forced-{i:03}")));
             assert!(released.bytes() <= budget);
         }
-        let inner = released.inner.lock().unwrap();
-        assert!(inner.forced.bytes <= budget / 2);
-        assert!(inner.forced.since.contains_key("forced-999"));
-        assert!(!inner.ordinary.order.is_empty(), "releases keep room");
-        drop(inner);
+        {
+            let inner = released.inner.lock().unwrap();
+            assert!(inner.forced.bytes <= budget / 2);
+            assert!(inner.forced.since.contains_key("forced-999"));
+            assert!(!inner.ordinary.order.is_empty(), "releases keep room");
+        }
         tokio::time::sleep(Duration::from_secs(61)).await;
         assert!(!released.contains("forced-999"), "kept for the ttl only");
         assert_eq!(released.usage(), (0, 0));
