@@ -46,7 +46,7 @@ impl NetLocker for LocalLocker {
                 "force_unlock needs a uid, resource names, or both",
             )),
             (false, true) => {
-                self.note_ended(&args.uid);
+                self.note_ended(&args.uid, true);
                 let mut freed = Vec::new();
                 let removed = self
                     .shards
@@ -74,7 +74,7 @@ impl NetLocker for LocalLocker {
                     // later holder of these names may be re-created.
                     // Noted under the same shard locks as the removal.
                     for uid in &cleared {
-                        self.note_ended(uid);
+                        self.note_ended(uid, true);
                     }
                     removed
                 });

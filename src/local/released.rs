@@ -7,7 +7,7 @@
 //! with the server's limits.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -40,6 +40,14 @@ pub(crate) fn tombstone_bytes(uid: &str) -> usize {
 /// server without bound. Forgetting early only weakens the protection for
 /// the oldest releases, whose stale requests are the least likely to still
 /// be in flight.
+///
+/// The uids whose entries were forced open (by an admin, by uid or by
+/// name) are kept apart, in at most half of `max_bytes`, and only a newer
+/// force forgets one early: a client may release as many uids as it likes,
+/// held or not (a release may overtake the lock it releases, so a release
+/// of a uid nobody holds is remembered too), but that pushes out releases
+/// only, never a forced uid, whose refreshes, locks and waits stay refused
+/// for the whole ttl.
 pub(crate) struct Released {
     /// The clock the ttl is measured on: the locker's own, so that a
     /// locker whose clock runs slow keeps a release for its own validity.
@@ -51,6 +59,15 @@ pub(crate) struct Released {
 struct Inner {
     ttl: Duration,
     max_bytes: usize,
+    /// Uids released (or whose lock was refused after its release).
+    ordinary: Record,
+    /// Uids forced open, in at most half of `max_bytes`.
+    forced: Record,
+}
+
+/// One list of remembered uids, oldest first.
+#[derive(Default)]
+struct Record {
     /// Keyed with a per-map seed (as the lock table's maps are): the uids
     /// come from clients, and SipHash here cost a lock and unlock in
     /// process about 40% of its rate.
@@ -78,62 +95,70 @@ impl Released {
         }
     }
 
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Bytes currently counted against the bound.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .bytes
+        self.inner().bytes()
     }
 
     /// How many uids are remembered and their bytes, after forgetting
     /// those past the ttl (which otherwise go only as new ones come).
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn usage(&self) -> (usize, usize) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let ttl = inner.ttl;
-        inner.forget_older_than(self.clock.now(), ttl);
-        (inner.order.len(), inner.bytes)
+        let mut inner = self.inner();
+        inner.forget_expired(self.clock.now());
+        let count = inner.ordinary.order.len() + inner.forced.order.len();
+        (count, inner.bytes())
     }
 
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn remember(&self, uid: &str) {
-        self.remember_with(uid, || uid.into());
+        self.remember_with(uid, false, || uid.into());
     }
 
     /// As [`remember`](Self::remember), sharing the caller's string: no
     /// allocation but the structures' own growth.
     pub(crate) fn remember_shared(&self, uid: &Arc<str>) {
-        self.remember_with(uid, || uid.clone());
+        self.remember_with(uid, false, || uid.clone());
     }
 
-    fn remember_with(&self, uid: &str, shared: impl FnOnce() -> Arc<str>) {
+    /// Remembers that `uid` was forced open, apart from the releases, so
+    /// that no flood of releases forgets it early.
+    pub(crate) fn remember_forced(&self, uid: &Arc<str>) {
+        self.remember_with(uid, true, || uid.clone());
+    }
+
+    fn remember_with(&self, uid: &str, forced: bool, shared: impl FnOnce() -> Arc<str>) {
         if uid.is_empty() {
             return;
         }
         let now = self.clock.now();
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let ttl = inner.ttl;
-        inner.forget_older_than(now, ttl);
-        if inner.since.contains_key(uid) {
+        let mut inner = self.inner();
+        inner.forget_expired(now);
+        // A uid forced open is refused already; one released and then
+        // forced is kept among the forced too, where releases cannot reach.
+        if inner.forced.since.contains_key(uid)
+            || (!forced && inner.ordinary.since.contains_key(uid))
+        {
             return;
         }
-        let uid: Arc<str> = shared();
-        inner.bytes += tombstone_bytes(&uid);
-        inner.since.insert(uid.clone(), now);
-        inner.order.push_back((now, uid));
-        while inner.bytes > inner.max_bytes {
-            if !inner.forget_oldest() {
-                break;
-            }
-        }
+        let record = if forced {
+            &mut inner.forced
+        } else {
+            &mut inner.ordinary
+        };
+        record.push(shared(), now);
+        inner.fit(forced);
     }
 
     /// Forgets every uid: the locker restarted, and forgot them with its
     /// table. The limits stay.
     pub(crate) fn clear(&self) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.inner();
         *inner = Inner {
             ttl: inner.ttl,
             max_bytes: inner.max_bytes,
@@ -146,26 +171,51 @@ impl Released {
     /// serves, which then serves both.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn set_limits(&self, ttl: Duration, max_bytes: usize) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut inner = self.inner();
         inner.ttl = ttl;
         inner.max_bytes = max_bytes;
-        while inner.bytes > inner.max_bytes {
-            if !inner.forget_oldest() {
-                break;
-            }
-        }
+        inner.fit(true);
     }
 
     pub(crate) fn contains(&self, uid: &str) -> bool {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        inner
-            .since
-            .get(uid)
-            .is_some_and(|at| self.clock.now().saturating_duration_since(*at) < inner.ttl)
+        let inner = self.inner();
+        let now = self.clock.now();
+        let live = |at: &Instant| now.saturating_duration_since(*at) < inner.ttl;
+        inner.ordinary.since.get(uid).is_some_and(live)
+            || inner.forced.since.get(uid).is_some_and(live)
     }
 }
 
 impl Inner {
+    fn bytes(&self) -> usize {
+        self.ordinary.bytes + self.forced.bytes
+    }
+
+    fn forget_expired(&mut self, now: Instant) {
+        let ttl = self.ttl;
+        self.ordinary.forget_older_than(now, ttl);
+        self.forced.forget_older_than(now, ttl);
+    }
+
+    /// Brings the records within their bounds after a uid was added (a
+    /// forced one when `forced`): the forced within half of `max_bytes`,
+    /// forgetting their oldest; then both within `max_bytes`, forgetting
+    /// the oldest releases. A release never forgets a forced uid.
+    fn fit(&mut self, forced: bool) {
+        if forced {
+            while self.forced.bytes > self.max_bytes / 2 && self.forced.forget_oldest() {}
+        }
+        while self.bytes() > self.max_bytes && self.ordinary.forget_oldest() {}
+    }
+}
+
+impl Record {
+    fn push(&mut self, uid: Arc<str>, now: Instant) {
+        self.bytes += tombstone_bytes(&uid);
+        self.since.insert(uid.clone(), now);
+        self.order.push_back((now, uid));
+    }
+
     fn forget_older_than(&mut self, now: Instant, ttl: Duration) {
         while let Some((at, _)) = self.order.front() {
             if now.saturating_duration_since(*at) < ttl {
@@ -200,11 +250,11 @@ mod tests {
         released.remember("b");
         let inner = released.inner.lock().unwrap();
         assert_eq!(
-            inner.order.len(),
+            inner.ordinary.order.len(),
             1,
             "expired uids must be dropped, not kept"
         );
-        assert_eq!(inner.bytes, tombstone_bytes("b"));
+        assert_eq!(inner.bytes(), tombstone_bytes("b"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -235,9 +285,41 @@ mod tests {
         assert!(released.contains("uid-00999"));
         assert!(released.contains("uid-00900"));
         assert!(!released.contains("uid-00899"));
-        assert_eq!(released.inner.lock().unwrap().order.len(), 100);
+        assert_eq!(released.inner.lock().unwrap().ordinary.order.len(), 100);
         // One uid larger than the whole budget is not kept at all.
         released.remember(&"x".repeat(budget));
         assert!(released.bytes() <= budget);
+    }
+
+    /// A flood of releases (of uids held or not) forgets older releases
+    /// only: a uid forced open stays refused for the ttl. Forced uids keep
+    /// within half the bound, the newest kept.
+    #[tokio::test(start_paused = true)]
+    async fn releases_never_push_out_a_forced_uid() {
+        let budget = 100 * tombstone_bytes("uid-00000");
+        let released = Released::new(Duration::from_secs(60), budget);
+        released.remember_forced(&Arc::from("forced-0"));
+        released.remember("uid-released");
+        released.remember_forced(&Arc::from("uid-released"));
+        for i in 0..1_000 {
+            released.remember(&format!("uid-{i:05}"));
+            assert!(released.bytes() <= budget);
+        }
+        assert!(released.contains("forced-0"));
+        assert!(released.contains("uid-released"), "released, then forced");
+        assert!(!released.contains("uid-00000"));
+        for i in 0..1_000 {
+            released.remember_forced(&Arc::from(format!("forced-{i:03}")));
+            assert!(released.bytes() <= budget);
+        }
+        {
+            let inner = released.inner.lock().unwrap();
+            assert!(inner.forced.bytes <= budget / 2);
+            assert!(inner.forced.since.contains_key("forced-999"));
+            assert!(!inner.ordinary.order.is_empty(), "releases keep room");
+        }
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        assert!(!released.contains("forced-999"), "kept for the ttl only");
+        assert_eq!(released.usage(), (0, 0));
     }
 }
