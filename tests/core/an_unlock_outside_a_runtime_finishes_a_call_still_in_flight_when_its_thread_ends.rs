@@ -12,13 +12,18 @@
 //! runtime. An unlock call still in flight at that moment (its deadline is
 //! `Timeouts::unlock`, here 8 s) has not failed yet, so nothing is queued:
 //! the thread ends, the runtime drops the call, and the locker that answers
-//! again a moment later keeps the released entry until it expires.
+//! again a moment later keeps the released entry until it expires. The
+//! second test shows the same with the default timeouts: the first unlock
+//! to the locker fails at once, and its quick retry (10 ms later) is the
+//! call in flight when the thread ends 5 s after the unlock returned.
 #![cfg(feature = "testing")]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::executor::block_on;
-use quorum_lock::testing::TestCluster;
+use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 const SEED: u64 = 3661;
@@ -87,5 +92,86 @@ async fn an_unlock_outside_a_runtime_finishes_a_call_still_in_flight_when_its_th
         !left.iter().any(|h| *h),
         "an unlock made outside a runtime dropped its call to a silent locker with its private \
          runtime, and the locker kept the released uid's entry after it answered again: {left:?}"
+    );
+}
+
+/// As above with the default `Timeouts` (unlock 5 s, so the private thread
+/// lingers 5 s): node 2's first unlock fails at once (a connection reset),
+/// and from then on node 2 hangs, so the unlock's quick retry, sent about
+/// 10 ms later with its own 5 s deadline, is still in flight when the
+/// thread ends. Node 2 answers again 6 s after the unlock returned; 4 s
+/// later it should hold nothing of the released uid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlock_outside_a_runtime_finishes_its_retry_still_in_flight_when_its_thread_ends() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let unlocks = Arc::new(AtomicUsize::new(0));
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match i {
+            2 => {
+                let node = cluster.nodes()[2].clone();
+                let counted = unlocks.clone();
+                Arc::new(Relay::new(l, move |kind, _| {
+                    if kind == CallKind::Unlock && counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                        node.set_hang(true);
+                        Route::Lost("connection reset by peer (test)".into())
+                    } else {
+                        Route::Forward
+                    }
+                })) as Arc<dyn NetLocker>
+            }
+            _ => l,
+        })
+        .collect();
+    let ds = Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(SEED)
+        .build()
+        .expect("valid coordinator");
+    let guard = tokio::time::timeout(
+        Duration::from_secs(5),
+        ds.rw_mutex(["x"]).unwrap().try_lock(),
+    )
+    .await
+    .expect("in time")
+    .expect("all three grant");
+    let uid = guard.uid().to_owned();
+    assert!(holds(&cluster, 2, &uid).await, "node 2 granted");
+
+    let unlocked = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || {
+            std::thread::spawn(move || block_on(guard.unlock()))
+                .join()
+                .expect("the unlocking thread ends")
+        }),
+    )
+    .await
+    .expect("the unlock returns in time")
+    .expect("the blocking task ends");
+    unlocked.expect("nodes 0 and 1 confirm the unlock");
+
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let sent = unlocks.load(Ordering::SeqCst);
+    assert!(sent >= 2, "the unlock to node 2 was retried: {sent} sent");
+    cluster.heal(&[2]).unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let left = [
+        holds(&cluster, 0, &uid).await,
+        holds(&cluster, 1, &uid).await,
+        holds(&cluster, 2, &uid).await,
+    ];
+    eprintln!(
+        "{} unlocks sent to node 2; 4 s after it answered again, nodes holding the uid: {left:?}",
+        unlocks.load(Ordering::SeqCst)
+    );
+    assert!(
+        !left.iter().any(|h| *h),
+        "an unlock made outside a runtime with the default timeouts dropped its retry to a \
+         silent locker with its private runtime, and the locker kept the released uid's entry \
+         after it answered again: {left:?}"
     );
 }
