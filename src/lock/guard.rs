@@ -224,13 +224,6 @@ macro_rules! guard {
                 &self.held.state.args
             }
 
-            /// Counts a release among the outstanding ones until the
-            /// token drops: for a task that will drop this guard later.
-            #[allow(dead_code)]
-            pub(crate) fn count_release(&self) -> crate::lock::coordinator::ReleaseToken {
-                self.held.state.coord.outstanding.begin()
-            }
-
             /// See `Held::release_keeping`.
             #[allow(dead_code)]
             pub(crate) async fn release_keeping(&self) -> Result<(), Error> {
