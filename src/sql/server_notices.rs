@@ -17,10 +17,19 @@
 //! application's subscriber is never replaced or filtered: this one lives
 //! only for the locker's polls.
 //!
-//! Not covered: a notice the driver reads in a task of its own (the ping
-//! with which it puts a connection back into its pool), which the driver
-//! logs as it is.
+//! Any other event of the driver's is passed on unchanged unless its words
+//! quote a secret (a database error it logs): then it is held and logged
+//! masked as a notice is.
+//!
+//! Only when the application has set a tracing dispatcher: without one,
+//! events go to the `log` crate's logger (tracing's `log` feature), which
+//! tracing stops for the whole process once any dispatcher is set.
+//!
+//! Not covered: what the driver logs from a task of its own (the ping with
+//! which it puts a connection back into its pool, a dropped listener's
+//! `UNLISTEN`), and everything when no dispatcher was set.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
@@ -34,6 +43,9 @@ use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
 
 /// The driver's target for the notices it logs.
 const DRIVER_TARGET: &str = "sqlx::postgres::notice";
+
+/// Where every target of the driver begins.
+const DRIVER_PREFIX: &str = "sqlx";
 
 /// Notices held from one poll at most; the rest are counted.
 const HELD: usize = 16;
@@ -89,6 +101,12 @@ impl<F: Future> Future for Masked<F> {
         let Some(dispatch) = &this.masking.dispatch else {
             return fut.as_mut().poll(cx);
         };
+        // No tracing dispatcher was ever set: events go to the `log`
+        // crate's logger, if any (tracing's `log` feature), and setting one
+        // here, even for a poll, would end that for the whole process.
+        if !tracing::dispatcher::has_been_set() {
+            return fut.as_mut().poll(cx);
+        }
         // The application's dispatcher now, whatever it was when the
         // locker was made. Within another locker's scope already (a call
         // made from a call), that one masks and holds.
@@ -107,15 +125,16 @@ impl<F: Future> Future for Masked<F> {
 /// Notices held until the poll that read them returns.
 struct Held {
     endpoint: String,
-    /// (level, text as the server sent it), and how many more came.
-    notices: Mutex<(Vec<(Level, String)>, usize)>,
+    /// (level, whether a notice or another event of the driver's, text as
+    /// it came), and how many more came.
+    notices: Mutex<(Vec<(Level, bool, String)>, usize)>,
 }
 
 impl Held {
-    fn hold(&self, level: Level, text: String) {
+    fn hold(&self, level: Level, notice: bool, text: String) {
         let mut notices = self.notices.lock().unwrap_or_else(PoisonError::into_inner);
         if notices.0.len() < HELD {
-            notices.0.push((level, text));
+            notices.0.push((level, notice, text));
         } else {
             notices.1 += 1;
         }
@@ -132,17 +151,27 @@ impl Held {
             (std::mem::take(&mut held.0), std::mem::take(&mut held.1))
         };
         let locker = &self.endpoint;
-        for (level, text) in notices {
+        for (level, is_notice, text) in notices {
             let notice = crate::locker::escape_peer_text(&text);
             macro_rules! notice {
                 ($level:expr) => {
-                    tracing::event!(
-                        target: "quorum_lock::sql::server_notices",
-                        $level,
-                        %locker,
-                        %notice,
-                        "the database sent a notice"
-                    )
+                    if is_notice {
+                        tracing::event!(
+                            target: "quorum_lock::sql::server_notices",
+                            $level,
+                            %locker,
+                            %notice,
+                            "the database sent a notice"
+                        )
+                    } else {
+                        tracing::event!(
+                            target: "quorum_lock::sql::server_notices",
+                            $level,
+                            %locker,
+                            logged = %notice,
+                            "the database driver logged words that quote a secret (masked)"
+                        )
+                    }
                 };
             }
             match level {
@@ -227,12 +256,19 @@ impl Subscriber for Notices {
 
     fn event(&self, event: &Event<'_>) {
         let metadata = event.metadata();
-        if metadata.target() != DRIVER_TARGET {
+        let target = metadata.target();
+        let notice = target == DRIVER_TARGET;
+        if !notice && !target.starts_with(DRIVER_PREFIX) {
             return self.app(|app| app.event(event));
         }
         let mut text = Text::default();
         event.record(&mut text);
-        self.held.hold(*metadata.level(), text.0);
+        // The driver's other events pass unchanged unless they quote a
+        // secret (an error of the database's, say).
+        if !notice && matches!(crate::locker::secrets::mask(&text.0), Cow::Borrowed(_)) {
+            return self.app(|app| app.event(event));
+        }
+        self.held.hold(*metadata.level(), notice, text.0);
     }
 
     fn enter(&self, span: &Id) {
