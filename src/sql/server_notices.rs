@@ -122,12 +122,15 @@ impl<F: Future> Future for Masked<F> {
     }
 }
 
+/// One event held: its level, whether a notice (or another event of the
+/// driver's), and its text as it came.
+type HeldEvent = (Level, bool, String);
+
 /// Notices held until the poll that read them returns.
 struct Held {
     endpoint: String,
-    /// (level, whether a notice or another event of the driver's, text as
-    /// it came), and how many more came.
-    notices: Mutex<(Vec<(Level, bool, String)>, usize)>,
+    /// What was held, and how many more came.
+    notices: Mutex<(Vec<HeldEvent>, usize)>,
 }
 
 impl Held {
