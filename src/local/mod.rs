@@ -667,12 +667,17 @@ impl LocalLocker {
     /// late lock or wait of it is refused
     /// ([`was_released`](Self::was_released)), and in quarantine a late
     /// refresh must not re-create them (see `ended.rs`, which keeps the
-    /// quarantine's releases in place of `released.rs`). A forced uid is
-    /// kept where releases cannot push it out (`released.rs`).
+    /// quarantine's releases in place of `released.rs`). A forced uid, by
+    /// uid or by name, in quarantine or not, is kept where releases cannot
+    /// push it out: among the forced uids of `released.rs` always, and in
+    /// quarantine among those of `ended.rs` too.
     pub(crate) fn note_ended(&self, uid: &Arc<str>, forced: bool) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
         if end != 0 && !uid.is_empty() && self.quarantine_left_at(self.clock.now()).is_some() {
-            self.ended.note(end, uid);
+            self.ended.note(end, uid, forced);
+            if forced {
+                self.released.remember_forced(uid);
+            }
         } else if forced {
             self.released.remember_forced(uid);
         } else {
@@ -724,9 +729,14 @@ impl LocalLocker {
                 .iter()
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
             let end = self.quarantine_end.load(Ordering::SeqCst);
+            // Neither released nor forced open during the quarantine
+            // (`ended.rs`), nor remembered as released or forced in
+            // `released.rs` (where a lock server serving this locker
+            // records its releases too).
             if free
                 && !missing.is_empty()
                 && self.ended.may_recreate(end, &args.uid)
+                && !self.released.contains(&args.uid)
             {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
