@@ -24,10 +24,10 @@
 //! refuses the login; the break is in the logs before any byte is sent.
 #![cfg(feature = "postgres")]
 
-#[path = "log_capture/mod.rs"]
-mod log_capture;
 #[path = "sql_support/fake_postgres.rs"]
 mod fake_postgres;
+#[path = "log_capture/mod.rs"]
+mod log_capture;
 
 use std::time::Duration;
 
@@ -62,7 +62,10 @@ async fn a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_p
         .await
         .expect("connect ends within its timeout");
     let _ = std::fs::remove_file(&file);
-    assert!(result.is_err(), "the fake PostgreSQL at {addr} was accepted");
+    assert!(
+        result.is_err(),
+        "the fake PostgreSQL at {addr} was accepted"
+    );
     let lines = logs.lines();
     // The driver did read the malformed line (its warning, masked or not,
     // is in the logs).

@@ -45,10 +45,8 @@ fn write_password(file: &std::path::Path, password: &str) {
 async fn a_refusal_quoting_the_password_of_a_rewritten_password_file_does_not_show_it() {
     std::env::remove_var("PGPASSWORD");
     let addr = fake_postgres::refusing_logins();
-    let file = std::env::temp_dir().join(format!(
-        "quorum-lock-pgpass-rotated-{}",
-        std::process::id()
-    ));
+    let file =
+        std::env::temp_dir().join(format!("quorum-lock-pgpass-rotated-{}", std::process::id()));
     write_password(&file, OLD);
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
