@@ -19,6 +19,8 @@ mod text_before_a_scheme_never_shows;
 #[cfg(feature = "postgres")]
 mod a_database_refusal_quoting_a_query_password_does_not_show_it;
 #[cfg(feature = "postgres")]
+mod a_database_refusal_quoting_a_url_password_with_tabs_does_not_show_it;
+#[cfg(feature = "postgres")]
 mod a_database_refusal_quoting_the_password_does_not_show_it;
 #[cfg(feature = "postgres")]
 mod a_database_refusal_to_make_the_stored_functions_reaches_the_log_escaped;
