@@ -39,7 +39,7 @@ where
 {
     let calls = (0..coord.lockers.len()).map(call);
     let mut calls = match Handle::try_current() {
-        Ok(handle) => CallSet::new(handle, coord, calls.map(Started::Running)),
+        Ok(_) => CallSet::new(coord, calls.map(Started::Running)),
         Err(_) => CallSet::dropping(calls),
     };
     let mut timer = None;

@@ -12,7 +12,6 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
-use crate::lock::own_runtime::OwnRuntime;
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
 use crate::Error;
@@ -57,22 +56,15 @@ pub(crate) struct CallSet<T: Send + 'static> {
     /// settled them ([`CallSet::settle`]). Calls note it as they are asked
     /// (see [`WAITED`]).
     waited: Waited,
-    /// Where stragglers finish, counted among the coordinator's
-    /// outstanding releases (a straggler may be a grant it must undo);
-    /// `None` drops them instead.
-    handle: Option<(Handle, Arc<Outstanding>, Arc<OwnRuntime>)>,
+    /// Whether stragglers are handed to the runtime the set is dropped on,
+    /// counted among the coordinator's outstanding releases (a straggler
+    /// may be a grant it must undo); `None` drops them instead.
+    handoff: Option<Arc<Outstanding>>,
 }
 
 impl<T: Send + 'static> CallSet<T> {
-    pub(crate) fn new(
-        handle: Handle,
-        coord: &Coordinator,
-        calls: impl IntoIterator<Item = Started<T>>,
-    ) -> Self {
-        Self::build(
-            Some((handle, coord.outstanding.clone(), coord.own_runtime.clone())),
-            calls,
-        )
+    pub(crate) fn new(coord: &Coordinator, calls: impl IntoIterator<Item = Started<T>>) -> Self {
+        Self::build(Some(coord.outstanding.clone()), calls)
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
@@ -82,14 +74,14 @@ impl<T: Send + 'static> CallSet<T> {
     }
 
     fn build(
-        handle: Option<(Handle, Arc<Outstanding>, Arc<OwnRuntime>)>,
+        handoff: Option<Arc<Outstanding>>,
         calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
         let calls: Vec<Slot<T>> = calls.into_iter().map(Slot::from).collect();
         CallSet {
             running: calls.len(),
             calls,
-            handle,
+            handoff,
             waited: Arc::new(AtomicBool::new(true)),
         }
     }
@@ -151,8 +143,7 @@ impl<T: Send + 'static> CallSet<T> {
 
 impl<T: Send + 'static> Drop for CallSet<T> {
     fn drop(&mut self) {
-        let Some((handle, outstanding, own)) = self.handle.as_ref().filter(|_| self.running > 0)
-        else {
+        let Some(outstanding) = self.handoff.as_ref().filter(|_| self.running > 0) else {
             return;
         };
         // Answered calls finished their bookkeeping when they were started.
@@ -167,16 +158,16 @@ impl<T: Send + 'static> Drop for CallSet<T> {
         if rest.is_empty() {
             return;
         }
+        // Finished on the runtime the set is dropped on. Outside any, they
+        // are dropped: their timers belong to the runtime that first polled
+        // them, which may be idle or gone, so nothing else could finish
+        // them. A lock or release call dropped in flight queues its unlock
+        // (`release::Owed`), sent by a drain task on the coordinator's own
+        // runtime; so does one dropped unrun by a runtime shutting down.
+        let Ok(handle) = Handle::try_current() else {
+            return;
+        };
         let counted = outstanding.begin();
-        // Where the set is dropped, or outside any runtime on the
-        // coordinator's own (`handle`'s may be idle or gone). If the
-        // runtime is shutting down the task is dropped unrun; a release
-        // among the calls then queues its unlock (`release::release_one`),
-        // and the lock servers' expiry removes a grant still on its way.
-        let handle = Handle::try_current()
-            .ok()
-            .or_else(|| own.handle())
-            .unwrap_or_else(|| handle.clone());
         handle.spawn(async move {
             futures::future::join_all(rest).await;
             drop(counted);

@@ -12,8 +12,8 @@ use crate::lock::acquisition::Acquisition;
 use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
 use crate::lock::own_runtime::on_own_runtime;
-use crate::lock::refresh::declare_lost;
-use crate::lock::release::{kick_queued, release_all, release_confirmed};
+use crate::lock::refresh::{clean_up_after_holder, declare_lost};
+use crate::lock::release::{release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
 use crate::Error;
@@ -77,22 +77,22 @@ impl Held {
                     crate::lock::own_runtime::background(&state.coord.own_runtime, &self.handle);
                 declare_lost(&state, &signal, LossCause::RefreshMissed, &handle);
             } else {
-                // A lane declared it: its clean-up, if its runtime went
-                // with it, waits in the queues for this holder to let go.
-                kick_queued(&self.state.coord);
+                // A lane declared it: its clean-up task may sit on a
+                // runtime that is idle or gone.
+                clean_up_after_holder(&self.state, &self.signal, &self.handle);
             }
             return Err(Error::LockLost);
         }
-        if let Ok(here) = here {
-            return release_confirmed(self.state.clone(), here).await;
+        if here.is_ok() {
+            return release_confirmed(self.state.clone()).await;
         }
         // Polled outside a runtime (another executor, a plain thread): the
         // release needs tokio's timers, and the acquiring runtime may no
         // longer be driven, so it runs on the coordinator's own.
         let (done, result) = tokio::sync::oneshot::channel();
         let state = self.state.clone();
-        on_own_runtime(&self.state.coord.own_runtime, move |handle| async move {
-            let _ = done.send(release_confirmed(state, handle).await);
+        on_own_runtime(&self.state.coord.own_runtime, move |_| async move {
+            let _ = done.send(release_confirmed(state).await);
         })?;
         result.await.unwrap_or(Err(Error::NoRuntime))
     }
@@ -132,11 +132,11 @@ impl Held {
     async fn release_keeping(&self) -> Result<(), Error> {
         self.signal.declare();
         self.keeper.remove(self.lease);
-        let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        Handle::try_current().map_err(|_| Error::NoRuntime)?;
         if self.state.is_released() {
-            return crate::lock::release::release_again(self.state.clone(), handle).await;
+            return crate::lock::release::release_again(self.state.clone()).await;
         }
-        release_confirmed(self.state.clone(), handle).await
+        release_confirmed(self.state.clone()).await
     }
 }
 
@@ -149,9 +149,9 @@ impl Drop for Held {
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if plan.targets.is_empty() && self.signal.is_declared() {
-            // Lost: its clean-up, if the runtime that declared the loss
-            // went with it, waits in the queues for this holder to let go.
-            kick_queued(&self.state.coord);
+            // Lost: its clean-up task may sit on a runtime that is idle or
+            // gone.
+            clean_up_after_holder(&self.state, &self.signal, &self.handle);
         }
         if !plan.targets.is_empty() {
             // On the runtime dropping the guard if there is one; outside

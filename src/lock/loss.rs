@@ -42,6 +42,9 @@ pub(crate) struct LossSignal {
     holder_stopped: AtomicBool,
     /// Tokens cancelled with `token` (see [`link`](Self::link)).
     linked: Mutex<Vec<CancellationToken>>,
+    /// Whoever removes a lost lock's entries has claimed it: the clean-up
+    /// task, or the holder letting go when that task did not run.
+    cleanup_claimed: AtomicBool,
 }
 
 impl LossSignal {
@@ -55,6 +58,7 @@ impl LossSignal {
             holder_gone: Notify::new(),
             holder_stopped: AtomicBool::new(false),
             linked: Mutex::default(),
+            cleanup_claimed: AtomicBool::new(false),
         }
     }
 
@@ -122,6 +126,12 @@ impl LossSignal {
         // A stored permit: a `declare_lost` task that starts waiting later
         // still sees it.
         self.holder_gone.notify_one();
+    }
+
+    /// Claims the removal of the lost lock's entries: `true` for the first
+    /// caller only.
+    pub(crate) fn claim_cleanup(&self) -> bool {
+        !self.cleanup_claimed.swap(true, Ordering::AcqRel)
     }
 
     /// Whether the holder let go of its guard.

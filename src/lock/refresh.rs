@@ -136,7 +136,6 @@ pub(crate) fn declare_lost(
     // protect and the entries go at once.
     let state = state.clone();
     let signal = signal.clone();
-    let counted = state.coord.outstanding.begin();
     let declared = state.coord.clock.now();
     let owed = CleanupOwed {
         state: state.clone(),
@@ -150,8 +149,40 @@ pub(crate) fn declare_lost(
             () = state.coord.clock.sleep(state.coord.lease.safety_margin) => {}
             () = signal.holder_gone() => {}
         }
-        force_release(state).await;
         owed.settled();
+        // Counted among the outstanding releases from here, not while it
+        // waits: a holder that lets go does the clean-up itself if this
+        // task has not begun it (`clean_up_after_holder`), counted, so a
+        // task left on a runtime no longer driven holds nothing up.
+        let counted = state.coord.outstanding.begin();
+        if signal.claim_cleanup() {
+            force_release(state).await;
+        }
+        drop(counted);
+    });
+}
+
+/// Removes what is left of a lost lock once its holder let go, unless the
+/// clean-up [`declare_lost`] started has begun: that task may sit on a
+/// runtime that is no longer driven, or is gone. On the current runtime,
+/// outside any on the coordinator's own. Safe at once: the holder has
+/// stopped the work the lock protected.
+pub(crate) fn clean_up_after_holder(
+    state: &Arc<Acquisition>,
+    signal: &LossSignal,
+    fallback: &Handle,
+) {
+    if !signal.claim_cleanup() {
+        // Begun, or queued (its task dropped): the queue's unlocks are now
+        // due; send them.
+        crate::lock::release::kick_queued(&state.coord);
+        return;
+    }
+    let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, fallback);
+    let counted = state.coord.outstanding.begin();
+    let state = state.clone();
+    handle.spawn(async move {
+        force_release(state).await;
         drop(counted);
     });
 }
@@ -177,7 +208,7 @@ impl CleanupOwed {
 
 impl Drop for CleanupOwed {
     fn drop(&mut self) {
-        if !self.armed {
+        if !self.armed || !self.signal.claim_cleanup() {
             return;
         }
         let coord = &self.state.coord;

@@ -80,7 +80,7 @@ fn owed_release(
 /// its runtime leaves the unlock to the next drain task on any runtime, or
 /// to `Dsync::finish_releases`, never to nobody. An unlock sent twice is
 /// harmless: it is by uid.
-struct Owed {
+pub(crate) struct Owed {
     state: Arc<Acquisition>,
     index: usize,
     began: Instant,
@@ -88,7 +88,20 @@ struct Owed {
 }
 
 impl Owed {
-    fn settled(mut self) {
+    /// An unlock of `state` owed to locker `index` from now: also what a
+    /// lock call in flight owes, since it may be applied (a straggler that
+    /// its runtime's end drops before it can undo its grant).
+    pub(crate) fn new(state: &Arc<Acquisition>, index: usize) -> Self {
+        Owed {
+            state: state.clone(),
+            index,
+            began: state.coord.clock.now(),
+            armed: true,
+        }
+    }
+
+    /// Its call ran its course: nothing is owed any more.
+    pub(crate) fn settled(mut self) {
         self.armed = false;
     }
 }
@@ -482,23 +495,20 @@ fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
 ///
 /// Cancel safe: the release calls are handed to the runtime if this future is
 /// dropped.
-pub(crate) async fn release_confirmed(
-    state: Arc<Acquisition>,
-    handle: Handle,
-) -> Result<(), Error> {
+pub(crate) async fn release_confirmed(state: Arc<Acquisition>) -> Result<(), Error> {
     let span = tracing::debug_span!(
         "release",
         uid = %state.args.uid,
         resources = %Names(&state.args.resources),
     );
-    release_quorum(state, handle).instrument(span).await
+    release_quorum(state).instrument(span).await
 }
 
 /// Sends the unlock of an acquisition whose release already began to every
 /// locker again, and waits as [`release_confirmed`] does: a retry of a
 /// release that was not confirmed (an election's resign), since the first
 /// release's plan went to its targets once.
-pub(crate) async fn release_again(state: Arc<Acquisition>, handle: Handle) -> Result<(), Error> {
+pub(crate) async fn release_again(state: Arc<Acquisition>) -> Result<(), Error> {
     let targets = (0..state.coord.lockers.len())
         .map(|index| Target {
             index,
@@ -509,17 +519,16 @@ pub(crate) async fn release_again(state: Arc<Acquisition>, handle: Handle) -> Re
         targets,
         refused: 0,
     };
-    release_plan(state, handle, plan).await
+    release_plan(state, plan).await
 }
 
-async fn release_quorum(state: Arc<Acquisition>, handle: Handle) -> Result<(), Error> {
+async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
     let plan = state.begin_release();
-    release_plan(state, handle, plan).await
+    release_plan(state, plan).await
 }
 
 async fn release_plan(
     state: Arc<Acquisition>,
-    handle: Handle,
     plan: crate::lock::acquisition::ReleasePlan,
 ) -> Result<(), Error> {
     let lockers = state.coord.lockers.len();
@@ -530,7 +539,7 @@ async fn release_plan(
         .targets
         .into_iter()
         .map(|i| release_call(state.clone(), i));
-    let mut calls = CallSet::new(handle, &state.coord, targets);
+    let mut calls = CallSet::new(&state.coord, targets);
     let mut timer = None;
     poll_fn(|cx| {
         calls.poll_all(cx, |_, ok| confirmed += usize::from(ok));

@@ -18,7 +18,7 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
-use crate::lock::release::{abandon, release_one};
+use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
 use crate::lock::wait_status::{WaitReason, WaitStatus};
 use crate::quorum::clock::Sleep;
@@ -58,6 +58,9 @@ fn lock_call(
             })),
         };
     }
+    // Owed from here: dropped in flight (its runtime shut down), the call
+    // may still be applied, so its unlock is queued.
+    let owed = Owed::new(&state, index);
     Started::Running(Box::pin(async move {
         let locker = &state.coord.lockers[index];
         let call = match state.mode {
@@ -65,6 +68,7 @@ fn lock_call(
             LockMode::Read => locker.rlock(&state.args),
         };
         let result = call_locker(&state.coord, index, kind, call, deadline).await;
+        owed.settled();
         if let Some(target) = settle(&state, index, &result) {
             release_one(&state, target).await;
         }
@@ -112,7 +116,7 @@ impl Round {
         let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
-            calls: CallSet::new(handle.clone(), coord, calls),
+            calls: CallSet::new(coord, calls),
             state,
             handle: handle.clone(),
             deadline,

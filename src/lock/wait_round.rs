@@ -26,7 +26,7 @@ use crate::lock::acquisition::{Acquisition, Target, Win};
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
-use crate::lock::release::{abandon, release_one};
+use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply, Wake};
 use crate::quorum::clock::Sleep;
@@ -108,6 +108,9 @@ fn wait_call(
             })),
         };
     }
+    // Owed from here: dropped in flight (its runtime shut down), the call
+    // may still be applied, so its unlock is queued.
+    let owed = Owed::new(&state, index);
     Started::Running(Box::pin(async move {
         let coord = &state.coord;
         let locker = &coord.lockers[index];
@@ -122,6 +125,7 @@ fn wait_call(
             let call = locker.lock_wait(&state.args, state.mode, &wait);
             call_locker(coord, index, CallKind::LockWait, call, deadline).await
         };
+        owed.settled();
         let (outcome, undo) = settle(&state, index, result, sent, stamp);
         if let Some(target) = undo {
             release_one(&state, target).await;
@@ -215,7 +219,7 @@ impl WaitRound {
         let started = state.started;
         let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
-            calls: CallSet::new(handle.clone(), coord, calls),
+            calls: CallSet::new(coord, calls),
             state,
             handle: handle.clone(),
             ticket,
