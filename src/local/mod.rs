@@ -541,7 +541,7 @@ impl LocalLocker {
             }
             // Overtaken by its own release: granting it would leave an
             // entry its holder no longer knows of.
-            if self.was_released(&args.uid) {
+            if self.was_released(&args.uid, now) {
                 return Ok(false);
             }
             let admitted = args
@@ -645,9 +645,9 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        let removed = self.with_shards(args, |set, _, freed| {
+        let removed = self.with_shards(args, |set, now, freed| {
             // The arguments are valid here, and the shards locked.
-            self.note_ended(&args.uid);
+            self.note_ended(&args.uid, now);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
@@ -666,12 +666,14 @@ impl LocalLocker {
     /// wait of it is refused ([`was_released`](Self::was_released)), and in
     /// quarantine a late refresh must not re-create them (see `ended.rs`,
     /// which keeps the quarantine's releases in place of `released.rs`).
-    pub(crate) fn note_ended(&self, uid: &Arc<str>) {
+    /// `now` is the call's own clock reading, which the table uses for
+    /// everything else the call does.
+    pub(crate) fn note_ended(&self, uid: &Arc<str>, now: Instant) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
-        if end != 0 && !uid.is_empty() && self.quarantine_left_at(self.clock.now()).is_some() {
+        if end != 0 && !uid.is_empty() && self.quarantine_left_at(now).is_some() {
             self.ended.note(end, uid);
         } else {
-            self.released.remember_shared(uid);
+            self.released.remember_shared_at(uid, now);
         }
     }
 
@@ -682,11 +684,12 @@ impl LocalLocker {
         &self.released
     }
 
-    /// Whether `uid` was released here recently: within the validity, or
-    /// during a quarantine whose record is still kept (a validity after
-    /// it ended). A lock or a wait for it was overtaken by its release.
-    fn was_released(&self, uid: &str) -> bool {
-        self.released.contains(uid) || self.ended.holds(uid)
+    /// Whether `uid` was released here recently: within the validity
+    /// before `now` (the call's clock reading), or during a quarantine
+    /// whose record is still kept (a validity after it ended). A lock or a
+    /// wait for it was overtaken by its release.
+    fn was_released(&self, uid: &str, now: Instant) -> bool {
+        self.released.contains_at(uid, now) || self.ended.holds(uid)
     }
 
     /// Refreshes every entry of `args.uid`.
