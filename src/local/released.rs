@@ -16,21 +16,23 @@ use tokio::time::Instant;
 use crate::quorum::clock::Clock;
 
 /// What one remembered uid costs besides its bytes, at most, as counted
-/// against the bound, while the structures grow: the record keeps 64
-/// bytes per uid in its queue (time, hash, and the uid itself when it has
-/// at most [`INLINE`] bytes, else a share of the caller's string), which
-/// doubles when full (3 slots per uid, 192 bytes, while a full queue is
-/// copied into one twice its size), and 8 bytes per slot of its index,
-/// which doubles past half full (6 slots per uid, 48 bytes, while it is
-/// rebuilt: 2 old and 4 new). A longer uid's own string, when the record
-/// keeps the last share of it, is its length and the counts and malloc's
-/// header and rounding (about 40). That is about 280 besides the uid's
-/// length. Neither structure shrinks (as the record before this one),
-/// so after a peak they keep the room the peak's uids were counted for.
-/// 512 is counted, as for the record before this one (a map of shared
-/// strings, which measured up to 443 in `tests/net_memory.rs`), so that
-/// the same uids are remembered under the same limits; counting less
-/// would let more be kept.
+/// against the bound, while the structures grow: the record keeps 56
+/// bytes per uid in its queues (a 16-byte stamp, and the uid's first
+/// [`INLINE`] bytes), which double when full (3 slots per uid, 168 bytes,
+/// while a full queue is copied into one twice its size), and 8 bytes per
+/// slot of its index, which is rebuilt with 2 to 4 slots per uid (past
+/// [`INDEX_KEPT`]) once half its slots hold remembered uids (64 bytes
+/// while it is rebuilt: up to 4 old slots per uid and 4 new). A longer
+/// uid also keeps its place in a queue of shared strings (24
+/// bytes, 72 while it grows) and, when the record keeps the last share of
+/// it, its own string: its length and the counts and malloc's header and
+/// rounding (about 40). That is about 350 besides the uid's length.
+/// Neither structure shrinks (as the record before this one), so after a
+/// peak they keep the room the peak's uids were counted for. 512 is
+/// counted, as for the record before this one (a map of shared strings,
+/// which measured up to 443 in `tests/net_memory.rs`), so that the same
+/// uids are remembered under the same limits; counting less would let
+/// more be kept.
 pub(crate) const TOMBSTONE_OVERHEAD: usize = 512;
 
 /// What remembering `uid` costs, in bytes, as counted against the bound.
@@ -38,10 +40,9 @@ pub(crate) fn tombstone_bytes(uid: &str) -> usize {
     uid.len() + TOMBSTONE_OVERHEAD
 }
 
-/// The longest uid the record copies into its own queue rather than share:
-/// the library's uids (36 bytes) fit, so that forgetting one touches
-/// nothing but the queue's front and one slot of the index.
-const INLINE: usize = 38;
+/// How many bytes of each uid the record keeps in a queue of its own: the
+/// library's uids (36 bytes) fit whole. A longer uid's string is shared.
+const INLINE: usize = 40;
 
 /// The most uids the record keeps, whatever its limits: its index numbers
 /// them in 32 bits (at 512 bytes and more each, that is 512 GiB).
@@ -50,94 +51,91 @@ const MAX_UIDS: usize = 1 << 30;
 /// The fewest slots of the index.
 const INDEX_KEPT: usize = 128;
 
+/// How many uids may be forgotten between two rebuilds of the index at
+/// most, so that the 32-bit number of a forgotten uid, left in its slot,
+/// never comes round to a remembered one's (see [`Inner::index`]).
+const REINDEX_EVERY: u64 = 1 << 31;
+
 /// Remembered uids, oldest first, bounded in bytes: past `max_bytes` the
 /// oldest are forgotten early, so a client flooding unlocks cannot grow the
 /// server without bound. Forgetting early only weakens the protection for
 /// the oldest releases, whose stale requests are the least likely to still
 /// be in flight.
 ///
-/// The uids are kept in a queue in the order they were remembered, and
-/// found through an index of small slots (a linear-probing hash table of
-/// queue positions): a look-up of a uid not remembered, the common case,
-/// reads one or two slots of the index, and forgetting the oldest reads
-/// the queue's front and removes its one slot. The old record (a map of
-/// shared strings beside a queue of them) read a map slot and the
-/// forgotten uid's string on every release, most of them cache misses.
+/// Kept for speed on the lock path, where every grant looks a uid up
+/// (nearly always one not remembered) and every release remembers one and,
+/// once the bound is reached, forgets the oldest: with the record of a
+/// busy locker far larger than the processor's caches, each memory access
+/// there can cost as much as the rest of the call. So the uids are kept in
+/// queues in the order they were remembered and found through an index of
+/// 8-byte slots; forgetting the oldest reads only the front of a queue of
+/// 16-byte stamps and leaves its index slot to be reused or dropped later.
+/// A look-up of a uid not remembered reads one or two slots of the index.
 pub(crate) struct Released {
     /// The clock the ttl is measured on: the locker's own, so that a
     /// locker whose clock runs slow keeps a release for its own validity.
     clock: Clock,
+    /// The stamps are nanoseconds after this instant of `clock`.
+    epoch: Instant,
     /// Keyed with a per-record seed (as the lock table's maps are): the
     /// uids come from clients. Hashed before the mutex is taken.
     hasher: foldhash::fast::RandomState,
     inner: Mutex<Inner>,
 }
 
+#[derive(Default)]
 struct Inner {
     ttl: Duration,
     max_bytes: usize,
-    /// Oldest first, in the order of their stamps: the uid numbered
-    /// `first + i` (wrapping) is at `i`.
-    order: VecDeque<Tombstone>,
+    /// Oldest first, in the order of their times: the uid numbered
+    /// `first + i` (wrapping) is at `i`, here and in `uids`.
+    order: VecDeque<Stamp>,
+    /// The first [`INLINE`] bytes of each uid in `order`.
+    uids: VecDeque<[u8; INLINE]>,
+    /// The uids longer than [`INLINE`] bytes, with their numbers, oldest
+    /// first.
+    long: VecDeque<(u32, Arc<str>)>,
     first: u32,
-    /// Linear probing over a power-of-two number of slots, at most half of
-    /// them used, so that a probe always ends: 0 for an empty slot, else
-    /// the uid's [`tag`] in the high half and its number in the low half.
+    /// Linear probing over a power-of-two number of slots: 0 for an empty
+    /// slot, else a uid's [`tag`] in the high half and its number in the
+    /// low half. A slot whose number is no longer in `order` belongs to a
+    /// forgotten uid: it ends no probe (it is not 0), an insertion may
+    /// reuse it, and a rebuild drops it. At most half the slots hold
+    /// remembered uids and at most three quarters are used (by remembered
+    /// uids or forgotten ones), so that a probe always ends and ends soon;
+    /// past either the index is rebuilt, and it is rebuilt at least every
+    /// [`REINDEX_EVERY`] forgotten uids, so that a forgotten uid's number
+    /// is never taken for a remembered one's.
     index: Vec<u64>,
+    /// Slots of `index` that are not 0.
+    used: usize,
+    /// Uids forgotten since the index was last rebuilt.
+    forgotten: u64,
     /// Sum of [`tombstone_bytes`] over `order`.
     bytes: usize,
 }
 
-struct Tombstone {
-    /// When it was released, on the record's clock.
-    at: Instant,
-    hash: u64,
-    uid: Uid,
-}
-
-enum Uid {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Shared(Arc<str>),
-}
-
-impl Uid {
-    fn new(uid: &str, shared: impl FnOnce() -> Arc<str>) -> Uid {
-        match u8::try_from(uid.len()) {
-            Ok(len) if uid.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..uid.len()].copy_from_slice(uid.as_bytes());
-                Uid::Inline { len, bytes }
-            }
-            _ => Uid::Shared(shared()),
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        match self {
-            Uid::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            Uid::Shared(uid) => uid.as_bytes(),
-        }
-    }
+/// One remembered uid, but its bytes.
+#[derive(Clone, Copy)]
+struct Stamp {
+    /// When it was released: nanoseconds after the record's epoch.
+    at: u64,
+    /// Its [`tag`], as its index slot holds it.
+    tag: u32,
+    /// Its length in bytes.
+    len: u32,
 }
 
 /// The high half of a uid's index slot: the low 32 bits of its hash, with
 /// the top bit set so that no used slot is 0. Its low bits are the uid's
-/// home slot (the index has at most 2^31 slots, see [`MAX_UIDS`]).
-fn tag(hash: u64) -> u64 {
-    (hash & 0xffff_ffff) | (1 << 31)
+/// home slot (the index has at most 2^32 slots, see [`MAX_UIDS`]).
+fn tag(hash: u64) -> u32 {
+    (hash as u32) | (1 << 31)
 }
 
-impl Default for Inner {
-    fn default() -> Self {
-        Inner {
-            ttl: Duration::ZERO,
-            max_bytes: 0,
-            order: VecDeque::new(),
-            first: 0,
-            index: Vec::new(),
-            bytes: 0,
-        }
-    }
+/// Nanoseconds in `d`, saturating.
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Released {
@@ -149,6 +147,7 @@ impl Released {
     /// As [`new`](Self::new), measuring the ttl on `clock`.
     pub(crate) fn on_clock(ttl: Duration, max_bytes: usize, clock: Clock) -> Self {
         Released {
+            epoch: clock.now(),
             clock,
             hasher: foldhash::fast::RandomState::default(),
             inner: Mutex::new(Inner {
@@ -163,6 +162,11 @@ impl Released {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// `now` as the record keeps times: nanoseconds after its epoch.
+    fn since_epoch(&self, now: Instant) -> u64 {
+        nanos(now.saturating_duration_since(self.epoch))
+    }
+
     /// Bytes currently counted against the bound.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
@@ -173,7 +177,7 @@ impl Released {
     /// those past the ttl (which otherwise go only as new ones come).
     #[cfg_attr(not(all(feature = "net", feature = "metrics")), allow(dead_code))]
     pub(crate) fn usage(&self) -> (usize, usize) {
-        let now = self.clock.now();
+        let now = self.since_epoch(self.clock.now());
         let mut inner = self.lock();
         inner.forget_older_than(now);
         (inner.order.len(), inner.bytes)
@@ -198,20 +202,15 @@ impl Released {
             return;
         }
         let hash = self.hasher.hash_one(uid);
+        let now = self.since_epoch(now);
         let mut inner = self.lock();
         inner.forget_older_than(now);
         if inner.find(uid, hash).is_some() {
             return;
         }
-        // Callers read the clock before they wait for the mutex, so a
-        // reading can be older than the newest remembered: stamped as
-        // that one instead, the queue stays in the order of the stamps
-        // (which forgetting relies on) and the uid is kept a little
-        // longer, never shorter.
-        let at = inner.order.back().map_or(now, |newest| now.max(newest.at));
         let bytes = tombstone_bytes(uid);
-        // Room first: the new uid is never the one forgotten for it, but
-        // one larger than the whole bound is not kept at all.
+        // One larger than the whole bound is not kept at all (and makes
+        // none of the others go).
         if bytes > inner.max_bytes {
             return;
         }
@@ -220,11 +219,13 @@ impl Released {
                 break;
             }
         }
-        inner.push(Tombstone {
-            at,
-            hash,
-            uid: Uid::new(uid, shared),
-        });
+        // Callers read the clock before they wait for the mutex, so a
+        // reading can be older than the newest remembered: stamped as
+        // that one instead, the queue stays in the order of the stamps
+        // (which forgetting relies on) and the uid is kept a little
+        // longer, never shorter.
+        let at = inner.order.back().map_or(now, |newest| now.max(newest.at));
+        inner.push(uid, hash, at, shared);
         inner.bytes += bytes;
     }
 
@@ -265,35 +266,68 @@ impl Released {
     /// after it counts as within).
     pub(crate) fn contains_at(&self, uid: &str, now: Instant) -> bool {
         let hash = self.hasher.hash_one(uid);
+        let now = self.since_epoch(now);
         let inner = self.lock();
         inner
             .find(uid, hash)
-            .is_some_and(|at| now.saturating_duration_since(inner.order[at].at) < inner.ttl)
+            .is_some_and(|pos| now.saturating_sub(inner.order[pos].at) < nanos(inner.ttl))
     }
 }
 
 impl Inner {
-    fn forget_older_than(&mut self, now: Instant) {
+    fn forget_older_than(&mut self, now: u64) {
+        let ttl = nanos(self.ttl);
         while let Some(oldest) = self.order.front() {
-            if now.saturating_duration_since(oldest.at) < self.ttl {
+            if now.saturating_sub(oldest.at) < ttl {
                 break;
             }
             self.forget_oldest();
         }
     }
 
+    /// Forgets the oldest uid. Its index slot stays, as a forgotten uid's
+    /// (see [`index`](Self::index)).
     fn forget_oldest(&mut self) -> bool {
         let Some(oldest) = self.order.pop_front() else {
             return false;
         };
-        self.unindex((tag(oldest.hash) << 32) | u64::from(self.first));
+        self.uids.pop_front();
+        if oldest.len as usize > INLINE {
+            self.long.pop_front();
+        }
         self.first = self.first.wrapping_add(1);
-        self.bytes -= oldest.uid.as_bytes().len() + TOMBSTONE_OVERHEAD;
+        self.bytes -= oldest.len as usize + TOMBSTONE_OVERHEAD;
+        self.forgotten += 1;
+        if self.forgotten >= REINDEX_EVERY {
+            self.reindex();
+        }
         true
     }
 
-    fn mask(&self) -> usize {
-        self.index.len() - 1
+    /// The queue position that the number in `slot` stands for, if that
+    /// uid is still remembered.
+    fn position(&self, slot: u64) -> Option<usize> {
+        let pos = (slot as u32).wrapping_sub(self.first) as usize;
+        (pos < self.order.len()).then_some(pos)
+    }
+
+    /// Whether the uid at queue position `pos` is `uid`.
+    fn is_at(&self, pos: usize, uid: &str) -> bool {
+        let len = self.order[pos].len as usize;
+        if len != uid.len() {
+            return false;
+        }
+        if len <= INLINE {
+            return self.uids[pos][..len] == *uid.as_bytes();
+        }
+        let number = self.first.wrapping_add(pos as u32);
+        let first = self.first;
+        let at = self
+            .long
+            .partition_point(|(n, _)| n.wrapping_sub(first) < pos as u32);
+        self.long
+            .get(at)
+            .is_some_and(|(n, long)| *n == number && **long == *uid)
     }
 
     /// The queue position of `uid`, whose hash is `hash`.
@@ -301,8 +335,8 @@ impl Inner {
         if self.index.is_empty() {
             return None;
         }
-        let tag = tag(hash);
-        let mask = self.mask();
+        let tag = u64::from(tag(hash));
+        let mask = self.index.len() - 1;
         let mut at = tag as usize & mask;
         loop {
             let slot = self.index[at];
@@ -310,73 +344,72 @@ impl Inner {
                 return None;
             }
             if slot >> 32 == tag {
-                let pos = (slot as u32).wrapping_sub(self.first) as usize;
-                if self.order[pos].uid.as_bytes() == uid.as_bytes() {
-                    return Some(pos);
+                if let Some(pos) = self.position(slot) {
+                    if self.is_at(pos, uid) {
+                        return Some(pos);
+                    }
                 }
             }
             at = (at + 1) & mask;
         }
     }
 
-    /// Appends `tombstone` to the queue and the index.
-    fn push(&mut self, tombstone: Tombstone) {
+    /// Appends `uid` to the queues and the index.
+    fn push(&mut self, uid: &str, hash: u64, at: u64, shared: impl FnOnce() -> Arc<str>) {
         let number = self.first.wrapping_add(self.order.len() as u32);
-        let slot = (tag(tombstone.hash) << 32) | u64::from(number);
-        self.order.push_back(tombstone);
-        if self.order.len() * 2 > self.index.len() {
+        let tag = tag(hash);
+        let mut head = [0; INLINE];
+        let len = uid.len().min(INLINE);
+        head[..len].copy_from_slice(&uid.as_bytes()[..len]);
+        self.order.push_back(Stamp {
+            at,
+            tag,
+            len: uid.len() as u32,
+        });
+        self.uids.push_back(head);
+        if uid.len() > INLINE {
+            self.long.push_back((number, shared()));
+        }
+        if self.order.len() * 2 > self.index.len() || (self.used + 1) * 4 > self.index.len() * 3 {
             // Also indexes the new uid.
             self.reindex();
         } else {
-            self.insert(slot);
+            self.insert((u64::from(tag) << 32) | u64::from(number));
         }
     }
 
+    /// Puts `slot` in the first slot from its home that is empty or a
+    /// forgotten uid's.
     fn insert(&mut self, slot: u64) {
-        let mask = self.mask();
+        let mask = self.index.len() - 1;
         let mut at = (slot >> 32) as usize & mask;
-        while self.index[at] != 0 {
+        loop {
+            let old = self.index[at];
+            if old == 0 {
+                self.used += 1;
+                break;
+            }
+            if self.position(old).is_none() {
+                break;
+            }
             at = (at + 1) & mask;
         }
         self.index[at] = slot;
     }
 
-    /// Removes `slot`, which the index holds, shifting back the slots
-    /// after it that probed past it, so that no probe meets a gap early.
-    fn unindex(&mut self, slot: u64) {
-        let mask = self.mask();
-        let mut hole = (slot >> 32) as usize & mask;
-        while self.index[hole] != slot {
-            hole = (hole + 1) & mask;
-        }
-        let mut at = hole;
-        loop {
-            at = (at + 1) & mask;
-            let next = self.index[at];
-            if next == 0 {
-                break;
-            }
-            let home = (next >> 32) as usize & mask;
-            // `next` may fill the hole when the hole lies between its
-            // home and where it sits.
-            if at.wrapping_sub(home) & mask >= at.wrapping_sub(hole) & mask {
-                self.index[hole] = next;
-                hole = at;
-            }
-        }
-        self.index[hole] = 0;
-    }
-
-    /// Rebuilds the index for the queue, with more than 2 slots per uid
-    /// (at most 4 past [`INDEX_KEPT`]).
+    /// Rebuilds the index for the remembered uids only, with 2 to 4 slots
+    /// per uid (and at least [`INDEX_KEPT`]).
     fn reindex(&mut self) {
         let slots = (self.order.len() * 2 + 1)
             .next_power_of_two()
             .max(INDEX_KEPT);
-        self.index = vec![0; slots];
+        self.index.clear();
+        self.index.resize(slots, 0);
+        self.used = 0;
+        self.forgotten = 0;
         for i in 0..self.order.len() {
             let number = self.first.wrapping_add(i as u32);
-            self.insert((tag(self.order[i].hash) << 32) | u64::from(number));
+            self.insert((u64::from(self.order[i].tag) << 32) | u64::from(number));
         }
     }
 }
@@ -557,12 +590,19 @@ mod tests {
         // Every remembered uid is in the index once, and no probe meets a
         // gap before it.
         assert_eq!(
-            inner.index.iter().filter(|&&s| s != 0).count(),
+            inner
+                .index
+                .iter()
+                .filter(|&&s| s != 0 && inner.position(s).is_some())
+                .count(),
             inner.order.len()
         );
-        for (i, t) in inner.order.iter().enumerate() {
-            let u = std::str::from_utf8(t.uid.as_bytes()).unwrap();
-            assert_eq!(inner.find(u, t.hash), Some(i));
+        assert_eq!(inner.uids.len(), inner.order.len());
+        assert!(inner.used * 4 <= inner.index.len() * 3);
+        for (u, _) in &model.since {
+            let hash = released.hasher.hash_one(u.as_str());
+            let pos = inner.find(u, hash).expect("remembered");
+            assert_eq!(inner.order[pos].len as usize, u.len());
         }
     }
 
@@ -585,7 +625,44 @@ mod tests {
     }
 
     #[test]
-    fn a_tombstone_takes_one_cache_line() {
-        assert!(std::mem::size_of::<Tombstone>() <= 64);
+    fn a_stamp_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<Stamp>(), 16);
+    }
+
+    /// Forgotten uids' slots are reused or dropped: a record that keeps
+    /// a few uids and forgets many keeps a small index.
+    #[tokio::test(start_paused = true)]
+    async fn forgotten_slots_do_not_pile_up() {
+        let released = Released::new(Duration::from_secs(60), 10 * tombstone_bytes("uid-000000"));
+        for i in 0..100_000 {
+            released.remember(&format!("uid-{i:06}"));
+            assert!(released.contains(&format!("uid-{i:06}")));
+        }
+        assert!(released.contains("uid-099990"));
+        assert!(!released.contains("uid-099989"));
+        let inner = released.inner.lock().unwrap();
+        assert_eq!(inner.order.len(), 10);
+        assert_eq!(inner.index.len(), INDEX_KEPT);
+    }
+
+    /// A uid is told from another of the same length by all its bytes,
+    /// past the ones the queue keeps too (what a probe that meets a slot
+    /// of the same tag relies on).
+    #[tokio::test(start_paused = true)]
+    async fn uids_are_compared_whole() {
+        let released = Released::new(Duration::from_secs(60), 1 << 20);
+        let head = "h".repeat(INLINE);
+        let (a, b, c) = (
+            format!("{head}-a"),
+            format!("{head}-b"),
+            format!("{head}-cc"),
+        );
+        released.remember(&a);
+        released.remember("short");
+        released.remember(&b);
+        let inner = released.inner.lock().unwrap();
+        assert!(inner.is_at(0, &a) && !inner.is_at(0, &b) && !inner.is_at(0, &c));
+        assert!(inner.is_at(1, "short") && !inner.is_at(1, "shore"));
+        assert!(inner.is_at(2, &b) && !inner.is_at(2, &a));
     }
 }
