@@ -538,7 +538,7 @@ mod tests {
             bytes: 0,
         };
         let uid = |n: u64| {
-            if n % 7 == 0 {
+            if n.is_multiple_of(7) {
                 format!("{}-{n}", "long".repeat(12))
             } else {
                 format!("uid-{n:04}")
@@ -599,7 +599,7 @@ mod tests {
         );
         assert_eq!(inner.uids.len(), inner.order.len());
         assert!(inner.used * 4 <= inner.index.len() * 3);
-        for (u, _) in &model.since {
+        for u in model.since.keys() {
             let hash = released.hasher.hash_one(u.as_str());
             let pos = inner.find(u, hash).expect("remembered");
             assert_eq!(inner.order[pos].len as usize, u.len());
