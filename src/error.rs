@@ -313,7 +313,35 @@ pub(crate) const QUARANTINE_REASON: &str = "refusing new grants";
 /// says; `LocalLocker` (so the lock server) and `RedisLocker` both say it.
 pub(crate) const FLOOR_AHEAD_REASON: &str = "ahead of the clock of";
 
+/// How a locker's failure begins when its call was never sent: the lock
+/// server's client had no connection and could not make one, or a test
+/// node refused the connection. Such a call cannot have changed anything
+/// on the locker (see [`Error::never_sent`]).
+pub(crate) const NOT_CONNECTED: &str = "not connected";
+/// See [`NOT_CONNECTED`]: a connection attempt made for the call failed.
+pub(crate) const CANNOT_CONNECT: &str = "cannot connect";
+/// See [`NOT_CONNECTED`]: a test node refused the connection.
+pub(crate) const CONNECTION_REFUSED_INJECTED: &str = "connection refused (injected fault)";
+
 impl Error {
+    /// Whether the call that failed with this error never reached its
+    /// locker, so cannot have created or changed an entry there: no
+    /// connection could be had for it, or TLS refused one. Anything else
+    /// (a timeout, a connection that closed after the request was
+    /// written, an error from a locker this crate does not know) may have
+    /// been applied, and is taken as such.
+    pub(crate) fn never_sent(&self) -> bool {
+        match self {
+            Error::LockerUnavailable { reason, .. } => {
+                [NOT_CONNECTED, CANNOT_CONNECT, CONNECTION_REFUSED_INJECTED]
+                    .iter()
+                    .any(|start| reason.starts_with(start))
+            }
+            Error::Tls { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Whether a locker refused a fencing floor as too far ahead of its
     /// clock: a client pushed its counter, or the clocks disagree. Time
     /// mends the first, see `fence::draw_token`.

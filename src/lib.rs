@@ -170,6 +170,7 @@ pub use locker::args::{
 pub use locker::immediate::ImmediateLocker;
 pub use locker::proclamation::{Proclamation, WatchArgs, MAX_VALUE_LEN};
 pub use locker::redact::redact_url;
+pub use locker::secrets::{mask_secrets, remember_secret};
 pub use locker::wait::{PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake};
 pub use locker::{LockInfo, NetLocker};
 pub use quorum::fencing::{FencingGate, StaleToken, FENCE_CLOCK_TOLERANCE, FENCE_QUARANTINE};

@@ -18,74 +18,18 @@
 //! time.
 #![cfg(feature = "postgres")]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::time::Duration;
+#[path = "sql_support/fake_postgres.rs"]
+mod fake_postgres;
 
-use quorum_lock::sql::{SqlConfig, SqlLocker};
+use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in the password file.
 const PASSWORD: &str = "Pf5nC9tRw3Jx7Ub2";
 
-/// Reads one length-prefixed message body (after its type byte, if any).
-fn read_body(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).ok()?;
-    let len = u32::from_be_bytes(len) as usize;
-    if !(4..=1 << 16).contains(&len) {
-        return None;
-    }
-    let mut body = vec![0; len - 4];
-    stream.read_exact(&mut body).ok()?;
-    Some(body)
-}
-
-/// Serves one login: declines an `SSLRequest`, reads the startup message,
-/// asks for a cleartext password, and refuses what comes, quoting it.
-fn serve_one(mut stream: std::net::TcpStream) -> Option<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut first = read_body(&mut stream)?;
-    // SSLRequest (or GSSENCRequest): declined, then the startup message.
-    if first.len() == 4 && first[..2] == [0x04, 0xd2] {
-        stream.write_all(b"N").ok()?;
-        first = read_body(&mut stream)?;
-    }
-    let _startup = first;
-    // AuthenticationCleartextPassword.
-    stream.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]).ok()?;
-    let mut kind = [0u8; 1];
-    stream.read_exact(&mut kind).ok()?;
-    let password = read_body(&mut stream)?;
-    let password = String::from_utf8_lossy(&password)
-        .trim_end_matches('\0')
-        .to_owned();
-    let mut fields = Vec::new();
-    for (code, value) in [
-        (b'S', "FATAL".to_owned()),
-        (b'V', "FATAL".to_owned()),
-        (b'C', "28P01".to_owned()),
-        (
-            b'M',
-            format!("password authentication failed for user \"app\": got \"{password}\""),
-        ),
-    ] {
-        fields.push(code);
-        fields.extend(value.as_bytes());
-        fields.push(0);
-    }
-    fields.push(0);
-    let mut out = vec![b'E'];
-    out.extend(((fields.len() + 4) as u32).to_be_bytes());
-    out.extend(fields);
-    stream.write_all(&out).ok()?;
-    Some(())
-}
-
 #[tokio::test]
 async fn a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it() {
     std::env::remove_var("PGPASSWORD");
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake PostgreSQL");
-    let addr = listener.local_addr().expect("its address");
+    let addr = refusing_logins();
     // The password file, readable by its owner only, as libpq requires.
     let file = std::env::temp_dir().join(format!("quorum-lock-pgpass-{}", std::process::id()));
     std::fs::write(&file, format!("*:*:*:app:{PASSWORD}\n")).expect("write the password file");
@@ -95,36 +39,8 @@ async fn a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it()
             .expect("make the password file private");
     }
     std::env::set_var("PGPASSFILE", &file);
-    std::thread::spawn(move || {
-        // Bounded: a connect makes a few attempts at most.
-        for stream in listener.incoming().take(8) {
-            let Ok(stream) = stream else { continue };
-            let _ = serve_one(stream);
-        }
-    });
-    let config = SqlConfig {
-        call_timeout: Duration::from_secs(3),
-        ..SqlConfig::default()
-    };
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
-    let result = tokio::time::timeout(Duration::from_secs(20), SqlLocker::connect(&url, config))
-        .await
-        .expect("connect ends within its timeout");
-    let err = match result {
-        Ok(_) => panic!("the fake PostgreSQL at {addr} was accepted"),
-        Err(err) => err,
-    };
+    let shown = refusal_shown(&url, addr).await;
     let _ = std::fs::remove_file(&file);
-    let shown = format!("{err:?} / {err}");
-    assert!(
-        shown.contains("28P01") || shown.contains("credentials"),
-        "not the refusal: {shown}"
-    );
-    for piece in PASSWORD.as_bytes().windows(8) {
-        let piece = std::str::from_utf8(piece).expect("ascii");
-        assert!(
-            !shown.contains(piece),
-            "the error shows the password ({piece} is a piece of it): {shown}"
-        );
-    }
+    assert_not_shown(PASSWORD, &shown, 8);
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use quorum_lock::LockMode;
 use serde::Serialize;
+use serde_json::ser::CharEscape;
 
 use crate::fail::{Failure, FAILURE};
 use crate::plan::Kind;
@@ -181,7 +182,7 @@ pub fn ms(duration: Duration) -> u64 {
 /// but a failure must not print half a document).
 pub fn line<T: Serialize>(document: &T) -> Result<String, Failure> {
     let mut bytes = Vec::new();
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Escaping);
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Escaping::default());
     document
         .serialize(&mut serializer)
         .map_err(|e| Failure::new(FAILURE, format!("cannot write JSON: {e}")))?;
@@ -192,36 +193,127 @@ pub fn line<T: Serialize>(document: &T) -> Result<String, Failure> {
 }
 
 /// serde_json's compact output, with every character a terminal would act
-/// on ([`unsafe_char`]) written as `\uXXXX` in strings. serde_json escapes
-/// the C0 controls itself but writes DEL, the C1 controls (U+009B starts a
+/// on ([`unsafe_char`]) written as `\uXXXX` in strings, and every run of a
+/// secret the process holds in a string shown as `***` (as
+/// [`escaped`](crate::words::escaped) shows it). serde_json escapes the C0
+/// controls itself but writes DEL, the C1 controls (U+009B starts a
 /// terminal sequence) and bidirectional overrides as they are; a reader of
-/// the JSON gets the same text either way.
-struct Escaping;
+/// the JSON gets the same text either way. Each string is gathered whole
+/// before it is written (serde_json hands it over in pieces, split at the
+/// characters it escapes), so that a secret is masked wherever it falls.
+#[derive(Default)]
+struct Escaping {
+    /// The string being written, as it reads: `Some` between its quotes.
+    string: Option<String>,
+}
 
 impl serde_json::ser::Formatter for Escaping {
+    fn begin_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.string = Some(String::new());
+        writer.write_all(b"\"")
+    }
+
+    fn end_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        if let Some(string) = self.string.take() {
+            write_escaped(writer, &quorum_lock::mask_secrets(&string))?;
+        }
+        writer.write_all(b"\"")
+    }
+
     fn write_string_fragment<W: ?Sized + io::Write>(
         &mut self,
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        let mut start = 0;
-        for (at, c) in fragment.char_indices() {
-            if unsafe_char(c) {
-                writer.write_all(&fragment.as_bytes()[start..at])?;
+        match &mut self.string {
+            Some(string) => {
+                string.push_str(fragment);
+                Ok(())
+            }
+            None => write_escaped(writer, fragment),
+        }
+    }
+
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        escape: CharEscape,
+    ) -> io::Result<()> {
+        let c = match escape {
+            CharEscape::Quote => '"',
+            CharEscape::ReverseSolidus => '\\',
+            CharEscape::Solidus => '/',
+            CharEscape::Backspace => '\u{8}',
+            CharEscape::FormFeed => '\u{c}',
+            CharEscape::LineFeed => '\n',
+            CharEscape::CarriageReturn => '\r',
+            CharEscape::Tab => '\t',
+            CharEscape::AsciiControl(byte) => char::from(byte),
+        };
+        match &mut self.string {
+            Some(string) => {
+                string.push(c);
+                Ok(())
+            }
+            None => write_escaped(writer, c.encode_utf8(&mut [0; 4])),
+        }
+    }
+}
+
+/// `text` as the inside of a JSON string: `"` and `\` escaped, the
+/// short escapes serde_json uses (`\n`, `\r`, `\t`, `\b`, `\f`), and
+/// every other control character and [`unsafe_char`] as `\uXXXX`.
+fn write_escaped<W: ?Sized + io::Write>(writer: &mut W, text: &str) -> io::Result<()> {
+    let mut start = 0;
+    for (at, c) in text.char_indices() {
+        let short = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            _ => None,
+        };
+        if short.is_none() && !unsafe_char(c) {
+            continue;
+        }
+        writer.write_all(&text.as_bytes()[start..at])?;
+        match short {
+            Some(short) => writer.write_all(short.as_bytes())?,
+            None => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     write!(writer, "\\u{unit:04x}")?;
                 }
-                start = at + c.len_utf8();
             }
         }
-        writer.write_all(&fragment.as_bytes()[start..])
+        start = at + c.len_utf8();
     }
+    writer.write_all(&text.as_bytes()[start..])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_in_a_string_is_masked_wherever_serde_json_splits_it() {
+        #[derive(Serialize)]
+        struct Doc {
+            owner: String,
+        }
+        // A `"` and a `\` in the token: serde_json writes the string in
+        // pieces around them.
+        let token = "json\"tok\\en-5e1";
+        quorum_lock::remember_secret(token);
+        let text = line(&Doc {
+            owner: format!("ops ({token})\n"),
+        })
+        .expect("JSON");
+        assert_eq!(text, "{\"owner\":\"ops (***)\\n\"}\n");
+    }
 
     #[test]
     fn strings_hold_no_character_a_terminal_acts_on_and_read_back_exact() {

@@ -40,6 +40,9 @@ pub fn load_token(
     if token.is_empty() {
         return Err(Failure::usage(format!("{origin} is empty")));
     }
+    // Masked wherever the command prints it, whether or not it presents
+    // it (a listing may quote either token).
+    quorum_lock::remember_secret(token);
     Ok(Some(token.to_owned()))
 }
 

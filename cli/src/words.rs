@@ -5,7 +5,8 @@
 //! as the lock's source). Every such text goes through [`escaped`] on its
 //! way to the terminal, so that it stays on its line and cannot drive the
 //! terminal: a peer that sends `bob\e]0;title\a\nforged row` gets it shown
-//! as `bob\u{1b}]0;title\u{7}\nforged row`, one harmless line.
+//! as `bob\u{1b}]0;title\u{7}\nforged row`, one harmless line; and a
+//! token the command was given, quoted back in it, is shown as `***`.
 
 use std::borrow::Cow;
 use std::ffi::OsString;
@@ -76,12 +77,16 @@ fn push_escape(out: &mut String, c: char) {
     }
 }
 
-/// `text` as the command line prints it: every [`unsafe_char`] written as
-/// an escape (`\n`, `\u{1b}`), everything else as it is. The one function
-/// that stands between text from elsewhere and the terminal.
+/// `text` as the command line prints it: every run of 8 or more bytes of
+/// a secret the process holds (the tokens it was given, the passwords of
+/// its node URLs: `quorum_lock::mask_secrets`) shown as `***`, every
+/// [`unsafe_char`] written as an escape (`\n`, `\u{1b}`), everything else
+/// as it is. The one function that stands between text from elsewhere and
+/// the terminal.
 pub fn escaped(text: &str) -> Cow<'_, str> {
+    let text = quorum_lock::mask_secrets(text);
     if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
+        return text;
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
@@ -169,7 +174,8 @@ pub fn shown(name: &str) -> String {
 /// UTF-8 as it is, except a backslash (`\\`), newline (`\n`), carriage
 /// return (`\r`), tab (`\t`); every other [`unsafe_char`], and bytes that
 /// are not UTF-8, as `\xNN` per byte. A script can undo it: each
-/// backslash starts an escape.
+/// backslash starts an escape. A run of a secret the process holds (see
+/// [`escaped`]) is shown as `***`, and that cannot be undone.
 pub fn value_line(value: &[u8]) -> String {
     let mut out = String::with_capacity(value.len());
     let hex = |out: &mut String, bytes: &[u8]| {
@@ -178,7 +184,7 @@ pub fn value_line(value: &[u8]) -> String {
         }
     };
     for chunk in value.utf8_chunks() {
-        for c in chunk.valid().chars() {
+        for c in quorum_lock::mask_secrets(chunk.valid()).chars() {
             match c {
                 '\\' => out.push_str("\\\\"),
                 '\n' | '\r' | '\t' => push_escape(&mut out, c),
@@ -239,6 +245,13 @@ mod tests {
 
     fn words(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_secret_the_process_holds_is_masked_before_it_is_escaped() {
+        quorum_lock::remember_secret("words-tok-77c1e");
+        assert_eq!(escaped("ops (words-tok-77c1e)\u{1b}"), "ops (***)\\u{1b}");
+        assert_eq!(value_line(b"v=words-tok-77c1e\xff"), "v=***\\xff");
     }
 
     #[test]

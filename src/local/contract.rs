@@ -47,7 +47,7 @@ impl NetLocker for LocalLocker {
             )),
             (false, true) => {
                 let now = self.clock.now();
-                self.note_ended(&args.uid, now);
+                self.note_ended(&args.uid, true, now);
                 let mut freed = Vec::new();
                 let removed = self
                     .shards
@@ -76,7 +76,7 @@ impl NetLocker for LocalLocker {
                     // later holder of these names may be re-created.
                     // Noted under the same shard locks as the removal.
                     for uid in &cleared {
-                        self.note_ended(uid, now);
+                        self.note_ended(uid, true, now);
                     }
                     removed
                 });

@@ -646,8 +646,9 @@ impl LocalLocker {
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
         let removed = self.with_shards(args, |set, now, freed| {
-            // The arguments are valid here, and the shards locked.
-            self.note_ended(&args.uid, now);
+            // The arguments are valid here, and the shards locked. Without
+            // a mode, forced open by uid and names.
+            self.note_ended(&args.uid, mode.is_none(), now);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
@@ -661,17 +662,21 @@ impl LocalLocker {
         Ok(removed)
     }
 
-    /// Notes that `uid` is being released or forced open, before its
-    /// entries are removed and under the same shard locks: a late lock or
-    /// wait of it is refused ([`was_released`](Self::was_released)), and in
-    /// quarantine a late refresh must not re-create them (see `ended.rs`,
-    /// which keeps the quarantine's releases in place of `released.rs`).
-    /// `now` is the call's own clock reading, which the table uses for
-    /// everything else the call does.
-    pub(crate) fn note_ended(&self, uid: &Arc<str>, now: Instant) {
+    /// Notes that `uid` is being released, or forced open when `forced`,
+    /// before its entries are removed and under the same shard locks: a
+    /// late lock or wait of it is refused
+    /// ([`was_released`](Self::was_released)), and in quarantine a late
+    /// refresh must not re-create them (see `ended.rs`, which keeps the
+    /// quarantine's releases in place of `released.rs`). A forced uid is
+    /// kept where releases cannot push it out (`released.rs`). `now` is
+    /// the call's own clock reading, which the table uses for everything
+    /// else the call does.
+    pub(crate) fn note_ended(&self, uid: &Arc<str>, forced: bool, now: Instant) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
         if end != 0 && !uid.is_empty() && self.quarantine_left_at(now).is_some() {
             self.ended.note(end, uid);
+        } else if forced {
+            self.released.remember_forced_at(uid, now);
         } else {
             self.released.remember_shared_at(uid, now);
         }

@@ -28,7 +28,8 @@ use crate::quorum::clock::Clock;
 /// it, its own string: its length and the counts and malloc's header and
 /// rounding (about 40). That is about 350 besides the uid's length.
 /// Neither structure shrinks (as the record before this one), so after a
-/// peak they keep the room the peak's uids were counted for. 512 is
+/// peak they keep the room the peak's uids were counted for (the
+/// released uids' and the forced ones', each its own). 512 is
 /// counted, as for the record before this one (a map of shared strings,
 /// which measured up to 443 in `tests/net_memory.rs`), so that the same
 /// uids are remembered under the same limits; counting less would let
@@ -53,7 +54,7 @@ const INDEX_KEPT: usize = 128;
 
 /// How many uids may be forgotten between two rebuilds of the index at
 /// most, so that the 32-bit number of a forgotten uid, left in its slot,
-/// never comes round to a remembered one's (see [`Inner::index`]).
+/// never comes round to a remembered one's (see [`Record::index`]).
 const REINDEX_EVERY: u64 = 1 << 31;
 
 /// Remembered uids, oldest first, bounded in bytes: past `max_bytes` the
@@ -71,6 +72,17 @@ const REINDEX_EVERY: u64 = 1 << 31;
 /// 8-byte slots; forgetting the oldest reads only the front of a queue of
 /// 16-byte stamps and leaves its index slot to be reused or dropped later.
 /// A look-up of a uid not remembered reads one or two slots of the index.
+///
+/// The uids whose entries were forced open (by an admin, by uid or by
+/// name) are kept apart, in a second record of at most half of
+/// `max_bytes`, and only a newer force forgets one early: a client may
+/// release as many uids as it likes, held or not (a release may overtake
+/// the lock it releases, so a release of a uid nobody holds is remembered
+/// too), but that pushes out releases only, never a forced uid, whose
+/// refreshes, locks and waits stay refused for the whole ttl. A look-up
+/// reads the forced uids' index only while that record holds a uid
+/// (rarely: forcing a lock open is an admin's act), so a grant still
+/// reads one index.
 pub(crate) struct Released {
     /// The clock the ttl is measured on: the locker's own, so that a
     /// locker whose clock runs slow keeps a release for its own validity.
@@ -87,6 +99,15 @@ pub(crate) struct Released {
 struct Inner {
     ttl: Duration,
     max_bytes: usize,
+    /// Uids released (or whose lock was refused after its release).
+    ordinary: Record,
+    /// Uids forced open, in at most half of `max_bytes`.
+    forced: Record,
+}
+
+/// One list of remembered uids, oldest first, and its index.
+#[derive(Default)]
+struct Record {
     /// Oldest first, in the order of their times: the uid numbered
     /// `first + i` (wrapping) is at `i`, here and in `uids`.
     order: VecDeque<Stamp>,
@@ -170,7 +191,7 @@ impl Released {
     /// Bytes currently counted against the bound.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
-        self.lock().bytes
+        self.lock().bytes()
     }
 
     /// How many uids are remembered and their bytes, after forgetting
@@ -180,12 +201,13 @@ impl Released {
         let now = self.since_epoch(self.clock.now());
         let mut inner = self.lock();
         inner.forget_older_than(now);
-        (inner.order.len(), inner.bytes)
+        let count = inner.ordinary.order.len() + inner.forced.order.len();
+        (count, inner.bytes())
     }
 
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn remember(&self, uid: &str) {
-        self.remember_with(uid, self.clock.now(), || uid.into());
+        self.remember_with(uid, false, self.clock.now(), || uid.into());
     }
 
     /// As [`remember`](Self::remember), sharing the caller's string (no
@@ -194,10 +216,29 @@ impl Released {
     /// that releases (the time the table gives everything else that call
     /// does). It is remembered for the ttl from then at least.
     pub(crate) fn remember_shared_at(&self, uid: &Arc<str>, now: Instant) {
-        self.remember_with(uid, now, || uid.clone());
+        self.remember_with(uid, false, now, || uid.clone());
     }
 
-    fn remember_with(&self, uid: &str, now: Instant, shared: impl FnOnce() -> Arc<str>) {
+    /// Remembers that `uid` was forced open, apart from the releases, so
+    /// that no flood of releases forgets it early.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn remember_forced(&self, uid: &Arc<str>) {
+        self.remember_forced_at(uid, self.clock.now());
+    }
+
+    /// As [`remember_forced`](Self::remember_forced), forced open at
+    /// `now` (as for [`remember_shared_at`](Self::remember_shared_at)).
+    pub(crate) fn remember_forced_at(&self, uid: &Arc<str>, now: Instant) {
+        self.remember_with(uid, true, now, || uid.clone());
+    }
+
+    fn remember_with(
+        &self,
+        uid: &str,
+        forced: bool,
+        now: Instant,
+        shared: impl FnOnce() -> Arc<str>,
+    ) {
         if uid.is_empty() {
             return;
         }
@@ -205,28 +246,42 @@ impl Released {
         let now = self.since_epoch(now);
         let mut inner = self.lock();
         inner.forget_older_than(now);
-        if inner.find(uid, hash).is_some() {
+        // A uid forced open is refused already; one released and then
+        // forced is kept among the forced too, where releases cannot reach.
+        if inner.forced.find(uid, hash).is_some()
+            || (!forced && inner.ordinary.find(uid, hash).is_some())
+        {
             return;
         }
         let bytes = tombstone_bytes(uid);
-        // One larger than the whole bound is not kept at all (and makes
-        // none of the others go).
-        if bytes > inner.max_bytes {
-            return;
-        }
-        while inner.bytes + bytes > inner.max_bytes || inner.order.len() >= MAX_UIDS {
-            if !inner.forget_oldest() {
-                break;
+        let Inner {
+            max_bytes,
+            ordinary,
+            forced: kept_forced,
+            ..
+        } = &mut *inner;
+        if forced {
+            // The forced keep within half the bound, the newest kept; one
+            // larger than that is not kept at all (and makes none of the
+            // others go).
+            if !kept_forced.make_room(bytes, *max_bytes / 2) {
+                return;
             }
+            let at = kept_forced.stamp(now);
+            kept_forced.push(uid, hash, at, shared);
+            // Then releases make way for it, never a forced uid.
+            let room = max_bytes.saturating_sub(kept_forced.bytes);
+            ordinary.make_room(0, room);
+        } else {
+            // Releases keep within what the forced leave: one larger than
+            // that is not kept at all.
+            let room = max_bytes.saturating_sub(kept_forced.bytes);
+            if !ordinary.make_room(bytes, room) {
+                return;
+            }
+            let at = ordinary.stamp(now);
+            ordinary.push(uid, hash, at, shared);
         }
-        // Callers read the clock before they wait for the mutex, so a
-        // reading can be older than the newest remembered: stamped as
-        // that one instead, the queue stays in the order of the stamps
-        // (which forgetting relies on) and the uid is kept a little
-        // longer, never shorter.
-        let at = inner.order.back().map_or(now, |newest| now.max(newest.at));
-        inner.push(uid, hash, at, shared);
-        inner.bytes += bytes;
     }
 
     /// Forgets every uid: the locker restarted, and forgot them with its
@@ -248,41 +303,85 @@ impl Released {
         let mut inner = self.lock();
         inner.ttl = ttl;
         inner.max_bytes = max_bytes;
-        while inner.bytes > inner.max_bytes {
-            if !inner.forget_oldest() {
-                break;
-            }
-        }
+        // The forced within half the bound, then the releases within what
+        // they leave.
+        inner.forced.make_room(0, max_bytes / 2);
+        let room = max_bytes.saturating_sub(inner.forced.bytes);
+        inner.ordinary.make_room(0, room);
     }
 
-    /// Whether `uid` was released within the ttl.
+    /// Whether `uid` was released or forced open within the ttl.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) fn contains(&self, uid: &str) -> bool {
         self.contains_at(uid, self.clock.now())
     }
 
-    /// Whether `uid` was released within the ttl before `now`, the
-    /// caller's own reading of this record's clock (a release stamped
-    /// after it counts as within).
+    /// Whether `uid` was released or forced open within the ttl before
+    /// `now`, the caller's own reading of this record's clock (a release
+    /// stamped after it counts as within).
     pub(crate) fn contains_at(&self, uid: &str, now: Instant) -> bool {
         let hash = self.hasher.hash_one(uid);
         let now = self.since_epoch(now);
         let inner = self.lock();
-        inner
-            .find(uid, hash)
-            .is_some_and(|pos| now.saturating_sub(inner.order[pos].at) < nanos(inner.ttl))
+        let ttl = nanos(inner.ttl);
+        let live = |record: &Record| {
+            record
+                .find(uid, hash)
+                .is_some_and(|pos| now.saturating_sub(record.order[pos].at) < ttl)
+        };
+        // The forced uids' index is read only while it holds one.
+        live(&inner.ordinary) || (!inner.forced.order.is_empty() && live(&inner.forced))
     }
 }
 
 impl Inner {
+    /// Bytes of both records, as counted against the bound.
+    fn bytes(&self) -> usize {
+        self.ordinary.bytes + self.forced.bytes
+    }
+
+    /// Forgets the uids of both records remembered `ttl` or more before
+    /// `now`.
     fn forget_older_than(&mut self, now: u64) {
         let ttl = nanos(self.ttl);
+        self.ordinary.forget_older_than(now, ttl);
+        self.forced.forget_older_than(now, ttl);
+    }
+}
+
+impl Record {
+    fn forget_older_than(&mut self, now: u64, ttl: u64) {
         while let Some(oldest) = self.order.front() {
             if now.saturating_sub(oldest.at) < ttl {
                 break;
             }
             self.forget_oldest();
         }
+    }
+
+    /// Forgets the oldest uids until one of `bytes` more fits within
+    /// `max_bytes` (and [`MAX_UIDS`]); whether it does. When it could not
+    /// fit even alone, none is forgotten.
+    fn make_room(&mut self, bytes: usize, max_bytes: usize) -> bool {
+        if bytes > max_bytes {
+            return false;
+        }
+        let more = usize::from(bytes > 0);
+        while self.bytes + bytes > max_bytes || self.order.len() + more > MAX_UIDS {
+            if !self.forget_oldest() {
+                break;
+            }
+        }
+        true
+    }
+
+    /// The stamp for a uid remembered at `now`. Callers read the clock
+    /// before they wait for the mutex, so a reading can be older than the
+    /// newest remembered: stamped as that one instead, the queue stays in
+    /// the order of the stamps (which forgetting relies on) and the uid is
+    /// kept a little longer, never shorter.
+    fn stamp(&self, now: u64) -> u64 {
+        self.order.back().map_or(now, |newest| now.max(newest.at))
     }
 
     /// Forgets the oldest uid. Its index slot stays, as a forgotten uid's
@@ -354,8 +453,9 @@ impl Inner {
         }
     }
 
-    /// Appends `uid` to the queues and the index.
+    /// Appends `uid` to the queues and the index, and counts its bytes.
     fn push(&mut self, uid: &str, hash: u64, at: u64, shared: impl FnOnce() -> Arc<str>) {
+        self.bytes += tombstone_bytes(uid);
         let number = self.first.wrapping_add(self.order.len() as u32);
         let tag = tag(hash);
         let mut head = [0; INLINE];
@@ -429,11 +529,11 @@ mod tests {
         released.remember("b");
         let inner = released.inner.lock().unwrap();
         assert_eq!(
-            inner.order.len(),
+            inner.ordinary.order.len(),
             1,
             "expired uids must be dropped, not kept"
         );
-        assert_eq!(inner.bytes, tombstone_bytes("b"));
+        assert_eq!(inner.bytes(), tombstone_bytes("b"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -464,59 +564,109 @@ mod tests {
         assert!(released.contains("uid-00999"));
         assert!(released.contains("uid-00900"));
         assert!(!released.contains("uid-00899"));
-        assert_eq!(released.inner.lock().unwrap().order.len(), 100);
+        assert_eq!(released.inner.lock().unwrap().ordinary.order.len(), 100);
         // One uid larger than the whole budget is not kept at all.
         released.remember(&"x".repeat(budget));
         assert!(released.bytes() <= budget);
     }
 
-    /// The record against a plain model of it (a map and a queue of
+    /// The record against a plain model of it (maps and queues of
     /// strings, as it was kept before its index): random uids, short and
-    /// long, many of them sharing their index's home slots, remembered,
-    /// looked up and forgotten by age and by bytes, with the limits
-    /// changed now and then.
-    #[tokio::test(start_paused = true)]
-    async fn agrees_with_a_plain_model() {
+    /// long, many of them sharing their index's home slots, remembered (as
+    /// released, and forced open when `forced_too`), looked up and
+    /// forgotten by age and by bytes, with the limits changed now and
+    /// then.
+    async fn agrees_with_a_plain_model(forced_too: bool) {
         use std::collections::HashMap;
 
-        struct Model {
-            ttl: Duration,
-            max_bytes: usize,
+        #[derive(Default)]
+        struct ModelRecord {
             since: HashMap<String, Instant>,
             order: VecDeque<(Instant, String)>,
             bytes: usize,
         }
-        impl Model {
+        impl ModelRecord {
             fn forget_oldest(&mut self) {
                 let (_, uid) = self.order.pop_front().expect("one to forget");
                 self.since.remove(&uid);
                 self.bytes -= tombstone_bytes(&uid);
             }
-            fn forget_older_than(&mut self, now: Instant) {
+            fn forget_older_than(&mut self, now: Instant, ttl: Duration) {
                 while self
                     .order
                     .front()
-                    .is_some_and(|(at, _)| now.saturating_duration_since(*at) >= self.ttl)
+                    .is_some_and(|(at, _)| now.saturating_duration_since(*at) >= ttl)
                 {
                     self.forget_oldest();
                 }
             }
-            fn remember(&mut self, uid: &str, now: Instant) {
-                self.forget_older_than(now);
-                if self.since.contains_key(uid) || tombstone_bytes(uid) > self.max_bytes {
-                    return;
-                }
-                while self.bytes + tombstone_bytes(uid) > self.max_bytes {
-                    self.forget_oldest();
-                }
+            fn push(&mut self, uid: &str, now: Instant) {
                 self.since.insert(uid.to_owned(), now);
                 self.order.push_back((now, uid.to_owned()));
                 self.bytes += tombstone_bytes(uid);
             }
-            fn contains(&self, uid: &str, now: Instant) -> bool {
+            fn contains(&self, uid: &str, now: Instant, ttl: Duration) -> bool {
                 self.since
                     .get(uid)
-                    .is_some_and(|at| now.saturating_duration_since(*at) < self.ttl)
+                    .is_some_and(|at| now.saturating_duration_since(*at) < ttl)
+            }
+        }
+        struct Model {
+            ttl: Duration,
+            max_bytes: usize,
+            ordinary: ModelRecord,
+            forced: ModelRecord,
+        }
+        impl Model {
+            fn bytes(&self) -> usize {
+                self.ordinary.bytes + self.forced.bytes
+            }
+            fn len(&self) -> usize {
+                self.ordinary.order.len() + self.forced.order.len()
+            }
+            fn forget_older_than(&mut self, now: Instant) {
+                self.ordinary.forget_older_than(now, self.ttl);
+                self.forced.forget_older_than(now, self.ttl);
+            }
+            fn fit(&mut self) {
+                while self.forced.bytes > self.max_bytes / 2 {
+                    self.forced.forget_oldest();
+                }
+                while self.bytes() > self.max_bytes {
+                    self.ordinary.forget_oldest();
+                }
+            }
+            fn remember(&mut self, uid: &str, forced: bool, now: Instant) {
+                self.forget_older_than(now);
+                if self.forced.since.contains_key(uid)
+                    || (!forced && self.ordinary.since.contains_key(uid))
+                {
+                    return;
+                }
+                let bytes = tombstone_bytes(uid);
+                if forced {
+                    if bytes > self.max_bytes / 2 {
+                        return;
+                    }
+                    while self.forced.bytes + bytes > self.max_bytes / 2 {
+                        self.forced.forget_oldest();
+                    }
+                    self.forced.push(uid, now);
+                } else {
+                    let room = self.max_bytes - self.forced.bytes;
+                    if bytes > room {
+                        return;
+                    }
+                    while self.ordinary.bytes + bytes > room {
+                        self.ordinary.forget_oldest();
+                    }
+                    self.ordinary.push(uid, now);
+                }
+                self.fit();
+            }
+            fn contains(&self, uid: &str, now: Instant) -> bool {
+                self.ordinary.contains(uid, now, self.ttl)
+                    || self.forced.contains(uid, now, self.ttl)
             }
         }
 
@@ -533,9 +683,8 @@ mod tests {
         let mut model = Model {
             ttl,
             max_bytes,
-            since: HashMap::new(),
-            order: VecDeque::new(),
-            bytes: 0,
+            ordinary: ModelRecord::default(),
+            forced: ModelRecord::default(),
         };
         let uid = |n: u64| {
             if n.is_multiple_of(7) {
@@ -549,12 +698,20 @@ mod tests {
             match next(100) {
                 0..=44 => {
                     let u = uid(next(2_000));
-                    if next(2) == 0 {
+                    // A quarter of them forced open, when forced too.
+                    let forced = forced_too && next(4) == 0;
+                    if forced {
+                        if next(2) == 0 {
+                            released.remember_forced(&Arc::from(u.as_str()));
+                        } else {
+                            released.remember_forced_at(&Arc::from(u.as_str()), now);
+                        }
+                    } else if next(2) == 0 {
                         released.remember(&u);
                     } else {
                         released.remember_shared_at(&Arc::from(u.as_str()), now);
                     }
-                    model.remember(&u, now);
+                    model.remember(&u, forced, now);
                 }
                 45..=94 => {
                     let u = uid(next(2_000));
@@ -569,41 +726,60 @@ mod tests {
                     let max_bytes = (100 + next(400) as usize) * tombstone_bytes("uid-0000");
                     released.set_limits(ttl, max_bytes);
                     model.max_bytes = max_bytes;
-                    while model.bytes > max_bytes {
-                        model.forget_oldest();
-                    }
+                    model.fit();
                 }
                 _ => {
                     let (uids, bytes) = released.usage();
                     model.forget_older_than(now);
-                    assert_eq!(
-                        (uids, bytes),
-                        (model.order.len(), model.bytes),
-                        "step {step}"
-                    );
+                    assert_eq!((uids, bytes), (model.len(), model.bytes()), "step {step}");
                 }
             }
-            assert_eq!(released.bytes(), model.bytes, "step {step}");
+            let inner = released.inner.lock().unwrap();
+            assert_eq!(inner.ordinary.bytes, model.ordinary.bytes, "step {step}");
+            assert_eq!(inner.forced.bytes, model.forced.bytes, "step {step}");
+            assert!(inner.bytes() <= inner.max_bytes, "step {step}");
+            assert!(inner.forced.bytes <= inner.max_bytes / 2, "step {step}");
         }
         let inner = released.inner.lock().unwrap();
-        assert_eq!(inner.order.len(), model.order.len());
-        // Every remembered uid is in the index once, and no probe meets a
-        // gap before it.
-        assert_eq!(
-            inner
-                .index
-                .iter()
-                .filter(|&&s| s != 0 && inner.position(s).is_some())
-                .count(),
-            inner.order.len()
-        );
-        assert_eq!(inner.uids.len(), inner.order.len());
-        assert!(inner.used * 4 <= inner.index.len() * 3);
-        for u in model.since.keys() {
-            let hash = released.hasher.hash_one(u.as_str());
-            let pos = inner.find(u, hash).expect("remembered");
-            assert_eq!(inner.order[pos].len as usize, u.len());
+        if forced_too {
+            assert!(
+                !inner.forced.order.is_empty(),
+                "the forced uids' record was used"
+            );
         }
+        for (record, kept) in [
+            (&inner.ordinary, &model.ordinary),
+            (&inner.forced, &model.forced),
+        ] {
+            assert_eq!(record.order.len(), kept.order.len());
+            // Every remembered uid is in the index once, and no probe
+            // meets a gap before it.
+            assert_eq!(
+                record
+                    .index
+                    .iter()
+                    .filter(|&&s| s != 0 && record.position(s).is_some())
+                    .count(),
+                record.order.len()
+            );
+            assert_eq!(record.uids.len(), record.order.len());
+            assert!(record.used * 4 <= record.index.len() * 3);
+            for u in kept.since.keys() {
+                let hash = released.hasher.hash_one(u.as_str());
+                let pos = record.find(u, hash).expect("remembered");
+                assert_eq!(record.order[pos].len as usize, u.len());
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn agrees_with_a_plain_model_of_releases() {
+        agrees_with_a_plain_model(false).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn agrees_with_a_plain_model_of_releases_and_forced_uids() {
+        agrees_with_a_plain_model(true).await;
     }
 
     /// A release stamped with a clock reading older than the newest one
@@ -641,8 +817,8 @@ mod tests {
         assert!(released.contains("uid-099990"));
         assert!(!released.contains("uid-099989"));
         let inner = released.inner.lock().unwrap();
-        assert_eq!(inner.order.len(), 10);
-        assert_eq!(inner.index.len(), INDEX_KEPT);
+        assert_eq!(inner.ordinary.order.len(), 10);
+        assert_eq!(inner.ordinary.index.len(), INDEX_KEPT);
     }
 
     /// A uid is told from another of the same length by all its bytes,
@@ -660,9 +836,42 @@ mod tests {
         released.remember(&a);
         released.remember("short");
         released.remember(&b);
-        let inner = released.inner.lock().unwrap();
+        let inner = &released.inner.lock().unwrap().ordinary;
         assert!(inner.is_at(0, &a) && !inner.is_at(0, &b) && !inner.is_at(0, &c));
         assert!(inner.is_at(1, "short") && !inner.is_at(1, "shore"));
         assert!(inner.is_at(2, &b) && !inner.is_at(2, &a));
+    }
+
+    /// A flood of releases (of uids held or not) forgets older releases
+    /// only: a uid forced open stays refused for the ttl. Forced uids keep
+    /// within half the bound, the newest kept.
+    #[tokio::test(start_paused = true)]
+    async fn releases_never_push_out_a_forced_uid() {
+        let budget = 100 * tombstone_bytes("uid-00000");
+        let released = Released::new(Duration::from_secs(60), budget);
+        released.remember_forced(&Arc::from("forced-0"));
+        released.remember("uid-released");
+        released.remember_forced(&Arc::from("uid-released"));
+        for i in 0..1_000 {
+            released.remember(&format!("uid-{i:05}"));
+            assert!(released.bytes() <= budget);
+        }
+        assert!(released.contains("forced-0"));
+        assert!(released.contains("uid-released"), "released, then forced");
+        assert!(!released.contains("uid-00000"));
+        for i in 0..1_000 {
+            released.remember_forced(&Arc::from(format!("forced-{i:03}")));
+            assert!(released.bytes() <= budget);
+        }
+        {
+            let inner = released.inner.lock().unwrap();
+            assert!(inner.forced.bytes <= budget / 2);
+            let hash = released.hasher.hash_one("forced-999");
+            assert!(inner.forced.find("forced-999", hash).is_some());
+            assert!(!inner.ordinary.order.is_empty(), "releases keep room");
+        }
+        tokio::time::sleep(Duration::from_secs(61)).await;
+        assert!(!released.contains("forced-999"), "kept for the ttl only");
+        assert_eq!(released.usage(), (0, 0));
     }
 }

@@ -81,6 +81,8 @@ impl Acquisition {
                         answer: None,
                         alive_since: started,
                         granted_stamp: 0,
+                        refreshes_out: 0,
+                        refresh_reached: false,
                     };
                     n
                 ],
@@ -131,6 +133,58 @@ struct Slot {
     /// if its request was sent after that, since an earlier one may have
     /// been answered before the grant was pushed.
     granted_stamp: u64,
+    /// Refreshes sent to it whose outcome is not known yet.
+    refreshes_out: u32,
+    /// A refresh may have reached it and been applied: sent, and neither
+    /// answered "not held" nor failed before it was sent. A locker in
+    /// quarantine re-creates a missing entry on a refresh, so one that
+    /// refused the grant may hold the entry since.
+    refresh_reached: bool,
+}
+
+impl Slot {
+    /// Whether the locker may hold this uid's entry, its call having
+    /// answered `answer`: anything but a refusal may be a grant, and a
+    /// refusal that arrived after a refresh was sent there (a lock call's
+    /// late reply) may have been undone by that refresh, as
+    /// [`Acquisition::begin_release`] counts it.
+    fn may_hold_after(&self, answer: Answer) -> bool {
+        answer != Answer::Refused || self.refresh_reached || self.refreshes_out > 0
+    }
+}
+
+/// A refresh sent to one locker, counted by the acquisition's release
+/// plan until it is settled; see [`Acquisition::refresh_sending`].
+pub(crate) struct RefreshSent {
+    state: Arc<Acquisition>,
+    index: usize,
+    settled: bool,
+}
+
+impl RefreshSent {
+    /// The refresh ended: `applied` unless the locker answered "not held"
+    /// or the call failed before it was sent.
+    pub(crate) fn settle(mut self, applied: bool) {
+        self.settled = true;
+        self.end(applied);
+    }
+
+    fn end(&self, applied: bool) {
+        let mut slots = self.state.slots();
+        if let Some(slot) = slots.slots.get_mut(self.index) {
+            slot.refreshes_out = slot.refreshes_out.saturating_sub(1);
+            slot.refresh_reached |= applied;
+        }
+    }
+}
+
+impl Drop for RefreshSent {
+    fn drop(&mut self) {
+        if !self.settled {
+            // Dropped on its way: it may still arrive.
+            self.end(true);
+        }
+    }
 }
 
 /// Whether a wait has won; see [`Acquisition::try_win`].
@@ -174,8 +228,10 @@ impl Acquisition {
     /// must unlock that locker itself.
     pub(crate) fn record(&self, index: usize, answer: Answer) -> bool {
         let mut slots = self.slots();
-        slots.slots[index].answer = Some(answer);
-        slots.released && answer != Answer::Refused
+        let released = slots.released;
+        let slot = &mut slots.slots[index];
+        slot.answer = Some(answer);
+        released && slot.may_hold_after(answer)
     }
 
     /// A stamp for a request about to be sent: see [`record_reply`](Self::record_reply).
@@ -213,7 +269,7 @@ impl Acquisition {
         if answer == Answer::Granted {
             slot.granted_stamp = self.stamp();
         }
-        released && answer != Answer::Refused
+        released && slot.may_hold_after(answer)
     }
 
     /// Registers the task to wake when an answer or a push arrives.
@@ -349,6 +405,16 @@ impl Acquisition {
         };
         for (index, slot) in slots.slots.iter().enumerate() {
             match &slot.answer {
+                // A refresh that may have reached it, or is still on its
+                // way, may have re-created the entry: released like a
+                // failed grant. Only a refusal no refresh can have undone
+                // counts as released at once.
+                Some(Answer::Refused) if slot.may_hold_after(Answer::Refused) => {
+                    plan.targets.push(Target {
+                        index,
+                        granted: false,
+                    })
+                }
                 Some(Answer::Refused) => plan.refused += 1,
                 Some(answer @ (Answer::Granted | Answer::Failed | Answer::Queued)) => {
                     plan.targets.push(Target {
@@ -362,17 +428,24 @@ impl Acquisition {
         plan
     }
 
-    /// Locker `index`, which refused the grant, may hold an entry since: a
-    /// refresh, which re-creates missing entries on a locker in quarantine,
-    /// reached it and was not answered "not held". Its release must then
-    /// be sent to it, not counted as done.
-    pub(crate) fn may_hold(&self, index: usize) {
+    /// A refresh is about to be sent to locker `index`. `None` once the
+    /// release has begun: its plan is made, so nothing may be sent that it
+    /// does not cover. Otherwise the ticket counts the refresh as possibly
+    /// applied there until it is settled otherwise, also if it is dropped
+    /// unanswered (a round that a quorum settled drops its stragglers, and
+    /// the request may still arrive).
+    pub(crate) fn refresh_sending(self: &Arc<Self>, index: usize) -> Option<RefreshSent> {
         let mut slots = self.slots();
-        if let Some(slot) = slots.slots.get_mut(index) {
-            if slot.answer == Some(Answer::Refused) {
-                slot.answer = Some(Answer::Failed);
-            }
+        if slots.released {
+            return None;
         }
+        let slot = slots.slots.get_mut(index)?;
+        slot.refreshes_out = slot.refreshes_out.saturating_add(1);
+        Some(RefreshSent {
+            state: self.clone(),
+            index,
+            settled: false,
+        })
     }
 
     /// Whether a release has begun.

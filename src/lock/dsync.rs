@@ -117,35 +117,7 @@ impl Dsync {
     /// Cancel safe: it only waits; the releases go on without it.
     pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        let until = crate::lock::config::after(tokio::time::Instant::now(), within);
-        let outstanding = &self.coord.outstanding;
-        loop {
-            // Unlocks queued for retry with no task left to send them (it
-            // went with its runtime) get one here; running drainers are
-            // counted among the outstanding releases.
-            let queued = crate::lock::release::drain_queued(&self.coord, &handle);
-            let running = outstanding.count();
-            if queued == 0 && running == 0 {
-                return Ok(());
-            }
-            // Unlocks queued, and no drainer would run (this runtime is
-            // shutting down): nothing to wait for but the bound.
-            if running == 0 || tokio::time::Instant::now() >= until {
-                return Err(Error::ReleasesPending {
-                    pending: running.max(queued),
-                    waited: within,
-                });
-            }
-            match tokio::time::timeout_at(until, outstanding.idle()).await {
-                Ok(()) => continue,
-                Err(_) => {
-                    return Err(Error::ReleasesPending {
-                        pending: outstanding.count().max(queued),
-                        waited: within,
-                    })
-                }
-            }
-        }
+        crate::lock::release::finish(&self.coord, &handle, within).await
     }
 
     /// Grants a write lock needs: `⌊n/2⌋ + 1` of the `n` lockers.

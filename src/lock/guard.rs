@@ -4,7 +4,6 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -13,7 +12,7 @@ use crate::lock::acquisition::Acquisition;
 use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
 use crate::lock::refresh::declare_lost;
-use crate::lock::release::{release_all, release_confirmed};
+use crate::lock::release::{on_own_runtime, release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
 use crate::Error;
@@ -66,42 +65,45 @@ impl Held {
         self.released = true;
         self.signal.holder_stopped();
         let registered = self.keeper.remove(self.lease);
+        let here = Handle::try_current();
         if self.signal.check() {
             if registered {
-                let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
-                // No lane saw the deadline pass: clean up as a lane would.
-                declare_lost(&self.state, &self.signal, LossCause::RefreshMissed, &handle);
+                // No lane saw the deadline pass: clean up as a lane would,
+                // here, or outside any runtime on one of its own (the
+                // acquiring runtime may be gone).
+                let (state, signal) = (self.state.clone(), self.signal.clone());
+                match &here {
+                    Ok(handle) => declare_lost(&state, &signal, LossCause::RefreshMissed, handle),
+                    Err(_) => {
+                        let coord = state.coord.clone();
+                        let cleaned = on_own_runtime(coord, move |handle| async move {
+                            declare_lost(&state, &signal, LossCause::RefreshMissed, &handle);
+                        });
+                        if cleaned.is_err() {
+                            declare_lost(
+                                &self.state,
+                                &self.signal,
+                                LossCause::RefreshMissed,
+                                &self.handle,
+                            );
+                        }
+                    }
+                }
             }
             return Err(Error::LockLost);
         }
-        if let Ok(here) = Handle::try_current() {
+        if let Ok(here) = here {
             return release_confirmed(self.state.clone(), here).await;
         }
         // Polled outside a runtime (another executor, a plain thread): the
         // release needs tokio's timers, and the acquiring runtime may no
-        // longer be driven, so run it on a runtime of its own, on a thread
-        // that stays a moment longer for calls still in flight.
+        // longer be driven, so run it on a runtime of its own, whose thread
+        // stays while anything it started runs.
         let (done, result) = tokio::sync::oneshot::channel();
         let state = self.state.clone();
-        let linger = state.coord.timeouts.unlock.min(Duration::from_secs(5));
-        let spawned = std::thread::Builder::new()
-            .name("quorum-lock-unlock".into())
-            .spawn(move || {
-                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                runtime.block_on(async {
-                    let handle = Handle::current();
-                    let _ = done.send(release_confirmed(state, handle).await);
-                    tokio::time::sleep(linger).await;
-                });
-            });
-        if spawned.is_err() {
-            return Err(Error::NoRuntime);
-        }
+        on_own_runtime(state.coord.clone(), move |handle| async move {
+            let _ = done.send(release_confirmed(state, handle).await);
+        })?;
         result.await.unwrap_or(Err(Error::NoRuntime))
     }
 
@@ -157,17 +159,28 @@ impl Drop for Held {
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         if !plan.targets.is_empty() {
-            // On the runtime dropping the guard if there is one: the
-            // acquiring runtime may no longer be driven. Spawning never
-            // blocks; on a runtime that has shut down the task is dropped
-            // and the lock servers expire the entries instead.
-            let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
+            // On the runtime dropping the guard if there is one; outside
+            // any, on a runtime of its own, since the acquiring runtime may
+            // be gone or no longer driven. Each unlock is owed from here:
+            // a task dropped unrun or cut short (its runtime shut down)
+            // queues what it had not done, for the next drain task or
+            // `finish_releases` (see `release::release_one`).
+            let release = release_all(self.state.clone(), plan.targets);
             let counted = self.state.coord.outstanding.begin();
-            let state = self.state.clone();
-            handle.spawn(async move {
-                release_all(state, plan.targets).await;
+            let task = async move {
+                release.await;
                 drop(counted);
-            });
+            };
+            match Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn(task);
+                }
+                Err(_) => {
+                    // Without a thread for it, the task is dropped unrun
+                    // and its unlocks are queued.
+                    let _ = on_own_runtime(self.state.coord.clone(), move |_| task);
+                }
+            }
         }
     }
 }
@@ -209,13 +222,6 @@ macro_rules! guard {
             #[allow(dead_code)]
             pub(crate) fn args(&self) -> &crate::LockArgs {
                 &self.held.state.args
-            }
-
-            /// Counts a release among the outstanding ones until the
-            /// token drops: for a task that will drop this guard later.
-            #[allow(dead_code)]
-            pub(crate) fn count_release(&self) -> crate::lock::coordinator::ReleaseToken {
-                self.held.state.coord.outstanding.begin()
             }
 
             /// See `Held::release_keeping`.
@@ -267,7 +273,9 @@ macro_rules! guard {
             /// It runs on the current tokio runtime; polled outside one (a
             /// plain thread, another executor), it runs on a runtime of its
             /// own, so it works even when the runtime that acquired the lock
-            /// is gone or no longer driven. Dropping the guard instead
+            /// is gone or no longer driven; that runtime's thread stays until
+            /// the unlocks it had to retry have landed or stopped mattering.
+            /// Dropping the guard instead
             /// releases on the current runtime, or the acquiring one outside
             /// any runtime.
             ///

@@ -82,13 +82,19 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
             tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "refresh not counted");
             return Answer::Failed;
         }
+        // Counted by the release plan from before it is sent until it is
+        // known not to have been applied: a refresh re-creates a missing
+        // entry on a locker in quarantine, also where the grant had been
+        // refused, and a dropped straggler may still arrive.
+        let Some(sent) = state.refresh_sending(index) else {
+            return Answer::Failed;
+        };
         let call = locker.refresh_mode(&state.args, state.mode);
         let result = call_locker(&state.coord, index, CallKind::Refresh, call, deadline).await;
-        // Anything but "not held" (a quarantine's answer, a timeout) may
-        // have left an entry where the grant had been refused.
-        if !matches!(result, Ok(false)) {
-            state.may_hold(index);
-        }
+        sent.settle(match &result {
+            Ok(held) => *held,
+            Err(err) => !err.never_sent(),
+        });
         match result {
             Ok(true) => Answer::Granted,
             Ok(false) => Answer::Refused,
@@ -139,12 +145,23 @@ pub(crate) fn declare_lost(
     });
 }
 
+/// Removes what is left of a lost lock on every locker. One that cannot
+/// be reached gets the unlock through its retry queue, as any failed
+/// release does, until it lands or the locker must have expired the entry.
 async fn force_release(state: Arc<Acquisition>) {
     let coord = &state.coord;
-    let deadline = after(coord.clock.now(), coord.timeouts.force_unlock);
+    let began = coord.clock.now();
+    let deadline = after(began, coord.timeouts.force_unlock);
     let calls = coord.lockers.iter().enumerate().map(|(index, locker)| {
         let call = locker.force_unlock(&state.args);
         call_locker(coord, index, CallKind::ForceUnlock, call, deadline)
     });
-    futures::future::join_all(calls).await;
+    let results = futures::future::join_all(calls).await;
+    for (index, result) in results.into_iter().enumerate() {
+        if let Err(err) = result {
+            if err.is_retryable() {
+                crate::lock::release::retry_unlock(&state, index, began);
+            }
+        }
+    }
 }

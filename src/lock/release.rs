@@ -23,6 +23,7 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::time::Instant;
@@ -41,8 +42,65 @@ use crate::{Error, LockArgs, LockMode};
 /// queue. Returns whether the locker confirmed that it no longer holds the
 /// entry: both "released" and "did not hold it" count, which is what makes
 /// unlock idempotent.
-pub(crate) async fn release_one(state: &Arc<Acquisition>, target: Target) -> bool {
-    release_after(state, target, state.coord.clock.now(), None).await
+///
+/// The unlock is owed from the moment this is called: dropped before it
+/// has run its course (never polled, or its task gone with its runtime),
+/// it goes to the locker's retry queue instead ([`Owed`]).
+pub(crate) fn release_one(
+    state: &Arc<Acquisition>,
+    target: Target,
+) -> impl Future<Output = bool> + Send + 'static {
+    let began = state.coord.clock.now();
+    owed_release(state.clone(), target, began, None)
+}
+
+/// [`release_after`] under an [`Owed`] made now.
+fn owed_release(
+    state: Arc<Acquisition>,
+    target: Target,
+    began: Instant,
+    failed: Option<Error>,
+) -> impl Future<Output = bool> + Send + 'static {
+    let owed = Owed {
+        state: state.clone(),
+        index: target.index,
+        began,
+        armed: true,
+    };
+    async move {
+        let confirmed = release_after(&state, target, began, failed).await;
+        owed.settled();
+        confirmed
+    }
+}
+
+/// An unlock owed to one locker until its release has run its course
+/// (confirmed, queued for retry, or given up). Dropped before that, it
+/// queues the unlock for retry: a release task that never ran or went with
+/// its runtime leaves the unlock to the next drain task on any runtime, or
+/// to `Dsync::finish_releases`, never to nobody. An unlock sent twice is
+/// harmless: it is by uid.
+struct Owed {
+    state: Arc<Acquisition>,
+    index: usize,
+    began: Instant,
+    armed: bool,
+}
+
+impl Owed {
+    fn settled(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        if self.armed {
+            let coord = &self.state.coord;
+            let give_up = give_up_at(coord, self.index, self.began);
+            retry_later(coord, self.index, &self.state, give_up);
+        }
+    }
 }
 
 /// [`release_one`], begun at `began`, when `failed` is the error of a first
@@ -93,9 +151,9 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     if !plan.targets.is_empty() {
         tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
         let counted = state.coord.outstanding.begin();
-        let state = state.clone();
+        let release = release_all(state.clone(), plan.targets);
         handle.spawn(async move {
-            release_all(state, plan.targets).await;
+            release.await;
             drop(counted);
         });
     }
@@ -135,6 +193,13 @@ fn unlock_kind(mode: LockMode) -> CallKind {
         LockMode::Write => CallKind::Unlock,
         LockMode::Read => CallKind::RUnlock,
     }
+}
+
+/// Queues the unlock of `state` on locker `index`, begun at `began`, for
+/// the retry queue to send until it lands or stops mattering.
+pub(crate) fn retry_unlock(state: &Acquisition, index: usize, began: Instant) {
+    let coord = &state.coord;
+    retry_later(coord, index, state, give_up_at(coord, index, began));
 }
 
 /// Queues the unlock of `state` on locker `index`, and starts a drain task
@@ -177,6 +242,102 @@ fn start_drainer(
         _counted: coord.outstanding.begin(),
     }));
 }
+
+/// How long any unlock queued now can still matter: the longest validity
+/// of the lease and the lockers, capped by `Timeouts::release_retry`.
+pub(crate) fn longest_retry(coord: &Coordinator) -> Duration {
+    coord
+        .lockers
+        .iter()
+        .filter_map(|locker| locker.validity())
+        .fold(coord.lease.validity, Duration::max)
+        .min(coord.timeouts.release_retry)
+}
+
+/// Waits, at most `within`, until every release handed to the background
+/// has ended, starting a drain task on `handle` for unlocks queued with no
+/// task left to send them; `Error::ReleasesPending` when some remain.
+/// What `Dsync::finish_releases` does, and what a private runtime (an
+/// `unlock()` or a guard dropped outside any runtime) waits for before it
+/// ends, since its end would take its tasks with it.
+pub(crate) async fn finish(
+    coord: &Arc<Coordinator>,
+    handle: &Handle,
+    within: Duration,
+) -> Result<(), Error> {
+    let until = after(tokio::time::Instant::now(), within);
+    let outstanding = &coord.outstanding;
+    loop {
+        // Unlocks queued for retry with no task left to send them (it
+        // went with its runtime) get one here; running drainers are
+        // counted among the outstanding releases.
+        let queued = drain_queued(coord, handle);
+        let running = outstanding.count();
+        if queued == 0 && running == 0 {
+            return Ok(());
+        }
+        // Unlocks queued, and no drainer would run (this runtime is
+        // shutting down): nothing to wait for but the bound.
+        if running == 0 || tokio::time::Instant::now() >= until {
+            return Err(Error::ReleasesPending {
+                pending: running.max(queued),
+                waited: within,
+            });
+        }
+        if tokio::time::timeout_at(until, outstanding.idle())
+            .await
+            .is_err()
+        {
+            return Err(Error::ReleasesPending {
+                pending: outstanding.count().max(queued),
+                waited: within,
+            });
+        }
+    }
+}
+
+/// Runs `work` on a runtime of its own, on a thread that then stays until
+/// every task it handed that runtime (calls still in flight, their
+/// retries, the drain of the unlocks it queued) has ended, or at most
+/// [`longest_retry`], after which no unlock matters: for releases made
+/// outside any runtime, where the acquiring runtime may be gone or no
+/// longer driven. The thread is not joined, so it holds up no exit. Fails
+/// only when no thread can be made.
+pub(crate) fn on_own_runtime<F>(
+    coord: Arc<Coordinator>,
+    work: impl FnOnce(Handle) -> F + Send + 'static,
+) -> Result<(), Error>
+where
+    F: Future<Output = ()>,
+{
+    std::thread::Builder::new()
+        .name("quorum-lock-release".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                tracing::warn!(
+                    "cannot start a runtime for a release; the lockers expire the entries instead"
+                );
+                return;
+            };
+            runtime.block_on(async {
+                let handle = Handle::current();
+                work(handle.clone()).await;
+                let until = after(tokio::time::Instant::now(), longest_retry(&coord));
+                while handle.metrics().num_alive_tasks() > 0 && tokio::time::Instant::now() < until
+                {
+                    tokio::time::sleep(OWN_RUNTIME_POLL).await;
+                }
+            });
+        })
+        .map(|_| ())
+        .map_err(|_| Error::NoRuntime)
+}
+
+/// How often a release thread looks whether its tasks have ended.
+const OWN_RUNTIME_POLL: Duration = Duration::from_millis(50);
 
 /// Starts, on the current runtime, a drain task for every queue that holds
 /// unlocks, and returns how many unlocks they hold. A queue whose drainer
@@ -294,12 +455,19 @@ fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoin
         "cannot release; the entry stays until the lock server expires it");
 }
 
-/// Releases `targets` and waits for all of them; meant to be spawned.
-pub(crate) async fn release_all(state: Arc<Acquisition>, targets: Vec<Target>) {
-    let calls = targets
+/// Releases `targets` and waits for all of them; meant to be spawned. Each
+/// unlock is owed from this call on (see [`release_one`]).
+pub(crate) fn release_all(
+    state: Arc<Acquisition>,
+    targets: Vec<Target>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let calls: Vec<_> = targets
         .into_iter()
-        .map(|target| release_one(&state, target));
-    futures::future::join_all(calls).await;
+        .map(|target| release_one(&state, target))
+        .collect();
+    async move {
+        futures::future::join_all(calls).await;
+    }
 }
 
 /// The release of `target`, made here when its locker answers at once: a
@@ -307,16 +475,14 @@ pub(crate) async fn release_all(state: Arc<Acquisition>, targets: Vec<Target>) {
 fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
     let coord = &state.coord;
     let Some(now) = coord.lockers[target.index].immediate() else {
-        return Started::Running(Box::pin(async move { release_one(&state, target).await }));
+        return Started::Running(Box::pin(release_one(&state, target)));
     };
     let began = coord.clock.now();
     let kind = unlock_kind(state.mode);
     let result = now.unlock_now(&state.args, state.mode);
     match answered_now(coord, target.index, kind, result) {
         Ok(_) => Started::Answered(true),
-        Err(err) => Started::Running(Box::pin(async move {
-            release_after(&state, target, began, Some(err)).await
-        })),
+        Err(err) => Started::Running(Box::pin(owed_release(state, target, began, Some(err)))),
     }
 }
 

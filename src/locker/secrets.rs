@@ -235,6 +235,40 @@ pub(crate) fn mask(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` with every run of 8 or more bytes of a secret this process holds
+/// shown as `***`: the masking the library applies to every piece of text
+/// a peer sends before it shows it (in its errors and logs), for an
+/// application that prints such text itself (an owner, uid, source or
+/// name of a listing, a leader's value).
+///
+/// The secrets are those the process handed its lockers: a
+/// [`RemoteLocker`](crate::net::RemoteLocker)'s token, a lock server's own
+/// tokens, the password of a Redis or database URL, `PGPASSWORD`,
+/// `MYSQL_PWD` and the PostgreSQL password file; and those given to
+/// [`remember_secret`]. At most 4,096 are kept, the oldest forgotten
+/// first. Only masked, not escaped: text for a terminal also needs its
+/// control characters escaped.
+///
+/// ```
+/// use quorum_lock::{mask_secrets, remember_secret};
+///
+/// remember_secret("tok-8d2fa19c77");
+/// assert_eq!(mask_secrets("owner: ops (tok-8d2fa19c77)"), "owner: ops (***)");
+/// assert_eq!(mask_secrets("tok-8d2"), "tok-8d2"); // under 8 bytes of it
+/// ```
+pub fn mask_secrets(text: &str) -> Cow<'_, str> {
+    mask(text)
+}
+
+/// Remembers `secret` for [`mask_secrets`] and for the masking of every
+/// error and log line the library builds from a peer's words: for a
+/// secret the application holds but has not handed a locker (a token read
+/// for another command, say). A secret shorter than 8 bytes is not
+/// remembered (shorter runs turn up in honest words).
+pub fn remember_secret(secret: &str) {
+    remember(secret.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ use super::conn::{Connection, Dialing};
 use super::peer_log::PeerLog;
 use super::pushes::Pushes;
 use super::wire::{self, Op, Reply};
+use crate::error::NOT_CONNECTED;
 use crate::{Error, NetLocker, RetryPolicy};
 
 mod listing;
@@ -325,8 +326,8 @@ impl RemoteLocker {
                 // lock reports for this server says more than "not
                 // connected": a wrong port, a TLS mismatch, a refusal.
                 let reason = match self.shared.connect_error() {
-                    Some(err) => format!("not connected ({}), {next}", err.locker_reason()),
-                    None => format!("not connected, {next}"),
+                    Some(err) => format!("{NOT_CONNECTED} ({}), {next}", err.locker_reason()),
+                    None => format!("{NOT_CONNECTED}, {next}"),
                 };
                 Err(Error::LockerUnavailable {
                     endpoint: self.shared.endpoint.clone(),

@@ -82,8 +82,9 @@ pub struct ServerConfig {
     /// it is accepted. Default 512.
     pub max_connections: usize,
     /// Most bytes of released uids remembered (see `remember_released`);
-    /// past it the oldest are forgotten early. Default 64 MiB, about 500,000
-    /// UUID uids.
+    /// past it the oldest are forgotten early. The uids forced open take at
+    /// most half of it, apart: releases never push them out. Default
+    /// 64 MiB, about 500,000 UUID uids.
     pub max_released_bytes: usize,
     /// Most places in line one connection may hold at once: waits that are
     /// queued for a lock (protocol version 3), and the reservations that

@@ -7,9 +7,11 @@
 //! a charge is dropped only when the lock is released with the resource
 //! set it was granted with, or when nothing refreshed the uid for the
 //! validity, after which the locker has certainly expired its entries
-//! (every refresh of the uid goes through [`Ledger::touch`], after the
-//! locker's own refresh, so a charge never lapses before the entries it
-//! pays for).
+//! (every refresh of the uid goes through [`Ledger::touch`] or
+//! [`Ledger::reserve`], after the locker's own refresh, so a charge never
+//! lapses before the entries it pays for). Nothing is charged without a
+//! limit check: a refresh that reaches entries not charged for its names
+//! is charged, or refused, as a lock is.
 //!
 //! Leader election keeps more beside the entries (`src/local/boards.rs`):
 //! a leader's proclamation, with a value of up to 4 KiB, and observers'
@@ -333,57 +335,22 @@ impl Ledger {
     }
 
     /// Records that `uid` was refreshed (or re-granted) over `conn` just now.
-    /// Returns whether the uid was charged; the caller charges an unknown
-    /// one that the locker confirmed.
+    /// Returns whether the uid was charged.
     pub(crate) fn touch(&self, conn: u64, uid: &str) -> bool {
         let mut inner = self.inner();
         inner.adopt(uid, conn, Instant::now())
     }
 
-    /// Records that `uid` was refreshed over `conn` just now, for the names
-    /// of `args`: as [`touch`](Self::touch), and a known uid not yet charged
-    /// for this set of names (what a force by name left of a larger lock,
-    /// refreshed by whichever names) is charged for it too. Returns whether
-    /// the uid was charged before.
-    pub(crate) fn touch_set(&self, conn: u64, args: &LockArgs) -> bool {
-        let known = self.touch(conn, &args.uid);
-        if known {
-            self.charge_unconditionally(conn, args);
-        }
-        known
-    }
-
-    /// Charges a lock the locker holds although nothing here knew of it
-    /// (or knew of it for other names: a refresh of names left after a
-    /// force), without a limit check: refusing would not free the memory,
-    /// and the account must stay complete.
-    pub(crate) fn charge_unconditionally(&self, conn: u64, args: &LockArgs) {
-        let now = Instant::now();
+    /// Whether `args.uid` is charged for the set of names of `args`. A
+    /// refresh that is not, and reaches entries the locker holds, is
+    /// charged for them through [`reserve`](Self::reserve), within the
+    /// limits, before the locker refreshes anything.
+    pub(crate) fn covers(&self, args: &LockArgs) -> bool {
         let hash = self.set_hash(&args.resources);
-        let bytes = lock_bytes(args);
-        let mut inner = self.inner();
-        if let Some(charge) = inner.charges.get_mut(&args.uid) {
-            // Known for other names: this set is charged too, to whichever
-            // connection the uid's charge moves to.
-            if !charge.sets.iter().any(|(h, _)| *h == hash) {
-                charge.sets.push((hash, bytes));
-                let owner = charge.conn;
-                inner.total += bytes;
-                if let Some(usage) = inner.usage.get_mut(&owner) {
-                    usage.bytes += bytes;
-                }
-            }
-            inner.adopt(&args.uid, conn, now);
-            return;
-        }
-        let mut charge = Charge::new(conn, now);
-        charge.sets.push((hash, bytes));
-        inner.charges.insert(args.uid.clone(), charge);
-        inner.total += bytes;
-        let usage = inner.usage.entry(conn).or_default();
-        usage.bytes += bytes;
-        usage.locks += 1;
-        usage.touched = Some(now);
+        self.inner()
+            .charges
+            .get(&args.uid)
+            .is_some_and(|charge| charge.sets.iter().any(|(h, _)| *h == hash))
     }
 
     /// Drops the charge of `uid` for `resources` after a release; with

@@ -356,7 +356,10 @@ impl Session<'_> {
             Ok(args) => args,
             Err(reply) => return reply,
         };
-        self.server.released().remember(&args.uid);
+        match kind {
+            Kind::Force => self.server.released().remember_forced(&args.uid),
+            Kind::Read | Kind::Write => self.server.released().remember(&args.uid),
+        }
         let locker = &*self.server.locker;
         // Forced open by name: whoever held these names loses them, and
         // with them what they are charged for.
@@ -422,6 +425,15 @@ impl Session<'_> {
     /// quarantine exists to prevent. A uid released here is refused as
     /// for a lock, and a re-grant racing its release is undone as in
     /// [`grant`](Self::grant).
+    ///
+    /// A refresh that reaches entries nothing here charges for its names
+    /// (what a force by name left of a larger lock, or names other than
+    /// the lock's) is charged for them before the locker refreshes
+    /// anything, within the limits as a lock is; over them it is refused
+    /// with the limit's error, having refreshed and charged nothing, and
+    /// those entries expire within the validity. (Charging them without a
+    /// check once let a client whose lock an admin forced open keep it
+    /// charged over its cap for as long as it refreshed.)
     pub(super) async fn refresh(&self, args: WireArgs, mode: Option<LockMode>) -> Reply {
         let args = match self.checked(args) {
             Ok(args) => args,
@@ -433,10 +445,11 @@ impl Session<'_> {
         }
         let (locker, ledger) = (&*self.server.locker, &self.server.ledger);
         let may_create = mode.is_some() && locker.is_quarantined();
-        let reserved = if may_create {
+        let uncharged = !may_create && !ledger.covers(&args) && locker.holds_any(&args);
+        let reserved = if may_create || uncharged {
             match ledger.reserve(self.id, &args) {
                 Ok(reserved) => Some(reserved),
-                Err(over) => return self.over(over),
+                Err(over) => return self.refused_refresh(over),
             }
         } else {
             None
@@ -445,14 +458,11 @@ impl Session<'_> {
             Some(mode) => locker.refresh_mode(&args, mode).await,
             None => locker.refresh(&args).await,
         };
-        // After the locker's refresh, so the charge never lapses before
-        // the entries it pays for; also on failure, since a partial refresh
-        // still refreshes the entries it found; but not when it found none
-        // of its names held (forced open, expired, or other names than the
-        // lock's): then it refreshed nothing, and must not keep a charge
-        // from lapsing.
+        // Whether entries of the uid are left on these names: also after
+        // a partial refresh, which still refreshed the entries it found;
+        // none when it found none of its names held (forced open, expired,
+        // or other names than the lock's).
         let refreshed = matches!(result, Ok(true)) || locker.holds_any(&args);
-        let known = refreshed && ledger.touch_set(self.id, &args);
         // In quarantine the locker answers with its quarantine error even
         // when it re-created the entries (the answer must not count), so
         // that answer may have created them as `Ok(true)` may: ask.
@@ -463,35 +473,55 @@ impl Session<'_> {
             }
             (Err(_), _) => false,
         };
-        match (kept, reserved) {
-            (true, _) if released.contains(&args.uid) => {
-                if may_create {
-                    self.undo_grant(&args).await;
-                }
-                return Reply::Bool(false);
+        if kept && released.contains(&args.uid) {
+            if may_create {
+                self.undo_grant(&args).await;
+            } else if let Some(reserved) = reserved {
+                ledger.undo(&args.uid, reserved);
             }
-            // Entries nothing here knew of (a re-grant as quarantine ended
-            // under us): charge them, there is no refusing them now.
-            (true, _) if !known => ledger.charge_unconditionally(self.id, &args),
-            (true, _) => {}
-            (false, Some(reserved)) => ledger.undo(&args.uid, reserved),
+            return Reply::Bool(false);
+        }
+        match reserved {
+            // Charged before: touched again after the locker's refresh, so
+            // the charge never lapses before the entries it pays for.
+            Some(_) if kept || refreshed => {
+                ledger.touch(self.id, &args.uid);
+            }
+            // Nothing of the uid left on these names: the charge taken for
+            // them pays for nothing.
+            Some(reserved) => ledger.undo(&args.uid, reserved),
+            // Charged for these names (`reserve` finds the set and touches
+            // it), or entries that appeared since the look before the
+            // refresh (a grant of the same uid racing it): charged within
+            // the limits too. Over them the refresh is refused, and the
+            // entries it refreshed, uncharged, are refused their next
+            // refresh as well and expire within the validity.
+            None if kept || refreshed => {
+                if let Err(over) = ledger.reserve(self.id, &args) {
+                    return self.refused_refresh(over);
+                }
+            }
             // Nothing of the uid left on these names (forced open by name,
             // expired): its charge for them pays for nothing, and a client
             // refreshing it must not keep it from lapsing.
-            (false, None) if matches!(result, Ok(false)) && !refreshed => {
+            None if matches!(result, Ok(false)) => {
                 ledger.release(&args.uid, Some(&args.resources));
             }
-            // Some of its names still held, the rest forced open (whose
-            // force gave back the uid's charge): the names refreshed are
-            // charged again, so that what is left counts against the
-            // client while it keeps refreshing it (`touch_set` charges the
-            // set of a uid still known).
-            (false, None) if refreshed && !known => {
-                ledger.charge_unconditionally(self.id, &args);
-            }
-            (false, None) => {}
+            None => {}
         }
         Reply::from_result(result)
+    }
+
+    /// The answer to a refresh the limits refuse: what was refused, and the
+    /// limit's own words.
+    fn refused_refresh(&self, over: Over) -> Reply {
+        let message = format!(
+            "refresh refused: this server holds entries of the lock on these names that \
+             nothing charges for (what is left of a lock whose other names were forced open, \
+             or names other than the lock's), and charging them breaks a limit: {}",
+            over.message
+        );
+        self.over(Over { message, ..over })
     }
 }
 

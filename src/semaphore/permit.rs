@@ -277,14 +277,8 @@ impl Drop for CountShare {
         let Some(count) = self.count.take().and_then(Arc::into_inner) else {
             return;
         };
-        // Dropped inside the task, so that the guard's own drop releases on
-        // this runtime. Spawning never blocks; on a runtime that has shut
-        // down the task is dropped, and the lockers expire the entries.
-        let handle = Handle::try_current().unwrap_or_else(|_| self.home.clone());
-        let counted = count.count_release();
-        handle.spawn(async move {
-            drop(count);
-            drop(counted);
-        });
+        // The guard's own drop releases on the current runtime, or outside
+        // any on a runtime of its own (the home runtime may be gone).
+        drop(count);
     }
 }

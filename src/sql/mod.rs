@@ -83,6 +83,7 @@ mod calls;
 mod config;
 mod dialect;
 mod routines;
+mod server_notices;
 mod state;
 mod store;
 #[cfg(test)]
@@ -361,7 +362,8 @@ impl SqlLocker {
             && self.backend() == Backend::Postgres
             && tasks.listener.as_ref().is_none_or(JoinHandle::is_finished)
         {
-            tasks.listener = Some(tokio::spawn(listener::listen(Arc::downgrade(&self.shared))));
+            let listen = listener::listen(Arc::downgrade(&self.shared));
+            tasks.listener = Some(tokio::spawn(self.shared.store.masking.scope(listen)));
         }
         let _ = listen;
     }

@@ -28,6 +28,7 @@ use sqlx::{Any, AnyPool, Executor, Row as _, Transaction};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::dialect::{Backend, Dialect};
+use super::server_notices::Masking;
 use super::state::{mode_char, Op, Row, Table};
 use super::url::{check_parameters, Server};
 use crate::Error;
@@ -69,6 +70,10 @@ enum Failure {
 
 pub(super) struct Store {
     pool: AnyPool,
+    /// Every poll of the driver by this locker's calls and tasks is made
+    /// under it, so that a notice the server sends is logged masked (see
+    /// `server_notices.rs`).
+    pub masking: Masking,
     pub dialect: Dialect,
     /// `scheme://host:port/database`, never the credentials.
     pub endpoint: String,
@@ -203,8 +208,10 @@ impl Store {
             })
             .connect_lazy_with(options);
         let fast = std::sync::Mutex::new(fast::Calls::none());
+        let masking = Masking::new(&endpoint, backend == Backend::Postgres);
         Ok(Store {
             pool,
+            masking,
             dialect,
             endpoint,
             server,
@@ -241,7 +248,7 @@ impl Store {
     where
         F: std::future::Future<Output = Result<T, Error>>,
     {
-        let outcome = tokio::time::timeout(self.call_timeout, async {
+        let call = self.masking.scope(async {
             if !self.ready.load(Ordering::Acquire) {
                 let _one = self.setting_up.lock().await;
                 if !self.ready.load(Ordering::Acquire) {
@@ -251,8 +258,8 @@ impl Store {
                 }
             }
             f.await
-        })
-        .await;
+        });
+        let outcome = tokio::time::timeout(self.call_timeout, call).await;
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::LockerTimeout {

@@ -94,7 +94,7 @@ impl FaultyLocker {
                 self.counters.faulted(kind);
                 return Err(Error::LockerUnavailable {
                     endpoint: self.inner.endpoint(),
-                    reason: "connection refused (injected fault)".into(),
+                    reason: crate::error::CONNECTION_REFUSED_INJECTED.into(),
                 });
             }
             Plan::Forward {

@@ -4,6 +4,7 @@
 
 use tokio::net::TcpStream;
 
+use crate::error::CANNOT_CONNECT;
 use crate::net::io::BoxIo;
 use crate::net::RemoteConfig;
 use crate::Error;
@@ -12,11 +13,12 @@ use crate::Error;
 pub(super) fn cannot_connect(err: &std::io::Error) -> String {
     match err.kind() {
         std::io::ErrorKind::ConnectionRefused => {
-            "cannot connect: connection refused, nothing listens on that port (is the server \
-             running, and is this its port?)"
-                .to_owned()
+            format!(
+                "{CANNOT_CONNECT}: connection refused, nothing listens on that port (is the \
+                server running, and is this its port?)"
+            )
         }
-        _ => format!("cannot connect: {err}"),
+        _ => format!("{CANNOT_CONNECT}: {err}"),
     }
 }
 

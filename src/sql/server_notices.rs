@@ -1,0 +1,372 @@
+//! The notices a PostgreSQL server sends, logged masked.
+//!
+//! The driver (sqlx 0.8) logs every `NoticeResponse` it reads through
+//! `tracing`, target `sqlx::postgres::notice`, with the server's words as
+//! they came, and has no setting or hook for them (its log settings cover
+//! statements only; `client_min_messages` is a request a hostile server
+//! ignores, and it sends notices before the login ends). A server quoting
+//! the password it was sent would put it in the application's logs.
+//!
+//! So while the locker's own futures drive the driver, the thread's
+//! dispatcher is a [`Notices`]: it hands every span and event, unchanged,
+//! to the dispatcher that was the thread's default when the poll began
+//! (the application's), except the driver's notices, which it holds; once
+//! the poll returns, they are logged again at their level, escaped and
+//! with every run of a secret this process holds masked
+//! (`locker::secrets`), target `quorum_lock::sql::server_notices`. The
+//! application's subscriber is never replaced or filtered: this one lives
+//! only for the locker's polls.
+//!
+//! Any other event of the driver's is passed on unchanged unless its words
+//! quote a secret (a database error it logs): then it is held and logged
+//! masked as a notice is.
+//!
+//! Only when the application has set a tracing dispatcher: without one,
+//! events go to the `log` crate's logger (tracing's `log` feature), which
+//! tracing stops for the whole process once any dispatcher is set.
+//!
+//! Not covered: what the driver logs from a task of its own (the ping with
+//! which it puts a connection back into its pool, a dropped listener's
+//! `UNLISTEN`), and everything when no dispatcher was set.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
+
+/// The driver's target for the notices it logs.
+const DRIVER_TARGET: &str = "sqlx::postgres::notice";
+
+/// Where every target of the driver begins.
+const DRIVER_PREFIX: &str = "sqlx";
+
+/// Notices held from one poll at most; the rest are counted.
+const HELD: usize = 16;
+
+/// The masking dispatcher of one locker, and the notices it holds.
+/// `None` for a MySQL locker, whose driver logs no server text.
+#[derive(Clone)]
+pub(super) struct Masking {
+    dispatch: Option<Dispatch>,
+    held: Arc<Held>,
+}
+
+thread_local! {
+    /// The dispatcher that was the thread's default when the poll under
+    /// way began: the one a [`Notices`] passes everything on to.
+    static APP: RefCell<Option<Dispatch>> = const { RefCell::new(None) };
+}
+
+impl Masking {
+    /// The masking dispatcher of the locker at `endpoint` (made once per
+    /// locker: making a dispatcher makes tracing ask every log statement of
+    /// the process again); none unless `postgres`.
+    pub(super) fn new(endpoint: &str, postgres: bool) -> Self {
+        let held = Arc::new(Held {
+            endpoint: endpoint.to_owned(),
+            notices: Mutex::default(),
+        });
+        let dispatch = postgres.then(|| Dispatch::new(Notices { held: held.clone() }));
+        Masking { dispatch, held }
+    }
+
+    /// `fut`, polled with this dispatcher as the thread's default.
+    pub(super) fn scope<F: Future>(&self, fut: F) -> Masked<F> {
+        Masked {
+            fut: Box::pin(fut),
+            masking: self.clone(),
+        }
+    }
+}
+
+/// A future whose polls see the masking dispatcher: see [`Masking::scope`].
+pub(super) struct Masked<F> {
+    fut: Pin<Box<F>>,
+    masking: Masking,
+}
+
+impl<F: Future> Future for Masked<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        let fut = &mut this.fut;
+        let Some(dispatch) = &this.masking.dispatch else {
+            return fut.as_mut().poll(cx);
+        };
+        // No tracing dispatcher was ever set: events go to the `log`
+        // crate's logger, if any (tracing's `log` feature), and setting one
+        // here, even for a poll, would end that for the whole process.
+        if !tracing::dispatcher::has_been_set() {
+            return fut.as_mut().poll(cx);
+        }
+        // The application's dispatcher now, whatever it was when the
+        // locker was made. Within another locker's scope already (a call
+        // made from a call), that one masks and holds.
+        let app = tracing::dispatcher::get_default(Dispatch::clone);
+        if app.is::<Notices>() {
+            return fut.as_mut().poll(cx);
+        }
+        let before = APP.with(|cell| cell.replace(Some(app)));
+        let result = tracing::dispatcher::with_default(dispatch, || fut.as_mut().poll(cx));
+        APP.with(|cell| *cell.borrow_mut() = before);
+        this.masking.held.log();
+        result
+    }
+}
+
+/// One event held: its level, whether a notice (or another event of the
+/// driver's), and its text as it came.
+type HeldEvent = (Level, bool, String);
+
+/// Notices held until the poll that read them returns.
+struct Held {
+    endpoint: String,
+    /// What was held, and how many more came.
+    notices: Mutex<(Vec<HeldEvent>, usize)>,
+}
+
+impl Held {
+    fn hold(&self, level: Level, notice: bool, text: String) {
+        let mut notices = self.notices.lock().unwrap_or_else(PoisonError::into_inner);
+        if notices.0.len() < HELD {
+            notices.0.push((level, notice, text));
+        } else {
+            notices.1 += 1;
+        }
+    }
+
+    /// Logs the notices held, masked and escaped, through the thread's
+    /// default dispatcher (the application's, outside the poll).
+    fn log(&self) {
+        let (notices, more) = {
+            let mut held = self.notices.lock().unwrap_or_else(PoisonError::into_inner);
+            if held.0.is_empty() {
+                return;
+            }
+            (std::mem::take(&mut held.0), std::mem::take(&mut held.1))
+        };
+        let locker = &self.endpoint;
+        for (level, is_notice, text) in notices {
+            let notice = crate::locker::escape_peer_text(&text);
+            macro_rules! notice {
+                ($level:expr) => {
+                    if is_notice {
+                        tracing::event!(
+                            target: "quorum_lock::sql::server_notices",
+                            $level,
+                            %locker,
+                            %notice,
+                            "the database sent a notice"
+                        )
+                    } else {
+                        tracing::event!(
+                            target: "quorum_lock::sql::server_notices",
+                            $level,
+                            %locker,
+                            logged = %notice,
+                            "the database driver logged words that quote a secret (masked)"
+                        )
+                    }
+                };
+            }
+            match level {
+                Level::ERROR => notice!(Level::ERROR),
+                Level::WARN => notice!(Level::WARN),
+                Level::INFO => notice!(Level::INFO),
+                Level::DEBUG => notice!(Level::DEBUG),
+                _ => notice!(Level::TRACE),
+            }
+        }
+        if more > 0 {
+            tracing::warn!(
+                target: "quorum_lock::sql::server_notices",
+                %locker,
+                more,
+                "the database sent more notices in one call than are logged"
+            );
+        }
+    }
+}
+
+/// The dispatcher: the application's, but for the driver's notices.
+struct Notices {
+    held: Arc<Held>,
+}
+
+impl Notices {
+    /// `f` with the application's dispatcher: the one the poll under way
+    /// began with, or outside a poll (tracing registering a log statement
+    /// with every dispatcher) the thread's default.
+    fn app<R>(&self, f: impl FnOnce(&Dispatch) -> R) -> R {
+        APP.with(|cell| match &*cell.borrow() {
+            Some(app) => f(app),
+            None => f(&tracing::dispatcher::get_default(Dispatch::clone)),
+        })
+    }
+}
+
+/// The text of a notice event's fields, as the driver wrote them.
+#[derive(Default)]
+struct Text(String);
+
+impl Visit for Text {
+    fn record_str(&mut self, _field: &Field, value: &str) {
+        self.push(value);
+    }
+
+    fn record_debug(&mut self, _field: &Field, value: &dyn std::fmt::Debug) {
+        self.push(&format!("{value:?}"));
+    }
+}
+
+impl Text {
+    fn push(&mut self, value: &str) {
+        if !self.0.is_empty() {
+            self.0.push(' ');
+        }
+        self.0.push_str(value);
+    }
+}
+
+impl Subscriber for Notices {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        self.app(|app| app.register_callsite(metadata))
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.app(|app| app.enabled(metadata))
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        self.app(|app| app.new_span(span))
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        self.app(|app| app.record(span, values))
+    }
+
+    fn record_follows_from(&self, span: &Id, follows: &Id) {
+        self.app(|app| app.record_follows_from(span, follows))
+    }
+
+    fn event(&self, event: &Event<'_>) {
+        let metadata = event.metadata();
+        let target = metadata.target();
+        let notice = target == DRIVER_TARGET;
+        if !notice && !target.starts_with(DRIVER_PREFIX) {
+            return self.app(|app| app.event(event));
+        }
+        let mut text = Text::default();
+        event.record(&mut text);
+        // The driver's other events pass unchanged unless they quote a
+        // secret (an error of the database's, say).
+        if !notice && matches!(crate::locker::secrets::mask(&text.0), Cow::Borrowed(_)) {
+            return self.app(|app| app.event(event));
+        }
+        self.held.hold(*metadata.level(), notice, text.0);
+    }
+
+    fn enter(&self, span: &Id) {
+        self.app(|app| app.enter(span))
+    }
+
+    fn exit(&self, span: &Id) {
+        self.app(|app| app.exit(span))
+    }
+
+    fn clone_span(&self, id: &Id) -> Id {
+        self.app(|app| app.clone_span(id))
+    }
+
+    fn try_close(&self, id: Id) -> bool {
+        self.app(|app| app.try_close(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event as `target: fields`.
+    #[derive(Clone, Default)]
+    struct Collect(Arc<Mutex<Vec<String>>>);
+
+    impl Subscriber for Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut text = Text::default();
+            event.record(&mut text);
+            let line = format!("{}: {}", event.metadata().target(), text.0);
+            self.0.lock().unwrap().push(line);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[tokio::test]
+    async fn a_drivers_notice_is_logged_masked_and_the_rest_passes_unchanged() {
+        const SECRET: &str = "Hq3vL8sR2tW6yP9k-notices";
+        crate::locker::secrets::remember(SECRET.as_bytes());
+        let app = Collect::default();
+        let _default = tracing::subscriber::set_default(app.clone());
+        tracing::callsite::rebuild_interest_cache();
+        let masking = Masking::new("postgres://db.internal:5432/locks", true);
+        let inner = masking.clone();
+        masking
+            .scope(async move {
+                tracing::warn!(target: DRIVER_TARGET, message = format!("got {SECRET}\n").as_str());
+                tracing::info!(target: "elsewhere", "plain words");
+                // A call made from a call: masked once, no loop.
+                inner
+                    .scope(async {
+                        tracing::warn!(target: DRIVER_TARGET, message = "nested");
+                    })
+                    .await;
+            })
+            .await;
+        let lines = app.0.lock().unwrap().clone();
+        assert!(
+            lines.iter().all(|l| !l.starts_with(DRIVER_TARGET)),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(&"elsewhere: plain words".to_owned()),
+            "{lines:#?}"
+        );
+        let notices: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with("quorum_lock::sql::server_notices"))
+            .collect();
+        assert_eq!(notices.len(), 2, "{lines:#?}");
+        assert!(notices
+            .iter()
+            .any(|l| l.contains("got ***") && l.contains("\\n")));
+        assert!(
+            notices.iter().all(|l| !l.contains(&SECRET[..8])),
+            "{notices:#?}"
+        );
+        assert!(notices.iter().any(|l| l.contains("nested")));
+    }
+
+    #[tokio::test]
+    async fn a_mysql_locker_polls_unwrapped() {
+        let masking = Masking::new("mysql://db.internal:3306/locks", false);
+        assert!(masking.dispatch.is_none());
+        assert_eq!(masking.scope(async { 7 }).await, 7);
+    }
+}
