@@ -22,6 +22,11 @@
 //!   quarantine ended: a refresh that read the clock just before the end
 //!   may still be deciding whether to re-create, and must find the record;
 //!   a restart meanwhile starts a record of its own, which stays;
+//! * the uids forced open are kept apart from the releases, in at most
+//!   half of [`MAX_ENDED_BYTES`], and only a newer force forgets one
+//!   early: a client may release as many uids as it likes (held or not),
+//!   but that never pushes out a uid an admin forced open. (They also go
+//!   to the locker's forced uids in `released.rs`, as outside quarantine.)
 //! * the record is bounded by [`MAX_ENDED_BYTES`]: past it, the oldest
 //!   releases are forgotten first. Refusing every re-creation instead would
 //!   cost live holders their entry here, and a rolling restart (the next
@@ -52,29 +57,64 @@ struct Record {
     /// The quarantine the record belongs to (its end, as the locker keeps
     /// it): a record of another quarantine is stale.
     quarantine_end: u64,
-    uids: HashSet<Arc<str>>,
+    /// The uids released.
+    released: Uids,
+    /// The uids forced open (by uid or by name), kept apart in at most
+    /// half of [`MAX_ENDED_BYTES`]: releases, which any client may send
+    /// for uids nobody holds, never push one out; only newer forces do.
+    forced: Uids,
+}
+
+/// One list of recorded uids.
+#[derive(Debug, Default)]
+struct Uids {
+    set: HashSet<Arc<str>>,
     /// What the set holds, oldest first, each once (sharing the set's
     /// string).
     order: VecDeque<Arc<str>>,
     bytes: usize,
 }
 
-impl Record {
+impl Uids {
     fn add(&mut self, uid: &str) {
-        if self.uids.contains(uid) {
+        if self.set.contains(uid) {
             return;
         }
         let uid: Arc<str> = uid.into();
-        self.uids.insert(uid.clone());
+        self.set.insert(uid.clone());
         self.bytes += uid.len() + ENTRY_COST;
         self.order.push_back(uid);
-        while self.bytes > MAX_ENDED_BYTES {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            self.uids.remove(&oldest);
-            self.bytes -= oldest.len() + ENTRY_COST;
+    }
+
+    fn forget_oldest(&mut self) -> bool {
+        let Some(oldest) = self.order.pop_front() else {
+            return false;
+        };
+        self.set.remove(&oldest);
+        self.bytes -= oldest.len() + ENTRY_COST;
+        true
+    }
+}
+
+impl Record {
+    fn add(&mut self, uid: &str, forced: bool) {
+        if forced {
+            self.forced.add(uid);
+            while self.forced.bytes > MAX_ENDED_BYTES / 2 && self.forced.forget_oldest() {}
+        } else if !self.forced.set.contains(uid) {
+            self.released.add(uid);
         }
+        // The forced keep within half the bound, so forgetting releases
+        // alone brings the whole within it.
+        while self.bytes() > MAX_ENDED_BYTES && self.released.forget_oldest() {}
+    }
+
+    fn bytes(&self) -> usize {
+        self.released.bytes + self.forced.bytes
+    }
+
+    fn holds(&self, uid: &str) -> bool {
+        self.released.set.contains(uid) || self.forced.set.contains(uid)
     }
 }
 
@@ -102,20 +142,20 @@ impl Ended {
         record
     }
 
-    /// Notes that `uid` is being released, or its entries forced open,
-    /// during the quarantine ending at `quarantine_end`.
-    pub(crate) fn note(&self, quarantine_end: u64, uid: &str) {
+    /// Notes that `uid` is being released, or its entries forced open
+    /// when `forced`, during the quarantine ending at `quarantine_end`.
+    pub(crate) fn note(&self, quarantine_end: u64, uid: &str, forced: bool) {
         let mut record = self.record(quarantine_end);
         // Before the uid is in the record: a `holds` that finds the flag
         // clear ran before this note.
         self.kept.store(true, Ordering::SeqCst);
-        record.add(uid);
+        record.add(uid, forced);
     }
 
     /// Whether a refresh of `uid` may re-create entries during the
     /// quarantine ending at `quarantine_end`.
     pub(crate) fn may_recreate(&self, quarantine_end: u64, uid: &str) -> bool {
-        !self.record(quarantine_end).uids.contains(uid)
+        !self.record(quarantine_end).holds(uid)
     }
 
     /// Whether `uid` is in the record, of whichever quarantine: a lock or
@@ -127,8 +167,7 @@ impl Ended {
         self.record
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .uids
-            .contains(uid)
+            .holds(uid)
     }
 
     /// Forgets the record of the quarantine that ended at `quarantine_end`
@@ -137,7 +176,7 @@ impl Ended {
     /// quarantine (a restart since started one) stays.
     pub(crate) fn forget_after_quarantine(&self, quarantine_end: u64) {
         let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
-        if record.bytes > 0 && record.quarantine_end == quarantine_end {
+        if record.bytes() > 0 && record.quarantine_end == quarantine_end {
             *record = Record::default();
             self.kept.store(false, Ordering::SeqCst);
         }
@@ -160,35 +199,66 @@ mod tests {
         let ended = Ended::default();
         // A restart started the quarantine ending at 8 after the sweep saw
         // the one ending at 7 over: its record stays.
-        ended.note(8, "released");
+        ended.note(8, "released", false);
         ended.forget_after_quarantine(7);
         assert!(!ended.may_recreate(8, "released"));
         ended.forget_after_quarantine(8);
         assert!(ended.may_recreate(8, "released"));
-        assert_eq!(ended.record(8).bytes, 0);
+        assert_eq!(ended.record(8).bytes(), 0);
     }
 
     #[test]
     fn past_its_bound_the_record_forgets_the_oldest_releases_first() {
         let ended = Ended::default();
         let long = "u".repeat(1000);
-        ended.note(7, "first");
+        ended.note(7, "first", false);
         assert!(!ended.may_recreate(7, "first"));
         assert!(ended.may_recreate(7, "second"));
         let fit = MAX_ENDED_BYTES / (1000 + ENTRY_COST) + 1;
         for i in 0..fit {
-            ended.note(7, &format!("{long}{i}"));
+            ended.note(7, &format!("{long}{i}"), false);
         }
         // The oldest went; the newest stay; nobody else is refused.
         assert!(ended.may_recreate(7, "first"));
         assert!(!ended.may_recreate(7, &format!("{long}{}", fit - 1)));
         assert!(ended.may_recreate(7, "second"));
         let record = ended.record(7);
-        assert!(record.bytes <= MAX_ENDED_BYTES);
-        assert_eq!(record.order.len(), record.uids.len());
+        assert!(record.bytes() <= MAX_ENDED_BYTES);
+        assert_eq!(record.released.order.len(), record.released.set.len());
         drop(record);
         // Another quarantine starts from nothing.
-        ended.note(8, "first");
+        ended.note(8, "first", false);
         assert!(ended.may_recreate(8, &format!("{long}{}", fit - 1)));
+    }
+
+    /// Releases, which cost a client nothing (of uids nobody holds), never
+    /// push out a uid forced open; forced uids keep within half the bound,
+    /// the newest kept.
+    #[test]
+    fn releases_never_push_out_a_forced_uid() {
+        let ended = Ended::default();
+        let long = "u".repeat(1000);
+        ended.note(7, "forced", true);
+        ended.note(7, "released-then-forced", false);
+        ended.note(7, "released-then-forced", true);
+        let fit = MAX_ENDED_BYTES / (1000 + ENTRY_COST) + 1;
+        for i in 0..fit {
+            ended.note(7, &format!("{long}{i}"), false);
+        }
+        assert!(!ended.may_recreate(7, "forced"));
+        assert!(!ended.may_recreate(7, "released-then-forced"));
+        assert!(ended.holds("forced"));
+        assert!(ended.record(7).bytes() <= MAX_ENDED_BYTES);
+        for i in 0..fit {
+            ended.note(7, &format!("f{long}{i}"), true);
+        }
+        let record = ended.record(7);
+        assert!(record.forced.bytes <= MAX_ENDED_BYTES / 2);
+        assert!(record.bytes() <= MAX_ENDED_BYTES);
+        assert!(record
+            .forced
+            .set
+            .contains(format!("f{long}{}", fit - 1).as_str()));
+        assert!(!record.released.order.is_empty(), "releases keep room");
     }
 }

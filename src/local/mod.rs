@@ -667,14 +667,19 @@ impl LocalLocker {
     /// late lock or wait of it is refused
     /// ([`was_released`](Self::was_released)), and in quarantine a late
     /// refresh must not re-create them (see `ended.rs`, which keeps the
-    /// quarantine's releases in place of `released.rs`). A forced uid is
-    /// kept where releases cannot push it out (`released.rs`). `now` is
-    /// the call's own clock reading, which the table uses for everything
-    /// else the call does.
+    /// quarantine's releases in place of `released.rs`). A forced uid, by
+    /// uid or by name, in quarantine or not, is kept where releases cannot
+    /// push it out: among the forced uids of `released.rs` always, and in
+    /// quarantine among those of `ended.rs` too. `now` is the call's own
+    /// clock reading, which the table uses for everything else the call
+    /// does.
     pub(crate) fn note_ended(&self, uid: &Arc<str>, forced: bool, now: Instant) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
         if end != 0 && !uid.is_empty() && self.quarantine_left_at(now).is_some() {
-            self.ended.note(end, uid);
+            self.ended.note(end, uid, forced);
+            if forced {
+                self.released.remember_forced_at(uid, now);
+            }
         } else if forced {
             self.released.remember_forced_at(uid, now);
         } else {
@@ -727,9 +732,14 @@ impl LocalLocker {
                 .iter()
                 .all(|&pos| admits(set.shard(pos).get(&args.resources[pos]), &args.uid, mode));
             let end = self.quarantine_end.load(Ordering::SeqCst);
+            // Neither released nor forced open during the quarantine
+            // (`ended.rs`), nor remembered as released or forced in
+            // `released.rs` (where a lock server serving this locker
+            // records its releases too).
             if free
                 && !missing.is_empty()
                 && self.ended.may_recreate(end, &args.uid)
+                && !self.released.contains_at(&args.uid, now)
             {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);

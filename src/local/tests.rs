@@ -522,3 +522,40 @@ async fn counts_follow_grants_releases_expiry_and_restart() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(l.quarantine_remaining(), Duration::from_secs(8));
 }
+
+/// A uid forced open in quarantine, by name or by uid, stays refused there
+/// for the whole quarantine: a flood of releases (of uids nobody holds)
+/// that fills the quarantine's record does not push it out, nor does the
+/// validity passing, after which the record of released uids forgets it.
+#[tokio::test(start_paused = true)]
+async fn a_uid_forced_open_in_quarantine_stays_refused_after_a_flood_of_releases() {
+    use std::time::Duration;
+    let l = locker_with(60, 180);
+    l.restart();
+    let refresh = |uid: &'static str, names: &'static [&'static str]| {
+        let l = &l;
+        async move {
+            let answer = l.refresh_mode(&args(uid, names), LockMode::Write).await;
+            assert!(answer.is_err_and(|e| e.is_quarantine()));
+        }
+    };
+    refresh("by-name", &["a"]).await;
+    refresh("by-uid", &["b"]).await;
+    assert_eq!(entries(&l).len(), 2, "both re-created");
+    assert!(l.force_unlock(&args("", &["a"])).await.unwrap());
+    assert!(l.force_unlock(&args("by-uid", &[])).await.unwrap());
+    // More than the quarantine's 8 MiB record holds at 8 + 160 bytes each.
+    for i in 0..56_000 {
+        let uid = format!("{i:08}");
+        let _ = l.unlock(&args(&uid, &["flood"])).await;
+    }
+    refresh("by-name", &["a"]).await;
+    refresh("by-uid", &["b"]).await;
+    assert!(entries(&l).is_empty(), "{:?}", entries(&l));
+    // Past the validity, still in quarantine.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    assert!(l.is_quarantined());
+    refresh("by-name", &["a"]).await;
+    refresh("by-uid", &["b"]).await;
+    assert!(entries(&l).is_empty(), "{:?}", entries(&l));
+}

@@ -89,6 +89,8 @@ pub(crate) struct Coordinator {
     /// The releases handed to the runtime that have not finished yet; see
     /// [`Outstanding`].
     pub(crate) outstanding: Arc<Outstanding>,
+    /// Where background work started outside any runtime runs.
+    pub(crate) own_runtime: Arc<crate::lock::own_runtime::OwnRuntime>,
     rng: Mutex<SmallRng>,
     /// The clock the coordinator measures leases, deadlines and waits on:
     /// tokio's, unless a test gave it another (`DsyncBuilder::clock`).
@@ -270,6 +272,7 @@ impl Coordinator {
                 .map(|_| Mutex::new(CallRecord::default()))
                 .collect(),
             outstanding: Arc::default(),
+            own_runtime: Arc::default(),
             unlock_retries,
             telemetry,
             rng: Mutex::new(rng),
@@ -693,6 +696,18 @@ pub(crate) struct PendingUnlock {
     pub(crate) mode: LockMode,
     /// After this the locker has expired the entry by itself.
     pub(crate) give_up: Instant,
+    /// A lost lock's clean-up waits for its holder: not sent before
+    /// `not_before` unless the holder let go of its guard.
+    pub(crate) holder: Option<(Instant, Arc<crate::lock::loss::LossSignal>)>,
+}
+
+impl PendingUnlock {
+    /// Whether it may be sent at `now`.
+    pub(crate) fn is_due(&self, now: Instant) -> bool {
+        self.holder
+            .as_ref()
+            .is_none_or(|(not_before, signal)| now >= *not_before || signal.holder_has_stopped())
+    }
 }
 
 /// The unlocks a locker owes, drained by at most one task per runtime.

@@ -12,6 +12,7 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
+use crate::lock::own_runtime::OwnRuntime;
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
 use crate::Error;
@@ -59,7 +60,7 @@ pub(crate) struct CallSet<T: Send + 'static> {
     /// Where stragglers finish, counted among the coordinator's
     /// outstanding releases (a straggler may be a grant it must undo);
     /// `None` drops them instead.
-    handle: Option<(Handle, Arc<Outstanding>)>,
+    handle: Option<(Handle, Arc<Outstanding>, Arc<OwnRuntime>)>,
 }
 
 impl<T: Send + 'static> CallSet<T> {
@@ -68,7 +69,10 @@ impl<T: Send + 'static> CallSet<T> {
         coord: &Coordinator,
         calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
-        Self::build(Some((handle, coord.outstanding.clone())), calls)
+        Self::build(
+            Some((handle, coord.outstanding.clone(), coord.own_runtime.clone())),
+            calls,
+        )
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
@@ -78,7 +82,7 @@ impl<T: Send + 'static> CallSet<T> {
     }
 
     fn build(
-        handle: Option<(Handle, Arc<Outstanding>)>,
+        handle: Option<(Handle, Arc<Outstanding>, Arc<OwnRuntime>)>,
         calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
         let calls: Vec<Slot<T>> = calls.into_iter().map(Slot::from).collect();
@@ -147,7 +151,8 @@ impl<T: Send + 'static> CallSet<T> {
 
 impl<T: Send + 'static> Drop for CallSet<T> {
     fn drop(&mut self) {
-        let Some((handle, outstanding)) = self.handle.as_ref().filter(|_| self.running > 0) else {
+        let Some((handle, outstanding, own)) = self.handle.as_ref().filter(|_| self.running > 0)
+        else {
             return;
         };
         // Answered calls finished their bookkeeping when they were started.
@@ -163,8 +168,15 @@ impl<T: Send + 'static> Drop for CallSet<T> {
             return;
         }
         let counted = outstanding.begin();
-        // If the runtime is shutting down the task is dropped unrun; the
-        // lock servers' expiry then removes whatever it would have undone.
+        // Where the set is dropped, or outside any runtime on the
+        // coordinator's own (`handle`'s may be idle or gone). If the
+        // runtime is shutting down the task is dropped unrun; a release
+        // among the calls then queues its unlock (`release::release_one`),
+        // and the lock servers' expiry removes a grant still on its way.
+        let handle = Handle::try_current()
+            .ok()
+            .or_else(|| own.handle())
+            .unwrap_or_else(|| handle.clone());
         handle.spawn(async move {
             futures::future::join_all(rest).await;
             drop(counted);

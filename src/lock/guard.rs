@@ -11,8 +11,9 @@ use tokio_util::sync::CancellationToken;
 use crate::lock::acquisition::Acquisition;
 use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
+use crate::lock::own_runtime::on_own_runtime;
 use crate::lock::refresh::declare_lost;
-use crate::lock::release::{on_own_runtime, release_all, release_confirmed};
+use crate::lock::release::{kick_queued, release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
 use crate::Error;
@@ -69,26 +70,16 @@ impl Held {
         if self.signal.check() {
             if registered {
                 // No lane saw the deadline pass: clean up as a lane would,
-                // here, or outside any runtime on one of its own (the
-                // acquiring runtime may be gone).
+                // here, or outside any runtime on the coordinator's own
+                // (the acquiring runtime may be gone).
                 let (state, signal) = (self.state.clone(), self.signal.clone());
-                match &here {
-                    Ok(handle) => declare_lost(&state, &signal, LossCause::RefreshMissed, handle),
-                    Err(_) => {
-                        let coord = state.coord.clone();
-                        let cleaned = on_own_runtime(coord, move |handle| async move {
-                            declare_lost(&state, &signal, LossCause::RefreshMissed, &handle);
-                        });
-                        if cleaned.is_err() {
-                            declare_lost(
-                                &self.state,
-                                &self.signal,
-                                LossCause::RefreshMissed,
-                                &self.handle,
-                            );
-                        }
-                    }
-                }
+                let handle =
+                    crate::lock::own_runtime::background(&state.coord.own_runtime, &self.handle);
+                declare_lost(&state, &signal, LossCause::RefreshMissed, &handle);
+            } else {
+                // A lane declared it: its clean-up, if its runtime went
+                // with it, waits in the queues for this holder to let go.
+                kick_queued(&self.state.coord);
             }
             return Err(Error::LockLost);
         }
@@ -97,11 +88,10 @@ impl Held {
         }
         // Polled outside a runtime (another executor, a plain thread): the
         // release needs tokio's timers, and the acquiring runtime may no
-        // longer be driven, so run it on a runtime of its own, whose thread
-        // stays while anything it started runs.
+        // longer be driven, so it runs on the coordinator's own.
         let (done, result) = tokio::sync::oneshot::channel();
         let state = self.state.clone();
-        on_own_runtime(state.coord.clone(), move |handle| async move {
+        on_own_runtime(&self.state.coord.own_runtime, move |handle| async move {
             let _ = done.send(release_confirmed(state, handle).await);
         })?;
         result.await.unwrap_or(Err(Error::NoRuntime))
@@ -158,9 +148,14 @@ impl Drop for Held {
         self.signal.holder_stopped();
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
+        if plan.targets.is_empty() && self.signal.is_declared() {
+            // Lost: its clean-up, if the runtime that declared the loss
+            // went with it, waits in the queues for this holder to let go.
+            kick_queued(&self.state.coord);
+        }
         if !plan.targets.is_empty() {
             // On the runtime dropping the guard if there is one; outside
-            // any, on a runtime of its own, since the acquiring runtime may
+            // any, on the coordinator's own, since the acquiring runtime may
             // be gone or no longer driven. Each unlock is owed from here:
             // a task dropped unrun or cut short (its runtime shut down)
             // queues what it had not done, for the next drain task or
@@ -176,9 +171,9 @@ impl Drop for Held {
                     handle.spawn(task);
                 }
                 Err(_) => {
-                    // Without a thread for it, the task is dropped unrun
+                    // Without a runtime for it, the task is dropped unrun
                     // and its unlocks are queued.
-                    let _ = on_own_runtime(self.state.coord.clone(), move |_| task);
+                    let _ = on_own_runtime(&self.state.coord.own_runtime, move |_| task);
                 }
             }
         }
@@ -222,6 +217,15 @@ macro_rules! guard {
             #[allow(dead_code)]
             pub(crate) fn args(&self) -> &crate::LockArgs {
                 &self.held.state.args
+            }
+
+            /// Cancels `token` when this lock is lost (see
+            /// `LossSignal::link`), refreshing it on the current runtime
+            /// too, as `loss_token` does.
+            #[allow(dead_code)]
+            pub(crate) fn link_loss(&self, token: CancellationToken) {
+                self.held.adopt_here();
+                self.held.signal.link(token);
             }
 
             /// See `Held::release_keeping`.
@@ -271,13 +275,12 @@ macro_rules! guard {
             /// the entries anyway (see `Timeouts::release_retry`).
             ///
             /// It runs on the current tokio runtime; polled outside one (a
-            /// plain thread, another executor), it runs on a runtime of its
-            /// own, so it works even when the runtime that acquired the lock
-            /// is gone or no longer driven; that runtime's thread stays until
-            /// the unlocks it had to retry have landed or stopped mattering.
-            /// Dropping the guard instead
-            /// releases on the current runtime, or the acquiring one outside
-            /// any runtime.
+            /// plain thread, another executor), it runs on a runtime the
+            /// `Dsync` keeps for such work (one thread, started the first
+            /// time it is needed, ended with the `Dsync`), so it works even
+            /// when the runtime that acquired the lock is gone or no longer
+            /// driven. Dropping the guard instead releases on the current
+            /// runtime, or outside any on that same runtime.
             ///
             /// # Cancel safety
             ///

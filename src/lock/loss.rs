@@ -10,7 +10,8 @@
 //! trusted_for`, which is at least the safety margin before any locker can
 //! expire the entry.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -37,6 +38,10 @@ pub(crate) struct LossSignal {
     /// the work the lock protected, so a lost lock's entries need not wait
     /// out the safety margin (see `refresh::declare_lost`).
     holder_gone: Notify,
+    /// The same, for those who ask rather than wait.
+    holder_stopped: AtomicBool,
+    /// Tokens cancelled with `token` (see [`link`](Self::link)).
+    linked: Mutex<Vec<CancellationToken>>,
 }
 
 impl LossSignal {
@@ -48,6 +53,8 @@ impl LossSignal {
             base,
             deadline: AtomicU64::new(nanos(trusted_for)),
             holder_gone: Notify::new(),
+            holder_stopped: AtomicBool::new(false),
+            linked: Mutex::default(),
         }
     }
 
@@ -73,7 +80,7 @@ impl LossSignal {
         let mut current = self.deadline.load(Ordering::Acquire);
         loop {
             if self.passed(current, self.clock.now()) {
-                self.token.cancel();
+                self.cancel();
                 return false;
             }
             if new <= current {
@@ -103,7 +110,7 @@ impl LossSignal {
             return true;
         }
         if self.passed(self.deadline.load(Ordering::Acquire), self.clock.now()) {
-            self.token.cancel();
+            self.cancel();
             return true;
         }
         false
@@ -111,9 +118,15 @@ impl LossSignal {
 
     /// The holder let go of its guard; see `holder_gone`.
     pub(crate) fn holder_stopped(&self) {
+        self.holder_stopped.store(true, Ordering::Release);
         // A stored permit: a `declare_lost` task that starts waiting later
         // still sees it.
         self.holder_gone.notify_one();
+    }
+
+    /// Whether the holder let go of its guard.
+    pub(crate) fn holder_has_stopped(&self) -> bool {
+        self.holder_stopped.load(Ordering::Acquire)
     }
 
     /// Resolves when the holder let go of its guard.
@@ -123,7 +136,32 @@ impl LossSignal {
 
     /// Declares the lock lost.
     pub(crate) fn declare(&self) {
+        self.cancel();
+    }
+
+    /// Cancels the token, then every token linked to it.
+    fn cancel(&self) {
         self.token.cancel();
+        let linked =
+            std::mem::take(&mut *self.linked.lock().unwrap_or_else(PoisonError::into_inner));
+        for token in linked {
+            token.cancel();
+        }
+    }
+
+    /// Cancels `token` when the lock is lost, as its own token is, with no
+    /// task to run: a token several locks share (a permit's) follows each
+    /// of them, whatever runtime runs or is gone.
+    pub(crate) fn link(&self, token: CancellationToken) {
+        let mut linked = self.linked.lock().unwrap_or_else(PoisonError::into_inner);
+        // Cancelled before the lock is taken in `cancel`: seen here, or
+        // the token is in the list that `cancel` takes.
+        if self.token.is_cancelled() {
+            drop(linked);
+            token.cancel();
+        } else {
+            linked.push(token);
+        }
     }
 
     /// Whether the loss has been declared, without looking at the clock.

@@ -17,6 +17,7 @@ pub(crate) mod guard;
 pub(crate) mod keeper;
 pub(crate) mod loss;
 pub(crate) mod mutex;
+pub(crate) mod own_runtime;
 pub(crate) mod refresh;
 pub(crate) mod release;
 pub(crate) mod round;

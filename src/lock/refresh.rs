@@ -18,8 +18,10 @@ use tracing::Instrument;
 
 use crate::lock::acquisition::Acquisition;
 use crate::lock::config::after;
+use crate::lock::coordinator::PendingUnlock;
 use crate::lock::fanout::{call_locker, Call, CallSet};
 use crate::lock::loss::LossSignal;
+use crate::lock::release::{give_up_at, queue_unlock};
 use crate::lock::telemetry::{CallKind, LossCause, Names};
 use crate::quorum::{Answer, Tally};
 
@@ -135,14 +137,60 @@ pub(crate) fn declare_lost(
     let state = state.clone();
     let signal = signal.clone();
     let counted = state.coord.outstanding.begin();
+    let declared = state.coord.clock.now();
+    let owed = CleanupOwed {
+        state: state.clone(),
+        signal: signal.clone(),
+        not_before: after(declared, state.coord.lease.safety_margin),
+        declared,
+        armed: true,
+    };
     handle.spawn(async move {
         tokio::select! {
             () = state.coord.clock.sleep(state.coord.lease.safety_margin) => {}
             () = signal.holder_gone() => {}
         }
         force_release(state).await;
+        owed.settled();
         drop(counted);
     });
+}
+
+/// A lost lock's clean-up, owed from the loss's declaration. Dropped before
+/// it ran (its task went with its runtime, or never ran), it queues an
+/// unlock on every locker instead, each sent once the safety margin has
+/// passed or the holder let go, as the task would have: nothing frees the
+/// lock sooner, and nothing leaves it to expiry on a locker that answers.
+struct CleanupOwed {
+    state: Arc<Acquisition>,
+    signal: Arc<LossSignal>,
+    not_before: Instant,
+    declared: Instant,
+    armed: bool,
+}
+
+impl CleanupOwed {
+    fn settled(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CleanupOwed {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let coord = &self.state.coord;
+        for index in 0..coord.lockers.len() {
+            let pending = PendingUnlock {
+                args: self.state.args.clone(),
+                mode: self.state.mode,
+                give_up: give_up_at(coord, index, self.declared),
+                holder: Some((self.not_before, self.signal.clone())),
+            };
+            queue_unlock(coord, index, pending, None);
+        }
+    }
 }
 
 /// Removes what is left of a lost lock on every locker. One that cannot

@@ -96,9 +96,16 @@ impl Owed {
 impl Drop for Owed {
     fn drop(&mut self) {
         if self.armed {
+            // Drained on the coordinator's own runtime: the current one, if
+            // any, may be the one shutting down and dropping this.
             let coord = &self.state.coord;
-            let give_up = give_up_at(coord, self.index, self.began);
-            retry_later(coord, self.index, &self.state, give_up);
+            let pending = PendingUnlock {
+                args: self.state.args.clone(),
+                mode: self.state.mode,
+                give_up: give_up_at(coord, self.index, self.began),
+                holder: None,
+            };
+            queue_unlock(coord, self.index, pending, None);
         }
     }
 }
@@ -144,14 +151,19 @@ async fn release_after(
     }
 }
 
-/// Gives up an acquisition that did not win: unlocks, in the background on
-/// `handle`, every locker that granted it or may hold its grant or place.
+/// Gives up an acquisition that did not win: unlocks, in the background
+/// (on the current runtime, outside any on the coordinator's own, failing
+/// that on `handle`'s), every locker that granted it or may hold its grant
+/// or place.
 pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     let plan = state.begin_release();
     if !plan.targets.is_empty() {
         tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
         let counted = state.coord.outstanding.begin();
         let release = release_all(state.clone(), plan.targets);
+        // Where it was dropped, or outside any runtime on the
+        // coordinator's own: `handle`'s may be idle or gone.
+        let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, handle);
         handle.spawn(async move {
             release.await;
             drop(counted);
@@ -162,7 +174,7 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
 /// When retrying an unlock that began at `began` stops mattering: the locker
 /// has expired the entry by then (the longer of its and the lease's
 /// validity), unless `Timeouts::release_retry` says to stop sooner.
-fn give_up_at(coord: &Coordinator, index: usize, began: Instant) -> Instant {
+pub(crate) fn give_up_at(coord: &Coordinator, index: usize, began: Instant) -> Instant {
     let validity = coord.lockers[index]
         .validity()
         .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
@@ -205,17 +217,36 @@ pub(crate) fn retry_unlock(state: &Acquisition, index: usize, began: Instant) {
 /// Queues the unlock of `state` on locker `index`, and starts a drain task
 /// on the current runtime unless that runtime has one already.
 fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give_up: Instant) {
+    queue_unlock(
+        coord,
+        index,
+        PendingUnlock {
+            args: state.args.clone(),
+            mode: state.mode,
+            give_up,
+            holder: None,
+        },
+        Handle::try_current().ok(),
+    );
+}
+
+/// Queues `pending` on locker `index`'s retry queue, and starts a drain
+/// task on `runtime` (outside any, on the coordinator's own) unless that
+/// runtime has one already.
+pub(crate) fn queue_unlock(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    pending: PendingUnlock,
+    runtime: Option<Handle>,
+) {
     let mut queue = coord.unlock_retries[index].lock();
-    queue.pending.push(PendingUnlock {
-        args: state.args.clone(),
-        mode: state.mode,
-        give_up,
-    });
-    let Ok(handle) = Handle::try_current() else {
-        // Releases run on a runtime; without one, expiry removes the entry.
-        return;
-    };
-    start_drainer(coord, index, queue, &handle);
+    queue.pending.push(pending);
+    match runtime.or_else(|| coord.own_runtime.handle()) {
+        Some(handle) => start_drainer(coord, index, queue, &handle),
+        // No runtime to be had: the next drain task on any runtime, or
+        // `finish_releases`, sends it; at worst the entry expires.
+        None => drop(queue),
+    }
 }
 
 /// Starts a drain task for queue `index` on `handle`'s runtime, unless that
@@ -243,23 +274,10 @@ fn start_drainer(
     }));
 }
 
-/// How long any unlock queued now can still matter: the longest validity
-/// of the lease and the lockers, capped by `Timeouts::release_retry`.
-pub(crate) fn longest_retry(coord: &Coordinator) -> Duration {
-    coord
-        .lockers
-        .iter()
-        .filter_map(|locker| locker.validity())
-        .fold(coord.lease.validity, Duration::max)
-        .min(coord.timeouts.release_retry)
-}
-
 /// Waits, at most `within`, until every release handed to the background
 /// has ended, starting a drain task on `handle` for unlocks queued with no
 /// task left to send them; `Error::ReleasesPending` when some remain.
-/// What `Dsync::finish_releases` does, and what a private runtime (an
-/// `unlock()` or a guard dropped outside any runtime) waits for before it
-/// ends, since its end would take its tasks with it.
+/// What `Dsync::finish_releases` does.
 pub(crate) async fn finish(
     coord: &Arc<Coordinator>,
     handle: &Handle,
@@ -296,48 +314,17 @@ pub(crate) async fn finish(
     }
 }
 
-/// Runs `work` on a runtime of its own, on a thread that then stays until
-/// every task it handed that runtime (calls still in flight, their
-/// retries, the drain of the unlocks it queued) has ended, or at most
-/// [`longest_retry`], after which no unlock matters: for releases made
-/// outside any runtime, where the acquiring runtime may be gone or no
-/// longer driven. The thread is not joined, so it holds up no exit. Fails
-/// only when no thread can be made.
-pub(crate) fn on_own_runtime<F>(
-    coord: Arc<Coordinator>,
-    work: impl FnOnce(Handle) -> F + Send + 'static,
-) -> Result<(), Error>
-where
-    F: Future<Output = ()>,
-{
-    std::thread::Builder::new()
-        .name("quorum-lock-release".into())
-        .spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                tracing::warn!(
-                    "cannot start a runtime for a release; the lockers expire the entries instead"
-                );
-                return;
-            };
-            runtime.block_on(async {
-                let handle = Handle::current();
-                work(handle.clone()).await;
-                let until = after(tokio::time::Instant::now(), longest_retry(&coord));
-                while handle.metrics().num_alive_tasks() > 0 && tokio::time::Instant::now() < until
-                {
-                    tokio::time::sleep(OWN_RUNTIME_POLL).await;
-                }
-            });
-        })
-        .map(|_| ())
-        .map_err(|_| Error::NoRuntime)
+/// Starts a drain task for every queue that holds unlocks, on the current
+/// runtime or, outside any, on the coordinator's own: for a holder that
+/// let go of a lost lock whose clean-up waits there for it.
+pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
+    if let Some(handle) = Handle::try_current()
+        .ok()
+        .or_else(|| coord.own_runtime.handle())
+    {
+        drain_queued(coord, &handle);
+    }
 }
-
-/// How often a release thread looks whether its tasks have ended.
-const OWN_RUNTIME_POLL: Duration = Duration::from_millis(50);
 
 /// Starts, on the current runtime, a drain task for every queue that holds
 /// unlocks, and returns how many unlocks they hold. A queue whose drainer
@@ -396,8 +383,11 @@ async fn drain(mut task: Draining) {
                 return;
             }
             let pending = std::mem::take(&mut queue.pending);
-            let (due, expired): (Vec<_>, Vec<_>) =
+            let (live, expired): (Vec<_>, Vec<_>) =
                 pending.into_iter().partition(|p| now < p.give_up);
+            // A lost lock's clean-up still waiting for its holder stays.
+            let (due, waiting): (Vec<_>, Vec<_>) = live.into_iter().partition(|p| p.is_due(now));
+            queue.pending = waiting;
             if !expired.is_empty() {
                 tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
                     "stopped retrying unlocks: the locker has expired those entries by now");

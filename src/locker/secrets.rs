@@ -109,46 +109,183 @@ pub(crate) fn remember_url(url: &str) {
     }
 }
 
-/// Remembers the password of PostgreSQL's password file (`PGPASSFILE`, or
-/// `~/.pgpass`) that the driver would use for a connection to `target`
-/// (host, port, database, user), as it reads the file when neither the
-/// URL nor `PGPASSWORD` gives one: the fifth field of each line whose
-/// other four match (`*` matches anything), its `\:` and `\\` undone.
-/// Only matching lines: a file of thousands would push every other secret
-/// out. A file that cannot be read, or is over 1 MiB, is passed over.
+/// Remembers the password of PostgreSQL's password file that the driver
+/// will send for a connection to `host`, `port`, `database` and `user`
+/// when neither the URL nor `PGPASSWORD` gives one.
+///
+/// This follows sqlx-postgres 0.8's lookup (`src/options/pgpass.rs`,
+/// `load_password` and the functions it calls) step by step, so that what
+/// is remembered is what the driver sends:
+/// * the files in the driver's order: `PGPASSFILE`, then, when that gives
+///   no password (missing, unreadable, too open, or no line matches),
+///   `.pgpass` in the home directory (`std::env::home_dir`, as the driver's
+///   `home` crate takes it); the first password found ends the search;
+/// * on Linux a file that group or others may access is ignored by the
+///   driver (its password is remembered all the same, and the search goes
+///   on as the driver's does);
+/// * the file is read line by line, and reading stops at the first line
+///   that cannot be read (not UTF-8): the lines above it count;
+/// * a line beginning with `#`, or blank (or `#`) after leading
+///   whitespace, is passed over; a final `\n` or `\r\n` is cut;
+/// * the first four fields (separated by `:`, with `\` escaping the next
+///   character) must each be `*` or equal host, port, database and user,
+///   the database being empty when the URL names none (the driver does not
+///   fall back to the user's name); the first mismatch ends the line;
+/// * the password is the rest of the line as written: escapes are not
+///   undone and further `:` are kept (the unescaped form is remembered
+///   too, harmlessly);
+/// * a line that ends before a field the driver looks for is logged whole
+///   by the driver at WARN (`Malformed line in pgpass file`): what is
+///   left of it from that field on is remembered, the fields before it
+///   being the connection's own host, port, database or user (or `*`).
+///
+/// Only the password used, and the rests of at most [`MALFORMED_KEPT`]
+/// malformed lines per file: a file of thousands would push every other
+/// secret out. A path that is not a
+/// regular file (a pipe) is not read: reading it would take the driver's
+/// bytes.
 #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-pub(crate) fn remember_pgpass(target: [&str; 4]) {
-    let path = std::env::var_os("PGPASSFILE")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".pgpass"))
-        });
-    let Some(path) = path else {
-        return;
+pub(crate) fn remember_pgpass(host: &str, port: u16, database: Option<&str>, user: &str) {
+    let port = port.to_string();
+    let wanted = [host, port.as_str(), database.unwrap_or(""), user];
+    if let Some(path) = std::env::var_os("PGPASSFILE") {
+        if pgpass_file(std::path::Path::new(&path), wanted) {
+            return;
+        }
+    }
+    // What the driver's `home::home_dir` calls on Unix.
+    #[allow(deprecated)]
+    let home = std::env::home_dir();
+    if let Some(home) = home {
+        pgpass_file(&home.join(".pgpass"), wanted);
+    }
+}
+
+/// The most malformed lines of one password file whose rests are
+/// remembered.
+const MALFORMED_KEPT: usize = 64;
+
+/// Remembers what the driver takes from the password file at `path` for
+/// `wanted` (host, port, database, user); returns whether the driver ends
+/// its search there, with a password.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn pgpass_file(path: &std::path::Path, wanted: [&str; 4]) -> bool {
+    use std::io::BufRead;
+
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
     };
-    let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
-    let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
-        return;
+    // The driver ignores a file others may read, on Linux only.
+    #[cfg(target_os = "linux")]
+    let used = {
+        use std::os::unix::fs::PermissionsExt;
+        file.metadata()
+            .is_ok_and(|m| m.permissions().mode() & 0o77 == 0)
     };
-    for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
-        let mut fields = Vec::new();
-        let mut field = String::new();
-        let mut chars = line.chars();
+    #[cfg(not(target_os = "linux"))]
+    let used = true;
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    let mut malformed = 0;
+    loop {
+        line.clear();
+        // As the driver: the end of the file, or a line that cannot be
+        // read (not UTF-8, say), ends the file.
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let text = match line.strip_suffix('\n') {
+            Some(text) => text.strip_suffix('\r').unwrap_or(text),
+            None => &line,
+        };
+        match pgpass_line(text, wanted) {
+            PgpassLine::Password(password) => {
+                remember_pgpass_text(password);
+                // A file the driver ignores does not end its search.
+                return used;
+            }
+            PgpassLine::Malformed(rest) if malformed < MALFORMED_KEPT => {
+                malformed += 1;
+                remember_pgpass_text(rest);
+            }
+            PgpassLine::Malformed(_) => {}
+            PgpassLine::Other => {}
+        }
+    }
+}
+
+/// What one line of a password file gives the driver.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+enum PgpassLine<'a> {
+    /// The line matches: its password, as written.
+    Password(&'a str),
+    /// The line ends before a field looked for, every field before it
+    /// matching: the driver logs the whole line. What is left of it.
+    Malformed(&'a str),
+    /// A comment, a blank line, or one for another connection.
+    Other,
+}
+
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn pgpass_line<'a>(line: &'a str, wanted: [&str; 4]) -> PgpassLine<'a> {
+    if matches!(line.trim_start().chars().next(), None | Some('#')) {
+        return PgpassLine::Other;
+    }
+    let mut rest = line;
+    for value in wanted {
+        let Some((field, after)) = pgpass_field(rest) else {
+            return PgpassLine::Malformed(rest);
+        };
+        if field != "*" && field != value {
+            return PgpassLine::Other;
+        }
+        rest = after;
+    }
+    PgpassLine::Password(rest)
+}
+
+/// The next field of `text`, escapes undone, and what follows its `:`;
+/// `None` when no unescaped `:` ends it.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn pgpass_field(text: &str) -> Option<(String, &str)> {
+    let mut field = String::new();
+    let mut escaped = false;
+    for (at, c) in text.char_indices() {
+        match c {
+            c if escaped => {
+                field.push(c);
+                escaped = false;
+            }
+            '\\' => escaped = true,
+            ':' => return Some((field, &text[at + 1..])),
+            c => field.push(c),
+        }
+    }
+    None
+}
+
+/// Remembers `text` of a password file as written and with its escapes
+/// undone (`\` keeping the next character).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn remember_pgpass_text(text: &str) {
+    remember(text.as_bytes());
+    if text.contains('\\') {
+        let mut unescaped = String::with_capacity(text.len());
+        let mut chars = text.chars();
         while let Some(c) = chars.next() {
             match c {
-                '\\' => field.extend(chars.next()),
-                ':' if fields.len() < 4 => fields.push(std::mem::take(&mut field)),
-                c => field.push(c),
+                '\\' => unescaped.extend(chars.next()),
+                c => unescaped.push(c),
             }
         }
-        let matches = fields.len() == 4
-            && fields
-                .iter()
-                .zip(target)
-                .all(|(field, wanted)| field == "*" || field == wanted);
-        if matches {
-            remember(field.as_bytes());
-        }
+        remember(unescaped.as_bytes());
     }
 }
 
@@ -311,5 +448,35 @@ mod tests {
         // Too short to remember.
         remember_url("redis://:short@cache");
         assert_eq!(mask("a short word"), "a short word");
+    }
+
+    /// A password file's line is matched as sqlx-postgres 0.8 matches it.
+    #[test]
+    fn pgpass_lines_are_read_as_the_driver_reads_them() {
+        let wanted = ["db", "5432", "", "app"];
+        let password = |line| match pgpass_line(line, wanted) {
+            PgpassLine::Password(p) => Some(p),
+            _ => None,
+        };
+        // The password as written: escapes kept, later colons too.
+        assert_eq!(password(r"db:5432::app:pa\:ss:w"), Some(r"pa\:ss:w"));
+        assert_eq!(password("*:*:*:*:any"), Some("any"));
+        // Escapes are undone in the fields matched.
+        assert_eq!(password(r"d\b:5432::app:x"), Some("x"));
+        // No database named: only an empty field or `*` matches, not the
+        // user's name.
+        assert_eq!(password("db:5432:app:app:x"), None);
+        // Comments and blank lines.
+        assert_eq!(password("  # db:5432::app:x"), None);
+        assert_eq!(password("   "), None);
+        // A mismatch ends the line before a missing field is looked for.
+        assert!(matches!(
+            pgpass_line("other:5432", wanted),
+            PgpassLine::Other
+        ));
+        assert!(matches!(
+            pgpass_line("db:5432:secret-rest", wanted),
+            PgpassLine::Malformed("secret-rest")
+        ));
     }
 }

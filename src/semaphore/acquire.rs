@@ -59,8 +59,7 @@ impl Semaphore {
             crate::lock::wait_watch::calls_only();
             release_line(queue).await;
             tracing::debug!(semaphore = %self.name, slots = slots.len(), "permits granted");
-            let home = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-            let permit = SemaphorePermit::new(self.name.clone(), slots, count, home);
+            let permit = SemaphorePermit::new(self.name.clone(), slots, count);
             if permit.is_lost() {
                 // Lost while the line's release was confirmed (up to the
                 // unlock timeout): never hand out a lost permit. Its parts

@@ -6,8 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::{join_all, select_all, FutureExt};
-use tokio::runtime::Handle;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use crate::{Error, ReadGuard, WriteGuard};
 
@@ -30,10 +29,6 @@ pub struct SemaphorePermit {
     /// Shared by the permits this handle (and its clones) hold at once.
     count: CountShare,
     token: OnceLock<CancellationToken>,
-    /// Cancelled when the permit goes, which ends the task that watches
-    /// for a loss on behalf of [`loss_token`](Self::loss_token).
-    dropped: CancellationToken,
-    _dropping: DropGuard,
 }
 
 impl SemaphorePermit {
@@ -41,20 +36,13 @@ impl SemaphorePermit {
         name: Arc<str>,
         mut slots: Vec<(usize, WriteGuard)>,
         count: Arc<ReadGuard>,
-        home: Handle,
     ) -> Self {
         slots.sort_unstable_by_key(|(slot, _)| *slot);
-        let dropped = CancellationToken::new();
         SemaphorePermit {
             name,
             slots,
-            count: CountShare {
-                count: Some(count),
-                home,
-            },
+            count: CountShare { count: Some(count) },
             token: OnceLock::new(),
-            _dropping: dropped.clone().drop_guard(),
-            dropped,
         }
     }
 
@@ -165,23 +153,21 @@ impl SemaphorePermit {
     /// A token that is cancelled when the permit is lost. It is a child
     /// token: cancelling it yourself does not mark the permit lost.
     ///
-    /// A task watches the permit's locks (every slot and the count) for it,
-    /// until the permit is dropped: on the current tokio runtime, or,
-    /// called outside one, on the runtime the permit was acquired on. As
+    /// Each of the permit's locks (every slot and the count) cancels it
+    /// when it is lost, with no task of its own, so it works called outside
+    /// any runtime, whichever runtime acquired the permit. As
     /// with [`WriteGuard::loss_token`], check-then-act code must ask
     /// [`is_lost`](Self::is_lost), which reads the clock.
     pub fn loss_token(&self) -> CancellationToken {
         let token = self.token.get_or_init(|| {
-            let handle = Handle::try_current().unwrap_or_else(|_| self.count.home.clone());
             let token = CancellationToken::new();
-            let lost = self.lost();
-            let (cancel, dropped) = (token.clone(), self.dropped.clone());
-            handle.spawn(async move {
-                tokio::select! {
-                    () = lost => cancel.cancel(),
-                    () = dropped.cancelled() => {}
-                }
-            });
+            for (_, slot) in &self.slots {
+                slot.link_loss(token.clone());
+            }
+            match &self.count.count {
+                Some(count) => count.link_loss(token.clone()),
+                None => token.cancel(),
+            }
             token
         });
         token.child_token()
@@ -239,12 +225,12 @@ impl fmt::Debug for SemaphorePermit {
 
 /// A permit's share of its handle's count lock. The permit that lets go of
 /// the last share releases the lock, on the runtime it is dropped on, or
-/// outside any runtime on the one it was acquired on: the lock itself may
-/// have been taken by another permit, on a runtime that is gone or idle.
+/// outside any runtime on one the library keeps for such work: the lock
+/// itself may have been taken by another permit, on a runtime that is gone
+/// or idle.
 struct CountShare {
     /// `None` once `unlock` took it.
     count: Option<Arc<ReadGuard>>,
-    home: Handle,
 }
 
 impl CountShare {

@@ -240,13 +240,12 @@ impl SqlLocker {
             .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
             .flatten()
         {
-            let port = options.get_port().to_string();
-            crate::locker::secrets::remember_pgpass([
+            crate::locker::secrets::remember_pgpass(
                 options.get_host(),
-                &port,
-                options.get_database().unwrap_or(options.get_username()),
+                options.get_port(),
+                options.get_database(),
                 options.get_username(),
-            ]);
+            );
         }
         Ok(SqlLocker {
             shared: Arc::new(Shared {

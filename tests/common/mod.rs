@@ -284,6 +284,16 @@ pub fn holders_of(nodes: &[Arc<LocalLocker>], uid: &str) -> usize {
         .count()
 }
 
+/// Which of `nodes` hold an entry for `uid`, in their order.
+pub fn holding(nodes: &[Arc<LocalLocker>], uid: &str) -> Vec<bool> {
+    nodes.iter().map(|node| holds(node, uid)).collect()
+}
+
+/// Whether `node` holds an entry for `uid`.
+pub fn holds(node: &LocalLocker, uid: &str) -> bool {
+    node.snapshot().iter().any(|e| e.uid == uid)
+}
+
 /// Lets every background release finish (in virtual time), then checks that
 /// no node holds anything. `context` should name the case and seed.
 pub async fn assert_no_leaks(nodes: &[Arc<LocalLocker>], context: &str) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::common;
 use crate::election_support::leader_on;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{Error, LockArgs, NetLocker};
 use tokio::time::sleep;
 
 const SEED: u64 = 43;
@@ -31,14 +31,6 @@ fn late_link(
         delayed.fetch_add(1, Ordering::SeqCst);
         Route::Late(Duration::from_secs(3) + extra)
     }))
-}
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
 }
 
 /// Three lockers; node 2 holds a leftover of "x", so `try_lock` is granted
@@ -85,7 +77,10 @@ async fn a_late_refresh_does_not_bring_back_an_entry_after_a_confirmed_unlock() 
         .await
         .expect("nodes 0 and 1 grant");
     let uid = guard.uid().to_owned();
-    assert!(!holds(&cluster.lockers()[2], &uid).await, "node 2 refused");
+    assert!(
+        !crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 refused"
+    );
 
     cluster.restart(&[2]).unwrap();
     late.store(true, Ordering::SeqCst);
@@ -101,8 +96,7 @@ async fn a_late_refresh_does_not_bring_back_an_entry_after_a_confirmed_unlock() 
         .expect("nodes 0 and 1 confirm the unlock");
     late.store(false, Ordering::SeqCst);
     sleep(Duration::from_secs(5)).await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("5 s after the confirmed unlock, nodes holding the uid: {left:?}");
     assert!(
         !left.iter().any(|h| *h),

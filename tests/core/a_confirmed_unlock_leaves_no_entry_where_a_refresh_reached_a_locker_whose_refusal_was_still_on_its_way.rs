@@ -17,18 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Lease, LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{Dsync, Lease, LockArgs, NetLocker};
 use tokio::time::sleep;
 
 const SEED: u64 = 3601;
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
 
 /// Three lockers, refreshed every 500 ms; node 2 holds a leftover of "x".
 /// The lock call to node 2 arrives at once and is refused (the leftover),
@@ -93,12 +85,15 @@ async fn a_confirmed_unlock_leaves_no_entry_where_a_refresh_reached_a_locker_who
         1,
         "the lock call reached node 2"
     );
-    assert!(!holds(&cluster.lockers()[2], &uid).await, "node 2 refused");
+    assert!(
+        !crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 refused"
+    );
 
     cluster.restart(&[2]).unwrap();
     sleep(Duration::from_millis(650)).await;
     assert!(
-        holds(&cluster.lockers()[2], &uid).await,
+        crate::common::holds(&cluster.lockers()[2], &uid),
         "the first refresh re-created the entry on node 2 in its quarantine"
     );
     guard
@@ -106,8 +101,7 @@ async fn a_confirmed_unlock_leaves_no_entry_where_a_refresh_reached_a_locker_who
         .await
         .expect("nodes 0 and 1 confirm the unlock");
     sleep(Duration::from_secs(5)).await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("5 s after the confirmed unlock, nodes holding the uid: {left:?}");
     assert!(
         !left.iter().any(|h| *h),

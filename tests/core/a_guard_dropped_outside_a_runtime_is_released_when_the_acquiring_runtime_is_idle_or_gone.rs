@@ -20,22 +20,9 @@
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, NetLocker, WriteGuard};
+use quorum_lock::{Dsync, WriteGuard};
 
 const SEED: u64 = 3663;
-
-async fn holding(cluster: &TestCluster, uid: &str) -> Vec<bool> {
-    let mut left = Vec::new();
-    for locker in cluster.lockers() {
-        let held = NetLocker::locks(&**locker)
-            .await
-            .expect("a local listing")
-            .iter()
-            .any(|l| l.uid == uid);
-        left.push(held);
-    }
-    left
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -85,7 +72,7 @@ fn a_guard_dropped_outside_a_runtime_is_released_when_the_acquiring_runtime_is_g
         )
         .await
         .expect("finish_releases returns within its bound");
-        let left = holding(&cluster, &uid).await;
+        let left = crate::common::holding(cluster.lockers(), &uid);
         eprintln!("finish_releases: {finished:?}; lockers holding the uid: {left:?}");
         assert!(
             finished.is_err() || !left.iter().any(|h| *h),
@@ -93,7 +80,7 @@ fn a_guard_dropped_outside_a_runtime_is_released_when_the_acquiring_runtime_is_g
              dropped outside a runtime: {left:?}"
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let left = holding(&cluster, &uid).await;
+        let left = crate::common::holding(cluster.lockers(), &uid);
         eprintln!("1 s later, lockers holding the uid: {left:?}");
         assert!(
             !left.iter().any(|h| *h),
@@ -124,7 +111,7 @@ fn a_guard_dropped_outside_a_runtime_is_released_while_the_acquiring_runtime_is_
     let watching = runtime();
     watching.block_on(async {
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let left = holding(&cluster, &uid).await;
+        let left = crate::common::holding(cluster.lockers(), &uid);
         eprintln!("2 s after the drop, lockers holding the uid: {left:?}");
         assert!(
             !left.iter().any(|h| *h),

@@ -1,23 +1,14 @@
 //! Reproduces a past break: the force-unlock of a lost lock, sent once its guard was dropped, was never retried on a locker it could not reach, which kept the entry after it answered again.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::election_support::client;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 use tokio::time::sleep;
 
 const SEED: u64 = 53;
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
 
 /// Three lockers grant "x" to "a". An admin forces "x" open on nodes 0 and
 /// 2, and a's link to node 1 is cut: the next refresh hears "not held"
@@ -60,8 +51,7 @@ async fn a_dropped_lost_guard_leaves_no_entry_on_a_locker_that_answers_again() {
     sleep(Duration::from_secs(2)).await;
     cluster.heal_partition("a", &[1]).unwrap();
     sleep(Duration::from_secs(20)).await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("22 s after the lost guard was dropped, nodes holding its uid: {left:?}");
     assert!(
         !left.iter().any(|h| *h),

@@ -1,7 +1,6 @@
 //! Reproduces a past break: a release skipped (and counted as confirmed) a locker that refused the grant, though a refresh in its quarantine had re-created the entry there since.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::election_support::{client, leader_on};
@@ -25,14 +24,6 @@ async fn leftover(locker: &LocalLocker, resource: &str) {
         NetLocker::lock(locker, &args).await.unwrap(),
         "the leftover is granted"
     );
-}
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
 }
 
 /// Three lockers; node 2 holds a leftover entry of "x", so a `try_lock`
@@ -59,20 +50,19 @@ async fn an_unlock_leaves_no_entry_on_a_locker_that_refused_the_grant() {
         .expect("nodes 0 and 1 grant");
     let uid = guard.uid().to_owned();
     assert!(
-        !holds(&cluster.lockers()[2], &uid).await,
+        !crate::common::holds(&cluster.lockers()[2], &uid),
         "node 2 refused the grant"
     );
 
     cluster.restart(&[2]).unwrap();
     sleep(Duration::from_secs(45)).await;
     assert!(
-        holds(&cluster.lockers()[2], &uid).await,
+        crate::common::holds(&cluster.lockers()[2], &uid),
         "a refresh re-created the entry on node 2"
     );
     guard.unlock().await.expect("the unlock is confirmed");
     sleep(Duration::from_secs(1)).await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("after the confirmed unlock, nodes holding the uid: {left:?}");
     assert!(
         !left.iter().any(|h| *h),

@@ -1,7 +1,6 @@
 //! Reproduces a past break: a refresh applied on a locker that had refused the grant, whose reply was lost and whose call was dropped once a quorum confirmed, left that locker out of the release.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::election_support::{client, leader_on};
@@ -25,14 +24,6 @@ async fn leftover(locker: &LocalLocker, resource: &str) {
         NetLocker::lock(locker, &args).await.unwrap(),
         "the leftover is granted"
     );
-}
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
 }
 
 /// Three lockers; node 2 holds a leftover of "x", so `try_lock` is granted
@@ -59,21 +50,23 @@ async fn an_unlock_leaves_no_entry_where_a_refresh_reply_was_lost() {
         .await
         .expect("nodes 0 and 1 grant");
     let uid = guard.uid().to_owned();
-    assert!(!holds(&cluster.lockers()[2], &uid).await, "node 2 refused");
+    assert!(
+        !crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 refused"
+    );
 
     cluster.restart(&[2]).unwrap();
     cluster.drop_replies(1.0, true, &[2]).unwrap();
     sleep(Duration::from_secs(45)).await;
     assert!(!guard.is_lost());
     assert!(
-        holds(&cluster.lockers()[2], &uid).await,
+        crate::common::holds(&cluster.lockers()[2], &uid),
         "a refresh re-created the entry on node 2"
     );
     cluster.drop_replies(0.0, true, &[2]).unwrap();
     guard.unlock().await.expect("the unlock is confirmed");
     sleep(Duration::from_secs(5)).await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("after the confirmed unlock, nodes holding the uid: {left:?}");
     assert!(
         !left.iter().any(|h| *h),

@@ -1,23 +1,14 @@
 //! Reproduces a past break: a refresh that a locker refused at connection (so never reached it) turned that locker's refusal of the grant into a maybe-held entry, and an unlock freed by a quorum was reported unconfirmed.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::election_support::client;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{LocalLocker, LockArgs, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 use tokio::time::sleep;
 
 const SEED: u64 = 47;
-
-async fn holds(locker: &Arc<LocalLocker>, uid: &str) -> bool {
-    NetLocker::locks(&**locker)
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
 
 /// Three lockers; node 2 holds a leftover of "x", so `try_lock` is granted
 /// by nodes 0 and 1 and refused by node 2. Node 2 then refuses every
@@ -57,13 +48,12 @@ async fn an_unlock_freed_by_a_quorum_is_confirmed() {
     sleep(Duration::from_secs(25)).await;
     assert!(!guard.is_lost());
     assert!(
-        !holds(&cluster.lockers()[2], &uid).await,
+        !crate::common::holds(&cluster.lockers()[2], &uid),
         "node 2 never held it"
     );
     cluster.partition("a", &[1]).unwrap();
     let unlocked = guard.unlock().await;
-    let left: Vec<bool> =
-        futures::future::join_all(cluster.lockers().iter().map(|l| holds(l, &uid))).await;
+    let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("unlock: {unlocked:?}; nodes holding the uid after it: {left:?}");
     assert_eq!(left, [false, true, false]);
     assert!(

@@ -28,14 +28,6 @@ use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 const SEED: u64 = 3661;
 
-async fn holds(cluster: &TestCluster, index: usize, uid: &str) -> bool {
-    NetLocker::locks(&*cluster.lockers()[index])
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
-
 /// Three lockers grant "x"; node 2 then stops answering (calls hang). The
 /// holder unlocks from a plain thread: nodes 0 and 1 confirm at once, and
 /// node 2's unlock is in flight until its 8 s deadline. Node 2 answers
@@ -63,7 +55,10 @@ async fn an_unlock_outside_a_runtime_finishes_a_call_still_in_flight_when_its_th
     .expect("in time")
     .expect("all three grant");
     let uid = guard.uid().to_owned();
-    assert!(holds(&cluster, 2, &uid).await, "node 2 granted");
+    assert!(
+        crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 granted"
+    );
 
     cluster.set_hang(true, &[2]).unwrap();
     let unlocked = tokio::time::timeout(
@@ -83,9 +78,9 @@ async fn an_unlock_outside_a_runtime_finishes_a_call_still_in_flight_when_its_th
     cluster.heal(&[2]).unwrap();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let left = [
-        holds(&cluster, 0, &uid).await,
-        holds(&cluster, 1, &uid).await,
-        holds(&cluster, 2, &uid).await,
+        crate::common::holds(&cluster.lockers()[0], &uid),
+        crate::common::holds(&cluster.lockers()[1], &uid),
+        crate::common::holds(&cluster.lockers()[2], &uid),
     ];
     eprintln!("4 s after node 2 answered again, nodes holding the uid: {left:?}");
     assert!(
@@ -140,7 +135,10 @@ async fn an_unlock_outside_a_runtime_finishes_its_retry_still_in_flight_when_its
     .expect("in time")
     .expect("all three grant");
     let uid = guard.uid().to_owned();
-    assert!(holds(&cluster, 2, &uid).await, "node 2 granted");
+    assert!(
+        crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 granted"
+    );
 
     let unlocked = tokio::time::timeout(
         Duration::from_secs(10),
@@ -161,9 +159,9 @@ async fn an_unlock_outside_a_runtime_finishes_its_retry_still_in_flight_when_its
     cluster.heal(&[2]).unwrap();
     tokio::time::sleep(Duration::from_secs(10)).await;
     let left = [
-        holds(&cluster, 0, &uid).await,
-        holds(&cluster, 1, &uid).await,
-        holds(&cluster, 2, &uid).await,
+        crate::common::holds(&cluster.lockers()[0], &uid),
+        crate::common::holds(&cluster.lockers()[1], &uid),
+        crate::common::holds(&cluster.lockers()[2], &uid),
     ];
     eprintln!(
         "{} unlocks sent to node 2; 10 s after it answered again, nodes holding the uid: {left:?}",

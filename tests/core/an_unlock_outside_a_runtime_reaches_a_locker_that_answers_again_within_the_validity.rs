@@ -26,17 +26,9 @@ use std::time::Duration;
 
 use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{Dsync, Timeouts};
 
 const SEED: u64 = 3602;
-
-async fn holds(cluster: &TestCluster, index: usize, uid: &str) -> bool {
-    NetLocker::locks(&*cluster.lockers()[index])
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
 
 /// Three lockers, all granting "x". Node 2 then refuses connections, and
 /// the holder unlocks from a plain thread (`block_on`, no runtime):
@@ -66,7 +58,10 @@ async fn an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_
     .expect("in time")
     .expect("all three grant");
     let uid = guard.uid().to_owned();
-    assert!(holds(&cluster, 2, &uid).await, "node 2 granted");
+    assert!(
+        crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 granted"
+    );
 
     cluster.set_refuse(true, &[2]).unwrap();
     let unlocked = tokio::time::timeout(
@@ -86,9 +81,9 @@ async fn an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_
     cluster.heal(&[2]).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let left = [
-        holds(&cluster, 0, &uid).await,
-        holds(&cluster, 1, &uid).await,
-        holds(&cluster, 2, &uid).await,
+        crate::common::holds(&cluster.lockers()[0], &uid),
+        crate::common::holds(&cluster.lockers()[1], &uid),
+        crate::common::holds(&cluster.lockers()[2], &uid),
     ];
     eprintln!("3 s after node 2 answered again, nodes holding the uid: {left:?}");
     assert!(
@@ -146,9 +141,9 @@ async fn an_unconfirmed_unlock_outside_a_runtime_is_retried_until_the_lockers_an
     cluster.heal(&[1, 2]).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let left = [
-        holds(&cluster, 0, &uid).await,
-        holds(&cluster, 1, &uid).await,
-        holds(&cluster, 2, &uid).await,
+        crate::common::holds(&cluster.lockers()[0], &uid),
+        crate::common::holds(&cluster.lockers()[1], &uid),
+        crate::common::holds(&cluster.lockers()[2], &uid),
     ];
     eprintln!("3 s after nodes 1 and 2 answered again, nodes holding the uid: {left:?}");
     assert!(

@@ -19,22 +19,9 @@ use std::time::Duration;
 
 use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, Lease, LockerConfig, NetLocker};
+use quorum_lock::{Dsync, Error, Lease, LockerConfig};
 
 const SEED: u64 = 3664;
-
-async fn holding(cluster: &TestCluster, uid: &str) -> Vec<bool> {
-    let mut left = Vec::new();
-    for locker in cluster.lockers() {
-        let held = NetLocker::locks(&**locker)
-            .await
-            .expect("a local listing")
-            .iter()
-            .any(|l| l.uid == uid);
-        left.push(held);
-    }
-    left
-}
 
 /// Lockers and lease with a 6 s validity and a 1 s margin (trusted for
 /// 5 s), refreshed every 100 ms. The lock is taken on a runtime that is
@@ -86,7 +73,7 @@ fn an_unlock_outside_a_runtime_that_finds_the_lock_lost_frees_it_at_once() {
 
     std::thread::sleep(Duration::from_millis(5200));
     assert!(guard.is_lost(), "nothing refreshed the lock for 5.2 s");
-    let before = block_on(holding(&cluster, &uid));
+    let before = crate::common::holding(cluster.lockers(), &uid);
     assert_eq!(
         before,
         [true, true, true],
@@ -98,7 +85,7 @@ fn an_unlock_outside_a_runtime_that_finds_the_lock_lost_frees_it_at_once() {
         "unlock says the lock was lost: {unlocked:?}"
     );
     std::thread::sleep(Duration::from_millis(100));
-    let left = block_on(holding(&cluster, &uid));
+    let left = crate::common::holding(cluster.lockers(), &uid);
     let at = shut.elapsed();
     eprintln!("{at:?} after the acquiring runtime ended, lockers holding the uid: {left:?}");
     assert!(

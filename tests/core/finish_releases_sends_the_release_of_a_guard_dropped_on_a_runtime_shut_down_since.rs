@@ -20,17 +20,9 @@
 use std::time::Duration;
 
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::Dsync;
 
 const SEED: u64 = 3662;
-
-async fn holds(cluster: &TestCluster, index: usize, uid: &str) -> bool {
-    NetLocker::locks(&*cluster.lockers()[index])
-        .await
-        .expect("a local listing")
-        .iter()
-        .any(|l| l.uid == uid)
-}
 
 /// Three lockers grant "x"; node 2 then stops answering (calls hang). The
 /// guard is dropped inside a second runtime, which so sends the release;
@@ -55,7 +47,10 @@ async fn finish_releases_sends_the_release_of_a_guard_dropped_on_a_runtime_shut_
     .expect("in time")
     .expect("all three grant");
     let uid = guard.uid().to_owned();
-    assert!(holds(&cluster, 2, &uid).await, "node 2 granted");
+    assert!(
+        crate::common::holds(&cluster.lockers()[2], &uid),
+        "node 2 granted"
+    );
 
     cluster.set_hang(true, &[2]).unwrap();
     tokio::time::timeout(
@@ -79,14 +74,17 @@ async fn finish_releases_sends_the_release_of_a_guard_dropped_on_a_runtime_shut_
     .await
     .expect("the second runtime ends in time")
     .expect("the blocking task ends");
-    assert!(!holds(&cluster, 0, &uid).await, "node 0 took the release");
+    assert!(
+        !crate::common::holds(&cluster.lockers()[0], &uid),
+        "node 0 took the release"
+    );
 
     cluster.heal(&[2]).unwrap();
     let finished = ds.finish_releases(Duration::from_secs(3)).await;
     let left = [
-        holds(&cluster, 0, &uid).await,
-        holds(&cluster, 1, &uid).await,
-        holds(&cluster, 2, &uid).await,
+        crate::common::holds(&cluster.lockers()[0], &uid),
+        crate::common::holds(&cluster.lockers()[1], &uid),
+        crate::common::holds(&cluster.lockers()[2], &uid),
     ];
     eprintln!("finish_releases: {finished:?}; nodes holding the uid: {left:?}");
     assert!(
