@@ -46,7 +46,8 @@ impl NetLocker for LocalLocker {
                 "force_unlock needs a uid, resource names, or both",
             )),
             (false, true) => {
-                self.note_ended(&args.uid, true);
+                let now = self.clock.now();
+                self.note_ended(&args.uid, true, now);
                 let mut freed = Vec::new();
                 let removed = self
                     .shards
@@ -60,6 +61,7 @@ impl NetLocker for LocalLocker {
             (false, false) => self.release(args, None),
             (true, false) => {
                 args.validate_resources()?;
+                let now = self.clock.now();
                 let mut freed = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
                     let (mut removed, mut cleared) = (false, Vec::new());
@@ -74,7 +76,7 @@ impl NetLocker for LocalLocker {
                     // later holder of these names may be re-created.
                     // Noted under the same shard locks as the removal.
                     for uid in &cleared {
-                        self.note_ended(uid, true);
+                        self.note_ended(uid, true, now);
                     }
                     removed
                 });

@@ -38,6 +38,7 @@
 //!   release only when a reconnect overtakes it, which is far quicker.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The most the record keeps, counting each uid as its length plus
@@ -121,6 +122,11 @@ impl Record {
 #[derive(Debug, Default)]
 pub(crate) struct Ended {
     record: Mutex<Record>,
+    /// Whether the record holds a uid: set under the record's mutex
+    /// before the uid is in it, cleared under it once it holds none, so
+    /// that [`holds`](Self::holds), on every grant, skips the mutex while
+    /// no quarantine's record is kept (nearly always).
+    kept: AtomicBool,
 }
 
 impl Ended {
@@ -131,6 +137,7 @@ impl Ended {
                 quarantine_end,
                 ..Record::default()
             };
+            self.kept.store(false, Ordering::SeqCst);
         }
         record
     }
@@ -138,7 +145,11 @@ impl Ended {
     /// Notes that `uid` is being released, or its entries forced open
     /// when `forced`, during the quarantine ending at `quarantine_end`.
     pub(crate) fn note(&self, quarantine_end: u64, uid: &str, forced: bool) {
-        self.record(quarantine_end).add(uid, forced);
+        let mut record = self.record(quarantine_end);
+        // Before the uid is in the record: a `holds` that finds the flag
+        // clear ran before this note.
+        self.kept.store(true, Ordering::SeqCst);
+        record.add(uid, forced);
     }
 
     /// Whether a refresh of `uid` may re-create entries during the
@@ -150,6 +161,9 @@ impl Ended {
     /// Whether `uid` is in the record, of whichever quarantine: a lock or
     /// a wait for it after the quarantine ended came after its release.
     pub(crate) fn holds(&self, uid: &str) -> bool {
+        if !self.kept.load(Ordering::SeqCst) {
+            return false;
+        }
         self.record
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -164,12 +178,15 @@ impl Ended {
         let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
         if record.bytes() > 0 && record.quarantine_end == quarantine_end {
             *record = Record::default();
+            self.kept.store(false, Ordering::SeqCst);
         }
     }
 
     /// Forgets everything: the locker restarted.
     pub(crate) fn clear(&self) {
-        *self.record.lock().unwrap_or_else(PoisonError::into_inner) = Record::default();
+        let mut record = self.record.lock().unwrap_or_else(PoisonError::into_inner);
+        *record = Record::default();
+        self.kept.store(false, Ordering::SeqCst);
     }
 }
 

@@ -541,7 +541,7 @@ impl LocalLocker {
             }
             // Overtaken by its own release: granting it would leave an
             // entry its holder no longer knows of.
-            if self.was_released(&args.uid) {
+            if self.was_released(&args.uid, now) {
                 return Ok(false);
             }
             let admitted = args
@@ -645,10 +645,10 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        let removed = self.with_shards(args, |set, _, freed| {
+        let removed = self.with_shards(args, |set, now, freed| {
             // The arguments are valid here, and the shards locked. Without
             // a mode, forced open by uid and names.
-            self.note_ended(&args.uid, mode.is_none());
+            self.note_ended(&args.uid, mode.is_none(), now);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
@@ -670,18 +670,20 @@ impl LocalLocker {
     /// quarantine's releases in place of `released.rs`). A forced uid, by
     /// uid or by name, in quarantine or not, is kept where releases cannot
     /// push it out: among the forced uids of `released.rs` always, and in
-    /// quarantine among those of `ended.rs` too.
-    pub(crate) fn note_ended(&self, uid: &Arc<str>, forced: bool) {
+    /// quarantine among those of `ended.rs` too. `now` is the call's own
+    /// clock reading, which the table uses for everything else the call
+    /// does.
+    pub(crate) fn note_ended(&self, uid: &Arc<str>, forced: bool, now: Instant) {
         let end = self.quarantine_end.load(Ordering::SeqCst);
-        if end != 0 && !uid.is_empty() && self.quarantine_left_at(self.clock.now()).is_some() {
+        if end != 0 && !uid.is_empty() && self.quarantine_left_at(now).is_some() {
             self.ended.note(end, uid, forced);
             if forced {
-                self.released.remember_forced(uid);
+                self.released.remember_forced_at(uid, now);
             }
         } else if forced {
-            self.released.remember_forced(uid);
+            self.released.remember_forced_at(uid, now);
         } else {
-            self.released.remember_shared(uid);
+            self.released.remember_shared_at(uid, now);
         }
     }
 
@@ -692,11 +694,12 @@ impl LocalLocker {
         &self.released
     }
 
-    /// Whether `uid` was released here recently: within the validity, or
-    /// during a quarantine whose record is still kept (a validity after
-    /// it ended). A lock or a wait for it was overtaken by its release.
-    fn was_released(&self, uid: &str) -> bool {
-        self.released.contains(uid) || self.ended.holds(uid)
+    /// Whether `uid` was released here recently: within the validity
+    /// before `now` (the call's clock reading), or during a quarantine
+    /// whose record is still kept (a validity after it ended). A lock or a
+    /// wait for it was overtaken by its release.
+    fn was_released(&self, uid: &str, now: Instant) -> bool {
+        self.released.contains_at(uid, now) || self.ended.holds(uid)
     }
 
     /// Refreshes every entry of `args.uid`.
@@ -736,7 +739,7 @@ impl LocalLocker {
             if free
                 && !missing.is_empty()
                 && self.ended.may_recreate(end, &args.uid)
-                && !self.released.contains(&args.uid)
+                && !self.released.contains_at(&args.uid, now)
             {
                 for &pos in &missing {
                     set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);

@@ -112,7 +112,7 @@ impl LocalLocker {
             }
             // Overtaken by its own release (a waiter's re-check that came
             // after it gave up or let go): no place, no grant.
-            if self.was_released(&args.uid) {
+            if self.was_released(&args.uid, now) {
                 return Ok(WaitReply::Refused);
             }
             // The grant or the place below replaces the same waiter's
