@@ -7,7 +7,8 @@
 //! reported, as long as any runtime that holds one of the locks is alive
 //! and driven, whichever runtime locked first and whether or not that one
 //! still exists". A straggler's grant that arrives after the win is part
-//! of the lock (src/lock/round.rs keeps it and refreshes it).
+//! of the lock (src/lock/round.rs records it; tests/core/faults.rs
+//! `late_grants_after_a_won_round_are_kept_until_unlock` holds it to that).
 //!
 //! What happens instead: three lockers; locker 2 applies the lock at once
 //! but its reply takes 3 s. `try_lock` on runtime A wins with lockers 0
