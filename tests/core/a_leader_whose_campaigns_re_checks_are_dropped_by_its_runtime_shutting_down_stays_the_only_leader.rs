@@ -90,7 +90,10 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
     });
     late.store(false, Ordering::SeqCst);
     let in_flight = delayed.load(Ordering::SeqCst);
-    assert!(in_flight >= 3, "b's re-checks are on their way: {in_flight}");
+    assert!(
+        in_flight >= 3,
+        "b's re-checks are on their way: {in_flight}"
+    );
     main.block_on(async { a_lead.resign().await.unwrap() });
     let b_lead = rt_a
         .block_on(async { tokio::time::timeout(Duration::from_secs(2), campaign).await })
@@ -98,7 +101,11 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
         .expect("the campaign task ends")
         .expect("b leads");
     let uid = b_lead.uid().to_string();
-    assert_eq!(holding(cluster.lockers(), &uid), [true, true, true], "b holds every locker");
+    assert_eq!(
+        holding(cluster.lockers(), &uid),
+        [true, true, true],
+        "b holds every locker"
+    );
 
     let rt_b = runtime();
     let lost = rt_b.block_on(async {

@@ -86,7 +86,10 @@ fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_e
     });
     late.store(false, Ordering::SeqCst);
     let in_flight = delayed.load(Ordering::SeqCst);
-    assert!(in_flight >= 3, "w's re-checks are on their way: {in_flight}");
+    assert!(
+        in_flight >= 3,
+        "w's re-checks are on their way: {in_flight}"
+    );
     main.block_on(async { held_x.unlock().await.unwrap() });
     let guard = a
         .block_on(async { tokio::time::timeout(Duration::from_secs(2), wait).await })
