@@ -76,7 +76,10 @@ fn a_lock_future_dropped_outside_a_runtime_after_its_runtime_ended_leaves_no_gra
     let mut locking = Box::pin(mutex.try_lock());
     let polled = acquiring
         .block_on(async { tokio::time::timeout(Duration::from_millis(200), &mut locking).await });
-    assert!(polled.is_err(), "no quorum yet: two replies are on their way");
+    assert!(
+        polled.is_err(),
+        "no quorum yet: two replies are on their way"
+    );
     assert_eq!(
         holding_x(&cluster),
         [true, true, true],

@@ -39,7 +39,8 @@ fn holding_x(cluster: &TestCluster) -> Vec<bool> {
 }
 
 #[test]
-fn a_lock_future_dropped_outside_a_runtime_while_its_runtime_is_idle_undoes_grants_still_on_their_way() {
+fn a_lock_future_dropped_outside_a_runtime_while_its_runtime_is_idle_undoes_grants_still_on_their_way(
+) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let lockers: Vec<Arc<dyn NetLocker>> = cluster
@@ -72,7 +73,10 @@ fn a_lock_future_dropped_outside_a_runtime_while_its_runtime_is_idle_undoes_gran
     let mut locking = Box::pin(mutex.try_lock());
     let polled = acquiring
         .block_on(async { tokio::time::timeout(Duration::from_millis(200), &mut locking).await });
-    assert!(polled.is_err(), "no quorum yet: two replies are on their way");
+    assert!(
+        polled.is_err(),
+        "no quorum yet: two replies are on their way"
+    );
     assert_eq!(
         holding_x(&cluster),
         [true, true, true],

@@ -139,7 +139,9 @@ fn a_lost_lock_declared_on_a_runtime_idle_since_is_freed_once_its_holder_unlocks
     );
     let left = wait_until_freed(&cluster, &uid, Duration::from_millis(1000));
     let at = seen.elapsed();
-    eprintln!("{at:?} after the loss, with the declaring runtime idle: lockers holding the uid {left:?}");
+    eprintln!(
+        "{at:?} after the loss, with the declaring runtime idle: lockers holding the uid {left:?}"
+    );
     assert!(
         at < Duration::from_millis(4500),
         "checked before the lockers could expire the entry: {at:?}"

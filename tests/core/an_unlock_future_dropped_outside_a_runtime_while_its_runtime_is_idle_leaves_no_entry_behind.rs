@@ -61,10 +61,12 @@ fn an_unlock_future_dropped_outside_a_runtime_while_its_runtime_is_idle_leaves_n
         .set_hang(true, &[1, 2])
         .expect("nodes 1 and 2 exist");
     let mut unlocking = Box::pin(guard.unlock());
-    let polled = acquiring.block_on(async {
-        tokio::time::timeout(Duration::from_millis(200), &mut unlocking).await
-    });
-    assert!(polled.is_err(), "no quorum confirmed yet: nodes 1 and 2 hang");
+    let polled = acquiring
+        .block_on(async { tokio::time::timeout(Duration::from_millis(200), &mut unlocking).await });
+    assert!(
+        polled.is_err(),
+        "no quorum confirmed yet: nodes 1 and 2 hang"
+    );
     // Dropped outside any runtime; runtime X lives on, idle.
     drop(unlocking);
     let dropped = Instant::now();

@@ -7,8 +7,8 @@ mod common;
 #[path = "../runtime_support/mod.rs"]
 mod runtime_support;
 
-mod a_campaign_with_a_deadline;
 mod a_campaign_cut_short_by_its_runtime_shutting_down_leaves_no_grant_behind;
+mod a_campaign_with_a_deadline;
 mod a_cancelled_campaign_leaves_no_grant_behind_its_late_re_check;
 mod a_confirmed_unlock_leaves_no_entry_where_a_late_refresh_reaches_a_locker_that_refused_the_grant;
 mod a_confirmed_unlock_leaves_no_entry_where_a_refresh_reached_a_locker_whose_refusal_was_still_on_its_way;
