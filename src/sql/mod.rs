@@ -235,8 +235,9 @@ impl SqlLocker {
         // once the URL's parameters are known to be the driver's (parsing
         // others, the driver logs them, values and all).
         #[cfg(feature = "postgres")]
-        if let Some(options) = url
-            .starts_with("postgres")
+        // The backend the URL was classified as: its scheme without case,
+        // as the driver reads it (`POSTGRES://` too).
+        if let Some(options) = (backend == Backend::Postgres)
             .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
             .flatten()
         {
