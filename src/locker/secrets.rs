@@ -81,11 +81,33 @@ pub(crate) fn remember(secret: &[u8]) {
 /// (`user:password@`) or in a query parameter whose name holds `pass`
 /// (`password`, `pass`, `passwd`, `sslpassword`), read as written,
 /// percent-decoded and form-decoded (`+` a space), as drivers read it.
+///
+/// The drivers parse the URL with the `url` crate, which (as WHATWG URL
+/// parsing does) cuts leading and trailing C0 controls and spaces and
+/// removes every ASCII tab, line feed and carriage return: the password
+/// sent is read from the URL so cleaned, which is remembered too.
 #[cfg_attr(
     not(any(feature = "redis", feature = "postgres", feature = "mysql")),
     allow(dead_code)
 )]
 pub(crate) fn remember_url(url: &str) {
+    remember_url_as_written(url);
+    let cleaned: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    if cleaned != url {
+        remember_url_as_written(&cleaned);
+    }
+}
+
+/// [`remember_url`] for `url` as it is.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
+fn remember_url_as_written(url: &str) {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     // Up to the last `@` before the query: a password may hold `/` or `#`
     // unencoded, while an `@` in the query (`application_name=ops@batch`)
@@ -427,6 +449,16 @@ mod tests {
         remember(b"4be1d\"a07c3\\52e86");
         let shown = format!("{:?}", "4be1d\"a07c3\\52e86");
         assert_eq!(mask(&shown), "\"***\"");
+    }
+
+    #[test]
+    fn a_url_password_is_remembered_as_the_url_parser_reads_it_too() {
+        // Tabs, line feeds and carriage returns are removed anywhere, C0
+        // controls and spaces cut at the ends, as the `url` crate does.
+        remember_url("redis://app:Tabbed1\tpass\r\nword-unit@h:6379");
+        assert_eq!(mask("got Tabbed1password-unit"), "got ***");
+        remember_url(" postgres://h/l?password=Trailing-unit-5 \n");
+        assert_eq!(mask("got Trailing-unit-5."), "got ***.");
     }
 
     #[test]
