@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::table::Name;
 use super::LocalLocker;
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};
@@ -40,53 +39,7 @@ impl NetLocker for LocalLocker {
     }
 
     async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        args.validate_text()?;
-        match (args.uid.is_empty(), args.resources.is_empty()) {
-            (true, true) => Err(Error::invalid(
-                "force_unlock needs a uid, resource names, or both",
-            )),
-            (false, true) => {
-                let now = self.clock.now();
-                self.note_ended(&args.uid, true, now);
-                let mut freed = Vec::new();
-                let removed = self
-                    .shards
-                    .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
-                self.promote(freed, self.clock.now());
-                if removed && self.boards.in_use() {
-                    self.revalidate_boards(None, self.clock.now(), false);
-                }
-                Ok(removed)
-            }
-            (false, false) => self.release(args, None),
-            (true, false) => {
-                args.validate_resources()?;
-                let now = self.clock.now();
-                let mut freed = Vec::new();
-                let removed = self.shards.with(&args.resources, |set| {
-                    let (mut removed, mut cleared) = (false, Vec::new());
-                    for pos in 0..args.resources.len() {
-                        removed |= set.shard(pos).clear(
-                            Name::new(&args.resources, pos),
-                            &mut freed,
-                            &mut cleared,
-                        );
-                    }
-                    // Their late refreshes must not bring them back; a
-                    // later holder of these names may be re-created.
-                    // Noted under the same shard locks as the removal.
-                    for uid in &cleared {
-                        self.note_ended(uid, true, now);
-                    }
-                    removed
-                });
-                self.promote(freed, self.clock.now());
-                if removed && self.boards.in_use() {
-                    self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
-                }
-                Ok(removed)
-            }
-        }
+        self.force_unlock_as(args, true)
     }
 
     async fn lock_wait(

@@ -5,6 +5,7 @@ mod boards;
 mod config;
 mod contract;
 mod ended;
+mod forcing;
 mod listing;
 pub(crate) mod released;
 #[cfg(feature = "net")]
@@ -645,10 +646,21 @@ impl LocalLocker {
     /// Removes the entries of `args.uid` held in `mode` (any mode when
     /// `None`), and its places in line. Returns whether an entry was removed.
     fn release(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
+        // Without a mode, forced open by uid and names.
+        self.release_as(args, mode, mode.is_none())
+    }
+
+    /// As [`release`](Self::release), the uid noted as forced open only
+    /// when `forced` (see [`note_ended`](Self::note_ended)).
+    fn release_as(
+        &self,
+        args: &LockArgs,
+        mode: Option<LockMode>,
+        forced: bool,
+    ) -> Result<bool, Error> {
         let removed = self.with_shards(args, |set, now, freed| {
-            // The arguments are valid here, and the shards locked. Without
-            // a mode, forced open by uid and names.
-            self.note_ended(&args.uid, mode.is_none(), now);
+            // The arguments are valid here, and the shards locked.
+            self.note_ended(&args.uid, forced, now);
             let mut removed = false;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);

@@ -81,11 +81,33 @@ pub(crate) fn remember(secret: &[u8]) {
 /// (`user:password@`) or in a query parameter whose name holds `pass`
 /// (`password`, `pass`, `passwd`, `sslpassword`), read as written,
 /// percent-decoded and form-decoded (`+` a space), as drivers read it.
+///
+/// The drivers parse the URL with the `url` crate, which (as WHATWG URL
+/// parsing does) cuts leading and trailing C0 controls and spaces and
+/// removes every ASCII tab, line feed and carriage return: the password
+/// sent is read from the URL so cleaned, which is remembered too.
 #[cfg_attr(
     not(any(feature = "redis", feature = "postgres", feature = "mysql")),
     allow(dead_code)
 )]
 pub(crate) fn remember_url(url: &str) {
+    remember_url_as_written(url);
+    let cleaned: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    if cleaned != url {
+        remember_url_as_written(&cleaned);
+    }
+}
+
+/// [`remember_url`] for `url` as it is.
+#[cfg_attr(
+    not(any(feature = "redis", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
+fn remember_url_as_written(url: &str) {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     // Up to the last `@` before the query: a password may hold `/` or `#`
     // unencoded, while an `@` in the query (`application_name=ops@batch`)
@@ -159,6 +181,85 @@ pub(crate) fn remember_pgpass(host: &str, port: u16, database: Option<&str>, use
     if let Some(home) = home {
         pgpass_file(&home.join(".pgpass"), wanted);
     }
+}
+
+/// Remembers, for every line of PostgreSQL's password files (`PGPASSFILE`
+/// and `~/.pgpass`, whichever exist) that the driver could take for
+/// malformed, whatever connection it looks up, what the driver's warning
+/// would show of it past the fields matched: the text after its last
+/// unescaped `:` (or the whole line without one), as
+/// [`remember_pgpass`] does for the lines that connection reaches. Called
+/// before any parse of a URL by the driver, each of which may read the
+/// file and log such a line; this reading logs nothing. At most
+/// [`MALFORMED_KEPT`] lines per file; a path that is not a regular file
+/// (a pipe) is not read.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn remember_pgpass_malformed() {
+    if let Some(path) = std::env::var_os("PGPASSFILE") {
+        pgpass_file_malformed(std::path::Path::new(&path));
+    }
+    // What the driver's `home::home_dir` calls on Unix.
+    #[allow(deprecated)]
+    let home = std::env::home_dir();
+    if let Some(home) = home {
+        pgpass_file_malformed(&home.join(".pgpass"));
+    }
+}
+
+/// [`remember_pgpass_malformed`] for the file at `path`.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn pgpass_file_malformed(path: &std::path::Path) {
+    use std::io::BufRead;
+
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return;
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    let mut malformed = 0;
+    while malformed < MALFORMED_KEPT {
+        line.clear();
+        // As the driver: the end of the file, or a line that cannot be
+        // read (not UTF-8, say), ends the file.
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let text = match line.strip_suffix('\n') {
+            Some(text) => text.strip_suffix('\r').unwrap_or(text),
+            None => &line,
+        };
+        // Any line the driver calls malformed for some connection: one
+        // with fewer than the four fields before a password.
+        if let Some(rest) = pgpass_malformed_rest(text) {
+            malformed += 1;
+            remember_pgpass_text(rest);
+        }
+    }
+}
+
+/// What the driver's warning would show past the matched fields if
+/// `line` is malformed for some connection (fewer than four fields before
+/// its password; see [`pgpass_line`]): the text after its last `:`.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn pgpass_malformed_rest(line: &str) -> Option<&str> {
+    if matches!(line.trim_start().chars().next(), None | Some('#')) {
+        return None;
+    }
+    let mut rest = line;
+    for _ in 0..4 {
+        match pgpass_field(rest) {
+            Some((_, after)) => rest = after,
+            None => return Some(rest),
+        }
+    }
+    None
 }
 
 /// The most malformed lines of one password file whose rests are
@@ -430,6 +531,16 @@ mod tests {
     }
 
     #[test]
+    fn a_url_password_is_remembered_as_the_url_parser_reads_it_too() {
+        // Tabs, line feeds and carriage returns are removed anywhere, C0
+        // controls and spaces cut at the ends, as the `url` crate does.
+        remember_url("redis://app:Tabbed1\tpass\r\nword-unit@h:6379");
+        assert_eq!(mask("got Tabbed1password-unit"), "got ***");
+        remember_url(" postgres://h/l?password=Trailing-unit-5 \n");
+        assert_eq!(mask("got Trailing-unit-5."), "got ***.");
+    }
+
+    #[test]
     fn passwords_are_taken_from_user_information_and_query_parameters() {
         remember_url("postgres://app:Pa%2Fss-url-unit@db/locks?sslpassword=Key-unit-1234");
         assert_eq!(mask("got Pa/ss-url-unit"), "got ***");
@@ -478,5 +589,18 @@ mod tests {
             pgpass_line("db:5432:secret-rest", wanted),
             PgpassLine::Malformed("secret-rest")
         ));
+        // Read before any connection is known: whatever a connection's
+        // fields, what the driver would show past them.
+        assert_eq!(
+            pgpass_malformed_rest("db:5432:secret-rest"),
+            Some("secret-rest")
+        );
+        assert_eq!(pgpass_malformed_rest(r"x\:y:r\:est"), Some(r"r\:est"));
+        assert_eq!(
+            pgpass_malformed_rest("no-colon-at-all"),
+            Some("no-colon-at-all")
+        );
+        assert_eq!(pgpass_malformed_rest("*:*:*:*:pass:word"), None);
+        assert_eq!(pgpass_malformed_rest(" # h:p"), None);
     }
 }

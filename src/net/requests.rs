@@ -345,7 +345,9 @@ impl Session<'_> {
         tracing::debug!(%uid, "grant raced its own release; undone");
         // By uid and resources, whatever the mode. Afterwards none of these
         // entries exists, whoever removed them, so the charge goes too.
-        let _ = self.server.locker.force_unlock(args).await;
+        // Noted as released, not forced: it is the uid's own release that
+        // this undoes the grant for, and no admin forced anything.
+        let _ = self.server.locker.force_unlock_as(args, false);
         self.server.ledger.release(&args.uid, Some(&args.resources));
     }
 
@@ -356,9 +358,14 @@ impl Session<'_> {
             Ok(args) => args,
             Err(reply) => return reply,
         };
+        // Only the admin's forces are kept apart from the releases, where no
+        // flood of releases reaches them. A client may force open a uid it
+        // names, but that is no more than a release of that uid: recorded
+        // as forced, a flood of them would push the admin's forced uids out.
+        let admin = self.role == Role::Admin;
         match kind {
-            Kind::Force => self.server.released().remember_forced(&args.uid),
-            Kind::Read | Kind::Write => self.server.released().remember(&args.uid),
+            Kind::Force if admin => self.server.released().remember_forced(&args.uid),
+            Kind::Force | Kind::Read | Kind::Write => self.server.released().remember(&args.uid),
         }
         let locker = &*self.server.locker;
         // Forced open by name: whoever held these names loses them, and
@@ -370,7 +377,7 @@ impl Session<'_> {
         let result = match kind {
             Kind::Write => locker.unlock(&args).await,
             Kind::Read => locker.runlock(&args).await,
-            Kind::Force => locker.force_unlock(&args).await,
+            Kind::Force => locker.force_unlock_as(&args, admin),
         };
         // A release also ends the uid's place in line, in any mode.
         let place = if args.uid.is_empty() {

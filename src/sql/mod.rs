@@ -221,6 +221,16 @@ impl SqlLocker {
             config.table_prefix,
             &uuid::Uuid::new_v4().simple().to_string()[..16]
         );
+        // Every parse of the URL by the PostgreSQL driver (below, in
+        // `Store::new` and for the password file's line) reads the password
+        // file when the URL gives no password, and logs a malformed line
+        // of it whole at WARN: those lines are remembered first, by a
+        // reading of our own that logs nothing, and the parses run within
+        // the locker's masking.
+        #[cfg(feature = "postgres")]
+        if backend == Backend::Postgres {
+            crate::locker::secrets::remember_pgpass_malformed();
+        }
         let (notices, local) = tokio::sync::mpsc::unbounded_channel();
         let store = Store::new(
             url,
@@ -235,9 +245,14 @@ impl SqlLocker {
         // once the URL's parameters are known to be the driver's (parsing
         // others, the driver logs them, values and all).
         #[cfg(feature = "postgres")]
-        if let Some(options) = url
-            .starts_with("postgres")
-            .then(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
+        // The backend the URL was classified as: its scheme without case,
+        // as the driver reads it (`POSTGRES://` too).
+        if let Some(options) = (backend == Backend::Postgres)
+            .then(|| {
+                store
+                    .masking
+                    .run(|| url.parse::<sqlx::postgres::PgConnectOptions>().ok())
+            })
             .flatten()
         {
             crate::locker::secrets::remember_pgpass(

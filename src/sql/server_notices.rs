@@ -84,6 +84,35 @@ impl Masking {
             masking: self.clone(),
         }
     }
+
+    /// `f`, run with this dispatcher as the thread's default, as a poll of
+    /// [`scope`](Self::scope) is: for what drives the driver without a
+    /// future (its parse of the URL, which may read the password file and
+    /// log a malformed line of it). What it held is logged, masked, once
+    /// `f` returns.
+    pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        let Some(dispatch) = &self.dispatch else {
+            return f();
+        };
+        // No tracing dispatcher was ever set: events go to the `log`
+        // crate's logger, if any (tracing's `log` feature), and setting one
+        // here, even for a poll, would end that for the whole process.
+        if !tracing::dispatcher::has_been_set() {
+            return f();
+        }
+        // The application's dispatcher now, whatever it was when the
+        // locker was made. Within another locker's scope already (a call
+        // made from a call), that one masks and holds.
+        let app = tracing::dispatcher::get_default(Dispatch::clone);
+        if app.is::<Notices>() {
+            return f();
+        }
+        let before = APP.with(|cell| cell.replace(Some(app)));
+        let result = tracing::dispatcher::with_default(dispatch, f);
+        APP.with(|cell| *cell.borrow_mut() = before);
+        self.held.log();
+        result
+    }
 }
 
 /// A future whose polls see the masking dispatcher: see [`Masking::scope`].
@@ -98,27 +127,7 @@ impl<F: Future> Future for Masked<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
         let fut = &mut this.fut;
-        let Some(dispatch) = &this.masking.dispatch else {
-            return fut.as_mut().poll(cx);
-        };
-        // No tracing dispatcher was ever set: events go to the `log`
-        // crate's logger, if any (tracing's `log` feature), and setting one
-        // here, even for a poll, would end that for the whole process.
-        if !tracing::dispatcher::has_been_set() {
-            return fut.as_mut().poll(cx);
-        }
-        // The application's dispatcher now, whatever it was when the
-        // locker was made. Within another locker's scope already (a call
-        // made from a call), that one masks and holds.
-        let app = tracing::dispatcher::get_default(Dispatch::clone);
-        if app.is::<Notices>() {
-            return fut.as_mut().poll(cx);
-        }
-        let before = APP.with(|cell| cell.replace(Some(app)));
-        let result = tracing::dispatcher::with_default(dispatch, || fut.as_mut().poll(cx));
-        APP.with(|cell| *cell.borrow_mut() = before);
-        this.masking.held.log();
-        result
+        this.masking.run(|| fut.as_mut().poll(cx))
     }
 }
 

@@ -137,7 +137,11 @@ impl Store {
         // parameter it does not know, key and value, and either may be a
         // piece of a password.
         check_parameters(&options, backend)?;
-        let server = Server::of(&options, backend, &endpoint)?;
+        // The driver's parse may read the password file and log a
+        // malformed line of it whole: within the locker's masking, as its
+        // calls are (the caller remembered those lines before).
+        let masking = Masking::new(&endpoint, backend == Backend::Postgres);
+        let server = masking.run(|| Server::of(&options, backend, &endpoint))?;
         let started_ms = Arc::new(AtomicI64::new(0));
         let setup =
             dialect.session_setup(u64::try_from(call_timeout.as_millis()).unwrap_or(u64::MAX));
@@ -208,7 +212,6 @@ impl Store {
             })
             .connect_lazy_with(options);
         let fast = std::sync::Mutex::new(fast::Calls::none());
-        let masking = Masking::new(&endpoint, backend == Backend::Postgres);
         Ok(Store {
             pool,
             masking,

@@ -3,7 +3,10 @@
 //! for the tests that check a password quoted back is never shown. It
 //! speaks just enough of the protocol: declines TLS, asks for a cleartext
 //! password, refuses it. One thread, a bounded number of connections,
-//! every read bounded in time.
+//! every read bounded in time. Not every test that includes it uses all
+//! of it.
+
+#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,0 +1,67 @@
+//! Forcing entries open on behalf of the lock server, which tells an
+//! admin's force (kept apart from releases, see `released.rs`) from a
+//! client's force of its own uid (an ordinary release).
+
+use crate::local::table::Name;
+use crate::local::LocalLocker;
+use crate::{Error, LockArgs};
+
+impl LocalLocker {
+    /// Forces open what `args` names, as
+    /// [`force_unlock`](crate::NetLocker::force_unlock) does, but notes a
+    /// uid it names as forced open (kept apart from the releases, where no
+    /// flood of releases reaches it) only when `forced`; otherwise as an
+    /// ordinary release. A lock server passes `forced` only for its admin:
+    /// a client's force of a uid is no more than a release of it, and must
+    /// not push the admin's forced uids out of their record. The holders of
+    /// names forced open by name (admin only) are always noted as forced.
+    pub(crate) fn force_unlock_as(&self, args: &LockArgs, forced: bool) -> Result<bool, Error> {
+        args.validate_text()?;
+        match (args.uid.is_empty(), args.resources.is_empty()) {
+            (true, true) => Err(Error::invalid(
+                "force_unlock needs a uid, resource names, or both",
+            )),
+            (false, true) => {
+                let now = self.clock.now();
+                self.note_ended(&args.uid, forced, now);
+                let mut freed = Vec::new();
+                let removed = self
+                    .shards
+                    .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
+                self.promote(freed, self.clock.now());
+                if removed && self.boards.in_use() {
+                    self.revalidate_boards(None, self.clock.now(), false);
+                }
+                Ok(removed)
+            }
+            (false, false) => self.release_as(args, None, forced),
+            (true, false) => {
+                args.validate_resources()?;
+                let now = self.clock.now();
+                let mut freed = Vec::new();
+                let removed = self.shards.with(&args.resources, |set| {
+                    let (mut removed, mut cleared) = (false, Vec::new());
+                    for pos in 0..args.resources.len() {
+                        removed |= set.shard(pos).clear(
+                            Name::new(&args.resources, pos),
+                            &mut freed,
+                            &mut cleared,
+                        );
+                    }
+                    // Their late refreshes must not bring them back; a
+                    // later holder of these names may be re-created.
+                    // Noted under the same shard locks as the removal.
+                    for uid in &cleared {
+                        self.note_ended(uid, true, now);
+                    }
+                    removed
+                });
+                self.promote(freed, self.clock.now());
+                if removed && self.boards.in_use() {
+                    self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
+                }
+                Ok(removed)
+            }
+        }
+    }
+}
