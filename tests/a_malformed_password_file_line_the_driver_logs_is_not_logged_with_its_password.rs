@@ -24,7 +24,6 @@
 //! refuses the login; the break is in the logs before any byte is sent.
 #![cfg(feature = "postgres")]
 
-#[allow(dead_code)]
 #[path = "sql_support/fake_postgres.rs"]
 mod fake_postgres;
 #[path = "log_capture/mod.rs"]
