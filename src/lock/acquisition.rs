@@ -448,6 +448,22 @@ impl Acquisition {
         })
     }
 
+    /// A call to locker `index` that may have been applied (a lock, a wait,
+    /// an unlock) was dropped in flight. Returns whether its unlock must be
+    /// sent now: the acquisition is released. Otherwise it is held (a won
+    /// round's straggler, a re-check of a won wait) and the locker may
+    /// hold what the lock counts on: the release plan will target it.
+    pub(crate) fn call_dropped(&self, index: usize) -> bool {
+        let mut slots = self.slots();
+        let released = slots.released;
+        if let Some(slot) = slots.slots.get_mut(index) {
+            if slot.answer != Some(Answer::Granted) {
+                slot.answer = Some(Answer::Failed);
+            }
+        }
+        released
+    }
+
     /// Whether a release has begun.
     pub(crate) fn is_released(&self) -> bool {
         self.slots().released

@@ -12,7 +12,7 @@ use crate::lock::acquisition::Acquisition;
 use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
 use crate::lock::own_runtime::on_own_runtime;
-use crate::lock::refresh::{clean_up_after_holder, declare_lost};
+use crate::lock::refresh::{clean_up_after_holder, clean_up_now, note_lost};
 use crate::lock::release::{release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
@@ -69,18 +69,14 @@ impl Held {
         let here = Handle::try_current();
         if self.signal.check() {
             if registered {
-                // No lane saw the deadline pass: clean up as a lane would,
-                // here, or outside any runtime on the coordinator's own
-                // (the acquiring runtime may be gone).
-                let (state, signal) = (self.state.clone(), self.signal.clone());
-                let handle =
-                    crate::lock::own_runtime::background(&state.coord.own_runtime, &self.handle);
-                declare_lost(&state, &signal, LossCause::RefreshMissed, &handle);
-            } else {
-                // A lane declared it: its clean-up task may sit on a
-                // runtime that is idle or gone.
-                clean_up_after_holder(&self.state, &self.signal, &self.handle);
+                // No lane saw the deadline pass: declare it as a lane would.
+                note_lost(&self.state, &self.signal, LossCause::RefreshMissed);
             }
+            // The holder has let go: the entries go now, here (outside any
+            // runtime on the coordinator's own), unless the lane's clean-up
+            // has begun; a lane's task may sit on a runtime that is idle or
+            // gone.
+            clean_up_now(&self.state, &self.signal).await;
             return Err(Error::LockLost);
         }
         if here.is_ok() {

@@ -117,6 +117,13 @@ pub(crate) fn declare_lost(
     cause: LossCause,
     handle: &Handle,
 ) {
+    note_lost(state, signal, cause);
+    spawn_cleanup(state, signal, handle);
+}
+
+/// Tells the holder and stops future releases from counting this lock,
+/// leaving the clean-up to the caller.
+pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &LossSignal, cause: LossCause) {
     let why = match cause {
         LossCause::RefreshMissed => "no quorum confirmed a refresh before the holder's deadline",
         LossCause::NotFound => {
@@ -127,6 +134,11 @@ pub(crate) fn declare_lost(
     state.coord.telemetry.lost(cause);
     signal.declare();
     state.begin_release();
+}
+
+/// Removes what is left of a lost lock once the safety margin has passed,
+/// or at once when its holder lets go.
+fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, handle: &Handle) {
     // The entries are removed only after the safety margin, as expiry would:
     // freeing them at once would let another client in (a reader, when the
     // holder still reaches half of an even cluster) before the holder has
@@ -137,29 +149,85 @@ pub(crate) fn declare_lost(
     let state = state.clone();
     let signal = signal.clone();
     let declared = state.coord.clock.now();
-    let owed = CleanupOwed {
+    let mut owed = CleanupOwed {
         state: state.clone(),
         signal: signal.clone(),
         not_before: after(declared, state.coord.lease.safety_margin),
         declared,
         armed: true,
+        claimed: false,
     };
     handle.spawn(async move {
         tokio::select! {
             () = state.coord.clock.sleep(state.coord.lease.safety_margin) => {}
             () = signal.holder_gone() => {}
         }
-        owed.settled();
         // Counted among the outstanding releases from here, not while it
         // waits: a holder that lets go does the clean-up itself if this
         // task has not begun it (`clean_up_after_holder`), counted, so a
         // task left on a runtime no longer driven holds nothing up.
         let counted = state.coord.outstanding.begin();
         if signal.claim_cleanup() {
+            // Ours now: cut short, it queues its unlocks.
+            owed.claimed = true;
             force_release(state).await;
         }
+        owed.settled();
         drop(counted);
     });
+}
+
+/// The clean-up of a lost lock whose holder let go, owed from now (due at
+/// once): `None` when another has claimed it.
+fn claim_after_holder(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) -> Option<CleanupOwed> {
+    if !signal.claim_cleanup() {
+        // Begun, or queued (its task dropped): the queue's unlocks are now
+        // due; send them.
+        crate::lock::release::kick_queued(&state.coord);
+        return None;
+    }
+    let now = state.coord.clock.now();
+    Some(CleanupOwed {
+        state: state.clone(),
+        signal: signal.clone(),
+        not_before: now,
+        declared: now,
+        armed: true,
+        claimed: true,
+    })
+}
+
+/// [`clean_up_after_holder`], waited for: by an `unlock()` that found its
+/// lock lost, so that the entries are gone (or their unlocks queued) when
+/// it returns. Outside any runtime it runs on the coordinator's own.
+///
+/// Cancel safe: dropped, what it had not done is queued (`CleanupOwed`).
+pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) {
+    let Some(owed) = claim_after_holder(state, signal) else {
+        return;
+    };
+    let counted = state.coord.outstanding.begin();
+    let cleaned = state.clone();
+    let work = async move {
+        force_release(cleaned).await;
+        owed.settled();
+        drop(counted);
+    };
+    if Handle::try_current().is_ok() {
+        work.await;
+        return;
+    }
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
+    let spawned =
+        crate::lock::own_runtime::on_own_runtime(&state.coord.own_runtime, move |_| async move {
+            work.await;
+            let _ = done.send(());
+        });
+    // Without a runtime for it, `work` was dropped unrun and its unlocks
+    // are queued.
+    if spawned.is_ok() {
+        let _ = finished.await;
+    }
 }
 
 /// Removes what is left of a lost lock once its holder let go, unless the
@@ -169,20 +237,18 @@ pub(crate) fn declare_lost(
 /// stopped the work the lock protected.
 pub(crate) fn clean_up_after_holder(
     state: &Arc<Acquisition>,
-    signal: &LossSignal,
+    signal: &Arc<LossSignal>,
     fallback: &Handle,
 ) {
-    if !signal.claim_cleanup() {
-        // Begun, or queued (its task dropped): the queue's unlocks are now
-        // due; send them.
-        crate::lock::release::kick_queued(&state.coord);
+    let Some(owed) = claim_after_holder(state, signal) else {
         return;
-    }
+    };
     let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, fallback);
     let counted = state.coord.outstanding.begin();
     let state = state.clone();
     handle.spawn(async move {
         force_release(state).await;
+        owed.settled();
         drop(counted);
     });
 }
@@ -198,6 +264,9 @@ struct CleanupOwed {
     not_before: Instant,
     declared: Instant,
     armed: bool,
+    /// Whether its holder claimed the clean-up already; otherwise its drop
+    /// claims it, unless another has.
+    claimed: bool,
 }
 
 impl CleanupOwed {
@@ -208,7 +277,7 @@ impl CleanupOwed {
 
 impl Drop for CleanupOwed {
     fn drop(&mut self) {
-        if !self.armed || !self.signal.claim_cleanup() {
+        if !self.armed || !(self.claimed || self.signal.claim_cleanup()) {
             return;
         }
         let coord = &self.state.coord;

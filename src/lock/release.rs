@@ -108,7 +108,10 @@ impl Owed {
 
 impl Drop for Owed {
     fn drop(&mut self) {
-        if self.armed {
+        // Only once the acquisition is released: a call of a lock that is
+        // held (a won round's straggler, a won wait's re-check) may renew
+        // what the lock counts on, and its release will target it.
+        if self.armed && self.state.call_dropped(self.index) {
             // Drained on the coordinator's own runtime: the current one, if
             // any, may be the one shutting down and dropping this.
             let coord = &self.state.coord;

@@ -88,7 +88,7 @@ fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that
     );
     let b = runtime();
     b.block_on(async {
-        let _ = guard.lost();
+        drop(guard.lost());
         tokio::time::sleep(Duration::from_millis(10)).await;
     });
     a.shutdown_timeout(Duration::from_secs(1));

@@ -107,7 +107,7 @@ fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_e
     // runs there. A, where it was acquired, shuts down.
     let b = runtime();
     let lost = b.block_on(async {
-        let _ = guard.lost();
+        drop(guard.lost());
         tokio::time::sleep(Duration::from_millis(10)).await;
         guard.is_lost()
     });
