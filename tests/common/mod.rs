@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use quorum_lock::{
-    Dsync, DsyncBuilder, Error, LocalLocker, LockArgs, LockInfo, NetLocker, Observer,
+    Dsync, DsyncBuilder, Error, LocalLocker, LockArgs, LockInfo, NetLocker, Observer, WriteGuard,
 };
 
 /// Cluster sizes every behaviour is checked against: the degenerate single
@@ -292,6 +292,34 @@ pub fn holding(nodes: &[Arc<LocalLocker>], uid: &str) -> Vec<bool> {
 /// Whether `node` holds an entry for `uid`.
 pub fn holds(node: &LocalLocker, uid: &str) -> bool {
     node.snapshot().iter().any(|e| e.uid == uid)
+}
+
+/// `ds` write-locks "x" with `try_lock`, within 5 s: every locker is
+/// expected to grant.
+pub async fn try_lock_x(ds: &Dsync) -> WriteGuard {
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        ds.rw_mutex(["x"]).unwrap().try_lock(),
+    )
+    .await
+    .expect("in time")
+    .expect("all three grant")
+}
+
+/// Unlocks `guard` from a plain thread, outside any runtime (a blocking
+/// task of the current runtime waits for that thread), within 10 s.
+pub async fn unlock_on_a_plain_thread(guard: WriteGuard) -> Result<(), Error> {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || {
+            std::thread::spawn(move || futures::executor::block_on(guard.unlock()))
+                .join()
+                .expect("the unlocking thread ends")
+        }),
+    )
+    .await
+    .expect("the unlock returns in time")
+    .expect("the blocking task ends")
 }
 
 /// Lets every background release finish (in virtual time), then checks that

@@ -33,15 +33,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Locks "x" on three lockers from runtime `acquiring`.
 fn lock_on(acquiring: &tokio::runtime::Runtime, ds: &Dsync) -> WriteGuard {
-    acquiring.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["x"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant")
-    })
+    acquiring.block_on(async { crate::common::try_lock_x(ds).await })
 }
 
 /// The guard is taken on a runtime that is then shut down, and dropped on

@@ -73,13 +73,7 @@ fn lost_on_a_runtime_gone_since() -> (TestCluster, Dsync, WriteGuard, std::time:
         .build()
         .expect("a runtime");
     let guard = acquiring.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["x"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = crate::common::try_lock_x(&ds).await;
         let forced = LockArgs {
             uid: "".into(),
             resources: vec!["x".to_string()].into(),

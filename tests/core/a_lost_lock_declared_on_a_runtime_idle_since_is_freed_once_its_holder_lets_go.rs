@@ -76,13 +76,7 @@ fn lost_on_a_runtime_idle_since() -> (
         .build()
         .expect("a runtime");
     let (guard, seen) = acquiring.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["x"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = crate::common::try_lock_x(&ds).await;
         let forced = LockArgs {
             uid: "".into(),
             resources: vec!["x".to_string()].into(),

@@ -69,13 +69,7 @@ fn a_lost_lock_dropped_on_a_runtime_shutting_down_leaves_no_entry_behind() {
         .build()
         .expect("a runtime");
     let uid = x.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["x"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = crate::common::try_lock_x(&ds).await;
         let forced = LockArgs {
             uid: "".into(),
             resources: vec!["x".to_string()].into(),

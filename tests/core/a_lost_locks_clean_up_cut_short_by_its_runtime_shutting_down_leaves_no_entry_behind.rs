@@ -92,13 +92,7 @@ fn a_lost_locks_clean_up_cut_short_by_its_runtime_shutting_down_leaves_no_entry_
         .expect("a runtime");
     let taken = Instant::now();
     let guard = x.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["x"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = crate::common::try_lock_x(&ds).await;
         let forced = LockArgs {
             uid: "".into(),
             resources: vec!["x".to_string()].into(),

@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::executor::block_on;
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker, Timeouts};
 
@@ -47,13 +46,7 @@ async fn an_unlock_outside_a_runtime_finishes_a_call_still_in_flight_when_its_th
         })
         .build()
         .expect("valid coordinator");
-    let guard = tokio::time::timeout(
-        Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("in time")
-    .expect("all three grant");
+    let guard = crate::common::try_lock_x(&ds).await;
     let uid = guard.uid().to_owned();
     assert!(
         crate::common::holds(&cluster.lockers()[2], &uid),
@@ -61,17 +54,7 @@ async fn an_unlock_outside_a_runtime_finishes_a_call_still_in_flight_when_its_th
     );
 
     cluster.set_hang(true, &[2]).unwrap();
-    let unlocked = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::task::spawn_blocking(move || {
-            std::thread::spawn(move || block_on(guard.unlock()))
-                .join()
-                .expect("the unlocking thread ends")
-        }),
-    )
-    .await
-    .expect("the unlock returns in time")
-    .expect("the blocking task ends");
+    let unlocked = crate::common::unlock_on_a_plain_thread(guard).await;
     unlocked.expect("nodes 0 and 1 confirm the unlock");
 
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -127,30 +110,14 @@ async fn an_unlock_outside_a_runtime_finishes_its_retry_still_in_flight_when_its
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let guard = tokio::time::timeout(
-        Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("in time")
-    .expect("all three grant");
+    let guard = crate::common::try_lock_x(&ds).await;
     let uid = guard.uid().to_owned();
     assert!(
         crate::common::holds(&cluster.lockers()[2], &uid),
         "node 2 granted"
     );
 
-    let unlocked = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::task::spawn_blocking(move || {
-            std::thread::spawn(move || block_on(guard.unlock()))
-                .join()
-                .expect("the unlocking thread ends")
-        }),
-    )
-    .await
-    .expect("the unlock returns in time")
-    .expect("the blocking task ends");
+    let unlocked = crate::common::unlock_on_a_plain_thread(guard).await;
     unlocked.expect("nodes 0 and 1 confirm the unlock");
 
     tokio::time::sleep(Duration::from_secs(6)).await;

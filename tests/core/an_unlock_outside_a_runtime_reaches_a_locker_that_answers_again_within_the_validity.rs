@@ -24,7 +24,6 @@
 
 use std::time::Duration;
 
-use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Timeouts};
 
@@ -50,13 +49,7 @@ async fn an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_
         })
         .build()
         .expect("valid coordinator");
-    let guard = tokio::time::timeout(
-        Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("in time")
-    .expect("all three grant");
+    let guard = crate::common::try_lock_x(&ds).await;
     let uid = guard.uid().to_owned();
     assert!(
         crate::common::holds(&cluster.lockers()[2], &uid),
@@ -64,17 +57,7 @@ async fn an_unlock_outside_a_runtime_reaches_a_locker_that_answers_again_within_
     );
 
     cluster.set_refuse(true, &[2]).unwrap();
-    let unlocked = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::task::spawn_blocking(move || {
-            std::thread::spawn(move || block_on(guard.unlock()))
-                .join()
-                .expect("the unlocking thread ends")
-        }),
-    )
-    .await
-    .expect("the unlock returns in time")
-    .expect("the blocking task ends");
+    let unlocked = crate::common::unlock_on_a_plain_thread(guard).await;
     unlocked.expect("nodes 0 and 1 confirm the unlock");
 
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -111,27 +94,11 @@ async fn an_unconfirmed_unlock_outside_a_runtime_is_retried_until_the_lockers_an
         })
         .build()
         .expect("valid coordinator");
-    let guard = tokio::time::timeout(
-        Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("in time")
-    .expect("all three grant");
+    let guard = crate::common::try_lock_x(&ds).await;
     let uid = guard.uid().to_owned();
 
     cluster.set_refuse(true, &[1, 2]).unwrap();
-    let unlocked = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::task::spawn_blocking(move || {
-            std::thread::spawn(move || block_on(guard.unlock()))
-                .join()
-                .expect("the unlocking thread ends")
-        }),
-    )
-    .await
-    .expect("the unlock returns in time")
-    .expect("the blocking task ends");
+    let unlocked = crate::common::unlock_on_a_plain_thread(guard).await;
     assert!(
         matches!(unlocked, Err(quorum_lock::Error::ReleaseUnconfirmed { .. })),
         "only node 0 confirms: {unlocked:?}"

@@ -39,13 +39,7 @@ async fn finish_releases_sends_the_release_of_a_guard_dropped_on_a_runtime_shut_
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let guard = tokio::time::timeout(
-        Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
-    )
-    .await
-    .expect("in time")
-    .expect("all three grant");
+    let guard = crate::common::try_lock_x(&ds).await;
     let uid = guard.uid().to_owned();
     assert!(
         crate::common::holds(&cluster.lockers()[2], &uid),
