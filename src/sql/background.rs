@@ -18,10 +18,10 @@ use crate::locker::wait::PushEvent;
 use crate::Error;
 
 /// The background work of one locker, until it is dropped: every poll
-/// interval, the lines of the waiters (MySQL) and the leaders of the
-/// watched resources; every validity (at most a minute), a sweep of
+/// interval, and at once when its doorbell is `rung` (MySQL), the lines of
+/// the waiters (MySQL) and the leaders of the watched resources; every validity (at most a minute), a sweep of
 /// expired rows that no call has deleted.
-pub(super) async fn poll(shared: Weak<Shared>) {
+pub(super) async fn poll(shared: Weak<Shared>, rung: Arc<tokio::sync::Notify>) {
     let interval = match shared.upgrade() {
         Some(s) => s.config.poll_interval,
         None => return,
@@ -30,7 +30,11 @@ pub(super) async fn poll(shared: Weak<Shared>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_sweep = Instant::now();
     loop {
-        ticks.tick().await;
+        // A ring of the doorbell (MySQL) reads at once; the ticks go on.
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = rung.notified() => {}
+        }
         let Some(shared) = shared.upgrade() else {
             return;
         };

@@ -82,6 +82,8 @@ mod background;
 mod calls;
 mod config;
 mod dialect;
+#[cfg(feature = "mysql")]
+mod doorbell;
 mod routines;
 mod server_notices;
 mod state;
@@ -139,6 +141,8 @@ pub struct SqlLocker {
 struct Tasks {
     poller: Option<JoinHandle<()>>,
     listener: Option<JoinHandle<()>>,
+    /// The doorbell of a MySQL locker's waiters (`doorbell.rs`).
+    doorbell: Option<JoinHandle<()>>,
     /// The notices this locker's own calls leave for its own waiters,
     /// until the task that acts on them starts.
     local: Option<tokio::sync::mpsc::UnboundedReceiver<String>>,
@@ -157,6 +161,8 @@ struct Shared {
     /// Whether the `LISTEN` connection listens now (PostgreSQL): `None`
     /// until its first attempt ended.
     listening: tokio::sync::watch::Sender<Option<bool>>,
+    /// Woken when the doorbell rang (MySQL): the poller reads at once.
+    rung: Arc<tokio::sync::Notify>,
 }
 
 /// The longest a wait waits for the LISTEN connection's first attempt.
@@ -270,6 +276,7 @@ impl SqlLocker {
                 channel,
                 waits: Waits::default(),
                 listening: tokio::sync::watch::Sender::new(None),
+                rung: Arc::default(),
             }),
             tasks: Mutex::new(Tasks {
                 local: Some(local),
@@ -346,7 +353,10 @@ impl SqlLocker {
     fn start(&self, listen: bool) {
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
         if tasks.poller.as_ref().is_none_or(JoinHandle::is_finished) {
-            tasks.poller = Some(tokio::spawn(poll(Arc::downgrade(&self.shared))));
+            tasks.poller = Some(tokio::spawn(poll(
+                Arc::downgrade(&self.shared),
+                self.shared.rung.clone(),
+            )));
         }
         let local = match tasks.local.take() {
             Some(local) => Some(local),
@@ -379,6 +389,18 @@ impl SqlLocker {
             let listen = listener::listen(Arc::downgrade(&self.shared));
             tasks.listener = Some(tokio::spawn(self.shared.store.masking.scope(listen)));
         }
+        #[cfg(feature = "mysql")]
+        if listen
+            && self.backend() == Backend::MySql
+            && tasks.doorbell.as_ref().is_none_or(JoinHandle::is_finished)
+        {
+            let answer = doorbell::answer(
+                Arc::downgrade(&self.shared),
+                self.shared.store.connect_options(),
+                self.shared.rung.clone(),
+            );
+            tasks.doorbell = Some(tokio::spawn(answer));
+        }
         let _ = listen;
     }
 }
@@ -389,6 +411,7 @@ impl Drop for SqlLocker {
         for task in [
             tasks.poller.take(),
             tasks.listener.take(),
+            tasks.doorbell.take(),
             tasks.local_task.take(),
         ]
         .into_iter()

@@ -393,7 +393,7 @@ impl Store {
         };
         let mut table = Table::load(names, &parsed, now_ms);
         let answer = decide(&mut table, &epoch).map_err(Failure::Fail)?;
-        let local = self.apply(&mut tx, &table.ops, who, now_ms).await?;
+        let (local, bells) = self.apply(&mut tx, &table.ops, who, now_ms).await?;
         // This locker's own waiters are told before the commit, so that a
         // commit the server makes but this call never hears of (a timeout,
         // a dropped call) still passes their turn on. Safe: a turn is a
@@ -402,6 +402,10 @@ impl Store {
         // release leaves it nothing to grant.
         self.tell_own(local);
         tx.commit().await.map_err(|e| self.failure(e))?;
+        #[cfg(feature = "mysql")]
+        super::doorbell::ring(&self.pool, &self.endpoint, bells);
+        #[cfg(not(feature = "mysql"))]
+        let _ = bells;
         Ok(answer)
     }
 
@@ -413,9 +417,12 @@ impl Store {
         ops: &[Op],
         who: (&str, &str),
         now_ms: i64,
-    ) -> Result<Vec<String>, Failure> {
+    ) -> Result<(Vec<String>, Vec<String>), Failure> {
         let d = &self.dialect;
         let mut local = Vec::new();
+        // The channels of other lockers' waiters to wake after the commit
+        // (MySQL, which has no notifications: their doorbells).
+        let mut bells: Vec<String> = Vec::new();
         let mut i = 0;
         while i < ops.len() {
             let result = match &ops[i] {
@@ -521,7 +528,10 @@ impl Store {
                     i += 1;
                     continue;
                 }
-                Op::Notify { .. } if d.backend != Backend::Postgres => {
+                Op::Notify { channel, .. } if d.backend != Backend::Postgres => {
+                    if !bells.contains(channel) {
+                        bells.push(channel.clone());
+                    }
                     i += 1;
                     continue;
                 }
@@ -536,7 +546,7 @@ impl Store {
             result.map_err(|e| self.failure(e))?;
             i += 1;
         }
-        Ok(local)
+        Ok((local, bells))
     }
 
     /// Hands `payloads` to the task that acts on this locker's own
@@ -565,6 +575,12 @@ impl Store {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = sender;
         receiver
+    }
+
+    /// How the pool connects, for a connection of its own (the doorbell).
+    #[cfg(feature = "mysql")]
+    pub(super) fn connect_options(&self) -> sqlx::any::AnyConnectOptions {
+        (*self.pool.connect_options()).clone()
     }
 
     /// The pool, for the calls that are not one resource transaction

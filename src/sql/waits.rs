@@ -11,8 +11,9 @@
 //!   place, and pushes the grant on only when it was made. MySQL and
 //!   MariaDB have no notifications: there the locker reads the lines of
 //!   the resources its waiters wait on every `poll_interval` (one
-//!   statement, no locks) and acts on what the notifications would have
-//!   said.
+//!   statement, no locks), and at once when a call of another locker rang
+//!   its doorbell (`doorbell.rs`), and acts on what the notifications would
+//!   have said.
 //! * **Observers** (leader election). The locker reads the leader of each
 //!   watched resource every `poll_interval`, on both databases, and pushes
 //!   `Changed` once to each watch whose read reported something else.
@@ -72,6 +73,9 @@ struct Inner {
 #[derive(Default)]
 pub(super) struct Waits {
     inner: Mutex<Inner>,
+    /// Woken when a wait registers: a MySQL locker's doorbell (see
+    /// `doorbell.rs`) connects only while there are waiters.
+    pub waiting: Arc<tokio::sync::Notify>,
 }
 
 impl Waits {
@@ -113,6 +117,14 @@ impl Waits {
                 wounded,
             },
         );
+        drop(inner);
+        self.waiting.notify_one();
+    }
+
+    /// Whether any wait is remembered.
+    #[cfg(feature = "mysql")]
+    pub(super) fn has_waiters(&self) -> bool {
+        !self.lock().waiters.is_empty()
     }
 
     /// Forgets the wait of `uid`: it released or gave up.
