@@ -91,6 +91,7 @@ impl Acquisition {
                 held: false,
                 trust_from: started,
                 waker: None,
+                held_off: None,
             }),
         }
     }
@@ -117,7 +118,15 @@ struct Slots {
     trust_from: Instant,
     /// The task waiting for replies and pushes.
     waker: Option<Waker>,
+    /// Set when the lock is declared lost: until the safety margin has
+    /// passed (the instant) or the holder let go (the signal), no unlock of
+    /// this uid may be sent, whatever sends it (see [`Acquisition::held_off`]).
+    held_off: Option<HeldOff>,
 }
+
+/// A lost lock's hold on its entries: not freed before the instant unless
+/// the holder let go, as the signal tells.
+pub(crate) type HeldOff = (Instant, Arc<crate::lock::loss::LossSignal>);
 
 /// What an acquisition knows about one locker.
 #[derive(Clone, Copy)]
@@ -211,11 +220,14 @@ pub(crate) struct Target {
 }
 
 /// Who to unlock when an acquisition ends.
+#[derive(Default)]
 pub(crate) struct ReleasePlan {
     /// Lockers that granted, or failed in a way that may hide a grant.
     pub(crate) targets: Vec<Target>,
     /// Lockers that refused: they never held this uid.
     pub(crate) refused: usize,
+    /// Lockers whose call is still in flight.
+    pub(crate) in_flight: Vec<usize>,
 }
 
 impl Acquisition {
@@ -389,20 +401,16 @@ impl Acquisition {
 
     /// Marks the acquisition released and says which lockers to unlock.
     /// Lockers still in flight are not targets: their call undoes its own
-    /// grant when it finishes. A second call returns an empty plan.
+    /// grant when it finishes; they are listed apart, for
+    /// `release::watch_stragglers` in case it never does. A second call
+    /// returns an empty plan.
     pub(crate) fn begin_release(&self) -> ReleasePlan {
         let mut slots = self.slots();
         if slots.released {
-            return ReleasePlan {
-                targets: Vec::new(),
-                refused: 0,
-            };
+            return ReleasePlan::default();
         }
         slots.released = true;
-        let mut plan = ReleasePlan {
-            targets: Vec::new(),
-            refused: 0,
-        };
+        let mut plan = ReleasePlan::default();
         for (index, slot) in slots.slots.iter().enumerate() {
             match &slot.answer {
                 // A refresh that may have reached it, or is still on its
@@ -422,7 +430,7 @@ impl Acquisition {
                         granted: *answer == Answer::Granted,
                     })
                 }
-                None => {}
+                None => plan.in_flight.push(index),
             }
         }
         plan
@@ -462,6 +470,40 @@ impl Acquisition {
             }
         }
         released
+    }
+
+    /// The lock was declared lost at a moment whose safety margin ends at
+    /// `not_before`: from now on every unlock of it waits for that, or for
+    /// its holder to let go. Freeing the entries sooner would let another
+    /// client in while the holder may still be doing the work the lock
+    /// protects (docs/guarantees.md, "A lost lock is freed once its holder
+    /// lets go"): the same rule for the clean-up, a straggler's undo, a
+    /// dropped call's owed unlock and a re-check that failed after the loss.
+    pub(crate) fn hold_off(&self, not_before: Instant, signal: Arc<crate::lock::loss::LossSignal>) {
+        let mut slots = self.slots();
+        if slots.held_off.is_none() {
+            slots.held_off = Some((not_before, signal));
+        }
+    }
+
+    /// The hold of a lost lock on its entries, while it lasts at `now`:
+    /// `None` for a lock not lost, or once the margin passed or the holder
+    /// let go.
+    pub(crate) fn held_off(&self, now: Instant) -> Option<HeldOff> {
+        self.slots()
+            .held_off
+            .as_ref()
+            .filter(|(not_before, signal)| now < *not_before && !signal.holder_has_stopped())
+            .cloned()
+    }
+
+    /// Whether the call to locker `index` has neither answered nor been
+    /// dropped.
+    pub(crate) fn in_flight(&self, index: usize) -> bool {
+        self.slots()
+            .slots
+            .get(index)
+            .is_some_and(|slot| slot.answer.is_none())
     }
 
     /// Whether a release has begun.

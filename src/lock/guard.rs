@@ -144,6 +144,7 @@ impl Drop for Held {
         self.signal.holder_stopped();
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
+        crate::lock::release::watch_stragglers(&self.state, &plan.in_flight, &self.handle);
         if plan.targets.is_empty() && self.signal.is_declared() {
             // Lost: its clean-up task may sit on a runtime that is idle or
             // gone.

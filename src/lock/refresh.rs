@@ -123,7 +123,7 @@ pub(crate) fn declare_lost(
 
 /// Tells the holder and stops future releases from counting this lock,
 /// leaving the clean-up to the caller.
-pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &LossSignal, cause: LossCause) {
+pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, cause: LossCause) {
     let why = match cause {
         LossCause::RefreshMissed => "no quorum confirmed a refresh before the holder's deadline",
         LossCause::NotFound => {
@@ -133,6 +133,10 @@ pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &LossSignal, cause: Lo
     tracing::warn!(uid = %state.args.uid, resources = ?state.args.resources, owner = %state.args.owner, why, "lock lost");
     state.coord.telemetry.lost(cause);
     signal.declare();
+    // Before the release is marked: whatever finds it released from here
+    // (a straggler's undo, a dropped call's owed unlock) sees the hold.
+    let not_before = after(state.coord.clock.now(), state.coord.lease.safety_margin);
+    state.hold_off(not_before, signal.clone());
     state.begin_release();
 }
 

@@ -119,7 +119,8 @@ impl Drop for Owed {
                 args: self.state.args.clone(),
                 mode: self.state.mode,
                 give_up: give_up_at(coord, self.index, self.began),
-                holder: None,
+                // A lost lock's entries are held for its holder.
+                holder: self.state.held_off(coord.clock.now()),
             };
             queue_unlock(coord, self.index, pending, None);
         }
@@ -137,6 +138,20 @@ async fn release_after(
     let coord = &state.coord;
     let locker = &coord.lockers[target.index];
     let give_up = give_up_at(coord, target.index, began);
+    if failed.is_none() {
+        if let Some(held_off) = state.held_off(coord.clock.now()) {
+            // A lost lock whose holder may still work under it: queued, to
+            // be sent once the margin has passed or the holder let go.
+            let pending = PendingUnlock {
+                args: state.args.clone(),
+                mode: state.mode,
+                give_up,
+                holder: Some(held_off),
+            };
+            queue_unlock(coord, target.index, pending, Handle::try_current().ok());
+            return false;
+        }
+    }
     let inline_until = after(began, coord.timeouts.unlock).min(give_up);
     let mut attempt = 0;
     loop {
@@ -173,6 +188,7 @@ async fn release_after(
 /// or place.
 pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     let plan = state.begin_release();
+    watch_stragglers(state, &plan.in_flight, handle);
     if !plan.targets.is_empty() {
         tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
         let counted = state.coord.outstanding.begin();
@@ -520,14 +536,60 @@ pub(crate) async fn release_again(state: Arc<Acquisition>) -> Result<(), Error> 
         .collect();
     let plan = crate::lock::acquisition::ReleasePlan {
         targets,
-        refused: 0,
+        ..Default::default()
     };
     release_plan(state, plan).await
 }
 
 async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
     let plan = state.begin_release();
+    if let Ok(handle) = Handle::try_current() {
+        watch_stragglers(&state, &plan.in_flight, &handle);
+    }
     release_plan(state, plan).await
+}
+
+/// How long past the longest a lock call runs a straggler is given to
+/// settle before [`watch_stragglers`] unlocks its locker.
+const STRAGGLER_GRACE: Duration = Duration::from_millis(100);
+
+/// Unlocks each locker of `in_flight` whose lock or wait call of the
+/// released `state` has still neither answered nor been dropped once it
+/// must have ended (its deadline, `Timeouts::acquire`, plus a grace):
+/// such a call sits on a runtime that is no longer driven, and would
+/// never undo the grant its locker may have applied. Runs on the current
+/// runtime, outside any on the coordinator's own (`fallback`'s failing
+/// that), counted among the outstanding releases. Holds the acquisition
+/// weakly: once every call has ended, each undid its own grant.
+pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fallback: &Handle) {
+    if in_flight.is_empty() {
+        return;
+    }
+    let coord = state.coord.clone();
+    let deadline = after(
+        coord.clock.now(),
+        coord.timeouts.acquire.saturating_add(STRAGGLER_GRACE),
+    );
+    let (weak, in_flight) = (Arc::downgrade(state), in_flight.to_vec());
+    let counted = coord.outstanding.begin();
+    let handle = crate::lock::own_runtime::background(&coord.own_runtime, fallback);
+    handle.spawn(async move {
+        coord.clock.sleep_until(deadline).await;
+        if let Some(state) = weak.upgrade() {
+            let stuck = in_flight.into_iter().filter(|&i| state.in_flight(i));
+            let releases = stuck.map(|index| {
+                release_one(
+                    &state,
+                    Target {
+                        index,
+                        granted: false,
+                    },
+                )
+            });
+            futures::future::join_all(releases).await;
+        }
+        drop(counted);
+    });
 }
 
 async fn release_plan(

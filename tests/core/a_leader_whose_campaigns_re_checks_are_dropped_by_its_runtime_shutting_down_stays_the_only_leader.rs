@@ -109,7 +109,9 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
 
     let rt_b = runtime();
     let lost = rt_b.block_on(async {
-        drop(b_lead.lost());
+        // Its loss token makes B refresh it (a `lost()` future would have
+        // to be polled there to do so).
+        drop(b_lead.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;
         b_lead.is_lost()
     });

@@ -88,7 +88,9 @@ fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that
     );
     let b = runtime();
     b.block_on(async {
-        drop(guard.lost());
+        // Its loss token makes B refresh it (a `lost()` future would have
+        // to be polled there to do so).
+        drop(guard.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;
     });
     a.shutdown_timeout(Duration::from_secs(1));

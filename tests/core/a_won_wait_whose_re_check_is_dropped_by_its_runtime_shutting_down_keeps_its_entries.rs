@@ -107,7 +107,9 @@ fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_e
     // runs there. A, where it was acquired, shuts down.
     let b = runtime();
     let lost = b.block_on(async {
-        drop(guard.lost());
+        // Its loss token makes B refresh it (a `lost()` future would have
+        // to be polled there to do so).
+        drop(guard.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;
         guard.is_lost()
     });

@@ -1,0 +1,171 @@
+//! Reproduces a past break: a lost write lock whose won wait's re-checks were dropped after the loss (their runtime shut down) had its entries unlocked at once by their owed unlocks, so a second writer was granted the lock a fraction of a second after the loss, while the first still held its guard, within the safety margin.
+//!
+//! docs/guarantees.md, "Held locks stay alive, lost locks are reported":
+//! the holder "learns at least 10 s [the safety margin] before any locker
+//! can free it". "A lost lock is freed once its holder lets go": "The
+//! entries of a lost lock are force-unlocked a safety margin after the
+//! loss is declared, as expiry would free them ... the margin is the
+//! holder's time to notice and stop the work the lock protects". "Any
+//! runtime": "Every unlock is owed ... and so does a lost lock's clean-up
+//! (sent once the safety margin has passed or its holder let go, as the
+//! task would have)".
+//!
+//! What happens instead: three lockers. "x" holds "res"; "w" waits for it
+//! on runtime A, and its re-checks (about 1 s in) are delivered 20 s late
+//! on every link. x unlocks and the lockers push w its grants: w wins
+//! while the three re-checks are in flight, stragglers on A, which is
+//! then left idle. The guard's refresh runs on runtime B (its loss token
+//! is taken there). Lockers 1 and 2 stop answering w for a while, so only
+//! locker 0 confirms its refreshes: B's keeper declares the lock lost
+//! (which begins its release), and its clean-up waits out the 2 s margin.
+//! The holder keeps its guard. Lockers 1 and 2 answer again just after,
+//! still holding w's entries (nothing expired them), and A is shut down:
+//! the stragglers are dropped armed with their `release::Owed`
+//! (src/lock/wait_round.rs `wait_call`), and since the acquisition is
+//! released, `Owed::drop` queues a plain unlock (`holder: None`) on every
+//! locker, which the `Dsync`'s own runtime sends at once. All three free
+//! w's entries, and "z" is granted a write lock of "res" a fraction of a
+//! second after w's loss was declared, with most of w's 2 s margin left.
+#![cfg(feature = "testing")]
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::{self, holding};
+use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::{Dsync, Lease, NetLocker};
+
+const SEED: u64 = 36_303;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+#[test]
+fn no_second_writer_within_the_safety_margin_of_a_lost_lock_whose_re_checks_are_dropped() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let late = Arc::new(AtomicBool::new(false));
+    let cut = Arc::new(AtomicBool::new(false));
+    let delayed = Arc::new(AtomicUsize::new(0));
+    let links: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let (late, cut, delayed) = (late.clone(), cut.clone(), delayed.clone());
+            Arc::new(Relay::new(l, move |kind, _| {
+                if i >= 1 && cut.load(Ordering::SeqCst) {
+                    Route::Lost("the locker does not answer w".into())
+                } else if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
+                    delayed.fetch_add(1, Ordering::SeqCst);
+                    Route::Late(Duration::from_secs(20))
+                } else {
+                    Route::Forward
+                }
+            })) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let margin = Duration::from_secs(2);
+    let w = Dsync::builder(links)
+        .owner("w")
+        .rng_seed(SEED + 1)
+        .lease(Lease {
+            validity: Duration::from_secs(6),
+            safety_margin: margin,
+            refresh_interval: Duration::from_millis(200),
+        })
+        .build()
+        .expect("valid coordinator");
+    let x = common::seeded(cluster.net_lockers(), "x", SEED);
+    let z = common::seeded(cluster.net_lockers(), "z", SEED + 2);
+
+    let main = runtime();
+    let held_x = main.block_on(async { x.rw_mutex(["res"]).unwrap().lock().await.unwrap() });
+
+    let a = runtime();
+    let mutex = w.rw_mutex(["res"]).unwrap();
+    let wait = a.spawn(async move { mutex.lock().await });
+    a.block_on(async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        late.store(true, Ordering::SeqCst);
+        // Every locker is re-checked about 1 s in; wait until all three are.
+        for _ in 0..100 {
+            if delayed.load(Ordering::SeqCst) >= 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    late.store(false, Ordering::SeqCst);
+    let in_flight = delayed.load(Ordering::SeqCst);
+    assert!(
+        in_flight >= 3,
+        "w's re-checks are on their way: {in_flight}"
+    );
+    main.block_on(async { held_x.unlock().await.unwrap() });
+    let guard = a
+        .block_on(async { tokio::time::timeout(Duration::from_secs(2), wait).await })
+        .expect("w is pushed its grants")
+        .expect("the wait task ends")
+        .expect("w wins");
+    let uid = guard.uid().to_string();
+    assert_eq!(
+        holding(cluster.lockers(), &uid),
+        [true, true, true],
+        "w holds every locker"
+    );
+
+    // From here A is not driven: its stragglers wait there. The guard's
+    // refresh runs on B, where its loss token is taken; lockers 1 and 2
+    // stop answering w for a while.
+    let b = runtime();
+    b.block_on(async {
+        drop(guard.loss_token());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    });
+    cut.store(true, Ordering::SeqCst);
+    let lost_at = b.block_on(async {
+        for _ in 0..500 {
+            if guard.is_lost() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Instant::now()
+    });
+    assert!(guard.is_lost(), "only locker 0 confirms w's refreshes");
+    // Let B's keeper declare it (which begins the release and starts the
+    // clean-up that waits out the margin).
+    b.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
+    let before = holding(cluster.lockers(), &uid);
+    // Lockers 1 and 2 answer w again.
+    cut.store(false, Ordering::SeqCst);
+
+    a.shutdown_timeout(Duration::from_secs(1));
+    b.block_on(async { tokio::time::sleep(Duration::from_millis(300)).await });
+    let after = holding(cluster.lockers(), &uid);
+    let second = b.block_on(async {
+        z.rw_mutex(["res"]).unwrap().try_lock().await.map(|g| {
+            let uid = g.uid().to_string();
+            std::mem::forget(g);
+            uid
+        })
+    });
+    let at = lost_at.elapsed();
+    eprintln!(
+        "w lost; its entries {before:?}, after A shut down {after:?}; {at:?} after the loss \
+         z's try_lock gave {second:?}"
+    );
+    assert!(
+        at >= margin || second.is_err(),
+        "w's guard is held and its loss was declared only {at:?} ago (safety margin {margin:?}), \
+         yet its entries went from {before:?} to {after:?} and z was granted a write lock of \
+         \"res\" ({second:?})"
+    );
+    drop(guard);
+}
