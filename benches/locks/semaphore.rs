@@ -50,7 +50,7 @@ use crate::out::{self, human, say, Doc, Obj};
 use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
 use crate::stats::{
-    counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Window,
+    counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Usage, Window,
 };
 
 /// The semaphore's name (its locks: `semaphore/bench/...`).
@@ -441,11 +441,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .collect();
     let wait_figures = figures(&waits);
     let unfinished: Vec<Duration> = tallies.iter().filter_map(|t| t.unfinished).collect();
-    let wall = last
-        .at
-        .saturating_duration_since(first.at)
-        .as_secs_f64()
-        .max(1e-9);
+    let usage = Usage::between(&first, &last);
     let rate = granted as f64 / seconds;
     let relock = relock_probe(&cluster).await?;
     Ok(Outcome {
@@ -475,15 +471,9 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         max_client: per_client.iter().copied().max().unwrap_or(0),
         lost: records.iter().map(|r| r.lost).sum(),
         hit_count_bound: tallies.iter().any(|t| t.hit_count_bound),
-        cpu: last.cpu.saturating_sub(first.cpu).as_secs_f64() / wall,
-        server_cpu: match (first.server_cpu, last.server_cpu) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() / wall),
-            _ => None,
-        },
-        calls: match (first.calls, last.calls) {
-            (Some(a), Some(b)) => Some(b.since(&a)),
-            _ => None,
-        },
+        cpu: usage.cpu,
+        server_cpu: usage.server_cpu,
+        calls: usage.calls,
     })
 }
 
