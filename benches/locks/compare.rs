@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::cli::{Options, RedisMode};
 use crate::etcd::{self, EtcdServer};
-use crate::out::{self, human, left, notes, right, say, stat, Col, Doc, Obj};
+use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Measured, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
 use crate::report::{loadavg, string, utc_now, Machine};
@@ -55,7 +55,11 @@ impl System {
     }
 }
 
-impl Row {
+impl Measured for Row {
+    fn key(&self) -> BaselineKey {
+        self.key
+    }
+
     fn summary(&self) -> &Summary {
         &self.summary
     }
@@ -320,16 +324,12 @@ fn columns() -> Vec<Col<Row>> {
     let mut cols = vec![
         left("sys", 10, |r: &Row| r.system.label().to_owned()),
         right("nodes", 5, |r: &Row| r.nodes.to_string()),
-        right("clients", 7, |r: &Row| r.key.clients.to_string()),
-        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
-        right("hold", 6, |r: &Row| r.key.hold.label()),
     ];
-    for title in [
+    cols.extend(key_cols(6));
+    cols.extend(stats(&[
         "locks/s", "mean", "p50", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl",
         "max/cl", "jain",
-    ] {
-        cols.push(stat(title, Row::summary));
-    }
+    ]));
     cols
 }
 
@@ -447,9 +447,7 @@ fn json(
             Obj::new()
                 .str("system", row.system.label())
                 .raw("nodes", row.nodes)
-                .raw("clients", row.key.clients)
-                .str("names", row.key.names.label())
-                .str("hold", &row.key.hold.label())
+                .key(row.key)
                 .summary(s, false)
                 .opt("calls_per_lock", s.calls_per_lock)
                 .raw("hit_count_bound", s.hit_count_bound)
