@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::cli::{Options, RedisMode};
+use crate::cli::Options;
 use crate::etcd::{self, EtcdServer};
 use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Measured, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
@@ -84,29 +84,15 @@ struct Servers {
 /// Starts what is wanted and installed; what is missing is left out with
 /// the reason, unless `on` asked for it.
 fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
-    let (redis, redis_status) = match (opts.redis, redis_base::locate()) {
-        (RedisMode::Off, _) => (Vec::new(), "off (--redis off)".to_owned()),
-        (RedisMode::On, None) => {
-            return Err("--redis on, but there is no redis-server on PATH \
-                        (apt-get install -y redis-server)"
-                .into())
-        }
-        (RedisMode::Auto, None) => (
-            Vec::new(),
-            "not run: no redis-server on PATH (apt-get install -y redis-server)".to_owned(),
-        ),
-        (mode, Some(binary)) => match redis_base::start_many(&binary, nodes.max(1)) {
-            Ok(servers) => {
-                let status = format!("{}; {}", servers[0].version, redis_base::where_(&servers));
-                (servers, status)
-            }
-            Err(err) if mode == RedisMode::Auto => (Vec::new(), format!("not run: {err}")),
-            Err(err) => return Err(err),
-        },
-    };
+    let words = ["--redis", "redis-server", "apt-get install -y redis-server"];
+    let (redis, redis_status) = crate::servers::wanted(opts.redis, words, |binary| {
+        let servers = redis_base::start_many(binary, nodes.max(1))?;
+        let status = format!("{}; {}", servers[0].version, redis_base::where_(&servers));
+        Ok((servers, status))
+    })?;
     let (etcd, etcd_status) = etcd::start_wanted(opts)?;
     Ok(Servers {
-        redis,
+        redis: redis.unwrap_or_default(),
         redis_status,
         etcd,
         etcd_status,
