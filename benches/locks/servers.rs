@@ -27,8 +27,8 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
 
 /// A server measured beside ours (`--redis`, `--etcd`), started when `mode`
 /// wants it and `program` is on PATH: it and its status, or none and the
-/// reason; an error only where `on` asked for it. `[flag, program,
-/// install]` word the reasons.
+/// reason (a failed start also warned of on stderr); an error only where
+/// `on` asked for it. `[flag, program, install]` word the reasons.
 pub fn wanted<T>(
     mode: RedisMode,
     [flag, program, install]: [&str; 3],
@@ -48,7 +48,10 @@ pub fn wanted<T>(
     };
     match start(&binary) {
         Ok((server, status)) => Ok((Some(server), status)),
-        Err(err) if mode == RedisMode::Auto => Ok((None, format!("not run: {err}"))),
+        Err(err) if mode == RedisMode::Auto => {
+            eprintln!("locks: warning: {err}; running without {program}");
+            Ok((None, format!("not run: {err}")))
+        }
         Err(err) => Err(err),
     }
 }
