@@ -149,39 +149,18 @@ fn on_runtime<T>(
 
 /// Starts the baseline server if it is wanted, installed and useful.
 fn redis_server(opts: &Options, needed: bool) -> Result<(Option<RedisServer>, String), String> {
-    if opts.redis == RedisMode::Off {
-        return Ok((None, "off (--redis off)".into()));
-    }
-    if !needed {
+    if opts.redis != RedisMode::Off && !needed {
         return Ok((
             None,
             "not run: no write-only scenario to compare with".into(),
         ));
     }
-    let Some(binary) = redis_base::locate() else {
-        if opts.redis == RedisMode::On {
-            return Err("--redis on, but there is no redis-server on PATH \
-                        (apt-get install -y redis-server)"
-                .into());
-        }
-        return Ok((None, "not run: no redis-server on PATH".into()));
-    };
-    match RedisServer::start(&binary) {
-        Ok(server) => {
-            let status = format!(
-                "{} (pid {}, 127.0.0.1:{})",
-                server.version,
-                server.pid(),
-                server.port
-            );
-            Ok((Some(server), status))
-        }
-        Err(err) if opts.redis == RedisMode::Auto => {
-            eprintln!("locks: warning: {err}; running without the Redis baseline");
-            Ok((None, format!("not run: {err}")))
-        }
-        Err(err) => Err(err),
-    }
+    let words = ["--redis", "redis-server", "apt-get install -y redis-server"];
+    servers::wanted(opts.redis, words, |binary| {
+        let s = RedisServer::start(binary)?;
+        let status = format!("{} (pid {}, 127.0.0.1:{})", s.version, s.pid(), s.port);
+        Ok((s, status))
+    })
 }
 
 /// One measurement of the lock runs, in the order they run.

@@ -3,7 +3,6 @@
 //! client on every server (the client's switch).
 
 // Not every item is used by main.rs.
-#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::pin::pin;
@@ -80,10 +79,6 @@ impl Switch {
             s.fault = fault;
             changed
         });
-    }
-
-    pub fn get(&self) -> NetFault {
-        self.0.borrow().fault
     }
 
     /// Closes every open connection of the proxies that include this

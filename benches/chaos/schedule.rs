@@ -2,7 +2,6 @@
 //! time against the server processes and the proxies' switches.
 
 // Not every item is used by main.rs.
-#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -380,12 +379,7 @@ fn count_where(
 }
 
 /// How many servers are impaired (killed, paused, blackholed or delayed
-/// more than 1 s) at `t`, from the schedule.
-pub fn impaired_at(events: &[Event], t: Duration) -> usize {
-    count_servers(events, t, Duration::ZERO)
-}
-
-/// Like `impaired_at`, but a restarted server counts until its quarantine
+/// more than 1 s) at `t`; a restarted server counts until its quarantine
 /// (one `validity`) is over, since it grants nothing before that: the
 /// number of servers that cannot grant at `t` (the restart's own delay
 /// aside).

@@ -4,7 +4,6 @@
 //! behind.
 
 // Not every item is used by main.rs.
-#![allow(dead_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -256,14 +255,6 @@ impl ServerSet {
         self.slots.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
-    pub fn validity(&self) -> Duration {
-        self.validity
-    }
-
     pub fn client_token(&self) -> &str {
         &self.client_token
     }
@@ -390,11 +381,6 @@ impl ServerSet {
             Some(slot) => tail(&slot.log, lines),
             None => format!("(no server {i})"),
         }
-    }
-
-    /// Path of server `i`'s log file.
-    pub fn log_path(&self, i: usize) -> Option<&Path> {
-        self.slots.get(i).map(|s| s.log.as_path())
     }
 }
 

@@ -198,6 +198,12 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             | "--redis-retry" | "--sql-url" | "--sql-counters" | "--sql-systems" => {
                 lock_given.push(name.clone())
             }
+            "--candidates"
+            | "--observers"
+            | "--handoffs"
+            | "--failover-validity"
+            | "--failovers"
+            | "--failover-seconds" => election_given.push(name.clone()),
             _ => {}
         }
         match name.as_str() {
@@ -215,24 +221,13 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 }
             }
             "--permits" => {
-                opts.semaphore.permits =
-                    count(&value()?, 1, 1000).map_err(|e| format!("{name}: {e}"))?;
+                opts.semaphore.permits = named_count(&name, &value()?, 1, 1000)?;
                 permits_given = true;
             }
-            "--candidates" => {
-                opts.election.candidates =
-                    count(&value()?, 2, 256).map_err(|e| format!("{name}: {e}"))?;
-                election_given.push("--candidates");
-            }
-            "--observers" => {
-                opts.election.observers =
-                    count(&value()?, 0, 256).map_err(|e| format!("{name}: {e}"))?;
-                election_given.push("--observers");
-            }
+            "--candidates" => opts.election.candidates = named_count(&name, &value()?, 2, 256)?,
+            "--observers" => opts.election.observers = named_count(&name, &value()?, 0, 256)?,
             "--handoffs" => {
-                opts.election.handoffs =
-                    count(&value()?, 1, 100_000).map_err(|e| format!("{name}: {e}"))? as u64;
-                election_given.push("--handoffs");
+                opts.election.handoffs = named_count(&name, &value()?, 1, 100_000)? as u64
             }
             "--failover-validity" => {
                 let v = value()?;
@@ -249,16 +244,10 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                         Ok(d)
                     })?
                 };
-                election_given.push("--failover-validity");
             }
-            "--failovers" => {
-                opts.election.failovers =
-                    count(&value()?, 1, 1000).map_err(|e| format!("{name}: {e}"))?;
-                election_given.push("--failovers");
-            }
+            "--failovers" => opts.election.failovers = named_count(&name, &value()?, 1, 1000)?,
             "--failover-seconds" => {
-                opts.election.failover_seconds = seconds(&name, &value()?, 1.0, 3600.0)?;
-                election_given.push("--failover-seconds");
+                opts.election.failover_seconds = seconds(&name, &value()?, 1.0, 3600.0)?
             }
             // cargo bench passes --bench to every harness.
             "--bench" => {}
@@ -391,9 +380,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                     .filter(|&n: &u64| n > 0)
                     .ok_or_else(|| format!("{name}: expected a positive whole number"))?
             }
-            "--threads" => {
-                opts.threads = count(&value()?, 1, 256).map_err(|e| format!("{name}: {e}"))?
-            }
+            "--threads" => opts.threads = named_count(&name, &value()?, 1, 256)?,
             "--runtime" => {
                 opts.flavor = match value()?.as_str() {
                     "multi" => Flavor::Multi,
@@ -592,23 +579,16 @@ struct Given<'a> {
 
 /// Checks and completes the options of `--backend compare`.
 fn compare_defaults(opts: &mut Options, given: &Given) -> Result<(), String> {
-    if given.transport {
-        return Err(
-            "--backend compare measures ours over TCP and over Redis itself; drop --transport"
-                .into(),
-        );
-    }
-    if opts.matrix {
-        return Err("--backend compare runs its own set; drop --matrix".into());
-    }
+    own_set(opts, given.transport, [
+        "--backend compare measures ours over TCP and over Redis itself; drop --transport",
+        "--backend compare runs its own set; drop --matrix",
+        "--backend compare measures write locks only (the others have no read mode); drop --mix",
+    ])?;
     if given.wait {
         return Err(
             "--backend compare measures ours as it ships, waiting in line (push); drop --wait"
                 .into(),
         );
-    }
-    if opts.mixes != [Mix::Write] {
-        return Err("--backend compare measures write locks only (the others have no read mode); drop --mix".into());
     }
     if given.lists.contains(&"--nodes") {
         if opts.nodes.len() != 1 {
@@ -630,19 +610,24 @@ fn compare_defaults(opts: &mut Options, given: &Given) -> Result<(), String> {
     Ok(())
 }
 
+/// The checks of every backend that runs its own set: it picks the
+/// transport, the set and the mix (write locks only) itself. `drop` holds
+/// the error for each of --transport, --matrix and --mix given.
+fn own_set(opts: &Options, transport_given: bool, drop: [&str; 3]) -> Result<(), String> {
+    let given = [transport_given, opts.matrix, opts.mixes != [Mix::Write]];
+    match given.iter().position(|&g| g) {
+        Some(i) => Err(drop[i].into()),
+        None => Ok(()),
+    }
+}
+
 /// Checks and completes the options of `--backend postgres` and `mysql`.
 fn sql_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
-    if transport_given {
-        return Err(
-            "--backend postgres and mysql reach the database over SQL; drop --transport".into(),
-        );
-    }
-    if opts.matrix {
-        return Err("--backend postgres and mysql run their own set; drop --matrix".into());
-    }
-    if opts.mixes != [Mix::Write] {
-        return Err("--backend postgres and mysql measure write locks only (the recipes have no read mode); drop --mix".into());
-    }
+    own_set(opts, transport_given, [
+        "--backend postgres and mysql reach the database over SQL; drop --transport",
+        "--backend postgres and mysql run their own set; drop --matrix",
+        "--backend postgres and mysql measure write locks only (the recipes have no read mode); drop --mix",
+    ])?;
     if chose.contains(&"--nodes") {
         return Err("--backend postgres and mysql measure a Dsync over one SqlLocker, beside recipes on the same server; drop --nodes".into());
     }
@@ -655,15 +640,11 @@ fn sql_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Re
 
 /// Checks and completes the options of `--backend redis`.
 fn redis_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
-    if transport_given {
-        return Err("--backend redis reaches its lockers over Redis; drop --transport".into());
-    }
-    if opts.matrix {
-        return Err("--backend redis runs its own set; drop --matrix".into());
-    }
-    if opts.mixes != [Mix::Write] {
-        return Err("--backend redis measures write locks only (rslock and SET NX have no read mode); drop --mix".into());
-    }
+    own_set(opts, transport_given, [
+        "--backend redis reaches its lockers over Redis; drop --transport",
+        "--backend redis runs its own set; drop --matrix",
+        "--backend redis measures write locks only (rslock and SET NX have no read mode); drop --mix",
+    ])?;
     opts.transport = Transport::Redis;
     if !chose.contains(&"--nodes") {
         opts.nodes = vec![1, 3, 5];
@@ -734,6 +715,11 @@ fn count(s: &str, min: usize, max: usize) -> Result<usize, String> {
         .ok()
         .filter(|n| (min..=max).contains(n))
         .ok_or_else(|| format!("{s:?}: expected a whole number from {min} to {max}"))
+}
+
+/// [`count`], its error prefixed with the option's name.
+fn named_count(name: &str, s: &str, min: usize, max: usize) -> Result<usize, String> {
+    count(s, min, max).map_err(|e| format!("{name}: {e}"))
 }
 
 fn seconds(name: &str, s: &str, min: f64, max: f64) -> Result<f64, String> {

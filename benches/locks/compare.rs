@@ -23,9 +23,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::cli::{Options, RedisMode};
+use crate::cli::Options;
 use crate::etcd::{self, EtcdServer};
-use crate::out::{self, human, left, notes, right, say, stat, Col, Doc, Obj};
+use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Measured, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
 use crate::report::{loadavg, string, utc_now, Machine};
@@ -55,7 +55,11 @@ impl System {
     }
 }
 
-impl Row {
+impl Measured for Row {
+    fn key(&self) -> BaselineKey {
+        self.key
+    }
+
     fn summary(&self) -> &Summary {
         &self.summary
     }
@@ -80,29 +84,15 @@ struct Servers {
 /// Starts what is wanted and installed; what is missing is left out with
 /// the reason, unless `on` asked for it.
 fn start(opts: &Options, nodes: usize) -> Result<Servers, String> {
-    let (redis, redis_status) = match (opts.redis, redis_base::locate()) {
-        (RedisMode::Off, _) => (Vec::new(), "off (--redis off)".to_owned()),
-        (RedisMode::On, None) => {
-            return Err("--redis on, but there is no redis-server on PATH \
-                        (apt-get install -y redis-server)"
-                .into())
-        }
-        (RedisMode::Auto, None) => (
-            Vec::new(),
-            "not run: no redis-server on PATH (apt-get install -y redis-server)".to_owned(),
-        ),
-        (mode, Some(binary)) => match redis_base::start_many(&binary, nodes.max(1)) {
-            Ok(servers) => {
-                let status = format!("{}; {}", servers[0].version, redis_base::where_(&servers));
-                (servers, status)
-            }
-            Err(err) if mode == RedisMode::Auto => (Vec::new(), format!("not run: {err}")),
-            Err(err) => return Err(err),
-        },
-    };
+    let words = ["--redis", "redis-server", "apt-get install -y redis-server"];
+    let (redis, redis_status) = crate::servers::wanted(opts.redis, words, |binary| {
+        let servers = redis_base::start_many(binary, nodes.max(1))?;
+        let status = format!("{}; {}", servers[0].version, redis_base::where_(&servers));
+        Ok((servers, status))
+    })?;
     let (etcd, etcd_status) = etcd::start_wanted(opts)?;
     Ok(Servers {
-        redis,
+        redis: redis.unwrap_or_default(),
         redis_status,
         etcd,
         etcd_status,
@@ -320,16 +310,12 @@ fn columns() -> Vec<Col<Row>> {
     let mut cols = vec![
         left("sys", 10, |r: &Row| r.system.label().to_owned()),
         right("nodes", 5, |r: &Row| r.nodes.to_string()),
-        right("clients", 7, |r: &Row| r.key.clients.to_string()),
-        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
-        right("hold", 6, |r: &Row| r.key.hold.label()),
     ];
-    for title in [
+    cols.extend(key_cols(6));
+    cols.extend(stats(&[
         "locks/s", "mean", "p50", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk", "min/cl",
         "max/cl", "jain",
-    ] {
-        cols.push(stat(title, Row::summary));
-    }
+    ]));
     cols
 }
 
@@ -447,9 +433,7 @@ fn json(
             Obj::new()
                 .str("system", row.system.label())
                 .raw("nodes", row.nodes)
-                .raw("clients", row.key.clients)
-                .str("names", row.key.names.label())
-                .str("hold", &row.key.hold.label())
+                .key(row.key)
                 .summary(s, false)
                 .opt("calls_per_lock", s.calls_per_lock)
                 .raw("hit_count_bound", s.hit_count_bound)

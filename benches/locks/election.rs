@@ -316,6 +316,28 @@ pub(crate) struct Run {
 }
 
 impl Run {
+    /// A run's shared state, and its observers started on `watchers`.
+    pub(crate) fn start<W: Watch>(
+        watchers: Vec<W>,
+        warmup: u64,
+        target: u64,
+        deadline: Instant,
+    ) -> (Arc<Run>, Vec<JoinHandle<Result<(), String>>>) {
+        let run = Arc::new(Run {
+            book: Mutex::new(Book::default()),
+            sightings: watch::channel(0).0,
+            stop: watch::channel(false).0,
+            observers: watchers.len(),
+            warmup,
+            target,
+            deadline,
+        });
+        let observers = (watchers.into_iter().enumerate())
+            .map(|(o, w)| tokio::spawn(observe_into(o, w, run.clone())))
+            .collect();
+        (run, observers)
+    }
+
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -420,20 +442,7 @@ pub(crate) async fn handoff<C: Contender, W: Watch>(
     calls: impl Fn() -> Option<Vec<u64>>,
 ) -> Result<(Handoff, Vec<C>), String> {
     let started = Instant::now();
-    let run = Arc::new(Run {
-        book: Mutex::new(Book::default()),
-        sightings: watch::channel(0).0,
-        stop: watch::channel(false).0,
-        observers: watchers.len(),
-        warmup: WARMUP_ROUNDS,
-        target,
-        deadline: started + seconds,
-    });
-    let observers: Vec<JoinHandle<Result<(), String>>> = watchers
-        .into_iter()
-        .enumerate()
-        .map(|(o, w)| tokio::spawn(observe_into(o, w, run.clone())))
-        .collect();
+    let (run, observers) = Run::start(watchers, WARMUP_ROUNDS, target, started + seconds);
     // The observers' first reads are done before anyone campaigns.
     sleep(Duration::from_millis(500)).await;
     let cpu_before = (process_cpu(), server_cpu());

@@ -4,11 +4,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quorum_lock::Dsync;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout, Instant};
 
@@ -98,20 +96,7 @@ pub(crate) async fn failover<C: Contender, W: Watch>(
     let started = Instant::now();
     // The observers run meanwhile, as in the hand-off run; nothing of theirs
     // is measured here.
-    let run = Arc::new(Run {
-        book: Mutex::new(Book::default()),
-        sightings: watch::channel(0).0,
-        stop: watch::channel(false).0,
-        observers: watchers.len(),
-        warmup: 0,
-        target: 0,
-        deadline: started,
-    });
-    let observers: Vec<JoinHandle<Result<(), String>>> = watchers
-        .into_iter()
-        .enumerate()
-        .map(|(o, w)| tokio::spawn(observe_into(o, w, run.clone())))
-        .collect();
+    let (run, observers) = Run::start(watchers, 0, 0, started);
     let mut out = Failover {
         validity,
         samples: Vec::new(),

@@ -36,11 +36,6 @@ use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Sum
 /// default session TTL.
 const TTL: Duration = Duration::from_secs(60);
 
-/// `etcd` from PATH, if there is one.
-pub fn locate() -> Option<PathBuf> {
-    crate::servers::on_path("etcd")
-}
-
 pub struct EtcdServer {
     child: Child,
     /// The client port: gRPC (and HTTP for /health).
@@ -287,30 +282,10 @@ pub async fn run(
 /// Starts the etcd node a run wants (`--etcd`) if it is installed: the
 /// server, or none with the reason, and the status line of the banner.
 pub fn start_wanted(opts: &crate::cli::Options) -> Result<(Option<EtcdServer>, String), String> {
-    use crate::cli::RedisMode;
-    Ok(match (opts.etcd, locate()) {
-        (RedisMode::Off, _) => (None, "off (--etcd off)".to_owned()),
-        (RedisMode::On, None) => {
-            return Err("--etcd on, but there is no etcd on PATH \
-                        (apt-get install -y etcd-server)"
-                .into())
-        }
-        (RedisMode::Auto, None) => (
-            None,
-            "not run: no etcd on PATH (apt-get install -y etcd-server)".to_owned(),
-        ),
-        (mode, Some(binary)) => match EtcdServer::start(&binary) {
-            Ok(server) => {
-                let status = format!(
-                    "{}; pid {} on 127.0.0.1:{}",
-                    server.version,
-                    server.pid(),
-                    server.port
-                );
-                (Some(server), status)
-            }
-            Err(err) if mode == RedisMode::Auto => (None, format!("not run: {err}")),
-            Err(err) => return Err(err),
-        },
+    let words = ["--etcd", "etcd", "apt-get install -y etcd-server"];
+    crate::servers::wanted(opts.etcd, words, |binary| {
+        let s = EtcdServer::start(binary)?;
+        let status = format!("{}; pid {} on 127.0.0.1:{}", s.version, s.pid(), s.port);
+        Ok((s, status))
     })
 }

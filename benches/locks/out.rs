@@ -102,6 +102,19 @@ pub fn shared_figures(s: &Summary) -> String {
     )
 }
 
+/// The goals of one shared name, judged: every client served, Jain's
+/// index at least 0.95, no wait longer than `limit` (the figures after).
+pub fn shared_goals(s: &Summary, limit: Duration) -> String {
+    format!(
+        "every client served: {}; jain >= 0.95: {}; longest wait <= {}: {}  ({})",
+        verdict(s.min_client > 0),
+        verdict(s.jain >= 0.95),
+        fmt_duration(limit),
+        verdict(s.longest_wait <= limit),
+        shared_figures(s)
+    )
+}
+
 /// "{x:.2}" or "-".
 pub fn per(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{x:.2}"))
@@ -146,9 +159,32 @@ pub fn right<R>(
     }
 }
 
+/// A row of a table of load runs: the clients, names and hold it was
+/// measured with, and its figures. The columns, the JSON fields and the
+/// look-ups every table shares reach a row through it.
+pub trait Measured: 'static {
+    fn key(&self) -> BaselineKey;
+    fn summary(&self) -> &Summary;
+}
+
+/// The columns that say which load a row measured; only the width of the
+/// hold differs from table to table.
+pub fn key_cols<R: Measured>(hold_width: usize) -> [Col<R>; 3] {
+    [
+        right("clients", 7, |r: &R| r.key().clients.to_string()),
+        left("names", 6, |r: &R| r.key().names.label().to_owned()),
+        right("hold", hold_width, |r: &R| r.key().hold.label()),
+    ]
+}
+
+/// The summary columns of `titles`, in that order (see [`stat`]).
+pub fn stats<R: Measured>(titles: &[&'static str]) -> Vec<Col<R>> {
+    titles.iter().map(|&title| stat(title)).collect()
+}
+
 /// The columns of a summary the tables share, by title: each table picks
-/// the ones it prints, in its own order. `get` reaches a row's summary.
-pub fn stat<R: 'static>(title: &'static str, get: fn(&R) -> &Summary) -> Col<R> {
+/// the ones it prints, in its own order.
+pub fn stat<R: Measured>(title: &'static str) -> Col<R> {
     let (width, cell): (usize, fn(&Summary) -> String) = match title {
         "locks/s" => (8, |s| crate::stats::fmt_rate(s.lsps)),
         "mean" => (7, |s| fmt_duration(s.mean)),
@@ -169,7 +205,7 @@ pub fn stat<R: 'static>(title: &'static str, get: fn(&R) -> &Summary) -> Col<R> 
         "jain" => (5, |s| format!("{:.3}", s.jain)),
         other => unreachable!("no summary column {other}"),
     };
-    right(title, width, move |r| cell(get(r)))
+    right(title, width, move |r: &R| cell(r.summary()))
 }
 
 fn pad(out: &mut String, text: &str, width: usize, left: bool) {
@@ -309,6 +345,13 @@ impl Obj {
 
     pub fn ns(self, key: &str, value: Duration) -> Obj {
         self.raw(key, value.as_nanos())
+    }
+
+    /// The clients, names and hold of a row.
+    pub fn key(self, key: BaselineKey) -> Obj {
+        self.raw("clients", key.clients)
+            .str("names", key.names.label())
+            .str("hold", &key.hold.label())
     }
 
     /// The figures of a load run every JSON result carries, from `locks`

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::cli::Options;
-use crate::out::{self, left, notes, per, right, stat, times, verdict, Col, Doc, Obj};
+use crate::out::{
+    self, key_cols, left, notes, per, right, stat, stats, times, verdict, Col, Doc, Measured, Obj,
+};
 use crate::redis_base::BaselineKey;
 use crate::redis_nodes::Commands;
 use crate::report::{string, Machine};
@@ -40,7 +42,11 @@ impl System {
     }
 }
 
-impl Row {
+impl Measured for Row {
+    fn key(&self) -> BaselineKey {
+        self.key
+    }
+
     fn summary(&self) -> &Summary {
         &self.summary
     }
@@ -83,20 +89,15 @@ impl Row {
 
 /// The columns of the table, in order.
 fn columns() -> Vec<Col<Row>> {
-    let sum: fn(&Row) -> &Summary = Row::summary;
     let mut cols = vec![
         left("sys", 6, |r: &Row| r.system.label().to_owned()),
         left("wait", 4, |r: &Row| r.system.wait().to_owned()),
         right("nodes", 5, |r: &Row| r.nodes.to_string()),
-        right("clients", 7, |r: &Row| r.key.clients.to_string()),
-        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
-        right("hold", 6, |r: &Row| r.key.hold.label()),
     ];
-    for title in [
+    cols.extend(key_cols(6));
+    cols.extend(stats(&[
         "locks/s", "mean", "p50", "p99", "max", "longest", "cpu", "cpu/lk",
-    ] {
-        cols.push(stat(title, sum));
-    }
+    ]));
     cols.extend([
         right("rds/lk", 7, |r: &Row| {
             r.redis_usec_per_lock().map_or("-".into(), |us| {
@@ -106,9 +107,9 @@ fn columns() -> Vec<Col<Row>> {
         right("net/lk", 6, |r: &Row| per(r.network_per_lock())),
         right("eval/lk", 7, |r: &Row| per(r.scripts_per_lock())),
         right("exec/lk", 7, |r: &Row| per(r.executed_per_lock())),
-        stat("min/cl", sum),
-        stat("max/cl", sum),
-        stat("jain", sum),
+        stat("min/cl"),
+        stat("max/cl"),
+        stat("jain"),
         right("x rslock", 8, |r: &Row| {
             times(r.summary.lsps, r.rslock_lsps)
         }),
@@ -194,23 +195,13 @@ pub fn targets(rows: &[Row]) -> String {
     for (system, goal) in [(push, true), (poll, false)] {
         let label = system.wait();
         match get(system, Names::Shared) {
+            Some(row) if goal => {
+                let goals = out::shared_goals(&row.summary, Duration::from_millis(100));
+                let _ = writeln!(out, "  one shared name, {label}: {goals}");
+            }
             Some(row) => {
-                let s = &row.summary;
-                let served = s.min_client > 0;
-                let within = s.longest_wait <= Duration::from_millis(100);
-                let fair = s.jain >= 0.95;
-                let figures = out::shared_figures(s);
-                if goal {
-                    let _ = writeln!(
-                        out,
-                        "  one shared name, {label}: every client served: {}; jain >= 0.95: {}; longest wait <= 100ms: {}  ({figures})",
-                        verdict(served),
-                        verdict(fair),
-                        verdict(within)
-                    );
-                } else {
-                    let _ = writeln!(out, "  one shared name, {label} (no target): {figures}");
-                }
+                let figures = out::shared_figures(&row.summary);
+                let _ = writeln!(out, "  one shared name, {label} (no target): {figures}");
             }
             None => {
                 let _ = writeln!(out, "  one shared name, {label}: {missing}");
@@ -288,9 +279,7 @@ fn result(row: &Row) -> String {
         .str("system", row.system.label())
         .str("wait", row.system.wait())
         .raw("nodes", row.nodes)
-        .raw("clients", row.key.clients)
-        .str("names", row.key.names.label())
-        .str("hold", &row.key.hold.label())
+        .key(row.key)
         .summary(s, false)
         .raw("locker_calls", out::calls(s.calls))
         .opt("locker_calls_per_lock", s.calls_per_lock)

@@ -5,11 +5,15 @@ use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::cli::{Flavor, Options};
-use crate::out::{self, left, notes, right, stat, times, Col, Doc, Obj};
+use crate::out::{self, left, notes, right, stats, times, Col, Doc, Obj};
 use crate::scenario::Scenario;
 use crate::stats::Summary;
 
-impl Row {
+impl out::Measured for Row {
+    fn key(&self) -> crate::redis_base::BaselineKey {
+        crate::baseline_key(&self.scenario)
+    }
+
     fn summary(&self) -> &Summary {
         &self.summary
     }
@@ -131,7 +135,6 @@ pub fn utc_now() -> String {
 
 /// The columns of the table, in order.
 fn columns() -> Vec<Col<Row>> {
-    let sum: fn(&Row) -> &Summary = Row::summary;
     let ratio = |r: &Row, base: Option<f64>, percent: bool| match base {
         Some(b) if b > 0.0 && percent => format!("{:.1}%", 100.0 * r.summary.lsps / b),
         base => times(r.summary.lsps, base),
@@ -148,12 +151,10 @@ fn columns() -> Vec<Col<Row>> {
         left("mix", 6, |r: &Row| r.scenario.mix.label().to_owned()),
         right("hold", 6, |r: &Row| r.scenario.hold.label()),
     ];
-    for title in [
+    cols.extend(stats(&[
         "locks/s", "mean", "p50", "p70", "p90", "p99", "max", "longest", "cpu", "cpu/lk", "rpc/lk",
         "min/cl", "max/cl", "jain",
-    ] {
-        cols.push(stat(title, sum));
-    }
+    ]));
     cols.extend([
         right("x redis", 7, move |r: &Row| {
             ratio(r, r.redis_lsps.filter(|_| r.system == "ours"), false)

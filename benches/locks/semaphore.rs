@@ -38,8 +38,10 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use quorum_lock::{Error, Semaphore};
-use tokio::time::{timeout_at, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use quorum_lock::{Error, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
 
 use crate::cli::{Options, SemaphoreSettings};
 use crate::counting::{self, CallCounts};
@@ -47,7 +49,9 @@ use crate::election_report::{figures, Figures};
 use crate::out::{self, human, say, Doc, Obj};
 use crate::report::{loadavg, utc_now, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
-use crate::stats::{counted, drive, fmt_duration, fmt_rate, jain, Snapshot, Window};
+use crate::stats::{
+    counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Usage, Window,
+};
 
 /// The semaphore's name (its locks: `semaphore/bench/...`).
 const NAME: &str = "bench";
@@ -65,70 +69,60 @@ struct Held {
     released: Instant,
 }
 
-/// What one client noted.
+/// What one client noted, handed over when its loop ends.
+#[derive(Default)]
 struct Record {
     held: Vec<Held>,
     /// Waits of the acquisitions asked inside the window.
     waits: Vec<Duration>,
-    /// A wait the end of the window cut short.
-    unfinished: Option<Duration>,
     /// Permits found lost at release.
     lost: u64,
-    hit_count_bound: bool,
-    finished_at: Instant,
 }
 
-async fn client(
+/// One client of the semaphore, driven by the loop every lock run shares
+/// ([`Window::client`]: the window, `--max-locks`, the hold, the cut-off
+/// wait); what it notes goes to `records` when it ends.
+struct Client {
     semaphore: Semaphore,
     c: usize,
-    hold: Hold,
-    window: Window,
-) -> Result<Record, String> {
-    let mut record = Record {
-        held: Vec::new(),
-        waits: Vec::new(),
-        unfinished: None,
-        lost: 0,
-        hit_count_bound: false,
-        finished_at: Instant::now(),
-    };
-    let mut done = 0u64;
-    loop {
+    record: Record,
+    records: Arc<Mutex<Vec<Record>>>,
+}
+
+impl Locking for Client {
+    /// The permit, when it was asked for and when `acquire` returned.
+    type Held = (SemaphorePermit, Instant, Instant);
+
+    async fn acquire(&mut self) -> Result<Self::Held, String> {
         let asked = Instant::now();
-        if asked >= window.end {
-            break;
+        // Cancel safe: whatever a cut-off acquire had taken is released.
+        let permit = (self.semaphore.acquire().await)
+            .map_err(|err| format!("client {}: acquire failed: {err}", self.c))?;
+        Ok((permit, asked, Instant::now()))
+    }
+
+    async fn release(
+        &mut self,
+        (permit, asked, granted): Self::Held,
+        _: &mut ClientTally,
+        counted: bool,
+    ) -> Result<(), String> {
+        if counted {
+            self.record.waits.push(granted - asked);
         }
-        if done >= window.max_per_client {
-            record.hit_count_bound = true;
-            break;
-        }
-        let permit = match timeout_at(window.end, semaphore.acquire()).await {
-            Ok(Ok(permit)) => permit,
-            Ok(Err(err)) => return Err(format!("client {c}: acquire failed: {err}")),
-            Err(_) => {
-                // Cancel safe: whatever the acquire had taken is released.
-                record.unfinished = Some(asked.elapsed());
-                break;
-            }
-        };
-        let granted = Instant::now();
-        if asked >= window.start {
-            record.waits.push(granted - asked);
-        }
-        done += 1;
         let slots = permit.slots();
-        hold.run().await;
         let lost = permit.is_lost();
         let released = Instant::now();
         match permit.unlock().await {
             Ok(()) => {}
             Err(Error::LockLost) if lost => {}
-            Err(err) => return Err(format!("client {c}: release failed: {err}")),
+            Err(err) => return Err(format!("client {}: release failed: {err}", self.c)),
         }
         if lost {
-            record.lost += 1;
+            self.record.lost += 1;
         } else {
-            record.held.extend(slots.into_iter().map(|slot| Held {
+            let c = self.c;
+            self.record.held.extend(slots.into_iter().map(|slot| Held {
                 client: c,
                 slot,
                 granted,
@@ -138,9 +132,13 @@ async fn client(
         // With hold 0 in process, acquire and release may never return
         // Pending; this gives the worker back once the budget is spent.
         tokio::task::coop::consume_budget().await;
+        Ok(())
     }
-    record.finished_at = Instant::now();
-    Ok(record)
+
+    async fn finish(self, _: bool) {
+        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        records.push(self.record);
+    }
 }
 
 /// The figures of one run.
@@ -390,19 +388,27 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
     );
     let origin = Instant::now();
     let snapshot = || Snapshot::now(counted(&cluster.calls), cluster.server_cpu());
-    let (records, first, last) = drive(s.clients, window, snapshot, |c| {
-        client(semaphore.clone(), c, s.hold, window)
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let (tallies, first, last) = drive(s.clients, window, snapshot, |c| {
+        let client = Client {
+            semaphore: semaphore.clone(),
+            c,
+            record: Record::default(),
+            records: records.clone(),
+        };
+        window.client(client, s.hold)
     })
     .await?;
+    let records = std::mem::take(&mut *records.lock().unwrap_or_else(PoisonError::into_inner));
     let held: Vec<Held> = records
         .iter()
         .flat_map(|r| r.held.iter().copied())
         .collect();
     let max_holders = check_safety(&held, s.permits, origin)?;
 
-    let until = records
+    let until = tallies
         .iter()
-        .map(|r| r.finished_at)
+        .map(|t| t.finished_at)
         .max()
         .map_or(window.end, |f| f.min(window.end));
     let seconds = until
@@ -434,12 +440,8 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .flat_map(|r| r.waits.iter().copied())
         .collect();
     let wait_figures = figures(&waits);
-    let unfinished: Vec<Duration> = records.iter().filter_map(|r| r.unfinished).collect();
-    let wall = last
-        .at
-        .saturating_duration_since(first.at)
-        .as_secs_f64()
-        .max(1e-9);
+    let unfinished: Vec<Duration> = tallies.iter().filter_map(|t| t.unfinished).collect();
+    let usage = Usage::between(&first, &last);
     let rate = granted as f64 / seconds;
     let relock = relock_probe(&cluster).await?;
     Ok(Outcome {
@@ -468,16 +470,10 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         min_client: per_client.iter().copied().min().unwrap_or(0),
         max_client: per_client.iter().copied().max().unwrap_or(0),
         lost: records.iter().map(|r| r.lost).sum(),
-        hit_count_bound: records.iter().any(|r| r.hit_count_bound),
-        cpu: last.cpu.saturating_sub(first.cpu).as_secs_f64() / wall,
-        server_cpu: match (first.server_cpu, last.server_cpu) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a).as_secs_f64() / wall),
-            _ => None,
-        },
-        calls: match (first.calls, last.calls) {
-            (Some(a), Some(b)) => Some(b.since(&a)),
-            _ => None,
-        },
+        hit_count_bound: tallies.iter().any(|t| t.hit_count_bound),
+        cpu: usage.cpu,
+        server_cpu: usage.server_cpu,
+        calls: usage.calls,
     })
 }
 

@@ -3,13 +3,15 @@
 //! by PID when the run ends.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
+
+use crate::cli::RedisMode;
 
 /// The executable `program` in a folder of PATH, if there is one: how the
 /// harness finds `redis-server` and `etcd` before it starts them.
@@ -21,6 +23,37 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
             p.metadata()
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+}
+
+/// A server measured beside ours (`--redis`, `--etcd`), started when `mode`
+/// wants it and `program` is on PATH: it and its status, or none and the
+/// reason (a failed start also warned of on stderr); an error only where
+/// `on` asked for it. `[flag, program, install]` word the reasons.
+pub fn wanted<T>(
+    mode: RedisMode,
+    [flag, program, install]: [&str; 3],
+    start: impl FnOnce(&Path) -> Result<(T, String), String>,
+) -> Result<(Option<T>, String), String> {
+    let binary = match (mode, on_path(program)) {
+        (RedisMode::Off, _) => return Ok((None, format!("off ({flag} off)"))),
+        (RedisMode::On, None) => {
+            return Err(format!(
+                "{flag} on, but there is no {program} on PATH ({install})"
+            ))
+        }
+        (RedisMode::Auto, None) => {
+            return Ok((None, format!("not run: no {program} on PATH ({install})")))
+        }
+        (_, Some(binary)) => binary,
+    };
+    match start(&binary) {
+        Ok((server, status)) => Ok((Some(server), status)),
+        Err(err) if mode == RedisMode::Auto => {
+            eprintln!("locks: warning: {err}; running without {program}");
+            Ok((None, format!("not run: {err}")))
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// The client token every server started here accepts.

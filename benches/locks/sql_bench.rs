@@ -62,8 +62,12 @@ impl System {
 /// The clients, naming and hold a measurement shares with the others.
 pub type Key = crate::redis_base::BaselineKey;
 
-impl Row {
-    pub(crate) fn summary(&self) -> &Summary {
+impl crate::out::Measured for Row {
+    fn key(&self) -> Key {
+        self.key
+    }
+
+    fn summary(&self) -> &Summary {
         &self.summary
     }
 }

@@ -8,33 +8,28 @@ use std::time::Duration;
 use quorum_lock::sql::Backend;
 
 use crate::cli::Options;
-use crate::out::{self, left, notes, per, right, stat, verdict, Col, Doc, Obj};
+use crate::out::{self, key_cols, left, notes, per, right, stat, stats, verdict, Col, Doc, Obj};
 use crate::report::{string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::sql_bench::{Row, System};
 use crate::sql_recipes::Recipe;
 use crate::sql_server::Database;
-use crate::stats::{fmt_duration, fmt_rate, Summary};
+use crate::stats::{fmt_duration, fmt_rate};
 
 /// The columns of the table, in order.
 pub(crate) fn columns(backend: Backend) -> Vec<Col<Row>> {
-    let sum: fn(&Row) -> &Summary = Row::summary;
     let ratio =
         |r: &Row, base: Option<f64>| r.ratio(base).map_or("-".into(), |x| format!("{x:.2}x"));
     let mut cols = vec![
         left("sys", 10, move |r: &Row| r.system.label(backend).to_owned()),
         left("wait", 5, |r: &Row| r.system.wait().to_owned()),
-        right("clients", 7, |r: &Row| r.key.clients.to_string()),
-        left("names", 6, |r: &Row| r.key.names.label().to_owned()),
-        right("hold", 5, |r: &Row| r.key.hold.label()),
     ];
-    for title in ["locks/s", "p50", "p99", "max", "longest"] {
-        cols.push(stat(title, sum));
-    }
+    cols.extend(key_cols(5));
+    cols.extend(stats(&["locks/s", "p50", "p99", "max", "longest"]));
     cols.extend([
         right("min/cl", 6, |r: &Row| r.summary.min_client.to_string()),
         right("max/cl", 6, |r: &Row| r.summary.max_client.to_string()),
-        stat("jain", sum),
+        stat("jain"),
         // This process alone: the server has a column of its own.
         right("cpu", 5, |r: &Row| format!("{:.0}%", r.summary.cpu * 100.0)),
         right("srv", 5, |r: &Row| {
@@ -42,7 +37,7 @@ pub(crate) fn columns(backend: Backend) -> Vec<Col<Row>> {
                 .server_cpu
                 .map_or("-".into(), |c| format!("{:.0}%", c * 100.0))
         }),
-        stat("cpu/lk", sum),
+        stat("cpu/lk"),
         right("stmt/lk", 7, |r: &Row| per(r.statements_per_lock())),
         right("xact/lk", 7, |r: &Row| per(r.transactions_per_lock())),
         right("sent/lk", 7, |r: &Row| per(r.sent_per_lock())),
@@ -146,23 +141,16 @@ pub fn targets(rows: &[Row], backend: Backend) -> String {
     let missing = "not measured in this run";
     let adv = Recipe::Advisory.label(backend);
     match find(rows, push, 64, Names::Shared) {
+        Some(row) if backend == Backend::Postgres => {
+            let goals = out::shared_goals(&row.summary, Duration::from_millis(200));
+            let _ = writeln!(out, "  (1) one shared name, 64 clients: {goals}");
+        }
         Some(row) => {
-            let s = &row.summary;
-            let figures = out::shared_figures(s);
-            if backend == Backend::Postgres {
-                let _ = writeln!(
-                    out,
-                    "  (1) one shared name, 64 clients: every client served: {}; jain >= 0.95: {}; longest wait <= 200ms: {}  ({figures})",
-                    verdict(s.min_client > 0),
-                    verdict(s.jain >= 0.95),
-                    verdict(s.longest_wait <= Duration::from_millis(200)),
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "  (1) one shared name, 64 clients (the target is PostgreSQL's; here for comparison): {figures}"
-                );
-            }
+            let _ = writeln!(
+                out,
+                "  (1) one shared name, 64 clients (the target is PostgreSQL's; here for comparison): {}",
+                out::shared_figures(&row.summary)
+            );
         }
         None => {
             let _ = writeln!(out, "  (1) one shared name, 64 clients: {missing}");
@@ -319,9 +307,7 @@ pub(crate) fn result(row: &Row, backend: Backend) -> String {
     Obj::new()
         .str("system", row.system.label(backend))
         .str("wait", row.system.wait())
-        .raw("clients", row.key.clients)
-        .str("names", row.key.names.label())
-        .str("hold", &row.key.hold.label())
+        .key(row.key)
         .summary(s, false)
         .raw("cycles_counted_by_server", row.cycles)
         .raw("server_statements", count(counted.map(|c| c.statements)))

@@ -197,6 +197,29 @@ impl Snapshot {
     }
 }
 
+/// Between two snapshots: this process's and the server's CPU time, in
+/// cores of the wall time between them, and the calls counted.
+pub struct Usage {
+    pub cpu: f64,
+    pub server_cpu: Option<f64>,
+    pub calls: Option<CallCounts>,
+}
+
+impl Usage {
+    pub fn between(first: &Snapshot, last: &Snapshot) -> Usage {
+        let wall = last.at.saturating_duration_since(first.at).as_secs_f64();
+        let cores = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() / wall.max(1e-9);
+        Usage {
+            cpu: cores(first.cpu, last.cpu),
+            server_cpu: first
+                .server_cpu
+                .zip(last.server_cpu)
+                .map(|(a, b)| cores(a, b)),
+            calls: first.calls.zip(last.calls).map(|(a, b)| b.since(&a)),
+        }
+    }
+}
+
 /// The calls the counting lockers saw, when there are any.
 pub fn counted(calls: &[std::sync::Arc<crate::counting::Calls>]) -> Option<CallCounts> {
     (!calls.is_empty()).then(|| crate::counting::total(calls))
@@ -320,12 +343,7 @@ pub fn summarize(
         .saturating_duration_since(window.start)
         .as_secs_f64()
         .max(1e-9);
-    let wall = last
-        .at
-        .saturating_duration_since(first.at)
-        .as_secs_f64()
-        .max(1e-9);
-    let busy = |a: Duration, b: Duration| b.saturating_sub(a).as_secs_f64() / wall;
+    let usage = Usage::between(first, last);
     let per_client: Vec<u64> = tallies.iter().map(|t| t.locks).collect();
     let q = |quantile: f64| {
         Duration::from_nanos(if locks == 0 {
@@ -336,15 +354,13 @@ pub fn summarize(
     };
     let max = q(1.0);
     let unfinished_waits = tallies.iter().filter_map(|t| t.unfinished);
-    let calls = match (first.calls, last.calls) {
-        (Some(a), Some(b)) => Some(b.since(&a)),
-        _ => {
-            let own = tallies
-                .iter()
-                .fold(CallCounts::default(), |sum, t| sum.plus(&t.calls));
-            (own.total() > 0).then_some(own)
-        }
-    };
+    // Counted by the lockers, or else by the clients themselves.
+    let calls = usage.calls.or_else(|| {
+        let own = tallies
+            .iter()
+            .fold(CallCounts::default(), |sum, t| sum.plus(&t.calls));
+        (own.total() > 0).then_some(own)
+    });
     Summary {
         locks,
         seconds,
@@ -364,11 +380,8 @@ pub fn summarize(
         min_client: per_client.iter().copied().min().unwrap_or(0),
         max_client: per_client.iter().copied().max().unwrap_or(0),
         jain: jain(&per_client),
-        cpu: busy(first.cpu, last.cpu),
-        server_cpu: match (first.server_cpu, last.server_cpu) {
-            (Some(a), Some(b)) => Some(busy(a, b)),
-            _ => None,
-        },
+        cpu: usage.cpu,
+        server_cpu: usage.server_cpu,
         calls_per_lock: calls.map(|c| c.total() as f64 / locks.max(1) as f64),
         calls,
         hit_count_bound: tallies.iter().any(|t| t.hit_count_bound),
