@@ -12,6 +12,7 @@ mod redis_support;
 mod sql_support;
 mod support;
 
+mod a_database_password_from_the_environment_is_kept_from_the_command;
 mod a_handshake_stalled_after_its_length_is_not_logged_as_one_that_sent_nothing;
 mod a_listing_quoting_the_admin_token_does_not_show_it;
 mod a_lock_name_with_user_information_after_an_at_in_the_user_is_refused;
