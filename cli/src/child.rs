@@ -68,8 +68,51 @@ pub struct Spawn {
     /// quorum-lock dies first, e.g. of SIGKILL, so that it cannot outlive
     /// a lease that nobody refreshes any more. Ignored elsewhere.
     pub die_with_parent: bool,
-    /// Leave [`SECRETS`] in the command's environment (`--pass-secrets`).
+    /// Leave [`SECRETS`] in the command's environment (`--pass-secrets`),
+    /// and the database drivers' own (see [`DatabaseSecrets`]).
     pub pass_secrets: bool,
+    /// The database drivers' password variables this run uses.
+    pub database_secrets: DatabaseSecrets,
+}
+
+/// The variables of the database drivers that hold or locate the password
+/// of a database node given without one in its URL: removed from the
+/// command's environment, as [`SECRETS`] are, when the nodes include a
+/// database of that kind (a job that uses them for a database of its own,
+/// beside lock servers, keeps them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DatabaseSecrets {
+    /// `PGPASSWORD` and `PGPASSFILE`: a PostgreSQL node.
+    pub postgres: bool,
+    /// `MYSQL_PWD`: a MySQL or MariaDB node.
+    pub mysql: bool,
+}
+
+impl DatabaseSecrets {
+    /// Those of the node list `nodes` (URLs separated by commas).
+    pub fn of(nodes: Option<&str>) -> DatabaseSecrets {
+        let mut found = DatabaseSecrets::default();
+        for node in nodes.unwrap_or_default().split([',', ';']) {
+            let scheme = node
+                .trim()
+                .split_once("://")
+                .map(|(scheme, _)| scheme.to_ascii_lowercase());
+            match scheme.as_deref() {
+                Some("postgres" | "postgresql") => found.postgres = true,
+                Some("mysql" | "mariadb") => found.mysql = true,
+                _ => {}
+            }
+        }
+        found
+    }
+
+    fn names(self) -> impl Iterator<Item = &'static str> {
+        let postgres = ["PGPASSWORD", "PGPASSFILE"]
+            .into_iter()
+            .filter(move |_| self.postgres);
+        let mysql = ["MYSQL_PWD"].into_iter().filter(move |_| self.mysql);
+        postgres.chain(mysql)
+    }
 }
 
 /// The variables of quorum-lock's environment that hold a secret or say
@@ -121,7 +164,7 @@ impl Job {
         let mut command = Command::new(program);
         command.args(rest);
         if !how.pass_secrets {
-            for name in SECRETS {
+            for name in SECRETS.into_iter().chain(how.database_secrets.names()) {
                 command.env_remove(name);
             }
             // Our own environment still holds them, and a process of the

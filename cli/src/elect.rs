@@ -94,6 +94,7 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         // without it: the kernel must.
         die_with_parent: true,
         pass_secrets: args.pass_secrets,
+        database_secrets: crate::child::DatabaseSecrets::of(args.client.nodes.as_deref()),
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,

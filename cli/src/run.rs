@@ -87,6 +87,7 @@ pub async fn run(args: RunArgs, mut signals: Signals) -> Result<u8, Failure> {
         // lease runs out; the kernel does.
         die_with_parent: true,
         pass_secrets: args.pass_secrets,
+        database_secrets: crate::child::DatabaseSecrets::of(args.client.nodes.as_deref()),
     };
     let mut job = match Job::spawn(&args.command, &env, how) {
         Ok(job) => job,

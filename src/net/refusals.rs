@@ -33,6 +33,9 @@ pub(crate) enum Cause {
     /// timeout.
     #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     TlsSlow,
+    /// A TLS handshake finished, and then no `Hello` within the handshake
+    /// timeout.
+    SilentAfterTls,
     /// Every slot, the admin reserve included, holds an authenticated
     /// connection.
     AllAuthenticated,
@@ -56,7 +59,7 @@ pub(crate) enum Cause {
     Misbehaving,
 }
 
-const CAUSES: usize = 16;
+const CAUSES: usize = 17;
 
 impl Cause {
     fn index(self) -> usize {
@@ -131,6 +134,16 @@ impl Refused {
         }
     }
 
+    /// Nothing within the handshake timeout after a finished TLS
+    /// handshake: counted as a timeout, logged apart.
+    pub(crate) fn silent_after_tls() -> Refused {
+        Refused::Auth {
+            why: AuthRefusal::Timeout,
+            cause: Cause::SilentAfterTls,
+            reason: "no handshake in time after TLS".to_owned(),
+        }
+    }
+
     pub(crate) fn reason(&self) -> &str {
         match self {
             Refused::Auth { reason, .. } => reason,
@@ -162,6 +175,10 @@ impl Refused {
             Cause::Timeout => tracing::warn!(%peer, refused, ?timeout,
                 "no handshake within the handshake timeout: closed connections that sent \
                  nothing (`refused` counts them since the last such line)"),
+            Cause::SilentAfterTls => tracing::warn!(%peer, refused, ?timeout,
+                "closed connections that finished a TLS handshake and then sent no handshake \
+                 within the handshake timeout: TLS health checks, or clients of another TLS \
+                 service pointed at this port (`refused` counts them since the last such line)"),
             Cause::SlowHandshake => tracing::warn!(%peer, refused, ?timeout,
                 "closed connections that sent only part of a handshake within the handshake \
                  timeout: slow or stalled clients, or peers holding connections open \

@@ -82,7 +82,7 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         };
         match handshake {
             Ok(Ok(stream)) => {
-                return session(Box::new(stream), peer, server, &slot, deadline).await
+                return session(Box::new(stream), peer, server, &slot, deadline, true).await
             }
             Ok(Err(err)) => match super::tls::accept_failure(&err) {
                 (true, why) => {
@@ -115,7 +115,7 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     // Without a first byte by the deadline, the handshake below times out
     // at once and says so.
     let _ = started;
-    session(Box::new(stream), peer, server, &slot, deadline).await
+    session(Box::new(stream), peer, server, &slot, deadline, false).await
 }
 
 async fn session(
@@ -124,13 +124,14 @@ async fn session(
     server: Arc<ServerState>,
     slot: &Slot,
     deadline: tokio::time::Instant,
+    over_tls: bool,
 ) {
     // Small frames only until the peer proved it holds a token.
     let mut conn = Framed::new(
         stream,
         crate::net::framing::Framing::new(wire::hello_codec()),
     );
-    let Some(role) = handshake(&mut conn, peer, &server, slot, deadline).await else {
+    let Some(role) = handshake(&mut conn, peer, &server, slot, deadline, over_tls).await else {
         return;
     };
     conn.codec_mut()
@@ -331,12 +332,14 @@ async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), (
 }
 
 /// Authenticates the peer; its role and the protocol version it speaks.
+/// `over_tls`: the peer finished a TLS handshake first.
 async fn handshake(
     conn: &mut Conn,
     peer: SocketAddr,
     server: &ServerState,
     slot: &Slot,
     deadline: tokio::time::Instant,
+    over_tls: bool,
 ) -> Option<(Role, u16)> {
     let first = tokio::select! {
         first = tokio::time::timeout_at(deadline, conn.next()) => first,
@@ -375,6 +378,11 @@ async fn handshake(
         }
         // Nothing read, and no frame begun (a peer that stopped after
         // the four bytes of its length has begun one).
+        // A peer that finished TLS and then said nothing (a TLS health
+        // check, another TLS service's client) is not a silent one.
+        Err(_) if conn.read_buffer().is_empty() && !conn.codec().in_frame() && over_tls => {
+            Err(Refused::silent_after_tls())
+        }
         Err(_) if conn.read_buffer().is_empty() && !conn.codec().in_frame() => {
             Err(Refused::auth(AuthRefusal::Timeout, "no handshake in time"))
         }

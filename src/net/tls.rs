@@ -398,7 +398,7 @@ pub(crate) fn accept_failure(err: &std::io::Error) -> (bool, String) {
                 "the peer closed the connection before the TLS handshake ended".into(),
             )
         } else {
-            (true, format!("TLS handshake failed: {err}"))
+            (true, err.to_string())
         };
     };
     let why = match tls {
@@ -411,11 +411,28 @@ pub(crate) fn accept_failure(err: &std::io::Error) -> (bool, String) {
         rustls::Error::InvalidCertificate(problem) => {
             format!("the client's certificate was refused ({problem}): it must be signed by the client CA, be unexpired, and be made for a TLS client")
         }
-        rustls::Error::AlertReceived(alert) => format!(
+        // Only an alert about a certificate blames one: a peer may send an
+        // alert before this server sent anything (a scanner, a client that
+        // gives up on the versions or cipher suites offered).
+        rustls::Error::AlertReceived(
+            alert @ (AlertDescription::BadCertificate
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::CertificateRevoked
+            | AlertDescription::CertificateExpired
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::UnknownCA
+            | AlertDescription::AccessDenied
+            | AlertDescription::DecryptError),
+        ) => format!(
             "the client refused this server's certificate ({alert:?}): the client trusts \
              another CA, or expects another name"
         ),
-        other => format!("TLS handshake failed: {other}"),
+        rustls::Error::AlertReceived(alert) => format!(
+            "the client ended the handshake with an alert ({alert:?}): it may support none of \
+             this server's TLS versions or cipher suites, or it gave up"
+        ),
+        // The log line says "TLS handshake failed" already.
+        other => other.to_string(),
     };
     (true, why)
 }
