@@ -3,8 +3,16 @@
 //! flood of connections, a hostile peer or server) cannot flood the log
 //! with it.
 
-// Used by the network transport and the Redis locker only.
-#![cfg_attr(not(any(feature = "net", feature = "redis")), allow(dead_code))]
+// Used by the network transport and the Redis and SQL lockers only.
+#![cfg_attr(
+    not(any(
+        feature = "net",
+        feature = "redis",
+        feature = "postgres",
+        feature = "mysql"
+    )),
+    allow(dead_code)
+)]
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;

@@ -100,6 +100,8 @@ pub(super) struct Store {
     fast: std::sync::Mutex<fast::Calls>,
     /// Whether the log said already why some calls take the transaction.
     said_why_no_fast_call: AtomicBool,
+    /// The warning that a new epoch begins, at most once a second.
+    epoch_warning: crate::locker::throttled::SharedThrottle,
     /// This locker's channel, and where notices for this locker's own
     /// waiters go (replaced when the task that reads them is started
     /// again, on another runtime).
@@ -228,6 +230,7 @@ impl Store {
             refused,
             fast,
             said_why_no_fast_call: AtomicBool::new(false),
+            epoch_warning: Default::default(),
             own: (own.0, std::sync::Mutex::new(own.1)),
         })
     }
@@ -361,11 +364,16 @@ impl Store {
             // restored) or another server answers now: a new epoch begins,
             // and with it the quarantine.
             found => {
-                tracing::warn!(
-                    locker = %self.endpoint,
-                    "the lock table's epoch marker is {}: the database may have forgotten locks it granted; quarantine begins",
-                    if found.is_some() { "from another server" } else { "missing" }
-                );
+                // Throttled: a database (or two behind one address) that
+                // answers so on every call gets a line a second, counted.
+                self.epoch_warning.note(|times| {
+                    tracing::warn!(
+                        locker = %self.endpoint,
+                        times,
+                        "the lock table's epoch marker is {}: the database may have forgotten locks it granted; quarantine begins (`times` counts such calls since the last such line)",
+                        if found.is_some() { "from another server" } else { "missing" }
+                    )
+                });
                 sqlx::query(&d.put_epoch())
                     .bind(now_ms)
                     .bind(ident.clone())

@@ -61,6 +61,8 @@ mod a_stopped_caller_on_mariadb_frees_its_rows;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_table_appearing_earlier_on_the_search_path_splits_no_locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_table_reset_on_every_call_is_logged_a_line_a_second;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod each_locker_gets_and_keeps_tables_of_its_own;
