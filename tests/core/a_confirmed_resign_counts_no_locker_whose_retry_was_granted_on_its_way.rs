@@ -38,7 +38,9 @@ async fn a_confirmed_resign_counts_no_locker_whose_retry_was_granted_on_its_way(
     let y = args("y", &["election/e"]);
     let local2 = cluster.lockers()[2].clone();
     assert!(
-        local2.lock_now(&y, LockMode::Write).expect("locker 2 answers"),
+        local2
+            .lock_now(&y, LockMode::Write)
+            .expect("locker 2 answers"),
         "y holds the election's lock on locker 2"
     );
     let calls_to_2 = Arc::new(AtomicUsize::new(0));

@@ -47,7 +47,9 @@ fn a_released_lock_frees_a_polled_locker_whose_retry_waits_on_an_idle_runtime() 
     let y = args("y", &["res"]);
     let local2 = cluster.lockers()[2].clone();
     assert!(
-        local2.lock_now(&y, LockMode::Write).expect("locker 2 answers"),
+        local2
+            .lock_now(&y, LockMode::Write)
+            .expect("locker 2 answers"),
         "y holds res on locker 2"
     );
     let calls_to_2 = Arc::new(AtomicUsize::new(0));
