@@ -77,6 +77,9 @@ pub struct Options {
     pub sql_url: Option<String>,
     /// `--sql-counters`: count statements on the server.
     pub sql_counters: bool,
+    /// `--sql-lockers`: how many `SqlLocker`s (each with its own pool and
+    /// `Dsync`, as separate processes have) ours spreads its clients over.
+    pub sql_lockers: usize,
     /// `--sql-systems`: ours, and which recipes.
     pub sql_ours: bool,
     pub sql_recipes: Vec<crate::sql_recipes::Recipe>,
@@ -144,6 +147,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         sql: None,
         sql_url: None,
         sql_counters: true,
+        sql_lockers: 1,
         sql_ours: true,
         sql_recipes: crate::sql_recipes::Recipe::ALL.to_vec(),
         etcd: RedisMode::Auto,
@@ -195,9 +199,8 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         match name.as_str() {
             "--hold" | "--mix" | "--clients" | "--names" | "--shared" | "--wait" | "--matrix"
             | "--backend" | "--max-locks" | "--warmup" | "--rslock" | "--redis"
-            | "--redis-retry" | "--sql-url" | "--sql-counters" | "--sql-systems" => {
-                lock_given.push(name.clone())
-            }
+            | "--redis-retry" | "--sql-url" | "--sql-counters" | "--sql-systems"
+            | "--sql-lockers" => lock_given.push(name.clone()),
             "--candidates"
             | "--observers"
             | "--handoffs"
@@ -349,6 +352,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
                 opts.sql_url = Some(url);
             }
             "--sql-counters" => opts.sql_counters = on_off(&name, &value()?)?,
+            "--sql-lockers" => opts.sql_lockers = named_count(&name, &value()?, 1, 64)?,
             "--sql-systems" => {
                 use crate::sql_recipes::Recipe;
                 let systems = list(&name, &value()?, |s| match s {

@@ -90,6 +90,10 @@ SCENARIOS (lists are comma-separated; every combination runs):
                          existing database instead of starting a server
                          (no server CPU then, and statements are counted
                          only where the server shows them)
+    --sql-lockers N      with --backend postgres or mysql: spread ours's clients
+                         over N SqlLockers, each with its own pool and Dsync,
+                         as N processes would (hand-offs between them go by
+                         NOTIFY, or the doorbell on MySQL)         [default: 1]
     --sql-systems LIST   with --backend postgres or mysql: which to measure,
                          of ours, insert, for-update and advisory (get_lock
                          on MySQL)

@@ -235,7 +235,13 @@ fn name(run: usize, names: Names, c: usize) -> String {
 }
 
 /// One measurement, from connecting to ending what it left behind.
-async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Result<Row, String> {
+async fn measure(
+    db: &Database,
+    p: Planned,
+    run: usize,
+    bounds: Bounds,
+    lockers_of_ours: usize,
+) -> Result<Row, String> {
     let backend = db.backend;
     let window = bounds.window(p.key.clients);
     let mut probe = Probe::connect(backend, &db.url).await?;
@@ -268,18 +274,28 @@ async fn measure(db: &Database, p: Planned, run: usize, bounds: Bounds) -> Resul
                 quarantine: Duration::ZERO,
                 ..SqlConfig::default()
             };
-            let locker = SqlLocker::connect(&db.url, config)
-                .await
-                .map_err(|e| format!("cannot connect a SqlLocker: {e}"))?;
-            let built = Cluster::build(vec![Arc::new(locker)], bounds.count_rpcs, wait, None)?;
+            // As separate processes would: a locker, its pool and a
+            // `Dsync` each, the clients dealt out in turn.
+            let mut built = Vec::with_capacity(lockers_of_ours);
+            for _ in 0..lockers_of_ours {
+                let locker = SqlLocker::connect(&db.url, config.clone())
+                    .await
+                    .map_err(|e| format!("cannot connect a SqlLocker: {e}"))?;
+                built.push(Cluster::build(
+                    vec![Arc::new(locker)],
+                    bounds.count_rpcs,
+                    wait,
+                    None,
+                )?);
+            }
             for c in 0..p.key.clients {
-                let mutex = built
+                let mutex = built[c % lockers_of_ours]
                     .ds
                     .rw_mutex([name(run, p.key.names, c)])
                     .map_err(|e| format!("cannot make a mutex: {e}"))?;
                 lockers.push(Locker::Ours(mutex));
             }
-            calls = built.calls.clone();
+            calls = built.iter().flat_map(|b| b.calls.clone()).collect();
             ds = Some(built);
         }
     }
@@ -362,7 +378,8 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     say(format!(
         "{}\
          {}\n\
-         database: {}; {server}; statement counts: {}\n\
+         database: {}; {server}; statement counts: {}; ours over {} SqlLocker(s) \
+         (--sql-lockers)\n\
          {} runs, about {:.0}s\n",
         crate::out::banner(
             "quorum-lock SqlLocker beside the SQL lock recipes",
@@ -375,14 +392,18 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
             Ok(()) => "on".to_owned(),
             Err(why) => why.clone(),
         },
+        opts.sql_lockers,
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + settle + 0.2),
     ));
     say(header(backend));
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
-        let mut row =
-            crate::on_runtime(opts, Duration::from_secs(1), measure(&db, *p, run, bounds))?;
+        let mut row = crate::on_runtime(
+            opts,
+            Duration::from_secs(1),
+            measure(&db, *p, run, bounds, opts.sql_lockers),
+        )?;
         if let System::Ours(_) = row.system {
             let lsps = |recipe| {
                 rows.iter()

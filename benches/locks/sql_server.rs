@@ -447,8 +447,10 @@ impl Probe {
             Probe::My(conn) => {
                 // Without the PROCESS privilege a user sees its own
                 // connections only: those of the run.
-                let ids: Vec<u64> = sqlx::query_scalar(
-                    "SELECT ID FROM information_schema.PROCESSLIST \
+                // Signed: the column's type differs between servers (and
+                // between an empty and a full list on MariaDB).
+                let ids: Vec<i64> = sqlx::query_scalar(
+                    "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
                      WHERE ID <> CONNECTION_ID() AND USER = SUBSTRING_INDEX(CURRENT_USER(), '@', 1)",
                 )
                 .fetch_all(&mut *conn)

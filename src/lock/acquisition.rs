@@ -30,6 +30,9 @@ pub(crate) struct Acquisition {
     /// Orders requests and recorded grants: see [`record_reply`](Self::record_reply).
     stamps: AtomicU64,
     slots: Mutex<Slots>,
+    /// Woken each time a lock or wait call settles (answered or dropped):
+    /// for `release::watch_stragglers`.
+    calls_settled: tokio::sync::Notify,
 }
 
 impl Acquisition {
@@ -75,6 +78,7 @@ impl Acquisition {
             started,
             token: OnceCell::new(),
             stamps: AtomicU64::new(0),
+            calls_settled: tokio::sync::Notify::new(),
             slots: Mutex::new(Slots {
                 slots: vec![
                     Slot {
@@ -83,6 +87,7 @@ impl Acquisition {
                         granted_stamp: 0,
                         refreshes_out: 0,
                         refresh_reached: false,
+                        calls_out: 0,
                     };
                     n
                 ],
@@ -149,6 +154,10 @@ struct Slot {
     /// quarantine re-creates a missing entry on a refresh, so one that
     /// refused the grant may hold the entry since.
     refresh_reached: bool,
+    /// Lock and wait calls sent to it that have neither settled (their
+    /// answer recorded) nor been dropped: whatever its last answer says, a
+    /// call still on its way may grant.
+    calls_out: u32,
 }
 
 impl Slot {
@@ -226,7 +235,7 @@ pub(crate) struct ReleasePlan {
     pub(crate) targets: Vec<Target>,
     /// Lockers that refused: they never held this uid.
     pub(crate) refused: usize,
-    /// Lockers whose call is still in flight.
+    /// Lockers with a lock or wait call still in flight.
     pub(crate) in_flight: Vec<usize>,
 }
 
@@ -400,10 +409,10 @@ impl Acquisition {
     }
 
     /// Marks the acquisition released and says which lockers to unlock.
-    /// Lockers still in flight are not targets: their call undoes its own
-    /// grant when it finishes; they are listed apart, for
-    /// `release::watch_stragglers` in case it never does. A second call
-    /// returns an empty plan.
+    /// Lockers with a call still in flight are listed apart, for
+    /// `release::watch_stragglers` in case it never finishes (a call that
+    /// finishes undoes its own grant); one whose last answer was a refusal
+    /// is not counted as refused. A second call returns an empty plan.
     pub(crate) fn begin_release(&self) -> ReleasePlan {
         let mut slots = self.slots();
         if slots.released {
@@ -412,7 +421,15 @@ impl Acquisition {
         slots.released = true;
         let mut plan = ReleasePlan::default();
         for (index, slot) in slots.slots.iter().enumerate() {
+            // A call on its way may grant whatever the last answer said:
+            // watched until it settles (it undoes its own grant then), and
+            // never counted as a refusal.
+            let calling = slot.calls_out > 0;
+            if calling {
+                plan.in_flight.push(index);
+            }
             match &slot.answer {
+                Some(Answer::Refused) if calling => {}
                 // A refresh that may have reached it, or is still on its
                 // way, may have re-created the entry: released like a
                 // failed grant. Only a refusal no refresh can have undone
@@ -430,7 +447,7 @@ impl Acquisition {
                         granted: *answer == Answer::Granted,
                     })
                 }
-                None => plan.in_flight.push(index),
+                None => {}
             }
         }
         plan
@@ -461,13 +478,21 @@ impl Acquisition {
     /// sent now: the acquisition is released. Otherwise it is held (a won
     /// round's straggler, a re-check of a won wait) and the locker may
     /// hold what the lock counts on: the release plan will target it.
-    pub(crate) fn call_dropped(&self, index: usize) -> bool {
+    /// `counted`: a lock or wait call counted by [`call_sent`](Self::call_sent).
+    pub(crate) fn call_dropped(&self, index: usize, counted: bool) -> bool {
         let mut slots = self.slots();
         let released = slots.released;
         if let Some(slot) = slots.slots.get_mut(index) {
             if slot.answer != Some(Answer::Granted) {
                 slot.answer = Some(Answer::Failed);
             }
+            if counted {
+                slot.calls_out = slot.calls_out.saturating_sub(1);
+            }
+        }
+        drop(slots);
+        if counted {
+            self.calls_settled.notify_waiters();
         }
         released
     }
@@ -497,13 +522,36 @@ impl Acquisition {
             .cloned()
     }
 
-    /// Whether the call to locker `index` has neither answered nor been
-    /// dropped.
+    /// Whether a lock or wait call to locker `index` has neither settled
+    /// nor been dropped.
     pub(crate) fn in_flight(&self, index: usize) -> bool {
         self.slots()
             .slots
             .get(index)
-            .is_some_and(|slot| slot.answer.is_none())
+            .is_some_and(|slot| slot.calls_out > 0)
+    }
+
+    /// A lock or wait call to locker `index` is about to be sent: see
+    /// [`call_settled`](Self::call_settled).
+    pub(crate) fn call_sent(&self, index: usize) {
+        if let Some(slot) = self.slots().slots.get_mut(index) {
+            slot.calls_out = slot.calls_out.saturating_add(1);
+        }
+    }
+
+    /// A call counted by [`call_sent`](Self::call_sent) settled: its answer
+    /// is recorded (or it was dropped, see [`call_dropped`](Self::call_dropped)).
+    pub(crate) fn call_settled(&self, index: usize) {
+        if let Some(slot) = self.slots().slots.get_mut(index) {
+            slot.calls_out = slot.calls_out.saturating_sub(1);
+        }
+        self.calls_settled.notify_waiters();
+    }
+
+    /// Resolves at the next [`call_settled`](Self::call_settled) after it
+    /// was enabled.
+    pub(crate) fn a_call_settles(&self) -> tokio::sync::futures::Notified<'_> {
+        self.calls_settled.notified()
     }
 
     /// Whether a release has begun.

@@ -66,6 +66,7 @@ fn owed_release(
         index: target.index,
         began,
         armed: true,
+        call: false,
     };
     async move {
         let confirmed = release_after(&state, target, began, failed).await;
@@ -85,24 +86,36 @@ pub(crate) struct Owed {
     index: usize,
     began: Instant,
     armed: bool,
+    /// A lock or wait call's, counted in flight until it settles
+    /// (`Acquisition::call_sent`); else a release's.
+    call: bool,
 }
 
 impl Owed {
     /// An unlock of `state` owed to locker `index` from now: also what a
     /// lock call in flight owes, since it may be applied (a straggler that
     /// its runtime's end drops before it can undo its grant).
+    /// Counts the call in flight until [`settled`](Self::settled) or
+    /// dropped.
     pub(crate) fn new(state: &Arc<Acquisition>, index: usize) -> Self {
+        state.call_sent(index);
         Owed {
             state: state.clone(),
             index,
             began: state.coord.clock.now(),
             armed: true,
+            call: true,
         }
     }
 
-    /// Its call ran its course: nothing is owed any more.
+    /// Its call ran its course: nothing is owed any more. A lock or wait
+    /// call's is settled after its answer is recorded, so that a release
+    /// in between sees the call in flight.
     pub(crate) fn settled(mut self) {
         self.armed = false;
+        if self.call {
+            self.state.call_settled(self.index);
+        }
     }
 }
 
@@ -111,7 +124,7 @@ impl Drop for Owed {
         // Only once the acquisition is released: a call of a lock that is
         // held (a won round's straggler, a won wait's re-check) may renew
         // what the lock counts on, and its release will target it.
-        if self.armed && self.state.call_dropped(self.index) {
+        if self.armed && self.state.call_dropped(self.index, self.call) {
             // Drained on the coordinator's own runtime: the current one, if
             // any, may be the one shutting down and dropping this.
             let coord = &self.state.coord;
@@ -553,14 +566,17 @@ async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
 /// settle before [`watch_stragglers`] unlocks its locker.
 const STRAGGLER_GRACE: Duration = Duration::from_millis(100);
 
-/// Unlocks each locker of `in_flight` whose lock or wait call of the
-/// released `state` has still neither answered nor been dropped once it
-/// must have ended (its deadline, `Timeouts::acquire`, plus a grace):
-/// such a call sits on a runtime that is no longer driven, and would
-/// never undo the grant its locker may have applied. Runs on the current
-/// runtime, outside any on the coordinator's own (`fallback`'s failing
-/// that), counted among the outstanding releases. Holds the acquisition
-/// weakly: once every call has ended, each undid its own grant.
+/// Watches the lockers of `in_flight`, whose lock or wait call of the
+/// released `state` was still on its way at the release, until each call
+/// settles (answered, it undid its own grant; dropped, it queued its
+/// unlock). One still on its way once it must have ended (its deadline,
+/// `Timeouts::acquire` after it was sent, plus a grace) sits on a runtime
+/// that is no longer driven and would never undo the grant its locker may
+/// have applied: its locker is unlocked then. Runs on the current runtime,
+/// outside any on the coordinator's own (`fallback`'s failing that),
+/// counted among the outstanding releases; ends as soon as every call
+/// settled. Owed: cut short (its runtime shut down), it queues the unlocks
+/// of the calls still on their way.
 pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fallback: &Handle) {
     if in_flight.is_empty() {
         return;
@@ -570,26 +586,73 @@ pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fa
         coord.clock.now(),
         coord.timeouts.acquire.saturating_add(STRAGGLER_GRACE),
     );
-    let (weak, in_flight) = (Arc::downgrade(state), in_flight.to_vec());
     let counted = coord.outstanding.begin();
+    let mut owed = StragglersOwed {
+        state: state.clone(),
+        in_flight: in_flight.to_vec(),
+        began: coord.clock.now(),
+        armed: true,
+    };
     let handle = crate::lock::own_runtime::background(&coord.own_runtime, fallback);
     handle.spawn(async move {
-        coord.clock.sleep_until(deadline).await;
-        if let Some(state) = weak.upgrade() {
-            let stuck = in_flight.into_iter().filter(|&i| state.in_flight(i));
-            let releases = stuck.map(|index| {
-                release_one(
-                    &state,
-                    Target {
-                        index,
-                        granted: false,
-                    },
-                )
-            });
-            futures::future::join_all(releases).await;
+        let state = owed.state.clone();
+        loop {
+            let settles = state.a_call_settles();
+            tokio::pin!(settles);
+            settles.as_mut().enable();
+            owed.in_flight.retain(|&index| state.in_flight(index));
+            if owed.in_flight.is_empty() {
+                break;
+            }
+            tokio::select! {
+                () = settles => {}
+                () = coord.clock.sleep_until(deadline) => {
+                    let releases = owed.in_flight.iter().map(|&index| {
+                        release_one(&state, Target { index, granted: false })
+                    });
+                    futures::future::join_all(releases).await;
+                    break;
+                }
+            }
         }
+        owed.settled();
         drop(counted);
     });
+}
+
+/// The unlocks a straggler watch owes: see [`watch_stragglers`].
+struct StragglersOwed {
+    state: Arc<Acquisition>,
+    in_flight: Vec<usize>,
+    began: Instant,
+    armed: bool,
+}
+
+impl StragglersOwed {
+    /// Every call settled, or its locker was sent the unlock.
+    fn settled(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for StragglersOwed {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let coord = &self.state.coord;
+        for &index in &self.in_flight {
+            if self.state.in_flight(index) {
+                let pending = PendingUnlock {
+                    args: self.state.args.clone(),
+                    mode: self.state.mode,
+                    give_up: give_up_at(coord, index, self.began),
+                    holder: self.state.held_off(coord.clock.now()),
+                };
+                queue_unlock(coord, index, pending, None);
+            }
+        }
+    }
 }
 
 async fn release_plan(

@@ -68,8 +68,10 @@ fn lock_call(
             LockMode::Read => locker.rlock(&state.args),
         };
         let result = call_locker(&state.coord, index, kind, call, deadline).await;
+        // Recorded first: a release in between still sees the call.
+        let undo = settle(&state, index, &result);
         owed.settled();
-        if let Some(target) = settle(&state, index, &result) {
+        if let Some(target) = undo {
             release_one(&state, target).await;
         }
         result

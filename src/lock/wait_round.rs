@@ -125,8 +125,9 @@ fn wait_call(
             let call = locker.lock_wait(&state.args, state.mode, &wait);
             call_locker(coord, index, CallKind::LockWait, call, deadline).await
         };
-        owed.settled();
+        // Recorded first: a release in between still sees the call.
         let (outcome, undo) = settle(&state, index, result, sent, stamp);
+        owed.settled();
         if let Some(target) = undo {
             release_one(&state, target).await;
         }
