@@ -75,14 +75,17 @@ pub struct Spawn {
     pub database_secrets: DatabaseSecrets,
 }
 
-/// The variables of the database drivers that hold or locate the password
-/// of a database node given without one in its URL: removed from the
+/// The variables of the database drivers that hold or locate the
+/// credentials (a password, a client key) of a database node whose URL
+/// gives none: removed from the
 /// command's environment, as [`SECRETS`] are, when the nodes include a
 /// database of that kind (a job that uses them for a database of its own,
 /// beside lock servers, keeps them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DatabaseSecrets {
-    /// `PGPASSWORD` and `PGPASSFILE`: a PostgreSQL node.
+    /// `PGPASSWORD`, `PGPASSFILE`, and the client key `PGSSLKEY` (the
+    /// driver takes PEM text in it as the key itself) with its certificate
+    /// `PGSSLCERT`: a PostgreSQL node.
     pub postgres: bool,
     /// `MYSQL_PWD`: a MySQL or MariaDB node.
     pub mysql: bool,
@@ -107,7 +110,7 @@ impl DatabaseSecrets {
     }
 
     fn names(self) -> impl Iterator<Item = &'static str> {
-        let postgres = ["PGPASSWORD", "PGPASSFILE"]
+        let postgres = ["PGPASSWORD", "PGPASSFILE", "PGSSLKEY", "PGSSLCERT"]
             .into_iter()
             .filter(move |_| self.postgres);
         let mysql = ["MYSQL_PWD"].into_iter().filter(move |_| self.mysql);

@@ -90,7 +90,8 @@ smaller than the largest it has seen, so that a holder that stalled past
 its lock cannot write late. Servers too old to issue tokens leave it unset,
 with a warning. The command gets none of quorum-lock's secrets (the
 QUORUM_LOCK_ tokens and token files, NODES, REDIS, TLS_CERT, TLS_KEY; with
-database nodes PGPASSWORD, PGPASSFILE, MYSQL_PWD) unless --pass-secrets is given. Its exit code is passed through; if the lock is lost
+database nodes PGPASSWORD, PGPASSFILE, PGSSLKEY, PGSSLCERT, MYSQL_PWD) unless
+--pass-secrets is given. Its exit code is passed through; if the lock is lost
 while it runs, the group gets SIGTERM, then SIGKILL after --grace, and run
 exits with 79. SIGINT/SIGTERM to run is forwarded to the group the same way,
 the lock is released and run exits with 128+signal. If run itself is

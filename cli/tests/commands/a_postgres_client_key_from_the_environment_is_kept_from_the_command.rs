@@ -49,7 +49,16 @@ fn a_postgres_client_key_from_the_environment_is_kept_from_the_command() {
     ];
     let done = cli(
         &dir,
-        &["run", "--timeout", "10s", "job", "--", "sh", "-c", "env > $D/env-out"],
+        &[
+            "run",
+            "--timeout",
+            "10s",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            "env > $D/env-out",
+        ],
         &env,
         LIMIT,
     );
