@@ -98,5 +98,6 @@ pub fn schema(backend: Backend, config: &SqlConfig) -> Result<Vec<String>, Error
     let mut statements = dialect.create();
     statements.extend(dialect.routines());
     statements.extend(dialect.mysql_routines());
+    statements.extend(dialect.mysql_ring());
     Ok(statements)
 }

@@ -4,9 +4,10 @@
 //! While a locker has waiters it keeps one connection of its own asleep in
 //! `SELECT SLEEP(…)`, the statement's text naming the locker's channel. A
 //! call (of any process) that passes a waiter's turn on, or wounds one,
-//! finds that statement in the server's process list by its text and
-//! interrupts it with `KILL QUERY`; the sleeping locker then reads its
-//! waiters' lines at once, as its poll would have `poll_interval` later.
+//! calls the doorbell procedure (`routines.rs`), which finds that
+//! statement in the server's process list by its text and interrupts it
+//! with `KILL QUERY`; the sleeping locker then reads its waiters' lines at
+//! once, as its poll would have `poll_interval` later.
 //!
 //! Invariants:
 //! * A ring is only a hint to read sooner. Nothing is granted by it: the
@@ -16,8 +17,9 @@
 //!   costs the poll interval, never a lock.
 //! * `KILL QUERY` only ever ends a doorbell's sleep: the thread is chosen
 //!   by the exact text of a sleep naming the channel, on a connection that
-//!   runs nothing else, and a server's thread ids are not reused while it
-//!   runs.
+//!   runs nothing else, in one procedure on one server (a look-up and a
+//!   kill sent apart could reach two servers behind a proxy), and a
+//!   server's thread ids are not reused while it runs.
 //! * Ringing runs after the commit and apart from the call: it never
 //!   delays or fails the call that passed the turn.
 
@@ -28,11 +30,8 @@ use sqlx::any::AnyConnectOptions;
 use sqlx::{AnyPool, ConnectOptions as _, Connection as _};
 use tokio::sync::Notify;
 
+use super::routines::DOORBELL_SLEEP;
 use super::Shared;
-
-/// How long one sleep of the doorbell lasts: the longest a server thread
-/// may sleep on after its locker was dropped mid-sleep.
-const SLEEP_SECS: u32 = 10;
 
 /// How often a ring looks again for a sleeper it did not find (between two
 /// sleeps of the bell, or while it connects), and how far apart.
@@ -42,19 +41,24 @@ const RING_PAUSE: Duration = Duration::from_millis(2);
 /// The text of the doorbell's sleep on `channel`, which rings look for.
 /// `channel` is the table prefix (ASCII letters, digits, `_`) and hex.
 fn sleep_text(channel: &str) -> String {
-    format!("SELECT SLEEP({SLEEP_SECS}) /* quorum-lock doorbell {channel} */")
+    // Ten seconds: the longest a server thread sleeps on after its locker
+    // was dropped mid-sleep.
+    format!("{DOORBELL_SLEEP}{channel} */")
 }
 
-/// Rings the doorbells of `channels`, once each, in the background: best
-/// effort, logged at debug when it fails.
-pub(super) fn ring(pool: &AnyPool, endpoint: &str, channels: Vec<String>) {
+/// Rings the doorbells of `channels`, once each, in the background, with
+/// the doorbell procedure's `call` (none: the database has none this user
+/// may run, and waiters wait for their poll): best effort, logged at debug
+/// when it fails.
+pub(super) fn ring(pool: &AnyPool, endpoint: &str, call: Option<Arc<str>>, channels: Vec<String>) {
+    let Some(call) = call else { return };
     if channels.is_empty() {
         return;
     }
     let (pool, endpoint) = (pool.clone(), endpoint.to_owned());
     tokio::spawn(async move {
         for channel in channels {
-            if let Err(err) = ring_one(&pool, &channel).await {
+            if let Err(err) = ring_one(&pool, &call, &channel).await {
                 // The driver's text may quote the statement; its kind is
                 // enough to say why a ring was lost.
                 tracing::debug!(locker = %endpoint, "a doorbell ring failed ({})", kind(&err));
@@ -63,20 +67,17 @@ pub(super) fn ring(pool: &AnyPool, endpoint: &str, channels: Vec<String>) {
     });
 }
 
-async fn ring_one(pool: &AnyPool, channel: &str) -> Result<(), sqlx::Error> {
+/// Rings one doorbell: the procedure looks the sleep up and ends it on the
+/// server that runs the call. Not found (between two sleeps, or still
+/// connecting), it is looked for again a few times.
+async fn ring_one(pool: &AnyPool, call: &str, channel: &str) -> Result<(), sqlx::Error> {
     let text = sleep_text(channel);
     for _ in 0..RING_TRIES {
-        let sleeper: Option<i64> = sqlx::query_scalar(
-            "SELECT CAST(ID AS SIGNED) FROM information_schema.PROCESSLIST \
-             WHERE COMMAND = 'Query' AND INFO = ? LIMIT 1",
-        )
-        .bind(text.as_str())
-        .fetch_optional(pool)
-        .await?;
-        if let Some(id) = sleeper {
-            sqlx::raw_sql(&format!("KILL QUERY {id}"))
-                .execute(pool)
-                .await?;
+        let row = sqlx::query(call)
+            .bind(text.as_str())
+            .fetch_one(pool)
+            .await?;
+        if super::store::fast::answer_of(&row)? == 1 {
             return Ok(());
         }
         tokio::time::sleep(RING_PAUSE).await;

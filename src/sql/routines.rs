@@ -10,6 +10,11 @@
 
 use super::dialect::{Backend, Dialect};
 
+/// How the text of every doorbell's sleep begins (`doorbell.rs`), its
+/// channel and the comment's end following: the doorbell procedure ends
+/// no statement that does not begin so.
+pub(super) const DOORBELL_SLEEP: &str = "SELECT SLEEP(10) /* quorum-lock doorbell ";
+
 impl Dialect {
     /// The call of the one-round-trip release in `schema` (quoted):
     /// `$1` name, `$2` uid, `$3` mode. Answers 1 (released), 0 (not held
@@ -235,6 +240,64 @@ impl Dialect {
             Some(schema) => format!("`{schema}`.`{name}`"),
             None => format!("`{name}`"),
         }
+    }
+
+    /// The MySQL doorbell procedure's name, unquoted (see `doorbell.rs`):
+    /// named as the grant and release are, capitals included.
+    fn mysql_ring_name(&self) -> String {
+        let (grant, _) = self.mysql_names();
+        // `<prefix>grant_v1_<capitals>` → `<prefix>ring_v1_<capitals>`.
+        let suffix = &grant[self.tables.prefix.len() + "grant".len()..];
+        format!("{}ring{suffix}", self.tables.prefix)
+    }
+
+    /// Whether this version's MySQL doorbell procedure exists that this
+    /// user may run: 1 when it does.
+    pub(super) fn mysql_ring_found(&self) -> String {
+        format!(
+            "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
+             AND ROUTINE_NAME = '{}'",
+            self.mysql_schema(),
+            self.mysql_ring_name()
+        )
+    }
+
+    /// The call of the MySQL doorbell procedure: the text of the sleep to
+    /// end. Answers 1 when it ended one, else 0.
+    pub(super) fn mysql_ring_call(&self) -> String {
+        format!("CALL {}(?)", self.mysql_routine(&self.mysql_ring_name()))
+    }
+
+    /// The statements that make the MySQL doorbell procedure: it finds the
+    /// sleep whose text is `p_text` in the process list and ends it with
+    /// `KILL QUERY`, both on the server that runs the call (one statement
+    /// from the client: behind a proxy or during a switchover, a look-up
+    /// and a kill sent apart could reach two servers, and end another
+    /// thread of the same id). Only an exact text of a doorbell's sleep
+    /// matches, which only a doorbell's connection runs.
+    pub(super) fn mysql_ring(&self) -> Vec<String> {
+        if self.backend != Backend::MySql {
+            return Vec::new();
+        }
+        let ring = self.mysql_routine(&self.mysql_ring_name());
+        vec![
+            format!("DROP PROCEDURE IF EXISTS {ring}"),
+            format!(
+                "CREATE PROCEDURE {ring}(IN p_text VARBINARY(512))\n\
+                 SQL SECURITY INVOKER\n\
+                 BEGIN\n  \
+                   DECLARE v_id BIGINT DEFAULT NULL;\n  \
+                   SET v_id = (SELECT ID FROM information_schema.PROCESSLIST\n    \
+                     WHERE COMMAND = 'Query' AND INFO = p_text \
+                     AND LEFT(INFO, {}) = '{DOORBELL_SLEEP}' LIMIT 1);\n  \
+                   IF v_id IS NOT NULL THEN\n    \
+                     KILL QUERY v_id;\n  \
+                   END IF;\n  \
+                   SELECT IF(v_id IS NULL, 0, 1) AS answer;\n\
+                 END",
+                DOORBELL_SLEEP.len()
+            ),
+        ]
     }
 
     /// How many of this version's MySQL procedures exist that this user

@@ -34,7 +34,7 @@ use super::url::{check_parameters, Server};
 use crate::Error;
 use search_path::{pin_search_path, Ambiguous};
 
-mod fast;
+pub(super) mod fast;
 mod search_path;
 mod setup;
 
@@ -411,7 +411,7 @@ impl Store {
         self.tell_own(local);
         tx.commit().await.map_err(|e| self.failure(e))?;
         #[cfg(feature = "mysql")]
-        super::doorbell::ring(&self.pool, &self.endpoint, bells);
+        super::doorbell::ring(&self.pool, &self.endpoint, self.ring_call(), bells);
         #[cfg(not(feature = "mysql"))]
         let _ = bells;
         Ok(answer)

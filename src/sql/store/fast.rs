@@ -21,6 +21,8 @@ use crate::Error;
 pub(in crate::sql) struct Calls {
     grant: Option<Arc<str>>,
     release: Option<Arc<str>>,
+    /// The doorbell procedure's call (MySQL; see `doorbell.rs`).
+    ring: Option<Arc<str>>,
 }
 
 impl Calls {
@@ -29,13 +31,14 @@ impl Calls {
         Calls {
             grant: None,
             release: None,
+            ring: None,
         }
     }
 }
 
 /// A routine's answer: an `integer` on PostgreSQL, an integer of the
 /// server's choosing on MySQL.
-fn answer_of(row: &sqlx::any::AnyRow) -> Result<i64, sqlx::Error> {
+pub(in crate::sql) fn answer_of(row: &sqlx::any::AnyRow) -> Result<i64, sqlx::Error> {
     row.try_get::<i64, _>(0)
         .or_else(|_| row.try_get::<i32, _>(0).map(i64::from))
 }
@@ -82,6 +85,23 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Sets the doorbell procedure's call found at setup (`None`: none
+    /// this user may run; hand-offs to other lockers wait for their poll).
+    pub(super) fn use_ring(&self, call: Option<String>) {
+        let mut fast = self.fast.lock().unwrap_or_else(PoisonError::into_inner);
+        fast.ring = call.map(Arc::from);
+    }
+
+    /// The doorbell procedure's call, if there is one to use.
+    #[cfg(feature = "mysql")]
+    pub(in crate::sql) fn ring_call(&self) -> Option<Arc<str>> {
+        self.fast
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .ring
+            .clone()
     }
 
     /// A routine this locker used is gone or no longer its to run: this

@@ -210,6 +210,21 @@ impl Store {
                  the CREATE PROCEDURE statements of quorum_lock::sql::schema() once",
             );
         }
+        // The doorbell's (a wake-up only: without it, hand-offs to other
+        // lockers wait for their poll).
+        let sql = self.dialect.mysql_ring_found();
+        let mut found = self.count(conn, &sql).await?;
+        if found < 1 && self.create_tables {
+            for statement in self.dialect.mysql_ring() {
+                if let Err(err) = conn.execute(statement.as_str()).await {
+                    let err = crate::locker::escape_peer_text(&err.to_string());
+                    tracing::debug!(locker = %self.endpoint, "making the doorbell procedure: {err}");
+                    break;
+                }
+            }
+            found = self.count(conn, &sql).await?;
+        }
+        self.use_ring((found >= 1).then(|| self.dialect.mysql_ring_call()));
         Ok(())
     }
 
