@@ -91,21 +91,22 @@ pub(crate) fn legend(backend: Backend, db: &Database) -> String {
             timeout asked again"
         }
     };
-    // Every client here shares one locker, whose own releases tell its
-    // waiters at once; NOTIFY or the poll carry another locker's.
+    // With one locker, its own releases tell its waiters at once; NOTIFY
+    // or the doorbell carry another locker's (--sql-lockers).
     let push = match backend {
         Backend::Postgres => {
             "a waiter's turn told by the locker itself after its release commits (by NOTIFY \
              when another locker released)"
         }
         Backend::MySql => {
-            "a waiter's turn told by the locker itself after its release commits (by a poll \
-             every 50 ms when another locker released)"
+            "a waiter's turn told by the locker itself after its release commits (by the \
+             doorbell, a KILL QUERY of the waiting locker's sleep, when another locker \
+             released; by a poll every 50 ms without it)"
         }
     };
     format!(
         "ours: a Dsync over one SqlLocker as it ships (pool of 16 connections shared by every \
-client, quarantine off: the server is new; push: waiting in line, {push}). insert: INSERT \
+client; with --sql-lockers N, N of them, each with its own Dsync, the clients dealt out in turn; quarantine off: the server is new; push: waiting in line, {push}). insert: INSERT \
 into a table with a unique key to lock, on a duplicate key a 50 ms sleep and another try, \
 DELETE to unlock, autocommit (InnoDB's occasional deadlock on the INSERT counts as a duplicate). for-update: BEGIN and SELECT ... FOR UPDATE of a pre-created row, \
 the transaction open while held, COMMIT to unlock. {advisory}. Each recipe client has a \
