@@ -30,7 +30,7 @@ use sqlx::any::AnyConnectOptions;
 use sqlx::{AnyPool, ConnectOptions as _, Connection as _};
 use tokio::sync::Notify;
 
-use super::routines::DOORBELL_SLEEP;
+use super::routines::{answer_of, DOORBELL_SLEEP};
 use super::Shared;
 
 /// How often a ring looks again for a sleeper it did not find (between two
@@ -77,7 +77,7 @@ async fn ring_one(pool: &AnyPool, call: &str, channel: &str) -> Result<(), sqlx:
             .bind(text.as_str())
             .fetch_one(pool)
             .await?;
-        if super::store::fast::answer_of(&row)? == 1 {
+        if answer_of(&row)? == 1 {
             return Ok(());
         }
         tokio::time::sleep(RING_PAUSE).await;

@@ -10,6 +10,14 @@
 
 use super::dialect::{Backend, Dialect};
 
+/// A routine's answer: an `integer` on PostgreSQL, an integer of the
+/// server's choosing on MySQL.
+pub(super) fn answer_of(row: &sqlx::any::AnyRow) -> Result<i64, sqlx::Error> {
+    use sqlx::Row as _;
+    row.try_get::<i64, _>(0)
+        .or_else(|_| row.try_get::<i32, _>(0).map(i64::from))
+}
+
 /// How the text of every doorbell's sleep begins (`doorbell.rs`), its
 /// channel and the comment's end following: the doorbell procedure ends
 /// no statement that does not begin so.

@@ -34,7 +34,7 @@ use super::url::{check_parameters, Server};
 use crate::Error;
 use search_path::{pin_search_path, Ambiguous};
 
-pub(super) mod fast;
+mod fast;
 mod search_path;
 mod setup;
 

@@ -15,6 +15,7 @@ use sqlx::Row as _;
 
 use super::{code_of, is_missing_function, is_not_permitted, Store};
 use crate::sql::dialect::Backend;
+use crate::sql::routines::answer_of;
 use crate::Error;
 
 /// The one-round-trip calls a locker may use now.
@@ -34,13 +35,6 @@ impl Calls {
             ring: None,
         }
     }
-}
-
-/// A routine's answer: an `integer` on PostgreSQL, an integer of the
-/// server's choosing on MySQL.
-pub(in crate::sql) fn answer_of(row: &sqlx::any::AnyRow) -> Result<i64, sqlx::Error> {
-    row.try_get::<i64, _>(0)
-        .or_else(|_| row.try_get::<i32, _>(0).map(i64::from))
 }
 
 /// Whether `err` says the database broke a deadlock: the call takes the
