@@ -375,3 +375,36 @@ pub async fn ended(wait: tokio::task::JoinHandle<Result<(), Error>>) -> Result<(
         .expect("the wait ends at its deadline")
         .expect("the wait does not panic")
 }
+
+/// A current-thread runtime with time and I/O, for scenes with several
+/// runtimes (one shut down, one left idle, one the lock moves to).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// A link to `inner` that delivers lock calls `delay` late while `late` is
+/// set, counting each one it delays in `delayed`; everything else goes
+/// through at once. Such a message is on the wire: it reaches the locker
+/// even if the sender stopped waiting, and the sender gets the answer when
+/// it arrives.
+#[cfg(feature = "testing")]
+pub fn late_locks(
+    inner: Arc<dyn NetLocker>,
+    late: Arc<std::sync::atomic::AtomicBool>,
+    delayed: Arc<std::sync::atomic::AtomicUsize>,
+    delay: std::time::Duration,
+) -> Arc<dyn NetLocker> {
+    use quorum_lock::testing::{CallKind, Relay, Route};
+    use std::sync::atomic::Ordering;
+    Arc::new(Relay::new(inner, move |kind, _| {
+        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
+            delayed.fetch_add(1, Ordering::SeqCst);
+            Route::Late(delay)
+        } else {
+            Route::Forward
+        }
+    }))
+}

@@ -6,29 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::NetLocker;
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 4444;
-
-/// `inner` through a link that, while `late` is set, delivers lock calls
-/// 20 s later, counting them. Such a message is on the wire: it reaches
-/// the locker even if the sender stopped waiting.
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-            delayed.fetch_add(1, Ordering::SeqCst);
-            Route::Late(Duration::from_secs(20))
-        } else {
-            Route::Forward
-        }
-    }))
-}
 
 /// Three reachable lockers, none restarted. "x" leads; "l" campaigns and
 /// waits in line, its re-check of the place (about 1 s in) slow on every
@@ -47,7 +29,7 @@ async fn a_cancelled_campaign_leaves_no_grant_behind_when_its_re_check_arrives_l
     let links: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| late_link(l, late.clone(), delayed.clone()))
+        .map(|l| common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(20)))
         .collect();
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let l = common::seeded(links, "l", SEED + 1);

@@ -25,18 +25,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker};
 
 const SEED: u64 = 36_315;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_guard_dropped_on_a_runtime_shut_down_since_frees_a_grant_still_on_its_way() {
@@ -61,7 +54,7 @@ fn a_guard_dropped_on_a_runtime_shut_down_since_frees_a_grant_still_on_its_way()
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let a = runtime();
+    let a = common::runtime();
     let guard = a.block_on(async {
         tokio::time::timeout(
             Duration::from_secs(2),
@@ -79,7 +72,7 @@ fn a_guard_dropped_on_a_runtime_shut_down_since_frees_a_grant_still_on_its_way()
     );
     // A is alive but no longer driven. The guard goes on B, which is shut
     // down a little later.
-    let b = runtime();
+    let b = common::runtime();
     b.block_on(async {
         drop(guard);
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -88,7 +81,7 @@ fn a_guard_dropped_on_a_runtime_shut_down_since_frees_a_grant_still_on_its_way()
     b.shutdown_timeout(Duration::from_secs(1));
     // Past the watch's 1.1 s.
     std::thread::sleep(Duration::from_secs(3));
-    let finished = runtime().block_on(ds.finish_releases(Duration::from_secs(2)));
+    let finished = common::runtime().block_on(ds.finish_releases(Duration::from_secs(2)));
     std::thread::sleep(Duration::from_millis(200));
     let left = holding(cluster.lockers(), &uid);
     eprintln!(

@@ -19,17 +19,11 @@
 
 use std::time::Duration;
 
+use crate::common;
 use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, WriteGuard};
 
 const SEED: u64 = 3663;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 /// Locks "x" on three lockers from runtime `acquiring`.
 fn lock_on(acquiring: &tokio::runtime::Runtime, ds: &Dsync) -> WriteGuard {
@@ -49,14 +43,14 @@ fn a_guard_dropped_outside_a_runtime_is_released_when_the_acquiring_runtime_is_g
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let acquiring = runtime();
+    let acquiring = common::runtime();
     let guard = lock_on(&acquiring, &ds);
     let uid = guard.uid().to_owned();
     acquiring.shutdown_timeout(Duration::from_secs(1));
 
     drop(guard);
 
-    let later = runtime();
+    let later = common::runtime();
     later.block_on(async {
         let finished = tokio::time::timeout(
             Duration::from_secs(5),
@@ -94,13 +88,13 @@ fn a_guard_dropped_outside_a_runtime_is_released_while_the_acquiring_runtime_is_
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let acquiring = runtime();
+    let acquiring = common::runtime();
     let guard = lock_on(&acquiring, &ds);
     let uid = guard.uid().to_owned();
 
     drop(guard);
 
-    let watching = runtime();
+    let watching = common::runtime();
     watching.block_on(async {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let left = crate::common::holding(cluster.lockers(), &uid);

@@ -24,18 +24,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker};
 
 const SEED: u64 = 36_304;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_guard_dropped_outside_a_runtime_while_its_runtime_is_idle_frees_a_grant_still_on_its_way() {
@@ -60,7 +53,7 @@ fn a_guard_dropped_outside_a_runtime_while_its_runtime_is_idle_frees_a_grant_sti
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let a = runtime();
+    let a = common::runtime();
     let guard = a.block_on(async {
         tokio::time::timeout(
             Duration::from_secs(2),
@@ -84,7 +77,7 @@ fn a_guard_dropped_outside_a_runtime_while_its_runtime_is_idle_frees_a_grant_sti
         std::thread::sleep(Duration::from_millis(20));
         left = holding(cluster.lockers(), &uid);
     }
-    let finished = runtime().block_on(ds.finish_releases(Duration::from_secs(1)));
+    let finished = common::runtime().block_on(ds.finish_releases(Duration::from_secs(1)));
     left = holding(cluster.lockers(), &uid);
     eprintln!(
         "{:?} after the guard was dropped: entries {left:?}; finish_releases gave {finished:?}",

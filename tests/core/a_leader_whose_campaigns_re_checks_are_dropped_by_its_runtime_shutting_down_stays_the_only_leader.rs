@@ -23,32 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::NetLocker;
 
 const SEED: u64 = 36_294;
-
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-            delayed.fetch_add(1, Ordering::SeqCst);
-            Route::Late(Duration::from_secs(20))
-        } else {
-            Route::Forward
-        }
-    }))
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_stays_the_only_leader(
@@ -60,13 +38,13 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
     let links: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| late_link(l, late.clone(), delayed.clone()))
+        .map(|l| common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(20)))
         .collect();
     let a_ds = common::seeded(cluster.net_lockers(), "a", SEED);
     let b_ds = common::seeded(links, "b", SEED + 1);
     let c_ds = common::seeded(cluster.net_lockers(), "c", SEED + 2);
 
-    let main = runtime();
+    let main = common::runtime();
     let mut a_lead = main.block_on(async {
         a_ds.election("e")
             .unwrap()
@@ -75,7 +53,7 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
             .unwrap()
     });
 
-    let rt_a = runtime();
+    let rt_a = common::runtime();
     let election = b_ds.election("e").unwrap();
     let campaign = rt_a.spawn(async move { election.campaign(b"b".to_vec()).await });
     rt_a.block_on(async {
@@ -107,7 +85,7 @@ fn a_leader_whose_campaigns_re_checks_are_dropped_by_its_runtime_shutting_down_s
         "b holds every locker"
     );
 
-    let rt_b = runtime();
+    let rt_b = common::runtime();
     let lost = rt_b.block_on(async {
         // Its loss token makes B refresh it (a `lost()` future would have
         // to be polled there to do so).

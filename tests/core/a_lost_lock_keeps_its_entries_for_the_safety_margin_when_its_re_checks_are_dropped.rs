@@ -40,13 +40,6 @@ use quorum_lock::{Dsync, Lease, NetLocker};
 
 const SEED: u64 = 36_301;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
 #[test]
 fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dropped() {
     eprintln!("seed {SEED}");
@@ -86,10 +79,10 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let y = common::seeded(cluster.net_lockers(), "y", SEED + 2);
 
-    let main = runtime();
+    let main = common::runtime();
     let held_x = main.block_on(async { x.rw_mutex(["res"]).unwrap().lock().await.unwrap() });
 
-    let a = runtime();
+    let a = common::runtime();
     let mutex = w.rw_mutex(["res"]).unwrap();
     let wait = a.spawn(async move { mutex.lock().await });
     a.block_on(async {
@@ -125,7 +118,7 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
     // From here A is not driven: its stragglers wait there. The guard's
     // refresh runs on B, where its loss token is taken; lockers 2 and 3
     // stop confirming it.
-    let b = runtime();
+    let b = common::runtime();
     b.block_on(async {
         drop(guard.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -24,6 +24,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common;
 use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
 use quorum_lock::{Dsync, Error, Lease, LockerConfig, NetLocker};
@@ -41,13 +42,6 @@ async fn holding(cluster: &TestCluster, uid: &str) -> Vec<bool> {
         left.push(held);
     }
     left
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
 }
 
 #[test]
@@ -72,7 +66,7 @@ fn a_lost_lock_unlocked_on_a_runtime_idle_since_is_freed_and_awaited() {
         })
         .build()
         .expect("valid coordinator");
-    let a = runtime();
+    let a = common::runtime();
     let taken = Instant::now();
     let guard = a.block_on(async {
         tokio::time::timeout(
@@ -87,13 +81,13 @@ fn a_lost_lock_unlocked_on_a_runtime_idle_since_is_freed_and_awaited() {
     // A is not driven: nothing refreshes the lock. Past the holder's
     // deadline (3 s), well before the lockers' expiry (6 s).
     std::thread::sleep(Duration::from_millis(3300));
-    let r = runtime();
+    let r = common::runtime();
     let unlocked = r.block_on(guard.unlock());
     assert!(
         matches!(unlocked, Err(Error::LockLost)),
         "the holder's deadline passed: {unlocked:?}"
     );
-    let finishing = runtime();
+    let finishing = common::runtime();
     let finished = finishing.block_on(ds.finish_releases(Duration::from_millis(1500)));
     let mut left = block_on(holding(&cluster, &uid));
     while left.iter().any(|h| *h) && taken.elapsed() < Duration::from_millis(5300) {

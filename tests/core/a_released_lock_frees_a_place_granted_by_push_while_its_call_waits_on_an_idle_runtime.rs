@@ -25,18 +25,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::{args, holding};
+use crate::common::{self, args, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, NetLocker};
 
 const SEED: u64 = 36_311;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_released_lock_frees_a_place_granted_by_push_while_its_call_waits_on_an_idle_runtime() {
@@ -61,7 +54,7 @@ fn a_released_lock_frees_a_place_granted_by_push_while_its_call_waits_on_an_idle
         .rng_seed(SEED)
         .build()
         .expect("valid coordinator");
-    let main = runtime();
+    let main = common::runtime();
     let y = args("y", &["res"]);
     let locker2 = cluster.net_lockers()[2].clone();
     assert!(
@@ -69,7 +62,7 @@ fn a_released_lock_frees_a_place_granted_by_push_while_its_call_waits_on_an_idle
         "y holds res on locker 2"
     );
 
-    let a = runtime();
+    let a = common::runtime();
     let guard = a.block_on(async {
         tokio::time::timeout(Duration::from_secs(5), w.rw_mutex(["res"]).unwrap().lock())
             .await

@@ -27,18 +27,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::hooked::{Hooked, Optional};
-use crate::common::{args, holding};
+use crate::common::{self, args, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, ImmediateLocker, LockMode, NetLocker};
 
 const SEED: u64 = 36_313;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_released_lock_frees_a_polled_locker_whose_retry_waits_on_an_idle_runtime() {
@@ -88,7 +81,7 @@ fn a_released_lock_frees_a_polled_locker_whose_retry_waits_on_an_idle_runtime() 
         .build()
         .expect("valid coordinator");
 
-    let a = runtime();
+    let a = common::runtime();
     let guard = a.block_on(async {
         tokio::time::timeout(Duration::from_secs(5), w.rw_mutex(["res"]).unwrap().lock())
             .await

@@ -6,29 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::{LockerConfig, NetLocker};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 3821;
-
-/// `inner` through a link that, while `late` is set, delivers lock calls
-/// 70 s later, counting them. Such a message is on the wire: it reaches
-/// the locker even if the sender stops waiting for it.
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-            delayed.fetch_add(1, Ordering::SeqCst);
-            Route::Late(Duration::from_secs(70))
-        } else {
-            Route::Forward
-        }
-    }))
-}
 
 /// Three lockers (validity 60 s); node 0's clock runs at half the rate of
 /// the others and of the client: docs/safety.md, "a locker that runs
@@ -55,7 +37,7 @@ async fn a_released_lock_leaves_no_entry_behind_a_late_lock_call_on_a_locker_who
         .into_iter()
         .enumerate()
         .map(|(i, l)| match i {
-            0 => late_link(l, late.clone(), delayed.clone()),
+            0 => common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(70)),
             _ => l,
         })
         .collect();

@@ -6,30 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::NetLocker;
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 4343;
-
-/// `inner` through a link that, while `late` is set, delivers lock calls
-/// 20 s later, counting them. Such a message is on the wire: it reaches
-/// the locker even if the sender stops waiting, and the sender gets the
-/// answer when it arrives.
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-            delayed.fetch_add(1, Ordering::SeqCst);
-            Route::Late(Duration::from_secs(20))
-        } else {
-            Route::Forward
-        }
-    }))
-}
 
 /// Three reachable lockers, none restarted. "x" holds "res"; "w" waits
 /// for it in line, and its re-check of the place (about 1 s in) is slow
@@ -48,7 +29,7 @@ async fn a_released_lock_leaves_no_entry_behind_when_its_re_check_arrives_after_
     let links: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| late_link(l, late.clone(), delayed.clone()))
+        .map(|l| common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(20)))
         .collect();
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let w = common::seeded(links, "w", SEED + 1);

@@ -25,18 +25,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, Lease, NetLocker};
 
 const SEED: u64 = 36_296;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that_grant() {
@@ -70,7 +63,7 @@ fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that
         })
         .build()
         .expect("valid coordinator");
-    let a = runtime();
+    let a = common::runtime();
     let guard = a.block_on(async {
         tokio::time::timeout(
             Duration::from_secs(2),
@@ -86,7 +79,7 @@ fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that
         [true, true, true],
         "locker 2 applied the lock; its reply is on its way"
     );
-    let b = runtime();
+    let b = common::runtime();
     b.block_on(async {
         // Its loss token makes B refresh it (a `lost()` future would have
         // to be polled there to do so).

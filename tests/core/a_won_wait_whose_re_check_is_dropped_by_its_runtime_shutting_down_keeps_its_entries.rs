@@ -25,32 +25,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::NetLocker;
 
 const SEED: u64 = 36_291;
-
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-            delayed.fetch_add(1, Ordering::SeqCst);
-            Route::Late(Duration::from_secs(20))
-        } else {
-            Route::Forward
-        }
-    }))
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
 
 #[test]
 fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_entries() {
@@ -61,16 +39,16 @@ fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_e
     let links: Vec<Arc<dyn NetLocker>> = cluster
         .net_lockers()
         .into_iter()
-        .map(|l| late_link(l, late.clone(), delayed.clone()))
+        .map(|l| common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(20)))
         .collect();
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let w = common::seeded(links, "w", SEED + 1);
     let y = common::seeded(cluster.net_lockers(), "y", SEED + 2);
 
-    let main = runtime();
+    let main = common::runtime();
     let held_x = main.block_on(async { x.rw_mutex(["res"]).unwrap().lock().await.unwrap() });
 
-    let a = runtime();
+    let a = common::runtime();
     let mutex = w.rw_mutex(["res"]).unwrap();
     let wait = a.spawn(async move { mutex.lock().await });
     a.block_on(async {
@@ -105,7 +83,7 @@ fn a_won_wait_whose_re_check_is_dropped_by_its_runtime_shutting_down_keeps_its_e
 
     // The guard lives on: runtime B uses its loss signal, so its refresh
     // runs there. A, where it was acquired, shuts down.
-    let b = runtime();
+    let b = common::runtime();
     let lost = b.block_on(async {
         // Its loss token makes B refresh it (a `lost()` future would have
         // to be polled there to do so).

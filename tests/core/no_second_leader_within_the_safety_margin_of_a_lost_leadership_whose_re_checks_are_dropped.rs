@@ -35,13 +35,6 @@ use quorum_lock::{Dsync, Lease, NetLocker};
 
 const SEED: u64 = 36_305;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
 #[test]
 fn no_second_leader_within_the_safety_margin_of_a_lost_leadership_whose_re_checks_are_dropped() {
     eprintln!("seed {SEED}");
@@ -81,11 +74,11 @@ fn no_second_leader_within_the_safety_margin_of_a_lost_leadership_whose_re_check
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let z = common::seeded(cluster.net_lockers(), "z", SEED + 2);
 
-    let main = runtime();
+    let main = common::runtime();
     let mut leading_x =
         main.block_on(async { x.election("e").unwrap().campaign(&b"x"[..]).await.unwrap() });
 
-    let a = runtime();
+    let a = common::runtime();
     let election = w.election("e").unwrap();
     let wait = a.spawn(async move { election.campaign(&b"w"[..]).await });
     a.block_on(async {
@@ -121,7 +114,7 @@ fn no_second_leader_within_the_safety_margin_of_a_lost_leadership_whose_re_check
     // From here A is not driven: its stragglers wait there. The leadership's
     // refresh runs on B, where its loss token is taken; lockers 1 and 2
     // stop answering w for a while.
-    let b = runtime();
+    let b = common::runtime();
     b.block_on(async {
         drop(leading.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -38,13 +38,6 @@ use quorum_lock::{Dsync, Lease, NetLocker};
 
 const SEED: u64 = 36_303;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
 #[test]
 fn no_second_writer_within_the_safety_margin_of_a_lost_lock_whose_re_checks_are_dropped() {
     eprintln!("seed {SEED}");
@@ -84,10 +77,10 @@ fn no_second_writer_within_the_safety_margin_of_a_lost_lock_whose_re_checks_are_
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let z = common::seeded(cluster.net_lockers(), "z", SEED + 2);
 
-    let main = runtime();
+    let main = common::runtime();
     let held_x = main.block_on(async { x.rw_mutex(["res"]).unwrap().lock().await.unwrap() });
 
-    let a = runtime();
+    let a = common::runtime();
     let mutex = w.rw_mutex(["res"]).unwrap();
     let wait = a.spawn(async move { mutex.lock().await });
     a.block_on(async {
@@ -123,7 +116,7 @@ fn no_second_writer_within_the_safety_margin_of_a_lost_lock_whose_re_checks_are_
     // From here A is not driven: its stragglers wait there. The guard's
     // refresh runs on B, where its loss token is taken; lockers 1 and 2
     // stop answering w for a while.
-    let b = runtime();
+    let b = common::runtime();
     b.block_on(async {
         drop(guard.loss_token());
         tokio::time::sleep(Duration::from_millis(10)).await;
