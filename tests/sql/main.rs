@@ -39,6 +39,8 @@ mod fake_postgres;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
