@@ -18,6 +18,15 @@ pub(super) fn answer_of(row: &sqlx::any::AnyRow) -> Result<i64, sqlx::Error> {
         .or_else(|_| row.try_get::<i32, _>(0).map(i64::from))
 }
 
+/// The body of a MySQL `CREATE PROCEDURE` statement of ours: what follows
+/// its characteristics, as the server keeps it in `ROUTINE_DEFINITION`.
+fn body_of(create: &str) -> String {
+    create
+        .split_once("SQL SECURITY INVOKER\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
 /// How the text of every doorbell's sleep begins (`doorbell.rs`), its
 /// channel and the comment's end following: the doorbell procedure ends
 /// no statement that does not begin so.
@@ -259,15 +268,28 @@ impl Dialect {
         format!("{}ring{suffix}", self.tables.prefix)
     }
 
-    /// Whether this version's MySQL doorbell procedure exists that this
-    /// user may run: 1 when it does.
+    /// Whether this version's MySQL doorbell procedure exists, with this
+    /// version's body, that this user may run: 1 when it does. Binds the
+    /// body ([`mysql_ring_body`](Self::mysql_ring_body)).
     pub(super) fn mysql_ring_found(&self) -> String {
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
-             AND ROUTINE_NAME = '{}'",
+             AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
+             AND ROUTINE_NAME = '{}' AND ROUTINE_DEFINITION = ?",
             self.mysql_schema(),
             self.mysql_ring_name()
         )
+    }
+
+    /// The doorbell procedure's body, as the server keeps it.
+    pub(super) fn mysql_ring_body(&self) -> String {
+        body_of(&self.mysql_ring()[1])
+    }
+
+    /// The grant's and the release's bodies, as the server keeps them.
+    pub(super) fn mysql_bodies(&self) -> (String, String) {
+        let statements = self.mysql_routines();
+        (body_of(&statements[1]), body_of(&statements[3]))
     }
 
     /// The call of the MySQL doorbell procedure: the text of the sleep to
@@ -308,13 +330,23 @@ impl Dialect {
         ]
     }
 
-    /// How many of this version's MySQL procedures exist that this user
-    /// can see (it sees those it may execute): two when both are there.
+    /// How many of this version's MySQL procedures exist, each with this
+    /// version's body and invoker's rights, that this user can see (it
+    /// sees those it may execute): two when both are there. Binds the
+    /// grant's body, then the release's ([`mysql_bodies`](Self::mysql_bodies)).
+    ///
+    /// By name alone, a procedure another user made (one who may create
+    /// routines in the database, where none was, or alter them) would be
+    /// run with the locker's rights: its body is what makes it ours. A
+    /// user who sees no body (one that did not make it, without the right
+    /// to see others') finds none.
     pub(super) fn mysql_routines_found(&self) -> String {
         let (grant, release) = self.mysql_names();
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
-             AND ROUTINE_NAME IN ('{grant}', '{release}')",
+             AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
+             AND ((ROUTINE_NAME = '{grant}' AND ROUTINE_DEFINITION = ?) \
+               OR (ROUTINE_NAME = '{release}' AND ROUTINE_DEFINITION = ?))",
             self.mysql_schema(),
         )
     }

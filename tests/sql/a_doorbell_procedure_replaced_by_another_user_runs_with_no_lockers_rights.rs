@@ -15,6 +15,12 @@
 //! the locker's user, and the lock is granted to a second holder. The
 //! "user with write access to the table" of "What it does not guarantee"
 //! is the locker's user here, not the attacker.
+//!
+//! Now a locker uses a procedure only when its body is this version's, as
+//! its setup finds it (here the lockers that ring are set up after the
+//! replacement). One replaced after a locker's setup is not seen: the
+//! docs ("What it does not guarantee") give `ALTER ROUTINE` on the tables'
+//! database to the lockers' user alone.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -183,7 +183,9 @@ impl Store {
     /// usable.
     async fn mysql_routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
         let sql = self.dialect.mysql_routines_found();
-        let mut count = self.count(conn, &sql).await?;
+        let (grant, release) = self.dialect.mysql_bodies();
+        let bodies = [grant.as_str(), release.as_str()];
+        let mut count = self.count_with(conn, &sql, &bodies).await?;
         if count < 2 && self.create_tables {
             for statement in self.dialect.mysql_routines() {
                 if let Err(err) = conn.execute(statement.as_str()).await {
@@ -192,7 +194,7 @@ impl Store {
                     break;
                 }
             }
-            count = self.count(conn, &sql).await?;
+            count = self.count_with(conn, &sql, &bodies).await?;
         }
         if count >= 2 {
             self.use_routines(
@@ -206,14 +208,17 @@ impl Store {
             self.use_routines(
                 None,
                 "the lock tables have no stored procedures of this version this user may run \
-                 (made by hand or by an older version, and this user may not create them); run \
-                 the CREATE PROCEDURE statements of quorum_lock::sql::schema() once",
+                 and see the body of (made by hand, by another user or by an older version, \
+                 and this user may not make them again); let this user make them (CREATE \
+                 ROUTINE, ALTER ROUTINE), or run the CREATE PROCEDURE statements of \
+                 quorum_lock::sql::schema() as this user",
             );
         }
         // The doorbell's (a wake-up only: without it, hand-offs to other
         // lockers wait for their poll).
         let sql = self.dialect.mysql_ring_found();
-        let mut found = self.count(conn, &sql).await?;
+        let ring = self.dialect.mysql_ring_body();
+        let mut found = self.count_with(conn, &sql, &[ring.as_str()]).await?;
         if found < 1 && self.create_tables {
             for statement in self.dialect.mysql_ring() {
                 if let Err(err) = conn.execute(statement.as_str()).await {
@@ -222,15 +227,24 @@ impl Store {
                     break;
                 }
             }
-            found = self.count(conn, &sql).await?;
+            found = self.count_with(conn, &sql, &[ring.as_str()]).await?;
         }
         self.use_ring((found >= 1).then(|| self.dialect.mysql_ring_call()));
         Ok(())
     }
 
-    /// The number `sql` counts.
-    async fn count(&self, conn: &mut PoolConnection<Any>, sql: &str) -> Result<i64, Error> {
-        sqlx::query_scalar::<_, i64>(sql)
+    /// The number `sql` counts, with `binds` bound in order.
+    async fn count_with(
+        &self,
+        conn: &mut PoolConnection<Any>,
+        sql: &str,
+        binds: &[&str],
+    ) -> Result<i64, Error> {
+        let mut query = sqlx::query_scalar::<_, i64>(sql);
+        for bind in binds {
+            query = query.bind(*bind);
+        }
+        query
             .fetch_one(&mut **conn)
             .await
             .map_err(|e| self.error(e))
