@@ -1,0 +1,168 @@
+//! Reproduces a past break: a wait whose re-check of a granting locker was refused before it was sent (the locker now announces a validity shorter than the lease) took that locker for one that never held the lock, and its failure left the grant there.
+//!
+//! docs/guarantees.md, "No leaks from cancellation or failure": a failed
+//! `lock()` "never leaves an entry behind on a reachable locker"; every
+//! locker that granted, or may hold the grant, is unlocked.
+//!
+//! What happens: three lockers; "y" holds "res" on lockers 1 and 2, so
+//! w's `lock()` waits in line there while locker 0 grants at once. Locker
+//! 0 then announces a validity (1 s) shorter than the lease's (60 s).
+//! When the wait re-checks locker 0, `Coordinator::honours_lease` refuses
+//! to send the call and `wait_round::wait_call` records `Answer::Refused`
+//! over the grant; the wait fails with `Error::InvalidArgument` and its
+//! release (`Acquisition::begin_release`) counts locker 0 as "never held
+//! this uid". Locker 0 answers every call, yet keeps w's entry: nothing
+//! ever sends it the unlock.
+#![cfg(feature = "testing")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::common::{self, args, leftovers};
+use quorum_lock::testing::TestCluster;
+use quorum_lock::{
+    Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply, WatchArgs,
+};
+
+const SEED: u64 = 36_321;
+
+/// `inner`, announcing a validity of 1 s once `short` is set.
+struct Shrinking {
+    inner: Arc<dyn NetLocker>,
+    short: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl NetLocker for Shrinking {
+    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.lock(args).await
+    }
+    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.rlock(args).await
+    }
+    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.unlock(args).await
+    }
+    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.runlock(args).await
+    }
+    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.refresh(args).await
+    }
+    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+        self.inner.refresh_mode(args, mode).await
+    }
+    async fn lock_wait(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        wait: &WaitArgs,
+    ) -> Result<WaitReply, Error> {
+        self.inner.lock_wait(args, mode, wait).await
+    }
+    fn queues(&self) -> bool {
+        self.inner.queues()
+    }
+    async fn fence(
+        &self,
+        args: &LockArgs,
+        mode: LockMode,
+        floor: u64,
+    ) -> Result<Option<u64>, Error> {
+        self.inner.fence(args, mode, floor).await
+    }
+    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
+        self.inner.proclaim(args, p).await
+    }
+    async fn leader(
+        &self,
+        args: &LockArgs,
+        watch: Option<&WatchArgs>,
+    ) -> Result<Option<Proclamation>, Error> {
+        self.inner.leader(args, watch).await
+    }
+    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
+        self.inner.force_unlock(args).await
+    }
+    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
+        self.inner.locks().await
+    }
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+    fn is_online(&self) -> bool {
+        self.inner.is_online()
+    }
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+    fn validity(&self) -> Option<Duration> {
+        if self.short.load(Ordering::SeqCst) {
+            Some(Duration::from_secs(1))
+        } else {
+            self.inner.validity()
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_wait_frees_the_grant_of_a_locker_that_stopped_honouring_the_lease() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let y = args("y", &["res"]);
+    for locker in &cluster.net_lockers()[1..] {
+        assert!(locker.lock(&y).await.expect("answers"), "y holds res");
+    }
+    let short = Arc::new(AtomicBool::new(false));
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                Arc::new(Shrinking {
+                    inner: l,
+                    short: short.clone(),
+                }) as Arc<dyn NetLocker>
+            } else {
+                l
+            }
+        })
+        .collect();
+    let w = common::seeded(lockers, "w", SEED);
+    let mutex = w.rw_mutex(["res"]).unwrap();
+    let wait = tokio::spawn(async move { mutex.lock().await.map(drop) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let of_w = || -> Vec<usize> {
+        leftovers(cluster.lockers())
+            .into_iter()
+            .filter(|(_, e)| e.owner == "w")
+            .map(|(i, _)| i)
+            .collect()
+    };
+    assert_eq!(
+        of_w(),
+        [0],
+        "locker 0 granted w; lockers 1 and 2 keep its place"
+    );
+
+    short.store(true, Ordering::SeqCst);
+    let ended = tokio::time::timeout(Duration::from_secs(10), wait)
+        .await
+        .expect("the wait ends in time")
+        .expect("no panic");
+    eprintln!("the wait ended with {ended:?}");
+    assert!(ended.is_err(), "the wait cannot go on: {ended:?}");
+    let finished = w.finish_releases(Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let left = of_w();
+    eprintln!("finish_releases gave {finished:?}; w's entries left on lockers {left:?}");
+    assert!(
+        left.is_empty(),
+        "every locker answers, yet after the failed wait's release locker(s) {left:?} keep w's \
+         grant (locker 0's re-check was refused unsent and recorded as a refusal)"
+    );
+}
