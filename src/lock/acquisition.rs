@@ -255,6 +255,18 @@ impl Acquisition {
         released && slot.may_hold_after(answer)
     }
 
+    /// Records that a call to locker `index` was refused before it was
+    /// sent (the locker no longer honours the lease): a refusal only where
+    /// the locker never answered. A grant or a place it gave before stays
+    /// recorded, for the release to undo.
+    pub(crate) fn record_unsent(&self, index: usize) {
+        if let Some(slot) = self.slots().slots.get_mut(index) {
+            if slot.answer.is_none() {
+                slot.answer = Some(Answer::Refused);
+            }
+        }
+    }
+
     /// A stamp for a request about to be sent: see [`record_reply`](Self::record_reply).
     pub(crate) fn stamp(&self) -> u64 {
         self.stamps.fetch_add(1, Ordering::Relaxed) + 1

@@ -21,7 +21,7 @@ use crate::lock::config::after;
 use crate::lock::coordinator::PendingUnlock;
 use crate::lock::fanout::{call_locker, Call, CallSet};
 use crate::lock::loss::LossSignal;
-use crate::lock::release::{give_up_at, queue_unlock};
+use crate::lock::release::{owed_give_up, queue_unlock};
 use crate::lock::telemetry::{CallKind, LossCause, Names};
 use crate::quorum::{Answer, Tally};
 
@@ -286,11 +286,12 @@ impl Drop for CleanupOwed {
         }
         let coord = &self.state.coord;
         for index in 0..coord.lockers.len() {
+            let holder = Some((self.not_before, self.signal.clone()));
             let pending = PendingUnlock {
                 args: self.state.args.clone(),
                 mode: self.state.mode,
-                give_up: give_up_at(coord, index, self.declared),
-                holder: Some((self.not_before, self.signal.clone())),
+                give_up: owed_give_up(coord, index, self.declared, &holder),
+                holder,
             };
             queue_unlock(coord, index, pending, None);
         }

@@ -128,12 +128,13 @@ impl Drop for Owed {
             // Drained on the coordinator's own runtime: the current one, if
             // any, may be the one shutting down and dropping this.
             let coord = &self.state.coord;
+            // A lost lock's entries are held for its holder.
+            let holder = self.state.held_off(coord.clock.now());
             let pending = PendingUnlock {
                 args: self.state.args.clone(),
                 mode: self.state.mode,
-                give_up: give_up_at(coord, self.index, self.began),
-                // A lost lock's entries are held for its holder.
-                holder: self.state.held_off(coord.clock.now()),
+                give_up: owed_give_up(coord, self.index, self.began, &holder),
+                holder,
             };
             queue_unlock(coord, self.index, pending, None);
         }
@@ -155,11 +156,12 @@ async fn release_after(
         if let Some(held_off) = state.held_off(coord.clock.now()) {
             // A lost lock whose holder may still work under it: queued, to
             // be sent once the margin has passed or the holder let go.
+            let holder = Some(held_off);
             let pending = PendingUnlock {
                 args: state.args.clone(),
                 mode: state.mode,
-                give_up,
-                holder: Some(held_off),
+                give_up: owed_give_up(coord, target.index, began, &holder),
+                holder,
             };
             queue_unlock(coord, target.index, pending, Handle::try_current().ok());
             return false;
@@ -214,6 +216,25 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
             drop(counted);
         });
     }
+}
+
+/// When retrying an owed unlock of locker `index`, owed since `since` and
+/// queued now, stops mattering: counted from now, not from `since`, since
+/// the lock may have been refreshed on that locker until now (a call
+/// parked while its guard was held and refreshed); and for a lost lock's
+/// unlock held for its `holder`, from when it falls due, so that the
+/// retry window (`Timeouts::release_retry`) starts when it may be sent.
+pub(crate) fn owed_give_up(
+    coord: &Coordinator,
+    index: usize,
+    since: Instant,
+    holder: &Option<crate::lock::acquisition::HeldOff>,
+) -> Instant {
+    let from = since.max(coord.clock.now());
+    let from = holder
+        .as_ref()
+        .map_or(from, |(not_before, _)| from.max(*not_before));
+    give_up_at(coord, index, from)
 }
 
 /// When retrying an unlock that began at `began` stops mattering: the locker
@@ -643,11 +664,12 @@ impl Drop for StragglersOwed {
         let coord = &self.state.coord;
         for &index in &self.in_flight {
             if self.state.in_flight(index) {
+                let holder = self.state.held_off(coord.clock.now());
                 let pending = PendingUnlock {
                     args: self.state.args.clone(),
                     mode: self.state.mode,
-                    give_up: give_up_at(coord, index, self.began),
-                    holder: self.state.held_off(coord.clock.now()),
+                    give_up: owed_give_up(coord, index, self.began, &holder),
+                    holder,
                 };
                 queue_unlock(coord, index, pending, None);
             }

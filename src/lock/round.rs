@@ -43,8 +43,8 @@ fn lock_call(
 ) -> Started<Result<bool, Error>> {
     let coord = &state.coord;
     if let Err(err) = coord.honours_lease(index) {
-        // Nothing is sent, so there is nothing to undo.
-        state.record(index, Answer::Refused);
+        // Nothing is sent, so there is nothing more to undo.
+        state.record_unsent(index);
         return Started::Answered(Err(err));
     }
     let kind = CallKind::grant(state.mode);

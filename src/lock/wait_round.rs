@@ -80,8 +80,9 @@ fn wait_call(
     let stamp = state.stamp();
     let sent = sent.unwrap_or_else(|| coord.clock.now());
     if let Err(err) = coord.honours_lease(index) {
-        // Nothing is sent, so there is nothing to undo.
-        state.record_reply(index, Answer::Refused, sent, stamp, false);
+        // Nothing is sent, so there is nothing more to undo; a grant or a
+        // place this locker gave before stays recorded, for the release.
+        state.record_unsent(index);
         return Started::Answered(Outcome {
             answer: Answer::Refused,
             permanent: Some(err),
