@@ -43,6 +43,8 @@ mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_procedure_planted_with_a_body_equal_but_for_case_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_grant_procedure_planted_with_this_versions_body_but_other_parameters_is_not_used;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
