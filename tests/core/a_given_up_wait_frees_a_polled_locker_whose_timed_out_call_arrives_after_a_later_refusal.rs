@@ -37,8 +37,8 @@ use quorum_lock::{Dsync, ImmediateLocker, LockMode, NetLocker};
 const SEED: u64 = 36_331;
 
 #[tokio::test(start_paused = true)]
-async fn a_given_up_wait_frees_a_polled_locker_whose_timed_out_call_arrives_after_a_later_refusal(
-) {
+async fn a_given_up_wait_frees_a_polled_locker_whose_timed_out_call_arrives_after_a_later_refusal()
+{
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let x = args("x", &["res"]);
