@@ -66,9 +66,19 @@ impl Dialect {
 
     /// Whether a function exists, whether this session may call it, and
     /// its body: `$1` its signature, as `schema.name(types)`.
+    ///
+    /// The fourth column: whether the function's owner is one the locker
+    /// may trust: this user, or the owner of the entries table `$2` (who
+    /// may write the table anyway). A function of another role, made where
+    /// none was before the tables (any role that may create in the schema
+    /// can), stays that role's to replace whenever it likes, and could be
+    /// this version's body over other parameter names: never used.
     pub(super) fn routine_usable(&self) -> &'static str {
         "SELECT p IS NOT NULL, coalesce(has_function_privilege(p, 'EXECUTE'), false), \
-         coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = p), '') \
+         coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = p), ''), \
+         coalesce((SELECT f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) \
+                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass($2)) \
+                   FROM pg_catalog.pg_proc f WHERE f.oid = p), false) \
          FROM to_regprocedure($1) p"
     }
 
@@ -275,7 +285,8 @@ impl Dialect {
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
              AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
-             AND ROUTINE_NAME = '{}' AND ROUTINE_DEFINITION = ?",
+             AND DEFINER = CURRENT_USER() \
+             AND ROUTINE_NAME = '{}' AND BINARY ROUTINE_DEFINITION = BINARY ?",
             self.mysql_schema(),
             self.mysql_ring_name()
         )
@@ -337,16 +348,19 @@ impl Dialect {
     ///
     /// By name alone, a procedure another user made (one who may create
     /// routines in the database, where none was, or alter them) would be
-    /// run with the locker's rights: its body is what makes it ours. A
-    /// user who sees no body (one that did not make it, without the right
-    /// to see others') finds none.
+    /// run with the locker's rights, and might be this body over other
+    /// parameters: only one this user made (its definer) with this body,
+    /// compared byte for byte (the column's collation ignores case), is
+    /// ours. Procedures made by another user (by hand, from `schema()`)
+    /// are made again when this user may, else not used.
     pub(super) fn mysql_routines_found(&self) -> String {
         let (grant, release) = self.mysql_names();
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
              AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
-             AND ((ROUTINE_NAME = '{grant}' AND ROUTINE_DEFINITION = ?) \
-               OR (ROUTINE_NAME = '{release}' AND ROUTINE_DEFINITION = ?))",
+             AND DEFINER = CURRENT_USER() \
+             AND ((ROUTINE_NAME = '{grant}' AND BINARY ROUTINE_DEFINITION = BINARY ?) \
+               OR (ROUTINE_NAME = '{release}' AND BINARY ROUTINE_DEFINITION = BINARY ?))",
             self.mysql_schema(),
         )
     }

@@ -132,8 +132,9 @@ impl Store {
         // schema would act on whatever table a caller's search path finds.
         let mut why = None;
         for (signature, ours, make) in self.dialect.functions_in(&quoted) {
-            let (mut exists, mut executable, body) = self.release_usable(conn, &signature).await?;
-            let mut foreign = exists && body != ours;
+            let (mut exists, mut executable, body, trusted) =
+                self.release_usable(conn, &signature).await?;
+            let mut foreign = exists && (body != ours || !trusted);
             if (!exists || foreign) && self.create_tables {
                 if let Err(err) = conn.execute(make.as_str()).await {
                     // Two lockers making it at once: one fails, and it is
@@ -142,9 +143,9 @@ impl Store {
                     let err = crate::locker::escape_peer_text(&err.to_string());
                     tracing::debug!(locker = %self.endpoint, "making {signature}: {err}");
                 }
-                let body;
-                (exists, executable, body) = self.release_usable(conn, &signature).await?;
-                foreign = exists && body != ours;
+                let (body, trusted);
+                (exists, executable, body, trusted) = self.release_usable(conn, &signature).await?;
+                foreign = exists && (body != ours || !trusted);
             }
             why = why.or(if !exists {
                 Some(
@@ -156,8 +157,10 @@ impl Store {
                 Some(
                     "a stored function found beside the tables is not this version's over \
                      this schema's table (made from schema()'s statements without a schema \
-                     set?), and this user may not replace it; set SqlConfig::schema and run \
-                     schema()'s CREATE FUNCTION statements again",
+                     set?), or is owned by a role that is neither this user nor the lock \
+                     table's owner, and this user may not replace it; set SqlConfig::schema \
+                     and run schema()'s CREATE FUNCTION statements again, as this user or the \
+                     table's owner",
                 )
             } else if !executable {
                 Some("this user may not execute the stored functions; grant it EXECUTE on them")
@@ -251,14 +254,16 @@ impl Store {
     }
 
     /// Whether the function of `signature` exists, whether this user may
-    /// execute it, and its body.
+    /// execute it, its body, and whether its owner is this user or the
+    /// lock table's.
     async fn release_usable(
         &self,
         conn: &mut PoolConnection<Any>,
         signature: &str,
-    ) -> Result<(bool, bool, String), Error> {
-        sqlx::query_as::<_, (bool, bool, String)>(self.dialect.routine_usable())
+    ) -> Result<(bool, bool, String, bool), Error> {
+        sqlx::query_as::<_, (bool, bool, String, bool)>(self.dialect.routine_usable())
             .bind(signature)
+            .bind(self.dialect.tables.entries.as_str())
             .fetch_one(&mut **conn)
             .await
             .map_err(|e| self.error(e))
