@@ -88,6 +88,7 @@ impl Acquisition {
                         refreshes_out: 0,
                         refresh_reached: false,
                         calls_out: 0,
+                        failed_sent: false,
                     };
                     n
                 ],
@@ -154,6 +155,12 @@ struct Slot {
     /// quarantine re-creates a missing entry on a refresh, so one that
     /// refused the grant may hold the entry since.
     refresh_reached: bool,
+    /// A lock or wait call to it failed after it may have been sent (timed
+    /// out, its reply lost, dropped in flight): that request may still
+    /// arrive and be granted, whatever the locker answers a later call (a
+    /// locker without queues refuses a retry while the lock is held
+    /// elsewhere, then grants the late first request).
+    failed_sent: bool,
     /// Lock and wait calls sent to it that have neither settled (their
     /// answer recorded) nor been dropped: whatever its last answer says, a
     /// call still on its way may grant.
@@ -167,7 +174,10 @@ impl Slot {
     /// late reply) may have been undone by that refresh, as
     /// [`Acquisition::begin_release`] counts it.
     fn may_hold_after(&self, answer: Answer) -> bool {
-        answer != Answer::Refused || self.refresh_reached || self.refreshes_out > 0
+        answer != Answer::Refused
+            || self.refresh_reached
+            || self.refreshes_out > 0
+            || self.failed_sent
     }
 }
 
@@ -253,6 +263,14 @@ impl Acquisition {
         let slot = &mut slots.slots[index];
         slot.answer = Some(answer);
         released && slot.may_hold_after(answer)
+    }
+
+    /// A lock or wait call to locker `index` failed after it may have been
+    /// sent: see `Slot::failed_sent`. Called before its answer is recorded.
+    pub(crate) fn note_failed_send(&self, index: usize) {
+        if let Some(slot) = self.slots().slots.get_mut(index) {
+            slot.failed_sent = true;
+        }
     }
 
     /// Records that a call to locker `index` was refused before it was
@@ -500,6 +518,7 @@ impl Acquisition {
             }
             if counted {
                 slot.calls_out = slot.calls_out.saturating_sub(1);
+                slot.failed_sent = true;
             }
         }
         drop(slots);

@@ -85,6 +85,9 @@ fn settle(state: &Acquisition, index: usize, result: &Result<bool, Error>) -> Op
     if let Err(err) = result {
         let locker = state.coord.lockers[index].endpoint();
         tracing::debug!(uid = %state.args.uid, %locker, %err, "lock call failed");
+        if !err.never_sent() {
+            state.note_failed_send(index);
+        }
     }
     let answer = classify(result);
     state.record(index, answer).then_some(Target {

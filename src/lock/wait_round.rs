@@ -171,6 +171,9 @@ fn settle(
         Err(err) => {
             let locker = state.coord.lockers[index].endpoint();
             tracing::debug!(uid = %state.args.uid, %locker, %err, "waiting lock call failed");
+            if !err.never_sent() {
+                state.note_failed_send(index);
+            }
             Answer::Failed
         }
     };
