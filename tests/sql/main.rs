@@ -59,6 +59,8 @@ mod a_mariadb_waiter_on_two_names_polls_without_locking;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_postgres_locker_without_its_listen_connection_still_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_procedure_of_a_user_named_as_ours_but_for_case_is_not_used;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_release_runs_on_the_tables_of_its_own_locker;
