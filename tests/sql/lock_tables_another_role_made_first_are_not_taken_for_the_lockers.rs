@@ -1,0 +1,93 @@
+//! Reproduces a past break: a PostgreSQL role that may only create objects in the lock table's schema makes the lock tables (as schema() gives them) before any locker; the lockers take them for theirs, she owns them, and her write to them grants a held lock twice.
+//!
+//! docs/sql.md ("One-round-trip calls") treats "another role that may
+//! create in the schema" as hostile: a function it made first is never
+//! used, and a locker trusts only functions of its own user or of the
+//! lock table's owner. But the setup takes whatever entries table it
+//! finds (`table_exists`), whoever owns it, and makes the fence table
+//! with `CREATE TABLE IF NOT EXISTS`. Mallory has `CREATE` on the schema
+//! and no right to any lock table; she runs schema()'s statements before
+//! the lockers start, so the tables (and, as the table's owner, the
+//! functions) are hers. The lockers use them without a word, and a
+//! `DELETE` of hers frees a held lock. "A user with write access to the
+//! lock tables can break any lock" is documented; she had none until
+//! the lockers adopted tables she made.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
+use quorum_lock::{Dsync, NetLocker, Timeouts};
+
+use crate::both::config;
+use crate::sql_support::PgServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_another_role_made_first_are_not_taken_for_the_lockers() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let settings = || SqlConfig {
+        schema: Some("public".to_owned()),
+        ..config("pt_", Duration::from_secs(60), Duration::ZERO)
+    };
+    server.psql(
+        "CREATE ROLE app LOGIN;\n\
+         CREATE ROLE mallory LOGIN;\n\
+         GRANT CREATE, USAGE ON SCHEMA public TO app, mallory;",
+    );
+    // Before any locker: the tables and functions, as schema() gives them,
+    // made by mallory; she lets the lockers' role use them.
+    let statements =
+        quorum_lock::sql::schema(Backend::Postgres, &settings()).expect("the statements");
+    let mut script = String::from("SET ROLE mallory;\n");
+    for statement in &statements {
+        script.push_str(statement);
+        script.push_str(";\n");
+    }
+    script.push_str(
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON public.pt_entries, public.pt_fence TO app;\n",
+    );
+    server.psql(&script);
+
+    let node = |owner: &str| {
+        let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
+        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
+            .owner(owner)
+            .timeouts(Timeouts {
+                wait_recheck: Duration::from_secs(20),
+                ..Timeouts::default()
+            })
+            .build()
+            .expect("a client")
+    };
+    let (holder, thief) = (node("holder"), node("thief"));
+    let held = holder
+        .rw_mutex(["res"])
+        .expect("a name")
+        .lock_timeout(Duration::from_secs(10))
+        .await;
+    let owner = server.psql(
+        "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'public.pt_entries'::regclass;",
+    );
+    let held = match held {
+        // Refusing her tables is one way not to break.
+        Err(_) => return,
+        Ok(held) => held,
+    };
+    // Mallory, the tables' owner, frees `res`.
+    server.psql("SET ROLE mallory;\nDELETE FROM public.pt_entries WHERE name = 'res';");
+    let stolen = thief
+        .rw_mutex(["res"])
+        .expect("a name")
+        .lock_timeout(Duration::from_millis(800))
+        .await;
+    assert!(
+        stolen.is_err(),
+        "`res` was granted to a second holder while the first holds it: the lockers took for \
+         theirs the lock tables mallory (CREATE on the schema only) made before them, and she, \
+         their owner ({}), deleted the holder's rows",
+        owner.trim()
+    );
+    held.unlock().await.ok();
+}
