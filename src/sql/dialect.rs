@@ -136,7 +136,7 @@ pub(super) struct Dialect {
 
 /// When the PostgreSQL server started, µs since the epoch, as text.
 pub(super) const PG_STARTED: &str =
-    "CAST(CAST(extract(epoch from pg_postmaster_start_time()) * 1000000 AS bigint) AS text)";
+    "CAST(CAST(extract(epoch from pg_postmaster_start_time()) OPERATOR(pg_catalog.*) 1000000 AS bigint) AS text)";
 
 /// The columns every load reads, in this order (see `state::Row`).
 const ROW_COLUMNS: &str = "name, uid, kind, mode, deadline, ticket, channel, stamp, value";
@@ -166,7 +166,14 @@ impl Dialect {
     /// the moment the statement runs (not when the transaction began).
     pub(super) fn now_us(&self) -> &'static str {
         match self.backend {
-            Backend::Postgres => "(extract(epoch from clock_timestamp()) * 1000000)::bigint",
+            // Operators named in pg_catalog: an operator of the same
+            // name in a schema on the search path, over argument types
+            // matching more exactly than pg_catalog's (numeric times
+            // integer), would otherwise be chosen, and could move the clock
+            // (any role that may create in such a schema can make one).
+            Backend::Postgres => {
+                "(extract(epoch from clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::bigint"
+            }
             Backend::MySql => "CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)",
         }
     }
@@ -174,7 +181,7 @@ impl Dialect {
     /// The server's clock in whole milliseconds, as an integer.
     pub(super) fn now_ms(&self) -> String {
         match self.backend {
-            Backend::Postgres => format!("{} / 1000", self.now_us()),
+            Backend::Postgres => format!("{} OPERATOR(pg_catalog./) 1000", self.now_us()),
             Backend::MySql => format!("{} DIV 1000", self.now_us()),
         }
     }

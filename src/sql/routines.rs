@@ -72,12 +72,16 @@ impl Dialect {
     /// may write the table anyway). A function of another role, made where
     /// none was before the tables (any role that may create in the schema
     /// can), stays that role's to replace whenever it likes, and could be
-    /// this version's body over other parameter names: never used.
+    /// this version's body over other parameter names: never used. Nor is
+    /// one beside an overload of its name (made by a role that may create
+    /// in the schema), which makes every call of it ambiguous.
     pub(super) fn routine_usable(&self) -> &'static str {
         "SELECT p IS NOT NULL, coalesce(has_function_privilege(p, 'EXECUTE'), false), \
          coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = p), ''), \
-         coalesce((SELECT f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) \
-                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass($2)) \
+         coalesce((SELECT (f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) \
+                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass($2))) \
+                     AND (SELECT count(*) FROM pg_catalog.pg_proc o WHERE o.proname = f.proname \
+                          AND o.pronamespace = f.pronamespace) = 1 \
                    FROM pg_catalog.pg_proc f WHERE f.oid = p), false) \
          FROM to_regprocedure($1) p"
     }
@@ -141,7 +145,8 @@ impl Dialect {
         format!(
             "CREATE OR REPLACE FUNCTION {grant}(p_name text, p_quarantine bigint, p_uid text, \
              p_mode text, p_validity bigint, p_ticket text, p_channel text, p_owner text, \
-             p_source text) RETURNS integer LANGUAGE plpgsql AS $ql${}$ql$",
+             p_source text) RETURNS integer LANGUAGE plpgsql \
+             SET search_path = pg_catalog, pg_temp AS $ql${}$ql$",
             self.grant_body(entries)
         )
     }
@@ -191,7 +196,8 @@ impl Dialect {
     fn release_routine(&self, release: &str, entries: &str) -> String {
         format!(
             "CREATE OR REPLACE FUNCTION {release}(p_name text, p_uid text, p_mode text) \
-             RETURNS integer LANGUAGE plpgsql AS $ql${}$ql$",
+             RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp \
+             AS $ql${}$ql$",
             self.release_body(entries)
         )
     }
@@ -285,7 +291,7 @@ impl Dialect {
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
              AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
-             AND DEFINER = CURRENT_USER() \
+             AND BINARY DEFINER = BINARY CURRENT_USER() \
              AND ROUTINE_NAME = '{}' AND BINARY ROUTINE_DEFINITION = BINARY ?",
             self.mysql_schema(),
             self.mysql_ring_name()
@@ -358,7 +364,7 @@ impl Dialect {
         format!(
             "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {} \
              AND ROUTINE_TYPE = 'PROCEDURE' AND SECURITY_TYPE = 'INVOKER' \
-             AND DEFINER = CURRENT_USER() \
+             AND BINARY DEFINER = BINARY CURRENT_USER() \
              AND ((ROUTINE_NAME = '{grant}' AND BINARY ROUTINE_DEFINITION = BINARY ?) \
                OR (ROUTINE_NAME = '{release}' AND BINARY ROUTINE_DEFINITION = BINARY ?))",
             self.mysql_schema(),

@@ -87,7 +87,7 @@ mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod fencing_marks_restores_and_extremes;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod lock_tables_another_role_made_first_are_not_taken_for_the_lockers;
+mod lock_tables_owned_by_another_role_are_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

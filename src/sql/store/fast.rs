@@ -47,6 +47,9 @@ fn is_deadlock(err: &sqlx::Error) -> bool {
 /// PostgreSQL's undefined function or missing privilege, MySQL's
 /// "PROCEDURE does not exist" (1305) or "execute command denied" (1370).
 ///
+/// An ambiguous call (42725: another role made an overload beside it)
+/// counts too, and the next setup finds the overload and uses none.
+///
 /// A missing table (42P01, 1146) counts too: the routine finds no table
 /// its caller's locker uses (its body found another through a search
 /// path, or the table was dropped): the transaction then makes it again,
@@ -56,7 +59,7 @@ fn is_unusable_routine(err: &sqlx::Error) -> bool {
     is_missing_function(err)
         || is_not_permitted(err)
         || matches!(err, sqlx::Error::Database(db)
-            if matches!(code_of(&**db).as_str(), "1305" | "1370" | "42P01" | "1146"))
+            if matches!(code_of(&**db).as_str(), "1305" | "1370" | "42P01" | "1146" | "42725"))
 }
 
 impl Store {

@@ -126,6 +126,27 @@ impl Store {
             );
             return Ok(());
         };
+        // Whoever owns the tables can break any lock (and is trusted with
+        // the functions): said once, by name, when it is another role,
+        // e.g. one that made them before the lockers did.
+        let owner: Option<(String, String)> = sqlx::query_as(
+            "SELECT CAST(pg_catalog.pg_get_userbyid(relowner) AS text), CAST(current_user AS text) \
+             FROM pg_catalog.pg_class WHERE oid = to_regclass($1)",
+        )
+        .bind(self.dialect.tables.entries.as_str())
+        .fetch_optional(&mut **conn)
+        .await
+        .map_err(|e| self.error(e))?;
+        if let Some((owner, user)) = owner.filter(|(owner, user)| owner != user) {
+            let (owner, user) = (
+                crate::locker::escape_peer_text(&owner),
+                crate::locker::escape_peer_text(&user),
+            );
+            tracing::warn!(locker = %self.endpoint,
+                "the lock tables are owned by the role {owner}, not by this locker's user {user}: \
+                 that role can break any lock, and its stored functions are used; make sure it is \
+                 one you trust (docs/sql.md, \"What it does not guarantee\")");
+        }
         let quoted = format!("\"{schema}\"");
         // Only functions with this version's bodies over this schema's
         // table: one made from statements that name the table without its
