@@ -67,12 +67,12 @@ async fn a_grant_procedure_planted_with_a_body_equal_but_for_case_is_not_used() 
     let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
         .await
         .expect("mallory connects");
-    sqlx::raw_sql(&*planted)
+    sqlx::raw_sql(&planted)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the grant procedure before any locker (CREATE ROUTINE)");
     // The release as schema() gives it: both are found, none is made again.
-    sqlx::raw_sql(&*release)
+    sqlx::raw_sql(&release)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the release procedure (CREATE ROUTINE)");

@@ -75,12 +75,12 @@ async fn a_grant_procedure_planted_with_this_versions_body_but_other_parameters_
     let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
         .await
         .expect("mallory connects");
-    sqlx::raw_sql(&*planted)
+    sqlx::raw_sql(&planted)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the grant procedure before any locker (CREATE ROUTINE)");
     // The release as schema() gives it: both are found, none is made again.
-    sqlx::raw_sql(&*release)
+    sqlx::raw_sql(&release)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the release procedure (CREATE ROUTINE)");

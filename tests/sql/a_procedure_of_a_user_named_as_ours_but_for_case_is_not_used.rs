@@ -66,12 +66,12 @@ async fn a_procedure_of_a_user_named_as_ours_but_for_case_is_not_used() {
     let mut mallory = sqlx::AnyConnection::connect(&server.url_as("Quorum", "mallory-pass"))
         .await
         .expect("mallory connects");
-    sqlx::raw_sql(&*planted)
+    sqlx::raw_sql(&planted)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the grant procedure before any locker (CREATE ROUTINE)");
     // The release as schema() gives it: both are found, none is made again.
-    sqlx::raw_sql(&*release)
+    sqlx::raw_sql(&release)
         .execute(&mut mallory)
         .await
         .expect("mallory makes the release procedure (CREATE ROUTINE)");
