@@ -174,10 +174,11 @@ impl Slot {
     /// late reply) may have been undone by that refresh, as
     /// [`Acquisition::begin_release`] counts it.
     fn may_hold_after(&self, answer: Answer) -> bool {
-        answer != Answer::Refused
-            || self.refresh_reached
-            || self.refreshes_out > 0
-            || self.failed_sent
+        let refreshed = self.refresh_reached || self.refreshes_out > 0;
+        match answer {
+            Answer::Refused => refreshed || self.failed_sent,
+            Answer::Failed | Answer::Granted | Answer::Queued => true,
+        }
     }
 }
 
@@ -540,6 +541,11 @@ impl Acquisition {
         if slots.held_off.is_none() {
             slots.held_off = Some((not_before, signal));
         }
+    }
+
+    /// Whether the lock was declared lost (see [`hold_off`](Self::hold_off)).
+    pub(crate) fn was_lost(&self) -> bool {
+        self.slots().held_off.is_some()
     }
 
     /// The hold of a lost lock on its entries, while it lasts at `now`:

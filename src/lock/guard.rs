@@ -126,6 +126,9 @@ impl Held {
     /// as `unlock` does; a later call, after one that was not confirmed,
     /// sends the unlock to every locker again. `Ok` once a quorum confirmed.
     async fn release_keeping(&self) -> Result<(), Error> {
+        // The holder lets go (a resign): a lost lock's entries are no
+        // longer held for it.
+        self.signal.holder_stopped();
         self.signal.declare();
         self.keeper.remove(self.lease);
         Handle::try_current().map_err(|_| Error::NoRuntime)?;
@@ -145,9 +148,9 @@ impl Drop for Held {
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         crate::lock::release::watch_stragglers(&self.state, &plan.in_flight, &self.handle);
-        if plan.targets.is_empty() && self.signal.is_declared() {
-            // Lost: its clean-up task may sit on a runtime that is idle or
-            // gone.
+        // Lost (not released by a resign, which declares too): its
+        // clean-up task may sit on a runtime that is idle or gone.
+        if plan.targets.is_empty() && self.state.was_lost() {
             clean_up_after_holder(&self.state, &self.signal, &self.handle);
         }
         if !plan.targets.is_empty() {

@@ -45,6 +45,8 @@ pub(crate) struct LossSignal {
     /// Whoever removes a lost lock's entries has claimed it: the clean-up
     /// task, or the holder letting go when that task did not run.
     cleanup_claimed: AtomicBool,
+    /// The clean-up's force-unlocks all ended (answered, or queued).
+    cleanup_done: AtomicBool,
 }
 
 impl LossSignal {
@@ -59,6 +61,7 @@ impl LossSignal {
             holder_stopped: AtomicBool::new(false),
             linked: Mutex::default(),
             cleanup_claimed: AtomicBool::new(false),
+            cleanup_done: AtomicBool::new(false),
         }
     }
 
@@ -132,6 +135,16 @@ impl LossSignal {
     /// caller only.
     pub(crate) fn claim_cleanup(&self) -> bool {
         !self.cleanup_claimed.swap(true, Ordering::AcqRel)
+    }
+
+    /// The clean-up's force-unlocks all ended.
+    pub(crate) fn cleanup_finished(&self) {
+        self.cleanup_done.store(true, Ordering::Release);
+    }
+
+    /// Whether a clean-up ran to its end.
+    pub(crate) fn cleanup_is_done(&self) -> bool {
+        self.cleanup_done.load(Ordering::Acquire)
     }
 
     /// Whether the holder let go of its guard.

@@ -175,6 +175,7 @@ fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, handle: &Ha
             // Ours now: cut short, it queues its unlocks.
             owed.claimed = true;
             force_release(state).await;
+            signal.cleanup_finished();
         }
         owed.settled();
         drop(counted);
@@ -188,7 +189,12 @@ fn claim_after_holder(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) -> Opt
         // Begun, or queued (its task dropped): the queue's unlocks are now
         // due; send them.
         crate::lock::release::kick_queued(&state.coord);
-        return None;
+        if signal.cleanup_is_done() {
+            return None;
+        }
+        // Begun and not ended: its force-unlocks may sit on a runtime no
+        // longer driven. The holder has let go, so they are sent again
+        // from here (by uid: twice is harmless).
     }
     let now = state.coord.clock.now();
     Some(CleanupOwed {
@@ -212,8 +218,10 @@ pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Arc<LossSign
     };
     let counted = state.coord.outstanding.begin();
     let cleaned = state.clone();
+    let finished = signal.clone();
     let work = async move {
         force_release(cleaned).await;
+        finished.cleanup_finished();
         owed.settled();
         drop(counted);
     };
@@ -249,9 +257,10 @@ pub(crate) fn clean_up_after_holder(
     };
     let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, fallback);
     let counted = state.coord.outstanding.begin();
-    let state = state.clone();
+    let (state, signal) = (state.clone(), signal.clone());
     handle.spawn(async move {
         force_release(state).await;
+        signal.cleanup_finished();
         owed.settled();
         drop(counted);
     });

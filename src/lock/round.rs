@@ -68,12 +68,14 @@ fn lock_call(
             LockMode::Read => locker.rlock(&state.args),
         };
         let result = call_locker(&state.coord, index, kind, call, deadline).await;
-        // Recorded first: a release in between still sees the call.
+        // Recorded first: a release in between still sees the call. Its
+        // undo counts as the call's: until it ends, a release watches this
+        // locker (the undo may stall on a runtime that is no longer driven).
         let undo = settle(&state, index, &result);
-        owed.settled();
         if let Some(target) = undo {
             release_one(&state, target).await;
         }
+        owed.settled();
         result
     }))
 }

@@ -126,12 +126,13 @@ fn wait_call(
             let call = locker.lock_wait(&state.args, state.mode, &wait);
             call_locker(coord, index, CallKind::LockWait, call, deadline).await
         };
-        // Recorded first: a release in between still sees the call.
+        // Recorded first: a release in between still sees the call. Its
+        // undo counts as the call's (see `round::lock_call`).
         let (outcome, undo) = settle(&state, index, result, sent, stamp);
-        owed.settled();
         if let Some(target) = undo {
             release_one(&state, target).await;
         }
+        owed.settled();
         outcome
     }))
 }
