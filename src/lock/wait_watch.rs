@@ -15,6 +15,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
@@ -416,8 +417,9 @@ struct Watched {
 
 #[derive(Default)]
 struct Rounds {
-    /// The locks waiting now, each with its latest round.
-    lanes: Vec<LaneRounds>,
+    /// The locks waiting now, each with its latest round. A lock's own
+    /// wait has one, kept inline.
+    lanes: SmallVec<[LaneRounds; 1]>,
     /// The locks that gave up unfinished in the latest attempt: what they
     /// saw stands for the operation while no waiting lock says more (see
     /// `Watched::status`).
