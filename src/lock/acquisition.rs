@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
+use crate::lock::per_locker::PerLocker;
 use crate::locker::wait::{PushEvent, PushSink};
 use crate::quorum::{read_quorum, write_quorum, Answer};
 use crate::{LockArgs, LockMode};
@@ -80,7 +81,7 @@ impl Acquisition {
             stamps: AtomicU64::new(0),
             calls_settled: tokio::sync::Notify::new(),
             slots: Mutex::new(Slots {
-                slots: vec![
+                slots: PerLocker::from_elem(
                     Slot {
                         answer: None,
                         alive_since: started,
@@ -89,9 +90,9 @@ impl Acquisition {
                         refresh_reached: false,
                         calls_out: 0,
                         failed_sent: false,
-                    };
-                    n
-                ],
+                    },
+                    n,
+                ),
                 released: false,
                 wounded: false,
                 held: false,
@@ -111,8 +112,9 @@ fn fresh_uid() -> Arc<str> {
 }
 
 struct Slots {
-    /// `None` while the locker has not answered.
-    slots: Vec<Slot>,
+    /// `None` while the locker has not answered. Inline in the
+    /// acquisition's own allocation on the usual cluster sizes.
+    slots: PerLocker<Slot>,
     /// Set once the acquisition is abandoned or released. Any grant that is
     /// recorded afterwards must be undone by whoever records it.
     released: bool,
@@ -243,11 +245,11 @@ pub(crate) struct Target {
 #[derive(Default)]
 pub(crate) struct ReleasePlan {
     /// Lockers that granted, or failed in a way that may hide a grant.
-    pub(crate) targets: Vec<Target>,
+    pub(crate) targets: PerLocker<Target>,
     /// Lockers that refused: they never held this uid.
     pub(crate) refused: usize,
     /// Lockers with a lock or wait call still in flight.
-    pub(crate) in_flight: Vec<usize>,
+    pub(crate) in_flight: PerLocker<usize>,
 }
 
 impl Acquisition {

@@ -12,6 +12,7 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
+use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
 use crate::Error;
@@ -50,12 +51,17 @@ impl<T> From<Started<T>> for Slot<T> {
 /// background task and complete there, so a grant that arrives after the
 /// caller gave up is still seen and undone.
 pub(crate) struct CallSet<T: Send + 'static> {
-    calls: Vec<Slot<T>>,
+    /// Inline up to the usual cluster sizes: a fan-out whose lockers all
+    /// answered at once allocates nothing.
+    calls: PerLocker<Slot<T>>,
     running: usize,
     /// Set while the caller waits for the calls; cleared when a quorum
     /// settled them ([`CallSet::settle`]). Calls note it as they are asked
-    /// (see [`WAITED`]).
-    waited: Waited,
+    /// (see [`WAITED`]). Made when a running call is first polled: calls
+    /// answered at once never ask for it.
+    waited: Option<Waited>,
+    /// [`CallSet::settle`] was called: a flag made after it starts cleared.
+    settled: bool,
     /// Whether stragglers are handed to the runtime the set is dropped on,
     /// counted among the coordinator's outstanding releases (a straggler
     /// may be a grant it must undo); `None` drops them instead.
@@ -77,12 +83,13 @@ impl<T: Send + 'static> CallSet<T> {
         handoff: Option<Arc<Outstanding>>,
         calls: impl IntoIterator<Item = Started<T>>,
     ) -> Self {
-        let calls: Vec<Slot<T>> = calls.into_iter().map(Slot::from).collect();
+        let calls: PerLocker<Slot<T>> = calls.into_iter().map(Slot::from).collect();
         CallSet {
             running: calls.len(),
             calls,
             handoff,
-            waited: Arc::new(AtomicBool::new(true)),
+            waited: None,
+            settled: false,
         }
     }
 
@@ -104,8 +111,11 @@ impl<T: Send + 'static> CallSet<T> {
     /// lockers. A set dropped without this (its caller cancelled or gave
     /// up, and may say why it waited, from these calls, right after) leaves
     /// its calls counted until they end, by their own deadline at most.
-    pub(crate) fn settle(&self) {
-        self.waited.store(false, Ordering::Relaxed);
+    pub(crate) fn settle(&mut self) {
+        self.settled = true;
+        if let Some(waited) = &self.waited {
+            waited.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Starts `call` in slot `index`, which must have finished.
@@ -126,7 +136,10 @@ impl<T: Send + 'static> CallSet<T> {
                 Slot::Done => continue,
                 Slot::Answered(out) => out,
                 Slot::Running(mut call) => {
-                    match polled_for(&self.waited, || call.as_mut().poll(cx)) {
+                    let waited = self
+                        .waited
+                        .get_or_insert_with(|| Arc::new(AtomicBool::new(!self.settled)));
+                    match polled_for(waited, || call.as_mut().poll(cx)) {
                         Poll::Ready(out) => out,
                         Poll::Pending => {
                             *slot = Slot::Running(call);

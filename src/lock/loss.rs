@@ -10,8 +10,8 @@
 //! trusted_for`, which is at least the safety margin before any locker can
 //! expire the entry.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -26,7 +26,12 @@ const NEVER: u64 = u64::MAX;
 
 /// When one held lock is lost, and who has been told.
 pub(crate) struct LossSignal {
-    token: CancellationToken,
+    /// Set when the loss is declared: the truth `token` follows.
+    declared: AtomicBool,
+    /// Cancelled when the loss is declared; made when someone first waits
+    /// for it or asks for a child, so a lock whose loss nobody awaits
+    /// costs no allocation for it.
+    token: OnceLock<CancellationToken>,
     /// The holder's clock, which `base` and the deadline are on.
     clock: Clock,
     /// The origin of `deadline`.
@@ -53,7 +58,8 @@ impl LossSignal {
     /// A signal for a lock that is lost at `base + trusted_for` on `clock`.
     pub(crate) fn new(clock: Clock, base: Instant, trusted_for: Duration) -> Self {
         LossSignal {
-            token: CancellationToken::new(),
+            declared: AtomicBool::new(false),
+            token: OnceLock::new(),
             clock,
             base,
             deadline: AtomicU64::new(nanos(trusted_for)),
@@ -113,7 +119,7 @@ impl LossSignal {
     /// passed. Seeing the deadline pass declares the loss, so every later
     /// look agrees.
     pub(crate) fn check(&self) -> bool {
-        if self.token.is_cancelled() {
+        if self.is_declared() {
             return true;
         }
         if self.passed(self.deadline.load(Ordering::Acquire), self.clock.now()) {
@@ -162,9 +168,27 @@ impl LossSignal {
         self.cancel();
     }
 
-    /// Cancels the token, then every token linked to it.
+    /// The token, made on first use; cancelled already when the loss was
+    /// declared before.
+    fn token(&self) -> &CancellationToken {
+        let token = self.token.get_or_init(CancellationToken::new);
+        // With the fence in `cancel`: either this sees the loss declared,
+        // or `cancel` sees the token made, and cancels it.
+        fence(Ordering::SeqCst);
+        if self.declared.load(Ordering::Relaxed) {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Declares the loss and cancels the token, then every token linked
+    /// to it.
     fn cancel(&self) {
-        self.token.cancel();
+        self.declared.store(true, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if let Some(token) = self.token.get() {
+            token.cancel();
+        }
         let linked =
             std::mem::take(&mut *self.linked.lock().unwrap_or_else(PoisonError::into_inner));
         for token in linked {
@@ -177,9 +201,9 @@ impl LossSignal {
     /// of them, whatever runtime runs or is gone.
     pub(crate) fn link(&self, token: CancellationToken) {
         let mut linked = self.linked.lock().unwrap_or_else(PoisonError::into_inner);
-        // Cancelled before the lock is taken in `cancel`: seen here, or
+        // Declared before the lock is taken in `cancel`: seen here, or
         // the token is in the list that `cancel` takes.
-        if self.token.is_cancelled() {
+        if self.is_declared() {
             drop(linked);
             token.cancel();
         } else {
@@ -189,11 +213,11 @@ impl LossSignal {
 
     /// Whether the loss has been declared, without looking at the clock.
     pub(crate) fn is_declared(&self) -> bool {
-        self.token.is_cancelled()
+        self.declared.load(Ordering::Acquire)
     }
 
     pub(crate) fn child_token(&self) -> CancellationToken {
-        self.token.child_token()
+        self.token().child_token()
     }
 
     /// Resolves when the lock is lost. While polled on a runtime it keeps its
@@ -207,11 +231,11 @@ impl LossSignal {
             match signal.deadline().filter(|_| Handle::try_current().is_ok()) {
                 Some(deadline) => {
                     tokio::select! {
-                        () = signal.token.cancelled() => return,
+                        () = signal.token().cancelled() => return,
                         () = signal.clock.wait_until(deadline) => {}
                     }
                 }
-                None => return signal.token.cancelled().await,
+                None => return signal.token().cancelled().await,
             }
         }
     }

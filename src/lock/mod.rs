@@ -18,6 +18,7 @@ pub(crate) mod keeper;
 pub(crate) mod loss;
 pub(crate) mod mutex;
 pub(crate) mod own_runtime;
+pub(crate) mod per_locker;
 pub(crate) mod refresh;
 pub(crate) mod release;
 pub(crate) mod round;

@@ -15,7 +15,7 @@ use crate::lock::round::Round;
 use crate::lock::telemetry::{outcome, AcquireRecord, Names};
 use crate::lock::wait_round::{WaitEnd, WaitRound};
 use crate::lock::wait_status::WaitStatus;
-use crate::lock::wait_watch::{self, Lane, WaitBoard, WaitWatch};
+use crate::lock::wait_watch::{self, BoardWatch, Lane, WaitBoard};
 use crate::locker::wait::Ticket;
 use crate::{Error, LockMode, ReadGuard, Waiting, WriteGuard};
 
@@ -251,13 +251,13 @@ impl DRWMutex {
         let result = async {
             // Checked here too, because the timer below needs the runtime.
             Handle::try_current().map_err(|_| Error::NoRuntime)?;
-            let watch = self.board.begin(&self.coord.clock);
+            let watch = self.board.begin_lazily(&self.coord.clock);
             let lane = wait_watch::outer().map(|outer| outer.lane());
             let watches = Watches {
                 board: &watch,
                 operation: lane.as_ref(),
             };
-            let rounds = self.rounds(mode, Patience::Forever, &record, watches);
+            let rounds = watch.watching(self.rounds(mode, Patience::Forever, &record, watches));
             match self.coord.clock.timeout(timeout, rounds).await {
                 Ok(result) => {
                     watches.ended(&result);
@@ -288,14 +288,14 @@ impl DRWMutex {
         let span = self.span(mode);
         // One-round tries report too: a clone of a reentrant holder that
         // waits behind one reads why from here.
-        let watch = self.board.begin(&self.coord.clock);
+        let watch = self.board.begin_lazily(&self.coord.clock);
         let lane = wait_watch::outer().map(|outer| outer.lane());
         let watches = Watches {
             board: &watch,
             operation: lane.as_ref(),
         };
-        let result = self
-            .rounds(mode, patience, &record, watches)
+        let result = watch
+            .watching(self.rounds(mode, patience, &record, watches))
             .instrument(span.clone())
             .await;
         watches.ended(&result);
@@ -430,7 +430,7 @@ impl DRWMutex {
 /// it is part of (a semaphore's acquire, a campaign, run with a deadline).
 #[derive(Clone, Copy)]
 struct Watches<'a> {
-    board: &'a WaitWatch,
+    board: &'a BoardWatch<'a>,
     operation: Option<&'a Lane>,
 }
 

@@ -33,6 +33,7 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::{CallKind, Names};
 use crate::{Error, LockArgs, LockMode};
 
@@ -515,7 +516,7 @@ fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoin
 /// unlock is owed from this call on (see [`release_one`]).
 pub(crate) fn release_all(
     state: Arc<Acquisition>,
-    targets: Vec<Target>,
+    targets: PerLocker<Target>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let calls: Vec<_> = targets
         .into_iter()

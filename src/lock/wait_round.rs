@@ -26,6 +26,7 @@ use crate::lock::acquisition::{Acquisition, Target, Win};
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::per_locker::PerLocker;
 use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply, Wake};
@@ -202,7 +203,7 @@ pub(crate) struct WaitRound {
     handle: Handle,
     ticket: Ticket,
     /// Per locker: when to ask again once its call has finished.
-    due: Vec<Instant>,
+    due: PerLocker<Instant>,
     /// Failed retries so far, for the backoff.
     misses: u32,
     /// When lockers that refused or failed are asked again, all together
@@ -229,7 +230,7 @@ impl WaitRound {
             state,
             handle: handle.clone(),
             ticket,
-            due: vec![started; n],
+            due: PerLocker::from_elem(started, n),
             misses: 0,
             retry_at: None,
             won: false,

@@ -12,9 +12,11 @@
 //! - an operation that gives up reads why before its waits are dropped.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use smallvec::SmallVec;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
@@ -93,8 +95,11 @@ pub(crate) fn note_retry(err: &Error) {
 /// wait that still runs reports.
 #[derive(Default)]
 pub(crate) struct WaitBoard {
-    /// The waits begun, oldest first; those that ended are pruned.
-    waits: Mutex<Vec<Weak<Watched>>>,
+    /// The waits posted, by when they began (oldest first), each with its
+    /// place in that order; those that ended are pruned.
+    waits: Mutex<Vec<(u64, Weak<Watched>)>>,
+    /// The place of the next wait to begin.
+    begun: AtomicU64,
 }
 
 impl WaitBoard {
@@ -102,11 +107,34 @@ impl WaitBoard {
     /// begins and while that one runs.
     pub(crate) fn begin(&self, clock: &Clock) -> WaitWatch {
         let watch = WaitWatch::new(clock);
+        self.post(self.begun.fetch_add(1, Ordering::Relaxed), &watch.watched);
+        watch
+    }
+
+    /// A new wait of one lock begins, as with [`begin`](Self::begin), but
+    /// its watch is made and posted only when the wait first waits (see
+    /// [`BoardWatch`]).
+    pub(crate) fn begin_lazily<'a>(&'a self, clock: &'a Clock) -> BoardWatch<'a> {
+        BoardWatch {
+            board: self,
+            clock,
+            place: self.begun.fetch_add(1, Ordering::Relaxed),
+            began: clock.now(),
+            state: Mutex::new(Posting::Unposted {
+                current: None,
+                previous: None,
+            }),
+        }
+    }
+
+    /// Posts `watched`, the watch of the wait that took `place`, among
+    /// the others by when they began.
+    fn post(&self, place: u64, watched: &Arc<Watched>) {
         let mut waits = self.waits.lock().unwrap_or_else(PoisonError::into_inner);
         // Bounded by the waits that run at once through this handle.
-        waits.retain(|wait| wait.strong_count() > 0);
-        waits.push(Arc::downgrade(&watch.watched));
-        watch
+        waits.retain(|(_, wait)| wait.strong_count() > 0);
+        let at = waits.partition_point(|&(other, _)| other < place);
+        waits.insert(at, (place, Arc::downgrade(watched)));
     }
 
     /// The status of the latest wait that still runs and has begun a
@@ -119,9 +147,99 @@ impl WaitBoard {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .rev()
-            .filter_map(Weak::upgrade)
+            .filter_map(|(_, wait)| wait.upgrade())
             .collect();
         running.iter().find_map(|wait| wait.status())
+    }
+}
+
+/// The watch of one wait of a lock handle, posted on its board only once
+/// the wait waits (its acquire returned `Pending` once): one granted or
+/// refused in its first poll, as lockers that answer at once decide it,
+/// ends before anyone else could ask the board, and costs no allocation.
+/// Until then it keeps the rounds it was told of, and posts them with it.
+pub(crate) struct BoardWatch<'a> {
+    board: &'a WaitBoard,
+    clock: &'a Clock,
+    /// Its place among the waits of the board, by when it began.
+    place: u64,
+    began: Instant,
+    state: Mutex<Posting>,
+}
+
+enum Posting {
+    /// Not posted yet: the latest round and the one before it.
+    Unposted {
+        current: Option<Arc<Acquisition>>,
+        previous: Option<Arc<Acquisition>>,
+    },
+    Posted(WaitWatch),
+}
+
+impl BoardWatch<'_> {
+    fn state(&self) -> MutexGuard<'_, Posting> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The wait started a round (a new uid) with `state`.
+    pub(crate) fn track(&self, state: &Arc<Acquisition>) {
+        match &mut *self.state() {
+            Posting::Unposted { current, previous } => {
+                if let Some(before) = current.replace(state.clone()) {
+                    *previous = Some(before);
+                }
+            }
+            Posting::Posted(watch) => watch.track(state),
+        }
+    }
+
+    /// Makes the watch with the rounds told so far and posts it, once.
+    fn posted(&self) -> WaitWatch {
+        let mut posting = self.state();
+        let (current, previous) = match &mut *posting {
+            Posting::Posted(watch) => {
+                return WaitWatch {
+                    watched: watch.watched.clone(),
+                }
+            }
+            Posting::Unposted { current, previous } => (current.take(), previous.take()),
+        };
+        let mut rounds = Rounds::default();
+        if let Some(current) = current {
+            rounds.lanes.push(LaneRounds {
+                id: ALONE,
+                current,
+                previous,
+            });
+        }
+        let watched = Arc::new(Watched {
+            began: self.began,
+            clock: self.clock.clone(),
+            rounds: Mutex::new(rounds),
+        });
+        self.board.post(self.place, &watched);
+        *posting = Posting::Posted(WaitWatch {
+            watched: watched.clone(),
+        });
+        WaitWatch { watched }
+    }
+
+    /// Runs `wait`, posting the watch the first time it waits.
+    pub(crate) async fn watching<T>(&self, wait: impl Future<Output = T>) -> T {
+        let mut wait = std::pin::pin!(wait);
+        std::future::poll_fn(|cx| {
+            let polled = wait.as_mut().poll(cx);
+            if polled.is_pending() && matches!(*self.state(), Posting::Unposted { .. }) {
+                self.posted();
+            }
+            polled
+        })
+        .await
+    }
+
+    /// The error for a wait that gave up now.
+    pub(crate) fn gave_up(&self) -> Error {
+        self.posted().gave_up()
     }
 }
 
@@ -416,8 +534,9 @@ struct Watched {
 
 #[derive(Default)]
 struct Rounds {
-    /// The locks waiting now, each with its latest round.
-    lanes: Vec<LaneRounds>,
+    /// The locks waiting now, each with its latest round. A lock's own
+    /// wait has one, kept inline.
+    lanes: SmallVec<[LaneRounds; 1]>,
     /// The locks that gave up unfinished in the latest attempt: what they
     /// saw stands for the operation while no waiting lock says more (see
     /// `Watched::status`).
