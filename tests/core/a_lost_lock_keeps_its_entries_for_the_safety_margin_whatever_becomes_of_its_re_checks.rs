@@ -1,4 +1,4 @@
-//! Reproduces a past break: a lost lock whose won wait's re-checks were dropped after the loss (their runtime shut down) had its entries unlocked at once by their owed unlocks, so a reader was let in while the holder still held its guard, well within the safety margin.
+//! Reproduces two past breaks: a lost lock whose won wait's re-checks were dropped after the loss (their runtime shut down), or ended after it (their idle runtime ran again past their deadline), had its entries unlocked at once, so a reader was let in while the holder still held its guard, well within the safety margin.
 //!
 //! docs/guarantees.md, "Held locks stay alive, lost locks are reported":
 //! the holder "learns at least 10 s [the safety margin] before any locker
@@ -21,10 +21,13 @@
 //! to lockers 2 and 3 are cut, so only lockers 0 and 1 confirm its
 //! refreshes: B's keeper declares the lock lost (which begins its release)
 //! and its clean-up waits out the 2 s margin. The holder keeps its guard.
-//! A is shut down right after: the stragglers are dropped armed with their
-//! `release::Owed` (src/lock/wait_round.rs `wait_call`), and since the
-//! acquisition is released, `Owed::drop` queues a plain unlock
-//! (`holder: None`), which the `Dsync`'s own runtime sends at once. Lockers
+//! A is shut down right after, and the stragglers are dropped armed with
+//! their `release::Owed` (src/lock/wait_round.rs `wait_call`): since the
+//! acquisition is released, `Owed::drop` queued a plain unlock (`holder:
+//! None`), which the `Dsync`'s own runtime sent at once. Or A runs again
+//! for a moment (a runtime stalled or not driven for a few seconds): the
+//! stragglers' deadlines have passed, so they end as failed, and
+//! `wait_call` sent each one's unlock at once (`release_one`). Lockers
 //! 0 and 1 free w's entries, and "y" is granted a read lock of "res" a
 //! fraction of a second after the loss, while w's guard is held and its
 //! margin has most of its 2 s left.
@@ -38,12 +41,27 @@ use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
 use quorum_lock::{Dsync, Lease, NetLocker};
 
-const SEED: u64 = 36_301;
+/// What becomes of the acquiring runtime A, and so of the re-checks
+/// waiting there, once the lock is lost.
+#[derive(Clone, Copy, Debug)]
+enum ThenA {
+    ShutDown,
+    RunsAgain,
+}
 
 #[test]
 fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dropped() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(4, SEED);
+    scene(36_301, ThenA::ShutDown);
+}
+
+#[test]
+fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_acquiring_runtime_runs_again() {
+    scene(36_302, ThenA::RunsAgain);
+}
+
+fn scene(seed: u64, then: ThenA) {
+    eprintln!("seed {seed}, then A {then:?}");
+    let cluster = TestCluster::new(4, seed);
     let late = Arc::new(AtomicBool::new(false));
     let cut = Arc::new(AtomicBool::new(false));
     let delayed = Arc::new(AtomicUsize::new(0));
@@ -68,7 +86,7 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
     let margin = Duration::from_secs(2);
     let w = Dsync::builder(links)
         .owner("w")
-        .rng_seed(SEED + 1)
+        .rng_seed(seed + 1)
         .lease(Lease {
             validity: Duration::from_secs(6),
             safety_margin: margin,
@@ -76,8 +94,8 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
         })
         .build()
         .expect("valid coordinator");
-    let x = common::seeded(cluster.net_lockers(), "x", SEED);
-    let y = common::seeded(cluster.net_lockers(), "y", SEED + 2);
+    let x = common::seeded(cluster.net_lockers(), "x", seed);
+    let y = common::seeded(cluster.net_lockers(), "y", seed + 2);
 
     let main = common::runtime();
     let held_x = main.block_on(async { x.rw_mutex(["res"]).unwrap().lock().await.unwrap() });
@@ -142,7 +160,13 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
     b.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
     let before = holding(cluster.lockers(), &uid);
 
-    a.shutdown_timeout(Duration::from_secs(1));
+    match then {
+        ThenA::ShutDown => a.shutdown_timeout(Duration::from_secs(1)),
+        // Its stragglers see their deadline passed.
+        ThenA::RunsAgain => {
+            a.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await })
+        }
+    }
     b.block_on(async { tokio::time::sleep(Duration::from_millis(300)).await });
     let after = holding(cluster.lockers(), &uid);
     let read = b.block_on(async {
@@ -154,7 +178,7 @@ fn a_lost_lock_keeps_its_entries_for_the_safety_margin_when_its_re_checks_are_dr
     });
     let at = lost_at.elapsed();
     eprintln!(
-        "w lost; its entries {before:?}, after A shut down {after:?}; {at:?} after the loss \
+        "w lost; its entries {before:?}, after A {then:?} {after:?}; {at:?} after the loss \
          y's try_read gave {read:?}"
     );
     assert!(
