@@ -41,6 +41,8 @@ mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_role_made_as_ours_stays_hers_to_replace;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_planted_with_this_versions_body_but_other_parameter_names_is_not_used;
@@ -78,8 +80,6 @@ mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_clock;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_overload_another_role_adds_beside_the_grant_function_does_not_stop_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
