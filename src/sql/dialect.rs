@@ -560,7 +560,7 @@ impl Dialect {
     /// The server's version, as text.
     pub(super) fn version(&self) -> &'static str {
         match self.backend {
-            Backend::Postgres => "SELECT current_setting('server_version_num') || ' ' || version()",
+            Backend::Postgres => "SELECT pg_catalog.current_setting('server_version_num') OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) pg_catalog.version()",
             Backend::MySql => "SELECT VERSION()",
         }
     }

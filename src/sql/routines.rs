@@ -60,7 +60,7 @@ impl Dialect {
     pub(super) fn table_schema(&self) -> Option<&'static str> {
         (self.backend == Backend::Postgres).then_some(
             "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
-             ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)",
+             ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)",
         )
     }
 
@@ -76,14 +76,14 @@ impl Dialect {
     /// one beside an overload of its name (made by a role that may create
     /// in the schema), which makes every call of it ambiguous.
     pub(super) fn routine_usable(&self) -> &'static str {
-        "SELECT p IS NOT NULL, coalesce(has_function_privilege(p, 'EXECUTE'), false), \
+        "SELECT p IS NOT NULL, coalesce(pg_catalog.has_function_privilege(p, 'EXECUTE'), false), \
          coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = p), ''), \
          coalesce((SELECT (f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) \
-                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = to_regclass($2))) \
-                     AND (SELECT count(*) FROM pg_catalog.pg_proc o WHERE o.proname = f.proname \
+                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = pg_catalog.to_regclass($2))) \
+                     AND (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc o WHERE o.proname = f.proname \
                           AND o.pronamespace = f.pronamespace) = 1 \
                    FROM pg_catalog.pg_proc f WHERE f.oid = p), false) \
-         FROM to_regprocedure($1) p"
+         FROM pg_catalog.to_regprocedure($1) p"
     }
 
     /// The PostgreSQL functions in `schema` (quoted) over the entries

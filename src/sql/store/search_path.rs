@@ -23,8 +23,8 @@ pub(super) async fn pin_search_path(
     let holding: Vec<String> = sqlx::query_scalar(
         "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c \
          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.relname = $1 AND n.nspname = ANY (current_schemas(false)) \
-         ORDER BY array_position(current_schemas(false), n.nspname)",
+         WHERE c.relname = $1 AND n.nspname OPERATOR(pg_catalog.=) ANY (pg_catalog.current_schemas(false)) \
+         ORDER BY pg_catalog.array_position(pg_catalog.current_schemas(false), n.nspname)",
     )
     .bind(table)
     .fetch_all(&mut *conn)
@@ -40,7 +40,7 @@ pub(super) async fn pin_search_path(
     let schema = match holding.into_iter().next() {
         Some(schema) => schema,
         None => {
-            sqlx::query_scalar::<_, String>("SELECT CAST(current_schema() AS text)")
+            sqlx::query_scalar::<_, String>("SELECT CAST(pg_catalog.current_schema() AS text)")
                 .fetch_one(&mut *conn)
                 .await?
         }

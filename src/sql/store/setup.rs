@@ -131,7 +131,7 @@ impl Store {
         // e.g. one that made them before the lockers did.
         let owner: Option<(String, String)> = sqlx::query_as(
             "SELECT CAST(pg_catalog.pg_get_userbyid(relowner) AS text), CAST(current_user AS text) \
-             FROM pg_catalog.pg_class WHERE oid = to_regclass($1)",
+             FROM pg_catalog.pg_class WHERE oid = pg_catalog.to_regclass($1)",
         )
         .bind(self.dialect.tables.entries.as_str())
         .fetch_optional(&mut **conn)
