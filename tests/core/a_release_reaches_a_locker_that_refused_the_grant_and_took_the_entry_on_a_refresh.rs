@@ -1,4 +1,16 @@
-//! Reproduces a past break: a release skipped (and counted as confirmed) a locker that refused the grant, though a refresh in its quarantine had re-created the entry there since.
+//! A release reaches a locker that refused the grant but took the entry
+//! since, on a refresh during its quarantine after a restart, whether that
+//! refresh's reply came back or was lost (the call dropped once a quorum
+//! confirmed).
+//!
+//! docs/guarantees.md, "No leaks from cancellation or failure": an unlock
+//! "never leaves an entry behind on a reachable locker", and a locker that
+//! refused the grant but "was refreshed since with an answer other than
+//! 'not held'" is unlocked like a grant (a lost reply is such an answer);
+//! "A holder's refresh still re-creates its entry there if the resource
+//! is free". docs/election.md: "After a `resign()` that returned `Ok`,
+//! `leader()` returns `None` or a newer leader: the resigned term is on
+//! fewer lockers than a write quorum from then on".
 #![cfg(feature = "testing")]
 
 use std::time::Duration;
@@ -7,8 +19,6 @@ use crate::election_support::{client, leader_on};
 use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker};
 use tokio::time::sleep;
-
-const SEED: u64 = 38;
 
 /// Leaves an entry of another owner's uid on `locker` alone, as a release
 /// that did not reach it does.
@@ -26,20 +36,47 @@ async fn leftover(locker: &LocalLocker, resource: &str) {
     );
 }
 
-/// Three lockers; node 2 holds a leftover entry of "x", so a `try_lock`
-/// is granted by nodes 0 and 1 and refused by node 2. Node 2 restarts
-/// (forgetting the leftover), and the holder's refreshes re-create its
-/// entry there during the quarantine, as docs/guarantees.md says they do
-/// ("A holder's refresh still re-creates its entry there if the resource
-/// is free"). The holder unlocks, confirmed. docs/guarantees.md "No leaks
-/// from cancellation or failure": an unlock "never leaves an entry behind
-/// on a reachable locker". Node 2 answers every call, and still holds the
-/// released uid: the release counted its refusal as a confirmation and
-/// sent it no unlock.
+/// Reproduces a past break: a release skipped (and counted as confirmed) a locker that refused the grant, though a refresh in its quarantine had re-created the entry there since.
 #[tokio::test(start_paused = true)]
 async fn an_unlock_leaves_no_entry_on_a_locker_that_refused_the_grant() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
+    unlock_scene(38, Replies::Answered).await;
+}
+
+/// Reproduces a past break: a refresh applied on a locker that had refused the grant, whose reply was lost and whose call was dropped once a quorum confirmed, left that locker out of the release.
+#[tokio::test(start_paused = true)]
+async fn an_unlock_leaves_no_entry_where_a_refresh_reply_was_lost() {
+    unlock_scene(41, Replies::Lost).await;
+}
+
+/// Reproduces a past break: a confirmed resign (node 0 and node 2's old refusal) left the term on nodes 1 and 2, where a refresh and the re-sent value had re-created it, and `leader()` reported the resigned leader.
+#[tokio::test(start_paused = true)]
+async fn leader_after_a_confirmed_resign_is_not_the_resigned_term() {
+    resign_scene(38, Replies::Answered).await;
+}
+
+/// Reproduces a past break: the same resign where node 2's refresh replies were lost.
+#[tokio::test(start_paused = true)]
+async fn leader_after_a_confirmed_resign_where_a_refresh_reply_was_lost() {
+    resign_scene(41, Replies::Lost).await;
+}
+
+/// Whether node 2's replies come back while it takes the entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Replies {
+    Answered,
+    /// Every reply it sends is lost (the calls are applied) until the
+    /// release.
+    Lost,
+}
+
+/// Three lockers; node 2 holds a leftover of "x", so `try_lock` is granted
+/// by nodes 0 and 1 and refused by node 2. Node 2 restarts (forgetting the
+/// leftover), and the holder's refreshes re-create the entry there in its
+/// quarantine. The holder unlocks, confirmed; node 2, answering every
+/// call, is to hold nothing of the released uid.
+async fn unlock_scene(seed: u64, replies: Replies) {
+    eprintln!("seed {seed}, node 2's replies {replies:?}");
+    let cluster = TestCluster::new(3, seed);
     leftover(&cluster.lockers()[2], "x").await;
     let a = client(&cluster, "a");
     let guard = a
@@ -55,13 +92,22 @@ async fn an_unlock_leaves_no_entry_on_a_locker_that_refused_the_grant() {
     );
 
     cluster.restart(&[2]).unwrap();
+    if replies == Replies::Lost {
+        cluster.drop_replies(1.0, true, &[2]).unwrap();
+    }
     sleep(Duration::from_secs(45)).await;
+    assert!(!guard.is_lost());
     assert!(
         crate::common::holds(&cluster.lockers()[2], &uid),
         "a refresh re-created the entry on node 2"
     );
+    cluster.drop_replies(0.0, true, &[2]).unwrap();
     guard.unlock().await.expect("the unlock is confirmed");
-    sleep(Duration::from_secs(1)).await;
+    sleep(Duration::from_secs(match replies {
+        Replies::Answered => 1,
+        Replies::Lost => 5,
+    }))
+    .await;
     let left: Vec<bool> = crate::common::holding(cluster.lockers(), &uid);
     eprintln!("after the confirmed unlock, nodes holding the uid: {left:?}");
     assert!(
@@ -72,18 +118,14 @@ async fn an_unlock_leaves_no_entry_on_a_locker_that_refused_the_grant() {
 
 /// The same with an election: node 2 holds a leftover of another
 /// candidate, `try_campaign` wins on nodes 0 and 1, node 2 restarts and the
-/// leader's refresh and re-sent value re-create its entry and value there.
-/// Once node 2's quarantine is over, the leader's link to node 1 is cut and
-/// it resigns: `Ok`, confirmed by node 0 alone and node 2's old refusal.
-/// docs/election.md: "After a `resign()` that returned `Ok`, `leader()`
-/// returns `None` or a newer leader: the resigned term is on fewer lockers
-/// than a write quorum from then on". Nodes 1 and 2 still carry the term,
-/// and `leader()` reports the resigned leader; no message came late and
-/// no locker restarted after the resign.
-#[tokio::test(start_paused = true)]
-async fn leader_after_a_confirmed_resign_is_not_the_resigned_term() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
+/// leader's refreshes and re-sent value re-create its entry and value
+/// there. Past node 2's quarantine (60 s) the leader's link to node 1 is
+/// cut and it resigns: `Ok`, confirmed by node 0 and node 2's old refusal
+/// would leave the term on nodes 1 and 2, a write quorum, with no message
+/// late and no locker restarted after the resign.
+async fn resign_scene(seed: u64, replies: Replies) {
+    eprintln!("seed {seed}, node 2's replies {replies:?}");
+    let cluster = TestCluster::new(3, seed);
     leftover(&cluster.lockers()[2], "election/jobs").await;
     let a = client(&cluster, "a");
     let w = client(&cluster, "watcher");
@@ -96,8 +138,9 @@ async fn leader_after_a_confirmed_resign_is_not_the_resigned_term() {
         .expect("nodes 0 and 1 grant");
     let term = leading.term();
     cluster.restart(&[2]).unwrap();
-    // Past node 2's quarantine (60 s); the leader's refreshes re-created
-    // its entry and value there, and the leftover is gone.
+    if replies == Replies::Lost {
+        cluster.drop_replies(1.0, true, &[2]).unwrap();
+    }
     sleep(Duration::from_secs(65)).await;
     assert!(!leading.is_lost());
     assert_eq!(
@@ -107,27 +150,27 @@ async fn leader_after_a_confirmed_resign_is_not_the_resigned_term() {
         Some(term),
         "node 2 carries the term"
     );
+    cluster.drop_replies(0.0, true, &[2]).unwrap();
     cluster.partition("a", &[1]).unwrap();
     leading.resign().await.expect("the resign is confirmed");
     sleep(Duration::from_secs(1)).await;
     let read = watch.leader().await;
-    eprintln!("resigned term {term}; leader() after the confirmed resign: {read:?}");
-    let uid_left: Vec<bool> = {
-        let mut v = Vec::new();
-        for l in cluster.lockers() {
-            v.push(
-                leader_on(&**l, "jobs")
-                    .await
-                    .is_some_and(|p| p.term == term),
-            );
-        }
-        v
-    };
-    eprintln!("nodes carrying the resigned term: {uid_left:?}");
+    let mut carrying = Vec::new();
+    for l in cluster.lockers() {
+        carrying.push(
+            leader_on(&**l, "jobs")
+                .await
+                .is_some_and(|p| p.term == term),
+        );
+    }
+    eprintln!(
+        "resigned term {term}; leader() after the confirmed resign: {read:?}; nodes carrying \
+         it: {carrying:?}"
+    );
     assert!(
         matches!(read, Ok(None) | Err(Error::LeaderUnsettled { .. }))
             || matches!(&read, Ok(Some(l)) if l.term > term),
         "after a confirmed resign of term {term}, leader() answered {read:?} (nodes carrying it: \
-         {uid_left:?})"
+         {carrying:?})"
     );
 }
