@@ -79,6 +79,8 @@ mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod an_equality_operator_another_role_makes_in_public_does_not_run_in_the_lockers_catalog_queries;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_clock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_overload_another_role_adds_beside_the_grant_function_does_not_stop_grants;
