@@ -41,6 +41,8 @@ mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_role_made_as_ours_stays_hers_to_replace;
