@@ -41,6 +41,8 @@ mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_role_made_as_ours_stays_hers_to_replace;
@@ -54,6 +56,8 @@ mod a_grant_procedure_planted_with_this_versions_body_but_other_parameters_is_no
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_lock_table_another_user_made_without_its_primary_key_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_of_another_locker_is_woken_at_its_turn;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
@@ -78,6 +82,8 @@ mod a_table_appearing_earlier_on_the_search_path_splits_no_locker;
 mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod an_equality_operator_another_role_makes_in_public_does_not_run_in_the_lockers_catalog_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_clock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
