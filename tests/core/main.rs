@@ -204,3 +204,4 @@ mod wait_status;
 mod wait_status_display_of_an_edited_status;
 mod wait_status_quarantine_left_of_a_wait_held_elsewhere;
 mod waiting_beside_a_burst_of_try_locks_through_the_same_handle;
+mod waiting_read_from_another_thread_during_a_waits_first_poll;
