@@ -119,7 +119,9 @@ async fn an_unlock_refused_by_a_tls_failure_for_a_moment_is_retried_and_lands() 
     assert!(on_node0(), "node 0 granted");
 
     refused.store(true, Ordering::SeqCst);
-    held.unlock().await.expect("nodes 1 and 2 confirm the unlock");
+    held.unlock()
+        .await
+        .expect("nodes 1 and 2 confirm the unlock");
     assert!(on_node0(), "node 0's unlock failed with the TLS error");
     sleep(Duration::from_secs(2)).await;
     refused.store(false, Ordering::SeqCst);

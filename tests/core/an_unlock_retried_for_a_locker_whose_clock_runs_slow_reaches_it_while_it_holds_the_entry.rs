@@ -66,11 +66,16 @@ async fn scene(rate: f64, back: Duration, look: Duration) {
     let held = a.rw_mutex(["res"]).unwrap().lock().await.unwrap();
     let uid = held.uid().to_owned();
     let node0 = cluster.lockers()[0].clone();
-    assert!(node0.snapshot().iter().any(|e| e.uid == uid), "node 0 granted");
+    assert!(
+        node0.snapshot().iter().any(|e| e.uid == uid),
+        "node 0 granted"
+    );
 
     down.store(true, Ordering::SeqCst);
     let began = Instant::now();
-    held.unlock().await.expect("nodes 1 and 2 confirm the unlock");
+    held.unlock()
+        .await
+        .expect("nodes 1 and 2 confirm the unlock");
     assert!(
         node0.snapshot().iter().any(|e| e.uid == uid),
         "node 0 is down: its unlock is queued"
@@ -112,11 +117,13 @@ async fn scene(rate: f64, back: Duration, look: Duration) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_unlock_retried_for_a_locker_at_half_the_clients_clock_rate_reaches_it_while_it_holds_the_entry() {
+async fn an_unlock_retried_for_a_locker_at_half_the_clients_clock_rate_reaches_it_while_it_holds_the_entry(
+) {
     scene(0.5, Duration::from_secs(70), Duration::from_secs(5)).await;
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_unlock_retried_for_a_locker_at_nine_tenths_of_the_clients_clock_rate_reaches_it_while_it_holds_the_entry() {
+async fn an_unlock_retried_for_a_locker_at_nine_tenths_of_the_clients_clock_rate_reaches_it_while_it_holds_the_entry(
+) {
     scene(0.9, Duration::from_secs(61), Duration::from_secs(3)).await;
 }

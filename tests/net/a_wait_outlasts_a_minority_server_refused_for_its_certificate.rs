@@ -63,7 +63,6 @@ L9f6rHSezz9ZeYxAtwANAk8oO72hRANCAARcfmmmVHeR1xFsnqtUnJEp/PF8bhD4
 DTxL1DiluEfWOdHaLCPjTXCPultXtbBAL3/tvzeFAGMOjeklkpGmA5+F
 -----END PRIVATE KEY-----";
 
-
 /// Serves `table` over TLS with `cert`, until the returned sender drops.
 async fn serve(
     table: Arc<LocalLocker>,
@@ -95,7 +94,11 @@ async fn proxy(listener: TcpListener, home: String, away: String, rerouted: Arc<
         let Ok((mut client, _)) = listener.accept().await else {
             return;
         };
-        let to = if rerouted.load(Ordering::SeqCst) { away.clone() } else { home.clone() };
+        let to = if rerouted.load(Ordering::SeqCst) {
+            away.clone()
+        } else {
+            home.clone()
+        };
         tokio::spawn(async move {
             if let Ok(mut upstream) = TcpStream::connect(&to).await {
                 let _ = tokio::time::timeout(
@@ -111,15 +114,25 @@ async fn proxy(listener: TcpListener, home: String, away: String, rerouted: Arc<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wait_outlasts_a_minority_server_refused_for_its_certificate() {
     let tables: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
-    let (home, _stop0) =
-        serve(tables[0].clone(), NODE_CERT, NODE_KEY, Some(Duration::from_millis(200))).await;
+    let (home, _stop0) = serve(
+        tables[0].clone(),
+        NODE_CERT,
+        NODE_KEY,
+        Some(Duration::from_millis(200)),
+    )
+    .await;
     let (s1, _stop1) = serve(tables[1].clone(), NODE_CERT, NODE_KEY, None).await;
     let (s2, _stop2) = serve(tables[2].clone(), NODE_CERT, NODE_KEY, None).await;
     let (away, _stop_away) = serve(Arc::new(LocalLocker::new()), CERT, KEY, None).await;
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
     let proxy_addr = listener.local_addr().expect("proxy address");
     let rerouted = Arc::new(AtomicBool::new(false));
-    tokio::spawn(proxy(listener, home.to_string(), away.to_string(), rerouted.clone()));
+    tokio::spawn(proxy(
+        listener,
+        home.to_string(),
+        away.to_string(),
+        rerouted.clone(),
+    ));
 
     let mut config = RemoteConfig::new(TOKEN);
     config.connect_timeout = Duration::from_secs(2);
@@ -140,12 +153,25 @@ async fn a_wait_outlasts_a_minority_server_refused_for_its_certificate() {
         assert!(locker.is_online(), "{addr}: {:?}", locker.connect_error());
         links.push(Arc::new(locker));
     }
-    let w = Dsync::builder(links).owner("w").build().expect("valid coordinator");
-    let x = Dsync::builder(tables.iter().map(|t| t.clone() as Arc<dyn NetLocker>).collect())
-        .owner("x")
+    let w = Dsync::builder(links)
+        .owner("w")
         .build()
         .expect("valid coordinator");
-    let held = x.rw_mutex(["res"]).unwrap().lock().await.expect("x holds res");
+    let x = Dsync::builder(
+        tables
+            .iter()
+            .map(|t| t.clone() as Arc<dyn NetLocker>)
+            .collect(),
+    )
+    .owner("x")
+    .build()
+    .expect("valid coordinator");
+    let held = x
+        .rw_mutex(["res"])
+        .unwrap()
+        .lock()
+        .await
+        .expect("x holds res");
 
     // Server 0 closes w's idle connection; new ones go elsewhere from here.
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -170,5 +196,8 @@ async fn a_wait_outlasts_a_minority_server_refused_for_its_certificate() {
         "only server 0 of 3 refused w (its certificate), servers 1 and 2 queued the wait and \
          x let go 1 s in, yet w's lock_timeout(5s) failed after {took:?} with {got:?}"
     );
-    assert!(got.is_ok(), "servers 1 and 2 grant w once x let go: {got:?}");
+    assert!(
+        got.is_ok(),
+        "servers 1 and 2 grant w once x let go: {got:?}"
+    );
 }
