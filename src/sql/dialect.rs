@@ -62,6 +62,8 @@ pub(super) struct Tables {
     pub schema: Option<String>,
     /// The entries table's name, unquoted and unqualified.
     pub name: String,
+    /// The fence table's name, unquoted and unqualified.
+    pub fence_name: String,
     /// `prefixrelease_v1`, unquoted and unqualified: the one-round-trip
     /// release (PostgreSQL), which lives in the entries table's schema.
     pub release: String,
@@ -121,6 +123,7 @@ impl Tables {
             prefix: prefix.to_owned(),
             schema: schema.map(str::to_owned),
             name: format!("{prefix}entries"),
+            fence_name: format!("{prefix}fence"),
             release: format!("{prefix}release_v{ROUTINES_VERSION}"),
             grant: format!("{prefix}grant_v{ROUTINES_VERSION}"),
         })
@@ -416,6 +419,21 @@ impl Dialect {
                 "INSERT INTO {f} (id, token) VALUES (1, ?) ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))"
             ),
         }
+    }
+
+    /// MySQL: the columns of the lock tables' primary keys, a row each:
+    /// the table's name, the column's, and the length of the prefix of it
+    /// that is indexed (0 for the whole column), in the key's order.
+    pub(super) fn mysql_primary_keys(&self) -> String {
+        format!(
+            "SELECT CONVERT(TABLE_NAME USING utf8mb4), CONVERT(COLUMN_NAME USING utf8mb4), \
+             CAST(COALESCE(SUB_PART, 0) AS SIGNED) FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = {} AND INDEX_NAME = 'PRIMARY' \
+             AND BINARY TABLE_NAME IN (BINARY '{}', BINARY '{}') ORDER BY TABLE_NAME, SEQ_IN_INDEX",
+            self.mysql_schema(),
+            self.tables.name,
+            self.tables.fence_name
+        )
     }
 
     /// Whether the entries table exists: one row when it does.

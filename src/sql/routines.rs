@@ -60,7 +60,8 @@ impl Dialect {
     pub(super) fn table_schema(&self) -> Option<&'static str> {
         (self.backend == Backend::Postgres).then_some(
             "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n \
-             ON n.oid = c.relnamespace WHERE c.oid = pg_catalog.to_regclass($1)",
+             ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+             WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
         )
     }
 
@@ -77,12 +78,15 @@ impl Dialect {
     /// in the schema), which makes every call of it ambiguous.
     pub(super) fn routine_usable(&self) -> &'static str {
         "SELECT p IS NOT NULL, coalesce(pg_catalog.has_function_privilege(p, 'EXECUTE'), false), \
-         coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid = p), ''), \
-         coalesce((SELECT (f.proowner = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) \
-                     OR f.proowner = (SELECT relowner FROM pg_catalog.pg_class WHERE oid = pg_catalog.to_regclass($2))) \
-                     AND (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc o WHERE o.proname = f.proname \
-                          AND o.pronamespace = f.pronamespace) = 1 \
-                   FROM pg_catalog.pg_proc f WHERE f.oid = p), false) \
+         coalesce((SELECT prosrc FROM pg_catalog.pg_proc WHERE oid OPERATOR(pg_catalog.=) p), ''), \
+         coalesce((SELECT (f.proowner OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_roles \
+                            WHERE rolname OPERATOR(pg_catalog.=) current_user) \
+                     OR f.proowner OPERATOR(pg_catalog.=) (SELECT relowner FROM pg_catalog.pg_class \
+                            WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2))) \
+                     AND (SELECT pg_catalog.count(*) FROM pg_catalog.pg_proc o \
+                          WHERE o.proname OPERATOR(pg_catalog.=) f.proname \
+                          AND o.pronamespace OPERATOR(pg_catalog.=) f.pronamespace) OPERATOR(pg_catalog.=) 1 \
+                   FROM pg_catalog.pg_proc f WHERE f.oid OPERATOR(pg_catalog.=) p), false) \
          FROM pg_catalog.to_regprocedure($1) p"
     }
 
@@ -241,7 +245,7 @@ impl Dialect {
 
     /// Where the MySQL procedures live, as SQL: the configured schema, or
     /// the connection's database (where the tables are made then too).
-    fn mysql_schema(&self) -> String {
+    pub(super) fn mysql_schema(&self) -> String {
         match &self.tables.schema {
             Some(schema) => format!("'{schema}'"),
             None => "DATABASE()".to_owned(),

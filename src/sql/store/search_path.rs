@@ -22,8 +22,8 @@ pub(super) async fn pin_search_path(
 ) -> Result<(), sqlx::Error> {
     let holding: Vec<String> = sqlx::query_scalar(
         "SELECT CAST(n.nspname AS text) FROM pg_catalog.pg_class c \
-         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.relname = $1 AND n.nspname OPERATOR(pg_catalog.=) ANY (pg_catalog.current_schemas(false)) \
+         JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace \
+         WHERE c.relname OPERATOR(pg_catalog.=) $1 AND n.nspname OPERATOR(pg_catalog.=) ANY (pg_catalog.current_schemas(false)) \
          ORDER BY pg_catalog.array_position(pg_catalog.current_schemas(false), n.nspname)",
     )
     .bind(table)
