@@ -98,8 +98,21 @@ pub(crate) struct WaitBoard {
     /// The waits posted, by when they began (oldest first), each with its
     /// place in that order; those that ended are pruned.
     waits: Mutex<Vec<(u64, Weak<Watched>)>>,
+    /// The latest wait still in its first poll (not posted yet), if it has
+    /// begun a round: a reader on another thread sees it while that poll
+    /// runs (a locker's call may take a while to leave), without a watch
+    /// made for every lock. One slot, so that no lock allocates for it:
+    /// of two waits in their first poll at once the later one reports.
+    first_poll: Mutex<Option<FirstPoll>>,
     /// The place of the next wait to begin.
     begun: AtomicU64,
+}
+
+/// A wait in its first poll, as the board shows it.
+struct FirstPoll {
+    place: u64,
+    began: Instant,
+    round: Weak<Acquisition>,
 }
 
 impl WaitBoard {
@@ -141,23 +154,72 @@ impl WaitBoard {
     /// round: one that has not yet (parked before its first, say) knows
     /// nothing, and an older wait still waiting speaks for the handle.
     pub(crate) fn status(&self) -> Option<WaitStatus> {
-        let running: Vec<Arc<Watched>> = self
+        let first = self
+            .slot()
+            .as_ref()
+            .and_then(|f| Some((f.place, f.began, f.round.upgrade()?)));
+        let running: Vec<(u64, Arc<Watched>)> = self
             .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .rev()
-            .filter_map(|(_, wait)| wait.upgrade())
+            .filter_map(|(place, wait)| Some((*place, wait.upgrade()?)))
             .collect();
-        running.iter().find_map(|wait| wait.status())
+        let (later, earlier) = match &first {
+            Some((at, ..)) => running.split_at(running.partition_point(|(place, _)| place > at)),
+            None => (&running[..], &[][..]),
+        };
+        later
+            .iter()
+            .find_map(|(_, wait)| wait.status())
+            .or_else(|| {
+                first.map(|(_, began, round)| {
+                    WaitStatus::of(
+                        &round.coord,
+                        round.args.quorum,
+                        (&round.answers(), &round.answered_since()),
+                        (began, round.started),
+                        &[],
+                    )
+                })
+            })
+            .or_else(|| earlier.iter().find_map(|(_, wait)| wait.status()))
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<FirstPoll>> {
+        self.first_poll
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The wait at `place`, in its first poll, began the round `round`.
+    fn in_first_poll(&self, place: u64, began: Instant, round: &Arc<Acquisition>) {
+        let mut slot = self.slot();
+        if slot.as_ref().is_none_or(|f| f.place <= place) {
+            *slot = Some(FirstPoll {
+                place,
+                began,
+                round: Arc::downgrade(round),
+            });
+        }
+    }
+
+    /// The wait at `place` was posted, or ended in its first poll.
+    fn first_poll_over(&self, place: u64) {
+        let mut slot = self.slot();
+        if slot.as_ref().is_some_and(|f| f.place == place) {
+            *slot = None;
+        }
     }
 }
 
 /// The watch of one wait of a lock handle, posted on its board only once
 /// the wait waits (its acquire returned `Pending` once): one granted or
 /// refused in its first poll, as lockers that answer at once decide it,
-/// ends before anyone else could ask the board, and costs no allocation.
-/// Until then it keeps the rounds it was told of, and posts them with it.
+/// costs no allocation. Until then it keeps the rounds it was told of, and
+/// posts them with it; meanwhile the board's first-poll slot shows its
+/// latest round to a reader on another thread.
 pub(crate) struct BoardWatch<'a> {
     board: &'a WaitBoard,
     clock: &'a Clock,
@@ -176,6 +238,21 @@ enum Posting {
     Posted(WaitWatch),
 }
 
+impl Drop for BoardWatch<'_> {
+    fn drop(&mut self) {
+        let posting = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if matches!(
+            posting,
+            Posting::Unposted {
+                current: Some(_),
+                ..
+            }
+        ) {
+            self.board.first_poll_over(self.place);
+        }
+    }
+}
+
 impl BoardWatch<'_> {
     fn state(&self) -> MutexGuard<'_, Posting> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -188,6 +265,7 @@ impl BoardWatch<'_> {
                 if let Some(before) = current.replace(state.clone()) {
                     *previous = Some(before);
                 }
+                self.board.in_first_poll(self.place, self.began, state);
             }
             Posting::Posted(watch) => watch.track(state),
         }
@@ -218,6 +296,7 @@ impl BoardWatch<'_> {
             rounds: Mutex::new(rounds),
         });
         self.board.post(self.place, &watched);
+        self.board.first_poll_over(self.place);
         *posting = Posting::Posted(WaitWatch {
             watched: watched.clone(),
         });
