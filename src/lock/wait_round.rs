@@ -209,6 +209,13 @@ pub(crate) struct WaitRound {
     /// When lockers that refused or failed are asked again, all together
     /// so that a retry reaches every one of them, as a polling round does.
     retry_at: Option<Instant>,
+    /// Per locker: whether its latest call failed with a permanent error
+    /// (a certificate refused, a lease it cannot honour). Such a locker
+    /// counts as down and is asked again like a failing one; the wait ends
+    /// with that error only once too few lockers are left for a quorum.
+    barred: PerLocker<bool>,
+    /// The latest permanent error, for when the wait ends with one.
+    barred_by: Option<Error>,
     won: bool,
 }
 
@@ -233,6 +240,8 @@ impl WaitRound {
             due: PerLocker::from_elem(started, n),
             misses: 0,
             retry_at: None,
+            barred: PerLocker::from_elem(false, n),
+            barred_by: None,
             won: false,
         }
     }
@@ -247,7 +256,8 @@ impl WaitRound {
     }
 
     /// Waits until a quorum granted (`Ok`), an older waiter wounded this
-    /// wait, or a locker returned a permanent error.
+    /// wait, or so many lockers returned a permanent error that the rest
+    /// cannot make a quorum (the latest such error).
     pub(crate) async fn wait(&mut self) -> Result<(), WaitEnd> {
         let coord = self.state.coord.clone();
         let recheck = coord.wait_recheck();
@@ -260,8 +270,11 @@ impl WaitRound {
             due,
             misses,
             retry_at,
+            barred,
+            barred_by,
             ..
         } = self;
+        let quorum = state.args.quorum;
         // Registering the waker costs a lock, so it is done only before
         // returning `Pending`, and followed by one more look at what a push
         // may have changed in between.
@@ -270,7 +283,6 @@ impl WaitRound {
             state.try_win() == Win::Open && !state.is_wounded()
         };
         poll_fn(|cx| loop {
-            let mut permanent = None;
             let mut clock: Option<Instant> = None;
             let mut now = || *clock.get_or_insert_with(|| coord.clock.now());
             calls.poll_all(cx, |index, outcome| {
@@ -288,12 +300,19 @@ impl WaitRound {
                         }
                     },
                 };
+                barred[index] = outcome.permanent.is_some();
                 if let Some(err) = outcome.permanent {
-                    permanent = Some(err);
+                    *barred_by = Some(err);
                 }
             });
-            if let Some(err) = permanent {
-                return Poll::Ready(Err(WaitEnd::Failed(err)));
+            // One locker refusing for good is one locker down, as in a
+            // one-round try where a quorum's verdict comes first: the wait
+            // goes on while the others can still make a quorum.
+            let left = n - barred.iter().filter(|b| **b).count();
+            if left < quorum {
+                if let Some(err) = barred_by.take() {
+                    return Poll::Ready(Err(WaitEnd::Failed(err)));
+                }
             }
             match state.try_win() {
                 Win::Won => {

@@ -9,7 +9,8 @@
 //! 0 then announces a validity (1 s) shorter than the lease's (60 s).
 //! When the wait re-checks locker 0, `Coordinator::honours_lease` refuses
 //! to send the call and `wait_round::wait_call` records `Answer::Refused`
-//! over the grant; the wait fails with `Error::InvalidArgument` and its
+//! over the grant; the wait fails (then with `Error::InvalidArgument`,
+//! since with its deadline, the other two lockers going on) and its
 //! release (`Acquisition::begin_release`) counts locker 0 as "never held
 //! this uid". Locker 0 answers every call, yet keeps w's entry: nothing
 //! ever sends it the unlock.
@@ -134,7 +135,10 @@ async fn a_failed_wait_frees_the_grant_of_a_locker_that_stopped_honouring_the_le
         .collect();
     let w = common::seeded(lockers, "w", SEED);
     let mutex = w.rw_mutex(["res"]).unwrap();
-    let wait = tokio::spawn(async move { mutex.lock().await.map(drop) });
+    // A locker that no longer honours the lease counts as down: the wait
+    // goes on with the other two, until its deadline.
+    let wait =
+        tokio::spawn(async move { mutex.lock_timeout(Duration::from_secs(3)).await.map(drop) });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let of_w = || -> Vec<usize> {
         leftovers(cluster.lockers())
