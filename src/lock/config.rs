@@ -46,7 +46,8 @@ pub struct Timeouts {
     pub unlock: Duration,
     /// The longest time failed unlocks keep being retried in the
     /// background. They stop earlier, once the locker must have expired the
-    /// entry by itself (the validity after the release began), so the default,
+    /// entry by itself (twice the validity after the release began, for a
+    /// locker whose clock runs slower than ours), so the default,
     /// `Duration::MAX`, means exactly that: retry while it can matter. Zero
     /// turns the background retries off and leaves failed releases to expiry.
     pub release_retry: Duration,

@@ -321,7 +321,7 @@ async fn force_release(state: Arc<Acquisition>) {
     let results = futures::future::join_all(calls).await;
     for (index, result) in results.into_iter().enumerate() {
         if let Err(err) = result {
-            if err.is_retryable() {
+            if crate::lock::release::unlock_may_land_later(&err) {
                 crate::lock::release::retry_unlock(&state, index, began);
             }
         }

@@ -178,7 +178,7 @@ async fn release_after(
                 Err(err) => err,
             },
         };
-        if !err.is_retryable() {
+        if !unlock_may_land_later(&err) {
             tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err,
                 "cannot release; the entry stays until the lock server expires it");
             coord.telemetry.release_given_up(1);
@@ -238,14 +238,33 @@ pub(crate) fn owed_give_up(
     give_up_at(coord, index, from)
 }
 
+/// Whether an unlock that failed with `err` may land if sent again within
+/// its retry window. Errors that are permanent for a lock call are not
+/// all permanent for its unlock: a lock server given a new certificate
+/// (`Tls`) or token (`Unauthorized`) takes the unlock then, and the entry
+/// would otherwise stay until it expires. Only a call the locker can never
+/// take (invalid arguments, an operation it lacks) is given up at once.
+pub(crate) fn unlock_may_land_later(err: &Error) -> bool {
+    err.is_retryable() || matches!(err, Error::Tls { .. } | Error::Unauthorized { .. })
+}
+
+/// How many times the locker's validity, on the coordinator's clock, an
+/// unlock is retried for: a locker whose clock runs slower than ours keeps
+/// an entry longer than its validity as we count it, and one running at
+/// half our rate or faster has expired it by then. (Beyond that rate the
+/// entry outlives the retries and waits for its expiry.)
+const SLOW_LOCKER_FACTOR: u32 = 2;
+
 /// When retrying an unlock that began at `began` stops mattering: the locker
-/// has expired the entry by then (the longer of its and the lease's
-/// validity), unless `Timeouts::release_retry` says to stop sooner.
+/// has expired the entry by then (twice the longer of its and the lease's
+/// validity, for a locker whose clock runs slow), unless
+/// `Timeouts::release_retry` says to stop sooner.
 pub(crate) fn give_up_at(coord: &Coordinator, index: usize, began: Instant) -> Instant {
     let validity = coord.lockers[index]
         .validity()
         .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
-    after(began, validity.min(coord.timeouts.release_retry))
+    let window = validity.saturating_mul(SLOW_LOCKER_FACTOR);
+    after(began, window.min(coord.timeouts.release_retry))
 }
 
 /// One unlock call with its deadline.
@@ -485,13 +504,13 @@ async fn drain(mut task: Draining) {
                 {
                     match result {
                         Ok(()) => {}
-                        Err(err) if err.is_retryable() => failed.push(pending),
+                        Err(err) if unlock_may_land_later(&err) => failed.push(pending),
                         Err(err) => give_up_on(&coord, &pending, &err, &endpoint()),
                     }
                 }
                 failed
             }
-            Err(err) if err.is_retryable() => std::mem::take(&mut task.batch),
+            Err(err) if unlock_may_land_later(&err) => std::mem::take(&mut task.batch),
             Err(err) => {
                 give_up_on(&coord, probe, &err, &endpoint());
                 task.batch.drain(1..).collect()
