@@ -49,9 +49,7 @@ mod a_grant_function_another_role_made_as_ours_stays_hers_to_replace;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_planted_with_this_versions_body_but_other_parameter_names_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_grant_procedure_planted_with_a_body_equal_but_for_case_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_grant_procedure_planted_with_this_versions_body_but_other_parameters_is_not_used;
+mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
@@ -64,8 +62,6 @@ mod a_mariadb_waiter_of_another_locker_is_woken_at_its_turn;
 mod a_mariadb_waiter_on_two_names_polls_without_locking;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_postgres_locker_without_its_listen_connection_still_grants;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_procedure_of_a_user_named_as_ours_but_for_case_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
