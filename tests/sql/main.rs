@@ -45,9 +45,7 @@ mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_grant_function_another_role_made_as_ours_stays_hers_to_replace;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_grant_function_planted_with_this_versions_body_but_other_parameter_names_is_not_used;
+mod a_grant_function_another_postgres_role_made_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
