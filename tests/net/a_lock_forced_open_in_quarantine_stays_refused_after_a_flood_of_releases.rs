@@ -32,14 +32,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::capped::{self, bounded, ADMIN, LIMIT};
 use crate::node::TOKEN;
-
-const ADMIN: &str = "admin-secret-quarantine";
-const LIMIT: Duration = Duration::from_secs(5);
 
 /// Releases of uids nobody holds: more than the quarantine's record of
 /// 8 MiB keeps at 8 + 160 bytes each (49,932).
@@ -61,12 +58,6 @@ fn args(uid: &str, names: &[&str]) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
 /// Whether `uid` holds an entry on `name` in the locker's table.
 fn holds(locker: &LocalLocker, uid: &str, name: &str) -> bool {
     locker
@@ -86,28 +77,9 @@ async fn a_lock_forced_open_in_quarantine_stays_refused_after_a_flood_of_release
     ));
     locker.restart();
     let config = ServerConfig::new(TOKEN).admin_token(ADMIN);
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    let addr = bound.to_string();
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
-    let admin = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(ADMIN)),
-    )
-    .await
-    .expect("admin connects");
+    let (addr, _stop) = capped::serve(locker.clone(), config).await;
+    let culprit = capped::connect(&addr, TOKEN).await;
+    let admin = capped::connect(&addr, ADMIN).await;
 
     // In quarantine a refresh naming its mode re-creates the entries (it
     // answers the quarantine, which must not count).

@@ -20,15 +20,11 @@
 //! one call, each bounded.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockArgs, NetLocker};
 
+use crate::capped::{self, bounded, ADMIN};
 use crate::node::{start, TOKEN};
-
-const ADMIN: &str = "admin-secret";
-const LIMIT: Duration = Duration::from_secs(5);
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
     LockArgs {
@@ -41,23 +37,12 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
 #[tokio::test]
 async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 16 * 1024;
     let node = start(config).await;
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
+    let culprit = capped::connect(&node.addr, TOKEN).await;
 
     // The culprit fills the table with locks on two names each.
     let mut held = Vec::new();
@@ -76,12 +61,7 @@ async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
     );
 
     // The admin forces each name open by itself.
-    let admin = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(ADMIN)),
-    )
-    .await
-    .expect("admin connects");
+    let admin = capped::connect(&node.addr, ADMIN).await;
     for lock in &held {
         for name in lock.resources.iter() {
             let by_name = args("", std::slice::from_ref(name));
@@ -112,12 +92,7 @@ async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
     }
 
     // Another client asks for one lock, in an empty table.
-    let victim = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
+    let victim = capped::connect(&node.addr, TOKEN).await;
     let result = bounded(
         "lock",
         victim.lock(&args("victim", &["victim/1".to_owned()])),

@@ -11,14 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::capped::{self, bounded, ADMIN};
 use crate::node::TOKEN;
-
-const ADMIN: &str = "admin-secret";
-const LIMIT: Duration = Duration::from_secs(5);
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
     LockArgs {
@@ -31,26 +28,8 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
-/// Locks nine names each under fresh uids until the server refuses one.
-async fn fill(culprit: &RemoteLocker, round: &str) -> Vec<LockArgs> {
-    let mut held = Vec::new();
-    for i in 0..2000 {
-        let names: Vec<String> = (0..9).map(|n| format!("hog/{round}/{i}/{n}")).collect();
-        let lock = args(&format!("hog-{round}-{i}"), &names);
-        match bounded("lock", culprit.lock(&lock)).await {
-            Ok(true) => held.push(lock),
-            _ => break,
-        }
-    }
-    assert!(held.len() < 2000, "the table fills: {} locks", held.len());
-    held
-}
+/// The names of each lock that fills the table.
+const NINE: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
 
 #[tokio::test]
 async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
@@ -64,22 +43,8 @@ async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
     config.remember_released = Some(Duration::ZERO);
-    let server = LockServer::new(locker, config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    let addr = bound.to_string();
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
+    let (addr, _stop) = capped::serve(locker, config).await;
+    let culprit = capped::connect(&addr, TOKEN).await;
     let admin = bounded(
         "connect",
         RemoteLocker::connect(addr, RemoteConfig::new(ADMIN)),
@@ -87,7 +52,7 @@ async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
     .await
     .expect("admin connects");
 
-    let first = fill(&culprit, "1").await;
+    let first = capped::fill(&culprit, "1", &NINE, args).await;
     assert!(first.len() >= 2, "the first fill takes locks");
     for lock in &first {
         let by_name = args("", &lock.resources[..1]);
@@ -96,7 +61,7 @@ async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
             Ok(true)
         );
     }
-    let second = fill(&culprit, "2").await;
+    let second = capped::fill(&culprit, "2", &NINE, args).await;
     assert!(!second.is_empty(), "the force gave the room back");
 
     // Each refresh of what the force left needs a charge the cap has no

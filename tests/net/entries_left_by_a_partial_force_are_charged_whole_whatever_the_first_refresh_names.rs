@@ -20,14 +20,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::capped::{self, bounded, ADMIN};
 use crate::node::TOKEN;
 
-const ADMIN: &str = "admin-secret";
-const LIMIT: Duration = Duration::from_secs(5);
 const VALIDITY: Duration = Duration::from_secs(1);
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
@@ -41,27 +39,8 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
-/// Locks `hog/{round}/{i}/0` to `.../8` under fresh uids until the server
-/// refuses one; the locks it granted (none when the cap is reached).
-async fn fill(culprit: &RemoteLocker, round: &str) -> Vec<LockArgs> {
-    let mut held = Vec::new();
-    for i in 0..2000 {
-        let names: Vec<String> = (0..9).map(|n| format!("hog/{round}/{i}/{n}")).collect();
-        let lock = args(&format!("hog-{round}-{i}"), &names);
-        match bounded("lock", culprit.lock(&lock)).await {
-            Ok(true) => held.push(lock),
-            _ => break,
-        }
-    }
-    assert!(held.len() < 2000, "the table fills: {} locks", held.len());
-    held
-}
+/// The names of each lock that fills the table.
+const NINE: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
 
 #[tokio::test]
 async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names() {
@@ -74,35 +53,16 @@ async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_re
     ));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    let addr = bound.to_string();
+    let (addr, _stop) = capped::serve(locker.clone(), config).await;
 
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
-    let first = fill(&culprit, "1").await;
+    let culprit = capped::connect(&addr, TOKEN).await;
+    let first = capped::fill(&culprit, "1", &NINE, args).await;
     assert!(
         first.len() >= 2,
         "the first fill takes locks: {}",
         first.len()
     );
-    let admin = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(ADMIN)),
-    )
-    .await
-    .expect("admin connects");
+    let admin = capped::connect(&addr, ADMIN).await;
     let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
 
     // The admin forces the first name of each lock open.
@@ -136,7 +96,7 @@ async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_re
     }
 
     // Then fills the table again.
-    let second = fill(&culprit, "2").await;
+    let second = capped::fill(&culprit, "2", &NINE, args).await;
     let listed = bounded("list", admin.locks()).await.expect("listing");
     let left_over = listed
         .iter()

@@ -22,14 +22,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::capped::{self, bounded, ADMIN};
 use crate::node::TOKEN;
 
-const ADMIN: &str = "admin-secret";
-const LIMIT: Duration = Duration::from_secs(5);
 const VALIDITY: Duration = Duration::from_secs(1);
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
@@ -43,28 +41,6 @@ fn args(uid: &str, names: &[String]) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
-/// Locks `hog/{round}/{i}/a` and `.../b` under fresh uids until the server
-/// refuses one; the locks it granted (none when the cap is reached).
-async fn fill(culprit: &RemoteLocker, round: &str) -> Vec<LockArgs> {
-    let mut held = Vec::new();
-    for i in 0..2000 {
-        let names = [format!("hog/{round}/{i}/a"), format!("hog/{round}/{i}/b")];
-        let lock = args(&format!("hog-{round}-{i}"), &names);
-        match bounded("lock", culprit.lock(&lock)).await {
-            Ok(true) => held.push(lock),
-            _ => break,
-        }
-    }
-    assert!(held.len() < 2000, "the table fills: {} locks", held.len());
-    held
-}
-
 #[tokio::test]
 async fn entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes() {
     let locker = Arc::new(LocalLocker::with_config(
@@ -76,31 +52,12 @@ async fn entries_left_by_a_partial_force_count_against_the_client_however_it_ref
     ));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 16 * 1024;
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
-    let addr = bound.to_string();
+    let (addr, _stop) = capped::serve(locker.clone(), config).await;
 
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
-    let first = fill(&culprit, "1").await;
+    let culprit = capped::connect(&addr, TOKEN).await;
+    let first = capped::fill(&culprit, "1", &["a", "b"], args).await;
     assert!(!first.is_empty(), "the first fill takes locks");
-    let admin = bounded(
-        "connect",
-        RemoteLocker::connect(addr.clone(), RemoteConfig::new(ADMIN)),
-    )
-    .await
-    .expect("admin connects");
+    let admin = capped::connect(&addr, ADMIN).await;
     let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
 
     // The admin forces the first name of each lock open.
@@ -123,7 +80,7 @@ async fn entries_left_by_a_partial_force_count_against_the_client_however_it_ref
     }
 
     // Then fills the table again.
-    let second = fill(&culprit, "2").await;
+    let second = capped::fill(&culprit, "2", &["a", "b"], args).await;
     let listed = bounded("list", admin.locks()).await.expect("listing");
     let left_over = listed
         .iter()

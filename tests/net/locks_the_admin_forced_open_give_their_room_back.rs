@@ -17,15 +17,11 @@
 //! asks for one lock. No sleeps: every step is one call, each bounded.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockArgs, NetLocker};
 
+use crate::capped::{self, bounded, ADMIN};
 use crate::node::{start, TOKEN};
-
-const ADMIN: &str = "admin-secret";
-const LIMIT: Duration = Duration::from_secs(5);
 
 fn args(uid: &str, name: &str) -> LockArgs {
     LockArgs {
@@ -37,23 +33,12 @@ fn args(uid: &str, name: &str) -> LockArgs {
     }
 }
 
-async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, call)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not end within {LIMIT:?}"))
-}
-
 #[tokio::test]
 async fn locks_the_admin_forced_open_give_their_room_back() {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 16 * 1024;
     let node = start(config).await;
-    let culprit = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
+    let culprit = capped::connect(&node.addr, TOKEN).await;
 
     // The culprit fills the table: locks until one is refused.
     let mut held = Vec::new();
@@ -71,12 +56,7 @@ async fn locks_the_admin_forced_open_give_their_room_back() {
     );
 
     // The admin forces each of its names open, by name.
-    let admin = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(ADMIN)),
-    )
-    .await
-    .expect("admin connects");
+    let admin = capped::connect(&node.addr, ADMIN).await;
     for lock in &held {
         let by_name = LockArgs {
             uid: "".into(),
@@ -106,12 +86,7 @@ async fn locks_the_admin_forced_open_give_their_room_back() {
     }
 
     // Another client asks for one lock, in an empty table.
-    let victim = bounded(
-        "connect",
-        RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN)),
-    )
-    .await
-    .expect("connect");
+    let victim = capped::connect(&node.addr, TOKEN).await;
     let result = bounded("lock", victim.lock(&args("victim", "victim/1"))).await;
     assert_eq!(
         result,

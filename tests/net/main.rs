@@ -6,6 +6,8 @@
 //! lock servers.
 
 #[cfg(feature = "net")]
+#[path = "../net_support/capped.rs"]
+mod capped;
 #[path = "../net_support/wire.rs"]
 mod wire;
 
