@@ -43,8 +43,6 @@ mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_function_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_postgres_role_made_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
@@ -77,7 +75,7 @@ mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod an_equality_operator_another_role_makes_in_public_does_not_run_in_the_lockers_catalog_queries;
+mod an_object_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_clock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
