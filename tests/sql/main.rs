@@ -79,6 +79,8 @@ mod a_release_runs_on_the_tables_of_its_own_locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_release_under_a_schema_reads_no_table_through_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_schema_another_role_made_first_is_reported_by_the_lockers;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_second_process_of_one_application_finds_the_table_its_first_is_pinned_to;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_stopped_caller_on_mariadb_frees_its_rows;
