@@ -46,7 +46,10 @@ async fn a_lock_table_another_user_made_with_another_kind_column_is_not_used() {
         .expect("the fence table's statement")
         .clone();
     let kind = "kind char(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,";
-    assert!(entries.contains(kind), "control: the kind column: {entries}");
+    assert!(
+        entries.contains(kind),
+        "control: the kind column: {entries}"
+    );
     let planted = entries.replace(
         kind,
         "kind ENUM('e', 'H', 'q', 'r') CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL,",

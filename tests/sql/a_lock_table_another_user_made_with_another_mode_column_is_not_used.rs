@@ -46,7 +46,10 @@ async fn a_lock_table_another_user_made_with_another_mode_column_is_not_used() {
         .expect("the fence table's statement")
         .clone();
     let mode = "mode char(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',";
-    assert!(entries.contains(mode), "control: the mode column: {entries}");
+    assert!(
+        entries.contains(mode),
+        "control: the mode column: {entries}"
+    );
     let planted = entries.replace(
         mode,
         "mode ENUM('', 'r', 'W') CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL DEFAULT '',",

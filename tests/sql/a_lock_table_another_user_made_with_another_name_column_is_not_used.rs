@@ -46,7 +46,10 @@ async fn a_lock_table_another_user_made_with_another_name_column_is_not_used() {
         .expect("the fence table's statement")
         .clone();
     let name = "name varbinary(1024) NOT NULL,";
-    assert!(entries.contains(name), "control: the name column: {entries}");
+    assert!(
+        entries.contains(name),
+        "control: the name column: {entries}"
+    );
     let planted = entries.replace(
         name,
         "name char(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,",

@@ -114,7 +114,8 @@ async fn a_schema_another_role_made_first_is_reported_by_the_lockers() {
         .expect("a name")
         .lock_timeout(Duration::from_secs(2))
         .await;
-    let seen = server.psql("SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM locks.sc_seen;");
+    let seen =
+        server.psql("SELECT coalesce(string_agg(DISTINCT who, ','), '') FROM locks.sc_seen;");
     let warned = capture.containing("mallory");
     assert!(
         !seen.contains("app") || !warned.is_empty(),
