@@ -53,21 +53,36 @@ use ledger::{availability, offset, overlaps, token_regressions, Ledger, Overlap}
 use proxy::{Proxy, Switch};
 use servers::ServerSet;
 
+#[derive(clap::Parser)]
+#[command(disable_help_flag = true, args_override_self = true)]
 struct Settings {
+    #[arg(short, long)]
+    help: bool,
+    #[arg(long, default_value = "5", value_parser = |s: &str| within::<usize>(s, 1, 9))]
     servers: usize,
+    #[arg(long, default_value = "64", value_parser = |s: &str| within::<usize>(s, 1, 256))]
     clients: usize,
+    #[arg(long, default_value = "60", value_parser = |s: &str| within::<u64>(s, 5, 3600))]
     seconds: u64,
+    #[arg(long, default_value_t = rand::random(), value_parser = |s: &str| within::<u64>(s, 0, u64::MAX))]
     seed: u64,
+    #[arg(long = "validity-ms", default_value = "2000",
+          value_parser = |s: &str| within(s, 500, 60_000).map(Duration::from_millis))]
     validity: Duration,
+    #[arg(long, value_parser = |s: &str| within::<usize>(s, 1, 4096))]
     names: Option<usize>,
     /// No fault schedule: the same clients on healthy servers, to tell what
     /// contention alone costs.
+    #[arg(long = "no-faults")]
     calm: bool,
     /// `--permits K`: the semaphore run of permits.rs instead.
+    #[arg(long, value_parser = |s: &str| within::<usize>(s, 1, 100))]
     permits: Option<usize>,
     /// How many `run --permits` loops.
+    #[arg(long, default_value = "12", value_parser = |s: &str| within::<usize>(s, 1, 64))]
     runners: usize,
     /// How many runs must complete. Default: K per second of the run.
+    #[arg(long, value_parser = |s: &str| within::<u64>(s, 0, u64::MAX))]
     min_runs: Option<u64>,
 }
 
@@ -87,55 +102,25 @@ const USAGE: &str =
                      [--min-runs N (default: K x --seconds)] [--servers N] [--seconds N] [--seed N] \
                      [--validity-ms N]";
 
+/// A whole number in `lo..=hi`.
+fn within<T: TryFrom<u64>>(value: &str, lo: u64, hi: u64) -> Result<T, String> {
+    let number: u64 = (value.parse()).map_err(|_| format!("{value:?} is not a whole number"))?;
+    (lo..=hi)
+        .contains(&number)
+        .then(|| T::try_from(number).ok())
+        .flatten()
+        .ok_or_else(|| format!("must be in {lo}..={hi}, not {number}"))
+}
+
 fn settings() -> Result<Settings, String> {
-    let mut s = Settings {
-        servers: 5,
-        clients: 64,
-        seconds: 60,
-        seed: rand::random(),
-        validity: Duration::from_secs(2),
-        names: None,
-        calm: false,
-        permits: None,
-        runners: 12,
-        min_runs: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        if flag == "--help" || flag == "-h" {
-            return Err(USAGE.into());
-        }
-        if flag == "--no-faults" {
-            s.calm = true;
-            continue;
-        }
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let number: u64 = value
-            .parse()
-            .map_err(|_| format!("{flag}: {value:?} is not a whole number\n{USAGE}"))?;
-        let within = |lo: u64, hi: u64| {
-            if (lo..=hi).contains(&number) {
-                Ok(number)
-            } else {
-                Err(format!(
-                    "{flag} must be in {lo}..={hi}, not {number}\n{USAGE}"
-                ))
-            }
-        };
-        match flag.as_str() {
-            "--servers" => s.servers = within(1, 9)? as usize,
-            "--clients" => s.clients = within(1, 256)? as usize,
-            "--seconds" => s.seconds = within(5, 3600)?,
-            "--seed" => s.seed = number,
-            "--validity-ms" => s.validity = Duration::from_millis(within(500, 60_000)?),
-            "--names" => s.names = Some(within(1, 4096)? as usize),
-            "--permits" => s.permits = Some(within(1, 100)? as usize),
-            "--runners" => s.runners = within(1, 64)? as usize,
-            "--min-runs" => s.min_runs = Some(number),
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
-        }
+    use clap::Parser as _;
+    let s = Settings::try_parse().map_err(|e| {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        format!("{}\n{USAGE}", first.trim_start_matches("error: "))
+    })?;
+    if s.help {
+        return Err(USAGE.into());
     }
     Ok(s)
 }

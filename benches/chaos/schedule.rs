@@ -556,45 +556,38 @@ impl<L: Fn(String)> Ctx<L> {
             .push(text);
     }
 
-    fn switch<'a>(&self, list: &'a [Switch], i: usize, what: &str) -> Option<&'a Switch> {
-        let found = list.get(i);
-        if found.is_none() {
-            self.fail(format!(
+    /// Runs `f` on the servers, logging its error.
+    async fn on(&self, f: impl FnOnce(&ServerSet) + Send + 'static) {
+        if let Err(err) = on_servers(&self.servers, f).await {
+            self.fail(err);
+        }
+    }
+
+    /// Sets the switch of server or client `i` to `to`, or drops its
+    /// connections (`None`).
+    fn set(&self, client: bool, i: usize, to: Option<NetFault>) {
+        let (list, what) = match client {
+            true => (&self.client_switches, "client"),
+            false => (&self.server_switches, "server"),
+        };
+        match (list.get(i), to) {
+            (Some(sw), Some(to)) => sw.set(to),
+            (Some(sw), None) => sw.drop_connections(),
+            (None, _) => self.fail(format!(
                 "no switch for {what} {i} (there are {})",
                 list.len()
-            ));
+            )),
         }
-        found
     }
 
     async fn begin(&self, e: &Event) {
         // Logged once in effect, so the log shows when it really began.
         match e.fault {
-            Fault::KillRestart { server, .. } => {
-                if let Err(err) = on_servers(&self.servers, move |s| s.kill(server)).await {
-                    self.fail(err);
-                }
-            }
-            Fault::Pause { server, .. } => {
-                if let Err(err) = on_servers(&self.servers, move |s| s.pause(server)).await {
-                    self.fail(err);
-                }
-            }
-            Fault::Net { server, fault, .. } => {
-                if let Some(sw) = self.switch(&self.server_switches, server, "server") {
-                    sw.set(fault);
-                }
-            }
-            Fault::DropConnections { server } => {
-                if let Some(sw) = self.switch(&self.server_switches, server, "server") {
-                    sw.drop_connections();
-                }
-            }
-            Fault::PauseClient { client, .. } => {
-                if let Some(sw) = self.switch(&self.client_switches, client, "client") {
-                    sw.set(NetFault::Blackhole);
-                }
-            }
+            Fault::KillRestart { server, .. } => self.on(move |s| s.kill(server)).await,
+            Fault::Pause { server, .. } => self.on(move |s| s.pause(server)).await,
+            Fault::Net { server, fault, .. } => self.set(false, server, Some(fault)),
+            Fault::DropConnections { server } => self.set(false, server, None),
+            Fault::PauseClient { client, .. } => self.set(true, client, Some(NetFault::Blackhole)),
         }
         self.say("begin", &describe(e));
     }
@@ -609,22 +602,10 @@ impl<L: Fn(String)> Ctx<L> {
                 }
                 return;
             }
-            Fault::Pause { server, .. } => {
-                if let Err(err) = on_servers(&self.servers, move |s| s.resume(server)).await {
-                    self.fail(err);
-                }
-            }
-            Fault::Net { server, .. } => {
-                if let Some(sw) = self.switch(&self.server_switches, server, "server") {
-                    sw.set(NetFault::Healthy);
-                }
-            }
+            Fault::Pause { server, .. } => self.on(move |s| s.resume(server)).await,
+            Fault::Net { server, .. } => self.set(false, server, Some(NetFault::Healthy)),
             Fault::DropConnections { .. } => return,
-            Fault::PauseClient { client, .. } => {
-                if let Some(sw) = self.switch(&self.client_switches, client, "client") {
-                    sw.set(NetFault::Healthy);
-                }
-            }
+            Fault::PauseClient { client, .. } => self.set(true, client, Some(NetFault::Healthy)),
         }
         self.say("end", &text);
     }

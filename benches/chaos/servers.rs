@@ -329,30 +329,29 @@ impl ServerSet {
     /// SIGSTOP server `i`: it keeps its connections and entries but answers
     /// nobody. No-op if it is down or `i` is out of range.
     pub fn pause(&self, i: usize) {
-        let Some(slot) = self.slots.get(i) else {
-            return;
-        };
-        let mut child = lock(&slot.child);
-        if let Some(child) = child.as_mut() {
-            if let Ok(None) = child.try_wait() {
-                signal(child.id(), libc::SIGSTOP);
-                slot.paused.store(true, Ordering::SeqCst);
-            }
-        }
+        self.stop_or_continue(i, true);
     }
 
     /// SIGCONT server `i`. No-op if it is down or `i` is out of range.
     pub fn resume(&self, i: usize) {
+        self.stop_or_continue(i, false);
+    }
+
+    /// SIGSTOP (`stop`) or SIGCONT to server `i` if it is running, and
+    /// records whether it is paused now.
+    fn stop_or_continue(&self, i: usize, stop: bool) {
         let Some(slot) = self.slots.get(i) else {
             return;
         };
         let mut child = lock(&slot.child);
-        if let Some(child) = child.as_mut() {
-            if let Ok(None) = child.try_wait() {
-                signal(child.id(), libc::SIGCONT);
-            }
+        let running =
+            (child.as_mut()).and_then(|c| matches!(c.try_wait(), Ok(None)).then(|| c.id()));
+        if let Some(pid) = running {
+            signal(pid, if stop { libc::SIGSTOP } else { libc::SIGCONT });
         }
-        slot.paused.store(false, Ordering::SeqCst);
+        if running.is_some() || !stop {
+            slot.paused.store(stop, Ordering::SeqCst);
+        }
     }
 
     /// Running and not paused.

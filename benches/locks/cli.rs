@@ -1,4 +1,5 @@
-//! Command-line options and the scenarios they select.
+//! Command-line options and the scenarios they select, parsed by clap; the
+//! help text is [`HELP`], kept by hand in `cli_help.rs`.
 //!
 //! Bad input is reported as an `Err(String)` and never panics: `main` turns it
 //! into exit code 2.
@@ -6,105 +7,180 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
+
 pub use crate::cli_help::HELP;
 use crate::scenario::{matrix, Hold, Mix, Names, Scenario, Transport, Wait};
+use crate::sql_recipes::Recipe;
+
+/// A comma-separated list given as one value (clap would read a `Vec` as
+/// repeated options), and an `on|off` switch (clap would read a `bool` as a
+/// flag without a value).
+type List<T> = Vec<T>;
+type Switch = bool;
 
 /// Whether to measure a system that needs a server installed here
 /// (`--redis`, `--etcd`): when it is there, always, or never.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RedisMode {
     Auto,
     On,
     Off,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Flavor {
     Multi,
     Current,
 }
 
 /// The settings of `--scenario election`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ElectionSettings {
+    #[arg(skip = 5_usize)]
     pub nodes: usize,
+    #[arg(long, default_value = "8", value_parser = |s: &str| count(s, 2, 256))]
     pub candidates: usize,
+    #[arg(long, default_value = "8", value_parser = |s: &str| count(s, 0, 256))]
     pub observers: usize,
+    #[arg(long, default_value = "200", value_parser = |s: &str| count(s, 1, 100_000).map(|n| n as u64))]
     pub handoffs: u64,
     /// Validities (and etcd TTLs) at which failover is measured.
-    pub validities: Vec<Duration>,
+    #[arg(long = "failover-validity", default_value = "2s,60s", value_parser = validities)]
+    pub validities: List<Duration>,
+    #[arg(long, default_value = "20", value_parser = |s: &str| count(s, 1, 1000))]
     pub failovers: usize,
+    #[arg(long, default_value = "200", value_parser = |s: &str| seconds(s, 1.0, 3600.0))]
     pub failover_seconds: f64,
 }
 
-/// The settings of `--scenario semaphore`.
-#[derive(Debug, Clone)]
+/// The settings of `--scenario semaphore`; all but `--permits` come from
+/// the lock options.
+#[derive(Debug, Clone, clap::Args)]
 pub struct SemaphoreSettings {
+    #[arg(long, default_value = "4", value_parser = |s: &str| count(s, 1, 1000))]
     pub permits: usize,
+    #[arg(skip = 5_usize)]
     pub nodes: usize,
+    #[arg(skip = 64_usize)]
     pub clients: usize,
+    #[arg(skip = Hold::Exact(Duration::from_millis(1)))]
     pub hold: Hold,
+    #[arg(skip = Wait::Push)]
     pub wait: Wait,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Parser)]
+#[command(name = "locks", disable_help_flag = true, args_override_self = true)]
 pub struct Options {
+    #[arg(short, long)]
+    help: bool,
+    /// cargo bench passes --bench to every harness.
+    #[arg(long = "bench", hide = true)]
+    _bench: bool,
+    #[arg(long, default_value = "locks", value_parser = ["locks", "election", "semaphore"])]
+    scenario: String,
     /// `--scenario election`: leader election instead of the lock runs.
+    #[arg(skip)]
     pub election_scenario: bool,
+    #[command(flatten)]
     pub election: ElectionSettings,
     /// `--scenario semaphore`: a counting semaphore instead of the lock runs.
+    #[arg(skip)]
     pub semaphore_scenario: bool,
+    #[command(flatten)]
     pub semaphore: SemaphoreSettings,
-    pub nodes: Vec<usize>,
-    pub clients: Vec<usize>,
-    pub names: Vec<Names>,
-    pub mixes: Vec<Mix>,
-    pub holds: Vec<Hold>,
+    #[arg(long, default_value = "5", value_parser = |s: &str| list(s, |s| count(s, 1, MAX_NODES)))]
+    pub nodes: List<usize>,
+    #[arg(long, default_value = "1,8,64", value_parser = |s: &str| list(s, |s| count(s, 1, MAX_CLIENTS)))]
+    pub clients: List<usize>,
+    #[arg(long, default_value = "own", value_parser = names)]
+    pub names: List<Names>,
+    #[arg(long)]
+    shared: bool,
+    #[arg(long = "mix", default_value = "write", value_parser = mixes)]
+    pub mixes: List<Mix>,
+    #[arg(long = "hold", default_value = "0", value_parser = |s: &str| list(s, hold))]
+    pub holds: List<Hold>,
+    #[arg(long, default_value = "inproc", value_parser = transport)]
     pub transport: Transport,
     /// Run back to back, in this order, for every scenario.
-    pub waits: Vec<Wait>,
+    #[arg(long = "wait", default_value = "push", value_parser = waits)]
+    pub waits: List<Wait>,
+    #[arg(long)]
     pub matrix: bool,
     /// `--wait` was given; with `--backend redis`, a shared name otherwise
     /// runs with both push and poll.
+    #[arg(skip)]
     pub waits_given: bool,
+    #[arg(long, default_value = "lockers",
+          value_parser = ["lockers", "redis", "compare", "postgres", "mysql", "mariadb"])]
+    backend: String,
     /// `--backend redis` or `compare`: measure rslock beside ours.
-    pub rslock: bool,
+    #[arg(long, default_value = "on", value_parser = on_off)]
+    pub rslock: Switch,
     /// `--backend compare`: every system side by side.
+    #[arg(skip)]
     pub compare: bool,
     /// `--backend postgres` or `mysql`: SqlLocker and the SQL recipes.
+    #[arg(skip)]
     pub sql: Option<quorum_lock::sql::Backend>,
     /// `--sql-url`: an existing database instead of a server of our own.
+    #[arg(long, value_parser = |s: &str| nonempty(s, "a database URL"))]
     pub sql_url: Option<String>,
     /// `--sql-counters`: count statements on the server.
-    pub sql_counters: bool,
+    #[arg(long, default_value = "on", value_parser = on_off)]
+    pub sql_counters: Switch,
     /// `--sql-lockers`: how many `SqlLocker`s (each with its own pool and
     /// `Dsync`, as separate processes have) ours spreads its clients over.
+    #[arg(long, default_value = "1", value_parser = |s: &str| count(s, 1, 64))]
     pub sql_lockers: usize,
-    /// `--sql-systems`: ours, and which recipes.
+    /// `--sql-systems`: ours (`None`), and which recipes.
+    #[arg(long, default_value = "ours,insert,for-update,advisory", value_parser = |s: &str| list(s, system))]
+    sql_systems: List<Option<Recipe>>,
+    #[arg(skip)]
     pub sql_ours: bool,
-    pub sql_recipes: Vec<crate::sql_recipes::Recipe>,
+    #[arg(skip)]
+    pub sql_recipes: Vec<Recipe>,
     /// `--backend compare`: whether to measure etcd (auto, on, off as for
     /// Redis).
+    #[arg(long, value_enum, default_value = "auto")]
     pub etcd: RedisMode,
+    #[arg(long, default_value = "2", value_parser = |s: &str| seconds(s, f64::MIN_POSITIVE, 600.0))]
     pub seconds: f64,
+    #[arg(long, default_value = "0.2", value_parser = |s: &str| seconds(s, 0.0, 60.0))]
     pub warmup: f64,
+    #[arg(long, default_value = "20000000", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_locks: u64,
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, |n| n.get()),
+          value_parser = |s: &str| count(s, 1, 256))]
     pub threads: usize,
+    #[arg(long = "runtime", value_enum, default_value = "multi")]
     pub flavor: Flavor,
-    pub count_rpcs: bool,
+    #[arg(long, default_value = "on", value_parser = on_off)]
+    pub count_rpcs: Switch,
     /// `--ceiling`: the trivial servers' rows before each TCP row.
-    pub ceiling: bool,
+    #[arg(long, default_value = "on", value_parser = on_off)]
+    pub ceiling: Switch,
     /// `--ceiling-threads`: tokio workers of a trivial server (0: current
     /// thread).
+    #[arg(long, default_value = "0", value_parser = |s: &str| count(s, 0, 64))]
     pub ceiling_threads: usize,
     /// `--counts`: syscalls, frames and context switches per lock.
-    pub counts: bool,
+    #[arg(long, default_value = "off", value_parser = on_off)]
+    pub counts: Switch,
     /// Install a Prometheus recorder before the runs (feature `metrics`).
-    pub prometheus: bool,
+    #[arg(long = "metrics", default_value = "off", value_parser = metrics)]
+    pub prometheus: Switch,
+    #[arg(long, value_enum, default_value = "auto")]
     pub redis: RedisMode,
+    #[arg(long, default_value = "1ms", value_parser = redis_retry)]
     pub redis_retry: Duration,
+    #[arg(long, value_parser = |s: &str| nonempty(s, "a file name").map(PathBuf::from))]
     pub json: Option<PathBuf>,
     /// The arguments as given, for the record.
+    #[arg(skip)]
     pub args: Vec<String>,
 }
 
@@ -112,352 +188,86 @@ const MAX_NODES: usize = 64;
 const MAX_CLIENTS: usize = 4096;
 const MAX_HOLD: Duration = Duration::from_secs(10);
 
+/// The lock options, refused with `--scenario election`; the options of
+/// `--scenario election` alone; the options that choose the lists
+/// --matrix decides itself.
+const LOCK_OPTIONS: &str = "--hold --mix --clients --names --shared --wait --matrix --backend \
+    --max-locks --warmup --rslock --redis --redis-retry --sql-url --sql-counters --sql-systems \
+    --sql-lockers";
+const ELECTION_OPTIONS: &str =
+    "--candidates --observers --handoffs --failover-validity --failovers --failover-seconds";
+const LIST_OPTIONS: &str = "--nodes --clients --names --shared --mix";
+
+/// Whether `set`, one of the lists above, names the option `name`.
+fn in_set(set: &str, name: &str) -> bool {
+    set.split_whitespace().any(|o| o == name)
+}
+
 /// The options to run with, or `None` when help was asked for.
 pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
-    let mut opts = Options {
-        election_scenario: false,
-        election: ElectionSettings {
-            nodes: 5,
-            candidates: 8,
-            observers: 8,
-            handoffs: 200,
-            validities: vec![Duration::from_secs(2), Duration::from_secs(60)],
-            failovers: 20,
-            failover_seconds: 200.0,
-        },
-        semaphore_scenario: false,
-        semaphore: SemaphoreSettings {
-            permits: 4,
-            nodes: 5,
-            clients: 64,
-            hold: Hold::Exact(Duration::from_millis(1)),
-            wait: Wait::Push,
-        },
-        nodes: vec![5],
-        clients: vec![1, 8, 64],
-        names: vec![Names::Own],
-        mixes: vec![Mix::Write],
-        holds: vec![Hold::None],
-        transport: Transport::InProcess,
-        waits: vec![Wait::Push],
-        matrix: false,
-        waits_given: false,
-        rslock: true,
-        compare: false,
-        sql: None,
-        sql_url: None,
-        sql_counters: true,
-        sql_lockers: 1,
-        sql_ours: true,
-        sql_recipes: crate::sql_recipes::Recipe::ALL.to_vec(),
-        etcd: RedisMode::Auto,
-        seconds: 2.0,
-        warmup: 0.2,
-        max_locks: 20_000_000,
-        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        flavor: Flavor::Multi,
-        count_rpcs: true,
-        ceiling: true,
-        ceiling_threads: 0,
-        counts: false,
-        prometheus: false,
-        redis: RedisMode::Auto,
-        redis_retry: Duration::from_millis(1),
-        json: None,
-        args: args.clone(),
+    let command = Options::command();
+    let clap_error = |e: clap::Error| {
+        let text = e.render().to_string();
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_owned()
     };
-    // Options that --matrix decides itself; naming one with it is a mistake.
-    let mut chose_lists = Vec::new();
-    let mut redis_backend = false;
-    let mut transport_given = false;
-    // Options --backend compare decides itself when they are not given.
-    let mut seconds_given = false;
-    let mut chose_wait = false;
-    // Options of --scenario election, and the lock options given with it.
-    let mut election_given = Vec::new();
-    let mut lock_given = Vec::new();
-    let mut count_given = false;
-    let mut permits_given = false;
-    let mut it = args.into_iter();
-    while let Some(arg) = it.next() {
-        // Accept both `--opt value` and `--opt=value`.
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                // An option where a value should be (cargo appends --bench)
-                // means the value was left out.
-                None => it
-                    .next()
-                    .filter(|v| !v.starts_with("--"))
-                    .ok_or_else(|| format!("{name} needs a value")),
-            }
-        };
-        match name.as_str() {
-            "--hold" | "--mix" | "--clients" | "--names" | "--shared" | "--wait" | "--matrix"
-            | "--backend" | "--max-locks" | "--warmup" | "--rslock" | "--redis"
-            | "--redis-retry" | "--sql-url" | "--sql-counters" | "--sql-systems"
-            | "--sql-lockers" => lock_given.push(name.clone()),
-            "--candidates"
-            | "--observers"
-            | "--handoffs"
-            | "--failover-validity"
-            | "--failovers"
-            | "--failover-seconds" => election_given.push(name.clone()),
-            _ => {}
-        }
-        match name.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--scenario" => {
-                (opts.election_scenario, opts.semaphore_scenario) = match value()?.as_str() {
-                    "locks" => (false, false),
-                    "election" => (true, false),
-                    "semaphore" => (false, true),
-                    v => {
-                        return Err(format!(
-                            "--scenario: expected locks, election or semaphore, got {v:?}"
-                        ))
-                    }
-                }
-            }
-            "--permits" => {
-                opts.semaphore.permits = named_count(&name, &value()?, 1, 1000)?;
-                permits_given = true;
-            }
-            "--candidates" => opts.election.candidates = named_count(&name, &value()?, 2, 256)?,
-            "--observers" => opts.election.observers = named_count(&name, &value()?, 0, 256)?,
-            "--handoffs" => {
-                opts.election.handoffs = named_count(&name, &value()?, 1, 100_000)? as u64
-            }
-            "--failover-validity" => {
-                let v = value()?;
-                opts.election.validities = if v == "none" {
-                    Vec::new()
-                } else {
-                    list(&name, &v, |s| {
-                        let d = duration(s)?;
-                        if d.subsec_nanos() != 0 || d < Duration::from_secs(2) || d > Duration::from_secs(600) {
-                            return Err(format!(
-                                "{s}: whole seconds from 2s to 600s (etcd's TTL is in seconds)"
-                            ));
-                        }
-                        Ok(d)
-                    })?
-                };
-            }
-            "--failovers" => opts.election.failovers = named_count(&name, &value()?, 1, 1000)?,
-            "--failover-seconds" => {
-                opts.election.failover_seconds = seconds(&name, &value()?, 1.0, 3600.0)?
-            }
-            // cargo bench passes --bench to every harness.
-            "--bench" => {}
-            "--nodes" => {
-                opts.nodes = list(&name, &value()?, |s| count(s, 1, MAX_NODES))?;
-                chose_lists.push("--nodes");
-            }
-            "--clients" => {
-                opts.clients = list(&name, &value()?, |s| count(s, 1, MAX_CLIENTS))?;
-                chose_lists.push("--clients");
-            }
-            "--names" => {
-                opts.names = match value()?.as_str() {
-                    "own" => vec![Names::Own],
-                    "shared" => vec![Names::Shared],
-                    "both" => vec![Names::Own, Names::Shared],
-                    v => return Err(format!("--names: expected own, shared or both, got {v:?}")),
-                };
-                chose_lists.push("--names");
-            }
-            "--shared" => {
-                opts.names = vec![Names::Shared];
-                chose_lists.push("--shared");
-            }
-            "--mix" => {
-                opts.mixes = match value()?.as_str() {
-                    "write" => vec![Mix::Write],
-                    "read90" => vec![Mix::Read90],
-                    "both" => vec![Mix::Write, Mix::Read90],
-                    v => return Err(format!("--mix: expected write, read90 or both, got {v:?}")),
-                };
-                chose_lists.push("--mix");
-            }
-            "--hold" => {
-                opts.holds = list(&name, &value()?, |s| {
-                    let (kind, time) = match s.split_once(':') {
-                        Some(("spin", time)) => ("spin", time),
-                        Some(("exact", time)) => ("exact", time),
-                        _ => ("", s),
-                    };
-                    match (time, kind) {
-                        ("yield", "") => Ok(Hold::Yield),
-                        (time, _) => match duration(time)? {
-                            d if d.is_zero() => Ok(Hold::None),
-                            d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
-                            d if kind == "spin" => Ok(Hold::Spin(d)),
-                            d if kind == "exact" => Ok(Hold::Exact(d)),
-                            d => Ok(Hold::For(d)),
-                        },
-                    }
-                })?
-            }
-            "--transport" => {
-                transport_given = true;
-                opts.transport = match value()?.as_str() {
-                    "inproc" => Transport::InProcess,
-                    "tcp" => Transport::Tcp,
-                    v => return Err(format!("--transport: expected inproc or tcp, got {v:?}")),
-                }
-            }
-            "--wait" => {
-                opts.waits = match value()?.as_str() {
-                    "both" => vec![Wait::Push, Wait::Poll],
-                    v => list(&name, v, |s| match s {
-                        "push" => Ok(Wait::Push),
-                        "poll" => Ok(Wait::Poll),
-                        s => Err(format!("expected push, poll or both, got {s:?}")),
-                    })?,
-                };
-                opts.waits_given = true;
-                chose_wait = true;
-                let mut seen = opts.waits.clone();
-                seen.dedup();
-                if seen.len() != opts.waits.len() || opts.waits.len() > 2 {
-                    return Err(format!("{name}: name push and poll at most once each"));
-                }
-            }
-            "--matrix" => opts.matrix = true,
-            "--backend" => {
-                use quorum_lock::sql::Backend;
-                (redis_backend, opts.compare, opts.sql) = match value()?.as_str() {
-                    "lockers" => (false, false, None),
-                    "redis" => (true, false, None),
-                    "compare" => (false, true, None),
-                    "postgres" => (false, false, Some(Backend::Postgres)),
-                    "mysql" | "mariadb" => (false, false, Some(Backend::MySql)),
-                    v => {
-                        return Err(format!(
-                            "--backend: expected lockers, redis, compare, postgres or mysql, got {v:?}"
-                        ))
-                    }
-                }
-            }
-            "--sql-url" => {
-                let url = value()?;
-                if url.is_empty() {
-                    return Err("--sql-url needs a database URL".into());
-                }
-                opts.sql_url = Some(url);
-            }
-            "--sql-counters" => opts.sql_counters = on_off(&name, &value()?)?,
-            "--sql-lockers" => opts.sql_lockers = named_count(&name, &value()?, 1, 64)?,
-            "--sql-systems" => {
-                use crate::sql_recipes::Recipe;
-                let systems = list(&name, &value()?, |s| match s {
-                    "ours" => Ok(None),
-                    "insert" => Ok(Some(Recipe::Insert)),
-                    "for-update" => Ok(Some(Recipe::ForUpdate)),
-                    "advisory" | "get_lock" => Ok(Some(Recipe::Advisory)),
-                    s => Err(format!(
-                        "expected ours, insert, for-update, advisory or get_lock, got {s:?}"
-                    )),
-                })?;
-                opts.sql_ours = systems.contains(&None);
-                opts.sql_recipes = Recipe::ALL
-                    .into_iter()
-                    .filter(|r| systems.contains(&Some(*r)))
-                    .collect();
-            }
-            "--rslock" => opts.rslock = on_off(&name, &value()?)?,
-            "--etcd" => opts.etcd = mode(&name, &value()?)?,
-            "--seconds" => {
-                opts.seconds = seconds(&name, &value()?, f64::MIN_POSITIVE, 600.0)?;
-                seconds_given = true;
-            }
-            "--warmup" => opts.warmup = seconds(&name, &value()?, 0.0, 60.0)?,
-            "--max-locks" => {
-                opts.max_locks = value()?
-                    .parse()
-                    .ok()
-                    .filter(|&n: &u64| n > 0)
-                    .ok_or_else(|| format!("{name}: expected a positive whole number"))?
-            }
-            "--threads" => opts.threads = named_count(&name, &value()?, 1, 256)?,
-            "--runtime" => {
-                opts.flavor = match value()?.as_str() {
-                    "multi" => Flavor::Multi,
-                    "current" => Flavor::Current,
-                    v => return Err(format!("--runtime: expected multi or current, got {v:?}")),
-                }
-            }
-            "--ceiling" => opts.ceiling = on_off(&name, &value()?)?,
-            "--ceiling-threads" => {
-                opts.ceiling_threads = value()?
-                    .parse()
-                    .ok()
-                    .filter(|n| *n <= 64)
-                    .ok_or("--ceiling-threads: expected 0 to 64")?;
-            }
-            "--counts" => opts.counts = on_off(&name, &value()?)?,
-            "--count-rpcs" => {
-                opts.count_rpcs = on_off(&name, &value()?)?;
-                count_given = true;
-            }
-            "--metrics" => {
-                opts.prometheus = match value()?.as_str() {
-                    "off" => false,
-                    #[cfg(feature = "metrics")]
-                    "prometheus" => true,
-                    #[cfg(not(feature = "metrics"))]
-                    "prometheus" => {
-                        return Err("--metrics prometheus: build the benchmark with its default feature metrics".into())
-                    }
-                    v => return Err(format!("--metrics: expected off or prometheus, got {v:?}")),
-                }
-            }
-            "--redis" => opts.redis = mode(&name, &value()?)?,
-            "--redis-retry" => {
-                let d = duration(&value()?).map_err(|e| format!("{name}: {e}"))?;
-                if d.is_zero() || d > Duration::from_secs(1) {
-                    return Err(format!("{name}: must be in (0, 1s]"));
-                }
-                opts.redis_retry = d;
-            }
-            "--json" => {
-                let path = value()?;
-                if path.is_empty() {
-                    return Err("--json needs a file name".into());
-                }
-                opts.json = Some(PathBuf::from(path));
-            }
-            other if other.starts_with('-') => {
-                return Err(format!("unknown option {other} (try --help)"))
-            }
-            // A bare word is what `cargo bench -- FILTER` passes to libtest
-            // harnesses; this harness has no filters, so say so.
-            other => {
-                return Err(format!(
-                    "unexpected argument {other:?}: this harness selects scenarios with options (try --help)"
-                ))
-            }
-        }
+    let matches = command
+        .clone()
+        .try_get_matches_from(std::iter::once("locks".to_owned()).chain(args.iter().cloned()))
+        .map_err(clap_error)?;
+    let mut opts = Options::from_arg_matches(&matches).map_err(clap_error)?;
+    if opts.help {
+        return Ok(None);
+    }
+    opts.args = args;
+    // The options given on the command line, as `--name`, in the order of
+    // the struct.
+    let given: Vec<String> = command
+        .get_arguments()
+        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(|a| Some(format!("--{}", a.get_long()?)))
+        .collect();
+    let has = |name: &str| given.iter().any(|g| g == name);
+    let of = |set| -> Vec<&str> {
+        let given = given.iter().map(String::as_str);
+        given.filter(|g| in_set(set, g)).collect()
+    };
+    if opts.shared {
+        opts.names = vec![Names::Shared];
+    }
+    opts.waits_given = has("--wait");
+    opts.election_scenario = opts.scenario == "election";
+    opts.semaphore_scenario = opts.scenario == "semaphore";
+    opts.compare = opts.backend == "compare";
+    opts.sql = match opts.backend.as_str() {
+        "postgres" => Some(quorum_lock::sql::Backend::Postgres),
+        "mysql" | "mariadb" => Some(quorum_lock::sql::Backend::MySql),
+        _ => None,
+    };
+    opts.sql_ours = opts.sql_systems.contains(&None);
+    opts.sql_recipes = Recipe::ALL
+        .into_iter()
+        .filter(|r| opts.sql_systems.contains(&Some(*r)))
+        .collect();
+    let election_given = of(ELECTION_OPTIONS);
+    if !opts.election_scenario && !election_given.is_empty() {
+        return Err(format!(
+            "{} only apply to --scenario election",
+            election_given.join(", ")
+        ));
     }
     if opts.semaphore_scenario {
-        if !election_given.is_empty() {
-            return Err(format!(
-                "{} only apply to --scenario election",
-                election_given.join(", ")
-            ));
-        }
-        semaphore_defaults(&mut opts, &lock_given, &chose_lists, seconds_given)?;
+        semaphore_defaults(&mut opts, &given, &has)?;
         return Ok(Some(opts));
     }
-    if permits_given {
+    if has("--permits") {
         return Err("--permits only applies to --scenario semaphore".into());
     }
     if opts.election_scenario {
+        let lock_given = of(LOCK_OPTIONS);
         if !lock_given.is_empty() {
             return Err(format!(
                 "--scenario election sets its own load; drop {}",
@@ -468,50 +278,79 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
             return Err("--scenario election: give one --nodes value".into());
         }
         opts.election.nodes = opts.nodes[0];
-        if !transport_given {
+        if !has("--transport") {
             opts.transport = Transport::Tcp;
         }
-        if !seconds_given {
+        if !has("--seconds") {
             opts.seconds = 60.0;
         }
         // Counted only when asked: the counters are FaultyLockers, which
         // take a mutex per call.
-        if !count_given {
+        if !has("--count-rpcs") {
             opts.count_rpcs = false;
         }
         return Ok(Some(opts));
     }
-    if !election_given.is_empty() {
-        return Err(format!(
-            "{} only apply to --scenario election",
-            election_given.join(", ")
-        ));
-    }
-    if opts.matrix && !chose_lists.is_empty() {
+    let chose = of(LIST_OPTIONS);
+    if opts.matrix && !chose.is_empty() {
         return Err(format!(
             "--matrix chooses nodes, clients, names and mix itself; drop {}",
-            chose_lists.join(", ")
+            chose.join(", ")
         ));
     }
-    if redis_backend {
-        redis_defaults(&mut opts, &chose_lists, transport_given)?;
+    let chose_names = has("--names") || has("--shared");
+    if opts.backend == "redis" {
+        own_set(&opts, &has, [
+            "--backend redis reaches its lockers over Redis; drop --transport",
+            "--backend redis runs its own set; drop --matrix",
+            "--backend redis measures write locks only (rslock and SET NX have no read mode); drop --mix",
+        ])?;
+        opts.transport = Transport::Redis;
+        if !has("--nodes") {
+            opts.nodes = vec![1, 3, 5];
+        }
+    } else if opts.sql.is_some() {
+        own_set(&opts, &has, [
+            "--backend postgres and mysql reach the database over SQL; drop --transport",
+            "--backend postgres and mysql run their own set; drop --matrix",
+            "--backend postgres and mysql measure write locks only (the recipes have no read mode); drop --mix",
+        ])?;
+        if has("--nodes") {
+            return Err("--backend postgres and mysql measure a Dsync over one SqlLocker, beside recipes on the same server; drop --nodes".into());
+        }
+        opts.nodes = vec![1];
+    } else if opts.compare {
+        own_set(&opts, &has, [
+            "--backend compare measures ours over TCP and over Redis itself; drop --transport",
+            "--backend compare runs its own set; drop --matrix",
+            "--backend compare measures write locks only (the others have no read mode); drop --mix",
+        ])?;
+        if has("--wait") {
+            return Err(
+                "--backend compare measures ours as it ships, waiting in line (push); drop --wait"
+                    .into(),
+            );
+        }
+        if !has("--nodes") {
+            opts.nodes = vec![3];
+        } else if opts.nodes.len() != 1 {
+            return Err(
+                "--backend compare: give one --nodes value (the cluster size of ours and rslock)"
+                    .into(),
+            );
+        }
+        if !has("--seconds") {
+            opts.seconds = 3.0;
+        }
     }
-    if opts.sql.is_some() {
-        sql_defaults(&mut opts, &chose_lists, transport_given)?;
-    } else if lock_given.iter().any(|o| o.starts_with("--sql-")) {
+    if opts.sql.is_none() && given.iter().any(|o| o.starts_with("--sql-")) {
         return Err(
             "--sql-url, --sql-systems and --sql-counters only apply to --backend postgres or mysql"
                 .into(),
         );
     }
-    if opts.compare {
-        let given = Given {
-            lists: &chose_lists,
-            transport: transport_given,
-            wait: chose_wait,
-            seconds: seconds_given,
-        };
-        compare_defaults(&mut opts, &given)?;
+    if opts.backend != "lockers" && !chose_names {
+        opts.names = vec![Names::Own, Names::Shared];
     }
     Ok(Some(opts))
 }
@@ -520,143 +359,55 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
 /// each of `--nodes`, `--clients`, `--hold` and `--wait`.
 fn semaphore_defaults(
     opts: &mut Options,
-    lock_given: &[String],
-    chose: &[&str],
-    seconds_given: bool,
+    given: &[String],
+    has: &dyn Fn(&str) -> bool,
 ) -> Result<(), String> {
-    let mut refused: Vec<&str> = lock_given
+    let allowed = "--hold --clients --nodes --wait --max-locks --warmup";
+    let refused: Vec<&str> = given
         .iter()
         .map(String::as_str)
-        .chain(chose.iter().copied())
-        .filter(|o| {
-            !matches!(
-                *o,
-                "--hold" | "--clients" | "--nodes" | "--wait" | "--max-locks" | "--warmup"
-            )
-        })
+        .filter(|o| in_set(LOCK_OPTIONS, o) || in_set(LIST_OPTIONS, o))
+        .filter(|o| !in_set(allowed, o))
         .collect();
-    refused.sort_unstable();
-    refused.dedup();
     if !refused.is_empty() {
         return Err(format!(
             "--scenario semaphore sets its own load (one semaphore, write permits); drop {}",
             refused.join(", ")
         ));
     }
-    let one = |name: &str, n: usize| {
-        if n == 1 {
-            Ok(())
-        } else {
-            Err(format!("--scenario semaphore: give one {name} value"))
-        }
+    let one = |name: &str, n: usize| match (has(name), n) {
+        (true, 1) => Ok(true),
+        (true, _) => Err(format!("--scenario semaphore: give one {name} value")),
+        _ => Ok(false),
     };
     let s = &mut opts.semaphore;
-    if chose.contains(&"--nodes") {
-        one("--nodes", opts.nodes.len())?;
+    if one("--nodes", opts.nodes.len())? {
         s.nodes = opts.nodes[0];
     }
-    if chose.contains(&"--clients") {
-        one("--clients", opts.clients.len())?;
+    if one("--clients", opts.clients.len())? {
         s.clients = opts.clients[0];
     }
-    if lock_given.iter().any(|o| o == "--hold") {
-        one("--hold", opts.holds.len())?;
+    if one("--hold", opts.holds.len())? {
         s.hold = opts.holds[0];
     }
-    if opts.waits_given {
-        one("--wait", opts.waits.len())?;
+    if one("--wait", opts.waits.len())? {
         s.wait = opts.waits[0];
     }
-    if !seconds_given {
+    if !has("--seconds") {
         opts.seconds = 3.0;
     }
-    Ok(())
-}
-
-/// Which of the options `--backend compare` decides itself were given.
-struct Given<'a> {
-    lists: &'a [&'a str],
-    transport: bool,
-    wait: bool,
-    seconds: bool,
-}
-
-/// Checks and completes the options of `--backend compare`.
-fn compare_defaults(opts: &mut Options, given: &Given) -> Result<(), String> {
-    own_set(opts, given.transport, [
-        "--backend compare measures ours over TCP and over Redis itself; drop --transport",
-        "--backend compare runs its own set; drop --matrix",
-        "--backend compare measures write locks only (the others have no read mode); drop --mix",
-    ])?;
-    if given.wait {
-        return Err(
-            "--backend compare measures ours as it ships, waiting in line (push); drop --wait"
-                .into(),
-        );
-    }
-    if given.lists.contains(&"--nodes") {
-        if opts.nodes.len() != 1 {
-            return Err(
-                "--backend compare: give one --nodes value (the cluster size of ours and rslock)"
-                    .into(),
-            );
-        }
-    } else {
-        opts.nodes = vec![3];
-    }
-    if !given.lists.contains(&"--names") && !given.lists.contains(&"--shared") {
-        opts.names = vec![Names::Own, Names::Shared];
-    }
-    if !given.seconds {
-        opts.seconds = 3.0;
-    }
-    opts.waits = vec![Wait::Push];
     Ok(())
 }
 
 /// The checks of every backend that runs its own set: it picks the
 /// transport, the set and the mix (write locks only) itself. `drop` holds
 /// the error for each of --transport, --matrix and --mix given.
-fn own_set(opts: &Options, transport_given: bool, drop: [&str; 3]) -> Result<(), String> {
-    let given = [transport_given, opts.matrix, opts.mixes != [Mix::Write]];
+fn own_set(opts: &Options, has: &dyn Fn(&str) -> bool, drop: [&str; 3]) -> Result<(), String> {
+    let given = [has("--transport"), opts.matrix, opts.mixes != [Mix::Write]];
     match given.iter().position(|&g| g) {
         Some(i) => Err(drop[i].into()),
         None => Ok(()),
     }
-}
-
-/// Checks and completes the options of `--backend postgres` and `mysql`.
-fn sql_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
-    own_set(opts, transport_given, [
-        "--backend postgres and mysql reach the database over SQL; drop --transport",
-        "--backend postgres and mysql run their own set; drop --matrix",
-        "--backend postgres and mysql measure write locks only (the recipes have no read mode); drop --mix",
-    ])?;
-    if chose.contains(&"--nodes") {
-        return Err("--backend postgres and mysql measure a Dsync over one SqlLocker, beside recipes on the same server; drop --nodes".into());
-    }
-    opts.nodes = vec![1];
-    if !chose.contains(&"--names") && !chose.contains(&"--shared") {
-        opts.names = vec![Names::Own, Names::Shared];
-    }
-    Ok(())
-}
-
-/// Checks and completes the options of `--backend redis`.
-fn redis_defaults(opts: &mut Options, chose: &[&str], transport_given: bool) -> Result<(), String> {
-    own_set(opts, transport_given, [
-        "--backend redis reaches its lockers over Redis; drop --transport",
-        "--backend redis runs its own set; drop --matrix",
-        "--backend redis measures write locks only (rslock and SET NX have no read mode); drop --mix",
-    ])?;
-    opts.transport = Transport::Redis;
-    if !chose.contains(&"--nodes") {
-        opts.nodes = vec![1, 3, 5];
-    }
-    if !chose.contains(&"--names") && !chose.contains(&"--shared") {
-        opts.names = vec![Names::Own, Names::Shared];
-    }
-    Ok(())
 }
 
 impl Options {
@@ -699,19 +450,8 @@ impl Options {
     }
 }
 
-fn list<T>(
-    name: &str,
-    value: &str,
-    item: impl Fn(&str) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
-    let items: Vec<T> = value
-        .split(',')
-        .map(|s| item(s.trim()).map_err(|e| format!("{name}: {e}")))
-        .collect::<Result<_, _>>()?;
-    if items.is_empty() {
-        return Err(format!("{name} needs at least one value"));
-    }
-    Ok(items)
+fn list<T>(value: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    value.split(',').map(|s| item(s.trim())).collect()
 }
 
 fn count(s: &str, min: usize, max: usize) -> Result<usize, String> {
@@ -721,32 +461,129 @@ fn count(s: &str, min: usize, max: usize) -> Result<usize, String> {
         .ok_or_else(|| format!("{s:?}: expected a whole number from {min} to {max}"))
 }
 
-/// [`count`], its error prefixed with the option's name.
-fn named_count(name: &str, s: &str, min: usize, max: usize) -> Result<usize, String> {
-    count(s, min, max).map_err(|e| format!("{name}: {e}"))
-}
-
-fn seconds(name: &str, s: &str, min: f64, max: f64) -> Result<f64, String> {
+fn seconds(s: &str, min: f64, max: f64) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && *v >= min && *v <= max)
-        .ok_or_else(|| format!("{name}: {s:?} is not a number of seconds in range (max {max})"))
+        .ok_or_else(|| format!("{s:?} is not a number of seconds in range (max {max})"))
 }
 
-fn mode(name: &str, s: &str) -> Result<RedisMode, String> {
-    match s {
-        "auto" => Ok(RedisMode::Auto),
-        "on" => Ok(RedisMode::On),
-        "off" => Ok(RedisMode::Off),
-        _ => Err(format!("{name}: expected auto, on or off, got {s:?}")),
-    }
-}
-
-fn on_off(name: &str, s: &str) -> Result<bool, String> {
+fn on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
-        _ => Err(format!("{name}: expected on or off, got {s:?}")),
+        _ => Err(format!("expected on or off, got {s:?}")),
+    }
+}
+
+fn nonempty(s: &str, what: &str) -> Result<String, String> {
+    match s {
+        "" => Err(format!("needs {what}")),
+        s => Ok(s.to_owned()),
+    }
+}
+
+fn names(s: &str) -> Result<Vec<Names>, String> {
+    match s {
+        "own" => Ok(vec![Names::Own]),
+        "shared" => Ok(vec![Names::Shared]),
+        "both" => Ok(vec![Names::Own, Names::Shared]),
+        v => Err(format!("expected own, shared or both, got {v:?}")),
+    }
+}
+
+fn mixes(s: &str) -> Result<Vec<Mix>, String> {
+    match s {
+        "write" => Ok(vec![Mix::Write]),
+        "read90" => Ok(vec![Mix::Read90]),
+        "both" => Ok(vec![Mix::Write, Mix::Read90]),
+        v => Err(format!("expected write, read90 or both, got {v:?}")),
+    }
+}
+
+fn transport(s: &str) -> Result<Transport, String> {
+    match s {
+        "inproc" => Ok(Transport::InProcess),
+        "tcp" => Ok(Transport::Tcp),
+        v => Err(format!("expected inproc or tcp, got {v:?}")),
+    }
+}
+
+/// `0`, `yield`, a duration (a tokio sleep), `spin:DUR` or `exact:DUR`.
+fn hold(s: &str) -> Result<Hold, String> {
+    let (kind, time) = match s.split_once(':') {
+        Some((kind @ ("spin" | "exact"), time)) => (kind, time),
+        _ => ("", s),
+    };
+    match (time, kind) {
+        ("yield", "") => Ok(Hold::Yield),
+        (time, _) => match duration(time)? {
+            d if d.is_zero() => Ok(Hold::None),
+            d if d > MAX_HOLD => Err(format!("{s}: at most {MAX_HOLD:?}")),
+            d if kind == "spin" => Ok(Hold::Spin(d)),
+            d if kind == "exact" => Ok(Hold::Exact(d)),
+            d => Ok(Hold::For(d)),
+        },
+    }
+}
+
+fn waits(s: &str) -> Result<Vec<Wait>, String> {
+    let waits = match s {
+        "both" => vec![Wait::Push, Wait::Poll],
+        v => list(v, |s| match s {
+            "push" => Ok(Wait::Push),
+            "poll" => Ok(Wait::Poll),
+            s => Err(format!("expected push, poll or both, got {s:?}")),
+        })?,
+    };
+    let mut seen = waits.clone();
+    seen.dedup();
+    if seen.len() != waits.len() || waits.len() > 2 {
+        return Err("name push and poll at most once each".into());
+    }
+    Ok(waits)
+}
+
+fn validities(s: &str) -> Result<Vec<Duration>, String> {
+    if s == "none" {
+        return Ok(Vec::new());
+    }
+    list(s, |s| match duration(s)? {
+        d if d.subsec_nanos() == 0 && (2..=600).contains(&d.as_secs()) => Ok(d),
+        _ => Err(format!(
+            "{s}: whole seconds from 2s to 600s (etcd's TTL is in seconds)"
+        )),
+    })
+}
+
+/// One of `--sql-systems`: ours (`None`) or a recipe.
+fn system(s: &str) -> Result<Option<Recipe>, String> {
+    match s {
+        "ours" => Ok(None),
+        "insert" => Ok(Some(Recipe::Insert)),
+        "for-update" => Ok(Some(Recipe::ForUpdate)),
+        "advisory" | "get_lock" => Ok(Some(Recipe::Advisory)),
+        s => Err(format!(
+            "expected ours, insert, for-update, advisory or get_lock, got {s:?}"
+        )),
+    }
+}
+
+fn metrics(s: &str) -> Result<bool, String> {
+    match s {
+        "off" => Ok(false),
+        #[cfg(feature = "metrics")]
+        "prometheus" => Ok(true),
+        #[cfg(not(feature = "metrics"))]
+        "prometheus" => Err("build the benchmark with its default feature metrics".into()),
+        v => Err(format!("expected off or prometheus, got {v:?}")),
+    }
+}
+
+fn redis_retry(s: &str) -> Result<Duration, String> {
+    match duration(s)? {
+        d if d.is_zero() || d > Duration::from_secs(1) => Err("must be in (0, 1s]".into()),
+        d => Ok(d),
     }
 }
 

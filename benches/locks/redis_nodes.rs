@@ -24,7 +24,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -241,21 +240,6 @@ fn classify(
 }
 
 /// The redis-server processes of the run, stopped by PID on drop.
-struct Nodes {
-    servers: Vec<RedisServer>,
-}
-
-impl Nodes {
-    fn start(binary: &Path, count: usize) -> Result<Nodes, String> {
-        let servers = redis_base::start_many(binary, count)?;
-        Ok(Nodes { servers })
-    }
-
-    fn first(&self, n: usize) -> &[RedisServer] {
-        &self.servers[..n]
-    }
-}
-
 /// User + system CPU of the servers, when all of them can be read.
 fn servers_cpu(servers: &[RedisServer]) -> Option<Duration> {
     servers.iter().map(RedisServer::cpu).sum()
@@ -423,14 +407,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let binary = redis_base::locate()
         .ok_or("--backend redis needs redis-server on PATH (apt-get install -y redis-server)")?;
     let most = opts.nodes.iter().copied().max().unwrap_or(1);
-    let nodes = Nodes::start(&binary, most)?;
+    let nodes = redis_base::start_many(&binary, most)?;
     let planned = plan(opts);
     let bounds = Bounds::of(opts);
-    let version = nodes
-        .servers
-        .first()
-        .map(|s| s.version.clone())
-        .unwrap_or_default();
+    let version = nodes.first().map(|s| s.version.clone()).unwrap_or_default();
     say(format!(
         "{}\
          {}, \
@@ -444,15 +424,15 @@ pub fn run(opts: &Options) -> Result<(), String> {
         ),
         crate::out::settings(opts),
         opts.redis_retry,
-        nodes.servers.len(),
-        redis_base::where_(&nodes.servers),
+        nodes.len(),
+        redis_base::where_(&nodes),
         planned.len(),
         planned.len() as f64 * (opts.seconds + opts.warmup + 0.1),
     ));
     say(redis_table::header());
     let mut rows: Vec<Row> = Vec::new();
     for (run, p) in planned.iter().enumerate() {
-        let servers = nodes.first(p.nodes);
+        let servers = &nodes[..p.nodes];
         let probe = Probe::new(servers);
         let (summary, inner, time_on_connect) = match p.system {
             System::Ours(wait) => {
@@ -502,7 +482,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
     }
     say(format!("\n{}", redis_table::LEGEND));
     say(format!("\n{}", redis_table::targets(&rows)));
-    let pids: Vec<String> = nodes.servers.iter().map(|s| s.pid().to_string()).collect();
+    let pids: Vec<String> = nodes.iter().map(|s| s.pid().to_string()).collect();
     drop(nodes);
     say(format!("stopped redis-server pids {}", pids.join(", ")));
     crate::out::save(opts, || {
