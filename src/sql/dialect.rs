@@ -72,6 +72,29 @@ pub(super) struct Tables {
     pub grant: String,
 }
 
+/// MySQL: the entries table's columns as [`Dialect::create_in`] makes
+/// them, in order: name, type (as `information_schema` shows it, without
+/// integer display widths), collation ("" for none), whether nullable.
+/// The setup refuses a table of another shape.
+pub(super) const MYSQL_ENTRY_COLUMNS: [(&str, &str, &str, bool); 12] = [
+    ("name", "varbinary(1024)", "", false),
+    ("uid", "varbinary(255)", "", false),
+    ("kind", "char(1)", "ascii_bin", false),
+    ("mode", "char(1)", "ascii_bin", false),
+    ("deadline", "bigint", "", false),
+    ("granted", "bigint", "", false),
+    ("ticket", "varchar(64)", "ascii_bin", false),
+    ("channel", "varchar(128)", "ascii_bin", false),
+    ("owner", "varbinary(1024)", "", false),
+    ("source", "varbinary(1024)", "", false),
+    ("stamp", "varchar(40)", "ascii_bin", false),
+    ("value", "blob", "", true),
+];
+
+/// MySQL: the fence table's columns, as [`MYSQL_ENTRY_COLUMNS`].
+pub(super) const MYSQL_FENCE_COLUMNS: [(&str, &str, &str, bool); 2] =
+    [("id", "int", "", false), ("token", "bigint", "", false)];
+
 /// The version of the stored routines, part of their names: a library
 /// that needs other rules calls routines of another name, made beside
 /// the old ones, so lockers of two versions can share the tables while
@@ -430,6 +453,25 @@ impl Dialect {
              CAST(COALESCE(SUB_PART, 0) AS SIGNED) FROM information_schema.STATISTICS \
              WHERE TABLE_SCHEMA = {} AND INDEX_NAME = 'PRIMARY' \
              AND BINARY TABLE_NAME IN (BINARY '{}', BINARY '{}') ORDER BY TABLE_NAME, SEQ_IN_INDEX",
+            self.mysql_schema(),
+            self.tables.name,
+            self.tables.fence_name
+        )
+    }
+
+    /// MySQL: the columns of both lock tables, a row each: the table's
+    /// name, the column's, its type, its collation ('' for none), whether
+    /// it may be null, and the table's engine; in the tables' order.
+    pub(super) fn mysql_columns(&self) -> String {
+        format!(
+            "SELECT CONVERT(c.TABLE_NAME USING utf8mb4), CONVERT(c.COLUMN_NAME USING utf8mb4), \
+             CONVERT(CAST(c.COLUMN_TYPE AS CHAR(255)) USING utf8mb4), CONVERT(COALESCE(c.COLLATION_NAME, '') USING utf8mb4), \
+             CONVERT(c.IS_NULLABLE USING utf8mb4), CONVERT(COALESCE(t.ENGINE, '') USING utf8mb4) \
+             FROM information_schema.COLUMNS c JOIN information_schema.TABLES t \
+             ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME \
+             WHERE c.TABLE_SCHEMA = {} \
+             AND BINARY c.TABLE_NAME IN (BINARY '{}', BINARY '{}') \
+             ORDER BY c.TABLE_NAME, c.ORDINAL_POSITION",
             self.mysql_schema(),
             self.tables.name,
             self.tables.fence_name

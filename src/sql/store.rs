@@ -37,6 +37,7 @@ use search_path::{pin_search_path, Ambiguous};
 mod fast;
 mod search_path;
 mod setup;
+mod shape;
 
 /// What a call's transaction knows besides the rows: the clock and when
 /// the table's epoch began.

@@ -85,3 +85,33 @@ fn a_start_told_by_a_whole_second_uptime_is_never_taken_as_earlier_than_it_was()
         }
     }
 }
+
+/// The shape a MySQL locker checks its tables against is the shape it
+/// makes them with.
+#[cfg(feature = "mysql")]
+#[test]
+fn the_mysql_shape_checked_is_the_shape_made() {
+    use super::dialect::{MYSQL_ENTRY_COLUMNS, MYSQL_FENCE_COLUMNS};
+    let made = schema(Backend::MySql, &SqlConfig::default())
+        .expect("the default config")
+        .join("\n");
+    for (column, kind, collation, nullable) in
+        MYSQL_ENTRY_COLUMNS.iter().chain(&MYSQL_FENCE_COLUMNS)
+    {
+        // A primary key's column is NOT NULL without saying so.
+        let (kind, nullable) = match *kind {
+            "int" if *column == "id" => ("int PRIMARY KEY", &true),
+            kind => (kind, nullable),
+        };
+        let collated = match *collation {
+            "" => String::new(),
+            collation => format!(" CHARACTER SET ascii COLLATE {collation}"),
+        };
+        let null = if *nullable { "" } else { " NOT NULL" };
+        let line = format!("{column} {kind}{collated}{null}");
+        assert!(
+            made.contains(&line),
+            "schema() makes no column `{line}`:\n{made}"
+        );
+    }
+}

@@ -98,73 +98,18 @@ impl Store {
     /// `EXECUTE` revoked), those calls take the full transaction, as
     /// before: slower, and as safe; the log says so once.
     ///
-    /// On MySQL the tables' primary keys are checked first: a table of the
-    /// right name without them (made first by a user that may only create
-    /// tables there) would take every grant as a grant of a free name.
+    /// The tables' shape and owners are checked first (see `shape.rs`).
     async fn routines(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
         match self.dialect.backend {
-            Backend::Postgres => self.postgres_routines(conn).await,
+            Backend::Postgres => {
+                self.warn_foreign_owners(conn).await?;
+                self.postgres_routines(conn).await
+            }
             Backend::MySql => {
-                self.mysql_keys(conn).await?;
+                self.mysql_shape(conn).await?;
                 self.mysql_routines(conn).await
             }
         }
-    }
-
-    /// Refuses MySQL lock tables whose primary keys are not the ones
-    /// [`schema()`](crate::sql::schema) makes: (name, uid, kind) for the
-    /// entries, id for the fence. MySQL tables have no owner to trust or
-    /// warn about, and the lockers' calls rely on these keys: without them
-    /// a second holder's row goes in beside the first's, or the fence
-    /// keeps more than one mark.
-    async fn mysql_keys(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
-        let rows: Vec<(String, String, i64)> = sqlx::query_as(&self.dialect.mysql_primary_keys())
-            .fetch_all(&mut **conn)
-            .await
-            .map_err(|e| self.error(e))?;
-        let mut keys: Vec<(String, String)> = Vec::new();
-        for (table, column, prefix) in rows {
-            let column = match prefix {
-                0 => column,
-                n => format!("{column}({n})"),
-            };
-            match keys.iter_mut().find(|(t, _)| *t == table) {
-                Some((_, columns)) => {
-                    columns.push(',');
-                    columns.push_str(&column);
-                }
-                None => keys.push((table, column)),
-            }
-        }
-        let tables = &self.dialect.tables;
-        let expected = [
-            (&tables.entries, tables.name.as_str(), "name,uid,kind"),
-            (&tables.fence, tables.fence_name.as_str(), "id"),
-        ];
-        for (quoted, name, want) in expected {
-            let found = keys
-                .iter()
-                .find(|(table, _)| table == name)
-                .map(|(_, columns)| columns.to_ascii_lowercase());
-            if found.as_deref() != Some(want) {
-                let found = match &found {
-                    Some(columns) => format!(
-                        "its primary key is ({})",
-                        crate::locker::escape_peer_text(columns)
-                    ),
-                    None => "it has no primary key".to_owned(),
-                };
-                return Err(self.unavailable(format!(
-                    "refusing the lock table {quoted}: {found}, not ({}) as quorum_lock::sql::schema() \
-                     makes it, so a locker could grant a held lock again (it was not made by this \
-                     library: by hand, or first by another user that may create tables in the \
-                     database); drop it and let a locker make it, or make it with the statements \
-                     of schema()",
-                    want.replace(',', ", ")
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// PostgreSQL's grant and release functions, in the entries table's
@@ -189,35 +134,6 @@ impl Store {
             );
             return Ok(());
         };
-        // Whoever owns the tables can break any lock (and is trusted with
-        // the functions): said once, by name, when it is another role,
-        // e.g. one that made them before the lockers did.
-        // The fence table too: it is made only if missing, so one another
-        // role made first (with its triggers, run with the rights of
-        // whoever writes the mark) is kept.
-        let owners: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT CAST(relname AS text), CAST(pg_catalog.pg_get_userbyid(relowner) AS text), \
-             CAST(current_user AS text) FROM pg_catalog.pg_class \
-             WHERE oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) \
-             OR oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($2) ORDER BY 1",
-        )
-        .bind(self.dialect.tables.entries.as_str())
-        .bind(self.dialect.tables.fence.as_str())
-        .fetch_all(&mut **conn)
-        .await
-        .map_err(|e| self.error(e))?;
-        for (table, owner, user) in owners.iter().filter(|(_, owner, user)| owner != user) {
-            let (table, owner, user) = (
-                crate::locker::escape_peer_text(table),
-                crate::locker::escape_peer_text(owner),
-                crate::locker::escape_peer_text(user),
-            );
-            tracing::warn!(locker = %self.endpoint,
-                "the lock table {table} is owned by the role {owner}, not by this locker's user \
-                 {user}: that role can break any lock (its triggers there run with this user's \
-                 rights), and its stored functions are used; make sure it is one you trust \
-                 (docs/sql.md, \"What it does not guarantee\")");
-        }
         let quoted = format!("\"{schema}\"");
         // Only functions with this version's bodies over this schema's
         // table: one made from statements that name the table without its
