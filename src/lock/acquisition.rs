@@ -277,13 +277,16 @@ impl Acquisition {
     }
 
     /// Records that a call to locker `index` was refused before it was
-    /// sent (the locker no longer honours the lease): a refusal only where
-    /// the locker never answered. A grant or a place it gave before stays
-    /// recorded, for the release to undo.
+    /// sent (the locker no longer honours the lease): that locker counts as
+    /// down (a failure) where it never answered, not as a refusal, which
+    /// would end a wait that a quorum of the others can still win, giving
+    /// up its places in line. A grant or a place it gave before stays
+    /// recorded, for the release to undo; [`try_win`](Self::try_win) does
+    /// not count such a grant.
     pub(crate) fn record_unsent(&self, index: usize) {
         if let Some(slot) = self.slots().slots.get_mut(index) {
             if slot.answer.is_none() {
-                slot.answer = Some(Answer::Refused);
+                slot.answer = Some(Answer::Failed);
             }
         }
     }
@@ -407,12 +410,18 @@ impl Acquisition {
             return Win::Open;
         }
         let quorum = self.args.quorum.max(1);
+        // A grant of a locker that no longer honours the lease (it
+        // restarted announcing a shorter validity, say) is not counted on.
+        let coord = &self.coord;
         let granted = || {
             slots
                 .slots
                 .iter()
-                .filter(|slot| slot.answer == Some(Answer::Granted))
-                .map(|slot| slot.alive_since)
+                .enumerate()
+                .filter(|(index, slot)| {
+                    slot.answer == Some(Answer::Granted) && coord.lease_honoured(*index)
+                })
+                .map(|(_, slot)| slot.alive_since)
         };
         if granted().count() < quorum {
             return Win::Open;

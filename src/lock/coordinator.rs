@@ -668,17 +668,24 @@ impl Coordinator {
     pub(crate) fn honours_lease(&self, index: usize) -> Result<(), Error> {
         let locker = &self.lockers[index];
         match locker.validity() {
-            Some(validity) if validity < self.lease.validity => {
-                Err(Error::InvalidArgument(format!(
+            Some(validity) if !self.lease_honoured(index) => Err(Error::InvalidArgument(format!(
                 "lease: validity ({:?}) must not exceed the validity of locker {} ({validity:?}), \
                  or a holder would trust its lock after that locker had freed it; \
                  lower Lease::validity or raise the server's validity",
                 self.lease.validity,
                 locker.endpoint()
-            )))
-            }
+            ))),
             _ => Ok(()),
         }
+    }
+
+    /// Whether locker `index` keeps entries at least the lease's validity
+    /// (see [`honours_lease`](Self::honours_lease)); a grant of one that
+    /// does not is not counted on.
+    pub(crate) fn lease_honoured(&self, index: usize) -> bool {
+        self.lockers[index]
+            .validity()
+            .is_none_or(|validity| validity >= self.lease.validity)
     }
 
     /// The wait before a background retry (a refresh or an unlock): the

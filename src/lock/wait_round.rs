@@ -85,7 +85,7 @@ fn wait_call(
         // place this locker gave before stays recorded, for the release.
         state.record_unsent(index);
         return Started::Answered(Outcome {
-            answer: Answer::Refused,
+            answer: Answer::Failed,
             permanent: Some(err),
         });
     }

@@ -98,12 +98,12 @@ pub(crate) struct WaitBoard {
     /// The waits posted, by when they began (oldest first), each with its
     /// place in that order; those that ended are pruned.
     waits: Mutex<Vec<(u64, Weak<Watched>)>>,
-    /// The latest wait still in its first poll (not posted yet), if it has
-    /// begun a round: a reader on another thread sees it while that poll
-    /// runs (a locker's call may take a while to leave), without a watch
-    /// made for every lock. One slot, so that no lock allocates for it:
-    /// of two waits in their first poll at once the later one reports.
-    first_poll: Mutex<Option<FirstPoll>>,
+    /// The waits still in their first poll (not posted yet) that have
+    /// begun a round, by place: a reader on another thread sees them while
+    /// that poll runs (a locker's call may take a while to leave), without
+    /// a watch made for every lock. Kept inline for two at once, so that no
+    /// lock allocates for it.
+    first_poll: Mutex<SmallVec<[FirstPoll; 2]>>,
     /// The place of the next wait to begin.
     begun: AtomicU64,
 }
@@ -154,40 +154,38 @@ impl WaitBoard {
     /// round: one that has not yet (parked before its first, say) knows
     /// nothing, and an older wait still waiting speaks for the handle.
     pub(crate) fn status(&self) -> Option<WaitStatus> {
-        let first = self
-            .slot()
-            .as_ref()
-            .and_then(|f| Some((f.place, f.began, f.round.upgrade()?)));
-        let running: Vec<(u64, Arc<Watched>)> = self
+        /// A wait still running, as the board holds it.
+        enum Running {
+            Posted(Arc<Watched>),
+            FirstPoll(Instant, Arc<Acquisition>),
+        }
+        let mut running: Vec<(u64, Running)> = self
             .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .rev()
-            .filter_map(|(place, wait)| Some((*place, wait.upgrade()?)))
+            .filter_map(|(place, wait)| Some((*place, Running::Posted(wait.upgrade()?))))
             .collect();
-        let (later, earlier) = match &first {
-            Some((at, ..)) => running.split_at(running.partition_point(|(place, _)| place > at)),
-            None => (&running[..], &[][..]),
-        };
-        later
-            .iter()
-            .find_map(|(_, wait)| wait.status())
-            .or_else(|| {
-                first.map(|(_, began, round)| {
-                    WaitStatus::of(
-                        &round.coord,
-                        round.args.quorum,
-                        (&round.answers(), &round.answered_since()),
-                        (began, round.started),
-                        &[],
-                    )
-                })
-            })
-            .or_else(|| earlier.iter().find_map(|(_, wait)| wait.status()))
+        running.extend(
+            self.first_polls()
+                .iter()
+                .filter_map(|f| Some((f.place, Running::FirstPoll(f.began, f.round.upgrade()?)))),
+        );
+        // The latest first.
+        running.sort_by_key(|(place, _)| std::cmp::Reverse(*place));
+        running.iter().find_map(|(_, wait)| match wait {
+            Running::Posted(wait) => wait.status(),
+            Running::FirstPoll(began, round) => Some(WaitStatus::of(
+                &round.coord,
+                round.args.quorum,
+                (&round.answers(), &round.answered_since()),
+                (*began, round.started),
+                &[],
+            )),
+        })
     }
 
-    fn slot(&self) -> MutexGuard<'_, Option<FirstPoll>> {
+    fn first_polls(&self) -> MutexGuard<'_, SmallVec<[FirstPoll; 2]>> {
         self.first_poll
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -195,22 +193,21 @@ impl WaitBoard {
 
     /// The wait at `place`, in its first poll, began the round `round`.
     fn in_first_poll(&self, place: u64, began: Instant, round: &Arc<Acquisition>) {
-        let mut slot = self.slot();
-        if slot.as_ref().is_none_or(|f| f.place <= place) {
-            *slot = Some(FirstPoll {
+        let round = Arc::downgrade(round);
+        let mut polls = self.first_polls();
+        match polls.iter_mut().find(|f| f.place == place) {
+            Some(f) => f.round = round,
+            None => polls.push(FirstPoll {
                 place,
                 began,
-                round: Arc::downgrade(round),
-            });
+                round,
+            }),
         }
     }
 
     /// The wait at `place` was posted, or ended in its first poll.
     fn first_poll_over(&self, place: u64) {
-        let mut slot = self.slot();
-        if slot.as_ref().is_some_and(|f| f.place == place) {
-            *slot = None;
-        }
+        self.first_polls().retain(|f| f.place != place);
     }
 }
 
@@ -218,7 +215,7 @@ impl WaitBoard {
 /// the wait waits (its acquire returned `Pending` once): one granted or
 /// refused in its first poll, as lockers that answer at once decide it,
 /// costs no allocation. Until then it keeps the rounds it was told of, and
-/// posts them with it; meanwhile the board's first-poll slot shows its
+/// posts them with it; meanwhile the board's list of first polls shows its
 /// latest round to a reader on another thread.
 pub(crate) struct BoardWatch<'a> {
     board: &'a WaitBoard,
