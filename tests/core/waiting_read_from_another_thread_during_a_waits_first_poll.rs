@@ -85,7 +85,7 @@ fn scene(seed: u64, form: Form) {
                     .and_then(|r| r),
                 Form::TryLock => waiter.try_lock().await,
             };
-            r.map(|g| std::mem::forget(g)).is_ok()
+            r.map(std::mem::forget).is_ok()
         })
     });
     entered_rx
