@@ -59,6 +59,8 @@ mod a_lock_table_another_user_made_with_another_mode_column_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_lock_table_another_user_made_with_another_name_column_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_lock_table_another_user_made_with_other_column_defaults_is_not_used;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_lock_table_another_user_made_without_its_primary_key_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_of_another_locker_is_woken_at_its_turn;
