@@ -72,28 +72,40 @@ pub(super) struct Tables {
     pub grant: String,
 }
 
+/// A MySQL column as the setup checks it: name, type (as
+/// `information_schema` shows it, without integer display widths),
+/// collation ("" for none), whether nullable, and its default (`None` for
+/// none, or NULL).
+pub(super) type MySqlColumn = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    Option<&'static str>,
+);
+
 /// MySQL: the entries table's columns as [`Dialect::create_in`] makes
-/// them, in order: name, type (as `information_schema` shows it, without
-/// integer display widths), collation ("" for none), whether nullable.
-/// The setup refuses a table of another shape.
-pub(super) const MYSQL_ENTRY_COLUMNS: [(&str, &str, &str, bool); 12] = [
-    ("name", "varbinary(1024)", "", false),
-    ("uid", "varbinary(255)", "", false),
-    ("kind", "char(1)", "ascii_bin", false),
-    ("mode", "char(1)", "ascii_bin", false),
-    ("deadline", "bigint", "", false),
-    ("granted", "bigint", "", false),
-    ("ticket", "varchar(64)", "ascii_bin", false),
-    ("channel", "varchar(128)", "ascii_bin", false),
-    ("owner", "varbinary(1024)", "", false),
-    ("source", "varbinary(1024)", "", false),
-    ("stamp", "varchar(40)", "ascii_bin", false),
-    ("value", "blob", "", true),
+/// them, in order. The setup refuses a table of another shape.
+pub(super) const MYSQL_ENTRY_COLUMNS: [MySqlColumn; 12] = [
+    ("name", "varbinary(1024)", "", false, None),
+    ("uid", "varbinary(255)", "", false, None),
+    ("kind", "char(1)", "ascii_bin", false, None),
+    ("mode", "char(1)", "ascii_bin", false, Some("")),
+    ("deadline", "bigint", "", false, Some("0")),
+    ("granted", "bigint", "", false, Some("0")),
+    ("ticket", "varchar(64)", "ascii_bin", false, Some("")),
+    ("channel", "varchar(128)", "ascii_bin", false, Some("")),
+    ("owner", "varbinary(1024)", "", false, Some("")),
+    ("source", "varbinary(1024)", "", false, Some("")),
+    ("stamp", "varchar(40)", "ascii_bin", false, Some("")),
+    ("value", "blob", "", true, None),
 ];
 
 /// MySQL: the fence table's columns, as [`MYSQL_ENTRY_COLUMNS`].
-pub(super) const MYSQL_FENCE_COLUMNS: [(&str, &str, &str, bool); 2] =
-    [("id", "int", "", false), ("token", "bigint", "", false)];
+pub(super) const MYSQL_FENCE_COLUMNS: [MySqlColumn; 2] = [
+    ("id", "int", "", false, None),
+    ("token", "bigint", "", false, None),
+];
 
 /// The version of the stored routines, part of their names: a library
 /// that needs other rules calls routines of another name, made beside
@@ -444,15 +456,18 @@ impl Dialect {
         }
     }
 
-    /// MySQL: the columns of the lock tables' primary keys, a row each:
-    /// the table's name, the column's, and the length of the prefix of it
-    /// that is indexed (0 for the whole column), in the key's order.
-    pub(super) fn mysql_primary_keys(&self) -> String {
+    /// MySQL: the columns of the lock tables' unique keys (the primary
+    /// key among them), a row each: the table's name, the key's, the
+    /// column's, and the length of the prefix of it that is indexed (0 for
+    /// the whole column), in each key's order.
+    pub(super) fn mysql_unique_keys(&self) -> String {
         format!(
-            "SELECT CONVERT(TABLE_NAME USING utf8mb4), CONVERT(COLUMN_NAME USING utf8mb4), \
-             CAST(COALESCE(SUB_PART, 0) AS SIGNED) FROM information_schema.STATISTICS \
-             WHERE TABLE_SCHEMA = {} AND INDEX_NAME = 'PRIMARY' \
-             AND BINARY TABLE_NAME IN (BINARY '{}', BINARY '{}') ORDER BY TABLE_NAME, SEQ_IN_INDEX",
+            "SELECT CONVERT(TABLE_NAME USING utf8mb4), CONVERT(INDEX_NAME USING utf8mb4), \
+             CONVERT(COLUMN_NAME USING utf8mb4), CAST(COALESCE(SUB_PART, 0) AS SIGNED) \
+             FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = {} AND NON_UNIQUE = 0 \
+             AND BINARY TABLE_NAME IN (BINARY '{}', BINARY '{}') \
+             ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX",
             self.mysql_schema(),
             self.tables.name,
             self.tables.fence_name
@@ -461,12 +476,14 @@ impl Dialect {
 
     /// MySQL: the columns of both lock tables, a row each: the table's
     /// name, the column's, its type, its collation ('' for none), whether
-    /// it may be null, and the table's engine; in the tables' order.
+    /// it may be null, the table's engine, and the column's default
+    /// (`NULL` for none); in the tables' order.
     pub(super) fn mysql_columns(&self) -> String {
         format!(
             "SELECT CONVERT(c.TABLE_NAME USING utf8mb4), CONVERT(c.COLUMN_NAME USING utf8mb4), \
              CONVERT(CAST(c.COLUMN_TYPE AS CHAR(255)) USING utf8mb4), CONVERT(COALESCE(c.COLLATION_NAME, '') USING utf8mb4), \
-             CONVERT(c.IS_NULLABLE USING utf8mb4), CONVERT(COALESCE(t.ENGINE, '') USING utf8mb4) \
+             CONVERT(c.IS_NULLABLE USING utf8mb4), CONVERT(COALESCE(t.ENGINE, '') USING utf8mb4), \
+             CONVERT(CAST(COALESCE(c.COLUMN_DEFAULT, 'NULL') AS CHAR(255)) USING utf8mb4) \
              FROM information_schema.COLUMNS c JOIN information_schema.TABLES t \
              ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME \
              WHERE c.TABLE_SCHEMA = {} \

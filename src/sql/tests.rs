@@ -95,7 +95,7 @@ fn the_mysql_shape_checked_is_the_shape_made() {
     let made = schema(Backend::MySql, &SqlConfig::default())
         .expect("the default config")
         .join("\n");
-    for (column, kind, collation, nullable) in
+    for (column, kind, collation, nullable, default) in
         MYSQL_ENTRY_COLUMNS.iter().chain(&MYSQL_FENCE_COLUMNS)
     {
         // A primary key's column is NOT NULL without saying so.
@@ -108,7 +108,12 @@ fn the_mysql_shape_checked_is_the_shape_made() {
             collation => format!(" CHARACTER SET ascii COLLATE {collation}"),
         };
         let null = if *nullable { "" } else { " NOT NULL" };
-        let line = format!("{column} {kind}{collated}{null}");
+        let default = match default {
+            Some("") => " DEFAULT ''".to_owned(),
+            Some(d) => format!(" DEFAULT {d}"),
+            None => String::new(),
+        };
+        let line = format!("{column} {kind}{collated}{null}{default}");
         assert!(
             made.contains(&line),
             "schema() makes no column `{line}`:\n{made}"

@@ -29,11 +29,12 @@ impl Store {
     /// warn about.
     pub(super) async fn mysql_shape(&self, conn: &mut PoolConnection<Any>) -> Result<(), Error> {
         let tables = &self.dialect.tables;
-        let keys: Vec<(String, String, i64)> = sqlx::query_as(&self.dialect.mysql_primary_keys())
-            .fetch_all(&mut **conn)
-            .await
-            .map_err(|e| self.error(e))?;
-        let columns: Vec<(String, String, String, String, String, String)> =
+        let keys: Vec<(String, String, String, i64)> =
+            sqlx::query_as(&self.dialect.mysql_unique_keys())
+                .fetch_all(&mut **conn)
+                .await
+                .map_err(|e| self.error(e))?;
+        let columns: Vec<(String, String, String, String, String, String, String)> =
             sqlx::query_as(&self.dialect.mysql_columns())
                 .fetch_all(&mut **conn)
                 .await
@@ -53,39 +54,54 @@ impl Store {
             ),
         ];
         for (quoted, name, want_key, want_columns) in expected {
-            let key = keys
+            let key_of = |index: &str| {
+                keys.iter()
+                    .filter(|(table, key, ..)| table == name && key == index)
+                    .map(|(.., column, prefix)| match prefix {
+                        0 => column.to_ascii_lowercase(),
+                        n => format!("{}({n})", column.to_ascii_lowercase()),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let key = key_of("PRIMARY");
+            // Any other unique key: the lockers' upserts and `INSERT
+            // IGNORE`s take a conflict for their own row's.
+            let other_unique = keys
                 .iter()
-                .filter(|(table, ..)| table == name)
-                .map(|(_, column, prefix)| match prefix {
-                    0 => column.to_ascii_lowercase(),
-                    n => format!("{}({n})", column.to_ascii_lowercase()),
-                })
-                .collect::<Vec<_>>()
-                .join(",");
+                .find(|(table, key, ..)| table == name && key != "PRIMARY")
+                .map(|(_, key, ..)| key.clone());
             let found: Vec<String> = columns
                 .iter()
                 .filter(|(table, ..)| table == name)
-                .map(|(_, column, kind, collation, nullable, _)| {
-                    column_shape(column, kind, collation, nullable)
+                .map(|(_, column, kind, collation, nullable, _, default)| {
+                    column_shape(column, kind, collation, nullable, default)
                 })
                 .collect();
             let engine = columns
                 .iter()
                 .find(|(table, ..)| table == name)
-                .map(|(.., engine)| engine.to_ascii_lowercase())
+                .map(|(.., engine, _)| engine.to_ascii_lowercase())
                 .unwrap_or_default();
             let want: Vec<String> = want_columns
                 .iter()
-                .map(|(column, kind, collation, nullable)| {
+                .map(|(column, kind, collation, nullable, default)| {
+                    let default = default.map_or("NULL".to_owned(), |d| format!("'{d}'"));
                     column_shape(
                         column,
                         kind,
                         collation,
                         if *nullable { "YES" } else { "NO" },
+                        &default,
                     )
                 })
                 .collect();
-            let differs = if key != want_key {
+            let differs = if let Some(other) = other_unique {
+                Some(format!(
+                    "it has a unique key besides its primary key ({})",
+                    escape_peer_text(&format!("{other}: {}", key_of(&other)))
+                ))
+            } else if key != want_key {
                 Some(match key.as_str() {
                     "" => "it has no primary key".to_owned(),
                     key => format!("its primary key is ({})", escape_peer_text(key)),
@@ -178,13 +194,25 @@ impl Store {
     }
 }
 
-/// One column as the check compares it: name, type (integer display
-/// widths dropped, which MariaDB shows and MySQL 8 does not), collation,
-/// nullability.
-fn column_shape(column: &str, kind: &str, collation: &str, nullable: &str) -> String {
+/// One column as the check compares it: name, type (an integer's display
+/// width dropped, which MariaDB shows and MySQL 8 does not; `unsigned` or
+/// `zerofill` kept), collation, nullability, and default (quoted, as
+/// MariaDB shows it; `NULL` for none).
+fn column_shape(
+    column: &str,
+    kind: &str,
+    collation: &str,
+    nullable: &str,
+    default: &str,
+) -> String {
     let kind = kind.to_ascii_lowercase();
     let kind = match kind.split_once('(') {
-        Some((base @ ("bigint" | "int"), _)) => base.to_owned(),
+        Some((base @ ("bigint" | "int"), rest)) => match rest.split_once(')') {
+            Some((width, after)) if width.bytes().all(|b| b.is_ascii_digit()) => {
+                format!("{base}{after}")
+            }
+            _ => kind.clone(),
+        },
         _ => kind,
     };
     let null = if nullable.eq_ignore_ascii_case("YES") {
@@ -192,12 +220,18 @@ fn column_shape(column: &str, kind: &str, collation: &str, nullable: &str) -> St
     } else {
         "not null"
     };
-    match collation {
-        "" => format!("{} {kind} {null}", column.to_ascii_lowercase()),
-        collation => format!(
-            "{} {kind} collate {} {null}",
-            column.to_ascii_lowercase(),
-            collation.to_ascii_lowercase()
-        ),
-    }
+    // MySQL 8 shows a default unquoted (and '' as nothing), MariaDB quoted.
+    let default = match default {
+        "NULL" => "NULL".to_owned(),
+        d if d.len() >= 2 && d.starts_with('\'') && d.ends_with('\'') => d.to_owned(),
+        d => format!("'{d}'"),
+    };
+    let collate = match collation {
+        "" => String::new(),
+        collation => format!(" collate {}", collation.to_ascii_lowercase()),
+    };
+    format!(
+        "{} {kind}{collate} {null} default {default}",
+        column.to_ascii_lowercase()
+    )
 }
