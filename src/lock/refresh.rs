@@ -80,9 +80,12 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
     Box::pin(async move {
         let locker = &state.coord.lockers[index];
         if let Err(err) = state.coord.honours_lease(index) {
-            // Its confirmation would not be worth the lease: it does not count.
+            // Its confirmation would not be worth the lease: it counts as
+            // "not held" (the entry it keeps may go before the holder's
+            // trust ends), so that it and lockers that lost the entry
+            // together tell the holder of its loss.
             tracing::warn!(uid = %state.args.uid, locker = %locker.endpoint(), %err, "refresh not counted");
-            return Answer::Failed;
+            return Answer::Refused;
         }
         // Counted by the release plan from before it is sent until it is
         // known not to have been applied: a refresh re-creates a missing

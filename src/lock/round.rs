@@ -145,8 +145,8 @@ impl Round {
     /// refused, or when the lock is held elsewhere as a wait judges it
     /// (lockers enough for a quorum answered or are still answering, and
     /// some refused); else [`Error::QuorumUnavailable`] or
-    /// [`Error::Quarantined`] when too few answered in time; or the first
-    /// permanent error a locker returned.
+    /// [`Error::Quarantined`] when too few answered in time, or then the
+    /// latest permanent error a locker returned.
     pub(crate) async fn decide(&mut self) -> Result<(), Error> {
         let n = self.state.coord.lockers.len();
         let quorum = self.state.args.quorum;
@@ -159,8 +159,17 @@ impl Round {
         let clock = &self.state.coord.clock;
         let calls = &mut self.calls;
         let deadline = self.deadline;
+        let coord = &self.state.coord;
         let verdict = poll_fn(|cx| {
             calls.poll_all(cx, |index, result| {
+                // A grant of a locker that announced a validity shorter
+                // than the lease while the call was on its way is not
+                // counted on: that locker counts as down (the grant stays
+                // recorded, for the release to undo).
+                let result = match (result, coord.honours_lease(index)) {
+                    (Ok(true), Err(err)) => Err(err),
+                    (result, _) => result,
+                };
                 tally.record(classify(&result));
                 match result {
                     Err(err) if !err.is_retryable() => permanent = Some(err),
@@ -179,11 +188,13 @@ impl Round {
         })
         .await;
         calls.settle();
+        // A locker that fails for good (a certificate refused, a lease it
+        // cannot honour) is one locker down: the quorum's verdict comes
+        // first, and its error is the round's only when too few answered.
         match (verdict, permanent) {
             (Verdict::Granted, _) => Ok(()),
-            (_, Some(err)) => Err(err),
-            (Verdict::Conflict, None) => Err(Error::WouldBlock),
-            (Verdict::Unavailable, None) => {
+            (Verdict::Conflict, _) => Err(Error::WouldBlock),
+            (Verdict::Unavailable, permanent) => {
                 let state = &self.state;
                 let answers = state.answers();
                 let since = state.answered_since();
@@ -200,6 +211,8 @@ impl Round {
                 // refusal, not an outage.
                 if status.held_elsewhere > 0 && status.reason() == WaitReason::HeldElsewhere {
                     Err(Error::WouldBlock)
+                } else if let Some(err) = permanent {
+                    Err(err)
                 } else {
                     Err(status.unavailable())
                 }

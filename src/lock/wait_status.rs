@@ -198,6 +198,15 @@ impl WaitStatus {
             waited,
         };
         for (index, answer) in answers.iter().enumerate() {
+            // A locker that no longer honours the lease is not counted on,
+            // whatever it said: out of reach, saying why.
+            if let Err(err) = coord.honours_lease(index) {
+                status.unreachable.push(Unreachable {
+                    endpoint: coord.lockers[index].endpoint(),
+                    reason: err.locker_reason(),
+                });
+                continue;
+            }
             // A locker that refused or queued this round and has since been
             // found failing, or left a call asked since (the re-check that
             // renews the place, say) unanswered too long, is out of reach,
