@@ -38,10 +38,12 @@ async fn a_client_silent_in_the_middle_of_a_request_is_closed_for_idleness() {
     stalled.write_all(&partial).await.expect("writes");
     // Ten idle timeouts of silence, holding nothing.
     let limit = 10 * idle_timeout;
-    closed_within(&mut stalled, limit).await.unwrap_or_else(|_| {
-        panic!(
-            "a client silent for {limit:?} after the first bytes of a request, holding \
+    closed_within(&mut stalled, limit)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "a client silent for {limit:?} after the first bytes of a request, holding \
              nothing, is still connected (idle timeout {idle_timeout:?})"
-        )
-    });
+            )
+        });
 }

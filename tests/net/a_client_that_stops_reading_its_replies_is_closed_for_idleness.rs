@@ -75,13 +75,14 @@ async fn a_client_that_stops_reading_its_replies_is_closed_for_idleness() {
             }
         }
     }
-    assert!(blocked, "the server kept taking requests whose replies were not read");
+    assert!(
+        blocked,
+        "the server kept taking requests whose replies were not read"
+    );
 
     // Ten idle timeouts of silence, holding nothing, not reading.
     tokio::time::sleep(10 * idle_timeout).await;
-    let (_next, welcome) = authenticate(&node.addr, TOKEN)
-        .await
-        .expect("answered");
+    let (_next, welcome) = authenticate(&node.addr, TOKEN).await.expect("answered");
     if let Some(reason) = rejection(&welcome) {
         panic!(
             "a client silent for {:?} (idle timeout {idle_timeout:?}), holding nothing, still \
