@@ -174,6 +174,10 @@ async fn serve(
     // The timer is moved on only when it fires, not at every request.
     let idle_timeout = server.config.idle_timeout;
     let mut last_heard = Instant::now();
+    // The bytes of a request in progress at the last idle check: more of
+    // them since is hearing from the client, and none for the timeout is
+    // silence, even in the middle of a request.
+    let mut partial = 0;
     let idle = tokio::time::sleep(idle_timeout.unwrap_or_default());
     tokio::pin!(idle);
     loop {
@@ -193,11 +197,14 @@ async fn serve(
             Event::Idle => {
                 let timeout = idle_timeout.unwrap_or_default();
                 let now = Instant::now();
+                if conn.read_buffer().len() != partial {
+                    partial = conn.read_buffer().len();
+                    last_heard = now;
+                }
                 let quiet = now.duration_since(last_heard) >= timeout;
-                // Bytes of a request already read count as hearing from it.
-                if quiet && conn.read_buffer().is_empty() && session.holds_nothing() {
+                if quiet && session.holds_nothing() {
                     tracing::debug!(%peer, ?timeout, "closing a connection that was silent and held nothing");
-                    let _ = SinkExt::<Bytes>::flush(conn).await;
+                    let _ = flush(conn, Some(session)).await;
                     return;
                 }
                 let next = if quiet { now } else { last_heard };
@@ -208,7 +215,7 @@ async fn serve(
                 // Every push already queued goes out with this one.
                 if session.forward(conn, push).await.is_err()
                     || forward_queued(conn, session, pushed).await.is_err()
-                    || SinkExt::<Bytes>::flush(conn).await.is_err()
+                    || flush(conn, Some(session)).await.is_err()
                 {
                     return;
                 }
@@ -223,7 +230,7 @@ async fn serve(
             let response = match next {
                 None => {
                     // The client stopped sending; it may still read replies.
-                    let _ = SinkExt::<Bytes>::flush(conn).await;
+                    let _ = flush(conn, Some(session)).await;
                     return;
                 }
                 Some(Ok(frame)) => {
@@ -250,7 +257,7 @@ async fn serve(
             };
             match response {
                 Ok(response) => {
-                    if feed(conn, &response).await.is_err() {
+                    if feed(conn, Some(session), &response).await.is_err() {
                         return;
                     }
                 }
@@ -267,8 +274,8 @@ async fn serve(
                         kind: ErrorKind::InvalidArgument,
                         message: reason,
                     };
-                    let _ = feed(conn, &Response { id: 0, reply }).await;
-                    let _ = SinkExt::<Bytes>::flush(conn).await;
+                    let _ = feed(conn, Some(session), &Response { id: 0, reply }).await;
+                    let _ = flush(conn, Some(session)).await;
                     return;
                 }
             }
@@ -281,10 +288,11 @@ async fn serve(
         // Pushes caused by this batch (or queued meanwhile) go out after
         // its replies, in the same flush.
         if forward_queued(conn, session, pushed).await.is_err()
-            || SinkExt::<Bytes>::flush(conn).await.is_err()
+            || flush(conn, Some(session)).await.is_err()
         {
             return;
         }
+        partial = conn.read_buffer().len();
         // A large request leaves a read buffer of its size behind; give it
         // back rather than keep it for the life of an idle connection.
         if large && conn.read_buffer().is_empty() {
@@ -323,12 +331,46 @@ async fn forward_queued(
 /// caller's next flush sends it. A buffer past [`FLUSH_AT`] is flushed at
 /// once, so a client that pipelines many requests cannot make it grow
 /// without bound.
-async fn feed<T: serde::Serialize>(conn: &mut Conn, message: &T) -> Result<(), ()> {
+async fn feed<T: serde::Serialize>(
+    conn: &mut Conn,
+    session: Option<&Session<'_>>,
+    message: &T,
+) -> Result<(), ()> {
     wire::encode_frame(message, conn.write_buffer_mut()).map_err(|_| ())?;
     if conn.write_buffer().len() >= FLUSH_AT {
-        SinkExt::<Bytes>::flush(conn).await.map_err(|_| ())?;
+        flush(conn, session).await?;
     }
     Ok(())
+}
+
+/// Sends what the write buffer holds. With a `session`, a client that
+/// reads nothing for the idle timeout while it holds nothing on the server
+/// is hung up on (`Err`), as a silent one is: a full socket keeps no slot;
+/// and the server's shutdown ends the wait.
+async fn flush(conn: &mut Conn, session: Option<&Session<'_>>) -> Result<(), ()> {
+    let Some(session) = session else {
+        return SinkExt::<Bytes>::flush(conn).await.map_err(|_| ());
+    };
+    let server = session.server;
+    loop {
+        let idle = async {
+            match server.config.idle_timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            flushed = SinkExt::<Bytes>::flush(&mut *conn) => return flushed.map_err(|_| ()),
+            () = server.shutdown.cancelled() => return Err(()),
+            () = idle => {
+                if session.holds_nothing() {
+                    tracing::debug!(timeout = ?server.config.idle_timeout,
+                        "closing a connection that read nothing and held nothing");
+                    return Err(());
+                }
+            }
+        }
+    }
 }
 
 /// Authenticates the peer; its role and the protocol version it speaks.
@@ -428,7 +470,7 @@ async fn handshake(
             }
         }
     };
-    if feed(conn, &welcome).await.is_err() || SinkExt::<Bytes>::flush(conn).await.is_err() {
+    if feed(conn, None, &welcome).await.is_err() || flush(conn, None).await.is_err() {
         return None;
     }
     verdict.ok()
@@ -483,6 +525,6 @@ impl Session<'_> {
                 event: WirePushEvent::from(event),
             },
         };
-        feed(conn, &push).await
+        feed(conn, Some(self), &push).await
     }
 }
