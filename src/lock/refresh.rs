@@ -101,6 +101,9 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
             Err(err) => !err.never_sent(),
         });
         match result {
+            // A locker that announced a shorter validity while the call was
+            // on its way: its confirmation is worth no more than before.
+            Ok(true) if !state.coord.lease_honoured(index) => Answer::Refused,
             Ok(true) => Answer::Granted,
             Ok(false) => Answer::Refused,
             Err(err) => {

@@ -18,6 +18,7 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::per_locker::PerLocker;
 use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
 use crate::lock::wait_status::{WaitReason, WaitStatus};
@@ -150,7 +151,10 @@ impl Round {
     pub(crate) async fn decide(&mut self) -> Result<(), Error> {
         let n = self.state.coord.lockers.len();
         let quorum = self.state.args.quorum;
-        let mut tally = Tally::new(n, quorum);
+        // Each locker's answer, and whether its call failed for good (a
+        // certificate refused, say).
+        let mut answers: PerLocker<Option<Answer>> = PerLocker::from_elem(None, n);
+        let mut barred: PerLocker<bool> = PerLocker::from_elem(false, n);
         let mut permanent: Option<Error> = None;
         // Why calls failed, for the error of a round too few answered
         // (allocated only when one fails).
@@ -160,23 +164,39 @@ impl Round {
         let calls = &mut self.calls;
         let deadline = self.deadline;
         let coord = &self.state.coord;
+        // The tally of the answers so far, taken anew at each look: a
+        // locker that no longer honours the lease (it announced a shorter
+        // validity, even after it answered) is not counted on, whatever it
+        // said: it counts as down (a grant it gave stays recorded, for the
+        // release to undo).
+        let tally_now = |answers: &[Option<Answer>]| {
+            let mut tally = Tally::new(n, quorum);
+            for (index, answer) in answers.iter().enumerate() {
+                if let Some(answer) = answer {
+                    tally.record(if coord.lease_honoured(index) {
+                        *answer
+                    } else {
+                        Answer::Failed
+                    });
+                }
+            }
+            tally
+        };
+        let mut tally = Tally::new(n, quorum);
         let verdict = poll_fn(|cx| {
             calls.poll_all(cx, |index, result| {
-                // A grant of a locker that announced a validity shorter
-                // than the lease while the call was on its way is not
-                // counted on: that locker counts as down (the grant stays
-                // recorded, for the release to undo).
-                let result = match (result, coord.honours_lease(index)) {
-                    (Ok(true), Err(err)) => Err(err),
-                    (result, _) => result,
-                };
-                tally.record(classify(&result));
+                answers[index] = Some(classify(&result));
                 match result {
-                    Err(err) if !err.is_retryable() => permanent = Some(err),
+                    Err(err) if !err.is_retryable() => {
+                        barred[index] = true;
+                        failed.push((index, err.clone()));
+                        permanent = Some(err);
+                    }
                     Err(err) => failed.push((index, err)),
                     Ok(_) => {}
                 }
             });
+            tally = tally_now(&answers);
             if let Some(verdict) = tally.verdict() {
                 return Poll::Ready(verdict);
             }
@@ -188,13 +208,18 @@ impl Round {
         })
         .await;
         calls.settle();
-        // A locker that fails for good (a certificate refused, a lease it
-        // cannot honour) is one locker down: the quorum's verdict comes
-        // first, and its error is the round's only when too few answered.
-        match (verdict, permanent) {
-            (Verdict::Granted, _) => Ok(()),
-            (Verdict::Conflict, _) => Err(Error::WouldBlock),
-            (Verdict::Unavailable, permanent) => {
+        // A locker that fails for good, or no longer honours the lease, is
+        // one locker down: the quorum's verdict comes first, and its error
+        // is the round's only when the others cannot make a quorum, as a
+        // wait judges.
+        let left = (0..n)
+            .filter(|&i| !barred[i] && coord.lease_honoured(i))
+            .count();
+        let permanent = permanent.or_else(|| (0..n).find_map(|i| coord.honours_lease(i).err()));
+        match verdict {
+            Verdict::Granted => Ok(()),
+            Verdict::Conflict => Err(Error::WouldBlock),
+            Verdict::Unavailable => {
                 let state = &self.state;
                 let answers = state.answers();
                 let since = state.answered_since();
@@ -211,7 +236,7 @@ impl Round {
                 // refusal, not an outage.
                 if status.held_elsewhere > 0 && status.reason() == WaitReason::HeldElsewhere {
                     Err(Error::WouldBlock)
-                } else if let Some(err) = permanent {
+                } else if let Some(err) = permanent.filter(|_| left < quorum) {
                     Err(err)
                 } else {
                     Err(status.unavailable())
