@@ -89,6 +89,8 @@ mod a_user_named_schema_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod an_entries_table_made_again_beside_a_fence_table_another_user_made_is_quarantined;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_object_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_clock;
