@@ -43,6 +43,8 @@ mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_fence_table_another_user_made_with_an_auto_increment_token_is_not_used;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_postgres_role_made_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
