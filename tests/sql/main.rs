@@ -43,6 +43,8 @@ mod a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_rights;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_fence_table_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_fence_table_another_user_made_with_an_auto_increment_token_is_not_used;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_function_another_postgres_role_made_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
@@ -50,6 +52,8 @@ mod a_grant_procedure_another_mariadb_user_planted_is_not_used;
 mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_lock_table_another_user_made_with_a_generated_value_column_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_lock_table_another_user_made_with_an_extra_unique_key_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
@@ -88,6 +92,8 @@ mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 mod a_user_named_schema_another_role_made_first_is_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod an_entries_table_made_again_beside_a_fence_table_another_user_made_is_quarantined;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_object_another_role_makes_in_public_does_not_run_in_the_lockers_queries;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
