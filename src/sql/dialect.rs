@@ -476,14 +476,16 @@ impl Dialect {
 
     /// MySQL: the columns of both lock tables, a row each: the table's
     /// name, the column's, its type, its collation ('' for none), whether
-    /// it may be null, the table's engine, and the column's default
-    /// (`NULL` for none); in the tables' order.
+    /// it may be null, the table's engine, the column's default (`NULL`
+    /// for none), and what else it is (`auto_increment`, generated; '' for
+    /// nothing); in the tables' order.
     pub(super) fn mysql_columns(&self) -> String {
         format!(
             "SELECT CONVERT(c.TABLE_NAME USING utf8mb4), CONVERT(c.COLUMN_NAME USING utf8mb4), \
              CONVERT(CAST(c.COLUMN_TYPE AS CHAR(255)) USING utf8mb4), CONVERT(COALESCE(c.COLLATION_NAME, '') USING utf8mb4), \
              CONVERT(c.IS_NULLABLE USING utf8mb4), CONVERT(COALESCE(t.ENGINE, '') USING utf8mb4), \
-             CONVERT(CAST(COALESCE(c.COLUMN_DEFAULT, 'NULL') AS CHAR(255)) USING utf8mb4) \
+             CONVERT(CAST(COALESCE(c.COLUMN_DEFAULT, 'NULL') AS CHAR(255)) USING utf8mb4), \
+             CONVERT(CAST(c.EXTRA AS CHAR(255)) USING utf8mb4) \
              FROM information_schema.COLUMNS c JOIN information_schema.TABLES t \
              ON t.TABLE_SCHEMA = c.TABLE_SCHEMA AND BINARY t.TABLE_NAME = BINARY c.TABLE_NAME \
              WHERE c.TABLE_SCHEMA = {} \
@@ -492,6 +494,31 @@ impl Dialect {
             self.mysql_schema(),
             self.tables.name,
             self.tables.fence_name
+        )
+    }
+
+    /// MySQL: what else the lock tables have that changes what a write
+    /// does, a line each: constraints besides the primary key (checks,
+    /// unique and foreign keys) and partitions. No row for tables as
+    /// `schema()` makes them.
+    pub(super) fn mysql_table_extras(&self) -> String {
+        let (schema, entries, fence) = (
+            self.mysql_schema(),
+            &self.tables.name,
+            &self.tables.fence_name,
+        );
+        format!(
+            "SELECT CONVERT(CONCAT(TABLE_NAME, ': ', CASE CONSTRAINT_TYPE \
+             WHEN 'UNIQUE' THEN 'unique key' WHEN 'FOREIGN KEY' THEN 'foreign key' \
+             WHEN 'CHECK' THEN 'check constraint' ELSE CONSTRAINT_TYPE END, ' ', CONSTRAINT_NAME) \
+             USING utf8mb4) FROM information_schema.TABLE_CONSTRAINTS \
+             WHERE TABLE_SCHEMA = {schema} AND CONSTRAINT_TYPE <> 'PRIMARY KEY' \
+             AND BINARY TABLE_NAME IN (BINARY '{entries}', BINARY '{fence}') \
+             UNION ALL \
+             SELECT CONVERT(CONCAT(TABLE_NAME, ': partition ', PARTITION_NAME) USING utf8mb4) \
+             FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = {schema} \
+             AND PARTITION_NAME IS NOT NULL \
+             AND BINARY TABLE_NAME IN (BINARY '{entries}', BINARY '{fence}')"
         )
     }
 

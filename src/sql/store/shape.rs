@@ -34,11 +34,34 @@ impl Store {
                 .fetch_all(&mut **conn)
                 .await
                 .map_err(|e| self.error(e))?;
-        let columns: Vec<(String, String, String, String, String, String, String)> =
-            sqlx::query_as(&self.dialect.mysql_columns())
-                .fetch_all(&mut **conn)
-                .await
-                .map_err(|e| self.error(e))?;
+        #[allow(clippy::type_complexity)]
+        let columns: Vec<(
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+        )> = sqlx::query_as(&self.dialect.mysql_columns())
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        let extras: Vec<String> = sqlx::query_scalar(&self.dialect.mysql_table_extras())
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|e| self.error(e))?;
+        if let Some(extra) = extras.first() {
+            return Err(self.unavailable(format!(
+                "refusing the lock tables: {} is not in quorum_lock::sql::schema()'s tables (a \
+                 constraint or a partition changes what the lockers' writes do, so a locker \
+                 could grant a held lock again; it was not made by this library: by hand, or \
+                 first by another user that may create tables in the database); drop the \
+                 tables and let a locker make them, or make them with the statements of schema()",
+                escape_peer_text(extra)
+            )));
+        }
         let expected = [
             (
                 &tables.entries,
@@ -74,14 +97,16 @@ impl Store {
             let found: Vec<String> = columns
                 .iter()
                 .filter(|(table, ..)| table == name)
-                .map(|(_, column, kind, collation, nullable, _, default)| {
-                    column_shape(column, kind, collation, nullable, default)
-                })
+                .map(
+                    |(_, column, kind, collation, nullable, _, default, extra)| {
+                        column_shape(column, kind, collation, nullable, default, extra)
+                    },
+                )
                 .collect();
             let engine = columns
                 .iter()
                 .find(|(table, ..)| table == name)
-                .map(|(.., engine, _)| engine.to_ascii_lowercase())
+                .map(|(.., engine, _, _)| engine.to_ascii_lowercase())
                 .unwrap_or_default();
             let want: Vec<String> = want_columns
                 .iter()
@@ -93,6 +118,7 @@ impl Store {
                         collation,
                         if *nullable { "YES" } else { "NO" },
                         &default,
+                        "",
                     )
                 })
                 .collect();
@@ -196,14 +222,16 @@ impl Store {
 
 /// One column as the check compares it: name, type (an integer's display
 /// width dropped, which MariaDB shows and MySQL 8 does not; `unsigned` or
-/// `zerofill` kept), collation, nullability, and default (quoted, as
-/// MariaDB shows it; `NULL` for none).
+/// `zerofill` kept), collation, nullability, default (quoted, as MariaDB
+/// shows it; `NULL` for none), and what else it is (`auto_increment`,
+/// generated: none of the lockers' columns is).
 fn column_shape(
     column: &str,
     kind: &str,
     collation: &str,
     nullable: &str,
     default: &str,
+    extra: &str,
 ) -> String {
     let kind = kind.to_ascii_lowercase();
     let kind = match kind.split_once('(') {
@@ -230,8 +258,12 @@ fn column_shape(
         "" => String::new(),
         collation => format!(" collate {}", collation.to_ascii_lowercase()),
     };
+    let extra = match extra.trim() {
+        "" => String::new(),
+        extra => format!(" {}", extra.to_ascii_lowercase()),
+    };
     format!(
-        "{} {kind}{collate} {null} default {default}",
+        "{} {kind}{collate} {null} default {default}{extra}",
         column.to_ascii_lowercase()
     )
 }
