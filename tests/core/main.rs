@@ -148,6 +148,7 @@ mod quorum_unavailable_counts_only_lockers_that_answered;
 mod randomized;
 mod record_of_releases_in_quarantine_holds_what_it_says;
 mod reentrant;
+mod refresh_does_not_count_the_confirmation_of_a_locker_that_announced_a_shorter_validity_before_the_quorum_confirmed;
 mod refused_unlocks_in_quarantine;
 mod resign_against_late_messages;
 mod rolling_restart_after_a_lock_was_forced_open;
