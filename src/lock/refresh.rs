@@ -21,6 +21,7 @@ use crate::lock::config::after;
 use crate::lock::coordinator::PendingUnlock;
 use crate::lock::fanout::{call_locker, Call, CallSet};
 use crate::lock::loss::LossSignal;
+use crate::lock::per_locker::PerLocker;
 use crate::lock::release::{owed_give_up, queue_unlock};
 use crate::lock::telemetry::{CallKind, LossCause, Names};
 use crate::quorum::{Answer, Tally};
@@ -60,9 +61,21 @@ async fn refresh_calls(state: Arc<Acquisition>, deadline: Instant) -> Refreshed 
     // A refresh that lands after the lock was released could re-create the
     // entry on a restarted locker, so stragglers are dropped, not finished.
     let mut calls = CallSet::dropping((0..n).map(|i| refresh_call(state.clone(), i, deadline)));
-    let mut tally = Tally::new(n, quorum);
+    let mut answers: PerLocker<Option<Answer>> = PerLocker::from_elem(None, n);
+    let coord = &state.coord;
     poll_fn(|cx| {
-        calls.poll_all(cx, |_, answer| tally.record(answer));
+        calls.poll_all(cx, |index, answer| answers[index] = Some(answer));
+        // Taken anew at each look: a confirmation of a locker that has
+        // announced a shorter validity since counts as "not held".
+        let mut tally = Tally::new(n, quorum);
+        for (index, answer) in answers.iter().enumerate() {
+            if let Some(answer) = answer {
+                tally.record(match answer {
+                    Answer::Granted if !coord.lease_honoured(index) => Answer::Refused,
+                    answer => *answer,
+                });
+            }
+        }
         if tally.granted() >= quorum {
             Poll::Ready(Refreshed::Confirmed)
         } else if tally.refused() > n - quorum {

@@ -174,10 +174,12 @@ async fn serve(
     // The timer is moved on only when it fires, not at every request.
     let idle_timeout = server.config.idle_timeout;
     let mut last_heard = Instant::now();
-    // The bytes of a request in progress at the last idle check: more of
-    // them since is hearing from the client, and none for the timeout is
-    // silence, even in the middle of a request.
-    let mut partial = 0;
+    // Where a request in progress stood at the last idle check (the bytes
+    // buffered, and whether its length was read: the codec takes the
+    // length out of the buffer): a change since is hearing from the
+    // client, and none for the timeout is silence, even in the middle of a
+    // request.
+    let mut partial = (0, false);
     let idle = tokio::time::sleep(idle_timeout.unwrap_or_default());
     tokio::pin!(idle);
     loop {
@@ -197,8 +199,9 @@ async fn serve(
             Event::Idle => {
                 let timeout = idle_timeout.unwrap_or_default();
                 let now = Instant::now();
-                if conn.read_buffer().len() != partial {
-                    partial = conn.read_buffer().len();
+                let progress = (conn.read_buffer().len(), conn.codec().in_frame());
+                if progress != partial {
+                    partial = progress;
                     last_heard = now;
                 }
                 let quiet = now.duration_since(last_heard) >= timeout;
@@ -292,7 +295,7 @@ async fn serve(
         {
             return;
         }
-        partial = conn.read_buffer().len();
+        partial = (conn.read_buffer().len(), conn.codec().in_frame());
         // A large request leaves a read buffer of its size behind; give it
         // back rather than keep it for the life of an idle connection.
         if large && conn.read_buffer().is_empty() {

@@ -260,7 +260,10 @@ async fn refresh_does_not_count_the_confirmation_of_a_locker_that_announced_a_sh
         learned.load(Ordering::SeqCst),
         x_guard.is_lost()
     );
-    assert!(learned.load(Ordering::SeqCst), "announced during the refresh");
+    assert!(
+        learned.load(Ordering::SeqCst),
+        "announced during the refresh"
+    );
     if x_guard.is_lost() {
         // Declared lost at once, as promised.
         return;
