@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod hooked;
+pub mod shrinking;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
