@@ -11,6 +11,7 @@ mod harness;
 #[path = "../common/hooked.rs"]
 mod hooked;
 
+mod a_reader_and_a_writer_never_overlap_through_single_locker_restarts;
 mod drift_randomized;
 mod election_randomized;
 mod model_check;

@@ -224,7 +224,7 @@ impl Fault {
 
 /// What one seed did and what went wrong in it.
 #[derive(Debug, Default)]
-struct Report {
+pub(crate) struct Report {
     ops: usize,
     acquired: usize,
     writes: usize,
@@ -239,7 +239,7 @@ struct Report {
     faults: BTreeMap<Kind, usize>,
     majority_faults: usize,
     /// A `History::check` violation, displayed.
-    violation: Option<String>,
+    pub(crate) violation: Option<String>,
     /// Holds that drew a fencing token, and that could not.
     fenced: usize,
     fence_failed: usize,
@@ -532,7 +532,7 @@ fn shape(tracker: &Tracker) -> Vec<(Duration, usize, u8)> {
 
 /// Runs one seed on its own paused current-thread runtime, so that it
 /// replays exactly however it is reached.
-fn run_seed(seed: u64, ops: usize, config: LockerConfig, mix: Mix) -> Report {
+pub(crate) fn run_seed(seed: u64, ops: usize, config: LockerConfig, mix: Mix) -> Report {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
