@@ -321,7 +321,7 @@ impl Drop for CleanupOwed {
                 give_up: owed_give_up(coord, index, self.declared, &holder),
                 holder,
             };
-            queue_unlock(coord, index, pending, None);
+            queue_unlock(coord, index, pending, Handle::try_current().ok());
         }
     }
 }

@@ -126,8 +126,9 @@ impl Drop for Owed {
         // held (a won round's straggler, a won wait's re-check) may renew
         // what the lock counts on, and its release will target it.
         if self.armed && self.state.call_dropped(self.index, self.call) {
-            // Drained on the coordinator's own runtime: the current one, if
-            // any, may be the one shutting down and dropping this.
+            // Drained on the current runtime, on its clock (a test's paused
+            // one too); one shutting down hands its queue to the
+            // coordinator's own runtime (see `Draining`'s drop).
             let coord = &self.state.coord;
             // A lost lock's entries are held for its holder.
             let holder = self.state.held_off(coord.clock.now());
@@ -137,7 +138,7 @@ impl Drop for Owed {
                 give_up: owed_give_up(coord, self.index, self.began, &holder),
                 holder,
             };
-            queue_unlock(coord, self.index, pending, None);
+            queue_unlock(coord, self.index, pending, Handle::try_current().ok());
         }
     }
 }
@@ -447,6 +448,19 @@ impl Drop for Draining {
         let mut queue = self.coord.unlock_retries[self.index].lock();
         queue.pending.append(&mut self.batch);
         queue.drainers.retain(|(_, id)| *id != self.id);
+        // Dropped with unlocks left and no drainer to send them: its
+        // runtime is shutting down (or dropped the task unfinished). The
+        // coordinator's own runtime takes them over, unless this was it.
+        if queue.pending.is_empty() || !queue.drainers.is_empty() {
+            return;
+        }
+        let Some(own) = self.coord.own_runtime.handle() else {
+            return;
+        };
+        if Handle::try_current().is_ok_and(|here| here.id() == own.id()) {
+            return;
+        }
+        start_drainer(&self.coord, self.index, queue, &own);
     }
 }
 
@@ -691,7 +705,7 @@ impl Drop for StragglersOwed {
                     give_up: owed_give_up(coord, index, self.began, &holder),
                     holder,
                 };
-                queue_unlock(coord, index, pending, None);
+                queue_unlock(coord, index, pending, Handle::try_current().ok());
             }
         }
     }

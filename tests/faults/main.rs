@@ -22,3 +22,4 @@ mod quarantines_and_fence_clocks;
 mod restart;
 mod settings_extremes;
 mod stuck_states;
+mod unlocks_owed_by_a_cancelled_clean_up_run_on_the_callers_runtime;
