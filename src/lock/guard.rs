@@ -62,6 +62,21 @@ impl Held {
         Ok(token)
     }
 
+    /// Asks a quorum of lockers afresh whether they still hold the lock,
+    /// with a fencing draw whose token is not kept: `LockLost` when they
+    /// do not (forced open since the last refresh, say), whatever token
+    /// an earlier draw left.
+    async fn confirm_held(&self) -> Result<(), Error> {
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        draw_token(&self.state).await?;
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        Ok(())
+    }
+
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
         self.signal.holder_stopped();
@@ -226,6 +241,12 @@ macro_rules! guard {
             pub(crate) fn link_loss(&self, token: CancellationToken) {
                 self.held.adopt_here();
                 self.held.signal.link(token);
+            }
+
+            /// See `Held::confirm_held`.
+            #[allow(dead_code)]
+            pub(crate) async fn confirm_held(&self) -> Result<(), Error> {
+                self.held.confirm_held().await
             }
 
             /// See `Held::release_keeping`.

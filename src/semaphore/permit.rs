@@ -28,6 +28,10 @@ pub struct SemaphorePermit {
     slots: Vec<(usize, WriteGuard)>,
     /// Shared by the permits this handle (and its clones) hold at once.
     count: CountShare,
+    /// Set once this permit's first token draw found the count held by a
+    /// quorum, asked afresh: another permit's earlier draw vouches only
+    /// for the moment it was made.
+    count_confirmed: tokio::sync::OnceCell<()>,
     token: OnceLock<CancellationToken>,
 }
 
@@ -42,6 +46,7 @@ impl SemaphorePermit {
             name,
             slots,
             count: CountShare { count: Some(count) },
+            count_confirmed: tokio::sync::OnceCell::new(),
             token: OnceLock::new(),
         }
     }
@@ -82,9 +87,11 @@ impl SemaphorePermit {
     /// ([`is_lost`](Self::is_lost)): any of its locks, the count it shares
     /// included, even while the slot's own lock still stands (a process
     /// with another count may hold the semaphore then); otherwise as
-    /// [`WriteGuard::fencing_token`]. The first call also draws the count's
-    /// token, as a lock guard's first draw does, so a count forced open
-    /// before its next refresh fails it with `LockLost` too.
+    /// [`WriteGuard::fencing_token`]. The first call of each permit also
+    /// asks a quorum of lockers afresh whether they still hold the count
+    /// (a fencing draw, as a lock guard's first draw is), so a count forced
+    /// open before its next refresh fails it with `LockLost` too, even when
+    /// another permit sharing the count drew before.
     ///
     /// # Cancel safety
     ///
@@ -93,7 +100,7 @@ impl SemaphorePermit {
         let Some((_, guard)) = self.slots.first().filter(|_| !self.is_lost()) else {
             return Err(Error::LockLost);
         };
-        let (count, token) = futures::join!(self.count.drawn(), guard.fencing_token());
+        let (count, token) = futures::join!(self.count_held(), guard.fencing_token());
         count?;
         self.unless_lost(token)
     }
@@ -110,7 +117,7 @@ impl SemaphorePermit {
             return Err(Error::LockLost);
         }
         let (count, tokens) = futures::join!(
-            self.count.drawn(),
+            self.count_held(),
             join_all(self.slots.iter().map(|(_, g)| g.fencing_token()))
         );
         count?;
@@ -121,6 +128,16 @@ impl SemaphorePermit {
             .map(|((slot, _), token)| token.map(|t| (*slot, t)))
             .collect();
         self.unless_lost(tokens)
+    }
+
+    /// Whether the count is still held, asked of a quorum afresh at this
+    /// permit's first draw (the count's cached token is another permit's
+    /// and may predate a forced open), later from its loss signal.
+    async fn count_held(&self) -> Result<(), Error> {
+        self.count_confirmed
+            .get_or_try_init(|| self.count.confirm())
+            .await
+            .map(|_| ())
     }
 
     /// `result`, unless the permit is lost by now: a token drawn (or kept
@@ -238,14 +255,14 @@ impl CountShare {
         self.count.as_ref().is_none_or(|count| count.is_lost())
     }
 
-    /// Draws the count's own fencing token (once; later calls reuse it),
-    /// for a permit about to hand out a slot's token: the draw asks a
-    /// quorum of lockers whether they still hold the count, so a count
-    /// forced open since its last refresh fails it with `LockLost`, as a
-    /// lock guard's first draw does. The token itself is not used.
-    async fn drawn(&self) -> Result<(), Error> {
+    /// Asks a quorum of lockers afresh whether they still hold the count,
+    /// for a permit about to hand out its first slot token: a count forced
+    /// open since its last refresh fails it with `LockLost`, as a lock
+    /// guard's first draw does, even when another permit sharing the
+    /// count drew its token before.
+    async fn confirm(&self) -> Result<(), Error> {
         match &self.count {
-            Some(count) => count.fencing_token().await.map(drop),
+            Some(count) => count.confirm_held().await,
             None => Err(Error::LockLost),
         }
     }
