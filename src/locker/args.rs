@@ -210,8 +210,9 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
 /// built from it stays on one line and cannot drive the terminal or
 /// reverse the text of the log or message that shows it; and with every
 /// run of a secret this process handed a locker masked (see
-/// `locker::secrets`). Every error a locker builds from a peer's words
-/// goes through it.
+/// `locker::secrets`). At most 2 KiB of it is shown, then how much more
+/// there was. Every error a locker builds from a peer's words goes
+/// through it.
 #[cfg_attr(
     not(any(
         feature = "net",
@@ -222,19 +223,32 @@ pub(crate) fn validate_names<S: AsRef<str>>(names: &[S]) -> Result<(), Error> {
     allow(dead_code)
 )]
 pub(crate) fn escape_peer_text(text: &str) -> String {
+    // The most bytes of a peer's text, as escaped, that an error or log
+    // line quotes: enough for any honest message (a database error with
+    // its detail, a server's reason), and all a hostile peer can put into
+    // one line however long its message.
+    const PEER_TEXT_SHOWN: usize = 2048;
     // A secret this process handed a locker, quoted back, is masked first.
     let text = &*super::secrets::mask(text);
-    if unshowable_character(text).is_none() {
+    if text.len() <= PEER_TEXT_SHOWN && unshowable_character(text).is_none() {
         return text.to_owned();
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let mut out = String::with_capacity(text.len().min(PEER_TEXT_SHOWN) + 8);
+    for (at, c) in text.char_indices() {
+        let before = out.len();
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if unshowable(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
+        }
+        if out.len() > PEER_TEXT_SHOWN {
+            // Whatever the peer sent, an error or log line quoting it stays
+            // short: a hostile server cannot fill the log through it.
+            out.truncate(before);
+            out.push_str(&format!("… ({} more bytes not shown)", text.len() - at));
+            break;
         }
     }
     out
@@ -336,6 +350,21 @@ mod tests {
         );
         let escaped = escape_peer_text("\r\t\u{2066}\u{7f}");
         assert!(unshowable_character(&escaped).is_none(), "{escaped:?}");
+    }
+
+    #[test]
+    fn a_long_peer_text_is_cut_to_two_kib_saying_how_much_more_there_was() {
+        let plain = "é".repeat(3000);
+        let shown = escape_peer_text(&plain);
+        assert!(shown.len() <= 2048 + 40, "{} bytes", shown.len());
+        assert!(shown.ends_with("… (3952 more bytes not shown)"), "{shown}");
+        let controls = "\u{1}".repeat(1 << 20);
+        let shown = escape_peer_text(&controls);
+        assert!(shown.len() <= 2048 + 40, "{} bytes", shown.len());
+        assert!(shown.starts_with("\\u{1}\\u{1}"), "{}", &shown[..20]);
+        assert!(shown.ends_with(" more bytes not shown)"), "{shown}");
+        let short = "x".repeat(2048);
+        assert_eq!(escape_peer_text(&short), short);
     }
 
     #[test]
