@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use futures::future::{join_all, select_all, FutureExt};
@@ -31,7 +32,7 @@ pub struct SemaphorePermit {
     /// Set once this permit's first token draw found the count held by a
     /// quorum, asked afresh: another permit's earlier draw vouches only
     /// for the moment it was made.
-    count_confirmed: tokio::sync::OnceCell<()>,
+    count_confirmed: AtomicBool,
     token: OnceLock<CancellationToken>,
 }
 
@@ -46,7 +47,7 @@ impl SemaphorePermit {
             name,
             slots,
             count: CountShare { count: Some(count) },
-            count_confirmed: tokio::sync::OnceCell::new(),
+            count_confirmed: AtomicBool::new(false),
             token: OnceLock::new(),
         }
     }
@@ -134,10 +135,16 @@ impl SemaphorePermit {
     /// permit's first draw (the count's cached token is another permit's
     /// and may predate a forced open), later from its loss signal.
     async fn count_held(&self) -> Result<(), Error> {
-        self.count_confirmed
-            .get_or_try_init(|| self.count.confirm())
-            .await
-            .map(|_| ())
+        // Two first draws at once may both ask: one more round trip, never
+        // a token on a count nobody confirmed.
+        if !self.count_confirmed.load(Ordering::Acquire) {
+            self.count.confirm().await?;
+            self.count_confirmed.store(true, Ordering::Release);
+        }
+        if self.count.is_lost() {
+            return Err(Error::LockLost);
+        }
+        Ok(())
     }
 
     /// `result`, unless the permit is lost by now: a token drawn (or kept
