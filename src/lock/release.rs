@@ -357,6 +357,7 @@ fn start_drainer(
         index,
         id,
         batch: Vec::new(),
+        finished: false,
         _counted: coord.outstanding.begin(),
     }));
 }
@@ -439,6 +440,9 @@ struct Draining {
     index: usize,
     id: u64,
     batch: Vec<PendingUnlock>,
+    /// Set when it ends with its queue empty; dropped otherwise, its
+    /// runtime shut down or dropped it, and what is left is handed over.
+    finished: bool,
     /// Counts the drain among the outstanding releases while it runs.
     _counted: ReleaseToken,
 }
@@ -448,10 +452,11 @@ impl Drop for Draining {
         let mut queue = self.coord.unlock_retries[self.index].lock();
         queue.pending.append(&mut self.batch);
         queue.drainers.retain(|(_, id)| *id != self.id);
-        // Dropped with unlocks left and no drainer to send them: its
-        // runtime is shutting down (or dropped the task unfinished). The
-        // coordinator's own runtime takes them over, unless this was it.
-        if queue.pending.is_empty() || !queue.drainers.is_empty() {
+        // Dropped unfinished with unlocks left: its runtime is shutting
+        // down (or dropped the task). The coordinator's own runtime takes
+        // them over, unless this was it, whatever drainers other runtimes
+        // have: those may be idle, and never run again.
+        if self.finished || queue.pending.is_empty() {
             return;
         }
         let Some(own) = self.coord.own_runtime.handle() else {
@@ -480,6 +485,7 @@ async fn drain(mut task: Draining) {
                 // drainer, not count on this one, which is ending.
                 let id = task.id;
                 queue.drainers.retain(|(_, drainer)| *drainer != id);
+                task.finished = true;
                 return;
             }
             let pending = std::mem::take(&mut queue.pending);

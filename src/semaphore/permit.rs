@@ -101,9 +101,12 @@ impl SemaphorePermit {
         let Some((_, guard)) = self.slots.first().filter(|_| !self.is_lost()) else {
             return Err(Error::LockLost);
         };
-        let (count, token) = futures::join!(self.count_held(), guard.fencing_token());
+        let confirmed = self.count_confirmed.load(Ordering::Acquire);
+        let (count, token) = futures::join!(self.count_held(confirmed), guard.fencing_token());
         count?;
-        self.unless_lost(token)
+        let token = self.unless_lost(token)?;
+        self.count_confirmed.store(true, Ordering::Release);
+        Ok(token)
     }
 
     /// The fencing token of each slot, as `(slot, token)`, ascending by
@@ -117,8 +120,9 @@ impl SemaphorePermit {
         if self.is_lost() {
             return Err(Error::LockLost);
         }
+        let confirmed = self.count_confirmed.load(Ordering::Acquire);
         let (count, tokens) = futures::join!(
-            self.count_held(),
+            self.count_held(confirmed),
             join_all(self.slots.iter().map(|(_, g)| g.fencing_token()))
         );
         count?;
@@ -128,18 +132,20 @@ impl SemaphorePermit {
             .zip(tokens)
             .map(|((slot, _), token)| token.map(|t| (*slot, t)))
             .collect();
-        self.unless_lost(tokens)
+        let tokens = self.unless_lost(tokens)?;
+        self.count_confirmed.store(true, Ordering::Release);
+        Ok(tokens)
     }
 
-    /// Whether the count is still held, asked of a quorum afresh at this
-    /// permit's first draw (the count's cached token is another permit's
-    /// and may predate a forced open), later from its loss signal.
-    async fn count_held(&self) -> Result<(), Error> {
-        // Two first draws at once may both ask: one more round trip, never
-        // a token on a count nobody confirmed.
-        if !self.count_confirmed.load(Ordering::Acquire) {
+    /// Whether the count is still held: asked of a quorum afresh until one
+    /// of this permit's draws has handed out a token (`confirmed`; the
+    /// count's cached token is another permit's and may predate a forced
+    /// open), later from its loss signal. The caller marks the permit
+    /// confirmed only once it hands out a token, so a draw cancelled or
+    /// failed after the count's check leaves the next one asking again.
+    async fn count_held(&self, confirmed: bool) -> Result<(), Error> {
+        if !confirmed {
             self.count.confirm().await?;
-            self.count_confirmed.store(true, Ordering::Release);
         }
         if self.count.is_lost() {
             return Err(Error::LockLost);
