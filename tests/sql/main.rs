@@ -53,19 +53,7 @@ mod a_grant_racing_a_reset_of_the_table_waits_out_the_quarantine;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_hand_made_release_function_acts_on_its_own_schemas_table;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_a_generated_value_column_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_an_extra_unique_key_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_another_kind_column_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_another_mode_column_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_another_name_column_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_with_other_column_defaults_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_without_its_primary_key_is_not_used;
+mod a_lock_table_another_user_made_in_another_shape_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_of_another_locker_is_woken_at_its_turn;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
