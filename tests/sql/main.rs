@@ -77,8 +77,6 @@ mod a_table_appearing_earlier_on_the_search_path_splits_no_locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_table_reset_on_every_call_is_logged_a_line_a_second;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_user_named_schema_another_role_made_first_is_reported_by_the_lockers;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_user_with_the_documented_privileges_can_unlock;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_entries_table_made_again_beside_a_fence_table_another_user_made_is_quarantined;
