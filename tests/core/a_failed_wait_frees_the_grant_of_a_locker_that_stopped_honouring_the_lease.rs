@@ -16,7 +16,7 @@
 //! ever sends it the unlock.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
+use crate::common::shrinking::{Scripted, Shrinking};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,10 +42,10 @@ async fn a_failed_wait_frees_the_grant_of_a_locker_that_stopped_honouring_the_le
         .enumerate()
         .map(|(i, l)| {
             if i == 0 {
-                Arc::new(Shrinking {
+                Arc::new(Scripted(Shrinking {
                     inner: l,
                     short: short.clone(),
-                }) as Arc<dyn NetLocker>
+                })) as Arc<dyn NetLocker>
             } else {
                 l
             }

@@ -21,7 +21,7 @@
 //! (`Err(err) if !err.is_retryable() => return Err(err)`) then gives up.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
+use crate::common::shrinking::{Scripted, Shrinking};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,10 +44,10 @@ async fn a_semaphore_acquire_with_one_locker_not_honouring_the_lease_takes_a_fre
         .enumerate()
         .map(|(i, l)| {
             if i == 0 {
-                Arc::new(Shrinking {
+                Arc::new(Scripted(Shrinking {
                     inner: l,
                     short: short.clone(),
-                }) as Arc<dyn NetLocker>
+                })) as Arc<dyn NetLocker>
             } else {
                 l
             }

@@ -22,7 +22,7 @@
 //! that grant plus locker 1's.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
+use crate::common::shrinking::{Scripted, Shrinking};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,10 +47,10 @@ async fn a_wait_does_not_count_the_grant_of_a_locker_that_restarted_with_a_short
         .enumerate()
         .map(|(i, l)| {
             if i == 0 {
-                Arc::new(Shrinking {
+                Arc::new(Scripted(Shrinking {
                     inner: l,
                     short: short.clone(),
-                }) as Arc<dyn NetLocker>
+                })) as Arc<dyn NetLocker>
             } else {
                 l
             }

@@ -25,7 +25,7 @@
 //! for one that cannot queue.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
+use crate::common::shrinking::{Scripted, Shrinking};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,10 +49,10 @@ async fn an_older_waiter_beside_a_locker_that_stopped_honouring_the_lease_keeps_
         .enumerate()
         .map(|(i, l)| {
             if i == 0 {
-                Arc::new(Shrinking {
+                Arc::new(Scripted(Shrinking {
                     inner: l,
                     short: short.clone(),
-                }) as Arc<dyn NetLocker>
+                })) as Arc<dyn NetLocker>
             } else {
                 l
             }

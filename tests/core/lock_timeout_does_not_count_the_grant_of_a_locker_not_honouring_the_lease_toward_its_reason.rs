@@ -24,7 +24,7 @@
 //! held 1 make a "quorum answered, some held elsewhere".
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
+use crate::common::shrinking::{Scripted, Shrinking};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,10 +52,10 @@ async fn lock_timeout_does_not_count_the_grant_of_a_locker_not_honouring_the_lea
         .enumerate()
         .map(|(i, l)| {
             if i == 0 {
-                Arc::new(Shrinking {
+                Arc::new(Scripted(Shrinking {
                     inner: l,
                     short: short.clone(),
-                }) as Arc<dyn NetLocker>
+                })) as Arc<dyn NetLocker>
             } else {
                 l
             }
