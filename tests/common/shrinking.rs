@@ -15,8 +15,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use quorum_lock::{
     Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker,
-    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs,
+    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs, WriteGuard,
 };
+
+use super::args;
 
 /// What a server does besides forwarding calls to the locker it runs.
 #[async_trait]
@@ -320,4 +322,50 @@ pub fn one_second_client(lockers: Vec<Arc<dyn NetLocker>>, seed: u64) -> Dsync {
         })
         .build()
         .expect("z's settings fit the lockers")
+}
+
+/// The three lockers of the scenes where `y` holds "res" on locker 2, and
+/// locker 0 keeps entries 1 s; with `y`'s lock, for its release.
+pub async fn y_holding_res_on_locker_2() -> ([Arc<LocalLocker>; 3], LockArgs) {
+    let node0 = one_second_locker("node-0", Duration::ZERO);
+    let node1 = Arc::new(LocalLocker::named("node-1"));
+    let node2 = Arc::new(LocalLocker::named("node-2"));
+    let y = args("y", &["res"]);
+    assert!(
+        node2.lock(&y).await.expect("answers"),
+        "y holds res on locker 2"
+    );
+    ([node0, node1, node2], y)
+}
+
+/// `y` lets go of locker 2; two seconds later `z` tries "res", while `x`
+/// holds `x_guard`. Returns `z`'s answer.
+pub async fn z_tries_two_seconds_after_y_lets_go(
+    node2: &LocalLocker,
+    y: &LockArgs,
+    z: &Dsync,
+    x_guard: &WriteGuard,
+) -> Result<WriteGuard, Error> {
+    assert!(node2.unlock(y).await.expect("answers"), "y lets go");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
+    eprintln!(
+        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
+        z_guard.as_ref().map(|_| ()),
+        x_guard.is_lost()
+    );
+    z_guard
+}
+
+/// `x` (replaying `seed`) holding "res" on `node0` and two lockers of
+/// the default validity, which it returns beside its guard.
+pub async fn x_holding_res_beside(
+    node0: Arc<dyn NetLocker>,
+    seed: u64,
+) -> (Dsync, WriteGuard, Arc<LocalLocker>, Arc<LocalLocker>) {
+    let node1 = Arc::new(LocalLocker::named("node-1"));
+    let node2 = Arc::new(LocalLocker::named("node-2"));
+    let x = super::seeded(vec![node0, node1.clone(), node2.clone()], "x", seed);
+    let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
+    (x, x_guard, node1, node2)
 }

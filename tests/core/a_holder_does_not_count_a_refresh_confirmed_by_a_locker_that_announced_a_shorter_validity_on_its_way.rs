@@ -29,8 +29,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::shrinking::{one_second_client, one_second_locker, Address, Scripted};
-use crate::common::{self, args};
+use crate::common::args;
+use crate::common::shrinking::{
+    one_second_client, one_second_locker, x_holding_res_beside, Address, Scripted,
+};
 use quorum_lock::{LocalLocker, NetLocker};
 
 const SEED: u64 = 42_201;
@@ -46,18 +48,7 @@ async fn a_holder_does_not_count_a_refresh_confirmed_by_a_locker_that_announced_
         "node-0",
     )))));
     node0.restart_after_the_next_refresh(short.clone());
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let x = common::seeded(
-        vec![
-            node0.clone() as Arc<dyn NetLocker>,
-            node1.clone(),
-            node2.clone(),
-        ],
-        "x",
-        SEED,
-    );
-    let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
+    let (_x, x_guard, node1, node2) = x_holding_res_beside(node0.clone(), SEED).await;
 
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(

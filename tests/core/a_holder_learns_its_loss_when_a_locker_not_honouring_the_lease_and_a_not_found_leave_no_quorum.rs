@@ -27,8 +27,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::shrinking::{one_second_client, one_second_locker, Address, Scripted};
-use crate::common::{self, args};
+use crate::common::args;
+use crate::common::shrinking::{
+    one_second_client, one_second_locker, x_holding_res_beside, Address, Scripted,
+};
 use quorum_lock::{LocalLocker, NetLocker};
 
 const SEED: u64 = 40_401;
@@ -40,18 +42,7 @@ async fn a_holder_learns_its_loss_when_a_locker_not_honouring_the_lease_and_a_no
     let node0 = Arc::new(Scripted(Address::new(Arc::new(LocalLocker::named(
         "node-0",
     )))));
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let x = common::seeded(
-        vec![
-            node0.clone() as Arc<dyn NetLocker>,
-            node1.clone(),
-            node2.clone(),
-        ],
-        "x",
-        SEED,
-    );
-    let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
+    let (_x, x_guard, node1, node2) = x_holding_res_beside(node0.clone(), SEED).await;
 
     // Locker 0 restarts with a validity of 1 s; "res" is forced open on
     // locker 1.

@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::common::args;
 use crate::common::shrinking::{
-    one_second_client, one_second_locker, Announcing, Learns, Midway, Script, Scripted, Slowed,
+    one_second_client, y_holding_res_on_locker_2, Announcing, Learns, Midway, Script, Scripted,
+    Slowed,
 };
 use quorum_lock::{Dsync, Lease, LocalLocker, NetLocker};
 
@@ -63,14 +63,7 @@ impl Script for SlowLater {
 async fn refresh_does_not_count_the_confirmation_of_a_locker_that_announced_a_shorter_validity_before_the_quorum_confirmed(
 ) {
     eprintln!("seed {SEED}");
-    let node0 = one_second_locker("node-0", Duration::ZERO);
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
     // Locker 0 announces its validity once learned; once `armed`, locker
     // 1's refreshes take 10 ms, and 5 ms into one locker 0's new validity

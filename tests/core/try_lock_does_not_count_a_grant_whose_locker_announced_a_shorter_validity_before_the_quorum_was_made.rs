@@ -25,13 +25,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::common;
 use crate::common::shrinking::{
-    one_second_client, one_second_locker, Announcing, Learns, Midway, Scripted, Slowed,
+    one_second_client, y_holding_res_on_locker_2, z_tries_two_seconds_after_y_lets_go, Announcing,
+    Learns, Midway, Scripted, Slowed,
 };
-use crate::common::{self, args};
-use quorum_lock::{LocalLocker, NetLocker};
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 42_301;
 
@@ -39,14 +39,7 @@ const SEED: u64 = 42_301;
 async fn try_lock_does_not_count_a_grant_whose_locker_announced_a_shorter_validity_before_the_quorum_was_made(
 ) {
     eprintln!("seed {SEED}");
-    let node0 = one_second_locker("node-0", Duration::ZERO);
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
     // Locker 0 announces its validity once learned; locker 1's lock calls
     // take 10 ms, and 5 ms into one locker 0's new validity is learned.
@@ -91,14 +84,7 @@ async fn try_lock_does_not_count_a_grant_whose_locker_announced_a_shorter_validi
         return;
     };
 
-    assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
-    );
+    let z_guard = z_tries_two_seconds_after_y_lets_go(&node2, &y, &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \

@@ -24,13 +24,13 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::common;
 use crate::common::shrinking::{
-    one_second_client, one_second_locker, Announcing, Learns, Scripted,
+    one_second_client, y_holding_res_on_locker_2, z_tries_two_seconds_after_y_lets_go, Announcing,
+    Learns, Scripted,
 };
-use crate::common::{self, args};
-use quorum_lock::{LocalLocker, NetLocker};
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 40_101;
 
@@ -38,14 +38,7 @@ const SEED: u64 = 40_101;
 async fn try_lock_does_not_count_the_grant_of_a_locker_that_announced_a_shorter_validity_on_its_way(
 ) {
     eprintln!("seed {SEED}");
-    let node0 = one_second_locker("node-0", Duration::ZERO);
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
     let x_lockers: Vec<Arc<dyn NetLocker>> = vec![
         Arc::new(Scripted(Announcing {
@@ -74,14 +67,7 @@ async fn try_lock_does_not_count_the_grant_of_a_locker_that_announced_a_shorter_
         return;
     };
 
-    assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
-    );
+    let z_guard = z_tries_two_seconds_after_y_lets_go(&node2, &y, &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \
