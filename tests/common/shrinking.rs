@@ -338,19 +338,18 @@ pub async fn y_holding_res_on_locker_2() -> ([Arc<LocalLocker>; 3], LockArgs) {
     ([node0, node1, node2], y)
 }
 
-/// `y` lets go of locker 2; two seconds later `z` tries "res", while `x`
-/// holds `x_guard`. Returns `z`'s answer.
-pub async fn z_tries_two_seconds_after_y_lets_go(
-    node2: &LocalLocker,
-    y: &LockArgs,
+/// After `wait`, `z` tries "res" while `x` holds `x_guard`; says what both
+/// see at that moment, `when`. Returns `z`'s answer.
+pub async fn z_tries_after(
+    wait: Duration,
+    when: &str,
     z: &Dsync,
     x_guard: &WriteGuard,
 ) -> Result<WriteGuard, Error> {
-    assert!(node2.unlock(y).await.expect("answers"), "y lets go");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(wait).await;
     let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
     eprintln!(
-        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
+        "{when}: z's try_lock: {:?}; x's guard lost: {}",
         z_guard.as_ref().map(|_| ()),
         x_guard.is_lost()
     );

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::common::args;
 use crate::common::shrinking::{
-    one_second_client, one_second_locker, x_holding_res_beside, Address, Scripted,
+    one_second_client, one_second_locker, x_holding_res_beside, z_tries_after, Address, Scripted,
 };
 use quorum_lock::{LocalLocker, NetLocker};
 
@@ -63,13 +63,7 @@ async fn a_holder_learns_its_loss_when_a_locker_not_honouring_the_lease_and_a_no
         SEED + 1,
     );
     // Past x's next refresh (10 s), which no quorum can confirm.
-    tokio::time::sleep(Duration::from_secs(12)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "12 s on: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
-    );
+    let z_guard = z_tries_after(Duration::from_secs(12), "12 s on", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x, refreshed by locker 2 alone (locker 0 cannot be \

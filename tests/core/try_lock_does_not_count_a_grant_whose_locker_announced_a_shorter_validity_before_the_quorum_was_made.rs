@@ -25,11 +25,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::common;
 use crate::common::shrinking::{
-    one_second_client, y_holding_res_on_locker_2, z_tries_two_seconds_after_y_lets_go, Announcing,
-    Learns, Midway, Scripted, Slowed,
+    one_second_client, y_holding_res_on_locker_2, z_tries_after, Announcing, Learns, Midway,
+    Scripted, Slowed,
 };
 use quorum_lock::NetLocker;
 
@@ -84,7 +85,8 @@ async fn try_lock_does_not_count_a_grant_whose_locker_announced_a_shorter_validi
         return;
     };
 
-    let z_guard = z_tries_two_seconds_after_y_lets_go(&node2, &y, &z, &x_guard).await;
+    assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
+    let z_guard = z_tries_after(Duration::from_secs(2), "2 s later", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \

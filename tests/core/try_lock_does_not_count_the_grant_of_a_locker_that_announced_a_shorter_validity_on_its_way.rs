@@ -24,11 +24,11 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::common;
 use crate::common::shrinking::{
-    one_second_client, y_holding_res_on_locker_2, z_tries_two_seconds_after_y_lets_go, Announcing,
-    Learns, Scripted,
+    one_second_client, y_holding_res_on_locker_2, z_tries_after, Announcing, Learns, Scripted,
 };
 use quorum_lock::NetLocker;
 
@@ -67,7 +67,8 @@ async fn try_lock_does_not_count_the_grant_of_a_locker_that_announced_a_shorter_
         return;
     };
 
-    let z_guard = z_tries_two_seconds_after_y_lets_go(&node2, &y, &z, &x_guard).await;
+    assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
+    let z_guard = z_tries_after(Duration::from_secs(2), "2 s later", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \
