@@ -368,3 +368,26 @@ pub async fn x_holding_res_beside(
     let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
     (x, x_guard, node1, node2)
 }
+
+/// `lockers` with the first one [`Shrinking`], and the switch that makes
+/// it announce 1 s.
+pub fn first_shrinking(
+    lockers: Vec<Arc<dyn NetLocker>>,
+) -> (Vec<Arc<dyn NetLocker>>, Arc<AtomicBool>) {
+    let short = Arc::new(AtomicBool::new(false));
+    let lockers = lockers
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                Arc::new(Scripted(Shrinking {
+                    inner: l,
+                    short: short.clone(),
+                })) as Arc<dyn NetLocker>
+            } else {
+                l
+            }
+        })
+        .collect();
+    (lockers, short)
+}
