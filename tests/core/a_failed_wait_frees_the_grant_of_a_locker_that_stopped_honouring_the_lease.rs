@@ -16,14 +16,12 @@
 //! ever sends it the unlock.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use crate::common::shrinking::first_shrinking;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common::{self, args, leftovers};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::NetLocker;
 
 const SEED: u64 = 36_321;
 
@@ -35,22 +33,7 @@ async fn a_failed_wait_frees_the_grant_of_a_locker_that_stopped_honouring_the_le
     for locker in &cluster.net_lockers()[1..] {
         assert!(locker.lock(&y).await.expect("answers"), "y holds res");
     }
-    let short = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                Arc::new(Shrinking {
-                    inner: l,
-                    short: short.clone(),
-                }) as Arc<dyn NetLocker>
-            } else {
-                l
-            }
-        })
-        .collect();
+    let (lockers, short) = first_shrinking(cluster.net_lockers());
     let w = common::seeded(lockers, "w", SEED);
     let mutex = w.rw_mutex(["res"]).unwrap();
     // A locker that no longer honours the lease counts as down: the wait

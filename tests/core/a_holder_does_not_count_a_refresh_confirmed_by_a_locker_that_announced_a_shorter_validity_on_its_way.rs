@@ -25,139 +25,30 @@
 //! makes for a grant on its way is missing here).
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::common::{self, args};
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker,
-    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs,
+use crate::common::args;
+use crate::common::shrinking::{
+    one_second_client, one_second_locker, x_holding_res_beside, Address, Scripted,
 };
+use quorum_lock::{LocalLocker, NetLocker};
 
 const SEED: u64 = 42_201;
-
-/// A server behind one address. After answering its first refresh it
-/// restarts as `next` (a restarted server, with the validity it announces).
-struct Address {
-    inner: Mutex<Arc<LocalLocker>>,
-    next: Mutex<Option<Arc<LocalLocker>>>,
-    refreshes: AtomicUsize,
-}
-
-impl Address {
-    fn current(&self) -> Arc<LocalLocker> {
-        self.inner.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl NetLocker for Address {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refresh_mode(args, LockMode::Write).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        let answer = self.current().refresh_mode(args, mode).await;
-        self.refreshes.fetch_add(1, Ordering::SeqCst);
-        // The server restarts right after answering, before the answer is
-        // read: the reconnect announces its new validity.
-        if let Some(next) = self.next.lock().unwrap().take() {
-            next.restart();
-            *self.inner.lock().unwrap() = next;
-        }
-        answer
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.current().lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        true
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.current().fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.current().proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.current().leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.current().locks().await
-    }
-    fn endpoint(&self) -> String {
-        "node-0".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.current().validity()
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_holder_does_not_count_a_refresh_confirmed_by_a_locker_that_announced_a_shorter_validity_on_its_way(
 ) {
     eprintln!("seed {SEED}");
-    let short = Arc::new(LocalLocker::with_config(
+    // Locker 0 restarts with a validity of 1 s right after answering its
+    // first refresh, before the answer is read.
+    let short = one_second_locker("node-0", Duration::from_secs(1));
+    let node0 = Arc::new(Scripted(Address::new(Arc::new(LocalLocker::named(
         "node-0",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::from_secs(1),
-        },
-    ));
-    let node0 = Arc::new(Address {
-        inner: Mutex::new(Arc::new(LocalLocker::named("node-0"))),
-        next: Mutex::new(Some(short.clone())),
-        refreshes: AtomicUsize::new(0),
-    });
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let x = common::seeded(
-        vec![
-            node0.clone() as Arc<dyn NetLocker>,
-            node1.clone(),
-            node2.clone(),
-        ],
-        "x",
-        SEED,
-    );
-    let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
+    )))));
+    node0.restart_after_the_next_refresh(short.clone());
+    let (_x, x_guard, node1, node2) = x_holding_res_beside(node0.clone(), SEED).await;
 
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
@@ -169,26 +60,14 @@ async fn a_holder_does_not_count_a_refresh_confirmed_by_a_locker_that_announced_
     );
 
     // z is configured for the lockers as they are after the restart.
-    let z = Dsync::builder(vec![
-        short.clone() as Arc<dyn NetLocker>,
-        node1.clone(),
-        node2.clone(),
-    ])
-    .owner("z")
-    .rng_seed(SEED + 1)
-    .lease(Lease {
-        validity: Duration::from_secs(1),
-        refresh_interval: Duration::from_millis(200),
-        safety_margin: Duration::from_millis(300),
-    })
-    .timeouts(Timeouts {
-        acquire: Duration::from_millis(100),
-        refresh: Duration::from_millis(100),
-        ..Timeouts::default()
-    })
-    .build()
-    .expect("z's settings fit the lockers");
-
+    let z = one_second_client(
+        vec![
+            short.clone() as Arc<dyn NetLocker>,
+            node1.clone(),
+            node2.clone(),
+        ],
+        SEED + 1,
+    );
     // Past x's first refresh (10 s) and locker 0's 1 s quarantine.
     tokio::time::sleep(Duration::from_millis(10_500)).await;
     let refreshes = node0.refreshes.load(Ordering::SeqCst);

@@ -24,133 +24,29 @@
 //! count it among the lockers that cannot confirm.
 #![cfg(feature = "testing")]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::common::{self, args};
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker,
-    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs,
+use crate::common::args;
+use crate::common::shrinking::{
+    one_second_client, one_second_locker, x_holding_res_beside, z_tries_after, Address, Scripted,
 };
+use quorum_lock::{LocalLocker, NetLocker};
 
 const SEED: u64 = 40_401;
-
-/// A server behind one address: `restart_as` swaps in the locker it runs
-/// after a restart, with the validity it announces.
-struct Address {
-    inner: Mutex<Arc<LocalLocker>>,
-}
-
-impl Address {
-    fn current(&self) -> Arc<LocalLocker> {
-        self.inner.lock().unwrap().clone()
-    }
-    fn restart_as(&self, next: Arc<LocalLocker>) {
-        *self.inner.lock().unwrap() = next;
-    }
-}
-
-#[async_trait]
-impl NetLocker for Address {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.current().refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.current().lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        true
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.current().fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.current().proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.current().leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.current().force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.current().locks().await
-    }
-    fn endpoint(&self) -> String {
-        "node-0".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.current().validity()
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_holder_learns_its_loss_when_a_locker_not_honouring_the_lease_and_a_not_found_leave_no_quorum(
 ) {
     eprintln!("seed {SEED}");
-    let node0 = Arc::new(Address {
-        inner: Mutex::new(Arc::new(LocalLocker::named("node-0"))),
-    });
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let x = common::seeded(
-        vec![
-            node0.clone() as Arc<dyn NetLocker>,
-            node1.clone(),
-            node2.clone(),
-        ],
-        "x",
-        SEED,
-    );
-    let x_guard = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
+    let node0 = Arc::new(Scripted(Address::new(Arc::new(LocalLocker::named(
+        "node-0",
+    )))));
+    let (_x, x_guard, node1, node2) = x_holding_res_beside(node0.clone(), SEED).await;
 
     // Locker 0 restarts with a validity of 1 s; "res" is forced open on
     // locker 1.
-    let short = Arc::new(LocalLocker::with_config(
-        "node-0",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::from_secs(1),
-        },
-    ));
-    short.restart();
+    let short = one_second_locker("node-0", Duration::from_secs(1));
     node0.restart_as(short.clone());
     assert!(node1
         .force_unlock(&args("", &["res"]))
@@ -158,34 +54,16 @@ async fn a_holder_learns_its_loss_when_a_locker_not_honouring_the_lease_and_a_no
         .expect("answers"));
 
     // z is configured for the lockers as they are now: a lease of 1 s.
-    let z = Dsync::builder(vec![
-        short.clone() as Arc<dyn NetLocker>,
-        node1.clone(),
-        node2.clone(),
-    ])
-    .owner("z")
-    .rng_seed(SEED + 1)
-    .lease(Lease {
-        validity: Duration::from_secs(1),
-        refresh_interval: Duration::from_millis(200),
-        safety_margin: Duration::from_millis(300),
-    })
-    .timeouts(Timeouts {
-        acquire: Duration::from_millis(100),
-        refresh: Duration::from_millis(100),
-        ..Timeouts::default()
-    })
-    .build()
-    .expect("z's settings fit the lockers");
-
-    // Past x's next refresh (10 s), which no quorum can confirm.
-    tokio::time::sleep(Duration::from_secs(12)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "12 s on: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
+    let z = one_second_client(
+        vec![
+            short.clone() as Arc<dyn NetLocker>,
+            node1.clone(),
+            node2.clone(),
+        ],
+        SEED + 1,
     );
+    // Past x's next refresh (10 s), which no quorum can confirm.
+    let z_guard = z_tries_after(Duration::from_secs(12), "12 s on", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x, refreshed by locker 2 alone (locker 0 cannot be \

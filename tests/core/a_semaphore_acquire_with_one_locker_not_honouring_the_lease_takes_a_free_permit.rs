@@ -21,14 +21,12 @@
 //! (`Err(err) if !err.is_retryable() => return Err(err)`) then gives up.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use crate::common::shrinking::first_shrinking;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::NetLocker;
 
 const SEED: u64 = 40_201;
 
@@ -37,22 +35,7 @@ async fn a_semaphore_acquire_with_one_locker_not_honouring_the_lease_takes_a_fre
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let a = common::seeded(cluster.net_lockers(), "a", SEED);
-    let short = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                Arc::new(Shrinking {
-                    inner: l,
-                    short: short.clone(),
-                }) as Arc<dyn NetLocker>
-            } else {
-                l
-            }
-        })
-        .collect();
+    let (lockers, short) = first_shrinking(cluster.net_lockers());
     let b = common::seeded(lockers, "b", SEED + 1);
 
     let a_permit = a

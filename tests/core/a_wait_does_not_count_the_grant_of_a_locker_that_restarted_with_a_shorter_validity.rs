@@ -22,14 +22,12 @@
 //! that grant plus locker 1's.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use crate::common::shrinking::first_shrinking;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common::{self, args, leftovers};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::NetLocker;
 
 const SEED: u64 = 38_301;
 #[tokio::test(start_paused = true)]
@@ -40,22 +38,7 @@ async fn a_wait_does_not_count_the_grant_of_a_locker_that_restarted_with_a_short
     for locker in &cluster.net_lockers()[1..] {
         assert!(locker.lock(&x).await.expect("answers"), "x holds res");
     }
-    let short = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                Arc::new(Shrinking {
-                    inner: l,
-                    short: short.clone(),
-                }) as Arc<dyn NetLocker>
-            } else {
-                l
-            }
-        })
-        .collect();
+    let (lockers, short) = first_shrinking(cluster.net_lockers());
     let w = common::seeded(lockers, "w", SEED);
     let mutex = w.rw_mutex(["res"]).unwrap();
     let wait = tokio::spawn(async move { mutex.lock_timeout(Duration::from_secs(10)).await });

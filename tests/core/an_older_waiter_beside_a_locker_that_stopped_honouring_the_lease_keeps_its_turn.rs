@@ -25,14 +25,13 @@
 //! for one that cannot queue.
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::common::shrinking::first_shrinking;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::NetLocker;
 
 const SEED: u64 = 38_201;
 #[tokio::test(start_paused = true)]
@@ -42,22 +41,7 @@ async fn an_older_waiter_beside_a_locker_that_stopped_honouring_the_lease_keeps_
     let x = common::seeded(cluster.net_lockers(), "x", SEED);
     let held = x.rw_mutex(["res"]).unwrap().lock().await.expect("x locks");
 
-    let short = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                Arc::new(Shrinking {
-                    inner: l,
-                    short: short.clone(),
-                }) as Arc<dyn NetLocker>
-            } else {
-                l
-            }
-        })
-        .collect();
+    let (lockers, short) = first_shrinking(cluster.net_lockers());
     let old = common::seeded(lockers, "old", SEED + 1);
     let young = common::seeded(cluster.net_lockers(), "young", SEED + 2);
     short.store(true, Ordering::SeqCst);

@@ -24,14 +24,13 @@
 //! held 1 make a "quorum answered, some held elsewhere".
 #![cfg(feature = "testing")]
 
-use crate::common::shrinking::Shrinking;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use crate::common::shrinking::first_shrinking;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::common::{self, args};
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::Error;
 
 const SEED: u64 = 40_301;
 
@@ -45,22 +44,7 @@ async fn lock_timeout_does_not_count_the_grant_of_a_locker_not_honouring_the_lea
     for locker in &plain[1..] {
         assert!(locker.lock(&y).await.expect("answers"), "y holds res");
     }
-    let short = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = plain
-        .iter()
-        .cloned()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 {
-                Arc::new(Shrinking {
-                    inner: l,
-                    short: short.clone(),
-                }) as Arc<dyn NetLocker>
-            } else {
-                l
-            }
-        })
-        .collect();
+    let (lockers, short) = first_shrinking(plain.clone());
     let w = common::seeded(lockers, "w", SEED + 1);
     let mutex = w.rw_mutex(["res"]).unwrap();
     let watcher = mutex.clone();

@@ -31,108 +31,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::common::args;
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, Timeouts,
+use crate::common::shrinking::{
+    one_second_client, y_holding_res_on_locker_2, Announcing, Learns, Midway, Script, Scripted,
+    Slowed,
 };
+use quorum_lock::{Dsync, Lease, LocalLocker, NetLocker};
 
 const SEED: u64 = 45_101;
-
-/// `inner`, announcing no validity until `learned` is set (a reconnect to
-/// the server, restarted with another validity), then the inner locker's
-/// own.
-struct Announcing {
-    inner: Arc<LocalLocker>,
-    learned: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl NetLocker for Announcing {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "node-0".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        if self.learned.load(Ordering::SeqCst) {
-            self.inner.validity()
-        } else {
-            None
-        }
-    }
-}
-
-/// `inner`, whose refreshes take 10 ms once `armed`; 5 ms into one, locker
-/// 0's new validity is announced.
-struct SlowRefresh {
-    inner: Arc<LocalLocker>,
-    armed: Arc<AtomicBool>,
-    announce: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl NetLocker for SlowRefresh {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refresh_mode(args, LockMode::Write).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        if self.armed.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            self.announce.store(true, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "node-1".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-}
 
 /// `inner`, whose refreshes after the first one once `armed` take 2 s (a
 /// slow network, within the refresh timeout).
@@ -143,39 +48,14 @@ struct SlowLater {
 }
 
 #[async_trait]
-impl NetLocker for SlowLater {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
+impl Script for SlowLater {
+    fn runs(&self) -> Arc<dyn NetLocker> {
+        self.inner.clone()
     }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.refresh_mode(args, LockMode::Write).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
+    async fn refresh_arrives(&self) {
         if self.armed.load(Ordering::SeqCst) && self.seen.fetch_add(1, Ordering::SeqCst) >= 1 {
             tokio::time::sleep(Duration::from_secs(2)).await;
         }
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "node-2".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
     }
 }
 
@@ -183,36 +63,31 @@ impl NetLocker for SlowLater {
 async fn refresh_does_not_count_the_confirmation_of_a_locker_that_announced_a_shorter_validity_before_the_quorum_confirmed(
 ) {
     eprintln!("seed {SEED}");
-    let short = LockerConfig {
-        validity: Duration::from_secs(1),
-        quarantine: Duration::ZERO,
-    };
-    let node0 = Arc::new(LocalLocker::with_config("node-0", short));
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
+    // Locker 0 announces its validity once learned; once `armed`, locker
+    // 1's refreshes take 10 ms, and 5 ms into one locker 0's new validity
+    // is learned.
     let learned = Arc::new(AtomicBool::new(false));
     let armed = Arc::new(AtomicBool::new(false));
     let x_lockers: Vec<Arc<dyn NetLocker>> = vec![
-        Arc::new(Announcing {
+        Arc::new(Scripted(Announcing {
             inner: node0.clone(),
             learned: learned.clone(),
-        }),
-        Arc::new(SlowRefresh {
+            learns: Learns::Elsewhere,
+            announces: None,
+        })),
+        Arc::new(Scripted(Midway {
             inner: node1.clone(),
+            slowed: Slowed::Refreshes,
             armed: armed.clone(),
             announce: learned.clone(),
-        }),
-        Arc::new(SlowLater {
+        })),
+        Arc::new(Scripted(SlowLater {
             inner: node2.clone(),
             armed: armed.clone(),
             seen: AtomicUsize::new(0),
-        }),
+        })),
     ];
     let x = Dsync::builder(x_lockers)
         .owner("x")
@@ -224,26 +99,14 @@ async fn refresh_does_not_count_the_confirmation_of_a_locker_that_announced_a_sh
         })
         .build()
         .expect("x's settings fit the lockers it knows");
-    let z = Dsync::builder(vec![
-        node0.clone() as Arc<dyn NetLocker>,
-        node1.clone(),
-        node2.clone(),
-    ])
-    .owner("z")
-    .rng_seed(SEED + 1)
-    .lease(Lease {
-        validity: Duration::from_secs(1),
-        refresh_interval: Duration::from_millis(200),
-        safety_margin: Duration::from_millis(300),
-    })
-    .timeouts(Timeouts {
-        acquire: Duration::from_millis(100),
-        refresh: Duration::from_millis(100),
-        ..Timeouts::default()
-    })
-    .build()
-    .expect("z's settings fit the lockers");
-
+    let z = one_second_client(
+        vec![
+            node0.clone() as Arc<dyn NetLocker>,
+            node1.clone(),
+            node2.clone(),
+        ],
+        SEED + 1,
+    );
     let x_guard = tokio::time::timeout(
         Duration::from_secs(5),
         x.rw_mutex(["res"]).unwrap().try_lock(),

@@ -27,192 +27,49 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::common::{self, args};
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker,
-    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs,
+use crate::common;
+use crate::common::shrinking::{
+    one_second_client, y_holding_res_on_locker_2, z_tries_after, Announcing, Learns, Midway,
+    Scripted, Slowed,
 };
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 42_301;
-
-/// `inner`, announcing no validity until `learned` is set (a reconnect to
-/// the server, restarted with another validity), then the inner locker's
-/// own.
-struct Announcing {
-    inner: Arc<dyn NetLocker>,
-    learned: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl NetLocker for Announcing {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.inner.proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.inner.leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        if self.learned.load(Ordering::SeqCst) {
-            self.inner.validity()
-        } else {
-            None
-        }
-    }
-}
-
-/// `inner`, whose lock calls take 10 ms; 5 ms into one, locker 0's new
-/// validity is announced.
-struct Slow {
-    inner: Arc<LocalLocker>,
-    announce: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl NetLocker for Slow {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        self.announce.store(true, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "node-1".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn try_lock_does_not_count_a_grant_whose_locker_announced_a_shorter_validity_before_the_quorum_was_made(
 ) {
     eprintln!("seed {SEED}");
-    let short = LockerConfig {
-        validity: Duration::from_secs(1),
-        quarantine: Duration::ZERO,
-    };
-    let node0 = Arc::new(LocalLocker::with_config("node-0", short));
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
+    // Locker 0 announces its validity once learned; locker 1's lock calls
+    // take 10 ms, and 5 ms into one locker 0's new validity is learned.
     let learned = Arc::new(AtomicBool::new(false));
     let x_lockers: Vec<Arc<dyn NetLocker>> = vec![
-        Arc::new(Announcing {
+        Arc::new(Scripted(Announcing {
             inner: node0.clone(),
             learned: learned.clone(),
-        }),
-        Arc::new(Slow {
+            learns: Learns::Elsewhere,
+            announces: None,
+        })),
+        Arc::new(Scripted(Midway {
             inner: node1.clone(),
+            slowed: Slowed::Locks,
+            armed: Arc::new(AtomicBool::new(true)),
             announce: learned.clone(),
-        }),
+        })),
         node2.clone(),
     ];
     let x = common::seeded(x_lockers, "x", SEED);
     // z is configured for the lockers as they are: a lease of 1 s.
-    let z = Dsync::builder(vec![
-        node0.clone() as Arc<dyn NetLocker>,
-        node1.clone(),
-        node2.clone(),
-    ])
-    .owner("z")
-    .rng_seed(SEED + 1)
-    .lease(Lease {
-        validity: Duration::from_secs(1),
-        refresh_interval: Duration::from_millis(200),
-        safety_margin: Duration::from_millis(300),
-    })
-    .timeouts(Timeouts {
-        acquire: Duration::from_millis(100),
-        refresh: Duration::from_millis(100),
-        ..Timeouts::default()
-    })
-    .build()
-    .expect("z's settings fit the lockers");
-
+    let z = one_second_client(
+        vec![
+            node0.clone() as Arc<dyn NetLocker>,
+            node1.clone(),
+            node2.clone(),
+        ],
+        SEED + 1,
+    );
     let x_guard = x.rw_mutex(["res"]).unwrap().try_lock().await;
     eprintln!(
         "x's try_lock: {:?}; locker 0 announced its validity: {}",
@@ -229,13 +86,7 @@ async fn try_lock_does_not_count_a_grant_whose_locker_announced_a_shorter_validi
     };
 
     assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
-    );
+    let z_guard = z_tries_after(Duration::from_secs(2), "2 s later", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \

@@ -22,149 +22,44 @@
 //! check `Acquisition::try_win` (src/lock/acquisition.rs) now makes.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::common::{self, args};
-use quorum_lock::{
-    Dsync, Error, Lease, LocalLocker, LockArgs, LockInfo, LockMode, LockerConfig, NetLocker,
-    Proclamation, Timeouts, WaitArgs, WaitReply, WatchArgs,
+use crate::common;
+use crate::common::shrinking::{
+    one_second_client, y_holding_res_on_locker_2, z_tries_after, Announcing, Learns, Scripted,
 };
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 40_101;
-
-/// `inner`, announcing no validity until a lock call of it was answered,
-/// then the inner locker's own.
-struct Announcing {
-    inner: Arc<dyn NetLocker>,
-    learned: AtomicBool,
-}
-
-#[async_trait]
-impl NetLocker for Announcing {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        let granted = self.inner.lock(args).await;
-        self.learned.store(true, Ordering::SeqCst);
-        granted
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn lock_wait(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        wait: &WaitArgs,
-    ) -> Result<WaitReply, Error> {
-        self.inner.lock_wait(args, mode, wait).await
-    }
-    fn queues(&self) -> bool {
-        self.inner.queues()
-    }
-    async fn fence(
-        &self,
-        args: &LockArgs,
-        mode: LockMode,
-        floor: u64,
-    ) -> Result<Option<u64>, Error> {
-        self.inner.fence(args, mode, floor).await
-    }
-    async fn proclaim(&self, args: &LockArgs, p: &Proclamation) -> Result<bool, Error> {
-        self.inner.proclaim(args, p).await
-    }
-    async fn leader(
-        &self,
-        args: &LockArgs,
-        watch: Option<&WatchArgs>,
-    ) -> Result<Option<Proclamation>, Error> {
-        self.inner.leader(args, watch).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    async fn locks(&self) -> Result<Vec<LockInfo>, Error> {
-        self.inner.locks().await
-    }
-    fn endpoint(&self) -> String {
-        self.inner.endpoint()
-    }
-    fn is_online(&self) -> bool {
-        self.inner.is_online()
-    }
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-    fn validity(&self) -> Option<Duration> {
-        if self.learned.load(Ordering::SeqCst) {
-            self.inner.validity()
-        } else {
-            None
-        }
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn try_lock_does_not_count_the_grant_of_a_locker_that_announced_a_shorter_validity_on_its_way(
 ) {
     eprintln!("seed {SEED}");
-    let short = LockerConfig {
-        validity: Duration::from_secs(1),
-        quarantine: Duration::ZERO,
-    };
-    let node0 = Arc::new(LocalLocker::with_config("node-0", short));
-    let node1 = Arc::new(LocalLocker::named("node-1"));
-    let node2 = Arc::new(LocalLocker::named("node-2"));
-    let y = args("y", &["res"]);
-    assert!(
-        node2.lock(&y).await.expect("answers"),
-        "y holds res on locker 2"
-    );
+    let ([node0, node1, node2], y) = y_holding_res_on_locker_2().await;
 
     let x_lockers: Vec<Arc<dyn NetLocker>> = vec![
-        Arc::new(Announcing {
+        Arc::new(Scripted(Announcing {
             inner: node0.clone(),
-            learned: AtomicBool::new(false),
-        }),
+            learned: Arc::new(AtomicBool::new(false)),
+            learns: Learns::WhenALockIsAnswered,
+            announces: None,
+        })),
         node1.clone(),
         node2.clone(),
     ];
     let x = common::seeded(x_lockers, "x", SEED);
     // z is configured for the lockers as they are: a lease of 1 s.
-    let z = Dsync::builder(vec![
-        node0.clone() as Arc<dyn NetLocker>,
-        node1.clone(),
-        node2.clone(),
-    ])
-    .owner("z")
-    .rng_seed(SEED + 1)
-    .lease(Lease {
-        validity: Duration::from_secs(1),
-        refresh_interval: Duration::from_millis(200),
-        safety_margin: Duration::from_millis(300),
-    })
-    .timeouts(Timeouts {
-        acquire: Duration::from_millis(100),
-        refresh: Duration::from_millis(100),
-        ..Timeouts::default()
-    })
-    .build()
-    .expect("z's settings fit the lockers");
-
+    let z = one_second_client(
+        vec![
+            node0.clone() as Arc<dyn NetLocker>,
+            node1.clone(),
+            node2.clone(),
+        ],
+        SEED + 1,
+    );
     let x_guard = x.rw_mutex(["res"]).unwrap().try_lock().await;
     eprintln!("x's try_lock: {:?}", x_guard.as_ref().map(|_| ()));
     let Ok(x_guard) = x_guard else {
@@ -173,13 +68,7 @@ async fn try_lock_does_not_count_the_grant_of_a_locker_that_announced_a_shorter_
     };
 
     assert!(node2.unlock(&y).await.expect("answers"), "y lets go");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let z_guard = z.rw_mutex(["res"]).unwrap().try_lock().await;
-    eprintln!(
-        "2 s later: z's try_lock: {:?}; x's guard lost: {}",
-        z_guard.as_ref().map(|_| ()),
-        x_guard.is_lost()
-    );
+    let z_guard = z_tries_after(Duration::from_secs(2), "2 s later", &z, &x_guard).await;
     assert!(
         x_guard.is_lost() || z_guard.is_err(),
         "two writers hold res at once: x's try_lock counted the grant of locker 0, which \

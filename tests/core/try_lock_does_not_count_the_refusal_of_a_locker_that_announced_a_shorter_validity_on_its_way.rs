@@ -28,65 +28,15 @@
 //! that would file it out of reach is read.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
+use crate::common::shrinking::{Announcing, Learns, Scripted};
 use crate::common::{self, args, Behaviour, FaultyLocker};
-use quorum_lock::{Error, LocalLocker, LockArgs, LockMode, NetLocker};
+use quorum_lock::{Error, LocalLocker, NetLocker};
 
 const SEED: u64 = 42_101;
-
-/// `inner`, announcing no validity until a lock call of it arrived, then
-/// 1 s (a server restarted with that validity, met on the connection the
-/// call reconnected on).
-struct Announcing {
-    inner: Arc<LocalLocker>,
-    announced: AtomicBool,
-}
-
-#[async_trait]
-impl NetLocker for Announcing {
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.announced.store(true, Ordering::SeqCst);
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.announced.store(true, Ordering::SeqCst);
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn refresh_mode(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.inner.refresh_mode(args, mode).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "node-0".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-    fn validity(&self) -> Option<Duration> {
-        self.announced
-            .load(Ordering::SeqCst)
-            .then_some(Duration::from_secs(1))
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn try_lock_does_not_count_the_refusal_of_a_locker_that_announced_a_shorter_validity_on_its_way(
@@ -102,12 +52,17 @@ async fn try_lock_does_not_count_the_refusal_of_a_locker_that_announced_a_shorte
     node1.set(Behaviour::Fail);
     let node2 = Arc::new(LocalLocker::named("node-2"));
 
+    // Locker 0 announces no validity until a lock call of it arrived, then
+    // 1 s (a server restarted with that validity, met on the connection
+    // the call reconnected on).
     let x = common::seeded(
         vec![
-            Arc::new(Announcing {
+            Arc::new(Scripted(Announcing {
                 inner: node0.clone(),
-                announced: AtomicBool::new(false),
-            }) as Arc<dyn NetLocker>,
+                learned: Arc::new(AtomicBool::new(false)),
+                learns: Learns::WhenALockArrives,
+                announces: Some(Duration::from_secs(1)),
+            })) as Arc<dyn NetLocker>,
             node1.clone(),
             node2.clone(),
         ],
