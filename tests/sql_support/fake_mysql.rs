@@ -40,7 +40,10 @@ fn read_packet(stream: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
 
 /// A packet of `body` with sequence id `seq`.
 fn packet(seq: u8, body: &[u8]) -> Vec<u8> {
-    let len = u32::try_from(body.len()).expect("a packet under 16 MiB").to_le_bytes();
+    assert!(body.len() < 1 << 24, "a packet under 16 MiB");
+    let len = u32::try_from(body.len())
+        .expect("a packet under 16 MiB")
+        .to_le_bytes();
     let mut out = vec![len[0], len[1], len[2], seq];
     out.extend(body);
     out
