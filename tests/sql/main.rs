@@ -36,6 +36,14 @@ mod a_search_path_refusal_naming_a_hostile_schema_reaches_the_log_escaped;
 #[path = "../sql_support/fake_postgres.rs"]
 mod fake_postgres;
 
+#[cfg(feature = "mysql")]
+mod a_mysql_driver_error_quoting_the_password_after_the_login_is_not_logged_with_it;
+#[cfg(feature = "mysql")]
+mod a_mysql_refusal_after_the_login_reaches_the_log_escaped_and_cut;
+#[cfg(feature = "mysql")]
+#[path = "../sql_support/fake_mysql.rs"]
+mod fake_mysql;
+
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_connection_opened_before_the_pin_stays_on_the_search_path;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
