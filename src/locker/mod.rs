@@ -26,7 +26,9 @@ use tokio::time::Instant;
     feature = "postgres",
     feature = "mysql"
 ))]
-pub(crate) use crate::locker::args::escape_peer_text;
+pub(crate) use crate::locker::args::{
+    escape_peer_head, escape_peer_text, peer_text_head, unshowable_character,
+};
 use crate::locker::args::{LockArgs, LockMode};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};

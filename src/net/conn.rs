@@ -197,8 +197,11 @@ impl Connection {
                     // The server's words, cut where they quote the token
                     // (a peer may quote what it refused) and escaped,
                     // before any log or error shows them.
-                    let reason = recording::without_token(&reason, config.token.as_bytes());
-                    let reason = crate::locker::escape_peer_text(&reason);
+                    // Only its head is searched: the search costs its
+                    // length times the token's.
+                    let (head, _) = crate::locker::peer_text_head(&reason);
+                    let head = recording::without_token(head, config.token.as_bytes());
+                    let reason = crate::locker::escape_peer_head(&head, reason.len());
                     if let Some(older) = wire::fallback_version(&reason, version) {
                         tracing::debug!(endpoint, offered = version, older, %reason, "lock server speaks an older protocol; asking again");
                         version = older;

@@ -17,9 +17,11 @@
 //! application's subscriber is never replaced or filtered: this one lives
 //! only for the locker's polls.
 //!
-//! Any other event of the driver's is passed on unchanged unless its words
-//! quote a secret (a database error it logs): then it is held and logged
-//! masked as a notice is.
+//! Any other event of the driver's (a database error it logs, such as a
+//! failed session statement of a new connection, on MySQL as on
+//! PostgreSQL) is passed on unchanged unless its words quote a secret,
+//! hold a control character or run over 2 KiB: then it is held and logged
+//! masked, escaped and cut as a notice is.
 //!
 //! Only when the application has set a tracing dispatcher: without one,
 //! events go to the `log` crate's logger (tracing's `log` feature), which
@@ -51,10 +53,9 @@ const DRIVER_PREFIX: &str = "sqlx";
 const HELD: usize = 16;
 
 /// The masking dispatcher of one locker, and the notices it holds.
-/// `None` for a MySQL locker, whose driver logs no server text.
 #[derive(Clone)]
 pub(super) struct Masking {
-    dispatch: Option<Dispatch>,
+    dispatch: Dispatch,
     held: Arc<Held>,
 }
 
@@ -67,13 +68,15 @@ thread_local! {
 impl Masking {
     /// The masking dispatcher of the locker at `endpoint` (made once per
     /// locker: making a dispatcher makes tracing ask every log statement of
-    /// the process again); none unless `postgres`.
-    pub(super) fn new(endpoint: &str, postgres: bool) -> Self {
+    /// the process again). Both drivers need it: sqlx logs a failed
+    /// session statement of a new connection (`after_connect`) with the
+    /// server's words, on MySQL as on PostgreSQL.
+    pub(super) fn new(endpoint: &str) -> Self {
         let held = Arc::new(Held {
             endpoint: endpoint.to_owned(),
             notices: Mutex::default(),
         });
-        let dispatch = postgres.then(|| Dispatch::new(Notices { held: held.clone() }));
+        let dispatch = Dispatch::new(Notices { held: held.clone() });
         Masking { dispatch, held }
     }
 
@@ -91,9 +94,7 @@ impl Masking {
     /// log a malformed line of it). What it held is logged, masked, once
     /// `f` returns.
     pub(super) fn run<R>(&self, f: impl FnOnce() -> R) -> R {
-        let Some(dispatch) = &self.dispatch else {
-            return f();
-        };
+        let dispatch = &self.dispatch;
         // No tracing dispatcher was ever set: events go to the `log`
         // crate's logger, if any (tracing's `log` feature), and setting one
         // here, even for a poll, would end that for the whole process.
@@ -181,7 +182,7 @@ impl Held {
                             $level,
                             %locker,
                             logged = %notice,
-                            "the database driver logged words that quote a secret (masked)"
+                            "the database driver logged a server's words (masked, escaped and cut)"
                         )
                     }
                 };
@@ -203,6 +204,15 @@ impl Held {
             );
         }
     }
+}
+
+/// Whether a driver event's `text` may be logged as it came: short, on
+/// one line, quoting no secret.
+fn passes_unchanged(text: &str) -> bool {
+    let (head, cut) = crate::locker::peer_text_head(text);
+    !cut && head.len() <= 2048
+        && crate::locker::unshowable_character(head).is_none()
+        && matches!(crate::locker::secrets::mask(head), Cow::Borrowed(_))
 }
 
 /// The dispatcher: the application's, but for the driver's notices.
@@ -276,8 +286,11 @@ impl Subscriber for Notices {
         let mut text = Text::default();
         event.record(&mut text);
         // The driver's other events pass unchanged unless they quote a
-        // secret (an error of the database's, say).
-        if !notice && matches!(crate::locker::secrets::mask(&text.0), Cow::Borrowed(_)) {
+        // secret (an error of the database's, say), or hold what a log line
+        // must not show as it came: a control character, or more than the
+        // 2 KiB of a peer's text an error quotes. Those are held, and
+        // logged escaped and cut.
+        if !notice && passes_unchanged(&text.0) {
             return self.app(|app| app.event(event));
         }
         self.held.hold(*metadata.level(), notice, text.0);
@@ -334,7 +347,7 @@ mod tests {
         let app = Collect::default();
         let _default = tracing::subscriber::set_default(app.clone());
         tracing::callsite::rebuild_interest_cache();
-        let masking = Masking::new("postgres://db.internal:5432/locks", true);
+        let masking = Masking::new("postgres://db.internal:5432/locks");
         let inner = masking.clone();
         masking
             .scope(async move {
@@ -372,10 +385,12 @@ mod tests {
         assert!(notices.iter().any(|l| l.contains("nested")));
     }
 
-    #[tokio::test]
-    async fn a_mysql_locker_polls_unwrapped() {
-        let masking = Masking::new("mysql://db.internal:3306/locks", false);
-        assert!(masking.dispatch.is_none());
-        assert_eq!(masking.scope(async { 7 }).await, 7);
+    #[test]
+    fn a_driver_event_passes_unchanged_only_short_on_one_line_and_quoting_no_secret() {
+        assert!(passes_unchanged(
+            "error returned from database: 1045 (28000): denied"
+        ));
+        assert!(!passes_unchanged("denied\u{1b}]0;owned\u{7}\nforged row"));
+        assert!(!passes_unchanged(&"x".repeat(2049)));
     }
 }

@@ -143,7 +143,7 @@ impl Store {
         // The driver's parse may read the password file and log a
         // malformed line of it whole: within the locker's masking, as its
         // calls are (the caller remembered those lines before).
-        let masking = Masking::new(&endpoint, backend == Backend::Postgres);
+        let masking = Masking::new(&endpoint);
         let server = masking.run(|| Server::of(&options, backend, &endpoint))?;
         let started_ms = Arc::new(AtomicI64::new(0));
         let setup =
@@ -201,7 +201,8 @@ impl Store {
                         };
                         let seconds: i64 = text.trim().parse().map_err(|_| {
                             sqlx::Error::Protocol(format!(
-                                "an uptime that is not a number: {text:?}"
+                                "an uptime that is not a number: {}",
+                                crate::locker::escape_peer_text(&text)
                             ))
                         })?;
                         let now: i64 = sqlx::query_scalar(clock).fetch_one(&mut *conn).await?;
