@@ -86,7 +86,10 @@ async fn a_permit_whose_first_draw_was_cancelled_draws_no_fencing_token_after_it
         .await
         .unwrap();
     eprintln!("forced open {forced} entries of the permit's slot");
-    assert!(forced >= 2, "the slot was forced open on a quorum: {forced}");
+    assert!(
+        forced >= 2,
+        "the slot was forced open on a quorum: {forced}"
+    );
     let other = tokio::time::timeout(
         Duration::from_secs(5),
         b.semaphore("jobs", 2).unwrap().acquire_many(2),
