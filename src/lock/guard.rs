@@ -77,6 +77,33 @@ impl Held {
         Ok(())
     }
 
+    /// The token kept by an earlier draw, or one drawn now and not kept
+    /// (see [`keep_token`](Self::keep_token)): for a caller whose call may
+    /// still fail or be cancelled after this draw, and which must then
+    /// leave no token behind.
+    async fn token_unkept(&self) -> Result<u64, Error> {
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        let token = match self.state.token.get() {
+            Some(&kept) => kept,
+            None => draw_token(&self.state).await?,
+        };
+        if self.signal.check() {
+            return Err(Error::LockLost);
+        }
+        Ok(token)
+    }
+
+    /// Keeps `token` (from [`token_unkept`](Self::token_unkept)) as this
+    /// lock's token, unless one is kept already; returns the one kept.
+    fn keep_token(&self, token: u64) -> u64 {
+        match self.state.token.set(token) {
+            Ok(()) => token,
+            Err(_) => self.state.token.get().copied().unwrap_or(token),
+        }
+    }
+
     async fn unlock(mut self) -> Result<(), Error> {
         self.released = true;
         self.signal.holder_stopped();
@@ -241,6 +268,18 @@ macro_rules! guard {
             pub(crate) fn link_loss(&self, token: CancellationToken) {
                 self.held.adopt_here();
                 self.held.signal.link(token);
+            }
+
+            /// See `Held::token_unkept`.
+            #[allow(dead_code)]
+            pub(crate) async fn token_unkept(&self) -> Result<u64, Error> {
+                self.held.token_unkept().await
+            }
+
+            /// See `Held::keep_token`.
+            #[allow(dead_code)]
+            pub(crate) fn keep_token(&self, token: u64) -> u64 {
+                self.held.keep_token(token)
             }
 
             /// See `Held::confirm_held`.

@@ -145,14 +145,24 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         } else {
             calls.next().await
         };
-        let Some((index, result)) = next else { break };
+        let Some((index, mut result)) = next else {
+            break;
+        };
+        // A locker that no longer honours the lease (it announced a
+        // shorter validity) is not counted on: it counts as down, as in
+        // every other round.
+        if matches!(result, Ok(Some(_))) {
+            if let Err(err) = coord.honours_lease(index) {
+                result = Err(err);
+            }
+        }
         ends[index] = match &result {
             Ok(Some(_)) => RoundEnd::Counted,
             Ok(None) => RoundEnd::Declined,
             Err(err) => RoundEnd::Failed(err.clone()),
         };
         match result {
-            Ok(Some(token)) => tokens.push(token),
+            Ok(Some(token)) => tokens.push((index, token)),
             Ok(None) => not_held += 1,
             // A locker that cannot draw tokens counts as one that failed:
             // the others may still make a quorum, whatever the order.
@@ -168,9 +178,14 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         if draining {
             continue;
         }
+        // Tallied anew at each look: a locker may announce a shorter
+        // validity after it answered.
+        let before = tokens.len();
+        tokens.retain(|&(index, _)| coord.lease_honoured(index));
+        failed += before - tokens.len();
         if tokens.len() >= quorum {
-            let token = tokens.iter().copied().max().unwrap_or(floor);
-            let agreed = tokens.iter().all(|t| *t == token);
+            let token = tokens.iter().map(|&(_, t)| t).max().unwrap_or(floor);
+            let agreed = tokens.iter().all(|&(_, t)| t == token);
             return Ok(Drawn { token, agreed });
         }
         if tokens.len() + (n - tokens.len() - not_held - failed) < quorum {

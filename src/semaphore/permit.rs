@@ -92,21 +92,20 @@ impl SemaphorePermit {
     /// asks a quorum of lockers afresh whether they still hold the count
     /// (a fencing draw, as a lock guard's first draw is), so a count forced
     /// open before its next refresh fails it with `LockLost` too, even when
-    /// another permit sharing the count drew before.
+    /// another permit sharing the count drew before. Nothing is kept until
+    /// a call hands out its token: a call cancelled or failed half-way
+    /// leaves the next one to ask a quorum again.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe, as [`WriteGuard::fencing_token`].
     pub async fn fencing_token(&self) -> Result<u64, Error> {
-        let Some((_, guard)) = self.slots.first().filter(|_| !self.is_lost()) else {
-            return Err(Error::LockLost);
-        };
-        let confirmed = self.count_confirmed.load(Ordering::Acquire);
-        let (count, token) = futures::join!(self.count_held(confirmed), guard.fencing_token());
-        count?;
-        let token = self.unless_lost(token)?;
-        self.count_confirmed.store(true, Ordering::Release);
-        Ok(token)
+        let first = self.slots.get(..1).unwrap_or_default();
+        let tokens = self.tokens_of(first).await?;
+        tokens
+            .first()
+            .map(|&(_, token)| token)
+            .ok_or(Error::LockLost)
     }
 
     /// The fencing token of each slot, as `(slot, token)`, ascending by
@@ -117,24 +116,34 @@ impl SemaphorePermit {
     ///
     /// Cancel safe, as [`WriteGuard::fencing_token`].
     pub async fn fencing_tokens(&self) -> Result<Vec<(usize, u64)>, Error> {
-        if self.is_lost() {
+        self.tokens_of(&self.slots).await
+    }
+
+    /// The tokens of `slots`. Nothing is kept until every draw of the call
+    /// succeeded and the permit still stands: a call cancelled or failed
+    /// half-way leaves no slot's token and no count confirmation behind,
+    /// so the next call asks a quorum again, as a guard's next draw does.
+    async fn tokens_of(&self, slots: &[(usize, WriteGuard)]) -> Result<Vec<(usize, u64)>, Error> {
+        if slots.is_empty() || self.is_lost() {
             return Err(Error::LockLost);
         }
         let confirmed = self.count_confirmed.load(Ordering::Acquire);
         let (count, tokens) = futures::join!(
             self.count_held(confirmed),
-            join_all(self.slots.iter().map(|(_, g)| g.fencing_token()))
+            join_all(slots.iter().map(|(_, g)| g.token_unkept()))
         );
         count?;
-        let tokens = self
-            .slots
+        let tokens = tokens.into_iter().collect::<Result<Vec<u64>, Error>>()?;
+        if self.is_lost() {
+            return Err(Error::LockLost);
+        }
+        let kept = slots
             .iter()
             .zip(tokens)
-            .map(|((slot, _), token)| token.map(|t| (*slot, t)))
+            .map(|((slot, guard), token)| (*slot, guard.keep_token(token)))
             .collect();
-        let tokens = self.unless_lost(tokens)?;
         self.count_confirmed.store(true, Ordering::Release);
-        Ok(tokens)
+        Ok(kept)
     }
 
     /// Whether the count is still held: asked of a quorum afresh until one
@@ -151,16 +160,6 @@ impl SemaphorePermit {
             return Err(Error::LockLost);
         }
         Ok(())
-    }
-
-    /// `result`, unless the permit is lost by now: a token drawn (or kept
-    /// from earlier) by a slot's lock vouches for nothing once the count
-    /// or another slot is gone.
-    fn unless_lost<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
-        if self.is_lost() {
-            return Err(Error::LockLost);
-        }
-        result
     }
 
     /// Whether the permit is lost: the lock on one of its slots or on the
