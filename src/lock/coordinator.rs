@@ -736,6 +736,10 @@ pub(crate) struct QueueState {
     pub(crate) drainers: Vec<(tokio::runtime::Id, u64)>,
     /// The last drainer id handed out.
     pub(crate) next_drainer: u64,
+    /// Unlocks a drain task took from `pending` and is sending: with
+    /// `pending`, what `Dsync::finish_releases` waits for (a drain task
+    /// with nothing to send, on an idle runtime, holds nothing up).
+    pub(crate) sending: usize,
 }
 
 impl UnlockQueue {

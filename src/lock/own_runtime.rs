@@ -30,6 +30,12 @@ struct Started {
 }
 
 impl OwnRuntime {
+    /// The id of its runtime, if it was started.
+    pub(crate) fn started_id(&self) -> Option<tokio::runtime::Id> {
+        let started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+        started.as_ref().map(|started| started.handle.id())
+    }
+
     /// Its handle, starting it if it is not running yet; `None` when no
     /// runtime or thread can be made. Never blocks on the thread.
     pub(crate) fn handle(&self) -> Option<Handle> {

@@ -31,7 +31,7 @@ use tracing::Instrument;
 
 use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
-use crate::lock::coordinator::{Coordinator, PendingUnlock, ReleaseToken};
+use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::{CallKind, Names};
@@ -357,8 +357,8 @@ fn start_drainer(
         index,
         id,
         batch: Vec::new(),
+        taken: 0,
         finished: false,
-        _counted: coord.outstanding.begin(),
     }));
 }
 
@@ -371,33 +371,39 @@ pub(crate) async fn finish(
     handle: &Handle,
     within: Duration,
 ) -> Result<(), Error> {
+    // A drain task ending is not announced: a wait with only unlocks left
+    // looks again after this long.
+    const LOOK_AGAIN: Duration = Duration::from_millis(20);
     let until = after(tokio::time::Instant::now(), within);
     let outstanding = &coord.outstanding;
     loop {
-        // Unlocks queued for retry with no task left to send them (it
-        // went with its runtime) get one here; running drainers are
-        // counted among the outstanding releases.
+        // Unlocks queued with no drain task here get one. What is waited
+        // for is unlocks queued or being sent, and the other releases: a
+        // drain task with nothing to send, on a runtime that is idle,
+        // holds nothing up.
         let queued = drain_queued(coord, handle);
+        let sending: usize = coord
+            .unlock_retries
+            .iter()
+            .map(|queue| queue.lock().sending)
+            .sum();
         let running = outstanding.count();
-        if queued == 0 && running == 0 {
+        let pending = queued + sending + running;
+        if pending == 0 {
             return Ok(());
         }
-        // Unlocks queued, and no drainer would run (this runtime is
-        // shutting down): nothing to wait for but the bound.
-        if running == 0 || tokio::time::Instant::now() >= until {
+        let now = tokio::time::Instant::now();
+        if now >= until {
             return Err(Error::ReleasesPending {
-                pending: running.max(queued),
+                pending,
                 waited: within,
             });
         }
-        if tokio::time::timeout_at(until, outstanding.idle())
-            .await
-            .is_err()
-        {
-            return Err(Error::ReleasesPending {
-                pending: outstanding.count().max(queued),
-                waited: within,
-            });
+        let look = after(now, LOOK_AGAIN).min(until);
+        if running == 0 {
+            tokio::time::sleep_until(look).await;
+        } else {
+            let _ = tokio::time::timeout_at(look, outstanding.idle()).await;
         }
     }
 }
@@ -419,6 +425,7 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
 /// went with its runtime (the private one of an `unlock()` outside any
 /// runtime, say) is otherwise left until a later failure starts one.
 pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
+    let own = coord.own_runtime.started_id();
     let mut queued = 0;
     for index in 0..coord.unlock_retries.len() {
         let queue = coord.unlock_retries[index].lock();
@@ -426,6 +433,13 @@ pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
             continue;
         }
         queued += queue.pending.len();
+        // A queue the coordinator's own runtime drains (one a runtime
+        // handed over as it shut down) stays with it: that runtime is
+        // always driven, and judges the unlocks on the clock they were
+        // handed over on, not on this runtime's (a test's paused clock).
+        if own.is_some_and(|own| queue.drainers.iter().any(|(r, _)| *r == own)) {
+            continue;
+        }
         start_drainer(coord, index, queue, handle);
     }
     queued
@@ -440,17 +454,18 @@ struct Draining {
     index: usize,
     id: u64,
     batch: Vec<PendingUnlock>,
+    /// How many unlocks it counts in its queue's `sending`.
+    taken: usize,
     /// Set when it ends with its queue empty; dropped otherwise, its
     /// runtime shut down or dropped it, and what is left is handed over.
     finished: bool,
-    /// Counts the drain among the outstanding releases while it runs.
-    _counted: ReleaseToken,
 }
 
 impl Drop for Draining {
     fn drop(&mut self) {
         let mut queue = self.coord.unlock_retries[self.index].lock();
         queue.pending.append(&mut self.batch);
+        queue.sending = queue.sending.saturating_sub(self.taken);
         queue.drainers.retain(|(_, id)| *id != self.id);
         // Dropped unfinished with unlocks left: its runtime is shutting
         // down (or dropped the task). The coordinator's own runtime takes
@@ -499,6 +514,8 @@ async fn drain(mut task: Draining) {
                     "stopped retrying unlocks: the locker has expired those entries by now");
                 coord.telemetry.release_given_up(expired.len());
             }
+            queue.sending += due.len();
+            task.taken = due.len();
             task.batch = due;
         }
         let Some(probe) = task.batch.first() else {
@@ -541,7 +558,11 @@ async fn drain(mut task: Draining) {
         } else {
             attempt.saturating_add(1)
         };
-        coord.unlock_retries[index].lock().pending.extend(failed);
+        let mut queue = coord.unlock_retries[index].lock();
+        queue.pending.extend(failed);
+        queue.sending = queue.sending.saturating_sub(task.taken);
+        task.taken = 0;
+        task.batch.clear();
     }
 }
 
