@@ -41,6 +41,8 @@ mod a_mysql_driver_error_quoting_the_password_after_the_login_is_not_logged_with
 #[cfg(feature = "mysql")]
 mod a_mysql_refusal_after_the_login_reaches_the_log_escaped_and_cut;
 #[cfg(feature = "mysql")]
+mod a_refusal_of_a_connection_a_doorbell_ring_opens_is_not_logged_raw;
+#[cfg(feature = "mysql")]
 #[path = "../sql_support/fake_mysql.rs"]
 mod fake_mysql;
 
