@@ -563,10 +563,11 @@ pub fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]], indent: &
     for row in std::iter::once(&header).chain(rows) {
         out.push_str(indent);
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if i + 1 == N {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  "));
+            out.push_str(cell);
+            if i + 1 < N {
+                // Padded by hand: a format width above 65,535 panics.
+                let pad = width.saturating_sub(cell.chars().count()) + 2;
+                out.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push('\n');

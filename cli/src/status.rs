@@ -292,12 +292,15 @@ impl Snapshot {
         out
     }
 
+    /// The endpoint column's width; bounded, since a format width above
+    /// 65,535 panics (a longer endpoint just pushes its row's text right).
     fn width(&self) -> usize {
         self.nodes
             .iter()
             .map(|n| n.endpoint.chars().count())
             .max()
             .unwrap_or(0)
+            .min(256)
     }
 
     fn json(&self) -> json::Status {

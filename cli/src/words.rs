@@ -81,22 +81,43 @@ fn push_escape(out: &mut String, c: char) {
 /// a secret the process holds (the tokens it was given, the passwords of
 /// its node URLs: `quorum_lock::mask_secrets`) shown as `***`, every
 /// [`unsafe_char`] written as an escape (`\n`, `\u{1b}`), everything else
-/// as it is. The one function that stands between text from elsewhere and
-/// the terminal.
+/// as it is; past its first 8 KiB, cut, saying how long it was. The one
+/// function that stands between text from elsewhere and the terminal.
 pub fn escaped(text: &str) -> Cow<'_, str> {
-    let text = quorum_lock::mask_secrets(text);
-    if !text.chars().any(unsafe_char) {
-        return text;
+    // Only the head is searched for secrets (the search costs the text's
+    // length times the secrets held) and shown: a peer's megabytes cost
+    // what 8 KiB does.
+    let (head, cut) = head_of(text);
+    let masked = quorum_lock::mask_secrets(head);
+    if !cut && !masked.chars().any(unsafe_char) {
+        return masked;
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let mut out = String::with_capacity(masked.len() + 40);
+    for c in masked.chars() {
         if unsafe_char(c) {
             push_escape(&mut out, c);
         } else {
             out.push(c);
         }
     }
+    if cut {
+        let _ = write!(out, "… (cut; {} bytes in all)", text.len());
+    }
     Cow::Owned(out)
+}
+
+/// The first 8 KiB of `text`, cut at a character boundary, and whether it
+/// was cut.
+fn head_of(text: &str) -> (&str, bool) {
+    const SHOWN: usize = 8 * 1024;
+    if text.len() <= SHOWN {
+        return (text, false);
+    }
+    let mut at = SHOWN;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    (&text[..at], true)
 }
 
 /// Where the logs (`RUST_LOG`, and the server's) go: stderr, each event's

@@ -50,13 +50,22 @@ fn sleep_text(channel: &str) -> String {
 /// the doorbell procedure's `call` (none: the database has none this user
 /// may run, and waiters wait for their poll): best effort, logged at debug
 /// when it fails.
-pub(super) fn ring(pool: &AnyPool, endpoint: &str, call: Option<Arc<str>>, channels: Vec<String>) {
+/// The task runs within the locker's `masking`, as its calls do: the
+/// pool may open a connection for it, and the driver logs a refused
+/// session statement with the server's words.
+pub(super) fn ring(
+    pool: &AnyPool,
+    endpoint: &str,
+    masking: &super::server_notices::Masking,
+    call: Option<Arc<str>>,
+    channels: Vec<String>,
+) {
     let Some(call) = call else { return };
     if channels.is_empty() {
         return;
     }
     let (pool, endpoint) = (pool.clone(), endpoint.to_owned());
-    tokio::spawn(async move {
+    tokio::spawn(masking.scope(async move {
         for channel in channels {
             if let Err(err) = ring_one(&pool, &call, &channel).await {
                 // The driver's text may quote the statement; its kind is
@@ -64,7 +73,7 @@ pub(super) fn ring(pool: &AnyPool, endpoint: &str, call: Option<Arc<str>>, chann
                 tracing::debug!(locker = %endpoint, "a doorbell ring failed ({})", kind(&err));
             }
         }
-    });
+    }));
 }
 
 /// Rings one doorbell: the procedure looks the sleep up and ends it on the

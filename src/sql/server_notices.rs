@@ -46,6 +46,9 @@ use tracing::{Dispatch, Event, Level, Metadata, Subscriber};
 /// The driver's target for the notices it logs.
 const DRIVER_TARGET: &str = "sqlx::postgres::notice";
 
+/// The driver's target for the statements it logs (the locker's own SQL).
+const STATEMENT_TARGET: &str = "sqlx::query";
+
 /// Where every target of the driver begins.
 const DRIVER_PREFIX: &str = "sqlx";
 
@@ -209,10 +212,16 @@ impl Held {
 /// Whether a driver event's `text` may be logged as it came: short, on
 /// one line, quoting no secret.
 fn passes_unchanged(text: &str) -> bool {
+    text.len() <= 2048
+        && crate::locker::unshowable_character(text).is_none()
+        && quotes_no_secret(text)
+}
+
+/// Whether `text` quotes no secret this process holds (searched whole
+/// only up to a few KiB; a longer text is taken as quoting one).
+fn quotes_no_secret(text: &str) -> bool {
     let (head, cut) = crate::locker::peer_text_head(text);
-    !cut && head.len() <= 2048
-        && crate::locker::unshowable_character(head).is_none()
-        && matches!(crate::locker::secrets::mask(head), Cow::Borrowed(_))
+    !cut && matches!(crate::locker::secrets::mask(head), Cow::Borrowed(_))
 }
 
 /// The dispatcher: the application's, but for the driver's notices.
@@ -290,7 +299,14 @@ impl Subscriber for Notices {
         // must not show as it came: a control character, or more than the
         // 2 KiB of a peer's text an error quotes. Those are held, and
         // logged escaped and cut.
-        if !notice && passes_unchanged(&text.0) {
+        // The statements the driver logs (target `sqlx::query`) are the
+        // locker's own SQL, over several lines: only a secret holds them.
+        let passes = if target == STATEMENT_TARGET {
+            quotes_no_secret(&text.0)
+        } else {
+            passes_unchanged(&text.0)
+        };
+        if !notice && passes {
             return self.app(|app| app.event(event));
         }
         self.held.hold(*metadata.level(), notice, text.0);

@@ -413,7 +413,13 @@ impl Store {
         self.tell_own(local);
         tx.commit().await.map_err(|e| self.failure(e))?;
         #[cfg(feature = "mysql")]
-        super::doorbell::ring(&self.pool, &self.endpoint, self.ring_call(), bells);
+        super::doorbell::ring(
+            &self.pool,
+            &self.endpoint,
+            &self.masking,
+            self.ring_call(),
+            bells,
+        );
         #[cfg(not(feature = "mysql"))]
         let _ = bells;
         Ok(answer)
