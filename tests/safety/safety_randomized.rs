@@ -355,6 +355,16 @@ async fn worker(
         };
         let fence = rng.random_bool(0.5);
         let outcome = hold_fenced_then(&tracker, &owner, held, work, let_go, fence).await;
+        if let_go != LetGo::Unlock {
+            // A stall of this runtime's thread, in real time, right after
+            // what a drop leaves for the background: nothing of the
+            // library may run meanwhile. Work that runs beside the paused
+            // runtime anyway (on another runtime, on the real clock) gets
+            // its chance to act at a moment of its own, and the run shows
+            // it; without such work the stall changes nothing, and the
+            // seed replays alike.
+            std::thread::sleep(Duration::from_millis(1));
+        }
         {
             let mut r = report.lock().unwrap();
             r.ops += 1;
