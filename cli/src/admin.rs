@@ -565,8 +565,10 @@ pub fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]], indent: &
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
             out.push_str(cell);
             if i + 1 < N {
-                // Padded by hand: a format width above 65,535 panics.
-                let pad = width.saturating_sub(cell.chars().count()) + 2;
+                // Padded by hand (a format width above 65,535 panics), to
+                // at most 256 characters: a wider cell pushes the rest of
+                // its row right rather than widen every row.
+                let pad = width.min(256).saturating_sub(cell.chars().count()) + 2;
                 out.extend(std::iter::repeat_n(' ', pad));
             }
         }

@@ -215,7 +215,12 @@ impl serde_json::ser::Formatter for Escaping {
 
     fn end_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
         if let Some(string) = self.string.take() {
-            write_escaped(writer, &quorum_lock::mask_secrets(&string))?;
+            // As the text output: only the first 8 KiB is masked and shown.
+            let (head, cut) = crate::words::head_of(&string);
+            write_escaped(writer, &quorum_lock::mask_secrets(head))?;
+            if cut {
+                write_escaped(writer, &format!("… (cut; {} bytes in all)", string.len()))?;
+            }
         }
         writer.write_all(b"\"")
     }

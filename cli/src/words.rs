@@ -108,7 +108,7 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
 
 /// The first 8 KiB of `text`, cut at a character boundary, and whether it
 /// was cut.
-fn head_of(text: &str) -> (&str, bool) {
+pub fn head_of(text: &str) -> (&str, bool) {
     const SHOWN: usize = 8 * 1024;
     if text.len() <= SHOWN {
         return (text, false);

@@ -217,6 +217,17 @@ fn passes_unchanged(text: &str) -> bool {
         && quotes_no_secret(text)
 }
 
+/// Whether a statement the driver logs may be logged as it came: short,
+/// with no character a log must not show but line breaks and tabs,
+/// quoting no secret.
+fn statement_passes(text: &str) -> bool {
+    text.len() <= 8 * 1024
+        && text
+            .split(['\n', '\r', '\t'])
+            .all(|line| crate::locker::unshowable_character(line).is_none())
+        && quotes_no_secret(text)
+}
+
 /// Whether `text` quotes no secret this process holds (searched whole
 /// only up to a few KiB; a longer text is taken as quoting one).
 fn quotes_no_secret(text: &str) -> bool {
@@ -300,9 +311,11 @@ impl Subscriber for Notices {
         // 2 KiB of a peer's text an error quotes. Those are held, and
         // logged escaped and cut.
         // The statements the driver logs (target `sqlx::query`) are the
-        // locker's own SQL, over several lines: only a secret holds them.
+        // locker's own SQL, over several lines: line breaks and tabs pass
+        // in them, nothing else a log must not show (a schema name the
+        // database chose may be in one).
         let passes = if target == STATEMENT_TARGET {
-            quotes_no_secret(&text.0)
+            statement_passes(&text.0)
         } else {
             passes_unchanged(&text.0)
         };
@@ -408,5 +421,9 @@ mod tests {
         ));
         assert!(!passes_unchanged("denied\u{1b}]0;owned\u{7}\nforged row"));
         assert!(!passes_unchanged(&"x".repeat(2049)));
+        assert!(statement_passes("SELECT 1\n  FROM t\tWHERE x = $1"));
+        assert!(!statement_passes(
+            "SET search_path = \"evil\u{1b}]0;owned\u{7}\""
+        ));
     }
 }
