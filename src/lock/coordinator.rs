@@ -7,15 +7,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use tokio::time::Instant;
 
 use crate::lock::telemetry::Telemetry;
+pub(crate) use crate::lock::unlock_queue::{PendingUnlock, QueueState, UnlockQueue};
 use crate::quorum::clock::Clock;
-use crate::{Error, Lease, LockArgs, LockMode, NetLocker, RetryPolicy, Timeouts, Waiting};
+use crate::{Error, Lease, NetLocker, RetryPolicy, Timeouts, Waiting};
 
 /// The most failures kept standing per locker for
 /// `Coordinator::failed_since`. Only failures not over, and not outdone by
@@ -697,61 +698,10 @@ impl Coordinator {
     }
 }
 
-/// One unlock that failed and waits for its locker to come back.
-pub(crate) struct PendingUnlock {
-    pub(crate) args: LockArgs,
-    pub(crate) mode: LockMode,
-    /// After this the locker has expired the entry by itself.
-    pub(crate) give_up: Instant,
-    /// A lost lock's clean-up waits for its holder: not sent before
-    /// `not_before` unless the holder let go of its guard.
-    pub(crate) holder: Option<(Instant, Arc<crate::lock::loss::LossSignal>)>,
-}
-
-impl PendingUnlock {
-    /// Whether it may be sent at `now`.
-    pub(crate) fn is_due(&self, now: Instant) -> bool {
-        self.holder
-            .as_ref()
-            .is_none_or(|(not_before, signal)| now >= *not_before || signal.holder_has_stopped())
-    }
-}
-
-/// The unlocks a locker owes, drained by at most one task per runtime.
-///
-/// Funnelling retries through one queue per locker, instead of one retry
-/// loop per failed call, is what keeps a locker that refuses or hangs for a
-/// while from being hit by an unlock storm: however many rounds failed
-/// against it, it sees one batch per backoff step.
-#[derive(Default)]
-pub(crate) struct UnlockQueue {
-    state: Mutex<QueueState>,
-}
-
-#[derive(Default)]
-pub(crate) struct QueueState {
-    pub(crate) pending: Vec<PendingUnlock>,
-    /// The tasks draining the queue: at most one per runtime, so that a
-    /// runtime that is no longer driven cannot hold the retries hostage.
-    pub(crate) drainers: Vec<(tokio::runtime::Id, u64)>,
-    /// The last drainer id handed out.
-    pub(crate) next_drainer: u64,
-    /// Unlocks a drain task took from `pending` and is sending: with
-    /// `pending`, what `Dsync::finish_releases` waits for (a drain task
-    /// with nothing to send, on an idle runtime, holds nothing up).
-    pub(crate) sending: usize,
-}
-
-impl UnlockQueue {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Counts the releases that run in the background (an abandoned wait's
-/// grants, a dropped guard, a lost lock's entries, unlocks being retried),
-/// so that a process about to exit can wait for them: see
-/// `Dsync::finish_releases`.
+/// grants, a dropped guard, a lost lock's entries; unlocks queued for a
+/// retry are counted by their queues), so that a process about to exit can
+/// wait for them: see `Dsync::finish_releases`.
 #[derive(Default)]
 pub(crate) struct Outstanding {
     count: std::sync::atomic::AtomicUsize,

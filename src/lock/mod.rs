@@ -24,6 +24,7 @@ pub(crate) mod release;
 pub(crate) mod round;
 pub(crate) mod source;
 pub(crate) mod telemetry;
+pub(crate) mod unlock_queue;
 pub(crate) mod wait_round;
 pub(crate) mod wait_status;
 pub(crate) mod wait_watch;
