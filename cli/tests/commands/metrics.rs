@@ -257,7 +257,10 @@ async fn the_metrics_endpoint_counts_requests_connections_refusals_and_the_table
         metrics,
         "the table's gauges and the closed connection",
         |s| {
+            // Three entries were held before w1's unlock too: the sample
+            // that counts w1's tombstone is the one taken after it.
             s.get("quorum_lock_server_entries", &[]) == Some(3.0)
+                && s.get("quorum_lock_server_tombstones", &[]) == Some(1.0)
                 && s.get("quorum_lock_server_connections", &[("state", "handshake")]) == Some(0.0)
         },
     )
