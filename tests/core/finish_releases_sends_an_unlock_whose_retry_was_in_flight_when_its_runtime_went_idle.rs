@@ -1,0 +1,93 @@
+//! Reproduces a past break: an owed unlock taken by a drain task that was in the middle of sending it when its runtime stopped being driven is never sent again: `finish_releases` on another runtime waits out its bound and the answering locker keeps the entry.
+//!
+//! docs/guarantees.md, "Any runtime": "So an acquiring runtime that is idle
+//! or gone holds nothing up", and "One thing waits for a runtime that is no
+//! longer driven: the safety margin of a lost lock whose loss was declared
+//! there, while its holder still holds the guard." "Why nothing is left on
+//! a reachable locker": an unlock that fails "is retried with backoff until
+//! it lands or until the locker must have expired the entry by itself".
+//! `Dsync::finish_releases`: waits "until every release this client ...
+//! handed to the background has finished ... and unlocks being retried".
+//!
+//! The scene: on runtime `idle` (real clock), "y" is taken and unlocked
+//! while locker 2 refuses; its unlock is queued, with a drain task on
+//! `idle`. Locker 2 then hangs, and `idle` is driven only until the drain
+//! task has sent its retry: the task now holds the unlock (counted as being
+//! sent) and is never polled again. Locker 2 answers again. Another runtime
+//! calls `finish_releases`: its drain task finds the queue empty, nothing
+//! sends locker 2 the unlock, and the call waits its whole bound.
+#![cfg(feature = "testing")]
+
+use std::time::{Duration, Instant};
+
+use crate::common;
+use quorum_lock::testing::{CallKind, TestCluster};
+use quorum_lock::{Dsync, Timeouts};
+
+const SEED: u64 = 4401;
+
+#[test]
+fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_went_idle() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let nodes = cluster.nodes();
+    let ds = Dsync::builder(cluster.net_lockers())
+        .owner("a")
+        .rng_seed(SEED)
+        .timeouts(Timeouts {
+            unlock: Duration::from_millis(200),
+            ..Timeouts::default()
+        })
+        .build()
+        .expect("valid coordinator");
+
+    let idle = common::runtime();
+    let uid = idle.block_on(async {
+        let guard = tokio::time::timeout(
+            Duration::from_secs(5),
+            ds.rw_mutex(["y"]).unwrap().try_lock(),
+        )
+        .await
+        .expect("in time")
+        .expect("all three grant");
+        let uid = guard.uid().to_owned();
+        nodes[2].set_refuse(true);
+        let unlocked = tokio::time::timeout(Duration::from_secs(5), guard.unlock())
+            .await
+            .expect("the unlock returns in time");
+        assert!(unlocked.is_ok(), "two of three confirm: {unlocked:?}");
+        // Past the unlock deadline: the refused unlock is queued for retry.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        // Locker 2 now hangs; drive `idle` only until its drain task has
+        // sent the next retry, which is then in flight.
+        let seen = nodes[2].stats(CallKind::Unlock).seen;
+        nodes[2].set_refuse(false);
+        nodes[2].set_hang(true);
+        let started = Instant::now();
+        while nodes[2].stats(CallKind::Unlock).seen == seen {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the drain task retries within its backoff"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        uid
+    });
+    assert!(
+        common::holds(&cluster.lockers()[2], &uid),
+        "locker 2 has not been unlocked yet"
+    );
+    nodes[2].set_hang(false);
+
+    let other = common::runtime();
+    let finished = other.block_on(ds.finish_releases(Duration::from_secs(2)));
+    let left = common::holding(cluster.lockers(), &uid);
+    eprintln!("finish_releases {finished:?}; lockers holding y's uid {left:?}");
+    assert!(
+        !left.iter().any(|h| *h) && finished.is_ok(),
+        "locker 2 answers again, well within the unlock's retry window, yet after \
+         finish_releases ({finished:?}) the lockers holding y are {left:?}: the unlock is held \
+         by a drain task on a runtime no longer driven, and nothing else sends it"
+    );
+    drop(idle);
+}
