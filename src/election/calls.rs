@@ -117,6 +117,7 @@ pub(crate) async fn proclaim_round(
     let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.refresh);
     let (mut stored, mut not_held, mut failed) = (0, 0, 0);
+    let mut stored_by: Vec<usize> = Vec::with_capacity(n);
     let mut permanent = None;
     let mut ends = vec![RoundEnd::Pending; n];
     let decided = fan_out(
@@ -128,7 +129,15 @@ pub(crate) async fn proclaim_round(
                 locker.proclaim(&args, &p).await
             })
         },
-        |index, result| {
+        |index, mut result| {
+            // A locker that no longer honours the lease (it announced a
+            // shorter validity) is not counted on: it counts as down, as
+            // in every other round.
+            if matches!(result, Ok(true)) {
+                if let Err(err) = coord.honours_lease(index) {
+                    result = Err(err);
+                }
+            }
             if let Some(end) = ends.get_mut(index) {
                 *end = match &result {
                     Ok(true) => RoundEnd::Counted,
@@ -137,7 +146,7 @@ pub(crate) async fn proclaim_round(
                 };
             }
             match result {
-                Ok(true) => stored += 1,
+                Ok(true) => stored_by.push(index),
                 Ok(false) => not_held += 1,
                 Err(err) => {
                     if !err.is_retryable() {
@@ -146,6 +155,20 @@ pub(crate) async fn proclaim_round(
                     failed += 1;
                 }
             }
+            // Tallied anew at each answer: a locker may announce a
+            // shorter validity after it stored the value.
+            stored_by.retain(|&index| {
+                let honoured = coord.lease_honoured(index);
+                if !honoured {
+                    failed += 1;
+                    if let (Some(end), Err(err)) = (ends.get_mut(index), coord.honours_lease(index))
+                    {
+                        *end = RoundEnd::Failed(err);
+                    }
+                }
+                honoured
+            });
+            stored = stored_by.len();
             if stored >= quorum {
                 Some(true)
             } else if not_held > n - quorum {
@@ -277,8 +300,15 @@ pub(crate) async fn read_round(
                 result
             })
         },
-        |index, result| {
+        |index, mut result| {
             silent[index].store(false, Ordering::Relaxed);
+            // A locker that no longer honours the lease is not counted on:
+            // it counts as down, as in every other round.
+            if result.is_ok() {
+                if let Err(err) = coord.honours_lease(index) {
+                    result = Err(err);
+                }
+            }
             if let Some(end) = ends.get_mut(index) {
                 *end = match &result {
                     Ok(_) => RoundEnd::Counted,

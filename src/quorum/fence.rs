@@ -180,9 +180,16 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         }
         // Tallied anew at each look: a locker may announce a shorter
         // validity after it answered.
-        let before = tokens.len();
-        tokens.retain(|&(index, _)| coord.lease_honoured(index));
-        failed += before - tokens.len();
+        tokens.retain(|&(index, _)| {
+            let honoured = coord.lease_honoured(index);
+            if !honoured {
+                failed += 1;
+                if let Err(err) = coord.honours_lease(index) {
+                    ends[index] = RoundEnd::Failed(err);
+                }
+            }
+            honoured
+        });
         if tokens.len() >= quorum {
             let token = tokens.iter().map(|&(_, t)| t).max().unwrap_or(floor);
             let agreed = tokens.iter().all(|&(_, t)| t == token);
