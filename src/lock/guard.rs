@@ -13,7 +13,7 @@ use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
 use crate::lock::own_runtime::on_own_runtime;
 use crate::lock::refresh::{clean_up_after_holder, clean_up_now, note_lost};
-use crate::lock::release::{release_all, release_confirmed};
+use crate::lock::release::{owe_batch, release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
 use crate::Error;
@@ -202,11 +202,14 @@ impl Drop for Held {
             // a task dropped unrun or cut short (its runtime shut down)
             // queues what it had not done, for the next drain task or
             // `finish_releases` (see `release::release_one`).
+            // Counted by its queues as a batch in flight, not among the
+            // outstanding releases: if this runtime is no longer driven,
+            // another sends it once it is overdue (see `OwedBatch`).
+            let owed = owe_batch(&self.state, &plan.targets);
             let release = release_all(self.state.clone(), plan.targets);
-            let counted = self.state.coord.outstanding.begin();
             let task = async move {
                 release.await;
-                drop(counted);
+                drop(owed);
             };
             match Handle::try_current() {
                 Ok(handle) => {

@@ -357,7 +357,6 @@ fn start_drainer(
         index,
         id,
         batch: Vec::new(),
-        taken: 0,
         finished: false,
     }));
 }
@@ -385,7 +384,7 @@ pub(crate) async fn finish(
         let sending: usize = coord
             .unlock_retries
             .iter()
-            .map(|queue| queue.lock().sending)
+            .map(|queue| queue.lock().sending())
             .sum();
         let running = outstanding.count();
         let pending = queued + sending + running;
@@ -426,9 +425,12 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
 /// runtime, say) is otherwise left until a later failure starts one.
 pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
     let own = coord.own_runtime.started_id();
+    let now = coord.clock.now();
     let mut queued = 0;
     for index in 0..coord.unlock_retries.len() {
-        let queue = coord.unlock_retries[index].lock();
+        let mut queue = coord.unlock_retries[index].lock();
+        // A batch overdue on a task that is no longer driven is sent here.
+        queue.reclaim_stale(now);
         if queue.pending.is_empty() {
             continue;
         }
@@ -445,6 +447,61 @@ pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
     queued
 }
 
+/// The unlocks of a dropped guard's release, recorded as a batch in flight
+/// on each target's queue while its task sends them: if that task's
+/// runtime stops being driven (a guard dropped as its `block_on` returns),
+/// the batch is overdue after twice the unlock timeout and any drain task,
+/// or `Dsync::finish_releases`, sends it. Dropped (the release ended, or
+/// its task was dropped), it removes the records: what failed is queued by
+/// then (see [`release_one`]).
+pub(crate) struct OwedBatch {
+    coord: Arc<Coordinator>,
+    /// Per target locker, the batch's id in its queue.
+    ids: PerLocker<(usize, u64)>,
+}
+
+/// Records the unlocks of `state` on `targets` as an [`OwedBatch`].
+pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> OwedBatch {
+    let coord = &state.coord;
+    let now = coord.clock.now();
+    let until = after(
+        now,
+        coord
+            .timeouts
+            .unlock
+            .saturating_mul(2)
+            .saturating_add(STRAGGLER_GRACE),
+    );
+    let ids = targets
+        .iter()
+        .map(|target| {
+            let mut queue = coord.unlock_retries[target.index].lock();
+            queue.next_drainer += 1;
+            let id = queue.next_drainer;
+            let unlock = PendingUnlock {
+                args: state.args.clone(),
+                mode: state.mode,
+                give_up: give_up_at(coord, target.index, now),
+                holder: None,
+            };
+            queue.take_batch(id, until, std::slice::from_ref(&unlock));
+            (target.index, id)
+        })
+        .collect();
+    OwedBatch {
+        coord: coord.clone(),
+        ids,
+    }
+}
+
+impl Drop for OwedBatch {
+    fn drop(&mut self) {
+        for &(index, id) in &self.ids {
+            self.coord.unlock_retries[index].lock().finish_batch(id);
+        }
+    }
+}
+
 /// One drain task. Dropping it, however the task ends (including with its
 /// runtime, in the middle of a batch), puts the unlocks it holds back in the
 /// queue and removes it from the drainers, so that the next failure on that
@@ -454,8 +511,6 @@ struct Draining {
     index: usize,
     id: u64,
     batch: Vec<PendingUnlock>,
-    /// How many unlocks it counts in its queue's `sending`.
-    taken: usize,
     /// Set when it ends with its queue empty; dropped otherwise, its
     /// runtime shut down or dropped it, and what is left is handed over.
     finished: bool,
@@ -465,7 +520,7 @@ impl Drop for Draining {
     fn drop(&mut self) {
         let mut queue = self.coord.unlock_retries[self.index].lock();
         queue.pending.append(&mut self.batch);
-        queue.sending = queue.sending.saturating_sub(self.taken);
+        queue.finish_batch(self.id);
         queue.drainers.retain(|(_, id)| *id != self.id);
         // Dropped unfinished with unlocks left: its runtime is shutting
         // down (or dropped the task). The coordinator's own runtime takes
@@ -494,7 +549,11 @@ async fn drain(mut task: Draining) {
         let now = coord.clock.now();
         {
             let mut queue = coord.unlock_retries[index].lock();
-            if queue.pending.is_empty() {
+            queue.reclaim_stale(now);
+            // Another task's batch still on its way keeps this one going:
+            // if that task stops being driven, this one sends the batch
+            // once it is overdue.
+            if queue.pending.is_empty() && queue.in_flight.is_empty() {
                 // Off the drainers under the same lock that saw the queue
                 // empty: an unlock queued just after must start a new
                 // drainer, not count on this one, which is ending.
@@ -514,8 +573,12 @@ async fn drain(mut task: Draining) {
                     "stopped retrying unlocks: the locker has expired those entries by now");
                 coord.telemetry.release_given_up(expired.len());
             }
-            queue.sending += due.len();
-            task.taken = due.len();
+            // A probe and then the rest, each within the unlock timeout.
+            let until = after(
+                now,
+                coord.timeouts.unlock.saturating_mul(2) + STRAGGLER_GRACE,
+            );
+            queue.take_batch(task.id, until, &due);
             task.batch = due;
         }
         let Some(probe) = task.batch.first() else {
@@ -560,8 +623,7 @@ async fn drain(mut task: Draining) {
         };
         let mut queue = coord.unlock_retries[index].lock();
         queue.pending.extend(failed);
-        queue.sending = queue.sending.saturating_sub(task.taken);
-        task.taken = 0;
+        queue.finish_batch(task.id);
         task.batch.clear();
     }
 }

@@ -2,10 +2,13 @@
 //! runtime of a `Dsync`, drained by at most one task per runtime (see
 //! `release::drain`).
 //!
-//! Invariants: an unlock is in `pending` or in one drain task's batch
-//! (counted in `sending`) until it lands, is given up as expired, or fails
-//! for good; a lost lock's clean-up is not sent before its holder let go
-//! or its margin passed (`PendingUnlock::is_due`).
+//! Invariants: an unlock is in `pending` or in a drain task's batch (with
+//! a copy in `in_flight`) until it lands, is given up as expired, or fails
+//! for good; a batch not finished by its `until` goes back to `pending`
+//! for any drain task to send (its task's runtime may no longer be
+//! driven; an unlock sent twice is harmless, it goes by uid); a lost
+//! lock's clean-up is not sent before its holder let go or its margin
+//! passed (`PendingUnlock::is_due`).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -14,6 +17,7 @@ use tokio::time::Instant;
 use crate::{LockArgs, LockMode};
 
 /// One unlock that failed and waits for its locker to come back.
+#[derive(Clone)]
 pub(crate) struct PendingUnlock {
     pub(crate) args: LockArgs,
     pub(crate) mode: LockMode,
@@ -52,10 +56,56 @@ pub(crate) struct QueueState {
     pub(crate) drainers: Vec<(tokio::runtime::Id, u64)>,
     /// The last drainer id handed out.
     pub(crate) next_drainer: u64,
-    /// Unlocks a drain task took from `pending` and is sending: with
+    /// The batches drain tasks took from `pending` and are sending: with
     /// `pending`, what `Dsync::finish_releases` waits for (a drain task
     /// with nothing to send, on an idle runtime, holds nothing up).
-    pub(crate) sending: usize,
+    pub(crate) in_flight: Vec<InFlight>,
+}
+
+/// A copy of the batch one drain task is sending.
+pub(crate) struct InFlight {
+    /// The drain task's id.
+    pub(crate) drainer: u64,
+    /// By when the batch is sent, unless its task stopped being driven.
+    pub(crate) until: Instant,
+    pub(crate) unlocks: Vec<PendingUnlock>,
+}
+
+impl QueueState {
+    /// Unlocks being sent.
+    pub(crate) fn sending(&self) -> usize {
+        self.in_flight.iter().map(|batch| batch.unlocks.len()).sum()
+    }
+
+    /// Records the batch drain task `drainer` takes, to be sent by `until`.
+    pub(crate) fn take_batch(&mut self, drainer: u64, until: Instant, unlocks: &[PendingUnlock]) {
+        self.in_flight.push(InFlight {
+            drainer,
+            until,
+            unlocks: unlocks.to_vec(),
+        });
+    }
+
+    /// Drain task `drainer` is done with its batch (sent, given up, or put
+    /// back in `pending`).
+    pub(crate) fn finish_batch(&mut self, drainer: u64) {
+        self.in_flight.retain(|batch| batch.drainer != drainer);
+    }
+
+    /// Puts back in `pending` every batch not sent by its `until`: its
+    /// drain task's runtime may no longer be driven, and any other drain
+    /// task may send it. Returns whether there was one.
+    pub(crate) fn reclaim_stale(&mut self, now: Instant) -> bool {
+        let (stale, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
+            .into_iter()
+            .partition(|batch| batch.until <= now);
+        self.in_flight = running;
+        let any = !stale.is_empty();
+        for batch in stale {
+            self.pending.extend(batch.unlocks);
+        }
+        any
+    }
 }
 
 impl UnlockQueue {
