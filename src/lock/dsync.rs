@@ -117,7 +117,7 @@ impl Dsync {
     /// Cancel safe: it only waits; the releases go on without it.
     pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        crate::lock::release::finish(&self.coord, &handle, within).await
+        crate::lock::drain::finish(&self.coord, &handle, within).await
     }
 
     /// Grants a write lock needs: `⌊n/2⌋ + 1` of the `n` lockers.

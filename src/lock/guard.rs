@@ -9,11 +9,12 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use crate::lock::acquisition::Acquisition;
+use crate::lock::drain::owe_batch;
 use crate::lock::keeper::{Keeper, LeaseKey};
 use crate::lock::loss::LossSignal;
 use crate::lock::own_runtime::on_own_runtime;
 use crate::lock::refresh::{clean_up_after_holder, clean_up_now, note_lost};
-use crate::lock::release::{owe_batch, release_all, release_confirmed};
+use crate::lock::release::{release_all, release_confirmed};
 use crate::lock::telemetry::LossCause;
 use crate::quorum::fence::draw_token;
 use crate::Error;

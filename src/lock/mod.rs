@@ -11,6 +11,7 @@ pub(crate) mod acquisition;
 pub(crate) mod admin;
 pub(crate) mod config;
 pub(crate) mod coordinator;
+pub(crate) mod drain;
 pub(crate) mod dsync;
 pub(crate) mod fanout;
 pub(crate) mod guard;

@@ -19,10 +19,11 @@ use tracing::Instrument;
 use crate::lock::acquisition::Acquisition;
 use crate::lock::config::after;
 use crate::lock::coordinator::PendingUnlock;
+use crate::lock::drain::queue_unlock;
 use crate::lock::fanout::{call_locker, Call, CallSet};
 use crate::lock::loss::LossSignal;
 use crate::lock::per_locker::PerLocker;
-use crate::lock::release::{owed_give_up, queue_unlock};
+use crate::lock::release::owed_give_up;
 use crate::lock::telemetry::{CallKind, LossCause, Names};
 use crate::quorum::{Answer, Tally};
 
@@ -207,7 +208,7 @@ fn claim_after_holder(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) -> Opt
     if !signal.claim_cleanup() {
         // Begun, or queued (its task dropped): the queue's unlocks are now
         // due; send them.
-        crate::lock::release::kick_queued(&state.coord);
+        crate::lock::drain::kick_queued(&state.coord);
         if signal.cleanup_is_done() {
             return None;
         }
@@ -340,7 +341,7 @@ async fn force_release(state: Arc<Acquisition>) {
     let results = futures::future::join_all(calls).await;
     for (index, result) in results.into_iter().enumerate() {
         if let Err(err) = result {
-            if crate::lock::release::unlock_may_land_later(&err) {
+            if crate::lock::drain::unlock_may_land_later(&err) {
                 crate::lock::release::retry_unlock(&state, index, began);
             }
         }

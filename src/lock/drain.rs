@@ -1,0 +1,398 @@
+//! The per-locker queues' drain tasks: sending the unlocks that failed,
+//! or are on their way, until they land or stop mattering; and waiting for
+//! them (`Dsync::finish_releases`).
+//!
+//! Invariants: see `unlock_queue`; at most one drain task per runtime and
+//! queue; a drain task dropped unfinished hands its queue to the
+//! coordinator's own runtime; a batch overdue on a task that is no longer
+//! driven is sent again by any other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::lock::acquisition::{Acquisition, Target};
+use crate::lock::config::after;
+use crate::lock::coordinator::{Coordinator, PendingUnlock};
+use crate::lock::fanout::call_locker;
+use crate::lock::per_locker::PerLocker;
+use crate::lock::telemetry::CallKind;
+use crate::{Error, LockArgs, LockMode};
+
+/// Whether an unlock that failed with `err` may land if sent again within
+/// its retry window. Errors that are permanent for a lock call are not
+/// all permanent for its unlock: a lock server given a new certificate
+/// (`Tls`) or token (`Unauthorized`) takes the unlock then, and the entry
+/// would otherwise stay until it expires. Only a call the locker can never
+/// take (invalid arguments, an operation it lacks) is given up at once.
+pub(crate) fn unlock_may_land_later(err: &Error) -> bool {
+    err.is_retryable() || matches!(err, Error::Tls { .. } | Error::Unauthorized { .. })
+}
+
+/// How many times the locker's validity, on the coordinator's clock, an
+/// unlock is retried for: a locker whose clock runs slower than ours keeps
+/// an entry longer than its validity as we count it, and one running at
+/// half our rate or faster has expired it by then. (Beyond that rate the
+/// entry outlives the retries and waits for its expiry.)
+pub(crate) const SLOW_LOCKER_FACTOR: u32 = 2;
+
+/// When retrying an unlock that began at `began` stops mattering: the locker
+/// has expired the entry by then (twice the longer of its and the lease's
+/// validity, for a locker whose clock runs slow), unless
+/// `Timeouts::release_retry` says to stop sooner.
+pub(crate) fn give_up_at(coord: &Coordinator, index: usize, began: Instant) -> Instant {
+    let validity = coord.lockers[index]
+        .validity()
+        .map_or(coord.lease.validity, |v| v.max(coord.lease.validity));
+    let window = validity.saturating_mul(SLOW_LOCKER_FACTOR);
+    after(began, window.min(coord.timeouts.release_retry))
+}
+
+/// One unlock call with its deadline.
+pub(crate) async fn unlock_call(
+    coord: &Coordinator,
+    index: usize,
+    args: &LockArgs,
+    mode: LockMode,
+) -> Result<(), Error> {
+    let locker = &coord.lockers[index];
+    let call = match mode {
+        LockMode::Write => locker.unlock(args),
+        LockMode::Read => locker.runlock(args),
+    };
+    let kind = unlock_kind(mode);
+    let deadline = after(coord.clock.now(), coord.timeouts.unlock);
+    call_locker(coord, index, kind, call, deadline)
+        .await
+        .map(|_| ())
+}
+
+pub(crate) fn unlock_kind(mode: LockMode) -> CallKind {
+    match mode {
+        LockMode::Write => CallKind::Unlock,
+        LockMode::Read => CallKind::RUnlock,
+    }
+}
+
+/// Queues `pending` on locker `index`'s retry queue, and starts a drain
+/// task on `runtime` (outside any, on the coordinator's own) unless that
+/// runtime has one already.
+pub(crate) fn queue_unlock(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    pending: PendingUnlock,
+    runtime: Option<Handle>,
+) {
+    let mut queue = coord.unlock_retries[index].lock();
+    queue.pending.push(pending);
+    match runtime.or_else(|| coord.own_runtime.handle()) {
+        Some(handle) => start_drainer(coord, index, queue, &handle),
+        // No runtime to be had: the next drain task on any runtime, or
+        // `finish_releases`, sends it; at worst the entry expires.
+        None => drop(queue),
+    }
+}
+
+/// Starts a drain task for queue `index` on `handle`'s runtime, unless that
+/// runtime has one already.
+fn start_drainer(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    mut queue: std::sync::MutexGuard<'_, crate::lock::coordinator::QueueState>,
+    handle: &Handle,
+) {
+    let runtime = handle.id();
+    if queue.drainers.iter().any(|(r, _)| *r == runtime) {
+        return;
+    }
+    queue.next_drainer += 1;
+    let id = queue.next_drainer;
+    queue.drainers.push((runtime, id));
+    drop(queue);
+    handle.spawn(drain(Draining {
+        coord: coord.clone(),
+        index,
+        id,
+        batch: Vec::new(),
+        finished: false,
+    }));
+}
+
+/// Waits, at most `within`, until every release handed to the background
+/// has ended, starting a drain task on `handle` for unlocks queued with no
+/// task left to send them; `Error::ReleasesPending` when some remain.
+/// What `Dsync::finish_releases` does.
+pub(crate) async fn finish(
+    coord: &Arc<Coordinator>,
+    handle: &Handle,
+    within: Duration,
+) -> Result<(), Error> {
+    // A drain task ending is not announced: a wait with only unlocks left
+    // looks again after this long.
+    const LOOK_AGAIN: Duration = Duration::from_millis(20);
+    let until = after(tokio::time::Instant::now(), within);
+    let outstanding = &coord.outstanding;
+    loop {
+        // Unlocks queued with no drain task here get one. What is waited
+        // for is unlocks queued or being sent, and the other releases: a
+        // drain task with nothing to send, on a runtime that is idle,
+        // holds nothing up.
+        let queued = drain_queued(coord, handle);
+        let sending: usize = coord
+            .unlock_retries
+            .iter()
+            .map(|queue| queue.lock().sending())
+            .sum();
+        let running = outstanding.count();
+        let pending = queued + sending + running;
+        if pending == 0 {
+            return Ok(());
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return Err(Error::ReleasesPending {
+                pending,
+                waited: within,
+            });
+        }
+        let look = after(now, LOOK_AGAIN).min(until);
+        if running == 0 {
+            tokio::time::sleep_until(look).await;
+        } else {
+            let _ = tokio::time::timeout_at(look, outstanding.idle()).await;
+        }
+    }
+}
+
+/// Starts a drain task for every queue that holds unlocks, on the current
+/// runtime or, outside any, on the coordinator's own: for a holder that
+/// let go of a lost lock whose clean-up waits there for it.
+pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
+    if let Some(handle) = Handle::try_current()
+        .ok()
+        .or_else(|| coord.own_runtime.handle())
+    {
+        drain_queued(coord, &handle);
+    }
+}
+
+/// Starts, on the current runtime, a drain task for every queue that holds
+/// unlocks, and returns how many unlocks they hold. A queue whose drainer
+/// went with its runtime (the private one of an `unlock()` outside any
+/// runtime, say) is otherwise left until a later failure starts one.
+pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
+    let own = coord.own_runtime.started_id();
+    let now = coord.clock.now();
+    let mut queued = 0;
+    for index in 0..coord.unlock_retries.len() {
+        let mut queue = coord.unlock_retries[index].lock();
+        // A batch overdue on a task that is no longer driven is sent here.
+        queue.reclaim_stale(now);
+        if queue.pending.is_empty() {
+            continue;
+        }
+        queued += queue.pending.len();
+        // A queue the coordinator's own runtime drains (one a runtime
+        // handed over as it shut down) stays with it: that runtime is
+        // always driven, and judges the unlocks on the clock they were
+        // handed over on, not on this runtime's (a test's paused clock).
+        if own.is_some_and(|own| queue.drainers.iter().any(|(r, _)| *r == own)) {
+            continue;
+        }
+        start_drainer(coord, index, queue, handle);
+    }
+    queued
+}
+
+/// The unlocks of a dropped guard's release, recorded as a batch in flight
+/// on each target's queue while its task sends them: if that task's
+/// runtime stops being driven (a guard dropped as its `block_on` returns),
+/// the batch is overdue after twice the unlock timeout and any drain task,
+/// or `Dsync::finish_releases`, sends it. Dropped (the release ended, or
+/// its task was dropped), it removes the records: what failed is queued by
+/// then (see `release::release_one`).
+pub(crate) struct OwedBatch {
+    coord: Arc<Coordinator>,
+    /// Per target locker, the batch's id in its queue.
+    ids: PerLocker<(usize, u64)>,
+}
+
+/// Records the unlocks of `state` on `targets` as an [`OwedBatch`].
+pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> OwedBatch {
+    let coord = &state.coord;
+    let now = coord.clock.now();
+    let until = after(
+        now,
+        coord
+            .timeouts
+            .unlock
+            .saturating_mul(2)
+            .saturating_add(STRAGGLER_GRACE),
+    );
+    let ids = targets
+        .iter()
+        .map(|target| {
+            let mut queue = coord.unlock_retries[target.index].lock();
+            queue.next_drainer += 1;
+            let id = queue.next_drainer;
+            let unlock = PendingUnlock {
+                args: state.args.clone(),
+                mode: state.mode,
+                give_up: give_up_at(coord, target.index, now),
+                holder: None,
+            };
+            queue.take_batch(id, until, std::slice::from_ref(&unlock));
+            (target.index, id)
+        })
+        .collect();
+    OwedBatch {
+        coord: coord.clone(),
+        ids,
+    }
+}
+
+impl Drop for OwedBatch {
+    fn drop(&mut self) {
+        for &(index, id) in &self.ids {
+            self.coord.unlock_retries[index].lock().finish_batch(id);
+        }
+    }
+}
+
+/// One drain task. Dropping it, however the task ends (including with its
+/// runtime, in the middle of a batch), puts the unlocks it holds back in the
+/// queue and removes it from the drainers, so that the next failure on that
+/// runtime starts a new one and the others can send what it held.
+struct Draining {
+    coord: Arc<Coordinator>,
+    index: usize,
+    id: u64,
+    batch: Vec<PendingUnlock>,
+    /// Set when it ends with its queue empty; dropped otherwise, its
+    /// runtime shut down or dropped it, and what is left is handed over.
+    finished: bool,
+}
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        let mut queue = self.coord.unlock_retries[self.index].lock();
+        queue.pending.append(&mut self.batch);
+        queue.finish_batch(self.id);
+        queue.drainers.retain(|(_, id)| *id != self.id);
+        // Dropped unfinished with unlocks left: its runtime is shutting
+        // down (or dropped the task). The coordinator's own runtime takes
+        // them over, unless this was it, whatever drainers other runtimes
+        // have: those may be idle, and never run again.
+        if self.finished || queue.pending.is_empty() {
+            return;
+        }
+        let Some(own) = self.coord.own_runtime.handle() else {
+            return;
+        };
+        if Handle::try_current().is_ok_and(|here| here.id() == own.id()) {
+            return;
+        }
+        start_drainer(&self.coord, self.index, queue, &own);
+    }
+}
+
+async fn drain(mut task: Draining) {
+    let coord = task.coord.clone();
+    let index = task.index;
+    let endpoint = || coord.lockers[index].endpoint();
+    let mut attempt = 0u32;
+    loop {
+        coord.clock.sleep(coord.background_backoff(attempt)).await;
+        let now = coord.clock.now();
+        {
+            let mut queue = coord.unlock_retries[index].lock();
+            queue.reclaim_stale(now);
+            // Another task's batch still on its way keeps this one going:
+            // if that task stops being driven, this one sends the batch
+            // once it is overdue.
+            if queue.pending.is_empty() && queue.in_flight.is_empty() {
+                // Off the drainers under the same lock that saw the queue
+                // empty: an unlock queued just after must start a new
+                // drainer, not count on this one, which is ending.
+                let id = task.id;
+                queue.drainers.retain(|(_, drainer)| *drainer != id);
+                task.finished = true;
+                return;
+            }
+            let pending = std::mem::take(&mut queue.pending);
+            let (live, expired): (Vec<_>, Vec<_>) =
+                pending.into_iter().partition(|p| now < p.give_up);
+            // A lost lock's clean-up still waiting for its holder stays.
+            let (due, waiting): (Vec<_>, Vec<_>) = live.into_iter().partition(|p| p.is_due(now));
+            queue.pending = waiting;
+            if !expired.is_empty() {
+                tracing::debug!(locker = %endpoint(), unlocks = expired.len(),
+                    "stopped retrying unlocks: the locker has expired those entries by now");
+                coord.telemetry.release_given_up(expired.len());
+            }
+            // A probe and then the rest, each within the unlock timeout.
+            let until = after(
+                now,
+                coord.timeouts.unlock.saturating_mul(2) + STRAGGLER_GRACE,
+            );
+            queue.take_batch(task.id, until, &due);
+            task.batch = due;
+        }
+        let Some(probe) = task.batch.first() else {
+            continue;
+        };
+        // Probe with one unlock first: a locker that is still down costs one
+        // call per backoff step, however many unlocks it owes.
+        coord.telemetry.release_retried(1);
+        let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
+            Ok(()) => {
+                let rest = &task.batch[1..];
+                coord.telemetry.release_retried(rest.len());
+                let results = futures::future::join_all(
+                    rest.iter()
+                        .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
+                )
+                .await;
+                let mut failed = Vec::new();
+                for (pending, result) in std::mem::take(&mut task.batch)
+                    .into_iter()
+                    .skip(1)
+                    .zip(results)
+                {
+                    match result {
+                        Ok(()) => {}
+                        Err(err) if unlock_may_land_later(&err) => failed.push(pending),
+                        Err(err) => give_up_on(&coord, &pending, &err, &endpoint()),
+                    }
+                }
+                failed
+            }
+            Err(err) if unlock_may_land_later(&err) => std::mem::take(&mut task.batch),
+            Err(err) => {
+                give_up_on(&coord, probe, &err, &endpoint());
+                task.batch.drain(1..).collect()
+            }
+        };
+        attempt = if failed.is_empty() {
+            0
+        } else {
+            attempt.saturating_add(1)
+        };
+        let mut queue = coord.unlock_retries[index].lock();
+        queue.pending.extend(failed);
+        queue.finish_batch(task.id);
+        task.batch.clear();
+    }
+}
+
+fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoint: &str) {
+    coord.telemetry.release_given_up(1);
+    tracing::warn!(uid = %pending.args.uid, locker = %endpoint, %err,
+        "cannot release; the entry stays until the lock server expires it");
+}
+
+/// How long past the longest a call runs a straggler (or a batch of
+/// unlocks on its way) is given to settle before another sends it.
+pub(crate) const STRAGGLER_GRACE: Duration = Duration::from_millis(100);
