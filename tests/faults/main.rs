@@ -10,6 +10,7 @@ mod harness;
 #[path = "../runtime_support/mod.rs"]
 mod runtime_support;
 
+mod a_drain_task_ends_once_the_unlocks_it_retried_are_given_up;
 mod chaos;
 mod conformance;
 mod edge_runtimes;
