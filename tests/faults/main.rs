@@ -10,6 +10,8 @@ mod harness;
 #[path = "../runtime_support/mod.rs"]
 mod runtime_support;
 
+mod a_drain_task_ends_once_the_unlocks_it_retried_are_given_up;
+mod an_unlock_queued_under_an_unlimited_unlock_timeout_is_retried_until_it_lands;
 mod chaos;
 mod conformance;
 mod edge_runtimes;
