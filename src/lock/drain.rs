@@ -223,14 +223,7 @@ pub(crate) struct OwedBatch {
 pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> OwedBatch {
     let coord = &state.coord;
     let now = coord.clock.now();
-    let until = after(
-        now,
-        coord
-            .timeouts
-            .unlock
-            .saturating_mul(2)
-            .saturating_add(STRAGGLER_GRACE),
-    );
+    let until = batch_deadline(coord, now);
     let ids = targets
         .iter()
         .map(|target| {
@@ -240,7 +233,9 @@ pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> Owe
             let unlock = PendingUnlock {
                 args: state.args.clone(),
                 mode: state.mode,
-                give_up: give_up_at(coord, target.index, now),
+                // Never sent yet: its retry window, if it must be sent
+                // again, starts once it is overdue.
+                give_up: give_up_at(coord, target.index, until),
                 holder: None,
             };
             queue.take_batch(id, until, std::slice::from_ref(&unlock));
@@ -332,12 +327,11 @@ async fn drain(mut task: Draining) {
                     "stopped retrying unlocks: the locker has expired those entries by now");
                 coord.telemetry.release_given_up(expired.len());
             }
-            // A probe and then the rest, each within the unlock timeout.
-            let until = after(
-                now,
-                coord.timeouts.unlock.saturating_mul(2) + STRAGGLER_GRACE,
-            );
-            queue.take_batch(task.id, until, &due);
+            // A probe and then the rest, each within the unlock timeout;
+            // nothing to send, nothing on its way.
+            if !due.is_empty() {
+                queue.take_batch(task.id, batch_deadline(&coord, now), &due);
+            }
             task.batch = due;
         }
         let Some(probe) = task.batch.first() else {
@@ -391,6 +385,20 @@ fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoin
     coord.telemetry.release_given_up(1);
     tracing::warn!(uid = %pending.args.uid, locker = %endpoint, %err,
         "cannot release; the entry stays until the lock server expires it");
+}
+
+/// By when a batch of unlocks taken at `now` is sent, unless its task
+/// stopped being driven: a probe and then the rest, each within the
+/// unlock timeout, and a little.
+fn batch_deadline(coord: &Coordinator, now: Instant) -> Instant {
+    after(
+        now,
+        coord
+            .timeouts
+            .unlock
+            .saturating_mul(2)
+            .saturating_add(STRAGGLER_GRACE),
+    )
 }
 
 /// How long past the longest a call runs a straggler (or a batch of
