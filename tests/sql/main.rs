@@ -35,6 +35,8 @@ mod a_search_path_refusal_naming_a_hostile_schema_reaches_the_log_escaped;
 #[cfg(feature = "postgres")]
 mod a_statement_naming_a_hostile_schema_reaches_the_log_escaped;
 #[cfg(feature = "postgres")]
+mod a_statement_naming_a_schema_with_a_line_break_reaches_the_log_escaped;
+#[cfg(feature = "postgres")]
 #[path = "../sql_support/fake_postgres.rs"]
 mod fake_postgres;
 

@@ -1,0 +1,117 @@
+//! Reproduces a past break: the statement pinning a new PostgreSQL connection's search path, naming a schema the database gave with a carriage return and a line feed, reaches the application's subscriber with them raw (the masking dispatcher lets a `sqlx::query` event's line breaks pass), so a hostile database forges a log row.
+//!
+//! docs/sql.md, "Credentials and TLS": every event of the driver's other
+//! than a notice "whose words quote a secret, hold a control character or
+//! run over 2 KiB" is held and logged "masked, escaped and cut"; "a hostile
+//! server's text cannot drive the terminal that shows the error or a log".
+//! src/sql/server_notices.rs `statement_passes` splits a statement at
+//! line feeds, carriage returns and tabs and checks only the pieces, taking
+//! every line break to be the locker's own SQL's; the schema name is the
+//! database's.
+//!
+//! A real PostgreSQL started by `sql_support` (skipped when not installed).
+#![cfg(feature = "postgres")]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use quorum_lock::sql::{SqlConfig, SqlLocker};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+
+use crate::log_capture::Capture;
+use crate::sql_support::PgServer;
+
+/// `evil`, a carriage return, a line feed and a forged log row, as a
+/// identifier with Unicode escapes.
+const SCHEMA: &str = r#"U&"evil\000D\000A2026-12-01T00:00:00Z ERROR forged""#;
+
+/// Every event as `target: field values`, string values as they came.
+#[derive(Clone, Default)]
+struct Raw(Arc<Mutex<Vec<String>>>);
+
+struct Line(String);
+
+impl Visit for Line {
+    fn record_str(&mut self, _: &Field, value: &str) {
+        self.0.push(' ');
+        self.0.push_str(value);
+    }
+    fn record_debug(&mut self, _: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {value:?}"));
+    }
+}
+
+impl Subscriber for Raw {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut line = Line(format!("{}:", event.metadata().target()));
+        event.record(&mut line);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(line.0);
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[tokio::test]
+async fn a_statement_naming_a_schema_with_a_line_break_reaches_the_log_escaped() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    server.psql(&format!(
+        "CREATE ROLE app LOGIN SUPERUSER; \
+         CREATE SCHEMA {SCHEMA}; \
+         ALTER ROLE app SET search_path = {SCHEMA};"
+    ));
+    // The capture's install sets the process's catch-all default, so that
+    // tracing asks every log statement again; the test's own subscriber
+    // is the thread's default for the rest.
+    drop(Capture::install());
+    let raw = Raw::default();
+    let _guard = tracing::subscriber::set_default(raw.clone());
+    tracing::callsite::rebuild_interest_cache();
+    let config = SqlConfig {
+        table_prefix: "evil_".into(),
+        call_timeout: Duration::from_secs(5),
+        ..SqlConfig::default()
+    };
+    let connected = tokio::time::timeout(
+        Duration::from_secs(30),
+        SqlLocker::connect(&server.url_as("app", "unused"), config),
+    )
+    .await
+    .expect("connect ends within its timeout");
+    if let Ok(locker) = &connected {
+        let _ = tokio::time::timeout(Duration::from_secs(10), locker.quarantine_left()).await;
+    }
+    let lines = raw.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let pinned: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("search_path") && l.contains("evil"))
+        .collect();
+    assert!(
+        !pinned.is_empty(),
+        "nothing logged names the schema (connect: {}): {lines:#?}",
+        match &connected {
+            Ok(_) => "ok".to_owned(),
+            Err(err) => err.to_string(),
+        }
+    );
+    for line in pinned {
+        assert!(
+            !line.contains("evil\r") && !line.contains("\nforged") && !line.contains("\n2026"),
+            "the schema's line breaks reach the log raw: {line:?}"
+        );
+    }
+}
