@@ -102,19 +102,18 @@ async fn a_statement_naming_a_hostile_schema_reaches_the_log_escaped() {
         let _ = tokio::time::timeout(Duration::from_secs(10), locker.quarantine_left()).await;
     }
     let lines = raw.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let pinned: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains("search_path") && l.contains("evil"))
-        .collect();
+    let pinned: Vec<&String> = lines.iter().filter(|l| l.contains("search_path")).collect();
+    // The pin is logged (the schema's name, now a bound value, is not in
+    // its text); whatever names it, no line may carry its raw bytes.
     assert!(
         !pinned.is_empty(),
-        "nothing logged names the schema (connect: {}): {lines:#?}",
+        "nothing logged pins the search path (connect: {}): {lines:#?}",
         match &connected {
             Ok(_) => "ok".to_owned(),
             Err(err) => err.to_string(),
         }
     );
-    for line in pinned {
+    for line in &lines {
         assert!(
             !line.contains('\u{1b}') && !line.contains('\u{7}'),
             "the schema's name reaches the log unescaped: {line:?}"

@@ -158,7 +158,11 @@ impl PgServer {
     /// Kills the server (the postmaster and every backend) with SIGKILL
     /// and reaps the postmaster. No-op when it is not running.
     pub fn kill(&mut self) {
+        let running = self.child.is_some();
         kill_group(&mut self.child);
+        if running {
+            remove_shared_memory(&self.data_dir());
+        }
     }
 
     /// A crash restart: kills the server with SIGKILL and starts it again
@@ -1044,6 +1048,30 @@ fn signal_one(pid: u32, sig: libc::c_int) {
 }
 
 /// Kills the group that `child` leads with SIGKILL and reaps the leader.
+/// Removes the System V segment of a PostgreSQL server killed with
+/// SIGKILL (a clean shutdown removes it itself): the kernel's table of
+/// them is small (4,096 by default), and a machine that ran these tests
+/// long enough had it full, every `initdb` failing with "could not create
+/// shared memory segment". Its id is on the lock file's seventh line
+/// (`key id`).
+fn remove_shared_memory(data_dir: &Path) {
+    let Ok(lock_file) = std::fs::read_to_string(data_dir.join("postmaster.pid")) else {
+        return;
+    };
+    let Some(id) = lock_file
+        .lines()
+        .nth(6)
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|id| id.parse::<libc::c_int>().ok())
+    else {
+        return;
+    };
+    // SAFETY: IPC_RMID takes no buffer; an id that is gone fails harmlessly.
+    unsafe {
+        libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
+    }
+}
+
 fn kill_group(child: &mut Option<Child>) {
     if let Some(mut running) = child.take() {
         // SIGKILL ends stopped processes too; no SIGCONT needed first.

@@ -4,8 +4,6 @@
 //! [`pin_search_path`]), so the transaction and the stored routines act on
 //! one table.
 
-use sqlx::Executor;
-
 /// Keeps a new PostgreSQL connection of a locker with no schema configured
 /// on one schema (`SET search_path`): the one where this process's first
 /// connection found the entries table `table` on its search path (or, none
@@ -46,7 +44,12 @@ pub(super) async fn pin_search_path(
         }
     };
     let pinned = pin.get_or_init(|| schema);
-    conn.execute(format!("SET search_path = \"{}\"", pinned.replace('"', "\"\"")).as_str())
+    // The name goes as a bound value, not in the statement's text: the
+    // driver logs statements, and a name the database chose may hold line
+    // breaks or escape sequences (a hostile server's, or a role's).
+    sqlx::query("SELECT pg_catalog.set_config('search_path', $1, false)")
+        .bind(format!("\"{}\"", pinned.replace('"', "\"\"")))
+        .execute(&mut *conn)
         .await?;
     Ok(())
 }
