@@ -249,6 +249,8 @@ pub(crate) async fn read_round(
     let began = coord.clock.now();
     let deadline = after(began, coord.timeouts.acquire);
     let mut tally = Tally::default();
+    // Each answer so far, by locker, tallied anew at each.
+    let mut found_by: Vec<(usize, Option<Proclamation>)> = Vec::with_capacity(n);
     // Answers so far and who is still silent, for `hurry`'s check while
     // `tally` is borrowed.
     let answers = AtomicUsize::new(0);
@@ -316,10 +318,7 @@ pub(crate) async fn read_round(
                 };
             }
             match result {
-                Ok(found) => {
-                    tally.add(found);
-                    answers.store(tally.answered(), Ordering::Relaxed);
-                }
+                Ok(found) => found_by.push((index, found)),
                 Err(err) => {
                     failed += 1;
                     if !err.is_retryable() {
@@ -328,6 +327,25 @@ pub(crate) async fn read_round(
                     last_err = Some(err);
                 }
             }
+            // Tallied anew at each answer: a locker may announce a
+            // shorter validity after it answered.
+            found_by.retain(|(index, _)| {
+                let honoured = coord.lease_honoured(*index);
+                if !honoured {
+                    failed += 1;
+                    if let (Some(end), Err(err)) =
+                        (ends.get_mut(*index), coord.honours_lease(*index))
+                    {
+                        *end = RoundEnd::Failed(err);
+                    }
+                }
+                honoured
+            });
+            tally = Tally::default();
+            for (_, found) in &found_by {
+                tally.add(found.clone());
+            }
+            answers.store(tally.answered(), Ordering::Relaxed);
             match tally.verdict(n, quorum) {
                 Verdict::Decided(leader) => Some(Ok(leader)),
                 Verdict::ValueSplit { term } => Some(Err(term)),

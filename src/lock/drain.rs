@@ -235,7 +235,7 @@ pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> Owe
                 mode: state.mode,
                 // Never sent yet: its retry window, if it must be sent
                 // again, starts once it is overdue.
-                give_up: give_up_at(coord, target.index, until),
+                give_up: first_send_give_up(coord, target.index, until),
                 holder: None,
             };
             queue.take_batch(id, until, std::slice::from_ref(&unlock));
@@ -385,6 +385,14 @@ fn give_up_on(coord: &Coordinator, pending: &PendingUnlock, err: &Error, endpoin
     coord.telemetry.release_given_up(1);
     tracing::warn!(uid = %pending.args.uid, locker = %endpoint, %err,
         "cannot release; the entry stays until the lock server expires it");
+}
+
+/// When retrying an unlock never sent yet, begun at `from`, stops
+/// mattering: as [`give_up_at`], but never before one batch could send it
+/// (a `Timeouts::release_retry` of zero turns off retries of failed
+/// unlocks, not the first send).
+pub(crate) fn first_send_give_up(coord: &Coordinator, index: usize, from: Instant) -> Instant {
+    give_up_at(coord, index, from).max(batch_deadline(coord, from))
 }
 
 /// By when a batch of unlocks taken at `now` is sent, unless its task

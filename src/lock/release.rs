@@ -33,7 +33,8 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::drain::{
-    give_up_at, queue_unlock, unlock_call, unlock_kind, unlock_may_land_later, STRAGGLER_GRACE,
+    first_send_give_up, give_up_at, owe_batch, queue_unlock, unlock_call, unlock_kind,
+    unlock_may_land_later, STRAGGLER_GRACE,
 };
 use crate::lock::fanout::{answered_now, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
@@ -211,14 +212,17 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     watch_stragglers(state, &plan.in_flight, handle);
     if !plan.targets.is_empty() {
         tracing::debug!(uid = %state.args.uid, lockers = plan.targets.len(), "undoing partial grants and places");
-        let counted = state.coord.outstanding.begin();
+        // Counted by its queues as a batch on its way, as a dropped
+        // guard's release is: if the runtime it runs on is no longer
+        // driven, another sends it once it is overdue.
+        let owed = owe_batch(state, &plan.targets);
         let release = release_all(state.clone(), plan.targets);
         // Where it was dropped, or outside any runtime on the
         // coordinator's own: `handle`'s may be idle or gone.
         let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, handle);
         handle.spawn(async move {
             release.await;
-            drop(counted);
+            drop(owed);
         });
     }
 }
@@ -239,7 +243,8 @@ pub(crate) fn owed_give_up(
     let from = holder
         .as_ref()
         .map_or(from, |(not_before, _)| from.max(*not_before));
-    give_up_at(coord, index, from)
+    // Owed, never sent: one send at least, whatever the retry window.
+    first_send_give_up(coord, index, from)
 }
 
 /// Queues the unlock of `state` on locker `index`, begun at `began`, for
