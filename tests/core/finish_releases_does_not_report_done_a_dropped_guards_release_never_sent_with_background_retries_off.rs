@@ -25,7 +25,8 @@ use quorum_lock::{Dsync, Timeouts};
 const SEED: u64 = 4517;
 
 #[test]
-fn finish_releases_does_not_report_done_a_dropped_guards_release_never_sent_with_background_retries_off() {
+fn finish_releases_does_not_report_done_a_dropped_guards_release_never_sent_with_background_retries_off(
+) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let ds = Dsync::builder(cluster.net_lockers())

@@ -63,7 +63,10 @@ fn finish_releases_sends_the_undo_of_a_failed_try_lock_on_a_runtime_no_longer_dr
             .iter()
             .any(|e| e.resource == "y" && e.owner == "x")
     };
-    eprintln!("locker 0 holds x's grant of y after the failed try_lock: {}", x_on_0());
+    eprintln!(
+        "locker 0 holds x's grant of y after the failed try_lock: {}",
+        x_on_0()
+    );
 
     let other = common::runtime();
     let finished = other.block_on(ds.finish_releases(Duration::from_secs(3)));
