@@ -37,7 +37,7 @@ fn statements_since(log: &std::path::Path, from: usize) -> Vec<String> {
         // and keeps its schema, once, not per call.
         .filter(|line| {
             !(line.contains("SET SESSION CHARACTERISTICS")
-                || line.contains("SET search_path")
+                || line.contains("set_config('search_path'")
                 || line.contains("current_schemas(false)")
                 || line.contains("current_schema()"))
         })
