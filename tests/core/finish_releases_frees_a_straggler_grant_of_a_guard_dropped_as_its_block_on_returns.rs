@@ -1,0 +1,91 @@
+//! Reproduces a past break: a guard dropped as its `block_on` returns, while the won round's call to a slow locker is still on its way on that runtime, leaves that locker's grant in place: the release's watch sits on the same runtime, no longer driven, and `finish_releases` on another runtime waits out its bound.
+//!
+//! docs/guarantees.md, "Any runtime": "A release a runtime began and then
+//! stopped driving (a guard dropped as its `block_on` returns, ...) is
+//! recorded on the lockers' queues as on its way; once overdue (twice the
+//! unlock timeout, and a little), any other drain task or
+//! `finish_releases` sends it again", "a release watches every locker
+//! with a lock or wait call on its way ... once it must have ended
+//! (`Timeouts::acquire` after it was sent, plus 100 ms) the release's side
+//! sends that locker the unlock itself", and "an acquiring runtime that is
+//! idle or gone holds nothing up"; "No leaks": dropping a guard "never
+//! leaves an entry behind on a reachable locker". The lockers that
+//! granted are recorded (`OwedBatch`); the straggler's locker is only
+//! watched, by a task spawned on the dropping runtime, counted as
+//! outstanding and recorded on no queue.
+//!
+//! The scene (real clock, as the runtime must stop being driven): three
+//! lockers; locker 2 applies the lock at once but its reply takes 300 ms.
+//! On runtime `idle`, `try_lock` wins with lockers 0 and 1 and its guard
+//! is dropped as `block_on` returns, the call to locker 2 still on its
+//! way; `idle` is kept, never driven again. On another runtime
+//! `finish_releases(4 s)` (unlock timeout 500 ms, acquire 1 s) should
+//! free locker 2 too.
+#![cfg(feature = "testing")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::{Dsync, NetLocker, Timeouts};
+
+use crate::common::holding;
+
+const SEED: u64 = 47_003;
+
+#[test]
+fn finish_releases_frees_a_straggler_grant_of_a_guard_dropped_as_its_block_on_returns() {
+    eprintln!("seed {SEED}");
+    let cluster = TestCluster::new(3, SEED);
+    let lockers: Vec<Arc<dyn NetLocker>> = cluster
+        .net_lockers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            Arc::new(Relay::new(l, move |kind, _| match (i, kind) {
+                (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
+                _ => Route::Forward,
+            })) as Arc<dyn NetLocker>
+        })
+        .collect();
+    let ds = Dsync::builder(lockers)
+        .owner("x")
+        .rng_seed(SEED)
+        .timeouts(Timeouts {
+            unlock: Duration::from_millis(500),
+            ..Timeouts::default()
+        })
+        .build()
+        .expect("valid coordinator");
+
+    let idle = crate::common::runtime();
+    let uid = idle.block_on(async {
+        let guard = tokio::time::timeout(
+            Duration::from_secs(5),
+            ds.rw_mutex(["y"]).unwrap().try_lock(),
+        )
+        .await
+        .expect("in time")
+        .expect("lockers 0 and 1 grant");
+        let uid = guard.uid().to_owned();
+        assert_eq!(
+            holding(cluster.lockers(), &uid),
+            [true, true, true],
+            "locker 2 applied the grant; its reply is on its way"
+        );
+        drop(guard);
+        uid
+    });
+
+    let other = crate::common::runtime();
+    let finished = other.block_on(ds.finish_releases(Duration::from_secs(4)));
+    let left = holding(cluster.lockers(), &uid);
+    eprintln!("finish_releases {finished:?}; lockers holding the uid {left:?}");
+    assert!(
+        finished.is_ok() && !left.iter().any(|h| *h),
+        "the guard was dropped and every locker answers, yet after finish_releases \
+         ({finished:?}) on another runtime the lockers holding it are {left:?}: the straggler's \
+         grant on locker 2 is watched only from the idle runtime"
+    );
+    drop(idle);
+}
