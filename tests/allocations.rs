@@ -87,13 +87,13 @@ fn in_process_lockers_cost_no_allocation_per_call() {
         five - one < 2.0,
         "each extra locker costs allocations: {one:.2} with 1 locker, {five:.2} with 5"
     );
-    // 31 with 5 lockers before the immediate path; 14 with it; 3 since
-    // per-locker state sits inline and the loss token and the wait's watch
-    // are made only when needed: the acquisition, its uid's `Arc<str>` and
-    // the guard's loss signal (plus the locker's released-uid record as it
-    // grows, a few hundredths).
+    // 31 with 5 lockers before the immediate path; 14 with it; 3 once
+    // per-locker state sat inline and the loss token and the wait's watch
+    // were made only when needed; 2 since the guard's loss signal lives in
+    // the acquisition: the acquisition and its uid's `Arc<str>` (plus the
+    // locker's released-uid record as it grows, a few hundredths).
     assert!(
-        five <= 4.0,
-        "{five:.2} allocations per lock and unlock on 5 lockers"
+        five < 2.5,
+        "{five:.2} allocations per lock and unlock on 5 lockers (2 expected: the acquisition and its uid)"
     );
 }

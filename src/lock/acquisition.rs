@@ -3,8 +3,9 @@
 //! it and the releases that end it: its uid and arguments, and how each
 //! locker answered.
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::Waker;
 
 use tokio::sync::OnceCell;
@@ -12,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
+use crate::lock::loss::{HeldOff, Holder, LossSignal};
 use crate::lock::per_locker::PerLocker;
 use crate::locker::wait::{PushEvent, PushSink};
 use crate::quorum::{read_quorum, write_quorum, Answer};
@@ -34,6 +36,9 @@ pub(crate) struct Acquisition {
     /// Woken each time a lock or wait call settles (answered or dropped):
     /// for `release::watch_stragglers`.
     calls_settled: tokio::sync::Notify,
+    /// The held lock's loss signal, set once when its guard is made (see
+    /// [`Loss`]): inline, so a lock costs one allocation for both.
+    loss: OnceLock<LossSignal>,
 }
 
 impl Acquisition {
@@ -80,6 +85,7 @@ impl Acquisition {
             token: OnceCell::new(),
             stamps: AtomicU64::new(0),
             calls_settled: tokio::sync::Notify::new(),
+            loss: OnceLock::new(),
             slots: Mutex::new(Slots {
                 slots: PerLocker::from_elem(
                     Slot {
@@ -127,14 +133,62 @@ struct Slots {
     /// The task waiting for replies and pushes.
     waker: Option<Waker>,
     /// Set when the lock is declared lost: until the safety margin has
-    /// passed (the instant) or the holder let go (the signal), no unlock of
-    /// this uid may be sent, whatever sends it (see [`Acquisition::held_off`]).
-    held_off: Option<HeldOff>,
+    /// passed (the instant) or the holder let go (its loss signal), no
+    /// unlock of this uid may be sent, whatever sends it (see
+    /// [`Acquisition::held_off`]).
+    held_off: Option<Instant>,
 }
 
-/// A lost lock's hold on its entries: not freed before the instant unless
-/// the holder let go, as the signal tells.
-pub(crate) type HeldOff = (Instant, Arc<crate::lock::loss::LossSignal>);
+/// The loss signal of a held lock, kept in its acquisition's allocation.
+///
+/// Invariant: a `Loss` exists only for an acquisition whose signal is set
+/// ([`Loss::start`] sets it), so dereferencing one always finds it.
+#[derive(Clone)]
+pub(crate) struct Loss(Arc<Acquisition>);
+
+impl Loss {
+    /// The loss signal of `state`, a lock held from `base` and lost at
+    /// `base + trusted_for` unless refreshed: set here, once per
+    /// acquisition (one guard is made per acquisition).
+    pub(crate) fn start(
+        state: &Arc<Acquisition>,
+        clock: crate::quorum::clock::Clock,
+        base: Instant,
+        trusted_for: std::time::Duration,
+    ) -> Loss {
+        state
+            .loss
+            .get_or_init(|| LossSignal::new(clock, base, trusted_for));
+        Loss(state.clone())
+    }
+}
+
+impl Deref for Loss {
+    type Target = LossSignal;
+
+    fn deref(&self) -> &LossSignal {
+        // Set by `Loss::start`, the only way to make a `Loss`, and never
+        // unset.
+        self.0
+            .loss
+            .get()
+            .expect("a Loss is made only after its signal is set")
+    }
+}
+
+impl Loss {
+    /// The hold of this lost lock on its entries until `not_before`.
+    pub(crate) fn held_off(&self, not_before: Instant) -> HeldOff {
+        let holder: Weak<dyn Holder> = Arc::downgrade(&self.0) as Weak<dyn Holder>;
+        HeldOff { not_before, holder }
+    }
+}
+
+impl Holder for Acquisition {
+    fn holder_has_stopped(&self) -> bool {
+        self.loss.get().is_some_and(LossSignal::holder_has_stopped)
+    }
+}
 
 /// What an acquisition knows about one locker.
 #[derive(Clone, Copy)]
@@ -547,10 +601,13 @@ impl Acquisition {
     /// protects (docs/guarantees.md, "A lost lock is freed once its holder
     /// lets go"): the same rule for the clean-up, a straggler's undo, a
     /// dropped call's owed unlock and a re-check that failed after the loss.
-    pub(crate) fn hold_off(&self, not_before: Instant, signal: Arc<crate::lock::loss::LossSignal>) {
+    ///
+    /// `loss` (this acquisition's own signal) shows the signal is set.
+    pub(crate) fn hold_off(&self, not_before: Instant, loss: &Loss) {
+        debug_assert!(std::ptr::eq(Arc::as_ptr(&loss.0), self));
         let mut slots = self.slots();
         if slots.held_off.is_none() {
-            slots.held_off = Some((not_before, signal));
+            slots.held_off = Some(not_before);
         }
     }
 
@@ -562,12 +619,11 @@ impl Acquisition {
     /// The hold of a lost lock on its entries, while it lasts at `now`:
     /// `None` for a lock not lost, or once the margin passed or the holder
     /// let go.
-    pub(crate) fn held_off(&self, now: Instant) -> Option<HeldOff> {
-        self.slots()
-            .held_off
-            .as_ref()
-            .filter(|(not_before, signal)| now < *not_before && !signal.holder_has_stopped())
-            .cloned()
+    pub(crate) fn held_off(self: &Arc<Self>, now: Instant) -> Option<HeldOff> {
+        let not_before = self.slots().held_off?;
+        let holder: Weak<dyn Holder> = Arc::downgrade(self) as Weak<dyn Holder>;
+        let held = HeldOff { not_before, holder };
+        (now < not_before && !held.holder_has_stopped()).then_some(held)
     }
 
     /// Whether a lock or wait call to locker `index` has neither settled

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
-use crate::lock::acquisition::{Acquisition, Target};
+use crate::lock::acquisition::Acquisition;
 use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::fanout::call_locker;
@@ -139,7 +139,7 @@ pub(crate) async fn finish(
         // for is unlocks queued or being sent, and the other releases: a
         // drain task with nothing to send, on a runtime that is idle,
         // holds nothing up.
-        let queued = drain_queued(coord, handle);
+        let queued = drain_queued(coord, handle, true);
         let sending: usize = coord
             .unlock_retries
             .iter()
@@ -174,22 +174,25 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
         .ok()
         .or_else(|| coord.own_runtime.handle())
     {
-        drain_queued(coord, &handle);
+        drain_queued(coord, &handle, false);
     }
 }
 
 /// Starts, on the current runtime, a drain task for every queue that holds
 /// unlocks, and returns how many unlocks they hold. A queue whose drainer
 /// went with its runtime (the private one of an `unlock()` outside any
-/// runtime, say) is otherwise left until a later failure starts one.
-pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle) -> usize {
+/// runtime, say) is otherwise left until a later failure starts one. With
+/// `hurry` (`finish_releases`), a release's unlocks on their way are sent
+/// again now rather than once overdue: the task sending them may sit on a
+/// runtime no longer driven, and the caller wants them done.
+pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: bool) -> usize {
     let own = coord.own_runtime.started_id();
     let now = coord.clock.now();
     let mut queued = 0;
     for index in 0..coord.unlock_retries.len() {
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
-        queue.reclaim_stale(now);
+        queue.reclaim_stale(now, hurry);
         if queue.pending.is_empty() {
             continue;
         }
@@ -219,15 +222,32 @@ pub(crate) struct OwedBatch {
     ids: PerLocker<(usize, u64)>,
 }
 
-/// Records the unlocks of `state` on `targets` as an [`OwedBatch`].
-pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> OwedBatch {
+/// Records the unlocks of a release of `state` on the lockers `indices`
+/// as an [`OwedBatch`], due within a batch's time from now, and sent again
+/// at once by `Dsync::finish_releases`.
+pub(crate) fn owe_batch(
+    state: &Acquisition,
+    indices: impl IntoIterator<Item = usize>,
+) -> OwedBatch {
+    let until = batch_deadline(&state.coord, state.coord.clock.now());
+    owe_batch_until(state, indices, until, true)
+}
+
+/// Records the unlocks of `state` on the lockers `indices` as an
+/// [`OwedBatch`] whose task sends them, or sees them settled, by `until`:
+/// after that any drain task or `Dsync::finish_releases` sends them
+/// (before that too with `hurry`: see `InFlight::hurry`).
+pub(crate) fn owe_batch_until(
+    state: &Acquisition,
+    indices: impl IntoIterator<Item = usize>,
+    until: Instant,
+    hurry: bool,
+) -> OwedBatch {
     let coord = &state.coord;
-    let now = coord.clock.now();
-    let until = batch_deadline(coord, now);
-    let ids = targets
-        .iter()
-        .map(|target| {
-            let mut queue = coord.unlock_retries[target.index].lock();
+    let ids = indices
+        .into_iter()
+        .map(|index| {
+            let mut queue = coord.unlock_retries[index].lock();
             queue.next_drainer += 1;
             let id = queue.next_drainer;
             let unlock = PendingUnlock {
@@ -235,11 +255,12 @@ pub(crate) fn owe_batch(state: &Acquisition, targets: &PerLocker<Target>) -> Owe
                 mode: state.mode,
                 // Never sent yet: its retry window, if it must be sent
                 // again, starts once it is overdue.
-                give_up: first_send_give_up(coord, target.index, until),
+                give_up: first_send_give_up(coord, index, until),
                 holder: None,
+                sent: false,
             };
-            queue.take_batch(id, until, std::slice::from_ref(&unlock));
-            (target.index, id)
+            queue.take_batch(id, until, hurry, std::slice::from_ref(&unlock));
+            (index, id)
         })
         .collect();
     OwedBatch {
@@ -303,7 +324,7 @@ async fn drain(mut task: Draining) {
         let now = coord.clock.now();
         {
             let mut queue = coord.unlock_retries[index].lock();
-            queue.reclaim_stale(now);
+            queue.reclaim_stale(now, false);
             // Another task's batch still on its way keeps this one going:
             // if that task stops being driven, this one sends the batch
             // once it is overdue.
@@ -317,8 +338,10 @@ async fn drain(mut task: Draining) {
                 return;
             }
             let pending = std::mem::take(&mut queue.pending);
-            let (live, expired): (Vec<_>, Vec<_>) =
-                pending.into_iter().partition(|p| now < p.give_up);
+            // One never sent is sent once, however late.
+            let (live, expired): (Vec<_>, Vec<_>) = pending
+                .into_iter()
+                .partition(|p| now < p.give_up || !p.sent);
             // A lost lock's clean-up still waiting for its holder stays.
             let (due, waiting): (Vec<_>, Vec<_>) = live.into_iter().partition(|p| p.is_due(now));
             queue.pending = waiting;
@@ -330,7 +353,7 @@ async fn drain(mut task: Draining) {
             // A probe and then the rest, each within the unlock timeout;
             // nothing to send, nothing on its way.
             if !due.is_empty() {
-                queue.take_batch(task.id, batch_deadline(&coord, now), &due);
+                queue.take_batch(task.id, batch_deadline(&coord, now), false, &due);
             }
             task.batch = due;
         }
@@ -375,7 +398,11 @@ async fn drain(mut task: Draining) {
             attempt.saturating_add(1)
         };
         let mut queue = coord.unlock_retries[index].lock();
-        queue.pending.extend(failed);
+        queue.pending.extend(
+            failed
+                .into_iter()
+                .map(|p| PendingUnlock { sent: true, ..p }),
+        );
         queue.finish_batch(task.id);
         task.batch.clear();
     }
@@ -398,7 +425,7 @@ pub(crate) fn first_send_give_up(coord: &Coordinator, index: usize, from: Instan
 /// By when a batch of unlocks taken at `now` is sent, unless its task
 /// stopped being driven: a probe and then the rest, each within the
 /// unlock timeout, and a little.
-fn batch_deadline(coord: &Coordinator, now: Instant) -> Instant {
+pub(crate) fn batch_deadline(coord: &Coordinator, now: Instant) -> Instant {
     after(
         now,
         coord

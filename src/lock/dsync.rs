@@ -92,6 +92,12 @@ impl Dsync {
     /// [`Error::LockLost`]), the holder has stopped, and they are freed at
     /// once. So drop every guard, then call this.
     ///
+    /// A release whose task sits on a runtime that is no longer driven (a
+    /// guard dropped as its `block_on` returned) is sent again from here,
+    /// at once: an unlock goes by uid, so one sent twice frees nothing
+    /// else. A watch on a lock call still on its way is left until that
+    /// call must have ended (`Timeouts::acquire`, and a little).
+    ///
     /// Fails with [`Error::ReleasesPending`] when releases are still
     /// running at the bound (a lock server is unreachable, say); the
     /// lockers expire what they could not be told. Locks still held are
@@ -114,7 +120,8 @@ impl Dsync {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: it only waits; the releases go on without it.
+    /// Cancel safe: it waits, and hands unlocks to drain tasks that go on
+    /// without it.
     pub async fn finish_releases(&self, within: Duration) -> Result<(), Error> {
         let handle = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         crate::lock::drain::finish(&self.coord, &handle, within).await

@@ -62,27 +62,44 @@ pub(crate) struct CallSet<T: Send + 'static> {
     waited: Option<Waited>,
     /// [`CallSet::settle`] was called: a flag made after it starts cleared.
     settled: bool,
-    /// Whether stragglers are handed to the runtime the set is dropped on,
-    /// counted among the coordinator's outstanding releases (a straggler
-    /// may be a grant it must undo); `None` drops them instead.
-    handoff: Option<Arc<Outstanding>>,
+    /// What becomes of the calls still running when the set is dropped.
+    handoff: Handoff,
+}
+
+/// What a dropped [`CallSet`] does with its calls still running.
+enum Handoff {
+    /// They are dropped: their late effect is unwanted.
+    Drop,
+    /// Handed to the runtime the set is dropped on, counted among the
+    /// coordinator's outstanding releases (a straggler may be a grant it
+    /// must undo).
+    Counted(Arc<Outstanding>),
+    /// Handed to that runtime, not counted: a lock or wait call, which
+    /// its acquisition's release watches and records on the lockers'
+    /// queues (`release::watch_stragglers`), so that a call stuck on a
+    /// runtime no longer driven holds nothing up and is covered by others.
+    Watched,
 }
 
 impl<T: Send + 'static> CallSet<T> {
     pub(crate) fn new(coord: &Coordinator, calls: impl IntoIterator<Item = Started<T>>) -> Self {
-        Self::build(Some(coord.outstanding.clone()), calls)
+        Self::build(Handoff::Counted(coord.outstanding.clone()), calls)
+    }
+
+    /// A set of lock or wait calls: those still running when it is
+    /// dropped go on on that runtime, watched by their acquisition's
+    /// release rather than counted (see [`Handoff::Watched`]).
+    pub(crate) fn watched(calls: impl IntoIterator<Item = Started<T>>) -> Self {
+        Self::build(Handoff::Watched, calls)
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
     /// whose late effect is unwanted, such as a refresh after a release.
     pub(crate) fn dropping(calls: impl IntoIterator<Item = Call<T>>) -> Self {
-        Self::build(None, calls.into_iter().map(Started::Running))
+        Self::build(Handoff::Drop, calls.into_iter().map(Started::Running))
     }
 
-    fn build(
-        handoff: Option<Arc<Outstanding>>,
-        calls: impl IntoIterator<Item = Started<T>>,
-    ) -> Self {
+    fn build(handoff: Handoff, calls: impl IntoIterator<Item = Started<T>>) -> Self {
         let calls: PerLocker<Slot<T>> = calls.into_iter().map(Slot::from).collect();
         CallSet {
             running: calls.len(),
@@ -154,20 +171,48 @@ impl<T: Send + 'static> CallSet<T> {
     }
 }
 
-impl<T: Send + 'static> Drop for CallSet<T> {
-    fn drop(&mut self) {
-        let Some(outstanding) = self.handoff.as_ref().filter(|_| self.running > 0) else {
-            return;
-        };
+impl<T: Send + 'static> CallSet<T> {
+    /// The calls still running, taken out of the set.
+    fn take_running(&mut self) -> Vec<Call<T>> {
+        self.running = 0;
         // Answered calls finished their bookkeeping when they were started.
-        let rest: Vec<Call<T>> = self
-            .calls
+        self.calls
             .drain(..)
             .filter_map(|slot| match slot {
                 Slot::Running(call) => Some(call),
                 Slot::Answered(_) | Slot::Done => None,
             })
-            .collect();
+            .collect()
+    }
+
+    /// Hands the unfinished calls to the current runtime, as dropping the
+    /// set does, but recorded by `owed` (dropped once they finish) instead
+    /// of counted among the outstanding releases: `owed` records them on
+    /// the lockers' queues with a deadline, so that if this runtime is no
+    /// longer driven another sends them once they are overdue, and
+    /// `Dsync::finish_releases` is not held up by a task that never runs.
+    /// Outside any runtime they are dropped, as `Drop` does.
+    pub(crate) fn hand_off_owed<O: Send + 'static>(mut self, owed: O) {
+        let rest = self.take_running();
+        let Ok(handle) = Handle::try_current() else {
+            return;
+        };
+        if rest.is_empty() {
+            return;
+        }
+        handle.spawn(async move {
+            futures::future::join_all(rest).await;
+            drop(owed);
+        });
+    }
+}
+
+impl<T: Send + 'static> Drop for CallSet<T> {
+    fn drop(&mut self) {
+        if matches!(self.handoff, Handoff::Drop) || self.running == 0 {
+            return;
+        }
+        let rest = self.take_running();
         if rest.is_empty() {
             return;
         }
@@ -180,7 +225,10 @@ impl<T: Send + 'static> Drop for CallSet<T> {
         let Ok(handle) = Handle::try_current() else {
             return;
         };
-        let counted = outstanding.begin();
+        let counted = match &self.handoff {
+            Handoff::Counted(outstanding) => Some(outstanding.begin()),
+            Handoff::Drop | Handoff::Watched => None,
+        };
         handle.spawn(async move {
             futures::future::join_all(rest).await;
             drop(counted);

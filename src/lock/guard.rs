@@ -8,10 +8,9 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
-use crate::lock::acquisition::Acquisition;
+use crate::lock::acquisition::{Acquisition, Loss};
 use crate::lock::drain::owe_batch;
 use crate::lock::keeper::{Keeper, LeaseKey};
-use crate::lock::loss::LossSignal;
 use crate::lock::own_runtime::on_own_runtime;
 use crate::lock::refresh::{clean_up_after_holder, clean_up_now, note_lost};
 use crate::lock::release::{release_all, release_confirmed};
@@ -26,7 +25,7 @@ struct Held {
     /// a guard works from any thread, inside a runtime or not.
     handle: Handle,
     /// When the lock is lost; the keeper moves it forward on each refresh.
-    signal: Arc<LossSignal>,
+    signal: Loss,
     keeper: Arc<Keeper>,
     lease: LeaseKey,
     released: bool,
@@ -35,11 +34,12 @@ struct Held {
 impl Held {
     fn new(state: Arc<Acquisition>, handle: Handle, keeper: Arc<Keeper>) -> Self {
         let trusted_for = state.coord.lease.trusted_for();
-        let signal = Arc::new(LossSignal::new(
+        let signal = Loss::start(
+            &state,
             state.coord.clock.clone(),
             state.trust_from(),
             trusted_for,
-        ));
+        );
         let lease = keeper.register(&handle, state.clone(), signal.clone());
         Held {
             state,
@@ -152,7 +152,7 @@ impl Held {
             if let Ok(handle) = Handle::try_current() {
                 keeper.adopt(lease, &handle);
             }
-            LossSignal::lost(signal).await;
+            crate::lock::loss::LossSignal::lost(signal).await;
         }
     }
 
@@ -206,7 +206,7 @@ impl Drop for Held {
             // Counted by its queues as a batch in flight, not among the
             // outstanding releases: if this runtime is no longer driven,
             // another sends it once it is overdue (see `OwedBatch`).
-            let owed = owe_batch(&self.state, &plan.targets);
+            let owed = owe_batch(&self.state, plan.targets.iter().map(|t| t.index));
             let release = release_all(self.state.clone(), plan.targets);
             let task = async move {
                 release.await;

@@ -23,7 +23,7 @@
 //!
 //! When no lane runs at all (the only runtime is stalled, or the guard lives
 //! in synchronous code after `block_on` returned), nothing is refreshed, but
-//! the guard's [`LossSignal`] still turns lost on time: its deadline, not the
+//! the guard's loss signal still turns lost on time: its deadline, not the
 //! keeper, decides.
 
 use std::future::Future;
@@ -37,9 +37,8 @@ use tokio::runtime::{self, Handle};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::lock::acquisition::Acquisition;
+use crate::lock::acquisition::{Acquisition, Loss};
 use crate::lock::config::after;
-use crate::lock::loss::LossSignal;
 use crate::lock::refresh::{declare_lost, refresh_round, Refreshed};
 use crate::lock::telemetry::{LossCause, RefreshOutcome};
 use crate::quorum::clock::Clock;
@@ -58,7 +57,7 @@ pub(crate) struct LeaseKey {
 
 struct Leased {
     state: Arc<Acquisition>,
-    signal: Arc<LossSignal>,
+    signal: Loss,
     /// The runtime whose lane counts this lock as its own: where it was
     /// acquired.
     runtime: runtime::Id,
@@ -190,7 +189,7 @@ impl Keeper {
         self: &Arc<Self>,
         handle: &Handle,
         state: Arc<Acquisition>,
-        signal: Arc<LossSignal>,
+        signal: Loss,
     ) -> LeaseKey {
         let next_refresh = after(state.trust_from(), state.coord.lease.refresh_interval);
         let due = signal

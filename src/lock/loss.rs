@@ -223,7 +223,7 @@ impl LossSignal {
     /// Resolves when the lock is lost. While polled on a runtime it keeps its
     /// own timer at the deadline, so it fires on time whether or not the
     /// keeper runs; polled elsewhere it waits for the keeper's word.
-    pub(crate) async fn lost(signal: std::sync::Arc<Self>) {
+    pub(crate) async fn lost(signal: impl std::ops::Deref<Target = Self>) {
         loop {
             if signal.check() {
                 return;
@@ -238,6 +238,33 @@ impl LossSignal {
                 None => return signal.token().cancelled().await,
             }
         }
+    }
+}
+
+/// What a lost lock's hold on its entries asks of its holder (its
+/// acquisition, which holds its signal).
+pub(crate) trait Holder: Send + Sync {
+    /// Whether the holder let go of its guard.
+    fn holder_has_stopped(&self) -> bool;
+}
+
+/// A lost lock's hold on its entries: not freed before `not_before` unless
+/// the holder let go. It refers to the holder weakly, so an unlock queued
+/// on the coordinator does not keep the coordinator alive through the
+/// acquisition; a holder gone means its guard is gone, and a guard tells
+/// its signal that its holder stopped as it goes.
+#[derive(Clone)]
+pub(crate) struct HeldOff {
+    pub(crate) not_before: Instant,
+    pub(crate) holder: std::sync::Weak<dyn Holder>,
+}
+
+impl HeldOff {
+    /// Whether the holder let go of its guard.
+    pub(crate) fn holder_has_stopped(&self) -> bool {
+        self.holder
+            .upgrade()
+            .is_none_or(|holder| holder.holder_has_stopped())
     }
 }
 

@@ -16,12 +16,11 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::lock::acquisition::Acquisition;
+use crate::lock::acquisition::{Acquisition, Loss};
 use crate::lock::config::after;
 use crate::lock::coordinator::PendingUnlock;
-use crate::lock::drain::queue_unlock;
+use crate::lock::drain::{owe_batch, queue_unlock};
 use crate::lock::fanout::{call_locker, Call, CallSet};
-use crate::lock::loss::LossSignal;
 use crate::lock::per_locker::PerLocker;
 use crate::lock::release::owed_give_up;
 use crate::lock::telemetry::{CallKind, LossCause, Names};
@@ -133,7 +132,7 @@ fn refresh_call(state: Arc<Acquisition>, index: usize, deadline: Instant) -> Cal
 /// has passed.
 pub(crate) fn declare_lost(
     state: &Arc<Acquisition>,
-    signal: &Arc<LossSignal>,
+    signal: &Loss,
     cause: LossCause,
     handle: &Handle,
 ) {
@@ -143,7 +142,7 @@ pub(crate) fn declare_lost(
 
 /// Tells the holder and stops future releases from counting this lock,
 /// leaving the clean-up to the caller.
-pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, cause: LossCause) {
+pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &Loss, cause: LossCause) {
     let why = match cause {
         LossCause::RefreshMissed => "no quorum confirmed a refresh before the holder's deadline",
         LossCause::NotFound => {
@@ -156,13 +155,13 @@ pub(crate) fn note_lost(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, caus
     // Before the release is marked: whatever finds it released from here
     // (a straggler's undo, a dropped call's owed unlock) sees the hold.
     let not_before = after(state.coord.clock.now(), state.coord.lease.safety_margin);
-    state.hold_off(not_before, signal.clone());
+    state.hold_off(not_before, signal);
     state.begin_release();
 }
 
 /// Removes what is left of a lost lock once the safety margin has passed,
 /// or at once when its holder lets go.
-fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, handle: &Handle) {
+fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Loss, handle: &Handle) {
     // The entries are removed only after the safety margin, as expiry would:
     // freeing them at once would let another client in (a reader, when the
     // holder still reaches half of an even cluster) before the holder has
@@ -204,7 +203,7 @@ fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Arc<LossSignal>, handle: &Ha
 
 /// The clean-up of a lost lock whose holder let go, owed from now (due at
 /// once): `None` when another has claimed it.
-fn claim_after_holder(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) -> Option<CleanupOwed> {
+fn claim_after_holder(state: &Arc<Acquisition>, signal: &Loss) -> Option<CleanupOwed> {
     if !signal.claim_cleanup() {
         // Begun, or queued (its task dropped): the queue's unlocks are now
         // due; send them.
@@ -232,7 +231,7 @@ fn claim_after_holder(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) -> Opt
 /// it returns. Outside any runtime it runs on the coordinator's own.
 ///
 /// Cancel safe: dropped, what it had not done is queued (`CleanupOwed`).
-pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Arc<LossSignal>) {
+pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Loss) {
     let Some(owed) = claim_after_holder(state, signal) else {
         return;
     };
@@ -267,22 +266,24 @@ pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Arc<LossSign
 /// runtime that is no longer driven, or is gone. On the current runtime,
 /// outside any on the coordinator's own. Safe at once: the holder has
 /// stopped the work the lock protected.
-pub(crate) fn clean_up_after_holder(
-    state: &Arc<Acquisition>,
-    signal: &Arc<LossSignal>,
-    fallback: &Handle,
-) {
+pub(crate) fn clean_up_after_holder(state: &Arc<Acquisition>, signal: &Loss, fallback: &Handle) {
     let Some(owed) = claim_after_holder(state, signal) else {
         return;
     };
     let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, fallback);
-    let counted = state.coord.outstanding.begin();
+    // Recorded on every locker's queue as on its way, as a dropped guard's
+    // release is, not counted among the outstanding releases: if this
+    // runtime is no longer driven (a guard dropped as its `block_on`
+    // returns), another sends the unlocks once they are overdue (an unlock
+    // by uid does what the force-unlock would; twice is harmless). The
+    // holder let go: nothing holds them off.
+    let recorded = owe_batch(state, 0..state.coord.lockers.len());
     let (state, signal) = (state.clone(), signal.clone());
     handle.spawn(async move {
         force_release(state).await;
         signal.cleanup_finished();
         owed.settled();
-        drop(counted);
+        drop(recorded);
     });
 }
 
@@ -293,7 +294,7 @@ pub(crate) fn clean_up_after_holder(
 /// lock sooner, and nothing leaves it to expiry on a locker that answers.
 struct CleanupOwed {
     state: Arc<Acquisition>,
-    signal: Arc<LossSignal>,
+    signal: Loss,
     not_before: Instant,
     declared: Instant,
     armed: bool,
@@ -315,12 +316,13 @@ impl Drop for CleanupOwed {
         }
         let coord = &self.state.coord;
         for index in 0..coord.lockers.len() {
-            let holder = Some((self.not_before, self.signal.clone()));
+            let holder = Some(self.signal.held_off(self.not_before));
             let pending = PendingUnlock {
                 args: self.state.args.clone(),
                 mode: self.state.mode,
                 give_up: owed_give_up(coord, index, self.declared, &holder),
                 holder,
+                sent: false,
             };
             queue_unlock(coord, index, pending, Handle::try_current().ok());
         }

@@ -33,8 +33,8 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::drain::{
-    first_send_give_up, give_up_at, owe_batch, queue_unlock, unlock_call, unlock_kind,
-    unlock_may_land_later, STRAGGLER_GRACE,
+    batch_deadline, first_send_give_up, give_up_at, owe_batch, owe_batch_until, queue_unlock,
+    unlock_call, unlock_kind, unlock_may_land_later, STRAGGLER_GRACE,
 };
 use crate::lock::fanout::{answered_now, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
@@ -141,6 +141,7 @@ impl Drop for Owed {
                 mode: self.state.mode,
                 give_up: owed_give_up(coord, self.index, self.began, &holder),
                 holder,
+                sent: false,
             };
             queue_unlock(coord, self.index, pending, Handle::try_current().ok());
         }
@@ -168,6 +169,7 @@ async fn release_after(
                 mode: state.mode,
                 give_up: owed_give_up(coord, target.index, began, &holder),
                 holder,
+                sent: false,
             };
             queue_unlock(coord, target.index, pending, Handle::try_current().ok());
             return false;
@@ -215,7 +217,7 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
         // Counted by its queues as a batch on its way, as a dropped
         // guard's release is: if the runtime it runs on is no longer
         // driven, another sends it once it is overdue.
-        let owed = owe_batch(state, &plan.targets);
+        let owed = owe_batch(state, plan.targets.iter().map(|t| t.index));
         let release = release_all(state.clone(), plan.targets);
         // Where it was dropped, or outside any runtime on the
         // coordinator's own: `handle`'s may be idle or gone.
@@ -237,12 +239,12 @@ pub(crate) fn owed_give_up(
     coord: &Coordinator,
     index: usize,
     since: Instant,
-    holder: &Option<crate::lock::acquisition::HeldOff>,
+    holder: &Option<crate::lock::loss::HeldOff>,
 ) -> Instant {
     let from = since.max(coord.clock.now());
     let from = holder
         .as_ref()
-        .map_or(from, |(not_before, _)| from.max(*not_before));
+        .map_or(from, |held| from.max(held.not_before));
     // Owed, never sent: one send at least, whatever the retry window.
     first_send_give_up(coord, index, from)
 }
@@ -265,6 +267,7 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
             mode: state.mode,
             give_up,
             holder: None,
+            sent: true,
         },
         Handle::try_current().ok(),
     );
@@ -362,7 +365,19 @@ pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fa
         coord.clock.now(),
         coord.timeouts.acquire.saturating_add(STRAGGLER_GRACE),
     );
-    let counted = coord.outstanding.begin();
+    // Recorded on the stragglers' queues as on their way until the watch
+    // ends, not counted among the outstanding releases: if this runtime is
+    // no longer driven (a guard dropped as its `block_on` returns), the
+    // records are overdue once the watch would have sent the unlocks, and
+    // any drain task or `finish_releases` sends them.
+    let recorded = owe_batch_until(
+        state,
+        in_flight.iter().copied(),
+        batch_deadline(&coord, deadline),
+        // Not before the watch would: a straggler's lock call may still be
+        // on its way, and an unlock that overtakes it frees nothing.
+        false,
+    );
     let mut owed = StragglersOwed {
         state: state.clone(),
         in_flight: in_flight.to_vec(),
@@ -392,7 +407,7 @@ pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fa
             }
         }
         owed.settled();
-        drop(counted);
+        drop(recorded);
     });
 }
 
@@ -425,10 +440,39 @@ impl Drop for StragglersOwed {
                     mode: self.state.mode,
                     give_up: owed_give_up(coord, index, self.began, &holder),
                     holder,
+                    sent: false,
                 };
                 queue_unlock(coord, index, pending, Handle::try_current().ok());
             }
         }
+    }
+}
+
+/// A release's calls. Those still running when it ends (a quorum
+/// confirmed, time ran out, or its caller was cancelled) go on on the
+/// current runtime, recorded on their lockers' queues as a batch on its
+/// way: if that runtime is no longer driven (an `unlock()` in a `block_on`
+/// that returns), another sends them once overdue.
+struct OwedCalls<'a> {
+    calls: CallSet<bool>,
+    state: &'a Acquisition,
+    lockers_of: PerLocker<Target>,
+}
+
+impl Drop for OwedCalls<'_> {
+    fn drop(&mut self) {
+        if self.calls.running() == 0 {
+            return;
+        }
+        let calls = std::mem::replace(&mut self.calls, CallSet::dropping(std::iter::empty()));
+        let running = self
+            .lockers_of
+            .iter()
+            .enumerate()
+            .filter(|&(at, _)| calls.is_running(at))
+            .map(|(_, target)| target.index);
+        let owed = owe_batch(self.state, running);
+        calls.hand_off_owed(owed);
     }
 }
 
@@ -440,11 +484,19 @@ async fn release_plan(
     let quorum = state.args.quorum;
     let mut confirmed = plan.refused;
     let deadline = after(state.coord.clock.now(), state.coord.timeouts.unlock);
+    // Kept to name the lockers of calls still running at the end (a
+    // copy inline on the usual cluster sizes).
+    let lockers_of = plan.targets.clone();
     let targets = plan
         .targets
         .into_iter()
         .map(|i| release_call(state.clone(), i));
-    let mut calls = CallSet::new(&state.coord, targets);
+    let mut owed = OwedCalls {
+        calls: CallSet::new(&state.coord, targets),
+        state: &state,
+        lockers_of,
+    };
+    let calls = &mut owed.calls;
     let mut timer = None;
     poll_fn(|cx| {
         calls.poll_all(cx, |_, ok| confirmed += usize::from(ok));
@@ -455,6 +507,7 @@ async fn release_plan(
         Pin::new(timer).poll(cx)
     })
     .await;
+    drop(owed);
     tracing::debug!(confirmed, quorum, "released");
     if confirmed >= quorum {
         Ok(())

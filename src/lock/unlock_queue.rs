@@ -10,7 +10,7 @@
 //! lock's clean-up is not sent before its holder let go or its margin
 //! passed (`PendingUnlock::is_due`).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
@@ -25,7 +25,12 @@ pub(crate) struct PendingUnlock {
     pub(crate) give_up: Instant,
     /// A lost lock's clean-up waits for its holder: not sent before
     /// `not_before` unless the holder let go of its guard.
-    pub(crate) holder: Option<(Instant, Arc<crate::lock::loss::LossSignal>)>,
+    pub(crate) holder: Option<crate::lock::loss::HeldOff>,
+    /// Whether it was sent once already (and failed). One never sent is
+    /// sent once even past `give_up`: a release found late (a batch
+    /// overdue on a runtime no longer driven) still reaches its locker,
+    /// whatever `Timeouts::release_retry` says.
+    pub(crate) sent: bool,
 }
 
 impl PendingUnlock {
@@ -33,7 +38,7 @@ impl PendingUnlock {
     pub(crate) fn is_due(&self, now: Instant) -> bool {
         self.holder
             .as_ref()
-            .is_none_or(|(not_before, signal)| now >= *not_before || signal.holder_has_stopped())
+            .is_none_or(|held| now >= held.not_before || held.holder_has_stopped())
     }
 }
 
@@ -68,6 +73,10 @@ pub(crate) struct InFlight {
     pub(crate) drainer: u64,
     /// By when the batch is sent, unless its task stopped being driven.
     pub(crate) until: Instant,
+    /// Whether `Dsync::finish_releases` sends it again at once rather than
+    /// once overdue: a release's unlocks (sent twice, harmless: by uid),
+    /// not a straggler's, whose lock call may still be on its way.
+    pub(crate) hurry: bool,
     pub(crate) unlocks: Vec<PendingUnlock>,
 }
 
@@ -78,10 +87,17 @@ impl QueueState {
     }
 
     /// Records the batch drain task `drainer` takes, to be sent by `until`.
-    pub(crate) fn take_batch(&mut self, drainer: u64, until: Instant, unlocks: &[PendingUnlock]) {
+    pub(crate) fn take_batch(
+        &mut self,
+        drainer: u64,
+        until: Instant,
+        hurry: bool,
+        unlocks: &[PendingUnlock],
+    ) {
         self.in_flight.push(InFlight {
             drainer,
             until,
+            hurry,
             unlocks: unlocks.to_vec(),
         });
     }
@@ -95,10 +111,11 @@ impl QueueState {
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
     /// task may send it. Returns whether there was one.
-    pub(crate) fn reclaim_stale(&mut self, now: Instant) -> bool {
+    /// With `hurry`, also every batch marked to be hurried.
+    pub(crate) fn reclaim_stale(&mut self, now: Instant, hurry: bool) -> bool {
         let (stale, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
             .into_iter()
-            .partition(|batch| batch.until <= now);
+            .partition(|batch| batch.until <= now || (hurry && batch.hurry));
         self.in_flight = running;
         let any = !stale.is_empty();
         for batch in stale {
