@@ -298,13 +298,49 @@ pub fn holds(node: &LocalLocker, uid: &str) -> bool {
 /// `ds` write-locks "x" with `try_lock`, within 5 s: every locker is
 /// expected to grant.
 pub async fn try_lock_x(ds: &Dsync) -> WriteGuard {
+    try_lock(ds, "x").await
+}
+
+/// `ds` write-locks `name` with `try_lock`, within 5 s: a quorum is
+/// expected to grant.
+pub async fn try_lock(ds: &Dsync, name: &str) -> WriteGuard {
     tokio::time::timeout(
         Duration::from_secs(5),
-        ds.rw_mutex(["x"]).unwrap().try_lock(),
+        ds.rw_mutex([name]).unwrap().try_lock(),
     )
     .await
     .expect("in time")
-    .expect("all three grant")
+    .expect("a quorum grants")
+}
+
+/// A coordinator over `lockers`, owned by "a", seeded with `seed`, with
+/// `timeouts`.
+pub fn with_timeouts(
+    lockers: Vec<Arc<dyn NetLocker>>,
+    seed: u64,
+    timeouts: quorum_lock::Timeouts,
+) -> Dsync {
+    Dsync::builder(lockers)
+        .owner("a")
+        .rng_seed(seed)
+        .timeouts(timeouts)
+        .build()
+        .expect("valid coordinator")
+}
+
+/// `ds.finish_releases(within)` on a runtime of its own (the scene's
+/// runtime is kept, no longer driven), and which of `nodes` still hold
+/// `uid` after it; both printed.
+pub fn finish_elsewhere(
+    ds: &Dsync,
+    nodes: &[Arc<LocalLocker>],
+    uid: &str,
+    within: Duration,
+) -> (Result<(), Error>, Vec<bool>) {
+    let finished = runtime().block_on(ds.finish_releases(within));
+    let left = holding(nodes, uid);
+    eprintln!("finish_releases({within:?}) on another runtime: {finished:?}; lockers holding the uid {left:?}");
+    (finished, left)
 }
 
 /// Unlocks `guard` from a plain thread, outside any runtime (a blocking

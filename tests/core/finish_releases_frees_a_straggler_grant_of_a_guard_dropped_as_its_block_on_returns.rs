@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{NetLocker, Timeouts};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 
 const SEED: u64 = 47_003;
 
@@ -48,25 +48,18 @@ fn finish_releases_frees_a_straggler_grant_of_a_guard_dropped_as_its_block_on_re
             })) as Arc<dyn NetLocker>
         })
         .collect();
-    let ds = Dsync::builder(lockers)
-        .owner("x")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        lockers,
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = crate::common::runtime();
     let uid = idle.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["y"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("lockers 0 and 1 grant");
+        let guard = common::try_lock(&ds, "y").await;
         let uid = guard.uid().to_owned();
         assert_eq!(
             holding(cluster.lockers(), &uid),
@@ -77,10 +70,8 @@ fn finish_releases_frees_a_straggler_grant_of_a_guard_dropped_as_its_block_on_re
         uid
     });
 
-    let other = crate::common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(4)));
-    let left = holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding the uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(4));
     assert!(
         finished.is_ok() && !left.iter().any(|h| *h),
         "the guard was dropped and every locker answers, yet after finish_releases \

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Timeouts};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 4302;
 
@@ -29,25 +29,18 @@ fn finish_releases_is_not_held_up_by_the_drain_task_of_an_idle_runtime_once_ever
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let nodes = cluster.nodes();
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        cluster.net_lockers(),
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(200),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = common::runtime();
     let uid = idle.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["y"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = common::try_lock(&ds, "y").await;
         let uid = guard.uid().to_owned();
         nodes[2].set_refuse(true);
         let unlocked = tokio::time::timeout(Duration::from_secs(5), guard.unlock())
@@ -64,10 +57,8 @@ fn finish_releases_is_not_held_up_by_the_drain_task_of_an_idle_runtime_once_ever
     );
     nodes[2].set_refuse(false);
 
-    let other = common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(2)));
-    let left = common::holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding y's uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(2));
     assert!(
         !left.iter().any(|h| *h),
         "locker 2 answers again and finish_releases' drain task should have sent it the unlock: \

@@ -23,9 +23,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::holding;
+use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{NetLocker, Timeouts};
 
 const SEED: u64 = 36_312;
 
@@ -47,15 +47,14 @@ async fn finish_releases_returns_once_a_straggler_answered_and_every_release_end
             })) as Arc<dyn NetLocker>
         })
         .collect();
-    let ds = Dsync::builder(lockers)
-        .owner("a")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        lockers,
+        SEED,
+        Timeouts {
             acquire: Duration::from_secs(20),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
     let guard = tokio::time::timeout(
         Duration::from_secs(2),
         ds.rw_mutex(["x"]).unwrap().try_lock(),

@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{NetLocker, Timeouts};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 
 const SEED: u64 = 47_001;
 
@@ -48,15 +48,14 @@ fn finish_releases_sends_an_unlock_handed_to_a_runtime_no_longer_driven_after_a_
             })) as Arc<dyn NetLocker>
         })
         .collect();
-    let ds = Dsync::builder(lockers)
-        .owner("x")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        lockers,
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = crate::common::runtime();
     let uid = idle.block_on(async {
@@ -82,10 +81,8 @@ fn finish_releases_sends_an_unlock_handed_to_a_runtime_no_longer_driven_after_a_
         holding(cluster.lockers(), &uid)
     );
 
-    let other = crate::common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(3)));
-    let left = holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding the uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(3));
     assert!(
         finished.is_ok() && !left.iter().any(|h| *h),
         "unlock() was confirmed and every locker answers, yet after finish_releases \

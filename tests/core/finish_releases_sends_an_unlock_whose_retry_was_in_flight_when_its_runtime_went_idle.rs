@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 use quorum_lock::testing::{CallKind, TestCluster};
-use quorum_lock::{Dsync, Timeouts};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 4401;
 
@@ -31,25 +31,18 @@ fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_we
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let nodes = cluster.nodes();
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        cluster.net_lockers(),
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(200),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = common::runtime();
     let uid = idle.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["y"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = common::try_lock(&ds, "y").await;
         let uid = guard.uid().to_owned();
         nodes[2].set_refuse(true);
         let unlocked = tokio::time::timeout(Duration::from_secs(5), guard.unlock())
@@ -79,10 +72,8 @@ fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_we
     );
     nodes[2].set_hang(false);
 
-    let other = common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(2)));
-    let left = common::holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding y's uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(2));
     assert!(
         !left.iter().any(|h| *h) && finished.is_ok(),
         "locker 2 answers again, well within the unlock's retry window, yet after \

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Timeouts};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 47_002;
 
@@ -37,26 +37,19 @@ fn finish_releases_sends_once_a_dropped_guards_release_found_overdue_late_with_b
 ) {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        cluster.net_lockers(),
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             release_retry: Duration::ZERO,
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = common::runtime();
     let uid = idle.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["y"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = common::try_lock(&ds, "y").await;
         let uid = guard.uid().to_owned();
         drop(guard);
         uid
@@ -71,10 +64,8 @@ fn finish_releases_sends_once_a_dropped_guards_release_found_overdue_late_with_b
         "the dropped guard's unlocks were never sent"
     );
 
-    let other = common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(3)));
-    let left = common::holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding y's uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(3));
     assert!(
         !(finished.is_ok() && left.iter().any(|h| *h)),
         "finish_releases returned {finished:?} while the lockers holding y are {left:?}: the \

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Timeouts};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 4405;
 
@@ -29,28 +29,21 @@ const SEED: u64 = 4405;
 fn finish_releases_sends_the_release_of_a_guard_dropped_on_a_runtime_no_longer_driven() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        cluster.net_lockers(),
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
     cluster
         .set_latency(Latency::Fixed(Duration::from_millis(50)), &[0, 1, 2])
         .expect("valid latency");
 
     let idle = common::runtime();
     let uid = idle.block_on(async {
-        let guard = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["y"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant");
+        let guard = common::try_lock(&ds, "y").await;
         let uid = guard.uid().to_owned();
         drop(guard);
         uid
@@ -60,10 +53,8 @@ fn finish_releases_sends_the_release_of_a_guard_dropped_on_a_runtime_no_longer_d
         "the release has not reached any locker yet"
     );
 
-    let other = common::runtime();
-    let finished = other.block_on(ds.finish_releases(Duration::from_secs(2)));
-    let left = common::holding(cluster.lockers(), &uid);
-    eprintln!("finish_releases {finished:?}; lockers holding y's uid {left:?}");
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(2));
     assert!(
         !left.iter().any(|h| *h) && finished.is_ok(),
         "every locker answers within 50 ms, yet after finish_releases ({finished:?}) the lockers \

@@ -22,7 +22,7 @@
 use std::time::Duration;
 
 use crate::common;
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{NetLocker, Timeouts};
 
 const SEED: u64 = 4623;
 
@@ -30,15 +30,14 @@ const SEED: u64 = 4623;
 fn finish_releases_sends_the_undo_of_a_failed_try_lock_on_a_runtime_no_longer_driven() {
     eprintln!("seed {SEED}");
     let nodes = common::nodes(3);
-    let ds = Dsync::builder(common::as_lockers(&nodes))
-        .owner("x")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        common::as_lockers(&nodes),
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
     let idle = common::runtime();
     idle.block_on(async {
