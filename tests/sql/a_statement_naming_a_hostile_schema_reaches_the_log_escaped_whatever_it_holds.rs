@@ -1,21 +1,20 @@
-//! Reproduces a past break: a PostgreSQL locker without a schema pins each new connection with `SET search_path = "<the schema the database named>"`, and the driver's log of that statement (target `sqlx::query`) reaches the application's subscriber with the schema name's terminal escapes as they are.
+//! A PostgreSQL locker without a schema pins each new connection's search
+//! path, and the driver logs that statement (target `sqlx::query`); a
+//! schema the database named (`current_schema()`, which a hostile server,
+//! or a role that set up the search path, chooses) must reach the
+//! application's subscriber escaped, whatever it holds: terminal escapes
+//! or line breaks that would forge a log row.
 //!
-//! docs/sql.md, "Credentials and TLS": every event of the driver's other
-//! than a notice "whose words quote a secret, hold a control character or
-//! run over 2 KiB" is held and logged "masked, escaped and cut"; "a hostile
-//! server's text cannot drive the terminal that shows the error or a log".
 //! The masking dispatcher (src/sql/server_notices.rs) lets every event of
 //! target `sqlx::query` pass unless it quotes a secret, taking the
-//! statements to be "the locker's own SQL"; but the search path statement
-//! of `pin_search_path` (src/sql/store/search_path.rs) quotes the name of
-//! a schema the database gave (`current_schema()`), which a hostile server,
-//! or a role that set up the search path, chooses.
-//!
-//! A real PostgreSQL started by `sql_support` (skipped when not installed):
-//! the role's search path is one schema named with an escape sequence and
-//! a bell. A subscriber of the test's own records every field as the
-//! driver handed it over (a `&str` as it is, as a subscriber writing values
-//! raw would print it).
+//! statements to be "the locker's own SQL"; `statement_passes` splits a
+//! statement at line feeds, carriage returns and tabs and checks only the
+//! pieces. A real PostgreSQL started by `sql_support` (skipped when not
+//! installed): the role's search path is one schema with a hostile name.
+//! A subscriber of the test's own records every field as the driver handed
+//! it over (a `&str` as it is, as a subscriber writing values raw would
+//! print it).
+
 #![cfg(feature = "postgres")]
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,10 +27,6 @@ use tracing::{Event, Metadata, Subscriber};
 
 use crate::log_capture::Capture;
 use crate::sql_support::PgServer;
-
-/// `evil` with an OSC title sequence and a screen clear, as a PostgreSQL
-/// identifier with Unicode escapes.
-const SCHEMA: &str = r#"U&"evil\001B]0;owned\0007\001B[2J""#;
 
 /// Every event as `target: field values`, string values as they came.
 #[derive(Clone, Default)]
@@ -70,15 +65,38 @@ impl Subscriber for Raw {
     fn exit(&self, _: &Id) {}
 }
 
+/// Reproduces a past break: a PostgreSQL locker without a schema pinned each new connection with `SET search_path = "<the schema the database named>"`, and the driver's log of that statement reached the application's subscriber with the schema name's terminal escapes as they are.
 #[tokio::test]
 async fn a_statement_naming_a_hostile_schema_reaches_the_log_escaped() {
+    // `evil` with an OSC title sequence and a screen clear, as a
+    // PostgreSQL identifier with Unicode escapes.
+    pinned_schema_is_logged_escaped(r#"U&"evil\001B]0;owned\0007\001B[2J""#, |line| {
+        line.contains('\u{1b}') || line.contains('\u{7}')
+    })
+    .await;
+}
+
+/// Reproduces a past break: the statement pinning a new PostgreSQL connection's search path, naming a schema the database gave with a carriage return and a line feed, reached the application's subscriber with them raw (the masking dispatcher let a `sqlx::query` event's line breaks pass), so a hostile database forged a log row.
+#[tokio::test]
+async fn a_statement_naming_a_schema_with_a_line_break_reaches_the_log_escaped() {
+    // `evil`, a carriage return, a line feed and a forged log row.
+    pinned_schema_is_logged_escaped(
+        r#"U&"evil\000D\000A2026-12-01T00:00:00Z ERROR forged""#,
+        |line| line.contains("evil\r") || line.contains("\nforged") || line.contains("\n2026"),
+    )
+    .await;
+}
+
+/// Connects a locker whose role's search path is the one schema `schema`
+/// (an SQL identifier), and checks that no logged line is `raw`.
+async fn pinned_schema_is_logged_escaped(schema: &str, raw_in: impl Fn(&str) -> bool) {
     let Some(server) = PgServer::start() else {
         return;
     };
     server.psql(&format!(
         "CREATE ROLE app LOGIN SUPERUSER; \
-         CREATE SCHEMA {SCHEMA}; \
-         ALTER ROLE app SET search_path = {SCHEMA};"
+         CREATE SCHEMA {schema}; \
+         ALTER ROLE app SET search_path = {schema};"
     ));
     // The capture's install sets the process's catch-all default, so that
     // tracing asks every log statement again; the test's own subscriber
@@ -115,7 +133,7 @@ async fn a_statement_naming_a_hostile_schema_reaches_the_log_escaped() {
     );
     for line in &lines {
         assert!(
-            !line.contains('\u{1b}') && !line.contains('\u{7}'),
+            !raw_in(line),
             "the schema's name reaches the log unescaped: {line:?}"
         );
     }
