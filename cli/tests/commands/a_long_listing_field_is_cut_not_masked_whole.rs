@@ -12,88 +12,19 @@
 //! The server is a stand-in on a loopback port speaking protocol version 5
 //! in raw frames; the PostgreSQL node is a port nothing listens on.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use crate::support::wire::{
-    duration, frame, read_varint, string, varint, OP_HEALTH, OP_LIST, OP_STATUS, REPLY_ERROR,
-    REPLY_HEALTH, REPLY_STATUS,
-};
+use crate::support::listing::listing_server;
 use crate::support::{cli, Scratch};
 
 const LIMIT: Duration = Duration::from_secs(300);
-
-/// `Reply::Locks` variant index.
-const REPLY_LOCKS: u8 = 1;
-/// `ErrorKind::Unavailable`.
-const KIND_UNAVAILABLE: u8 = 2;
-
-fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut header = [0u8; 4];
-    stream.read_exact(&mut header).ok()?;
-    let len = u32::from_be_bytes(header) as usize;
-    if len > 1 << 20 {
-        return None;
-    }
-    let mut payload = vec![0; len];
-    stream.read_exact(&mut payload).ok()?;
-    Some(payload)
-}
-
-fn serve(mut stream: TcpStream, source_len: usize) -> Option<()> {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .ok()?;
-    read_frame(&mut stream)?;
-    // Accepted { version: 5, admin: true, validity: 6s }.
-    let mut welcome = vec![0];
-    welcome.extend(varint(5));
-    welcome.push(1);
-    welcome.extend(duration(Duration::from_secs(6)));
-    stream.write_all(&frame(&welcome)).ok()?;
-    for _ in 0..16 {
-        let request = read_frame(&mut stream)?;
-        let (id, rest) = read_varint(&request)?;
-        let mut reply = varint(id);
-        match rest.first().copied() {
-            Some(OP_LIST) => {
-                reply.push(REPLY_LOCKS);
-                reply.extend(varint(1));
-                let source = "s".repeat(source_len);
-                // resource, uid, owner, source
-                for text in ["reports", "uid-1", "ops", source.as_str()] {
-                    reply.extend(string(text.as_bytes()));
-                }
-                reply.push(1); // Write
-                reply.extend(duration(Duration::from_secs(3)));
-                reply.extend(duration(Duration::from_secs(1)));
-            }
-            Some(OP_STATUS) => reply.extend([REPLY_STATUS, 0, 1]),
-            Some(OP_HEALTH) => reply.extend([REPLY_HEALTH, 0, 1]),
-            _ => {
-                reply.extend([REPLY_ERROR, KIND_UNAVAILABLE]);
-                reply.extend(string(b"not served here"));
-            }
-        }
-        stream.write_all(&frame(&reply)).ok()?;
-    }
-    Some(())
-}
 
 /// What `locks --per-node` (with `extra` arguments) prints against a
 /// stand-in whose one lock has a source of `source_len` bytes, beside a
 /// PostgreSQL node nobody answers for and a password file of 64 malformed
 /// lines.
 fn listing(dir: &Scratch, extra: &[&str], source_len: usize) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the stand-in");
-    let node = listener.local_addr().expect("its address").to_string();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(8) {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || serve(stream, source_len));
-        }
-    });
+    let node = listing_server("ops".to_owned(), "s".repeat(source_len));
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()

@@ -7,6 +7,7 @@
 
 pub mod fake;
 pub mod hostile;
+pub mod listing;
 pub mod old_server;
 mod procs;
 pub mod raw;
