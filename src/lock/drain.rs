@@ -380,13 +380,26 @@ async fn drain(mut task: Draining) {
                 {
                     match result {
                         Ok(()) => {}
-                        Err(err) if unlock_may_land_later(&err) => failed.push(pending),
+                        Err(err) if unlock_may_land_later(&err) => {
+                            failed.push(PendingUnlock {
+                                sent: true,
+                                ..pending
+                            });
+                        }
                         Err(err) => give_up_on(&coord, &pending, &err, &endpoint()),
                     }
                 }
                 failed
             }
-            Err(err) if unlock_may_land_later(&err) => std::mem::take(&mut task.batch),
+            // Only the probe was sent: the rest keep whether they ever were
+            // (one never sent is still sent once, however late).
+            Err(err) if unlock_may_land_later(&err) => {
+                let mut batch = std::mem::take(&mut task.batch);
+                if let Some(probe) = batch.first_mut() {
+                    probe.sent = true;
+                }
+                batch
+            }
             Err(err) => {
                 give_up_on(&coord, probe, &err, &endpoint());
                 task.batch.drain(1..).collect()
@@ -398,11 +411,7 @@ async fn drain(mut task: Draining) {
             attempt.saturating_add(1)
         };
         let mut queue = coord.unlock_retries[index].lock();
-        queue.pending.extend(
-            failed
-                .into_iter()
-                .map(|p| PendingUnlock { sent: true, ..p }),
-        );
+        queue.pending.extend(failed);
         queue.finish_batch(task.id);
         task.batch.clear();
     }

@@ -476,14 +476,18 @@ impl Dialect {
 
     /// MySQL: the columns of both lock tables, a row each: the table's
     /// name, the column's, its type, its collation ('' for none), whether
-    /// it may be null, the table's engine, the column's default (`NULL`
+    /// it may be null, the table's engine and type (`InnoDB/BASE TABLE`:
+    /// MariaDB says `SYSTEM VERSIONED` for a table that keeps deleted rows
+    /// as history, which neither the columns nor the keys show), the
+    /// column's default (`NULL`
     /// for none), and what else it is (`auto_increment`, generated; '' for
     /// nothing); in the tables' order.
     pub(super) fn mysql_columns(&self) -> String {
         format!(
             "SELECT CONVERT(c.TABLE_NAME USING utf8mb4), CONVERT(c.COLUMN_NAME USING utf8mb4), \
              CONVERT(CAST(c.COLUMN_TYPE AS CHAR(255)) USING utf8mb4), CONVERT(COALESCE(c.COLLATION_NAME, '') USING utf8mb4), \
-             CONVERT(c.IS_NULLABLE USING utf8mb4), CONVERT(COALESCE(t.ENGINE, '') USING utf8mb4), \
+             CONVERT(c.IS_NULLABLE USING utf8mb4), \
+             CONVERT(CONCAT(COALESCE(t.ENGINE, ''), '/', COALESCE(t.TABLE_TYPE, '')) USING utf8mb4), \
              CONVERT(CAST(COALESCE(c.COLUMN_DEFAULT, 'NULL') AS CHAR(255)) USING utf8mb4), \
              CONVERT(CAST(c.EXTRA AS CHAR(255)) USING utf8mb4) \
              FROM information_schema.COLUMNS c JOIN information_schema.TABLES t \

@@ -31,9 +31,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
+use quorum_lock::{NetLocker, Timeouts};
 
-use crate::common::holding;
+use crate::common::{self, holding};
 
 const SEED: u64 = 48_001;
 
@@ -63,33 +63,20 @@ fn finish_releases_sends_once_an_unlock_queued_behind_a_probe_that_timed_out_wit
             })) as Arc<dyn NetLocker>
         })
         .collect();
-    let ds = Dsync::builder(lockers)
-        .owner("x")
-        .rng_seed(SEED)
-        .timeouts(Timeouts {
+    let ds = common::with_timeouts(
+        lockers,
+        SEED,
+        Timeouts {
             unlock: Duration::from_millis(500),
             release_retry: Duration::ZERO,
             ..Timeouts::default()
-        })
-        .build()
-        .expect("valid coordinator");
+        },
+    );
 
-    let idle = crate::common::runtime();
+    let idle = common::runtime();
     let uid_b = idle.block_on(async {
-        let a = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["a"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant a");
-        let b = tokio::time::timeout(
-            Duration::from_secs(5),
-            ds.rw_mutex(["b"]).unwrap().try_lock(),
-        )
-        .await
-        .expect("in time")
-        .expect("all three grant b");
+        let a = common::try_lock(&ds, "a").await;
+        let b = common::try_lock(&ds, "b").await;
         let uid_b = b.uid().to_owned();
         drop(a);
         drop(b);
@@ -101,7 +88,7 @@ fn finish_releases_sends_once_an_unlock_queued_behind_a_probe_that_timed_out_wit
         "b's unlocks were never sent on the idle runtime"
     );
 
-    let other = crate::common::runtime();
+    let other = common::runtime();
     let finished = other.block_on(ds.finish_releases(Duration::from_secs(6)));
     let left = holding(cluster.lockers(), &uid_b);
     let sent = b_unlocks.load(Ordering::SeqCst);

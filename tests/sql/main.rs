@@ -67,8 +67,6 @@ mod a_hand_made_release_function_acts_on_its_own_schemas_table;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_lock_table_another_user_made_in_another_shape_is_not_used;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod a_lock_table_another_user_made_system_versioned_is_not_used;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_of_another_locker_is_woken_at_its_turn;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_mariadb_waiter_on_two_names_polls_without_locking;

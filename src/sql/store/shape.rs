@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - a MySQL or MariaDB locker uses no table whose primary keys, columns
-//!   (types, collations, nullability) or engine differ from `schema()`'s:
+//!   (types, collations, nullability), engine or type (a system-versioned
+//!   table keeps deleted rows) differ from `schema()`'s:
 //!   a user that may only create tables there could make one first, and
 //!   the lockers' calls rely on exact matches (a name stored as written,
 //!   a holder's kind read back as written, one row per key);
@@ -103,11 +104,14 @@ impl Store {
                     },
                 )
                 .collect();
-            let engine = columns
+            let engine_and_type = columns
                 .iter()
                 .find(|(table, ..)| table == name)
                 .map(|(.., engine, _, _)| engine.to_ascii_lowercase())
                 .unwrap_or_default();
+            let (engine, table_type) = engine_and_type
+                .split_once('/')
+                .unwrap_or((engine_and_type.as_str(), ""));
             let want: Vec<String> = want_columns
                 .iter()
                 .map(|(column, kind, collation, nullable, default)| {
@@ -148,7 +152,17 @@ impl Store {
             } else if engine != "innodb" {
                 Some(format!(
                     "its engine is {}, not InnoDB (row locks and rollback)",
-                    escape_peer_text(&engine)
+                    escape_peer_text(engine)
+                ))
+            } else if table_type != "base table" {
+                // A system-versioned table keeps every deleted row as
+                // history: rows the lockers delete (releases, expiry)
+                // stay, with each holder's uid, owner and source, and the
+                // table grows without bound.
+                Some(format!(
+                    "it is a {} table, not a plain one (a system-versioned table keeps every \
+                     deleted row)",
+                    escape_peer_text(table_type)
                 ))
             } else {
                 None
