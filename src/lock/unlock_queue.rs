@@ -77,7 +77,9 @@ pub(crate) struct InFlight {
     /// once overdue: a release's unlocks (sent twice, harmless: by uid),
     /// not a straggler's, whose lock call may still be on its way.
     pub(crate) hurry: bool,
-    pub(crate) unlocks: Vec<PendingUnlock>,
+    /// One unlock inline: a release's record names one per locker, and
+    /// recording it costs no allocation.
+    pub(crate) unlocks: smallvec::SmallVec<[PendingUnlock; 1]>,
 }
 
 impl QueueState {
@@ -98,7 +100,7 @@ impl QueueState {
             drainer,
             until,
             hurry,
-            unlocks: unlocks.to_vec(),
+            unlocks: unlocks.iter().cloned().collect(),
         });
     }
 
