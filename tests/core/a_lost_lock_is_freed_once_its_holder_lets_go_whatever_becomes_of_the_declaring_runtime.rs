@@ -336,6 +336,61 @@ fn a_lost_locks_clean_up_cut_short_by_its_runtime_shutting_down_leaves_no_entry_
     );
 }
 
+/// Reproduces a past break: a lost lock's guard dropped on the runtime that declared the loss, as its `block_on` returns, leaves the entry on the locker still holding it: the clean-up the drop claims is spawned on that runtime, no longer driven, and `finish_releases` on another runtime waits out its bound.
+///
+/// docs/guarantees.md, "Any runtime": "One thing waits for a runtime that
+/// is no longer driven: the safety margin of a lost lock whose loss was
+/// declared there, while its holder still holds the guard. The entries then
+/// go when the holder lets go (on whatever runtime, or none), or expire",
+/// and "A release a runtime began and then stopped driving (a guard dropped
+/// as its `block_on` returns, ...) is recorded on the lockers' queues as
+/// on its way; once overdue ..., any other drain task or `finish_releases`
+/// sends it again". "A lost lock is freed once its holder lets go": "As
+/// soon as the holder drops its guard ... they go at once". The guard's
+/// drop claims the clean-up (`clean_up_after_holder`) and spawns it on the
+/// current runtime, counted as outstanding and recorded on no queue.
+///
+/// The scene (real clock, as the runtime must stop being driven): "x" is
+/// taken on runtime X (validity 6 s, margin 2 s, a refresh every 100 ms);
+/// lockers 0 and 1 are forced open by name, X's lane declares the loss,
+/// and the guard is dropped as X's `block_on` returns; X is kept, never
+/// driven again. Locker 2, answering all along, still holds the entry (it
+/// expires only 6 s after the last refresh). On another runtime
+/// `finish_releases(1.5 s)` should free it.
+#[test]
+fn finish_releases_frees_a_lost_lock_whose_guard_was_dropped_as_the_declaring_runtimes_block_on_returned(
+) {
+    let Lost {
+        cluster,
+        ds,
+        guard,
+        x,
+        seen,
+    } = lost_on_x(47_004, Duration::from_secs(6), Slow::No, Duration::ZERO);
+    let uid = guard.uid().to_owned();
+    // The holder lets go as X's `block_on` returns; X is not driven again.
+    x.block_on(async move { drop(guard) });
+    assert_eq!(
+        holding(cluster.lockers(), &uid),
+        [false, false, true],
+        "locker 2 still holds the lost lock's entry"
+    );
+    let (finished, left) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_millis(1500));
+    let at = seen.elapsed();
+    assert!(
+        at < Duration::from_millis(4500),
+        "checked before the lockers could expire the entry: {at:?}"
+    );
+    assert!(
+        finished.is_ok() && !left.iter().any(|h| *h),
+        "the holder let go of the lost lock and every locker answers, yet finish_releases gave \
+         {finished:?} with its entry still on {left:?}: the clean-up the drop claimed sits on \
+         the idle runtime"
+    );
+    drop(x);
+}
+
 /// How the link to locker 2 delivers force-unlocks (the scene's own go
 /// straight to the lockers; these are the clean-up's).
 enum Slow {
