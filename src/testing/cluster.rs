@@ -166,6 +166,41 @@ impl TestCluster {
             .collect()
     }
 
+    /// The injectors as lockers, as [`net_lockers`](Self::net_lockers)
+    /// gives them, each behind a [`Relay`](super::Relay) that routes a
+    /// call as `route(locker index, kind, args)` says: for scenes where a
+    /// locker answers late, out of order, or applies a call and loses its
+    /// reply.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use quorum_lock::testing::{CallKind, Route, TestCluster};
+    ///
+    /// let cluster = TestCluster::new(3, 7);
+    /// // Locker 2 applies lock calls at once but answers them 300 ms late.
+    /// let lockers = cluster.relayed_lockers(|i, kind, _| match (i, kind) {
+    ///     (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
+    ///     _ => Route::Forward,
+    /// });
+    /// assert_eq!(lockers.len(), 3);
+    /// ```
+    pub fn relayed_lockers(
+        &self,
+        route: impl Fn(usize, CallKind, &crate::LockArgs) -> super::Route + Send + Sync + 'static,
+    ) -> Vec<Arc<dyn NetLocker>> {
+        let route = Arc::new(route);
+        self.net_lockers()
+            .into_iter()
+            .enumerate()
+            .map(|(index, locker)| {
+                let route = route.clone();
+                Arc::new(super::Relay::new(locker, move |kind, args| {
+                    route(index, kind, args)
+                })) as Arc<dyn NetLocker>
+            })
+            .collect()
+    }
+
     /// Live entries summed over every node's table. Zero once every lock
     /// has been released everywhere.
     pub fn total_entries(&self) -> usize {

@@ -25,12 +25,11 @@
 //! would expire only after the lockers' 60 s validity.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Dsync;
 
 /// Reproduces a past break: a guard dropped on a plain thread while its acquiring runtime was idle left the grant of a locker whose reply was still on its way until it expired (the release plan left the straggler out, to undo its own grant, and it waited for the idle runtime).
 #[test]
@@ -60,20 +59,13 @@ fn scene(seed: u64, dropped_on: DroppedOn) {
         // Longer than the scene: only the release's side can unlock it.
         DroppedOn::RuntimeShutDownSoonAfter => Duration::from_secs(30),
     };
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i == 2 && kind == CallKind::Lock {
-                    Route::SlowReply(slow_reply)
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = cluster.relayed_lockers(move |i, kind, _| {
+        if i == 2 && kind == CallKind::Lock {
+            Route::SlowReply(slow_reply)
+        } else {
+            Route::Forward
+        }
+    });
     let ds = Dsync::builder(lockers)
         .owner("a")
         .rng_seed(seed)

@@ -23,11 +23,10 @@
 //! free locker 2 too.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{NetLocker, Timeouts};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Timeouts;
 
 use crate::common::{self, holding};
 
@@ -37,17 +36,10 @@ const SEED: u64 = 47_003;
 fn finish_releases_frees_a_straggler_grant_of_a_guard_dropped_as_its_block_on_returns() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, _| match (i, kind) {
-                (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
-                _ => Route::Forward,
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = cluster.relayed_lockers(move |i, kind, _| match (i, kind) {
+        (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
+        _ => Route::Forward,
+    });
     let ds = common::with_timeouts(
         lockers,
         SEED,

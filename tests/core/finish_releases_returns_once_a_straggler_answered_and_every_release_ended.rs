@@ -20,12 +20,11 @@
 //! nothing is left to release.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{NetLocker, Timeouts};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 36_312;
 
@@ -33,20 +32,13 @@ const SEED: u64 = 36_312;
 async fn finish_releases_returns_once_a_straggler_answered_and_every_release_ended() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i == 2 && kind == CallKind::Lock {
-                    Route::SlowReply(Duration::from_millis(50))
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = cluster.relayed_lockers(move |i, kind, _| {
+        if i == 2 && kind == CallKind::Lock {
+            Route::SlowReply(Duration::from_millis(50))
+        } else {
+            Route::Forward
+        }
+    });
     let ds = common::with_timeouts(
         lockers,
         SEED,

@@ -23,11 +23,10 @@
 //! overdue after 1.1 s) should send locker 2 the unlock and return Ok.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{NetLocker, Timeouts};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Timeouts;
 
 use crate::common::{self, holding};
 
@@ -37,17 +36,10 @@ const SEED: u64 = 47_001;
 fn finish_releases_sends_an_unlock_handed_to_a_runtime_no_longer_driven_after_a_quorum_confirmed() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, _| match (i, kind) {
-                (2, CallKind::Unlock) => Route::Late(Duration::from_millis(300)),
-                _ => Route::Forward,
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = cluster.relayed_lockers(move |i, kind, _| match (i, kind) {
+        (2, CallKind::Unlock) => Route::Late(Duration::from_millis(300)),
+        _ => Route::Forward,
+    });
     let ds = common::with_timeouts(
         lockers,
         SEED,
