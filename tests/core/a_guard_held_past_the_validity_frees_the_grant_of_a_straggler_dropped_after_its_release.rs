@@ -21,12 +21,11 @@
 //! w's entry until it expires.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::holding;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Lease, LockerConfig, NetLocker};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::{Dsync, Lease, LockerConfig};
 
 const SEED: u64 = 36_323;
 
@@ -49,20 +48,13 @@ fn a_guard_held_past_the_validity_frees_the_grant_of_a_straggler_dropped_after_i
             ..LockerConfig::default()
         },
     );
-    let links: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i == 2 && kind == CallKind::Lock {
-                    Route::SlowReply(Duration::from_secs(600))
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let links = cluster.relayed_lockers(move |i, kind, _| {
+        if i == 2 && kind == CallKind::Lock {
+            Route::SlowReply(Duration::from_secs(600))
+        } else {
+            Route::Forward
+        }
+    });
     let w = Dsync::builder(links)
         .owner("w")
         .rng_seed(SEED)

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::holding;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Lease, NetLocker, Timeouts};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::{Dsync, Lease, Timeouts};
 
 const SEED: u64 = 36_322;
 
@@ -47,21 +47,16 @@ fn a_lost_lock_whose_clean_up_went_with_its_runtime_is_freed_when_its_holder_let
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let cut = Arc::new(AtomicBool::new(false));
-    let links: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let cut = cut.clone();
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i >= 1 && kind == CallKind::Refresh && cut.load(Ordering::SeqCst) {
-                    Route::Lost("w's refreshes to lockers 1 and 2 are lost".into())
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
+    let links = {
+        let cut = cut.clone();
+        cluster.relayed_lockers(move |i, kind, _| {
+            if i >= 1 && kind == CallKind::Refresh && cut.load(Ordering::SeqCst) {
+                Route::Lost("w's refreshes to lockers 1 and 2 are lost".into())
+            } else {
+                Route::Forward
+            }
         })
-        .collect();
+    };
     let margin = Duration::from_secs(2);
     let w = Dsync::builder(links)
         .owner("w")

@@ -22,12 +22,11 @@
 //! answers every call, keeps w's entry until it expires (60 s).
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, args, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Dsync;
 
 const SEED: u64 = 36_311;
 
@@ -35,20 +34,13 @@ const SEED: u64 = 36_311;
 fn a_released_lock_frees_a_place_granted_by_push_while_its_call_waits_on_an_idle_runtime() {
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            Arc::new(Relay::new(l, move |kind, a| {
-                if i == 2 && kind == CallKind::Lock && &*a.owner == "w" {
-                    Route::SlowReply(Duration::from_secs(30))
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
-        })
-        .collect();
+    let lockers = cluster.relayed_lockers(move |i, kind, a| {
+        if i == 2 && kind == CallKind::Lock && &*a.owner == "w" {
+            Route::SlowReply(Duration::from_secs(30))
+        } else {
+            Route::Forward
+        }
+    });
     let w = Dsync::builder(lockers)
         .owner("w")
         .rng_seed(SEED)

@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, NetLocker};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Dsync;
 
 use crate::common::holding;
 
@@ -38,21 +38,16 @@ fn a_released_lock_frees_a_straggler_grant_whose_undo_stalls_on_an_idle_runtime(
     // Locker 2: lock replies 300 ms late; its first unlock is delivered a
     // second late, from the caller's runtime (on the wire while it runs).
     let delayed = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let delayed = delayed.clone();
-            Arc::new(Relay::new(l, move |kind, _| match (i, kind) {
-                (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
-                (2, CallKind::Unlock) if !delayed.swap(true, Ordering::SeqCst) => {
-                    Route::Late(Duration::from_secs(1))
-                }
-                _ => Route::Forward,
-            })) as Arc<dyn NetLocker>
+    let lockers = {
+        let delayed = delayed.clone();
+        cluster.relayed_lockers(move |i, kind, _| match (i, kind) {
+            (2, CallKind::Lock) => Route::SlowReply(Duration::from_millis(300)),
+            (2, CallKind::Unlock) if !delayed.swap(true, Ordering::SeqCst) => {
+                Route::Late(Duration::from_secs(1))
+            }
+            _ => Route::Forward,
         })
-        .collect();
+    };
     let ds = Dsync::builder(lockers)
         .owner("a")
         .rng_seed(SEED)

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{Dsync, Lease, NetLocker};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::{Dsync, Lease};
 
 const SEED: u64 = 36_296;
 
@@ -36,23 +36,18 @@ fn a_won_lock_whose_straggler_is_dropped_by_its_runtime_shutting_down_keeps_that
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let down = Arc::new(AtomicBool::new(false));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let down = down.clone();
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i == 0 && down.load(Ordering::SeqCst) {
-                    Route::Lost("locker 0 is down".into())
-                } else if i == 2 && kind == CallKind::Lock {
-                    Route::SlowReply(Duration::from_secs(3))
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
+    let lockers = {
+        let down = down.clone();
+        cluster.relayed_lockers(move |i, kind, _| {
+            if i == 0 && down.load(Ordering::SeqCst) {
+                Route::Lost("locker 0 is down".into())
+            } else if i == 2 && kind == CallKind::Lock {
+                Route::SlowReply(Duration::from_secs(3))
+            } else {
+                Route::Forward
+            }
         })
-        .collect();
+    };
     let ds = Dsync::builder(lockers)
         .owner("a")
         .rng_seed(SEED)

@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
 use quorum_lock::{Dsync, Leadership, Lease, NetLocker, WriteGuard};
 
 /// Reproduces a past break: a wait that won while its re-checks were still on their way, whose runtime then shut down, had its own live entries unlocked by the re-checks' owed unlocks, so a second writer took the lock while the first guard was held and not lost.
@@ -205,24 +205,19 @@ fn scene(s: Scene) {
     let late = Arc::new(AtomicBool::new(false));
     let cut = Arc::new(AtomicBool::new(false));
     let delayed = Arc::new(AtomicUsize::new(0));
-    let links: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let (late, cut, delayed) = (late.clone(), cut.clone(), delayed.clone());
-            Arc::new(Relay::new(l, move |kind, _| {
-                if i >= cut_from && cut.load(Ordering::SeqCst) {
-                    Route::Lost("w's link is cut".into())
-                } else if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
-                    delayed.fetch_add(1, Ordering::SeqCst);
-                    Route::Late(Duration::from_secs(20))
-                } else {
-                    Route::Forward
-                }
-            })) as Arc<dyn NetLocker>
+    let links = {
+        let (late, cut, delayed) = (late.clone(), cut.clone(), delayed.clone());
+        cluster.relayed_lockers(move |i, kind, _| {
+            if i >= cut_from && cut.load(Ordering::SeqCst) {
+                Route::Lost("w's link is cut".into())
+            } else if kind == CallKind::Lock && late.load(Ordering::SeqCst) {
+                delayed.fetch_add(1, Ordering::SeqCst);
+                Route::Late(Duration::from_secs(20))
+            } else {
+                Route::Forward
+            }
         })
-        .collect();
+    };
     let margin = Duration::from_secs(2);
     let w = match then {
         // The default lease: a refresh every 10 s, well past the scene.

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
-use quorum_lock::{NetLocker, Timeouts};
+use quorum_lock::testing::{CallKind, Route, TestCluster};
+use quorum_lock::Timeouts;
 
 use crate::common::{self, holding};
 
@@ -44,25 +44,20 @@ fn finish_releases_sends_once_an_unlock_queued_behind_a_probe_that_timed_out_wit
     let cluster = TestCluster::new(3, SEED);
     // Unlocks of "b" that reach locker 2.
     let b_unlocks = Arc::new(AtomicUsize::new(0));
-    let lockers: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let b_unlocks = b_unlocks.clone();
-            Arc::new(Relay::new(l, move |kind, args| {
-                let of = |name: &str| args.resources.iter().any(|r| r == name);
-                match (i, kind) {
-                    (2, CallKind::Unlock) if of("a") => Route::SlowReply(Duration::from_secs(10)),
-                    (2, CallKind::Unlock) if of("b") => {
-                        b_unlocks.fetch_add(1, Ordering::SeqCst);
-                        Route::Forward
-                    }
-                    _ => Route::Forward,
+    let lockers = {
+        let b_unlocks = b_unlocks.clone();
+        cluster.relayed_lockers(move |i, kind, args| {
+            let of = |name: &str| args.resources.iter().any(|r| r == name);
+            match (i, kind) {
+                (2, CallKind::Unlock) if of("a") => Route::SlowReply(Duration::from_secs(10)),
+                (2, CallKind::Unlock) if of("b") => {
+                    b_unlocks.fetch_add(1, Ordering::SeqCst);
+                    Route::Forward
                 }
-            })) as Arc<dyn NetLocker>
+                _ => Route::Forward,
+            }
         })
-        .collect();
+    };
     let ds = common::with_timeouts(
         lockers,
         SEED,
