@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{self, holding};
 use quorum_lock::testing::{CallKind, Route, TestCluster};
-use quorum_lock::{Dsync, Leadership, Lease, NetLocker, WriteGuard};
+use quorum_lock::{Dsync, Leadership, Lease, WriteGuard};
 
 /// Reproduces a past break: a wait that won while its re-checks were still on their way, whose runtime then shut down, had its own live entries unlocked by the re-checks' owed unlocks, so a second writer took the lock while the first guard was held and not lost.
 #[test]
