@@ -25,11 +25,9 @@ mod a_database_refusal_quoting_the_password_does_not_show_it;
 #[cfg(feature = "postgres")]
 mod a_database_refusal_to_make_the_stored_functions_reaches_the_log_escaped;
 #[cfg(feature = "postgres")]
-mod a_driver_error_quoting_the_password_after_the_login_is_not_logged_with_it;
-#[cfg(feature = "postgres")]
 mod a_log_crate_logger_keeps_receiving_events_after_a_postgres_lockers_call;
 #[cfg(feature = "postgres")]
-mod a_notice_quoting_the_password_is_not_logged_with_it;
+mod a_password_a_postgres_server_quotes_back_is_not_logged_with_it;
 #[cfg(feature = "postgres")]
 mod a_search_path_refusal_naming_a_hostile_schema_reaches_the_log_escaped;
 #[cfg(feature = "postgres")]
