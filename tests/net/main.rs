@@ -123,6 +123,7 @@ mod election;
 mod entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names;
 mod entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes;
 mod expiry;
+mod forcing_open_a_name_many_readers_hold_does_not_stall_the_server;
 mod foreign;
 mod fuzz;
 mod hostile_pushes_reach_logs_escaped;
