@@ -146,6 +146,7 @@ mod places_of_a_waiter_whose_old_connection_refreshed;
 mod places_of_reconnected_waiters;
 mod races;
 mod read_locks_of_one_name_expiring_together_do_not_stall_the_server;
+mod readers_waiting_on_one_name_are_granted_together_without_stalling;
 mod reconnect;
 mod reconnect_after_restart_following_idle_closes;
 mod refusal_logs;
