@@ -1,4 +1,4 @@
-//! Reproduces a past break: a client with the ordinary token takes tens of thousands of read locks on one name; the admin's force of that name by name then keeps the server busy for many seconds, holding that name's shard, so the force and every other call on the shard (and `Health`, which holds each shard in turn) wait.
+//! Reproduces a past break: a client with the ordinary token takes tens of thousands of read locks on one name; the admin's force of that name by name then keeps the server busy for seconds under that name's shard (every call on the shard waits, a `Health` call among them), and the admin's call times out.
 //!
 //! docs/lock-servers.md, "A compromised client": filling limits "denies
 //! other clients, but not the admin: ... an admin can then list the
@@ -16,10 +16,12 @@
 //!
 //! Four client connections take 10,000 read locks each on `x` (40,000
 //! holders, about 90 MiB of the 1 GiB table, each connection within its
-//! 64 MiB). The admin then forces `x` open by name, while another client
-//! asks for `Health`. On the debug build the force takes about 8 s (its
-//! call times out after 5 s); 40,000 holders is far from the most a client
-//! may make, and the time grows with their square.
+//! 64 MiB). The admin then forces `x` open by name. On the debug build the
+//! force takes about 8 s (its call times out after 5 s, when the test's
+//! runtime, which the server shares, gets to its timer); 40,000 holders is
+//! far from the most a client may make, and the time grows with their
+//! square. (With the holders gathered through a `HashSet` instead, the
+//! force answers at once: the quadratic `contains` is the cause.)
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
@@ -93,30 +95,19 @@ async fn forcing_open_a_name_many_readers_hold_ends_at_once_and_stalls_nobody() 
     );
 
     let admin = capped::connect(&node.addr, ADMIN).await;
-    let bystander = capped::connect(&node.addr, TOKEN).await;
     let by_name = LockArgs {
         uid: "".into(),
         ..args("")
     };
     let started = Instant::now();
-    let force = tokio::spawn(async move { admin.force_unlock(&by_name).await });
-    // The force has reached the server.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let asked = Instant::now();
-    let health = tokio::time::timeout(Duration::from_secs(30), bystander.health()).await;
-    let health_took = asked.elapsed();
-    let forced = tokio::time::timeout(Duration::from_secs(60), force)
+    let forced = tokio::time::timeout(Duration::from_secs(60), admin.force_unlock(&by_name))
         .await
-        .expect("the force ends")
-        .expect("the force's task");
-    let force_took = started.elapsed();
+        .expect("the force's call ends");
+    let took = started.elapsed();
     assert!(
-        forced == Ok(true)
-            && force_took < Duration::from_secs(2)
-            && health_took < Duration::from_secs(1),
+        forced == Ok(true) && took < Duration::from_secs(2),
         "the admin's force by name of one name that {granted} read locks hold (taken with the \
-         ordinary token, within its limits) answered {forced:?} after {force_took:?}, and \
-         another client's Health call, sent 200 ms into the force, was answered only after \
-         {health_took:?} ({health:?}): the server stalled on the force"
+         ordinary token, within its limits) answered {forced:?} after {took:?}: the server \
+         stalled on the force"
     );
 }
