@@ -278,8 +278,9 @@ impl Election {
     ///
     /// Fails with [`Error::QuorumUnavailable`] when fewer than a write
     /// quorum answered, [`Error::LeaderValueUnsettled`] when the leader's
-    /// term is on a write quorum but none of its values is (its last
-    /// proclaim reached only some lockers), [`Error::LeaderUnsettled`] when a quorum answered
+    /// term is on a write quorum but none of its proclamations (a value
+    /// under one sequence number) is (its last proclaim, or the re-send of
+    /// its value after a cancelled one, reached only some lockers), [`Error::LeaderUnsettled`] when a quorum answered
     /// but the lockers that would tell whether a value still leads did
     /// not, and [`Error::Unsupported`] when the lockers cannot hold an
     /// election.

@@ -39,8 +39,8 @@ const BUFFERED: usize = 16;
 /// observer with the lockers' push, and a push that is lost is made up
 /// for by a re-check every `Timeouts::wait_recheck` (1 s by default). A
 /// leadership that lasts longer than two reads is reported unless its
-/// pushes were lost or late, or a locker kept its lock but refused its
-/// value (docs/election.md, what is not guaranteed); a shorter one can be
+/// pushes or proclamations were lost or late, or a locker kept its lock
+/// but refused its value (docs/election.md, what is not guaranteed); a shorter one can be
 /// missed. A read takes as long as the slowest locker that answers takes
 /// to answer it: a read that a push hurries waits for each locker twice
 /// as long as its last answer took, also for one that has stopped since.

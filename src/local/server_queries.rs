@@ -46,10 +46,15 @@ impl LocalLocker {
             ..args.clone()
         };
         self.with_shards(&probe, |set, _, _| {
+            // Without duplicates, in linear time: a name may have as many
+            // read holders as a client's limits allow (tens of thousands),
+            // and a search of the list for each was quadratic, under the
+            // shards' locks.
+            let mut seen: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
             let mut uids: Vec<Arc<str>> = Vec::new();
             for (pos, r) in args.resources.iter().enumerate() {
                 for uid in set.shard(pos).holder_uids(r) {
-                    if !uids.contains(&uid) {
+                    if seen.insert(uid.clone()) {
                         uids.push(uid);
                     }
                 }

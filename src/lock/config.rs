@@ -49,9 +49,11 @@ pub struct Timeouts {
     /// entry by itself (twice the validity after the release began, for a
     /// locker whose clock runs slower than ours), so the default,
     /// `Duration::MAX`, means exactly that: retry while it can matter. Zero
-    /// turns the background retries off and leaves failed releases to expiry
-    /// (an unlock never sent yet, such as the release of a guard dropped on
-    /// a runtime that stopped being driven, is still sent once).
+    /// turns the background retries off and leaves failed releases to expiry:
+    /// an unlock no call has tried yet, such as the release of a guard
+    /// dropped on a runtime that stopped being driven, is still tried once,
+    /// and one whose try failed, even before anything reached the locker
+    /// (its connection refused), is not tried again.
     pub release_retry: Duration,
     /// Deadline of each refresh call; a locker that misses it counts as not
     /// confirming. Default 5 s, as in dsync. A refresh never waits past the

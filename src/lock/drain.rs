@@ -139,14 +139,11 @@ pub(crate) async fn finish(
         // for is unlocks queued or being sent, and the other releases: a
         // drain task with nothing to send, on a runtime that is idle,
         // holds nothing up.
+        // Queued and being sent, counted together under each queue's lock:
+        // a drain task moves a failed batch from one to the other under it.
         let queued = drain_queued(coord, handle, true);
-        let sending: usize = coord
-            .unlock_retries
-            .iter()
-            .map(|queue| queue.lock().sending())
-            .sum();
         let running = outstanding.count();
-        let pending = queued + sending + running;
+        let pending = queued + running;
         if pending == 0 {
             return Ok(());
         }
@@ -179,7 +176,7 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
 }
 
 /// Starts, on the current runtime, a drain task for every queue that holds
-/// unlocks, and returns how many unlocks they hold. A queue whose drainer
+/// unlocks, and returns how many unlocks they hold, queued or being sent. A queue whose drainer
 /// went with its runtime (the private one of an `unlock()` outside any
 /// runtime, say) is otherwise left until a later failure starts one. With
 /// `hurry` (`finish_releases`), a release's unlocks on their way are sent
@@ -193,6 +190,7 @@ pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: boo
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
         queue.reclaim_stale(now, hurry);
+        queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
         }
@@ -257,7 +255,7 @@ pub(crate) fn owe_batch_until(
                 // again, starts once it is overdue.
                 give_up: first_send_give_up(coord, index, until),
                 holder: None,
-                sent: false,
+                tried: false,
             };
             queue.take_batch(id, until, hurry, std::slice::from_ref(&unlock));
             (index, id)
@@ -338,10 +336,10 @@ async fn drain(mut task: Draining) {
                 return;
             }
             let pending = std::mem::take(&mut queue.pending);
-            // One never sent is sent once, however late.
+            // One no call tried is tried once, however late.
             let (live, expired): (Vec<_>, Vec<_>) = pending
                 .into_iter()
-                .partition(|p| now < p.give_up || !p.sent);
+                .partition(|p| now < p.give_up || !p.tried);
             // A lost lock's clean-up still waiting for its holder stays.
             let (due, waiting): (Vec<_>, Vec<_>) = live.into_iter().partition(|p| p.is_due(now));
             queue.pending = waiting;
@@ -382,7 +380,7 @@ async fn drain(mut task: Draining) {
                         Ok(()) => {}
                         Err(err) if unlock_may_land_later(&err) => {
                             failed.push(PendingUnlock {
-                                sent: true,
+                                tried: true,
                                 ..pending
                             });
                         }
@@ -391,12 +389,12 @@ async fn drain(mut task: Draining) {
                 }
                 failed
             }
-            // Only the probe was sent: the rest keep whether they ever were
-            // (one never sent is still sent once, however late).
+            // Only the probe was tried: the rest keep whether they ever were
+            // (one no call tried is still tried once, however late).
             Err(err) if unlock_may_land_later(&err) => {
                 let mut batch = std::mem::take(&mut task.batch);
                 if let Some(probe) = batch.first_mut() {
-                    probe.sent = true;
+                    probe.tried = true;
                 }
                 batch
             }

@@ -286,6 +286,12 @@ macro_rules! guard {
                 self.held.keep_token(token)
             }
 
+            /// Whether a draw kept a token for this lock already.
+            #[allow(dead_code)]
+            pub(crate) fn has_kept_token(&self) -> bool {
+                self.held.state.token.get().is_some()
+            }
+
             /// See `Held::confirm_held`.
             #[allow(dead_code)]
             pub(crate) async fn confirm_held(&self) -> Result<(), Error> {

@@ -322,7 +322,7 @@ impl Drop for CleanupOwed {
                 mode: self.state.mode,
                 give_up: owed_give_up(coord, index, self.declared, &holder),
                 holder,
-                sent: false,
+                tried: false,
             };
             queue_unlock(coord, index, pending, Handle::try_current().ok());
         }

@@ -141,7 +141,7 @@ impl Drop for Owed {
                 mode: self.state.mode,
                 give_up: owed_give_up(coord, self.index, self.began, &holder),
                 holder,
-                sent: false,
+                tried: false,
             };
             queue_unlock(coord, self.index, pending, Handle::try_current().ok());
         }
@@ -169,7 +169,7 @@ async fn release_after(
                 mode: state.mode,
                 give_up: owed_give_up(coord, target.index, began, &holder),
                 holder,
-                sent: false,
+                tried: false,
             };
             queue_unlock(coord, target.index, pending, Handle::try_current().ok());
             return false;
@@ -267,7 +267,7 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
             mode: state.mode,
             give_up,
             holder: None,
-            sent: true,
+            tried: true,
         },
         Handle::try_current().ok(),
     );
@@ -440,7 +440,7 @@ impl Drop for StragglersOwed {
                     mode: self.state.mode,
                     give_up: owed_give_up(coord, index, self.began, &holder),
                     holder,
-                    sent: false,
+                    tried: false,
                 };
                 queue_unlock(coord, index, pending, Handle::try_current().ok());
             }

@@ -26,11 +26,12 @@ pub(crate) struct PendingUnlock {
     /// A lost lock's clean-up waits for its holder: not sent before
     /// `not_before` unless the holder let go of its guard.
     pub(crate) holder: Option<crate::lock::loss::HeldOff>,
-    /// Whether it was sent once already (and failed). One never sent is
-    /// sent once even past `give_up`: a release found late (a batch
-    /// overdue on a runtime no longer driven) still reaches its locker,
-    /// whatever `Timeouts::release_retry` says.
-    pub(crate) sent: bool,
+    /// Whether a call tried it already (and failed, sent or not: a
+    /// refused connection is a try). One no call tried is tried once even
+    /// past `give_up`: a release found late (a batch overdue on a runtime
+    /// no longer driven) still gets its one try, whatever
+    /// `Timeouts::release_retry` says.
+    pub(crate) tried: bool,
 }
 
 impl PendingUnlock {

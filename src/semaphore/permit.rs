@@ -127,7 +127,12 @@ impl SemaphorePermit {
         if slots.is_empty() || self.is_lost() {
             return Err(Error::LockLost);
         }
-        let confirmed = self.count_confirmed.load(Ordering::Acquire);
+        // A slot without a token kept yet gets its first one from this
+        // call: the count is asked afresh then too, as for the permit's
+        // first token, since it may have been forced open since (a permit
+        // of several slots draws each slot's first token when asked).
+        let first_of_a_slot = slots.iter().any(|(_, g)| !g.has_kept_token());
+        let confirmed = self.count_confirmed.load(Ordering::Acquire) && !first_of_a_slot;
         let (count, tokens) = futures::join!(
             self.count_held(confirmed),
             join_all(slots.iter().map(|(_, g)| g.token_unkept()))
@@ -147,7 +152,8 @@ impl SemaphorePermit {
     }
 
     /// Whether the count is still held: asked of a quorum afresh until one
-    /// of this permit's draws has handed out a token (`confirmed`; the
+    /// of this permit's draws has handed out a token, and whenever a draw
+    /// hands out a slot's first (`confirmed` false then; the
     /// count's cached token is another permit's and may predate a forced
     /// open), later from its loss signal. The caller marks the permit
     /// confirmed only once it hands out a token, so a draw cancelled or

@@ -1,0 +1,144 @@
+//! Granting the places at the head of a name's line once its holders
+//! allow them (a writer's release may let tens of thousands of readers in
+//! at once).
+//!
+//! Invariant: the work is linear in the line and the holders, however
+//! many are granted together: the places leave the line in one pass, and
+//! a reader already holding is found through one index.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::memory::{fit, room};
+use super::{Entry, Holders, Name, Notice, Place, Promotions, Shard};
+use crate::locker::wait::{PushEvent, Ticket};
+use crate::LockMode;
+
+impl Shard {
+    /// Grants the places at the head of `resource`'s line that its holders
+    /// now allow: the oldest waiter, and with it every reader queued before
+    /// the first writer when it reads. Places that cover other resources
+    /// too are handed back in `out.spanning` to be tried across shards.
+    pub(in crate::local) fn promote(&mut self, name: &Name, now: Instant, out: &mut Promotions) {
+        let resource = name.as_str();
+        let Some(res) = self.map.get_mut(resource) else {
+            return;
+        };
+        res.queue.retain(|p| p.expires > now);
+        let mut grants = Vec::new();
+        let mut mode = res.holders.as_ref().map(Holders::mode);
+        for (at, place) in res.queue.iter().enumerate() {
+            let allowed = matches!(
+                (mode, place.mode),
+                (None, _) | (Some(LockMode::Read), LockMode::Read)
+            );
+            if !allowed {
+                break;
+            }
+            mode = Some(place.mode);
+            if place.wake.is_none() {
+                // A reservation keeps its turn until its waiter asks again.
+                continue;
+            }
+            if place.args.resources.iter().all(|r| r.as_str() == resource) {
+                grants.push(at);
+            } else {
+                out.spanning
+                    .push((place.args.clone(), place.mode, place.ticket));
+            }
+            if place.mode == LockMode::Write {
+                break;
+            }
+        }
+        if grants.is_empty() {
+            return;
+        }
+        // In linear time however many are granted at once (a writer's
+        // release may let tens of thousands of readers in): the places are
+        // taken out of the line in one pass, each granted waiter's other
+        // places (a waiter keeps one per name) go in another, and the
+        // readers already holding are found through one index, not a
+        // search of every reader for each.
+        let mut places: Vec<Place> = Vec::with_capacity(grants.len());
+        let mut kept = Vec::with_capacity(res.queue.len() - grants.len());
+        let mut next = grants.iter().copied().peekable();
+        for (at, place) in std::mem::take(&mut res.queue).into_iter().enumerate() {
+            if next.peek() == Some(&at) {
+                next.next();
+                places.push(place);
+            } else {
+                kept.push(place);
+            }
+        }
+        let uids: HashSet<&str> = places.iter().map(|p| &*p.args.uid).collect();
+        let tickets: HashSet<Ticket> = places.iter().map(|p| p.ticket).collect();
+        kept.retain(|p| !uids.contains(&*p.args.uid) && !tickets.contains(&p.ticket));
+        res.queue = kept;
+        fit(&mut res.queue);
+        // The map's own key: the expiry index keys entries as the map does.
+        let key = match self.map.get_key_value(resource) {
+            Some((key, _)) => key.clone(),
+            None => return,
+        };
+        let Some(res) = self.map.get_mut(resource) else {
+            return;
+        };
+        let mut holding: HashMap<Arc<str>, usize> = match &res.holders {
+            Some(Holders::Readers(v)) => v
+                .iter()
+                .enumerate()
+                .map(|(at, e)| (e.uid.clone(), at))
+                .collect(),
+            _ => HashMap::new(),
+        };
+        for place in places {
+            let again = match &mut res.holders {
+                Some(Holders::Writer(e)) if e.uid == place.args.uid => Some(e),
+                Some(Holders::Readers(v)) => holding.get(&place.args.uid).map(|&at| &mut v[at]),
+                _ => None,
+            };
+            if let Some(e) = again {
+                // Granted already (a repeated request): the newest wake.
+                if place.wake.is_some() {
+                    e.wake = place.wake.clone();
+                }
+            } else if !matches!(res.holders, Some(Holders::Writer(_))) {
+                let entry = Entry {
+                    uid: place.args.uid.clone(),
+                    owner: place.args.owner.clone(),
+                    source: place.args.source.clone(),
+                    acquired: now,
+                    refreshed: now,
+                    slot: self.by_refresh.push(key.clone(), now),
+                    ticket: Some(place.ticket),
+                    wake: place.wake.clone(),
+                };
+                match &mut res.holders {
+                    Some(Holders::Readers(v)) => {
+                        room(v);
+                        holding.insert(entry.uid.clone(), v.len());
+                        v.push(entry);
+                    }
+                    _ => {
+                        res.holders = Some(match place.mode {
+                            LockMode::Write => Holders::Writer(entry),
+                            LockMode::Read => {
+                                holding.insert(entry.uid.clone(), 0);
+                                Holders::Readers(vec![entry])
+                            }
+                        });
+                    }
+                }
+            }
+            if let Some(wake) = place.wake {
+                out.notices.push(Notice {
+                    wake,
+                    uid: place.args.uid.clone(),
+                    event: PushEvent::Granted,
+                });
+            }
+        }
+    }
+}
