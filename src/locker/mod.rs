@@ -19,16 +19,21 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 // Used where a peer's text enters an error: the network, Redis and SQL
-// lockers.
+// lockers (each helper where it is used, so that every build with one
+// feature uses what it imports).
+#[cfg(feature = "net")]
+pub(crate) use crate::locker::args::escape_peer_head;
 #[cfg(any(
     feature = "net",
     feature = "redis",
     feature = "postgres",
     feature = "mysql"
 ))]
-pub(crate) use crate::locker::args::{
-    escape_peer_head, escape_peer_text, peer_text_head, unshowable_character,
-};
+pub(crate) use crate::locker::args::escape_peer_text;
+#[cfg(any(feature = "net", feature = "postgres", feature = "mysql"))]
+pub(crate) use crate::locker::args::peer_text_head;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) use crate::locker::args::unshowable_character;
 use crate::locker::args::{LockArgs, LockMode};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{WaitArgs, WaitReply};

@@ -11,6 +11,7 @@
 //! work for a debug build.
 #![cfg(feature = "net")]
 
+#[allow(dead_code)]
 #[path = "../net_support/capped.rs"]
 mod capped;
 #[allow(dead_code)]
