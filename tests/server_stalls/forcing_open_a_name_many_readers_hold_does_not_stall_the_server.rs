@@ -33,40 +33,16 @@ use quorum_lock::{LocalLocker, LockArgs, NetLocker};
 
 use crate::capped::{self, ADMIN};
 use crate::node::TOKEN;
+use crate::{args, read_many};
 
 /// Read holders of one name.
 const HOLDERS: usize = 30_000;
-
-fn args(uid: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec!["x".to_owned()].into(),
-        owner: "readers".into(),
-        source: "tests/net/forcing_open_a_name_many_readers_hold_does_not_stall_the_server.rs"
-            .into(),
-        quorum: 1,
-    }
-}
-
-/// Takes `HOLDERS` read locks on `x` on `locker` itself: the same table
-/// entries as as many clients' read locks over the network (within their
-/// limits), made without a round trip each.
-async fn read_many(locker: &LocalLocker) -> usize {
-    let mut granted = 0;
-    for i in 0..HOLDERS {
-        let uid = format!("{i:08}-0000-0000-0000-000000000000");
-        if locker.rlock(&args(&uid)).await == Ok(true) {
-            granted += 1;
-        }
-    }
-    granted
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forcing_open_a_name_many_readers_hold_ends_at_once_and_stalls_nobody() {
     let _one_at_a_time = crate::HEAVY.lock().await;
     let locker = Arc::new(LocalLocker::new());
-    let granted = read_many(&locker).await;
+    let granted = read_many(&locker, HOLDERS).await;
     assert_eq!(granted, HOLDERS, "control: every read lock is granted");
     let (addr, _stop) = capped::serve(locker, ServerConfig::new(TOKEN).admin_token(ADMIN)).await;
 

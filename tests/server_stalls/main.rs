@@ -21,6 +21,34 @@ mod node;
 /// Held by each scene, so that they run one at a time.
 static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// A lock of `x` by `uid`.
+fn args(uid: &str) -> quorum_lock::LockArgs {
+    quorum_lock::LockArgs {
+        uid: uid.into(),
+        resources: vec!["x".to_owned()].into(),
+        owner: "many".into(),
+        source: "tests/server_stalls".into(),
+        quorum: 1,
+    }
+}
+
+/// Takes `holders` read locks on `x` on `locker` itself: the same table
+/// entries as as many clients' read locks over the network (within their
+/// limits: 64 MiB of table per connection holds about 28,000 read locks
+/// of one short name, and a client may open many connections), made
+/// without a round trip each. Returns how many were granted.
+async fn read_many(locker: &quorum_lock::LocalLocker, holders: usize) -> usize {
+    use quorum_lock::NetLocker;
+    let mut granted = 0;
+    for i in 0..holders {
+        let uid = format!("{i:08}-0000-0000-0000-000000000000");
+        if locker.rlock(&args(&uid)).await == Ok(true) {
+            granted += 1;
+        }
+    }
+    granted
+}
+
 mod forcing_open_a_name_many_readers_hold_does_not_stall_the_server;
 mod read_locks_of_one_name_expiring_together_do_not_stall_the_server;
 mod readers_waiting_on_one_name_are_granted_together_without_stalling;

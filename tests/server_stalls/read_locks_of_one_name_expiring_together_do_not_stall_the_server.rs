@@ -27,40 +27,13 @@ use std::time::{Duration, Instant};
 
 use quorum_lock::net::ServerConfig;
 use quorum_lock::testing::DriftClock;
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
 
-use crate::capped;
 use crate::node::TOKEN;
+use crate::{args, capped, read_many};
 
 /// Read holders of one name.
 const HOLDERS: usize = 24_000;
-
-fn args(uid: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec!["x".to_owned()].into(),
-        owner: "readers".into(),
-        source: "tests/net/read_locks_of_one_name_expiring_together_do_not_stall_the_server.rs"
-            .into(),
-        quorum: 1,
-    }
-}
-
-/// Takes `HOLDERS` read locks on `x` on `locker` itself: the same table
-/// entries as as many clients' read locks over the network (within their
-/// limits: 64 MiB of table per connection holds about 28,000 read locks
-/// of one short name, and a client may open many connections), made
-/// without a round trip each.
-async fn read_many(locker: &LocalLocker) -> usize {
-    let mut granted = 0;
-    for i in 0..HOLDERS {
-        let uid = format!("{i:08}-0000-0000-0000-000000000000");
-        if locker.rlock(&args(&uid)).await == Ok(true) {
-            granted += 1;
-        }
-    }
-    granted
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_locks_of_one_name_expiring_together_leave_the_server_answering() {
@@ -75,7 +48,7 @@ async fn read_locks_of_one_name_expiring_together_leave_the_server_answering() {
         clock.clone(),
     );
     let locker = Arc::new(locker);
-    let granted = read_many(&locker).await;
+    let granted = read_many(&locker, HOLDERS).await;
     let (addr, _stop) = capped::serve(locker, ServerConfig::new(TOKEN)).await;
     assert_eq!(
         granted, HOLDERS,

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use quorum_lock::net::{RemoteLocker, ServerConfig};
-use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
+use quorum_lock::{LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
 
-use crate::capped;
 use crate::node::{start, TOKEN};
+use crate::{args, capped};
 
 /// Client connections that line up read waiters.
 const CONNECTIONS: usize = 25;
@@ -39,17 +39,6 @@ struct Ignore;
 
 impl PushSink for Ignore {
     fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
-
-fn args(uid: &str) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: vec!["x".to_owned()].into(),
-        owner: "waiters".into(),
-        source: "tests/net/readers_waiting_on_one_name_are_granted_together_without_stalling.rs"
-            .into(),
-        quorum: 1,
-    }
 }
 
 /// Lines up `PER_CONNECTION` read waiters on `x` over `client`; how many
