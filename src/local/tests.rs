@@ -457,6 +457,9 @@ async fn regrant_after_restart_is_all_or_nothing() {
     assert_eq!(entries(&l), [("b".into(), "other".into(), LockMode::Write)]);
 }
 
+/// Names whose places expired behind a holder.
+mod expired_places;
+
 /// Queues, pushes, wounds and fencing tokens.
 mod queues;
 
