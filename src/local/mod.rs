@@ -388,7 +388,8 @@ impl LocalLocker {
             return;
         }
         let mut out = Promotions::default();
-        for name in &names {
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for name in names.iter().filter(|name| seen.insert(name.as_str())) {
             self.shards
                 .with_one(name, |shard| shard.promote(name, now, &mut out));
             for (args, mode, ticket) in std::mem::take(&mut out.spanning) {

@@ -722,9 +722,10 @@ fn settle(
         }
         return fence_floor;
     }
-    if !freed.contains(slot.key()) {
-        freed.push(slot.key().clone());
-    }
+    // Not searched for duplicates here (names may be long and many, and a
+    // search per name was quadratic): the caller's promote skips a name
+    // it has seen.
+    freed.push(slot.key().clone());
     fence_floor
 }
 

@@ -53,6 +53,11 @@ impl Shard {
             }
         }
         if grants.is_empty() {
+            // Its expired places gone, a name nobody holds or waits for
+            // leaves the table (nothing else would look at it again).
+            if res.holders.is_none() && res.queue.is_empty() {
+                self.settle_name(name.clone(), &mut Vec::new());
+            }
             return;
         }
         // In linear time however many are granted at once (a writer's
