@@ -7,6 +7,7 @@ mod contract;
 mod ended;
 mod forcing;
 mod listing;
+mod promotion;
 pub(crate) mod released;
 #[cfg(feature = "net")]
 mod server_queries;
@@ -37,7 +38,7 @@ use released::Released;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
-use table::{admits, Name, Notice, Promotions};
+use table::{admits, Name, Notice};
 #[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
 
@@ -379,51 +380,6 @@ impl LocalLocker {
         });
         self.promote(freed, now);
         Ok(out)
-    }
-
-    /// Grants the waiters at the head of the lines of `names` that may now
-    /// go, and pushes them the news.
-    fn promote(&self, names: Vec<Name>, now: Instant) {
-        if names.is_empty() {
-            return;
-        }
-        let mut out = Promotions::default();
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-        for name in names.iter().filter(|name| seen.insert(name.as_str())) {
-            self.shards
-                .with_one(name, |shard| shard.promote(name, now, &mut out));
-            for (args, mode, ticket) in std::mem::take(&mut out.spanning) {
-                self.shards.with(&args.resources, |set| {
-                    let ready = args.resources.iter().enumerate().all(|(pos, r)| {
-                        let shard = set.shard(pos);
-                        shard.has_place(r, &args.uid)
-                            && shard.in_line(r, &args.uid, mode, Some(ticket), now)
-                    });
-                    if !ready {
-                        return;
-                    }
-                    let wake = set.shard(0).place_wake(&args.resources[0], &args.uid);
-                    for pos in 0..args.resources.len() {
-                        set.shard(pos).grant(
-                            Name::new(&args.resources, pos),
-                            &args,
-                            mode,
-                            now,
-                            Some(ticket),
-                            wake.clone(),
-                        );
-                    }
-                    if let Some(wake) = wake {
-                        out.notices.push(Notice {
-                            wake,
-                            uid: args.uid.clone(),
-                            event: crate::PushEvent::Granted,
-                        });
-                    }
-                });
-            }
-        }
-        deliver(out.notices);
     }
 
     /// Runs a full expiry pass when one is due, so that names nobody touches

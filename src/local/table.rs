@@ -18,6 +18,7 @@ mod by_refresh;
 mod memory;
 mod name;
 mod promote;
+mod spanning;
 
 #[cfg(feature = "net")]
 pub(crate) use budget::NAME_OVERHEAD;
@@ -26,6 +27,7 @@ use by_refresh::ByRefresh;
 pub(crate) use memory::{block, map_shrunk, map_sparse};
 use memory::{fit, room};
 pub(super) use name::Name;
+pub(super) use spanning::Line;
 
 /// One grant on one resource.
 #[derive(Debug)]
@@ -663,24 +665,6 @@ impl Shard {
             self.settle_name(name, freed);
         }
         self.fit();
-    }
-
-    /// Whether `uid`'s place on `resource` is still there.
-    pub(super) fn has_place(&self, resource: &str, uid: &str) -> bool {
-        self.map
-            .get(resource)
-            .is_some_and(|r| r.queue.iter().any(|p| &*p.args.uid == uid))
-    }
-
-    /// The wake of `uid`'s place on `resource`.
-    pub(super) fn place_wake(&self, resource: &str, uid: &str) -> Option<Wake> {
-        self.map
-            .get(resource)?
-            .queue
-            .iter()
-            .find(|p| &*p.args.uid == uid)?
-            .wake
-            .clone()
     }
 
     /// Drops everything, as a crash would, except the fencing floor, which

@@ -51,5 +51,5 @@ async fn read_many(locker: &quorum_lock::LocalLocker, holders: usize) -> usize {
 
 mod forcing_open_a_name_many_readers_hold_does_not_stall_the_server;
 mod read_locks_of_one_name_expiring_together_do_not_stall_the_server;
-mod readers_waiting_on_one_name_are_granted_together_without_stalling;
+mod readers_waiting_behind_a_writer_are_granted_together_without_stalling;
 mod write_locks_of_many_long_names_expiring_under_waiters_do_not_stall_the_server;

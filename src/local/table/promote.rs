@@ -60,28 +60,56 @@ impl Shard {
             }
             return;
         }
-        // In linear time however many are granted at once (a writer's
-        // release may let tens of thousands of readers in): the places are
-        // taken out of the line in one pass, each granted waiter's other
-        // places (a waiter keeps one per name) go in another, and the
-        // readers already holding are found through one index, not a
-        // search of every reader for each.
-        let mut places: Vec<Place> = Vec::with_capacity(grants.len());
-        let mut kept = Vec::with_capacity(res.queue.len() - grants.len());
-        let mut next = grants.iter().copied().peekable();
-        for (at, place) in std::mem::take(&mut res.queue).into_iter().enumerate() {
-            if next.peek() == Some(&at) {
+        let places = self.take_places(resource, &grants);
+        out.notices.extend(places.iter().filter_map(|place| {
+            Some(Notice {
+                wake: place.wake.clone()?,
+                uid: place.args.uid.clone(),
+                event: PushEvent::Granted,
+            })
+        }));
+        self.hold(resource, places, now);
+    }
+}
+
+impl Shard {
+    /// Takes the places at positions `at` (ascending) out of `resource`'s
+    /// line, with every other place their waiters keep there, in one pass.
+    pub(super) fn take_places(&mut self, resource: &str, at: &[usize]) -> Vec<Place> {
+        let Some(res) = self.map.get_mut(resource) else {
+            return Vec::new();
+        };
+        let mut places: Vec<Place> = Vec::with_capacity(at.len());
+        let mut kept = Vec::with_capacity(res.queue.len().saturating_sub(at.len()));
+        let mut next = at.iter().copied().peekable();
+        for (pos, place) in std::mem::take(&mut res.queue).into_iter().enumerate() {
+            if next.peek() == Some(&pos) {
                 next.next();
                 places.push(place);
             } else {
                 kept.push(place);
             }
         }
+        // A waiter keeps one place per name, known by its uid or its
+        // ticket: what `grant` would remove with each of them.
         let uids: HashSet<&str> = places.iter().map(|p| &*p.args.uid).collect();
         let tickets: HashSet<Ticket> = places.iter().map(|p| p.ticket).collect();
         kept.retain(|p| !uids.contains(&*p.args.uid) && !tickets.contains(&p.ticket));
         res.queue = kept;
         fit(&mut res.queue);
+        places
+    }
+
+    /// Makes the waiters of `places`, taken out of `resource`'s line, its
+    /// holders, each with its place's wake; one already holding it (a
+    /// repeated request) keeps its entry with the newest wake. Its holders
+    /// must allow them all (checked by the caller).
+    ///
+    /// In linear time however many are granted at once (a writer's release
+    /// may let tens of thousands of readers in): the readers already
+    /// holding are found through one index, not a search of every reader
+    /// for each.
+    pub(super) fn hold(&mut self, resource: &str, places: Vec<Place>, now: Instant) {
         // The map's own key: the expiry index keys entries as the map does.
         let key = match self.map.get_key_value(resource) {
             Some((key, _)) => key.clone(),
@@ -107,42 +135,39 @@ impl Shard {
             if let Some(e) = again {
                 // Granted already (a repeated request): the newest wake.
                 if place.wake.is_some() {
-                    e.wake = place.wake.clone();
+                    e.wake = place.wake;
                 }
-            } else if !matches!(res.holders, Some(Holders::Writer(_))) {
-                let entry = Entry {
-                    uid: place.args.uid.clone(),
-                    owner: place.args.owner.clone(),
-                    source: place.args.source.clone(),
-                    acquired: now,
-                    refreshed: now,
-                    slot: self.by_refresh.push(key.clone(), now),
-                    ticket: Some(place.ticket),
-                    wake: place.wake.clone(),
-                };
-                match &mut res.holders {
-                    Some(Holders::Readers(v)) => {
-                        room(v);
-                        holding.insert(entry.uid.clone(), v.len());
-                        v.push(entry);
-                    }
-                    _ => {
-                        res.holders = Some(match place.mode {
-                            LockMode::Write => Holders::Writer(entry),
-                            LockMode::Read => {
-                                holding.insert(entry.uid.clone(), 0);
-                                Holders::Readers(vec![entry])
-                            }
-                        });
-                    }
-                }
+                continue;
             }
-            if let Some(wake) = place.wake {
-                out.notices.push(Notice {
-                    wake,
-                    uid: place.args.uid.clone(),
-                    event: PushEvent::Granted,
-                });
+            if matches!(res.holders, Some(Holders::Writer(_))) {
+                // Not allowed: the caller checked the holders.
+                continue;
+            }
+            let entry = Entry {
+                uid: place.args.uid.clone(),
+                owner: place.args.owner.clone(),
+                source: place.args.source.clone(),
+                acquired: now,
+                refreshed: now,
+                slot: self.by_refresh.push(key.clone(), now),
+                ticket: Some(place.ticket),
+                wake: place.wake,
+            };
+            match &mut res.holders {
+                Some(Holders::Readers(v)) => {
+                    room(v);
+                    holding.insert(entry.uid.clone(), v.len());
+                    v.push(entry);
+                }
+                _ => {
+                    res.holders = Some(match place.mode {
+                        LockMode::Write => Holders::Writer(entry),
+                        LockMode::Read => {
+                            holding.insert(entry.uid.clone(), 0);
+                            Holders::Readers(vec![entry])
+                        }
+                    });
+                }
             }
         }
     }

@@ -1,0 +1,112 @@
+//! Granting the waiters at the head of lines that may now go, after a
+//! release, an expiry or a place that left.
+//!
+//! Invariant: the work is linear in the lines and holders involved,
+//! however many waiters go at once: a waiter whose request covers several
+//! names is granted in a batch with the others of its line, each line
+//! walked once (see `table::spanning`), never one at a time with a pass
+//! over the whole line for each.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::table::{Line, Name, Notice, Promotions};
+use super::{deliver, LocalLocker};
+use crate::locker::wait::Ticket;
+use crate::{LockArgs, LockMode, PushEvent};
+
+impl LocalLocker {
+    /// Grants the waiters at the head of the lines of `names` that may now
+    /// go, and pushes them the news.
+    pub(super) fn promote(&self, names: Vec<Name>, now: Instant) {
+        if names.is_empty() {
+            return;
+        }
+        let mut out = Promotions::default();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for name in names.iter().filter(|name| seen.insert(name.as_str())) {
+            self.shards
+                .with_one(name, |shard| shard.promote(name, now, &mut out));
+            let spanning = std::mem::take(&mut out.spanning);
+            if !spanning.is_empty() {
+                self.grant_spanning(&spanning, now, &mut out.notices);
+            }
+        }
+        deliver(out.notices);
+    }
+
+    /// Grants, in ticket order, each of `waiters` (places at the head of
+    /// one line whose requests cover other names too) that every line it
+    /// stands in lets in, counting the grants before it: all their shards
+    /// locked at once, each line walked once.
+    fn grant_spanning(
+        &self,
+        waiters: &[(LockArgs, LockMode, Ticket)],
+        now: Instant,
+        notices: &mut Vec<Notice>,
+    ) {
+        // Every name the waiters cover, once.
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        let mut names: Vec<String> = Vec::new();
+        for (args, _, _) in waiters {
+            for r in args.resources.iter() {
+                position.entry(r.as_str()).or_insert_with(|| {
+                    names.push(r.clone());
+                    names.len() - 1
+                });
+            }
+        }
+        let names: Arc<[String]> = names.into();
+        self.shards.with(&names, |set| {
+            let mut lines: Vec<Option<Line>> = (0..names.len()).map(|_| None).collect();
+            let mut places = Vec::new();
+            for (args, mode, ticket) in waiters {
+                let Some(first) = args.resources.first().map(|r| position[r.as_str()]) else {
+                    continue;
+                };
+                // Hand-built arguments may repeat a name.
+                let mut of: Vec<usize> = args
+                    .resources
+                    .iter()
+                    .map(|r| position[r.as_str()])
+                    .collect();
+                of.sort_unstable();
+                of.dedup();
+                places.clear();
+                let ready = of.iter().all(|&pos| {
+                    let shard = set.shard(pos);
+                    let line = lines[pos].get_or_insert_with(|| shard.line(&names[pos]));
+                    let at = shard.lets_in(&names[pos], line, &args.uid, *mode, *ticket, now);
+                    places.extend(at);
+                    at.is_some()
+                });
+                if !ready {
+                    continue;
+                }
+                // The wake its place on its first name carries, as
+                // `waiting` keeps it for every name.
+                let at_first = of.binary_search(&first).map_or(0, |i| places[i]);
+                let wake = set.shard(first).wake_at(&names[first], at_first);
+                for (&pos, &at) in of.iter().zip(&places) {
+                    if let Some(line) = &mut lines[pos] {
+                        line.take(at, &args.uid, *mode, wake.clone());
+                    }
+                }
+                if let Some(wake) = wake {
+                    notices.push(Notice {
+                        wake,
+                        uid: args.uid.clone(),
+                        event: PushEvent::Granted,
+                    });
+                }
+            }
+            for (pos, line) in lines.into_iter().enumerate() {
+                if let Some(line) = line {
+                    set.shard(pos).hold_line(&names[pos], line, now);
+                }
+            }
+        });
+    }
+}
