@@ -49,6 +49,7 @@ async fn read_many(locker: &quorum_lock::LocalLocker, holders: usize) -> usize {
     granted
 }
 
+mod a_wait_naming_one_name_a_thousand_times_does_not_stall_its_shard;
 mod forcing_open_a_name_many_readers_hold_does_not_stall_the_server;
 mod read_locks_of_one_name_expiring_together_do_not_stall_the_server;
 mod readers_waiting_behind_a_writer_are_granted_together_without_stalling;
