@@ -39,7 +39,10 @@ where
 {
     let calls = (0..coord.lockers.len()).map(call);
     let mut calls = match Handle::try_current() {
-        Ok(_) => CallSet::new(coord, calls.map(Started::Running)),
+        // Not counted among the outstanding releases: an election's reads
+        // and proclamations release nothing, and a call left on a runtime
+        // no longer driven must hold up no `finish_releases`.
+        Ok(_) => CallSet::uncounted(calls.map(Started::Running)),
         Err(_) => CallSet::dropping(calls),
     };
     let mut timer = None;

@@ -63,17 +63,12 @@ impl LocalLocker {
             let mut lines: Vec<Option<Line>> = (0..names.len()).map(|_| None).collect();
             let mut places = Vec::new();
             for (args, mode, ticket) in waiters {
-                let Some(first) = args.resources.first().map(|r| position[r.as_str()]) else {
-                    continue;
-                };
-                // Hand-built arguments may repeat a name.
-                let mut of: Vec<usize> = args
+                // Each name once: the arguments were validated.
+                let of: Vec<usize> = args
                     .resources
                     .iter()
                     .map(|r| position[r.as_str()])
                     .collect();
-                of.sort_unstable();
-                of.dedup();
                 places.clear();
                 let ready = of.iter().all(|&pos| {
                     let shard = set.shard(pos);
@@ -87,8 +82,7 @@ impl LocalLocker {
                 }
                 // The wake its place on its first name carries, as
                 // `waiting` keeps it for every name.
-                let at_first = of.binary_search(&first).map_or(0, |i| places[i]);
-                let wake = set.shard(first).wake_at(&names[first], at_first);
+                let wake = set.shard(of[0]).wake_at(&names[of[0]], places[0]);
                 for (&pos, &at) in of.iter().zip(&places) {
                     if let Some(line) = &mut lines[pos] {
                         line.take(at, &args.uid, *mode, wake.clone());

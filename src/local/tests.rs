@@ -182,12 +182,13 @@ fn bad_input_is_an_error_not_a_panic() {
 }
 
 #[test]
-fn duplicate_names_in_hand_built_args_do_not_duplicate_entries() {
+fn a_name_given_twice_in_hand_built_args_is_refused_and_leaves_nothing() {
     let l = LocalLocker::new();
     block_on(async {
-        assert!(l.rlock(&args("r", &["a", "a"])).await.unwrap());
-        assert_eq!(l.snapshot().len(), 1);
-        assert!(l.runlock(&args("r", &["a", "a"])).await.unwrap());
+        for names in [&["a", "a"][..], &["b", "a", "b"][..]] {
+            let err = l.rlock(&args("r", names)).await.unwrap_err().to_string();
+            assert!(err.contains("is given twice in one lock"), "{err}");
+        }
     });
     assert!(l.snapshot().is_empty());
 }

@@ -189,7 +189,7 @@ pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: boo
     for index in 0..coord.unlock_retries.len() {
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
-        queue.reclaim_stale(now, hurry);
+        queue.reclaim_stale(now, hurry.then(|| handle.id()));
         queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
@@ -322,7 +322,7 @@ async fn drain(mut task: Draining) {
         let now = coord.clock.now();
         {
             let mut queue = coord.unlock_retries[index].lock();
-            queue.reclaim_stale(now, false);
+            queue.reclaim_stale(now, None);
             // Another task's batch still on its way keeps this one going:
             // if that task stops being driven, this one sends the batch
             // once it is overdue.
@@ -349,9 +349,12 @@ async fn drain(mut task: Draining) {
                 coord.telemetry.release_given_up(expired.len());
             }
             // A probe and then the rest, each within the unlock timeout;
-            // nothing to send, nothing on its way.
+            // nothing to send, nothing on its way. Hurried by
+            // `finish_releases`: each is due and being sent (twice is
+            // harmless, by uid), and this task's runtime may stop being
+            // driven with it.
             if !due.is_empty() {
-                queue.take_batch(task.id, batch_deadline(&coord, now), false, &due);
+                queue.take_batch(task.id, batch_deadline(&coord, now), true, &due);
             }
             task.batch = due;
         }

@@ -74,11 +74,14 @@ enum Handoff {
     /// coordinator's outstanding releases (a straggler may be a grant it
     /// must undo).
     Counted(Arc<Outstanding>),
-    /// Handed to that runtime, not counted: a lock or wait call, which
-    /// its acquisition's release watches and records on the lockers'
-    /// queues (`release::watch_stragglers`), so that a call stuck on a
-    /// runtime no longer driven holds nothing up and is covered by others.
-    Watched,
+    /// Handed to that runtime, not counted, so that a call stuck on a
+    /// runtime no longer driven holds nothing up: a lock or wait call,
+    /// which its acquisition's release watches and records on the lockers'
+    /// queues (`release::watch_stragglers`), and covers by others; or an
+    /// election's read or proclamation, which no release waits for (a late
+    /// read leaves a watch that ends with its time to live; a late
+    /// proclamation is stored with an entry its holder holds, or refused).
+    Uncounted,
 }
 
 impl<T: Send + 'static> CallSet<T> {
@@ -86,11 +89,12 @@ impl<T: Send + 'static> CallSet<T> {
         Self::build(Handoff::Counted(coord.outstanding.clone()), calls)
     }
 
-    /// A set of lock or wait calls: those still running when it is
-    /// dropped go on on that runtime, watched by their acquisition's
-    /// release rather than counted (see [`Handoff::Watched`]).
-    pub(crate) fn watched(calls: impl IntoIterator<Item = Started<T>>) -> Self {
-        Self::build(Handoff::Watched, calls)
+    /// A set of lock or wait calls, or of an election's reads or
+    /// proclamations: those still running when it is dropped go on on that
+    /// runtime, not counted among the outstanding releases (see
+    /// [`Handoff::Uncounted`]).
+    pub(crate) fn uncounted(calls: impl IntoIterator<Item = Started<T>>) -> Self {
+        Self::build(Handoff::Uncounted, calls)
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
@@ -227,7 +231,7 @@ impl<T: Send + 'static> Drop for CallSet<T> {
         };
         let counted = match &self.handoff {
             Handoff::Counted(outstanding) => Some(outstanding.begin()),
-            Handoff::Drop | Handoff::Watched => None,
+            Handoff::Drop | Handoff::Uncounted => None,
         };
         handle.spawn(async move {
             futures::future::join_all(rest).await;

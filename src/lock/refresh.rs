@@ -185,19 +185,21 @@ fn spawn_cleanup(state: &Arc<Acquisition>, signal: &Loss, handle: &Handle) {
             () = state.coord.clock.sleep(state.coord.lease.safety_margin) => {}
             () = signal.holder_gone() => {}
         }
-        // Counted among the outstanding releases from here, not while it
-        // waits: a holder that lets go does the clean-up itself if this
-        // task has not begun it (`clean_up_after_holder`), counted, so a
-        // task left on a runtime no longer driven holds nothing up.
-        let counted = state.coord.outstanding.begin();
+        // Recorded on the lockers' queues from here, not while it waits (a
+        // holder that lets go does the clean-up itself if this task has not
+        // begun it, `clean_up_after_holder`), and never counted among the
+        // outstanding releases: if this runtime stops being driven midway,
+        // any drain task or `finish_releases` sends the unlocks (by uid:
+        // what the force-unlocks would do; twice is harmless).
         if signal.claim_cleanup() {
             // Ours now: cut short, it queues its unlocks.
             owed.claimed = true;
+            let recorded = owe_batch(&state, 0..state.coord.lockers.len());
             force_release(state).await;
             signal.cleanup_finished();
+            drop(recorded);
         }
         owed.settled();
-        drop(counted);
     });
 }
 
@@ -235,14 +237,17 @@ pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Loss) {
     let Some(owed) = claim_after_holder(state, signal) else {
         return;
     };
-    let counted = state.coord.outstanding.begin();
+    // Recorded on the lockers' queues, as every clean-up is: if the
+    // caller's runtime stops driving this call, any drain task or
+    // `finish_releases` sends the unlocks.
+    let recorded = owe_batch(state, 0..state.coord.lockers.len());
     let cleaned = state.clone();
     let finished = signal.clone();
     let work = async move {
         force_release(cleaned).await;
         finished.cleanup_finished();
         owed.settled();
-        drop(counted);
+        drop(recorded);
     };
     if Handle::try_current().is_ok() {
         work.await;

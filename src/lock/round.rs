@@ -124,7 +124,7 @@ impl Round {
         let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
-            calls: CallSet::watched(calls),
+            calls: CallSet::uncounted(calls),
             state,
             handle: handle.clone(),
             deadline,

@@ -75,8 +75,9 @@ pub(crate) struct InFlight {
     /// By when the batch is sent, unless its task stopped being driven.
     pub(crate) until: Instant,
     /// Whether `Dsync::finish_releases` sends it again at once rather than
-    /// once overdue: a release's unlocks (sent twice, harmless: by uid),
-    /// not a straggler's, whose lock call may still be on its way.
+    /// once overdue: a release's unlocks, or a drain task's batch of due
+    /// ones (sent twice, harmless: by uid), not a straggler's, whose lock
+    /// call may still be on its way.
     pub(crate) hurry: bool,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
@@ -114,11 +115,27 @@ impl QueueState {
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
     /// task may send it. Returns whether there was one.
-    /// With `hurry`, also every batch marked to be hurried.
-    pub(crate) fn reclaim_stale(&mut self, now: Instant, hurry: bool) -> bool {
+    /// With `hurry` (the runtime `finish_releases` runs on), also every
+    /// batch marked to be hurried, but those a drain task on that runtime
+    /// sends: it is driven, and taking its batch back at each look would
+    /// send it again and again without end.
+    pub(crate) fn reclaim_stale(
+        &mut self,
+        now: Instant,
+        hurry: Option<tokio::runtime::Id>,
+    ) -> bool {
+        let drainers = &self.drainers;
+        let hurried = |batch: &InFlight| {
+            hurry.is_some_and(|here| {
+                batch.hurry
+                    && !drainers
+                        .iter()
+                        .any(|&(at, id)| at == here && id == batch.drainer)
+            })
+        };
         let (stale, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
             .into_iter()
-            .partition(|batch| batch.until <= now || (hurry && batch.hurry));
+            .partition(|batch| batch.until <= now || hurried(batch));
         self.in_flight = running;
         let any = !stale.is_empty();
         for batch in stale {

@@ -233,7 +233,7 @@ impl WaitRound {
         let started = state.started;
         let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
-            calls: CallSet::watched(calls),
+            calls: CallSet::uncounted(calls),
             state,
             handle: handle.clone(),
             ticket,

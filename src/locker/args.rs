@@ -85,9 +85,35 @@ impl LockArgs {
     /// assert!(args.validate_resources().is_err());
     /// args.resources = vec!["ok".to_string()].into();
     /// assert!(args.validate_resources().is_ok());
+    /// // A name given twice: a coordinator sends each name once.
+    /// args.resources = vec!["ok".to_string(), "ok".to_string()].into();
+    /// let err = args.validate_resources().unwrap_err().to_string();
+    /// assert!(err.contains("resource name \"ok\" is given twice"));
     /// ```
     pub fn validate_resources(&self) -> Result<(), Error> {
-        validate_names(&self.resources)
+        validate_names(&self.resources)?;
+        // Each copy of a name would cost a locker a pass over its holders
+        // and its line, all under one lock: a client could multiply any
+        // such pass by the most names one lock may carry.
+        let twice = if self.resources.is_sorted() {
+            self.resources
+                .windows(2)
+                .find(|pair| pair[0] == pair[1])
+                .map(|pair| &pair[0])
+        } else {
+            let mut seen = std::collections::HashSet::with_capacity(self.resources.len());
+            self.resources
+                .iter()
+                .find(|name| !seen.insert(name.as_str()))
+        };
+        match twice {
+            Some(name) => Err(Error::invalid(format!(
+                "resource name {} is given twice in one lock; name each resource once (a \
+                 coordinator sends them sorted, each once)",
+                shown(name)
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Checks the text a client sends besides the names: the uid, the

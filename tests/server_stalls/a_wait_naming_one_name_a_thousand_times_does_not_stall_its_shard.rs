@@ -23,6 +23,8 @@
 //! and unlock is timed. On the debug build it answers after 2.7 to 3.4 s
 //! (the hostile call after 3.8 to 4.7 s; the test's peak RSS is 1.5 GB); naming
 //! `x` once, the same wait builds 32,000 notices and answers at once.
+//! Now every locker refuses a request that names a resource twice
+//! (`LockArgs::validate_resources`).
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
