@@ -15,25 +15,29 @@
 //! unremembered; a hostile server asking for it in cleartext quotes it
 //! into the error every caller logs.
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSFILE` and
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` and
 //! `HOME` for its whole process (`HOME` a fresh directory of its own). The
 //! server is the fake of
 //! `a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it`:
 //! it declines TLS, asks for a cleartext password, and refuses it quoting
 //! it. One thread, a bounded number of connections, every read bounded in
 //! time.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in `~/.pgpass`.
 const PASSWORD: &str = "Hm4xT8qZ2wL6rN9v";
 
-#[tokio::test]
-async fn a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not_show_it() {
+#[test]
+fn a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not_show_it() {
+    crate::in_own_process(
+        module_path!(),
+        "a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not_show_it",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
     // `PGPASSFILE`: the lines of another server only. `~/.pgpass`: this

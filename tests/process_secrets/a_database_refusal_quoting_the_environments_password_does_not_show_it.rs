@@ -8,23 +8,27 @@
 //! does, and sends it. A hostile server, or without TLS anyone answering
 //! in its place, quotes it into the error every caller logs.
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSWORD` for
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSWORD` for
 //! its whole process. The server is a fake on a loopback port speaking just
 //! enough of the PostgreSQL protocol (no database needed): it declines TLS,
 //! asks for a cleartext password, and refuses it quoting it. One thread, a
 //! bounded number of connections, every read bounded in time.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in the environment.
 const PASSWORD: &str = "Zq7pW2xK9mN4vB8c";
 
-#[tokio::test]
-async fn a_database_refusal_quoting_the_environments_password_does_not_show_it() {
+#[test]
+fn a_database_refusal_quoting_the_environments_password_does_not_show_it() {
+    crate::in_own_process(
+        module_path!(),
+        "a_database_refusal_quoting_the_environments_password_does_not_show_it",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::set_var("PGPASSWORD", PASSWORD);
     let addr = refusing_logins();
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");

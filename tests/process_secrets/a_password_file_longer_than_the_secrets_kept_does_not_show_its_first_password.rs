@@ -11,17 +11,13 @@
 //! password forgotten before the locker's first connection; the URL itself
 //! carries no password, so nothing remembered afterwards stands in for it.
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSFILE` for
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for
 //! its whole process, and the secrets it makes the process forget are
 //! process-wide. The server is the fake of
 //! `tests/sql_support/fake_postgres.rs`: it declines TLS, asks for a
 //! cleartext password, and refuses it quoting it.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password of the file's first line, the one matching the fake.
 const PASSWORD: &str = "Qd8vN3kWp6Hs2Ye9";
@@ -29,8 +25,16 @@ const PASSWORD: &str = "Qd8vN3kWp6Hs2Ye9";
 /// Entries after it: one per database of a large fleet.
 const ENTRIES: usize = 5_000;
 
-#[tokio::test]
-async fn a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password() {
+#[test]
+fn a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password() {
+    crate::in_own_process(
+        module_path!(),
+        "a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
     let file =

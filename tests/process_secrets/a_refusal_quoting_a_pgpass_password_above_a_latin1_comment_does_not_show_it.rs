@@ -15,24 +15,28 @@
 //! as it was, and the locker's memory empty. A hostile server asking for
 //! the password in cleartext quotes it into the error every caller logs.
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSFILE` for
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for
 //! its whole process. The server is the fake of
 //! `a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it`:
 //! it declines TLS, asks for a cleartext password, and refuses it quoting
 //! it. One thread, a bounded number of connections, every read bounded in
 //! time.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in the password file.
 const PASSWORD: &str = "Vb6kP3sW9nQ2xJ7e";
 
-#[tokio::test]
-async fn a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it() {
+#[test]
+fn a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it() {
+    crate::in_own_process(
+        module_path!(),
+        "a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
     // The password file, readable by its owner only, as libpq requires.

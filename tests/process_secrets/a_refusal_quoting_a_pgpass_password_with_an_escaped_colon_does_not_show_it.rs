@@ -17,25 +17,29 @@
 //! `Kd7qR2:Wn5tY8:Hs3mB6:Pq9zL4`, so nothing is masked, and the error
 //! every caller logs shows the password (undoing its escapes is trivial).
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSFILE` for
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for
 //! its whole process. The server is the fake of
 //! `a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it`:
 //! it declines TLS, asks for a cleartext password, and refuses it quoting
 //! it. One thread, a bounded number of connections, every read bounded in
 //! time.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password field of the password file, as written: three colons in
 /// it, each escaped as the file's format asks.
 const PASSWORD: &str = r"Kd7qR2\:Wn5tY8\:Hs3mB6\:Pq9zL4";
 
-#[tokio::test]
-async fn a_refusal_quoting_a_pgpass_password_with_an_escaped_colon_does_not_show_it() {
+#[test]
+fn a_refusal_quoting_a_pgpass_password_with_an_escaped_colon_does_not_show_it() {
+    crate::in_own_process(
+        module_path!(),
+        "a_refusal_quoting_a_pgpass_password_with_an_escaped_colon_does_not_show_it",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
     // The password file, readable by its owner only, as libpq requires.

@@ -19,15 +19,9 @@
 //! application's subscriber gets the line, password and all; the rest is
 //! remembered only after the driver logged it.
 //!
-//! A test binary of its own: it sets `PGPASSFILE` for its whole process.
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for its whole process.
 //! The server is the fake of `tests/sql_support/fake_postgres.rs`, which
 //! refuses the login; the break is in the logs before any byte is sent.
-#![cfg(feature = "postgres")]
-
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-#[path = "log_capture/mod.rs"]
-mod log_capture;
 
 use std::time::Duration;
 
@@ -37,11 +31,19 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 /// password, its database and user fields forgotten (a malformed line).
 const PASSWORD: &str = "Wb6tQz2Lr9Xk4Nh7";
 
-#[tokio::test]
-async fn a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_password() {
+#[test]
+fn a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_password() {
+    crate::in_own_process(
+        module_path!(),
+        "a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_password",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
-    let (logs, _guard) = log_capture::Capture::install();
-    let addr = fake_postgres::refusing_logins();
+    let (logs, _guard) = crate::log_capture::Capture::install();
+    let addr = crate::fake_postgres::refusing_logins();
     let file = std::env::temp_dir().join(format!(
         "quorum-lock-pgpass-malformed-{}",
         std::process::id()

@@ -10,22 +10,26 @@
 //! in what any database says to this process, hiding the name the error is
 //! about.
 //!
-//! A test binary of its own (what it remembers is kept for the whole
+//! Run in a process of its own (`in_own_process`; what it remembers is kept for the whole
 //! process). A real PostgreSQL started by `sql_support` (skipped when not
 //! installed); the URL names a database that does not exist.
-#![cfg(feature = "postgres")]
-
-#[path = "sql_support/mod.rs"]
-mod sql_support;
 
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 
-use sql_support::PgServer;
+use crate::sql_support::PgServer;
 
-#[tokio::test]
-async fn a_url_without_a_password_hides_no_honest_words_of_the_database() {
+#[test]
+fn a_url_without_a_password_hides_no_honest_words_of_the_database() {
+    crate::in_own_process(
+        module_path!(),
+        "a_url_without_a_password_hides_no_honest_words_of_the_database",
+        scene,
+    );
+}
+
+async fn scene() {
     let Some(server) = PgServer::start() else {
         return;
     };

@@ -11,17 +11,13 @@
 //! `RemoteLocker` of the process remembered before) before the locker's
 //! first connection.
 //!
-//! A test binary of its own, with this one test: it sets `PGPASSFILE` for
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for
 //! its whole process, and the secrets it makes the process forget are
 //! process-wide. The server is the fake of
 //! `tests/sql_support/fake_postgres.rs`: it declines TLS, asks for a
 //! cleartext password (the URL's), and refuses it quoting it.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in the URL.
 const PASSWORD: &str = "Ur7kQ2mZx9Lc4Vt8";
@@ -29,9 +25,16 @@ const PASSWORD: &str = "Ur7kQ2mZx9Lc4Vt8";
 /// Entries in the password file: one per database of a large fleet.
 const ENTRIES: usize = 300;
 
-#[tokio::test]
-async fn a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_password_file()
-{
+#[test]
+fn a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_password_file() {
+    crate::in_own_process(
+        module_path!(),
+        "a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_password_file",
+        scene,
+    );
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let file = std::env::temp_dir().join(format!("quorum-lock-long-pgpass-{}", std::process::id()));
     let text: String = (0..ENTRIES)

@@ -14,21 +14,20 @@
 //! `POSTGRES://` nothing of the file is remembered while the driver sends
 //! its password; the fake server quotes it in its refusal.
 //!
-//! A test binary of its own: it sets `PGPASSFILE` for its whole process.
+//! Run in a process of its own (`in_own_process`): it sets `PGPASSFILE` for its whole process.
 //! The server is the fake of `tests/sql_support/fake_postgres.rs`.
-#![cfg(feature = "postgres")]
 
-#[path = "sql_support/fake_postgres.rs"]
-mod fake_postgres;
-
-use fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
+use crate::fake_postgres::{assert_not_shown, refusal_shown, refusing_logins};
 
 /// The password in the password file.
 const PASSWORD: &str = "Uk4mS8pZc2Hv6Rd1";
 
-#[tokio::test]
-async fn a_refusal_quoting_the_pgpass_password_for_a_url_with_a_capitalised_scheme_does_not_show_it(
-) {
+#[test]
+fn a_refusal_quoting_the_pgpass_password_for_a_url_with_a_capitalised_scheme_does_not_show_it() {
+    crate::in_own_process(module_path!(), "a_refusal_quoting_the_pgpass_password_for_a_url_with_a_capitalised_scheme_does_not_show_it", scene);
+}
+
+async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
     // The password file, readable by its owner only, as libpq requires.
