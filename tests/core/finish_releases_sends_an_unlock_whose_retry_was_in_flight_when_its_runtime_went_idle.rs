@@ -16,6 +16,14 @@
 //! sent) and is never polled again. Locker 2 answers again. Another runtime
 //! calls `finish_releases`: its drain task finds the queue empty, nothing
 //! sends locker 2 the unlock, and the call waits its whole bound.
+//!
+//! Reproduces a past break too: with a 1 s unlock timeout, the refused
+//! unlock is past `unlock()`'s own retries and in a drain task's hands;
+//! that batch was not marked to be hurried, so `finish_releases` sent it
+//! again only once overdue (2.1 s after it was taken, 10.1 s with the
+//! default 5 s unlock timeout), not "at once" as docs/guarantees.md ("Any
+//! runtime") and `Dsync::finish_releases` say: `finish_releases(1 s)`
+//! returned `ReleasesPending` while locker 2 answered.
 #![cfg(feature = "testing")]
 
 use std::time::{Duration, Instant};
@@ -24,18 +32,25 @@ use crate::common;
 use quorum_lock::testing::{CallKind, TestCluster};
 use quorum_lock::Timeouts;
 
-const SEED: u64 = 4401;
-
-#[test]
-fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_went_idle() {
-    eprintln!("seed {SEED}");
-    let cluster = TestCluster::new(3, SEED);
+/// "y" is taken and unlocked on runtime `idle` while locker 2 refuses,
+/// with `unlock` as the unlock timeout; after `queued` the refused unlock
+/// is a drain task's, which `idle` drives only until it has sent its next
+/// retry to locker 2, now hanging. Locker 2 then answers again, and
+/// `finish_releases(within)` on another runtime must free it.
+fn a_retry_in_flight_on_an_idle_runtime_is_sent(
+    seed: u64,
+    unlock: Duration,
+    queued: Duration,
+    within: Duration,
+) {
+    eprintln!("seed {seed}");
+    let cluster = TestCluster::new(3, seed);
     let nodes = cluster.nodes();
     let ds = common::with_timeouts(
         cluster.net_lockers(),
-        SEED,
+        seed,
         Timeouts {
-            unlock: Duration::from_millis(200),
+            unlock,
             ..Timeouts::default()
         },
     );
@@ -49,8 +64,9 @@ fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_we
             .await
             .expect("the unlock returns in time");
         assert!(unlocked.is_ok(), "two of three confirm: {unlocked:?}");
-        // Past the unlock deadline: the refused unlock is queued for retry.
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        // Past the unlock's own retries: the refused unlock is queued, and
+        // its drain task retries it.
+        tokio::time::sleep(queued).await;
         // Locker 2 now hangs; drive `idle` only until its drain task has
         // sent the next retry, which is then in flight.
         let seen = nodes[2].stats(CallKind::Unlock).seen;
@@ -72,13 +88,32 @@ fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_we
     );
     nodes[2].set_hang(false);
 
-    let (finished, left) =
-        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(2));
+    let (finished, left) = common::finish_elsewhere(&ds, cluster.lockers(), &uid, within);
     assert!(
         !left.iter().any(|h| *h) && finished.is_ok(),
         "locker 2 answers again, well within the unlock's retry window, yet after \
-         finish_releases ({finished:?}) the lockers holding y are {left:?}: the unlock is held \
-         by a drain task on a runtime no longer driven, and nothing else sends it"
+         finish_releases({within:?}) ({finished:?}) the lockers holding y are {left:?}: the \
+         unlock held by a drain task on a runtime no longer driven is not sent again at once"
     );
     drop(idle);
+}
+
+#[test]
+fn finish_releases_sends_an_unlock_whose_retry_was_in_flight_when_its_runtime_went_idle() {
+    a_retry_in_flight_on_an_idle_runtime_is_sent(
+        4401,
+        Duration::from_millis(200),
+        Duration::from_millis(600),
+        Duration::from_secs(2),
+    );
+}
+
+#[test]
+fn finish_releases_sends_at_once_a_retry_in_flight_past_the_unlocks_own_retries() {
+    a_retry_in_flight_on_an_idle_runtime_is_sent(
+        5001,
+        Duration::from_secs(1),
+        Duration::from_millis(1500),
+        Duration::from_secs(1),
+    );
 }
