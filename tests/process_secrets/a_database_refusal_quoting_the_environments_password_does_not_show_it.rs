@@ -21,11 +21,7 @@ const PASSWORD: &str = "Zq7pW2xK9mN4vB8c";
 
 #[test]
 fn a_database_refusal_quoting_the_environments_password_does_not_show_it() {
-    crate::in_own_process(
-        module_path!(),
-        "a_database_refusal_quoting_the_environments_password_does_not_show_it",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {

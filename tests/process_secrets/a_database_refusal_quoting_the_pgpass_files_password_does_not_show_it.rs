@@ -24,24 +24,14 @@ const PASSWORD: &str = "Pf5nC9tRw3Jx7Ub2";
 
 #[test]
 fn a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it() {
-    crate::in_own_process(
-        module_path!(),
-        "a_database_refusal_quoting_the_pgpass_files_password_does_not_show_it",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
-    // The password file, readable by its owner only, as libpq requires.
     let file = std::env::temp_dir().join(format!("quorum-lock-pgpass-{}", std::process::id()));
-    std::fs::write(&file, format!("*:*:*:app:{PASSWORD}\n")).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, format!("*:*:*:app:{PASSWORD}\n"));
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

@@ -27,11 +27,7 @@ const ENTRIES: usize = 300;
 
 #[test]
 fn a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_password_file() {
-    crate::in_own_process(
-        module_path!(),
-        "a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_password_file",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
@@ -40,12 +36,7 @@ async fn scene() {
     let text: String = (0..ENTRIES)
         .map(|i| format!("db{i}.example:5432:*:app:fleet-password-{i:04}\n"))
         .collect();
-    std::fs::write(&file, text).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, text);
     std::env::set_var("PGPASSFILE", &file);
     let addr = refusing_logins();
     let url = format!("postgres://app:{PASSWORD}@{addr}/locks?sslmode=disable");

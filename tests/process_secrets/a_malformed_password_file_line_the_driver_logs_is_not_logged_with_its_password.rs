@@ -33,11 +33,7 @@ const PASSWORD: &str = "Wb6tQz2Lr9Xk4Nh7";
 
 #[test]
 fn a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_password() {
-    crate::in_own_process(
-        module_path!(),
-        "a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_password",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
@@ -48,12 +44,7 @@ async fn scene() {
         "quorum-lock-pgpass-malformed-{}",
         std::process::id()
     ));
-    std::fs::write(&file, format!("*:*:{PASSWORD}\n")).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, format!("*:*:{PASSWORD}\n"));
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let config = SqlConfig {

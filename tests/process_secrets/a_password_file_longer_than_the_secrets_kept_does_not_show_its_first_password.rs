@@ -27,11 +27,7 @@ const ENTRIES: usize = 5_000;
 
 #[test]
 fn a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password() {
-    crate::in_own_process(
-        module_path!(),
-        "a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
@@ -44,12 +40,7 @@ async fn scene() {
         text.push_str(&format!("db{i}.example:5432:*:app:fleet-password-{i:05}\n"));
     }
     assert!(text.len() < 1 << 20, "under the 1 MiB the locker reads");
-    std::fs::write(&file, text).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, text);
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

@@ -29,28 +29,18 @@ const PASSWORD: &str = "Vb6kP3sW9nQ2xJ7e";
 
 #[test]
 fn a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it() {
-    crate::in_own_process(
-        module_path!(),
-        "a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
-    // The password file, readable by its owner only, as libpq requires.
     let file =
         std::env::temp_dir().join(format!("quorum-lock-pgpass-latin1-{}", std::process::id()));
     // This connection's line, then a comment in ISO-8859-1 (`für`).
     let mut text = format!("*:*:*:app:{PASSWORD}\n").into_bytes();
     text.extend_from_slice(b"# f\xfcr prod\n");
-    std::fs::write(&file, text).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, text);
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

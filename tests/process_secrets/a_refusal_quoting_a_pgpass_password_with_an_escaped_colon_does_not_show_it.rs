@@ -32,25 +32,15 @@ const PASSWORD: &str = r"Kd7qR2\:Wn5tY8\:Hs3mB6\:Pq9zL4";
 
 #[test]
 fn a_refusal_quoting_a_pgpass_password_with_an_escaped_colon_does_not_show_it() {
-    crate::in_own_process(
-        module_path!(),
-        "a_refusal_quoting_a_pgpass_password_with_an_escaped_colon_does_not_show_it",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
     std::env::remove_var("PGPASSWORD");
     let addr = refusing_logins();
-    // The password file, readable by its owner only, as libpq requires.
     let file =
         std::env::temp_dir().join(format!("quorum-lock-pgpass-colon-{}", std::process::id()));
-    std::fs::write(&file, format!("*:*:*:app:{PASSWORD}\n")).expect("write the password file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-            .expect("make the password file private");
-    }
+    crate::write_private(&file, format!("*:*:*:app:{PASSWORD}\n"));
     std::env::set_var("PGPASSFILE", &file);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

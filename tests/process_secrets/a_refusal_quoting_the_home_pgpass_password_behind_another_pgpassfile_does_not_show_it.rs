@@ -30,11 +30,7 @@ const PASSWORD: &str = "Hm4xT8qZ2wL6rN9v";
 
 #[test]
 fn a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not_show_it() {
-    crate::in_own_process(
-        module_path!(),
-        "a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not_show_it",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {
@@ -46,19 +42,11 @@ async fn scene() {
     std::fs::create_dir_all(&home).expect("a home directory");
     let other = home.join("other-servers.pgpass");
     let file = home.join(".pgpass");
-    std::fs::write(
+    crate::write_private(
         &other,
         "db.elsewhere.example:5432:*:app:ElsewhereOnly1234\n",
-    )
-    .expect("write PGPASSFILE");
-    std::fs::write(&file, format!("*:*:*:app:{PASSWORD}\n")).expect("write ~/.pgpass");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        for path in [&other, &file] {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-                .expect("make the password file private");
-        }
-    }
+    );
+    crate::write_private(&file, format!("*:*:*:app:{PASSWORD}\n"));
     std::env::set_var("PGPASSFILE", &other);
     std::env::set_var("HOME", &home);
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");

@@ -22,11 +22,7 @@ use crate::sql_support::PgServer;
 
 #[test]
 fn a_url_without_a_password_hides_no_honest_words_of_the_database() {
-    crate::in_own_process(
-        module_path!(),
-        "a_url_without_a_password_hides_no_honest_words_of_the_database",
-        scene,
-    );
+    crate::in_own_process(module_path!(), scene);
 }
 
 async fn scene() {

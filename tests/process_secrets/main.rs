@@ -18,22 +18,31 @@ mod log_capture;
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 
+/// Writes `text` to `file`, readable by its owner only (as libpq requires
+/// of a password file).
+fn write_private(file: &std::path::Path, text: impl AsRef<[u8]>) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(file, text).expect("write the private file");
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+        .expect("make the file private");
+}
+
 /// Names the test a process of this binary was started to run alone.
 const ALONE: &str = "QUORUM_LOCK_TEST_ALONE";
 
-/// Runs `scene` in a process of its own: in the process started for this
-/// test, runs it; otherwise starts this binary again with only this test
-/// and fails, with its output, unless it passes.
-fn in_own_process<F, Fut>(module: &str, test: &str, scene: F)
+/// Runs `scene`, the scene of the test named as its `module` (each file
+/// holds one test named as the file), in a process of its own: in the
+/// process started for this test, runs it; otherwise starts this binary
+/// again with only this test and fails, with its output, unless it passes.
+fn in_own_process<F, Fut>(module: &str, scene: F)
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = ()>,
 {
     // libtest names a test by its path without the crate's name.
-    let path = match module.split_once("::") {
-        Some((_, inner)) => format!("{inner}::{test}"),
-        None => test.to_owned(),
-    };
+    let inner = module.split_once("::").map_or(module, |(_, inner)| inner);
+    let test = inner.rsplit("::").next().unwrap_or(inner);
+    let path = format!("{inner}::{test}");
     if std::env::var(ALONE).as_deref() == Ok(path.as_str()) {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
