@@ -200,6 +200,13 @@ fn finish_releases_frees_a_lost_lock_declared_on_a_runtime_idle_since() {
 }
 
 /// Reproduces a past break: a lost lock whose clean-up had begun on the declaring runtime, and stalled there with a force-unlock still on its way when that runtime went idle, kept its entry on a locker that answers after its holder let go (the clean-up was claimed, so `unlock()` only kicked empty retry queues).
+///
+/// Reproduces a past break too: once the holder's own clean-up had freed
+/// every entry, the clean-up stalled on the idle runtime stayed counted
+/// among the outstanding releases for good, and `finish_releases` on
+/// another runtime waited out its bound and failed with `ReleasesPending`
+/// (`Dsync::finish_releases` fails so only "when releases are still
+/// running at the bound").
 #[test]
 fn a_lost_lock_whose_clean_up_stalled_on_an_idle_runtime_is_freed_once_its_holder_lets_go() {
     // Past the margin: the clean-up has begun, its force-unlock to locker
@@ -213,10 +220,10 @@ fn a_lost_lock_whose_clean_up_stalled_on_an_idle_runtime_is_freed_once_its_holde
     );
     let Lost {
         cluster,
+        ds,
         guard,
         x,
         seen,
-        ..
     } = lost;
     let uid = guard.uid().to_owned();
     assert_eq!(
@@ -242,6 +249,13 @@ fn a_lost_lock_whose_clean_up_stalled_on_an_idle_runtime_is_freed_once_its_holde
         "unlock() returned LockLost and, two seconds later (the stalled force-unlock would \
          have landed after one on a driven runtime), the lost lock's entry is still on locker \
          2, which answers: the clean-up that claimed it stalled on the idle runtime: {left:?}"
+    );
+    let (finished, _) =
+        common::finish_elsewhere(&ds, cluster.lockers(), &uid, Duration::from_secs(2));
+    assert!(
+        finished.is_ok(),
+        "every entry is gone and every locker answers, yet finish_releases(2 s) returns \
+         {finished:?}: the clean-up stalled on the idle runtime still counts as running"
     );
     drop(x);
 }
