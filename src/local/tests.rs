@@ -563,3 +563,86 @@ async fn a_uid_forced_open_in_quarantine_stays_refused_after_a_flood_of_releases
     refresh("by-uid", &["b"]).await;
     assert!(entries(&l).is_empty(), "{:?}", entries(&l));
 }
+
+/// Records the uids each push grants.
+#[derive(Default)]
+struct Granted(std::sync::Mutex<Vec<String>>);
+
+impl crate::PushSink for Granted {
+    fn push(&self, _slot: usize, uid: &str, event: crate::PushEvent) {
+        if event == crate::PushEvent::Granted {
+            self.0.lock().unwrap().push(uid.to_owned());
+        }
+    }
+}
+
+/// Places `uid` in line for `names` in `mode`, with a wake through `sink`
+/// (a reservation without one); it must be queued, not granted.
+async fn queue(
+    l: &LocalLocker,
+    sink: &Arc<Granted>,
+    uid: &str,
+    names: &[&str],
+    mode: LockMode,
+    wake: bool,
+) {
+    let wait = crate::WaitArgs {
+        ticket: crate::Ticket::now(),
+        place_ttl: std::time::Duration::from_secs(60),
+        wake: wake.then(|| crate::Wake::new(sink.clone(), 0)),
+    };
+    let reply = l.lock_wait(&args(uid, names), mode, &wait).await.unwrap();
+    assert_ne!(reply, crate::WaitReply::Granted, "{uid} waits");
+}
+
+#[test]
+fn waiters_on_several_names_are_granted_together_in_line_order_when_a_release_frees_them() {
+    use LockMode::{Read, Write};
+    let l = LocalLocker::new();
+    let sink = Arc::new(Granted::default());
+    block_on(async {
+        assert!(l.lock(&args("w", &["a"])).await.unwrap());
+        queue(&l, &sink, "r1", &["a", "b"], Read, true).await;
+        queue(&l, &sink, "r2", &["a", "b"], Read, true).await;
+        // Older than r3 on b: a writer keeps r3 waiting there.
+        queue(&l, &sink, "w2", &["b"], Write, true).await;
+        queue(&l, &sink, "r3", &["a", "b"], Read, true).await;
+        assert!(l.unlock(&args("w", &["a"])).await.unwrap());
+    });
+    assert_eq!(*sink.0.lock().unwrap(), ["r1", "r2"]);
+    let held = [("a", "r1"), ("a", "r2"), ("b", "r1"), ("b", "r2")];
+    assert_eq!(
+        entries(&l),
+        held.map(|(name, uid)| (name.to_owned(), uid.to_owned(), LockMode::Read))
+    );
+}
+
+#[test]
+fn of_two_writers_waiting_on_several_names_only_the_older_is_granted() {
+    let l = LocalLocker::new();
+    let sink = Arc::new(Granted::default());
+    block_on(async {
+        assert!(l.lock(&args("w", &["a"])).await.unwrap());
+        queue(&l, &sink, "w1", &["a", "b"], LockMode::Write, true).await;
+        queue(&l, &sink, "w2", &["a", "b"], LockMode::Write, true).await;
+        assert!(l.unlock(&args("w", &["a"])).await.unwrap());
+    });
+    assert_eq!(*sink.0.lock().unwrap(), ["w1"]);
+    let held = ["a", "b"].map(|name| (name.to_owned(), "w1".to_owned(), LockMode::Write));
+    assert_eq!(entries(&l), held);
+}
+
+#[test]
+fn an_older_reservation_on_another_name_keeps_a_waiter_on_several_names_waiting() {
+    let l = LocalLocker::new();
+    let sink = Arc::new(Granted::default());
+    block_on(async {
+        assert!(l.lock(&args("w", &["a", "b"])).await.unwrap());
+        // A reservation holds its turn on b without a wake.
+        queue(&l, &sink, "res", &["b"], LockMode::Write, false).await;
+        queue(&l, &sink, "r1", &["a", "b"], LockMode::Read, true).await;
+        assert!(l.unlock(&args("w", &["a", "b"])).await.unwrap());
+    });
+    assert!(sink.0.lock().unwrap().is_empty(), "nobody is granted");
+    assert!(entries(&l).is_empty());
+}
