@@ -155,9 +155,11 @@ impl PushSink for Count {
 /// duration above zero; `LocalLocker` takes `min(validity)`) panics the
 /// locker: `Waits::register` and `watched_names` compute
 /// `w.place_ttl * 2`, which overflows. Here through `register`, which
-/// computes it once 1024 waiters are registered.
+/// computes it once 1024 waiters are registered. They wait on 32 held
+/// names, so that no line grows long enough to slow each wait down.
 #[tokio::test]
 async fn a_place_ttl_near_the_maximum_never_panics_the_locker() {
+    const NAMES: u32 = 32;
     let Some(servers) = Servers::start() else {
         return;
     };
@@ -167,10 +169,13 @@ async fn a_place_ttl_near_the_maximum_never_panics_the_locker() {
             .await
             .expect("connect"),
     );
-    assert!(locker.lock(&args("holder", &["t"])).await.unwrap());
+    let names: Vec<String> = (0..NAMES).map(|n| format!("t{n}")).collect();
+    for name in &names {
+        assert!(locker.lock(&args("holder", &[name])).await.unwrap());
+    }
     let sink = Arc::new(Count(AtomicUsize::new(0)));
     let task = {
-        let locker = locker.clone();
+        let (locker, names) = (locker.clone(), names.clone());
         tokio::spawn(async move {
             for i in 0..1030u32 {
                 let wait = WaitArgs {
@@ -178,15 +183,18 @@ async fn a_place_ttl_near_the_maximum_never_panics_the_locker() {
                     place_ttl: Duration::MAX,
                     wake: Some(Wake::new(sink.clone(), 0)),
                 };
+                let name = &names[(i % NAMES) as usize];
                 locker
-                    .lock_wait(&args(&format!("w{i}"), &["t"]), LockMode::Write, &wait)
+                    .lock_wait(&args(&format!("w{i}"), &[name]), LockMode::Write, &wait)
                     .await
                     .expect("a wait");
             }
         })
     };
     let outcome = task.await;
-    let _ = locker.force_unlock(&args("", &["t"])).await;
+    for name in &names {
+        let _ = locker.force_unlock(&args("", &[name])).await;
+    }
     assert!(
         outcome.is_ok(),
         "lock_wait panicked: {:?}",
