@@ -256,6 +256,7 @@ pub(crate) fn owe_batch_until(
                 give_up: first_send_give_up(coord, index, until),
                 holder: None,
                 tried: false,
+                hurried: false,
             };
             queue.take_batch(id, until, hurry, std::slice::from_ref(&unlock));
             (index, id)
@@ -270,7 +271,8 @@ pub(crate) fn owe_batch_until(
 impl Drop for OwedBatch {
     fn drop(&mut self) {
         for &(index, id) in &self.ids {
-            self.coord.unlock_retries[index].lock().finish_batch(id);
+            // What failed of it is queued by its release (`release_one`).
+            let _copied = self.coord.unlock_retries[index].lock().finish_batch(id);
         }
     }
 }
@@ -292,8 +294,9 @@ struct Draining {
 impl Drop for Draining {
     fn drop(&mut self) {
         let mut queue = self.coord.unlock_retries[self.index].lock();
-        queue.pending.append(&mut self.batch);
-        queue.finish_batch(self.id);
+        if !queue.finish_batch(self.id) {
+            queue.pending.append(&mut self.batch);
+        }
         queue.drainers.retain(|(_, id)| *id != self.id);
         // Dropped unfinished with unlocks left: its runtime is shutting
         // down (or dropped the task). The coordinator's own runtime takes
@@ -354,7 +357,8 @@ async fn drain(mut task: Draining) {
             // harmless, by uid), and this task's runtime may stop being
             // driven with it.
             if !due.is_empty() {
-                queue.take_batch(task.id, batch_deadline(&coord, now), true, &due);
+                let hurry = due.iter().any(|unlock| !unlock.hurried);
+                queue.take_batch(task.id, batch_deadline(&coord, now), hurry, &due);
             }
             task.batch = due;
         }
@@ -412,8 +416,9 @@ async fn drain(mut task: Draining) {
             attempt.saturating_add(1)
         };
         let mut queue = coord.unlock_retries[index].lock();
-        queue.pending.extend(failed);
-        queue.finish_batch(task.id);
+        if !queue.finish_batch(task.id) {
+            queue.pending.extend(failed);
+        }
         task.batch.clear();
     }
 }

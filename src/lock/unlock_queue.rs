@@ -32,6 +32,10 @@ pub(crate) struct PendingUnlock {
     /// no longer driven) still gets its one try, whatever
     /// `Timeouts::release_retry` says.
     pub(crate) tried: bool,
+    /// A copy `Dsync::finish_releases` took of an unlock on its way, to
+    /// send it at once (see [`InFlight::hurry`]): a batch of such copies is
+    /// not copied again, so that a slow locker is not sent it at each look.
+    pub(crate) hurried: bool,
 }
 
 impl PendingUnlock {
@@ -66,6 +70,12 @@ pub(crate) struct QueueState {
     /// `pending`, what `Dsync::finish_releases` waits for (a drain task
     /// with nothing to send, on an idle runtime, holds nothing up).
     pub(crate) in_flight: Vec<InFlight>,
+    /// Batches taken back from their tasks (overdue, or hurried) while
+    /// those may still be sending them: the copies in `pending` stand for
+    /// them, so such a task, when it ends, queues nothing again (else a
+    /// task that goes on sending, driven, would have every failure of its
+    /// batch queued twice, and again at each look).
+    pub(crate) copied: Vec<u64>,
 }
 
 /// A copy of the batch one drain task is sending.
@@ -77,7 +87,8 @@ pub(crate) struct InFlight {
     /// Whether `Dsync::finish_releases` sends it again at once rather than
     /// once overdue: a release's unlocks, or a drain task's batch of due
     /// ones (sent twice, harmless: by uid), not a straggler's, whose lock
-    /// call may still be on its way.
+    /// call may still be on its way, nor a batch of copies it hurried
+    /// already.
     pub(crate) hurry: bool,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
@@ -107,9 +118,13 @@ impl QueueState {
     }
 
     /// Drain task `drainer` is done with its batch (sent, given up, or put
-    /// back in `pending`).
-    pub(crate) fn finish_batch(&mut self, drainer: u64) {
+    /// back in `pending`). Returns whether the batch was taken back from
+    /// it meanwhile: its copies are queued, and what failed of it must not
+    /// be queued again.
+    pub(crate) fn finish_batch(&mut self, drainer: u64) -> bool {
         self.in_flight.retain(|batch| batch.drainer != drainer);
+        let copied = self.copied.iter().position(|&id| id == drainer);
+        copied.map(|at| self.copied.swap_remove(at)).is_some()
     }
 
     /// Puts back in `pending` every batch not sent by its `until`: its
@@ -117,8 +132,9 @@ impl QueueState {
     /// task may send it. Returns whether there was one.
     /// With `hurry` (the runtime `finish_releases` runs on), also every
     /// batch marked to be hurried, but those a drain task on that runtime
-    /// sends: it is driven, and taking its batch back at each look would
-    /// send it again and again without end.
+    /// sends (it is driven): its unlocks go back marked `hurried`, so that
+    /// a batch of them is never hurried again. The task of a batch taken
+    /// back may still be sending it; it queues nothing again (`copied`).
     pub(crate) fn reclaim_stale(
         &mut self,
         now: Instant,
@@ -139,7 +155,13 @@ impl QueueState {
         self.in_flight = running;
         let any = !stale.is_empty();
         for batch in stale {
-            self.pending.extend(batch.unlocks);
+            let overdue = batch.until <= now;
+            self.copied.push(batch.drainer);
+            self.pending
+                .extend(batch.unlocks.into_iter().map(|unlock| PendingUnlock {
+                    hurried: unlock.hurried || !overdue,
+                    ..unlock
+                }));
         }
         any
     }
