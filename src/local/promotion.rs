@@ -2,10 +2,11 @@
 //! release, an expiry or a place that left.
 //!
 //! Invariant: the work is linear in the lines and holders involved,
-//! however many waiters go at once: a waiter whose request covers several
-//! names is granted in a batch with the others of its line, each line
-//! walked once (see `table::spanning`), never one at a time with a pass
-//! over the whole line for each.
+//! however many waiters go at once and however many names were freed: the
+//! waiters whose requests cover several names, from every line freed, are
+//! granted in one batch, each waiter tried once and each line walked once
+//! (see `table::spanning`), never one at a time with a pass over the whole
+//! line for each, nor once per name freed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -26,13 +27,19 @@ impl LocalLocker {
         }
         let mut out = Promotions::default();
         let mut seen: HashSet<&str> = HashSet::new();
+        let mut spanning = Vec::new();
         for name in names.iter().filter(|name| seen.insert(name.as_str())) {
             self.shards
                 .with_one(name, |shard| shard.promote(name, now, &mut out));
-            let spanning = std::mem::take(&mut out.spanning);
-            if !spanning.is_empty() {
-                self.grant_spanning(&spanning, now, &mut out.notices);
-            }
+            spanning.append(&mut out.spanning);
+        }
+        if !spanning.is_empty() {
+            // One batch for every name freed, each waiter once, oldest
+            // first: a waiter at the head of many freed lines (a release
+            // of 999 names) is tried once, not once per name.
+            spanning.sort_unstable_by(|a, b| (a.2, &a.0.uid).cmp(&(b.2, &b.0.uid)));
+            spanning.dedup_by(|a, b| a.2 == b.2 && a.0.uid == b.0.uid);
+            self.grant_spanning(&spanning, now, &mut out.notices);
         }
         deliver(out.notices);
     }

@@ -30,8 +30,9 @@ pub(in crate::local) struct Line {
     mode: Option<LockMode>,
     /// The writer holding it, if one does.
     writer: Option<Arc<str>>,
-    /// Who held it when the batch began.
-    held_by: HashSet<Arc<str>>,
+    /// Who held it when the batch began, gathered the first time a waiter
+    /// asks in the holders' mode (a name may have tens of thousands).
+    held_by: Option<HashSet<Arc<str>>>,
     /// The batch's grants: the place's position and the wake to keep.
     grants: Vec<(usize, Option<Wake>)>,
 }
@@ -70,9 +71,7 @@ impl Shard {
                 Some(Holders::Writer(e)) => Some(e.uid.clone()),
                 _ => None,
             },
-            held_by: holders
-                .map(|h| h.entries().iter().map(|e| e.uid.clone()).collect())
-                .unwrap_or_default(),
+            held_by: None,
             grants: Vec::new(),
         }
     }
@@ -97,7 +96,17 @@ impl Shard {
         if place.ticket != ticket || &*place.args.uid != uid || line.taken[at] {
             return None;
         }
-        if line.mode == Some(mode) && line.held_by.contains(uid) {
+        let holds = |line: &mut Line| {
+            let holders = self.map.get(resource).and_then(|r| r.holders.as_ref());
+            line.held_by
+                .get_or_insert_with(|| {
+                    holders
+                        .map(|h| h.entries().iter().map(|e| e.uid.clone()).collect())
+                        .unwrap_or_default()
+                })
+                .contains(uid)
+        };
+        if line.mode == Some(mode) && holds(line) {
             // Asking again for what it holds: never refused for the line.
             return Some(at);
         }
