@@ -25,12 +25,12 @@
 //!   unlock answers after 10 to 16 s (with 5,000 readers 5 s, with one
 //!   2.2 s); without the writer the waiter is granted with the first name
 //!   freed, and the same unlock answers after 36 ms.
-//! - `x` has one writer, which keeps 16 waiters (one per connection, 1,000
-//!   places each) in line: the unlock answers after 9 s (with 32
-//!   waiters 15 to 21 s, with 8 4.4 s, with one 2.2 s). A connection of
-//!   such a waiter that closes frees its 1,000 places, and the others are
-//!   tried once per name again: so the scene grants the waiters (the
-//!   writer lets `x` go) before their connections close.
+//! - `x` has one writer, which keeps 16 waiters (each on a connection of
+//!   its own, on 1,000 names) in line: the unlock answers after 9 s (with
+//!   32 waiters 15 to 21 s, with 8 4.4 s). A connection of such a waiter
+//!   that closes ends its places on 1,000 names, and the others are tried
+//!   once per name again: so the scene grants the waiters (the writer lets
+//!   `x` go) before their connections close.
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
