@@ -15,7 +15,10 @@
 //! refresh is taken for one reaching entries nothing charges for, and is
 //! charged (`Ledger::reserve`); the locker then refuses it, and asked
 //! again, `holds_any` again answers `true`, so the charge is kept and
-//! touched. Each later refresh with the same list touches it again.
+//! touched. Each later refresh with the same list touches it again. (The
+//! session checks only the uid, owner and source itself, so names every
+//! locker refuses for another reason, an empty one or one with a control
+//! character, reach the ledger the same way.)
 //!
 //! A server with a 64 KiB table cap and a 1 s validity. A client refreshes
 //! uids it never locked, each naming a 1,000-byte name twice, until the
