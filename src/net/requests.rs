@@ -67,9 +67,12 @@ pub(super) struct Asked {
 
 impl Session<'_> {
     /// The lock arguments of a request, or the reply refusing them when a
-    /// field is beyond the protocol's limits, or holds text a listing
-    /// could not show (refused before anything is kept for the request:
-    /// a place, a charge, a tombstone).
+    /// field is beyond the protocol's limits, holds text a listing could
+    /// not show, or names a resource twice (refused before anything is
+    /// kept for the request: a place, a charge, a tombstone; the session's
+    /// own questions to the table must not meet a refusal, which they
+    /// would take for an entry). An empty list of names is left to each
+    /// call: a force by uid names none.
     pub(super) fn checked(&self, args: WireArgs) -> Result<LockArgs, Reply> {
         match args.oversize {
             Some(reason) => {
@@ -82,6 +85,9 @@ impl Session<'_> {
             None => {
                 let args = LockArgs::from(args);
                 args.validate_text().map_err(Reply::from_error)?;
+                if !args.resources.is_empty() {
+                    args.validate_resources().map_err(Reply::from_error)?;
+                }
                 Ok(args)
             }
         }
