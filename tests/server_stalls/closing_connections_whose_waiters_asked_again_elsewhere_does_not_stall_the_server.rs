@@ -1,0 +1,197 @@
+//! Reproduces a past break: a client with the ordinary token lines up waiters of 1,000 names on some connections and has each ask again, with the same uid and ticket, over another connection; when the first connections close, the server checks each of their places against the newer one name by name with a search of the newer list, a million comparisons per place, and stalls for seconds.
+//!
+//! docs/lock-servers.md, "A compromised client": a client "can take locks
+//! and places in line on any name", can fill limits, "each of which bounds
+//! it" (1000 names per request, 1024 places per connection, 64
+//! connections per address), and must not make the server stall;
+//! docs/guarantees.md, "A waiter's place is a lease": "a lock server drops
+//! the places of a connection that closes at once". A waiter that
+//! reconnected and asked again over its new connection moves there
+//! ("Limits and memory"). When the old connection closes,
+//! `Session::ended` (src/net/queueing.rs) looks up the newer place of
+//! each of its places and asks `place.args.resources.iter().all(|r|
+//! newer.contains(r))`: a linear search of the newer request's 1,000
+//! names for each of the old one's 1,000, on the runtime's thread, for
+//! every place the connection kept (a connection keeps up to 1024). The
+//! waiter's charge moved to its newest connection, so a waiter may keep a
+//! place on many old connections at the cost of one charge.
+//!
+//! The server runs on a runtime of two worker threads (as
+//! `quorum-lock server` on a two-core machine). A writer holds `x`; 900
+//! waiters (about 1 MB of charge each, 900 MB of the 1 GiB table) each
+//! wait to read `x` and 999 names of their own over three connections in
+//! turn, then with the same uid, ticket and names over one of 20 others
+//! (45 waiters, within 64 MiB, each). The three connections then close,
+//! and another client locks and unlocks a free name every 10 ms for 10 s:
+//! on the debug build the slowest answers after 18 s (with the newer
+//! names looked up in a set, the scene passes).
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{
+    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
+    Wake,
+};
+use tokio::sync::oneshot;
+
+use crate::args;
+use crate::capped::bounded;
+use crate::node::TOKEN;
+
+/// Connections that close, each with a place of every waiter.
+const CLOSING: usize = 3;
+
+/// Waiters of 1,000 short names, each charged about 1 MB: 900 of them
+/// within the table's 1 GiB.
+const WAITERS: usize = 900;
+
+/// The connections each waiter asks over last (50 waiters fit one
+/// connection's 64 MiB).
+const NEWER: usize = 20;
+
+struct Ignore;
+
+impl PushSink for Ignore {
+    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
+}
+
+/// A lock of `names` by `uid`.
+fn of(uid: &str, names: Vec<String>) -> LockArgs {
+    LockArgs {
+        resources: names.into(),
+        ..args(uid)
+    }
+}
+
+async fn connect(addr: &str) -> RemoteLocker {
+    bounded(
+        "connect",
+        RemoteLocker::connect(addr.to_owned(), RemoteConfig::new(TOKEN)),
+    )
+    .await
+    .expect("connect")
+}
+
+/// Lines up `WAITERS` waiters, each asking over every one of `old`, then
+/// again over one of `newer`, with the same uid, ticket and names; how
+/// many were queued every time.
+async fn line_up(old: &[RemoteLocker], newer: &[RemoteLocker]) -> usize {
+    let mut queued = 0;
+    for j in 0..WAITERS {
+        let mut names: Vec<String> = (0..999).map(|k| format!("{j:03}-{k:03}")).collect();
+        names.push("x".to_owned());
+        let waiter = of(&format!("waiter-{j:04}-0000-0000-000000000000"), names);
+        let wait = WaitArgs {
+            ticket: Ticket::now(),
+            place_ttl: Duration::from_secs(120),
+            wake: Some(Wake::new(Arc::new(Ignore), 0)),
+        };
+        let mut every = true;
+        for connection in old.iter().chain(std::iter::once(&newer[j % newer.len()])) {
+            let answer =
+                bounded("wait", connection.lock_wait(&waiter, LockMode::Read, &wait)).await;
+            every &= answer == Ok(WaitReply::Queued);
+        }
+        queued += usize::from(every);
+    }
+    queued
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_the_server() {
+    let _one_at_a_time = crate::HEAVY.lock().await;
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the server's runtime");
+    let locker = Arc::new(LocalLocker::new());
+    let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, bound_rx) = oneshot::channel();
+    server_runtime.spawn(async move {
+        let (addr, serve) = server
+            .bind("127.0.0.1:0".parse().expect("an address"), async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("bind loopback");
+        let _ = bound.send(addr.to_string());
+        serve.await
+    });
+    let addr = bound_rx.await.expect("the server's address");
+
+    let holder = connect(&addr).await;
+    let writer = args("writer-0000-0000-0000-000000000000");
+    assert_eq!(holder.lock(&writer).await, Ok(true), "control: x is free");
+    let mut old = Vec::new();
+    for _ in 0..CLOSING {
+        old.push(connect(&addr).await);
+    }
+    let mut newer = Vec::new();
+    for _ in 0..NEWER {
+        newer.push(connect(&addr).await);
+    }
+    let queued = line_up(&old, &newer).await;
+    assert_eq!(
+        queued, WAITERS,
+        "control: every waiter is queued every time"
+    );
+    let places = locker.waiting();
+    assert_eq!(
+        places,
+        WAITERS * 1000,
+        "control: one place per waiter and name"
+    );
+
+    // Calls that may take a minute, so that the stall is timed whole.
+    let mut patient = RemoteConfig::new(TOKEN);
+    patient.call_timeout = Duration::from_secs(60);
+    let probe = bounded("connect", RemoteLocker::connect(addr.clone(), patient))
+        .await
+        .expect("connect");
+    let free = |i: usize| LockArgs {
+        resources: vec!["free".to_owned()].into(),
+        ..args(&format!("probe-{i:04}-0000-0000-000000000000"))
+    };
+    assert_eq!(probe.lock(&free(0)).await, Ok(true), "control");
+    assert_eq!(probe.unlock(&free(0)).await, Ok(true), "control");
+
+    drop(old);
+    let closed = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut i = 1;
+    while closed.elapsed() < Duration::from_secs(10) {
+        let started = Instant::now();
+        let probed = tokio::time::timeout(Duration::from_secs(60), async {
+            let locked = probe.lock(&free(i)).await;
+            (locked, probe.unlock(&free(i)).await)
+        })
+        .await;
+        slowest = slowest.max(started.elapsed());
+        assert!(
+            matches!(probed, Ok((Ok(true), Ok(true)))),
+            "control: the probe's name is free: {probed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        i += 1;
+    }
+    eprintln!("slowest probe {slowest:?}");
+    let kept = locker.waiting();
+    drop(stop);
+    server_runtime.shutdown_background();
+    assert_eq!(
+        kept, places,
+        "control: the newer connections keep every place"
+    );
+    assert!(
+        slowest < Duration::from_secs(2),
+        "after {CLOSING} connections closed with a place each of {WAITERS} waiters of 1,000 \
+         names, each of which had asked again over another connection (all with the ordinary token, within its limits), \
+         a lock and unlock of a free name answered after {slowest:?}: the server stalled \
+         checking their places against the newer ones"
+    );
+}
