@@ -23,7 +23,7 @@
 //! turn, then with the same uid, ticket and names over one of 20 others
 //! (45 waiters, within 64 MiB, each). The three connections then close,
 //! and another client locks and unlocks a free name every 10 ms for 10 s:
-//! on the debug build the slowest answers after 18 s (with the newer
+//! on the debug build the slowest answers after 9 to 18 s (with the newer
 //! names looked up in a set, the scene passes).
 #![cfg(feature = "net")]
 
