@@ -229,7 +229,16 @@ impl Session<'_> {
                 .filter(|(_, ticket)| *ticket == place.ticket)
                 .map(|(names, _)| names);
             if let Some(newer) = newer {
-                if place.args.resources.iter().all(|r| newer.contains(r)) {
+                // Looked up in a set: a request may name 1,000 names, and
+                // a connection keep 1,024 places.
+                let names: std::collections::HashSet<&str> =
+                    newer.iter().map(String::as_str).collect();
+                if place
+                    .args
+                    .resources
+                    .iter()
+                    .all(|r| names.contains(r.as_str()))
+                {
                     continue;
                 }
                 if !locker
