@@ -1,0 +1,145 @@
+//! Reproduces a past break: a client with the ordinary token sends force-unlocks by uid alone (no names), pipelined over a few connections; each makes the server walk its whole lock table, every name's holders and line, so a table within the limits keeps the server's threads busy for seconds and other clients' calls wait.
+//!
+//! docs/lock-servers.md, "A compromised client": "a client may force open
+//! a uid it names" (PROTOCOL.md: the client token may send `ForceUnlock`
+//! with a uid), can fill limits, "each of which bounds it" (100,000 locks
+//! per connection, 1 GiB of table: about 700,000 single-name locks), and
+//! must not make the server stall. A force by uid alone goes to
+//! `LocalLocker::force_unlock_as` (src/local/forcing.rs), which asks every
+//! shard's `release_everywhere` (src/local/table.rs): a pass over every
+//! name of the table, every holder and every place in line of each, to
+//! find the uid's, whether or not the server ever saw the uid. One such
+//! request of a few dozen bytes costs a pass over the whole table; a
+//! connection's batch of pipelined requests runs without yielding its
+//! thread.
+//!
+//! The server's table holds 300,000 single-name locks (made on the table
+//! itself, as three connections' 100,000 would make them, within the
+//! 1 GiB), and runs on a runtime of two worker threads (as `quorum-lock
+//! server` on a two-core machine). One force by an unknown uid alone takes
+//! 32 to 40 ms on the debug build. Four connections then each send 128 at
+//! once (uids nobody holds), while another client locks and unlocks a
+//! free name every 10 ms: the slowest answers after 10 to 18 s. Naming one
+//! resource in each force instead (a release by uid and name), the same
+//! flood passes unnoticed.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LocalLocker, LockArgs, NetLocker};
+use tokio::sync::oneshot;
+
+use crate::args;
+use crate::capped::bounded;
+use crate::node::TOKEN;
+
+const LOCKS: usize = 300_000;
+const ATTACKERS: usize = 4;
+const PIPELINED: usize = 128;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forcing_open_uids_by_uid_alone_does_not_stall_the_server() {
+    let _one_at_a_time = crate::HEAVY.lock().await;
+    let locker = Arc::new(LocalLocker::new());
+    let built = Instant::now();
+    for i in 0..LOCKS {
+        let lock = LockArgs {
+            resources: vec![format!("name-{i:07}")].into(),
+            ..args(&format!("{i:08}-0000-0000-0000-000000000000"))
+        };
+        assert_eq!(locker.lock(&lock).await, Ok(true), "control");
+    }
+    eprintln!("built in {:?}", built.elapsed());
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("the server's runtime");
+    let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (bound, bound_rx) = oneshot::channel();
+    server_runtime.spawn(async move {
+        let (addr, serve) = server
+            .bind("127.0.0.1:0".parse().expect("an address"), async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("bind loopback");
+        let _ = bound.send(addr.to_string());
+        serve.await
+    });
+    let addr = bound_rx.await.expect("the server's address");
+    let mut patient = RemoteConfig::new(TOKEN);
+    patient.call_timeout = Duration::from_secs(60);
+    let connect = || {
+        let (addr, patient) = (addr.clone(), patient.clone());
+        async move {
+            bounded("connect", RemoteLocker::connect(addr, patient))
+                .await
+                .expect("connect")
+        }
+    };
+    let probe = connect().await;
+    let mut attackers = Vec::new();
+    for _ in 0..ATTACKERS {
+        attackers.push(Arc::new(connect().await));
+    }
+    let one = Instant::now();
+    let forced = probe
+        .force_unlock(&LockArgs {
+            resources: Vec::new().into(),
+            ..args("nobody-0000-0000-0000-000000000000")
+        })
+        .await;
+    eprintln!("one force by uid {forced:?} took {:?}", one.elapsed());
+
+    let attack = tokio::spawn(async move {
+        let rounds = attackers.iter().enumerate().map(|(a, attacker)| {
+            let attacker = attacker.clone();
+            async move {
+                let calls = (0..PIPELINED).map(|i| {
+                    let attacker = attacker.clone();
+                    async move {
+                        let by_uid = LockArgs {
+                            resources: Vec::new().into(),
+                            ..args(&format!("force-{a:02}-{i:04}-0000-000000000000"))
+                        };
+                        attacker.force_unlock(&by_uid).await
+                    }
+                });
+                join_all(calls).await
+            }
+        });
+        join_all(rounds).await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let free = |i: usize| LockArgs {
+        resources: vec!["free".to_owned()].into(),
+        ..args(&format!("probe-{i:04}-0000-0000-000000000000"))
+    };
+    let mut slowest = Duration::ZERO;
+    let mut i = 0;
+    while !attack.is_finished() && i < 1000 {
+        let started = Instant::now();
+        let locked = probe.lock(&free(i)).await;
+        let unlocked = probe.unlock(&free(i)).await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!((locked, unlocked), (Ok(true), Ok(true)), "control");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        i += 1;
+    }
+    let _ = attack.await;
+    eprintln!("slowest probe {slowest:?}");
+    drop(stop);
+    server_runtime.shutdown_background();
+    assert!(
+        slowest < Duration::from_secs(2),
+        "while {ATTACKERS} connections each sent {PIPELINED} force-unlocks by uid alone \
+         (uids nobody holds; the table holds {LOCKS} locks, taken with the ordinary token within \
+         its limits), a lock and unlock of a free name answered after {slowest:?}: the server \
+         stalled walking the whole table for each"
+    );
+}
