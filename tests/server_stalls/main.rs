@@ -51,6 +51,7 @@ async fn read_many(locker: &quorum_lock::LocalLocker, holders: usize) -> usize {
 
 mod a_release_of_many_names_ahead_of_one_blocked_waiter_does_not_stall;
 mod a_wait_naming_one_name_a_thousand_times_does_not_stall_its_shard;
+mod an_older_wait_on_names_the_same_readers_share_does_not_stall_the_server;
 mod closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_the_server;
 mod forcing_open_a_name_many_readers_hold_does_not_stall_the_server;
 mod forcing_open_uids_by_uid_alone_does_not_stall_the_server;
