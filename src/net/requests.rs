@@ -383,6 +383,7 @@ impl Session<'_> {
         let result = match kind {
             Kind::Write => locker.unlock(&args).await,
             Kind::Read => locker.runlock(&args).await,
+            Kind::Force if args.resources.is_empty() => self.force_everywhere(&args, admin).await,
             Kind::Force => locker.force_unlock_as(&args, admin),
         };
         // A release also ends the uid's place in line, in any mode.
@@ -425,6 +426,24 @@ impl Session<'_> {
             self.ended(std::iter::once(place), Ending::Released);
         }
         Reply::from_result(result)
+    }
+
+    /// A force of `args.uid` alone, which walks the whole table to find
+    /// its entries and places: one such walk at a time for the whole
+    /// server, each on a thread of the blocking pool, so that a flood of
+    /// them (a request of a few dozen bytes each, pipelined over many
+    /// connections) keeps no thread that serves other clients busy.
+    async fn force_everywhere(&self, args: &LockArgs, admin: bool) -> Result<bool, Error> {
+        let _one_at_a_time = self.server.walking.lock().await;
+        let (locker, args) = (self.server.locker.clone(), args.clone());
+        match tokio::task::spawn_blocking(move || locker.force_unlock_as(&args, admin)).await {
+            Ok(result) => result,
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            Err(_) => Err(Error::LockerUnavailable {
+                endpoint: self.server.locker.endpoint().to_owned(),
+                reason: "the server is shutting down".into(),
+            }),
+        }
     }
 
     /// Refreshes a lock; in quarantine, with a mode, the locker may re-create

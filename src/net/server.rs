@@ -143,6 +143,7 @@ impl LockServer {
                 waits: Mutex::default(),
                 next_conn: AtomicU64::new(1),
                 metrics: ServerMetrics::new(),
+                walking: tokio::sync::Mutex::const_new(()),
             }),
         })
     }

@@ -88,6 +88,9 @@ pub(crate) struct ServerState {
     pub(super) waits: Mutex<HashMap<u64, Weak<Mutex<Waits>>>>,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
+    /// Held by a force by uid alone while it walks the whole table (see
+    /// `Session::force_everywhere`): one at a time for the whole server.
+    pub(super) walking: tokio::sync::Mutex<()>,
 }
 
 impl ServerState {
