@@ -3,6 +3,7 @@
 //! entries by last refresh that makes expiry cost O(expired).
 
 use std::collections::hash_map::{self, HashMap};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -330,7 +331,9 @@ impl Shard {
 
     /// Keeps (or renews) a place for `args.uid` on `resource`, replacing
     /// an older place of the same waiter, and collects the wounds it deals:
-    /// grants of younger waits that conflict with it and stand in its way.
+    /// grants of younger waits that conflict with it and stand in its way,
+    /// each uid once per request however many of its names it holds
+    /// (`wounded`, shared by the request's names).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn enqueue(
         &mut self,
@@ -341,6 +344,7 @@ impl Shard {
         expires: Instant,
         wake: Option<Wake>,
         notices: &mut Vec<Notice>,
+        wounded: &mut Wounded,
     ) {
         let res = self.map.entry(name.key()).or_default();
         res.queue
@@ -362,7 +366,7 @@ impl Shard {
         );
         if let Some(holders) = &res.holders {
             if conflicts(holders.mode(), mode) {
-                wound_younger(holders, ticket, notices);
+                wound_younger(holders, ticket, notices, wounded);
             }
         }
     }
@@ -713,11 +717,23 @@ fn settle(
     fence_floor
 }
 
-/// Wounds every holder in `holders` whose wait is younger than `ticket`.
-fn wound_younger(holders: &Holders, ticket: Ticket, notices: &mut Vec<Notice>) {
+/// The uids a request wounded already: each is wounded once however many
+/// of the request's names it holds. Keyed with a randomly seeded hash, as
+/// the table is: the uids come from the network.
+pub(super) type Wounded = HashSet<Arc<str>, RandomState>;
+
+/// Wounds every holder in `holders` whose wait is younger than `ticket`,
+/// but those in `wounded` already.
+fn wound_younger(
+    holders: &Holders,
+    ticket: Ticket,
+    notices: &mut Vec<Notice>,
+    wounded: &mut Wounded,
+) {
     for e in holders.entries() {
         if let (Some(t), Some(wake)) = (e.ticket, &e.wake) {
-            if t > ticket {
+            if t > ticket && !wounded.contains(&e.uid) {
+                wounded.insert(e.uid.clone());
                 notices.push(Notice {
                     wake: wake.clone(),
                     uid: e.uid.clone(),

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use super::table::Name;
+use super::table::{Name, Wounded};
 use super::{deliver, LocalLocker};
 use crate::lock::config::after;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply};
@@ -99,6 +99,7 @@ impl LocalLocker {
         }
         let ticket = wait.ticket;
         let mut notices = Vec::new();
+        let mut wounded = Wounded::default();
         let mut superseded = Vec::new();
         let reply = self.with_shards(args, |set, now, _| {
             let resources = args.resources.iter().enumerate();
@@ -155,6 +156,7 @@ impl LocalLocker {
                     expires,
                     wait.wake.clone(),
                     &mut notices,
+                    &mut wounded,
                 );
             }
             Ok(if wait.wake.is_some() {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use quorum_lock::net::{RemoteLocker, ServerConfig};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
 
 use crate::node::{start, TOKEN};
@@ -99,9 +99,18 @@ async fn a_release_lets_read_waiters_in_at_once(
         Ok(true),
         "control: the writer holds x"
     );
+    // Patient: all connections line their waiters up at once, and a call
+    // that gave up at the default timeout would leave the count short.
+    let mut patient = RemoteConfig::new(TOKEN);
+    patient.call_timeout = Duration::from_secs(60);
     let mut clients = Vec::new();
     for _ in 0..connections {
-        clients.push(Arc::new(capped::connect(&node.addr, TOKEN).await));
+        let client = RemoteLocker::connect(node.addr.clone(), patient.clone());
+        let client = tokio::time::timeout(Duration::from_secs(30), client)
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        clients.push(Arc::new(client));
     }
     let placed: usize = join_all(
         clients

@@ -125,6 +125,7 @@ fn an_emptied_line_keeps_no_room() {
         later,
         None,
         &mut notices,
+        &mut Default::default(),
     );
     assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
     assert!(shard.leave(name(&waiter), "w", None, &mut Vec::new()));
