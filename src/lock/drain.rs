@@ -134,6 +134,10 @@ pub(crate) async fn finish(
     const LOOK_AGAIN: Duration = Duration::from_millis(20);
     let until = after(tokio::time::Instant::now(), within);
     let outstanding = &coord.outstanding;
+    // This call's number: it hurries each batch on its way once (see
+    // `QueueState::reclaim_stale`).
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     loop {
         // Unlocks queued with no drain task here get one. What is waited
         // for is unlocks queued or being sent, and the other releases: a
@@ -141,7 +145,7 @@ pub(crate) async fn finish(
         // holds nothing up.
         // Queued and being sent, counted together under each queue's lock:
         // a drain task moves a failed batch from one to the other under it.
-        let queued = drain_queued(coord, handle, true);
+        let queued = drain_queued(coord, handle, Some(call));
         let running = outstanding.count();
         let pending = queued + running;
         if pending == 0 {
@@ -171,7 +175,7 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
         .ok()
         .or_else(|| coord.own_runtime.handle())
     {
-        drain_queued(coord, &handle, false);
+        drain_queued(coord, &handle, None);
     }
 }
 
@@ -179,17 +183,18 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
 /// unlocks, and returns how many unlocks they hold, queued or being sent. A queue whose drainer
 /// went with its runtime (the private one of an `unlock()` outside any
 /// runtime, say) is otherwise left until a later failure starts one. With
-/// `hurry` (`finish_releases`), a release's unlocks on their way are sent
-/// again now rather than once overdue: the task sending them may sit on a
-/// runtime no longer driven, and the caller wants them done.
-pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: bool) -> usize {
+/// `hurry` (the number of a `finish_releases` call), a release's unlocks on
+/// their way are sent again now rather than once overdue, once per call:
+/// the task sending them may sit on a runtime no longer driven, and the
+/// caller wants them done.
+pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: Option<u64>) -> usize {
     let own = coord.own_runtime.started_id();
     let now = coord.clock.now();
     let mut queued = 0;
     for index in 0..coord.unlock_retries.len() {
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
-        queue.reclaim_stale(now, hurry.then(|| handle.id()));
+        queue.reclaim_stale(now, hurry.map(|call| (handle.id(), call)));
         queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
@@ -256,7 +261,7 @@ pub(crate) fn owe_batch_until(
                 give_up: first_send_give_up(coord, index, until),
                 holder: None,
                 tried: false,
-                hurried: false,
+                hurried: None,
             };
             queue.take_batch(id, until, hurry, std::slice::from_ref(&unlock));
             (index, id)
@@ -357,8 +362,7 @@ async fn drain(mut task: Draining) {
             // harmless, by uid), and this task's runtime may stop being
             // driven with it.
             if !due.is_empty() {
-                let hurry = due.iter().any(|unlock| !unlock.hurried);
-                queue.take_batch(task.id, batch_deadline(&coord, now), hurry, &due);
+                queue.take_batch(task.id, batch_deadline(&coord, now), true, &due);
             }
             task.batch = due;
         }

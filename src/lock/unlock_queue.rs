@@ -32,10 +32,11 @@ pub(crate) struct PendingUnlock {
     /// no longer driven) still gets its one try, whatever
     /// `Timeouts::release_retry` says.
     pub(crate) tried: bool,
-    /// A copy `Dsync::finish_releases` took of an unlock on its way, to
-    /// send it at once (see [`InFlight::hurry`]): a batch of such copies is
-    /// not copied again, so that a slow locker is not sent it at each look.
-    pub(crate) hurried: bool,
+    /// The `Dsync::finish_releases` call that took this copy of an unlock
+    /// on its way, to send it at once (see [`InFlight::hurry`]): that call
+    /// does not copy a batch of such copies again, so that a slow locker
+    /// is not sent it at each of its looks; a later call may.
+    pub(crate) hurried: Option<u64>,
 }
 
 impl PendingUnlock {
@@ -87,9 +88,11 @@ pub(crate) struct InFlight {
     /// Whether `Dsync::finish_releases` sends it again at once rather than
     /// once overdue: a release's unlocks, or a drain task's batch of due
     /// ones (sent twice, harmless: by uid), not a straggler's, whose lock
-    /// call may still be on its way, nor a batch of copies it hurried
-    /// already.
+    /// call may still be on its way.
     pub(crate) hurry: bool,
+    /// The `finish_releases` call whose copies the whole batch is: that
+    /// call does not hurry it again.
+    pub(crate) copied_by: Option<u64>,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
     pub(crate) unlocks: smallvec::SmallVec<[PendingUnlock; 1]>,
@@ -109,10 +112,13 @@ impl QueueState {
         hurry: bool,
         unlocks: &[PendingUnlock],
     ) {
+        let first = unlocks.first().and_then(|unlock| unlock.hurried);
+        let copied_by = first.filter(|_| unlocks.iter().all(|u| u.hurried == first));
         self.in_flight.push(InFlight {
             drainer,
             until,
             hurry,
+            copied_by,
             unlocks: unlocks.iter().cloned().collect(),
         });
     }
@@ -130,20 +136,23 @@ impl QueueState {
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
     /// task may send it. Returns whether there was one.
-    /// With `hurry` (the runtime `finish_releases` runs on), also every
-    /// batch marked to be hurried, but those a drain task on that runtime
-    /// sends (it is driven): its unlocks go back marked `hurried`, so that
-    /// a batch of them is never hurried again. The task of a batch taken
-    /// back may still be sending it; it queues nothing again (`copied`).
+    /// With `hurry` (the runtime a `finish_releases` call runs on, and
+    /// the call's number), also every batch marked to be hurried, but
+    /// those a drain task on that runtime sends (it is driven) and those
+    /// made of this call's own copies: its unlocks go back marked as this
+    /// call's copies, so that it never hurries them again (a later call
+    /// may). The task of a batch taken back may still be sending it; it
+    /// queues nothing of it again (`copied`).
     pub(crate) fn reclaim_stale(
         &mut self,
         now: Instant,
-        hurry: Option<tokio::runtime::Id>,
+        hurry: Option<(tokio::runtime::Id, u64)>,
     ) -> bool {
         let drainers = &self.drainers;
         let hurried = |batch: &InFlight| {
-            hurry.is_some_and(|here| {
+            hurry.is_some_and(|(here, call)| {
                 batch.hurry
+                    && batch.copied_by != Some(call)
                     && !drainers
                         .iter()
                         .any(|&(at, id)| at == here && id == batch.drainer)
@@ -155,11 +164,14 @@ impl QueueState {
         self.in_flight = running;
         let any = !stale.is_empty();
         for batch in stale {
-            let overdue = batch.until <= now;
+            let copier = match hurry {
+                Some((_, call)) if batch.until > now => Some(call),
+                _ => None,
+            };
             self.copied.push(batch.drainer);
             self.pending
                 .extend(batch.unlocks.into_iter().map(|unlock| PendingUnlock {
-                    hurried: unlock.hurried || !overdue,
+                    hurried: copier.or(unlock.hurried),
                     ..unlock
                 }));
         }
