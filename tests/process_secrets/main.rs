@@ -8,13 +8,10 @@
 use std::future::Future;
 use std::process::Command;
 
-#[allow(dead_code)]
 #[path = "../sql_support/fake_postgres.rs"]
 mod fake_postgres;
-#[allow(dead_code)]
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
-#[allow(dead_code)]
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 
