@@ -37,10 +37,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
-    Wake,
-};
+use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 use crate::node::TOKEN;
 use crate::{args, capped, read_many};
@@ -48,17 +45,11 @@ use crate::{args, capped, read_many};
 /// Names of the write lock released (with `x`, each waiter's 1,000).
 const NAMES: usize = 999;
 
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
-
 fn wait(ticket: Ticket) -> WaitArgs {
     WaitArgs {
         ticket,
         place_ttl: Duration::from_secs(120),
-        wake: Some(Wake::new(Arc::new(Ignore), 0)),
+        wake: Some(crate::ignored()),
     }
 }
 

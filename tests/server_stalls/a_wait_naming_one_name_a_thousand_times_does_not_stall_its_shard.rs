@@ -31,10 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
-    Wake,
-};
+use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 use crate::node::TOKEN;
 use crate::{args, capped};
@@ -45,17 +42,11 @@ const READERS: usize = 32_000;
 /// Copies of `x` in the hostile request (at most 1,000 names).
 const COPIES: usize = 1_000;
 
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
-
 fn wait(ticket: Ticket) -> WaitArgs {
     WaitArgs {
         ticket,
         place_ttl: Duration::from_secs(60),
-        wake: Some(Wake::new(Arc::new(Ignore), 0)),
+        wake: Some(crate::ignored()),
     }
 }
 

@@ -31,16 +31,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
-    Wake,
-};
-use tokio::sync::oneshot;
+use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 use crate::args;
 use crate::capped::bounded;
-use crate::node::TOKEN;
 
 /// Reader connections, and readers on each (about 1 MB of charge each).
 const CONNECTIONS: usize = 8;
@@ -50,54 +44,22 @@ const READERS: usize = 60;
 const HOSTILE: usize = 2;
 const PIPELINED: usize = 4;
 
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
-
 fn wait(ticket: Ticket) -> WaitArgs {
     WaitArgs {
         ticket,
         place_ttl: Duration::from_secs(60),
-        wake: Some(Wake::new(Arc::new(Ignore), 0)),
+        wake: Some(crate::ignored()),
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_wait_on_names_the_same_readers_share_does_not_stall_the_server() {
     let _one_at_a_time = crate::HEAVY.lock().await;
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the server's runtime");
     let locker = Arc::new(LocalLocker::new());
-    let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, bound_rx) = oneshot::channel();
-    server_runtime.spawn(async move {
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().expect("an address"), async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bind loopback");
-        let _ = bound.send(addr.to_string());
-        serve.await
-    });
-    let addr = bound_rx.await.expect("the server's address");
+    let server = crate::TwoThreads::serve(locker.clone()).await;
+    let _addr = server.addr.clone();
     // Calls that may take minutes, so that the stall is timed whole.
-    let mut patient = RemoteConfig::new(TOKEN);
-    patient.call_timeout = Duration::from_secs(120);
-    let connect = || {
-        let (addr, patient) = (addr.clone(), patient.clone());
-        async move {
-            bounded("connect", RemoteLocker::connect(addr, patient))
-                .await
-                .expect("connect")
-        }
-    };
+    let connect = || server.patient(Duration::from_secs(120));
 
     let names: Vec<String> = (0..1000).map(|k| format!("n-{k:03}")).collect();
     // Older than every reader's.
@@ -159,9 +121,8 @@ async fn an_older_wait_on_names_the_same_readers_share_does_not_stall_the_server
     }
     let answers = attack.await.expect("the hostile calls' task");
     eprintln!("slowest probe {slowest:?}");
-    drop(stop);
     drop(readers);
-    server_runtime.shutdown_background();
+    drop(server);
     assert!(
         answers.iter().all(|a| *a == Ok(WaitReply::Queued)),
         "control: the hostile waiter waits: {answers:?}"

@@ -30,12 +30,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
-    Wake,
-};
-use tokio::sync::oneshot;
+use quorum_lock::net::{RemoteConfig, RemoteLocker};
+use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 use crate::args;
 use crate::capped::bounded;
@@ -51,12 +47,6 @@ const WAITERS: usize = 900;
 /// The connections each waiter asks over last (50 waiters fit one
 /// connection's 64 MiB).
 const NEWER: usize = 20;
-
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
 
 /// A lock of `names` by `uid`.
 fn of(uid: &str, names: Vec<String>) -> LockArgs {
@@ -87,7 +77,7 @@ async fn line_up(old: &[RemoteLocker], newer: &[RemoteLocker]) -> usize {
         let wait = WaitArgs {
             ticket: Ticket::now(),
             place_ttl: Duration::from_secs(120),
-            wake: Some(Wake::new(Arc::new(Ignore), 0)),
+            wake: Some(crate::ignored()),
         };
         let mut every = true;
         for connection in old.iter().chain(std::iter::once(&newer[j % newer.len()])) {
@@ -103,26 +93,9 @@ async fn line_up(old: &[RemoteLocker], newer: &[RemoteLocker]) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_the_server() {
     let _one_at_a_time = crate::HEAVY.lock().await;
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the server's runtime");
     let locker = Arc::new(LocalLocker::new());
-    let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, bound_rx) = oneshot::channel();
-    server_runtime.spawn(async move {
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().expect("an address"), async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bind loopback");
-        let _ = bound.send(addr.to_string());
-        serve.await
-    });
-    let addr = bound_rx.await.expect("the server's address");
+    let server = crate::TwoThreads::serve(locker.clone()).await;
+    let addr = server.addr.clone();
 
     let holder = connect(&addr).await;
     let writer = args("writer-0000-0000-0000-000000000000");
@@ -148,11 +121,7 @@ async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_
     );
 
     // Calls that may take a minute, so that the stall is timed whole.
-    let mut patient = RemoteConfig::new(TOKEN);
-    patient.call_timeout = Duration::from_secs(60);
-    let probe = bounded("connect", RemoteLocker::connect(addr.clone(), patient))
-        .await
-        .expect("connect");
+    let probe = server.patient(Duration::from_secs(60)).await;
     let free = |i: usize| LockArgs {
         resources: vec!["free".to_owned()].into(),
         ..args(&format!("probe-{i:04}-0000-0000-000000000000"))
@@ -181,8 +150,7 @@ async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_
     }
     eprintln!("slowest probe {slowest:?}");
     let kept = locker.waiting();
-    drop(stop);
-    server_runtime.shutdown_background();
+    drop(server);
     assert_eq!(
         kept, places,
         "control: the newer connections keep every place"

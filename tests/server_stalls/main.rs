@@ -49,6 +49,75 @@ async fn read_many(locker: &quorum_lock::LocalLocker, holders: usize) -> usize {
     granted
 }
 
+/// A wake whose pushes go nowhere: the scenes time the server, not the
+/// waiters.
+fn ignored() -> quorum_lock::Wake {
+    struct Ignore;
+    impl quorum_lock::PushSink for Ignore {
+        fn push(&self, _slot: usize, _uid: &str, _event: quorum_lock::PushEvent) {}
+    }
+    quorum_lock::Wake::new(std::sync::Arc::new(Ignore), 0)
+}
+
+/// A lock server over `locker` on a runtime of its own with two worker
+/// threads (as `quorum-lock server` on a two-core machine), so that what
+/// keeps its threads busy shows in other clients' calls. Stopped when
+/// dropped.
+struct TwoThreads {
+    addr: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl TwoThreads {
+    async fn serve(locker: std::sync::Arc<quorum_lock::LocalLocker>) -> TwoThreads {
+        use quorum_lock::net::{LockServer, ServerConfig};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("the server's runtime");
+        let server = LockServer::new(locker, ServerConfig::new(node::TOKEN)).expect("valid config");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound, bound_rx) = tokio::sync::oneshot::channel();
+        runtime.spawn(async move {
+            let (addr, serve) = server
+                .bind("127.0.0.1:0".parse().expect("an address"), async {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("bind loopback");
+            let _ = bound.send(addr.to_string());
+            serve.await
+        });
+        TwoThreads {
+            addr: bound_rx.await.expect("the server's address"),
+            stop: Some(stop),
+            runtime: Some(runtime),
+        }
+    }
+
+    /// A client whose calls may take `timeout`, so that a stall is timed
+    /// whole.
+    async fn patient(&self, timeout: std::time::Duration) -> quorum_lock::net::RemoteLocker {
+        use quorum_lock::net::{RemoteConfig, RemoteLocker};
+        let mut patient = RemoteConfig::new(node::TOKEN);
+        patient.call_timeout = timeout;
+        capped::bounded("connect", RemoteLocker::connect(self.addr.clone(), patient))
+            .await
+            .expect("connect")
+    }
+}
+
+impl Drop for TwoThreads {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 mod a_release_of_many_names_ahead_of_one_blocked_waiter_does_not_stall;
 mod a_wait_naming_one_name_a_thousand_times_does_not_stall_its_shard;
 mod an_older_wait_on_names_the_same_readers_share_does_not_stall_the_server;

@@ -25,16 +25,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
+use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitArgs};
 
 use crate::node::{start, TOKEN};
 use crate::{args, capped};
-
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
 
 /// A lock of `names` by `uid`.
 fn of(uid: &str, names: &[&str]) -> LockArgs {
@@ -65,7 +59,7 @@ async fn wait_many(
                 let wait = WaitArgs {
                     ticket: Ticket::now(),
                     place_ttl: Duration::from_secs(60),
-                    wake: Some(Wake::new(Arc::new(Ignore), 0)),
+                    wake: Some(crate::ignored()),
                 };
                 client
                     .lock_wait(&of(&uid, names), LockMode::Read, &wait)

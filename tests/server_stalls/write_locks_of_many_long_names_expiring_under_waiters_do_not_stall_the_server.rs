@@ -27,8 +27,7 @@ use std::time::{Duration, Instant};
 use quorum_lock::net::ServerConfig;
 use quorum_lock::testing::DriftClock;
 use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, PushEvent, PushSink, Ticket,
-    WaitArgs, WaitReply, Wake,
+    LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, Ticket, WaitArgs, WaitReply,
 };
 
 use crate::node::TOKEN;
@@ -36,12 +35,6 @@ use crate::{args, capped};
 
 /// Names written and waited for.
 const NAMES: usize = 20_000;
-
-struct Ignore;
-
-impl PushSink for Ignore {
-    fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
-}
 
 /// The shards of the table and its hash of a name (FNV-1a, as
 /// src/local/shards.rs's `shard_of`), continued from `hash`.
@@ -105,7 +98,7 @@ async fn write_locks_of_many_long_names_expiring_under_waiters_leave_the_server_
         let wait = WaitArgs {
             ticket: Ticket::now(),
             place_ttl: Duration::from_secs(60),
-            wake: Some(Wake::new(Arc::new(Ignore), 0)),
+            wake: Some(crate::ignored()),
         };
         assert_eq!(
             locker
