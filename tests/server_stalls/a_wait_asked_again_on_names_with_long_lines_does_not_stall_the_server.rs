@@ -21,7 +21,7 @@
 //! names: one request answers after 20 ms on the debug build. It asks 64
 //! times at once over each of eight connections (as a waiter may ask
 //! again), while another client locks and unlocks a free name every
-//! 10 ms: the slowest answers after 5.1 to 5.7 s. With 5 waiters in each
+//! 10 ms: the slowest answers after 4 to 5.7 s. With 5 waiters in each
 //! line instead of 500, the same flood's slowest answers after 0.46 s.
 #![cfg(feature = "net")]
 
