@@ -400,14 +400,17 @@ impl Ledger {
         if touched.is_some_and(|at| now.saturating_duration_since(at) < validity) {
             return true;
         }
-        let lapsed: Vec<Arc<str>> = inner
-            .charges
-            .iter()
-            .filter(|(_, c)| c.conn == conn && now.saturating_duration_since(c.touched) >= validity)
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in lapsed {
-            inner.remove(&uid, None);
+        // Its charges have all lapsed, as the locker's entries have: they
+        // go with the server's next prune of every lapsed charge, at most
+        // one walk of all charges per validity/60 for the whole server (a
+        // walk per idle connection, under this one mutex, let hundreds of
+        // connections keep every call waiting for seconds). Until then the
+        // connection counts as holding something, and a later idle check
+        // closes it.
+        let due = inner.next_prune.is_none_or(|at| now >= at);
+        if due {
+            inner.prune(now, validity);
+            inner.next_prune = Some(now + validity / 60);
         }
         held(&inner)
     }
