@@ -30,6 +30,14 @@ type Conn = Framed<BoxIo, crate::net::framing::Framing>;
 /// batch is handled.
 const LARGE_FRAME: usize = 64 * 1024;
 
+/// How long one connection's batch of requests may keep its thread before
+/// it lets the other connections' tasks run: a request may cost tens of
+/// milliseconds (a thousand names, each with hundreds of holders or places
+/// to look through), and a batch of them pipelined on a few connections
+/// would otherwise keep every thread of the server from the other clients
+/// for seconds.
+const TURN: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Replies buffered past this many bytes are written before the next one is
 /// encoded.
 const FLUSH_AT: usize = 64 * 1024;
@@ -229,6 +237,7 @@ async fn serve(
         // the replies with one flush.
         let mut next = frame;
         let mut large = false;
+        let mut turn = std::time::Instant::now();
         loop {
             let response = match next {
                 None => {
@@ -281,6 +290,10 @@ async fn serve(
                     let _ = flush(conn, Some(session)).await;
                     return;
                 }
+            }
+            if turn.elapsed() >= TURN {
+                tokio::task::yield_now().await;
+                turn = std::time::Instant::now();
             }
             read_room(conn);
             match conn.next().now_or_never() {
