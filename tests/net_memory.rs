@@ -1225,3 +1225,67 @@ fn proclamations_of_the_largest_values_stay_within_the_budget() {
     assert!(leaders > 1000, "{leaders} leaders");
     assert_within("proclamations of 4 KiB values", &m);
 }
+
+/// Reproduces a past break: one uid's locks on many different names, all
+/// but one released, leave the ledger's list of that uid's resource sets
+/// at its peak size (`Charge::sets` in src/net/ledger.rs, shrunk by
+/// `retain` but never given back), while the charge left is one lock's,
+/// whose `LOCK_OVERHEAD` counts room for four sets. A client repeats this
+/// under uid after uid: each keeps a list of 2,048 sets (32 KiB) for a
+/// charge of one single-name lock, and the server keeps many times its
+/// lock table's cap. With 384 uids under a 3 MiB table the server keeps
+/// 12.8 MiB, over the whole allowance of 9.4 MiB (one connection's frames
+/// included) and 2.6 times what its table, kept room and released uids
+/// may take. The same requests with a uid of their own for each lock (256
+/// uids' worth under a 2 MiB table) keep 0.9 MiB.
+///
+/// docs/lock-servers.md, "A compromised client": "The server's memory
+/// stays within `memory_budget()` whatever it sends"; "Limits and memory":
+/// everything the table keeps after a peak is given back, so memory
+/// follows the charges of the locks held now.
+#[test]
+fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
+    /// Sets each uid reaches: just past a power of two, so the list's
+    /// room doubles to 2,048.
+    const SETS: usize = 1025;
+    const UIDS: usize = 384;
+    const TABLE_HERE: usize = 3 * MIB;
+    let (kept, m) = phase(
+        "one uid's locks on many names, all but one released",
+        VERSION_4,
+        TABLE_HERE,
+        |mut c, _| async move {
+            let started = Instant::now();
+            for u in 0..UIDS {
+                let holder = uid("sets", u);
+                let name = |i: usize| format!("{u:06}-{i:06}");
+                let locks: Vec<Vec<u8>> = (0..SETS)
+                    .map(|i| {
+                        let id = c.id();
+                        lock(id, OP_LOCK, &holder, &[name(i)])
+                    })
+                    .collect();
+                for reply in c.batch(locks).await {
+                    assert!(granted(&reply), "control: lock refused: {reply:?}");
+                }
+                let unlocks: Vec<Vec<u8>> = (1..SETS)
+                    .map(|i| {
+                        let id = c.id();
+                        lock(id, OP_UNLOCK, &holder, &[name(i)])
+                    })
+                    .collect();
+                for reply in c.batch(unlocks).await {
+                    assert!(granted(&reply), "control: release refused: {reply:?}");
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(300),
+                    "the scene took too long"
+                );
+            }
+            eprintln!("  {UIDS} uids in {:?}", started.elapsed());
+            (UIDS, c)
+        },
+    );
+    assert_eq!(kept, UIDS);
+    assert_within("one uid's locks on many names, all but one released", &m);
+}
