@@ -717,10 +717,12 @@ fn settle(
     fence_floor
 }
 
-/// The uids a request wounded already: each is wounded once however many
-/// of the request's names it holds. Keyed with a randomly seeded hash, as
-/// the table is: the uids come from the network.
-pub(super) type Wounded = HashSet<Arc<str>, RandomState>;
+/// The grants a request wounded already, by uid and by where the wound is
+/// pushed: each is told once however many of the request's names it holds
+/// (a uid granted names through two waits is told through each). Keyed
+/// with a randomly seeded hash, as the table is: the uids come from the
+/// network.
+pub(super) type Wounded = HashSet<(Arc<str>, (usize, usize)), RandomState>;
 
 /// Wounds every holder in `holders` whose wait is younger than `ticket`,
 /// but those in `wounded` already.
@@ -732,8 +734,7 @@ fn wound_younger(
 ) {
     for e in holders.entries() {
         if let (Some(t), Some(wake)) = (e.ticket, &e.wake) {
-            if t > ticket && !wounded.contains(&e.uid) {
-                wounded.insert(e.uid.clone());
+            if t > ticket && wounded.insert((e.uid.clone(), wake.target())) {
                 notices.push(Notice {
                     wake: wake.clone(),
                     uid: e.uid.clone(),

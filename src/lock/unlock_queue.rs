@@ -136,23 +136,25 @@ impl QueueState {
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
     /// task may send it. Returns whether there was one.
-    /// With `hurry` (the runtime a `finish_releases` call runs on, and
-    /// the call's number), also every batch marked to be hurried, but
-    /// those a drain task on that runtime sends (it is driven) and those
-    /// made of this call's own copies: its unlocks go back marked as this
-    /// call's copies, so that it never hurries them again (a later call
-    /// may). The task of a batch taken back may still be sending it; it
-    /// queues nothing of it again (`copied`).
+    /// With `hurry` (the runtime a `finish_releases` call runs on, the
+    /// call's number, and the numbers of the calls running now, its own
+    /// among them), also every batch marked to be hurried, but those a
+    /// drain task on that runtime sends (it is driven) and those made of
+    /// copies a running call took: its unlocks go back marked as this
+    /// call's copies, so that no running call hurries them again (two
+    /// calls would otherwise take them from each other at every look); a
+    /// later call may. The task of a batch taken back may still be sending
+    /// it; it queues nothing of it again (`copied`).
     pub(crate) fn reclaim_stale(
         &mut self,
         now: Instant,
-        hurry: Option<(tokio::runtime::Id, u64)>,
+        hurry: Option<(tokio::runtime::Id, u64, &[u64])>,
     ) -> bool {
         let drainers = &self.drainers;
         let hurried = |batch: &InFlight| {
-            hurry.is_some_and(|(here, call)| {
+            hurry.is_some_and(|(here, _, running)| {
                 batch.hurry
-                    && batch.copied_by != Some(call)
+                    && batch.copied_by.is_none_or(|by| !running.contains(&by))
                     && !drainers
                         .iter()
                         .any(|&(at, id)| at == here && id == batch.drainer)
@@ -165,7 +167,7 @@ impl QueueState {
         let any = !stale.is_empty();
         for batch in stale {
             let copier = match hurry {
-                Some((_, call)) if batch.until > now => Some(call),
+                Some((_, call, _)) if batch.until > now => Some(call),
                 _ => None,
             };
             self.copied.push(batch.drainer);

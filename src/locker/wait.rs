@@ -125,6 +125,12 @@ impl Wake {
         Wake { sink, slot }
     }
 
+    /// Where its pushes go, as a value two wakes share when they deliver
+    /// to the same sink and slot.
+    pub(crate) fn target(&self) -> (usize, usize) {
+        (Arc::as_ptr(&self.sink) as *const () as usize, self.slot)
+    }
+
     /// Delivers `event` for `uid`.
     pub fn notify(&self, uid: &str, event: PushEvent) {
         self.sink.push(self.slot, uid, event);

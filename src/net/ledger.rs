@@ -396,10 +396,16 @@ impl Ledger {
         let now = Instant::now();
         let validity = self.limits.validity;
         // A charge of it touched within the validity: that one is live.
+        // Touched longer ago, its newest charge has lapsed, and so has
+        // every other: it holds nothing live, whether or not the prune
+        // below has removed them yet.
         let touched = inner.usage.get(&conn).and_then(|usage| usage.touched);
-        if touched.is_some_and(|at| now.saturating_duration_since(at) < validity) {
-            return true;
+        if let Some(at) = touched {
+            if now.saturating_duration_since(at) < validity {
+                return true;
+            }
         }
+        let lapsed_all = touched.is_some();
         // Its charges have all lapsed, as the locker's entries have: they
         // go with the server's next prune of every lapsed charge, at most
         // one walk of all charges per validity/60 for the whole server (a
@@ -412,7 +418,7 @@ impl Ledger {
             inner.prune(now, validity);
             inner.next_prune = Some(now + validity / 60);
         }
-        held(&inner)
+        !lapsed_all && held(&inner)
     }
 
     /// The usage of one connection.
@@ -553,6 +559,12 @@ impl Inner {
         match hash {
             Some(hash) => {
                 charge.sets.retain(|(h, _)| *h != hash);
+                // Room it no longer uses goes back: a uid's sets may
+                // number a thousand and then one, and a lock's allowance
+                // counts room for a few.
+                if charge.sets.capacity() > 4 * charge.sets.len().max(1) {
+                    charge.sets.shrink_to(charge.sets.len() * 2);
+                }
                 // A proclamation lives as long as the entry it was made
                 // with: released with the lock on its one resource.
                 charge
