@@ -1289,3 +1289,73 @@ fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
     assert_eq!(kept, UIDS);
     assert_within("one uid's locks on many names, all but one released", &m);
 }
+
+/// Reproduces a past break: one leader uid's proclamations on many names,
+/// each beside a lock of its own, all but one released with their locks,
+/// leave the ledger's list of that uid's board records at its peak size
+/// (`Charge::boards` in src/net/ledger.rs, shrunk by `retain` but never
+/// given back, as `Charge::sets` once was), while the charge left is one
+/// lock's and one proclamation's, whose `BOARD_RECORD` counts room for
+/// four records. A client repeats this under uid after uid: each keeps a
+/// list of 2,048 records (48 KiB) for one proclamation.
+///
+/// docs/lock-servers.md, "A compromised client": "The server's memory
+/// stays within `memory_budget()` whatever it sends"; "Limits and memory":
+/// everything the table keeps after a peak is given back, so memory
+/// follows the charges of the locks held now.
+#[test]
+fn proclamations_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
+    /// Records each uid reaches: just past a power of two, so the list's
+    /// room doubles to 2,048.
+    const SETS: usize = 1025;
+    const UIDS: usize = 256;
+    const TABLE_HERE: usize = 3 * MIB;
+    let (kept, m) = phase(
+        "one uid's proclamations on many names, all but one released",
+        VERSION_5,
+        TABLE_HERE,
+        |mut c, _| async move {
+            let started = Instant::now();
+            for u in 0..UIDS {
+                let holder = uid("boards", u);
+                let name = |i: usize| format!("{u:06}-{i:06}");
+                let mut requests = Vec::new();
+                for i in 0..SETS {
+                    let id = c.id();
+                    requests.push(lock(id, OP_LOCK, &holder, &[name(i)]));
+                    let id = c.id();
+                    requests.push(proclaim_request(id, &holder, &[&name(i)], 1, 1, b"v"));
+                }
+                for r in c.batch(requests).await.chunks(2) {
+                    assert!(granted(&r[0]), "control: lock refused: {:?}", r[0]);
+                    assert_ne!(
+                        r[1].first(),
+                        Some(&REPLY_ERROR),
+                        "control: proclaim refused: {:?}",
+                        String::from_utf8_lossy(&r[1])
+                    );
+                }
+                let unlocks: Vec<Vec<u8>> = (1..SETS)
+                    .map(|i| {
+                        let id = c.id();
+                        lock(id, OP_UNLOCK, &holder, &[name(i)])
+                    })
+                    .collect();
+                for reply in c.batch(unlocks).await {
+                    assert!(granted(&reply), "control: release refused: {reply:?}");
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(300),
+                    "the scene took too long"
+                );
+            }
+            eprintln!("  {UIDS} uids in {:?}", started.elapsed());
+            (UIDS, c)
+        },
+    );
+    assert_eq!(kept, UIDS);
+    assert_within(
+        "one uid's proclamations on many names, all but one released",
+        &m,
+    );
+}
