@@ -134,11 +134,10 @@ pub(crate) async fn finish(
     const LOOK_AGAIN: Duration = Duration::from_millis(20);
     let until = after(tokio::time::Instant::now(), within);
     let outstanding = &coord.outstanding;
-    // This call's number, among those of the calls running now: it
-    // hurries each batch on its way once, and none made of copies another
-    // running call took (see `QueueState::reclaim_stale`).
-    let running = FinishCalls::start();
-    let call = running.0;
+    // This call's number: it takes back each unlock on its way once (see
+    // `QueueState::reclaim_stale`).
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     loop {
         // Unlocks queued with no drain task here get one. What is waited
         // for is unlocks queued or being sent, and the other releases: a
@@ -168,37 +167,6 @@ pub(crate) async fn finish(
     }
 }
 
-/// A `finish_releases` call running, by number; ended when dropped.
-struct FinishCalls(u64);
-
-/// The numbers of the `finish_releases` calls running now, in any `Dsync`.
-static RUNNING: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-
-impl FinishCalls {
-    fn start() -> FinishCalls {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Self::lock().push(call);
-        FinishCalls(call)
-    }
-
-    fn running() -> Vec<u64> {
-        Self::lock().clone()
-    }
-
-    fn lock() -> std::sync::MutexGuard<'static, Vec<u64>> {
-        RUNNING
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Drop for FinishCalls {
-    fn drop(&mut self) {
-        Self::lock().retain(|&call| call != self.0);
-    }
-}
-
 /// Starts a drain task for every queue that holds unlocks, on the current
 /// runtime or, outside any, on the coordinator's own: for a holder that
 /// let go of a lost lock whose clean-up waits there for it.
@@ -223,11 +191,10 @@ pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: Opt
     let own = coord.own_runtime.started_id();
     let now = coord.clock.now();
     let mut queued = 0;
-    let running = hurry.map(|_| FinishCalls::running()).unwrap_or_default();
     for index in 0..coord.unlock_retries.len() {
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
-        queue.reclaim_stale(now, hurry.map(|call| (handle.id(), call, &running[..])));
+        queue.reclaim_stale(now, hurry.map(|call| (handle.id(), call)));
         queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
@@ -294,7 +261,7 @@ pub(crate) fn owe_batch_until(
                 give_up: first_send_give_up(coord, index, until),
                 holder: None,
                 tried: false,
-                hurried: None,
+                hurried: Default::default(),
             };
             queue.take_batch(id, until, hurry, std::slice::from_ref(&unlock));
             (index, id)

@@ -328,7 +328,7 @@ impl Drop for CleanupOwed {
                 give_up: owed_give_up(coord, index, self.declared, &holder),
                 holder,
                 tried: false,
-                hurried: None,
+                hurried: Default::default(),
             };
             queue_unlock(coord, index, pending, Handle::try_current().ok());
         }

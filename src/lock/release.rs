@@ -142,7 +142,7 @@ impl Drop for Owed {
                 give_up: owed_give_up(coord, self.index, self.began, &holder),
                 holder,
                 tried: false,
-                hurried: None,
+                hurried: Default::default(),
             };
             queue_unlock(coord, self.index, pending, Handle::try_current().ok());
         }
@@ -171,7 +171,7 @@ async fn release_after(
                 give_up: owed_give_up(coord, target.index, began, &holder),
                 holder,
                 tried: false,
-                hurried: None,
+                hurried: Default::default(),
             };
             queue_unlock(coord, target.index, pending, Handle::try_current().ok());
             return false;
@@ -270,7 +270,7 @@ fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give
             give_up,
             holder: None,
             tried: true,
-            hurried: None,
+            hurried: Default::default(),
         },
         Handle::try_current().ok(),
     );
@@ -444,7 +444,7 @@ impl Drop for StragglersOwed {
                     give_up: owed_give_up(coord, index, self.began, &holder),
                     holder,
                     tried: false,
-                    hurried: None,
+                    hurried: Default::default(),
                 };
                 queue_unlock(coord, index, pending, Handle::try_current().ok());
             }

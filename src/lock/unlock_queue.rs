@@ -32,11 +32,13 @@ pub(crate) struct PendingUnlock {
     /// no longer driven) still gets its one try, whatever
     /// `Timeouts::release_retry` says.
     pub(crate) tried: bool,
-    /// The `Dsync::finish_releases` call that took this copy of an unlock
-    /// on its way, to send it at once (see [`InFlight::hurry`]): that call
-    /// does not copy a batch of such copies again, so that a slow locker
-    /// is not sent it at each of its looks; a later call may.
-    pub(crate) hurried: Option<u64>,
+    /// The `Dsync::finish_releases` calls that took this unlock back from
+    /// a task sending it, to send it at once (see [`InFlight::hurry`]):
+    /// each call does so once, so that neither one call at each of its
+    /// looks nor two calls from each other send a slow locker the same
+    /// unlock again and again. The newest few are kept; a call forgotten
+    /// may take it once more (an unlock goes by uid: twice is harmless).
+    pub(crate) hurried: smallvec::SmallVec<[u64; 2]>,
 }
 
 impl PendingUnlock {
@@ -90,9 +92,6 @@ pub(crate) struct InFlight {
     /// ones (sent twice, harmless: by uid), not a straggler's, whose lock
     /// call may still be on its way.
     pub(crate) hurry: bool,
-    /// The `finish_releases` call whose copies the whole batch is: that
-    /// call does not hurry it again.
-    pub(crate) copied_by: Option<u64>,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
     pub(crate) unlocks: smallvec::SmallVec<[PendingUnlock; 1]>,
@@ -112,13 +111,10 @@ impl QueueState {
         hurry: bool,
         unlocks: &[PendingUnlock],
     ) {
-        let first = unlocks.first().and_then(|unlock| unlock.hurried);
-        let copied_by = first.filter(|_| unlocks.iter().all(|u| u.hurried == first));
         self.in_flight.push(InFlight {
             drainer,
             until,
             hurry,
-            copied_by,
             unlocks: unlocks.iter().cloned().collect(),
         });
     }
@@ -136,25 +132,24 @@ impl QueueState {
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
     /// task may send it. Returns whether there was one.
-    /// With `hurry` (the runtime a `finish_releases` call runs on, the
-    /// call's number, and the numbers of the calls running now, its own
-    /// among them), also every batch marked to be hurried, but those a
-    /// drain task on that runtime sends (it is driven) and those made of
-    /// copies a running call took: its unlocks go back marked as this
-    /// call's copies, so that no running call hurries them again (two
-    /// calls would otherwise take them from each other at every look); a
-    /// later call may. The task of a batch taken back may still be sending
-    /// it; it queues nothing of it again (`copied`).
+    /// With `hurry` (the runtime a `finish_releases` call runs on, and
+    /// the call's number), also every batch marked to be hurried that
+    /// holds an unlock this call has not taken back yet, but those a drain
+    /// task on that runtime sends (it is driven): its unlocks go back
+    /// marked as taken by this call. The task of a batch taken back may
+    /// still be sending it; it queues nothing of it again (`copied`).
     pub(crate) fn reclaim_stale(
         &mut self,
         now: Instant,
-        hurry: Option<(tokio::runtime::Id, u64, &[u64])>,
+        hurry: Option<(tokio::runtime::Id, u64)>,
     ) -> bool {
+        /// How many calls an unlock remembers having taken it back.
+        const REMEMBERED: usize = 8;
         let drainers = &self.drainers;
         let hurried = |batch: &InFlight| {
-            hurry.is_some_and(|(here, _, running)| {
+            hurry.is_some_and(|(here, call)| {
                 batch.hurry
-                    && batch.copied_by.is_none_or(|by| !running.contains(&by))
+                    && batch.unlocks.iter().any(|u| !u.hurried.contains(&call))
                     && !drainers
                         .iter()
                         .any(|&(at, id)| at == here && id == batch.drainer)
@@ -166,15 +161,22 @@ impl QueueState {
         self.in_flight = running;
         let any = !stale.is_empty();
         for batch in stale {
-            let copier = match hurry {
-                Some((_, call, _)) if batch.until > now => Some(call),
+            let taker = match hurry {
+                Some((_, call)) if batch.until > now => Some(call),
                 _ => None,
             };
             self.copied.push(batch.drainer);
             self.pending
-                .extend(batch.unlocks.into_iter().map(|unlock| PendingUnlock {
-                    hurried: copier.or(unlock.hurried),
-                    ..unlock
+                .extend(batch.unlocks.into_iter().map(|mut unlock| {
+                    if let Some(call) = taker {
+                        if !unlock.hurried.contains(&call) {
+                            if unlock.hurried.len() >= REMEMBERED {
+                                unlock.hurried.remove(0);
+                            }
+                            unlock.hurried.push(call);
+                        }
+                    }
+                    unlock
                 }));
         }
         any

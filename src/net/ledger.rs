@@ -477,7 +477,13 @@ impl Inner {
                 charge.boards[at].2 = bytes.min(now);
                 now - charge.boards[at].2
             }
-            None => charge.boards.swap_remove(at).2,
+            None => {
+                let freed = charge.boards.swap_remove(at).2;
+                if charge.boards.capacity() > 4 * charge.boards.len().max(1) {
+                    charge.boards.shrink_to(charge.boards.len() * 2);
+                }
+                freed
+            }
         };
         let (conn, gone) = (charge.conn, charge.is_empty());
         if gone {
@@ -570,6 +576,9 @@ impl Inner {
                 charge
                     .boards
                     .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
+                if charge.boards.capacity() > 4 * charge.boards.len().max(1) {
+                    charge.boards.shrink_to(charge.boards.len() * 2);
+                }
             }
             None => {
                 charge.sets.clear();
