@@ -57,9 +57,11 @@ fn a_finish_releases_call_sends_at_once_an_unlock_another_call_left_on_an_idle_r
     nodes[2].set_hang(true);
     let seen = nodes[2].stats(CallKind::Unlock).seen;
     let idle = common::runtime();
-    let first = idle.block_on(async {
+    let first = {
         let ds = ds.clone();
-        let first = tokio::spawn(async move { ds.finish_releases(Duration::from_secs(30)).await });
+        idle.spawn(async move { ds.finish_releases(Duration::from_secs(30)).await })
+    };
+    idle.block_on(async {
         let started = Instant::now();
         while nodes[2].stats(CallKind::Unlock).seen < seen + 1 {
             assert!(
@@ -68,7 +70,6 @@ fn a_finish_releases_call_sends_at_once_an_unlock_another_call_left_on_an_idle_r
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        first
     });
     assert!(!first.is_finished(), "control: the first call still waits");
     assert!(
