@@ -29,16 +29,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{
     LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
     Wake,
 };
-use tokio::sync::oneshot;
 
 use crate::args;
-use crate::capped::bounded;
-use crate::node::TOKEN;
 
 const NAMES: usize = 1000;
 const WAITERS: usize = 500;
@@ -88,35 +84,8 @@ async fn a_wait_asked_again_on_names_with_long_lines_does_not_stall_the_server()
     }
     eprintln!("built in {:?}", built.elapsed());
     let hostile_ticket = Ticket::now();
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the server's runtime");
-    let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, bound_rx) = oneshot::channel();
-    server_runtime.spawn(async move {
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().expect("an address"), async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bind loopback");
-        let _ = bound.send(addr.to_string());
-        serve.await
-    });
-    let addr = bound_rx.await.expect("the server's address");
-    let mut patient = RemoteConfig::new(TOKEN);
-    patient.call_timeout = Duration::from_secs(60);
-    let connect = || {
-        let (addr, patient) = (addr.clone(), patient.clone());
-        async move {
-            bounded("connect", RemoteLocker::connect(addr, patient))
-                .await
-                .expect("connect")
-        }
-    };
+    let server = crate::TwoThreads::serve(locker.clone()).await;
+    let connect = || server.patient(Duration::from_secs(60));
     let probe = connect().await;
     let mut hostile = Vec::new();
     for _ in 0..HOSTILE {
@@ -171,8 +140,7 @@ async fn a_wait_asked_again_on_names_with_long_lines_does_not_stall_the_server()
         "slowest probe {slowest:?}; {queued} of {} requests queued",
         answers.len()
     );
-    drop(stop);
-    server_runtime.shutdown_background();
+    drop(server);
     assert!(
         slowest < Duration::from_secs(2),
         "while a waiter asked {PIPELINED} times at once over each of \

@@ -37,12 +37,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
 use crate::args;
-use crate::capped::bounded;
 use crate::node::TOKEN;
 
 const VALIDITY: Duration = Duration::from_secs(3);
@@ -67,38 +65,11 @@ async fn connections_whose_charges_lapsed_closing_together_do_not_stall_the_serv
             ..LockerConfig::default()
         },
     ));
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("the server's runtime");
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(Duration::from_secs(1));
     config.max_connections_per_address = config.max_connections;
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, bound_rx) = oneshot::channel();
-    server_runtime.spawn(async move {
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().expect("an address"), async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bind loopback");
-        let _ = bound.send(addr.to_string());
-        serve.await
-    });
-    let addr = bound_rx.await.expect("the server's address");
-    let mut patient = RemoteConfig::new(TOKEN);
-    patient.call_timeout = Duration::from_secs(60);
-    let connect = || {
-        let (addr, patient) = (addr.clone(), patient.clone());
-        async move {
-            bounded("connect", RemoteLocker::connect(addr, patient))
-                .await
-                .expect("connect")
-        }
-    };
+    let server = crate::TwoThreads::serve_with(locker.clone(), config).await;
+    let connect = || server.patient(Duration::from_secs(60));
 
     // The fillers' charges: taken, never refreshed, kept by connections
     // that keep talking.
@@ -190,8 +161,7 @@ async fn connections_whose_charges_lapsed_closing_together_do_not_stall_the_serv
         failed.len(),
         failed.first()
     );
-    drop(stop);
-    server_runtime.shutdown_background();
+    drop(server);
     assert!(
         slowest < Duration::from_secs(2),
         "while {SILENT} connections whose one lock lapsed were checked for idleness, with \

@@ -71,13 +71,20 @@ struct TwoThreads {
 
 impl TwoThreads {
     async fn serve(locker: std::sync::Arc<quorum_lock::LocalLocker>) -> TwoThreads {
-        use quorum_lock::net::{LockServer, ServerConfig};
+        Self::serve_with(locker, quorum_lock::net::ServerConfig::new(node::TOKEN)).await
+    }
+
+    async fn serve_with(
+        locker: std::sync::Arc<quorum_lock::LocalLocker>,
+        config: quorum_lock::net::ServerConfig,
+    ) -> TwoThreads {
+        use quorum_lock::net::LockServer;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("the server's runtime");
-        let server = LockServer::new(locker, ServerConfig::new(node::TOKEN)).expect("valid config");
+        let server = LockServer::new(locker, config).expect("valid config");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (bound, bound_rx) = tokio::sync::oneshot::channel();
         runtime.spawn(async move {
