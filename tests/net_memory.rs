@@ -1309,7 +1309,7 @@ fn proclamations_of_one_uid_on_many_names_released_but_one_stay_within_the_budge
     /// room doubles to 2,048.
     const SETS: usize = 1025;
     const UIDS: usize = 256;
-    const TABLE_HERE: usize = 3 * MIB;
+    const TABLE_HERE: usize = 4 * MIB;
     let (kept, m) = phase(
         "one uid's proclamations on many names, all but one released",
         VERSION_5,

@@ -19,6 +19,7 @@ mod by_refresh;
 mod memory;
 mod name;
 mod promote;
+mod readers;
 mod spanning;
 
 #[cfg(feature = "net")]
@@ -28,6 +29,7 @@ use by_refresh::ByRefresh;
 pub(crate) use memory::{block, map_shrunk, map_sparse};
 use memory::{fit, room};
 pub(super) use name::Name;
+use readers::Readers;
 pub(super) use spanning::Line;
 
 /// One grant on one resource.
@@ -51,7 +53,7 @@ pub(super) struct Entry {
 pub(super) enum Holders {
     Writer(Entry),
     /// Never empty.
-    Readers(Vec<Entry>),
+    Readers(Readers),
 }
 
 impl Holders {
@@ -65,19 +67,39 @@ impl Holders {
     pub(super) fn entries(&self) -> &[Entry] {
         match self {
             Holders::Writer(e) => std::slice::from_ref(e),
-            Holders::Readers(v) => v,
+            Holders::Readers(v) => v.as_slice(),
         }
     }
 
     fn entries_mut(&mut self) -> &mut [Entry] {
         match self {
             Holders::Writer(e) => std::slice::from_mut(e),
-            Holders::Readers(v) => v,
+            Holders::Readers(v) => v.as_mut_slice(),
         }
     }
 
+    /// Whether `uid` holds the name: one lookup however many read it.
     fn holds(&self, uid: &str) -> bool {
-        self.entries().iter().any(|e| &*e.uid == uid)
+        match self {
+            Holders::Writer(e) => &*e.uid == uid,
+            Holders::Readers(v) => v.position(uid).is_some(),
+        }
+    }
+
+    /// The entry of `uid`, if it holds the name.
+    fn find_mut(&mut self, uid: &str) -> Option<&mut Entry> {
+        match self {
+            Holders::Writer(e) => (&*e.uid == uid).then_some(e),
+            Holders::Readers(v) => v.find_mut(uid),
+        }
+    }
+
+    /// The entry of `uid`, if it holds the name.
+    fn find(&self, uid: &str) -> Option<&Entry> {
+        match self {
+            Holders::Writer(e) => (&*e.uid == uid).then_some(e),
+            Holders::Readers(v) => v.position(uid).map(|at| &v.as_slice()[at]),
+        }
     }
 }
 
@@ -292,7 +314,7 @@ impl Shard {
             fit(&mut res.queue);
         }
         if let Some(holders) = &mut res.holders {
-            if let Some(e) = holders.entries_mut().iter_mut().find(|e| e.uid == args.uid) {
+            if let Some(e) = holders.find_mut(&args.uid) {
                 if wake.is_some() {
                     e.wake = wake;
                 }
@@ -314,15 +336,12 @@ impl Shard {
             wake,
         };
         match &mut res.holders {
-            Some(Holders::Readers(v)) => {
-                room(v);
-                v.push(entry);
-            }
+            Some(Holders::Readers(v)) => v.push(entry),
             // Not a writer: returned above.
             _ => {
                 res.holders = Some(match mode {
                     LockMode::Write => Holders::Writer(entry),
-                    LockMode::Read => Holders::Readers(vec![entry]),
+                    LockMode::Read => Holders::Readers(Readers::new(entry)),
                 });
             }
         }
@@ -387,7 +406,7 @@ impl Shard {
         let Some(holders) = &res.holders else {
             return;
         };
-        let Some(entry) = holders.entries().iter().find(|e| &*e.uid == uid) else {
+        let Some(entry) = holders.find(uid) else {
             return;
         };
         let (Some(ticket), Some(wake)) = (entry.ticket, &entry.wake) else {
@@ -455,10 +474,7 @@ impl Shard {
                 _ => None,
             },
             Some(Holders::Readers(v)) => {
-                let found = v
-                    .iter()
-                    .position(|e| &*e.uid == uid)
-                    .map(|pos| v.swap_remove(pos));
+                let found = v.remove(uid);
                 if v.is_empty() {
                     res.holders = None;
                 }
@@ -573,7 +589,7 @@ impl Shard {
         let Some(holders) = self.map.get_mut(resource).and_then(|r| r.holders.as_mut()) else {
             return false;
         };
-        let Some(entry) = holders.entries_mut().iter_mut().find(|e| &*e.uid == uid) else {
+        let Some(entry) = holders.find_mut(uid) else {
             return false;
         };
         self.by_refresh.touch(entry.slot, now);
@@ -698,7 +714,7 @@ fn settle(
     }
     let res = slot.get_mut();
     if let Some(Holders::Readers(v)) = &mut res.holders {
-        fit(v);
+        v.fit();
     }
     let queue = &mut res.queue;
     fit(queue);

@@ -28,7 +28,7 @@
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::join_all;
 use quorum_lock::{LocalLocker, LockArgs, LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
@@ -107,18 +107,7 @@ async fn an_older_wait_on_names_the_same_readers_share_does_not_stall_the_server
         });
         join_all(calls).await
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut slowest = Duration::ZERO;
-    let mut i = 1;
-    while !attack.is_finished() && i < 1000 {
-        let started = Instant::now();
-        let locked = probe.lock(&free(i)).await;
-        let unlocked = probe.unlock(&free(i)).await;
-        slowest = slowest.max(started.elapsed());
-        assert_eq!((locked, unlocked), (Ok(true), Ok(true)), "control");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        i += 1;
-    }
+    let slowest = crate::slowest_probe_while(&probe, &attack).await;
     let answers = attack.await.expect("the hostile calls' task");
     eprintln!("slowest probe {slowest:?}");
     drop(readers);

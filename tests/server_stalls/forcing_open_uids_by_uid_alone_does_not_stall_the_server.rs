@@ -85,22 +85,7 @@ async fn forcing_open_uids_by_uid_alone_does_not_stall_the_server() {
         });
         join_all(rounds).await
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let free = |i: usize| LockArgs {
-        resources: vec!["free".to_owned()].into(),
-        ..args(&format!("probe-{i:04}-0000-0000-000000000000"))
-    };
-    let mut slowest = Duration::ZERO;
-    let mut i = 0;
-    while !attack.is_finished() && i < 1000 {
-        let started = Instant::now();
-        let locked = probe.lock(&free(i)).await;
-        let unlocked = probe.unlock(&free(i)).await;
-        slowest = slowest.max(started.elapsed());
-        assert_eq!((locked, unlocked), (Ok(true), Ok(true)), "control");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        i += 1;
-    }
+    let slowest = crate::slowest_probe_while(&probe, &attack).await;
     let _ = attack.await;
     eprintln!("slowest probe {slowest:?}");
     drop(server);

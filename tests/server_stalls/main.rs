@@ -116,6 +116,39 @@ impl TwoThreads {
     }
 }
 
+/// How long the slowest of a client's calls took while `attack` ran: a
+/// lock and an unlock of a free name, every 10 ms (at most 1,000 times),
+/// from 50 ms after the attack began until it ended. Each lock and unlock
+/// must be granted: each is under a uid never used before (a released uid
+/// is refused for a while).
+async fn slowest_probe_while<T>(
+    probe: &quorum_lock::net::RemoteLocker,
+    attack: &tokio::task::JoinHandle<T>,
+) -> std::time::Duration {
+    use quorum_lock::NetLocker;
+    use std::time::{Duration, Instant};
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mut slowest = Duration::ZERO;
+    for _ in 0..1000 {
+        if attack.is_finished() {
+            break;
+        }
+        let i = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let free = quorum_lock::LockArgs {
+            resources: vec!["free".to_owned()].into(),
+            ..args(&format!("probe-{i:08}-0000-0000-000000000000"))
+        };
+        let started = Instant::now();
+        let locked = probe.lock(&free).await;
+        let unlocked = probe.unlock(&free).await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!((locked, unlocked), (Ok(true), Ok(true)), "control");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    slowest
+}
+
 impl Drop for TwoThreads {
     fn drop(&mut self) {
         drop(self.stop.take());

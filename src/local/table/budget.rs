@@ -3,6 +3,8 @@
 //! each shard, derived from the sizes of the table's parts so that they
 //! follow them. Both are upper bounds: the budget never undercounts.
 
+use std::sync::Arc;
+
 use super::by_refresh::Node;
 use super::memory::{block, SLAB_KEPT};
 use super::name::Name;
@@ -30,7 +32,9 @@ pub(crate) const SHARD_KEPT: usize = block(32 * (std::mem::size_of::<(Name, Reso
 /// * then the larger of what an entry and a place add:
 ///   - an entry: its node in the expiry slab, and a reader's record in the
 ///     holders' list, both in vectors at least half full (so twice their
-///     size);
+///     size), and its slot in the readers' index by uid, in a map at least
+///     3/8 full (a name's index is dropped below 16 readers, which fill at
+///     least half of the smallest index, 32 buckets);
 ///   - a place: its record in the line, in a vector at least half full, and its
 ///     share of the request's list of names, which the place keeps alive
 ///     (the string header and malloc's rounding of the name's bytes).
@@ -38,7 +42,8 @@ pub(crate) const SHARD_KEPT: usize = block(32 * (std::mem::size_of::<(Name, Reso
 pub(crate) const NAME_OVERHEAD: usize = {
     let slot = ((std::mem::size_of::<(Name, Resource)>() + 1) * 8).div_ceil(3);
     let key = block(2 * std::mem::size_of::<usize>() + std::mem::size_of::<String>()) + 31;
-    let entry = 2 * std::mem::size_of::<Node>() + 2 * std::mem::size_of::<Entry>();
+    let indexed = ((std::mem::size_of::<(Arc<str>, usize)>() + 1) * 8).div_ceil(3);
+    let entry = 2 * std::mem::size_of::<Node>() + 2 * std::mem::size_of::<Entry>() + indexed;
     let place = 2 * std::mem::size_of::<Place>() + std::mem::size_of::<String>() + 31;
     slot + key + if entry > place { entry } else { place }
 };

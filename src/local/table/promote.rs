@@ -4,15 +4,14 @@
 //!
 //! Invariant: the work is linear in the line and the holders, however
 //! many are granted together: the places leave the line in one pass, and
-//! a reader already holding is found through one index.
+//! a reader already holding is found through the readers' index.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::memory::{fit, room};
-use super::{Entry, Holders, Name, Notice, Place, Promotions, Shard};
+use super::memory::fit;
+use super::{Entry, Holders, Name, Notice, Place, Promotions, Readers, Shard};
 use crate::locker::wait::{PushEvent, Ticket};
 use crate::LockMode;
 
@@ -107,8 +106,8 @@ impl Shard {
     ///
     /// In linear time however many are granted at once (a writer's release
     /// may let tens of thousands of readers in): the readers already
-    /// holding are found through one index, not a search of every reader
-    /// for each.
+    /// holding are found through the readers' index by uid, not a search
+    /// of every reader for each.
     pub(super) fn hold(&mut self, resource: &str, places: Vec<Place>, now: Instant) {
         // The map's own key: the expiry index keys entries as the map does.
         let key = match self.map.get_key_value(resource) {
@@ -118,20 +117,11 @@ impl Shard {
         let Some(res) = self.map.get_mut(resource) else {
             return;
         };
-        let mut holding: HashMap<Arc<str>, usize> = match &res.holders {
-            Some(Holders::Readers(v)) => v
-                .iter()
-                .enumerate()
-                .map(|(at, e)| (e.uid.clone(), at))
-                .collect(),
-            _ => HashMap::new(),
-        };
         for place in places {
-            let again = match &mut res.holders {
-                Some(Holders::Writer(e)) if e.uid == place.args.uid => Some(e),
-                Some(Holders::Readers(v)) => holding.get(&place.args.uid).map(|&at| &mut v[at]),
-                _ => None,
-            };
+            let again = res
+                .holders
+                .as_mut()
+                .and_then(|h| h.find_mut(&place.args.uid));
             if let Some(e) = again {
                 // Granted already (a repeated request): the newest wake.
                 if place.wake.is_some() {
@@ -154,18 +144,11 @@ impl Shard {
                 wake: place.wake,
             };
             match &mut res.holders {
-                Some(Holders::Readers(v)) => {
-                    room(v);
-                    holding.insert(entry.uid.clone(), v.len());
-                    v.push(entry);
-                }
+                Some(Holders::Readers(v)) => v.push(entry),
                 _ => {
                     res.holders = Some(match place.mode {
                         LockMode::Write => Holders::Writer(entry),
-                        LockMode::Read => {
-                            holding.insert(entry.uid.clone(), 0);
-                            Holders::Readers(vec![entry])
-                        }
+                        LockMode::Read => Holders::Readers(Readers::new(entry)),
                     });
                 }
             }
