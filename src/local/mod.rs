@@ -374,6 +374,8 @@ impl LocalLocker {
         let now = self.clock.now();
         self.maybe_sweep(now);
         let mut freed = Vec::new();
+        self.shards
+            .expire_each(&args.resources, now, self.config.validity, &mut freed);
         let out = self.shards.with(&args.resources, |set| {
             set.expire(now, self.config.validity, &mut freed);
             f(set, now, &mut freed)
@@ -406,7 +408,7 @@ impl LocalLocker {
             let mut freed = Vec::new();
             let expired = self
                 .shards
-                .expire_all(now, self.config.validity, &mut freed);
+                .sweep_free(now, self.config.validity, &mut freed);
             if expired > 0 {
                 tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
             }

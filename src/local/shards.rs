@@ -2,7 +2,7 @@
 //! fixed number of mutex-protected maps, and multi-resource calls lock the
 //! shards they touch in ascending order so they cannot deadlock.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -107,6 +107,32 @@ impl Shards {
         f(&mut ShardSet::Many { guards, slot_of })
     }
 
+    /// Drops the entries due in each shard of `resources`, one shard at a
+    /// time, when they span several: a call about to lock them all at once
+    /// then finds almost nothing left to expire under those locks, so the
+    /// expiry of many entries (readers of shared names expiring one after
+    /// another, each on every name they held) never keeps every shard
+    /// locked at once. The same as a sweep of those shards just before the
+    /// call; for names in one shard, the call's own expiry does it.
+    pub(super) fn expire_each(
+        &self,
+        resources: &[String],
+        now: Instant,
+        validity: Duration,
+        freed: &mut Vec<Name>,
+    ) {
+        let first = resources.first().map_or(0, |r| shard_of(r));
+        if resources.iter().skip(1).all(|r| shard_of(r) == first) {
+            return;
+        }
+        let mut order: Vec<usize> = resources.iter().map(|r| shard_of(r)).collect();
+        order.sort_unstable();
+        order.dedup();
+        for i in order {
+            lock(&self.shards[i]).expire(now, validity, freed);
+        }
+    }
+
     /// Runs `f` with the shard of `name` locked.
     pub(super) fn with_one<R>(&self, name: &str, f: impl FnOnce(&mut Shard) -> R) -> R {
         f(&mut lock(&self.shards[shard_of(name)]))
@@ -133,6 +159,33 @@ impl Shards {
 
     /// Expires old entries and places in every shard, one shard at a time,
     /// and notes the names somebody waits for.
+    /// Drops the entries due and the places lapsed in every shard that no
+    /// call holds now, and returns how many entries went. A shard another
+    /// call holds is passed over without waiting: that call drops its due
+    /// entries itself (every call expires each shard it locks, before it
+    /// acts), and its lapsed places, which nothing counts as live, go at a
+    /// later sweep. Waiting for each of the shards in turn made the call
+    /// that ran the sweep wait behind every call holding many shards.
+    pub(super) fn sweep_free(
+        &self,
+        now: Instant,
+        validity: Duration,
+        freed: &mut Vec<Name>,
+    ) -> usize {
+        self.shards
+            .iter()
+            .filter_map(|shard| {
+                let mut shard = match shard.try_lock() {
+                    Ok(shard) => shard,
+                    Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                    Err(TryLockError::WouldBlock) => return None,
+                };
+                shard.expire_places(now, freed);
+                Some(shard.expire(now, validity, freed))
+            })
+            .sum()
+    }
+
     pub(super) fn expire_all(
         &self,
         now: Instant,

@@ -331,7 +331,7 @@ impl Shard {
             source: args.source.clone(),
             acquired: now,
             refreshed: now,
-            slot: self.by_refresh.push(key, now),
+            slot: self.by_refresh.push(key, args.uid.clone(), now),
             ticket,
             wake,
         };
@@ -612,55 +612,55 @@ impl Shard {
     }
 
     /// Drops entries last refreshed `validity` or longer before `now`, and
-    /// notes names that somebody waits for. Costs O(log n) per expired
-    /// entry and nothing for live ones: the entries are taken off the
-    /// expiry order first, then dropped a name at a time, so that the
-    /// readers of one name expiring together cost one pass over that
-    /// name's readers, not one pass each (40,000 readers of one name
-    /// stalled the server for seconds).
+    /// notes names that somebody waits for. Costs O(1) per expired entry
+    /// (amortised) and nothing for live ones: each is found in its name's
+    /// holders by its uid, one lookup however many read the name (a pass
+    /// over the name's readers per expiry let readers of shared names
+    /// that expire one by one stall the server), and a name is settled
+    /// when its last holder goes (while readers remain, nobody waiting can
+    /// be granted).
     pub(super) fn expire(
         &mut self,
         now: Instant,
         validity: Duration,
         freed: &mut Vec<Name>,
     ) -> usize {
-        let mut gone: Vec<(Name, usize)> = Vec::new();
+        let mut gone = 0;
         while let Some((slot, refreshed)) = self.by_refresh.oldest() {
             // A validity too long to add is "never": clamping it would free
             // an entry its holder still trusts.
             if refreshed.checked_add(validity).is_none_or(|end| end > now) {
                 break;
             }
-            let Some(name) = self.by_refresh.remove(slot) else {
+            let Some((name, uid)) = self.by_refresh.remove(slot) else {
                 break;
             };
-            gone.push((name, slot));
-        }
-        if gone.is_empty() {
-            return 0;
-        }
-        // Slots stay as they are until `fit` below: the holders still name
-        // them.
-        gone.sort_unstable_by(|a, b| a.0.as_str().cmp(b.0.as_str()).then(a.1.cmp(&b.1)));
-        for group in gone.chunk_by(|a, b| a.0 == b.0) {
-            let name = &group[0].0;
-            let slots = |slot: usize| group.binary_search_by(|(_, s)| s.cmp(&slot)).is_ok();
-            if let Some(res) = self.map.get_mut(name.as_str()) {
-                match &mut res.holders {
-                    Some(Holders::Writer(e)) if slots(e.slot) => res.holders = None,
-                    Some(Holders::Readers(v)) => {
-                        v.retain(|e| !slots(e.slot));
-                        if v.is_empty() {
-                            res.holders = None;
-                        }
-                    }
-                    _ => {}
+            gone += 1;
+            // Slots stay as they are until `fit` below: the holders still
+            // name them.
+            let hash_map::Entry::Occupied(mut held) = self.map.entry(name) else {
+                continue;
+            };
+            let res = held.get_mut();
+            let emptied = match &mut res.holders {
+                Some(Holders::Writer(e)) => e.slot == slot,
+                Some(Holders::Readers(v)) => {
+                    // The node's entry: its uid's, in the slot the node had.
+                    v.remove_if(&uid, |e| e.slot == slot);
+                    v.fit();
+                    v.is_empty()
                 }
-                self.settle_name(name.clone(), freed);
+                None => false,
+            };
+            if emptied {
+                res.holders = None;
+                self.fence_floor = settle(held, self.fence_floor, freed);
             }
         }
-        self.fit();
-        gone.len()
+        if gone > 0 {
+            self.fit();
+        }
+        gone
     }
 
     /// When the entry refreshed longest ago was last refreshed: the next

@@ -96,14 +96,26 @@ async fn readers_of_names_many_share_expiring_one_by_one_do_not_stall_the_server
 
     // Run the clock ahead to just before the first reader expires, then at
     // tokio's rate again: the readers expire one by one over `span`.
-    clock.set_rate(1000.0).expect("a rate");
-    for _ in 0..10_000 {
-        if clock.now() + Duration::from_millis(100) >= first + VALIDITY {
-            break;
+    // Fast at first, then slower, so as not to overshoot: a step of 1 ms
+    // at 1000 times tokio's rate is a second of the clock, in which a
+    // quarter of the readers would expire together.
+    for (rate, until) in [
+        (1000.0, Duration::from_secs(3)),
+        (10.0, Duration::from_millis(100)),
+    ] {
+        clock.set_rate(rate).expect("a rate");
+        for _ in 0..10_000 {
+            if clock.now() + until >= first + VALIDITY {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     clock.set_rate(1.0).expect("a rate");
+    assert!(
+        clock.now() < first + VALIDITY,
+        "control: no reader expired yet"
+    );
 
     let attack = tokio::spawn(flood(attackers, names.clone(), span));
     let slowest = crate::slowest_probe_while(&probe, &attack).await;

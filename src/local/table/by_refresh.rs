@@ -3,6 +3,8 @@
 //! (moving to the back) and removing are O(1), so expiry costs O(expired);
 //! the slab allocates only when it outgrows its peak.
 
+use std::sync::Arc;
+
 use tokio::time::Instant;
 
 use super::memory::{room, SLAB_KEPT};
@@ -26,6 +28,9 @@ pub(super) struct ByRefresh {
 pub(super) struct Node {
     /// `None` while the node is free.
     pub(super) name: Option<Name>,
+    /// The holder's uid, so that expiry finds the entry with one lookup in
+    /// the name's readers; `None` while the node is free.
+    pub(super) uid: Option<Arc<str>>,
     pub(super) refreshed: Instant,
     pub(super) prev: usize,
     pub(super) next: usize,
@@ -46,10 +51,11 @@ impl Default for ByRefresh {
 }
 
 impl ByRefresh {
-    /// Adds an entry of `name` refreshed `at`; returns its slot.
-    pub(super) fn push(&mut self, name: Name, at: Instant) -> usize {
+    /// Adds the entry of `uid` on `name` refreshed `at`; returns its slot.
+    pub(super) fn push(&mut self, name: Name, uid: Arc<str>, at: Instant) -> usize {
         let node = Node {
             name: Some(name),
+            uid: Some(uid),
             refreshed: at,
             prev: NIL,
             next: NIL,
@@ -86,9 +92,11 @@ impl ByRefresh {
         }
     }
 
-    /// Removes the entry in `slot`; returns its name.
-    pub(super) fn remove(&mut self, slot: usize) -> Option<Name> {
-        let name = self.nodes.get_mut(slot)?.name.take()?;
+    /// Removes the entry in `slot`; returns its name and uid.
+    pub(super) fn remove(&mut self, slot: usize) -> Option<(Name, Arc<str>)> {
+        let node = self.nodes.get_mut(slot)?;
+        let name = node.name.take()?;
+        let uid = node.uid.take()?;
         self.unlink(slot);
         self.len -= 1;
         if self.head == NIL {
@@ -100,7 +108,7 @@ impl ByRefresh {
             self.nodes[slot].next = self.free;
             self.free = slot;
         }
-        Some(name)
+        Some((name, uid))
     }
 
     /// Links the unlinked node `slot` in refresh order. Callers read the
@@ -160,6 +168,7 @@ impl ByRefresh {
             moved[at] = new;
             nodes.push(Node {
                 name: old.name.take(),
+                uid: old.uid.take(),
                 refreshed: old.refreshed,
                 prev: new.checked_sub(1).unwrap_or(NIL),
                 next: if old.next == NIL { NIL } else { new + 1 },

@@ -139,7 +139,9 @@ impl Shard {
                 source: place.args.source.clone(),
                 acquired: now,
                 refreshed: now,
-                slot: self.by_refresh.push(key.clone(), now),
+                slot: self
+                    .by_refresh
+                    .push(key.clone(), place.args.uid.clone(), now),
                 ticket: Some(place.ticket),
                 wake: place.wake,
             };

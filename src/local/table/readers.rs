@@ -7,7 +7,8 @@
 //! `index` is kept, it maps each reader's uid to its position in `list`
 //! and nothing else. The index is built when the list grows past
 //! [`INDEXED`] and dropped when it falls below half of that, so that a
-//! list hovering at the bound does not rebuild it on every change.
+//! list hovering at the bound does not rebuild it on every change; every
+//! other change costs O(1), none a pass over the list.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -102,14 +103,18 @@ impl Readers {
         Some(entry)
     }
 
-    /// Keeps the entries for which `keep` says so: one pass, and one more
-    /// to rebuild the index when it is kept.
-    pub(super) fn retain(&mut self, keep: impl FnMut(&Entry) -> bool) {
-        let before = self.list.len();
-        self.list.retain(keep);
-        if self.list.len() != before && self.index.is_some() {
-            self.reindex();
+    /// Takes out `uid`'s entry if it reads the name and `is` says it is
+    /// the one meant.
+    pub(super) fn remove_if(
+        &mut self,
+        uid: &str,
+        is: impl FnOnce(&Entry) -> bool,
+    ) -> Option<Entry> {
+        let at = self.position(uid)?;
+        if !is(&self.list[at]) {
+            return None;
         }
+        self.remove(uid)
     }
 
     /// Gives back room after removals (see [`fit`]): the list's, the
@@ -126,10 +131,6 @@ impl Readers {
     }
 
     fn reindex(&mut self) {
-        if self.list.len() < INDEXED / 2 {
-            self.index = None;
-            return;
-        }
         let index = self.index.get_or_insert_with(HashMap::default);
         index.clear();
         index.extend(
