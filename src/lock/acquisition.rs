@@ -36,6 +36,14 @@ pub(crate) struct Acquisition {
     /// Woken each time a lock or wait call settles (answered or dropped):
     /// for `release::watch_stragglers`.
     calls_settled: tokio::sync::Notify,
+    /// The record a straggler watch keeps on the queues of the lockers it
+    /// watches (`release::watch_stragglers`; dropping it ends the record).
+    /// It ends when the last call settles, wherever that happens: the
+    /// watch's own runtime may no longer be driven (a guard dropped as its
+    /// `block_on` returned) while the calls settle on the runtime that sent
+    /// them, and `finish_releases` must not wait for a record of calls that
+    /// ended.
+    watch_record: Mutex<Option<Box<dyn Send>>>,
     /// The held lock's loss signal, set once when its guard is made (see
     /// [`Loss`]): inline, so a lock costs one allocation for both.
     loss: OnceLock<LossSignal>,
@@ -85,6 +93,7 @@ impl Acquisition {
             token: OnceCell::new(),
             stamps: AtomicU64::new(0),
             calls_settled: tokio::sync::Notify::new(),
+            watch_record: Mutex::new(None),
             loss: OnceLock::new(),
             slots: Mutex::new(Slots {
                 slots: PerLocker::from_elem(
@@ -646,10 +655,37 @@ impl Acquisition {
     /// A call counted by [`call_sent`](Self::call_sent) settled: its answer
     /// is recorded (or it was dropped, see [`call_dropped`](Self::call_dropped)).
     pub(crate) fn call_settled(&self, index: usize) {
-        if let Some(slot) = self.slots().slots.get_mut(index) {
-            slot.calls_out = slot.calls_out.saturating_sub(1);
+        let none_out = {
+            let mut slots = self.slots();
+            if let Some(slot) = slots.slots.get_mut(index) {
+                slot.calls_out = slot.calls_out.saturating_sub(1);
+            }
+            slots.slots.iter().all(|slot| slot.calls_out == 0)
+        };
+        if none_out {
+            drop(self.take_watch_record());
         }
         self.calls_settled.notify_waiters();
+    }
+
+    /// Keeps `record` until every lock or wait call settled (see
+    /// `watch_record`); ended at once when none is out now.
+    pub(crate) fn keep_watch_record(&self, record: Box<dyn Send>) {
+        *self
+            .watch_record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(record);
+        if self.slots().slots.iter().all(|slot| slot.calls_out == 0) {
+            drop(self.take_watch_record());
+        }
+    }
+
+    /// The straggler watch's record, taken to end it.
+    pub(crate) fn take_watch_record(&self) -> Option<Box<dyn Send>> {
+        self.watch_record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Resolves at the next [`call_settled`](Self::call_settled) after it

@@ -135,9 +135,12 @@ pub(crate) async fn finish(
     let until = after(tokio::time::Instant::now(), within);
     let outstanding = &coord.outstanding;
     // This call's number: it takes back each unlock on its way once (see
-    // `QueueState::reclaim_stale`).
+    // `QueueState::reclaim_stale`), and forgets having done so as it ends.
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let call = Call {
+        coord,
+        number: CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    };
     loop {
         // Unlocks queued with no drain task here get one. What is waited
         // for is unlocks queued or being sent, and the other releases: a
@@ -145,7 +148,15 @@ pub(crate) async fn finish(
         // holds nothing up.
         // Queued and being sent, counted together under each queue's lock:
         // a drain task moves a failed batch from one to the other under it.
-        let queued = drain_queued(coord, handle, Some(call));
+        let mut taken = Vec::new();
+        let queued = drain_queued(coord, handle, Some((call.number, &mut taken)));
+        if !taken.is_empty() {
+            // Sent from here, where they are driven; then look again.
+            send_taken(coord, taken, until).await;
+            if tokio::time::Instant::now() < until {
+                continue;
+            }
+        }
         let running = outstanding.count();
         let pending = queued + running;
         if pending == 0 {
@@ -179,22 +190,130 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
     }
 }
 
+/// Unlocks a `finish_releases` call took back, per queue.
+type Taken = Vec<(usize, Vec<PendingUnlock>)>;
+
+/// A running `finish_releases` call, by its number: ended (or dropped), it
+/// takes its number off the unlocks it took back.
+struct Call<'a> {
+    coord: &'a Coordinator,
+    number: u64,
+}
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        for queue in &self.coord.unlock_retries {
+            queue.lock().forget_call(self.number);
+        }
+    }
+}
+
+/// Unlocks a `finish_releases` call took back from drain tasks on other
+/// runtimes, or from other calls (whose runtimes may no longer be
+/// driven), sent from the call itself, each once, by `until` at the
+/// latest: recorded on their queues as batches in flight, which another
+/// call may take back once in turn, and put back in the queue when they
+/// fail and may land later, or when the call ends first (dropped, or its
+/// bound reached).
+async fn send_taken(
+    coord: &Arc<Coordinator>,
+    taken: Taken,
+    until: tokio::time::Instant,
+) {
+    let mut sending = Sending {
+        coord: coord.clone(),
+        batches: Vec::new(),
+    };
+    let deadline = batch_deadline(coord, coord.clock.now());
+    for (index, unlocks) in taken {
+        let mut queue = coord.unlock_retries[index].lock();
+        queue.next_drainer += 1;
+        let id = queue.next_drainer;
+        queue.take_batch(id, deadline, true, &unlocks);
+        drop(queue);
+        let unlocks = unlocks.into_iter().map(|p| (p, None)).collect();
+        sending.batches.push((index, id, unlocks));
+    }
+    let calls = sending.batches.iter().flat_map(|(index, _, unlocks)| {
+        coord.telemetry.release_retried(unlocks.len());
+        unlocks
+            .iter()
+            .map(move |(p, _)| unlock_call(coord, *index, &p.args, p.mode))
+    });
+    let Ok(results) = tokio::time::timeout_at(until, futures::future::join_all(calls)).await else {
+        return;
+    };
+    let mut results = results.into_iter();
+    for (_, _, unlocks) in &mut sending.batches {
+        for (_, outcome) in unlocks.iter_mut() {
+            *outcome = results.next();
+        }
+    }
+}
+
+/// What a `finish_releases` call sends itself (see [`send_taken`]): per
+/// queue, its batch's id and unlocks, each with its outcome once known.
+/// Dropped, it ends the batches, putting back in the queue every unlock
+/// that did not land and may land later.
+struct Sending {
+    coord: Arc<Coordinator>,
+    #[allow(clippy::type_complexity)]
+    batches: Vec<(usize, u64, Vec<(PendingUnlock, Option<Result<(), Error>>)>)>,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        for (index, id, unlocks) in self.batches.drain(..) {
+            let endpoint = || self.coord.lockers[index].endpoint();
+            let mut again = Vec::new();
+            for (pending, outcome) in unlocks {
+                match outcome {
+                    Some(Ok(())) => {}
+                    Some(Err(err)) if !unlock_may_land_later(&err) => {
+                        give_up_on(&self.coord, &pending, &err, &endpoint());
+                    }
+                    // Failed for now, or not known to have landed: sent
+                    // (or tried) once, retried within its window.
+                    _ => again.push(PendingUnlock {
+                        tried: true,
+                        ..pending
+                    }),
+                }
+            }
+            let mut queue = self.coord.unlock_retries[index].lock();
+            if !queue.finish_batch(id) {
+                queue.pending.extend(again);
+            }
+        }
+    }
+}
+
 /// Starts, on the current runtime, a drain task for every queue that holds
 /// unlocks, and returns how many unlocks they hold, queued or being sent. A queue whose drainer
 /// went with its runtime (the private one of an `unlock()` outside any
 /// runtime, say) is otherwise left until a later failure starts one. With
-/// `hurry` (the number of a `finish_releases` call), a release's unlocks on
-/// their way are sent again now rather than once overdue, once per call:
-/// the task sending them may sit on a runtime no longer driven, and the
-/// caller wants them done.
-pub(crate) fn drain_queued(coord: &Arc<Coordinator>, handle: &Handle, hurry: Option<u64>) -> usize {
+/// `hurry` (a `finish_releases` call's number, and where it collects
+/// them), a release's unlocks on their way with a drain task of another
+/// runtime, or with another call, are taken back, per queue, for the call
+/// to send now rather than once overdue, once per call: that task may sit
+/// on a runtime no longer driven, and the caller wants them done.
+pub(crate) fn drain_queued(
+    coord: &Arc<Coordinator>,
+    handle: &Handle,
+    mut hurry: Option<(u64, &mut Taken)>,
+) -> usize {
     let own = coord.own_runtime.started_id();
     let now = coord.clock.now();
     let mut queued = 0;
     for index in 0..coord.unlock_retries.len() {
         let mut queue = coord.unlock_retries[index].lock();
         // A batch overdue on a task that is no longer driven is sent here.
-        queue.reclaim_stale(now, hurry.map(|call| (handle.id(), call)));
+        let here = hurry.as_ref().map(|(call, _)| (handle.id(), *call));
+        let taken = queue.reclaim_stale(now, here);
+        queued += taken.len();
+        if let Some((_, hurried)) = hurry.as_mut().filter(|_| !taken.is_empty()) {
+            hurried.push((index, taken));
+        }
         queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
@@ -303,11 +422,13 @@ impl Drop for Draining {
             queue.pending.append(&mut self.batch);
         }
         queue.drainers.retain(|(_, id)| *id != self.id);
-        // Dropped unfinished with unlocks left: its runtime is shutting
-        // down (or dropped the task). The coordinator's own runtime takes
-        // them over, unless this was it, whatever drainers other runtimes
-        // have: those may be idle, and never run again.
-        if self.finished || queue.pending.is_empty() {
+        // Dropped unfinished with unlocks left, or another task's batch on
+        // its way (which this one would have sent once overdue): its
+        // runtime is shutting down (or dropped the task). The
+        // coordinator's own runtime takes them over, unless this was it,
+        // whatever drainers other runtimes have: those may be idle, and
+        // never run again.
+        if self.finished || (queue.pending.is_empty() && queue.in_flight.is_empty()) {
             return;
         }
         let Some(own) = self.coord.own_runtime.handle() else {
@@ -330,7 +451,7 @@ async fn drain(mut task: Draining) {
         let now = coord.clock.now();
         {
             let mut queue = coord.unlock_retries[index].lock();
-            queue.reclaim_stale(now, None);
+            let _none_taken = queue.reclaim_stale(now, None);
             // Another task's batch still on its way keeps this one going:
             // if that task stops being driven, this one sends the batch
             // once it is overdue.

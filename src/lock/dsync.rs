@@ -90,7 +90,9 @@ impl Dsync {
     /// margin after the loss, so that the holder can stop its work first;
     /// once its guard is dropped (or `unlock()` returned
     /// [`Error::LockLost`]), the holder has stopped, and they are freed at
-    /// once. So drop every guard, then call this.
+    /// once. So drop every guard, then call this: a lost lock whose guard
+    /// is still held is not waited for (its clean-up waits for the margin
+    /// or the guard, whichever comes first).
     ///
     /// A release whose task sits on a runtime that is no longer driven (a
     /// guard dropped as its `block_on` returned) is sent again from here,

@@ -373,14 +373,16 @@ pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fa
     // no longer driven (a guard dropped as its `block_on` returns), the
     // records are overdue once the watch would have sent the unlocks, and
     // any drain task or `finish_releases` sends them.
-    let recorded = owe_batch_until(
+    // The record ends with the watch, or as the last call settles, on
+    // whichever runtime that happens (`Acquisition::keep_watch_record`).
+    state.keep_watch_record(Box::new(owe_batch_until(
         state,
         in_flight.iter().copied(),
         batch_deadline(&coord, deadline),
         // Not before the watch would: a straggler's lock call may still be
         // on its way, and an unlock that overtakes it frees nothing.
         false,
-    );
+    )));
     let mut owed = StragglersOwed {
         state: state.clone(),
         in_flight: in_flight.to_vec(),
@@ -410,7 +412,7 @@ pub(crate) fn watch_stragglers(state: &Arc<Acquisition>, in_flight: &[usize], fa
             }
         }
         owed.settled();
-        drop(recorded);
+        drop(state.take_watch_record());
     });
 }
 

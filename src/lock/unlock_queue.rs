@@ -32,12 +32,13 @@ pub(crate) struct PendingUnlock {
     /// no longer driven) still gets its one try, whatever
     /// `Timeouts::release_retry` says.
     pub(crate) tried: bool,
-    /// The `Dsync::finish_releases` calls that took this unlock back from
-    /// a task sending it, to send it at once (see [`InFlight::hurry`]):
+    /// The running `Dsync::finish_releases` calls that took this unlock
+    /// back, each to send it itself at once (see [`InFlight::hurry`]):
     /// each call does so once, so that neither one call at each of its
-    /// looks nor two calls from each other send a slow locker the same
-    /// unlock again and again. The newest few are kept; a call forgotten
-    /// may take it once more (an unlock goes by uid: twice is harmless).
+    /// looks nor calls from each other send a slow locker the same unlock
+    /// again and again. A call ending takes its number off
+    /// ([`QueueState::forget_call`]), so this holds no more numbers than
+    /// calls are running.
     pub(crate) hurried: smallvec::SmallVec<[u64; 2]>,
 }
 
@@ -88,9 +89,9 @@ pub(crate) struct InFlight {
     /// By when the batch is sent, unless its task stopped being driven.
     pub(crate) until: Instant,
     /// Whether `Dsync::finish_releases` sends it again at once rather than
-    /// once overdue: a release's unlocks, or a drain task's batch of due
-    /// ones (sent twice, harmless: by uid), not a straggler's, whose lock
-    /// call may still be on its way.
+    /// once overdue: a release's unlocks, a drain task's batch of due ones
+    /// or what another `finish_releases` call sends (sent twice, harmless:
+    /// by uid), not a straggler's, whose lock call may still be on its way.
     pub(crate) hurry: bool,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
@@ -131,20 +132,18 @@ impl QueueState {
 
     /// Puts back in `pending` every batch not sent by its `until`: its
     /// drain task's runtime may no longer be driven, and any other drain
-    /// task may send it. Returns whether there was one.
-    /// With `hurry` (the runtime a `finish_releases` call runs on, and
-    /// the call's number), also every batch marked to be hurried that
-    /// holds an unlock this call has not taken back yet, but those a drain
-    /// task on that runtime sends (it is driven): its unlocks go back
-    /// marked as taken by this call. The task of a batch taken back may
+    /// task may send it. With `hurry` (the runtime a `finish_releases`
+    /// call runs on, and the call's number), also takes back every batch
+    /// marked to be hurried that holds an unlock this call has not taken
+    /// back yet, but those a drain task on that runtime sends (it is
+    /// driven), and returns their unlocks, marked as taken by this call,
+    /// for the call to send itself. The task of a batch taken back may
     /// still be sending it; it queues nothing of it again (`copied`).
     pub(crate) fn reclaim_stale(
         &mut self,
         now: Instant,
         hurry: Option<(tokio::runtime::Id, u64)>,
-    ) -> bool {
-        /// How many calls an unlock remembers having taken it back.
-        const REMEMBERED: usize = 8;
+    ) -> Vec<PendingUnlock> {
         let drainers = &self.drainers;
         let hurried = |batch: &InFlight| {
             hurry.is_some_and(|(here, call)| {
@@ -155,31 +154,36 @@ impl QueueState {
                         .any(|&(at, id)| at == here && id == batch.drainer)
             })
         };
-        let (stale, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.in_flight)
-            .into_iter()
-            .partition(|batch| batch.until <= now || hurried(batch));
-        self.in_flight = running;
-        let any = !stale.is_empty();
-        for batch in stale {
-            let taker = match hurry {
-                Some((_, call)) if batch.until > now => Some(call),
-                _ => None,
-            };
-            self.copied.push(batch.drainer);
-            self.pending
-                .extend(batch.unlocks.into_iter().map(|mut unlock| {
-                    if let Some(call) = taker {
-                        if !unlock.hurried.contains(&call) {
-                            if unlock.hurried.len() >= REMEMBERED {
-                                unlock.hurried.remove(0);
-                            }
-                            unlock.hurried.push(call);
-                        }
+        let mut taken = Vec::new();
+        let mut kept = Vec::new();
+        for batch in std::mem::take(&mut self.in_flight) {
+            if batch.until <= now {
+                self.copied.push(batch.drainer);
+                self.pending.extend(batch.unlocks);
+            } else if hurried(&batch) {
+                self.copied.push(batch.drainer);
+                let call = hurry.map(|(_, call)| call).unwrap_or_default();
+                taken.extend(batch.unlocks.into_iter().map(|mut unlock| {
+                    if !unlock.hurried.contains(&call) {
+                        unlock.hurried.push(call);
                     }
                     unlock
                 }));
+            } else {
+                kept.push(batch);
+            }
         }
-        any
+        self.in_flight = kept;
+        taken
+    }
+
+    /// The `finish_releases` call numbered `call` ended: its number goes
+    /// from every unlock here that it took back.
+    pub(crate) fn forget_call(&mut self, call: u64) {
+        let in_flight = self.in_flight.iter_mut().flat_map(|b| b.unlocks.iter_mut());
+        for unlock in self.pending.iter_mut().chain(in_flight) {
+            unlock.hurried.retain(|c| *c != call);
+        }
     }
 }
 

@@ -91,13 +91,14 @@ fn finish_releases_sends_at_once_its_own_copy_that_a_drain_task_took_on_a_runtim
     let seen = nodes[2].stats(CallKind::Unlock).seen;
     let finishing = common::runtime();
     let began = Instant::now();
-    let call = finishing.block_on(async {
+    let call = {
         let ds = ds.clone();
-        let call = tokio::spawn(async move { ds.finish_releases(Duration::from_secs(3)).await });
+        finishing.spawn(async move { ds.finish_releases(Duration::from_secs(3)).await })
+    };
+    finishing.block_on(async {
         for _ in 0..4 {
             tokio::task::yield_now().await;
         }
-        call
     });
     // `other`'s drain task takes locker 2's copy and sends it.
     let started = Instant::now();
