@@ -152,8 +152,15 @@ async fn slowest_probe_while<T>(
 impl Drop for TwoThreads {
     fn drop(&mut self) {
         drop(self.stop.take());
+        // Shut down, and waited for, on a thread of its own (a runtime
+        // cannot be dropped in an async context): its tasks, and the
+        // tables they keep alive, are gone before the next scene starts,
+        // instead of being dropped while that scene is timed.
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
+            let shut = std::thread::spawn(move || {
+                runtime.shutdown_timeout(std::time::Duration::from_secs(30));
+            });
+            let _ = shut.join();
         }
     }
 }
