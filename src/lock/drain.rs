@@ -215,11 +215,7 @@ impl Drop for Call<'_> {
 /// call may take back once in turn, and put back in the queue when they
 /// fail and may land later, or when the call ends first (dropped, or its
 /// bound reached).
-async fn send_taken(
-    coord: &Arc<Coordinator>,
-    taken: Taken,
-    until: tokio::time::Instant,
-) {
+async fn send_taken(coord: &Arc<Coordinator>, taken: Taken, until: tokio::time::Instant) {
     let mut sending = Sending {
         coord: coord.clone(),
         batches: Vec::new(),
