@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use super::shards::Busy;
 use super::LocalLocker;
 use crate::LockInfo;
 
@@ -116,7 +117,7 @@ impl LocalLocker {
         let now = self.clock.now();
         let mut freed = Vec::new();
         self.shards
-            .expire_all(now, self.config.validity, &mut freed);
+            .expire_all(now, self.config.validity, &mut freed, Busy::Wait);
         self.promote(freed, now);
         self.shards.for_each(|resource, holders| {
             for e in holders.entries() {

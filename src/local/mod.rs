@@ -37,7 +37,7 @@ use ended::Ended;
 use released::Released;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
-use shards::{ShardSet, Shards};
+use shards::{Busy, ShardSet, Shards};
 use table::{admits, Name, Notice};
 #[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
@@ -298,7 +298,7 @@ impl LocalLocker {
         let mut freed = Vec::new();
         let expired = self
             .shards
-            .expire_all(now, self.config.validity, &mut freed);
+            .expire_all(now, self.config.validity, &mut freed, Busy::Wait);
         if expired > 0 {
             tracing::debug!(locker = %self.endpoint, expired, "expired lock entries on time");
         }
@@ -406,9 +406,9 @@ impl LocalLocker {
             .is_ok()
         {
             let mut freed = Vec::new();
-            let expired = self
-                .shards
-                .sweep_free(now, self.config.validity, &mut freed);
+            let expired =
+                self.shards
+                    .expire_all(now, self.config.validity, &mut freed, Busy::PassOver);
             if expired > 0 {
                 tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
             }

@@ -158,47 +158,44 @@ impl Shards {
     }
 
     /// Expires old entries and places in every shard, one shard at a time,
-    /// and notes the names somebody waits for.
-    /// Drops the entries due and the places lapsed in every shard that no
-    /// call holds now, and returns how many entries went. A shard another
-    /// call holds is passed over without waiting: that call drops its due
-    /// entries itself (every call expires each shard it locks, before it
-    /// acts), and its lapsed places, which nothing counts as live, go at a
-    /// later sweep. Waiting for each of the shards in turn made the call
-    /// that ran the sweep wait behind every call holding many shards.
-    pub(super) fn sweep_free(
+    /// notes the names somebody waits for, and returns how many entries
+    /// went. With `busy` [`Busy::PassOver`], a shard another call holds is
+    /// passed over without waiting (see [`Busy`]).
+    pub(super) fn expire_all(
         &self,
         now: Instant,
         validity: Duration,
         freed: &mut Vec<Name>,
+        busy: Busy,
     ) -> usize {
         self.shards
             .iter()
             .filter_map(|shard| {
-                let mut shard = match shard.try_lock() {
-                    Ok(shard) => shard,
-                    Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                    Err(TryLockError::WouldBlock) => return None,
+                let mut shard = match busy {
+                    Busy::Wait => lock(shard),
+                    Busy::PassOver => match shard.try_lock() {
+                        Ok(shard) => shard,
+                        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                        Err(TryLockError::WouldBlock) => return None,
+                    },
                 };
                 shard.expire_places(now, freed);
                 Some(shard.expire(now, validity, freed))
             })
             .sum()
     }
+}
 
-    pub(super) fn expire_all(
-        &self,
-        now: Instant,
-        validity: Duration,
-        freed: &mut Vec<Name>,
-    ) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| {
-                let mut shard = lock(shard);
-                shard.expire_places(now, freed);
-                shard.expire(now, validity, freed)
-            })
-            .sum()
-    }
+/// What [`Shards::expire_all`] does with a shard another call holds.
+#[derive(Clone, Copy)]
+pub(super) enum Busy {
+    /// Waits for it: a listing must see every shard expired.
+    Wait,
+    /// Passes over it, as the periodic sweep does: that call drops the
+    /// shard's due entries itself (every call expires each shard it locks,
+    /// before it acts), and its lapsed places, which nothing counts as
+    /// live, go at a later sweep. A sweep that waited for each shard in
+    /// turn made the call that ran it wait behind every call holding many
+    /// shards.
+    PassOver,
 }
