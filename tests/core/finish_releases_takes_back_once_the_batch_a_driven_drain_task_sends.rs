@@ -139,3 +139,72 @@ fn finish_releases_returns_once_a_slow_locker_took_the_unlock_a_driven_drain_tas
     );
     drop(rt);
 }
+
+/// Reproduces a past break: two `finish_releases` calls running at once on two runtimes take the same owed unlock back from each other at every look (each passes over only its own copies), so the `Dsync`'s own drain task sends it again and again to a locker that took it at once, and both calls fail with `ReleasesPending`.
+///
+/// A `Dsync` is shared by clones across runtimes ("this client (and its
+/// clones)"), so two threads each winding down their own runtime may each
+/// call it. Here the `Dsync`'s own (driven) drain task retries one unlock
+/// at locker 2, which then answers every call 200 ms late; two calls on
+/// two other runtimes wait for it.
+#[test]
+fn two_finish_releases_calls_on_two_runtimes_do_not_take_an_unlock_back_from_each_other() {
+    calls_at_once_end_once_the_unlock_landed(2, 5301, 4);
+}
+
+/// Reproduces a past break: nine `finish_releases` calls at once on nine runtimes (one more than the eight calls an owed unlock remembered having taken it back) took the same unlock back from each other for as long as they waited, and every one failed with `ReleasesPending` though the locker took the unlock at once; with eight calls or fewer they all returned `Ok`.
+///
+/// Each thread of a thread-per-core service winding down its own runtime
+/// may call it. An unlock now remembers every running call that took it
+/// back (a call forgets itself as it ends), and a call sends what it took
+/// back itself.
+#[test]
+fn nine_finish_releases_calls_on_nine_runtimes_end_once_the_unlock_they_wait_for_landed() {
+    calls_at_once_end_once_the_unlock_landed(9, 5309, 11);
+}
+
+/// Locker 2, whose unlock the `Dsync`'s own drain task retries, answers
+/// again, each call 200 ms late (within the 300 ms unlock timeout);
+/// `calls` threads each call `finish_releases(3 s)` on a runtime of their
+/// own at once. Every call must return `Ok`, and locker 2 be sent the
+/// unlock at most `most_sends` times meanwhile.
+fn calls_at_once_end_once_the_unlock_landed(calls: usize, seed: u64, most_sends: u64) {
+    let (cluster, ds) = cluster_and_client(seed);
+    let nodes = cluster.nodes();
+    let (rt, uid) = a_retry_on_the_dsyncs_own_runtime(&cluster, &ds);
+    nodes[2].set_latency(Latency::Fixed(Duration::from_millis(200)));
+    nodes[2].set_hang(false);
+    let before = nodes[2].stats(CallKind::Unlock).seen;
+    let began = Instant::now();
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = (0..calls)
+            .map(|_| {
+                let ds = ds.clone();
+                scope.spawn(move || {
+                    common::runtime().block_on(ds.finish_releases(Duration::from_secs(3)))
+                })
+            })
+            .collect();
+        running
+            .into_iter()
+            .map(|call| call.join().expect("no panic"))
+            .collect()
+    });
+    let took = began.elapsed();
+    let sent = nodes[2].stats(CallKind::Unlock).seen - before;
+    let held = common::holds(&cluster.lockers()[2], &uid);
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    eprintln!(
+        "{calls} finish_releases(3 s): {failed} failed ({results:?}) after {took:?}; locker 2 was \
+         sent {sent} unlocks meanwhile and holds the uid: {held}"
+    );
+    assert!(!held, "control: locker 2 took the unlock");
+    assert!(
+        failed == 0 && sent <= most_sends,
+        "locker 2 answers every unlock 200 ms late and took the one it was owed, yet of \
+         {calls} finish_releases(3 s) calls on {calls} runtimes {failed} returned \
+         ReleasesPending after {took:?}, and locker 2 was sent the same unlock {sent} times \
+         meanwhile: the calls take it back from each other again and again"
+    );
+    drop(rt);
+}
