@@ -25,9 +25,12 @@ impl LocalLocker {
                 let now = self.clock.now();
                 self.note_ended(&args.uid, forced, now);
                 let mut freed = Vec::new();
-                let removed = self
-                    .shards
-                    .any_shard(|shard| shard.release_everywhere(&args.uid, &mut freed));
+                // Each shard's due entries go first, as in every call: an
+                // entry that expired is not there to be forced open.
+                let removed = self.shards.any_shard(|shard| {
+                    shard.expire(now, self.config.validity, &mut freed);
+                    shard.release_everywhere(&args.uid, &mut freed)
+                });
                 self.promote(freed, self.clock.now());
                 if removed && self.boards.in_use() {
                     self.revalidate_boards(None, self.clock.now(), false);
@@ -39,7 +42,13 @@ impl LocalLocker {
                 args.validate_resources()?;
                 let now = self.clock.now();
                 let mut freed = Vec::new();
+                // The due entries go first, as in every call (see
+                // `with_shards`): one that expired is not forced open, nor
+                // its uid noted as forced.
+                self.shards
+                    .expire_each(&args.resources, now, self.config.validity, &mut freed);
                 let removed = self.shards.with(&args.resources, |set| {
+                    set.expire(now, self.config.validity, &mut freed);
                     let (mut removed, mut cleared) = (false, Vec::new());
                     for pos in 0..args.resources.len() {
                         removed |= set.shard(pos).clear(
