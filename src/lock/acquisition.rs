@@ -655,17 +655,21 @@ impl Acquisition {
     /// A call counted by [`call_sent`](Self::call_sent) settled: its answer
     /// is recorded (or it was dropped, see [`call_dropped`](Self::call_dropped)).
     pub(crate) fn call_settled(&self, index: usize) {
-        let none_out = {
-            let mut slots = self.slots();
-            if let Some(slot) = slots.slots.get_mut(index) {
-                slot.calls_out = slot.calls_out.saturating_sub(1);
-            }
-            slots.slots.iter().all(|slot| slot.calls_out == 0)
-        };
-        if none_out {
+        if let Some(slot) = self.slots().slots.get_mut(index) {
+            slot.calls_out = slot.calls_out.saturating_sub(1);
+        }
+        self.end_watch_record_if_settled();
+        self.calls_settled.notify_waiters();
+    }
+
+    /// Ends the straggler watch's record (see `watch_record`) once no lock
+    /// or wait call is out: called after a call settled, or after a call
+    /// dropped in flight queued the unlock it owes (never before: the
+    /// record stands for that unlock until it is queued).
+    pub(crate) fn end_watch_record_if_settled(&self) {
+        if self.slots().slots.iter().all(|slot| slot.calls_out == 0) {
             drop(self.take_watch_record());
         }
-        self.calls_settled.notify_waiters();
     }
 
     /// Keeps `record` until every lock or wait call settled (see
@@ -675,9 +679,7 @@ impl Acquisition {
             .watch_record
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(record);
-        if self.slots().slots.iter().all(|slot| slot.calls_out == 0) {
-            drop(self.take_watch_record());
-        }
+        self.end_watch_record_if_settled();
     }
 
     /// The straggler watch's record, taken to end it.

@@ -277,8 +277,20 @@ impl Drop for Sending {
                 }
             }
             let mut queue = self.coord.unlock_retries[index].lock();
-            if !queue.finish_batch(id) {
-                queue.pending.extend(again);
+            let copied = queue.finish_batch(id);
+            again.retain(|p| copied.keeps(p));
+            if again.is_empty() {
+                continue;
+            }
+            queue.pending.extend(again);
+            // A drain task sends them from here (this call may be dropped
+            // for good, or at its bound).
+            match Handle::try_current()
+                .ok()
+                .or_else(|| self.coord.own_runtime.handle())
+            {
+                Some(handle) => start_drainer(&self.coord, index, queue, &handle),
+                None => drop(queue),
             }
         }
     }
@@ -392,7 +404,7 @@ impl Drop for OwedBatch {
     fn drop(&mut self) {
         for &(index, id) in &self.ids {
             // What failed of it is queued by its release (`release_one`).
-            let _copied = self.coord.unlock_retries[index].lock().finish_batch(id);
+            let _released_by_its_release = self.coord.unlock_retries[index].lock().finish_batch(id);
         }
     }
 }
@@ -414,9 +426,9 @@ struct Draining {
 impl Drop for Draining {
     fn drop(&mut self) {
         let mut queue = self.coord.unlock_retries[self.index].lock();
-        if !queue.finish_batch(self.id) {
-            queue.pending.append(&mut self.batch);
-        }
+        let copied = queue.finish_batch(self.id);
+        self.batch.retain(|p| copied.keeps(p));
+        queue.pending.append(&mut self.batch);
         queue.drainers.retain(|(_, id)| *id != self.id);
         // Dropped unfinished with unlocks left, or another task's batch on
         // its way (which this one would have sent once overdue): its
@@ -537,9 +549,10 @@ async fn drain(mut task: Draining) {
             attempt.saturating_add(1)
         };
         let mut queue = coord.unlock_retries[index].lock();
-        if !queue.finish_batch(task.id) {
-            queue.pending.extend(failed);
-        }
+        let copied = queue.finish_batch(task.id);
+        queue
+            .pending
+            .extend(failed.into_iter().filter(|p| copied.keeps(p)));
         task.batch.clear();
     }
 }

@@ -146,6 +146,11 @@ impl Drop for Owed {
             };
             queue_unlock(coord, self.index, pending, Handle::try_current().ok());
         }
+        if self.armed && self.call {
+            // Queued, if it was owed: a straggler watch's record need not
+            // stand for it any more.
+            self.state.end_watch_record_if_settled();
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 //! lock's clean-up is not sent before its holder let go or its margin
 //! passed (`PendingUnlock::is_due`).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
@@ -74,12 +74,14 @@ pub(crate) struct QueueState {
     /// `pending`, what `Dsync::finish_releases` waits for (a drain task
     /// with nothing to send, on an idle runtime, holds nothing up).
     pub(crate) in_flight: Vec<InFlight>,
-    /// Batches taken back from their tasks (overdue, or hurried) while
-    /// those may still be sending them: the copies in `pending` stand for
-    /// them, so such a task, when it ends, queues nothing again (else a
-    /// task that goes on sending, driven, would have every failure of its
-    /// batch queued twice, and again at each look).
-    pub(crate) copied: Vec<u64>,
+    /// Unlocks taken back from the batches of their tasks (overdue, or
+    /// hurried), by the task's id and the unlock's uid, while those tasks
+    /// may still be sending them: the copies stand for them, so such a
+    /// task, when it ends, queues none of them again (else a task that goes
+    /// on sending, driven, would have every failure of its batch queued
+    /// twice, and again at each look). By uid: an unlock goes by uid, so
+    /// two of one uid to one locker do what one does.
+    pub(crate) copied: Vec<(u64, Arc<str>)>,
 }
 
 /// A copy of the batch one drain task is sending.
@@ -95,8 +97,11 @@ pub(crate) struct InFlight {
     pub(crate) hurry: bool,
     /// One unlock inline: a release's record names one per locker, and
     /// recording it costs no allocation.
-    pub(crate) unlocks: smallvec::SmallVec<[PendingUnlock; 1]>,
+    pub(crate) unlocks: Unlocks,
 }
+
+/// A batch's unlocks: see [`InFlight::unlocks`].
+pub(crate) type Unlocks = smallvec::SmallVec<[PendingUnlock; 1]>;
 
 impl QueueState {
     /// Unlocks being sent.
@@ -121,13 +126,20 @@ impl QueueState {
     }
 
     /// Drain task `drainer` is done with its batch (sent, given up, or put
-    /// back in `pending`). Returns whether the batch was taken back from
-    /// it meanwhile: its copies are queued, and what failed of it must not
-    /// be queued again.
-    pub(crate) fn finish_batch(&mut self, drainer: u64) -> bool {
+    /// back in `pending`). Returns the uids of its unlocks taken back from
+    /// it meanwhile: their copies are queued, and what failed of them must
+    /// not be queued again (see [`Copied::keeps`]).
+    pub(crate) fn finish_batch(&mut self, drainer: u64) -> Copied {
         self.in_flight.retain(|batch| batch.drainer != drainer);
-        let copied = self.copied.iter().position(|&id| id == drainer);
-        copied.map(|at| self.copied.swap_remove(at)).is_some()
+        let mut uids = Vec::new();
+        self.copied.retain(|(id, uid)| {
+            let ours = *id == drainer;
+            if ours {
+                uids.push(uid.clone());
+            }
+            !ours
+        });
+        Copied(uids)
     }
 
     /// Puts back in `pending` every batch not sent by its `until`: its
@@ -156,19 +168,30 @@ impl QueueState {
         };
         let mut taken = Vec::new();
         let mut kept = Vec::new();
-        for batch in std::mem::take(&mut self.in_flight) {
+        for mut batch in std::mem::take(&mut self.in_flight) {
             if batch.until <= now {
-                self.copied.push(batch.drainer);
+                let drainer = batch.drainer;
+                self.copied
+                    .extend(batch.unlocks.iter().map(|u| (drainer, u.args.uid.clone())));
                 self.pending.extend(batch.unlocks);
             } else if hurried(&batch) {
-                self.copied.push(batch.drainer);
+                // Only the unlocks this call has not taken yet: those it
+                // took before stay with the batch's task, which may send
+                // them (once per call, even beside newer unlocks).
                 let call = hurry.map(|(_, call)| call).unwrap_or_default();
-                taken.extend(batch.unlocks.into_iter().map(|mut unlock| {
-                    if !unlock.hurried.contains(&call) {
-                        unlock.hurried.push(call);
-                    }
-                    unlock
-                }));
+                let (mut mine, rest): (Unlocks, Unlocks) = batch
+                    .unlocks
+                    .into_iter()
+                    .partition(|u| !u.hurried.contains(&call));
+                for unlock in &mut mine {
+                    unlock.hurried.push(call);
+                    self.copied.push((batch.drainer, unlock.args.uid.clone()));
+                }
+                taken.extend(mine);
+                batch.unlocks = rest;
+                if !batch.unlocks.is_empty() {
+                    kept.push(batch);
+                }
             } else {
                 kept.push(batch);
             }
@@ -184,6 +207,19 @@ impl QueueState {
         for unlock in self.pending.iter_mut().chain(in_flight) {
             unlock.hurried.retain(|c| *c != call);
         }
+    }
+}
+
+/// The uids of a batch's unlocks that were taken back from its task: see
+/// [`QueueState::finish_batch`].
+#[must_use]
+pub(crate) struct Copied(Vec<Arc<str>>);
+
+impl Copied {
+    /// Whether `unlock`, which failed in its task, is to be queued again:
+    /// not when a copy of it was taken back and queued.
+    pub(crate) fn keeps(&self, unlock: &PendingUnlock) -> bool {
+        !self.0.contains(&unlock.args.uid)
     }
 }
 
