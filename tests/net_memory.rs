@@ -148,8 +148,10 @@ const TABLE: usize = 24 * MIB;
 /// A table that short single-name locks fill to about 29,000 entries, 454
 /// a shard: just past the point where the shards' maps double (from 448
 /// to 449 names in 512 slots), where a name costs the most while they
-/// grow.
-const TABLE_PAST_DOUBLING: usize = 40 * MIB;
+/// grow. It follows the table's charge per name (`NAME_OVERHEAD`): 40 MiB
+/// until the readers' index and the expiry nodes' uids added about 100
+/// bytes to it, which left the shards at 404 names, short of the doubling.
+const TABLE_PAST_DOUBLING: usize = 45 * MIB;
 
 /// The server's limits, scaled down: one connection may fill the table.
 fn config(table: usize) -> ServerConfig {
@@ -448,7 +450,13 @@ fn short_single_name_locks_stay_within_the_budget() {
             (n, c)
         },
     );
-    assert!(granted > 1000);
+    // 64 shards, each past 448 names (see `TABLE_PAST_DOUBLING`): the
+    // phase measures the maps where they cost the most.
+    assert!(
+        granted >= 64 * 449,
+        "control: {granted} locks leave the shards short of their maps' doubling; \
+         raise TABLE_PAST_DOUBLING"
+    );
     assert_within("short single-name locks", &m);
 }
 
