@@ -1,0 +1,85 @@
+//! Reproduces a past break: a `finish_releases` call whose own sends of the unlocks it took back all land at its bound reports `ReleasesPending` for them, counted before they were sent.
+//!
+//! `Dsync::finish_releases` (rustdoc): "Fails with
+//! [`Error::ReleasesPending`] when releases are still running at the
+//! bound"; docs/guarantees.md, "Any runtime": a release on a runtime no
+//! longer driven is taken back and sent by `finish_releases` itself.
+//!
+//! The scene, on tokio's paused clock: guard "a" is dropped on runtime
+//! `r1`, which is not driven again, so its release is a batch on its way.
+//! Locker 0 takes unlocks at once but replies 1 s late (the unlock timeout
+//! is 5 s). `finish_releases(1 s)` takes the batch back and sends it: the
+//! three unlocks land, the last reply arriving at the call's bound; nothing
+//! is owed or running any more, yet the call fails.
+#![cfg(feature = "testing")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common::hooked::{Call, Hooked};
+use crate::common::{self};
+use quorum_lock::{Error, NetLocker};
+
+const SEED: u64 = 7402;
+
+#[test]
+fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
+    eprintln!("seed {SEED}");
+    let nodes = common::nodes(3);
+    let slow = Arc::new(AtomicBool::new(false));
+    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
+    {
+        let slow = slow.clone();
+        lockers[0] = Hooked::new(nodes[0].clone())
+            .replying_late(move |call, _| {
+                (call == Call::Unlock && slow.load(Ordering::SeqCst))
+                    .then_some(Duration::from_secs(1))
+            })
+            .shared();
+    }
+    let ds = common::client(lockers, SEED);
+
+    let r1 = common::runtime();
+    let a = r1.block_on(common::try_lock(&ds, "a"));
+    let uid = a.uid().to_owned();
+    slow.store(true, Ordering::SeqCst);
+    {
+        // Dropped on r1, which is not driven again: its release task never runs.
+        let _on_r1 = r1.enter();
+        drop(a);
+    }
+
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    let (finished, took, left, again) = paused.block_on(async {
+        let start = tokio::time::Instant::now();
+        let finished = ds.finish_releases(Duration::from_secs(1)).await;
+        let took = start.elapsed();
+        let left = common::holding(&nodes, &uid);
+        let again = ds.finish_releases(Duration::ZERO).await;
+        (finished, took, left, again)
+    });
+    eprintln!(
+        "finish_releases(1 s): {finished:?} after {took:?}; lockers holding a then {left:?}; a \
+         finish_releases(0) right after: {again:?}"
+    );
+    assert_eq!(
+        left,
+        [false, false, false],
+        "control: every unlock landed by the bound"
+    );
+    assert!(
+        again.is_ok(),
+        "control: nothing is owed or running right after"
+    );
+    assert!(
+        !matches!(finished, Err(Error::ReleasesPending { .. })),
+        "every unlock it sent landed by its bound and nothing else was owed, yet \
+         finish_releases(1 s) gave {finished:?}"
+    );
+    drop(r1);
+}
