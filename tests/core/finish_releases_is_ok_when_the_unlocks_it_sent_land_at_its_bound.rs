@@ -83,3 +83,51 @@ fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
     );
     drop(r1);
 }
+
+/// The same with no time at all: `finish_releases(0)` takes back the
+/// release of a guard dropped on a runtime no longer driven and sends it to
+/// three lockers that answer at once; all three unlocks land within the
+/// call, which still reports them pending.
+#[test]
+fn finish_releases_with_a_zero_bound_is_ok_when_the_unlocks_it_sent_landed_at_once() {
+    eprintln!("seed {SEED}");
+    let nodes = common::nodes(3);
+    let ds = common::client(common::as_lockers(&nodes), SEED);
+    let r1 = common::runtime();
+    let a = r1.block_on(common::try_lock(&ds, "a"));
+    let uid = a.uid().to_owned();
+    {
+        // Dropped on r1, which is not driven again: its release task never runs.
+        let _on_r1 = r1.enter();
+        drop(a);
+    }
+    let before = common::holding(&nodes, &uid);
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    let (finished, left) = paused.block_on(async {
+        let finished = ds.finish_releases(Duration::ZERO).await;
+        (finished, common::holding(&nodes, &uid))
+    });
+    eprintln!(
+        "lockers holding a before {before:?}; finish_releases(0): {finished:?}; then {left:?}"
+    );
+    assert_eq!(
+        before,
+        [true, true, true],
+        "control: the release had not run"
+    );
+    assert_eq!(
+        left,
+        [false, false, false],
+        "control: the call sent the unlocks and every one landed"
+    );
+    assert!(
+        finished.is_ok(),
+        "every unlock it sent landed within the call and nothing else was owed, yet \
+         finish_releases(0) gave {finished:?}"
+    );
+    drop(r1);
+}
