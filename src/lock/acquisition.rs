@@ -583,7 +583,12 @@ impl Acquisition {
     /// sent now: the acquisition is released. Otherwise it is held (a won
     /// round's straggler, a re-check of a won wait) and the locker may
     /// hold what the lock counts on: the release plan will target it.
-    /// `counted`: a lock or wait call counted by [`call_sent`](Self::call_sent).
+    /// `counted`: a lock or wait call counted by [`call_sent`](Self::call_sent),
+    /// which stops counting here when the lock is held; when it is released,
+    /// the caller queues the unlock first and then calls
+    /// [`dropped_call_queued`](Self::dropped_call_queued), so that the call
+    /// is counted out until its unlock is queued (a straggler watch's
+    /// record stands for it until then).
     pub(crate) fn call_dropped(&self, index: usize, counted: bool) -> bool {
         let mut slots = self.slots();
         let released = slots.released;
@@ -592,15 +597,23 @@ impl Acquisition {
                 slot.answer = Some(Answer::Failed);
             }
             if counted {
-                slot.calls_out = slot.calls_out.saturating_sub(1);
                 slot.failed_sent = true;
+                if !released {
+                    slot.calls_out = slot.calls_out.saturating_sub(1);
+                }
             }
         }
         drop(slots);
-        if counted {
+        if counted && !released {
             self.calls_settled.notify_waiters();
         }
         released
+    }
+
+    /// The unlock a counted call dropped after the release owes is queued:
+    /// the call is no longer out (see [`call_dropped`](Self::call_dropped)).
+    pub(crate) fn dropped_call_queued(&self, index: usize) {
+        self.call_settled(index);
     }
 
     /// The lock was declared lost at a moment whose safety margin ends at

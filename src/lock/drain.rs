@@ -141,6 +141,7 @@ pub(crate) async fn finish(
         coord,
         number: CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
     };
+    let mut first_look = true;
     loop {
         // Unlocks queued with no drain task here get one. What is waited
         // for is unlocks queued or being sent, and the other releases: a
@@ -148,14 +149,18 @@ pub(crate) async fn finish(
         // holds nothing up.
         // Queued and being sent, counted together under each queue's lock:
         // a drain task moves a failed batch from one to the other under it.
+        // Unlocks on their way elsewhere are taken back at the first look
+        // (so that a zero bound still sends them) and at each look before
+        // the bound, then sent from here, where they are driven; the look
+        // after that counts what is left.
         let mut taken = Vec::new();
-        let queued = drain_queued(coord, handle, Some((call.number, &mut taken)));
+        let hurry = (first_look || tokio::time::Instant::now() < until)
+            .then_some((call.number, &mut taken));
+        first_look = false;
+        let queued = drain_queued(coord, handle, hurry);
         if !taken.is_empty() {
-            // Sent from here, where they are driven; then look again.
             send_taken(coord, taken, until).await;
-            if tokio::time::Instant::now() < until {
-                continue;
-            }
+            continue;
         }
         let running = outstanding.count();
         let pending = queued + running;
@@ -190,8 +195,10 @@ pub(crate) fn kick_queued(coord: &Arc<Coordinator>) {
     }
 }
 
-/// Unlocks a `finish_releases` call took back, per queue.
-type Taken = Vec<(usize, Vec<PendingUnlock>)>;
+/// Unlocks a `finish_releases` call took back, per queue, with the id of
+/// the batch they are recorded in (in flight, from the moment they are
+/// taken: see [`drain_queued`]).
+type Taken = Vec<(usize, u64, Vec<PendingUnlock>)>;
 
 /// A running `finish_releases` call, by its number: ended (or dropped), it
 /// takes its number off the unlocks it took back.
@@ -218,18 +225,13 @@ impl Drop for Call<'_> {
 async fn send_taken(coord: &Arc<Coordinator>, taken: Taken, until: tokio::time::Instant) {
     let mut sending = Sending {
         coord: coord.clone(),
-        batches: Vec::new(),
+        batches: taken
+            .into_iter()
+            .map(|(index, id, unlocks)| {
+                (index, id, unlocks.into_iter().map(|p| (p, None)).collect())
+            })
+            .collect(),
     };
-    let deadline = batch_deadline(coord, coord.clock.now());
-    for (index, unlocks) in taken {
-        let mut queue = coord.unlock_retries[index].lock();
-        queue.next_drainer += 1;
-        let id = queue.next_drainer;
-        queue.take_batch(id, deadline, true, &unlocks);
-        drop(queue);
-        let unlocks = unlocks.into_iter().map(|p| (p, None)).collect();
-        sending.batches.push((index, id, unlocks));
-    }
     let calls = sending.batches.iter().flat_map(|(index, _, unlocks)| {
         coord.telemetry.release_retried(unlocks.len());
         unlocks
@@ -284,7 +286,12 @@ impl Drop for Sending {
             }
             queue.pending.extend(again);
             // A drain task sends them from here (this call may be dropped
-            // for good, or at its bound).
+            // for good, or at its bound): this runtime's, unless the
+            // `Dsync`'s own drains the queue (see `drain_queued`).
+            let own = self.coord.own_runtime.started_id();
+            if own.is_some_and(|own| queue.drainers.iter().any(|(r, _)| *r == own)) {
+                continue;
+            }
             match Handle::try_current()
                 .ok()
                 .or_else(|| self.coord.own_runtime.handle())
@@ -318,15 +325,22 @@ pub(crate) fn drain_queued(
         // A batch overdue on a task that is no longer driven is sent here.
         let here = hurry.as_ref().map(|(call, _)| (handle.id(), *call));
         let taken = queue.reclaim_stale(now, here);
-        queued += taken.len();
         if let Some((_, hurried)) = hurry.as_mut().filter(|_| !taken.is_empty()) {
-            hurried.push((index, taken));
+            // Recorded as the call's batch in flight under the same lock
+            // that took them, so that no look of another call finds them
+            // nowhere.
+            queue.next_drainer += 1;
+            let id = queue.next_drainer;
+            queue.take_batch(id, batch_deadline(coord, now), true, &taken);
+            hurried.push((index, id, taken));
         }
         queued += queue.sending();
         if queue.pending.is_empty() {
             continue;
         }
-        queued += queue.pending.len();
+        // A lost lock's clean-up held back for a holder that still holds
+        // its guard is a lock still held, not a release to wait for.
+        queued += queue.pending.iter().filter(|p| p.is_due(now)).count();
         // A queue the coordinator's own runtime drains (one a runtime
         // handed over as it shut down) stays with it: that runtime is
         // always driven, and judges the unlocks on the clock they were

@@ -129,7 +129,8 @@ impl Drop for Owed {
         // Only once the acquisition is released: a call of a lock that is
         // held (a won round's straggler, a won wait's re-check) may renew
         // what the lock counts on, and its release will target it.
-        if self.armed && self.state.call_dropped(self.index, self.call) {
+        let released = self.armed && self.state.call_dropped(self.index, self.call);
+        if released {
             // Drained on the current runtime, on its clock (a test's paused
             // one too); one shutting down hands its queue to the
             // coordinator's own runtime (see `Draining`'s drop).
@@ -145,11 +146,11 @@ impl Drop for Owed {
                 hurried: Default::default(),
             };
             queue_unlock(coord, self.index, pending, Handle::try_current().ok());
-        }
-        if self.armed && self.call {
-            // Queued, if it was owed: a straggler watch's record need not
-            // stand for it any more.
-            self.state.end_watch_record_if_settled();
+            if self.call {
+                // Queued: the call is out no more, and a straggler watch's
+                // record need not stand for it.
+                self.state.dropped_call_queued(self.index);
+            }
         }
     }
 }
