@@ -264,9 +264,10 @@ impl Drop for Sending {
         for (index, id, unlocks) in self.batches.drain(..) {
             let endpoint = || self.coord.lockers[index].endpoint();
             let mut again = Vec::new();
+            let mut landed = Vec::new();
             for (pending, outcome) in unlocks {
                 match outcome {
-                    Some(Ok(())) => {}
+                    Some(Ok(())) => landed.push(pending.args.uid),
                     Some(Err(err)) if !unlock_may_land_later(&err) => {
                         give_up_on(&self.coord, &pending, &err, &endpoint());
                     }
@@ -280,6 +281,9 @@ impl Drop for Sending {
             }
             let mut queue = self.coord.unlock_retries[index].lock();
             let copied = queue.finish_batch(id);
+            // Copies of them elsewhere (another call's, which may never run
+            // again) hold nothing up any more.
+            queue.landed(&landed);
             again.retain(|p| copied.keeps(p));
             if again.is_empty() {
                 continue;

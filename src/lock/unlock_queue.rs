@@ -200,6 +200,32 @@ impl QueueState {
         taken
     }
 
+    /// The unlocks of `uids` landed (sent by a `finish_releases` call): an
+    /// unlock goes by uid, so their copies queued or on their way with
+    /// other tasks or calls (but a straggler watch's) are moot. Those go,
+    /// noted as taken back from their tasks (which then queue none of them
+    /// again).
+    pub(crate) fn landed(&mut self, uids: &[Arc<str>]) {
+        if uids.is_empty() {
+            return;
+        }
+        self.pending.retain(|p| !uids.contains(&p.args.uid));
+        // Not a straggler watch's record: it stands for a lock call that may
+        // still grant after this unlock landed.
+        for batch in self.in_flight.iter_mut().filter(|batch| batch.hurry) {
+            let drainer = batch.drainer;
+            let copied = &mut self.copied;
+            batch.unlocks.retain(|u| {
+                let moot = uids.contains(&u.args.uid);
+                if moot {
+                    copied.push((drainer, u.args.uid.clone()));
+                }
+                !moot
+            });
+        }
+        self.in_flight.retain(|batch| !batch.unlocks.is_empty());
+    }
+
     /// The `finish_releases` call numbered `call` ended: its number goes
     /// from every unlock here that it took back.
     pub(crate) fn forget_call(&mut self, call: u64) {

@@ -19,7 +19,6 @@
 //! held and the margin not passed, waits its 500 ms and fails.
 #![cfg(feature = "testing")]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorum_lock::testing::TestCluster;
