@@ -155,8 +155,14 @@ async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_
         kept, places,
         "control: the newer connections keep every place"
     );
+    // 3 s, not the other scenes' 2: closing the three connections still
+    // ends 2,700 places of 1,000 names each (2.7 million line updates),
+    // work in proportion to what they held, done on the closing tasks'
+    // threads without a turn for others: 0.7 to 1.0 s on this scene's
+    // debug build on a quiet machine, 2.2 s beside another build. The
+    // break it guards against took 9 to 18 s.
     assert!(
-        slowest < Duration::from_secs(2),
+        slowest < Duration::from_secs(3),
         "after {CLOSING} connections closed with a place each of {WAITERS} waiters of 1,000 \
          names, each of which had asked again over another connection (all with the ordinary token, within its limits), \
          a lock and unlock of a free name answered after {slowest:?}: the server stalled \
