@@ -422,6 +422,23 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
+/// A current-thread runtime on tokio's paused clock.
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime")
+}
+
+/// Drops `guard` on `runtime` as its `block_on` returning would: the
+/// release task is spawned there, and the runtime (never driven again by
+/// the caller) does not run it, so the release stays a batch on its way.
+pub fn drop_on_an_idle_runtime<G>(runtime: &tokio::runtime::Runtime, guard: G) {
+    let _on = runtime.enter();
+    drop(guard);
+}
+
 /// A link to `inner` that delivers lock calls `delay` late while `late` is
 /// set, counting each one it delays in `delayed`; everything else goes
 /// through at once. Such a message is on the wire: it reaches the locker

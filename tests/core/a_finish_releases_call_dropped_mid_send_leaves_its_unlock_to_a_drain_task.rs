@@ -55,17 +55,10 @@ fn a_finish_releases_call_dropped_mid_send_leaves_its_unlock_to_a_drain_task() {
     let a = r1.block_on(common::try_lock(&ds, "a"));
     let uid = a.uid().to_owned();
     slow.store(true, Ordering::SeqCst);
-    {
-        // Dropped on r1, which is not driven again: its release task never runs.
-        let _on_r1 = r1.enter();
-        drop(a);
-    }
+    // Dropped on r1, which is not driven again: its release task never runs.
+    common::drop_on_an_idle_runtime(&r1, a);
 
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let (cut, during, after, later, last) = paused.block_on(async {
         let cut = tokio::time::timeout(
             Duration::from_millis(100),

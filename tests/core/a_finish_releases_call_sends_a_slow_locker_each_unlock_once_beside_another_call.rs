@@ -67,17 +67,10 @@ fn a_finish_releases_call_sends_a_slow_locker_each_unlock_once_beside_another_ca
     let b = r2.block_on(common::try_lock(&ds, "b"));
     let (uid_a, uid_b) = (a.uid().to_owned(), b.uid().to_owned());
     slow.store(true, std::sync::atomic::Ordering::SeqCst);
-    {
-        // Dropped on r1, which is not driven again: its release task never runs.
-        let _on_r1 = r1.enter();
-        drop(a);
-    }
+    // Dropped on r1, which is not driven again: its release task never runs.
+    common::drop_on_an_idle_runtime(&r1, a);
 
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let sent_a =
         |seen: &Mutex<Vec<String>>| seen.lock().unwrap().iter().filter(|u| **u == uid_a).count();
     let (at_start, after_b, at_350, first, second) = paused.block_on(async {

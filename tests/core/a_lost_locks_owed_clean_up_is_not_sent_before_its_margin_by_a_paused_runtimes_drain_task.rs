@@ -86,11 +86,7 @@ fn a_lost_locks_owed_clean_up_is_not_sent_before_its_margin_by_a_paused_runtimes
 
     // A test runtime on tokio's paused clock waits for the releases, the
     // holder still holding its guard.
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let finished = paused.block_on(ds.finish_releases(Duration::from_secs(5)));
     let left = holding(cluster.lockers(), &uid);
     let at = seen.elapsed();

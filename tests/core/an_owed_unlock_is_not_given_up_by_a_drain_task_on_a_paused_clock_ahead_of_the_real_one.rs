@@ -64,11 +64,7 @@ fn an_owed_unlock_is_not_given_up_by_a_drain_task_on_a_paused_clock_ahead_of_the
 
     // A test runtime on tokio's paused clock, an hour on, waits for the
     // releases while locker 2 still refuses.
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let finished = paused.block_on(async {
         tokio::time::sleep(Duration::from_secs(3600)).await;
         ds.finish_releases(Duration::from_secs(1)).await

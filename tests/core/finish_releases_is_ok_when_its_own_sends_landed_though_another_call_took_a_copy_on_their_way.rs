@@ -52,17 +52,10 @@ fn finish_releases_is_ok_when_its_own_sends_landed_though_another_call_took_a_co
     let a = r1.block_on(common::try_lock(&ds, "a"));
     let uid = a.uid().to_owned();
     slow.store(true, Ordering::SeqCst);
-    {
-        // Dropped on r1, which is not driven again: its release task never runs.
-        let _on_r1 = r1.enter();
-        drop(a);
-    }
+    // Dropped on r1, which is not driven again: its release task never runs.
+    common::drop_on_an_idle_runtime(&r1, a);
 
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let (first_a, first_b, finished, took, left) = paused.block_on(async {
         let start = tokio::time::Instant::now();
         let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(3)));

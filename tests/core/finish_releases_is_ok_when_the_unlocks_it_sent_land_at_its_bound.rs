@@ -44,17 +44,10 @@ fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
     let a = r1.block_on(common::try_lock(&ds, "a"));
     let uid = a.uid().to_owned();
     slow.store(true, Ordering::SeqCst);
-    {
-        // Dropped on r1, which is not driven again: its release task never runs.
-        let _on_r1 = r1.enter();
-        drop(a);
-    }
+    // Dropped on r1, which is not driven again: its release task never runs.
+    common::drop_on_an_idle_runtime(&r1, a);
 
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let (finished, took, left, again) = paused.block_on(async {
         let start = tokio::time::Instant::now();
         let finished = ds.finish_releases(Duration::from_secs(1)).await;
@@ -96,17 +89,10 @@ fn finish_releases_with_a_zero_bound_is_ok_when_the_unlocks_it_sent_landed_at_on
     let r1 = common::runtime();
     let a = r1.block_on(common::try_lock(&ds, "a"));
     let uid = a.uid().to_owned();
-    {
-        // Dropped on r1, which is not driven again: its release task never runs.
-        let _on_r1 = r1.enter();
-        drop(a);
-    }
+    // Dropped on r1, which is not driven again: its release task never runs.
+    common::drop_on_an_idle_runtime(&r1, a);
     let before = common::holding(&nodes, &uid);
-    let paused = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let paused = common::paused_runtime();
     let (finished, left) = paused.block_on(async {
         let finished = ds.finish_releases(Duration::ZERO).await;
         (finished, common::holding(&nodes, &uid))
