@@ -300,8 +300,10 @@ async fn a_pool_of_one_serves_many_callers_and_fails_them_in_time_when_the_datab
     let Some(servers) = Servers::start() else {
         return;
     };
+    // Calls time out on purpose here, within the callers' bounds.
     let settings = SqlConfig {
         pool_size: 1,
+        call_timeout: Duration::from_millis(400),
         ..config("pool_", Duration::from_secs(60), Duration::ZERO)
     };
     let locker: Arc<dyn NetLocker> = Arc::new(
