@@ -149,6 +149,10 @@ mod both {
         mutex.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How many times [`Servers::reset`] runs a delete that a deadlock
+    /// rolled back.
+    const RESET_ATTEMPTS: usize = 10;
+
     impl Servers {
         /// Both servers, or `None` (and a note) when one is not installed.
         pub fn start() -> Option<Arc<Servers>> {
@@ -172,12 +176,25 @@ mod both {
 
         /// Runs `statement` on the server behind `url`, as its superuser.
         pub async fn run(self: &Arc<Self>, url: &str, statement: String) -> String {
+            let failed = |e| panic!("{url}: {statement:?}: {e}");
+            self.try_run(url, statement.clone())
+                .await
+                .unwrap_or_else(failed)
+        }
+
+        /// [`run`](Self::run), with the client tool's message as the error
+        /// when the statement fails.
+        pub async fn try_run(
+            self: &Arc<Self>,
+            url: &str,
+            statement: String,
+        ) -> Result<String, String> {
             let (this, pg) = (self.clone(), url.starts_with("postgres"));
             tokio::task::spawn_blocking(move || {
                 if pg {
-                    this.pg_server().psql(&statement)
+                    this.pg_server().try_psql(&statement)
                 } else {
-                    this.maria_server().sql(&statement)
+                    this.maria_server().try_sql(&statement)
                 }
             })
             .await
@@ -187,8 +204,22 @@ mod both {
         /// Deletes every row of the entries table `prefix` on `url`, epoch
         /// marker included: what a crash does to PostgreSQL's unlogged
         /// table, and what a failover or a restore can do.
+        ///
+        /// The delete locks every row, in its own order, while the
+        /// lockers' calls lock a name's rows in theirs: the database may
+        /// pick the delete as a deadlock's victim and roll it back whole.
+        /// An operator would run it again, and so does this (a few times;
+        /// a delete that keeps losing is a failure).
         pub async fn reset(self: &Arc<Self>, url: &str, prefix: &str) {
-            self.run(url, format!("DELETE FROM {prefix}entries")).await;
+            let statement = format!("DELETE FROM {prefix}entries");
+            for _ in 0..RESET_ATTEMPTS {
+                match self.try_run(url, statement.clone()).await {
+                    Ok(_) => return,
+                    Err(e) if e.to_ascii_lowercase().contains("deadlock") => continue,
+                    Err(e) => panic!("{url}: {statement:?}: {e}"),
+                }
+            }
+            panic!("{url}: {statement:?} was a deadlock's victim {RESET_ATTEMPTS} times in a row");
         }
     }
 
