@@ -11,6 +11,11 @@
 //! (`max_lock_bytes`), the remembered releases (`max_released_bytes`) and
 //! the allowance of the one connection it uses. The client runs on the
 //! test's own thread, which is not counted.
+//!
+//! They run in an optimized build: `cargo test --release --all-features
+//! --test net_memory`, as CI does. A debug build marks them ignored: the
+//! same counts, but filling the tables took 100 s of the README's test
+//! command (an optimized build: 28 s).
 #![cfg(feature = "net")]
 
 #[path = "net_support/wire.rs"]
@@ -437,6 +442,10 @@ fn assert_within(phase: &str, m: &Measured) {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn short_single_name_locks_stay_within_the_budget() {
     let (granted, m) = phase(
         "short single-name locks",
@@ -461,6 +470,10 @@ fn short_single_name_locks_stay_within_the_budget() {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn read_locks_shared_by_many_holders_stay_within_the_budget() {
     let (granted, m) = phase(
         "shared read locks",
@@ -487,6 +500,10 @@ fn thousand(prefix: usize, len: usize) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn locks_on_a_thousand_short_names_stay_within_the_budget() {
     let (granted, m) = phase(
         "1,000-name locks, short names",
@@ -505,6 +522,10 @@ fn locks_on_a_thousand_short_names_stay_within_the_budget() {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn locks_on_a_thousand_long_names_stay_within_the_budget() {
     let (granted, m) = phase(
         "1,000-name locks, 1 KiB names",
@@ -523,6 +544,10 @@ fn locks_on_a_thousand_long_names_stay_within_the_budget() {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn waits_queued_on_a_thousand_names_stay_within_the_budget() {
     let (granted, m) = phase(
         "waits on 1,000 names",
@@ -567,6 +592,10 @@ const SMALL_TABLE: usize = 8 * MIB;
 /// of its newest request only, so its memory stays within the table's
 /// cap however often it asks.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn a_waiter_replaced_under_new_uids_on_other_names_stays_within_the_budget() {
     const STEPS: usize = 60;
     let mut most = 0;
@@ -612,6 +641,10 @@ fn a_waiter_replaced_under_new_uids_on_other_names_stays_within_the_budget() {
 /// `Health` and `Status` on a full table of short entries: they count
 /// without copying the table, and answer at once.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn health_and_status_on_a_full_table_copy_nothing() {
     let mut during = (0, Duration::ZERO);
     let (_, m) = phase(
@@ -724,6 +757,10 @@ const READERS: usize = 4_000;
 /// then another, thousands of readers. Memory kept from the earlier fills must fit in
 /// the same allowance as the last fill.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn refilling_with_long_names_after_short_ones_stays_within_the_budget() {
     let (granted_long, m) = phase(
         "refill with 1 KiB names after short ones",
@@ -778,6 +815,10 @@ fn refilling_with_long_names_after_short_ones_stays_within_the_budget() {
 /// stay within the budget, also when the poll is refused or its place
 /// lapses and its charge goes.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn refused_polls_of_a_version_two_client_stay_within_the_budget() {
     let (polls, m) = phase(
         "refused version-2 polls on a thousand long names",
@@ -826,6 +867,10 @@ fn refused_polls_of_a_version_two_client_stay_within_the_budget() {
 /// (remembered once), with 8- and 50-byte uids (12,000 of them fill the
 /// bound).
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn remembered_releases_stay_within_their_bound() {
     let unlocks = |len: usize, distinct: bool| {
         let name = format!("unlocks of {len}-byte uids never held (distinct: {distinct})");
@@ -871,6 +916,10 @@ const WATCH_TABLE: usize = 10 * MIB;
 /// empty"). What the server keeps once they are answered must fit in the
 /// cap, that room and the released uids' bound.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn watches_of_new_observers_stay_within_the_table_cap() {
     let (watches, m) = phase(
         "watches by new uids on names of their own",
@@ -917,6 +966,10 @@ fn watches_of_new_observers_stay_within_the_table_cap() {
 /// peak too". What the server keeps once they are answered must fit in
 /// the cap and the room the table keeps.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn reservations_on_a_thousand_long_names_stay_within_the_budget() {
     let (places, m) = phase(
         "reservations on 1,000 names of 1 KiB",
@@ -970,6 +1023,10 @@ const RESERVING_CONNECTIONS: usize = 8;
 /// answered must fit in the cap, the room the table keeps and the released
 /// uids.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn reservations_behind_released_single_name_holders_stay_within_the_cap() {
     const RESV_TABLE: usize = 20 * MIB;
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -1074,6 +1131,10 @@ fn waiter_records() -> usize {
 /// the cap, the room it keeps and the released uids, however many names
 /// were watched that way.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn lapsed_watches_give_back_their_room() {
     const WATCHED_TABLE: usize = 3 * MIB;
     const NAMES: usize = 34;
@@ -1182,6 +1243,10 @@ fn lapsed_watches_give_back_their_room() {
 /// bytes against the leader's lock"; what the server keeps must fit in the
 /// cap, the room it keeps and the released uids.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn proclamations_of_the_largest_values_stay_within_the_budget() {
     let (leaders, m) = phase(
         "proclamations of 4 KiB values",
@@ -1252,6 +1317,10 @@ fn proclamations_of_the_largest_values_stay_within_the_budget() {
 /// everything the table keeps after a peak is given back, so memory
 /// follows the charges of the locks held now.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
     /// Sets each uid reaches: just past a power of two, so the list's
     /// room doubles to 2,048.
@@ -1312,6 +1381,10 @@ fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
 /// everything the table keeps after a peak is given back, so memory
 /// follows the charges of the locks held now.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
 fn proclamations_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
     /// Records each uid reaches: just past a power of two, so the list's
     /// room doubles to 2,048.

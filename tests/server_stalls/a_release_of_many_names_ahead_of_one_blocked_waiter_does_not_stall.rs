@@ -144,7 +144,7 @@ async fn a_release_answers_at_once(readers: usize, waiters: usize) {
         "control: the waiters were still in line"
     );
     assert!(
-        matches!(released, Ok(Ok(true))) && took < Duration::from_secs(2),
+        matches!(released, Ok(Ok(true))) && took < crate::STALL_BAR,
         "the unlock of a write lock of {NAMES} names, {waiters} read waiters of them and of x \
          at the head of each line, kept waiting by x ({readers} readers and a writer waiting \
          for them, or a writer; all taken with the ordinary token within its limits), answered \
@@ -154,11 +154,19 @@ async fn a_release_answers_at_once(readers: usize, waiters: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "times a loaded server: run optimized, `cargo test --release --all-features --test server_stalls` (CI does)"
+)]
 async fn a_release_of_many_names_ahead_of_a_waiter_a_busy_name_keeps_waiting_answers_at_once() {
     a_release_answers_at_once(20_000, 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "times a loaded server: run optimized, `cargo test --release --all-features --test server_stalls` (CI does)"
+)]
 async fn a_release_of_many_names_ahead_of_waiters_of_a_thousand_names_answers_at_once() {
     a_release_answers_at_once(0, 16).await;
 }

@@ -7,8 +7,14 @@
 //! Each scene times one call, so these live in a binary of their own (in
 //! `tests/net`, tests that capture logs turn every tracing event on for
 //! the whole process, which makes a debug build's server many times
-//! slower), and they run one at a time (`HEAVY`): each is a few seconds'
-//! work for a debug build.
+//! slower), and they run one at a time (`HEAVY`).
+//!
+//! They run in an optimized build: `cargo test --release --all-features
+//! --test server_stalls`, as CI does, alone on the machine. A debug build
+//! marks them ignored: its server is several times slower, so the whole
+//! binary took 150 s of the README's test command (an optimized build
+//! takes about 60 s, most of it waiting for expiries), and its bars had
+//! to be loose enough to pass beside other builds.
 #![cfg(feature = "net")]
 
 #[allow(dead_code)]
@@ -17,6 +23,17 @@ mod capped;
 #[allow(dead_code)]
 #[path = "../net/node.rs"]
 mod node;
+
+/// The longest a timed call may take while a scene's load runs. An
+/// optimized build's slowest call was 4 ms to 513 ms by scene on a 2-core
+/// machine (the charges and the one-by-one expiry scenes the slowest), so
+/// 1 s is twice the slowest; a debug build, run by hand with `--ignored`,
+/// is allowed 3 s (its slowest scenes took 1.1 to 2.2 s).
+pub const STALL_BAR: std::time::Duration = if cfg!(debug_assertions) {
+    std::time::Duration::from_secs(3)
+} else {
+    std::time::Duration::from_secs(1)
+};
 
 /// Held by each scene, so that they run one at a time.
 static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -114,7 +114,7 @@ async fn a_release_lets_read_waiters_in_at_once(
     let took = started.elapsed();
     eprintln!("unlock took {took:?}");
     assert!(
-        released == Ok(true) && took < Duration::from_secs(2),
+        released == Ok(true) && took < crate::STALL_BAR,
         "the writer's unlock of a name {placed} read waiters of {names:?} (lined up with the \
          ordinary token, within its limits) wait for answered {released:?} after {took:?}: the \
          server stalled granting them"
@@ -122,11 +122,19 @@ async fn a_release_lets_read_waiters_in_at_once(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "times a loaded server: run optimized, `cargo test --release --all-features --test server_stalls` (CI does)"
+)]
 async fn readers_waiting_on_one_name_are_granted_together_without_stalling_the_release() {
     a_release_lets_read_waiters_in_at_once(&["x"], 25, 1_000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "times a loaded server: run optimized, `cargo test --release --all-features --test server_stalls` (CI does)"
+)]
 async fn readers_waiting_on_two_names_are_granted_together_without_stalling_the_release() {
     a_release_lets_read_waiters_in_at_once(&["x", "y"], 30, 500).await;
 }
