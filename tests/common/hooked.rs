@@ -3,6 +3,7 @@
 //! name or of a smaller implementation, so that scenario tests need not
 //! each write out the whole trait to change one call.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,14 @@ use async_trait::async_trait;
 use quorum_lock::{
     Error, LockArgs, LockInfo, LockMode, NetLocker, Proclamation, WaitArgs, WaitReply, WatchArgs,
 };
+
+/// Where a late call spends its delay: on its way to the locker, or on its
+/// answer's way back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Late {
+    Arriving,
+    Replying,
+}
 
 /// Which call a hook is asked about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,6 +191,20 @@ impl Hooked {
     ) -> Hooked {
         self.lose = Box::new(lose);
         self
+    }
+
+    /// Unlocks are `delay` late while `slow` is set: on their way to
+    /// `inner` (`Late::Arriving`: dropped with the caller's wait before
+    /// they land) or on their answer's way back (`Late::Replying`: already
+    /// applied). Replaces the hook of that kind.
+    pub fn unlocks_late_while(self, slow: Arc<AtomicBool>, late: Late, delay: Duration) -> Hooked {
+        let hook = move |call: Call, _: &LockArgs| {
+            (call == Call::Unlock && slow.load(Ordering::SeqCst)).then_some(delay)
+        };
+        match late {
+            Late::Arriving => self.arriving_late(hook),
+            Late::Replying => self.replying_late(hook),
+        }
     }
 
     pub fn replying_late(

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked};
+use crate::common::hooked::{Hooked, Late};
 use crate::common::{self};
 use quorum_lock::{NetLocker, Timeouts};
 
@@ -33,15 +33,9 @@ fn a_finish_releases_call_dropped_mid_send_leaves_its_unlock_to_a_drain_task() {
     let nodes = common::nodes(3);
     let slow = Arc::new(AtomicBool::new(false));
     let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let slow = slow.clone();
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .arriving_late(move |call, _| {
-                (call == Call::Unlock && slow.load(Ordering::SeqCst))
-                    .then_some(Duration::from_secs(60))
-            })
-            .shared();
-    }
+    lockers[0] = Hooked::new(nodes[0].clone())
+        .unlocks_late_while(slow.clone(), Late::Arriving, Duration::from_secs(60))
+        .shared();
     let ds = common::with_timeouts(
         lockers,
         SEED,

@@ -21,7 +21,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked};
+use crate::common::hooked::{Call, Hooked, Late};
 use crate::common::{self};
 use quorum_lock::{NetLocker, Timeouts};
 
@@ -45,10 +45,7 @@ fn a_finish_releases_call_sends_a_slow_locker_each_unlock_once_beside_another_ca
                 }
                 None
             })
-            .replying_late(move |call, _| {
-                (call == Call::Unlock && slow.load(std::sync::atomic::Ordering::SeqCst))
-                    .then_some(Duration::from_secs(60))
-            })
+            .unlocks_late_while(slow, Late::Replying, Duration::from_secs(60))
             .shared();
         drop(seen);
     }

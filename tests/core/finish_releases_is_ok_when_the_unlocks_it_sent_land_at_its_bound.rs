@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked};
+use crate::common::hooked::{Hooked, Late};
 use crate::common::{self};
 use quorum_lock::{Error, NetLocker};
 
@@ -29,15 +29,9 @@ fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
     let nodes = common::nodes(3);
     let slow = Arc::new(AtomicBool::new(false));
     let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let slow = slow.clone();
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .replying_late(move |call, _| {
-                (call == Call::Unlock && slow.load(Ordering::SeqCst))
-                    .then_some(Duration::from_secs(1))
-            })
-            .shared();
-    }
+    lockers[0] = Hooked::new(nodes[0].clone())
+        .unlocks_late_while(slow.clone(), Late::Replying, Duration::from_secs(1))
+        .shared();
     let ds = common::client(lockers, SEED);
 
     let r1 = common::runtime();

@@ -9,6 +9,7 @@ pub mod fake;
 pub mod hostile;
 pub mod listing;
 pub mod old_server;
+pub mod pace;
 mod procs;
 pub mod raw;
 mod three_servers;
