@@ -232,19 +232,22 @@ async fn send_taken(coord: &Arc<Coordinator>, taken: Taken, until: tokio::time::
             })
             .collect(),
     };
-    let calls = sending.batches.iter().flat_map(|(index, _, unlocks)| {
+    // Each outcome is recorded as it comes: at the bound, those that landed
+    // are known to have (and are not counted, nor queued, again).
+    let mut calls = futures::stream::FuturesUnordered::new();
+    for (batch, (index, _, unlocks)) in sending.batches.iter().enumerate() {
         coord.telemetry.release_retried(unlocks.len());
-        unlocks
-            .iter()
-            .map(move |(p, _)| unlock_call(coord, *index, &p.args, p.mode))
-    });
-    let Ok(results) = tokio::time::timeout_at(until, futures::future::join_all(calls)).await else {
-        return;
-    };
-    let mut results = results.into_iter();
-    for (_, _, unlocks) in &mut sending.batches {
-        for (_, outcome) in unlocks.iter_mut() {
-            *outcome = results.next();
+        for (slot, (p, _)) in unlocks.iter().enumerate() {
+            let (index, args, mode) = (*index, p.args.clone(), p.mode);
+            calls.push(async move { (batch, slot, unlock_call(coord, index, &args, mode).await) });
+        }
+    }
+    while let Ok(Some((batch, slot, result))) =
+        tokio::time::timeout_at(until, futures::StreamExt::next(&mut calls)).await
+    {
+        let batch = sending.batches.get_mut(batch);
+        if let Some((_, outcome)) = batch.and_then(|(_, _, unlocks)| unlocks.get_mut(slot)) {
+            *outcome = Some(result);
         }
     }
 }
@@ -284,14 +287,22 @@ impl Drop for Sending {
             // Copies of them elsewhere (another call's, which may never run
             // again) hold nothing up any more.
             queue.landed(&landed);
+            // Those another call took a copy of are left to that copy; but
+            // that call may never be polled again (nor dropped), and its
+            // copy is sent only once overdue, by a drain task that reclaims
+            // it: one must run.
+            let before = again.len();
             again.retain(|p| copied.keeps(p));
-            if again.is_empty() {
+            let copies_out =
+                again.len() < before && !(queue.in_flight.is_empty() && queue.pending.is_empty());
+            if again.is_empty() && !copies_out {
                 continue;
             }
             queue.pending.extend(again);
             // A drain task sends them from here (this call may be dropped
-            // for good, or at its bound): this runtime's, unless the
-            // `Dsync`'s own drains the queue (see `drain_queued`).
+            // for good, or at its bound), or sends the copies once overdue:
+            // this runtime's, unless the `Dsync`'s own drains the queue (see
+            // `drain_queued`).
             let own = self.coord.own_runtime.started_id();
             if own.is_some_and(|own| queue.drainers.iter().any(|(r, _)| *r == own)) {
                 continue;
