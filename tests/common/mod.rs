@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod hooked;
+pub mod release_on_its_way;
 pub mod shrinking;
 
 use std::future::Future;

@@ -18,50 +18,33 @@
 //! ever sends locker 0 the unlock: it still holds "a".
 #![cfg(feature = "testing")]
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::Poll;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::common::hooked::{Hooked, Late};
+use crate::common::hooked::Late;
+use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay};
 use crate::common::{self};
-use quorum_lock::NetLocker;
 
 const SEED: u64 = 7513;
 
 #[test]
 fn a_dropped_finish_releases_call_leaves_its_unlocks_to_a_drain_task_though_an_unpolled_call_took_copies(
 ) {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_late_while(slow.clone(), Late::Arriving, Duration::from_secs(1))
-        .shared();
-    let ds = common::client(lockers, SEED);
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
+    let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
+        locker.unlocks_late_while(slow, Late::Arriving, Duration::from_secs(1))
+    });
 
     let paused = common::paused_runtime();
     let (first_a, first_b, later) = paused.block_on(async {
-        let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(30)));
-        let mut call_b = Box::pin(ds.finish_releases(Duration::from_secs(30)));
-        let first_a =
-            std::future::poll_fn(|cx| Poll::Ready(call_a.as_mut().poll(cx).is_ready())).await;
-        let first_b =
-            std::future::poll_fn(|cx| Poll::Ready(call_b.as_mut().poll(cx).is_ready())).await;
+        let mut call_a = Box::pin(scene.ds.finish_releases(Duration::from_secs(30)));
+        let mut call_b = Box::pin(scene.ds.finish_releases(Duration::from_secs(30)));
+        let first_a = poll_once(&mut call_a).await;
+        let first_b = poll_once(&mut call_b).await;
         // A is cancelled mid-send; B is not polled again (nor dropped).
         drop(call_a);
-        slow.store(false, Ordering::SeqCst);
+        scene.slow.store(false, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(20)).await;
-        let later = common::holding(&nodes, &uid);
+        let later = scene.holding();
         drop(call_b);
         (first_a, first_b, later)
     });
@@ -80,5 +63,4 @@ fn a_dropped_finish_releases_call_leaves_its_unlocks_to_a_drain_task_though_an_u
          being overdue) locker 0 still holds a: A put nothing back and started no drain task \
          because B, never polled again, took a copy"
     );
-    drop(r1);
 }

@@ -17,55 +17,41 @@
 //! locker 0 the unlock, which sits in the queue with no drain task.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::common::hooked::{Hooked, Late};
+use crate::common::hooked::Late;
+use crate::common::release_on_its_way::ReleaseOnItsWay;
 use crate::common::{self};
-use quorum_lock::{NetLocker, Timeouts};
+use quorum_lock::Timeouts;
 
 const SEED: u64 = 7302;
 
 #[test]
 fn a_finish_releases_call_dropped_mid_send_leaves_its_unlock_to_a_drain_task() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_late_while(slow.clone(), Late::Arriving, Duration::from_secs(60))
-        .shared();
-    let ds = common::with_timeouts(
-        lockers,
+    let scene = ReleaseOnItsWay::with_timeouts(
         SEED,
         Timeouts {
             unlock: Duration::from_millis(300),
             ..Timeouts::default()
         },
+        |locker, slow| locker.unlocks_late_while(slow, Late::Arriving, Duration::from_secs(60)),
     );
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
 
     let paused = common::paused_runtime();
     let (cut, during, after, later, last) = paused.block_on(async {
         let cut = tokio::time::timeout(
             Duration::from_millis(100),
-            ds.finish_releases(Duration::from_secs(10)),
+            scene.ds.finish_releases(Duration::from_secs(10)),
         )
         .await;
-        let during = common::holding(&nodes, &uid);
-        slow.store(false, Ordering::SeqCst);
+        let during = scene.holding();
+        scene.slow.store(false, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(10)).await;
-        let after = common::holding(&nodes, &uid);
+        let after = scene.holding();
         // Still queued: a later call finds and sends it.
-        let later = ds.finish_releases(Duration::from_secs(2)).await;
-        (cut, during, after, later, common::holding(&nodes, &uid))
+        let later = scene.ds.finish_releases(Duration::from_secs(2)).await;
+        (cut, during, after, later, scene.holding())
     });
     eprintln!(
         "finish_releases cut at 100 ms: {cut:?}; lockers holding a then {during:?}, 10 s later \
@@ -87,5 +73,4 @@ fn a_finish_releases_call_dropped_mid_send_leaves_its_unlock_to_a_drain_task() {
          10 s on a driven runtime later, locker 0 (answering at once again) still holds the \
          entry"
     );
-    drop(r1);
 }

@@ -23,66 +23,50 @@
 //! holds "a".
 #![cfg(feature = "testing")]
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked, Late};
+use crate::common::hooked::{Call, Late};
+use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay};
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::Error;
 
 const SEED: u64 = 7511;
 
 #[test]
 fn an_unlock_a_finish_releases_call_saw_fail_is_sent_though_an_unpolled_call_took_a_copy() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
     let down = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let down = down.clone();
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .unlocks_late_while(slow.clone(), Late::Arriving, Duration::from_secs(1))
+    let refused = down.clone();
+    let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
+        locker
+            .unlocks_late_while(slow, Late::Arriving, Duration::from_secs(1))
             .refusing(move |call, _| {
-                (call == Call::Unlock && down.load(Ordering::SeqCst)).then(|| {
+                (call == Call::Unlock && refused.load(Ordering::SeqCst)).then(|| {
                     Error::LockerUnavailable {
                         endpoint: "node-0".into(),
                         reason: "connection refused".into(),
                     }
                 })
             })
-            .shared();
-    }
-    let ds = common::client(lockers, SEED);
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
+    });
     down.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
 
     let paused = common::paused_runtime();
     let (first_a, first_b, finished, at_bound, later) = paused.block_on(async {
-        let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(3)));
-        let mut call_b = Box::pin(ds.finish_releases(Duration::from_secs(30)));
-        let first_a =
-            std::future::poll_fn(|cx| Poll::Ready(call_a.as_mut().poll(cx).is_ready())).await;
-        let first_b =
-            std::future::poll_fn(|cx| Poll::Ready(call_b.as_mut().poll(cx).is_ready())).await;
+        let mut call_a = Box::pin(scene.ds.finish_releases(Duration::from_secs(3)));
+        let mut call_b = Box::pin(scene.ds.finish_releases(Duration::from_secs(30)));
+        let first_a = poll_once(&mut call_a).await;
+        let first_b = poll_once(&mut call_b).await;
         // B is not polled again (nor dropped); A is driven to its end.
         let finished = call_a.await;
-        let at_bound = common::holding(&nodes, &uid);
+        let at_bound = scene.holding();
         // Locker 0 is back; the runtime goes on being driven, past the time
         // B's copy is overdue.
         down.store(false, Ordering::SeqCst);
-        slow.store(false, Ordering::SeqCst);
+        scene.slow.store(false, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(20)).await;
-        let later = common::holding(&nodes, &uid);
+        let later = scene.holding();
         drop(call_b);
         (first_a, first_b, finished, at_bound, later)
     });
@@ -110,5 +94,4 @@ fn an_unlock_a_finish_releases_call_saw_fail_is_sent_though_an_unpolled_call_too
          past B's copy being overdue) it still holds a: A queued nothing and started no drain \
          task because B, never polled again, took a copy"
     );
-    drop(r1);
 }

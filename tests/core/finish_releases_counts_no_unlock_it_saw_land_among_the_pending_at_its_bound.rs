@@ -17,38 +17,25 @@
 //! the queue as if they had not, and are counted.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Hooked, Late};
+use crate::common::hooked::Late;
+use crate::common::release_on_its_way::ReleaseOnItsWay;
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::Error;
 
 const SEED: u64 = 7512;
 
 #[test]
 fn finish_releases_counts_no_unlock_it_saw_land_among_the_pending_at_its_bound() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_late_while(slow.clone(), Late::Arriving, Duration::from_secs(60))
-        .shared();
-    let ds = common::client(lockers, SEED);
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
+    let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
+        locker.unlocks_late_while(slow, Late::Arriving, Duration::from_secs(60))
+    });
 
     let paused = common::paused_runtime();
     let (finished, left) = paused.block_on(async {
-        let finished = ds.finish_releases(Duration::from_secs(3)).await;
-        (finished, common::holding(&nodes, &uid))
+        let finished = scene.ds.finish_releases(Duration::from_secs(3)).await;
+        (finished, scene.holding())
     });
     eprintln!("finish_releases(3 s): {finished:?}; lockers holding a then {left:?}");
     assert_eq!(
@@ -64,5 +51,4 @@ fn finish_releases_counts_no_unlock_it_saw_land_among_the_pending_at_its_bound()
         "one unlock (locker 0's) is still running at the bound; the two the call saw land on \
          lockers 1 and 2 are counted too"
     );
-    drop(r1);
 }

@@ -19,51 +19,34 @@
 //! failing with `ReleasesPending` though no release is running.
 #![cfg(feature = "testing")]
 
-use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
-use crate::common::hooked::{Hooked, Late};
+use crate::common::hooked::Late;
+use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay};
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::Error;
 
 const SEED: u64 = 7411;
 
 #[test]
 fn finish_releases_is_ok_when_its_own_sends_landed_though_another_call_took_a_copy_on_their_way() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_late_while(slow.clone(), Late::Replying, Duration::from_secs(1))
-        .shared();
-    let ds = common::client(lockers, SEED);
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
+    let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
+        locker.unlocks_late_while(slow, Late::Replying, Duration::from_secs(1))
+    });
 
     let paused = common::paused_runtime();
     let (first_a, first_b, finished, took, left) = paused.block_on(async {
         let start = tokio::time::Instant::now();
-        let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(3)));
-        let mut call_b = Box::pin(ds.finish_releases(Duration::from_secs(30)));
+        let mut call_a = Box::pin(scene.ds.finish_releases(Duration::from_secs(3)));
+        let mut call_b = Box::pin(scene.ds.finish_releases(Duration::from_secs(30)));
         // One poll each: A takes the batch back and sends it; B takes copies
         // of A's batch and sends them; neither is done (locker 0 is slow).
-        let first_a =
-            std::future::poll_fn(|cx| Poll::Ready(call_a.as_mut().poll(cx).is_ready())).await;
-        let first_b =
-            std::future::poll_fn(|cx| Poll::Ready(call_b.as_mut().poll(cx).is_ready())).await;
+        let first_a = poll_once(&mut call_a).await;
+        let first_b = poll_once(&mut call_b).await;
         // B is not polled again; A is driven to its end.
         let finished = call_a.await;
         let took = start.elapsed();
-        let left = common::holding(&nodes, &uid);
+        let left = scene.holding();
         drop(call_b);
         (first_a, first_b, finished, took, left)
     });
@@ -85,5 +68,4 @@ fn finish_releases_is_ok_when_its_own_sends_landed_though_another_call_took_a_co
         "every unlock A sent landed by {took:?} and no locker holds a, yet finish_releases(3 s) \
          gave {finished:?}: it counts the copies another call took while they were on their way"
     );
-    drop(r1);
 }

@@ -13,41 +13,28 @@
 //! is owed or running any more, yet the call fails.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Hooked, Late};
+use crate::common::hooked::Late;
+use crate::common::release_on_its_way::ReleaseOnItsWay;
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::Error;
 
 const SEED: u64 = 7402;
 
 #[test]
 fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let slow = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_late_while(slow.clone(), Late::Replying, Duration::from_secs(1))
-        .shared();
-    let ds = common::client(lockers, SEED);
-
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, Ordering::SeqCst);
-    // Dropped on r1, which is not driven again: its release task never runs.
-    common::drop_on_an_idle_runtime(&r1, a);
+    let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
+        locker.unlocks_late_while(slow, Late::Replying, Duration::from_secs(1))
+    });
 
     let paused = common::paused_runtime();
     let (finished, took, left, again) = paused.block_on(async {
         let start = tokio::time::Instant::now();
-        let finished = ds.finish_releases(Duration::from_secs(1)).await;
+        let finished = scene.ds.finish_releases(Duration::from_secs(1)).await;
         let took = start.elapsed();
-        let left = common::holding(&nodes, &uid);
-        let again = ds.finish_releases(Duration::ZERO).await;
+        let left = scene.holding();
+        let again = scene.ds.finish_releases(Duration::ZERO).await;
         (finished, took, left, again)
     });
     eprintln!(
@@ -68,7 +55,6 @@ fn finish_releases_is_ok_when_the_unlocks_it_sent_land_at_its_bound() {
         "every unlock it sent landed by its bound and nothing else was owed, yet \
          finish_releases(1 s) gave {finished:?}"
     );
-    drop(r1);
 }
 
 /// The same with no time at all: `finish_releases(0)` takes back the

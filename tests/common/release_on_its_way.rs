@@ -1,0 +1,87 @@
+//! The scene the `finish_releases` tests start from: a guard's release
+//! left on its way, on a runtime that is never driven again.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+
+use quorum_lock::{Dsync, LocalLocker, NetLocker, Timeouts};
+
+use super::hooked::Hooked;
+
+/// Three lockers, locker 0 a [`Hooked`] one; guard "a" taken and dropped
+/// on a runtime that is not driven again, so its release is a batch on its
+/// way that only `finish_releases` (or a drain task, once it is overdue)
+/// sends.
+pub struct ReleaseOnItsWay {
+    pub nodes: Vec<Arc<LocalLocker>>,
+    pub ds: Dsync,
+    /// The dropped guard's uid.
+    pub uid: String,
+    /// Set once "a" is held: what `hook` made locker 0 do while it is set
+    /// (answer unlocks late, say) starts with the release.
+    pub slow: Arc<AtomicBool>,
+    /// The runtime the guard was dropped on, kept (idle) to the end.
+    _idle: tokio::runtime::Runtime,
+}
+
+impl ReleaseOnItsWay {
+    /// Builds the scene: `hook` makes locker 0 from its plain locker and
+    /// the `slow` switch.
+    pub fn new(seed: u64, hook: impl FnOnce(Hooked, Arc<AtomicBool>) -> Hooked) -> Self {
+        Self::build(seed, |lockers| super::client(lockers, seed), hook)
+    }
+
+    /// The same, with the coordinator's `timeouts`.
+    pub fn with_timeouts(
+        seed: u64,
+        timeouts: Timeouts,
+        hook: impl FnOnce(Hooked, Arc<AtomicBool>) -> Hooked,
+    ) -> Self {
+        Self::build(
+            seed,
+            |lockers| super::with_timeouts(lockers, seed, timeouts),
+            hook,
+        )
+    }
+
+    fn build(
+        seed: u64,
+        client: impl FnOnce(Vec<Arc<dyn NetLocker>>) -> Dsync,
+        hook: impl FnOnce(Hooked, Arc<AtomicBool>) -> Hooked,
+    ) -> Self {
+        eprintln!("seed {seed}");
+        let nodes = super::nodes(3);
+        let slow = Arc::new(AtomicBool::new(false));
+        let mut lockers: Vec<Arc<dyn NetLocker>> = super::as_lockers(&nodes);
+        lockers[0] = hook(Hooked::new(nodes[0].clone()), slow.clone()).shared();
+        let ds = client(lockers);
+        let idle = super::runtime();
+        let guard = idle.block_on(super::try_lock(&ds, "a"));
+        let uid = guard.uid().to_owned();
+        slow.store(true, Ordering::SeqCst);
+        // Dropped on `idle`, which is not driven again: its release task
+        // never runs.
+        super::drop_on_an_idle_runtime(&idle, guard);
+        ReleaseOnItsWay {
+            nodes,
+            ds,
+            uid,
+            slow,
+            _idle: idle,
+        }
+    }
+
+    /// Which lockers hold "a" now.
+    pub fn holding(&self) -> Vec<bool> {
+        super::holding(&self.nodes, &self.uid)
+    }
+}
+
+/// Polls `call` once; whether it was done then. Left undone, it is
+/// neither polled again nor dropped until its owner says so.
+pub async fn poll_once<F: Future>(call: &mut Pin<Box<F>>) -> bool {
+    std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx).is_ready())).await
+}
