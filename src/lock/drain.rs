@@ -245,10 +245,20 @@ async fn send_taken(coord: &Arc<Coordinator>, taken: Taken, until: tokio::time::
     while let Ok(Some((batch, slot, result))) =
         tokio::time::timeout_at(until, futures::StreamExt::next(&mut calls)).await
     {
-        let batch = sending.batches.get_mut(batch);
-        if let Some((_, outcome)) = batch.and_then(|(_, _, unlocks)| unlocks.get_mut(slot)) {
-            *outcome = Some(result);
+        let Some((index, _, unlocks)) = sending.batches.get_mut(batch) else {
+            continue;
+        };
+        let Some((unlock, outcome)) = unlocks.get_mut(slot) else {
+            continue;
+        };
+        if result.is_ok() {
+            // Known at once to every other call and task, not when this
+            // call's last send ends: its other copies are moot from now.
+            coord.unlock_retries[*index]
+                .lock()
+                .landed(std::slice::from_ref(&unlock.args.uid));
         }
+        *outcome = Some(result);
     }
 }
 
@@ -349,13 +359,10 @@ pub(crate) fn drain_queued(
             queue.take_batch(id, batch_deadline(coord, now), true, &taken);
             hurried.push((index, id, taken));
         }
-        queued += queue.sending();
+        queued += queue.owed(now);
         if queue.pending.is_empty() {
             continue;
         }
-        // A lost lock's clean-up held back for a holder that still holds
-        // its guard is a lock still held, not a release to wait for.
-        queued += queue.pending.iter().filter(|p| p.is_due(now)).count();
         // A queue the coordinator's own runtime drains (one a runtime
         // handed over as it shut down) stays with it: that runtime is
         // always driven, and judges the unlocks on the clock they were
@@ -519,6 +526,7 @@ async fn drain(mut task: Draining) {
             // `finish_releases`: each is due and being sent (twice is
             // harmless, by uid), and this task's runtime may stop being
             // driven with it.
+            let due = queue.one_per_uid(due);
             if !due.is_empty() {
                 queue.take_batch(task.id, batch_deadline(&coord, now), true, &due);
             }

@@ -49,6 +49,22 @@ impl PendingUnlock {
             .as_ref()
             .is_none_or(|held| now >= held.not_before || held.holder_has_stopped())
     }
+
+    /// Takes in `twin`, a copy of the same unlock, both due: tried once
+    /// more if either was never tried, retried as long as either would be.
+    fn absorb(&mut self, twin: PendingUnlock) {
+        self.tried &= twin.tried;
+        self.give_up = self.give_up.max(twin.give_up);
+        self.add_calls(&twin.hurried);
+    }
+
+    fn add_calls(&mut self, calls: &[u64]) {
+        for call in calls {
+            if !self.hurried.contains(call) {
+                self.hurried.push(*call);
+            }
+        }
+    }
 }
 
 /// The unlocks a locker owes, drained by at most one task per runtime.
@@ -104,9 +120,45 @@ pub(crate) struct InFlight {
 pub(crate) type Unlocks = smallvec::SmallVec<[PendingUnlock; 1]>;
 
 impl QueueState {
-    /// Unlocks being sent.
-    pub(crate) fn sending(&self) -> usize {
-        self.in_flight.iter().map(|batch| batch.unlocks.len()).sum()
+    /// How many unlocks this locker is owed at `now`: being sent, or
+    /// queued and due (a lost lock's clean-up held back for a holder that
+    /// still holds its guard is a lock still held), one per uid however
+    /// many copies of it are queued or on their way (a call's and its
+    /// release's, say): one that lands frees the entry for all of them.
+    pub(crate) fn owed(&self, now: Instant) -> usize {
+        let in_flight = self.in_flight.iter().flat_map(|batch| batch.unlocks.iter());
+        let due = self.pending.iter().filter(|p| p.is_due(now));
+        let uids: std::collections::HashSet<&str> =
+            in_flight.chain(due).map(|p| &*p.args.uid).collect();
+        uids.len()
+    }
+
+    /// Makes a drain task's batch of `due` unlocks: one per uid and mode
+    /// (copies queued by a call and by the release it took them from are
+    /// one unlock, sent once), each marked with the `finish_releases`
+    /// calls that took back a copy of it still on its way (those sent it
+    /// already, and do not take it back again: once per call).
+    pub(crate) fn one_per_uid(&self, due: Vec<PendingUnlock>) -> Vec<PendingUnlock> {
+        let mut batch: Vec<PendingUnlock> = Vec::with_capacity(due.len());
+        let mut seen: std::collections::HashMap<(Arc<str>, bool), usize> =
+            std::collections::HashMap::with_capacity(due.len());
+        for unlock in due {
+            let key = (unlock.args.uid.clone(), unlock.mode == LockMode::Write);
+            match seen.get(&key) {
+                Some(&at) => batch[at].absorb(unlock),
+                None => {
+                    seen.insert(key, batch.len());
+                    batch.push(unlock);
+                }
+            }
+        }
+        for copy in self.in_flight.iter().flat_map(|b| b.unlocks.iter()) {
+            let key = (copy.args.uid.clone(), copy.mode == LockMode::Write);
+            if let Some(&at) = seen.get(&key) {
+                batch[at].add_calls(&copy.hurried);
+            }
+        }
+        batch
     }
 
     /// Records the batch drain task `drainer` takes, to be sent by `until`.
