@@ -538,8 +538,10 @@ async fn drain(mut task: Draining) {
         // Probe with one unlock first: a locker that is still down costs one
         // call per backoff step, however many unlocks it owes.
         coord.telemetry.release_retried(1);
+        let mut landed: Vec<Arc<str>> = Vec::new();
         let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
             Ok(()) => {
+                landed.push(probe.args.uid.clone());
                 let rest = &task.batch[1..];
                 coord.telemetry.release_retried(rest.len());
                 let results = futures::future::join_all(
@@ -554,7 +556,7 @@ async fn drain(mut task: Draining) {
                     .zip(results)
                 {
                     match result {
-                        Ok(()) => {}
+                        Ok(()) => landed.push(pending.args.uid),
                         Err(err) if unlock_may_land_later(&err) => {
                             failed.push(PendingUnlock {
                                 tried: true,
@@ -590,6 +592,11 @@ async fn drain(mut task: Draining) {
         queue
             .pending
             .extend(failed.into_iter().filter(|p| copied.keeps(p)));
+        // Copies of what landed that `finish_releases` calls took back (and
+        // may have queued again, their own sends failed) are moot.
+        for uid in &landed {
+            queue.landed_if_copied(uid);
+        }
         task.batch.clear();
     }
 }

@@ -189,7 +189,14 @@ async fn release_after(
         let err = match failed.take() {
             Some(err) => err,
             None => match unlock_call(coord, target.index, &state.args, state.mode).await {
-                Ok(()) => return true,
+                Ok(()) => {
+                    // A copy a `finish_releases` call took back and saw
+                    // fail is moot now.
+                    coord.unlock_retries[target.index]
+                        .lock()
+                        .landed_if_copied(&state.args.uid);
+                    return true;
+                }
                 Err(err) => err,
             },
         };

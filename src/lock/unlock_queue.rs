@@ -278,6 +278,18 @@ impl QueueState {
         self.in_flight.retain(|batch| !batch.unlocks.is_empty());
     }
 
+    /// The unlock of `uid` landed, sent by its release or by a drain task:
+    /// if a `finish_releases` call took back a copy of it (which it may
+    /// have queued again when its own send failed), that copy is moot, as
+    /// in [`landed`](Self::landed). Only then: the check costs a look at
+    /// the copies taken back, usually none, where `landed` walks the
+    /// queue.
+    pub(crate) fn landed_if_copied(&mut self, uid: &Arc<str>) {
+        if self.copied.iter().any(|(_, copied)| copied == uid) {
+            self.landed(std::slice::from_ref(uid));
+        }
+    }
+
     /// The `finish_releases` call numbered `call` ended: its number goes
     /// from every unlock here that it took back.
     pub(crate) fn forget_call(&mut self, call: u64) {
