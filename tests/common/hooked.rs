@@ -183,6 +183,14 @@ impl Hooked {
         self
     }
 
+    /// Unlocks are refused ([`connection_refused`], retryable) while
+    /// `down` is set. Replaces the refusal hook.
+    pub fn unlocks_refused_while(self, down: Arc<AtomicBool>) -> Hooked {
+        self.refusing(move |call, _| {
+            (call == Call::Unlock && down.load(Ordering::SeqCst)).then(connection_refused)
+        })
+    }
+
     /// Replies for which `lose` says true once `inner` answered never come
     /// back (the call was applied).
     pub fn losing_replies(
@@ -387,5 +395,13 @@ impl NetLocker for Hooked {
             return None;
         }
         self.inner.validity()
+    }
+}
+
+/// What a locker whose connection is refused answers: retryable.
+pub fn connection_refused() -> Error {
+    Error::LockerUnavailable {
+        endpoint: "node-0".into(),
+        reason: "connection refused".into(),
     }
 }

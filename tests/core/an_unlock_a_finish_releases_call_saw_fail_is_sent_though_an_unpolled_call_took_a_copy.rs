@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Late};
+use crate::common::hooked::Late;
 use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay};
 use crate::common::{self};
 use quorum_lock::Error;
@@ -41,14 +41,7 @@ fn an_unlock_a_finish_releases_call_saw_fail_is_sent_though_an_unpolled_call_too
     let scene = ReleaseOnItsWay::new(SEED, |locker, slow| {
         locker
             .unlocks_late_while(slow, Late::Arriving, Duration::from_secs(1))
-            .refusing(move |call, _| {
-                (call == Call::Unlock && refused.load(Ordering::SeqCst)).then(|| {
-                    Error::LockerUnavailable {
-                        endpoint: "node-0".into(),
-                        reason: "connection refused".into(),
-                    }
-                })
-            })
+            .unlocks_refused_while(refused)
     });
     down.store(true, Ordering::SeqCst);
 

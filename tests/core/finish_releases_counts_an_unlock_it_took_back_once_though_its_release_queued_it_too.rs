@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked};
+use crate::common::hooked::Hooked;
 use crate::common::{self};
 use quorum_lock::{Error, NetLocker};
 
@@ -33,19 +33,9 @@ fn finish_releases_counts_an_unlock_it_took_back_once_though_its_release_queued_
     let nodes = common::nodes(3);
     let down = Arc::new(AtomicBool::new(false));
     let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let down = down.clone();
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .refusing(move |call, _| {
-                (call == Call::Unlock && down.load(Ordering::SeqCst)).then(|| {
-                    Error::LockerUnavailable {
-                        endpoint: "node-0".into(),
-                        reason: "connection refused".into(),
-                    }
-                })
-            })
-            .shared();
-    }
+    lockers[0] = Hooked::new(nodes[0].clone())
+        .unlocks_refused_while(down.clone())
+        .shared();
     let ds = common::client(lockers, SEED);
 
     let paused = common::paused_runtime();

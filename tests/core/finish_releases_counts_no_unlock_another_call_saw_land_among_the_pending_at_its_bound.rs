@@ -20,13 +20,12 @@
 //! end.
 #![cfg(feature = "testing")]
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use crate::common::hooked::{Hooked, Late};
+use crate::common::release_on_its_way::poll_once;
 use crate::common::{self};
 use quorum_lock::{Error, NetLocker};
 
@@ -56,8 +55,7 @@ fn finish_releases_counts_no_unlock_another_call_saw_land_among_the_pending_at_i
     let paused = common::paused_runtime();
     let (first_a, after_a, finished, at_bound) = paused.block_on(async {
         let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(30)));
-        let first_a =
-            std::future::poll_fn(|cx| Poll::Ready(call_a.as_mut().poll(cx).is_ready())).await;
+        let first_a = poll_once(&mut call_a).await;
         let after_a = common::holding(&nodes, &uid);
         // A is not polled again (nor dropped); lockers 1 and 2 turn slow.
         slow_rest.store(true, Ordering::SeqCst);

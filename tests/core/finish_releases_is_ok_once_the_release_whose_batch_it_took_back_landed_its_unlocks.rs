@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked};
+use crate::common::hooked::{connection_refused, Call, Hooked};
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 7603;
 
@@ -44,10 +44,7 @@ fn finish_releases_is_ok_once_the_release_whose_batch_it_took_back_landed_its_un
                 // The second unlock locker 0 is sent is taken; the others
                 // are refused.
                 let n = unlocks.fetch_add(1, Ordering::SeqCst) + 1;
-                (n != 2).then(|| Error::LockerUnavailable {
-                    endpoint: "node-0".into(),
-                    reason: "connection refused".into(),
-                })
+                (n != 2).then(connection_refused)
             })
             .shared();
     }
