@@ -80,6 +80,33 @@ impl ReleaseOnItsWay {
     }
 }
 
+/// Three lockers, locker 0 the [`Hooked`] one `hook` makes from its plain
+/// locker and the `armed` switch; guard "a" taken, `armed` set, and the
+/// guard dropped on a paused runtime that goes on being driven (so its
+/// release task runs beside the call), then `finish_releases(within)`
+/// called at once. Returns what the call gave and which lockers hold "a"
+/// then.
+pub fn finish_releases_beside_a_driven_release(
+    seed: u64,
+    within: std::time::Duration,
+    hook: impl FnOnce(Hooked, Arc<AtomicBool>) -> Hooked,
+) -> (Result<(), quorum_lock::Error>, Vec<bool>) {
+    eprintln!("seed {seed}");
+    let nodes = super::nodes(3);
+    let armed = Arc::new(AtomicBool::new(false));
+    let mut lockers: Vec<Arc<dyn NetLocker>> = super::as_lockers(&nodes);
+    lockers[0] = hook(Hooked::new(nodes[0].clone()), armed.clone()).shared();
+    let ds = super::client(lockers, seed);
+    super::paused_runtime().block_on(async {
+        let a = super::try_lock(&ds, "a").await;
+        let uid = a.uid().to_owned();
+        armed.store(true, Ordering::SeqCst);
+        drop(a);
+        let finished = ds.finish_releases(within).await;
+        (finished, super::holding(&nodes, &uid))
+    })
+}
+
 /// Polls `call` once; whether it was done then. Left undone, it is
 /// neither polled again nor dropped until its owner says so.
 pub async fn poll_once<F: Future>(call: &mut Pin<Box<F>>) -> bool {

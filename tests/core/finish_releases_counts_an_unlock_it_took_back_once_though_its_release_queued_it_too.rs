@@ -17,38 +17,19 @@
 //! reports two: the two copies of one uid in locker 0's queue.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::Hooked;
-use crate::common::{self};
-use quorum_lock::{Error, NetLocker};
+use crate::common::release_on_its_way::finish_releases_beside_a_driven_release;
+use quorum_lock::Error;
 
 const SEED: u64 = 7601;
 
 #[test]
 fn finish_releases_counts_an_unlock_it_took_back_once_though_its_release_queued_it_too() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let down = Arc::new(AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    lockers[0] = Hooked::new(nodes[0].clone())
-        .unlocks_refused_while(down.clone())
-        .shared();
-    let ds = common::client(lockers, SEED);
-
-    let paused = common::paused_runtime();
-    let (finished, left) = paused.block_on(async {
-        let a = common::try_lock(&ds, "a").await;
-        let uid = a.uid().to_owned();
-        down.store(true, Ordering::SeqCst);
-        // Released in the background, on this runtime, which goes on being
-        // driven.
-        drop(a);
-        let finished = ds.finish_releases(Duration::from_secs(10)).await;
-        (finished, common::holding(&nodes, &uid))
-    });
+    let (finished, left) =
+        finish_releases_beside_a_driven_release(SEED, Duration::from_secs(10), |locker, down| {
+            locker.unlocks_refused_while(down)
+        });
     eprintln!("finish_releases(10 s): {finished:?}; lockers holding a then {left:?}");
     assert_eq!(
         left,

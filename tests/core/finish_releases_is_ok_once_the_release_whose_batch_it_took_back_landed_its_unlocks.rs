@@ -17,50 +17,31 @@
 //! retried, and at its bound reports it as a release still running.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::hooked::{connection_refused, Call, Hooked};
-use crate::common::{self};
-use quorum_lock::NetLocker;
+use crate::common::hooked::{connection_refused, Call};
+use crate::common::release_on_its_way::finish_releases_beside_a_driven_release;
 
 const SEED: u64 = 7603;
 
 #[test]
 fn finish_releases_is_ok_once_the_release_whose_batch_it_took_back_landed_its_unlocks() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let armed = Arc::new(AtomicBool::new(false));
     let unlocks = Arc::new(AtomicUsize::new(0));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let (armed, unlocks) = (armed.clone(), unlocks.clone());
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .refusing(move |call, _| {
+    let counted = unlocks.clone();
+    let (finished, left) =
+        finish_releases_beside_a_driven_release(SEED, Duration::from_secs(10), |locker, armed| {
+            locker.refusing(move |call, _| {
                 if call != Call::Unlock || !armed.load(Ordering::SeqCst) {
                     return None;
                 }
                 // The second unlock locker 0 is sent is taken; the others
                 // are refused.
-                let n = unlocks.fetch_add(1, Ordering::SeqCst) + 1;
+                let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
                 (n != 2).then(connection_refused)
             })
-            .shared();
-    }
-    let ds = common::client(lockers, SEED);
-
-    let paused = common::paused_runtime();
-    let (finished, left) = paused.block_on(async {
-        let a = common::try_lock(&ds, "a").await;
-        let uid = a.uid().to_owned();
-        armed.store(true, Ordering::SeqCst);
-        // Released in the background, on this runtime, which goes on being
-        // driven.
-        drop(a);
-        let finished = ds.finish_releases(Duration::from_secs(10)).await;
-        (finished, common::holding(&nodes, &uid))
-    });
+        });
     let sent = unlocks.load(Ordering::SeqCst);
     eprintln!(
         "finish_releases(10 s): {finished:?}; lockers holding a then {left:?}; unlocks sent to \
