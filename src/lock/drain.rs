@@ -85,7 +85,32 @@ pub(crate) fn queue_unlock(
     pending: PendingUnlock,
     runtime: Option<Handle>,
 ) {
+    queue_unlock_unless_landed(coord, index, pending, runtime, false);
+}
+
+/// [`queue_unlock`] of a release's own unlock, after its own send failed
+/// or its task was dropped: not when a `finish_releases` call already saw
+/// a copy of it land (`QueueState::saw_land`).
+pub(crate) fn queue_release_retry(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    pending: PendingUnlock,
+    runtime: Option<Handle>,
+) {
+    queue_unlock_unless_landed(coord, index, pending, runtime, true);
+}
+
+fn queue_unlock_unless_landed(
+    coord: &Arc<Coordinator>,
+    index: usize,
+    pending: PendingUnlock,
+    runtime: Option<Handle>,
+    unless_landed: bool,
+) {
     let mut queue = coord.unlock_retries[index].lock();
+    if unless_landed && queue.saw_land(&pending.args.uid) {
+        return;
+    }
     queue.pending.push(pending);
     match runtime.or_else(|| coord.own_runtime.handle()) {
         Some(handle) => start_drainer(coord, index, queue, &handle),

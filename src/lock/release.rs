@@ -33,8 +33,9 @@ use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::drain::{
-    batch_deadline, first_send_give_up, give_up_at, owe_batch, owe_batch_until, queue_unlock,
-    unlock_call, unlock_kind, unlock_may_land_later, STRAGGLER_GRACE,
+    batch_deadline, first_send_give_up, give_up_at, owe_batch, owe_batch_until,
+    queue_release_retry, queue_unlock, unlock_call, unlock_kind, unlock_may_land_later,
+    STRAGGLER_GRACE,
 };
 use crate::lock::fanout::{answered_now, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
@@ -145,7 +146,13 @@ impl Drop for Owed {
                 tried: false,
                 hurried: Default::default(),
             };
-            queue_unlock(coord, self.index, pending, Handle::try_current().ok());
+            // A release's own (not a lock call's, which may still be
+            // applied): moot if a `finish_releases` call saw a copy land.
+            if self.call {
+                queue_unlock(coord, self.index, pending, Handle::try_current().ok());
+            } else {
+                queue_release_retry(coord, self.index, pending, Handle::try_current().ok());
+            }
             if self.call {
                 // Queued: the call is out no more, and a straggler watch's
                 // record need not stand for it.
@@ -274,7 +281,7 @@ pub(crate) fn retry_unlock(state: &Acquisition, index: usize, began: Instant) {
 /// Queues the unlock of `state` on locker `index`, and starts a drain task
 /// on the current runtime unless that runtime has one already.
 fn retry_later(coord: &Arc<Coordinator>, index: usize, state: &Acquisition, give_up: Instant) {
-    queue_unlock(
+    queue_release_retry(
         coord,
         index,
         PendingUnlock {

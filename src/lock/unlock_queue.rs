@@ -98,6 +98,12 @@ pub(crate) struct QueueState {
     /// twice, and again at each look). By uid: an unlock goes by uid, so
     /// two of one uid to one locker do what one does.
     pub(crate) copied: Vec<(u64, Arc<str>)>,
+    /// Uids whose unlock a `finish_releases` call saw land while copies of
+    /// it taken back from other tasks' batches were still recorded
+    /// (`copied`): the release those copies came from, still running,
+    /// queues none of it again when its own send fails afterwards (see
+    /// [`saw_land`](Self::saw_land)). Kept as long as such copies are.
+    pub(crate) landed_copies: Vec<Arc<str>>,
 }
 
 /// A copy of the batch one drain task is sending.
@@ -127,7 +133,12 @@ impl QueueState {
     /// release's, say): one that lands frees the entry for all of them.
     pub(crate) fn owed(&self, now: Instant) -> usize {
         let in_flight = self.in_flight.iter().flat_map(|batch| batch.unlocks.iter());
-        let due = self.pending.iter().filter(|p| p.is_due(now));
+        // Not one given up: tried, and past its retry window (a drain
+        // task drops it at its next look).
+        let due = self
+            .pending
+            .iter()
+            .filter(|p| p.is_due(now) && (now < p.give_up || !p.tried));
         let uids: std::collections::HashSet<&str> =
             in_flight.chain(due).map(|p| &*p.args.uid).collect();
         uids.len()
@@ -191,6 +202,11 @@ impl QueueState {
             }
             !ours
         });
+        if !self.landed_copies.is_empty() {
+            let copied = &self.copied;
+            self.landed_copies
+                .retain(|uid| copied.iter().any(|(_, c)| c == uid));
+        }
         Copied(uids)
     }
 
@@ -276,6 +292,20 @@ impl QueueState {
             });
         }
         self.in_flight.retain(|batch| !batch.unlocks.is_empty());
+        for uid in uids {
+            if !self.landed_copies.contains(uid) && self.copied.iter().any(|(_, c)| c == uid) {
+                self.landed_copies.push(uid.clone());
+            }
+        }
+    }
+
+    /// Whether an unlock of `uid` landed (sent by a `finish_releases`
+    /// call) while its release, whose batch the call took it from, still
+    /// runs: a retry of that release's own is moot, as its queued copies
+    /// were made at the landing (a locker that took an unlock of a uid
+    /// refuses later lock calls of it, so nothing of it is held there).
+    pub(crate) fn saw_land(&self, uid: &str) -> bool {
+        self.landed_copies.iter().any(|landed| &**landed == uid)
     }
 
     /// The unlock of `uid` landed, sent by its release or by a drain task:
