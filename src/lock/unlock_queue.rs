@@ -302,8 +302,10 @@ impl QueueState {
     /// Whether an unlock of `uid` landed (sent by a `finish_releases`
     /// call) while its release, whose batch the call took it from, still
     /// runs: a retry of that release's own is moot, as its queued copies
-    /// were made at the landing (a locker that took an unlock of a uid
-    /// refuses later lock calls of it, so nothing of it is held there).
+    /// were made at the landing. The landing ends the release as the
+    /// release's own landing would have: what an unlock that landed does
+    /// not cover (a lock call of the uid still on its way) has its own
+    /// undo, queued by the call's `Owed`, which this does not touch.
     pub(crate) fn saw_land(&self, uid: &str) -> bool {
         self.landed_copies.iter().any(|landed| &**landed == uid)
     }
