@@ -566,14 +566,35 @@ async fn drain(mut task: Draining) {
         let mut landed: Vec<Arc<str>> = Vec::new();
         let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
             Ok(()) => {
+                coord.unlock_retries[index]
+                    .lock()
+                    .landed_in_batch(task.id, &probe.args.uid);
                 landed.push(probe.args.uid.clone());
                 let rest = &task.batch[1..];
                 coord.telemetry.release_retried(rest.len());
-                let results = futures::future::join_all(
+                // Each one that lands is off the batch's record at once: it
+                // is owed no more, whatever the others still do.
+                let coord = &coord;
+                let mut calls: futures::stream::FuturesUnordered<_> =
                     rest.iter()
-                        .map(|p| unlock_call(&coord, index, &p.args, p.mode)),
-                )
-                .await;
+                        .enumerate()
+                        .map(|(at, p)| async move {
+                            (at, unlock_call(coord, index, &p.args, p.mode).await)
+                        })
+                        .collect();
+                let mut results: Vec<Option<Result<(), Error>>> =
+                    std::iter::repeat_with(|| None).take(rest.len()).collect();
+                while let Some((at, result)) = futures::StreamExt::next(&mut calls).await {
+                    if let (Ok(()), Some(p)) = (&result, rest.get(at)) {
+                        coord.unlock_retries[index]
+                            .lock()
+                            .landed_in_batch(task.id, &p.args.uid);
+                    }
+                    if let Some(slot) = results.get_mut(at) {
+                        *slot = Some(result);
+                    }
+                }
+                drop(calls);
                 let mut failed = Vec::new();
                 for (pending, result) in std::mem::take(&mut task.batch)
                     .into_iter()
@@ -581,14 +602,16 @@ async fn drain(mut task: Draining) {
                     .zip(results)
                 {
                     match result {
-                        Ok(()) => landed.push(pending.args.uid),
-                        Err(err) if unlock_may_land_later(&err) => {
-                            failed.push(PendingUnlock {
-                                tried: true,
-                                ..pending
-                            });
+                        Some(Ok(())) => landed.push(pending.args.uid),
+                        Some(Err(err)) if !unlock_may_land_later(&err) => {
+                            give_up_on(coord, &pending, &err, &endpoint());
                         }
-                        Err(err) => give_up_on(&coord, &pending, &err, &endpoint()),
+                        // Failed for now (every call ends, so one with no
+                        // outcome is not expected; it is retried too).
+                        _ => failed.push(PendingUnlock {
+                            tried: true,
+                            ..pending
+                        }),
                     }
                 }
                 failed
