@@ -141,6 +141,7 @@ fn start_drainer(
         index,
         id,
         batch: Vec::new(),
+        landed: Vec::new(),
         finished: false,
     }));
 }
@@ -479,6 +480,9 @@ struct Draining {
     index: usize,
     id: u64,
     batch: Vec<PendingUnlock>,
+    /// The uids of its batch that landed: not handed back if it is
+    /// dropped mid-batch.
+    landed: Vec<Arc<str>>,
     /// Set when it ends with its queue empty; dropped otherwise, its
     /// runtime shut down or dropped it, and what is left is handed over.
     finished: bool,
@@ -488,7 +492,9 @@ impl Drop for Draining {
     fn drop(&mut self) {
         let mut queue = self.coord.unlock_retries[self.index].lock();
         let copied = queue.finish_batch(self.id);
-        self.batch.retain(|p| copied.keeps(p));
+        let landed = &self.landed;
+        self.batch
+            .retain(|p| copied.keeps(p) && !landed.contains(&p.args.uid));
         queue.pending.append(&mut self.batch);
         queue.drainers.retain(|(_, id)| *id != self.id);
         // Dropped unfinished with unlocks left, or another task's batch on
@@ -563,13 +569,14 @@ async fn drain(mut task: Draining) {
         // Probe with one unlock first: a locker that is still down costs one
         // call per backoff step, however many unlocks it owes.
         coord.telemetry.release_retried(1);
-        let mut landed: Vec<Arc<str>> = Vec::new();
         let failed = match unlock_call(&coord, index, &probe.args, probe.mode).await {
             Ok(()) => {
+                // Known at once: its copies elsewhere (queued, or taken
+                // back by a call) are moot.
                 coord.unlock_retries[index]
                     .lock()
-                    .landed_in_batch(task.id, &probe.args.uid);
-                landed.push(probe.args.uid.clone());
+                    .landed(std::slice::from_ref(&probe.args.uid));
+                task.landed.push(probe.args.uid.clone());
                 let rest = &task.batch[1..];
                 coord.telemetry.release_retried(rest.len());
                 // Each one that lands is off the batch's record at once: it
@@ -588,7 +595,8 @@ async fn drain(mut task: Draining) {
                     if let (Ok(()), Some(p)) = (&result, rest.get(at)) {
                         coord.unlock_retries[index]
                             .lock()
-                            .landed_in_batch(task.id, &p.args.uid);
+                            .landed(std::slice::from_ref(&p.args.uid));
+                        task.landed.push(p.args.uid.clone());
                     }
                     if let Some(slot) = results.get_mut(at) {
                         *slot = Some(result);
@@ -602,7 +610,7 @@ async fn drain(mut task: Draining) {
                     .zip(results)
                 {
                     match result {
-                        Some(Ok(())) => landed.push(pending.args.uid),
+                        Some(Ok(())) => {}
                         Some(Err(err)) if !unlock_may_land_later(&err) => {
                             give_up_on(coord, &pending, &err, &endpoint());
                         }
@@ -640,12 +648,8 @@ async fn drain(mut task: Draining) {
         queue
             .pending
             .extend(failed.into_iter().filter(|p| copied.keeps(p)));
-        // Copies of what landed that `finish_releases` calls took back (and
-        // may have queued again, their own sends failed) are moot.
-        for uid in &landed {
-            queue.landed_if_copied(uid);
-        }
         task.batch.clear();
+        task.landed.clear();
     }
 }
 

@@ -299,15 +299,6 @@ impl QueueState {
         }
     }
 
-    /// Drain task `drainer`'s unlock of `uid` landed: off its batch's
-    /// record at once, no longer owed while the rest of the batch is sent.
-    pub(crate) fn landed_in_batch(&mut self, drainer: u64, uid: &Arc<str>) {
-        for batch in self.in_flight.iter_mut().filter(|b| b.drainer == drainer) {
-            batch.unlocks.retain(|u| u.args.uid != *uid);
-        }
-        self.in_flight.retain(|batch| !batch.unlocks.is_empty());
-    }
-
     /// Whether an unlock of `uid` landed (sent by a `finish_releases`
     /// call) while its release, whose batch the call took it from, still
     /// runs: a retry of that release's own is moot, as its queued copies
@@ -319,7 +310,7 @@ impl QueueState {
         self.landed_copies.iter().any(|landed| &**landed == uid)
     }
 
-    /// The unlock of `uid` landed, sent by its release or by a drain task:
+    /// The unlock of `uid` landed, sent by its release:
     /// if a `finish_releases` call took back a copy of it (which it may
     /// have queued again when its own send failed), that copy is moot, as
     /// in [`landed`](Self::landed). Only then: the check costs a look at
