@@ -32,7 +32,7 @@ use super::server_notices::Masking;
 use super::state::{mode_char, Op, Row, Table};
 use super::url::{check_parameters, Server};
 use crate::Error;
-use search_path::{pin_search_path, Ambiguous};
+use search_path::{pin_search_path, refuse_this_call, Ambiguous, RefusedNow, REFUSED_NOW};
 
 mod fast;
 mod search_path;
@@ -189,6 +189,15 @@ impl Store {
                                 sqlx::Error::Configuration(inner) => inner.to_string(),
                                 other => other.to_string(),
                             });
+                        // A search path with the table in two schemas is
+                        // refused again on every try: the call that asked
+                        // for this connection is told now, not at its
+                        // timeout (see `bounded`).
+                        if let Err(sqlx::Error::Configuration(inner)) = &pinned {
+                            if let Some(ambiguous) = inner.downcast_ref::<Ambiguous>() {
+                                refuse_this_call(&ambiguous.0);
+                            }
+                        }
                         pinned?;
                     }
                     if let Some([status, clock]) = uptime {
@@ -256,24 +265,43 @@ impl Store {
     where
         F: std::future::Future<Output = Result<T, Error>>,
     {
-        let call = self.masking.scope(async {
-            if !self.ready.load(Ordering::Acquire) {
-                let _one = self.setting_up.lock().await;
+        let refused = Arc::new(RefusedNow::default());
+        let call = REFUSED_NOW.scope(
+            refused.clone(),
+            self.masking.scope(async {
                 if !self.ready.load(Ordering::Acquire) {
-                    self.setup().await?;
-                    self.ready.store(true, Ordering::Release);
-                    self.found_before.store(true, Ordering::Release);
+                    let _one = self.setting_up.lock().await;
+                    if !self.ready.load(Ordering::Acquire) {
+                        self.setup().await?;
+                        self.ready.store(true, Ordering::Release);
+                        self.found_before.store(true, Ordering::Release);
+                    }
                 }
-            }
-            f.await
-        });
-        let outcome = tokio::time::timeout(self.call_timeout, call).await;
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(_) => Err(Error::LockerTimeout {
-                endpoint: self.endpoint.clone(),
-                after: self.call_timeout,
+                f.await
             }),
+        );
+        // The pool tries a refused connection again until its acquire
+        // timeout, which is the call timeout: without the refusal's own
+        // branch the call waited all of it, and then told either the
+        // refusal or a timeout, whichever timer fired first. Dropping the
+        // call here is what the timeout does too.
+        let outcome = tokio::select! {
+            biased;
+            outcome = tokio::time::timeout(self.call_timeout, call) => match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Error::LockerTimeout {
+                    endpoint: self.endpoint.clone(),
+                    after: self.call_timeout,
+                }),
+            },
+            reason = refused.told() => {
+                // Told here: not again by a later call's pool timeout.
+                self.refused
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                Err(self.unavailable(format!("a new connection was refused: {reason}")))
+            }
         };
         match &outcome {
             Ok(_) => self.online.store(true, Ordering::Relaxed),

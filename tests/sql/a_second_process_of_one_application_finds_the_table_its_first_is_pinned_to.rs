@@ -65,8 +65,23 @@ async fn two_processes_of_one_application_never_grant_one_name_to_two_writers() 
 
     // The application's second process, with the same settings: refused
     // (a search path with the table in two schemas), saying what to set,
-    // or never granting x from the other table.
-    let second_process = match SqlLocker::connect(&app_url, settings(None)).await {
+    // or never granting x from the other table. The refusal comes at once:
+    // the pool tries such a connection again until the call timeout, and
+    // the call used to wait all of it and then, whichever timer fired
+    // first, tell either the refusal or a bare timeout (CI75 saw "did not
+    // answer within 2s"). Here the call timeout is long, so a refusal
+    // that waits for it fails the bound below.
+    let patient = SqlConfig {
+        call_timeout: Duration::from_secs(120),
+        ..settings(None)
+    };
+    let second_process = match tokio::time::timeout(
+        Duration::from_secs(60),
+        SqlLocker::connect(&app_url, patient),
+    )
+    .await
+    .expect("the refusal, long before the call timeout")
+    {
         Ok(locker) => locker,
         Err(refused) => {
             assert!(

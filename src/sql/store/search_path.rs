@@ -65,3 +65,46 @@ impl std::fmt::Display for Ambiguous {
 }
 
 impl std::error::Error for Ambiguous {}
+
+tokio::task_local! {
+    /// The call (`Store::bounded`) whose task is opening a connection: the
+    /// pool runs `after_connect` within the poll of the call that asked
+    /// for the connection, so a refusal found there reaches that call.
+    pub(super) static REFUSED_NOW: std::sync::Arc<RefusedNow>;
+}
+
+/// A refusal that trying again cannot change, told to the call that met it
+/// while the pool would go on trying until its timeout.
+#[derive(Default)]
+pub(super) struct RefusedNow {
+    reason: std::sync::OnceLock<String>,
+    told: tokio::sync::Notify,
+}
+
+impl RefusedNow {
+    /// The refusal, once one is met.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the reason stays until it is read.
+    pub(super) async fn told(&self) -> String {
+        loop {
+            // Registered before the check: a refusal in between wakes it.
+            let told = self.told.notified();
+            if let Some(reason) = self.reason.get() {
+                return reason.clone();
+            }
+            told.await;
+        }
+    }
+}
+
+/// Tells the call under way on this task, if any, that its connection was
+/// refused for `reason`.
+pub(super) fn refuse_this_call(reason: &str) {
+    // Outside a call (the pool's own upkeep) no one waits on the refusal.
+    let _ = REFUSED_NOW.try_with(|refused| {
+        let _ = refused.reason.set(reason.to_owned());
+        refused.told.notify_waiters();
+    });
+}
