@@ -10,12 +10,13 @@ use tokio::time::Instant;
 
 use super::labels::Limit;
 use super::requests::{unavailable, Asked, Ending, Refusal, Session};
+use super::state::ServerState;
 use super::waits::{Place, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{ErrorKind, Reply, WireArgs, WireTicket, WireWaitReply};
 use crate::locker::wait::{WaitArgs, WaitReply};
 use crate::{LockArgs, LockMode, NetLocker};
 
-impl Session<'_> {
+impl Session {
     /// A version-2 client's plain lock, made fair: it is asked as a wait
     /// with the ticket this poller drew when the connection first saw it
     /// (same owner, resources and mode), and a place that is only a
@@ -214,55 +215,66 @@ impl Session<'_> {
     /// other. Every place the table keeps is thus counted by an open
     /// connection, whatever names a reconnected waiter asks for.
     pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
-        let locker = &*self.server.locker;
-        let ledger = &self.server.ledger;
-        for place in places {
-            let uid = &place.args.uid;
-            // Only a place with the same ticket is the same place in the
-            // table: under another ticket it is a place of its own there,
-            // which this one's end must take out (the ledger's owner may
-            // even be the older connection, after it refreshed the uid).
-            let newer = ledger
-                .owner(uid)
-                .filter(|conn| *conn != self.id)
-                .and_then(|conn| self.server.place_of(conn, uid))
-                .filter(|(_, ticket)| *ticket == place.ticket)
-                .map(|(names, _)| names);
-            if let Some(newer) = newer {
-                // Looked up in a set: a request may name 1,000 names, and
-                // a connection keep 1,024 places.
-                let names: std::collections::HashSet<&str> =
-                    newer.iter().map(String::as_str).collect();
-                if place
-                    .args
-                    .resources
-                    .iter()
-                    .all(|r| names.contains(r.as_str()))
-                {
-                    continue;
-                }
-                if !locker
-                    .end_place(&place.args, Some(place.ticket), &newer)
-                    .held
-                {
-                    ledger.release(uid, Some(&place.args.resources));
-                }
+        end_places(&self.server, self.id, places, how);
+    }
+}
+
+/// [`Session::ended`] for connection `conn` of `server`, without the
+/// session: a closed connection's places end on the blocking pool, after
+/// its session is gone.
+pub(super) fn end_places(
+    server: &ServerState,
+    conn: u64,
+    places: impl IntoIterator<Item = Place>,
+    how: Ending<'_>,
+) {
+    let locker = &*server.locker;
+    let ledger = &server.ledger;
+    for place in places {
+        let uid = &place.args.uid;
+        // Only a place with the same ticket is the same place in the
+        // table: under another ticket it is a place of its own there,
+        // which this one's end must take out (the ledger's owner may
+        // even be the older connection, after it refreshed the uid).
+        let newer = ledger
+            .owner(uid)
+            .filter(|owner| *owner != conn)
+            .and_then(|owner| server.place_of(owner, uid))
+            .filter(|(_, ticket)| *ticket == place.ticket)
+            .map(|(names, _)| names);
+        if let Some(newer) = newer {
+            // Looked up in a set: a request may name 1,000 names, and
+            // a connection keep 1,024 places.
+            let names: std::collections::HashSet<&str> = newer.iter().map(String::as_str).collect();
+            if place
+                .args
+                .resources
+                .iter()
+                .all(|r| names.contains(r.as_str()))
+            {
                 continue;
             }
-            let (ticket, keep) = match how {
-                // Every place of the uid: its waiter is gone.
-                Ending::Closed => (None, &[][..]),
-                Ending::Lapsed | Ending::Released => (Some(place.ticket), &[][..]),
-                // The uid's own newer request renewed its places on the
-                // names it asked for again.
-                Ending::Superseded(newer) if newer.uid == *uid => {
-                    (Some(place.ticket), &newer.resources[..])
-                }
-                Ending::Superseded(_) => (Some(place.ticket), &[][..]),
-            };
-            if !locker.end_place(&place.args, ticket, keep).held {
+            if !locker
+                .end_place(&place.args, Some(place.ticket), &newer)
+                .held
+            {
                 ledger.release(uid, Some(&place.args.resources));
             }
+            continue;
+        }
+        let (ticket, keep) = match how {
+            // Every place of the uid: its waiter is gone.
+            Ending::Closed => (None, &[][..]),
+            Ending::Lapsed | Ending::Released => (Some(place.ticket), &[][..]),
+            // The uid's own newer request renewed its places on the
+            // names it asked for again.
+            Ending::Superseded(newer) if newer.uid == *uid => {
+                (Some(place.ticket), &newer.resources[..])
+            }
+            Ending::Superseded(_) => (Some(place.ticket), &[][..]),
+        };
+        if !locker.end_place(&place.args, ticket, keep).held {
+            ledger.release(uid, Some(&place.args.resources));
         }
     }
 }

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::labels::Limit;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
+use super::queueing::end_places;
 use super::state::{Role, ServerState};
 use super::waits::{Place, Waits, MAX_PLACE_TTL};
 use super::wire::{
@@ -25,8 +26,8 @@ use crate::{Error, LockArgs, LockMode, NetLocker};
 /// A push on its way from the lock table to the connection's task.
 pub(super) type Pushed = (Box<str>, PushEvent);
 
-pub(super) struct Session<'a> {
-    pub(super) server: &'a ServerState,
+pub(super) struct Session {
+    pub(super) server: Arc<ServerState>,
     pub(super) role: Role,
     /// Names this connection in the server's ledger.
     pub(super) id: u64,
@@ -65,7 +66,7 @@ pub(super) struct Asked {
     pub(super) push: bool,
 }
 
-impl Session<'_> {
+impl Session {
     /// The lock arguments of a request, or the reply refusing them when a
     /// field is beyond the protocol's limits, holds text a listing could
     /// not show, or names a resource twice (refused before anything is
@@ -578,7 +579,7 @@ pub(super) enum Refusal {
     Reply(Reply),
 }
 
-impl Drop for Session<'_> {
+impl Drop for Session {
     /// The connection closed (or its task was aborted): its waiters can no
     /// longer be told of a grant, so their places go, and with them the
     /// turns they would have taken from others. Grants stay; their holders
@@ -596,7 +597,20 @@ impl Drop for Session<'_> {
             places = places.len(),
             "connection closed; giving up its places in line"
         );
-        self.ended(places, Ending::Closed);
+        // Ending them takes work in proportion to what they held (a
+        // thousand places of a thousand names each, checked against what
+        // their waiters asked again elsewhere): on the blocking pool, so
+        // that no thread serving other clients does it. Until it ends them
+        // they are places nobody is told of, as a place whose waiter
+        // stopped listening is; a waiter that reconnected and asked again
+        // meanwhile is found by the ledger as ever. Outside a runtime (one
+        // being dropped) they end here.
+        let (server, conn) = (self.server.clone(), self.id);
+        let end = move || end_places(&server, conn, places, Ending::Closed);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(end)),
+            Err(_) => end(),
+        }
     }
 }
 

@@ -153,7 +153,7 @@ async fn session(
     )));
     server.register_waits(slot.id(), &waits);
     let session = Session {
-        server: &server,
+        server: server.clone(),
         role,
         id: slot.id(),
         version,
@@ -175,10 +175,10 @@ enum Event {
 async fn serve(
     conn: &mut Conn,
     peer: SocketAddr,
-    session: &Session<'_>,
+    session: &Session,
     pushed: &mut mpsc::Receiver<Pushed>,
 ) {
-    let server = session.server;
+    let server = &*session.server;
     // The timer is moved on only when it fires, not at every request.
     let idle_timeout = server.config.idle_timeout;
     let mut last_heard = Instant::now();
@@ -334,7 +334,7 @@ fn read_room(conn: &mut Conn) {
 /// Feeds every push already queued, without waiting for more.
 async fn forward_queued(
     conn: &mut Conn,
-    session: &Session<'_>,
+    session: &Session,
     pushed: &mut mpsc::Receiver<Pushed>,
 ) -> Result<(), ()> {
     while let Ok(push) = pushed.try_recv() {
@@ -349,7 +349,7 @@ async fn forward_queued(
 /// without bound.
 async fn feed<T: serde::Serialize>(
     conn: &mut Conn,
-    session: Option<&Session<'_>>,
+    session: Option<&Session>,
     message: &T,
 ) -> Result<(), ()> {
     wire::encode_frame(message, conn.write_buffer_mut()).map_err(|_| ())?;
@@ -363,11 +363,11 @@ async fn feed<T: serde::Serialize>(
 /// reads nothing for the idle timeout while it holds nothing on the server
 /// is hung up on (`Err`), as a silent one is: a full socket keeps no slot;
 /// and the server's shutdown ends the wait.
-async fn flush(conn: &mut Conn, session: Option<&Session<'_>>) -> Result<(), ()> {
+async fn flush(conn: &mut Conn, session: Option<&Session>) -> Result<(), ()> {
     let Some(session) = session else {
         return SinkExt::<Bytes>::flush(conn).await.map_err(|_| ());
     };
-    let server = session.server;
+    let server = &*session.server;
     loop {
         let idle = async {
             match server.config.idle_timeout {
@@ -521,7 +521,7 @@ fn too_big(err: &std::io::Error) -> bool {
         .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>())
 }
 
-impl Session<'_> {
+impl Session {
     /// Writes a push from the lock table. A grant ends the place and
     /// starts the entry's life in the ledger.
     async fn forward(&self, conn: &mut Conn, (uid, event): Pushed) -> Result<(), ()> {
