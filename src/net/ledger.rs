@@ -534,6 +534,11 @@ impl Inner {
 
     /// Marks `uid` touched now and moves its charge to `conn`. Returns
     /// whether it was charged.
+    ///
+    /// `conn`'s own limits are not checked: the move comes with a refresh
+    /// (a holder that reconnected, say), refusing it would cost the holder
+    /// its lock, and the charge was counted in the table's total when the
+    /// lock was granted, which the move does not change.
     fn adopt(&mut self, uid: &str, conn: u64, now: Instant) -> bool {
         let Some(charge) = self.charges.get_mut(uid) else {
             return false;
