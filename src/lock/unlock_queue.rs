@@ -150,22 +150,9 @@ impl QueueState {
     /// calls that took back a copy of it still on its way (those sent it
     /// already, and do not take it back again: once per call).
     pub(crate) fn one_per_uid(&self, due: Vec<PendingUnlock>) -> Vec<PendingUnlock> {
-        let mut batch: Vec<PendingUnlock> = Vec::with_capacity(due.len());
-        let mut seen: std::collections::HashMap<(Arc<str>, bool), usize> =
-            std::collections::HashMap::with_capacity(due.len());
-        for unlock in due {
-            let key = (unlock.args.uid.clone(), unlock.mode == LockMode::Write);
-            match seen.get(&key) {
-                Some(&at) => batch[at].absorb(unlock),
-                None => {
-                    seen.insert(key, batch.len());
-                    batch.push(unlock);
-                }
-            }
-        }
+        let (mut batch, seen) = merged(due);
         for copy in self.in_flight.iter().flat_map(|b| b.unlocks.iter()) {
-            let key = (copy.args.uid.clone(), copy.mode == LockMode::Write);
-            if let Some(&at) = seen.get(&key) {
+            if let Some(&at) = seen.get(&key_of(copy)) {
                 batch[at].add_calls(&copy.hurried);
             }
         }
@@ -265,7 +252,9 @@ impl QueueState {
             }
         }
         self.in_flight = kept;
-        taken
+        // Copies of one unlock on their way in several batches (another
+        // call's and a drain task's, say) are taken in one look: sent once.
+        merged(taken).0
     }
 
     /// The unlocks of `uids` landed (sent by a `finish_releases` call): an
@@ -330,6 +319,33 @@ impl QueueState {
             unlock.hurried.retain(|c| *c != call);
         }
     }
+}
+
+/// What makes copies one unlock: its uid and mode (write or not).
+type Key = (Arc<str>, bool);
+
+/// Where each unlock of a merged list is, by its [`Key`].
+type Places = std::collections::HashMap<Key, usize>;
+
+fn key_of(unlock: &PendingUnlock) -> Key {
+    (unlock.args.uid.clone(), unlock.mode == LockMode::Write)
+}
+
+/// `unlocks` with the copies of each one merged ([`PendingUnlock::absorb`]),
+/// in their first copy's order, and where each one is.
+fn merged(unlocks: impl IntoIterator<Item = PendingUnlock>) -> (Vec<PendingUnlock>, Places) {
+    let mut merged: Vec<PendingUnlock> = Vec::new();
+    let mut seen = Places::new();
+    for unlock in unlocks {
+        match seen.get(&key_of(&unlock)) {
+            Some(&at) => merged[at].absorb(unlock),
+            None => {
+                seen.insert(key_of(&unlock), merged.len());
+                merged.push(unlock);
+            }
+        }
+    }
+    (merged, seen)
 }
 
 /// The uids of a batch's unlocks that were taken back from its task: see
