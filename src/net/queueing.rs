@@ -219,6 +219,41 @@ impl Session {
     }
 }
 
+impl Drop for Session {
+    /// The connection closed (or its task was aborted): its waiters can no
+    /// longer be told of a grant, so their places go, and with them the
+    /// turns they would have taken from others. Grants stay; their holders
+    /// still release or refresh them.
+    fn drop(&mut self) {
+        self.server.forget_waits(self.id);
+        let places: Vec<Place> = {
+            let mut waits = self.waits();
+            if waits.is_empty() {
+                return;
+            }
+            waits.drain().collect()
+        };
+        tracing::debug!(
+            places = places.len(),
+            "connection closed; giving up its places in line"
+        );
+        // Ending them takes work in proportion to what they held (a
+        // thousand places of a thousand names each, checked against what
+        // their waiters asked again elsewhere): on the blocking pool, so
+        // that no thread serving other clients does it. Until it ends them
+        // they are places nobody is told of, as a place whose waiter
+        // stopped listening is; a waiter that reconnected and asked again
+        // meanwhile is found by the ledger as ever. Outside a runtime (one
+        // being dropped) they end here.
+        let (server, conn) = (self.server.clone(), self.id);
+        let end = move || end_places(&server, conn, places, Ending::Closed);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(end)),
+            Err(_) => end(),
+        }
+    }
+}
+
 /// [`Session::ended`] for connection `conn` of `server`, without the
 /// session: a closed connection's places end on the blocking pool, after
 /// its session is gone.
