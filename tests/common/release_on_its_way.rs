@@ -12,7 +12,7 @@ use quorum_lock::{Dsync, LocalLocker, NetLocker, Timeouts};
 use super::hooked::Hooked;
 
 /// Three lockers, locker 0 a [`Hooked`] one; guard "a" taken and dropped
-/// on a runtime that is not driven again, so its release is a batch on its
+/// on a runtime that is not driven again (unless the scene says so), so its release is a batch on its
 /// way that only `finish_releases` (or a drain task, once it is overdue)
 /// sends.
 pub struct ReleaseOnItsWay {
@@ -23,8 +23,9 @@ pub struct ReleaseOnItsWay {
     /// Set once "a" is held: what `hook` made locker 0 do while it is set
     /// (answer unlocks late, say) starts with the release.
     pub slow: Arc<AtomicBool>,
-    /// The runtime the guard was dropped on, kept (idle) to the end.
-    _idle: tokio::runtime::Runtime,
+    /// The runtime the guard was dropped on, kept to the end: idle, unless
+    /// a scene drives it later (its release and drain tasks then run).
+    pub dropped_on: tokio::runtime::Runtime,
 }
 
 impl ReleaseOnItsWay {
@@ -70,7 +71,7 @@ impl ReleaseOnItsWay {
             ds,
             uid,
             slow,
-            _idle: idle,
+            dropped_on: idle,
         }
     }
 
@@ -111,4 +112,72 @@ pub fn finish_releases_beside_a_driven_release(
 /// neither polled again nor dropped until its owner says so.
 pub async fn poll_once<F: Future>(call: &mut Pin<Box<F>>) -> bool {
     std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx).is_ready())).await
+}
+
+/// Who sent an unlock: its runtime, and whether from a spawned task (a
+/// release or drain task) or a `block_on` future (a call driven there).
+pub type Sender = (tokio::runtime::Id, bool);
+
+/// The unlocks a hooked locker was sent, by uid and [`Sender`]: what the
+/// once-per-call scenes count.
+#[derive(Clone, Default)]
+pub struct UnlockSenders(Arc<std::sync::Mutex<Vec<(String, Sender)>>>);
+
+impl UnlockSenders {
+    /// Records an unlock of `uid` sent from where this runs; returns
+    /// whether it came from a spawned task.
+    pub fn record(&self, uid: &str) -> bool {
+        let from_task = tokio::task::try_id().is_some();
+        let sender = (tokio::runtime::Handle::current().id(), from_task);
+        self.lock().push((uid.to_owned(), sender));
+        from_task
+    }
+
+    /// How many unlocks of `uid` came from a sender `who` picks.
+    pub fn count(&self, uid: &str, who: impl Fn(&Sender) -> bool) -> usize {
+        self.lock()
+            .iter()
+            .filter(|(u, s)| u == uid && who(s))
+            .count()
+    }
+
+    /// How many unlocks of `uid` a call driven by `block_on` on `runtime`
+    /// sent.
+    pub fn by_call_on(&self, uid: &str, runtime: &tokio::runtime::Runtime) -> usize {
+        let id = runtime.handle().id();
+        self.count(uid, |s| s.0 == id && !s.1)
+    }
+
+    /// Drives `runtime` until it sent `at_least` unlocks of `uid` (its
+    /// release task's and then its drain task's, say), for 10 s at most;
+    /// returns whether it did and how many it sent.
+    pub fn drive_until_sent(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        uid: &str,
+        at_least: usize,
+    ) -> (bool, usize) {
+        let id = runtime.handle().id();
+        let on_it = |s: &Sender| s.0 == id;
+        runtime.block_on(async {
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                while self.count(uid, on_it) < at_least {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            })
+            .await;
+            (waited.is_ok(), self.count(uid, on_it))
+        })
+    }
+
+    /// Every unlock recorded, for a failure's message.
+    pub fn all(&self) -> Vec<(String, Sender)> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Sender)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }

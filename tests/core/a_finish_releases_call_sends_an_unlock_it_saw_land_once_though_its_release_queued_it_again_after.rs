@@ -18,22 +18,16 @@
 //! locker 0 the unlock it saw land a second time.
 #![cfg(feature = "testing")]
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::hooked::{Call, Hooked};
+use crate::common::release_on_its_way::{poll_once, UnlockSenders};
 use crate::common::{self};
 use quorum_lock::{Error, NetLocker, Timeouts};
 
 const SEED: u64 = 7774;
-
-/// Who sent locker 0 an unlock: its runtime, and whether from a spawned
-/// task (a release or drain task) or a `block_on` future (a call driven
-/// there).
-type Sender = (tokio::runtime::Id, bool);
 
 #[test]
 fn a_finish_releases_call_sends_an_unlock_it_saw_land_once_though_its_release_queued_it_again_after(
@@ -41,18 +35,16 @@ fn a_finish_releases_call_sends_an_unlock_it_saw_land_once_though_its_release_qu
     eprintln!("seed {SEED}");
     let nodes = common::nodes(3);
     let slow = Arc::new(AtomicBool::new(false));
-    let seen: Arc<Mutex<Vec<(String, Sender)>>> = Arc::default();
+    let senders = UnlockSenders::default();
     let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
     {
-        let (slow, refusing, counted) = (slow.clone(), slow.clone(), seen.clone());
+        let (slow, refusing, recorded) = (slow.clone(), slow.clone(), senders.clone());
         lockers[0] = Hooked::new(nodes[0].clone())
             .arriving_late(move |call, args| {
                 if call != Call::Unlock {
                     return None;
                 }
-                let from_task = tokio::task::try_id().is_some();
-                let sender = (tokio::runtime::Handle::current().id(), from_task);
-                counted.lock().unwrap().push((args.uid.to_string(), sender));
+                let from_task = recorded.record(&args.uid);
                 (from_task && slow.load(Ordering::SeqCst)).then_some(Duration::from_secs(60))
             })
             .shared();
@@ -82,41 +74,24 @@ fn a_finish_releases_call_sends_an_unlock_it_saw_land_once_though_its_release_qu
     slow.store(true, Ordering::SeqCst);
     // Dropped on r1, not driven for now: its release task has not run.
     common::drop_on_an_idle_runtime(&r1, a);
-    let r1_id = r1.handle().id();
     let p = common::paused_runtime();
-    let pid = p.handle().id();
-    let sent_by = |who: &dyn Fn(&Sender) -> bool| {
-        let seen = seen.lock().unwrap();
-        seen.iter().filter(|(u, s)| *u == uid && who(s)).count()
-    };
-    let by_a = |s: &Sender| s.0 == pid && !s.1;
 
     let mut call_a = Box::pin(ds.finish_releases(Duration::from_secs(5)));
-    let first_a = p.block_on(std::future::poll_fn(|cx| {
-        Poll::Ready(call_a.as_mut().poll(cx).is_ready())
-    }));
-    let at_first_poll = sent_by(&by_a);
+    let first_a = p.block_on(poll_once(&mut call_a));
+    let at_first_poll = senders.by_call_on(&uid, &p);
     let after_a = common::holding(&nodes, &uid);
     // r1 is driven (paused clock) until its release task's send to locker
     // 0 timed out and was queued again, and its drain task sent it
     // (bounded: 10 s), and stops as its drain task sends it.
-    let on_r1 = r1.block_on(async {
-        let _ = tokio::time::timeout(Duration::from_secs(10), async {
-            while sent_by(&|s: &Sender| s.0 == r1_id) < 2 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
-        sent_by(&|s: &Sender| s.0 == r1_id)
-    });
+    let (_, on_r1) = senders.drive_until_sent(&r1, &uid, 2);
     let finished = p.block_on(call_a);
-    let sends_a = sent_by(&by_a);
+    let sends_a = senders.by_call_on(&uid, &p);
     eprintln!(
         "A ready at first poll: {first_a}, its sends to locker 0 then {at_first_poll}; holding a \
          after it {after_a:?}; r1 sent locker 0 the unlock {on_r1} times; A returned \
          {finished:?}; A sent locker 0 the unlock {sends_a} times in all; every unlock locker 0 \
          was sent: {:?}",
-        seen.lock().unwrap()
+        senders.all()
     );
     assert!(
         !first_a && at_first_poll == 1,

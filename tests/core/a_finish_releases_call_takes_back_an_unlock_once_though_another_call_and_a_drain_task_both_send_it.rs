@@ -21,96 +21,53 @@
 //! the same unlock twice at its first look.
 #![cfg(feature = "testing")]
 
-use std::future::Future;
-use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Hooked, Late};
+use crate::common::hooked::{Call, Late};
+use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay, UnlockSenders};
 use crate::common::{self};
-use quorum_lock::{NetLocker, Timeouts};
-
-const SEED: u64 = 8002;
-
-/// Who sent locker 0 an unlock: its runtime, and whether from a spawned
-/// task (a release or drain task) or a `block_on` future (a call driven
-/// there).
-type Sender = (tokio::runtime::Id, bool);
+use quorum_lock::Timeouts;
 
 #[test]
 fn a_finish_releases_call_takes_back_an_unlock_once_though_another_call_and_a_drain_task_both_send_it(
 ) {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let seen: Arc<Mutex<Vec<(String, Sender)>>> = Arc::default();
-    let slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let counted = seen.clone();
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .refusing(move |call, args| {
-                if call == Call::Unlock {
-                    let sender = (
-                        tokio::runtime::Handle::current().id(),
-                        tokio::task::try_id().is_some(),
-                    );
-                    counted.lock().unwrap().push((args.uid.to_string(), sender));
-                }
-                None
-            })
-            .unlocks_late_while(slow.clone(), Late::Replying, Duration::from_secs(60))
-            .shared();
-    }
-    let ds = common::with_timeouts(
-        lockers,
-        SEED,
+    let senders = UnlockSenders::default();
+    let recorded = senders.clone();
+    let scene = ReleaseOnItsWay::with_timeouts(
+        8002,
         Timeouts {
             unlock: Duration::from_millis(300),
             ..Timeouts::default()
         },
+        move |hooked, slow| {
+            hooked
+                .refusing(move |call, args| {
+                    if call == Call::Unlock {
+                        recorded.record(&args.uid);
+                    }
+                    None
+                })
+                .unlocks_late_while(slow, Late::Replying, Duration::from_secs(60))
+        },
     );
+    let (uid, r1) = (&scene.uid, &scene.dropped_on);
 
-    let r1 = common::runtime();
-    let a = r1.block_on(common::try_lock(&ds, "a"));
-    let uid = a.uid().to_owned();
-    slow.store(true, std::sync::atomic::Ordering::SeqCst);
-    // Dropped on r1, not driven for now: its release task has not run.
-    common::drop_on_an_idle_runtime(&r1, a);
-    let (p1, p) = (r1.handle().id(), common::paused_runtime());
-    let sent_by = |who: &dyn Fn(&Sender) -> bool| {
-        let seen = seen.lock().unwrap();
-        seen.iter().filter(|(u, s)| *u == uid && who(s)).count()
-    };
-
-    let mut call_d = Box::pin(ds.finish_releases(Duration::from_secs(5)));
-    let first_d = p.block_on(std::future::poll_fn(|cx| {
-        Poll::Ready(call_d.as_mut().poll(cx).is_ready())
-    }));
-    let pid = p.handle().id();
-    let by_d = sent_by(&|s: &Sender| s.0 == pid && !s.1);
+    let p = common::paused_runtime();
+    let mut call_d = Box::pin(scene.ds.finish_releases(Duration::from_secs(5)));
+    let first_d = p.block_on(poll_once(&mut call_d));
+    let by_d = senders.by_call_on(uid, &p);
     // r1 is driven until its release task and then its drain task sent
-    // locker 0 the unlock (bounded: 10 s); not after that.
-    let on_r1 = r1.block_on(async {
-        let waited = tokio::time::timeout(Duration::from_secs(10), async {
-            while sent_by(&|s: &Sender| s.0 == p1) < 2 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await;
-        (waited.is_ok(), sent_by(&|s: &Sender| s.0 == p1))
-    });
+    // locker 0 the unlock; not after that.
+    let on_r1 = senders.drive_until_sent(r1, uid, 2);
 
     let p2 = common::paused_runtime();
-    let mut call_c = Box::pin(ds.finish_releases(Duration::from_secs(5)));
-    let first_c = p2.block_on(std::future::poll_fn(|cx| {
-        Poll::Ready(call_c.as_mut().poll(cx).is_ready())
-    }));
-    let p2id = p2.handle().id();
-    let by_c = sent_by(&|s: &Sender| s.0 == p2id && !s.1);
+    let mut call_c = Box::pin(scene.ds.finish_releases(Duration::from_secs(5)));
+    let first_c = p2.block_on(poll_once(&mut call_c));
+    let by_c = senders.by_call_on(uid, &p2);
     eprintln!(
         "D ready at first poll: {first_d}, its sends {by_d}; r1 sent the unlock {on_r1:?}; C \
          ready at first poll: {first_c}, its sends {by_c}; every unlock locker 0 was sent: {:?}",
-        seen.lock().unwrap()
+        senders.all()
     );
     assert!(
         !first_d && by_d == 1,
@@ -129,5 +86,4 @@ fn a_finish_releases_call_takes_back_an_unlock_once_though_another_call_and_a_dr
     );
     drop(call_c);
     drop(call_d);
-    drop(r1);
 }
