@@ -181,3 +181,112 @@ impl UnlockSenders {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+/// The scene of a drain task's batch under way: locker 0 refuses unlocks
+/// while guard "a" and then the others are dropped, so their unlocks wait
+/// in its queue for a drain task; it then takes unlocks again, each of the
+/// others' arriving as late as `late` says, and the drain task's probe
+/// ("a"'s unlock) lands while the rest of its batch is on its way.
+pub struct DrainBatchUnderWay {
+    pub nodes: Vec<Arc<LocalLocker>>,
+    pub ds: Dsync,
+    /// Locker 0 refuses unlocks while set.
+    pub down: Arc<AtomicBool>,
+    /// The others' uids, once the scene armed their lateness.
+    late_uids: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// What [`DrainBatchUnderWay::run`] left: the uids of "a" and of the
+/// others, and whether "a"'s unlock landed on locker 0.
+pub struct ProbeLanded {
+    pub a: String,
+    pub others: Vec<String>,
+    pub freed_a: bool,
+}
+
+impl DrainBatchUnderWay {
+    /// The lockers and coordinator (unlock timeout 5 s): `late(i, nth)` is
+    /// how late the `nth` unlock (from 0) of the `i`th other guard arrives
+    /// at locker 0 once armed.
+    pub fn new(
+        seed: u64,
+        late: impl Fn(usize, usize) -> std::time::Duration + Send + Sync + 'static,
+    ) -> Self {
+        use super::hooked::{connection_refused, Call};
+        eprintln!("seed {seed}");
+        let nodes = super::nodes(3);
+        let down = Arc::new(AtomicBool::new(false));
+        let late_uids: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let sends = std::sync::Mutex::new(std::collections::HashMap::<usize, usize>::new());
+        let mut lockers: Vec<Arc<dyn NetLocker>> = super::as_lockers(&nodes);
+        {
+            let (refusing, armed) = (down.clone(), late_uids.clone());
+            lockers[0] = Hooked::new(nodes[0].clone())
+                .refusing(move |call, _| {
+                    (call == Call::Unlock && refusing.load(Ordering::SeqCst))
+                        .then(connection_refused)
+                })
+                .arriving_late(move |call, args| {
+                    if call != Call::Unlock {
+                        return None;
+                    }
+                    let armed = armed.lock().unwrap_or_else(|e| e.into_inner());
+                    let i = armed.iter().position(|u| *u == *args.uid)?;
+                    let mut sends = sends.lock().unwrap_or_else(|e| e.into_inner());
+                    let nth = sends.entry(i).or_default();
+                    *nth += 1;
+                    Some(late(i, *nth - 1))
+                })
+                .shared();
+        }
+        let ds = super::with_timeouts(
+            lockers,
+            seed,
+            Timeouts {
+                unlock: std::time::Duration::from_secs(5),
+                ..Timeouts::default()
+            },
+        );
+        DrainBatchUnderWay {
+            nodes,
+            ds,
+            down,
+            late_uids,
+        }
+    }
+
+    /// On the current (paused) runtime: takes "a" and `others`, drops "a"
+    /// while locker 0 refuses unlocks (its release gives up its inline
+    /// retries and queues the unlock), then the others; arms their
+    /// lateness, lets locker 0 take unlocks again, and waits (60 s at
+    /// most) until the drain task's probe, "a"'s unlock, landed there.
+    pub async fn run(&self, others: &[&str]) -> ProbeLanded {
+        use std::time::Duration;
+        let a = super::try_lock(&self.ds, "a").await;
+        let mut guards = Vec::new();
+        for name in others {
+            guards.push(super::try_lock(&self.ds, name).await);
+        }
+        let ua = a.uid().to_owned();
+        let uids: Vec<String> = guards.iter().map(|g| g.uid().to_owned()).collect();
+        self.down.store(true, Ordering::SeqCst);
+        drop(a);
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        drop(guards);
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        *self.late_uids.lock().unwrap_or_else(|e| e.into_inner()) = uids.clone();
+        self.down.store(false, Ordering::SeqCst);
+        let freed_a = tokio::time::timeout(Duration::from_secs(60), async {
+            while super::holds(&self.nodes[0], &ua) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .is_ok();
+        ProbeLanded {
+            a: ua,
+            others: uids,
+            freed_a,
+        }
+    }
+}

@@ -16,69 +16,25 @@
 //! drain task's whole batch ends.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::hooked::{connection_refused, Call, Hooked};
+use crate::common::release_on_its_way::DrainBatchUnderWay;
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker, Timeouts};
+use quorum_lock::Error;
 
 const SEED: u64 = 7811;
 
 #[test]
 fn finish_releases_counts_no_unlock_a_drain_task_saw_land_among_the_pending_at_its_bound() {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let down = Arc::new(AtomicBool::new(false));
-    let slow_uid: Arc<Mutex<Option<String>>> = Arc::default();
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let (down, slow_uid) = (down.clone(), slow_uid.clone());
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .refusing(move |call, _| {
-                (call == Call::Unlock && down.load(Ordering::SeqCst)).then(connection_refused)
-            })
-            .arriving_late(move |call, args| {
-                let slow = slow_uid.lock().unwrap();
-                (call == Call::Unlock && slow.as_deref() == Some(&*args.uid))
-                    .then_some(Duration::from_secs(60))
-            })
-            .shared();
-    }
-    let ds = common::with_timeouts(
-        lockers,
-        SEED,
-        Timeouts {
-            unlock: Duration::from_secs(5),
-            ..Timeouts::default()
-        },
-    );
-
+    let scene = DrainBatchUnderWay::new(SEED, |_, _| Duration::from_secs(60));
+    let (nodes, ds) = (&scene.nodes, &scene.ds);
     let p = common::paused_runtime();
     let (freed_a, finished, at_bound) = p.block_on(async {
-        let a = common::try_lock(&ds, "a").await;
-        let b = common::try_lock(&ds, "b").await;
-        let (ua, ub) = (a.uid().to_owned(), b.uid().to_owned());
-        down.store(true, Ordering::SeqCst);
-        drop(a);
-        // "a"'s release gives up its inline retries and queues its unlock.
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        drop(b);
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        *slow_uid.lock().unwrap() = Some(ub.clone());
-        down.store(false, Ordering::SeqCst);
-        // Until the drain task's probe ("a"'s unlock) lands (bounded: 60 s).
-        let freed_a = tokio::time::timeout(Duration::from_secs(60), async {
-            while common::holds(&nodes[0], &ua) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .is_ok();
+        let landed = scene.run(&["b"]).await;
+        let (ua, ub) = (&landed.a, &landed.others[0]);
         let finished = ds.finish_releases(Duration::from_secs(1)).await;
-        let at_bound = (common::holding(&nodes, &ua), common::holding(&nodes, &ub));
-        (freed_a, finished, at_bound)
+        let at_bound = (common::holding(nodes, ua), common::holding(nodes, ub));
+        (landed.freed_a, finished, at_bound)
     });
     eprintln!(
         "locker 0 freed a: {freed_a}; finish_releases(1 s): {finished:?}; holding (a, b) at its \

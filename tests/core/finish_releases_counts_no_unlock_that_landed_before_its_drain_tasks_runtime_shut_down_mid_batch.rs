@@ -15,73 +15,28 @@
 //! locker holds "a"), yet it reports three.
 #![cfg(feature = "testing")]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::common::hooked::{connection_refused, Call, Hooked};
+use crate::common::release_on_its_way::DrainBatchUnderWay;
 use crate::common::{self};
-use quorum_lock::{Error, NetLocker, Timeouts};
+use quorum_lock::Error;
 
 const SEED: u64 = 7912;
 
 #[test]
 fn finish_releases_counts_no_unlock_that_landed_before_its_drain_tasks_runtime_shut_down_mid_batch()
 {
-    eprintln!("seed {SEED}");
-    let nodes = common::nodes(3);
-    let down = Arc::new(AtomicBool::new(false));
-    // ("b"'s uid, "c"'s uid) once armed.
-    let slow: Arc<Mutex<Option<(String, String)>>> = Arc::default();
-    let mut lockers: Vec<Arc<dyn NetLocker>> = common::as_lockers(&nodes);
-    {
-        let (down, slow) = (down.clone(), slow.clone());
-        lockers[0] = Hooked::new(nodes[0].clone())
-            .refusing(move |call, _| {
-                (call == Call::Unlock && down.load(Ordering::SeqCst)).then(connection_refused)
-            })
-            .arriving_late(move |call, args| {
-                let slow = slow.lock().unwrap();
-                let (ub, uc) = slow.as_ref()?;
-                (call == Call::Unlock && (*args.uid == **ub || *args.uid == **uc))
-                    .then_some(Duration::from_secs(60))
-            })
-            .shared();
-    }
-    let ds = common::with_timeouts(
-        lockers,
-        SEED,
-        Timeouts {
-            unlock: Duration::from_secs(5),
-            ..Timeouts::default()
-        },
-    );
-
+    let scene = DrainBatchUnderWay::new(SEED, |_, _| Duration::from_secs(60));
+    let (nodes, ds, down) = (&scene.nodes, &scene.ds, &scene.down);
     let x = common::paused_runtime();
-    let (ua, ub, uc, freed_a) = x.block_on(async {
-        let a = common::try_lock(&ds, "a").await;
-        let b = common::try_lock(&ds, "b").await;
-        let c = common::try_lock(&ds, "c").await;
-        let (ua, ub, uc) = (a.uid().to_owned(), b.uid().to_owned(), c.uid().to_owned());
-        down.store(true, Ordering::SeqCst);
-        drop(a);
-        // "a"'s release gives up its inline retries and queues its unlock.
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        drop(b);
-        drop(c);
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        *slow.lock().unwrap() = Some((ub.clone(), uc.clone()));
-        down.store(false, Ordering::SeqCst);
-        // Until the drain task's probe ("a"'s unlock) lands (bounded: 60 s).
-        let freed_a = tokio::time::timeout(Duration::from_secs(60), async {
-            while common::holds(&nodes[0], &ua) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-        .await
-        .is_ok();
-        (ua, ub, uc, freed_a)
-    });
+    let landed = x.block_on(scene.run(&["b", "c"]));
+    let (ua, ub, uc, freed_a) = (
+        &landed.a,
+        &landed.others[0],
+        &landed.others[1],
+        landed.freed_a,
+    );
     // Locker 0 refuses unlocks again (so that what the queue holds stays
     // there), and X shuts down with its drain task sending "b" and "c".
     down.store(true, Ordering::SeqCst);
@@ -89,9 +44,9 @@ fn finish_releases_counts_no_unlock_that_landed_before_its_drain_tasks_runtime_s
     let p = common::paused_runtime();
     let finished = p.block_on(ds.finish_releases(Duration::from_secs(1)));
     let at_bound = (
-        common::holding(&nodes, &ua),
-        common::holding(&nodes, &ub),
-        common::holding(&nodes, &uc),
+        common::holding(nodes, ua),
+        common::holding(nodes, ub),
+        common::holding(nodes, uc),
     );
     eprintln!(
         "freed a: {freed_a}; finish_releases(1 s): {finished:?}; holding (a, b, c) at its \
