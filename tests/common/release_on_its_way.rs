@@ -133,6 +133,22 @@ impl UnlockSenders {
         from_task
     }
 
+    /// `hooked` recording every unlock here and replying to each 60 s
+    /// late while `slow` is set: the slow locker of the once-per-call
+    /// scenes.
+    pub fn slow_locker(&self, hooked: Hooked, slow: Arc<AtomicBool>) -> Hooked {
+        use super::hooked::{Call, Late};
+        let recorded = self.clone();
+        hooked
+            .refusing(move |call, args| {
+                if call == Call::Unlock {
+                    recorded.record(&args.uid);
+                }
+                None
+            })
+            .unlocks_late_while(slow, Late::Replying, std::time::Duration::from_secs(60))
+    }
+
     /// How many unlocks of `uid` came from a sender `who` picks.
     pub fn count(&self, uid: &str, who: impl Fn(&Sender) -> bool) -> usize {
         self.lock()

@@ -20,7 +20,6 @@
 
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Late};
 use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay, UnlockSenders};
 use crate::common::{self};
 use quorum_lock::Timeouts;
@@ -28,23 +27,14 @@ use quorum_lock::Timeouts;
 #[test]
 fn a_finish_releases_call_sends_a_slow_locker_an_unlock_once_though_its_release_queued_it_again() {
     let senders = UnlockSenders::default();
-    let recorded = senders.clone();
+    let slow_locker = senders.clone();
     let scene = ReleaseOnItsWay::with_timeouts(
         7604,
         Timeouts {
             unlock: Duration::from_millis(300),
             ..Timeouts::default()
         },
-        move |hooked, slow| {
-            hooked
-                .refusing(move |call, args| {
-                    if call == Call::Unlock {
-                        recorded.record(&args.uid);
-                    }
-                    None
-                })
-                .unlocks_late_while(slow, Late::Replying, Duration::from_secs(60))
-        },
+        move |hooked, slow| slow_locker.slow_locker(hooked, slow),
     );
     let (uid, r1, p) = (&scene.uid, &scene.dropped_on, common::paused_runtime());
 

@@ -23,7 +23,6 @@
 
 use std::time::Duration;
 
-use crate::common::hooked::{Call, Late};
 use crate::common::release_on_its_way::{poll_once, ReleaseOnItsWay, UnlockSenders};
 use crate::common::{self};
 use quorum_lock::Timeouts;
@@ -32,23 +31,14 @@ use quorum_lock::Timeouts;
 fn a_finish_releases_call_takes_back_an_unlock_once_though_another_call_and_a_drain_task_both_send_it(
 ) {
     let senders = UnlockSenders::default();
-    let recorded = senders.clone();
+    let slow_locker = senders.clone();
     let scene = ReleaseOnItsWay::with_timeouts(
         8002,
         Timeouts {
             unlock: Duration::from_millis(300),
             ..Timeouts::default()
         },
-        move |hooked, slow| {
-            hooked
-                .refusing(move |call, args| {
-                    if call == Call::Unlock {
-                        recorded.record(&args.uid);
-                    }
-                    None
-                })
-                .unlocks_late_while(slow, Late::Replying, Duration::from_secs(60))
-        },
+        move |hooked, slow| slow_locker.slow_locker(hooked, slow),
     );
     let (uid, r1) = (&scene.uid, &scene.dropped_on);
 
