@@ -143,6 +143,7 @@ mod owner_over_the_protocol_limit_refused_when_built;
 mod places_end_with_releases_of_any_mode;
 mod places_in_line_per_connection;
 mod places_of_a_waiter_granted_a_plain_lock;
+mod places_of_a_waiter_reasking_as_its_old_connection_closes;
 mod places_of_a_waiter_whose_old_connection_refreshed;
 mod places_of_connections_closed_by_their_servers_runtime_shutting_down;
 mod places_of_reconnected_waiters;
