@@ -348,10 +348,12 @@ async fn force_release(state: Arc<Acquisition>) {
     });
     let results = futures::future::join_all(calls).await;
     for (index, result) in results.into_iter().enumerate() {
-        if let Err(err) = result {
-            if crate::lock::drain::unlock_may_land_later(&err) {
+        match result {
+            Ok(_) => crate::lock::release::unlock_landed(coord, index, &state.args.uid),
+            Err(err) if crate::lock::drain::unlock_may_land_later(&err) => {
                 crate::lock::release::retry_unlock(&state, index, began);
             }
+            Err(_) => {}
         }
     }
 }

@@ -197,11 +197,7 @@ async fn release_after(
             Some(err) => err,
             None => match unlock_call(coord, target.index, &state.args, state.mode).await {
                 Ok(()) => {
-                    // A copy a `finish_releases` call took back and saw
-                    // fail is moot now.
-                    coord.unlock_retries[target.index]
-                        .lock()
-                        .landed_if_copied(&state.args.uid);
+                    unlock_landed(coord, target.index, &state.args.uid);
                     return true;
                 }
                 Err(err) => err,
@@ -322,9 +318,20 @@ fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
     let kind = unlock_kind(state.mode);
     let result = now.unlock_now(&state.args, state.mode);
     match answered_now(coord, target.index, kind, result) {
-        Ok(_) => Started::Answered(true),
+        Ok(_) => {
+            unlock_landed(coord, target.index, &state.args.uid);
+            Started::Answered(true)
+        }
         Err(err) => Started::Running(Box::pin(owed_release(state, target, began, Some(err)))),
     }
+}
+
+/// An unlock of `uid` landed on locker `index` (a release's, answered at
+/// once or later, or a lost lock's forced clean-up): a copy of it that a
+/// `finish_releases` call took back and saw fail is moot now. Every way an
+/// unlock of a release lands goes through here.
+pub(crate) fn unlock_landed(coord: &Coordinator, index: usize, uid: &Arc<str>) {
+    coord.unlock_retries[index].lock().landed_if_copied(uid);
 }
 
 /// Releases the acquisition and waits, at most `timeouts.unlock`, until a
