@@ -36,6 +36,7 @@
 #[doc(hidden)]
 pub mod ceiling;
 mod client;
+mod closings;
 mod config;
 mod conn;
 mod connect;

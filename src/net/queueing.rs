@@ -239,18 +239,16 @@ impl Drop for Session {
         );
         // Ending them takes work in proportion to what they held (a
         // thousand places of a thousand names each, checked against what
-        // their waiters asked again elsewhere): on the blocking pool, so
-        // that no thread serving other clients does it. Until it ends them
-        // they are places nobody is told of, as a place whose waiter
-        // stopped listening is; a waiter that reconnected and asked again
-        // meanwhile is found by the ledger as ever. Outside a runtime (one
-        // being dropped) they end here.
+        // their waiters asked again elsewhere): on the server's clean-up
+        // thread, so that no thread serving other clients does it, and
+        // whatever becomes of this runtime. Until it ends them they are
+        // places nobody is told of, as a place whose waiter stopped
+        // listening is; a waiter that reconnected and asked again
+        // meanwhile is found by the ledger as ever.
         let (server, conn) = (self.server.clone(), self.id);
-        let end = move || end_places(&server, conn, places, Ending::Closed);
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(end)),
-            Err(_) => end(),
-        }
+        self.server
+            .closings
+            .run(move || end_places(&server, conn, places, Ending::Closed));
     }
 }
 

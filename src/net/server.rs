@@ -144,6 +144,7 @@ impl LockServer {
                 next_conn: AtomicU64::new(1),
                 metrics: ServerMetrics::new(),
                 walking: tokio::sync::Mutex::const_new(()),
+                closings: Default::default(),
             }),
         })
     }

@@ -91,6 +91,8 @@ pub(crate) struct ServerState {
     /// Held by a force by uid alone while it walks the whole table (see
     /// `Session::force_everywhere`): one at a time for the whole server.
     pub(super) walking: tokio::sync::Mutex<()>,
+    /// Ends the places of closed connections (see `closings.rs`).
+    pub(super) closings: super::closings::Closings,
 }
 
 impl ServerState {

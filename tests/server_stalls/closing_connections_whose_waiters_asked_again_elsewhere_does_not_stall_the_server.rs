@@ -165,8 +165,8 @@ async fn closing_connections_whose_waiters_asked_again_elsewhere_does_not_stall_
     );
     // Closing the three connections still ends 2,700 places of 1,000
     // names each (2.7 million line updates), work in proportion to what
-    // they held. It runs on the blocking pool, not on the threads that
-    // serve requests: the slowest probe in an optimized build went from
+    // they held. It runs on the server's clean-up thread, not on the
+    // threads that serve requests (on tokio's blocking pool at first): the slowest probe in an optimized build went from
     // 252 to 127 ms with that move (one run each, this machine). The
     // break this guards against took 9 to 18 s.
     assert!(
