@@ -15,6 +15,28 @@ use crate::lock::config::after;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply};
 use crate::{Error, LockArgs, LockMode};
 
+/// Ends `old.uid`'s places with `ticket` (any, with `None`) on `old`'s
+/// names but `keep`, in the locked shards `set`.
+fn leave_in(
+    set: &mut super::ShardSet<'_>,
+    freed: &mut Vec<Name>,
+    old: &LockArgs,
+    ticket: Option<Ticket>,
+    keep: &[String],
+) -> PlaceEnd {
+    let keep: HashSet<&str> = keep.iter().map(String::as_str).collect();
+    let mut end = PlaceEnd::default();
+    for (pos, r) in old.resources.iter().enumerate() {
+        if keep.contains(r.as_str()) {
+            continue;
+        }
+        let shard = set.shard(pos);
+        end.left |= shard.leave(Name::new(&old.resources, pos), &old.uid, ticket, freed);
+        end.held |= shard.holds_any(r, &old.uid);
+    }
+    end
+}
+
 /// What [`LocalLocker::end_place`] found.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PlaceEnd {
@@ -53,6 +75,27 @@ impl LocalLocker {
         })
     }
 
+    /// [`end_place`](Self::end_place), with the ticket and the names to
+    /// keep decided by `decide` while `old`'s names are locked, so that no
+    /// request renewing a place on them comes between the decision and the
+    /// ending (a lock server asks which connection counts the waiter now,
+    /// and what it asked for). `None` when `decide` ends nothing.
+    #[cfg(feature = "net")]
+    pub(crate) fn end_place_deciding(
+        &self,
+        old: &LockArgs,
+        decide: impl FnOnce() -> Option<(Option<Ticket>, std::sync::Arc<[String]>)>,
+    ) -> Option<PlaceEnd> {
+        self.with_shards(old, |set, _, freed| {
+            let (ticket, keep) = decide()?;
+            Some(leave_in(set, freed, old, ticket, &keep))
+        })
+        .unwrap_or(Some(PlaceEnd {
+            left: false,
+            held: true,
+        }))
+    }
+
     /// See [`end_place`](Self::end_place).
     fn leave_places(
         &self,
@@ -60,19 +103,7 @@ impl LocalLocker {
         ticket: Option<Ticket>,
         keep: &[String],
     ) -> Result<PlaceEnd, Error> {
-        let keep: HashSet<&str> = keep.iter().map(String::as_str).collect();
-        self.with_shards(old, |set, _, freed| {
-            let mut end = PlaceEnd::default();
-            for (pos, r) in old.resources.iter().enumerate() {
-                if keep.contains(r.as_str()) {
-                    continue;
-                }
-                let shard = set.shard(pos);
-                end.left |= shard.leave(Name::new(&old.resources, pos), &old.uid, ticket, freed);
-                end.held |= shard.holds_any(r, &old.uid);
-            }
-            end
-        })
+        self.with_shards(old, |set, _, freed| leave_in(set, freed, old, ticket, keep))
     }
 
     /// How many places in line this locker keeps, over all resources.

@@ -4,6 +4,7 @@
 //! releases or goes away. A place is charged to the connection while it is
 //! held, and ended exactly once.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -11,9 +12,9 @@ use tokio::time::Instant;
 use super::labels::Limit;
 use super::requests::{unavailable, Asked, Ending, Refusal, Session};
 use super::state::ServerState;
-use super::waits::{Place, MAX_PLACE_TTL, POLL_PLACE_TTL};
+use super::waits::{Place, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{ErrorKind, Reply, WireArgs, WireTicket, WireWaitReply};
-use crate::locker::wait::{WaitArgs, WaitReply};
+use crate::locker::wait::{Ticket, WaitArgs, WaitReply};
 use crate::{LockArgs, LockMode, NetLocker};
 
 impl Session {
@@ -120,6 +121,10 @@ impl Session {
         };
         self.ended(expired, Ending::Lapsed);
         room.map_err(Refusal::Full)?;
+        // Known as this connection's before the ledger names it the uid's
+        // owner, until the answer is recorded (or the request dropped): see
+        // `end_places`.
+        let _asking = Asking::new(&self.waits, args, asked.ticket);
         let ledger = &self.server.ledger;
         let reserved = ledger
             .reserve(self.id, args)
@@ -252,6 +257,35 @@ impl Drop for Session {
     }
 }
 
+/// A wait under way on a connection, known to other connections'
+/// clean-ups as its place would be (see `Waits::asking`), until dropped.
+struct Asking {
+    waits: Arc<Mutex<Waits>>,
+    number: u64,
+}
+
+impl Asking {
+    fn new(waits: &Arc<Mutex<Waits>>, args: &LockArgs, ticket: Ticket) -> Asking {
+        let number = lock_waits(waits).asking(args, ticket);
+        Asking {
+            waits: waits.clone(),
+            number,
+        }
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        lock_waits(&self.waits).asked(self.number);
+    }
+}
+
+fn lock_waits(waits: &Mutex<Waits>) -> std::sync::MutexGuard<'_, Waits> {
+    waits
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// [`Session::ended`] for connection `conn` of `server`, without the
 /// session: a closed connection's places end on the blocking pool, after
 /// its session is gone.
@@ -263,51 +297,52 @@ pub(super) fn end_places(
 ) {
     let locker = &*server.locker;
     let ledger = &server.ledger;
+    let no_names: Arc<[String]> = Arc::from([]);
     for place in places {
         let uid = &place.args.uid;
-        // Only a place with the same ticket is the same place in the
-        // table: under another ticket it is a place of its own there,
-        // which this one's end must take out (the ledger's owner may
-        // even be the older connection, after it refreshed the uid).
-        let newer = ledger
-            .owner(uid)
-            .filter(|owner| *owner != conn)
-            .and_then(|owner| server.place_of(owner, uid))
-            .filter(|(_, ticket)| *ticket == place.ticket)
-            .map(|(names, _)| names);
-        if let Some(newer) = newer {
-            // Looked up in a set: a request may name 1,000 names, and
-            // a connection keep 1,024 places.
-            let names: std::collections::HashSet<&str> = newer.iter().map(String::as_str).collect();
-            if place
-                .args
-                .resources
-                .iter()
-                .all(|r| names.contains(r.as_str()))
-            {
-                continue;
+        // Decided with the place's names locked in the table: a request of
+        // the same waiter over another connection renews its place there
+        // either wholly before (and then that connection is found to count
+        // it, see `Waits::asking`) or wholly after this ends what it ends.
+        let decide = || {
+            // Only a place with the same ticket is the same place in the
+            // table: under another ticket it is a place of its own there,
+            // which this one's end must take out (the ledger's owner may
+            // even be the older connection, after it refreshed the uid).
+            let newer = ledger
+                .owner(uid)
+                .filter(|owner| *owner != conn)
+                .and_then(|owner| server.place_of(owner, uid))
+                .filter(|(_, ticket)| *ticket == place.ticket)
+                .map(|(names, _)| names);
+            if let Some(newer) = newer {
+                // Looked up in a set: a request may name 1,000 names, and
+                // a connection keep 1,024 places.
+                let names: std::collections::HashSet<&str> =
+                    newer.iter().map(String::as_str).collect();
+                let all_kept = place
+                    .args
+                    .resources
+                    .iter()
+                    .all(|r| names.contains(r.as_str()));
+                return (!all_kept).then(|| (Some(place.ticket), newer.clone()));
             }
-            if !locker
-                .end_place(&place.args, Some(place.ticket), &newer)
-                .held
-            {
+            Some(match how {
+                // Every place of the uid: its waiter is gone.
+                Ending::Closed => (None, no_names.clone()),
+                Ending::Lapsed | Ending::Released => (Some(place.ticket), no_names.clone()),
+                // The uid's own newer request renewed its places on the
+                // names it asked for again.
+                Ending::Superseded(newer) if newer.uid == *uid => {
+                    (Some(place.ticket), newer.resources.clone())
+                }
+                Ending::Superseded(_) => (Some(place.ticket), no_names.clone()),
+            })
+        };
+        if let Some(end) = locker.end_place_deciding(&place.args, decide) {
+            if !end.held {
                 ledger.release(uid, Some(&place.args.resources));
             }
-            continue;
-        }
-        let (ticket, keep) = match how {
-            // Every place of the uid: its waiter is gone.
-            Ending::Closed => (None, &[][..]),
-            Ending::Lapsed | Ending::Released => (Some(place.ticket), &[][..]),
-            // The uid's own newer request renewed its places on the
-            // names it asked for again.
-            Ending::Superseded(newer) if newer.uid == *uid => {
-                (Some(place.ticket), &newer.resources[..])
-            }
-            Ending::Superseded(_) => (Some(place.ticket), &[][..]),
-        };
-        if !locker.end_place(&place.args, ticket, keep).held {
-            ledger.release(uid, Some(&place.args.resources));
         }
     }
 }

@@ -75,7 +75,17 @@ pub(crate) struct Waits {
     /// Keys the pollers' digests.
     poll_keys: RandomState,
     next_sweep: Instant,
+    /// Waits asked of the lock table and not recorded yet (see
+    /// `Session::ask`), by number: the uid, names and ticket of each.
+    /// Another connection's clean-up, whose waiter asked again here, keeps
+    /// their names as it would a recorded place's; else, in that moment,
+    /// it would end the place the table just renewed for this one.
+    asking: Vec<AskedWait>,
+    next_asking: u64,
 }
+
+/// A wait under way: its number, uid, names and ticket.
+type AskedWait = (u64, Arc<str>, Arc<[String]>, Ticket);
 
 impl Waits {
     pub(crate) fn new(limit: usize) -> Waits {
@@ -86,6 +96,8 @@ impl Waits {
             pollers: HashMap::new(),
             poll_keys: RandomState::new(),
             next_sweep: Instant::now(),
+            asking: Vec::new(),
+            next_asking: 0,
         }
     }
 
@@ -174,11 +186,37 @@ impl Waits {
     }
 
     /// The names and ticket of `uid`'s place on this connection, if it
-    /// keeps one.
+    /// keeps one or is asking the table for one.
     pub(crate) fn place_of(&self, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
         self.places
             .get(uid)
             .map(|p| (p.args.resources.clone(), p.ticket))
+            .or_else(|| {
+                self.asking
+                    .iter()
+                    .rev()
+                    .find(|(_, u, _, _)| **u == *uid)
+                    .map(|(_, _, names, ticket)| (names.clone(), *ticket))
+            })
+    }
+
+    /// A wait of `args` with `ticket` is being asked of the table; returns
+    /// its number, for [`asked`](Self::asked).
+    pub(crate) fn asking(&mut self, args: &LockArgs, ticket: Ticket) -> u64 {
+        self.next_asking += 1;
+        self.asking.push((
+            self.next_asking,
+            args.uid.clone(),
+            args.resources.clone(),
+            ticket,
+        ));
+        self.next_asking
+    }
+
+    /// The wait numbered `number` was answered (and its place recorded,
+    /// if it has one), or given up.
+    pub(crate) fn asked(&mut self, number: u64) {
+        self.asking.retain(|(n, ..)| *n != number);
     }
 
     /// Forgets the place of `uid`, which was granted or released.
