@@ -145,6 +145,7 @@ mod places_in_line_per_connection;
 mod places_of_a_waiter_granted_a_plain_lock;
 mod places_of_a_waiter_reasking_as_its_old_connection_closes;
 mod places_of_a_waiter_whose_old_connection_refreshed;
+mod places_of_a_waiter_widening_its_request_as_its_old_connection_closes;
 mod places_of_connections_closed_by_their_servers_runtime_shutting_down;
 mod places_of_reconnected_waiters;
 mod races;
