@@ -140,6 +140,7 @@ mod listings_and_health_answered_with_a_bool_are_errors;
 mod locks_the_admin_forced_open_give_their_room_back;
 mod node;
 mod owner_over_the_protocol_limit_refused_when_built;
+mod places_charged_after_the_same_uids_place_lapsed_on_another_connection;
 mod places_end_with_releases_of_any_mode;
 mod places_in_line_per_connection;
 mod places_of_a_waiter_granted_a_plain_lock;
