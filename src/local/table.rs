@@ -285,6 +285,13 @@ impl Shard {
         self.get(resource).is_some_and(|h| h.holds(uid))
     }
 
+    /// Whether `uid` keeps a place in line on `resource`, under any ticket.
+    pub(super) fn queued_any(&self, resource: &str, uid: &str) -> bool {
+        self.map
+            .get(resource)
+            .is_some_and(|r| r.queue.iter().any(|p| &*p.args.uid == uid))
+    }
+
     /// Whether `uid` holds `resource` in `mode`.
     pub(super) fn holds(&self, resource: &str, uid: &str, mode: LockMode) -> bool {
         self.get(resource)

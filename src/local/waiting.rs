@@ -33,6 +33,7 @@ fn leave_in(
         let shard = set.shard(pos);
         end.left |= shard.leave(Name::new(&old.resources, pos), &old.uid, ticket, freed);
         end.held |= shard.holds_any(r, &old.uid);
+        end.queued |= shard.queued_any(r, &old.uid);
     }
     end
 }
@@ -45,6 +46,10 @@ pub(crate) struct PlaceEnd {
     /// The uid holds an entry on a name whose place was ended.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) held: bool,
+    /// The uid still keeps a place, under another ticket, on a name whose
+    /// place was ended: one a lock server counts elsewhere.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) queued: bool,
 }
 
 impl LocalLocker {
@@ -72,6 +77,7 @@ impl LocalLocker {
         self.leave_places(old, ticket, keep).unwrap_or(PlaceEnd {
             left: false,
             held: true,
+            queued: false,
         })
     }
 
@@ -93,6 +99,7 @@ impl LocalLocker {
         .unwrap_or(Some(PlaceEnd {
             left: false,
             held: true,
+            queued: false,
         }))
     }
 

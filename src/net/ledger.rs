@@ -362,6 +362,18 @@ impl Ledger {
         self.inner().remove(uid, hash);
     }
 
+    /// [`release`](Self::release) of the set `resources` of `uid`, only
+    /// while `uid` is charged to `conn`: a charge another connection took
+    /// over since (its waiter asked again there, finding this set charged)
+    /// is that connection's to settle.
+    pub(crate) fn release_if_charged_to(&self, uid: &str, resources: &[String], conn: u64) {
+        let hash = self.set_hash(resources);
+        let mut inner = self.inner();
+        if inner.charges.get(uid).is_some_and(|c| c.conn == conn) {
+            inner.remove(uid, Some(hash));
+        }
+    }
+
     /// The connection `uid` is charged to: the one that last reserved,
     /// refreshed or was pushed a grant for it.
     pub(crate) fn owner(&self, uid: &str) -> Option<u64> {

@@ -304,6 +304,9 @@ pub(super) fn end_places(
         // the same waiter over another connection renews its place there
         // either wholly before (and then that connection is found to count
         // it, see `Waits::asking`) or wholly after this ends what it ends.
+        // Whether the end was decided against a newer place of the waiter
+        // on another connection, which counts that place now.
+        let beside_newer = std::cell::Cell::new(false);
         let decide = || {
             // Only a place with the same ticket is the same place in the
             // table: under another ticket it is a place of its own there,
@@ -325,6 +328,7 @@ pub(super) fn end_places(
                     .resources
                     .iter()
                     .all(|r| names.contains(r.as_str()));
+                beside_newer.set(true);
                 return (!all_kept).then(|| (Some(place.ticket), newer.clone()));
             }
             Some(match how {
@@ -339,10 +343,24 @@ pub(super) fn end_places(
                 Ending::Superseded(_) => (Some(place.ticket), no_names.clone()),
             })
         };
-        if let Some(end) = locker.end_place_deciding(&place.args, decide) {
-            if !end.held {
-                ledger.release(uid, Some(&place.args.resources));
-            }
+        let Some(end) = locker.end_place_deciding(&place.args, decide) else {
+            continue;
+        };
+        // The charge stays while the uid holds an entry there, or keeps a
+        // place there under another ticket (counted by the connection that
+        // asked for it: the charge goes by uid and names, not by ticket).
+        if end.held || end.queued {
+            continue;
+        }
+        if beside_newer.get() {
+            // This place's own names: the newer place was charged as a set
+            // of its own.
+            ledger.release(uid, Some(&place.args.resources));
+        } else {
+            // Decided while this connection was the uid's owner, or none
+            // was: a waiter that asked again elsewhere since took the
+            // charge over, and its place is renewed with it.
+            ledger.release_if_charged_to(uid, &place.args.resources, conn);
         }
     }
 }

@@ -187,16 +187,18 @@ impl Waits {
 
     /// The names and ticket of `uid`'s place on this connection, if it
     /// keeps one or is asking the table for one.
+    /// A wait under way comes first: it is newer than any place recorded
+    /// for the uid, and what the table keeps once it is answered.
     pub(crate) fn place_of(&self, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
-        self.places
-            .get(uid)
-            .map(|p| (p.args.resources.clone(), p.ticket))
+        self.asking
+            .iter()
+            .rev()
+            .find(|(_, u, _, _)| **u == *uid)
+            .map(|(_, _, names, ticket)| (names.clone(), *ticket))
             .or_else(|| {
-                self.asking
-                    .iter()
-                    .rev()
-                    .find(|(_, u, _, _)| **u == *uid)
-                    .map(|(_, _, names, ticket)| (names.clone(), *ticket))
+                self.places
+                    .get(uid)
+                    .map(|p| (p.args.resources.clone(), p.ticket))
             })
     }
 
