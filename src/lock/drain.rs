@@ -310,12 +310,17 @@ impl Drop for Sending {
                     Some(Err(err)) if !unlock_may_land_later(&err) => {
                         give_up_on(&self.coord, &pending, &err, &endpoint());
                     }
-                    // Failed for now, or not known to have landed: sent
-                    // (or tried) once, retried within its window.
-                    _ => again.push(PendingUnlock {
+                    // Failed for now: tried once, retried within its
+                    // window.
+                    Some(Err(_)) => again.push(PendingUnlock {
                         tried: true,
                         ..pending
                     }),
+                    // Cut short with no answer (the call's bound, or the
+                    // call dropped): not known to have reached the locker,
+                    // so not a try. An unlock no one tried keeps its one
+                    // try, however late.
+                    None => again.push(pending),
                 }
             }
             let mut queue = self.coord.unlock_retries[index].lock();

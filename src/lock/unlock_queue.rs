@@ -306,7 +306,12 @@ impl QueueState {
     /// the copies taken back, usually none, where `landed` walks the
     /// queue.
     pub(crate) fn landed_if_copied(&mut self, uid: &Arc<str>) {
-        if self.copied.iter().any(|(_, copied)| copied == uid) {
+        // A copy queued again after the batch it was taken from ended is no
+        // longer recorded as taken back: found in the queue instead (empty
+        // but while a locker fails, so the look costs nothing then).
+        if self.copied.iter().any(|(_, copied)| copied == uid)
+            || self.pending.iter().any(|p| p.args.uid == *uid)
+        {
             self.landed(std::slice::from_ref(uid));
         }
     }
