@@ -306,3 +306,72 @@ impl DrainBatchUnderWay {
         }
     }
 }
+
+/// The scene of a resign sent again: `l` leads election "e" on `cluster`'s
+/// three lockers (campaigned on runtime `r1`); lockers 0 and 1 are cut off
+/// from l and a resign on `r1` is given up after 1 s, its unlocks to them
+/// left on their way on `r1`, not driven after. Call D,
+/// `finish_releases(8 s)` on runtime `p`, takes them back and sees them
+/// fail; then `after_d` runs with `r1`; the cut heals and l resigns again
+/// on `p`, answered at once by every locker. Asserts the controls, and
+/// that call B, `finish_releases(0)` on `p` right after, owes nothing.
+#[cfg(feature = "testing")]
+pub fn a_resign_sent_again_leaves_nothing_owed(
+    cluster: &quorum_lock::testing::TestCluster,
+    l: &Dsync,
+    after_d: impl FnOnce(&tokio::runtime::Runtime),
+) {
+    use quorum_lock::Error;
+    use std::time::Duration;
+    let r1 = super::paused_runtime();
+    let (mut leading, first) = r1.block_on(async {
+        let mut leading = tokio::time::timeout(
+            Duration::from_secs(5),
+            l.election("e").unwrap().campaign(b"l".to_vec()),
+        )
+        .await
+        .expect("in time")
+        .expect("l leads");
+        cluster.partition("l", &[0, 1]).unwrap();
+        // Given up after 1 s: its unlocks to lockers 0 and 1 are left on
+        // their way on r1.
+        let first = tokio::time::timeout(Duration::from_secs(1), leading.resign()).await;
+        (leading, first.is_err())
+    });
+    let p = super::paused_runtime();
+    let d = p.block_on(l.finish_releases(Duration::from_secs(8)));
+    after_d(&r1);
+    cluster.heal_partition("l", &[0, 1]).unwrap();
+    let (second, entries, b) = p.block_on(async {
+        let second = tokio::time::timeout(Duration::from_secs(30), leading.resign())
+            .await
+            .expect("in time");
+        let entries = cluster.total_entries();
+        let b = l.finish_releases(Duration::ZERO).await;
+        (second, entries, b)
+    });
+    eprintln!(
+        "first resign given up: {first}; D gave {d:?}; second resign {second:?}; entries left \
+         {entries}; B gave {b:?}"
+    );
+    assert!(
+        first,
+        "control: the first resign was still waiting after 1 s"
+    );
+    assert!(
+        matches!(d, Err(Error::ReleasesPending { .. })),
+        "control: D's copies to lockers 0 and 1 failed"
+    );
+    assert!(
+        second.is_ok(),
+        "control: every locker confirmed the second resign"
+    );
+    assert_eq!(entries, 0, "control: no locker holds anything");
+    assert!(
+        matches!(b, Ok(()) | Err(Error::ReleasesPending { pending: 0, .. })),
+        "nothing is owed (the resign sent again landed on every locker, so the copies D saw \
+         fail are moot), yet B returned {b:?}"
+    );
+    drop(leading);
+    drop(r1);
+}

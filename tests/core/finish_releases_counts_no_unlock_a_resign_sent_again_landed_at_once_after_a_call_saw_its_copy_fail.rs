@@ -22,11 +22,9 @@
 //! fail as pending, though copies of them landed.
 #![cfg(feature = "testing")]
 
-use std::time::Duration;
-
 use crate::common;
+use crate::common::release_on_its_way::a_resign_sent_again_leaves_nothing_owed;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::Error;
 
 const SEED: u64 = 8121;
 
@@ -36,54 +34,5 @@ fn finish_releases_counts_no_unlock_a_resign_sent_again_landed_at_once_after_a_c
     eprintln!("seed {SEED}");
     let cluster = TestCluster::new(3, SEED);
     let l = common::seeded(cluster.net_lockers(), "l", SEED);
-    let r1 = common::paused_runtime();
-    let (mut leading, first) = r1.block_on(async {
-        let mut leading = tokio::time::timeout(
-            Duration::from_secs(5),
-            l.election("e").unwrap().campaign(b"l".to_vec()),
-        )
-        .await
-        .expect("in time")
-        .expect("l leads");
-        cluster.partition("l", &[0, 1]).unwrap();
-        // Given up after 1 s: its unlocks to lockers 0 and 1 are left on
-        // their way on r1.
-        let first = tokio::time::timeout(Duration::from_secs(1), leading.resign()).await;
-        (leading, first.is_err())
-    });
-    let p = common::paused_runtime();
-    let d = p.block_on(l.finish_releases(Duration::from_secs(8)));
-    cluster.heal_partition("l", &[0, 1]).unwrap();
-    let (second, entries, b) = p.block_on(async {
-        let second = tokio::time::timeout(Duration::from_secs(30), leading.resign())
-            .await
-            .expect("in time");
-        let entries = cluster.total_entries();
-        let b = l.finish_releases(Duration::ZERO).await;
-        (second, entries, b)
-    });
-    eprintln!(
-        "first resign given up: {first}; D gave {d:?}; second resign {second:?}; entries left \
-         {entries}; B gave {b:?}"
-    );
-    assert!(
-        first,
-        "control: the first resign was still waiting after 1 s"
-    );
-    assert!(
-        matches!(d, Err(Error::ReleasesPending { .. })),
-        "control: D's copies to lockers 0 and 1 failed"
-    );
-    assert!(
-        second.is_ok(),
-        "control: every locker confirmed the second resign"
-    );
-    assert_eq!(entries, 0, "control: no locker holds anything");
-    assert!(
-        matches!(b, Ok(()) | Err(Error::ReleasesPending { pending: 0, .. })),
-        "nothing is owed (the resign sent again landed on every locker, so the copies D saw \
-         fail are moot), yet B returned {b:?}"
-    );
-    drop(leading);
-    drop(r1);
+    a_resign_sent_again_leaves_nothing_owed(&cluster, &l, |_| {});
 }

@@ -76,3 +76,34 @@ pub fn reservation() -> WaitArgs {
         wake: None,
     }
 }
+
+/// The places `node`'s table keeps once the clean-ups of the connections
+/// closed so far ran: a sentinel connection keeps a place on `on` (held by
+/// someone else) and closes, and its clean-up runs after theirs (they run
+/// in the order handed over); then the count is read until `settled`
+/// says so, for half a second at most.
+pub async fn places_once_clean_ups_ran(
+    node: &Node,
+    step: usize,
+    on: &[String],
+    settled: impl Fn(usize) -> bool,
+) -> usize {
+    use quorum_lock::{LockMode, NetLocker, WaitReply};
+    let sentinel = remote(node).await;
+    let sentinel_uid = format!("sentinel{step}");
+    let reply = sentinel
+        .lock_wait(&args(&sentinel_uid, on), LockMode::Write, &reservation())
+        .await
+        .unwrap();
+    assert_eq!(reply, WaitReply::Refused, "step {step}: the sentinel waits");
+    drop(sentinel);
+    let mut places = node.locker.waiting();
+    for _ in 0..50 {
+        if settled(places) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        places = node.locker.waiting();
+    }
+    places
+}

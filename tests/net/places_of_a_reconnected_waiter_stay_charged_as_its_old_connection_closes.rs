@@ -1,9 +1,7 @@
 //! Reproduces a past break: a waiter asking again over its new connection as its old one closes can keep its place with no charge (the old connection's clean-up drops the charge the new request found and kept), so the table keeps a place no limit counts.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use crate::node::{args, remote, reservation, start, TOKEN};
+use crate::node::{args, places_once_clean_ups_ran, remote, reservation, start, TOKEN};
 use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockMode, NetLocker, WaitReply};
 
@@ -43,24 +41,8 @@ async fn a_reconnected_waiters_place_stays_charged_as_its_old_connection_closes(
             .unwrap();
         assert_eq!(again, WaitReply::Refused, "step {step}: the place is kept");
         closing.await.unwrap();
-        // A sentinel connection's place, ended after the first's (the
-        // clean-ups run in the order handed over).
-        let sentinel = remote(&node).await;
-        let sentinel_uid = format!("sentinel{step}");
-        let reply = sentinel
-            .lock_wait(&args(&sentinel_uid, &held), LockMode::Write, &reservation())
-            .await
-            .unwrap();
-        assert_eq!(reply, WaitReply::Refused, "step {step}: the sentinel waits");
-        drop(sentinel);
-        let mut places = node.locker.waiting();
-        for _ in 0..50 {
-            if places <= all.len() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            places = node.locker.waiting();
-        }
+        let places =
+            places_once_clean_ups_ran(&node, step, &held, |places| places <= all.len()).await;
         let charged = node.stats.lock_bytes() - base;
         if places > 0 && charged == 0 {
             uncharged.push((step, places));

@@ -1,9 +1,7 @@
 //! Reproduces a past break: a waiter that asks again over its new connection for more names as its old connection closes can lose its new places on them (the old connection's clean-up reads the new connection's earlier, narrower place), so a plain lock of those names overtakes it.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use crate::node::{args, names, remote, reservation, start, TOKEN};
+use crate::node::{args, names, places_once_clean_ups_ran, remote, reservation, start, TOKEN};
 use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockMode, NetLocker, WaitReply};
 
@@ -52,25 +50,12 @@ async fn a_waiter_widening_its_request_as_its_old_connection_closes_keeps_its_pl
             .unwrap();
         assert_eq!(again, WaitReply::Refused, "step {step}: the place is kept");
         closing.await.unwrap();
-        // A sentinel connection's place, ended after the first's (the
-        // clean-ups run in the order handed over): once it is gone, so is
-        // whatever the first's clean-up ends.
-        let sentinel = remote(&node).await;
-        let sentinel_uid = format!("sentinel{step}");
-        let reply = sentinel
-            .lock_wait(&args(&sentinel_uid, &held), LockMode::Write, &reservation())
-            .await
-            .unwrap();
-        assert_eq!(reply, WaitReply::Refused, "step {step}: the sentinel waits");
-        drop(sentinel);
-        let mut places = node.locker.waiting();
-        for _ in 0..50 {
-            if places == all.len() || places == 1 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            places = node.locker.waiting();
-        }
+        // Once the sentinel's place is gone, so is whatever the first's
+        // clean-up ends.
+        let places = places_once_clean_ups_ran(&node, step, &held, |places| {
+            places == all.len() || places == 1
+        })
+        .await;
         let probe = vec![all[0].clone()];
         let new_uid = format!("new{step}");
         let got = newcomer.lock(&args(&new_uid, &probe)).await.unwrap();
