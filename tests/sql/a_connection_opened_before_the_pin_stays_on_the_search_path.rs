@@ -92,7 +92,11 @@ async fn a_connection_left_from_a_timed_out_setup_never_grants_from_another_tabl
     let second_call = {
         let app = app.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(700)).await;
+            // Late enough to leave its setup room once the migration
+            // commits (CI77 saw it time out with 400 ms left, beside the
+            // release builds), early enough that the first call's
+            // connection is still busy.
+            tokio::time::sleep(Duration::from_millis(1000)).await;
             app.lock(&args("w2", "warm-2")).await
         })
     };
@@ -108,7 +112,7 @@ async fn a_connection_left_from_a_timed_out_setup_never_grants_from_another_tabl
     );
     // The second call's setup opened another connection, and waits on it
     // too; the migration ends, and both waits end well.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
     sqlx::raw_sql("COMMIT")
         .execute(&mut migration)
         .await
