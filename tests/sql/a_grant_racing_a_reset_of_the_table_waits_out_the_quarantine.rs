@@ -5,9 +5,10 @@
 //! name waits for the resource's row; then it commits. The grant must
 //! see the reset, and refuse for the quarantine of the new epoch.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::sql::SqlLocker;
+use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 use sqlx::Connection;
 
@@ -30,9 +31,15 @@ async fn a_grant_that_waited_for_a_reset_refuses_for_the_quarantine() {
         return;
     };
     for url in [servers.pg.clone(), servers.maria.clone()] {
+        // A call timeout well past the scene's own waits: CI runs it beside
+        // release builds, and a grant timed out before it saw the reset
+        // would check nothing.
         let locker = SqlLocker::connect(
             &url,
-            config("raced_", Duration::from_secs(5), Duration::from_secs(5)),
+            SqlConfig {
+                call_timeout: Duration::from_secs(20),
+                ..config("raced_", Duration::from_secs(5), Duration::from_secs(5))
+            },
         )
         .await
         .expect("a database");
@@ -54,19 +61,20 @@ async fn a_grant_that_waited_for_a_reset_refuses_for_the_quarantine() {
             .execute(&mut reset)
             .await
             .expect("the reset");
-        let locker = std::sync::Arc::new(locker);
+        let locker = Arc::new(locker);
         let waiting = {
             let locker = locker.clone();
             tokio::spawn(async move { locker.lock(&args("second")).await })
         };
-        // The grant is asked and waits for the resource's row.
-        tokio::time::sleep(Duration::from_millis(150)).await;
-        assert!(!waiting.is_finished(), "{url}: the grant did not wait");
+        // The grant is asked and waits for the resource's row: the scene
+        // goes on once the database shows it waiting, not after a guess of
+        // how long that takes.
+        waits_for_a_row_lock(&servers, &url, &waiting).await;
         sqlx::raw_sql("COMMIT")
             .execute(&mut reset)
             .await
             .expect("the reset commits");
-        let granted = tokio::time::timeout(Duration::from_secs(5), waiting)
+        let granted = tokio::time::timeout(Duration::from_secs(30), waiting)
             .await
             .expect("the grant ends")
             .expect("the task");
@@ -76,5 +84,38 @@ async fn a_grant_that_waited_for_a_reset_refuses_for_the_quarantine() {
         );
         let left = locker.quarantine_left().await.expect("a database");
         assert!(left.is_some(), "{url}: no quarantine after the reset");
+    }
+}
+
+/// Returns once a statement on the scene's table waits for a row lock in
+/// the database at `url` (asked as the server's superuser, who may see
+/// every session); fails if the grant ends first, or after 15 s.
+async fn waits_for_a_row_lock(
+    servers: &Arc<Servers>,
+    url: &str,
+    waiting: &tokio::task::JoinHandle<Result<bool, quorum_lock::Error>>,
+) {
+    let probe = if url.starts_with("postgres") {
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE wait_event_type = 'Lock' AND query LIKE '%raced%';"
+    } else {
+        "SELECT count(*) FROM information_schema.INNODB_TRX \
+         WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE '%raced%';"
+    };
+    let started = std::time::Instant::now();
+    loop {
+        assert!(
+            !waiting.is_finished(),
+            "{url}: the grant ended without waiting for the reset's rows"
+        );
+        let waits = servers.run(url, probe.to_owned()).await;
+        if waits.trim() != "0" {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{url}: no statement waited for the reset's rows within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
