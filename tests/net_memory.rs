@@ -81,51 +81,57 @@ fn add(bytes: usize) {
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let Some(outer) = with_header(layout, layout.size()) else {
-            return std::ptr::null_mut();
-        };
-        let base = System.alloc(outer);
-        if base.is_null() {
-            return base;
+        unsafe {
+            let Some(outer) = with_header(layout, layout.size()) else {
+                return std::ptr::null_mut();
+            };
+            let base = System.alloc(outer);
+            if base.is_null() {
+                return base;
+            }
+            let user = base.add(prefix(layout));
+            let counted = if counted_here() {
+                chunk(layout.size())
+            } else {
+                0
+            };
+            (user as *mut usize).sub(1).write(counted);
+            add(counted);
+            user
         }
-        let user = base.add(prefix(layout));
-        let counted = if counted_here() {
-            chunk(layout.size())
-        } else {
-            0
-        };
-        (user as *mut usize).sub(1).write(counted);
-        add(counted);
-        user
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let counted = (ptr as *mut usize).sub(1).read();
-        LIVE.fetch_sub(counted, Ordering::Relaxed);
-        let outer = with_header(layout, layout.size()).expect("allocated with this layout");
-        System.dealloc(ptr.sub(prefix(layout)), outer);
+        unsafe {
+            let counted = (ptr as *mut usize).sub(1).read();
+            LIVE.fetch_sub(counted, Ordering::Relaxed);
+            let outer = with_header(layout, layout.size()).expect("allocated with this layout");
+            System.dealloc(ptr.sub(prefix(layout)), outer);
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let old = (ptr as *mut usize).sub(1).read();
-        let outer = with_header(layout, layout.size()).expect("allocated with this layout");
-        let Some(new_outer) = with_header(layout, new_size) else {
-            return std::ptr::null_mut();
-        };
-        let base = System.realloc(ptr.sub(prefix(layout)), outer, new_outer.size());
-        if base.is_null() {
-            return base;
+        unsafe {
+            let old = (ptr as *mut usize).sub(1).read();
+            let outer = with_header(layout, layout.size()).expect("allocated with this layout");
+            let Some(new_outer) = with_header(layout, new_size) else {
+                return std::ptr::null_mut();
+            };
+            let base = System.realloc(ptr.sub(prefix(layout)), outer, new_outer.size());
+            if base.is_null() {
+                return base;
+            }
+            let user = base.add(prefix(layout));
+            let counted = if old > 0 || counted_here() {
+                chunk(new_size)
+            } else {
+                0
+            };
+            (user as *mut usize).sub(1).write(counted);
+            LIVE.fetch_sub(old, Ordering::Relaxed);
+            add(counted);
+            user
         }
-        let user = base.add(prefix(layout));
-        let counted = if old > 0 || counted_here() {
-            chunk(new_size)
-        } else {
-            0
-        };
-        (user as *mut usize).sub(1).write(counted);
-        LIVE.fetch_sub(old, Ordering::Relaxed);
-        add(counted);
-        user
     }
 }
 

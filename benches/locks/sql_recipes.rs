@@ -114,13 +114,13 @@ pub struct RecipeClient {
 /// `$q` to the one of a pair of statements that connection speaks: the two
 /// drivers' connections are different types, the recipe's steps the same.
 macro_rules! either {
-    ($conn:expr, $c:ident, $body:expr) => {
+    ($conn:expr_2021, $c:ident, $body:expr_2021) => {
         match $conn {
             Conn::Pg($c) => $body,
             Conn::My($c) => $body,
         }
     };
-    ($conn:expr, $c:ident, $q:ident = ($pg:expr, $my:expr), $body:expr) => {
+    ($conn:expr_2021, $c:ident, $q:ident = ($pg:expr_2021, $my:expr_2021), $body:expr_2021) => {
         match $conn {
             Conn::Pg($c) => {
                 let $q = $pg;

@@ -49,7 +49,7 @@ impl Guard {
         }
     }
 
-    pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static + use<> {
         let token = match self {
             Guard::Write(g) => g.loss_token(),
             Guard::Read(g) => g.loss_token(),

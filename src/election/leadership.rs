@@ -220,7 +220,7 @@ impl Leadership {
 
     /// Resolves when this leadership is lost or resigned; see
     /// [`WriteGuard::lost`].
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let lost = self.guard.as_ref().map(WriteGuard::lost);
         async move {
             if let Some(lost) = lost {

@@ -144,7 +144,7 @@ impl Held {
         }
     }
 
-    fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let keeper = self.keeper.clone();
         let lease = self.lease;
         let signal = self.signal.clone();
@@ -391,7 +391,7 @@ macro_rules! guard {
             /// is polled on a tokio runtime, and counts the lock as held by
             /// that runtime, whose keeper then refreshes it too. Polled
             /// outside a runtime it waits for the keeper's word instead.
-            pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+            pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
                 self.held.lost()
             }
 

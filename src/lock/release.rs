@@ -55,7 +55,7 @@ use crate::Error;
 pub(crate) fn release_one(
     state: &Arc<Acquisition>,
     target: Target,
-) -> impl Future<Output = bool> + Send + 'static {
+) -> impl Future<Output = bool> + Send + 'static + use<> {
     let began = state.coord.clock.now();
     owed_release(state.clone(), target, began, None)
 }

@@ -166,7 +166,7 @@ impl ReentrantGuard {
 
     /// Resolves when the lock is lost, as [`WriteGuard::lost`]; it fires
     /// for every guard of the hold.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         match &self.hold.lock {
             Lock::Write(g) => Either::Left(g.lost()),
             Lock::Read(g) => Either::Right(g.lost()),

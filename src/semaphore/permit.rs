@@ -177,7 +177,7 @@ impl SemaphorePermit {
 
     /// Resolves when the permit is lost; see [`WriteGuard::lost`]. It fires
     /// before any locker can free a slot of this permit to someone else.
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         let mut losses: Vec<_> = self.slots.iter().map(|(_, g)| g.lost().boxed()).collect();
         losses.push(self.count.lost());
         async move {

@@ -114,7 +114,7 @@ impl Held {
         both!(self, g => g.is_lost())
     }
 
-    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static + use<> {
         // Two arms of different opaque types: box to one.
         let fut: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> =
             both!(self, g => Box::pin(g.lost()));

@@ -25,7 +25,10 @@ fn a_database_refusal_quoting_the_environments_password_does_not_show_it() {
 }
 
 async fn scene() {
-    std::env::set_var("PGPASSWORD", PASSWORD);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSWORD", PASSWORD) };
     let addr = refusing_logins();
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

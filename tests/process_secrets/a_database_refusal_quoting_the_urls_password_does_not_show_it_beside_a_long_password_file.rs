@@ -31,13 +31,19 @@ fn a_database_refusal_quoting_the_urls_password_does_not_show_it_beside_a_long_p
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let file = std::env::temp_dir().join(format!("quorum-lock-long-pgpass-{}", std::process::id()));
     let text: String = (0..ENTRIES)
         .map(|i| format!("db{i}.example:5432:*:app:fleet-password-{i:04}\n"))
         .collect();
     crate::write_private(&file, text);
-    std::env::set_var("PGPASSFILE", &file);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &file) };
     let addr = refusing_logins();
     let url = format!("postgres://app:{PASSWORD}@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;

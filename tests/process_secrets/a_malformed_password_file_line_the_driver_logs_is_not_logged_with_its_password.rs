@@ -37,7 +37,10 @@ fn a_malformed_password_file_line_the_driver_logs_is_not_logged_with_its_passwor
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let (logs, _guard) = crate::log_capture::Capture::install();
     let addr = crate::fake_postgres::refusing_logins();
     let file = std::env::temp_dir().join(format!(
@@ -45,7 +48,10 @@ async fn scene() {
         std::process::id()
     ));
     crate::write_private(&file, format!("*:*:{PASSWORD}\n"));
-    std::env::set_var("PGPASSFILE", &file);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &file) };
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let config = SqlConfig {
         call_timeout: Duration::from_secs(2),

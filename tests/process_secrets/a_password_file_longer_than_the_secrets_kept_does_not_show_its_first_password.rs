@@ -31,7 +31,10 @@ fn a_password_file_longer_than_the_secrets_kept_does_not_show_its_first_password
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let addr = refusing_logins();
     let file =
         std::env::temp_dir().join(format!("quorum-lock-fleet-pgpass-{}", std::process::id()));
@@ -41,7 +44,10 @@ async fn scene() {
     }
     assert!(text.len() < 1 << 20, "under the 1 MiB the locker reads");
     crate::write_private(&file, text);
-    std::env::set_var("PGPASSFILE", &file);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &file) };
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;
     let _ = std::fs::remove_file(&file);

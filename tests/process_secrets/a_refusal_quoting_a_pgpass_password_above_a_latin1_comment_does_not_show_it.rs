@@ -33,7 +33,10 @@ fn a_refusal_quoting_a_pgpass_password_above_a_latin1_comment_does_not_show_it()
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let addr = refusing_logins();
     let file =
         std::env::temp_dir().join(format!("quorum-lock-pgpass-latin1-{}", std::process::id()));
@@ -41,7 +44,10 @@ async fn scene() {
     let mut text = format!("*:*:*:app:{PASSWORD}\n").into_bytes();
     text.extend_from_slice(b"# f\xfcr prod\n");
     crate::write_private(&file, text);
-    std::env::set_var("PGPASSFILE", &file);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &file) };
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;
     let _ = std::fs::remove_file(&file);

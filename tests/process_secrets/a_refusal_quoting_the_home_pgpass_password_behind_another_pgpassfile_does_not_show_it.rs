@@ -34,7 +34,10 @@ fn a_refusal_quoting_the_home_pgpass_password_behind_another_pgpassfile_does_not
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let addr = refusing_logins();
     // `PGPASSFILE`: the lines of another server only. `~/.pgpass`: this
     // connection's. Both readable by their owner only, as libpq requires.
@@ -47,8 +50,14 @@ async fn scene() {
         "db.elsewhere.example:5432:*:app:ElsewhereOnly1234\n",
     );
     crate::write_private(&file, format!("*:*:*:app:{PASSWORD}\n"));
-    std::env::set_var("PGPASSFILE", &other);
-    std::env::set_var("HOME", &home);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &other) };
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("HOME", &home) };
     let url = format!("postgres://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;
     let _ = std::fs::remove_dir_all(&home);

@@ -28,14 +28,20 @@ fn a_refusal_quoting_the_pgpass_password_for_a_url_with_a_capitalised_scheme_doe
 }
 
 async fn scene() {
-    std::env::remove_var("PGPASSWORD");
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::remove_var("PGPASSWORD") };
     let addr = refusing_logins();
     let file = std::env::temp_dir().join(format!(
         "quorum-lock-pgpass-capitals-{}",
         std::process::id()
     ));
     crate::write_private(&file, format!("*:*:*:app:{PASSWORD}\n"));
-    std::env::set_var("PGPASSFILE", &file);
+    // SAFETY: the scene runs alone in a process of its own (`in_own_process`:
+    // one test thread, a current-thread runtime), and no other thread of it
+    // reads or writes the environment.
+    unsafe { std::env::set_var("PGPASSFILE", &file) };
     let url = format!("POSTGRES://app@{addr}/locks?sslmode=disable");
     let shown = refusal_shown(&url, addr).await;
     let _ = std::fs::remove_file(&file);

@@ -170,7 +170,7 @@ impl Drop for Scratch {
 
 /// Sends a signal with kill(2); std only offers SIGKILL.
 pub fn signal(pid: u32, sig: i32) {
-    extern "C" {
+    unsafe extern "C" {
         fn kill(pid: i32, sig: i32) -> i32;
     }
     // SAFETY: kill(2) takes two integers and touches no memory of ours.
