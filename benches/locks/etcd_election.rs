@@ -347,10 +347,10 @@ async fn observe(
                 if event.event_type() == EventType::Delete {
                     break 'leading;
                 }
-                if let Some(put) = event.kv() {
-                    if tx.send(Ok(lossy(put))).await.is_err() {
-                        return Ok(());
-                    }
+                if let Some(put) = event.kv()
+                    && tx.send(Ok(lossy(put))).await.is_err()
+                {
+                    return Ok(());
                 }
             }
         }

@@ -64,13 +64,12 @@ pub fn wait_ready(
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("it exited with {status}"));
         }
-        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-            if s.set_read_timeout(Some(read_timeout)).is_ok()
-                && s.write_all(request).is_ok()
-                && ready(&mut s)
-            {
-                return Ok(());
-            }
+        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+            && s.set_read_timeout(Some(read_timeout)).is_ok()
+            && s.write_all(request).is_ok()
+            && ready(&mut s)
+        {
+            return Ok(());
         }
         if Instant::now() >= give_up {
             return Err(format!("no answer on port {port} within {limit:?}"));

@@ -228,10 +228,10 @@ impl Down {
     pub fn advice(&self, args: &ClientArgs) -> Option<String> {
         let mut advice: Vec<&'static str> = Vec::new();
         for err in self.0.iter().filter_map(|(_, err)| err.as_ref()) {
-            if let Some(words) = advice_for(&err.to_string(), args) {
-                if !advice.contains(&words) {
-                    advice.push(words);
-                }
+            if let Some(words) = advice_for(&err.to_string(), args)
+                && !advice.contains(&words)
+            {
+                advice.push(words);
             }
         }
         (!advice.is_empty()).then(|| advice.join("; "))

@@ -267,10 +267,9 @@ impl Snapshot {
             if let State::Up {
                 locks: Some(locks), ..
             } = &node.state
+                && !locks.is_empty()
             {
-                if !locks.is_empty() {
-                    out.push_str(&table(&HEADER, &rows(locks), "  "));
-                }
+                out.push_str(&table(&HEADER, &rows(locks), "  "));
             }
         }
         out

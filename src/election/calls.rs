@@ -59,11 +59,11 @@ where
         if decided.is_some() || calls.running() == 0 {
             return Poll::Ready(());
         }
-        if let Some((notified, end_at)) = asked.as_mut() {
-            if notified.as_mut().poll(cx).is_ready() {
-                hurried = Some(*end_at);
-                asked = None;
-            }
+        if let Some((notified, end_at)) = asked.as_mut()
+            && notified.as_mut().poll(cx).is_ready()
+        {
+            hurried = Some(*end_at);
+            asked = None;
         }
         if let Some(at) = hurried.and_then(|end_at| end_at()) {
             if coord.clock.now() >= at {
@@ -72,10 +72,10 @@ where
             if early.as_ref().is_none_or(|(set, _)| *set != at) {
                 early = Some((at, coord.clock.sleep_until(at)));
             }
-            if let Some((_, sleep)) = early.as_mut() {
-                if std::pin::Pin::new(sleep).poll(cx).is_ready() {
-                    return Poll::Ready(());
-                }
+            if let Some((_, sleep)) = early.as_mut()
+                && std::pin::Pin::new(sleep).poll(cx).is_ready()
+            {
+                return Poll::Ready(());
             }
         }
         let timer = timer.get_or_insert_with(|| coord.clock.sleep_until(deadline));
@@ -136,10 +136,10 @@ pub(crate) async fn proclaim_round(
             // A locker that no longer honours the lease (it announced a
             // shorter validity) is not counted on: it counts as down, as
             // in every other round.
-            if matches!(result, Ok(true)) {
-                if let Err(err) = coord.honours_lease(index) {
-                    result = Err(err);
-                }
+            if matches!(result, Ok(true))
+                && let Err(err) = coord.honours_lease(index)
+            {
+                result = Err(err);
             }
             if let Some(end) = ends.get_mut(index) {
                 *end = match &result {
@@ -309,10 +309,10 @@ pub(crate) async fn read_round(
             silent[index].store(false, Ordering::Relaxed);
             // A locker that no longer honours the lease is not counted on:
             // it counts as down, as in every other round.
-            if result.is_ok() {
-                if let Err(err) = coord.honours_lease(index) {
-                    result = Err(err);
-                }
+            if result.is_ok()
+                && let Err(err) = coord.honours_lease(index)
+            {
+                result = Err(err);
             }
             if let Some(end) = ends.get_mut(index) {
                 *end = match &result {

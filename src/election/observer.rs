@@ -151,13 +151,14 @@ impl Reported {
                 return None;
             }
             self.newest = Some(at);
-            if let Some(Some(last)) = &self.last {
-                if last.term == leader.term && last.value == leader.value {
-                    // The same leader proclaiming the value it has (the
-                    // re-send after a cancelled proclaim): no change.
-                    self.last = Some(found);
-                    return None;
-                }
+            if let Some(Some(last)) = &self.last
+                && last.term == leader.term
+                && last.value == leader.value
+            {
+                // The same leader proclaiming the value it has (the
+                // re-send after a cancelled proclaim): no change.
+                self.last = Some(found);
+                return None;
             }
         }
         if self.last.as_ref() == Some(&found) {
@@ -227,10 +228,10 @@ async fn watch(coord: Arc<Coordinator>, args: LockArgs, tx: mpsc::Sender<Option<
             None => continue,
             Some(Ok(reading)) => {
                 let found = reading.leader.map(Leader::from);
-                if let Some(change) = reported.next(found) {
-                    if tx.send(change).await.is_err() {
-                        return;
-                    }
+                if let Some(change) = reported.next(found)
+                    && tx.send(change).await.is_err()
+                {
+                    return;
                 }
             }
             Some(Err(err)) => {

@@ -186,11 +186,11 @@ impl Boards {
         let mut boards = self.boards();
         let mut changes = Vec::new();
         for (resource, uid) in stale {
-            if let Some(board) = boards.get_mut(&resource) {
-                if board.proclaimed.as_ref().is_some_and(|(u, _)| *u == uid) {
-                    board.proclaimed = None;
-                    take_watches(board, &mut changes);
-                }
+            if let Some(board) = boards.get_mut(&resource)
+                && board.proclaimed.as_ref().is_some_and(|(u, _)| *u == uid)
+            {
+                board.proclaimed = None;
+                take_watches(board, &mut changes);
             }
             self.tidy(&mut boards, &resource);
         }

@@ -442,12 +442,11 @@ impl Record {
             if slot == 0 {
                 return None;
             }
-            if slot >> 32 == tag {
-                if let Some(pos) = self.position(slot) {
-                    if self.is_at(pos, uid) {
-                        return Some(pos);
-                    }
-                }
+            if slot >> 32 == tag
+                && let Some(pos) = self.position(slot)
+                && self.is_at(pos, uid)
+            {
+                return Some(pos);
             }
             at = (at + 1) & mask;
         }

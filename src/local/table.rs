@@ -320,13 +320,13 @@ impl Shard {
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
             fit(&mut res.queue);
         }
-        if let Some(holders) = &mut res.holders {
-            if let Some(e) = holders.find_mut(&args.uid) {
-                if wake.is_some() {
-                    e.wake = wake;
-                }
-                return true;
+        if let Some(holders) = &mut res.holders
+            && let Some(e) = holders.find_mut(&args.uid)
+        {
+            if wake.is_some() {
+                e.wake = wake;
             }
+            return true;
         }
         if let Some(Holders::Writer(_)) = res.holders {
             // `admits` allows nothing else on a held resource.
@@ -390,10 +390,10 @@ impl Shard {
                 wake,
             },
         );
-        if let Some(holders) = &res.holders {
-            if conflicts(holders.mode(), mode) {
-                wound_younger(holders, ticket, notices, wounded);
-            }
+        if let Some(holders) = &res.holders
+            && conflicts(holders.mode(), mode)
+        {
+            wound_younger(holders, ticket, notices, wounded);
         }
     }
 
@@ -756,14 +756,15 @@ fn wound_younger(
     wounded: &mut Wounded,
 ) {
     for e in holders.entries() {
-        if let (Some(t), Some(wake)) = (e.ticket, &e.wake) {
-            if t > ticket && wounded.insert((e.uid.clone(), wake.target())) {
-                notices.push(Notice {
-                    wake: wake.clone(),
-                    uid: e.uid.clone(),
-                    event: PushEvent::Wounded,
-                });
-            }
+        if let (Some(t), Some(wake)) = (e.ticket, &e.wake)
+            && t > ticket
+            && wounded.insert((e.uid.clone(), wake.target()))
+        {
+            notices.push(Notice {
+                wake: wake.clone(),
+                uid: e.uid.clone(),
+                event: PushEvent::Wounded,
+            });
         }
     }
 }

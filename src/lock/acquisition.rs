@@ -347,10 +347,10 @@ impl Acquisition {
     /// recorded, for the release to undo; [`try_win`](Self::try_win) does
     /// not count such a grant.
     pub(crate) fn record_unsent(&self, index: usize) {
-        if let Some(slot) = self.slots().slots.get_mut(index) {
-            if slot.answer.is_none() {
-                slot.answer = Some(Answer::Failed);
-            }
+        if let Some(slot) = self.slots().slots.get_mut(index)
+            && slot.answer.is_none()
+        {
+            slot.answer = Some(Answer::Failed);
         }
     }
 

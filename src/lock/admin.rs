@@ -102,10 +102,10 @@ impl Dsync {
                         endpoint: lockers[index].endpoint(),
                         reason,
                     });
-                    if let Ok(Err(err)) = failed {
-                        if !err.is_retryable() {
-                            permanent.get_or_insert(err);
-                        }
+                    if let Ok(Err(err)) = failed
+                        && !err.is_retryable()
+                    {
+                        permanent.get_or_insert(err);
                     }
                     continue;
                 }

@@ -340,10 +340,10 @@ impl Coordinator {
                     standing.push(note.clone());
                 }
             }
-            if error.is_quarantine() {
-                if let Some(quarantine) = self.quarantines.get(index) {
-                    *quarantine.lock().unwrap_or_else(PoisonError::into_inner) = Some(note.clone());
-                }
+            if error.is_quarantine()
+                && let Some(quarantine) = self.quarantines.get(index)
+            {
+                *quarantine.lock().unwrap_or_else(PoisonError::into_inner) = Some(note.clone());
             }
             // An older call that timed out late is no news beside a
             // failure seen since: the latest evidence stands.

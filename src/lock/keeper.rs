@@ -441,10 +441,10 @@ impl Drop for LaneTask {
         let mut table = self.keeper.table();
         table.lanes.retain(|l| l.id != self.id);
         for (_, leased) in table.slots.iter_mut() {
-            if let Some(leased) = leased {
-                if leased.in_flight.as_ref().is_some_and(|f| f.lane == self.id) {
-                    leased.in_flight = None;
-                }
+            if let Some(leased) = leased
+                && leased.in_flight.as_ref().is_some_and(|f| f.lane == self.id)
+            {
+                leased.in_flight = None;
             }
         }
         // The others may sleep past refreshes this lane would have made.
@@ -476,11 +476,10 @@ async fn run(lane: LaneTask) {
             () = async { keeper.clock.wait_until(next.unwrap_or_else(|| keeper.clock.now())).await }, if next.is_some() => {}
             () = wake.notified() => {}
             Some(done) = rounds.next(), if !rounds.is_empty() => {
-                if let Ok(done) = done {
-                    if let Some((leased, cause)) = settle(&keeper, done) {
+                if let Ok(done) = done
+                    && let Some((leased, cause)) = settle(&keeper, done) {
                         declare_lost(&leased.state, &leased.signal, cause, &handle);
                     }
-                }
             }
         }
     }

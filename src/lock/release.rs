@@ -173,22 +173,22 @@ async fn release_after(
     let coord = &state.coord;
     let locker = &coord.lockers[target.index];
     let give_up = give_up_at(coord, target.index, began);
-    if failed.is_none() {
-        if let Some(held_off) = state.held_off(coord.clock.now()) {
-            // A lost lock whose holder may still work under it: queued, to
-            // be sent once the margin has passed or the holder let go.
-            let holder = Some(held_off);
-            let pending = PendingUnlock {
-                args: state.args.clone(),
-                mode: state.mode,
-                give_up: owed_give_up(coord, target.index, began, &holder),
-                holder,
-                tried: false,
-                hurried: Default::default(),
-            };
-            queue_unlock(coord, target.index, pending, Handle::try_current().ok());
-            return false;
-        }
+    if failed.is_none()
+        && let Some(held_off) = state.held_off(coord.clock.now())
+    {
+        // A lost lock whose holder may still work under it: queued, to
+        // be sent once the margin has passed or the holder let go.
+        let holder = Some(held_off);
+        let pending = PendingUnlock {
+            args: state.args.clone(),
+            mode: state.mode,
+            give_up: owed_give_up(coord, target.index, began, &holder),
+            holder,
+            tried: false,
+            hurried: Default::default(),
+        };
+        queue_unlock(coord, target.index, pending, Handle::try_current().ok());
+        return false;
     }
     let inline_until = after(began, coord.timeouts.unlock).min(give_up);
     let mut attempt = 0;

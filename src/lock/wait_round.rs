@@ -309,10 +309,10 @@ impl WaitRound {
             // one-round try where a quorum's verdict comes first: the wait
             // goes on while the others can still make a quorum.
             let left = n - barred.iter().filter(|b| **b).count();
-            if left < quorum {
-                if let Some(err) = barred_by.take() {
-                    return Poll::Ready(Err(WaitEnd::Failed(err)));
-                }
+            if left < quorum
+                && let Some(err) = barred_by.take()
+            {
+                return Poll::Ready(Err(WaitEnd::Failed(err)));
             }
             match state.try_win() {
                 Win::Won => {

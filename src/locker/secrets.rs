@@ -114,10 +114,10 @@ fn remember_url_as_written(url: &str) {
     // is no user information, and remembering what precedes it would mask
     // honest words (the database's name).
     let before_query = rest.split_once('?').map_or(rest, |(before, _)| before);
-    if let Some((user_info, _)) = before_query.rsplit_once('@') {
-        if let Some((_, password)) = user_info.split_once(':') {
-            remember_both(password);
-        }
+    if let Some((user_info, _)) = before_query.rsplit_once('@')
+        && let Some((_, password)) = user_info.split_once(':')
+    {
+        remember_both(password);
     }
     if let Some((_, query)) = url.split_once('?') {
         for pair in query.split('&') {
@@ -170,10 +170,10 @@ fn remember_url_as_written(url: &str) {
 pub(crate) fn remember_pgpass(host: &str, port: u16, database: Option<&str>, user: &str) {
     let port = port.to_string();
     let wanted = [host, port.as_str(), database.unwrap_or(""), user];
-    if let Some(path) = std::env::var_os("PGPASSFILE") {
-        if pgpass_file(std::path::Path::new(&path), wanted) {
-            return;
-        }
+    if let Some(path) = std::env::var_os("PGPASSFILE")
+        && pgpass_file(std::path::Path::new(&path), wanted)
+    {
+        return;
     }
     // What the driver's `home::home_dir` calls on Unix.
     #[allow(deprecated)]

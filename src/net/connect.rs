@@ -154,10 +154,10 @@ where
         .filter_map(|l| l.connect_error())
         .filter(|e| matches!(e, Error::Tls { .. }))
         .collect();
-    if lockers.len() - refused.len() < write_quorum(lockers.len()) {
-        if let Some(first) = refused.into_iter().next() {
-            return Err(first);
-        }
+    if lockers.len() - refused.len() < write_quorum(lockers.len())
+        && let Some(first) = refused.into_iter().next()
+    {
+        return Err(first);
     }
     Ok(lockers
         .into_iter()

@@ -243,11 +243,11 @@ impl Ledger {
         let hash = self.set_hash(&args.resources);
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
-        if let Some(charge) = inner.charges.get(&args.uid) {
-            if charge.sets.iter().any(|(h, _)| *h == hash) {
-                inner.adopt(&args.uid, conn, now);
-                return Ok(Reserved::Already);
-            }
+        if let Some(charge) = inner.charges.get(&args.uid)
+            && charge.sets.iter().any(|(h, _)| *h == hash)
+        {
+            inner.adopt(&args.uid, conn, now);
+            return Ok(Reserved::Already);
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         inner.admit(&self.limits, conn, bytes, new_uid, now)?;
@@ -412,10 +412,10 @@ impl Ledger {
         // every other: it holds nothing live, whether or not the prune
         // below has removed them yet.
         let touched = inner.usage.get(&conn).and_then(|usage| usage.touched);
-        if let Some(at) = touched {
-            if now.saturating_duration_since(at) < validity {
-                return true;
-            }
+        if let Some(at) = touched
+            && now.saturating_duration_since(at) < validity
+        {
+            return true;
         }
         let lapsed_all = touched.is_some();
         // Its charges have all lapsed, as the locker's entries have: they

@@ -289,10 +289,10 @@ impl Session {
             Ok(args) => args,
             Err(reply) => return reply,
         };
-        if self.version < wire::V3 {
-            if let Some(reply) = self.poll(&args, mode).await {
-                return reply;
-            }
+        if self.version < wire::V3
+            && let Some(reply) = self.poll(&args, mode).await
+        {
+            return reply;
         }
         let released = self.server.released();
         if released.contains(&args.uid) {

@@ -126,11 +126,11 @@ impl ServerState {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&conn)?
             .upgrade()?;
-        let place = waits
+
+        waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .place_of(uid);
-        place
+            .place_of(uid)
     }
 
     /// Makes connection `conn`'s places known to the other connections.

@@ -177,10 +177,10 @@ impl Waits {
         if let Some(old) = other.and_then(|uid| self.end(&uid)) {
             superseded.push(old);
         }
-        if let Some(old) = self.end(&args.uid) {
-            if old.args.resources != args.resources {
-                superseded.push(old);
-            }
+        if let Some(old) = self.end(&args.uid)
+            && old.args.resources != args.resources
+        {
+            superseded.push(old);
         }
         superseded
     }

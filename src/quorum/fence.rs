@@ -151,10 +151,10 @@ async fn ask(state: &Arc<Acquisition>, floor: u64) -> Result<Drawn, Error> {
         // A locker that no longer honours the lease (it announced a
         // shorter validity) is not counted on: it counts as down, as in
         // every other round.
-        if matches!(result, Ok(Some(_))) {
-            if let Err(err) = coord.honours_lease(index) {
-                result = Err(err);
-            }
+        if matches!(result, Ok(Some(_)))
+            && let Err(err) = coord.honours_lease(index)
+        {
+            result = Err(err);
         }
         ends[index] = match &result {
             Ok(Some(_)) => RoundEnd::Counted,

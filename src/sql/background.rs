@@ -40,10 +40,10 @@ pub(super) async fn poll(shared: Weak<Shared>, rung: Arc<tokio::sync::Notify>) {
         };
         let poll_waiters = shared.store.dialect.backend == Backend::MySql;
         let names = shared.waits.watched_names(poll_waiters);
-        if !names.is_empty() {
-            if let Err(err) = look(&shared, &names, poll_waiters).await {
-                tracing::debug!(locker = %shared.endpoint(), "poll failed: {err}");
-            }
+        if !names.is_empty()
+            && let Err(err) = look(&shared, &names, poll_waiters).await
+        {
+            tracing::debug!(locker = %shared.endpoint(), "poll failed: {err}");
         }
         let sweep_every = shared
             .config

@@ -413,18 +413,18 @@ impl Shared {
             .call(&names, ("", ""), false, |t, epoch| {
                 let r = &t.resources[0];
                 let mut stored = false;
-                if r.mode() == Some(LockMode::Write) {
-                    if let Some(holder) = r.holders.get(uid) {
-                        stored = true;
-                        if holder.stamp.is_empty() || holder.stamp < new {
-                            let op = state::Op::Proclaim {
-                                name: r.name.clone(),
-                                uid: uid.to_owned(),
-                                stamp: new.clone(),
-                                value: p.value.to_vec(),
-                            };
-                            t.ops.push(op);
-                        }
+                if r.mode() == Some(LockMode::Write)
+                    && let Some(holder) = r.holders.get(uid)
+                {
+                    stored = true;
+                    if holder.stamp.is_empty() || holder.stamp < new {
+                        let op = state::Op::Proclaim {
+                            name: r.name.clone(),
+                            uid: uid.to_owned(),
+                            stamp: new.clone(),
+                            value: p.value.to_vec(),
+                        };
+                        t.ops.push(op);
                     }
                 }
                 t.finish();

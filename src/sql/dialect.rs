@@ -136,13 +136,13 @@ impl Tables {
                  and underscores, not starting with a digit (for example \"quorum_lock_\")"
             )));
         }
-        if let Some(schema) = schema {
-            if schema.is_empty() || schema.len() > 63 || !plain_identifier(schema) {
-                return Err(Error::invalid(format!(
-                    "schema {schema:?}: use 1 to 63 ASCII letters, digits and underscores, \
+        if let Some(schema) = schema
+            && (schema.is_empty() || schema.len() > 63 || !plain_identifier(schema))
+        {
+            return Err(Error::invalid(format!(
+                "schema {schema:?}: use 1 to 63 ASCII letters, digits and underscores, \
                      not starting with a digit"
-                )));
-            }
+            )));
         }
         let quote = |name: &str| match backend {
             Backend::Postgres => format!("\"{name}\""),

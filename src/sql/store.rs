@@ -195,10 +195,10 @@ impl Store {
                         // refused again on every try: the call that asked
                         // for this connection is told now, not at its
                         // timeout (see `bounded`).
-                        if let Err(sqlx::Error::Configuration(inner)) = &pinned {
-                            if let Some(ambiguous) = inner.downcast_ref::<Ambiguous>() {
-                                refuse_this_call(&ambiguous.0);
-                            }
+                        if let Err(sqlx::Error::Configuration(inner)) = &pinned
+                            && let Some(ambiguous) = inner.downcast_ref::<Ambiguous>()
+                        {
+                            refuse_this_call(&ambiguous.0);
                         }
                         pinned?;
                     }

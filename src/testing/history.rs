@@ -112,16 +112,17 @@ impl History {
                     LockMode::Write => *anyone,
                     LockMode::Read => *writers,
                 };
-                if let Some((earlier_token, earlier)) = bound {
-                    if token <= earlier_token && earlier != e.holder {
-                        return Err(FencingViolation {
-                            resource: resource.clone(),
-                            earlier: earlier.to_owned(),
-                            earlier_token,
-                            later: e.holder.clone(),
-                            later_token: token,
-                        });
-                    }
+                if let Some((earlier_token, earlier)) = bound
+                    && token <= earlier_token
+                    && earlier != e.holder
+                {
+                    return Err(FencingViolation {
+                        resource: resource.clone(),
+                        earlier: earlier.to_owned(),
+                        earlier_token,
+                        later: e.holder.clone(),
+                        later_token: token,
+                    });
                 }
                 let holder = e.holder.as_str();
                 if anyone.is_none_or(|(t, _)| t < token) {

@@ -71,17 +71,17 @@ async fn lock_timeout_in_backoff_after_the_quarantine_ended_beside_a_locker_down
         !q,
         "the state this test means: node 2 out of quarantine at the deadline"
     );
-    if let Some(status) = &status {
-        if status.reason() == WaitReason::NoQuorum {
-            let reachable = status.lockers - status.unreachable.len();
-            assert!(
-                reachable < status.quorum,
-                "waiting() says too few lockers are reachable, yet names only {} of {} \
+    if let Some(status) = &status
+        && status.reason() == WaitReason::NoQuorum
+    {
+        let reachable = status.lockers - status.unreachable.len();
+        assert!(
+            reachable < status.quorum,
+            "waiting() says too few lockers are reachable, yet names only {} of {} \
                  unreachable: {status}",
-                status.unreachable.len(),
-                status.lockers
-            );
-        }
+            status.unreachable.len(),
+            status.lockers
+        );
     }
     assert!(
         !matches!(&result, Err(Error::QuorumUnavailable { .. })),

@@ -79,14 +79,14 @@ async fn acquire_timeout_after_the_quarantine_it_was_refused_for_ended() {
              keeps the quorum from granting"
         );
     }
-    if let Some(status) = status {
-        if status.reason() != WaitReason::Quarantine {
-            assert!(
-                !matches!(result, Err(Error::Quarantined { .. })),
-                "waiting() a millisecond before said {:?} ({status}), yet acquire_timeout \
+    if let Some(status) = status
+        && status.reason() != WaitReason::Quarantine
+    {
+        assert!(
+            !matches!(result, Err(Error::Quarantined { .. })),
+            "waiting() a millisecond before said {:?} ({status}), yet acquire_timeout \
                  gave up with {result:?}",
-                status.reason()
-            );
-        }
+            status.reason()
+        );
     }
 }

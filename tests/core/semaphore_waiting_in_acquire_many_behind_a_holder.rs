@@ -52,10 +52,11 @@ async fn waiting_in_acquire_many_behind_a_holder_never_counts_a_slot_grant() {
     let mut wrong = Vec::new();
     for _ in 0..200 {
         sleep(Duration::from_millis(5)).await;
-        if let Some(status) = sem.waiting() {
-            if status.granted > 0 && entries_on(&cluster, "semaphore/many/permit") == 6 {
-                wrong.push((start.elapsed(), status.to_string()));
-            }
+        if let Some(status) = sem.waiting()
+            && status.granted > 0
+            && entries_on(&cluster, "semaphore/many/permit") == 6
+        {
+            wrong.push((start.elapsed(), status.to_string()));
         }
     }
     assert_eq!(

@@ -162,14 +162,13 @@ fn blank_code_spans(line: &str) -> String {
 fn link_targets(prose: &str) -> Vec<String> {
     let mut targets = Vec::new();
     let trimmed = prose.trim_start();
-    if trimmed.starts_with('[') && prose.len() - trimmed.len() <= 3 {
-        if let Some(end) = trimmed.find("]:") {
-            if !trimmed[1..end].contains(']') {
-                if let Some(target) = trimmed[end + 2..].split_whitespace().next() {
-                    targets.push(target.trim_matches(|c| c == '<' || c == '>').to_string());
-                }
-            }
-        }
+    if trimmed.starts_with('[')
+        && prose.len() - trimmed.len() <= 3
+        && let Some(end) = trimmed.find("]:")
+        && !trimmed[1..end].contains(']')
+        && let Some(target) = trimmed[end + 2..].split_whitespace().next()
+    {
+        targets.push(target.trim_matches(|c| c == '<' || c == '>').to_string());
     }
     let bytes = prose.as_bytes();
     let mut from = 0;

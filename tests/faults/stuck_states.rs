@@ -480,14 +480,14 @@ fn no_client_is_stuck_after_faults_heal() {
         while finished.load(Ordering::SeqCst) < seeds.len() as u64 {
             std::thread::sleep(Duration::from_millis(200));
             for slot in &running {
-                if let Some((seed, since)) = *slot.lock().unwrap() {
-                    if since.elapsed() > WATCHDOG {
-                        eprintln!(
-                            "seed {seed} has run for {WATCHDOG:?} of real time: stuck in a loop \
+                if let Some((seed, since)) = *slot.lock().unwrap()
+                    && since.elapsed() > WATCHDOG
+                {
+                    eprintln!(
+                        "seed {seed} has run for {WATCHDOG:?} of real time: stuck in a loop \
                              that never idles; replay with STUCK_SEED={seed}"
-                        );
-                        std::process::exit(101);
-                    }
+                    );
+                    std::process::exit(101);
                 }
             }
         }

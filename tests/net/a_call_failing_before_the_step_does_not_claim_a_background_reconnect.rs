@@ -43,11 +43,11 @@ async fn the_error_of_a_call_failing_before_the_step_says_what_follows() {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let call =
             tokio::time::timeout(Duration::from_millis(1), locker.lock(&stand_in::args("u"))).await;
-        if let Ok(Err(err)) = &call {
-            if accepted.load(Ordering::Relaxed) == made {
-                failed_at_once = Some(err.to_string());
-                break;
-            }
+        if let Ok(Err(err)) = &call
+            && accepted.load(Ordering::Relaxed) == made
+        {
+            failed_at_once = Some(err.to_string());
+            break;
         }
         assert!(
             stand_in::until_counted(&accepted, made + 1).await,

@@ -425,14 +425,14 @@ fn check_observer(
                 .iter()
                 .rposition(|(_, item)| item.is_some())
                 .map(|i| reports[i + 1].0);
-            if let Some(at) = since {
-                if at > quiet_from + bound {
-                    problems.push(format!(
-                        "observer {id} reported no leader {:?} after the last leader ended, \
+            if let Some(at) = since
+                && at > quiet_from + bound
+            {
+                problems.push(format!(
+                    "observer {id} reported no leader {:?} after the last leader ended, \
                          more than the bound of {bound:?}",
-                        at - quiet_from
-                    ));
-                }
+                    at - quiet_from
+                ));
             }
         }
         Some((_, Some(leader))) => problems.push(format!(

@@ -520,12 +520,12 @@ impl Locker {
             .retain(|p| !(p.ticket == place.ticket || p.uid == place.uid));
         let at = self.queue.partition_point(|p| p.ticket < place.ticket);
         self.queue.insert(at, place);
-        if let Some(mode) = self.mode {
-            if conflicts(mode, place.mode) {
-                for e in &self.holders {
-                    if e.wake && e.ticket.is_some_and(|t| t > place.ticket) {
-                        pushes.push((e.uid, false));
-                    }
+        if let Some(mode) = self.mode
+            && conflicts(mode, place.mode)
+        {
+            for e in &self.holders {
+                if e.wake && e.ticket.is_some_and(|t| t > place.ticket) {
+                    pushes.push((e.uid, false));
                 }
             }
         }

@@ -700,8 +700,8 @@ fn without_faults_waiters_are_granted_in_the_order_they_came() {
             for t in tasks {
                 t.await.expect("no panic");
             }
-            let order = grants.lock().unwrap().clone();
-            order
+
+            grants.lock().unwrap().clone()
         });
         let mut sorted = order.clone();
         sorted.sort_unstable();

@@ -1027,10 +1027,10 @@ fn group_stopped(pgid: u32) -> bool {
             continue;
         };
         for task in tasks.flatten() {
-            if let Some((state, _)) = fields(task.path().join("stat")) {
-                if !matches!(state, 'T' | 't' | 'Z' | 'X') {
-                    return false;
-                }
+            if let Some((state, _)) = fields(task.path().join("stat"))
+                && !matches!(state, 'T' | 't' | 'Z' | 'X')
+            {
+                return false;
             }
         }
     }

@@ -304,10 +304,10 @@ impl Drop for Reaper<'_> {
     fn drop(&mut self) {
         for v in ["a", "b", "c"] {
             let pid = self.0.read(&format!("pid.{v}"));
-            if let Ok(pid) = pid.trim().parse::<u32>() {
-                if running(&pid.to_string()) {
-                    signal(pid, SIGKILL);
-                }
+            if let Ok(pid) = pid.trim().parse::<u32>()
+                && running(&pid.to_string())
+            {
+                signal(pid, SIGKILL);
             }
         }
     }

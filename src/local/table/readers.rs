@@ -123,10 +123,10 @@ impl Readers {
         fit(&mut self.list);
         if self.list.len() < INDEXED / 2 {
             self.index = None;
-        } else if let Some(index) = &mut self.index {
-            if map_sparse(index.len(), index.capacity()) {
-                index.shrink_to(map_shrunk(index.len()));
-            }
+        } else if let Some(index) = &mut self.index
+            && map_sparse(index.len(), index.capacity())
+        {
+            index.shrink_to(map_shrunk(index.len()));
         }
     }
 

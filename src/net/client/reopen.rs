@@ -66,10 +66,10 @@ pub(super) async fn attempt(shared: &Arc<Shared>) -> Option<Result<Arc<Connectio
             .await
             .ok()
             .and_then(|ended| ended.ok().map(|ended| ended.clone()));
-        if let Some(Some(Err(err))) = ended {
-            if !is_given_up(&err) {
-                return Some(Err(err));
-            }
+        if let Some(Some(Err(err))) = ended
+            && !is_given_up(&err)
+        {
+            return Some(Err(err));
         }
         // Otherwise a connection (live or not: the next round looks), an
         // attempt the locker gave up, one dropped with its runtime, or

@@ -242,14 +242,14 @@ async fn run_scenario(
 fn check_writes(writes: &[Write]) -> Result<(), String> {
     let mut newest: Option<&Write> = None;
     for w in writes.iter().filter(|w| w.accepted) {
-        if let Some(before) = newest {
-            if w.holder < before.holder {
-                return Err(format!(
-                    "the gate accepted a write of holder #{} (token {}) after one of holder #{} \
+        if let Some(before) = newest
+            && w.holder < before.holder
+        {
+            return Err(format!(
+                "the gate accepted a write of holder #{} (token {}) after one of holder #{} \
                      (token {}), which acquired later",
-                    w.holder, w.token, before.holder, before.token
-                ));
-            }
+                w.holder, w.token, before.holder, before.token
+            ));
         }
         newest = Some(w);
     }
