@@ -224,17 +224,31 @@ impl Session {
     }
 }
 
-impl Drop for Session {
-    /// The connection closed (or its task was aborted): its waiters can no
-    /// longer be told of a grant, so their places go, and with them the
-    /// turns they would have taken from others. Grants stay; their holders
-    /// still release or refresh them.
-    fn drop(&mut self) {
+impl Session {
+    /// Ends this connection's places before its socket closes, and returns
+    /// once they are ended: a client that reads the end of the stream finds
+    /// them gone (docs: "a lock server drops the places of a connection as
+    /// soon as it closes"), and a release right after cannot hand the lock
+    /// to a place nobody listens for. The work runs on the clean-up thread
+    /// (see `Drop` below); only this connection's task waits for it.
+    ///
+    /// Cancel safety: dropped while waiting, the places are ended anyway
+    /// (the clean-up was handed over first).
+    pub(super) async fn close(&self) {
+        if let Some(ended) = self.hand_over_places() {
+            let _ = ended.await;
+        }
+    }
+
+    /// Takes this connection's places and hands their ending to the
+    /// server's clean-up thread; `None` when it had none. The receiver
+    /// hears when they are ended.
+    fn hand_over_places(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
         self.server.forget_waits(self.id);
         let places: Vec<Place> = {
             let mut waits = self.waits();
             if waits.is_empty() {
-                return;
+                return None;
             }
             waits.drain().collect()
         };
@@ -251,9 +265,23 @@ impl Drop for Session {
         // listening is; a waiter that reconnected and asked again
         // meanwhile is found by the ledger as ever.
         let (server, conn) = (self.server.clone(), self.id);
-        self.server
-            .closings
-            .run(move || end_places(&server, conn, places, Ending::Closed));
+        let (ended, told) = tokio::sync::oneshot::channel();
+        self.server.closings.run(move || {
+            end_places(&server, conn, places, Ending::Closed);
+            let _ = ended.send(());
+        });
+        Some(told)
+    }
+}
+
+impl Drop for Session {
+    /// The connection closed (or its task was aborted): its waiters can no
+    /// longer be told of a grant, so their places go, and with them the
+    /// turns they would have taken from others. Grants stay; their holders
+    /// still release or refresh them. A session that closed normally
+    /// already did this in [`Session::close`]; this is for the aborted.
+    fn drop(&mut self) {
+        let _ = self.hand_over_places();
     }
 }
 

@@ -161,6 +161,9 @@ async fn session(
         waits,
     };
     serve(&mut conn, peer, &session, &mut pushed).await;
+    // Places end before the socket closes: what the client reads as the
+    // end of the stream means they are gone.
+    session.close().await;
 }
 
 /// What woke the connection's task.
