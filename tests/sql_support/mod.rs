@@ -303,7 +303,11 @@ impl PgServer {
                 .args(["-c", "fsync=on", "-c", "synchronous_commit=on"])
                 .args(["-c", "full_page_writes=on"])
                 // Small, so that many servers fit on a small machine.
-                .args(["-c", "shared_buffers=16MB", "-c", "max_connections=100"]);
+                .args(["-c", "shared_buffers=16MB", "-c", "max_connections=100"])
+                // Its dynamic shared memory in the data directory, removed
+                // with it: the default puts files in /dev/shm that a killed
+                // server leaves behind (thousands, gigabytes, over runs).
+                .args(["-c", "dynamic_shared_memory_type=mmap"]);
             self.as_owner(&mut postgres);
             let log = log_file(&self.root);
             let child = spawn_group(&mut postgres, log)
@@ -780,12 +784,12 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A free loopback port, as the system hands one out.
 /// Whether the server's log says its port was taken.
 fn port_taken(root: &Path) -> bool {
     log_tail(root).contains("Address already in use")
 }
 
+/// A free loopback port, as the system hands one out.
 fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
@@ -793,8 +797,6 @@ fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// A new, empty directory under the system's temporary directory, named
-/// after `kind`, this process and a counter.
 /// The directory of a data-directory template: `initdb` and
 /// `mariadb-install-db` take about a second each and a copy a tenth of
 /// that, so each test process makes one data directory per kind and copies
@@ -840,13 +842,39 @@ fn copy_data_dir(template: &Path, to: &Path) {
     );
 }
 
+/// A new, empty directory in the [scratch space](scratch_space), named
+/// after `kind`, this process and a counter.
 fn temp_root(kind: &str) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("quorum-lock-{kind}-{}-{n}", std::process::id()));
+    let dir = scratch_space().join(format!("quorum-lock-{kind}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary directory for the server");
     dir
+}
+
+/// Where the servers' directories go: `/dev/shm` (memory) where this
+/// system has it, else the temporary directory. A commit then waits on
+/// no disk that builds beside the tests keep busy (CI saw a locker's first
+/// calls on a server just started take over 2 s there). What the tests
+/// check of durability still holds: they kill and restart the servers,
+/// never the machine, and what a server wrote before it was killed stays
+/// in memory as it would in the page cache.
+fn scratch_space() -> PathBuf {
+    static SPACE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SPACE
+        .get_or_init(|| {
+            let shm = Path::new("/dev/shm");
+            let probe = shm.join(format!("quorum-lock-probe-{}", std::process::id()));
+            let usable = std::fs::create_dir_all(&probe).is_ok();
+            let _ = std::fs::remove_dir(&probe);
+            if usable {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            }
+        })
+        .clone()
 }
 
 /// `name` on the PATH, else in one of `dirs`.
