@@ -360,9 +360,13 @@ pub(super) fn end_places(
                 return (!all_kept).then(|| (Some(place.ticket), newer.clone()));
             }
             Some(match how {
-                // Every place of the uid: its waiter is gone.
-                Ending::Closed => (None, no_names.clone()),
-                Ending::Lapsed | Ending::Released => (Some(place.ticket), no_names.clone()),
+                // This place only: a place of the uid under another ticket
+                // is one another connection asked for and counts (or one
+                // this connection counts as a place of its own, ended by
+                // its own entry here), and it keeps its turn.
+                Ending::Closed | Ending::Lapsed | Ending::Released => {
+                    (Some(place.ticket), no_names.clone())
+                }
                 // The uid's own newer request renewed its places on the
                 // names it asked for again.
                 Ending::Superseded(newer) if newer.uid == *uid => {
