@@ -1,0 +1,99 @@
+//! Reproduces a past break: a closed connection keeps its slot while the clean-up thread ends its places, so a client connecting after every other connection closed is refused as busy for as long as that work takes.
+#![cfg(feature = "net")]
+
+use std::time::{Duration, Instant};
+
+use crate::node::{args, reservation, start, TOKEN};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LockMode, NetLocker, WaitReply};
+
+/// A request's worth of short names, all different for `conn` and `place`,
+/// and the held name, so that a wait on them keeps a reservation.
+fn many_names(conn: usize, place: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..999).map(|i| format!("c{conn}p{place}n{i}")).collect();
+    names.push("held".to_string());
+    names
+}
+
+/// A server of `slots` client connections besides a holder's. A client
+/// fills them all, each
+/// with as many places of 1,000 names as its per-connection limits let it
+/// keep (within the defaults), and closes them all. Another client then
+/// connects: every connection but the holder's has closed, so slots are free ("closed,
+/// which frees its slot"; "ending many places holds no other client up").
+/// The break: each closed connection's task waits for the server's one
+/// clean-up thread to end its places before it gives its slot back, so the
+/// newcomer is refused `server busy` until the thread has ended all of
+/// them. Bounded: the newcomer tries for 20 s at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_connecting_after_every_other_connection_closed_gets_a_slot_at_once() {
+    let slots = 3;
+    let mut config = ServerConfig::new(TOKEN);
+    // One more for the holder, which stays connected.
+    config.max_connections = slots + 1;
+    let node = start(config).await;
+    let holder = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+        .await
+        .expect("connect");
+    let held = vec!["held".to_string()];
+    assert!(holder.lock(&args("holder", &held)).await.unwrap());
+    let mut heavy = Vec::new();
+    for conn in 0..slots {
+        let client = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+            .await
+            .expect("connect");
+        for place in 0..1024 {
+            let reply = client
+                .lock_wait(
+                    &args(&format!("c{conn}p{place}"), &many_names(conn, place)),
+                    LockMode::Write,
+                    &reservation(),
+                )
+                .await;
+            match reply {
+                Ok(WaitReply::Refused) => {}
+                Ok(other) => panic!("a reservation, not {other:?}"),
+                Err(_) => break, // the connection's limits
+            }
+        }
+        heavy.push(client);
+    }
+    let places = node.locker.waiting();
+    assert!(places > 100_000, "places on names: {places}");
+    drop(heavy);
+    let closed = Instant::now();
+    // When the clean-up thread has ended every place, watched every 5 ms.
+    let locker = node.locker.clone();
+    let cleaned = tokio::spawn(async move {
+        while locker.waiting() > 0 && closed.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        closed.elapsed()
+    });
+    // The newcomer's first lock that gets through, tried every 10 ms.
+    let mut refused = 0;
+    let served = loop {
+        assert!(closed.elapsed() < Duration::from_secs(20), "never served");
+        let mut config = RemoteConfig::new(TOKEN);
+        config.connect_timeout = Duration::from_secs(1);
+        if let Ok(newcomer) = RemoteLocker::connect(node.addr.clone(), config).await
+            && let Ok(true) = tokio::time::timeout(
+                Duration::from_secs(1),
+                newcomer.lock(&args("newcomer", &["free".to_string()])),
+            )
+            .await
+            .unwrap_or(Ok(false))
+        {
+            break closed.elapsed();
+        }
+        refused += 1;
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let cleaned = cleaned.await.unwrap();
+    assert!(
+        served < Duration::from_millis(100),
+        "the newcomer was served {served:?} after the other connections closed ({refused} \
+         attempts refused); their {places} places on names were all ended after {cleaned:?}"
+    );
+    drop(holder);
+}
