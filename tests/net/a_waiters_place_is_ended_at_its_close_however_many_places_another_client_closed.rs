@@ -1,0 +1,105 @@
+//! Reproduces a past break: a waiter's closed connection keeps its place in line until the server's one clean-up thread has ended every place another client's connections closed before it, so the waiter behind it is held up by that other client.
+#![cfg(feature = "net")]
+
+use std::time::{Duration, Instant};
+
+use crate::node::{args, reservation, start, TOKEN};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
+
+/// A request's worth of short names, all different for `conn` and `place`,
+/// and the held name, so that a wait on them keeps a reservation.
+fn many_names(conn: usize, place: usize) -> Vec<String> {
+    let mut names: Vec<String> = (0..999).map(|i| format!("c{conn}p{place}n{i}")).collect();
+    names.push("held".to_string());
+    names
+}
+
+/// docs/guarantees.md, "A waiter's place is a lease": "a lock server drops
+/// the places of a connection as soon as it closes (the work runs on a
+/// thread of its own, so that ending many places holds no other client
+/// up)". One client keeps, over three connections, as many places of 1,000
+/// names as each connection's limits let it (within the defaults), and
+/// closes them. A waiter keeps a place on `x` over its own connection and
+/// closes it once their clean-up has begun. The holder of `x` lets go, and a waiter in the
+/// server's own process that asked after the closed one is looked at every
+/// 10 ms: it must be granted at once, the closed waiter's place being gone.
+/// The break: the closed waiter's clean-up runs after all of the other
+/// client's, on the one thread, and its place stands until then. Bounded:
+/// 20 s at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_waiters_place_is_gone_at_once_however_many_places_another_client_closed() {
+    let node = start(ServerConfig::new(TOKEN)).await;
+    let holder = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+        .await
+        .expect("connect");
+    let held = vec!["held".to_string()];
+    let x = vec!["x".to_string()];
+    assert!(holder.lock(&args("holder", &held)).await.unwrap());
+    assert!(holder.lock(&args("holder-x", &x)).await.unwrap());
+    let mut heavy = Vec::new();
+    for conn in 0..3 {
+        let client = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+            .await
+            .expect("connect");
+        for place in 0..1024 {
+            let reply = client
+                .lock_wait(
+                    &args(&format!("c{conn}p{place}"), &many_names(conn, place)),
+                    LockMode::Write,
+                    &reservation(),
+                )
+                .await;
+            match reply {
+                Ok(WaitReply::Refused) => {}
+                Ok(other) => panic!("a reservation, not {other:?}"),
+                Err(_) => break, // the connection's limits
+            }
+        }
+        heavy.push(client);
+    }
+    let places = node.locker.waiting();
+    assert!(places > 100_000, "places on names: {places}");
+    let waiter = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
+        .await
+        .expect("connect");
+    let reply = waiter
+        .lock_wait(&args("waiter", &x), LockMode::Write, &reservation())
+        .await
+        .unwrap();
+    assert_eq!(reply, WaitReply::Refused, "the waiter keeps a place on x");
+    let later = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(60),
+        wake: None,
+    };
+    drop(heavy);
+    // The other client's clean-ups have begun: its places are going.
+    let begun = Instant::now();
+    while node.locker.waiting() >= places + 1 && begun.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    drop(waiter);
+    let closed = Instant::now();
+    assert!(holder.unlock(&args("holder-x", &x)).await.unwrap());
+    let granted = loop {
+        assert!(closed.elapsed() < Duration::from_secs(20), "never granted");
+        let reply = node
+            .locker
+            .lock_wait(&args("later", &x), LockMode::Write, &later)
+            .await
+            .unwrap();
+        if reply == WaitReply::Granted {
+            break closed.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        granted < Duration::from_millis(200),
+        "the later waiter was granted x {granted:?} after the first waiter's connection closed \
+         (another client's connections had closed with {places} places on names just before; \
+         {} are left now)",
+        node.locker.waiting()
+    );
+    drop(holder);
+}
