@@ -229,20 +229,25 @@ impl Session {
     /// once they are ended: a client that reads the end of the stream finds
     /// them gone (docs: "a lock server drops the places of a connection as
     /// soon as it closes"), and a release right after cannot hand the lock
-    /// to a place nobody listens for. The work runs on the clean-up thread
-    /// (see `Drop` below); only this connection's task waits for it.
+    /// to a place nobody listens for. A few places are ended here; many
+    /// are ended on the clean-up thread, and only this connection's task
+    /// waits for that, its `slot` already given back so that a newcomer is
+    /// not refused for a connection that only waits to close.
     ///
     /// Cancel safety: dropped while waiting, the places are ended anyway
     /// (the clean-up was handed over first).
-    pub(super) async fn close(&self) {
-        if let Some(ended) = self.hand_over_places() {
+    pub(super) async fn close(&self, slot: super::state::Slot) {
+        let ending = self.hand_over_places();
+        drop(slot);
+        if let Some(ended) = ending {
             let _ = ended.await;
         }
     }
 
-    /// Takes this connection's places and hands their ending to the
-    /// server's clean-up thread; `None` when it had none. The receiver
-    /// hears when they are ended.
+    /// Takes this connection's places and ends them: here when they name
+    /// few names together ([`ENDED_IN_PLACE`]), else on the server's
+    /// clean-up thread, and then the receiver hears when they are ended.
+    /// `None` when nothing is left to wait for.
     fn hand_over_places(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
         self.server.forget_waits(self.id);
         let places: Vec<Place> = {
@@ -256,6 +261,14 @@ impl Session {
             places = places.len(),
             "connection closed; giving up its places in line"
         );
+        let (server, conn) = (self.server.clone(), self.id);
+        let names: usize = places.iter().map(|p| p.args.resources.len()).sum();
+        if names <= ENDED_IN_PLACE {
+            // As cheap as one request's own work, and not queued behind
+            // other connections' clean-ups on the one thread.
+            end_places(&server, conn, places, Ending::Closed);
+            return None;
+        }
         // Ending them takes work in proportion to what they held (a
         // thousand places of a thousand names each, checked against what
         // their waiters asked again elsewhere): on the server's clean-up
@@ -264,7 +277,6 @@ impl Session {
         // places nobody is told of, as a place whose waiter stopped
         // listening is; a waiter that reconnected and asked again
         // meanwhile is found by the ledger as ever.
-        let (server, conn) = (self.server.clone(), self.id);
         let (ended, told) = tokio::sync::oneshot::channel();
         self.server.closings.run(move || {
             end_places(&server, conn, places, Ending::Closed);
@@ -274,12 +286,21 @@ impl Session {
     }
 }
 
+/// The most names a closed connection's places may name together to be
+/// ended where it closes rather than on the clean-up thread: one request's
+/// worth (a request names at most 1,000).
+const ENDED_IN_PLACE: usize = 1_000;
+
 impl Drop for Session {
     /// The connection closed (or its task was aborted): its waiters can no
     /// longer be told of a grant, so their places go, and with them the
     /// turns they would have taken from others. Grants stay; their holders
     /// still release or refresh them. A session that closed normally
-    /// already did this in [`Session::close`]; this is for the aborted.
+    /// already did this in [`Session::close`]; this is for the aborted
+    /// (its runtime shut down): few places end here, before its socket
+    /// drops; many end on the clean-up thread, which this cannot wait for
+    /// without blocking a thread of the runtime, so its client may read
+    /// the end of the stream a moment before they are gone.
     fn drop(&mut self) {
         let _ = self.hand_over_places();
     }

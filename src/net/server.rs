@@ -155,9 +155,12 @@ impl LockServer {
     ///
     /// # Cancel safety
     ///
-    /// Dropping this future stops accepting, but the connections already
-    /// accepted keep being served until their clients disconnect; resolve
-    /// `shutdown` instead for a clean stop.
+    /// Dropping this future stops accepting and ends the connections
+    /// already accepted at once, mid-batch if need be: their clients see
+    /// the connection closed (and a call in flight fails as unavailable),
+    /// as when a server process dies. What the table holds stays. Resolve
+    /// `shutdown` instead for a clean stop, which lets each connection
+    /// finish the batch it is handling.
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>) {
         let local = listener
             .local_addr()

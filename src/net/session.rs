@@ -90,7 +90,7 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
         };
         match handshake {
             Ok(Ok(stream)) => {
-                return session(Box::new(stream), peer, server, &slot, deadline, true).await
+                return session(Box::new(stream), peer, server, slot, deadline, true).await
             }
             Ok(Err(err)) => match super::tls::accept_failure(&err) {
                 (true, why) => {
@@ -123,14 +123,14 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     // Without a first byte by the deadline, the handshake below times out
     // at once and says so.
     let _ = started;
-    session(Box::new(stream), peer, server, &slot, deadline, false).await
+    session(Box::new(stream), peer, server, slot, deadline, false).await
 }
 
 async fn session(
     stream: BoxIo,
     peer: SocketAddr,
     server: Arc<ServerState>,
-    slot: &Slot,
+    slot: Slot,
     deadline: tokio::time::Instant,
     over_tls: bool,
 ) {
@@ -139,7 +139,7 @@ async fn session(
         stream,
         crate::net::framing::Framing::new(wire::hello_codec()),
     );
-    let Some(role) = handshake(&mut conn, peer, &server, slot, deadline, over_tls).await else {
+    let Some(role) = handshake(&mut conn, peer, &server, &slot, deadline, over_tls).await else {
         return;
     };
     conn.codec_mut()
@@ -163,7 +163,7 @@ async fn session(
     serve(&mut conn, peer, &session, &mut pushed).await;
     // Places end before the socket closes: what the client reads as the
     // end of the stream means they are gone.
-    session.close().await;
+    session.close(slot).await;
 }
 
 /// What woke the connection's task.

@@ -27,7 +27,9 @@ fn many_names(conn: usize, place: usize) -> Vec<String> {
 /// them. Bounded: the newcomer tries for 20 s at most.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_connecting_after_every_other_connection_closed_gets_a_slot_at_once() {
-    let slots = 3;
+    // One: the slot is free before the clean-up ends only if it is given
+    // back before the clean-up rather than after it.
+    let slots = 1;
     let mut config = ServerConfig::new(TOKEN);
     // One more for the holder, which stays connected.
     config.max_connections = slots + 1;
@@ -59,7 +61,7 @@ async fn a_client_connecting_after_every_other_connection_closed_gets_a_slot_at_
         heavy.push(client);
     }
     let places = node.locker.waiting();
-    assert!(places > 100_000, "places on names: {places}");
+    assert!(places > 50_000, "places on names: {places}");
     drop(heavy);
     let closed = Instant::now();
     // When the clean-up thread has ended every place, watched every 5 ms.
@@ -90,8 +92,10 @@ async fn a_client_connecting_after_every_other_connection_closed_gets_a_slot_at_
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     let cleaned = cleaned.await.unwrap();
+    // Served while the clean-up still ran: the slots were free before it
+    // ended. (A bound in milliseconds would measure the machine too.)
     assert!(
-        served < Duration::from_millis(100),
+        served < cleaned,
         "the newcomer was served {served:?} after the other connections closed ({refused} \
          attempts refused); their {places} places on names were all ended after {cleaned:?}"
     );

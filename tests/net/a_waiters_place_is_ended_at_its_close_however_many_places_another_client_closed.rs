@@ -23,7 +23,8 @@ fn many_names(conn: usize, place: usize) -> Vec<String> {
 /// closes them. A waiter keeps a place on `x` over its own connection and
 /// closes it once their clean-up has begun. The holder of `x` lets go, and a waiter in the
 /// server's own process that asked after the closed one is looked at every
-/// 10 ms: it must be granted at once, the closed waiter's place being gone.
+/// 10 ms: it must be granted while the other client's places are still
+/// being ended, the closed waiter's place being gone.
 /// The break: the closed waiter's clean-up runs after all of the other
 /// client's, on the one thread, and its place stands until then. Bounded:
 /// 20 s at most.
@@ -76,7 +77,7 @@ async fn a_closed_waiters_place_is_gone_at_once_however_many_places_another_clie
     drop(heavy);
     // The other client's clean-ups have begun: its places are going.
     let begun = Instant::now();
-    while node.locker.waiting() >= places + 1 && begun.elapsed() < Duration::from_secs(5) {
+    while node.locker.waiting() > places && begun.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     drop(waiter);
@@ -90,16 +91,19 @@ async fn a_closed_waiters_place_is_gone_at_once_however_many_places_another_clie
             .await
             .unwrap();
         if reply == WaitReply::Granted {
-            break closed.elapsed();
+            break (closed.elapsed(), node.locker.waiting());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
+    // Granted while the other client's places were still being ended: the
+    // closed waiter's place did not wait for them. (A bound in
+    // milliseconds would measure the machine too.)
+    let (granted, left) = granted;
     assert!(
-        granted < Duration::from_millis(200),
-        "the later waiter was granted x {granted:?} after the first waiter's connection closed \
-         (another client's connections had closed with {places} places on names just before; \
-         {} are left now)",
-        node.locker.waiting()
+        left > 0,
+        "the later waiter was granted x {granted:?} after the first waiter's connection closed, \
+         only once every place of another client's connections, closed just before with \
+         {places} places on names, had been ended"
     );
     drop(holder);
 }
