@@ -3,63 +3,31 @@
 
 use std::time::{Duration, Instant};
 
-use crate::node::{args, reservation, start, TOKEN};
+use crate::node::{args, heavy_connections, remote, start, TOKEN};
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LockMode, NetLocker, WaitReply};
+use quorum_lock::NetLocker;
 
-/// A request's worth of short names, all different for `conn` and `place`,
-/// and the held name, so that a wait on them keeps a reservation.
-fn many_names(conn: usize, place: usize) -> Vec<String> {
-    let mut names: Vec<String> = (0..999).map(|i| format!("c{conn}p{place}n{i}")).collect();
-    names.push("held".to_string());
-    names
-}
-
-/// A server of `slots` client connections besides a holder's. A client
-/// fills them all, each
-/// with as many places of 1,000 names as its per-connection limits let it
-/// keep (within the defaults), and closes them all. Another client then
-/// connects: every connection but the holder's has closed, so slots are free ("closed,
+/// A server of one client connection besides a holder's. A client fills
+/// it with as many places of 1,000 names as its limits let it keep (within
+/// the defaults) and closes it. Another client then connects: every
+/// connection but the holder's has closed, so a slot is free ("closed,
 /// which frees its slot"; "ending many places holds no other client up").
-/// The break: each closed connection's task waits for the server's one
+/// The break: the closed connection's task waits for the server's
 /// clean-up thread to end its places before it gives its slot back, so the
-/// newcomer is refused `server busy` until the thread has ended all of
-/// them. Bounded: the newcomer tries for 20 s at most.
+/// newcomer is refused `server busy` until the thread is done. Bounded:
+/// the newcomer tries for 20 s at most.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_connecting_after_every_other_connection_closed_gets_a_slot_at_once() {
-    // One: the slot is free before the clean-up ends only if it is given
-    // back before the clean-up rather than after it.
-    let slots = 1;
     let mut config = ServerConfig::new(TOKEN);
-    // One more for the holder, which stays connected.
-    config.max_connections = slots + 1;
+    // One for the holder, which stays connected, and one for the heavy
+    // connection: the slot is free before the clean-up ends only if it is
+    // given back before the clean-up rather than after it.
+    config.max_connections = 2;
     let node = start(config).await;
-    let holder = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-        .await
-        .expect("connect");
+    let holder = remote(&node).await;
     let held = vec!["held".to_string()];
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
-    let mut heavy = Vec::new();
-    for conn in 0..slots {
-        let client = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-            .await
-            .expect("connect");
-        for place in 0..1024 {
-            let reply = client
-                .lock_wait(
-                    &args(&format!("c{conn}p{place}"), &many_names(conn, place)),
-                    LockMode::Write,
-                    &reservation(),
-                )
-                .await;
-            match reply {
-                Ok(WaitReply::Refused) => {}
-                Ok(other) => panic!("a reservation, not {other:?}"),
-                Err(_) => break, // the connection's limits
-            }
-        }
-        heavy.push(client);
-    }
+    let heavy = heavy_connections(&node, 1).await;
     let places = node.locker.waiting();
     assert!(places > 50_000, "places on names: {places}");
     drop(heavy);

@@ -3,17 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::node::{args, reservation, start, TOKEN};
-use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use crate::node::{args, heavy_connections, remote, reservation, start, TOKEN};
+use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-
-/// A request's worth of short names, all different for `conn` and `place`,
-/// and the held name, so that a wait on them keeps a reservation.
-fn many_names(conn: usize, place: usize) -> Vec<String> {
-    let mut names: Vec<String> = (0..999).map(|i| format!("c{conn}p{place}n{i}")).collect();
-    names.push("held".to_string());
-    names
-}
 
 /// docs/guarantees.md, "A waiter's place is a lease": "a lock server drops
 /// the places of a connection as soon as it closes (the work runs on a
@@ -31,39 +23,15 @@ fn many_names(conn: usize, place: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_waiters_place_is_gone_at_once_however_many_places_another_client_closed() {
     let node = start(ServerConfig::new(TOKEN)).await;
-    let holder = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-        .await
-        .expect("connect");
+    let holder = remote(&node).await;
     let held = vec!["held".to_string()];
     let x = vec!["x".to_string()];
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
     assert!(holder.lock(&args("holder-x", &x)).await.unwrap());
-    let mut heavy = Vec::new();
-    for conn in 0..3 {
-        let client = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-            .await
-            .expect("connect");
-        for place in 0..1024 {
-            let reply = client
-                .lock_wait(
-                    &args(&format!("c{conn}p{place}"), &many_names(conn, place)),
-                    LockMode::Write,
-                    &reservation(),
-                )
-                .await;
-            match reply {
-                Ok(WaitReply::Refused) => {}
-                Ok(other) => panic!("a reservation, not {other:?}"),
-                Err(_) => break, // the connection's limits
-            }
-        }
-        heavy.push(client);
-    }
+    let heavy = heavy_connections(&node, 3).await;
     let places = node.locker.waiting();
     assert!(places > 100_000, "places on names: {places}");
-    let waiter = RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN))
-        .await
-        .expect("connect");
+    let waiter = remote(&node).await;
     let reply = waiter
         .lock_wait(&args("waiter", &x), LockMode::Write, &reservation())
         .await

@@ -107,3 +107,33 @@ pub async fn places_once_clean_ups_ran(
     }
     places
 }
+
+/// `conns` connections to `node`, each keeping as many places as its
+/// limits let it (within the defaults) on requests of 1,000 names: 999
+/// of its own and `held`, which someone else must hold so that each wait
+/// keeps a reservation. About 61,000 places on names per connection.
+pub async fn heavy_connections(node: &Node, conns: usize) -> Vec<RemoteLocker> {
+    use quorum_lock::{LockMode, NetLocker, WaitReply};
+    let mut heavy = Vec::new();
+    for conn in 0..conns {
+        let client = remote(node).await;
+        for place in 0..1024 {
+            let mut names: Vec<String> = (0..999).map(|i| format!("c{conn}p{place}n{i}")).collect();
+            names.push("held".to_string());
+            let reply = client
+                .lock_wait(
+                    &args(&format!("c{conn}p{place}"), &names),
+                    LockMode::Write,
+                    &reservation(),
+                )
+                .await;
+            match reply {
+                Ok(WaitReply::Refused) => {}
+                Ok(other) => panic!("a reservation, not {other:?}"),
+                Err(_) => break, // the connection's limits
+            }
+        }
+        heavy.push(client);
+    }
+    heavy
+}
