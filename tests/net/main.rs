@@ -124,6 +124,7 @@ mod ceiling;
 mod concurrent_calls_after_an_idle_close;
 mod connect;
 mod connection_slots;
+mod connections_closing_behind_the_clean_up_thread_keep_the_server_within_its_descriptors;
 mod decoder_properties;
 mod door_refusal_log_wording;
 mod election;
