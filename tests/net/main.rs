@@ -157,6 +157,7 @@ mod places_of_a_waiter_whose_old_connection_refreshed;
 mod places_of_a_waiter_widening_its_request_as_its_old_connection_closes;
 mod places_of_connections_closed_by_their_servers_runtime_shutting_down;
 mod places_of_reconnected_waiters;
+mod places_outliving_the_validity_stay_charged;
 mod races;
 mod reconnect;
 mod reconnect_after_restart_following_idle_closes;

@@ -1,0 +1,102 @@
+//! Reproduces a past break: a place kept longer than the locker's validity loses its charge after the validity while it stands in line, so a connection keeps more places than its byte limit allows.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::node::{args, TOKEN};
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LocalLocker, LockMode, LockerConfig, NetLocker, Ticket, WaitArgs, WaitReply};
+
+/// A place of `uid` on 200 names of its own and "held", kept 60 s.
+async fn place(client: &RemoteLocker, uid: &str) -> Result<WaitReply, quorum_lock::Error> {
+    let mut names: Vec<String> = (0..200).map(|i| format!("{uid}-n{i}")).collect();
+    names.push("held".to_string());
+    let wait = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(60),
+        wake: None,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        client.lock_wait(&args(uid, &names), LockMode::Write, &wait),
+    )
+    .await
+    .expect("an answer within 10 s")
+}
+
+/// docs/lock-servers.md: "A place is charged as a lock is while its
+/// connection keeps it", and per connection at most
+/// `max_bytes_per_connection`. A server over a locker of 1 s validity,
+/// whose places a waiter may ask to keep for up to 60 s. A holder keeps
+/// "held" (refreshing it); a client fills its connection with places of
+/// 201 names on it until the byte limit refuses one, and keeps them (open
+/// connection, places of 60 s). The break: 1.5 s later the ledger takes
+/// every charge untouched for the validity as lapsed, places included,
+/// so the next place is admitted, and as many more as fit the limit
+/// again, while the table still keeps every earlier one. Bounded: each call
+/// 10 s, 200 places.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn places_kept_past_the_validity_stay_charged_while_they_stand() {
+    let locker_config = LockerConfig {
+        validity: Duration::from_secs(1),
+        ..LockerConfig::default()
+    };
+    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_bytes_per_connection = 2 * 1024 * 1024;
+    let server = LockServer::new(locker.clone(), config).expect("valid config");
+    let stats = server.stats();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().unwrap(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    tokio::spawn(serve);
+    let connect = || RemoteLocker::connect(bound.to_string(), RemoteConfig::new(TOKEN));
+    let holder = connect().await.unwrap();
+    let held = args("holder", &["held".to_string()]);
+    assert!(holder.lock(&held).await.unwrap());
+    let refreshing = tokio::spawn(async move {
+        for _ in 0..100 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let _ = holder.refresh(&held).await;
+        }
+    });
+    let client = connect().await.unwrap();
+    let mut kept = 0;
+    while kept < 200 {
+        match place(&client, &format!("a{kept}")).await {
+            Ok(WaitReply::Refused) => kept += 1,
+            Ok(other) => panic!("a reservation, not {other:?}"),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        kept > 0 && kept < 200,
+        "the byte limit refused place {kept}"
+    );
+    let charged = stats.lock_bytes();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut more = 0;
+    while more < 200 {
+        match place(&client, &format!("b{more}")).await {
+            Ok(WaitReply::Refused) => more += 1,
+            Ok(other) => panic!("a reservation, not {other:?}"),
+            Err(_) => break,
+        }
+    }
+    let places = locker.waiting();
+    assert_eq!(
+        more,
+        0,
+        "the connection kept {kept} places up to its byte limit ({charged} bytes charged), then \
+         {more} more 1.5 s later while the table kept them all ({places} places on names, {} \
+         bytes charged)",
+        stats.lock_bytes()
+    );
+    refreshing.abort();
+    drop(stop);
+}
