@@ -56,6 +56,16 @@ pub(crate) struct TableCounts {
 /// on every call regardless.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// How long after it expires an entry or a place in line may still take
+/// memory: until the next full expiry pass, which runs every
+/// [`SWEEP_EVERY`], or every validity when that is shorter (places are
+/// dropped only by that pass). A lock server keeps their charges that much
+/// longer.
+#[cfg(feature = "net")]
+pub(crate) fn swept_within(validity: Duration) -> Duration {
+    SWEEP_EVERY.min(validity)
+}
+
 /// The most a `LocalLocker` keeps of the uids it released (see
 /// `released.rs`), counted as the lock server counts its own. Past it the
 /// oldest are forgotten first: at 150,000 releases a second (a busy

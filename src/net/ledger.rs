@@ -6,7 +6,9 @@
 //! kept beside it, keyed by uid. It errs on the side of counting too much:
 //! a charge is dropped only when the lock is released with the resource
 //! set it was granted with, or when nothing refreshed the uid for the
-//! validity, after which the locker has certainly expired its entries
+//! validity and the locker's expiry pass after it (`Limits::lapse`), by
+//! when the locker has certainly expired its entries and places and given
+//! back their memory
 //! (every refresh of the uid goes through [`Ledger::touch`] or
 //! [`Ledger::reserve`], after the locker's own refresh, so a charge never
 //! lapses before the entries it pays for). Nothing is charged without a
@@ -121,7 +123,7 @@ pub(crate) enum Board {
     Proclamation,
     /// An observer's watch, which lives until it fires or its ttl (at most
     /// the validity) runs out: charged to the observer's uid until that
-    /// uid goes untouched for the validity, as a lock is.
+    /// uid goes untouched for the lapse, as a lock is.
     Watch,
 }
 
@@ -138,7 +140,13 @@ pub(crate) struct BoardReserved {
 /// The limits the ledger enforces.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
+    /// The locker's validity: a uid untouched that long holds nothing live
+    /// there (its entries and places have expired).
     pub(crate) validity: Duration,
+    /// How long a charge stays once nothing touches its uid: the locker's
+    /// validity, after which its entries and places have expired, and the
+    /// time its expiry pass may take to drop them from memory.
+    pub(crate) lapse: Duration,
     pub(crate) total_bytes: usize,
     pub(crate) bytes_per_connection: usize,
     pub(crate) locks_per_connection: usize,
@@ -198,7 +206,7 @@ pub(crate) struct Usage {
     pub(crate) locks: usize,
     pub(crate) bytes: usize,
     /// When a charge of the connection was last made or touched: once
-    /// that is a validity ago, every charge of it has lapsed.
+    /// that is a lapse ago, every charge of it has lapsed.
     pub(crate) touched: Option<Instant>,
 }
 
@@ -406,7 +414,7 @@ impl Ledger {
             return false;
         }
         let now = Instant::now();
-        let validity = self.limits.validity;
+        let (validity, lapse) = (self.limits.validity, self.limits.lapse);
         // A charge of it touched within the validity: that one is live.
         // Touched longer ago, its newest charge has lapsed, and so has
         // every other: it holds nothing live, whether or not the prune
@@ -418,16 +426,16 @@ impl Ledger {
             return true;
         }
         let lapsed_all = touched.is_some();
-        // Its charges have all lapsed, as the locker's entries have: they
-        // go with the server's next prune of every lapsed charge, at most
-        // one walk of all charges per validity/60 for the whole server (a
-        // walk per idle connection, under this one mutex, let hundreds of
-        // connections keep every call waiting for seconds). Until then the
-        // connection counts as holding something, and a later idle check
-        // closes it.
+        // Its entries have all expired: it holds nothing live. Their charges
+        // stay until the locker's expiry pass has dropped them from memory
+        // too (`Limits::lapse`), and go with the server's next prune of
+        // every lapsed charge, at most one walk of all charges per
+        // validity/60 for the whole server (a walk per idle connection,
+        // under this one mutex, let hundreds of connections keep every call
+        // waiting for seconds).
         let due = inner.next_prune.is_none_or(|at| now >= at);
         if due {
-            inner.prune(now, validity);
+            inner.prune(now, lapse);
             inner.next_prune = Some(now + validity / 60);
         }
         !lapsed_all && held(&inner)
@@ -461,7 +469,7 @@ impl Inner {
             if !due {
                 return Err(reason);
             }
-            self.prune(now, limits.validity);
+            self.prune(now, limits.lapse);
             self.next_prune = Some(now + limits.validity / 60);
             self.admits(limits, conn, bytes, new_uid)?;
         }
@@ -626,13 +634,13 @@ impl Inner {
         }
     }
 
-    /// Drops every charge nothing touched for the validity: the locker has
+    /// Drops every charge nothing touched for the lapse: the locker has
     /// expired those entries.
-    fn prune(&mut self, now: Instant, validity: Duration) {
+    fn prune(&mut self, now: Instant, lapse: Duration) {
         let lapsed: Vec<Arc<str>> = self
             .charges
             .iter()
-            .filter(|(_, c)| now.saturating_duration_since(c.touched) >= validity)
+            .filter(|(_, c)| now.saturating_duration_since(c.touched) >= lapse)
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in lapsed {
@@ -662,6 +670,7 @@ mod tests {
     fn ledger(total: usize, per_conn: usize) -> Ledger {
         Ledger::new(Limits {
             validity: Duration::from_secs(60),
+            lapse: Duration::from_secs(60),
             total_bytes: total,
             bytes_per_connection: per_conn,
             locks_per_connection: 100,

@@ -226,31 +226,59 @@ impl Session {
 
 impl Session {
     /// Ends this connection's places before its socket closes, and returns
-    /// once they are ended: a client that reads the end of the stream finds
-    /// them gone (docs: "a lock server drops the places of a connection as
-    /// soon as it closes"), and a release right after cannot hand the lock
-    /// to a place nobody listens for. A few places are ended here; many
-    /// are ended on the clean-up thread, and only this connection's task
-    /// waits for that, its `slot` already given back so that a newcomer is
-    /// not refused for a connection that only waits to close.
+    /// once they are ended, when they name few names together
+    /// ([`ENDED_IN_PLACE`]): a client that reads the end of the stream then
+    /// finds them gone (docs: "a lock server drops the places of a
+    /// connection as soon as it closes"), and a release right after cannot
+    /// hand the lock to a place nobody listens for. They are ended
+    /// youngest first: an older place's end frees its names' lines only
+    /// once no younger place of this connection is left there to be
+    /// granted, for a whole validity, ahead of waiters that listen. Each
+    /// end walks the lines of its names, which other clients may have made
+    /// long, so after [`WORK_BEFORE_YIELD`] of it this yields to the other
+    /// clients this thread serves. (A release of theirs may then grant a
+    /// place of this connection not yet ended, as it may the place of any
+    /// waiter that stopped listening; that grant lasts its validity.)
     ///
-    /// Cancel safety: dropped while waiting, the places are ended anyway
-    /// (the clean-up was handed over first).
+    /// Many places go to the clean-up thread instead, and this returns at
+    /// once: waiting for that thread would keep this connection's socket
+    /// open beside a slot already given back, and clients closing and
+    /// reopening connections would hold more sockets than
+    /// `max_connections + admin_reserve` bound. `slot` is given back once
+    /// the places are ended or handed over.
+    ///
+    /// Cancel safety: dropped at a yield, the places not yet ended go to
+    /// the clean-up thread.
     pub(super) async fn close(&self, slot: super::state::Slot) {
-        let ending = self.hand_over_places();
-        drop(slot);
-        if let Some(ended) = ending {
-            let _ = ended.await;
+        let Some(places) = self.take_places() else {
+            return;
+        };
+        let names: usize = places.iter().map(|p| p.args.resources.len()).sum();
+        if names > ENDED_IN_PLACE {
+            self.hand_over(places);
+            return;
         }
+        let mut left = Left {
+            session: self,
+            places,
+        };
+        // Youngest last in the list, so popped first.
+        let mut since_yield = std::time::Instant::now();
+        while let Some(place) = left.places.pop() {
+            end_places(&self.server, self.id, [place], Ending::Closed);
+            if since_yield.elapsed() >= WORK_BEFORE_YIELD && !left.places.is_empty() {
+                tokio::task::yield_now().await;
+                since_yield = std::time::Instant::now();
+            }
+        }
+        drop(slot);
     }
 
-    /// Takes this connection's places and ends them: here when they name
-    /// few names together ([`ENDED_IN_PLACE`]), else on the server's
-    /// clean-up thread, and then the receiver hears when they are ended.
-    /// `None` when nothing is left to wait for.
-    fn hand_over_places(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    /// Takes this connection's places, oldest first, making them unknown to
+    /// other connections' clean-ups; `None` when it keeps none.
+    fn take_places(&self) -> Option<Vec<Place>> {
         self.server.forget_waits(self.id);
-        let places: Vec<Place> = {
+        let mut places: Vec<Place> = {
             let mut waits = self.waits();
             if waits.is_empty() {
                 return None;
@@ -261,30 +289,46 @@ impl Session {
             places = places.len(),
             "connection closed; giving up its places in line"
         );
+        places.sort_by_key(|p| p.ticket);
+        Some(places)
+    }
+
+    /// Ends `places` on the server's clean-up thread. Ending them takes
+    /// work in proportion to what they held (a thousand places of a
+    /// thousand names each, checked against what their waiters asked again
+    /// elsewhere), so no thread serving other clients does it, whatever
+    /// becomes of this runtime. Until it ends them they are places nobody
+    /// is told of, as a place whose waiter stopped listening is; a waiter
+    /// that reconnected and asked again meanwhile is found by the ledger as
+    /// ever.
+    /// `places` are oldest first, and ended youngest first: see
+    /// [`close`](Self::close).
+    fn hand_over(&self, places: Vec<Place>) {
         let (server, conn) = (self.server.clone(), self.id);
-        let names: usize = places.iter().map(|p| p.args.resources.len()).sum();
-        if names <= ENDED_IN_PLACE {
-            // As cheap as one request's own work, and not queued behind
-            // other connections' clean-ups on the one thread.
-            end_places(&server, conn, places, Ending::Closed);
-            return None;
-        }
-        // Ending them takes work in proportion to what they held (a
-        // thousand places of a thousand names each, checked against what
-        // their waiters asked again elsewhere): on the server's clean-up
-        // thread, so that no thread serving other clients does it, and
-        // whatever becomes of this runtime. Until it ends them they are
-        // places nobody is told of, as a place whose waiter stopped
-        // listening is; a waiter that reconnected and asked again
-        // meanwhile is found by the ledger as ever.
-        let (ended, told) = tokio::sync::oneshot::channel();
         self.server.closings.run(move || {
-            end_places(&server, conn, places, Ending::Closed);
-            let _ = ended.send(());
+            end_places(&server, conn, places.into_iter().rev(), Ending::Closed);
         });
-        Some(told)
     }
 }
+
+/// The places a closing connection has not ended yet: handed to the
+/// clean-up thread if its close is dropped before it ends them.
+struct Left<'a> {
+    session: &'a Session,
+    places: Vec<Place>,
+}
+
+impl Drop for Left<'_> {
+    fn drop(&mut self) {
+        if !self.places.is_empty() {
+            self.session.hand_over(std::mem::take(&mut self.places));
+        }
+    }
+}
+
+/// How long a closing connection ends places before it lets the other
+/// clients of its thread go first.
+const WORK_BEFORE_YIELD: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// The most names a closed connection's places may name together to be
 /// ended where it closes rather than on the clean-up thread: one request's
@@ -297,12 +341,14 @@ impl Drop for Session {
     /// turns they would have taken from others. Grants stay; their holders
     /// still release or refresh them. A session that closed normally
     /// already did this in [`Session::close`]; this is for the aborted
-    /// (its runtime shut down): few places end here, before its socket
-    /// drops; many end on the clean-up thread, which this cannot wait for
-    /// without blocking a thread of the runtime, so its client may read
-    /// the end of the stream a moment before they are gone.
+    /// (its runtime shut down, or its task dropped): its places end on the
+    /// clean-up thread, since a drop can neither wait nor yield to the
+    /// clients this thread serves, so its client may read the end of the
+    /// stream a moment before they are gone.
     fn drop(&mut self) {
-        let _ = self.hand_over_places();
+        if let Some(places) = self.take_places() {
+            self.hand_over(places);
+        }
     }
 }
 

@@ -121,6 +121,9 @@ impl LockServer {
             .released()
             .set_limits(remember, config.max_released_bytes);
         let ledger = Ledger::new(Limits {
+            // An expired entry or place keeps its memory until the
+            // locker's next expiry pass: its charge stays until then.
+            lapse: validity + crate::local::swept_within(validity),
             validity,
             total_bytes: config.max_lock_bytes,
             bytes_per_connection: config.max_bytes_per_connection,

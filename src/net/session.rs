@@ -161,8 +161,9 @@ async fn session(
         waits,
     };
     serve(&mut conn, peer, &session, &mut pushed).await;
-    // Places end before the socket closes: what the client reads as the
-    // end of the stream means they are gone.
+    // A few places end before the socket closes, so that what the client
+    // reads as the end of the stream means they are gone; many are handed
+    // to the clean-up thread (see `Session::close`).
     session.close(slot).await;
 }
 

@@ -60,7 +60,7 @@ async fn a_close_grants_none_of_its_own_places_ahead_of_a_live_waiter() {
         assert_eq!(queued, WaitReply::Queued);
         let queued = closing
             .lock_wait(
-                &args(&format!("second-{i}"), &[x.clone()]),
+                &args(&format!("second-{i}"), std::slice::from_ref(&x)),
                 LockMode::Write,
                 &pushed(&dead_inbox),
             )

@@ -47,21 +47,22 @@ fn server_sockets(port: u16) -> usize {
 /// `ServerConfig::max_connections`: "With `admin_reserve`, also bounds the
 /// connections served at once (`max_connections + admin_reserve`), so that
 /// the server never runs out of file descriptors" (`ulimit -n` lowers
-/// it). A server of 21 client slots, 1 for the admin, no door: 22
-/// sockets at most. A holder keeps "held"; a client with the client token
-/// fills the other 20 slots with connections of 1,001 places on it each
-/// (over the 1,000 names a close ends on the spot) and closes them: their
-/// clean-ups, each walking a line of 20,000 places 1,001 times, keep the
-/// server's one clean-up thread busy for seconds. Each closed connection
-/// gives its slot back at once but keeps its socket until its clean-up is
-/// done, so the client opens 20 more connections meanwhile: the server
-/// holds about 41 sockets, and as many more as the client opens while the
-/// clean-ups run (with a real `ulimit -n`, `accept` then fails, the
+/// it). A server of `CLOSING + 1` client slots, 1 for the admin, no door.
+/// A holder keeps "held"; a client with the client token fills the other
+/// slots with connections of 1,001 places on it each (over the 1,000 names
+/// a close ends on the spot) and closes them: their clean-ups, each walking
+/// a line of thousands of places 1,001 times, keep the server's one
+/// clean-up thread busy. The client opens as many connections again at
+/// once. The break: each closed connection gave its slot back at once but
+/// kept its socket until its clean-up was done, so the server held nearly
+/// twice its bound of sockets, and as many more as the client opened while
+/// the clean-ups ran (with a real `ulimit -n`, `accept` then fails, the
 /// admin's included). Bounded: each connect 1 s, 20 s in all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_closing_behind_the_clean_up_thread_keep_the_server_within_its_descriptors() {
+    const CLOSING: usize = 5;
     let mut config = ServerConfig::new(TOKEN);
-    config.max_connections = 21;
+    config.max_connections = CLOSING + 1;
     config.admin_reserve = 1;
     config.door = 0;
     let node = start(config).await;
@@ -70,16 +71,16 @@ async fn connections_closing_behind_the_clean_up_thread_keep_the_server_within_i
     let held = vec!["held".to_string()];
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
     let mut line = Vec::new();
-    for conn in 0..20 {
+    for conn in 0..CLOSING {
         let client = remote(&node).await;
         places_on(&client, &format!("line{conn}"), 1001, &held).await;
         line.push(client);
     }
-    assert_eq!(node.locker.waiting(), 20 * 1001);
+    assert_eq!(node.locker.waiting(), CLOSING * 1001);
     drop(line);
     let closed = Instant::now();
     let mut again = Vec::new();
-    while again.len() < 20 && closed.elapsed() < Duration::from_secs(20) {
+    while again.len() < CLOSING && closed.elapsed() < Duration::from_secs(20) {
         let mut config = RemoteConfig::new(TOKEN);
         config.connect_timeout = Duration::from_secs(1);
         match RemoteLocker::connect(node.addr.clone(), config).await {
@@ -90,9 +91,11 @@ async fn connections_closing_behind_the_clean_up_thread_keep_the_server_within_i
     let sockets = server_sockets(port);
     let waiting = node.locker.waiting();
     assert!(
-        sockets <= 22,
-        "the server held {sockets} sockets for a server of 22 slots, {} connections opened \
-         after 20 closed {:?} before, whose places were not all ended ({waiting} places left)",
+        sockets <= CLOSING + 2,
+        "the server held {sockets} sockets for a server of {} slots, {} connections opened \
+         after {CLOSING} closed {:?} before, whose places were not all ended ({waiting} places \
+         left)",
+        CLOSING + 2,
         again.len(),
         closed.elapsed()
     );
