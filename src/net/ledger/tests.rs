@@ -1,0 +1,148 @@
+use super::*;
+
+fn args(uid: &str, names: &[&str]) -> LockArgs {
+    LockArgs {
+        uid: uid.into(),
+        resources: names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .into(),
+        owner: "o".into(),
+        source: "s".into(),
+        quorum: 1,
+    }
+}
+
+fn ledger(total: usize, per_conn: usize) -> Ledger {
+    Ledger::new(Limits {
+        validity: Duration::from_secs(60),
+        lapse: Duration::from_secs(60),
+        total_bytes: total,
+        bytes_per_connection: per_conn,
+        locks_per_connection: 100,
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn charges_follow_grants_releases_and_lapses() {
+    let one = lock_bytes(&args("u1", &["a"]));
+    let l = ledger(4 * one, 3 * one);
+    assert_eq!(
+        l.reserve(1, &args("u1", &["a"])),
+        Ok(Reserved::Added(l.set_hash(&["a".into()])))
+    );
+    assert_eq!(l.reserve(1, &args("u1", &["a"])), Ok(Reserved::Already));
+    l.reserve(1, &args("u2", &["b"])).unwrap();
+    l.reserve(1, &args("u3", &["c"])).unwrap();
+    let err = l.reserve(1, &args("u4", &["d"])).unwrap_err();
+    assert!(err.message.contains("over its limit"), "{err:?}");
+    assert_eq!(err.limit, Limit::BytesPerConnection);
+    // A release naming another set keeps the charge.
+    l.release("u1", Some(&["zz".to_string()]));
+    assert_eq!(l.usage(1).locks, 3);
+    l.release("u1", Some(&["a".to_string()]));
+    let usage = l.usage(1);
+    assert_eq!((usage.locks, usage.bytes), (2, 2 * one));
+    // Another connection refreshing a lock takes it over.
+    assert!(l.touch(2, "u2"));
+    assert_eq!(l.usage(2).locks, 1);
+    assert_eq!(l.usage(1).locks, 1);
+    // Closing keeps the total; lapsing frees it.
+    l.close(1);
+    l.close(2);
+    assert_eq!(l.total(), 2 * one);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    l.reserve(3, &args("u5", &["e"])).unwrap();
+    l.reserve(3, &args("u6", &["f"])).unwrap();
+    // Over the total: the lapsed charges of u2 and u3 are pruned.
+    l.reserve(3, &args("u7", &["g"])).unwrap();
+    assert_eq!(l.total(), 3 * one, "lapsed charges were pruned");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_whose_charges_all_lapsed_holds_nothing() {
+    let l = ledger(1 << 20, 1 << 20);
+    l.reserve(1, &args("u1", &["a"])).unwrap();
+    l.reserve(1, &args("u2", &["b"])).unwrap();
+    tokio::time::advance(Duration::from_secs(30)).await;
+    assert!(l.touch(1, "u2"));
+    tokio::time::advance(Duration::from_secs(40)).await;
+    // u1 lapsed, u2 was touched 40 s ago: still held.
+    assert!(l.holds(1));
+    tokio::time::advance(Duration::from_secs(20)).await;
+    assert!(!l.holds(1), "every charge of it lapsed");
+    assert_eq!(l.total(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_total_is_bounded_across_connections() {
+    let one = lock_bytes(&args("u0", &["a"]));
+    let l = ledger(4 * one, 100 * one);
+    for conn in 0..4u64 {
+        l.reserve(conn, &args(&format!("u{conn}"), &["a"])).unwrap();
+        l.close(conn);
+    }
+    let err = l.reserve(9, &args("u9", &["a"])).unwrap_err();
+    assert!(err.message.contains("lock table is full"), "{err:?}");
+    assert_eq!(err.limit, Limit::LockBytes);
+    l.undo("u9", Reserved::Added(0));
+    assert_eq!(l.total(), 4 * one);
+}
+
+#[tokio::test(start_paused = true)]
+async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
+    let lock = args("leader", &["e"]);
+    let one = lock_bytes(&lock);
+    let value = proclamation_bytes(&lock, 4096);
+    let l = ledger(100 * value, one + value + 100);
+    l.reserve(1, &lock).unwrap();
+    let r = l
+        .reserve_board(1, &lock, Board::Proclamation, value)
+        .unwrap();
+    assert_eq!(l.total(), one + value);
+    assert_eq!(l.usage(1).locks, 1, "the same uid: one lock");
+    // A second, smaller value of the same uid keeps the larger charge;
+    // one that does not fit is refused with the per-connection limit.
+    let small = proclamation_bytes(&lock, 1);
+    l.reserve_board(1, &lock, Board::Proclamation, small)
+        .unwrap();
+    assert_eq!(l.total(), one + value);
+    let other = args("other", &["f"]);
+    let err = l
+        .reserve_board(1, &other, Board::Proclamation, value)
+        .unwrap_err();
+    assert_eq!(err.limit, Limit::BytesPerConnection, "{err:?}");
+    // Undone (the locker kept nothing): back as before.
+    l.undo_board("leader", r);
+    assert_eq!(l.total(), one);
+    l.reserve_board(1, &lock, Board::Proclamation, value)
+        .unwrap();
+    // The release of the lock on the election's name takes the
+    // proclamation with it.
+    l.release("leader", Some(&["e".to_string()]));
+    assert_eq!(l.total(), 0);
+    let usage = l.usage(1);
+    assert_eq!((usage.locks, usage.bytes), (0, 0));
+    // A watch is charged once per uid and resource, and lapses as a
+    // lock does, not with a release.
+    let observer = args("observer", &["e"]);
+    let watch = watch_bytes(&observer);
+    l.reserve_board(2, &observer, Board::Watch, watch).unwrap();
+    l.reserve_board(2, &observer, Board::Watch, watch).unwrap();
+    assert_eq!(l.total(), watch);
+    l.release("observer", Some(&["e".to_string()]));
+    assert_eq!(l.total(), watch);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let tight = ledger(watch, watch);
+    tight
+        .reserve_board(3, &observer, Board::Watch, watch)
+        .unwrap();
+    tight.close(3);
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    // Over the total: the lapsed watch is pruned to make room.
+    tight
+        .reserve_board(4, &args("o2", &["e"]), Board::Watch, watch)
+        .unwrap();
+    assert_eq!(tight.total(), watch);
+}
