@@ -56,14 +56,23 @@ pub(crate) struct TableCounts {
 /// on every call regardless.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// How long after it expires an entry or a place in line may still take
-/// memory: until the next full expiry pass, which runs every
-/// [`SWEEP_EVERY`], or every validity when that is shorter (places are
-/// dropped only by that pass). A lock server keeps their charges that much
-/// longer.
+/// How often a full expiry pass runs while a lock server serves the
+/// locker, calls or none: [`SWEEP_EVERY`], or every validity when that is
+/// shorter (its expiry timer, [`LocalLocker::pass_every`]). Places in line
+/// are dropped only by that pass, so an expired place (or entry) may take
+/// memory about that long; a lock server keeps their charges longer.
 #[cfg(feature = "net")]
-pub(crate) fn swept_within(validity: Duration) -> Duration {
+fn swept_within(validity: Duration) -> Duration {
     SWEEP_EVERY.min(validity)
+}
+
+/// How long a lock server keeps the charge of what a uid's entries and
+/// places took once nothing touched the uid: the validity, after which
+/// they have expired, and two expiry passes, by when the pass after their
+/// expiry has given back their memory, with room for that pass's own time.
+#[cfg(feature = "net")]
+pub(crate) fn charge_lapse(validity: Duration) -> Duration {
+    validity + 2 * swept_within(validity)
 }
 
 /// The most a `LocalLocker` keeps of the uids it released (see
@@ -288,11 +297,13 @@ impl LocalLocker {
         counts
     }
 
-    /// Expires every entry that is due now, grants the waiters and tells
-    /// the observers that this frees, and returns when the next entry can
-    /// expire (`None` when the table is empty). A lock server calls it at
-    /// that moment, so that a dead holder's waiters and observers hear of
-    /// it when its entry expires instead of at their next re-check.
+    /// Expires every entry and place in line that is due now, grants the
+    /// waiters and tells the observers that this frees, and returns when
+    /// the next entry can expire (`None` when the table is empty). A lock
+    /// server calls it at that moment, so that a dead holder's waiters and
+    /// observers hear of it when its entry expires instead of at their next
+    /// re-check, and at least every [`pass_every`](Self::pass_every), so
+    /// that expired places give their memory back on an idle server too.
     ///
     /// While the election boards keep anything, it also runs the periodic
     /// pass that drops lapsed watches, and asks to be called again within
@@ -332,6 +343,16 @@ impl LocalLocker {
         };
         // The caller's timer runs on tokio's clock.
         next.map(|at| self.clock.to_tokio(at))
+    }
+
+    /// How often a lock server's timer calls [`expire_due`](Self::expire_due)
+    /// whatever entry is due: places in line expire with no entry to wake
+    /// for, and an entry granted while the timer sleeps may be due before
+    /// the next one it knew of. The server's charges count on it
+    /// ([`charge_lapse`]).
+    #[cfg(feature = "net")]
+    pub(crate) fn pass_every(&self) -> Duration {
+        swept_within(self.config.validity)
     }
 
     /// How many proclamations and watches the election boards keep.

@@ -3,16 +3,11 @@
 //! and observers of a holder that died hear of it at once.
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::LocalLocker;
-
-/// How long the timer sleeps when the table is empty: an entry granted
-/// meanwhile expires a validity later at the earliest, so it is not missed.
-const IDLE: Duration = Duration::from_secs(1);
 
 /// Stops the timer when dropped.
 pub(crate) struct ExpiryTimer {
@@ -28,23 +23,22 @@ impl Drop for ExpiryTimer {
 /// Starts the timer of `locker` on the current runtime.
 ///
 /// Each wake-up costs one pass over the shards; it wakes when the entry
-/// refreshed longest ago would expire, which in a table whose entries are
-/// refreshed is about once per refresh interval of the oldest holder, and
-/// otherwise once per expiry.
+/// refreshed longest ago would expire, and at least once a second (once a
+/// validity when that is shorter), for the places in line, which expire
+/// with no entry to wake for: the server's charges count on their memory
+/// being given back within that time (`local::charge_lapse`).
 pub(crate) fn start(locker: &Arc<LocalLocker>) -> ExpiryTimer {
     let locker: Weak<LocalLocker> = Arc::downgrade(locker);
     let task = tokio::spawn(async move {
         loop {
-            let next = match locker.upgrade() {
-                Some(locker) => locker.expire_due(),
+            let wake = match locker.upgrade() {
+                Some(locker) => {
+                    let pass = Instant::now() + locker.pass_every();
+                    locker.expire_due().map_or(pass, |due| due.min(pass))
+                }
                 None => return,
             };
-            let now = Instant::now();
-            let wake = match next {
-                Some(at) => at.max(now),
-                None => now + IDLE,
-            };
-            tokio::time::sleep_until(wake).await;
+            tokio::time::sleep_until(wake.max(Instant::now())).await;
         }
     });
     ExpiryTimer {
@@ -58,11 +52,67 @@ mod tests {
     use crate::locker::proclamation::WatchArgs;
     use crate::locker::wait::{PushEvent, PushSink, Wake};
     use crate::{LockArgs, NetLocker};
+    use std::time::Duration;
 
     struct Nowhere;
 
     impl PushSink for Nowhere {
         fn push(&self, _slot: usize, _uid: &str, _event: PushEvent) {}
+    }
+
+    /// Reproduces a past break: over a locker whose validity is under a
+    /// second, nothing passed over an idle server's table more often than
+    /// once a second, so an expired place kept its memory after the lock
+    /// server's ledger had dropped its charge. Now the timer passes within
+    /// `pass_every`, and a charge made when the place was asked lapses
+    /// only once that pass has given the place's memory back, whatever the
+    /// validity. Nobody calls the locker after the place is asked.
+    #[tokio::test(start_paused = true)]
+    async fn an_expired_place_is_gone_before_its_charge_lapses_on_an_idle_server() {
+        use crate::{LockMode, LockerConfig, Ticket, WaitArgs, WaitReply};
+        let ms = Duration::from_millis;
+        for validity in [ms(100), ms(700), ms(1_500), ms(60_000)] {
+            let config = LockerConfig {
+                validity,
+                quarantine: Duration::ZERO,
+            };
+            let locker = Arc::new(LocalLocker::with_config("node", config));
+            let _timer = start(&locker);
+            // Off the timer's first pass, as a server's load would be.
+            tokio::time::sleep(ms(37)).await;
+            let args = |uid: &str| LockArgs {
+                uid: uid.into(),
+                resources: vec!["c".to_owned()].into(),
+                owner: "o".into(),
+                source: "s".into(),
+                quorum: 1,
+            };
+            let asked = Instant::now();
+            assert_eq!(locker.lock(&args("holder")).await, Ok(true));
+            let wait = WaitArgs {
+                ticket: Ticket::now(),
+                place_ttl: Duration::from_secs(60),
+                wake: None,
+            };
+            let reply = locker
+                .lock_wait(&args("waiter"), LockMode::Write, &wait)
+                .await;
+            assert_eq!(
+                reply,
+                Ok(WaitReply::Refused),
+                "validity {validity:?}: a reservation"
+            );
+            assert_eq!(locker.waiting(), 1);
+            let lapse = crate::local::charge_lapse(validity);
+            tokio::time::sleep_until(asked + lapse - ms(1)).await;
+            assert_eq!(
+                locker.waiting(),
+                0,
+                "validity {validity:?}: the place still took memory {:?} after it was asked, \
+                 just before its charge lapses",
+                asked.elapsed()
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -123,7 +123,7 @@ impl LockServer {
         let ledger = Ledger::new(Limits {
             // An expired entry or place keeps its memory until the
             // locker's next expiry pass: its charge stays until then.
-            lapse: validity + crate::local::swept_within(validity),
+            lapse: crate::local::charge_lapse(validity),
             validity,
             total_bytes: config.max_lock_bytes,
             bytes_per_connection: config.max_bytes_per_connection,
