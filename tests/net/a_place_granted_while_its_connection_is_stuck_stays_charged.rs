@@ -1,0 +1,144 @@
+//! Reproduces a past break: a place granted while its connection cannot take the push (stuck writing replies its client does not read) keeps only the charge made when it was asked, which lapses while the entry it became still stands, so the table holds more than the server's byte cap.
+#![cfg(feature = "net")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::node::{args, TOKEN};
+use crate::wire::{
+    authenticate_as, frame, lock_wait_request, read_frame, request, OP_HEALTH, QUEUED, REPLY_WAIT,
+    VERSION_3,
+};
+use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use tokio::io::AsyncWriteExt;
+
+/// docs/lock-servers.md, "Memory budget": the lock table's cap
+/// (`max_lock_bytes`) counts each name of a lock or of a place in line;
+/// src/net/ledger.rs: "a charge never lapses before the entries it pays
+/// for". A server over a locker of a 4 s validity (so a charge lapses 6 s
+/// after its uid was last touched), with a cap of 3,200 bytes: two single-name
+/// locks fit (about 1,570 bytes each), a single-name and a two-name one
+/// (about 2,600) do not. A holder locks "x"; a raw version-3 client asks a
+/// pushed wait on "x" (queued: the place is charged, touched at `asked`),
+/// then floods Health requests without reading their replies until the
+/// server is stuck writing to it, so it forwards no push. 3.5 s after
+/// `asked` the holder releases: the table grants the waiter's place, an
+/// entry that lasts until `asked` + 7.5 s. Nothing touches its charge
+/// (the session touches it only when it forwards the push). The break:
+/// at `asked` + 6.5 s the charge has lapsed, another client's lock on "y"
+/// and "z" is admitted under the cap, and the table keeps both, more
+/// than the cap lets it keep. (Before the lapse, at `asked` + 5 s, the
+/// same lock is refused by the cap: the control.) Bounded: each call
+/// 10 s, the flood 2,000 writes of 500 ms at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_place_granted_while_its_connection_is_stuck_stays_charged_while_its_entry_stands() {
+    let locker_config = LockerConfig {
+        validity: Duration::from_secs(4),
+        ..LockerConfig::default()
+    };
+    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_lock_bytes = 3_200;
+    config.idle_timeout = None;
+    let server = LockServer::new(locker.clone(), config).expect("valid config");
+    let stats = server.stats();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (bound, serve) = server
+        .bind("127.0.0.1:0".parse().unwrap(), async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    tokio::spawn(serve);
+    let addr = bound.to_string();
+    let connect = || RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN));
+    let within = Duration::from_secs(10);
+    let holder = connect().await.unwrap();
+    let held = args("holder", &["x".to_string()]);
+    assert_eq!(
+        tokio::time::timeout(within, holder.lock(&held))
+            .await
+            .unwrap(),
+        Ok(true)
+    );
+
+    let (mut deaf, welcome) = authenticate_as(&addr, TOKEN, VERSION_3).await.unwrap();
+    assert_eq!(&welcome[..2], &[0, 3], "accepted");
+    // Before the place's charge is made: it is touched after this.
+    let asked = tokio::time::Instant::now();
+    let wait = lock_wait_request(1, "waiter", &["x"], (1, 1), Duration::from_secs(60), true);
+    deaf.write_all(&frame(&wait)).await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut deaf, 4096))
+        .await
+        .expect("a reply within 5 s")
+        .unwrap();
+    assert_eq!(reply, [1, REPLY_WAIT, QUEUED], "queued");
+    let batch: Vec<u8> = (2..=10_001u64)
+        .flat_map(|id| frame(&request(id, OP_HEALTH)))
+        .collect();
+    let mut blocked = false;
+    for _ in 0..2_000 {
+        match tokio::time::timeout(Duration::from_millis(500), deaf.write_all(&batch)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => panic!("the server closed the connection: {err}"),
+            Err(_) => {
+                blocked = true;
+                break;
+            }
+        }
+    }
+    assert!(
+        blocked,
+        "the server kept taking requests whose replies were not read"
+    );
+    assert!(
+        asked.elapsed() < Duration::from_millis(3_300),
+        "the flood took too long on this machine ({:?}) for the scene",
+        asked.elapsed()
+    );
+
+    tokio::time::sleep_until(asked + Duration::from_millis(3_500)).await;
+    assert_eq!(
+        tokio::time::timeout(within, holder.unlock(&held))
+            .await
+            .unwrap(),
+        Ok(true)
+    );
+    let waiter_holds = || locker.snapshot().iter().any(|info| info.uid == "waiter");
+    // The grant is made as the release frees "x".
+    for _ in 0..50 {
+        if waiter_holds() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(waiter_holds(), "the release granted the waiter's place");
+
+    let other = connect().await.unwrap();
+    let wanted = args("other", &["y".to_string(), "z".to_string()]);
+    tokio::time::sleep_until(asked + Duration::from_millis(5_000)).await;
+    let before = tokio::time::timeout(within, other.lock(&wanted))
+        .await
+        .unwrap();
+    assert!(
+        before.is_err(),
+        "the control: the cap refuses a second lock while the waiter's is charged: {before:?}"
+    );
+    tokio::time::sleep_until(asked + Duration::from_millis(6_500)).await;
+    let after = tokio::time::timeout(within, other.lock(&wanted))
+        .await
+        .unwrap();
+    let still = waiter_holds();
+    let entries = locker.snapshot().len();
+    assert!(
+        !(after == Ok(true) && still),
+        "{:?} after the waiter asked, its granted entry still stands (until 7.5 s), but its \
+         charge lapsed: a two-name lock was admitted beside it under a cap of 3,200 bytes \
+         that fits one of them, and the table keeps {entries} entries ({} bytes charged)",
+        asked.elapsed(),
+        stats.lock_bytes()
+    );
+    drop(deaf);
+    drop(stop);
+}
