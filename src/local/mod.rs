@@ -72,7 +72,7 @@ fn swept_within(validity: Duration) -> Duration {
 /// expiry has given back their memory, with room for that pass's own time.
 #[cfg(feature = "net")]
 pub(crate) fn charge_lapse(validity: Duration) -> Duration {
-    validity + 2 * swept_within(validity)
+    validity.saturating_add(2 * swept_within(validity))
 }
 
 /// The most a `LocalLocker` keeps of the uids it released (see

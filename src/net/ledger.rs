@@ -223,8 +223,22 @@ pub(crate) struct Over {
 pub(crate) enum Reserved {
     /// The uid already had this resource set charged.
     Already,
-    /// A new set was charged under this hash.
-    Added(u64),
+    /// A new set was charged under this hash, touching the uid's charge
+    /// and its connection's usage as they stood before.
+    Added(u64, Before),
+}
+
+/// When a uid's charge and its connection's usage were touched before a
+/// reservation touched them at `at`: a refused grant puts them back, so
+/// that a refusal keeps nothing counted longer (a lock that expired
+/// without a release counts for the idle close a validity after it was
+/// last granted or refreshed, not after a later refused request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Before {
+    at: Instant,
+    conn: u64,
+    charge: Option<Instant>,
+    usage: Option<Instant>,
 }
 
 impl Ledger {
@@ -259,6 +273,12 @@ impl Ledger {
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         inner.admit(&self.limits, conn, bytes, new_uid, now)?;
+        let before = Before {
+            at: now,
+            conn,
+            charge: inner.charges.get(&args.uid).map(|c| c.touched),
+            usage: inner.usage.get(&conn).and_then(|u| u.touched),
+        };
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -270,7 +290,7 @@ impl Ledger {
         usage.bytes += bytes;
         usage.locks += usize::from(new_uid);
         usage.touched = Some(now);
-        Ok(Reserved::Added(hash))
+        Ok(Reserved::Added(hash, before))
     }
 
     /// Charges `bytes` for what `args.uid` keeps on the election `board` of
@@ -335,10 +355,40 @@ impl Ledger {
         self.inner().set_board(uid, reserved);
     }
 
-    /// Takes back a reservation whose grant was refused.
+    /// Takes back a reservation whose grant was refused, and the touch it
+    /// made, unless something touched them since.
     pub(crate) fn undo(&self, uid: &str, reserved: Reserved) {
-        if let Reserved::Added(hash) = reserved {
-            self.inner().remove(uid, Some(hash));
+        let Reserved::Added(hash, before) = reserved else {
+            return;
+        };
+        let mut inner = self.inner();
+        inner.remove(uid, Some(hash));
+        if let (Some(charge), Some(at)) = (inner.charges.get_mut(uid), before.charge)
+            && charge.touched == before.at
+        {
+            charge.touched = at;
+        }
+        if let Some(usage) = inner.usage.get_mut(&before.conn)
+            && usage.touched == Some(before.at)
+        {
+            usage.touched = before.usage;
+        }
+    }
+
+    /// The lock table granted `uid` a place it waited in: its entry lives
+    /// a validity from now, and so does its charge, with whichever
+    /// connection it is charged to (its connection's task may forward the
+    /// grant much later, or never).
+    pub(crate) fn granted(&self, uid: &str) {
+        let now = Instant::now();
+        let mut inner = self.inner();
+        let Some(charge) = inner.charges.get_mut(uid) else {
+            return;
+        };
+        charge.touched = now;
+        let conn = charge.conn;
+        if let Some(usage) = inner.usage.get_mut(&conn) {
+            usage.touched = Some(now);
         }
     }
 
@@ -436,7 +486,7 @@ impl Ledger {
         let due = inner.next_prune.is_none_or(|at| now >= at);
         if due {
             inner.prune(now, lapse);
-            inner.next_prune = Some(now + validity / 60);
+            inner.next_prune = Some(prune_after(now, validity));
         }
         !lapsed_all && held(&inner)
     }
@@ -470,7 +520,7 @@ impl Inner {
                 return Err(reason);
             }
             self.prune(now, limits.lapse);
-            self.next_prune = Some(now + limits.validity / 60);
+            self.next_prune = Some(prune_after(now, limits.validity));
             self.admits(limits, conn, bytes, new_uid)?;
         }
         Ok(())
@@ -647,6 +697,14 @@ impl Inner {
             self.remove(&uid, None);
         }
     }
+}
+
+/// When the next prune of lapsed charges is due after one at `now`: a
+/// sixtieth of the validity later, or a year for a validity so long that
+/// the clock cannot count that far (nothing lapses then anyway).
+fn prune_after(now: Instant, validity: Duration) -> Instant {
+    now.checked_add(validity / 60)
+        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 60 * 60))
 }
 
 #[cfg(test)]

@@ -168,7 +168,8 @@ impl Session {
                     args: args.clone(),
                     mode: asked.mode,
                     ticket: asked.ticket,
-                    expires: Instant::now() + asked.place_ttl,
+                    // As the table keeps it: a validity at the most.
+                    expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));

@@ -46,10 +46,22 @@ pub(super) struct Session {
 /// (the waiter learns of its grant when it asks again).
 pub(super) struct ConnSink {
     pub(super) pushes: mpsc::Sender<Pushed>,
+    /// The server, for its ledger (weak: the lock table keeps this sink in
+    /// its places, and the server keeps the table).
+    pub(super) server: std::sync::Weak<ServerState>,
 }
 
 impl PushSink for ConnSink {
     fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+        // The grant's entry lives a validity from now, whenever (or
+        // whether) the connection's task forwards the push: its charge
+        // lives as long, or a connection stuck writing would let the
+        // entry outlive what pays for it.
+        if event == PushEvent::Granted
+            && let Some(server) = self.server.upgrade()
+        {
+            server.ledger.granted(uid);
+        }
         if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send((uid.into(), event)) {
             let uid = crate::locker::secrets::mask(uid);
             tracing::debug!(%uid, ?event, "push queue full; dropping the push");

@@ -157,7 +157,13 @@ async fn session(
         role,
         id: slot.id(),
         version,
-        wake: Wake::new(Arc::new(ConnSink { pushes }), 0),
+        wake: Wake::new(
+            Arc::new(ConnSink {
+                pushes,
+                server: Arc::downgrade(&server),
+            }),
+            0,
+        ),
         waits,
     };
     serve(&mut conn, peer, &session, &mut pushed).await;
