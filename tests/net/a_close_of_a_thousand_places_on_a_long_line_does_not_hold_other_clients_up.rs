@@ -3,27 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::node::{args, remote, reservation, start, TOKEN};
-use quorum_lock::net::{RemoteLocker, ServerConfig};
-use quorum_lock::{LockMode, NetLocker, WaitReply};
-
-/// Keeps `count` places on `held` over `client`, under uids `prefix-i`,
-/// 50 requests in flight at a time.
-async fn places_on(client: &RemoteLocker, prefix: &str, count: usize, held: &[String]) {
-    for chunk in (0..count).collect::<Vec<_>>().chunks(50) {
-        let waits = chunk.iter().map(|i| {
-            let uid = format!("{prefix}-{i}");
-            async move {
-                client
-                    .lock_wait(&args(&uid, held), LockMode::Write, &reservation())
-                    .await
-            }
-        });
-        for reply in futures::future::join_all(waits).await {
-            assert_eq!(reply.unwrap(), WaitReply::Refused, "a reservation");
-        }
-    }
-}
+use crate::node::{args, places_on, remote, start, TOKEN};
+use quorum_lock::net::ServerConfig;
+use quorum_lock::NetLocker;
 
 /// docs/guarantees.md: ending places "holds no other client up". A server
 /// on one worker thread (what tokio gives a one-CPU host). Five

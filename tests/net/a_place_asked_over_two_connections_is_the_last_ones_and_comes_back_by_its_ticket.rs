@@ -5,17 +5,9 @@
 
 use std::time::Duration;
 
-use crate::node::{args, remote, start, TOKEN};
+use crate::node::{args, remote, reservation_with, start, TOKEN};
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-
-fn wait_with(ticket: Ticket) -> WaitArgs {
-    WaitArgs {
-        ticket,
-        place_ttl: Duration::from_secs(60),
-        wake: None,
-    }
-}
+use quorum_lock::{LockMode, NetLocker, Ticket, WaitReply};
 
 /// A holder holds `held`. A waiter asks with one uid and ticket over its
 /// first connection, its second, then its first again; a later waiter
@@ -35,7 +27,7 @@ async fn a_place_asked_over_two_connections_is_the_last_ones_and_comes_back_by_i
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
     let first = remote(&node).await;
     let waiter = args("waiter", &held);
-    let old = wait_with(Ticket::now());
+    let old = reservation_with(Ticket::now());
     for (over, conn) in [
         ("first", &first),
         ("second", &second),
@@ -51,7 +43,7 @@ async fn a_place_asked_over_two_connections_is_the_last_ones_and_comes_back_by_i
             "the waiter's place, asked over the {over}"
         );
     }
-    let behind = wait_with(Ticket::now());
+    let behind = reservation_with(Ticket::now());
     let reply = later
         .lock_wait(&args("later", &held), LockMode::Write, &behind)
         .await

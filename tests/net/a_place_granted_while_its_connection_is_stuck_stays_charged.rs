@@ -1,16 +1,15 @@
 //! Reproduces a past break: a place granted while its connection cannot take the push (stuck writing replies its client does not read) keeps only the charge made when it was asked, which lapses while the entry it became still stands, so the table holds more than the server's byte cap.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::node::{args, TOKEN};
+use crate::node::{args, start_over, TOKEN};
 use crate::wire::{
     authenticate_as, frame, lock_wait_request, read_frame, request, OP_HEALTH, QUEUED, REPLY_WAIT,
     VERSION_3,
 };
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LockerConfig, NetLocker};
 use tokio::io::AsyncWriteExt;
 
 /// docs/lock-servers.md, "Memory budget": the lock table's cap
@@ -39,21 +38,13 @@ async fn a_place_granted_while_its_connection_is_stuck_stays_charged_while_its_e
         validity: Duration::from_secs(4),
         ..LockerConfig::default()
     };
-    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
     let mut config = ServerConfig::new(TOKEN);
     config.max_lock_bytes = 3_200;
     config.idle_timeout = None;
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let stats = server.stats();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    tokio::spawn(serve);
-    let addr = bound.to_string();
+    let node = start_over(locker_config, config).await;
+    let locker = node.locker.clone();
+    let stats = node.stats.clone();
+    let addr = node.addr.clone();
     let connect = || RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN));
     let within = Duration::from_secs(10);
     let holder = connect().await.unwrap();
@@ -142,5 +133,5 @@ async fn a_place_granted_while_its_connection_is_stuck_stays_charged_while_its_e
         stats.lock_bytes()
     );
     drop(deaf);
-    drop(stop);
+    drop(node);
 }

@@ -1,16 +1,15 @@
 //! Reproduces a past break: a silent connection whose only place in line expired in the table (at the locker's validity) is kept open for the place_ttl it asked, up to 60 s, as if it still held the place.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::node::{args, TOKEN};
+use crate::node::{args, start_over, TOKEN};
 use crate::wire::{
     authenticate_as, closed_within, frame, lock_wait_request, read_frame, QUEUED, REPLY_WAIT,
     VERSION_3,
 };
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LockerConfig, NetLocker};
 use tokio::io::AsyncWriteExt;
 
 /// docs/lock-servers.md, "Connection slots": "A connection that sends
@@ -30,19 +29,11 @@ async fn a_silent_connection_whose_place_expired_in_the_table_is_closed_for_idle
         validity: Duration::from_secs(1),
         ..LockerConfig::default()
     };
-    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(Duration::from_millis(300));
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    tokio::spawn(serve);
-    let addr = bound.to_string();
+    let node = start_over(locker_config, config).await;
+    let locker = node.locker.clone();
+    let addr = node.addr.clone();
     let holder = RemoteLocker::connect(addr.clone(), RemoteConfig::new(TOKEN))
         .await
         .unwrap();
@@ -78,5 +69,5 @@ async fn a_silent_connection_whose_place_expired_in_the_table_is_closed_for_idle
          (idle timeout 300 ms)"
     );
     refreshing.abort();
-    drop(stop);
+    drop(node);
 }

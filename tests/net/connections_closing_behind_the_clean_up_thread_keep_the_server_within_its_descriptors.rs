@@ -3,27 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::node::{args, remote, reservation, start, TOKEN};
+use crate::node::{args, places_on, remote, start, TOKEN};
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LockMode, NetLocker, WaitReply};
-
-/// Keeps `count` places on `held` over `client`, under uids `prefix-i`,
-/// 50 requests in flight at a time.
-async fn places_on(client: &RemoteLocker, prefix: &str, count: usize, held: &[String]) {
-    for chunk in (0..count).collect::<Vec<_>>().chunks(50) {
-        let waits = chunk.iter().map(|i| {
-            let uid = format!("{prefix}-{i}");
-            async move {
-                client
-                    .lock_wait(&args(&uid, held), LockMode::Write, &reservation())
-                    .await
-            }
-        });
-        for reply in futures::future::join_all(waits).await {
-            assert_eq!(reply.unwrap(), WaitReply::Refused, "a reservation");
-        }
-    }
-}
+use quorum_lock::NetLocker;
 
 /// Sockets of the server's side still open on `port` (established, or
 /// closed by the peer and not yet by the server), from /proc/net/tcp:

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerStats};
-use quorum_lock::{LocalLocker, LockArgs, Ticket, WaitArgs};
+use quorum_lock::{LocalLocker, LockArgs, LockerConfig, Ticket, WaitArgs};
 use tokio::sync::oneshot;
 
 /// The client token every test here configures.
@@ -23,7 +23,12 @@ pub struct Node {
 
 /// Starts a server with `config` on 127.0.0.1, on a port of its own.
 pub async fn start(config: ServerConfig) -> Node {
-    let locker = Arc::new(LocalLocker::new());
+    start_over(LockerConfig::default(), config).await
+}
+
+/// [`start`], over a locker of `locker_config` (a short validity, say).
+pub async fn start_over(locker_config: LockerConfig, config: ServerConfig) -> Node {
+    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
     let server = LockServer::new(locker.clone(), config).expect("valid config");
     let stats = server.stats();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -70,8 +75,13 @@ pub fn names(step: usize) -> Vec<String> {
 
 /// A wait without pushes, whose place the server keeps for 60 s.
 pub fn reservation() -> WaitArgs {
+    reservation_with(Ticket::now())
+}
+
+/// [`reservation`] under `ticket`: a waiter asking again keeps its ticket.
+pub fn reservation_with(ticket: Ticket) -> WaitArgs {
     WaitArgs {
-        ticket: Ticket::now(),
+        ticket,
         place_ttl: Duration::from_secs(60),
         wake: None,
     }
@@ -136,4 +146,23 @@ pub async fn heavy_connections(node: &Node, conns: usize) -> Vec<RemoteLocker> {
         heavy.push(client);
     }
     heavy
+}
+
+/// Keeps `count` places on `held` over `client`, under uids `prefix-i`,
+/// 50 requests in flight at a time: a long line, each place a reservation.
+pub async fn places_on(client: &RemoteLocker, prefix: &str, count: usize, held: &[String]) {
+    use quorum_lock::{LockMode, NetLocker, WaitReply};
+    for chunk in (0..count).collect::<Vec<_>>().chunks(50) {
+        let waits = chunk.iter().map(|i| {
+            let uid = format!("{prefix}-{i}");
+            async move {
+                client
+                    .lock_wait(&args(&uid, held), LockMode::Write, &reservation())
+                    .await
+            }
+        });
+        for reply in futures::future::join_all(waits).await {
+            assert_eq!(reply.unwrap(), WaitReply::Refused, "a reservation");
+        }
+    }
 }

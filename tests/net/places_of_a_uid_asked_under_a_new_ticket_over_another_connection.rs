@@ -1,19 +1,9 @@
 //! Reproduces a past break: an old connection of a uid closing ends the place that uid keeps under a newer ticket over another, still open connection, so a later waiter overtakes it.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use crate::node::{args, places_once_clean_ups_ran, remote, start, TOKEN};
+use crate::node::{args, places_once_clean_ups_ran, remote, reservation_with, start, TOKEN};
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
-
-fn wait_with(ticket: Ticket) -> WaitArgs {
-    WaitArgs {
-        ticket,
-        place_ttl: Duration::from_secs(60),
-        wake: None,
-    }
-}
+use quorum_lock::{LockMode, NetLocker, Ticket, WaitReply};
 
 /// A holder holds `held`. A waiter keeps a place on it over a first
 /// connection, then asks again with the same uid under a new ticket over a
@@ -33,19 +23,19 @@ async fn a_place_kept_over_an_open_connection_survives_the_close_of_the_uids_old
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
     let first = remote(&node).await;
     let uid = "waiter";
-    let old = wait_with(Ticket::now());
+    let old = reservation_with(Ticket::now());
     let reply = first
         .lock_wait(&args(uid, &held), LockMode::Write, &old)
         .await
         .unwrap();
     assert_eq!(reply, WaitReply::Refused, "a reservation over the first");
-    let kept = wait_with(Ticket::now());
+    let kept = reservation_with(Ticket::now());
     let reply = second
         .lock_wait(&args(uid, &held), LockMode::Write, &kept)
         .await
         .unwrap();
     assert_eq!(reply, WaitReply::Refused, "a reservation over the second");
-    let behind = wait_with(Ticket::now());
+    let behind = reservation_with(Ticket::now());
     let reply = later
         .lock_wait(&args("later", &held), LockMode::Write, &behind)
         .await

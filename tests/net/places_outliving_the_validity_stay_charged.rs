@@ -1,12 +1,11 @@
 //! Reproduces a past break: a place kept longer than the locker's validity loses its charge after the validity while it stands in line, so a connection keeps more places than its byte limit allows.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::node::{args, TOKEN};
-use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockMode, LockerConfig, NetLocker, Ticket, WaitArgs, WaitReply};
+use crate::node::{args, start_over, TOKEN};
+use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
+use quorum_lock::{LockMode, LockerConfig, NetLocker, Ticket, WaitArgs, WaitReply};
 
 /// A place of `uid` on 200 names of its own and "held", kept 60 s.
 async fn place(client: &RemoteLocker, uid: &str) -> Result<WaitReply, quorum_lock::Error> {
@@ -47,20 +46,12 @@ async fn places_kept_past_the_validity_stay_charged_while_they_stand() {
         validity: Duration::from_secs(1),
         ..LockerConfig::default()
     };
-    let locker = Arc::new(LocalLocker::with_config("local", locker_config));
     let mut config = ServerConfig::new(TOKEN);
     config.max_bytes_per_connection = 2 * 1024 * 1024;
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let stats = server.stats();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    tokio::spawn(serve);
-    let connect = || RemoteLocker::connect(bound.to_string(), RemoteConfig::new(TOKEN));
+    let node = start_over(locker_config, config).await;
+    let locker = node.locker.clone();
+    let stats = node.stats.clone();
+    let connect = || RemoteLocker::connect(node.addr.clone(), RemoteConfig::new(TOKEN));
     let holder = connect().await.unwrap();
     let held = args("holder", &["held".to_string()]);
     assert!(holder.lock(&held).await.unwrap());
@@ -108,5 +99,5 @@ async fn places_kept_past_the_validity_stay_charged_while_they_stand() {
         stats.lock_bytes()
     );
     refreshing.abort();
-    drop(stop);
+    drop(node);
 }
