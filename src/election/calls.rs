@@ -12,12 +12,12 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{noted_call, Call, CallSet, Started};
 use crate::lock::wait_status::{RoundEnd, WaitStatus};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{PushSink, Wake};
+use crate::quorum::clock::after;
 use crate::quorum::write_quorum;
 use crate::{Error, LockArgs};
 

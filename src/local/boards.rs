@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::time::Instant;
 
 use super::table::{block, map_shrunk, map_sparse};
-use crate::lock::config::after;
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{PushEvent, Wake};
+use crate::quorum::clock::after;
 
 /// Most watches one resource keeps; more are refused, so that a client
 /// that registers without end cannot grow a locker without bound.

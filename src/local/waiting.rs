@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use super::table::{Name, Wounded};
 use super::{deliver, LocalLocker};
-use crate::lock::config::after;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply};
+use crate::quorum::clock::after;
 use crate::{Error, LockArgs, LockMode};
 
 /// Ends `old.uid`'s places with `ticket` (any, with `None`) on `old`'s

@@ -11,11 +11,11 @@ use std::task::Waker;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::loss::{HeldOff, Holder, LossSignal};
 use crate::lock::per_locker::PerLocker;
 use crate::locker::wait::{PushEvent, PushSink};
+use crate::quorum::clock::after;
 use crate::quorum::{read_quorum, write_quorum, Answer};
 use crate::{LockArgs, LockMode};
 

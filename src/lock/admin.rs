@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use crate::lock::config::after;
 use crate::lock::fanout::call_locker;
 use crate::lock::telemetry::CallKind;
+use crate::quorum::clock::after;
 use crate::quorum::write_quorum;
 use crate::{Dsync, Error, LockArgs, LockMode};
 

@@ -1,22 +1,10 @@
 //! Tunables of a `Dsync` coordinator: call deadlines, lease timing and
-//! retry backoff, the checks that keep them consistent, and the saturating
-//! deadline arithmetic that lets any of them be `Duration::MAX`.
+//! retry backoff and the checks that keep them consistent (deadlines built
+//! from them saturate: `quorum::clock::after`).
 
 use std::time::Duration;
 
 use rand::{Rng, RngExt};
-use tokio::time::Instant;
-
-/// `at + duration`, or a point about 30 years away when that overflows.
-///
-/// Every setting may be `Duration::MAX`, which is how people write "no
-/// limit"; deadlines built from settings go through here so that such a
-/// value means "never" instead of a panic.
-pub(crate) fn after(at: Instant, duration: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
-    at.checked_add(duration.min(FAR))
-        .unwrap_or_else(|| at.checked_add(FAR / 1_000).unwrap_or(at))
-}
 
 /// Deadlines for the calls a coordinator makes.
 ///
@@ -321,18 +309,6 @@ mod tests {
             (50..150).contains(&below_half),
             "jitter is not uniform: {below_half}/200"
         );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn after_saturates_instead_of_panicking() {
-        let now = Instant::now();
-        assert_eq!(
-            after(now, Duration::from_secs(5)),
-            now + Duration::from_secs(5)
-        );
-        let never = after(now, Duration::MAX);
-        assert!(never > now + Duration::from_secs(365 * 86_400));
-        assert_eq!(after(now, Duration::ZERO), now);
     }
 
     #[test]

@@ -14,11 +14,11 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::acquisition::Acquisition;
-use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::fanout::call_locker;
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::CallKind;
+use crate::quorum::clock::after;
 use crate::{Error, LockArgs, LockMode};
 
 /// Whether an unlock that failed with `err` may land if sent again within

@@ -38,9 +38,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::lock::acquisition::{Acquisition, Loss};
-use crate::lock::config::after;
 use crate::lock::refresh::{declare_lost, refresh_round, Refreshed};
 use crate::lock::telemetry::{LossCause, RefreshOutcome};
+use crate::quorum::clock::after;
 use crate::quorum::clock::Clock;
 
 /// How long past its deadline a refresh started by another lane may run

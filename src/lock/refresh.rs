@@ -17,13 +17,13 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::lock::acquisition::{Acquisition, Loss};
-use crate::lock::config::after;
 use crate::lock::coordinator::PendingUnlock;
 use crate::lock::drain::{owe_batch, queue_unlock};
 use crate::lock::fanout::{call_locker, Call, CallSet};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::release::owed_give_up;
 use crate::lock::telemetry::{CallKind, LossCause, Names};
+use crate::quorum::clock::after;
 use crate::quorum::{Answer, Tally};
 
 /// How one refresh round ended.

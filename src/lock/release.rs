@@ -30,7 +30,6 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::lock::acquisition::{Acquisition, Target};
-use crate::lock::config::after;
 use crate::lock::coordinator::{Coordinator, PendingUnlock};
 use crate::lock::drain::{
     batch_deadline, first_send_give_up, give_up_at, owe_batch, owe_batch_until,
@@ -40,6 +39,7 @@ use crate::lock::drain::{
 use crate::lock::fanout::{answered_now, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::Names;
+use crate::quorum::clock::after;
 use crate::Error;
 
 /// Unlocks `target`. A locker that granted gets retries within the unlock

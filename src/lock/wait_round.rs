@@ -23,13 +23,13 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::acquisition::{Acquisition, Target, Win};
-use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
 use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
 use crate::locker::wait::{Ticket, WaitArgs, WaitReply, Wake};
+use crate::quorum::clock::after;
 use crate::quorum::clock::Sleep;
 use crate::quorum::Answer;
 use crate::{Error, LockMode};

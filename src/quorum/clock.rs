@@ -17,6 +17,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
 
+/// `at + duration`, or a point about 30 years away when that overflows.
+///
+/// Every setting may be `Duration::MAX`, which is how people write "no
+/// limit"; deadlines built from settings go through here so that such a
+/// value means "never" instead of a panic.
+pub(crate) fn after(at: Instant, duration: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    at.checked_add(duration.min(FAR))
+        .unwrap_or_else(|| at.checked_add(FAR / 1_000).unwrap_or(at))
+}
+
 /// The wall clock, in nanoseconds since the Unix epoch, at `at`, read
 /// against one anchor for the whole process: every `LocalLocker` of a
 /// process, and every coordinator, then runs on the same clock (the
@@ -134,7 +145,7 @@ impl Clock {
             Clock::Tokio => tokio::time::sleep(duration).await,
             #[cfg(feature = "testing")]
             Clock::Drift(clock) => {
-                let deadline = crate::lock::config::after(clock.now(), duration);
+                let deadline = after(clock.now(), duration);
                 clock.clone().sleep_until(deadline).await;
             }
         }
@@ -175,7 +186,7 @@ impl Clock {
                 .map_err(|_| Elapsed),
             #[cfg(feature = "testing")]
             Clock::Drift(_) => {
-                let deadline = crate::lock::config::after(self.now(), duration);
+                let deadline = after(self.now(), duration);
                 self.timeout_at(deadline, future).await
             }
         }
@@ -224,5 +235,22 @@ impl Future for Sleep {
             #[cfg(feature = "testing")]
             Timer::Drift { sleep, .. } => sleep.as_mut().poll(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn after_saturates_instead_of_panicking() {
+        let now = Instant::now();
+        assert_eq!(
+            after(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        let never = after(now, Duration::MAX);
+        assert!(never > now + Duration::from_secs(365 * 86_400));
+        assert_eq!(after(now, Duration::ZERO), now);
     }
 }

@@ -46,10 +46,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::FutureExt;
 
 use crate::lock::acquisition::Acquisition;
-use crate::lock::config::after;
 use crate::lock::fanout::call_locker;
 use crate::lock::telemetry::CallKind;
 use crate::lock::wait_status::{RoundEnd, WaitStatus};
+use crate::quorum::clock::after;
 use crate::quorum::clock::nanos_of;
 use crate::Error;
 

@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
-use crate::lock::config::after;
 use crate::locker::proclamation::WatchArgs;
 use crate::locker::wait::{PushEvent, Wake};
+use crate::quorum::clock::after;
 use crate::Error;
 
 use super::feed::Feed;

@@ -24,8 +24,8 @@ use tokio::time::Instant;
 
 pub use guard::ReentrantGuard;
 
-use crate::lock::config::after;
 use crate::lock::coordinator::Coordinator;
+use crate::quorum::clock::after;
 use crate::{DRWMutex, Error, LockMode, WaitStatus};
 use guard::{Hold, Lock};
 

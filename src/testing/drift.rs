@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::lock::config::after;
+use crate::quorum::clock::after;
 use crate::Error;
 
 /// Rates are kept in parts per billion: integer arithmetic, so that a
