@@ -20,21 +20,27 @@ impl Drop for ExpiryTimer {
     }
 }
 
-/// Starts the timer of `locker` on the current runtime.
+/// Starts the timer of `locker` on the current runtime, calling
+/// `after_pass` after each pass (the server sweeps its ledger there).
 ///
 /// Each wake-up costs one pass over the shards; it wakes when the entry
 /// refreshed longest ago would expire, and at least once a second (once a
 /// validity when that is shorter), for the places in line, which expire
 /// with no entry to wake for: the server's charges count on their memory
 /// being given back within that time (`local::charge_lapse`).
-pub(crate) fn start(locker: &Arc<LocalLocker>) -> ExpiryTimer {
+pub(crate) fn start(
+    locker: &Arc<LocalLocker>,
+    after_pass: impl Fn() + Send + 'static,
+) -> ExpiryTimer {
     let locker: Weak<LocalLocker> = Arc::downgrade(locker);
     let task = tokio::spawn(async move {
         loop {
             let wake = match locker.upgrade() {
                 Some(locker) => {
                     let pass = Instant::now() + locker.pass_every();
-                    locker.expire_due().map_or(pass, |due| due.min(pass))
+                    let wake = locker.expire_due().map_or(pass, |due| due.min(pass));
+                    after_pass();
+                    wake
                 }
                 None => return,
             };
@@ -77,7 +83,7 @@ mod tests {
                 quarantine: Duration::ZERO,
             };
             let locker = Arc::new(LocalLocker::with_config("node", config));
-            let _timer = start(&locker);
+            let _timer = start(&locker, || {});
             // Off the timer's first pass, as a server's load would be.
             tokio::time::sleep(ms(37)).await;
             let args = |uid: &str| LockArgs {
@@ -118,7 +124,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn lapsed_watches_go_on_an_idle_server() {
         let locker = Arc::new(LocalLocker::new());
-        let _timer = start(&locker);
+        let _timer = start(&locker, || {});
         let args = LockArgs {
             uid: "observer".into(),
             resources: vec!["e".to_owned()].into(),

@@ -33,6 +33,7 @@ use crate::local::{
     block, map_shrunk, map_sparse, BOARDS_KEPT, NAME_OVERHEAD, PROCLAMATION_OVERHEAD, TABLE_KEPT,
     WATCH_OVERHEAD,
 };
+use crate::quorum::clock::after;
 use crate::LockArgs;
 
 /// What the lock table stores at most per name of a lock or a place in
@@ -135,6 +136,8 @@ pub(crate) struct BoardReserved {
     hash: u64,
     /// The record's bytes before; `None` when there was none.
     before: Option<usize>,
+    /// The touches the reservation made, put back by an undo.
+    touched: Before,
 }
 
 /// The limits the ledger enforces.
@@ -168,6 +171,9 @@ struct Inner {
     /// Earliest time the next full prune may run: pruning scans every
     /// charge, so it runs only when a limit is hit, and at most this often.
     next_prune: Option<Instant>,
+    /// When the server's expiry timer next prunes, whether or not a limit
+    /// was hit: see [`Ledger::sweep`].
+    next_sweep: Option<Instant>,
 }
 
 /// What one uid costs and which connection it counts against.
@@ -201,6 +207,18 @@ impl Charge {
     }
 }
 
+/// What [`Inner::remove`] takes off a uid's charge.
+#[derive(Debug, Clone, Copy)]
+enum Gone {
+    /// One resource set, by its hash, and the proclamation made with it.
+    Set(u64),
+    /// Every set and proclamation (a force of the uid): its watches stay,
+    /// since the locker keeps them.
+    Locks,
+    /// Everything: the uid lapsed.
+    All,
+}
+
 #[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Usage {
     pub(crate) locks: usize,
@@ -221,8 +239,9 @@ pub(crate) struct Over {
 /// What [`Ledger::reserve`] did, so that a refused grant can be undone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reserved {
-    /// The uid already had this resource set charged.
-    Already,
+    /// The uid already had this resource set charged; the reservation
+    /// touched its charge and its connection's usage as they stood before.
+    Already(Before),
     /// A new set was charged under this hash, touching the uid's charge
     /// and its connection's usage as they stood before.
     Added(u64, Before),
@@ -265,20 +284,15 @@ impl Ledger {
         let hash = self.set_hash(&args.resources);
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
+        let before = inner.touches(&args.uid, conn, now);
         if let Some(charge) = inner.charges.get(&args.uid)
             && charge.sets.iter().any(|(h, _)| *h == hash)
         {
             inner.adopt(&args.uid, conn, now);
-            return Ok(Reserved::Already);
+            return Ok(Reserved::Already(before));
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         inner.admit(&self.limits, conn, bytes, new_uid, now)?;
-        let before = Before {
-            at: now,
-            conn,
-            charge: inner.charges.get(&args.uid).map(|c| c.touched),
-            usage: inner.usage.get(&conn).and_then(|u| u.touched),
-        };
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -324,6 +338,7 @@ impl Ledger {
         if grow > 0 || new_uid {
             inner.admit(&self.limits, conn, grow, new_uid, now)?;
         }
+        let touched = inner.touches(&args.uid, conn, now);
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -346,33 +361,33 @@ impl Ledger {
             board,
             hash,
             before,
+            touched,
         })
     }
 
     /// Takes back a [`reserve_board`](Self::reserve_board) whose call kept
-    /// nothing on the boards.
+    /// nothing on the boards, and the touch it made, unless something
+    /// touched them since.
     pub(crate) fn undo_board(&self, uid: &str, reserved: BoardReserved) {
-        self.inner().set_board(uid, reserved);
+        let mut inner = self.inner();
+        inner.set_board(uid, reserved);
+        inner.untouch(uid, reserved.touched);
     }
 
     /// Takes back a reservation whose grant was refused, and the touch it
-    /// made, unless something touched them since.
+    /// made, unless something touched them since. A refusal that still
+    /// refreshed entries of the uid (a wait in quarantine) is followed by
+    /// a [`touch`](Self::touch).
     pub(crate) fn undo(&self, uid: &str, reserved: Reserved) {
-        let Reserved::Added(hash, before) = reserved else {
-            return;
-        };
         let mut inner = self.inner();
-        inner.remove(uid, Some(hash));
-        if let (Some(charge), Some(at)) = (inner.charges.get_mut(uid), before.charge)
-            && charge.touched == before.at
-        {
-            charge.touched = at;
-        }
-        if let Some(usage) = inner.usage.get_mut(&before.conn)
-            && usage.touched == Some(before.at)
-        {
-            usage.touched = before.usage;
-        }
+        let before = match reserved {
+            Reserved::Already(before) => before,
+            Reserved::Added(hash, before) => {
+                inner.remove(uid, Gone::Set(hash));
+                before
+            }
+        };
+        inner.untouch(uid, before);
     }
 
     /// The lock table granted `uid` a place it waited in: its entry lives
@@ -412,12 +427,14 @@ impl Ledger {
     }
 
     /// Drops the charge of `uid` for `resources` after a release; with
-    /// `None`, every set of the uid (a force-unlock of the uid everywhere).
+    /// `None`, every set and proclamation of the uid (a force-unlock of the
+    /// uid everywhere), but not its watches, which the locker keeps until
+    /// they fire or lapse.
     /// A release naming another set than the one granted keeps the charge
     /// until it lapses, since entries may remain.
     pub(crate) fn release(&self, uid: &str, resources: Option<&[String]>) {
-        let hash = resources.map(|r| self.set_hash(r));
-        self.inner().remove(uid, hash);
+        let gone = resources.map_or(Gone::Locks, |r| Gone::Set(self.set_hash(r)));
+        self.inner().remove(uid, gone);
     }
 
     /// [`release`](Self::release) of the set `resources` of `uid`, only
@@ -428,7 +445,7 @@ impl Ledger {
         let hash = self.set_hash(resources);
         let mut inner = self.inner();
         if inner.charges.get(uid).is_some_and(|c| c.conn == conn) {
-            inner.remove(uid, Some(hash));
+            inner.remove(uid, Gone::Set(hash));
         }
     }
 
@@ -491,6 +508,23 @@ impl Ledger {
         !lapsed_all && held(&inner)
     }
 
+    /// Drops the charges that lapsed, once every validity (at most a
+    /// minute): called by the server's expiry timer, so that a server
+    /// nobody calls stops counting (and keeping the records of) locks that
+    /// expired there; a charge goes within a validity (at most a minute)
+    /// of its lapse. Each sweep walks every charge, under the mutex every
+    /// call takes, hence the slow pace.
+    pub(crate) fn sweep(&self) {
+        const SLOWEST: Duration = Duration::from_secs(60);
+        let now = Instant::now();
+        let mut inner = self.inner();
+        if inner.next_sweep.is_some_and(|at| now < at) {
+            return;
+        }
+        inner.next_sweep = Some(after(now, self.limits.validity.min(SLOWEST)));
+        inner.prune(now, self.limits.lapse);
+    }
+
     /// The usage of one connection.
     #[cfg(test)]
     pub(crate) fn usage(&self, conn: u64) -> Usage {
@@ -535,6 +569,7 @@ impl Inner {
             board,
             hash,
             before,
+            ..
         } = reserved;
         let at = charge
             .boards
@@ -609,6 +644,32 @@ impl Inner {
     /// (a holder that reconnected, say), refusing it would cost the holder
     /// its lock, and the charge was counted in the table's total when the
     /// lock was granted, which the move does not change.
+    /// The touch times that an [`adopt`](Self::adopt) of `uid` over
+    /// `conn` at `now` is about to replace.
+    fn touches(&self, uid: &str, conn: u64, now: Instant) -> Before {
+        Before {
+            at: now,
+            conn,
+            charge: self.charges.get(uid).map(|c| c.touched),
+            usage: self.usage.get(&conn).and_then(|u| u.touched),
+        }
+    }
+
+    /// Puts back the touch times of `before`, where nothing touched them
+    /// since.
+    fn untouch(&mut self, uid: &str, before: Before) {
+        if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.charge)
+            && charge.touched == before.at
+        {
+            charge.touched = at;
+        }
+        if let Some(usage) = self.usage.get_mut(&before.conn)
+            && usage.touched == Some(before.at)
+        {
+            usage.touched = before.usage;
+        }
+    }
+
     fn adopt(&mut self, uid: &str, conn: u64, now: Instant) -> bool {
         let Some(charge) = self.charges.get_mut(uid) else {
             return false;
@@ -631,14 +692,14 @@ impl Inner {
         true
     }
 
-    /// Removes the set `hash` of `uid`, or all its sets with `None`.
-    fn remove(&mut self, uid: &str, hash: Option<u64>) {
+    /// Removes what `gone` says of the charge of `uid`.
+    fn remove(&mut self, uid: &str, gone: Gone) {
         let Some(charge) = self.charges.get_mut(uid) else {
             return;
         };
         let before = charge.bytes();
-        match hash {
-            Some(hash) => {
+        match gone {
+            Gone::Set(hash) => {
                 charge.sets.retain(|(h, _)| *h != hash);
                 // Room it no longer uses goes back: a uid's sets may
                 // number a thousand and then one, and a lock's allowance
@@ -655,7 +716,14 @@ impl Inner {
                     charge.boards.shrink_to(charge.boards.len() * 2);
                 }
             }
-            None => {
+            // Every lock of the uid, and with them its proclamations;
+            // its watches live on in the locker until they fire or their
+            // ttl runs out, and stay charged until the uid lapses.
+            Gone::Locks => {
+                charge.sets.clear();
+                charge.boards.retain(|(b, _, _)| *b == Board::Watch);
+            }
+            Gone::All => {
                 charge.sets.clear();
                 charge.boards.clear();
             }
@@ -694,17 +762,16 @@ impl Inner {
             .map(|(uid, _)| uid.clone())
             .collect();
         for uid in lapsed {
-            self.remove(&uid, None);
+            self.remove(&uid, Gone::All);
         }
     }
 }
 
 /// When the next prune of lapsed charges is due after one at `now`: a
-/// sixtieth of the validity later, or a year for a validity so long that
-/// the clock cannot count that far (nothing lapses then anyway).
+/// sixtieth of the validity later (never, for a validity too long for the
+/// clock to count: nothing lapses then anyway).
 fn prune_after(now: Instant, validity: Duration) -> Instant {
-    now.checked_add(validity / 60)
-        .unwrap_or_else(|| now + Duration::from_secs(365 * 24 * 60 * 60))
+    after(now, validity / 60)
 }
 
 #[cfg(test)]

@@ -139,6 +139,12 @@ impl Session {
             Ok(reply) => reply,
             Err(err) => {
                 ledger.undo(&args.uid, reserved);
+                // In quarantine the table still refreshed the entries the
+                // uid holds on these names (the answer must not count):
+                // their charge lives as long as they do.
+                if err.is_quarantine() && locker.holds_any(args) {
+                    ledger.touch(self.id, &args.uid);
+                }
                 return Err(Refusal::Reply(Reply::from_error(err)));
             }
         };

@@ -172,7 +172,12 @@ impl LockServer {
         tracing::info!(listen = %local, "lock server accepting connections");
         // Stops when this future ends or is dropped.
         let _sampler = super::sampler::sampler(&self.state);
-        let _expiry = super::expiry::start(&self.state.locker);
+        let state = Arc::downgrade(&self.state);
+        let _expiry = super::expiry::start(&self.state.locker, move || {
+            if let Some(state) = state.upgrade() {
+                state.ledger.sweep();
+            }
+        });
         let mut sessions = JoinSet::new();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut failed = Throttled::default();

@@ -23,6 +23,7 @@ use super::waits::Waits;
 use super::wire::{self, ErrorKind, Hello, Reply, Response, Welcome, WirePushEvent};
 use super::{malformed, sniff};
 use crate::locker::wait::{PushEvent, Wake};
+use crate::quorum::clock::after;
 
 type Conn = Framed<BoxIo, crate::net::framing::Framing>;
 
@@ -49,7 +50,7 @@ pub(crate) async fn accept(stream: TcpStream, peer: SocketAddr, slot: Slot) {
     let _ = stream.set_nodelay(true);
     // One deadline for the TLS handshake and the lock handshake together:
     // the handshake timeout bounds how long a peer without a token stays.
-    let deadline = tokio::time::Instant::now() + server.config.handshake_timeout;
+    let deadline = after(tokio::time::Instant::now(), server.config.handshake_timeout);
     // The first byte is waited for apart: from then on the connection is in
     // its handshake, which a newcomer may not cut short before its grace
     // (a silent one may be evicted for a newcomer that spoke at once); and
@@ -229,7 +230,7 @@ async fn serve(
                     return;
                 }
                 let next = if quiet { now } else { last_heard };
-                idle.as_mut().reset(next + timeout);
+                idle.as_mut().reset(after(next, timeout));
                 continue;
             }
             Event::Push(push) => {

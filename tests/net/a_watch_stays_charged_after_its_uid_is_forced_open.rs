@@ -10,11 +10,12 @@
 //! uid) that removes an entry calls `Ledger::release(uid, None)`, which
 //! clears the uid's sets and boards, watches included; the locker's force
 //! leaves watches alone (they hang on no entry). Here: a server that lets a
-//! connection hold one lock. A raw client, round after round, takes a lock
-//! under a fresh uid, watches a resource under that uid, and forces the
-//! uid open: each round is admitted, though the watches of the rounds
-//! before still stand. The charged bytes fall to zero, and a proclamation
-//! on the first watched resource is pushed to the first (uncharged) watch.
+//! connection hold one lock. A raw client takes a lock under a uid,
+//! watches a resource under that uid, and forces the uid open; then it
+//! tries locks under fresh uids, which were admitted though the first
+//! watch still stood (the break). They must be refused over the limit,
+//! the first watch must stand (a proclamation on its resource is pushed
+//! to it), and its charge must stay.
 #![cfg(feature = "net")]
 
 use std::time::Duration;
@@ -27,7 +28,7 @@ use tokio::net::TcpStream;
 use crate::node::{args, remote, start, TOKEN};
 use crate::wire::{
     authenticate_as, frame, leader_request, lock_request, read_frame, response, CHANGED,
-    OP_FORCE_UNLOCK, OP_LOCK, REPLY_BOOL, REPLY_LEADER, REPLY_PUSH, VERSION_5,
+    OP_FORCE_UNLOCK, OP_LOCK, REPLY_BOOL, REPLY_ERROR, REPLY_LEADER, REPLY_PUSH, VERSION_5,
 };
 
 const ROUNDS: u64 = 3;
@@ -53,17 +54,35 @@ async fn a_watch_stays_charged_after_its_uid_is_forced_open() {
         .expect("authenticated");
 
     let mut id = 0;
+    let mut refused = 0;
     for round in 0..ROUNDS {
         let uid = format!("observer-{round}");
         let held = format!("held-{round}");
         let watched = format!("watched-{round}");
         id += 1;
         let locked = call(&mut raw, id, &lock_request(id, OP_LOCK, &uid, &[&held])).await;
+        if round > 0 {
+            // The first round's watch still stands, charged to its uid:
+            // the connection's one lock is taken.
+            assert_eq!(
+                locked.first(),
+                Some(&REPLY_ERROR),
+                "round {round}: a lock under a new uid is refused while the first round's \
+                 watch stands (charged now: {} bytes): {locked:?}",
+                node.stats.lock_bytes()
+            );
+            assert!(
+                String::from_utf8_lossy(&locked).contains("already holds 1 locks"),
+                "round {round}: refused over the connection's limit: {:?}",
+                String::from_utf8_lossy(&locked)
+            );
+            refused += 1;
+            continue;
+        }
         assert_eq!(
             locked,
             [REPLY_BOOL, 1],
-            "round {round}: the connection's one lock is admitted (charged now: {} bytes)",
-            node.stats.lock_bytes()
+            "round {round}: the connection's one lock is admitted"
         );
         id += 1;
         let read = call(
@@ -85,6 +104,7 @@ async fn a_watch_stays_charged_after_its_uid_is_forced_open() {
             "round {round}: its own uid forced open"
         );
     }
+    assert_eq!(refused, ROUNDS - 1);
 
     // The first watch still stands: a leader on its resource is pushed to it.
     let leader = remote(&node).await;
@@ -115,8 +135,8 @@ async fn a_watch_stays_charged_after_its_uid_is_forced_open() {
     };
     assert!(
         charged > leaders_lock,
-        "{ROUNDS} watches stand for one connection allowed one lock, and the server charges \
-         {charged} bytes, no more than the leader's lock alone ({leaders_lock}): the forces of \
-         their uids dropped their charges"
+        "a watch stands for a connection whose uid was forced open, and the server charges \
+         {charged} bytes, no more than the leader's lock alone ({leaders_lock}): the force of \
+         its uid dropped its charge"
     );
 }

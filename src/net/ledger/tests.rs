@@ -32,7 +32,10 @@ async fn charges_follow_grants_releases_and_lapses() {
         l.reserve(1, &args("u1", &["a"])),
         Ok(Reserved::Added(hash, _)) if hash == l.set_hash(&["a".into()])
     ));
-    assert_eq!(l.reserve(1, &args("u1", &["a"])), Ok(Reserved::Already));
+    assert!(matches!(
+        l.reserve(1, &args("u1", &["a"])),
+        Ok(Reserved::Already(_))
+    ));
     l.reserve(1, &args("u2", &["b"])).unwrap();
     l.reserve(1, &args("u3", &["c"])).unwrap();
     let err = l.reserve(1, &args("u4", &["d"])).unwrap_err();
@@ -150,4 +153,25 @@ async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
         .reserve_board(4, &args("o2", &["e"]), Board::Watch, watch)
         .unwrap();
     assert_eq!(tight.total(), watch);
+}
+
+/// A refused request that named a set already charged puts back the touch
+/// its reservation made, as one that charged a new set does: a lock that
+/// expired without a release counts for the idle close a validity after it
+/// was last granted or refreshed, not after a later refused request.
+#[tokio::test(start_paused = true)]
+async fn a_refused_request_for_a_set_already_charged_puts_back_its_touch() {
+    let lock = args("u1", &["a"]);
+    let l = ledger(100 * lock_bytes(&lock), 100 * lock_bytes(&lock));
+    l.reserve(1, &lock).unwrap();
+    let granted = l.usage(1).touched;
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    let again = l.reserve(1, &lock).unwrap();
+    assert!(matches!(again, Reserved::Already(_)));
+    assert_ne!(l.usage(1).touched, granted, "a reservation touches");
+    l.undo(&lock.uid, again);
+    assert_eq!(l.usage(1).touched, granted);
+    assert!(l.covers(&lock), "the set stays charged");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!l.holds(1), "the lock expired a validity after its grant");
 }
