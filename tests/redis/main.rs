@@ -15,12 +15,7 @@ mod fake_redis;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 
-mod a_fencing_answer_quoting_the_password_does_not_show_it;
-mod a_redis_error_quoting_a_unix_socket_password_does_not_show_it;
-mod a_redis_error_quoting_a_url_password_with_tabs_does_not_show_it;
-mod a_redis_error_quoting_the_password_does_not_show_it;
-mod a_set_nx_answer_of_binary_data_quoting_the_password_does_not_show_it;
-mod a_set_nx_answer_quoting_the_password_does_not_show_it;
+mod a_redis_peer_quoting_the_password;
 mod election;
 mod fastpath;
 mod faults;
