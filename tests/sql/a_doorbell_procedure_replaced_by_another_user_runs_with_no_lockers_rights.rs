@@ -22,11 +22,9 @@
 //! docs ("What it does not guarantee") give `ALTER ROUTINE` on the tables'
 //! database to the lockers' user alone.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 use sqlx::Connection;
 
 use crate::both::config;
@@ -53,14 +51,7 @@ async fn a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_righ
             },
         )
         .expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (holder, waiter, keeper, thief) = (
         node("holder"),

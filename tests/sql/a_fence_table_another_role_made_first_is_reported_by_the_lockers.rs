@@ -19,11 +19,9 @@
 //! draws its token; a second holder is granted `res`, and no locker said
 //! that a lock table was another role's.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::log_capture::Capture;
@@ -59,14 +57,7 @@ async fn a_fence_table_another_role_made_first_is_reported_by_the_lockers() {
 
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (capture, _guard) = Capture::install();
     let holder = node("holder");

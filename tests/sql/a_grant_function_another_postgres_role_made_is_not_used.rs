@@ -17,11 +17,9 @@
 //! table, which the lockers' role `app` makes. She plants a grant function
 //! before any locker runs; one locker holds `res` and another tries it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::sql_support::PgServer;
@@ -89,14 +87,7 @@ async fn scene(planted_as: Planted) {
 
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (holder, thief) = (node("holder"), node("thief"));
     if planted_as == Planted::OursThenReplaced {

@@ -21,11 +21,9 @@
 //! (`SELECT` on `mysql.proc`), as docs/sql.md asks of a user that did not
 //! make the procedures. Then one locker holds `res` and another tries it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 use sqlx::Connection;
 
 use crate::both::config;
@@ -133,14 +131,7 @@ async fn scene(prefix: &str, account: &str, plant: Plant) {
 
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url(), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (holder, thief) = (node("holder"), node("thief"));
     let held = holder

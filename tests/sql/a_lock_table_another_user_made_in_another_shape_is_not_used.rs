@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, Error, NetLocker, Timeouts};
+use quorum_lock::{Dsync, Error, NetLocker};
 use sqlx::Connection;
 
 use crate::both::config;
@@ -103,14 +103,7 @@ fn assert_the_refusal_names_why(shape: &Shape, refused: &Error) {
 /// A client of one locker on `server`'s `shape` tables, as `owner`.
 fn node(server: &MariaServer, shape: &Shape, owner: &str) -> Dsync {
     let locker = SqlLocker::new(&server.url(), settings(shape)).expect("a URL");
-    Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-        .owner(owner)
-        .timeouts(Timeouts {
-            wait_recheck: Duration::from_secs(20),
-            ..Timeouts::default()
-        })
-        .build()
-        .expect("a client")
+    crate::sql_shared::client_of(locker, owner)
 }
 
 /// The holders' rows a query of one text column shows, and how they read.

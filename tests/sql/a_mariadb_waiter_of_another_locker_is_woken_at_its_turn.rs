@@ -3,13 +3,11 @@
 //! once by that locker's ring of its doorbell, not at its next poll or
 //! re-check (docs/sql.md, "Waiting").
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 
 use crate::both::config;
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::sql_support::MariaServer;
 
@@ -37,14 +35,7 @@ async fn a_waiter_is_woken_by_the_release_of_another_locker_well_before_its_poll
             },
         )
         .expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (holder, waiter) = (node("holder"), node("waiter"));
     for round in 0..3 {

@@ -22,11 +22,9 @@
 //! everyone write it. The holder's client, whose locker was set up before,
 //! then takes another name.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::log_capture::Capture;
@@ -60,14 +58,7 @@ async fn a_schema_mallory_made_first_is_reported(
 
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (capture, _guard) = Capture::install();
     let holder = node("holder");

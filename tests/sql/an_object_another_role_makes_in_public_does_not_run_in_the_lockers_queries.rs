@@ -19,11 +19,9 @@
 //! it deletes the holder's row when it runs with the locker's rights. A
 //! second locker, set up after, tries `res`.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::sql_support::PgServer;
@@ -122,14 +120,7 @@ async fn scene(prefix: &str, mallory_sql: &str, own_schema: bool) {
     );
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let holder = node("holder");
     let held = holder

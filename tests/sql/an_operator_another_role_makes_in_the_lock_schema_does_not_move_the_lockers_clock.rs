@@ -18,11 +18,9 @@
 //! mallory's operator in `public`, on the default search path, where
 //! every role may create up to PostgreSQL 14 (supported from 13).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::sql_support::PgServer;
@@ -42,14 +40,7 @@ async fn an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_loc
     );
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let holder = node("holder");
     let held = holder
@@ -107,14 +98,7 @@ async fn an_operator_any_role_makes_in_public_does_not_move_the_clock_of_lockers
     );
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let holder = node("holder");
     let held = holder

@@ -19,11 +19,9 @@
 //! refuse them, but no longer take them silently: each locker's setup
 //! warns, naming the owner, when the tables are not its own user's.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
-use quorum_lock::{Dsync, NetLocker, Timeouts};
 
 use crate::both::config;
 use crate::log_capture::Capture;
@@ -59,14 +57,7 @@ async fn lock_tables_owned_by_another_role_are_reported_by_the_lockers() {
 
     let node = |owner: &str| {
         let locker = SqlLocker::new(&server.url_as("app", "unused"), settings()).expect("a URL");
-        Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
-            .owner(owner)
-            .timeouts(Timeouts {
-                wait_recheck: Duration::from_secs(20),
-                ..Timeouts::default()
-            })
-            .build()
-            .expect("a client")
+        crate::sql_shared::client_of(locker, owner)
     };
     let (capture, _guard) = Capture::install();
     let holder = node("holder");

@@ -2,13 +2,28 @@
 //! program runs and MariaDB quarantine wait of the tests where it once
 //! broke (`fencing_marks_restores_and_extremes.rs`,
 //! `one_statement_grants_and_epochs.rs`), the releases of the
-//! one-round-trip tests (`one_round_trip_*.rs`), and the arguments of a
-//! lock of one name that many tests take.
+//! one-round-trip tests (`one_round_trip_*.rs`), the arguments of a
+//! lock of one name that many tests take, and the client of one locker
+//! that the scenes of another role's objects build.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::sql::{SqlConfig, SqlLocker};
-use quorum_lock::{LockArgs, NetLocker};
+use quorum_lock::{Dsync, LockArgs, NetLocker, Timeouts};
+
+/// A client of `locker` alone, as `owner`, whose waits look again only
+/// every 20 s: a wait that ends sooner was woken by the locker.
+pub fn client_of(locker: SqlLocker, owner: &str) -> Dsync {
+    Dsync::builder(vec![Arc::new(locker) as Arc<dyn NetLocker>])
+        .owner(owner)
+        .timeouts(Timeouts {
+            wait_recheck: Duration::from_secs(20),
+            ..Timeouts::default()
+        })
+        .build()
+        .expect("a client")
+}
 
 /// Tables named from `prefix`, holders valid for 60 s, no quarantine.
 pub fn config(prefix: &str) -> SqlConfig {
