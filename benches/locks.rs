@@ -247,7 +247,6 @@ fn run(opts: &Options) -> Result<(), String> {
     if opts.compare {
         return compare::run(opts);
     }
-    let started = report::utc_now();
     let machine = Machine::read();
     let scenarios = opts.scenarios();
     let bounds = stats::Bounds::of(opts);
@@ -262,7 +261,7 @@ fn run(opts: &Options) -> Result<(), String> {
          {}, rpc counting {}\n\
          redis baseline: {redis_status}\n\
          {runs} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock lock benchmark", &started, &machine),
+        crate::out::banner("quorum-lock lock benchmark", &machine),
         crate::out::settings(opts),
         if opts.count_rpcs { "on" } else { "off" },
         runs as f64 * (opts.seconds + opts.warmup + 0.05),
@@ -346,9 +345,7 @@ fn run(opts: &Options) -> Result<(), String> {
         drop(server);
         say!("stopped redis-server pid {pid}");
     }
-    out::save(opts, || {
-        report::json(opts, &machine, &started, &redis_status, &rows)
-    })
+    out::save(opts, || report::json(opts, &machine, &redis_status, &rows))
 }
 
 /// Installs metrics-exporter-prometheus's recorder, as a service that

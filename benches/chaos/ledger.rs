@@ -108,17 +108,24 @@ impl Overlap {
     }
 }
 
-/// Every overlapping conflicting pair, per resource.
-pub fn overlaps(grants: &[Grant]) -> Vec<Overlap> {
+/// `grants` by the resources each covers, each list in order of start.
+fn by_resource<'a>(grants: impl Iterator<Item = &'a Grant>) -> HashMap<&'a str, Vec<&'a Grant>> {
     let mut by_resource: HashMap<&str, Vec<&Grant>> = HashMap::new();
     for grant in grants {
         for resource in &grant.resources {
             by_resource.entry(resource).or_default().push(grant);
         }
     }
-    let mut found = Vec::new();
-    for (resource, mut list) in by_resource {
+    for list in by_resource.values_mut() {
         list.sort_by_key(|g| g.from);
+    }
+    by_resource
+}
+
+/// Every overlapping conflicting pair, per resource.
+pub fn overlaps(grants: &[Grant]) -> Vec<Overlap> {
+    let mut found = Vec::new();
+    for (resource, list) in by_resource(grants.iter()) {
         // Grants still held, by end; a sweep in order of start.
         let mut open: Vec<&Grant> = Vec::new();
         for grant in list {
@@ -144,15 +151,8 @@ pub fn overlaps(grants: &[Grant]) -> Vec<Overlap> {
 /// tokens did not grow: a writer's token must exceed every earlier token on
 /// the resource, a reader's every earlier writer's.
 pub fn token_regressions(grants: &[Grant]) -> Vec<Overlap> {
-    let mut by_resource: HashMap<&str, Vec<&Grant>> = HashMap::new();
-    for grant in grants.iter().filter(|g| g.token.is_some()) {
-        for resource in &grant.resources {
-            by_resource.entry(resource).or_default().push(grant);
-        }
-    }
     let mut found = Vec::new();
-    for (resource, mut list) in by_resource {
-        list.sort_by_key(|g| g.from);
+    for (resource, list) in by_resource(grants.iter().filter(|g| g.token.is_some())) {
         let (mut any, mut writer): (Option<&Grant>, Option<&Grant>) = (None, None);
         for later in list {
             let bound = match later.mode {

@@ -15,17 +15,12 @@ use quorum_lock::LockArgs;
 use crate::counts::Probe;
 use crate::scenario::Scenario;
 use crate::servers::{Kind, Servers, TOKEN};
-use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary, Window};
+use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// How long a phase may wait for its quorum before the run fails.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-async fn client(
-    cluster: Arc<TrivialClient>,
-    index: usize,
-    scenario: Scenario,
-    window: Window,
-) -> Result<ClientTally, String> {
+fn client(cluster: Arc<TrivialClient>, index: usize, scenario: Scenario) -> Trivial {
     let name = scenario.names.of("bench/", index);
     // Fields of the sizes ours sends: a UUID, the host and pid, a source
     // location.
@@ -36,16 +31,11 @@ async fn client(
         source: "benches/locks/ceiling.rs:40:20".into(),
         quorum: scenario.nodes / 2 + 1,
     };
-    window
-        .client(
-            Trivial {
-                cluster,
-                index,
-                args,
-            },
-            scenario.hold,
-        )
-        .await
+    Trivial {
+        cluster,
+        index,
+        args,
+    }
 }
 
 /// The trivial client's lock: a lock phase to every server, a quorum of
@@ -100,7 +90,6 @@ pub async fn run(
     } else {
         None
     };
-    let window = bounds.window(scenario.clients);
     let frames = cluster.frames.clone();
     let frame_counts = || {
         use std::sync::atomic::Ordering::Relaxed;
@@ -116,11 +105,10 @@ pub async fn run(
         }
         Snapshot::now(None, servers.cpu())
     };
-    let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
-        client(cluster.clone(), c, scenario, window)
-    })
-    .await?;
-    let mut summary = summarize(window, &tallies, &first, &last);
+    let load = bounds.load(scenario.clients, scenario.hold, snapshot, |c| {
+        client(cluster.clone(), c, scenario)
+    });
+    let mut summary = load.await?;
     if let Some(probe) = probe {
         let marks = marks.into_inner().unwrap_or_default();
         let (sent, received) = match (marks.first(), marks.last()) {

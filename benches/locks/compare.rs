@@ -28,7 +28,7 @@ use crate::etcd::{self, EtcdServer};
 use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Measured, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
-use crate::report::{loadavg, string, utc_now, Machine};
+use crate::report::{loadavg, string, Machine};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
 use crate::stats::Bounds;
 use crate::stats::{fmt_rate, Summary};
@@ -156,7 +156,6 @@ impl Busy {
 
 /// The whole `--backend compare` run.
 pub fn run(opts: &Options) -> Result<(), String> {
-    let started = utc_now();
     let machine = Machine::read();
     let clock = (std::time::Instant::now(), machine_busy(), own_cpu());
     let nodes = opts.nodes.first().copied().unwrap_or(3);
@@ -186,11 +185,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
          redis: {}\n\
          etcd: {}\n\
          {} runs, about {:.0}s\n",
-        crate::out::banner(
-            "quorum-lock against Redis, Redlock and etcd",
-            &started,
-            &machine
-        ),
+        crate::out::banner("quorum-lock against Redis, Redlock and etcd", &machine),
         crate::out::settings(opts),
         opts.redis_retry,
         nodes,
@@ -301,7 +296,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             end: &load_end,
             busy: busy.as_ref(),
         };
-        json(opts, &machine, &started, &load, nodes, &statuses, &rows)
+        json(opts, &machine, &load, nodes, &statuses, &rows)
     })
 }
 
@@ -407,7 +402,6 @@ struct Load<'a> {
 fn json(
     opts: &Options,
     machine: &Machine,
-    started: &str,
     load: &Load,
     nodes: usize,
     [redis, etcd]: &[String; 2],
@@ -424,7 +418,7 @@ fn json(
         .raw("nodes", nodes)
         .load(opts)
         .raw("retry_ns", opts.redis_retry.as_nanos());
-    Doc::new(opts, machine, started, load.end, cores)
+    Doc::new(opts, machine, load.end, cores)
         .field("settings", settings)
         .field("redis", string(redis))
         .field("etcd", string(etcd))

@@ -71,8 +71,20 @@ pub struct CallCounts {
 }
 
 impl CallCounts {
+    /// Each kind by the name the reports print it under, in their order.
+    pub fn kinds(&self) -> [(&'static str, u64); 6] {
+        [
+            ("lock", self.lock),
+            ("wait", self.wait),
+            ("unlock", self.unlock),
+            ("refresh", self.refresh),
+            ("fence", self.fence),
+            ("other", self.other),
+        ]
+    }
+
     pub fn total(&self) -> u64 {
-        self.lock + self.wait + self.unlock + self.refresh + self.fence + self.other
+        self.kinds().iter().map(|(_, n)| n).sum()
     }
 
     pub fn plus(&self, other: &CallCounts) -> CallCounts {

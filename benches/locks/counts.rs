@@ -72,29 +72,26 @@ impl Counts {
                 format!("{:.2}", a as f64 / b as f64)
             }
         };
+        let side = |s: &Side| {
+            format!(
+                "{:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
+                 {:.2}+{:.2} ctx sw",
+                per(s.syscalls),
+                per(s.writes),
+                per(s.reads),
+                per(s.other_writes),
+                per(s.other_reads),
+                per(s.epoll),
+                per(s.futex),
+                per(s.voluntary),
+                per(s.involuntary),
+            )
+        };
         format!(
-            "      counts per lock: client {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
-             {:.2}+{:.2} ctx sw (vol+invol); servers {:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
-             {:.2}+{:.2} ctx sw; frames {:.2} out + {:.2} in; frames/write client {} servers {}; \
-             frames/read client {} servers {}",
-            per(self.client.syscalls),
-            per(self.client.writes),
-            per(self.client.reads),
-            per(self.client.other_writes),
-            per(self.client.other_reads),
-            per(self.client.epoll),
-            per(self.client.futex),
-            per(self.client.voluntary),
-            per(self.client.involuntary),
-            per(self.servers.syscalls),
-            per(self.servers.writes),
-            per(self.servers.reads),
-            per(self.servers.other_writes),
-            per(self.servers.other_reads),
-            per(self.servers.epoll),
-            per(self.servers.futex),
-            per(self.servers.voluntary),
-            per(self.servers.involuntary),
+            "      counts per lock: client {} (vol+invol); servers {}; frames {:.2} out + {:.2} in; \
+             frames/write client {} servers {}; frames/read client {} servers {}",
+            side(&self.client),
+            side(&self.servers),
             per(self.requests),
             per(self.replies),
             ratio(self.requests, self.client.writes),

@@ -54,12 +54,11 @@ use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
 use crate::cli::Options;
 use crate::election_child::*;
 use crate::election_report::*;
-use crate::etcd::{self, EtcdServer};
-use crate::etcd_election;
+use crate::etcd;
 use crate::out::{self, say};
-use crate::report::{loadavg, utc_now, Machine};
+use crate::report::{loadavg, Machine};
 use crate::scenario::Transport;
-use crate::servers::Servers;
+use crate::servers::{Kind, Servers};
 use crate::stats::{fmt_duration, process_cpu};
 
 /// The election's name (ours: the resource `election/bench`).
@@ -85,12 +84,43 @@ pub trait Contender: Send + 'static {
     ) -> impl Future<Output = Result<Self::Lead, String>> + Send;
     /// Gives the lead up.
     fn resign(&mut self, lead: Self::Lead) -> impl Future<Output = Result<(), String>> + Send;
+    /// Ends the client once the run is done with it.
+    fn close(self) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        async {}
+    }
 }
 
 /// An observer of an election: one client of its own.
 pub trait Watch: Send + 'static {
     /// The next leader reported: its value, or `None` for "no leader".
     fn next(&mut self) -> impl Future<Output = Result<Option<String>, String>> + Send;
+}
+
+/// What an election is measured on (our lockers, an etcd server): it
+/// opens each candidate and observer as a client of its own, and reads
+/// what the measurement reports beside them.
+pub(crate) trait Electorate {
+    type Candidate: Contender;
+    type Observer: Watch;
+
+    async fn candidate(&self, validity: Duration, c: usize) -> Result<Self::Candidate, String>;
+
+    async fn observer(&self, validity: Duration, o: usize) -> Result<Self::Observer, String>;
+
+    /// CPU time of the server processes so far.
+    fn server_cpu(&self) -> Option<Duration>;
+
+    /// Calls seen so far by every counted locker, by kind.
+    fn calls(&self) -> Option<Vec<u64>> {
+        None
+    }
+
+    /// The system and target a child candidate is started with
+    /// (`--election-child`), when there is a process to kill.
+    fn child(&self) -> Option<(&'static str, String)>;
 }
 
 /// Ours: a `Dsync` of its own over its own connections.
@@ -176,7 +206,7 @@ impl OursNodes {
         let at = match transport {
             Transport::Tcp => {
                 let given = (validity != DEFAULT_VALIDITY).then_some(validity);
-                let (servers, _first) = Servers::start_with(nodes, given).await?;
+                let (servers, _first) = Servers::start_kind(nodes, given, Kind::Ours).await?;
                 Where::Tcp(servers)
             }
             Transport::InProcess => Where::InProcess(
@@ -216,6 +246,11 @@ impl OursNodes {
             .build()
             .map_err(|e| format!("cannot build a Dsync: {e}"))
     }
+}
+
+impl Electorate for OursNodes {
+    type Candidate = OursCandidate;
+    type Observer = OursObserver;
 
     async fn candidate(&self, validity: Duration, c: usize) -> Result<OursCandidate, String> {
         let ds = self.dsync(validity, format!("bench-candidate-{c}")).await?;
@@ -234,10 +269,10 @@ impl OursNodes {
         Ok(OursObserver { observer, _ds: ds })
     }
 
-    /// What the child process needs to reach the lockers.
-    fn child_target(&self) -> Option<String> {
+    /// The child process reaches the lockers by their addresses.
+    fn child(&self) -> Option<(&'static str, String)> {
         match &self.at {
-            Where::Tcp(servers) => Some(servers.addrs.join(",")),
+            Where::Tcp(servers) => Some(("ours", servers.addrs.join(","))),
             Where::InProcess(_) => None,
         }
     }
@@ -250,7 +285,6 @@ impl OursNodes {
         }
     }
 
-    /// Calls seen so far by every counted locker, by kind.
     fn calls(&self) -> Option<Vec<u64>> {
         let counters = self
             .counters
@@ -566,45 +600,21 @@ pub(crate) fn phase<T, F: Future<Output = Result<T, String>>>(
     crate::on_runtime(opts, Duration::from_secs(2), run())
 }
 
-pub(crate) async fn ours_handoff(opts: &Options) -> Result<Handoff, String> {
+/// Hand-offs and observer lag on `on`'s candidates and observers.
+pub(crate) async fn handoff_on<E: Electorate>(opts: &Options, on: &E) -> Result<Handoff, String> {
     let e = &opts.election;
-    let nodes =
-        OursNodes::start(opts.transport, e.nodes, DEFAULT_VALIDITY, opts.count_rpcs).await?;
-    let candidates = gather(0..e.candidates, |c| nodes.candidate(DEFAULT_VALIDITY, c)).await?;
-    let observers = gather(0..e.observers, |o| nodes.observer(DEFAULT_VALIDITY, o)).await?;
-    let (out, _back) = handoff(
-        candidates,
-        observers,
-        e.handoffs,
-        Duration::from_secs_f64(opts.seconds),
-        || nodes.server_cpu(),
-        || nodes.calls(),
-    )
-    .await?;
-    Ok(out)
-}
-
-pub(crate) async fn etcd_handoff(opts: &Options, server: &EtcdServer) -> Result<Handoff, String> {
-    let e = &opts.election;
-    let endpoint = server.endpoint();
-    let candidates = gather(0..e.candidates, |_| {
-        etcd_election::Candidate::new(&endpoint, DEFAULT_VALIDITY)
-    })
-    .await?;
-    let observers = gather(0..e.observers, |_| etcd_election::Observer::new(&endpoint)).await?;
+    let candidates = gather(0..e.candidates, |c| on.candidate(DEFAULT_VALIDITY, c)).await?;
+    let observers = gather(0..e.observers, |o| on.observer(DEFAULT_VALIDITY, o)).await?;
     let (out, back) = handoff(
         candidates,
         observers,
         e.handoffs,
         Duration::from_secs_f64(opts.seconds),
-        || server.cpu(),
-        || None,
+        || on.server_cpu(),
+        || on.calls(),
     )
     .await?;
-    // Session.Close: the keys of campaigns the end cut off go with the leases.
-    for cand in back {
-        cand.close().await;
-    }
+    close(back).await;
     Ok(out)
 }
 
@@ -614,56 +624,47 @@ pub(crate) fn sample_count(opts: &Options, validity: Duration) -> usize {
     ((e.failover_seconds / each) as usize).clamp(1, e.failovers)
 }
 
-pub(crate) async fn ours_failover(opts: &Options, validity: Duration) -> Result<Failover, String> {
-    let e = &opts.election;
-    let nodes = OursNodes::start(opts.transport, e.nodes, validity, opts.count_rpcs).await?;
-    let target = nodes
-        .child_target()
-        .ok_or("failover needs --transport tcp: a process to kill")?;
-    let candidates = gather(1..e.candidates, |c| nodes.candidate(validity, c)).await?;
-    let observers = gather(0..e.observers, |o| nodes.observer(validity, o)).await?;
-    let (out, _back) = failover(
-        candidates,
-        observers,
-        || spawn_child("ours", validity, &target),
-        validity,
-        sample_count(opts, validity),
-        Duration::from_secs_f64(e.failover_seconds),
-    )
-    .await?;
-    Ok(out)
-}
-
-pub(crate) async fn etcd_failover(
+/// Failover at `validity` on `on`: a child process leads, the other
+/// `--candidates` − 1 candidates wait behind it.
+pub(crate) async fn failover_on<E: Electorate>(
     opts: &Options,
-    server: &EtcdServer,
+    on: &E,
     validity: Duration,
 ) -> Result<Failover, String> {
     let e = &opts.election;
-    let endpoint = server.endpoint();
-    let candidates = gather(1..e.candidates, |_| {
-        etcd_election::Candidate::new(&endpoint, validity)
-    })
-    .await?;
-    let observers = gather(0..e.observers, |_| etcd_election::Observer::new(&endpoint)).await?;
+    let (system, target) = on
+        .child()
+        .ok_or("failover needs --transport tcp: a process to kill")?;
+    let candidates = gather(1..e.candidates, |c| on.candidate(validity, c)).await?;
+    let observers = gather(0..e.observers, |o| on.observer(validity, o)).await?;
     let (out, back) = failover(
         candidates,
         observers,
-        || spawn_child("etcd", validity, &endpoint),
+        || spawn_child(system, validity, &target),
         validity,
         sample_count(opts, validity),
         Duration::from_secs_f64(e.failover_seconds),
     )
     .await?;
-    for cand in back {
+    close(back).await;
+    Ok(out)
+}
+
+/// Ends the candidates a run gave back.
+async fn close<C: Contender>(candidates: Vec<C>) {
+    for cand in candidates {
         cand.close().await;
     }
-    Ok(out)
+}
+
+/// Our lockers for one phase of the run, their locks valid `validity`.
+async fn our_nodes(opts: &Options, validity: Duration) -> Result<OursNodes, String> {
+    let e = &opts.election;
+    OursNodes::start(opts.transport, e.nodes, validity, opts.count_rpcs).await
 }
 
 /// The whole `--scenario election` run.
 pub fn run(opts: &Options) -> Result<(), String> {
-    let started = utc_now();
     let machine = Machine::read();
     let e = &opts.election;
     if opts.transport == Transport::Tcp {
@@ -677,11 +678,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
          {} hand-offs (after {WARMUP_ROUNDS} uncounted) or {:.0}s; failover at {} \
          ({} s per validity, at most {} samples); tokio multi-thread runtime with {} threads\n\
          etcd: {etcd_status}\n",
-        crate::out::banner(
-            "quorum-lock leader election against etcd's",
-            &started,
-            &machine
-        ),
+        crate::out::banner("quorum-lock leader election against etcd's", &machine),
         e.nodes,
         opts.transport.lockers(),
         e.candidates,
@@ -697,30 +694,24 @@ pub fn run(opts: &Options) -> Result<(), String> {
         e.failovers,
         opts.threads,
     ));
-    let mut ours = SystemResult {
-        label: ours_label,
-        handoff: None,
-        failovers: Vec::new(),
-        notes: Vec::new(),
-    };
-    let mut theirs = etcd.as_ref().map(|_| SystemResult {
-        label: "etcd",
-        handoff: None,
-        failovers: Vec::new(),
-        notes: Vec::new(),
-    });
+    let mut ours = SystemResult::new(ours_label);
+    let mut theirs = etcd.as_ref().map(|_| SystemResult::new("etcd"));
     let load_start = loadavg();
-    let handoff = phase(opts, || ours_handoff(opts))?;
+    let handoff = phase(opts, || async {
+        handoff_on(opts, &our_nodes(opts, DEFAULT_VALIDITY).await?).await
+    })?;
     say(handoff_lines(ours.label, &handoff));
     ours.handoff = Some(handoff);
     if let (Some(server), Some(theirs)) = (&etcd, &mut theirs) {
-        let handoff = phase(opts, || etcd_handoff(opts, server))?;
+        let handoff = phase(opts, || handoff_on(opts, server))?;
         say(handoff_lines(theirs.label, &handoff));
         theirs.handoff = Some(handoff);
     }
     for &validity in &e.validities {
         if opts.transport == Transport::Tcp {
-            let f = phase(opts, || ours_failover(opts, validity))?;
+            let f = phase(opts, || async {
+                failover_on(opts, &our_nodes(opts, validity).await?, validity).await
+            })?;
             say(failover_line(ours.label, &f));
             ours.failovers.push(f);
         } else if ours.notes.is_empty() {
@@ -728,7 +719,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
                 .push("failover not measured: --transport inproc has no process to kill".into());
         }
         if let (Some(server), Some(theirs)) = (&etcd, &mut theirs) {
-            let f = phase(opts, || etcd_failover(opts, server, validity))?;
+            let f = phase(opts, || failover_on(opts, server, validity))?;
             say(failover_line(theirs.label, &f));
             theirs.failovers.push(f);
         }
@@ -748,6 +739,6 @@ pub fn run(opts: &Options) -> Result<(), String> {
         say(note);
     }
     out::save(opts, || {
-        json(opts, &machine, &started, &load_end, &etcd_status, &results)
+        json(opts, &machine, &load_end, &etcd_status, &results)
     })
 }

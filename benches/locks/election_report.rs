@@ -21,6 +21,23 @@ pub struct SystemResult {
     pub notes: Vec<String>,
 }
 
+impl SystemResult {
+    /// Nothing measured yet.
+    pub fn new(label: &'static str) -> SystemResult {
+        SystemResult {
+            label,
+            handoff: None,
+            failovers: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The failover measured at `validity`, if it was.
+    fn failover_at(&self, validity: Duration) -> Option<&Failover> {
+        self.failovers.iter().find(|f| f.validity == validity)
+    }
+}
+
 /// p50, p99 and max, nearest-rank.
 #[derive(Clone, Copy)]
 pub struct Figures {
@@ -109,17 +126,17 @@ pub(crate) fn failover_samples(f: &Failover) -> Vec<Duration> {
     f.samples.iter().map(|s| s.failover).collect()
 }
 
+/// The longest time past the lease of any sample, in seconds.
+fn worst_past(f: &Failover) -> f64 {
+    (f.samples.iter().map(|s| s.past_lease)).fold(f64::NEG_INFINITY, f64::max)
+}
+
 pub(crate) fn failover_line(label: &str, f: &Failover) -> String {
-    let worst_past = f
-        .samples
-        .iter()
-        .map(|s| s.past_lease)
-        .fold(f64::NEG_INFINITY, f64::max);
     let mut out = format!(
         "{label}: failover at {}: {}; past the lease: at most {:+.0} ms",
         fmt_duration(f.validity),
         fig_text(figures(&failover_samples(f))),
-        worst_past * 1e3
+        worst_past(f) * 1e3
     );
     if let Some(note) = &f.note {
         let _ = write!(out, " ({note})");
@@ -198,10 +215,7 @@ pub(crate) fn markdown(results: &[&SystemResult]) -> String {
         });
     for validity in validities {
         let fo = move |r: &SystemResult| {
-            r.failovers
-                .iter()
-                .find(|f| f.validity == validity)
-                .and_then(|f| figures(&failover_samples(f)))
+            (r.failover_at(validity)).and_then(|f| figures(&failover_samples(f)))
         };
         let limit = validity + Duration::from_millis(100);
         row(
@@ -212,25 +226,12 @@ pub(crate) fn markdown(results: &[&SystemResult]) -> String {
             yes_no(met(fo(ours), limit, true)),
         );
         let past = |r: &SystemResult| {
-            r.failovers
-                .iter()
-                .find(|f| f.validity == validity)
-                .map(|f| {
-                    let worst = f
-                        .samples
-                        .iter()
-                        .map(|s| s.past_lease)
-                        .fold(f64::NEG_INFINITY, f64::max);
-                    format!("{:+.0} ms", worst * 1e3)
-                })
-                .unwrap_or_else(|| "—".into())
+            (r.failover_at(validity))
+                .map_or("—".into(), |f| format!("{:+.0} ms", worst_past(f) * 1e3))
         };
         let cells: Vec<String> = results.iter().map(|r| past(r)).collect();
-        let ours_past = ours
-            .failovers
-            .iter()
-            .find(|f| f.validity == validity)
-            .map(|f| f.samples.iter().all(|s| s.past_lease <= 0.1));
+        let ours_past =
+            (ours.failover_at(validity)).map(|f| f.samples.iter().all(|s| s.past_lease <= 0.1));
         let _ = writeln!(
             out,
             "| at {}: worst time past the lease (leader's lease end → next leader) | {} | ≤ +100 ms | {} |",
@@ -245,7 +246,6 @@ pub(crate) fn markdown(results: &[&SystemResult]) -> String {
 pub(crate) fn json(
     opts: &Options,
     machine: &Machine,
-    started: &str,
     load_end: &str,
     etcd_status: &str,
     results: &[&SystemResult],
@@ -298,7 +298,7 @@ pub(crate) fn json(
             .raw("failover", format!("[{}]", failovers.join(", ")))
             .done()
     };
-    Doc::new(opts, machine, started, load_end, Obj::new())
+    Doc::new(opts, machine, load_end, Obj::new())
         .field("settings", settings)
         .field("etcd", string(etcd_status))
         .results(results.iter().map(result))

@@ -24,12 +24,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use etcd_client::{Client, LeaseClient, LockClient, LockOptions};
+use etcd_client::{LockClient, LockOptions};
+
+use crate::etcd_election::{self, Session};
 use tokio::time::timeout;
 
 use crate::proc;
 use crate::redis_base::BaselineKey;
-use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
 /// silent, like the validity of our locks (60 s by default) and etcd's
@@ -153,39 +155,6 @@ impl Drop for EtcdServer {
     }
 }
 
-/// A session: the lease and the task that keeps it alive every TTL/3.
-pub struct Session {
-    pub lease: i64,
-    pub keeper: tokio::task::JoinHandle<()>,
-}
-
-/// Grants a lease of `ttl` (whole seconds, at least one) and keeps it
-/// alive every TTL/3, as `concurrency.NewSession` does.
-pub async fn session(leases: &mut LeaseClient, ttl: Duration) -> Result<Session, String> {
-    let seconds = i64::try_from(ttl.as_secs()).unwrap_or(60).max(1);
-    let lease = leases
-        .grant(seconds, None)
-        .await
-        .map_err(|e| format!("etcd lease grant failed: {e}"))?
-        .id();
-    let (mut keeper, mut replies) = leases
-        .keep_alive(lease)
-        .await
-        .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
-    let keeper = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(ttl / 3).await;
-            if keeper.keep_alive().await.is_err() {
-                return;
-            }
-            if !matches!(replies.message().await, Ok(Some(_))) {
-                return;
-            }
-        }
-    });
-    Ok(Session { lease, keeper })
-}
-
 /// A client of etcd's lock service: its lock client, name and lease.
 struct Locker {
     locks: LockClient,
@@ -234,49 +203,30 @@ pub async fn run(
     key: BaselineKey,
     bounds: Bounds,
 ) -> Result<Summary, String> {
-    let etcd = timeout(
-        Duration::from_secs(10),
-        Client::connect([server.endpoint()], None),
-    )
-    .await
-    .map_err(|_| "etcd: no connection within 10 s".to_owned())?
-    .map_err(|e| format!("cannot connect to etcd: {e}"))?;
-    let mut leases = etcd.lease_client();
+    let etcd = etcd_election::connect(&server.endpoint()).await?;
     // Every session is open (and the connection up) before the clock starts.
     let mut sessions = Vec::with_capacity(key.clients);
     for _ in 0..key.clients {
         sessions.push(
-            timeout(Duration::from_secs(10), session(&mut leases, TTL))
+            timeout(Duration::from_secs(10), Session::open(&etcd, TTL))
                 .await
                 .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
         );
     }
-    let window = bounds.window(key.clients);
     let snapshot = || Snapshot::now(None, server.cpu());
     let ids: Vec<i64> = sessions.iter().map(|s| s.lease).collect();
-    let measured = drive(key.clients, window, snapshot, |c| {
-        let name = key.names.of(&format!("bench{run_id}/"), c);
-        let client = Locker {
-            locks: etcd.lock_client(),
-            name,
-            lease: ids[c],
-        };
-        window.client(client, key.hold)
-    })
-    .await;
+    let measured = bounds.load(key.clients, key.hold, snapshot, |c| Locker {
+        locks: etcd.lock_client(),
+        name: key.names.of(&format!("bench{run_id}/"), c),
+        lease: ids[c],
+    });
+    let measured = measured.await;
     // Close the sessions, as `Session.Close` does: keys left by waits the
     // window cut off go with their leases.
-    for s in &sessions {
-        s.keeper.abort();
+    for s in sessions {
+        s.close().await;
     }
-    let _ = timeout(Duration::from_secs(5), async {
-        for s in &sessions {
-            let _ = leases.revoke(s.lease).await;
-        }
-    })
-    .await;
-    let (tallies, first, last) = measured?;
-    Ok(summarize(window, &tallies, &first, &last))
+    measured
 }
 
 /// Starts the etcd node a run wants (`--etcd`) if it is installed: the

@@ -4,7 +4,7 @@
 //! from Rust with the etcd client the lock comparison uses, call for call:
 //!
 //! * a candidate holds a session: a lease with the TTL of the run, kept
-//!   alive every TTL/3 (as `etcd::session`, as `concurrency.NewSession`);
+//!   alive every TTL/3 (`Session`, as `concurrency.NewSession`);
 //! * `campaign` puts the key `prefix/<lease in hex>` with the value and the
 //!   lease if that key does not exist yet (one transaction; when it exists,
 //!   its create revision is taken and the value proclaimed if it differs),
@@ -37,7 +37,7 @@ use etcd_client::{
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
-use crate::election::{Contender, Watch};
+use crate::election::{Contender, Electorate, Watch};
 
 /// The election's key prefix; `concurrency.NewElection` adds the slash.
 pub const PREFIX: &str = "/bench-election/";
@@ -52,7 +52,8 @@ pub async fn connect(endpoint: &str) -> Result<Client, String> {
 }
 
 /// A session: a lease kept alive every TTL/3 by a task of its own, as
-/// `concurrency.NewSession` does.
+/// `concurrency.NewSession` does (the lock comparison's clients and the
+/// election's candidates hold one each).
 pub struct Session {
     pub lease: i64,
     keeper: JoinHandle<()>,
@@ -60,9 +61,31 @@ pub struct Session {
 }
 
 impl Session {
+    /// Grants a lease of `ttl` (whole seconds, at least one) and keeps it
+    /// alive every TTL/3.
     pub async fn open(client: &Client, ttl: Duration) -> Result<Session, String> {
         let mut leases = client.lease_client();
-        let crate::etcd::Session { lease, keeper } = crate::etcd::session(&mut leases, ttl).await?;
+        let seconds = i64::try_from(ttl.as_secs()).unwrap_or(60).max(1);
+        let lease = leases
+            .grant(seconds, None)
+            .await
+            .map_err(|e| format!("etcd lease grant failed: {e}"))?
+            .id();
+        let (mut keeper, mut replies) = leases
+            .keep_alive(lease)
+            .await
+            .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
+        let keeper = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ttl / 3).await;
+                if keeper.keep_alive().await.is_err() {
+                    return;
+                }
+                if !matches!(replies.message().await, Ok(Some(_))) {
+                    return;
+                }
+            }
+        });
         Ok(Session {
             lease,
             keeper,
@@ -101,10 +124,6 @@ impl Candidate {
             watch: client.watch_client(),
             session,
         })
-    }
-
-    pub async fn close(self) {
-        self.session.close().await;
     }
 
     /// `Election.Campaign`.
@@ -239,6 +258,35 @@ impl Contender for Candidate {
 
     fn resign(&mut self, lead: LeaderKey) -> impl Future<Output = Result<(), String>> + Send {
         self.resign_key(lead)
+    }
+
+    /// `Session.Close`: the keys of campaigns the end cut off go with the
+    /// lease.
+    async fn close(self) {
+        self.session.close().await;
+    }
+}
+
+/// etcd's election on one server: every candidate and observer connects
+/// a client of its own.
+impl Electorate for crate::etcd::EtcdServer {
+    type Candidate = Candidate;
+    type Observer = Observer;
+
+    async fn candidate(&self, ttl: Duration, _: usize) -> Result<Candidate, String> {
+        Candidate::new(&self.endpoint(), ttl).await
+    }
+
+    async fn observer(&self, _: Duration, _: usize) -> Result<Observer, String> {
+        Observer::new(&self.endpoint()).await
+    }
+
+    fn server_cpu(&self) -> Option<Duration> {
+        self.cpu()
+    }
+
+    fn child(&self) -> Option<(&'static str, String)> {
+        Some(("etcd", self.endpoint()))
     }
 }
 

@@ -10,7 +10,7 @@ use crate::counting::{Calls, CountingLocker};
 use crate::counts::Probe;
 use crate::scenario::{Mix, Scenario, Transport, Wait};
 use crate::servers::Kind;
-use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{counted, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 pub struct Cluster {
     pub ds: Dsync,
@@ -65,33 +65,22 @@ impl Cluster {
             .map(|c| self.ds.rw_mutex([scenario.names.of(prefix, c)]))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("cannot make a mutex: {e}"))?;
-        let window = bounds.window(scenario.clients);
         let snapshot = || {
             mark();
             Snapshot::now(counted(&self.calls), server_cpu())
         };
         let mut mutexes = mutexes.into_iter();
-        let (tallies, first, last) = drive(scenario.clients, window, snapshot, |c| {
+        let load = bounds.load(scenario.clients, scenario.hold, snapshot, |c| {
             let mutex = mutexes.next().expect("one mutex per client");
-            window.client(Client::new(mutex, scenario.mix, c), scenario.hold)
-        })
-        .await?;
-        Ok(summarize(window, &tallies, &first, &last))
+            Client::new(mutex, scenario.mix, c)
+        });
+        load.await
     }
 }
 
 /// Builds the lockers a scenario asks for: in-process tables, or lock
-/// servers in their own processes and clients for them.
-pub async fn cluster(scenario: &Scenario, count_rpcs: bool) -> Result<Cluster, String> {
-    cluster_on(scenario, count_rpcs, Kind::Ours).await
-}
-
-/// [`cluster`], over TCP with servers of `kind`.
-pub async fn cluster_on(
-    scenario: &Scenario,
-    count_rpcs: bool,
-    kind: Kind,
-) -> Result<Cluster, String> {
+/// servers of `kind` in their own processes and clients for them.
+pub async fn cluster(scenario: &Scenario, count_rpcs: bool, kind: Kind) -> Result<Cluster, String> {
     let mut servers = None;
     let bare: Vec<Arc<dyn NetLocker>> = match scenario.transport {
         Transport::InProcess => (0..scenario.nodes)
@@ -205,7 +194,7 @@ pub async fn run_on(
     kind: Kind,
     counts: bool,
 ) -> Result<Summary, String> {
-    let cluster = cluster_on(&scenario, bounds.count_rpcs, kind).await?;
+    let cluster = cluster(&scenario, bounds.count_rpcs, kind).await?;
     let probe = match (&cluster.servers, counts) {
         (Some(servers), true) => Some(Probe::start(servers.pids())?),
         _ => None,

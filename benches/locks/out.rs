@@ -51,11 +51,11 @@ pub fn runtime(opts: &Options) -> (&'static str, usize) {
 
 /// The first two lines of every banner: what runs, when, on which commit
 /// and machine.
-pub fn banner(title: &str, started: &str, m: &Machine) -> String {
+pub fn banner(title: &str, m: &Machine) -> String {
     format!(
-        "{title}, {started}, commit {}\n\
+        "{title}, {}, commit {}\n\
          machine: {} CPUs, {}, {} memory, kernel {}, load average {}\n",
-        m.commit, m.cpus, m.cpu_model, m.mem_total, m.kernel, m.loadavg
+        m.started, m.commit, m.cpus, m.cpu_model, m.mem_total, m.kernel, m.loadavg
     )
 }
 
@@ -399,14 +399,8 @@ impl Display for Obj {
 /// Calls by kind as a JSON object, or `null`.
 pub fn calls(c: Option<CallCounts>) -> String {
     c.map_or("null".into(), |c| {
-        Obj::new()
-            .raw("lock", c.lock)
-            .raw("wait", c.wait)
-            .raw("unlock", c.unlock)
-            .raw("refresh", c.refresh)
-            .raw("fence", c.fence)
-            .raw("other", c.other)
-            .done()
+        let kinds = c.kinds().into_iter();
+        kinds.fold(Obj::new(), |o, (kind, n)| o.raw(kind, n)).done()
     })
 }
 
@@ -416,9 +410,9 @@ pub struct Doc(String);
 
 impl Doc {
     /// `machine` adds fields to the machine object after the load averages.
-    pub fn new(opts: &Options, m: &Machine, started: &str, load_end: &str, machine: Obj) -> Doc {
+    pub fn new(opts: &Options, m: &Machine, load_end: &str, machine: Obj) -> Doc {
         let mut o = String::from("{\n");
-        let _ = writeln!(o, "  \"date\": {},", string(started));
+        let _ = writeln!(o, "  \"date\": {},", string(&m.started));
         let _ = writeln!(o, "  \"commit\": {},", string(&m.commit));
         let args: Vec<String> = opts.args.iter().map(|a| string(a)).collect();
         let _ = writeln!(o, "  \"args\": [{}],", args.join(", "));
@@ -438,8 +432,8 @@ impl Doc {
     }
 
     /// The head with the load average read now.
-    pub fn now(opts: &Options, m: &Machine, started: &str) -> Doc {
-        Doc::new(opts, m, started, &loadavg(), Obj::new())
+    pub fn now(opts: &Options, m: &Machine) -> Doc {
+        Doc::new(opts, m, &loadavg(), Obj::new())
     }
 
     pub fn field(mut self, key: &str, value: impl Display) -> Doc {

@@ -16,7 +16,7 @@ use redis::aio::MultiplexedConnection;
 
 use crate::proc;
 use crate::scenario::{Hold, Names};
-use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
 /// the window is left to it, under a key no later run uses.
@@ -235,7 +235,6 @@ pub async fn run(
                 .map_err(|e| format!("cannot connect to redis-server: {e}"))?,
         );
     }
-    let window = bounds.window(key.clients);
     // `probe` runs beside each snapshot: `--backend redis` reads the
     // server's command counters there.
     let snapshot = || {
@@ -243,21 +242,15 @@ pub async fn run(
         Snapshot::now(None, server.cpu())
     };
     let mut connections = connections.into_iter();
-    let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
-        let con = connections.next().expect("one connection per client");
+    let load = bounds.load(key.clients, key.hold, snapshot, |c| Client {
+        con: connections.next().expect("one connection per client"),
         // A fresh prefix per run: a key whose owner was cut off by the end
         // of an earlier window must not block this one.
-        let name = key.names.of(&format!("bench:{run_id}:"), c);
-        let client = Client {
-            con,
-            key: name,
-            id: c,
-            seq: 0,
-            retry: bounds.retry,
-            unlock: redis::Script::new(UNLOCK),
-        };
-        window.client(client, key.hold)
-    })
-    .await?;
-    Ok(summarize(window, &tallies, &first, &last))
+        key: key.names.of(&format!("bench:{run_id}:"), c),
+        id: c,
+        seq: 0,
+        retry: bounds.retry,
+        unlock: redis::Script::new(UNLOCK),
+    });
+    load.await
 }

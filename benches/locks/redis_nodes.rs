@@ -35,7 +35,7 @@ use crate::cli::Options;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
 use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
-use crate::stats::{drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
 /// validity for ours (RedisConfig's default), the TTL for rslock.
@@ -328,22 +328,16 @@ pub async fn rslock(
         .await
         .map_err(|e| format!("rslock cannot lock on a fresh cluster: {e}"))?;
     manager.unlock(&lock).await;
-    let window = bounds.window(key.clients);
     let snapshot = || {
         probe.read();
         Snapshot::now(None, servers_cpu(servers))
     };
-    let (tallies, first, last) = drive(key.clients, window, snapshot, |c| {
-        let resource = key.names.of(&format!("bench{run}:"), c);
-        let client = Rslock {
-            manager: manager.clone(),
-            resource,
-            retry: bounds.retry,
-        };
-        window.client(client, key.hold)
-    })
-    .await?;
-    Ok(summarize(window, &tallies, &first, &last))
+    let load = bounds.load(key.clients, key.hold, snapshot, |c| Rslock {
+        manager: manager.clone(),
+        resource: key.names.of(&format!("bench{run}:"), c),
+        retry: bounds.retry,
+    });
+    load.await
 }
 
 /// One measurement to make.
@@ -402,7 +396,6 @@ fn plan(opts: &Options) -> Vec<Planned> {
 /// the table, the targets, the JSON, servers down.
 pub fn run(opts: &Options) -> Result<(), String> {
     use crate::out::say;
-    let started = crate::report::utc_now();
     let machine = crate::report::Machine::read();
     let binary = redis_base::locate()
         .ok_or("--backend redis needs redis-server on PATH (apt-get install -y redis-server)")?;
@@ -419,7 +412,6 @@ pub fn run(opts: &Options) -> Result<(), String> {
          {} runs, about {:.0}s\n",
         crate::out::banner(
             "quorum-lock over Redis nodes, with rslock and SET NX",
-            &started,
             &machine
         ),
         crate::out::settings(opts),
@@ -485,7 +477,5 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let pids: Vec<String> = nodes.iter().map(|s| s.pid().to_string()).collect();
     drop(nodes);
     say(format!("stopped redis-server pids {}", pids.join(", ")));
-    crate::out::save(opts, || {
-        redis_table::json(opts, &machine, &started, &version, &rows)
-    })
+    crate::out::save(opts, || redis_table::json(opts, &machine, &version, &rows))
 }

@@ -246,14 +246,14 @@ pub fn targets(rows: &[Row]) -> String {
 }
 
 /// The whole run as JSON, in the spirit of `report::json`.
-pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
+pub fn json(opts: &Options, machine: &Machine, redis: &str, rows: &[Row]) -> String {
     let settings = Obj::new()
         .str("backend", "redis")
         .raw("rslock", opts.rslock)
         .raw("setnx", opts.redis != crate::cli::RedisMode::Off)
         .load(opts)
         .raw("retry_ns", opts.redis_retry.as_nanos());
-    Doc::now(opts, machine, started)
+    Doc::now(opts, machine)
         .field("settings", settings)
         .field("redis", string(redis))
         .results(rows.iter().map(result))

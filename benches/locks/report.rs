@@ -50,7 +50,10 @@ impl Row {
     }
 }
 
+/// The machine as a run found it when it started, and the code it ran.
 pub struct Machine {
+    /// When the run started, as [`utc_now`] gives it.
+    pub started: String,
     /// The commit of the code measured, with `+dirty` for local changes.
     pub commit: String,
     pub cpus: usize,
@@ -71,6 +74,7 @@ impl Machine {
                 .unwrap_or_else(|| "unknown".into())
         };
         Machine {
+            started: utc_now(),
             commit: commit(),
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
             cpu_model: field(&file("/proc/cpuinfo"), "model name"),
@@ -184,7 +188,7 @@ RemoteLockers) on those trivial servers. x ceil: locks/s as a share of the
 ceiling row of the same nodes, clients, names and hold.";
 
 /// The whole run as JSON. Written by hand: the schema is flat and small.
-pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows: &[Row]) -> String {
+pub fn json(opts: &Options, machine: &Machine, redis: &str, rows: &[Row]) -> String {
     let settings = Obj::new()
         .num("seconds", opts.seconds)
         .num("warmup", opts.warmup)
@@ -199,7 +203,7 @@ pub fn json(opts: &Options, machine: &Machine, started: &str, redis: &str, rows:
         .raw("threads", opts.threads)
         .raw("count_rpcs", opts.count_rpcs)
         .raw("redis_retry_ns", opts.redis_retry.as_nanos());
-    Doc::now(opts, machine, started)
+    Doc::now(opts, machine)
         .field("settings", settings)
         .field("redis", string(redis))
         .results(rows.iter().map(result))

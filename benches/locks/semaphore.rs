@@ -47,8 +47,9 @@ use crate::cli::{Options, SemaphoreSettings};
 use crate::counting::{self, CallCounts};
 use crate::election_report::{figures, Figures};
 use crate::out::{self, human, say, Doc, Obj};
-use crate::report::{loadavg, utc_now, Machine};
+use crate::report::{loadavg, Machine};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
+use crate::servers::Kind;
 use crate::stats::{
     counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Usage, Window,
 };
@@ -375,7 +376,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         transport: opts.transport,
         wait: s.wait,
     };
-    let cluster = crate::ours::cluster(&scenario, opts.count_rpcs).await?;
+    let cluster = crate::ours::cluster(&scenario, opts.count_rpcs, Kind::Ours).await?;
     let semaphore = cluster
         .ds
         .semaphore(NAME, s.permits)
@@ -487,16 +488,7 @@ fn percent(x: f64) -> String {
 
 fn calls_text(calls: &CallCounts, granted: u64) -> String {
     let per = |n: u64| n as f64 / granted.max(1) as f64;
-    let kinds = [
-        ("lock", calls.lock),
-        ("wait", calls.wait),
-        ("unlock", calls.unlock),
-        ("refresh", calls.refresh),
-        ("fence", calls.fence),
-        ("other", calls.other),
-    ];
-    let each: Vec<String> = kinds
-        .iter()
+    let each: Vec<String> = (calls.kinds().iter())
         .filter(|(_, n)| *n > 0)
         .map(|(kind, n)| format!("{kind} {:.1}", per(*n)))
         .collect();
@@ -655,7 +647,7 @@ fn markdown(o: &Outcome) -> String {
     out
 }
 
-fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Outcome) -> String {
+fn json(opts: &Options, machine: &Machine, load_end: &str, o: &Outcome) -> String {
     let s = &o.settings;
     let settings = Obj::new()
         .str("scenario", "semaphore")
@@ -696,14 +688,13 @@ fn json(opts: &Options, machine: &Machine, started: &str, load_end: &str, o: &Ou
         )
         .raw("calls", out::calls(o.calls))
         .opt("calls_per_permit", o.calls_per_permit());
-    Doc::new(opts, machine, started, load_end, Obj::new())
+    Doc::new(opts, machine, load_end, Obj::new())
         .field("settings", settings)
         .last("result", result)
 }
 
 /// The whole `--scenario semaphore` run.
 pub fn run(opts: &Options) -> Result<(), String> {
-    let started = utc_now();
     let machine = Machine::read();
     let s = &opts.semaphore;
     if opts.transport == Transport::Tcp {
@@ -713,7 +704,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
         "{}\
          settings: {} permits, {} clients on one Dsync, hold {}, {} nodes ({}), wait {}; \
          {:.1}s measured + {:.1}s warm-up, at most {} permits; tokio {} runtime with {} threads; rpc counting {}\n",
-        crate::out::banner("quorum-lock counting semaphore", &started, &machine),
+        crate::out::banner("quorum-lock counting semaphore", &machine),
         s.permits,
         s.clients,
         s.hold.label(),
@@ -733,5 +724,5 @@ pub fn run(opts: &Options) -> Result<(), String> {
     say(lines(&outcome));
     say(format!("\nload average at the end {load_end}\n"));
     say(markdown(&outcome));
-    out::save(opts, || json(opts, &machine, &started, &load_end, &outcome))
+    out::save(opts, || json(opts, &machine, &load_end, &outcome))
 }

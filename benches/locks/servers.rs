@@ -117,17 +117,9 @@ pub fn binary() -> Result<PathBuf, String> {
 }
 
 impl Servers {
-    /// [`start`](Self::start), the servers run with `--validity validity`
-    /// when it is given (else their default, 60 s).
-    pub async fn start_with(
-        nodes: usize,
-        validity: Option<Duration>,
-    ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
-        Self::start_kind(nodes, validity, Kind::Ours).await
-    }
-
     /// Starts `nodes` servers of `kind`, and connects a client locker to
-    /// each.
+    /// each; ours run with `--validity validity` when it is given (else
+    /// their default, 60 s).
     pub async fn start_kind(
         nodes: usize,
         validity: Option<Duration>,

@@ -29,7 +29,7 @@ use crate::scenario::{Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
 use crate::sql_report::{header, json, legend, line, markdown, references, targets};
 use crate::sql_server::{Counted, Database, Probe};
-use crate::stats::{counted, drive, summarize, Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{counted, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The table prefix of ours.
 const PREFIX: &str = "bench_ql_";
@@ -307,18 +307,16 @@ async fn measure(
     let cycles = Arc::new(AtomicU64::new(0));
     let snapshot = || Snapshot::now(counted(&calls), db.cpu());
     let mut lockers = lockers.into_iter();
-    let driven = drive(p.key.clients, window, snapshot, |_| {
-        let locker = lockers.next().expect("one locker per client");
-        let cycles = cycles.clone();
-        window.client(Client { locker, cycles }, p.key.hold)
-    })
-    .await;
+    let driven = window.load(p.key.clients, p.key.hold, snapshot, |_| Client {
+        locker: lockers.next().expect("one locker per client"),
+        cycles: cycles.clone(),
+    });
+    let driven = driven.await;
     // Ours gives back what cut-off waits got in the background: a moment
     // for that before the count ends.
     drop(ds);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (tallies, first, last) = driven?;
-    let summary = summarize(window, &tallies, &first, &last);
+    let summary = driven?;
     let mut leftovers = 0;
     // PostgreSQL reports an ended backend's transactions as it exits: end
     // the leftovers before the last reading, so that they count here.
@@ -349,7 +347,6 @@ async fn measure(
 /// The whole run: the server up, every planned measurement, the table,
 /// the targets, the JSON, the server down.
 pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
-    let started = crate::report::utc_now();
     let machine = Machine::read();
     let mut db = match &opts.sql_url {
         Some(url) => Database::external(backend, url)?,
@@ -383,7 +380,6 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
          {} runs, about {:.0}s\n",
         crate::out::banner(
             "quorum-lock SqlLocker beside the SQL lock recipes",
-            &started,
             &machine
         ),
         crate::out::settings(opts),
@@ -425,5 +421,5 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         say(format!("stopped the {} server, pid {pid}", backend.name()));
     }
     say(format!("load average at the end: {}", loadavg()));
-    out::save(opts, || json(opts, &machine, &started, backend, &rows))
+    out::save(opts, || json(opts, &machine, backend, &rows))
 }

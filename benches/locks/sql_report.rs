@@ -280,15 +280,9 @@ pub(crate) fn cell(row: &Row) -> String {
 }
 
 /// The whole run as JSON, in the spirit of `report::json`.
-pub(crate) fn json(
-    opts: &Options,
-    machine: &Machine,
-    started: &str,
-    backend: Backend,
-    rows: &[Row],
-) -> String {
+pub(crate) fn json(opts: &Options, machine: &Machine, backend: Backend, rows: &[Row]) -> String {
     let settings = Obj::new().str("backend", backend.name()).load(opts);
-    Doc::now(opts, machine, started)
+    Doc::now(opts, machine)
         .field("settings", settings)
         .results(rows.iter().map(|row| result(row, backend)))
 }

@@ -51,6 +51,17 @@ impl Bounds {
     pub fn window(&self, clients: usize) -> Window {
         Window::new(self.warmup, self.seconds, self.max_locks, clients)
     }
+
+    /// [`Window::load`] in a window starting now.
+    pub async fn load<L: Locking + 'static>(
+        &self,
+        clients: usize,
+        hold: Hold,
+        snapshot: impl Fn() -> Snapshot,
+        client: impl FnMut(usize) -> L,
+    ) -> Result<Summary, String> {
+        (self.window(clients).load(clients, hold, snapshot, client)).await
+    }
 }
 
 impl Window {
@@ -101,6 +112,23 @@ impl Window {
         tally.finished_at = Instant::now();
         l.finish(cut_off).await;
         Ok(tally)
+    }
+}
+
+impl Window {
+    /// The load run every system shares: `clients` clients made by
+    /// `client`, each looping through [`Window::client`] with `hold`,
+    /// [`drive`]n with `snapshot` and summarized.
+    pub async fn load<L: Locking + 'static>(
+        self,
+        clients: usize,
+        hold: Hold,
+        snapshot: impl Fn() -> Snapshot,
+        mut client: impl FnMut(usize) -> L,
+    ) -> Result<Summary, String> {
+        let (tallies, first, last) =
+            drive(clients, self, snapshot, |c| self.client(client(c), hold)).await?;
+        Ok(summarize(self, &tallies, &first, &last))
     }
 }
 
