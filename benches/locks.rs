@@ -72,18 +72,11 @@ use std::io::Write;
 use std::time::Duration;
 
 use cli::{Flavor, Options, RedisMode};
+use out::say;
 use redis_base::{BaselineKey, RedisServer};
 use report::{Machine, Row};
 use scenario::{Mix, Scenario};
 use stats::Summary;
-
-/// `println!` that ignores a closed stdout (`| head`) instead of panicking;
-/// the run still finishes, stops its server and writes its JSON.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -255,23 +248,14 @@ fn run(opts: &Options) -> Result<(), String> {
 
     let tcp = opts.transport == scenario::Transport::Tcp;
     let steps = plan(&scenarios, server.is_some(), tcp && opts.ceiling);
-    let runs = steps.len();
-    say!(
-        "{}\
-         {}, rpc counting {}\n\
-         redis baseline: {redis_status}\n\
-         {runs} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock lock benchmark", &machine),
-        crate::out::settings(opts),
-        if opts.count_rpcs { "on" } else { "off" },
-        runs as f64 * (opts.seconds + opts.warmup + 0.05),
-    );
-    say!("{}", report::header());
-
-    let mut rows: Vec<Row> = Vec::new();
-    let mut show = |row: Row| {
-        say!("{}", report::line(&row));
-        rows.push(row);
+    let plan = out::Plan {
+        title: "quorum-lock lock benchmark",
+        setup: format!(
+            ", rpc counting {}\nredis baseline: {redis_status}\n",
+            if opts.count_rpcs { "on" } else { "off" },
+        ),
+        each: 0.05,
+        header: report::header(),
     };
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
     let mut serial: HashMap<Scenario, f64> = HashMap::new();
@@ -284,10 +268,11 @@ fn run(opts: &Options) -> Result<(), String> {
     let trivial = servers::Kind::Trivial {
         threads: opts.ceiling_threads,
     };
-    for step in steps {
-        match step {
+    let measure_row = |_, step: &Step, _: &[Row]| {
+        Ok(match *step {
             Step::Redis(index, scenario) => {
-                let Some(server) = &server else { continue };
+                let server =
+                    (server.as_ref()).ok_or("the Redis baseline was planned without a server")?;
                 let key = baseline_key(&scenario);
                 let summary = measure(opts, || redis_base::run(server, index, key, bounds, || {}))?;
                 baseline.insert(key, summary.lsps);
@@ -295,15 +280,15 @@ fn run(opts: &Options) -> Result<(), String> {
                     nodes: 1,
                     ..scenario
                 };
-                show(Row::new("redis", one, summary));
+                Row::new("redis", one, summary)
             }
             Step::Serial(reference) => {
                 let summary = ours(reference)?;
                 serial.insert(reference, summary.lsps);
-                show(Row {
+                Row {
                     serial_reference: true,
                     ..Row::new("ours", reference, summary)
-                });
+                }
             }
             Step::Ceiling(scenario) => {
                 let summary = measure(opts, || {
@@ -314,18 +299,18 @@ fn run(opts: &Options) -> Result<(), String> {
                     mix: Mix::Write,
                     ..scenario
                 };
-                show(Row::new("ceiling", write, summary));
+                Row::new("ceiling", write, summary)
             }
             Step::Trivial(scenario) => {
                 let summary = ours_on(scenario, trivial)?;
-                show(Row {
+                Row {
                     ceiling_lsps: ceilings.get(&ceiling_key(&scenario)).copied(),
                     ..Row::new("ours-triv", scenario, summary)
-                });
+                }
             }
             Step::Ours(scenario) => {
                 let summary = ours(scenario)?;
-                show(Row {
+                Row {
                     ceiling_lsps: ceilings.get(&ceiling_key(&scenario)).copied(),
                     redis_lsps: match scenario.mix {
                         Mix::Write => baseline.get(&baseline_key(&scenario)).copied(),
@@ -335,15 +320,16 @@ fn run(opts: &Options) -> Result<(), String> {
                         .serial_reference()
                         .and_then(|r| serial.get(&r).copied()),
                     ..Row::new("ours", scenario, summary)
-                });
+                }
             }
-        }
-    }
-    say!("\n{}", report::LEGEND);
+        })
+    };
+    let rows = plan.run(opts, &machine, &steps, measure_row, report::line)?;
+    say(format!("\n{}", report::LEGEND));
     if let Some(server) = server {
         let pid = server.pid();
         drop(server);
-        say!("stopped redis-server pid {pid}");
+        say(format!("stopped redis-server pid {pid}"));
     }
     out::save(opts, || report::json(opts, &machine, &redis_status, &rows))
 }

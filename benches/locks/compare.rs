@@ -29,7 +29,7 @@ use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
 use crate::report::{loadavg, string, Machine};
-use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::scenario::{Names, Scenario, Transport, Wait};
 use crate::stats::Bounds;
 use crate::stats::{fmt_rate, Summary};
 
@@ -177,38 +177,26 @@ pub fn run(opts: &Options) -> Result<(), String> {
         planned.extend(systems.iter().map(|&system| (system, key)));
     }
     let bounds = Bounds::of(opts);
-    say(format!(
-        "{}\
-         {}, \
-         {nodes} nodes for ours and rslock, retry sleep {:?} (rslock, SET NX)\n\
-         ours over TCP: {} server processes started per measurement ({})\n\
-         redis: {}\n\
-         etcd: {}\n\
-         {} runs, about {:.0}s\n",
-        crate::out::banner("quorum-lock against Redis, Redlock and etcd", &machine),
-        crate::out::settings(opts),
-        opts.redis_retry,
-        nodes,
-        binary
-            .file_name()
-            .map_or("quorum-lock".into(), |n| n.to_string_lossy()),
-        servers.redis_status,
-        servers.etcd_status,
-        planned.len(),
-        planned.len() as f64 * (opts.seconds + opts.warmup + 0.3),
-    ));
-    say(out::header(&columns()));
-    let mut rows = Vec::with_capacity(planned.len());
-    for (run, &(system, key)) in planned.iter().enumerate() {
-        let scenario = |transport| Scenario {
+    let plan = out::Plan {
+        title: "quorum-lock against Redis, Redlock and etcd",
+        setup: format!(
+            ", {nodes} nodes for ours and rslock, retry sleep {:?} (rslock, SET NX)\n\
+             ours over TCP: {} server processes started per measurement ({})\n\
+             redis: {}\n\
+             etcd: {}\n",
+            opts.redis_retry,
             nodes,
-            clients: key.clients,
-            names: key.names,
-            mix: Mix::Write,
-            hold: key.hold,
-            transport,
-            wait: Wait::Push,
-        };
+            binary
+                .file_name()
+                .map_or("quorum-lock".into(), |n| n.to_string_lossy()),
+            servers.redis_status,
+            servers.etcd_status,
+        ),
+        each: 0.3,
+        header: out::header(&columns()),
+    };
+    let measure_row = |run, &(system, key): &(System, BaselineKey), _: &[Row]| {
+        let scenario = |transport| Scenario::write(nodes, key, transport, Wait::Push);
         let redis = &servers.redis[..nodes.min(servers.redis.len())];
         let (summary, row_nodes) = match system {
             System::OursTcp => (
@@ -245,15 +233,14 @@ pub fn run(opts: &Options) -> Result<(), String> {
                 (summary, 1)
             }
         };
-        let row = Row {
+        Ok(Row {
             system,
             nodes: row_nodes,
             key,
             summary,
-        };
-        say(line(&row));
-        rows.push(row);
-    }
+        })
+    };
+    let rows = plan.run(opts, &machine, &planned, measure_row, line)?;
     let load_end = loadavg();
     let statuses = [servers.redis_status.clone(), servers.etcd_status.clone()];
     let table = markdown(opts, &servers, &rows);

@@ -34,7 +34,7 @@ use rslock::{LockError, LockManager};
 use crate::cli::Options;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
-use crate::scenario::{Mix, Names, Scenario, Transport, Wait};
+use crate::scenario::{Names, Scenario, Transport, Wait};
 use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// How long a lock is kept by Redis without a refresh: the lockers'
@@ -404,39 +404,24 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let planned = plan(opts);
     let bounds = Bounds::of(opts);
     let version = nodes.first().map(|s| s.version.clone()).unwrap_or_default();
-    say(format!(
-        "{}\
-         {}, \
-         retry sleep {:?} (rslock, SET NX)\n\
-         redis: {version}; {} servers, --save \"\" --appendonly no: {}\n\
-         {} runs, about {:.0}s\n",
-        crate::out::banner(
-            "quorum-lock over Redis nodes, with rslock and SET NX",
-            &machine
+    let plan = crate::out::Plan {
+        title: "quorum-lock over Redis nodes, with rslock and SET NX",
+        setup: format!(
+            ", retry sleep {:?} (rslock, SET NX)\n\
+             redis: {version}; {} servers, --save \"\" --appendonly no: {}\n",
+            opts.redis_retry,
+            nodes.len(),
+            redis_base::where_(&nodes),
         ),
-        crate::out::settings(opts),
-        opts.redis_retry,
-        nodes.len(),
-        redis_base::where_(&nodes),
-        planned.len(),
-        planned.len() as f64 * (opts.seconds + opts.warmup + 0.1),
-    ));
-    say(redis_table::header());
-    let mut rows: Vec<Row> = Vec::new();
-    for (run, p) in planned.iter().enumerate() {
+        each: 0.1,
+        header: redis_table::header(),
+    };
+    let measure_row = |run, p: &Planned, rows: &[Row]| {
         let servers = &nodes[..p.nodes];
         let probe = Probe::new(servers);
         let (summary, inner, time_on_connect) = match p.system {
             System::Ours(wait) => {
-                let scenario = Scenario {
-                    nodes: p.nodes,
-                    clients: p.key.clients,
-                    names: p.key.names,
-                    mix: Mix::Write,
-                    hold: p.key.hold,
-                    transport: Transport::Redis,
-                    wait,
-                };
+                let scenario = Scenario::write(p.nodes, p.key, Transport::Redis, wait);
                 let summary =
                     crate::measure(opts, || ours(servers, scenario, run, bounds, &probe))?;
                 (summary, INNER_OURS, true)
@@ -461,17 +446,16 @@ pub fn run(opts: &Options) -> Result<(), String> {
                 .map(|r| r.summary.lsps),
             _ => None,
         };
-        let row = Row {
+        Ok(Row {
             system: p.system,
             nodes: p.nodes,
             key: p.key,
             summary,
             commands,
             rslock_lsps,
-        };
-        say(redis_table::line(&row));
-        rows.push(row);
-    }
+        })
+    };
+    let rows = plan.run(opts, &machine, &planned, measure_row, redis_table::line)?;
     say(format!("\n{}", redis_table::LEGEND));
     say(format!("\n{}", redis_table::targets(&rows)));
     let pids: Vec<String> = nodes.iter().map(|s| s.pid().to_string()).collect();

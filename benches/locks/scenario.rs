@@ -182,6 +182,25 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The write load of `key`'s clients, names and hold on `nodes`
+    /// lockers, reached over `transport`, its waiters waiting as `wait`.
+    pub fn write(
+        nodes: usize,
+        key: crate::redis_base::BaselineKey,
+        transport: Transport,
+        wait: Wait,
+    ) -> Scenario {
+        Scenario {
+            nodes,
+            clients: key.clients,
+            names: key.names,
+            mix: Mix::Write,
+            hold: key.hold,
+            transport,
+            wait,
+        }
+    }
+
     /// For one shared name with a hold, the run whose rate this one is
     /// compared with: one client alone, same cluster, hold and waiting, so
     /// nobody ever waits and the rate is the serial rate of one holder.

@@ -372,29 +372,22 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
     } else {
         0.3
     };
-    say(format!(
-        "{}\
-         {}\n\
-         database: {}; {server}; statement counts: {}; ours over {} SqlLocker(s) \
-         (--sql-lockers)\n\
-         {} runs, about {:.0}s\n",
-        crate::out::banner(
-            "quorum-lock SqlLocker beside the SQL lock recipes",
-            &machine
+    let plan = out::Plan {
+        title: "quorum-lock SqlLocker beside the SQL lock recipes",
+        setup: format!(
+            "\ndatabase: {}; {server}; statement counts: {}; ours over {} SqlLocker(s) \
+             (--sql-lockers)\n",
+            db.version,
+            match &db.counting {
+                Ok(()) => "on".to_owned(),
+                Err(why) => why.clone(),
+            },
+            opts.sql_lockers,
         ),
-        crate::out::settings(opts),
-        db.version,
-        match &db.counting {
-            Ok(()) => "on".to_owned(),
-            Err(why) => why.clone(),
-        },
-        opts.sql_lockers,
-        planned.len(),
-        planned.len() as f64 * (opts.seconds + opts.warmup + settle + 0.2),
-    ));
-    say(header(backend));
-    let mut rows: Vec<Row> = Vec::new();
-    for (run, p) in planned.iter().enumerate() {
+        each: settle + 0.2,
+        header: header(backend),
+    };
+    let measure_row = |run, p: &Planned, rows: &[Row]| {
         let mut row = crate::on_runtime(
             opts,
             Duration::from_secs(1),
@@ -409,9 +402,10 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
             row.insert_lsps = lsps(Recipe::Insert);
             row.advisory_lsps = lsps(Recipe::Advisory);
         }
-        say(line(&row, backend));
-        rows.push(row);
-    }
+        Ok(row)
+    };
+    let line = |row: &Row| line(row, backend);
+    let rows = plan.run(opts, &machine, &planned, measure_row, line)?;
     say(format!("\n{}", legend(backend, &db)));
     say(format!("\n{}", targets(&rows, backend)));
     say(references(&rows, backend));
