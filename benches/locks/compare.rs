@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::cli::Options;
 use crate::etcd::{self, EtcdServer};
-use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Measured, Obj};
+use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Obj};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
 use crate::report::{loadavg, string, Machine};
@@ -55,15 +55,7 @@ impl System {
     }
 }
 
-impl Measured for Row {
-    fn key(&self) -> BaselineKey {
-        self.key
-    }
-
-    fn summary(&self) -> &Summary {
-        &self.summary
-    }
-}
+crate::out::measured_fields!(Row);
 
 struct Row {
     system: System,

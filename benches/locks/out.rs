@@ -209,7 +209,29 @@ pub fn right<R>(
 pub trait Measured: 'static {
     fn key(&self) -> BaselineKey;
     fn summary(&self) -> &Summary;
+
+    /// This row's locks/s over `base`, or none without a positive base.
+    fn ratio(&self, base: Option<f64>) -> Option<f64> {
+        base.filter(|b| *b > 0.0).map(|b| self.summary().lsps / b)
+    }
 }
+
+/// [`Measured`] for a row whose `key` and `summary` fields are its load
+/// and its figures.
+macro_rules! measured_fields {
+    ($row:ty) => {
+        impl crate::out::Measured for $row {
+            fn key(&self) -> crate::redis_base::BaselineKey {
+                self.key
+            }
+
+            fn summary(&self) -> &crate::stats::Summary {
+                &self.summary
+            }
+        }
+    };
+}
+pub(crate) use measured_fields;
 
 /// The columns that say which load a row measured; only the width of the
 /// hold differs from table to table.

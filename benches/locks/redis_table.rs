@@ -42,15 +42,7 @@ impl System {
     }
 }
 
-impl Measured for Row {
-    fn key(&self) -> BaselineKey {
-        self.key
-    }
-
-    fn summary(&self) -> &Summary {
-        &self.summary
-    }
-}
+crate::out::measured_fields!(Row);
 
 pub struct Row {
     pub system: System,
@@ -295,9 +287,6 @@ fn result(row: &Row) -> String {
         .raw("commands_by_node", format!("[{}]", by_node.join(", ")))
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("rslock_lsps", row.rslock_lsps)
-        .opt(
-            "ratio_vs_rslock",
-            row.rslock_lsps.filter(|r| *r > 0.0).map(|r| s.lsps / r),
-        )
+        .opt("ratio_vs_rslock", row.ratio(row.rslock_lsps))
         .done()
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{Flavor, Options};
-use crate::out::{self, left, notes, right, stats, times, Col, Doc, Obj};
+use crate::out::{self, left, notes, right, stats, times, Col, Doc, Measured, Obj};
 use crate::scenario::Scenario;
 use crate::stats::Summary;
 
@@ -217,7 +217,6 @@ fn result(row: &Row) -> String {
         "ceiling" => (sc.transport.label(), "-"),
         _ => ("tcp-loopback", "retry-sleep"),
     };
-    let ratio = |base: Option<f64>| base.filter(|r| *r > 0.0).map(|r| s.lsps / r);
     Obj::new()
         .str("system", row.system)
         .str("transport", transport)
@@ -234,13 +233,13 @@ fn result(row: &Row) -> String {
         .opt("redis_lsps", row.redis_lsps)
         .opt(
             "ratio_vs_redis",
-            ratio(row.redis_lsps.filter(|_| row.system == "ours")),
+            row.ratio(row.redis_lsps.filter(|_| row.system == "ours")),
         )
         .raw("serial_reference", row.serial_reference)
         .opt("serial_lsps", row.serial_lsps)
-        .opt("ratio_vs_serial", ratio(row.serial_lsps))
+        .opt("ratio_vs_serial", row.ratio(row.serial_lsps))
         .opt("ceiling_lsps", row.ceiling_lsps)
-        .opt("ratio_vs_ceiling", ratio(row.ceiling_lsps))
+        .opt("ratio_vs_ceiling", row.ratio(row.ceiling_lsps))
         .raw(
             "counts",
             s.counts.map_or("null".into(), |c| c.json(s.locks)),

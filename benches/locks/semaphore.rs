@@ -407,15 +407,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .collect();
     let max_holders = check_safety(&held, s.permits, origin)?;
 
-    let until = tallies
-        .iter()
-        .map(|t| t.finished_at)
-        .max()
-        .map_or(window.end, |f| f.min(window.end));
-    let seconds = until
-        .saturating_duration_since(window.start)
-        .as_secs_f64()
-        .max(1e-9);
+    let (until, seconds) = window.measured(&tallies);
     let in_window = |h: &&Held| h.granted >= window.start && h.granted < until;
     let per_client: Vec<u64> = records
         .iter()

@@ -62,15 +62,7 @@ impl System {
 /// The clients, naming and hold a measurement shares with the others.
 pub type Key = crate::redis_base::BaselineKey;
 
-impl crate::out::Measured for Row {
-    fn key(&self) -> Key {
-        self.key
-    }
-
-    fn summary(&self) -> &Summary {
-        &self.summary
-    }
-}
+crate::out::measured_fields!(Row);
 
 pub struct Row {
     pub system: System,
@@ -117,10 +109,6 @@ impl Row {
             System::Ours(_) => self.summary.calls_per_lock,
             System::Recipe(_) => None,
         }
-    }
-
-    pub(crate) fn ratio(&self, other: Option<f64>) -> Option<f64> {
-        other.filter(|r| *r > 0.0).map(|r| self.summary.lsps / r)
     }
 }
 

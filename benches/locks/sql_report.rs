@@ -8,7 +8,9 @@ use std::time::Duration;
 use quorum_lock::sql::Backend;
 
 use crate::cli::Options;
-use crate::out::{self, key_cols, left, notes, per, right, stat, stats, verdict, Col, Doc, Obj};
+use crate::out::{
+    self, key_cols, left, notes, per, right, stat, stats, times, verdict, Col, Doc, Measured, Obj,
+};
 use crate::report::{string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::sql_bench::{Row, System};
@@ -18,8 +20,6 @@ use crate::stats::{fmt_duration, fmt_rate};
 
 /// The columns of the table, in order.
 pub(crate) fn columns(backend: Backend) -> Vec<Col<Row>> {
-    let ratio =
-        |r: &Row, base: Option<f64>| r.ratio(base).map_or("-".into(), |x| format!("{x:.2}x"));
     let mut cols = vec![
         left("sys", 10, move |r: &Row| r.system.label(backend).to_owned()),
         left("wait", 5, |r: &Row| r.system.wait().to_owned()),
@@ -42,8 +42,8 @@ pub(crate) fn columns(backend: Backend) -> Vec<Col<Row>> {
         right("xact/lk", 7, |r: &Row| per(r.transactions_per_lock())),
         right("sent/lk", 7, |r: &Row| per(r.sent_per_lock())),
         right("calls/lk", 8, |r: &Row| per(r.calls_per_lock())),
-        right("x ins", 7, move |r: &Row| ratio(r, r.insert_lsps)),
-        right("x adv", 7, move |r: &Row| ratio(r, r.advisory_lsps)),
+        right("x ins", 7, |r: &Row| times(r.summary.lsps, r.insert_lsps)),
+        right("x adv", 7, |r: &Row| times(r.summary.lsps, r.advisory_lsps)),
     ]);
     cols
 }

@@ -116,6 +116,15 @@ impl Window {
 }
 
 impl Window {
+    /// The end of what was measured (the window's end, or when the last
+    /// client stopped before it) and its length in seconds.
+    pub fn measured(&self, tallies: &[ClientTally]) -> (Instant, f64) {
+        let last_finish = tallies.iter().map(|t| t.finished_at).max();
+        let until = last_finish.map_or(self.end, |f| f.min(self.end));
+        let seconds = until.saturating_duration_since(self.start).as_secs_f64();
+        (until, seconds.max(1e-9))
+    }
+
     /// The load run every system shares: `clients` clients made by
     /// `client`, each looping through [`Window::client`] with `hold`,
     /// [`drive`]n with `snapshot` and summarized.
@@ -365,12 +374,7 @@ pub fn summarize(
         sum_ns += t.sum_ns;
     }
     let locks = hist.len();
-    let last_finish = tallies.iter().map(|t| t.finished_at).max();
-    let until = last_finish.map_or(window.end, |f| f.min(window.end));
-    let seconds = until
-        .saturating_duration_since(window.start)
-        .as_secs_f64()
-        .max(1e-9);
+    let (_, seconds) = window.measured(tallies);
     let usage = Usage::between(first, last);
     let per_client: Vec<u64> = tallies.iter().map(|t| t.locks).collect();
     let q = |quantile: f64| {
