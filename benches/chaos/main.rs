@@ -215,10 +215,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
         refresh_interval: validity / 4,
         safety_margin: validity * 3 / 10,
     };
-    let (n, validity_for_start) = (s.servers, validity);
-    let set = tokio::task::spawn_blocking(move || ServerSet::start(n, validity_for_start))
-        .await
-        .map_err(|e| format!("starting the servers panicked: {e}"))??;
+    let set = ServerSet::start_blocking(s.servers, validity).await?;
     let addrs = set.addrs();
     let (token, admin) = (set.client_token().to_owned(), set.admin_token().to_owned());
     let set = Arc::new(set);

@@ -303,10 +303,7 @@ fn runner(i: usize, l: &Loop) -> Result<Vec<Run>, String> {
 /// The whole run; whether every check passed.
 pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
     let validity = s.validity;
-    let (n, v) = (s.servers, validity);
-    let set = tokio::task::spawn_blocking(move || ServerSet::start(n, v))
-        .await
-        .map_err(|e| format!("starting the servers panicked: {e}"))??;
+    let set = ServerSet::start_blocking(s.servers, validity).await?;
     let addrs = set.addrs();
     let admin = set.admin_token().to_owned();
     let dir = set.dir().join("runs");

@@ -114,6 +114,14 @@ pub struct ServerSet {
 }
 
 impl ServerSet {
+    /// [`ServerSet::start`] on a thread of the blocking pool, for async
+    /// callers: it waits for each server to come up.
+    pub async fn start_blocking(n: usize, validity: Duration) -> Result<ServerSet, String> {
+        tokio::task::spawn_blocking(move || ServerSet::start(n, validity))
+            .await
+            .map_err(|e| format!("starting the servers panicked: {e}"))?
+    }
+
     /// Starts `n` servers on free 127.0.0.1 ports, brand new
     /// (`--no-quarantine`), with `validity`, and a client and an admin token
     /// in files of a scratch directory it owns (removed on drop).

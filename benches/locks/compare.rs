@@ -108,10 +108,7 @@ fn machine_busy() -> Option<(Duration, Duration)> {
         .map(|&i| fields.get(i).copied())
         .sum::<Option<u64>>()?;
     let steal = fields.get(7).copied().unwrap_or(0);
-    // SAFETY: sysconf reads a constant and has no side effects.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let time = |n: u64| Duration::from_secs_f64(n as f64 / ticks as f64);
-    (ticks > 0).then(|| (time(busy), time(steal)))
+    Some((crate::stats::ticks(busy)?, crate::stats::ticks(steal)?))
 }
 
 /// CPU time of this process and of its children that have been waited for:

@@ -157,11 +157,6 @@ impl Database {
 /// User + system CPU time of process `root`, of its live children, and
 /// of the exited children it waited for.
 fn tree_cpu(root: u32) -> Option<Duration> {
-    // SAFETY: sysconf reads a constant and has no side effects.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks <= 0 {
-        return None;
-    }
     let mut total: u64 = 0;
     let mut root_seen = false;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -169,15 +164,9 @@ fn tree_cpu(root: u32) -> Option<Duration> {
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(fields) = crate::stats::proc_stat(pid) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        // After the command: state (0), ppid (1), ..., utime (11), stime
-        // (12), cutime (13), cstime (14).
-        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
         let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
         if pid == root {
             root_seen = true;
@@ -187,7 +176,7 @@ fn tree_cpu(root: u32) -> Option<Duration> {
         }
         total += field(11).unwrap_or(0) + field(12).unwrap_or(0);
     }
-    root_seen.then(|| Duration::from_secs_f64(total as f64 / ticks as f64))
+    crate::stats::ticks(total).filter(|_| root_seen)
 }
 
 /// The harness's own connection: readings of the server's counters, the

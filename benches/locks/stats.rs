@@ -264,15 +264,24 @@ pub fn counted(calls: &[std::sync::Arc<crate::counting::Calls>]) -> Option<CallC
 
 /// User + system CPU time of another process, from /proc.
 pub fn pid_cpu(pid: u32) -> Option<Duration> {
+    let fields = proc_stat(pid)?;
+    ticks(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The fields of /proc/`pid`/stat after the command name (which is in
+/// parentheses and may hold spaces): state (0), ppid (1), ..., utime (11),
+/// stime (12), cutime (13), cstime (14).
+pub fn proc_stat(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
     let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
+}
+
+/// `n` clock ticks, the unit of CPU time in /proc, as a duration.
+pub fn ticks(n: u64) -> Option<Duration> {
     // SAFETY: sysconf reads a constant and has no side effects.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks > 0).then(|| Duration::from_secs_f64((utime + stime) as f64 / ticks as f64))
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| Duration::from_secs_f64(n as f64 / per_second as f64))
 }
 
 pub fn process_cpu() -> Duration {
