@@ -59,7 +59,7 @@ use crate::out::{self, say};
 use crate::report::{loadavg, Machine};
 use crate::scenario::Transport;
 use crate::servers::{Kind, Servers};
-use crate::stats::{fmt_duration, process_cpu};
+use crate::stats::{fmt_duration, gather, process_cpu};
 
 /// The election's name (ours: the resource `election/bench`).
 pub(crate) const NAME: &str = "bench";
@@ -577,19 +577,6 @@ pub(crate) async fn handoff<C: Contender, W: Watch>(
         ));
     }
     Ok((out, back))
-}
-
-/// The candidates or observers `make` opens for each index, one after
-/// another.
-async fn gather<T, F: Future<Output = Result<T, String>>>(
-    range: std::ops::Range<usize>,
-    make: impl FnMut(usize) -> F,
-) -> Result<Vec<T>, String> {
-    let mut out = Vec::with_capacity(range.len());
-    for f in range.map(make) {
-        out.push(f.await?);
-    }
-    Ok(out)
 }
 
 /// Runs a phase on a fresh runtime.

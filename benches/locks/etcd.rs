@@ -31,7 +31,7 @@ use tokio::time::timeout;
 
 use crate::proc;
 use crate::redis_base::BaselineKey;
-use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{gather, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
 /// silent, like the validity of our locks (60 s by default) and etcd's
@@ -205,14 +205,11 @@ pub async fn run(
 ) -> Result<Summary, String> {
     let etcd = etcd_election::connect(&server.endpoint()).await?;
     // Every session is open (and the connection up) before the clock starts.
-    let mut sessions = Vec::with_capacity(key.clients);
-    for _ in 0..key.clients {
-        sessions.push(
-            timeout(Duration::from_secs(10), Session::open(&etcd, TTL))
-                .await
-                .map_err(|_| "etcd: no lease within 10 s".to_owned())??,
-        );
-    }
+    let sessions = gather(0..key.clients, |_| async {
+        (timeout(Duration::from_secs(10), Session::open(&etcd, TTL)).await)
+            .map_err(|_| "etcd: no lease within 10 s".to_owned())?
+    });
+    let sessions = sessions.await?;
     let snapshot = || Snapshot::now(None, server.cpu());
     let ids: Vec<i64> = sessions.iter().map(|s| s.lease).collect();
     let measured = bounds.load(key.clients, key.hold, snapshot, |c| Locker {

@@ -16,7 +16,7 @@ use redis::aio::MultiplexedConnection;
 
 use crate::proc;
 use crate::scenario::{Hold, Names};
-use crate::stats::{Bounds, ClientTally, Locking, Snapshot, Summary};
+use crate::stats::{gather, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
 /// the window is left to it, under a key no later run uses.
@@ -226,15 +226,11 @@ pub async fn run(
 ) -> Result<Summary, String> {
     let redis = redis::Client::open(server.url()).map_err(|e| format!("redis client: {e}"))?;
     // Connect everyone before the clock starts, one connection per client.
-    let mut connections = Vec::with_capacity(key.clients);
-    for _ in 0..key.clients {
-        connections.push(
-            redis
-                .get_multiplexed_async_connection()
-                .await
-                .map_err(|e| format!("cannot connect to redis-server: {e}"))?,
-        );
-    }
+    let connections = gather(0..key.clients, |_| async {
+        (redis.get_multiplexed_async_connection().await)
+            .map_err(|e| format!("cannot connect to redis-server: {e}"))
+    });
+    let connections = connections.await?;
     // `probe` runs beside each snapshot: `--backend redis` reads the
     // server's command counters there.
     let snapshot = || {

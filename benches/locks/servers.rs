@@ -222,11 +222,7 @@ pub async fn connect(addr: &str) -> Result<Arc<dyn NetLocker>, String> {
 
 /// One client locker per address, in order.
 pub async fn connect_all(addrs: &[String]) -> Result<Vec<Arc<dyn NetLocker>>, String> {
-    let mut lockers = Vec::with_capacity(addrs.len());
-    for addr in addrs {
-        lockers.push(connect(addr).await?);
-    }
-    Ok(lockers)
+    crate::stats::gather(addrs, |addr| connect(addr)).await
 }
 
 impl Drop for Servers {

@@ -306,6 +306,19 @@ pub fn rusage(who: libc::c_int) -> Option<Duration> {
     Some(tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
+/// What `make` opens for each item (clients, connections, sessions), one
+/// after another, before any clock starts.
+pub async fn gather<I, T, F: Future<Output = Result<T, String>>>(
+    items: impl IntoIterator<Item = I>,
+    make: impl FnMut(I) -> F,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for f in items.into_iter().map(make) {
+        out.push(f.await?);
+    }
+    Ok(out)
+}
+
 /// Runs `clients` client futures made by `client` inside `window`, taking a
 /// snapshot when the window opens and after every client has finished.
 pub async fn drive<T, F, Fut>(
