@@ -255,7 +255,7 @@ fn run(opts: &Options) -> Result<(), String> {
             if opts.count_rpcs { "on" } else { "off" },
         ),
         each: 0.05,
-        header: report::header(),
+        columns: report::columns(),
     };
     let mut baseline: HashMap<BaselineKey, f64> = HashMap::new();
     let mut serial: HashMap<Scenario, f64> = HashMap::new();
@@ -324,7 +324,7 @@ fn run(opts: &Options) -> Result<(), String> {
             }
         })
     };
-    let rows = plan.run(opts, &machine, &steps, measure_row, report::line)?;
+    let rows = plan.run(opts, &machine, &steps, measure_row, report::row_notes)?;
     say(format!("\n{}", report::LEGEND));
     if let Some(server) = server {
         let pid = server.pid();

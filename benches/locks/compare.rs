@@ -182,7 +182,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             servers.etcd_status,
         ),
         each: 0.3,
-        header: out::header(&columns()),
+        columns: columns(),
     };
     let measure_row = |run, &(system, key): &(System, BaselineKey), _: &[Row]| {
         let scenario = |transport| Scenario::write(nodes, key, transport, Wait::Push);
@@ -229,7 +229,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             summary,
         })
     };
-    let rows = plan.run(opts, &machine, &planned, measure_row, line)?;
+    let rows = plan.run(opts, &machine, &planned, measure_row, |r| notes(&r.summary))?;
     let load_end = loadavg();
     let statuses = [servers.redis_status.clone(), servers.etcd_status.clone()];
     let table = markdown(opts, &servers, &rows);
@@ -288,10 +288,6 @@ fn columns() -> Vec<Col<Row>> {
         "max/cl", "jain",
     ]));
     cols
-}
-
-fn line(row: &Row) -> String {
-    out::line(&columns(), row) + &notes(&row.summary)
 }
 
 const LEGEND: &str = "\

@@ -70,28 +70,29 @@ pub fn settings(opts: &Options) -> String {
 
 /// A run of planned measurements printed as a table: the skeleton of the
 /// lock runs, `--backend redis`, `--backend compare` and the SQL backends.
-pub struct Plan<'a> {
+pub struct Plan<'a, R> {
     pub title: &'a str,
     /// What the run adds to the load settings of its banner: the rest of
     /// the settings line, and lines of its own, each ending in a newline.
     pub setup: String,
     /// Seconds a measurement takes beyond its window, for the estimate.
     pub each: f64,
-    pub header: String,
+    pub columns: Vec<Col<R>>,
 }
 
-impl Plan<'_> {
+impl<R> Plan<'_, R> {
     /// Prints the banner (with how many runs there are and about how long
-    /// they take) and the header, then measures each planned row in turn
-    /// with `measure` (given its index and the rows measured before it, for
-    /// its ratios), printing each with `line` as it comes.
-    pub fn run<P, R>(
+    /// they take) and the table's header, then measures each planned row in
+    /// turn with `measure` (given its index and the rows measured before
+    /// it, for its ratios), printing each as it comes: its columns, then
+    /// what `notes` says of it.
+    pub fn run<P>(
         self,
         opts: &Options,
         machine: &Machine,
         planned: &[P],
         mut measure: impl FnMut(usize, &P, &[R]) -> Result<R, String>,
-        line: impl Fn(&R) -> String,
+        notes: impl Fn(&R) -> String,
     ) -> Result<Vec<R>, String> {
         say(format!(
             "{}{}{}{} runs, about {:.0}s\n",
@@ -101,11 +102,11 @@ impl Plan<'_> {
             planned.len(),
             planned.len() as f64 * (opts.seconds + opts.warmup + self.each),
         ));
-        say(self.header);
+        say(header(&self.columns));
         let mut rows = Vec::with_capacity(planned.len());
         for (run, p) in planned.iter().enumerate() {
             let row = measure(run, p, &rows)?;
-            say(line(&row));
+            say(line(&self.columns, &row) + &notes(&row));
             rows.push(row);
         }
         Ok(rows)

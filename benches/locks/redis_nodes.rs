@@ -414,7 +414,7 @@ pub fn run(opts: &Options) -> Result<(), String> {
             redis_base::where_(&nodes),
         ),
         each: 0.1,
-        header: redis_table::header(),
+        columns: redis_table::columns(),
     };
     let measure_row = |run, p: &Planned, rows: &[Row]| {
         let servers = &nodes[..p.nodes];
@@ -455,7 +455,13 @@ pub fn run(opts: &Options) -> Result<(), String> {
             rslock_lsps,
         })
     };
-    let rows = plan.run(opts, &machine, &planned, measure_row, redis_table::line)?;
+    let rows = plan.run(
+        opts,
+        &machine,
+        &planned,
+        measure_row,
+        redis_table::row_notes,
+    )?;
     say(format!("\n{}", redis_table::LEGEND));
     say(format!("\n{}", redis_table::targets(&rows)));
     let pids: Vec<String> = nodes.iter().map(|s| s.pid().to_string()).collect();

@@ -80,7 +80,7 @@ impl Row {
 }
 
 /// The columns of the table, in order.
-fn columns() -> Vec<Col<Row>> {
+pub fn columns() -> Vec<Col<Row>> {
     let mut cols = vec![
         left("sys", 6, |r: &Row| r.system.label().to_owned()),
         left("wait", 4, |r: &Row| r.system.wait().to_owned()),
@@ -109,12 +109,9 @@ fn columns() -> Vec<Col<Row>> {
     cols
 }
 
-pub fn header() -> String {
-    out::header(&columns())
-}
-
-pub fn line(row: &Row) -> String {
-    let mut out = out::line(&columns(), row) + &notes(&row.summary);
+/// What follows a row's columns: what cut it short, and reconnections.
+pub fn row_notes(row: &Row) -> String {
+    let mut out = notes(&row.summary);
     if row.commands.connects > 0 {
         let _ = write!(out, "  ({} reconnections)", row.commands.connects);
     }

@@ -118,7 +118,7 @@ pub fn utc_now() -> String {
 }
 
 /// The columns of the table, in order.
-fn columns() -> Vec<Col<Row>> {
+pub fn columns() -> Vec<Col<Row>> {
     let ratio = |r: &Row, base: Option<f64>, percent: bool| match base {
         Some(b) if b > 0.0 && percent => format!("{:.1}%", 100.0 * r.summary.lsps / b),
         base => times(r.summary.lsps, base),
@@ -149,13 +149,11 @@ fn columns() -> Vec<Col<Row>> {
     cols
 }
 
-pub fn header() -> String {
-    out::header(&columns())
-}
-
-pub fn line(row: &Row) -> String {
+/// What follows a row's columns: what it is, what cut it short, and
+/// with `--counts on` the line of counts under it.
+pub fn row_notes(row: &Row) -> String {
     let s = &row.summary;
-    let mut out = out::line(&columns(), row);
+    let mut out = String::new();
     if row.serial_reference {
         out.push_str("  (serial reference: one client alone)");
     }

@@ -27,7 +27,7 @@ use crate::out::{self, say};
 use crate::report::{loadavg, Machine};
 use crate::scenario::{Names, Wait};
 use crate::sql_recipes::{self, Recipe, RecipeClient};
-use crate::sql_report::{header, json, legend, line, markdown, references, targets};
+use crate::sql_report::{columns, json, legend, markdown, references, row_notes, targets};
 use crate::sql_server::{Counted, Database, Probe};
 use crate::stats::{counted, Bounds, ClientTally, Locking, Snapshot, Summary};
 
@@ -373,7 +373,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
             opts.sql_lockers,
         ),
         each: settle + 0.2,
-        header: header(backend),
+        columns: columns(backend),
     };
     let measure_row = |run, p: &Planned, rows: &[Row]| {
         let mut row = crate::on_runtime(
@@ -392,8 +392,7 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         }
         Ok(row)
     };
-    let line = |row: &Row| line(row, backend);
-    let rows = plan.run(opts, &machine, &planned, measure_row, line)?;
+    let rows = plan.run(opts, &machine, &planned, measure_row, row_notes)?;
     say(format!("\n{}", legend(backend, &db)));
     say(format!("\n{}", targets(&rows, backend)));
     say(references(&rows, backend));

@@ -48,12 +48,10 @@ pub(crate) fn columns(backend: Backend) -> Vec<Col<Row>> {
     cols
 }
 
-pub fn header(backend: Backend) -> String {
-    out::header(&columns(backend))
-}
-
-pub fn line(row: &Row, backend: Backend) -> String {
-    let mut out = out::line(&columns(backend), row) + &notes(&row.summary);
+/// What follows a row's columns: what cut it short, and what the server
+/// had to break or end.
+pub fn row_notes(row: &Row) -> String {
+    let mut out = notes(&row.summary);
     if let Some(c) = &row.counted {
         if let Some(n) = c.deadlocks.filter(|&n| n > 0) {
             let _ = write!(out, "  ({n} deadlocks broken by the server)");
