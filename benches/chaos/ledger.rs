@@ -13,6 +13,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use quorum_lock::LockMode;
+
+use crate::lock;
 use tokio::time::Instant;
 
 /// How a grant ended, in its holder's view.
@@ -218,10 +220,4 @@ pub fn availability(attempts: &[&Attempt]) -> (f64, usize) {
 
 pub fn offset(origin: Instant, at: Instant) -> Duration {
     at.saturating_duration_since(origin)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -102,6 +102,14 @@ const USAGE: &str =
                      [--min-runs N (default: K x --seconds)] [--servers N] [--seconds N] [--seed N] \
                      [--validity-ms N]";
 
+/// A mutex's guard, poisoned or not: a panicked holder has already failed
+/// the run, and what it left is still worth reporting.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A whole number in `lo..=hi`.
 fn within<T: TryFrom<u64>>(value: &str, lo: u64, hi: u64) -> Result<T, String> {
     let number: u64 = (value.parse()).map_err(|_| format!("{value:?} is not a whole number"))?;
@@ -264,10 +272,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
             move |line: String| {
                 let at = start.elapsed();
                 tracing::info!("{at:>8.3?} {line}");
-                fault_log
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((at, line));
+                lock(&fault_log).push((at, line));
             }
         },
     ));
@@ -342,10 +347,7 @@ async fn run(s: &Settings) -> Result<bool, String> {
     let events_by_kind = schedule::counts(&events);
     // Which servers were down when is read from the faults as they took
     // effect, not as scheduled: under load they begin and end late.
-    let mut taken = taken
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let mut taken = lock(&taken).clone();
     taken.sort_by_key(|e| e.at);
     let ok = report(
         s,
@@ -573,10 +575,7 @@ fn report(
         || !refused.is_empty()
         || !leaked.is_empty();
     if failed {
-        let faults = fault_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let faults = lock(fault_log).clone();
         for o in overlaps.iter().chain(&regressions).take(5) {
             describe(o, start, s.validity, &faults);
         }

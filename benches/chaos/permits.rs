@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
+use crate::lock;
 use crate::schedule;
 use crate::servers::{self, ServerSet};
 use crate::Settings;
@@ -332,10 +333,7 @@ pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
             let fault_log = fault_log.clone();
             move |line: String| {
                 tracing::info!("{line}");
-                fault_log
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(line);
+                lock(&fault_log).push(line);
             }
         },
     ));
@@ -398,10 +396,7 @@ pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
         origin,
     );
     if !ok {
-        let faults = fault_log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let faults = lock(&fault_log).clone();
         println!("the faults as they took effect:");
         for line in faults {
             println!("  {line}");

@@ -11,8 +11,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::lock;
 
 /// How long a starting server has to print its address.
 const START_LIMIT: Duration = Duration::from_secs(15);
@@ -68,10 +70,6 @@ fn signal(pid: u32, sig: i32) {
     unsafe {
         libc::kill(pid, sig);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// SIGCONT (in case it is stopped), SIGKILL and reap, within REAP_LIMIT.
