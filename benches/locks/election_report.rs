@@ -276,23 +276,13 @@ pub(crate) fn json(
             .collect();
         Obj::new()
             .str("system", r.label)
-            .raw(
-                "handoff",
-                h.map_or("null".into(), |h| fig(figures(&h.handoffs))),
-            )
+            .raw("handoff", fig(h.and_then(|h| figures(&h.handoffs))))
             .raw(
                 "handoff_after_resign",
-                h.map_or("null".into(), |h| fig(figures(&h.after_resign))),
+                fig(h.and_then(|h| figures(&h.after_resign))),
             )
-            .raw(
-                "cpu_per_change_ns",
-                h.and_then(|h| h.cpu_per_change)
-                    .map_or("null".into(), |c| c.as_nanos().to_string()),
-            )
-            .raw(
-                "observer_lag",
-                h.map_or("null".into(), |h| fig(figures(&h.lags))),
-            )
+            .opt_ns("cpu_per_change_ns", h.and_then(|h| h.cpu_per_change))
+            .raw("observer_lag", fig(h.and_then(|h| figures(&h.lags))))
             .raw("early", h.map_or(0, |h| h.early))
             .raw("missed", h.map_or(0, |h| h.missed))
             .raw("failover", format!("[{}]", failovers.join(", ")))

@@ -414,6 +414,13 @@ impl Obj {
         self.raw(key, value.as_nanos())
     }
 
+    pub fn opt_ns(self, key: &str, value: Option<Duration>) -> Obj {
+        self.raw(
+            key,
+            value.map_or("null".into(), |d| d.as_nanos().to_string()),
+        )
+    }
+
     /// The clients, names and hold of a row.
     pub fn key(self, key: BaselineKey) -> Obj {
         self.raw("clients", key.clients)

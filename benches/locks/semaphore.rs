@@ -673,11 +673,7 @@ fn json(opts: &Options, machine: &Machine, load_end: &str, o: &Outcome) -> Strin
         .raw("hit_count_bound", o.hit_count_bound)
         .num("cpu_cores", o.cpu)
         .opt("server_cpu_cores", o.server_cpu)
-        .raw(
-            "cpu_per_permit_ns",
-            o.cpu_per_permit()
-                .map_or("null".into(), |d| d.as_nanos().to_string()),
-        )
+        .opt_ns("cpu_per_permit_ns", o.cpu_per_permit())
         .raw("calls", out::calls(o.calls))
         .opt("calls_per_permit", o.calls_per_permit());
     Doc::new(opts, machine, load_end, Obj::new())
