@@ -36,6 +36,20 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
+    /// Whether `args.uid` keeps a place in line on any resource of
+    /// `args.resources`, under any ticket. The lock server asks before it
+    /// drops the charge of names a refresh found none of held: a place
+    /// there shares that charge.
+    pub(crate) fn queued_any(&self, args: &LockArgs) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .any(|(pos, r)| set.shard(pos).queued_any(r, &args.uid))
+        })
+        .unwrap_or(true)
+    }
+
     /// The uids that hold any resource of `args.resources`, in either mode:
     /// the lock server asks before an admin forces names open, to give
     /// back their charges.

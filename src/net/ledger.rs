@@ -210,8 +210,11 @@ impl Charge {
 /// What [`Inner::remove`] takes off a uid's charge.
 #[derive(Debug, Clone, Copy)]
 enum Gone {
-    /// One resource set, by its hash, and the proclamation made with it.
+    /// One resource set, by its hash, the place its uid kept beside its
+    /// entries there, and the proclamation made with it: a release.
     Set(u64),
+    /// The one charge a refused reservation made, by its hash.
+    Reserved(u64),
     /// Every set and proclamation (a force of the uid): its watches stay,
     /// since the locker keeps them.
     Locks,
@@ -280,8 +283,21 @@ impl Ledger {
     /// Charges the lock `args` to connection `conn` before it is granted,
     /// or says which limit it would break and what to do.
     pub(crate) fn reserve(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
+        self.reserve_as(conn, args, self.set_hash(&args.resources))
+    }
+
+    /// Charges, as [`reserve`](Self::reserve) charges a lock, the place in
+    /// line that `args.uid` is about to ask for beside its own entries on
+    /// the same names (waiting for a write lock while it holds a read
+    /// lock, say): the table then keeps both an entry and a place on each
+    /// name, where the charge of the set pays for one of them. The release
+    /// of the set gives both back (it ends the place too).
+    pub(crate) fn reserve_beside(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
+        self.reserve_as(conn, args, beside(self.set_hash(&args.resources)))
+    }
+
+    fn reserve_as(&self, conn: u64, args: &LockArgs, hash: u64) -> Result<Reserved, Over> {
         let now = Instant::now();
-        let hash = self.set_hash(&args.resources);
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
         let before = inner.touches(&args.uid, conn, now);
@@ -383,7 +399,7 @@ impl Ledger {
         let before = match reserved {
             Reserved::Already(before) => before,
             Reserved::Added(hash, before) => {
-                inner.remove(uid, Gone::Set(hash));
+                inner.remove(uid, Gone::Reserved(hash));
                 before
             }
         };
@@ -584,9 +600,7 @@ impl Inner {
             }
             None => {
                 let freed = charge.boards.swap_remove(at).2;
-                if charge.boards.capacity() > 4 * charge.boards.len().max(1) {
-                    charge.boards.shrink_to(charge.boards.len() * 2);
-                }
+                fit_list(&mut charge.boards);
                 freed
             }
         };
@@ -699,22 +713,21 @@ impl Inner {
         };
         let before = charge.bytes();
         match gone {
-            Gone::Set(hash) => {
+            Gone::Reserved(hash) => {
                 charge.sets.retain(|(h, _)| *h != hash);
-                // Room it no longer uses goes back: a uid's sets may
-                // number a thousand and then one, and a lock's allowance
-                // counts room for a few.
-                if charge.sets.capacity() > 4 * charge.sets.len().max(1) {
-                    charge.sets.shrink_to(charge.sets.len() * 2);
-                }
+                fit_list(&mut charge.sets);
+            }
+            Gone::Set(hash) => {
+                charge
+                    .sets
+                    .retain(|(h, _)| *h != hash && *h != beside(hash));
+                fit_list(&mut charge.sets);
                 // A proclamation lives as long as the entry it was made
                 // with: released with the lock on its one resource.
                 charge
                     .boards
                     .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
-                if charge.boards.capacity() > 4 * charge.boards.len().max(1) {
-                    charge.boards.shrink_to(charge.boards.len() * 2);
-                }
+                fit_list(&mut charge.boards);
             }
             // Every lock of the uid, and with them its proclamations;
             // its watches live on in the locker until they fire or their
@@ -765,6 +778,23 @@ impl Inner {
             self.remove(&uid, Gone::All);
         }
     }
+}
+
+/// Gives back room a uid's list of charged sets or board records no longer
+/// uses: a uid's sets may number a thousand and then one, and a lock's
+/// allowance counts room for a few.
+fn fit_list<T>(list: &mut Vec<T>) {
+    if list.capacity() > 4 * list.len().max(1) {
+        list.shrink_to(list.len() * 2);
+    }
+}
+
+/// The key under which a place that a uid keeps beside its own entries on
+/// the set of names of hash `set` is charged: apart from the set's own
+/// charge, and given back with it. The hashes are keyed per process, so a
+/// client cannot make another set's hash collide with it.
+fn beside(set: u64) -> u64 {
+    set ^ 0x9e37_79b9_7f4a_7c15
 }
 
 /// When the next prune of lapsed charges is due after one at `now`: a

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::labels::Limit;
+use super::ledger::Reserved;
 use super::requests::{unavailable, Asked, Ending, Refusal, Session};
 use super::state::ServerState;
 use super::waits::{Place, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
@@ -130,6 +131,31 @@ impl Session {
             .reserve(self.id, args)
             .map_err(|over| Refusal::Reply(self.over(over)))?;
         let locker = &*self.server.locker;
+        // A set already charged may pay for the uid's own entries on these
+        // names (a read lock, waiting for the write lock): the place the
+        // table keeps beside them is charged apart.
+        let beside = match reserved {
+            Reserved::Already(_) if locker.holds_any(args) => {
+                match ledger.reserve_beside(self.id, args) {
+                    Ok(beside) => Some(beside),
+                    Err(over) => {
+                        ledger.undo(&args.uid, reserved);
+                        return Err(Refusal::Reply(self.over(over)));
+                    }
+                }
+            }
+            _ => None,
+        };
+        // Newest first, so that each puts back the touch it found.
+        let undo_beside = || {
+            if let Some(beside) = beside {
+                ledger.undo(&args.uid, beside);
+            }
+        };
+        let undo_all = || {
+            undo_beside();
+            ledger.undo(&args.uid, reserved);
+        };
         let wait = WaitArgs {
             ticket: asked.ticket,
             place_ttl: asked.place_ttl,
@@ -138,7 +164,7 @@ impl Session {
         let reply = match locker.lock_wait(args, asked.mode, &wait).await {
             Ok(reply) => reply,
             Err(err) => {
-                ledger.undo(&args.uid, reserved);
+                undo_all();
                 // In quarantine the table still refreshed the entries the
                 // uid holds on these names (the answer must not count):
                 // their charge lives as long as they do.
@@ -150,6 +176,7 @@ impl Session {
         };
         match (reply, asked.push) {
             (WaitReply::Granted, _) => {
+                undo_beside();
                 // The table ended this waiter's places, under any uid.
                 let superseded = self.waits().supersede(args, asked.ticket);
                 self.ended(superseded, Ending::Superseded(args));
@@ -181,7 +208,7 @@ impl Session {
                 self.ended(superseded, Ending::Superseded(args));
             }
             (WaitReply::Refused, true) => {
-                ledger.undo(&args.uid, reserved);
+                undo_all();
                 let place = self.waits().end(&args.uid);
                 self.ended(place, Ending::Lapsed);
             }

@@ -547,8 +547,10 @@ impl Session {
             }
             // Nothing of the uid left on these names (forced open by name,
             // expired): its charge for them pays for nothing, and a client
-            // refreshing it must not keep it from lapsing.
-            None if matches!(result, Ok(false)) => {
+            // refreshing it must not keep it from lapsing; unless the uid
+            // waits there, since its place shares that charge (a refresh
+            // refreshes no place: it neither touches nor drops it).
+            None if matches!(result, Ok(false)) && !locker.queued_any(&args) => {
                 ledger.release(&args.uid, Some(&args.resources));
             }
             None => {}

@@ -175,3 +175,28 @@ async fn a_refused_request_for_a_set_already_charged_puts_back_its_touch() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!l.holds(1), "the lock expired a validity after its grant");
 }
+
+/// A place charged beside its uid's own entries on the same names is a
+/// charge apart: refused, it takes back only itself; the release of the
+/// names gives back both (a release ends the place too).
+#[tokio::test(start_paused = true)]
+async fn a_place_beside_its_uids_entries_is_charged_apart_and_released_with_them() {
+    let lock = args("u1", &["a", "b"]);
+    let one = lock_bytes(&lock);
+    let l = ledger(100 * one, 100 * one);
+    l.reserve(1, &lock).unwrap();
+    let beside = l.reserve_beside(1, &lock).unwrap();
+    assert!(matches!(beside, Reserved::Added(..)));
+    assert_eq!(l.total(), 2 * one);
+    l.undo(&lock.uid, beside);
+    assert_eq!(l.total(), one, "the refused place's charge alone goes");
+    assert!(l.covers(&lock));
+    l.reserve_beside(1, &lock).unwrap();
+    l.release(&lock.uid, Some(&lock.resources));
+    assert_eq!(
+        l.total(),
+        0,
+        "the release gives back the lock's and the place's"
+    );
+    assert_eq!(l.usage(1).locks, 0);
+}
