@@ -96,31 +96,13 @@ async fn a_redis_setting_quoting_the_password_does_not_show_it() {
     assert_no_piece(&shown, PASSWORD, 6);
 }
 
-/// Reads one RESP2 command (an array of bulk strings); `None` at the end.
-fn read_command(reader: &mut impl BufRead) -> Option<Vec<String>> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
-    let mut args = Vec::new();
-    for _ in 0..count.min(64) {
-        line.clear();
-        reader.read_line(&mut line).ok()?;
-        let len: usize = line.trim().strip_prefix('$')?.parse().ok()?;
-        let mut arg = vec![0; len.min(1 << 16) + 2];
-        reader.read_exact(&mut arg).ok()?;
-        arg.truncate(len);
-        args.push(String::from_utf8_lossy(&arg).into_owned());
-    }
-    Some(args)
-}
-
 /// Serves one connection of a fake that keeps in `got` the password the
 /// client authenticated with (`AUTH`, or `HELLO … AUTH user password`),
 /// as the client sent it, and answers `INFO` with an error quoting it: at
 /// most 64 commands, every read bounded in time by the caller.
 fn serve_quoting_auth(mut reader: impl BufRead, mut writer: impl Write, got: &Mutex<String>) {
     for _ in 0..64 {
-        let Some(args) = read_command(&mut reader) else {
+        let Some(args) = fake_redis::read_command(&mut reader) else {
             break;
         };
         let name = args.first().map(|a| a.to_ascii_uppercase());

@@ -2,7 +2,7 @@
 //! thread that serves a bounded number of connections: what a hostile or
 //! broken server can make a `RedisLocker` say or log.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ pub fn common(command: &str) -> Option<Vec<u8>> {
 }
 
 /// Reads one RESP2 command (an array of bulk strings); `None` at the end.
-fn read_command(reader: &mut BufReader<std::net::TcpStream>) -> Option<Vec<String>> {
+pub fn read_command(reader: &mut impl BufRead) -> Option<Vec<String>> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let count: usize = line.trim().strip_prefix('*')?.parse().ok()?;
