@@ -213,7 +213,8 @@ enum Gone {
     /// One resource set, by its hash, the place its uid kept beside its
     /// entries there, and the proclamation made with it: a release.
     Set(u64),
-    /// The one charge a refused reservation made, by its hash.
+    /// One charge by its hash alone: what a refused reservation made, or
+    /// a place charged beside entries that stay.
     Reserved(u64),
     /// Every set and proclamation (a force of the uid): its watches stay,
     /// since the locker keeps them.
@@ -462,6 +463,17 @@ impl Ledger {
         let mut inner = self.inner();
         if inner.charges.get(uid).is_some_and(|c| c.conn == conn) {
             inner.remove(uid, Gone::Set(hash));
+        }
+    }
+
+    /// Drops what a place of `uid` on `resources` was charged beside its
+    /// entries there ([`reserve_beside`](Self::reserve_beside)), while
+    /// `uid` is charged to `conn`: the place ended, the entries stay.
+    pub(crate) fn release_beside_if_charged_to(&self, uid: &str, resources: &[String], conn: u64) {
+        let hash = beside(self.set_hash(resources));
+        let mut inner = self.inner();
+        if inner.charges.get(uid).is_some_and(|c| c.conn == conn) {
+            inner.remove(uid, Gone::Reserved(hash));
         }
     }
 

@@ -199,7 +199,6 @@ impl Session {
                 }
                 let place = Place {
                     args: args.clone(),
-                    mode: asked.mode,
                     ticket: asked.ticket,
                     // As the table keeps it: a validity at the most.
                     expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
@@ -481,8 +480,13 @@ pub(super) fn end_places(
         };
         // The charge stays while the uid holds an entry there, or keeps a
         // place there under another ticket (counted by the connection that
-        // asked for it: the charge goes by uid and names, not by ticket).
-        if end.held || end.queued {
+        // asked for it: the charge goes by uid and names, not by ticket);
+        // what this place was charged beside the uid's entries goes.
+        if end.queued {
+            continue;
+        }
+        if end.held {
+            ledger.release_beside_if_charged_to(uid, &place.args.resources, conn);
             continue;
         }
         if beside_newer.get() {

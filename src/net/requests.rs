@@ -404,17 +404,13 @@ impl Session {
         } else {
             self.end_place(&args.uid)
         };
-        // Only a release that removed something frees the charge: one in
-        // the wrong mode removes nothing and must not make the entries
-        // free of charge. A place that was only waiting holds no entry: a
-        // release in its mode (or forced) leaves nothing of the uid.
-        let waited = place.as_ref().is_some_and(|p| match kind {
-            Kind::Write => p.mode == LockMode::Write,
-            Kind::Read => p.mode == LockMode::Read,
-            Kind::Force => true,
-        });
+        // Only a release that removed something frees the charge of its
+        // names: one in the wrong mode removes nothing and must not make
+        // the entries free of charge, even when it ends a place of the uid
+        // (whose charge `ended` below settles, by the place's own names,
+        // kept while the uid holds entries or another place there).
         let removed = matches!(result, Ok(true));
-        if (removed || (waited && result.is_ok())) && !args.uid.is_empty() {
+        if removed && !args.uid.is_empty() {
             let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);

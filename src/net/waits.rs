@@ -43,7 +43,6 @@ pub(crate) const WAITER_OVERHEAD: usize = 512;
 #[derive(Debug, Clone)]
 pub(crate) struct Place {
     pub(crate) args: LockArgs,
-    pub(crate) mode: LockMode,
     pub(crate) ticket: Ticket,
     /// When the lock table drops it, at the latest.
     pub(crate) expires: Instant,
@@ -281,7 +280,6 @@ mod tests {
                 source: "s".into(),
                 quorum: 1,
             },
-            mode: LockMode::Write,
             ticket,
             expires,
         }

