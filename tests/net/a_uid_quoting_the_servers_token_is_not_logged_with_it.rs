@@ -4,7 +4,7 @@
 //! secret the process holds for its lockers, "a lock server's own tokens"
 //! among them, in text a peer sends that the library shows, is shown as
 //! `***` (the server masks its tokens in a peer's first line it logs, as
-//! `an_http_probe_carrying_the_admin_token_is_not_logged_with_it` checks).
+//! `a_foreign_first_line_carrying_the_admin_token_is_not_logged_with_it` checks).
 //! The uid of a request is a peer's text too, up to 128 bytes of anything
 //! printable, and the lock table logs it as it came ("re-created entries
 //! on refresh in quarantine", uid = ...): a client configured with the
