@@ -10,17 +10,15 @@
 //! 5 s.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig};
+use quorum_lock::net::ServerConfig;
+use quorum_lock::LockerConfig;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::node::TOKEN;
+use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
     authenticate_as, closed_within, frame, lock_request, proclaim_request, read_frame, response,
     OP_LOCK, REPLY_BOOL, VERSION_3, VERSION_5,
@@ -29,27 +27,15 @@ use crate::wire::{
 const VALIDITY: Duration = Duration::from_secs(3);
 const IDLE: Duration = Duration::from_millis(300);
 
-/// A lock server of the scenes' validity and idle timeout: its address,
-/// its locker and its task.
-async fn server() -> (String, Arc<LocalLocker>, JoinHandle<()>) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+/// A lock server of the scenes' validity and idle timeout.
+async fn server() -> Node {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("an address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind loopback");
-    (addr.to_string(), locker, tokio::spawn(serve))
+    let locker = LockerConfig {
+        validity: VALIDITY,
+        quarantine: Duration::ZERO,
+    };
+    start_over(locker, config).await
 }
 
 async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
@@ -91,9 +77,9 @@ async fn scene(client: &mut TcpStream, what: &str, refused: impl AsyncFnOnce(&mu
 /// touched (`Ledger::reserve` sets `Usage::touched`), and `undo` left it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_lock_does_not_keep_an_expired_lock_counted_for_the_idle_close() {
-    let (addr, _, serving) = server().await;
+    let node = server().await;
     // Another client holds "theirs", refreshing it.
-    let (mut other, _) = authenticate_as(&addr, TOKEN, VERSION_3).await.unwrap();
+    let (mut other, _) = authenticate_as(&node.addr, TOKEN, VERSION_3).await.unwrap();
     let theirs = |id| lock_request(id, OP_LOCK, "theirs-uid", &["theirs"]);
     assert_eq!(call(&mut other, 1, &theirs(1)).await, [REPLY_BOOL, 1]);
     let refreshing = tokio::spawn(async move {
@@ -102,7 +88,7 @@ async fn a_refused_lock_does_not_keep_an_expired_lock_counted_for_the_idle_close
             let _ = call(&mut other, id, &theirs(id)).await;
         }
     });
-    let (mut client, _) = authenticate_as(&addr, TOKEN, VERSION_3).await.unwrap();
+    let (mut client, _) = authenticate_as(&node.addr, TOKEN, VERSION_3).await.unwrap();
     scene(&mut client, "request", async |client: &mut TcpStream| {
         let wants = lock_request(2, OP_LOCK, "wants-theirs", &["theirs"]);
         assert_eq!(
@@ -113,14 +99,14 @@ async fn a_refused_lock_does_not_keep_an_expired_lock_counted_for_the_idle_close
     })
     .await;
     refreshing.abort();
-    serving.abort();
 }
 
 /// Reproduces a past break: a refused proclamation touches its connection's charges as a kept one would (`undo_board` put back the bytes, not the touch), so a lock of the connection that expired without a release counts for the idle close a validity after the refusal, not after its last grant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_proclamation_does_not_keep_an_expired_lock_counted_for_the_idle_close() {
-    let (addr, locker, serving) = server().await;
-    let (mut client, _) = authenticate_as(&addr, TOKEN, VERSION_5).await.unwrap();
+    let node = server().await;
+    let locker = &node.locker;
+    let (mut client, _) = authenticate_as(&node.addr, TOKEN, VERSION_5).await.unwrap();
     scene(
         &mut client,
         "proclamation",
@@ -138,5 +124,4 @@ async fn a_refused_proclamation_does_not_keep_an_expired_lock_counted_for_the_id
         },
     )
     .await;
-    serving.abort();
 }

@@ -17,14 +17,13 @@
 //! Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::net::ServerConfig;
+use quorum_lock::{LockerConfig, NetLocker};
 use tokio::io::AsyncWriteExt;
 
-use crate::node::TOKEN;
+use crate::node::{start_over, TOKEN};
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, response, OP_LOCK, REPLY_BOOL,
 };
@@ -34,26 +33,16 @@ const IDLE: Duration = Duration::from_millis(200);
 
 #[tokio::test]
 async fn a_silent_client_whose_lock_expired_is_closed_for_idleness() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
-    let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("an address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let locker = LockerConfig {
+        validity: VALIDITY,
+        quarantine: Duration::ZERO,
+    };
+    let node = start_over(locker, config).await;
+    let locker = &node.locker;
 
-    let (mut stream, _) = authenticate(&addr.to_string(), TOKEN)
+    let (mut stream, _) = authenticate(&node.addr, TOKEN)
         .await
         .expect("authenticates");
     stream
@@ -77,7 +66,6 @@ async fn a_silent_client_whose_lock_expired_is_closed_for_idleness() {
         "the entry expired"
     );
     let closed = closed_within(&mut stream, 10 * IDLE).await;
-    serving.abort();
     closed.expect(
         "a silent connection whose only lock expired is closed within ten idle timeouts after",
     );
