@@ -481,11 +481,13 @@ pub(super) fn end_places(
         // The charge stays while the uid holds an entry there, or keeps a
         // place there under another ticket (counted by the connection that
         // asked for it: the charge goes by uid and names, not by ticket);
-        // what this place was charged beside the uid's entries goes.
+        // what this place was charged beside the uid's entries goes. The
+        // end looked only at the names it left; entries on the names a
+        // newer request of the uid kept count as much.
         if end.queued {
             continue;
         }
-        if end.held {
+        if end.held || locker.holds_any(&place.args) {
             ledger.release_beside_if_charged_to(uid, &place.args.resources, conn);
             continue;
         }
