@@ -314,9 +314,16 @@ async fn tls_with_a_custom_root_and_an_acl_user() {
         return;
     };
     let url = format!("rediss://bob:bob-pw-64@127.0.0.1:{}", server.port());
+    // This test checks trust and credentials, not speed: a debug build's
+    // TLS handshake beside CI's background release builds once took past
+    // the default 5 s call timeout, so each call here may take a minute.
+    let patient = RedisConfig {
+        call_timeout: Duration::from_secs(60),
+        ..config(Duration::from_secs(5), Duration::ZERO)
+    };
     let trusted = RedisConfig {
         tls_root_cert: Some(cert.as_bytes().to_vec()),
-        ..config(Duration::from_secs(5), Duration::ZERO)
+        ..patient.clone()
     };
     let redis = RedisLocker::connect(&url, trusted)
         .await
@@ -327,9 +334,7 @@ async fn tls_with_a_custom_root_and_an_acl_user() {
 
     // Without the root the certificate is not trusted; the error still
     // keeps the password to itself.
-    let err = RedisLocker::connect(&url, config(Duration::from_secs(5), Duration::ZERO))
-        .await
-        .unwrap_err();
+    let err = RedisLocker::connect(&url, patient).await.unwrap_err();
     assert!(!err.to_string().contains("bob-pw-64"), "{err}");
     drop(server);
     let _ = std::fs::remove_dir_all(&scratch);
