@@ -36,6 +36,20 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
+    /// Whether `args.uid` holds every resource of `args.resources`, each in
+    /// either mode. The lock server asks when a place charged as a set of
+    /// its own ends beside entries of its uid: only a uid holding all of its
+    /// names may hold them by a grant of that set.
+    pub(crate) fn holds_every(&self, args: &LockArgs) -> bool {
+        self.with_shards(args, |set, _, _| {
+            args.resources
+                .iter()
+                .enumerate()
+                .all(|(pos, r)| set.shard(pos).holds_any(r, &args.uid))
+        })
+        .unwrap_or(true)
+    }
+
     /// Whether `args.uid` keeps a place in line on any resource of
     /// `args.resources`, under any ticket. The lock server asks before it
     /// drops the charge of names a refresh found none of held: a place

@@ -182,6 +182,11 @@ pub(crate) enum Reserved {
 pub(crate) struct Before {
     at: Instant,
     conn: u64,
+    /// The connection the uid was charged to, which the reservation moved
+    /// the charge from when it was another: a refused request over one
+    /// connection takes nothing and refreshes nothing, so the uid's locks
+    /// stay counted where they were.
+    from: Option<u64>,
     charge: Option<Instant>,
     usage: Option<Instant>,
 }
@@ -598,14 +603,27 @@ impl Inner {
         Before {
             at: now,
             conn,
+            from: self.charges.get(uid).map(|c| c.conn),
             charge: self.charges.get(uid).map(|c| c.touched),
             usage: self.usage.get(&conn).and_then(|u| u.touched),
         }
     }
 
-    /// Puts back the touch times of `before`, where nothing touched them
-    /// since.
+    /// Puts back the touch times of `before`, and the connection the charge
+    /// was moved from, where nothing touched them since. The charge goes
+    /// back only to a connection still open (one that closed has no usage
+    /// left to count it in: the charge stays where it is, counted in the
+    /// total, as a closed connection's charges are).
     fn untouch(&mut self, uid: &str, before: Before) {
+        if let Some(charge) = self.charges.get(uid)
+            && charge.touched == before.at
+            && charge.conn == before.conn
+            && let Some(from) = before.from
+            && from != before.conn
+            && self.usage.contains_key(&from)
+        {
+            self.move_charge(uid, from);
+        }
         if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.charge)
             && charge.touched == before.at
         {
@@ -623,21 +641,31 @@ impl Inner {
             return false;
         };
         charge.touched = now;
-        if charge.conn != conn {
-            let (old, bytes) = (charge.conn, charge.bytes());
-            charge.conn = conn;
-            if let Some(usage) = self.usage.get_mut(&old) {
-                usage.locks = usage.locks.saturating_sub(1);
-                usage.bytes = usage.bytes.saturating_sub(bytes);
-            }
-            let usage = self.usage.entry(conn).or_default();
-            usage.locks += 1;
-            usage.bytes += bytes;
-        }
+        self.move_charge(uid, conn);
         if let Some(usage) = self.usage.get_mut(&conn) {
             usage.touched = Some(now);
         }
         true
+    }
+
+    /// Counts the charge of `uid` against `conn` from now on, and no longer
+    /// against the connection it was charged to.
+    fn move_charge(&mut self, uid: &str, conn: u64) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        if charge.conn == conn {
+            return;
+        }
+        let (old, bytes) = (charge.conn, charge.bytes());
+        charge.conn = conn;
+        if let Some(usage) = self.usage.get_mut(&old) {
+            usage.locks = usage.locks.saturating_sub(1);
+            usage.bytes = usage.bytes.saturating_sub(bytes);
+        }
+        let usage = self.usage.entry(conn).or_default();
+        usage.locks += 1;
+        usage.bytes += bytes;
     }
 
     /// Removes what `gone` says of the charge of `uid`.

@@ -202,6 +202,7 @@ impl Session {
                     ticket: asked.ticket,
                     // As the table keeps it: a validity at the most.
                     expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
+                    own_charge: matches!(reserved, Reserved::Added(..)),
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
@@ -487,7 +488,13 @@ pub(super) fn end_places(
         if end.queued {
             continue;
         }
-        if end.held || locker.holds_any(&place.args) {
+        // A place charged as a set of its own, though, pays for no entry
+        // unless its uid holds every one of its names (its set was granted
+        // while it stood): entries on some of them are charged as the sets
+        // they were granted with, and a charge kept for them would last as
+        // long as the uid refreshes those.
+        let entries_charged_apart = || place.own_charge && !locker.holds_every(&place.args);
+        if (end.held || locker.holds_any(&place.args)) && !entries_charged_apart() {
             ledger.release_beside_if_charged_to(uid, &place.args.resources, conn);
             continue;
         }

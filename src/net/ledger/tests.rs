@@ -200,3 +200,40 @@ async fn a_place_beside_its_uids_entries_is_charged_apart_and_released_with_them
     );
     assert_eq!(l.usage(1).locks, 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_request_leaves_its_uids_charge_with_the_connection_it_was_on() {
+    let (a, b) = (
+        lock_bytes(&args("u", &["a"])),
+        lock_bytes(&args("u", &["b"])),
+    );
+    let l = ledger(1 << 20, 1 << 20);
+    l.reserve(1, &args("u", &["a"])).unwrap();
+    l.reserve(2, &args("v", &["z"])).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A new set over connection 2, refused: the charge goes back.
+    let added = l.reserve(2, &args("u", &["b"])).unwrap();
+    assert_eq!(l.owner("u"), Some(2), "reserved over 2");
+    assert_eq!(l.usage(2).bytes, a + b + lock_bytes(&args("v", &["z"])));
+    l.undo("u", added);
+    assert_eq!(l.owner("u"), Some(1));
+    let (one, two) = (l.usage(1), l.usage(2));
+    assert_eq!((one.locks, one.bytes), (1, a));
+    assert_eq!(two.locks, 1, "v's lock only");
+    // The set already charged, asked over 2 and refused: the same.
+    let already = l.reserve(2, &args("u", &["a"])).unwrap();
+    assert!(matches!(already, Reserved::Already(_)));
+    l.undo("u", already);
+    assert_eq!(l.owner("u"), Some(1));
+    // Touched over 2 after the reservation (a refresh there): it stays.
+    let added = l.reserve(2, &args("u", &["b"])).unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(l.touch(2, "u"));
+    l.undo("u", added);
+    assert_eq!(l.owner("u"), Some(2));
+    // Moved from a connection that closed since: it stays where it is.
+    let added = l.reserve(1, &args("u", &["b"])).unwrap();
+    l.close(2);
+    l.undo("u", added);
+    assert_eq!(l.owner("u"), Some(1));
+}
