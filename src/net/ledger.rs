@@ -102,8 +102,8 @@ struct Inner {
 struct Charge {
     conn: u64,
     touched: Instant,
-    /// (hash of the resource set, bytes), one per distinct set granted.
-    sets: Vec<(u64, usize)>,
+    /// One per distinct set of names charged.
+    sets: Vec<SetCharge>,
     /// What the uid keeps on the election boards, by the hash of its one
     /// resource; empty for plain locks.
     boards: Vec<(Board, u64, usize)>,
@@ -120,13 +120,38 @@ impl Charge {
     }
 
     fn bytes(&self) -> usize {
-        let sets: usize = self.sets.iter().map(|(_, b)| b).sum();
+        let sets: usize = self.sets.iter().map(|set| set.bytes).sum();
         sets + self.boards.iter().map(|(_, _, b)| b).sum::<usize>()
     }
 
     fn is_empty(&self) -> bool {
         self.sets.is_empty() && self.boards.is_empty()
     }
+}
+
+/// The charge of one set of names of a uid.
+#[derive(Debug, Clone, Copy)]
+struct SetCharge {
+    /// The set's hash ([`Ledger::set_hash`]).
+    hash: u64,
+    bytes: usize,
+    /// Charged for a place in line and never granted since: the charge
+    /// pays for the place alone, not for entries of the uid that stand on
+    /// some of its names (those were granted as other sets, charged as
+    /// such), and goes with the place. A grant of the set, by a lock call
+    /// or a place granted, clears it.
+    for_place: bool,
+}
+
+/// What a reservation charges for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// A lock call about to be granted (or a refresh re-creating entries).
+    Grant,
+    /// A refresh of entries that stand: it grants nothing.
+    Refresh,
+    /// A place in line.
+    Place,
 }
 
 /// What [`Inner::remove`] takes off a uid's charge.
@@ -166,8 +191,10 @@ pub(crate) struct Over {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reserved {
     /// The uid already had this resource set charged; the reservation
-    /// touched its charge and its connection's usage as they stood before.
-    Already(Before),
+    /// touched its charge and its connection's usage as they stood before,
+    /// and, when `true`, took the set for a grant where it was charged for
+    /// a place alone ([`SetCharge::for_place`]).
+    Already(Before, bool),
     /// A new set was charged under this hash, touching the uid's charge
     /// and its connection's usage as they stood before.
     Added(u64, Before),
@@ -182,6 +209,8 @@ pub(crate) enum Reserved {
 pub(crate) struct Before {
     at: Instant,
     conn: u64,
+    /// The hash of the set reserved (0 for an election board's record).
+    set: u64,
     /// The connection the uid was charged to, which the reservation moved
     /// the charge from when it was another: a refused request over one
     /// connection takes nothing and refreshes nothing, so the uid's locks
@@ -211,7 +240,20 @@ impl Ledger {
     /// Charges the lock `args` to connection `conn` before it is granted,
     /// or says which limit it would break and what to do.
     pub(crate) fn reserve(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
-        self.reserve_as(conn, args, self.set_hash(&args.resources))
+        self.reserve_as(conn, args, self.set_hash(&args.resources), Purpose::Grant)
+    }
+
+    /// [`reserve`](Self::reserve) for a refresh of entries that stand,
+    /// which grants nothing: a set charged for a place alone stays so.
+    pub(crate) fn reserve_refresh(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
+        self.reserve_as(conn, args, self.set_hash(&args.resources), Purpose::Refresh)
+    }
+
+    /// [`reserve`](Self::reserve) for a place in line that `args.uid` is
+    /// about to ask for: a set it newly charges pays for the place alone
+    /// until the set is granted ([`granted_set`](Self::granted_set)).
+    pub(crate) fn reserve_place(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
+        self.reserve_as(conn, args, self.set_hash(&args.resources), Purpose::Place)
     }
 
     /// Charges, as [`reserve`](Self::reserve) charges a lock, the place in
@@ -221,19 +263,34 @@ impl Ledger {
     /// name, where the charge of the set pays for one of them. The release
     /// of the set gives both back (it ends the place too).
     pub(crate) fn reserve_beside(&self, conn: u64, args: &LockArgs) -> Result<Reserved, Over> {
-        self.reserve_as(conn, args, beside(self.set_hash(&args.resources)))
+        let hash = beside(self.set_hash(&args.resources));
+        self.reserve_as(conn, args, hash, Purpose::Place)
     }
 
-    fn reserve_as(&self, conn: u64, args: &LockArgs, hash: u64) -> Result<Reserved, Over> {
+    fn reserve_as(
+        &self,
+        conn: u64,
+        args: &LockArgs,
+        hash: u64,
+        purpose: Purpose,
+    ) -> Result<Reserved, Over> {
         let now = Instant::now();
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
-        let before = inner.touches(&args.uid, conn, now);
-        if let Some(charge) = inner.charges.get(&args.uid)
-            && charge.sets.iter().any(|(h, _)| *h == hash)
-        {
+        let before = inner.touches(&args.uid, conn, hash, now);
+        let found = inner
+            .charges
+            .get_mut(&args.uid)
+            .and_then(|charge| charge.sets.iter_mut().find(|set| set.hash == hash))
+            .map(|set| {
+                // A grant takes a set charged for a place for its entries.
+                let taken = purpose == Purpose::Grant && set.for_place;
+                set.for_place &= !taken;
+                taken
+            });
+        if let Some(taken) = found {
             inner.adopt(&args.uid, conn, now);
-            return Ok(Reserved::Already(before));
+            return Ok(Reserved::Already(before, taken));
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         inner.admit(&self.limits, conn, bytes, new_uid, now)?;
@@ -242,7 +299,11 @@ impl Ledger {
             .charges
             .entry(args.uid.clone())
             .or_insert_with(|| Charge::new(conn, now));
-        charge.sets.push((hash, bytes));
+        charge.sets.push(SetCharge {
+            hash,
+            bytes,
+            for_place: purpose == Purpose::Place,
+        });
         inner.total += bytes;
         let usage = inner.usage.entry(conn).or_default();
         usage.bytes += bytes;
@@ -282,7 +343,7 @@ impl Ledger {
         if grow > 0 || new_uid {
             inner.admit(&self.limits, conn, grow, new_uid, now)?;
         }
-        let touched = inner.touches(&args.uid, conn, now);
+        let touched = inner.touches(&args.uid, conn, 0, now);
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -325,7 +386,18 @@ impl Ledger {
     pub(crate) fn undo(&self, uid: &str, reserved: Reserved) {
         let mut inner = self.inner();
         let before = match reserved {
-            Reserved::Already(before) => before,
+            Reserved::Already(before, taken) => {
+                // Given back to the place alone, unless something touched
+                // the uid since (a grant among it).
+                if taken
+                    && let Some(charge) = inner.charges.get_mut(uid)
+                    && charge.touched == before.at
+                    && let Some(set) = charge.sets.iter_mut().find(|s| s.hash == before.set)
+                {
+                    set.for_place = true;
+                }
+                before
+            }
             Reserved::Added(hash, before) => {
                 inner.remove(uid, Gone::Reserved(hash));
                 before
@@ -345,10 +417,41 @@ impl Ledger {
             return;
         };
         charge.touched = now;
+        // The push does not say which set: every set of the uid may pay
+        // for entries from now (at worst a place's charge stays as long as
+        // the uid's locks, counting too much, never too little).
+        for set in &mut charge.sets {
+            set.for_place = false;
+        }
         let conn = charge.conn;
         if let Some(usage) = inner.usage.get_mut(&conn) {
             usage.touched = Some(now);
         }
+    }
+
+    /// The lock table granted `args.uid` the set of `args` it waited for,
+    /// when it asked again: the set's charge pays for its entries now.
+    pub(crate) fn granted_set(&self, args: &LockArgs) {
+        let hash = self.set_hash(&args.resources);
+        let mut inner = self.inner();
+        if let Some(charge) = inner.charges.get_mut(&args.uid)
+            && let Some(set) = charge.sets.iter_mut().find(|set| set.hash == hash)
+        {
+            set.for_place = false;
+        }
+    }
+
+    /// Whether `args.uid`'s charge for the set of `args` was made for a
+    /// place in line and the set never granted since: it pays for no
+    /// entry ([`SetCharge::for_place`]).
+    pub(crate) fn for_place_alone(&self, args: &LockArgs) -> bool {
+        let hash = self.set_hash(&args.resources);
+        self.inner().charges.get(&args.uid).is_some_and(|charge| {
+            charge
+                .sets
+                .iter()
+                .any(|set| set.hash == hash && set.for_place)
+        })
     }
 
     /// Records that `uid` was refreshed (or re-granted) over `conn` just now.
@@ -367,7 +470,7 @@ impl Ledger {
         self.inner()
             .charges
             .get(&args.uid)
-            .is_some_and(|charge| charge.sets.iter().any(|(h, _)| *h == hash))
+            .is_some_and(|charge| charge.sets.iter().any(|set| set.hash == hash))
     }
 
     /// Drops the charge of `uid` for `resources` after a release; with
@@ -599,10 +702,11 @@ impl Inner {
     /// lock was granted, which the move does not change.
     /// The touch times that an [`adopt`](Self::adopt) of `uid` over
     /// `conn` at `now` is about to replace.
-    fn touches(&self, uid: &str, conn: u64, now: Instant) -> Before {
+    fn touches(&self, uid: &str, conn: u64, set: u64, now: Instant) -> Before {
         Before {
             at: now,
             conn,
+            set,
             from: self.charges.get(uid).map(|c| c.conn),
             charge: self.charges.get(uid).map(|c| c.touched),
             usage: self.usage.get(&conn).and_then(|u| u.touched),
@@ -676,13 +780,13 @@ impl Inner {
         let before = charge.bytes();
         match gone {
             Gone::Reserved(hash) => {
-                charge.sets.retain(|(h, _)| *h != hash);
+                charge.sets.retain(|set| set.hash != hash);
                 fit_list(&mut charge.sets);
             }
             Gone::Set(hash) => {
                 charge
                     .sets
-                    .retain(|(h, _)| *h != hash && *h != beside(hash));
+                    .retain(|set| set.hash != hash && set.hash != beside(hash));
                 fit_list(&mut charge.sets);
                 // A proclamation lives as long as the entry it was made
                 // with: released with the lock on its one resource.

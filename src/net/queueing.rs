@@ -128,14 +128,14 @@ impl Session {
         let _asking = Asking::new(&self.waits, args, asked.ticket);
         let ledger = &self.server.ledger;
         let reserved = ledger
-            .reserve(self.id, args)
+            .reserve_place(self.id, args)
             .map_err(|over| Refusal::Reply(self.over(over)))?;
         let locker = &*self.server.locker;
         // A set already charged may pay for the uid's own entries on these
         // names (a read lock, waiting for the write lock): the place the
         // table keeps beside them is charged apart.
         let beside = match reserved {
-            Reserved::Already(_) if locker.holds_any(args) => {
+            Reserved::Already(..) if locker.holds_any(args) => {
                 match ledger.reserve_beside(self.id, args) {
                     Ok(beside) => Some(beside),
                     Err(over) => {
@@ -176,6 +176,8 @@ impl Session {
         };
         match (reply, asked.push) {
             (WaitReply::Granted, _) => {
+                // The set's charge pays for the entries now, not a place.
+                ledger.granted_set(args);
                 undo_beside();
                 // The table ended this waiter's places, under any uid.
                 let superseded = self.waits().supersede(args, asked.ticket);
@@ -202,7 +204,6 @@ impl Session {
                     ticket: asked.ticket,
                     // As the table keeps it: a validity at the most.
                     expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
-                    own_charge: matches!(reserved, Reserved::Added(..)),
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
@@ -488,12 +489,14 @@ pub(super) fn end_places(
         if end.queued {
             continue;
         }
-        // A place charged as a set of its own, though, pays for no entry
-        // unless its uid holds every one of its names (its set was granted
-        // while it stood): entries on some of them are charged as the sets
-        // they were granted with, and a charge kept for them would last as
-        // long as the uid refreshes those.
-        let entries_charged_apart = || place.own_charge && !locker.holds_every(&place.args);
+        // A set charged for a place and never granted since, though, pays
+        // for no entry: entries of the uid on its names were granted as
+        // other sets, charged as those, and a charge kept for them would
+        // last as long as the uid refreshes them. (Unless the uid holds
+        // every name: a grant of the set pushed to the place an instant
+        // before its end may not have reached the ledger yet.)
+        let entries_charged_apart =
+            || ledger.for_place_alone(&place.args) && !locker.holds_every(&place.args);
         if (end.held || locker.holds_any(&place.args)) && !entries_charged_apart() {
             ledger.release_beside_if_charged_to(uid, &place.args.resources, conn);
             continue;

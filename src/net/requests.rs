@@ -537,7 +537,7 @@ impl Session {
             // entries it refreshed, uncharged, are refused their next
             // refresh as well and expire within the validity.
             None if kept || refreshed => {
-                if let Err(over) = ledger.reserve(self.id, &args) {
+                if let Err(over) = ledger.reserve_refresh(self.id, &args) {
                     return self.refused_refresh(over);
                 }
             }

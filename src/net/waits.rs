@@ -46,11 +46,6 @@ pub(crate) struct Place {
     pub(crate) ticket: Ticket,
     /// When the lock table drops it, at the latest.
     pub(crate) expires: Instant,
-    /// The ledger's charge of this set of names was made for the place
-    /// (its reservation added it, or that of the same waiter's earlier
-    /// request for the same names, which this one renews), not for entries
-    /// of the uid charged before it: see `end_places`.
-    pub(crate) own_charge: bool,
 }
 
 /// A version-2 poller: the same owner asking for the same resources in
@@ -157,13 +152,7 @@ impl Waits {
     /// Records that the lock table keeps a place for `place.args.uid`.
     /// Returns the places of the same waiter that it supersedes: see
     /// [`supersede`](Self::supersede).
-    pub(crate) fn queued(&mut self, mut place: Place) -> Vec<Place> {
-        // A renewal finds the set charged (by the place it renews).
-        if let Some(old) = self.places.get(&place.args.uid)
-            && old.args.resources == place.args.resources
-        {
-            place.own_charge |= old.own_charge;
-        }
+    pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
         let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
         self.places.insert(place.args.uid.clone(), place);
@@ -293,7 +282,6 @@ mod tests {
             },
             ticket,
             expires,
-            own_charge: false,
         }
     }
 

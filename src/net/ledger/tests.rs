@@ -34,7 +34,7 @@ async fn charges_follow_grants_releases_and_lapses() {
     ));
     assert!(matches!(
         l.reserve(1, &args("u1", &["a"])),
-        Ok(Reserved::Already(_))
+        Ok(Reserved::Already(..))
     ));
     l.reserve(1, &args("u2", &["b"])).unwrap();
     l.reserve(1, &args("u3", &["c"])).unwrap();
@@ -167,7 +167,7 @@ async fn a_refused_request_for_a_set_already_charged_puts_back_its_touch() {
     let granted = l.usage(1).touched;
     tokio::time::sleep(Duration::from_secs(59)).await;
     let again = l.reserve(1, &lock).unwrap();
-    assert!(matches!(again, Reserved::Already(_)));
+    assert!(matches!(again, Reserved::Already(..)));
     assert_ne!(l.usage(1).touched, granted, "a reservation touches");
     l.undo(&lock.uid, again);
     assert_eq!(l.usage(1).touched, granted);
@@ -222,7 +222,7 @@ async fn a_refused_request_leaves_its_uids_charge_with_the_connection_it_was_on(
     assert_eq!(two.locks, 1, "v's lock only");
     // The set already charged, asked over 2 and refused: the same.
     let already = l.reserve(2, &args("u", &["a"])).unwrap();
-    assert!(matches!(already, Reserved::Already(_)));
+    assert!(matches!(already, Reserved::Already(..)));
     l.undo("u", already);
     assert_eq!(l.owner("u"), Some(1));
     // Touched over 2 after the reservation (a refresh there): it stays.
@@ -236,4 +236,35 @@ async fn a_refused_request_leaves_its_uids_charge_with_the_connection_it_was_on(
     l.close(2);
     l.undo("u", added);
     assert_eq!(l.owner("u"), Some(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_set_charged_for_a_place_pays_for_entries_once_granted() {
+    let l = ledger(1 << 20, 1 << 20);
+    let both = args("u", &["a", "b"]);
+    l.reserve_place(1, &both).unwrap();
+    assert!(l.for_place_alone(&both));
+    // Renewed, over this connection or another: still the place's.
+    l.reserve_place(2, &both).unwrap();
+    assert!(l.for_place_alone(&both));
+    // A refresh grants nothing.
+    l.reserve_refresh(2, &both).unwrap();
+    assert!(l.for_place_alone(&both));
+    // A lock call that is refused gives the set back to the place.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let refused = l.reserve(2, &both).unwrap();
+    assert!(!l.for_place_alone(&both));
+    l.undo("u", refused);
+    assert!(l.for_place_alone(&both));
+    // Granted when the waiter asked again, or by a push, or by a lock call.
+    l.granted_set(&both);
+    assert!(!l.for_place_alone(&both));
+    let other = args("u", &["c"]);
+    l.reserve_place(2, &other).unwrap();
+    l.granted("u");
+    assert!(!l.for_place_alone(&other));
+    let third = args("u", &["d"]);
+    l.reserve_place(2, &third).unwrap();
+    l.reserve(2, &third).unwrap();
+    assert!(!l.for_place_alone(&third));
 }
