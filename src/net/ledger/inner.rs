@@ -1,0 +1,273 @@
+//! The ledger's bookkeeping under its mutex: admission against the
+//! limits, the touch times a refused call puts back, moving a uid's charge
+//! between connections, and dropping what a release or a lapse ends.
+//! Invariants: `total` is the sum of every charge's bytes, and each open
+//! connection's usage counts the charges whose `conn` it is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{
+    beside, fit_list, prune_after, Before, Board, BoardReserved, Gone, Inner, Limits, Over,
+};
+use crate::local::{map_shrunk, map_sparse};
+use crate::net::labels::Limit;
+
+impl Inner {
+    /// Whether `bytes` more fit for `conn`, after pruning lapsed charges
+    /// when they do not and a prune is due.
+    pub(super) fn admit(
+        &mut self,
+        limits: &Limits,
+        conn: u64,
+        bytes: usize,
+        new_uid: bool,
+        now: Instant,
+    ) -> Result<(), Over> {
+        if let Err(reason) = self.admits(limits, conn, bytes, new_uid) {
+            let due = self.next_prune.is_none_or(|at| now >= at);
+            if !due {
+                return Err(reason);
+            }
+            self.prune(now, limits.lapse);
+            self.next_prune = Some(prune_after(now, limits.validity));
+            self.admits(limits, conn, bytes, new_uid)?;
+        }
+        Ok(())
+    }
+
+    /// Puts a board record back as it was before `reserved`.
+    pub(super) fn set_board(&mut self, uid: &str, reserved: BoardReserved) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        let BoardReserved {
+            board,
+            hash,
+            before,
+            ..
+        } = reserved;
+        let at = charge
+            .boards
+            .iter()
+            .position(|(b, h, _)| *b == board && *h == hash);
+        let Some(at) = at else { return };
+        let now = charge.boards[at].2;
+        let freed = match before {
+            Some(bytes) => {
+                charge.boards[at].2 = bytes.min(now);
+                now - charge.boards[at].2
+            }
+            None => {
+                let freed = charge.boards.swap_remove(at).2;
+                fit_list(&mut charge.boards);
+                freed
+            }
+        };
+        let (conn, gone) = (charge.conn, charge.is_empty());
+        if gone {
+            self.charges.remove(uid);
+        }
+        self.total -= freed;
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.bytes = usage.bytes.saturating_sub(freed);
+            usage.locks = usage.locks.saturating_sub(usize::from(gone));
+        }
+        self.fit();
+    }
+
+    pub(super) fn admits(
+        &self,
+        limits: &Limits,
+        conn: u64,
+        bytes: usize,
+        new_uid: bool,
+    ) -> Result<(), Over> {
+        let usage = self.usage.get(&conn).copied().unwrap_or_default();
+        let over = |limit, message| Err(Over { limit, message });
+        if new_uid && usage.locks >= limits.locks_per_connection {
+            return over(
+                Limit::EntriesPerConnection,
+                format!(
+                    "this connection already holds {} locks; release some first",
+                    limits.locks_per_connection
+                ),
+            );
+        }
+        if usage.bytes + bytes > limits.bytes_per_connection {
+            return over(
+                Limit::BytesPerConnection,
+                format!(
+                    "this connection's locks would take {} bytes on the server, over its limit \
+                     of {} bytes; release some locks or use fewer or shorter names",
+                    usage.bytes + bytes,
+                    limits.bytes_per_connection
+                ),
+            );
+        }
+        if self.total + bytes > limits.total_bytes {
+            return over(
+                Limit::LockBytes,
+                format!(
+                    "the server's lock table is full ({} of {} bytes); try again later",
+                    self.total, limits.total_bytes
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// Marks `uid` touched now and moves its charge to `conn`. Returns
+    /// whether it was charged.
+    ///
+    /// `conn`'s own limits are not checked: the move comes with a refresh
+    /// (a holder that reconnected, say), refusing it would cost the holder
+    /// its lock, and the charge was counted in the table's total when the
+    /// lock was granted, which the move does not change.
+    /// The touch times that an [`adopt`](Self::adopt) of `uid` over
+    /// `conn` at `now` is about to replace.
+    pub(super) fn touches(&self, uid: &str, conn: u64, set: u64, now: Instant) -> Before {
+        Before {
+            at: now,
+            conn,
+            set,
+            from: self.charges.get(uid).map(|c| c.conn),
+            charge: self.charges.get(uid).map(|c| c.touched),
+            usage: self.usage.get(&conn).and_then(|u| u.touched),
+        }
+    }
+
+    /// Puts back the touch times of `before`, and the connection the charge
+    /// was moved from, where nothing touched them since. The charge goes
+    /// back only to a connection still open (one that closed has no usage
+    /// left to count it in: the charge stays where it is, counted in the
+    /// total, as a closed connection's charges are).
+    pub(super) fn untouch(&mut self, uid: &str, before: Before) {
+        if let Some(charge) = self.charges.get(uid)
+            && charge.touched == before.at
+            && charge.conn == before.conn
+            && let Some(from) = before.from
+            && from != before.conn
+            && self.usage.contains_key(&from)
+        {
+            self.move_charge(uid, from);
+        }
+        if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.charge)
+            && charge.touched == before.at
+        {
+            charge.touched = at;
+        }
+        if let Some(usage) = self.usage.get_mut(&before.conn)
+            && usage.touched == Some(before.at)
+        {
+            usage.touched = before.usage;
+        }
+    }
+
+    pub(super) fn adopt(&mut self, uid: &str, conn: u64, now: Instant) -> bool {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return false;
+        };
+        charge.touched = now;
+        self.move_charge(uid, conn);
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.touched = Some(now);
+        }
+        true
+    }
+
+    /// Counts the charge of `uid` against `conn` from now on, and no longer
+    /// against the connection it was charged to.
+    pub(super) fn move_charge(&mut self, uid: &str, conn: u64) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        if charge.conn == conn {
+            return;
+        }
+        let (old, bytes) = (charge.conn, charge.bytes());
+        charge.conn = conn;
+        if let Some(usage) = self.usage.get_mut(&old) {
+            usage.locks = usage.locks.saturating_sub(1);
+            usage.bytes = usage.bytes.saturating_sub(bytes);
+        }
+        let usage = self.usage.entry(conn).or_default();
+        usage.locks += 1;
+        usage.bytes += bytes;
+    }
+
+    /// Removes what `gone` says of the charge of `uid`.
+    pub(super) fn remove(&mut self, uid: &str, gone: Gone) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        let before = charge.bytes();
+        match gone {
+            Gone::Reserved(hash) => {
+                charge.sets.retain(|set| set.hash != hash);
+                fit_list(&mut charge.sets);
+            }
+            Gone::Set(hash) => {
+                charge
+                    .sets
+                    .retain(|set| set.hash != hash && set.hash != beside(hash));
+                fit_list(&mut charge.sets);
+                // A proclamation lives as long as the entry it was made
+                // with: released with the lock on its one resource.
+                charge
+                    .boards
+                    .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
+                fit_list(&mut charge.boards);
+            }
+            // Every lock of the uid, and with them its proclamations;
+            // its watches live on in the locker until they fire or their
+            // ttl runs out, and stay charged until the uid lapses.
+            Gone::Locks => {
+                charge.sets.clear();
+                charge.boards.retain(|(b, _, _)| *b == Board::Watch);
+            }
+            Gone::All => {
+                charge.sets.clear();
+                charge.boards.clear();
+            }
+        }
+        let freed = before - charge.bytes();
+        let (conn, gone) = (charge.conn, charge.is_empty());
+        if gone {
+            self.charges.remove(uid);
+        }
+        self.total -= freed;
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.bytes = usage.bytes.saturating_sub(freed);
+            usage.locks = usage.locks.saturating_sub(usize::from(gone));
+        }
+        self.fit();
+    }
+
+    /// Gives back the maps' room once they are sparse, as the lock table's
+    /// maps do (see [`KEPT`]): O(1) amortised.
+    pub(super) fn fit(&mut self) {
+        if map_sparse(self.charges.len(), self.charges.capacity()) {
+            self.charges.shrink_to(map_shrunk(self.charges.len()));
+        }
+        if map_sparse(self.usage.len(), self.usage.capacity()) {
+            self.usage.shrink_to(map_shrunk(self.usage.len()));
+        }
+    }
+
+    /// Drops every charge nothing touched for the lapse: the locker has
+    /// expired those entries.
+    pub(super) fn prune(&mut self, now: Instant, lapse: Duration) {
+        let lapsed: Vec<Arc<str>> = self
+            .charges
+            .iter()
+            .filter(|(_, c)| now.saturating_duration_since(c.touched) >= lapse)
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in lapsed {
+            self.remove(&uid, Gone::All);
+        }
+    }
+}
