@@ -1,0 +1,84 @@
+//! docs/lock-servers.md, "Connection slots": a connection silent for
+//! `idle_timeout` that holds nothing is closed, and "a lock that expired
+//! without a release counts for the validity after it was last granted or
+//! refreshed, then no more".
+//!
+//! A server over a locker of a 3 s validity, idle timeout 300 ms. A raw
+//! client takes a lock on "mine" at `granted`; 2.5 s later it takes a lock
+//! of another uid on "other" and releases it at once, then falls silent.
+//! Its lock on "mine" expires unreleased at `granted` + 3 s: from then it
+//! holds nothing, and it should be closed within a few idle timeouts. The
+//! ledger judges the connection by when any of its charges was last made
+//! or touched (`Usage::touched`, stamped by the lock on "other", whose
+//! charge is gone with its release), so the expired lock on "mine" counts
+//! until a validity after that other lock: `granted` + 5.5 s. Bounded:
+//! each wait 5 s.
+#![cfg(feature = "net")]
+
+use std::time::Duration;
+
+use quorum_lock::net::ServerConfig;
+use quorum_lock::LockerConfig;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use crate::node::{start_over, TOKEN};
+use crate::wire::{
+    authenticate_as, closed_within, frame, lock_request, read_frame, response, OP_LOCK, OP_UNLOCK,
+    REPLY_BOOL, VERSION_6,
+};
+
+const VALIDITY: Duration = Duration::from_secs(3);
+const IDLE: Duration = Duration::from_millis(300);
+
+async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
+    stream.write_all(&frame(payload)).await.expect("sent");
+    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 64 * 1024))
+        .await
+        .expect("answered in time")
+        .expect("a reply");
+    let (got, body) = response(&reply);
+    assert_eq!(got, id);
+    body.to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_lock_does_not_make_an_expired_lock_count_longer() {
+    let mut config = ServerConfig::new(TOKEN);
+    config.idle_timeout = Some(IDLE);
+    let locker = LockerConfig {
+        validity: VALIDITY,
+        quarantine: Duration::ZERO,
+    };
+    let node = start_over(locker, config).await;
+    let (mut client, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let granted = Instant::now();
+    assert_eq!(
+        call(
+            &mut client,
+            1,
+            &lock_request(1, OP_LOCK, "mine-uid", &["mine"])
+        )
+        .await,
+        [REPLY_BOOL, 1]
+    );
+    tokio::time::sleep_until(granted + Duration::from_millis(2_500)).await;
+    let other = |id, op| lock_request(id, op, "other-uid", &["other"]);
+    assert_eq!(
+        call(&mut client, 2, &other(2, OP_LOCK)).await,
+        [REPLY_BOOL, 1]
+    );
+    assert_eq!(
+        call(&mut client, 3, &other(3, OP_UNLOCK)).await,
+        [REPLY_BOOL, 1]
+    );
+    // Silent from here. Its lock on "mine" expires at `granted` + 3 s.
+    let closed = closed_within(&mut client, Duration::from_millis(2_000)).await;
+    assert!(
+        closed.is_ok(),
+        "{:?} after its lock on \"mine\" was granted (validity 3 s, idle timeout 300 ms), a \
+         silent connection whose lock expired, and whose other lock it released, is still open",
+        granted.elapsed()
+    );
+}
