@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::LocalLocker;
+use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode};
 
 impl LocalLocker {
@@ -36,16 +37,16 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
-    /// Whether `args.uid` holds every resource of `args.resources`, each in
-    /// either mode. The lock server asks when a place charged as a set of
-    /// its own ends beside entries of its uid: only a uid holding all of its
-    /// names may hold them by a grant of that set.
-    pub(crate) fn holds_every(&self, args: &LockArgs) -> bool {
+    /// Whether `args.uid` holds any resource of `args.resources` by a grant
+    /// of its wait under `ticket`. The lock server asks when a place whose
+    /// set was charged for it alone ends beside entries of its uid: only
+    /// entries granted to that wait may be paid for by the set's charge.
+    pub(crate) fn holds_granted_to(&self, args: &LockArgs, ticket: Ticket) -> bool {
         self.with_shards(args, |set, _, _| {
             args.resources
                 .iter()
                 .enumerate()
-                .all(|(pos, r)| set.shard(pos).holds_any(r, &args.uid))
+                .any(|(pos, r)| set.shard(pos).holds_granted_to(r, &args.uid, ticket))
         })
         .unwrap_or(true)
     }

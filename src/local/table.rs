@@ -285,6 +285,12 @@ impl Shard {
         self.get(resource).is_some_and(|h| h.holds(uid))
     }
 
+    /// Whether `uid` holds `resource` by a grant of its wait under `ticket`.
+    pub(super) fn holds_granted_to(&self, resource: &str, uid: &str, ticket: Ticket) -> bool {
+        let entry = self.get(resource).and_then(|h| h.find(uid));
+        entry.is_some_and(|e| e.ticket == Some(ticket))
+    }
+
     /// Whether `uid` keeps a place in line on `resource`, under any ticket.
     pub(super) fn queued_any(&self, resource: &str, uid: &str) -> bool {
         self.map

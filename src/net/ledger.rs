@@ -163,6 +163,9 @@ enum Gone {
     /// One charge by its hash alone: what a refused reservation made, or
     /// a place charged beside entries that stay.
     Reserved(u64),
+    /// The proclamation made on one name, by that name's hash: a release of
+    /// a larger set holding it.
+    Proclamation(u64),
     /// Every set and proclamation (a force of the uid): its watches stay,
     /// since the locker keeps them.
     Locks,
@@ -293,7 +296,10 @@ impl Ledger {
             return Ok(Reserved::Already(before, taken));
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
-        inner.admit(&self.limits, conn, bytes, new_uid, now)?;
+        // A new set over another connection than the uid's moves the uid's
+        // whole charge here: this connection's limits must hold it all.
+        let moving = inner.charged_elsewhere(&args.uid, conn);
+        inner.admit(&self.limits, conn, bytes, (new_uid, moving), now)?;
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -341,7 +347,8 @@ impl Ledger {
         };
         let grow = bytes.saturating_sub(before.unwrap_or(0));
         if grow > 0 || new_uid {
-            inner.admit(&self.limits, conn, grow, new_uid, now)?;
+            let moving = inner.charged_elsewhere(&args.uid, conn);
+            inner.admit(&self.limits, conn, grow, (new_uid, moving), now)?;
         }
         let touched = inner.touches(&args.uid, conn, 0, now);
         inner.adopt(&args.uid, conn, now);
@@ -479,15 +486,41 @@ impl Ledger {
     /// they fire or lapse.
     /// A release naming another set than the one granted keeps the charge
     /// until it lapses, since entries may remain.
+    ///
+    /// A proclamation on one name of the released set goes with it, as the
+    /// locker drops it with the lock: looked for by name only when the uid
+    /// keeps one (a leader), since it takes a hash per name.
     pub(crate) fn release(&self, uid: &str, resources: Option<&[String]>) {
         let gone = resources.map_or(Gone::Locks, |r| Gone::Set(self.set_hash(r)));
-        self.inner().remove(uid, gone);
+        let mut inner = self.inner();
+        inner.remove(uid, gone);
+        let Some(names) = resources.filter(|r| r.len() > 1) else {
+            return;
+        };
+        let proclaims = |inner: &Inner| {
+            inner.charges.get(uid).is_some_and(|charge| {
+                charge
+                    .boards
+                    .iter()
+                    .any(|(board, _, _)| *board == Board::Proclamation)
+            })
+        };
+        if !proclaims(&inner) {
+            return;
+        }
+        for name in names {
+            let hash = self.set_hash(std::slice::from_ref(name));
+            inner.remove(uid, Gone::Proclamation(hash));
+            if !proclaims(&inner) {
+                return;
+            }
+        }
     }
 
     /// [`release`](Self::release) of the set `resources` of `uid`, only
-    /// while `uid` is charged to `conn`: a charge another connection took
-    /// over since (its waiter asked again there, finding this set charged)
-    /// is that connection's to settle.
+    /// while `uid` is charged to `conn`: checked under the ledger's mutex,
+    /// so that a connection that took the charge over since (its waiter
+    /// asked again there, finding this set charged) settles it itself.
     pub(crate) fn release_if_charged_to(&self, uid: &str, resources: &[String], conn: u64) {
         let hash = self.set_hash(resources);
         let mut inner = self.inner();

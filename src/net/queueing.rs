@@ -492,13 +492,33 @@ pub(super) fn end_places(
         // A set charged for a place and never granted since, though, pays
         // for no entry: entries of the uid on its names were granted as
         // other sets, charged as those, and a charge kept for them would
-        // last as long as the uid refreshes them. (Unless the uid holds
-        // every name: a grant of the set pushed to the place an instant
-        // before its end may not have reached the ledger yet.)
-        let entries_charged_apart =
-            || ledger.for_place_alone(&place.args) && !locker.holds_every(&place.args);
+        // last as long as the uid refreshes them. (Unless the uid holds a
+        // name by a grant of this very wait, by its ticket: pushed to the
+        // place an instant before its end, it may not have reached the
+        // ledger yet.)
+        let entries_charged_apart = || {
+            ledger.for_place_alone(&place.args)
+                && !locker.holds_granted_to(&place.args, place.ticket)
+        };
+        // Settled here, where the uid is charged, unless the connection it
+        // is charged to now keeps a place of it on the same names: its
+        // waiter asked again there, found this set charged, and its place
+        // is renewed with that charge. A connection that took the uid over
+        // by a refresh or a lock on other names keeps no such place, and
+        // this place's charge is this end's to give back. (Checked against
+        // the connection the charge is on, under the ledger's mutex, as it
+        // is given back.)
+        let settler = || match ledger.owner(uid) {
+            Some(owner) if owner != conn => server
+                .place_of(owner, uid)
+                .is_none_or(|(names, _)| names[..] != place.args.resources[..])
+                .then_some(owner),
+            _ => Some(conn),
+        };
         if (end.held || locker.holds_any(&place.args)) && !entries_charged_apart() {
-            ledger.release_beside_if_charged_to(uid, &place.args.resources, conn);
+            if let Some(on) = settler() {
+                ledger.release_beside_if_charged_to(uid, &place.args.resources, on);
+            }
             continue;
         }
         if beside_newer.get() {
@@ -509,7 +529,9 @@ pub(super) fn end_places(
             // Decided while this connection was the uid's owner, or none
             // was: a waiter that asked again elsewhere since took the
             // charge over, and its place is renewed with it.
-            ledger.release_if_charged_to(uid, &place.args.resources, conn);
+            if let Some(on) = settler() {
+                ledger.release_if_charged_to(uid, &place.args.resources, on);
+            }
         }
     }
 }

@@ -18,9 +18,6 @@ mod stand_in;
 #[cfg(feature = "net")]
 mod peer_answering_the_hello;
 
-#[path = "../log_capture/mod.rs"]
-mod log_capture;
-
 mod a_backed_off_reopen_is_made_once_per_step;
 mod a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follows;
 mod a_call_failing_before_the_step_does_not_claim_a_background_reconnect;
@@ -44,6 +41,7 @@ mod a_connect_timeout_without_limit_does_not_panic;
 mod a_connection_closed_before_it_served_a_call_is_not_reopened_in_the_background;
 mod a_connection_cut_in_the_middle_of_a_frame_is_reconnected_in_the_background;
 mod a_connection_given_up_on_an_idle_runtime_is_closed;
+mod a_connection_whose_lock_expired_is_closed_a_validity_after_its_last_grant;
 mod a_dropped_locker_closes_its_connection_while_a_reconnect_is_parked;
 mod a_dropped_locker_closes_its_connection_while_a_reopen_is_parked;
 mod a_dropped_locker_closes_the_socket_of_a_reopen_parked_mid_handshake;
@@ -91,7 +89,6 @@ mod a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap;
 mod a_refused_lock_of_a_uid_whose_connection_closed_leaves_its_connection_nothing_charged;
 mod a_refused_request_does_not_make_an_expired_lock_count_longer;
 mod a_refused_wait_in_quarantine_does_not_let_the_entries_it_refreshed_lose_their_charge;
-mod a_released_lock_does_not_make_an_expired_lock_count_longer;
 mod a_reopen_failing_late_does_not_park_the_reconnect;
 mod a_reopen_parked_in_its_tcp_connect_has_its_socket_shut_down;
 mod a_reopen_parked_in_name_resolution_opens_no_connection_for_a_dropped_locker;
@@ -125,7 +122,6 @@ mod a_watch_stays_charged_after_its_uid_is_forced_open;
 mod a_write_release_giving_up_a_wait_beside_a_read_lock_keeps_the_read_locks_charge;
 mod admin_during_a_flood_of_silent_connections;
 mod an_attempt_the_locker_gave_up_is_not_blamed_on_the_server;
-mod an_expired_lock_of_a_uid_is_not_charged_while_another_lock_of_the_uid_is_refreshed;
 mod an_expired_locks_charge_goes_on_an_idle_server;
 mod an_expired_place_beside_its_uids_lock_is_not_charged_while_the_lock_is_refreshed;
 mod an_expired_place_inside_its_uids_larger_read_lock_is_not_charged_while_the_lock_is_refreshed;
@@ -165,6 +161,8 @@ mod listing_after_an_idle_close_comes_in_pages;
 mod listing_replies_decode_within_the_frame_limit;
 mod listings_and_health_answered_with_a_bool_are_errors;
 mod locks_the_admin_forced_open_give_their_room_back;
+#[path = "../log_capture/mod.rs"]
+mod log_capture;
 mod node;
 mod owner_over_the_protocol_limit_refused_when_built;
 mod places_charged_after_the_same_uids_place_lapsed_on_another_connection;
@@ -184,6 +182,7 @@ mod reconnect;
 mod reconnect_after_restart_following_idle_closes;
 mod refusal_logs;
 mod semaphore;
+mod the_charges_of_a_uid_go_once_none_of_its_locks_is_refreshed;
 mod tls;
 mod tls_handshake_timeout_bounds_authentication;
 mod transport;

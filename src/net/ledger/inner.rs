@@ -10,32 +10,45 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{
-    beside, fit_list, prune_after, Before, Board, BoardReserved, Gone, Inner, Limits, Over,
+    beside, fit_list, prune_after, Before, Board, BoardReserved, Charge, Gone, Inner, Limits, Over,
 };
 use crate::local::{map_shrunk, map_sparse};
 use crate::net::labels::Limit;
 
 impl Inner {
     /// Whether `bytes` more fit for `conn`, after pruning lapsed charges
-    /// when they do not and a prune is due.
+    /// when they do not and a prune is due. `moving` is what the uid is
+    /// charged over another connection, which the reservation moves to
+    /// `conn` (counted there from now, and already in the total); with it,
+    /// or a `new_uid`, the connection counts one lock more.
     pub(super) fn admit(
         &mut self,
         limits: &Limits,
         conn: u64,
         bytes: usize,
-        new_uid: bool,
+        (new_uid, moving): (bool, usize),
         now: Instant,
     ) -> Result<(), Over> {
-        if let Err(reason) = self.admits(limits, conn, bytes, new_uid) {
+        if let Err(reason) = self.admits(limits, conn, bytes, (new_uid, moving)) {
             let due = self.next_prune.is_none_or(|at| now >= at);
             if !due {
                 return Err(reason);
             }
             self.prune(now, limits.lapse);
             self.next_prune = Some(prune_after(now, limits.validity));
-            self.admits(limits, conn, bytes, new_uid)?;
+            self.admits(limits, conn, bytes, (new_uid, moving))?;
         }
         Ok(())
+    }
+
+    /// Puts a board record back as it was before `reserved`.
+    /// What `uid` is charged over a connection other than `conn`: what a
+    /// reservation over `conn` would move there.
+    pub(super) fn charged_elsewhere(&self, uid: &str, conn: u64) -> usize {
+        self.charges
+            .get(uid)
+            .filter(|charge| charge.conn != conn)
+            .map_or(0, Charge::bytes)
     }
 
     /// Puts a board record back as it was before `reserved`.
@@ -83,11 +96,11 @@ impl Inner {
         limits: &Limits,
         conn: u64,
         bytes: usize,
-        new_uid: bool,
+        (new_uid, moving): (bool, usize),
     ) -> Result<(), Over> {
         let usage = self.usage.get(&conn).copied().unwrap_or_default();
         let over = |limit, message| Err(Over { limit, message });
-        if new_uid && usage.locks >= limits.locks_per_connection {
+        if (new_uid || moving > 0) && usage.locks >= limits.locks_per_connection {
             return over(
                 Limit::EntriesPerConnection,
                 format!(
@@ -96,14 +109,14 @@ impl Inner {
                 ),
             );
         }
-        if usage.bytes + bytes > limits.bytes_per_connection {
+        let conn_bytes = usage.bytes + moving + bytes;
+        if conn_bytes > limits.bytes_per_connection {
             return over(
                 Limit::BytesPerConnection,
                 format!(
                     "this connection's locks would take {} bytes on the server, over its limit \
                      of {} bytes; release some locks or use fewer or shorter names",
-                    usage.bytes + bytes,
-                    limits.bytes_per_connection
+                    conn_bytes, limits.bytes_per_connection
                 ),
             );
         }
@@ -150,9 +163,10 @@ impl Inner {
             && charge.conn == before.conn
             && let Some(from) = before.from
             && from != before.conn
-            && self.usage.contains_key(&from)
         {
-            self.move_charge(uid, from);
+            // Back to a connection that closed since, too: the charge then
+            // counts in the total only, as a closed connection's do.
+            self.move_charge(uid, from, false);
         }
         if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.charge)
             && charge.touched == before.at
@@ -171,7 +185,7 @@ impl Inner {
             return false;
         };
         charge.touched = now;
-        self.move_charge(uid, conn);
+        self.move_charge(uid, conn, true);
         if let Some(usage) = self.usage.get_mut(&conn) {
             usage.touched = Some(now);
         }
@@ -180,7 +194,9 @@ impl Inner {
 
     /// Counts the charge of `uid` against `conn` from now on, and no longer
     /// against the connection it was charged to.
-    pub(super) fn move_charge(&mut self, uid: &str, conn: u64) {
+    /// With `counted` false, a connection without a usage (one that closed
+    /// since) is not given one: the charge counts in the total only.
+    pub(super) fn move_charge(&mut self, uid: &str, conn: u64, counted: bool) {
         let Some(charge) = self.charges.get_mut(uid) else {
             return;
         };
@@ -193,9 +209,11 @@ impl Inner {
             usage.locks = usage.locks.saturating_sub(1);
             usage.bytes = usage.bytes.saturating_sub(bytes);
         }
-        let usage = self.usage.entry(conn).or_default();
-        usage.locks += 1;
-        usage.bytes += bytes;
+        if counted || self.usage.contains_key(&conn) {
+            let usage = self.usage.entry(conn).or_default();
+            usage.locks += 1;
+            usage.bytes += bytes;
+        }
     }
 
     /// Removes what `gone` says of the charge of `uid`.
@@ -216,6 +234,12 @@ impl Inner {
                 fit_list(&mut charge.sets);
                 // A proclamation lives as long as the entry it was made
                 // with: released with the lock on its one resource.
+                charge
+                    .boards
+                    .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
+                fit_list(&mut charge.boards);
+            }
+            Gone::Proclamation(hash) => {
                 charge
                     .boards
                     .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));

@@ -231,11 +231,20 @@ async fn a_refused_request_leaves_its_uids_charge_with_the_connection_it_was_on(
     assert!(l.touch(2, "u"));
     l.undo("u", added);
     assert_eq!(l.owner("u"), Some(2));
-    // Moved from a connection that closed since: it stays where it is.
+    // Moved from a connection that closed since: back there, counted in
+    // the total only.
+    let total = l.total();
     let added = l.reserve(1, &args("u", &["b"])).unwrap();
     l.close(2);
     l.undo("u", added);
-    assert_eq!(l.owner("u"), Some(1));
+    assert_eq!(l.owner("u"), Some(2));
+    assert_eq!((l.usage(1).locks, l.usage(1).bytes), (0, 0));
+    assert_eq!(
+        l.usage(2),
+        Usage::default(),
+        "no usage for a closed connection"
+    );
+    assert_eq!(l.total(), total);
 }
 
 #[tokio::test(start_paused = true)]
