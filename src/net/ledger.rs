@@ -141,6 +141,11 @@ struct SetCharge {
     /// such), and goes with the place. A grant of the set, by a lock call
     /// or a place granted, clears it.
     for_place: bool,
+    /// When a call naming this set last reserved or refreshed it, or a
+    /// grant or refresh of the uid that may have reached it did: a set
+    /// untouched for the lapse goes while the uid's other sets live on
+    /// (their refreshes do not keep its expired entries' charge).
+    touched: Instant,
 }
 
 /// What a reservation charges for.
@@ -214,6 +219,8 @@ pub(crate) struct Before {
     conn: u64,
     /// The hash of the set reserved (0 for an election board's record).
     set: u64,
+    /// When that set was touched before, if it was charged.
+    set_touched: Option<Instant>,
     /// The connection the uid was charged to, which the reservation moved
     /// the charge from when it was another: a refused request over one
     /// connection takes nothing and refreshes nothing, so the uid's locks
@@ -289,6 +296,7 @@ impl Ledger {
                 // A grant takes a set charged for a place for its entries.
                 let taken = purpose == Purpose::Grant && set.for_place;
                 set.for_place &= !taken;
+                set.touched = now;
                 taken
             });
         if let Some(taken) = found {
@@ -309,6 +317,7 @@ impl Ledger {
             hash,
             bytes,
             for_place: purpose == Purpose::Place,
+            touched: now,
         });
         inner.total += bytes;
         let usage = inner.usage.entry(conn).or_default();
@@ -429,6 +438,7 @@ impl Ledger {
         // the uid's locks, counting too much, never too little).
         for set in &mut charge.sets {
             set.for_place = false;
+            set.touched = now;
         }
         let conn = charge.conn;
         if let Some(usage) = inner.usage.get_mut(&conn) {
@@ -463,9 +473,35 @@ impl Ledger {
 
     /// Records that `uid` was refreshed (or re-granted) over `conn` just now.
     /// Returns whether the uid was charged.
+    /// Every set of the uid counts as touched: the call may have reached
+    /// entries of any of them.
     pub(crate) fn touch(&self, conn: u64, uid: &str) -> bool {
+        let now = Instant::now();
         let mut inner = self.inner();
-        inner.adopt(uid, conn, Instant::now())
+        if let Some(charge) = inner.charges.get_mut(uid) {
+            for set in &mut charge.sets {
+                set.touched = now;
+            }
+        }
+        inner.adopt(uid, conn, now)
+    }
+
+    /// [`touch`](Self::touch) after a call that granted or refreshed the
+    /// uid's entries on the names of `args` alone: only the set of `args`
+    /// counts as touched (any entry it refreshed of another set stands on
+    /// its names, and this set's charge pays for it).
+    pub(crate) fn touch_set(&self, conn: u64, args: &LockArgs) -> bool {
+        let now = Instant::now();
+        let hash = self.set_hash(&args.resources);
+        let mut inner = self.inner();
+        let Some(charge) = inner.charges.get_mut(&args.uid) else {
+            return false;
+        };
+        match charge.sets.iter_mut().find(|set| set.hash == hash) {
+            Some(set) => set.touched = now,
+            None => charge.sets.iter_mut().for_each(|set| set.touched = now),
+        }
+        inner.adopt(&args.uid, conn, now)
     }
 
     /// Whether `args.uid` is charged for the set of names of `args`. A

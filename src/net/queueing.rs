@@ -186,7 +186,7 @@ impl Session {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
                 }
-                ledger.touch(self.id, &args.uid);
+                ledger.touch_set(self.id, args);
             }
             // A reservation may be kept although the answer says the table
             // will not push it; count it as kept until it expires.

@@ -337,7 +337,7 @@ impl Session {
             self.undo_grant(&args).await;
             return Reply::Bool(false);
         }
-        ledger.touch(self.id, &args.uid);
+        ledger.touch_set(self.id, &args);
         Reply::Bool(true)
     }
 
@@ -525,7 +525,7 @@ impl Session {
             // Charged before: touched again after the locker's refresh, so
             // the charge never lapses before the entries it pays for.
             Some(_) if kept || refreshed => {
-                ledger.touch(self.id, &args.uid);
+                ledger.touch_set(self.id, &args);
             }
             // Nothing of the uid left on these names: the charge taken for
             // them pays for nothing.

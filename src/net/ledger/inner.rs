@@ -146,6 +146,10 @@ impl Inner {
             at: now,
             conn,
             set,
+            set_touched: self
+                .charges
+                .get(uid)
+                .and_then(|c| c.sets.iter().find(|s| s.hash == set).map(|s| s.touched)),
             from: self.charges.get(uid).map(|c| c.conn),
             charge: self.charges.get(uid).map(|c| c.touched),
             usage: self.usage.get(&conn).and_then(|u| u.touched),
@@ -153,10 +157,7 @@ impl Inner {
     }
 
     /// Puts back the touch times of `before`, and the connection the charge
-    /// was moved from, where nothing touched them since. The charge goes
-    /// back only to a connection still open (one that closed has no usage
-    /// left to count it in: the charge stays where it is, counted in the
-    /// total, as a closed connection's charges are).
+    /// was moved from, where nothing touched them since.
     pub(super) fn untouch(&mut self, uid: &str, before: Before) {
         if let Some(charge) = self.charges.get(uid)
             && charge.touched == before.at
@@ -167,6 +168,12 @@ impl Inner {
             // Back to a connection that closed since, too: the charge then
             // counts in the total only, as a closed connection's do.
             self.move_charge(uid, from, false);
+        }
+        if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.set_touched)
+            && let Some(set) = charge.sets.iter_mut().find(|s| s.hash == before.set)
+            && set.touched == before.at
+        {
+            set.touched = at;
         }
         if let (Some(charge), Some(at)) = (self.charges.get_mut(uid), before.charge)
             && charge.touched == before.at
@@ -281,17 +288,22 @@ impl Inner {
         }
     }
 
-    /// Drops every charge nothing touched for the lapse: the locker has
-    /// expired those entries.
+    /// Drops every charge nothing touched for the lapse, and every set of a
+    /// uid that nothing naming it touched for as long: the locker has
+    /// expired those entries and places.
     pub(super) fn prune(&mut self, now: Instant, lapse: Duration) {
-        let lapsed: Vec<Arc<str>> = self
-            .charges
-            .iter()
-            .filter(|(_, c)| now.saturating_duration_since(c.touched) >= lapse)
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in lapsed {
-            self.remove(&uid, Gone::All);
+        let stale = |at: Instant| now.saturating_duration_since(at) >= lapse;
+        let mut lapsed: Vec<(Arc<str>, Option<u64>)> = Vec::new();
+        for (uid, charge) in &self.charges {
+            if stale(charge.touched) {
+                lapsed.push((uid.clone(), None));
+                continue;
+            }
+            let sets = charge.sets.iter().filter(|set| stale(set.touched));
+            lapsed.extend(sets.map(|set| (uid.clone(), Some(set.hash))));
+        }
+        for (uid, set) in lapsed {
+            self.remove(&uid, set.map_or(Gone::All, Gone::Reserved));
         }
     }
 }
