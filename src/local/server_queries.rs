@@ -51,6 +51,23 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
+    /// The names of `args.resources` on which `args.uid` holds no entry, in
+    /// either mode. The lock server asks after a release of a leader's
+    /// uid, to give back the charge of the proclamations that went with
+    /// their entries.
+    pub(crate) fn names_not_held(&self, args: &LockArgs) -> Vec<String> {
+        self.with_shards(args, |set, _, _| {
+            let mut left = Vec::new();
+            for (pos, r) in args.resources.iter().enumerate() {
+                if !set.shard(pos).holds_any(r, &args.uid) {
+                    left.push(r.clone());
+                }
+            }
+            left
+        })
+        .unwrap_or_default()
+    }
+
     /// Whether `args.uid` keeps a place in line on any resource of
     /// `args.resources`, under any ticket. The lock server asks before it
     /// drops the charge of names a refresh found none of held: a place

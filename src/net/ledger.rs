@@ -162,14 +162,14 @@ enum Purpose {
 /// What [`Inner::remove`] takes off a uid's charge.
 #[derive(Debug, Clone, Copy)]
 enum Gone {
-    /// One resource set, by its hash, the place its uid kept beside its
-    /// entries there, and the proclamation made with it: a release.
+    /// One resource set, by its hash, and the place its uid kept beside
+    /// its entries there: a release, or a place's end.
     Set(u64),
     /// One charge by its hash alone: what a refused reservation made, or
     /// a place charged beside entries that stay.
     Reserved(u64),
-    /// The proclamation made on one name, by that name's hash: a release of
-    /// a larger set holding it.
+    /// The proclamation made on one name, by that name's hash, whose entry
+    /// went.
     Proclamation(u64),
     /// Every set and proclamation (a force of the uid): its watches stay,
     /// since the locker keeps them.
@@ -523,33 +523,32 @@ impl Ledger {
     /// A release naming another set than the one granted keeps the charge
     /// until it lapses, since entries may remain.
     ///
-    /// A proclamation on one name of the released set goes with it, as the
-    /// locker drops it with the lock: looked for by name only when the uid
-    /// keeps one (a leader), since it takes a hash per name.
+    /// A proclamation goes only where its entry went: see
+    /// [`release_proclamations`](Self::release_proclamations).
     pub(crate) fn release(&self, uid: &str, resources: Option<&[String]>) {
         let gone = resources.map_or(Gone::Locks, |r| Gone::Set(self.set_hash(r)));
+        self.inner().remove(uid, gone);
+    }
+
+    /// Whether `uid` is charged for a leader's proclamation: only then
+    /// does a release look for the names it left.
+    pub(crate) fn proclaims(&self, uid: &str) -> bool {
+        self.inner().charges.get(uid).is_some_and(|charge| {
+            charge
+                .boards
+                .iter()
+                .any(|(board, _, _)| *board == Board::Proclamation)
+        })
+    }
+
+    /// Drops the proclamations of `uid` on `names`, which it no longer
+    /// holds: the locker drops a proclamation with the entry it was made
+    /// with (a release in the other mode, or of other names, leaves it).
+    pub(crate) fn release_proclamations(&self, uid: &str, names: &[String]) {
         let mut inner = self.inner();
-        inner.remove(uid, gone);
-        let Some(names) = resources.filter(|r| r.len() > 1) else {
-            return;
-        };
-        let proclaims = |inner: &Inner| {
-            inner.charges.get(uid).is_some_and(|charge| {
-                charge
-                    .boards
-                    .iter()
-                    .any(|(board, _, _)| *board == Board::Proclamation)
-            })
-        };
-        if !proclaims(&inner) {
-            return;
-        }
         for name in names {
             let hash = self.set_hash(std::slice::from_ref(name));
             inner.remove(uid, Gone::Proclamation(hash));
-            if !proclaims(&inner) {
-                return;
-            }
         }
     }
 

@@ -367,6 +367,18 @@ impl Session {
         // this undoes the grant for, and no admin forced anything.
         let _ = self.server.locker.force_unlock_as(args, false);
         self.server.ledger.release(&args.uid, Some(&args.resources));
+        self.release_proclamations(args);
+    }
+
+    /// Gives back the charge of `args.uid`'s proclamations on the names of
+    /// `args` it no longer holds, after a call that may have removed its
+    /// entries there (the locker drops a proclamation with its entry).
+    fn release_proclamations(&self, args: &LockArgs) {
+        let ledger = &self.server.ledger;
+        if !args.uid.is_empty() && ledger.proclaims(&args.uid) {
+            let left = self.server.locker.names_not_held(args);
+            ledger.release_proclamations(&args.uid, &left);
+        }
     }
 
     /// Releases by uid. The tombstone is recorded before the unlock, which
@@ -414,6 +426,7 @@ impl Session {
             let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
             let resources = (!everywhere).then_some(&args.resources[..]);
             self.server.ledger.release(&args.uid, resources);
+            self.release_proclamations(&args);
         }
         // Forced open by name: the charges of the uids that held these
         // names go with their entries, so that an admin who forces a
@@ -548,6 +561,7 @@ impl Session {
             // refreshes no place: it neither touches nor drops it).
             None if matches!(result, Ok(false)) && !locker.queued_any(&args) => {
                 ledger.release(&args.uid, Some(&args.resources));
+                self.release_proclamations(&args);
             }
             None => {}
         }

@@ -16,9 +16,9 @@ use tokio::io::AsyncWriteExt;
 /// (`max_lock_bytes`) counts each name of a lock or of a place in line;
 /// src/net/ledger.rs: "a charge never lapses before the entries it pays
 /// for". A server over a locker of a 4 s validity (so a charge lapses 6 s
-/// after its uid was last touched), with a cap of 3,200 bytes: two single-name
-/// locks fit (about 1,570 bytes each), a single-name and a two-name one
-/// (about 2,600) do not. A holder locks "x"; a raw version-3 client asks a
+/// after its uid was last touched), with a cap of 3,500 bytes: two single-name
+/// locks fit (about 1,660 bytes each), a single-name and a two-name one
+/// (about 2,700) do not. A holder locks "x"; a raw version-3 client asks a
 /// pushed wait on "x" (queued: the place is charged, touched at `asked`),
 /// then floods Health requests without reading their replies until the
 /// server is stuck writing to it, so it forwards no push. 3.5 s after
@@ -39,7 +39,7 @@ async fn a_place_granted_while_its_connection_is_stuck_stays_charged_while_its_e
         ..LockerConfig::default()
     };
     let mut config = ServerConfig::new(TOKEN);
-    config.max_lock_bytes = 3_200;
+    config.max_lock_bytes = 3_500;
     config.idle_timeout = None;
     let node = start_over(locker_config, config).await;
     let locker = node.locker.clone();

@@ -48,15 +48,24 @@ async fn a_proclamation_stays_charged_after_a_read_release_of_a_larger_set_that_
         let both = args(&uid, &[format!("a{round:02}"), format!("b{round:02}")]);
         let start_bytes = node.stats.lock_bytes();
         let call = tokio::time::timeout(within, client.lock(&write_a));
-        if !matches!(call.await.expect("a write lock: an answer within 5 s"), Ok(true)) {
+        if !matches!(
+            call.await.expect("a write lock: an answer within 5 s"),
+            Ok(true)
+        ) {
             break;
         }
         let call = tokio::time::timeout(within, client.rlock(&read_b));
-        if !matches!(call.await.expect("a read lock: an answer within 5 s"), Ok(true)) {
+        if !matches!(
+            call.await.expect("a read lock: an answer within 5 s"),
+            Ok(true)
+        ) {
             break;
         }
         let call = tokio::time::timeout(within, client.proclaim(&write_a, &p));
-        if !matches!(call.await.expect("a proclamation: an answer within 5 s"), Ok(true)) {
+        if !matches!(
+            call.await.expect("a proclamation: an answer within 5 s"),
+            Ok(true)
+        ) {
             break;
         }
         if round == 0 {
@@ -81,7 +90,10 @@ async fn a_proclamation_stays_charged_after_a_read_release_of_a_larger_set_that_
             "round {round}: the write entry and its proclamation stand: {leader:?}"
         );
     }
-    assert!(round_bytes > 4096, "a round is charged ({round_bytes} bytes)");
+    assert!(
+        round_bytes > 4096,
+        "a round is charged ({round_bytes} bytes)"
+    );
     assert!(
         done * round_bytes <= limit,
         "the connection holds {done} proclamations of 4 KiB, each with its leader's write lock \

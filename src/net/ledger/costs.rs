@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Board, Charge, Usage};
+use super::{Board, Charge, SetCharge, Usage};
 use crate::local::{
     block, BOARDS_KEPT, NAME_OVERHEAD, PROCLAMATION_OVERHEAD, TABLE_KEPT, WATCH_OVERHEAD,
 };
@@ -27,7 +27,7 @@ pub(crate) const LOCK_OVERHEAD: usize = {
     // An `Arc<str>` of n bytes takes an (n + 16)-byte block: n + 39 at most.
     let strings = 3 * (2 * std::mem::size_of::<usize>() + 8 + 15);
     let record = ((std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 8).div_ceil(3)
-        + block(4 * std::mem::size_of::<(u64, usize)>());
+        + block(4 * std::mem::size_of::<SetCharge>());
     strings + record + block(2 * std::mem::size_of::<usize>())
 };
 

@@ -239,12 +239,6 @@ impl Inner {
                     .sets
                     .retain(|set| set.hash != hash && set.hash != beside(hash));
                 fit_list(&mut charge.sets);
-                // A proclamation lives as long as the entry it was made
-                // with: released with the lock on its one resource.
-                charge
-                    .boards
-                    .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
-                fit_list(&mut charge.boards);
             }
             Gone::Proclamation(hash) => {
                 charge

@@ -127,8 +127,11 @@ async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
     l.reserve_board(1, &lock, Board::Proclamation, value)
         .unwrap();
     // The release of the lock on the election's name takes the
-    // proclamation with it.
+    // proclamation with it, once the server found the entry gone.
+    assert!(l.proclaims("leader"));
     l.release("leader", Some(&["e".to_string()]));
+    assert!(l.proclaims("leader"), "a release leaves the proclamation");
+    l.release_proclamations("leader", &["e".to_string()]);
     assert_eq!(l.total(), 0);
     let usage = l.usage(1);
     assert_eq!((usage.locks, usage.bytes), (0, 0));
