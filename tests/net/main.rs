@@ -150,6 +150,7 @@ mod door_refusal_log_wording;
 mod election;
 mod entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names;
 mod entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes;
+mod entries_refreshed_under_another_set_stay_charged_for_their_owner_and_source;
 mod expiry;
 mod foreign;
 mod fuzz;
