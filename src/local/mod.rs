@@ -648,17 +648,30 @@ impl LocalLocker {
         mode: Option<LockMode>,
         forced: bool,
     ) -> Result<bool, Error> {
+        self.release_counted(args, mode, forced)
+            .map(|removed| removed > 0)
+    }
+
+    /// [`release_as`](Self::release_as), saying how many entries it
+    /// removed: a lock server gives back a lock's charge only when its
+    /// release removed an entry on every one of its names.
+    pub(crate) fn release_counted(
+        &self,
+        args: &LockArgs,
+        mode: Option<LockMode>,
+        forced: bool,
+    ) -> Result<usize, Error> {
         let removed = self.with_shards(args, |set, now, freed| {
             // The arguments are valid here, and the shards locked.
             self.note_ended(&args.uid, forced, now);
-            let mut removed = false;
+            let mut removed = 0;
             for pos in 0..args.resources.len() {
                 let name = Name::new(&args.resources, pos);
-                removed |= set.shard(pos).release(name, &args.uid, mode, freed);
+                removed += usize::from(set.shard(pos).release(name, &args.uid, mode, freed));
             }
             removed
         })?;
-        if removed && self.boards.in_use() {
+        if removed > 0 && self.boards.in_use() {
             self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
         }
         Ok(removed)

@@ -404,11 +404,22 @@ impl Session {
             Kind::Force if args.uid.is_empty() => locker.holders_of(&args),
             _ => Vec::new(),
         };
-        let result = match kind {
-            Kind::Write => locker.unlock(&args).await,
-            Kind::Read => locker.runlock(&args).await,
-            Kind::Force if args.resources.is_empty() => self.force_everywhere(&args, admin).await,
-            Kind::Force => locker.force_unlock_as(&args, admin),
+        // A release by uid and names says how many entries it removed: one
+        // that left some of its names held (in the other mode, say) keeps
+        // the charge of the set, which pays for what is left.
+        let counted = |mode, forced| {
+            let removed = locker.release_counted(&args, mode, forced);
+            let whole = matches!(removed, Ok(n) if n == args.resources.len());
+            (removed.map(|n| n > 0), whole)
+        };
+        let (result, whole) = match kind {
+            Kind::Write => counted(Some(LockMode::Write), false),
+            Kind::Read => counted(Some(LockMode::Read), false),
+            Kind::Force if args.resources.is_empty() => {
+                (self.force_everywhere(&args, admin).await, true)
+            }
+            Kind::Force if args.uid.is_empty() => (locker.force_unlock_as(&args, admin), true),
+            Kind::Force => counted(None, admin),
         };
         // A release also ends the uid's place in line, in any mode.
         let place = if args.uid.is_empty() {
@@ -416,16 +427,21 @@ impl Session {
         } else {
             self.end_place(&args.uid)
         };
-        // Only a release that removed something frees the charge of its
-        // names: one in the wrong mode removes nothing and must not make
-        // the entries free of charge, even when it ends a place of the uid
-        // (whose charge `ended` below settles, by the place's own names,
-        // kept while the uid holds entries or another place there).
+        // Only a release that removed an entry on every one of its names
+        // frees the charge of its set: one in the wrong mode removes
+        // nothing, and one that removed some leaves entries that charge
+        // pays for (it lapses with them: a released uid is refused its
+        // refreshes). Neither makes entries free of charge, even when it
+        // ends a place of the uid (whose charge `ended` below settles, by
+        // the place's own names, kept while the uid holds entries or
+        // another place there).
         let removed = matches!(result, Ok(true));
         if removed && !args.uid.is_empty() {
-            let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
-            let resources = (!everywhere).then_some(&args.resources[..]);
-            self.server.ledger.release(&args.uid, resources);
+            if whole {
+                let everywhere = matches!(kind, Kind::Force) && args.resources.is_empty();
+                let resources = (!everywhere).then_some(&args.resources[..]);
+                self.server.ledger.release(&args.uid, resources);
+            }
             self.release_proclamations(&args);
         }
         // Forced open by name: the charges of the uids that held these
@@ -538,7 +554,7 @@ impl Session {
             // Charged before: touched again after the locker's refresh, so
             // the charge never lapses before the entries it pays for.
             Some(_) if kept || refreshed => {
-                ledger.touch_set(self.id, &args);
+                ledger.touch(self.id, &args.uid);
             }
             // Nothing of the uid left on these names: the charge taken for
             // them pays for nothing.
@@ -553,6 +569,11 @@ impl Session {
                 if let Err(over) = ledger.reserve_refresh(self.id, &args) {
                     return self.refused_refresh(over);
                 }
+                // Every set of the uid counts as refreshed: the entries
+                // this reached may have been granted as other sets, which
+                // pay for their owner and source (a client refreshing them
+                // under a set of short texts must not let those lapse).
+                ledger.touch(self.id, &args.uid);
             }
             // Nothing of the uid left on these names (forced open by name,
             // expired): its charge for them pays for nothing, and a client
