@@ -167,6 +167,7 @@ mod listing_after_an_idle_close_comes_in_pages;
 mod listing_replies_decode_within_the_frame_limit;
 mod listings_and_health_answered_with_a_bool_are_errors;
 mod locks_the_admin_forced_open_give_their_room_back;
+mod locks_under_one_uid_count_against_the_connections_lock_limit;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 mod node;
