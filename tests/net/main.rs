@@ -166,6 +166,7 @@ mod listing_a_table_of_entries_at_the_text_limits;
 mod listing_after_an_idle_close_comes_in_pages;
 mod listing_replies_decode_within_the_frame_limit;
 mod listings_and_health_answered_with_a_bool_are_errors;
+mod locks_refreshed_by_places_that_end_on_a_lock_of_their_uid_stay_charged;
 mod locks_the_admin_forced_open_give_their_room_back;
 mod locks_under_one_uid_count_against_the_connections_lock_limit;
 #[path = "../log_capture/mod.rs"]
