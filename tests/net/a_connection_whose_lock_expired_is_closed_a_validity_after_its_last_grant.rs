@@ -20,29 +20,15 @@ use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
 use quorum_lock::LockerConfig;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::node::{start_over, TOKEN};
 use crate::wire::{
-    authenticate_as, closed_within, frame, lock_request, read_frame, response, OP_LOCK, OP_UNLOCK,
-    REPLY_BOOL, VERSION_6,
+    authenticate_as, call, closed_within, lock_request, OP_LOCK, OP_UNLOCK, REPLY_BOOL, VERSION_6,
 };
 
 const VALIDITY: Duration = Duration::from_secs(3);
 const IDLE: Duration = Duration::from_millis(300);
-
-async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
-    stream.write_all(&frame(payload)).await.expect("sent");
-    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 64 * 1024))
-        .await
-        .expect("answered in time")
-        .expect("a reply");
-    let (got, body) = response(&reply);
-    assert_eq!(got, id);
-    body.to_vec()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_whose_lock_expired_is_closed_a_validity_after_its_last_grant() {

@@ -14,14 +14,13 @@ use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
 use quorum_lock::LockerConfig;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
-    authenticate_as, closed_within, frame, lock_request, proclaim_request, read_frame, response,
-    OP_LOCK, REPLY_BOOL, VERSION_3, VERSION_5,
+    authenticate_as, call, closed_within, lock_request, proclaim_request, OP_LOCK, REPLY_BOOL,
+    VERSION_3, VERSION_5,
 };
 
 const VALIDITY: Duration = Duration::from_secs(3);
@@ -36,17 +35,6 @@ async fn server() -> Node {
         quarantine: Duration::ZERO,
     };
     start_over(locker, config).await
-}
-
-async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
-    stream.write_all(&frame(payload)).await.expect("sent");
-    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 64 * 1024))
-        .await
-        .expect("answered in time")
-        .expect("a reply");
-    let (got, body) = response(&reply);
-    assert_eq!(got, id);
-    body.to_vec()
 }
 
 /// Takes the lock on "mine", then 2.5 s later runs `refused`, which must

@@ -12,25 +12,12 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::node::{start, Node, TOKEN};
 use crate::wire::{
-    authenticate_as, closed_within, frame, lock_request, read_frame, response, OP_LOCK, REPLY_BOOL,
-    VERSION_6,
+    authenticate_as, call, closed_within, lock_request, OP_LOCK, REPLY_BOOL, VERSION_6,
 };
-
-async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
-    stream.write_all(&frame(payload)).await.expect("sent");
-    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 64 * 1024))
-        .await
-        .expect("answered in time")
-        .expect("a reply");
-    let (got, body) = response(&reply);
-    assert_eq!(got, id);
-    body.to_vec()
-}
 
 async fn connect(node: &Node) -> TcpStream {
     // Version 6: a version-2 client's refused lock keeps a place for its

@@ -22,27 +22,14 @@ use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
 use quorum_lock::{NetLocker, Proclamation};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use crate::node::{args, remote, start, TOKEN};
 use crate::wire::{
-    authenticate_as, frame, leader_request, lock_request, read_frame, response, CHANGED,
+    authenticate_as, call, leader_request, lock_request, read_frame, response, CHANGED,
     OP_FORCE_UNLOCK, OP_LOCK, REPLY_BOOL, REPLY_ERROR, REPLY_LEADER, REPLY_PUSH, VERSION_5,
 };
 
 const ROUNDS: u64 = 3;
-
-async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
-    stream.write_all(&frame(payload)).await.expect("sent");
-    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 1 << 16))
-        .await
-        .expect("answered within 5 s")
-        .expect("a reply");
-    let (got, body) = response(&reply);
-    assert_eq!(got, id, "the answer to request {id}");
-    body.to_vec()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_stays_charged_after_its_uid_is_forced_open() {

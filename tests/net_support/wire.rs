@@ -297,3 +297,16 @@ pub async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Result<Ve
         Err(_) => Err(format!("still open after {limit:?}")),
     }
 }
+
+/// Sends `payload` (a request of id `id`) and reads its reply, within 5 s:
+/// the reply's body, after the id, which must be `id`.
+pub async fn call(stream: &mut TcpStream, id: u64, payload: &[u8]) -> Vec<u8> {
+    stream.write_all(&frame(payload)).await.expect("sent");
+    let reply = tokio::time::timeout(Duration::from_secs(5), read_frame(stream, 64 * 1024))
+        .await
+        .expect("answered in time")
+        .expect("a reply");
+    let (got, body) = response(&reply);
+    assert_eq!(got, id);
+    body.to_vec()
+}
