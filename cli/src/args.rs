@@ -161,12 +161,13 @@ pub struct ServerArgs {
     /// with their next call. 0 keeps such connections open.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration_or_off)]
     pub idle_timeout: Duration,
-    /// Most locks one connection may hold.
+    /// Most lock ids (uids) one connection may hold locks under; several
+    /// locks under one uid count once (the byte limit counts each).
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_locks_per_connection: u32,
     /// Most bytes the locks of one connection may take in the lock table
     /// (names, uid, owner, source, plus what the table costs at worst:
-    /// about 900 bytes per name and 380 per lock).
+    /// about 900 bytes per name and 560 per lock).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = size)]
     pub max_bytes_per_connection: usize,
     /// Most bytes all locks together may take in the lock table, counted

@@ -57,13 +57,15 @@ pub const DOOR: usize = 256;
 pub struct ServerConfig {
     pub(super) client_token: String,
     pub(super) admin_token: Option<String>,
-    /// Most locks one connection may hold at once; beyond it, lock requests
-    /// are refused with an error. Default 100,000.
+    /// Most lock ids (uids) one connection may hold locks under at once;
+    /// beyond it, lock requests of a new uid are refused with an error.
+    /// Several locks under one uid count once here (the byte limits below
+    /// count each). Default 100,000.
     pub max_entries_per_connection: usize,
     /// Most bytes the locks granted over one connection may take in the lock
     /// table (names, uid, owner and source, plus the table's worst-case cost
-    /// per name and per lock, about 900 and 380 bytes); beyond it, new locks
-    /// are refused with an error. Default 64 MiB: about 48,000 single-name
+    /// per name and per lock, about 900 and 560 bytes); beyond it, new locks
+    /// are refused with an error. Default 64 MiB: about 39,000 single-name
     /// locks with short names and UUID uids.
     pub max_bytes_per_connection: usize,
     /// Most bytes all locks together may take in the lock table, counted as

@@ -186,7 +186,10 @@ impl Session {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
                 }
-                ledger.touch_set(self.id, args);
+                // The table refreshed the uid's entries on these names,
+                // whichever sets they were granted as: every set of the uid
+                // counts as touched, as after a refresh.
+                ledger.touch(self.id, &args.uid);
             }
             // A reservation may be kept although the answer says the table
             // will not push it; count it as kept until it expires.
@@ -207,9 +210,15 @@ impl Session {
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
+                // Keeping a place, the table refreshed the uid's entries on
+                // these names too (see the grant above).
+                ledger.touch(self.id, &args.uid);
             }
             (WaitReply::Refused, true) => {
                 undo_all();
+                if locker.holds_any(args) {
+                    ledger.touch(self.id, &args.uid);
+                }
                 let place = self.waits().end(&args.uid);
                 self.ended(place, Ending::Lapsed);
             }

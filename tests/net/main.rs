@@ -168,7 +168,6 @@ mod listing_replies_decode_within_the_frame_limit;
 mod listings_and_health_answered_with_a_bool_are_errors;
 mod locks_refreshed_by_places_that_end_on_a_lock_of_their_uid_stay_charged;
 mod locks_the_admin_forced_open_give_their_room_back;
-mod locks_under_one_uid_count_against_the_connections_lock_limit;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
 mod node;
@@ -191,6 +190,7 @@ mod reconnect_after_restart_following_idle_closes;
 mod refusal_logs;
 mod semaphore;
 mod the_charges_of_a_uid_go_once_none_of_its_locks_is_refreshed;
+mod the_lock_limit_of_a_connection_counts_lock_ids;
 mod tls;
 mod tls_handshake_timeout_bounds_authentication;
 mod transport;
