@@ -286,6 +286,7 @@ impl Shard {
     }
 
     /// Whether `uid` holds `resource` by a grant of its wait under `ticket`.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(super) fn holds_granted_to(&self, resource: &str, uid: &str, ticket: Ticket) -> bool {
         let entry = self.get(resource).and_then(|h| h.find(uid));
         entry.is_some_and(|e| e.ticket == Some(ticket))
