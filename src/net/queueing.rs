@@ -245,6 +245,20 @@ impl Session {
         waits.end(uid)
     }
 
+    /// A grant of `uid`'s place was pushed: the place recorded for the uid
+    /// is over, unless it is a newer place of the uid that the table still
+    /// keeps. The server answers every request already read before it
+    /// forwards a push, so a wait of the uid in the batch that granted its
+    /// older place is recorded by then; forgotten here, the table would
+    /// keep it with no connection counting it or ending it at its close.
+    pub(super) fn end_granted_place(&self, uid: &str) {
+        let recorded = self.waits().recorded(uid);
+        if recorded.is_some_and(|args| self.server.locker.queued_any(&args)) {
+            return;
+        }
+        self.end_place(uid);
+    }
+
     /// Settles places that ended without a grant this connection saw:
     /// expired, superseded by the same waiter's newer request (under
     /// another uid, or for other names), refused, or given up because the

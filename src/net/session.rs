@@ -542,7 +542,7 @@ impl Session {
             return Ok(());
         }
         if event == PushEvent::Granted {
-            self.end_place(&uid);
+            self.end_granted_place(&uid);
             self.server.ledger.touch(self.id, &uid);
         }
         let push = Response {

@@ -184,6 +184,12 @@ impl Waits {
         superseded
     }
 
+    /// The request of the place recorded for `uid`, if any (a wait under
+    /// way aside).
+    pub(crate) fn recorded(&self, uid: &str) -> Option<LockArgs> {
+        self.places.get(uid).map(|place| place.args.clone())
+    }
+
     /// The names and ticket of `uid`'s place on this connection, if it
     /// keeps one or is asking the table for one.
     /// A wait under way comes first: it is newer than any place recorded

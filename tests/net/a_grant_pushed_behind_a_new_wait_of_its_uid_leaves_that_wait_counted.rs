@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, frame, lock_request, lock_wait_request, read_frame, response,
-    OP_LOCK, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_6,
+    authenticate_as, call, frame, lock_request, lock_wait_request, read_frame, response, OP_LOCK,
+    OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_ERROR, REPLY_WAIT, VERSION_6,
 };
 use quorum_lock::net::ServerConfig;
 use tokio::io::AsyncWriteExt;
@@ -104,7 +104,11 @@ async fn a_grant_pushed_behind_a_new_wait_of_its_uid_leaves_that_wait_counted() 
             refused += 1;
             continue;
         }
-        assert_eq!(waited, [REPLY_WAIT, QUEUED], "step {step}: u waits for held");
+        assert_eq!(
+            waited,
+            [REPLY_WAIT, QUEUED],
+            "step {step}: u waits for held"
+        );
         assert!(pushed, "step {step}: u's grant of x pushed");
     }
     let places = node.locker.waiting();

@@ -44,11 +44,23 @@ async fn a_place_asked_before_its_uids_grant_was_pushed_is_dropped_when_its_conn
         [REPLY_BOOL, 1]
     );
     assert_eq!(
-        call(&mut a, 2, &lock_wait_request(2, "u", &["x"], (1, 1), ttl, true)).await,
+        call(
+            &mut a,
+            2,
+            &lock_wait_request(2, "u", &["x"], (1, 1), ttl, true)
+        )
+        .await,
         [REPLY_WAIT, QUEUED]
     );
     let mut batch = frame(&lock_request(3, OP_UNLOCK, "v", &["x"]));
-    batch.extend(frame(&lock_wait_request(4, "u", &["held"], (1, 2), ttl, true)));
+    batch.extend(frame(&lock_wait_request(
+        4,
+        "u",
+        &["held"],
+        (1, 2),
+        ttl,
+        true,
+    )));
     a.write_all(&batch).await.unwrap();
     let (mut released, mut waited, mut pushed) = (None, None, false);
     for _ in 0..10 {
