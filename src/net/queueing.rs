@@ -207,6 +207,7 @@ impl Session {
                     ticket: asked.ticket,
                     // As the table keeps it: a validity at the most.
                     expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
+                    seq: 0,
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
@@ -245,15 +246,17 @@ impl Session {
         waits.end(uid)
     }
 
-    /// A grant of `uid`'s place was pushed: the place recorded for the uid
-    /// is over, unless it is a newer place of the uid that the table still
-    /// keeps. The server answers every request already read before it
-    /// forwards a push, so a wait of the uid in the batch that granted its
-    /// older place is recorded by then; forgotten here, the table would
-    /// keep it with no connection counting it or ending it at its close.
-    pub(super) fn end_granted_place(&self, uid: &str) {
-        let recorded = self.waits().recorded(uid);
-        if recorded.is_some_and(|args| self.server.locker.queued_any(&args)) {
+    /// A grant of `uid`'s place was pushed when this connection had
+    /// recorded `records` places: the place recorded for the uid is over,
+    /// unless it was recorded since, a newer place of the uid. The server
+    /// answers every request already read before it forwards a push, so a
+    /// wait of the uid in the batch that granted its older place is
+    /// recorded by then; forgotten here, the table would keep it with no
+    /// connection counting it or ending it at its close. (Asking the table
+    /// instead whether the uid still waits there found places other
+    /// connections asked for, under this ticket or another.)
+    pub(super) fn end_granted_place(&self, uid: &str, records: u64) {
+        if self.waits().recorded(uid).is_some_and(|seq| seq > records) {
             return;
         }
         self.end_place(uid);

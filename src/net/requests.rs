@@ -23,7 +23,9 @@ use crate::locker::wait::{PushEvent, PushSink, Ticket, Wake};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 
 /// A push on its way from the lock table to the connection's task.
-pub(super) type Pushed = (Box<str>, PushEvent);
+/// A push for a uid, with the count of places its connection had recorded
+/// when it was made ([`Waits::records`]).
+pub(super) type Pushed = (Box<str>, PushEvent, u64);
 
 pub(super) struct Session {
     pub(super) server: Arc<ServerState>,
@@ -49,6 +51,9 @@ pub(super) struct ConnSink {
     /// The server, for its ledger (weak: the lock table keeps this sink in
     /// its places, and the server keeps the table).
     pub(super) server: std::sync::Weak<ServerState>,
+    /// The connection's count of recorded places ([`Waits::records`]),
+    /// noted with each push.
+    pub(super) records: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PushSink for ConnSink {
@@ -62,7 +67,9 @@ impl PushSink for ConnSink {
         {
             server.ledger.granted(uid);
         }
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send((uid.into(), event)) {
+        let records = self.records.load(std::sync::atomic::Ordering::SeqCst);
+        let push = (uid.into(), event, records);
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send(push) {
             let uid = crate::locker::secrets::mask(uid);
             tracing::debug!(%uid, ?event, "push queue full; dropping the push");
         }
@@ -427,6 +434,19 @@ impl Session {
         } else {
             self.end_place(&args.uid)
         };
+        // Its place may be recorded by the connection it waited over (the
+        // one the uid is charged to), which then counts it against its
+        // limit until it would have expired: that record ends too.
+        let elsewhere = match &place {
+            Some(_) => None,
+            None if args.uid.is_empty() => None,
+            None => self
+                .server
+                .ledger
+                .owner(&args.uid)
+                .filter(|owner| *owner != self.id)
+                .and_then(|owner| Some((owner, self.server.take_place_of(owner, &args.uid)?))),
+        };
         // Only a release that removed an entry on every one of its names
         // frees the charge of its set: one in the wrong mode removes
         // nothing, and one that removed some leaves entries that charge
@@ -461,6 +481,9 @@ impl Session {
         // connection's limit on places counts every place the table keeps.
         if let Some(place) = place {
             self.ended(std::iter::once(place), Ending::Released);
+        }
+        if let Some((owner, place)) = elsewhere {
+            super::queueing::end_places(&self.server, owner, [place], Ending::Released);
         }
         Reply::from_result(result)
     }

@@ -153,6 +153,10 @@ async fn session(
         server.config.max_waiters_per_connection,
     )));
     server.register_waits(slot.id(), &waits);
+    let records = waits
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .records();
     let session = Session {
         server: server.clone(),
         role,
@@ -162,6 +166,7 @@ async fn session(
             Arc::new(ConnSink {
                 pushes,
                 server: Arc::downgrade(&server),
+                records,
             }),
             0,
         ),
@@ -535,14 +540,14 @@ fn too_big(err: &std::io::Error) -> bool {
 impl Session {
     /// Writes a push from the lock table. A grant ends the place and
     /// starts the entry's life in the ledger.
-    async fn forward(&self, conn: &mut Conn, (uid, event): Pushed) -> Result<(), ()> {
+    async fn forward(&self, conn: &mut Conn, (uid, event, records): Pushed) -> Result<(), ()> {
         if event == PushEvent::Changed && self.version < wire::V5 {
             // Only a version-5 request registers a watch, so this does not
             // happen; a client of an older version could not decode it.
             return Ok(());
         }
         if event == PushEvent::Granted {
-            self.end_granted_place(&uid);
+            self.end_granted_place(&uid, records);
             self.server.ledger.touch(self.id, &uid);
         }
         let push = Response {

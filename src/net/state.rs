@@ -16,7 +16,7 @@ use super::ledger::Ledger;
 use super::metrics::ServerMetrics;
 use super::refusals::{Busy, Cause, RefusalLog};
 use super::token::{Digest, TokenHasher};
-use super::waits::Waits;
+use super::waits::{Place, Waits};
 use crate::local::released::Released;
 use crate::locker::wait::Ticket;
 use crate::LocalLocker;
@@ -131,6 +131,20 @@ impl ServerState {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .place_of(uid)
+    }
+
+    /// Takes the record of the place that connection `conn` keeps for
+    /// `uid`, if it is open and keeps one: the uid was released over
+    /// another connection, which ended the place in the table.
+    pub(super) fn take_place_of(&self, conn: u64, uid: &str) -> Option<Place> {
+        let waits = self
+            .waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&conn)?
+            .upgrade()?;
+        let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+        waits.end(uid)
     }
 
     /// Makes connection `conn`'s places known to the other connections.

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,10 @@ pub(crate) struct Place {
     pub(crate) ticket: Ticket,
     /// When the lock table drops it, at the latest.
     pub(crate) expires: Instant,
+    /// When the connection recorded it, as a count of its records
+    /// ([`Waits::queued`] sets it): a pushed grant made before then was
+    /// for an older place of the uid.
+    pub(crate) seq: u64,
 }
 
 /// A version-2 poller: the same owner asking for the same resources in
@@ -81,6 +86,9 @@ pub(crate) struct Waits {
     /// it would end the place the table just renewed for this one.
     asking: Vec<AskedWait>,
     next_asking: u64,
+    /// How many places were recorded so far, shared with the connection's
+    /// push sink, which notes it with each grant it pushes.
+    records: Arc<AtomicU64>,
 }
 
 /// A wait under way: its number, uid, names and ticket.
@@ -97,7 +105,14 @@ impl Waits {
             next_sweep: Instant::now(),
             asking: Vec::new(),
             next_asking: 0,
+            records: Arc::default(),
         }
+    }
+
+    /// The count of places recorded, which a push of a grant notes when
+    /// it is made (see [`Place::seq`]).
+    pub(crate) fn records(&self) -> Arc<AtomicU64> {
+        self.records.clone()
     }
 
     /// The key of a version-2 poller of `owner` on `resources` in `mode`.
@@ -152,7 +167,8 @@ impl Waits {
     /// Records that the lock table keeps a place for `place.args.uid`.
     /// Returns the places of the same waiter that it supersedes: see
     /// [`supersede`](Self::supersede).
-    pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
+    pub(crate) fn queued(&mut self, mut place: Place) -> Vec<Place> {
+        place.seq = self.records.fetch_add(1, Ordering::SeqCst) + 1;
         let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
         self.places.insert(place.args.uid.clone(), place);
@@ -184,10 +200,9 @@ impl Waits {
         superseded
     }
 
-    /// The request of the place recorded for `uid`, if any (a wait under
-    /// way aside).
-    pub(crate) fn recorded(&self, uid: &str) -> Option<LockArgs> {
-        self.places.get(uid).map(|place| place.args.clone())
+    /// When the place recorded for `uid` was recorded ([`Place::seq`]).
+    pub(crate) fn recorded(&self, uid: &str) -> Option<u64> {
+        self.places.get(uid).map(|place| place.seq)
     }
 
     /// The names and ticket of `uid`'s place on this connection, if it
@@ -288,6 +303,7 @@ mod tests {
             },
             ticket,
             expires,
+            seq: 0,
         }
     }
 
