@@ -283,6 +283,12 @@ impl Session {
     pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
         end_places(&self.server, self.id, places, how);
     }
+
+    /// [`ended`](Self::ended) for a place that connection `conn` recorded
+    /// (this connection released its uid).
+    pub(super) fn ended_on(&self, conn: u64, place: Place, how: Ending<'_>) {
+        end_places(&self.server, conn, [place], how);
+    }
 }
 
 impl Session {

@@ -483,7 +483,7 @@ impl Session {
             self.ended(std::iter::once(place), Ending::Released);
         }
         if let Some((owner, place)) = elsewhere {
-            super::queueing::end_places(&self.server, owner, [place], Ending::Released);
+            self.ended_on(owner, place, Ending::Released);
         }
         Reply::from_result(result)
     }
