@@ -1,31 +1,32 @@
 //! docs/lock-servers.md, "Limits and memory": "Locks count against their
 //! connection (100,000 locks or 64 MiB) and against the whole server
 //! (1 GiB). A lock stays counted until it is released [...] or until it
-//! expired". And src/net/requests.rs: a refresh that reaches entries not
-//! charged for its names "is charged for them before the locker refreshes
-//! anything, within the limits as a lock is".
+//! expired", and "A refresh keeps every lock of its uid counted (the
+//! entries it reaches may have been granted under another set of names,
+//! whose charge pays for their owner and source)".
 //!
-//! A client takes single-name locks under one uid, each with a 512-byte
-//! owner and a 512-byte source, then refreshes all of their names in one
-//! refresh that names a new set with a one-byte owner and source. The
-//! refresh is charged as that new set (its own short owner and source);
-//! the sets the locks were granted as are never named again, so they lapse
-//! by themselves, while the entries they paid for live on (refreshed),
-//! each still keeping its lock's 1 KiB owner and source. The connection
-//! then has room for new locks its cap should not allow: it ends up
-//! holding, live, more such locks than a fresh connection may take.
-//! A 1 s validity, a 64 KiB cap per connection, an admin token for the
-//! listing. Real time (sockets), every call and loop bounded.
+//! A client takes single-name write locks under one uid, each with a
+//! 512-byte owner and a 512-byte source, then refreshes all of their names
+//! again and again as one new set with a one-byte owner and source: by
+//! refresh calls, or by waits (a wait granted at once refreshes the
+//! entries its uid holds on the names it asks for). The sets the locks
+//! were granted as are never named again; if only the new set's charge
+//! were kept, they would lapse while their entries live on, each still
+//! keeping its lock's 1 KiB owner and source, and the connection would
+//! end up holding, live, more such locks than a fresh connection may
+//! take. (Past breaks: the refresh, then the wait, touched only the set
+//! it named.) A 1 s validity, a 64 KiB cap per connection, an admin token
+//! for the listing. Real time (sockets), every call and loop bounded.
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, Ticket, WaitReply};
 
 use crate::capped::{self, bounded, ADMIN};
-use crate::node::TOKEN;
+use crate::node::{reservation_with, TOKEN};
 
 fn big(uid: &str, names: &[String]) -> LockArgs {
     LockArgs {
@@ -51,8 +52,24 @@ fn name(prefix: &str, i: usize) -> String {
     format!("{prefix}/{i:03}")
 }
 
+/// How the culprit refreshes its entries under the new set.
+#[derive(Clone, Copy, Debug)]
+enum Refresher {
+    Refresh,
+    Wait,
+}
+
 #[tokio::test]
 async fn entries_refreshed_under_another_set_stay_charged_for_their_owner_and_source() {
+    entries_refreshed_under_a_new_set(Refresher::Refresh).await;
+}
+
+#[tokio::test]
+async fn entries_refreshed_by_a_wait_under_another_set_stay_charged_for_their_owner_and_source() {
+    entries_refreshed_under_a_new_set(Refresher::Wait).await;
+}
+
+async fn entries_refreshed_under_a_new_set(by: Refresher) {
     let locker = Arc::new(LocalLocker::with_config(
         "refreshed-under-another-set",
         LockerConfig {
@@ -93,15 +110,26 @@ async fn entries_refreshed_under_another_set_stay_charged_for_their_owner_and_so
     }
     // All of them refreshed as one new set, for longer than the lapse.
     let all = bare("u", &names);
-    for _ in 0..16 {
-        assert_eq!(
-            bounded("refresh", culprit.refresh(&all)).await,
-            Ok(true),
-            "the refresh keeps every entry"
-        );
+    let ticket = Ticket::now();
+    for _ in 0..17 {
+        match by {
+            Refresher::Refresh => assert_eq!(
+                bounded("refresh", culprit.refresh(&all)).await,
+                Ok(true),
+                "the refresh keeps every entry"
+            ),
+            Refresher::Wait => assert_eq!(
+                bounded(
+                    "wait",
+                    culprit.lock_wait(&all, LockMode::Write, &reservation_with(ticket))
+                )
+                .await,
+                Ok(WaitReply::Granted),
+                "the wait is granted: the uid holds every name"
+            ),
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert_eq!(bounded("refresh", culprit.refresh(&all)).await, Ok(true));
 
     // More such locks, until the cap refuses one.
     let mut more = 0;
@@ -124,6 +152,7 @@ async fn entries_refreshed_under_another_set_stay_charged_for_their_owner_and_so
     assert!(
         live <= most,
         "a connection whose cap admits {most} locks with a 1 KiB owner and source holds {live} \
-         of them live ({first} refreshed under another set, {more} taken after their own sets lapsed)"
+         of them live ({first} refreshed under another set by {by:?}, {more} taken after their own \
+         sets lapsed)"
     );
 }
