@@ -37,16 +37,20 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
-    /// Whether `args.uid` holds any resource of `args.resources` by a grant
-    /// of its wait under `ticket`. The lock server asks when a place whose
-    /// set was charged for it alone ends beside entries of its uid: only
-    /// entries granted to that wait may be paid for by the set's charge.
+    /// Whether `args.uid` holds every resource of `args.resources` by a
+    /// grant of a wait under `ticket`: whether the wait for them was
+    /// granted (a place is granted on all its names at once). The lock
+    /// server asks when a place whose set was charged for it alone ends
+    /// beside entries of its uid: only entries granted to that wait may be
+    /// paid for by the set's charge. Some names held under the ticket are
+    /// not enough: the same waiter may have been granted them by an
+    /// earlier wait of its own, for a set charged as its own.
     pub(crate) fn holds_granted_to(&self, args: &LockArgs, ticket: Ticket) -> bool {
         self.with_shards(args, |set, _, _| {
             args.resources
                 .iter()
                 .enumerate()
-                .any(|(pos, r)| set.shard(pos).holds_granted_to(r, &args.uid, ticket))
+                .all(|(pos, r)| set.shard(pos).holds_granted_to(r, &args.uid, ticket))
         })
         .unwrap_or(true)
     }

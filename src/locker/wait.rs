@@ -125,6 +125,15 @@ impl Wake {
         Wake { sink, slot }
     }
 
+    /// Pushes to the same sink, tagged with `slot`.
+    #[cfg(feature = "net")]
+    pub(crate) fn with_slot(&self, slot: usize) -> Wake {
+        Wake {
+            sink: self.sink.clone(),
+            slot,
+        }
+    }
+
     /// Where its pushes go, as a value two wakes share when they deliver
     /// to the same sink and slot.
     pub(crate) fn target(&self) -> (usize, usize) {

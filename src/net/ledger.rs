@@ -37,6 +37,11 @@ mod inner;
 
 pub(crate) use costs::{lock_bytes, proclamation_bytes, watch_bytes, KEPT};
 
+/// One record of a uid on an election board: the board, the hash of its
+/// one name, the bytes charged, and whether a later reservation found it
+/// charged (its undo then leaves the record, see `Inner::set_board`).
+pub(super) type BoardRecord = (Board, u64, usize, bool);
+
 /// What an election keeps on the lock table's boards (`src/local/boards.rs`)
 /// beside the entries, charged to a uid as its locks are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +111,7 @@ struct Charge {
     sets: Vec<SetCharge>,
     /// What the uid keeps on the election boards, by the hash of its one
     /// resource; empty for plain locks.
-    boards: Vec<(Board, u64, usize)>,
+    boards: Vec<BoardRecord>,
 }
 
 impl Charge {
@@ -121,7 +126,7 @@ impl Charge {
 
     fn bytes(&self) -> usize {
         let sets: usize = self.sets.iter().map(|set| set.bytes).sum();
-        sets + self.boards.iter().map(|(_, _, b)| b).sum::<usize>()
+        sets + self.boards.iter().map(|(_, _, b, _)| b).sum::<usize>()
     }
 
     fn is_empty(&self) -> bool {
@@ -146,6 +151,10 @@ struct SetCharge {
     /// untouched for the lapse goes while the uid's other sets live on
     /// (their refreshes do not keep its expired entries' charge).
     touched: Instant,
+    /// A later reservation found the set charged (over any connection) and
+    /// may stand on it: a refused request that added the set must not take
+    /// it back (see [`Ledger::undo`]).
+    shared: bool,
 }
 
 /// What a reservation charges for.
@@ -297,6 +306,7 @@ impl Ledger {
                 let taken = purpose == Purpose::Grant && set.for_place;
                 set.for_place &= !taken;
                 set.touched = now;
+                set.shared = true;
                 taken
             });
         if let Some(taken) = found {
@@ -318,6 +328,7 @@ impl Ledger {
             bytes,
             for_place: purpose == Purpose::Place,
             touched: now,
+            shared: false,
         });
         inner.total += bytes;
         let usage = inner.usage.entry(conn).or_default();
@@ -350,8 +361,8 @@ impl Ledger {
                 charge
                     .boards
                     .iter()
-                    .find(|(b, h, _)| *b == board && *h == hash)
-                    .map(|(_, _, bytes)| *bytes),
+                    .find(|(b, h, _, _)| *b == board && *h == hash)
+                    .map(|(_, _, bytes, _)| *bytes),
             ),
         };
         let grow = bytes.saturating_sub(before.unwrap_or(0));
@@ -368,10 +379,15 @@ impl Ledger {
         match charge
             .boards
             .iter_mut()
-            .find(|(b, h, _)| *b == board && *h == hash)
+            .find(|(b, h, _, _)| *b == board && *h == hash)
         {
-            Some(record) => record.2 += grow,
-            None => charge.boards.push((board, hash, bytes)),
+            Some(record) => {
+                record.2 += grow;
+                // Found charged: the call it was charged for may keep what
+                // it stored, whatever becomes of this one.
+                record.3 = true;
+            }
+            None => charge.boards.push((board, hash, bytes, false)),
         }
         inner.total += grow;
         let usage = inner.usage.entry(conn).or_default();
@@ -388,7 +404,8 @@ impl Ledger {
 
     /// Takes back a [`reserve_board`](Self::reserve_board) whose call kept
     /// nothing on the boards, and the touch it made, unless something
-    /// touched them since.
+    /// touched them since; a record another call found charged meanwhile
+    /// stays (that call may keep what it stored), to lapse with the uid.
     pub(crate) fn undo_board(&self, uid: &str, reserved: BoardReserved) {
         let mut inner = self.inner();
         inner.set_board(uid, reserved);
@@ -396,7 +413,9 @@ impl Ledger {
     }
 
     /// Takes back a reservation whose grant was refused, and the touch it
-    /// made, unless something touched them since. A refusal that still
+    /// made, unless something touched them since; a set it added that
+    /// another request found charged meanwhile stays (that request may
+    /// have been granted on it), to lapse if nothing stands on it. A refusal that still
     /// refreshed entries of the uid (a wait in quarantine) is followed by
     /// a [`touch`](Self::touch).
     pub(crate) fn undo(&self, uid: &str, reserved: Reserved) {
@@ -415,7 +434,17 @@ impl Ledger {
                 before
             }
             Reserved::Added(hash, before) => {
-                inner.remove(uid, Gone::Reserved(hash));
+                // Another request of the uid that found the set charged
+                // meanwhile may have been granted on it: the set then
+                // stays, and lapses if nothing stands on it.
+                let shared = inner
+                    .charges
+                    .get(uid)
+                    .and_then(|charge| charge.sets.iter().find(|set| set.hash == hash))
+                    .is_some_and(|set| set.shared);
+                if !shared {
+                    inner.remove(uid, Gone::Reserved(hash));
+                }
                 before
             }
         };
@@ -426,18 +455,21 @@ impl Ledger {
     /// a validity from now, and so does its charge, with whichever
     /// connection it is charged to (its connection's task may forward the
     /// grant much later, or never).
-    pub(crate) fn granted(&self, uid: &str) {
+    pub(crate) fn granted(&self, uid: &str, names: Option<&[String]>) {
         let now = Instant::now();
+        let granted = names.map(|names| self.set_hash(names));
         let mut inner = self.inner();
         let Some(charge) = inner.charges.get_mut(uid) else {
             return;
         };
         charge.touched = now;
-        // The push does not say which set: every set of the uid may pay
-        // for entries from now (at worst a place's charge stays as long as
-        // the uid's locks, counting too much, never too little).
+        // The granted wait's set (`names`, when its connection still knew
+        // it) pays for entries from now; every set of the uid is touched,
+        // as the grant may reach entries of the uid granted under any.
         for set in &mut charge.sets {
-            set.for_place = false;
+            if granted == Some(set.hash) {
+                set.for_place = false;
+            }
             set.touched = now;
         }
         let conn = charge.conn;
@@ -537,7 +569,7 @@ impl Ledger {
             charge
                 .boards
                 .iter()
-                .any(|(board, _, _)| *board == Board::Proclamation)
+                .any(|(board, _, _, _)| *board == Board::Proclamation)
         })
     }
 

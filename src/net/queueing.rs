@@ -125,7 +125,7 @@ impl Session {
         // Known as this connection's before the ledger names it the uid's
         // owner, until the answer is recorded (or the request dropped): see
         // `end_places`.
-        let _asking = Asking::new(&self.waits, args, asked.ticket);
+        let asking = Asking::new(&self.waits, args, asked.ticket);
         let ledger = &self.server.ledger;
         let reserved = ledger
             .reserve_place(self.id, args)
@@ -159,7 +159,10 @@ impl Session {
         let wait = WaitArgs {
             ticket: asked.ticket,
             place_ttl: asked.place_ttl,
-            wake: asked.push.then(|| self.wake.clone()),
+            // Pushed with the wait's number, which names its place.
+            wake: asked
+                .push
+                .then(|| self.wake.with_slot(asking.number as usize)),
         };
         let reply = match locker.lock_wait(args, asked.mode, &wait).await {
             Ok(reply) => reply,
@@ -207,7 +210,7 @@ impl Session {
                     ticket: asked.ticket,
                     // As the table keeps it: a validity at the most.
                     expires: Instant::now() + asked.place_ttl.min(locker.config().validity),
-                    seq: 0,
+                    number: asking.number,
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
@@ -246,20 +249,21 @@ impl Session {
         waits.end(uid)
     }
 
-    /// A grant of `uid`'s place was pushed when this connection had
-    /// recorded `records` places: the place recorded for the uid is over,
-    /// unless it was recorded since, a newer place of the uid. The server
-    /// answers every request already read before it forwards a push, so a
-    /// wait of the uid in the batch that granted its older place is
-    /// recorded by then; forgotten here, the table would keep it with no
-    /// connection counting it or ending it at its close. (Asking the table
-    /// instead whether the uid still waits there found places other
-    /// connections asked for, under this ticket or another.)
-    pub(super) fn end_granted_place(&self, uid: &str, records: u64) {
-        if self.waits().recorded(uid).is_some_and(|seq| seq > records) {
-            return;
+    /// A grant was pushed for the wait numbered `number` of `uid`: the
+    /// place recorded for the uid is over if it is that wait's. The server
+    /// answers every request already read before it forwards a push, so
+    /// the wait is recorded by then, even when the table granted its place
+    /// before the wait's answer came back. A place recorded for another
+    /// wait of the uid (a newer one, in the batch that granted the older)
+    /// stays: forgotten here, the table would keep it with no connection
+    /// counting it or ending it at its close. (A count of records noted
+    /// with the push could not tell a place granted as it was being
+    /// recorded from a newer one; the table asked whether the uid still
+    /// waits found places other connections asked for.)
+    pub(super) fn end_granted_place(&self, uid: &str, number: u64) {
+        if self.waits().recorded(uid) == Some(number) {
+            self.end_place(uid);
         }
-        self.end_place(uid);
     }
 
     /// Settles places that ended without a grant this connection saw:

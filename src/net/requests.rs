@@ -22,9 +22,9 @@ use crate::locker::proclamation::WatchArgs;
 use crate::locker::wait::{PushEvent, PushSink, Ticket, Wake};
 use crate::{Error, LockArgs, LockMode, NetLocker};
 
-/// A push on its way from the lock table to the connection's task.
-/// A push for a uid, with the count of places its connection had recorded
-/// when it was made ([`Waits::records`]).
+/// A push on its way from the lock table to the connection's task: for a
+/// uid, with the number of the wait it was made for
+/// ([`Place::number`](super::waits::Place::number); 0 for a watch's).
 pub(super) type Pushed = (Box<str>, PushEvent, u64);
 
 pub(super) struct Session {
@@ -51,13 +51,15 @@ pub(super) struct ConnSink {
     /// The server, for its ledger (weak: the lock table keeps this sink in
     /// its places, and the server keeps the table).
     pub(super) server: std::sync::Weak<ServerState>,
-    /// The connection's count of recorded places ([`Waits::records`]),
-    /// noted with each push.
-    pub(super) records: Arc<std::sync::atomic::AtomicU64>,
+    /// The connection's places (weak, as the server is), for the names of
+    /// the place a grant was pushed to.
+    pub(super) waits: std::sync::Weak<Mutex<Waits>>,
 }
 
 impl PushSink for ConnSink {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+    fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+        // The slot is the number of the wait the push is for.
+        let number = slot as u64;
         // The grant's entry lives a validity from now, whenever (or
         // whether) the connection's task forwards the push: its charge
         // lives as long, or a connection stuck writing would let the
@@ -65,10 +67,19 @@ impl PushSink for ConnSink {
         if event == PushEvent::Granted
             && let Some(server) = self.server.upgrade()
         {
-            server.ledger.granted(uid);
+            // The set of the wait granted pays for entries now; the sets
+            // of places the uid keeps over other connections do not.
+            // (Locked inside the table's call, as a place's end looks up
+            // places: the table, then a connection's places.)
+            let names = self.waits.upgrade().and_then(|waits| {
+                waits
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .names_of(uid, number)
+            });
+            server.ledger.granted(uid, names.as_deref());
         }
-        let records = self.records.load(std::sync::atomic::Ordering::SeqCst);
-        let push = (uid.into(), event, records);
+        let push = (uid.into(), event, number);
         if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send(push) {
             let uid = crate::locker::secrets::mask(uid);
             tracing::debug!(%uid, ?event, "push queue full; dropping the push");
@@ -434,18 +445,21 @@ impl Session {
         } else {
             self.end_place(&args.uid)
         };
-        // Its place may be recorded by the connection it waited over (the
-        // one the uid is charged to), which then counts it against its
-        // limit until it would have expired: that record ends too.
+        // Its place may be recorded by the connection it was asked over
+        // last, which would then count it against its limit until it
+        // would have expired: that record ends too, wherever the uid's
+        // charge went since.
         let elsewhere = match &place {
             Some(_) => None,
             None if args.uid.is_empty() => None,
             None => self
                 .server
-                .ledger
-                .owner(&args.uid)
-                .filter(|owner| *owner != self.id)
-                .and_then(|owner| Some((owner, self.server.take_place_of(owner, &args.uid)?))),
+                .recorders
+                .of(&args.uid)
+                .filter(|recorder| *recorder != self.id)
+                .and_then(|recorder| {
+                    Some((recorder, self.server.take_place_of(recorder, &args.uid)?))
+                }),
         };
         // Only a release that removed an entry on every one of its names
         // frees the charge of its set: one in the wrong mode removes

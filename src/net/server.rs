@@ -144,6 +144,7 @@ impl LockServer {
                 connections: AtomicUsize::new(0),
                 pending: Mutex::default(),
                 waits: Mutex::default(),
+                recorders: Arc::default(),
                 next_conn: AtomicU64::new(1),
                 metrics: ServerMetrics::new(),
                 walking: tokio::sync::Mutex::const_new(()),

@@ -149,14 +149,12 @@ async fn session(
     let (role, version) = role;
     tracing::debug!(%peer, ?role, version, "client connected");
     let (pushes, mut pushed) = mpsc::channel(PUSH_QUEUE);
-    let waits = Arc::new(Mutex::new(Waits::new(
+    let waits = Arc::new(Mutex::new(Waits::of_connection(
         server.config.max_waiters_per_connection,
+        slot.id(),
+        server.recorders.clone(),
     )));
     server.register_waits(slot.id(), &waits);
-    let records = waits
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .records();
     let session = Session {
         server: server.clone(),
         role,
@@ -166,7 +164,7 @@ async fn session(
             Arc::new(ConnSink {
                 pushes,
                 server: Arc::downgrade(&server),
-                records,
+                waits: Arc::downgrade(&waits),
             }),
             0,
         ),
@@ -540,14 +538,14 @@ fn too_big(err: &std::io::Error) -> bool {
 impl Session {
     /// Writes a push from the lock table. A grant ends the place and
     /// starts the entry's life in the ledger.
-    async fn forward(&self, conn: &mut Conn, (uid, event, records): Pushed) -> Result<(), ()> {
+    async fn forward(&self, conn: &mut Conn, (uid, event, number): Pushed) -> Result<(), ()> {
         if event == PushEvent::Changed && self.version < wire::V5 {
             // Only a version-5 request registers a watch, so this does not
             // happen; a client of an older version could not decode it.
             return Ok(());
         }
         if event == PushEvent::Granted {
-            self.end_granted_place(&uid, records);
+            self.end_granted_place(&uid, number);
             self.server.ledger.touch(self.id, &uid);
         }
         let push = Response {

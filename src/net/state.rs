@@ -16,7 +16,7 @@ use super::ledger::Ledger;
 use super::metrics::ServerMetrics;
 use super::refusals::{Busy, Cause, RefusalLog};
 use super::token::{Digest, TokenHasher};
-use super::waits::{Place, Waits};
+use super::waits::{Place, Recorders, Waits};
 use crate::local::released::Released;
 use crate::locker::wait::Ticket;
 use crate::LocalLocker;
@@ -86,6 +86,8 @@ pub(crate) struct ServerState {
     /// waiter that reconnected keeps its place now (see
     /// [`place_of`](Self::place_of)).
     pub(super) waits: Mutex<HashMap<u64, Weak<Mutex<Waits>>>>,
+    /// Which connection records each uid's place (see [`Recorders`]).
+    pub(super) recorders: Arc<Recorders>,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,
     /// Held by a force by uid alone while it walks the whole table (see

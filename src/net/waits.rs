@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,10 +46,10 @@ pub(crate) struct Place {
     pub(crate) ticket: Ticket,
     /// When the lock table drops it, at the latest.
     pub(crate) expires: Instant,
-    /// When the connection recorded it, as a count of its records
-    /// ([`Waits::queued`] sets it): a pushed grant made before then was
-    /// for an older place of the uid.
-    pub(crate) seq: u64,
+    /// The number of the wait that asked for it ([`Waits::asking`]),
+    /// which its grant is pushed with: a push names the very place it
+    /// granted. 0 for a place no push is made for.
+    pub(crate) number: u64,
 }
 
 /// A version-2 poller: the same owner asking for the same resources in
@@ -86,16 +85,59 @@ pub(crate) struct Waits {
     /// it would end the place the table just renewed for this one.
     asking: Vec<AskedWait>,
     next_asking: u64,
-    /// How many places were recorded so far, shared with the connection's
-    /// push sink, which notes it with each grant it pushes.
-    records: Arc<AtomicU64>,
+    /// This connection's id, and the server-wide index it keeps up to date
+    /// with every place it records or forgets.
+    conn: u64,
+    recorders: Arc<Recorders>,
+}
+
+/// Which open connection records each uid's place, server-wide: the one
+/// it was asked over last. A release of the uid over any connection ends
+/// that record (the table dropped the place), wherever the uid's charge
+/// went since. Kept by [`Waits`] alone, in the same steps as its own map,
+/// so the two cannot disagree.
+#[derive(Debug, Default)]
+pub(crate) struct Recorders(std::sync::Mutex<HashMap<Arc<str>, u64>>);
+
+impl Recorders {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, u64>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The connection that recorded `uid`'s place last, if one still does.
+    pub(crate) fn of(&self, uid: &str) -> Option<u64> {
+        self.map().get(uid).copied()
+    }
+
+    fn recorded(&self, uid: &Arc<str>, conn: u64) {
+        self.map().insert(uid.clone(), conn);
+    }
+
+    fn forgot(&self, uid: &str, conn: u64) {
+        let mut map = self.map();
+        if map.get(uid) == Some(&conn) {
+            map.remove(uid);
+            if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+                map.shrink_to_fit();
+            }
+        }
+    }
 }
 
 /// A wait under way: its number, uid, names and ticket.
 type AskedWait = (u64, Arc<str>, Arc<[String]>, Ticket);
 
 impl Waits {
+    /// The places of a connection known by itself alone (tests).
+    #[cfg(test)]
     pub(crate) fn new(limit: usize) -> Waits {
+        Waits::of_connection(limit, 0, Arc::default())
+    }
+
+    /// Connection `conn`'s places, indexed server-wide in `recorders`.
+    pub(crate) fn of_connection(limit: usize, conn: u64, recorders: Arc<Recorders>) -> Waits {
         Waits {
             limit,
             places: HashMap::new(),
@@ -105,14 +147,9 @@ impl Waits {
             next_sweep: Instant::now(),
             asking: Vec::new(),
             next_asking: 0,
-            records: Arc::default(),
+            conn,
+            recorders,
         }
-    }
-
-    /// The count of places recorded, which a push of a grant notes when
-    /// it is made (see [`Place::seq`]).
-    pub(crate) fn records(&self) -> Arc<AtomicU64> {
-        self.records.clone()
     }
 
     /// The key of a version-2 poller of `owner` on `resources` in `mode`.
@@ -167,10 +204,10 @@ impl Waits {
     /// Records that the lock table keeps a place for `place.args.uid`.
     /// Returns the places of the same waiter that it supersedes: see
     /// [`supersede`](Self::supersede).
-    pub(crate) fn queued(&mut self, mut place: Place) -> Vec<Place> {
-        place.seq = self.records.fetch_add(1, Ordering::SeqCst) + 1;
+    pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
         let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
+        self.recorders.recorded(&place.args.uid, self.conn);
         self.places.insert(place.args.uid.clone(), place);
         superseded
     }
@@ -200,9 +237,10 @@ impl Waits {
         superseded
     }
 
-    /// When the place recorded for `uid` was recorded ([`Place::seq`]).
+    /// The number of the wait whose place is recorded for `uid`
+    /// ([`Place::number`]).
     pub(crate) fn recorded(&self, uid: &str) -> Option<u64> {
-        self.places.get(uid).map(|place| place.seq)
+        self.places.get(uid).map(|place| place.number)
     }
 
     /// The names and ticket of `uid`'s place on this connection, if it
@@ -219,6 +257,22 @@ impl Waits {
                 self.places
                     .get(uid)
                     .map(|p| (p.args.resources.clone(), p.ticket))
+            })
+    }
+
+    /// The names the wait numbered `number` asked for, while it is being
+    /// asked or its place is recorded for `uid`: a grant pushed with that
+    /// number is of them.
+    pub(crate) fn names_of(&self, uid: &str, number: u64) -> Option<Arc<[String]>> {
+        self.asking
+            .iter()
+            .find(|(n, _, _, _)| *n == number)
+            .map(|(_, _, names, _)| names.clone())
+            .or_else(|| {
+                self.places
+                    .get(uid)
+                    .filter(|p| p.number == number)
+                    .map(|p| p.args.resources.clone())
             })
     }
 
@@ -244,6 +298,7 @@ impl Waits {
     /// Forgets the place of `uid`, which was granted or released.
     pub(crate) fn end(&mut self, uid: &str) -> Option<Place> {
         let place = self.places.remove(uid)?;
+        self.recorders.forgot(uid, self.conn);
         if self
             .by_ticket
             .get(&place.ticket)
@@ -258,6 +313,9 @@ impl Waits {
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Place> + '_ {
         self.pollers.clear();
         self.by_ticket.clear();
+        for uid in self.places.keys() {
+            self.recorders.forgot(uid, self.conn);
+        }
         self.places.drain().map(|(_, p)| p)
     }
 
@@ -303,7 +361,7 @@ mod tests {
             },
             ticket,
             expires,
-            seq: 0,
+            number: 0,
         }
     }
 

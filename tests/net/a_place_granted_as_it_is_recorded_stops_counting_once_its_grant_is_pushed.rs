@@ -133,7 +133,7 @@ async fn a_place_granted_as_it_is_recorded_stops_counting_once_its_grant_is_push
         )
         .await;
         pushed.extend(reply(&mut a, id + 2).await.1);
-        let granted = queued && u_holds() && pushed.iter().any(|p| *p == uid);
+        let granted = queued && u_holds() && pushed.contains(&uid);
         if granted {
             granted_after_queueing += 1;
             send(

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Board, Charge, SetCharge, Usage};
+use super::{BoardRecord, Charge, SetCharge, Usage};
 use crate::local::{
     block, BOARDS_KEPT, NAME_OVERHEAD, PROCLAMATION_OVERHEAD, TABLE_KEPT, WATCH_OVERHEAD,
 };
@@ -68,9 +68,9 @@ pub(crate) fn lock_bytes(args: &LockArgs) -> usize {
 /// of boards starting with room for four, the uid's string header).
 /// Charging that for every board record overcharges a uid that also
 /// holds locks, which errs on the side of the cap.
-const BOARD_RECORD: usize = 2 * std::mem::size_of::<(Board, u64, usize)>()
+const BOARD_RECORD: usize = 2 * std::mem::size_of::<BoardRecord>()
     + ((std::mem::size_of::<(Arc<str>, Charge)>() + 1) * 8).div_ceil(3)
-    + block(4 * std::mem::size_of::<(Board, u64, usize)>())
+    + block(4 * std::mem::size_of::<BoardRecord>())
     + 2 * std::mem::size_of::<usize>()
     + 8
     + 15;

@@ -65,8 +65,13 @@ impl Inner {
         let at = charge
             .boards
             .iter()
-            .position(|(b, h, _)| *b == board && *h == hash);
+            .position(|(b, h, _, _)| *b == board && *h == hash);
         let Some(at) = at else { return };
+        if charge.boards[at].3 {
+            // Another call found the record charged meanwhile and may keep
+            // what it stored: the record stays, and lapses with the uid.
+            return;
+        }
         let now = charge.boards[at].2;
         let freed = match before {
             Some(bytes) => {
@@ -243,7 +248,7 @@ impl Inner {
             Gone::Proclamation(hash) => {
                 charge
                     .boards
-                    .retain(|(b, h, _)| !(*b == Board::Proclamation && *h == hash));
+                    .retain(|(b, h, _, _)| !(*b == Board::Proclamation && *h == hash));
                 fit_list(&mut charge.boards);
             }
             // Every lock of the uid, and with them its proclamations;
@@ -251,7 +256,7 @@ impl Inner {
             // ttl runs out, and stay charged until the uid lapses.
             Gone::Locks => {
                 charge.sets.clear();
-                charge.boards.retain(|(b, _, _)| *b == Board::Watch);
+                charge.boards.retain(|(b, _, _, _)| *b == Board::Watch);
             }
             Gone::All => {
                 charge.sets.clear();

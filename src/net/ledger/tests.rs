@@ -110,6 +110,11 @@ async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
         .unwrap();
     assert_eq!(l.total(), one + value);
     assert_eq!(l.usage(1).locks, 1, "the same uid: one lock");
+    // Undone (the locker kept nothing): back as before.
+    l.undo_board("leader", r);
+    assert_eq!(l.total(), one);
+    l.reserve_board(1, &lock, Board::Proclamation, value)
+        .unwrap();
     // A second, smaller value of the same uid keeps the larger charge;
     // one that does not fit is refused with the per-connection limit.
     let small = proclamation_bytes(&lock, 1);
@@ -121,11 +126,6 @@ async fn proclamations_and_watches_are_charged_and_go_with_their_lock() {
         .reserve_board(1, &other, Board::Proclamation, value)
         .unwrap_err();
     assert_eq!(err.limit, Limit::BytesPerConnection, "{err:?}");
-    // Undone (the locker kept nothing): back as before.
-    l.undo_board("leader", r);
-    assert_eq!(l.total(), one);
-    l.reserve_board(1, &lock, Board::Proclamation, value)
-        .unwrap();
     // The release of the lock on the election's name takes the
     // proclamation with it, once the server found the entry gone.
     assert!(l.proclaims("leader"));
@@ -271,12 +271,57 @@ async fn a_set_charged_for_a_place_pays_for_entries_once_granted() {
     // Granted when the waiter asked again, or by a push, or by a lock call.
     l.granted_set(&both);
     assert!(!l.for_place_alone(&both));
+    // A push grants the set of the place it names, not the uid's others.
     let other = args("u", &["c"]);
     l.reserve_place(2, &other).unwrap();
-    l.granted("u");
+    let elsewhere = args("u", &["e"]);
+    l.reserve_place(3, &elsewhere).unwrap();
+    l.granted("u", Some(&other.resources));
     assert!(!l.for_place_alone(&other));
+    assert!(l.for_place_alone(&elsewhere));
     let third = args("u", &["d"]);
     l.reserve_place(2, &third).unwrap();
     l.reserve(2, &third).unwrap();
     assert!(!l.for_place_alone(&third));
+}
+
+/// Two requests of one uid for one set at once, over two connections: the
+/// first adds the set, the second finds it charged. The first refused,
+/// its undo must leave the set to the second, which the table may have
+/// granted; likewise for an election board's record.
+#[tokio::test(start_paused = true)]
+async fn a_refused_request_that_added_a_set_another_found_leaves_it_charged() {
+    let l = ledger(1 << 20, 1 << 20);
+    let lock = args("u", &["a", "b"]);
+    let added = l.reserve(1, &lock).unwrap();
+    assert!(matches!(added, Reserved::Added(..)));
+    let found = l.reserve(2, &lock).unwrap();
+    assert!(matches!(found, Reserved::Already(..)));
+    let charged = l.total();
+    l.undo("u", added);
+    assert_eq!(
+        l.total(),
+        charged,
+        "the set the second request stands on stays"
+    );
+    // Alone, a refused request's set goes.
+    let alone = args("v", &["c"]);
+    let before = l.total();
+    let added = l.reserve(1, &alone).unwrap();
+    l.undo("v", added);
+    assert_eq!(l.total(), before);
+
+    let leader = args("w", &["e"]);
+    let first = l
+        .reserve_board(1, &leader, Board::Proclamation, 100)
+        .unwrap();
+    l.reserve_board(2, &leader, Board::Proclamation, 100)
+        .unwrap();
+    let charged = l.total();
+    l.undo_board("w", first);
+    assert_eq!(
+        l.total(),
+        charged,
+        "the record the second call stands on stays"
+    );
 }
