@@ -463,3 +463,32 @@ pub fn late_locks(
         }
     }))
 }
+
+/// Three lockers of `validity`, seeded with `seed`, and a builder of a
+/// `Dsync` over them, owned by "a" and seeded likewise, whose lease of
+/// `validity` keeps `margin` of safety and refreshes every `refresh`.
+#[cfg(feature = "testing")]
+pub fn three_lockers_and_a_lease(
+    seed: u64,
+    validity: Duration,
+    margin: Duration,
+    refresh: Duration,
+) -> (quorum_lock::testing::TestCluster, DsyncBuilder) {
+    let cluster = quorum_lock::testing::TestCluster::with_config(
+        3,
+        seed,
+        quorum_lock::LockerConfig {
+            validity,
+            ..quorum_lock::LockerConfig::default()
+        },
+    );
+    let builder = Dsync::builder(cluster.net_lockers())
+        .owner("a")
+        .rng_seed(seed)
+        .lease(quorum_lock::Lease {
+            validity,
+            safety_margin: margin,
+            refresh_interval: refresh,
+        });
+    (cluster, builder)
+}

@@ -17,11 +17,12 @@
 //! about sixteen probes per 10 ms step.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
-use quorum_lock::testing::{CallKind, TestCluster};
-use quorum_lock::{Dsync, Lease, LockerConfig, RetryPolicy, Timeouts};
+use quorum_lock::testing::CallKind;
+use quorum_lock::{RetryPolicy, Timeouts};
 
 const SEED: u64 = 3628;
 const UNLOCKS: usize = 16;
@@ -30,22 +31,13 @@ const UNLOCKS: usize = 16;
 fn a_failing_locker_is_probed_once_per_backoff_step_after_unlocks_outside_a_runtime() {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(10);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(2),
+        Duration::from_secs(1),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(2),
-            refresh_interval: Duration::from_secs(1),
-        })
+    let ds = builder
         .retry(RetryPolicy {
             initial: Duration::from_millis(10),
             max: Duration::from_millis(10),

@@ -16,11 +16,12 @@
 //! along, keeps the grant until it expires.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Lease, LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 3630;
 
@@ -41,24 +42,13 @@ async fn holds_x(cluster: &TestCluster, index: usize) -> bool {
 fn a_lock_future_dropped_outside_a_runtime_undoes_its_grant_when_the_acquiring_runtime_is_idle() {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(6);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(2),
+        Duration::from_secs(1),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(2),
-            refresh_interval: Duration::from_secs(1),
-        })
-        .build()
-        .expect("valid coordinator");
+    let ds = builder.build().expect("valid coordinator");
     cluster
         .set_hang(true, &[1, 2])
         .expect("nodes 1 and 2 exist");

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use crate::common;
 use futures::executor::block_on;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, Lease, LockerConfig, NetLocker};
+use quorum_lock::{Error, NetLocker};
 
 const SEED: u64 = 36_295;
 
@@ -48,24 +48,13 @@ async fn holding(cluster: &TestCluster, uid: &str) -> Vec<bool> {
 fn a_lost_lock_unlocked_on_a_runtime_idle_since_is_freed_and_awaited() {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(6);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(3),
+        Duration::from_millis(500),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(3),
-            refresh_interval: Duration::from_millis(500),
-        })
-        .build()
-        .expect("valid coordinator");
+    let ds = builder.build().expect("valid coordinator");
     let a = common::runtime();
     let taken = Instant::now();
     let guard = a.block_on(async {

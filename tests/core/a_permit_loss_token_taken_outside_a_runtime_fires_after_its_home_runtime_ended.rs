@@ -16,11 +16,11 @@
 //! token stays uncancelled.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::{Duration, Instant};
 
 use futures::executor::block_on;
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Lease, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 
 const SEED: u64 = 3629;
 
@@ -28,24 +28,13 @@ const SEED: u64 = 3629;
 fn a_permit_loss_token_taken_outside_a_runtime_fires_after_its_home_runtime_ended() {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(6);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(2),
+        Duration::from_millis(100),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(2),
-            refresh_interval: Duration::from_millis(100),
-        })
-        .build()
-        .expect("valid coordinator");
+    let ds = builder.build().expect("valid coordinator");
     let home = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -15,11 +15,11 @@
 //! they expire.
 #![cfg(feature = "testing")]
 
+use crate::common;
 use std::time::Duration;
 
 use futures::executor::block_on;
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Error, Lease, LockerConfig};
+use quorum_lock::Error;
 
 const SEED: u64 = 3664;
 
@@ -33,24 +33,13 @@ const SEED: u64 = 3664;
 fn an_unlock_outside_a_runtime_that_finds_the_lock_lost_frees_it_at_once() {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(6);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(1),
+        Duration::from_millis(100),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(1),
-            refresh_interval: Duration::from_millis(100),
-        })
-        .build()
-        .expect("valid coordinator");
+    let ds = builder.build().expect("valid coordinator");
     let acquiring = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

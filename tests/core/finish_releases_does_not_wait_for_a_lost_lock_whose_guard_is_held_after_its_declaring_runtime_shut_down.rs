@@ -21,8 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use quorum_lock::testing::TestCluster;
-use quorum_lock::{Dsync, Lease, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 
 use crate::common;
 
@@ -33,24 +32,13 @@ fn finish_releases_does_not_wait_for_a_lost_lock_whose_guard_is_held_after_its_d
 ) {
     eprintln!("seed {SEED}");
     let validity = Duration::from_secs(6);
-    let cluster = TestCluster::with_config(
-        3,
+    let (cluster, builder) = common::three_lockers_and_a_lease(
         SEED,
-        LockerConfig {
-            validity,
-            ..LockerConfig::default()
-        },
+        validity,
+        Duration::from_secs(2),
+        Duration::from_millis(100),
     );
-    let ds = Dsync::builder(cluster.net_lockers())
-        .owner("a")
-        .rng_seed(SEED)
-        .lease(Lease {
-            validity,
-            safety_margin: Duration::from_secs(2),
-            refresh_interval: Duration::from_millis(100),
-        })
-        .build()
-        .expect("valid coordinator");
+    let ds = builder.build().expect("valid coordinator");
     let x = common::runtime();
     let guard = x.block_on(async {
         let guard = common::try_lock_x(&ds).await;
