@@ -205,6 +205,14 @@ impl Session {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
                 }
+                // The connection that recorded the waiter's place before,
+                // if another: the table replaced that place where this one
+                // stands.
+                let before = self
+                    .server
+                    .recorders
+                    .of(&args.uid)
+                    .filter(|conn| *conn != self.id);
                 let place = Place {
                     args: args.clone(),
                     ticket: asked.ticket,
@@ -214,6 +222,19 @@ impl Session {
                 };
                 let superseded = self.waits().queued(place);
                 self.ended(superseded, Ending::Superseded(args));
+                // A place the waiter kept over another connection on none
+                // but these names is this connection's now, one at a time:
+                // that connection stops counting it.
+                if let Some(conn) = before
+                    && let Some(replaced) = self.server.take_place_replaced(
+                        conn,
+                        &args.uid,
+                        asked.ticket,
+                        &args.resources,
+                    )
+                {
+                    self.ended_on(conn, replaced, Ending::Superseded(args));
+                }
                 // Keeping a place, the table refreshed the uid's entries on
                 // these names too (see the grant above).
                 ledger.touch(self.id, &args.uid);

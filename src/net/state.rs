@@ -149,6 +149,33 @@ impl ServerState {
         waits.end(uid)
     }
 
+    /// Takes the record of the place that connection `conn` keeps for
+    /// `uid` under `ticket`, if it stands on none but `names`: the same
+    /// waiter asked again for them over another connection, and the table
+    /// replaced that place on every one of its names (a place is the
+    /// connection's it was asked over last).
+    pub(super) fn take_place_replaced(
+        &self,
+        conn: u64,
+        uid: &str,
+        ticket: Ticket,
+        names: &[String],
+    ) -> Option<Place> {
+        let waits = self
+            .waits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&conn)?
+            .upgrade()?;
+        let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+        let (kept, same) = waits.recorded_place(uid)?;
+        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        if same != ticket || !kept.iter().all(|name| names.contains(name.as_str())) {
+            return None;
+        }
+        waits.end(uid)
+    }
+
     /// Makes connection `conn`'s places known to the other connections.
     pub(super) fn register_waits(&self, conn: u64, waits: &Arc<Mutex<Waits>>) {
         self.waits

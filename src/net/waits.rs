@@ -243,6 +243,13 @@ impl Waits {
         self.places.get(uid).map(|place| place.number)
     }
 
+    /// The names and ticket of the place recorded for `uid`.
+    pub(crate) fn recorded_place(&self, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
+        self.places
+            .get(uid)
+            .map(|p| (p.args.resources.clone(), p.ticket))
+    }
+
     /// The names and ticket of `uid`'s place on this connection, if it
     /// keeps one or is asking the table for one.
     /// A wait under way comes first: it is newer than any place recorded
