@@ -1,0 +1,59 @@
+//! docs/lock-servers.md, "Limits and memory": "A place is the connection's
+//! it was asked over last, one at a time", and "A connection may hold at
+//! most 1024 places in line; beyond that a waiter gets an error saying
+//! so." A waiter whose place moved to another connection by asking there
+//! again, for the same names under the same ticket, leaves the first
+//! connection holding no place: its next wait fits under a limit of one.
+//! Real time (sockets), every call bounded.
+#![cfg(feature = "net")]
+
+use std::time::Duration;
+
+use crate::node::{start, TOKEN};
+use crate::wire::{
+    authenticate_as, call, lock_request, lock_wait_request, OP_LOCK, QUEUED, REPLY_BOOL,
+    REPLY_WAIT, VERSION_6,
+};
+use quorum_lock::net::ServerConfig;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_place_asked_again_under_a_new_uid_over_another_connection_stops_counting_on_the_first() {
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_waiters_per_connection = 1;
+    config.idle_timeout = None;
+    let node = start(config).await;
+    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(
+        call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,
+        [REPLY_BOOL, 1]
+    );
+    for (conn, uid) in [(&mut a, "U1"), (&mut b, "U2")] {
+        assert_eq!(
+            call(
+                conn,
+                1,
+                &lock_wait_request(1, uid, &["held"], (1, 1), ttl, true)
+            )
+            .await,
+            [REPLY_WAIT, QUEUED],
+            "U waits"
+        );
+    }
+    assert_eq!(node.locker.waiting(), 1, "one place, B's now");
+    let body = call(
+        &mut a,
+        2,
+        &lock_wait_request(2, "W", &["held"], (2, 1), ttl, true),
+    )
+    .await;
+    assert_eq!(
+        body.first(),
+        Some(&REPLY_WAIT),
+        "the waiter's place moved to B, yet A's wait for another uid is refused under a limit of one \
+         place: {}",
+        String::from_utf8_lossy(&body)
+    );
+}
