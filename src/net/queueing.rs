@@ -205,14 +205,10 @@ impl Session {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
                 }
-                // The connection that recorded the waiter's place before,
-                // if another: the table replaced that place where this one
-                // stands.
-                let before = self
-                    .server
-                    .recorders
-                    .of(&args.uid)
-                    .filter(|conn| *conn != self.id);
+                // The connections that recorded the waiter's places before
+                // (by uid and by ticket), if others: the table replaced
+                // those places where this one stands.
+                let before = self.server.recorders.of_waiter(&args.uid, asked.ticket);
                 let place = Place {
                     args: args.clone(),
                     ticket: asked.ticket,
@@ -225,15 +221,21 @@ impl Session {
                 // A place the waiter kept over another connection on none
                 // but these names is this connection's now, one at a time:
                 // that connection stops counting it.
-                if let Some(conn) = before
-                    && let Some(replaced) = self.server.take_place_replaced(
+                let mut seen = None;
+                for conn in before.into_iter().flatten() {
+                    if conn == self.id || seen == Some(conn) {
+                        continue;
+                    }
+                    seen = Some(conn);
+                    let replaced = self.server.take_places_replaced(
                         conn,
                         &args.uid,
                         asked.ticket,
                         &args.resources,
-                    )
-                {
-                    self.ended_on(conn, replaced, Ending::Superseded(args));
+                    );
+                    for place in replaced {
+                        self.ended_on(conn, place, Ending::Superseded(args));
+                    }
                 }
                 // Keeping a place, the table refreshed the uid's entries on
                 // these names too (see the grant above).

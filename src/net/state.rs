@@ -149,31 +149,29 @@ impl ServerState {
         waits.end(uid)
     }
 
-    /// Takes the record of the place that connection `conn` keeps for
-    /// `uid` under `ticket`, if it stands on none but `names`: the same
-    /// waiter asked again for them over another connection, and the table
-    /// replaced that place on every one of its names (a place is the
+    /// Takes the records of the places that connection `conn` keeps for
+    /// `uid` or under `ticket` on none but `names`: the same waiter asked
+    /// again for them over another connection, and the table replaced
+    /// those places on every one of their names (a place is the
     /// connection's it was asked over last).
-    pub(super) fn take_place_replaced(
+    pub(super) fn take_places_replaced(
         &self,
         conn: u64,
         uid: &str,
         ticket: Ticket,
         names: &[String],
-    ) -> Option<Place> {
+    ) -> Vec<Place> {
         let waits = self
             .waits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&conn)?
-            .upgrade()?;
+            .get(&conn)
+            .and_then(Weak::upgrade);
+        let Some(waits) = waits else {
+            return Vec::new();
+        };
         let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
-        let (kept, same) = waits.recorded_place(uid)?;
-        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-        if same != ticket || !kept.iter().all(|name| names.contains(name.as_str())) {
-            return None;
-        }
-        waits.end(uid)
+        waits.end_replaced(uid, ticket, names)
     }
 
     /// Makes connection `conn`'s places known to the other connections.

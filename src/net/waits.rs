@@ -91,16 +91,24 @@ pub(crate) struct Waits {
     recorders: Arc<Recorders>,
 }
 
-/// Which open connection records each uid's place, server-wide: the one
-/// it was asked over last. A release of the uid over any connection ends
-/// that record (the table dropped the place), wherever the uid's charge
-/// went since. Kept by [`Waits`] alone, in the same steps as its own map,
-/// so the two cannot disagree.
+/// Which open connection records each waiter's place, server-wide, by
+/// uid and by ticket (the table keeps one place per waiter, and a waiter
+/// is a uid or a ticket): the one it was asked over last. A release of the
+/// uid over any connection ends that record (the table dropped the
+/// place), wherever the uid's charge went since, and a waiter asking again
+/// over another connection moves it there. Kept by [`Waits`] alone, in the
+/// same steps as its own maps, so the two cannot disagree.
 #[derive(Debug, Default)]
-pub(crate) struct Recorders(std::sync::Mutex<HashMap<Arc<str>, u64>>);
+pub(crate) struct Recorders(std::sync::Mutex<Index>);
+
+#[derive(Debug, Default)]
+struct Index {
+    uids: HashMap<Arc<str>, u64>,
+    tickets: HashMap<Ticket, u64>,
+}
 
 impl Recorders {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, u64>> {
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -108,19 +116,37 @@ impl Recorders {
 
     /// The connection that recorded `uid`'s place last, if one still does.
     pub(crate) fn of(&self, uid: &str) -> Option<u64> {
-        self.map().get(uid).copied()
+        self.index().uids.get(uid).copied()
     }
 
-    fn recorded(&self, uid: &Arc<str>, conn: u64) {
-        self.map().insert(uid.clone(), conn);
+    /// The connections that recorded, last, a place of `uid` or one under
+    /// `ticket`: the places a wait of that waiter replaces in the table.
+    pub(crate) fn of_waiter(&self, uid: &str, ticket: Ticket) -> [Option<u64>; 2] {
+        let index = self.index();
+        [
+            index.uids.get(uid).copied(),
+            index.tickets.get(&ticket).copied(),
+        ]
     }
 
-    fn forgot(&self, uid: &str, conn: u64) {
-        let mut map = self.map();
-        if map.get(uid) == Some(&conn) {
-            map.remove(uid);
-            if map.capacity() > 64 && map.len() < map.capacity() / 4 {
-                map.shrink_to_fit();
+    fn recorded(&self, uid: &Arc<str>, ticket: Ticket, conn: u64) {
+        let mut index = self.index();
+        index.uids.insert(uid.clone(), conn);
+        index.tickets.insert(ticket, conn);
+    }
+
+    fn forgot(&self, uid: &str, ticket: Ticket, conn: u64) {
+        let mut index = self.index();
+        if index.uids.get(uid) == Some(&conn) {
+            index.uids.remove(uid);
+            if index.uids.capacity() > 64 && index.uids.len() < index.uids.capacity() / 4 {
+                index.uids.shrink_to_fit();
+            }
+        }
+        if index.tickets.get(&ticket) == Some(&conn) {
+            index.tickets.remove(&ticket);
+            if index.tickets.capacity() > 64 && index.tickets.len() < index.tickets.capacity() / 4 {
+                index.tickets.shrink_to_fit();
             }
         }
     }
@@ -207,7 +233,8 @@ impl Waits {
     pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
         let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
-        self.recorders.recorded(&place.args.uid, self.conn);
+        self.recorders
+            .recorded(&place.args.uid, place.ticket, self.conn);
         self.places.insert(place.args.uid.clone(), place);
         superseded
     }
@@ -243,11 +270,32 @@ impl Waits {
         self.places.get(uid).map(|place| place.number)
     }
 
-    /// The names and ticket of the place recorded for `uid`.
-    pub(crate) fn recorded_place(&self, uid: &str) -> Option<(Arc<[String]>, Ticket)> {
-        self.places
-            .get(uid)
-            .map(|p| (p.args.resources.clone(), p.ticket))
+    /// Forgets the place recorded for `uid`, or under `ticket`, where it
+    /// stands on none but `names`, and returns it: the same waiter asked
+    /// for them again over another connection, and the table replaced it
+    /// on every one of its names.
+    pub(crate) fn end_replaced(
+        &mut self,
+        uid: &str,
+        ticket: Ticket,
+        names: &[String],
+    ) -> Vec<Place> {
+        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        let by_ticket = self.by_ticket.get(&ticket).cloned();
+        let mut ended = Vec::new();
+        for waiter in std::iter::once(uid).chain(by_ticket.as_deref()) {
+            let covered = self.places.get(waiter).is_some_and(|place| {
+                place
+                    .args
+                    .resources
+                    .iter()
+                    .all(|name| names.contains(name.as_str()))
+            });
+            if covered && let Some(place) = self.end(waiter) {
+                ended.push(place);
+            }
+        }
+        ended
     }
 
     /// The names and ticket of `uid`'s place on this connection, if it
@@ -305,7 +353,7 @@ impl Waits {
     /// Forgets the place of `uid`, which was granted or released.
     pub(crate) fn end(&mut self, uid: &str) -> Option<Place> {
         let place = self.places.remove(uid)?;
-        self.recorders.forgot(uid, self.conn);
+        self.recorders.forgot(uid, place.ticket, self.conn);
         if self
             .by_ticket
             .get(&place.ticket)
@@ -320,8 +368,8 @@ impl Waits {
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Place> + '_ {
         self.pollers.clear();
         self.by_ticket.clear();
-        for uid in self.places.keys() {
-            self.recorders.forgot(uid, self.conn);
+        for (uid, place) in &self.places {
+            self.recorders.forgot(uid, place.ticket, self.conn);
         }
         self.places.drain().map(|(_, p)| p)
     }
