@@ -182,9 +182,12 @@ impl Session {
                 // The set's charge pays for the entries now, not a place.
                 ledger.granted_set(args);
                 undo_beside();
-                // The table ended this waiter's places, under any uid.
+                // The table ended this waiter's places, under any uid,
+                // over any connection.
                 let superseded = self.waits().supersede(args, asked.ticket);
                 self.ended(superseded, Ending::Superseded(args));
+                let before = self.server.recorders.of_waiter(&args.uid, asked.ticket);
+                self.take_over_places(before, args, asked.ticket);
                 if released.contains(&args.uid) {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
@@ -221,22 +224,7 @@ impl Session {
                 // A place the waiter kept over another connection on none
                 // but these names is this connection's now, one at a time:
                 // that connection stops counting it.
-                let mut seen = None;
-                for conn in before.into_iter().flatten() {
-                    if conn == self.id || seen == Some(conn) {
-                        continue;
-                    }
-                    seen = Some(conn);
-                    let replaced = self.server.take_places_replaced(
-                        conn,
-                        &args.uid,
-                        asked.ticket,
-                        &args.resources,
-                    );
-                    for place in replaced {
-                        self.ended_on(conn, place, Ending::Superseded(args));
-                    }
-                }
+                self.take_over_places(before, args, asked.ticket);
                 // Keeping a place, the table refreshed the uid's entries on
                 // these names too (see the grant above).
                 ledger.touch(self.id, &args.uid);
@@ -251,6 +239,29 @@ impl Session {
             }
         }
         Ok(reply)
+    }
+
+    /// Ends the records that other connections (`before`, named by the
+    /// server-wide index for this waiter's uid and ticket) keep of the
+    /// waiter's places on none but `args`'s names: the table replaced or
+    /// granted those places on every one of their names for this request,
+    /// and a place is the connection's it was asked over last. A place
+    /// standing on other names too stays counted where it is, as the table
+    /// keeps it there until it ends.
+    fn take_over_places(&self, before: [Option<u64>; 2], args: &LockArgs, ticket: Ticket) {
+        let mut seen = None;
+        for conn in before.into_iter().flatten() {
+            if conn == self.id || seen == Some(conn) {
+                continue;
+            }
+            seen = Some(conn);
+            let replaced =
+                self.server
+                    .take_places_replaced(conn, &args.uid, ticket, &args.resources);
+            for place in replaced {
+                self.ended_on(conn, place, Ending::Superseded(args));
+            }
+        }
     }
 
     /// Whether the connection keeps nothing on the server that needs it
