@@ -112,3 +112,54 @@ async fn a_place_granted_when_asked_over_another_connection_stops_counting_on_th
         String::from_utf8_lossy(&body)
     );
 }
+
+/// The same when the waiter's uid takes a plain lock on the place's names
+/// over B once they are free: the grant ended the place in the table, and
+/// A holds none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_place_whose_uid_takes_a_plain_lock_over_another_connection_stops_counting_on_the_first()
+{
+    let mut config = ServerConfig::new(TOKEN);
+    config.max_waiters_per_connection = 1;
+    config.idle_timeout = None;
+    let node = start(config).await;
+    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(
+        call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,
+        [REPLY_BOOL, 1]
+    );
+    let reply = call(
+        &mut a,
+        1,
+        &lock_wait_request(1, "U", &["held"], (1, 1), ttl, false),
+    )
+    .await;
+    assert_eq!(reply.first(), Some(&REPLY_WAIT), "U keeps a place over A");
+    assert_eq!(node.locker.waiting(), 1);
+    assert_eq!(
+        call(&mut h, 2, &lock_request(2, OP_UNLOCK, "h", &["held"])).await,
+        [REPLY_BOOL, 1]
+    );
+    assert_eq!(
+        call(&mut b, 1, &lock_request(1, OP_LOCK, "U", &["held"])).await,
+        [REPLY_BOOL, 1],
+        "U's plain lock over B is granted"
+    );
+    assert_eq!(node.locker.waiting(), 0, "no place is left");
+    let body = call(
+        &mut a,
+        2,
+        &lock_wait_request(2, "W", &["held"], (2, 1), ttl, true),
+    )
+    .await;
+    assert_eq!(
+        body.first(),
+        Some(&REPLY_WAIT),
+        "U was granted a plain lock over B, yet A's wait for another uid is refused under a limit \
+         of one place: {}",
+        String::from_utf8_lossy(&body)
+    );
+}
