@@ -54,6 +54,7 @@ mod metrics;
 mod peer_log;
 mod pushes;
 mod queueing;
+mod recorders;
 mod refusals;
 mod requests;
 mod sampler;

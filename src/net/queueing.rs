@@ -248,13 +248,11 @@ impl Session {
     /// and a place is the connection's it was asked over last. A place
     /// standing on other names too stays counted where it is, as the table
     /// keeps it there until it ends.
-    fn take_over_places(&self, before: [Option<u64>; 2], args: &LockArgs, ticket: Ticket) {
-        let mut seen = None;
-        for conn in before.into_iter().flatten() {
-            if conn == self.id || seen == Some(conn) {
+    fn take_over_places(&self, before: Vec<u64>, args: &LockArgs, ticket: Ticket) {
+        for conn in before {
+            if conn == self.id {
                 continue;
             }
-            seen = Some(conn);
             let replaced =
                 self.server
                     .take_places_replaced(conn, &args.uid, ticket, &args.resources);
@@ -510,14 +508,26 @@ pub(super) fn end_places(
         let decide = || {
             // Only a place with the same ticket is the same place in the
             // table: under another ticket it is a place of its own there,
-            // which this one's end must take out (the ledger's owner may
-            // even be the older connection, after it refreshed the uid).
-            let newer = ledger
-                .owner(uid)
-                .filter(|owner| *owner != conn)
-                .and_then(|owner| server.place_of(owner, uid))
-                .filter(|(_, ticket)| *ticket == place.ticket)
-                .map(|(names, _)| names);
+            // which this one's end must take out. The other connections
+            // that record or ask for a place of the uid are found in the
+            // server-wide index (not by where the uid's charge is, which
+            // a refresh over any connection moves).
+            let mut newer: Option<Arc<[String]>> = None;
+            for other in server.recorders.of(uid) {
+                if other == conn {
+                    continue;
+                }
+                let Some((names, ticket)) = server.place_of(other, uid) else {
+                    continue;
+                };
+                if ticket != place.ticket {
+                    continue;
+                }
+                newer = Some(match newer {
+                    None => names,
+                    Some(kept) => kept.iter().chain(names.iter()).cloned().collect(),
+                });
+            }
             if let Some(newer) = newer {
                 // Looked up in a set: a request may name 1,000 names, and
                 // a connection keep 1,024 places.

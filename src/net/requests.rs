@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::labels::Limit;
 use super::ledger::{proclamation_bytes, watch_bytes, Board, Over};
 use super::state::{Role, ServerState};
-use super::waits::{Waits, MAX_PLACE_TTL};
+use super::waits::{Place, Waits, MAX_PLACE_TTL};
 use super::wire::{
     self, ErrorKind, Op, Reply, Request, Response, WireArgs, WireLockInfo, WireMode,
     WireProclamation,
@@ -347,9 +347,13 @@ impl Session {
         // The grant ended the uid's place on the names it granted; a place
         // it kept on other names ends too, as when the waiter asks again
         // for other names, so that the connection's limit on places keeps
-        // counting every place the table keeps.
+        // counting every place the table keeps. So do its places over
+        // other connections (the server-wide index names them).
         if let Some(place) = self.end_place(&args.uid) {
             self.ended(std::iter::once(place), Ending::Superseded(&args));
+        }
+        for (conn, place) in self.places_elsewhere(&args.uid) {
+            self.ended_on(conn, place, Ending::Superseded(&args));
         }
         if released.contains(&args.uid) {
             self.undo_grant(&args).await;
@@ -357,6 +361,21 @@ impl Session {
         }
         ledger.touch_set(self.id, &args);
         Reply::Bool(true)
+    }
+
+    /// Takes the records that other connections keep of `uid`'s places
+    /// (the server-wide index names them): a call over this one ended
+    /// those places in the table.
+    fn places_elsewhere(&self, uid: &str) -> Vec<(u64, Place)> {
+        let mut taken = Vec::new();
+        for conn in self.server.recorders.of(uid) {
+            if conn != self.id
+                && let Some(place) = self.server.take_place_of(conn, uid)
+            {
+                taken.push((conn, place));
+            }
+        }
+        taken
     }
 
     /// Draws a fencing token.
@@ -445,21 +464,14 @@ impl Session {
         } else {
             self.end_place(&args.uid)
         };
-        // Its place may be recorded by the connection it was asked over
-        // last, which would then count it against its limit until it
-        // would have expired: that record ends too, wherever the uid's
-        // charge went since.
-        let elsewhere = match &place {
-            Some(_) => None,
-            None if args.uid.is_empty() => None,
-            None => self
-                .server
-                .recorders
-                .of(&args.uid)
-                .filter(|recorder| *recorder != self.id)
-                .and_then(|recorder| {
-                    Some((recorder, self.server.take_place_of(recorder, &args.uid)?))
-                }),
+        // Its places may be recorded by other connections, which would
+        // then count them against their limits until they would have
+        // expired: those records end too, wherever the uid's charge went
+        // since.
+        let elsewhere = if args.uid.is_empty() {
+            Vec::new()
+        } else {
+            self.places_elsewhere(&args.uid)
         };
         // Only a release that removed an entry on every one of its names
         // frees the charge of its set: one in the wrong mode removes
@@ -496,8 +508,8 @@ impl Session {
         if let Some(place) = place {
             self.ended(std::iter::once(place), Ending::Released);
         }
-        if let Some((owner, place)) = elsewhere {
-            self.ended_on(owner, place, Ending::Released);
+        for (conn, place) in elsewhere {
+            self.ended_on(conn, place, Ending::Released);
         }
         Reply::from_result(result)
     }

@@ -14,9 +14,10 @@ use super::config::ServerConfig;
 use super::labels::Limit;
 use super::ledger::Ledger;
 use super::metrics::ServerMetrics;
+use super::recorders::Recorders;
 use super::refusals::{Busy, Cause, RefusalLog};
 use super::token::{Digest, TokenHasher};
-use super::waits::{Place, Recorders, Waits};
+use super::waits::{Place, Waits};
 use crate::local::released::Released;
 use crate::locker::wait::Ticket;
 use crate::LocalLocker;
@@ -86,7 +87,7 @@ pub(crate) struct ServerState {
     /// waiter that reconnected keeps its place now (see
     /// [`place_of`](Self::place_of)).
     pub(super) waits: Mutex<HashMap<u64, Weak<Mutex<Waits>>>>,
-    /// Which connection records each uid's place (see [`Recorders`]).
+    /// Which connections record each waiter's places (see [`Recorders`]).
     pub(super) recorders: Arc<Recorders>,
     /// Empty without the feature `metrics`.
     pub(crate) metrics: ServerMetrics,

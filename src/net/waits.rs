@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::recorders::Recorders;
 use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode};
 
@@ -86,70 +87,9 @@ pub(crate) struct Waits {
     asking: Vec<AskedWait>,
     next_asking: u64,
     /// This connection's id, and the server-wide index it keeps up to date
-    /// with every place it records or forgets.
+    /// with every place it records, asks for or forgets.
     conn: u64,
     recorders: Arc<Recorders>,
-}
-
-/// Which open connection records each waiter's place, server-wide, by
-/// uid and by ticket (the table keeps one place per waiter, and a waiter
-/// is a uid or a ticket): the one it was asked over last. A release of the
-/// uid over any connection ends that record (the table dropped the
-/// place), wherever the uid's charge went since, and a waiter asking again
-/// over another connection moves it there. Kept by [`Waits`] alone, in the
-/// same steps as its own maps, so the two cannot disagree.
-#[derive(Debug, Default)]
-pub(crate) struct Recorders(std::sync::Mutex<Index>);
-
-#[derive(Debug, Default)]
-struct Index {
-    uids: HashMap<Arc<str>, u64>,
-    tickets: HashMap<Ticket, u64>,
-}
-
-impl Recorders {
-    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The connection that recorded `uid`'s place last, if one still does.
-    pub(crate) fn of(&self, uid: &str) -> Option<u64> {
-        self.index().uids.get(uid).copied()
-    }
-
-    /// The connections that recorded, last, a place of `uid` or one under
-    /// `ticket`: the places a wait of that waiter replaces in the table.
-    pub(crate) fn of_waiter(&self, uid: &str, ticket: Ticket) -> [Option<u64>; 2] {
-        let index = self.index();
-        [
-            index.uids.get(uid).copied(),
-            index.tickets.get(&ticket).copied(),
-        ]
-    }
-
-    fn recorded(&self, uid: &Arc<str>, ticket: Ticket, conn: u64) {
-        let mut index = self.index();
-        index.uids.insert(uid.clone(), conn);
-        index.tickets.insert(ticket, conn);
-    }
-
-    fn forgot(&self, uid: &str, ticket: Ticket, conn: u64) {
-        let mut index = self.index();
-        if index.uids.get(uid) == Some(&conn) {
-            index.uids.remove(uid);
-            if index.uids.capacity() > 64 && index.uids.len() < index.uids.capacity() / 4 {
-                index.uids.shrink_to_fit();
-            }
-        }
-        if index.tickets.get(&ticket) == Some(&conn) {
-            index.tickets.remove(&ticket);
-            if index.tickets.capacity() > 64 && index.tickets.len() < index.tickets.capacity() / 4 {
-                index.tickets.shrink_to_fit();
-            }
-        }
-    }
 }
 
 /// A wait under way: its number, uid, names and ticket.
@@ -233,9 +173,9 @@ impl Waits {
     pub(crate) fn queued(&mut self, place: Place) -> Vec<Place> {
         let superseded = self.supersede(&place.args, place.ticket);
         self.by_ticket.insert(place.ticket, place.args.uid.clone());
-        self.recorders
-            .recorded(&place.args.uid, place.ticket, self.conn);
-        self.places.insert(place.args.uid.clone(), place);
+        let (uid, ticket) = (place.args.uid.clone(), place.ticket);
+        self.places.insert(uid.clone(), place);
+        self.reindex(&uid, ticket);
         superseded
     }
 
@@ -341,19 +281,34 @@ impl Waits {
             args.resources.clone(),
             ticket,
         ));
+        self.reindex(&args.uid, ticket);
         self.next_asking
     }
 
     /// The wait numbered `number` was answered (and its place recorded,
     /// if it has one), or given up.
     pub(crate) fn asked(&mut self, number: u64) {
-        self.asking.retain(|(n, ..)| *n != number);
+        let Some(at) = self.asking.iter().position(|(n, ..)| *n == number) else {
+            return;
+        };
+        let (_, uid, _, ticket) = self.asking.remove(at);
+        self.reindex(&uid, ticket);
+    }
+
+    /// Lists this connection in the server-wide index under `uid` and
+    /// under `ticket` while it records or asks for a place of either, and
+    /// takes it off once it does neither.
+    fn reindex(&self, uid: &Arc<str>, ticket: Ticket) {
+        let by_uid = self.places.contains_key(uid) || self.asking.iter().any(|a| a.1 == *uid);
+        let by_ticket =
+            self.by_ticket.contains_key(&ticket) || self.asking.iter().any(|a| a.3 == ticket);
+        self.recorders
+            .set(self.conn, uid, by_uid, ticket, by_ticket);
     }
 
     /// Forgets the place of `uid`, which was granted or released.
     pub(crate) fn end(&mut self, uid: &str) -> Option<Place> {
         let place = self.places.remove(uid)?;
-        self.recorders.forgot(uid, place.ticket, self.conn);
         if self
             .by_ticket
             .get(&place.ticket)
@@ -361,6 +316,7 @@ impl Waits {
         {
             self.by_ticket.remove(&place.ticket);
         }
+        self.reindex(&place.args.uid, place.ticket);
         Some(place)
     }
 
@@ -369,7 +325,8 @@ impl Waits {
         self.pollers.clear();
         self.by_ticket.clear();
         for (uid, place) in &self.places {
-            self.recorders.forgot(uid, place.ticket, self.conn);
+            self.recorders
+                .set(self.conn, uid, false, place.ticket, false);
         }
         self.places.drain().map(|(_, p)| p)
     }
