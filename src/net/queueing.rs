@@ -248,7 +248,12 @@ impl Session {
     /// and a place is the connection's it was asked over last. A place
     /// standing on other names too stays counted where it is, as the table
     /// keeps it there until it ends.
-    fn take_over_places(&self, before: Vec<u64>, args: &LockArgs, ticket: Ticket) {
+    fn take_over_places(
+        &self,
+        before: impl IntoIterator<Item = u64>,
+        args: &LockArgs,
+        ticket: Ticket,
+    ) {
         for conn in before {
             if conn == self.id {
                 continue;

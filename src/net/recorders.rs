@@ -18,15 +18,26 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use smallvec::SmallVec;
+
 use crate::locker::wait::Ticket;
 
 #[derive(Debug, Default)]
 pub(crate) struct Recorders(Mutex<Index>);
 
+/// The connections listed under one key: nearly always one, kept inline.
+type Conns = SmallVec<[u64; 1]>;
+
+/// What one waiter's listing under its uid and its ticket takes, with
+/// each map at its sparsest (half full, just grown).
+#[cfg(test)]
+pub(crate) const ENTRY_BYTES: usize = 2 * (std::mem::size_of::<(Arc<str>, Conns)>() + 1)
+    + 2 * (std::mem::size_of::<(Ticket, Conns)>() + 1);
+
 #[derive(Debug, Default)]
 struct Index {
-    uids: HashMap<Arc<str>, Vec<u64>>,
-    tickets: HashMap<Ticket, Vec<u64>>,
+    uids: HashMap<Arc<str>, Conns>,
+    tickets: HashMap<Ticket, Conns>,
 }
 
 impl Recorders {
@@ -35,14 +46,14 @@ impl Recorders {
     }
 
     /// The connections that record a place of `uid`, or ask for one.
-    pub(crate) fn of(&self, uid: &str) -> Vec<u64> {
+    pub(crate) fn of(&self, uid: &str) -> Conns {
         self.index().uids.get(uid).cloned().unwrap_or_default()
     }
 
     /// The connections that record a place of `uid` or one under
     /// `ticket`, or ask for one: the places a request of that waiter
     /// replaces in the table, on the names it asks for.
-    pub(crate) fn of_waiter(&self, uid: &str, ticket: Ticket) -> Vec<u64> {
+    pub(crate) fn of_waiter(&self, uid: &str, ticket: Ticket) -> Conns {
         let index = self.index();
         let mut conns = index.uids.get(uid).cloned().unwrap_or_default();
         for conn in index.tickets.get(&ticket).into_iter().flatten() {
@@ -69,12 +80,7 @@ impl Recorders {
     }
 }
 
-fn set_in<K: std::hash::Hash + Eq>(
-    map: &mut HashMap<K, Vec<u64>>,
-    key: K,
-    conn: u64,
-    listed: bool,
-) {
+fn set_in<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Conns>, key: K, conn: u64, listed: bool) {
     if listed {
         let conns = map.entry(key).or_default();
         if !conns.contains(&conn) {
@@ -104,10 +110,10 @@ mod tests {
         let (uid, t1, t2) = (Arc::<str>::from("u"), Ticket::now(), Ticket::now());
         recorders.set(1, &uid, true, t1, true);
         recorders.set(2, &uid, true, t2, true);
-        assert_eq!(recorders.of("u"), [1, 2]);
-        assert_eq!(recorders.of_waiter("v", t2), [2]);
+        assert_eq!(recorders.of("u").as_slice(), [1, 2]);
+        assert_eq!(recorders.of_waiter("v", t2).as_slice(), [2]);
         recorders.set(1, &uid, false, t1, false);
-        assert_eq!(recorders.of("u"), [2]);
+        assert_eq!(recorders.of("u").as_slice(), [2]);
         assert!(recorders.of_waiter("v", t1).is_empty());
         recorders.set(2, &uid, false, t2, false);
         assert!(recorders.of("u").is_empty());

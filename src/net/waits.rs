@@ -36,9 +36,11 @@ pub(crate) const POLL_TICKET_TTL: Duration = Duration::from_secs(10);
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// What the server's memory holds per waiter of a connection besides what
-/// the lock table's account (the ledger) charges: the place's record here
-/// and a poller's ticket, with the maps' slack. An upper estimate.
-pub(crate) const WAITER_OVERHEAD: usize = 512;
+/// the lock table's account (the ledger) charges: the place's record here,
+/// a poller's ticket and the waiter's two entries in the server-wide index
+/// of records (`Recorders`), with the maps' slack. An upper estimate
+/// (checked by a unit test below).
+pub(crate) const WAITER_OVERHEAD: usize = 640;
 
 /// A place this connection holds in the lock table's line.
 #[derive(Debug, Clone)]
@@ -443,5 +445,25 @@ mod tests {
             waits.poller(key("z"), Instant::now()).is_some(),
             "forgotten pollers make room"
         );
+    }
+}
+
+#[cfg(test)]
+mod overhead_tests {
+    use super::*;
+
+    /// [`WAITER_OVERHEAD`] holds what one waiter of a connection keeps
+    /// beside the ledger's charge, with every map at its sparsest (half
+    /// full, just grown): its place and ticket records here, a poller's
+    /// ticket, and its two entries in the server-wide index of records.
+    #[test]
+    fn the_waiter_overhead_covers_a_waiters_records() {
+        let slot = |size: usize| 2 * (size + 1);
+        let here = slot(std::mem::size_of::<(Arc<str>, Place)>())
+            + slot(std::mem::size_of::<(Ticket, Arc<str>)>())
+            + slot(std::mem::size_of::<(PollKey, Poller)>());
+        let index = crate::net::recorders::ENTRY_BYTES;
+        eprintln!("records {here} bytes, index {index} bytes");
+        assert!(here + index <= WAITER_OVERHEAD, "{here} + {index}");
     }
 }

@@ -27,8 +27,8 @@ use crate::wire::{
 use quorum_lock::net::ServerConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_place_ends_when_the_connection_it_was_asked_over_last_closes_after_a_refresh_elsewhere(
-) {
+async fn a_place_ends_when_the_connection_it_was_asked_over_last_closes_after_a_refresh_elsewhere()
+{
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     let node = start(config).await;
@@ -46,12 +46,22 @@ async fn a_place_ends_when_the_connection_it_was_asked_over_last_closes_after_a_
         "U locks z over B"
     );
     assert_eq!(
-        call(&mut b, 2, &lock_wait_request(2, "U", &["x"], (1, 1), ttl, true)).await,
+        call(
+            &mut b,
+            2,
+            &lock_wait_request(2, "U", &["x"], (1, 1), ttl, true)
+        )
+        .await,
         [REPLY_WAIT, QUEUED],
         "U waits for x over B"
     );
     assert_eq!(
-        call(&mut a, 1, &lock_wait_request(1, "U", &["x"], (1, 1), ttl, true)).await,
+        call(
+            &mut a,
+            1,
+            &lock_wait_request(1, "U", &["x"], (1, 1), ttl, true)
+        )
+        .await,
         [REPLY_WAIT, QUEUED],
         "the same waiter asks again over A: the place is A's"
     );

@@ -38,7 +38,12 @@ async fn a_release_of_a_uid_waiting_over_two_connections_ends_the_record_of_each
     let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
     let ttl = Duration::from_secs(60);
     assert_eq!(
-        call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held", "held2"])).await,
+        call(
+            &mut h,
+            1,
+            &lock_request(1, OP_LOCK, "h", &["held", "held2"])
+        )
+        .await,
         [REPLY_BOOL, 1]
     );
     assert_eq!(
