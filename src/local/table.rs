@@ -292,6 +292,17 @@ impl Shard {
         entry.is_some_and(|e| e.ticket == Some(ticket))
     }
 
+    /// Whether `uid` keeps a place in line on `resource` for exactly the
+    /// names `names`, under any ticket: one charged as the same set.
+    #[cfg(feature = "net")]
+    pub(super) fn queued_for(&self, resource: &str, uid: &str, names: &[String]) -> bool {
+        self.map.get(resource).is_some_and(|r| {
+            r.queue
+                .iter()
+                .any(|p| &*p.args.uid == uid && p.args.resources[..] == names[..])
+        })
+    }
+
     /// Whether `uid` keeps a place in line on `resource`, under any ticket.
     pub(super) fn queued_any(&self, resource: &str, uid: &str) -> bool {
         self.map
@@ -446,6 +457,7 @@ impl Shard {
         name: Name,
         uid: &str,
         ticket: Option<Ticket>,
+        request: Option<&Arc<[String]>>,
         freed: &mut Vec<Name>,
     ) -> bool {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
@@ -453,7 +465,11 @@ impl Shard {
         };
         let queue = &mut slot.get_mut().queue;
         let before = queue.len();
-        queue.retain(|p| &*p.args.uid != uid || ticket.is_some_and(|t| p.ticket != t));
+        queue.retain(|p| {
+            &*p.args.uid != uid
+                || ticket.is_some_and(|t| p.ticket != t)
+                || request.is_some_and(|names| !Arc::ptr_eq(names, &p.args.resources))
+        });
         if queue.len() == before {
             return false;
         }

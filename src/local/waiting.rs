@@ -8,6 +8,7 @@
 //! A place is never a grant: ending one only lets others in sooner.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::table::{Name, Wounded};
 use super::{deliver, LocalLocker};
@@ -16,13 +17,16 @@ use crate::quorum::clock::after;
 use crate::{Error, LockArgs, LockMode};
 
 /// Ends `old.uid`'s places with `ticket` (any, with `None`) on `old`'s
-/// names but `keep`, in the locked shards `set`.
+/// names but `keep`, in the locked shards `set`; with `request`, only the
+/// places of that very request (whose list of names it is), not a newer
+/// request's of the same waiter that replaced them on some names.
 fn leave_in(
     set: &mut super::ShardSet<'_>,
     freed: &mut Vec<Name>,
     old: &LockArgs,
     ticket: Option<Ticket>,
     keep: &[String],
+    request: Option<&Arc<[String]>>,
 ) -> PlaceEnd {
     let keep: HashSet<&str> = keep.iter().map(String::as_str).collect();
     let mut end = PlaceEnd::default();
@@ -31,9 +35,19 @@ fn leave_in(
             continue;
         }
         let shard = set.shard(pos);
-        end.left |= shard.leave(Name::new(&old.resources, pos), &old.uid, ticket, freed);
+        end.left |= shard.leave(
+            Name::new(&old.resources, pos),
+            &old.uid,
+            ticket,
+            request,
+            freed,
+        );
         end.held |= shard.holds_any(r, &old.uid);
         end.queued |= shard.queued_any(r, &old.uid);
+        #[cfg(feature = "net")]
+        {
+            end.queued_same |= shard.queued_for(r, &old.uid, &old.resources);
+        }
     }
     end
 }
@@ -50,6 +64,10 @@ pub(crate) struct PlaceEnd {
     /// place was ended: one a lock server counts elsewhere.
     #[cfg_attr(not(feature = "net"), allow(dead_code))]
     pub(crate) queued: bool,
+    /// The uid still keeps a place for exactly the same names (another
+    /// request's, which a lock server charges as the same set).
+    #[cfg(feature = "net")]
+    pub(crate) queued_same: bool,
 }
 
 impl LocalLocker {
@@ -75,32 +93,27 @@ impl LocalLocker {
         keep: &[String],
     ) -> PlaceEnd {
         self.leave_places(old, ticket, keep).unwrap_or(PlaceEnd {
-            left: false,
             held: true,
-            queued: false,
+            ..PlaceEnd::default()
         })
     }
 
-    /// [`end_place`](Self::end_place), with the ticket and the names to
-    /// keep decided by `decide` while `old`'s names are locked, so that no
-    /// request renewing a place on them comes between the decision and the
-    /// ending (a lock server asks which connection counts the waiter now,
-    /// and what it asked for). `None` when `decide` ends nothing.
+    /// Ends what is left of the place a lock server recorded for request
+    /// `old` with `ticket`: the places of that very request (its list of
+    /// names, the one the table keeps with them), on every name where no
+    /// newer request of the same waiter replaced them. A newer request's
+    /// places are left alone, over whichever connection it came, whatever
+    /// the order of the two calls. Answers "held" for arguments the table
+    /// would refuse, so that nothing is taken for free.
     #[cfg(feature = "net")]
-    pub(crate) fn end_place_deciding(
-        &self,
-        old: &LockArgs,
-        decide: impl FnOnce() -> Option<(Option<Ticket>, std::sync::Arc<[String]>)>,
-    ) -> Option<PlaceEnd> {
+    pub(crate) fn end_request_place(&self, old: &LockArgs, ticket: Ticket) -> PlaceEnd {
         self.with_shards(old, |set, _, freed| {
-            let (ticket, keep) = decide()?;
-            Some(leave_in(set, freed, old, ticket, &keep))
+            leave_in(set, freed, old, Some(ticket), &[], Some(&old.resources))
         })
-        .unwrap_or(Some(PlaceEnd {
-            left: false,
+        .unwrap_or(PlaceEnd {
             held: true,
-            queued: false,
-        }))
+            ..PlaceEnd::default()
+        })
     }
 
     /// See [`end_place`](Self::end_place).
@@ -110,7 +123,9 @@ impl LocalLocker {
         ticket: Option<Ticket>,
         keep: &[String],
     ) -> Result<PlaceEnd, Error> {
-        self.with_shards(old, |set, _, freed| leave_in(set, freed, old, ticket, keep))
+        self.with_shards(old, |set, _, freed| {
+            leave_in(set, freed, old, ticket, keep, None)
+        })
     }
 
     /// How many places in line this locker keeps, over all resources.

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::labels::Limit;
 use super::ledger::Reserved;
-use super::requests::{unavailable, Asked, Ending, Refusal, Session};
+use super::requests::{unavailable, Asked, Refusal, Session};
 use super::state::ServerState;
 use super::waits::{Place, Waits, MAX_PLACE_TTL, POLL_PLACE_TTL};
 use super::wire::{ErrorKind, Reply, WireArgs, WireTicket, WireWaitReply};
@@ -120,7 +120,7 @@ impl Session {
                 .ok_or(waits.limit());
             (room, expired)
         };
-        self.ended(expired, Ending::Lapsed);
+        self.ended(expired);
         room.map_err(Refusal::Full)?;
         // Known as this connection's before the ledger names it the uid's
         // owner, until the answer is recorded (or the request dropped): see
@@ -185,9 +185,14 @@ impl Session {
                 // The table ended this waiter's places, under any uid,
                 // over any connection.
                 let superseded = self.waits().supersede(args, asked.ticket);
-                self.ended(superseded, Ending::Superseded(args));
+                self.ended(superseded);
                 let before = self.server.recorders.of_waiter(&args.uid, asked.ticket);
                 self.take_over_places(before, args, asked.ticket);
+                // A lock granted to the uid ends its places over every
+                // connection, as a plain lock does (`Session::grant`).
+                for (conn, place) in self.places_elsewhere(&args.uid) {
+                    self.ended_on(conn, place);
+                }
                 if released.contains(&args.uid) {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
@@ -220,7 +225,7 @@ impl Session {
                     number: asking.number,
                 };
                 let superseded = self.waits().queued(place);
-                self.ended(superseded, Ending::Superseded(args));
+                self.ended(superseded);
                 // A place the waiter kept over another connection on none
                 // but these names is this connection's now, one at a time:
                 // that connection stops counting it.
@@ -235,7 +240,7 @@ impl Session {
                     ledger.touch(self.id, &args.uid);
                 }
                 let place = self.waits().end(&args.uid);
-                self.ended(place, Ending::Lapsed);
+                self.ended(place);
             }
         }
         Ok(reply)
@@ -262,7 +267,7 @@ impl Session {
                 self.server
                     .take_places_replaced(conn, &args.uid, ticket, &args.resources);
             for place in replaced {
-                self.ended_on(conn, place, Ending::Superseded(args));
+                self.ended_on(conn, place);
             }
         }
     }
@@ -272,7 +277,7 @@ impl Session {
     /// Places that expired are settled first.
     pub(super) fn holds_nothing(&self) -> bool {
         let expired = self.waits().sweep(Instant::now());
-        self.ended(expired, Ending::Lapsed);
+        self.ended(expired);
         self.waits().is_empty() && !self.server.ledger.holds(self.id)
     }
 
@@ -316,19 +321,24 @@ impl Session {
     ///
     /// A waiter may have asked again over another connection since (it
     /// reconnected; the ledger then charges that connection). The table
-    /// keeps one place per waiter, so on the names that connection's place
-    /// covers the place is that connection's now, and is left alone; on
-    /// the other names nobody else counts it, so it ends here like any
-    /// other. Every place the table keeps is thus counted by an open
-    /// connection, whatever names a reconnected waiter asks for.
-    pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>, how: Ending<'_>) {
-        end_places(&self.server, self.id, places, how);
+    /// keeps one place per waiter, so on the names that request covers the
+    /// place is the newer request's now, and the table, which keeps each
+    /// place with its request's own list of names, leaves it alone; on the
+    /// other names nobody else counts it, so it ends here like any other.
+    /// Every place the table keeps is thus counted by the open connection
+    /// its request came over, whatever names a reconnected waiter asks
+    /// for. Its set's charge stays only where a place of the uid for the
+    /// very same names (charged as the same set) or an entry it pays for
+    /// still stands.
+    pub(super) fn ended(&self, places: impl IntoIterator<Item = Place>) {
+        end_places(&self.server, self.id, places);
     }
 
     /// [`ended`](Self::ended) for a place that connection `conn` recorded
-    /// (this connection released its uid).
-    pub(super) fn ended_on(&self, conn: u64, place: Place, how: Ending<'_>) {
-        end_places(&self.server, conn, [place], how);
+    /// (this connection released or was granted its uid, or took the place
+    /// over).
+    pub(super) fn ended_on(&self, conn: u64, place: Place) {
+        end_places(&self.server, conn, [place]);
     }
 }
 
@@ -373,7 +383,7 @@ impl Session {
         // Youngest last in the list, so popped first.
         let mut since_yield = std::time::Instant::now();
         while let Some(place) = left.places.pop() {
-            end_places(&self.server, self.id, [place], Ending::Closed);
+            end_places(&self.server, self.id, [place]);
             if since_yield.elapsed() >= WORK_BEFORE_YIELD && !left.places.is_empty() {
                 tokio::task::yield_now().await;
                 since_yield = std::time::Instant::now();
@@ -414,7 +424,7 @@ impl Session {
     fn hand_over(&self, places: Vec<Place>) {
         let (server, conn) = (self.server.clone(), self.id);
         self.server.closings.run(move || {
-            end_places(&server, conn, places.into_iter().rev(), Ending::Closed);
+            end_places(&server, conn, places.into_iter().rev());
         });
     }
 }
@@ -492,107 +502,41 @@ fn lock_waits(waits: &Mutex<Waits>) -> std::sync::MutexGuard<'_, Waits> {
 /// [`Session::ended`] for connection `conn` of `server`, without the
 /// session: a closed connection's places end on the blocking pool, after
 /// its session is gone.
-pub(super) fn end_places(
-    server: &ServerState,
-    conn: u64,
-    places: impl IntoIterator<Item = Place>,
-    how: Ending<'_>,
-) {
+pub(super) fn end_places(server: &ServerState, conn: u64, places: impl IntoIterator<Item = Place>) {
     let locker = &*server.locker;
     let ledger = &server.ledger;
-    let no_names: Arc<[String]> = Arc::from([]);
     for place in places {
         let uid = &place.args.uid;
-        // Decided with the place's names locked in the table: a request of
-        // the same waiter over another connection renews its place there
-        // either wholly before (and then that connection is found to count
-        // it, see `Waits::asking`) or wholly after this ends what it ends.
-        // Whether the end was decided against a newer place of the waiter
-        // on another connection, which counts that place now.
-        let beside_newer = std::cell::Cell::new(false);
-        let decide = || {
-            // Only a place with the same ticket is the same place in the
-            // table: under another ticket it is a place of its own there,
-            // which this one's end must take out. The other connections
-            // that record or ask for a place of the uid are found in the
-            // server-wide index (not by where the uid's charge is, which
-            // a refresh over any connection moves).
-            let mut newer: Option<Arc<[String]>> = None;
-            for other in server.recorders.of(uid) {
-                if other == conn {
-                    continue;
-                }
-                let Some((names, ticket)) = server.place_of(other, uid) else {
-                    continue;
-                };
-                if ticket != place.ticket {
-                    continue;
-                }
-                newer = Some(match newer {
-                    None => names,
-                    Some(kept) => kept.iter().chain(names.iter()).cloned().collect(),
-                });
-            }
-            if let Some(newer) = newer {
-                // Looked up in a set: a request may name 1,000 names, and
-                // a connection keep 1,024 places.
-                let names: std::collections::HashSet<&str> =
-                    newer.iter().map(String::as_str).collect();
-                let all_kept = place
-                    .args
-                    .resources
-                    .iter()
-                    .all(|r| names.contains(r.as_str()));
-                beside_newer.set(true);
-                return (!all_kept).then(|| (Some(place.ticket), newer.clone()));
-            }
-            Some(match how {
-                // This place only: a place of the uid under another ticket
-                // is one another connection asked for and counts (or one
-                // this connection counts as a place of its own, ended by
-                // its own entry here), and it keeps its turn.
-                Ending::Closed | Ending::Lapsed | Ending::Released => {
-                    (Some(place.ticket), no_names.clone())
-                }
-                // The uid's own newer request renewed its places on the
-                // names it asked for again.
-                Ending::Superseded(newer) if newer.uid == *uid => {
-                    (Some(place.ticket), newer.resources.clone())
-                }
-                Ending::Superseded(_) => (Some(place.ticket), no_names.clone()),
-            })
-        };
-        let Some(end) = locker.end_place_deciding(&place.args, decide) else {
-            continue;
-        };
-        // The charge stays while the uid holds an entry there, or keeps a
-        // place there under another ticket (counted by the connection that
-        // asked for it: the charge goes by uid and names, not by ticket);
-        // what this place was charged beside the uid's entries goes. The
-        // end looked only at the names it left; entries on the names a
-        // newer request of the uid kept count as much.
-        if end.queued {
+        // What is left of this very request's place goes from the table:
+        // where the same waiter asked again since (over this connection or
+        // another, under this ticket or another uid), the table keeps the
+        // newer request's place instead, which is that request's to end.
+        // The table tells them apart by their lists of names, so no order
+        // of this end and a renewal elsewhere ends the newer place.
+        let end = locker.end_request_place(&place.args, place.ticket);
+        // A place of the uid for exactly these names still stands (a newer
+        // request of the waiter, or another of the uid's): it is charged as
+        // this same set, which stays.
+        if end.queued_same {
             continue;
         }
-        // A set charged for a place and never granted since, though, pays
-        // for no entry: entries of the uid on its names were granted as
-        // other sets, charged as those, and a charge kept for them would
-        // last as long as the uid refreshes them. (Unless the uid holds a
-        // name by a grant of this very wait, by its ticket: pushed to the
-        // place an instant before its end, it may not have reached the
-        // ledger yet.)
+        // A set charged for a place and never granted since pays for no
+        // entry: entries of the uid on its names were granted as other
+        // sets, charged as those, and a charge kept for them would last as
+        // long as the uid refreshes them. (Unless the uid holds every name
+        // by a grant of this very wait, by its ticket: pushed to the place
+        // an instant before its end, it may not have reached the ledger
+        // yet.)
         let entries_charged_apart = || {
             ledger.for_place_alone(&place.args)
                 && !locker.holds_granted_to(&place.args, place.ticket)
         };
         // Settled here, where the uid is charged, unless the connection it
-        // is charged to now keeps a place of it on the same names: its
-        // waiter asked again there, found this set charged, and its place
-        // is renewed with that charge. A connection that took the uid over
-        // by a refresh or a lock on other names keeps no such place, and
-        // this place's charge is this end's to give back. (Checked against
-        // the connection the charge is on, under the ledger's mutex, as it
-        // is given back.)
+        // is charged to now keeps or asks for a place of it on the same
+        // names: its waiter asked again there, found this set charged, and
+        // its place is renewed with that charge (the table may not have it
+        // yet). (Checked against the connection the charge is on, under
+        // the ledger's mutex, as it is given back.)
         let settler = || match ledger.owner(uid) {
             Some(owner) if owner != conn => server
                 .place_of(owner, uid)
@@ -600,23 +544,16 @@ pub(super) fn end_places(
                 .then_some(owner),
             _ => Some(conn),
         };
+        // The charge stays while the uid holds an entry there; what this
+        // place was charged beside the uid's entries goes.
         if (end.held || locker.holds_any(&place.args)) && !entries_charged_apart() {
             if let Some(on) = settler() {
                 ledger.release_beside_if_charged_to(uid, &place.args.resources, on);
             }
             continue;
         }
-        if beside_newer.get() {
-            // This place's own names: the newer place was charged as a set
-            // of its own.
-            ledger.release(uid, Some(&place.args.resources));
-        } else {
-            // Decided while this connection was the uid's owner, or none
-            // was: a waiter that asked again elsewhere since took the
-            // charge over, and its place is renewed with it.
-            if let Some(on) = settler() {
-                ledger.release_if_charged_to(uid, &place.args.resources, on);
-            }
+        if let Some(on) = settler() {
+            ledger.release_if_charged_to(uid, &place.args.resources, on);
         }
     }
 }

@@ -350,10 +350,10 @@ impl Session {
         // counting every place the table keeps. So do its places over
         // other connections (the server-wide index names them).
         if let Some(place) = self.end_place(&args.uid) {
-            self.ended(std::iter::once(place), Ending::Superseded(&args));
+            self.ended(std::iter::once(place));
         }
         for (conn, place) in self.places_elsewhere(&args.uid) {
-            self.ended_on(conn, place, Ending::Superseded(&args));
+            self.ended_on(conn, place);
         }
         if released.contains(&args.uid) {
             self.undo_grant(&args).await;
@@ -366,7 +366,7 @@ impl Session {
     /// Takes the records that other connections keep of `uid`'s places
     /// (the server-wide index names them): a call over this one ended
     /// those places in the table.
-    fn places_elsewhere(&self, uid: &str) -> Vec<(u64, Place)> {
+    pub(super) fn places_elsewhere(&self, uid: &str) -> Vec<(u64, Place)> {
         let mut taken = Vec::new();
         for conn in self.server.recorders.of(uid) {
             if conn != self.id
@@ -506,10 +506,10 @@ impl Session {
         // name: what is left of it in the table goes too, so that the
         // connection's limit on places counts every place the table keeps.
         if let Some(place) = place {
-            self.ended(std::iter::once(place), Ending::Released);
+            self.ended(std::iter::once(place));
         }
         for (conn, place) in elsewhere {
-            self.ended_on(conn, place, Ending::Released);
+            self.ended_on(conn, place);
         }
         Reply::from_result(result)
     }
@@ -649,19 +649,6 @@ impl Session {
         );
         self.over(Over { message, ..over })
     }
-}
-
-/// How places of this connection ended: see [`Session::ended`].
-#[derive(Clone, Copy)]
-pub(super) enum Ending<'a> {
-    /// Expired, or refused.
-    Lapsed,
-    /// Its waiter released the uid (on any names).
-    Released,
-    /// The same waiter asked again with these arguments.
-    Superseded(&'a LockArgs),
-    /// The connection closed.
-    Closed,
 }
 
 /// Why a wait was not asked.

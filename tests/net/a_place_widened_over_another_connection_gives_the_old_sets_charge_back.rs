@@ -101,8 +101,7 @@ async fn a_place_widened_over_another_connection_gives_the_old_sets_charge_back(
     );
     assert_eq!(node.locker.waiting(), 2, "U's places on held and x");
     // U keeps waiting over B, and H keeps its lock, for 3 s (3 validities).
-    let mut id = 2;
-    for _ in 0..10 {
+    for id in 2..12 {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(
             call(
@@ -121,7 +120,6 @@ async fn a_place_widened_over_another_connection_gives_the_old_sets_charge_back(
             [REPLY_BOOL, 1],
             "H refreshes"
         );
-        id += 1;
     }
     let charged = node.stats.lock_bytes();
     assert_eq!(

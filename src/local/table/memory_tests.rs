@@ -128,6 +128,6 @@ fn an_emptied_line_keeps_no_room() {
         &mut Default::default(),
     );
     assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
-    assert!(shard.leave(name(&waiter), "w", None, &mut Vec::new()));
+    assert!(shard.leave(name(&waiter), "w", None, None, &mut Vec::new()));
     assert_eq!(shard.map["a"].queue.capacity(), 0);
 }
