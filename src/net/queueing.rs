@@ -272,6 +272,19 @@ impl Session {
         }
     }
 
+    /// Settles the places of this connection that expired; says whether
+    /// it keeps any still.
+    pub(super) fn settle_expired_places(&self) -> bool {
+        let expired = self.waits().sweep(Instant::now());
+        self.ended(expired);
+        self.keeps_places()
+    }
+
+    /// Whether this connection records a place in line.
+    pub(super) fn keeps_places(&self) -> bool {
+        !self.waits().is_empty()
+    }
+
     /// Whether the connection keeps nothing on the server that needs it
     /// open: no lock, place in line, proclamation or watch charged to it.
     /// Places that expired are settled first.

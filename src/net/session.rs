@@ -184,6 +184,8 @@ enum Event {
     Shutdown,
     /// The idle timeout may have passed.
     Idle,
+    /// Places of this connection may have expired.
+    Sweep,
 }
 
 async fn serve(
@@ -204,6 +206,13 @@ async fn serve(
     let mut partial = (0, false);
     let idle = tokio::time::sleep(idle_timeout.unwrap_or_default());
     tokio::pin!(idle);
+    // While the connection keeps places, their expiry is looked for at
+    // least every `PLACE_SWEEP` even if the client sends nothing: an
+    // expired place's charge must go though its waiter went silent (its
+    // uid's refreshes elsewhere would keep it).
+    let sweep = tokio::time::sleep(PLACE_SWEEP);
+    tokio::pin!(sweep);
+    let mut sweeping = false;
     loop {
         read_room(conn);
         let event = tokio::select! {
@@ -211,6 +220,7 @@ async fn serve(
             Some(push) = pushed.recv() => Event::Push(push),
             () = server.shutdown.cancelled() => Event::Shutdown,
             () = &mut idle, if idle_timeout.is_some() => Event::Idle,
+            () = &mut sweep, if sweeping => Event::Sweep,
         };
         let frame = match event {
             Event::Frame(frame) => {
@@ -218,6 +228,13 @@ async fn serve(
                 frame
             }
             Event::Shutdown => break,
+            Event::Sweep => {
+                sweeping = session.settle_expired_places();
+                if sweeping {
+                    sweep.as_mut().reset(Instant::now() + PLACE_SWEEP);
+                }
+                continue;
+            }
             Event::Idle => {
                 let timeout = idle_timeout.unwrap_or_default();
                 let now = Instant::now();
@@ -323,6 +340,10 @@ async fn serve(
             return;
         }
         partial = (conn.read_buffer().len(), conn.codec().in_frame());
+        if !sweeping && session.keeps_places() {
+            sweeping = true;
+            sweep.as_mut().reset(Instant::now() + PLACE_SWEEP);
+        }
         // A large request leaves a read buffer of its size behind; give it
         // back rather than keep it for the life of an idle connection.
         if large && conn.read_buffer().is_empty() {
@@ -330,6 +351,10 @@ async fn serve(
         }
     }
 }
+
+/// How often a connection that keeps places looks for expired ones while
+/// its client is silent (a request looks too, at most once a second).
+const PLACE_SWEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Room kept free in the read buffer before every read of an
 /// authenticated connection: the codec asks only for what the frame in
@@ -545,6 +570,9 @@ impl Session {
             return Ok(());
         }
         if event == PushEvent::Granted {
+            // The uid's places over other connections stay: they may have
+            // been asked after this grant, and the table keeps them until
+            // they end (each is its connection's to count).
             self.end_granted_place(&uid, number);
             self.server.ledger.touch(self.id, &uid);
         }
