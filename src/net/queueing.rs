@@ -186,13 +186,11 @@ impl Session {
                 // over any connection.
                 let superseded = self.waits().supersede(args, asked.ticket);
                 self.ended(superseded);
+                // A lock granted to the waiter ends its places over every
+                // connection (by uid or by ticket), as a plain lock ends
+                // the uid's (`Session::grant`).
                 let before = self.server.recorders.of_waiter(&args.uid, asked.ticket);
-                self.take_over_places(before, args, asked.ticket);
-                // A lock granted to the uid ends its places over every
-                // connection, as a plain lock does (`Session::grant`).
-                for (conn, place) in self.places_elsewhere(&args.uid) {
-                    self.ended_on(conn, place);
-                }
+                self.take_over_places(before, args, asked.ticket, true);
                 if released.contains(&args.uid) {
                     self.undo_grant(args).await;
                     return Ok(WaitReply::Refused);
@@ -229,7 +227,7 @@ impl Session {
                 // A place the waiter kept over another connection on none
                 // but these names is this connection's now, one at a time:
                 // that connection stops counting it.
-                self.take_over_places(before, args, asked.ticket);
+                self.take_over_places(before, args, asked.ticket, false);
                 // Keeping a place, the table refreshed the uid's entries on
                 // these names too (see the grant above).
                 ledger.touch(self.id, &args.uid);
@@ -248,24 +246,27 @@ impl Session {
 
     /// Ends the records that other connections (`before`, named by the
     /// server-wide index for this waiter's uid and ticket) keep of the
-    /// waiter's places on none but `args`'s names: the table replaced or
-    /// granted those places on every one of their names for this request,
-    /// and a place is the connection's it was asked over last. A place
-    /// standing on other names too stays counted where it is, as the table
-    /// keeps it there until it ends.
+    /// waiter's places: for a place kept (`granted` false), those on none
+    /// but `args`'s names, which the table replaced with this request's on
+    /// every one of their names, since a place is the connection's it was
+    /// asked over last (a place standing on other names too stays counted
+    /// where it is, as the table keeps it there until it ends); for a
+    /// request granted at once, all of them, which the table ended.
     fn take_over_places(
         &self,
         before: impl IntoIterator<Item = u64>,
         args: &LockArgs,
         ticket: Ticket,
+        granted: bool,
     ) {
+        let names = (!granted).then_some(&args.resources[..]);
         for conn in before {
             if conn == self.id {
                 continue;
             }
-            let replaced =
-                self.server
-                    .take_places_replaced(conn, &args.uid, ticket, &args.resources);
+            let replaced = self
+                .server
+                .take_places_replaced(conn, &args.uid, ticket, names);
             for place in replaced {
                 self.ended_on(conn, place);
             }

@@ -572,9 +572,12 @@ impl Session {
         if event == PushEvent::Granted {
             // The uid's places over other connections stay: they may have
             // been asked after this grant, and the table keeps them until
-            // they end (each is its connection's to count).
+            // they end (each is its connection's to count). The uid's
+            // charge stays where it is (the push touched it): a push is no
+            // request of this connection's, and moving the uid here would
+            // pass this connection's limits unchecked; the client's next
+            // refresh over it moves it, as any refresh does.
             self.end_granted_place(&uid, number);
-            self.server.ledger.touch(self.id, &uid);
         }
         let push = Response {
             id: wire::UNSOLICITED,

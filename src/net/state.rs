@@ -151,16 +151,16 @@ impl ServerState {
     }
 
     /// Takes the records of the places that connection `conn` keeps for
-    /// `uid` or under `ticket` on none but `names`: the same waiter asked
-    /// again for them over another connection, and the table replaced
-    /// those places on every one of their names (a place is the
-    /// connection's it was asked over last).
+    /// `uid` or under `ticket` on none but `names` (any, with `None`): the
+    /// same waiter asked again for them over another connection, and the
+    /// table replaced those places on every one of their names (a place is
+    /// the connection's it was asked over last), or granted its request.
     pub(super) fn take_places_replaced(
         &self,
         conn: u64,
         uid: &str,
         ticket: Ticket,
-        names: &[String],
+        names: Option<&[String]>,
     ) -> Vec<Place> {
         let waits = self
             .waits

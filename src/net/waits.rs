@@ -213,25 +213,29 @@ impl Waits {
     }
 
     /// Forgets the place recorded for `uid`, or under `ticket`, where it
-    /// stands on none but `names`, and returns it: the same waiter asked
-    /// for them again over another connection, and the table replaced it
-    /// on every one of its names.
+    /// stands on none but `names` (on any names, with `None`), and returns
+    /// it: the same waiter asked for them again over another connection,
+    /// and the table replaced or granted it on every one of its names (or
+    /// was granted the waiter's request, which ends all its places).
     pub(crate) fn end_replaced(
         &mut self,
         uid: &str,
         ticket: Ticket,
-        names: &[String],
+        names: Option<&[String]>,
     ) -> Vec<Place> {
-        let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        let names: Option<std::collections::HashSet<&str>> =
+            names.map(|names| names.iter().map(String::as_str).collect());
         let by_ticket = self.by_ticket.get(&ticket).cloned();
         let mut ended = Vec::new();
         for waiter in std::iter::once(uid).chain(by_ticket.as_deref()) {
             let covered = self.places.get(waiter).is_some_and(|place| {
-                place
-                    .args
-                    .resources
-                    .iter()
-                    .all(|name| names.contains(name.as_str()))
+                names.as_ref().is_none_or(|names| {
+                    place
+                        .args
+                        .resources
+                        .iter()
+                        .all(|name| names.contains(name.as_str()))
+                })
             });
             if covered && let Some(place) = self.end(waiter) {
                 ended.push(place);
