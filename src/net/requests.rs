@@ -68,14 +68,21 @@ impl PushSink for ConnSink {
             && let Some(server) = self.server.upgrade()
         {
             // The set of the wait granted pays for entries now; the sets
-            // of places the uid keeps over other connections do not.
-            // (Locked inside the table's call, as a place's end looks up
-            // places: the table, then a connection's places.)
+            // of places the uid keeps over other connections do not. The
+            // connection stops counting the place now, whether or not the
+            // push reaches its client (a full queue drops it); a record of
+            // the uid made since, for a newer wait, stays. A wait granted
+            // before the connection recorded it is found when the push is
+            // forwarded (`Session::end_granted_place`). (Locked inside the
+            // table's call, as a place's end looks up places: the table,
+            // then a connection's places.)
             let names = self.waits.upgrade().and_then(|waits| {
-                waits
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .names_of(uid, number)
+                let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+                let names = waits.names_of(uid, number);
+                if waits.recorded(uid) == Some(number) {
+                    waits.end(uid);
+                }
+                names
             });
             server.ledger.granted(uid, names.as_deref());
         }
