@@ -464,12 +464,14 @@ impl Ledger {
         };
         charge.touched = now;
         // The granted wait's set (`names`, when its connection still knew
-        // it) pays for entries from now; when it did not (it closed, and
-        // its records went), every set of the uid may, which counts too
-        // much rather than too little. Every set of the uid is touched, as
-        // the grant may reach entries of the uid granted under any.
+        // it) pays for entries from now. When it did not (it closed, and
+        // its records went), the place's own end finds the grant and says
+        // so (`end_places`); clearing every set's mark here would keep the
+        // charge of the uid's other places past their end. Every set of
+        // the uid is touched, as the grant may reach entries of the uid
+        // granted under any.
         for set in &mut charge.sets {
-            if granted.is_none_or(|hash| hash == set.hash) {
+            if granted == Some(set.hash) {
                 set.for_place = false;
             }
             set.touched = now;

@@ -528,6 +528,14 @@ pub(super) fn end_places(server: &ServerState, conn: u64, places: impl IntoItera
         // The table tells them apart by their lists of names, so no order
         // of this end and a renewal elsewhere ends the newer place.
         let end = locker.end_request_place(&place.args, place.ticket);
+        let granted = locker.holds_granted_to(&place.args, place.ticket);
+        if granted {
+            // Granted after all (a push its connection may not have known
+            // of, closed as it was): the set pays for the grant's entries
+            // from now, and a later place of the uid for the same names
+            // must not take it for a place's charge.
+            ledger.granted_set(&place.args);
+        }
         // A place of the uid for exactly these names still stands (a newer
         // request of the waiter, or another of the uid's): it is charged as
         // this same set, which stays.
@@ -541,10 +549,7 @@ pub(super) fn end_places(server: &ServerState, conn: u64, places: impl IntoItera
         // by a grant of this very wait, by its ticket: pushed to the place
         // an instant before its end, it may not have reached the ledger
         // yet.)
-        let entries_charged_apart = || {
-            ledger.for_place_alone(&place.args)
-                && !locker.holds_granted_to(&place.args, place.ticket)
-        };
+        let entries_charged_apart = || ledger.for_place_alone(&place.args) && !granted;
         // Settled here, where the uid is charged, unless the connection it
         // is charged to now keeps or asks for a place of it on the same
         // names: its waiter asked again there, found this set charged, and
