@@ -774,7 +774,7 @@ fn deliver(notices: Vec<Notice>) {
         return;
     }
     for notice in notices {
-        notice.wake.notify(&notice.uid, notice.event);
+        notice.deliver();
     }
 }
 

@@ -100,6 +100,7 @@ impl LocalLocker {
                         wake,
                         uid: args.uid.clone(),
                         event: PushEvent::Granted,
+                        names: Some(args.resources.clone()),
                     });
                 }
             }

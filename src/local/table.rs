@@ -144,6 +144,8 @@ pub(super) struct Notice {
     pub(super) wake: Wake,
     pub(super) uid: Arc<str>,
     pub(super) event: PushEvent,
+    /// For a grant, the names of the request granted.
+    pub(super) names: Option<Arc<[String]>>,
 }
 
 /// What a promotion found to do beyond its own shard.
@@ -446,6 +448,7 @@ impl Shard {
                 wake: wake.clone(),
                 uid: entry.uid.clone(),
                 event: PushEvent::Wounded,
+                names: None,
             });
         }
     }
@@ -787,6 +790,7 @@ fn wound_younger(
                 wake: wake.clone(),
                 uid: e.uid.clone(),
                 event: PushEvent::Wounded,
+                names: None,
             });
         }
     }

@@ -91,6 +91,15 @@ pub trait PushSink: Send + Sync {
     /// Delivers `event` for `uid`, which waited through the [`Wake`] built
     /// with `slot`.
     fn push(&self, slot: usize, uid: &str, event: PushEvent);
+
+    /// Delivers [`PushEvent::Granted`] for `uid`, whose wait for `names`
+    /// was granted. A sink that keeps account of what each wait asked for
+    /// (a lock server) learns here which request the grant was for; the
+    /// default delivers the push as [`push`](Self::push) does.
+    fn push_granted(&self, slot: usize, uid: &str, names: &[String]) {
+        let _ = names;
+        self.push(slot, uid, PushEvent::Granted);
+    }
 }
 
 /// Where a locker sends the pushes of one wait: a sink and the slot that
@@ -143,6 +152,11 @@ impl Wake {
     /// Delivers `event` for `uid`.
     pub fn notify(&self, uid: &str, event: PushEvent) {
         self.sink.push(self.slot, uid, event);
+    }
+
+    /// Delivers [`PushEvent::Granted`] for `uid`, granted `names`.
+    pub(crate) fn notify_granted(&self, uid: &str, names: &[String]) {
+        self.sink.push_granted(self.slot, uid, names);
     }
 }
 

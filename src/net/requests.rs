@@ -58,6 +58,18 @@ pub(super) struct ConnSink {
 
 impl PushSink for ConnSink {
     fn push(&self, slot: usize, uid: &str, event: PushEvent) {
+        self.deliver(slot, uid, event, None);
+    }
+
+    fn push_granted(&self, slot: usize, uid: &str, names: &[String]) {
+        self.deliver(slot, uid, PushEvent::Granted, Some(names));
+    }
+}
+
+impl ConnSink {
+    /// Hands a push to the connection's task; for a grant, first settles
+    /// the place and its charge (`names`: the names the table granted).
+    fn deliver(&self, slot: usize, uid: &str, event: PushEvent, names: Option<&[String]>) {
         // The slot is the number of the wait the push is for.
         let number = slot as u64;
         // The grant's entry lives a validity from now, whenever (or
@@ -69,22 +81,25 @@ impl PushSink for ConnSink {
         {
             // The set of the wait granted pays for entries now; the sets
             // of places the uid keeps over other connections do not. The
-            // connection stops counting the place now, whether or not the
-            // push reaches its client (a full queue drops it); a record of
-            // the uid made since, for a newer wait, stays. A wait granted
-            // before the connection recorded it is found when the push is
-            // forwarded (`Session::end_granted_place`). (Locked inside the
-            // table's call, as a place's end looks up places: the table,
-            // then a connection's places.)
-            let names = self.waits.upgrade().and_then(|waits| {
+            // table says which names it granted, so this holds though the
+            // connection closed and forgot the wait. The connection stops
+            // counting the place now, whether or not the push reaches its
+            // client (a full queue drops it); a record of the uid made
+            // since, for a newer wait, stays. A wait granted before the
+            // connection recorded it is found when the push is forwarded
+            // (`Session::end_granted_place`). (Locked inside the table's
+            // call, as a place's end looks up places: the table, then a
+            // connection's places.)
+            let known = self.waits.upgrade().and_then(|waits| {
                 let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
-                let names = waits.names_of(uid, number);
+                let known = waits.names_of(uid, number);
                 if waits.recorded(uid) == Some(number) {
                     waits.end(uid);
                 }
-                names
+                known
             });
-            server.ledger.granted(uid, names.as_deref());
+            let granted = names.or(known.as_deref());
+            server.ledger.granted(uid, granted);
         }
         let push = (uid.into(), event, number);
         if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send(push) {

@@ -133,9 +133,10 @@ async fn a_place_ending_after_its_uids_grant_reached_a_closed_connection_gives_i
     assert_eq!(node.locker.waiting(), 2, "A's places are all ended");
     // The clean-up thread gives each place's charge back just after it
     // takes the place out of the table: wait (5 s at most) until the
-    // charges of A's thousand-name places, about a megabyte, are gone.
+    // charges of the thousand-name places, about 27 KiB each, are all gone
+    // (what is left here is a few KiB).
     for _ in 0..500 {
-        if node.stats.lock_bytes() < 100 * 1024 {
+        if node.stats.lock_bytes() < 20 * 1024 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -194,7 +194,7 @@ async fn a_read_place_granted_to_a_closed_connection_beside_its_uids_read_lock_k
     }
     assert_eq!(node.locker.waiting(), 0, "every closed place is ended");
     for _ in 0..500 {
-        if node.stats.lock_bytes() < 100 * 1024 {
+        if node.stats.lock_bytes() < 20 * 1024 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

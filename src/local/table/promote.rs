@@ -65,6 +65,7 @@ impl Shard {
                 wake: place.wake.clone()?,
                 uid: place.args.uid.clone(),
                 event: PushEvent::Granted,
+                names: Some(place.args.resources.clone()),
             })
         }));
         self.hold(resource, places, now);
@@ -154,6 +155,16 @@ impl Shard {
                     });
                 }
             }
+        }
+    }
+}
+
+impl Notice {
+    /// Pushes it to its waiter: a grant with the names it granted.
+    pub(in crate::local) fn deliver(self) {
+        match &self.names {
+            Some(names) => self.wake.notify_granted(&self.uid, names),
+            None => self.wake.notify(&self.uid, self.event),
         }
     }
 }
