@@ -27,9 +27,8 @@ use std::time::Duration;
 
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, duration, frame, lock_request, read_frame, request, response, varint,
-    OP_HEALTH, OP_LOCK, OP_LOCK_WAIT, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
-    VERSION_6,
+    authenticate_as, call, frame, lock_request, read_frame, read_wait_request, request, response,
+    OP_HEALTH, OP_LOCK, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT, VERSION_6,
 };
 use quorum_lock::net::ServerConfig;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -47,16 +46,8 @@ async fn read_frame_of(stream: &mut tokio::net::tcp::OwnedReadHalf) -> std::io::
 
 const WAITERS: u64 = 300;
 
-/// A pushed wait to read `resources`.
-fn read_wait(id: u64, uid: &str, resources: &[&str], ticket: (u64, u64)) -> Vec<u8> {
-    let mut out = lock_request(id, OP_LOCK_WAIT, uid, resources);
-    out.push(0); // Mode::Read
-    out.extend(varint(ticket.0));
-    out.extend(varint(ticket.1));
-    out.extend(duration(Duration::from_secs(60)));
-    out.push(1); // push
-    out
-}
+/// Every wait's place_ttl: a minute, longer than the test.
+const PLACE_TTL: Duration = Duration::from_secs(60);
 
 /// [`call`], reading past pushes (id 0) that come before the reply.
 async fn call_skipping_pushes(
@@ -100,7 +91,12 @@ async fn a_granted_place_whose_push_was_dropped_stops_counting_against_its_conne
     for i in 0..WAITERS {
         let uid = format!("r{i}");
         assert_eq!(
-            call(&mut a, i + 1, &read_wait(i + 1, &uid, &["x"], (1, i + 1))).await,
+            call(
+                &mut a,
+                i + 1,
+                &read_wait_request(i + 1, &uid, &["x"], (1, i + 1), PLACE_TTL, true)
+            )
+            .await,
             [REPLY_WAIT, QUEUED],
             "{uid} waits over A"
         );
@@ -195,7 +191,12 @@ async fn a_granted_place_whose_push_was_dropped_stops_counting_against_its_conne
     for i in 0..WAITERS {
         let uid = format!("w{i}");
         let id = 20_000 + i;
-        let body = call_skipping_pushes(&mut a, id, &read_wait(id, &uid, &["y"], (2, i + 1))).await;
+        let body = call_skipping_pushes(
+            &mut a,
+            id,
+            &read_wait_request(id, &uid, &["y"], (2, i + 1), PLACE_TTL, true),
+        )
+        .await;
         if body == [REPLY_WAIT, QUEUED] {
             queued += 1;
         } else if refused.is_empty() {

@@ -91,8 +91,33 @@ pub fn lock_wait_request(
     place_ttl: Duration,
     push: bool,
 ) -> Vec<u8> {
+    wait_request(1, id, uid, resources, ticket, place_ttl, push)
+}
+
+/// [`lock_wait_request`] for a read lock.
+pub fn read_wait_request(
+    id: u64,
+    uid: &str,
+    resources: &[&str],
+    ticket: (u64, u64),
+    place_ttl: Duration,
+    push: bool,
+) -> Vec<u8> {
+    wait_request(0, id, uid, resources, ticket, place_ttl, push)
+}
+
+/// A wait in `mode` (0 `Mode::Read`, 1 `Mode::Write`).
+fn wait_request(
+    mode: u8,
+    id: u64,
+    uid: &str,
+    resources: &[&str],
+    ticket: (u64, u64),
+    place_ttl: Duration,
+    push: bool,
+) -> Vec<u8> {
     let mut out = lock_request(id, OP_LOCK_WAIT, uid, resources);
-    out.push(1); // Mode::Write
+    out.push(mode);
     out.extend(varint(ticket.0));
     out.extend(varint(ticket.1));
     out.extend(duration(place_ttl));
