@@ -1330,49 +1330,13 @@ fn proclamations_of_the_largest_values_stay_within_the_budget() {
     ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
 )]
 fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
-    /// Sets each uid reaches: just past a power of two, so the list's
-    /// room doubles to 2,048.
-    const SETS: usize = 1025;
-    const UIDS: usize = 384;
-    const TABLE_HERE: usize = 3 * MIB;
-    let (kept, m) = phase(
+    one_uid_on_many_names_released_but_one(
         "one uid's locks on many names, all but one released",
         VERSION_4,
-        TABLE_HERE,
-        |mut c, _| async move {
-            let started = Instant::now();
-            for u in 0..UIDS {
-                let holder = uid("sets", u);
-                let name = |i: usize| format!("{u:06}-{i:06}");
-                let locks: Vec<Vec<u8>> = (0..SETS)
-                    .map(|i| {
-                        let id = c.id();
-                        lock(id, OP_LOCK, &holder, &[name(i)])
-                    })
-                    .collect();
-                for reply in c.batch(locks).await {
-                    assert!(granted(&reply), "control: lock refused: {reply:?}");
-                }
-                let unlocks: Vec<Vec<u8>> = (1..SETS)
-                    .map(|i| {
-                        let id = c.id();
-                        lock(id, OP_UNLOCK, &holder, &[name(i)])
-                    })
-                    .collect();
-                for reply in c.batch(unlocks).await {
-                    assert!(granted(&reply), "control: release refused: {reply:?}");
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(300),
-                    "the scene took too long"
-                );
-            }
-            eprintln!("  {UIDS} uids in {:?}", started.elapsed());
-            (UIDS, c)
-        },
+        3 * MIB,
+        384,
+        false,
     );
-    assert_eq!(kept, UIDS);
-    assert_within("one uid's locks on many names, all but one released", &m);
 }
 
 /// Reproduces a past break: one leader uid's proclamations on many names,
@@ -1394,29 +1358,47 @@ fn locks_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
     ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
 )]
 fn proclamations_of_one_uid_on_many_names_released_but_one_stay_within_the_budget() {
-    /// Records each uid reaches: just past a power of two, so the list's
-    /// room doubles to 2,048.
-    const SETS: usize = 1025;
-    const UIDS: usize = 256;
-    const TABLE_HERE: usize = 4 * MIB;
-    let (kept, m) = phase(
+    one_uid_on_many_names_released_but_one(
         "one uid's proclamations on many names, all but one released",
         VERSION_5,
-        TABLE_HERE,
-        |mut c, _| async move {
-            let started = Instant::now();
-            for u in 0..UIDS {
-                let holder = uid("boards", u);
-                let name = |i: usize| format!("{u:06}-{i:06}");
-                let mut requests = Vec::new();
-                for i in 0..SETS {
-                    let id = c.id();
-                    requests.push(lock(id, OP_LOCK, &holder, &[name(i)]));
+        4 * MIB,
+        256,
+        true,
+    );
+}
+
+/// The scene of the two tests above: under each of `uids` uids in turn,
+/// locks on 1,025 names of their own (just past a power of two, so a list
+/// of the uid's sets or records doubles its room to 2,048), each with a
+/// proclamation beside it if `proclaim`, then releases all but the first;
+/// the server must keep what it keeps within the allowance of a `table`
+/// cap.
+fn one_uid_on_many_names_released_but_one(
+    phase_name: &str,
+    version: u16,
+    table: usize,
+    uids: usize,
+    proclaim: bool,
+) {
+    const SETS: usize = 1025;
+    let (kept, m) = phase(phase_name, version, table, |mut c, _| async move {
+        let started = Instant::now();
+        for u in 0..uids {
+            let holder = uid(if proclaim { "boards" } else { "sets" }, u);
+            let name = |i: usize| format!("{u:06}-{i:06}");
+            let mut requests = Vec::new();
+            for i in 0..SETS {
+                let id = c.id();
+                requests.push(lock(id, OP_LOCK, &holder, &[name(i)]));
+                if proclaim {
                     let id = c.id();
                     requests.push(proclaim_request(id, &holder, &[&name(i)], 1, 1, b"v"));
                 }
-                for r in c.batch(requests).await.chunks(2) {
-                    assert!(granted(&r[0]), "control: lock refused: {:?}", r[0]);
+            }
+            let per_name = if proclaim { 2 } else { 1 };
+            for r in c.batch(requests).await.chunks(per_name) {
+                assert!(granted(&r[0]), "control: lock refused: {:?}", r[0]);
+                if proclaim {
                     assert_ne!(
                         r[1].first(),
                         Some(&REPLY_ERROR),
@@ -1424,27 +1406,24 @@ fn proclamations_of_one_uid_on_many_names_released_but_one_stay_within_the_budge
                         String::from_utf8_lossy(&r[1])
                     );
                 }
-                let unlocks: Vec<Vec<u8>> = (1..SETS)
-                    .map(|i| {
-                        let id = c.id();
-                        lock(id, OP_UNLOCK, &holder, &[name(i)])
-                    })
-                    .collect();
-                for reply in c.batch(unlocks).await {
-                    assert!(granted(&reply), "control: release refused: {reply:?}");
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(300),
-                    "the scene took too long"
-                );
             }
-            eprintln!("  {UIDS} uids in {:?}", started.elapsed());
-            (UIDS, c)
-        },
-    );
-    assert_eq!(kept, UIDS);
-    assert_within(
-        "one uid's proclamations on many names, all but one released",
-        &m,
-    );
+            let unlocks: Vec<Vec<u8>> = (1..SETS)
+                .map(|i| {
+                    let id = c.id();
+                    lock(id, OP_UNLOCK, &holder, &[name(i)])
+                })
+                .collect();
+            for reply in c.batch(unlocks).await {
+                assert!(granted(&reply), "control: release refused: {reply:?}");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "the scene took too long"
+            );
+        }
+        eprintln!("  {uids} uids in {:?}", started.elapsed());
+        (uids, c)
+    });
+    assert_eq!(kept, uids);
+    assert_within(phase_name, &m);
 }

@@ -329,80 +329,7 @@ async fn a_place_ending_after_its_uids_grant_reached_a_closed_connection_gives_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_place_granted_to_a_closed_connection_keeps_its_lock_charged_after_a_release_of_its_other_names(
 ) {
-    let node = server().await;
-    let mut h = connection(&node).await;
-    let mut h2 = connection(&node).await;
-    let mut a = connection(&node).await;
-    let mut b1 = connection(&node).await;
-    let mut b2 = connection(&node).await;
-    let mut c = connection(&node).await;
-    let ttl = Duration::from_secs(60);
-    assert_eq!(
-        call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,
-        [REPLY_BOOL, 1]
-    );
-    let h_only = node.stats.lock_bytes();
-    assert_eq!(
-        call(&mut h2, 1, &lock_request(1, OP_LOCK, "h2", &["x"])).await,
-        [REPLY_BOOL, 1]
-    );
-    let before_u = node.stats.lock_bytes();
-    assert_eq!(
-        call(
-            &mut a,
-            1,
-            &lock_wait_request(1, "U", &["x", "y"], (1, 1), ttl, true)
-        )
-        .await,
-        [REPLY_WAIT, QUEUED],
-        "U waits over A to write x and y"
-    );
-    let u_charge = node.stats.lock_bytes() - before_u;
-    assert!(u_charge > 0, "U's place is charged");
-    big_places(&mut a, "a-", 3, 2, 1).await;
-    big_places(&mut b1, "b1-", 2, 1, BIG).await;
-    big_places(&mut b2, "b2-", 4, 1, BIG).await;
-    assert_eq!(node.locker.waiting(), 2 + 1000 + 2 * BIG as usize * 1000);
-
-    let busy_at_close = close_behind_busy_ones(&node, vec![b1, b2], a).await;
-    // H2 releases x: the table grants U's place on [x, y], pushed to closed
-    // A. Then U releases y alone.
-    assert_eq!(
-        call(&mut h2, 2, &lock_request(2, OP_UNLOCK, "h2", &["x"])).await,
-        [REPLY_BOOL, 1],
-        "H2 releases x"
-    );
-    assert_eq!(
-        call(&mut c, 1, &lock_request(1, OP_UNLOCK, "U", &["y"])).await,
-        [REPLY_BOOL, 1],
-        "U releases y"
-    );
-    let busy_after = node.locker.waiting();
-    assert!(
-        busy_after >= 1000,
-        "the clean-up thread had not reached U's place yet (the race this test needs: \
-         {busy_at_close} names waiting at A's close, {busy_after} after U's release; run again \
-         if not)"
-    );
-    assert!(
-        holds(&node, "U", "x") && !holds(&node, "U", "y"),
-        "U holds x, granted by its place"
-    );
-
-    clean_up_done(&node, 0).await;
-    assert!(holds(&node, "U", "x"), "U's write lock on x stands");
-    let left = node.stats.lock_bytes();
-    assert_eq!(
-        left,
-        h_only + u_charge,
-        "U's write lock on x, granted by its place on [x, y], stands, yet the server charges \
-         {left} bytes, not {} (H's lock on held and U's lock's {u_charge}): the place's end \
-         gave the set's charge back as a place's",
-        h_only + u_charge
-    );
-    drop(c);
-    drop(h);
-    drop(h2);
+    granted_behind_busy_ones(Beside::Nothing).await;
 }
 
 /// H holds "held", H2 "x". Over C, U holds a plain read lock on "y" (no
@@ -414,6 +341,20 @@ async fn a_place_granted_to_a_closed_connection_keeps_its_lock_charged_after_a_r
 /// gave back the charge of U's read lock on "x".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_place_granted_to_a_closed_connection_beside_its_uids_read_lock_keeps_its_charge() {
+    granted_behind_busy_ones(Beside::AReadLockOnY).await;
+}
+
+/// What U holds over C beside its place on ["x", "y"] over A.
+#[derive(Clone, Copy, PartialEq)]
+enum Beside {
+    /// Nothing: U waits to write, and releases "y" once granted.
+    Nothing,
+    /// A plain read lock on "y": U waits to read.
+    AReadLockOnY,
+}
+
+/// The scene of the two tests above.
+async fn granted_behind_busy_ones(beside: Beside) {
     let node = server().await;
     let mut h = connection(&node).await;
     let mut h2 = connection(&node).await;
@@ -432,21 +373,21 @@ async fn a_read_place_granted_to_a_closed_connection_beside_its_uids_read_lock_k
         [REPLY_BOOL, 1]
     );
     let h2_only = node.stats.lock_bytes();
-    assert_eq!(
-        call(&mut c, 1, &lock_request(1, OP_RLOCK, "U", &["y"])).await,
-        [REPLY_BOOL, 1],
-        "U reads y over C"
-    );
+    let wait = if beside == Beside::AReadLockOnY {
+        assert_eq!(
+            call(&mut c, 1, &lock_request(1, OP_RLOCK, "U", &["y"])).await,
+            [REPLY_BOOL, 1],
+            "U reads y over C"
+        );
+        read_wait_request(1, "U", &["x", "y"], (1, 1), ttl, true)
+    } else {
+        lock_wait_request(1, "U", &["x", "y"], (1, 1), ttl, true)
+    };
     let before_u = node.stats.lock_bytes();
     assert_eq!(
-        call(
-            &mut a,
-            1,
-            &read_wait_request(1, "U", &["x", "y"], (1, 1), ttl, true)
-        )
-        .await,
+        call(&mut a, 1, &wait).await,
         [REPLY_WAIT, QUEUED],
-        "U waits over A to read x and y"
+        "U waits over A for x and y"
     );
     let u_charge = node.stats.lock_bytes() - before_u;
     assert!(u_charge > 0, "U's place is charged");
@@ -456,13 +397,20 @@ async fn a_read_place_granted_to_a_closed_connection_beside_its_uids_read_lock_k
     assert_eq!(node.locker.waiting(), 2 + 1000 + 2 * BIG as usize * 1000);
 
     let busy_at_close = close_behind_busy_ones(&node, vec![b1, b2], a).await;
-    // H2 releases x: the table grants U's read place on [x, y], pushed to
-    // closed A.
+    // H2 releases x: the table grants U's place on [x, y], pushed to closed
+    // A. Then U releases y alone, if it waited to write.
     assert_eq!(
         call(&mut h2, 2, &lock_request(2, OP_UNLOCK, "h2", &["x"])).await,
         [REPLY_BOOL, 1],
         "H2 releases x"
     );
+    if beside == Beside::Nothing {
+        assert_eq!(
+            call(&mut c, 1, &lock_request(1, OP_UNLOCK, "U", &["y"])).await,
+            [REPLY_BOOL, 1],
+            "U releases y"
+        );
+    }
     let busy_after = node.locker.waiting();
     assert!(
         busy_after >= 1000,
@@ -470,21 +418,23 @@ async fn a_read_place_granted_to_a_closed_connection_beside_its_uids_read_lock_k
          {busy_at_close} names waiting at A's close, {busy_after} after the grant; run again \
          if not)"
     );
+    let holds_y = beside == Beside::AReadLockOnY;
     assert!(
-        holds(&node, "U", "x") && holds(&node, "U", "y"),
-        "U reads x, granted by its place, and y"
+        holds(&node, "U", "x") && holds(&node, "U", "y") == holds_y,
+        "U holds x, granted by its place, and y only if it held it beside"
     );
 
     clean_up_done(&node, 0).await;
-    assert!(holds(&node, "U", "x"), "U's read lock on x stands");
-    assert!(holds(&node, "U", "y"), "U's read lock on y stands");
+    assert!(holds(&node, "U", "x"), "U's lock on x stands");
+    assert_eq!(holds(&node, "U", "y"), holds_y, "U's read lock on y stands");
     let left = node.stats.lock_bytes();
-    let due = before_u - (h2_only - h_only) + u_charge;
+    // H's lock on held, U's read lock on y if any, U's lock on [x, y].
+    let due = h_only + (before_u - h2_only) + u_charge;
     assert_eq!(
         left, due,
-        "U's read lock on x, granted by its place on [x, y], stands, yet the server charges \
-         {left} bytes, not {due} (H's lock on held, U's on y and U's lock on [x, y]'s \
-         {u_charge}): the place's end gave the set's charge back as a place's"
+        "U's lock on x, granted by its place on [x, y], stands, yet the server charges {left} \
+         bytes, not {due} (U's lock on [x, y] was charged {u_charge}): the place's end gave \
+         the set's charge back as a place's"
     );
     drop(c);
     drop(h);
