@@ -209,9 +209,10 @@ pub(crate) struct Over {
 pub(crate) enum Reserved {
     /// The uid already had this resource set charged; the reservation
     /// touched its charge and its connection's usage as they stood before,
-    /// and, when `true`, took the set for a grant where it was charged for
-    /// a place alone ([`SetCharge::for_place`]).
-    Already(Before, bool),
+    /// when `true` took the set for a grant where it was charged for a
+    /// place alone ([`SetCharge::for_place`]), and grew the set's charge by
+    /// the bytes given (a longer owner or source than it was charged for).
+    Already(Before, bool, usize),
     /// A new set was charged under this hash, touching the uid's charge
     /// and its connection's usage as they stood before.
     Added(u64, Before),
@@ -297,21 +298,23 @@ impl Ledger {
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
         let before = inner.touches(&args.uid, conn, hash, now);
-        let found = inner
+        // A set found charged grows to this request's bytes when they are
+        // more: the table keeps the newest request's owner and source (a
+        // place asked again, a lock taken again), and the set pays for
+        // what the table keeps. The growth is admitted as a new set is.
+        let grow = inner
             .charges
-            .get_mut(&args.uid)
-            .and_then(|charge| charge.sets.iter_mut().find(|set| set.hash == hash))
-            .map(|set| {
-                // A grant takes a set charged for a place for its entries.
-                let taken = purpose == Purpose::Grant && set.for_place;
-                set.for_place &= !taken;
-                set.touched = now;
-                set.shared = true;
-                taken
-            });
-        if let Some(taken) = found {
+            .get(&args.uid)
+            .and_then(|charge| charge.sets.iter().find(|set| set.hash == hash))
+            .map(|set| bytes.saturating_sub(set.bytes));
+        if let Some(grow) = grow {
+            if grow > 0 {
+                let moving = inner.charged_elsewhere(&args.uid, conn);
+                inner.admit(&self.limits, conn, grow, (false, moving), now)?;
+            }
             inner.adopt(&args.uid, conn, now);
-            return Ok(Reserved::Already(before, taken));
+            let taken = inner.found(&args.uid, hash, grow, purpose == Purpose::Grant, now);
+            return Ok(Reserved::Already(before, taken, grow));
         }
         let new_uid = !inner.charges.contains_key(&args.uid);
         // A new set over another connection than the uid's moves the uid's
@@ -421,7 +424,7 @@ impl Ledger {
     pub(crate) fn undo(&self, uid: &str, reserved: Reserved) {
         let mut inner = self.inner();
         let before = match reserved {
-            Reserved::Already(before, taken) => {
+            Reserved::Already(before, taken, grew) => {
                 // Given back to the place alone, unless something touched
                 // the uid since (a grant among it).
                 if taken
@@ -430,6 +433,12 @@ impl Ledger {
                     && let Some(set) = charge.sets.iter_mut().find(|s| s.hash == before.set)
                 {
                     set.for_place = true;
+                }
+                // The growth goes back unless another request touched the
+                // set since (it may have stored the longer owner and
+                // source: the charge then stays, counting too much).
+                if grew > 0 {
+                    inner.shrink(uid, before.set, grew, before.at);
                 }
                 before
             }

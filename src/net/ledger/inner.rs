@@ -228,6 +228,57 @@ impl Inner {
         }
     }
 
+    /// Touches the set `hash` of `uid`, which a reservation found charged,
+    /// and grows its charge by `grow` bytes; says whether a grant (`grant`)
+    /// took a set charged for a place alone for its entries.
+    pub(super) fn found(
+        &mut self,
+        uid: &str,
+        hash: u64,
+        grow: usize,
+        grant: bool,
+        now: Instant,
+    ) -> bool {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return false;
+        };
+        let conn = charge.conn;
+        let Some(set) = charge.sets.iter_mut().find(|set| set.hash == hash) else {
+            return false;
+        };
+        let taken = grant && set.for_place;
+        set.for_place &= !taken;
+        set.touched = now;
+        set.shared = true;
+        set.bytes += grow;
+        self.total += grow;
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.bytes += grow;
+        }
+        taken
+    }
+
+    /// Takes `grew` bytes back off the set `hash` of `uid`, when nothing
+    /// touched the set since the reservation at `at` that grew it.
+    pub(super) fn shrink(&mut self, uid: &str, hash: u64, grew: usize, at: Instant) {
+        let Some(charge) = self.charges.get_mut(uid) else {
+            return;
+        };
+        let conn = charge.conn;
+        let Some(set) = charge.sets.iter_mut().find(|set| set.hash == hash) else {
+            return;
+        };
+        if set.touched != at {
+            return;
+        }
+        let freed = grew.min(set.bytes);
+        set.bytes -= freed;
+        self.total = self.total.saturating_sub(freed);
+        if let Some(usage) = self.usage.get_mut(&conn) {
+            usage.bytes = usage.bytes.saturating_sub(freed);
+        }
+    }
+
     /// Removes what `gone` says of the charge of `uid`.
     pub(super) fn remove(&mut self, uid: &str, gone: Gone) {
         let Some(charge) = self.charges.get_mut(uid) else {

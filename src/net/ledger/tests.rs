@@ -328,3 +328,34 @@ async fn a_refused_request_that_added_a_set_another_found_leaves_it_charged() {
         "the record the second call stands on stays"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_set_asked_again_with_a_longer_owner_grows_within_the_limits_and_a_refusal_gives_it_back(
+) {
+    let short = args("u", &["a"]);
+    let long = LockArgs {
+        owner: "o".repeat(512).into(),
+        source: "s".repeat(512).into(),
+        ..short.clone()
+    };
+    let (small, large) = (lock_bytes(&short), lock_bytes(&long));
+    assert!(large > small + 1000);
+    let l = ledger(10 * large, large + small - 1);
+    l.reserve_place(1, &short).unwrap();
+    assert_eq!(l.usage(1).bytes, small);
+    // Asked again with longer text: the set grows to what the table keeps.
+    let grown = l.reserve_place(1, &long).unwrap();
+    assert!(matches!(grown, Reserved::Already(_, false, g) if g == large - small));
+    assert_eq!((l.usage(1).bytes, l.total()), (large, large));
+    // Refused: the growth goes back, as nothing touched the set since.
+    l.undo("u", grown);
+    assert_eq!((l.usage(1).bytes, l.total()), (small, small));
+    // The growth is admitted against the connection's limit like a lock.
+    l.reserve(1, &args("v", &["b"])).unwrap();
+    let err = l.reserve(1, &long).unwrap_err();
+    assert_eq!(err.limit, Limit::BytesPerConnection, "{err:?}");
+    assert_eq!(l.usage(1).bytes, 2 * small, "a refused growth charges nothing");
+    // Shorter text later keeps the longest charge (counting too much).
+    l.reserve(1, &short).unwrap();
+    assert_eq!(l.usage(1).bytes, 2 * small);
+}
