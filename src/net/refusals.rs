@@ -102,6 +102,11 @@ pub(crate) enum Refused {
         cause: Cause,
         /// What the peer is told.
         reason: String,
+        /// What the log says instead, when it says more: the peer's own
+        /// bytes quoted, with this server's secrets masked. Never sent to
+        /// the peer, which could otherwise learn, by what is masked, which
+        /// bytes belong to a token.
+        logged: Option<String>,
     },
     /// A token, but no room for its role.
     Busy(Busy),
@@ -121,6 +126,19 @@ impl Refused {
             why,
             cause,
             reason: reason.into(),
+            logged: None,
+        }
+    }
+
+    /// A first frame that was no handshake, sent by a client of another
+    /// protocol: the peer is `told` what spoke, without its bytes; the log
+    /// says `logged`, which quotes them.
+    pub(crate) fn foreign(told: String, logged: String) -> Refused {
+        Refused::Auth {
+            why: AuthRefusal::Malformed,
+            cause: Cause::Malformed,
+            reason: told,
+            logged: Some(logged),
         }
     }
 
@@ -131,6 +149,7 @@ impl Refused {
             why: AuthRefusal::Timeout,
             cause: Cause::SlowHandshake,
             reason: "only part of a handshake in time".to_owned(),
+            logged: None,
         }
     }
 
@@ -141,6 +160,7 @@ impl Refused {
             why: AuthRefusal::Timeout,
             cause: Cause::SilentAfterTls,
             reason: "no handshake in time after TLS".to_owned(),
+            logged: None,
         }
     }
 
@@ -162,7 +182,13 @@ impl Refused {
         let Some(refused) = log.due(cause) else {
             return;
         };
-        let reason = self.reason();
+        let reason = match self {
+            Refused::Auth {
+                logged: Some(logged),
+                ..
+            } => logged,
+            _ => self.reason(),
+        };
         // `refused` counts the rejections a line stands for: this one and
         // those of the same cause left out since the previous line.
         match cause {

@@ -460,11 +460,15 @@ async fn handshake(
             // Any text, TLS record or other protocol gets here with its
             // first four bytes: say what spoke, if it is plain.
             let read = conn.read_buffer();
-            let reason = sniff::client_that_sent(read).unwrap_or_else(|| {
-                let refused = malformed::bad_frame(&err, read, wire::MAX_HELLO_FRAME);
-                format!("{refused} before the handshake")
-            });
-            Err(malformed(reason))
+            // The peer is told what kind of client it looks like; only
+            // the log quotes its bytes (secrets masked).
+            Err(match sniff::refusal_of_client_that_sent(read) {
+                Some((told, logged)) => Refused::foreign(told, logged),
+                None => {
+                    let refused = malformed::bad_frame(&err, read, wire::MAX_HELLO_FRAME);
+                    malformed(format!("{refused} before the handshake"))
+                }
+            })
         }
         Ok(Some(Err(err))) => Err(malformed(format!("bad frame: {err}"))),
         Ok(None) => {

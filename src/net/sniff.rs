@@ -152,6 +152,25 @@ pub(crate) fn client_that_sent(bytes: &[u8]) -> Option<String> {
     })
 }
 
+/// What a server tells a client whose first bytes are no handshake, and
+/// what it logs about it ([`client_that_sent`]); `None` when they look
+/// like nothing in particular. The client is told what kind of client it
+/// looks like and nothing of its bytes: the log's quote masks this
+/// process's secrets, and a peer shown which of its bytes were masked
+/// would learn, eight bytes at a time, a token it does not hold.
+pub(crate) fn refusal_of_client_that_sent(bytes: &[u8]) -> Option<(String, String)> {
+    let logged = client_that_sent(bytes)?;
+    let told = match sniff(bytes) {
+        Foreign::Http(_) => "an HTTP client: this is a lock server".to_owned(),
+        Foreign::Text(_) => "a client that sent a line of text, which is not the lock protocol \
+                             (this is a lock server)"
+            .to_owned(),
+        // Their words quote none of the client's bytes.
+        Foreign::Tls | Foreign::Redis(_) | Foreign::Binary(_) => logged.clone(),
+    };
+    Some((told, logged))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
