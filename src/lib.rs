@@ -136,6 +136,7 @@ guard.unlock().await?;
 
 mod election;
 mod error;
+mod groups;
 mod local;
 mod lock;
 mod locker;
@@ -153,6 +154,7 @@ pub mod testing;
 
 pub use election::{Election, Leader, Leadership, Observer, ELECTION_PREFIX};
 pub use error::{Error, Unreachable};
+pub use groups::{GroupedMutex, GroupedReadGuard, GroupedWriteGuard, Groups};
 pub use local::{LocalLocker, LockerConfig};
 pub use lock::admin::{ClusterLock, ForceUnlocked};
 pub use lock::config::{Lease, RetryPolicy, Timeouts, Waiting};
@@ -186,3 +188,9 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/semaphore.md")]
 pub struct SemaphoreDocDoctests;
+
+/// Compiles the Rust snippets of docs/groups.md as doc tests (the one
+/// that connects to lock servers only where the feature `net` is on).
+#[cfg(all(doctest, feature = "net"))]
+#[doc = include_str!("../docs/groups.md")]
+pub struct GroupsDocDoctests;

@@ -6,7 +6,16 @@ use std::path::Path;
 
 /// Top to bottom, by module path under `src/`. A module may use the ones
 /// after it, never those before.
-const LAYERS: [(&str, &[&str]); 15] = [
+const LAYERS: [(&str, &[&str]); 16] = [
+    (
+        "groups",
+        &[
+            "Groups",
+            "GroupedMutex",
+            "GroupedWriteGuard",
+            "GroupedReadGuard",
+        ],
+    ),
     ("lock::dsync", &["Dsync", "DsyncBuilder"]),
     (
         "election",

@@ -14,6 +14,7 @@ mod hooked;
 mod a_reader_and_a_writer_never_overlap_through_single_locker_restarts;
 mod drift_randomized;
 mod election_randomized;
+mod groups_randomized;
 mod model_check;
 mod safety_randomized;
 mod semaphore_randomized;

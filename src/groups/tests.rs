@@ -1,0 +1,222 @@
+use std::collections::HashMap;
+
+use super::*;
+use crate::{LocalLocker, NetLocker};
+
+fn cluster(nodes: usize) -> Dsync {
+    let lockers: Vec<Arc<dyn NetLocker>> = (0..nodes)
+        .map(|_| Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>)
+        .collect();
+    Dsync::new(lockers).expect("a coordinator")
+}
+
+fn groups(ids: &[&str]) -> Groups {
+    Groups::new(ids.iter().map(|id| (*id, cluster(1)))).expect("groups")
+}
+
+/// Groups of `ids` whose members are those of `of` where `of` has them
+/// (one id, one group), new ones of one locker otherwise.
+fn groups_beside(of: &Groups, ids: &[&str]) -> Groups {
+    let member = |id: &str| of.dsync(id).cloned().unwrap_or_else(|| cluster(1));
+    Groups::new(ids.iter().map(|id| (*id, member(id)))).expect("groups")
+}
+
+#[test]
+fn a_million_names_spread_evenly_over_eight_groups() {
+    let ids: Vec<String> = (0..8).map(|g| format!("group-{g}")).collect();
+    let g = Groups::new(ids.iter().map(|id| (id.as_str(), cluster(1)))).expect("groups");
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    let names = 1_000_000;
+    for n in 0..names {
+        *counts.entry(g.group_of(&format!("name-{n}"))).or_default() += 1;
+    }
+    let mean = names as f64 / 8.0;
+    let busiest = counts.values().copied().max().unwrap_or(0) as f64;
+    assert_eq!(counts.len(), 8, "{counts:?}");
+    assert!(
+        busiest <= 1.05 * mean,
+        "the busiest group holds {busiest} names, {:.3}× the mean: {counts:?}",
+        busiest / mean
+    );
+}
+
+#[test]
+fn adding_a_group_moves_only_the_names_that_go_to_it() {
+    let before = groups(&["a", "b", "c", "d"]);
+    let after = groups_beside(&before, &["a", "b", "c", "d", "e"]);
+    let names = 100_000;
+    let mut moved = 0;
+    for n in 0..names {
+        let name = format!("name-{n}");
+        let (was, is) = (before.group_of(&name), after.group_of(&name));
+        if was != is {
+            assert_eq!(
+                is, "e",
+                "{name} moved from {was} to {is}, not to the new group"
+            );
+            moved += 1;
+        }
+    }
+    let share = moved as f64 / names as f64;
+    assert!(
+        (0.18..0.22).contains(&share),
+        "{share:.3} of the names moved, where one in five should"
+    );
+    // Removing it moves them back, and only them.
+    for n in 0..1_000 {
+        let name = format!("name-{n}");
+        if after.group_of(&name) != "e" {
+            assert_eq!(before.group_of(&name), after.group_of(&name));
+        }
+    }
+}
+
+#[test]
+fn the_order_the_groups_are_given_in_does_not_matter() {
+    let one = groups(&["a", "b", "c"]);
+    let other = groups(&["c", "a", "b"]);
+    for n in 0..1_000 {
+        let name = format!("n{n}");
+        assert_eq!(one.group_of(&name), other.group_of(&name));
+    }
+    assert_eq!(other.ids().collect::<Vec<_>>(), ["a", "b", "c"]);
+}
+
+#[test]
+fn bad_groups_are_refused_saying_why() {
+    let none = Groups::new(Vec::<(&str, Dsync)>::new()).unwrap_err();
+    assert!(none.to_string().contains("no group given"), "{none}");
+    let twice = Groups::new([("a", cluster(1)), ("a", cluster(1))]).unwrap_err();
+    assert!(twice.to_string().contains("given twice"), "{twice}");
+    for bad in ["", "a\nb", &"x".repeat(257)] {
+        let err = Groups::new([(bad, cluster(1))]).unwrap_err();
+        assert!(err.to_string().contains("not usable"), "{err}");
+    }
+    let old = groups(&["a", "b"]);
+    let changing = old
+        .changing_to(&groups_beside(&old, &["b", "c"]))
+        .expect("a change");
+    let again = changing.changing_to(&old).unwrap_err();
+    assert!(again.to_string().contains("already changing"), "{again}");
+}
+
+#[test]
+fn an_id_that_names_other_lockers_in_the_new_groups_is_refused() {
+    let local = |name: &str| Arc::new(LocalLocker::with_config(name, Default::default()));
+    let dsync = |names: &[&str]| {
+        let lockers: Vec<Arc<dyn NetLocker>> = names
+            .iter()
+            .map(|n| local(n) as Arc<dyn NetLocker>)
+            .collect();
+        Dsync::new(lockers).expect("a coordinator")
+    };
+    let old = Groups::new([("a", dsync(&["n1", "n2", "n3"]))]).expect("groups");
+    let same =
+        Groups::new([("a", dsync(&["n3", "n2", "n1"])), ("b", dsync(&["m1"]))]).expect("groups");
+    assert!(
+        old.changing_to(&same).is_ok(),
+        "the same lockers, in another order"
+    );
+    let other = Groups::new([("a", dsync(&["n1", "n2", "n4"]))]).expect("groups");
+    let err = old.changing_to(&other).unwrap_err();
+    assert!(err.to_string().contains("names other lockers"), "{err}");
+}
+
+#[test]
+fn a_moving_name_lives_in_both_its_groups_while_the_groups_change() {
+    let old = groups(&["a", "b", "c"]);
+    let new = groups_beside(&old, &["b", "c", "d"]);
+    let changing = old.changing_to(&new).expect("a change");
+    assert!(changing.is_changing());
+    let (mut moving, mut staying) = (0, 0);
+    for n in 0..2_000 {
+        let name = format!("n{n}");
+        let m = changing.rw_mutex([name.as_str()]).expect("a mutex");
+        let parts: Vec<&str> = m.groups().map(|(id, _)| id).collect();
+        let (was, is) = (old.group_of(&name), new.group_of(&name));
+        if was == is {
+            assert_eq!(parts, [was], "{name}");
+            staying += 1;
+        } else {
+            let mut both = vec![was, is];
+            both.sort_unstable();
+            assert_eq!(parts, both, "{name}: taken in the order of the ids");
+            moving += 1;
+            let err = changing.election(&name);
+            // The election's resource may live elsewhere than the name.
+            let resource = format!("election/{name}");
+            if old.group_of(&resource) != new.group_of(&resource) {
+                assert!(err.is_err(), "an election that moves is refused");
+            }
+        }
+        assert_eq!(changing.group_of(&name), is);
+    }
+    assert!(
+        moving > 0 && staying > 0,
+        "{moving} moving, {staying} staying"
+    );
+}
+
+#[test]
+fn a_lock_over_names_of_several_groups_takes_one_part_per_group() {
+    let g = groups(&["a", "b", "c"]);
+    let names: Vec<String> = (0..30).map(|n| format!("n{n}")).collect();
+    let m = g.rw_mutex(names.iter().rev().cloned()).expect("a mutex");
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(m.resources(), sorted);
+    let parts: Vec<(&str, &[String])> = m.groups().collect();
+    assert_eq!(
+        parts.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        ["a", "b", "c"]
+    );
+    for (id, names) in parts {
+        assert!(names.iter().all(|n| g.group_of(n) == id), "{id}: {names:?}");
+    }
+    assert!(g.rw_mutex(Vec::<String>::new()).is_err());
+    assert!(g.rw_mutex(["bad\nname"]).is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grouped_lock_is_all_or_nothing() {
+    let g = groups(&["a", "b"]);
+    let (in_a, in_b) = {
+        let mut a = None;
+        let mut b = None;
+        for n in 0..100 {
+            let name = format!("n{n}");
+            match g.group_of(&name) {
+                "a" if a.is_none() => a = Some(name),
+                "b" if b.is_none() => b = Some(name),
+                _ => {}
+            }
+        }
+        (a.expect("a name in a"), b.expect("a name in b"))
+    };
+    // Someone holds the name in b: the lock on both takes nothing.
+    let other = g.rw_mutex([in_b.as_str()]).expect("a mutex");
+    let held = other.lock().await.expect("granted");
+    let both = g.rw_mutex([in_a.as_str(), in_b.as_str()]).expect("a mutex");
+    assert!(matches!(both.try_lock().await, Err(Error::WouldBlock)));
+    assert!(matches!(
+        both.lock_timeout(Duration::from_millis(300)).await,
+        Err(Error::Timeout)
+    ));
+    let alone = g.rw_mutex([in_a.as_str()]).expect("a mutex");
+    let a_free = alone
+        .try_lock()
+        .await
+        .expect("the part in a was given back");
+    drop(a_free);
+    held.unlock().await.expect("released");
+    g.finish_releases(Duration::from_secs(5))
+        .await
+        .expect("released");
+    let guard = both.lock().await.expect("granted");
+    assert_eq!(guard.parts().count(), 2);
+    assert!(!guard.is_lost());
+    assert!(matches!(other.try_lock().await, Err(Error::WouldBlock)));
+    guard.unlock().await.expect("released");
+    let again = other.try_read().await.expect("free again");
+    drop(again);
+}
