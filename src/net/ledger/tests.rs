@@ -330,8 +330,8 @@ async fn a_refused_request_that_added_a_set_another_found_leaves_it_charged() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_set_asked_again_with_a_longer_owner_grows_within_the_limits_and_a_refusal_gives_it_back(
-) {
+async fn a_set_asked_again_with_a_longer_owner_grows_within_the_limits_and_a_refusal_gives_it_back()
+{
     let short = args("u", &["a"]);
     let long = LockArgs {
         owner: "o".repeat(512).into(),
@@ -354,7 +354,11 @@ async fn a_set_asked_again_with_a_longer_owner_grows_within_the_limits_and_a_ref
     l.reserve(1, &args("v", &["b"])).unwrap();
     let err = l.reserve(1, &long).unwrap_err();
     assert_eq!(err.limit, Limit::BytesPerConnection, "{err:?}");
-    assert_eq!(l.usage(1).bytes, 2 * small, "a refused growth charges nothing");
+    assert_eq!(
+        l.usage(1).bytes,
+        2 * small,
+        "a refused growth charges nothing"
+    );
     // Shorter text later keeps the longest charge (counting too much).
     l.reserve(1, &short).unwrap();
     assert_eq!(l.usage(1).bytes, 2 * small);
