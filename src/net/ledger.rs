@@ -35,6 +35,8 @@ use crate::LockArgs;
 mod costs;
 mod inner;
 
+use inner::Standing;
+
 pub(crate) use costs::{lock_bytes, proclamation_bytes, watch_bytes, KEPT};
 
 /// One record of a uid on an election board: the board, the hash of its
@@ -301,26 +303,24 @@ impl Ledger {
         // A set found charged grows to this request's bytes when they are
         // more: the table keeps the newest request's owner and source (a
         // place asked again, a lock taken again), and the set pays for
-        // what the table keeps. The growth is admitted as a new set is.
-        let grow = inner
-            .charges
-            .get(&args.uid)
-            .and_then(|charge| charge.sets.iter().find(|set| set.hash == hash))
-            .map(|set| bytes.saturating_sub(set.bytes));
-        if let Some(grow) = grow {
-            if grow > 0 {
-                let moving = inner.charged_elsewhere(&args.uid, conn);
-                inner.admit(&self.limits, conn, grow, (false, moving), now)?;
-            }
+        // what the table keeps. A refresh stores neither, and grows
+        // nothing. The growth is admitted as a new set is; a new set over
+        // another connection than the uid's moves the uid's whole charge
+        // here, and this connection's limits must hold it all.
+        let need = |standing: &Standing| match standing.set {
+            None => Some(bytes),
+            Some(_) if purpose == Purpose::Refresh => None,
+            Some(charged) => Some(bytes.saturating_sub(charged)).filter(|grow| *grow > 0),
+        };
+        let standing =
+            inner.admit_as_it_stands(&self.limits, (conn, &args.uid), None, hash, need, now)?;
+        if standing.set.is_some() {
+            let grow = need(&standing).unwrap_or(0);
             inner.adopt(&args.uid, conn, now);
             let taken = inner.found(&args.uid, hash, grow, purpose == Purpose::Grant, now);
             return Ok(Reserved::Already(before, taken, grow));
         }
-        let new_uid = !inner.charges.contains_key(&args.uid);
-        // A new set over another connection than the uid's moves the uid's
-        // whole charge here: this connection's limits must hold it all.
-        let moving = inner.charged_elsewhere(&args.uid, conn);
-        inner.admit(&self.limits, conn, bytes, (new_uid, moving), now)?;
+        let new_uid = standing.new_uid;
         inner.adopt(&args.uid, conn, now);
         let charge = inner
             .charges
@@ -357,22 +357,21 @@ impl Ledger {
         let now = Instant::now();
         let hash = self.set_hash(&args.resources);
         let mut inner = self.inner();
-        let (new_uid, before) = match inner.charges.get(&args.uid) {
-            None => (true, None),
-            Some(charge) => (
-                false,
-                charge
-                    .boards
-                    .iter()
-                    .find(|(b, h, _, _)| *b == board && *h == hash)
-                    .map(|(_, _, bytes, _)| *bytes),
-            ),
+        // A new uid is admitted whatever it adds: it counts a lock.
+        let need = |standing: &Standing| {
+            let grow = bytes.saturating_sub(standing.set.unwrap_or(0));
+            (grow > 0 || standing.new_uid).then_some(grow)
         };
+        let standing = inner.admit_as_it_stands(
+            &self.limits,
+            (conn, &args.uid),
+            Some(board),
+            hash,
+            need,
+            now,
+        )?;
+        let (new_uid, before) = (standing.new_uid, standing.set);
         let grow = bytes.saturating_sub(before.unwrap_or(0));
-        if grow > 0 || new_uid {
-            let moving = inner.charged_elsewhere(&args.uid, conn);
-            inner.admit(&self.limits, conn, grow, (new_uid, moving), now)?;
-        }
         let touched = inner.touches(&args.uid, conn, 0, now);
         inner.adopt(&args.uid, conn, now);
         let charge = inner

@@ -15,7 +15,71 @@ use super::{
 use crate::local::{map_shrunk, map_sparse};
 use crate::net::labels::Limit;
 
+/// What a reservation of a uid looks at: whether the uid is charged at
+/// all, what it is charged over another connection than the one asking,
+/// and what the set (or board record) named is charged, when it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Standing {
+    pub(super) new_uid: bool,
+    pub(super) moving: usize,
+    pub(super) set: Option<usize>,
+}
+
 impl Inner {
+    /// The standing of `uid` for a reservation over `conn` of the set
+    /// `hash` (or, with `board`, of that board's record of `hash`).
+    fn standing(&self, (conn, uid): (u64, &str), board: Option<Board>, hash: u64) -> Standing {
+        let charge = self.charges.get(uid);
+        let set = charge.and_then(|charge| match board {
+            None => charge
+                .sets
+                .iter()
+                .find(|set| set.hash == hash)
+                .map(|set| set.bytes),
+            Some(board) => charge
+                .boards
+                .iter()
+                .find(|(b, h, _, _)| *b == board && *h == hash)
+                .map(|(_, _, bytes, _)| *bytes),
+        });
+        Standing {
+            new_uid: charge.is_none(),
+            moving: self.charged_elsewhere(uid, conn),
+            set,
+        }
+    }
+
+    /// Admits the bytes `need` asks for the standing of `uid` (none when
+    /// it says `None`), and returns the standing they were admitted for.
+    /// An admission over a limit prunes lapsed charges first, which may
+    /// remove this uid's own: its standing is then looked at again and
+    /// admitted as it is now (a uid gone counts a lock anew, a set gone is
+    /// charged whole). No prune is due again at once, so this settles at
+    /// the second look (three at most).
+    pub(super) fn admit_as_it_stands(
+        &mut self,
+        limits: &Limits,
+        asking: (u64, &str),
+        board: Option<Board>,
+        hash: u64,
+        need: impl Fn(&Standing) -> Option<usize>,
+        now: Instant,
+    ) -> Result<Standing, Over> {
+        let mut standing = self.standing(asking, board, hash);
+        for _ in 0..3 {
+            if let Some(bytes) = need(&standing) {
+                let (new_uid, moving) = (standing.new_uid, standing.moving);
+                self.admit(limits, asking.0, bytes, (new_uid, moving), now)?;
+            }
+            let after = self.standing(asking, board, hash);
+            if after == standing {
+                break;
+            }
+            standing = after;
+        }
+        Ok(standing)
+    }
+
     /// Whether `bytes` more fit for `conn`, after pruning lapsed charges
     /// when they do not and a prune is due. `moving` is what the uid is
     /// charged over another connection, which the reservation moves to
