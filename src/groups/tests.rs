@@ -220,3 +220,68 @@ async fn a_grouped_lock_is_all_or_nothing() {
     let again = other.try_read().await.expect("free again");
     drop(again);
 }
+
+/// Two names, one in group `a` and one in group `b` of `g`.
+fn a_name_in_each(g: &Groups) -> (String, String) {
+    let mut a = None;
+    let mut b = None;
+    for n in 0..100 {
+        let name = format!("n{n}");
+        match g.group_of(&name) {
+            "a" if a.is_none() => a = Some(name),
+            "b" if b.is_none() => b = Some(name),
+            _ => {}
+        }
+    }
+    (a.expect("a name in a"), b.expect("a name in b"))
+}
+
+/// `GroupedMutex::lock_timeout`: "[`lock`](Self::lock) within `timeout`
+/// for all the parts together; fails with [`Error::Timeout`] after it".
+/// A part's own `DRWMutex::lock_timeout` takes `Duration::MAX` (waiting as
+/// long as it takes: tokio's timer saturates); the grouped one, over the
+/// same names, must neither panic nor fail on it.
+#[tokio::test(start_paused = true)]
+async fn a_grouped_lock_timeout_of_duration_max_waits_as_a_parts_does() {
+    use futures::FutureExt;
+    use std::panic::AssertUnwindSafe;
+
+    let g = groups(&["a", "b"]);
+    let (in_a, in_b) = a_name_in_each(&g);
+    // One group's own mutex takes it.
+    let single = g
+        .dsync("a")
+        .expect("group a")
+        .rw_mutex([in_a.as_str()])
+        .expect("a mutex");
+    let guard = single
+        .lock_timeout(Duration::MAX)
+        .await
+        .expect("DRWMutex::lock_timeout(Duration::MAX) is granted");
+    guard.unlock().await.expect("released");
+
+    let both = g.rw_mutex([in_a.as_str(), in_b.as_str()]).expect("a mutex");
+    let write = AssertUnwindSafe(both.lock_timeout(Duration::MAX))
+        .catch_unwind()
+        .await;
+    let write = write.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        panic!("GroupedMutex::lock_timeout(Duration::MAX) panicked: {why}")
+    });
+    write
+        .expect("granted: the names are free")
+        .unlock()
+        .await
+        .expect("released");
+    let read = AssertUnwindSafe(both.read_timeout(Duration::MAX))
+        .catch_unwind()
+        .await;
+    assert!(
+        read.is_ok(),
+        "GroupedMutex::read_timeout(Duration::MAX) panicked"
+    );
+}
