@@ -285,3 +285,49 @@ async fn a_grouped_lock_timeout_of_duration_max_waits_as_a_parts_does() {
         "GroupedMutex::read_timeout(Duration::MAX) panicked"
     );
 }
+
+/// docs/groups.md: "No deadlock between two such locks", "a panic or an
+/// unclear error on bad input" aside; and `changing_to`: "one id, one
+/// group". A group whose lockers keep their entries but get a new id (a
+/// rename: `b` becomes `c`, the same lockers) is either refused by
+/// `changing_to`, as an id naming other lockers is, or its moving names can
+/// still be locked on the changing list. Here nobody else holds anything.
+#[tokio::test(start_paused = true)]
+async fn a_group_given_a_new_id_for_the_same_lockers_is_refused_or_its_moving_names_can_be_locked()
+{
+    let old = groups(&["a", "b"]);
+    let shared = old.dsync("b").expect("group b").clone();
+    let new = Groups::new([
+        ("a", old.dsync("a").expect("group a").clone()),
+        ("c", shared),
+    ])
+    .expect("groups");
+    let changing = match old.changing_to(&new) {
+        Err(Error::InvalidArgument(_)) => return,
+        Err(other) => panic!("refused, but not as an invalid argument: {other}"),
+        Ok(changing) => changing,
+    };
+    // A name that moves from b to c: both parts on the same lockers.
+    let name = (0..200)
+        .map(|n| format!("n{n}"))
+        .find(|n| old.group_of(n) == "b" && new.group_of(n) == "c")
+        .expect("a name moving from b to c");
+    let mutex = changing.rw_mutex([name.as_str()]).expect("a mutex");
+    let parts: Vec<&str> = mutex.groups().map(|(id, _)| id).collect();
+    assert_eq!(parts, ["b", "c"]);
+    let tried = mutex.try_lock().await.map(drop);
+    g_finish(&changing).await;
+    let waited = mutex.lock_timeout(Duration::from_secs(60)).await.map(drop);
+    assert!(
+        tried.is_ok() && waited.is_ok(),
+        "the free name {name} on the changing list: try_lock gave {tried:?}, \
+         lock_timeout(60s) gave {waited:?} (the part in c waits for the part in b, \
+         on the same lockers)"
+    );
+}
+
+async fn g_finish(g: &Groups) {
+    g.finish_releases(Duration::from_secs(5))
+        .await
+        .expect("released");
+}
