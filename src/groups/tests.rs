@@ -331,3 +331,34 @@ async fn g_finish(g: &Groups) {
         .await
         .expect("released");
 }
+
+/// docs/groups.md: "Elections and semaphores live in the group of their
+/// name (`Groups::election`, `Groups::semaphore`)"; `group_of`: "The id of
+/// the group `name` lives in". The election `name` is held by the lockers
+/// of `group_of(name)`.
+#[tokio::test(start_paused = true)]
+async fn an_election_lives_in_the_group_of_its_name() {
+    let g = groups(&["a", "b", "c"]);
+    // A name whose election resource hashes elsewhere than the name.
+    let name = (0..200)
+        .map(|n| format!("leader-{n}"))
+        .find(|n| g.group_of(n) != g.group_of(&format!("election/{n}")))
+        .expect("such a name");
+    let election = g.election(&name).expect("an election");
+    let leadership = election.try_campaign(&b"me"[..]).await.expect("leader");
+    let mut holders = Vec::new();
+    for id in ["a", "b", "c"] {
+        for locker in g.dsync(id).expect("a group").lockers() {
+            if !locker.locks().await.expect("locks").is_empty() {
+                holders.push(id);
+            }
+        }
+    }
+    assert_eq!(
+        holders,
+        [g.group_of(&name)],
+        "the election {name:?} is held in group(s) {holders:?}, while group_of({name:?}) is {:?}",
+        g.group_of(&name)
+    );
+    drop(leadership);
+}
