@@ -362,3 +362,41 @@ async fn an_election_lives_in_the_group_of_its_name() {
     );
     drop(leadership);
 }
+
+/// The brief's "a panic or an unclear error on bad input", and
+/// `Groups::semaphore`/`Groups::election`: they fail "as
+/// [`Dsync::semaphore`]/[`Dsync::election`] do" and, while the groups
+/// change, refuse a moving name "with `Error::InvalidArgument`: resign, and
+/// campaign again once every client runs `new`". A request that is bad in
+/// itself (no permits, a name with a newline) is told what is wrong with
+/// it on the changing list too, not told to wait for the change to end
+/// (after which it fails anyway).
+#[test]
+fn bad_input_on_the_changing_list_is_refused_for_what_is_wrong_with_it() {
+    let old = groups(&["a", "b", "c"]);
+    let new = groups_beside(&old, &["b", "c", "d"]);
+    let changing = old.changing_to(&new).expect("a change");
+    let moves = |resource: String| old.group_of(&resource) != new.group_of(&resource);
+    let semaphore = (0..200)
+        .map(|n| format!("pool-{n}"))
+        .find(|n| moves(format!("semaphore/{n}")))
+        .expect("a semaphore that moves");
+    let election = (0..200)
+        .map(|n| format!("bad\nleader-{n}"))
+        .find(|n| moves(format!("election/{n}")))
+        .expect("an election that moves");
+    let mut unclear = Vec::new();
+    let plain = old.semaphore(&semaphore, 0).expect_err("no permits");
+    let told = changing.semaphore(&semaphore, 0).expect_err("no permits");
+    if told.to_string() != plain.to_string() {
+        unclear.push(format!(
+            "semaphore({semaphore:?}, 0): {told} (not: {plain})"
+        ));
+    }
+    let plain = old.election(&election).expect_err("a newline");
+    let told = changing.election(&election).expect_err("a newline");
+    if told.to_string() != plain.to_string() {
+        unclear.push(format!("election({election:?}): {told} (not: {plain})"));
+    }
+    assert!(unclear.is_empty(), "{unclear:#?}");
+}
