@@ -88,9 +88,9 @@ struct Member {
 impl Groups {
     /// Groups of the given ids and coordinators, in any order.
     ///
-    /// Fails with [`Error::InvalidArgument`] when there is no group, or an
+    /// Fails with [`Error::InvalidArgument`] when there is no group, an
     /// id is empty, over 256 bytes, holds a control character, or names
-    /// two groups.
+    /// two groups, or two groups share a locker (by its endpoint).
     pub fn new<I, S>(groups: I) -> Result<Groups, Error>
     where
         I: IntoIterator<Item = (S, Dsync)>,
@@ -117,6 +117,7 @@ impl Groups {
                 &*pair[0].id
             )));
         }
+        shared_lockers(&members)?;
         let current = (0..members.len()).collect();
         Ok(Groups {
             inner: Arc::new(Inner {
@@ -133,8 +134,9 @@ impl Groups {
     /// here.
     ///
     /// Fails with [`Error::InvalidArgument`] when `self` is itself
-    /// changing, or when an id in both names groups of other lockers (the
-    /// endpoints of their lockers differ): one id, one group.
+    /// changing, when an id in both names groups of other lockers (the
+    /// endpoints of their lockers differ), or when two ids share a locker
+    /// (a group renamed: keep its id): one id, one group.
     pub fn changing_to(&self, next: &Groups) -> Result<Groups, Error> {
         if self.inner.next.is_some() || next.inner.next.is_some() {
             return Err(Error::invalid(
@@ -170,6 +172,7 @@ impl Groups {
             }
         }
         members.sort_by(|a, b| a.id.cmp(&b.id));
+        shared_lockers(&members)?;
         let position = |id: &Arc<str>| members.iter().position(|m| m.id == *id);
         let current = self.inner.members.iter().filter_map(|m| position(&m.id));
         let later = next.inner.members.iter().filter_map(|m| position(&m.id));
@@ -246,8 +249,9 @@ impl Groups {
         })
     }
 
-    /// The election `name`, in the group of its name
-    /// ([`Dsync::election`]).
+    /// The election `name`, in the group of its name, `group_of(name)`
+    /// ([`Dsync::election`]; its lock's resource there is `election/` +
+    /// `name`).
     ///
     /// Fails with [`Error::InvalidArgument`] while the groups change and
     /// the name moves: an election lives in one group, and one that moves
@@ -255,21 +259,25 @@ impl Groups {
     /// change is over.
     #[track_caller]
     pub fn election(&self, name: &str) -> Result<Election, Error> {
-        let resource = format!("{}{name}", crate::election::ELECTION_PREFIX);
-        self.single_home("election", name, &resource)?
-            .election(name)
+        let homes = self.homes(name);
+        let election = self.inner.members[homes[0]].dsync.election(name)?;
+        self.single_home("an election", name, &homes)?;
+        Ok(election)
     }
 
-    /// The semaphore `name`, in the group of its name
+    /// The semaphore `name`, in the group of its name, `group_of(name)`
     /// ([`Dsync::semaphore`]).
     ///
     /// Fails with [`Error::InvalidArgument`] while the groups change and
     /// the name moves, as [`election`](Self::election) does.
     #[track_caller]
     pub fn semaphore(&self, name: &str, permits: usize) -> Result<Semaphore, Error> {
-        let resource = format!("{}{name}", crate::semaphore::SEMAPHORE_PREFIX);
-        self.single_home("semaphore", name, &resource)?
-            .semaphore(name, permits)
+        let homes = self.homes(name);
+        let semaphore = self.inner.members[homes[0]]
+            .dsync
+            .semaphore(name, permits)?;
+        self.single_home("a semaphore", name, &homes)?;
+        Ok(semaphore)
     }
 
     /// Waits (at most `within`) for every group's releases still on their
@@ -287,17 +295,16 @@ impl Groups {
         futures::future::join_all(each).await.into_iter().collect()
     }
 
-    /// The coordinator of the one group `resource` lives in, or why it
-    /// has two.
-    fn single_home(&self, what: &str, name: &str, resource: &str) -> Result<&Dsync, Error> {
-        let homes = self.homes(resource);
+    /// Why `what` named `name`, which lives in the groups at `homes`,
+    /// cannot be made: it moves while the groups change.
+    fn single_home(&self, what: &str, name: &str, homes: &[usize]) -> Result<(), Error> {
         let inner = &*self.inner;
-        match homes.as_slice() {
-            [one] => Ok(&inner.members[*one].dsync),
+        match homes {
+            [_] => Ok(()),
             _ => Err(Error::invalid(format!(
-                "the {what} {name:?} moves from group {:?} to group {:?} while the groups \
-                 change, and a {what} lives in one group: stop using it until every client \
-                 runs the new groups",
+                "{what} named {name:?} moves from group {:?} to group {:?} while the groups \
+                 change, and it lives in one group: stop using it until every client runs \
+                 the new groups",
                 &*inner.members[homes[0]].id,
                 &*inner.members[homes[homes.len() - 1]].id,
             ))),
@@ -334,6 +341,28 @@ fn check_id(id: &str) -> Result<(), Error> {
             "the group id {} is not usable: give 1 to 256 bytes without control characters",
             crate::locker::args::shown(id)
         )));
+    }
+    Ok(())
+}
+
+/// Refuses two groups that share a locker: a name moving from one to the
+/// other would wait for itself there, and a locker's entries belong to one
+/// group.
+fn shared_lockers(members: &[Member]) -> Result<(), Error> {
+    let mut owner: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for m in members {
+        for endpoint in endpoints(&m.dsync) {
+            if let Some(other) = owner.insert(endpoint.clone(), &m.id)
+                && other != &*m.id
+            {
+                return Err(Error::invalid(format!(
+                    "the groups {other:?} and {:?} share the locker {endpoint}; each locker \
+                     serves one group (to rename a group, keep its id, or change to the new \
+                     id through lockers of its own)",
+                    &*m.id
+                )));
+            }
+        }
     }
     Ok(())
 }

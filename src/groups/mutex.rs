@@ -40,6 +40,15 @@ enum Take {
     Until(Instant),
 }
 
+/// Waiting `timeout` from now: a deadline, or no deadline at all for one
+/// past what the clock can count (`Duration::MAX`, say), as a part's own
+/// timeout takes it.
+fn until(timeout: Duration) -> Take {
+    Instant::now()
+        .checked_add(timeout)
+        .map_or(Take::Wait, Take::Until)
+}
+
 /// A guard of one part: what a grouped guard needs of it.
 trait Part: Sized + Send + 'static {
     fn take(mutex: &DRWMutex, how: Take) -> impl Future<Output = Result<Self, Error>> + Send + '_;
@@ -158,8 +167,7 @@ impl GroupedMutex {
     ///
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<GroupedWriteGuard, Error> {
-        let until = Instant::now() + timeout;
-        self.take(Take::Until(until))
+        self.take(until(timeout))
             .await
             .map(|parts| GroupedWriteGuard {
                 resources: self.resources.clone(),
@@ -173,8 +181,7 @@ impl GroupedMutex {
     ///
     /// Cancel safe, as [`lock`](Self::lock).
     pub async fn read_timeout(&self, timeout: Duration) -> Result<GroupedReadGuard, Error> {
-        let until = Instant::now() + timeout;
-        self.take(Take::Until(until))
+        self.take(until(timeout))
             .await
             .map(|parts| GroupedReadGuard {
                 resources: self.resources.clone(),

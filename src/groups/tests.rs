@@ -136,18 +136,19 @@ fn a_moving_name_lives_in_both_its_groups_while_the_groups_change() {
         let (was, is) = (old.group_of(&name), new.group_of(&name));
         if was == is {
             assert_eq!(parts, [was], "{name}");
+            assert!(changing.election(&name).is_ok(), "an election that stays");
             staying += 1;
         } else {
             let mut both = vec![was, is];
             both.sort_unstable();
             assert_eq!(parts, both, "{name}: taken in the order of the ids");
             moving += 1;
-            let err = changing.election(&name);
-            // The election's resource may live elsewhere than the name.
-            let resource = format!("election/{name}");
-            if old.group_of(&resource) != new.group_of(&resource) {
-                assert!(err.is_err(), "an election that moves is refused");
-            }
+            let err = changing.election(&name).unwrap_err();
+            assert!(err.to_string().contains("moves from group"), "{err}");
+            assert!(
+                changing.semaphore(&name, 2).is_err(),
+                "a semaphore that moves"
+            );
         }
         assert_eq!(changing.group_of(&name), is);
     }
