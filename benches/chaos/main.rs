@@ -17,22 +17,18 @@
 //! `--no-faults` runs the same clients without the fault schedule, to show
 //! what contention alone costs.
 //!
-//! `--permits K` checks the command line's semaphore instead (see
-//! permits.rs): `--runners N` loops of `quorum-lock run --permits K` on one
-//! name, through kills and pauses of a minority of the servers; at no
-//! instant may more than K commands run:
+//! `--permits K` checks the command line's semaphore instead (permits.rs):
 //!
 //! ```sh
 //! cargo run --release -p quorum-lock-benches --bin chaos -- --permits 3 --runners 12 --servers 5 --seconds 20 --seed 1 --validity-ms 3000
-//! ``` With `CHAOS_DEBUG` set, the report lists
-//! every failed acquire with the grants on its names during its wait, and
-//! every grant made while a majority was silent with the faults around it.
+//! ```
 //!
-//! Every process and proxy it starts is stopped when it ends, however it
-//! ends. The same seed gives the same fault schedule (the interleaving of
-//! real processes still varies). Exit status 1 means a check failed; the
-//! report then names the seed, the grants involved and the faults around
-//! them.
+//! With `CHAOS_DEBUG` set, the report lists every failed acquire with the
+//! grants on its names during its wait, and every grant made while a
+//! majority was silent with the faults around it. The same seed gives the
+//! same fault schedule (the interleaving of real processes still varies).
+//! Exit status 1 means a check failed; the report then names the seed, the
+//! grants involved and the faults around them.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};

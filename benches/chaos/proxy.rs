@@ -2,8 +2,6 @@
 //! fault can hit one server for every client (the server's switch) or one
 //! client on every server (the client's switch).
 
-// Not every item is used by main.rs.
-
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;

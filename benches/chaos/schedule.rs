@@ -1,8 +1,6 @@
 //! A seeded fault schedule for the chaos run, and its execution in real
 //! time against the server processes and the proxies' switches.
 
-// Not every item is used by main.rs.
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,20 +47,23 @@ impl Fault {
     }
 
     /// The same fault, lasting `d` instead.
-    pub fn lasting(self, d: Duration) -> Fault {
+    pub fn lasting(mut self, d: Duration) -> Fault {
+        match &mut self {
+            Fault::KillRestart { down_for: for_, .. }
+            | Fault::Pause { for_, .. }
+            | Fault::Net { for_, .. }
+            | Fault::PauseClient { for_, .. } => *for_ = d,
+            Fault::DropConnections { .. } => {}
+        }
+        self
+    }
+
+    /// How long the fault keeps its server from granting: a restarted
+    /// server stays in quarantine for one `validity` after its restart.
+    fn busy(&self, validity: Duration) -> Duration {
         match self {
-            Fault::KillRestart { server, .. } => Fault::KillRestart {
-                server,
-                down_for: d,
-            },
-            Fault::Pause { server, .. } => Fault::Pause { server, for_: d },
-            Fault::Net { server, fault, .. } => Fault::Net {
-                server,
-                fault,
-                for_: d,
-            },
-            Fault::PauseClient { client, .. } => Fault::PauseClient { client, for_: d },
-            Fault::DropConnections { server } => Fault::DropConnections { server },
+            Fault::KillRestart { down_for, .. } => *down_for + validity,
+            other => other.duration(),
         }
     }
 
@@ -264,10 +265,7 @@ pub fn draw(
                 };
             }
         }
-        let busy = match fault {
-            Fault::KillRestart { down_for, .. } => down_for + v,
-            other => other.duration(),
-        };
+        let busy = fault.busy(v);
         if t + busy > limit {
             continue;
         }
@@ -326,10 +324,7 @@ pub fn draw_process_faults(
                 for_: between(&mut rng, v * 6 / 5, v * 2),
             }
         };
-        let busy = match fault {
-            Fault::KillRestart { down_for, .. } => down_for + v,
-            other => other.duration(),
-        };
+        let busy = fault.busy(v);
         if t + busy > limit {
             continue;
         }
@@ -337,12 +332,7 @@ pub fn draw_process_faults(
         // Checking at t covers the whole span: the faults drawn so far all
         // started by t, so the count only falls after it.
         let same = events.iter().any(|e| {
-            let end = e.at
-                + match e.fault {
-                    Fault::KillRestart { down_for, .. } => down_for + v,
-                    other => other.duration(),
-                };
-            e.fault.impaired_server() == Some(server) && e.at <= t && t < end
+            e.fault.impaired_server() == Some(server) && e.at <= t && t < e.at + e.fault.busy(v)
         });
         if same || unavailable_at(&events, t, v) >= most {
             continue;
@@ -352,10 +342,8 @@ pub fn draw_process_faults(
     events
 }
 
-fn count_servers(events: &[Event], t: Duration, quarantine: Duration) -> usize {
-    count_where(events, t, quarantine, |_| true)
-}
-
+/// How many servers impaired by the faults `counts` picks are down at
+/// `t`, a killed one until its quarantine is over.
 fn count_where(
     events: &[Event],
     t: Duration,
@@ -367,11 +355,7 @@ fn count_where(
         let Some(server) = e.fault.impaired_server() else {
             continue;
         };
-        let mut end = e.at + e.fault.duration();
-        if matches!(e.fault, Fault::KillRestart { .. }) {
-            end += quarantine;
-        }
-        if e.at <= t && t < end && !down.contains(&server) {
+        if e.at <= t && t < e.at + e.fault.busy(quarantine) && !down.contains(&server) {
             down.push(server);
         }
     }
@@ -384,7 +368,7 @@ fn count_where(
 /// number of servers that cannot grant at `t` (the restart's own delay
 /// aside).
 pub fn unavailable_at(events: &[Event], t: Duration, validity: Duration) -> usize {
-    count_servers(events, t, validity)
+    count_where(events, t, validity, |_| true)
 }
 
 /// Like `unavailable_at`, without the servers that are only slow (delayed

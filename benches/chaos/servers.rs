@@ -3,8 +3,6 @@
 //! kills every child that is still running, so a panic leaves nothing
 //! behind.
 
-// Not every item is used by main.rs.
-
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;

@@ -1,24 +1,11 @@
-//! `--backend compare`: ours against the locks people use instead, in one
-//! run on one machine, every system on the same client counts and names.
-//!
-//! For each hold, naming and client count, back to back:
-//!
-//! * `ours-tcp`: a `Dsync` over `--nodes` `quorum-lock server` processes
-//!   reached over TCP, started for the measurement (as `--transport tcp`),
-//!   waiting in line (push), as the library ships;
-//! * `ours-redis`: a `Dsync` over one `RedisLocker` per Redis node, on the
-//!   first `--nodes` redis-servers of the run (as `--backend redis`);
-//! * `setnx`: `SET NX PX` and a compare-and-delete script on the first
-//!   redis-server (the Redis baseline);
-//! * `rslock`: Redlock in Rust over the same `--nodes` redis-servers;
-//! * `etcd`: etcd's lock service on one etcd node (`etcd` module).
-//!
-//! The redis-servers and the etcd node are started once for the run, on
-//! free loopback ports, and stopped by their PIDs at its end; each
-//! measurement uses names no other one used. A system whose server is not
-//! installed is left out with the reason printed (`--redis`, `--etcd` say
-//! whether that is allowed); ours over TCP needs the `quorum-lock` binary.
-//! The run ends with a Markdown table of every row.
+//! `--backend compare`: ours against the locks people use instead (Redis
+//! `SET NX`, Redlock, etcd's lock service), back to back in one run on one
+//! machine, every system on the same client counts and names; what each
+//! system is, `LEGEND` says. The redis-servers and the etcd node are
+//! started once for the run and stopped by their PIDs at its end; each
+//! measurement uses names no other one used, so that a wait an earlier
+//! window cut off cannot block it. A system whose server is not installed
+//! is left out with the reason printed (`--redis`, `--etcd`).
 
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -87,39 +87,38 @@ impl CallCounts {
         self.kinds().iter().map(|(_, n)| n).sum()
     }
 
-    pub fn plus(&self, other: &CallCounts) -> CallCounts {
+    /// Kind by kind, `f` of this count and `other`'s.
+    fn zip(&self, other: &CallCounts, f: impl Fn(u64, u64) -> u64) -> CallCounts {
         CallCounts {
-            lock: self.lock + other.lock,
-            wait: self.wait + other.wait,
-            unlock: self.unlock + other.unlock,
-            refresh: self.refresh + other.refresh,
-            fence: self.fence + other.fence,
-            other: self.other + other.other,
+            lock: f(self.lock, other.lock),
+            wait: f(self.wait, other.wait),
+            unlock: f(self.unlock, other.unlock),
+            refresh: f(self.refresh, other.refresh),
+            fence: f(self.fence, other.fence),
+            other: f(self.other, other.other),
         }
     }
 
+    pub fn plus(&self, other: &CallCounts) -> CallCounts {
+        self.zip(other, |a, b| a + b)
+    }
+
     pub fn since(&self, earlier: &CallCounts) -> CallCounts {
-        CallCounts {
-            lock: self.lock - earlier.lock,
-            wait: self.wait - earlier.wait,
-            unlock: self.unlock - earlier.unlock,
-            refresh: self.refresh - earlier.refresh,
-            fence: self.fence - earlier.fence,
-            other: self.other - earlier.other,
-        }
+        self.zip(earlier, |a, b| a - b)
     }
 }
 
 impl Calls {
     pub fn read(&self) -> CallCounts {
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
         self.stripes.iter().fold(CallCounts::default(), |sum, s| {
             sum.plus(&CallCounts {
-                lock: s.lock.load(Ordering::Relaxed),
-                wait: s.wait.load(Ordering::Relaxed),
-                unlock: s.unlock.load(Ordering::Relaxed),
-                refresh: s.refresh.load(Ordering::Relaxed),
-                fence: s.fence.load(Ordering::Relaxed),
-                other: s.other.load(Ordering::Relaxed),
+                lock: load(&s.lock),
+                wait: load(&s.wait),
+                unlock: load(&s.unlock),
+                refresh: load(&s.refresh),
+                fence: load(&s.fence),
+                other: load(&s.other),
             })
         })
     }

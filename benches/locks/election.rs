@@ -1,42 +1,18 @@
-//! `--scenario election`: leader election, ours against etcd's, in one run.
+//! `--scenario election`: leader election, ours against etcd's, in one run
+//! (what is measured: `--help`; the figures: BENCHMARKS.md).
 //!
-//! Three figures, for each system:
-//!
-//! * **hand-off**: the leader resigns, the next candidate's campaign
-//!   returns. `--candidates` candidates (each its own client: its own
-//!   `Dsync` and connections, or its own etcd client and session) campaign
-//!   on one election; the leader waits until every observer reported it
-//!   (at most [`LAG_LIMIT`]), notes the time and calls resign, then
-//!   campaigns again at the end of the line, so the line stays full. A
-//!   hand-off is the time from just before that resign to the moment the
-//!   next candidate's campaign returned. The first [`WARMUP_ROUNDS`]
-//!   leaders are not counted; the run stops after `--handoffs` counted
-//!   hand-offs or `--seconds`, whichever comes first.
-//! * **observer lag**: during the same run, `--observers` observers (each
-//!   its own client) read the election's stream; for each counted leader
-//!   and each observer, the time from the moment the leader's campaign
-//!   returned to the moment that observer yielded the leader's value. An
-//!   observer may yield it before the campaign returned (the value is on
-//!   the lockers, or the key first in line, before the campaign's last
-//!   reply reaches the candidate): such a sample counts as 0 and is
-//!   counted as "early". One never yielded within [`LAG_LIMIT`] counts as
-//!   missed.
-//! * **failover**: the leader's process dies. A candidate runs in a child
-//!   process (this benchmark binary, `--election-child`), campaigns on the
-//!   free election, and says when it leads; `--candidates` − 1 candidates
-//!   of this process then campaign behind it, and after [`SETTLE`] the
-//!   child is killed with SIGKILL by its PID: no resign, no release, its
-//!   connections cut by the kernel. Failover is the time from the kill to
-//!   the moment the first candidate's campaign returned. The child was
-//!   killed before its first refresh (keep-alive), so its lease ran from
-//!   its campaign: the run also gives "past the lease", the time from
-//!   when the child said it leads + validity to the next leader, the
-//!   overrun of the lease (a little low: the child's grant was a little
-//!   earlier than its saying so). Measured at each `--failover-validity`,
-//!   ours with lock servers started with that `--validity` and clients
-//!   with the matching lease (refresh and safety margin validity/6),
-//!   etcd with that session TTL; as many samples as `--failover-seconds`
-//!   allows, at most `--failovers`. The observers run meanwhile.
+//! * **hand-off**: from just before the leader's resign to the return of
+//!   the next candidate's campaign. The leader first waits until every
+//!   observer reported it (at most [`LAG_LIMIT`]), and campaigns again
+//!   after resigning, so the line stays full; the first [`WARMUP_ROUNDS`]
+//!   leaders are not counted.
+//! * **observer lag**: from a counted leader's campaign returning to each
+//!   observer yielding its value; a sighting before the return counts as 0
+//!   ("early"), none within [`LAG_LIMIT`] as missed.
+//! * **failover** (`election_child`): a candidate in a child process leads
+//!   and is SIGKILLed [`SETTLE`] after the candidates of this process took
+//!   their places behind it, before its first refresh, so its lease ran
+//!   from its campaign: the run also gives the time past that lease.
 //!
 //! Percentiles are nearest-rank over the samples.
 

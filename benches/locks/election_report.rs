@@ -204,15 +204,12 @@ pub(crate) fn markdown(results: &[&SystemResult]) -> String {
         "p99 ≤ 2 ms".into(),
         yes_no(met(lag(ours), two_ms, false)),
     );
-    let validities: Vec<Duration> = results
-        .iter()
-        .flat_map(|r| r.failovers.iter().map(|f| f.validity))
-        .fold(Vec::new(), |mut v, x| {
-            if !v.contains(&x) {
-                v.push(x);
-            }
-            v
-        });
+    let mut validities: Vec<Duration> = Vec::new();
+    for f in results.iter().flat_map(|r| &r.failovers) {
+        if !validities.contains(&f.validity) {
+            validities.push(f.validity);
+        }
+    }
     for validity in validities {
         let fo = move |r: &SystemResult| {
             (r.failover_at(validity)).and_then(|f| figures(&failover_samples(f)))

@@ -1,23 +1,11 @@
 //! etcd's lock, measured beside ours (`--backend compare`): a single etcd
-//! node of our own on 127.0.0.1, and clients that lock the way users of
-//! etcd's `concurrency.Mutex` do, through etcd's lock service (v3lock).
-//!
-//! The node is ours alone: started with `etcd` from PATH on two free
-//! loopback ports (client and peer), its data in a fresh folder under the
-//! temp dir, and stopped by its PID when `EtcdServer` is dropped (then the
-//! folder is removed). `PR_SET_PDEATHSIG` covers the harness itself being
-//! killed. etcd runs with its defaults otherwise: every write is synced to
-//! its log before it is acknowledged, as in a real deployment.
-//!
-//! Each client holds a session, as `concurrency.NewSession` makes one: a
-//! lease with a TTL (60 s, the validity of our locks), kept alive every
-//! TTL/3 by a task of its own and revoked at the end. A lock is one `Lock`
-//! call to the lock service with that lease: the server puts the key
-//! `name/lease` and waits until every older key under the name is gone
-//! (the same transaction and watch as `concurrency.Mutex`, run by the
-//! server). The unlock is one `Unlock` call with the key it returned. All
-//! clients share one `etcd_client::Client` (one HTTP/2 connection), as an
-//! application would.
+//! node of our own on free loopback ports (stopped by its PID on drop, its
+//! data folder removed), with etcd's defaults (every write synced before
+//! it is acknowledged, as in a real deployment), and clients that lock as
+//! users of `concurrency.Mutex` do: each holds a session (a lease of 60 s
+//! kept alive every TTL/3) and locks with one `Lock` call of etcd's lock
+//! service, unlocks with one `Unlock`. All clients share one
+//! `etcd_client::Client` (one HTTP/2 connection), as an application would.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

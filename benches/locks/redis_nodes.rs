@@ -1,25 +1,14 @@
 //! `--backend redis`: Redis nodes as lockers, measured beside Redlock.
 //!
-//! One run starts `max(--nodes)` redis-server processes of its own on
-//! 127.0.0.1 (free ports, no persistence) and, for each N in `--nodes`,
-//! measures on the first N of them:
-//!
-//! * ours: a `Dsync` over one `RedisLocker` per node, waiting in line with
-//!   pushes (`Waiting::Push`) or polling (`Waiting::Poll`);
-//! * rslock: Redlock in Rust, one `LockManager` over the same nodes;
-//! * once per client count and naming, the single-node `SET NX` lock of
-//!   `redis_base` on the first node.
-//!
-//! Ours and rslock both share one client object among all clients, as an
-//! application would: one multiplexed connection per node (ours adds one
-//! pub/sub connection per node for pushes). The SET NX loop opens one
-//! connection per client, as it does in the default run.
-//!
-//! Around every measured window the harness reads `INFO commandstats` from
-//! each node in use, so every row also says how many Redis commands a lock
-//! and its unlock cost: sent by the client (network commands), and executed
-//! by Redis including the ones a Lua script runs inside (`redis.call`),
-//! which `commandstats` counts as commands of their own.
+//! One run starts `max(--nodes)` redis-server processes of its own and,
+//! for each N in `--nodes`, measures on the first N of them ours over
+//! `RedisLocker`s (push and poll), rslock, and once per client count and
+//! naming the `SET NX` lock of `redis_base` (what each is: the `LEGEND` of
+//! `redis_table`). Around every window the harness reads `INFO
+//! commandstats` from each node in use, so every row also says how many
+//! Redis commands a lock and its unlock cost: sent by the client, and
+//! executed by Redis including those a Lua script runs inside, which
+//! `commandstats` counts as commands of their own.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,39 +1,14 @@
-//! `--scenario semaphore`: one counting semaphore under load.
+//! `--scenario semaphore`: one counting semaphore of `--permits` permits
+//! under load, `--clients` clients on one `Dsync` looping acquire, hold,
+//! release in the window every lock run shares ([`Window::client`]).
 //!
-//! `--clients` clients share one `Dsync` over `--nodes` lockers (in
-//! process, or `quorum-lock server` processes over TCP) and loop on one
-//! semaphore of `--permits` permits: acquire (waiting in line), hold for
-//! `--hold`, release. Each client stops asking at the end of the window
-//! (`--warmup` + `--seconds`) or after its share of `--max-locks`; a wait
-//! the end cuts short is cancelled.
-//!
-//! Every holder notes two times: when its `acquire` returned (granted) and
-//! just before it calls `unlock` (released). Everything else comes from
-//! those notes:
-//!
-//! * **permits/s**: permits granted inside the measured window, over its
-//!   length; set against the ideal `permits / hold`, the rate at which k
-//!   permits held back to back for exactly the hold would turn over;
-//! * **occupancy**: the mean number of permits held over the window
-//!   (holders counted at most k), divided by k; and the share of the
-//!   window during which all k were held;
-//! * **slot idle**: for each slot, the time from one holder's release to
-//!   the next holder's grant, the cost of one hand-off as a holder sees it;
-//! * **waits**: from the call to `acquire` to its return, for calls made
-//!   inside the window; the longest also counts waits the end cut short;
-//! * **fairness**: Jain's index over the permits each client was granted
-//!   inside the window, and the fewest any client got;
-//! * **safety**: the holders' intervals never overlap more than k deep, and
-//!   two intervals on one slot never overlap at all. A holder's noted
-//!   interval lies inside the time it really held (the grant is noted after
-//!   it arrived, the release before it leaves), all on this process's
-//!   monotonic clock, so an overlap here is a real one and the run fails
-//!   with it. Permits reported lost (`is_lost()` at release) are left out
-//!   of the check and counted.
-//!
-//! With `--count-rpcs on`, each locker is wrapped in the call counter of
-//! the lock runs, and the calls made between the opening of the window and
-//! the last client's end are divided by the permits granted in the window.
+//! Every holder notes when its `acquire` returned and when it was about to
+//! call `unlock`; every figure (permits/s against `permits / hold`,
+//! occupancy, slot idle, waits, fairness) comes from those notes. A noted
+//! interval lies inside the time the permit was really held, all on this
+//! process's monotonic clock, so an overlap of more than k holders, or of
+//! two on one slot, is a real one: the run fails with it. Permits reported
+//! lost at release are counted and left out of that check.
 
 use std::fmt::Write as _;
 use std::time::Duration;
