@@ -19,6 +19,9 @@ mod cli;
 mod cli_help;
 #[path = "locks/compare.rs"]
 mod compare;
+// Shared with the chaos and ceiling-server programs.
+#[path = "context.rs"]
+mod context;
 #[path = "locks/counting.rs"]
 mod counting;
 #[path = "locks/counts.rs"]
@@ -67,6 +70,7 @@ mod sql_support;
 #[path = "locks/stats.rs"]
 mod stats;
 
+use context::Context;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
@@ -117,7 +121,7 @@ fn runtime(opts: &Options) -> Result<tokio::runtime::Runtime, String> {
     builder
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start a tokio runtime: {e}"))
+        .context("cannot start a tokio runtime")
 }
 
 fn measure<F: std::future::Future<Output = Result<Summary, String>>>(
@@ -349,9 +353,9 @@ fn install_prometheus() -> Result<(), String> {
     ];
     let handle = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
-        .map_err(|e| format!("cannot set the histogram buckets: {e}"))?
+        .context("cannot set the histogram buckets")?
         .install_recorder()
-        .map_err(|e| format!("cannot install the Prometheus recorder: {e}"))?;
+        .context("cannot install the Prometheus recorder")?;
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_secs(1));
         handle.run_upkeep();

@@ -10,6 +10,11 @@
 
 use std::io::Write;
 
+use context::Context;
+
+#[path = "../context.rs"]
+mod context;
+
 fn main() {
     if let Err(err) = run() {
         eprintln!("ceiling-server: {err}");
@@ -28,7 +33,7 @@ fn run() -> Result<(), String> {
             "--listen" => listen = value()?,
             "--token-file" => token_file = Some(value()?),
             "--threads" => {
-                threads = value()?.parse().map_err(|e| format!("--threads: {e}"))?;
+                threads = value()?.parse().context("--threads")?;
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -48,14 +53,12 @@ fn run() -> Result<(), String> {
             .enable_all()
             .build()
     }
-    .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    .context("cannot start a runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("no local address: {e}"))?;
+        let addr = listener.local_addr().context("no local address")?;
         {
             let mut out = std::io::stdout().lock();
             writeln!(out, "listening on {addr}").map_err(|e| e.to_string())?;

@@ -39,6 +39,8 @@ use quorum_lock::{Dsync, Lease, NetLocker};
 use tokio::time::Instant;
 
 mod clients;
+#[path = "../context.rs"]
+mod context;
 mod ledger;
 mod permits;
 mod proxy;

@@ -12,6 +12,7 @@
 //! to the next; enough runs completed (`--min-runs`); every run ended with
 //! an expected exit code; no entry is left on the servers afterwards.
 
+use crate::context::Context;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -341,7 +342,7 @@ pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
     let begun = Instant::now();
     let lp = Arc::new(Loop {
         bin: servers::binary()?,
-        exe: std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?,
+        exe: std::env::current_exe().context("cannot find this program")?,
         dir: dir.clone(),
         nodes: addrs
             .iter()
@@ -368,7 +369,7 @@ pub async fn run(s: &Settings, permits: usize) -> Result<bool, String> {
             .collect::<Vec<_>>()
     })
     .await
-    .map_err(|e| format!("waiting for the runners failed: {e}"))?;
+    .context("waiting for the runners failed")?;
     let ran_for = begun.elapsed();
     let mut runs = Vec::new();
     for result in joined {

@@ -1,6 +1,7 @@
 //! A seeded fault schedule for the chaos run, and its execution in real
 //! time against the server processes and the proxies' switches.
 
+use crate::context::Context;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -511,7 +512,7 @@ async fn on_servers<T: Send + 'static>(
     let servers = Arc::clone(servers);
     tokio::task::spawn_blocking(move || f(&servers))
         .await
-        .map_err(|e| format!("server operation failed: {e}"))
+        .context("server operation failed")
 }
 
 struct Ctx<L> {

@@ -3,6 +3,7 @@
 //! kills every child that is still running, so a panic leaves nothing
 //! behind.
 
+use crate::context::Context;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
@@ -115,7 +116,7 @@ impl ServerSet {
     pub async fn start_blocking(n: usize, validity: Duration) -> Result<ServerSet, String> {
         tokio::task::spawn_blocking(move || ServerSet::start(n, validity))
             .await
-            .map_err(|e| format!("starting the servers panicked: {e}"))?
+            .context("starting the servers panicked")?
     }
 
     /// Starts `n` servers on free 127.0.0.1 ports, brand new

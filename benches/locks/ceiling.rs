@@ -6,6 +6,7 @@
 //! nothing of the library in between). What our servers and client reach
 //! is reported as a share of it.
 
+use crate::context::Context;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,18 +54,14 @@ impl Locking for Trivial {
         let phase = self
             .cluster
             .phase(self.index, &self.args, false, PHASE_TIMEOUT);
-        phase
-            .await
-            .map_err(|err| format!("trivial lock failed: {err}"))
+        phase.await.context("trivial lock failed")
     }
 
     async fn release(&mut self, (): (), _: &mut ClientTally, _: bool) -> Result<(), String> {
         let phase = self
             .cluster
             .phase(self.index, &self.args, true, PHASE_TIMEOUT);
-        phase
-            .await
-            .map_err(|e| format!("trivial unlock failed: {e}"))
+        phase.await.context("trivial unlock failed")
     }
 }
 
@@ -83,7 +80,7 @@ pub async fn run(
     let cluster = Arc::new(
         TrivialClient::connect(&servers.addrs, TOKEN, scenario.clients)
             .await
-            .map_err(|e| format!("trivial client: {e}"))?,
+            .context("trivial client")?,
     );
     let probe = if counts {
         Some(Probe::start(servers.pids())?)

@@ -6,6 +6,7 @@
 //! context switches of both sides, voluntary and not, summed over every
 //! thread from `/proc/PID/task/*/status` at the same edges.
 
+use crate::context::Context;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -189,8 +190,8 @@ impl Perf {
         let ctl_path = dir.join(format!("{name}.ctl"));
         let ack_path = dir.join(format!("{name}.ack"));
         for fifo in [&ctl_path, &ack_path] {
-            let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes())
-                .map_err(|e| format!("fifo path: {e}"))?;
+            let c =
+                std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).context("fifo path")?;
             // SAFETY: a valid NUL-terminated path; mkfifo only creates it.
             if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
                 return Err(format!(
@@ -224,7 +225,7 @@ impl Perf {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| format!("cannot start perf (--counts on needs perf): {e}"))?;
+            .context("cannot start perf (--counts on needs perf)")?;
         // Opened without blocking, so that a perf that failed before it
         // opened its end is reported instead of waited for.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -272,11 +273,9 @@ impl Perf {
     }
 
     fn command(&mut self, what: &str) -> Result<(), String> {
-        writeln!(self.ctl, "{what}").map_err(|e| format!("perf control: {e}"))?;
+        writeln!(self.ctl, "{what}").context("perf control")?;
         let mut line = String::new();
-        self.ack
-            .read_line(&mut line)
-            .map_err(|e| format!("perf ack: {e}"))?;
+        self.ack.read_line(&mut line).context("perf ack")?;
         Ok(())
     }
 

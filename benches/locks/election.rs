@@ -16,6 +16,7 @@
 //!
 //! Percentiles are nearest-rank over the samples.
 
+use crate::context::Context;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -117,14 +118,12 @@ impl Contender for OursCandidate {
             election
                 .campaign(value.into_bytes())
                 .await
-                .map_err(|e| format!("campaign failed: {e}"))
+                .context("campaign failed")
         }
     }
 
     async fn resign(&mut self, mut lead: Leadership) -> Result<(), String> {
-        lead.resign()
-            .await
-            .map_err(|e| format!("resign failed: {e}"))
+        lead.resign().await.context("resign failed")
     }
 }
 
@@ -220,7 +219,7 @@ impl OursNodes {
             .lease(lease(validity))
             .owner(owner)
             .build()
-            .map_err(|e| format!("cannot build a Dsync: {e}"))
+            .context("cannot build a Dsync")
     }
 }
 
@@ -230,9 +229,7 @@ impl Electorate for OursNodes {
 
     async fn candidate(&self, validity: Duration, c: usize) -> Result<OursCandidate, String> {
         let ds = self.dsync(validity, format!("bench-candidate-{c}")).await?;
-        let election = ds
-            .election(NAME)
-            .map_err(|e| format!("cannot make the election: {e}"))?;
+        let election = ds.election(NAME).context("cannot make the election")?;
         Ok(OursCandidate { election, _ds: ds })
     }
 
@@ -241,7 +238,7 @@ impl Electorate for OursNodes {
         let observer = ds
             .election(NAME)
             .and_then(|e| e.observe())
-            .map_err(|e| format!("cannot observe the election: {e}"))?;
+            .context("cannot observe the election")?;
         Ok(OursObserver { observer, _ds: ds })
     }
 

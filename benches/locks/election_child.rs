@@ -2,6 +2,7 @@
 //! process of its own (this binary, `--election-child`) leads and is
 //! killed with SIGKILL, and the candidates of this process wait behind it.
 
+use crate::context::Context;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub(crate) fn spawn_child(
     validity: Duration,
     target: &str,
 ) -> Result<ChildCandidate, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let exe = std::env::current_exe().context("cannot find this program")?;
     let mut command = Command::new(exe);
     command
         .args(["--election-child", system])
@@ -61,7 +62,7 @@ pub(crate) fn spawn_child(
     crate::proc::dies_with_parent(&mut command)
         .spawn()
         .map(ChildCandidate)
-        .map_err(|e| format!("cannot start a child candidate: {e}"))
+        .context("cannot start a child candidate")
 }
 
 /// Waits until the child says it leads.
@@ -131,10 +132,7 @@ pub(crate) async fn failover<C: Contender, W: Watch>(
                 .collect();
             sleep(SETTLE).await;
             let killed = Instant::now();
-            child
-                .0
-                .kill()
-                .map_err(|e| format!("cannot kill the child candidate: {e}"))?;
+            child.0.kill().context("cannot kill the child candidate")?;
             let won = timeout(validity + Duration::from_secs(10), first.recv())
                 .await
                 .map_err(|_| {
@@ -198,7 +196,7 @@ pub(crate) fn child_run(args: &[String]) -> Result<(), String> {
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+        .context("cannot start a tokio runtime")?;
     rt.block_on(async {
         let value = format!("dead-{}", std::process::id());
         let announce = || {
@@ -206,7 +204,7 @@ pub(crate) fn child_run(args: &[String]) -> Result<(), String> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "leading {value}")
                 .and_then(|()| out.flush())
-                .map_err(|e| format!("cannot say it leads: {e}"))
+                .context("cannot say it leads")
         };
         // Held until the process is killed.
         let _held: Box<dyn std::any::Any + Send> = match system.as_str() {
@@ -217,12 +215,12 @@ pub(crate) fn child_run(args: &[String]) -> Result<(), String> {
                     .lease(lease(validity))
                     .owner(format!("bench-child-{}", std::process::id()))
                     .build()
-                    .map_err(|e| format!("cannot build a Dsync: {e}"))?;
+                    .context("cannot build a Dsync")?;
                 let election = ds.election(NAME).map_err(|e| e.to_string())?;
                 let lead = election
                     .campaign(value.clone().into_bytes())
                     .await
-                    .map_err(|e| format!("campaign failed: {e}"))?;
+                    .context("campaign failed")?;
                 announce()?;
                 Box::new((lead, ds))
             }

@@ -7,6 +7,7 @@
 //! service, unlocks with one `Unlock`. All clients share one
 //! `etcd_client::Client` (one HTTP/2 connection), as an application would.
 
+use crate::context::Context;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -61,10 +62,8 @@ impl EtcdServer {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
             let log = std::fs::File::create(dir.join("etcd.log"))
-                .map_err(|e| format!("cannot make etcd's log file: {e}"))?;
-            let log_err = log
-                .try_clone()
-                .map_err(|e| format!("cannot share etcd's log file: {e}"))?;
+                .context("cannot make etcd's log file")?;
+            let log_err = log.try_clone().context("cannot share etcd's log file")?;
             let client_url = format!("http://127.0.0.1:{port}");
             let peer_url = format!("http://127.0.0.1:{peer}");
             let mut command = Command::new(binary);
@@ -159,10 +158,7 @@ impl Locking for Locker {
         // and its key goes with the lease, revoked at the end.
         let options = LockOptions::new().with_lease(self.lease);
         let reply = self.locks.lock(self.name.as_str(), Some(options)).await;
-        Ok(reply
-            .map_err(|err| format!("etcd lock failed: {err}"))?
-            .key()
-            .to_vec())
+        Ok(reply.context("etcd lock failed")?.key().to_vec())
     }
 
     async fn release(
@@ -179,7 +175,7 @@ impl Locking for Locker {
             .unlock(key)
             .await
             .map(drop)
-            .map_err(|e| format!("etcd unlock failed: {e}"))
+            .context("etcd unlock failed")
     }
 }
 

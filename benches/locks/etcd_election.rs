@@ -27,6 +27,7 @@
 //! the Go client's recipe is the one applications embed, and the one the
 //! issue's reference figures were taken with.
 
+use crate::context::Context;
 use std::future::Future;
 use std::time::Duration;
 
@@ -48,7 +49,7 @@ pub async fn connect(endpoint: &str) -> Result<Client, String> {
     timeout(Duration::from_secs(10), Client::connect([endpoint], None))
         .await
         .map_err(|_| "etcd: no connection within 10 s".to_owned())?
-        .map_err(|e| format!("cannot connect to etcd: {e}"))
+        .context("cannot connect to etcd")
 }
 
 /// A session: a lease kept alive every TTL/3 by a task of its own, as
@@ -69,12 +70,12 @@ impl Session {
         let lease = leases
             .grant(seconds, None)
             .await
-            .map_err(|e| format!("etcd lease grant failed: {e}"))?
+            .context("etcd lease grant failed")?
             .id();
         let (mut keeper, mut replies) = leases
             .keep_alive(lease)
             .await
-            .map_err(|e| format!("etcd lease keep-alive failed: {e}"))?;
+            .context("etcd lease keep-alive failed")?;
         let keeper = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(ttl / 3).await;
@@ -138,11 +139,7 @@ impl Candidate {
                 Some(PutOptions::new().with_lease(lease)),
             )])
             .or_else([TxnOp::get(key.as_str(), None)]);
-        let reply = self
-            .kv
-            .txn(txn)
-            .await
-            .map_err(|e| format!("etcd campaign txn failed: {e}"))?;
+        let reply = self.kv.txn(txn).await.context("etcd campaign txn failed")?;
         let mut rev = reply.header().map_or(0, |h| h.revision());
         if !reply.succeeded() {
             // The key is there already (an earlier campaign of this
@@ -170,11 +167,7 @@ impl Candidate {
                 value,
                 Some(PutOptions::new().with_lease(self.session.lease)),
             )]);
-        let reply = self
-            .kv
-            .txn(txn)
-            .await
-            .map_err(|e| format!("etcd proclaim failed: {e}"))?;
+        let reply = self.kv.txn(txn).await.context("etcd proclaim failed")?;
         if reply.succeeded() {
             Ok(())
         } else {
@@ -195,7 +188,7 @@ impl Candidate {
                 .kv
                 .get(PREFIX, Some(newest_older))
                 .await
-                .map_err(|e| format!("etcd get failed: {e}"))?;
+                .context("etcd get failed")?;
             let Some(ahead) = reply.kvs().first() else {
                 return Ok(());
             };
@@ -211,7 +204,7 @@ impl Candidate {
             .watch
             .watch(key, Some(WatchOptions::new().with_start_revision(at)))
             .await
-            .map_err(|e| format!("etcd watch failed: {e}"))?;
+            .context("etcd watch failed")?;
         let outcome = loop {
             match stream.message().await {
                 Ok(Some(reply)) => {
@@ -245,7 +238,7 @@ impl Candidate {
             .txn(txn)
             .await
             .map(|_| ())
-            .map_err(|e| format!("etcd resign failed: {e}"))
+            .context("etcd resign failed")
     }
 }
 
@@ -342,7 +335,7 @@ async fn observe(
         let reply = kv
             .get(PREFIX, Some(oldest))
             .await
-            .map_err(|e| format!("etcd get failed: {e}"))?;
+            .context("etcd get failed")?;
         let (leader, at) = match reply.kvs().first() {
             Some(leader) => (leader.clone(), reply.header().map_or(0, |h| h.revision())),
             None => {
@@ -354,12 +347,12 @@ async fn observe(
                         Some(WatchOptions::new().with_prefix().with_start_revision(from)),
                     )
                     .await
-                    .map_err(|e| format!("etcd watch failed: {e}"))?;
+                    .context("etcd watch failed")?;
                 let first = loop {
                     let reply = stream
                         .message()
                         .await
-                        .map_err(|e| format!("etcd watch failed: {e}"))?
+                        .context("etcd watch failed")?
                         .ok_or("etcd watch ended")?;
                     let put = reply
                         .events()
@@ -384,12 +377,12 @@ async fn observe(
                 Some(WatchOptions::new().with_start_revision(at + 1)),
             )
             .await
-            .map_err(|e| format!("etcd watch failed: {e}"))?;
+            .context("etcd watch failed")?;
         'leading: loop {
             let reply = stream
                 .message()
                 .await
-                .map_err(|e| format!("etcd watch failed: {e}"))?
+                .context("etcd watch failed")?
                 .ok_or("etcd watch ended")?;
             for event in reply.events() {
                 if event.event_type() == EventType::Delete {

@@ -1,6 +1,7 @@
 //! The quorum-lock load: clients looping acquire, hold, unlock on a cluster
 //! built for the scenario's transport.
 
+use crate::context::Context;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,7 +43,7 @@ impl Cluster {
         let ds = Dsync::builder(lockers)
             .waiting(wait.waiting())
             .build()
-            .map_err(|e| format!("cannot build the cluster: {e}"))?;
+            .context("cannot build the cluster")?;
         Ok(Cluster { ds, calls, servers })
     }
 
@@ -64,7 +65,7 @@ impl Cluster {
         let mutexes = (0..scenario.clients)
             .map(|c| self.ds.rw_mutex([scenario.names.of(prefix, c)]))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("cannot make a mutex: {e}"))?;
+            .context("cannot make a mutex")?;
         let snapshot = || {
             mark();
             Snapshot::now(counted(&self.calls), server_cpu())
@@ -164,15 +165,11 @@ impl Locking for Client {
             Mix::Read90 => !self.coin.heads(90),
         };
         // Cancel safe: the library releases whatever a cut-off round got.
-        acquire(&self.mutex, write)
-            .await
-            .map_err(|err| format!("lock failed: {err}"))
+        acquire(&self.mutex, write).await.context("lock failed")
     }
 
     async fn release(&mut self, held: Held, _: &mut ClientTally, _: bool) -> Result<(), String> {
-        held.unlock()
-            .await
-            .map_err(|e| format!("unlock failed: {e}"))?;
+        held.unlock().await.context("unlock failed")?;
         // An in-process acquire and unlock complete without ever returning
         // Pending, so without this the loop would never give its worker
         // back: the other clients would starve and no timer would fire.

@@ -2,6 +2,7 @@
 //! candidate of the election run): each dies with the harness and is
 //! stopped by its PID, the same way for every one of them.
 
+use crate::context::Context;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -46,7 +47,7 @@ pub fn free_port() -> Result<u16, String> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))
+        .context("cannot find a free port on 127.0.0.1")
 }
 
 /// Polls 127.0.0.1:`port` every `every` until `ready` says the server

@@ -7,6 +7,7 @@
 //! success, on error and on panic. `PR_SET_PDEATHSIG` covers the harness
 //! itself being killed.
 
+use crate::context::Context;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -181,7 +182,7 @@ impl Locking for Client {
                 .arg(TTL_MS)
                 .query_async(&mut self.con)
                 .await
-                .map_err(|e| format!("redis SET failed: {e}"))?;
+                .context("redis SET failed")?;
             if set.is_some() {
                 return Ok((token, sent));
             }
@@ -206,7 +207,7 @@ impl Locking for Client {
             .arg(&token)
             .invoke_async(&mut self.con)
             .await
-            .map_err(|e| format!("redis unlock failed: {e}"))?;
+            .context("redis unlock failed")?;
         if deleted != 1 {
             return Err(format!(
                 "redis lock {} expired while held ({TTL_MS} ms TTL)",
@@ -224,11 +225,10 @@ pub async fn run(
     bounds: Bounds,
     probe: impl Fn(),
 ) -> Result<Summary, String> {
-    let redis = redis::Client::open(server.url()).map_err(|e| format!("redis client: {e}"))?;
+    let redis = redis::Client::open(server.url()).context("redis client")?;
     // Connect everyone before the clock starts, one connection per client.
     let connections = gather(0..key.clients, |_| async {
-        (redis.get_multiplexed_async_connection().await)
-            .map_err(|e| format!("cannot connect to redis-server: {e}"))
+        (redis.get_multiplexed_async_connection().await).context("cannot connect to redis-server")
     });
     let connections = connections.await?;
     // `probe` runs beside each snapshot: `--backend redis` reads the

@@ -10,6 +10,7 @@
 //! executed by Redis including those a Lua script runs inside, which
 //! `commandstats` counts as commands of their own.
 
+use crate::context::Context;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -315,7 +316,7 @@ pub async fn rslock(
     let lock = manager
         .lock(warm.as_str(), VALIDITY)
         .await
-        .map_err(|e| format!("rslock cannot lock on a fresh cluster: {e}"))?;
+        .context("rslock cannot lock on a fresh cluster")?;
     manager.unlock(&lock).await;
     let snapshot = || {
         probe.read();

@@ -10,6 +10,7 @@
 //! two on one slot, is a real one: the run fails with it. Permits reported
 //! lost at release are counted and left out of that check.
 
+use crate::context::Context;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -185,13 +186,13 @@ async fn relock_probe(cluster: &crate::ours::Cluster) -> Result<Option<Relock>, 
     let mutex = cluster
         .ds
         .rw_mutex(["reentrant-probe"])
-        .map_err(|e| format!("cannot make the probe's mutex: {e}"))?;
+        .context("cannot make the probe's mutex")?;
     let holder = cluster.ds.holder();
     let before = calls();
     let outer = holder
         .lock(&mutex)
         .await
-        .map_err(|e| format!("the probe's first lock failed: {e}"))?;
+        .context("the probe's first lock failed")?;
     let first_calls = calls() - before;
     let started = Instant::now();
     let at = calls();
@@ -199,15 +200,12 @@ async fn relock_probe(cluster: &crate::ours::Cluster) -> Result<Option<Relock>, 
         let nested = holder
             .lock(&mutex)
             .await
-            .map_err(|e| format!("a nested re-lock failed: {e}"))?;
+            .context("a nested re-lock failed")?;
         drop(nested);
     }
     let each = started.elapsed() / u32::try_from(RELOCKS).unwrap_or(u32::MAX);
     let nested_calls = calls() - at;
-    outer
-        .unlock()
-        .await
-        .map_err(|e| format!("the probe's unlock failed: {e}"))?;
+    outer.unlock().await.context("the probe's unlock failed")?;
     if nested_calls > 0 {
         return Err(format!(
             "REENTRANT RE-LOCK CALLED LOCKERS: {nested_calls} calls in {RELOCKS} nested re-locks"
@@ -355,7 +353,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
     let semaphore = cluster
         .ds
         .semaphore(NAME, s.permits)
-        .map_err(|e| format!("cannot make the semaphore: {e}"))?;
+        .context("cannot make the semaphore")?;
     let window = Window::new(
         Duration::from_secs_f64(opts.warmup),
         Duration::from_secs_f64(opts.seconds),

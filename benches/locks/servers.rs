@@ -2,6 +2,7 @@
 //! `quorum-lock server` binary, one process per node on 127.0.0.1, stopped
 //! by PID when the run ends.
 
+use crate::context::Context;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -174,7 +175,7 @@ impl Servers {
             if let Some(stdout) = stdout {
                 BufReader::new(stdout)
                     .read_line(&mut line)
-                    .map_err(|e| format!("cannot read the server's address: {e}"))?;
+                    .context("cannot read the server's address")?;
             }
             let addr = line
                 .trim()

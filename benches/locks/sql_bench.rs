@@ -14,6 +14,7 @@
 //! quarantine off, as for a server that never granted a lock before. Each recipe client has a connection
 //! of its own, which the session-level recipes need anyway.
 
+use crate::context::Context;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -178,11 +179,7 @@ impl Locking for Client {
         // Ours is cancel safe (the library gives back what the round got);
         // a recipe's connection is dropped when the window cuts it off.
         let held = match &mut self.locker {
-            Locker::Ours(mutex) => mutex
-                .lock()
-                .await
-                .map(Held::Ours)
-                .map_err(|e| format!("lock failed: {e}"))?,
+            Locker::Ours(mutex) => mutex.lock().await.map(Held::Ours).context("lock failed")?,
             Locker::Recipe(r) => r.acquire().await.map(|()| Held::Recipe)?,
         };
         Ok((held, sent, self.locker.sent() - sent))
@@ -195,10 +192,9 @@ impl Locking for Client {
         counted: bool,
     ) -> Result<(), String> {
         match (&mut self.locker, held) {
-            (Locker::Ours(_), Held::Ours(guard)) => guard
-                .unlock()
-                .await
-                .map_err(|e| format!("unlock failed: {e}"))?,
+            (Locker::Ours(_), Held::Ours(guard)) => {
+                guard.unlock().await.context("unlock failed")?
+            }
             (Locker::Recipe(r), Held::Recipe) => r.release().await?,
             _ => return Err("a lock given back to another system".into()),
         }
@@ -268,7 +264,7 @@ async fn measure(
             for _ in 0..lockers_of_ours {
                 let locker = SqlLocker::connect(&db.url, config.clone())
                     .await
-                    .map_err(|e| format!("cannot connect a SqlLocker: {e}"))?;
+                    .context("cannot connect a SqlLocker")?;
                 built.push(Cluster::build(
                     vec![Arc::new(locker)],
                     bounds.count_rpcs,
@@ -280,7 +276,7 @@ async fn measure(
                 let mutex = built[c % lockers_of_ours]
                     .ds
                     .rw_mutex([name(run, p.key.names, c)])
-                    .map_err(|e| format!("cannot make a mutex: {e}"))?;
+                    .context("cannot make a mutex")?;
                 lockers.push(Locker::Ours(mutex));
             }
             calls = built.iter().flat_map(|b| b.calls.clone()).collect();

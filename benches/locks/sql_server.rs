@@ -23,6 +23,7 @@
 //! one stopped, warm-up included, and are divided by every lock taken in
 //! that time; the client-side counts are those of the measured window.
 
+use crate::context::Context;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -64,7 +65,7 @@ impl Database {
                         .try_psql(
                             "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
                         )
-                        .map_err(|e| format!("cannot preload pg_stat_statements: {e}"))?;
+                        .context("cannot preload pg_stat_statements")?;
                     server.restart_clean();
                     if let Err(e) = server.try_psql("CREATE EXTENSION pg_stat_statements") {
                         eprintln!("locks: warning: no pg_stat_statements ({e}); statements are not counted on the server");
@@ -348,7 +349,7 @@ impl Probe {
                 )
                 .fetch_one(&mut *conn)
                 .await
-                .map_err(|e| format!("cannot read pg_stat_database: {e}"))?;
+                .context("cannot read pg_stat_database")?;
                 *own += 1;
                 let rows = sqlx::query(
                     "SELECT query, calls::bigint FROM pg_stat_statements \
@@ -356,7 +357,7 @@ impl Probe {
                 )
                 .fetch_all(&mut *conn)
                 .await
-                .map_err(|e| format!("pg_stat_statements cannot be read: {e}"))?;
+                .context("pg_stat_statements cannot be read")?;
                 let mut statements = BTreeMap::new();
                 for row in rows {
                     let text: String = row.try_get(0).map_err(|e| e.to_string())?;
@@ -387,7 +388,7 @@ impl Probe {
                          'Innodb_deadlocks', 'Innodb_row_lock_waits')",
                     )
                     .await
-                    .map_err(|e| format!("SHOW GLOBAL STATUS failed: {e}"))?;
+                    .context("SHOW GLOBAL STATUS failed")?;
                 let mut values = BTreeMap::new();
                 for row in rows {
                     let text = |i: usize| {
@@ -430,7 +431,7 @@ impl Probe {
                 )
                 .fetch_one(&mut *conn)
                 .await
-                .map_err(|e| format!("cannot end the run's leftover connections: {e}"))?;
+                .context("cannot end the run's leftover connections")?;
                 Ok(u64::try_from(ended).unwrap_or(0))
             }
             Probe::My(conn) => {
@@ -444,7 +445,7 @@ impl Probe {
                 )
                 .fetch_all(&mut *conn)
                 .await
-                .map_err(|e| format!("cannot list the run's leftover connections: {e}"))?;
+                .context("cannot list the run's leftover connections")?;
                 let mut ended = 0;
                 for id in ids {
                     use sqlx::Executor as _;
