@@ -85,11 +85,11 @@ pub async fn run(
         match mode {
             LockMode::Write => match mutex.lock_timeout(ACQUIRE_TIMEOUT).await {
                 Ok(guard) => one.held(guard).await,
-                Err(err) => failed(&ledger, client, at, &names, mode, &err).await,
+                Err(err) => one.failed(&err).await,
             },
             LockMode::Read => match mutex.read_timeout(ACQUIRE_TIMEOUT).await {
                 Ok(guard) => one.held(guard).await,
-                Err(err) => failed(&ledger, client, at, &names, mode, &err).await,
+                Err(err) => one.failed(&err).await,
             },
         }
     }
@@ -138,34 +138,32 @@ struct One<'a> {
 }
 
 impl One<'_> {
+    /// Records the attempt, ended now: granted, or not and why.
+    fn attempt(&self, failure: Option<String>) -> Instant {
+        let ended = Instant::now();
+        self.ledger.attempt(Attempt {
+            at: self.at,
+            ended,
+            client: self.client,
+            resources: self.names.to_vec(),
+            mode: self.mode,
+            granted: failure.is_none(),
+            failure,
+        });
+        ended
+    }
+
     async fn held(&self, guard: impl Guard) {
         let ledger = self.ledger;
         if guard.is_lost() {
             // Its grants came back after its deadline: the holder sees at
             // once that it holds nothing, and acts on nothing.
-            ledger.attempt(Attempt {
-                at: self.at,
-                ended: Instant::now(),
-                client: self.client,
-                resources: self.names.to_vec(),
-                mode: self.mode,
-                granted: false,
-                failure: Some("lost when granted".into()),
-            });
+            self.attempt(Some("lost when granted".into()));
             ledger.lost_at_birth();
             guard.release().await;
             return;
         }
-        let from = Instant::now();
-        ledger.attempt(Attempt {
-            at: self.at,
-            ended: from,
-            client: self.client,
-            resources: self.names.to_vec(),
-            mode: self.mode,
-            granted: true,
-            failure: None,
-        });
+        let from = self.attempt(None);
         let token = if self.fence {
             guard.token().await
         } else {
@@ -224,27 +222,14 @@ async fn work(hold: Duration, from: Instant, is_lost: impl Fn() -> bool) -> (End
     }
 }
 
-/// Records a failed attempt; after an error that came at once (the
-/// cluster refused outright), waits a little before the next try.
-async fn failed(
-    ledger: &Ledger,
-    client: usize,
-    at: Instant,
-    names: &[String],
-    mode: LockMode,
-    err: &Error,
-) {
-    ledger.attempt(Attempt {
-        client,
-        at,
-        ended: Instant::now(),
-        resources: names.to_vec(),
-        mode,
-        granted: false,
-        failure: Some(err.to_string()),
-    });
-    if at.elapsed() < Duration::from_millis(50) {
-        tracing::debug!("acquire failed at once: {err}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+impl One<'_> {
+    /// Records a failed attempt; after an error that came at once (the
+    /// cluster refused outright), waits a little before the next try.
+    async fn failed(&self, err: &Error) {
+        self.attempt(Some(err.to_string()));
+        if self.at.elapsed() < Duration::from_millis(50) {
+            tracing::debug!("acquire failed at once: {err}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }

@@ -33,7 +33,8 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, KeyValue, KvClient, LeaseClient, PutOptions,
-    SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchClient, WatchOptions,
+    SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, WatchClient, WatchOptions, WatchResponse,
+    WatchStream, Watcher,
 };
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -200,24 +201,17 @@ impl Candidate {
 
     /// `waitDelete`: watch `key` from revision `at` until it is deleted.
     async fn wait_delete(&mut self, key: Vec<u8>, at: i64) -> Result<(), String> {
-        let (mut watcher, mut stream) = self
-            .watch
-            .watch(key, Some(WatchOptions::new().with_start_revision(at)))
-            .await
-            .context("etcd watch failed")?;
+        let options = WatchOptions::new().with_start_revision(at);
+        let (mut watcher, mut stream) = watch(&mut self.watch, key, options).await?;
         let outcome = loop {
-            match stream.message().await {
-                Ok(Some(reply)) => {
-                    if reply
-                        .events()
-                        .iter()
-                        .any(|e| e.event_type() == EventType::Delete)
-                    {
-                        break Ok(());
-                    }
-                }
-                Ok(None) => break Err("etcd watch ended".to_owned()),
-                Err(e) => break Err(format!("etcd watch failed: {e}")),
+            let deleted = |r: &WatchResponse| {
+                let mut events = r.events().iter();
+                events.any(|e| e.event_type() == EventType::Delete)
+            };
+            match next_reply(&mut stream).await {
+                Ok(reply) if deleted(&reply) => break Ok(()),
+                Ok(_) => {}
+                Err(err) => break Err(err),
             }
         };
         // The Go client cancels the watch with its context.
@@ -323,7 +317,7 @@ impl Watch for Observer {
 /// The observe loop; returns only on failure or when nobody listens.
 async fn observe(
     mut kv: KvClient,
-    mut watch: WatchClient,
+    mut watch_client: WatchClient,
     tx: &tokio::sync::mpsc::Sender<Result<String, String>>,
 ) -> Result<(), String> {
     let lossy = |kv: &KeyValue| String::from_utf8_lossy(kv.value()).into_owned();
@@ -341,20 +335,11 @@ async fn observe(
             None => {
                 // Nobody campaigns: wait for the first put under the prefix.
                 let from = reply.header().map_or(0, |h| h.revision());
-                let (mut watcher, mut stream) = watch
-                    .watch(
-                        PREFIX,
-                        Some(WatchOptions::new().with_prefix().with_start_revision(from)),
-                    )
-                    .await
-                    .context("etcd watch failed")?;
+                let options = WatchOptions::new().with_prefix().with_start_revision(from);
+                let (mut watcher, mut stream) = watch(&mut watch_client, PREFIX, options).await?;
                 let first = loop {
-                    let reply = stream
-                        .message()
-                        .await
-                        .context("etcd watch failed")?
-                        .ok_or("etcd watch ended")?;
-                    let put = reply
+                    let put = next_reply(&mut stream)
+                        .await?
                         .events()
                         .iter()
                         .find(|e| e.event_type() == EventType::Put)
@@ -371,20 +356,10 @@ async fn observe(
         if tx.send(Ok(lossy(&leader))).await.is_err() {
             return Ok(());
         }
-        let (mut watcher, mut stream) = watch
-            .watch(
-                leader.key(),
-                Some(WatchOptions::new().with_start_revision(at + 1)),
-            )
-            .await
-            .context("etcd watch failed")?;
+        let options = WatchOptions::new().with_start_revision(at + 1);
+        let (mut watcher, mut stream) = watch(&mut watch_client, leader.key(), options).await?;
         'leading: loop {
-            let reply = stream
-                .message()
-                .await
-                .context("etcd watch failed")?
-                .ok_or("etcd watch ended")?;
-            for event in reply.events() {
+            for event in next_reply(&mut stream).await?.events() {
                 if event.event_type() == EventType::Delete {
                     break 'leading;
                 }
@@ -397,4 +372,19 @@ async fn observe(
         }
         let _ = watcher.cancel().await;
     }
+}
+
+/// A watch of `key` with `options`.
+async fn watch(
+    client: &mut WatchClient,
+    key: impl Into<Vec<u8>>,
+    options: WatchOptions,
+) -> Result<(Watcher, WatchStream), String> {
+    (client.watch(key, Some(options)).await).context("etcd watch failed")
+}
+
+/// A watch's next reply; an error when the watch ended.
+async fn next_reply(stream: &mut WatchStream) -> Result<WatchResponse, String> {
+    let reply = stream.message().await.context("etcd watch failed")?;
+    Ok(reply.ok_or("etcd watch ended")?)
 }
