@@ -22,23 +22,20 @@ fn main() {
     }
 }
 
+/// The servers are started by the harness, which always gives a token file.
+#[derive(clap::Parser)]
+struct Args {
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    #[arg(long)]
+    token_file: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
 fn run() -> Result<(), String> {
-    let mut listen = "127.0.0.1:0".to_owned();
-    let mut token_file = None;
-    let mut threads = 0usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--listen" => listen = value()?,
-            "--token-file" => token_file = Some(value()?),
-            "--threads" => {
-                threads = value()?.parse().context("--threads")?;
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    let token_file = token_file.ok_or("--token-file is required")?;
+    let args = <Args as clap::Parser>::try_parse().map_err(|e| e.to_string())?;
+    let (listen, token_file, threads) = (args.listen, args.token_file, args.threads);
     let token = std::fs::read_to_string(&token_file)
         .map_err(|e| format!("cannot read {token_file}: {e}"))?
         .trim()
