@@ -230,12 +230,7 @@ impl Perf {
         // opened its end is reported instead of waited for.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let ctl = loop {
-            use std::os::unix::fs::OpenOptionsExt;
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&ctl_path)
-            {
+            match open_nonblocking(&ctl_path, true) {
                 Ok(file) => break file,
                 Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
                 Err(e) => return Err(format!("cannot open {}: {e}", ctl_path.display())),
@@ -254,14 +249,8 @@ impl Perf {
             std::thread::sleep(std::time::Duration::from_millis(5));
         };
         blocking(&ctl)?;
-        let ack = {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&ack_path)
-                .map_err(|e| format!("cannot open {}: {e}", ack_path.display()))?
-        };
+        let ack = open_nonblocking(&ack_path, false)
+            .map_err(|e| format!("cannot open {}: {e}", ack_path.display()))?;
         blocking(&ack)?;
         let ack = BufReader::new(ack);
         Ok(Perf {
@@ -310,6 +299,15 @@ impl Perf {
         }
         Ok(side)
     }
+}
+
+/// A FIFO opened for writing or for reading without waiting for the
+/// other end (`ENXIO` for a writer while there is no reader).
+fn open_nonblocking(path: &Path, write: bool) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(write).read(!write);
+    options.custom_flags(libc::O_NONBLOCK).open(path)
 }
 
 /// Clears `O_NONBLOCK` on a FIFO opened with it.
