@@ -153,6 +153,16 @@ impl One<'_> {
         ended
     }
 
+    /// Records a failed attempt; after an error that came at once (the
+    /// cluster refused outright), waits a little before the next try.
+    async fn failed(&self, err: &Error) {
+        self.attempt(Some(err.to_string()));
+        if self.at.elapsed() < Duration::from_millis(50) {
+            tracing::debug!("acquire failed at once: {err}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn held(&self, guard: impl Guard) {
         let ledger = self.ledger;
         if guard.is_lost() {
@@ -219,17 +229,5 @@ async fn work(hold: Duration, from: Instant, is_lost: impl Fn() -> bool) -> (End
             return (End::Released, seen_held);
         }
         tokio::time::sleep((hold - done).min(SLICE)).await;
-    }
-}
-
-impl One<'_> {
-    /// Records a failed attempt; after an error that came at once (the
-    /// cluster refused outright), waits a little before the next try.
-    async fn failed(&self, err: &Error) {
-        self.attempt(Some(err.to_string()));
-        if self.at.elapsed() < Duration::from_millis(50) {
-            tracing::debug!("acquire failed at once: {err}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
     }
 }
