@@ -468,18 +468,12 @@ fn seconds(s: &str, min: f64, max: f64) -> Result<f64, String> {
         .ok_or_else(|| format!("{s:?} is not a number of seconds in range (max {max})"))
 }
 
-/// The value named `s` of `choices`; the error lists the names.
-fn pick<T: Clone>(s: &str, choices: &[(&str, T)]) -> Result<T, String> {
-    if let Some((_, value)) = choices.iter().find(|(name, _)| *name == s) {
-        return Ok(value.clone());
-    }
-    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-    let (last, rest) = names.split_last().unwrap_or((&"", &[]));
-    Err(format!("expected {} or {last}, got {s:?}", rest.join(", ")))
-}
-
 fn on_off(s: &str) -> Result<bool, String> {
-    pick(s, &[("on", true), ("off", false)])
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("expected on or off, got {s:?}")),
+    }
 }
 
 fn nonempty(s: &str, what: &str) -> Result<String, String> {
@@ -490,34 +484,29 @@ fn nonempty(s: &str, what: &str) -> Result<String, String> {
 }
 
 fn names(s: &str) -> Result<Vec<Names>, String> {
-    let (own, shared) = (Names::Own, Names::Shared);
-    pick(
-        s,
-        &[
-            ("own", vec![own]),
-            ("shared", vec![shared]),
-            ("both", vec![own, shared]),
-        ],
-    )
+    match s {
+        "own" => Ok(vec![Names::Own]),
+        "shared" => Ok(vec![Names::Shared]),
+        "both" => Ok(vec![Names::Own, Names::Shared]),
+        v => Err(format!("expected own, shared or both, got {v:?}")),
+    }
 }
 
 fn mixes(s: &str) -> Result<Vec<Mix>, String> {
-    let (write, read90) = (Mix::Write, Mix::Read90);
-    pick(
-        s,
-        &[
-            ("write", vec![write]),
-            ("read90", vec![read90]),
-            ("both", vec![write, read90]),
-        ],
-    )
+    match s {
+        "write" => Ok(vec![Mix::Write]),
+        "read90" => Ok(vec![Mix::Read90]),
+        "both" => Ok(vec![Mix::Write, Mix::Read90]),
+        v => Err(format!("expected write, read90 or both, got {v:?}")),
+    }
 }
 
 fn transport(s: &str) -> Result<Transport, String> {
-    pick(
-        s,
-        &[("inproc", Transport::InProcess), ("tcp", Transport::Tcp)],
-    )
+    match s {
+        "inproc" => Ok(Transport::InProcess),
+        "tcp" => Ok(Transport::Tcp),
+        v => Err(format!("expected inproc or tcp, got {v:?}")),
+    }
 }
 
 /// `0`, `yield`, a duration (a tokio sleep), `spin:DUR` or `exact:DUR`.
@@ -539,10 +528,13 @@ fn hold(s: &str) -> Result<Hold, String> {
 }
 
 fn waits(s: &str) -> Result<Vec<Wait>, String> {
-    let (push, poll) = (Wait::Push, Wait::Poll);
     let waits = match s {
-        "both" => vec![push, poll],
-        v => list(v, |s| pick(s, &[("push", push), ("poll", poll)]))?,
+        "both" => vec![Wait::Push, Wait::Poll],
+        v => list(v, |s| match s {
+            "push" => Ok(Wait::Push),
+            "poll" => Ok(Wait::Poll),
+            s => Err(format!("expected push, poll or both, got {s:?}")),
+        })?,
     };
     let mut seen = waits.clone();
     seen.dedup();
@@ -566,14 +558,15 @@ fn validities(s: &str) -> Result<Vec<Duration>, String> {
 
 /// One of `--sql-systems`: ours (`None`) or a recipe.
 fn system(s: &str) -> Result<Option<Recipe>, String> {
-    let choices = [
-        ("ours", None),
-        ("insert", Some(Recipe::Insert)),
-        ("for-update", Some(Recipe::ForUpdate)),
-        ("advisory", Some(Recipe::Advisory)),
-        ("get_lock", Some(Recipe::Advisory)),
-    ];
-    pick(s, &choices)
+    match s {
+        "ours" => Ok(None),
+        "insert" => Ok(Some(Recipe::Insert)),
+        "for-update" => Ok(Some(Recipe::ForUpdate)),
+        "advisory" | "get_lock" => Ok(Some(Recipe::Advisory)),
+        s => Err(format!(
+            "expected ours, insert, for-update, advisory or get_lock, got {s:?}"
+        )),
+    }
 }
 
 fn metrics(s: &str) -> Result<bool, String> {
