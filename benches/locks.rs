@@ -70,12 +70,12 @@ mod sql_support;
 #[path = "locks/stats.rs"]
 mod stats;
 
-use context::Context;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
 use cli::{Flavor, Options, RedisMode};
+use context::Context;
 use out::say;
 use redis_base::{BaselineKey, RedisServer};
 use report::{Machine, Row};

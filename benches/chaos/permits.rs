@@ -12,7 +12,6 @@
 //! to the next; enough runs completed (`--min-runs`); every run ended with
 //! an expected exit code; no entry is left on the servers afterwards.
 
-use crate::context::Context;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,6 +23,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
+use crate::context::Context;
 use crate::lock;
 use crate::schedule;
 use crate::servers::{self, ServerSet};

@@ -1,7 +1,6 @@
 //! A seeded fault schedule for the chaos run, and its execution in real
 //! time against the server processes and the proxies' switches.
 
-use crate::context::Context;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use rand::{RngExt, SeedableRng};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::context::Context;
 use crate::proxy::{NetFault, Switch};
 use crate::servers::ServerSet;
 

@@ -3,7 +3,6 @@
 //! kills every child that is still running, so a panic leaves nothing
 //! behind.
 
-use crate::context::Context;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
@@ -13,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::context::Context;
 use crate::lock;
 
 /// How long a starting server has to print its address.

@@ -6,13 +6,13 @@
 //! nothing of the library in between). What our servers and client reach
 //! is reported as a share of it.
 
-use crate::context::Context;
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::ceiling::TrivialClient;
 use quorum_lock::LockArgs;
 
+use crate::context::Context;
 use crate::counts::Probe;
 use crate::scenario::Scenario;
 use crate::servers::{Kind, Servers, TOKEN};

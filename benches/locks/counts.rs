@@ -6,12 +6,13 @@
 //! context switches of both sides, voluntary and not, summed over every
 //! thread from `/proc/PID/task/*/status` at the same edges.
 
-use crate::context::Context;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+
+use crate::context::Context;
 
 /// The tracepoints counted, with the name each is reported under.
 const EVENTS: &[(&str, &str)] = &[

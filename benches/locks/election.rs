@@ -16,7 +16,6 @@
 //!
 //! Percentiles are nearest-rank over the samples.
 
-use crate::context::Context;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +28,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep, sleep_until, timeout, timeout_at, Instant};
 
 use crate::cli::Options;
+use crate::context::Context;
 use crate::election_child::*;
 use crate::election_report::*;
 use crate::etcd;

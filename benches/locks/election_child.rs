@@ -2,7 +2,6 @@
 //! process of its own (this binary, `--election-child`) leads and is
 //! killed with SIGKILL, and the candidates of this process wait behind it.
 
-use crate::context::Context;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -11,6 +10,7 @@ use quorum_lock::Dsync;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, timeout, Instant};
 
+use crate::context::Context;
 use crate::etcd_election;
 
 use crate::election::*;

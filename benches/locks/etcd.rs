@@ -7,7 +7,6 @@
 //! service, unlocks with one `Unlock`. All clients share one
 //! `etcd_client::Client` (one HTTP/2 connection), as an application would.
 
-use crate::context::Context;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +14,7 @@ use std::time::Duration;
 
 use etcd_client::{LockClient, LockOptions};
 
+use crate::context::Context;
 use crate::etcd_election::{self, Session};
 use tokio::time::timeout;
 

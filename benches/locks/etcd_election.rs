@@ -27,7 +27,6 @@
 //! the Go client's recipe is the one applications embed, and the one the
 //! issue's reference figures were taken with.
 
-use crate::context::Context;
 use std::future::Future;
 use std::time::Duration;
 
@@ -39,6 +38,7 @@ use etcd_client::{
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+use crate::context::Context;
 use crate::election::{Contender, Electorate, Watch};
 
 /// The election's key prefix; `concurrency.NewElection` adds the slash.

@@ -1,12 +1,12 @@
 //! The quorum-lock load: clients looping acquire, hold, unlock on a cluster
 //! built for the scenario's transport.
 
-use crate::context::Context;
 use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::{DRWMutex, Dsync, Error, LocalLocker, NetLocker, ReadGuard, WriteGuard};
 
+use crate::context::Context;
 use crate::counting::{Calls, CountingLocker};
 use crate::counts::Probe;
 use crate::scenario::{Mix, Scenario, Transport, Wait};

@@ -2,12 +2,13 @@
 //! candidate of the election run): each dies with the harness and is
 //! stopped by its PID, the same way for every one of them.
 
-use crate::context::Context;
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
+
+use crate::context::Context;
 
 /// Makes the kernel kill the child if the thread that started it dies
 /// without running destructors (SIGKILL, abort).

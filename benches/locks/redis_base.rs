@@ -7,7 +7,6 @@
 //! success, on error and on panic. `PR_SET_PDEATHSIG` covers the harness
 //! itself being killed.
 
-use crate::context::Context;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +14,7 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 
+use crate::context::Context;
 use crate::proc;
 use crate::scenario::{Hold, Names};
 use crate::stats::{gather, Bounds, ClientTally, Locking, Snapshot, Summary};

@@ -10,7 +10,6 @@
 //! executed by Redis including those a Lua script runs inside, which
 //! `commandstats` counts as commands of their own.
 
-use crate::context::Context;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -22,6 +21,7 @@ use quorum_lock::NetLocker;
 use rslock::{LockError, LockManager};
 
 use crate::cli::Options;
+use crate::context::Context;
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_table::{self, Row, System};
 use crate::scenario::{Names, Scenario, Transport, Wait};

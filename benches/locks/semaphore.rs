@@ -10,7 +10,6 @@
 //! two on one slot, is a real one: the run fails with it. Permits reported
 //! lost at release are counted and left out of that check.
 
-use crate::context::Context;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -20,6 +19,7 @@ use quorum_lock::{Error, Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 
 use crate::cli::{Options, SemaphoreSettings};
+use crate::context::Context;
 use crate::counting::{self, CallCounts};
 use crate::election_report::{figures, Figures};
 use crate::out::{self, human, say, Doc, Obj};

@@ -2,7 +2,6 @@
 //! `quorum-lock server` binary, one process per node on 127.0.0.1, stopped
 //! by PID when the run ends.
 
-use crate::context::Context;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -13,6 +12,7 @@ use quorum_lock::net::{RemoteConfig, RemoteLocker};
 use quorum_lock::NetLocker;
 
 use crate::cli::RedisMode;
+use crate::context::Context;
 
 /// The executable `program` in a folder of PATH, if there is one: how the
 /// harness finds `redis-server` and `etcd` before it starts them.

@@ -14,7 +14,6 @@
 //! quarantine off, as for a server that never granted a lock before. Each recipe client has a connection
 //! of its own, which the session-level recipes need anyway.
 
-use crate::context::Context;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +22,7 @@ use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::{DRWMutex, WriteGuard};
 
 use crate::cli::Options;
+use crate::context::Context;
 use crate::ours::Cluster;
 use crate::out::{self, say};
 use crate::report::{loadavg, Machine};

@@ -23,7 +23,6 @@
 //! one stopped, warm-up included, and are divided by every lock taken in
 //! that time; the client-side counts are those of the measured window.
 
-use crate::context::Context;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -32,6 +31,7 @@ use sqlx::mysql::MySqlConnection;
 use sqlx::postgres::PgConnection;
 use sqlx::{Connection, Row as _};
 
+use crate::context::Context;
 use crate::sql_support::{MariaServer, PgServer};
 
 /// The server process this run started, stopped by its PID on drop.
