@@ -77,8 +77,9 @@ use std::time::Duration;
 use cli::{Flavor, Options, RedisMode};
 use context::Context;
 use out::say;
+use out::Machine;
 use redis_base::{BaselineKey, RedisServer};
-use report::{Machine, Row};
+use report::Row;
 use scenario::{Mix, Scenario};
 use stats::Summary;
 

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use crate::cli::Options;
 use crate::etcd::{self, EtcdServer};
-use crate::out::{self, human, key_cols, left, notes, right, say, stats, Col, Doc, Obj};
+use crate::out::{
+    self, human, key_cols, left, loadavg, notes, right, say, stats, string, Col, Doc, Machine, Obj,
+};
 use crate::redis_base::{self, BaselineKey, RedisServer};
 use crate::redis_nodes::{self, Probe};
-use crate::report::{loadavg, string, Machine};
 use crate::scenario::{Names, Scenario, Transport, Wait};
 use crate::stats::Bounds;
 use crate::stats::{fmt_rate, Summary};

@@ -5,8 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::cli::Options;
-use crate::out::{human, Doc, Obj};
-use crate::report::{number, string, Machine};
+use crate::out::{human, number, string, Doc, Machine, Obj};
 use crate::stats::fmt_duration;
 
 use crate::election::*;

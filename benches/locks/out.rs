@@ -1,6 +1,7 @@
 //! The skeleton every run of `locks` prints and saves through: the banner,
 //! the text table (columns declared once, header and rows drawn from the
-//! same list), the Markdown grid, and the JSON document and its objects.
+//! same list), the Markdown grid, the JSON document and its objects, and
+//! the facts about the machine that make a result comparable with another.
 //!
 //! Each backend and scenario names its own columns and fields; the shapes
 //! (widths, separators, the order of the head of the JSON) live here once,
@@ -12,7 +13,6 @@ use std::time::Duration;
 use crate::cli::{Flavor, Options};
 use crate::counting::CallCounts;
 use crate::redis_base::BaselineKey;
-use crate::report::{loadavg, number, string, Machine};
 use crate::scenario::Names;
 use crate::stats::{fmt_duration, Summary};
 
@@ -541,4 +541,100 @@ pub fn save(opts: &Options, text: impl FnOnce() -> String) -> Result<(), String>
         say(format!("wrote {}", path.display()));
     }
     Ok(())
+}
+
+/// The machine as a run found it when it started, and the code it ran.
+pub struct Machine {
+    /// When the run started, as [`utc_now`] gives it.
+    pub started: String,
+    /// The commit of the code measured, with `+dirty` for local changes.
+    pub commit: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub mem_total: String,
+    pub kernel: String,
+    pub loadavg: String,
+}
+
+impl Machine {
+    pub fn read() -> Machine {
+        let file = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let field = |text: &str, key: &str| {
+            text.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+                .unwrap_or_else(|| "unknown".into())
+        };
+        Machine {
+            started: utc_now(),
+            commit: commit(),
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu_model: field(&file("/proc/cpuinfo"), "model name"),
+            mem_total: field(&file("/proc/meminfo"), "MemTotal"),
+            kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
+            loadavg: loadavg(),
+        }
+    }
+}
+
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return "unknown".into();
+    };
+    match git(&["status", "--porcelain", "--untracked-files=no"]) {
+        Some(changes) if !changes.is_empty() => format!("{head}+dirty"),
+        _ => head,
+    }
+}
+
+/// The 1, 5 and 15 minute load averages: how busy the machine was with
+/// work other than ours.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+pub fn number(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.6}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_owned()
+    } else {
+        "null".into()
+    }
+}
+
+pub fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -386,7 +386,7 @@ fn plan(opts: &Options) -> Vec<Planned> {
 /// the table, the targets, the JSON, servers down.
 pub fn run(opts: &Options) -> Result<(), String> {
     use crate::out::say;
-    let machine = crate::report::Machine::read();
+    let machine = crate::out::Machine::read();
     let binary = redis_base::locate()
         .ok_or("--backend redis needs redis-server on PATH (apt-get install -y redis-server)")?;
     let most = opts.nodes.iter().copied().max().unwrap_or(1);

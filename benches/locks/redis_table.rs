@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use crate::cli::Options;
 use crate::out::{
-    self, key_cols, left, notes, per, right, stat, stats, times, verdict, Col, Doc, Measured, Obj,
+    self, key_cols, left, notes, per, right, stat, stats, string, times, verdict, Col, Doc,
+    Machine, Measured, Obj,
 };
 use crate::redis_base::BaselineKey;
 use crate::redis_nodes::Commands;
-use crate::report::{string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 

@@ -1,10 +1,9 @@
-//! The printed table, the JSON file, and the facts about the machine that
-//! make a result comparable with another.
-
-use std::fmt::Write as _;
+//! The printed table and the JSON file of the lock runs.
 
 use crate::cli::{Flavor, Options};
-use crate::out::{self, left, notes, right, stats, times, Col, Doc, Measured, Obj};
+use crate::out::{
+    self, left, notes, right, stats, string, times, Col, Doc, Machine, Measured, Obj,
+};
 use crate::scenario::Scenario;
 use crate::stats::Summary;
 
@@ -48,73 +47,6 @@ impl Row {
             ceiling_lsps: None,
         }
     }
-}
-
-/// The machine as a run found it when it started, and the code it ran.
-pub struct Machine {
-    /// When the run started, as [`utc_now`] gives it.
-    pub started: String,
-    /// The commit of the code measured, with `+dirty` for local changes.
-    pub commit: String,
-    pub cpus: usize,
-    pub cpu_model: String,
-    pub mem_total: String,
-    pub kernel: String,
-    pub loadavg: String,
-}
-
-impl Machine {
-    pub fn read() -> Machine {
-        let file = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let field = |text: &str, key: &str| {
-            text.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-                .unwrap_or_else(|| "unknown".into())
-        };
-        Machine {
-            started: utc_now(),
-            commit: commit(),
-            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            cpu_model: field(&file("/proc/cpuinfo"), "model name"),
-            mem_total: field(&file("/proc/meminfo"), "MemTotal"),
-            kernel: file("/proc/sys/kernel/osrelease").trim().to_owned(),
-            loadavg: loadavg(),
-        }
-    }
-}
-
-fn commit() -> String {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]) else {
-        return "unknown".into();
-    };
-    match git(&["status", "--porcelain", "--untracked-files=no"]) {
-        Some(changes) if !changes.is_empty() => format!("{head}+dirty"),
-        _ => head,
-    }
-}
-
-/// The 1, 5 and 15 minute load averages: how busy the machine was with
-/// work other than ours.
-pub fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-/// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 /// The columns of the table, in order.
@@ -243,33 +175,4 @@ fn result(row: &Row) -> String {
             s.counts.map_or("null".into(), |c| c.json(s.locks)),
         )
         .done()
-}
-
-pub fn number(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.6}")
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_owned()
-    } else {
-        "null".into()
-    }
-}
-
-pub fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }

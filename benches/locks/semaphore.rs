@@ -22,8 +22,7 @@ use crate::cli::{Options, SemaphoreSettings};
 use crate::context::Context;
 use crate::counting::{self, CallCounts};
 use crate::election_report::{figures, Figures};
-use crate::out::{self, human, say, Doc, Obj};
-use crate::report::{loadavg, Machine};
+use crate::out::{self, human, loadavg, say, Doc, Machine, Obj};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
 use crate::servers::Kind;
 use crate::stats::{

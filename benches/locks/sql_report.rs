@@ -9,9 +9,9 @@ use quorum_lock::sql::Backend;
 
 use crate::cli::Options;
 use crate::out::{
-    self, key_cols, left, notes, per, right, stat, stats, times, verdict, Col, Doc, Measured, Obj,
+    self, key_cols, left, notes, per, right, stat, stats, string, times, verdict, Col, Doc,
+    Machine, Measured, Obj,
 };
-use crate::report::{string, Machine};
 use crate::scenario::{Hold, Names, Wait};
 use crate::sql_bench::{Row, System};
 use crate::sql_recipes::Recipe;
