@@ -40,8 +40,6 @@ mod etcd_election;
 mod ours;
 #[path = "locks/out.rs"]
 mod out;
-#[path = "locks/proc.rs"]
-mod proc;
 #[path = "locks/redis_base.rs"]
 mod redis_base;
 #[path = "locks/redis_nodes.rs"]

@@ -59,7 +59,7 @@ pub(crate) fn spawn_child(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    crate::proc::dies_with_parent(&mut command)
+    crate::servers::dies_with_parent(&mut command)
         .spawn()
         .map(ChildCandidate)
         .context("cannot start a child candidate")

@@ -18,8 +18,8 @@ use crate::context::Context;
 use crate::etcd_election::{self, Session};
 use tokio::time::timeout;
 
-use crate::proc;
 use crate::redis_base::BaselineKey;
+use crate::servers;
 use crate::stats::{gather, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// The session's lease TTL: how long etcd keeps a lock whose holder went
@@ -53,7 +53,7 @@ impl EtcdServer {
         // A free port can be taken between our probe and etcd's bind; a few
         // tries make that race harmless.
         for attempt in 0..3 {
-            let (port, peer) = (proc::free_port()?, proc::free_port()?);
+            let (port, peer) = (servers::free_port()?, servers::free_port()?);
             let dir = std::env::temp_dir().join(format!(
                 "quorum-lock-bench-etcd-{}-{attempt}",
                 std::process::id()
@@ -80,7 +80,7 @@ impl EtcdServer {
                 .stdin(Stdio::null())
                 .stdout(log)
                 .stderr(log_err);
-            let child = match proc::dies_with_parent(&mut command).spawn() {
+            let child = match servers::dies_with_parent(&mut command).spawn() {
                 Ok(child) => child,
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&dir);
@@ -127,7 +127,7 @@ impl EtcdServer {
     fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
         let timing = (limit, Duration::from_millis(50), Duration::from_secs(2));
         let request = b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-        proc::wait_ready(&mut self.child, self.port, timing, request, |s| {
+        servers::wait_ready(&mut self.child, self.port, timing, request, |s| {
             let mut reply = String::new();
             s.take(4096).read_to_string(&mut reply).is_ok() && reply.contains("\"health\":\"true\"")
         })
@@ -137,7 +137,7 @@ impl EtcdServer {
 /// SIGTERM to its PID, then SIGKILL if it lingers; then its folder goes.
 impl Drop for EtcdServer {
     fn drop(&mut self) {
-        proc::stop(&mut self.child, Duration::from_secs(5));
+        servers::stop(&mut self.child, Duration::from_secs(5));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -214,7 +214,7 @@ pub async fn run(
 /// server, or none with the reason, and the status line of the banner.
 pub fn start_wanted(opts: &crate::cli::Options) -> Result<(Option<EtcdServer>, String), String> {
     let words = ["--etcd", "etcd", "apt-get install -y etcd-server"];
-    crate::servers::wanted(opts.etcd, words, |binary| {
+    servers::wanted(opts.etcd, words, |binary| {
         let s = EtcdServer::start(binary)?;
         let status = format!("{}; pid {} on 127.0.0.1:{}", s.version, s.pid(), s.port);
         Ok((s, status))

@@ -15,8 +15,8 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 
 use crate::context::Context;
-use crate::proc;
 use crate::scenario::{Hold, Names};
+use crate::servers;
 use crate::stats::{gather, Bounds, ClientTally, Locking, Snapshot, Summary};
 
 /// Long enough never to expire during a run; a lock cut off by the end of
@@ -32,7 +32,7 @@ end"#;
 
 /// `redis-server` from PATH, if there is one.
 pub fn locate() -> Option<PathBuf> {
-    crate::servers::on_path("redis-server")
+    servers::on_path("redis-server")
 }
 
 pub struct RedisServer {
@@ -52,7 +52,7 @@ impl RedisServer {
         // The free port can be taken between our probe and the server's
         // bind; a few tries make that race harmless.
         for _ in 0..3 {
-            let port = proc::free_port()?;
+            let port = servers::free_port()?;
             let mut command = Command::new(binary);
             command
                 .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -63,7 +63,7 @@ impl RedisServer {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let child = proc::dies_with_parent(&mut command)
+            let child = servers::dies_with_parent(&mut command)
                 .spawn()
                 .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
             let mut server = RedisServer {
@@ -91,7 +91,7 @@ impl RedisServer {
     /// Polls with a raw PING until the server answers PONG.
     fn wait_ready(&mut self, limit: Duration) -> Result<(), String> {
         let timing = (limit, Duration::from_millis(20), Duration::from_millis(500));
-        proc::wait_ready(&mut self.child, self.port, timing, b"PING\r\n", |s| {
+        servers::wait_ready(&mut self.child, self.port, timing, b"PING\r\n", |s| {
             let mut reply = [0u8; 7];
             s.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
         })
@@ -107,7 +107,7 @@ impl RedisServer {
 /// Stops the server: SIGTERM to its PID, then SIGKILL if it lingers.
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        proc::stop(&mut self.child, Duration::from_secs(2));
+        servers::stop(&mut self.child, Duration::from_secs(2));
     }
 }
 
