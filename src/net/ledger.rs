@@ -299,6 +299,7 @@ impl Ledger {
         let now = Instant::now();
         let bytes = lock_bytes(args);
         let mut inner = self.inner();
+        inner.lapse(&args.uid, now, self.limits.lapse);
         let before = inner.touches(&args.uid, conn, hash, now);
         // A set found charged grows to this request's bytes when they are
         // more: the table keeps the newest request's owner and source (a
@@ -357,6 +358,7 @@ impl Ledger {
         let now = Instant::now();
         let hash = self.set_hash(&args.resources);
         let mut inner = self.inner();
+        inner.lapse(&args.uid, now, self.limits.lapse);
         // A new uid is admitted whatever it adds: it counts a lock.
         let need = |standing: &Standing| {
             let grow = bytes.saturating_sub(standing.set.unwrap_or(0));

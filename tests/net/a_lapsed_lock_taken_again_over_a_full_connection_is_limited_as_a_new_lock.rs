@@ -30,7 +30,9 @@
 use std::time::{Duration, Instant};
 
 use crate::node::{start_over, TOKEN};
-use crate::wire::{authenticate_as, call, lock_request, OP_LOCK, OP_REFRESH, REPLY_BOOL, VERSION_6};
+use crate::wire::{
+    authenticate_as, call, lock_request, OP_LOCK, OP_REFRESH, REPLY_BOOL, VERSION_6,
+};
 use quorum_lock::net::ServerConfig;
 use quorum_lock::LockerConfig;
 
@@ -82,15 +84,16 @@ async fn a_lapsed_lock_taken_again_over_a_full_connection_is_limited_as_a_new_lo
         id += 1;
         let mut refresh = lock_request(id, OP_REFRESH, "W", &["w"]);
         refresh.push(0);
-        assert_eq!(call(&mut b, id, &refresh).await, [REPLY_BOOL, 1], "W refreshed");
+        assert_eq!(
+            call(&mut b, id, &refresh).await,
+            [REPLY_BOOL, 1],
+            "W refreshed"
+        );
         let left = until.saturating_duration_since(Instant::now());
         tokio::time::sleep(left.min(Duration::from_millis(300))).await;
     }
     assert!(
-        node.locker
-            .snapshot()
-            .iter()
-            .all(|info| info.uid != "U"),
+        node.locker.snapshot().iter().all(|info| info.uid != "U"),
         "U's lock on x expired"
     );
     id += 1;

@@ -405,6 +405,32 @@ impl Inner {
     /// Drops every charge nothing touched for the lapse, and every set of a
     /// uid that nothing naming it touched for as long: the locker has
     /// expired those entries and places.
+    /// Drops what of `uid`'s charge has lapsed ([`prune`](Self::prune) for
+    /// one uid): a reservation then sees the uid as it stands, a lapsed
+    /// uid as a new one and a lapsed set as one never charged, whether or
+    /// not an admission would have pruned it (one that needs none, a set
+    /// asked again with no longer text, would otherwise adopt a lapsed
+    /// charge past the limits of the connection asking).
+    pub(super) fn lapse(&mut self, uid: &str, now: Instant, lapse: Duration) {
+        let stale = |at: Instant| now.saturating_duration_since(at) >= lapse;
+        let Some(charge) = self.charges.get(uid) else {
+            return;
+        };
+        if stale(charge.touched) {
+            self.remove(uid, Gone::All);
+            return;
+        }
+        let sets: Vec<u64> = charge
+            .sets
+            .iter()
+            .filter(|set| stale(set.touched))
+            .map(|set| set.hash)
+            .collect();
+        for hash in sets {
+            self.remove(uid, Gone::Reserved(hash));
+        }
+    }
+
     pub(super) fn prune(&mut self, now: Instant, lapse: Duration) {
         let stale = |at: Instant| now.saturating_duration_since(at) >= lapse;
         let mut lapsed: Vec<(Arc<str>, Option<u64>)> = Vec::new();
