@@ -1427,3 +1427,136 @@ fn one_uid_on_many_names_released_but_one(
     assert_eq!(kept, uids);
     assert_within(phase_name, &m);
 }
+
+/// Clients that each connect, take one single-name lock and close their
+/// connection, until the table is full; the locks stay (their validity
+/// outlasts the scene). With `push`, each lock is a pushed wait granted at
+/// once. Returns how many locks were granted and what the server keeps
+/// once every connection closed.
+fn locks_of_closed_connections(table: usize, push: bool) -> (usize, Measured) {
+    const MOST: usize = 40_000;
+    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let locker = LocalLocker::with_config(
+        "local",
+        quorum_lock::LockerConfig {
+            validity: Duration::from_secs(600),
+            quarantine: Duration::from_secs(600),
+        },
+    );
+    let mut churn = config(table);
+    churn.max_connections = 16;
+    let server = Counted::start_full(churn, locker);
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    let addr = server.addr.clone();
+    std::thread::sleep(Duration::from_millis(100));
+    let base = live();
+    reset_peak();
+    let locks = client_rt.block_on(async {
+        let started = Instant::now();
+        let mut locks = 0;
+        for i in 0..MOST {
+            assert!(
+                started.elapsed() < Duration::from_secs(240),
+                "took too long"
+            );
+            let mut c = Client::connect(&addr, VERSION_3).await;
+            let id = c.id();
+            let name = format!("churn-{i:08}");
+            let holder = uid("churn", i);
+            let request = if push {
+                wire::lock_wait_request(
+                    id,
+                    &holder,
+                    &[&name],
+                    (i as u64 + 1, 1),
+                    Duration::from_secs(60),
+                    true,
+                )
+            } else {
+                lock(id, OP_LOCK, &holder, &[name])
+            };
+            let reply = c.batch(vec![request]).await;
+            drop(c);
+            if refused_full(&reply[0]) {
+                break;
+            }
+            let ok: &[u8] = if push {
+                &[REPLY_WAIT, wire::GRANTED]
+            } else {
+                &[REPLY_BOOL, 1]
+            };
+            assert_eq!(reply[0], ok, "reply {:?}", reply[0]);
+            locks += 1;
+        }
+        eprintln!(
+            "  {locks} locks over as many connections in {:?}",
+            started.elapsed()
+        );
+        // Every connection's task has ended.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        locks
+    });
+    let m = Measured {
+        table,
+        peak: peak().saturating_sub(base),
+        now: live().saturating_sub(base),
+    };
+    let name = if push {
+        "pushed waits of closed connections"
+    } else {
+        "plain locks of closed connections"
+    };
+    report(name, locks, &m);
+    assert!(locks > 100, "control: only {locks} locks granted");
+    assert_eq!(
+        server.locker.snapshot().len(),
+        locks,
+        "control: the locks stand"
+    );
+    drop(server);
+    (locks, m)
+}
+
+/// Clients that each connect, take one single-name lock with a pushed
+/// wait (granted at once) and close their connection, until the table is
+/// full; the locks stay, as they would while their holders refresh them
+/// over other connections. The table keeps, in each entry a pushed wait
+/// granted, the `Wake` of the connection that asked, and with it that
+/// connection's push sink (its channel, and the room of its record of
+/// places), for as long as the entry stands, charged to nothing.
+/// docs/lock-servers.md, "Memory budget": "A client with the ordinary
+/// token cannot make it use more than 2.5 GiB beyond its locks (...),
+/// whose table is capped at 1 GiB"; "The cap holds after a peak too": once
+/// every connection closed, what the server keeps must fit in the cap, the
+/// room it keeps and the released uids. The same locks taken by plain
+/// lock calls (control) fit.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "fills a server's memory budget: run optimized, `cargo test --release --all-features --test net_memory` (CI does)"
+)]
+fn locks_granted_to_pushed_waits_of_closed_connections_stay_within_the_budget() {
+    const CHURN_TABLE: usize = 16 * MIB;
+    let bound = |m: &Measured| m.table + table_kept() + config(m.table).max_released_bytes;
+    let (plain, pm) = locks_of_closed_connections(CHURN_TABLE, false);
+    assert!(
+        pm.now <= bound(&pm),
+        "control: {plain} plain locks of as many closed connections: the server keeps {} \
+         bytes, over the {} bytes allowed",
+        pm.now,
+        bound(&pm)
+    );
+    let (locks, m) = locks_of_closed_connections(CHURN_TABLE, true);
+    assert!(
+        m.now <= bound(&m),
+        "{locks} locks granted to pushed waits of as many closed connections: the server keeps \
+         {} bytes, over the {} bytes its lock table's cap, the room it keeps and the released \
+         uids allow (plain locks of as many closed connections: {plain} locks, {} bytes kept)",
+        m.now,
+        bound(&m),
+        pm.now
+    );
+}
