@@ -308,10 +308,16 @@ impl Ledger {
         // nothing. The growth is admitted as a new set is; a new set over
         // another connection than the uid's moves the uid's whole charge
         // here, and this connection's limits must hold it all.
+        // A request found charged over another connection moves the uid
+        // there: admitted as the move it is, unless it is a refresh
+        // (refusing one would cost the holder its lock).
         let need = |standing: &Standing| match standing.set {
             None => Some(bytes),
             Some(_) if purpose == Purpose::Refresh => None,
-            Some(charged) => Some(bytes.saturating_sub(charged)).filter(|grow| *grow > 0),
+            Some(charged) => {
+                let grow = bytes.saturating_sub(charged);
+                (grow > 0 || standing.moving > 0).then_some(grow)
+            }
         };
         let standing =
             inner.admit_as_it_stands(&self.limits, (conn, &args.uid), None, hash, need, now)?;
@@ -359,10 +365,11 @@ impl Ledger {
         let hash = self.set_hash(&args.resources);
         let mut inner = self.inner();
         inner.lapse(&args.uid, now, self.limits.lapse);
-        // A new uid is admitted whatever it adds: it counts a lock.
+        // A new uid is admitted whatever it adds (it counts a lock), and so
+        // is a uid charged over another connection (it moves here).
         let need = |standing: &Standing| {
             let grow = bytes.saturating_sub(standing.set.unwrap_or(0));
-            (grow > 0 || standing.new_uid).then_some(grow)
+            (grow > 0 || standing.new_uid || standing.moving > 0).then_some(grow)
         };
         let standing = inner.admit_as_it_stands(
             &self.limits,

@@ -481,6 +481,9 @@ impl Drop for Session {
         if let Some(places) = self.take_places() {
             self.hand_over(places);
         }
+        // Entries and watches the table keeps may hold this sink for long:
+        // they keep no queue alive.
+        self.sink.cut();
     }
 }
 

@@ -41,19 +41,33 @@ pub(super) struct Session {
     /// changes it; another one reads it only when a waiter of it asked
     /// again over that connection, so it is hardly ever contended.
     pub(super) waits: Arc<Mutex<Waits>>,
+    /// The sink `wake` pushes to, cut when the session ends.
+    pub(super) sink: Arc<ConnSink>,
 }
 
 /// Hands pushes from the lock table to the connection's task. Never
 /// blocks: when the task is gone or too far behind, the push is dropped
 /// (the waiter learns of its grant when it asks again).
 pub(super) struct ConnSink {
-    pub(super) pushes: mpsc::Sender<Pushed>,
+    /// The connection's push queue and places, until the session ends
+    /// ([`cut`](Self::cut)): the lock table keeps this sink in the entries
+    /// and watches its pushes granted, as long as they are refreshed, and
+    /// must not keep the queue's memory (a channel of [`PUSH_QUEUE`]
+    /// slots) alive with it after the connection closed.
+    ///
+    /// [`PUSH_QUEUE`]: super::config::PUSH_QUEUE
+    open: Mutex<Option<Open>>,
     /// The server, for its ledger (weak: the lock table keeps this sink in
     /// its places, and the server keeps the table).
-    pub(super) server: std::sync::Weak<ServerState>,
+    server: std::sync::Weak<ServerState>,
+}
+
+/// What a connection's sink reaches while the connection is open.
+struct Open {
+    pushes: mpsc::Sender<Pushed>,
     /// The connection's places (weak, as the server is), for the names of
     /// the place a grant was pushed to.
-    pub(super) waits: std::sync::Weak<Mutex<Waits>>,
+    waits: std::sync::Weak<Mutex<Waits>>,
 }
 
 impl PushSink for ConnSink {
@@ -67,9 +81,36 @@ impl PushSink for ConnSink {
 }
 
 impl ConnSink {
+    pub(super) fn new(
+        pushes: mpsc::Sender<Pushed>,
+        server: std::sync::Weak<ServerState>,
+        waits: std::sync::Weak<Mutex<Waits>>,
+    ) -> ConnSink {
+        ConnSink {
+            open: Mutex::new(Some(Open { pushes, waits })),
+            server,
+        }
+    }
+
+    /// The session ended: pushes are dropped from now on, and the queue
+    /// and the places' record go with the session, whatever entries still
+    /// hold this sink. A grant pushed later still settles its charge (the
+    /// table names the set it granted).
+    pub(super) fn cut(&self) {
+        let open = self
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(open);
+    }
+
     /// Hands a push to the connection's task; for a grant, first settles
     /// the place and its charge (`names`: the names the table granted).
     fn deliver(&self, slot: usize, uid: &str, event: PushEvent, names: Option<&[String]>) {
+        // A leaf lock: taken inside the table's call, before the places'
+        // (`waits`) and the ledger's; `cut` takes nothing else.
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         // The slot is the number of the wait the push is for.
         let number = slot as u64;
         // The grant's entry lives a validity from now, whenever (or
@@ -90,7 +131,8 @@ impl ConnSink {
             // (`Session::end_granted_place`). (Locked inside the table's
             // call, as a place's end looks up places: the table, then a
             // connection's places.)
-            let known = self.waits.upgrade().and_then(|waits| {
+            let waits = open.as_ref().and_then(|open| open.waits.upgrade());
+            let known = waits.and_then(|waits| {
                 let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
                 let known = waits.names_of(uid, number);
                 if waits.recorded(uid) == Some(number) {
@@ -101,8 +143,11 @@ impl ConnSink {
             let granted = names.or(known.as_deref());
             server.ledger.granted(uid, granted);
         }
+        let Some(open) = open.as_ref() else {
+            return;
+        };
         let push = (uid.into(), event, number);
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.pushes.try_send(push) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = open.pushes.try_send(push) {
             let uid = crate::locker::secrets::mask(uid);
             tracing::debug!(%uid, ?event, "push queue full; dropping the push");
         }

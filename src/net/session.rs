@@ -155,20 +155,19 @@ async fn session(
         server.recorders.clone(),
     )));
     server.register_waits(slot.id(), &waits);
+    let sink = Arc::new(ConnSink::new(
+        pushes,
+        Arc::downgrade(&server),
+        Arc::downgrade(&waits),
+    ));
     let session = Session {
         server: server.clone(),
         role,
         id: slot.id(),
         version,
-        wake: Wake::new(
-            Arc::new(ConnSink {
-                pushes,
-                server: Arc::downgrade(&server),
-                waits: Arc::downgrade(&waits),
-            }),
-            0,
-        ),
+        wake: Wake::new(sink.clone(), 0),
         waits,
+        sink,
     };
     serve(&mut conn, peer, &session, &mut pushed).await;
     // A few places end before the socket closes, so that what the client
