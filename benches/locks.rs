@@ -48,6 +48,8 @@ mod redis_nodes;
 mod redis_table;
 #[path = "locks/report.rs"]
 mod report;
+#[path = "locks/scale.rs"]
+mod scale;
 #[path = "locks/scenario.rs"]
 mod scenario;
 #[path = "locks/semaphore.rs"]
@@ -233,6 +235,9 @@ fn run(opts: &Options) -> Result<(), String> {
     }
     if opts.semaphore_scenario {
         return semaphore::run(opts);
+    }
+    if opts.scale_scenario {
+        return scale::run(opts);
     }
     if let Some(backend) = opts.sql {
         return sql_bench::run(opts, backend);

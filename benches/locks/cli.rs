@@ -71,6 +71,20 @@ pub struct SemaphoreSettings {
     pub wait: Wait,
 }
 
+/// The settings of `--scenario scale`: the sizes each part grows through,
+/// in increasing order, and the lock+unlock samples taken at each.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScaleSettings {
+    #[arg(long, default_value = "1000,10000,100000,1000000", value_parser = |s: &str| sizes(s, 10_000_000))]
+    pub held: List<usize>,
+    #[arg(long, default_value = "100,1000,10000", value_parser = |s: &str| sizes(s, 15_000))]
+    pub connections: List<usize>,
+    #[arg(long, default_value = "10,100,1000,10000", value_parser = |s: &str| sizes(s, 16_000))]
+    pub waiters: List<usize>,
+    #[arg(long, default_value = "2000", value_parser = |s: &str| count(s, 10, 100_000))]
+    pub samples: usize,
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(name = "locks", disable_help_flag = true, args_override_self = true)]
 pub struct Options {
@@ -79,7 +93,7 @@ pub struct Options {
     /// cargo bench passes --bench to every harness.
     #[arg(long = "bench", hide = true)]
     _bench: bool,
-    #[arg(long, default_value = "locks", value_parser = ["locks", "election", "semaphore"])]
+    #[arg(long, default_value = "locks", value_parser = ["locks", "election", "semaphore", "scale"])]
     scenario: String,
     /// `--scenario election`: leader election instead of the lock runs.
     #[arg(skip)]
@@ -91,6 +105,11 @@ pub struct Options {
     pub semaphore_scenario: bool,
     #[command(flatten)]
     pub semaphore: SemaphoreSettings,
+    /// `--scenario scale`: how far one lock server goes.
+    #[arg(skip)]
+    pub scale_scenario: bool,
+    #[command(flatten)]
+    pub scale: ScaleSettings,
     #[arg(long, default_value = "5", value_parser = |s: &str| list(s, |s| count(s, 1, MAX_NODES)))]
     pub nodes: List<usize>,
     #[arg(long, default_value = "1,8,64", value_parser = |s: &str| list(s, |s| count(s, 1, MAX_CLIENTS)))]
@@ -197,6 +216,7 @@ const LOCK_OPTIONS: &str = "--hold --mix --clients --names --shared --wait --mat
 const ELECTION_OPTIONS: &str =
     "--candidates --observers --handoffs --failover-validity --failovers --failover-seconds";
 const LIST_OPTIONS: &str = "--nodes --clients --names --shared --mix";
+const SCALE_OPTIONS: &str = "--held --connections --waiters --samples";
 
 /// Whether `set`, one of the lists above, names the option `name`.
 fn in_set(set: &str, name: &str) -> bool {
@@ -241,6 +261,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
     opts.waits_given = has("--wait");
     opts.election_scenario = opts.scenario == "election";
     opts.semaphore_scenario = opts.scenario == "semaphore";
+    opts.scale_scenario = opts.scenario == "scale";
     opts.compare = opts.backend == "compare";
     opts.sql = match opts.backend.as_str() {
         "postgres" => Some(quorum_lock::sql::Backend::Postgres),
@@ -257,6 +278,23 @@ pub fn parse(args: Vec<String>) -> Result<Option<Options>, String> {
         return Err(format!(
             "{} only apply to --scenario election",
             election_given.join(", ")
+        ));
+    }
+    let scale_given = of(SCALE_OPTIONS);
+    if opts.scale_scenario {
+        let refused = [of(LOCK_OPTIONS), of(LIST_OPTIONS), of("--transport")].concat();
+        if !refused.is_empty() {
+            return Err(format!(
+                "--scenario scale sets its own load (one server over TCP); drop {}",
+                refused.join(", ")
+            ));
+        }
+        return Ok(Some(opts));
+    }
+    if !scale_given.is_empty() {
+        return Err(format!(
+            "{} only apply to --scenario scale",
+            scale_given.join(", ")
         ));
     }
     if opts.semaphore_scenario {
@@ -452,6 +490,18 @@ impl Options {
 
 fn list<T>(value: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
     value.split(',').map(|s| item(s.trim())).collect()
+}
+
+/// Sizes in increasing order, each from 1 to `max`; `none` skips the part.
+fn sizes(s: &str, max: usize) -> Result<Vec<usize>, String> {
+    if s == "none" {
+        return Ok(Vec::new());
+    }
+    let sizes = list(s, |s| count(s, 1, max))?;
+    match sizes.windows(2).all(|w| w[0] < w[1]) {
+        true => Ok(sizes),
+        false => Err(format!("{s:?}: give the sizes in increasing order")),
+    }
 }
 
 fn count(s: &str, min: usize, max: usize) -> Result<usize, String> {

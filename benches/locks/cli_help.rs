@@ -114,7 +114,7 @@ SCENARIOS (lists are comma-separated; every combination runs):
                                                                     [default: auto]
 
 LEADER ELECTION (--scenario election):
-    --scenario locks|election|semaphore
+    --scenario locks|election|semaphore|scale
                          locks: the lock runs above; election: leader
                          election, ours against etcd's in one run:
                          hand-off (the leader resigns -> the next
@@ -164,6 +164,25 @@ COUNTING SEMAPHORE (--scenario semaphore):
                          holders (or two holders of one slot) ever overlap.
                          Ends with a Markdown table.
     --permits K          permits of the semaphore, 1 to 1000        [default: 4]
+
+HOW FAR ONE SERVER GOES (--scenario scale):
+    --scenario scale     one `quorum-lock server` per part, over TCP (build
+                         it first), --validity 1h, the limits a part needs
+                         raised (printed): locks held, connections open and
+                         waiters in line for one name, each grown through
+                         its sizes; per size the server's VmRSS before and
+                         after, bytes per item added, p50/p99 of a
+                         lock+unlock of one more name (waiters: of the
+                         hand-off, release sent -> next grant pushed) and,
+                         for held locks, the admin listing's time. A step
+                         not done in 600 s, or refused, ends its part;
+                         a LIST of none skips the part.
+    --held LIST          locks held, pipelined over 60 connections
+                                        [default: 1000,10000,100000,1000000]
+    --connections LIST   connections open, 32 of them busy  [default: 100,1000,10000]
+    --waiters LIST       waiters in line, over 16 connections
+                                                  [default: 10,100,1000,10000]
+    --samples N          lock+unlocks (hand-offs) timed per size [default: 2000]
 
 BOUNDS AND MEASUREMENT:
     --seconds S          measured time per scenario, (0, 600]       [default: 2]

@@ -130,6 +130,20 @@ impl Servers {
         validity: Option<Duration>,
         kind: Kind,
     ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
+        let validity = match (validity, kind) {
+            (Some(validity), Kind::Ours) => vec![format!("--validity={}ms", validity.as_millis())],
+            _ => Vec::new(),
+        };
+        Servers::start_with(nodes, kind, &validity).await
+    }
+
+    /// [`start_kind`](Self::start_kind) with `extra` arguments for every
+    /// server (`--scenario scale` raises the limits this way).
+    pub async fn start_with(
+        nodes: usize,
+        kind: Kind,
+        extra: &[String],
+    ) -> Result<(Servers, Vec<Arc<dyn NetLocker>>), String> {
         let binary = match kind {
             Kind::Ours => binary()?,
             Kind::Trivial { .. } => trivial_binary()?,
@@ -162,10 +176,8 @@ impl Servers {
                     "--token-file",
                 ]),
             }
-            .arg(&servers.token_file);
-            if let (Some(validity), Kind::Ours) = (validity, kind) {
-                command.arg(format!("--validity={}ms", validity.as_millis()));
-            }
+            .arg(&servers.token_file)
+            .args(extra);
             let mut child = command
                 .env("RUST_LOG", "warn")
                 .stdin(Stdio::null())
