@@ -305,10 +305,12 @@ async fn connections(opts: &Options, emit: &mut impl FnMut(Row)) -> Result<(), S
     for &size in &opts.scale.connections {
         let step = async {
             let start = Instant::now();
-            let more = stream::iter(open.len()..size)
+            let mut more = stream::iter(open.len()..size)
                 .map(|_| connect(addr))
                 .buffer_unordered(64);
-            open.extend(more.try_collect::<Vec<_>>().await?);
+            while let Some(conn) = more.next().await {
+                open.push(conn.map_err(|e| format!("{e} (with {} open)", open.len()))?);
+            }
             let (took, after) = (start.elapsed(), rss(pid)?);
             // The busy ones loop lock+unlock while the probe runs.
             let (stop, cycles) = (

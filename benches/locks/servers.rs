@@ -232,7 +232,12 @@ pub async fn connect(addr: &str) -> Result<Arc<dyn NetLocker>, String> {
         .await
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     if !locker.is_online() {
-        return Err(format!("the server at {addr} did not accept a connection"));
+        let why = locker
+            .connect_error()
+            .map_or(String::new(), |e| format!(": {e}"));
+        return Err(format!(
+            "the server at {addr} did not accept a connection{why}"
+        ));
     }
     Ok(Arc::new(locker))
 }
