@@ -133,9 +133,14 @@ impl Session {
         let locker = &*self.server.locker;
         // A set already charged may pay for the uid's own entries on these
         // names (a read lock, waiting for the write lock): the place the
-        // table keeps beside them is charged apart.
+        // table keeps beside them is charged apart. A uid that holds them
+        // all in the mode asked is re-checking a wait already granted: the
+        // table renews the grant and keeps no place (should the entries
+        // expire meanwhile, the set's charge pays for the place instead).
         let beside = match reserved {
-            Reserved::Already(..) if locker.holds_any(args) => {
+            Reserved::Already(..)
+                if locker.holds_any(args) && !locker.holds_all(args, asked.mode) =>
+            {
                 match ledger.reserve_beside(self.id, args) {
                     Ok(beside) => Some(beside),
                     Err(over) => {
