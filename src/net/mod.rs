@@ -60,6 +60,7 @@ mod requests;
 mod sampler;
 mod server;
 mod session;
+mod sink;
 mod sniff;
 mod state;
 #[cfg(feature = "tls")]
