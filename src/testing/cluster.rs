@@ -47,8 +47,30 @@ impl TestCluster {
 
     /// `n` nodes whose lockers use `config` (expiry and quarantine).
     pub fn with_config(n: usize, seed: u64, config: LockerConfig) -> Self {
+        Self::named("node", n, seed, config)
+    }
+
+    /// `n` nodes named `{prefix}-0` … `{prefix}-{n-1}`: one of several
+    /// clusters in one test, such as the groups of a
+    /// [`Groups`](crate::Groups), which refuses two groups whose lockers
+    /// share an endpoint.
+    ///
+    /// ```
+    /// use quorum_lock::{Dsync, Groups, LockerConfig};
+    /// use quorum_lock::testing::TestCluster;
+    ///
+    /// let east = TestCluster::named("east", 3, 1, LockerConfig::default());
+    /// let west = TestCluster::named("west", 3, 2, LockerConfig::default());
+    /// let groups = Groups::new([
+    ///     ("east", Dsync::new(east.net_lockers())?),
+    ///     ("west", Dsync::new(west.net_lockers())?),
+    /// ])?;
+    /// assert_eq!(groups.ids().count(), 2);
+    /// # Ok::<(), quorum_lock::Error>(())
+    /// ```
+    pub fn named(prefix: &str, n: usize, seed: u64, config: LockerConfig) -> Self {
         let lockers = (0..n)
-            .map(|i| LocalLocker::with_config(format!("node-{i}"), config))
+            .map(|i| LocalLocker::with_config(format!("{prefix}-{i}"), config))
             .collect();
         Self::of(lockers, Vec::new(), seed)
     }

@@ -15,6 +15,7 @@ mod an_unlock_queued_under_an_unlimited_unlock_timeout_is_retried_until_it_lands
 mod chaos;
 mod conformance;
 mod edge_runtimes;
+mod groups;
 mod holder_crash;
 mod lost_replies;
 mod metrics;
