@@ -47,6 +47,7 @@ impl LocalLocker {
                 // its uid noted as forced.
                 self.shards
                     .expire_each(&args.resources, now, self.config.validity, &mut freed);
+                let mut left = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
                     set.expire(now, self.config.validity, &mut freed);
                     let (mut removed, mut cleared) = (false, Vec::new());
@@ -55,6 +56,7 @@ impl LocalLocker {
                             Name::new(&args.resources, pos),
                             &mut freed,
                             &mut cleared,
+                            &mut left,
                         );
                     }
                     // Their late refreshes must not bring them back; a
@@ -66,6 +68,13 @@ impl LocalLocker {
                     removed
                 });
                 self.promote(freed, self.clock.now());
+                // The forced holders' places dropped from these lines may
+                // stand on other names too: those go as well (after the
+                // shards above are let go, as other names may lie in
+                // other shards).
+                for (place, ticket) in left {
+                    self.end_place(&place, Some(ticket), &args.resources);
+                }
                 if removed && self.boards.in_use() {
                     self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
                 }

@@ -16,6 +16,7 @@ use crate::{LockArgs, LockMode};
 
 mod budget;
 mod by_refresh;
+mod forced;
 mod memory;
 mod name;
 mod promote;
@@ -574,28 +575,6 @@ impl Shard {
         if let hash_map::Entry::Occupied(slot) = self.map.entry(name) {
             self.fence_floor = settle(slot, self.fence_floor, freed);
         }
-    }
-
-    /// Drops every entry on `name`. Returns whether there were any.
-    pub(super) fn clear(
-        &mut self,
-        name: Name,
-        freed: &mut Vec<Name>,
-        cleared: &mut Vec<Arc<str>>,
-    ) -> bool {
-        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
-            return false;
-        };
-        let Some(holders) = slot.get_mut().holders.take() else {
-            return false;
-        };
-        self.fence_floor = settle(slot, self.fence_floor, freed);
-        for e in holders.entries() {
-            self.by_refresh.remove(e.slot);
-            cleared.push(e.uid.clone());
-        }
-        self.fit();
-        true
     }
 
     /// Drops every entry and place of `uid` in this shard. Returns whether

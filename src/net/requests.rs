@@ -451,9 +451,22 @@ impl Session {
         // the others uncharged until they expire, within the validity: a
         // lock the admin broke, whose holder is told it lost it at its next
         // refresh.
+        // Its places in line go too, over whichever connection they were
+        // asked: the server treats the uid as released, refusing its waits,
+        // and a place kept would be granted to it (uncharged, as its sets
+        // went) when its names come free.
         if removed {
             for uid in &forced_holders {
+                let mut places: Vec<(u64, Place)> = self
+                    .end_place(uid)
+                    .map(|p| (self.id, p))
+                    .into_iter()
+                    .collect();
+                places.extend(self.places_elsewhere(uid));
                 self.server.ledger.release(uid, None);
+                for (conn, place) in places {
+                    self.ended_on(conn, place);
+                }
             }
         }
         // The place ended here may stand on names this release did not
