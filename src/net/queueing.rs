@@ -187,6 +187,12 @@ impl Session {
                 // The set's charge pays for the entries now, not a place.
                 ledger.granted_set(args);
                 undo_beside();
+                // The grant ended every place of the waiter on these names,
+                // one kept beside its entries among them (a write place
+                // beside the read lock this request re-checks): its charge
+                // goes, wherever it was recorded (the uid is charged here
+                // now).
+                ledger.release_beside_if_charged_to(&args.uid, &args.resources, self.id);
                 // The table ended this waiter's places, under any uid,
                 // over any connection.
                 let superseded = self.waits().supersede(args, asked.ticket);
