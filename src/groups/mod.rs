@@ -196,7 +196,43 @@ impl Groups {
     pub fn group_of(&self, name: &str) -> &str {
         let inner = &*self.inner;
         let over = inner.next.as_ref().unwrap_or(&inner.current);
-        &inner.members[self.place(over, name)].id
+        &inner.members[self.position_among(over, name)].id
+    }
+
+    /// The id among `ids` of the group `name` lives in, by the very rule
+    /// [`group_of`](Self::group_of) follows: for a program that must know
+    /// a name's group without connecting to every group (a command line
+    /// that connects only the group it locks in). `None` when `ids` is
+    /// empty. The order of `ids` does not matter; an id given twice
+    /// counts once.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use quorum_lock::{Dsync, Error, Groups, LocalLocker, NetLocker};
+    /// # fn main() -> Result<(), Error> {
+    /// let home = Groups::place(["east", "west"], "invoices/2026-11");
+    /// assert!(matches!(home, Some("east" | "west")));
+    /// assert_eq!(Groups::place(["west", "east"], "invoices/2026-11"), home);
+    /// assert_eq!(Groups::place([], "invoices/2026-11"), None);
+    ///
+    /// // What a `Groups` of those ids says.
+    /// let cluster = || -> Result<Dsync, Error> {
+    ///     Dsync::new(vec![Arc::new(LocalLocker::new()) as Arc<dyn NetLocker>])
+    /// };
+    /// let groups = Groups::new([("east", cluster()?), ("west", cluster()?)])?;
+    /// assert_eq!(home, Some(groups.group_of("invoices/2026-11")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn place<'a>(ids: impl IntoIterator<Item = &'a str>, name: &str) -> Option<&'a str> {
+        let ids: Vec<&'a str> = ids.into_iter().collect();
+        if ids.is_empty() {
+            return None;
+        }
+        // `winner` scores each id alone and breaks ties by id, so neither
+        // the order nor a repeated id changes the winner.
+        let at = placement::winner(ids.iter().copied().enumerate(), name);
+        ids.get(at).copied()
     }
 
     /// The ids of every group, sorted.
@@ -315,9 +351,9 @@ impl Groups {
     /// groups change and it moves; sorted.
     fn homes(&self, name: &str) -> Vec<usize> {
         let inner = &*self.inner;
-        let mut homes = vec![self.place(&inner.current, name)];
+        let mut homes = vec![self.position_among(&inner.current, name)];
         if let Some(next) = &inner.next {
-            let later = self.place(next, name);
+            let later = self.position_among(next, name);
             if later != homes[0] {
                 homes.push(later);
                 homes.sort_unstable();
@@ -328,7 +364,7 @@ impl Groups {
 
     /// The position in `members` of the group among `over` that `name`
     /// lives in.
-    fn place(&self, over: &[usize], name: &str) -> usize {
+    fn position_among(&self, over: &[usize], name: &str) -> usize {
         let members = &self.inner.members;
         let ids = over.iter().map(|&at| (at, &*members[at].id));
         placement::winner(ids, name)

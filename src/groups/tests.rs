@@ -401,3 +401,24 @@ fn bad_input_on_the_changing_list_is_refused_for_what_is_wrong_with_it() {
     }
     assert!(unclear.is_empty(), "{unclear:#?}");
 }
+
+/// `Groups::place` is documented as the rule `group_of` follows, for
+/// programs that place a name without building the groups.
+#[test]
+fn place_agrees_with_group_of_whatever_the_order_of_the_ids() {
+    let ids = ["east", "west", "north", "1", "2"];
+    let g = groups(&ids);
+    let mut reversed = ids;
+    reversed.reverse();
+    for n in 0..10_000 {
+        let name = format!("name-{n}");
+        assert_eq!(Groups::place(ids, &name), Some(g.group_of(&name)), "{name}");
+        assert_eq!(
+            Groups::place(reversed, &name),
+            Some(g.group_of(&name)),
+            "{name}"
+        );
+    }
+    assert_eq!(Groups::place(["east", "east"], "x"), Some("east"));
+    assert_eq!(Groups::place(std::iter::empty(), "x"), None);
+}
