@@ -59,6 +59,7 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
                 quorum,
                 nodes: listings.iter().map(|l| l.json(true)).collect(),
                 locks: json::Field::Absent,
+                groups: None,
             })?,
         };
         write_out(&text)?;
@@ -89,6 +90,7 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
                 locks
                     .iter()
                     .map(|m| json::Lock {
+                        group: None,
                         resource: m.resource.clone(),
                         mode: json::mode(m.mode),
                         owner: m.owner.clone(),
@@ -99,6 +101,7 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
                     })
                     .collect()
             })),
+            groups: None,
         })?,
         (Output::Text, Some(merged)) => merged_text(merged, total),
         (Output::Text, None) => String::new(),
@@ -121,16 +124,16 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
 }
 
 /// What one node listed, or why it did not.
-struct Listing {
-    node: String,
+pub struct Listing {
+    pub node: String,
     /// As `Member::kind`.
-    kind: &'static str,
-    result: Result<Vec<LockInfo>, Missing>,
+    pub kind: &'static str,
+    pub result: Result<Vec<LockInfo>, Missing>,
 }
 
 impl Listing {
     /// The node in `locks --output json`; `entries`: the per-node view.
-    fn json(&self, entries: bool) -> json::Node {
+    pub fn json(&self, entries: bool) -> json::Node {
         let (reachable, reason) = match &self.result {
             Ok(_) => (true, None),
             Err(Missing::Failing(why)) => (true, Some(why.clone())),
@@ -144,6 +147,7 @@ impl Listing {
             (Err(_), true) => json::Field::Present(None),
         };
         json::Node {
+            group: None,
             node: self.node.clone(),
             kind: self.kind,
             reachable,
@@ -168,7 +172,7 @@ pub fn entry_json(e: &LockInfo, refreshed: bool) -> json::Entry {
 }
 
 /// Asks every node at once for its entries.
-async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
+pub async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
     let answers = join_all(fleet.members.iter().map(|member| {
         let locker = member.locker();
         ask(locker, member.server(), LIST, locker.locks())
@@ -186,21 +190,21 @@ async fn list_each(fleet: &Fleet) -> Result<Vec<Listing>, Failure> {
 }
 
 /// One lock across the nodes: the entries of one uid on one resource.
-struct Merged {
-    resource: String,
-    uid: String,
-    owner: String,
-    source: String,
-    mode: LockMode,
+pub struct Merged {
+    pub resource: String,
+    pub uid: String,
+    pub owner: String,
+    pub source: String,
+    pub mode: LockMode,
     /// Of its oldest entry.
-    age: Duration,
+    pub age: Duration,
     /// The nodes holding an entry, in the order given.
-    held_on: Vec<String>,
+    pub held_on: Vec<String>,
 }
 
 /// The entries of the nodes that answered, merged by resource and uid,
 /// sorted by resource, then oldest first (as `Dsync::locks`).
-fn merge(listings: &[Listing]) -> Vec<Merged> {
+pub fn merge(listings: &[Listing]) -> Vec<Merged> {
     let mut merged: BTreeMap<(String, String), Merged> = BTreeMap::new();
     for listing in listings {
         let Ok(entries) = &listing.result else {
@@ -311,12 +315,18 @@ pub fn write_out(text: &str) -> Result<(), Failure> {
 pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     let cluster = Cluster::connect(&args.client, true, write_quorum, None).await?;
     if let Some(uid) = &args.uid {
-        return force_uid(&cluster, uid).await;
+        return force_uid(&cluster, uid, None).await.map(|_| 0);
     }
-    // Each name is forced on its own, to say which ones were held; all
-    // are checked first, so that a bad one forces none.
-    let mut names: Vec<String> = Vec::with_capacity(args.names.len());
-    for name in &args.names {
+    let names = checked_names(&args.names)?;
+    force_names(&cluster, &names, None).await
+}
+
+/// The names of `force-unlock`, each once, in the order given. Each name
+/// is forced on its own, to say which ones were held; all are checked
+/// first, so that a bad one forces none.
+pub fn checked_names(given: &[String]) -> Result<Vec<String>, Failure> {
+    let mut names: Vec<String> = Vec::with_capacity(given.len());
+    for name in given {
         crate::target::refuse_node_url(name)?;
         if !names.contains(name) {
             names.push(name.clone());
@@ -332,26 +342,37 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     check
         .validate_resources()
         .map_err(|e| Failure::usage(e.to_string()))?;
-    let ds = coordinator(&cluster)?;
+    Ok(names)
+}
+
+/// Forces each of `names` open on `cluster`; `group` names the cluster's
+/// group in each line when `--nodes` has several.
+pub async fn force_names(
+    cluster: &Cluster,
+    names: &[String],
+    group: Option<&str>,
+) -> Result<u8, Failure> {
+    let in_group = group.map_or_else(String::new, |id| format!(" in group '{id}'"));
+    let ds = coordinator(cluster)?;
     let total = cluster.lockers.len();
     let nodes = cluster.kind.nodes();
     let mut forced: Vec<String> = Vec::new();
     let mut done: Vec<String> = Vec::new();
-    for given in &names {
+    for given in names {
         // As given, but it is printed: escaped like everything else.
         let name = escaped(given).into_owned();
         let result = match ds.force_unlock_counted([given.as_str()]).await {
             Ok(result) => result,
             Err(err @ Error::InvalidArgument(_)) => return Err(Failure::usage(err.to_string())),
             Err(err) => {
-                let mut failure = diagnose(&cluster, err, &format!("force {name} open")).await;
+                let mut failure = diagnose(cluster, err, &format!("force {name} open")).await;
                 if !done.is_empty() {
                     failure
                         .message
                         .push_str(&format!("; already done, before it: {}", done.join(", ")));
                 }
                 if !forced.is_empty() {
-                    holder_warning(&cluster, &forced.join(", "));
+                    holder_warning(cluster, &forced.join(", "));
                 }
                 return Err(failure);
             }
@@ -361,7 +382,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         if result.removed_on == 0 {
             let _ = writeln!(
                 io::stdout(),
-                "not held: {name} (confirmed by {} of {total} {nodes})",
+                "not held: {name}{in_group} (confirmed by {} of {total} {nodes})",
                 result.confirmed
             );
             crate::words::warn(&format!(
@@ -373,7 +394,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         } else {
             let _ = writeln!(
                 io::stdout(),
-                "forced open: {name} (held on {}, confirmed by {} of {total} {nodes})",
+                "forced open: {name}{in_group} (held on {}, confirmed by {} of {total} {nodes})",
                 result.removed_on,
                 result.confirmed
             );
@@ -381,7 +402,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         }
     }
     if !forced.is_empty() {
-        holder_warning(&cluster, &forced.join(", "));
+        holder_warning(cluster, &forced.join(", "));
     }
     Ok(0)
 }
@@ -389,7 +410,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
 /// Warns that whoever held `what` still runs: a holder learns that its
 /// lock is gone only at its next refresh, and nothing protects its work
 /// from the moment it was forced.
-fn holder_warning(cluster: &Cluster, what: &str) {
+pub fn holder_warning(cluster: &Cluster, what: &str) {
     let interval = match cluster.lockers.iter().filter_map(|l| l.validity()).min() {
         Some(validity) if cluster.kind == Kind::LockServers => format!(
             "{} with these servers' {} validity",
@@ -407,8 +428,15 @@ fn holder_warning(cluster: &Cluster, what: &str) {
 
 /// `force-unlock --uid`: drops one acquisition's entries on every node,
 /// whatever names they are on. Needs a write quorum to confirm, as forcing
-/// by name does, because a holder could otherwise keep its lock.
-async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
+/// by name does, because a holder could otherwise keep its lock. With
+/// `group` (one of several), the lines name it, and a group that held
+/// nothing is not warned about: the uid's lock is in one group. Returns
+/// how many entries were removed.
+pub async fn force_uid(
+    cluster: &Cluster,
+    uid: &str,
+    group: Option<&str>,
+) -> Result<usize, Failure> {
     if uid.trim().is_empty() {
         return Err(Failure::usage(
             "--uid is empty; pass the UID column of 'quorum-lock locks'",
@@ -471,11 +499,15 @@ async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
     let nodes = cluster.kind.nodes();
     // As given, but it is printed: escaped like everything else.
     let uid = escaped(uid);
+    let in_group = group.map_or_else(String::new, |id| format!(" in group '{id}'"));
     if removed == 0 {
         let _ = writeln!(
             io::stdout(),
-            "not held: uid {uid} (confirmed by {answered} of {total} {nodes})"
+            "not held: uid {uid}{in_group} (confirmed by {answered} of {total} {nodes})"
         );
+        if group.is_some() {
+            return Ok(0);
+        }
         crate::words::warn(&format!(
             "nothing was held by uid {uid}: none of the {answered} {nodes} \
              that confirmed had an entry of it (released, expired or forced before?)"
@@ -483,11 +515,11 @@ async fn force_uid(cluster: &Cluster, uid: &str) -> Result<u8, Failure> {
     } else {
         let _ = writeln!(
             io::stdout(),
-            "forced open: uid {uid} (held on {removed}, confirmed by {answered} of {total} {nodes})"
+            "forced open: uid {uid}{in_group} (held on {removed}, confirmed by {answered} of {total} {nodes})"
         );
         holder_warning(cluster, &format!("the lock of uid {uid}"));
     }
-    Ok(0)
+    Ok(removed)
 }
 
 /// A coordinator for listing and forcing. They take no locks, so the lease

@@ -88,7 +88,7 @@ pub struct HelpArgs {
 }
 
 /// The shared secrets, from files (preferred), flags or the environment.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct Tokens {
     /// File holding the client token (whitespace around it is ignored).
     #[arg(long, value_name = "FILE", env = "QUORUM_LOCK_TOKEN_FILE")]
@@ -204,7 +204,7 @@ pub struct ServerArgs {
 }
 
 /// The nodes and credentials every client subcommand needs.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
     /// Comma-separated nodes, of one kind or mixed, each told by its
     /// scheme: host:port (no scheme) for a lock server, redis:// or
@@ -265,10 +265,15 @@ pub struct ClientArgs {
     /// certificate; earlier versions expected localhost unless told).
     #[arg(long, value_name = "NAME", requires = "tls_ca")]
     pub tls_server_name: Option<String>,
+    /// Not a flag: the id of the group `nodes` is, once a command has
+    /// narrowed a `--nodes` of several groups to one (`plan::Group`);
+    /// `None` for a list of one group, whose messages name no group.
+    #[arg(skip)]
+    pub group: Option<String>,
 }
 
 /// Redis nodes instead of lock servers.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RedisArgs {
     /// Comma-separated Redis nodes instead of lock servers (--nodes), as
     /// redis://host:port or redis://user:password@host:port/db (user,
@@ -298,7 +303,7 @@ pub struct RedisArgs {
 }
 
 /// Options of the databases in --nodes.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SqlArgs {
     /// Prefix of the lock tables' names on the databases of --nodes
     /// (PREFIXentries, PREFIXfence): ASCII letters, digits and

@@ -96,10 +96,11 @@ impl DatabaseSecrets {
     pub fn of(nodes: Option<&str>) -> DatabaseSecrets {
         let mut found = DatabaseSecrets::default();
         for node in nodes.unwrap_or_default().split([',', ';']) {
-            let scheme = node
-                .trim()
-                .split_once("://")
-                .map(|(scheme, _)| scheme.to_ascii_lowercase());
+            // A group's first node follows its id: `east=postgres://...`.
+            let scheme = node.trim().split_once("://").map(|(before, _)| {
+                let scheme = before.rsplit('=').next().unwrap_or(before);
+                scheme.trim().to_ascii_lowercase()
+            });
             match scheme.as_deref() {
                 Some("postgres" | "postgresql") => found.postgres = true,
                 Some("mysql" | "mariadb") => found.mysql = true,
@@ -470,6 +471,25 @@ mod tests {
                 "QUORUM_LOCK_TLS_CA",
             ]),
             "a new variable: is it a secret (add it to SECRETS) or not (add it here)?"
+        );
+    }
+
+    /// A database listed first in a group of `--nodes` follows the
+    /// group's id; its driver's secrets are still kept from the command.
+    #[test]
+    fn the_database_secrets_of_every_group_are_known_through_their_ids() {
+        use super::DatabaseSecrets;
+        let found = DatabaseSecrets::of(Some("east=postgres://db1/x,a:1;west=MariaDB://db2/x"));
+        assert_eq!(
+            found,
+            DatabaseSecrets {
+                postgres: true,
+                mysql: true
+            }
+        );
+        assert_eq!(
+            DatabaseSecrets::of(Some("a:1;b=c:1")),
+            DatabaseSecrets::default()
         );
     }
 }

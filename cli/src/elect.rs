@@ -46,8 +46,11 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
         grace_for(args.grace, &lease_for(validity))?;
     }
     let patience = Patience::of(false, args.timeout);
+    // An election lives in the group of its name, as `Groups::election`
+    // places it; only that group is connected.
+    let group = crate::plan::group_of(&args.client, &args.name)?;
     let cluster = tokio::select! {
-        cluster = Cluster::connect_for(&args.client, write_quorum, args.validity, patience) => cluster?,
+        cluster = Cluster::connect_for(&group.client, write_quorum, args.validity, patience) => cluster?,
         stop = signals.recv() => return Ok(signalled(stop)),
     };
     let Client { ds, lease, grace } =
@@ -207,8 +210,9 @@ async fn campaign(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> 
 async fn listen(args: ElectArgs, mut signals: Signals) -> Result<u8, Failure> {
     // An observer follows the election through outages: with too few
     // nodes it says so and waits for them, as a run without --timeout.
+    let group = crate::plan::group_of(&args.client, &args.name)?;
     let cluster = tokio::select! {
-        cluster = Cluster::connect_for(&args.client, write_quorum, args.validity, Patience::Forever) => cluster?,
+        cluster = Cluster::connect_for(&group.client, write_quorum, args.validity, Patience::Forever) => cluster?,
         _ = signals.recv() => return Ok(0),
     };
     let Client { ds, .. } = Client::new(&cluster, args.validity, None, None)?;

@@ -38,11 +38,39 @@ pub struct Locks {
     /// each node.
     #[serde(skip_serializing_if = "Field::is_absent")]
     pub locks: Field<Vec<Lock>>,
+    /// With several groups in `--nodes` only: each group's counts (the
+    /// ones above are summed over the groups). Left out for one group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupCounts>>,
+}
+
+/// One group of `locks` or `status`, when `--nodes` has several.
+#[derive(Serialize)]
+pub struct GroupCounts {
+    pub group: String,
+    pub total: usize,
+    /// `locks`: how many answered; left out of `status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered: Option<usize>,
+    /// A write quorum of the group's nodes.
+    pub quorum: usize,
+    /// `locks`: whether its locks are in `locks` (a quorum answered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed: Option<bool>,
+    /// `status`: how many are healthy, and whether a quorum is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthy: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum_healthy: Option<bool>,
 }
 
 /// One node of `locks`.
 #[derive(Serialize)]
 pub struct Node {
+    /// The group of `--nodes` it is in, when there are several; left
+    /// out for one group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// `host:port`, or a database's `scheme://host:port/database`.
     pub node: String,
     /// "lock-server", "redis", "postgres" or "mysql" (MySQL and MariaDB).
@@ -62,6 +90,10 @@ pub struct Node {
 /// One lock of the merged view: the entries of one uid on one resource.
 #[derive(Serialize)]
 pub struct Lock {
+    /// The group of `--nodes` it is in, when there are several; left
+    /// out for one group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     pub resource: String,
     /// "read" or "write".
     pub mode: &'static str,
@@ -106,11 +138,20 @@ pub struct Status {
     /// `healthy >= quorum`: what `--health` exits 0 on.
     pub quorum_healthy: bool,
     pub nodes: Vec<StatusNode>,
+    /// As in `locks`: each group's counts, with several groups only (the
+    /// ones above are then summed, `quorum_healthy` true when every
+    /// group's is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupCounts>>,
 }
 
 /// One node of `status`.
 #[derive(Serialize)]
 pub struct StatusNode {
+    /// The group of `--nodes` it is in, when there are several; left
+    /// out for one group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     pub node: String,
     /// As in `locks`: "lock-server", "redis", "postgres" or "mysql".
     pub kind: &'static str,

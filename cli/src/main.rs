@@ -12,10 +12,12 @@ mod client;
 mod elect;
 mod fail;
 mod fleet;
+mod grouped_admin;
 mod help;
 mod hold;
 mod json;
 mod metrics_http;
+mod node_groups;
 mod node_urls;
 mod nodes;
 #[cfg(test)]
@@ -149,8 +151,8 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
             })?;
             elect::elect(args, signals).await
         }
-        Command::Locks(args) => admin::locks(args).await,
-        Command::ForceUnlock(args) => admin::force_unlock(args).await,
+        Command::Locks(args) => grouped_admin::locks(args).await,
+        Command::ForceUnlock(args) => grouped_admin::force_unlock(args).await,
         Command::Status(args) => status::status(args).await,
         Command::Certs(args) => certs::certs(args),
         Command::Help(args) => help(args.command.as_deref()),

@@ -124,7 +124,7 @@ pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
 /// `2130706433`, `0x7f.0.0.1` and `[::ffff:127.0.0.1]` are all
 /// `127.0.0.1`, as the system's resolver reads them), and the port as a
 /// number (`07070` is `7070`). Called on entries [`check_address`] took.
-fn server_key(addr: &str) -> (String, u16) {
+pub fn server_key(addr: &str) -> (String, u16) {
     let (host, port) = addr.rsplit_once(':').unwrap_or((addr, ""));
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let host = match bare.parse::<std::net::IpAddr>() {

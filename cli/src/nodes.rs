@@ -61,6 +61,19 @@ impl Cluster {
         validity: Option<Duration>,
         wait: bool,
     ) -> Result<Cluster, Failure> {
+        // One group of several is named in every failure.
+        Self::connect_group(args, admin, needed, validity, wait)
+            .await
+            .map_err(|failure| crate::plan::in_group(args.group.as_deref(), failure))
+    }
+
+    async fn connect_group(
+        args: &ClientArgs,
+        admin: bool,
+        needed: impl Fn(usize) -> usize,
+        validity: Option<Duration>,
+        wait: bool,
+    ) -> Result<Cluster, Failure> {
         let plan = Plan::of(args)?;
         match plan.kind {
             Kind::LockServers => {}

@@ -5,7 +5,8 @@
 
 use crate::args::ClientArgs;
 use crate::fail::Failure;
-use crate::node_urls::{classify, split_urls, Entry};
+use crate::node_groups::{split_groups, NodeGroup};
+use crate::node_urls::{split_urls, Entry};
 
 /// The kind of nodes a client command talks to: lock servers, Redis
 /// nodes, databases, or a mix of them (URLs beside `host:port` in
@@ -72,14 +73,27 @@ impl Plan {
                      postgres://, mysql://) or --redis redis://host:port,... for Redis nodes (or \
                      set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
                 )),
-                (Some(nodes), None) => classify(nodes)?,
+                (Some(nodes), None) => match split_groups(nodes)?.as_mut_slice() {
+                    [one] => std::mem::take(&mut one.entries),
+                    several => {
+                        return Err(Failure::usage(format!(
+                            "--nodes lists {} groups of nodes where one is needed here",
+                            several.len()
+                        )))
+                    }
+                },
                 (None, Some(urls)) => split_urls(urls)?.into_iter().map(Entry::Redis).collect(),
             };
         let plan = Plan {
             kind: Kind::of_entries(&entries),
             entries,
         };
-        plan.check_options(args)?;
+        // A group narrowed from several had its options checked against
+        // every group's nodes (`groups`): one group may lack the Redis
+        // nodes that another has.
+        if args.group.is_none() {
+            plan.check_options(args)?;
+        }
         Ok(plan)
     }
 
@@ -169,4 +183,84 @@ impl Plan {
             })
             .collect()
     }
+}
+
+/// One group of a client command's nodes: its id, and the client's flags
+/// with `--nodes` narrowed to the group's own nodes (see node_groups.rs).
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub id: String,
+    pub client: ClientArgs,
+}
+
+impl Group {
+    /// `failure` naming the group, when there are several.
+    pub fn named(&self, failure: Failure) -> Failure {
+        in_group(self.client.group.as_deref(), failure)
+    }
+}
+
+/// `failure` with the group it happened in first, when there is one.
+pub fn in_group(group: Option<&str>, mut failure: Failure) -> Failure {
+    if let Some(id) = group {
+        failure.message = format!("group '{id}': {}", failure.message);
+    }
+    failure
+}
+
+/// Every group of the command's nodes, in the order given, each checked
+/// as [`Plan::of`] checks one list, the options against all groups'
+/// nodes. One group (no `;` in `--nodes`, or `--redis`) comes back with
+/// the flags untouched, so that it behaves as before groups.
+pub fn groups(args: &ClientArgs) -> Result<Vec<Group>, Failure> {
+    let nodes = match (&args.nodes, &args.redis.redis) {
+        (Some(nodes), None) => nodes,
+        _ => return one_group(args, "1"),
+    };
+    let groups: Vec<NodeGroup> = split_groups(nodes)?;
+    if let [one] = groups.as_slice() {
+        return one_group(args, &one.id);
+    }
+    let entries: Vec<Entry> = groups.iter().flat_map(|g| g.entries.clone()).collect();
+    let all = Plan {
+        kind: Kind::of_entries(&entries),
+        entries,
+    };
+    all.check_options(args)?;
+    Ok(groups
+        .into_iter()
+        .map(|g| Group {
+            client: ClientArgs {
+                nodes: Some(g.nodes),
+                group: Some(g.id.clone()),
+                ..args.clone()
+            },
+            id: g.id,
+        })
+        .collect())
+}
+
+fn one_group(args: &ClientArgs, id: &str) -> Result<Vec<Group>, Failure> {
+    Plan::of(args)?;
+    Ok(vec![Group {
+        id: id.to_owned(),
+        client: args.clone(),
+    }])
+}
+
+/// The group `name` lives in (a lock's, a semaphore's or an election's
+/// name), placed as the library's `Groups` places it, so that this
+/// command and a program using `Groups` over the same ids meet in one
+/// group.
+pub fn group_of(args: &ClientArgs, name: &str) -> Result<Group, Failure> {
+    let mut groups = groups(args)?;
+    if groups.len() == 1 {
+        return Ok(groups.remove(0));
+    }
+    let id = quorum_lock::Groups::place(groups.iter().map(|g| g.id.as_str()), name)
+        .map(str::to_owned)
+        .unwrap_or_default();
+    tracing::debug!(group = %id, "the name lives in this group of --nodes");
+    let at = groups.iter().position(|g| g.id == id).unwrap_or(0);
+    Ok(groups.swap_remove(at))
 }

@@ -42,7 +42,13 @@ enum View {
 }
 
 pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    if args.validity.is_some() && Plan::of(&args.client)?.kind == Kind::LockServers {
+    // Every group of --nodes (one, mostly), each its own cluster.
+    let groups = crate::plan::groups(&args.client)?;
+    let mut kinds = Vec::with_capacity(groups.len());
+    for group in &groups {
+        kinds.push(Plan::of(&group.client)?.kind);
+    }
+    if args.validity.is_some() && kinds.iter().all(|k| *k == Kind::LockServers) {
         return Err(Failure::usage(
             "status --validity is for Redis nodes and databases; lock servers announce their own",
         ));
@@ -54,11 +60,22 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
     };
     // Health lists no locks, so any token will do: a readiness probe needs
     // only the client token.
-    let fleet = Fleet::connect(&args.client, view == View::Status, args.validity).await?;
+    let connected = join_all(
+        groups
+            .iter()
+            .map(|g| Fleet::connect(&g.client, view == View::Status, args.validity)),
+    )
+    .await;
+    let mut fleets = Vec::with_capacity(groups.len());
+    for (group, fleet) in groups.into_iter().zip(connected) {
+        let fleet = fleet.map_err(|f| group.named(f))?;
+        fleets.push((group, fleet));
+    }
+    let fleet = Fleets(fleets);
     if !args.watch {
-        let snapshot = Snapshot::take(&fleet, view).await?;
+        let snapshot = Snapshots::take(&fleet, view).await?;
         write_out(&snapshot.render(args.output)?)?;
-        return snapshot.verdict(&fleet, &args.client);
+        return snapshot.verdict(&fleet);
     }
 
     let interval = args.interval.unwrap_or(INTERVAL);
@@ -75,13 +92,13 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
             _ = signals.recv() => return Ok(0),
         }
         let snapshot = tokio::select! {
-            snapshot = Snapshot::take(&fleet, view) => snapshot?,
+            snapshot = Snapshots::take(&fleet, view) => snapshot?,
             _ = signals.recv() => return Ok(0),
         };
         let mut text = String::new();
         // JSON Lines carry their own time; no headers between them.
         if args.output == Output::Text {
-            let now = humantime::format_rfc3339_seconds(snapshot.time);
+            let now = humantime::format_rfc3339_seconds(snapshot.time());
             if terminal {
                 let every = humantime::format_duration(interval);
                 let _ = writeln!(
@@ -102,7 +119,7 @@ pub async fn status(args: StatusArgs) -> Result<u8, Failure> {
         }
         shown += 1;
         if args.count.is_some_and(|count| shown >= count) {
-            return snapshot.verdict(&fleet, &args.client);
+            return snapshot.verdict(&fleet);
         }
     }
 }
@@ -120,8 +137,116 @@ fn write_out(text: &str) -> Result<bool, Failure> {
     }
 }
 
-/// One look at every node, in the order given.
+/// Every group's nodes, connected, in the order given: one group unless
+/// `--nodes` lists several.
+struct Fleets(Vec<(crate::plan::Group, Fleet)>);
+
+/// One look at every group, in the order given.
+struct Snapshots(Vec<Snapshot>);
+
+impl Snapshots {
+    /// Every group's snapshot, taken at once.
+    async fn take(fleets: &Fleets, view: View) -> Result<Snapshots, Failure> {
+        let looks = join_all(fleets.0.iter().map(|(group, fleet)| async move {
+            let mut snapshot = Snapshot::take(fleet, view)
+                .await
+                .map_err(|f| group.named(f))?;
+            snapshot.group = group.client.group.clone();
+            Ok::<_, Failure>(snapshot)
+        }))
+        .await;
+        Ok(Snapshots(looks.into_iter().collect::<Result<_, _>>()?))
+    }
+
+    fn time(&self) -> SystemTime {
+        self.0.first().map_or_else(SystemTime::now, |s| s.time)
+    }
+
+    /// Each group's verdict ([`Snapshot::verdict`]); with several groups,
+    /// every failing group is named, under the first one's exit code.
+    fn verdict(&self, fleets: &Fleets) -> Result<u8, Failure> {
+        let mut failures: Vec<Failure> = Vec::new();
+        for (snapshot, (group, fleet)) in self.0.iter().zip(&fleets.0) {
+            if let Err(failure) = snapshot.verdict(fleet, &group.client) {
+                failures.push(group.named(failure));
+            }
+        }
+        let Some(first) = failures.first() else {
+            return Ok(0);
+        };
+        let message: Vec<&str> = failures.iter().map(|f| f.message.as_str()).collect();
+        Err(Failure::new(first.code, message.join("; ")))
+    }
+
+    fn render(&self, output: Output) -> Result<String, Failure> {
+        let [one] = self.0.as_slice() else {
+            return match output {
+                Output::Json => json::line(&self.json()),
+                Output::Text => Ok(self.text()),
+            };
+        };
+        one.render(output)
+    }
+
+    /// Each group's lines, the group's id before each node's endpoint.
+    fn text(&self) -> String {
+        let width = self.0.iter().map(Snapshot::width).max().unwrap_or(0);
+        let ids = self.0.iter().filter_map(|s| s.group.as_deref());
+        let id_width = ids.map(|id| id.chars().count()).max().unwrap_or(0);
+        let mut out = String::new();
+        for snapshot in &self.0 {
+            let id = snapshot.group.as_deref().unwrap_or_default();
+            let before = format!("{id:<id_width$}  ");
+            out.push_str(&match snapshot.view {
+                View::Status => snapshot.text_in(&before, width),
+                View::Health => snapshot.health_text_in(&before, width),
+            });
+        }
+        out
+    }
+
+    /// One document: every group's nodes, each with its group; the counts
+    /// summed, and each group's own under `groups`.
+    fn json(&self) -> json::Status {
+        let each: Vec<json::Status> = self.0.iter().map(Snapshot::json).collect();
+        let kinds: Vec<&str> = each.iter().map(|s| s.kind).collect();
+        let kind = match kinds.first() {
+            Some(first) if kinds.iter().all(|k| k == first) => *first,
+            _ => json::kind(Kind::Mixed),
+        };
+        let groups = self
+            .0
+            .iter()
+            .zip(&each)
+            .map(|(snapshot, doc)| json::GroupCounts {
+                group: snapshot.group.clone().unwrap_or_default(),
+                total: doc.total,
+                answered: None,
+                quorum: doc.quorum,
+                listed: None,
+                healthy: Some(doc.healthy),
+                quorum_healthy: Some(doc.quorum_healthy),
+            })
+            .collect();
+        json::Status {
+            format: json::FORMAT,
+            kind,
+            view: each.first().map_or("status", |s| s.view),
+            time: humantime::format_rfc3339_seconds(self.time()).to_string(),
+            total: each.iter().map(|s| s.total).sum(),
+            quorum: each.iter().map(|s| s.quorum).sum(),
+            healthy: each.iter().map(|s| s.healthy).sum(),
+            quorum_healthy: each.iter().all(|s| s.quorum_healthy),
+            nodes: each.into_iter().flat_map(|s| s.nodes).collect(),
+            groups: Some(groups),
+        }
+    }
+}
+
+/// One look at every node of one group, in the order given.
 struct Snapshot {
+    /// The group's id, when `--nodes` has several.
+    group: Option<String>,
     kind: Kind,
     view: View,
     time: SystemTime,
@@ -188,6 +313,7 @@ impl Snapshot {
         }))
         .await;
         Ok(Snapshot {
+            group: None,
             kind: fleet.kind(),
             view,
             time,
@@ -258,11 +384,16 @@ impl Snapshot {
 
     /// One line per node, each followed by a table of its locks.
     fn text(&self) -> String {
-        let width = self.width();
+        self.text_in("", self.width())
+    }
+
+    /// [`text`](Self::text) with `before` at the start of each node's
+    /// line and its endpoints padded to `width`.
+    fn text_in(&self, before: &str, width: usize) -> String {
         let mut out = String::new();
         for node in &self.nodes {
             let endpoint = &node.endpoint;
-            let line = format!("{endpoint:<width$}  {}", node.summary());
+            let line = format!("{before}{endpoint:<width$}  {}", node.summary());
             let _ = writeln!(out, "{}", escaped(&line));
             if let State::Up {
                 locks: Some(locks), ..
@@ -277,14 +408,18 @@ impl Snapshot {
 
     /// One line per node: healthy, or why not.
     fn health_text(&self) -> String {
-        let width = self.width();
+        self.health_text_in("", self.width())
+    }
+
+    /// [`health_text`](Self::health_text) as [`text_in`](Self::text_in).
+    fn health_text_in(&self, before: &str, width: usize) -> String {
         let mut out = String::new();
         for node in &self.nodes {
             let endpoint = &node.endpoint;
             let line = if node.healthy() {
-                format!("{endpoint:<width$}  healthy")
+                format!("{before}{endpoint:<width$}  healthy")
             } else {
-                format!("{endpoint:<width$}  unhealthy: {}", node.trouble())
+                format!("{before}{endpoint:<width$}  unhealthy: {}", node.trouble())
             };
             let _ = writeln!(out, "{}", escaped(&line));
         }
@@ -318,7 +453,12 @@ impl Snapshot {
             quorum,
             healthy,
             quorum_healthy: healthy >= quorum,
-            nodes: self.nodes.iter().map(Node::json).collect(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| n.json(self.group.as_deref()))
+                .collect(),
+            groups: None,
         }
     }
 }
@@ -368,7 +508,7 @@ impl Node {
         }
     }
 
-    fn json(&self) -> json::StatusNode {
+    fn json(&self, group: Option<&str>) -> json::StatusNode {
         let healthy = self.healthy();
         let (reachable, reason) = match &self.state {
             State::Missing(Missing::Unreachable(why)) => (false, Some(why.clone())),
@@ -394,6 +534,7 @@ impl Node {
             ),
         };
         json::StatusNode {
+            group: group.map(str::to_owned),
             node: self.endpoint.clone(),
             kind: self.kind,
             reachable,

@@ -337,8 +337,12 @@ pub async fn take(request: Request<'_>, signals: &mut Signals) -> Result<Taken, 
     } = request;
     check_name(name)?;
     let quorum = if read { read_quorum } else { write_quorum };
+    // A lock, or a semaphore, lives in the group of its name (as
+    // `Groups::rw_mutex` and `Groups::semaphore` place it): only that
+    // group of --nodes is connected.
+    let group = crate::plan::group_of(client, name)?;
     let cluster = tokio::select! {
-        cluster = Cluster::connect_for(client, quorum, validity, patience) => cluster?,
+        cluster = Cluster::connect_for(&group.client, quorum, validity, patience) => cluster?,
         stop = signals.recv() => return Ok(Taken::Stopped(signalled(stop))),
     };
     let Client { ds, lease, grace } = Client::new(&cluster, validity, grace, owner)?;

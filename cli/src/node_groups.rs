@@ -1,0 +1,305 @@
+//! `--nodes` as groups of nodes: `east=a1:7070,a2:7070;west=b1:7070,...`.
+//! Each group is a cluster of its own (a quorum of its own nodes), and a
+//! lock name lives in one group, chosen as the library's `Groups` chooses
+//! it ([`quorum_lock::Groups::place`]).
+//!
+//! The rules, stated once here and in `--help`:
+//! - `;` separates groups, always: a `;` inside a URL (a password, a query)
+//!   must be written `%3B`. Telling a separator from a `;` in a password
+//!   by looking would guess, and a wrong guess splits a cluster.
+//! - A group may start with an id and `=`. The text before the group's
+//!   first `=` is an id when it holds no `:`, `/` or `@`: every node entry
+//!   holds a `:` (`host:port`, `scheme://`) before any `=` of its own (a
+//!   URL's query), so an entry is never taken for an id.
+//! - A group without an id takes its position, from 1, as its id.
+//! - A list without `;` is one group and is checked exactly as before, so
+//!   one cluster behaves as it always did.
+
+use thiserror::Error;
+
+use crate::node_urls::{classify, server_key, shown, Entry, EntryError, HIDDEN};
+
+/// One group of `--nodes`: its id and its own list, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeGroup {
+    /// Given before `=`, or the group's position from 1.
+    pub id: String,
+    /// The group's nodes as given, without the id (credentials included:
+    /// never show it).
+    pub nodes: String,
+    /// The nodes, each with its kind.
+    pub entries: Vec<Entry>,
+}
+
+/// What `;` and `=` in a message about groups mean, and how to write them
+/// inside a URL.
+pub const GROUP_RULE: &str = "';' separates groups of nodes (ID=A,B,C;ID=D,E,F) and a URL must \
+     write a ';' of its own as %3B";
+
+/// The characters a group id may hold: it is printed in listings and
+/// used as a column, so nothing that needs quoting.
+fn id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// The longest id (the library takes up to 256 bytes; a listing column
+/// should stay readable).
+const MAX_ID: usize = 64;
+
+/// Why `--nodes` was refused as groups. Nothing here quotes a node as
+/// given: entries are named as [`classify`] names them.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum GroupError {
+    /// One group alone: as before groups, word for word.
+    #[error(transparent)]
+    Single(EntryError),
+    #[error(
+        "group {position} of {total} of --nodes is empty: give each group its nodes, or remove \
+         the extra ';' ({GROUP_RULE})"
+    )]
+    EmptyGroup { position: usize, total: usize },
+    #[error(
+        "group {position} of {total} of --nodes has an empty id before '=': write ID=A,B,C with \
+         an id of letters, digits, '-', '_' or '.', or leave out the '=' for the group's position"
+    )]
+    EmptyId { position: usize, total: usize },
+    #[error(
+        "group {position} of {total} of --nodes has an id that is not usable: an id (the text \
+         before '=') takes 1 to {MAX_ID} letters, digits, '-', '_' or '.'"
+    )]
+    BadId { position: usize, total: usize },
+    #[error(
+        "the group id '{id}' is given twice in --nodes (a group without an id takes its \
+         position as id): give each group an id of its own"
+    )]
+    IdTwice { id: String },
+    #[error("group '{id}' of --nodes: {source}; {GROUP_RULE}")]
+    Entry { id: String, source: EntryError },
+    #[error(
+        "node {node} is in both groups '{first}' and '{second}' of --nodes: each node serves one \
+         group, or it would count towards two clusters"
+    )]
+    SharedNode {
+        node: String,
+        first: String,
+        second: String,
+    },
+}
+
+impl From<GroupError> for crate::fail::Failure {
+    fn from(err: GroupError) -> crate::fail::Failure {
+        crate::fail::Failure::usage(err.to_string())
+    }
+}
+
+/// Splits `--nodes` into its groups and checks each (see the module's
+/// rules); one group when there is no `;`.
+pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
+    let parts: Vec<&str> = raw.split(';').collect();
+    let total = parts.len();
+    if total == 1 {
+        let (id, nodes) = id_and_nodes(raw, 1, 1)?;
+        let entries = classify(nodes).map_err(GroupError::Single)?;
+        return Ok(vec![NodeGroup {
+            id: id.unwrap_or("1").to_owned(),
+            nodes: nodes.to_owned(),
+            entries,
+        }]);
+    }
+    let mut split: Vec<(String, &str)> = Vec::with_capacity(total);
+    for (i, part) in parts.iter().enumerate() {
+        let position = i + 1;
+        if part.trim().is_empty() {
+            return Err(GroupError::EmptyGroup { position, total });
+        }
+        let (id, nodes) = id_and_nodes(part, position, total)?;
+        if nodes.trim().is_empty() {
+            return Err(GroupError::EmptyGroup { position, total });
+        }
+        split.push((
+            id.map_or_else(|| position.to_string(), str::to_owned),
+            nodes,
+        ));
+    }
+    // As `classify` tells a list that carries credentials, ids aside.
+    let secret_bearing = split.iter().any(|(_, nodes)| nodes.contains(['@', '=']));
+    let mut groups: Vec<NodeGroup> = Vec::with_capacity(total);
+    for (id, nodes) in split {
+        if groups.iter().any(|g| g.id == id) {
+            return Err(GroupError::IdTwice { id });
+        }
+        let entries = classify(nodes).map_err(|source| GroupError::Entry {
+            id: id.clone(),
+            source,
+        })?;
+        for entry in &entries {
+            if let Some(first) = groups.iter().find(|g| shares(g, entry)) {
+                let node = if secret_bearing {
+                    format!("({HIDDEN})")
+                } else {
+                    crate::words::escaped(&shown(entry.given())).into_owned()
+                };
+                return Err(GroupError::SharedNode {
+                    node,
+                    first: first.id.clone(),
+                    second: id,
+                });
+            }
+        }
+        groups.push(NodeGroup {
+            id,
+            nodes: nodes.trim().to_owned(),
+            entries,
+        });
+    }
+    Ok(groups)
+}
+
+/// Whether `group` already lists `entry`'s node: a lock server by its
+/// address (every spelling of one), a URL as given.
+fn shares(group: &NodeGroup, entry: &Entry) -> bool {
+    group.entries.iter().any(|e| match (e, entry) {
+        (Entry::Server(a), Entry::Server(b)) => server_key(a) == server_key(b),
+        (a, b) => a.given() == b.given(),
+    })
+}
+
+/// A group's id, when it starts with one, and its nodes.
+fn id_and_nodes(
+    group: &str,
+    position: usize,
+    total: usize,
+) -> Result<(Option<&str>, &str), GroupError> {
+    let Some((before, after)) = group.split_once('=') else {
+        return Ok((None, group));
+    };
+    // An entry holds `:` (host:port, scheme://) or `@` before its own `=`.
+    if before.contains([':', '/', '@']) {
+        return Ok((None, group));
+    }
+    let id = before.trim();
+    if id.is_empty() {
+        return Err(GroupError::EmptyId { position, total });
+    }
+    if id.len() > MAX_ID || !id.chars().all(id_char) {
+        return Err(GroupError::BadId { position, total });
+    }
+    Ok((Some(id), after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(raw: &str) -> Vec<String> {
+        split_groups(raw)
+            .expect(raw)
+            .into_iter()
+            .map(|g| g.id)
+            .collect()
+    }
+
+    #[test]
+    fn groups_take_their_ids_or_their_positions() {
+        assert_eq!(ids("east=a:1,b:1;west=c:1,d:1"), ["east", "west"]);
+        assert_eq!(ids("a:1;b:1;c:1"), ["1", "2", "3"]);
+        assert_eq!(ids(" x.y_z-1 = a:1 ; c:1 "), ["x.y_z-1", "2"]);
+        let groups = split_groups("east=a:1,b:1;c:1").expect("two groups");
+        assert_eq!(groups[0].nodes, "a:1,b:1");
+        assert_eq!(groups[0].entries.len(), 2);
+        assert_eq!(groups[1].nodes, "c:1");
+    }
+
+    #[test]
+    fn one_list_without_a_semicolon_is_one_group_checked_as_before() {
+        let groups = split_groups("a:1,b:1,c:1").expect("one group");
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].id, "1");
+        assert_eq!(groups[0].nodes, "a:1,b:1,c:1");
+        assert_eq!(ids("east=a:1"), ["east"]);
+        // Errors of one list are word for word those of `classify`.
+        for bad in [
+            "",
+            "a:1,a:1",
+            "a:1,,b:1",
+            "http://x:1",
+            "host=db user=u password=Pw",
+        ] {
+            let old = classify(bad).expect_err(bad).to_string();
+            let new = split_groups(bad).expect_err(bad).to_string();
+            if !bad.starts_with("host=") {
+                assert_eq!(new, old, "{bad}");
+            }
+            assert!(!new.contains("Pw"), "{new}");
+        }
+    }
+
+    #[test]
+    fn a_url_with_equals_signs_in_its_query_is_not_taken_for_an_id() {
+        let raw = "postgres://u:pw@db1/x?sslmode=require&application_name=a,10.0.0.1:7070;\
+                   redis://:pw@r:6379/0?x=1";
+        let groups = split_groups(raw).expect("two groups");
+        assert_eq!(ids(raw), ["1", "2"]);
+        assert_eq!(groups[0].entries.len(), 2);
+        assert_eq!(
+            groups[1].entries,
+            [Entry::Redis("redis://:pw@r:6379/0?x=1".into())]
+        );
+        assert_eq!(ids("west=mysql://u:p%3Bw@db/x?a=b"), ["west"]);
+    }
+
+    #[test]
+    fn a_semicolon_in_a_url_must_be_percent_encoded() {
+        let encoded = split_groups("postgres://u:Pw%3BSecret9@db/x").expect("one group");
+        assert_eq!(encoded.len(), 1);
+        // Unencoded, it splits the URL; the error says the rule and shows
+        // no piece of the password.
+        let text = split_groups("postgres://u:Pw;Secret9@db/x")
+            .expect_err("split")
+            .to_string();
+        assert!(text.contains("%3B"), "{text}");
+        assert!(!text.contains("Secret9") && !text.contains("Pw"), "{text}");
+    }
+
+    #[test]
+    fn bad_groups_are_refused_saying_what_to_write() {
+        for (raw, expected) in [
+            ("a:1;", "group 2 of 2 of --nodes is empty"),
+            (";a:1", "group 1 of 2 of --nodes is empty"),
+            ("a:1; ;b:1", "group 2 of 3 of --nodes is empty"),
+            ("east=;b:1", "group 1 of 2 of --nodes is empty"),
+            ("=a:1;b:1", "group 1 of 2 of --nodes has an empty id"),
+            (
+                "e st=a:1;b:1",
+                "group 1 of 2 of --nodes has an id that is not usable",
+            ),
+            ("east=a:1;east=b:1", "the group id 'east' is given twice"),
+            ("2=a:1;b:1", "the group id '2' is given twice"),
+            ("a:1;b:1,a:1", "node a:1 is in both groups '1' and '2'"),
+            (
+                "a:1;b:1,127.0.0.1:2;c=127.1:2",
+                "node 127.1:2 is in both groups '2' and 'c'",
+            ),
+            (
+                "a:1;east=b",
+                "group 'east' of --nodes: bad node address 'b'",
+            ),
+        ] {
+            let err = split_groups(raw).expect_err(raw);
+            let text = err.to_string();
+            assert!(text.starts_with(expected), "{raw}: {text}");
+            assert_eq!(crate::fail::Failure::from(err).code, crate::fail::USAGE);
+        }
+        let long = format!("{}=a:1;b:1", "x".repeat(MAX_ID + 1));
+        assert!(matches!(split_groups(&long), Err(GroupError::BadId { .. })));
+    }
+
+    #[test]
+    fn a_node_in_two_groups_is_not_shown_when_the_list_carries_credentials() {
+        let text = split_groups("redis://:Secret5@r:1;redis://:Secret5@r:1")
+            .expect_err("shared")
+            .to_string();
+        assert!(text.contains("in both groups '1' and '2'"), "{text}");
+        assert!(!text.contains("Secret5"), "{text}");
+    }
+}
