@@ -52,6 +52,7 @@ mod metrics_address_error_shows_no_password;
 mod metrics_endpoint_flood;
 mod misplaced_urls;
 mod names;
+mod node_groups;
 mod node_urls_given_as_lock_names;
 mod open_files_below_the_spare_descriptors;
 mod outcomes;
