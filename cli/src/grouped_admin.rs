@@ -289,11 +289,25 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
             None => per_group.push((group, vec![name])),
         }
     }
+    // The names forced (or found free) in the groups before a failing one.
+    let mut done: Vec<String> = Vec::new();
     for (group, names) in &per_group {
-        let cluster = Cluster::connect(&group.client, true, write_quorum, None).await?;
-        force_names(&cluster, names, Some(&group.id))
-            .await
-            .map_err(|f| group.named(f))?;
+        let forced = match Cluster::connect(&group.client, true, write_quorum, None).await {
+            Ok(cluster) => force_names(&cluster, names, Some(&group.id))
+                .await
+                .map_err(|f| group.named(f)),
+            Err(failure) => Err(failure),
+        };
+        if let Err(mut failure) = forced {
+            if !done.is_empty() {
+                failure.message.push_str(&format!(
+                    "; already done in other groups, before it: {}",
+                    done.join(", ")
+                ));
+            }
+            return Err(failure);
+        }
+        done.extend(names.iter().map(|n| escaped(n).into_owned()));
     }
     Ok(0)
 }

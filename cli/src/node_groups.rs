@@ -17,7 +17,7 @@
 
 use thiserror::Error;
 
-use crate::node_urls::{classify, server_key, shown, Entry, EntryError, HIDDEN};
+use crate::node_urls::{classify, classify_with, server_key, shown, Entry, EntryError, HIDDEN};
 
 /// One group of `--nodes`: its id and its own list, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,15 +68,16 @@ pub enum GroupError {
          before '=') takes 1 to {MAX_ID} letters, digits, '-', '_' or '.'"
     )]
     BadId { position: usize, total: usize },
+    /// Groups are named as [`named`] names them.
     #[error(
-        "the group id '{id}' is given twice in --nodes (a group without an id takes its \
+        "the group id {id} is given twice in --nodes (a group without an id takes its \
          position as id): give each group an id of its own"
     )]
     IdTwice { id: String },
-    #[error("group '{id}' of --nodes: {source}; {GROUP_RULE}")]
+    #[error("group {id} of --nodes: {source}; {GROUP_RULE}")]
     Entry { id: String, source: EntryError },
     #[error(
-        "node {node} is in both groups '{first}' and '{second}' of --nodes: each node serves one \
+        "node {node} is in both groups {first} and {second} of --nodes: each node serves one \
          group, or it would count towards two clusters"
     )]
     SharedNode {
@@ -121,19 +122,29 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
             nodes,
         ));
     }
-    // As `classify` tells a list that carries credentials, ids aside.
+    // As `classify` tells a list that carries credentials, ids aside. In
+    // such a list a `;` may have cut a password, whose pieces may look
+    // like entries or ids: nothing of it is quoted, groups are named by
+    // their place.
     let secret_bearing = split.iter().any(|(_, nodes)| nodes.contains(['@', '=']));
-    let mut groups: Vec<NodeGroup> = Vec::with_capacity(total);
-    for (id, nodes) in split {
-        if groups.iter().any(|g| g.id == id) {
-            return Err(GroupError::IdTwice { id });
+    let named = |at: usize, id: &str| {
+        if secret_bearing {
+            format!("{} of {total}", at + 1)
+        } else {
+            format!("'{id}'")
         }
-        let entries = classify(nodes).map_err(|source| GroupError::Entry {
-            id: id.clone(),
+    };
+    let mut groups: Vec<NodeGroup> = Vec::with_capacity(total);
+    for (at, (id, nodes)) in split.into_iter().enumerate() {
+        if groups.iter().any(|g| g.id == id) {
+            return Err(GroupError::IdTwice { id: named(at, &id) });
+        }
+        let entries = classify_with(nodes, secret_bearing).map_err(|source| GroupError::Entry {
+            id: named(at, &id),
             source,
         })?;
         for entry in &entries {
-            if let Some(first) = groups.iter().find(|g| shares(g, entry)) {
+            if let Some(first_at) = groups.iter().position(|g| shares(g, entry)) {
                 let node = if secret_bearing {
                     format!("({HIDDEN})")
                 } else {
@@ -141,8 +152,8 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
                 };
                 return Err(GroupError::SharedNode {
                     node,
-                    first: first.id.clone(),
-                    second: id,
+                    first: named(first_at, &groups[first_at].id),
+                    second: named(at, &id),
                 });
             }
         }
@@ -299,7 +310,25 @@ mod tests {
         let text = split_groups("redis://:Secret5@r:1;redis://:Secret5@r:1")
             .expect_err("shared")
             .to_string();
-        assert!(text.contains("in both groups '1' and '2'"), "{text}");
+        assert!(text.contains("in both groups 1 of 2 and 2 of 2"), "{text}");
         assert!(!text.contains("Secret5"), "{text}");
+    }
+
+    /// A `;` in a password, not written %3B, cuts its URL in two: the
+    /// piece after it may look like an entry, or like an id before '='.
+    #[test]
+    fn no_piece_of_a_password_cut_by_a_semicolon_shows() {
+        for raw in [
+            "redis://127.0.0.1:1/locks?user=app&password=Head1;Tail1",
+            "postgres://h/x?password=Head1;Tail1=x",
+            "postgres://h/x?password=Head1;Tail1=x;Tail1=y",
+            "mysql://app:Head1;Tail1@h/x",
+            "redis://:Head1;Tail1,Tail1@h:1",
+        ] {
+            let text = split_groups(raw).expect_err(raw).to_string();
+            assert!(!text.contains("Tail1"), "{raw}: {text}");
+            assert!(!text.contains("Head1"), "{raw}: {text}");
+            assert!(text.contains("%3B"), "{raw}: {text}");
+        }
     }
 }

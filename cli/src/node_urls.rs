@@ -81,15 +81,21 @@ impl From<EntryError> for Failure {
 /// quorum and break mutual exclusion. (URLs are compared once their
 /// lockers say which server they reach.)
 pub fn classify(raw: &str) -> Result<Vec<Entry>, EntryError> {
+    // A comma inside a password splits it into entries of its own, which
+    // redaction cannot tell from a host name: in a list that carries
+    // credentials, a bad entry is named by its place only.
+    classify_with(raw, raw.contains(['@', '=']))
+}
+
+/// [`classify`], told whether the list carries credentials: one group of
+/// several (node_groups.rs) may hold a piece of a password that a `;`
+/// cut from the rest of its URL, and nothing else of it.
+pub fn classify_with(raw: &str, secret_bearing: bool) -> Result<Vec<Entry>, EntryError> {
     if raw.trim().is_empty() {
         return Err(EntryError::EmptyList);
     }
     let parts: Vec<&str> = raw.split(',').map(str::trim).collect();
     let total = parts.len();
-    // A comma inside a password splits it into entries of its own, which
-    // redaction cannot tell from a host name: in a list that carries
-    // credentials, a bad entry is named by its place only.
-    let secret_bearing = raw.contains(['@', '=']);
     let mut entries: Vec<Entry> = Vec::with_capacity(total);
     for (i, part) in parts.iter().enumerate() {
         let shown_as = if secret_bearing {
