@@ -56,15 +56,15 @@ pub async fn locks(args: LocksArgs) -> Result<u8, Failure> {
         if args.per_node {
             failures.push(group.failure(format!(
                 "only {answered} of {total} {nodes} answered; the listing shows what they \
-                     hold, not what the others hold: {}",
+                 hold, not what the others hold: {}",
                 unanswered.join("; ")
             )));
         } else if answered < quorum {
             failures.push(group.failure(format!(
                 "cannot list locks: only {answered} of {total} {nodes} answered but {quorum} \
-                     are needed for the merged view (every held lock is on a write quorum of \
-                     nodes, so with fewer one could be missing); {}; 'quorum-lock locks \
-                     --per-node' lists what the nodes that answer hold",
+                 are needed for the merged view (every held lock is on a write quorum of \
+                 nodes, so with fewer one could be missing); {}; 'quorum-lock locks \
+                 --per-node' lists what the nodes that answer hold",
                 unanswered.join("; ")
             )));
         } else {
