@@ -50,6 +50,8 @@ mod redis_table;
 mod report;
 #[path = "locks/scale.rs"]
 mod scale;
+#[path = "locks/scale_stores.rs"]
+mod scale_stores;
 #[path = "locks/scenario.rs"]
 mod scenario;
 #[path = "locks/semaphore.rs"]

@@ -83,6 +83,12 @@ pub struct ScaleSettings {
     pub waiters: List<usize>,
     #[arg(long, default_value = "2000", value_parser = |s: &str| count(s, 10, 100_000))]
     pub samples: usize,
+    /// Other lockers' stores measured after the lock server: `redis`,
+    /// `postgres`, `mysql`, or `none`.
+    #[arg(long, default_value = "none", value_parser = stores)]
+    pub stores: List<String>,
+    #[arg(long, default_value = "1000,10000,100000", value_parser = |s: &str| sizes(s, 1_000_000))]
+    pub store_held: List<usize>,
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -216,7 +222,7 @@ const LOCK_OPTIONS: &str = "--hold --mix --clients --names --shared --wait --mat
 const ELECTION_OPTIONS: &str =
     "--candidates --observers --handoffs --failover-validity --failovers --failover-seconds";
 const LIST_OPTIONS: &str = "--nodes --clients --names --shared --mix";
-const SCALE_OPTIONS: &str = "--held --connections --waiters --samples";
+const SCALE_OPTIONS: &str = "--held --connections --waiters --samples --stores --store-held";
 
 /// Whether `set`, one of the lists above, names the option `name`.
 fn in_set(set: &str, name: &str) -> bool {
@@ -490,6 +496,25 @@ impl Options {
 
 fn list<T>(value: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
     value.split(',').map(|s| item(s.trim())).collect()
+}
+
+/// The stores of `--stores`, each once; `none` measures none.
+fn stores(s: &str) -> Result<Vec<String>, String> {
+    if s == "none" {
+        return Ok(Vec::new());
+    }
+    let mut given: Vec<String> = Vec::new();
+    for store in s.split(',') {
+        if !["redis", "postgres", "mysql"].contains(&store) {
+            return Err(format!(
+                "{store:?}: expected redis, postgres or mysql (or none)"
+            ));
+        }
+        if !given.iter().any(|g| g == store) {
+            given.push(store.to_owned());
+        }
+    }
+    Ok(given)
 }
 
 /// Sizes in increasing order, each from 1 to `max`; `none` skips the part.

@@ -37,16 +37,18 @@ const WAIT_CONNECTIONS: usize = 16;
 const BUSY: usize = 32;
 const ADMIN: &str = "bench-admin";
 
-struct Row {
-    part: &'static str,
-    size: usize,
+pub struct Row {
+    pub part: &'static str,
+    pub size: usize,
     /// How long adding this step's items took, and how many it added.
-    took: Duration,
-    added: usize,
-    rss: (u64, u64),
-    p50: Duration,
-    p99: Duration,
-    notes: String,
+    pub took: Duration,
+    pub added: usize,
+    /// Memory before and after the step: the server's VmRSS, or what the
+    /// store says (`scale_stores`).
+    pub rss: (u64, u64),
+    pub p50: Duration,
+    pub p99: Duration,
+    pub notes: String,
 }
 
 impl Row {
@@ -72,10 +74,13 @@ fn columns() -> Vec<Col<Row>> {
 
 pub fn run(opts: &Options) -> Result<(), String> {
     let machine = Machine::read();
-    crate::servers::binary()?;
     let s = &opts.scale;
+    if !(s.held.is_empty() && s.connections.is_empty() && s.waiters.is_empty()) {
+        crate::servers::binary()?;
+    }
     say(format!(
-        "{}settings: held {:?}, connections {:?}, waiters {:?}, {} samples per size; open-files \
+        "{}settings: held {:?}, connections {:?}, waiters {:?}, stores {:?} held {:?}, {} samples \
+         per size; open-files \
          limit {}; tokio {} runtime with {} threads\n\
          p50/p99: a lock+unlock of one more name, one at a time (waiters: the hand-off, \
          release sent -> the next waiter's grant pushed); B/item: (after - before) / items added\n",
@@ -83,6 +88,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
         s.held,
         s.connections,
         s.waiters,
+        s.stores,
+        s.store_held,
         s.samples,
         open_files(),
         out::runtime(opts).0,
@@ -98,7 +105,8 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let work = async {
         held(opts, &mut emit).await?;
         connections(opts, &mut emit).await?;
-        waiters(opts, &mut emit).await
+        waiters(opts, &mut emit).await?;
+        crate::scale_stores::run(&s.stores, &s.store_held, s.samples, &mut emit).await
     };
     crate::on_runtime(opts, Duration::from_secs(2), work)?;
     out::save(opts, || {
@@ -152,7 +160,7 @@ fn rss(pid: u32) -> Result<u64, String> {
 
 /// One name, a uid of a UUID's length, an owner and source as short as a
 /// client's usually are.
-fn args(name: String, uid: String) -> LockArgs {
+pub fn args(name: String, uid: String) -> LockArgs {
     LockArgs {
         uid: format!("{uid:-<36}").into(),
         resources: vec![name].into(),
@@ -176,7 +184,7 @@ async fn lock_unlock(locker: &dyn NetLocker, a: &LockArgs) -> Result<(), String>
 }
 
 /// `samples` lock+unlock of fresh names on `locker`, one after another.
-async fn probe(
+pub async fn probe(
     locker: &dyn NetLocker,
     tag: &str,
     samples: usize,

@@ -1,0 +1,240 @@
+//! `--scenario scale --stores redis,postgres,mysql`: what held locks cost
+//! the other lockers' stores, grown through `--store-held`. One node of
+//! each, of this run's own, and one locker over it (a `RedisLocker`, a
+//! `SqlLocker`), with the validity long enough that nothing is refreshed.
+//! At each size: keys (Redis) or rows (SQL) per held lock, the store's
+//! memory (Redis `used_memory`) or the tables' size on disk (table and
+//! indexes), and the latency of a lock+unlock of one more name.
+
+use std::time::{Duration, Instant};
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use quorum_lock::redis::{RedisConfig, RedisLocker};
+use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
+use quorum_lock::NetLocker;
+
+use crate::context::Context;
+use crate::out::say;
+use crate::redis_base::{self, RedisServer};
+use crate::scale::{args, probe, Row};
+use crate::sql_server::{Database, Probe};
+
+/// Long enough that no held lock needs a refresh during the run.
+const VALIDITY: Duration = Duration::from_secs(3600);
+/// Calls in flight while a part fills the store.
+const IN_FLIGHT: usize = 64;
+/// Each size is filled within this, or the part stops there and says so.
+const STEP_LIMIT: Duration = Duration::from_secs(600);
+const TABLE_PREFIX: &str = "scale_";
+
+/// Every store named in `stores`, each grown through `sizes`.
+pub async fn run(
+    stores: &[String],
+    sizes: &[usize],
+    samples: usize,
+    emit: &mut impl FnMut(Row),
+) -> Result<(), String> {
+    for store in stores {
+        match store.as_str() {
+            "redis" => redis(sizes, samples, emit).await?,
+            "postgres" => sql(Backend::Postgres, sizes, samples, emit).await?,
+            "mysql" => sql(Backend::MySql, sizes, samples, emit).await?,
+            other => return Err(format!("--stores: unknown store {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+/// Takes locks `from..to` on `locker`, `IN_FLIGHT` at a time.
+async fn fill(locker: &dyn NetLocker, part: &str, from: usize, to: usize) -> Result<(), String> {
+    let fill = stream::iter(from..to)
+        .map(|i| async move {
+            let a = args(format!("held/{i}"), format!("held-{i}"));
+            match locker.lock(&a).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(format!("the lock of held/{i} was refused")),
+                Err(e) => Err(format!("the lock of held/{i}: {e}")),
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .try_collect::<()>();
+    tokio::time::timeout(STEP_LIMIT, fill)
+        .await
+        .map_err(|_| format!("{part}: filling to {to} took over {STEP_LIMIT:?}"))?
+}
+
+async fn redis(sizes: &[usize], samples: usize, emit: &mut impl FnMut(Row)) -> Result<(), String> {
+    let Some(binary) = redis_base::locate() else {
+        say("redis held: skipped, no redis-server on PATH (apt-get install -y redis-server)");
+        return Ok(());
+    };
+    let server = RedisServer::start(&binary)?;
+    say(format!(
+        "redis held: {} on port {}, one RedisLocker",
+        server.version, server.port
+    ));
+    let config = RedisConfig {
+        prefix: "scale:".into(),
+        validity: VALIDITY,
+        // A server this run started has never granted a lock.
+        quarantine: Duration::ZERO,
+        ..RedisConfig::default()
+    };
+    let locker = RedisLocker::connect(&server.url(), config)
+        .await
+        .context("cannot connect a RedisLocker")?;
+    let client = redis::Client::open(server.url()).context("a Redis client")?;
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .context("a Redis connection")?;
+    let mut have = 0;
+    for &size in sizes {
+        let (keys_before, memory_before) = redis_reading(&mut conn).await?;
+        let start = Instant::now();
+        fill(&locker, "redis held", have, size).await?;
+        let took = start.elapsed();
+        let (keys_after, memory_after) = redis_reading(&mut conn).await?;
+        let (p50, p99) = probe(&locker, &format!("redis-{size}"), samples).await?;
+        let added = size - have;
+        emit(Row {
+            part: "redis held",
+            size,
+            took,
+            added,
+            rss: (memory_before, memory_after),
+            p50,
+            p99,
+            notes: format!(
+                "{:.2} keys per lock ({} keys); memory is Redis's used_memory",
+                (keys_after.saturating_sub(keys_before)) as f64 / added.max(1) as f64,
+                keys_after
+            ),
+        });
+        have = size;
+    }
+    Ok(())
+}
+
+/// Keys in the database and `used_memory`.
+async fn redis_reading(conn: &mut redis::aio::MultiplexedConnection) -> Result<(u64, u64), String> {
+    let keys: u64 = redis::cmd("DBSIZE")
+        .query_async(conn)
+        .await
+        .context("DBSIZE")?;
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(conn)
+        .await
+        .context("INFO memory")?;
+    let memory = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .ok_or("no used_memory in INFO memory")?;
+    Ok((keys, memory))
+}
+
+async fn sql(
+    backend: Backend,
+    sizes: &[usize],
+    samples: usize,
+    emit: &mut impl FnMut(Row),
+) -> Result<(), String> {
+    let part = match backend {
+        Backend::Postgres => "postgres held",
+        Backend::MySql => "mysql held",
+    };
+    let db = match Database::start(backend, false) {
+        Ok(db) => db,
+        Err(why) => {
+            say(format!("{part}: skipped: {why}"));
+            return Ok(());
+        }
+    };
+    let config = SqlConfig {
+        table_prefix: TABLE_PREFIX.into(),
+        validity: VALIDITY,
+        // A server this run started has never granted a lock.
+        quarantine: Duration::ZERO,
+        ..SqlConfig::default()
+    };
+    let locker = SqlLocker::connect(&db.url, config)
+        .await
+        .context("cannot connect a SqlLocker")?;
+    let mut reader = Probe::connect(backend, &db.url).await?;
+    say(format!(
+        "{part}: a database of this run's own, one SqlLocker"
+    ));
+    let mut have = 0;
+    for &size in sizes {
+        let (rows_before, bytes_before) = sql_reading(&mut reader).await?;
+        let start = Instant::now();
+        fill(&locker, part, have, size).await?;
+        let took = start.elapsed();
+        let (rows_after, bytes_after) = sql_reading(&mut reader).await?;
+        let (p50, p99) = probe(&locker, &format!("{}-{size}", backend.name()), samples).await?;
+        let added = size - have;
+        emit(Row {
+            part,
+            size,
+            took,
+            added,
+            rss: (bytes_before, bytes_after),
+            p50,
+            p99,
+            notes: format!(
+                "{:.2} rows per lock ({} rows); memory is the entries table and its indexes on disk",
+                (rows_after.saturating_sub(rows_before)) as f64 / added.max(1) as f64,
+                rows_after
+            ),
+        });
+        have = size;
+    }
+    reader.close().await;
+    drop(locker);
+    drop(db);
+    Ok(())
+}
+
+/// Rows of the entries table, and its size with its indexes, once the
+/// server's statistics are brought up to date.
+async fn sql_reading(reader: &mut Probe) -> Result<(u64, u64), String> {
+    let table = format!("{TABLE_PREFIX}entries");
+    let rows = format!("SELECT COUNT(*) FROM {table}");
+    let failed = |what: &'static str| move |e: sqlx::Error| format!("{what}: {e}");
+    match reader {
+        Probe::Pg { conn, .. } => {
+            let count: i64 = sqlx::query_scalar(&rows)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(failed("counting the entries"))?;
+            let size_of = format!("SELECT pg_total_relation_size('{table}')");
+            let bytes: i64 = sqlx::query_scalar(&size_of)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(failed("the entries table's size"))?;
+            Ok((count.max(0) as u64, bytes.max(0) as u64))
+        }
+        Probe::My(conn) => {
+            let count: i64 = sqlx::query_scalar(&rows)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(failed("counting the entries"))?;
+            // InnoDB's sizes come from its statistics, updated by ANALYZE.
+            sqlx::query(&format!("ANALYZE TABLE {table}"))
+                .execute(&mut *conn)
+                .await
+                .map_err(failed("ANALYZE TABLE"))?;
+            let size_of = format!(
+                "SELECT CAST(data_length + index_length AS SIGNED) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name = '{table}'"
+            );
+            let bytes: i64 = sqlx::query_scalar(&size_of)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(failed("the entries table's size"))?;
+            Ok((count.max(0) as u64, bytes.max(0) as u64))
+        }
+    }
+}
