@@ -56,6 +56,15 @@ impl LocalLocker {
                             Name::new(&args.resources, pos),
                             &mut freed,
                             &mut cleared,
+                        );
+                    }
+                    // Before any line is promoted: a holder of one of these
+                    // names may wait in the line of another.
+                    for pos in 0..args.resources.len() {
+                        set.shard(pos).drop_places_of(
+                            Name::new(&args.resources, pos),
+                            &cleared,
+                            &mut freed,
                             &mut left,
                         );
                     }

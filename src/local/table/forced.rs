@@ -1,7 +1,8 @@
-//! A name forced open by the admin: its holders go, and so do their
-//! places in its line. The server treats a forced uid as released,
-//! refusing its waits; a place of it left standing would be granted to it
-//! the moment the name came free, a lock nobody may refresh.
+//! Names forced open by the admin: their holders go, and so do those
+//! holders' places in the lines of every name forced in the same call.
+//! The server treats a forced uid as released, refusing its waits; a place
+//! of it left standing would be granted to it the moment its name came
+//! free, a lock nobody may refresh.
 
 use std::collections::hash_map;
 use std::sync::Arc;
@@ -11,16 +12,16 @@ use crate::locker::wait::Ticket;
 use crate::LockArgs;
 
 impl Shard {
-    /// Drops every entry on `name`, noting each holder's uid in `cleared`,
-    /// and the places those uids keep in its line, each request (with its
-    /// ticket) noted in `left` so that the caller can end its places on
-    /// other names. Returns whether there were entries.
+    /// Drops every entry on `name`, noting each holder's uid in `cleared`.
+    /// Returns whether there were entries. The holders' places are dropped
+    /// apart, once every name of the call is cleared
+    /// ([`drop_places_of`](Self::drop_places_of)): a holder of one forced
+    /// name may wait in the line of another.
     pub(in crate::local) fn clear(
         &mut self,
         name: Name,
         freed: &mut Vec<Name>,
         cleared: &mut Vec<Arc<str>>,
-        left: &mut Vec<(LockArgs, Ticket)>,
     ) -> bool {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return false;
@@ -28,20 +29,43 @@ impl Shard {
         let Some(holders) = slot.get_mut().holders.take() else {
             return false;
         };
-        let here: Vec<Arc<str>> = holders.entries().iter().map(|e| e.uid.clone()).collect();
+        self.fence_floor = settle(slot, self.fence_floor, freed);
         for e in holders.entries() {
             self.by_refresh.remove(e.slot);
+            cleared.push(e.uid.clone());
         }
+        self.fit();
+        true
+    }
+
+    /// Drops the places of `uids` in the line of `name`, noting each
+    /// request (with its ticket) in `left` so that the caller can end its
+    /// places on other names.
+    pub(in crate::local) fn drop_places_of(
+        &mut self,
+        name: Name,
+        uids: &[Arc<str>],
+        freed: &mut Vec<Name>,
+        left: &mut Vec<(LockArgs, Ticket)>,
+    ) {
+        let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
+            return;
+        };
+        let before = slot.get().queue.len();
         slot.get_mut().queue.retain(|p| {
-            let forced = here.iter().any(|uid| *uid == p.args.uid);
-            if forced {
+            let forced = uids.contains(&p.args.uid);
+            if forced
+                && !left
+                    .iter()
+                    .any(|(a, t)| *t == p.ticket && a.uid == p.args.uid)
+            {
                 left.push((p.args.clone(), p.ticket));
             }
             !forced
         });
-        self.fence_floor = settle(slot, self.fence_floor, freed);
-        cleared.extend(here);
-        self.fit();
-        true
+        if slot.get().queue.len() != before {
+            self.fence_floor = settle(slot, self.fence_floor, freed);
+            self.fit();
+        }
     }
 }
