@@ -63,6 +63,60 @@ async fn fill(locker: &dyn NetLocker, part: &str, from: usize, to: usize) -> Res
         .map_err(|_| format!("{part}: filling to {to} took over {STEP_LIMIT:?}"))?
 }
 
+/// What a store says of itself: Redis's keys and memory, or a database's
+/// entries table.
+enum Reader {
+    Redis(redis::aio::MultiplexedConnection),
+    Sql(Probe),
+}
+
+impl Reader {
+    /// Items (keys, rows) and bytes.
+    async fn read(&mut self) -> Result<(u64, u64), String> {
+        match self {
+            Reader::Redis(conn) => redis_reading(conn).await,
+            Reader::Sql(probe) => sql_reading(probe).await,
+        }
+    }
+}
+
+/// Grows the locks `locker` holds through `sizes`, a row per size: the
+/// store's items per lock (`part.1`, keys or rows) and its bytes, and a
+/// lock+unlock of one more name.
+async fn grow(
+    locker: &dyn NetLocker,
+    reader: &mut Reader,
+    (part, items, memory): (&'static str, &str, &str),
+    sizes: &[usize],
+    samples: usize,
+    emit: &mut impl FnMut(Row),
+) -> Result<(), String> {
+    let mut have = 0;
+    for &size in sizes {
+        let (items_before, bytes_before) = reader.read().await?;
+        let start = Instant::now();
+        fill(locker, part, have, size).await?;
+        let took = start.elapsed();
+        let (items_after, bytes_after) = reader.read().await?;
+        let tag = format!("{}-{size}", part.replace(' ', "-"));
+        let (p50, p99) = probe(locker, &tag, samples).await?;
+        let added = size - have;
+        let per_lock = items_after.saturating_sub(items_before) as f64 / added.max(1) as f64;
+        emit(Row {
+            part,
+            size,
+            took,
+            added,
+            rss: (bytes_before, bytes_after),
+            p50,
+            p99,
+            notes: format!("{per_lock:.2} {items} per lock ({items_after} {items}); {memory}"),
+        });
+        have = size;
+    }
+    Ok(())
+}
+
 async fn redis(sizes: &[usize], samples: usize, emit: &mut impl FnMut(Row)) -> Result<(), String> {
     let Some(binary) = redis_base::locate() else {
         say("redis held: skipped, no redis-server on PATH (apt-get install -y redis-server)");
@@ -84,35 +138,21 @@ async fn redis(sizes: &[usize], samples: usize, emit: &mut impl FnMut(Row)) -> R
         .await
         .context("cannot connect a RedisLocker")?;
     let client = redis::Client::open(server.url()).context("a Redis client")?;
-    let mut conn = client
+    let conn = client
         .get_multiplexed_async_connection()
         .await
         .context("a Redis connection")?;
-    let mut have = 0;
-    for &size in sizes {
-        let (keys_before, memory_before) = redis_reading(&mut conn).await?;
-        let start = Instant::now();
-        fill(&locker, "redis held", have, size).await?;
-        let took = start.elapsed();
-        let (keys_after, memory_after) = redis_reading(&mut conn).await?;
-        let (p50, p99) = probe(&locker, &format!("redis-{size}"), samples).await?;
-        let added = size - have;
-        emit(Row {
-            part: "redis held",
-            size,
-            took,
-            added,
-            rss: (memory_before, memory_after),
-            p50,
-            p99,
-            notes: format!(
-                "{:.2} keys per lock ({} keys); memory is Redis's used_memory",
-                (keys_after.saturating_sub(keys_before)) as f64 / added.max(1) as f64,
-                keys_after
-            ),
-        });
-        have = size;
-    }
+    let mut reader = Reader::Redis(conn);
+    let memory = "memory is Redis's used_memory";
+    grow(
+        &locker,
+        &mut reader,
+        ("redis held", "keys", memory),
+        sizes,
+        samples,
+        emit,
+    )
+    .await?;
     Ok(())
 }
 
@@ -162,36 +202,24 @@ async fn sql(
     let locker = SqlLocker::connect(&db.url, config)
         .await
         .context("cannot connect a SqlLocker")?;
-    let mut reader = Probe::connect(backend, &db.url).await?;
+    let reader = Probe::connect(backend, &db.url).await?;
     say(format!(
         "{part}: a database of this run's own, one SqlLocker"
     ));
-    let mut have = 0;
-    for &size in sizes {
-        let (rows_before, bytes_before) = sql_reading(&mut reader).await?;
-        let start = Instant::now();
-        fill(&locker, part, have, size).await?;
-        let took = start.elapsed();
-        let (rows_after, bytes_after) = sql_reading(&mut reader).await?;
-        let (p50, p99) = probe(&locker, &format!("{}-{size}", backend.name()), samples).await?;
-        let added = size - have;
-        emit(Row {
-            part,
-            size,
-            took,
-            added,
-            rss: (bytes_before, bytes_after),
-            p50,
-            p99,
-            notes: format!(
-                "{:.2} rows per lock ({} rows); memory is the entries table and its indexes on disk",
-                (rows_after.saturating_sub(rows_before)) as f64 / added.max(1) as f64,
-                rows_after
-            ),
-        });
-        have = size;
+    let mut reader = Reader::Sql(reader);
+    let memory = "memory is the entries table and its indexes on disk";
+    grow(
+        &locker,
+        &mut reader,
+        (part, "rows", memory),
+        sizes,
+        samples,
+        emit,
+    )
+    .await?;
+    if let Reader::Sql(probe) = reader {
+        probe.close().await;
     }
-    reader.close().await;
     drop(locker);
     drop(db);
     Ok(())

@@ -14,22 +14,10 @@ use tokio::time::{sleep, timeout};
 /// Groups "a", "b" and "c" of three lockers each; the lockers are kept so
 /// that the tests can look into their tables.
 fn three_groups(seed: u64) -> (Groups, Vec<Vec<Arc<LocalLocker>>>) {
-    let mut tables = Vec::new();
-    let mut members = Vec::new();
-    for (g, id) in ["a", "b", "c"].into_iter().enumerate() {
-        let lockers: Vec<Arc<LocalLocker>> = (0..3).map(|_| Arc::new(LocalLocker::new())).collect();
-        let net: Vec<Arc<dyn NetLocker>> = lockers
-            .iter()
-            .map(|l| l.clone() as Arc<dyn NetLocker>)
-            .collect();
-        let ds = Dsync::builder(net)
-            .rng_seed(seed + g as u64)
-            .build()
-            .expect("a coordinator");
-        members.push((id, ds));
-        tables.push(lockers);
-    }
-    (Groups::new(members).expect("three groups"), tables)
+    let tables: Vec<Vec<Arc<LocalLocker>>> = (0..3)
+        .map(|_| (0..3).map(|_| Arc::new(LocalLocker::new())).collect())
+        .collect();
+    (another_client(&tables, seed), tables)
 }
 
 /// A client of the same lockers with a coordinator of its own.
