@@ -28,9 +28,10 @@ impl LocalLocker {
         let mut out = Promotions::default();
         let mut seen: HashSet<&str> = HashSet::new();
         let mut spanning = Vec::new();
+        let forced = |uid: &str| self.released.is_forced_at(uid, now);
         for name in names.iter().filter(|name| seen.insert(name.as_str())) {
             self.shards
-                .with_one(name, |shard| shard.promote(name, now, &mut out));
+                .with_one(name, |shard| shard.promote(name, now, &forced, &mut out));
             spanning.append(&mut out.spanning);
         }
         if !spanning.is_empty() {

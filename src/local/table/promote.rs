@@ -20,36 +20,59 @@ impl Shard {
     /// now allow: the oldest waiter, and with it every reader queued before
     /// the first writer when it reads. Places that cover other resources
     /// too are handed back in `out.spanning` to be tried across shards.
-    pub(in crate::local) fn promote(&mut self, name: &Name, now: Instant, out: &mut Promotions) {
+    ///
+    /// A place of a uid `forced` names (forced open by the admin, whose
+    /// waits are refused) is dropped from the line instead of granted: its
+    /// other places may be ended a moment later, one at a time, and each
+    /// end moves lines on.
+    pub(in crate::local) fn promote(
+        &mut self,
+        name: &Name,
+        now: Instant,
+        forced: &dyn Fn(&str) -> bool,
+        out: &mut Promotions,
+    ) {
         let resource = name.as_str();
         let Some(res) = self.map.get_mut(resource) else {
             return;
         };
         res.queue.retain(|p| p.expires > now);
         let mut grants = Vec::new();
-        let mut mode = res.holders.as_ref().map(Holders::mode);
-        for (at, place) in res.queue.iter().enumerate() {
-            let allowed = matches!(
-                (mode, place.mode),
-                (None, _) | (Some(LockMode::Read), LockMode::Read)
-            );
-            if !allowed {
-                break;
+        let spanning_before = out.spanning.len();
+        // Again after each forced place dropped: at most once per such
+        // place at the head of the line.
+        'pass: loop {
+            grants.clear();
+            out.spanning.truncate(spanning_before);
+            let mut mode = res.holders.as_ref().map(Holders::mode);
+            for (at, place) in res.queue.iter().enumerate() {
+                let allowed = matches!(
+                    (mode, place.mode),
+                    (None, _) | (Some(LockMode::Read), LockMode::Read)
+                );
+                if !allowed {
+                    break;
+                }
+                if forced(&place.args.uid) {
+                    res.queue.remove(at);
+                    continue 'pass;
+                }
+                mode = Some(place.mode);
+                if place.wake.is_none() {
+                    // A reservation keeps its turn until its waiter asks again.
+                    continue;
+                }
+                if place.args.resources.iter().all(|r| r.as_str() == resource) {
+                    grants.push(at);
+                } else {
+                    out.spanning
+                        .push((place.args.clone(), place.mode, place.ticket));
+                }
+                if place.mode == LockMode::Write {
+                    break;
+                }
             }
-            mode = Some(place.mode);
-            if place.wake.is_none() {
-                // A reservation keeps its turn until its waiter asks again.
-                continue;
-            }
-            if place.args.resources.iter().all(|r| r.as_str() == resource) {
-                grants.push(at);
-            } else {
-                out.spanning
-                    .push((place.args.clone(), place.mode, place.ticket));
-            }
-            if place.mode == LockMode::Write {
-                break;
-            }
+            break;
         }
         if grants.is_empty() {
             // Its expired places gone, a name nobody holds or waits for
