@@ -26,6 +26,7 @@ mod admin_reserve_beyond_open_files;
 mod admin_reserve_edge_values;
 mod admin_reserve_of_one_under_a_silent_flood;
 mod admin_reserve_under_flood;
+mod an_elections_lock_is_forced_open_in_the_group_locks_lists_it_in;
 mod auth;
 mod background;
 mod budget;
