@@ -47,6 +47,7 @@ mod file_flag_errors_show_no_password;
 mod flood_log_wording;
 mod force_unlock_status_lines_escaped;
 mod group_gone_before_the_next_holder;
+mod groups_listed_in_another_order_place_a_name_alike;
 mod inherited;
 mod invisible_characters;
 mod listing_a_large_lock_table;
