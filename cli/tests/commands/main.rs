@@ -35,6 +35,7 @@ mod background;
 mod budget;
 mod causes;
 mod certs_and_listen_errors_show_no_password;
+mod certs_takes_the_groups_of_the_client_commands_nodes;
 mod cluster;
 mod debug_logs;
 mod disconnects;
