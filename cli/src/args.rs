@@ -279,6 +279,10 @@ pub struct ClientArgs {
     /// `None` for a list of one group, whose messages name no group.
     #[arg(skip)]
     pub group: Option<String>,
+    /// Not a flag: the entries of the narrowed group, as node_groups.rs
+    /// checked them; what the group connects, never parsed again.
+    #[arg(skip)]
+    pub group_entries: Option<Vec<crate::node_urls::Entry>>,
 }
 
 /// Redis nodes instead of lock servers.

@@ -295,6 +295,11 @@ mod tests {
                 "a:1;east=b",
                 "group 'east' of --nodes: bad node address 'b'",
             ),
+            (
+                "east=a:1;west=b=a:1",
+                // `=` may be a password's: named by place only.
+                "group 2 of 2 of --nodes: bad node address 1 of 1 (not shown",
+            ),
         ] {
             let err = split_groups(raw).expect_err(raw);
             let text = err.to_string();

@@ -264,6 +264,14 @@ fn check_address(
     if host.contains(char::is_control) {
         return Err(bad("the host holds a control character"));
     }
+    // No host name or address holds either; `b=host` would be a group's
+    // id read as part of a host (node_groups.rs), `;` a separator's.
+    if host.contains(['=', ';']) {
+        return Err(bad(
+            "the host holds '=' or ';', which no host does: a group's id goes at the group's \
+             start (ID=A,B,C), and ';' separates groups",
+        ));
+    }
     match port.parse::<u16>() {
         Ok(0) | Err(_) => Err(bad("the port must be a number from 1 to 65535")),
         Ok(_) => Ok(()),
@@ -515,6 +523,8 @@ mod tests {
             "a:1,a:1",
             "a b:1",
             "a\u{1b}]0;T\u{7}:1",
+            "b=127.0.0.1:7070",
+            "a;b:1",
         ] {
             assert!(classify(bad).is_err(), "{bad:?} accepted");
         }

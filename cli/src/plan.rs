@@ -73,6 +73,10 @@ impl Plan {
                      postgres://, mysql://) or --redis redis://host:port,... for Redis nodes (or \
                      set QUORUM_LOCK_NODES / QUORUM_LOCK_REDIS)",
                 )),
+                // A group narrowed from several: its entries as checked.
+                (Some(_), None) if args.group_entries.is_some() => {
+                    args.group_entries.clone().unwrap_or_default()
+                }
                 (Some(nodes), None) => match split_groups(nodes)?.as_mut_slice() {
                     [one] => std::mem::take(&mut one.entries),
                     several => {
@@ -233,6 +237,7 @@ pub fn groups(args: &ClientArgs) -> Result<Vec<Group>, Failure> {
             client: ClientArgs {
                 nodes: Some(g.nodes),
                 group: Some(g.id.clone()),
+                group_entries: Some(g.entries),
                 ..args.clone()
             },
             id: g.id,
