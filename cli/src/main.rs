@@ -27,6 +27,7 @@ mod redis_nodes;
 mod run;
 mod server;
 mod server_nodes;
+mod shared_nodes;
 mod signals;
 mod sql_nodes;
 mod status;

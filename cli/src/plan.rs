@@ -231,6 +231,7 @@ pub fn groups(args: &ClientArgs) -> Result<Vec<Group>, Failure> {
         entries,
     };
     all.check_options(args)?;
+    crate::shared_nodes::refuse_shared_urls(&groups)?;
     Ok(groups
         .into_iter()
         .map(|g| Group {
