@@ -318,7 +318,7 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         return force_uid(&cluster, uid, None).await.map(|_| 0);
     }
     let names = checked_names(&args.names)?;
-    force_names(&cluster, &names, None).await
+    force_names(&cluster, &names, None, &[]).await.map(|_| 0)
 }
 
 /// The names of `force-unlock`, each once, in the order given. Each name
@@ -346,17 +346,21 @@ pub fn checked_names(given: &[String]) -> Result<Vec<String>, Failure> {
 }
 
 /// Forces each of `names` open on `cluster`; `group` names the cluster's
-/// group in each line when `--nodes` has several.
+/// group in each line when `--nodes` has several. The names it held come
+/// back. Of `everywhere` (names forced in every group), one found free is
+/// not warned of here: the caller warns once if no group held it.
 pub async fn force_names(
     cluster: &Cluster,
     names: &[String],
     group: Option<&str>,
-) -> Result<u8, Failure> {
+    everywhere: &[String],
+) -> Result<Vec<String>, Failure> {
     let in_group = group.map_or_else(String::new, |id| format!(" in group '{id}'"));
     let ds = coordinator(cluster)?;
     let total = cluster.lockers.len();
     let nodes = cluster.kind.nodes();
     let mut forced: Vec<String> = Vec::new();
+    let mut held: Vec<String> = Vec::new();
     let mut done: Vec<String> = Vec::new();
     for given in names {
         // As given, but it is printed: escaped like everything else.
@@ -385,12 +389,14 @@ pub async fn force_names(
                 "not held: {name}{in_group} (confirmed by {} of {total} {nodes})",
                 result.confirmed
             );
-            crate::words::warn(&format!(
-                "nothing was held on {name}: none of the {} {nodes} that \
-                 confirmed had an entry on it (a mistyped name? 'quorum-lock locks' lists the \
-                 names held)",
-                result.confirmed
-            ));
+            if !everywhere.contains(given) {
+                crate::words::warn(&format!(
+                    "nothing was held on {name}: none of the {} {nodes} that \
+                     confirmed had an entry on it (a mistyped name? 'quorum-lock locks' lists \
+                     the names held)",
+                    result.confirmed
+                ));
+            }
         } else {
             let _ = writeln!(
                 io::stdout(),
@@ -399,12 +405,13 @@ pub async fn force_names(
                 result.confirmed
             );
             forced.push(name);
+            held.push(given.clone());
         }
     }
     if !forced.is_empty() {
         holder_warning(cluster, &forced.join(", "));
     }
-    Ok(0)
+    Ok(held)
 }
 
 /// Warns that whoever held `what` still runs: a holder learns that its

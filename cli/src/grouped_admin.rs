@@ -270,7 +270,11 @@ fn document(listed: &[Listed], per_node: bool) -> json::Locks {
 
 /// `force-unlock`: each name forced in its own group (only the groups that
 /// hold one are connected); `--uid` in every group, since a uid does not
-/// say where its lock is.
+/// say where its lock is. A name under `election/` or `semaphore/` is an
+/// election's or a semaphore's resource, which lives in the group of the
+/// election's or semaphore's own name; the text does not tell that name
+/// for certain (a name may hold `/`, and a plain lock may be called so),
+/// so it is forced in every group, its likely groups first.
 pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
     let groups = plan::groups(&args.client)?;
     if groups.len() == 1 {
@@ -280,34 +284,63 @@ pub async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, Failure> {
         return force_uid_everywhere(groups, uid).await;
     }
     let names = admin::checked_names(&args.names)?;
+    let ids: Vec<&str> = groups.iter().map(|g| g.id.as_str()).collect();
     // Each group's names, the groups in the order of their first name.
-    let mut per_group: Vec<(Group, Vec<String>)> = Vec::new();
+    let mut per_group: Vec<(String, Vec<String>)> = Vec::new();
+    let mut everywhere: Vec<String> = Vec::new();
     for name in names {
-        let group = plan::group_of(&args.client, &name)?;
-        match per_group.iter_mut().find(|(g, _)| g.id == group.id) {
-            Some((_, names)) => names.push(name),
-            None => per_group.push((group, vec![name])),
+        let homes = match crate::resource_homes::owners(&name) {
+            Some(owners) => {
+                everywhere.push(name.clone());
+                crate::resource_homes::likely_first(&ids, &owners)
+            }
+            None => vec![plan::group_of(&args.client, &name)?.id],
+        };
+        for id in homes {
+            match per_group.iter_mut().find(|(g, _)| *g == id) {
+                Some((_, names)) => names.push(name.clone()),
+                None => per_group.push((id, vec![name.clone()])),
+            }
         }
     }
     // The names forced (or found free) in the groups before a failing one.
     let mut done: Vec<String> = Vec::new();
-    for (group, names) in &per_group {
+    let mut held: Vec<String> = Vec::new();
+    for (id, names) in &per_group {
+        let Some(group) = groups.iter().find(|g| &g.id == id) else {
+            continue;
+        };
         let forced = match Cluster::connect(&group.client, true, write_quorum, None).await {
-            Ok(cluster) => force_names(&cluster, names, Some(&group.id))
+            Ok(cluster) => force_names(&cluster, names, Some(&group.id), &everywhere)
                 .await
                 .map_err(|f| group.named(f)),
             Err(failure) => Err(failure),
         };
-        if let Err(mut failure) = forced {
-            if !done.is_empty() {
-                failure.message.push_str(&format!(
-                    "; already done in other groups, before it: {}",
-                    done.join(", ")
-                ));
+        match forced {
+            Ok(names) => held.extend(names),
+            Err(mut failure) => {
+                if !done.is_empty() {
+                    failure.message.push_str(&format!(
+                        "; already done in other groups, before it: {}",
+                        done.join(", ")
+                    ));
+                }
+                return Err(failure);
             }
-            return Err(failure);
         }
-        done.extend(names.iter().map(|n| escaped(n).into_owned()));
+        done.extend(
+            names
+                .iter()
+                .map(|n| format!("{} in group '{id}'", escaped(n))),
+        );
+    }
+    for name in everywhere.iter().filter(|n| !held.contains(n)) {
+        crate::words::warn(&format!(
+            "nothing was held on {} in any of the {} groups (a mistyped name? 'quorum-lock \
+             locks' lists the names held)",
+            escaped(name),
+            groups.len()
+        ));
     }
     Ok(0)
 }

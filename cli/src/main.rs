@@ -24,6 +24,7 @@ mod nodes;
 mod parser_properties;
 mod plan;
 mod redis_nodes;
+mod resource_homes;
 mod run;
 mod server;
 mod server_nodes;
