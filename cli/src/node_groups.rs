@@ -12,6 +12,11 @@
 //!   holds a `:` (`host:port`, `scheme://`) before any `=` of its own (a
 //!   URL's query), so an entry is never taken for an id.
 //! - A group without an id takes its position, from 1, as its id.
+//! - A list carrying credentials where a `;` directly follows a password
+//!   in a URL's query (`password=`, `sslpassword=`: a name holding `pass`
+//!   or `pwd`, as the library reads passwords) or falls inside a URL's
+//!   user information is refused whole, showing nothing of it: the `;` is
+//!   likely a password's, and its pieces would become nodes or ids.
 //! - A list without `;` is one group and is checked exactly as before, so
 //!   one cluster behaves as it always did.
 
@@ -68,6 +73,13 @@ pub enum GroupError {
          before '=') takes 1 to {MAX_ID} letters, digits, '-', '_' or '.'"
     )]
     BadId { position: usize, total: usize },
+    #[error(
+        "--nodes is refused as groups: a ';' follows a password in a URL (a query parameter \
+         such as password= or sslpassword=, or the user information before '@'), so it may be \
+         part of the password and its pieces would be taken for nodes or group ids (nothing of \
+         the list is shown); write a ';' in a password as %3B (and a ',' as %2C)"
+    )]
+    CutSecret,
     /// Groups are named as [`named`] names them.
     #[error(
         "the group id {id} is given twice in --nodes (a group without an id takes its \
@@ -106,6 +118,10 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
             nodes: nodes.to_owned(),
             entries,
         }]);
+    }
+    // Before anything reads the pieces: one of them may be a password's.
+    if cuts_a_secret(raw) {
+        return Err(GroupError::CutSecret);
     }
     let mut split: Vec<(String, &str)> = Vec::with_capacity(total);
     for (i, part) in parts.iter().enumerate() {
@@ -164,6 +180,37 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
         });
     }
     Ok(groups)
+}
+
+/// Whether a `;` of `raw` may be part of a password: it directly follows
+/// the value of a URL's query parameter whose name holds `pass` or `pwd`
+/// (as the library reads a URL's passwords: `password`, `sslpassword`),
+/// or it falls inside a URL's user information (the URL's authority has
+/// no `@`, `/`, `?` or `#` yet, and an `@` follows before any of `/`, `?`
+/// or `#`). Narrow on purpose: `?sslmode=require;east=...` is a separator.
+fn cuts_a_secret(raw: &str) -> bool {
+    raw.match_indices(';').any(|(at, _)| {
+        let (before, after) = (&raw[..at], &raw[at + 1..]);
+        // The group the `;` ends, from its last URL on: a `,` may be a
+        // password's too.
+        let group = before.rsplit(';').next().unwrap_or(before);
+        let Some((_, rest)) = group.rsplit_once("://") else {
+            return false;
+        };
+        if let Some((_, query)) = rest.split_once('?') {
+            let last = query.rsplit('&').next().unwrap_or(query);
+            return last.split_once('=').is_some_and(|(key, _)| {
+                let key = key.to_ascii_lowercase();
+                key.contains("pass") || key.contains("pwd")
+            });
+        }
+        let in_authority = !rest.contains(['@', '/', '#']);
+        let user_info_follows = after
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|head| head.contains('@'));
+        in_authority && user_info_follows
+    })
 }
 
 /// Whether `group` already lists `entry`'s node: a lock server by its
@@ -329,11 +376,28 @@ mod tests {
             "postgres://h/x?password=Head1;Tail1=x;Tail1=y",
             "mysql://app:Head1;Tail1@h/x",
             "redis://:Head1;Tail1,Tail1@h:1",
+            "e=postgres://h/x?sslpassword=Head1;w=Tail1:1",
+            "e=mysql://app:Head1;Tail1;Tail1@h/x",
+            "e=redis://h:1?user=a&PassWord=Head1;Tail1=h:2",
         ] {
             let text = split_groups(raw).expect_err(raw).to_string();
             assert!(!text.contains("Tail1"), "{raw}: {text}");
             assert!(!text.contains("Head1"), "{raw}: {text}");
             assert!(text.contains("%3B"), "{raw}: {text}");
+        }
+    }
+
+    /// Narrow: a `;` after a query parameter that is no password, or after
+    /// a URL's host, separates groups.
+    #[test]
+    fn a_semicolon_after_no_password_separates_groups() {
+        for raw in [
+            "e=postgres://u:pw@h/x?sslmode=require;west=a:1",
+            "e=redis://:pw@h:1;w=redis://u:pw@i:1",
+            "e=mysql://u:pw@h/x?password=p&ssl-mode=REQUIRED;w=b:1",
+            "e=redis://h:1;w=redis://:pw@i:1/0",
+        ] {
+            assert_eq!(split_groups(raw).expect(raw).len(), 2, "{raw}");
         }
     }
 }
