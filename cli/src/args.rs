@@ -220,14 +220,15 @@ pub struct ClientArgs {
     /// prefer QUORUM_LOCK_NODES for URLs with passwords, since arguments
     /// are visible to other users in ps. Either this or --redis.
     ///
-    /// Several clusters: groups of nodes separated by ';', each with an id
-    /// before '=' or its position (1, 2, ...) as id, e.g.
+    /// Several clusters: groups of nodes separated by ';', each starting
+    /// with its id and '=', e.g.
     /// east=e1:7070,e2:7070,e3:7070;west=w1:7070,w2:7070,w3:7070. Each
     /// group has its own quorum; a name lives in one group (rendezvous
     /// hashing over the ids, as the library's Groups): run, lock and elect
     /// connect only NAME's group, locks, status and force-unlock every
     /// group. ';' always separates groups: write a ';' inside a URL as
-    /// %3B. Every client must give the same ids.
+    /// %3B. Every client must give the same ids; the groups' order does
+    /// not matter.
     #[arg(
         long,
         value_name = "A,B,C",

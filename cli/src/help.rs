@@ -26,11 +26,11 @@ URL's scheme (the tables are created on first use):
   export QUORUM_LOCK_NODES=postgres://locks:pw@db1/app,mysql://locks:pw@db2/app,10.0.0.3:7070
   quorum-lock run --token-file token backup -- ./backup.sh
 
-Several clusters, each a group of its own nodes separated by ';' (an id
-before '=', or the group's position from 1); each lock name lives in one
-group, as the library's Groups places it, and run, lock and elect connect
-only that group; locks, status and force-unlock see every group. A ';'
-inside a URL must be written %3B:
+Several clusters, each a group of its own nodes separated by ';', each
+group starting with its id and '=' (the same ids for every client, in any
+order); each lock name lives in one group, as the library's Groups places
+it, and run, lock and elect connect only that group; locks, status and
+force-unlock see every group. A ';' inside a URL must be written %3B:
   export QUORUM_LOCK_NODES='east=e1:7070,e2:7070,e3:7070;west=w1:7070,w2:7070,w3:7070'
 
 Exit codes:

@@ -7,18 +7,20 @@
 //! - `;` separates groups, always: a `;` inside a URL (a password, a query)
 //!   must be written `%3B`. Telling a separator from a `;` in a password
 //!   by looking would guess, and a wrong guess splits a cluster.
-//! - A group may start with an id and `=`. The text before the group's
+//! - A group starts with an id and `=`. The text before the group's
 //!   first `=` is an id when it holds no `:`, `/` or `@`: every node entry
 //!   holds a `:` (`host:port`, `scheme://`) before any `=` of its own (a
 //!   URL's query), so an entry is never taken for an id.
-//! - A group without an id takes its position, from 1, as its id.
+//! - With several groups, every group must carry its id: a position would
+//!   give the same cluster another id in a list written in another order,
+//!   and a name would then live in another cluster for each client.
 //! - A list carrying credentials where a `;` directly follows a password
 //!   in a URL's query (`password=`, `sslpassword=`: a name holding `pass`
 //!   or `pwd`, as the library reads passwords) or falls inside a URL's
 //!   user information is refused whole, showing nothing of it: the `;` is
 //!   likely a password's, and its pieces would become nodes or ids.
 //! - A list without `;` is one group and is checked exactly as before, so
-//!   one cluster behaves as it always did.
+//!   one cluster behaves as it always did (its id, if any, or `1`).
 
 use thiserror::Error;
 
@@ -27,7 +29,7 @@ use crate::node_urls::{classify, classify_with, server_key, shown, Entry, EntryE
 /// One group of `--nodes`: its id and its own list, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeGroup {
-    /// Given before `=`, or the group's position from 1.
+    /// Given before `=` (`1` for a list of one group without one).
     pub id: String,
     /// The group's nodes as given, without the id (credentials included:
     /// never show it).
@@ -65,14 +67,15 @@ pub enum GroupError {
     EmptyGroup { position: usize, total: usize },
     #[error(
         "group {position} of {total} of --nodes has an empty id before '=': write ID=A,B,C with \
-         an id of letters, digits, '-', '_' or '.', or leave out the '=' for the group's position"
+         an id of letters, digits, '-', '_' or '.'"
     )]
     EmptyId { position: usize, total: usize },
     #[error(
-        "group {position} of {total} of --nodes has an id that is not usable: an id (the text \
-         before '=') takes 1 to {MAX_ID} letters, digits, '-', '_' or '.'"
+        "group {position} of {total} of --nodes has no id: with several groups, start each \
+         with its id and '=' (east=A,B,C;west=D,E,F), the same ids for every client, so that \
+         each name lives in the same group whatever order the groups are listed in"
     )]
-    BadId { position: usize, total: usize },
+    NoId { position: usize, total: usize },
     #[error(
         "--nodes is refused as groups: a ';' follows a password in a URL (a query parameter \
          such as password= or sslpassword=, or the user information before '@'), so it may be \
@@ -80,11 +83,13 @@ pub enum GroupError {
          the list is shown); write a ';' in a password as %3B (and a ',' as %2C)"
     )]
     CutSecret,
-    /// Groups are named as [`named`] names them.
     #[error(
-        "the group id {id} is given twice in --nodes (a group without an id takes its \
-         position as id): give each group an id of its own"
+        "group {position} of {total} of --nodes has an id that is not usable: an id (the text \
+         before '=') takes 1 to {MAX_ID} letters, digits, '-', '_' or '.'"
     )]
+    BadId { position: usize, total: usize },
+    /// Groups are named as [`named`] names them.
+    #[error("the group id {id} is given twice in --nodes: give each group an id of its own")]
     IdTwice { id: String },
     #[error("group {id} of --nodes: {source}; {GROUP_RULE}")]
     Entry { id: String, source: EntryError },
@@ -133,10 +138,8 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
         if nodes.trim().is_empty() {
             return Err(GroupError::EmptyGroup { position, total });
         }
-        split.push((
-            id.map_or_else(|| position.to_string(), str::to_owned),
-            nodes,
-        ));
+        let id = id.ok_or(GroupError::NoId { position, total })?;
+        split.push((id.to_owned(), nodes));
     }
     // As `classify` tells a list that carries credentials, ids aside. In
     // such a list a `;` may have cut a password, whose pieces may look
@@ -258,14 +261,28 @@ mod tests {
     }
 
     #[test]
-    fn groups_take_their_ids_or_their_positions() {
+    fn groups_take_their_ids_and_several_groups_need_them() {
         assert_eq!(ids("east=a:1,b:1;west=c:1,d:1"), ["east", "west"]);
-        assert_eq!(ids("a:1;b:1;c:1"), ["1", "2", "3"]);
-        assert_eq!(ids(" x.y_z-1 = a:1 ; c:1 "), ["x.y_z-1", "2"]);
-        let groups = split_groups("east=a:1,b:1;c:1").expect("two groups");
+        assert_eq!(ids(" x.y_z-1 = a:1 ; w=c:1 "), ["x.y_z-1", "w"]);
+        let groups = split_groups("east=a:1,b:1;w=c:1").expect("two groups");
         assert_eq!(groups[0].nodes, "a:1,b:1");
         assert_eq!(groups[0].entries.len(), 2);
         assert_eq!(groups[1].nodes, "c:1");
+        // By position, one cluster would take another id in a list
+        // written in another order: refused, saying what to write.
+        for (raw, position) in [("a:1;b:1;c:1", 1), ("east=a:1;c:1", 2), ("a:1;w=c:1", 1)] {
+            let err = split_groups(raw).expect_err(raw);
+            assert_eq!(
+                err,
+                GroupError::NoId {
+                    position,
+                    total: raw.split(';').count()
+                }
+            );
+            let text = err.to_string();
+            assert!(text.contains("east=A,B,C;west=D,E,F"), "{text}");
+            assert_eq!(crate::fail::Failure::from(err).code, crate::fail::USAGE);
+        }
     }
 
     #[test]
@@ -294,16 +311,25 @@ mod tests {
 
     #[test]
     fn a_url_with_equals_signs_in_its_query_is_not_taken_for_an_id() {
-        let raw = "postgres://u:pw@db1/x?sslmode=require&application_name=a,10.0.0.1:7070;\
-                   redis://:pw@r:6379/0?x=1";
+        let raw = "e=postgres://u:pw@db1/x?sslmode=require&application_name=a,10.0.0.1:7070;\
+                   w=redis://:pw@r:6379/0?x=1";
         let groups = split_groups(raw).expect("two groups");
-        assert_eq!(ids(raw), ["1", "2"]);
+        assert_eq!(ids(raw), ["e", "w"]);
         assert_eq!(groups[0].entries.len(), 2);
         assert_eq!(
             groups[1].entries,
             [Entry::Redis("redis://:pw@r:6379/0?x=1".into())]
         );
         assert_eq!(ids("west=mysql://u:p%3Bw@db/x?a=b"), ["west"]);
+        // Without an id, the URL is still no id: the group has none.
+        let bare = "postgres://u:pw@db1/x?sslmode=require;w=a:1";
+        assert_eq!(
+            split_groups(bare),
+            Err(GroupError::NoId {
+                position: 1,
+                total: 2
+            })
+        );
     }
 
     #[test]
@@ -322,24 +348,24 @@ mod tests {
     #[test]
     fn bad_groups_are_refused_saying_what_to_write() {
         for (raw, expected) in [
-            ("a:1;", "group 2 of 2 of --nodes is empty"),
-            (";a:1", "group 1 of 2 of --nodes is empty"),
-            ("a:1; ;b:1", "group 2 of 3 of --nodes is empty"),
-            ("east=;b:1", "group 1 of 2 of --nodes is empty"),
-            ("=a:1;b:1", "group 1 of 2 of --nodes has an empty id"),
+            ("e=a:1;", "group 2 of 2 of --nodes is empty"),
+            (";e=a:1", "group 1 of 2 of --nodes is empty"),
+            ("e=a:1; ;w=b:1", "group 2 of 3 of --nodes is empty"),
+            ("east=;w=b:1", "group 1 of 2 of --nodes is empty"),
+            ("=a:1;w=b:1", "group 1 of 2 of --nodes has an empty id"),
             (
-                "e st=a:1;b:1",
+                "e st=a:1;w=b:1",
                 "group 1 of 2 of --nodes has an id that is not usable",
             ),
+            ("a:1;w=b:1", "group 1 of 2 of --nodes has no id"),
             ("east=a:1;east=b:1", "the group id 'east' is given twice"),
-            ("2=a:1;b:1", "the group id '2' is given twice"),
-            ("a:1;b:1,a:1", "node a:1 is in both groups '1' and '2'"),
+            ("e=a:1;w=b:1,a:1", "node a:1 is in both groups 'e' and 'w'"),
             (
-                "a:1;b:1,127.0.0.1:2;c=127.1:2",
-                "node 127.1:2 is in both groups '2' and 'c'",
+                "e=a:1;w=b:1,127.0.0.1:2;c=127.1:2",
+                "node 127.1:2 is in both groups 'w' and 'c'",
             ),
             (
-                "a:1;east=b",
+                "w=a:1;east=b",
                 "group 'east' of --nodes: bad node address 'b'",
             ),
             (
@@ -353,13 +379,13 @@ mod tests {
             assert!(text.starts_with(expected), "{raw}: {text}");
             assert_eq!(crate::fail::Failure::from(err).code, crate::fail::USAGE);
         }
-        let long = format!("{}=a:1;b:1", "x".repeat(MAX_ID + 1));
+        let long = format!("{}=a:1;w=b:1", "x".repeat(MAX_ID + 1));
         assert!(matches!(split_groups(&long), Err(GroupError::BadId { .. })));
     }
 
     #[test]
     fn a_node_in_two_groups_is_not_shown_when_the_list_carries_credentials() {
-        let text = split_groups("redis://:Secret5@r:1;redis://:Secret5@r:1")
+        let text = split_groups("e=redis://:Secret5@r:1;w=redis://:Secret5@r:1")
             .expect_err("shared")
             .to_string();
         assert!(text.contains("in both groups 1 of 2 and 2 of 2"), "{text}");

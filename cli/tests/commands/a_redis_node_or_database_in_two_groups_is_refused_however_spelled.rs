@@ -18,11 +18,11 @@ fn a_redis_node_or_database_in_two_groups_is_refused_however_spelled() {
     let token = dir.token();
     for (nodes, within_one) in [
         (
-            "redis://127.0.0.1:1/0;redis://127.0.0.1:1/1",
+            "east=redis://127.0.0.1:1/0;west=redis://127.0.0.1:1/1",
             "redis://127.0.0.1:1/0,redis://127.0.0.1:1/1",
         ),
         (
-            "postgres://127.0.0.1:1/a;postgres://127.0.0.1:1/b",
+            "east=postgres://127.0.0.1:1/a;west=postgres://127.0.0.1:1/b",
             "postgres://127.0.0.1:1/a,postgres://127.0.0.1:1/b",
         ),
     ] {

@@ -1,9 +1,11 @@
 //! docs/groups.md: "every process given the same groups places each name
-//! alike, in whatever order it lists them". Groups without ids take their
-//! positions as ids (`a:1,b:1;c:1,d:1` is groups `1` and `2`), so two
-//! clients given the same two clusters in the other order give each
-//! cluster the other's id: one name then lives in a different cluster for
-//! each of them, and both hold it at once.
+//! alike, in whatever order it lists them". Groups without ids took their
+//! positions as ids (`a:1,b:1;c:1,d:1` was groups `1` and `2`), so two
+//! clients given the same two clusters in the other order gave each
+//! cluster the other's id: one name then lived in a different cluster for
+//! each of them, and both held it at once. Several groups now need ids:
+//! the same ids in either order place a name alike, and position ids are
+//! refused (exit 2) before anything connects.
 
 use std::time::Duration;
 
@@ -24,7 +26,27 @@ fn groups_listed_in_another_order_place_a_name_alike() {
     let (a, b) = (nodes(&a), nodes(&b));
     let token = dir.token();
     let d = dir.path.display().to_string();
-    let first = format!("{a};{b}");
+    // Position ids are refused, in either order, saying the fix.
+    for nodes in [format!("{a};{b}"), format!("{b};{a}")] {
+        let args = [
+            "run",
+            "--nodes",
+            &nodes,
+            "--token-file",
+            &token,
+            "--nonblock",
+            "job",
+            "--",
+            "true",
+        ];
+        let refused = cli(&dir, &args, &[], LIMIT);
+        assert_eq!(refused.code, Some(2), "{nodes}: {refused:?}");
+        assert!(
+            refused.stderr.contains("has no id") && refused.stderr.contains("east=A,B,C"),
+            "{nodes}: {refused:?}"
+        );
+    }
+    let first = format!("one={a};two={b}");
     let holder = Cli::spawn(
         &dir,
         &[
@@ -45,7 +67,7 @@ fn groups_listed_in_another_order_place_a_name_alike() {
         dir.file("held").exists()
     });
 
-    let second = format!("{b};{a}");
+    let second = format!("two={b};one={a}");
     let args = [
         "run",
         "--nodes",

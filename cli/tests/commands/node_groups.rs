@@ -317,16 +317,21 @@ async fn a_group_without_its_quorum_fails_only_what_needs_it_naming_the_group() 
 fn bad_groups_in_nodes_are_usage_errors_saying_the_fix() {
     let dir = Scratch::new("node-groups-usage");
     for (nodes, says) in [
-        ("127.0.0.1:1;", "group 2 of 2 of --nodes is empty"),
+        ("e=127.0.0.1:1;", "group 2 of 2 of --nodes is empty"),
         (
             "east=127.0.0.1:1;east=127.0.0.1:2",
             "the group id 'east' is given twice",
         ),
         (
-            "127.0.0.1:1;127.0.0.1:2,127.0.0.1:1",
-            "node 127.0.0.1:1 is in both groups '1' and '2'",
+            "e=127.0.0.1:1;w=127.0.0.1:2,127.0.0.1:1",
+            "node 127.0.0.1:1 is in both groups 'e' and 'w'",
+        ),
+        (
+            "127.0.0.1:1;w=127.0.0.1:2",
+            "group 1 of 2 of --nodes has no id: with several groups, start each with its id",
         ),
         ("postgres://u:Pw;Hidden7@db/x", "%3B"),
+        ("e=redis://127.0.0.1:1/0?password=Pw;Hidden7:7", "%3B"),
     ] {
         for command in [&["locks"][..], &["run", "x", "--", "true"]] {
             let mut args = vec![command[0], "--nodes", nodes];
