@@ -581,8 +581,8 @@ pub struct CertsArgs {
     /// repeatable. One certificate per host.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub node: Vec<String>,
-    /// Lock servers as a comma-separated list, as the client commands'
-    /// --nodes.
+    /// Lock servers as the client commands' --nodes: a comma-separated
+    /// list, or groups of them (ID=A,B;ID=C), every group's servers taken.
     #[arg(long, value_name = "A,B,C")]
     pub nodes: Option<String>,
     /// Also make a client certificate for mutual TLS, named NAME

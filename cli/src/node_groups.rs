@@ -110,25 +110,22 @@ impl From<GroupError> for crate::fail::Failure {
     }
 }
 
-/// Splits `--nodes` into its groups and checks each (see the module's
-/// rules); one group when there is no `;`.
-pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
+/// Each group's id and its nodes' text, as [`split_groups`] cuts
+/// `--nodes`: ids, empty groups and a `;` that may be a password's are
+/// checked, the nodes are not. One group when there is no `;` (its id,
+/// if it has one, taken off). For `certs --nodes`, which takes the
+/// client commands' lists but makes certificates for hosts.
+pub fn group_texts(raw: &str) -> Result<Vec<(Option<&str>, &str)>, GroupError> {
     let parts: Vec<&str> = raw.split(';').collect();
     let total = parts.len();
     if total == 1 {
-        let (id, nodes) = id_and_nodes(raw, 1, 1)?;
-        let entries = classify(nodes).map_err(GroupError::Single)?;
-        return Ok(vec![NodeGroup {
-            id: id.unwrap_or("1").to_owned(),
-            nodes: nodes.to_owned(),
-            entries,
-        }]);
+        return Ok(vec![id_and_nodes(raw, 1, 1)?]);
     }
     // Before anything reads the pieces: one of them may be a password's.
     if cuts_a_secret(raw) {
         return Err(GroupError::CutSecret);
     }
-    let mut split: Vec<(String, &str)> = Vec::with_capacity(total);
+    let mut split = Vec::with_capacity(total);
     for (i, part) in parts.iter().enumerate() {
         let position = i + 1;
         if part.trim().is_empty() {
@@ -139,8 +136,28 @@ pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
             return Err(GroupError::EmptyGroup { position, total });
         }
         let id = id.ok_or(GroupError::NoId { position, total })?;
-        split.push((id.to_owned(), nodes));
+        split.push((Some(id), nodes));
     }
+    Ok(split)
+}
+
+/// Splits `--nodes` into its groups and checks each (see the module's
+/// rules); one group when there is no `;`.
+pub fn split_groups(raw: &str) -> Result<Vec<NodeGroup>, GroupError> {
+    let texts = group_texts(raw)?;
+    if let [(id, nodes)] = texts.as_slice() {
+        let entries = classify(nodes).map_err(GroupError::Single)?;
+        return Ok(vec![NodeGroup {
+            id: id.unwrap_or("1").to_owned(),
+            nodes: (*nodes).to_owned(),
+            entries,
+        }]);
+    }
+    let total = texts.len();
+    let split: Vec<(String, &str)> = texts
+        .into_iter()
+        .map(|(id, nodes)| (id.unwrap_or_default().to_owned(), nodes))
+        .collect();
     // As `classify` tells a list that carries credentials, ids aside. In
     // such a list a `;` may have cut a password, whose pieces may look
     // like entries or ids: nothing of it is quoted, groups are named by

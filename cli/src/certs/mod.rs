@@ -402,14 +402,21 @@ impl Check {
 /// The lock servers of `--node` and `--nodes`, one per host in the order
 /// first given; a host listed with several ports gets one certificate.
 fn nodes(args: &CertsArgs) -> Result<Vec<Node>, Failure> {
-    let listed = args.nodes.iter().flat_map(|list| list.split(','));
+    // The client commands' list may hold groups (`east=A,B;west=C`): every
+    // group's servers, ids taken off, as node_groups.rs cuts the list.
+    let groups = match &args.nodes {
+        Some(list) => crate::node_groups::group_texts(list)?,
+        None => Vec::new(),
+    };
+    let listed = groups.iter().flat_map(|(_, nodes)| nodes.split(','));
     // The same lists as the client commands' --nodes, which may hold
     // database and Redis URLs with passwords (a comma in one splits it):
     // when any entry may carry a secret, entries are named by place only.
     let secret_bearing = args
         .node
         .iter()
-        .chain(&args.nodes)
+        .map(String::as_str)
+        .chain(groups.iter().map(|(_, nodes)| *nodes))
         .any(|e| e.contains(['@', '=']) || e.contains("://"));
     let mut nodes: Vec<Node> = Vec::new();
     for (i, entry) in args
