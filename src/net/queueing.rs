@@ -137,9 +137,22 @@ impl Session {
         // all in the mode asked is re-checking a wait already granted: the
         // table renews the grant and keeps no place (should the entries
         // expire meanwhile, the set's charge pays for the place instead).
+        //
+        // A set charged for a place alone pays for that place, not for
+        // entries: the uid's entries on some of its names were granted
+        // under other sets, which pay for them, and asking again renews
+        // the place it pays for. Only when the uid holds every name (in
+        // the other mode) may they be a grant of that place not yet
+        // recorded, and the new place is charged beside them.
+        let other_mode = match asked.mode {
+            LockMode::Read => LockMode::Write,
+            LockMode::Write => LockMode::Read,
+        };
         let beside = match reserved {
             Reserved::Already(..)
-                if locker.holds_any(args) && !locker.holds_all(args, asked.mode) =>
+                if locker.holds_any(args)
+                    && !locker.holds_all(args, asked.mode)
+                    && (!ledger.for_place_alone(args) || locker.holds_all(args, other_mode)) =>
             {
                 match ledger.reserve_beside(self.id, args) {
                     Ok(beside) => Some(beside),
