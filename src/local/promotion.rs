@@ -43,6 +43,12 @@ impl LocalLocker {
             self.grant_spanning(&spanning, now, &mut out.notices);
         }
         deliver(out.notices);
+        // A forced uid's place dropped from one line stands in others,
+        // where nothing may move the line on again: it goes there too
+        // (each end moves its lines on, after the shards above are let go).
+        for (args, ticket) in out.forced_out {
+            self.end_place(&args, Some(ticket), &[]);
+        }
     }
 
     /// Grants, in ticket order, each of `waiters` (places at the head of

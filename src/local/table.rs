@@ -156,6 +156,9 @@ pub(super) struct Promotions {
     /// Places of several resources at the head of a queue, to try across
     /// their shards.
     pub(super) spanning: Vec<(LockArgs, LockMode, Ticket)>,
+    /// Places of uids forced open, dropped from a line instead of granted,
+    /// that stand in other lines too: to end there.
+    pub(super) forced_out: Vec<(LockArgs, Ticket)>,
 }
 
 /// Whether `uid` may be granted `mode` on a resource with these holders. A

@@ -54,7 +54,10 @@ impl Shard {
                     break;
                 }
                 if forced(&place.args.uid) {
-                    res.queue.remove(at);
+                    let place = res.queue.remove(at);
+                    if place.args.resources.len() > 1 {
+                        out.forced_out.push((place.args, place.ticket));
+                    }
                     continue 'pass;
                 }
                 mode = Some(place.mode);
