@@ -1,23 +1,21 @@
-//! Reproduces: forcing two names open, the table's own ending of a forced holder's place on a third name (after the forced lines moved on) grants that name to another forced holder queued there, whose charges the server then drops, leaving it a lock that nothing charges.
+//! Reproduces two ways an admin's force by name granted a forced holder a
+//! lock on a name nobody forced, charged to nobody: ending one forced
+//! holder's place moved a line on and granted the next forced holder's
+//! place there, whether the server's loop over the forced holders ended it
+//! or the table's own force did.
 //!
-//! docs/lock-servers.md (admin): the forced holders' "places in line end
-//! too, on the forced names (before their lines move on) and elsewhere
-//! (right after), so that none is granted to it later"; the one window
-//! admitted is "a release of another name in that instant". Nobody
-//! releases anything here.
+//! docs/lock-servers.md (admin): a forced uid's places in line end too,
+//! "and while the server remembers the force, no line that moves on grants
+//! a place of that uid ..., whatever order its places end in".
 //!
 //! Scene: Q read-locks "z". U locks "x"; W locks "y". U waits (pushed) for
-//! the write lock on "y" and "z": queued on both, first in z's line. W
-//! waits (pushed) for a read lock on "z": queued behind U's write place.
-//! The admin forces "x" and "y" open by name. The table clears both names,
-//! drops U's place from y's line (src/local/table/forced.rs
-//! `drop_places_of`), and then ends what is left of it on "z"
-//! (src/local/forcing.rs, the `left` loop, `end_place`): z's line moves on
-//! and grants W, a forced holder whose place on "z" alone no forced line
-//! held, a read lock there. The server then drops all of W's charges. The
-//! table keeps W's read lock on "z" and the server charges Q's alone.
-//! (Unlike the server's `forced_holders` loop, this is inside the table's
-//! own force call.) Real time (sockets), every call bounded.
+//! the write lock on `u_waits_on`, first in z's line; W waits (pushed) for
+//! a read lock on "z", behind U. The admin forces "x" and "y" open by name.
+//! With U waiting on "z" alone, the server's loop ends U's place first and
+//! z's line moved on to W; with U waiting on "y" and "z", the table's force
+//! dropped U's place from y's line and ended the rest of it on "z", with
+//! the same result. Afterwards only Q's lock may stand, and only it may be
+//! charged. Real time (sockets), every call bounded.
 #![cfg(feature = "net")]
 
 use std::time::Duration;
@@ -33,9 +31,7 @@ use crate::wire::{
 
 const TTL: Duration = Duration::from_secs(30);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forced_holders_place_elsewhere_is_not_granted_when_the_table_ends_another_forced_holders_place(
-) {
+async fn forcing_x_and_y_grants_no_forced_holder_z(u_waits_on: &[&str]) {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.idle_timeout = None;
     let node = start(config).await;
@@ -50,26 +46,19 @@ async fn a_forced_holders_place_elsewhere_is_not_granted_when_the_table_ends_ano
         "Q read-locks z"
     );
     let q_alone = node.stats.lock_bytes();
-    assert_eq!(
-        call(&mut u, 1, &lock_request(1, OP_LOCK, "U", &["x"])).await,
-        [REPLY_BOOL, 1],
-        "U locks x"
-    );
-    assert_eq!(
-        call(&mut w, 1, &lock_request(1, OP_LOCK, "W", &["y"])).await,
-        [REPLY_BOOL, 1],
-        "W locks y"
-    );
-    let queued = call(
-        &mut u,
-        2,
-        &lock_wait_request(2, "U", &["y", "z"], (1, 1), TTL, true),
-    )
-    .await;
+    for (conn, uid, name) in [(&mut u, "U", "x"), (&mut w, "W", "y")] {
+        assert_eq!(
+            call(conn, 1, &lock_request(1, OP_LOCK, uid, &[name])).await,
+            [REPLY_BOOL, 1],
+            "{uid} locks {name}"
+        );
+    }
+    let wait = lock_wait_request(2, "U", u_waits_on, (1, 1), TTL, true);
+    let queued = call(&mut u, 2, &wait).await;
     assert_eq!(
         queued[..2],
         [REPLY_WAIT, QUEUED],
-        "U waits for the write lock on y and z: {queued:?}"
+        "U waits for the write lock on {u_waits_on:?}: {queued:?}"
     );
     let queued = call(
         &mut w,
@@ -104,10 +93,20 @@ async fn a_forced_holders_place_elsewhere_is_not_granted_when_the_table_ends_ano
     let charged = node.stats.lock_bytes();
     assert!(
         left.is_empty(),
-        "after forcing x and y open, the table holds locks of the forced uids (the server \
-         charging {charged} bytes, Q's read lock alone {q_alone}): {left:?}"
+        "U waiting on {u_waits_on:?}: after forcing x and y open, the table holds locks of the \
+         forced uids (the server charging {charged} bytes, Q's read lock alone {q_alone}): {left:?}"
     );
     assert_eq!(node.locker.waiting(), 0, "a place is still in line");
     assert_eq!(charged, q_alone, "charged for Q's lock alone");
     drop((q, u, w, admin));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_end_of_one_forced_holders_place_grants_no_other_forced_holder() {
+    forcing_x_and_y_grants_no_forced_holder_z(&["z"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tables_end_of_one_forced_holders_place_grants_no_other_forced_holder() {
+    forcing_x_and_y_grants_no_forced_holder_z(&["y", "z"]).await;
 }
