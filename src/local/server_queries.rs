@@ -55,6 +55,26 @@ impl LocalLocker {
         .unwrap_or(true)
     }
 
+    /// Whether `args.uid` holds every resource of `args.resources` by the
+    /// grant of one wait (whichever ticket it had): what a wait for these
+    /// very names would hold once granted. Entries granted by plain locks,
+    /// or by several waits (each its own set, charged as such), are not.
+    /// The lock server asks when a set charged for a place alone is asked
+    /// again beside entries of its uid: only then may those entries be a
+    /// grant of that place it has not recorded yet.
+    pub(crate) fn holds_all_by_one_wait(&self, args: &LockArgs) -> bool {
+        self.with_shards(args, |set, _, _| {
+            let mut tickets = args
+                .resources
+                .iter()
+                .enumerate()
+                .map(|(pos, r)| set.shard(pos).granted_ticket(r, &args.uid));
+            let first = tickets.next().flatten();
+            first.is_some() && tickets.all(|t| t == first)
+        })
+        .unwrap_or(true)
+    }
+
     /// The names of `args.resources` on which `args.uid` holds no entry, in
     /// either mode. The lock server asks after a release of a leader's
     /// uid, to give back the charge of the proclamations that went with

@@ -298,6 +298,15 @@ impl Shard {
         entry.is_some_and(|e| e.ticket == Some(ticket))
     }
 
+    /// The ticket of the wait whose grant made `uid`'s entry on
+    /// `resource`, if it holds one made by a wait's grant.
+    #[cfg(feature = "net")]
+    pub(super) fn granted_ticket(&self, resource: &str, uid: &str) -> Option<Ticket> {
+        self.get(resource)
+            .and_then(|h| h.find(uid))
+            .and_then(|e| e.ticket)
+    }
+
     /// Whether `uid` keeps a place in line on `resource` for exactly the
     /// names `names`, under any ticket: one charged as the same set.
     #[cfg(feature = "net")]

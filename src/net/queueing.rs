@@ -139,20 +139,19 @@ impl Session {
         // expire meanwhile, the set's charge pays for the place instead).
         //
         // A set charged for a place alone pays for that place, not for
-        // entries: the uid's entries on some of its names were granted
-        // under other sets, which pay for them, and asking again renews
-        // the place it pays for. Only when the uid holds every name (in
-        // the other mode) may they be a grant of that place not yet
-        // recorded, and the new place is charged beside them.
-        let other_mode = match asked.mode {
-            LockMode::Read => LockMode::Write,
-            LockMode::Write => LockMode::Read,
-        };
+        // entries: the uid's entries on its names were granted under other
+        // sets, which pay for them (on some names or on all), and asking
+        // again renews the place it pays for. Only entries on every name
+        // granted by one wait may be a grant of that place not yet
+        // recorded (a wait granted at once is recorded after the table
+        // answers): then the set pays for them, and the new place is
+        // charged beside them. (Pushed grants are recorded as the table
+        // makes them.)
         let beside = match reserved {
             Reserved::Already(..)
                 if locker.holds_any(args)
                     && !locker.holds_all(args, asked.mode)
-                    && (!ledger.for_place_alone(args) || locker.holds_all(args, other_mode)) =>
+                    && (!ledger.for_place_alone(args) || locker.holds_all_by_one_wait(args)) =>
             {
                 match ledger.reserve_beside(self.id, args) {
                     Ok(beside) => Some(beside),
