@@ -5,6 +5,7 @@ mod boards;
 mod config;
 mod contract;
 mod ended;
+mod expiry;
 mod forcing;
 mod listing;
 mod promotion;
@@ -37,7 +38,7 @@ use ended::Ended;
 use released::Released;
 #[cfg(feature = "net")]
 pub(crate) use shards::TABLE_KEPT;
-use shards::{Busy, ShardSet, Shards};
+use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice};
 #[cfg(feature = "net")]
 pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
@@ -297,64 +298,6 @@ impl LocalLocker {
         counts
     }
 
-    /// Expires every entry and place in line that is due now, grants the
-    /// waiters and tells the observers that this frees, and returns when
-    /// the next entry can expire (`None` when the table is empty). A lock
-    /// server calls it at that moment, so that a dead holder's waiters and
-    /// observers hear of it when its entry expires instead of at their next
-    /// re-check, and at least every [`pass_every`](Self::pass_every), so
-    /// that expired places give their memory back on an idle server too.
-    ///
-    /// While the election boards keep anything, it also runs the periodic
-    /// pass that drops lapsed watches, and asks to be called again within
-    /// [`SWEEP_EVERY`]: a watch whose observer went away (its connection
-    /// closed) is then gone a second after its ttl, also on an idle server.
-    #[cfg_attr(not(feature = "net"), allow(dead_code))]
-    pub(crate) fn expire_due(&self) -> Option<Instant> {
-        let now = self.clock.now();
-        let boards = self.boards.in_use();
-        if boards {
-            self.maybe_sweep(now);
-        }
-        let mut freed = Vec::new();
-        let expired = self
-            .shards
-            .expire_all(now, self.config.validity, &mut freed, Busy::Wait);
-        if expired > 0 {
-            tracing::debug!(locker = %self.endpoint, expired, "expired lock entries on time");
-        }
-        self.promote(freed, now);
-        if expired > 0 && self.boards.in_use() {
-            self.revalidate_boards(None, now, false);
-        }
-        let mut oldest: Option<Instant> = None;
-        self.shards.any_shard(|shard| {
-            if let Some(at) = shard.oldest_refresh() {
-                oldest = Some(oldest.map_or(at, |o| o.min(at)));
-            }
-            false
-        });
-        let next = oldest.and_then(|at| at.checked_add(self.config.validity));
-        let next = if boards {
-            let sweep = now + SWEEP_EVERY;
-            Some(next.map_or(sweep, |at| at.min(sweep)))
-        } else {
-            next
-        };
-        // The caller's timer runs on tokio's clock.
-        next.map(|at| self.clock.to_tokio(at))
-    }
-
-    /// How often a lock server's timer calls [`expire_due`](Self::expire_due)
-    /// whatever entry is due: places in line expire with no entry to wake
-    /// for, and an entry granted while the timer sleeps may be due before
-    /// the next one it knew of. The server's charges count on it
-    /// ([`charge_lapse`]).
-    #[cfg(feature = "net")]
-    pub(crate) fn pass_every(&self) -> Duration {
-        swept_within(self.config.validity)
-    }
-
     /// How many proclamations and watches the election boards keep.
     #[cfg(all(test, feature = "net"))]
     pub(crate) fn board_sizes(&self) -> (usize, usize) {
@@ -398,61 +341,34 @@ impl LocalLocker {
         args: &LockArgs,
         f: impl FnOnce(&mut ShardSet<'_>, Instant, &mut Vec<Name>) -> R,
     ) -> Result<R, Error> {
+        let mut freed = Vec::new();
+        let (out, now) = self.with_shards_deferred(args, &mut freed, f)?;
+        self.promote(freed, now);
+        Ok(out)
+    }
+
+    /// [`with_shards`](Self::with_shards), leaving the names to promote
+    /// in `freed` for the caller (with the call's clock reading): the
+    /// promotion's own loop, which must not call into itself.
+    fn with_shards_deferred<R>(
+        &self,
+        args: &LockArgs,
+        freed: &mut Vec<Name>,
+        f: impl FnOnce(&mut ShardSet<'_>, Instant, &mut Vec<Name>) -> R,
+    ) -> Result<(R, Instant), Error> {
         if args.uid.is_empty() {
             return Err(Error::invalid("the lock uid must not be empty"));
         }
         args.validate()?;
         let now = self.clock.now();
         self.maybe_sweep(now);
-        let mut freed = Vec::new();
         self.shards
-            .expire_each(&args.resources, now, self.config.validity, &mut freed);
+            .expire_each(&args.resources, now, self.config.validity, freed);
         let out = self.shards.with(&args.resources, |set| {
-            set.expire(now, self.config.validity, &mut freed);
-            f(set, now, &mut freed)
+            set.expire(now, self.config.validity, freed);
+            f(set, now, freed)
         });
-        self.promote(freed, now);
-        Ok(out)
-    }
-
-    /// Runs a full expiry pass when one is due, so that names nobody touches
-    /// any more do not keep their expired entries forever. Inlined into
-    /// every call; the pass itself is out of line.
-    #[inline]
-    fn maybe_sweep(&self, now: Instant) {
-        let due = self.next_sweep.load(Ordering::Relaxed);
-        if self.nanos(now) >= due {
-            self.sweep(now, due);
-        }
-    }
-
-    /// The full expiry pass that was due at `due`, run by whichever call
-    /// claims it first.
-    #[cold]
-    fn sweep(&self, now: Instant, due: u64) {
-        let next = self.nanos(now + SWEEP_EVERY.min(self.config.validity));
-        if self
-            .next_sweep
-            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-        {
-            let mut freed = Vec::new();
-            let expired =
-                self.shards
-                    .expire_all(now, self.config.validity, &mut freed, Busy::PassOver);
-            if expired > 0 {
-                tracing::debug!(locker = %self.endpoint, expired, "expired lock entries");
-            }
-            self.promote(freed, now);
-            if self.boards.in_use() {
-                self.revalidate_boards(None, now, true);
-            }
-            let end = self.quarantine_end.load(Ordering::SeqCst);
-            let margin = u64::try_from(self.config.validity.as_nanos()).unwrap_or(u64::MAX);
-            if end != 0 && self.nanos(now) >= end.saturating_add(margin) {
-                self.ended.forget_after_quarantine(end);
-            }
-        }
+        Ok((out, now))
     }
 
     /// Drops the proclamations on `resources` (all when `None`) whose
