@@ -2,6 +2,8 @@
 //! admin's force (kept apart from releases, see `released.rs`) from a
 //! client's force of its own uid (an ordinary release).
 
+use std::collections::HashSet;
+
 use crate::local::table::Name;
 use crate::local::LocalLocker;
 use crate::{Error, LockArgs};
@@ -37,7 +39,17 @@ impl LocalLocker {
                 }
                 Ok(removed)
             }
-            (false, false) => self.release_as(args, None, forced),
+            (false, false) => {
+                let removed = self.release_as(args, None, forced)?;
+                if forced {
+                    // Its places on other names go too: see
+                    // `drop_places_everywhere`.
+                    let mut freed = Vec::new();
+                    self.drop_places_everywhere(&[args.uid.clone()], &mut freed);
+                    self.promote(freed, self.clock.now());
+                }
+                Ok(removed)
+            }
             (true, false) => {
                 args.validate_resources()?;
                 let now = self.clock.now();
@@ -47,10 +59,10 @@ impl LocalLocker {
                 // its uid noted as forced.
                 self.shards
                     .expire_each(&args.resources, now, self.config.validity, &mut freed);
-                let mut left = Vec::new();
+                let mut cleared = Vec::new();
                 let removed = self.shards.with(&args.resources, |set| {
                     set.expire(now, self.config.validity, &mut freed);
-                    let (mut removed, mut cleared) = (false, Vec::new());
+                    let mut removed = false;
                     for pos in 0..args.resources.len() {
                         removed |= set.shard(pos).clear(
                             Name::new(&args.resources, pos),
@@ -60,12 +72,12 @@ impl LocalLocker {
                     }
                     // Before any line is promoted: a holder of one of these
                     // names may wait in the line of another.
+                    let uids = cleared.iter().map(|uid| &**uid).collect();
                     for pos in 0..args.resources.len() {
                         set.shard(pos).drop_places_of(
                             Name::new(&args.resources, pos),
-                            &cleared,
+                            &uids,
                             &mut freed,
-                            &mut left,
                         );
                     }
                     // Their late refreshes must not bring them back; a
@@ -76,19 +88,40 @@ impl LocalLocker {
                     }
                     removed
                 });
+                // Their places on other names go too, before any line
+                // moves on: see `drop_places_everywhere`.
+                self.drop_places_everywhere(&cleared, &mut freed);
                 self.promote(freed, self.clock.now());
-                // The forced holders' places dropped from these lines may
-                // stand on other names too: those go as well (after the
-                // shards above are let go, as other names may lie in
-                // other shards).
-                for (place, ticket) in left {
-                    self.end_place(&place, Some(ticket), &args.resources);
-                }
                 if removed && self.boards.in_use() {
                     self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
                 }
                 Ok(removed)
             }
         }
+    }
+
+    /// Drops the places in line of `uids`, forced open and noted as such,
+    /// wherever they stand, one shard at a time; the names whose lines
+    /// may move on are noted in `freed`, for the caller to promote.
+    ///
+    /// A forced uid's waits are refused from the moment it is noted, under
+    /// the shard locks of the names its wait asks for (`grant_or_queue`):
+    /// a wait that got in before the note left its places in shards this
+    /// walk visits afterwards, and one after it keeps none. So no place of
+    /// these uids is left standing once the walk is done. Ending them at
+    /// the force, rather than when a line moves on and finds one, matters
+    /// twice: a place ahead on a free name keeps the waiters behind it
+    /// waiting until it would expire, and the record of forced uids is
+    /// bounded, so a place found late might be of a uid it no longer
+    /// holds, and be granted.
+    fn drop_places_everywhere(&self, uids: &[std::sync::Arc<str>], freed: &mut Vec<Name>) {
+        if uids.is_empty() {
+            return;
+        }
+        let uids: HashSet<&str> = uids.iter().map(|uid| &**uid).collect();
+        self.shards.any_shard(|shard| {
+            shard.drop_places_everywhere(&uids, freed);
+            false
+        });
     }
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::table::{Line, Name, Notice, Promotions};
+use super::waiting::leave_in;
 use super::{deliver, LocalLocker};
 use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode, PushEvent};
@@ -21,10 +22,34 @@ use crate::{LockArgs, LockMode, PushEvent};
 impl LocalLocker {
     /// Grants the waiters at the head of the lines of `names` that may now
     /// go, and pushes them the news.
+    ///
+    /// A place of a forced uid found on the way is dropped, and what is
+    /// left of it on other names ended, which may move those lines on in
+    /// turn: a loop over the names each round frees, never a call into
+    /// itself, as a chain of such places may be as long as the table
+    /// (tens of thousands of links once overflowed a server's stack).
     pub(super) fn promote(&self, names: Vec<Name>, now: Instant) {
-        if names.is_empty() {
-            return;
+        let mut names = names;
+        let mut now = now;
+        while !names.is_empty() {
+            let forced_out = self.promote_once(&names, now);
+            names.clear();
+            for (args, ticket) in forced_out {
+                // Its places on the names just promoted are gone already.
+                if let Ok((_, at)) =
+                    self.with_shards_deferred(&args, &mut names, |set, _, freed| {
+                        leave_in(set, freed, &args, Some(ticket), &[], None)
+                    })
+                {
+                    now = now.max(at);
+                }
+            }
         }
+    }
+
+    /// One round of [`promote`](Self::promote): returns the places of
+    /// forced uids it dropped whose requests cover other names too.
+    fn promote_once(&self, names: &[Name], now: Instant) -> Vec<(LockArgs, Ticket)> {
         let mut out = Promotions::default();
         let mut seen: HashSet<&str> = HashSet::new();
         let mut spanning = Vec::new();
@@ -43,12 +68,7 @@ impl LocalLocker {
             self.grant_spanning(&spanning, now, &mut out.notices);
         }
         deliver(out.notices);
-        // A forced uid's place dropped from one line stands in others,
-        // where nothing may move the line on again: it goes there too
-        // (each end moves its lines on, after the shards above are let go).
-        for (args, ticket) in out.forced_out {
-            self.end_place(&args, Some(ticket), &[]);
-        }
+        out.forced_out
     }
 
     /// Grants, in ticket order, each of `waiters` (places at the head of

@@ -461,6 +461,9 @@ async fn regrant_after_restart_is_all_or_nothing() {
 /// Names whose places expired behind a holder.
 mod expired_places;
 
+/// Places of uids forced open by name.
+mod forced_places;
+
 /// Queues, pushes, wounds and fencing tokens.
 mod queues;
 

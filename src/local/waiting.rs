@@ -20,7 +20,7 @@ use crate::{Error, LockArgs, LockMode};
 /// names but `keep`, in the locked shards `set`; with `request`, only the
 /// places of that very request (whose list of names it is), not a newer
 /// request's of the same waiter that replaced them on some names.
-fn leave_in(
+pub(super) fn leave_in(
     set: &mut super::ShardSet<'_>,
     freed: &mut Vec<Name>,
     old: &LockArgs,

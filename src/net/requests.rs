@@ -406,10 +406,9 @@ impl Session {
         let (result, whole) = match kind {
             Kind::Write => counted(Some(LockMode::Write), false),
             Kind::Read => counted(Some(LockMode::Read), false),
-            Kind::Force if args.resources.is_empty() => {
+            Kind::Force if args.resources.is_empty() || args.uid.is_empty() => {
                 (self.force_everywhere(&args, admin).await, true)
             }
-            Kind::Force if args.uid.is_empty() => (locker.force_unlock_as(&args, admin), true),
             Kind::Force => counted(None, admin),
         };
         // A release also ends the uid's place in line, in any mode.
@@ -481,11 +480,12 @@ impl Session {
         Reply::from_result(result)
     }
 
-    /// A force of `args.uid` alone, which walks the whole table to find
-    /// its entries and places: one such walk at a time for the whole
-    /// server, each on a thread of the blocking pool, so that a flood of
-    /// them (a request of a few dozen bytes each, pipelined over many
-    /// connections) keeps no thread that serves other clients busy.
+    /// A force of `args.uid` alone, or of names alone (the admin's), each
+    /// of which walks the whole table to find the places of the uids it
+    /// forces open: one such walk at a time for the whole server, each on
+    /// a thread of the blocking pool, so that a flood of them (a request
+    /// of a few dozen bytes each, pipelined over many connections) keeps
+    /// no thread that serves other clients busy.
     async fn force_everywhere(&self, args: &LockArgs, admin: bool) -> Result<bool, Error> {
         let _one_at_a_time = self.server.walking.lock().await;
         let (locker, args) = (self.server.locker.clone(), args.clone());

@@ -1,15 +1,13 @@
 //! Names forced open by the admin: their holders go, and so do those
-//! holders' places in the lines of every name forced in the same call.
-//! The server treats a forced uid as released, refusing its waits; a place
-//! of it left standing would be granted to it the moment its name came
-//! free, a lock nobody may refresh.
+//! holders' places in line, on every name. The server treats a forced uid
+//! as released, refusing its waits; a place of it left standing would be
+//! granted to it the moment its names came free (a lock nobody may
+//! refresh), or keep the waiters behind it waiting for nothing.
 
-use std::collections::hash_map;
+use std::collections::{hash_map, HashSet};
 use std::sync::Arc;
 
 use super::{settle, Name, Shard};
-use crate::locker::wait::Ticket;
-use crate::LockArgs;
 
 impl Shard {
     /// Drops every entry on `name`, noting each holder's uid in `cleared`.
@@ -38,34 +36,42 @@ impl Shard {
         true
     }
 
-    /// Drops the places of `uids` in the line of `name`, noting each
-    /// request (with its ticket) in `left` so that the caller can end its
-    /// places on other names.
+    /// Drops the places of `uids` in the line of `name`.
     pub(in crate::local) fn drop_places_of(
         &mut self,
         name: Name,
-        uids: &[Arc<str>],
+        uids: &HashSet<&str>,
         freed: &mut Vec<Name>,
-        left: &mut Vec<(LockArgs, Ticket)>,
     ) {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return;
         };
         let before = slot.get().queue.len();
-        slot.get_mut().queue.retain(|p| {
-            let forced = uids.contains(&p.args.uid);
-            if forced
-                && !left
-                    .iter()
-                    .any(|(a, t)| *t == p.ticket && a.uid == p.args.uid)
-            {
-                left.push((p.args.clone(), p.ticket));
-            }
-            !forced
-        });
+        slot.get_mut()
+            .queue
+            .retain(|p| !uids.contains(&*p.args.uid));
         if slot.get().queue.len() != before {
             self.fence_floor = settle(slot, self.fence_floor, freed);
             self.fit();
+        }
+    }
+
+    /// Drops the places of `uids` in every line of this shard: one walk of
+    /// its lines, however many uids (a force of a name read by tens of
+    /// thousands of waiters).
+    pub(in crate::local) fn drop_places_everywhere(
+        &mut self,
+        uids: &HashSet<&str>,
+        freed: &mut Vec<Name>,
+    ) {
+        let lines: Vec<Name> = self
+            .map
+            .iter()
+            .filter(|(_, r)| r.queue.iter().any(|p| uids.contains(&*p.args.uid)))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in lines {
+            self.drop_places_of(name, uids, freed);
         }
     }
 }
