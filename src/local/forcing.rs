@@ -45,7 +45,7 @@ impl LocalLocker {
                     // Its places on other names go too: see
                     // `drop_places_everywhere`.
                     let mut freed = Vec::new();
-                    self.drop_places_everywhere(&[args.uid.clone()], &mut freed);
+                    self.drop_places_everywhere(std::slice::from_ref(&args.uid), &mut freed);
                     self.promote(freed, self.clock.now());
                 }
                 Ok(removed)
