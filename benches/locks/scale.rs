@@ -170,7 +170,7 @@ pub fn args(name: String, uid: String) -> LockArgs {
     }
 }
 
-async fn lock(locker: &dyn NetLocker, a: &LockArgs) -> Result<(), String> {
+pub async fn lock(locker: &dyn NetLocker, a: &LockArgs) -> Result<(), String> {
     match locker.lock(a).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(format!("the lock of {} was refused", a.resources[0])),

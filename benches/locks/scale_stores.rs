@@ -16,7 +16,7 @@ use quorum_lock::NetLocker;
 use crate::context::Context;
 use crate::out::say;
 use crate::redis_base::{self, RedisServer};
-use crate::scale::{args, probe, Row};
+use crate::scale::{args, lock, probe, Row};
 use crate::sql_server::{Database, Probe};
 
 /// Long enough that no held lock needs a refresh during the run.
@@ -48,14 +48,7 @@ pub async fn run(
 /// Takes locks `from..to` on `locker`, `IN_FLIGHT` at a time.
 async fn fill(locker: &dyn NetLocker, part: &str, from: usize, to: usize) -> Result<(), String> {
     let fill = stream::iter(from..to)
-        .map(|i| async move {
-            let a = args(format!("held/{i}"), format!("held-{i}"));
-            match locker.lock(&a).await {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(format!("the lock of held/{i} was refused")),
-                Err(e) => Err(format!("the lock of held/{i}: {e}")),
-            }
-        })
+        .map(|i| async move { lock(locker, &args(format!("held/{i}"), format!("held-{i}"))).await })
         .buffer_unordered(IN_FLIGHT)
         .try_collect::<()>();
     tokio::time::timeout(STEP_LIMIT, fill)
@@ -138,22 +131,10 @@ async fn redis(sizes: &[usize], samples: usize, emit: &mut impl FnMut(Row)) -> R
         .await
         .context("cannot connect a RedisLocker")?;
     let client = redis::Client::open(server.url()).context("a Redis client")?;
-    let conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .context("a Redis connection")?;
-    let mut reader = Reader::Redis(conn);
-    let memory = "memory is Redis's used_memory";
-    grow(
-        &locker,
-        &mut reader,
-        ("redis held", "keys", memory),
-        sizes,
-        samples,
-        emit,
-    )
-    .await?;
-    Ok(())
+    let conn = client.get_multiplexed_async_connection().await;
+    let mut reader = Reader::Redis(conn.context("a Redis connection")?);
+    let part = ("redis held", "keys", "memory is Redis's used_memory");
+    grow(&locker, &mut reader, part, sizes, samples, emit).await
 }
 
 /// Keys in the database and `used_memory`.
@@ -202,13 +183,12 @@ async fn sql(
     let locker = SqlLocker::connect(&db.url, config)
         .await
         .context("cannot connect a SqlLocker")?;
-    let reader = Probe::connect(backend, &db.url).await?;
+    let mut reader = Reader::Sql(Probe::connect(backend, &db.url).await?);
     say(format!(
         "{part}: a database of this run's own, one SqlLocker"
     ));
-    let mut reader = Reader::Sql(reader);
     let memory = "memory is the entries table and its indexes on disk";
-    grow(
+    let grown = grow(
         &locker,
         &mut reader,
         (part, "rows", memory),
@@ -216,13 +196,14 @@ async fn sql(
         samples,
         emit,
     )
-    .await?;
+    .await;
     if let Reader::Sql(probe) = reader {
         probe.close().await;
     }
+    // The locker's pool goes before the server it is connected to.
     drop(locker);
     drop(db);
-    Ok(())
+    grown
 }
 
 /// Rows of the entries table, and its size with its indexes, once the
@@ -231,21 +212,21 @@ async fn sql_reading(reader: &mut Probe) -> Result<(u64, u64), String> {
     let table = format!("{TABLE_PREFIX}entries");
     let rows = format!("SELECT COUNT(*) FROM {table}");
     let failed = |what: &'static str| move |e: sqlx::Error| format!("{what}: {e}");
-    match reader {
+    let (count, bytes): (i64, i64) = match reader {
         Probe::Pg { conn, .. } => {
-            let count: i64 = sqlx::query_scalar(&rows)
+            let count = sqlx::query_scalar(&rows)
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(failed("counting the entries"))?;
             let size_of = format!("SELECT pg_total_relation_size('{table}')");
-            let bytes: i64 = sqlx::query_scalar(&size_of)
+            let bytes = sqlx::query_scalar(&size_of)
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(failed("the entries table's size"))?;
-            Ok((count.max(0) as u64, bytes.max(0) as u64))
+            (count, bytes)
         }
         Probe::My(conn) => {
-            let count: i64 = sqlx::query_scalar(&rows)
+            let count = sqlx::query_scalar(&rows)
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(failed("counting the entries"))?;
@@ -258,11 +239,12 @@ async fn sql_reading(reader: &mut Probe) -> Result<(u64, u64), String> {
                 "SELECT CAST(data_length + index_length AS SIGNED) FROM information_schema.tables \
                  WHERE table_schema = DATABASE() AND table_name = '{table}'"
             );
-            let bytes: i64 = sqlx::query_scalar(&size_of)
+            let bytes = sqlx::query_scalar(&size_of)
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(failed("the entries table's size"))?;
-            Ok((count.max(0) as u64, bytes.max(0) as u64))
+            (count, bytes)
         }
-    }
+    };
+    Ok((count.max(0) as u64, bytes.max(0) as u64))
 }
