@@ -175,40 +175,33 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let measure_row = |run, &(system, key): &(System, BaselineKey), _: &[Row]| {
         let scenario = |transport| Scenario::write(nodes, key, transport, Wait::Push);
         let redis = &servers.redis[..nodes.min(servers.redis.len())];
-        let (summary, row_nodes) = match system {
-            System::OursTcp => (
-                crate::measure(opts, || crate::ours::run(scenario(Transport::Tcp), bounds))?,
-                nodes,
-            ),
+        let probe = Probe::new(redis);
+        let summary = match system {
+            System::OursTcp => {
+                crate::measure(opts, || crate::ours::run(scenario(Transport::Tcp), bounds))?
+            }
             System::OursRedis => {
-                let probe = Probe::new(redis);
                 let scenario = scenario(Transport::Redis);
-                let summary = crate::measure(opts, || {
+                crate::measure(opts, || {
                     redis_nodes::ours(redis, scenario, run, bounds, &probe)
-                })?;
-                (summary, nodes)
+                })?
             }
-            System::Rslock => {
-                let probe = Probe::new(redis);
-                let summary = crate::measure(opts, || {
-                    redis_nodes::rslock(redis, key, run, bounds, &probe)
-                })?;
-                (summary, nodes)
-            }
+            System::Rslock => crate::measure(opts, || {
+                redis_nodes::rslock(redis, key, run, bounds, &probe)
+            })?,
             System::SetNx => {
                 let server = &servers.redis[0];
-                let summary =
-                    crate::measure(opts, || redis_base::run(server, run, key, bounds, || {}))?;
-                (summary, 1)
+                crate::measure(opts, || redis_base::run(server, run, key, bounds, || {}))?
             }
             System::Etcd => {
-                let server = servers
-                    .etcd
-                    .as_ref()
-                    .ok_or("etcd was planned without a server")?;
-                let summary = crate::measure(opts, || etcd::run(server, run, key, bounds))?;
-                (summary, 1)
+                let server = (servers.etcd.as_ref()).ok_or("etcd was planned without a server")?;
+                crate::measure(opts, || etcd::run(server, run, key, bounds))?
             }
+        };
+        // SET NX and etcd run on one server whatever --nodes says.
+        let row_nodes = match system {
+            System::SetNx | System::Etcd => 1,
+            System::OursTcp | System::OursRedis | System::Rslock => nodes,
         };
         Ok(Row {
             system,

@@ -38,21 +38,8 @@ pub struct EtcdServer {
 
 impl EtcdServer {
     pub fn start(binary: &Path) -> Result<EtcdServer, String> {
-        let version = Command::new(binary)
-            .arg("--version")
-            .output()
-            .ok()
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .next()
-                    .map(|l| l.trim().to_owned())
-            })
-            .unwrap_or_default();
-        let mut last_err = String::new();
-        // A free port can be taken between our probe and etcd's bind; a few
-        // tries make that race harmless.
-        for attempt in 0..3 {
+        let version = servers::version(binary);
+        servers::with_retries("etcd", |attempt| {
             let (port, peer) = (servers::free_port()?, servers::free_port()?);
             let dir = std::env::temp_dir().join(format!(
                 "quorum-lock-bench-etcd-{}-{attempt}",
@@ -93,13 +80,12 @@ impl EtcdServer {
                 version: version.clone(),
                 dir,
             };
-            match server.wait_ready(Duration::from_secs(20)) {
-                Ok(()) => return Ok(server),
-                Err(err) => last_err = format!("{err}; its log: {}", server.log_tail()),
-            }
-            // Dropping `server` stops it and removes its folder.
-        }
-        Err(format!("etcd did not come up: {last_err}"))
+            // On an error, dropping `server` stops it and removes its folder.
+            Ok(match server.wait_ready(Duration::from_secs(20)) {
+                Ok(()) => Ok(server),
+                Err(err) => Err(format!("{err}; its log: {}", server.log_tail())),
+            })
+        })
     }
 
     pub fn pid(&self) -> u32 {

@@ -43,15 +43,8 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start(binary: &Path) -> Result<RedisServer, String> {
-        let version = Command::new(binary)
-            .arg("--version")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .unwrap_or_default();
-        let mut last_err = String::new();
-        // The free port can be taken between our probe and the server's
-        // bind; a few tries make that race harmless.
-        for _ in 0..3 {
+        let version = servers::version(binary);
+        servers::with_retries("redis-server", |_| {
             let port = servers::free_port()?;
             let mut command = Command::new(binary);
             command
@@ -71,13 +64,9 @@ impl RedisServer {
                 port,
                 version: version.clone(),
             };
-            match server.wait_ready(Duration::from_secs(5)) {
-                Ok(()) => return Ok(server),
-                Err(err) => last_err = err,
-            }
-            // Dropping `server` kills it.
-        }
-        Err(format!("redis-server did not come up: {last_err}"))
+            // On an error, dropping `server` kills it.
+            Ok(server.wait_ready(Duration::from_secs(5)).map(|()| server))
+        })
     }
 
     pub fn pid(&self) -> u32 {

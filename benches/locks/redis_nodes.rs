@@ -229,7 +229,6 @@ fn classify(
     }
 }
 
-/// The redis-server processes of the run, stopped by PID on drop.
 /// User + system CPU of the servers, when all of them can be read.
 fn servers_cpu(servers: &[RedisServer]) -> Option<Duration> {
     servers.iter().map(RedisServer::cpu).sum()
@@ -409,24 +408,20 @@ pub fn run(opts: &Options) -> Result<(), String> {
     let measure_row = |run, p: &Planned, rows: &[Row]| {
         let servers = &nodes[..p.nodes];
         let probe = Probe::new(servers);
-        let (summary, inner, time_on_connect) = match p.system {
+        let summary = match p.system {
             System::Ours(wait) => {
                 let scenario = Scenario::write(p.nodes, p.key, Transport::Redis, wait);
-                let summary =
-                    crate::measure(opts, || ours(servers, scenario, run, bounds, &probe))?;
-                (summary, INNER_OURS, true)
+                crate::measure(opts, || ours(servers, scenario, run, bounds, &probe))?
             }
-            System::Rslock => {
-                let summary = crate::measure(opts, || rslock(servers, p.key, run, bounds, &probe))?;
-                (summary, INNER_GET_DEL, false)
-            }
-            System::SetNx => {
-                let server = &servers[0];
-                let summary = crate::measure(opts, || {
-                    redis_base::run(server, run, p.key, bounds, || probe.read())
-                })?;
-                (summary, INNER_GET_DEL, false)
-            }
+            System::Rslock => crate::measure(opts, || rslock(servers, p.key, run, bounds, &probe))?,
+            System::SetNx => crate::measure(opts, || {
+                redis_base::run(&servers[0], run, p.key, bounds, || probe.read())
+            })?,
+        };
+        // Which commands ran inside scripts, by who sent the scripts.
+        let (inner, time_on_connect) = match p.system {
+            System::Ours(_) => (INNER_OURS, true),
+            System::Rslock | System::SetNx => (INNER_GET_DEL, false),
         };
         let commands = probe.commands(inner, time_on_connect)?;
         let rslock_lsps = match p.system {

@@ -292,6 +292,33 @@ pub fn stop(child: &mut Child, grace: Duration) {
     let _ = child.wait();
 }
 
+/// The first line of `binary --version`, for the banner.
+pub fn version(binary: &Path) -> String {
+    let out = Command::new(binary).arg("--version").output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    text.ok()
+        .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
+        .unwrap_or_default()
+}
+
+/// Starts a server on free ports up to three times: a port found free can
+/// be taken before the server binds it, and a few tries make that race
+/// harmless. `start` fails outright (`Err`) when trying again cannot help,
+/// and gives `Ok(Err(why))` when the server did not come up.
+pub fn with_retries<T>(
+    program: &str,
+    mut start: impl FnMut(usize) -> Result<Result<T, String>, String>,
+) -> Result<T, String> {
+    let mut last_err = String::new();
+    for attempt in 0..3 {
+        match start(attempt)? {
+            Ok(server) => return Ok(server),
+            Err(err) => last_err = err,
+        }
+    }
+    Err(format!("{program} did not come up: {last_err}"))
+}
+
 pub fn free_port() -> Result<u16, String> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
