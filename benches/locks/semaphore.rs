@@ -26,7 +26,7 @@ use crate::out::{self, human, loadavg, say, Doc, Machine, Obj};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
 use crate::servers::Kind;
 use crate::stats::{
-    counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Usage, Window,
+    counted, drive, fmt_duration, fmt_rate, jain, ClientTally, Locking, Snapshot, Usage,
 };
 
 /// The semaphore's name (its locks: `semaphore/bench/...`).
@@ -353,12 +353,7 @@ async fn measure(opts: &Options) -> Result<Outcome, String> {
         .ds
         .semaphore(NAME, s.permits)
         .context("cannot make the semaphore")?;
-    let window = Window::new(
-        Duration::from_secs_f64(opts.warmup),
-        Duration::from_secs_f64(opts.seconds),
-        opts.max_locks,
-        s.clients,
-    );
+    let window = crate::stats::Bounds::of(opts).window(s.clients);
     let origin = Instant::now();
     let snapshot = || Snapshot::now(counted(&cluster.calls), cluster.server_cpu());
     let records = Arc::new(Mutex::new(Vec::new()));

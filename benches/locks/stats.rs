@@ -47,9 +47,15 @@ impl Bounds {
         }
     }
 
-    /// The window of a measurement of `clients` clients starting now.
+    /// The window of a measurement of `clients` clients: it opens after
+    /// the warm-up from now and shares `max_locks` out among the clients.
     pub fn window(&self, clients: usize) -> Window {
-        Window::new(self.warmup, self.seconds, self.max_locks, clients)
+        let start = Instant::now() + self.warmup;
+        Window {
+            start,
+            end: start + self.seconds,
+            max_per_client: self.max_locks.div_ceil(clients as u64),
+        }
     }
 
     /// [`Window::load`] in a window starting now.
@@ -65,17 +71,6 @@ impl Bounds {
 }
 
 impl Window {
-    /// The window of a run that starts `warmup` from now and measures for
-    /// `seconds`, `max_locks` shared out among `clients`.
-    pub fn new(warmup: Duration, seconds: Duration, max_locks: u64, clients: usize) -> Window {
-        let start = Instant::now() + warmup;
-        Window {
-            start,
-            end: start + seconds,
-            max_per_client: max_locks.div_ceil(clients as u64),
-        }
-    }
-
     /// One client's loop, the same for every system: take the lock (cut
     /// off by the window's end), record the wait when it was asked for
     /// inside the window, hold, give back; until the window closes or the
@@ -113,9 +108,7 @@ impl Window {
         l.finish(cut_off).await;
         Ok(tally)
     }
-}
 
-impl Window {
     /// The end of what was measured (the window's end, or when the last
     /// client stopped before it) and its length in seconds.
     pub fn measured(&self, tallies: &[ClientTally]) -> (Instant, f64) {
