@@ -64,16 +64,23 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Frames per socket write and read of each side, under their JSON
+    /// names, in the order the line prints them; none without a call.
+    fn frame_ratios(&self) -> [(&'static str, Option<f64>); 4] {
+        let r = |key, a, b: u64| (key, (b != 0).then(|| a as f64 / b as f64));
+        [
+            r("client_frames_per_write", self.requests, self.client.writes),
+            r("server_frames_per_write", self.replies, self.servers.writes),
+            r("client_frames_per_read", self.replies, self.client.reads),
+            r("server_frames_per_read", self.requests, self.servers.reads),
+        ]
+    }
+
     /// The columns `--counts on` prints under a row, per lock.
     pub fn line(&self, locks: u64) -> String {
         let per = |x: u64| x as f64 / locks.max(1) as f64;
-        let ratio = |a: u64, b: u64| {
-            if b == 0 {
-                "-".to_owned()
-            } else {
-                format!("{:.2}", a as f64 / b as f64)
-            }
-        };
+        let [w_client, w_servers, r_client, r_servers] =
+            self.frame_ratios().map(|(_, r)| crate::out::per(r));
         let side = |s: &Side| {
             format!(
                 "{:.2} syscalls ({:.2} send, {:.2} recv, {:.2}/{:.2} write/read, {:.2} epoll, {:.2} futex), \
@@ -96,10 +103,10 @@ impl Counts {
             side(&self.servers),
             per(self.requests),
             per(self.replies),
-            ratio(self.requests, self.client.writes),
-            ratio(self.replies, self.servers.writes),
-            ratio(self.replies, self.client.reads),
-            ratio(self.requests, self.servers.reads),
+            w_client,
+            w_servers,
+            r_client,
+            r_servers,
         )
     }
 
@@ -107,7 +114,6 @@ impl Counts {
     pub fn json(&self, locks: u64) -> String {
         use crate::out::Obj;
         let per = |x: u64| x as f64 / locks.max(1) as f64;
-        let ratio = |a: u64, b: u64| (b != 0).then(|| a as f64 / b as f64);
         let side = |s: &Side| {
             Obj::new()
                 .num("syscalls", per(s.syscalls))
@@ -120,29 +126,14 @@ impl Counts {
                 .num("voluntary_ctx", per(s.voluntary))
                 .num("involuntary_ctx", per(s.involuntary))
         };
-        Obj::new()
+        let o = Obj::new()
             .raw("per_lock", true)
             .raw("client", side(&self.client))
             .raw("servers", side(&self.servers))
             .num("requests", per(self.requests))
-            .num("replies", per(self.replies))
-            .opt(
-                "client_frames_per_write",
-                ratio(self.requests, self.client.writes),
-            )
-            .opt(
-                "server_frames_per_write",
-                ratio(self.replies, self.servers.writes),
-            )
-            .opt(
-                "client_frames_per_read",
-                ratio(self.replies, self.client.reads),
-            )
-            .opt(
-                "server_frames_per_read",
-                ratio(self.requests, self.servers.reads),
-            )
-            .done()
+            .num("replies", per(self.replies));
+        let ratios = self.frame_ratios().into_iter();
+        ratios.fold(o, |o, (key, r)| o.opt(key, r)).done()
     }
 }
 
