@@ -82,13 +82,18 @@ impl Database {
                 (Own::Maria(server), url)
             }
         };
-        Ok(Database {
+        Ok(Database::new(backend, url, Some(own)))
+    }
+
+    /// Version and counting are read by [`inspect`](Self::inspect).
+    fn new(backend: Backend, url: String, own: Option<Own>) -> Database {
+        Database {
             backend,
             url,
-            own: Some(own),
+            own,
             version: String::new(),
             counting: Err("not checked yet".into()),
-        })
+        }
     }
 
     /// An existing database, not stopped or cleaned up by the run.
@@ -103,13 +108,7 @@ impl Database {
                 }
             ));
         }
-        Ok(Database {
-            backend,
-            url: url.to_owned(),
-            own: None,
-            version: String::new(),
-            counting: Err("not checked yet".into()),
-        })
+        Ok(Database::new(backend, url.to_owned(), None))
     }
 
     pub fn is_own(&self) -> bool {
@@ -118,19 +117,17 @@ impl Database {
 
     /// The PID of the server process (PostgreSQL's postmaster).
     pub fn pid(&self) -> Option<u32> {
-        match &self.own {
-            Some(Own::Pg(s)) => Some(s.pid()),
-            Some(Own::Maria(s)) => Some(s.pid()),
-            None => None,
-        }
+        self.own.as_ref().map(|own| match own {
+            Own::Pg(s) => s.pid(),
+            Own::Maria(s) => s.pid(),
+        })
     }
 
     pub fn port(&self) -> Option<u16> {
-        match &self.own {
-            Some(Own::Pg(s)) => Some(s.port()),
-            Some(Own::Maria(s)) => Some(s.port()),
-            None => None,
-        }
+        self.own.as_ref().map(|own| match own {
+            Own::Pg(s) => s.port(),
+            Own::Maria(s) => s.port(),
+        })
     }
 
     /// User + system CPU time of the whole server: its process and its
@@ -314,13 +311,7 @@ impl Probe {
                     .fetch_one(&mut *conn)
                     .await
                     .map_err(failed)?;
-                // MySQL sends the function's result as bytes.
-                row.try_get::<String, _>(0)
-                    .or_else(|_| {
-                        row.try_get::<Vec<u8>, _>(0)
-                            .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    })
-                    .map_err(failed)
+                my_text(&row, 0).map_err(failed)
             }
         }
     }
@@ -391,14 +382,8 @@ impl Probe {
                     .context("SHOW GLOBAL STATUS failed")?;
                 let mut values = BTreeMap::new();
                 for row in rows {
-                    let text = |i: usize| {
-                        row.try_get::<String, _>(i).or_else(|_| {
-                            row.try_get::<Vec<u8>, _>(i)
-                                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                        })
-                    };
-                    let name = text(0).map_err(|e| e.to_string())?;
-                    let value = text(1).map_err(|e| e.to_string())?;
+                    let name = my_text(&row, 0).map_err(|e| e.to_string())?;
+                    let value = my_text(&row, 1).map_err(|e| e.to_string())?;
                     values.insert(name.to_ascii_lowercase(), value.parse::<u64>().unwrap_or(0));
                 }
                 let get = |k: &str| values.get(k).copied().unwrap_or(0);
@@ -461,6 +446,13 @@ impl Probe {
             }
         }
     }
+}
+
+/// Column `i` of a MySQL row as text: the server sends the results of
+/// functions and of `SHOW` as bytes, where a column would be a string.
+fn my_text(row: &sqlx::mysql::MySqlRow, i: usize) -> Result<String, sqlx::Error> {
+    let bytes = || row.try_get::<Vec<u8>, _>(i);
+    (row.try_get::<String, _>(i)).or_else(|_| bytes().map(|b| String::from_utf8_lossy(&b).into()))
 }
 
 /// A statement's text on one line, whitespace runs as one space.
