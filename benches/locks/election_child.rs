@@ -173,16 +173,14 @@ pub(crate) async fn failover<C: Contender, W: Watch>(
 /// wait to be killed (or give up after a bound and exit). Returns the exit
 /// code.
 pub fn child(args: &[String]) -> i32 {
-    match child_run(args) {
-        Ok(()) => 0,
-        Err(err) => {
-            eprintln!("locks --election-child: {err}");
-            1
-        }
-    }
+    let failed = |err| {
+        eprintln!("locks --election-child: {err}");
+        1
+    };
+    child_run(args).map_or_else(failed, |()| 0)
 }
 
-pub(crate) fn child_run(args: &[String]) -> Result<(), String> {
+fn child_run(args: &[String]) -> Result<(), String> {
     let [system, validity, target] = args else {
         return Err("expected SYSTEM VALIDITY_MS TARGET".into());
     };

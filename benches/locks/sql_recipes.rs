@@ -280,10 +280,7 @@ impl RecipeClient {
 
     /// Closes the connection the way a client that is done does.
     pub async fn close(self) {
-        let _ = match self.conn {
-            Conn::Pg(c) => c.close().await,
-            Conn::My(c) => c.close().await,
-        };
+        let _ = either!(self.conn, c, c.close().await);
     }
 }
 
