@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use quorum_lock::redis::{RedisConfig, RedisLocker};
 use redis::aio::MultiplexedConnection;
 
 use crate::context::Context;
@@ -85,6 +86,19 @@ impl RedisServer {
             s.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
         })
         .map_err(|e| format!("{e} (port {} taken?)", self.port))
+    }
+
+    /// A `RedisLocker` on this server, its keys under `prefix`. The server
+    /// is this run's own and has never granted a lock: no quarantine.
+    pub async fn locker(&self, prefix: String, validity: Duration) -> Result<RedisLocker, String> {
+        let config = RedisConfig {
+            prefix,
+            validity,
+            quarantine: Duration::ZERO,
+            ..RedisConfig::default()
+        };
+        (RedisLocker::connect(&self.url(), config).await)
+            .map_err(|e| format!("cannot connect a RedisLocker to port {}: {e}", self.port))
     }
 
     /// User + system CPU time of the server, from /proc.

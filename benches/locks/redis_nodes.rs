@@ -16,7 +16,6 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::NetLocker;
 use rslock::{LockError, LockManager};
 
@@ -246,17 +245,9 @@ pub async fn ours(
     for server in servers {
         // A prefix per run: whatever a cut-off wait of an earlier run left
         // behind cannot block this one.
-        let config = RedisConfig {
-            prefix: format!("bench{run}:"),
-            validity: VALIDITY,
-            // Servers started by this run have never granted a lock before.
-            quarantine: Duration::ZERO,
-            ..RedisConfig::default()
-        };
-        let locker = RedisLocker::connect(&server.url(), config)
-            .await
-            .map_err(|e| format!("cannot connect a RedisLocker to port {}: {e}", server.port))?;
-        bare.push(Arc::new(locker));
+        bare.push(Arc::new(
+            server.locker(format!("bench{run}:"), VALIDITY).await?,
+        ));
     }
     let cluster = crate::ours::Cluster::build(bare, bounds.count_rpcs, scenario.wait, None)?;
     let mark = || probe.read();

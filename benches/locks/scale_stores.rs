@@ -9,7 +9,6 @@
 use std::time::{Duration, Instant};
 
 use futures::stream::{self, StreamExt, TryStreamExt};
-use quorum_lock::redis::{RedisConfig, RedisLocker};
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::NetLocker;
 
@@ -120,16 +119,7 @@ async fn redis(sizes: &[usize], samples: usize, emit: &mut impl FnMut(Row)) -> R
         "redis held: {} on port {}, one RedisLocker",
         server.version, server.port
     ));
-    let config = RedisConfig {
-        prefix: "scale:".into(),
-        validity: VALIDITY,
-        // A server this run started has never granted a lock.
-        quarantine: Duration::ZERO,
-        ..RedisConfig::default()
-    };
-    let locker = RedisLocker::connect(&server.url(), config)
-        .await
-        .context("cannot connect a RedisLocker")?;
+    let locker = server.locker("scale:".into(), VALIDITY).await?;
     let client = redis::Client::open(server.url()).context("a Redis client")?;
     let conn = client.get_multiplexed_async_connection().await;
     let mut reader = Reader::Redis(conn.context("a Redis connection")?);
