@@ -275,31 +275,29 @@ pub fn stat<R: Measured>(title: &'static str) -> Col<R> {
     right(title, width, move |r: &R| cell(r.summary()))
 }
 
-fn pad(out: &mut String, text: &str, width: usize, left: bool) {
-    if !out.is_empty() {
-        out.push(' ');
+/// Each column's text padded to its width, separated by one space.
+fn padded<R>(cols: &[Col<R>], text: impl Fn(&Col<R>) -> String) -> String {
+    let mut out = String::new();
+    for c in cols {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let (text, width) = (text(c), c.width);
+        let _ = if c.left {
+            write!(out, "{text:<width$}")
+        } else {
+            write!(out, "{text:>width$}")
+        };
     }
-    let _ = if left {
-        write!(out, "{text:<width$}")
-    } else {
-        write!(out, "{text:>width$}")
-    };
+    out
 }
 
 pub fn header<R>(cols: &[Col<R>]) -> String {
-    let mut out = String::new();
-    for c in cols {
-        pad(&mut out, c.title, c.width, c.left);
-    }
-    out
+    padded(cols, |c| c.title.to_owned())
 }
 
 pub fn line<R>(cols: &[Col<R>], row: &R) -> String {
-    let mut out = String::new();
-    for c in cols {
-        pad(&mut out, &(c.cell)(row), c.width, c.left);
-    }
-    out
+    padded(cols, |c| (c.cell)(row))
 }
 
 /// A Markdown table with one column per client count of the run and one
