@@ -182,6 +182,13 @@ async fn relock_probe(cluster: &crate::ours::Cluster) -> Result<Option<Relock>, 
         let counts = counting::total(&cluster.calls);
         counts.lock + counts.wait + counts.unlock
     };
+    // The run's own releases may still be on their way (a drain task's
+    // unlocks): they are no call of a nested re-lock, so they land first.
+    cluster
+        .ds
+        .finish_releases(Duration::from_secs(10))
+        .await
+        .context("the run's releases did not land before the probe")?;
     let mutex = cluster
         .ds
         .rw_mutex(["reentrant-probe"])
