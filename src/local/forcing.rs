@@ -3,6 +3,7 @@
 //! client's force of its own uid (an ordinary release).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::local::table::Name;
 use crate::local::LocalLocker;
@@ -50,54 +51,57 @@ impl LocalLocker {
                 }
                 Ok(removed)
             }
-            (true, false) => {
-                args.validate_resources()?;
-                let now = self.clock.now();
-                let mut freed = Vec::new();
-                // The due entries go first, as in every call (see
-                // `with_shards`): one that expired is not forced open, nor
-                // its uid noted as forced.
-                self.shards
-                    .expire_each(&args.resources, now, self.config.validity, &mut freed);
-                let mut cleared = Vec::new();
-                let removed = self.shards.with(&args.resources, |set| {
-                    set.expire(now, self.config.validity, &mut freed);
-                    let mut removed = false;
-                    for pos in 0..args.resources.len() {
-                        removed |= set.shard(pos).clear(
-                            Name::new(&args.resources, pos),
-                            &mut freed,
-                            &mut cleared,
-                        );
-                    }
-                    // Before any line is promoted: a holder of one of these
-                    // names may wait in the line of another.
-                    let uids = cleared.iter().map(|uid| &**uid).collect();
-                    for pos in 0..args.resources.len() {
-                        set.shard(pos).drop_places_of(
-                            Name::new(&args.resources, pos),
-                            &uids,
-                            &mut freed,
-                        );
-                    }
-                    // Their late refreshes must not bring them back; a
-                    // later holder of these names may be re-created.
-                    // Noted under the same shard locks as the removal.
-                    for uid in &cleared {
-                        self.note_ended(uid, true, now);
-                    }
-                    removed
-                });
-                // Their places on other names go too, before any line
-                // moves on: see `drop_places_everywhere`.
-                self.drop_places_everywhere(&cleared, &mut freed);
-                self.promote(freed, self.clock.now());
-                if removed && self.boards.in_use() {
-                    self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
-                }
-                Ok(removed)
-            }
+            (true, false) => self.force_names(args).map(|cleared| !cleared.is_empty()),
         }
+    }
+
+    /// Forces open every entry on `args.resources` (the uid is not
+    /// looked at), noting each holder's uid as forced, and ends every
+    /// place in line of those uids, on any name. Returns the uids whose
+    /// entries it removed, each once: what a lock server must give back
+    /// the charges of. They are read under the same shard locks as the
+    /// removal, so a lock taken on these names before the force ran is
+    /// among them, whenever the caller asked.
+    pub(crate) fn force_names(&self, args: &LockArgs) -> Result<Vec<Arc<str>>, Error> {
+        args.validate_text()?;
+        args.validate_resources()?;
+        let now = self.clock.now();
+        let mut freed = Vec::new();
+        // The due entries go first, as in every call (see `with_shards`):
+        // one that expired is not forced open, nor its uid noted as forced.
+        self.shards
+            .expire_each(&args.resources, now, self.config.validity, &mut freed);
+        let mut cleared = Vec::new();
+        self.shards.with(&args.resources, |set| {
+            set.expire(now, self.config.validity, &mut freed);
+            for pos in 0..args.resources.len() {
+                set.shard(pos)
+                    .clear(Name::new(&args.resources, pos), &mut freed, &mut cleared);
+            }
+            // Before any line is promoted: a holder of one of these names
+            // may wait in the line of another.
+            let uids = cleared.iter().map(|uid| &**uid).collect();
+            for pos in 0..args.resources.len() {
+                set.shard(pos)
+                    .drop_places_of(Name::new(&args.resources, pos), &uids, &mut freed);
+            }
+            // Their late refreshes must not bring them back; a later
+            // holder of these names may be re-created. Noted under the
+            // same shard locks as the removal.
+            for uid in &cleared {
+                self.note_ended(uid, true, now);
+            }
+        });
+        cleared.sort_unstable();
+        cleared.dedup();
+        // Their places on other names go too, before any line moves on:
+        // see `drop_places_everywhere`.
+        self.drop_places_everywhere(&cleared, &mut freed);
+        self.promote(freed, self.clock.now());
+        if !cleared.is_empty() && self.boards.in_use() {
+            self.revalidate_boards(Some(&args.resources), self.clock.now(), false);
+        }
+        Ok(cleared)
     }
 
     /// Drops the places in line of `uids`, forced open and noted as such,
@@ -114,7 +118,7 @@ impl LocalLocker {
     /// waiting until it would expire, and the record of forced uids is
     /// bounded, so a place found late might be of a uid it no longer
     /// holds, and be granted.
-    fn drop_places_everywhere(&self, uids: &[std::sync::Arc<str>], freed: &mut Vec<Name>) {
+    fn drop_places_everywhere(&self, uids: &[Arc<str>], freed: &mut Vec<Name>) {
         if uids.is_empty() {
             return;
         }

@@ -278,14 +278,6 @@ impl Shard {
         }
     }
 
-    /// The uids that hold `resource`, in either mode.
-    #[cfg(feature = "net")]
-    pub(super) fn holder_uids(&self, resource: &str) -> Vec<Arc<str>> {
-        self.get(resource)
-            .map(|h| h.entries().iter().map(|e| e.uid.clone()).collect())
-            .unwrap_or_default()
-    }
-
     /// Whether `uid` holds `resource`, in either mode.
     pub(super) fn holds_any(&self, resource: &str, uid: &str) -> bool {
         self.get(resource).is_some_and(|h| h.holds(uid))
@@ -296,15 +288,6 @@ impl Shard {
     pub(super) fn holds_granted_to(&self, resource: &str, uid: &str, ticket: Ticket) -> bool {
         let entry = self.get(resource).and_then(|h| h.find(uid));
         entry.is_some_and(|e| e.ticket == Some(ticket))
-    }
-
-    /// The ticket of the wait whose grant made `uid`'s entry on
-    /// `resource`, if it holds one made by a wait's grant.
-    #[cfg(feature = "net")]
-    pub(super) fn granted_ticket(&self, resource: &str, uid: &str) -> Option<Ticket> {
-        self.get(resource)
-            .and_then(|h| h.find(uid))
-            .and_then(|e| e.ticket)
     }
 
     /// Whether `uid` keeps a place in line on `resource` for exactly the

@@ -140,18 +140,19 @@ impl Session {
         //
         // A set charged for a place alone pays for that place, not for
         // entries: the uid's entries on its names were granted under other
-        // sets, which pay for them (on some names or on all), and asking
-        // again renews the place it pays for. Only entries on every name
-        // granted by one wait may be a grant of that place not yet
-        // recorded (a wait granted at once is recorded after the table
-        // answers): then the set pays for them, and the new place is
-        // charged beside them. (Pushed grants are recorded as the table
-        // makes them.)
+        // sets, which pay for them (on some names or on all, by plain locks
+        // or by waits for other names), and asking again renews the place
+        // it pays for. Only entries on every name granted to this very
+        // wait (its ticket) may be a grant of that place not yet recorded
+        // (a wait granted at once is recorded after the table answers):
+        // then the set pays for them, and the new place is charged beside
+        // them. (Pushed grants are recorded as the table makes them.)
         let beside = match reserved {
             Reserved::Already(..)
                 if locker.holds_any(args)
                     && !locker.holds_all(args, asked.mode)
-                    && (!ledger.for_place_alone(args) || locker.holds_all_by_one_wait(args)) =>
+                    && (!ledger.for_place_alone(args)
+                        || locker.holds_granted_to(args, asked.ticket)) =>
             {
                 match ledger.reserve_beside(self.id, args) {
                     Ok(beside) => Some(beside),

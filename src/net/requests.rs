@@ -19,7 +19,7 @@ use super::wire::{
 };
 use crate::locker::proclamation::WatchArgs;
 use crate::locker::wait::{Ticket, Wake};
-use crate::{Error, LockArgs, LockMode, NetLocker};
+use crate::{Error, LocalLocker, LockArgs, LockMode, NetLocker};
 
 pub(super) use super::sink::{ConnSink, Pushed};
 
@@ -390,11 +390,9 @@ impl Session {
         }
         let locker = &*self.server.locker;
         // Forced open by name: whoever held these names loses them, and
-        // with them what they are charged for.
-        let forced_holders = match kind {
-            Kind::Force if args.uid.is_empty() => locker.holders_of(&args),
-            _ => Vec::new(),
-        };
+        // with them what they are charged for (read as the force removes
+        // them: a lock taken while the force waited its turn is among them).
+        let mut forced_holders = Vec::new();
         // A release by uid and names says how many entries it removed: one
         // that left some of its names held (in the other mode, say) keeps
         // the charge of the set, which pays for what is left.
@@ -406,7 +404,12 @@ impl Session {
         let (result, whole) = match kind {
             Kind::Write => counted(Some(LockMode::Write), false),
             Kind::Read => counted(Some(LockMode::Read), false),
-            Kind::Force if args.resources.is_empty() || args.uid.is_empty() => {
+            Kind::Force if args.uid.is_empty() => {
+                let (removed, cleared) = self.force_names(&args).await;
+                forced_holders = cleared;
+                (removed, true)
+            }
+            Kind::Force if args.resources.is_empty() => {
                 (self.force_everywhere(&args, admin).await, true)
             }
             Kind::Force => counted(None, admin),
@@ -450,23 +453,16 @@ impl Session {
         // the others uncharged until they expire, within the validity: a
         // lock the admin broke, whose holder is told it lost it at its next
         // refresh.
-        // Its places in line go too, over whichever connection they were
-        // asked: the server treats the uid as released, refusing its waits,
-        // and a place kept would be granted to it (uncharged, as its sets
-        // went) when its names come free.
-        if removed {
-            for uid in &forced_holders {
-                let mut places: Vec<(u64, Place)> = self
-                    .end_place(uid)
-                    .map(|p| (self.id, p))
-                    .into_iter()
-                    .collect();
-                places.extend(self.places_elsewhere(uid));
-                self.server.ledger.release(uid, None);
-                for (conn, place) in places {
-                    self.ended_on(conn, place);
-                }
-            }
+        // Its places in line went from the table with the force (every
+        // one, on any name), so the connections that recorded them stop
+        // counting them, here and elsewhere, and nothing more is asked of
+        // the table: the uid's charges all go at once. (Ending each record
+        // through the table again walked a long line once per forced
+        // holder, on a thread that serves clients.)
+        for uid in &forced_holders {
+            let _ = self.end_place(uid);
+            let _ = self.places_elsewhere(uid);
+            self.server.ledger.release(uid, None);
         }
         // The place ended here may stand on names this release did not
         // name: what is left of it in the table goes too, so that the
@@ -480,17 +476,39 @@ impl Session {
         Reply::from_result(result)
     }
 
-    /// A force of `args.uid` alone, or of names alone (the admin's), each
-    /// of which walks the whole table to find the places of the uids it
-    /// forces open: one such walk at a time for the whole server, each on
-    /// a thread of the blocking pool, so that a flood of them (a request
-    /// of a few dozen bytes each, pipelined over many connections) keeps
-    /// no thread that serves other clients busy.
+    /// A force of `args.uid` alone, which walks the whole table to find
+    /// its entries and places: see [`walk`](Self::walk).
     async fn force_everywhere(&self, args: &LockArgs, admin: bool) -> Result<bool, Error> {
+        let args = args.clone();
+        self.walk(move |locker| locker.force_unlock_as(&args, admin))
+            .await
+            .and_then(|removed| removed)
+    }
+
+    /// The admin's force of names alone, which walks the whole table to
+    /// end the places of the uids it forces open (see [`walk`](Self::walk)).
+    /// Answers whether it removed an entry, and the uids it removed
+    /// entries of.
+    async fn force_names(&self, args: &LockArgs) -> (Result<bool, Error>, Vec<Arc<str>>) {
+        let args = args.clone();
+        match self.walk(move |locker| locker.force_names(&args)).await {
+            Ok(Ok(cleared)) => (Ok(!cleared.is_empty()), cleared),
+            Ok(Err(err)) | Err(err) => (Err(err), Vec::new()),
+        }
+    }
+
+    /// Runs `f`, a walk of the whole table, one such walk at a time for
+    /// the whole server, on a thread of the blocking pool, so that a flood
+    /// of them (a request of a few dozen bytes each, pipelined over many
+    /// connections) keeps no thread that serves other clients busy.
+    async fn walk<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&LocalLocker) -> R + Send + 'static,
+    ) -> Result<R, Error> {
         let _one_at_a_time = self.server.walking.lock().await;
-        let (locker, args) = (self.server.locker.clone(), args.clone());
-        match tokio::task::spawn_blocking(move || locker.force_unlock_as(&args, admin)).await {
-            Ok(result) => result,
+        let locker = self.server.locker.clone();
+        match tokio::task::spawn_blocking(move || f(&locker)).await {
+            Ok(result) => Ok(result),
             Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
             Err(_) => Err(Error::LockerUnavailable {
                 endpoint: self.server.locker.endpoint().to_owned(),
