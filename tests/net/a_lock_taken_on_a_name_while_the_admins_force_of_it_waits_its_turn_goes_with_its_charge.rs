@@ -28,8 +28,7 @@ use quorum_lock::net::ServerConfig;
 use crate::capped::ADMIN;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, lock_request, OP_FORCE_UNLOCK, OP_LOCK, OP_RLOCK, REPLY_BOOL,
-    VERSION_6,
+    authenticate_as, call, lock_request, OP_FORCE_UNLOCK, OP_LOCK, OP_RLOCK, REPLY_BOOL, VERSION_6,
 };
 
 const FLOOD: u64 = 60;

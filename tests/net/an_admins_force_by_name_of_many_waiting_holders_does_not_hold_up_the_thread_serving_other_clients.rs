@@ -107,7 +107,11 @@ async fn scene() {
     done.store(true, Ordering::SeqCst);
     let worst = pinger.await.unwrap();
     assert_eq!(forced, [REPLY_BOOL, 1], "the admin forces x open by name");
-    assert_eq!(node.locker.waiting(), N, "the forced holders' places are gone");
+    assert_eq!(
+        node.locker.waiting(),
+        N,
+        "the forced holders' places are gone"
+    );
     assert!(
         worst <= BOUND,
         "while the admin forced x open ({N} holders, each waiting in a line of {} places; the \
