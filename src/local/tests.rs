@@ -467,6 +467,9 @@ mod forced_places;
 /// Queues, pushes, wounds and fencing tokens.
 mod queues;
 
+/// A waiter's newer request moving its place back in a line.
+mod a_place_moved_back_by_its_waiters_newer_request_lets_the_waiter_behind_it_in;
+
 /// A resource's map key outlives the request that created it. Keyed by a
 /// position in that request's list of names, it would keep the whole list
 /// alive (up to 1000 names of 1 KiB) while anyone else holds the one name,
