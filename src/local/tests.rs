@@ -470,6 +470,9 @@ mod queues;
 /// A waiter's newer request moving its place back in a line.
 mod a_place_moved_back_by_its_waiters_newer_request_lets_the_waiter_behind_it_in;
 
+/// A waiter's place ended by a plain lock of its uid.
+mod a_place_ended_by_its_uids_plain_lock_lets_the_readers_behind_it_in;
+
 /// A resource's map key outlives the request that created it. Keyed by a
 /// position in that request's list of names, it would keep the whole list
 /// alive (up to 1000 names of 1 KiB) while anyone else holds the one name,
