@@ -442,7 +442,7 @@ impl LocalLocker {
     /// A plain lock call: granted when the resources are free for `mode`
     /// and nobody conflicting waits in line for them.
     fn grant(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
-        self.with_shards(args, |set, now, _| {
+        self.with_shards(args, |set, now, freed| {
             if let Some(err) = self.quarantine_error(now) {
                 return Err(err);
             }
@@ -465,6 +465,7 @@ impl LocalLocker {
                         now,
                         None,
                         None,
+                        freed,
                     );
                 }
             }
@@ -646,7 +647,7 @@ impl LocalLocker {
     /// open here, during the quarantine is not re-created: the refresh may
     /// have been sent before that release (see `ended.rs`).
     fn refresh_entries(&self, args: &LockArgs, mode: Option<LockMode>) -> Result<bool, Error> {
-        self.with_shards(args, |set, now, _| {
+        self.with_shards(args, |set, now, freed| {
             let mut missing = Vec::new();
             for (pos, r) in args.resources.iter().enumerate() {
                 if !set.shard(pos).refresh(r, &args.uid, now) {
@@ -673,7 +674,15 @@ impl LocalLocker {
                 && !self.released.contains_at(&args.uid, now)
             {
                 for &pos in &missing {
-                    set.shard(pos).grant(Name::new(&args.resources, pos), args, mode, now, None, None);
+                    set.shard(pos).grant(
+                        Name::new(&args.resources, pos),
+                        args,
+                        mode,
+                        now,
+                        None,
+                        None,
+                        freed,
+                    );
                 }
                 let uid = crate::locker::secrets::mask(&args.uid);
                 tracing::debug!(locker = %self.endpoint, %uid, "re-created entries on refresh in quarantine");

@@ -326,6 +326,7 @@ impl Shard {
         now: Instant,
         ticket: Option<Ticket>,
         wake: Option<Wake>,
+        freed: &mut Vec<Name>,
     ) -> bool {
         let slot = self.map.entry(name.key());
         // The expiry index keys the entry as the map does: with the request's
@@ -333,8 +334,15 @@ impl Shard {
         let key = slot.key().clone();
         let res = slot.or_default();
         if !res.queue.is_empty() {
+            let before = res.queue.len();
             res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
             fit(&mut res.queue);
+            if res.queue.len() != before && !res.queue.is_empty() {
+                // The waiter's place there ended with its grant: those
+                // behind it may go now (readers beside a read grant), as
+                // after any place that leaves a line.
+                freed.push(name);
+            }
         }
         if let Some(holders) = &mut res.holders
             && let Some(e) = holders.find_mut(&args.uid)
@@ -387,8 +395,16 @@ impl Shard {
         wake: Option<Wake>,
         notices: &mut Vec<Notice>,
         wounded: &mut Wounded,
+        freed: &mut Vec<Name>,
     ) {
         let res = self.map.entry(name.key()).or_default();
+        // The waiter's older place there, if it stood ahead of where the
+        // new one goes (a newer ticket), leaves the head of the line to
+        // others, who may go now: as after any place that leaves a line.
+        let older = res
+            .queue
+            .iter()
+            .position(|p| p.is_same_waiter(&args.uid, Some(ticket)));
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
         fit(&mut res.queue);
@@ -396,6 +412,7 @@ impl Shard {
         // where a vector's first growth would make room for four.
         room(&mut res.queue);
         let at = res.queue.partition_point(|p| p.ticket < ticket);
+        let moved_back = older.is_some_and(|older| older < at);
         res.queue.insert(
             at,
             Place {
@@ -410,6 +427,9 @@ impl Shard {
             && conflicts(holders.mode(), mode)
         {
             wound_younger(holders, ticket, notices, wounded);
+        }
+        if moved_back {
+            freed.push(name);
         }
     }
 

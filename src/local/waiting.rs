@@ -154,7 +154,7 @@ impl LocalLocker {
         let mut notices = Vec::new();
         let mut wounded = Wounded::default();
         let mut superseded = Vec::new();
-        let reply = self.with_shards(args, |set, now, _| {
+        let reply = self.with_shards(args, |set, now, freed| {
             let resources = args.resources.iter().enumerate();
             if let Some(err) = self.quarantine_error(now) {
                 // Entries it holds here (re-created by a refresh) are kept
@@ -182,7 +182,15 @@ impl LocalLocker {
                 for (pos, r) in resources {
                     let shard = set.shard(pos);
                     let name = Name::new(&args.resources, pos);
-                    if shard.grant(name, args, mode, now, Some(ticket), wait.wake.clone()) {
+                    if shard.grant(
+                        name,
+                        args,
+                        mode,
+                        now,
+                        Some(ticket),
+                        wait.wake.clone(),
+                        freed,
+                    ) {
                         // Asked again while granted: the pushed grant may
                         // have been lost, and so may a wound; the wake is
                         // renewed above, the wound is repeated here. The
@@ -210,6 +218,7 @@ impl LocalLocker {
                     wait.wake.clone(),
                     &mut notices,
                     &mut wounded,
+                    freed,
                 );
             }
             Ok(if wait.wake.is_some() {

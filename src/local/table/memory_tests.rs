@@ -19,7 +19,15 @@ fn entries_of_a_multi_name_request_keep_none_of_its_list() {
     let now = Instant::now();
     for pos in 0..2 {
         let name = Name::new(&args.resources, pos);
-        shard.grant(name, &args, LockMode::Write, now, None, None);
+        shard.grant(
+            name,
+            &args,
+            LockMode::Write,
+            now,
+            None,
+            None,
+            &mut Vec::new(),
+        );
     }
     assert_eq!(shard.entries(), 2);
     assert_eq!(std::sync::Arc::strong_count(&args.resources), 1);
@@ -50,6 +58,7 @@ fn a_shard_shrinks_after_a_peak_and_keeps_its_order() {
                 at(i),
                 None,
                 None,
+                &mut Vec::new(),
             );
             a
         })
@@ -64,6 +73,7 @@ fn a_shard_shrinks_after_a_peak_and_keeps_its_order() {
                 at(i),
                 None,
                 None,
+                &mut Vec::new(),
             );
             a
         })
@@ -113,7 +123,15 @@ fn an_emptied_line_keeps_no_room() {
     let mut shard = Shard::default();
     let now = Instant::now();
     let name = |a: &LockArgs| Name::new(&a.resources, 0);
-    shard.grant(name(&holder), &holder, LockMode::Write, now, None, None);
+    shard.grant(
+        name(&holder),
+        &holder,
+        LockMode::Write,
+        now,
+        None,
+        None,
+        &mut Vec::new(),
+    );
     let ticket = Ticket { at: 1, tiebreak: 1 };
     let later = now + Duration::from_secs(60);
     let mut notices = Vec::new();
@@ -126,6 +144,7 @@ fn an_emptied_line_keeps_no_room() {
         None,
         &mut notices,
         &mut Default::default(),
+        &mut Vec::new(),
     );
     assert_eq!(shard.map["a"].queue.capacity(), 1, "room for one place");
     assert!(shard.leave(name(&waiter), "w", None, None, &mut Vec::new()));

@@ -194,6 +194,7 @@ mod tests {
                             now,
                             None,
                             None,
+                            &mut freed,
                         );
                         // A repeated grant keeps the entry as it was.
                         let held = model.contains_key(&(name, uid));

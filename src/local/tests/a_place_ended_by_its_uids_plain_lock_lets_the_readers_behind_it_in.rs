@@ -58,7 +58,10 @@ fn a_place_ended_by_its_uids_plain_lock_lets_the_readers_behind_it_in() {
     let wait = |uid: &str, names: &[&str], mode, at| {
         block_on(l.lock_wait(&args(uid, names), mode, &pushed(at, &grants))).unwrap()
     };
-    assert_eq!(wait("U", &["x", "y"], LockMode::Write, 1), WaitReply::Queued);
+    assert_eq!(
+        wait("U", &["x", "y"], LockMode::Write, 1),
+        WaitReply::Queued
+    );
     assert_eq!(
         wait("R", &["x"], LockMode::Read, 2),
         WaitReply::Queued,
