@@ -655,3 +655,6 @@ fn an_older_reservation_on_another_name_keeps_a_waiter_on_several_names_waiting(
     assert!(sink.0.lock().unwrap().is_empty(), "nobody is granted");
     assert!(entries(&l).is_empty());
 }
+
+/// A waiter's newer request turning its place from write to read.
+mod a_place_turned_from_write_to_read_by_its_waiters_request_lets_the_readers_behind_it_in;
