@@ -658,3 +658,6 @@ fn an_older_reservation_on_another_name_keeps_a_waiter_on_several_names_waiting(
 
 /// A waiter's newer request turning its place from write to read.
 mod a_place_turned_from_write_to_read_by_its_waiters_request_lets_the_readers_behind_it_in;
+
+/// Two requests of one waiter on names they do not share.
+mod two_requests_of_one_waiter_on_other_names_freed_together_are_both_granted;
