@@ -63,8 +63,16 @@ impl LocalLocker {
             // One batch for every name freed, each waiter once, oldest
             // first: a waiter at the head of many freed lines (a release
             // of 999 names) is tried once, not once per name.
-            spanning.sort_unstable_by(|a, b| (a.2, &a.0.uid).cmp(&(b.2, &b.0.uid)));
-            spanning.dedup_by(|a, b| a.2 == b.2 && a.0.uid == b.0.uid);
+            spanning.sort_unstable_by(|a, b| {
+                (a.2, &a.0.uid)
+                    .cmp(&(b.2, &b.0.uid))
+                    .then_with(|| a.0.resources.cmp(&b.0.resources))
+            });
+            // One request once: the same waiter (uid and ticket) may keep
+            // two requests on names they do not share, each its own.
+            spanning.dedup_by(|a, b| {
+                a.2 == b.2 && a.0.uid == b.0.uid && a.0.resources == b.0.resources
+            });
             self.grant_spanning(&spanning, now, &mut out.notices);
         }
         deliver(out.notices);

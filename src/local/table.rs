@@ -399,12 +399,14 @@ impl Shard {
     ) {
         let res = self.map.entry(name.key()).or_default();
         // The waiter's older place there, if it stood ahead of where the
-        // new one goes (a newer ticket), leaves the head of the line to
-        // others, who may go now: as after any place that leaves a line.
+        // new one goes (a newer ticket), or asked for the write lock where
+        // the new one reads, may have kept others waiting who may go now:
+        // as after any place that leaves a line.
         let older = res
             .queue
             .iter()
             .position(|p| p.is_same_waiter(&args.uid, Some(ticket)));
+        let was_writer = older.is_some_and(|at| res.queue[at].mode == LockMode::Write);
         res.queue
             .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
         fit(&mut res.queue);
@@ -412,7 +414,8 @@ impl Shard {
         // where a vector's first growth would make room for four.
         room(&mut res.queue);
         let at = res.queue.partition_point(|p| p.ticket < ticket);
-        let moved_back = older.is_some_and(|older| older < at);
+        let moves_on =
+            older.is_some_and(|older| older < at) || (was_writer && mode == LockMode::Read);
         res.queue.insert(
             at,
             Place {
@@ -428,7 +431,7 @@ impl Shard {
         {
             wound_younger(holders, ticket, notices, wounded);
         }
-        if moved_back {
+        if moves_on {
             freed.push(name);
         }
     }

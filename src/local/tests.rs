@@ -661,3 +661,7 @@ mod a_place_turned_from_write_to_read_by_its_waiters_request_lets_the_readers_be
 
 /// Two requests of one waiter on names they do not share.
 mod two_requests_of_one_waiter_on_other_names_freed_together_are_both_granted;
+
+/// Seeded runs of waits, locks, unlocks and forces, checked after every
+/// call.
+mod waiting_randomized;

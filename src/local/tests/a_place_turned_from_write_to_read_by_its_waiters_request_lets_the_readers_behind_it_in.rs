@@ -62,7 +62,10 @@ fn a_place_turned_from_write_to_read_by_its_waiters_request_lets_the_readers_beh
     let wait = |uid: &str, names: &[&str], mode, at| {
         block_on(l.lock_wait(&args(uid, names), mode, &pushed(at, &grants))).unwrap()
     };
-    assert_eq!(wait("W", &["a", "b"], LockMode::Write, 1), WaitReply::Queued);
+    assert_eq!(
+        wait("W", &["a", "b"], LockMode::Write, 1),
+        WaitReply::Queued
+    );
     assert_eq!(
         wait("R", &["a"], LockMode::Read, 2),
         WaitReply::Queued,
