@@ -1,0 +1,232 @@
+//! Randomized waiting on one `LocalLocker`: seeded runs of waits (tickets
+//! sometimes reused, modes and names changing), plain locks, unlocks,
+//! places left and admin forces by name. After every call: no two
+//! conflicting holders; no uid forced open holds a new entry or is pushed
+//! a grant; and no waiter whose every line lets it in is left waiting for
+//! its own re-check (a line a place leaves, or stops blocking, moves on at
+//! once). Found, before their fixes: a place moved back or turned from
+//! write to read by its waiter's newer request, and one waiter's two
+//! requests on other names freed together, each left a waiter waiting.
+//! Seeds: `QUORUM_LOCK_WAITING_SEEDS` (2,000 by default); a failure prints
+//! its seed and the calls that led to it.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::executor::block_on;
+
+use super::args;
+use crate::{LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
+
+#[derive(Default)]
+struct Grants(Mutex<Vec<String>>);
+
+impl PushSink for Grants {
+    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
+        if event == PushEvent::Granted {
+            self.0.lock().unwrap().push(uid.to_owned());
+        }
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+#[test]
+fn a_waiter_every_line_lets_in_is_granted_at_once_and_forced_uids_get_nothing() {
+    let seeds: u64 = std::env::var("QUORUM_LOCK_WAITING_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000);
+    for seed in 1..=seeds {
+        run(seed);
+    }
+}
+
+fn run(seed: u64) {
+    let mut rng = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
+    let l = LocalLocker::with_config(
+        "probe",
+        crate::LockerConfig {
+            validity: Duration::from_secs(600),
+            quarantine: Duration::ZERO,
+        },
+    );
+    let grants = Arc::new(Grants::default());
+    // uid -> (names, mode, ticket)
+    let mut last: Vec<Option<(Vec<&str>, LockMode, u64)>> = vec![None; 7];
+    let mut next_ticket = 10;
+    let mut released = [false; 7];
+    let mut forced = [false; 7];
+    let mut kept: Vec<Vec<String>> = vec![Vec::new(); 7];
+    let mut log = Vec::new();
+    for _ in 0..70 {
+        let u = rng.below(7) as usize;
+        let uid = format!("U{u}");
+        let mut names: Vec<&str> = NAMES
+            .iter()
+            .copied()
+            .filter(|_| rng.below(3) == 0)
+            .collect();
+        if names.is_empty() {
+            names.push(NAMES[rng.below(4) as usize]);
+        }
+        let mode = if rng.below(2) == 0 {
+            LockMode::Read
+        } else {
+            LockMode::Write
+        };
+        let op = rng.below(11);
+        let line = match op {
+            0..=4 => {
+                let ticket = match &last[u] {
+                    Some((_, _, t)) if rng.below(2) == 0 => *t,
+                    _ => {
+                        next_ticket += 1;
+                        next_ticket
+                    }
+                };
+                let wait = WaitArgs {
+                    ticket: Ticket {
+                        at: ticket,
+                        tiebreak: 0,
+                    },
+                    place_ttl: Duration::from_secs(600),
+                    wake: Some(Wake::new(grants.clone(), 0)),
+                };
+                let r = block_on(l.lock_wait(&args(&uid, &names), mode, &wait));
+                last[u] = (r.as_ref().ok() == Some(&crate::WaitReply::Queued))
+                    .then(|| (names.clone(), mode, ticket));
+                format!("wait {uid} {names:?} {mode:?} t{ticket} -> {r:?}")
+            }
+            5 | 6 => {
+                let r = match mode {
+                    LockMode::Write => block_on(l.lock(&args(&uid, &names))),
+                    LockMode::Read => block_on(l.rlock(&args(&uid, &names))),
+                };
+                format!("plain {uid} {names:?} {mode:?} -> {r:?}")
+            }
+            7 | 8 => {
+                last[u] = None;
+                released[u] = true;
+                let r = match mode {
+                    LockMode::Write => block_on(l.unlock(&args(&uid, &names))),
+                    LockMode::Read => block_on(l.runlock(&args(&uid, &names))),
+                };
+                format!("unlock {uid} {names:?} {mode:?} -> {r:?}")
+            }
+            10 => {
+                let forced_args = crate::LockArgs {
+                    uid: "".into(),
+                    ..args("x", &names)
+                };
+                let cleared = l.force_names(&forced_args);
+                if let Ok(c) = &cleared {
+                    for uid in c {
+                        let w: usize = uid[1..].parse().unwrap();
+                        last[w] = None;
+                        released[w] = true;
+                        forced[w] = true;
+                        kept[w] = l
+                            .snapshot()
+                            .into_iter()
+                            .filter(|e| *e.uid == **uid)
+                            .map(|e| e.resource)
+                            .collect();
+                    }
+                }
+                format!("force {names:?} -> {cleared:?}")
+            }
+            _ => {
+                let r = l.leave_queue(&args(&uid, &names));
+                format!("leave {uid} {names:?} -> {r:?}")
+            }
+        };
+        log.push(line);
+        // Safety: one writer alone, forced uids hold nothing and get no push.
+        let snap = l.snapshot();
+        for n in NAMES {
+            let on: Vec<_> = snap.iter().filter(|e| e.resource == n).collect();
+            if on.iter().any(|e| e.mode == LockMode::Write) && on.len() > 1 {
+                panic!(
+                    "seed {seed}: conflicting holders on {n}: {on:?}\n{}",
+                    log.join("\n")
+                );
+            }
+        }
+        for (w, f) in forced.iter().enumerate() {
+            let uid = format!("U{w}");
+            if *f
+                && snap
+                    .iter()
+                    .any(|e| e.uid == uid && !kept[w].contains(&e.resource))
+            {
+                panic!("seed {seed}: forced {uid} holds\n{}", log.join("\n"));
+            }
+        }
+        let pushes = std::mem::take(&mut *grants.0.lock().unwrap());
+        for uid in &pushes {
+            let w: usize = uid[1..].parse().unwrap();
+            if forced[w] {
+                panic!("seed {seed}: forced {uid} granted\n{}", log.join("\n"));
+            }
+        }
+        // Check.
+        let now = tokio::time::Instant::now();
+        for (w, req) in last.iter().enumerate() {
+            let Some((names, mode, ticket)) = req else {
+                continue;
+            };
+            if released[w] {
+                continue;
+            }
+            let uid = format!("U{w}");
+            let names_s: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            let stuck = l.shards.with(&names_s, |set| {
+                let mut all = true;
+                for (pos, r) in names_s.iter().enumerate() {
+                    let shard = set.shard(pos);
+                    if !shard.queued_any(r, &uid) || shard.holds_any(r, &uid) {
+                        all = false;
+                    }
+                    if !shard.in_line(
+                        r,
+                        &uid,
+                        *mode,
+                        Some(Ticket {
+                            at: *ticket,
+                            tiebreak: 0,
+                        }),
+                        now,
+                    ) {
+                        all = false;
+                    }
+                }
+                all
+            });
+            if stuck {
+                let holders: Vec<_> = l
+                    .snapshot()
+                    .into_iter()
+                    .map(|e| (e.resource, e.uid, e.mode))
+                    .collect();
+                panic!(
+                    "seed {seed}: {uid} {names:?} {mode:?} t{ticket} left waiting though every line lets it in\n{}\nholders {holders:?}",
+                    log.join("\n")
+                );
+            }
+        }
+    }
+}
