@@ -461,6 +461,9 @@ async fn regrant_after_restart_is_all_or_nothing() {
 /// Names whose places expired behind a holder.
 mod expired_places;
 
+/// What the scenes of pushed waits share.
+mod pushed;
+
 /// Places of uids forced open by name.
 mod forced_places;
 

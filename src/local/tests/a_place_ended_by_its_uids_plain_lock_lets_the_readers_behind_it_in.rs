@@ -15,44 +15,17 @@
 //! U alone and R stands first in its line: R is granted (pushed). Here it
 //! is left waiting.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::executor::block_on;
 
 use super::args;
-use crate::{
-    LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
-};
-
-#[derive(Default)]
-struct Grants(Mutex<Vec<String>>);
-
-impl PushSink for Grants {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
-        if event == PushEvent::Granted {
-            self.0.lock().unwrap().push(uid.to_owned());
-        }
-    }
-}
-
-fn pushed(at: u64, grants: &Arc<Grants>) -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket { at, tiebreak: 0 },
-        place_ttl: Duration::from_secs(600),
-        wake: Some(Wake::new(grants.clone(), 0)),
-    }
-}
+use super::pushed::{long_lived, pushed, Grants};
+use crate::{LockMode, NetLocker, WaitReply};
 
 #[test]
 fn a_place_ended_by_its_uids_plain_lock_lets_the_readers_behind_it_in() {
-    let l = LocalLocker::with_config(
-        "ended-by-a-lock",
-        crate::LockerConfig {
-            validity: Duration::from_secs(600),
-            quarantine: Duration::ZERO,
-        },
-    );
+    let l = long_lived();
     let grants = Arc::new(Grants::default());
     assert!(block_on(l.lock(&args("P", &["y"]))).unwrap());
     let wait = |uid: &str, names: &[&str], mode, at| {

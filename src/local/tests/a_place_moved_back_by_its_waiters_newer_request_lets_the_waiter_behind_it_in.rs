@@ -17,44 +17,17 @@
 //! behind W's. W stands first on d, which nobody holds, so W is granted
 //! (pushed) as R's request moves its place back; it was left waiting.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::executor::block_on;
 
 use super::args;
-use crate::{
-    LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
-};
-
-#[derive(Default)]
-struct Grants(Mutex<Vec<String>>);
-
-impl PushSink for Grants {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
-        if event == PushEvent::Granted {
-            self.0.lock().unwrap().push(uid.to_owned());
-        }
-    }
-}
-
-fn pushed(at: u64, grants: &Arc<Grants>) -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket { at, tiebreak: 0 },
-        place_ttl: Duration::from_secs(600),
-        wake: Some(Wake::new(grants.clone(), 0)),
-    }
-}
+use super::pushed::{long_lived, pushed, Grants};
+use crate::{LockMode, NetLocker, WaitReply};
 
 #[test]
 fn a_place_moved_back_by_its_waiters_newer_request_lets_the_waiter_behind_it_in() {
-    let l = LocalLocker::with_config(
-        "moved-back",
-        crate::LockerConfig {
-            validity: Duration::from_secs(600),
-            quarantine: Duration::ZERO,
-        },
-    );
+    let l = long_lived();
     let grants = Arc::new(Grants::default());
     assert!(block_on(l.lock(&args("P", &["a"]))).unwrap());
     let wait = |uid: &str, names: &[&str], mode, at| {

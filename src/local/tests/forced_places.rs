@@ -5,53 +5,13 @@
 //! docs/lock-servers.md (admin): the forced holders' places in line end
 //! too, and no line that moves on grants a place of a forced uid.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::executor::block_on;
 
 use super::args;
-use crate::{
-    LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
-};
-
-/// The uids granted by push, in order.
-#[derive(Default)]
-struct Grants(Mutex<Vec<String>>);
-
-impl PushSink for Grants {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
-        if event == PushEvent::Granted {
-            self.0.lock().unwrap().push(uid.to_owned());
-        }
-    }
-}
-
-impl Grants {
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
-    }
-}
-
-/// A pushed wait with a ticket drawn at `at` (smaller is older), whose
-/// place outlives every test here.
-fn pushed(at: u64, grants: &Arc<Grants>) -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket { at, tiebreak: 0 },
-        place_ttl: Duration::from_secs(600),
-        wake: Some(Wake::new(grants.clone(), 0)),
-    }
-}
-
-fn long_lived() -> LocalLocker {
-    LocalLocker::with_config(
-        "forced-places",
-        crate::LockerConfig {
-            validity: Duration::from_secs(600),
-            quarantine: Duration::ZERO,
-        },
-    )
-}
+use super::pushed::{long_lived, pushed, Grants};
+use crate::{LocalLocker, LockMode, NetLocker, WaitArgs, WaitReply};
 
 fn wait(l: &LocalLocker, uid: &str, names: &[&str], wait: &WaitArgs) -> WaitReply {
     block_on(l.lock_wait(&args(uid, names), LockMode::Write, wait)).unwrap()

@@ -14,44 +14,17 @@
 //! {b, c}: every name the two requests cover is free and U stands first
 //! in every line, so U is granted both (pushed). Here one is left.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures::executor::block_on;
 
 use super::args;
-use crate::{
-    LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply, Wake,
-};
-
-#[derive(Default)]
-struct Grants(Mutex<Vec<String>>);
-
-impl PushSink for Grants {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
-        if event == PushEvent::Granted {
-            self.0.lock().unwrap().push(uid.to_owned());
-        }
-    }
-}
-
-fn pushed(at: u64, grants: &Arc<Grants>) -> WaitArgs {
-    WaitArgs {
-        ticket: Ticket { at, tiebreak: 0 },
-        place_ttl: Duration::from_secs(600),
-        wake: Some(Wake::new(grants.clone(), 0)),
-    }
-}
+use super::pushed::{long_lived, pushed, Grants};
+use crate::{LockMode, NetLocker, WaitReply};
 
 #[test]
 fn two_requests_of_one_waiter_on_other_names_freed_together_are_both_granted() {
-    let l = LocalLocker::with_config(
-        "two-requests",
-        crate::LockerConfig {
-            validity: Duration::from_secs(600),
-            quarantine: Duration::ZERO,
-        },
-    );
+    let l = long_lived();
     let grants = Arc::new(Grants::default());
     assert!(block_on(l.lock(&args("P", &["b", "c"]))).unwrap());
     let wait = |names: &[&str]| {

@@ -10,24 +10,14 @@
 //! Seeds: `QUORUM_LOCK_WAITING_SEEDS` (2,000 by default); a failure prints
 //! its seed and the calls that led to it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::executor::block_on;
 
 use super::args;
-use crate::{LocalLocker, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, Wake};
-
-#[derive(Default)]
-struct Grants(Mutex<Vec<String>>);
-
-impl PushSink for Grants {
-    fn push(&self, _slot: usize, uid: &str, event: PushEvent) {
-        if event == PushEvent::Granted {
-            self.0.lock().unwrap().push(uid.to_owned());
-        }
-    }
-}
+use super::pushed::{long_lived, Grants};
+use crate::{LockMode, NetLocker, Ticket, WaitArgs, Wake};
 
 struct Rng(u64);
 impl Rng {
@@ -57,13 +47,7 @@ fn a_waiter_every_line_lets_in_is_granted_at_once_and_forced_uids_get_nothing() 
 
 fn run(seed: u64) {
     let mut rng = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
-    let l = LocalLocker::with_config(
-        "probe",
-        crate::LockerConfig {
-            validity: Duration::from_secs(600),
-            quarantine: Duration::ZERO,
-        },
-    );
+    let l = long_lived();
     let grants = Arc::new(Grants::default());
     // uid -> (names, mode, ticket)
     let mut last: Vec<Option<(Vec<&str>, LockMode, u64)>> = vec![None; 7];
