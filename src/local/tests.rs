@@ -668,3 +668,6 @@ mod two_requests_of_one_waiter_on_other_names_freed_together_are_both_granted;
 /// Seeded runs of waits, locks, unlocks and forces, checked after every
 /// call.
 mod waiting_randomized;
+
+/// A uid released here, with a place left in another name's line.
+mod a_uid_released_on_other_names_is_not_granted_its_place;
