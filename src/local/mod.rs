@@ -630,7 +630,7 @@ impl LocalLocker {
     /// before `now` (the call's clock reading), or during a quarantine
     /// whose record is still kept (a validity after it ended). A lock or a
     /// wait for it was overtaken by its release.
-    fn was_released(&self, uid: &str, now: Instant) -> bool {
+    pub(super) fn was_released(&self, uid: &str, now: Instant) -> bool {
         self.released.contains_at(uid, now) || self.ended.holds(uid)
     }
 

@@ -23,9 +23,13 @@ impl LocalLocker {
     /// Grants the waiters at the head of the lines of `names` that may now
     /// go, and pushes them the news.
     ///
-    /// A place of a forced uid found on the way is dropped, and what is
-    /// left of it on other names ended, which may move those lines on in
-    /// turn: a loop over the names each round frees, never a call into
+    /// A place of a uid released or forced open here found on the way is
+    /// dropped, and what is left of it on other names ended, which may move
+    /// those lines on in turn (a released uid is refused every lock and
+    /// wait from its release on, so a place left from before it, on a name
+    /// the release did not cover, must not be granted either: nobody would
+    /// unlock the entry, and its push would come after the confirmed
+    /// release): a loop over the names each round frees, never a call into
     /// itself, as a chain of such places may be as long as the table
     /// (tens of thousands of links once overflowed a server's stack).
     pub(super) fn promote(&self, names: Vec<Name>, now: Instant) {
@@ -53,7 +57,8 @@ impl LocalLocker {
         let mut out = Promotions::default();
         let mut seen: HashSet<&str> = HashSet::new();
         let mut spanning = Vec::new();
-        let forced = |uid: &str| self.released.is_forced_at(uid, now);
+        // Released or forced: either way its waits are refused now.
+        let forced = |uid: &str| self.was_released(uid, now);
         for name in names.iter().filter(|name| seen.insert(name.as_str())) {
             self.shards
                 .with_one(name, |shard| shard.promote(name, now, &forced, &mut out));

@@ -24,7 +24,10 @@ fn a_uid_released_on_other_names_is_not_granted_its_place() {
         // x is released (a confirmed unlock of its uid): a later lock of
         // it is refused.
         assert!(l.unlock(&args("x", &["a"])).await.unwrap());
-        assert!(!l.lock(&args("x", &["c"])).await.unwrap(), "released uid refused");
+        assert!(
+            !l.lock(&args("x", &["c"])).await.unwrap(),
+            "released uid refused"
+        );
         // h lets go of b.
         assert!(l.unlock(&args("h", &["b"])).await.unwrap());
     });

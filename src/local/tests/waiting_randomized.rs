@@ -1,12 +1,13 @@
 //! Randomized waiting on one `LocalLocker`: seeded runs of waits (tickets
 //! sometimes reused, modes and names changing), plain locks, unlocks,
 //! places left and admin forces by name. After every call: no two
-//! conflicting holders; no uid forced open holds a new entry or is pushed
-//! a grant; and no waiter whose every line lets it in is left waiting for
+//! conflicting holders; no uid released or forced open holds a new entry
+//! or is pushed a grant; and no waiter whose every line lets it in is left waiting for
 //! its own re-check (a line a place leaves, or stops blocking, moves on at
 //! once). Found, before their fixes: a place moved back or turned from
 //! write to read by its waiter's newer request, and one waiter's two
-//! requests on other names freed together, each left a waiter waiting.
+//! requests on other names freed together, each left a waiter waiting;
+//! a released uid's place on a name its unlock did not cover was granted.
 //! Seeds: `QUORUM_LOCK_WAITING_SEEDS` (2,000 by default); a failure prints
 //! its seed and the calls that led to it.
 
@@ -35,7 +36,7 @@ impl Rng {
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
 #[test]
-fn a_waiter_every_line_lets_in_is_granted_at_once_and_forced_uids_get_nothing() {
+fn a_waiter_every_line_lets_in_is_granted_at_once_and_released_or_forced_uids_get_nothing() {
     let seeds: u64 = std::env::var("QUORUM_LOCK_WAITING_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -109,6 +110,7 @@ fn run(seed: u64) {
                     LockMode::Write => block_on(l.unlock(&args(&uid, &names))),
                     LockMode::Read => block_on(l.runlock(&args(&uid, &names))),
                 };
+                kept[u] = held_by(&l, &uid);
                 format!("unlock {uid} {names:?} {mode:?} -> {r:?}")
             }
             10 => {
@@ -123,12 +125,7 @@ fn run(seed: u64) {
                         last[w] = None;
                         released[w] = true;
                         forced[w] = true;
-                        kept[w] = l
-                            .snapshot()
-                            .into_iter()
-                            .filter(|e| *e.uid == **uid)
-                            .map(|e| e.resource)
-                            .collect();
+                        kept[w] = held_by(&l, uid);
                     }
                 }
                 format!("force {names:?} -> {cleared:?}")
@@ -139,7 +136,8 @@ fn run(seed: u64) {
             }
         };
         log.push(line);
-        // Safety: one writer alone, forced uids hold nothing and get no push.
+        // Safety: one writer alone; a uid released or forced holds nothing
+        // it did not hold then and gets no push.
         let snap = l.snapshot();
         for n in NAMES {
             let on: Vec<_> = snap.iter().filter(|e| e.resource == n).collect();
@@ -150,24 +148,29 @@ fn run(seed: u64) {
                 );
             }
         }
-        for (w, f) in forced.iter().enumerate() {
+        let ended = |w: usize| if forced[w] { "forced" } else { "released" };
+        for (w, r) in released.iter().enumerate() {
             let uid = format!("U{w}");
-            if *f
+            if *r
                 && snap
                     .iter()
                     .any(|e| e.uid == uid && !kept[w].contains(&e.resource))
             {
-                panic!("seed {seed}: forced {uid} holds\n{}", log.join("\n"));
+                panic!("seed {seed}: {} {uid} holds\n{}", ended(w), log.join("\n"));
             }
         }
         let pushes = std::mem::take(&mut *grants.0.lock().unwrap());
         for uid in &pushes {
             let w: usize = uid[1..].parse().unwrap();
-            if forced[w] {
-                panic!("seed {seed}: forced {uid} granted\n{}", log.join("\n"));
+            if released[w] {
+                panic!(
+                    "seed {seed}: {} {uid} granted\n{}",
+                    ended(w),
+                    log.join("\n")
+                );
             }
         }
-        // Check.
+        // Liveness.
         let now = tokio::time::Instant::now();
         for (w, req) in last.iter().enumerate() {
             let Some((names, mode, ticket)) = req else {
@@ -213,4 +216,13 @@ fn run(seed: u64) {
             }
         }
     }
+}
+
+/// The names `uid` holds now.
+fn held_by(l: &crate::LocalLocker, uid: &str) -> Vec<String> {
+    l.snapshot()
+        .into_iter()
+        .filter(|e| *e.uid == *uid)
+        .map(|e| e.resource)
+        .collect()
 }
