@@ -8,7 +8,6 @@
 
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -94,11 +93,6 @@ pub(crate) struct Released {
     /// uids come from clients. Hashed before the mutex is taken.
     hasher: foldhash::fast::RandomState,
     inner: Mutex<Inner>,
-    /// How many uids the forced record holds (some past the ttl, until the
-    /// next remembering forgets them), kept beside it under its lock: a
-    /// promotion asks [`is_forced_at`](Self::is_forced_at) of each waiter
-    /// it would grant, and pays for the lock only while it is not 0.
-    forced_len: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -177,7 +171,6 @@ impl Released {
             epoch: clock.now(),
             clock,
             hasher: foldhash::fast::RandomState::default(),
-            forced_len: AtomicUsize::new(0),
             inner: Mutex::new(Inner {
                 ttl,
                 max_bytes,
@@ -253,9 +246,6 @@ impl Released {
         let now = self.since_epoch(now);
         let mut inner = self.lock();
         inner.remember(uid, hash, forced, now, shared);
-        // Under the lock, so that the count follows the record's order.
-        self.forced_len
-            .store(inner.forced.order.len(), AtomicOrdering::Relaxed);
     }
 }
 
@@ -319,7 +309,6 @@ impl Released {
             max_bytes: inner.max_bytes,
             ..Inner::default()
         };
-        self.forced_len.store(0, AtomicOrdering::Relaxed);
     }
 
     /// Keeps uids for `ttl` and at most `max_bytes` of them from now on: a
@@ -335,8 +324,6 @@ impl Released {
         inner.forced.make_room(0, max_bytes / 2);
         let room = max_bytes.saturating_sub(inner.forced.bytes);
         inner.ordinary.make_room(0, room);
-        self.forced_len
-            .store(inner.forced.order.len(), AtomicOrdering::Relaxed);
     }
 
     /// Whether `uid` was released or forced open within the ttl.
@@ -360,24 +347,6 @@ impl Released {
         };
         // The forced uids' index is read only while it holds one.
         live(&inner.ordinary) || (!inner.forced.order.is_empty() && live(&inner.forced))
-    }
-
-    /// Whether `uid` was forced open within the ttl before `now`: a
-    /// promotion grants no place of such a uid (its waits are refused, and
-    /// its places may outlast the force by a moment). Without a lock while
-    /// nothing was forced.
-    pub(crate) fn is_forced_at(&self, uid: &str, now: Instant) -> bool {
-        if self.forced_len.load(AtomicOrdering::Relaxed) == 0 {
-            return false;
-        }
-        let hash = self.hasher.hash_one(uid);
-        let now = self.since_epoch(now);
-        let inner = self.lock();
-        let ttl = nanos(inner.ttl);
-        inner
-            .forced
-            .find(uid, hash)
-            .is_some_and(|pos| now.saturating_sub(inner.forced.order[pos].at) < ttl)
     }
 }
 
