@@ -97,3 +97,81 @@ fn in_process_lockers_cost_no_allocation_per_call() {
         "{five:.2} allocations per lock and unlock on 5 lockers (2 expected: the acquisition and its uid)"
     );
 }
+
+/// Allocations per lock and unlock of one name over TCP, on the caller's
+/// thread: five trivial servers (they answer every request at once) on a
+/// runtime of their own, the client on a current-thread runtime, so that
+/// only the client's allocations are counted.
+#[cfg(all(feature = "net", feature = "testing"))]
+fn per_cycle_over_tcp(cycles: u64) -> f64 {
+    use quorum_lock::net::{RemoteConfig, RemoteLocker};
+
+    let servers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime for the servers");
+    let mut addrs = Vec::new();
+    for _ in 0..5 {
+        let listener = servers
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port");
+        addrs.push(listener.local_addr().expect("its address").to_string());
+        servers.spawn(quorum_lock::net::ceiling::serve(listener, "token".into()));
+    }
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    client.block_on(async {
+        let mut nodes: Vec<Arc<dyn NetLocker>> = Vec::new();
+        for addr in &addrs {
+            let locker = RemoteLocker::connect(addr, RemoteConfig::new("token"))
+                .await
+                .expect("a trivial server welcomes");
+            nodes.push(Arc::new(locker));
+        }
+        let ds = Dsync::new(nodes).expect("a cluster");
+        let mutex = ds.rw_mutex(["reports"]).expect("a name");
+        for _ in 0..200 {
+            mutex
+                .lock()
+                .await
+                .expect("free")
+                .unlock()
+                .await
+                .expect("released");
+        }
+        let before = allocations();
+        for _ in 0..cycles {
+            mutex
+                .lock()
+                .await
+                .expect("free")
+                .unlock()
+                .await
+                .expect("released");
+        }
+        (allocations() - before) as f64 / cycles as f64
+    })
+}
+
+/// Keeps the client's allocations over TCP from growing: about three per
+/// locker call (the coordinator's boxed call, the `NetLocker` method's
+/// boxed future, the connection's reply channel) and about ten per lock
+/// and unlock besides: 40–47 in all on 5 servers in runs of 2026-12-03
+/// (debug and release builds, idle and loaded machine; more when calls
+/// are still on their way at a quorum and go on in a task). On a multi-threaded runtime these are often freed on
+/// another worker than the one that made them, which is what costs
+/// (BENCHMARKS.md, "Where our client's time goes").
+#[cfg(all(feature = "net", feature = "testing"))]
+#[test]
+fn a_lock_over_tcp_allocates_no_more_than_it_did() {
+    let per = per_cycle_over_tcp(2_000);
+    eprintln!("allocations per lock and unlock over TCP on 5 servers: {per:.2}");
+    // One more allocation per locker call would add 10.
+    assert!(
+        per < 54.0,
+        "{per:.2} allocations per lock and unlock over TCP on 5 servers (40 to 47 expected)"
+    );
+}
