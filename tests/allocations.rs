@@ -1,6 +1,7 @@
-//! What an in-process lock and unlock allocate, counted by a global
-//! allocator: the coordinator's calls to lockers that answer at once
-//! (`ImmediateLocker`) allocate nothing per locker.
+//! What a lock and unlock allocate, counted by a global allocator: in
+//! process, the coordinator's calls to lockers that answer at once
+//! (`ImmediateLocker`) allocate nothing per locker; over TCP, the count is
+//! kept from growing.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
