@@ -37,7 +37,13 @@ async fn connect(server: &RedisServer, config: RedisConfig) -> RedisLocker {
         .expect("connect to the test redis-server");
     let warm = args("warm-up", &["warm-up"]);
     if locker.lock(&warm).await.unwrap_or(false) {
-        assert!(locker.unlock(&warm).await.unwrap());
+        // Answered either way: under a short validity on a loaded machine
+        // the warm-up's entry may have expired before its unlock, which
+        // leaves nothing behind all the same.
+        locker
+            .unlock(&warm)
+            .await
+            .expect("the warm-up's unlock is answered");
     }
     locker
 }
@@ -348,14 +354,16 @@ async fn a_waiter_and_readers_take_the_full_scripts() {
 
 #[tokio::test]
 async fn a_fast_path_key_expires_with_its_holder() {
-    let Some((_server, admin, locker)) = started(Duration::from_millis(300)).await else {
+    // A real server's clock: the validity leaves a loaded machine room for
+    // the three calls before the wait.
+    let Some((_server, admin, locker)) = started(Duration::from_secs(1)).await else {
         return;
     };
     assert!(locker.lock(&args("gone", &["x"])).await.unwrap());
     assert!(!locker.lock(&args("other", &["x"])).await.unwrap());
     assert!(locker.unlock(&args("gone", &["x"])).await.unwrap());
     assert!(locker.lock(&args("gone", &["x"])).await.unwrap());
-    sleep(Duration::from_millis(400)).await;
+    sleep(Duration::from_millis(1_300)).await;
     assert_eq!(key_type(&admin, "x").await, "none");
     assert!(locker.lock(&args("other", &["x"])).await.unwrap());
     assert!(!locker.refresh(&args("gone", &["x"])).await.unwrap());
