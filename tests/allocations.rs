@@ -41,6 +41,29 @@ fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
 }
 
+/// Allocations of this thread per lock and unlock of `mutex`, averaged
+/// over `cycles` after a warm-up of 200.
+async fn per_lock_and_unlock(mutex: &quorum_lock::DRWMutex, cycles: u64) -> f64 {
+    for _ in 0..200 {
+        cycle(mutex).await;
+    }
+    let before = allocations();
+    for _ in 0..cycles {
+        cycle(mutex).await;
+    }
+    (allocations() - before) as f64 / cycles as f64
+}
+
+async fn cycle(mutex: &quorum_lock::DRWMutex) {
+    mutex
+        .lock()
+        .await
+        .expect("free")
+        .unlock()
+        .await
+        .expect("released");
+}
+
 /// Allocations per lock and unlock of one name on `lockers` in-process
 /// lockers, averaged over `cycles` after a warm-up.
 fn per_cycle(lockers: usize, cycles: u64) -> f64 {
@@ -54,26 +77,7 @@ fn per_cycle(lockers: usize, cycles: u64) -> f64 {
             .collect();
         let ds = Dsync::new(nodes).expect("a cluster");
         let mutex = ds.rw_mutex(["reports"]).expect("a name");
-        for _ in 0..200 {
-            mutex
-                .lock()
-                .await
-                .expect("free")
-                .unlock()
-                .await
-                .expect("released");
-        }
-        let before = allocations();
-        for _ in 0..cycles {
-            mutex
-                .lock()
-                .await
-                .expect("free")
-                .unlock()
-                .await
-                .expect("released");
-        }
-        (allocations() - before) as f64 / cycles as f64
+        per_lock_and_unlock(&mutex, cycles).await
     })
 }
 
@@ -134,26 +138,7 @@ fn per_cycle_over_tcp(cycles: u64) -> f64 {
         }
         let ds = Dsync::new(nodes).expect("a cluster");
         let mutex = ds.rw_mutex(["reports"]).expect("a name");
-        for _ in 0..200 {
-            mutex
-                .lock()
-                .await
-                .expect("free")
-                .unlock()
-                .await
-                .expect("released");
-        }
-        let before = allocations();
-        for _ in 0..cycles {
-            mutex
-                .lock()
-                .await
-                .expect("free")
-                .unlock()
-                .await
-                .expect("released");
-        }
-        (allocations() - before) as f64 / cycles as f64
+        per_lock_and_unlock(&mutex, cycles).await
     })
 }
 
