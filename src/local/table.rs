@@ -20,6 +20,7 @@ mod forced;
 mod memory;
 mod name;
 mod promote;
+mod queue;
 mod readers;
 mod spanning;
 
@@ -28,8 +29,8 @@ pub(crate) use budget::NAME_OVERHEAD;
 pub(crate) use budget::SHARD_KEPT;
 use by_refresh::ByRefresh;
 pub(crate) use memory::{block, map_shrunk, map_sparse};
-use memory::{fit, room};
 pub(super) use name::Name;
+use queue::Queue;
 use readers::Readers;
 pub(super) use spanning::Line;
 
@@ -134,8 +135,8 @@ fn conflicts(a: LockMode, b: LockMode) -> bool {
 #[derive(Debug, Default)]
 pub(super) struct Resource {
     holders: Option<Holders>,
-    /// Ordered by ticket, oldest first.
-    queue: Vec<Place>,
+    /// Ordered by ticket, oldest first; one place per waiter.
+    queue: Queue,
     /// The latest fencing token drawn here; 0 when none.
     fence: u64,
 }
@@ -264,15 +265,13 @@ impl Shard {
         let Some(res) = self.map.get(resource) else {
             return;
         };
-        for p in &res.queue {
+        for at in res.queue.positions_of_waiter(&args.uid, Some(ticket)) {
+            let p = &res.queue.as_slice()[at];
             // The places of one request share its list of names.
             let same_request = |a: &LockArgs, t: Ticket| {
                 t == p.ticket && a.uid == p.args.uid && Arc::ptr_eq(&a.resources, &p.args.resources)
             };
-            if p.is_same_waiter(&args.uid, Some(ticket))
-                && !same_request(args, ticket)
-                && !superseded.iter().any(|(a, t)| same_request(a, *t))
-            {
+            if !same_request(args, ticket) && !superseded.iter().any(|(a, t)| same_request(a, *t)) {
                 superseded.push((p.args.clone(), p.ticket));
             }
         }
@@ -296,8 +295,8 @@ impl Shard {
     pub(super) fn queued_for(&self, resource: &str, uid: &str, names: &[String]) -> bool {
         self.map.get(resource).is_some_and(|r| {
             r.queue
-                .iter()
-                .any(|p| &*p.args.uid == uid && p.args.resources[..] == names[..])
+                .position_of_uid(uid)
+                .is_some_and(|at| r.queue.as_slice()[at].args.resources[..] == names[..])
         })
     }
 
@@ -305,7 +304,7 @@ impl Shard {
     pub(super) fn queued_any(&self, resource: &str, uid: &str) -> bool {
         self.map
             .get(resource)
-            .is_some_and(|r| r.queue.iter().any(|p| &*p.args.uid == uid))
+            .is_some_and(|r| r.queue.position_of_uid(uid).is_some())
     }
 
     /// Whether `uid` holds `resource` in `mode`.
@@ -334,10 +333,9 @@ impl Shard {
         let key = slot.key().clone();
         let res = slot.or_default();
         if !res.queue.is_empty() {
-            let before = res.queue.len();
-            res.queue.retain(|p| !p.is_same_waiter(&args.uid, ticket));
-            fit(&mut res.queue);
-            if res.queue.len() != before && !res.queue.is_empty() {
+            let left = res.queue.remove_waiter(&args.uid, ticket);
+            res.queue.fit();
+            if !left.is_empty() && !res.queue.is_empty() {
                 // The waiter's place there ended with its grant: those
                 // behind it may go now (readers beside a read grant), as
                 // after any place that leaves a line.
@@ -402,30 +400,21 @@ impl Shard {
         // new one goes (a newer ticket), or asked for the write lock where
         // the new one reads, may have kept others waiting who may go now:
         // as after any place that leaves a line.
-        let older = res
-            .queue
-            .iter()
-            .position(|p| p.is_same_waiter(&args.uid, Some(ticket)));
-        let was_writer = older.is_some_and(|at| res.queue[at].mode == LockMode::Write);
-        res.queue
-            .retain(|p| !p.is_same_waiter(&args.uid, Some(ticket)));
-        fit(&mut res.queue);
-        // Most lines hold one place: this makes room for one at first,
-        // where a vector's first growth would make room for four.
-        room(&mut res.queue);
-        let at = res.queue.partition_point(|p| p.ticket < ticket);
+        let removed = res.queue.remove_waiter(&args.uid, Some(ticket));
+        let older = removed.first().map(|(at, _)| *at);
+        let was_writer = removed
+            .first()
+            .is_some_and(|(_, p)| p.mode == LockMode::Write);
+        res.queue.fit();
+        let at = res.queue.insert(Place {
+            ticket,
+            args: args.clone(),
+            mode,
+            expires,
+            wake,
+        });
         let moves_on =
             older.is_some_and(|older| older < at) || (was_writer && mode == LockMode::Read);
-        res.queue.insert(
-            at,
-            Place {
-                ticket,
-                args: args.clone(),
-                mode,
-                expires,
-                wake,
-            },
-        );
         if let Some(holders) = &res.holders
             && conflicts(holders.mode(), mode)
         {
@@ -486,15 +475,16 @@ impl Shard {
             return false;
         };
         let queue = &mut slot.get_mut().queue;
-        let before = queue.len();
-        queue.retain(|p| {
-            &*p.args.uid != uid
-                || ticket.is_some_and(|t| p.ticket != t)
-                || request.is_some_and(|names| !Arc::ptr_eq(names, &p.args.resources))
-        });
-        if queue.len() == before {
+        let Some(at) = queue.position_of_uid(uid) else {
+            return false;
+        };
+        let place = &queue.as_slice()[at];
+        if ticket.is_some_and(|t| place.ticket != t)
+            || request.is_some_and(|names| !Arc::ptr_eq(names, &place.args.resources))
+        {
             return false;
         }
+        queue.remove(at);
         self.fence_floor = settle(slot, self.fence_floor, freed);
         self.fit();
         true
@@ -514,11 +504,13 @@ impl Shard {
             return false;
         };
         let res = slot.get_mut();
-        let places = res.queue.len();
-        if places > 0 {
-            res.queue.retain(|p| &*p.args.uid != uid);
-        }
-        let left = res.queue.len() != places;
+        let left = match res.queue.position_of_uid(uid) {
+            Some(at) => {
+                res.queue.remove(at);
+                true
+            }
+            None => false,
+        };
         let removed = match &mut res.holders {
             Some(h) if mode.is_some_and(|m| m != h.mode()) => None,
             Some(Holders::Writer(e)) if &*e.uid == uid => match res.holders.take() {
@@ -603,7 +595,7 @@ impl Shard {
             .iter()
             .filter(|(_, r)| {
                 r.holders.as_ref().is_some_and(|h| h.holds(uid))
-                    || r.queue.iter().any(|p| &*p.args.uid == uid)
+                    || r.queue.position_of_uid(uid).is_some()
             })
             .map(|(r, _)| r.clone())
             .collect();
@@ -706,9 +698,8 @@ impl Shard {
             .map
             .iter_mut()
             .filter_map(|(name, res)| {
-                let before = res.queue.len();
-                res.queue.retain(|p| p.expires > now);
-                (res.queue.len() != before).then(|| name.clone())
+                let gone = res.queue.retain(|p| p.expires > now);
+                (gone > 0).then(|| name.clone())
             })
             .collect();
         for name in stale {
@@ -746,14 +737,10 @@ fn settle(
     if let Some(Holders::Readers(v)) = &mut res.holders {
         v.fit();
     }
-    let queue = &mut res.queue;
-    fit(queue);
-    if queue.is_empty() {
-        if queue.capacity() > 0 {
-            // The line emptied under a holder: give its room back, which
-            // the places that used it no longer pay for.
-            *queue = Vec::new();
-        }
+    // A line emptied under a holder gives its room back, which the
+    // places that used it no longer pay for.
+    res.queue.fit();
+    if res.queue.is_empty() {
         return fence_floor;
     }
     // Not searched for duplicates here (names may be long and many, and a

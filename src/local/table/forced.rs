@@ -46,11 +46,11 @@ impl Shard {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return;
         };
-        let before = slot.get().queue.len();
-        slot.get_mut()
+        let gone = slot
+            .get_mut()
             .queue
             .retain(|p| !uids.contains(&*p.args.uid));
-        if slot.get().queue.len() != before {
+        if gone > 0 {
             self.fence_floor = settle(slot, self.fence_floor, freed);
             self.fit();
         }

@@ -6,13 +6,10 @@
 //! many are granted together: the places leave the line in one pass, and
 //! a reader already holding is found through the readers' index.
 
-use std::collections::HashSet;
-
 use tokio::time::Instant;
 
-use super::memory::fit;
 use super::{Entry, Holders, Name, Notice, Place, Promotions, Readers, Shard};
-use crate::locker::wait::{PushEvent, Ticket};
+use crate::locker::wait::PushEvent;
 use crate::LockMode;
 
 impl Shard {
@@ -105,24 +102,10 @@ impl Shard {
         let Some(res) = self.map.get_mut(resource) else {
             return Vec::new();
         };
-        let mut places: Vec<Place> = Vec::with_capacity(at.len());
-        let mut kept = Vec::with_capacity(res.queue.len().saturating_sub(at.len()));
-        let mut next = at.iter().copied().peekable();
-        for (pos, place) in std::mem::take(&mut res.queue).into_iter().enumerate() {
-            if next.peek() == Some(&pos) {
-                next.next();
-                places.push(place);
-            } else {
-                kept.push(place);
-            }
-        }
         // A waiter keeps one place per name, known by its uid or its
-        // ticket: what `grant` would remove with each of them.
-        let uids: HashSet<&str> = places.iter().map(|p| &*p.args.uid).collect();
-        let tickets: HashSet<Ticket> = places.iter().map(|p| p.ticket).collect();
-        kept.retain(|p| !uids.contains(&*p.args.uid) && !tickets.contains(&p.ticket));
-        res.queue = kept;
-        fit(&mut res.queue);
+        // ticket (the line's invariant): taking its place there takes all.
+        let places = res.queue.take_at(at);
+        res.queue.fit();
         places
     }
 

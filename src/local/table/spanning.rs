@@ -90,7 +90,7 @@ impl Shard {
         ticket: Ticket,
         now: Instant,
     ) -> Option<usize> {
-        let queue = &self.map.get(resource)?.queue;
+        let queue = self.map.get(resource)?.queue.as_slice();
         let at = queue.partition_point(|p| p.ticket < ticket);
         let place = queue.get(at)?;
         if place.ticket != ticket || &*place.args.uid != uid || line.taken[at] {
@@ -139,7 +139,13 @@ impl Shard {
 
     /// The wake of the place at `at` in `resource`'s line.
     pub(in crate::local) fn wake_at(&self, resource: &str, at: usize) -> Option<Wake> {
-        self.map.get(resource)?.queue.get(at)?.wake.clone()
+        self.map
+            .get(resource)?
+            .queue
+            .as_slice()
+            .get(at)?
+            .wake
+            .clone()
     }
 
     /// Carries out the batch's grants on `resource`.
