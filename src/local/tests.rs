@@ -671,3 +671,6 @@ mod waiting_randomized;
 
 /// A uid released here, with a place left in another name's line.
 mod a_uid_released_on_other_names_is_not_granted_its_place;
+
+/// The promotion's work past places of released uids.
+mod a_line_moving_on_past_released_places_does_work_linear_in_the_line;
