@@ -674,3 +674,6 @@ mod a_uid_released_on_other_names_is_not_granted_its_place;
 
 /// The promotion's work past places of released uids.
 mod a_line_moving_on_past_released_places_does_work_linear_in_the_line;
+
+/// A waiter behind the place of a released uid on a free name.
+mod a_waiter_behind_a_released_uids_place_on_a_free_name_is_granted;
