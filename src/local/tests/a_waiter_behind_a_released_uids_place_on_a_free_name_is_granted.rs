@@ -23,7 +23,7 @@ use std::time::Duration;
 use futures::executor::block_on;
 
 use super::{args, Granted};
-use crate::{LocalLocker, LockMode, NetLocker, Ticket, Wake, WaitArgs, WaitReply};
+use crate::{LocalLocker, LockMode, NetLocker, Ticket, WaitArgs, WaitReply, Wake};
 
 #[test]
 fn a_waiter_behind_a_released_uids_place_on_a_free_name_is_granted() {
@@ -38,16 +38,28 @@ fn a_waiter_behind_a_released_uids_place_on_a_free_name_is_granted() {
     block_on(async {
         assert!(l.lock(&args("g", &["f"])).await.unwrap());
         assert!(l.lock(&args("x", &["a"])).await.unwrap());
-        let r = l.lock_wait(&args("x", &["d", "f"]), LockMode::Write, &wait(tx)).await;
+        let r = l
+            .lock_wait(&args("x", &["d", "f"]), LockMode::Write, &wait(tx))
+            .await;
         assert_eq!(r.unwrap(), WaitReply::Queued, "x waits for f");
-        let r = l.lock_wait(&args("y", &["d"]), LockMode::Write, &wait(ty)).await;
-        assert_eq!(r.unwrap(), WaitReply::Queued, "y waits behind x's place on d");
+        let r = l
+            .lock_wait(&args("y", &["d"]), LockMode::Write, &wait(ty))
+            .await;
+        assert_eq!(
+            r.unwrap(),
+            WaitReply::Queued,
+            "y waits behind x's place on d"
+        );
         // x's uid is released: a confirmed unlock.
         assert!(l.unlock(&args("x", &["a"])).await.unwrap());
-        let r = l.lock_wait(&args("x", &["d", "f"]), LockMode::Write, &wait(tx)).await;
+        let r = l
+            .lock_wait(&args("x", &["d", "f"]), LockMode::Write, &wait(tx))
+            .await;
         assert_eq!(r.unwrap(), WaitReply::Refused, "x's waits are refused now");
         // y's re-check, under its ticket.
-        let r = l.lock_wait(&args("y", &["d"]), LockMode::Write, &wait(ty)).await;
+        let r = l
+            .lock_wait(&args("y", &["d"]), LockMode::Write, &wait(ty))
+            .await;
         let pushed = sink.0.lock().unwrap().clone();
         let holds_d = l
             .snapshot()

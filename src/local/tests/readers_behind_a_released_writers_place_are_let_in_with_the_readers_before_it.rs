@@ -34,7 +34,10 @@ fn readers_behind_a_released_writers_place_are_let_in_with_the_readers_before_it
         queue(&l, &sink, "r2", &["c"], LockMode::Read, true).await;
         // x's uid is released: its waits are refused from now on.
         assert!(l.unlock(&args("x", &["a"])).await.unwrap());
-        assert!(!l.lock(&args("x", &["e"])).await.unwrap(), "released uid refused");
+        assert!(
+            !l.lock(&args("x", &["e"])).await.unwrap(),
+            "released uid refused"
+        );
         assert!(l.unlock(&args("h", &["c"])).await.unwrap());
     });
     let pushed = sink.0.lock().unwrap().clone();
