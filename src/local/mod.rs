@@ -451,11 +451,12 @@ impl LocalLocker {
             if self.was_released(&args.uid, now) {
                 return Ok(false);
             }
-            let admitted = args
-                .resources
-                .iter()
-                .enumerate()
-                .all(|(pos, r)| set.shard(pos).in_line(r, &args.uid, mode, None, now));
+            let admitted = args.resources.iter().enumerate().all(|(pos, r)| {
+                set.shard(pos)
+                    .in_line(r, &args.uid, mode, None, now, &|uid| {
+                        self.was_released(uid, now)
+                    })
+            });
             if admitted {
                 for pos in 0..args.resources.len() {
                     set.shard(pos).grant(

@@ -78,7 +78,7 @@ impl LocalLocker {
             spanning.dedup_by(|a, b| {
                 a.2 == b.2 && a.0.uid == b.0.uid && a.0.resources == b.0.resources
             });
-            self.grant_spanning(&spanning, now, &mut out.notices);
+            self.grant_spanning(&spanning, now, &forced, &mut out.notices);
         }
         deliver(out.notices);
         out.forced_out
@@ -92,6 +92,7 @@ impl LocalLocker {
         &self,
         waiters: &[(LockArgs, LockMode, Ticket)],
         now: Instant,
+        forced: &dyn Fn(&str) -> bool,
         notices: &mut Vec<Notice>,
     ) {
         // Every name the waiters cover, once.
@@ -120,7 +121,8 @@ impl LocalLocker {
                 let ready = of.iter().all(|&pos| {
                     let shard = set.shard(pos);
                     let line = lines[pos].get_or_insert_with(|| shard.line(&names[pos]));
-                    let at = shard.lets_in(&names[pos], line, &args.uid, *mode, *ticket, now);
+                    let at =
+                        shard.lets_in(&names[pos], line, &args.uid, *mode, *ticket, now, forced);
                     places.extend(at);
                     at.is_some()
                 });

@@ -219,6 +219,9 @@ impl Shard {
     /// Whether `uid` may be granted `mode` on `resource` now: the holders
     /// allow it and no live place of another waiter that conflicts with it
     /// is ahead of `ticket` (ahead of everyone, for a request without one).
+    /// A place of a uid `forced` names (released or forced open here) keeps
+    /// nobody out: it will never be granted, and the line drops it when it
+    /// next moves on.
     pub(super) fn in_line(
         &self,
         resource: &str,
@@ -226,6 +229,7 @@ impl Shard {
         mode: LockMode,
         ticket: Option<Ticket>,
         now: Instant,
+        forced: &dyn Fn(&str) -> bool,
     ) -> bool {
         let Some(res) = self.map.get(resource) else {
             return true;
@@ -245,6 +249,7 @@ impl Shard {
                     && conflicts(p.mode, mode)
                     && p.expires > now
                     && !p.is_same_waiter(uid, ticket)
+                    && !forced(&p.args.uid)
             })
     }
 
@@ -433,6 +438,7 @@ impl Shard {
         resource: &str,
         uid: &str,
         now: Instant,
+        forced: &dyn Fn(&str) -> bool,
         notices: &mut Vec<Notice>,
     ) {
         let Some(res) = self.map.get(resource) else {
@@ -447,10 +453,14 @@ impl Shard {
         let (Some(ticket), Some(wake)) = (entry.ticket, &entry.wake) else {
             return;
         };
-        let blocked = res
-            .queue
-            .iter()
-            .any(|p| p.expires > now && p.ticket < ticket && conflicts(p.mode, holders.mode()));
+        // A place of a uid released or forced open here never will be
+        // granted: it wounds nobody.
+        let blocked = res.queue.iter().any(|p| {
+            p.expires > now
+                && p.ticket < ticket
+                && conflicts(p.mode, holders.mode())
+                && !forced(&p.args.uid)
+        });
         if blocked {
             notices.push(Notice {
                 wake: wake.clone(),

@@ -175,9 +175,11 @@ impl LocalLocker {
             for (pos, r) in resources.clone() {
                 set.shard(pos).superseded(r, args, ticket, &mut superseded);
             }
+            // Released or forced: either way its waits are refused now.
+            let forced = |uid: &str| self.was_released(uid, now);
             if resources.clone().all(|(pos, r)| {
                 set.shard(pos)
-                    .in_line(r, &args.uid, mode, Some(ticket), now)
+                    .in_line(r, &args.uid, mode, Some(ticket), now, &forced)
             }) {
                 for (pos, r) in resources {
                     let shard = set.shard(pos);
@@ -198,7 +200,7 @@ impl LocalLocker {
                         // may start from when it sent the request), so
                         // refresh it is.
                         shard.refresh(r, &args.uid, now);
-                        shard.wound_if_blocking(r, &args.uid, now, &mut notices);
+                        shard.wound_if_blocking(r, &args.uid, now, &forced, &mut notices);
                     }
                 }
                 return Ok(WaitReply::Granted);

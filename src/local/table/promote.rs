@@ -18,10 +18,14 @@ impl Shard {
     /// the first writer when it reads. Places that cover other resources
     /// too are handed back in `out.spanning` to be tried across shards.
     ///
-    /// A place of a uid `forced` names (forced open by the admin, whose
-    /// waits are refused) is dropped from the line instead of granted: its
-    /// other places may be ended a moment later, one at a time, and each
-    /// end moves lines on.
+    /// A place of a uid `forced` names (released or forced open here, whose
+    /// waits are refused) is dropped from the line wherever the pass meets
+    /// it, before the holders are asked whether they allow it: it will
+    /// never be granted, so it stops nobody behind it (a released writer's
+    /// place among readers lets the readers after it in with those before
+    /// it). Its places on other names are handed back in `out.forced_out`,
+    /// to be ended there. One pass, and one more to take the places out:
+    /// linear in the places passed, however many are dropped.
     pub(in crate::local) fn promote(
         &mut self,
         name: &Name,
@@ -35,44 +39,47 @@ impl Shard {
         };
         res.queue.retain(|p| p.expires > now);
         let mut grants = Vec::new();
-        let spanning_before = out.spanning.len();
-        // Again after each forced place dropped: at most once per such
-        // place at the head of the line.
-        'pass: loop {
-            grants.clear();
-            out.spanning.truncate(spanning_before);
-            let mut mode = res.holders.as_ref().map(Holders::mode);
-            for (at, place) in res.queue.iter().enumerate() {
-                let allowed = matches!(
-                    (mode, place.mode),
-                    (None, _) | (Some(LockMode::Read), LockMode::Read)
-                );
-                if !allowed {
-                    break;
-                }
-                if forced(&place.args.uid) {
-                    let place = res.queue.remove(at);
-                    if place.args.resources.len() > 1 {
-                        out.forced_out.push((place.args, place.ticket));
-                    }
-                    continue 'pass;
-                }
-                mode = Some(place.mode);
-                if place.wake.is_none() {
-                    // A reservation keeps its turn until its waiter asks again.
-                    continue;
-                }
-                if place.args.resources.iter().all(|r| r.as_str() == resource) {
-                    grants.push(at);
-                } else {
-                    out.spanning
-                        .push((place.args.clone(), place.mode, place.ticket));
-                }
-                if place.mode == LockMode::Write {
-                    break;
+        let mut dropped = Vec::new();
+        let mut mode = res.holders.as_ref().map(Holders::mode);
+        for (at, place) in res.queue.iter().enumerate() {
+            if forced(&place.args.uid) {
+                dropped.push(at);
+                continue;
+            }
+            let allowed = matches!(
+                (mode, place.mode),
+                (None, _) | (Some(LockMode::Read), LockMode::Read)
+            );
+            if !allowed {
+                break;
+            }
+            mode = Some(place.mode);
+            if place.wake.is_none() {
+                // A reservation keeps its turn until its waiter asks again.
+                continue;
+            }
+            if place.args.resources.iter().all(|r| r.as_str() == resource) {
+                grants.push(at);
+            } else {
+                out.spanning
+                    .push((place.args.clone(), place.mode, place.ticket));
+            }
+            if place.mode == LockMode::Write {
+                break;
+            }
+        }
+        if !dropped.is_empty() {
+            // Out in one pass; the grants' positions move up past them.
+            for place in res.queue.take_at(&dropped) {
+                if place.args.resources.len() > 1 {
+                    out.forced_out.push((place.args, place.ticket));
                 }
             }
-            break;
+            res.queue.fit();
+            for at in &mut grants {
+                let before = dropped.partition_point(|&d| d < *at);
+                *at -= before;
+            }
         }
         if grants.is_empty() {
             // Its expired places gone, a name nobody holds or waits for

@@ -89,6 +89,7 @@ impl Shard {
         mode: LockMode,
         ticket: Ticket,
         now: Instant,
+        forced: &dyn Fn(&str) -> bool,
     ) -> Option<usize> {
         let queue = self.map.get(resource)?.queue.as_slice();
         let at = queue.partition_point(|p| p.ticket < ticket);
@@ -121,7 +122,10 @@ impl Shard {
         // The places ahead are those of older tickets; one of another
         // waiter that is live, not granted by the batch and conflicting
         // keeps this one waiting. Both cursors only move forward.
-        let live = |p: usize| !line.taken[p] && queue[p].expires > now;
+        // A place of a uid released or forced open here never will be
+        // granted: it keeps nobody waiting.
+        let live =
+            |p: usize| !line.taken[p] && queue[p].expires > now && !forced(&queue[p].args.uid);
         while line.next_live < queue.len() && !live(line.next_live) {
             line.next_live += 1;
         }

@@ -4,10 +4,14 @@
 //! conflicting holders; no uid released or forced open holds a new entry
 //! or is pushed a grant; and no waiter whose every line lets it in is left waiting for
 //! its own re-check (a line a place leaves, or stops blocking, moves on at
-//! once). Found, before their fixes: a place moved back or turned from
+//! once), nor, when only places of released or forced uids keep it out
+//! (a line drops them as it moves on, but one that has not moved may keep
+//! them), after its re-check. Found, before their fixes: a place moved back or turned from
 //! write to read by its waiter's newer request, and one waiter's two
 //! requests on other names freed together, each left a waiter waiting;
-//! a released uid's place on a name its unlock did not cover was granted.
+//! a released uid's place on a name its unlock did not cover was granted;
+//! a waiter behind a released uid's place on a free name was not let in
+//! by its re-check.
 //! Seeds: `QUORUM_LOCK_WAITING_SEEDS` (2,000 by default); a failure prints
 //! its seed and the calls that led to it.
 
@@ -170,10 +174,13 @@ fn run(seed: u64) {
                 );
             }
         }
-        // Liveness.
+        // Liveness: a waiter whose every line lets it in is granted at once;
+        // one kept out only by places of uids released or forced here
+        // (which a line drops as it moves on, but which may stand on a line
+        // that has not moved) at the latest when it asks again.
         let now = tokio::time::Instant::now();
-        for (w, req) in last.iter().enumerate() {
-            let Some((names, mode, ticket)) = req else {
+        for w in 0..last.len() {
+            let Some((names, mode, ticket)) = last[w].clone() else {
                 continue;
             };
             if released[w] {
@@ -181,38 +188,69 @@ fn run(seed: u64) {
             }
             let uid = format!("U{w}");
             let names_s: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-            let stuck = l.shards.with(&names_s, |set| {
-                let mut all = true;
-                for (pos, r) in names_s.iter().enumerate() {
-                    let shard = set.shard(pos);
-                    if !shard.queued_any(r, &uid) || shard.holds_any(r, &uid) {
-                        all = false;
-                    }
-                    if !shard.in_line(
-                        r,
-                        &uid,
-                        *mode,
-                        Some(Ticket {
-                            at: *ticket,
-                            tiebreak: 0,
-                        }),
-                        now,
-                    ) {
-                        all = false;
-                    }
-                }
-                all
-            });
-            if stuck {
-                let holders: Vec<_> = l
-                    .snapshot()
+            let ticket_of = Ticket {
+                at: ticket,
+                tiebreak: 0,
+            };
+            let stuck = |forced: &dyn Fn(&str) -> bool| {
+                l.shards.with(&names_s, |set| {
+                    names_s.iter().enumerate().all(|(pos, r)| {
+                        let shard = set.shard(pos);
+                        shard.queued_any(r, &uid)
+                            && !shard.holds_any(r, &uid)
+                            && shard.in_line(r, &uid, mode, Some(ticket_of), now, forced)
+                    })
+                })
+            };
+            let holders = || -> Vec<_> {
+                l.snapshot()
                     .into_iter()
                     .map(|e| (e.resource, e.uid, e.mode))
-                    .collect();
+                    .collect()
+            };
+            if stuck(&|_| false) {
                 panic!(
-                    "seed {seed}: {uid} {names:?} {mode:?} t{ticket} left waiting though every line lets it in\n{}\nholders {holders:?}",
-                    log.join("\n")
+                    "seed {seed}: {uid} {names:?} {mode:?} t{ticket} left waiting though every line lets it in\n{}\nholders {:?}",
+                    log.join("\n"),
+                    holders()
                 );
+            }
+            if stuck(&|other| l.was_released(other, now)) {
+                let wait = WaitArgs {
+                    ticket: ticket_of,
+                    place_ttl: Duration::from_secs(600),
+                    wake: Some(Wake::new(grants.clone(), 0)),
+                };
+                let r = block_on(l.lock_wait(&args(&uid, &names), mode, &wait));
+                log.push(format!(
+                    "re-check {uid} {names:?} {mode:?} t{ticket} -> {r:?}"
+                ));
+                let snap = l.snapshot();
+                let holds_all = names
+                    .iter()
+                    .all(|n| snap.iter().any(|e| e.resource == *n && e.uid == uid));
+                if !holds_all {
+                    panic!(
+                        "seed {seed}: {uid} {names:?} {mode:?} t{ticket} kept waiting by released \
+                         uids' places after asking again ({r:?})\n{}\nholders {:?}",
+                        log.join("\n"),
+                        holders()
+                    );
+                }
+                // The grants its re-check pushed (to it, or to those its
+                // place let in), checked now: a uid released by the next
+                // call may rightly have been granted before it.
+                for pushed in std::mem::take(&mut *grants.0.lock().unwrap()) {
+                    let v: usize = pushed[1..].parse().unwrap();
+                    if released[v] {
+                        panic!(
+                            "seed {seed}: {} {pushed} granted by a re-check\n{}",
+                            ended(v),
+                            log.join("\n")
+                        );
+                    }
+                }
+                last[w] = None;
             }
         }
     }
