@@ -110,7 +110,7 @@ impl LocalLocker {
         self.shards.with(&names, |set| {
             let mut lines: Vec<Option<Line>> = (0..names.len()).map(|_| None).collect();
             let mut places = Vec::new();
-            for (args, mode, ticket) in waiters {
+            for waiter @ (args, mode, _) in waiters {
                 // Each name once: the arguments were validated.
                 let of: Vec<usize> = args
                     .resources
@@ -121,8 +121,7 @@ impl LocalLocker {
                 let ready = of.iter().all(|&pos| {
                     let shard = set.shard(pos);
                     let line = lines[pos].get_or_insert_with(|| shard.line(&names[pos]));
-                    let at =
-                        shard.lets_in(&names[pos], line, &args.uid, *mode, *ticket, now, forced);
+                    let at = shard.lets_in(&names[pos], line, waiter, now, forced);
                     places.extend(at);
                     at.is_some()
                 });

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::{Holders, Shard};
 use crate::locker::wait::{Ticket, Wake};
-use crate::LockMode;
+use crate::{LockArgs, LockMode};
 
 /// One name's line as a batch of grants sees it: its holders with the
 /// batch's grants so far, and how far the line is known to hold nobody
@@ -76,21 +76,22 @@ impl Shard {
         }
     }
 
-    /// Where the place of `uid`'s request with `ticket` stands in
-    /// `resource`'s line, if that line, with the batch's grants so far,
-    /// lets it in now: as [`Shard::in_line`] would answer after granting
-    /// them one at a time. A request keeps one place per name, under its
-    /// one ticket, so the place is found by ticket in the ordered line.
+    /// Where the place of `waiter`'s request (its arguments, mode and
+    /// ticket) stands in `resource`'s line, if that line, with the batch's
+    /// grants so far, lets it in now: as [`Shard::in_line`] would answer
+    /// after granting them one at a time. A request keeps one place per
+    /// name, under its one ticket, so the place is found by ticket in the
+    /// ordered line.
     pub(in crate::local) fn lets_in(
         &self,
         resource: &str,
         line: &mut Line,
-        uid: &str,
-        mode: LockMode,
-        ticket: Ticket,
+        waiter: &(LockArgs, LockMode, Ticket),
         now: Instant,
         forced: &dyn Fn(&str) -> bool,
     ) -> Option<usize> {
+        let (args, mode, ticket) = waiter;
+        let (uid, mode, ticket) = (&*args.uid, *mode, *ticket);
         let queue = self.map.get(resource)?.queue.as_slice();
         let at = queue.partition_point(|p| p.ticket < ticket);
         let place = queue.get(at)?;
