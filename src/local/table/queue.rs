@@ -231,6 +231,8 @@ mod tests {
     use crate::locker::wait::Ticket;
     use crate::{LockArgs, LockMode};
 
+    mod a_line_cut_short_by_a_promotions_expiry_gives_back_its_index_and_room;
+
     /// A line's index never disagrees with its places, and the line moves
     /// as a plain list does: a shard whose line grows and shrinks across
     /// the index's bounds, by places asked for (under new and reused uids
