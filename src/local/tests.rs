@@ -680,3 +680,6 @@ mod a_waiter_behind_a_released_uids_place_on_a_free_name_is_granted;
 
 /// Readers behind a released writer's place.
 mod readers_behind_a_released_writers_place_are_let_in_with_the_readers_before_it;
+
+/// Released places whose requests cover a second name, dropped together.
+mod a_line_moving_on_past_released_places_of_two_names_does_work_linear_in_the_line;
