@@ -339,7 +339,6 @@ impl Shard {
         let res = slot.or_default();
         if !res.queue.is_empty() {
             let left = res.queue.remove_waiter(&args.uid, ticket);
-            res.queue.fit();
             if !left.is_empty() && !res.queue.is_empty() {
                 // The waiter's place there ended with its grant: those
                 // behind it may go now (readers beside a read grant), as
@@ -410,7 +409,6 @@ impl Shard {
         let was_writer = removed
             .first()
             .is_some_and(|(_, p)| p.mode == LockMode::Write);
-        res.queue.fit();
         let at = res.queue.insert(Place {
             ticket,
             args: args.clone(),
@@ -747,9 +745,6 @@ fn settle(
     if let Some(Holders::Readers(v)) = &mut res.holders {
         v.fit();
     }
-    // A line emptied under a holder gives its room back, which the
-    // places that used it no longer pay for.
-    res.queue.fit();
     if res.queue.is_empty() {
         return fence_floor;
     }

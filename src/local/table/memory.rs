@@ -61,6 +61,18 @@ pub(crate) fn map_shrunk(len: usize) -> usize {
     len + len / 8
 }
 
+/// Shrinks `map` if it is sparse (see [`map_sparse`]). Called after an
+/// insert too, not only after removals: removals leave tombstones, and the
+/// insert that finds no room left for them doubles the buckets, leaving a
+/// map that never lost an item sparser than the budget counts.
+pub(super) fn tighten<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
+    map: &mut std::collections::HashMap<K, V, S>,
+) {
+    if map_sparse(map.len(), map.capacity()) {
+        map.shrink_to(map_shrunk(map.len()));
+    }
+}
+
 /// What glibc's malloc takes for a block of `size` bytes: an 8-byte header,
 /// 16-byte granules, 32 bytes at least.
 #[cfg_attr(not(feature = "net"), allow(dead_code))]

@@ -75,7 +75,6 @@ impl Shard {
                     out.forced_out.push((place.args, place.ticket));
                 }
             }
-            res.queue.fit();
             for at in &mut grants {
                 let before = dropped.partition_point(|&d| d < *at);
                 *at -= before;
@@ -111,9 +110,7 @@ impl Shard {
         };
         // A waiter keeps one place per name, known by its uid or its
         // ticket (the line's invariant): taking its place there takes all.
-        let places = res.queue.take_at(at);
-        res.queue.fit();
-        places
+        res.queue.take_at(at)
     }
 
     /// Makes the waiters of `places`, taken out of `resource`'s line, its

@@ -8,14 +8,19 @@
 //! `Shard::enqueue` removes the old one before it inserts); while `index`
 //! is kept, it maps each place's uid to that place's ticket and nothing
 //! else. The index is built when the line grows past [`INDEXED`] and
-//! dropped when it falls below half of that, as the readers' is.
+//! dropped when it falls below half of that, as the readers' is. Every
+//! change that takes places out gives back room at once (see
+//! [`Queue::fit`]), and every insert keeps the index at least 3/8 full:
+//! what the memory budget charges a place assumes both, whichever path
+//! (a grant, an expiry, a force, a promotion that grants nothing) took
+//! places out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use super::memory::{fit, map_shrunk, map_sparse, room};
+use super::memory::{fit, room, tighten};
 use super::readers::INDEXED;
 use super::Place;
 use crate::locker::wait::Ticket;
@@ -108,6 +113,7 @@ impl Queue {
         if let Some(index) = &mut self.index {
             index.remove(&*place.args.uid);
         }
+        self.fit();
         place
     }
 
@@ -125,6 +131,7 @@ impl Queue {
         let at = self.list.partition_point(|p| p.ticket < place.ticket);
         if let Some(index) = &mut self.index {
             index.insert(place.args.uid.clone(), place.ticket);
+            tighten(index);
         }
         self.list.insert(at, place);
         if self.index.is_none() && self.list.len() > INDEXED {
@@ -147,7 +154,11 @@ impl Queue {
             }),
             None => self.list.retain(keep),
         }
-        before - self.list.len()
+        let gone = before - self.list.len();
+        if gone > 0 {
+            self.fit();
+        }
+        gone
     }
 
     /// Takes the places at positions `at` (ascending) out of the line, in
@@ -168,13 +179,15 @@ impl Queue {
             }
         }
         self.list = kept;
+        self.fit();
         taken
     }
 
     /// Gives back room after removals (see [`fit`]): the line's, the
     /// index's once sparse, the whole index once the line is short, and
-    /// every byte once the line is empty.
-    pub(super) fn fit(&mut self) {
+    /// every byte once the line is empty. Each removal calls it, so that
+    /// no caller can forget to.
+    fn fit(&mut self) {
         if self.list.is_empty() {
             *self = Queue::default();
             return;
@@ -182,10 +195,8 @@ impl Queue {
         fit(&mut self.list);
         if self.list.len() < INDEXED / 2 {
             self.index = None;
-        } else if let Some(index) = &mut self.index
-            && map_sparse(index.len(), index.capacity())
-        {
-            index.shrink_to(map_shrunk(index.len()));
+        } else if let Some(index) = &mut self.index {
+            tighten(index);
         }
     }
 
@@ -193,9 +204,7 @@ impl Queue {
         let index = self.index.get_or_insert_with(Box::default);
         index.clear();
         index.extend(self.list.iter().map(|p| (p.args.uid.clone(), p.ticket)));
-        if map_sparse(index.len(), index.capacity()) {
-            index.shrink_to(map_shrunk(index.len()));
-        }
+        tighten(index);
     }
 
     /// Whether the index holds exactly the line's uids and tickets.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use super::memory::{fit, map_shrunk, map_sparse, room};
+use super::memory::{fit, room, tighten};
 use super::Entry;
 
 /// Readers past which a name keeps an index by uid. Below it a pass over
@@ -82,6 +82,7 @@ impl Readers {
         room(&mut self.list);
         if let Some(index) = &mut self.index {
             index.insert(entry.uid.clone(), self.list.len());
+            tighten(index);
         }
         self.list.push(entry);
         if self.index.is_none() && self.list.len() > INDEXED {
@@ -123,10 +124,8 @@ impl Readers {
         fit(&mut self.list);
         if self.list.len() < INDEXED / 2 {
             self.index = None;
-        } else if let Some(index) = &mut self.index
-            && map_sparse(index.len(), index.capacity())
-        {
-            index.shrink_to(map_shrunk(index.len()));
+        } else if let Some(index) = &mut self.index {
+            tighten(index);
         }
     }
 
@@ -139,9 +138,7 @@ impl Readers {
                 .enumerate()
                 .map(|(at, e)| (e.uid.clone(), at)),
         );
-        if map_sparse(index.len(), index.capacity()) {
-            index.shrink_to(map_shrunk(index.len()));
-        }
+        tighten(index);
     }
 }
 
