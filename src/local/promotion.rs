@@ -13,11 +13,13 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::table::{Line, Name, Notice, Promotions};
-use super::waiting::leave_in;
+use super::table::{Line, Name, Notice, Place, Promotions};
 use super::{deliver, LocalLocker};
 use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode, PushEvent};
+
+/// Waiters known by uid and ticket.
+type Waiters<'a> = HashSet<(&'a str, Ticket)>;
 
 impl LocalLocker {
     /// Grants the waiters at the head of the lines of `names` that may now
@@ -38,16 +40,43 @@ impl LocalLocker {
         while !names.is_empty() {
             let forced_out = self.promote_once(&names, now);
             names.clear();
-            for (args, ticket) in forced_out {
-                // Its places on the names just promoted are gone already.
-                if let Ok((_, at)) =
-                    self.with_shards_deferred(&args, &mut names, |set, _, freed| {
-                        leave_in(set, freed, &args, Some(ticket), &[], None)
-                    })
-                {
-                    now = now.max(at);
-                }
+            now = now.max(self.clock.now());
+            self.end_forced_out(&forced_out, now, &mut names);
+        }
+    }
+
+    /// Ends the places `forced_out` (a uid's and its ticket's: one request
+    /// each) on their names, noting in `freed` the lines that moved. Their
+    /// places on the names just promoted are gone already. Grouped by name,
+    /// each line is passed once however many of them stand in it: ending
+    /// them one at a time shifted the whole line behind each (4,000 such
+    /// places at the head of a line of 44,000 took over a second).
+    fn end_forced_out(
+        &self,
+        forced_out: &[(LockArgs, Ticket)],
+        now: Instant,
+        freed: &mut Vec<Name>,
+    ) {
+        // Each name once, with the first request that names it (its key
+        // for the table) and the places to end there.
+        let mut by_name: HashMap<&str, (Name, Waiters<'_>)> = HashMap::new();
+        for (args, ticket) in forced_out {
+            for (pos, r) in args.resources.iter().enumerate() {
+                by_name
+                    .entry(r.as_str())
+                    .or_insert_with(|| (Name::new(&args.resources, pos), HashSet::new()))
+                    .1
+                    .insert((&*args.uid, *ticket));
             }
+        }
+        for (resource, (name, places)) in by_name {
+            let gone = |p: &Place| places.contains(&(&*p.args.uid, p.ticket));
+            self.shards.with_one(resource, |shard| {
+                // As every call does first: the line moves on past holders
+                // whose time is up.
+                shard.expire(now, self.config.validity, freed);
+                shard.drop_places_where(name, &gone, freed);
+            });
         }
     }
 

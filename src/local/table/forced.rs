@@ -7,7 +7,7 @@
 use std::collections::{hash_map, HashSet};
 use std::sync::Arc;
 
-use super::{settle, Name, Shard};
+use super::{settle, Name, Place, Shard};
 
 impl Shard {
     /// Drops every entry on `name`, noting each holder's uid in `cleared`.
@@ -43,14 +43,21 @@ impl Shard {
         uids: &HashSet<&str>,
         freed: &mut Vec<Name>,
     ) {
+        self.drop_places_where(name, &|p| uids.contains(&*p.args.uid), freed);
+    }
+
+    /// Drops the places in the line of `name` that `gone` picks, in one
+    /// pass over the line however many it picks.
+    pub(in crate::local) fn drop_places_where(
+        &mut self,
+        name: Name,
+        gone: &dyn Fn(&Place) -> bool,
+        freed: &mut Vec<Name>,
+    ) {
         let hash_map::Entry::Occupied(mut slot) = self.map.entry(name) else {
             return;
         };
-        let gone = slot
-            .get_mut()
-            .queue
-            .retain(|p| !uids.contains(&*p.args.uid));
-        if gone > 0 {
+        if slot.get_mut().queue.retain(|p| !gone(p)) > 0 {
             self.fence_floor = settle(slot, self.fence_floor, freed);
             self.fit();
         }
