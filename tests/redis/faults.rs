@@ -82,6 +82,7 @@ async fn contend(nodes: usize, seed: u64) {
     let counter = Arc::new(Mutex::new(0u64));
     let mut writes = 0u64;
     let mut workers = Vec::new();
+    let mut clients = Vec::new();
     for c in 0..3u64 {
         let ds = client(
             &servers,
@@ -91,6 +92,7 @@ async fn contend(nodes: usize, seed: u64) {
             Timeouts::default(),
         )
         .await;
+        clients.push(ds.clone());
         for t in 0..2u64 {
             let mut rng = SmallRng::seed_from_u64(seed * 100 + c * 10 + t);
             let modes: Vec<LockMode> = (0..12)
@@ -149,6 +151,14 @@ async fn contend(nodes: usize, seed: u64) {
         "an acquire and a release per hold"
     );
     assert_eq!(*counter.lock().unwrap(), writes, "a write was lost");
+    // An unlock returns once a quorum let go; the other nodes' unlocks
+    // (and the undo of a grant that arrived after the unlock) may still be
+    // on their way, so wait for them before counting what is left.
+    for ds in &clients {
+        ds.finish_releases(Duration::from_secs(10))
+            .await
+            .expect("every client's releases finish");
+    }
     assert_eq!(
         entries(&servers).await,
         0,
