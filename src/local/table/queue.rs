@@ -241,6 +241,8 @@ mod tests {
     use crate::{LockArgs, LockMode};
 
     mod a_line_cut_short_by_a_promotions_expiry_gives_back_its_index_and_room;
+    /// A line's index counted in buckets, not by `capacity()`.
+    mod a_long_lines_index_by_uid_counted_in_buckets_stays_at_least_three_eighths_full;
     mod a_long_lines_index_by_uid_stays_at_least_three_eighths_full;
 
     /// A line's index never disagrees with its places, and the line moves
