@@ -787,3 +787,7 @@ fn wound_younger(
 
 #[cfg(test)]
 mod memory_tests;
+
+/// A shard's map under churn of names, after inserts.
+#[cfg(test)]
+mod a_shards_map_of_names_stays_at_least_three_eighths_full_after_inserts;
