@@ -683,3 +683,6 @@ mod readers_behind_a_released_writers_place_are_let_in_with_the_readers_before_i
 
 /// Released places whose requests cover a second name, dropped together.
 mod a_line_moving_on_past_released_places_of_two_names_does_work_linear_in_the_line;
+
+/// Released places of requests of many names, dropped together.
+mod a_released_uids_request_of_many_names_is_ended_in_work_linear_in_its_places;
