@@ -788,6 +788,10 @@ fn wound_younger(
 #[cfg(test)]
 mod memory_tests;
 
+/// Counts what a test allocates, to count a map's buckets.
+#[cfg(test)]
+mod counting;
+
 /// A shard's map under churn of names, after inserts.
 #[cfg(test)]
 mod a_shards_map_of_names_stays_at_least_three_eighths_full_after_inserts;

@@ -155,6 +155,9 @@ mod tests {
     use super::INDEXED;
     use crate::{LockArgs, LockMode};
 
+    /// A readers' index counted in buckets, not by `capacity()`.
+    mod a_names_readers_index_counted_in_buckets_stays_at_least_three_eighths_full;
+
     /// The readers' index never disagrees with their list: a shard whose
     /// names gain and lose readers across the index's bounds, by grants,
     /// releases, refreshes and expiry in a seeded random order, answers

@@ -9,52 +9,16 @@
 //! reports room for some 20 to 40 (the hash is seeded at random) and is never
 //! shrunk.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
+use super::super::super::counting::allocated;
 use super::super::super::{Name, Shard, Wounded};
 use crate::locker::wait::Ticket;
 use crate::{LockArgs, LockMode};
-
-/// Counts what a thread allocates while its `COUNTING` is set.
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static COUNTED: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = COUNTING.try_with(|c| {
-            if c.get() {
-                let _ = COUNTED.try_with(|n| n.set(n.get() + layout.size()));
-            }
-        });
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Bytes `f` allocates on this thread (and keeps until it returns).
-fn allocated<T>(f: impl FnOnce() -> T) -> usize {
-    COUNTED.with(|n| n.set(0));
-    COUNTING.with(|c| c.set(true));
-    let kept = f();
-    COUNTING.with(|c| c.set(false));
-    drop(kept);
-    COUNTED.with(|n| n.get())
-}
 
 /// Reproduces a line's index left at 13% of its buckets: tombstones hidden from `capacity()`.
 #[test]
