@@ -60,7 +60,13 @@ impl LocalLocker {
         // Each name once, with the first request that names it (its key
         // for the table) and the places to end there.
         let mut by_name: HashMap<&str, (Name, Waiters<'_>)> = HashMap::new();
+        // Every line a request stood in hands it back: each request once,
+        // or a request of many names costs their square.
+        let mut requests = HashSet::new();
         for (args, ticket) in forced_out {
+            if !requests.insert((&*args.uid, *ticket, Arc::as_ptr(&args.resources))) {
+                continue;
+            }
             for (pos, r) in args.resources.iter().enumerate() {
                 by_name
                     .entry(r.as_str())
