@@ -85,6 +85,8 @@ impl Shard {
             // leaves the table (nothing else would look at it again).
             if res.holders.is_none() && res.queue.is_empty() {
                 self.settle_name(name.clone(), &mut Vec::new());
+                // As after every removal from the map.
+                self.fit();
             }
             return;
         }
