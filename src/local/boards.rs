@@ -8,13 +8,12 @@
 //! forced-open entry never reports a leader, even before the clean-up
 //! below has run.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
-use super::table::{block, map_shrunk, map_sparse};
+use super::table::{block, BucketMap};
 use crate::locker::proclamation::{Proclamation, WatchArgs};
 use crate::locker::wait::{PushEvent, Wake};
 use crate::quorum::clock::after;
@@ -58,10 +57,13 @@ struct Board {
     watches: Vec<Watch>,
 }
 
+/// The boards by the name they are kept on.
+type ByResource = BucketMap<String, Board, std::hash::RandomState>;
+
 /// The boards of one locker.
 #[derive(Default)]
 pub(super) struct Boards {
-    by_resource: Mutex<HashMap<String, Board>>,
+    by_resource: Mutex<ByResource>,
     /// How many resources have a board: lets the lock paths skip all of
     /// this with one load when nobody uses election.
     in_use: AtomicUsize,
@@ -80,7 +82,7 @@ impl Changes {
 }
 
 impl Boards {
-    fn boards(&self) -> MutexGuard<'_, HashMap<String, Board>> {
+    fn boards(&self) -> MutexGuard<'_, ByResource> {
         self.by_resource
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -103,7 +105,7 @@ impl Boards {
             board.proclaimed = Some((uid.clone(), p.clone()));
             take_watches(board, &mut changes);
         }
-        self.count(&boards);
+        self.count(&mut boards);
         Changes(changes)
     }
 
@@ -138,7 +140,7 @@ impl Boards {
                 .retain(|w| w.expires > now && w.uid != *observer);
             fit_watches(&mut board.watches);
             if board.watches.len() >= MAX_WATCHES_PER_RESOURCE {
-                self.count(&boards);
+                self.count(&mut boards);
                 return Err(crate::Error::invalid(format!(
                     "{MAX_WATCHES_PER_RESOURCE} observers already watch {resource:?} on this \
                      locker; observe through fewer handles"
@@ -151,7 +153,7 @@ impl Boards {
             });
         }
         self.tidy(&mut boards, resource);
-        self.count(&boards);
+        self.count(&mut boards);
         Ok((found, Changes(changes)))
     }
 
@@ -200,9 +202,8 @@ impl Boards {
                 fit_watches(&mut board.watches);
                 board.proclaimed.is_some() || !board.watches.is_empty()
             });
-            fit(&mut boards);
         }
-        self.count(&boards);
+        self.count(&mut boards);
         Changes(changes)
     }
 
@@ -210,7 +211,7 @@ impl Boards {
     pub(super) fn wipe(&self) {
         let mut boards = self.boards();
         boards.clear();
-        self.count(&boards);
+        self.count(&mut boards);
     }
 
     /// How many proclamations and watches are kept.
@@ -222,26 +223,22 @@ impl Boards {
         })
     }
 
-    fn tidy(&self, boards: &mut HashMap<String, Board>, resource: &str) {
+    fn tidy(&self, boards: &mut ByResource, resource: &str) {
         if boards
             .get(resource)
             .is_some_and(|b| b.proclaimed.is_none() && b.watches.is_empty())
         {
             boards.remove(resource);
-            fit(boards);
         }
     }
 
-    fn count(&self, boards: &HashMap<String, Board>) {
+    /// After every change: gives back the map's room once it is sparse,
+    /// after inserts too, as the lock table's maps do (see `BucketMap`), so
+    /// that memory follows what is kept now rather than a peak; and counts
+    /// the boards in use.
+    fn count(&self, boards: &mut ByResource) {
+        boards.tighten();
         self.in_use.store(boards.len(), Ordering::Relaxed);
-    }
-}
-
-/// Gives back the map's room once it is sparse, as the lock table's maps
-/// do, so that memory follows what is kept now rather than a peak.
-fn fit(boards: &mut HashMap<String, Board>) {
-    if map_sparse(boards.len(), boards.capacity()) {
-        boards.shrink_to(map_shrunk(boards.len()));
     }
 }
 

@@ -41,7 +41,7 @@ pub(crate) use shards::TABLE_KEPT;
 use shards::{ShardSet, Shards};
 use table::{admits, Name, Notice};
 #[cfg(feature = "net")]
-pub(crate) use table::{block, map_shrunk, map_sparse, NAME_OVERHEAD};
+pub(crate) use table::{block, BucketMap, NAME_OVERHEAD};
 
 /// What [`LocalLocker::counts`] counts.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

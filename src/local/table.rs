@@ -2,7 +2,7 @@
 //! waits for it in ticket order, its latest fencing token, and a list of
 //! entries by last refresh that makes expiry cost O(expired).
 
-use std::collections::hash_map::{self, HashMap};
+use std::collections::hash_map;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::locker::wait::{PushEvent, Ticket, Wake};
 use crate::{LockArgs, LockMode};
 
+mod bucket_map;
 mod budget;
 mod by_refresh;
 mod forced;
@@ -24,11 +25,12 @@ mod queue;
 mod readers;
 mod spanning;
 
+pub(crate) use bucket_map::BucketMap;
 #[cfg(feature = "net")]
 pub(crate) use budget::NAME_OVERHEAD;
 pub(crate) use budget::SHARD_KEPT;
 use by_refresh::ByRefresh;
-pub(crate) use memory::{block, map_shrunk, map_sparse};
+pub(crate) use memory::block;
 pub(super) use name::Name;
 use queue::Queue;
 use readers::Readers;
@@ -180,7 +182,7 @@ pub(super) struct Shard {
     /// Keyed with a randomly seeded hash: names come from the network, so a
     /// fixed hash would let a client pile them into one bucket chain. SipHash
     /// would do too, but costs several times more per short name.
-    map: HashMap<Name, Resource, RandomState>,
+    map: BucketMap<Name, Resource, RandomState>,
     /// Every entry of the shard, least recently refreshed first.
     by_refresh: ByRefresh,
     /// Every fencing token this shard will draw from now on is above this:
@@ -553,9 +555,7 @@ impl Shard {
     /// are sparse (see [`SLAB_KEPT`](memory::SLAB_KEPT)), after something was removed: O(1)
     /// unless they shrink, and amortised O(1) when they do.
     fn fit(&mut self) {
-        if map_sparse(self.map.len(), self.map.capacity()) {
-            self.map.shrink_to(map_shrunk(self.map.len()));
-        }
+        self.map.tighten();
         let Some(moved) = self.by_refresh.compact_if_sparse() else {
             return;
         };
@@ -719,7 +719,7 @@ impl Shard {
     /// Drops everything, as a crash would, except the fencing floor, which
     /// the caller raises past anything drawn before.
     pub(super) fn wipe(&mut self) {
-        self.map = HashMap::default();
+        self.map = BucketMap::default();
         self.by_refresh.clear();
         // A crashed server forgets its counters too; tokens drawn after the
         // quarantine start from the clock instead (see `LocalLocker::fence`).
@@ -785,17 +785,9 @@ fn wound_younger(
     }
 }
 
-#[cfg(test)]
-mod memory_tests;
-
 /// Counts what a test allocates, to count a map's buckets.
 #[cfg(test)]
 mod counting;
 
-/// A shard's map under churn of names, after inserts.
 #[cfg(test)]
-mod a_shards_map_of_names_stays_at_least_three_eighths_full_after_inserts;
-
-/// A shard's map after a promotion drops the last places of its names.
-#[cfg(test)]
-mod a_shard_gives_back_its_maps_room_after_a_promotion_drops_its_names;
+mod tests;

@@ -20,7 +20,7 @@
 //! watches. Both are charged to the uid that made them ([`Board`]), with the
 //! same limits and the same lapse.
 
-use std::collections::HashMap;
+use crate::local::BucketMap;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -94,8 +94,8 @@ pub(crate) struct Ledger {
 
 #[derive(Default)]
 struct Inner {
-    charges: HashMap<Arc<str>, Charge>,
-    usage: HashMap<u64, Usage>,
+    charges: BucketMap<Arc<str>, Charge, std::hash::RandomState>,
+    usage: BucketMap<u64, Usage, std::hash::RandomState>,
     total: usize,
     /// Earliest time the next full prune may run: pruning scans every
     /// charge, so it runs only when a limit is hit, and at most this often.

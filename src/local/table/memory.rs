@@ -19,6 +19,10 @@
 /// * a shard's map (whose bucket counts are powers of two) doubles when
 ///   7/8 full, to 7/16, and shrinks when below 3/8 full, by a half or more,
 ///   to between 7/18 and 7/9 full: at least 3/8 full, 8/3 slots per name.
+///   Its load is counted against the room of its buckets, tombstones
+///   included, which `HashMap::capacity()` leaves out, and checked after
+///   inserts too, since an insert that finds the room taken by tombstones
+///   doubles the buckets (see [`BucketMap`](super::BucketMap)).
 ///
 /// Below these sizes a shard keeps its room, so that a shard that holds a
 /// lock now and then does not allocate on every call: a map of at most
@@ -59,18 +63,6 @@ pub(crate) fn map_sparse(len: usize, capacity: usize) -> bool {
 #[cfg_attr(not(feature = "net"), allow(dead_code))]
 pub(crate) fn map_shrunk(len: usize) -> usize {
     len + len / 8
-}
-
-/// Shrinks `map` if it is sparse (see [`map_sparse`]). Called after an
-/// insert too, not only after removals: removals leave tombstones, and the
-/// insert that finds no room left for them doubles the buckets, leaving a
-/// map that never lost an item sparser than the budget counts.
-pub(super) fn tighten<K: Eq + std::hash::Hash, V, S: std::hash::BuildHasher>(
-    map: &mut std::collections::HashMap<K, V, S>,
-) {
-    if map_sparse(map.len(), map.capacity()) {
-        map.shrink_to(map_shrunk(map.len()));
-    }
 }
 
 /// What glibc's malloc takes for a block of `size` bytes: an 8-byte header,

@@ -15,19 +15,19 @@
 //! (a grant, an expiry, a force, a promotion that grants nothing) took
 //! places out.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use super::memory::{fit, room, tighten};
+use super::bucket_map::BucketMap;
+use super::memory::{fit, room};
 use super::readers::INDEXED;
 use super::Place;
 use crate::locker::wait::Ticket;
 
 /// The index of a long line: each place's uid to its ticket. Boxed, so
 /// that a name with a short line (nearly all) pays one pointer for it.
-type Index = Box<HashMap<Arc<str>, Ticket, RandomState>>;
+type Index = Box<BucketMap<Arc<str>, Ticket, RandomState>>;
 
 /// A name's line of places, oldest ticket first.
 #[derive(Debug, Default)]
@@ -131,7 +131,6 @@ impl Queue {
         let at = self.list.partition_point(|p| p.ticket < place.ticket);
         if let Some(index) = &mut self.index {
             index.insert(place.args.uid.clone(), place.ticket);
-            tighten(index);
         }
         self.list.insert(at, place);
         if self.index.is_none() && self.list.len() > INDEXED {
@@ -196,7 +195,7 @@ impl Queue {
         if self.list.len() < INDEXED / 2 {
             self.index = None;
         } else if let Some(index) = &mut self.index {
-            tighten(index);
+            index.tighten();
         }
     }
 
@@ -204,7 +203,6 @@ impl Queue {
         let index = self.index.get_or_insert_with(Box::default);
         index.clear();
         index.extend(self.list.iter().map(|p| (p.args.uid.clone(), p.ticket)));
-        tighten(index);
     }
 
     /// Whether the index holds exactly the line's uids and tickets.

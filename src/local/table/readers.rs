@@ -10,12 +10,12 @@
 //! list hovering at the bound does not rebuild it on every change; every
 //! other change costs O(1), none a pass over the list.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
 
-use super::memory::{fit, room, tighten};
+use super::bucket_map::BucketMap;
+use super::memory::{fit, room};
 use super::Entry;
 
 /// Readers past which a name keeps an index by uid. Below it a pass over
@@ -28,7 +28,7 @@ pub(in crate::local) struct Readers {
     list: Vec<Entry>,
     /// Keyed with a randomly seeded hash, as the table is: uids come from
     /// the network.
-    index: Option<HashMap<Arc<str>, usize, RandomState>>,
+    index: Option<BucketMap<Arc<str>, usize, RandomState>>,
 }
 
 impl Readers {
@@ -82,7 +82,6 @@ impl Readers {
         room(&mut self.list);
         if let Some(index) = &mut self.index {
             index.insert(entry.uid.clone(), self.list.len());
-            tighten(index);
         }
         self.list.push(entry);
         if self.index.is_none() && self.list.len() > INDEXED {
@@ -125,12 +124,12 @@ impl Readers {
         if self.list.len() < INDEXED / 2 {
             self.index = None;
         } else if let Some(index) = &mut self.index {
-            tighten(index);
+            index.tighten();
         }
     }
 
     fn reindex(&mut self) {
-        let index = self.index.get_or_insert_with(HashMap::default);
+        let index = self.index.get_or_insert_with(BucketMap::default);
         index.clear();
         index.extend(
             self.list
@@ -138,7 +137,6 @@ impl Readers {
                 .enumerate()
                 .map(|(at, e)| (e.uid.clone(), at)),
         );
-        tighten(index);
     }
 }
 

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{
     beside, fit_list, prune_after, Before, Board, BoardReserved, Charge, Gone, Inner, Limits, Over,
 };
-use crate::local::{map_shrunk, map_sparse};
+
 use crate::net::labels::Limit;
 
 /// What a reservation of a uid looks at: whether the uid is charged at
@@ -394,12 +394,8 @@ impl Inner {
     /// Gives back the maps' room once they are sparse, as the lock table's
     /// maps do (see [`KEPT`]): O(1) amortised.
     pub(super) fn fit(&mut self) {
-        if map_sparse(self.charges.len(), self.charges.capacity()) {
-            self.charges.shrink_to(map_shrunk(self.charges.len()));
-        }
-        if map_sparse(self.usage.len(), self.usage.capacity()) {
-            self.usage.shrink_to(map_shrunk(self.usage.len()));
-        }
+        self.charges.tighten();
+        self.usage.tighten();
     }
 
     /// Drops every charge nothing touched for the lapse, and every set of a
@@ -434,7 +430,7 @@ impl Inner {
     pub(super) fn prune(&mut self, now: Instant, lapse: Duration) {
         let stale = |at: Instant| now.saturating_duration_since(at) >= lapse;
         let mut lapsed: Vec<(Arc<str>, Option<u64>)> = Vec::new();
-        for (uid, charge) in &self.charges {
+        for (uid, charge) in self.charges.iter() {
             if stale(charge.touched) {
                 lapsed.push((uid.clone(), None));
                 continue;

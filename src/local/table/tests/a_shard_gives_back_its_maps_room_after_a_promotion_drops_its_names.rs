@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::memory::map_sparse;
+use super::super::memory::map_sparse;
 use crate::{
     LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
     Wake,
@@ -71,8 +71,8 @@ async fn a_shard_gives_back_its_maps_room_after_a_promotion_drops_its_names() {
     assert_eq!((c.entries, l.waiting()), (1, 0), "control: all went but z");
     let mut worst = (0, 0);
     l.shards.any_shard(|shard| {
-        if map_sparse(shard.map.len(), shard.map.capacity()) && shard.map.capacity() > worst.1 {
-            worst = (shard.map.len(), shard.map.capacity());
+        if map_sparse(shard.map.len(), shard.map.room()) && shard.map.room() > worst.1 {
+            worst = (shard.map.len(), shard.map.room());
         }
         false
     });

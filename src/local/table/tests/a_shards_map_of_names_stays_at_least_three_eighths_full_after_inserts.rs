@@ -12,7 +12,7 @@
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
-use super::memory::map_sparse;
+use super::super::memory::map_sparse;
 use super::*;
 
 /// Reproduces a shard's map doubled by a grant under churn and left below 3/8 full.
@@ -57,11 +57,11 @@ fn a_shards_map_of_names_stays_at_least_three_eighths_full_after_inserts() {
             }
             freed.clear();
             assert!(
-                !map_sparse(shard.map.len(), shard.map.capacity()),
+                !map_sparse(shard.map.len(), shard.map.room()),
                 "seed {seed} step {step}: a shard of {} names keeps a map with room for {} \
                  (less than 3/8 of its buckets in use; the budget charges a name's slot at 3/8)",
                 shard.map.len(),
-                shard.map.capacity()
+                shard.map.room()
             );
         }
     }
