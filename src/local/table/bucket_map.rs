@@ -143,22 +143,16 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{RngExt, SeedableRng};
 
-    use super::super::counting::allocated;
+    use super::super::counting::buckets;
     use super::*;
 
-    /// The room of `map`'s buckets, from the bytes a clone of it (which
-    /// keeps its bucket count) allocates: a slot and a control byte per
-    /// bucket, and one group of control bytes more.
+    /// The room of `map`'s buckets (7/8 of them; one less than their
+    /// count in maps under 8 buckets).
     fn measured_room(map: &HashMap<u64, u64, foldhash::fast::RandomState>) -> usize {
-        let bytes = allocated(|| map.clone());
-        if bytes == 0 {
-            return 0;
-        }
-        let buckets = (bytes - 16) / (std::mem::size_of::<(u64, u64)>() + 1);
-        if buckets < 8 {
-            buckets - 1
-        } else {
-            buckets / 8 * 7
+        match buckets(map) {
+            0 => 0,
+            small @ 1..8 => small - 1,
+            large => large / 8 * 7,
         }
     }
 

@@ -39,3 +39,14 @@ pub(super) fn allocated<T>(f: impl FnOnce() -> T) -> usize {
     drop(kept);
     COUNTED.with(|n| n.get())
 }
+
+/// The buckets of `map`, counted from the bytes a clone of it allocates:
+/// one slot and one control byte a bucket, and a group's 16 control bytes
+/// more. Unlike `HashMap::capacity()`, this counts the buckets that
+/// tombstones take.
+pub(super) fn buckets<K: Clone, V: Clone, S: Clone>(
+    map: &std::collections::HashMap<K, V, S>,
+) -> usize {
+    let bytes = allocated(|| map.clone());
+    bytes.saturating_sub(16) / (std::mem::size_of::<(K, V)>() + 1)
+}

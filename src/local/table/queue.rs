@@ -240,8 +240,7 @@ mod tests {
 
     mod a_line_cut_short_by_a_promotions_expiry_gives_back_its_index_and_room;
     /// A line's index counted in buckets, not by `capacity()`.
-    mod a_long_lines_index_by_uid_counted_in_buckets_stays_at_least_three_eighths_full;
-    mod a_long_lines_index_by_uid_stays_at_least_three_eighths_full;
+    mod a_long_lines_index_by_uid_stays_at_least_three_eighths_of_its_buckets_full;
 
     /// A line's index never disagrees with its places, and the line moves
     /// as a plain list does: a shard whose line grows and shrinks across

@@ -10,14 +10,13 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tokio::time::Instant;
 
-use super::super::super::counting::allocated;
+use super::super::super::counting::buckets;
 use super::super::super::{Holders, Name, Shard};
 use crate::{LockArgs, LockMode};
 
 /// Reproduces a readers' index left below 3/8 of its buckets: tombstones hidden from `capacity()`.
 #[test]
 fn a_names_readers_index_counted_in_buckets_stays_at_least_three_eighths_full() {
-    let slot = std::mem::size_of::<(std::sync::Arc<str>, usize)>();
     let mut worst = (1.0f64, 0, 0, 0, 0u64);
     for seed in 0..20u64 {
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -52,8 +51,7 @@ fn a_names_readers_index_counted_in_buckets_stays_at_least_three_eighths_full() 
                 panic!("readers kept");
             };
             if let Some(index) = &readers.index {
-                let bytes = allocated(|| index.clone());
-                let buckets = (bytes - 16) / (slot + 1);
+                let buckets = buckets(index);
                 let load = index.len() as f64 / buckets as f64;
                 if load < worst.0 {
                     worst = (load, index.len(), index.capacity(), buckets, seed);
