@@ -464,6 +464,56 @@ pub fn late_locks(
     }))
 }
 
+/// A link to `inner` that, while `late` is set, delivers a refresh 3 s
+/// late and a proclamation 3.5 s late (a leader sends it after its
+/// refresh), counting each one it delays in `delayed`; everything else
+/// goes through at once. As for [`late_locks`], such a message is on the
+/// wire.
+#[cfg(feature = "testing")]
+pub fn late_refreshes(
+    inner: Arc<dyn NetLocker>,
+    late: Arc<std::sync::atomic::AtomicBool>,
+    delayed: Arc<std::sync::atomic::AtomicUsize>,
+) -> Arc<dyn NetLocker> {
+    use quorum_lock::testing::{CallKind, Relay, Route};
+    use std::sync::atomic::Ordering;
+    Arc::new(Relay::new(inner, move |kind, _| {
+        let extra = match kind {
+            _ if !late.load(Ordering::SeqCst) => return Route::Forward,
+            CallKind::Refresh => Duration::ZERO,
+            CallKind::Proclaim => Duration::from_millis(500),
+            _ => return Route::Forward,
+        };
+        delayed.fetch_add(1, Ordering::SeqCst);
+        Route::Late(Duration::from_secs(3) + extra)
+    }))
+}
+
+/// Three lockers whose node 2 restarted its 60 s quarantine 59.9 s ago
+/// (100 ms before it ends), every answer 10 ms late from now on, and a
+/// client "h" over them, seeded with `seed`, that backs off 1 s between
+/// rounds. Paused time.
+#[cfg(feature = "testing")]
+pub async fn quarantine_ending_soon(seed: u64) -> (quorum_lock::testing::TestCluster, Dsync) {
+    use quorum_lock::testing::{Latency, TestCluster};
+    let cluster = TestCluster::new(3, seed);
+    let h = Dsync::builder(cluster.net_lockers())
+        .owner("h")
+        .rng_seed(seed)
+        .retry(quorum_lock::RetryPolicy {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(1),
+        })
+        .build()
+        .unwrap();
+    cluster.restart(&[2]).unwrap();
+    tokio::time::sleep(Duration::from_millis(59_900)).await;
+    cluster
+        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
+        .unwrap();
+    (cluster, h)
+}
+
 /// Three lockers of `validity`, seeded with `seed`, and a builder of a
 /// `Dsync` over them, owned by "a" and seeded likewise, whose lease of
 /// `validity` keeps `margin` of safety and refreshes every `refresh`.

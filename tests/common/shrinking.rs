@@ -170,6 +170,19 @@ pub struct Announcing {
     pub announces: Option<Duration>,
 }
 
+impl Announcing {
+    /// A fresh `LocalLocker` named `name` that announces a validity of 1 s
+    /// once `learned` is set from outside.
+    pub fn one_second_once(name: &str, learned: &Arc<AtomicBool>) -> Arc<Scripted<Announcing>> {
+        Arc::new(Scripted(Announcing {
+            inner: Arc::new(LocalLocker::named(name)),
+            learned: learned.clone(),
+            learns: Learns::Elsewhere,
+            announces: Some(Duration::from_secs(1)),
+        }))
+    }
+}
+
 #[async_trait]
 impl Script for Announcing {
     fn runs(&self) -> Arc<dyn NetLocker> {

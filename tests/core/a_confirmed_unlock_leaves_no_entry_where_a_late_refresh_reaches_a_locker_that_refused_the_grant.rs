@@ -7,31 +7,11 @@ use std::time::Duration;
 
 use crate::common;
 use crate::election_support::leader_on;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, LockArgs, NetLocker};
 use tokio::time::sleep;
 
 const SEED: u64 = 43;
-
-/// `inner` through a link that, while `late` is set, delivers a refresh
-/// 3 s late and a re-sent proclamation 3.5 s late, counting them in `delayed`: it is on the wire and reaches the
-/// locker even if the sender stops waiting for the answer.
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        let extra = match kind {
-            _ if !late.load(Ordering::SeqCst) => return Route::Forward,
-            CallKind::Refresh => Duration::ZERO,
-            CallKind::Proclaim => Duration::from_millis(500),
-            _ => return Route::Forward,
-        };
-        delayed.fetch_add(1, Ordering::SeqCst);
-        Route::Late(Duration::from_secs(3) + extra)
-    }))
-}
 
 /// Three lockers; node 2 holds a leftover of "x", so `try_lock` is granted
 /// by nodes 0 and 1 and refused by node 2. Node 2 then restarts (it forgets
@@ -65,7 +45,7 @@ async fn a_late_refresh_does_not_bring_back_an_entry_after_a_confirmed_unlock() 
         .into_iter()
         .enumerate()
         .map(|(i, l)| match i {
-            2 => late_link(l, late.clone(), delayed.clone()),
+            2 => common::late_refreshes(l, late.clone(), delayed.clone()),
             _ => l,
         })
         .collect();
@@ -139,7 +119,7 @@ async fn leader_after_a_confirmed_resign_against_a_late_refresh_to_a_locker_that
         .into_iter()
         .enumerate()
         .map(|(i, l)| match i {
-            2 => late_link(l, late.clone(), delayed.clone()),
+            2 => common::late_refreshes(l, late.clone(), delayed.clone()),
             _ => l,
         })
         .collect();

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::args;
-use crate::common::shrinking::{x_holding_res_beside, Announcing, Learns, Scripted};
-use quorum_lock::{LocalLocker, NetLocker};
+use crate::common::shrinking::{x_holding_res_beside, Announcing};
+use quorum_lock::NetLocker;
 
 const SEED: u64 = 4304;
 
@@ -32,12 +32,7 @@ const SEED: u64 = 4304;
 async fn a_fencing_draw_does_not_count_the_token_of_a_locker_that_announced_a_shorter_validity() {
     eprintln!("seed {SEED}");
     let learned = Arc::new(AtomicBool::new(false));
-    let node0 = Arc::new(Scripted(Announcing {
-        inner: Arc::new(LocalLocker::named("node-0")),
-        learned: learned.clone(),
-        learns: Learns::Elsewhere,
-        announces: Some(Duration::from_secs(1)),
-    }));
+    let node0 = Announcing::one_second_once("node-0", &learned);
     let (_x, x_guard, node1, _node2) = x_holding_res_beside(node0.clone(), SEED).await;
 
     learned.store(true, Ordering::SeqCst);

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::common::shrinking::{Announcing, Learns, Scripted};
+use crate::common::shrinking::Announcing;
 use quorum_lock::testing::FaultyLocker;
 use quorum_lock::{Error, LocalLocker, NetLocker};
 
@@ -32,12 +32,7 @@ async fn a_fencing_draw_that_stops_short_does_not_count_a_locker_that_announced_
 ) {
     eprintln!("seed {SEED}");
     let learned = Arc::new(AtomicBool::new(false));
-    let node0 = Arc::new(Scripted(Announcing {
-        inner: Arc::new(LocalLocker::named("node-0")),
-        learned: learned.clone(),
-        learns: Learns::Elsewhere,
-        announces: Some(Duration::from_secs(1)),
-    }));
+    let node0 = Announcing::one_second_once("node-0", &learned);
     let node1 = Arc::new(FaultyLocker::local(
         Arc::new(LocalLocker::named("node-1")),
         SEED,

@@ -27,29 +27,16 @@
 use std::time::Duration;
 
 use crate::a_campaign_with_a_deadline::{campaign_ended, spawn_campaign, until_seen};
-use quorum_lock::testing::{CallKind, Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy};
-use tokio::time::{sleep, Instant};
+use crate::common;
+use quorum_lock::testing::CallKind;
+use quorum_lock::Error;
+use tokio::time::Instant;
 
 const SEED: u64 = 18_006;
 
 async fn run(timeout: Duration) -> Result<(), Error> {
     let start = Instant::now();
-    let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(1),
-        })
-        .build()
-        .unwrap();
-    cluster.restart(&[2]).unwrap();
-    sleep(Duration::from_millis(59_900)).await;
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
+    let (cluster, h) = common::quarantine_ending_soon(SEED).await;
     let began = Instant::now();
     let campaign = spawn_campaign(&h, timeout);
     until_seen(&cluster, CallKind::Fence, 3, 2_000, start).await;

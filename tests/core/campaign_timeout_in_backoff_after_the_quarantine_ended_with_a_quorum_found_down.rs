@@ -24,8 +24,9 @@
 
 use std::time::Duration;
 
-use quorum_lock::testing::{CallKind, Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy};
+use crate::common;
+use quorum_lock::testing::CallKind;
+use quorum_lock::Error;
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 19_006;
@@ -34,21 +35,7 @@ const SEED: u64 = 19_006;
 async fn campaign_timeout_in_backoff_after_the_quarantine_ended_with_a_quorum_found_down() {
     eprintln!("seed {SEED}");
     let start = Instant::now();
-    let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(1),
-        })
-        .build()
-        .unwrap();
-    cluster.restart(&[2]).unwrap();
-    sleep(Duration::from_millis(59_900)).await;
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
+    let (cluster, h) = common::quarantine_ending_soon(SEED).await;
     let election = h.election("e").unwrap();
     let began = Instant::now();
     let campaign = tokio::spawn(async move {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common;
-use crate::common::shrinking::{Announcing, Learns, Scripted};
+use crate::common::shrinking::Announcing;
 use quorum_lock::testing::{FaultyLocker, Latency};
 use quorum_lock::{LocalLocker, NetLocker};
 
@@ -33,12 +33,7 @@ async fn leader_does_not_count_the_answer_of_a_locker_that_announced_a_shorter_v
 ) {
     eprintln!("seed {SEED}");
     let learned = Arc::new(AtomicBool::new(false));
-    let node0 = Arc::new(Scripted(Announcing {
-        inner: Arc::new(LocalLocker::named("node-0")),
-        learned: learned.clone(),
-        learns: Learns::Elsewhere,
-        announces: Some(Duration::from_secs(1)),
-    }));
+    let node0 = Announcing::one_second_once("node-0", &learned);
     let node1 = Arc::new(FaultyLocker::local(
         Arc::new(LocalLocker::named("node-1")),
         SEED,

@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
-use quorum_lock::testing::{Latency, TestCluster};
-use quorum_lock::{Dsync, Error, RetryPolicy, WaitReason};
+use crate::common;
+use quorum_lock::{Error, WaitReason};
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 19_002;
@@ -30,21 +30,7 @@ const SEED: u64 = 19_002;
 async fn lock_timeout_in_backoff_after_the_quarantine_ended_beside_a_locker_down() {
     eprintln!("seed {SEED}");
     let start = Instant::now();
-    let cluster = TestCluster::new(3, SEED);
-    let h = Dsync::builder(cluster.net_lockers())
-        .owner("h")
-        .rng_seed(SEED)
-        .retry(RetryPolicy {
-            initial: Duration::from_secs(1),
-            max: Duration::from_secs(1),
-        })
-        .build()
-        .unwrap();
-    cluster.restart(&[2]).unwrap();
-    sleep(Duration::from_millis(59_900)).await;
-    cluster
-        .set_latency(Latency::Fixed(Duration::from_millis(10)), &[0, 1, 2])
-        .unwrap();
+    let (cluster, h) = common::quarantine_ending_soon(SEED).await;
     cluster.set_refuse(true, &[1]).unwrap();
 
     let m = h.rw_mutex(["r"]).unwrap();

@@ -10,30 +10,9 @@ use std::time::Duration;
 
 use crate::common;
 use crate::election_support::campaign_won;
-use quorum_lock::testing::{CallKind, Relay, Route, TestCluster};
+use quorum_lock::testing::TestCluster;
 use quorum_lock::{Error, NetLocker};
 use tokio::time::sleep;
-
-/// `inner` through a link that, while `late` is set, delivers a refresh
-/// 3 s later and a proclamation 3.5 s later (the leader sends it after its
-/// refresh), counting them in `delayed`. Such a message is on the wire: it
-/// reaches the locker even if the sender stops waiting for the answer.
-fn late_link(
-    inner: Arc<dyn NetLocker>,
-    late: Arc<AtomicBool>,
-    delayed: Arc<AtomicUsize>,
-) -> Arc<dyn NetLocker> {
-    Arc::new(Relay::new(inner, move |kind, _| {
-        let extra = match kind {
-            _ if !late.load(Ordering::SeqCst) => return Route::Forward,
-            CallKind::Refresh => Duration::ZERO,
-            CallKind::Proclaim => Duration::from_millis(500),
-            _ => return Route::Forward,
-        };
-        delayed.fetch_add(1, Ordering::SeqCst);
-        Route::Late(Duration::from_secs(3) + extra)
-    }))
-}
 
 /// Three lockers. Node 2 restarted (60 s of quarantine) and the leader's
 /// refresh re-created its entry there. The leader's link to node 1 is then
@@ -55,7 +34,7 @@ async fn a_confirmed_resign_is_not_undone_by_a_refresh_that_arrives_after_it() {
         .into_iter()
         .enumerate()
         .map(|(i, l)| match i {
-            2 => late_link(l, late.clone(), delayed.clone()),
+            2 => common::late_refreshes(l, late.clone(), delayed.clone()),
             _ => l,
         })
         .collect();

@@ -12,6 +12,9 @@ mod capped;
 mod wire;
 
 #[cfg(feature = "net")]
+#[path = "../common/six_workers_on_two_permits.rs"]
+mod six_workers_on_two_permits;
+#[cfg(feature = "net")]
 #[path = "../net_support/stand_in.rs"]
 mod stand_in;
 

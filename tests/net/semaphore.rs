@@ -3,10 +3,10 @@
 //! the servers' listing naming who holds which permit.
 #![cfg(feature = "net")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::six_workers_on_two_permits::at_most_two_of_six_workers_hold;
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
 use tokio::sync::oneshot;
@@ -54,32 +54,11 @@ async fn client(addrs: &[String], owner: &str) -> Dsync {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_k_hold_over_lock_servers_and_the_listing_names_them() {
     let (addrs, _stops) = servers(3).await;
-    let most = Arc::new(AtomicUsize::new(0));
-    let now = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for i in 0..6 {
-        let ds = client(&addrs, &format!("worker-{i}")).await;
-        let (most, now) = (most.clone(), now.clone());
-        tasks.push(tokio::spawn(async move {
-            let sem = ds.semaphore("uploads", 2).unwrap();
-            for _ in 0..3 {
-                let permit = tokio::time::timeout(Duration::from_secs(20), sem.acquire())
-                    .await
-                    .expect("granted in time")
-                    .expect("granted");
-                let inside = now.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(inside, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                assert!(!permit.is_lost());
-                now.fetch_sub(1, Ordering::SeqCst);
-                permit.unlock().await.expect("released");
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("no panic");
-    }
-    assert_eq!(most.load(Ordering::SeqCst), 2);
+    at_most_two_of_six_workers_hold(|i| {
+        let addrs = &addrs;
+        async move { client(addrs, &format!("worker-{i}")).await }
+    })
+    .await;
 
     let a = client(&addrs, "host-a").await;
     let held = a.semaphore("uploads", 2).unwrap().acquire().await.unwrap();

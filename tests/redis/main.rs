@@ -9,6 +9,9 @@ mod harness;
 #[cfg(all(feature = "redis", feature = "testing"))]
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
+#[cfg(all(feature = "redis", feature = "testing"))]
+#[path = "../common/six_workers_on_two_permits.rs"]
+mod six_workers_on_two_permits;
 
 #[cfg(all(feature = "redis", feature = "testing"))]
 mod fake_redis;

@@ -3,10 +3,10 @@
 //! refused, and the nodes' listing naming who holds which permit.
 #![cfg(all(feature = "redis", feature = "testing"))]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::six_workers_on_two_permits::at_most_two_of_six_workers_hold;
 use quorum_lock::{Dsync, Error, NetLocker};
 
 use crate::redis_support::{locker, RedisServer};
@@ -27,32 +27,11 @@ async fn at_most_k_hold_on_redis_nodes_and_the_listing_names_them() {
     let Some(servers) = RedisServer::start_many(3) else {
         return;
     };
-    let most = Arc::new(AtomicUsize::new(0));
-    let now = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    for i in 0..6 {
-        let ds = client(&servers, &format!("worker-{i}")).await;
-        let (most, now) = (most.clone(), now.clone());
-        tasks.push(tokio::spawn(async move {
-            let sem = ds.semaphore("uploads", 2).unwrap();
-            for _ in 0..3 {
-                let permit = tokio::time::timeout(Duration::from_secs(20), sem.acquire())
-                    .await
-                    .expect("granted in time")
-                    .expect("granted");
-                let inside = now.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(inside, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                assert!(!permit.is_lost());
-                now.fetch_sub(1, Ordering::SeqCst);
-                permit.unlock().await.expect("released");
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.expect("no panic");
-    }
-    assert_eq!(most.load(Ordering::SeqCst), 2);
+    at_most_two_of_six_workers_hold(|i| {
+        let servers = &servers;
+        async move { client(servers, &format!("worker-{i}")).await }
+    })
+    .await;
 
     let a = client(&servers, "host-a").await;
     let held = a.semaphore("uploads", 2).unwrap().acquire().await.unwrap();
