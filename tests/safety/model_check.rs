@@ -2100,67 +2100,69 @@ fn assert_breaks(report: &Report, property: &str) {
     assert!(what.starts_with(property), "{}: {what}", report.name);
 }
 
-/// With rules Q and F, every state within the break-1 bounds keeps
-/// mutual exclusion.
-#[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "CPU-bound: run optimized, `cargo test --release --test safety model_check` (3 s; 25-30 s in a debug build)"
-)]
-fn fixed_protocol_keeps_mutual_exclusion() {
-    let report = run(restart_and_cut(
-        "fixed, two writers, restart + cut, 5 ticks",
-    ));
-    assert_clean(&report, 200_000);
+/// A test of the default bounds. CPU-bound: a debug build marks it
+/// ignored (25-30 s there for the four, about 3 s optimized).
+macro_rules! optimized_test {
+    ($(#[doc = $doc:literal])* fn $name:ident() $body:block) => {
+        $(#[doc = $doc])*
+        #[test]
+        #[cfg_attr(
+            debug_assertions,
+            ignore = "CPU-bound: run optimized, `cargo test --release --test safety model_check` (3 s; 25-30 s in a debug build)"
+        )]
+        fn $name() $body
+    };
 }
 
-/// With rules Q and F, every state within the break-3 (skewed clock)
-/// bounds but two ticks shorter keeps fencing order (the full 7 ticks are
-/// in `MODEL_FULL`).
-#[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "CPU-bound: run optimized, `cargo test --release --test safety model_check` (3 s; 25-30 s in a debug build)"
-)]
-fn fixed_protocol_keeps_token_order() {
-    let report = run(skewed_clock(
-        "fixed, fencing, clock 7 ticks ahead, 5 ticks",
-        5,
-    ));
-    assert_clean(&report, 50_000);
+optimized_test! {
+    /// With rules Q and F, every state within the break-1 bounds keeps
+    /// mutual exclusion.
+    fn fixed_protocol_keeps_mutual_exclusion() {
+        let report = run(restart_and_cut(
+            "fixed, two writers, restart + cut, 5 ticks",
+        ));
+        assert_clean(&report, 200_000);
+    }
 }
 
-/// Quarantine, once broken: with the old quarantine, a waiter wins with a grant a
-/// restarted locker forgot while the holder keeps a quorum (one of them
-/// through the entry the restarted locker re-created for it).
-#[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "CPU-bound: run optimized, `cargo test --release --test safety model_check` (3 s; 25-30 s in a debug build)"
-)]
-fn old_quarantine_breaks_mutual_exclusion() {
-    let report = run(Config {
-        old_quarantine: true,
-        depth_first: true,
-        ..restart_and_cut("old quarantine, two writers, restart + cut, 5 ticks")
-    });
-    assert_breaks(&report, "mutual exclusion");
+optimized_test! {
+    /// With rules Q and F, every state within the break-3 (skewed clock)
+    /// bounds but two ticks shorter keeps fencing order (the full 7 ticks are
+    /// in `MODEL_FULL`).
+    fn fixed_protocol_keeps_token_order() {
+        let report = run(skewed_clock(
+            "fixed, fencing, clock 7 ticks ahead, 5 ticks",
+            5,
+        ));
+        assert_clean(&report, 50_000);
+    }
 }
 
-/// Fencing, once broken: with the old fencing, a restarted locker's counter restarts
-/// below a token it recorded from a locker whose clock is ahead.
-#[test]
-#[cfg_attr(
-    debug_assertions,
-    ignore = "CPU-bound: run optimized, `cargo test --release --test safety model_check` (3 s; 25-30 s in a debug build)"
-)]
-fn old_fencing_breaks_token_order() {
-    let report = run(Config {
-        old_fencing: true,
-        depth_first: true,
-        ..skewed_clock("old fencing, clock 7 ticks ahead, 7 ticks", 7)
-    });
-    assert_breaks(&report, "fencing order");
+optimized_test! {
+    /// Quarantine, once broken: with the old quarantine, a waiter wins with a grant a
+    /// restarted locker forgot while the holder keeps a quorum (one of them
+    /// through the entry the restarted locker re-created for it).
+    fn old_quarantine_breaks_mutual_exclusion() {
+        let report = run(Config {
+            old_quarantine: true,
+            depth_first: true,
+            ..restart_and_cut("old quarantine, two writers, restart + cut, 5 ticks")
+        });
+        assert_breaks(&report, "mutual exclusion");
+    }
+}
+
+optimized_test! {
+    /// Fencing, once broken: with the old fencing, a restarted locker's counter restarts
+    /// below a token it recorded from a locker whose clock is ahead.
+    fn old_fencing_breaks_token_order() {
+        let report = run(Config {
+            old_fencing: true,
+            depth_first: true,
+            ..skewed_clock("old fencing, clock 7 ticks ahead, 7 ticks", 7)
+        });
+        assert_breaks(&report, "fencing order");
+    }
 }
 
 /// The larger configurations, when `MODEL_FULL` is set (minutes in a
