@@ -23,6 +23,7 @@ use std::time::Duration;
 use quorum_lock::net::ServerConfig;
 
 use crate::capped::ADMIN;
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
     authenticate_as, call, lock_request, lock_wait_request, read_wait_request, OP_FORCE_UNLOCK,
@@ -35,9 +36,7 @@ async fn forcing_x_and_y_grants_no_forced_holder_z(u_waits_on: &[&str]) {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut q, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut u, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut w, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut q, mut u, mut w] = authenticated(&node).await;
     let (mut admin, _) = authenticate_as(&node.addr, ADMIN, VERSION_6).await.unwrap();
 
     assert_eq!(

@@ -25,10 +25,11 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, lock_request, lock_wait_request, read_frame, response, OP_LOCK,
-    OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_ERROR, REPLY_PUSH, REPLY_WAIT, VERSION_6,
+    call, lock_request, lock_wait_request, read_frame, response, OP_LOCK, OP_UNLOCK, QUEUED,
+    REPLY_BOOL, REPLY_ERROR, REPLY_PUSH, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 
@@ -52,10 +53,7 @@ async fn a_grant_pushed_over_a_full_connection_does_not_move_its_uids_other_lock
     config.idle_timeout = None;
     let node = start(config).await;
     let total = || node.stats.lock_bytes();
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut c, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut d, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut c, mut d, mut h] = authenticated(&node).await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["x"])).await,

@@ -25,10 +25,11 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, frame, lock_request, read_frame, read_wait_request, request, response,
-    OP_HEALTH, OP_LOCK, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT, VERSION_6,
+    call, frame, lock_request, read_frame, read_wait_request, request, response, OP_HEALTH,
+    OP_LOCK, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -78,8 +79,7 @@ async fn a_granted_place_whose_push_was_dropped_stops_counting_against_its_conne
     config.max_waiters_per_connection = WAITERS as usize;
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut h, mut a] = authenticated(&node).await;
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["x"])).await,
         [REPLY_BOOL, 1]

@@ -19,10 +19,10 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, frame, lock_request, read_frame, response, OP_LOCK, OP_RLOCK,
-    OP_RUNLOCK, REPLY_BOOL, VERSION_6,
+    call, frame, lock_request, read_frame, response, OP_LOCK, OP_RLOCK, OP_RUNLOCK, REPLY_BOOL,
 };
 use quorum_lock::net::ServerConfig;
 use tokio::io::AsyncWriteExt;
@@ -43,9 +43,7 @@ async fn a_lock_granted_while_the_same_set_is_refused_over_another_connection_st
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut r, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b, mut r] = authenticated(&node).await;
     assert_eq!(
         call(&mut r, 1, &lock_request(1, OP_RLOCK, "r", &["shared"])).await,
         [REPLY_BOOL, 1]

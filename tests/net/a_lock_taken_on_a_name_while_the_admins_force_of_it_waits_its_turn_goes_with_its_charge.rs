@@ -26,6 +26,7 @@ use std::time::Duration;
 use quorum_lock::net::ServerConfig;
 
 use crate::capped::ADMIN;
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
     authenticate_as, call, lock_request, OP_FORCE_UNLOCK, OP_LOCK, OP_RLOCK, REPLY_BOOL, VERSION_6,
@@ -44,8 +45,7 @@ async fn scene() {
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut r, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut b, mut r] = authenticated(&node).await;
     let (mut admin, _) = authenticate_as(&node.addr, ADMIN, VERSION_6).await.unwrap();
     for k in 0..60u64 {
         let names: Vec<String> = (0..500).map(|i| format!("n{k}-{i}")).collect();

@@ -25,10 +25,11 @@ use quorum_lock::net::ServerConfig;
 use quorum_lock::LockerConfig;
 use tokio::net::TcpStream;
 
+use crate::connections::authenticated;
 use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
-    authenticate_as, call, lock_request, lock_wait_request, read_wait_request, GRANTED, OP_RLOCK,
-    QUEUED, REPLY_BOOL, REPLY_WAIT, VERSION_6,
+    call, lock_request, lock_wait_request, read_wait_request, GRANTED, OP_RLOCK, QUEUED,
+    REPLY_BOOL, REPLY_WAIT,
 };
 
 const TTL: Duration = Duration::from_secs(30);
@@ -46,8 +47,7 @@ enum Read {
 /// {x, y}. Returns what U's read locks and its place are charged, and
 /// the two connections.
 async fn scene(node: &Node, u_reads: &[Read]) -> (usize, usize, TcpStream, TcpStream) {
-    let (mut u, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut r, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut u, mut r] = authenticated(node).await;
     for (n, read) in u_reads.iter().enumerate() {
         let id = n as u64 + 1;
         let answer = match *read {

@@ -19,13 +19,11 @@
 
 use std::time::Duration;
 
-use crate::node::{start_over, TOKEN};
+use crate::connections::one_second_node_and;
 use crate::wire::{
-    authenticate_as, call, lock_request, lock_wait_request, OP_LOCK, OP_REFRESH, OP_UNLOCK, QUEUED,
-    REPLY_BOOL, REPLY_WAIT, VERSION_6,
+    call, lock_request, lock_wait_request, OP_LOCK, OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL,
+    REPLY_WAIT,
 };
-use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 
 /// U asks over A for ["held", "y"], then over B for ["held"] alone: the
 /// table keeps one place of U, and A keeps its record of the old place
@@ -50,17 +48,7 @@ async fn a_place_widened_over_another_connection_gives_the_old_sets_charge_back(
 /// The scene of the two tests above: a wait for `first` over A, then for
 /// `second` over B, both under U's ticket.
 async fn asked_again_over_another_connection(first: &[&str], second: &[&str]) {
-    let mut config = ServerConfig::new(TOKEN);
-    config.idle_timeout = None;
-    let locker = LockerConfig {
-        validity: Duration::from_secs(1),
-        ..LockerConfig::default()
-    };
-    let node = start_over(locker, config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut c, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (node, [mut a, mut b, mut c, mut h]) = one_second_node_and().await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,

@@ -21,27 +21,16 @@
 
 use std::time::Duration;
 
-use crate::node::{start_over, TOKEN};
+use crate::connections::one_second_node_and;
 use crate::wire::{
-    authenticate_as, call, closed_within, lock_request, lock_wait_request, GRANTED, OP_LOCK,
-    OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_WAIT, VERSION_6,
+    call, closed_within, lock_request, lock_wait_request, GRANTED, OP_LOCK, OP_REFRESH, OP_UNLOCK,
+    QUEUED, REPLY_BOOL, REPLY_WAIT,
 };
-use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::io::AsyncWriteExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_place_ending_beside_one_name_its_ticket_was_granted_alone_gives_its_charge_back() {
-    let mut config = ServerConfig::new(TOKEN);
-    config.idle_timeout = None;
-    let locker = LockerConfig {
-        validity: Duration::from_secs(1),
-        ..LockerConfig::default()
-    };
-    let node = start_over(locker, config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (node, [mut a, mut b, mut h]) = one_second_node_and().await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["y"])).await,

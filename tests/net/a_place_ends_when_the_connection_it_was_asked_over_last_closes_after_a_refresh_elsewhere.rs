@@ -19,10 +19,10 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, lock_request, lock_wait_request, OP_LOCK, OP_REFRESH, QUEUED,
-    REPLY_BOOL, REPLY_WAIT, VERSION_6,
+    call, lock_request, lock_wait_request, OP_LOCK, OP_REFRESH, QUEUED, REPLY_BOOL, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 
@@ -32,9 +32,7 @@ async fn a_place_ends_when_the_connection_it_was_asked_over_last_closes_after_a_
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b, mut h] = authenticated(&node).await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["x"])).await,

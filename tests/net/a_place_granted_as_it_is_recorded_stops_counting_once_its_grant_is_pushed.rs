@@ -22,10 +22,11 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, frame, lock_request, lock_wait_request, read_frame, read_varint, response,
-    OP_LOCK, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT, VERSION_6,
+    frame, lock_request, lock_wait_request, read_frame, read_varint, response, OP_LOCK, OP_UNLOCK,
+    QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 use tokio::io::AsyncWriteExt;
@@ -62,9 +63,7 @@ async fn a_place_granted_as_it_is_recorded_stops_counting_once_its_grant_is_push
     config.max_waiters_per_connection = 1;
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut q, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut h, mut q] = authenticated(&node).await;
     let ttl = Duration::from_secs(60);
     let started = tokio::time::Instant::now();
     let (mut granted_after_queueing, mut rounds) = (0, 0);

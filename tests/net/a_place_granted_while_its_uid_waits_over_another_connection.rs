@@ -13,10 +13,11 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, Node, TOKEN};
 use crate::wire::{
-    authenticate_as, call, frame, lock_request, lock_wait_request, read_frame, response, OP_LOCK,
-    OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT, VERSION_6,
+    call, frame, lock_request, lock_wait_request, read_frame, response, OP_LOCK, OP_REFRESH,
+    OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,9 +35,7 @@ async fn grant_pushed_to_a_while_u_waits_over_b(
     config.max_waiters_per_connection = 1;
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut c, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b, mut c] = authenticated(&node).await;
     for (id, uid, name) in [(1, "h", "held"), (2, "hy", "y")] {
         assert_eq!(
             call(&mut c, id, &lock_request(id, OP_LOCK, uid, &[name])).await,

@@ -22,10 +22,10 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, closed_within, lock_request, lock_wait_request, OP_LOCK, QUEUED,
-    REPLY_BOOL, REPLY_WAIT, VERSION_6,
+    call, closed_within, lock_request, lock_wait_request, OP_LOCK, QUEUED, REPLY_BOOL, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 use tokio::io::AsyncWriteExt;
@@ -35,9 +35,7 @@ async fn a_place_narrowed_over_another_connection_ends_when_that_connection_clos
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b, mut h] = authenticated(&node).await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,

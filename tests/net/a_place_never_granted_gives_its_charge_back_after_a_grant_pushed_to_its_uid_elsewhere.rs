@@ -21,14 +21,11 @@
 
 use std::time::Duration;
 
-use crate::node::{start_over, TOKEN};
+use crate::connections::one_second_node_and;
 use crate::wire::{
-    authenticate_as, call, closed_within, frame, lock_request, lock_wait_request, read_frame,
-    response, OP_LOCK, OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
-    VERSION_6,
+    call, closed_within, frame, lock_request, lock_wait_request, read_frame, response, OP_LOCK,
+    OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
 };
-use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -55,16 +52,7 @@ async fn call_past_pushes(stream: &mut TcpStream, id: u64, payload: &[u8]) -> (V
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_place_never_granted_gives_its_charge_back_after_a_grant_pushed_to_its_uid_elsewhere() {
-    let mut config = ServerConfig::new(TOKEN);
-    config.idle_timeout = None;
-    let locker = LockerConfig {
-        validity: Duration::from_secs(1),
-        ..LockerConfig::default()
-    };
-    let node = start_over(locker, config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let (node, [mut a, mut b, mut h]) = one_second_node_and().await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "hy", &["y"])).await,

@@ -25,11 +25,11 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    args_request, authenticate_as, call, duration, lock_request, read_frame, response, varint,
-    OP_LOCK, OP_LOCK_WAIT, OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
-    VERSION_6,
+    args_request, call, duration, lock_request, read_frame, response, varint, OP_LOCK,
+    OP_LOCK_WAIT, OP_REFRESH, OP_UNLOCK, QUEUED, REPLY_BOOL, REPLY_PUSH, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 
@@ -50,9 +50,7 @@ async fn a_place_renewed_with_a_longer_owner_and_source_is_charged_for_them() {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut c, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut h, mut a, mut c] = authenticated(&node).await;
     let long = vec![b'o'; 512];
 
     assert_eq!(

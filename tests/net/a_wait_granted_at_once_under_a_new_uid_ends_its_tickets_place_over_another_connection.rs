@@ -25,10 +25,10 @@
 
 use std::time::Duration;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
-    authenticate_as, call, lock_request, lock_wait_request, GRANTED, OP_LOCK, QUEUED, REPLY_BOOL,
-    REPLY_WAIT, VERSION_6,
+    call, lock_request, lock_wait_request, GRANTED, OP_LOCK, QUEUED, REPLY_BOOL, REPLY_WAIT,
 };
 use quorum_lock::net::ServerConfig;
 
@@ -38,9 +38,7 @@ async fn a_wait_granted_at_once_under_a_new_uid_ends_its_tickets_place_over_anot
     config.max_waiters_per_connection = 1;
     config.idle_timeout = None;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut h, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b, mut h] = authenticated(&node).await;
     let ttl = Duration::from_secs(60);
     assert_eq!(
         call(&mut h, 1, &lock_request(1, OP_LOCK, "h", &["held"])).await,

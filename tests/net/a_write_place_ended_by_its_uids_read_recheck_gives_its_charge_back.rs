@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
 
+use crate::connections::authenticated;
 use crate::node::{start, TOKEN};
 use crate::wire::{
     authenticate_as, call, lock_request, lock_wait_request, read_wait_request, GRANTED, OP_LOCK,
@@ -47,8 +48,7 @@ async fn a_write_place_ended_by_its_uids_read_recheck_gives_its_charge_back() {
     config.idle_timeout = None;
     config.max_bytes_per_connection = 2 * lock;
     let node = start(config).await;
-    let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
-    let (mut b, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
+    let [mut a, mut b] = authenticated(&node).await;
 
     assert_eq!(
         call(&mut b, 1, &lock_request(1, OP_RLOCK, "R", &["x"])).await,

@@ -11,6 +11,8 @@ mod capped;
 #[path = "../net_support/wire.rs"]
 mod wire;
 
+mod connections;
+
 #[cfg(feature = "net")]
 #[path = "../common/six_workers_on_two_permits.rs"]
 mod six_workers_on_two_permits;
