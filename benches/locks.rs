@@ -69,6 +69,9 @@ mod sql_server;
 // PostgreSQL and MariaDB servers of the run's own, shared with the tests.
 #[path = "../tests/sql_support/mod.rs"]
 mod sql_support;
+// The ports those servers listen on.
+#[path = "../tests/common/ports.rs"]
+mod ports;
 #[path = "locks/stats.rs"]
 mod stats;
 

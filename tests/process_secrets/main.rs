@@ -12,6 +12,8 @@ use std::process::Command;
 mod fake_postgres;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
+#[path = "../common/ports.rs"]
+mod ports;
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 

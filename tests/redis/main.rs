@@ -7,6 +7,9 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 #[cfg(all(feature = "redis", feature = "testing"))]
+#[path = "../common/ports.rs"]
+mod ports;
+#[cfg(all(feature = "redis", feature = "testing"))]
 #[path = "../redis_support/mod.rs"]
 mod redis_support;
 #[cfg(all(feature = "redis", feature = "testing"))]

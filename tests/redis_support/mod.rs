@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,10 +52,8 @@ impl RedisServer {
     }
 
     fn launch(extra: &[&str], tls: bool) -> Option<RedisServer> {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free loopback port");
+        // Below the ephemeral range: `restart` starts it again on this port.
+        let port = crate::ports::restartable_port();
         let extra: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
         let child = match spawn(port, &extra, tls) {
             Ok(child) => child,

@@ -8,6 +8,8 @@
 mod harness;
 #[path = "../log_capture/mod.rs"]
 mod log_capture;
+#[path = "../common/ports.rs"]
+mod ports;
 #[path = "../sql_support/mod.rs"]
 mod sql_support;
 

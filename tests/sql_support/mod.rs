@@ -27,7 +27,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -789,12 +789,10 @@ fn port_taken(root: &Path) -> bool {
     log_tail(root).contains("Address already in use")
 }
 
-/// A free loopback port, as the system hands one out.
+/// A free loopback port below the ephemeral range: `restart` starts the
+/// server again on it.
 fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    crate::ports::restartable_port()
 }
 
 /// The directory of a data-directory template: `initdb` and

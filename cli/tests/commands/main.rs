@@ -6,6 +6,8 @@
 //! against PostgreSQL and MariaDB beside a lock server (skipped likewise
 //! without them, unless `QUORUM_LOCK_REQUIRE_SQL` is set).
 
+#[path = "../../../tests/common/ports.rs"]
+mod ports;
 #[path = "../../../tests/redis_support/mod.rs"]
 mod redis_support;
 #[path = "../../../tests/sql_support/mod.rs"]

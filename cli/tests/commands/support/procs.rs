@@ -28,14 +28,14 @@ impl Server {
     /// Starts a server on a free port with the test tokens and `validity`.
     ///
     /// The port lies below the kernel's ephemeral range when it has room
-    /// there ([`restartable_port`]), so that a test can kill the server
+    /// there (tests/common/ports.rs), so that a test can kill the server
     /// and start it again on the same port: a port of the ephemeral range,
     /// once free, may be taken meanwhile by any outgoing connection or
     /// `bind` to port 0 of any test (one was, and the restart found it in
     /// use for the whole 10 s it retried).
     pub fn start_with_validity(dir: &Scratch, validity: &str, extra: &[&str]) -> Server {
         for _ in 0..20 {
-            let listen = match restartable_port() {
+            let listen = match crate::ports::below_the_ephemeral_range() {
                 Some(port) => format!("127.0.0.1:{port}"),
                 None => "127.0.0.1:0".to_owned(),
             };
@@ -136,25 +136,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// A random port below the kernel's ephemeral range
-/// (`/proc/sys/net/ipv4/ip_local_port_range`), from 10,000 up, where no
-/// outgoing connection and no `bind` to port 0 takes a port; `None` when
-/// that range starts too low to leave room (or cannot be read), and the
-/// server then takes a port of the kernel's choosing.
-fn restartable_port() -> Option<u16> {
-    use std::hash::{BuildHasher, RandomState};
-    static DRAWN: AtomicUsize = AtomicUsize::new(0);
-    const LOWEST: u32 = 10_000;
-    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
-    let first: u32 = range.split_whitespace().next()?.parse().ok()?;
-    if first <= LOWEST + 1_000 {
-        return None;
-    }
-    let random = RandomState::new().hash_one(DRAWN.fetch_add(1, Ordering::Relaxed));
-    let port = LOWEST + (random % u64::from(first - LOWEST)) as u32;
-    u16::try_from(port).ok()
 }
 
 /// Comma-separated addresses, as `--nodes` wants them.
