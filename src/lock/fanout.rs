@@ -15,6 +15,7 @@ use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::Clock;
+use crate::quorum::deadline::{gather, within, FanOutTimer};
 use crate::Error;
 
 /// One in-flight call. It owns what it needs, so it can outlive its caller.
@@ -64,6 +65,8 @@ pub(crate) struct CallSet<T: Send + 'static> {
     settled: bool,
     /// What becomes of the calls still running when the set is dropped.
     handoff: Handoff,
+    /// Wakes the caller at the earliest deadline of a call still running.
+    timer: FanOutTimer,
 }
 
 /// What a dropped [`CallSet`] does with its calls still running.
@@ -111,6 +114,7 @@ impl<T: Send + 'static> CallSet<T> {
             handoff,
             waited: None,
             settled: false,
+            timer: FanOutTimer::default(),
         }
     }
 
@@ -151,7 +155,38 @@ impl<T: Send + 'static> CallSet<T> {
     /// to `done`, with the call's index. Polling all of them, rather than
     /// stopping at the first result, means lockers that answer at once are
     /// all counted in the same pass and never need a background task.
-    pub(crate) fn poll_all(&mut self, cx: &mut Context<'_>, mut done: impl FnMut(usize, T)) {
+    ///
+    /// The calls' deadlines are kept by one timer of the set's (see
+    /// `quorum::deadline`): a call waiting for a reply arms none of its own.
+    pub(crate) fn poll_all(&mut self, cx: &mut Context<'_>, done: impl FnMut(usize, T)) {
+        let mut timer = std::mem::take(&mut self.timer);
+        timer.poll_calls(cx, |cx| self.poll_each(cx, done));
+        self.timer = timer;
+    }
+
+    /// [`poll_all`](Self::poll_all) for a caller that polls a timer of its
+    /// own on `clock` whenever it waits: returns the earliest deadline the
+    /// calls still running asked to be woken at (on `clock`), which the
+    /// caller's timer must not be later than, so that the set arms no
+    /// second timer. On a clock other than tokio's the set keeps its own
+    /// timer, and this returns `None`.
+    pub(crate) fn poll_all_waking_by(
+        &mut self,
+        cx: &mut Context<'_>,
+        clock: &Clock,
+        done: impl FnMut(usize, T),
+    ) -> Option<Instant> {
+        match clock {
+            Clock::Tokio => gather(cx, |cx| self.poll_each(cx, done)).1,
+            #[cfg(feature = "testing")]
+            Clock::Drift(_) => {
+                self.poll_all(cx, done);
+                None
+            }
+        }
+    }
+
+    fn poll_each(&mut self, cx: &mut Context<'_>, mut done: impl FnMut(usize, T)) {
         for (index, slot) in self.calls.iter_mut().enumerate() {
             let out = match std::mem::replace(slot, Slot::Done) {
                 Slot::Done => continue,
@@ -276,9 +311,16 @@ where
         return out;
     }
     let started = clock.now();
-    match clock.timeout_at(deadline, call).await {
+    // On tokio's clock a fan-out polling the call keeps its deadline (see
+    // `quorum::deadline`); another clock keeps its own timers.
+    let out = match clock {
+        Clock::Tokio => within(deadline, call).await.map_err(|_| ()),
+        #[cfg(feature = "testing")]
+        Clock::Drift(_) => clock.timeout_at(deadline, call).await.map_err(|_| ()),
+    };
+    match out {
         Ok(out) => out,
-        Err(_) => Err(Error::LockerTimeout {
+        Err(()) => Err(Error::LockerTimeout {
             endpoint: endpoint(),
             after: deadline.saturating_duration_since(started),
         }),

@@ -531,13 +531,28 @@ async fn release_plan(
     };
     let calls = &mut owed.calls;
     let mut timer = None;
+    let clock = &state.coord.clock;
     poll_fn(|cx| {
-        calls.poll_all(cx, |_, ok| confirmed += usize::from(ok));
+        // The calls' deadlines are kept by this timer (see
+        // `quorum::deadline`).
+        let wake = calls.poll_all_waking_by(cx, clock, |_, ok| confirmed += usize::from(ok));
         if confirmed >= quorum || calls.running() == 0 {
             return Poll::Ready(());
         }
-        let timer = timer.get_or_insert_with(|| state.coord.clock.sleep_until(deadline));
-        Pin::new(timer).poll(cx)
+        let at = wake.map_or(deadline, |wake| wake.min(deadline));
+        let timer = timer.get_or_insert_with(|| clock.sleep_until(at));
+        if timer.deadline() != at {
+            timer.reset(at);
+        }
+        match Pin::new(timer).poll(cx) {
+            Poll::Ready(()) if at >= deadline => Poll::Ready(()),
+            // A call's own deadline, before the release's: it ends now.
+            Poll::Ready(()) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Pending => Poll::Pending,
+        }
     })
     .await;
     drop(owed);

@@ -184,7 +184,9 @@ impl Round {
         };
         let mut tally = Tally::new(n, quorum);
         let verdict = poll_fn(|cx| {
-            calls.poll_all(cx, |index, result| {
+            // The calls' deadlines are kept by the round's own timer (see
+            // `quorum::deadline`).
+            let wake = calls.poll_all_waking_by(cx, clock, |index, result| {
                 answers[index] = Some(classify(&result));
                 match result {
                     Err(err) if !err.is_retryable() => {
@@ -200,9 +202,18 @@ impl Round {
             if let Some(verdict) = tally.verdict() {
                 return Poll::Ready(verdict);
             }
-            let timer = timer.get_or_insert_with(|| clock.sleep_until(deadline));
+            let at = wake.map_or(deadline, |wake| wake.min(deadline));
+            let timer = timer.get_or_insert_with(|| clock.sleep_until(at));
+            if timer.deadline() != at {
+                timer.reset(at);
+            }
             match Pin::new(timer).poll(cx) {
-                Poll::Ready(()) => Poll::Ready(tally.failure()),
+                Poll::Ready(()) if at >= deadline => Poll::Ready(tally.failure()),
+                // A call's own deadline, before the round's: it ends now.
+                Poll::Ready(()) => {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
                 Poll::Pending => Poll::Pending,
             }
         })

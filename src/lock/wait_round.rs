@@ -285,7 +285,9 @@ impl WaitRound {
         poll_fn(|cx| loop {
             let mut clock: Option<Instant> = None;
             let mut now = || *clock.get_or_insert_with(|| coord.clock.now());
-            calls.poll_all(cx, |index, outcome| {
+            // The calls' deadlines are kept by the wait's own timer (see
+            // `quorum::deadline`).
+            let wake = calls.poll_all_waking_by(cx, &coord.clock, |index, outcome| {
                 let now = now();
                 due[index] = match outcome.answer {
                     Answer::Granted | Answer::Queued => after(now, recheck),
@@ -344,6 +346,7 @@ impl WaitRound {
             let next = (0..n)
                 .filter(|&i| !calls.is_running(i))
                 .map(|i| due[i])
+                .chain(wake)
                 .min();
             let Some(next) = next else {
                 if parked(cx) {

@@ -33,6 +33,7 @@ use super::pushes::Pushes;
 use super::sniff;
 use super::wire::{self, Hello, Op, Reply, Request, Welcome};
 use super::RemoteConfig;
+use crate::quorum::deadline::within;
 use crate::Error;
 mod dialing;
 mod outgoing;
@@ -618,7 +619,10 @@ impl Connection {
             self.down("the writer took no request within the call timeout");
             return Err(self.not_sent(timeout));
         }
-        let reply = tokio::time::timeout(timeout, rx).await;
+        // A fan-out polling this call wakes it at its deadline; alone it
+        // arms a timer of its own (see `quorum::deadline`).
+        let deadline = crate::quorum::clock::after(tokio::time::Instant::now(), timeout);
+        let reply = within(deadline, rx).await;
         drop(forget);
         match reply {
             Ok(Ok(reply)) => Ok(reply),

@@ -1,7 +1,8 @@
 //! The arithmetic the safety argument rests on: quorum sizes for reads and
 //! writes and the tally that decides a round (here), fencing tokens and
-//! the gate that checks them (`fence`, `fencing`), and the clocks that
-//! leases are measured with (`clock`).
+//! the gate that checks them (`fence`, `fencing`), the clocks that
+//! leases are measured with (`clock`), and the one timer a fan-out arms for
+//! its calls' deadlines (`deadline`).
 //!
 //! With `n` lockers a write needs `W = ⌊n/2⌋ + 1` grants and a read needs
 //! `R = ⌈n/2⌉`. Safety rests on two inequalities:
@@ -26,6 +27,7 @@
 //! ```
 
 pub(crate) mod clock;
+pub(crate) mod deadline;
 pub(crate) mod fence;
 pub(crate) mod fencing;
 
