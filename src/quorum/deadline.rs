@@ -85,33 +85,54 @@ fn ask_fan_out(cx: &Context<'_>, deadline: Instant) -> Asked {
 }
 
 /// Awaits `future`, giving up with [`Elapsed`] once tokio's clock shows
-/// `deadline`, as `tokio::time::timeout_at` does (the future is polled
-/// first, and its output wins over a deadline that passed meanwhile).
-/// Polled by a fan-out ([`FanOutTimer::poll_calls`]), it arms no timer:
-/// the fan-out's wakes it.
+/// `deadline`, as `tokio::time::timeout_at` does: the future is polled
+/// first, and a deadline is judged under the task's cooperative budget,
+/// unless the future spent it in that poll. Polled by a fan-out
+/// ([`FanOutTimer::poll_calls`], [`gather`]), it arms no timer: the
+/// fan-out's wakes it.
 pub(crate) async fn within<F>(deadline: Instant, mut future: F) -> Result<F::Output, Elapsed>
 where
     F: Future + Unpin,
 {
-    // Boxed, and made only when no fan-out wakes this call: a timer
-    // inline would be made for every call (a runtime handle's clone).
-    let mut own: Option<Pin<Box<Sleep>>> = None;
+    // Made at the call's first poll, so that it belongs to the runtime
+    // that polls the call first, as the call's own timer did before: a
+    // straggler handed to a runtime without timers (or one shutting down)
+    // still has a working one. Only a timer that is polled takes a place
+    // in tokio's timer wheel, and this one is polled only when no fan-out
+    // wakes the call.
+    let sleep = tokio::time::sleep_until(deadline);
+    let mut sleep = std::pin::pin!(sleep);
+    let mut own = false;
     poll_fn(|cx| {
+        let had_budget = tokio::task::coop::has_budget_remaining();
         if let Poll::Ready(out) = Pin::new(&mut future).poll(cx) {
             return Poll::Ready(Ok(out));
         }
-        if let Some(sleep) = &mut own {
-            return sleep.as_mut().poll(cx).map(|()| Err(Elapsed));
-        }
-        // The clock is read once per poll of the fan-out, not per call.
-        match ask_fan_out(cx, deadline) {
-            Asked::Woken => Poll::Pending,
-            Asked::Passed => Poll::Ready(Err(Elapsed)),
-            Asked::NoFanOut => {
-                let sleep = own.insert(Box::pin(tokio::time::sleep_until(deadline)));
-                sleep.as_mut().poll(cx).map(|()| Err(Elapsed))
+        let spent_here = had_budget && !tokio::task::coop::has_budget_remaining();
+        if !own {
+            // The clock is read once per poll of the fan-out, not per call.
+            match ask_fan_out(cx, deadline) {
+                Asked::Woken => return Poll::Pending,
+                // As `timeout_at`, whose timer would not fire on a budget
+                // spent before this call was polled: the task yields, and
+                // an answer that came in time but was held back by the
+                // budget is looked at again before the call gives up.
+                Asked::Passed if !had_budget => {
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Asked::Passed => return Poll::Ready(Err(Elapsed)),
+                Asked::NoFanOut => own = true,
             }
         }
+        let fired = if spent_here {
+            // The future spent the budget itself: the timer is looked at
+            // regardless, as `timeout_at` does.
+            Pin::new(&mut tokio::task::unconstrained(sleep.as_mut())).poll(cx)
+        } else {
+            sleep.as_mut().poll(cx)
+        };
+        fired.map(|()| Err(Elapsed))
     })
     .await
 }
