@@ -171,11 +171,8 @@ fn a_lock_future_dropped_on_a_runtime_without_timers_does_not_panic() {
             .unwrap()
     });
     let mutex = dsync.rw_mutex(["handed-off"]).unwrap();
-    let fut = a.block_on(async {
-        let mut fut = Box::pin(mutex.lock());
-        assert!(futures::poll!(fut.as_mut()).is_pending());
-        fut
-    });
+    let mut fut = Box::pin(mutex.lock());
+    a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
     let b = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
