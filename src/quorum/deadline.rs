@@ -23,16 +23,20 @@
 //!   passed, and sees it. Polled through anything that installs a waker
 //!   of its own (a `FuturesUnordered`, which polls only what was woken),
 //!   or outside any fan-out (a straggler handed to a task of its own), a
-//!   call arms its own timer, as before.
+//!   call polls a timer of its own, made at its first poll on the runtime
+//!   that polled it then, as before.
 //! * A call asks again at every poll, and ends once tokio's clock (read
 //!   once per poll of the fan-out) shows its deadline: an early or
-//!   spurious wake only polls it.
+//!   spurious wake only polls it. As with `tokio::time::timeout_at`, a
+//!   deadline is not judged on a cooperative budget spent before the call
+//!   was polled: the task yields first, and an answer held back looks
+//!   again.
 //! * The fan-out (or its owner) arms its timer after every poll in which a
 //!   call asked, before it waits, so the timer is never later than the
 //!   earliest deadline of a call that is still pending and did not arm a
 //!   timer of its own.
 //! * A call that outlives its fan-out is polled next by the task it is
-//!   handed to, outside any fan-out: it arms its own timer then.
+//!   handed to, outside any fan-out: it polls its own timer from then on.
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
