@@ -67,6 +67,7 @@ impl LocalLocker {
             if !requests.insert((&*args.uid, *ticket, Arc::as_ptr(&args.resources))) {
                 continue;
             }
+            super::table::count_steps(args.resources.len());
             for (pos, r) in args.resources.iter().enumerate() {
                 by_name
                     .entry(r.as_str())

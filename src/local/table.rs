@@ -32,7 +32,10 @@ pub(crate) use budget::SHARD_KEPT;
 use by_refresh::ByRefresh;
 pub(crate) use memory::block;
 pub(super) use name::Name;
+pub(crate) use queue::moved as count_steps;
 use queue::Queue;
+#[cfg(test)]
+pub(crate) use queue::STEPS;
 use readers::Readers;
 pub(super) use spanning::Line;
 

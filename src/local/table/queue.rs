@@ -25,6 +25,24 @@ use super::readers::INDEXED;
 use super::Place;
 use crate::locker::wait::Ticket;
 
+#[cfg(test)]
+thread_local! {
+    /// Steps of the table's passes on this thread: places moved or
+    /// visited in lines, names walked in a request handed back. What a
+    /// test of their cost counts instead of timing them (a timed test
+    /// fails on a loaded machine).
+    pub(crate) static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` steps (see [`STEPS`]); nothing outside tests.
+#[inline(always)]
+pub(crate) fn moved(n: usize) {
+    #[cfg(test)]
+    STEPS.with(|m| m.set(m.get() + n as u64));
+    #[cfg(not(test))]
+    let _ = n;
+}
+
 /// The index of a long line: each place's uid to its ticket. Boxed, so
 /// that a name with a short line (nearly all) pays one pointer for it.
 type Index = Box<BucketMap<Arc<str>, Ticket, RandomState>>;
@@ -110,6 +128,7 @@ impl Queue {
     /// Takes out the place at `at`.
     pub(super) fn remove(&mut self, at: usize) -> Place {
         let place = self.list.remove(at);
+        moved(self.list.len() - at);
         if let Some(index) = &mut self.index {
             index.remove(&*place.args.uid);
         }
@@ -129,6 +148,7 @@ impl Queue {
         // where a vector's first growth would make room for four.
         room(&mut self.list);
         let at = self.list.partition_point(|p| p.ticket < place.ticket);
+        moved(self.list.len() - at);
         if let Some(index) = &mut self.index {
             index.insert(place.args.uid.clone(), place.ticket);
         }
@@ -143,6 +163,7 @@ impl Queue {
     /// went.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&Place) -> bool) -> usize {
         let before = self.list.len();
+        moved(before);
         match &mut self.index {
             Some(index) => self.list.retain(|p| {
                 let kept = keep(p);
@@ -163,6 +184,7 @@ impl Queue {
     /// Takes the places at positions `at` (ascending) out of the line, in
     /// one pass.
     pub(super) fn take_at(&mut self, at: &[usize]) -> Vec<Place> {
+        moved(self.list.len());
         let mut taken = Vec::with_capacity(at.len());
         let mut kept = Vec::with_capacity(self.list.len().saturating_sub(at.len()));
         let mut next = at.iter().copied().peekable();
