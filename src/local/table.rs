@@ -32,7 +32,7 @@ pub(crate) use budget::SHARD_KEPT;
 use by_refresh::ByRefresh;
 pub(crate) use memory::block;
 pub(super) use name::Name;
-pub(crate) use queue::moved as count_steps;
+pub(crate) use queue::count_steps;
 use queue::Queue;
 #[cfg(test)]
 pub(crate) use queue::STEPS;

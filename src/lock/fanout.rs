@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::CallKind;
-use crate::quorum::clock::Clock;
+use crate::quorum::clock::{Clock, Sleep};
 use crate::quorum::deadline::{gather, within, FanOutTimer};
 use crate::Error;
 
@@ -207,6 +207,33 @@ impl<T: Send + 'static> CallSet<T> {
             self.running -= 1;
             done(index, out);
         }
+    }
+}
+
+/// Polls the timer of a fan-out's owner (a round, a release), set for the
+/// earlier of the owner's `deadline` and `wake`, the earliest deadline its
+/// calls asked for ([`CallSet::poll_all_waking_by`]). `Ready` once
+/// `deadline` has passed; a call's earlier deadline wakes the task to
+/// poll the calls again, and they end.
+pub(crate) fn poll_deadline(
+    cx: &mut Context<'_>,
+    clock: &Clock,
+    timer: &mut Option<Sleep>,
+    deadline: Instant,
+    wake: Option<Instant>,
+) -> Poll<()> {
+    let at = wake.map_or(deadline, |wake| wake.min(deadline));
+    let timer = timer.get_or_insert_with(|| clock.sleep_until(at));
+    if timer.deadline() != at {
+        timer.reset(at);
+    }
+    match Pin::new(timer).poll(cx) {
+        Poll::Ready(()) if at >= deadline => Poll::Ready(()),
+        Poll::Ready(()) => {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+        Poll::Pending => Poll::Pending,
     }
 }
 

@@ -21,7 +21,6 @@
 //! it sees a probe per backoff step, and the batch once a probe lands.
 
 use std::future::{poll_fn, Future};
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -36,7 +35,7 @@ use crate::lock::drain::{
     queue_release_retry, queue_unlock, unlock_call, unlock_kind, unlock_may_land_later,
     STRAGGLER_GRACE,
 };
-use crate::lock::fanout::{answered_now, CallSet, Started};
+use crate::lock::fanout::{answered_now, poll_deadline, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::Names;
 use crate::quorum::clock::after;
@@ -539,20 +538,7 @@ async fn release_plan(
         if confirmed >= quorum || calls.running() == 0 {
             return Poll::Ready(());
         }
-        let at = wake.map_or(deadline, |wake| wake.min(deadline));
-        let timer = timer.get_or_insert_with(|| clock.sleep_until(at));
-        if timer.deadline() != at {
-            timer.reset(at);
-        }
-        match Pin::new(timer).poll(cx) {
-            Poll::Ready(()) if at >= deadline => Poll::Ready(()),
-            // A call's own deadline, before the release's: it ends now.
-            Poll::Ready(()) => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        poll_deadline(cx, clock, &mut timer, deadline, wake)
     })
     .await;
     drop(owed);

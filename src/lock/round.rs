@@ -6,8 +6,7 @@
 //! same locker and silently remove it, leaving the holder counting a grant
 //! that no longer exists.
 
-use std::future::{poll_fn, Future};
-use std::pin::Pin;
+use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -16,7 +15,7 @@ use tokio::time::Instant;
 
 use crate::lock::acquisition::{Acquisition, Target};
 use crate::lock::coordinator::Coordinator;
-use crate::lock::fanout::{answered_now, call_locker, CallSet, Started};
+use crate::lock::fanout::{answered_now, call_locker, poll_deadline, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::release::{abandon, release_one, Owed};
 use crate::lock::telemetry::CallKind;
@@ -202,18 +201,8 @@ impl Round {
             if let Some(verdict) = tally.verdict() {
                 return Poll::Ready(verdict);
             }
-            let at = wake.map_or(deadline, |wake| wake.min(deadline));
-            let timer = timer.get_or_insert_with(|| clock.sleep_until(at));
-            if timer.deadline() != at {
-                timer.reset(at);
-            }
-            match Pin::new(timer).poll(cx) {
-                Poll::Ready(()) if at >= deadline => Poll::Ready(tally.failure()),
-                // A call's own deadline, before the round's: it ends now.
-                Poll::Ready(()) => {
-                    cx.waker().wake_by_ref();
-                    Poll::Pending
-                }
+            match poll_deadline(cx, clock, &mut timer, deadline, wake) {
+                Poll::Ready(()) => Poll::Ready(tally.failure()),
                 Poll::Pending => Poll::Pending,
             }
         })

@@ -94,6 +94,8 @@ fn ask_fan_out(cx: &Context<'_>, deadline: Instant) -> Asked {
 /// unless the future spent it in that poll. Polled by a fan-out
 /// ([`FanOutTimer::poll_calls`], [`gather`]), it arms no timer: the
 /// fan-out's wakes it.
+///
+/// Cancel safe as `future` is: dropping it drops `future` and the timer.
 pub(crate) async fn within<F>(deadline: Instant, mut future: F) -> Result<F::Output, Elapsed>
 where
     F: Future + Unpin,

@@ -36,7 +36,7 @@ thread_local! {
 
 /// Counts `n` steps (see [`STEPS`]); nothing outside tests.
 #[inline(always)]
-pub(crate) fn moved(n: usize) {
+pub(crate) fn count_steps(n: usize) {
     #[cfg(test)]
     STEPS.with(|m| m.set(m.get() + n as u64));
     #[cfg(not(test))]
@@ -128,7 +128,7 @@ impl Queue {
     /// Takes out the place at `at`.
     pub(super) fn remove(&mut self, at: usize) -> Place {
         let place = self.list.remove(at);
-        moved(self.list.len() - at);
+        count_steps(self.list.len() - at);
         if let Some(index) = &mut self.index {
             index.remove(&*place.args.uid);
         }
@@ -148,7 +148,7 @@ impl Queue {
         // where a vector's first growth would make room for four.
         room(&mut self.list);
         let at = self.list.partition_point(|p| p.ticket < place.ticket);
-        moved(self.list.len() - at);
+        count_steps(self.list.len() - at);
         if let Some(index) = &mut self.index {
             index.insert(place.args.uid.clone(), place.ticket);
         }
@@ -163,7 +163,7 @@ impl Queue {
     /// went.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&Place) -> bool) -> usize {
         let before = self.list.len();
-        moved(before);
+        count_steps(before);
         match &mut self.index {
             Some(index) => self.list.retain(|p| {
                 let kept = keep(p);
@@ -184,7 +184,7 @@ impl Queue {
     /// Takes the places at positions `at` (ascending) out of the line, in
     /// one pass.
     pub(super) fn take_at(&mut self, at: &[usize]) -> Vec<Place> {
-        moved(self.list.len());
+        count_steps(self.list.len());
         let mut taken = Vec::with_capacity(at.len());
         let mut kept = Vec::with_capacity(self.list.len().saturating_sub(at.len()));
         let mut next = at.iter().copied().peekable();
