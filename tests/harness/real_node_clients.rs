@@ -176,18 +176,26 @@ pub async fn worker(
     }
 }
 
+/// How long the injector may take to end once told: its step (a pause of
+/// at most 800 ms and a fault to start, a SQL table's reset within 20 s).
+pub const INJECTOR_ENDS_WITHIN: Duration = Duration::from_secs(30);
+
 /// Runs a [`worker`] for each client (its owner and its `Dsync`, the seed
 /// of its choices from `rng_seed(i)`) on a shared budget of `ops`
 /// operations, beside the seed's fault `injector`. When the workers are
 /// done, or `limit` has passed, it tells the injector (`done`) and waits
-/// for it. Returns what the workers tallied, with a problem for a worker
-/// that panicked, for workers out of time, and for an injector that failed.
+/// for it, [`INJECTOR_ENDS_WITHIN`] at most, then aborts it. Returns what
+/// the workers tallied, with a problem for a worker that panicked, for
+/// workers out of time, and for an injector that failed or did not end
+/// (with what it was doing then: `injecting`).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_workers(
     clients: Vec<(String, Dsync)>,
     tracker: &Arc<Tracker>,
     ops: usize,
     rng_seed: impl Fn(usize) -> u64,
-    injector: tokio::task::JoinHandle<()>,
+    mut injector: tokio::task::JoinHandle<()>,
+    injecting: impl Fn() -> Option<String>,
     done: &AtomicBool,
     limit: Duration,
 ) -> Tally {
@@ -209,7 +217,12 @@ pub async fn run_workers(
         .collect();
     let finished = tokio::time::timeout(limit, futures::future::join_all(workers)).await;
     done.store(true, Ordering::Relaxed);
-    let injected = tokio::time::timeout(Duration::from_secs(30), injector).await;
+    let injected = tokio::time::timeout(INJECTOR_ENDS_WITHIN, &mut injector).await;
+    let stuck_at = injected.is_err().then(&injecting);
+    if injected.is_err() {
+        injector.abort();
+        let _ = injector.await;
+    }
     let mut tally = std::mem::take(&mut *lock(&tally));
     match finished {
         Ok(results) => {
@@ -223,10 +236,14 @@ pub async fn run_workers(
             .problems
             .push(format!("the workers did not finish within {limit:?}")),
     }
-    if !matches!(injected, Ok(Ok(()))) {
-        tally
-            .problems
-            .push(format!("the injector failed: {injected:?}"));
+    match injected {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tally.problems.push(format!("the injector failed: {e}")),
+        Err(_) => tally.problems.push(format!(
+            "the injector did not end within {INJECTOR_ENDS_WITHIN:?} of the workers \
+             (starting then: {})",
+            stuck_at.flatten().unwrap_or_else(|| "nothing".into())
+        )),
     }
     tally
 }

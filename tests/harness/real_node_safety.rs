@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quorum_lock::testing::{FaultyLocker, Latency};
@@ -74,8 +74,13 @@ pub trait Backend: Send + Sync + 'static {
     /// The kinds every seed injects first, whatever else it draws (last
     /// first), each on a node with a server.
     fn first(seed: u64) -> Vec<Kind>;
-    /// Starts a fault of this backend's own kinds on `server`.
-    fn apply(&self, kind: Kind, server: &Self::Server) -> impl Future<Output = ()> + Send;
+    /// Starts a fault of this backend's own kinds on `server`, or says why
+    /// it could not.
+    fn apply(
+        &self,
+        kind: Kind,
+        server: &Self::Server,
+    ) -> impl Future<Output = Result<(), String>> + Send;
     /// Ends a fault of this backend's own kinds on `server`.
     fn undo(&self, kind: Kind, server: &Self::Server);
     /// The entries `server` holds for this seed's nodes.
@@ -139,7 +144,9 @@ impl<B: Backend> Cluster<B> {
             .collect()
     }
 
-    async fn apply(&self, fault: &Fault, rng: &mut SmallRng) {
+    /// Starts `fault` on its nodes, or says why a backend's own could not
+    /// start.
+    async fn apply(&self, fault: &Fault, rng: &mut SmallRng) -> Result<(), String> {
         for &i in &fault.nodes {
             let node = &self.nodes[i];
             let f = &node.faulty;
@@ -158,12 +165,13 @@ impl<B: Backend> Cluster<B> {
                 Kind::Hang => f.set_hang(true),
                 Kind::Partition | Kind::CutOffHolder => f.partition(fault.owner.clone()),
                 kind => match &node.server {
-                    Some(server) => self.backend.apply(kind, server).await,
+                    Some(server) => self.backend.apply(kind, server).await?,
                     None if kind == Kind::Pause => f.set_hang(true),
                     None => f.crash(),
                 },
             }
         }
+        Ok(())
     }
 
     fn undo(&self, fault: &Fault) {
@@ -224,6 +232,10 @@ pub struct Report {
     pub notes: String,
     pub violation: Option<String>,
     pub fencing: Option<String>,
+    /// The fault the injector is starting, while it starts it.
+    injecting: Option<String>,
+    /// Faults the injector could not start, and why.
+    injector_problems: Vec<String>,
 }
 
 impl Report {
@@ -315,8 +327,18 @@ async fn inject<B: Backend>(
             owner,
             until: now + lasts,
         };
-        cluster.apply(&fault, &mut rng).await;
-        *lock(&report).faults.entry(kind).or_default() += 1;
+        let what = format!("{kind:?} on nodes {:?}", fault.nodes);
+        lock(&report).injecting = Some(what.clone());
+        let applied = cluster.apply(&fault, &mut rng).await;
+        let mut r = lock(&report);
+        r.injecting = None;
+        match applied {
+            Ok(()) => *r.faults.entry(kind).or_default() += 1,
+            Err(e) => r
+                .injector_problems
+                .push(format!("{what} did not start: {e}")),
+        }
+        drop(r);
         active.push(fault);
     }
     for fault in &active {
@@ -406,18 +428,20 @@ impl Run {
             ops,
             |i| seed.wrapping_mul(1000).wrapping_add(i as u64) ^ self.client_salt,
             injector,
+            || lock(&report).injecting.clone(),
             &done,
             SEED_LIMIT,
         )
         .await;
-        lock(&report).tally = tally;
         // Every entry of a released or dropped lock is gone one validity
         // after the last release, wherever it was.
         sleep(lease().validity + Duration::from_secs(1)).await;
         let left = cluster.leftovers().await;
-        let mut report = Arc::try_unwrap(report)
-            .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
-            .unwrap_or_else(|_| panic!("seed {seed}: the report is still shared"));
+        // The injector has ended or been aborted: what it wrote is final.
+        let mut report = std::mem::take(&mut *lock(&report));
+        report.tally = tally;
+        let injector_problems = std::mem::take(&mut report.injector_problems);
+        report.tally.problems.extend(injector_problems);
         if !left.is_empty() {
             report.tally.problems.push(format!(
                 "entries still on the nodes a validity after every release: {left:?}"

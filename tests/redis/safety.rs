@@ -69,7 +69,7 @@ impl Backend for RedisNodes {
         }
     }
 
-    async fn apply(&self, kind: Kind, &(s, _): &Self::Server) {
+    async fn apply(&self, kind: Kind, &(s, _): &Self::Server) -> Result<(), String> {
         match kind {
             Kind::Pause => lock(&self.servers[s]).pause(),
             Kind::Restart => {
@@ -77,6 +77,7 @@ impl Backend for RedisNodes {
             }
             other => unreachable!("{other:?} is not a fault of a Redis server"),
         }
+        Ok(())
     }
 
     fn undo(&self, kind: Kind, &(s, _): &Self::Server) {

@@ -151,9 +151,12 @@ mod both {
         mutex.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many times [`Servers::reset`] runs a delete that a deadlock
-    /// rolled back.
-    const RESET_ATTEMPTS: usize = 10;
+    /// How long one delete of [`Servers::try_reset`] waits for a row that
+    /// a locker's call holds, and how long all its attempts may take: a
+    /// call holds its rows for at most its timeout (2 s here), a
+    /// transaction its client left idle for twice that.
+    const RESET_LOCK_WAIT_S: u64 = 5;
+    const RESET_WITHIN: Duration = Duration::from_secs(20);
 
     impl Servers {
         /// Both servers, or `None` (and a note) when one is not installed.
@@ -205,23 +208,65 @@ mod both {
 
         /// Deletes every row of the entries table `prefix` on `url`, epoch
         /// marker included: what a crash does to PostgreSQL's unlogged
-        /// table, and what a failover or a restore can do.
+        /// table, and what a failover or a restore can do. Panics when
+        /// [`try_reset`](Self::try_reset) cannot.
+        pub async fn reset(self: &Arc<Self>, url: &str, prefix: &str) {
+            if let Err(e) = self.try_reset(url, prefix).await {
+                panic!("{e}");
+            }
+        }
+
+        /// [`reset`](Self::reset), or why it could not within
+        /// [`RESET_WITHIN`].
         ///
         /// The delete locks every row, in its own order, while the
         /// lockers' calls lock a name's rows in theirs: the database may
-        /// pick the delete as a deadlock's victim and roll it back whole.
-        /// An operator would run it again, and so does this (a few times;
-        /// a delete that keeps losing is a failure).
-        pub async fn reset(self: &Arc<Self>, url: &str, prefix: &str) {
-            let statement = format!("DELETE FROM {prefix}entries");
-            for _ in 0..RESET_ATTEMPTS {
-                match self.try_run(url, statement.clone()).await {
-                    Ok(_) => return,
-                    Err(e) if e.to_ascii_lowercase().contains("deadlock") => continue,
-                    Err(e) => panic!("{url}: {statement:?}: {e}"),
+        /// pick the delete as a deadlock's victim and roll it back whole,
+        /// or the delete may wait for a call's rows. It waits at most
+        /// [`RESET_LOCK_WAIT_S`] at a time and runs again, as an operator
+        /// would; one that cannot get through in [`RESET_WITHIN`] says
+        /// who held the rows (the server's open transactions), since only
+        /// a call or a transaction left open past its bound could.
+        pub async fn try_reset(self: &Arc<Self>, url: &str, prefix: &str) -> Result<(), String> {
+            let pg = url.starts_with("postgres");
+            let wait = if pg {
+                format!("SET lock_timeout = '{RESET_LOCK_WAIT_S}s';")
+            } else {
+                format!("SET SESSION innodb_lock_wait_timeout = {RESET_LOCK_WAIT_S};")
+            };
+            let statement = format!("{wait} DELETE FROM {prefix}entries");
+            let started = std::time::Instant::now();
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                let e = match self.try_run(url, statement.clone()).await {
+                    Ok(_) => return Ok(()),
+                    Err(e) => e,
+                };
+                let lower = e.to_ascii_lowercase();
+                let contended = lower.contains("deadlock")
+                    || lower.contains("lock timeout")
+                    || lower.contains("lock wait timeout");
+                if contended && started.elapsed() < RESET_WITHIN {
+                    continue;
                 }
+                let open = if pg {
+                    "SELECT pid, state, now() - xact_start, left(query, 200) FROM pg_stat_activity \
+                     WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid()"
+                } else {
+                    "SELECT trx_mysql_thread_id, trx_state, trx_started, NOW(), trx_rows_locked, \
+                     LEFT(trx_query, 200) FROM information_schema.innodb_trx"
+                };
+                let holders = self
+                    .try_run(url, open.to_owned())
+                    .await
+                    .unwrap_or_else(|e| format!("(could not list them: {e})"));
+                return Err(format!(
+                    "{url}: {statement:?} failed after {attempts} attempts in {:?}: {e}\n\
+                     the server's open transactions:\n{holders}",
+                    started.elapsed()
+                ));
             }
-            panic!("{url}: {statement:?} was a deadlock's victim {RESET_ATTEMPTS} times in a row");
         }
     }
 

@@ -61,9 +61,9 @@ impl Backend for SqlNodes {
         vec![Kind::Reset]
     }
 
-    async fn apply(&self, kind: Kind, (url, prefix): &Self::Server) {
+    async fn apply(&self, kind: Kind, (url, prefix): &Self::Server) -> Result<(), String> {
         assert_eq!(kind, Kind::Reset, "the one fault of a SQL table");
-        self.servers.reset(url, prefix).await;
+        self.servers.try_reset(url, prefix).await
     }
 
     /// A reset table stays empty until the next grant.
