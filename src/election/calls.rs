@@ -42,7 +42,7 @@ where
         // Not counted among the outstanding releases: an election's reads
         // and proclamations release nothing, and a call left on a runtime
         // no longer driven must hold up no `finish_releases`.
-        Ok(_) => CallSet::uncounted(calls.map(Started::Running)),
+        Ok(_) => CallSet::uncounted(coord, calls.map(Started::Running)),
         Err(_) => CallSet::dropping(calls),
     };
     let mut timer = None;

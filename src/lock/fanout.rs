@@ -12,6 +12,7 @@ use tokio::runtime::Handle;
 use tokio::time::Instant;
 
 use crate::lock::coordinator::{CallSeq, Coordinator, Outstanding, Waited};
+use crate::lock::own_runtime::OwnRuntime;
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::CallKind;
 use crate::quorum::clock::{Clock, Sleep};
@@ -67,37 +68,46 @@ pub(crate) struct CallSet<T: Send + 'static> {
     handoff: Handoff,
     /// Wakes the caller at the earliest deadline of a call still running.
     timer: FanOutTimer,
+    /// The runtime that first polled a running call (its id), once one
+    /// did: the one a dropped set's calls may stay on.
+    home: Option<Option<tokio::runtime::Id>>,
 }
 
 /// What a dropped [`CallSet`] does with its calls still running.
 enum Handoff {
     /// They are dropped: their late effect is unwanted.
     Drop,
-    /// Handed to the runtime the set is dropped on, counted among the
+    /// Handed on ([`CallSet::handoff_runtime`]), counted among the
     /// coordinator's outstanding releases (a straggler may be a grant it
     /// must undo).
-    Counted(Arc<Outstanding>),
-    /// Handed to that runtime, not counted, so that a call stuck on a
+    Counted(Arc<Outstanding>, Arc<OwnRuntime>),
+    /// Handed on, not counted, so that a call stuck on a
     /// runtime no longer driven holds nothing up: a lock or wait call,
     /// which its acquisition's release watches and records on the lockers'
     /// queues (`release::watch_stragglers`), and covers by others; or an
     /// election's read or proclamation, which no release waits for (a late
     /// read leaves a watch that ends with its time to live; a late
     /// proclamation is stored with an entry its holder holds, or refused).
-    Uncounted,
+    Uncounted(Arc<OwnRuntime>),
 }
 
 impl<T: Send + 'static> CallSet<T> {
     pub(crate) fn new(coord: &Coordinator, calls: impl IntoIterator<Item = Started<T>>) -> Self {
-        Self::build(Handoff::Counted(coord.outstanding.clone()), calls)
+        Self::build(
+            Handoff::Counted(coord.outstanding.clone(), coord.own_runtime.clone()),
+            calls,
+        )
     }
 
     /// A set of lock or wait calls, or of an election's reads or
     /// proclamations: those still running when it is dropped go on on that
     /// runtime, not counted among the outstanding releases (see
     /// [`Handoff::Uncounted`]).
-    pub(crate) fn uncounted(calls: impl IntoIterator<Item = Started<T>>) -> Self {
-        Self::build(Handoff::Uncounted, calls)
+    pub(crate) fn uncounted(
+        coord: &Coordinator,
+        calls: impl IntoIterator<Item = Started<T>>,
+    ) -> Self {
+        Self::build(Handoff::Uncounted(coord.own_runtime.clone()), calls)
     }
 
     /// A set whose unfinished calls are simply dropped with it: for calls
@@ -115,6 +125,7 @@ impl<T: Send + 'static> CallSet<T> {
             waited: None,
             settled: false,
             timer: FanOutTimer::default(),
+            home: None,
         }
     }
 
@@ -192,6 +203,8 @@ impl<T: Send + 'static> CallSet<T> {
                 Slot::Done => continue,
                 Slot::Answered(out) => out,
                 Slot::Running(mut call) => {
+                    self.home
+                        .get_or_insert_with(|| Handle::try_current().ok().map(|h| h.id()));
                     let waited = self
                         .waited
                         .get_or_insert_with(|| Arc::new(AtomicBool::new(!self.settled)));
@@ -251,18 +264,39 @@ impl<T: Send + 'static> CallSet<T> {
             .collect()
     }
 
-    /// Hands the unfinished calls to the current runtime, as dropping the
-    /// set does, but recorded by `owed` (dropped once they finish) instead
-    /// of counted among the outstanding releases: `owed` records them on
-    /// the lockers' queues with a deadline, so that if this runtime is no
+    /// Where the calls still running go when the set is dropped: the
+    /// current runtime if it is the one that polled them (or none did),
+    /// which has timers and is being driven; otherwise (dropped on another
+    /// runtime, or outside any) the coordinator's own, since the one that
+    /// polled them may be gone, idle, or the current one without timers,
+    /// and a call's timer is made on the runtime that polls it
+    /// (`quorum::deadline::within`). `None` when the set drops its calls,
+    /// or no runtime of the coordinator's can be started: they are
+    /// dropped then, and a lock or release call dropped in flight queues
+    /// its unlock (`release::Owed`).
+    fn handoff_runtime(&self) -> Option<Handle> {
+        let own = match &self.handoff {
+            Handoff::Drop => return None,
+            Handoff::Counted(_, own) | Handoff::Uncounted(own) => own,
+        };
+        match (Handle::try_current(), self.home) {
+            (Ok(current), None) => Some(current),
+            (Ok(current), Some(home)) if home == Some(current.id()) => Some(current),
+            _ => own.handle(),
+        }
+    }
+
+    /// Hands the unfinished calls on, as dropping the set does, but
+    /// recorded by `owed` (dropped once they finish) instead of counted
+    /// among the outstanding releases: `owed` records them on the lockers'
+    /// queues with a deadline, so that if the runtime they run on is no
     /// longer driven another sends them once they are overdue, and
     /// `Dsync::finish_releases` is not held up by a task that never runs.
-    /// Outside any runtime they are dropped, as `Drop` does.
     pub(crate) fn hand_off_owed<O: Send + 'static>(mut self, owed: O) {
-        let rest = self.take_running();
-        let Ok(handle) = Handle::try_current() else {
+        let Some(handle) = self.handoff_runtime() else {
             return;
         };
+        let rest = self.take_running();
         if rest.is_empty() {
             return;
         }
@@ -282,18 +316,12 @@ impl<T: Send + 'static> Drop for CallSet<T> {
         if rest.is_empty() {
             return;
         }
-        // Finished on the runtime the set is dropped on. Outside any, they
-        // are dropped: their timers belong to the runtime that first polled
-        // them, which may be idle or gone, so nothing else could finish
-        // them. A lock or release call dropped in flight queues its unlock
-        // (`release::Owed`), sent by a drain task on the coordinator's own
-        // runtime; so does one dropped unrun by a runtime shutting down.
-        let Ok(handle) = Handle::try_current() else {
+        let Some(handle) = self.handoff_runtime() else {
             return;
         };
         let counted = match &self.handoff {
-            Handoff::Counted(outstanding) => Some(outstanding.begin()),
-            Handoff::Drop | Handoff::Uncounted => None,
+            Handoff::Counted(outstanding, _) => Some(outstanding.begin()),
+            Handoff::Drop | Handoff::Uncounted(_) => None,
         };
         handle.spawn(async move {
             futures::future::join_all(rest).await;

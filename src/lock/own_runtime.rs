@@ -1,6 +1,7 @@
 //! A runtime of the coordinator's own, for the background work of calls
-//! made outside any tokio runtime: an `unlock()` on a plain thread, a
-//! guard or a lock future dropped there, a loss token taken there.
+//! made outside the runtime that acquired: an `unlock()` on a plain
+//! thread, a guard or a lock future dropped there or on another runtime
+//! (which may have no timers), a loss token taken there.
 //!
 //! Such work cannot go to the runtime that acquired the lock: it may be
 //! idle (nothing drives its tasks) or gone (its tasks are dropped unrun).
@@ -65,14 +66,16 @@ impl OwnRuntime {
     }
 }
 
-/// Where background work started here goes: the current runtime if there
-/// is one; outside any, the coordinator's own (`own`); if that cannot be
-/// started, `fallback` (the acquiring runtime).
-pub(crate) fn background(own: &OwnRuntime, fallback: &Handle) -> Handle {
-    Handle::try_current()
-        .ok()
-        .or_else(|| own.handle())
-        .unwrap_or_else(|| fallback.clone())
+/// Where background work started here goes: the current runtime if it is
+/// `home` (the one that acquired: it has timers, and is being driven
+/// now); on another runtime or outside any, the coordinator's own (`own`),
+/// since `home` may be gone or idle and the current one may lack timers;
+/// if that cannot be started, `home`.
+pub(crate) fn background(own: &OwnRuntime, home: &Handle) -> Handle {
+    match Handle::try_current() {
+        Ok(current) if current.id() == home.id() => current,
+        _ => own.handle().unwrap_or_else(|| home.clone()),
+    }
 }
 
 /// Spawns `work` on the coordinator's own runtime, giving it that

@@ -268,8 +268,9 @@ pub(crate) async fn clean_up_now(state: &Arc<Acquisition>, signal: &Loss) {
 
 /// Removes what is left of a lost lock once its holder let go, unless the
 /// clean-up [`declare_lost`] started has begun: that task may sit on a
-/// runtime that is no longer driven, or is gone. On the current runtime,
-/// outside any on the coordinator's own. Safe at once: the holder has
+/// runtime that is no longer driven, or is gone. On the current runtime if
+/// it is `fallback`'s (the acquiring one), otherwise on the coordinator's
+/// own (`own_runtime::background`). Safe at once: the holder has
 /// stopped the work the lock protected.
 pub(crate) fn clean_up_after_holder(state: &Arc<Acquisition>, signal: &Loss, fallback: &Handle) {
     let Some(owed) = claim_after_holder(state, signal) else {

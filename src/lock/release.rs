@@ -223,9 +223,9 @@ async fn release_after(
 }
 
 /// Gives up an acquisition that did not win: unlocks, in the background
-/// (on the current runtime, outside any on the coordinator's own, failing
-/// that on `handle`'s), every locker that granted it or may hold its grant
-/// or place.
+/// (on `handle`'s runtime if it is the current one, otherwise on the
+/// coordinator's own: `own_runtime::background`), every locker that
+/// granted it or may hold its grant or place.
 pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
     let plan = state.begin_release();
     watch_stragglers(state, &plan.in_flight, handle);
@@ -236,8 +236,8 @@ pub(crate) fn abandon(state: &Arc<Acquisition>, handle: &Handle) {
         // driven, another sends it once it is overdue.
         let owed = owe_batch(state, plan.targets.iter().map(|t| t.index));
         let release = release_all(state.clone(), plan.targets);
-        // Where it was dropped, or outside any runtime on the
-        // coordinator's own: `handle`'s may be idle or gone.
+        // Where it was dropped if that is `handle`'s runtime, otherwise on
+        // the coordinator's own: `handle`'s may be idle or gone.
         let handle = crate::lock::own_runtime::background(&state.coord.own_runtime, handle);
         handle.spawn(async move {
             release.await;
@@ -380,8 +380,9 @@ async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
 /// unlock). One still on its way once it must have ended (its deadline,
 /// `Timeouts::acquire` after it was sent, plus a grace) sits on a runtime
 /// that is no longer driven and would never undo the grant its locker may
-/// have applied: its locker is unlocked then. Runs on the current runtime,
-/// outside any on the coordinator's own (`fallback`'s failing that),
+/// have applied: its locker is unlocked then. Runs on the current runtime
+/// if it is `fallback`'s, otherwise on the coordinator's own
+/// (`own_runtime::background`),
 /// counted among the outstanding releases; ends as soon as every call
 /// settled. Owed: cut short (its runtime shut down), it queues the unlocks
 /// of the calls still on their way.

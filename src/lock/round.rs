@@ -123,7 +123,7 @@ impl Round {
         let deadline = after(started, coord.timeouts.acquire);
         let calls = (0..n).map(|i| lock_call(state.clone(), i, deadline));
         Round {
-            calls: CallSet::uncounted(calls),
+            calls: CallSet::uncounted(coord, calls),
             state,
             handle: handle.clone(),
             deadline,

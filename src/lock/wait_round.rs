@@ -233,7 +233,7 @@ impl WaitRound {
         let started = state.started;
         let calls = (0..n).map(|i| wait_call(state.clone(), i, ticket, Some(started), false));
         WaitRound {
-            calls: CallSet::uncounted(calls),
+            calls: CallSet::uncounted(coord, calls),
             state,
             handle: handle.clone(),
             ticket,

@@ -23,8 +23,8 @@
 //!   passed, and sees it. Polled through anything that installs a waker
 //!   of its own (a `FuturesUnordered`, which polls only what was woken),
 //!   or outside any fan-out (a straggler handed to a task of its own), a
-//!   call polls a timer of its own, made at its first poll on the runtime
-//!   that polled it then, as before.
+//!   call polls a timer of its own, made on the runtime polling it (made
+//!   again if another runtime polls it later).
 //! * A call asks again at every poll, and ends once tokio's clock (read
 //!   once per poll of the fan-out) shows its deadline: an early or
 //!   spurious wake only polls it. As with `tokio::time::timeout_at`, a
@@ -36,7 +36,9 @@
 //!   earliest deadline of a call that is still pending and did not arm a
 //!   timer of its own.
 //! * A call that outlives its fan-out is polled next by the task it is
-//!   handed to, outside any fan-out: it polls its own timer from then on.
+//!   handed to, outside any fan-out: it polls its own timer from then on,
+//!   on that task's runtime, which has timers (`CallSet`'s drop hands its
+//!   calls to the runtime that polled them or to the coordinator's own).
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -100,14 +102,13 @@ pub(crate) async fn within<F>(deadline: Instant, mut future: F) -> Result<F::Out
 where
     F: Future + Unpin,
 {
-    // Made at the call's first poll, so that it belongs to the runtime
-    // that polls the call first, as the call's own timer did before: a
-    // straggler handed to a runtime without timers (or one shutting down)
-    // still has a working one. Only a timer that is polled takes a place
-    // in tokio's timer wheel, and this one is polled only when no fan-out
-    // wakes the call.
-    let sleep = tokio::time::sleep_until(deadline);
-    let mut sleep = std::pin::pin!(sleep);
+    // Made only when no fan-out wakes the call, on the runtime that polls
+    // it then, and made again if another runtime polls it later: a call
+    // handed over from a runtime since shut down or left idle (see
+    // `CallSet`'s drop) must not keep a timer in that runtime's wheel,
+    // which would panic or never fire.
+    // Boxed: the fan-outs of the lock path never make it.
+    let mut sleep: Option<(Option<tokio::runtime::Id>, Pin<Box<Sleep>>)> = None;
     let mut own = false;
     poll_fn(|cx| {
         let had_budget = tokio::task::coop::has_budget_remaining();
@@ -131,12 +132,21 @@ where
                 Asked::NoFanOut => own = true,
             }
         }
+        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+        let timer = match &mut sleep {
+            Some((made_on, timer)) if *made_on == here => timer,
+            slot => {
+                &mut slot
+                    .insert((here, Box::pin(tokio::time::sleep_until(deadline))))
+                    .1
+            }
+        };
         let fired = if spent_here {
             // The future spent the budget itself: the timer is looked at
             // regardless, as `timeout_at` does.
-            Pin::new(&mut tokio::task::unconstrained(sleep.as_mut())).poll(cx)
+            Pin::new(&mut tokio::task::unconstrained(timer.as_mut())).poll(cx)
         } else {
-            sleep.as_mut().poll(cx)
+            timer.as_mut().poll(cx)
         };
         fired.map(|()| Err(Elapsed))
     })

@@ -2,8 +2,9 @@
 //! fan-out polling it (a round, a wait, a release) wakes it at its
 //! deadline with one timer (src/quorum/deadline.rs). These scenes check
 //! that a call still ends as `tokio::time::timeout_at` would end it:
-//! under the task's cooperative budget, on the runtime that first polled
-//! it when it outlives its fan-out, and through nested fan-outs.
+//! under the task's cooperative budget, when it outlives its fan-out
+//! (dropped on another runtime, its own gone or idle), and through nested
+//! fan-outs.
 #![cfg(feature = "testing")]
 
 use std::future::Future;
@@ -123,46 +124,58 @@ async fn answers_ready_at_the_deadline_are_not_lost_to_a_spent_coop_budget() {
     drop(tx);
 }
 
-/// Reproduces a past break (found by review, never released): a call
-/// that had left its deadline to its fan-out made its first timer on the
-/// runtime it was handed to, which panicked there without timers.
-///
-/// A lock future polled once on a runtime (its calls pending, having
-/// asked the round for their deadlines) and dropped on another runtime
-/// built without timers: its calls are handed to that runtime, and keep
-/// the timer they made on the runtime that polled them first.
-#[test]
-fn a_lock_future_dropped_on_a_runtime_without_timers_does_not_panic() {
-    static PANICS: AtomicUsize = AtomicUsize::new(0);
+/// Panics counted while `scene` runs: on this thread, and on the
+/// coordinators' own background runtimes, where calls handed on from
+/// another runtime run. Other tests of this program run beside it, on
+/// other threads.
+fn panics_during(scene: impl FnOnce()) -> Vec<String> {
     static SITES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    SITES.lock().unwrap().clear();
     let previous: Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync> =
         Arc::from(std::panic::take_hook());
     let chained = previous.clone();
-    // Only panics of the calls' deadlines, on this thread, where the
-    // runtime without timers runs its tasks (other tests of this program
-    // run beside it). Left as it was: the task that watches the lock's
-    // stragglers (src/lock/release.rs) makes a timer on that runtime too,
-    // and panics there.
     let here = std::thread::current().id();
     std::panic::set_hook(Box::new(move |info| {
-        if let Some(at) = info.location().filter(|at| {
-            at.file() == "src/quorum/deadline.rs" && std::thread::current().id() == here
-        }) {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            SITES
-                .lock()
-                .unwrap()
-                .push(format!("{}:{}", at.file(), at.line()));
+        let thread = std::thread::current();
+        if thread.id() == here || thread.name() == Some("quorum-lock-background") {
+            let at = info
+                .location()
+                .map_or_else(String::new, |at| format!("{}:{}", at.file(), at.line()));
+            SITES.lock().unwrap().push(format!("{at}: {info}"));
         }
         chained(info);
     }));
-    let a = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let hang = || scripted(std::future::pending::<()>);
-    let dsync = a.block_on(async {
-        Dsync::builder(vec![hang(), hang(), hang()])
+    scene();
+    drop(std::panic::take_hook());
+    std::panic::set_hook(Box::new(move |info| previous(info)));
+    SITES.lock().unwrap().clone()
+}
+
+/// A coordinator on three lockers whose lock calls never answer, built on
+/// `runtime`, and how many of those calls have ended (their futures
+/// dropped: a call gives up its locker's future at its deadline).
+fn silent_cluster(runtime: &tokio::runtime::Runtime) -> (Dsync, Arc<AtomicUsize>) {
+    struct Ended(Arc<AtomicUsize>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let ended = Arc::new(AtomicUsize::new(0));
+    let silent = || {
+        let ended = ended.clone();
+        scripted(move || {
+            let ended = Ended(ended.clone());
+            async move {
+                let _ended = ended;
+                std::future::pending::<()>().await
+            }
+        })
+    };
+    let dsync = runtime.block_on(async {
+        Dsync::builder(vec![silent(), silent(), silent()])
             .timeouts(Timeouts {
                 acquire: ACQUIRE,
                 ..Timeouts::default()
@@ -170,27 +183,113 @@ fn a_lock_future_dropped_on_a_runtime_without_timers_does_not_panic() {
             .build()
             .unwrap()
     });
-    let mutex = dsync.rw_mutex(["handed-off"]).unwrap();
-    let mut fut = Box::pin(mutex.lock());
-    a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-    let b = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    b.block_on(async move {
+    (dsync, ended)
+}
+
+fn current_thread(timers: bool) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    if timers {
+        builder.enable_all();
+    }
+    builder.build().unwrap()
+}
+
+/// Drops `fut` on a runtime of its own with timers, then waits (real
+/// time, 10 s at most) until `ended` counts `calls`; returns the count.
+fn drop_elsewhere_and_wait<F>(fut: F, ended: &AtomicUsize, calls: usize) -> usize {
+    let b = current_thread(true);
+    b.block_on(async {
         drop(fut);
-        for _ in 0..50 {
-            tokio::task::yield_now().await;
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while ended.load(Ordering::SeqCst) < calls && std::time::Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });
-    drop(b);
-    drop(std::panic::take_hook());
-    std::panic::set_hook(Box::new(move |info| previous(info)));
-    let sites = SITES.lock().unwrap().clone();
-    assert_eq!(
-        PANICS.load(Ordering::SeqCst),
-        0,
-        "tasks panicked at {sites:?}"
-    );
+    ended.load(Ordering::SeqCst)
+}
+
+/// Reproduces a past break (found by review, never released): a call
+/// that had left its deadline to its fan-out made its first timer on the
+/// runtime it was handed to, which panicked there without timers.
+///
+/// A lock future polled once on a runtime (its calls pending, having
+/// asked the round for their deadlines) and dropped on another runtime
+/// built without timers: its calls go on elsewhere, and end.
+#[test]
+fn a_lock_future_dropped_on_a_runtime_without_timers_does_not_panic() {
+    let sites = panics_during(|| {
+        let a = current_thread(true);
+        let (dsync, ended) = silent_cluster(&a);
+        let mutex = dsync.rw_mutex(["handed-off"]).unwrap();
+        let mut fut = Box::pin(mutex.lock());
+        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+        let b = current_thread(false);
+        b.block_on(async move {
+            drop(fut);
+            for _ in 0..50 {
+                tokio::task::yield_now().await;
+            }
+        });
+        drop(b);
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while ended.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            ended.load(Ordering::SeqCst),
+            3,
+            "the handed-off calls never ended"
+        );
+    });
+    assert!(sites.is_empty(), "panicked: {sites:#?}");
+}
+
+/// Reproduces a past break (found by review): a call handed on from a
+/// runtime that had since shut down polled the timer it had made there,
+/// and its task panicked ("A Tokio 1.x context was found, but it is being
+/// shutdown").
+///
+/// A lock future polled once on a runtime that is then dropped, and
+/// dropped itself on another runtime: its calls end at their deadline,
+/// without a panic.
+#[test]
+fn calls_of_a_lock_future_whose_runtime_shut_down_end_by_their_deadline() {
+    let sites = panics_during(|| {
+        let a = current_thread(true);
+        let (dsync, ended) = silent_cluster(&a);
+        let mutex = dsync.rw_mutex(["runtime-gone"]).unwrap();
+        let mut fut = Box::pin(mutex.lock());
+        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+        drop(a);
+        assert_eq!(
+            drop_elsewhere_and_wait(fut, &ended, 3),
+            3,
+            "calls never ended"
+        );
+    });
+    assert!(sites.is_empty(), "panicked: {sites:#?}");
+}
+
+/// Reproduces a past break (found by review): a call handed on from a
+/// runtime left idle (its `block_on` returned, the runtime kept) polled
+/// the timer it had made there, in a wheel nothing drives, and never
+/// ended.
+#[test]
+fn calls_of_a_lock_future_whose_runtime_went_idle_end_by_their_deadline() {
+    let sites = panics_during(|| {
+        let a = current_thread(true);
+        let (dsync, ended) = silent_cluster(&a);
+        let mutex = dsync.rw_mutex(["runtime-idle"]).unwrap();
+        let mut fut = Box::pin(mutex.lock());
+        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+        assert_eq!(
+            drop_elsewhere_and_wait(fut, &ended, 3),
+            3,
+            "calls never ended"
+        );
+        drop(a);
+    });
+    assert!(sites.is_empty(), "panicked: {sites:#?}");
 }
 
 /// Nested fan-outs: each outer locker's lock call is a try-lock on an
