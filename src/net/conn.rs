@@ -23,7 +23,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, Chain, ReadHalf};
-use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 use tokio_util::codec::{Framed, FramedRead, LengthDelimitedCodec};
 
@@ -68,7 +67,19 @@ struct Link {
 }
 /// What the reader reads: bytes left over from the handshake, then the socket.
 type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
-type Pending = Mutex<HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>>;
+type Pending = Mutex<PendingCalls>;
+type PendingCalls = HashMap<u64, ReplySlot, BuildHasherDefault<IdHasher>>;
+
+/// A call's place among those waiting for their reply, by request id: no
+/// channel per call. The reader puts the reply in and wakes the call; the
+/// call takes it out, or removes the place when it stops waiting
+/// ([`Forget`]).
+#[derive(Default)]
+struct ReplySlot {
+    reply: Option<Reply>,
+    /// The task to wake when the reply comes or the connection goes down.
+    waker: Option<std::task::Waker>,
+}
 type OnClose = Box<dyn FnOnce(Ended) + Send>;
 
 /// How a connection ended, as its owner is told.
@@ -552,11 +563,24 @@ impl Connection {
         if let Some(closer) = &self.closer {
             let _ = closer.shutdown(std::net::Shutdown::Both);
         }
-        // Dropping the senders wakes every waiting caller with "closed".
-        let waiters = std::mem::take(&mut *self.pending());
+        // Every call still waiting loses its slot and is woken: it fails
+        // with "closed". A reply already in its slot stays for its call.
+        let mut waiters = Vec::new();
+        let waited = {
+            let mut pending = self.pending();
+            let before = pending.len();
+            pending.retain(|_, slot| {
+                if slot.reply.is_some() {
+                    return true;
+                }
+                waiters.extend(slot.waker.take());
+                false
+            });
+            before - pending.len()
+        };
         let ended = if self.garbled.load(Ordering::Acquire) {
             Ended::Garbled
-        } else if self.ended_cleanly.load(Ordering::Acquire) && waiters.is_empty() {
+        } else if self.ended_cleanly.load(Ordering::Acquire) && waited == 0 {
             if self.answered.load(Ordering::Acquire) {
                 Ended::Quietly
             } else {
@@ -573,7 +597,9 @@ impl Connection {
         } else {
             Ended::Otherwise
         };
-        drop(waiters);
+        for waiter in waiters {
+            waiter.wake();
+        }
         let on_close = self
             .on_close
             .lock()
@@ -589,18 +615,54 @@ impl Connection {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn pending(
-        &self,
-    ) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<Reply>, BuildHasherDefault<IdHasher>>> {
+    fn pending(&self) -> MutexGuard<'_, PendingCalls> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The reply to request `id` once the reader put it in its slot;
+    /// `None` once the slot is gone (the connection went down).
+    fn reply(&self, id: u64) -> impl std::future::Future<Output = Option<Reply>> + Unpin + '_ {
+        std::future::poll_fn(move |cx| {
+            let mut pending = self.pending();
+            let std::collections::hash_map::Entry::Occupied(mut slot) = pending.entry(id) else {
+                return std::task::Poll::Ready(None);
+            };
+            if let Some(reply) = slot.get_mut().reply.take() {
+                slot.remove();
+                return std::task::Poll::Ready(Some(reply));
+            }
+            let waker = &mut slot.get_mut().waker;
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+            std::task::Poll::Pending
+        })
+    }
+
+    /// Puts `reply` in the slot of request `id`, if a call still waits for
+    /// it, and wakes that call. A second reply to one id is dropped.
+    fn deliver(&self, id: u64, reply: Reply) {
+        let waker = {
+            let mut pending = self.pending();
+            match pending.get_mut(&id) {
+                Some(slot) if slot.reply.is_none() => {
+                    self.answered.store(true, Ordering::Release);
+                    slot.reply = Some(reply);
+                    slot.waker.take()
+                }
+                _ => None,
+            }
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
     }
 
     /// Sends `op` as request `id` and waits at most `timeout` for its reply.
     /// Cancel safe: dropping the future forgets the request; a reply that
     /// still arrives is discarded.
     pub(crate) async fn call(&self, id: u64, op: Op, timeout: Duration) -> Result<Reply, Error> {
-        let (tx, rx) = oneshot::channel();
-        self.pending().insert(id, tx);
+        self.pending().insert(id, ReplySlot::default());
         let forget = Forget { conn: self, id };
         // Checked after the insert: `down` clears the slots after marking the
         // connection dead, so a call racing with it either sees it dead here
@@ -622,11 +684,11 @@ impl Connection {
         // A fan-out polling this call wakes it at its deadline; alone it
         // arms a timer of its own (see `quorum::deadline`).
         let deadline = crate::quorum::clock::after(tokio::time::Instant::now(), timeout);
-        let reply = within(deadline, rx).await;
+        let reply = within(deadline, self.reply(id)).await;
         drop(forget);
         match reply {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => {
                 self.down("a reply slot was dropped");
                 Err(self.closed())
             }

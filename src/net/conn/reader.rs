@@ -61,10 +61,7 @@ pub(super) async fn read_responses(
             break;
         };
         if response.id != wire::UNSOLICITED {
-            if let Some(waiter) = conn.pending().remove(&response.id) {
-                conn.answered.store(true, Ordering::Release);
-                let _ = waiter.send(response.reply);
-            }
+            conn.deliver(response.id, response.reply);
             continue;
         }
         match response.reply {

@@ -144,6 +144,44 @@ async fn frames_appended_together_reach_the_server_once_and_replies_their_caller
     }
 }
 
+/// A reply that reached its slot stays there for its call when the
+/// connection goes down before the call looks, and the calls still
+/// waiting then fail at once, as closed.
+#[tokio::test]
+async fn a_reply_read_before_the_connection_went_down_still_reaches_its_call() {
+    let (conn, mut server, closed) = piped();
+    let mut answered = Box::pin(conn.call(7, Op::Health, Duration::from_secs(30)));
+    let mut unanswered = Box::pin(conn.call(8, Op::Health, Duration::from_secs(30)));
+    assert!(futures::poll!(answered.as_mut()).is_pending());
+    assert!(futures::poll!(unanswered.as_mut()).is_pending());
+    for _ in 0..2 {
+        let frame = server.next().await.expect("a frame").expect("framed");
+        let request: Request = wire::decode(&frame).expect("decodes");
+        if request.id == 7 {
+            let response = Response {
+                id: 7,
+                reply: Reply::Bool(true),
+            };
+            server
+                .send(Bytes::from(wire::encode(&response).unwrap()))
+                .await
+                .unwrap();
+        }
+    }
+    drop(server);
+    settle(&conn).await;
+    assert!(!conn.is_alive());
+    assert_eq!(closed.load(Ordering::SeqCst), 1);
+    assert_eq!(answered.await.expect("the reply came"), Reply::Bool(true));
+    let failed = tokio::time::timeout(Duration::from_secs(5), unanswered)
+        .await
+        .expect("a waiting call fails as the connection goes down");
+    assert!(
+        matches!(&failed, Err(Error::LockerUnavailable { reason, .. }) if reason == CLOSED_BEFORE_THE_REPLY),
+        "{failed:?}"
+    );
+}
+
 #[tokio::test]
 async fn pushes_reach_their_wait_and_responses_their_call_on_one_connection() {
     let (client, server) = tokio::io::duplex(64 * 1024);
