@@ -301,7 +301,7 @@ impl<T: Send + 'static> CallSet<T> {
             return;
         }
         handle.spawn(async move {
-            futures::future::join_all(rest).await;
+            finish_all(rest).await;
             drop(owed);
         });
     }
@@ -324,10 +324,22 @@ impl<T: Send + 'static> Drop for CallSet<T> {
             Handoff::Drop | Handoff::Uncounted(_) => None,
         };
         handle.spawn(async move {
-            futures::future::join_all(rest).await;
+            finish_all(rest).await;
             drop(counted);
         });
     }
+}
+
+/// Runs handed-off `calls` to their end. One that panics (a locker's own
+/// timer, made on a runtime since shut down, panics when polled) is dropped
+/// as a runtime shutting down would drop it (a lock call then queues its
+/// unlock, `release::Owed`), and the others go on.
+async fn finish_all<T>(calls: Vec<Call<T>>) {
+    use futures::FutureExt as _;
+    let calls = calls
+        .into_iter()
+        .map(|call| std::panic::AssertUnwindSafe(call).catch_unwind());
+    futures::future::join_all(calls).await;
 }
 
 thread_local! {

@@ -23,8 +23,9 @@
 //!   passed, and sees it. Polled through anything that installs a waker
 //!   of its own (a `FuturesUnordered`, which polls only what was woken),
 //!   or outside any fan-out (a straggler handed to a task of its own), a
-//!   call polls a timer of its own, made on the runtime polling it (made
-//!   again if another runtime polls it later).
+//!   call polls a timer of its own, made on the runtime polling it, and
+//!   made again if another runtime polls it later ([`RuntimeSleep`]; the
+//!   drifting test clock's timers are made the same way).
 //! * A call asks again at every poll, and ends once tokio's clock (read
 //!   once per poll of the fan-out) shows its deadline: an early or
 //!   spurious wake only polls it. As with `tokio::time::timeout_at`, a
@@ -107,8 +108,7 @@ where
     // handed over from a runtime since shut down or left idle (see
     // `CallSet`'s drop) must not keep a timer in that runtime's wheel,
     // which would panic or never fire.
-    // Boxed: the fan-outs of the lock path never make it.
-    let mut sleep: Option<(Option<tokio::runtime::Id>, Pin<Box<Sleep>>)> = None;
+    let mut sleep = RuntimeSleep::new(deadline);
     let mut own = false;
     poll_fn(|cx| {
         let had_budget = tokio::task::coop::has_budget_remaining();
@@ -132,25 +132,56 @@ where
                 Asked::NoFanOut => own = true,
             }
         }
-        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
-        let timer = match &mut sleep {
-            Some((made_on, timer)) if *made_on == here => timer,
-            slot => {
-                &mut slot
-                    .insert((here, Box::pin(tokio::time::sleep_until(deadline))))
-                    .1
-            }
-        };
         let fired = if spent_here {
             // The future spent the budget itself: the timer is looked at
             // regardless, as `timeout_at` does.
-            Pin::new(&mut tokio::task::unconstrained(timer.as_mut())).poll(cx)
+            Pin::new(&mut tokio::task::unconstrained(sleep.timer())).poll(cx)
         } else {
-            timer.as_mut().poll(cx)
+            sleep.timer().poll(cx)
         };
         fired.map(|()| Err(Elapsed))
     })
     .await
+}
+
+/// A tokio timer for `deadline` that belongs to the runtime polling it:
+/// made at its first poll, and made again when another runtime polls it
+/// (one it was made on may have shut down, which panics its timers, or gone
+/// idle, which never fires them). Boxed, and made only when polled: the
+/// fan-outs of the lock path never make one.
+pub(crate) struct RuntimeSleep {
+    deadline: Instant,
+    made: Option<(Option<tokio::runtime::Id>, Pin<Box<Sleep>>)>,
+}
+
+impl RuntimeSleep {
+    pub(crate) fn new(deadline: Instant) -> Self {
+        RuntimeSleep {
+            deadline,
+            made: None,
+        }
+    }
+
+    /// The timer of the current runtime, to poll now.
+    pub(crate) fn timer(&mut self) -> Pin<&mut Sleep> {
+        let here = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+        let deadline = self.deadline;
+        if !matches!(&self.made, Some((made_on, _)) if *made_on == here) {
+            self.made = None;
+        }
+        let (_, timer) = self
+            .made
+            .get_or_insert_with(|| (here, Box::pin(tokio::time::sleep_until(deadline))));
+        timer.as_mut()
+    }
+}
+
+impl Future for RuntimeSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.timer().poll(cx)
+    }
 }
 
 /// Runs `poll`, which polls a fan-out's calls with `cx`, and returns

@@ -214,7 +214,9 @@ impl DriftClock {
                 segment.tokio_at(deadline)
             };
             tokio::select! {
-                () = tokio::time::sleep_until(wake) => {}
+                // Made on the runtime polling it (a call handed on from a
+                // runtime since shut down or idle polls it elsewhere).
+                () = crate::quorum::deadline::RuntimeSleep::new(wake) => {}
                 // A new rate: set the timer again. The sender lives as long
                 // as the clock, which this future holds.
                 _ = changes.changed() => {}

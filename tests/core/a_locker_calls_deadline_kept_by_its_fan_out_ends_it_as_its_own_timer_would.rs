@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use quorum_lock::testing::DriftClock;
 use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker, Timeouts};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -156,34 +157,68 @@ fn panics_during(scene: impl FnOnce()) -> Vec<String> {
 /// A coordinator on three lockers whose lock calls never answer, built on
 /// `runtime`, and how many of those calls have ended (their futures
 /// dropped: a call gives up its locker's future at its deadline).
-fn silent_cluster(runtime: &tokio::runtime::Runtime) -> (Dsync, Arc<AtomicUsize>) {
-    struct Ended(Arc<AtomicUsize>);
+fn silent_cluster(runtime: &tokio::runtime::Runtime) -> (Dsync, Ends) {
+    cluster_waiting_on(runtime, false, |_| None)
+}
+
+/// How many calls of a [`cluster_waiting_on`] ended, and how many of them
+/// were dropped by a panic unwinding.
+#[derive(Clone, Default)]
+struct Ends {
+    ended: Arc<AtomicUsize>,
+    unwound: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for Ends {
+    type Target = AtomicUsize;
+    fn deref(&self) -> &AtomicUsize {
+        &self.ended
+    }
+}
+
+/// [`silent_cluster`] whose locker `i`'s calls first await `wait(i)`, if
+/// any (a timer of their own, say), on a `DriftClock` if `drift`.
+fn cluster_waiting_on(
+    runtime: &tokio::runtime::Runtime,
+    drift: bool,
+    wait: impl Fn(usize) -> Option<tokio::time::Sleep> + Send + Sync + Clone + 'static,
+) -> (Dsync, Ends) {
+    struct Ended(Ends);
     impl Drop for Ended {
         fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+            if std::thread::panicking() {
+                self.0.unwound.fetch_add(1, Ordering::SeqCst);
+            }
+            self.0.ended.fetch_add(1, Ordering::SeqCst);
         }
     }
-    let ended = Arc::new(AtomicUsize::new(0));
-    let silent = || {
-        let ended = ended.clone();
+    let ends = Ends::default();
+    let silent = |i: usize| {
+        let (ends, wait) = (ends.clone(), wait.clone());
         scripted(move || {
-            let ended = Ended(ended.clone());
+            let ended = Ended(ends.clone());
+            let waiting = wait(i);
             async move {
                 let _ended = ended;
+                if let Some(waiting) = waiting {
+                    waiting.await;
+                }
                 std::future::pending::<()>().await
             }
         })
     };
     let dsync = runtime.block_on(async {
-        Dsync::builder(vec![silent(), silent(), silent()])
-            .timeouts(Timeouts {
+        let mut builder =
+            Dsync::builder(vec![silent(0), silent(1), silent(2)]).timeouts(Timeouts {
                 acquire: ACQUIRE,
                 ..Timeouts::default()
-            })
-            .build()
-            .unwrap()
+            });
+        if drift {
+            builder = builder.clock(DriftClock::new());
+        }
+        builder.build().unwrap()
     });
-    (dsync, ended)
+    (dsync, ends)
 }
 
 fn current_thread(timers: bool) -> tokio::runtime::Runtime {
@@ -290,6 +325,75 @@ fn calls_of_a_lock_future_whose_runtime_went_idle_end_by_their_deadline() {
         drop(a);
     });
     assert!(sites.is_empty(), "panicked: {sites:#?}");
+}
+
+/// Reproduces a past break (found by review): on a drifting clock (tests)
+/// a call keeps its deadline with a timer of the clock's, made on the
+/// runtime that first polled it; handed on from a runtime since shut down
+/// it panicked, from one left idle it never ended.
+#[test]
+fn calls_on_a_drifting_clock_end_by_their_deadline_whatever_became_of_their_runtime() {
+    for shut_down in [true, false] {
+        let sites = panics_during(|| {
+            let a = current_thread(true);
+            let (dsync, ended) = cluster_waiting_on(&a, true, |_| None);
+            let mutex = dsync.rw_mutex(["drifting"]).unwrap();
+            let mut fut = Box::pin(mutex.lock());
+            a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+            if shut_down {
+                drop(a);
+                assert_eq!(
+                    drop_elsewhere_and_wait(fut, &ended, 3),
+                    3,
+                    "calls never ended"
+                );
+            } else {
+                assert_eq!(
+                    drop_elsewhere_and_wait(fut, &ended, 3),
+                    3,
+                    "calls never ended"
+                );
+                drop(a);
+            }
+        });
+        assert!(
+            sites.is_empty(),
+            "shut down: {shut_down}; panicked: {sites:#?}"
+        );
+    }
+}
+
+/// A locker whose call waits on a tokio timer of its own (an internal
+/// timeout or backoff), made on a runtime since shut down: polled
+/// elsewhere, that timer panics, which no library can prevent. The
+/// panicking call is dropped (its unlock queued), and the others still run
+/// to their deadline (found by review: one such panic dropped them all).
+#[test]
+fn a_locker_timer_of_a_runtime_since_shut_down_ends_only_its_own_call() {
+    let mut unwound = 0;
+    let sites = panics_during(|| {
+        let a = current_thread(true);
+        let (dsync, ends) = cluster_waiting_on(&a, false, |i| {
+            (i == 0).then(|| tokio::time::sleep(Duration::from_secs(3600)))
+        });
+        let mutex = dsync.rw_mutex(["locker-timer-gone"]).unwrap();
+        let mut fut = Box::pin(mutex.lock());
+        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+        drop(a);
+        assert_eq!(
+            drop_elsewhere_and_wait(fut, &ends, 3),
+            3,
+            "calls never ended"
+        );
+        unwound = ends.unwound.load(Ordering::SeqCst);
+    });
+    assert_eq!(
+        unwound, 1,
+        "calls dropped by the panic (panics: {sites:#?})"
+    );
+    // Only the locker's own timer, never the library's.
+    let ours: Vec<&String> = sites.iter().filter(|s| s.starts_with("src/")).collect();
+    assert!(ours.is_empty(), "the library panicked: {ours:#?}");
 }
 
 /// Nested fan-outs: each outer locker's lock call is a try-lock on an
