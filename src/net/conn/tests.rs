@@ -325,3 +325,204 @@ fn a_call_whose_writer_never_runs_marks_the_connection_down() {
     assert_eq!(closed.load(Ordering::SeqCst), 1);
     drop(server);
 }
+
+/// Reads the request ids the server end receives, `n` of them.
+async fn read_ids(
+    server: &mut Framed<tokio::io::DuplexStream, LengthDelimitedCodec>,
+    n: usize,
+) -> Vec<u64> {
+    let mut ids = Vec::new();
+    while ids.len() < n {
+        let frame = server.next().await.expect("a frame").expect("framed");
+        let request: Request = wire::decode(&frame).expect("decodes");
+        ids.push(request.id);
+    }
+    ids
+}
+
+async fn answer(
+    server: &mut Framed<tokio::io::DuplexStream, LengthDelimitedCodec>,
+    id: u64,
+    value: bool,
+) {
+    let response = Response {
+        id,
+        reply: Reply::Bool(value),
+    };
+    server
+        .send(Bytes::from(wire::encode(&response).unwrap()))
+        .await
+        .unwrap();
+}
+
+/// Calls that time out, are dropped before or after their reply came, or
+/// are dropped after the connection went down with their reply in the
+/// slot, leave no slot behind.
+#[tokio::test(start_paused = true)]
+async fn no_reply_slot_outlives_its_call() {
+    let (conn, mut server, _closed) = piped();
+    // Timed out: no reply ever.
+    let timed_out = conn.call(1, Op::Health, Duration::from_millis(50)).await;
+    assert!(
+        matches!(timed_out, Err(Error::LockerTimeout { .. })),
+        "{timed_out:?}"
+    );
+    // Dropped while waiting, then answered late.
+    let mut dropped = Box::pin(conn.call(2, Op::Health, Duration::from_secs(30)));
+    assert!(futures::poll!(dropped.as_mut()).is_pending());
+    drop(dropped);
+    // Answered, then dropped without looking.
+    let mut unseen = Box::pin(conn.call(3, Op::Health, Duration::from_secs(30)));
+    assert!(futures::poll!(unseen.as_mut()).is_pending());
+    assert_eq!(read_ids(&mut server, 3).await, vec![1, 2, 3]);
+    answer(&mut server, 2, true).await;
+    answer(&mut server, 3, true).await;
+    answer(&mut server, 1, true).await;
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    drop(unseen);
+    assert_eq!(conn.pending().len(), 0, "slots left behind");
+    // Answered, down, then dropped: the kept slot goes with its call.
+    let mut kept = Box::pin(conn.call(4, Op::Health, Duration::from_secs(30)));
+    assert!(futures::poll!(kept.as_mut()).is_pending());
+    assert_eq!(read_ids(&mut server, 1).await, vec![4]);
+    answer(&mut server, 4, false).await;
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    conn.close();
+    assert_eq!(conn.pending().len(), 1, "the answered slot is kept");
+    drop(kept);
+    assert_eq!(conn.pending().len(), 0, "slots left behind");
+    // After down, a new call fails at once and leaves nothing.
+    let late = conn.call(5, Op::Health, Duration::from_secs(30)).await;
+    assert!(
+        matches!(late, Err(Error::LockerUnavailable { .. })),
+        "{late:?}"
+    );
+    assert_eq!(conn.pending().len(), 0);
+}
+
+/// A waker that counts its wakes.
+struct CountWake(AtomicUsize);
+impl std::task::Wake for CountWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A call polled by one task then moved to another is woken on the second
+/// when its reply comes, and when the connection goes down.
+#[tokio::test]
+async fn a_call_moved_to_another_task_is_woken_where_it_now_waits() {
+    use std::future::Future as _;
+    for go_down in [false, true] {
+        let (conn, mut server, _closed) = piped();
+        let mut call = Box::pin(conn.call(9, Op::Health, Duration::from_secs(30)));
+        let first = Arc::new(CountWake(AtomicUsize::new(0)));
+        let second = Arc::new(CountWake(AtomicUsize::new(0)));
+        let w1 = std::task::Waker::from(first.clone());
+        let w2 = std::task::Waker::from(second.clone());
+        assert!(call
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(&w1))
+            .is_pending());
+        assert!(call
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(&w2))
+            .is_pending());
+        assert_eq!(read_ids(&mut server, 1).await, vec![9]);
+        if go_down {
+            conn.close();
+        } else {
+            answer(&mut server, 9, true).await;
+            for _ in 0..100 {
+                if second.0.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        }
+        assert_eq!(first.0.load(Ordering::SeqCst), 0, "the old task was woken");
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the new task was not woken"
+        );
+        let out = call.as_mut().poll(&mut std::task::Context::from_waker(&w2));
+        match (go_down, out) {
+            (false, std::task::Poll::Ready(Ok(Reply::Bool(true)))) => {}
+            (true, std::task::Poll::Ready(Err(Error::LockerUnavailable { reason, .. })))
+                if reason == CLOSED_BEFORE_THE_REPLY => {}
+            (_, other) => panic!("go_down {go_down}: {other:?}"),
+        }
+        assert_eq!(conn.pending().len(), 0);
+    }
+}
+
+/// Many calls racing with `down` on a multi-thread runtime: each either
+/// gets its reply or fails at once as closed (none waits for its
+/// timeout), no reply reaches another call, and no slot is left.
+#[test]
+fn calls_racing_with_the_connections_end_end_at_once_with_their_own_reply_or_closed() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    for round in 0..30u64 {
+        runtime.block_on(async {
+            let (conn, mut server, _closed) = piped();
+            let calls: Vec<_> = (1..=40u64)
+                .map(|id| {
+                    let conn = conn.clone();
+                    tokio::spawn(async move {
+                        (id, conn.call(id, Op::Health, Duration::from_secs(60)).await)
+                    })
+                })
+                .collect();
+            let serve = tokio::spawn(async move {
+                let mut n = 0;
+                while let Some(Ok(frame)) = server.next().await {
+                    let request: Request = wire::decode(&frame).expect("decodes");
+                    answer(&mut server, request.id, request.id % 3 == 0).await;
+                    n += 1;
+                    if n == 5 + round % 20 {
+                        break;
+                    }
+                }
+                server
+            });
+            // Down from elsewhere, after a few replies.
+            let closer = {
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    for _ in 0..(round % 7) {
+                        tokio::task::yield_now().await;
+                    }
+                    conn.close();
+                })
+            };
+            let ended = tokio::time::timeout(Duration::from_secs(10), async {
+                let mut out = Vec::new();
+                for call in calls {
+                    out.push(call.await.unwrap());
+                }
+                out
+            })
+            .await
+            .expect("a call waited although the connection went down");
+            closer.await.unwrap();
+            drop(serve);
+            for (id, result) in ended {
+                match result {
+                    Ok(Reply::Bool(b)) => assert_eq!(b, id % 3 == 0, "call {id}: another's reply"),
+                    Err(Error::LockerUnavailable { .. }) => {}
+                    other => panic!("call {id}: {other:?}"),
+                }
+            }
+            assert_eq!(conn.pending().len(), 0, "round {round}: slots left");
+        });
+    }
+}
