@@ -486,7 +486,7 @@ fn calls_racing_with_the_connections_end_end_at_once_with_their_own_reply_or_clo
                 let mut n = 0;
                 while let Some(Ok(frame)) = server.next().await {
                     let request: Request = wire::decode(&frame).expect("decodes");
-                    answer(&mut server, request.id, request.id % 3 == 0).await;
+                    answer(&mut server, request.id, request.id.is_multiple_of(3)).await;
                     n += 1;
                     if n == 5 + round % 20 {
                         break;
@@ -517,7 +517,9 @@ fn calls_racing_with_the_connections_end_end_at_once_with_their_own_reply_or_clo
             drop(serve);
             for (id, result) in ended {
                 match result {
-                    Ok(Reply::Bool(b)) => assert_eq!(b, id % 3 == 0, "call {id}: another's reply"),
+                    Ok(Reply::Bool(b)) => {
+                        assert_eq!(b, id.is_multiple_of(3), "call {id}: another's reply")
+                    }
                     Err(Error::LockerUnavailable { .. }) => {}
                     other => panic!("call {id}: {other:?}"),
                 }
