@@ -154,13 +154,6 @@ fn panics_during(scene: impl FnOnce()) -> Vec<String> {
     SITES.lock().unwrap().clone()
 }
 
-/// A coordinator on three lockers whose lock calls never answer, built on
-/// `runtime`, and how many of those calls have ended (their futures
-/// dropped: a call gives up its locker's future at its deadline).
-fn silent_cluster(runtime: &tokio::runtime::Runtime) -> (Dsync, Ends) {
-    cluster_waiting_on(runtime, false, |_| None)
-}
-
 /// How many calls of a [`cluster_waiting_on`] ended, and how many of them
 /// were dropped by a panic unwinding.
 #[derive(Clone, Default)]
@@ -176,8 +169,10 @@ impl std::ops::Deref for Ends {
     }
 }
 
-/// [`silent_cluster`] whose locker `i`'s calls first await `wait(i)`, if
-/// any (a timer of their own, say), on a `DriftClock` if `drift`.
+/// A coordinator on three lockers whose lock calls never answer, built on
+/// `runtime`, on a `DriftClock` if `drift`; locker `i`'s calls first await
+/// `wait(i)`, if any (a timer of their own, say). Their ends are counted:
+/// a call gives up its locker's future at its deadline.
 fn cluster_waiting_on(
     runtime: &tokio::runtime::Runtime,
     drift: bool,
@@ -229,137 +224,96 @@ fn current_thread(timers: bool) -> tokio::runtime::Runtime {
     builder.build().unwrap()
 }
 
-/// Drops `fut` on a runtime of its own with timers, then waits (real
-/// time, 10 s at most) until `ended` counts `calls`; returns the count.
-fn drop_elsewhere_and_wait<F>(fut: F, ended: &AtomicUsize, calls: usize) -> usize {
-    let b = current_thread(true);
-    b.block_on(async {
-        drop(fut);
+/// What becomes of the runtime that first polled a lock future before
+/// the future is dropped on another.
+#[derive(Clone, Copy, Debug)]
+enum Then {
+    /// It shuts down; the other runtime has timers.
+    ShutDown,
+    /// It stays, idle (its `block_on` returned); the other has timers.
+    Idle,
+    /// It stays; the other runtime has no timers.
+    OtherWithoutTimers,
+}
+
+/// A lock future on [`cluster_waiting_on`]`(drift, wait)` polled once on a
+/// runtime (its three calls pending), then `then`, and the future dropped
+/// on another runtime; waits (real time, 10 s at most) for its calls to
+/// end. Returns how they ended, and the panics seen meanwhile.
+fn hand_off_a_lock_future(
+    then: Then,
+    drift: bool,
+    wait: impl Fn(usize) -> Option<tokio::time::Sleep> + Send + Sync + Clone + 'static,
+) -> (Ends, Vec<String>) {
+    let mut ends = Ends::default();
+    let sites = panics_during(|| {
+        let a = current_thread(true);
+        let (dsync, ended) = cluster_waiting_on(&a, drift, wait);
+        ends = ended.clone();
+        let mutex = dsync.rw_mutex(["handed-off"]).unwrap();
+        let mut fut = Box::pin(mutex.lock());
+        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
+        let a = match then {
+            Then::ShutDown => {
+                drop(a);
+                None
+            }
+            Then::Idle | Then::OtherWithoutTimers => Some(a),
+        };
+        let timers = !matches!(then, Then::OtherWithoutTimers);
+        let b = current_thread(timers);
         let give_up = std::time::Instant::now() + Duration::from_secs(10);
-        while ended.load(Ordering::SeqCst) < calls && std::time::Instant::now() < give_up {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        let ended_all = || ended.load(Ordering::SeqCst) >= 3;
+        b.block_on(async {
+            drop(fut);
+            // Driven while it waits, where it can wait: calls handed to it
+            // run.
+            while timers && !ended_all() && std::time::Instant::now() < give_up {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            for _ in 0..50 {
+                tokio::task::yield_now().await;
+            }
+        });
+        while !ended_all() && std::time::Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(10));
         }
+        drop(b);
+        drop(a);
     });
-    ended.load(Ordering::SeqCst)
+    (ends, sites)
 }
 
 /// Reproduces a past break (found by review, never released): a call
 /// that had left its deadline to its fan-out made its first timer on the
 /// runtime it was handed to, which panicked there without timers.
-///
-/// A lock future polled once on a runtime (its calls pending, having
-/// asked the round for their deadlines) and dropped on another runtime
-/// built without timers: its calls go on elsewhere, and end.
 #[test]
 fn a_lock_future_dropped_on_a_runtime_without_timers_does_not_panic() {
-    let sites = panics_during(|| {
-        let a = current_thread(true);
-        let (dsync, ended) = silent_cluster(&a);
-        let mutex = dsync.rw_mutex(["handed-off"]).unwrap();
-        let mut fut = Box::pin(mutex.lock());
-        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-        let b = current_thread(false);
-        b.block_on(async move {
-            drop(fut);
-            for _ in 0..50 {
-                tokio::task::yield_now().await;
-            }
-        });
-        drop(b);
-        let give_up = std::time::Instant::now() + Duration::from_secs(10);
-        while ended.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < give_up {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(
-            ended.load(Ordering::SeqCst),
-            3,
-            "the handed-off calls never ended"
-        );
-    });
+    let (ends, sites) = hand_off_a_lock_future(Then::OtherWithoutTimers, false, |_| None);
+    assert_eq!(ends.load(Ordering::SeqCst), 3, "calls never ended");
     assert!(sites.is_empty(), "panicked: {sites:#?}");
 }
 
-/// Reproduces a past break (found by review): a call handed on from a
+/// Reproduces past breaks (found by review): a call handed on from a
 /// runtime that had since shut down polled the timer it had made there,
 /// and its task panicked ("A Tokio 1.x context was found, but it is being
-/// shutdown").
-///
-/// A lock future polled once on a runtime that is then dropped, and
-/// dropped itself on another runtime: its calls end at their deadline,
-/// without a panic.
+/// shutdown"); from a runtime left idle (its `block_on` returned, the
+/// runtime kept), that timer sat in a wheel nothing drives, and the call
+/// never ended. Also on a drifting clock (tests), whose timers were made
+/// the same way.
 #[test]
-fn calls_of_a_lock_future_whose_runtime_shut_down_end_by_their_deadline() {
-    let sites = panics_during(|| {
-        let a = current_thread(true);
-        let (dsync, ended) = silent_cluster(&a);
-        let mutex = dsync.rw_mutex(["runtime-gone"]).unwrap();
-        let mut fut = Box::pin(mutex.lock());
-        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-        drop(a);
-        assert_eq!(
-            drop_elsewhere_and_wait(fut, &ended, 3),
-            3,
-            "calls never ended"
-        );
-    });
-    assert!(sites.is_empty(), "panicked: {sites:#?}");
-}
-
-/// Reproduces a past break (found by review): a call handed on from a
-/// runtime left idle (its `block_on` returned, the runtime kept) polled
-/// the timer it had made there, in a wheel nothing drives, and never
-/// ended.
-#[test]
-fn calls_of_a_lock_future_whose_runtime_went_idle_end_by_their_deadline() {
-    let sites = panics_during(|| {
-        let a = current_thread(true);
-        let (dsync, ended) = silent_cluster(&a);
-        let mutex = dsync.rw_mutex(["runtime-idle"]).unwrap();
-        let mut fut = Box::pin(mutex.lock());
-        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-        assert_eq!(
-            drop_elsewhere_and_wait(fut, &ended, 3),
-            3,
-            "calls never ended"
-        );
-        drop(a);
-    });
-    assert!(sites.is_empty(), "panicked: {sites:#?}");
-}
-
-/// Reproduces a past break (found by review): on a drifting clock (tests)
-/// a call keeps its deadline with a timer of the clock's, made on the
-/// runtime that first polled it; handed on from a runtime since shut down
-/// it panicked, from one left idle it never ended.
-#[test]
-fn calls_on_a_drifting_clock_end_by_their_deadline_whatever_became_of_their_runtime() {
-    for shut_down in [true, false] {
-        let sites = panics_during(|| {
-            let a = current_thread(true);
-            let (dsync, ended) = cluster_waiting_on(&a, true, |_| None);
-            let mutex = dsync.rw_mutex(["drifting"]).unwrap();
-            let mut fut = Box::pin(mutex.lock());
-            a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-            if shut_down {
-                drop(a);
-                assert_eq!(
-                    drop_elsewhere_and_wait(fut, &ended, 3),
-                    3,
-                    "calls never ended"
-                );
-            } else {
-                assert_eq!(
-                    drop_elsewhere_and_wait(fut, &ended, 3),
-                    3,
-                    "calls never ended"
-                );
-                drop(a);
-            }
-        });
-        assert!(
-            sites.is_empty(),
-            "shut down: {shut_down}; panicked: {sites:#?}"
-        );
+fn calls_of_a_lock_future_end_by_their_deadline_whatever_became_of_their_runtime() {
+    for drift in [false, true] {
+        for then in [Then::ShutDown, Then::Idle] {
+            let (ends, sites) = hand_off_a_lock_future(then, drift, |_| None);
+            let context = format!("{then:?}, drifting clock: {drift}");
+            assert_eq!(
+                ends.load(Ordering::SeqCst),
+                3,
+                "{context}: calls never ended"
+            );
+            assert!(sites.is_empty(), "{context}: panicked: {sites:#?}");
+        }
     }
 }
 
@@ -370,23 +324,11 @@ fn calls_on_a_drifting_clock_end_by_their_deadline_whatever_became_of_their_runt
 /// to their deadline (found by review: one such panic dropped them all).
 #[test]
 fn a_locker_timer_of_a_runtime_since_shut_down_ends_only_its_own_call() {
-    let mut unwound = 0;
-    let sites = panics_during(|| {
-        let a = current_thread(true);
-        let (dsync, ends) = cluster_waiting_on(&a, false, |i| {
-            (i == 0).then(|| tokio::time::sleep(Duration::from_secs(3600)))
-        });
-        let mutex = dsync.rw_mutex(["locker-timer-gone"]).unwrap();
-        let mut fut = Box::pin(mutex.lock());
-        a.block_on(async { assert!(futures::poll!(fut.as_mut()).is_pending()) });
-        drop(a);
-        assert_eq!(
-            drop_elsewhere_and_wait(fut, &ends, 3),
-            3,
-            "calls never ended"
-        );
-        unwound = ends.unwound.load(Ordering::SeqCst);
+    let (ends, sites) = hand_off_a_lock_future(Then::ShutDown, false, |i| {
+        (i == 0).then(|| tokio::time::sleep(Duration::from_secs(3600)))
     });
+    assert_eq!(ends.load(Ordering::SeqCst), 3, "calls never ended");
+    let unwound = ends.unwound.load(Ordering::SeqCst);
     assert_eq!(
         unwound, 1,
         "calls dropped by the panic (panics: {sites:#?})"
