@@ -146,11 +146,13 @@ fn per_cycle_over_tcp(cycles: u64) -> f64 {
 /// locker call (the coordinator's boxed call, the `NetLocker` method's
 /// boxed future; a call's reply waits in a slot of its connection's table,
 /// with no channel of its own) and about ten per lock and unlock besides:
-/// 32 in all on 5 servers (2026-12-04; 40–47 with a reply channel per
-/// call, more when calls are still on their way at a quorum and go on in a
-/// task). On a multi-threaded runtime these are often freed on another
-/// worker than the one that made them, which is what costs (BENCHMARKS.md,
-/// "Where our client's time goes").
+/// 32–40 in all on 5 servers (2026-12-04; more when more calls are still on
+/// their way at a quorum and go on in a task, which depends on the
+/// machine's timing). With a reply channel per call the same runs counted
+/// ten more (49.1–49.5 against 39.5–40.0, side by side). On a
+/// multi-threaded runtime these are often freed on another worker than the
+/// one that made them, which is what costs (BENCHMARKS.md, "Where our
+/// client's time goes").
 #[cfg(all(feature = "net", feature = "testing"))]
 #[test]
 fn a_lock_over_tcp_allocates_no_more_than_it_did() {
@@ -158,7 +160,7 @@ fn a_lock_over_tcp_allocates_no_more_than_it_did() {
     eprintln!("allocations per lock and unlock over TCP on 5 servers: {per:.2}");
     // One more allocation per locker call would add 10.
     assert!(
-        per < 42.0,
-        "{per:.2} allocations per lock and unlock over TCP on 5 servers (about 32 expected)"
+        per < 46.0,
+        "{per:.2} allocations per lock and unlock over TCP on 5 servers (32 to 40 expected)"
     );
 }

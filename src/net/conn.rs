@@ -14,8 +14,6 @@
 //! no request (id 0): the reader hands pushes to the waits registered in
 //! [`Pushes`].
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
@@ -38,11 +36,13 @@ mod dialing;
 mod outgoing;
 mod reader;
 mod recording;
+mod replies;
 mod secure;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use dialing::Dialing;
+use replies::Replies;
 use secure::{cannot_connect, secure, tls_refusal};
 
 /// The reason of a call whose connection ended before its reply came; the
@@ -67,19 +67,6 @@ struct Link {
 }
 /// What the reader reads: bytes left over from the handshake, then the socket.
 type Incoming = Chain<std::io::Cursor<Bytes>, ReadHalf<BoxIo>>;
-type Pending = Mutex<PendingCalls>;
-type PendingCalls = HashMap<u64, ReplySlot, BuildHasherDefault<IdHasher>>;
-
-/// A call's place among those waiting for their reply, by request id: no
-/// channel per call. The reader puts the reply in and wakes the call; the
-/// call takes it out, or removes the place when it stops waiting
-/// ([`Forget`]).
-#[derive(Default)]
-struct ReplySlot {
-    reply: Option<Reply>,
-    /// The task to wake when the reply comes or the connection goes down.
-    waker: Option<std::task::Waker>,
-}
 type OnClose = Box<dyn FnOnce(Ended) + Send>;
 
 /// How a connection ended, as its owner is told.
@@ -114,7 +101,8 @@ pub(crate) enum Ended {
 pub(crate) struct Connection {
     endpoint: String,
     outgoing: Arc<Outgoing>,
-    pending: Pending,
+    /// The calls waiting for their replies.
+    replies: Replies,
     alive: AtomicBool,
     /// Set once the owner was told how the connection ended (`on_close`
     /// returned): until then its end is not yet judged.
@@ -508,7 +496,7 @@ impl Connection {
             answered: AtomicBool::new(false),
             frames_read: AtomicU64::new(0),
             outgoing: Arc::default(),
-            pending: Mutex::default(),
+            replies: Replies::default(),
             alive: AtomicBool::new(true),
             judged: AtomicBool::new(false),
             ended_cleanly: AtomicBool::new(false),
@@ -565,19 +553,7 @@ impl Connection {
         }
         // Every call still waiting loses its slot and is woken: it fails
         // with "closed". A reply already in its slot stays for its call.
-        let mut waiters = Vec::new();
-        let waited = {
-            let mut pending = self.pending();
-            let before = pending.len();
-            pending.retain(|_, slot| {
-                if slot.reply.is_some() {
-                    return true;
-                }
-                waiters.extend(slot.waker.take());
-                false
-            });
-            before - pending.len()
-        };
+        let (waiters, waited) = self.replies.fail_waiting();
         let ended = if self.garbled.load(Ordering::Acquire) {
             Ended::Garbled
         } else if self.ended_cleanly.load(Ordering::Acquire) && waited == 0 {
@@ -615,46 +591,11 @@ impl Connection {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn pending(&self) -> MutexGuard<'_, PendingCalls> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The reply to request `id` once the reader put it in its slot;
-    /// `None` once the slot is gone (the connection went down).
-    fn reply(&self, id: u64) -> impl std::future::Future<Output = Option<Reply>> + Unpin + '_ {
-        std::future::poll_fn(move |cx| {
-            let mut pending = self.pending();
-            let std::collections::hash_map::Entry::Occupied(mut slot) = pending.entry(id) else {
-                return std::task::Poll::Ready(None);
-            };
-            if let Some(reply) = slot.get_mut().reply.take() {
-                slot.remove();
-                return std::task::Poll::Ready(Some(reply));
-            }
-            let waker = &mut slot.get_mut().waker;
-            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *waker = Some(cx.waker().clone());
-            }
-            std::task::Poll::Pending
-        })
-    }
-
-    /// Puts `reply` in the slot of request `id`, if a call still waits for
-    /// it, and wakes that call. A second reply to one id is dropped.
+    /// Puts `reply` in the slot of request `id` and wakes its call, if it
+    /// still waits (the reader).
     fn deliver(&self, id: u64, reply: Reply) {
-        let waker = {
-            let mut pending = self.pending();
-            match pending.get_mut(&id) {
-                Some(slot) if slot.reply.is_none() => {
-                    self.answered.store(true, Ordering::Release);
-                    slot.reply = Some(reply);
-                    slot.waker.take()
-                }
-                _ => None,
-            }
-        };
-        if let Some(waker) = waker {
-            waker.wake();
+        if self.replies.deliver(id, reply) {
+            self.answered.store(true, Ordering::Release);
         }
     }
 
@@ -662,8 +603,7 @@ impl Connection {
     /// Cancel safe: dropping the future forgets the request; a reply that
     /// still arrives is discarded.
     pub(crate) async fn call(&self, id: u64, op: Op, timeout: Duration) -> Result<Reply, Error> {
-        self.pending().insert(id, ReplySlot::default());
-        let forget = Forget { conn: self, id };
+        let waiting = self.replies.wait_for(id);
         // Checked after the insert: `down` clears the slots after marking the
         // connection dead, so a call racing with it either sees it dead here
         // or has its slot dropped, and never waits for the timeout.
@@ -684,8 +624,8 @@ impl Connection {
         // A fan-out polling this call wakes it at its deadline; alone it
         // arms a timer of its own (see `quorum::deadline`).
         let deadline = crate::quorum::clock::after(tokio::time::Instant::now(), timeout);
-        let reply = within(deadline, self.reply(id)).await;
-        drop(forget);
+        let reply = within(deadline, waiting.reply()).await;
+        drop(waiting);
         match reply {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => {
@@ -823,36 +763,3 @@ const CLOSED_IN_THE_HANDSHAKE: &str = "the server closed the connection during t
 /// Said of a server that stays silent: it may speak another protocol,
 /// one that waits for a request of its own.
 const SILENT: &str = " (a Redis server, for one, says nothing to a lock client)";
-
-/// Removes a request's reply slot when its caller stops waiting.
-struct Forget<'a> {
-    conn: &'a Connection,
-    id: u64,
-}
-
-impl Drop for Forget<'_> {
-    fn drop(&mut self) {
-        self.conn.pending().remove(&self.id);
-    }
-}
-
-/// Hashes request ids, which are distinct counters: a multiplication
-/// spreads them over the table, and nobody but this client picks them.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}

@@ -382,7 +382,7 @@ async fn no_reply_slot_outlives_its_call() {
         tokio::task::yield_now().await;
     }
     drop(unseen);
-    assert_eq!(conn.pending().len(), 0, "slots left behind");
+    assert_eq!(conn.replies.len(), 0, "slots left behind");
     // Answered, down, then dropped: the kept slot goes with its call.
     let mut kept = Box::pin(conn.call(4, Op::Health, Duration::from_secs(30)));
     assert!(futures::poll!(kept.as_mut()).is_pending());
@@ -392,16 +392,16 @@ async fn no_reply_slot_outlives_its_call() {
         tokio::task::yield_now().await;
     }
     conn.close();
-    assert_eq!(conn.pending().len(), 1, "the answered slot is kept");
+    assert_eq!(conn.replies.len(), 1, "the answered slot is kept");
     drop(kept);
-    assert_eq!(conn.pending().len(), 0, "slots left behind");
+    assert_eq!(conn.replies.len(), 0, "slots left behind");
     // After down, a new call fails at once and leaves nothing.
     let late = conn.call(5, Op::Health, Duration::from_secs(30)).await;
     assert!(
         matches!(late, Err(Error::LockerUnavailable { .. })),
         "{late:?}"
     );
-    assert_eq!(conn.pending().len(), 0);
+    assert_eq!(conn.replies.len(), 0);
 }
 
 /// A waker that counts its wakes.
@@ -457,7 +457,7 @@ async fn a_call_moved_to_another_task_is_woken_where_it_now_waits() {
                 if reason == CLOSED_BEFORE_THE_REPLY => {}
             (_, other) => panic!("go_down {go_down}: {other:?}"),
         }
-        assert_eq!(conn.pending().len(), 0);
+        assert_eq!(conn.replies.len(), 0);
     }
 }
 
@@ -524,7 +524,7 @@ fn calls_racing_with_the_connections_end_end_at_once_with_their_own_reply_or_clo
                     other => panic!("call {id}: {other:?}"),
                 }
             }
-            assert_eq!(conn.pending().len(), 0, "round {round}: slots left");
+            assert_eq!(conn.replies.len(), 0, "round {round}: slots left");
         });
     }
 }
