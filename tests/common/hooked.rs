@@ -84,6 +84,11 @@ type Cut = dyn Fn(Call, Option<&LockArgs>) -> bool + Send + Sync;
 type Lose = dyn Fn(Call, &LockArgs) -> bool + Send + Sync;
 type Refuse = dyn Fn(Call, &LockArgs) -> Option<Error> + Send + Sync;
 type Delay = dyn Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync;
+type First = dyn Fn(Call, &LockArgs) -> Option<Script> + Send + Sync;
+
+/// What a call awaits first, written by a test: a timer, a channel
+/// drained, another lock taken.
+pub type Script = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// `inner`, with `cut` asked first of each call (one it cuts never
 /// answers and never reaches `inner`), then `arrival_delay` (the call
@@ -94,6 +99,7 @@ type Delay = dyn Fn(Call, &LockArgs) -> Option<Duration> + Send + Sync;
 pub struct Hooked {
     inner: Arc<dyn NetLocker>,
     cut: Box<Cut>,
+    first: Box<First>,
     arrival_delay: Box<Delay>,
     refuse: Box<Refuse>,
     lose: Box<Lose>,
@@ -110,6 +116,7 @@ impl Hooked {
         Hooked {
             inner,
             cut: Box::new(|_, _| false),
+            first: Box::new(|_, _| None),
             arrival_delay: Box::new(|_, _| None),
             refuse: Box::new(|_, _| None),
             lose: Box::new(|_, _| false),
@@ -129,6 +136,16 @@ impl Hooked {
         cut: impl Fn(Call, Option<&LockArgs>) -> bool + Send + Sync + 'static,
     ) -> Hooked {
         self.cut = Box::new(cut);
+        self
+    }
+
+    /// Calls for which `first` gives a script await it before anything
+    /// else is asked of them (after a cut); dropped with the call.
+    pub fn awaiting_first(
+        mut self,
+        first: impl Fn(Call, &LockArgs) -> Option<Script> + Send + Sync + 'static,
+    ) -> Hooked {
+        self.first = Box::new(first);
         self
     }
 
@@ -235,6 +252,9 @@ impl Hooked {
     ) -> Result<T, Error> {
         if (self.cut)(call, Some(args)) {
             std::future::pending::<()>().await;
+        }
+        if let Some(first) = (self.first)(call, args) {
+            first.await;
         }
         if let Some(delay) = (self.arrival_delay)(call, args) {
             tokio::time::sleep(delay).await;

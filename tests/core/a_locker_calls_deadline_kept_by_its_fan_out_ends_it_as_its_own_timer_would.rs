@@ -13,63 +13,27 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use quorum_lock::testing::DriftClock;
-use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker, Timeouts};
+use quorum_lock::{Dsync, LocalLocker, NetLocker, Timeouts};
+
+use crate::common::hooked::{Call, Hooked, Script};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// A locker whose lock and rlock calls run `behaviour`; the rest go to a
-/// `LocalLocker`.
-struct Scripted<F> {
-    inner: LocalLocker,
-    behaviour: F,
-}
-
-#[async_trait::async_trait]
-impl<F, Fut> NetLocker for Scripted<F>
-where
-    F: Fn() -> Fut + Send + Sync,
-    Fut: Future<Output = ()> + Send,
-{
-    async fn lock(&self, args: &LockArgs) -> Result<bool, Error> {
-        (self.behaviour)().await;
-        self.inner.lock(args).await
-    }
-    async fn rlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        (self.behaviour)().await;
-        self.inner.rlock(args).await
-    }
-    async fn unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.unlock(args).await
-    }
-    async fn runlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.runlock(args).await
-    }
-    async fn refresh(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.refresh(args).await
-    }
-    async fn force_unlock(&self, args: &LockArgs) -> Result<bool, Error> {
-        self.inner.force_unlock(args).await
-    }
-    fn endpoint(&self) -> String {
-        "scripted".into()
-    }
-    fn is_online(&self) -> bool {
-        true
-    }
-    fn is_local(&self) -> bool {
-        true
-    }
-}
-
+/// A locker whose lock calls (`lock`, `rlock`, `lock_wait`) run
+/// `behaviour` first; the rest go straight to a `LocalLocker`.
 fn scripted<F, Fut>(behaviour: F) -> Arc<dyn NetLocker>
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    Arc::new(Scripted {
-        inner: LocalLocker::new(),
-        behaviour,
-    })
+    Hooked::new(Arc::new(LocalLocker::new()))
+        .named("scripted")
+        .local(true)
+        .awaiting_first(move |call, _| {
+            matches!(call, Call::Lock | Call::RLock | Call::LockWait)
+                .then(|| Box::pin(behaviour()) as Script)
+        })
+        .shared()
 }
 
 const ACQUIRE: Duration = Duration::from_millis(500);
@@ -415,19 +379,14 @@ async fn nested_fan_outs_end_by_the_earlier_deadline() {
             took <= ACQUIRE,
             "inner {inner_ms} ms, how {how}: the outer try-lock took {took:?} (bound {bound:?})"
         );
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            inner.finish_releases(Duration::from_secs(30)),
-        )
-        .await
-        .expect("inner stragglers never ended")
-        .unwrap();
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            outer.finish_releases(Duration::from_secs(30)),
-        )
-        .await
-        .expect("outer stragglers never ended")
-        .unwrap();
+        for (which, dsync) in [("inner", &inner), ("outer", &outer)] {
+            tokio::time::timeout(
+                Duration::from_secs(60),
+                dsync.finish_releases(Duration::from_secs(30)),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{which} stragglers never ended"))
+            .unwrap();
+        }
     }
 }
