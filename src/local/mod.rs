@@ -359,7 +359,7 @@ impl LocalLocker {
         if args.uid.is_empty() {
             return Err(Error::invalid("the lock uid must not be empty"));
         }
-        args.validate()?;
+        args.validate_once()?;
         let now = self.clock.now();
         self.maybe_sweep(now);
         self.shards

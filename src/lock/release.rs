@@ -313,7 +313,6 @@ fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
     let Some(now) = coord.lockers[target.index].immediate() else {
         return Started::Running(Box::pin(release_one(&state, target)));
     };
-    let began = coord.clock.now();
     let kind = unlock_kind(state.mode);
     let result = now.unlock_now(&state.args, state.mode);
     match answered_now(coord, target.index, kind, result) {
@@ -321,7 +320,13 @@ fn release_call(state: Arc<Acquisition>, target: Target) -> Started<bool> {
             unlock_landed(coord, target.index, &state.args.uid);
             Started::Answered(true)
         }
-        Err(err) => Started::Running(Box::pin(owed_release(state, target, began, Some(err)))),
+        Err(err) => {
+            // Read only now, off the path of a confirmed release: the
+            // call took no time to speak of, and the retries' give-up
+            // (a validity after this) only moves as much later.
+            let began = coord.clock.now();
+            Started::Running(Box::pin(owed_release(state, target, began, Some(err))))
+        }
     }
 }
 
