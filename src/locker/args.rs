@@ -182,16 +182,22 @@ impl LockArgs {
         thread_local! {
             static LAST_VALID: RefCell<Option<Remembered>> = const { RefCell::new(None) };
         }
-        let seen = LAST_VALID.with(|last| {
-            last.borrow()
-                .as_ref()
-                .is_some_and(|(uid, resources, owner, source)| {
-                    std::ptr::eq(uid.as_ptr(), Arc::as_ptr(&self.uid))
-                        && std::ptr::eq(resources.as_ptr(), Arc::as_ptr(&self.resources))
-                        && std::ptr::eq(owner.as_ptr(), Arc::as_ptr(&self.owner))
-                        && std::ptr::eq(source.as_ptr(), Arc::as_ptr(&self.source))
+        // `try_with` and `try_borrow`: a lock released by a guard that a
+        // thread-local held is released as the thread ends, perhaps after
+        // this one was destroyed; it is then checked in full.
+        let seen = LAST_VALID
+            .try_with(|last| {
+                last.try_borrow().is_ok_and(|last| {
+                    last.as_ref()
+                        .is_some_and(|(uid, resources, owner, source)| {
+                            std::ptr::eq(uid.as_ptr(), Arc::as_ptr(&self.uid))
+                                && std::ptr::eq(resources.as_ptr(), Arc::as_ptr(&self.resources))
+                                && std::ptr::eq(owner.as_ptr(), Arc::as_ptr(&self.owner))
+                                && std::ptr::eq(source.as_ptr(), Arc::as_ptr(&self.source))
+                        })
                 })
-        });
+            })
+            .unwrap_or(false);
         if seen {
             return Ok(());
         }
@@ -204,7 +210,11 @@ impl LockArgs {
         );
         // Replaced outside the borrow: dropping the old weak references
         // may free their allocations, which runs no code of ours.
-        let old = LAST_VALID.with(|last| last.borrow_mut().replace(passed));
+        let old = LAST_VALID.try_with(|last| {
+            last.try_borrow_mut()
+                .ok()
+                .and_then(|mut last| last.replace(passed))
+        });
         drop(old);
         Ok(())
     }
@@ -543,6 +553,61 @@ mod tests {
                 assert!(forged.iter().all(|bad| bad.validate_once().is_err()));
             });
         });
+    }
+
+    /// A guard kept in a thread-local is dropped, and its lock released,
+    /// as the thread ends, perhaps after the thread's record of valid
+    /// arguments is gone (a panic there aborted the process).
+    #[test]
+    fn arguments_checked_as_the_thread_ends_are_checked_in_full() {
+        use std::cell::RefCell;
+        use std::sync::Mutex;
+        type Seen = Arc<Mutex<Vec<Result<(), String>>>>;
+        struct CheckOnDrop(Vec<LockArgs>, Seen);
+        impl Drop for CheckOnDrop {
+            fn drop(&mut self) {
+                for args in &self.0 {
+                    let checked = args.validate_once().map_err(|e| e.to_string());
+                    self.1
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(checked);
+                }
+            }
+        }
+        thread_local! {
+            static HELD: RefCell<Option<CheckOnDrop>> = const { RefCell::new(None) };
+        }
+        let valid = LockArgs {
+            uid: "uid-1".into(),
+            resources: Arc::from(vec!["a".to_string()]),
+            owner: "node-a".into(),
+            source: "src/main.rs:1:1".into(),
+            quorum: 3,
+        };
+        let bad = LockArgs {
+            owner: "node-a\nforged".into(),
+            ..valid.clone()
+        };
+        let seen: Seen = Arc::default();
+        let (v, b, out) = (valid.clone(), bad.clone(), seen.clone());
+        std::thread::spawn(move || {
+            // Registered first, so destroyed last: after the record.
+            HELD.with(|held| held.borrow_mut().take());
+            assert!(v.validate_once().is_ok());
+            HELD.with(|held| *held.borrow_mut() = Some(CheckOnDrop(vec![v, b], out)));
+        })
+        .join()
+        .expect("the thread ends without a panic");
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].is_ok(), "{seen:?}");
+        assert!(
+            seen[1]
+                .as_ref()
+                .is_err_and(|e| e.contains("control character")),
+            "{seen:?}"
+        );
     }
 
     #[test]
