@@ -217,6 +217,12 @@ pub trait Measured: 'static {
     }
 }
 
+/// The row measured with `key` that `is` picks, in the order measured:
+/// what a ratio or a target is taken against.
+pub fn pick<R: Measured>(rows: &[R], key: BaselineKey, is: impl Fn(&R) -> bool) -> Option<&R> {
+    rows.iter().find(|r| r.key() == key && is(r))
+}
+
 /// [`Measured`] for a row whose `key` and `summary` fields are its load
 /// and its figures.
 macro_rules! measured_fields {

@@ -10,7 +10,7 @@ use crate::out::{
 };
 use crate::redis_base::BaselineKey;
 use crate::redis_nodes::Commands;
-use crate::scenario::{Hold, Names, Wait};
+use crate::scenario::{Names, Wait};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 
 /// What a row measured.
@@ -142,16 +142,6 @@ min/cl, max/cl: fewest and most locks of one client. jain: Jain's fairness
 index over clients. x rslock: our locks/s over rslock's on the same nodes,
 clients and names.";
 
-fn find(rows: &[Row], system: System, nodes: usize, clients: usize, names: Names) -> Option<&Row> {
-    rows.iter().find(|r| {
-        r.system == system
-            && r.nodes == nodes
-            && r.key.clients == clients
-            && r.key.names == names
-            && r.key.hold == Hold::None
-    })
-}
-
 /// The targets at 3 nodes and 64 clients, with no hold:
 /// reported, not asserted.
 pub fn targets(rows: &[Row]) -> String {
@@ -160,7 +150,10 @@ pub fn targets(rows: &[Row]) -> String {
     let mut out = format!(
         "targets ({NODES} Redis nodes, {CLIENTS} clients, no hold; reported, not asserted):\n"
     );
-    let get = |system, names| find(rows, system, NODES, CLIENTS, names);
+    let get = |system, names| {
+        let key = BaselineKey::unheld(CLIENTS, names);
+        out::pick(rows, key, |r: &Row| r.system == system && r.nodes == NODES)
+    };
     let push = System::Ours(Wait::Push);
     let poll = System::Ours(Wait::Poll);
     let missing = "not measured in this run";

@@ -12,8 +12,8 @@ use crate::out::{
     self, key_cols, left, notes, per, right, stat, stats, string, times, verdict, Col, Doc,
     Machine, Measured, Obj,
 };
-use crate::scenario::{Hold, Names, Wait};
-use crate::sql_bench::{Row, System};
+use crate::scenario::{Names, Wait};
+use crate::sql_bench::{Key, Row, System};
 use crate::sql_recipes::Recipe;
 use crate::sql_server::Database;
 use crate::stats::{fmt_duration, fmt_rate};
@@ -125,12 +125,7 @@ ours's locks/s over insert's and over {}'s with the same clients, names and hold
 }
 
 pub(crate) fn find(rows: &[Row], system: System, clients: usize, names: Names) -> Option<&Row> {
-    rows.iter().find(|r| {
-        r.system == system
-            && r.key.clients == clients
-            && r.key.names == names
-            && r.key.hold == Hold::None
-    })
+    out::pick(rows, Key::unheld(clients, names), |r| r.system == system)
 }
 
 /// The targets of the SQL issue, with no hold: reported, not asserted.
