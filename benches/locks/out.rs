@@ -394,11 +394,21 @@ impl Obj {
     }
 
     /// A value already in JSON (a number, `true`, an object).
-    pub fn raw(mut self, key: &str, value: impl Display) -> Obj {
+    pub fn raw(self, key: &str, value: impl Display) -> Obj {
+        self.push(format_args!("\"{key}\""), value)
+    }
+
+    /// A field whose key is data (a command's name, a statement's text),
+    /// escaped.
+    pub fn entry(self, key: &str, value: impl Display) -> Obj {
+        self.push(string(key), value)
+    }
+
+    fn push(mut self, key: impl Display, value: impl Display) -> Obj {
         if !self.0.is_empty() {
             self.0.push_str(", ");
         }
-        let _ = write!(self.0, "\"{key}\": {value}");
+        let _ = write!(self.0, "{key}: {value}");
         self
     }
 
@@ -410,8 +420,16 @@ impl Obj {
         self.raw(key, number(value))
     }
 
+    /// `value` as it is, or `null` without one.
+    pub fn maybe(self, key: &str, value: Option<impl Display>) -> Obj {
+        match value {
+            Some(value) => self.raw(key, value),
+            None => self.raw(key, "null"),
+        }
+    }
+
     pub fn opt(self, key: &str, value: Option<f64>) -> Obj {
-        self.raw(key, value.map_or("null".into(), number))
+        self.maybe(key, value.map(number))
     }
 
     pub fn ns(self, key: &str, value: Duration) -> Obj {
@@ -419,10 +437,7 @@ impl Obj {
     }
 
     pub fn opt_ns(self, key: &str, value: Option<Duration>) -> Obj {
-        self.raw(
-            key,
-            value.map_or("null".into(), |d| d.as_nanos().to_string()),
-        )
+        self.maybe(key, value.map(|d| d.as_nanos()))
     }
 
     /// The clients, names and hold of a row.

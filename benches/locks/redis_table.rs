@@ -9,7 +9,7 @@ use crate::out::{
     Machine, Measured, Obj,
 };
 use crate::redis_base::BaselineKey;
-use crate::redis_nodes::Commands;
+use crate::redis_nodes::{Commands, Stat};
 use crate::scenario::{Names, Wait};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 
@@ -244,19 +244,9 @@ pub fn json(opts: &Options, machine: &Machine, redis: &str, rows: &[Row]) -> Str
 fn result(row: &Row) -> String {
     let s = &row.summary;
     let c = &row.commands;
-    let by_name: Vec<String> = c
-        .by_name
-        .iter()
-        .map(|(name, stat)| {
-            let o = Obj::new().raw("calls", stat.calls).raw("usec", stat.usec);
-            format!("{}: {o}", string(name))
-        })
-        .collect();
-    let by_node: Vec<String> = c
-        .per_node
-        .iter()
-        .map(|n| Obj::new().raw("calls", n.calls).raw("usec", n.usec).done())
-        .collect();
+    let obj = |n: &Stat| Obj::new().raw("calls", n.calls).raw("usec", n.usec);
+    let by_name = (c.by_name.iter()).fold(Obj::new(), |o, (name, n)| o.entry(name, obj(n)));
+    let by_node: Vec<String> = c.per_node.iter().map(|n| obj(n).done()).collect();
     Obj::new()
         .str("system", row.system.label())
         .str("wait", row.system.wait())
@@ -273,7 +263,7 @@ fn result(row: &Row) -> String {
         .opt("network_per_lock", row.network_per_lock())
         .opt("scripts_per_lock", row.scripts_per_lock())
         .opt("executed_per_lock", row.executed_per_lock())
-        .raw("commands_by_name", format!("{{{}}}", by_name.join(", ")))
+        .raw("commands_by_name", by_name)
         .raw("commands_by_node", format!("[{}]", by_node.join(", ")))
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("rslock_lsps", row.rslock_lsps)

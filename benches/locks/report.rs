@@ -170,9 +170,6 @@ fn result(row: &Row) -> String {
         .opt("ratio_vs_serial", row.ratio(row.serial_lsps))
         .opt("ceiling_lsps", row.ceiling_lsps)
         .opt("ratio_vs_ceiling", row.ratio(row.ceiling_lsps))
-        .raw(
-            "counts",
-            s.counts.map_or("null".into(), |c| c.json(s.locks)),
-        )
+        .maybe("counts", s.counts.map(|c| c.json(s.locks)))
         .done()
 }
