@@ -489,12 +489,9 @@ impl Display for Obj {
     }
 }
 
-/// Calls by kind as a JSON object, or `null`.
-pub fn calls(c: Option<CallCounts>) -> String {
-    c.map_or("null".into(), |c| {
-        let kinds = c.kinds().into_iter();
-        kinds.fold(Obj::new(), |o, (kind, n)| o.raw(kind, n)).done()
-    })
+/// Calls by kind as a JSON object, for [`Obj::maybe`].
+pub fn calls(c: Option<CallCounts>) -> Option<Obj> {
+    c.map(|c| (c.kinds().into_iter()).fold(Obj::new(), |o, (kind, n)| o.raw(kind, n)))
 }
 
 /// A run's JSON file: the head every report shares (date, commit,

@@ -253,7 +253,7 @@ fn result(row: &Row) -> String {
         .raw("nodes", row.nodes)
         .key(row.key)
         .summary(s, false)
-        .raw("locker_calls", out::calls(s.calls))
+        .maybe("locker_calls", out::calls(s.calls))
         .opt("locker_calls_per_lock", s.calls_per_lock)
         .raw("redis_network_commands", c.network)
         .raw("redis_script_calls", c.scripts)

@@ -157,7 +157,7 @@ fn result(row: &Row) -> String {
         .str("mix", sc.mix.label())
         .str("hold", &sc.hold.label())
         .summary(s, true)
-        .raw("calls", out::calls(s.calls))
+        .maybe("calls", out::calls(s.calls))
         .opt("calls_per_lock", s.calls_per_lock)
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("redis_lsps", row.redis_lsps)
