@@ -82,11 +82,7 @@ pub async fn run(
             .await
             .context("trivial client")?,
     );
-    let probe = if counts {
-        Some(Probe::start(servers.pids())?)
-    } else {
-        None
-    };
+    let probe = counts.then(|| Probe::start(servers.pids())).transpose()?;
     let frames = cluster.frames.clone();
     let frame_counts = || {
         use std::sync::atomic::Ordering::Relaxed;
@@ -94,9 +90,7 @@ pub async fn run(
     };
     let marks = std::sync::Mutex::new(Vec::new());
     let snapshot = || {
-        if let Some(probe) = &probe {
-            probe.mark();
-        }
+        probe.iter().for_each(Probe::mark);
         if let Ok(mut marks) = marks.lock() {
             marks.push(frame_counts());
         }

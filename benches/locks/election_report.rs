@@ -60,15 +60,12 @@ pub fn figures(samples: &[Duration]) -> Option<Figures> {
 }
 
 impl Figures {
-    /// The figures as a JSON object, or `null` without samples.
-    pub fn json(f: Option<Figures>) -> String {
-        f.map_or("null".into(), |f| {
-            Obj::new()
-                .raw("samples", f.n)
-                .ns("p50_ns", f.p50)
-                .ns("p99_ns", f.p99)
-                .ns("max_ns", f.max)
-                .done()
+    /// The figures as a JSON object, for [`Obj::maybe`] (`null` without
+    /// samples).
+    pub fn json(f: Option<Figures>) -> Option<Obj> {
+        f.map(|f| {
+            let o = Obj::new().raw("samples", f.n).ns("p50_ns", f.p50);
+            o.ns("p99_ns", f.p99).ns("max_ns", f.max)
         })
     }
 }
@@ -265,20 +262,20 @@ pub(crate) fn json(
                 let past: Vec<String> = f.samples.iter().map(|s| number(s.past_lease)).collect();
                 Obj::new()
                     .raw("validity_ms", f.validity.as_millis())
-                    .raw("failover", fig(figures(&failover_samples(f))))
+                    .maybe("failover", fig(figures(&failover_samples(f))))
                     .raw("past_lease_s", format!("[{}]", past.join(", ")))
                     .done()
             })
             .collect();
         Obj::new()
             .str("system", r.label)
-            .raw("handoff", fig(h.and_then(|h| figures(&h.handoffs))))
-            .raw(
+            .maybe("handoff", fig(h.and_then(|h| figures(&h.handoffs))))
+            .maybe(
                 "handoff_after_resign",
                 fig(h.and_then(|h| figures(&h.after_resign))),
             )
             .opt_ns("cpu_per_change_ns", h.and_then(|h| h.cpu_per_change))
-            .raw("observer_lag", fig(h.and_then(|h| figures(&h.lags))))
+            .maybe("observer_lag", fig(h.and_then(|h| figures(&h.lags))))
             .raw("early", h.map_or(0, |h| h.early))
             .raw("missed", h.map_or(0, |h| h.missed))
             .raw("failover", format!("[{}]", failovers.join(", ")))

@@ -192,15 +192,9 @@ pub async fn run_on(
     counts: bool,
 ) -> Result<Summary, String> {
     let cluster = cluster(&scenario, bounds.count_rpcs, kind).await?;
-    let probe = match (&cluster.servers, counts) {
-        (Some(servers), true) => Some(Probe::start(servers.pids())?),
-        _ => None,
-    };
-    let mark = || {
-        if let Some(probe) = &probe {
-            probe.mark();
-        }
-    };
+    let counted = cluster.servers.as_ref().filter(|_| counts);
+    let probe = counted.map(|s| Probe::start(s.pids())).transpose()?;
+    let mark = || probe.iter().for_each(Probe::mark);
     let mut summary =
         (cluster.load(scenario, bounds, "bench/", mark, || cluster.server_cpu())).await?;
     if let Some(probe) = probe {

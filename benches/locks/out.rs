@@ -217,6 +217,12 @@ pub trait Measured: 'static {
     }
 }
 
+/// The row measured with `key` that `is` picks, in the order measured:
+/// what a ratio or a target is taken against.
+pub fn pick<R: Measured>(rows: &[R], key: BaselineKey, is: impl Fn(&R) -> bool) -> Option<&R> {
+    rows.iter().find(|r| r.key() == key && is(r))
+}
+
 /// [`Measured`] for a row whose `key` and `summary` fields are its load
 /// and its figures.
 macro_rules! measured_fields {
@@ -388,11 +394,21 @@ impl Obj {
     }
 
     /// A value already in JSON (a number, `true`, an object).
-    pub fn raw(mut self, key: &str, value: impl Display) -> Obj {
+    pub fn raw(self, key: &str, value: impl Display) -> Obj {
+        self.push(format_args!("\"{key}\""), value)
+    }
+
+    /// A field whose key is data (a command's name, a statement's text),
+    /// escaped.
+    pub fn entry(self, key: &str, value: impl Display) -> Obj {
+        self.push(string(key), value)
+    }
+
+    fn push(mut self, key: impl Display, value: impl Display) -> Obj {
         if !self.0.is_empty() {
             self.0.push_str(", ");
         }
-        let _ = write!(self.0, "\"{key}\": {value}");
+        let _ = write!(self.0, "{key}: {value}");
         self
     }
 
@@ -404,8 +420,16 @@ impl Obj {
         self.raw(key, number(value))
     }
 
+    /// `value` as it is, or `null` without one.
+    pub fn maybe(self, key: &str, value: Option<impl Display>) -> Obj {
+        match value {
+            Some(value) => self.raw(key, value),
+            None => self.raw(key, "null"),
+        }
+    }
+
     pub fn opt(self, key: &str, value: Option<f64>) -> Obj {
-        self.raw(key, value.map_or("null".into(), number))
+        self.maybe(key, value.map(number))
     }
 
     pub fn ns(self, key: &str, value: Duration) -> Obj {
@@ -413,10 +437,7 @@ impl Obj {
     }
 
     pub fn opt_ns(self, key: &str, value: Option<Duration>) -> Obj {
-        self.raw(
-            key,
-            value.map_or("null".into(), |d| d.as_nanos().to_string()),
-        )
+        self.maybe(key, value.map(|d| d.as_nanos()))
     }
 
     /// The clients, names and hold of a row.
@@ -468,12 +489,9 @@ impl Display for Obj {
     }
 }
 
-/// Calls by kind as a JSON object, or `null`.
-pub fn calls(c: Option<CallCounts>) -> String {
-    c.map_or("null".into(), |c| {
-        let kinds = c.kinds().into_iter();
-        kinds.fold(Obj::new(), |o, (kind, n)| o.raw(kind, n)).done()
-    })
+/// Calls by kind as a JSON object, for [`Obj::maybe`].
+pub fn calls(c: Option<CallCounts>) -> Option<Obj> {
+    c.map(|c| (c.kinds().into_iter()).fold(Obj::new(), |o, (kind, n)| o.raw(kind, n)))
 }
 
 /// A run's JSON file: the head every report shares (date, commit,

@@ -137,6 +137,18 @@ pub struct BaselineKey {
     pub hold: Hold,
 }
 
+impl BaselineKey {
+    /// `clients` clients on `names` with no hold: the load the targets
+    /// judge.
+    pub fn unheld(clients: usize, names: Names) -> BaselineKey {
+        BaselineKey {
+            clients,
+            names,
+            hold: Hold::None,
+        }
+    }
+}
+
 // Here, beside the key, rather than in cli.rs: a plan, not an option.
 impl crate::cli::Options {
     /// Every hold, naming and client count, in the order the comparing

@@ -416,10 +416,10 @@ pub fn run(opts: &Options) -> Result<(), String> {
         };
         let commands = probe.commands(inner, time_on_connect)?;
         let rslock_lsps = match p.system {
-            System::Ours(_) => rows
-                .iter()
-                .find(|r| r.system == System::Rslock && r.nodes == p.nodes && r.key == p.key)
-                .map(|r| r.summary.lsps),
+            System::Ours(_) => {
+                let rslock = |r: &Row| r.system == System::Rslock && r.nodes == p.nodes;
+                crate::out::pick(rows, p.key, rslock).map(|r| r.summary.lsps)
+            }
             _ => None,
         };
         Ok(Row {

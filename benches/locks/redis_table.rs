@@ -9,8 +9,8 @@ use crate::out::{
     Machine, Measured, Obj,
 };
 use crate::redis_base::BaselineKey;
-use crate::redis_nodes::Commands;
-use crate::scenario::{Hold, Names, Wait};
+use crate::redis_nodes::{Commands, Stat};
+use crate::scenario::{Names, Wait};
 use crate::stats::{fmt_duration, fmt_rate, Summary};
 
 /// What a row measured.
@@ -142,16 +142,6 @@ min/cl, max/cl: fewest and most locks of one client. jain: Jain's fairness
 index over clients. x rslock: our locks/s over rslock's on the same nodes,
 clients and names.";
 
-fn find(rows: &[Row], system: System, nodes: usize, clients: usize, names: Names) -> Option<&Row> {
-    rows.iter().find(|r| {
-        r.system == system
-            && r.nodes == nodes
-            && r.key.clients == clients
-            && r.key.names == names
-            && r.key.hold == Hold::None
-    })
-}
-
 /// The targets at 3 nodes and 64 clients, with no hold:
 /// reported, not asserted.
 pub fn targets(rows: &[Row]) -> String {
@@ -160,7 +150,10 @@ pub fn targets(rows: &[Row]) -> String {
     let mut out = format!(
         "targets ({NODES} Redis nodes, {CLIENTS} clients, no hold; reported, not asserted):\n"
     );
-    let get = |system, names| find(rows, system, NODES, CLIENTS, names);
+    let get = |system, names| {
+        let key = BaselineKey::unheld(CLIENTS, names);
+        out::pick(rows, key, |r: &Row| r.system == system && r.nodes == NODES)
+    };
     let push = System::Ours(Wait::Push);
     let poll = System::Ours(Wait::Poll);
     let missing = "not measured in this run";
@@ -251,26 +244,16 @@ pub fn json(opts: &Options, machine: &Machine, redis: &str, rows: &[Row]) -> Str
 fn result(row: &Row) -> String {
     let s = &row.summary;
     let c = &row.commands;
-    let by_name: Vec<String> = c
-        .by_name
-        .iter()
-        .map(|(name, stat)| {
-            let o = Obj::new().raw("calls", stat.calls).raw("usec", stat.usec);
-            format!("{}: {o}", string(name))
-        })
-        .collect();
-    let by_node: Vec<String> = c
-        .per_node
-        .iter()
-        .map(|n| Obj::new().raw("calls", n.calls).raw("usec", n.usec).done())
-        .collect();
+    let obj = |n: &Stat| Obj::new().raw("calls", n.calls).raw("usec", n.usec);
+    let by_name = (c.by_name.iter()).fold(Obj::new(), |o, (name, n)| o.entry(name, obj(n)));
+    let by_node: Vec<String> = c.per_node.iter().map(|n| obj(n).done()).collect();
     Obj::new()
         .str("system", row.system.label())
         .str("wait", row.system.wait())
         .raw("nodes", row.nodes)
         .key(row.key)
         .summary(s, false)
-        .raw("locker_calls", out::calls(s.calls))
+        .maybe("locker_calls", out::calls(s.calls))
         .opt("locker_calls_per_lock", s.calls_per_lock)
         .raw("redis_network_commands", c.network)
         .raw("redis_script_calls", c.scripts)
@@ -280,7 +263,7 @@ fn result(row: &Row) -> String {
         .opt("network_per_lock", row.network_per_lock())
         .opt("scripts_per_lock", row.scripts_per_lock())
         .opt("executed_per_lock", row.executed_per_lock())
-        .raw("commands_by_name", format!("{{{}}}", by_name.join(", ")))
+        .raw("commands_by_name", by_name)
         .raw("commands_by_node", format!("[{}]", by_node.join(", ")))
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("rslock_lsps", row.rslock_lsps)

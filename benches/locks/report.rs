@@ -157,7 +157,7 @@ fn result(row: &Row) -> String {
         .str("mix", sc.mix.label())
         .str("hold", &sc.hold.label())
         .summary(s, true)
-        .raw("calls", out::calls(s.calls))
+        .maybe("calls", out::calls(s.calls))
         .opt("calls_per_lock", s.calls_per_lock)
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("redis_lsps", row.redis_lsps)
@@ -170,9 +170,6 @@ fn result(row: &Row) -> String {
         .opt("ratio_vs_serial", row.ratio(row.serial_lsps))
         .opt("ceiling_lsps", row.ceiling_lsps)
         .opt("ratio_vs_ceiling", row.ratio(row.ceiling_lsps))
-        .raw(
-            "counts",
-            s.counts.map_or("null".into(), |c| c.json(s.locks)),
-        )
+        .maybe("counts", s.counts.map(|c| c.json(s.locks)))
         .done()
 }

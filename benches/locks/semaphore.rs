@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::cli::{Options, SemaphoreSettings};
 use crate::context::Context;
 use crate::counting::{self, CallCounts};
-use crate::election_report::{figures, Figures};
+use crate::election_report::{figures, yes_no, Figures};
 use crate::out::{self, human, loadavg, say, Doc, Machine, Obj};
 use crate::scenario::{Hold, Mix, Names, Scenario, Transport};
 use crate::servers::Kind;
@@ -548,12 +548,9 @@ fn lines(o: &Outcome) -> String {
     out
 }
 
-fn yes_no(share: Option<f64>) -> &'static str {
-    match share {
-        Some(s) if s >= TARGET => "met",
-        Some(_) => "**not met**",
-        None => "no ideal (hold 0)",
-    }
+/// Whether a share reaches the target, as the table says it.
+fn met(share: f64) -> &'static str {
+    yes_no(Some(share >= TARGET))
 }
 
 /// The table for BENCHMARKS.md: one row per figure.
@@ -579,13 +576,13 @@ fn markdown(o: &Outcome) -> String {
                 "{} of {}/s ({} target ≥ 90%)",
                 percent(share),
                 fmt_rate(ideal),
-                yes_no(Some(share))
+                met(share)
             ),
         );
     }
     row(
         "occupancy (mean permits held / k)",
-        format!("{} ({})", percent(o.occupancy), yes_no(Some(o.occupancy))),
+        format!("{} ({})", percent(o.occupancy), met(o.occupancy)),
     );
     row("share of time all k held", percent(o.all_held));
     row("hold measured (mean)", human(o.mean_hold));
@@ -635,9 +632,9 @@ fn json(opts: &Options, machine: &Machine, load_end: &str, o: &Outcome) -> Strin
         .num("occupancy", o.occupancy)
         .num("all_held_share", o.all_held)
         .raw("max_holders", o.max_holders)
-        .raw("slot_idle", Figures::json(o.idle))
+        .maybe("slot_idle", Figures::json(o.idle))
         .ns("mean_slot_idle_ns", o.mean_idle)
-        .raw("wait", Figures::json(o.waits))
+        .maybe("wait", Figures::json(o.waits))
         .ns("longest_wait_ns", o.longest_wait)
         .raw("unfinished_waits", o.unfinished)
         .num("jain", o.jain)
@@ -648,7 +645,7 @@ fn json(opts: &Options, machine: &Machine, load_end: &str, o: &Outcome) -> Strin
         .num("cpu_cores", o.cpu)
         .opt("server_cpu_cores", o.server_cpu)
         .opt_ns("cpu_per_permit_ns", o.cpu_per_permit())
-        .raw("calls", out::calls(o.calls))
+        .maybe("calls", out::calls(o.calls))
         .opt("calls_per_permit", o.calls_per_permit());
     Doc::new(opts, machine, load_end, Obj::new())
         .field("settings", settings)

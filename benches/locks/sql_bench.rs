@@ -378,9 +378,8 @@ pub fn run(opts: &Options, backend: Backend) -> Result<(), String> {
         )?;
         if let System::Ours(_) = row.system {
             let lsps = |recipe| {
-                rows.iter()
-                    .find(|r| r.system == System::Recipe(recipe) && r.key == row.key)
-                    .map(|r| r.summary.lsps)
+                let recipe_row = out::pick(rows, row.key, |r| r.system == System::Recipe(recipe));
+                recipe_row.map(|r| r.summary.lsps)
             };
             row.insert_lsps = lsps(Recipe::Insert);
             row.advisory_lsps = lsps(Recipe::Advisory);

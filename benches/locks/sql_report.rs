@@ -9,11 +9,11 @@ use quorum_lock::sql::Backend;
 
 use crate::cli::Options;
 use crate::out::{
-    self, key_cols, left, notes, per, right, stat, stats, string, times, verdict, Col, Doc,
-    Machine, Measured, Obj,
+    self, key_cols, left, notes, per, right, stat, stats, times, verdict, Col, Doc, Machine,
+    Measured, Obj,
 };
-use crate::scenario::{Hold, Names, Wait};
-use crate::sql_bench::{Row, System};
+use crate::scenario::{Names, Wait};
+use crate::sql_bench::{Key, Row, System};
 use crate::sql_recipes::Recipe;
 use crate::sql_server::Database;
 use crate::stats::{fmt_duration, fmt_rate};
@@ -125,12 +125,7 @@ ours's locks/s over insert's and over {}'s with the same clients, names and hold
 }
 
 pub(crate) fn find(rows: &[Row], system: System, clients: usize, names: Names) -> Option<&Row> {
-    rows.iter().find(|r| {
-        r.system == system
-            && r.key.clients == clients
-            && r.key.names == names
-            && r.key.hold == Hold::None
-    })
+    out::pick(rows, Key::unheld(clients, names), |r| r.system == system)
 }
 
 /// The targets of the SQL issue, with no hold: reported, not asserted.
@@ -288,39 +283,23 @@ pub(crate) fn json(opts: &Options, machine: &Machine, backend: Backend, rows: &[
 pub(crate) fn result(row: &Row, backend: Backend) -> String {
     let s = &row.summary;
     let counted = row.counted.as_ref();
-    let count = |n: Option<u64>| n.map_or("null".into(), |n| n.to_string());
-    let by_statement: Vec<String> = counted
-        .map(|c| {
-            c.by_statement
-                .iter()
-                .map(|(text, n)| format!("{}: {n}", string(text)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let statements = counted.map_or(&[][..], |c| &c.by_statement);
+    let by_statement = (statements.iter()).fold(Obj::new(), |o, (text, n)| o.entry(text, n));
     Obj::new()
         .str("system", row.system.label(backend))
         .str("wait", row.system.wait())
         .key(row.key)
         .summary(s, false)
         .raw("cycles_counted_by_server", row.cycles)
-        .raw("server_statements", count(counted.map(|c| c.statements)))
-        .raw(
-            "server_transactions",
-            count(counted.and_then(|c| c.transactions)),
-        )
+        .maybe("server_statements", counted.map(|c| c.statements))
+        .maybe("server_transactions", counted.and_then(|c| c.transactions))
         .opt("statements_per_lock", row.statements_per_lock())
         .opt("transactions_per_lock", row.transactions_per_lock())
         .opt("sent_per_lock", row.sent_per_lock())
         .opt("locker_calls_per_lock", row.calls_per_lock())
-        .raw(
-            "statements_by_text",
-            format!("{{{}}}", by_statement.join(", ")),
-        )
-        .raw("server_deadlocks", count(counted.and_then(|c| c.deadlocks)))
-        .raw(
-            "server_row_lock_waits",
-            count(counted.and_then(|c| c.lock_waits)),
-        )
+        .raw("statements_by_text", by_statement)
+        .maybe("server_deadlocks", counted.and_then(|c| c.deadlocks))
+        .maybe("server_row_lock_waits", counted.and_then(|c| c.lock_waits))
         .raw("leftover_connections_ended", row.leftovers)
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("ratio_vs_insert", row.ratio(row.insert_lsps))
