@@ -121,8 +121,15 @@ impl Shards {
         validity: Duration,
         freed: &mut Vec<Name>,
     ) {
-        let first = resources.first().map_or(0, |r| shard_of(r));
-        if resources.iter().skip(1).all(|r| shard_of(r) == first) {
+        // One name (most locks): one shard, and no hash of it here.
+        let [first, rest @ ..] = resources else {
+            return;
+        };
+        if rest.is_empty() {
+            return;
+        }
+        let first = shard_of(first);
+        if rest.iter().all(|r| shard_of(r) == first) {
             return;
         }
         let mut order: Vec<usize> = resources.iter().map(|r| shard_of(r)).collect();
