@@ -111,7 +111,7 @@ pub(super) const MYSQL_FENCE_COLUMNS: [MySqlColumn; 2] = [
 /// that needs other rules calls routines of another name, made beside
 /// the old ones, so lockers of two versions can share the tables while
 /// an upgrade rolls out.
-pub(super) const ROUTINES_VERSION: u32 = 1;
+pub(super) const ROUTINES_VERSION: u32 = 2;
 
 /// Longest table prefix: identifiers are at most 63 bytes on PostgreSQL
 /// (64 on MySQL), and index names add up to 20.
@@ -638,9 +638,15 @@ impl Dialect {
         // PostgreSQL takes at most i32::MAX ms (24.8 days) for these.
         let ms = call_timeout_ms.clamp(1, i32::MAX as u64 / 2);
         match self.backend {
+            // No sequential scans: every statement of ours reaches rows by
+            // a key. A lock table is often nearly empty when autovacuum
+            // measures it, and a plan made then (a scan of the whole
+            // table, cheapest on one page) stays cached in the session as
+            // the table grows, until the next analyze.
             Backend::Postgres => vec![format!(
                 "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED; \
                  SET statement_timeout = {ms}; SET lock_timeout = {ms}; \
+                 SET enable_seqscan = off; \
                  SET idle_in_transaction_session_timeout = {}",
                 ms.saturating_mul(2)
             )],

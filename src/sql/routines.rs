@@ -170,14 +170,15 @@ impl Dialect {
                  RETURN 0;\n  \
                END IF;\n  \
                now_ms := {now};\n  \
-               IF NOT EXISTS (SELECT 1 FROM {entries} m WHERE m.name = '' AND m.uid = '' AND m.kind = 'e'\n      \
+               INSERT INTO {entries} (name, uid, kind, mode, deadline, granted, ticket, channel, owner, source)\n    \
+                 SELECT p_name, p_uid, 'h', p_mode, now_ms + p_validity, now_ms, p_ticket, p_channel, p_owner, p_source\n    \
+                 FROM {entries} m WHERE m.name = '' AND m.uid = '' AND m.kind = 'e'\n      \
                    AND m.ticket = CAST(CAST(m.tableoid AS oid) AS text) || '/' || {started}\n      \
-                   AND m.deadline <= now_ms - p_quarantine) THEN\n    \
+                   AND m.deadline <= now_ms - p_quarantine;\n  \
+               IF NOT FOUND THEN\n    \
                  DELETE FROM {entries} WHERE name = p_name AND uid = '' AND kind = 'r';\n    \
                  RETURN -1;\n  \
                END IF;\n  \
-               INSERT INTO {entries} (name, uid, kind, mode, deadline, granted, ticket, channel, owner, source)\n    \
-                 VALUES (p_name, p_uid, 'h', p_mode, now_ms + p_validity, now_ms, p_ticket, p_channel, p_owner, p_source);\n  \
                RETURN 1;\n\
              END\n\
              "
@@ -222,20 +223,18 @@ impl Dialect {
                INSERT INTO {entries} (name, uid, kind) VALUES (p_name, '', 'r')\n    \
                  ON CONFLICT (name, uid, kind) DO UPDATE SET kind = 'r';\n  \
                now_ms := {now};\n  \
-               SELECT coalesce(bool_or(uid = p_uid AND kind = 'h' AND mode = p_mode), false),\n         \
-                      count(*) FILTER (WHERE uid <> p_uid AND kind = 'h'),\n         \
-                      count(*) FILTER (WHERE kind = 'q' OR deadline <= now_ms\n           \
-                        OR (uid = p_uid AND kind = 'h' AND mode <> p_mode))\n    \
+               SELECT coalesce(bool_or(kind = 'h' AND uid = p_uid AND mode = p_mode), false),\n         \
+                      count(*) FILTER (WHERE kind = 'h' AND uid <> p_uid),\n         \
+                      count(*) FILTER (WHERE kind = 'q' OR (kind = 'h'\n           \
+                        AND (deadline <= now_ms OR (uid = p_uid AND mode <> p_mode))))\n    \
                  INTO held, others, unusual\n    \
-                 FROM {entries} WHERE name = p_name AND kind IN ('h', 'q');\n  \
+                 FROM {entries} WHERE name = p_name;\n  \
                IF unusual > 0 THEN\n    \
                  RETURN -1;\n  \
                END IF;\n  \
-               IF held THEN\n    \
-                 DELETE FROM {entries} WHERE name = p_name AND uid = p_uid AND kind = 'h';\n  \
-               END IF;\n  \
-               IF others = 0 THEN\n    \
-                 DELETE FROM {entries} WHERE name = p_name AND uid = '' AND kind = 'r';\n  \
+               IF held OR others = 0 THEN\n    \
+                 DELETE FROM {entries} WHERE name = p_name\n      \
+                   AND ((held AND uid = p_uid AND kind = 'h') OR (others = 0 AND uid = '' AND kind = 'r'));\n  \
                END IF;\n  \
                RETURN CASE WHEN held THEN 1 ELSE 0 END;\n\
              END\n\

@@ -30,7 +30,7 @@ use sqlx::Connection;
 use crate::both::config;
 use crate::sql_support::MariaServer;
 
-const PLANTED: &str = "CREATE PROCEDURE `pl_ring_v1_0`(IN p_text VARBINARY(512))\n\
+const PLANTED: &str = "CREATE PROCEDURE `pl_ring_v2_0`(IN p_text VARBINARY(512))\n\
      SQL SECURITY INVOKER\n\
      BEGIN\n  \
        DELETE FROM pl_entries WHERE name = 'other';\n  \
@@ -69,7 +69,7 @@ async fn a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_righ
         .expect("other held by the keeper");
     let found = server.sql(
         "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'quorum' \
-         AND ROUTINE_NAME = 'pl_ring_v1_0';",
+         AND ROUTINE_NAME = 'pl_ring_v2_0';",
     );
     assert_eq!(
         found.trim(),
@@ -94,7 +94,7 @@ async fn a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_righ
         direct.is_err(),
         "control: mallory may not write the lock table herself"
     );
-    sqlx::raw_sql("DROP PROCEDURE `pl_ring_v1_0`")
+    sqlx::raw_sql("DROP PROCEDURE `pl_ring_v2_0`")
         .execute(&mut mallory)
         .await
         .expect("mallory drops the doorbell procedure (ALTER ROUTINE)");

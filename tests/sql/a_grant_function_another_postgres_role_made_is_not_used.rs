@@ -59,7 +59,7 @@ async fn scene(planted_as: Planted) {
     let ours = quorum_lock::sql::schema(Backend::Postgres, &settings())
         .expect("the statements")
         .into_iter()
-        .find(|s| s.contains("\"public\".\"pn_grant_v1\"("))
+        .find(|s| s.contains("\"public\".\"pn_grant_v2\"("))
         .expect("the grant function's statement");
     let (first, ninth) = ("(p_name text,", "p_source text) RETURNS");
     assert!(
@@ -108,7 +108,7 @@ async fn scene(planted_as: Planted) {
         // PostgreSQL renames no parameter in place).
         server.psql(&format!(
             "SET ROLE mallory;\n\
-             DROP FUNCTION public.pn_grant_v1(text, bigint, text, text, bigint, text, text, text, text);\n\
+             DROP FUNCTION public.pn_grant_v2(text, bigint, text, text, bigint, text, text, text, text);\n\
              {swapped};"
         ));
     }
@@ -124,7 +124,7 @@ async fn scene(planted_as: Planted) {
         .lock_timeout(Duration::from_millis(800))
         .await;
     let owner =
-        server.psql("SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = 'pn_grant_v1';");
+        server.psql("SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE proname = 'pn_grant_v2';");
     let rows = server.psql(
         "SELECT string_agg(name || '/' || kind, ',' ORDER BY name, kind) FROM public.pn_entries \
          WHERE kind <> 'e' AND name <> 'setup';",

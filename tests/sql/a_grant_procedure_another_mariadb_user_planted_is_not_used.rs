@@ -106,7 +106,7 @@ async fn scene(prefix: &str, account: &str, plant: Plant) {
             .expect("a procedure's statement")
             .clone()
     };
-    let (ours, release) = (made("grant_v1_0"), made("release_v1_0"));
+    let (ours, release) = (made("grant_v2_0"), made("release_v2_0"));
     let planted = plant.apply(&ours);
 
     server.sql(&format!(
@@ -147,7 +147,7 @@ async fn scene(prefix: &str, account: &str, plant: Plant) {
         .await;
     let definer = server.sql(&format!(
         "SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'quorum' \
-         AND ROUTINE_NAME = '{prefix}grant_v1_0';"
+         AND ROUTINE_NAME = '{prefix}grant_v2_0';"
     ));
     let rows = server.sql(&format!(
         "SELECT GROUP_CONCAT(CONCAT(name, '/', kind) ORDER BY name, kind SEPARATOR ',') \

@@ -56,7 +56,7 @@ async fn a_hand_made_release_function_acts_on_its_own_schemas_table() {
     assert_eq!(
         servers
             .pg_server()
-            .psql("SELECT to_regprocedure('locks.hm_release_v1(text, text, text)') IS NOT NULL")
+            .psql("SELECT to_regprocedure('locks.hm_release_v2(text, text, text)') IS NOT NULL")
             .trim(),
         "t"
     );

@@ -56,7 +56,7 @@ async fn a_release_runs_on_the_tables_of_its_own_locker() {
     drop(older);
     servers
         .pg_server()
-        .psql("DROP FUNCTION IF EXISTS app.mx_release_v1(text, text, text)");
+        .psql("DROP FUNCTION IF EXISTS app.mx_release_v2(text, text, text)");
     assert_eq!(
         servers
             .pg_server()

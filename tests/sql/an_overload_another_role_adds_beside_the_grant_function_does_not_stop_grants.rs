@@ -55,7 +55,7 @@ async fn an_overload_another_role_adds_beside_the_grant_function_does_not_stop_g
         .expect("setup released");
     server.psql(
         "SET ROLE mallory;\n\
-         CREATE FUNCTION public.pv_grant_v1(text, bigint, text, text, bigint, text, text, \
+         CREATE FUNCTION public.pv_grant_v2(text, bigint, text, text, bigint, text, text, \
            text, text, text DEFAULT '') RETURNS integer LANGUAGE sql AS 'SELECT 0';",
     );
     // A process of the application started after (its connections new:

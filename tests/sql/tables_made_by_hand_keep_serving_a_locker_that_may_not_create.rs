@@ -42,7 +42,7 @@ async fn tables_made_by_hand_keep_serving_a_locker_that_may_not_create() {
         .expect("unlock"));
     drop(maker);
     servers.pg_server().psql(
-        "DROP FUNCTION IF EXISTS hd_release_v1(text, text, text); \
+        "DROP FUNCTION IF EXISTS hd_release_v2(text, text, text); \
          REVOKE CREATE ON SCHEMA public FROM PUBLIC; \
          CREATE ROLE limited LOGIN; \
          GRANT SELECT, INSERT, UPDATE, DELETE ON hd_entries, hd_fence TO limited",
