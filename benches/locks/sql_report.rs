@@ -117,7 +117,9 @@ stmt/lk, xact/lk: what the server counted from before the clients started to aft
 stopped (warm-up and cut-off waits included), per lock taken in that time; {counts}. sent/lk: \
 statements a recipe sent per lock and unlock in the window, counted by the client. Round \
 trips that are not statements count nowhere: sqlx 0.8 pings every connection given back to \
-its pool, one more round trip after each call of ours. calls/lk: ours's calls to its SqlLocker \
+its pool; ours keeps a connection for its next call instead, and gives it back (pinged) only \
+while another call waits for the pool, once in 256 calls, and after 10 s unused. calls/lk: \
+ours's calls to its SqlLocker \
 per lock and unlock (each call one transaction). x ins, x adv: \
 ours's locks/s over insert's and over {}'s with the same clients, names and hold.",
         Recipe::Advisory.label(backend)

@@ -38,6 +38,7 @@ pub(super) async fn poll(shared: Weak<Shared>, rung: Arc<tokio::sync::Notify>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
+        shared.store.prune_kept();
         let poll_waiters = shared.store.dialect.backend == Backend::MySql;
         let names = shared.waits.watched_names(poll_waiters);
         if !names.is_empty()
@@ -80,7 +81,10 @@ pub(super) async fn look(
                 for name in batch {
                     q = q.bind(name.as_str());
                 }
-                q.fetch_all(store.pool()).await.map_err(|e| store.error(e))
+                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
+                let rows = q.fetch_all(&mut *conn).await;
+                store.done(conn, &rows);
+                rows.map_err(|e| store.error(e))
             })
             .await?;
         let Some(first) = rows.first() else { continue };
@@ -155,10 +159,12 @@ pub(super) async fn sweep(shared: &Arc<Shared>) -> Result<(), Error> {
     for _ in 0..10 {
         let names = store
             .bounded(async {
+                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
                 let rows = sqlx::query(&store.dialect.expired_names())
-                    .fetch_all(store.pool())
-                    .await
-                    .map_err(|e| store.error(e))?;
+                    .fetch_all(&mut *conn)
+                    .await;
+                store.done(conn, &rows);
+                let rows = rows.map_err(|e| store.error(e))?;
                 rows.iter()
                     .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
                     .collect::<Result<Vec<String>, Error>>()

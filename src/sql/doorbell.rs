@@ -31,6 +31,7 @@ use sqlx::{AnyPool, ConnectOptions as _, Connection as _};
 use tokio::sync::Notify;
 
 use super::routines::{answer_of, DOORBELL_SLEEP};
+use super::store::warm::Warm;
 use super::Shared;
 
 /// How often a ring looks again for a sleeper it did not find (between two
@@ -55,6 +56,7 @@ fn sleep_text(channel: &str) -> String {
 /// session statement with the server's words.
 pub(super) fn ring(
     pool: &AnyPool,
+    warm: &Arc<Warm>,
     endpoint: &str,
     masking: &super::server_notices::Masking,
     call: Option<Arc<str>>,
@@ -64,10 +66,10 @@ pub(super) fn ring(
     if channels.is_empty() {
         return;
     }
-    let (pool, endpoint) = (pool.clone(), endpoint.to_owned());
+    let (pool, warm, endpoint) = (pool.clone(), warm.clone(), endpoint.to_owned());
     tokio::spawn(masking.scope(async move {
         for channel in channels {
-            if let Err(err) = ring_one(&pool, &call, &channel).await {
+            if let Err(err) = ring_one(&pool, &warm, &call, &channel).await {
                 // The driver's text may quote the statement; its kind is
                 // enough to say why a ring was lost.
                 tracing::debug!(locker = %endpoint, "a doorbell ring failed ({})", kind(&err));
@@ -79,13 +81,34 @@ pub(super) fn ring(
 /// Rings one doorbell: the procedure looks the sleep up and ends it on the
 /// server that runs the call. Not found (between two sleeps, or still
 /// connecting), it is looked for again a few times.
-async fn ring_one(pool: &AnyPool, call: &str, channel: &str) -> Result<(), sqlx::Error> {
+async fn ring_one(
+    pool: &AnyPool,
+    warm: &Warm,
+    call: &str,
+    channel: &str,
+) -> Result<(), sqlx::Error> {
     let text = sleep_text(channel);
     for _ in 0..RING_TRIES {
+        let mut conn = warm.take(pool).await?;
         let row = sqlx::query(call)
             .bind(text.as_str())
-            .fetch_one(pool)
-            .await?;
+            .fetch_one(&mut *conn)
+            .await;
+        let row = match row {
+            Ok(row) => {
+                warm.keep(conn);
+                row
+            }
+            // A connection kept from an earlier call that the server has
+            // closed since (or the network lost): dropped, and the next
+            // try takes another, opened anew if none is kept.
+            Err(sqlx::Error::Io(_) | sqlx::Error::Protocol(_)) => {
+                drop(conn);
+                tokio::time::sleep(RING_PAUSE).await;
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
         if answer_of(&row)? == 1 {
             return Ok(());
         }

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
-use sqlx::{Any, AnyPool, Executor, Row as _, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyPool, Connection as _, Executor, Row as _, Transaction};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::dialect::{Backend, Dialect};
@@ -40,6 +41,7 @@ mod fast;
 mod search_path;
 mod setup;
 mod shape;
+pub(super) mod warm;
 
 /// What a call's transaction knows besides the rows: the clock and when
 /// the table's epoch began.
@@ -73,6 +75,10 @@ enum Failure {
 
 pub(super) struct Store {
     pool: AnyPool,
+    /// Connections kept between calls, so that none is pinged as it goes
+    /// back to the pool (see `warm.rs`): every call and task takes its
+    /// connection through [`conn`](Self::conn).
+    warm: Arc<warm::Warm>,
     /// Every poll of the driver by this locker's calls and tasks is made
     /// under it, so that a notice the server sends is logged masked (see
     /// `server_notices.rs`).
@@ -229,6 +235,7 @@ impl Store {
         let fast = std::sync::Mutex::new(fast::Calls::none());
         Ok(Store {
             pool,
+            warm: Arc::default(),
             masking,
             dialect,
             endpoint,
@@ -356,7 +363,8 @@ impl Store {
         decide: &mut impl FnMut(&mut Table, &Epoch) -> Result<T, Error>,
     ) -> Result<T, Failure> {
         let d = &self.dialect;
-        let mut tx = self.pool.begin().await.map_err(|e| self.failure(e))?;
+        let mut conn = self.conn().await.map_err(|e| self.failure(e))?;
+        let mut tx = conn.begin().await.map_err(|e| self.failure(e))?;
         let sql = d.lock_resources(names.len());
         let mut lock = sqlx::query(&sql);
         for name in names {
@@ -442,9 +450,11 @@ impl Store {
         // release leaves it nothing to grant.
         self.tell_own(local);
         tx.commit().await.map_err(|e| self.failure(e))?;
+        self.warm.keep(conn);
         #[cfg(feature = "mysql")]
         super::doorbell::ring(
             &self.pool,
+            &self.warm,
             &self.endpoint,
             &self.masking,
             self.ring_call(),
@@ -629,10 +639,28 @@ impl Store {
         (*self.pool.connect_options()).clone()
     }
 
-    /// The pool, for the calls that are not one resource transaction
-    /// (listing, fencing, proclaiming, sweeping).
-    pub(super) fn pool(&self) -> &AnyPool {
-        &self.pool
+    /// A connection for a call or a task of this locker: one kept from an
+    /// earlier call, or the pool's (see `warm.rs`).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped before it returns, it holds no connection.
+    pub(super) async fn conn(&self) -> Result<PoolConnection<Any>, sqlx::Error> {
+        self.warm.take(&self.pool).await
+    }
+
+    /// Hands back `conn` after the work whose `outcome` is given: kept for
+    /// the next call when it succeeded; otherwise dropped, and the pool
+    /// tests it (a failed call may have left it mid-statement).
+    pub(super) fn done<T, E>(&self, conn: PoolConnection<Any>, outcome: &Result<T, E>) {
+        if outcome.is_ok() {
+            self.warm.keep(conn);
+        }
+    }
+
+    /// Hands the connections no call used for a while back to the pool,
+    /// whose idle timeout then applies.
+    pub(super) fn prune_kept(&self) {
+        self.warm.prune();
     }
 
     /// A row of `Dialect::load`.

@@ -28,7 +28,10 @@
 //! first statement after the login of any new connection is refused with
 //! words quoting the password, a terminal escape and a line break. A
 //! releases both names: the release commits on A's connection, and the ring's
-//! connection is refused.
+//! connection is refused. (The locker keeps a connection for its next
+//! call rather than give it back to the pool, which would ping it: so the
+//! proxy also closes A's connection after that commit, and the ring, which
+//! takes the kept connection first, finds it closed and opens another.)
 #![cfg(feature = "mysql")]
 
 use std::io::{Read, Write};
@@ -72,9 +75,11 @@ fn err_packet(seq: u8, message: &str) -> Vec<u8> {
 }
 
 /// A proxy to `upstream` that passes everything until `hostile` is set;
-/// then it refuses pings, and a connection accepted after that has every
-/// statement after the driver's own `SET sql_mode` refused with
-/// [`refusal`]. Bounded: 64 connections, reads end with their sockets.
+/// then it refuses pings, closes a connection accepted before at its
+/// first command after a `COMMIT` (as a server that went away would), and
+/// a connection accepted after that has every statement after the
+/// driver's own `SET sql_mode` refused with [`refusal`]. Bounded: 64
+/// connections, reads end with their sockets.
 fn proxy(upstream: SocketAddr, hostile: Arc<AtomicBool>) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
     let addr = listener.local_addr().expect("its address");
@@ -103,10 +108,19 @@ fn proxy(upstream: SocketAddr, hostile: Arc<AtomicBool>) -> SocketAddr {
             let (mut from_client, mut to_server) = (client, server);
             std::thread::spawn(move || {
                 // The handshake response, then commands.
-                let mut logged_in = false;
+                let (mut logged_in, mut committed) = (false, false);
                 while let Some((header, body)) = read_packet(&mut from_client) {
                     let command = body.first().copied();
                     let now_hostile = hostile.load(Ordering::SeqCst);
+                    if logged_in && now_hostile && !born_hostile && committed {
+                        break;
+                    }
+                    if now_hostile
+                        && command == Some(0x03)
+                        && body[1..].eq_ignore_ascii_case(b"COMMIT")
+                    {
+                        committed = true;
+                    }
                     if logged_in && now_hostile && command == Some(0x0e) {
                         let _ = to_client
                             .lock()

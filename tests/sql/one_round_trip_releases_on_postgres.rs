@@ -222,12 +222,10 @@ async fn the_functions_read_a_resource_through_the_key_whatever_the_statistics()
         pg.log_path()
     };
     let from = std::fs::metadata(&log).expect("the log").len() as usize;
-    let explained = SqlLocker::connect(
-        &servers.pg_server().url_as("explained", "unused"),
-        settings("ix_"),
-    )
-    .await
-    .expect("a database");
+    let url = servers.pg_server().url_as("explained", "unused");
+    let explained = SqlLocker::connect(&url, settings("ix_"))
+        .await
+        .expect("a database");
     // Past the plan cache's first five custom plans, to its generic one.
     for round in 0..8 {
         let call = args(&format!("u{round}"), "free");

@@ -148,26 +148,20 @@ impl Store {
                 .bind(wait.1)
                 .bind(who.0)
                 .bind(who.1);
-            let answer = match self.dialect.backend {
-                Backend::Postgres => query
-                    .fetch_one(self.pool())
-                    .await
-                    .and_then(|row| answer_of(&row))
-                    .map(|answer| answer == 1),
-                // The connection first, then when the server last started
-                // as this locker knows it: a connection opened for this
-                // call (after a restart, say) has told it already.
-                Backend::MySql => {
-                    let mut conn = self.pool().acquire().await.map_err(|e| self.error(e))?;
-                    let started = self.started_ms.load(Ordering::Relaxed);
-                    query
-                        .bind(started)
-                        .fetch_one(&mut *conn)
-                        .await
-                        .and_then(|row| answer_of(&row))
-                        .map(|answer| answer == 1)
-                }
+            // The connection first, then (MySQL) when the server last
+            // started as this locker knows it: a connection opened for this
+            // call (after a restart, say) has told it already.
+            let mut conn = self.conn().await.map_err(|e| self.error(e))?;
+            let query = match self.dialect.backend {
+                Backend::Postgres => query,
+                Backend::MySql => query.bind(self.started_ms.load(Ordering::Relaxed)),
             };
+            let answer = query
+                .fetch_one(&mut *conn)
+                .await
+                .and_then(|row| answer_of(&row))
+                .map(|answer| answer == 1);
+            self.done(conn, &answer);
             match answer {
                 Ok(granted) => Ok(granted),
                 Err(err) if is_deadlock(&err) => Ok(false),
@@ -201,16 +195,18 @@ impl Store {
             else {
                 return Ok(None);
             };
+            let mut conn = self.conn().await.map_err(|e| self.error(e))?;
             let answer = sqlx::query(&sql)
                 .bind(name)
                 .bind(uid)
                 .bind(mode)
-                .fetch_one(self.pool())
+                .fetch_one(&mut *conn)
                 .await
                 .and_then(|row| {
                     row.try_get::<i64, _>(0)
                         .or_else(|_| row.try_get::<i32, _>(0).map(i64::from))
                 });
+            self.done(conn, &answer);
             match answer {
                 Ok(1) => Ok(Some(true)),
                 Ok(0) => Ok(Some(false)),

@@ -15,7 +15,7 @@ impl Store {
     /// Checks the server's version and that the tables exist, creating
     /// them when allowed.
     pub(super) async fn setup(&self) -> Result<(), Error> {
-        let mut conn = self.pool.acquire().await.map_err(|e| self.error(e))?;
+        let mut conn = self.conn().await.map_err(|e| self.error(e))?;
         let version: String = sqlx::query_scalar(self.dialect.version())
             .fetch_one(&mut *conn)
             .await
