@@ -38,7 +38,6 @@ pub(super) async fn poll(shared: Weak<Shared>, rung: Arc<tokio::sync::Notify>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        shared.store.prune_kept();
         let poll_waiters = shared.store.dialect.backend == Backend::MySql;
         let names = shared.waits.watched_names(poll_waiters);
         if !names.is_empty()

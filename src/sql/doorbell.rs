@@ -83,7 +83,7 @@ pub(super) fn ring(
 /// connecting), it is looked for again a few times.
 async fn ring_one(
     pool: &AnyPool,
-    warm: &Warm,
+    warm: &Arc<Warm>,
     call: &str,
     channel: &str,
 ) -> Result<(), sqlx::Error> {

@@ -657,12 +657,6 @@ impl Store {
         }
     }
 
-    /// Hands the connections no call used for a while back to the pool,
-    /// whose idle timeout then applies.
-    pub(super) fn prune_kept(&self) {
-        self.warm.prune();
-    }
-
     /// A row of `Dialect::load`.
     pub(super) fn row(&self, row: &AnyRow) -> Result<Row, sqlx::Error> {
         Ok(Row {

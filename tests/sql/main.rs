@@ -99,13 +99,13 @@ mod an_operator_another_role_makes_in_the_lock_schema_does_not_move_the_lockers_
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod an_overload_another_role_adds_beside_the_grant_function_does_not_stop_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
-mod calls_send_no_ping_between_them;
-#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod each_locker_gets_and_keeps_tables_of_its_own;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod faults;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod fencing_marks_restores_and_extremes;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod kept_connections;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod lock_tables_owned_by_another_role_are_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]

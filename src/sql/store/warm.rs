@@ -13,14 +13,17 @@
 //!   never races the pool against the kept ones: dropping the pool's
 //!   future would abandon a connection it was opening, and a server
 //!   forks a process for each);
-//! - a connection kept and unused for [`IDLE`] goes back to the pool, as
-//!   does one of every [`ROUND`] kept, so that the pool's idle timeout and
-//!   lifetime still apply to connections in steady use.
+//! - a connection kept and unused for [`IDLE`] goes back to the pool (a
+//!   task of its own sees to it while anything is kept, whatever else the
+//!   locker runs), as does one of every [`ROUND`] kept, so that the pool's
+//!   idle timeout and lifetime still apply to connections in steady use.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyPool};
@@ -37,6 +40,9 @@ const ROUND: u32 = 256;
 pub(in crate::sql) struct Warm {
     state: Mutex<State>,
     count: AtomicU32,
+    /// Whether a task is set to hand back the connections left unused
+    /// (see [`keep`](Self::keep)).
+    pruning: AtomicBool,
 }
 
 #[derive(Default)]
@@ -72,8 +78,39 @@ impl Warm {
     }
 
     /// Keeps `conn`, whose call succeeded, for the next call; or gives it
-    /// back to the pool when a taker waits there.
-    pub(in crate::sql) fn keep(&self, conn: PoolConnection<Any>) {
+    /// back to the pool when a taker waits there. Then, unless one is set
+    /// already, sets a task to hand back whatever stays unused for
+    /// [`IDLE`]: a locker whose calls stop keeps nothing for longer.
+    pub(in crate::sql) fn keep(self: &Arc<Self>, conn: PoolConnection<Any>) {
+        self.keep_one(conn);
+        if !self.pruning.swap(true, Ordering::AcqRel) {
+            tokio::spawn(Self::prune_while_kept(Arc::downgrade(self)));
+        }
+    }
+
+    /// Hands back each kept connection once it has been unused for
+    /// [`IDLE`], for as long as anything is kept and the locker lives.
+    async fn prune_while_kept(warm: Weak<Warm>) {
+        let mut at = Instant::now() + IDLE;
+        loop {
+            tokio::time::sleep_until(at).await;
+            let Some(warm) = warm.upgrade() else { return };
+            warm.prune();
+            // Next when the oldest connection left turns stale.
+            if let Some((since, _)) = warm.lock().kept.front() {
+                at = *since + IDLE;
+                continue;
+            }
+            warm.pruning.store(false, Ordering::Release);
+            // A connection kept between the look and the store found the
+            // task still set, and set none: this one goes on for it.
+            if warm.lock().kept.is_empty() || warm.pruning.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
+    }
+
+    fn keep_one(&self, conn: PoolConnection<Any>) {
         if self.count.fetch_add(1, Ordering::Relaxed) % ROUND == ROUND - 1 {
             return; // dropped: back to the pool, which tests it
         }
@@ -91,7 +128,7 @@ impl Warm {
     }
 
     /// Hands the connections unused for [`IDLE`] back to the pool.
-    pub(super) fn prune(&self) {
+    fn prune(&self) {
         let stale = Self::stale(&mut self.lock().kept, Instant::now());
         drop(stale);
     }

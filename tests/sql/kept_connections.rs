@@ -1,12 +1,19 @@
+//! A call keeps its connection for the next call rather than hand it back
+//! to the pool (src/sql/store/warm.rs).
+//!
 //! Reproduces a past break: every connection a call gave back to the pool
 //! was pinged by the driver (sqlx 0.8 tests each connection it takes
 //! back with a round trip of its own), one round trip more per call for
 //! the server and the client: a lock and its unlock of a free name were
-//! four round trips where the statements needed two.
+//! four round trips where the statements needed two. A loopback proxy
+//! between a MariaDB locker and a real MariaDB counts the client's
+//! commands by kind (the first byte of each packet's body after the
+//! login: `COM_PING` is 0x0e).
 //!
-//! A loopback proxy between a MariaDB locker and a real MariaDB counts the
-//! client's commands by kind (the first byte of each packet's body after
-//! the login: `COM_PING` is 0x0e).
+//! And what keeping must not cost: a connection left unused goes back to
+//! the pool after 10 s whatever calls the locker made (a review found that
+//! only lockers that had locked, whose background task did it, gave theirs
+//! back), and one connection serves many tasks at once.
 #![cfg(feature = "mysql")]
 
 use std::io::{Read, Write};
@@ -18,7 +25,8 @@ use std::time::Duration;
 use quorum_lock::sql::{SqlConfig, SqlLocker};
 use quorum_lock::{LockArgs, NetLocker};
 
-use crate::sql_support::MariaServer;
+use crate::both::config;
+use crate::sql_support::{MariaServer, PgServer};
 
 /// Reads one packet of the client's: its header and body.
 fn read_packet(stream: &mut TcpStream) -> Option<([u8; 4], Vec<u8>)> {
@@ -95,7 +103,7 @@ fn args(uid: &str, name: &str) -> LockArgs {
         uid: uid.into(),
         resources: vec![name.to_owned()].into(),
         owner: "test".into(),
-        source: "tests/sql/calls_send_no_ping_between_them.rs".into(),
+        source: "tests/sql/kept_connections.rs".into(),
         quorum: 1,
     }
 }
@@ -157,5 +165,101 @@ async fn locks_and_unlocks_on_mariadb_send_no_ping_between_them() {
     assert!(
         sent <= 2 * 20 + 4,
         "20 locks and unlocks of free names sent {sent} commands"
+    );
+}
+
+/// A locker whose only calls are releases (no lock: the background task
+/// that polls waiters never starts) hands its kept connection back to the
+/// pool after 10 s unused, where the pool tests it (a ping through the
+/// proxy) and its idle timeout applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_left_unused_goes_back_to_the_pool_whatever_calls_the_locker_made() {
+    let Some(server) = MariaServer::start() else {
+        return;
+    };
+    let seen = Arc::new(Seen::default());
+    let upstream: SocketAddr = format!("127.0.0.1:{}", server.port())
+        .parse()
+        .expect("addr");
+    let via = counting_proxy(upstream, seen.clone());
+    let url = server.url().replace(
+        &format!(":{}/", server.port()),
+        &format!(":{}/", via.port()),
+    );
+    let mut settings = config("idle_", Duration::from_secs(60), Duration::ZERO);
+    settings.pool_size = 4;
+    let locker = SqlLocker::connect(&url, settings)
+        .await
+        .expect("a database");
+    // The first release sets the tables up.
+    let nobody = args("nobody", "never-locked");
+    assert!(!locker.unlock(&nobody).await.expect("an unlock"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = seen.pings.load(Ordering::SeqCst);
+    assert!(!locker.unlock(&nobody).await.expect("an unlock"));
+    tokio::time::sleep(Duration::from_millis(11_500)).await;
+    let pings = seen.pings.load(Ordering::SeqCst) - before;
+    assert!(
+        pings >= 1,
+        "11.5 s after its last call the locker's connection was never given back to the pool \
+         ({pings} pings among {} commands)",
+        seen.commands.load(Ordering::SeqCst)
+    );
+}
+
+/// One connection, eight tasks locking and unlocking names of their own
+/// and one shared name at once: every call is served (takers and keepers
+/// racing on the one connection never leave it kept while a call waits
+/// for the pool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_serves_many_tasks_at_once() {
+    let Some(server) = PgServer::start() else {
+        return;
+    };
+    let mut settings = config("one_conn_", Duration::from_secs(60), Duration::ZERO);
+    settings.pool_size = 1;
+    // Each call may wait for the seven others' turns on the one connection:
+    // a call timeout that a busy machine cannot reach.
+    settings.call_timeout = Duration::from_secs(5);
+    let locker = Arc::new(
+        SqlLocker::connect(&server.url(), settings)
+            .await
+            .expect("a database"),
+    );
+    let mut tasks = Vec::new();
+    for t in 0..8 {
+        let locker = locker.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut failed = Vec::new();
+            for i in 0..25 {
+                let own = args(&format!("t{t}-{i}"), &format!("own-{t}-{i}"));
+                if let Err(err) = locker.lock(&own).await {
+                    failed.push(format!("lock {t}/{i}: {err}"));
+                }
+                if let Err(err) = locker.unlock(&own).await {
+                    failed.push(format!("unlock {t}/{i}: {err}"));
+                }
+                let shared = args(&format!("s{t}-{i}"), "shared");
+                match locker.lock(&shared).await {
+                    Ok(true) => {
+                        if let Err(err) = locker.unlock(&shared).await {
+                            failed.push(format!("unlock shared {t}/{i}: {err}"));
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(err) => failed.push(format!("lock shared {t}/{i}: {err}")),
+                }
+            }
+            failed
+        }));
+    }
+    let mut failed = Vec::new();
+    for task in tasks {
+        failed.extend(task.await.expect("a task"));
+    }
+    assert!(
+        failed.is_empty(),
+        "{} calls failed: {failed:#?}",
+        failed.len()
     );
 }
