@@ -98,6 +98,21 @@ fn counting_proxy(upstream: SocketAddr, seen: Arc<Seen>) -> SocketAddr {
     addr
 }
 
+/// The URL of `server` through a new counting proxy, and what it counts.
+fn through_a_counting_proxy(server: &MariaServer) -> (String, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let upstream: SocketAddr = format!("127.0.0.1:{}", server.port())
+        .parse()
+        .expect("addr");
+    let via = counting_proxy(upstream, seen.clone());
+    let url = server.url().replace(
+        &format!(":{}/", server.port()),
+        &format!(":{}/", via.port()),
+    );
+    assert_ne!(url, server.url(), "the URL goes through the proxy");
+    (url, seen)
+}
+
 fn args(uid: &str, name: &str) -> LockArgs {
     LockArgs {
         uid: uid.into(),
@@ -113,16 +128,7 @@ async fn locks_and_unlocks_on_mariadb_send_no_ping_between_them() {
     let Some(server) = MariaServer::start() else {
         return;
     };
-    let seen = Arc::new(Seen::default());
-    let upstream: SocketAddr = format!("127.0.0.1:{}", server.port())
-        .parse()
-        .expect("addr");
-    let via = counting_proxy(upstream, seen.clone());
-    let url = server.url().replace(
-        &format!(":{}/", server.port()),
-        &format!(":{}/", via.port()),
-    );
-    assert_ne!(url, server.url(), "the URL goes through the proxy");
+    let (url, seen) = through_a_counting_proxy(&server);
     let locker = SqlLocker::connect(
         &url,
         SqlConfig {
@@ -177,15 +183,7 @@ async fn a_connection_left_unused_goes_back_to_the_pool_whatever_calls_the_locke
     let Some(server) = MariaServer::start() else {
         return;
     };
-    let seen = Arc::new(Seen::default());
-    let upstream: SocketAddr = format!("127.0.0.1:{}", server.port())
-        .parse()
-        .expect("addr");
-    let via = counting_proxy(upstream, seen.clone());
-    let url = server.url().replace(
-        &format!(":{}/", server.port()),
-        &format!(":{}/", via.port()),
-    );
+    let (url, seen) = through_a_counting_proxy(&server);
     let mut settings = config("idle_", Duration::from_secs(60), Duration::ZERO);
     settings.pool_size = 4;
     let locker = SqlLocker::connect(&url, settings)
