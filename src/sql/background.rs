@@ -80,10 +80,7 @@ pub(super) async fn look(
                 for name in batch {
                     q = q.bind(name.as_str());
                 }
-                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
-                let rows = q.fetch_all(&mut *conn).await;
-                store.done(conn, &rows);
-                rows.map_err(|e| store.error(e))
+                store.fetch_all(q).await.map_err(|e| store.error(e))
             })
             .await?;
         let Some(first) = rows.first() else { continue };
@@ -158,12 +155,10 @@ pub(super) async fn sweep(shared: &Arc<Shared>) -> Result<(), Error> {
     for _ in 0..10 {
         let names = store
             .bounded(async {
-                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
-                let rows = sqlx::query(&store.dialect.expired_names())
-                    .fetch_all(&mut *conn)
-                    .await;
-                store.done(conn, &rows);
-                let rows = rows.map_err(|e| store.error(e))?;
+                let rows = store
+                    .fetch_all(sqlx::query(&store.dialect.expired_names()))
+                    .await
+                    .map_err(|e| store.error(e))?;
                 rows.iter()
                     .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
                     .collect::<Result<Vec<String>, Error>>()

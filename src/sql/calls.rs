@@ -475,12 +475,10 @@ impl Shared {
         let validity = self.config.validity.min(LONGEST);
         store
             .bounded(async {
-                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
-                let rows = sqlx::query(&store.dialect.list())
-                    .fetch_all(&mut *conn)
-                    .await;
-                store.done(conn, &rows);
-                let rows = rows.map_err(|e| store.error(e))?;
+                let rows = store
+                    .fetch_all(sqlx::query(&store.dialect.list()))
+                    .await
+                    .map_err(|e| store.error(e))?;
                 let here = Instant::now();
                 let mut infos = Vec::with_capacity(rows.len());
                 for row in &rows {
@@ -525,13 +523,10 @@ impl Shared {
         let store = &self.store;
         store
             .bounded(async {
-                let mut conn = store.conn().await.map_err(|e| store.error(e))?;
-                let rows = sqlx::query(&store.dialect.names_of_uid())
-                    .bind(uid)
-                    .fetch_all(&mut *conn)
-                    .await;
-                store.done(conn, &rows);
-                let rows = rows.map_err(|e| store.error(e))?;
+                let rows = store
+                    .fetch_all(sqlx::query(&store.dialect.names_of_uid()).bind(uid))
+                    .await
+                    .map_err(|e| store.error(e))?;
                 rows.iter()
                     .map(|row| store.text(row, "name").map_err(|e| store.error(e)))
                     .collect()

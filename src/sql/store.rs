@@ -648,6 +648,21 @@ impl Store {
         self.warm.take(&self.pool).await
     }
 
+    /// The rows of `query`, on a connection of [`conn`](Self::conn) that
+    /// goes to [`done`](Self::done) after.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped, it drops its connection (the pool tests it).
+    pub(super) async fn fetch_all<'q>(
+        &self,
+        query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<Vec<AnyRow>, sqlx::Error> {
+        let mut conn = self.conn().await?;
+        let rows = query.fetch_all(&mut *conn).await;
+        self.done(conn, &rows);
+        rows
+    }
+
     /// Hands back `conn` after the work whose `outcome` is given: kept for
     /// the next call when it succeeded; otherwise dropped, and the pool
     /// tests it (a failed call may have left it mid-statement).
