@@ -93,7 +93,10 @@ SCENARIOS (lists are comma-separated; every combination runs):
     --sql-lockers N      with --backend postgres or mysql: spread ours's clients
                          over N SqlLockers, each with its own pool and Dsync,
                          as N processes would (hand-offs between them go by
-                         NOTIFY, or the doorbell on MySQL)         [default: 1]
+                         NOTIFY, or the doorbell on MySQL); on one shared
+                         name, the hand-offs between them are timed, from
+                         the holder's unlock call to the next grant
+                                                                   [default: 1]
     --sql-systems LIST   with --backend postgres or mysql: which to measure,
                          of ours, insert, for-update and advisory (get_lock
                          on MySQL)

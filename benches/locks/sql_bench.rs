@@ -15,8 +15,10 @@
 //! of its own, which the session-level recipes need anyway.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use quorum_lock::sql::{Backend, SqlConfig, SqlLocker};
 use quorum_lock::{DRWMutex, WriteGuard};
@@ -81,6 +83,73 @@ pub struct Row {
     /// clients, names and hold (rows of ours).
     pub insert_lsps: Option<f64>,
     pub advisory_lsps: Option<f64>,
+    /// Hand-offs between lockers (rows of ours on one shared name over
+    /// several `SqlLocker`s).
+    pub handoffs: Option<HandoffFigures>,
+}
+
+/// How long hand-offs between lockers took, as between processes: from
+/// the moment the holder called unlock to the moment a client of another
+/// locker, waiting since before that call, had the lock. The unlock's own
+/// round trip is part of it, as it is of what a waiting process sees.
+#[derive(Debug, Clone, Copy)]
+pub struct HandoffFigures {
+    pub count: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+/// The hand-offs of one measurement, recorded by its clients.
+struct Handoffs {
+    /// Grants asked for before this are warm-up.
+    start: Instant,
+    state: Mutex<HandoffState>,
+}
+
+#[derive(Default)]
+struct HandoffState {
+    /// When the last unlock was called, and by which locker's client.
+    last_unlock: Option<(Instant, usize)>,
+    times: Vec<Duration>,
+}
+
+impl Handoffs {
+    fn unlocking(&self, locker: usize) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.last_unlock = Some((Instant::now(), locker));
+    }
+
+    /// A grant to a client of `locker` that asked at `asked`: a hand-off
+    /// when the lock's last unlock came from another locker after it
+    /// asked (one shared name and write locks only: that unlock freed it).
+    fn granted(&self, asked: Instant, locker: usize) {
+        let got = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, from)) = state.last_unlock
+            && asked >= self.start
+            && at >= asked
+            && from != locker
+        {
+            state.times.push(got - at);
+        }
+    }
+
+    fn figures(&self) -> Option<HandoffFigures> {
+        let mut times =
+            std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).times);
+        if times.is_empty() {
+            return None;
+        }
+        times.sort_unstable();
+        let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+        Some(HandoffFigures {
+            count: times.len(),
+            p50: at(0.5),
+            p99: at(0.99),
+            max: at(1.0),
+        })
+    }
 }
 
 impl Row {
@@ -166,6 +235,10 @@ impl Locker {
 struct Client {
     locker: Locker,
     cycles: Arc<AtomicU64>,
+    /// Which of ours's lockers this client uses, and where its hand-offs
+    /// are recorded (one shared name over several lockers).
+    of_locker: usize,
+    handoffs: Option<Arc<Handoffs>>,
 }
 
 impl Locking for Client {
@@ -175,12 +248,16 @@ impl Locking for Client {
 
     async fn acquire(&mut self) -> Result<Self::Held, String> {
         let sent = self.locker.sent();
+        let asked = Instant::now();
         // Ours is cancel safe (the library gives back what the round got);
         // a recipe's connection is dropped when the window cuts it off.
         let held = match &mut self.locker {
             Locker::Ours(mutex) => mutex.lock().await.map(Held::Ours).context("lock failed")?,
             Locker::Recipe(r) => r.acquire().await.map(|()| Held::Recipe)?,
         };
+        if let Some(handoffs) = &self.handoffs {
+            handoffs.granted(asked, self.of_locker);
+        }
         Ok((held, sent, self.locker.sent() - sent))
     }
 
@@ -192,6 +269,9 @@ impl Locking for Client {
     ) -> Result<(), String> {
         match (&mut self.locker, held) {
             (Locker::Ours(_), Held::Ours(guard)) => {
+                if let Some(handoffs) = &self.handoffs {
+                    handoffs.unlocking(self.of_locker);
+                }
                 guard.unlock().await.context("unlock failed")?
             }
             (Locker::Recipe(r), Held::Recipe) => r.release().await?,
@@ -297,10 +377,24 @@ async fn measure(
     let window = bounds.window(p.key.clients);
     let cycles = Arc::new(AtomicU64::new(0));
     let snapshot = || Snapshot::now(counted(&calls), db.cpu());
-    let mut lockers = lockers.into_iter();
-    let driven = window.load(p.key.clients, p.key.hold, snapshot, |_| Client {
-        locker: lockers.next().expect("one locker per client"),
-        cycles: cycles.clone(),
+    let handoffs = (matches!(p.system, System::Ours(_))
+        && p.key.names == Names::Shared
+        && lockers_of_ours > 1)
+        .then(|| {
+            Arc::new(Handoffs {
+                start: window.start,
+                state: Mutex::default(),
+            })
+        });
+    let mut lockers = lockers.into_iter().enumerate();
+    let driven = window.load(p.key.clients, p.key.hold, snapshot, |_| {
+        let (c, locker) = lockers.next().expect("one locker per client");
+        Client {
+            locker,
+            cycles: cycles.clone(),
+            of_locker: c % lockers_of_ours,
+            handoffs: handoffs.clone(),
+        }
     });
     let driven = driven.await;
     // Ours gives back what cut-off waits got in the background: a moment
@@ -332,6 +426,7 @@ async fn measure(
         leftovers,
         insert_lsps: None,
         advisory_lsps: None,
+        handoffs: handoffs.and_then(|h| h.figures()),
     })
 }
 

@@ -13,7 +13,7 @@ use crate::out::{
     Measured, Obj,
 };
 use crate::scenario::{Names, Wait};
-use crate::sql_bench::{Key, Row, System};
+use crate::sql_bench::{HandoffFigures, Key, Row, System};
 use crate::sql_recipes::Recipe;
 use crate::sql_server::Database;
 use crate::stats::{fmt_duration, fmt_rate};
@@ -60,10 +60,23 @@ pub fn row_notes(row: &Row) -> String {
             let _ = write!(out, "  ({n} row lock waits)");
         }
     }
+    if let Some(h) = &row.handoffs {
+        let _ = write!(out, "  ({})", handoff_figures(h));
+    }
     if row.leftovers > 0 {
         let _ = write!(out, "  ({} queued connections ended after)", row.leftovers);
     }
     out
+}
+
+fn handoff_figures(h: &HandoffFigures) -> String {
+    format!(
+        "{} hand-offs between lockers: p50 {}, p99 {}, max {}",
+        h.count,
+        fmt_duration(h.p50),
+        fmt_duration(h.p99),
+        fmt_duration(h.max)
+    )
 }
 
 pub(crate) fn legend(backend: Backend, db: &Database) -> String {
@@ -137,16 +150,9 @@ pub fn targets(rows: &[Row], backend: Backend) -> String {
     let missing = "not measured in this run";
     let adv = Recipe::Advisory.label(backend);
     match find(rows, push, 64, Names::Shared) {
-        Some(row) if backend == Backend::Postgres => {
+        Some(row) => {
             let goals = out::shared_goals(&row.summary, Duration::from_millis(200));
             let _ = writeln!(out, "  (1) one shared name, 64 clients: {goals}");
-        }
-        Some(row) => {
-            let _ = writeln!(
-                out,
-                "  (1) one shared name, 64 clients (the target is PostgreSQL's; here for comparison): {}",
-                out::shared_figures(&row.summary)
-            );
         }
         None => {
             let _ = writeln!(out, "  (1) one shared name, 64 clients: {missing}");
@@ -172,6 +178,33 @@ pub fn targets(rows: &[Row], backend: Backend) -> String {
             }
             _ => {
                 let _ = writeln!(out, "  (2) distinct names, {clients} clients: {missing}");
+            }
+        }
+    }
+    // MariaDB's target; PostgreSQL's figures beside it for comparison.
+    let mut handed = rows
+        .iter()
+        .filter(|r| r.system == push && r.handoffs.is_some());
+    let limit = Duration::from_millis(10);
+    match handed.next() {
+        None => {
+            let _ = writeln!(
+                out,
+                "  (3) hand-off between processes, p50 <= {}: {missing} (one shared name, --sql-lockers 2 or more)",
+                fmt_duration(limit)
+            );
+        }
+        Some(first) => {
+            for row in std::iter::once(first).chain(handed) {
+                let Some(h) = &row.handoffs else { continue };
+                let _ = writeln!(
+                    out,
+                    "  (3) hand-off between processes, {} clients, p50 <= {}: {}  ({})",
+                    row.key.clients,
+                    fmt_duration(limit),
+                    verdict(h.p50 <= limit),
+                    handoff_figures(h)
+                );
             }
         }
     }
@@ -306,5 +339,18 @@ pub(crate) fn result(row: &Row, backend: Backend) -> String {
         .raw("hit_count_bound", s.hit_count_bound)
         .opt("ratio_vs_insert", row.ratio(row.insert_lsps))
         .opt("ratio_vs_advisory", row.ratio(row.advisory_lsps))
+        .maybe("handoffs_between_lockers", row.handoffs.map(|h| h.count))
+        .opt(
+            "handoff_p50_ms",
+            row.handoffs.map(|h| h.p50.as_secs_f64() * 1e3),
+        )
+        .opt(
+            "handoff_p99_ms",
+            row.handoffs.map(|h| h.p99.as_secs_f64() * 1e3),
+        )
+        .opt(
+            "handoff_max_ms",
+            row.handoffs.map(|h| h.max.as_secs_f64() * 1e3),
+        )
         .done()
 }
