@@ -185,6 +185,19 @@ impl Queue {
     /// one pass.
     pub(super) fn take_at(&mut self, at: &[usize]) -> Vec<Place> {
         count_steps(self.list.len());
+        // The head of the line (what a promotion takes nearly always): the
+        // rest moves up in one copy, where the general case below moves
+        // each place on its own into a new vector.
+        if at.iter().copied().eq(0..at.len()) {
+            let taken: Vec<Place> = self.list.drain(..at.len()).collect();
+            if let Some(index) = &mut self.index {
+                for place in &taken {
+                    index.remove(&*place.args.uid);
+                }
+            }
+            self.fit();
+            return taken;
+        }
         let mut taken = Vec::with_capacity(at.len());
         let mut kept = Vec::with_capacity(self.list.len().saturating_sub(at.len()));
         let mut next = at.iter().copied().peekable();
