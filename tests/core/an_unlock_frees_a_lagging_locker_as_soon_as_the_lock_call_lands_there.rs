@@ -38,7 +38,10 @@ async fn an_unlock_frees_a_lagging_locker_as_soon_as_the_lock_call_lands_there()
         // A guard dropped rather than unlocked sends it as well.
         let m = c.ds.rw_mutex(["reports"]).unwrap();
         let guard = m.lock().await.unwrap();
-        assert!(held_on_2(), "{mode}: the lagging locker applied the second lock");
+        assert!(
+            held_on_2(),
+            "{mode}: the lagging locker applied the second lock"
+        );
         drop(guard);
         sleep(Duration::from_millis(1)).await;
         assert!(

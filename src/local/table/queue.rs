@@ -277,6 +277,91 @@ mod tests {
     /// A line's index counted in buckets, not by `capacity()`.
     mod a_long_lines_index_by_uid_stays_at_least_three_eighths_of_its_buckets_full;
 
+    /// Taking places out by position, the head of the line (a
+    /// promotion's usual take, moved up in one copy) or anywhere, leaves
+    /// the line, its index and its room as a list would: seeded lines
+    /// across the index's bounds, emptied by takes of 0 to 3 places.
+    #[test]
+    fn places_taken_by_position_from_the_head_or_anywhere_leave_the_line_a_list_would() {
+        for seed in 0..6u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let mut shard = Shard::default();
+            let start = Instant::now();
+            let len = rng.random_range(1..3 * INDEXED);
+            let (mut freed, mut notices) = (Vec::new(), Vec::new());
+            let mut model: Vec<(u64, String)> = Vec::new();
+            for uid in 0..len {
+                let a = LockArgs {
+                    uid: format!("waiter-{uid}").into(),
+                    resources: vec!["name".to_string()].into(),
+                    owner: "o".into(),
+                    source: "s".into(),
+                    quorum: 1,
+                };
+                let at = rng.random_range(0..1_000_000u64);
+                if model.iter().any(|(t, _)| *t == at) {
+                    continue;
+                }
+                shard.enqueue(
+                    Name::new(&a.resources, 0),
+                    &a,
+                    LockMode::Read,
+                    Ticket { at, tiebreak: 0 },
+                    start + Duration::from_secs(60),
+                    None,
+                    &mut notices,
+                    &mut Wounded::default(),
+                    &mut freed,
+                );
+                let pos = model.partition_point(|(t, _)| *t < at);
+                model.insert(pos, (at, a.uid.to_string()));
+            }
+            let mut heads = 0;
+            while !model.is_empty() {
+                let n = rng.random_range(0..=3usize.min(model.len()));
+                let at: Vec<usize> = if rng.random_bool(0.5) {
+                    (0..n).collect()
+                } else {
+                    let mut at: Vec<usize> =
+                        (0..n).map(|_| rng.random_range(0..model.len())).collect();
+                    at.sort_unstable();
+                    at.dedup();
+                    at
+                };
+                heads += usize::from(at.iter().copied().eq(0..at.len()));
+                let queue = &mut shard.map.get_mut("name").expect("a line").queue;
+                let taken: Vec<(u64, String)> = queue
+                    .take_at(&at)
+                    .into_iter()
+                    .map(|p| (p.ticket.at, p.args.uid.to_string()))
+                    .collect();
+                let expected: Vec<(u64, String)> = at.iter().map(|&i| model[i].clone()).collect();
+                for &i in at.iter().rev() {
+                    model.remove(i);
+                }
+                assert_eq!(taken, expected, "seed {seed}: the places taken");
+                let line: Vec<(u64, String)> = queue
+                    .iter()
+                    .map(|p| (p.ticket.at, p.args.uid.to_string()))
+                    .collect();
+                assert_eq!(line, model, "seed {seed}: the line left");
+                assert!(queue.index_agrees(), "seed {seed}: the index");
+                assert!(
+                    queue.index.is_none() || queue.len() >= INDEXED / 2,
+                    "seed {seed}: an index kept for {} places",
+                    queue.len()
+                );
+                assert!(
+                    queue.capacity() <= 2 * queue.len().max(1),
+                    "seed {seed}: room for {} kept for {} places",
+                    queue.capacity(),
+                    queue.len()
+                );
+            }
+            assert!(heads > 0, "seed {seed}: never took the head");
+        }
+    }
+
     /// A line's index never disagrees with its places, and the line moves
     /// as a plain list does: a shard whose line grows and shrinks across
     /// the index's bounds, by places asked for (under new and reused uids
