@@ -277,6 +277,17 @@ mod tests {
     /// A line's index counted in buckets, not by `capacity()`.
     mod a_long_lines_index_by_uid_stays_at_least_three_eighths_of_its_buckets_full;
 
+    /// The request of waiter `uid`, on the one name of these tests.
+    fn waiter(uid: usize) -> LockArgs {
+        LockArgs {
+            uid: format!("waiter-{uid}").into(),
+            resources: vec!["name".to_string()].into(),
+            owner: "o".into(),
+            source: "s".into(),
+            quorum: 1,
+        }
+    }
+
     /// Taking places out by position, the head of the line (a
     /// promotion's usual take, moved up in one copy) or anywhere, leaves
     /// the line, its index and its room as a list would: seeded lines
@@ -291,13 +302,7 @@ mod tests {
             let (mut freed, mut notices) = (Vec::new(), Vec::new());
             let mut model: Vec<(u64, String)> = Vec::new();
             for uid in 0..len {
-                let a = LockArgs {
-                    uid: format!("waiter-{uid}").into(),
-                    resources: vec!["name".to_string()].into(),
-                    owner: "o".into(),
-                    source: "s".into(),
-                    quorum: 1,
-                };
+                let a = waiter(uid);
                 let at = rng.random_range(0..1_000_000u64);
                 if model.iter().any(|(t, _)| *t == at) {
                     continue;
@@ -377,13 +382,7 @@ mod tests {
             let mut model: Vec<(u64, usize, u64)> = Vec::new();
             let start = Instant::now();
             let uids = 3 * INDEXED;
-            let args = |uid: usize| LockArgs {
-                uid: format!("waiter-{uid}").into(),
-                resources: vec!["name".to_string()].into(),
-                owner: "o".into(),
-                source: "s".into(),
-                quorum: 1,
-            };
+            let args = waiter;
             let ticket = |at: u64| Ticket { at, tiebreak: 0 };
             let (mut freed, mut notices) = (Vec::new(), Vec::new());
             let mut indexed = 0;
