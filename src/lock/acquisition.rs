@@ -313,12 +313,6 @@ pub(crate) struct ReleasePlan {
     pub(crate) refused: usize,
     /// Lockers with a lock or wait call still in flight.
     pub(crate) in_flight: PerLocker<usize>,
-    /// Of those, the ones not among the targets: their call has not
-    /// answered yet (or was refused, and another is on its way). An unlock
-    /// sent to them now, behind the call, frees the entry as soon as the
-    /// call lands there (`release::unlock_ahead`); the call's own undo
-    /// and the straggler watch still stand behind it.
-    pub(crate) ahead: PerLocker<usize>,
 }
 
 impl Acquisition {
@@ -540,7 +534,7 @@ impl Acquisition {
                 plan.in_flight.push(index);
             }
             match &slot.answer {
-                Some(Answer::Refused) if calling => plan.ahead.push(index),
+                Some(Answer::Refused) if calling => {}
                 // A refresh that may have reached it, or is still on its
                 // way, may have re-created the entry: released like a
                 // failed grant. Only a refusal no refresh can have undone
@@ -558,7 +552,6 @@ impl Acquisition {
                         granted: *answer == Answer::Granted,
                     })
                 }
-                None if calling => plan.ahead.push(index),
                 None => {}
             }
         }

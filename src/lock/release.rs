@@ -35,7 +35,7 @@ use crate::lock::drain::{
     queue_release_retry, queue_unlock, unlock_call, unlock_kind, unlock_may_land_later,
     STRAGGLER_GRACE,
 };
-use crate::lock::fanout::{answered_now, poll_deadline, unheeded, CallSet, Started};
+use crate::lock::fanout::{answered_now, poll_deadline, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::Names;
 use crate::quorum::clock::after;
@@ -375,40 +375,8 @@ async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
     let plan = state.begin_release();
     if let Ok(handle) = Handle::try_current() {
         watch_stragglers(&state, &plan.in_flight, &handle);
-        unlock_ahead(&state, &plan.ahead, &handle);
     }
     release_plan(state, plan).await
-}
-
-/// Sends one unlock to each locker of `ahead` (see
-/// `ReleasePlan::ahead`), whose lock or wait call of the released `state`
-/// has not answered: without it, such a locker (a lagging node) keeps the
-/// entry until the call's answer comes back and its undo goes out, and the
-/// holder's next lock of the name often reaches it first and has to wait
-/// there. Best effort, neither retried nor counted as a confirmation:
-/// sent after the call, it usually lands behind it and frees the entry at
-/// once; one that overtakes the call frees nothing (the locker then
-/// refuses the late call as released, or the call's own undo and the
-/// straggler watch free what it leaves). Nothing is sent ahead for a lost
-/// lock whose holder may still work under it: its unlocks wait for the
-/// holder (`Acquisition::held_off`).
-pub(crate) fn unlock_ahead(state: &Arc<Acquisition>, ahead: &[usize], fallback: &Handle) {
-    if ahead.is_empty() {
-        return;
-    }
-    let coord = &state.coord;
-    if state.held_off(coord.clock.now()).is_some() {
-        return;
-    }
-    let state = state.clone();
-    let ahead = ahead.to_vec();
-    let handle = crate::lock::own_runtime::background(&coord.own_runtime, fallback);
-    handle.spawn(async move {
-        let coord = &state.coord;
-        let unlocks = (ahead.iter())
-            .map(|&index| unheeded(unlock_call(coord, index, &state.args, state.mode)));
-        futures::future::join_all(unlocks).await;
-    });
 }
 
 /// Watches the lockers of `in_flight`, whose lock or wait call of the
