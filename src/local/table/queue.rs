@@ -188,7 +188,8 @@ impl Queue {
         // The head of the line (what a promotion takes nearly always): the
         // rest moves up in one copy, where the general case below moves
         // each place on its own into a new vector.
-        if at.iter().copied().eq(0..at.len()) {
+        // (A position past the end takes nothing, as in the pass below.)
+        if at.len() <= self.list.len() && at.iter().copied().eq(0..at.len()) {
             let taken: Vec<Place> = self.list.drain(..at.len()).collect();
             if let Some(index) = &mut self.index {
                 for place in &taken {
@@ -364,6 +365,42 @@ mod tests {
                 );
             }
             assert!(heads > 0, "seed {seed}: never took the head");
+        }
+    }
+
+    /// Positions past the end of a line take nothing, whether the others
+    /// are its head or not: a line of two asked for its first three places
+    /// gives its two (the head's one-copy take once panicked there; found
+    /// by a review).
+    #[test]
+    fn positions_past_the_end_of_a_line_take_nothing() {
+        for at in [&[0, 1, 2][..], &[0, 2], &[1, 5]] {
+            let mut shard = Shard::default();
+            let (mut freed, mut notices) = (Vec::new(), Vec::new());
+            for uid in 0..2 {
+                let a = waiter(uid);
+                shard.enqueue(
+                    Name::new(&a.resources, 0),
+                    &a,
+                    LockMode::Read,
+                    Ticket {
+                        at: uid as u64,
+                        tiebreak: 0,
+                    },
+                    Instant::now() + Duration::from_secs(60),
+                    None,
+                    &mut notices,
+                    &mut Wounded::default(),
+                    &mut freed,
+                );
+            }
+            let queue = &mut shard.map.get_mut("name").expect("a line").queue;
+            let taken: Vec<u64> = queue.take_at(at).iter().map(|p| p.ticket.at).collect();
+            let expected: Vec<u64> = at.iter().filter(|&&i| i < 2).map(|&i| i as u64).collect();
+            assert_eq!(taken, expected, "{at:?}: the places taken");
+            let left: Vec<u64> = queue.iter().map(|p| p.ticket.at).collect();
+            let kept: Vec<u64> = (0..2).filter(|i| !at.contains(&(*i as usize))).collect();
+            assert_eq!(left, kept, "{at:?}: the line left");
         }
     }
 
