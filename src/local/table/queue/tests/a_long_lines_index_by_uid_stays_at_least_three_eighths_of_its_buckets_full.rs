@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::super::super::counting::buckets;
 use super::super::super::{Name, Shard, Wounded};
 use crate::locker::wait::Ticket;
-use crate::{LockArgs, LockMode};
+use crate::LockMode;
 
 /// A line's waiters, and the index the shard keeps of them.
 struct Line {
@@ -26,15 +26,7 @@ struct Line {
     start: Instant,
 }
 
-fn args(uid: usize) -> LockArgs {
-    LockArgs {
-        uid: format!("waiter-{uid}").into(),
-        resources: vec!["name".to_string()].into(),
-        owner: "o".into(),
-        source: "s".into(),
-        quorum: 1,
-    }
-}
+use super::waiter as args;
 
 impl Line {
     fn new() -> Self {
