@@ -41,7 +41,9 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use args::{Cli, Command};
 use fail::{Failure, FAILURE, USAGE};
@@ -163,13 +165,28 @@ async fn dispatch(command: Command) -> Result<u8, Failure> {
 
 /// Logs go to stderr so that stdout stays machine-readable. The server logs
 /// at info by default; clients stay silent unless RUST_LOG asks, because
-/// their failures are reported as one line each.
+/// their failures are reported as one line each. RUST_LOG is a level
+/// (`debug`) or a list of `target=level` (`quorum_lock=debug,warn`); one
+/// that does not parse leaves the default. (A plain target filter, not
+/// tracing-subscriber's regex-based `EnvFilter`: it spares every build of
+/// the command line the regex crates.)
 fn init_logging(is_server: bool) {
-    let default = if is_server { "info" } else { "off" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let default = if is_server {
+        LevelFilter::INFO
+    } else {
+        LevelFilter::OFF
+    };
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|asked| asked.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(default));
+    // The formatter alone lets everything through (its own default stops
+    // at info); the target filter decides.
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(LevelFilter::TRACE)
         .with_writer(words::LogWriter)
         .with_ansi(false)
+        .finish()
+        .with(filter)
         .try_init();
 }
