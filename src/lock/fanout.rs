@@ -350,10 +350,20 @@ thread_local! {
 
 /// Runs `poll` with `waited` as the fan-out whose call is polled.
 fn polled_for<R>(waited: &Waited, poll: impl FnOnce() -> R) -> R {
-    let before = WAITED.with(|w| w.replace(Some(waited.clone())));
-    let out = poll();
-    WAITED.with(|w| *w.borrow_mut() = before);
-    out
+    // Restored however `poll` ends: a locker's call that panics unwinds
+    // through here to whatever catches it (the runtime's task harness, a
+    // handed-off call's `catch_unwind`), and the thread goes on polling
+    // other tasks, whose calls must not be noted with this fan-out's flag.
+    struct Restore(Option<Option<Waited>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(before) = self.0.take() {
+                WAITED.with(|w| *w.borrow_mut() = before);
+            }
+        }
+    }
+    let _restore = Restore(Some(WAITED.with(|w| w.replace(Some(waited.clone())))));
+    poll()
 }
 
 /// The fan-out a call asked now belongs to, if any.
@@ -519,4 +529,28 @@ pub(crate) fn answered_now<T>(
     coord.telemetry.locker_call(index, kind, None, &out);
     let seq = coord.next_call_seq(index);
     noted_now(coord, index, Some(kind), seq, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that panics while its fan-out polls it leaves the thread as
+    /// it found it (noted by a review: the fan-out's flag stayed set, so
+    /// calls the thread polled later for other tasks would have been noted
+    /// with it).
+    #[test]
+    fn a_call_panicking_under_its_fan_out_leaves_no_flag_on_the_thread() {
+        let outer: Waited = Arc::new(AtomicBool::new(true));
+        let inner: Waited = Arc::new(AtomicBool::new(false));
+        polled_for(&outer, || {
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                polled_for(&inner, || panic!("a locker's call panics"))
+            }));
+            assert!(unwound.is_err());
+            let now = current_waited().expect("the outer fan-out's flag");
+            assert!(Arc::ptr_eq(&now, &outer), "the inner flag was left behind");
+        });
+        assert!(current_waited().is_none(), "a flag was left on the thread");
+    }
 }
