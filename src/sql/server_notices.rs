@@ -111,9 +111,20 @@ impl Masking {
         if app.is::<Notices>() {
             return f();
         }
-        let before = APP.with(|cell| cell.replace(Some(app)));
+        // Restored however `f` ends, as `with_default` restores the
+        // thread's default: a driver's panic must not leave it set.
+        struct Restore(Option<Option<Dispatch>>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(before) = self.0.take() {
+                    // Dropped outside the borrow: a subscriber's drop may log.
+                    let _app = APP.with(|cell| cell.replace(before));
+                }
+            }
+        }
+        let restore = Restore(Some(APP.with(|cell| cell.replace(Some(app)))));
         let result = tracing::dispatcher::with_default(dispatch, f);
-        APP.with(|cell| *cell.borrow_mut() = before);
+        drop(restore);
         self.held.log();
         result
     }
@@ -412,6 +423,61 @@ mod tests {
             "{notices:#?}"
         );
         assert!(notices.iter().any(|l| l.contains("nested")));
+    }
+
+    /// A driver's poll that panics under the masking dispatcher leaves the
+    /// thread's record of the application's dispatcher as it found it, and
+    /// so keeps that dispatcher alive no longer (found by a review: the
+    /// record was put back only on a normal return).
+    #[test]
+    fn a_panicking_poll_leaves_no_application_dispatcher_on_the_thread() {
+        struct Dropped(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        /// Collects as the tests' subscriber does; `_dropped` tells when
+        /// the last clone of it is gone.
+        #[derive(Clone)]
+        struct App {
+            collect: Collect,
+            _dropped: Arc<Dropped>,
+        }
+        impl Subscriber for App {
+            fn enabled(&self, m: &Metadata<'_>) -> bool {
+                self.collect.enabled(m)
+            }
+            fn new_span(&self, a: &Attributes<'_>) -> Id {
+                self.collect.new_span(a)
+            }
+            fn record(&self, _: &Id, _: &Record<'_>) {}
+            fn record_follows_from(&self, _: &Id, _: &Id) {}
+            fn event(&self, e: &Event<'_>) {
+                self.collect.event(e)
+            }
+            fn enter(&self, _: &Id) {}
+            fn exit(&self, _: &Id) {}
+        }
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let masking = Masking::new("postgres://db.internal:5432/locks");
+        {
+            let app = App {
+                collect: Collect::default(),
+                _dropped: Arc::new(Dropped(dropped.clone())),
+            };
+            let _default = tracing::subscriber::set_default(app);
+            let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                masking.run(|| panic!("the driver panics in a poll"))
+            }));
+            assert!(unwound.is_err());
+        }
+        let left = APP.with(|cell| cell.borrow().is_some());
+        let alive = !dropped.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            !left && !alive,
+            "APP left set: {left}; app dispatcher still alive: {alive}"
+        );
     }
 
     #[test]
