@@ -464,6 +464,30 @@ pub fn late_locks(
     }))
 }
 
+/// Links to `lockers` where node `late_node`'s lock calls go through
+/// [`late_locks`] (`delay` late while `late` is set, counted in
+/// `delayed`) and the others' go straight through.
+#[cfg(feature = "testing")]
+pub fn one_node_with_late_locks(
+    lockers: Vec<Arc<dyn NetLocker>>,
+    late_node: usize,
+    late: &Arc<std::sync::atomic::AtomicBool>,
+    delayed: &Arc<std::sync::atomic::AtomicUsize>,
+    delay: std::time::Duration,
+) -> Vec<Arc<dyn NetLocker>> {
+    lockers
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == late_node {
+                late_locks(l, late.clone(), delayed.clone(), delay)
+            } else {
+                l
+            }
+        })
+        .collect()
+}
+
 /// A link to `inner` that, while `late` is set, delivers a refresh 3 s
 /// late and a proclamation 3.5 s late (a leader sends it after its
 /// refresh), counting each one it delays in `delayed`; everything else

@@ -32,20 +32,13 @@ async fn a_late_lock_call_is_refused_within_a_validity_of_the_lockers_latest_rel
     let cluster = TestCluster::with_config(3, SEED, LockerConfig::default());
     let late = Arc::new(AtomicBool::new(true));
     let delayed = Arc::new(AtomicUsize::new(0));
-    let links: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| match i {
-            2 => common::late_locks(
-                l,
-                late.clone(),
-                delayed.clone(),
-                Duration::from_millis(60_500),
-            ),
-            _ => l,
-        })
-        .collect();
+    let links = common::one_node_with_late_locks(
+        cluster.net_lockers(),
+        2,
+        &late,
+        &delayed,
+        Duration::from_millis(60_500),
+    );
     let a = common::seeded(links, "a", SEED);
     let start = Instant::now();
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common;
 use quorum_lock::testing::TestCluster;
-use quorum_lock::{LockerConfig, NetLocker};
+use quorum_lock::LockerConfig;
 use tokio::time::{sleep, Instant};
 
 const SEED: u64 = 3821;
@@ -32,15 +32,13 @@ async fn a_released_lock_leaves_no_entry_behind_a_late_lock_call_on_a_locker_who
     cluster.set_rate(0.5, &[0]).unwrap();
     let late = Arc::new(AtomicBool::new(true));
     let delayed = Arc::new(AtomicUsize::new(0));
-    let links: Vec<Arc<dyn NetLocker>> = cluster
-        .net_lockers()
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| match i {
-            0 => common::late_locks(l, late.clone(), delayed.clone(), Duration::from_secs(70)),
-            _ => l,
-        })
-        .collect();
+    let links = common::one_node_with_late_locks(
+        cluster.net_lockers(),
+        0,
+        &late,
+        &delayed,
+        Duration::from_secs(70),
+    );
     let a = common::seeded(links, "a", SEED);
     let start = Instant::now();
 
