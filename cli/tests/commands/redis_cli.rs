@@ -107,6 +107,18 @@ fn rows<'a>(listing: &'a str, first: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `force-unlock` freed `what` on every node, having found it on a quorum
+/// (two or three of the three: a third grant is not promised).
+fn assert_forced_open(stdout: &str, what: &str) {
+    let on = |held: usize| {
+        format!("forced open: {what} (held on {held}, confirmed by 3 of 3 Redis nodes)")
+    };
+    assert!(
+        stdout.trim() == on(2) || stdout.trim() == on(3),
+        "expected {what} forced open on a quorum of 3: {stdout}"
+    );
+}
+
 /// Whether a process runs (a zombie does not count).
 fn running(pid: &str) -> bool {
     match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
@@ -201,39 +213,46 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     });
     let uid = n.dir.read("uid").trim().to_owned();
 
-    // The command starts once a quorum granted; the third node's grant may
-    // land a moment later, on a loaded machine after the first listing.
-    let mut listed = n.admin("locks", &[]);
-    wait_until(LIMIT, "every node to list the lock", || {
-        listed = n.admin("locks", &[]);
-        listed.stdout.contains("3/3")
-    });
+    // The command starts once a quorum granted. The third node's grant is
+    // not promised: it is kept if its call answers in time, and undone if
+    // the call was cut off. So the listing shows a quorum (2/3 or 3/3), and
+    // the per-node rows are checked for the nodes that list the lock.
+    let listed = n.admin("locks", &[]);
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let row = rows(&listed.stdout, "reports");
     assert_eq!(row.len(), 1, "{listed:?}");
-    for field in ["write", "the-holder", "3/3", uid.as_str()] {
+    for field in ["write", "the-holder", uid.as_str()] {
         assert!(row[0].contains(field), "{field} missing from {listed:?}");
     }
+    assert!(
+        row[0].contains("2/3") || row[0].contains("3/3"),
+        "a quorum of nodes should list the lock: {listed:?}"
+    );
 
-    // One row per node, each naming its node.
+    // One row per node holding it, each naming its node and the holder.
     let per_node = n.admin("locks", &["--per-node"]);
     assert_eq!(per_node.code, Some(0), "{per_node:?}");
+    let mut holding = 0;
     for server in &n.servers {
         let node = format!("127.0.0.1:{}", server.port());
         let row = rows(&per_node.stdout, &node);
-        assert_eq!(row.len(), 1, "{node} in {per_node:?}");
-        assert!(
-            row[0].contains("reports") && row[0].contains(&uid),
-            "{per_node:?}"
-        );
+        assert!(row.len() <= 1, "{node} in {per_node:?}");
+        if let Some(row) = row.first() {
+            assert!(
+                row.contains("reports") && row.contains(&uid),
+                "{per_node:?}"
+            );
+            holding += 1;
+        }
     }
+    assert!(
+        holding >= 2,
+        "a quorum of nodes should hold it: {per_node:?}"
+    );
 
     let forced = n.admin("force-unlock", &["reports"]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_eq!(
-        forced.stdout.trim(),
-        "forced open: reports (held on 3, confirmed by 3 of 3 Redis nodes)"
-    );
+    assert_forced_open(&forced.stdout, "reports");
     // The holder notices at its next refresh and stops its command.
     let holder = holder.finish(LIMIT);
     assert_eq!(holder.code, Some(79), "{holder:?}");
@@ -258,10 +277,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     let uid = n.dir.read("uid").trim().to_owned();
     let forced = n.admin("force-unlock", &["--uid", &uid]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_eq!(
-        forced.stdout.trim(),
-        format!("forced open: uid {uid} (held on 3, confirmed by 3 of 3 Redis nodes)")
-    );
+    assert_forced_open(&forced.stdout, &format!("uid {uid}"));
     let holder = holder.finish(LIMIT);
     assert_eq!(holder.code, Some(79), "{holder:?}");
     let listed = n.admin("locks", &[]);
