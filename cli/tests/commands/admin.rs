@@ -11,7 +11,8 @@ use quorum_lock::{LockArgs, NetLocker};
 use serde_json::Value;
 
 use crate::support::{
-    cli, dsync, nodes, remote_config, wait_until, Finished, Scratch, Server, ADMIN, TOKEN,
+    cli, dsync, forced_open_on_a_quorum, nodes, on_a_quorum_of_three, remote_config, wait_until,
+    Finished, Scratch, Server, ADMIN, TOKEN,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -41,24 +42,19 @@ async fn locks_lists_and_force_unlock_frees_across_the_servers() {
     let writer = ds.rw_mutex(["reports/1"]).unwrap().lock().await.unwrap();
     let reader = ds.rw_mutex(["config"]).unwrap().read().await.unwrap();
 
-    // lock() returns once a quorum granted; the third server's grant may
-    // land a moment later, so wait for the state the checks need.
-    let mut listed = locks(&dir, &nodes);
-    tokio::task::block_in_place(|| {
-        wait_until(LIMIT, "every server to list reports/1", || {
-            listed = locks(&dir, &nodes);
-            row(&listed.stdout, "reports/1").is_some_and(|line| line.contains("3/3"))
-        })
-    });
+    // lock() returns once a quorum granted: the listing shows it on two
+    // or three servers (a third grant is not promised).
+    let listed = locks(&dir, &nodes);
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let header = listed.stdout.lines().next().unwrap_or_default();
     for column in ["RESOURCE", "MODE", "OWNER", "AGE", "NODES", "UID", "SOURCE"] {
         assert!(header.contains(column), "{column} missing from {header:?}");
     }
     let line = row(&listed.stdout, "reports/1").expect("reports/1 listed");
-    for field in ["write", "test-holder", "3/3", writer.uid()] {
+    for field in ["write", "test-holder", writer.uid()] {
         assert!(line.contains(field), "{field} missing from {line:?}");
     }
+    assert!(on_a_quorum_of_three(line), "{line:?}");
     let line = row(&listed.stdout, "config").expect("config listed");
     assert!(
         line.contains("read") && line.contains(reader.uid()),
@@ -91,9 +87,9 @@ async fn locks_lists_and_force_unlock_frees_across_the_servers() {
     ];
     let forced = tokio::task::block_in_place(|| cli(&dir, &args, &[], LIMIT));
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_eq!(
-        forced.stdout.trim(),
-        "forced open: reports/1 (held on 3, confirmed by 3 of 3 lock servers)"
+    assert!(
+        forced_open_on_a_quorum(&forced.stdout, "forced open: reports/1", "lock servers"),
+        "{forced:?}"
     );
 
     // The holder learns at its next refresh (every second here).
@@ -371,20 +367,16 @@ async fn force_unlock_says_whether_anything_was_held_and_warns_about_the_holder(
 
     let ds = dsync(&addrs, TOKEN, "forced-holder").await;
     let guard = ds.rw_mutex(["reports/2"]).unwrap().lock().await.unwrap();
-    tokio::task::block_in_place(|| {
-        wait_until(LIMIT, "every server to list reports/2", || {
-            row(&locks(&dir, &nodes).stdout, "reports/2").is_some_and(|l| l.contains("3/3"))
-        })
-    });
     let forced = force(&["reports/2", "nosuchlock"]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
     let lines: Vec<&str> = forced.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{forced:?}");
+    assert!(
+        forced_open_on_a_quorum(lines[0], "forced open: reports/2", "lock servers"),
+        "{forced:?}"
+    );
     assert_eq!(
-        lines,
-        [
-            "forced open: reports/2 (held on 3, confirmed by 3 of 3 lock servers)",
-            "not held: nosuchlock (confirmed by 3 of 3 lock servers)",
-        ],
+        lines[1], "not held: nosuchlock (confirmed by 3 of 3 lock servers)",
         "{forced:?}"
     );
     assert!(

@@ -15,7 +15,8 @@ use quorum_lock::{Groups, NetLocker};
 use serde_json::Value;
 
 use crate::support::{
-    cli, nodes, remote_config, wait_until, Cli, Finished, RefusingPorts, Scratch, Server, ADMIN,
+    cli, forced_open_on_a_quorum, nodes, on_a_quorum_of_three, remote_config, wait_until, Cli,
+    Finished, RefusingPorts, Scratch, Server, ADMIN,
 };
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -118,32 +119,22 @@ async fn names_land_in_their_groups_and_the_admin_commands_see_every_group() {
     });
     let uid = |name: &str| dir.read(&format!("{name}.uid")).trim().to_owned();
 
-    // Each name is on its own group's servers, and on none of the other's
-    // (a lock is granted by a quorum; the last grant may land a moment
-    // later, so wait for all three).
+    // Each name is on a quorum of its own group's servers (a third grant
+    // is not promised), and on none of the other's.
     let listed_on = |lists: &[Vec<String>], name: &str| {
         lists.iter().filter(|l| l.iter().any(|r| r == name)).count()
     };
-    let mut lists = (Vec::new(), Vec::new());
-    for _ in 0..100 {
-        lists = (held_on(&east_addrs).await, held_on(&west_addrs).await);
-        let settled = in_east.iter().all(|n| listed_on(&lists.0, n) == 3)
-            && in_west.iter().all(|n| listed_on(&lists.1, n) == 3);
-        if settled {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let lists = (held_on(&east_addrs).await, held_on(&west_addrs).await);
     for name in &in_east {
-        assert_eq!(listed_on(&lists.0, name), 3, "{name} in east: {lists:?}");
+        assert!(listed_on(&lists.0, name) >= 2, "{name} in east: {lists:?}");
         assert_eq!(listed_on(&lists.1, name), 0, "{name} in west: {lists:?}");
     }
     for name in &in_west {
-        assert_eq!(listed_on(&lists.1, name), 3, "{name} in west: {lists:?}");
+        assert!(listed_on(&lists.1, name) >= 2, "{name} in west: {lists:?}");
         assert_eq!(listed_on(&lists.0, name), 0, "{name} in east: {lists:?}");
     }
 
-    // `locks`: each lock once, in its group, on 3 of its 3 servers.
+    // `locks`: each lock once, in its group, on a quorum of its 3 servers.
     let listed = tokio::task::block_in_place(|| admin(&dir, &nodes, "locks", &[]));
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let header: Vec<&str> = listed
@@ -162,9 +153,9 @@ async fn names_land_in_their_groups_and_the_admin_commands_see_every_group() {
     assert_eq!(by_resource.len(), 4, "{listed:?}");
     for (names, group) in [(&in_east, "east"), (&in_west, "west")] {
         for name in names {
-            assert_eq!(
-                by_resource.get(name.as_str()),
-                Some(&vec![(group.to_owned(), "3/3".to_owned())]),
+            let row = by_resource.get(name.as_str()).map(Vec::as_slice);
+            assert!(
+                matches!(row, Some([(g, held)]) if g == group && on_a_quorum_of_three(held)),
                 "{name}: {listed:?}"
             );
         }
@@ -180,7 +171,8 @@ async fn names_land_in_their_groups_and_the_admin_commands_see_every_group() {
         let resource = lock["resource"].as_str().unwrap_or_default();
         let expected = Groups::place(IDS, resource).unwrap_or_default();
         assert_eq!(lock["group"], expected, "{lock}");
-        assert_eq!(lock["held_on"].as_array().map(Vec::len), Some(3), "{lock}");
+        let held_on = lock["held_on"].as_array().map_or(0, Vec::len);
+        assert!((2..=3).contains(&held_on), "{lock}");
     }
     let nodes_json = doc["nodes"].as_array().expect("nodes");
     assert_eq!(nodes_json.len(), 6, "{doc}");
@@ -229,12 +221,13 @@ async fn names_land_in_their_groups_and_the_admin_commands_see_every_group() {
         admin(&dir, &nodes, "force-unlock", &[forced_name.as_str()])
     });
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_eq!(
-        forced.stdout.trim(),
-        format!(
-            "forced open: {forced_name} in group 'east' (held on 3, confirmed by 3 of 3 lock \
-             servers)"
-        )
+    assert!(
+        forced_open_on_a_quorum(
+            &forced.stdout,
+            &format!("forced open: {forced_name} in group 'east'"),
+            "lock servers"
+        ),
+        "{forced:?}"
     );
 
     // `force-unlock --uid`: every group is asked; the one that holds it
@@ -244,23 +237,26 @@ async fn names_land_in_their_groups_and_the_admin_commands_see_every_group() {
         tokio::task::block_in_place(|| admin(&dir, &nodes, "force-unlock", &["--uid", &uid_of]));
     assert_eq!(forced.code, Some(0), "{forced:?}");
     let lines: Vec<&str> = forced.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{forced:?}");
     assert_eq!(
-        lines,
-        [
-            format!("not held: uid {uid_of} in group 'east' (confirmed by 3 of 3 lock servers)"),
-            format!(
-                "forced open: uid {uid_of} in group 'west' (held on 3, confirmed by 3 of 3 lock \
-                 servers)"
-            ),
-        ],
+        lines[0],
+        format!("not held: uid {uid_of} in group 'east' (confirmed by 3 of 3 lock servers)"),
+        "{forced:?}"
+    );
+    assert!(
+        forced_open_on_a_quorum(
+            lines[1],
+            &format!("forced open: uid {uid_of} in group 'west'"),
+            "lock servers"
+        ),
         "{forced:?}"
     );
 
     let left = (held_on(&east_addrs).await, held_on(&west_addrs).await);
     assert_eq!(listed_on(&left.0, forced_name), 0, "{left:?}");
     assert_eq!(listed_on(&left.1, by_uid), 0, "{left:?}");
-    assert_eq!(listed_on(&left.0, &in_east[1]), 3, "{left:?}");
-    assert_eq!(listed_on(&left.1, &in_west[1]), 3, "{left:?}");
+    assert!(listed_on(&left.0, &in_east[1]) >= 2, "{left:?}");
+    assert!(listed_on(&left.1, &in_west[1]) >= 2, "{left:?}");
     drop(holders);
 }
 

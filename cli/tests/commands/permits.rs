@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::redis_support::RedisServer;
-use crate::support::{cli, wait_until, Cli, Cluster, Scratch};
+use crate::support::{cli, on_a_quorum_of_three, wait_until, Cli, Cluster, Scratch};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -174,14 +174,9 @@ fn locks_shows_the_permits_and_a_permit_forced_open_stops_its_command() {
     );
     let held = c.started("a");
     let resource = format!("semaphore/jobs/permit/{}", held.slot);
-    let mut listed = c.admin(&["locks"]);
-    wait_until(LIMIT, "every server to list the permit", || {
-        listed = c.admin(&["locks"]);
-        listed
-            .stdout
-            .lines()
-            .any(|l| l.starts_with(&resource) && l.contains("3/3"))
-    });
+    // The command runs once a quorum granted: the permit is listed on two
+    // or three of the servers (a third grant is not promised).
+    let listed = c.admin(&["locks"]);
     assert_eq!(listed.code, Some(0), "{listed:?}");
     let row = listed
         .stdout
@@ -191,6 +186,7 @@ fn locks_shows_the_permits_and_a_permit_forced_open_stops_its_command() {
     for field in ["write", "the-holder", held.uid.as_str()] {
         assert!(row.contains(field), "{field} missing from {row:?}");
     }
+    assert!(on_a_quorum_of_three(row), "{listed:?}");
     let permits = listed.stdout.matches("semaphore/jobs/permit/").count();
     assert_eq!(permits, 1, "one permit held: {listed:?}");
     assert!(

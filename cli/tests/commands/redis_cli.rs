@@ -19,7 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::redis_support::{locker, RedisServer};
-use crate::support::{cli, cli_with_logs, signal, wait_until, Cli, Finished, Scratch};
+use crate::support::{
+    cli, cli_with_logs, forced_open_on_a_quorum, on_a_quorum_of_three, signal, wait_until, Cli,
+    Finished, Scratch,
+};
 use quorum_lock::{Dsync, Error, NetLocker};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -105,18 +108,6 @@ fn rows<'a>(listing: &'a str, first: &str) -> Vec<&'a str> {
         .lines()
         .filter(|l| l.split_whitespace().next() == Some(first))
         .collect()
-}
-
-/// `force-unlock` freed `what` on every node, having found it on a quorum
-/// (two or three of the three: a third grant is not promised).
-fn assert_forced_open(stdout: &str, what: &str) {
-    let on = |held: usize| {
-        format!("forced open: {what} (held on {held}, confirmed by 3 of 3 Redis nodes)")
-    };
-    assert!(
-        stdout.trim() == on(2) || stdout.trim() == on(3),
-        "expected {what} forced open on a quorum of 3: {stdout}"
-    );
 }
 
 /// Whether a process runs (a zombie does not count).
@@ -224,10 +215,7 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     for field in ["write", "the-holder", uid.as_str()] {
         assert!(row[0].contains(field), "{field} missing from {listed:?}");
     }
-    assert!(
-        row[0].contains("2/3") || row[0].contains("3/3"),
-        "a quorum of nodes should list the lock: {listed:?}"
-    );
+    assert!(on_a_quorum_of_three(row[0]), "{listed:?}");
 
     // One row per node holding it, each naming its node and the holder.
     let per_node = n.admin("locks", &["--per-node"]);
@@ -252,7 +240,10 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
 
     let forced = n.admin("force-unlock", &["reports"]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_forced_open(&forced.stdout, "reports");
+    assert!(
+        forced_open_on_a_quorum(&forced.stdout, "forced open: reports", "Redis nodes"),
+        "{forced:?}"
+    );
     // The holder notices at its next refresh and stops its command.
     let holder = holder.finish(LIMIT);
     assert_eq!(holder.code, Some(79), "{holder:?}");
@@ -277,7 +268,14 @@ fn locks_shows_a_held_lock_and_force_unlock_frees_it_by_name_and_by_uid() {
     let uid = n.dir.read("uid").trim().to_owned();
     let forced = n.admin("force-unlock", &["--uid", &uid]);
     assert_eq!(forced.code, Some(0), "{forced:?}");
-    assert_forced_open(&forced.stdout, &format!("uid {uid}"));
+    assert!(
+        forced_open_on_a_quorum(
+            &forced.stdout,
+            &format!("forced open: uid {uid}"),
+            "Redis nodes"
+        ),
+        "{forced:?}"
+    );
     let holder = holder.finish(LIMIT);
     assert_eq!(holder.code, Some(79), "{holder:?}");
     let listed = n.admin("locks", &[]);
@@ -783,19 +781,21 @@ fn status_over_redis_nodes_shows_quarantine_entries_locks_and_health() {
         .block_on(ds.rw_mutex(["reports"]).unwrap().lock())
         .expect("a lock");
     let uid = guard.uid().to_owned();
+    // A quorum lists it (a third grant is not promised).
     let mut shown = status(&n, &["--validity", "3s"]);
-    wait_until(LIMIT, "every node to list the lock", || {
+    wait_until(LIMIT, "a quorum of nodes to list the lock", || {
         shown = status(&n, &["--validity", "3s"]);
-        shown.stdout.matches("not quarantined, 1 entry").count() == 3
+        shown.stdout.matches("not quarantined, 1 entry").count() >= 2
     });
     assert_eq!(shown.code, Some(0), "{shown:?}");
     let lock_rows = rows(&shown.stdout, "reports");
-    assert_eq!(lock_rows.len(), 3, "{shown:?}");
+    assert!((2..=3).contains(&lock_rows.len()), "{shown:?}");
     for row in lock_rows {
         assert!(row.contains("write") && row.contains(&uid), "{row:?}");
     }
 
-    // One node down: named with its cause; the others still shown.
+    // One node down: named with its cause; the others still shown, with
+    // the lock where they hold it.
     let gone = format!("127.0.0.1:{}", n.servers[0].port());
     n.servers[0].kill();
     let partial = status(&n, &["--validity", "3s", "--output", "json"]);
@@ -811,11 +811,21 @@ fn status_over_redis_nodes_shows_quarantine_entries_locks_and_health() {
             .is_some_and(|r| r.contains("refused the connection")),
         "{doc}"
     );
+    let mut holding = 0;
     for node in &listed[1..] {
         assert_eq!(node["healthy"], true, "{doc}");
         assert!(node["protocol"].is_null(), "{doc}");
-        assert_eq!(node["locks"][0]["uid"], uid.as_str(), "{doc}");
+        let locks = node["locks"].as_array().expect("a node's locks");
+        assert!(locks.len() <= 1, "{doc}");
+        if let Some(lock) = locks.first() {
+            assert_eq!(lock["uid"], uid.as_str(), "{doc}");
+            holding += 1;
+        }
     }
+    assert!(
+        holding >= 1,
+        "a quorum held it, so one of these two does: {doc}"
+    );
     assert_eq!(doc["quorum_healthy"], true, "{doc}");
     runtime.block_on(guard.unlock()).expect("unlock");
 }

@@ -215,6 +215,23 @@ pub fn catches(pid: u32, sig: i32) -> bool {
         .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
 }
 
+/// Whether a listing's held/total cell (or a line holding it) shows a lock
+/// on a quorum of three nodes. A lock call returns once two granted; the
+/// third grant is kept only if its call answered in time (one cut off under
+/// load is undone), so 2/3 and 3/3 are both what the library promises.
+pub fn on_a_quorum_of_three(listed: &str) -> bool {
+    listed.contains("2/3") || listed.contains("3/3")
+}
+
+/// Whether `line` is `force-unlock`'s report of `opened` found on a quorum
+/// of three nodes (see `on_a_quorum_of_three`) and freed on all three:
+/// `{opened} (held on 2 or 3, confirmed by 3 of 3 {nodes})`.
+pub fn forced_open_on_a_quorum(line: &str, opened: &str, nodes: &str) -> bool {
+    [2, 3].iter().any(|held| {
+        line.trim() == format!("{opened} (held on {held}, confirmed by 3 of 3 {nodes})")
+    })
+}
+
 /// Polls `check` every 20 ms until it holds or `limit` passes.
 pub fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
