@@ -348,16 +348,6 @@ thread_local! {
     static WAITED: RefCell<Option<Waited>> = const { RefCell::new(None) };
 }
 
-/// Runs `call`, a locker call nobody waits for, noted as such from its
-/// first poll (as a settled fan-out's straggler is): its silence never
-/// makes its locker look unreachable to a wait (`Coordinator`'s call
-/// records).
-pub(crate) async fn unheeded<T>(call: impl Future<Output = T>) -> T {
-    let waited: Waited = Arc::new(AtomicBool::new(false));
-    let mut call = std::pin::pin!(call);
-    std::future::poll_fn(|cx| polled_for(&waited, || call.as_mut().poll(cx))).await
-}
-
 /// Runs `poll` with `waited` as the fan-out whose call is polled.
 fn polled_for<R>(waited: &Waited, poll: impl FnOnce() -> R) -> R {
     // Restored however `poll` ends: a locker's call that panics unwinds

@@ -191,7 +191,6 @@ impl Drop for Held {
         self.keeper.remove(self.lease);
         let plan = self.state.begin_release();
         crate::lock::release::watch_stragglers(&self.state, &plan.in_flight, &self.handle);
-        crate::lock::release::unlock_ahead(&self.state, &plan.ahead, &self.handle);
         // Lost (not released by a resign, which declares too): its
         // clean-up task may sit on a runtime that is idle or gone.
         if plan.targets.is_empty() && self.state.was_lost() {

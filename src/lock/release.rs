@@ -35,7 +35,7 @@ use crate::lock::drain::{
     queue_release_retry, queue_unlock, unlock_call, unlock_kind, unlock_may_land_later,
     STRAGGLER_GRACE,
 };
-use crate::lock::fanout::{answered_now, poll_deadline, unheeded, CallSet, Started};
+use crate::lock::fanout::{answered_now, poll_deadline, CallSet, Started};
 use crate::lock::per_locker::PerLocker;
 use crate::lock::telemetry::Names;
 use crate::quorum::clock::after;
@@ -375,45 +375,8 @@ async fn release_quorum(state: Arc<Acquisition>) -> Result<(), Error> {
     let plan = state.begin_release();
     if let Ok(handle) = Handle::try_current() {
         watch_stragglers(&state, &plan.in_flight, &handle);
-        unlock_ahead(&state, &plan.ahead, &handle);
     }
     release_plan(state, plan).await
-}
-
-/// Sends one unlock to each locker of `ahead` (`ReleasePlan::ahead`: its
-/// lock or wait call of the released `state` has not answered) that keeps
-/// no record of releases ([`NetLocker::remembers_releases`]). Without it,
-/// such a locker (a lagging Redis node) keeps the entry until the call's
-/// answer comes back and its undo goes out, and the holder's next lock of
-/// the name often reaches it first and waits there.
-///
-/// Safe because it adds an unlock and changes nothing else: best effort,
-/// neither retried nor counted as a confirmation, and the call's own undo
-/// and the straggler watch still free whatever it does not (it overtakes
-/// the call and frees nothing; it is lost). A locker that remembers
-/// releases never gets one, since it would start that record's window
-/// early. Nothing is sent for a lost lock whose holder may still work
-/// under it: its unlocks wait for the holder (`Acquisition::held_off`).
-pub(crate) fn unlock_ahead(state: &Arc<Acquisition>, ahead: &[usize], fallback: &Handle) {
-    let coord = &state.coord;
-    let forgetful = |index: &&usize| {
-        coord
-            .lockers
-            .get(**index)
-            .is_some_and(|locker| !locker.remembers_releases())
-    };
-    let ahead: Vec<usize> = ahead.iter().filter(forgetful).copied().collect();
-    if ahead.is_empty() || state.held_off(coord.clock.now()).is_some() {
-        return;
-    }
-    let state = state.clone();
-    let handle = crate::lock::own_runtime::background(&coord.own_runtime, fallback);
-    handle.spawn(async move {
-        let coord = &state.coord;
-        let unlocks = (ahead.iter())
-            .map(|&index| unheeded(unlock_call(coord, index, &state.args, state.mode)));
-        futures::future::join_all(unlocks).await;
-    });
 }
 
 /// Watches the lockers of `in_flight`, whose lock or wait call of the

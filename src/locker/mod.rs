@@ -307,22 +307,4 @@ pub trait NetLocker: Send + Sync {
     fn validity(&self) -> Option<std::time::Duration> {
         None
     }
-
-    /// Whether a release here starts a protection whose timing matters:
-    /// [`LocalLocker`](crate::LocalLocker) (and so a lock server) keeps a
-    /// record of released uids and refuses a uid's late lock calls for a
-    /// validity after its release, counted from that release.
-    ///
-    /// A locker that keeps nothing of a release answers `false`. Then, when
-    /// a lock is released while its lock call to this locker is still on
-    /// its way (a lagging node), the coordinator also sends an unlock at
-    /// once, behind the call, so that the entry goes as soon as the call
-    /// lands instead of when its answer comes back; the call's own undo
-    /// and the watch on it still stand behind that unlock. Sent to a locker
-    /// that keeps a record, such an unlock would start the record's window
-    /// early, up to a call's timeout before the undo, and shorten it. The
-    /// default, `true`, never sends one.
-    fn remembers_releases(&self) -> bool {
-        true
-    }
 }

@@ -697,13 +697,6 @@ impl NetLocker for RedisLocker {
         false
     }
 
-    /// Nothing of a release is kept: a late lock call is covered by the
-    /// coordinator's undo of it alone, so an unlock sent ahead to a lagging
-    /// node shortens nothing.
-    fn remembers_releases(&self) -> bool {
-        false
-    }
-
     fn validity(&self) -> Option<Duration> {
         Some(self.shared.config.validity.min(LONGEST_VALIDITY))
     }

@@ -257,10 +257,6 @@ impl NetLocker for FaultyLocker {
         self.inner.validity()
     }
 
-    fn remembers_releases(&self) -> bool {
-        self.inner.remembers_releases()
-    }
-
     // While no fault is in force a call would be forwarded at once, so an
     // inner locker that answers at once is offered as such: the coordinator
     // then takes its immediate path, and the randomized tests cover both

@@ -262,10 +262,6 @@ impl NetLocker for Relay {
     fn validity(&self) -> Option<Duration> {
         self.inner.validity()
     }
-
-    fn remembers_releases(&self) -> bool {
-        self.inner.remembers_releases()
-    }
 }
 
 #[cfg(test)]
