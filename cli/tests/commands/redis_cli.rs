@@ -781,12 +781,19 @@ fn status_over_redis_nodes_shows_quarantine_entries_locks_and_health() {
         .block_on(ds.rw_mutex(["reports"]).unwrap().lock())
         .expect("a lock");
     let uid = guard.uid().to_owned();
-    // A quorum lists it (a third grant is not promised).
+    // A quorum lists it (a third grant is not promised), and every node is
+    // past the quarantine of a 3 s validity (each ends 3 s after its
+    // server's start, rounded up to a second).
     let mut shown = status(&n, &["--validity", "3s"]);
-    wait_until(LIMIT, "a quorum of nodes to list the lock", || {
-        shown = status(&n, &["--validity", "3s"]);
-        shown.stdout.matches("not quarantined, 1 entry").count() >= 2
-    });
+    wait_until(
+        LIMIT,
+        "every node out of quarantine, a quorum listing the lock",
+        || {
+            shown = status(&n, &["--validity", "3s"]);
+            shown.stdout.matches("not quarantined").count() == 3
+                && shown.stdout.matches("not quarantined, 1 entry").count() >= 2
+        },
+    );
     assert_eq!(shown.code, Some(0), "{shown:?}");
     let lock_rows = rows(&shown.stdout, "reports");
     assert!((2..=3).contains(&lock_rows.len()), "{shown:?}");
