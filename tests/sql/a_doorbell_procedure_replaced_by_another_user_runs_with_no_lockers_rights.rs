@@ -28,6 +28,7 @@ use quorum_lock::sql::{SqlConfig, SqlLocker};
 use sqlx::Connection;
 
 use crate::both::config;
+use crate::mallory::{as_mallory, mallory_with, refused_to_mallory};
 use crate::sql_support::MariaServer;
 
 const PLANTED: &str = "CREATE PROCEDURE `pl_ring_v2_0`(IN p_text VARBINARY(512))\n\
@@ -79,29 +80,25 @@ async fn a_doorbell_procedure_replaced_by_another_user_runs_with_no_lockers_righ
 
     // Another user of the database: may make and alter routines there,
     // may not touch the lock table.
-    server.sql(
-        "CREATE USER 'mallory'@'127.0.0.1' IDENTIFIED BY 'mallory-pass';\n\
-         GRANT CREATE ROUTINE, ALTER ROUTINE ON quorum.* TO 'mallory'@'127.0.0.1';",
-    );
-    sqlx::any::install_default_drivers();
-    let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
-        .await
-        .expect("mallory connects");
-    let direct = sqlx::raw_sql("DELETE FROM pl_entries WHERE name = 'other'")
-        .execute(&mut mallory)
-        .await;
-    assert!(
-        direct.is_err(),
-        "control: mallory may not write the lock table herself"
-    );
-    sqlx::raw_sql("DROP PROCEDURE `pl_ring_v2_0`")
-        .execute(&mut mallory)
-        .await
-        .expect("mallory drops the doorbell procedure (ALTER ROUTINE)");
-    sqlx::raw_sql(PLANTED)
-        .execute(&mut mallory)
-        .await
-        .expect("mallory makes one of her own under its name (CREATE ROUTINE)");
+    let mut mallory = mallory_with(&server, "CREATE ROUTINE, ALTER ROUTINE").await;
+    refused_to_mallory(
+        &mut mallory,
+        "DELETE FROM pl_entries WHERE name = 'other'",
+        "mallory may not write the lock table herself",
+    )
+    .await;
+    as_mallory(
+        &mut mallory,
+        "DROP PROCEDURE `pl_ring_v2_0`",
+        "mallory drops the doorbell procedure (ALTER ROUTINE)",
+    )
+    .await;
+    as_mallory(
+        &mut mallory,
+        PLANTED,
+        "mallory makes one of her own under its name (CREATE ROUTINE)",
+    )
+    .await;
     let _ = mallory.close().await;
 
     // An ordinary hand-off between two lockers: the releasing call rings

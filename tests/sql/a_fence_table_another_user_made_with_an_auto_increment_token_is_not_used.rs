@@ -24,6 +24,7 @@ use quorum_lock::{Dsync, NetLocker};
 use sqlx::Connection;
 
 use crate::both::config;
+use crate::mallory::{as_mallory, mallory_with, refused_to_mallory};
 use crate::sql_support::MariaServer;
 
 /// Mallory's mark: 4·10^18 ns after the epoch, in 2096.
@@ -55,25 +56,19 @@ async fn a_fence_table_another_user_made_with_an_auto_increment_token_is_not_use
         ),
     );
 
-    server.sql(
-        "CREATE USER 'mallory'@'127.0.0.1' IDENTIFIED BY 'mallory-pass';\n\
-         GRANT CREATE ON quorum.* TO 'mallory'@'127.0.0.1';",
-    );
-    sqlx::any::install_default_drivers();
-    let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
-        .await
-        .expect("mallory connects");
-    sqlx::raw_sql(&planted)
-        .execute(&mut mallory)
-        .await
-        .expect("mallory makes the fence table before any locker (CREATE)");
-    let denied = sqlx::raw_sql("INSERT INTO ai_fence (id, token) VALUES (1, 5)")
-        .execute(&mut mallory)
-        .await;
-    assert!(
-        denied.is_err(),
-        "control: mallory has no right to the table's rows"
-    );
+    let mut mallory = mallory_with(&server, "CREATE").await;
+    as_mallory(
+        &mut mallory,
+        &planted,
+        "mallory makes the fence table before any locker (CREATE)",
+    )
+    .await;
+    refused_to_mallory(
+        &mut mallory,
+        "INSERT INTO ai_fence (id, token) VALUES (1, 5)",
+        "mallory has no right to the table's rows",
+    )
+    .await;
     let _ = mallory.close().await;
 
     let locker = SqlLocker::new(&server.url(), settings()).expect("a URL");

@@ -18,6 +18,7 @@ use quorum_lock::{Dsync, Error, NetLocker};
 use sqlx::Connection;
 
 use crate::both::config;
+use crate::mallory::{as_mallory, mallory_with, refused_to_mallory};
 use crate::sql_shared::args_from;
 use crate::sql_support::MariaServer;
 
@@ -63,30 +64,26 @@ async fn mallory_makes_the_tables(
         .expect("the fence table's statement");
     let planted = plant(entries);
 
-    server.sql(
-        "CREATE USER 'mallory'@'127.0.0.1' IDENTIFIED BY 'mallory-pass';\n\
-         GRANT CREATE ON quorum.* TO 'mallory'@'127.0.0.1';",
-    );
-    sqlx::any::install_default_drivers();
-    let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
-        .await
-        .expect("mallory connects");
-    sqlx::raw_sql(&planted)
-        .execute(&mut mallory)
-        .await
-        .expect("mallory makes the entries table before any locker (CREATE)");
-    sqlx::raw_sql(fence)
-        .execute(&mut mallory)
-        .await
-        .expect("mallory makes the fence table (CREATE)");
+    let mut mallory = mallory_with(server, "CREATE").await;
+    as_mallory(
+        &mut mallory,
+        &planted,
+        "mallory makes the entries table before any locker (CREATE)",
+    )
+    .await;
+    as_mallory(
+        &mut mallory,
+        fence,
+        "mallory makes the fence table (CREATE)",
+    )
+    .await;
     // Control: she may not read or write them.
-    let denied = sqlx::raw_sql(&format!("DELETE FROM {}entries", shape.prefix))
-        .execute(&mut mallory)
-        .await;
-    assert!(
-        denied.is_err(),
-        "control: mallory has no right to the table's rows"
-    );
+    refused_to_mallory(
+        &mut mallory,
+        &format!("DELETE FROM {}entries", shape.prefix),
+        "mallory has no right to the table's rows",
+    )
+    .await;
     let _ = mallory.close().await;
 }
 

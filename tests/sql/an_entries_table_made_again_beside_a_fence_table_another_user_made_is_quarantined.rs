@@ -26,6 +26,7 @@ use quorum_lock::{Dsync, Lease, NetLocker};
 use sqlx::Connection;
 
 use crate::both::config;
+use crate::mallory::{as_mallory, mallory_with, refused_to_mallory};
 use crate::sql_support::MariaServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,25 +51,19 @@ async fn an_entries_table_made_again_beside_a_fence_table_another_user_made_is_q
     // Every column, the primary key and the engine stay schema()'s.
     let planted = fence.replace(tail, "token bigint NOT NULL, CHECK (token <> 0))");
 
-    server.sql(
-        "CREATE USER 'mallory'@'127.0.0.1' IDENTIFIED BY 'mallory-pass';\n\
-         GRANT CREATE ON quorum.* TO 'mallory'@'127.0.0.1';",
-    );
-    sqlx::any::install_default_drivers();
-    let mut mallory = sqlx::AnyConnection::connect(&server.url_as("mallory", "mallory-pass"))
-        .await
-        .expect("mallory connects");
-    sqlx::raw_sql(&planted)
-        .execute(&mut mallory)
-        .await
-        .expect("mallory makes the fence table before any locker (CREATE)");
-    let denied = sqlx::raw_sql("INSERT INTO fx_fence (id, token) VALUES (1, 5)")
-        .execute(&mut mallory)
-        .await;
-    assert!(
-        denied.is_err(),
-        "control: mallory has no right to the table's rows"
-    );
+    let mut mallory = mallory_with(&server, "CREATE").await;
+    as_mallory(
+        &mut mallory,
+        &planted,
+        "mallory makes the fence table before any locker (CREATE)",
+    )
+    .await;
+    refused_to_mallory(
+        &mut mallory,
+        "INSERT INTO fx_fence (id, token) VALUES (1, 5)",
+        "mallory has no right to the table's rows",
+    )
+    .await;
     let _ = mallory.close().await;
 
     // The server up for longer than the quarantine: a quarantine after

@@ -111,6 +111,8 @@ mod lock_tables_owned_by_another_role_are_reported_by_the_lockers;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod mallory;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_round_trip_calls_on_mariadb;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod one_round_trip_releases_on_postgres;

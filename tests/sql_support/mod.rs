@@ -309,38 +309,28 @@ impl PgServer {
                 // server leaves behind (thousands, gigabytes, over runs).
                 .args(["-c", "dynamic_shared_memory_type=mmap"]);
             self.as_owner(&mut postgres);
-            let log = log_file(&self.root);
-            let child = spawn_group(&mut postgres, log)
-                .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", self.bin.postgres.display()));
-            self.child = Some(child);
             let bin = self.bin.clone();
-            let port = self.port;
-            let ready = wait_ready(&mut self.child, port, give_up, || {
-                let mut ping = Command::new(&bin.pg_isready);
-                ping.args(["-h", "127.0.0.1", "-p", &port.to_string()])
-                    .args(["-U", "postgres", "-d", "postgres", "-t", "2"]);
-                pg_client_env(&mut ping);
-                run_tool(&mut ping, None, Duration::from_secs(5)).is_ok()
-            });
-            match ready {
-                Ok(()) => return,
-                Err(NotReady::Exited(_)) if retry && Instant::now() < give_up => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                // A free port is only free until someone binds it: another
-                // test's server took it between free_port() and this one.
-                // On a first start, another port will do.
-                Err(NotReady::Exited(_))
-                    if !retry && port_taken(&self.root) && Instant::now() < give_up =>
-                {
-                    self.port = free_port();
-                }
-                Err(why) => {
+            let started = start_once(
+                &mut postgres,
+                &mut self.child,
+                &self.root,
+                &mut self.port,
+                retry,
+                give_up,
+                |port| {
+                    let mut ping = Command::new(&bin.pg_isready);
+                    ping.args(["-h", "127.0.0.1", "-p", &port.to_string()])
+                        .args(["-U", "postgres", "-d", "postgres", "-t", "2"]);
+                    pg_client_env(&mut ping);
+                    run_tool(&mut ping, None, Duration::from_secs(5)).is_ok()
+                },
+            );
+            match started {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(failure) => {
                     self.kill();
-                    panic!(
-                        "postgres on port {port} did not accept connections: {why}\n{}",
-                        log_tail(&self.root)
-                    );
+                    panic!("postgres {failure}");
                 }
             }
         }
@@ -702,39 +692,29 @@ impl MariaServer {
             if is_root() {
                 mariadbd.arg("--user=root");
             }
-            let log = log_file(&self.root);
-            let child = spawn_group(&mut mariadbd, log)
-                .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", self.bin.mariadbd.display()));
-            self.child = Some(child);
             let admin = self.bin.admin.clone();
             let socket = self.socket();
-            let port = self.port;
-            let ready = wait_ready(&mut self.child, port, give_up, || {
-                let mut ping = Command::new(&admin);
-                ping.arg("--no-defaults")
-                    .arg(format!("--socket={}", socket.display()))
-                    .args(["-uroot", "--connect-timeout=2", "ping"]);
-                run_tool(&mut ping, None, Duration::from_secs(5)).is_ok()
-            });
-            match ready {
-                Ok(()) => return,
-                Err(NotReady::Exited(_)) if retry && Instant::now() < give_up => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                // A free port is only free until someone binds it: another
-                // test's server took it between free_port() and this one.
-                // On a first start, another port will do.
-                Err(NotReady::Exited(_))
-                    if !retry && port_taken(&self.root) && Instant::now() < give_up =>
-                {
-                    self.port = free_port();
-                }
-                Err(why) => {
+            let started = start_once(
+                &mut mariadbd,
+                &mut self.child,
+                &self.root,
+                &mut self.port,
+                retry,
+                give_up,
+                |_| {
+                    let mut ping = Command::new(&admin);
+                    ping.arg("--no-defaults")
+                        .arg(format!("--socket={}", socket.display()))
+                        .args(["-uroot", "--connect-timeout=2", "ping"]);
+                    run_tool(&mut ping, None, Duration::from_secs(5)).is_ok()
+                },
+            );
+            match started {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(failure) => {
                     self.kill();
-                    panic!(
-                        "mariadbd on port {port} did not accept connections: {why}\n{}",
-                        log_tail(&self.root)
-                    );
+                    panic!("mariadbd {failure}");
                 }
             }
         }
@@ -958,6 +938,46 @@ fn wait_ready(
             return Err(NotReady::TimedOut);
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// One start of a server's `boot`: spawns `command` (its output to the
+/// log under `root`), waits until `ping` (given the port) says it is up,
+/// and says what comes next: `Ok(true)` ready, `Ok(false)` start again
+/// (with `retry`, a server that exited at once, after a pause; on a first
+/// start, one whose port another test's server took, on a new port), or
+/// `Err` with why it failed, for the caller to stop the server and panic.
+fn start_once(
+    command: &mut Command,
+    child: &mut Option<Child>,
+    root: &Path,
+    port: &mut u16,
+    retry: bool,
+    give_up: Instant,
+    mut ping: impl FnMut(u16) -> bool,
+) -> Result<bool, String> {
+    let program = PathBuf::from(command.get_program());
+    let spawned = spawn_group(command, log_file(root))
+        .unwrap_or_else(|e| panic!("cannot spawn {}: {e}", program.display()));
+    *child = Some(spawned);
+    let at = *port;
+    match wait_ready(child, at, give_up, || ping(at)) {
+        Ok(()) => Ok(true),
+        Err(NotReady::Exited(_)) if retry && Instant::now() < give_up => {
+            std::thread::sleep(Duration::from_millis(100));
+            Ok(false)
+        }
+        // A free port is only free until someone binds it: another
+        // test's server took it between free_port() and this one.
+        // On a first start, another port will do.
+        Err(NotReady::Exited(_)) if !retry && port_taken(root) && Instant::now() < give_up => {
+            *port = free_port();
+            Ok(false)
+        }
+        Err(why) => Err(format!(
+            "on port {at} did not accept connections: {why}\n{}",
+            log_tail(root)
+        )),
     }
 }
 
