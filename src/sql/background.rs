@@ -186,7 +186,10 @@ pub(super) async fn sweep(shared: &Arc<Shared>) -> Result<(), Error> {
     Ok(())
 }
 
-/// Acts on a notice of this locker's channel: `T<uid>` or `W<uid>`.
+/// Acts on a notice of this locker's channel: `T<uid>`, `W<uid>`, or
+/// `H<uid>` (sent by this locker's own releases): a release handed the
+/// waiter its turn and did not hear its commit. Any of them, sent by
+/// someone else, costs a call and tells only what the rows say.
 pub(super) async fn on_notice(shared: &Arc<Shared>, payload: &str) {
     let mut chars = payload.chars();
     let (Some(kind), uid) = (chars.next(), chars.as_str()) else {
@@ -198,6 +201,13 @@ pub(super) async fn on_notice(shared: &Arc<Shared>, payload: &str) {
     match kind {
         'W' => waiter.wake.notify(uid, PushEvent::Wounded),
         'T' => turn(shared, &waiter).await,
+        'H' => match shared.confirm_handed(&waiter).await {
+            Ok(true) => waiter.wake.notify(uid, PushEvent::Granted),
+            Ok(false) => {}
+            Err(err) => {
+                tracing::debug!(locker = %shared.endpoint(), uid, "handed turn not confirmed: {err}")
+            }
+        },
         _ => {}
     }
 }

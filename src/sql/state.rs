@@ -61,7 +61,9 @@ pub(super) struct Resource {
 /// A change to write before the commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Op {
-    /// A new holder row: name, uid, mode, deadline, ticket, channel.
+    /// A new holder row: name, uid, mode, deadline, ticket, channel, and
+    /// the holder's owner and source when they are not the call's own (a
+    /// waiter a release hands its turn to).
     Grant {
         name: String,
         uid: String,
@@ -69,6 +71,7 @@ pub(super) enum Op {
         deadline: i64,
         ticket: String,
         channel: String,
+        who: Option<(String, String)>,
     },
     /// A holder's new deadline (and the ticket and channel it waits by).
     Renew {
@@ -213,6 +216,22 @@ impl Table {
         ticket: &str,
         channel: &str,
     ) {
+        self.grant_as(i, uid, mode, deadline, ticket, channel, None);
+    }
+
+    /// [`grant`](Self::grant), a new holder's row written with `who` (owner
+    /// and source) instead of the call's own when given.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn grant_as(
+        &mut self,
+        i: usize,
+        uid: &str,
+        mode: LockMode,
+        deadline: i64,
+        ticket: &str,
+        channel: &str,
+        who: Option<(String, String)>,
+    ) {
         let r = &mut self.resources[i];
         match r.holders.get_mut(uid) {
             None => {
@@ -234,6 +253,7 @@ impl Table {
                     deadline,
                     ticket: ticket.to_owned(),
                     channel: channel.to_owned(),
+                    who,
                 });
             }
             Some(holder) => {

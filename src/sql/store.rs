@@ -508,7 +508,12 @@ impl Store {
                     deadline,
                     ticket,
                     channel,
+                    who: holder,
                 } => {
+                    let (owner, source) = match holder {
+                        Some((owner, source)) => (owner.as_str(), source.as_str()),
+                        None => who,
+                    };
                     sqlx::query(&d.insert_holder())
                         .bind(name.as_str())
                         .bind(uid.as_str())
@@ -517,8 +522,8 @@ impl Store {
                         .bind(now_ms)
                         .bind(ticket.as_str())
                         .bind(channel.as_str())
-                        .bind(who.0)
-                        .bind(who.1)
+                        .bind(owner)
+                        .bind(source)
                         .execute(&mut **tx)
                         .await
                 }
@@ -607,7 +612,7 @@ impl Store {
 
     /// Hands `payloads` to the task that acts on this locker's own
     /// notices; nobody reads them once the locker is gone.
-    fn tell_own(&self, payloads: Vec<String>) {
+    pub(super) fn tell_own(&self, payloads: Vec<String>) {
         if payloads.is_empty() {
             return;
         }

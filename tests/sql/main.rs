@@ -75,6 +75,8 @@ mod a_postgres_locker_without_its_listen_connection_still_grants;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_refusal_of_a_search_path_is_not_told_for_a_database_that_is_down;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
+mod a_release_grants_its_lockers_own_waiter_in_its_own_transaction;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_release_runs_on_the_tables_of_its_own_locker;
 #[cfg(all(feature = "postgres", feature = "mysql", feature = "testing"))]
 mod a_release_under_a_schema_reads_no_table_through_the_search_path;
