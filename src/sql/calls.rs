@@ -190,6 +190,7 @@ impl Shared {
     ) -> Result<Waited, Error> {
         let names = Self::checked(args, false)?;
         if !turn
+            && !self.waits.others_wait_on(&names, &args.uid)
             && self
                 .fast_grant(&names, args, mode, (ticket, channel))
                 .await?
@@ -285,7 +286,12 @@ impl Shared {
     pub(super) async fn release(&self, args: &LockArgs, mode: LockMode) -> Result<bool, Error> {
         let names = Self::checked(args, false)?;
         self.waits.forget(&args.uid);
-        if let [name] = names.as_slice() {
+        // Where this locker's own waiters wait, the routine would find
+        // their places and leave the call to the transaction.
+        if let ([name], false) = (
+            names.as_slice(),
+            self.waits.others_wait_on(&names, &args.uid),
+        ) {
             let fast = self
                 .store
                 .fast_release(name, &args.uid, state::mode_char(mode));

@@ -120,3 +120,68 @@ fn the_mysql_shape_checked_is_the_shape_made() {
         );
     }
 }
+
+/// The hint that sends a call past the one-round-trip routines counts the
+/// other waits on a name, and forgets a wait once it is released,
+/// re-registered under other names, or stale.
+#[tokio::test(start_paused = true)]
+async fn the_hint_of_other_waiters_follows_the_waits() {
+    use crate::locker::wait::{PushEvent, PushSink, Wake};
+    struct Nobody;
+    impl PushSink for Nobody {
+        fn push(&self, _: usize, _: &str, _: PushEvent) {}
+    }
+    let wake = Wake::new(Arc::new(Nobody), 0);
+    let args = |uid: &str, names: &[&str]| LockArgs {
+        uid: uid.into(),
+        resources: names
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .into(),
+        owner: "o".into(),
+        source: "s".into(),
+        quorum: 1,
+    };
+    let names = |n: &[&str]| n.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let ttl = Duration::from_secs(10);
+    let waits = waits::Waits::default();
+    waits.register(
+        &args("a", &["x"]),
+        LockMode::Write,
+        "1".into(),
+        ttl,
+        wake.clone(),
+    );
+    assert!(
+        !waits.others_wait_on(&names(&["x"]), "a"),
+        "its own wait is no other's"
+    );
+    assert!(waits.others_wait_on(&names(&["x"]), "b"));
+    assert!(!waits.others_wait_on(&names(&["y"]), "b"));
+    waits.register(
+        &args("b", &["x", "y"]),
+        LockMode::Write,
+        "2".into(),
+        ttl,
+        wake.clone(),
+    );
+    assert!(waits.others_wait_on(&names(&["x"]), "a"));
+    assert!(waits.others_wait_on(&names(&["z", "y"]), "a"));
+    // Asked again for another name: its old one is no longer counted.
+    waits.register(
+        &args("b", &["z"]),
+        LockMode::Write,
+        "2".into(),
+        ttl,
+        wake.clone(),
+    );
+    assert!(!waits.others_wait_on(&names(&["x", "y"]), "a"));
+    assert!(waits.others_wait_on(&names(&["z"]), "a"));
+    waits.forget("b");
+    assert!(!waits.others_wait_on(&names(&["z"]), "a"));
+    // Stale after two place lifetimes without asking again.
+    tokio::time::advance(ttl * 2).await;
+    let _ = waits.watched_names(true);
+    assert!(!waits.others_wait_on(&names(&["x"]), "b"));
+}

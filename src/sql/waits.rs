@@ -65,6 +65,10 @@ struct Watch {
 #[derive(Default)]
 struct Inner {
     waiters: HashMap<Arc<str>, Waiter>,
+    /// How many of `waiters` name each resource (a name listed twice by
+    /// one waiter counts twice): kept with `waiters`, by
+    /// [`Inner::insert`], [`Inner::remove`] and [`Inner::drop_stale`].
+    per_name: HashMap<String, usize>,
     watches: HashMap<String, Vec<Watch>>,
     watch_count: usize,
     next_id: u64,
@@ -76,6 +80,48 @@ pub(super) struct Waits {
     /// Woken when a wait registers: a MySQL locker's doorbell (see
     /// `doorbell.rs`) connects only while there are waiters.
     pub waiting: Arc<tokio::sync::Notify>,
+}
+
+impl Inner {
+    fn count(&mut self, waiter: &Waiter, up: bool) {
+        for name in waiter.args.resources.iter() {
+            if up {
+                *self.per_name.entry(name.clone()).or_default() += 1;
+            } else if let Some(n) = self.per_name.get_mut(name) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_name.remove(name);
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, uid: Arc<str>, waiter: Waiter) {
+        self.count(&waiter, true);
+        if let Some(old) = self.waiters.insert(uid, waiter) {
+            self.count(&old, false);
+        }
+    }
+
+    fn remove(&mut self, uid: &str) {
+        if let Some(old) = self.waiters.remove(uid) {
+            self.count(&old, false);
+        }
+    }
+
+    /// Forgets the waits that have not asked for two place lifetimes:
+    /// their coordinators unlocked or died.
+    fn drop_stale(&mut self, now: Instant) {
+        let stale: Vec<Arc<str>> = self
+            .waiters
+            .iter()
+            .filter(|(_, w)| now.duration_since(w.seen) >= w.place_ttl.saturating_mul(2))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in stale {
+            self.remove(&uid);
+        }
+    }
 }
 
 impl Waits {
@@ -97,15 +143,13 @@ impl Waits {
         // A wait that has not asked for two place lifetimes is over: its
         // coordinator unlocked or died.
         if inner.waiters.len() >= 1024 {
-            inner
-                .waiters
-                .retain(|_, w| now.duration_since(w.seen) < w.place_ttl.saturating_mul(2));
+            inner.drop_stale(now);
         }
         let wounded = inner
             .waiters
             .get(&args.uid)
             .is_some_and(|w| w.wounded && w.ticket == ticket);
-        inner.waiters.insert(
+        inner.insert(
             args.uid.clone(),
             Waiter {
                 args: args.clone(),
@@ -129,7 +173,25 @@ impl Waits {
 
     /// Forgets the wait of `uid`: it released or gave up.
     pub(super) fn forget(&self, uid: &str) {
-        self.lock().waiters.remove(uid);
+        self.lock().remove(uid);
+    }
+
+    /// Whether a wait other than `uid`'s names any of `names`: a hint
+    /// that the resource has a line (or a holder that waited), so that a
+    /// call goes straight to its full transaction instead of first trying
+    /// the one-round-trip routine, which answers only where there is
+    /// none. Either path decides the same; a wrong hint costs a round
+    /// trip.
+    pub(super) fn others_wait_on(&self, names: &[String], uid: &str) -> bool {
+        let inner = self.lock();
+        let mine = |name: &String| {
+            inner.waiters.get(uid).map_or(0, |w| {
+                w.args.resources.iter().filter(|n| *n == name).count()
+            })
+        };
+        names
+            .iter()
+            .any(|name| inner.per_name.get(name).is_some_and(|n| *n > mine(name)))
     }
 
     pub(super) fn waiter(&self, uid: &str) -> Option<Waiter> {
@@ -151,9 +213,7 @@ impl Waits {
     pub(super) fn watched_names(&self, waiters: bool) -> Vec<String> {
         let now = Instant::now();
         let mut inner = self.lock();
-        inner
-            .waiters
-            .retain(|_, w| now.duration_since(w.seen) < w.place_ttl.saturating_mul(2));
+        inner.drop_stale(now);
         let mut names: Vec<String> = inner.watches.keys().cloned().collect();
         if waiters {
             for w in inner.waiters.values() {
