@@ -102,17 +102,17 @@ pub(crate) fn legend(backend: Backend, db: &Database) -> String {
             timeout asked again"
         }
     };
-    // With one locker, its own releases tell its waiters at once; NOTIFY
-    // or the doorbell carry another locker's (--sql-lockers).
+    // With one locker, its own releases grant its waiters; NOTIFY or the
+    // doorbell carry another locker's turns (--sql-lockers).
     let push = match backend {
         Backend::Postgres => {
-            "a waiter's turn told by the locker itself after its release commits (by NOTIFY \
-             when another locker released)"
+            "a waiter of the releasing locker granted in the release's own transaction and \
+             told after its commit; another locker's waiter told its turn by NOTIFY"
         }
         Backend::MySql => {
-            "a waiter's turn told by the locker itself after its release commits (by the \
-             doorbell, a KILL QUERY of the waiting locker's sleep, when another locker \
-             released; by a poll every 50 ms without it)"
+            "a waiter of the releasing locker granted in the release's own transaction and \
+             told after its commit; another locker's waiter told its turn by the doorbell, a \
+             KILL QUERY of the waiting locker's sleep (by a poll every 50 ms without it)"
         }
     };
     format!(
