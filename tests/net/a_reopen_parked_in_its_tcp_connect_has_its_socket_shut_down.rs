@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 
+use crate::reopen_behind_a_full_queue::{a_locker_after_an_idle_close, bind_with_a_queue_of_one};
 use crate::stand_in::{self, args};
 use crate::wire;
 
@@ -82,17 +83,6 @@ async fn the_socket_accepted_for_a_parked_connect_closes_when_a_connection_is_in
     server.abort();
 }
 
-/// A loopback listener whose accept queue holds one connection.
-fn bind_with_a_queue_of_one() -> (TcpListener, String) {
-    let socket = TcpSocket::new_v4().expect("socket");
-    socket
-        .bind("127.0.0.1:0".parse().expect("address"))
-        .expect("bind");
-    let listener = socket.listen(0).expect("listen");
-    let addr = listener.local_addr().expect("address").to_string();
-    (listener, addr)
-}
-
 /// A locker whose reopen sits parked in its TCP connect on an idle
 /// current-thread runtime, and the socket the server accepted for it.
 struct Parked {
@@ -114,35 +104,7 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
 
     let mut config = stand_in::config();
     config.connect_timeout = connect_timeout;
-    let connecting = tokio::spawn(RemoteLocker::connect(addr.clone(), config));
-    let first = tokio::time::timeout(Duration::from_secs(5), stand_in::accept_hello(&listener))
-        .await
-        .expect("the first connection in time")
-        .expect("its hello");
-    let locker = Arc::new(
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut first = first;
-            assert!(stand_in::welcome(&mut first).await, "welcome");
-            let locker = connecting.await.expect("task").expect("connect");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            stand_in::close_as_idle(first).await;
-            locker
-        })
-        .await
-        .expect("connected in time"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
-    // Its end is read a moment after the connection is marked down.
-    let online = tokio::time::timeout(Duration::from_secs(1), async {
-        while !locker.is_online() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(online.is_ok(), "the next call reopens");
+    let locker = a_locker_after_an_idle_close(&listener, addr.clone(), config).await;
 
     // The queue's one place, taken by a connection nobody accepts yet.
     let blocker = TcpStream::connect(&addr).await.expect("the blocker");
