@@ -25,9 +25,12 @@ use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::reopen_behind_a_full_queue::{a_locker_after_an_idle_close, bind_with_a_queue_of_one};
+use crate::reopen_behind_a_full_queue::{
+    a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
+    bind_with_a_queue_of_one, closed_within_a_second_and_once_the_runtime_is_dropped,
+    the_call_on_the_idle_runtime_gave_up,
+};
 use crate::stand_in::{self, args};
-use crate::wire;
 
 /// Reproduces a past break: a reopen parked in its TCP connect kept the socket the server accepted open after its locker was dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,30 +124,17 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
             .build()
             .expect("runtime");
         runtime.block_on(async move {
-            let parked_args = args("uid-parked");
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(300), parked_locker.lock(&parked_args))
-                    .await
-                    .is_err();
-            drop(parked_locker);
+            let gave_up = a_call_given_up_after_300_ms(parked_locker).await;
             let _ = gave_up_tx.send(gave_up);
         });
         let _ = release_rx.recv_timeout(Duration::from_secs(30));
         drop(runtime);
     });
-    let gave_up =
-        tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the call on the idle runtime ended");
-    assert!(gave_up, "the call waited for the reopen and gave up");
+    the_call_on_the_idle_runtime_gave_up(gave_up_rx).await;
 
     // The queue is free: the kernel's second SYN gets the parked connect
     // through, and the server accepts it, though its task sits parked.
-    let (blocked, _) = tokio::time::timeout(Duration::from_secs(1), listener.accept())
-        .await
-        .expect("the blocker in time")
-        .expect("the blocker");
+    let blocked = accept_the_blocker(&listener).await;
     let (parked, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
         .await
         .expect("the parked connect reached the server in time")
@@ -163,15 +153,13 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
 impl Parked {
     /// The parked connect's socket is closed within a second of `what`.
     async fn closes_within_a_second(mut self, what: &str) {
-        let closed = wire::closed_within(&mut self.parked, Duration::from_secs(1)).await;
-        let _ = self.release.send(());
-        let idle_thread = self.idle_thread;
-        let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
         // What held it: once the idle runtime is dropped, it closes.
-        let after = match &closed {
-            Ok(_) => Ok(Vec::new()),
-            Err(_) => wire::closed_within(&mut self.parked, Duration::from_secs(1)).await,
-        };
+        let (closed, after) = closed_within_a_second_and_once_the_runtime_is_dropped(
+            &mut self.parked,
+            self.release,
+            self.idle_thread,
+        )
+        .await;
         drop((self.queue, self.locker, self.listener));
         assert!(
             closed.is_ok(),

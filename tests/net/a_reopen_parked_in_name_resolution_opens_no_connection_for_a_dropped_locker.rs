@@ -25,12 +25,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::NetLocker;
 use tokio::net::TcpStream;
 
-use crate::reopen_behind_a_full_queue::{a_locker_after_an_idle_close, bind_with_a_queue_of_one};
-use crate::stand_in::{self, args};
-use crate::wire;
+use crate::reopen_behind_a_full_queue::{
+    a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
+    bind_with_a_queue_of_one, closed_within_a_second_and_once_the_runtime_is_dropped,
+    the_call_on_the_idle_runtime_gave_up,
+};
+use crate::stand_in;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_server() {
@@ -70,12 +72,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
                 let _ = gate_rx.recv_timeout(Duration::from_secs(30));
             });
             let _ = tokio::time::timeout(Duration::from_secs(5), busy_rx).await;
-            let parked_args = args("uid-parked");
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(300), parked_locker.lock(&parked_args))
-                    .await
-                    .is_err();
-            drop(parked_locker);
+            let gave_up = a_call_given_up_after_300_ms(parked_locker).await;
             let _ = gave_up_tx.send(gave_up);
         });
         // Driven once more, briefly, when told.
@@ -86,12 +83,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
         let _ = release_rx.recv_timeout(Duration::from_secs(30));
         drop(runtime);
     });
-    let gave_up =
-        tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the call on the idle runtime ended");
-    assert!(gave_up, "the call waited for the reopen and gave up");
+    the_call_on_the_idle_runtime_gave_up(gave_up_rx).await;
 
     // The last handle on the locker goes, while its reopen still waits
     // for the name lookup: nothing of the attempt is on the network yet.
@@ -114,25 +106,20 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
 
     // The queue is free: a connect under way goes through with the
     // kernel's second SYN, though its task sits parked.
-    let (blocked, _) = tokio::time::timeout(Duration::from_secs(1), listener.accept())
-        .await
-        .expect("the blocker in time")
-        .expect("the blocker");
+    let blocked = accept_the_blocker(&listener).await;
     let parked = tokio::time::timeout(Duration::from_secs(4), listener.accept()).await;
     let (closed, after) = match parked {
         // No connection reached the server: nothing holds a slot.
         Err(_) => (Ok(Vec::new()), Ok(Vec::new())),
         Ok(Err(e)) => panic!("accept: {e}"),
         Ok(Ok((mut parked, _))) => {
-            let closed = wire::closed_within(&mut parked, Duration::from_secs(1)).await;
-            let _ = release_tx.send(());
-            let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
             // What held it: once the idle runtime is dropped, it closes.
-            let after = match &closed {
-                Ok(_) => Ok(Vec::new()),
-                Err(_) => wire::closed_within(&mut parked, Duration::from_secs(1)).await,
-            };
-            (closed, after)
+            closed_within_a_second_and_once_the_runtime_is_dropped(
+                &mut parked,
+                release_tx,
+                idle_thread,
+            )
+            .await
         }
     };
     drop((blocker, blocked));
