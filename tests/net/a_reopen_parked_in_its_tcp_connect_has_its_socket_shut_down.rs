@@ -27,8 +27,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::reopen_behind_a_full_queue::{
     a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
-    bind_with_a_queue_of_one, closed_within_a_second_and_once_the_runtime_is_dropped,
-    the_call_on_the_idle_runtime_gave_up,
+    an_idle_runtime, bind_with_a_queue_of_one,
+    closed_within_a_second_and_once_the_runtime_is_dropped, the_call_on_the_idle_runtime_gave_up,
 };
 use crate::stand_in::{self, args};
 
@@ -119,10 +119,7 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
     let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<bool>();
     let parked_locker = locker.clone();
     let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = an_idle_runtime().build().expect("runtime");
         runtime.block_on(async move {
             let gave_up = a_call_given_up_after_300_ms(parked_locker).await;
             let _ = gave_up_tx.send(gave_up);

@@ -29,8 +29,8 @@ use tokio::net::TcpStream;
 
 use crate::reopen_behind_a_full_queue::{
     a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
-    bind_with_a_queue_of_one, closed_within_a_second_and_once_the_runtime_is_dropped,
-    the_call_on_the_idle_runtime_gave_up,
+    an_idle_runtime, bind_with_a_queue_of_one,
+    closed_within_a_second_and_once_the_runtime_is_dropped, the_call_on_the_idle_runtime_gave_up,
 };
 use crate::stand_in;
 
@@ -60,8 +60,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
     let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<bool>();
     let parked_locker = locker.clone();
     let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+        let runtime = an_idle_runtime()
             .max_blocking_threads(1)
             .build()
             .expect("runtime");

@@ -120,3 +120,11 @@ pub async fn closed_within_a_second_and_once_the_runtime_is_dropped(
     };
     (closed, after)
 }
+
+/// The builder of the current-thread runtime a parked-reopen test lets go
+/// idle: with its timers and I/O enabled, as the locker's tasks need.
+pub fn an_idle_runtime() -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    builder
+}
