@@ -21,6 +21,8 @@ mod six_workers_on_two_permits;
 mod stand_in;
 
 #[cfg(feature = "net")]
+mod forced_by_name;
+#[cfg(feature = "net")]
 mod peer_answering_the_hello;
 #[cfg(feature = "net")]
 mod reopen_behind_a_full_queue;
