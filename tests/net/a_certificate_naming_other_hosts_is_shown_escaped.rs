@@ -22,7 +22,8 @@ use quorum_lock::net::{
     ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
 use quorum_lock::LocalLocker;
-use tokio::sync::oneshot;
+
+use crate::loopback;
 
 const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
 
@@ -53,14 +54,7 @@ async fn a_certificate_naming_other_hosts_is_shown_escaped() {
         ServerConfig::new("client-secret").tls(tls),
     )
     .expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     let mut config = RemoteConfig::new("client-secret");
     config.connect_timeout = Duration::from_secs(2);
     config.tls = Some(ClientTls::new(CA).expect("client tls"));

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::loopback;
 use crate::node::TOKEN;
 
 const ADMIN: &str = "admin-secret";
@@ -74,14 +74,7 @@ async fn a_lock_forced_open_stays_refused_after_a_client_forces_open_uids_of_its
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_released_bytes = 64 * 1024;
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
     let addr = bound.to_string();
     let started = tokio::time::Instant::now();
 

@@ -32,9 +32,9 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
 use crate::capped::{bounded, ADMIN};
+use crate::loopback;
 use crate::node::TOKEN;
 
 fn args(uid: &str, names: Vec<String>) -> LockArgs {
@@ -60,14 +60,7 @@ async fn a_refresh_naming_a_resource_twice_leaves_no_charge() {
     config.max_lock_bytes = 64 * 1024;
     let server = LockServer::new(locker, config).expect("valid config");
     let stats = server.stats();
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (addr, _stop) = loopback::serve(server).await;
     let addr = addr.to_string();
     let connect = |token: &'static str| {
         let addr = addr.clone();

@@ -37,6 +37,8 @@ use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
 const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
@@ -76,14 +78,7 @@ async fn serve(
         config.idle_timeout = idle;
     }
     let server = LockServer::new(table, config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     (bound, stop)
 }
 

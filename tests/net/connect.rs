@@ -9,6 +9,8 @@ use quorum_lock::net::{connect_all, LockServer, RemoteConfig, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 
 /// A lock server on an ephemeral loopback port; stops when dropped.
@@ -21,14 +23,7 @@ struct Node {
 async fn start() -> Node {
     let locker = Arc::new(LocalLocker::new());
     let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     Node {
         addr: bound.to_string(),
         locker,

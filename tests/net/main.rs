@@ -23,6 +23,8 @@ mod stand_in;
 #[cfg(feature = "net")]
 mod forced_by_name;
 #[cfg(feature = "net")]
+mod loopback;
+#[cfg(feature = "net")]
 mod peer_answering_the_hello;
 #[cfg(feature = "net")]
 mod reopen_behind_a_full_queue;

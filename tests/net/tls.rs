@@ -13,6 +13,8 @@ use quorum_lock::net::{
 use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 
 /// The CA of tests/data/tls, its certificate for the lock server at
@@ -37,14 +39,7 @@ async fn serve(tls: ServerTls) -> Node {
     let locker = Arc::new(LocalLocker::new());
     let server =
         LockServer::new(locker.clone(), ServerConfig::new(TOKEN).tls(tls)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     Node {
         port: bound.port(),
         locker,
@@ -304,14 +299,7 @@ async fn connect_all_goes_on_when_a_minority_refuses_tls() {
 async fn a_tls_client_of_a_plain_server_is_told_the_server_does_not_serve_tls() {
     let server =
         LockServer::new(Arc::new(LocalLocker::new()), ServerConfig::new(TOKEN)).expect("config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     let client = ClientTls::new(SELF_SIGNED).expect("client tls");
     let locker = RemoteLocker::connect(format!("127.0.0.1:{}", bound.port()), config(client))
         .await
