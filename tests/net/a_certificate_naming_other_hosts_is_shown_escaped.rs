@@ -25,8 +25,7 @@ use quorum_lock::LocalLocker;
 
 use crate::certificate_naming_other_hosts::{CERT, KEY};
 use crate::loopback;
-
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
+use crate::tls_files::CA;
 
 #[tokio::test]
 async fn a_certificate_naming_other_hosts_is_shown_escaped() {

@@ -27,11 +27,9 @@ use quorum_lock::net::{
 use quorum_lock::{LocalLocker, NetLocker};
 
 use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 fn client_config() -> RemoteConfig {
     let mut config = RemoteConfig::new(TOKEN);

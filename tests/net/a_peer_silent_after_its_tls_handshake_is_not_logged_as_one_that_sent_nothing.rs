@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use crate::log_capture::Capture;
 use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 use quorum_lock::net::{LockServer, ServerConfig, ServerTls};
 use quorum_lock::LocalLocker;
 use rustls::pki_types::pem::PemObject;
@@ -31,9 +32,6 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 fn connector() -> tokio_rustls::TlsConnector {
     let provider = Arc::new(rustls::crypto::ring::default_provider());

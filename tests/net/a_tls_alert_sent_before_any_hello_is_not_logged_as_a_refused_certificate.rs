@@ -20,14 +20,13 @@ use std::time::Duration;
 
 use crate::log_capture::Capture;
 use crate::loopback;
+use crate::tls_files::{NODE_CERT, NODE_KEY};
 use quorum_lock::net::{LockServer, ServerConfig, ServerTls};
 use quorum_lock::LocalLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const TOKEN: &str = "client-secret";
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 /// A TLS record of content type alert (0x15), version TLS 1.2, two bytes:
 /// level fatal (2), description handshake_failure (40).

@@ -31,11 +31,9 @@ use quorum_lock::{LocalLocker, NetLocker};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 const IDLE: Duration = Duration::from_millis(200);
 

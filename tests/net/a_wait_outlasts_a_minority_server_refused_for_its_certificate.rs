@@ -39,11 +39,9 @@ use tokio::sync::oneshot;
 
 use crate::certificate_naming_other_hosts::{CERT, KEY};
 use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 /// Serves `table` over TLS with `cert`, until the returned sender drops.
 async fn serve(

@@ -30,6 +30,8 @@ mod loopback;
 mod peer_answering_the_hello;
 #[cfg(feature = "net")]
 mod reopen_behind_a_full_queue;
+#[cfg(feature = "tls")]
+mod tls_files;
 
 mod a_backed_off_reopen_is_made_once_per_step;
 mod a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follows;

@@ -14,19 +14,11 @@ use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
 use crate::loopback;
+use crate::tls_files::{
+    CA, CLIENT_CERT, CLIENT_KEY, NODE_CERT, NODE_KEY, SELF_SIGNED, SELF_SIGNED_KEY,
+};
 
 const TOKEN: &str = "client-secret";
-
-/// The CA of tests/data/tls, its certificate for the lock server at
-/// `localhost` (and no other name), and its client certificate `test`.
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("../data/tls/client-test.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../data/tls/client-test-key.pem");
-/// A self-signed certificate for localhost and 127.0.0.1, from no CA.
-const SELF_SIGNED: &[u8] = include_bytes!("../data/test-cert.pem");
-const SELF_SIGNED_KEY: &[u8] = include_bytes!("../data/test-key.pem");
 
 /// A TLS lock server on an ephemeral loopback port; stops when dropped.
 struct Node {
