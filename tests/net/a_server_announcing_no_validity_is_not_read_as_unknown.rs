@@ -22,8 +22,8 @@ use std::time::Duration;
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Dsync, LocalLocker, LockerConfig, NetLocker};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::oneshot;
 
+use crate::loopback;
 use crate::{stand_in, wire};
 
 const TOKEN: &str = "t0ken";
@@ -39,14 +39,7 @@ async fn announced(validity: Duration) -> (bool, Option<Duration>, bool) {
         },
     ));
     let server = LockServer::new(locker, ServerConfig::new(TOKEN)).expect("server builds");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (bound, stop, serving) = loopback::serve_with_its_task(server).await;
     let remote = tokio::time::timeout(
         Duration::from_secs(5),
         RemoteLocker::connect(bound.to_string(), RemoteConfig::new(TOKEN)),

@@ -7,19 +7,37 @@ use std::net::SocketAddr;
 
 use quorum_lock::net::LockServer;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 /// Binds `server` to an ephemeral port of 127.0.0.1 and serves it on a
 /// task of the current runtime until the returned sender is sent on or
 /// dropped: the address it listens on, and that sender (hold it for as
 /// long as the server must serve).
 pub async fn serve(server: LockServer) -> (SocketAddr, oneshot::Sender<()>) {
+    let (bound, stop, _serving) = serve_with_its_task(server).await;
+    (bound, stop)
+}
+
+/// As [`serve`], and the serving task too: it ends once the server has
+/// shut down, for the tests that wait for that.
+pub async fn serve_with_its_task(
+    server: LockServer,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+    serve_at(server, "127.0.0.1:0".parse().expect("address")).await
+}
+
+/// As [`serve_with_its_task`], bound to `addr` (a port a server used
+/// before, for the tests of a restart).
+pub async fn serve_at(
+    server: LockServer,
+    addr: SocketAddr,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     let (stop, stopped) = oneshot::channel::<()>();
     let (bound, serving) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
+        .bind(addr, async {
             let _ = stopped.await;
         })
         .await
         .expect("bind loopback");
-    tokio::spawn(serving);
-    (bound, stop)
+    (bound, stop, tokio::spawn(serving))
 }
