@@ -20,6 +20,8 @@ mod six_workers_on_two_permits;
 #[path = "../net_support/stand_in.rs"]
 mod stand_in;
 
+#[cfg(feature = "net")]
+mod calls_in_a_block_on;
 #[cfg(feature = "tls")]
 mod certificate_naming_other_hosts;
 #[cfg(feature = "net")]
