@@ -3,7 +3,9 @@
 //! docs/lock-servers.md): the server over a local locker of a short
 //! validity, the culprit's lock arguments, the admin's force of each lock's
 //! first name, the culprit's refreshes for three validities, and the count
-//! of entries the force left.
+//! of entries the force left; for the scenes that force every name open,
+//! the fill until the table is full, the check that it is empty after, and
+//! another client's lock in it.
 #![cfg(feature = "net")]
 
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
 use tokio::sync::oneshot;
 
 use crate::capped::{self, bounded};
+use crate::node::TOKEN;
 
 /// The validity of the locker behind every such scene: short, so that
 /// three validities pass in three seconds.
@@ -88,4 +91,50 @@ pub async fn entries_and_left_over_of_the_first_fill(admin: &RemoteLocker) -> (u
         .filter(|l| l.resource.starts_with("hog/1/"))
         .count();
     (listed.len(), left_over)
+}
+
+/// The culprit takes the locks `lock(0)`, `lock(1)`, ... until the server
+/// refuses one (at most 1000): the locks it holds, which must be some but
+/// fewer than 1000 (the table filled).
+pub async fn locks_until_the_table_is_full(
+    culprit: &RemoteLocker,
+    lock: impl Fn(usize) -> LockArgs,
+) -> Vec<LockArgs> {
+    let mut held = Vec::new();
+    for i in 0..1000 {
+        let lock = lock(i);
+        match bounded("lock", culprit.lock(&lock)).await {
+            Ok(true) => held.push(lock),
+            _ => break,
+        }
+    }
+    assert!(
+        !held.is_empty() && held.len() < 1000,
+        "the table fills: {} locks",
+        held.len()
+    );
+    held
+}
+
+/// The admin's listing must show no entry.
+pub async fn assert_the_table_is_empty(admin: &RemoteLocker) {
+    assert!(
+        bounded("list", admin.locks())
+            .await
+            .expect("listing")
+            .is_empty(),
+        "the table holds no entry"
+    );
+}
+
+/// Another client, connecting to `addr`, asks for `lock` in the table the
+/// admin emptied: it must be granted.
+pub async fn a_lock_in_the_emptied_table_is_granted(addr: &str, lock: &LockArgs) {
+    let victim = capped::connect(addr, TOKEN).await;
+    let result = bounded("lock", victim.lock(lock)).await;
+    assert_eq!(
+        result,
+        Ok(true),
+        "a lock in a table the admin emptied is refused"
+    );
 }
