@@ -34,6 +34,8 @@ mod peer_answering_the_hello;
 mod reopen_behind_a_full_queue;
 #[cfg(feature = "tls")]
 mod tls_files;
+#[cfg(feature = "net")]
+mod versions_refused;
 
 mod a_backed_off_reopen_is_made_once_per_step;
 mod a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follows;
