@@ -28,6 +28,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use crate::loopback;
 use crate::node::TOKEN;
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, response, OP_LOCK, REPLY_BOOL,
@@ -71,14 +72,7 @@ async fn a_silent_client_whose_lock_lapsed_just_after_another_clients_idle_check
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("an address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
     let addr = addr.to_string();
 
     let (mut a, a_locked) = lock_once(&addr, "client-a", "a").await;

@@ -120,11 +120,7 @@ async fn a_rejected_token_is_an_error_even_from_one_server() {
     let other = {
         let locker = Arc::new(LocalLocker::new());
         let server = LockServer::new(locker, ServerConfig::new("another-token")).unwrap();
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().unwrap(), std::future::pending())
-            .await
-            .unwrap();
-        tokio::spawn(serve);
+        let (addr, _) = loopback::serve_while_the_runtime_runs(server).await;
         addr.to_string()
     };
     let addrs = [good[0].addr.clone(), good[1].addr.clone(), other];

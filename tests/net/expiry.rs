@@ -16,6 +16,8 @@ use quorum_lock::{
 };
 use tokio::time::Instant;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 const VALIDITY: Duration = Duration::from_millis(800);
 
@@ -52,11 +54,7 @@ async fn a_waiter_is_granted_when_a_dead_holders_entry_expires() {
         ServerConfig::new(TOKEN),
     )
     .expect("valid config");
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), std::future::pending())
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
     let locker = RemoteLocker::connect(addr.to_string(), RemoteConfig::new(TOKEN))
         .await
         .expect("connect");

@@ -41,3 +41,17 @@ pub async fn serve_at(
         .expect("bind loopback");
     (bound, stop, tokio::spawn(serving))
 }
+
+/// Binds `server` to an ephemeral port of 127.0.0.1 and serves it, with no
+/// shutdown signal, for as long as the test's runtime runs: the address,
+/// and the serving task (for the tests that check it is still serving).
+pub async fn serve_while_the_runtime_runs(server: LockServer) -> (SocketAddr, JoinHandle<()>) {
+    let (bound, serving) = server
+        .bind(
+            "127.0.0.1:0".parse().expect("address"),
+            std::future::pending(),
+        )
+        .await
+        .expect("bind loopback");
+    (bound, tokio::spawn(serving))
+}
