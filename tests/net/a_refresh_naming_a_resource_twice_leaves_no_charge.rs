@@ -27,13 +27,13 @@
 //! open, and another client locks a free name: refused, the table full.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{bounded, ADMIN};
+use crate::lockers;
 use crate::loopback;
 use crate::node::TOKEN;
 
@@ -49,13 +49,7 @@ fn args(uid: &str, names: Vec<String>) -> LockArgs {
 
 #[tokio::test]
 async fn a_refresh_naming_a_resource_twice_leaves_no_charge() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "twice",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("twice", Duration::from_secs(1));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
     let server = LockServer::new(locker, config).expect("valid config");

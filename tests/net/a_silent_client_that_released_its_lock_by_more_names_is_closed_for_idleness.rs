@@ -17,13 +17,13 @@
 //! Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 use tokio::io::AsyncWriteExt;
 
+use crate::lockers;
 use crate::loopback;
 use crate::node::TOKEN;
 use crate::wire::{
@@ -36,13 +36,7 @@ const IDLE: Duration = Duration::from_millis(200);
 
 #[tokio::test]
 async fn a_silent_client_that_released_its_lock_by_more_names_is_closed_for_idleness() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("node", VALIDITY);
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(locker.clone(), config).expect("valid config");

@@ -19,15 +19,14 @@
 //! Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use crate::lockers;
 use crate::loopback;
 use crate::node::TOKEN;
 use crate::wire::{
@@ -62,13 +61,7 @@ async fn lock_once(addr: &str, uid: &str, name: &str) -> (TcpStream, Instant) {
 #[tokio::test]
 async fn a_silent_client_whose_lock_lapsed_just_after_another_clients_idle_check_is_closed_at_its_own(
 ) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("node", VALIDITY);
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(locker.clone(), config).expect("valid config");

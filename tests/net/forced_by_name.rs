@@ -8,14 +8,14 @@
 //! another client's lock in it.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
 use crate::capped::{self, bounded};
+use crate::lockers;
 use crate::node::TOKEN;
 
 /// The validity of the locker behind every such scene: short, so that
@@ -42,13 +42,7 @@ pub fn culprit_args(source: &'static str) -> impl Fn(&str, &[String]) -> LockArg
 /// [`VALIDITY`] and no quarantine, so that what a force leaves expires
 /// within a second; the address and the server's stop.
 pub async fn serve(name: &str, config: ServerConfig) -> (String, oneshot::Sender<()>) {
-    let locker = Arc::new(LocalLocker::with_config(
-        name,
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine(name, VALIDITY);
     capped::serve(locker, config).await
 }
 

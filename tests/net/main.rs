@@ -27,6 +27,8 @@ mod certificate_naming_other_hosts;
 #[cfg(feature = "net")]
 mod forced_by_name;
 #[cfg(feature = "net")]
+mod lockers;
+#[cfg(feature = "net")]
 mod loopback;
 #[cfg(feature = "net")]
 mod peer_answering_the_hello;
