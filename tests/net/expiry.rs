@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, PushEvent, PushSink, Ticket,
-    WaitArgs, WaitReply, Wake,
+    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
+    Wake,
 };
 use tokio::time::Instant;
 
+use crate::lockers;
 use crate::loopback;
 
 const TOKEN: &str = "client-secret";
@@ -45,10 +46,7 @@ fn args(uid: &str) -> LockArgs {
 
 #[tokio::test]
 async fn a_waiter_is_granted_when_a_dead_holders_entry_expires() {
-    let config = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let config = lockers::config_without_quarantine(VALIDITY);
     let server = LockServer::new(
         Arc::new(LocalLocker::with_config("node", config)),
         ServerConfig::new(TOKEN),

@@ -13,9 +13,15 @@ use quorum_lock::{LocalLocker, LockerConfig};
 pub fn without_quarantine(name: &str, validity: Duration) -> Arc<LocalLocker> {
     Arc::new(LocalLocker::with_config(
         name,
-        LockerConfig {
-            validity,
-            quarantine: Duration::ZERO,
-        },
+        config_without_quarantine(validity),
     ))
+}
+
+/// The configuration of such a locker, for `node::start_over`: locks live
+/// `validity`, no quarantine.
+pub fn config_without_quarantine(validity: Duration) -> LockerConfig {
+    LockerConfig {
+        validity,
+        quarantine: Duration::ZERO,
+    }
 }
