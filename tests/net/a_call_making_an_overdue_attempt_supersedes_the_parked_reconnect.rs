@@ -20,21 +20,18 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
 use quorum_lock::{NetLocker, RetryPolicy};
 
+use crate::calls_in_a_block_on::{
+    a_stand_in_on_a_runtime_of_its_own, an_offline_locker_on_a_current_thread_runtime,
+};
 use crate::stand_in::{self, args};
 
 #[test]
 fn one_attempt_is_made_when_a_call_takes_over_an_overdue_step() {
     // The server, on a runtime of its own: it accepts every connection,
     // notes when, reads the hello and never answers it.
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let (listener, addr) = server_runtime.block_on(stand_in::bind());
+    let (server_runtime, listener, addr) = a_stand_in_on_a_runtime_of_its_own();
     let accepted: Arc<Mutex<Vec<std::time::Instant>>> = Arc::default();
     let noted = accepted.clone();
     let server = server_runtime.spawn(async move {
@@ -55,14 +52,7 @@ fn one_attempt_is_made_when_a_call_takes_over_an_overdue_step() {
         max: Duration::from_millis(100),
     };
     // The caller's only runtime, driven inside each call's `block_on`.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let locker = runtime
-        .block_on(RemoteLocker::connect(addr, config))
-        .expect("an unreachable server leaves the locker offline, not an error");
-    assert!(locker.connect_error().is_some(), "it starts offline");
+    let (runtime, locker) = an_offline_locker_on_a_current_thread_runtime(addr, config);
 
     // Past the step (at most 10 ms) and past the patience with a silent
     // task (the connect timeout and 250 ms).

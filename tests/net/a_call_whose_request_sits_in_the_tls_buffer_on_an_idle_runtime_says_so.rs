@@ -25,11 +25,8 @@ use tokio::net::TcpSocket;
 use tokio::sync::oneshot;
 
 use crate::stand_in;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 use crate::wire;
-
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 /// How many calls the test makes at most, 10 ms apart.
 const CALLS: usize = 150;

@@ -22,28 +22,10 @@ use quorum_lock::net::{
     ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
 use quorum_lock::LocalLocker;
-use tokio::sync::oneshot;
 
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-
-const CERT: &[u8] = b"-----BEGIN CERTIFICATE-----
-MIIBzTCCAXSgAwIBAgIUC9uvSVyuW3ofW/tZ7N5oIkk8DnUwCgYIKoZIzj0EAwIw
-IjEgMB4GA1UEAwwXcXVvcnVtLWxvY2sgQ0EgMjg0NDRiY2UwIBcNMjYxMTMwMTQw
-NzMzWhgPMjEyNjExMDYxNDA3MzNaMA8xDTALBgNVBAMMBGV2aWwwWTATBgcqhkjO
-PQIBBggqhkjOPQMBBwNCAARcfmmmVHeR1xFsnqtUnJEp/PF8bhD4DTxL1DiluEfW
-OdHaLCPjTXCPultXtbBAL3/tvzeFAGMOjeklkpGmA5+Fo4GYMIGVMCYGA1UdEQQf
-MB2CG2V2aWwbXTA7cHduZWQHG1sySnguZXhhbXBsZTAJBgNVHRMEAjAAMBMGA1Ud
-JQQMMAoGCCsGAQUFBwMBMAsGA1UdDwQEAwIHgDAdBgNVHQ4EFgQU5ct7HiBCjo3q
-RxtgETPx9ucr7m4wHwYDVR0jBBgwFoAUIycOs1i12SxTo8me+CKyOXkjuJgwCgYI
-KoZIzj0EAwIDRwAwRAIgQGkl0rIjehIElaOYa0buJlfFxmlLDLpysteIIyiIvjoC
-IGODfc+AbRmvs7f3DjdMdoLBbETwy5btWWHysuZRMzOM
------END CERTIFICATE-----";
-
-const KEY: &[u8] = b"-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZwbBtvqwYOBs8cto
-L9f6rHSezz9ZeYxAtwANAk8oO72hRANCAARcfmmmVHeR1xFsnqtUnJEp/PF8bhD4
-DTxL1DiluEfWOdHaLCPjTXCPultXtbBAL3/tvzeFAGMOjeklkpGmA5+F
------END PRIVATE KEY-----";
+use crate::certificate_naming_other_hosts::{CERT, KEY};
+use crate::loopback;
+use crate::tls_files::CA;
 
 #[tokio::test]
 async fn a_certificate_naming_other_hosts_is_shown_escaped() {
@@ -53,14 +35,7 @@ async fn a_certificate_naming_other_hosts_is_shown_escaped() {
         ServerConfig::new("client-secret").tls(tls),
     )
     .expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     let mut config = RemoteConfig::new("client-secret");
     config.connect_timeout = Duration::from_secs(2);
     config.tls = Some(ClientTls::new(CA).expect("client tls"));

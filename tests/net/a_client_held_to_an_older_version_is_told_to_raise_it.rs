@@ -11,45 +11,17 @@
 //! a common version, and should name the setting that holds it back.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use quorum_lock::net::RemoteLocker;
-use tokio::io::AsyncWriteExt;
-
 use crate::stand_in;
-use crate::wire;
+use crate::versions_refused::{reject_every_version, why_the_connect_failed};
 
 #[tokio::test]
 async fn a_client_held_to_an_older_version_is_told_to_raise_it() {
     let (listener, addr) = stand_in::bind().await;
-    let server = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let Ok(hello) = wire::read_frame(&mut stream, 4096).await else {
-                continue;
-            };
-            let (version, _) = wire::read_varint(&hello).expect("a version");
-            let reason =
-                format!("protocol version {version} is not supported; this server speaks 5 and 6");
-            let _ = stream
-                .write_all(&wire::frame(&wire::rejected(&reason)))
-                .await;
-        }
-    });
+    let server = tokio::spawn(reject_every_version(listener, |_| "5 and 6"));
 
     let mut config = stand_in::config();
     config.protocol_version = 4;
-    let made = tokio::time::timeout(Duration::from_secs(5), RemoteLocker::connect(addr, config))
-        .await
-        .expect("connect ended in time");
-    server.abort();
-
-    let why = match made {
-        Ok(locker) => locker
-            .connect_error()
-            .expect("offline, with the reason")
-            .to_string(),
-        Err(err) => err.to_string(),
-    };
+    let why = why_the_connect_failed(addr, config, server).await;
     assert!(
         !why.contains("upgrade the client or the server") && why.contains("protocol_version"),
         "the client is held to version 4 and the server speaks 5 and 6, which this build \

@@ -11,51 +11,26 @@
 //! setting that holds nothing back.
 #![cfg(feature = "net")]
 
-use std::time::Duration;
-
-use quorum_lock::net::RemoteLocker;
-use tokio::io::AsyncWriteExt;
-
 use crate::stand_in;
-use crate::wire;
+use crate::versions_refused::{reject_every_version, why_the_connect_failed};
 
 #[tokio::test]
 async fn a_client_offering_its_newest_version_is_not_told_to_raise_it() {
     let (listener, addr) = stand_in::bind().await;
-    let server = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let Ok(hello) = wire::read_frame(&mut stream, 4096).await else {
-                continue;
-            };
-            let (version, _) = wire::read_varint(&hello).expect("a version");
-            let spoken = if version >= 6 {
-                "2, 3, 4 and 5"
-            } else {
-                "6 and 7"
-            };
-            let reason =
-                format!("protocol version {version} is not supported; this server speaks {spoken}");
-            let _ = stream
-                .write_all(&wire::frame(&wire::rejected(&reason)))
-                .await;
+    // Version 6 is answered as by a server speaking 2 to 5, the 5 the
+    // client falls back to as by one speaking 6 and 7.
+    let server = tokio::spawn(reject_every_version(listener, |version| {
+        if version >= 6 {
+            "2, 3, 4 and 5"
+        } else {
+            "6 and 7"
         }
-    });
+    }));
 
     let config = stand_in::config();
     let offered = config.protocol_version;
     assert_eq!(offered, 6, "the default is this build's newest version");
-    let made = tokio::time::timeout(Duration::from_secs(5), RemoteLocker::connect(addr, config))
-        .await
-        .expect("connect ended in time");
-    server.abort();
-
-    let why = match made {
-        Ok(locker) => locker
-            .connect_error()
-            .expect("offline, with the reason")
-            .to_string(),
-        Err(err) => err.to_string(),
-    };
+    let why = why_the_connect_failed(addr, config, server).await;
     assert!(
         !why.contains("raise it to 6") && !why.contains("held to version 5"),
         "RemoteConfig::protocol_version is {offered}, this build's newest: the locker is held \

@@ -102,6 +102,57 @@ async fn assert_a_wait_fits(scene: &mut Scene, why: &str) {
     );
 }
 
+/// `uid`'s reservation on "held" over A, standing in line, then the
+/// release of "held" by "h" over C: the lock is free for `uid` to take
+/// over another connection.
+async fn reserved_then_held_freed(s: &mut Scene, uid: &str) {
+    reserved(&mut s.a, uid).await;
+    assert_eq!(s.node.locker.waiting(), 1, "the reservation stands in line");
+    assert_eq!(
+        call(&mut s.c, 3, &lock_request(3, OP_UNLOCK, "h", &["held"])).await,
+        [REPLY_BOOL, 1]
+    );
+}
+
+/// `uid`'s wait (with pushes) for `names` under `ticket` over `conn`,
+/// asserted granted at once (`why` says how it could be).
+async fn granted_at_once(
+    conn: &mut TcpStream,
+    uid: &str,
+    names: &[&str],
+    ticket: (u64, u64),
+    why: &str,
+) {
+    assert_eq!(
+        call(
+            conn,
+            1,
+            &lock_wait_request(1, uid, names, ticket, TTL, true)
+        )
+        .await,
+        [REPLY_WAIT, GRANTED],
+        "{why}"
+    );
+}
+
+/// U's release of "held" (call `id`) over `conn`, the connection named
+/// `over`, after which the table must keep no place: `ended` says which
+/// of U's places it ended.
+async fn released_ending_every_place(
+    conn: &mut TcpStream,
+    node: &Node,
+    id: u64,
+    over: &str,
+    ended: &str,
+) {
+    let released = call(conn, id, &lock_request(id, OP_UNLOCK, "U", &["held"])).await;
+    assert_eq!(
+        node.locker.waiting(),
+        0,
+        "the release over {over} ended {ended} ({released:?})"
+    );
+}
+
 /// The waiter asks again over B, same uid, ticket and names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_place_asked_again_over_another_connection_stops_counting_on_the_first() {
@@ -128,22 +179,15 @@ async fn a_place_asked_again_under_a_new_uid_over_another_connection_stops_count
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_place_granted_when_asked_over_another_connection_stops_counting_on_the_first() {
     let mut s = scene().await;
-    reserved(&mut s.a, "U").await;
-    assert_eq!(s.node.locker.waiting(), 1, "the reservation stands in line");
-    assert_eq!(
-        call(&mut s.c, 3, &lock_request(3, OP_UNLOCK, "h", &["held"])).await,
-        [REPLY_BOOL, 1]
-    );
-    assert_eq!(
-        call(
-            &mut s.b,
-            1,
-            &lock_wait_request(1, "U", &["held"], (1, 1), TTL, true)
-        )
-        .await,
-        [REPLY_WAIT, GRANTED],
-        "U's ask over B is granted"
-    );
+    reserved_then_held_freed(&mut s, "U").await;
+    granted_at_once(
+        &mut s.b,
+        "U",
+        &["held"],
+        (1, 1),
+        "U's ask over B is granted",
+    )
+    .await;
     assert_eq!(s.node.locker.waiting(), 0, "no place is left");
     assert_a_wait_fits(&mut s, "U's place was granted over B").await;
 }
@@ -154,12 +198,7 @@ async fn a_place_granted_when_asked_over_another_connection_stops_counting_on_th
 async fn a_place_whose_uid_takes_a_plain_lock_over_another_connection_stops_counting_on_the_first()
 {
     let mut s = scene().await;
-    reserved(&mut s.a, "U").await;
-    assert_eq!(s.node.locker.waiting(), 1, "the reservation stands in line");
-    assert_eq!(
-        call(&mut s.c, 3, &lock_request(3, OP_UNLOCK, "h", &["held"])).await,
-        [REPLY_BOOL, 1]
-    );
+    reserved_then_held_freed(&mut s, "U").await;
     assert_eq!(
         call(&mut s.b, 1, &lock_request(1, OP_LOCK, "U", &["held"])).await,
         [REPLY_BOOL, 1],
@@ -174,12 +213,7 @@ async fn a_place_whose_uid_takes_a_plain_lock_over_another_connection_stops_coun
 async fn a_wait_fits_after_its_connections_only_place_was_released_over_another_connection() {
     let mut s = scene().await;
     queued(&mut s.a, 1, "U", &["held"], (1, 1)).await;
-    let released = call(&mut s.b, 1, &lock_request(1, OP_UNLOCK, "U", &["held"])).await;
-    assert_eq!(
-        s.node.locker.waiting(),
-        0,
-        "the release over B ended U's place ({released:?})"
-    );
+    released_ending_every_place(&mut s.b, &s.node, 1, "B", "U's place").await;
     assert_a_wait_fits(&mut s, "U was released over B").await;
 }
 
@@ -196,12 +230,7 @@ async fn a_release_of_a_waiting_uid_held_elsewhere_ends_the_record_of_the_connec
         [REPLY_BOOL, 1],
         "U locks z over C, which now counts U"
     );
-    let released = call(&mut s.c, 4, &lock_request(4, OP_UNLOCK, "U", &["held"])).await;
-    assert_eq!(
-        s.node.locker.waiting(),
-        0,
-        "the release over C ended U's place ({released:?})"
-    );
+    released_ending_every_place(&mut s.c, &s.node, 4, "C", "U's place").await;
     assert_a_wait_fits(&mut s, "U was released over C").await;
 }
 
@@ -213,12 +242,7 @@ async fn a_release_of_a_uid_waiting_over_two_connections_ends_the_record_of_each
     queued(&mut s.a, 1, "U", &["held"], (1, 1)).await;
     queued(&mut s.b, 1, "U", &["held2"], (2, 1)).await;
     assert_eq!(s.node.locker.waiting(), 2, "two places of U in the table");
-    let released = call(&mut s.c, 3, &lock_request(3, OP_UNLOCK, "U", &["held"])).await;
-    assert_eq!(
-        s.node.locker.waiting(),
-        0,
-        "the release over C ended U's places ({released:?})"
-    );
+    released_ending_every_place(&mut s.c, &s.node, 3, "C", "U's places").await;
     assert_a_wait_fits(&mut s, "U was released over C").await;
 }
 
@@ -227,16 +251,14 @@ async fn a_release_of_a_uid_waiting_over_two_connections_ends_the_record_of_each
 async fn a_wait_granted_to_a_uid_ends_its_places_over_other_connections() {
     let mut s = scene().await;
     queued(&mut s.a, 1, "U", &["held"], (1, 1)).await;
-    assert_eq!(
-        call(
-            &mut s.b,
-            1,
-            &lock_wait_request(1, "U", &["free"], (2, 1), TTL, true)
-        )
-        .await,
-        [REPLY_WAIT, GRANTED],
-        "U's waiting lock over B is granted at once"
-    );
+    granted_at_once(
+        &mut s.b,
+        "U",
+        &["free"],
+        (2, 1),
+        "U's waiting lock over B is granted at once",
+    )
+    .await;
     assert_eq!(s.node.locker.waiting(), 0, "U's place over A ended");
     assert_a_wait_fits(&mut s, "a lock was granted to U over B").await;
 }

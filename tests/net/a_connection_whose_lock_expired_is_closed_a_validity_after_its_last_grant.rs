@@ -19,9 +19,9 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::time::Instant;
 
+use crate::lockers;
 use crate::node::{start_over, TOKEN};
 use crate::wire::{
     authenticate_as, call, closed_within, lock_request, OP_LOCK, OP_UNLOCK, REPLY_BOOL, VERSION_6,
@@ -34,10 +34,7 @@ const IDLE: Duration = Duration::from_millis(300);
 async fn a_connection_whose_lock_expired_is_closed_a_validity_after_its_last_grant() {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
-    let locker = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(VALIDITY);
     let node = start_over(locker, config).await;
     let (mut client, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
     let granted = Instant::now();

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::Capture;
+use crate::loopback;
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
 
@@ -33,14 +33,7 @@ async fn logged_after(admin: &str, line: &str, quoted: &str) -> Vec<String> {
     let (capture, _guard) = Capture::install();
     let config = ServerConfig::new(TOKEN).admin_token(admin);
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let mut peer = TcpStream::connect(bound).await.expect("connect");
     peer.write_all(line.as_bytes())

@@ -25,12 +25,11 @@ use quorum_lock::net::{
     ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
 use quorum_lock::{LocalLocker, NetLocker};
-use tokio::sync::oneshot;
+
+use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 fn client_config() -> RemoteConfig {
     let mut config = RemoteConfig::new(TOKEN);
@@ -61,14 +60,7 @@ async fn a_full_tls_server_is_not_said_to_serve_no_tls() {
     server_config.door = 0;
     let server =
         LockServer::new(Arc::new(LocalLocker::new()), server_config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
     let addr = bound.to_string();
 
     let first = connect(&addr).await;

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteLocker, ServerConfig};
 use quorum_lock::{Error, LocalLocker, NetLocker};
-use tokio::sync::oneshot;
 
+use crate::loopback;
 use crate::stand_in;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,14 +31,7 @@ async fn a_handshake_the_server_timed_out_is_not_said_a_rejected_token() {
     let mut server_config = ServerConfig::new(token);
     server_config.handshake_timeout = Duration::from_millis(200);
     let server = LockServer::new(Arc::new(LocalLocker::new()), server_config).expect("server");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (bound, stop, serving) = loopback::serve_with_its_task(server).await;
     let addr = bound.to_string();
 
     // The client's connect, on a current-thread runtime of its own: polled

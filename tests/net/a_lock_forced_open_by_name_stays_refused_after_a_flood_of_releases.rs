@@ -23,47 +23,27 @@
 //! 200 ms for three validities. Real time (sockets), every call bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::TOKEN;
-
-const VALIDITY: Duration = Duration::from_secs(1);
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "culprit".into(),
-        source: "tests/net/a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases.rs"
-            .into(),
-        quorum: 1,
-    }
-}
-
-/// The names of each lock that fills the table.
-const NINE: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
 
 #[tokio::test]
 async fn a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "partial-force",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let args = forced_by_name::culprit_args(
+        "tests/net/a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases.rs",
+    );
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
     config.max_released_bytes = 64 * 1024;
-    let (addr, _stop) = capped::serve(locker.clone(), config).await;
+    let (addr, _stop) = forced_by_name::serve("partial-force", config).await;
 
     let culprit = capped::connect(&addr, TOKEN).await;
-    let first = capped::fill(&culprit, "1", &NINE, args).await;
+    let first = capped::fill(&culprit, "1", &forced_by_name::NINE, args).await;
     assert!(
         first.len() >= 2,
         "the first fill takes locks: {}",
@@ -73,14 +53,7 @@ async fn a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases() {
     let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
 
     // The admin forces the first name of each lock open.
-    for lock in &first {
-        let by_name = args("", &lock.resources[..1]);
-        assert_eq!(
-            bounded("force", admin.force_unlock(&by_name)).await,
-            Ok(true),
-            "forced open"
-        );
-    }
+    forced_by_name::force_the_first_name_of_each(&admin, &first, args).await;
 
     // The client releases uids it never held: each is remembered, and
     // pushes the oldest (the forced ones) out of the record.
@@ -92,13 +65,13 @@ async fn a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases() {
 
     // It refills the table, then refreshes the eight names left of each
     // forced lock for three validities.
-    let second = capped::fill(&culprit, "2", &NINE, args).await;
+    let second = capped::fill(&culprit, "2", &forced_by_name::NINE, args).await;
     let left: Vec<LockArgs> = first
         .iter()
         .map(|lock| args(&lock.uid, &lock.resources[1..]))
         .collect();
     let mut granted = 0;
-    let until = tokio::time::Instant::now() + 3 * VALIDITY;
+    let until = tokio::time::Instant::now() + 3 * forced_by_name::VALIDITY;
     while tokio::time::Instant::now() < until {
         for lock in &left {
             if bounded("refresh", culprit.refresh(lock)).await == Ok(true) {
@@ -111,17 +84,14 @@ async fn a_lock_forced_open_by_name_stays_refused_after_a_flood_of_releases() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let listed = bounded("list", admin.locks()).await.expect("listing");
-    let left_over = listed
-        .iter()
-        .filter(|l| l.resource.starts_with("hog/1/"))
-        .count();
+    let (entries, left_over) =
+        forced_by_name::entries_and_left_over_of_the_first_fill(&admin).await;
     assert!(
-        granted == 0 && listed.len() <= at_the_cap,
+        granted == 0 && entries <= at_the_cap,
         "the locks forced open were refreshed {granted} times after the flood of releases; \
          {left_over} entries left by the force outlived three validities beside the {} locks of \
          the refill: {} entries in the table, {at_the_cap} at the cap",
         second.len(),
-        listed.len()
+        entries
     );
 }

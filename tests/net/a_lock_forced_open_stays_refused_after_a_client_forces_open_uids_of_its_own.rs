@@ -28,13 +28,13 @@
 //! (sockets), every call bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
+use quorum_lock::{LockArgs, NetLocker};
 
+use crate::lockers;
+use crate::loopback;
 use crate::node::TOKEN;
 
 const ADMIN: &str = "admin-secret";
@@ -64,24 +64,11 @@ async fn bounded<T>(what: &str, call: impl std::future::Future<Output = T>) -> T
 
 #[tokio::test]
 async fn a_lock_forced_open_stays_refused_after_a_client_forces_open_uids_of_its_own() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "client-forces",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("client-forces", VALIDITY);
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_released_bytes = 64 * 1024;
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
     let addr = bound.to_string();
     let started = tokio::time::Instant::now();
 

@@ -18,12 +18,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::lockers;
 use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
     args_request, authenticate_as, call, OP_LOCK, OP_REFRESH, REPLY_BOOL, REPLY_ERROR, VERSION_6,
 };
 use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::net::TcpStream;
 
 const VALIDITY: Duration = Duration::from_secs(1);
@@ -35,10 +35,7 @@ async fn locked(cap: usize, owner: &[u8], source: &[u8]) -> (Node, TcpStream, us
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
     config.max_bytes_per_connection = cap;
-    let locker = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(VALIDITY);
     let node = start_over(locker, config).await;
     let (mut a, _) = authenticate_as(&node.addr, TOKEN, VERSION_6).await.unwrap();
     assert_eq!(

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::loopback;
 use crate::node::{args, TOKEN};
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
@@ -35,14 +36,7 @@ async fn a_lock_server_over_a_locker_of_endless_validity_serves_locks() {
             panic!("LockServer::new panicked over a locker of validity Duration::MAX: {message}");
         }
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    let serving = tokio::spawn(serve);
+    let (bound, stop, serving) = loopback::serve_with_its_task(server).await;
     let client = tokio::time::timeout(
         Duration::from_secs(10),
         RemoteLocker::connect(bound.to_string(), RemoteConfig::new(TOKEN)),

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Error, LocalLocker};
-use tokio::sync::oneshot;
+
+use crate::loopback;
 
 #[tokio::test]
 async fn a_long_token_the_server_was_given_is_not_said_rejected() {
@@ -25,14 +26,7 @@ async fn a_long_token_the_server_was_given_is_not_said_rejected() {
         // Refused when the server is built: the operator hears of it there.
         Err(_) => return,
     };
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (bound, stop, serving) = loopback::serve_with_its_task(server).await;
 
     let mut config = RemoteConfig::new(token.clone());
     config.connect_timeout = Duration::from_secs(2);

@@ -21,6 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::Capture;
+use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 use quorum_lock::net::{LockServer, ServerConfig, ServerTls};
 use quorum_lock::LocalLocker;
 use rustls::pki_types::pem::PemObject;
@@ -28,12 +30,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::RootCertStore;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 fn connector() -> tokio_rustls::TlsConnector {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -58,14 +56,7 @@ async fn a_peer_silent_after_its_tls_handshake_is_not_logged_as_one_that_sent_no
     let mut config = ServerConfig::new(TOKEN).tls(tls);
     config.handshake_timeout = Duration::from_millis(300);
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let tcp = TcpStream::connect(bound).await.expect("connect");
     let name = ServerName::try_from("localhost").expect("a name");

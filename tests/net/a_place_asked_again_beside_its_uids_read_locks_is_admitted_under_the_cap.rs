@@ -22,10 +22,10 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::net::TcpStream;
 
 use crate::connections::authenticated;
+use crate::lockers;
 use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
     call, lock_request, lock_wait_request, read_wait_request, GRANTED, OP_RLOCK, QUEUED,
@@ -84,10 +84,7 @@ async fn scene(node: &Node, u_reads: &[Read]) -> (usize, usize, TcpStream, TcpSt
 async fn re_check_beside_read_locks_is_admitted(u_reads: &[Read]) {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = None;
-    let locker = LockerConfig {
-        validity: Duration::from_secs(30),
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(Duration::from_secs(30));
     // A server without a cap measures the charges first.
     let measure = start_over(locker, config.clone()).await;
     let (read_locks, place, u, r) = scene(&measure, u_reads).await;

@@ -27,14 +27,14 @@
 //! open, and another client locks a free name: refused, the table full.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
+use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{bounded, ADMIN};
+use crate::lockers;
+use crate::loopback;
 use crate::node::TOKEN;
 
 fn args(uid: &str, names: Vec<String>) -> LockArgs {
@@ -49,25 +49,12 @@ fn args(uid: &str, names: Vec<String>) -> LockArgs {
 
 #[tokio::test]
 async fn a_refresh_naming_a_resource_twice_leaves_no_charge() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "twice",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("twice", Duration::from_secs(1));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
     let server = LockServer::new(locker, config).expect("valid config");
     let stats = server.stats();
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (addr, _stop) = loopback::serve(server).await;
     let addr = addr.to_string();
     let connect = |token: &'static str| {
         let addr = addr.clone();

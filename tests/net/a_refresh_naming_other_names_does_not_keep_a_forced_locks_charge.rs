@@ -24,6 +24,7 @@ use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::{start, TOKEN};
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
@@ -45,20 +46,13 @@ async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
     let culprit = capped::connect(&node.addr, TOKEN).await;
 
     // The culprit fills the table with locks on two names each.
-    let mut held = Vec::new();
-    for i in 0..1000 {
-        let names = [format!("hog/{i}/a"), format!("hog/{i}/b")];
-        let lock = args(&format!("hog-{i}"), &names);
-        match bounded("lock", culprit.lock(&lock)).await {
-            Ok(true) => held.push(lock),
-            _ => break,
-        }
-    }
-    assert!(
-        !held.is_empty() && held.len() < 1000,
-        "the table fills: {} locks",
-        held.len()
-    );
+    let held = forced_by_name::locks_until_the_table_is_full(&culprit, |i| {
+        args(
+            &format!("hog-{i}"),
+            &[format!("hog/{i}/a"), format!("hog/{i}/b")],
+        )
+    })
+    .await;
 
     // The admin forces each name open by itself.
     let admin = capped::connect(&node.addr, ADMIN).await;
@@ -72,13 +66,7 @@ async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
             );
         }
     }
-    assert!(
-        bounded("list", admin.locks())
-            .await
-            .expect("listing")
-            .is_empty(),
-        "the table holds no entry"
-    );
+    forced_by_name::assert_the_table_is_empty(&admin).await;
 
     // The culprit refreshes each uid under a name it never held: none of
     // the lock's names is held.
@@ -92,15 +80,9 @@ async fn a_refresh_naming_other_names_does_not_keep_a_forced_locks_charge() {
     }
 
     // Another client asks for one lock, in an empty table.
-    let victim = capped::connect(&node.addr, TOKEN).await;
-    let result = bounded(
-        "lock",
-        victim.lock(&args("victim", &["victim/1".to_owned()])),
+    forced_by_name::a_lock_in_the_emptied_table_is_granted(
+        &node.addr,
+        &args("victim", &["victim/1".to_owned()]),
     )
     .await;
-    assert_eq!(
-        result,
-        Ok(true),
-        "a lock in a table the admin emptied is refused"
-    );
 }

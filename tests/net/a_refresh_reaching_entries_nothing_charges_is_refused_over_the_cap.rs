@@ -8,42 +8,24 @@
 //! (sockets), every call bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::TOKEN;
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "culprit".into(),
-        source: "tests/net/a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap.rs"
-            .into(),
-        quorum: 1,
-    }
-}
-
-/// The names of each lock that fills the table.
-const NINE: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
 
 #[tokio::test]
 async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "uncharged-refresh",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let args = forced_by_name::culprit_args(
+        "tests/net/a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap.rs",
+    );
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
     config.remember_released = Some(Duration::ZERO);
-    let (addr, _stop) = capped::serve(locker, config).await;
+    let (addr, _stop) = forced_by_name::serve("uncharged-refresh", config).await;
     let culprit = capped::connect(&addr, TOKEN).await;
     let admin = bounded(
         "connect",
@@ -52,16 +34,10 @@ async fn a_refresh_reaching_entries_nothing_charges_is_refused_over_the_cap() {
     .await
     .expect("admin connects");
 
-    let first = capped::fill(&culprit, "1", &NINE, args).await;
+    let first = capped::fill(&culprit, "1", &forced_by_name::NINE, args).await;
     assert!(first.len() >= 2, "the first fill takes locks");
-    for lock in &first {
-        let by_name = args("", &lock.resources[..1]);
-        assert_eq!(
-            bounded("force", admin.force_unlock(&by_name)).await,
-            Ok(true)
-        );
-    }
-    let second = capped::fill(&culprit, "2", &NINE, args).await;
+    forced_by_name::force_the_first_name_of_each(&admin, &first, args).await;
+    let second = capped::fill(&culprit, "2", &forced_by_name::NINE, args).await;
     assert!(!second.is_empty(), "the force gave the room back");
 
     // Each refresh of what the force left needs a charge the cap has no

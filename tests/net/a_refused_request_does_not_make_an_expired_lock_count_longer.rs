@@ -13,10 +13,10 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use crate::lockers;
 use crate::node::{start_over, Node, TOKEN};
 use crate::wire::{
     authenticate_as, call, closed_within, lock_request, proclaim_request, OP_LOCK, REPLY_BOOL,
@@ -30,10 +30,7 @@ const IDLE: Duration = Duration::from_millis(300);
 async fn server() -> Node {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
-    let locker = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(VALIDITY);
     start_over(locker, config).await
 }
 

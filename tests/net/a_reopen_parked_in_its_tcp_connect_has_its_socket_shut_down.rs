@@ -23,10 +23,14 @@ use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::{TcpListener, TcpStream};
 
+use crate::reopen_behind_a_full_queue::{
+    a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
+    an_idle_runtime, bind_with_a_queue_of_one,
+    closed_within_a_second_and_once_the_runtime_is_dropped, the_call_on_the_idle_runtime_gave_up,
+};
 use crate::stand_in::{self, args};
-use crate::wire;
 
 /// Reproduces a past break: a reopen parked in its TCP connect kept the socket the server accepted open after its locker was dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,17 +86,6 @@ async fn the_socket_accepted_for_a_parked_connect_closes_when_a_connection_is_in
     server.abort();
 }
 
-/// A loopback listener whose accept queue holds one connection.
-fn bind_with_a_queue_of_one() -> (TcpListener, String) {
-    let socket = TcpSocket::new_v4().expect("socket");
-    socket
-        .bind("127.0.0.1:0".parse().expect("address"))
-        .expect("bind");
-    let listener = socket.listen(0).expect("listen");
-    let addr = listener.local_addr().expect("address").to_string();
-    (listener, addr)
-}
-
 /// A locker whose reopen sits parked in its TCP connect on an idle
 /// current-thread runtime, and the socket the server accepted for it.
 struct Parked {
@@ -114,35 +107,7 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
 
     let mut config = stand_in::config();
     config.connect_timeout = connect_timeout;
-    let connecting = tokio::spawn(RemoteLocker::connect(addr.clone(), config));
-    let first = tokio::time::timeout(Duration::from_secs(5), stand_in::accept_hello(&listener))
-        .await
-        .expect("the first connection in time")
-        .expect("its hello");
-    let locker = Arc::new(
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut first = first;
-            assert!(stand_in::welcome(&mut first).await, "welcome");
-            let locker = connecting.await.expect("task").expect("connect");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            stand_in::close_as_idle(first).await;
-            locker
-        })
-        .await
-        .expect("connected in time"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
-    // Its end is read a moment after the connection is marked down.
-    let online = tokio::time::timeout(Duration::from_secs(1), async {
-        while !locker.is_online() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(online.is_ok(), "the next call reopens");
+    let locker = a_locker_after_an_idle_close(&listener, addr.clone(), config).await;
 
     // The queue's one place, taken by a connection nobody accepts yet.
     let blocker = TcpStream::connect(&addr).await.expect("the blocker");
@@ -154,35 +119,19 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
     let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<bool>();
     let parked_locker = locker.clone();
     let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = an_idle_runtime().build().expect("runtime");
         runtime.block_on(async move {
-            let parked_args = args("uid-parked");
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(300), parked_locker.lock(&parked_args))
-                    .await
-                    .is_err();
-            drop(parked_locker);
+            let gave_up = a_call_given_up_after_300_ms(parked_locker).await;
             let _ = gave_up_tx.send(gave_up);
         });
         let _ = release_rx.recv_timeout(Duration::from_secs(30));
         drop(runtime);
     });
-    let gave_up =
-        tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the call on the idle runtime ended");
-    assert!(gave_up, "the call waited for the reopen and gave up");
+    the_call_on_the_idle_runtime_gave_up(gave_up_rx).await;
 
     // The queue is free: the kernel's second SYN gets the parked connect
     // through, and the server accepts it, though its task sits parked.
-    let (blocked, _) = tokio::time::timeout(Duration::from_secs(1), listener.accept())
-        .await
-        .expect("the blocker in time")
-        .expect("the blocker");
+    let blocked = accept_the_blocker(&listener).await;
     let (parked, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
         .await
         .expect("the parked connect reached the server in time")
@@ -201,15 +150,13 @@ async fn a_reopen_parked_in_its_tcp_connect(connect_timeout: Duration) -> Parked
 impl Parked {
     /// The parked connect's socket is closed within a second of `what`.
     async fn closes_within_a_second(mut self, what: &str) {
-        let closed = wire::closed_within(&mut self.parked, Duration::from_secs(1)).await;
-        let _ = self.release.send(());
-        let idle_thread = self.idle_thread;
-        let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
         // What held it: once the idle runtime is dropped, it closes.
-        let after = match &closed {
-            Ok(_) => Ok(Vec::new()),
-            Err(_) => wire::closed_within(&mut self.parked, Duration::from_secs(1)).await,
-        };
+        let (closed, after) = closed_within_a_second_and_once_the_runtime_is_dropped(
+            &mut self.parked,
+            self.release,
+            self.idle_thread,
+        )
+        .await;
         drop((self.queue, self.locker, self.listener));
         assert!(
             closed.is_ok(),

@@ -25,23 +25,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
-use quorum_lock::NetLocker;
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 
-use crate::stand_in::{self, args};
-use crate::wire;
-
-/// A loopback listener whose accept queue holds one connection.
-fn bind_with_a_queue_of_one() -> (TcpListener, String) {
-    let socket = TcpSocket::new_v4().expect("socket");
-    socket
-        .bind("127.0.0.1:0".parse().expect("address"))
-        .expect("bind");
-    let listener = socket.listen(0).expect("listen");
-    let addr = listener.local_addr().expect("address").to_string();
-    (listener, addr)
-}
+use crate::reopen_behind_a_full_queue::{
+    a_call_given_up_after_300_ms, a_locker_after_an_idle_close, accept_the_blocker,
+    an_idle_runtime, bind_with_a_queue_of_one,
+    closed_within_a_second_and_once_the_runtime_is_dropped, the_call_on_the_idle_runtime_gave_up,
+};
+use crate::stand_in;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_server() {
@@ -54,34 +45,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
     // Room for the kernel's second SYN (the idle runtime's timers do not
     // run anyway).
     config.connect_timeout = Duration::from_secs(5);
-    let connecting = tokio::spawn(RemoteLocker::connect(endpoint, config));
-    let first = tokio::time::timeout(Duration::from_secs(5), stand_in::accept_hello(&listener))
-        .await
-        .expect("the first connection in time")
-        .expect("its hello");
-    let locker = Arc::new(
-        tokio::time::timeout(Duration::from_secs(5), async {
-            let mut first = first;
-            assert!(stand_in::welcome(&mut first).await, "welcome");
-            let locker = connecting.await.expect("task").expect("connect");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            stand_in::close_as_idle(first).await;
-            locker
-        })
-        .await
-        .expect("connected in time"),
-    );
-    assert!(
-        stand_in::until_connected(&locker, false).await,
-        "the idle close"
-    );
-    let online = tokio::time::timeout(Duration::from_secs(1), async {
-        while !locker.is_online() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(online.is_ok(), "the next call reopens");
+    let locker = a_locker_after_an_idle_close(&listener, endpoint, config).await;
 
     // The queue's one place, taken by a connection nobody accepts yet.
     let blocker = TcpStream::connect(&addr).await.expect("the blocker");
@@ -96,8 +60,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
     let (gave_up_tx, gave_up_rx) = std::sync::mpsc::channel::<bool>();
     let parked_locker = locker.clone();
     let idle_thread = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+        let runtime = an_idle_runtime()
             .max_blocking_threads(1)
             .build()
             .expect("runtime");
@@ -108,12 +71,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
                 let _ = gate_rx.recv_timeout(Duration::from_secs(30));
             });
             let _ = tokio::time::timeout(Duration::from_secs(5), busy_rx).await;
-            let parked_args = args("uid-parked");
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(300), parked_locker.lock(&parked_args))
-                    .await
-                    .is_err();
-            drop(parked_locker);
+            let gave_up = a_call_given_up_after_300_ms(parked_locker).await;
             let _ = gave_up_tx.send(gave_up);
         });
         // Driven once more, briefly, when told.
@@ -124,12 +82,7 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
         let _ = release_rx.recv_timeout(Duration::from_secs(30));
         drop(runtime);
     });
-    let gave_up =
-        tokio::task::spawn_blocking(move || gave_up_rx.recv_timeout(Duration::from_secs(10)))
-            .await
-            .expect("thread")
-            .expect("the call on the idle runtime ended");
-    assert!(gave_up, "the call waited for the reopen and gave up");
+    the_call_on_the_idle_runtime_gave_up(gave_up_rx).await;
 
     // The last handle on the locker goes, while its reopen still waits
     // for the name lookup: nothing of the attempt is on the network yet.
@@ -152,25 +105,20 @@ async fn a_connect_started_after_the_locker_was_dropped_holds_no_slot_on_the_ser
 
     // The queue is free: a connect under way goes through with the
     // kernel's second SYN, though its task sits parked.
-    let (blocked, _) = tokio::time::timeout(Duration::from_secs(1), listener.accept())
-        .await
-        .expect("the blocker in time")
-        .expect("the blocker");
+    let blocked = accept_the_blocker(&listener).await;
     let parked = tokio::time::timeout(Duration::from_secs(4), listener.accept()).await;
     let (closed, after) = match parked {
         // No connection reached the server: nothing holds a slot.
         Err(_) => (Ok(Vec::new()), Ok(Vec::new())),
         Ok(Err(e)) => panic!("accept: {e}"),
         Ok(Ok((mut parked, _))) => {
-            let closed = wire::closed_within(&mut parked, Duration::from_secs(1)).await;
-            let _ = release_tx.send(());
-            let _ = tokio::task::spawn_blocking(move || idle_thread.join()).await;
             // What held it: once the idle runtime is dropped, it closes.
-            let after = match &closed {
-                Ok(_) => Ok(Vec::new()),
-                Err(_) => wire::closed_within(&mut parked, Duration::from_secs(1)).await,
-            };
-            (closed, after)
+            closed_within_a_second_and_once_the_runtime_is_dropped(
+                &mut parked,
+                release_tx,
+                idle_thread,
+            )
+            .await
         }
     };
     drop((blocker, blocked));

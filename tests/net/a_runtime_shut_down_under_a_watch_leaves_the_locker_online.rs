@@ -27,6 +27,7 @@ use quorum_lock::{LockArgs, NetLocker, PushEvent, PushSink, RetryPolicy, Wake, W
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use crate::calls_in_a_block_on::a_stand_in_on_a_runtime_of_its_own;
 use crate::stand_in::{self, args};
 use crate::wire;
 
@@ -65,12 +66,7 @@ async fn serve(mut stream: TcpStream) {
 
 #[test]
 fn a_runtime_shut_down_under_a_watch_leaves_the_locker_online_and_the_next_call_through() {
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let (listener, addr) = server_runtime.block_on(stand_in::bind());
+    let (server_runtime, listener, addr) = a_stand_in_on_a_runtime_of_its_own();
     let server = server_runtime.spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             tokio::spawn(serve(stream));

@@ -20,10 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{Dsync, LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::{Dsync, NetLocker};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::oneshot;
 
+use crate::lockers;
+use crate::loopback;
 use crate::{stand_in, wire};
 
 const TOKEN: &str = "t0ken";
@@ -31,22 +32,9 @@ const TOKEN: &str = "t0ken";
 /// A server whose entries last `validity`, a locker connected to it, and
 /// what `validity()` and `DsyncBuilder::build` say.
 async fn announced(validity: Duration) -> (bool, Option<Duration>, bool) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "zero",
-        LockerConfig {
-            validity,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("zero", validity);
     let server = LockServer::new(locker, ServerConfig::new(TOKEN)).expect("server builds");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (bound, stop, serving) = loopback::serve_with_its_task(server).await;
     let remote = tokio::time::timeout(
         Duration::from_secs(5),
         RemoteLocker::connect(bound.to_string(), RemoteConfig::new(TOKEN)),
@@ -114,13 +102,7 @@ async fn a_server_announcing_no_validity_is_not_read_as_unknown() {
     );
 
     // A lock server is not built on a locker whose entries last no time.
-    let zero = Arc::new(LocalLocker::with_config(
-        "zero",
-        LockerConfig {
-            validity: Duration::ZERO,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let zero = lockers::without_quarantine("zero", Duration::ZERO);
     assert!(
         LockServer::new(zero, ServerConfig::new(TOKEN)).is_err(),
         "a lock server on a locker of zero validity"

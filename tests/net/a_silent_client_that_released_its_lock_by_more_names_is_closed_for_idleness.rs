@@ -17,13 +17,14 @@
 //! Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 use tokio::io::AsyncWriteExt;
 
+use crate::lockers;
+use crate::loopback;
 use crate::node::TOKEN;
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, response, OP_LOCK, OP_UNLOCK,
@@ -35,24 +36,11 @@ const IDLE: Duration = Duration::from_millis(200);
 
 #[tokio::test]
 async fn a_silent_client_that_released_its_lock_by_more_names_is_closed_for_idleness() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("node", VALIDITY);
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("an address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
 
     let (mut stream, _) = authenticate(&addr.to_string(), TOKEN)
         .await

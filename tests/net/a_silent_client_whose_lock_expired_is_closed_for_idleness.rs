@@ -20,9 +20,10 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 use tokio::io::AsyncWriteExt;
 
+use crate::lockers;
 use crate::node::{start_over, TOKEN};
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, response, OP_LOCK, REPLY_BOOL,
@@ -35,10 +36,7 @@ const IDLE: Duration = Duration::from_millis(200);
 async fn a_silent_client_whose_lock_expired_is_closed_for_idleness() {
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
-    let locker = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(VALIDITY);
     let node = start_over(locker, config).await;
     let locker = &node.locker;
 

@@ -19,15 +19,15 @@
 //! Real time (sockets), every wait bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, ServerConfig};
-use quorum_lock::{LocalLocker, LockerConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use crate::lockers;
+use crate::loopback;
 use crate::node::TOKEN;
 use crate::wire::{
     authenticate, closed_within, frame, lock_request, read_frame, response, OP_LOCK, REPLY_BOOL,
@@ -61,24 +61,11 @@ async fn lock_once(addr: &str, uid: &str, name: &str) -> (TcpStream, Instant) {
 #[tokio::test]
 async fn a_silent_client_whose_lock_lapsed_just_after_another_clients_idle_check_is_closed_at_its_own(
 ) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "node",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("node", VALIDITY);
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("an address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
     let addr = addr.to_string();
 
     let (mut a, a_locked) = lock_once(&addr, "client-a", "a").await;

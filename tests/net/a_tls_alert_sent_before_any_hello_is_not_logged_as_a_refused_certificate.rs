@@ -19,15 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::Capture;
+use crate::loopback;
+use crate::tls_files::{NODE_CERT, NODE_KEY};
 use quorum_lock::net::{LockServer, ServerConfig, ServerTls};
 use quorum_lock::LocalLocker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 /// A TLS record of content type alert (0x15), version TLS 1.2, two bytes:
 /// level fatal (2), description handshake_failure (40).
@@ -41,14 +40,7 @@ async fn a_tls_alert_sent_before_any_hello_is_not_logged_as_a_refused_certificat
     let tls = ServerTls::from_pem(NODE_CERT, NODE_KEY).expect("server tls");
     let config = ServerConfig::new(TOKEN).tls(tls);
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let mut peer = TcpStream::connect(bound).await.expect("connect");
     peer.write_all(&ALERT).await.expect("send the alert");

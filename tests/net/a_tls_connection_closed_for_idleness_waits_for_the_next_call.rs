@@ -29,12 +29,11 @@ use quorum_lock::net::{
 };
 use quorum_lock::{LocalLocker, NetLocker};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+
+use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
 
 const IDLE: Duration = Duration::from_millis(200);
 
@@ -75,14 +74,7 @@ async fn a_tls_connection_closed_for_idleness_waits_for_the_next_call() {
     server_config.idle_timeout = Some(IDLE);
     let server =
         LockServer::new(Arc::new(LocalLocker::new()), server_config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
     let proxy_addr = listener.local_addr().expect("proxy address");

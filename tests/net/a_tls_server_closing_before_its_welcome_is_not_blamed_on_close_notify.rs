@@ -31,9 +31,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpListener;
 
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
 
 fn acceptor() -> tokio_rustls::TlsAcceptor {
     let chain = CertificateDer::pem_slice_iter(NODE_CERT)

@@ -37,11 +37,7 @@ use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureS
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("../data/tls/client-test.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../data/tls/client-test-key.pem");
+use crate::tls_files::{CA, CLIENT_CERT, CLIENT_KEY, NODE_CERT, NODE_KEY};
 
 /// The words cli/src/fleet.rs reads as a server that ended the connection
 /// in its handshake.

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::Capture;
+use crate::loopback;
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
 const ADMIN: &str = "Hq3vN8pL5xR2mT6w";
@@ -44,14 +44,7 @@ async fn a_uid_quoting_the_servers_token_is_not_logged_with_it() {
     locker.restart();
     let config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     let server = LockServer::new(Arc::new(locker), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("an address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let client = tokio::time::timeout(
         Duration::from_secs(5),

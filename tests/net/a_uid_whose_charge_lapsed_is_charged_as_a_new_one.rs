@@ -18,13 +18,13 @@
 
 use std::time::{Duration, Instant};
 
+use crate::lockers;
 use crate::node::{start, start_over, Node, TOKEN};
 use crate::wire::{
     args_request, authenticate_as, call, lock_request, OP_LOCK, OP_REFRESH, OP_UNLOCK, REPLY_BOOL,
     VERSION_6,
 };
 use quorum_lock::net::ServerConfig;
-use quorum_lock::LockerConfig;
 use tokio::net::TcpStream;
 
 const VALIDITY: Duration = Duration::from_secs(3);
@@ -36,10 +36,7 @@ const LAPSE: Duration = Duration::from_secs(5);
 /// validity, half an expiry pass after its start.
 async fn server(mut config: ServerConfig) -> Node {
     config.idle_timeout = None;
-    let locker = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(VALIDITY);
     let node = start_over(locker, config).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     node

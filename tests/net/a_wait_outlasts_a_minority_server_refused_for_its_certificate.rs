@@ -37,31 +37,11 @@ use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use crate::certificate_naming_other_hosts::{CERT, KEY};
+use crate::loopback;
+use crate::tls_files::{CA, NODE_CERT, NODE_KEY};
+
 const TOKEN: &str = "client-secret";
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
-
-/// A certificate of the test CA for other names (from
-/// `a_certificate_naming_other_hosts_is_shown_escaped`).
-const CERT: &[u8] = b"-----BEGIN CERTIFICATE-----
-MIIBzTCCAXSgAwIBAgIUC9uvSVyuW3ofW/tZ7N5oIkk8DnUwCgYIKoZIzj0EAwIw
-IjEgMB4GA1UEAwwXcXVvcnVtLWxvY2sgQ0EgMjg0NDRiY2UwIBcNMjYxMTMwMTQw
-NzMzWhgPMjEyNjExMDYxNDA3MzNaMA8xDTALBgNVBAMMBGV2aWwwWTATBgcqhkjO
-PQIBBggqhkjOPQMBBwNCAARcfmmmVHeR1xFsnqtUnJEp/PF8bhD4DTxL1DiluEfW
-OdHaLCPjTXCPultXtbBAL3/tvzeFAGMOjeklkpGmA5+Fo4GYMIGVMCYGA1UdEQQf
-MB2CG2V2aWwbXTA7cHduZWQHG1sySnguZXhhbXBsZTAJBgNVHRMEAjAAMBMGA1Ud
-JQQMMAoGCCsGAQUFBwMBMAsGA1UdDwQEAwIHgDAdBgNVHQ4EFgQU5ct7HiBCjo3q
-RxtgETPx9ucr7m4wHwYDVR0jBBgwFoAUIycOs1i12SxTo8me+CKyOXkjuJgwCgYI
-KoZIzj0EAwIDRwAwRAIgQGkl0rIjehIElaOYa0buJlfFxmlLDLpysteIIyiIvjoC
-IGODfc+AbRmvs7f3DjdMdoLBbETwy5btWWHysuZRMzOM
------END CERTIFICATE-----";
-
-const KEY: &[u8] = b"-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZwbBtvqwYOBs8cto
-L9f6rHSezz9ZeYxAtwANAk8oO72hRANCAARcfmmmVHeR1xFsnqtUnJEp/PF8bhD4
-DTxL1DiluEfWOdHaLCPjTXCPultXtbBAL3/tvzeFAGMOjeklkpGmA5+F
------END PRIVATE KEY-----";
 
 /// Serves `table` over TLS with `cert`, until the returned sender drops.
 async fn serve(
@@ -76,14 +56,7 @@ async fn serve(
         config.idle_timeout = idle;
     }
     let server = LockServer::new(table, config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     (bound, stop)
 }
 

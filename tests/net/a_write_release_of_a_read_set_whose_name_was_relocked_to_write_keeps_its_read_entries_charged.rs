@@ -17,13 +17,13 @@
 //! (sockets), every call and loop bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, LockMode, NetLocker};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::lockers;
 use crate::node::TOKEN;
 
 fn args(uid: &str, names: &[String]) -> LockArgs {
@@ -46,13 +46,7 @@ fn names(prefix: &str, i: usize) -> Vec<String> {
 #[tokio::test]
 async fn a_write_release_of_a_read_set_whose_name_was_relocked_to_write_keeps_its_read_entries_charged(
 ) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "relocked-to-write",
-        LockerConfig {
-            validity: Duration::from_secs(5),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("relocked-to-write", Duration::from_secs(5));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_bytes_per_connection = 64 * 1024;
     config.remember_released = Some(Duration::ZERO);

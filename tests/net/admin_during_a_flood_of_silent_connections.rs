@@ -11,7 +11,8 @@ use quorum_lock::net::{
     ClientTls, LockServer, RemoteConfig, RemoteLocker, ServerConfig, ServerTls,
 };
 use quorum_lock::{LocalLocker, LockArgs, NetLocker};
-use tokio::sync::oneshot;
+
+use crate::loopback;
 
 /// How often the admin asks for the status during the flood.
 const ATTEMPTS: usize = 30;
@@ -61,14 +62,7 @@ async fn admin_during_flood(tls: bool) -> (Vec<String>, u64) {
     }
     config.max_connections = 1;
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (stop_server, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop_server) = loopback::serve(server).await;
     let endpoint = format!("127.0.0.1:{}", bound.port());
     let tls_config = |token: &str| {
         let mut config = RemoteConfig::new(token);

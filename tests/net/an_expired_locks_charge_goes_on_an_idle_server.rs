@@ -17,17 +17,15 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 
+use crate::lockers;
 use crate::node::{args, remote, start_over, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_locks_charge_goes_on_an_idle_server() {
     let node = start_over(
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
+        lockers::config_without_quarantine(Duration::from_secs(1)),
         ServerConfig::new(TOKEN),
     )
     .await;

@@ -20,17 +20,13 @@ use quorum_lock::net::RemoteLocker;
 use quorum_lock::NetLocker;
 use tokio::sync::oneshot;
 
+use crate::calls_in_a_block_on::{a_stand_in_on_a_runtime_of_its_own, calls_until_one_is_granted};
 use crate::stand_in::{self, args};
 use crate::wire;
 
 #[test]
 fn calls_each_in_a_block_on_get_through_after_the_server_closed_an_idle_connection() {
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let (listener, addr) = server_runtime.block_on(stand_in::bind());
+    let (server_runtime, listener, addr) = a_stand_in_on_a_runtime_of_its_own();
     let (closed_tx, closed_rx) = oneshot::channel::<()>();
     let server = server_runtime.spawn(async move {
         // The first connection: welcomed, one request granted, then
@@ -63,20 +59,7 @@ fn calls_each_in_a_block_on_get_through_after_the_server_closed_an_idle_connecti
         .expect("the idle close");
 
     // One call every 100 ms for at most 5 s.
-    let mut last = None;
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(100));
-        let call = runtime.block_on(async {
-            tokio::time::timeout(Duration::from_secs(3), locker.lock(&args("uid"))).await
-        });
-        match call {
-            Ok(Ok(true)) => {
-                last = None;
-                break;
-            }
-            other => last = Some(format!("{other:?}")),
-        }
-    }
+    let (_, last) = calls_until_one_is_granted(&runtime, &locker, 50, Duration::from_secs(3));
     drop(locker);
     drop(runtime);
     server.abort();

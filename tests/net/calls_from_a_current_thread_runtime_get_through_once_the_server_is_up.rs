@@ -15,22 +15,20 @@
 
 use std::time::Duration;
 
-use quorum_lock::net::RemoteLocker;
-use quorum_lock::{NetLocker, RetryPolicy};
+use quorum_lock::RetryPolicy;
 
-use crate::stand_in::{self, args};
+use crate::calls_in_a_block_on::{
+    a_stand_in_on_a_runtime_of_its_own, an_offline_locker_on_a_current_thread_runtime,
+    calls_until_one_is_granted,
+};
+use crate::stand_in;
 
 #[test]
 fn calls_each_in_a_block_on_get_through_once_the_server_is_up() {
     // The server, on a runtime of its own: the first connection is reset
     // before any welcome (the server is not up yet), every later one is
     // welcomed and granted all it asks.
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let (listener, addr) = server_runtime.block_on(stand_in::bind());
+    let (server_runtime, listener, addr) = a_stand_in_on_a_runtime_of_its_own();
     let server = server_runtime.spawn(async move {
         if let Some(first) = stand_in::accept_hello(&listener).await {
             stand_in::reset(first);
@@ -44,31 +42,11 @@ fn calls_each_in_a_block_on_get_through_once_the_server_is_up() {
         max: Duration::from_millis(200),
     };
     // The caller's only runtime.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let locker = runtime
-        .block_on(RemoteLocker::connect(addr, config))
-        .expect("an unreachable server leaves the locker offline, not an error");
-    assert!(locker.connect_error().is_some(), "it starts offline");
+    let (runtime, locker) = an_offline_locker_on_a_current_thread_runtime(addr, config);
 
     // One call every 100 ms for at most 5 s, each in a `block_on` of its
     // own (a call waits at most its call timeout, 2 s).
-    let mut last = None;
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(100));
-        let call = runtime.block_on(async {
-            tokio::time::timeout(Duration::from_secs(3), locker.lock(&args("uid"))).await
-        });
-        match call {
-            Ok(Ok(true)) => {
-                last = None;
-                break;
-            }
-            other => last = Some(format!("{other:?}")),
-        }
-    }
+    let (_, last) = calls_until_one_is_granted(&runtime, &locker, 50, Duration::from_secs(3));
     // Reconnect tasks spawned on this runtime and never run.
     let queued = runtime.metrics().num_alive_tasks();
     drop(locker);

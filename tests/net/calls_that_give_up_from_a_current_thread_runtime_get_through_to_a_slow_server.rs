@@ -26,7 +26,12 @@ use std::time::Duration;
 
 use quorum_lock::net::RemoteLocker;
 use quorum_lock::{NetLocker, RetryPolicy};
+use tokio::net::TcpListener;
 
+use crate::calls_in_a_block_on::{
+    a_stand_in_on_a_runtime_of_its_own, an_offline_locker_on_a_current_thread_runtime,
+    calls_until_one_is_granted,
+};
 use crate::stand_in::{self, args};
 
 #[test]
@@ -34,31 +39,10 @@ fn calls_that_give_up_from_a_current_thread_runtime_get_through_to_a_slow_server
     // The server, on a runtime of its own: the first connection is reset
     // before any welcome (the server is not back yet); every later one is
     // welcomed 300 ms after its hello, then granted all it asks.
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let (listener, addr) = server_runtime.block_on(stand_in::bind());
+    let (server_runtime, listener, addr) = a_stand_in_on_a_runtime_of_its_own();
     let accepted = Arc::new(AtomicUsize::new(0));
     let counted = accepted.clone();
-    let server = server_runtime.spawn(async move {
-        if let Some(first) = stand_in::accept_hello(&listener).await {
-            stand_in::reset(first);
-        }
-        while let Ok((mut stream, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                if crate::wire::read_frame(&mut stream, 4096).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                if stand_in::welcome(&mut stream).await {
-                    stand_in::grant_all(stream).await;
-                }
-            });
-        }
-    });
+    let server = server_runtime.spawn(a_server_that_is_not_back_yet_then_slow(listener, counted));
 
     let mut config = stand_in::config();
     config.reconnect = RetryPolicy {
@@ -66,33 +50,12 @@ fn calls_that_give_up_from_a_current_thread_runtime_get_through_to_a_slow_server
         max: Duration::from_millis(200),
     };
     // The caller's only runtime.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let locker = runtime
-        .block_on(RemoteLocker::connect(addr, config))
-        .expect("an unreachable server leaves the locker offline, not an error");
-    assert!(locker.connect_error().is_some(), "it starts offline");
+    let (runtime, locker) = an_offline_locker_on_a_current_thread_runtime(addr, config);
 
     // One call every 100 ms for at most 8 s, each in a `block_on` of its
     // own, each given up after 150 ms.
-    let mut last = None;
-    let mut calls = 0;
-    for _ in 0..80 {
-        std::thread::sleep(Duration::from_millis(100));
-        calls += 1;
-        let call = runtime.block_on(async {
-            tokio::time::timeout(Duration::from_millis(150), locker.lock(&args("uid"))).await
-        });
-        match call {
-            Ok(Ok(true)) => {
-                last = None;
-                break;
-            }
-            other => last = Some(format!("{other:?}")),
-        }
-    }
+    let (calls, last) =
+        calls_until_one_is_granted(&runtime, &locker, 80, Duration::from_millis(150));
     let attempts = accepted.load(Ordering::Relaxed);
     drop(locker);
     drop(runtime);
@@ -117,23 +80,7 @@ async fn calls_that_give_up_from_a_driven_runtime_get_through_to_a_slow_server()
     let (listener, addr) = stand_in::bind().await;
     let accepted = Arc::new(AtomicUsize::new(0));
     let counted = accepted.clone();
-    let server = tokio::spawn(async move {
-        if let Some(first) = stand_in::accept_hello(&listener).await {
-            stand_in::reset(first);
-        }
-        while let Ok((mut stream, _)) = listener.accept().await {
-            counted.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                if crate::wire::read_frame(&mut stream, 4096).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                if stand_in::welcome(&mut stream).await {
-                    stand_in::grant_all(stream).await;
-                }
-            });
-        }
-    });
+    let server = tokio::spawn(a_server_that_is_not_back_yet_then_slow(listener, counted));
 
     let mut config = stand_in::config();
     config.reconnect = RetryPolicy {
@@ -181,4 +128,25 @@ async fn calls_that_give_up_from_a_driven_runtime_get_through_to_a_slow_server()
          is 500 ms); {attempts} connections were begun; the last call: {}",
         last.unwrap_or_default()
     );
+}
+
+/// The stand-in server of both tests: the first connection is reset before
+/// any welcome (the server is not back yet); every later one is counted in
+/// `counted` and welcomed 300 ms after its hello, then granted all it asks.
+async fn a_server_that_is_not_back_yet_then_slow(listener: TcpListener, counted: Arc<AtomicUsize>) {
+    if let Some(first) = stand_in::accept_hello(&listener).await {
+        stand_in::reset(first);
+    }
+    while let Ok((mut stream, _)) = listener.accept().await {
+        counted.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            if crate::wire::read_frame(&mut stream, 4096).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if stand_in::welcome(&mut stream).await {
+                stand_in::grant_all(stream).await;
+            }
+        });
+    }
 }

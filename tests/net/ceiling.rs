@@ -12,6 +12,8 @@ use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker, Waiting};
 use tokio::net::TcpListener;
 
+use crate::loopback;
+
 const TOKEN: &str = "ceiling-secret";
 
 async fn trivial_server() -> String {
@@ -89,14 +91,7 @@ async fn the_trivial_client_cycles_on_trivial_and_real_servers() {
     // One real server: the trivial client's frames are ours too.
     let server =
         LockServer::new(Arc::new(LocalLocker::new()), ServerConfig::new(TOKEN)).expect("config");
-    let (addr, serve) = server
-        .bind(
-            "127.0.0.1:0".parse().expect("address"),
-            std::future::pending(),
-        )
-        .await
-        .expect("bind");
-    tokio::spawn(serve);
+    let (addr, _) = loopback::serve_while_the_runtime_runs(server).await;
     addrs.push(addr.to_string());
     let client = Arc::new(
         TrivialClient::connect(&addrs, TOKEN, 8)

@@ -9,6 +9,8 @@ use quorum_lock::net::{connect_all, LockServer, RemoteConfig, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 
 /// A lock server on an ephemeral loopback port; stops when dropped.
@@ -21,14 +23,7 @@ struct Node {
 async fn start() -> Node {
     let locker = Arc::new(LocalLocker::new());
     let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     Node {
         addr: bound.to_string(),
         locker,
@@ -125,11 +120,7 @@ async fn a_rejected_token_is_an_error_even_from_one_server() {
     let other = {
         let locker = Arc::new(LocalLocker::new());
         let server = LockServer::new(locker, ServerConfig::new("another-token")).unwrap();
-        let (addr, serve) = server
-            .bind("127.0.0.1:0".parse().unwrap(), std::future::pending())
-            .await
-            .unwrap();
-        tokio::spawn(serve);
+        let (addr, _) = loopback::serve_while_the_runtime_runs(server).await;
         addr.to_string()
     };
     let addrs = [good[0].addr.clone(), good[1].addr.clone(), other];

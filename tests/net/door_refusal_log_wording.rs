@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::Capture;
+use crate::loopback;
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
 const TOKEN: &str = "client-secret";
 
@@ -26,14 +26,7 @@ async fn two_silent_connections_are_not_logged_as_a_flood() {
     config.max_connections = 1;
     config.admin_reserve = 0;
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     // The first holds the only slot, still in its handshake.
     // (The server accepts in order; the second follows at once, well

@@ -17,6 +17,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::loopback;
 use crate::wire::{
     accepted, authenticate_as, frame, leader_request, proclaim_request, read_frame, read_varint,
     rejected, request, response, CHANGED, KIND_INVALID_ARGUMENT, OP_HEALTH, REPLY_ERROR,
@@ -38,14 +39,7 @@ struct Server {
 async fn serve(config: ServerConfig) -> Server {
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
     let stats = server.stats();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serving) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serving);
+    let (bound, stop) = loopback::serve(server).await;
     Server {
         addr: bound.to_string(),
         stats,

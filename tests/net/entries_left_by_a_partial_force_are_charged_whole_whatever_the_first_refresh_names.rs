@@ -17,46 +17,22 @@
 //! bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::TOKEN;
-
-const VALIDITY: Duration = Duration::from_secs(1);
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "culprit".into(),
-        source: "tests/net/entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names.rs"
-            .into(),
-        quorum: 1,
-    }
-}
-
-/// The names of each lock that fills the table.
-const NINE: [&str; 9] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
 
 #[tokio::test]
 async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "partial-force",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let args = forced_by_name::culprit_args("tests/net/entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_refresh_names.rs");
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 64 * 1024;
-    let (addr, _stop) = capped::serve(locker.clone(), config).await;
+    let (addr, _stop) = forced_by_name::serve("partial-force", config).await;
 
     let culprit = capped::connect(&addr, TOKEN).await;
-    let first = capped::fill(&culprit, "1", &NINE, args).await;
+    let first = capped::fill(&culprit, "1", &forced_by_name::NINE, args).await;
     assert!(
         first.len() >= 2,
         "the first fill takes locks: {}",
@@ -66,14 +42,7 @@ async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_re
     let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
 
     // The admin forces the first name of each lock open.
-    for lock in &first {
-        let by_name = args("", &lock.resources[..1]);
-        assert_eq!(
-            bounded("force", admin.force_unlock(&by_name)).await,
-            Ok(true),
-            "forced open"
-        );
-    }
+    forced_by_name::force_the_first_name_of_each(&admin, &first, args).await;
 
     // The client refreshes each lock's second name alone, then the eight
     // names left together for three validities. (The server refuses them
@@ -87,28 +56,19 @@ async fn entries_left_by_a_partial_force_are_charged_whole_whatever_the_first_re
         .iter()
         .map(|lock| args(&lock.uid, &lock.resources[1..]))
         .collect();
-    let until = tokio::time::Instant::now() + 3 * VALIDITY;
-    while tokio::time::Instant::now() < until {
-        for lock in &left {
-            let _ = bounded("refresh", culprit.refresh(lock)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    forced_by_name::refresh_for_three_validities(&culprit, &left).await;
 
     // Then fills the table again.
-    let second = capped::fill(&culprit, "2", &NINE, args).await;
-    let listed = bounded("list", admin.locks()).await.expect("listing");
-    let left_over = listed
-        .iter()
-        .filter(|l| l.resource.starts_with("hog/1/"))
-        .count();
+    let second = capped::fill(&culprit, "2", &forced_by_name::NINE, args).await;
+    let (entries, left_over) =
+        forced_by_name::entries_and_left_over_of_the_first_fill(&admin).await;
     // What the force left and the client kept refreshing is charged to
     // it again: with it, the client stays within its cap.
     assert!(
-        listed.len() <= at_the_cap,
+        entries <= at_the_cap,
         "{left_over} entries left by the force outlived three validities, charged as one name \
          a lock; the client then took {} more locks ({} entries in the table, {at_the_cap} at the cap)",
         second.len(),
-        listed.len()
+        entries
     );
 }

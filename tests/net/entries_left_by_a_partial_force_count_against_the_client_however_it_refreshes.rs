@@ -19,40 +19,19 @@
 //! call bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LocalLocker, LockArgs, LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::TOKEN;
-
-const VALIDITY: Duration = Duration::from_secs(1);
-
-fn args(uid: &str, names: &[String]) -> LockArgs {
-    LockArgs {
-        uid: uid.into(),
-        resources: names.to_vec().into(),
-        owner: "culprit".into(),
-        source: "tests/net/entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes.rs"
-            .into(),
-        quorum: 1,
-    }
-}
 
 #[tokio::test]
 async fn entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes() {
-    let locker = Arc::new(LocalLocker::with_config(
-        "partial-force",
-        LockerConfig {
-            validity: VALIDITY,
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let args = forced_by_name::culprit_args("tests/net/entries_left_by_a_partial_force_count_against_the_client_however_it_refreshes.rs");
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_lock_bytes = 16 * 1024;
-    let (addr, _stop) = capped::serve(locker.clone(), config).await;
+    let (addr, _stop) = forced_by_name::serve("partial-force", config).await;
 
     let culprit = capped::connect(&addr, TOKEN).await;
     let first = capped::fill(&culprit, "1", &["a", "b"], args).await;
@@ -61,38 +40,22 @@ async fn entries_left_by_a_partial_force_count_against_the_client_however_it_ref
     let at_the_cap = bounded("list", admin.locks()).await.expect("listing").len();
 
     // The admin forces the first name of each lock open.
-    for lock in &first {
-        let by_name = args("", &lock.resources[..1]);
-        assert_eq!(
-            bounded("force", admin.force_unlock(&by_name)).await,
-            Ok(true),
-            "forced open"
-        );
-    }
+    forced_by_name::force_the_first_name_of_each(&admin, &first, args).await;
 
     // The client refreshes each lock's whole set for three validities.
-    let until = tokio::time::Instant::now() + 3 * VALIDITY;
-    while tokio::time::Instant::now() < until {
-        for lock in &first {
-            let _ = bounded("refresh", culprit.refresh(lock)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    forced_by_name::refresh_for_three_validities(&culprit, &first).await;
 
     // Then fills the table again.
     let second = capped::fill(&culprit, "2", &["a", "b"], args).await;
-    let listed = bounded("list", admin.locks()).await.expect("listing");
-    let left_over = listed
-        .iter()
-        .filter(|l| l.resource.starts_with("hog/1/"))
-        .count();
+    let (entries, left_over) =
+        forced_by_name::entries_and_left_over_of_the_first_fill(&admin).await;
     // What the force left and the client kept refreshing is charged to
     // it again: with it, the client stays within its cap.
     assert!(
-        listed.len() <= at_the_cap,
+        entries <= at_the_cap,
         "{left_over} entries left by the force outlived three validities, uncharged; the \
          client then took {} more locks ({} entries in the table, {at_the_cap} at the cap)",
         second.len(),
-        listed.len()
+        entries
     );
 }

@@ -19,13 +19,13 @@
 //! for the listing. Real time (sockets), every call and loop bounded.
 #![cfg(feature = "net")]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, Ticket, WaitReply};
+use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitReply};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::lockers;
 use crate::node::{reservation_with, TOKEN};
 
 fn big(uid: &str, names: &[String]) -> LockArgs {
@@ -70,13 +70,7 @@ async fn entries_refreshed_by_a_wait_under_another_set_stay_charged_for_their_ow
 }
 
 async fn entries_refreshed_under_a_new_set(by: Refresher) {
-    let locker = Arc::new(LocalLocker::with_config(
-        "refreshed-under-another-set",
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("refreshed-under-another-set", Duration::from_secs(1));
     let mut config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     config.max_bytes_per_connection = 64 * 1024;
     let (addr, _stop) = capped::serve(locker, config).await;

@@ -11,10 +11,13 @@ use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{
-    LocalLocker, LockArgs, LockMode, LockerConfig, NetLocker, PushEvent, PushSink, Ticket,
-    WaitArgs, WaitReply, Wake,
+    LocalLocker, LockArgs, LockMode, NetLocker, PushEvent, PushSink, Ticket, WaitArgs, WaitReply,
+    Wake,
 };
 use tokio::time::Instant;
+
+use crate::lockers;
+use crate::loopback;
 
 const TOKEN: &str = "client-secret";
 const VALIDITY: Duration = Duration::from_millis(800);
@@ -43,20 +46,13 @@ fn args(uid: &str) -> LockArgs {
 
 #[tokio::test]
 async fn a_waiter_is_granted_when_a_dead_holders_entry_expires() {
-    let config = LockerConfig {
-        validity: VALIDITY,
-        quarantine: Duration::ZERO,
-    };
+    let config = lockers::config_without_quarantine(VALIDITY);
     let server = LockServer::new(
         Arc::new(LocalLocker::with_config("node", config)),
         ServerConfig::new(TOKEN),
     )
     .expect("valid config");
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), std::future::pending())
-        .await
-        .expect("bind loopback");
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
     let locker = RemoteLocker::connect(addr.to_string(), RemoteConfig::new(TOKEN))
         .await
         .expect("connect");

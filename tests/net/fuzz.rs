@@ -9,6 +9,7 @@
 
 #![cfg(feature = "net")]
 
+use crate::loopback;
 use crate::wire;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -166,14 +167,7 @@ async fn random_frames_never_break_the_server() {
     let mut config = ServerConfig::new(TOKEN);
     config.handshake_timeout = Duration::from_millis(500);
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).unwrap();
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    let serving = tokio::spawn(serve);
+    let (addr, stop_server, serving) = loopback::serve_with_its_task(server).await;
     let addr = addr.to_string();
 
     let ds = good_client(&addr).await;

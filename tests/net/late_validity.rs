@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
-use quorum_lock::{Dsync, Error, LocalLocker, LockerConfig, NetLocker};
+use quorum_lock::{Dsync, Error, NetLocker};
+
+use crate::lockers;
 
 const TOKEN: &str = "t0ken";
 
@@ -30,13 +32,7 @@ async fn a_lease_longer_than_a_late_servers_validity_is_not_trusted() {
         Err(_) => return, // refusing an unknown validity would be fine
     };
     // The server comes up, keeping entries for 2 s only.
-    let locker = Arc::new(LocalLocker::with_config(
-        "late",
-        LockerConfig {
-            validity: Duration::from_secs(2),
-            quarantine: Duration::ZERO,
-        },
-    ));
+    let locker = lockers::without_quarantine("late", Duration::from_secs(2));
     let server = LockServer::new(locker, ServerConfig::new(TOKEN)).unwrap();
     let (_, serve) = server
         .bind(addr.parse().unwrap(), std::future::pending())

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::loopback;
 use crate::wire::{
     args_request, authenticate, authenticate_as, closed_within, frame, leader_request,
     lock_request, lock_wait_request, read_frame, read_varint, request, response,
@@ -39,14 +40,7 @@ async fn start(locker: LocalLocker, config: ServerConfig) -> Node {
     let locker = Arc::new(locker);
     let server = LockServer::new(locker.clone(), config).expect("valid config");
     let stats = server.stats();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     Node {
         addr: bound.to_string(),
         locker,

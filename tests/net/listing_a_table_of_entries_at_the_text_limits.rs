@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Error, LocalLocker, LockArgs, NetLocker, MAX_OWNER_LEN, MAX_SOURCE_LEN};
-use tokio::sync::oneshot;
+
+use crate::loopback;
 
 const TOKEN: &str = "client-secret";
 const ADMIN: &str = "admin-secret";
@@ -61,14 +62,7 @@ async fn a_table_of_entries_at_the_text_limits_is_listed_whole_and_longer_text_r
 
     let config = ServerConfig::new(TOKEN).admin_token(ADMIN);
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (_stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, _stop) = loopback::serve(server).await;
 
     let admin = RemoteLocker::connect(bound.to_string(), RemoteConfig::new(ADMIN))
         .await

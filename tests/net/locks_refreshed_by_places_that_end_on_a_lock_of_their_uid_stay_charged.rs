@@ -23,8 +23,9 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockArgs, LockMode, LockerConfig, NetLocker, Ticket, WaitReply};
+use quorum_lock::{LockArgs, LockMode, NetLocker, Ticket, WaitReply};
 
+use crate::lockers;
 use crate::node::{remote, reservation_with, start_over, TOKEN};
 
 const NAMES: usize = 25;
@@ -55,10 +56,7 @@ async fn locks_refreshed_by_places_that_end_on_a_lock_of_their_uid_stay_charged(
     let mut config = ServerConfig::new(TOKEN);
     config.max_bytes_per_connection = 64 * 1024;
     let node = start_over(
-        LockerConfig {
-            validity: Duration::from_secs(1),
-            quarantine: Duration::ZERO,
-        },
+        lockers::config_without_quarantine(Duration::from_secs(1)),
         config,
     )
     .await;

@@ -21,6 +21,7 @@ use quorum_lock::net::ServerConfig;
 use quorum_lock::{LockArgs, NetLocker};
 
 use crate::capped::{self, bounded, ADMIN};
+use crate::forced_by_name;
 use crate::node::{start, TOKEN};
 
 fn args(uid: &str, name: &str) -> LockArgs {
@@ -41,19 +42,10 @@ async fn locks_the_admin_forced_open_give_their_room_back() {
     let culprit = capped::connect(&node.addr, TOKEN).await;
 
     // The culprit fills the table: locks until one is refused.
-    let mut held = Vec::new();
-    for i in 0..1000 {
-        let lock = args(&format!("hog-{i}"), &format!("hog/{i}"));
-        match bounded("lock", culprit.lock(&lock)).await {
-            Ok(true) => held.push(lock),
-            _ => break,
-        }
-    }
-    assert!(
-        !held.is_empty() && held.len() < 1000,
-        "the table fills: {} locks",
-        held.len()
-    );
+    let held = forced_by_name::locks_until_the_table_is_full(&culprit, |i| {
+        args(&format!("hog-{i}"), &format!("hog/{i}"))
+    })
+    .await;
 
     // The admin forces each of its names open, by name.
     let admin = capped::connect(&node.addr, ADMIN).await;
@@ -68,13 +60,7 @@ async fn locks_the_admin_forced_open_give_their_room_back() {
             "forced open"
         );
     }
-    assert!(
-        bounded("list", admin.locks())
-            .await
-            .expect("listing")
-            .is_empty(),
-        "the table holds no entry"
-    );
+    forced_by_name::assert_the_table_is_empty(&admin).await;
 
     // The culprit refreshes what it no longer holds.
     for lock in &held {
@@ -86,11 +72,6 @@ async fn locks_the_admin_forced_open_give_their_room_back() {
     }
 
     // Another client asks for one lock, in an empty table.
-    let victim = capped::connect(&node.addr, TOKEN).await;
-    let result = bounded("lock", victim.lock(&args("victim", "victim/1"))).await;
-    assert_eq!(
-        result,
-        Ok(true),
-        "a lock in a table the admin emptied is refused"
-    );
+    forced_by_name::a_lock_in_the_emptied_table_is_granted(&node.addr, &args("victim", "victim/1"))
+        .await;
 }

@@ -21,7 +21,23 @@ mod six_workers_on_two_permits;
 mod stand_in;
 
 #[cfg(feature = "net")]
+mod calls_in_a_block_on;
+#[cfg(feature = "tls")]
+mod certificate_naming_other_hosts;
+#[cfg(feature = "net")]
+mod forced_by_name;
+#[cfg(feature = "net")]
+mod lockers;
+#[cfg(feature = "net")]
+mod loopback;
+#[cfg(feature = "net")]
 mod peer_answering_the_hello;
+#[cfg(feature = "net")]
+mod reopen_behind_a_full_queue;
+#[cfg(feature = "tls")]
+mod tls_files;
+#[cfg(feature = "net")]
+mod versions_refused;
 
 mod a_backed_off_reopen_is_made_once_per_step;
 mod a_call_cut_off_by_its_connections_runtime_shutting_down_says_what_follows;

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use crate::node::{args, remote, reservation, start, TOKEN};
-use quorum_lock::net::ServerConfig;
+use crate::node::{args, remote, reservation, start, Node, TOKEN};
+use quorum_lock::net::{RemoteLocker, ServerConfig};
 use quorum_lock::{LockMode, NetLocker, Ticket, WaitArgs, WaitReply};
 
 #[tokio::test]
@@ -18,37 +18,11 @@ async fn a_place_is_not_kept_after_every_connection_that_asked_for_it_closed() {
     let held = vec!["held".to_string()];
     assert!(holder.lock(&args("holder", &held)).await.unwrap());
 
-    // The old connection: a reservation for 1 s on "held" and "other".
+    // The old connection: a reservation for 1 s on "held" and "other";
+    // the reconnected waiter asks for "held" alone.
     let old = remote(&node).await;
-    let short = WaitArgs {
-        ticket: Ticket::now(),
-        place_ttl: Duration::from_secs(1),
-        wake: None,
-    };
     let both = vec!["held".to_string(), "other".to_string()];
-    let reply = old
-        .lock_wait(&args("w", &both), LockMode::Write, &short)
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Refused);
-    // The waiter reconnected: the same uid on "held", a reservation of 60 s.
-    let new = remote(&node).await;
-    let reply = new
-        .lock_wait(&args("w", &held), LockMode::Write, &reservation())
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Refused);
-    // A refresh of the uid over the old connection (it holds nothing).
-    let refreshed = old.refresh(&args("w", &held)).await;
-    assert!(refreshed.is_ok(), "{refreshed:?}");
-    // The waiter goes away; then the old place expires, and the old
-    // connection, asking for something else, settles it.
-    drop(new);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    let free = vec!["free".to_string()];
-    let reply = old
-        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Granted);
-    assert!(old.unlock(&args("v", &free)).await.unwrap());
+    a_waiter_moves_and_its_old_connection_refreshes(&node, &old, &both, &held).await;
     drop(old);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -79,30 +53,7 @@ async fn places_a_reconnected_waiter_left_stay_charged_while_the_table_keeps_the
 
     let names = crate::node::names(0);
     let old = remote(&node).await;
-    let short = WaitArgs {
-        ticket: Ticket::now(),
-        place_ttl: Duration::from_secs(1),
-        wake: None,
-    };
-    let reply = old
-        .lock_wait(&args("w", &names), LockMode::Write, &short)
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Refused);
-    let new = remote(&node).await;
-    let reply = new
-        .lock_wait(&args("w", &names), LockMode::Write, &reservation())
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Refused);
-    let refreshed = old.refresh(&args("w", &names)).await;
-    assert!(refreshed.is_ok(), "{refreshed:?}");
-    drop(new);
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    let free = vec!["free".to_string()];
-    let reply = old
-        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
-        .await;
-    assert_eq!(reply.unwrap(), WaitReply::Granted);
-    assert!(old.unlock(&args("v", &free)).await.unwrap());
+    a_waiter_moves_and_its_old_connection_refreshes(&node, &old, &names, &names).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let places = node.locker.waiting();
@@ -163,4 +114,42 @@ async fn a_client_cannot_pile_up_places_by_refreshing_over_its_old_connection() 
         "after 20 steps the table keeps {places} places in line (one connection open besides \
          the holder's, 1024 places allowed per connection); {charged} lock bytes charged"
     );
+}
+
+/// The scenario the first two tests share: the waiter "w" asks over `old`
+/// for `asked_first` with a 1 s place and is refused; it reconnects (a new
+/// connection asks for `asked_again` with a 60 s place, refused too); `old`
+/// refreshes the uid on `asked_again` (it holds nothing, yet the refresh
+/// succeeds). The waiter goes away; then the old place expires, and `old`,
+/// asking for (granted) and releasing "free", settles it. `old` stays open.
+async fn a_waiter_moves_and_its_old_connection_refreshes(
+    node: &Node,
+    old: &RemoteLocker,
+    asked_first: &[String],
+    asked_again: &[String],
+) {
+    let short = WaitArgs {
+        ticket: Ticket::now(),
+        place_ttl: Duration::from_secs(1),
+        wake: None,
+    };
+    let reply = old
+        .lock_wait(&args("w", asked_first), LockMode::Write, &short)
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    let new = remote(node).await;
+    let reply = new
+        .lock_wait(&args("w", asked_again), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Refused);
+    let refreshed = old.refresh(&args("w", asked_again)).await;
+    assert!(refreshed.is_ok(), "{refreshed:?}");
+    drop(new);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let free = vec!["free".to_string()];
+    let reply = old
+        .lock_wait(&args("v", &free), LockMode::Write, &reservation())
+        .await;
+    assert_eq!(reply.unwrap(), WaitReply::Granted);
+    assert!(old.unlock(&args("v", &free)).await.unwrap());
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::loopback;
 use crate::node::{args, reservation, TOKEN};
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, LockMode, NetLocker, WaitReply};
@@ -32,14 +33,7 @@ async fn places_left_when_the_servers_runtime_ends(
             let server = LockServer::new(served, ServerConfig::new(TOKEN)).expect("valid config");
             // The server's own shutdown signal never fires: the runtime
             // going away is what ends it.
-            let (bound, serve) = server
-                .bind(
-                    "127.0.0.1:0".parse().expect("an address"),
-                    std::future::pending(),
-                )
-                .await
-                .expect("bind loopback");
-            tokio::spawn(serve);
+            let (bound, _) = loopback::serve_while_the_runtime_runs(server).await;
             addr_tx.send(bound.to_string()).expect("the test waits");
             let _ = stop_rx.await;
         });

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::loopback;
 use crate::wire::{authenticate, frame, lock_request, read_frame, OP_LOCK, OP_UNLOCK};
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
@@ -33,11 +34,7 @@ async fn exchange(mut stream: TcpStream, frames: Vec<u8>, replies: usize) -> Tcp
 async fn a_lock_racing_its_own_unlock_on_another_connection_leaves_nothing() {
     let locker = Arc::new(LocalLocker::new());
     let server = LockServer::new(locker.clone(), ServerConfig::new(TOKEN)).unwrap();
-    let (addr, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), std::future::pending())
-        .await
-        .unwrap();
-    let serving = tokio::spawn(serve);
+    let (addr, serving) = loopback::serve_while_the_runtime_runs(server).await;
     let addr = addr.to_string();
     let (mut a, _) = authenticate(&addr, TOKEN).await.unwrap();
     let (mut b, _) = authenticate(&addr, TOKEN).await.unwrap();

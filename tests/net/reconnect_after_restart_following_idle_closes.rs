@@ -12,6 +12,8 @@ use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{LocalLocker, NetLocker};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 /// Shorter than the 10 s a connection must last to count as settled.
 const IDLE: Duration = Duration::from_millis(200);
@@ -23,14 +25,7 @@ async fn serve(addr: SocketAddr) -> (SocketAddr, oneshot::Sender<()>, tokio::tas
     let mut config = ServerConfig::new(TOKEN);
     config.idle_timeout = Some(IDLE);
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, run) = server
-        .bind(addr, async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    (bound, stop, tokio::spawn(run))
+    loopback::serve_at(server, addr).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::log_capture::{count, Capture};
+use crate::loopback;
 use crate::wire::{authenticate, closed_within, frame};
 use quorum_lock::net::{LockServer, ServerConfig};
 use quorum_lock::LocalLocker;
@@ -19,14 +20,7 @@ const LIMIT: Duration = Duration::from_secs(5);
 
 async fn start(config: ServerConfig) -> (String, oneshot::Sender<()>) {
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     (bound.to_string(), stop)
 }
 

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::loopback;
 use crate::six_workers_on_two_permits::at_most_two_of_six_workers_hold;
 use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker, NetLocker};
@@ -23,14 +24,7 @@ async fn servers(n: usize) -> (Vec<String>, Vec<oneshot::Sender<()>>) {
             ServerConfig::new(TOKEN).admin_token(ADMIN),
         )
         .expect("valid config");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let (bound, serving) = server
-            .bind("127.0.0.1:0".parse().expect("address"), async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bind loopback");
-        tokio::spawn(serving);
+        let (bound, stop) = loopback::serve(server).await;
         addrs.push(bound.to_string());
         stops.push(stop);
     }

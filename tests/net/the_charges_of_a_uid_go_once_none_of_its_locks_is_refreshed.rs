@@ -20,16 +20,14 @@
 use std::time::Duration;
 
 use quorum_lock::net::ServerConfig;
-use quorum_lock::{LockerConfig, NetLocker};
+use quorum_lock::NetLocker;
 
+use crate::lockers;
 use crate::node::{args, remote, start_over, TOKEN};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_charges_of_a_uid_go_once_none_of_its_locks_is_refreshed() {
-    let locker = LockerConfig {
-        validity: Duration::from_secs(1),
-        quarantine: Duration::ZERO,
-    };
+    let locker = lockers::config_without_quarantine(Duration::from_secs(1));
     let node = start_over(locker, ServerConfig::new(TOKEN)).await;
     let client = remote(&node).await;
     let within = Duration::from_secs(5);

@@ -22,7 +22,7 @@ use quorum_lock::{Error, NetLocker};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
+use crate::tls_files::CA;
 
 /// The words cli/src/fleet.rs reads as a server that ended the connection
 /// in its handshake.

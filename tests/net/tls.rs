@@ -13,18 +13,12 @@ use quorum_lock::net::{
 use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
-const TOKEN: &str = "client-secret";
+use crate::loopback;
+use crate::tls_files::{
+    CA, CLIENT_CERT, CLIENT_KEY, NODE_CERT, NODE_KEY, SELF_SIGNED, SELF_SIGNED_KEY,
+};
 
-/// The CA of tests/data/tls, its certificate for the lock server at
-/// `localhost` (and no other name), and its client certificate `test`.
-const CA: &[u8] = include_bytes!("../data/tls/ca.pem");
-const NODE_CERT: &[u8] = include_bytes!("../data/tls/node-localhost.pem");
-const NODE_KEY: &[u8] = include_bytes!("../data/tls/node-localhost-key.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("../data/tls/client-test.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../data/tls/client-test-key.pem");
-/// A self-signed certificate for localhost and 127.0.0.1, from no CA.
-const SELF_SIGNED: &[u8] = include_bytes!("../data/test-cert.pem");
-const SELF_SIGNED_KEY: &[u8] = include_bytes!("../data/test-key.pem");
+const TOKEN: &str = "client-secret";
 
 /// A TLS lock server on an ephemeral loopback port; stops when dropped.
 struct Node {
@@ -37,14 +31,7 @@ async fn serve(tls: ServerTls) -> Node {
     let locker = Arc::new(LocalLocker::new());
     let server =
         LockServer::new(locker.clone(), ServerConfig::new(TOKEN).tls(tls)).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     Node {
         port: bound.port(),
         locker,
@@ -96,6 +83,25 @@ fn refusal(locker: &RemoteLocker) -> String {
     }
 }
 
+/// A locker of `node` reached as `host`, with `tls`, which must be online
+/// (else the reason it gives is shown).
+async fn online_at(host: &str, node: &Node, tls: ClientTls) -> RemoteLocker {
+    let locker = RemoteLocker::connect(format!("{host}:{}", node.port), config(tls))
+        .await
+        .expect("connect");
+    assert!(locker.is_online(), "{:?}", locker.connect_error());
+    locker
+}
+
+/// The [`refusal`] of a locker of `node` reached as `host`, with `tls`:
+/// `connect` must give an offline locker, not an error.
+async fn refusal_at(host: &str, node: &Node, tls: ClientTls) -> String {
+    let locker = RemoteLocker::connect(format!("{host}:{}", node.port), config(tls))
+        .await
+        .expect("an offline locker, not an error");
+    refusal(&locker)
+}
+
 #[tokio::test]
 async fn tls_connections_work_and_plain_clients_are_turned_away() {
     let tls = ServerTls::from_pem(SELF_SIGNED, SELF_SIGNED_KEY).expect("server tls");
@@ -132,18 +138,12 @@ async fn each_server_is_checked_against_the_host_it_is_reached_by() {
     let node = localhost_server().await;
     let tls = ClientTls::new(CA).expect("client tls");
 
-    let by_name = RemoteLocker::connect(format!("localhost:{}", node.port), config(tls.clone()))
-        .await
-        .expect("connect");
-    assert!(by_name.is_online(), "{:?}", by_name.connect_error());
+    let by_name = online_at("localhost", &node, tls.clone()).await;
     assert!(by_name.lock(&args("u")).await.unwrap());
 
     // The same server by its IP address, which its certificate does not
     // name: refused, saying which name was expected and which it carries.
-    let by_ip = RemoteLocker::connect(format!("127.0.0.1:{}", node.port), config(tls.clone()))
-        .await
-        .expect("an offline locker, not an error");
-    let why = refusal(&by_ip);
+    let why = refusal_at("127.0.0.1", &node, tls.clone()).await;
     for words in [
         "certificate is for localhost, not for 127.0.0.1",
         "the host this client connects to",
@@ -154,10 +154,7 @@ async fn each_server_is_checked_against_the_host_it_is_reached_by() {
 
     // An explicit name overrides the host, for every endpoint.
     let named = tls.server_name("localhost").expect("name");
-    let overridden = RemoteLocker::connect(format!("127.0.0.1:{}", node.port), config(named))
-        .await
-        .expect("connect");
-    assert!(overridden.is_online(), "{:?}", overridden.connect_error());
+    online_at("127.0.0.1", &node, named).await;
 }
 
 #[tokio::test]
@@ -165,10 +162,7 @@ async fn each_server_is_checked_against_the_host_it_is_reached_by() {
 async fn the_deprecated_constructor_still_expects_its_one_name() {
     let node = localhost_server().await;
     let tls = ClientTls::from_pem(CA, "localhost").expect("client tls");
-    let locker = RemoteLocker::connect(format!("127.0.0.1:{}", node.port), config(tls))
-        .await
-        .expect("connect");
-    assert!(locker.is_online(), "{:?}", locker.connect_error());
+    online_at("127.0.0.1", &node, tls).await;
 }
 
 #[tokio::test]
@@ -187,10 +181,7 @@ async fn an_untrusted_server_certificate_is_refused_naming_the_ca() {
     let tls = ServerTls::from_pem(SELF_SIGNED, SELF_SIGNED_KEY).expect("server tls");
     let node = serve(tls).await;
     let client = ClientTls::new(CA).expect("client tls");
-    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(client))
-        .await
-        .expect("connect");
-    let why = refusal(&locker);
+    let why = refusal_at("localhost", &node, client).await;
     assert!(
         why.contains("not signed by a CA this client trusts"),
         "{why}"
@@ -203,10 +194,7 @@ async fn mutual_tls_admits_clients_with_a_certificate_from_the_ca() {
     let tls = ClientTls::new(CA)
         .and_then(|tls| tls.client_cert(CLIENT_CERT, CLIENT_KEY))
         .expect("client tls");
-    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(tls))
-        .await
-        .expect("connect");
-    assert!(locker.is_online(), "{:?}", locker.connect_error());
+    let locker = online_at("localhost", &node, tls).await;
     assert!(locker.lock(&args("u")).await.unwrap());
     assert_eq!(node.locker.snapshot().len(), 1);
 }
@@ -215,10 +203,7 @@ async fn mutual_tls_admits_clients_with_a_certificate_from_the_ca() {
 async fn mutual_tls_refuses_a_client_without_a_certificate_and_says_so() {
     let node = mutual_server().await;
     let tls = ClientTls::new(CA).expect("client tls");
-    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(tls))
-        .await
-        .expect("an offline locker, not an error");
-    let why = refusal(&locker);
+    let why = refusal_at("localhost", &node, tls).await;
     assert!(why.contains("requires a client certificate"), "{why}");
     assert!(node.locker.snapshot().is_empty());
 }
@@ -229,10 +214,7 @@ async fn mutual_tls_refuses_a_certificate_from_another_ca() {
     let tls = ClientTls::new(CA)
         .and_then(|tls| tls.client_cert(SELF_SIGNED, SELF_SIGNED_KEY))
         .expect("client tls");
-    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(tls))
-        .await
-        .expect("an offline locker, not an error");
-    let why = refusal(&locker);
+    let why = refusal_at("localhost", &node, tls).await;
     assert!(why.contains("refused this client's certificate"), "{why}");
 }
 
@@ -304,14 +286,7 @@ async fn connect_all_goes_on_when_a_minority_refuses_tls() {
 async fn a_tls_client_of_a_plain_server_is_told_the_server_does_not_serve_tls() {
     let server =
         LockServer::new(Arc::new(LocalLocker::new()), ServerConfig::new(TOKEN)).expect("config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
     let client = ClientTls::new(SELF_SIGNED).expect("client tls");
     let locker = RemoteLocker::connect(format!("127.0.0.1:{}", bound.port()), config(client))
         .await
@@ -331,10 +306,7 @@ async fn a_server_that_presents_its_ca_certificate_is_told_to_use_its_own() {
     const CA_KEY: &[u8] = include_bytes!("../data/tls/ca-key.pem");
     let node = serve(ServerTls::from_pem(CA, CA_KEY).expect("server tls")).await;
     let client = ClientTls::new(CA).expect("client tls");
-    let locker = RemoteLocker::connect(format!("localhost:{}", node.port), config(client))
-        .await
-        .expect("an offline locker, not an error");
-    let why = refusal(&locker);
+    let why = refusal_at("localhost", &node, client).await;
     assert!(
         why.contains("presents a CA certificate as its own"),
         "{why}"

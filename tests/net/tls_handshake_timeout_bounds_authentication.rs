@@ -11,7 +11,8 @@ use quorum_lock::LocalLocker;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::AsyncReadExt;
-use tokio::sync::oneshot;
+
+use crate::loopback;
 
 const TOKEN: &str = "client-secret";
 /// A self-signed certificate for localhost and 127.0.0.1.
@@ -25,14 +26,7 @@ async fn a_peer_that_finishes_tls_late_is_closed_within_the_handshake_timeout() 
     let mut config = ServerConfig::new(TOKEN).tls(tls);
     config.handshake_timeout = TIMEOUT;
     let server = LockServer::new(Arc::new(LocalLocker::new()), config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind("127.0.0.1:0".parse().unwrap(), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop) = loopback::serve(server).await;
 
     let mut roots = rustls::RootCertStore::empty();
     roots

@@ -9,6 +9,8 @@ use quorum_lock::net::{LockServer, RemoteConfig, RemoteLocker, ServerConfig};
 use quorum_lock::{Dsync, Error, LocalLocker, LockArgs, NetLocker};
 use tokio::sync::oneshot;
 
+use crate::loopback;
+
 const TOKEN: &str = "client-secret";
 const ADMIN: &str = "admin-secret";
 
@@ -22,14 +24,7 @@ struct Node {
 async fn start_with(config: ServerConfig, addr: &str) -> Node {
     let locker = Arc::new(LocalLocker::new());
     let server = LockServer::new(locker.clone(), config).expect("valid config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (bound, serve) = server
-        .bind(addr.parse().expect("address"), async {
-            let _ = stopped.await;
-        })
-        .await
-        .expect("bind loopback");
-    tokio::spawn(serve);
+    let (bound, stop, _serving) = loopback::serve_at(server, addr.parse().expect("address")).await;
     Node {
         addr: bound.to_string(),
         locker,
