@@ -339,12 +339,14 @@ impl Shared {
         let uid = &*waiter.args.uid;
         let held = self
             .store
-            .call(&names, ("", ""), false, |t, _| {
-                let held = t.resources.iter().all(|r| {
-                    r.holders
-                        .get(uid)
-                        .is_some_and(|h| h.mode == waiter.mode && h.ticket == waiter.ticket)
-                });
+            .call(&names, ("", ""), false, |t, epoch| {
+                // In quarantine no answer counts, a holder's row included.
+                let held = self.quarantine(epoch, false).is_none()
+                    && t.resources.iter().all(|r| {
+                        r.holders
+                            .get(uid)
+                            .is_some_and(|h| h.mode == waiter.mode && h.ticket == waiter.ticket)
+                    });
                 t.finish();
                 Ok(held)
             })
