@@ -21,6 +21,32 @@ impl PushSink for Events {
     }
 }
 
+/// "holder" holds x on `locker`, and "waiter" (ticket 1) waits for
+/// `names` behind it, its wake-ups collected in the returned sink.
+async fn queued_behind_a_holder(
+    locker: &SqlLocker,
+    names: &[&str],
+    prefix: &str,
+) -> (Arc<Events>, quorum_lock::LockArgs) {
+    assert!(locker
+        .lock(&args_of("holder", "holder", &["x"]))
+        .await
+        .unwrap());
+    let sink = Arc::new(Events::default());
+    let wait = WaitArgs {
+        ticket: Ticket { at: 1, tiebreak: 1 },
+        place_ttl: Duration::from_secs(30),
+        wake: Some(Wake::new(sink.clone(), 0)),
+    };
+    let waiter = args_of("waiter", "waiter", names);
+    let reply = locker
+        .lock_wait(&waiter, LockMode::Write, &wait)
+        .await
+        .unwrap();
+    assert_eq!(reply, WaitReply::Queued, "{prefix}: the holder holds x");
+    (sink, waiter)
+}
+
 /// The waiter is told of its grant before the release returns (a turn
 /// taken by a call of its own would be told later, from the locker's
 /// background task), and holds under its own owner and source, not those
@@ -34,22 +60,7 @@ async fn the_waiter_is_told_before_the_release_returns_and_holds_under_its_own_n
         let locker = SqlLocker::connect(url, config(prefix))
             .await
             .expect("connect");
-        assert!(locker
-            .lock(&args_of("holder", "holder", &["x"]))
-            .await
-            .unwrap());
-        let sink = Arc::new(Events::default());
-        let wait = WaitArgs {
-            ticket: Ticket { at: 1, tiebreak: 1 },
-            place_ttl: Duration::from_secs(30),
-            wake: Some(Wake::new(sink.clone(), 0)),
-        };
-        let waiter = args_of("waiter", "waiter", &["x"]);
-        let reply = locker
-            .lock_wait(&waiter, LockMode::Write, &wait)
-            .await
-            .unwrap();
-        assert_eq!(reply, WaitReply::Queued, "{prefix}: the holder holds x");
+        let (sink, waiter) = queued_behind_a_holder(&locker, &["x"], prefix).await;
         assert!(locker
             .unlock(&args_of("holder", "holder", &["x"]))
             .await
@@ -92,22 +103,7 @@ async fn a_release_in_quarantine_hands_the_waiter_nothing() {
     for (url, prefix) in [(&servers.pg, "hq_pg_"), (&servers.maria, "hq_my_")] {
         let locker = crate::sql_shared::guarded_locker(url, prefix).await;
         crate::sql_shared::past_quarantine(&locker).await;
-        assert!(locker
-            .lock(&args_of("holder", "holder", &["x"]))
-            .await
-            .unwrap());
-        let sink = Arc::new(Events::default());
-        let wait = WaitArgs {
-            ticket: Ticket { at: 1, tiebreak: 1 },
-            place_ttl: Duration::from_secs(30),
-            wake: Some(Wake::new(sink.clone(), 0)),
-        };
-        let waiter = args_of("waiter", "waiter", &["x"]);
-        let reply = locker
-            .lock_wait(&waiter, LockMode::Write, &wait)
-            .await
-            .unwrap();
-        assert_eq!(reply, WaitReply::Queued, "{prefix}: the holder holds x");
+        let (sink, _waiter) = queued_behind_a_holder(&locker, &["x"], prefix).await;
         servers
             .run(url, format!("DELETE FROM {prefix}entries WHERE kind = 'e'"))
             .await;
@@ -217,22 +213,7 @@ async fn a_waiter_on_two_names_takes_its_own_turn_for_both() {
         let locker = SqlLocker::connect(url, config(prefix))
             .await
             .expect("connect");
-        assert!(locker
-            .lock(&args_of("holder", "holder", &["x"]))
-            .await
-            .unwrap());
-        let sink = Arc::new(Events::default());
-        let wait = WaitArgs {
-            ticket: Ticket { at: 1, tiebreak: 1 },
-            place_ttl: Duration::from_secs(30),
-            wake: Some(Wake::new(sink.clone(), 0)),
-        };
-        let waiter = args_of("waiter", "waiter", &["x", "y"]);
-        let reply = locker
-            .lock_wait(&waiter, LockMode::Write, &wait)
-            .await
-            .unwrap();
-        assert_eq!(reply, WaitReply::Queued, "{prefix}: the holder holds x");
+        let (sink, _waiter) = queued_behind_a_holder(&locker, &["x", "y"], prefix).await;
         assert!(locker
             .unlock(&args_of("holder", "holder", &["x"]))
             .await
